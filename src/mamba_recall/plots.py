@@ -1,0 +1,170 @@
+"""Charts for the Mamba recall book (Altair).
+
+The first section is the *offline renderer*: it makes every Altair chart
+display as
+
+* the spec as Vega-Lite JSON under ``application/vnd.vegalite.v5+json``
+  (:data:`JSON_MIMETYPE`; JupyterLab draws it natively), and
+* a ``text/html`` fragment that draws with the Vega JavaScript the book serves
+  itself (``book/_static/vendor/``, loaded on every page through
+  ``html_js_files``) -- it contains no ``<script src=...>`` to any URL, so the
+  built HTML book works offline.
+
+Chart builders go below the renderer section.
+"""
+
+from __future__ import annotations
+
+# =============================================================================
+# Offline Altair renderer (owned by the renderer/vendoring work; keep on top)
+# =============================================================================
+
+import hashlib
+import json
+import string
+from typing import Any
+
+__all__ = ["RENDERER_NAME", "CHART_CLASS", "JSON_MIMETYPE", "enable_offline_renderer"]
+
+#: Name under which the renderer is registered in ``altair.renderers``.
+RENDERER_NAME = "mamba_recall"
+
+#: Mimetype of the JSON copy of the spec in the bundle. Altair 6 itself uses
+#: ``application/vnd.vegalite.v6.json``, but (a) nbformat only allows a JSON
+#: *object* under ``application/*+json`` mimetypes, so nbclient/MyST-NB reject
+#: that output with ``NotebookValidationError``, and (b) JupyterLab (4.6) only
+#: draws ``application/vnd.vegalite.v3/v4/v5+json`` natively. The v5 mimetype
+#: makes JupyterLab draw the (v6) spec with its bundled Vega-Lite 5, which
+#: handles the specs Altair writes for ordinary charts (it may log a version
+#: warning in the browser console).
+JSON_MIMETYPE = "application/vnd.vegalite.v5+json"
+VEGA_JSON_MIMETYPE = "application/vnd.vega.v5+json"
+
+#: CSS class of the ``<div>`` each chart is drawn into
+#: (``mamba_recall.browser_check`` looks for it).
+CHART_CLASS = "mamba-recall-chart"
+
+# Default embed options; ``actions: false`` hides the "..." menu (its
+# "Open in Vega Editor" link would leave the machine).
+_DEFAULT_EMBED_OPTIONS: dict[str, Any] = {"actions": False, "renderer": "svg"}
+
+# How often each spec hash has been rendered in this process, so that the same
+# chart shown twice on one page gets two distinct (but deterministic) ids.
+_occurrences: dict[str, int] = {}
+
+_HTML_TEMPLATE = string.Template(
+    """\
+<div id="$div_id" class="$css_class" style="width:100%"></div>
+<script type="text/javascript">
+(function() {
+  var el = document.getElementById("$div_id");
+  var spec = $spec;
+  var opt = $opt;
+  function fail(msg) {
+    var text = "mamba_recall chart $div_id: " + msg;
+    console.error(text);
+    if (el) {
+      el.innerHTML = "";
+      var p = document.createElement("p");
+      p.className = "mamba-recall-chart-error";
+      p.style.color = "red";
+      p.textContent = text;
+      el.appendChild(p);
+    }
+  }
+  function draw() {
+    if (typeof window.vegaEmbed !== "function") {
+      fail("vegaEmbed is not loaded: the page must load _static/vendor/vega.min.js, "
+           + "vega-lite.min.js and vega-embed.min.js (html_js_files) and no require.js "
+           + "(strip metadata.widgets from notebooks, or set nb_ipywidgets_js: {})");
+      return;
+    }
+    window.vegaEmbed(el, spec, opt).catch(function(err) {
+      fail("Vega error: " + (err && err.message ? err.message : err));
+    });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", draw);
+  } else {
+    draw();
+  }
+})();
+</script>""")
+
+
+def _js_json(obj: Any) -> str:
+    """JSON that is safe to inline inside an HTML ``<script>`` element."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _spec_id(spec: dict) -> str:
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+    n = _occurrences.get(digest, 0)
+    _occurrences[digest] = n + 1
+    return f"{CHART_CLASS}-{digest}" + (f"-{n}" if n else "")
+
+
+def _offline_renderer(spec: dict, **metadata: Any):
+    """Altair renderer: Vega-Lite JSON mimetype + self-contained ``text/html``."""
+    from altair.utils.display import default_renderer_base
+    from altair.vegalite.v6.display import (
+        DEFAULT_DISPLAY,
+        VEGA_MIME_TYPE,
+        VEGALITE_MIME_TYPE,
+    )
+
+    embed_options = dict(_DEFAULT_EMBED_OPTIONS)
+    embed_options.update(metadata.pop("embed_options", None) or {})
+    # default_renderer_base compiles with VegaFusion when that is enabled and
+    # then returns a Vega (not Vega-Lite) spec; honour that for the HTML, too.
+    bundle, _ = default_renderer_base(spec, VEGALITE_MIME_TYPE, DEFAULT_DISPLAY)
+    if VEGA_MIME_TYPE in bundle:
+        drawn_spec, json_mime = bundle.pop(VEGA_MIME_TYPE), VEGA_JSON_MIMETYPE
+        embed_options.setdefault("mode", "vega")
+    else:
+        drawn_spec, json_mime = bundle.pop(VEGALITE_MIME_TYPE), JSON_MIMETYPE
+    bundle[json_mime] = drawn_spec
+    div_id = _spec_id(drawn_spec)
+    bundle["text/html"] = _HTML_TEMPLATE.substitute(
+        div_id=div_id,
+        css_class=CHART_CLASS,
+        spec=_js_json(drawn_spec),
+        opt=_js_json(embed_options),
+    )
+    return bundle, {json_mime: {"embed_options": embed_options}}
+
+
+def enable_offline_renderer(**embed_options: Any) -> None:
+    """Register and enable the :data:`RENDERER_NAME` Altair renderer.
+
+    Call once near the top of every notebook (before displaying charts).
+    ``embed_options`` (e.g. ``renderer="canvas"``) are passed to vega-embed
+    on top of the defaults ``{"actions": False, "renderer": "svg"}``.
+
+    The data of each chart is inlined into the notebook output (twice: once
+    in the Vega-Lite JSON and once in the HTML), so keep it small:
+    Altair's default data transformer refuses more than 5000 rows
+    (``alt.data_transformers`` ``max_rows``); aggregate before plotting
+    rather than disabling that limit.
+    """
+    import altair as alt
+
+    if RENDERER_NAME not in alt.renderers.names():
+        alt.renderers.register(RENDERER_NAME, _offline_renderer)
+    if embed_options:
+        alt.renderers.enable(RENDERER_NAME, embed_options=embed_options)
+    else:
+        alt.renderers.enable(RENDERER_NAME)
+
+
+# =============================================================================
+# Chart builders (below)
+# =============================================================================

@@ -1,0 +1,86 @@
+"""Selective scans (Mamba-1 and Mamba-2) with explicit, checked backends.
+
+Backends
+--------
+``reference``  sequential loop, float64-capable: the truth (``reference.py``).
+``chunked``    parallel over time in pure PyTorch, stable for long L and large Δ (``chunked.py``);
+               the default on the CPU.
+``mamba_ssm``  the CUDA kernels of the mamba-ssm package (``mamba_ssm_backend.py``).
+``auto``       ``mamba_ssm`` when the inputs are on CUDA and mamba-ssm imports, else ``chunked``.
+               The choice is a rule, not a fallback: an explicit request for an unavailable backend
+               raises :class:`BackendUnavailableError`. :func:`resolve_backend` tells which one runs.
+"""
+from __future__ import annotations
+
+import torch
+
+from ._common import ScanInputError
+from .chunked import linear_recurrence_chunked, selective_scan_chunked
+from .mamba2 import ssd_scan_chunked, ssd_scan_reference
+from .mamba_ssm_backend import (
+    BackendUnavailableError,
+    mamba_ssm_available,
+    require_mamba_ssm,
+    selective_scan_mamba_ssm,
+    ssd_scan_mamba_ssm,
+)
+from .reference import ScanTrace, selective_scan_reference, selective_scan_trace
+
+BACKENDS = ("auto", "reference", "chunked", "mamba_ssm")
+
+__all__ = [
+    "BACKENDS", "BackendUnavailableError", "ScanInputError", "ScanTrace", "linear_recurrence_chunked",
+    "mamba_ssm_available", "resolve_backend", "selective_scan", "selective_scan_chunked",
+    "selective_scan_reference", "selective_scan_trace", "ssd_scan", "ssd_scan_chunked", "ssd_scan_reference",
+]
+
+
+def resolve_backend(backend: str, device: torch.device | str = "cpu") -> str:
+    """The concrete backend that ``backend`` means for tensors on ``device``; raises if it cannot run there."""
+    device = torch.device(device)
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown scan backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
+    if backend == "auto":
+        return "mamba_ssm" if device.type == "cuda" and mamba_ssm_available() else "chunked"
+    if backend == "mamba_ssm":
+        require_mamba_ssm(device)
+    return backend
+
+
+def _only_on_pytorch_backends(name, extras):
+    used = [k for k, v in extras.items() if v is not None and v != "euler"]
+    if used:
+        raise BackendUnavailableError(
+            f"backend='mamba_ssm' does not support {', '.join(used)}; use backend='chunked' or 'reference'.")
+
+
+def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+                   return_last_state=False, backend="auto", *, discretization="euler", initial_state=None):
+    """Mamba-1 selective scan with ``mamba_ssm``'s ``selective_scan_fn`` signature and shapes.
+
+    u, delta, z: (b, d, l); A: (d, n); B, C: (d, n) | (b, n, l) | (b, g, n, l); D, delta_bias: (d,).
+    Returns out (b, d, l), plus the last state (b, d, n) if ``return_last_state``.
+    ``discretization="zoh"`` uses the exact zero-order hold for B̄ (PyTorch backends only);
+    ``initial_state`` (b, d, n) starts the recurrence from a given state (PyTorch backends only).
+    """
+    name = resolve_backend(backend, u.device)
+    args = (u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state)
+    if name == "mamba_ssm":
+        _only_on_pytorch_backends(name, {"discretization": discretization, "initial_state": initial_state})
+        return selective_scan_mamba_ssm(*args)
+    if name == "reference":
+        return selective_scan_reference(*args, discretization=discretization, initial_state=initial_state)
+    return selective_scan_chunked(*args, discretization=discretization, initial_state=initial_state)
+
+
+def ssd_scan(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, initial_states=None,
+             return_final_states=False, backend="auto", chunk_size=64):
+    """Mamba-2 scan with ``mamba_chunk_scan_combined``'s layout (see ``mamba2.py``)."""
+    name = resolve_backend(backend, x.device)
+    kwargs = dict(D=D, z=z, dt_bias=dt_bias, dt_softplus=dt_softplus, initial_states=initial_states,
+                  return_final_states=return_final_states)
+    if name == "mamba_ssm":
+        return ssd_scan_mamba_ssm(x, dt, A, B, C, chunk_size, **kwargs)
+    if name == "reference":
+        return ssd_scan_reference(x, dt, A, B, C, **kwargs)
+    return ssd_scan_chunked(x, dt, A, B, C, chunk_size=chunk_size, **kwargs)

@@ -1,0 +1,156 @@
+"""Argument checking and preparation shared by every selective-scan backend.
+
+All backends take mamba-ssm's ``selective_scan_fn`` arguments and shapes
+(``mamba_ssm/ops/selective_scan_interface.py``):
+
+=============  =====================================================  =========================
+argument       shape                                                  meaning
+=============  =====================================================  =========================
+``u``          (batch, channels, length)                              input x̂_t of the SSM
+``delta``      (batch, channels, length)                              step Δ_t before bias/softplus
+``A``          (channels, N)                                          diagonal state matrix (real, < 0)
+``B``, ``C``   (channels, N) | (batch, N, length) | (batch, G, N, L)  input / output maps
+``D``          (channels,)                                            skip connection
+``z``          (batch, channels, length)                              gate, ``out *= silu(z)``
+``delta_bias`` (channels,)                                            added to Δ before softplus
+=============  =====================================================  =========================
+
+The recurrence (Mamba paper, Eqs. 2a–2b and 4 with the Euler rule for B that the kernels use)::
+
+    Δ_t  = softplus(delta_t + delta_bias)          (if delta_softplus)
+    Ā_t  = exp(Δ_t · A)                            (zero-order hold for A)
+    B̄_t  = Δ_t · B_t                               (Euler;  exact ZOH: (Δ_t A)⁻¹(exp(Δ_t A) − 1) Δ_t B_t)
+    h_t  = Ā_t ⊙ h_{t−1} + B̄_t · u_t               h: (batch, channels, N)
+    y_t  = ⟨C_t, h_t⟩ + D · u_t,  then  y_t *= silu(z_t)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+DISCRETIZATIONS = ("euler", "zoh")
+
+
+class ScanInputError(ValueError):
+    """A selective-scan argument has the wrong shape, dtype or value."""
+
+
+@dataclass
+class PreparedScan:
+    """Scan inputs in compute precision, with Δ finalised and B, C broadcast to (batch, channels|1, N, L)."""
+
+    u: torch.Tensor  # (b, d, l)
+    delta: torch.Tensor  # (b, d, l), after bias and softplus
+    A: torch.Tensor  # (d, n)
+    B: torch.Tensor  # (b|1, d|1, n, l)
+    C: torch.Tensor  # (b|1, d|1, n, l)
+    D: torch.Tensor | None
+    z: torch.Tensor | None
+    out_dtype: torch.dtype
+    discretization: str
+
+
+def _shape(t: torch.Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
+def _check_input_map(name: str, M: torch.Tensor, batch: int, channels: int, n: int, length: int) -> torch.Tensor:
+    """Return B or C as a (b|1, d|1, n, l) view, or raise a ScanInputError that names the accepted shapes."""
+    accepted = (
+        f"accepted shapes are (channels, N) = ({channels}, {n}) for a time-invariant map, "
+        f"(batch, N, length) = ({batch}, {n}, {length}) for a selective map, "
+        f"or (batch, groups, N, length) with channels divisible by groups"
+    )
+    if M.dim() == 2:
+        if tuple(M.shape) != (channels, n):
+            raise ScanInputError(f"{name} has shape {_shape(M)}; {accepted}.")
+        return M[None, :, :, None]
+    if M.dim() == 3:
+        if tuple(M.shape) != (batch, n, length):
+            raise ScanInputError(f"{name} has shape {_shape(M)}; {accepted}.")
+        return M[:, None, :, :]
+    if M.dim() == 4:
+        b, g, nn, ll = M.shape
+        if (b, nn, ll) != (batch, n, length) or g < 1 or channels % g != 0:
+            raise ScanInputError(f"{name} has shape {_shape(M)}; {accepted}.")
+        return M if g == channels else M.repeat_interleave(channels // g, dim=1)
+    raise ScanInputError(f"{name} has {M.dim()} dimensions; {accepted}.")
+
+
+def prepare_scan(
+    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, discretization="euler"
+) -> PreparedScan:
+    """Validate the mamba-ssm style arguments and bring them to compute precision.
+
+    Compute precision is float64 when ``u`` is float64 and float32 otherwise (as mamba-ssm's
+    reference, which upcasts half precision); the output is cast back to ``u.dtype``.
+    """
+    for name, t in (("u", u), ("delta", delta), ("A", A), ("B", B), ("C", C)):
+        if not isinstance(t, torch.Tensor):
+            raise ScanInputError(f"{name} must be a torch.Tensor, got {type(t).__name__}.")
+    if u.dim() != 3:
+        raise ScanInputError(f"u has shape {_shape(u)}; expected (batch, channels, length).")
+    batch, channels, length = u.shape
+    if tuple(delta.shape) != tuple(u.shape):
+        raise ScanInputError(f"delta has shape {_shape(delta)}; it must equal u's shape {_shape(u)}.")
+    if A.dim() != 2 or A.shape[0] != channels:
+        raise ScanInputError(f"A has shape {_shape(A)}; expected (channels, N) with channels = {channels}.")
+    if A.is_complex():
+        raise ScanInputError("complex A is not supported by mamba_recall's scans; use a real A (S4D-real init).")
+    if discretization not in DISCRETIZATIONS:
+        raise ScanInputError(f"discretization={discretization!r} is unknown; choose one of {DISCRETIZATIONS}.")
+    n = A.shape[1]
+    for name, t in (("D", D), ("delta_bias", delta_bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ScanInputError(f"{name} has shape {_shape(t)}; expected (channels,) = ({channels},).")
+    if z is not None and tuple(z.shape) != tuple(u.shape):
+        raise ScanInputError(f"z has shape {_shape(z)}; it must equal u's shape {_shape(u)}.")
+    devices = {t.device for t in (u, delta, A, B, C, D, z, delta_bias) if t is not None}
+    if len(devices) > 1:
+        raise ScanInputError(f"scan inputs are on several devices {sorted(map(str, devices))}; move them to one.")
+
+    dtype = torch.float64 if u.dtype == torch.float64 else torch.float32
+    delta = delta.to(dtype)
+    if delta_bias is not None:
+        delta = delta + delta_bias.to(dtype)[None, :, None]
+    if delta_softplus:
+        delta = F.softplus(delta)
+    return PreparedScan(
+        u=u.to(dtype),
+        delta=delta,
+        A=A.to(dtype),
+        B=_check_input_map("B", B, batch, channels, n, length).to(dtype),
+        C=_check_input_map("C", C, batch, channels, n, length).to(dtype),
+        D=None if D is None else D.to(dtype),
+        z=None if z is None else z.to(dtype),
+        out_dtype=u.dtype,
+        discretization=discretization,
+    )
+
+
+def discretize(p: PreparedScan, time_major: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return log Ā = Δ·A and B̄·u, both (b, d, l, n), or (b, l, d, n) if ``time_major``.
+
+    Euler (mamba-ssm):  B̄u = Δ·B·u.
+    Exact ZOH:          B̄u = (exp(Δ A) − 1)/A · B · u   (= (ΔA)⁻¹(exp(ΔA) − 1)·ΔB·u, diagonal A).
+    """
+    if time_major:
+        delta, u, A, B = p.delta.transpose(1, 2), p.u.transpose(1, 2), p.A, p.B.permute(0, 3, 1, 2)
+    else:
+        delta, u, A, B = p.delta, p.u, p.A[:, None, :], p.B.transpose(-1, -2)
+    log_decay = delta[..., None] * A  # ≤ 0 for A < 0
+    if p.discretization == "euler":
+        input_term = (delta * u)[..., None] * B
+    else:
+        input_term = (torch.expm1(log_decay) / A) * B * u[..., None]
+    return log_decay, input_term
+
+
+def finish_output(p: PreparedScan, y: torch.Tensor) -> torch.Tensor:
+    """y (b, d, l) → y + D·u, gated by silu(z), cast back to the input dtype."""
+    out = y if p.D is None else y + p.u * p.D[None, :, None]
+    if p.z is not None:
+        out = out * F.silu(p.z)
+    return out.to(p.out_dtype)

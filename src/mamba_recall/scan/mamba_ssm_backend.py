@@ -1,0 +1,68 @@
+"""The CUDA kernels of the ``mamba-ssm`` package, imported lazily and only when asked for.
+
+``import mamba_ssm`` fails on every released version without its compiled extension (it imports
+``selective_scan_cuda`` at package import, anchors §3.5), so it is never imported at module import
+time here, and a missing package or a CPU tensor raises :class:`BackendUnavailableError` with the
+fix instead of falling back to a slower scan (state-spaces/mamba#265).
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+
+INSTALL_HINT = (
+    "Install the GPU extra on a CUDA machine: pip install 'mamba_recall[gpu]' --no-build-isolation "
+    "(offline clusters: see README, section 'GPU'), or pick backend='chunked' (CPU and CUDA) or "
+    "backend='reference'."
+)
+
+
+class BackendUnavailableError(RuntimeError):
+    """The requested scan backend cannot run here (missing package or no CUDA device)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _import_error() -> str | None:
+    try:
+        import mamba_ssm.ops.selective_scan_interface  # noqa: F401
+    except Exception as exc:  # ImportError, or OSError/RuntimeError from a broken extension build
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def mamba_ssm_available() -> bool:
+    """True when ``mamba_ssm`` and its CUDA extension import and a CUDA device exists."""
+    return torch.cuda.is_available() and _import_error() is None
+
+
+def require_mamba_ssm(device: torch.device | None = None) -> None:
+    """Raise BackendUnavailableError naming the problem and the fix if mamba-ssm cannot run on ``device``."""
+    if device is not None and device.type != "cuda":
+        raise BackendUnavailableError(
+            f"backend='mamba_ssm' runs only on CUDA tensors, but the inputs are on {device}. " + INSTALL_HINT)
+    if not torch.cuda.is_available():
+        raise BackendUnavailableError("backend='mamba_ssm' needs a CUDA device and none is available. " + INSTALL_HINT)
+    err = _import_error()
+    if err is not None:
+        raise BackendUnavailableError(f"backend='mamba_ssm' could not import mamba_ssm ({err}). " + INSTALL_HINT)
+
+
+def selective_scan_mamba_ssm(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+                             return_last_state=False):
+    """``mamba_ssm.ops.selective_scan_interface.selective_scan_fn`` (the CUDA kernel)."""
+    require_mamba_ssm(u.device)
+    from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
+
+    return selective_scan_fn(u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state)
+
+
+def ssd_scan_mamba_ssm(x, dt, A, B, C, chunk_size=64, D=None, z=None, dt_bias=None, dt_softplus=False,
+                       initial_states=None, return_final_states=False):
+    """``mamba_ssm.ops.triton.ssd_combined.mamba_chunk_scan_combined`` (Triton)."""
+    require_mamba_ssm(x.device)
+    from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
+
+    return mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=D, z=z, dt_bias=dt_bias,
+                                     initial_states=initial_states, dt_softplus=dt_softplus,
+                                     return_final_states=return_final_states)

@@ -1,0 +1,421 @@
+r"""Multi-query associative recall (MQAR), zoology-compatible.
+
+This module reproduces the data generator of HazyResearch/zoology,
+``zoology/data/multiquery_ar.py::multiquery_ar`` at commit ``d88d6f5``
+(the file was ``zoology/data/associative_recall.py`` before commit ``dbcb60d``;
+the 2024 version is the ``num_passes=1`` special case). The semantics are
+summarised in the project spec ``/work/shared/specs/anchors.md`` §2.1.
+
+The task
+--------
+Let :math:`V` be the vocabulary size, :math:`L` the sequence length, :math:`K`
+the number of key-value pairs and :math:`P` the number of passes. The
+vocabulary is split in two halves:
+
+* **keys** :math:`k_1, \dots, k_K` are drawn *without replacement* from
+  :math:`\{1, \dots, \lfloor V/2 \rfloor - 1\}` (token 0 is reserved as the
+  filler placeholder);
+* **values** :math:`v_1, \dots, v_K` are drawn *without replacement* from
+  :math:`\{\lfloor V/2 \rfloor, \dots, V-1\}`.
+
+So, within one example, keys are distinct, values are distinct, and key
+:math:`k_i` is bound to value :math:`v_i`.
+
+**Context.** Positions :math:`0 \dots 2K-1` hold
+:math:`k_1\, v_1\, k_2\, v_2 \dots k_K\, v_K`; this block is repeated
+:math:`P` times (same order each pass), so the context has length
+:math:`C = 2KP`.
+
+**Queries.** The remaining :math:`L - C` positions form the query region,
+which has :math:`S = \lfloor (L - C)/2 \rfloor` slots (even offsets). For each
+example, :math:`K` distinct slots ("gaps") :math:`g_1, \dots, g_K` are drawn
+without replacement from :math:`\{0, \dots, S-1\}` with a power law
+
+.. math::
+
+    p(g) \;=\; \frac{a\,(g+1)^{a-1}}{\sum_{h=0}^{S-1} a\,(h+1)^{a-1}},
+    \qquad a = \texttt{power\_a} > 0,
+
+(sequential sampling without replacement, as ``numpy.random.choice`` does).
+The default :math:`a = 0.01` strongly favours early slots, so queries cluster
+right after the context; :math:`a = 1` is uniform. Key :math:`k_i` is written
+at input position :math:`q_i = C + 2 g_i`. Every key is therefore queried
+exactly once, in an order set by the gaps (not by the context order), and
+every query sits at an even offset of the query region.
+
+**Labels.** ``labels[b, t] = -100`` (:data:`IGNORE_INDEX`) everywhere except at
+the query positions, where ``labels[b, q_i] = v_i``: the model must predict,
+*at the query token*, the value bound to that key (next-token prediction).
+zoology builds length-:math:`L+1` arrays, writes :math:`v_i` at
+:math:`2 g_i + C + 1` and then takes ``inputs = ex[:, :-1]``,
+``labels = lab[:, 1:]``; this module does exactly the same. Loss and accuracy
+are computed only where ``labels != -100``.
+
+**Fillers.** With ``random_non_queries=True`` (the default) every remaining 0
+in the inputs (the odd offsets and unused slots of the query region) is
+replaced by a token drawn uniformly from the *whole* vocabulary
+:math:`\{0, \dots, V-1\}`; fillers may therefore coincide with keys or values
+of the same example. With ``False`` they stay 0.
+
+Example (``V=16, L=12, K=2, random_non_queries=False``)::
+
+    inputs  k1 v1 k2 v2 | k2  0 k1  0  0  0  0  0
+    labels  -100 x 4     | v2 -100 v1 -100 ...
+
+Deviations from zoology (the only ones)
+---------------------------------------
+1. **Local RNGs.** zoology seeds the *global* NumPy RNG (``np.random.seed(seed)``)
+   and draws fillers from the *global, unseeded* torch RNG. Here the NumPy draws
+   use a local ``np.random.RandomState(seed)`` and the fillers a local
+   ``torch.Generator`` seeded with ``seed``. The NumPy call sequence is the
+   same as zoology's (keys for every example, then values for every example,
+   then gaps for every example, each row via ``choice(..., replace=False)``),
+   and ``np.random.seed(s)`` merely seeds the global ``RandomState`` whose
+   bound methods are ``np.random.choice`` etc. So keys, values, gaps, query
+   positions and labels are identical to zoology's whenever zoology's global
+   NumPy seed equals ``seed``; the filler tokens are additionally identical
+   when zoology's global torch RNG was seeded with ``torch.manual_seed(seed)``
+   right before the call (a fresh CPU ``torch.Generator`` seeded with ``s``
+   produces the same stream as the default CPU generator after
+   ``torch.manual_seed(s)``). Global RNG state is never touched.
+2. **No tiling of the choice population.** zoology tiles ``arange(1, V//2)``
+   to an ``(n, V//2 - 1)`` array and calls ``np.apply_along_axis`` on it;
+   every row is the same array, so calling ``rng.choice`` on the 1-D population
+   once per row consumes the RNG identically and returns identical numbers,
+   without the ``n x V/2`` memory (3 GB for zoology's 100k x 8192 segment).
+   Cost note: like zoology, each key/value draw permutes the whole half
+   vocabulary (that is what ``choice(..., replace=False)`` does), so 100k
+   examples at ``V=8192`` take ~30 s on one CPU core; cache large segments.
+3. **Validation.** zoology uses bare ``assert`` statements; here every rule
+   raises ``ValueError`` with a message naming the argument, its value, the
+   rule and a fix.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = [
+    "IGNORE_INDEX",
+    "MQARConfig",
+    "MQARBatch",
+    "multiquery_ar",
+    "mqar_batch",
+]
+
+#: Label value for positions that carry no target (PyTorch's ``ignore_index``).
+IGNORE_INDEX: int = -100
+
+_MAX_SEED = 2**32  # np.random.RandomState accepts seeds in [0, 2**32)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(
+            f"{name} must be an integer, got {value!r} (type {type(value).__name__}); "
+            f"pass a Python int >= {minimum}."
+        )
+    value = int(value)
+    if value < minimum:
+        raise ValueError(
+            f"{name} must be >= {minimum}, got {name}={value}; pass a value >= {minimum}."
+        )
+    return value
+
+
+def _power_law(space: int, power_a: float) -> np.ndarray:
+    """zoology's gap distribution over ``arange(space)``: p(g) ∝ a (g+1)^(a-1)."""
+    p = power_a * np.arange(1, space + 1) ** (power_a - 1)
+    p = p / p.sum()
+    return p
+
+
+def _validate(
+    vocab_size, num_examples, input_seq_len, power_a, num_kv_pairs, num_passes, random_non_queries
+) -> None:
+    V = _check_int("vocab_size", vocab_size, 1)
+    _check_int("num_examples", num_examples, 1)
+    L = _check_int("input_seq_len", input_seq_len, 2)
+    K = _check_int("num_kv_pairs", num_kv_pairs, 1)
+    P = _check_int("num_passes", num_passes, 1)
+
+    if isinstance(power_a, (bool, np.bool_)) or not isinstance(power_a, numbers.Real):
+        raise ValueError(
+            f"power_a must be a real number, got {power_a!r} (type {type(power_a).__name__}); "
+            "pass a float > 0 (0.01 = zoology default, 1.0 = uniform gaps)."
+        )
+    if not (math.isfinite(float(power_a)) and float(power_a) > 0):
+        raise ValueError(
+            f"power_a must be a finite number > 0 (gap law p(g) ∝ a·(g+1)^(a-1)), got "
+            f"power_a={power_a!r}; pass e.g. 0.01 (zoology default) or 1.0 (uniform)."
+        )
+    if not isinstance(random_non_queries, (bool, np.bool_)):
+        raise ValueError(
+            f"random_non_queries must be a bool, got {random_non_queries!r} "
+            f"(type {type(random_non_queries).__name__}); pass True or False."
+        )
+
+    if L % 2 != 0:
+        raise ValueError(
+            f"input_seq_len must be even (zoology: input_seq_len % 2 == 0), got "
+            f"input_seq_len={L}; use {L + 1} or {L - 1}."
+        )
+    if not V > L:
+        raise ValueError(
+            f"vocab_size must be > input_seq_len (zoology rule), got vocab_size={V}, "
+            f"input_seq_len={L}; use vocab_size >= {L + 1}."
+        )
+    needed = K * 2 * P + K * 2
+    if needed > L:
+        max_k = L // (2 * P + 2)
+        raise ValueError(
+            f"num_kv_pairs={K} is too large: the rule num_kv_pairs*2*num_passes + num_kv_pairs*2 "
+            f"<= input_seq_len needs {needed} <= {L} (num_passes={P}); use num_kv_pairs <= {max_k} "
+            f"or input_seq_len >= {needed}."
+        )
+    n_keys = V // 2 - 1
+    if K > n_keys:
+        raise ValueError(
+            f"num_kv_pairs={K} exceeds the {n_keys} available keys (keys are drawn without "
+            f"replacement from arange(1, vocab_size//2), vocab_size={V}); use num_kv_pairs <= "
+            f"{n_keys} or a larger vocab_size."
+        )
+    n_values = V - V // 2
+    if K > n_values:
+        raise ValueError(
+            f"num_kv_pairs={K} exceeds the {n_values} available values (values are drawn without "
+            f"replacement from arange(vocab_size//2, vocab_size), vocab_size={V}); use "
+            f"num_kv_pairs <= {n_values} or a larger vocab_size."
+        )
+    space = (L - 2 * K * P) // 2
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        p = _power_law(space, float(power_a))
+    if not np.all(np.isfinite(p)) or np.count_nonzero(p > 0) < K:
+        raise ValueError(
+            f"power_a={power_a!r} gives a degenerate gap distribution over {space} slots "
+            f"(overflow/underflow of a·(g+1)^(a-1), or fewer than num_kv_pairs={K} non-zero "
+            "probabilities); use a moderate value such as 0.01 or 1.0."
+        )
+
+
+def _check_seed(seed) -> int:
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise ValueError(
+            f"seed must be an integer, got {seed!r} (type {type(seed).__name__}); "
+            f"pass an int in [0, 2**32)."
+        )
+    seed = int(seed)
+    if not 0 <= seed < _MAX_SEED:
+        raise ValueError(
+            f"seed must be in [0, 2**32) (np.random.RandomState range), got seed={seed}; "
+            "pass e.g. seed % 2**32."
+        )
+    return seed
+
+
+# --------------------------------------------------------------------------- public types
+
+
+@dataclass(frozen=True)
+class MQARConfig:
+    """Parameters of one MQAR data segment (zoology ``MQARConfig`` defaults).
+
+    Construction validates the parameters (raising ``ValueError``), so an
+    ``MQARConfig`` that exists always generates.
+    """
+
+    vocab_size: int = 8192
+    input_seq_len: int = 64
+    num_kv_pairs: int = 8
+    num_examples: int = 1000
+    power_a: float = 0.01
+    num_passes: int = 1
+    random_non_queries: bool = True
+
+    def __post_init__(self) -> None:
+        _validate(
+            self.vocab_size,
+            self.num_examples,
+            self.input_seq_len,
+            self.power_a,
+            self.num_kv_pairs,
+            self.num_passes,
+            self.random_non_queries,
+        )
+
+    @property
+    def context_len(self) -> int:
+        """Length of the (tiled) context, ``2 * num_kv_pairs * num_passes``."""
+        return 2 * self.num_kv_pairs * self.num_passes
+
+    @property
+    def num_slots(self) -> int:
+        """Number of query slots ``(input_seq_len - context_len) // 2``."""
+        return (self.input_seq_len - self.context_len) // 2
+
+
+@dataclass(frozen=True, eq=False)
+class MQARBatch:
+    """A generated MQAR segment. ``n = num_examples``, ``L = input_seq_len``, ``K = num_kv_pairs``.
+
+    Attributes
+    ----------
+    inputs : torch.LongTensor, shape (n, L)
+        Token ids.
+    labels : torch.LongTensor, shape (n, L)
+        ``IGNORE_INDEX`` (-100) except ``labels[b, query_positions[b, i]] = values[b, i]``.
+    keys, values : torch.LongTensor, shape (n, K)
+        Key ``i`` and its bound value, in context order.
+    gaps : torch.LongTensor, shape (n, K)
+        Query slot of key ``i`` (index into ``arange(num_slots)``).
+    query_positions : torch.LongTensor, shape (n, K)
+        Input position of the query of key ``i``: ``context_len + 2 * gaps``.
+    config : MQARConfig
+    seed : int
+    """
+
+    inputs: torch.Tensor
+    labels: torch.Tensor
+    keys: torch.Tensor
+    values: torch.Tensor
+    gaps: torch.Tensor
+    query_positions: torch.Tensor
+    config: MQARConfig
+    seed: int
+
+    def __len__(self) -> int:
+        return int(self.inputs.shape[0])
+
+
+# --------------------------------------------------------------------------- generator
+
+
+def multiquery_ar(
+    vocab_size: int,
+    num_examples: int,
+    input_seq_len: int,
+    seed: int,
+    power_a: float = 0.01,
+    num_kv_pairs: int = 8,
+    num_passes: int = 1,
+    random_non_queries: bool = True,
+) -> MQARBatch:
+    """Generate an MQAR segment with zoology's exact semantics and RNG call sequence.
+
+    See the module docstring for the task definition. Shapes: ``inputs`` and
+    ``labels`` are ``(num_examples, input_seq_len)`` int64 tensors.
+
+    Rules (each violation raises ``ValueError`` naming the argument):
+    ``input_seq_len`` even; ``vocab_size > input_seq_len``;
+    ``num_kv_pairs*2*num_passes + num_kv_pairs*2 <= input_seq_len``;
+    ``num_kv_pairs <= vocab_size//2 - 1``; integers positive; ``power_a > 0``;
+    ``seed`` in ``[0, 2**32)``.
+
+    Reference: HazyResearch/zoology ``d88d6f5``, ``zoology/data/multiquery_ar.py``;
+    ``/work/shared/specs/anchors.md`` §2.1. Deviations (local RNGs) are listed in
+    the module docstring.
+    """
+    seed = _check_seed(seed)
+    config = MQARConfig(
+        vocab_size=vocab_size,
+        input_seq_len=input_seq_len,
+        num_kv_pairs=num_kv_pairs,
+        num_examples=num_examples,
+        power_a=power_a,
+        num_passes=num_passes,
+        random_non_queries=random_non_queries,
+    )
+    V, n, L = int(vocab_size), int(num_examples), int(input_seq_len)
+    K, P, a = int(num_kv_pairs), int(num_passes), float(power_a)
+
+    # zoology: np.random.seed(seed). Here: a local RandomState with the same stream.
+    rng = np.random.RandomState(seed)
+
+    # two tokens for key and value; the context is tiled num_passes times
+    pair_size = K * 2
+    context_size = pair_size * P
+
+    key_vocab_size = V // 2
+    key_choices = np.arange(1, key_vocab_size)
+    value_choices = np.arange(key_vocab_size, V)
+
+    # zoology: np.apply_along_axis(np.random.choice, 1, np.tile(choices, (n, 1)),
+    #                              replace=False, size=K)
+    # -> one choice() call per row, rows in order; identical numbers without the tile.
+    keys = np.stack([rng.choice(key_choices, replace=False, size=K) for _ in range(n)])
+    values = np.stack([rng.choice(value_choices, replace=False, size=K) for _ in range(n)])
+
+    kvs = np.zeros((n, pair_size), dtype=np.int64)
+    kvs[:, 0::2] = keys
+    kvs[:, 1::2] = values
+    kvs = np.tile(kvs, (1, P))
+
+    # power law over the query slots
+    space = (L - context_size) // 2
+    p = _power_law(space, a)
+
+    # zoology: x = np.stack([np.arange(space, dtype=int)] * n);
+    #          gaps = np.apply_along_axis(np.random.choice, axis=1, arr=x,
+    #                                     replace=False, p=p, size=K)
+    slots = np.arange(space, dtype=int)
+    gaps = np.stack([rng.choice(slots, replace=False, p=p, size=K) for _ in range(n)])
+
+    # queries and answers (length L + 1 arrays, then shift by one)
+    queries = np.zeros((n, L - context_size + 1), dtype=np.int64)
+    np.put_along_axis(queries, gaps * 2, values=keys, axis=1)
+    examples = np.concatenate([kvs, queries], axis=1)
+
+    labels = np.full((n, L + 1), IGNORE_INDEX, dtype=np.int64)
+    np.put_along_axis(labels, gaps * 2 + context_size + 1, values=values, axis=1)
+
+    inputs_t = torch.tensor(examples[:, :-1], dtype=torch.int64)
+    labels_t = torch.tensor(labels[:, 1:], dtype=torch.int64)
+
+    # replace all the 0 with random values
+    # zoology: inputs[inputs == 0] = torch.randint(vocab_size, size=inputs.shape)[inputs == 0]
+    # (global torch RNG); here a local generator seeded with `seed`.
+    if random_non_queries:
+        gen = torch.Generator(device="cpu")
+        gen.manual_seed(seed)
+        fill = torch.randint(V, size=inputs_t.shape, generator=gen)
+        mask = inputs_t == 0
+        inputs_t[mask] = fill[mask]
+
+    gaps_t = torch.as_tensor(gaps, dtype=torch.int64)
+    return MQARBatch(
+        inputs=inputs_t,
+        labels=labels_t,
+        keys=torch.as_tensor(keys, dtype=torch.int64),
+        values=torch.as_tensor(values, dtype=torch.int64),
+        gaps=gaps_t,
+        query_positions=context_size + 2 * gaps_t,
+        config=config,
+        seed=seed,
+    )
+
+
+def mqar_batch(config: MQARConfig, seed: int) -> MQARBatch:
+    """Convenience wrapper: ``multiquery_ar(**config, seed=seed)``."""
+    if not isinstance(config, MQARConfig):
+        raise ValueError(
+            f"config must be an MQARConfig, got {type(config).__name__}; "
+            "build one with MQARConfig(vocab_size=..., input_seq_len=..., ...)."
+        )
+    return multiquery_ar(
+        vocab_size=config.vocab_size,
+        num_examples=config.num_examples,
+        input_seq_len=config.input_seq_len,
+        seed=seed,
+        power_a=config.power_a,
+        num_kv_pairs=config.num_kv_pairs,
+        num_passes=config.num_passes,
+        random_non_queries=config.random_non_queries,
+    )
