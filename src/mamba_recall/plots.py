@@ -168,3 +168,55 @@ def enable_offline_renderer(**embed_options: Any) -> None:
 # =============================================================================
 # Chart builders (below)
 # =============================================================================
+
+
+# =============================================================================
+# Chart builders used by the chapters
+# =============================================================================
+
+import altair as alt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def _index_slider(name: str, values: list, default, label: str) -> alt.Parameter:
+    """A slider over the positions of a (possibly non-uniform) grid of values."""
+    return alt.param(name=name, value=values.index(default),
+                     bind=alt.binding_range(min=0, max=len(values) - 1, step=1, name=label))
+
+
+def state_chart(frame: pd.DataFrame, title: str) -> alt.Chart:
+    """Lines of ``value`` over token ``t``, one per ``series`` (inputs, states, ...)."""
+    return (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(x=alt.X("t:Q", title="token t"), y=alt.Y("value:Q", title="value"),
+                color=alt.Color("series:N", title=None), tooltip=["t", "series", alt.Tooltip("value:Q", format=".4f")])
+        .properties(width=560, height=260, title=title)
+    )
+
+
+def scan_explorer_chart(frame: pd.DataFrame, deltas: list, a_values: list, delta0, a0) -> alt.Chart:
+    """State h_t of a one-state scan for every (Δ, A) on a grid, with two browser-side sliders.
+
+    ``frame`` columns: delta_i, a_i (grid positions), t, series (e.g. 'state (Euler)'), value.
+    """
+    d_slider = _index_slider("delta_i", deltas, delta0, f"Δ index (values {deltas})")
+    a_slider = _index_slider("a_i", a_values, a0, f"A index (values {a_values})")
+    return (
+        state_chart(frame, "Inputs u_t and the state h_t (slide Δ and A)")
+        .add_params(d_slider, a_slider)
+        .transform_filter((alt.datum.delta_i == d_slider) & (alt.datum.a_i == a_slider))
+    )
+
+
+def bench_chart(frame: pd.DataFrame, title: str) -> alt.Chart:
+    """Forward+backward seconds per backend (log scale), one group per size."""
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(x=alt.X("backend:N", title=None), y=alt.Y("seconds:Q", scale=alt.Scale(type="log"),
+                                                        title="forward + backward (s, log)"),
+                color="backend:N", column=alt.Column("size:N", title=None),
+                tooltip=["size", "backend", alt.Tooltip("seconds:Q", format=".4f")])
+        .properties(width=160, height=220, title=title)
+    )

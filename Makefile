@@ -1,0 +1,55 @@
+# The Mamba recall book. Two commands set everything up on a fresh machine:
+#   make book   execute every chapter (papermill) and build the HTML book into _build/html
+#   make test   library tests, nbval on every notebook, a book build and the headless-browser check
+# Variables: PRESET=ci|paper  DEVICE=auto|cpu|cuda  BACKEND=auto|reference|chunked|mamba_ssm  PYTHON=python3
+
+PYTHON ?= python3
+PRESET ?= ci
+DEVICE ?= auto
+BACKEND ?= auto
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: book test pytest nbval browser bench reproduce refresh venv clean
+
+venv: $(STAMP)
+
+# torch is installed first and pinned (2.13.0) so that a CPU machine gets the CPU build instead of
+# several GB of CUDA packages; on a GPU machine install the CUDA build of the same version first.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[book,test,bench]'
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(PY) -m mamba_recall book --preset $(PRESET) --device $(DEVICE) --backend $(BACKEND)
+
+pytest: $(STAMP)
+	$(PY) -m pytest -ra tests
+
+nbval: $(STAMP)
+	MAMBA_RECALL_BATCH=1 $(PY) -m pytest -ra --nbval-lax --nbval-current-env -p no:cacheprovider book
+
+browser: $(STAMP)
+	$(PY) -m mamba_recall check-browser _build/html --toc _toc.yml
+
+test: pytest nbval
+	$(MAKE) book PRESET=ci DEVICE=cpu BACKEND=auto
+	$(MAKE) browser
+
+bench: $(STAMP)
+	$(PY) -m mamba_recall bench --device $(DEVICE) --out results/scan_bench_$(DEVICE).json
+
+# Regenerate every committed result bundle (see README, "Results").
+reproduce: $(STAMP)
+	$(PY) -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json
+
+# Rewrite the committed notebook outputs in book/ (what nbval compares against).
+refresh: $(STAMP)
+	$(PY) -m mamba_recall refresh
+
+clean:
+	rm -rf _build

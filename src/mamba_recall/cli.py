@@ -1,0 +1,192 @@
+"""``python -m mamba_recall``: run chapters with papermill, build the book, benchmark the scans.
+
+    python -m mamba_recall run <chapter|all> --preset ci|paper --device cpu|cuda|auto [--out DIR]
+    python -m mamba_recall book [--preset ci] [--device auto]     # execute every chapter, build _build/html
+    python -m mamba_recall refresh                                # re-execute book/ notebooks in place (ci)
+    python -m mamba_recall bench [--device cpu|cuda] [--quick] [--out results/NAME.json]
+    python -m mamba_recall check-browser [_build/html]           # headless Chromium check of the built book
+
+Executed notebooks of ``run`` and ``book`` go to ``_build/`` (never into ``book/``); ``refresh`` is
+the one command that rewrites the committed outputs that nbval compares against.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import yaml
+from tqdm.auto import tqdm
+
+from .notebook import DEVICES
+from .paths import BUILD_DIR, REPO_ROOT, scorecard_dir
+from .presets import PRESETS
+from .scan import BACKENDS
+from .scorecard import load_claims, scorecard_markdown
+
+SCORECARD_MARKER = "<!-- SCORECARD -->"
+
+
+def toc_notebooks(root: Path = REPO_ROOT) -> list[Path]:
+    """Every notebook listed in ``_toc.yml``, in reading order (paths relative to the repository)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for key in ("root", "parts", "chapters", "sections"):
+                if key == "root":
+                    if isinstance(node.get("root"), str):
+                        files.append(node["root"])
+                elif key in node:
+                    walk(node[key])
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return [Path(f).with_suffix(".ipynb") for f in files if (root / Path(f).with_suffix(".ipynb")).exists()]
+
+
+def chapter_notebooks(chapter: str) -> list[Path]:
+    """Notebooks of one chapter: ``all``, a number (``0``, ``00``) or a folder name (``00_selective_scan``)."""
+    notebooks = toc_notebooks()
+    if chapter == "all":
+        return notebooks
+    chapters = sorted({nb.parts[1] for nb in notebooks if len(nb.parts) > 2})
+    wanted = [c for c in chapters if c == chapter or c.split("_", 1)[0].lstrip("0") == chapter.lstrip("0")
+              or c.split("_", 1)[-1] == chapter]
+    if not wanted:
+        raise SystemExit(f"error: unknown chapter {chapter!r}; choose 'all' or one of {', '.join(chapters)}.")
+    return [nb for nb in notebooks if nb.parts[1] in wanted]
+
+
+def execute(notebooks: list[Path], out_dir: Path, parameters: dict) -> list[Path]:
+    """Execute notebooks with papermill into ``out_dir`` (mirroring their paths), with a progress bar."""
+    import papermill
+
+    os.environ["MAMBA_RECALL_BATCH"] = "1"
+    os.environ.setdefault("MAMBA_RECALL_SCORECARD_DIR", str(scorecard_dir()))
+    done = []
+    bar = tqdm(notebooks, desc="chapters", unit="notebook")
+    for nb in bar:
+        bar.set_postfix_str(str(nb))
+        target = out_dir / nb
+        target.parent.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        papermill.execute_notebook(str(REPO_ROOT / nb), str(target), parameters=parameters,
+                                   cwd=str((REPO_ROOT / nb).parent), kernel_name="python3", progress_bar=False)
+        tqdm.write(f"  {nb}: {time.perf_counter() - start:.1f} s")
+        done.append(target)
+    return done
+
+
+def clean_for_book(path: Path) -> None:
+    """Drop widget state (MyST-NB would load require.js and widget JS from a CDN for it)."""
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, path)
+
+
+def build_book(preset: str, device: str, backend: str) -> Path:
+    """Execute every chapter, stage book sources with the executed notebooks, build ``_build/html``."""
+    executed, stage = BUILD_DIR / "executed", BUILD_DIR / "stage"
+    for folder in (executed, stage, scorecard_dir()):
+        shutil.rmtree(folder, ignore_errors=True)
+    os.environ["MAMBA_RECALL_SCORECARD_DIR"] = str(scorecard_dir())
+    notebooks = execute(toc_notebooks(), executed, {"preset": preset, "device": device, "backend": backend})
+    stage.mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(REPO_ROOT / name, stage / name)
+    for name in ("book", "_ext"):
+        shutil.copytree(REPO_ROOT / name, stage / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    for nb in notebooks:
+        target = stage / nb.relative_to(executed)
+        shutil.copy2(nb, target)
+        clean_for_book(target)
+    intro = stage / "book" / "intro.md"
+    text = intro.read_text()
+    if SCORECARD_MARKER not in text:
+        raise SystemExit(f"error: book/intro.md lost its {SCORECARD_MARKER} line; put it back where the "
+                         "scorecard table belongs.")
+    intro.write_text(text.replace(SCORECARD_MARKER, scorecard_markdown(load_claims())))
+    html = BUILD_DIR / "html"
+    shutil.rmtree(html, ignore_errors=True)
+    cmd = [sys.executable, "-m", "jupyter_book", "build", str(stage), "--path-output", str(REPO_ROOT),
+           "-W", "-n", "--keep-going"]
+    jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
+    if jb:
+        cmd[:3] = [jb]
+    subprocess.run(cmd, check=True)
+    if not (html / "index.html").exists():
+        raise SystemExit(f"error: the build produced no {html / 'index.html'}; see {html / 'reports'}.")
+    print(f"book built: {html / 'index.html'}")
+    return html
+
+
+def refresh_committed_outputs() -> None:
+    """Re-execute the notebooks in ``book/`` in place with their default (ci) parameters."""
+    import papermill
+
+    os.environ["MAMBA_RECALL_BATCH"] = "1"
+    for nb in tqdm(toc_notebooks(), desc="refresh", unit="notebook"):
+        path = REPO_ROOT / nb
+        papermill.execute_notebook(str(path), str(path), cwd=str(path.parent), kernel_name="python3",
+                                   progress_bar=False)
+        book_nb = nbformat.read(path, as_version=4)
+        book_nb.metadata.pop("papermill", None)
+        book_nb.metadata.pop("widgets", None)
+        for cell in book_nb.cells:
+            cell.metadata.pop("papermill", None)
+            cell.metadata.pop("execution", None)
+        nbformat.write(book_nb, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mamba_recall", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p):
+        p.add_argument("--preset", default="ci", choices=PRESETS)
+        p.add_argument("--device", default="auto", choices=DEVICES)
+        p.add_argument("--backend", default="auto", choices=BACKENDS)
+
+    p_run = sub.add_parser("run", help="execute one chapter or all with papermill")
+    p_run.add_argument("chapter", help="'all', a chapter number (0) or folder name (00_selective_scan)")
+    common(p_run)
+    p_run.add_argument("--out", type=Path, default=None, help="output folder (default _build/runs/<preset>)")
+    p_book = sub.add_parser("book", help="execute every chapter and build the HTML book into _build/html")
+    common(p_book)
+    sub.add_parser("refresh", help="re-execute the committed notebooks in book/ in place (ci preset)")
+    p_bench = sub.add_parser("bench", help="time the scan backends (forward + backward)", add_help=False)
+    p_bench.add_argument("rest", nargs=argparse.REMAINDER)
+    p_browser = sub.add_parser("check-browser", help="open the built book in headless Chromium", add_help=False)
+    p_browser.add_argument("rest", nargs=argparse.REMAINDER)
+
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "bench":
+        from . import bench
+        return bench.main(list(args.rest) + extra) or 0
+    if args.command == "check-browser":
+        from . import browser_check
+        rest = list(args.rest) + extra
+        return browser_check.main(rest if rest else [str(BUILD_DIR / "html"), "--toc", str(REPO_ROOT / "_toc.yml")])
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "run":
+        out = args.out or BUILD_DIR / "runs" / args.preset
+        done = execute(chapter_notebooks(args.chapter), out,
+                       {"preset": args.preset, "device": args.device, "backend": args.backend})
+        print(f"{len(done)} notebook(s) executed into {out}")
+    elif args.command == "book":
+        build_book(args.preset, args.device, args.backend)
+    elif args.command == "refresh":
+        refresh_committed_outputs()
+    return 0

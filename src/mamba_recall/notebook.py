@@ -1,0 +1,83 @@
+"""What the first cell of every chapter notebook calls: check the papermill parameters, seed, set up.
+
+Every notebook starts with a cell tagged ``parameters``::
+
+    preset = "ci"; seed = 0; device = "auto"; backend = "auto"
+
+and then ``ctx = setup(preset, seed, device, backend)``, which stops the notebook with one clear
+message on a wrong value, seeds Python, NumPy and torch, enables the offline chart renderer and
+prints the preset, device and scan backend that will be used (backends are never chosen silently).
+"""
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .plots import enable_offline_renderer
+from .presets import check_preset, experiment
+from .scan import BACKENDS, resolve_backend
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class ParameterError(ValueError):
+    """A notebook parameter (preset, seed, device, backend) has a wrong value."""
+
+
+@dataclass(frozen=True)
+class NotebookContext:
+    preset: str
+    seed: int
+    device: torch.device
+    backend: str  # the concrete backend: reference | chunked | mamba_ssm
+
+    def sizes(self, name: str) -> dict:
+        """The sizes of experiment ``name`` in this preset (see ``presets.py``)."""
+        return experiment(name, self.preset)
+
+
+def resolve_device(device: str) -> torch.device:
+    if device not in DEVICES:
+        raise ParameterError(f"unknown device {device!r}; use one of {DEVICES}.")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ParameterError("device='cuda' was asked for but torch sees no CUDA device; use device='cpu' or "
+                             "'auto', or run on a GPU machine.")
+    return torch.device(device)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def is_batch_run() -> bool:
+    """True when executed headless (papermill / nbval / the book build): widgets show their static view."""
+    return os.environ.get("MAMBA_RECALL_BATCH") == "1"
+
+
+def setup(preset: str = "ci", seed: int = 0, device: str = "auto", backend: str = "auto",
+          quiet: bool = False) -> NotebookContext:
+    try:
+        check_preset(preset)
+    except ValueError as exc:
+        raise ParameterError(str(exc)) from None
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ParameterError(f"seed must be a non-negative integer, got {seed!r}.")
+    if backend not in BACKENDS:
+        raise ParameterError(f"unknown backend {backend!r}; use one of {BACKENDS}.")
+    dev = resolve_device(device)
+    concrete = resolve_backend(backend, dev)
+    seed_everything(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    enable_offline_renderer()
+    if not quiet:
+        print(f"preset={preset} seed={seed} device={dev} scan backend={concrete} (asked: {backend}) "
+              f"torch={torch.__version__}")
+    return NotebookContext(preset, seed, dev, concrete)

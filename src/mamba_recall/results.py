@@ -1,0 +1,157 @@
+"""Result bundles: committed numbers that record how they were made.
+
+A bundle is ``results/<name>.json``::
+
+    {"schema": "mamba_recall.bundle", "schema_version": 1, "name": ..., "command": "how to regenerate",
+     "config": {...}, "data": {...}, "tables": {"<table>": {"file": "<name>.<table>.csv", "sha256": ...}},
+     "provenance": {"git_commit", "git_dirty", "device", "versions": {...}, "created", "wall_seconds"}}
+
+Tables (pandas DataFrames) are written beside it as CSV and checked by hash when loaded.
+Loading validates the schema and names what is wrong and how to regenerate the bundle.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from . import __version__
+from .paths import REPO_ROOT, RESULTS_DIR
+
+SCHEMA = "mamba_recall.bundle"
+SCHEMA_VERSION = 1
+_REQUIRED = {"schema": str, "schema_version": int, "name": str, "command": str, "config": dict, "data": dict,
+             "tables": dict, "provenance": dict}
+
+
+class BundleError(ValueError):
+    """A result bundle is missing, corrupt or does not match the expected schema."""
+
+
+@dataclass
+class Bundle:
+    name: str
+    config: dict
+    data: dict
+    provenance: dict
+    command: str
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def device_description(device: str | torch.device = "cpu") -> str:
+    """A human-readable name of the device the numbers were made on."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    return f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+
+
+def provenance(device: str | torch.device = "cpu", wall_seconds: float | None = None) -> dict:
+    """Git commit, device, library versions and time: everything needed to say how a number was made."""
+    versions = {"python": platform.python_version(), "torch": torch.__version__, "mamba_recall": __version__}
+    try:
+        import numpy
+        versions["numpy"] = numpy.__version__
+    except ImportError:  # numpy is a dependency; keep provenance robust anyway
+        pass
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": bool(status) if status is not None else None,
+        "device": device_description(device),
+        "platform": platform.platform(),
+        "versions": versions,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "wall_seconds": wall_seconds,
+    }
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def save_bundle(name: str, data: dict, config: dict, *, command: str, device="cpu", wall_seconds=None,
+                tables: dict[str, pd.DataFrame] | None = None, directory: Path | None = None) -> Path:
+    """Write ``<directory>/<name>.json`` (and one CSV per table) with provenance; return the JSON path.
+
+    ``command`` is the one command that regenerates the bundle (shown when loading fails).
+    """
+    if not name or "/" in name or name.startswith("."):
+        raise BundleError(f"bundle name {name!r} must be a plain file stem such as 'scan_bench_cpu'.")
+    directory = Path(directory or RESULTS_DIR)
+    directory.mkdir(parents=True, exist_ok=True)
+    table_index = {}
+    for tname, frame in (tables or {}).items():
+        csv = directory / f"{name}.{tname}.csv"
+        frame.to_csv(csv, index=False)
+        table_index[tname] = {"file": csv.name, "sha256": _sha256(csv)}
+    record = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "name": name, "command": command,
+              "config": config, "data": data, "tables": table_index,
+              "provenance": provenance(device, wall_seconds)}
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(record, indent=1, sort_keys=True, default=_jsonable) + "\n")
+    return path
+
+
+def _jsonable(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot store {type(obj).__name__} in a bundle; convert it to numbers, lists or dicts.")
+
+
+def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), directory: Path | None = None
+                ) -> Bundle:
+    """Load and validate a bundle; raise :class:`BundleError` naming the problem and the fix."""
+    path = Path(name_or_path)
+    if path.suffix != ".json":
+        path = Path(directory or RESULTS_DIR) / f"{name_or_path}.json"
+    if not path.exists():
+        raise BundleError(f"no result bundle at {path}; regenerate it with the command in its chapter "
+                          "(or `make reproduce`).")
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BundleError(f"corrupt result bundle {path}: not valid JSON ({exc}); delete it and regenerate it "
+                          "(`make reproduce`).") from exc
+    if not isinstance(record, dict):
+        raise BundleError(f"corrupt result bundle {path}: the top level is not a JSON object.")
+    regen = record.get("command") if isinstance(record.get("command"), str) else "`make reproduce`"
+    for key, typ in _REQUIRED.items():
+        if not isinstance(record.get(key), typ):
+            raise BundleError(f"corrupt result bundle {path}: field {key!r} is missing or not a {typ.__name__}; "
+                              f"regenerate it with: {regen}")
+    if record["schema"] != SCHEMA or record["schema_version"] != SCHEMA_VERSION:
+        raise BundleError(f"result bundle {path} has schema {record['schema']!r} v{record['schema_version']}, "
+                          f"this library reads {SCHEMA!r} v{SCHEMA_VERSION}; regenerate it with: {regen}")
+    missing = [k for k in data_keys if k not in record["data"]]
+    if missing:
+        raise BundleError(f"result bundle {path} lacks data {missing}; regenerate it with: {regen}")
+    tables = {}
+    for tname, entry in record["tables"].items():
+        csv = path.parent / str(entry.get("file", ""))
+        if not csv.is_file() or _sha256(csv) != entry.get("sha256"):
+            raise BundleError(f"result bundle {path}: table {tname!r} ({csv.name}) is missing or does not match "
+                              f"its recorded sha256; regenerate it with: {regen}")
+        tables[tname] = pd.read_csv(csv)
+    return Bundle(record["name"], record["config"], record["data"], record["provenance"], record["command"],
+                  tables, path)

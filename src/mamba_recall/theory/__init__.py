@@ -1,0 +1,1 @@
+"""Formulas and constructions from the papers, as code."""

@@ -1,0 +1,14 @@
+"""Shared pytest configuration: tests marked ``gpu`` are skipped, with a reason, on machines without CUDA."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="no CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
