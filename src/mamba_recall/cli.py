@@ -89,9 +89,14 @@ def execute(notebooks: list[Path], out_dir: Path, parameters: dict) -> list[Path
 
 
 def clean_for_book(path: Path) -> None:
-    """Drop widget state (MyST-NB would load require.js and widget JS from a CDN for it)."""
+    """Drop widget state (MyST-NB would load require.js and widget JS from a CDN for it) and hide
+    papermill's injected-parameters cell (``setup`` prints the parameters in use)."""
     nb = nbformat.read(path, as_version=4)
     nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
     nbformat.write(nb, path)
 
 

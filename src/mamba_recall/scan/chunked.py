@@ -118,7 +118,7 @@ def selective_scan_chunked(
     states = linear_recurrence_chunked(log_decay, input_term, initial_state, chunk_size)
     C_t = p.C.permute(0, 3, 1, 2)  # (b|1, l, d|1, n)
     if C_t.shape[2] == 1:  # one C per (batch, time): a batched matrix-vector product
-        y = torch.einsum("bldn,bln->bdl", states, C_t[:, :, 0].expand(states.shape[0], -1, -1))
+        y = torch.einsum("bldn,bln->bdl", states, C_t[:, :, 0].expand(states.shape[0], states.shape[1], -1))
     else:
         y = (states * C_t).sum(-1).transpose(1, 2)
     out = finish_output(p, y)

@@ -40,7 +40,7 @@ def _run(p, initial_state=None):
     decay = torch.exp(log_decay)
     b, d, l, n = input_term.shape
     h = input_term.new_zeros(b, d, n) if initial_state is None else initial_state.to(input_term.dtype)
-    C_t = p.C.transpose(-1, -2)  # (b|1, d|1, l, n)
+    C_t = p.C.transpose(-1, -2).expand(-1, -1, l, -1)  # (b|1, d|1, l, n)
     states, ys = [], []
     for t in range(l):
         h = decay[:, :, t] * h + input_term[:, :, t]

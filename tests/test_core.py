@@ -1,0 +1,101 @@
+"""Results bundles, presets, notebook parameters, scorecard and CLI: behaviour and error messages."""
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from mamba_recall import cli
+from mamba_recall.notebook import ParameterError, setup
+from mamba_recall.presets import PresetError, experiment
+from mamba_recall.results import BundleError, load_bundle, save_bundle
+from mamba_recall.scorecard import load_claims, record_claim, scorecard_markdown, verdict
+
+
+def test_bundle_roundtrip_with_provenance(tmp_path):
+    table = pd.DataFrame({"backend": ["reference", "chunked"], "seconds": [1.5, 0.02]})
+    path = save_bundle("demo", {"ratio": 75.0}, {"L": 512}, command="make reproduce", tables={"timings": table},
+                       directory=tmp_path)
+    bundle = load_bundle(path, data_keys=("ratio",))
+    assert bundle.data == {"ratio": 75.0} and bundle.config == {"L": 512}
+    assert set(bundle.provenance) >= {"git_commit", "device", "versions", "created"}
+    assert bundle.provenance["versions"]["torch"] == torch.__version__
+    pd.testing.assert_frame_equal(bundle.tables["timings"], table)
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "not a JSON object"),
+    (json.dumps({"schema": "mamba_recall.bundle"}), "field 'schema_version' is missing"),
+])
+def test_corrupt_bundle_says_what_and_how_to_fix(tmp_path, corrupt, message):
+    (tmp_path / "bad.json").write_text(corrupt)
+    with pytest.raises(BundleError, match=message) as err:
+        load_bundle(tmp_path / "bad.json")
+    assert "regenerate" in str(err.value) or "make reproduce" in str(err.value)
+
+
+def test_bundle_missing_data_table_and_file(tmp_path):
+    path = save_bundle("demo", {"a": 1}, {}, command="python -m x", tables={"t": pd.DataFrame({"x": [1]})},
+                       directory=tmp_path)
+    with pytest.raises(BundleError, match=r"lacks data \['b'\].*python -m x"):
+        load_bundle(path, data_keys=("b",))
+    (tmp_path / "demo.t.csv").write_text("x\n2\n")
+    with pytest.raises(BundleError, match="does not match its recorded sha256"):
+        load_bundle(path)
+    with pytest.raises(BundleError, match="no result bundle"):
+        load_bundle("nothing_here", directory=tmp_path)
+
+
+def test_committed_bundles_load():
+    bundle = load_bundle("scan_bench_cpu", data_keys=("acceptance",))
+    assert {"timings", "ratios"} <= set(bundle.tables)
+
+
+def test_presets_and_notebook_parameters():
+    assert experiment("scan.agreement", "ci")["lengths"]
+    with pytest.raises(PresetError, match="unknown preset 'full'.*'ci'.*'paper'"):
+        experiment("scan.agreement", "full")
+    with pytest.raises(PresetError, match="unknown experiment"):
+        experiment("nope", "ci")
+    with pytest.raises(ParameterError, match="unknown preset"):
+        setup("tiny", quiet=True)
+    with pytest.raises(ParameterError, match="unknown backend 'fast'"):
+        setup("ci", backend="fast", quiet=True)
+    with pytest.raises(ParameterError, match="unknown device"):
+        setup("ci", device="tpu", quiet=True)
+    with pytest.raises(ParameterError, match="seed must be a non-negative integer"):
+        setup("ci", seed=-1, quiet=True)
+    if not torch.cuda.is_available():
+        with pytest.raises(ParameterError, match="no CUDA device"):
+            setup("ci", device="cuda", quiet=True)
+    ctx = setup("ci", seed=3, device="cpu", backend="auto", quiet=True)
+    assert ctx.backend == "chunked" and ctx.device.type == "cpu"
+    a = torch.rand(3)
+    setup("ci", seed=3, device="cpu", quiet=True)
+    assert torch.equal(a, torch.rand(3))
+
+
+def test_scorecard(tmp_path):
+    assert verdict([1.0, 2.0], [1.0005, 2.0], 1e-3) == "reproduced"
+    assert verdict([1.0, 2.1], [1.0, 2.0], 1e-3) == "partially"
+    assert verdict(0.5, 0.7, 1e-3) == "not reproduced"
+    record_claim("ch0", "X1", "a claim", ours=1, paper=1, status="reproduced", preset="ci", directory=tmp_path)
+    record_claim("ch0", "X1", "a claim", ours=2, paper=1, status="not reproduced", preset="ci", directory=tmp_path)
+    claims = load_claims(tmp_path)
+    assert len(claims) == 1 and claims[0].ours == "2"  # re-running replaces the row
+    table = scorecard_markdown(claims)
+    assert "| ch0 |" in table and "not reproduced" in table
+    with pytest.raises(ValueError, match="status 'maybe'"):
+        record_claim("ch0", "X2", "c", ours=1, paper=1, status="maybe", preset="ci", directory=tmp_path)
+
+
+def test_cli_chapters_and_errors():
+    notebooks = cli.toc_notebooks()
+    assert notebooks and all(nb.suffix == ".ipynb" for nb in notebooks)
+    assert cli.chapter_notebooks("0") == cli.chapter_notebooks("00_selective_scan") == cli.chapter_notebooks(
+        "selective_scan")
+    with pytest.raises(SystemExit, match="unknown chapter '9'"):
+        cli.chapter_notebooks("9")
+    with pytest.raises(SystemExit):
+        cli.main(["run", "0", "--preset", "huge"])
