@@ -108,21 +108,9 @@ def run_with_grads(fn, kw, return_last_state, seed=123, **extra):
     return out, last, dict(zip(names, grads))
 
 
-def reference_scan(u, delta, A, B, C, *args, **kwargs):
-    """The reference scan, with time-invariant (d, N) maps passed as the equivalent grouped map
-    (b, G = d, N, L): the reference backend fails on a (d, N) C for L > 1 (see
-    ``test_reference_time_invariant_C``), so the chunked backend's (d, N) path is checked against this."""
-    b, d, L = u.shape
-    if B.dim() == 2:
-        B = B[None, :, :, None].expand(b, d, B.shape[1], L)
-    if C.dim() == 2:
-        C = C[None, :, :, None].expand(b, d, C.shape[1], L)
-    return selective_scan_reference(u, delta, A, B, C, *args, **kwargs)
-
-
 def compare_backends(kw, return_last_state, tol, **chunked_extra):
-    ref = run_with_grads(reference_scan, kw, return_last_state, **{k: v for k, v in chunked_extra.items()
-                                                                   if k != "chunk_size"})
+    ref = run_with_grads(selective_scan_reference, kw, return_last_state,
+                         **{k: v for k, v in chunked_extra.items() if k != "chunk_size"})
     chk = run_with_grads(selective_scan_chunked, kw, return_last_state, **chunked_extra)
     assert chk[0].dtype == kw["u"].dtype
     assert_close_rel(chk[0], ref[0], tol, "out")
@@ -175,7 +163,7 @@ def test_chunked_one_channel_time_invariant_maps():
 @pytest.mark.parametrize("L", [7, 100, 512])
 def test_chunked_matches_reference_fp32(bc, discretization, L):
     kw = make_scan_inputs(b=2, d=8, n=4, L=L, bc=bc, dtype=torch.float32, seed=5, **ALL_EXTRAS)
-    ref = run_with_grads(reference_scan, kw, True, discretization=discretization)
+    ref = run_with_grads(selective_scan_reference, kw, True, discretization=discretization)
     chk = run_with_grads(selective_scan_chunked, kw, True, discretization=discretization)
     assert chk[0].dtype == torch.float32
     assert_close_rel(chk[0], ref[0], F32_TOL, "out")
@@ -209,18 +197,22 @@ def test_chunked_gradcheck(discretization, bc):
     assert torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-7, rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError, reason=(
-    "scan bug: reference._run indexes C_t[:, :, t] on C_t = p.C.transpose(-1, -2), which is "
-    "(1, d, 1, N) for a time-invariant (d, N) C, so every L > 1 raises IndexError"))
-@pytest.mark.parametrize("backend", ["reference", "trace"])
-def test_reference_time_invariant_C(backend):
-    kw = make_scan_inputs(L=7, bc="invariant", seed=0)
-    args = [kw[k].detach() for k in ("u", "delta", "A", "B", "C")]
-    expected = selective_scan_chunked(*args)
-    if backend == "reference":
-        out = selective_scan_reference(*args)
+@pytest.mark.parametrize("backend", ["reference", "trace", "chunked"])
+def test_time_invariant_maps_equal_grouped_maps_with_one_group_per_channel(backend):
+    """A (d, N) map is the (b, G = d, N, L) map that repeats it over batch and time.
+
+    Regression: the reference once indexed C_t[:, :, t] on a (1, d, 1, N) view for a (d, N) C,
+    raising IndexError for every L > 1.
+    """
+    kw = make_scan_inputs(L=7, bc="invariant", seed=0, D=True)
+    u, delta, A, B, C, D = (kw[k].detach() for k in ("u", "delta", "A", "B", "C", "D"))
+    b, d, L = u.shape
+    Bg, Cg = (M[None, :, :, None].expand(b, d, M.shape[1], L) for M in (B, C))
+    expected = selective_scan_reference(u, delta, A, Bg, Cg, D)
+    if backend == "trace":
+        out = selective_scan_trace(u, delta, A, B, C, D).out
     else:
-        out = selective_scan_trace(*args).out
+        out = selective_scan(u, delta, A, B, C, D, backend=backend)
     assert_close_rel(out, expected, F64_TOL, backend)
 
 
@@ -566,9 +558,6 @@ def test_chunk_size_invalid_raises(chunk_size):
         selective_scan_chunked(**_good(), chunk_size=chunk_size)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scan bug: linear_recurrence_chunked computes `T = chunk_size or default_chunk_size(L)`, so "
-    "chunk_size=0 is falsy and silently replaced by the default instead of raising ScanInputError"))
 def test_chunk_size_zero_raises():
     with pytest.raises(ScanInputError, match="chunk_size must be a positive integer"):
         selective_scan_chunked(**_good(), chunk_size=0)
@@ -608,6 +597,38 @@ def test_resolve_backend_auto_on_cpu_is_chunked():
     assert resolve_backend("auto", torch.device("cpu")) == "chunked"
     assert resolve_backend("reference", "cpu") == "reference"
     assert resolve_backend("chunked", "cpu") == "chunked"
+
+
+# ----------------------------------------------------------------------------- benchmark columns
+
+
+def test_mambapy_column_computes_the_same_scan():
+    pytest.importorskip("mambapy", reason="mambapy not installed (pip install 'mamba_recall[bench]')")
+    from mamba_recall.bench import mambapy_selective_scan
+
+    kw = make_scan_inputs(b=2, d=4, n=3, L=37, bc="selective", dtype=torch.float64, seed=8, delta_softplus=True)
+    args = [kw[k] for k in ("u", "delta", "A", "B", "C")]
+    out_m = mambapy_selective_scan(*args, delta_softplus=True)
+    out_c = selective_scan_chunked(*args, delta_softplus=True)
+    assert_close_rel(out_m, out_c, F64_TOL, "mambapy vs chunked")
+    gm = torch.autograd.grad(out_m.sum(), args)
+    gc = torch.autograd.grad(out_c.sum(), args)
+    for name, a, b in zip("u delta A B C".split(), gm, gc):
+        assert_close_rel(a, b, F64_TOL, f"grad {name}")
+
+
+def test_run_benchmark_tiny():
+    from mamba_recall.bench import BenchSize, run_benchmark, run_memory_scaling, to_records
+
+    df = run_benchmark("cpu", sizes=[BenchSize("t", 1, 4, 2, 16)], repeats=1, include_mambapy=False, verbose=False)
+    assert set(df["backend"]) == {"chunked", "reference"}
+    assert df["agrees"].all() and (df["seconds"] > 0).all() and (df["saved_MB"] > 0).all()
+    assert df.set_index("backend").loc["chunked", "ratio_vs_chunked"] == 1.0
+    recs = to_records(df)
+    assert isinstance(recs[0]["seconds"], float) and recs[0]["peak_cuda_MB"] is None
+    sc = run_memory_scaling("cpu", lengths=(32, 64, 128), batch=1, channels=4, N=2, verbose=False)
+    per_token = sc["bytes_per_token"]
+    assert per_token.max() / per_token.min() < 1.1  # saved bytes linear in L
 
 
 # ----------------------------------------------------------------------------- GPU (CUDA only)

@@ -52,6 +52,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from .results import device_description, save_bundle
 from .scan import selective_scan_chunked, selective_scan_reference
 from .scan.mamba_ssm_backend import mamba_ssm_available, selective_scan_mamba_ssm
 
@@ -297,13 +298,6 @@ def to_records(df: pd.DataFrame) -> list[dict]:
     return [{k: _clean(v) for k, v in row.items()} for row in df.astype(object).to_dict(orient="records")]
 
 
-def device_description(device) -> str:
-    device = torch.device(device)
-    if device.type == "cuda":
-        return f"cuda: {torch.cuda.get_device_name(device)}"
-    return f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads"
-
-
 def format_table(df: pd.DataFrame) -> str:
     cols = [c for c in ("size", "backend", "seconds", "runs", "ratio_vs_chunked", "max_abs_diff", "rel_diff",
                         "agrees", "grad_rel_diff", "saved_MB", "peak_cuda_MB") if c in df]
@@ -323,6 +317,34 @@ def format_scaling(df: pd.DataFrame) -> str:
            "L_ratio_to_first": "{:.1f}".format, "saved_MB_ratio_to_first": "{:.2f}".format,
            "peak_cuda_MB": "{:.1f}".format}
     return df[cols].to_string(index=False, formatters={k: v for k, v in fmt.items() if k in cols})
+
+
+def ratio_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per size: seconds of each other backend divided by chunked's."""
+    rows = []
+    for size, part in df.groupby("size", sort=False):
+        s = part.set_index("backend")["seconds"]
+        rows.append({"size": size, **{f"{o}/chunked": s[o] / s["chunked"] for o in ("reference", "mambapy", "mamba_ssm")
+                                      if o in s}})
+    return pd.DataFrame(rows)
+
+
+def save_benchmark_bundle(out: Path, df: pd.DataFrame, scaling, config: dict, wall: float, command: str) -> Path:
+    """Write the run as a result bundle (``results.save_bundle``): timings, ratios, memory scaling."""
+    tables = {"timings": df, "ratios": ratio_table(df)}
+    if scaling is not None:
+        tables["memory_scaling"] = scaling
+    try:
+        from importlib.metadata import version
+        config = {**config, "mambapy_version": version("mambapy")}
+    except Exception:  # the bench extra is optional
+        pass
+    ratios = tables["ratios"].set_index("size")
+    acceptance = {k: _clean(v) for k, v in ratios.iloc[0].items()} if len(ratios) else {}
+    return save_bundle(Path(out).stem, {"acceptance": {"size": ratios.index[0] if len(ratios) else None, **acceptance},
+                                         "notes": list(df.attrs.get("notes", []))},
+                       config, command=command, device=config["device"], wall_seconds=wall, tables=tables,
+                       directory=Path(out).parent)
 
 
 def ratio_lines(df: pd.DataFrame) -> list[str]:
@@ -381,7 +403,7 @@ def main(argv=None) -> int:
     scaling = None
     if not args.no_scaling:
         print()
-        scaling = run_memory_scaling(args.device, lengths, **width)
+        scaling = run_memory_scaling(args.device, lengths, repeats=repeats, **width)
         print(f"\nmemory scaling of chunked (batch {width['batch']}, channels {width['channels']}, N {width['N']}); "
               "saved_MB = bytes saved for backward, bytes_per_token = saved bytes / (batch · L)")
         print(format_scaling(scaling))
@@ -389,23 +411,9 @@ def main(argv=None) -> int:
     print(f"\ntotal wall time {wall:.1f} s")
 
     if args.out is not None:
-        mambapy_version = None
-        try:
-            from importlib.metadata import version
-            mambapy_version = version("mambapy")
-        except Exception:
-            pass
-        record = dict(
-            config=config, rows=to_records(df), memory_scaling=None if scaling is None else to_records(scaling),
-            notes=list(df.attrs.get("notes", [])), device=device_description(args.device),
-            torch_version=torch.__version__, mambapy_version=mambapy_version,
-            python_version=platform.python_version(), platform=platform.platform(),
-            created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), wall_seconds=wall,
-            command="python -m mamba_recall bench " + " ".join(argv if argv is not None else sys.argv[1:]),
-        )
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, indent=2))
-        print(f"wrote {args.out}")
+        path = save_benchmark_bundle(args.out, df, scaling, config, wall,
+                                     "python -m mamba_recall bench " + " ".join(argv if argv is not None else sys.argv[1:]))
+        print(f"wrote {path}")
     return 0
 
 

@@ -70,8 +70,10 @@ class TrainResult:
 
 def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = IGNORE_INDEX):
     """Mean cross-entropy over positions with ``labels != ignore_index``; logits (B, L, V), labels (B, L)."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
-                           ignore_index=ignore_index)
+    logits = logits.reshape(-1, logits.shape[-1])
+    if logits.dtype != torch.float64:
+        logits = logits.float()  # half-precision logits: the loss in fp32
+    return F.cross_entropy(logits, labels.reshape(-1), ignore_index=ignore_index)
 
 
 @torch.no_grad()
@@ -175,7 +177,7 @@ def train(model: torch.nn.Module, make_batch: Callable[[int], tuple], *, steps: 
           weight_decay: float = 0.1, betas=(0.9, 0.999), schedule: str = "cosine", warmup_steps: int = 0,
           grad_clip: float | None = None, seed: int = 0, eval_every: int = 100, eval_batch=None,
           target_accuracy: float | None = None, loss_fn=None, device="cpu", progress: bool = True,
-          desc: str = "train") -> TrainResult:
+          desc: str = "train", num_threads: int | None = None) -> TrainResult:
     """Train ``model`` (input ids (B, L) → logits (B, L, V)) for up to ``steps`` AdamW steps.
 
     ``make_batch(step)`` gives the training batch of 0-based ``step`` (deterministic in ``step``);
@@ -184,17 +186,38 @@ def train(model: torch.nn.Module, make_batch: Callable[[int], tuple], *, steps: 
     as soon as it reaches ``target_accuracy``. ``torch.manual_seed(seed)`` is called first.
     The model is moved to ``device`` and left in train mode. Raises ``FloatingPointError`` on a
     non-finite loss. See the module docstring for the schedule and the weight-decay rule.
+
+    ``num_threads``: if given, ``torch.set_num_threads(num_threads)`` for the duration of the loop
+    (restored afterwards). Tiny CPU models train fastest on one thread, and on a busy machine
+    several intra-op threads can be >10× slower (they wait on each other at every op).
     """
     _validate(steps, lr, weight_decay, schedule, warmup_steps, grad_clip, eval_every, eval_batch,
               target_accuracy)
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                    or num_threads < 1):
+        raise ValueError(f"num_threads must be None or an integer >= 1, got {num_threads!r}.")
     loss_fn = loss_fn or masked_cross_entropy
+    threads_before = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        return _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, warmup_steps,
+                           grad_clip, seed, eval_every, eval_batch, target_accuracy, loss_fn, device,
+                           progress, desc)
+    finally:
+        if num_threads is not None:
+            torch.set_num_threads(threads_before)
+
+
+def _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, warmup_steps, grad_clip, seed,
+                eval_every, eval_batch, target_accuracy, loss_fn, device, progress, desc) -> TrainResult:
     torch.manual_seed(seed)
     model.to(device)
     model.train()
     opt = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=tuple(betas))
     result = TrainResult()
     start = time.perf_counter()
-    bar = tqdm(total=steps, desc=desc, disable=not progress, leave=False)
+    bar = tqdm(total=steps, desc=desc, disable=not progress)
     try:
         for s in range(steps):
             cur_lr = lr_at(s, lr=lr, steps=steps, schedule=schedule, warmup_steps=warmup_steps)

@@ -93,7 +93,7 @@ def linear_recurrence_chunked(log_decay, input_term, initial_state=None, chunk_s
     initial_state: (batch, ...) or None.  Returns states (batch, L, ...).
     """
     bsz, L, *feat = input_term.shape
-    T = chunk_size or default_chunk_size(L)
+    T = default_chunk_size(L) if chunk_size is None else chunk_size
     if not isinstance(T, int) or T < 1:
         raise ScanInputError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
     K = math.prod(feat)
