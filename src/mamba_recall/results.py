@@ -134,7 +134,8 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
         raise BundleError(f"corrupt result bundle {path}: not valid JSON ({exc}); delete it and regenerate it "
                           "(`make reproduce`).") from exc
     if not isinstance(record, dict):
-        raise BundleError(f"corrupt result bundle {path}: the top level is not a JSON object.")
+        raise BundleError(f"corrupt result bundle {path}: the top level is not a JSON object; delete it and "
+                          "regenerate it (`make reproduce`).")
     regen = record.get("command") if isinstance(record.get("command"), str) else "`make reproduce`"
     for key, typ in _REQUIRED.items():
         if not isinstance(record.get(key), typ):
