@@ -20,6 +20,13 @@ def one_state_scan(delta: float, a: float, inputs: list[float], discretization: 
                          trace.states[0, 0, :, 0].numpy()})
 
 
+def euler_and_zoh_states(delta: float, a: float, inputs: list[float]) -> pd.DataFrame:
+    """Long format (t, series, value): the inputs and the states under Euler and exact ZOH."""
+    euler = one_state_scan(delta, a, inputs, "euler")
+    zoh = one_state_scan(delta, a, inputs, "zoh")
+    return euler.merge(zoh, on=["t", "input u_t"]).melt("t", var_name="series", value_name="value")
+
+
 def pulse_inputs(length: int) -> list[float]:
     """Two tokens to remember: 1.0 at t = 1 and 0.5 at t = length // 2; zeros elsewhere."""
     u = [0.0] * length
@@ -32,10 +39,7 @@ def scan_explorer(delta: float = 0.5, a: float = -1.0, length: int = 24):
     from .plots import state_chart
 
     def draw(delta, a, length):
-        inputs = pulse_inputs(length)
-        euler = one_state_scan(delta, a, inputs, "euler")
-        zoh = one_state_scan(delta, a, inputs, "zoh")
-        frame = euler.merge(zoh, on=["t", "input u_t"]).melt("t", var_name="series", value_name="value")
+        frame = euler_and_zoh_states(delta, a, pulse_inputs(length))
         decay = float(torch.exp(torch.tensor(delta * a)))
         display(state_chart(frame, f"Δ = {delta:.3f}, A = {a:.3f}: Ā = exp(ΔA) = {decay:.3f}"))
 
@@ -56,8 +60,5 @@ def explorer_grid(deltas: list[float], a_values: list[float], length: int) -> pd
     frames = []
     for i, delta in enumerate(deltas):
         for j, a in enumerate(a_values):
-            euler = one_state_scan(delta, a, inputs, "euler")
-            zoh = one_state_scan(delta, a, inputs, "zoh")
-            frame = euler.merge(zoh, on=["t", "input u_t"]).melt("t", var_name="series", value_name="value")
-            frames.append(frame.assign(delta_i=i, a_i=j))
+            frames.append(euler_and_zoh_states(delta, a, inputs).assign(delta_i=i, a_i=j))
     return pd.concat(frames, ignore_index=True).round(5)
