@@ -2,7 +2,7 @@
 
     python -m mamba_recall run <chapter|all> --preset ci|paper --device cpu|cuda|auto [--out DIR]
     python -m mamba_recall book [--preset ci] [--device auto]     # execute every chapter, build _build/html
-    python -m mamba_recall refresh                                # re-execute book/ notebooks in place (ci)
+    python -m mamba_recall refresh [chapter|notebook.ipynb ...]   # re-execute book/ notebooks in place (ci)
     python -m mamba_recall bench [--device cpu|cuda] [--quick] [--out results/NAME.json]
     python -m mamba_recall check-browser [_build/html]           # headless Chromium check of the built book
 
@@ -136,12 +136,28 @@ def build_book(preset: str, device: str, backend: str) -> Path:
     return html
 
 
-def refresh_committed_outputs() -> None:
-    """Re-execute the notebooks in ``book/`` in place with their default (ci) parameters."""
+def refresh_targets(targets: list[str]) -> list[Path]:
+    """Notebooks named by ``targets``: chapters (as for ``run``) or notebook paths; none means all."""
+    if not targets:
+        return toc_notebooks()
+    notebooks: list[Path] = []
+    for target in targets:
+        if target.endswith(".ipynb"):
+            path = Path(target).resolve()
+            if not path.exists():
+                raise SystemExit(f"error: no notebook {target!r}.")
+            notebooks.append(path.relative_to(REPO_ROOT))
+        else:
+            notebooks.extend(chapter_notebooks(target))
+    return notebooks
+
+
+def refresh_committed_outputs(targets: list[str] | None = None) -> None:
+    """Re-execute notebooks in ``book/`` in place with their default (ci) parameters."""
     import papermill
 
     os.environ["MAMBA_RECALL_BATCH"] = "1"
-    for nb in tqdm(toc_notebooks(), desc="refresh", unit="notebook"):
+    for nb in tqdm(refresh_targets(targets or []), desc="refresh", unit="notebook"):
         path = REPO_ROOT / nb
         papermill.execute_notebook(str(path), str(path), cwd=str(path.parent), kernel_name="python3",
                                    progress_bar=False)
@@ -169,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--out", type=Path, default=None, help="output folder (default _build/runs/<preset>)")
     p_book = sub.add_parser("book", help="execute every chapter and build the HTML book into _build/html")
     common(p_book)
-    sub.add_parser("refresh", help="re-execute the committed notebooks in book/ in place (ci preset)")
+    p_refresh = sub.add_parser("refresh", help="re-execute the committed notebooks in book/ in place (ci preset)")
+    p_refresh.add_argument("targets", nargs="*", help="chapters or notebook paths (default: every notebook)")
     sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
     sub.add_parser("check-browser", help="open the built book in headless Chromium; see check-browser --help")
 
@@ -189,5 +206,5 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "book":
         build_book(args.preset, args.device, args.backend)
     elif args.command == "refresh":
-        refresh_committed_outputs()
+        refresh_committed_outputs(args.targets)
     return 0

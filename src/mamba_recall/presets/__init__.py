@@ -3,6 +3,8 @@
 ``ci``: small enough that a section notebook runs in ≤ 2 minutes on 2 CPU cores.
 ``paper``: the papers' own sizes (a GPU is expected; ``PRESET=paper DEVICE=cuda make book``).
 Chapters read their sizes with ``experiment(name, preset)``; nothing else hard-codes a size.
+Chapter 0's sizes are here; chapters 1-4 keep theirs in ``presets/chN.py`` (merged below), one
+file per chapter so that each chapter's sizes sit together.
 """
 from __future__ import annotations
 
@@ -29,6 +31,21 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
                   "a_values": [-0.125, -0.25, -0.5, -1.0, -2.0, -4.0, -8.0], "length": 48},
     },
 }
+
+
+def _merge_chapter_sizes() -> None:
+    from . import ch1, ch2, ch3, ch4
+
+    for module in (ch1, ch2, ch3, ch4):
+        for name, sizes in module.EXPERIMENTS.items():
+            if name in EXPERIMENTS:
+                raise RuntimeError(f"experiment {name!r} is defined twice (presets/{module.__name__}).")
+            if set(sizes) != set(PRESETS):
+                raise RuntimeError(f"experiment {name!r} must define exactly the presets {PRESETS}.")
+            EXPERIMENTS[name] = sizes
+
+
+_merge_chapter_sizes()
 
 
 class PresetError(ValueError):
