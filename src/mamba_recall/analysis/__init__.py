@@ -1,0 +1,1 @@
+"""Probes and interventions on trained models: hidden states, hash tables, channel statistics, ablations."""
