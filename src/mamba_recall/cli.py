@@ -5,6 +5,7 @@
     python -m mamba_recall refresh [chapter|notebook.ipynb ...]   # re-execute book/ notebooks in place (ci)
     python -m mamba_recall bench [--device cpu|cuda] [--quick] [--out results/NAME.json]
     python -m mamba_recall check-browser [_build/html]           # headless Chromium check of the built book
+    python -m mamba_recall reproduce [--preset ci] [--device cpu] [--only NAME]  # regenerate results/
 
 Executed notebooks of ``run`` and ``book`` go to ``_build/`` (never into ``book/``); ``refresh`` is
 the one command that rewrites the committed outputs that nbval compares against.
@@ -170,6 +171,27 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
         nbformat.write(book_nb, path)
 
 
+def experiment_runners() -> list[str]:
+    """The runner modules of ``mamba_recall.experiments`` (each regenerates bundles in ``results/``)."""
+    import pkgutil
+
+    from . import experiments
+
+    return sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if not m.name.startswith("_"))
+
+
+def reproduce(preset: str, device: str, only: list[str]) -> None:
+    """Regenerate the committed results: every experiment runner in turn, each as its own process."""
+    runners = experiment_runners()
+    unknown = sorted(set(only) - set(runners))
+    if unknown:
+        raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(runners)}.")
+    for name in only or runners:
+        cmd = [sys.executable, "-m", f"mamba_recall.experiments.{name}", "--preset", preset, "--device", device]
+        print("+", " ".join(cmd[2:]), flush=True)
+        subprocess.run(cmd, check=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mamba_recall", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -187,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     common(p_book)
     p_refresh = sub.add_parser("refresh", help="re-execute the committed notebooks in book/ in place (ci preset)")
     p_refresh.add_argument("targets", nargs="*", help="chapters or notebook paths (default: every notebook)")
+    p_repro = sub.add_parser("reproduce", help="regenerate the committed result bundles with the experiment runners")
+    p_repro.add_argument("--preset", default="ci", choices=PRESETS)
+    p_repro.add_argument("--device", default="cpu", choices=DEVICES)
+    p_repro.add_argument("--only", nargs="*", default=[], help="runner module names (default: all)")
     sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
     sub.add_parser("check-browser", help="open the built book in headless Chromium; see check-browser --help")
 
@@ -205,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(done)} notebook(s) executed into {out}")
     elif args.command == "book":
         build_book(args.preset, args.device, args.backend)
+    elif args.command == "reproduce":
+        reproduce(args.preset, args.device, args.only)
     elif args.command == "refresh":
         refresh_committed_outputs(args.targets)
     return 0
