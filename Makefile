@@ -43,11 +43,11 @@ test: pytest nbval
 bench: $(STAMP)
 	$(PY) -m mamba_recall bench --device $(DEVICE) --out results/scan_bench_$(DEVICE).json
 
-# Regenerate every committed result bundle (see README, "Results"): the scan benchmark, then every
-# experiment runner in src/mamba_recall/experiments (ONLY="ch4_smodels ..." picks some).
+# Regenerate every committed result (see README, "Results"): the scan benchmark, then the committed
+# runs of every experiment runner in src/mamba_recall/experiments (ONLY="ch2_scaling ..." picks some).
 reproduce: $(STAMP)
 	$(if $(ONLY),,$(PY) -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json)
-	$(PY) -m mamba_recall reproduce --preset $(PRESET) --device $(DEVICE) $(if $(ONLY),--only $(ONLY))
+	$(PY) -m mamba_recall reproduce $(if $(ONLY),--only $(ONLY))
 
 # Rewrite the committed notebook outputs in book/ (what nbval compares against).
 refresh: $(STAMP)

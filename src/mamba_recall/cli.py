@@ -5,7 +5,7 @@
     python -m mamba_recall refresh [chapter|notebook.ipynb ...]   # re-execute book/ notebooks in place (ci)
     python -m mamba_recall bench [--device cpu|cuda] [--quick] [--out results/NAME.json]
     python -m mamba_recall check-browser [_build/html]           # headless Chromium check of the built book
-    python -m mamba_recall reproduce [--preset ci] [--device cpu] [--only NAME]  # regenerate results/
+    python -m mamba_recall reproduce [--only NAME ...] [--preset paper --device cuda]  # regenerate results/
 
 Executed notebooks of ``run`` and ``book`` go to ``_build/`` (never into ``book/``); ``refresh`` is
 the one command that rewrites the committed outputs that nbval compares against.
@@ -172,24 +172,39 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
 
 
 def experiment_runners() -> list[str]:
-    """The runner modules of ``mamba_recall.experiments`` (each regenerates bundles in ``results/``)."""
+    """The runner modules of ``mamba_recall.experiments``: those with a ``main`` (each regenerates bundles in
+    ``results/``; the others are shared helpers)."""
+    import importlib
     import pkgutil
 
     from . import experiments
 
-    return sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if not m.name.startswith("_"))
+    names = sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if not m.name.startswith("_"))
+    return [n for n in names if hasattr(importlib.import_module(f"mamba_recall.experiments.{n}"), "main")]
 
 
-def reproduce(preset: str, device: str, only: list[str]) -> None:
-    """Regenerate the committed results: every experiment runner in turn, each as its own process."""
+def reproduce(preset: str | None, device: str, only: list[str]) -> None:
+    """Regenerate results: each runner's ``COMMITTED_RUNS`` (the runs whose outputs are committed), or,
+    with ``preset``, every runner at that preset on ``device`` (e.g. the papers' sizes on a GPU)."""
+    import importlib
+
     runners = experiment_runners()
     unknown = sorted(set(only) - set(runners))
     if unknown:
         raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(runners)}.")
     for name in only or runners:
-        cmd = [sys.executable, "-m", f"mamba_recall.experiments.{name}", "--preset", preset, "--device", device]
-        print("+", " ".join(cmd[2:]), flush=True)
-        subprocess.run(cmd, check=True)
+        module = importlib.import_module(f"mamba_recall.experiments.{name}")
+        if preset is None:
+            if not hasattr(module, "COMMITTED_RUNS"):
+                raise SystemExit(f"error: runner {name} has no COMMITTED_RUNS list; add the argument lists that "
+                                 "produce its committed results.")
+            runs = module.COMMITTED_RUNS
+        else:
+            runs = [["--preset", preset, "--device", device]]
+        for args in runs:
+            cmd = [sys.executable, "-m", f"mamba_recall.experiments.{name}", *args]
+            print("+ python", " ".join(cmd[1:]), flush=True)
+            subprocess.run(cmd, check=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     p_refresh = sub.add_parser("refresh", help="re-execute the committed notebooks in book/ in place (ci preset)")
     p_refresh.add_argument("targets", nargs="*", help="chapters or notebook paths (default: every notebook)")
     p_repro = sub.add_parser("reproduce", help="regenerate the committed result bundles with the experiment runners")
-    p_repro.add_argument("--preset", default="ci", choices=PRESETS)
-    p_repro.add_argument("--device", default="cpu", choices=DEVICES)
+    p_repro.add_argument("--preset", default=None, choices=PRESETS,
+                         help="run every runner at this preset instead of the committed runs")
+    p_repro.add_argument("--device", default="auto", choices=DEVICES)
     p_repro.add_argument("--only", nargs="*", default=[], help="runner module names (default: all)")
     sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
     sub.add_parser("check-browser", help="open the built book in headless Chromium; see check-browser --help")

@@ -156,3 +156,44 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
         tables[tname] = pd.read_csv(csv)
     return Bundle(record["name"], record["config"], record["data"], record["provenance"], record["command"],
                   tables, path)
+
+
+CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
+
+
+def save_checkpoint(path: str | Path, payload: dict, sidecar: dict, *, command: str, device="cpu",
+                    wall_seconds: float | None = None) -> Path:
+    """Write a small checkpoint ``<path>.pt`` (``torch.save`` of ``payload``: tensors, numbers, lists, dicts)
+    and its sidecar ``<path>.json``: ``sidecar`` plus the file's sha256 and size, the ``command`` that
+    regenerates it and :func:`provenance`. The ``.pt`` is written atomically. Returns the ``.pt`` path."""
+    path = Path(path)
+    if path.suffix != ".pt":
+        raise ValueError(f"checkpoint path {path} must end in .pt.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".pt.tmp")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+    record = {**sidecar, "file": path.name, "sha256": _sha256(path), "bytes": path.stat().st_size,
+              "command": command, "provenance": provenance(device, wall_seconds)}
+    path.with_suffix(".json").write_text(json.dumps(record, indent=1, default=_jsonable) + "\n")
+    return path
+
+
+def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
+    """Load ``<path>.pt`` after checking it against the sha256 in its ``.json`` sidecar → ``(payload, sidecar)``.
+
+    ``regenerate`` is the command that rebuilds the checkpoint; every error names it.
+    """
+    path = Path(path)
+    side = path.with_suffix(".json")
+    if not path.exists() or not side.exists():
+        raise FileNotFoundError(f"checkpoint {path} (or its sidecar {side.name}) is missing; regenerate it with "
+                                f"`{regenerate}`.")
+    try:
+        sidecar = json.loads(side.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BundleError(f"corrupt checkpoint sidecar {side} ({exc}); regenerate it with `{regenerate}`.") from exc
+    if not isinstance(sidecar, dict) or _sha256(path) != sidecar.get("sha256"):
+        raise BundleError(f"checkpoint {path} does not match the sha256 hash in {side.name} (changed or truncated); "
+                          f"regenerate it with `{regenerate}`.")
+    return torch.load(path, map_location="cpu", weights_only=True), sidecar

@@ -36,9 +36,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..scan import BACKENDS, resolve_backend, selective_scan
+from ..scan import BACKENDS, linear_recurrence_chunked, resolve_backend, selective_scan
+from ..scan._common import discretize, finish_output, prepare_scan
 
-__all__ = ["Block", "Mamba", "MambaInternals", "MambaLMHeadModel", "MixerModel", "RMSNorm", "init_weights"]
+__all__ = ["Block", "LayerState", "Mamba", "MambaInternals", "MambaLMHeadModel", "MixerModel", "RMSNorm",
+           "init_weights"]
 
 
 def _check_backend(backend: str) -> str:
@@ -57,6 +59,26 @@ def _check_positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {name}={value!r}.")
     return value
+
+
+@dataclass
+class LayerState:
+    """The recurrent state of one :class:`Mamba` mixer after a segment, for prefix-state evaluation.
+
+    conv: (B, E, K−1) the last K−1 conv1d *inputs* (x after in_proj, before the conv; zeros stand
+          for the left padding of a sequence shorter than K−1), i.e. mamba-ssm's ``conv_state``
+          without its last (empty) column.
+    ssm:  (B, E, N)   the SSM state h_T (mamba-ssm's ``ssm_state``).
+    Running a sequence ``a`` then, from this state, a continuation ``b`` gives the same outputs as
+    running ``a ‖ b`` at once (causal conv + linear recurrence), up to float rounding.
+    """
+
+    conv: torch.Tensor
+    ssm: torch.Tensor
+
+    def index_select(self, idx: torch.Tensor) -> "LayerState":
+        """The states of the batch rows ``idx`` (e.g. ``repeat_interleave`` a context over queries)."""
+        return LayerState(self.conv.index_select(0, idx), self.ssm.index_select(0, idx))
 
 
 @dataclass
@@ -161,33 +183,75 @@ class Mamba(nn.Module):
         return (f"d_model={self.d_model}, d_inner={self.d_inner}, d_state={self.d_state}, "
                 f"d_conv={self.d_conv}, dt_rank={self.dt_rank}, backend={self.backend!r}")
 
-    def forward(self, hidden_states, return_internals=False, *, initial_state=None, return_last_state=False):
+    # Intervention hook (paper 004's ablations), None by default: a callable ``abar_hook(seqlen)`` that
+    # returns a bool mask broadcastable to (B, E, L) — True where the discretised recurrence
+    # Ā_t = exp(Δ_t A) of channel i at step t is set to 0 (all N states) — or None for "no ablation".
+    abar_hook = None
+
+    def forward(self, hidden_states, return_internals=False, *, initial_state=None, return_last_state=False,
+                conv_state=None, return_conv_state=False, abar_mask=None):
         """hidden_states (B, L, d_model) → out (B, L, d_model).
 
-        ``initial_state`` (B, E, N) starts the SSM from h_0 instead of 0 (PyTorch backends only; the
-        conv1d still starts from zero padding, so this is not full prefix-state passing).
+        ``initial_state`` (B, E, N) starts the SSM from h_0 instead of 0 (PyTorch backends only).
+        ``conv_state`` (B, E, K−1) continues the causal conv1d from a previous segment (its last K−1
+        inputs, see :class:`LayerState`) instead of zero padding; with both, a segment continues a
+        previous one exactly (prefix-state evaluation).
+        ``abar_mask`` bool, broadcastable to (B, E, L): zero Ā_t (all N states) of channel i at step t
+        where True, i.e. h_t = B̄_t x_t there (paper 004's ablation; PyTorch backends only). If not
+        given, the module attribute ``abar_hook(L)`` is asked; a mask with no True entry, or None,
+        leaves the forward pass untouched (bit-identical).
         Returns ``out``; ``(out, last_state)`` if ``return_last_state``; ``(out, internals)`` if
-        ``return_internals``; ``(out, last_state, internals)`` if both (``last_state`` (B, E, N)).
+        ``return_internals``; ``(out, last_state, internals)`` if both (``last_state`` (B, E, N));
+        with ``return_conv_state`` the conv state (B, E, K−1) is appended after ``last_state``.
         """
         if hidden_states.dim() != 3 or hidden_states.shape[-1] != self.d_model:
             raise ValueError(f"hidden_states must be (batch, length, d_model={self.d_model}), "
                              f"got shape {tuple(hidden_states.shape)}.")
         backend = resolve_backend(self.backend, hidden_states.device)
-        seqlen = hidden_states.shape[1]
+        batch, seqlen = hidden_states.shape[:2]
+        if abar_mask is None and self.abar_hook is not None:
+            abar_mask = self.abar_hook(seqlen)
+        if abar_mask is not None:
+            abar_mask = torch.as_tensor(abar_mask, dtype=torch.bool, device=hidden_states.device)
+            try:
+                abar_mask = abar_mask.expand(batch, self.d_inner, seqlen)
+            except RuntimeError:
+                raise ValueError(f"abar_mask of shape {tuple(abar_mask.shape)} does not broadcast to "
+                                 f"(batch, d_inner, length) = {(batch, self.d_inner, seqlen)}.") from None
+            if not bool(abar_mask.any()):
+                abar_mask = None
 
         xz = self.in_proj(hidden_states).transpose(1, 2)  # (B, 2E, L)
         A = -torch.exp(_at_least_fp32(self.A_log))  # (E, N)
         x, z = xz.chunk(2, dim=1)  # (B, E, L) each
-        x = F.silu(self.conv1d(x)[..., :seqlen])  # causal: keep the first L outputs of the padded conv
+        K1 = self.d_conv - 1
+        if conv_state is None:
+            x_in = x
+            new_conv_state = F.pad(x, (K1, 0))[..., x.shape[-1]:] if return_conv_state else None
+            x = F.silu(self.conv1d(x)[..., :seqlen])  # causal: keep the first L outputs of the padded conv
+        else:
+            if tuple(conv_state.shape) != (batch, self.d_inner, K1):
+                raise ValueError(f"conv_state must be (batch, d_inner, d_conv-1) = {(batch, self.d_inner, K1)}, "
+                                 f"got {tuple(conv_state.shape)}.")
+            x_in = torch.cat([conv_state.to(x.dtype), x], dim=-1)  # (B, E, K−1+L)
+            new_conv_state = x_in[..., x_in.shape[-1] - K1:] if return_conv_state else None
+            x = F.silu(F.conv1d(x_in, self.conv1d.weight, self.conv1d.bias, groups=self.d_inner))
+        del x_in
         x_dbl = self.x_proj(x.transpose(1, 2))  # (B, L, R + 2N)
         dt, B, C = torch.split(x_dbl, [self.dt_rank, self.d_state, self.d_state], dim=-1)
         dt = F.linear(dt, self.dt_proj.weight).transpose(1, 2)  # (B, E, L), bias goes to the scan
         B = B.transpose(1, 2).contiguous()  # (B, N, L)
         C = C.transpose(1, 2).contiguous()  # (B, N, L)
         delta_bias = _at_least_fp32(self.dt_proj.bias)
-        y = selective_scan(x, dt, A, B, C, _at_least_fp32(self.D), z=z, delta_bias=delta_bias,
-                           delta_softplus=True, return_last_state=return_last_state, backend=backend,
-                           initial_state=initial_state)
+        if abar_mask is None:
+            y = selective_scan(x, dt, A, B, C, _at_least_fp32(self.D), z=z, delta_bias=delta_bias,
+                               delta_softplus=True, return_last_state=return_last_state, backend=backend,
+                               initial_state=initial_state)
+        else:
+            if backend == "mamba_ssm":
+                raise ValueError("Ā ablations need a PyTorch scan; set backend='chunked' or 'reference'.")
+            y = self._scan_with_abar_mask(x, dt, A, B, C, z, delta_bias, abar_mask, initial_state,
+                                          return_last_state)
         last_state = None
         if return_last_state:
             y, last_state = y
@@ -196,10 +260,23 @@ class Mamba(nn.Module):
         result = (out,)
         if return_last_state:
             result += (last_state,)
+        if return_conv_state:
+            result += (new_conv_state,)
         if return_internals:
             delta = F.softplus(dt.to(delta_bias.dtype) + delta_bias[:, None])
             result += (MambaInternals(x=x, delta=delta, B=B, C=C, z=z, y=y, last_state=last_state),)
         return result[0] if len(result) == 1 else result
+
+    def _scan_with_abar_mask(self, x, dt, A, B, C, z, delta_bias, mask, initial_state, return_last_state):
+        """The selective scan with Ā_t = 0 where ``mask`` (B, E, L) is True (log Ā = −∞ there):
+        h_t = Ā_t h_{t−1} + Δ_t B_t x_t, y_t = ⟨C_t, h_t⟩ + D x_t, gated by silu(z)."""
+        p = prepare_scan(x, dt, A, B, C, _at_least_fp32(self.D), z, delta_bias, True, "euler")
+        log_decay, input_term = discretize(p, time_major=True)  # (b, l, d, n)
+        log_decay = log_decay.masked_fill(mask.transpose(1, 2)[..., None], float("-inf"))
+        states = linear_recurrence_chunked(log_decay, input_term, initial_state)
+        y = (states * p.C.permute(0, 3, 1, 2)).sum(-1).transpose(1, 2)  # C: (b, g=1, n, l) → (b, l, 1, n)
+        out = finish_output(p, y)
+        return (out, states[:, -1]) if return_last_state else out
 
 
 class RMSNorm(nn.Module):
@@ -240,16 +317,26 @@ class Block(nn.Module):
         self.norm = RMSNorm(d_model, eps=norm_epsilon, device=device, dtype=dtype)
         self.mixer = Mamba(d_model, device=device, dtype=dtype, **mixer_kwargs)
 
-    def forward(self, hidden_states, residual=None, return_internals=False):
-        """Returns ``(hidden_states, residual)`` (+ the mixer's :class:`MambaInternals` if asked)."""
+    def forward(self, hidden_states, residual=None, return_internals=False, *, state=None, return_state=False):
+        """Returns ``(hidden_states, residual)`` (+ the mixer's :class:`MambaInternals` if asked)
+        (+ the mixer's new :class:`LayerState` last, if ``return_state``). ``state``: a
+        :class:`LayerState` to continue from (prefix-state evaluation)."""
         residual = hidden_states + residual if residual is not None else hidden_states
         hidden_states = self.norm(residual.to(dtype=self.norm.weight.dtype))
         if self.residual_in_fp32:
             residual = _at_least_fp32(residual)
-        out = self.mixer(hidden_states, return_internals=return_internals)
+        if state is None and not return_state:
+            out = self.mixer(hidden_states, return_internals=return_internals)
+            if return_internals:
+                return out[0], residual, out[1]
+            return out, residual
+        kw = {} if state is None else {"initial_state": state.ssm, "conv_state": state.conv}
+        out = self.mixer(hidden_states, return_internals=return_internals, return_last_state=True,
+                         return_conv_state=True, **kw)
+        new_state = LayerState(conv=out[2], ssm=out[1])
         if return_internals:
-            return out[0], residual, out[1]
-        return out, residual
+            return out[0], residual, out[3], new_state
+        return out[0], residual, new_state
 
 
 def init_weights(module, n_layer, initializer_range=0.02, rescale_prenorm_residual=True,
@@ -292,17 +379,34 @@ class MixerModel(nn.Module):
         self.apply(lambda m: init_weights(m, n_layer, initializer_range, rescale_prenorm_residual,
                                           n_residuals_per_layer=1))  # d_intermediate = 0: one residual
 
-    def forward(self, input_ids, return_internals=False):
+    def forward(self, input_ids, return_internals=False, *, states=None, return_states=False):
+        """input_ids (B, L) → hidden states (B, L, d_model) [, internals] [, new states].
+
+        ``states``: one :class:`LayerState` per layer to continue from (prefix-state evaluation);
+        ``return_states``: also return the new per-layer states (a list, last in the tuple)."""
+        if states is not None and len(states) != len(self.layers):
+            raise ValueError(f"states must hold one LayerState per layer ({len(self.layers)}), got {len(states)}.")
         hidden_states = self.embedding(input_ids)
-        residual, internals = None, []
-        for layer in self.layers:
-            out = layer(hidden_states, residual, return_internals=return_internals)
+        residual, internals, new_states = None, [], []
+        use_state = states is not None or return_states
+        for i, layer in enumerate(self.layers):
+            if use_state:
+                out = layer(hidden_states, residual, return_internals=return_internals,
+                            state=None if states is None else states[i], return_state=True)
+                new_states.append(out[-1])
+            else:
+                out = layer(hidden_states, residual, return_internals=return_internals)
             hidden_states, residual = out[0], out[1]
             if return_internals:
                 internals.append(out[2])
         residual = hidden_states + residual if residual is not None else hidden_states
         hidden_states = self.norm_f(residual.to(dtype=self.norm_f.weight.dtype))
-        return (hidden_states, internals) if return_internals else hidden_states
+        result = (hidden_states,)
+        if return_internals:
+            result += (internals,)
+        if return_states:
+            result += (new_states,)
+        return result[0] if len(result) == 1 else result
 
 
 class MambaLMHeadModel(nn.Module):
@@ -356,12 +460,16 @@ class MambaLMHeadModel(nn.Module):
         for layer in self.backbone.layers:
             layer.mixer.backend = value
 
-    def forward(self, input_ids, return_internals=False):
+    def forward(self, input_ids, return_internals=False, *, states=None, return_states=False):
         """input_ids (B, L) int64 → logits (B, L, V_pad); with ``return_internals`` also a list of
-        one :class:`MambaInternals` per layer."""
+        one :class:`MambaInternals` per layer; with ``return_states`` also (last) the list of
+        per-layer :class:`LayerState` after the sequence. ``states`` continues from such a list:
+        ``model(b, states=model(a, return_states=True)[1])`` equals the last ``len(b)`` logits of
+        ``model(a ‖ b)`` (prefix-state evaluation, PyTorch backends)."""
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
-        out = self.backbone(input_ids, return_internals=return_internals)
-        if return_internals:
-            return self.lm_head(out[0]), out[1]
-        return self.lm_head(out)
+        out = self.backbone(input_ids, return_internals=return_internals, states=states,
+                            return_states=return_states)
+        if not isinstance(out, tuple):
+            return self.lm_head(out)
+        return (self.lm_head(out[0]),) + tuple(out[1:])

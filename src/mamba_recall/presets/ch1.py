@@ -1,6 +1,75 @@
 """Sizes of Chapter 1 (paper 000): gradient dynamics of simplified Mamba on associative recall.
 
 Each entry: ``"chN.experiment": {"ci": {...}, "paper": {...}}`` (see ``presets/__init__.py``).
+Training sizes are [choice]s of the replication (the paper gives none except |V| = 8, n_ε = 3, T = 256
+and "until 100 % training accuracy"): Adam(W) without weight decay, constant lr, batch 64, a fixed
+training set and a fresh held-out set; accuracy on query positions of the held-out set.
 """
 
-EXPERIMENTS: dict[str, dict[str, dict]] = {}
+_TASK = {"vocab_size": 8, "max_noise": 3, "train_size": 1024, "test_size": 256, "batch_size": 64,
+         "eval_every": 50}
+
+EXPERIMENTS: dict[str, dict[str, dict]] = {
+    # §3, Figs. 4 and 8, App. C: |K| = 1, N = 1, B = C = 1, identity targets (the paper's).
+    "ch1.k1": {
+        "ci": {**_TASK, "num_keys": 1, "d_state": 1, "seq_len": 64, "target": "identity", "lr": 3e-2,
+               "steps": 3000},
+        "paper": {**_TASK, "num_keys": 1, "d_state": 1, "seq_len": 256, "target": "identity", "lr": 1e-2,
+                  "steps": 6000},
+    },
+    # the same with masked loss (standard MQAR), to show which magnitudes need identity targets.
+    "ch1.k1_masked": {
+        "ci": {**_TASK, "num_keys": 1, "d_state": 1, "seq_len": 64, "target": "masked", "lr": 1e-2,
+               "steps": 600},
+        "paper": {**_TASK, "num_keys": 1, "d_state": 1, "seq_len": 256, "target": "masked", "lr": 1e-2,
+                  "steps": 2000},
+    },
+    # Figs. 5, 6: |K| = 2 and 4 with N = |K| and selective B, C.
+    "ch1.k2": {
+        "ci": {**_TASK, "num_keys": 2, "d_state": 2, "seq_len": 64, "target": "masked", "lr": 1e-2,
+               "steps": 600},
+        "paper": {**_TASK, "num_keys": 2, "d_state": 2, "seq_len": 256, "target": "identity", "lr": 1e-2,
+                  "steps": 6000},
+    },
+    "ch1.k4": {
+        "ci": {**_TASK, "num_keys": 4, "d_state": 4, "seq_len": 64, "target": "masked", "lr": 1e-2,
+               "steps": 500},
+        "paper": {**_TASK, "vocab_size": 16, "num_keys": 4, "d_state": 4, "seq_len": 256, "target": "identity",
+                  "lr": 1e-2, "steps": 8000},
+    },
+    # App. B, Fig. 7: the |K| = 1 model with a learned unembedding W_o.
+    "ch1.wo": {
+        "ci": {**_TASK, "num_keys": 1, "d_state": 1, "seq_len": 64, "target": "identity", "lr": 3e-2,
+               "steps": 1500, "learn_unembedding": True},
+        "paper": {**_TASK, "num_keys": 1, "d_state": 1, "seq_len": 256, "target": "identity", "lr": 1e-2,
+                  "steps": 6000, "learn_unembedding": True},
+    },
+    # Sec. 4, Lemma 1: grids of the exact-gradient comparison, one-step accuracy, GD dynamics.
+    "ch1.lemma": {
+        "ci": {"enumerate": [[4, 5], [6, 5], [8, 6]], "mc": [[8, 16]], "mc_n": 200_000,
+               "compare_V": [8, 16, 64, 256, 1024], "compare_T": [8, 16, 64, 256],
+               "onestep_V": [8, 64, 256, 1024], "onestep_T": [8, 16, 64], "onestep_n": 4000,
+               "gd": {"V": 16, "T": 16, "lr": 1.0, "steps": 100, "batch": 2048},
+               "softplus": {"V": 8, "Ts": [16, 64], "steps": 400, "lr": 3e-2, "batch": 64}},
+        "paper": {"enumerate": [[4, 5], [6, 5], [8, 6], [5, 8]], "mc": [[8, 16], [16, 16], [8, 64], [32, 16]],
+                  "mc_n": 400_000, "compare_V": [8, 16, 64, 256, 1024, 2048], "compare_T": [8, 16, 64, 256, 512],
+                  "onestep_V": [8, 16, 64, 256, 1024, 2048], "onestep_T": [8, 16, 64, 256], "onestep_n": 20_000,
+                  "gd": {"V": 16, "T": 16, "lr": 1.0, "steps": 500, "batch": 4096},
+                  "softplus": {"V": 8, "Ts": [16, 64, 256], "steps": 2000, "lr": 1e-2, "batch": 64}},
+    },
+    # App. A, Table 1: Mamba vs Transformers. TF: d_model 32, 2 heads, MLP, pre-LN [choice];
+    # "conv" = TinyTransformer(short_conv=4); RoPE = positional="rope"; no PE = positional="none".
+    "ch1.table1": {
+        "ci": {**_TASK, "vocab_size": 8, "seq_lens": [128], "num_keys": [1, 4], "target": "masked",
+               "train_size": 512, "test_size": 128, "steps": 150, "eval_every": 50, "mamba_lr": 1e-2,
+               "tf_lr": 3e-3, "tf_d_model": 32, "tf_heads": 2, "conv_width": 4},
+        "paper": {**_TASK, "vocab_size": 16, "seq_lens": [128, 256, 512], "num_keys": [1, 4], "target": "masked",
+                  "train_size": 4096, "test_size": 512, "steps": 4000, "eval_every": 100, "mamba_lr": 1e-2,
+                  "tf_lr": 1e-3, "tf_d_model": 64, "tf_heads": 2, "conv_width": 4},
+    },
+    # Interaction: the step-through window (Fig. 4 view) and the live explorer.
+    "ch1.view": {
+        "ci": {"window": 48, "explorer_steps": 400},
+        "paper": {"window": 96, "explorer_steps": 2000},
+    },
+}

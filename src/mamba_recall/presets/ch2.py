@@ -1,6 +1,78 @@
 """Sizes of Chapter 2 (paper 002): hashing circuits and recall scaling laws.
 
 Each entry: ``"chN.experiment": {"ci": {...}, "paper": {...}}`` (see ``presets/__init__.py``).
+Regimes (V, N_f, L): R0 (512, 16, 64), R1 (512, 32, 128), R2 (1024, 16, 64) [authors' code];
+R-ci (64, 8, 32), R-a (128, 16, 64), R-b (256, 16, 64) [spec, ours].
 """
 
-EXPERIMENTS: dict[str, dict[str, dict]] = {}
+_CODE_D = list(range(2, 65, 2))          # [code] grid: D ∈ {2, 4, …, 64}
+_CODE_N = list(range(2, 33))             # N ∈ {2, …, 32}; cells with N > D are skipped
+
+EXPERIMENTS: dict[str, dict[str, dict]] = {
+    # Notebook 01: Thm 1 exactness (B3), Lemma 1 sufficiency (B4), designed Thm 2 grid (Fig. 6b, E1/E2).
+    "ch2.circuit": {
+        "ci": {"thm1": {"V": 128, "Nf": 16, "L": 64, "n_seq": 1000},
+               "lemma1": {"V": 128, "Nf": 16, "L": 64, "D": 1300, "n_seq": 64},
+               "designed": {"V": 256, "Nf": 16, "L": 64, "n_seq": 64, "Ds": [16, 32, 64, 128, 256],
+                            "Ns": [4, 8, 16, 32, 64, 128, 256]},
+               "fig1": {"V": 16, "D": 8, "N": 4}},
+        "paper": {"thm1": {"V": 128, "Nf": 16, "L": 64, "n_seq": 10000},
+                  "lemma1": {"V": 128, "Nf": 16, "L": 64, "D": 1300, "n_seq": 1000},
+                  "designed": {"V": 256, "Nf": 16, "L": 64, "n_seq": 1000, "Ds": [16, 32, 64, 128, 256],
+                               "Ns": [4, 8, 16, 32, 64, 128, 256]},
+                  "fig1": {"V": 16, "D": 8, "N": 4}},
+    },
+    # Notebook 02: the laws on (D, N) grids with sliders over V and N_f.
+    "ch2.theory": {
+        "ci": {"Ds": [4, 8, 16, 32, 64, 128, 256], "Ns": [2, 4, 8, 16, 32, 64, 128, 256],
+               "Vs": [64, 128, 256, 512, 1024, 8192], "Nfs": [8, 16, 32, 64]},
+        "paper": {"Ds": [2 ** k for k in range(1, 11)], "Ns": [2 ** k for k in range(0, 10)],
+                  "Vs": [64, 128, 256, 512, 1024, 2048, 4096, 8192, 65536], "Nfs": [4, 8, 16, 32, 64, 128, 256]},
+    },
+    # Notebook 02: E8, the designed model's accuracy vs V at fixed (D, N, N_f) against Eq. 77's V_max.
+    "ch2.vsweep": {
+        "ci": {"cells": [[128, 64], [64, 32]], "Nf": 16, "L": 64, "n_seq": 64,
+               "Vs": [128, 256, 512, 1024, 2048, 4096, 8192]},
+        "paper": {"cells": [[128, 64], [64, 32], [64, 16], [32, 16]], "Nf": 16, "L": 64, "n_seq": 1000,
+                  "Vs": [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]},
+    },
+    # Notebook 03: one trained model read as a hash table (Figs. 2-5, 9; D1-D5). R-a, D=64, N=16.
+    "ch2.mech": {
+        "ci": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 200, "batch": 128, "warmup": 50,
+               "hold": 50, "n_eval": 500, "n_probe": 50, "recipe": "code"},
+        "paper": {"V": 256, "Nf": 16, "L": 64, "D": 64, "N": 32, "steps": 2000, "batch": 128, "warmup": 100,
+                  "hold": 400, "n_eval": 2000, "n_probe": 100, "recipe": "code"},
+    },
+    # Notebook 04 / runner ch2_scaling: Fig. 6 (a, a', a'', b, c, d), Fig. 7, Figs. 10-11, Tab. 10.
+    "ch2.scaling": {
+        "ci": {
+            "regimes": {"R-ci": [64, 8, 32]},
+            "Ds": [8, 16, 32], "Ns": [2, 4, 8, 16], "skip_N_gt_D": False,
+            "seeds": 1, "steps": 300, "batch": 64, "warmup": 50, "hold": 50, "n_eval": 500,
+            "designed_n_seq": 64,
+            "full": {"cells": [[16, 8], [32, 8]], "steps": 300, "seeds": 1},
+            "multilayer": {"V": 64, "Nf": 8, "L": 32, "D": 32, "Ns": [1, 2, 4, 8], "layers": [1, 2],
+                           "steps": 300, "seeds": 1},
+            "repetition": {"V": 64, "Nf": 4, "D": 32, "N": 16, "layers": [1, 2], "Nk": [2], "Nq": [2],
+                           "steps": 400, "seeds": 1, "batch": 64},
+            "ablation": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 300, "seeds": 1, "batch": 64},
+            "speed": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "batch": 128, "steps": 10,
+                      "ensembles": [1, 4, 16]},
+        },
+        "paper": {
+            "regimes": {"R0": [512, 16, 64], "R1": [512, 32, 128], "R2": [1024, 16, 64]},
+            "Ds": _CODE_D, "Ns": _CODE_N, "skip_N_gt_D": True,
+            "seeds": 10, "steps": 3000, "batch": 128, "warmup": 100, "hold": 400, "n_eval": 2000,
+            "designed_n_seq": 1000,
+            "full": {"cells": [[d, n] for d in (8, 16, 32, 64) for n in (4, 8, 16, 32) if n <= d],
+                     "steps": 10000, "seeds": 3},
+            "multilayer": {"V": 512, "Nf": 80, "L": 320, "D": 64, "Ns": list(range(2, 17)),
+                           "layers": [1, 2, 3, 4, 5], "steps": 4000, "seeds": 3},
+            "repetition": {"V": 128, "Nf": 8, "D": 64, "N": [4, 8, 16, 32, 64], "layers": [1, 2, 3],
+                           "Nk": [2, 3], "Nq": [2, 3], "steps": 3000, "seeds": 3, "batch": 128},
+            "ablation": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 4000, "seeds": 3, "batch": 128},
+            "speed": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "batch": 128, "steps": 50,
+                      "ensembles": [1, 8, 64, 256]},
+        },
+    },
+}

@@ -1,6 +1,56 @@
 """Sizes of Chapter 4 (paper 004): primacy and recency, long-term channels.
 
 Each entry: ``"chN.experiment": {"ci": {...}, "paper": {...}}`` (see ``presets/__init__.py``).
+
+S-models (spec §2.2, §6.2): small Mamba-1 LMs trained from scratch on the serial-recall task.
+``ci`` = the recipe of the committed CPU checkpoints (trained once, loaded by the notebooks);
+``paper`` = the larger GPU recipe (not run in this session: no GPU was available).
 """
 
-EXPERIMENTS: dict[str, dict[str, dict]] = {}
+_VOCAB = {"n_names": 32, "n_relations": 8, "n_filler": 16}
+
+EXPERIMENTS: dict[str, dict[str, dict]] = {
+    # Training recipes of the S-models (experiments/ch4_train.py).
+    "ch4.train_s_small": {
+        "ci": {"model": {"d_model": 64, "n_layer": 2, "d_state": 16, "expand": 2, "dt_rank": 4},
+               "vocab": _VOCAB, "steps": 6000, "batch": 32, "lr": 3e-3, "weight_decay": 0.1,
+               "betas": [0.9, 0.95], "warmup_steps": 300, "grad_clip": 1.0, "L_min": 2, "L_max": 16,
+               "curriculum_frac": 0.3, "n_queries": 4, "seed": 0, "checkpoint_every": 500},
+        "paper": {"model": {"d_model": 64, "n_layer": 2, "d_state": 16, "expand": 2, "dt_rank": 4},
+                  "vocab": _VOCAB, "steps": 20000, "batch": 256, "lr": 3e-3, "weight_decay": 0.1,
+                  "betas": [0.9, 0.95], "warmup_steps": 1000, "grad_clip": 1.0, "L_min": 2, "L_max": 16,
+                  "curriculum_frac": 0.3, "n_queries": 4, "seed": 0, "checkpoint_every": 1000},
+    },
+    # The deeper S-model: its "ci" recipe was not trained in the session that built the chapter (CPU time);
+    # its "paper" recipe is the spec's GPU S-model.
+    "ch4.train_s_deep": {
+        "ci": {"model": {"d_model": 32, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 2},
+               "vocab": _VOCAB, "steps": 6000, "batch": 32, "lr": 3e-3, "weight_decay": 0.1,
+               "betas": [0.9, 0.95], "warmup_steps": 300, "grad_clip": 1.0, "L_min": 2, "L_max": 16,
+               "curriculum_frac": 0.3, "n_queries": 4, "seed": 0, "checkpoint_every": 500},
+        "paper": {"model": {"d_model": 128, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 8},
+                  "vocab": {"n_names": 128, "n_relations": 16, "n_filler": 16}, "steps": 20000, "batch": 256,
+                  "lr": 1e-3, "weight_decay": 0.1, "betas": [0.9, 0.95], "warmup_steps": 1000, "grad_clip": 1.0,
+                  "L_min": 2, "L_max": 48, "curriculum_frac": 0.3, "n_queries": 4, "seed": 0,
+                  "checkpoint_every": 1000},
+    },
+    # Notebook sizes (evaluation only; the models are loaded from results/checkpoints/).
+    "ch4.ucurve": {
+        "ci": {"model": "s_small", "Ls": [8, 16, 32], "n": 100},
+        "paper": {"model": "s_small", "Ls": [8, 12, 16, 24, 32], "n": 200},
+    },
+    "ch4.channels": {
+        "ci": {"model": "s_small", "L_ident": 8, "Ls": [8, 16], "n": 100, "n_random": 3, "tau": 0.7, "p": 0.7,
+               "transfer_L": 16},
+        "paper": {"model": "s_small", "L_ident": 8, "Ls": [8, 16, 32], "n": 200, "n_random": 10, "tau": 0.7,
+                  "p": 0.7, "transfer_L": 16},
+    },
+    "ch4.periodicity": {
+        "ci": {"model": "s_small", "periods": [1, 4, 16, 64], "n": 64, "length": 64, "bridge_L": 16},
+        "paper": {"model": "s_small", "periods": [1, 2, 4, 8, 16, 32, 64], "n": 256, "length": 64, "bridge_L": 16},
+    },
+    "ch4.recency": {
+        "ci": {"model": "s_small", "Ls": [8, 16], "ns": [0, 4, 16, 64, 256], "n": 100, "init_Ls": [8]},
+        "paper": {"model": "s_small", "Ls": [8, 16], "ns": [0, 4, 16, 64, 256], "n": 200, "init_Ls": [8, 16]},
+    },
+}

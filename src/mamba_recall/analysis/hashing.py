@@ -1,0 +1,173 @@
+r"""Mechanistic reading of a (trained or designed) simplified linear Mamba as a hash table (paper 002 §3.2,
+App. C; spec §4.2 and checks D1–D5).
+
+Weights in the paper's layout (``LinearMamba.member_weights``): E (D×V), P_in (D_in×D), W_conv (D_in×K;
+column K-2 = previous-token tap W⁰, column K-1 = current tap W¹), S_B, S_C (N×D_in), P_out (D×D_in).
+
+Invariant operators (Eqs. 8–9), unchanged by any orthogonal re-parameterisation P_in → P_in Q, E → Qᵀ E::
+
+    Ê_in   = (diag(W⁰) P_in E | diag(W¹) P_in E)            (D_in, 2V)   acts on ξ_t = (x_{t-1}; x_t)
+    Π_v,out = Eᵀ P_out (V, D_in);  Π_k,in = S_B Ê_in, Π_q,in = S_C Ê_in  (N, 2V)
+    G_vv   = Π_v,out Ê_in   (V, 2V)        G_kq = Π_k,inᵀ Π_q,in   (2V, 2V)
+    y_t    = Σ_{τ≤t} G_vv ξ_τ · (ξ_τᵀ G_kq ξ_t)
+
+Predicted (Eq. 10, semantic reading): G_vv lives in its x_τ half; G_kq in the (row x_{τ-1}, column x_t)
+block, ≈ identity on keys × keys. Hash table: H''_t = Π_v,out h_t Π_q,in (V×2V), h_t = Σ_τ x̂_τ B_τᵀ;
+its query half ≈ the ideal H_t = Σ_n v_n k_nᵀ. Implicit attention α'_{τt} = B_τᵀ C_t.
+Only the d_conv = 2 taps that form ξ are used (wider convs: the two newest taps).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["invariant_operators", "block_energy", "selectivity", "hash_tables", "attention_maps", "conv_maps",
+           "check_d1_to_d5", "ideal_table"]
+
+
+def _w(weights: dict) -> dict:
+    return {k: torch.as_tensor(v, dtype=torch.float64) for k, v in weights.items() if k != "layers"}
+
+
+def invariant_operators(weights: dict) -> dict:
+    """G_vv (V, 2V), G_kq (2V, 2V) and the projections (Eqs. 8–9) from paper-layout weights."""
+    w = _w(weights)
+    E, P_in, W = w["E"], w["P_in"], w["W_conv"]
+    if W.shape[1] < 2:
+        raise ValueError("the invariant operators need a Conv1D with at least 2 taps (d_conv ≥ 2).")
+    PE = P_in @ E                                       # (D_in, V)
+    E_in = torch.cat([W[:, -2:-1] * PE, W[:, -1:] * PE], dim=1)   # (D_in, 2V)
+    Pv_out = E.T @ w["P_out"]                            # (V, D_in)
+    Pk_in, Pq_in = w["S_B"] @ E_in, w["S_C"] @ E_in      # (N, 2V)
+    return dict(E_in=E_in, Pv_out=Pv_out, Pk_in=Pk_in, Pq_in=Pq_in, G_vv=Pv_out @ E_in, G_kq=Pk_in.T @ Pq_in)
+
+
+def block_energy(G_vv: torch.Tensor, G_kq: torch.Tensor) -> dict:
+    """D1: share of ‖G_kq‖² in the (x_{τ-1} rows, x_t columns) block and of ‖G_vv‖² in the x_τ half."""
+    V = G_vv.shape[0]
+    kq = float((G_kq[:V, V:] ** 2).sum() / (G_kq ** 2).sum())
+    vv = float((G_vv[:, V:] ** 2).sum() / (G_vv ** 2).sum())
+    return dict(kq_block_share=kq, vv_half_share=vv)
+
+
+def selectivity(G_vv: torch.Tensor, G_kq: torch.Tensor) -> dict:
+    """D2: inside the predicted blocks, share of energy in keys×keys (G_kq) / values×values (G_vv), and the
+    fraction of key (value) columns whose argmax hits the diagonal. Keys are [1, V/2), values [V/2, V)."""
+    V = G_vv.shape[0]
+    h = V // 2
+    kq = G_kq[:V, V:]
+    vv = G_vv[:, V:]
+    keys = torch.arange(1, h)
+    vals = torch.arange(h, V)
+    kk_share = float((kq[1:h, 1:h] ** 2).sum() / (kq ** 2).sum())
+    vvs_share = float((vv[h:, h:] ** 2).sum() / (vv ** 2).sum())
+    k_diag = float((kq[:, keys].argmax(0) == keys).double().mean())
+    v_diag = float((vv[:, vals].argmax(0) == vals).double().mean())
+    return dict(kk_share=kk_share, vv_share=vvs_share, key_diag_hit=k_diag, value_diag_hit=v_diag)
+
+
+def _xi_index(x: torch.Tensor, V: int):
+    """For token ids x (B, L): indices of the two ones of ξ_t = (x_{t-1}; x_t) (x_{-1} = 0 vector → -1)."""
+    prev = torch.cat([torch.full_like(x[:, :1], -1), x[:, :-1]], 1)
+    return prev, V + x
+
+
+def _xi(x: torch.Tensor, V: int) -> torch.Tensor:
+    """One-hot ξ (B, L, 2V)."""
+    B, L = x.shape
+    xi = torch.zeros(B, L, 2 * V, dtype=torch.float64)
+    prev, cur = _xi_index(x, V)
+    xi.scatter_(2, cur[..., None], 1.0)
+    ok = prev >= 0
+    xi[ok.nonzero(as_tuple=True) + (prev[ok],)] = 1.0
+    return xi
+
+
+def ideal_table(keys_row: torch.Tensor, values_row: torch.Tensor, V: int) -> torch.Tensor:
+    """Ideal H_t = Σ_n v_n k_nᵀ (V × V): ones at (v_n, k_n)."""
+    H = torch.zeros(V, V, dtype=torch.float64)
+    H[values_row, keys_row] = 1.0
+    return H
+
+
+def hash_tables(model, weights: dict, x: torch.Tensor, t: int) -> dict:
+    """Hash tables at time t for token ids x (B, L): ``h`` (B, D_in, N) the raw state, ``H1`` = P_out h
+    (B, D, N, the compressed table H'_t) and ``H2`` = query half of Π_v,out h Π_q,in (B, V, V, ≈ H_t)."""
+    ops = invariant_operators(weights)
+    with torch.no_grad():
+        _, internals = model(x, return_internals=True)
+    D = weights["E"].shape[0]
+    Din = ops["E_in"].shape[0]
+    x_hat = internals[0]["x_hat"].double()
+    Bm = internals[0]["B"].double()
+    if x_hat.dim() == 4:
+        raise ValueError("pass a single model (ensemble=None) to hash_tables.")
+    # crop the padded ensemble layout to the member's own channels (idx as in member_weights)
+    idx = torch.cat([torch.arange(D) + j * model.d_model for j in range(Din // D)])
+    N = weights["S_B"].shape[0]
+    x_hat, Bm = x_hat[..., idx], Bm[..., :N]
+    h = torch.einsum("bti,btn->bin", x_hat[:, :t + 1], Bm[:, :t + 1])
+    H1 = torch.einsum("di,bin->bdn", torch.as_tensor(weights["P_out"], dtype=torch.float64), h)
+    V = model.vocab_size
+    H2 = torch.einsum("vi,bin,nq->bvq", ops["Pv_out"], h, ops["Pq_in"][:, V:])
+    return dict(h=h, H1=H1, H2=H2)
+
+
+def attention_maps(model, x: torch.Tensor) -> dict:
+    """Implicit attention α'_{tτ} = B_τᵀ C_t (B, L, L; row t = query side, column τ) and the ideal
+    α_{tτ} = [x_{τ-1} = x_t] (lower-triangular)."""
+    with torch.no_grad():
+        _, internals = model(x, return_internals=True)
+    Bm, Cm = internals[0]["B"].double(), internals[0]["C"].double()
+    L = x.shape[1]
+    tri = torch.tril(torch.ones(L, L, dtype=torch.float64))
+    learned = torch.einsum("btn,bsn->bts", Cm, Bm) * tri
+    prev = torch.cat([torch.full_like(x[:, :1], -1), x[:, :-1]], 1)
+    ideal = (prev[:, None, :] == x[:, :, None]).double() * tri
+    return dict(learned=learned, ideal=ideal)
+
+
+def conv_maps(weights: dict, x: torch.Tensor) -> dict:
+    """Fig. 5: M^v_{tτ} = x_tᵀ G_vv ξ_τ (values copied: diagonal) and M^k_{tτ} = ξ_τᵀ G_kq ξ'_t where ξ'_t has
+    x_t in its query half (keys shifted: τ = t + 1). Shapes (B, L, L)."""
+    ops = invariant_operators(weights)
+    V = ops["G_vv"].shape[0]
+    xi = _xi(x, V)
+    onehot = torch.nn.functional.one_hot(x, V).double()
+    Mv = torch.einsum("btv,vw,bsw->bts", onehot, ops["G_vv"], xi)
+    q = torch.cat([torch.zeros_like(onehot), onehot], -1)       # x_t as a query
+    Mk = torch.einsum("bsw,wu,btu->bts", xi, ops["G_kq"], q)
+    return dict(Mv=Mv, Mk=Mk)
+
+
+def check_d1_to_d5(model, weights: dict, x: torch.Tensor, y: torch.Tensor, Nf: int) -> dict:
+    """Compute the spec's D1–D5 numbers for one model on MQAR sequences (x, y) of shape (B, L)."""
+    ops = invariant_operators(weights)
+    out = {}
+    out.update(block_energy(ops["G_vv"], ops["G_kq"]))
+    out.update(selectivity(ops["G_vv"], ops["G_kq"]))
+    V = ops["G_vv"].shape[0]
+    ctx = 2 * Nf
+    # D3: hash table at t = 2N_f - 1
+    tabs = hash_tables(model, weights, x, ctx - 1)["H2"]
+    keys, vals = x[:, 0:ctx:2], x[:, 1:ctx:2]
+    hits, corrs = [], []
+    for b in range(x.shape[0]):
+        col = tabs[b][:, keys[b]]                      # (V, Nf)
+        hits.append((col[V // 2:].argmax(0) + V // 2 == vals[b]).double())
+        ideal = ideal_table(keys[b], vals[b], V)
+        corrs.append(float(np.corrcoef(tabs[b].flatten().numpy(), ideal.flatten().numpy())[0, 1]))
+    out["d3_fact_hit"] = float(torch.cat(hits).mean())
+    out["d3_corr"] = float(np.mean(corrs))
+    # D4: argmax of α' over τ at query rows = matching key position + 1
+    att = attention_maps(model, x)["learned"]
+    qb, qt = (y != -100).nonzero(as_tuple=True)
+    key_pos = torch.stack([(x[b, :ctx:2] == x[b, t]).nonzero()[0, 0] * 2 for b, t in zip(qb.tolist(), qt.tolist())])
+    out["d4_hit"] = float((att[qb, qt].argmax(-1) == key_pos + 1).double().mean())
+    # D5: conv copy (values: argmax_τ M^v = t) and shift (context keys: argmax_τ≤2Nf M^k = t+1)
+    cm = conv_maps(weights, x)
+    vpos = torch.arange(1, ctx, 2)
+    out["d5_value_copy"] = float((cm["Mv"][:, vpos].argmax(-1) == vpos).double().mean())
+    kpos = torch.arange(0, ctx, 2)
+    out["d5_key_shift"] = float((cm["Mk"][:, kpos, :ctx + 1].argmax(-1) == kpos + 1).double().mean())
+    return out

@@ -1,0 +1,103 @@
+"""Chapter 1, Table 1 of paper 000: one-layer (simplified) Mamba vs small Transformers on the latest-value MQAR.
+
+Rows (paper → ours):
+
+* "1-layer Mamba, conv ✓"       → SimplifiedMamba (fixed pairwise conv; N = 1, B = C = 1 for κ = 1;
+                                   N = κ with selective B, C for κ > 1), as in the paper's Sec. 3.
+* "2-layer TF, conv ✗"          → TinyTransformer(n_layer=2, positional="none", short_conv=0)
+* "1-layer TF, conv ✓"          → TinyTransformer(n_layer=1, positional="none", short_conv=4)
+* "2-layer TF w/ RoPE, conv ✓"  → TinyTransformer(n_layer=2, positional="rope", short_conv=4)
+
+The paper gives no TF sizes ("similar model sizes"), optimiser, |V| or steps: all [choice]s, in the
+``ch1.table1`` preset. Same data, loss mode and step budget for every model; accuracy = held-out
+query accuracy (all queries, not only the final ones).
+
+``python -m mamba_recall.experiments.ch1_table1 --preset ci|paper [--device cuda]`` writes
+``results/ch1_table1_<preset>.json`` (+ CSV).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import pandas as pd
+import torch
+
+from ..models.simplified_recall import SimplifiedMamba
+from ..models.transformer import TinyTransformer
+from ..tasks.latest_value import latest_value_batch
+from ..train import dataset_batches, evaluate, train
+
+PAPER_TABLE1 = {  # accuracy (%) [paper], keyed by (model, T, κ)
+    "mamba": {(128, 1): 100, (128, 4): 100, (256, 1): 100, (256, 4): 99, (512, 1): 100, (512, 4): 99},
+    "tf2_nope": {(128, 1): 30, (128, 4): 42, (256, 1): 22, (256, 4): 21, (512, 1): 15, (512, 4): 18},
+    "tf1_conv": {(128, 1): 34, (128, 4): 56, (256, 1): 26, (256, 4): 42, (512, 1): 21, (512, 4): 36},
+    "tf2_conv_rope": {(128, 1): 100, (128, 4): 100, (256, 1): 100, (256, 4): 96, (512, 1): 77, (512, 4): 90},
+}
+LABELS = {"mamba": "1-layer Mamba (conv ✓)", "tf2_nope": "2-layer TF (conv ✗, no PE)",
+          "tf1_conv": "1-layer TF (conv ✓, no PE)", "tf2_conv_rope": "2-layer TF w/ RoPE (conv ✓)"}
+
+
+def build(name: str, vocab_size: int, num_keys: int, seq_len: int, sizes: dict, seed: int):
+    torch.manual_seed(seed)
+    if name == "mamba":
+        return SimplifiedMamba(vocab_size, num_keys, selective_bc=num_keys > 1, seed=seed)
+    common = dict(vocab_size=vocab_size, d_model=sizes["tf_d_model"], n_head=sizes["tf_heads"], max_len=seq_len)
+    if name == "tf2_nope":
+        return TinyTransformer(n_layer=2, positional="none", short_conv=0, **common)
+    if name == "tf1_conv":
+        return TinyTransformer(n_layer=1, positional="none", short_conv=sizes["conv_width"], **common)
+    if name == "tf2_conv_rope":
+        return TinyTransformer(n_layer=2, positional="rope", short_conv=sizes["conv_width"], **common)
+    raise ValueError(f"unknown model {name!r}; use one of {list(LABELS)}.")
+
+
+def run_cell(name: str, seq_len: int, num_keys: int, sizes: dict, seed: int = 0, device="cpu") -> dict:
+    V = sizes["vocab_size"]
+    kw = dict(vocab_size=V, num_keys=num_keys, seq_len=seq_len, max_noise=sizes["max_noise"], target=sizes["target"])
+    tr = latest_value_batch(sizes["train_size"], seed=seed, **kw)
+    te = latest_value_batch(sizes["test_size"], seed=seed + 1, **kw)
+    model = build(name, V, num_keys, seq_len, sizes, seed)
+    lr = sizes["mamba_lr"] if name == "mamba" else sizes["tf_lr"]
+    device = torch.device(device)
+    res = train(model, dataset_batches(tr.inputs, tr.labels, sizes["batch_size"], seed=seed), steps=sizes["steps"],
+                lr=lr, weight_decay=0.0, schedule="constant", eval_every=sizes["eval_every"],
+                eval_batch=(te.inputs, te.query_labels), target_accuracy=1.0, device=device, progress=False,
+                seed=seed, num_threads=1 if device.type == "cpu" else None, desc=name)
+    acc = evaluate(model, te.inputs, te.query_labels, device=device)
+    return {"model": name, "label": LABELS[name], "T": seq_len, "kappa": num_keys, "accuracy": acc,
+            "paper": PAPER_TABLE1[name].get((seq_len, num_keys)), "steps_run": res.steps_run,
+            "params": sum(p.numel() for p in model.parameters() if p.requires_grad), "seconds": res.seconds}
+
+
+def run_table(sizes: dict, seed: int = 0, device="cpu", models=tuple(LABELS)) -> pd.DataFrame:
+    rows = [run_cell(m, T, k, sizes, seed, device) for T in sizes["seq_lens"] for k in sizes["num_keys"]
+            for m in models]
+    return pd.DataFrame(rows)
+
+
+# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
+COMMITTED_RUNS = [["--preset", "ci"]]
+
+
+def main(argv=None):
+    from ..presets import experiment
+    from ..results import save_bundle
+
+    ap = argparse.ArgumentParser(description="Table 1 of paper 000")
+    ap.add_argument("--preset", default="ci", choices=("ci", "paper"))
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    sizes = experiment("ch1.table1", args.preset)
+    start = time.perf_counter()
+    table = run_table(sizes, args.seed, args.device)
+    print(table.to_string())
+    save_bundle(f"ch1_table1_{args.preset}", {"n_cells": len(table)}, {"preset": args.preset, "seed": args.seed,
+                                                                       "sizes": sizes},
+                command=f"python -m mamba_recall.experiments.ch1_table1 --preset {args.preset} --device {args.device}",
+                device=args.device, wall_seconds=time.perf_counter() - start, tables={"accuracy": table})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+r"""Chapter 4 analysis pipelines (paper 004): what the notebooks call, one function per experiment.
+
+Every function takes a model (an S-model from :func:`load_model`, or any mamba_ssm-named
+:class:`~mamba_recall.models.mamba.MambaLMHeadModel`) and returns plain numbers / arrays; the Tier-B
+decision rules of the spec (§7) are in the ``check_*`` functions so that the notebooks only print
+and record them.
+
+Which model: :func:`load_model` loads ``results/checkpoints/ch4_<name>.pt`` unless the environment
+variable ``MAMBA_RECALL_CH4_CHECKPOINT`` points to another checkpoint — a ``.pt`` written by
+:mod:`mamba_recall.experiments.ch4_train` (e.g. the larger GPU S-model), or a mamba_ssm
+``save_pretrained`` directory (``config.json`` + ``pytorch_model.bin``) whose vocabulary follows
+:class:`~mamba_recall.tasks.serial_recall.RecallVocab` (``MAMBA_RECALL_CH4_VOCAB="names,relations,filler"``,
+default ``32,8,16``).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..analysis import channels as ch
+from ..analysis import interventions as iv
+from ..tasks.serial_recall import RecallVocab, periodic_sequences, recall_contexts, recall_prompts
+from .ch4_train import load_checkpoint
+
+ENV_CHECKPOINT = "MAMBA_RECALL_CH4_CHECKPOINT"
+ENV_VOCAB = "MAMBA_RECALL_CH4_VOCAB"
+EVAL_SEED = 20250
+
+
+def load_model(name: str = "s_small", *, backend="auto", device="cpu"):
+    """(model, vocab, description): the committed S-model ``name``, or the one named by $MAMBA_RECALL_CH4_CHECKPOINT."""
+    if backend == "mamba_ssm":  # prefix states, Ā ablations and h_0 need a PyTorch scan
+        print("note: the Chapter 4 probes need a PyTorch scan (states, ablations); using backend='chunked'")
+        backend = "chunked"
+    env = os.environ.get(ENV_CHECKPOINT)
+    if env:
+        path = Path(env)
+        if path.is_dir():
+            model = iv.load_mamba_ssm_checkpoint(path, backend=backend, device=device)
+            nn_, nr, nf = (int(v) for v in os.environ.get(ENV_VOCAB, "32,8,16").split(","))
+            vocab = RecallVocab(nn_, nr, nf)
+            if vocab.size > model.vocab_size:
+                raise ValueError(f"{path}: vocabulary of size {model.vocab_size} is smaller than the task's "
+                                 f"{vocab.size}; set {ENV_VOCAB}.")
+            return model, vocab, {"source": str(path), "gate": None}
+        model, vocab, side = load_checkpoint(path, backend=backend, device=device)
+        return model, vocab, {"source": str(path), **side}
+    model, vocab, side = load_checkpoint(model=name, backend=backend, device=device)
+    return model, vocab, {"source": f"results/checkpoints/ch4_{name}.pt", **side}
+
+
+def learning_curve(side: dict):
+    """The held-out gate metrics recorded while training (a long table: step, metric, recall)."""
+    import pandas as pd
+    rows = [{"step": h["step"], "metric": k, "recall": v} for h in side.get("learning_curve", [])
+            for k, v in h["gate"].items()]
+    return pd.DataFrame(rows)
+
+
+def converged(side: dict) -> bool:
+    """The convergence gate of the training sidecar (spec §6.4), False if unknown."""
+    gate = (side or {}).get("gate") or {}
+    return bool(gate.get("passed"))
+
+
+def contexts(vocab, L, variant, n, seed=EVAL_SEED):
+    return recall_contexts(L, n, variant, vocab=vocab, seed=seed + L)
+
+
+# --------------------------------------------------------------------- U-curves (C2, B1–B3)
+
+def ucurves(model, vocab, Ls, n, device="cpu") -> dict:
+    """{(L, variant): (n, L) bool correct} by prefix-state evaluation (paired names across variants)."""
+    return {(L, v): iv.recall_by_position(model, contexts(vocab, L, v, n), device=device)
+            for L in Ls for v in ("repeated", "random")}
+
+
+def pressure_length(curves: dict, Ls) -> int | None:
+    """L_p: the smallest evaluated L whose repeated-relation middle-third accuracy ≤ 0.80."""
+    for L in Ls:
+        if iv.summary(curves[(L, "repeated")])["mid"] <= 0.80:
+            return L
+    return None
+
+
+def check_ushape(correct: np.ndarray) -> dict:
+    """B1 for one curve: primacy ≥ 0.10, recency ≥ 0.10, Wilson separation, interior argmin."""
+    s = iv.summary(correct)
+    acc = s["acc"]
+    L = len(acc)
+    ma = np.convolve(acc, np.ones(3) / 3, mode="valid") if L >= 3 else acc
+    argmin = int(np.argmin(ma)) + 2  # 1-based centre of the 3-point window
+    ok = (s["primacy"] >= 0.10 and s["recency"] >= 0.10 and s["lo"][0] > s["mid_hi"] and s["lo"][-1] > s["mid_hi"]
+          and 2 <= argmin <= L - 1 and 1 < argmin < L)
+    return {"primacy": s["primacy"], "recency": s["recency"], "mid": s["mid"], "argmin": argmin, "pass": bool(ok)}
+
+
+def check_random_vs_repeated(curves, L, seed=0) -> dict:
+    """B2 at one L: mid(random) − mid(repeated) ≥ 0.05 with paired-bootstrap CI > 0, deeper U for repeated."""
+    rep, rnd = curves[(L, "repeated")], curves[(L, "random")]
+    k = np.arange(1, L + 1)
+    mid = (k > L / 3) & (k <= 2 * L / 3)
+    est, lo, hi = iv.paired_bootstrap(rnd[:, mid].mean(1), rep[:, mid].mean(1), seed=seed)
+    ok = est >= 0.05 and lo > 0 and iv.summary(rep)["u_depth"] > iv.summary(rnd)["u_depth"]
+    return {"diff": est, "lo": lo, "hi": hi, "u_depth_rep": iv.summary(rep)["u_depth"],
+            "u_depth_rnd": iv.summary(rnd)["u_depth"], "pass": bool(ok)}
+
+
+def check_recency(curves) -> dict:
+    """B3: acc(L) > mid for every cell (one cell may be within 0.02 when both ≥ 0.98)."""
+    fails, soft = [], 0
+    for key, c in curves.items():
+        s = iv.summary(c)
+        if not s["acc"][-1] > s["mid"]:
+            if s["acc"][-1] >= 0.98 and s["mid"] >= 0.98 and s["mid"] - s["acc"][-1] <= 0.02 and soft == 0:
+                soft += 1
+            else:
+                fails.append(key)
+    return {"failing_cells": fails, "pass": not fails}
+
+
+# --------------------------------------------------------------------- channels (C1, B4–B8, B15)
+
+def identification_prompt(vocab, L, seed=42, variant="repeated"):
+    """The single identification prompt: one repeated-relation prompt with target position 1 (spec §4.3)."""
+    ctx = recall_contexts(L, 1, variant, vocab=vocab, seed=seed)
+    toks, _ = recall_prompts(ctx, 1)
+    return toks
+
+
+def check_sparsity(stats: ch.ChannelStats, chans) -> dict:
+    """B4: fraction in (0, 0.15]; densest layer ≥ 1.5/n_layers of the set (or χ² p < 0.01); S below the 10th pct."""
+    total = stats.n_channels
+    counts = np.array([len(c) for c in chans])
+    frac = counts.sum() / total
+    n_layers = len(counts)
+    dens = counts.max() / counts.sum() if counts.sum() else 0.0
+    widths = np.array([m.shape[1] for m in stats.M])
+    chi_p = iv.chi2_uniform_p(counts, counts.sum() * widths / widths.sum()) if counts.sum() else 1.0
+    allS = torch.cat(stats.S).numpy()
+    selS = np.concatenate([stats.S[i][c].numpy() for i, c in enumerate(chans)]) if counts.sum() else np.array([])
+    p10 = float(np.quantile(allS, 0.10))
+    below = bool(selS.size and (selS < p10).all())
+    concentrated = n_layers == 1 or dens >= 1.5 / n_layers or chi_p < 0.01
+    return {"fraction": float(frac), "counts": counts.tolist(), "densest_layer": int(counts.argmax()),
+            "densest_share": float(dens), "chi2_p": chi_p, "S_p10": p10, "all_below_p10": below,
+            "pass": bool(0 < frac <= 0.15 and concentrated and below)}
+
+
+def ablation_effects(model, vocab, L, n, targets: dict, steps, *, n_random=5, seed=42, device="cpu",
+                     variant="repeated", controls=("global", "layer_matched"), base=None) -> dict:
+    """Recall under: baseline (or the given ``base``), targeted ablation, ``n_random`` random controls of
+    each kind in ``controls`` ("global": same count over the whole model; "layer_matched": same count per
+    targeted layer, outside the targeted set)."""
+    ctx = contexts(vocab, L, variant, n)
+    base = iv.recall_by_position(model, ctx, device=device) if base is None else base
+    tgt = iv.recall_by_position(model, ctx, channels=targets, steps=steps, device=device)
+    count = int(sum(len(v) for v in targets.values()))
+    glob, lm = [], []
+    for r in range(n_random):
+        if "global" in controls:
+            g = iv.random_channels(model, count, seed=seed + r)
+            glob.append(iv.recall_by_position(model, ctx, channels=g, steps=steps, device=device))
+        if "layer_matched" in controls:
+            m = iv.random_channels(model, {k: len(v) for k, v in targets.items()}, seed=seed + r, exclude=targets)
+            lm.append(iv.recall_by_position(model, ctx, channels=m, steps=steps, device=device))
+    return {"base": base, "targeted": tgt, "global": glob, "layer_matched": lm, "count": count}
+
+
+def check_first_triplet(eff: dict, seed=0) -> dict:
+    """B5: δ(1) ≥ 0.15; δ(1) ≥ 2× mean random δ(1) for both controls with paired-bootstrap CI > 0;
+    mean_{k≥3} |δ(k)| ≤ 0.05."""
+    base, tgt = eff["base"], eff["targeted"]
+    d = base.mean(0) - tgt.mean(0)
+    out = {"delta": d.tolist(), "delta1": float(d[0]), "count": eff["count"]}
+    ok = d[0] >= 0.15
+    for name in ("global", "layer_matched"):
+        dr = np.mean([base[:, 0].mean() - r[:, 0].mean() for r in eff[name]])
+        rand_mean = np.mean([r[:, 0] for r in eff[name]], axis=0)  # per-prompt mean over random draws
+        est, lo, hi = iv.paired_bootstrap(rand_mean, tgt[:, 0], seed=seed)
+        out[f"delta1_{name}"] = float(dr)
+        out[f"ci_{name}"] = (lo, hi)
+        ok = ok and d[0] >= 2 * max(dr, 0) and lo > 0
+    spec = float(np.abs(d[2:]).mean()) if len(d) > 2 else 0.0
+    out["mean_abs_delta_k3"] = spec
+    out["pass"] = bool(ok and spec <= 0.05)
+    return out
+
+
+def check_all_steps(eff: dict) -> dict:
+    """B6: δ(1) ≥ 0.20, δ(1) ≥ max_{k≥2} δ(k) − 0.05; random max_k δ_rand(k) ≤ δ(1)/2."""
+    base, tgt = eff["base"], eff["targeted"]
+    d = base.mean(0) - tgt.mean(0)
+    dr = max(float(np.max(base.mean(0) - r.mean(0))) for r in eff["global"])
+    ok = d[0] >= 0.20 and d[0] >= d[1:].max() - 0.05 and dr <= d[0] / 2
+    return {"delta": d.tolist(), "delta1": float(d[0]), "max_delta_rand": dr, "base1": float(base[:, 0].mean()),
+            "abl1": float(tgt[:, 0].mean()), "pass": bool(ok)}
+
+
+# --------------------------------------------------------------------- periodicity (C3, B9–B10)
+
+@torch.no_grad()
+def periodic_deltas(model, vocab, periods=(1, 4, 16, 64), n=64, length=64, seed=0, reading="tiling"):
+    """Per period k: Δ of every layer, list of (n, E, T) float64, plus the kernel to the last token.
+
+    Kernel (spec §4.2): K^{(i)}_{T,j} = Σ_n C_{T,n} exp(A_{i,n} Σ_{m=j+1..T} Δ_m^{(i)}) Δ_j^{(i)} B_{j,n};
+    returned as mean_{ℓ,i,seq} |K_{T,j}| per source position j, (length,).
+    """
+    tokens = vocab.name(np.arange(min(16, vocab.n_names)))
+    out = {}
+    for k in periods:
+        x = periodic_sequences(k, n=n, length=length, tokens=tokens, seed=seed + k, reading=reading)
+        _, internals = model(x, return_internals=True)
+        deltas = [it.delta.double() for it in internals]
+        kern = []
+        for it, A in zip(internals, ch.layer_A(model)):
+            d = it.delta.double()  # (n, E, T)
+            suffix = torch.flip(torch.cumsum(torch.flip(d, [-1]), -1), [-1]) - d  # Σ_{m=j+1..T} Δ_m
+            decay = torch.exp(suffix[..., None] * A[None, :, None, :])  # (n, E, T, N)
+            BC = it.B.double().transpose(1, 2) * it.C.double()[:, :, -1][:, None, :]  # (n, T, N): B_j ⊙ C_T
+            K = (decay * BC[:, None]).sum(-1) * d  # (n, E, T)
+            kern.append(K.abs().mean(dim=(0, 1)))
+        out[k] = {"deltas": deltas, "kernel": torch.stack(kern).mean(0).numpy()}
+    return out
+
+
+def check_periodicity(res: dict, t0: int = 4) -> dict:
+    """B9: mean Δ (positions t ≥ 4, all layers and channels) monotone in k (Spearman ±1), relative change
+    |Δ̄(64) − Δ̄(1)|/Δ̄(1) ≥ 0.10, Welch p < 0.01 over sequences; B10: early kernel mass ratio k=64 / k=1."""
+    ks = sorted(res)
+    per_seq = {k: torch.cat([d[..., t0:].mean(dim=(1, 2))[:, None] for d in res[k]["deltas"]], 1).mean(1).numpy()
+               for k in ks}
+    means = [float(per_seq[k].mean()) for k in ks]
+    rho = iv.spearman(ks, means)
+    rel = (means[-1] - means[0]) / means[0]
+    welch = iv.welch_test(per_seq[ks[-1]], per_seq[ks[0]])[1]
+    early = {k: float(res[k]["kernel"][:16].sum()) for k in ks}
+    ratio = early[ks[-1]] / early[ks[0]] if early[ks[0]] > 0 else float("inf")
+    sign = "increasing" if rel > 0 else "decreasing"
+    return {"periods": ks, "mean_delta": means, "spearman": rho, "rel_change": float(rel), "welch_p": welch,
+            "sign": sign, "kernel_early": early, "kernel_ratio": float(ratio),
+            "b9_pass": bool(abs(rho) == 1.0 and abs(rel) >= 0.10 and welch < 0.01), "b10_pass": bool(ratio >= 1.2)}
+
+
+# --------------------------------------------------------------------- distractors (C4, B11)
+
+def distractor_sweep(model, vocab, L, n, ns=(0, 4, 16, 64, 256), variant="repeated", seed=7, device="cpu"):
+    """{n_d: (n, L) correct} with n_d random content tokens + SEP between the context and the query."""
+    ctx = contexts(vocab, L, variant, n)
+    rng = np.random.RandomState(seed)
+    out = {}
+    for nd in ns:
+        dist = None
+        if nd:
+            d = rng.choice(vocab.content_tokens, size=(n, nd))
+            dist = torch.as_tensor(np.concatenate([d, np.full((n, 1), 1)], axis=1), dtype=torch.long)
+        out[nd] = iv.recall_by_position(model, ctx, distractors=dist, device=device)
+    return out
+
+
+def check_distractors(sweep: dict) -> dict:
+    """B11 for one (L, variant) cell: acc(L) non-increasing in n (slack 0.03); at the largest n acc(L) drops
+    ≥ 0.20; last-quarter drop − first-quarter drop ≥ 0.10; recency advantage ≤ half its n = 0 value."""
+    ns = sorted(sweep)
+    accL = [float(sweep[n][:, -1].mean()) for n in ns]
+    mono = all(b <= a + 0.03 for a, b in zip(accL, accL[1:]))
+    base, last = sweep[ns[0]].mean(0), sweep[ns[-1]].mean(0)
+    L = len(base)
+    q = max(1, L // 4)
+    drop_last, drop_first = float((base - last)[-q:].mean()), float((base - last)[:q].mean())
+    rec0, recN = iv.summary(sweep[ns[0]])["recency"], iv.summary(sweep[ns[-1]])["recency"]
+    ok = mono and accL[0] - accL[-1] >= 0.20 and drop_last - drop_first >= 0.10 and recN <= rec0 / 2
+    return {"accL": accL, "monotone": mono, "drop_last_q": drop_last, "drop_first_q": drop_first,
+            "recency0": rec0, "recencyN": recN, "pass": bool(ok)}
+
+
+# --------------------------------------------------------------------- state init (C6, B13)
+
+def state_init_effects(model, vocab, L, n, seed=42, device="cpu", variant="repeated") -> dict:
+    """Baseline and one U(0,1)-initialised layer at a time: {"base": correct, layer: correct}."""
+    ctx = contexts(vocab, L, variant, n)
+    out = {"base": iv.recall_by_position(model, ctx, device=device)}
+    for layer in range(len(model.backbone.layers)):
+        st = iv.uniform_init_states(model, layer, batch=1, seed=seed)
+        out[layer] = iv.recall_by_position(model, ctx, init_states=st, device=device)
+    return out
+
+
+def check_state_init(eff: dict) -> dict:
+    """B13: some layer raises mid-third recall by ≥ 0.03 with McNemar p < 0.05."""
+    base = eff["base"]
+    L = base.shape[1]
+    k = np.arange(1, L + 1)
+    mid = (k > L / 3) & (k <= 2 * L / 3)
+    rows = {}
+    for layer, c in eff.items():
+        if layer == "base":
+            continue
+        gain = float(c[:, mid].mean() - base[:, mid].mean())
+        rows[layer] = {"mid_gain": gain, "mcnemar_p": iv.mcnemar_p(c[:, mid], base[:, mid])}
+    best = max(rows, key=lambda r: rows[r]["mid_gain"])
+    ok = rows[best]["mid_gain"] >= 0.03 and rows[best]["mcnemar_p"] < 0.05
+    return {"layers": rows, "best_layer": best, "pass": bool(ok)}
+
+
+# --------------------------------------------------------------------- claim bookkeeping
+
+def claim_status(is_converged: bool, passes) -> str:
+    """Scorecard status from the convergence gate and the Tier-B checks of a claim: an unconverged
+    S-model cannot show a phenomenon → "not reproduced"; all checks pass → "reproduced"; some →
+    "partially"; none → "not reproduced"."""
+    passes = [bool(p) for p in passes]
+    if not is_converged or not any(passes):
+        return "not reproduced"
+    return "reproduced" if all(passes) else "partially"
+
+
+def model_card(side: dict) -> str:
+    """One line on the model the numbers come from: source, steps, convergence gate."""
+    cfg = side.get("train_config") or {}
+    gate = side.get("gate") or {}
+    metrics = gate.get("metrics") or {}
+    g = ", ".join(f"{k} {v:.2f}" for k, v in metrics.items())
+    curve = side.get("learning_curve") or [{}]
+    done = side.get("stopped_at") or (cfg.get("steps") if side.get("final") else curve[-1].get("step"))
+    return (f"{side.get('source')}: {cfg.get('model')}, {done} of {cfg.get('steps')} scheduled steps "
+            f"({'run stopped there' if side.get('stopped_at') else 'final' if side.get('final') else 'intermediate'}"
+            f" checkpoint); gate [{g}] → "
+            f"{'CONVERGED' if gate.get('passed') else 'NOT converged'}")

@@ -1,0 +1,242 @@
+r"""Train the S-models of Chapter 4 (paper 004) on the serial-recall task and write checkpoints.
+
+Run (one thread is fastest for these tiny models on a CPU)::
+
+    python -m mamba_recall.experiments.ch4_train --model s_small --preset ci      # committed CPU run
+    python -m mamba_recall.experiments.ch4_train --model s_small --preset paper --device cuda
+    python -m mamba_recall.experiments.ch4_train --model s_small --steps 20 --out /tmp/x.pt   # smoke
+
+Recipe (spec §6.2): multi-query recall examples (context of ``L`` triples, then ``Q = min(L, 4)``
+query triples ``s r o .``, loss on every queried object), half repeated / half random relation,
+``L ~ U{L_min .. L_max(step)}`` with a curriculum ``L_max(step)`` rising linearly from ``L_min+2`` to
+``L_max`` over the first ``curriculum_frac`` of the steps. AdamW (β = 0.9, 0.95), linear warm-up then
+cosine, weight decay 0.1 (none on A_log, D, biases, norms), gradient clipping 1.0; the training loop
+is :func:`mamba_recall.train.train`.
+
+Outputs: ``results/checkpoints/ch4_<model>.pt`` — ``{"state_dict", "model_config", "vocab",
+"train_config", "history"}`` with mamba_ssm parameter names — and a JSON sidecar
+``ch4_<model>.json`` with the training config, the file's sha256, the learning curve, the
+convergence gate and provenance. An intermediate checkpoint is written every ``checkpoint_every``
+steps so that a stopped run loses little.
+
+Convergence gate (spec §6.4): recall averaged over positions ≥ 0.95 at ``L = 4`` and ≥ 0.80 at
+``L = 8`` (random relation), measured on fixed held-out contexts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..models.mamba import MambaLMHeadModel
+from ..presets import experiment
+from ..results import CHECKPOINT_DIR, read_checkpoint, save_checkpoint
+from ..tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
+from ..train import train
+
+MODELS = ("s_small", "s_deep")
+GATE = {"L4_random": 0.95, "L8_random": 0.80}
+
+__all__ = ["CHECKPOINT_DIR", "GATE", "MODELS", "build_model", "checkpoint_path", "curriculum_L",
+           "gate_metrics", "load_checkpoint", "main", "make_batch_fn", "train_smodel"]
+
+
+def checkpoint_path(model: str) -> Path:
+    if model not in MODELS:
+        raise ValueError(f"unknown S-model {model!r}; choose one of {', '.join(MODELS)}.")
+    return CHECKPOINT_DIR / f"ch4_{model}.pt"
+
+
+def build_model(model_config: dict, vocab: RecallVocab, backend="auto", device=None) -> MambaLMHeadModel:
+    cfg = dict(model_config)
+    return MambaLMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend, device=device,
+                            **cfg)
+
+
+def curriculum_L(step: int, steps: int, L_min: int, L_max: int, frac: float, rng) -> int:
+    """L for a training step: U{L_min .. cap(step)}, cap rising linearly to L_max over ``frac`` of training."""
+    ramp = max(1, int(frac * steps))
+    cap = L_max if step >= ramp else int(round(min(L_min + 2, L_max) + (L_max - min(L_min + 2, L_max)) * step / ramp))
+    return int(rng.randint(L_min, cap + 1))
+
+
+def make_batch_fn(cfg: dict, vocab: RecallVocab, on_step=None):
+    """``make_batch(step)`` for :func:`train`: deterministic in ``step`` (seeded by ``seed·10⁶ + step``)."""
+    steps = cfg["steps"]
+
+    def make_batch(step):
+        if on_step is not None:
+            on_step(step)
+        rng = np.random.RandomState(cfg["seed"] * 1_000_000 + step)
+        L = curriculum_L(step, steps, cfg["L_min"], cfg["L_max"], cfg["curriculum_frac"], rng)
+        return multiquery_batch(L, cfg["batch"], n_queries=cfg["n_queries"], vocab=vocab,
+                                seed=int(rng.randint(2**31 - 1)))
+
+    return make_batch
+
+
+@torch.no_grad()
+def gate_metrics(model, vocab: RecallVocab, n: int = 64, seed: int = 12345, device="cpu") -> dict:
+    """Recall averaged over positions at L = 4 and 8, both variants, on fixed held-out contexts."""
+    was = model.training
+    model.eval()
+    out = {}
+    for L in (4, 8):
+        for variant in ("random", "repeated"):
+            ctx = recall_contexts(L, n, variant, vocab=vocab, seed=seed + L)
+            correct = 0
+            for k in range(1, L + 1):
+                toks, ans = recall_prompts(ctx, k)
+                pred = model(toks.to(device))[:, -1].argmax(-1).cpu()
+                correct += int((pred == ans).sum())
+            out[f"L{L}_{variant}"] = correct / (n * L)
+    model.train(was)
+    return out
+
+
+def gate_passed(metrics: dict) -> bool:
+    return all(metrics[k] >= v for k, v in GATE.items())
+
+
+def _save(path: Path, model, cfg, vocab, history, gate, name, command, device, wall, final, stopped_at=None):
+    blob = {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+            "model_config": cfg["model"], "vocab": cfg["vocab"], "train_config": cfg, "history": history}
+    sidecar = {"name": name, "final": final, "stopped_at": stopped_at, "train_config": cfg,
+               "gate": {"criterion": "recall averaged over positions >= 0.95 at L=4 and >= 0.80 at L=8 "
+                                     "(random relation), 64 held-out contexts per L",
+                        "thresholds": GATE, "metrics": gate, "passed": gate_passed(gate) if gate else False},
+               "learning_curve": [h for h in history if "gate" in h]}
+    save_checkpoint(path, blob, sidecar, command=command, device=device, wall_seconds=wall)
+
+
+class _Stop(Exception):
+    """Raised from ``make_batch`` to end a run at ``stop_at`` (the schedule stays that of ``steps``)."""
+
+
+def train_smodel(model_name: str, preset: str = "ci", *, steps: int | None = None, out: Path | None = None,
+                 device="cpu", backend="auto", log=print, num_threads: int | None = 1, progress=False,
+                 stop_at: int | None = None):
+    """Train one S-model with the recipe ``ch4.train_<model_name>`` of ``preset``; returns (model, sidecar path).
+
+    ``stop_at``: end after that many steps (checkpoint written there), keeping the learning-rate
+    schedule of the full ``steps`` — the weights equal the intermediate checkpoint of the full run
+    at that step (deterministic on one thread), so a run stopped for lack of time is regenerable."""
+    if model_name not in MODELS:
+        raise ValueError(f"unknown S-model {model_name!r}; choose one of {', '.join(MODELS)}.")
+    threads_before = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)  # the held-out evaluations too, not only the loop
+    try:
+        return _train_smodel(model_name, preset, steps, out, device, backend, log, num_threads, progress, stop_at)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _train_smodel(model_name, preset, steps, out, device, backend, log, num_threads, progress, stop_at):
+    cfg = experiment(f"ch4.train_{model_name}", preset)
+    if steps is not None:
+        cfg["steps"] = int(steps)
+        cfg["warmup_steps"] = min(cfg["warmup_steps"], max(0, cfg["steps"] // 10))
+        cfg["checkpoint_every"] = min(cfg["checkpoint_every"], cfg["steps"])
+    out = Path(out) if out is not None else checkpoint_path(model_name)
+    vocab = RecallVocab(**cfg["vocab"])
+    torch.manual_seed(cfg["seed"])
+    model = build_model(cfg["model"], vocab, backend=backend).to(device)
+    history: list[dict] = []
+    command = "python -m mamba_recall.experiments.ch4_train " + " ".join(sys.argv[1:]) if __name__ == "__main__" \
+        else f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"
+    start = time.perf_counter()
+    last_gate: dict = {}
+
+    if stop_at is not None and not 0 < stop_at <= cfg["steps"]:
+        raise ValueError(f"stop_at must be in 1..steps={cfg['steps']}, got {stop_at!r}.")
+
+    def on_step(step):  # checkpoints and held-out gate metrics during training (train() has no callbacks)
+        nonlocal last_gate
+        if stop_at is not None and step == stop_at and stop_at < cfg["steps"]:
+            last_gate = gate_metrics(model, vocab, device=device)
+            history.append({"step": step, "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
+            log(f"[{model_name}] stopped at step {step}: gate {json.dumps(last_gate)}")
+            _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
+                  time.perf_counter() - start, final=True, stopped_at=step)
+            raise _Stop
+        if step > 0 and step % cfg["checkpoint_every"] == 0:
+            last_gate = gate_metrics(model, vocab, device=device)
+            history.append({"step": step, "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
+            log(f"[{model_name}] step {step}: gate {json.dumps(last_gate)} ({time.perf_counter() - start:.0f} s)")
+            _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
+                  time.perf_counter() - start, final=False)
+
+    try:
+        result = train(model, make_batch_fn(cfg, vocab, on_step), steps=cfg["steps"], lr=cfg["lr"],
+                       weight_decay=cfg["weight_decay"], betas=tuple(cfg["betas"]), schedule="cosine",
+                       warmup_steps=cfg["warmup_steps"], grad_clip=cfg["grad_clip"], seed=cfg["seed"],
+                       device=device, progress=progress, desc=model_name, num_threads=num_threads)
+    except _Stop:
+        model.eval()
+        return model, out.with_suffix(".json")
+    losses = [h["loss"] for h in result.history]
+    for i in range(0, len(losses), 100):
+        history.append({"step": i + 1, "loss_mean100": float(np.mean(losses[i:i + 100]))})
+    last_gate = gate_metrics(model, vocab, device=device)
+    history.append({"step": cfg["steps"], "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
+    log(f"[{model_name}] done: gate {json.dumps(last_gate)} passed={gate_passed(last_gate)}")
+    _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
+          time.perf_counter() - start, final=True)
+    return model, out.with_suffix(".json")
+
+
+def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device="cpu", verify_hash=True):
+    """Load an S-model checkpoint (``.pt`` + JSON sidecar) → ``(model, vocab, sidecar)``.
+
+    ``path`` defaults to the committed ``results/checkpoints/ch4_<model>.pt``. The sidecar's sha256
+    is checked. A reader's own mamba_ssm-compatible checkpoint is loaded with
+    :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead.
+    """
+    path = Path(path) if path is not None else checkpoint_path(model)
+    regenerate = f"python -m mamba_recall.experiments.ch4_train --model {model} --preset ci"
+    if verify_hash:
+        blob, sidecar = read_checkpoint(path, regenerate=regenerate)
+    else:
+        if not path.exists():
+            raise FileNotFoundError(f"no checkpoint at {path}; regenerate it with `{regenerate}`.")
+        side_path = path.with_suffix(".json")
+        sidecar = json.loads(side_path.read_text()) if side_path.exists() else {}
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    for key in ("state_dict", "model_config", "vocab"):
+        if key not in blob:
+            raise ValueError(f"{path} is not a Chapter 4 checkpoint: key {key!r} is missing.")
+    vocab = RecallVocab(**blob["vocab"])
+    net = build_model(blob["model_config"], vocab, backend=backend)
+    net.load_state_dict(blob["state_dict"])
+    net.to(device).eval()
+    return net, vocab, sidecar
+
+
+# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
+COMMITTED_RUNS = [["--model", "s_small", "--preset", "ci", "--device", "cpu"]]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", choices=MODELS, default="s_small")
+    p.add_argument("--preset", choices=("ci", "paper"), default="ci")
+    p.add_argument("--steps", type=int, default=None, help="override the preset's steps (smoke tests)")
+    p.add_argument("--out", default=None, help="checkpoint path (default results/checkpoints/ch4_<model>.pt)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--backend", default="auto")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--stop-at", type=int, default=None, help="end after this many steps, keeping the schedule of --steps")
+    args = p.parse_args(argv)
+    train_smodel(args.model, args.preset, steps=args.steps, out=args.out, device=args.device,
+                 backend=args.backend, num_threads=args.threads, log=lambda s: print(s, flush=True),
+                 stop_at=args.stop_at)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,451 @@
+r"""The simplified, purely linear Mamba of paper 002 (Alg. 1, single layer; Alg. 2, Λ layers),
+with an **ensemble dimension** so that many small models train in one batched forward.
+
+Alg. 1 (one layer, no gate, no Δ, :math:`\bar A_t = 1`, no SiLU, no bias, no norm, no residual)::
+
+    x_e   = E x                      (L, D)          E: embedding, tied unembedding E^T
+    x_in  = P_in x_e                 (L, D_in)       D_in = expand · D
+    x̂     = Conv1D(x_in, W_conv)     (L, D_in)       depthwise, causal, width d_conv, no bias, no activation
+    B, C  = S_B x̂, S_C x̂             (L, N) each
+    ŷ     = SSM(x̂, B, C)             (L, D_in)       h_t = h_{t-1} + x̂_t B_t^T,  ŷ_t = h_t C_t      (Eq. 3)
+    y_out = P_out ŷ                  (L, D)
+    logits= E^T y_out                (L, V)
+
+Alg. 2 (Λ layers) adds a residual ``x^{l+1} = x^l + y_out^l`` around every layer and shares E.
+
+Conv convention (width 2): ``x̂_t = W^0 ⊙ x_in_{t-1} + W^1 ⊙ x_in_t``; ``conv_weight[..., 0]`` is the
+previous-token tap :math:`W^0`, ``conv_weight[..., -1]`` the current-token tap (PyTorch's causal
+``Conv1d(padding=d_conv-1)[..., :L]`` layout).
+
+SSM forms: ``"attention"`` (default; the unrolled recurrence is causal linear attention
+:math:`\hat y_t = \sum_{\tau\le t} \hat x_\tau (B_\tau^\top C_t)`, :math:`O(L^2)`, fastest for L ≤ 512)
+and ``"scan"`` (the sequential recurrence of Eq. 3, the reference).
+
+Ensembles
+---------
+Every parameter carries a leading ensemble axis of size ``E`` (``ensemble=None`` means one model and
+no ensemble axis in inputs/outputs). Members may have *different sizes*: the tensors are allocated
+at the largest ``(D, N, Λ)`` and ``member_sizes=[(D_e, N_e, Λ_e), ...]`` masks the unused embedding
+dims, channels, state dims and layers to exactly zero (and initialises each member with its own
+fan-in), so member ``e`` computes exactly what an independent model of size ``(D_e, N_e, Λ_e)`` would.
+A whole (D, N) grid × seeds then trains in one forward on a GPU. Inputs may be shared ``(B, L)``
+or per member ``(E, B, L)``; logits are ``(E, B, L, V)``.
+
+Parameter shapes (ensemble axis first)::
+
+    embedding     (E, V, D)          token rows (the paper's E ∈ R^{D×V} is its transpose)
+    in_proj[l]    (E, D_in, D)       P_in
+    conv[l]       (E, D_in, d_conv)  W_conv
+    x_proj_B[l]   (E, N, D_in)       S_B
+    x_proj_C[l]   (E, N, D_in)       S_C
+    out_proj[l]   (E, D, D_in)       P_out
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["LinearMamba", "EnsembleTrainResult", "train_ensemble", "lr_schedule", "RECIPES",
+           "ensemble_accuracy", "masked_ce_per_member"]
+
+SSM_FORMS = ("attention", "scan")
+
+
+def _pos_int(name, v):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
+    return v
+
+
+class LinearMamba(nn.Module):
+    """Simplified linear Mamba (Alg. 1 / Alg. 2) with an optional ensemble axis.
+
+    Args:
+        vocab_size: V. d_model: D. d_state: N. n_layer: Λ (all maxima when ``member_sizes`` is given).
+        expand: D_in / D (2 in the paper). d_conv: conv width (2 in the paper; 0 = no Conv1D, Tab. 10 E).
+        residual: residual around every layer (default: ``n_layer > 1`` — Alg. 1 has none, Alg. 2 has).
+        ensemble: number of members E, or None for a single model without the ensemble axis.
+        member_sizes: list of E tuples ``(D_e, N_e, Λ_e)`` (or ``(D_e, N_e)``), each ≤ the maxima.
+        ssm: ``"attention"`` or ``"scan"``. seed: if given, ``torch.manual_seed(seed)`` before init.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, d_state: int, n_layer: int = 1, *, expand: int = 2,
+                 d_conv: int = 2, residual: bool | None = None, ensemble: int | None = None,
+                 member_sizes: list | None = None, ssm: str = "attention", seed: int | None = None,
+                 dtype=torch.float32, device=None):
+        super().__init__()
+        V, D, N, Lam = (_pos_int("vocab_size", vocab_size), _pos_int("d_model", d_model),
+                        _pos_int("d_state", d_state), _pos_int("n_layer", n_layer))
+        _pos_int("expand", expand)
+        if isinstance(d_conv, bool) or not isinstance(d_conv, int) or d_conv < 0:
+            raise ValueError(f"d_conv must be an integer >= 0 (0 = no Conv1D), got {d_conv!r}.")
+        if ssm not in SSM_FORMS:
+            raise ValueError(f"unknown ssm form {ssm!r}; use one of {SSM_FORMS}.")
+        if ensemble is not None:
+            _pos_int("ensemble", ensemble)
+        E = 1 if ensemble is None else ensemble
+        if member_sizes is None:
+            member_sizes = [(D, N, Lam)] * E
+        if len(member_sizes) != E:
+            raise ValueError(f"member_sizes has {len(member_sizes)} entries but ensemble={ensemble}; give one "
+                             "(D, N[, layers]) tuple per member.")
+        sizes = []
+        for s in member_sizes:
+            s = tuple(int(v) for v in s)
+            if len(s) == 2:
+                s = (*s, Lam)
+            if len(s) != 3 or not (1 <= s[0] <= D and 1 <= s[1] <= N and 1 <= s[2] <= Lam):
+                raise ValueError(f"member size {s} must be (D_e, N_e[, layers_e]) with 1 ≤ D_e ≤ {D}, "
+                                 f"1 ≤ N_e ≤ {N}, 1 ≤ layers_e ≤ {Lam}.")
+            sizes.append(s)
+        self.vocab_size, self.d_model, self.d_state, self.n_layer = V, D, N, Lam
+        self.expand, self.d_conv, self.d_inner = expand, d_conv, expand * D
+        self.residual = (Lam > 1) if residual is None else bool(residual)
+        self.ensemble, self.E, self.ssm = ensemble, E, ssm
+        self.member_sizes = sizes
+        Din = self.d_inner
+        kw = dict(dtype=dtype, device=device)
+        # masks (E, D), (E, Din), (E, N), (E, Λ)
+        d_idx, n_idx, l_idx = torch.arange(D), torch.arange(N), torch.arange(Lam)
+        dm = torch.stack([(d_idx < s[0]) for s in sizes]).to(dtype)
+        im = dm.repeat(1, expand)  # channel c of block j belongs to embedding dim c mod D
+        nm = torch.stack([(n_idx < s[1]) for s in sizes]).to(dtype)
+        lm = torch.stack([(l_idx < s[2]) for s in sizes]).to(dtype)
+        self.register_buffer("d_mask", dm.to(device))
+        self.register_buffer("i_mask", im.to(device))
+        self.register_buffer("n_mask", nm.to(device))
+        self.register_buffer("l_mask", lm.to(device))
+        if seed is not None:
+            torch.manual_seed(seed)
+        fan_D = torch.tensor([s[0] for s in sizes], dtype=torch.float64)
+        fan_Din = fan_D * expand
+
+        def uniform(shape, fan):  # PyTorch's default Linear init U(±1/√fan_in), per member
+            bound = (1.0 / fan.sqrt()).to(dtype).view(-1, *([1] * (len(shape) - 1)))
+            return nn.Parameter(((torch.rand(shape, **kw) * 2 - 1) * bound.to(device)))
+
+        self.embedding = nn.Parameter(torch.randn(E, V, D, **kw))  # nn.Embedding init N(0, 1)
+        self.in_proj = nn.ParameterList([uniform((E, Din, D), fan_D) for _ in range(Lam)])
+        self.conv = nn.ParameterList([uniform((E, Din, max(d_conv, 1)), torch.full((E,), float(max(d_conv, 1)),
+                                              dtype=torch.float64)) for _ in range(Lam)]) if d_conv else None
+        self.x_proj_B = nn.ParameterList([uniform((E, N, Din), fan_Din) for _ in range(Lam)])
+        self.x_proj_C = nn.ParameterList([uniform((E, N, Din), fan_Din) for _ in range(Lam)])
+        self.out_proj = nn.ParameterList([uniform((E, D, Din), fan_Din) for _ in range(Lam)])
+        self.apply_masks_()
+
+    # ------------------------------------------------------------------ helpers
+    @torch.no_grad()
+    def apply_masks_(self) -> None:
+        """Zero every parameter entry that a smaller member does not own (called after init/loading)."""
+        self.embedding.mul_(self.d_mask[:, None, :])
+        for l in range(self.n_layer):
+            self.in_proj[l].mul_(self.i_mask[:, :, None] * self.d_mask[:, None, :])
+            if self.conv is not None:
+                self.conv[l].mul_(self.i_mask[:, :, None])
+            self.x_proj_B[l].mul_(self.n_mask[:, :, None] * self.i_mask[:, None, :])
+            self.x_proj_C[l].mul_(self.n_mask[:, :, None] * self.i_mask[:, None, :])
+            self.out_proj[l].mul_(self.d_mask[:, :, None] * self.i_mask[:, None, :])
+
+    def _ids(self, input_ids: torch.Tensor) -> torch.Tensor:
+        if input_ids.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}.")
+        if input_ids.dim() == 2:
+            input_ids = input_ids.unsqueeze(0).expand(self.E, -1, -1)
+        elif input_ids.dim() != 3 or input_ids.shape[0] != self.E:
+            raise ValueError(f"input_ids must be (batch, length) or (ensemble={self.E}, batch, length), got "
+                             f"shape {tuple(input_ids.shape)}.")
+        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.vocab_size):
+            raise ValueError(f"token ids must lie in [0, {self.vocab_size}), got range "
+                             f"[{int(input_ids.min())}, {int(input_ids.max())}].")
+        return input_ids
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """(E, B, L) → (E, B, L, D): x_e = E x (masked)."""
+        emb = self.embedding * self.d_mask[:, None, :]
+        return emb[torch.arange(self.E, device=ids.device)[:, None, None], ids]
+
+    def conv1d(self, x_in: torch.Tensor, layer: int) -> torch.Tensor:
+        """Depthwise causal conv, no bias: x̂_t = Σ_k W[..., k] ⊙ x_in_{t-(K-1-k)}; (E,B,L,Din) → same."""
+        if self.conv is None:
+            return x_in
+        w = self.conv[layer] * self.i_mask[:, :, None]  # (E, Din, K)
+        K = w.shape[-1]
+        L = x_in.shape[2]
+        out = x_in * w[:, None, None, :, K - 1]
+        for k in range(K - 1):
+            shift = K - 1 - k
+            if shift >= L:
+                continue
+            out = out + F.pad(x_in, (0, 0, shift, 0))[:, :, :L] * w[:, None, None, :, k]
+        return out
+
+    def layer_internals(self, x: torch.Tensor, layer: int) -> dict:
+        """One layer on the residual stream x (E,B,L,D): dict with x_in, x_hat (E,B,L,Din), B, C (E,B,L,N),
+        y_hat (E,B,L,Din), y_out (E,B,L,D)."""
+        im, nm = self.i_mask, self.n_mask
+        x_in = torch.einsum("ebld,eid->ebli", x, self.in_proj[layer]) * im[:, None, None, :]
+        x_hat = self.conv1d(x_in, layer)
+        Bm = torch.einsum("ebli,eni->ebln", x_hat, self.x_proj_B[layer]) * nm[:, None, None, :]
+        Cm = torch.einsum("ebli,eni->ebln", x_hat, self.x_proj_C[layer]) * nm[:, None, None, :]
+        if self.ssm == "attention":
+            L = x.shape[2]
+            scores = torch.einsum("ebsn,ebtn->ebts", Bm, Cm)  # α[t, τ] = B_τ·C_t
+            scores = scores * torch.tril(torch.ones(L, L, device=x.device, dtype=x.dtype))
+            y_hat = torch.einsum("ebts,ebsi->ebti", scores, x_hat)
+        else:
+            y_hat = self._scan(x_hat, Bm, Cm)
+        y_out = torch.einsum("ebli,edi->ebld", y_hat, self.out_proj[layer]) * self.d_mask[:, None, None, :]
+        return dict(x_in=x_in, x_hat=x_hat, B=Bm, C=Cm, y_hat=y_hat, y_out=y_out)
+
+    @staticmethod
+    def _scan(x_hat, Bm, Cm):
+        """Sequential Eq. 3: h_t = h_{t-1} + x̂_t B_t^T (E,B,Din,N); ŷ_t = h_t C_t."""
+        Eb, Bb, L, Din = x_hat.shape
+        h = x_hat.new_zeros(Eb, Bb, Din, Bm.shape[-1])
+        ys = []
+        for t in range(L):
+            h = h + x_hat[:, :, t, :, None] * Bm[:, :, t, None, :]
+            ys.append(torch.einsum("ebin,ebn->ebi", h, Cm[:, :, t]))
+        return torch.stack(ys, dim=2)
+
+    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The final residual stream y^Λ (E, B, L, D) before the tied unembedding (always with the E axis)."""
+        return self._stream(self._ids(input_ids), False)[0]
+
+    def unembed(self, x: torch.Tensor) -> torch.Tensor:
+        """Tied unembedding E^T: (E, ..., D) → (E, ..., V)."""
+        emb = self.embedding * self.d_mask[:, None, :]
+        return torch.einsum("e...d,evd->e...v", x, emb)
+
+    def _stream(self, ids, return_internals):
+        x = self.embed(ids)
+        internals = []
+        for l in range(self.n_layer):
+            out = self.layer_internals(x, l)
+            keep = self.l_mask[:, l].view(-1, 1, 1, 1)
+            y = out["y_out"] * keep
+            x = x + y if self.residual else y + (1 - keep) * x  # Alg. 1: no residual; a masked layer passes x
+            if return_internals:
+                internals.append(out)
+        return x, internals
+
+    def forward(self, input_ids: torch.Tensor, return_internals: bool = False):
+        """input_ids (B, L) or (E, B, L) → logits (B, L, V) if ``ensemble is None`` else (E, B, L, V)."""
+        ids = self._ids(input_ids)
+        x, internals = self._stream(ids, return_internals)
+        logits = self.unembed(x)
+        if self.ensemble is None:
+            logits = logits[0]
+            internals = [{k: v[0] for k, v in d.items()} for d in internals]
+        return (logits, internals) if return_internals else logits
+
+    @torch.no_grad()
+    def load_member(self, member: int, weights: dict) -> None:
+        """Load plain weights (the paper's layout, see :mod:`mamba_recall.theory.hashing_circuit`) into member
+        ``member``, layer 0 (or ``weights['layers']`` for several): keys ``E`` (D×V), ``P_in`` (Din×D),
+        ``W_conv`` (Din×d_conv), ``S_B``/``S_C`` (N×Din), ``P_out`` (D×Din); smaller blocks are zero-padded."""
+        layers = weights.get("layers", [weights])
+        Ew = torch.as_tensor(weights["E"], dtype=self.embedding.dtype)
+        if Ew.shape[1] != self.vocab_size:
+            raise ValueError(f"E must be (D, V={self.vocab_size}), got {tuple(Ew.shape)}.")
+        self.embedding[member].zero_()
+        self.embedding[member, :, :Ew.shape[0]] = Ew.T.to(self.embedding.device)
+        D_e = Ew.shape[0]
+        idx = torch.cat([torch.arange(D_e) + j * self.d_model for j in range(self.expand)])
+        for l, w in enumerate(layers):
+            P_in = torch.as_tensor(w["P_in"], dtype=self.embedding.dtype)
+            S_B = torch.as_tensor(w["S_B"], dtype=self.embedding.dtype)
+            S_C = torch.as_tensor(w["S_C"], dtype=self.embedding.dtype)
+            P_out = torch.as_tensor(w["P_out"], dtype=self.embedding.dtype)
+            N_e = S_B.shape[0]
+            if P_in.shape != (len(idx), D_e) or S_C.shape != S_B.shape or S_B.shape[1] != len(idx) \
+                    or P_out.shape != (D_e, len(idx)) or N_e > self.d_state or D_e > self.d_model:
+                raise ValueError(f"designed weights do not fit: E {tuple(Ew.shape)}, P_in {tuple(P_in.shape)}, "
+                                 f"S_B {tuple(S_B.shape)}, P_out {tuple(P_out.shape)} for a model with D ≤ "
+                                 f"{self.d_model}, N ≤ {self.d_state}, expand {self.expand}.")
+            dev = self.embedding.device
+            for param in (self.in_proj, self.x_proj_B, self.x_proj_C, self.out_proj):
+                param[l][member].zero_()
+            self.in_proj[l][member][idx[:, None], torch.arange(D_e)[None]] = P_in.to(dev)
+            self.x_proj_B[l][member][torch.arange(N_e)[:, None], idx[None]] = S_B.to(dev)
+            self.x_proj_C[l][member][torch.arange(N_e)[:, None], idx[None]] = S_C.to(dev)
+            self.out_proj[l][member][torch.arange(D_e)[:, None], idx[None]] = P_out.to(dev)
+            if self.conv is not None:
+                t = torch.as_tensor(w["W_conv"], dtype=self.conv[l].dtype)
+                self.conv[l][member].zero_()
+                K = t.shape[1]
+                self.conv[l][member][idx[:, None], torch.arange(self.conv[l].shape[-1] - K,
+                                                                self.conv[l].shape[-1])[None]] = t.to(dev)
+
+    def member_weights(self, member: int = 0, layer: int = 0) -> dict:
+        """Plain weights of one member (paper layout; see :meth:`load_member`), cropped to its size."""
+        D, N, _ = self.member_sizes[member]
+        Din = self.expand * D
+        idx = torch.cat([torch.arange(D) + j * self.d_model for j in range(self.expand)])
+        with torch.no_grad():
+            out = dict(E=self.embedding[member, :, :D].T.clone(),
+                       P_in=self.in_proj[layer][member][idx][:, :D].clone(),
+                       S_B=self.x_proj_B[layer][member][:N][:, idx].clone(),
+                       S_C=self.x_proj_C[layer][member][:N][:, idx].clone(),
+                       P_out=self.out_proj[layer][member][:D][:, idx].clone())
+            out["W_conv"] = (self.conv[layer][member][idx].clone() if self.conv is not None
+                             else torch.ones(Din, 1))
+        assert out["P_in"].shape == (Din, D)
+        return out
+
+
+# ====================================================================== training of ensembles
+
+RECIPES = {
+    # [code] D–N linear recipe (spec §6.1): warmup 100 → hold 400 → cosine 1500 → 0, AdamW β=(0.9,0.95), wd 0
+    "code": dict(lr=1e-2, betas=(0.9, 0.95), weight_decay=0.0, warmup=100, hold=400, schedule="code",
+                 grad_clip=1.5, label_smoothing=0.1, batch_size=128),
+    # Tab. 9 (App. J): warmup 500, linear decay ÷10 over 15000 steps, wd 0.1, clip 0.75
+    "tab9": dict(lr=1e-2, betas=(0.9, 0.999), weight_decay=0.1, warmup=500, hold=0, schedule="tab9",
+                 grad_clip=0.75, label_smoothing=0.1, batch_size=128),
+}
+
+
+def lr_schedule(step: int, steps: int, *, lr: float, warmup: int, hold: int = 0, schedule: str = "code") -> float:
+    """LR at 0-based ``step``. ``code``: linear warmup, hold, cosine to 0 over the remaining steps.
+    ``tab9``: ``lr·min(1,(s+1)/W)·max(0.1, 1-0.9 s/15000)`` (spec §6.1 reading of App. J)."""
+    if schedule == "tab9":
+        return lr * min(1.0, (step + 1) / max(warmup, 1)) * max(0.1, 1 - 0.9 * step / 15000)
+    if schedule != "code":
+        raise ValueError(f"unknown schedule {schedule!r}; use 'code' or 'tab9'.")
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    if step < warmup + hold:
+        return lr
+    rest = max(1, steps - warmup - hold)
+    return lr * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup - hold) / rest)))
+
+
+def masked_ce_per_member(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0):
+    """logits (E,B,L,V), labels (B,L) or (E,B,L) → per-member mean CE over labelled positions, (E,)."""
+    E, V = logits.shape[0], logits.shape[-1]
+    if labels.dim() == 2:
+        labels = labels.unsqueeze(0).expand(E, -1, -1)
+    ce = F.cross_entropy(logits.reshape(-1, V).float(), labels.reshape(-1), ignore_index=-100,
+                         label_smoothing=label_smoothing, reduction="none").view(E, -1)
+    mask = (labels.reshape(E, -1) != -100).to(ce.dtype)
+    return (ce * mask).sum(1) / mask.sum(1).clamp_min(1)
+
+
+@torch.no_grad()
+def ensemble_accuracy(model: LinearMamba, inputs: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 256,
+                      values_only: bool = False, device="cpu") -> torch.Tensor:
+    """Per-member MQAR accuracy (E,) — full-vocab argmax, or argmax over the value half [V/2, V)."""
+    model.eval()
+    correct = total = 0
+    for i in range(0, inputs.shape[-2], batch_size):
+        x = inputs[..., i:i + batch_size, :].to(device)
+        y = labels[..., i:i + batch_size, :].to(device)
+        logits = model(x)
+        if model.ensemble is None:
+            logits = logits.unsqueeze(0)
+        if values_only:
+            logits[..., : model.vocab_size // 2] = -float("inf")
+        yy = y.unsqueeze(0).expand(logits.shape[0], *y.shape[-2:]) if y.dim() == 2 else y
+        mask = yy != -100
+        correct = correct + ((logits.argmax(-1) == yy) & mask).sum((1, 2)).double()
+        total = total + mask.sum((1, 2)).double()
+    model.train()
+    return (correct / total).cpu()
+
+
+@dataclass
+class EnsembleTrainResult:
+    steps_run: int = 0
+    seconds: float = 0.0
+    accuracy: list = field(default_factory=list)          # final per-member accuracy
+    best_accuracy: list = field(default_factory=list)     # best per-member accuracy over evaluations
+    history: list = field(default_factory=list)           # {"step", "loss": [E], "accuracy": [E]}
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps_run / self.seconds if self.seconds else float("nan")
+
+
+def train_ensemble(model: LinearMamba, make_batch: Callable[[int], tuple], *, steps: int, recipe: str = "code",
+                   eval_batch=None, eval_every: int = 100, target_accuracy: float | None = None, seed: int = 0,
+                   device="cpu", overrides: dict | None = None, num_threads: int | None = None,
+                   progress: bool = False) -> EnsembleTrainResult:
+    """Train all members at once; each member is optimised exactly as if alone: the loss is the *sum* of
+    per-member means, AdamW is element-wise, and gradient clipping uses each member's own global norm.
+
+    ``make_batch(step) -> (inputs (B,L) or (E,B,L), labels)`` deterministic in the step. ``recipe`` is a key
+    of :data:`RECIPES` ("code" = the authors' committed recipe, "tab9" = the paper's Tab. 9); ``overrides``
+    replace entries (e.g. ``{"warmup": 50}``). Early stop when *every* member reaches ``target_accuracy``.
+    """
+    if recipe not in RECIPES:
+        raise ValueError(f"unknown recipe {recipe!r}; use one of {tuple(RECIPES)}.")
+    cfg = {**RECIPES[recipe], **(overrides or {})}
+    _pos_int("steps", steps)
+    threads_before = torch.get_num_threads()
+    if num_threads:
+        torch.set_num_threads(num_threads)
+    torch.manual_seed(seed)
+    model.to(device).train()
+    params = [p for p in model.parameters()]
+    opt = torch.optim.AdamW(params, lr=cfg["lr"], betas=tuple(cfg["betas"]), weight_decay=cfg["weight_decay"])
+    res = EnsembleTrainResult()
+    E = model.E
+    best = torch.zeros(E, dtype=torch.float64)
+    start = time.perf_counter()
+    try:
+        for s in range(steps):
+            cur = lr_schedule(s, steps, lr=cfg["lr"], warmup=cfg["warmup"], hold=cfg["hold"],
+                              schedule=cfg["schedule"])
+            for g in opt.param_groups:
+                g["lr"] = cur
+            x, y = make_batch(s)
+            y = y.to(device)
+            if y.dim() == 2:  # shared labels: unembed only the labelled positions (N_f of L; the dominant cost)
+                mask = y != -100
+                h = model.hidden(x.to(device))[:, mask]                      # (E, Q, D)
+                logits = model.unembed(h)                                     # (E, Q, V)
+                losses = masked_ce_per_member(logits[:, None], y[mask][None], cfg["label_smoothing"])
+            else:
+                logits = model(x.to(device))
+                if model.ensemble is None:
+                    logits = logits.unsqueeze(0)
+                losses = masked_ce_per_member(logits, y, cfg["label_smoothing"])
+            loss = losses.sum()
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"non-finite loss at step {s + 1}; lower lr or the clip.")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg["grad_clip"]:
+                sq = sum(p.grad.reshape(E, -1).pow(2).sum(1) for p in params if p.grad is not None)
+                scale = (cfg["grad_clip"] / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+                for p in params:
+                    if p.grad is not None:
+                        p.grad.mul_(scale.view(-1, *([1] * (p.dim() - 1))))
+            opt.step()
+            model.apply_masks_()  # keeps padded entries exactly zero (weight decay / Adam ε never revive them)
+            res.steps_run = s + 1
+            entry = {"step": s + 1, "loss": losses.detach().cpu().tolist()}
+            if eval_batch is not None and ((s + 1) % eval_every == 0 or s + 1 == steps):
+                acc = ensemble_accuracy(model, *eval_batch, device=device)
+                best = torch.maximum(best, acc)
+                entry["accuracy"] = acc.tolist()
+                res.accuracy = acc.tolist()
+                if progress:
+                    print(f"step {s + 1}: acc " + " ".join(f"{a:.3f}" for a in acc.tolist()[:16]))
+                if target_accuracy is not None and bool((acc >= target_accuracy).all()):
+                    res.history.append(entry)
+                    break
+            res.history.append(entry)
+    finally:
+        res.seconds = time.perf_counter() - start
+        if num_threads:
+            torch.set_num_threads(threads_before)
+    res.best_accuracy = best.tolist()
+    return res

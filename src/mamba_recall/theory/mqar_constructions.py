@@ -1,0 +1,294 @@
+r"""Explicit MQAR solutions of paper 003 (§5.1, App. C.1, Thms. 2–4, Lemma 4), as printed and corrected.
+
+Data (App. D.3, spec §3.3): :func:`gen_mqar` — κ *distinct* keys (ids ``0..κ-1``, a permutation; spec
+erratum 10), values iid in ``κ..κ+|V|-1``, noise tokens from the value vocabulary, each key queried
+exactly once at a uniform position after the context; labels are value indices ``0..|V|-1`` at the
+query positions and −100 elsewhere. Shapes: ``ids, labels`` (n, T) int64.
+
+Every construction is a function ``ids (n, T) → logits (n, T, |V|)`` with hand-set weights, run in
+float64 on the library's scans (:func:`selective_scan` for Mamba and the S4D mixer,
+:func:`ssd_scan` for Mamba-2):
+
+* **Thm. 2, Mamba, no gate** (:func:`thm2_logits`): embedding :math:`k_i\mapsto k\,e_i`,
+  :math:`v_j\mapsto v\,e_{\kappa+j}` (53); size-2 conv + ReLU
+  :math:`\hat x_t=\mathrm{ReLU}(c_0x_{t-1}+c_1x_t-b)` (54) keeps (key, value) pairs; S6 with Λ = 0, Δ = 1,
+  :math:`B_t=C_t=W_k\hat x_t` (58) writes value :math:`j(i)` into state column :math:`i` (:math:`N=\kappa`);
+  readout :math:`W_o=[v_1^\top;\dots]` (59). Step 2 replaces the one-hot values by JL codes
+  :math:`M_ve_j+\beta\mathbf 1` (67, β = 2, k = 10, c₀ = 1, c₁ = 10, b = 3). Output bias:
+  ``"printed"`` :math:`-(c_0kb)W_os`, ``"typo"`` :math:`-(c_0k-b)W_os`, ``"corrected"``
+  :math:`-(c_0k-b)(c_1k-b)W_os` (spec erratum 6), or ``"centered"`` readout (:math:`b_o=0`).
+  With ``N < κ`` keys share columns (``i mod N``): the construction's capacity limit.
+* **Thm. 3, Mamba-2, no gate** (:func:`thm3_logits`): three independent size-2 convs,
+  :math:`\mathrm{conv}_B` = shift by one, :math:`\mathrm{conv}_u=\mathrm{conv}_C` = identity, σ = id (erratum 8),
+  λ = 0, Δ = 1, so :math:`y_t=\sum_s x_s\langle W_kx_{s-1},W_kx_t\rangle` (77). Keys one-hot (:math:`N=\kappa`)
+  or JL :math:`p_k` (:math:`N=p_k`), values one-hot or JL :math:`p_v`.
+* **Thm. 4, S4D mixer with gate** (:func:`thm4_logits`): state split into κ blocks along the channels,
+  key :math:`k\mathbf 1` on block i, values tiled over blocks; conv :math:`c_0=10,c_1=1,b=100`; S4D with
+  Λ = 0, Δ = B = C = 1, N = 1 (a cumulative sum, 88–89); gate :math:`\tilde y_t=\mathrm{ReLU}(x_t)\odot y_t`
+  picks the queried block (90). Step 2: JL codes of dimension p rotated so that
+  :math:`Me_{|V|+1}\parallel\mathbf 1` (Householder), β = 1; readout ``"printed"`` :math:`Me_l` tiled or
+  ``"centered"`` :math:`(I-\frac1p\mathbf 1\mathbf 1^\top)Me_l` tiled (spec erratum 7).
+
+JL matrices (Lemma 4): :func:`jl_matrix` with iid entries :math:`\pm1/\sqrt p`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..scan import selective_scan, ssd_scan
+
+IGNORE_INDEX = -100
+THM2_BIASES = ("printed", "typo", "corrected", "centered")
+
+__all__ = ["IGNORE_INDEX", "THM2_BIASES", "accuracy", "gen_mqar", "jl_matrix", "thm2_logits", "thm3_logits",
+           "thm4_logits", "construction_accuracy", "best_of_draws", "theory_dims", "hashing_circuit_accuracy"]
+
+
+def _pos_int(name, value, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def gen_mqar(n: int, T: int, kappa: int, V: int, seed: int):
+    r"""Paper-003 MQAR batch (App. D.3 with spec erratum 10): returns ``ids, labels`` (n, T) int64.
+
+    Context :math:`k_1v_1\dots k_\kappa v_\kappa` at positions 0..2κ−1 (keys a random permutation of
+    0..κ−1, values ``κ + randint(|V|)``), then noise values; κ query positions drawn uniformly without
+    replacement from 2κ..T−1, each key queried once in random order; ``labels`` = value index there.
+    Needs T ≥ 3κ. Seeded by ``seed`` (numpy ``default_rng``)."""
+    n, T, kappa, V = (_pos_int(a, b) for a, b in (("n", n), ("T", T), ("kappa", kappa), ("V", V)))
+    if T < 3 * kappa:
+        raise ValueError(f"T={T} must be >= 3·kappa={3 * kappa} (context of 2κ plus κ queries).")
+    rng = np.random.default_rng(seed)
+    keys = np.argsort(rng.random((n, kappa)), axis=1)
+    vals = rng.integers(0, V, size=(n, kappa))
+    ids = kappa + rng.integers(0, V, size=(n, T))
+    ids[:, 0:2 * kappa:2] = keys
+    ids[:, 1:2 * kappa:2] = kappa + vals
+    pos = 2 * kappa + np.argsort(rng.random((n, T - 2 * kappa)), axis=1)[:, :kappa]
+    order = np.argsort(rng.random((n, kappa)), axis=1)
+    val_of_key = np.empty_like(vals)
+    np.put_along_axis(val_of_key, keys, vals, axis=1)
+    labels = np.full((n, T), IGNORE_INDEX, dtype=np.int64)
+    rows = np.arange(n)[:, None]
+    ids[rows, pos] = order
+    labels[rows, pos] = np.take_along_axis(val_of_key, order, axis=1)
+    return torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(labels, dtype=torch.long)
+
+
+def jl_matrix(p: int, n: int, seed: int) -> np.ndarray:
+    r"""Lemma 4: :math:`M\in\{\pm1/\sqrt p\}^{p\times n}` iid (numpy ``default_rng(seed)``)."""
+    p, n = _pos_int("p", p), _pos_int("n", n)
+    return np.random.default_rng(seed).choice([-1.0, 1.0], size=(p, n)) / math.sqrt(p)
+
+
+def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """Fraction of query positions (labels ≠ −100) where argmax over the |V| value classes is right."""
+    mask = labels != IGNORE_INDEX
+    return float((logits.argmax(-1)[mask] == labels[mask]).double().mean())
+
+
+def _conv2(x, c0, c1, b, relu=True):
+    """Size-2 causal conv with left zero padding: c0·x_{t−1} + c1·x_t − b (then ReLU). x (n, T, d)."""
+    prev = torch.nn.functional.pad(x, (0, 0, 1, 0))[:, :-1]
+    out = c0 * prev + c1 * x - b
+    return out.clamp_min(0) if relu else out
+
+
+def _s6_cumsum(xhat, Bt, Ct, backend):
+    r"""S6 with Λ = 0, Δ = 1: :math:`y_t=\sum_{s\le t}\hat x_s\langle B_s,C_t\rangle`. x̂ (n, T, d), B, C (n, T, N).
+
+    ``backend="dual"`` (default of the constructions) evaluates the quadratic dual form
+    :math:`y=(\mathrm{tril}(CB^\top))\hat x`, exact because every decay is 1 and much lighter than a
+    (n, d, N, T) scan; any scan backend name runs the library's :func:`selective_scan` instead (the tests
+    check that both agree)."""
+    if backend == "dual":
+        G = torch.tril(Ct @ Bt.transpose(1, 2))
+        return G @ xhat
+    u = xhat.transpose(1, 2).contiguous()
+    n, d, T = u.shape
+    N = Bt.shape[-1]
+    A = torch.zeros(d, N, dtype=u.dtype)
+    delta = torch.ones_like(u)
+    y = selective_scan(u, delta, A, Bt.transpose(1, 2).contiguous(), Ct.transpose(1, 2).contiguous(),
+                       backend=backend)
+    return y.transpose(1, 2)
+
+
+def thm2_logits(ids, kappa: int, V: int, *, p: int | None = None, N: int | None = None, bias: str = "corrected",
+                jl_seed: int = 0, backend: str = "dual"):
+    r"""Theorem 2 (Mamba without gate). ``p=None``: step 1 (one-hot values, d = κ+|V|, k=2, v=1, c₀=1, c₁=2,
+    b=1); ``p``: step 2 (JL values, d = κ+p, β=2, k=10, c₀=1, c₁=10, b=3) with output ``bias`` in
+    :data:`THM2_BIASES`. ``N`` (default κ) state columns; keys share column ``i mod N`` when N < κ."""
+    if bias not in THM2_BIASES:
+        raise ValueError(f"unknown bias {bias!r}; use one of {THM2_BIASES}.")
+    N = kappa if N is None else _pos_int("N", N)
+    if p is None:
+        k, v, c0, c1, b = 2.0, 1.0, 1.0, 2.0, 1.0
+        dv = V
+        codes = np.eye(V)                         # value code j: column j (dv × V)
+        shift = np.zeros(dv)
+    else:
+        k, c0, c1, b, beta = 10.0, 1.0, 10.0, 3.0, 2.0
+        dv = _pos_int("p", p)
+        codes = jl_matrix(dv, V, jl_seed)
+        shift = beta * np.ones(dv)
+    d = kappa + dv
+    E = np.zeros((kappa + V, d))
+    E[np.arange(kappa), np.arange(kappa)] = k
+    E[kappa:, kappa:] = (codes + shift[:, None]).T * (1.0 if p is not None else 1.0)
+    if p is None:
+        E[kappa:, kappa:] *= v
+    Wk = np.zeros((N, d))
+    Wk[np.arange(kappa) % N, np.arange(kappa)] = 1.0
+    Wo = np.zeros((V, d))
+    bo = np.zeros(V)
+    if p is None:
+        Wo[:, kappa:] = E[kappa:, kappa:]
+    else:
+        M = codes
+        if bias == "centered":
+            M = M - M.mean(axis=0, keepdims=True)   # (I − 11ᵀ/p) M_v
+        Wo[:, kappa:] = M.T
+        s = np.zeros(d)
+        s[kappa:] = c1 * beta - b
+        factor = {"printed": c0 * k * b, "typo": c0 * k - b, "corrected": (c0 * k - b) * (c1 * k - b),
+                  "centered": 0.0}[bias]
+        bo = -factor * (Wo @ s)
+    x = torch.as_tensor(E)[ids]
+    xhat = _conv2(x, c0, c1, b)
+    Bt = xhat @ torch.as_tensor(Wk).T
+    y = _s6_cumsum(xhat, Bt, Bt, backend)
+    return y @ torch.as_tensor(Wo).T + torch.as_tensor(bo)
+
+
+def thm3_logits(ids, kappa: int, V: int, *, pk: int | None = None, pv: int | None = None, jl_seed: int = 0,
+                backend: str = "dual"):
+    r"""Theorem 3 (Mamba-2, single head, no gate): keys one-hot (N = κ) or JL ``pk`` (N = pk), values one-hot
+    or JL ``pv``; conv_B = shift-1, conv_u = conv_C = id, σ = id, λ = 0, Δ = 1; readout = value codes."""
+    rng_seed = jl_seed
+    Mk = np.eye(kappa) if pk is None else jl_matrix(pk, kappa, rng_seed)
+    Mv = np.eye(V) if pv is None else jl_matrix(pv, V, rng_seed + 10_007)
+    dk, dv = Mk.shape[0], Mv.shape[0]
+    d = dk + dv
+    E = np.zeros((kappa + V, d))
+    E[:kappa, :dk] = Mk.T
+    E[kappa:, dk:] = Mv.T
+    x = torch.as_tensor(E)[ids]                                    # (n, T, d)
+    xB = torch.nn.functional.pad(x, (0, 0, 1, 0))[:, :-1]           # conv_B: shift by one
+    Bt = xB[..., :dk]                                              # W_k x_{t−1}, (n, T, N)
+    Ct = x[..., :dk]                                               # W_k x_t
+    n, T, _ = x.shape
+    if backend == "dual":
+        return _s6_cumsum(x, Bt, Ct, "dual") @ torch.as_tensor(E[kappa:]).T
+    y = ssd_scan(x[:, :, None, :].contiguous(), torch.ones(n, T, 1, dtype=x.dtype),
+                 torch.zeros(1, dtype=x.dtype), Bt[:, :, None, :].contiguous(), Ct[:, :, None, :].contiguous(),
+                 backend=backend)[:, :, 0, :]                       # (n, T, d)
+    Wo = E[kappa:]                                                 # rows v_l
+    return y @ torch.as_tensor(Wo).T
+
+
+def _householder_to_ones(M: np.ndarray) -> np.ndarray:
+    """Reflect the columns of M so that its last column becomes parallel to 1_p."""
+    p = M.shape[0]
+    a = M[:, -1] / np.linalg.norm(M[:, -1])
+    u = np.ones(p) / math.sqrt(p)
+    w = a - u
+    if np.linalg.norm(w) < 1e-14:
+        return M
+    H = np.eye(p) - 2.0 * np.outer(w, w) / (w @ w)
+    return H @ M
+
+
+def thm4_logits(ids, kappa: int, V: int, *, p: int | None = None, readout: str = "centered", beta: float = 1.0,
+                jl_seed: int = 0, backend: str = "dual"):
+    r"""Theorem 4 (S4D mixer with gate, N = 1). ``p=None``: step 1, d = κ|V| (one-hot value blocks);
+    ``p``: step 2, d = κp, JL codes rotated so :math:`Me_{|V|+1}\parallel\mathbf 1`, values :math:`Me_j+\beta\mathbf 1`;
+    ``readout`` ``"printed"`` (:math:`Me_l` tiled) or ``"centered"`` (erratum 7). k=10, v=1, c₀=10, c₁=1, b=100."""
+    if readout not in ("printed", "centered"):
+        raise ValueError(f"unknown readout {readout!r}; use 'printed' or 'centered'.")
+    k, c0, c1, b = 10.0, 10.0, 1.0, 100.0
+    if p is None:
+        codes, shift, read = np.eye(V), np.zeros(V), np.eye(V)
+    else:
+        M = _householder_to_ones(jl_matrix(_pos_int("p", p), V + 1, jl_seed))[:, :V]
+        codes, shift = M, beta * np.ones(p)
+        read = M - M.mean(axis=0, keepdims=True) if readout == "centered" else M
+    blk = codes.shape[0]
+    d = kappa * blk
+    E = np.zeros((kappa + V, d))
+    for i in range(kappa):
+        E[i, i * blk:(i + 1) * blk] = k
+    E[kappa:] = np.tile((codes + shift[:, None]).T, (1, kappa))
+    Wo = np.tile(read.T, (1, kappa))                                  # (V, d)
+    x = torch.as_tensor(E)[ids]
+    xhat = _conv2(x, c0, c1, b)
+    n, T, _ = x.shape
+    if backend == "dual":
+        y = torch.cumsum(xhat, dim=1)                                # S4D: Λ=0, Δ=B=C=1 → cumsum
+    else:
+        one = torch.ones(d, 1, dtype=x.dtype)
+        u = xhat.transpose(1, 2).contiguous()
+        y = selective_scan(u, torch.ones_like(u), torch.zeros(d, 1, dtype=x.dtype), one, one,
+                           backend=backend).transpose(1, 2)
+    y = x.clamp_min(0) * y                                           # gate: ReLU(identity·x_t) ⊙ y_t
+    return y @ torch.as_tensor(Wo).T
+
+
+def construction_accuracy(name: str, kappa: int, V: int, *, n: int = 1000, T: int = 100, seed: int = 0,
+                          **kwargs) -> float:
+    """Accuracy of construction ``name`` ∈ {thm2, thm3, thm4} on ``n`` fresh sequences from :func:`gen_mqar`."""
+    fns = {"thm2": thm2_logits, "thm3": thm3_logits, "thm4": thm4_logits}
+    if name not in fns:
+        raise ValueError(f"unknown construction {name!r}; use one of {sorted(fns)}.")
+    ids, labels = gen_mqar(n, T, kappa, V, seed)
+    correct = total = 0
+    chunk = max(1, 200_000 // (T * 64))  # keep (chunk, T, d) tensors small even for d = κ|V|
+    for i in range(0, n, chunk):
+        logits = fns[name](ids[i:i + chunk], kappa, V, **kwargs)
+        mask = labels[i:i + chunk] != IGNORE_INDEX
+        correct += int((logits.argmax(-1)[mask] == labels[i:i + chunk][mask]).sum())
+        total += int(mask.sum())
+    return correct / total
+
+
+def best_of_draws(name: str, kappa: int, V: int, draws: int = 3, **kwargs) -> tuple[float, float]:
+    """(max, mean) accuracy over ``draws`` JL draws (``jl_seed = 0..draws−1``)."""
+    accs = [construction_accuracy(name, kappa, V, jl_seed=s, **kwargs) for s in range(draws)]
+    return max(accs), float(np.mean(accs))
+
+
+def theory_dims(name: str, kappa: int, V: int, p: int | None = None, pk: int | None = None) -> dict:
+    """(d, N) of a construction: thm2 d = κ + (|V| or p), N = κ; thm3 d = (κ or pk) + (|V| or p), N = κ or pk;
+    thm4 d = κ·(|V| or p), N = 1."""
+    if name == "thm2":
+        return {"d": kappa + (V if p is None else p), "N": kappa}
+    if name == "thm3":
+        return {"d": (kappa if pk is None else pk) + (V if p is None else p), "N": kappa if pk is None else pk}
+    if name == "thm4":
+        return {"d": kappa * (V if p is None else p), "N": 1}
+    raise ValueError(f"unknown construction {name!r}; use thm2, thm3 or thm4.")
+
+
+def hashing_circuit_accuracy(kappa: int, V: int, D: int | None, N: int | None, *, theorem: int = 2, n: int = 200,
+                             T: int = 100, seed: int = 0, jl_seed: int = 0) -> float:
+    """Paper 002's designed hashing circuit (``theory.hashing_circuit``, its Thm 1 or Thm 2) run on *this*
+    paper's MQAR data (:func:`gen_mqar`): the circuit is token-agnostic, so its vocabulary is the κ + |V|
+    token ids and the readout is restricted to the value ids κ..κ+|V|−1 (paper 002's "values" readout).
+    Used for paper 002's Appendix I comparison. Raises ImportError if the module is absent."""
+    from .hashing_circuit import designed_model
+
+    model = designed_model(kappa + V, D, N, theorem=theorem, seed=jl_seed)
+    ids, labels = gen_mqar(n, T, kappa, V, seed)
+    correct = total = 0
+    with torch.no_grad():
+        for i in range(0, n, 50):
+            logits = model(ids[i:i + 50])[..., kappa:kappa + V]
+            mask = labels[i:i + 50] != IGNORE_INDEX
+            correct += int((logits.argmax(-1)[mask] == labels[i:i + 50][mask]).sum())
+            total += int(mask.sum())
+    return correct / total

@@ -1,0 +1,158 @@
+"""Views of Chapter 1: Altair charts (static book, sliders run in the browser) and an ipywidgets
+explorer that trains the |K| = 1 model live (Jupyter only; headless it draws its default view)."""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import torch
+from IPython.display import display
+
+from ..notebook import is_batch_run
+
+HALF_DASH = alt.condition(alt.datum.half == "first half (d < |V|)", alt.value([4, 3]), alt.value([1, 0]))
+
+
+def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 model") -> alt.VConcatChart:
+    """The four panels of Fig. 4 (output, state, input term, forgetting factor) over t, with a slider
+    over t that moves a rule on every panel and shows the vectors at that t in bar charts.
+    Dashed lines: first half d < |V|; solid: second half (the caption's convention)."""
+    t_min, t_max = int(frame.t.min()), int(frame.t.max())
+    t_sel = alt.param(name="t_sel", value=t_min + (t_max - t_min) // 2,
+                      bind=alt.binding_range(min=t_min, max=t_max, step=1, name="position t "))
+    panels = []
+    for panel in ("output", "state", "input term", "forgetting factor"):
+        sub = frame[frame.panel == panel]
+        base = alt.Chart(sub).encode(x=alt.X("t:Q", title="position t"))
+        lines = base.mark_line(strokeWidth=1.2).encode(
+            y=alt.Y("value:Q", title=panel), color=alt.Color("dim:N", title="dim d"),
+            strokeDash=alt.StrokeDash("half:N", title=None),
+            tooltip=["t", "token", "event", "dim", alt.Tooltip("value:Q", format=".3f")])
+        rule = alt.Chart(sub).mark_rule(color="black").encode(x="t:Q").transform_filter(alt.datum.t == t_sel)
+        bars = alt.Chart(sub).mark_bar().encode(
+            x=alt.X("dim:O", title="dim d"), y=alt.Y("value:Q", title=None),
+            color=alt.Color("half:N", legend=None),
+            tooltip=["dim", "event", alt.Tooltip("value:Q", format=".3f")],
+        ).transform_filter(alt.datum.t == t_sel).properties(width=200, height=120)
+        panels.append(alt.hconcat((lines + rule).properties(width=480, height=120), bars))
+    tokens = frame[(frame.panel == "output") & (frame.dim == 0)][["t", "token", "event"]]
+    strip = alt.Chart(tokens).mark_text(fontSize=9).encode(
+        x="t:Q", text="token:N", color=alt.Color("event:N", title="pair (x_{t-1}, x_t)")).properties(
+        width=480, height=18)
+    return alt.vconcat(strip, *panels).add_params(t_sel).properties(title=title)
+
+
+def wdelta_heatmap(W: torch.Tensor, title: str, transposed: bool = False) -> alt.Chart:
+    """Heat-map of W_Δ (2V × 2V). ``transposed=False``: PyTorch (out, in) — row = output channel,
+    column = input coordinate; ``True``: the paper's Fig. 8 orientation (rows = input coordinates)."""
+    A = W.detach().cpu().numpy()
+    if transposed:
+        A = A.T
+    n = A.shape[0]
+    rows, cols = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    frame = pd.DataFrame({"row": rows.ravel(), "col": cols.ravel(), "value": A.ravel()})
+    lim = float(np.abs(A).max()) or 1.0
+    ylab = "input coordinate (paper's row)" if transposed else "output channel (our row)"
+    xlab = "output channel" if transposed else "input coordinate (our column)"
+    return alt.Chart(frame).mark_rect().encode(
+        x=alt.X("col:O", title=xlab), y=alt.Y("row:O", title=ylab),
+        color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
+        tooltip=["row", "col", alt.Tooltip("value:Q", format=".3f")]).properties(width=220, height=220, title=title)
+
+
+def matrix_chart(M, title: str, row_title="row", col_title="column", width=220) -> alt.Chart:
+    """A diverging heat-map of any matrix (for gradients, W_o)."""
+    A = np.asarray(M.detach().cpu() if isinstance(M, torch.Tensor) else M, dtype=float)
+    rows, cols = np.meshgrid(np.arange(A.shape[0]), np.arange(A.shape[1]), indexing="ij")
+    frame = pd.DataFrame({"row": rows.ravel(), "col": cols.ravel(), "value": A.ravel()})
+    lim = float(np.abs(A).max()) or 1.0
+    return alt.Chart(frame).mark_rect().encode(
+        x=alt.X("col:O", title=col_title), y=alt.Y("row:O", title=row_title),
+        color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
+        tooltip=["row", "col", alt.Tooltip("value:Q", format=".4f")]).properties(
+        width=width, height=width * A.shape[0] / A.shape[1], title=title)
+
+
+def bc_chart(model, ids, num_keys: int, title: str) -> alt.VConcatChart:
+    """Figs. 5/6: B(x̂_t), C(x̂_t) (one line per state n) and the output over t, writes/reads marked."""
+    from ..tasks.latest_value import EVENT_NAMES, pair_events
+
+    ids = torch.as_tensor(ids).reshape(1, -1)
+    with torch.no_grad():
+        logits, it = model(ids, return_internals=True)
+    x = ids[0].numpy()
+    ev = [EVENT_NAMES[e] for e in pair_events(x, num_keys)]
+    charts = []
+    for name, val in (("B(x̂_t)", it["B"][0]), ("C(x̂_t)", it["C"][0]), ("output y_t W_o", logits[0])):
+        v = val.numpy()
+        frame = pd.DataFrame({"t": np.repeat(np.arange(len(x)), v.shape[1]), "component": np.tile(np.arange(v.shape[1]), len(x)),
+                              "value": v.ravel(), "token": np.repeat(x, v.shape[1]), "event": np.repeat(ev, v.shape[1])})
+        line = alt.Chart(frame).mark_line(strokeWidth=1.2).encode(
+            x=alt.X("t:Q", title="position t"), y=alt.Y("value:Q", title=name), color="component:N",
+            tooltip=["t", "token", "event", "component", alt.Tooltip("value:Q", format=".3f")])
+        marks = alt.Chart(frame.drop_duplicates("t")).mark_rule(opacity=0.25).encode(
+            x="t:Q", color=alt.Color("event:N", scale=alt.Scale(domain=[EVENT_NAMES[1], EVENT_NAMES[2]],
+                                                                range=["#d62728", "#2ca02c"]), title="event")
+        ).transform_filter(alt.FieldOneOfPredicate("event", [EVENT_NAMES[1], EVENT_NAMES[2]]))
+        charts.append(alt.layer(marks, line).resolve_scale(color="independent").properties(width=560, height=110))
+    return alt.vconcat(*charts).properties(title=title)
+
+
+def lemma_trajectory_chart(frame: pd.DataFrame) -> alt.Chart:
+    """GD on M-th: key column, frequency diagonal, W[V,V], W[0,0] and accuracy over steps."""
+    long = frame.melt("step", value_vars=["key_column", "frequency_diag", "W[V,V]", "W[0,0]", "accuracy"],
+                      var_name="quantity", value_name="value")
+    return alt.Chart(long).mark_line().encode(x="step:Q", y="value:Q", color="quantity:N",
+                                              tooltip=["step", "quantity", alt.Tooltip("value:Q", format=".3f")]
+                                              ).properties(width=520, height=240, title="Gradient descent from W_Δ = 0")
+
+
+def regime_explorer(sizes: dict, seed: int = 0, steps: int = 400, window: int = 48):
+    """Jupyter: train the |K| = 1 model live (steps slider), pick a test sequence and a regime; shows the
+    Fig. 4 panels and the regime's mean forgetting factor / input term. Headless: returns None."""
+    if is_batch_run():
+        print("(static view above; open the notebook in Jupyter for the live explorer)")
+        return None
+    import ipywidgets as w
+
+    from ..analysis.recall_probes import pair_table, probe_frame
+    from ..experiments.ch1_training import train_recall
+
+    out = w.Output()
+    state = {}
+
+    def retrain(_=None):
+        with out:
+            out.clear_output()
+            print(f"training {steps_w.value} steps …")
+            state["tr"] = train_recall({**sizes, "steps": steps_w.value}, seed=seed)
+            print(f"held-out query accuracy {state['tr'].test_accuracy:.4f}")
+        redraw()
+
+    def redraw(_=None):
+        if "tr" not in state:
+            return
+        tr = state["tr"]
+        with out:
+            out.clear_output(wait=True)
+            print(f"held-out query accuracy {tr.test_accuracy:.4f}")
+            ids = tr.test_set.inputs[seq_w.value]
+            display(fig4_chart(probe_frame(tr.model, ids, 0, window), f"test sequence {seq_w.value}"))
+            tab = pair_table(tr.model)
+            V = tr.model.vocab_size
+            pick = {"write (0, v)": (0, slice(1, V)), "read (x, 0)": (slice(1, V), 0),
+                    "forget (v1, v2)": (slice(1, V), slice(1, V))}[regime_w.value]
+            f = tab["forget"][pick].reshape(-1, 2 * V).mean(0)
+            i = tab["input_term"][pick].reshape(-1, 2 * V).mean(0)
+            display(pd.DataFrame({"forgetting factor": f.numpy(), "input term": i.numpy()}).T.round(3))
+
+    steps_w = w.IntSlider(value=steps, min=50, max=3000, step=50, description="steps")
+    seq_w = w.IntSlider(value=0, min=0, max=sizes["test_size"] - 1, description="sequence")
+    regime_w = w.Dropdown(options=["write (0, v)", "read (x, 0)", "forget (v1, v2)"], description="regime")
+    button = w.Button(description="train")
+    button.on_click(retrain)
+    seq_w.observe(redraw, names="value")
+    regime_w.observe(redraw, names="value")
+    display(w.VBox([w.HBox([steps_w, button]), w.HBox([seq_w, regime_w]), out]))
+    retrain()
+    return out

@@ -1,0 +1,155 @@
+"""Charts and explorers of Chapter 2 (paper 002): heatmaps of matrices (weights, G operators, hash tables,
+attention maps), (D, N) accuracy heatmaps with browser-side sliders for V and N_f, and an ipywidgets
+explorer that trains a tiny simplified Mamba and shows its hash table."""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import torch
+from IPython.display import display
+
+from ..notebook import is_batch_run
+
+__all__ = ["matrix_heatmap", "matrices_row", "theory_slider_chart", "grid_heatmaps", "line_chart",
+           "hash_table_explorer", "theory_grid_frame"]
+
+
+def _pool(M: np.ndarray, max_cells: int) -> tuple[np.ndarray, int, int]:
+    """Mean-pool a matrix so that each side has at most ``max_cells`` entries (keeps signs)."""
+    r = int(np.ceil(M.shape[0] / max_cells))
+    c = int(np.ceil(M.shape[1] / max_cells))
+    if r == 1 and c == 1:
+        return M, 1, 1
+    R, C = -(-M.shape[0] // r) * r, -(-M.shape[1] // c) * c
+    P = np.zeros((R, C))
+    P[:M.shape[0], :M.shape[1]] = M
+    return P.reshape(R // r, r, C // c, c).mean((1, 3)), r, c
+
+
+def matrix_heatmap(M, title: str, *, x_title="column", y_title="row", max_cells: int = 64, width=220,
+                   height=220, diverging: bool = True) -> alt.Chart:
+    """A heatmap of a 2-D array (rows top to bottom), mean-pooled to ≤ ``max_cells`` per side."""
+    M = torch.as_tensor(M).detach().double().cpu().numpy()
+    P, r, c = _pool(M, max_cells)
+    rows, cols = np.indices(P.shape)
+    lim = float(np.abs(P).max()) or 1.0
+    # 3 significant digits relative to the largest entry keep the embedded page small
+    frame = pd.DataFrame({"row": rows.ravel() * r, "col": cols.ravel() * c,
+                          "value": np.round(P.ravel(), max(0, 2 - int(np.floor(np.log10(lim)))))})
+    scale = (alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True) if diverging
+             else alt.Scale(scheme="viridis"))
+    pooled = f" (pooled {r}×{c})" if r * c > 1 else ""
+    return (alt.Chart(frame).mark_rect().encode(
+        x=alt.X("col:O", title=x_title + pooled, axis=alt.Axis(labels=False, ticks=False)),
+        y=alt.Y("row:O", title=y_title, axis=alt.Axis(labels=False, ticks=False)),
+        color=alt.Color("value:Q", scale=scale, legend=None),
+        tooltip=["row", "col", alt.Tooltip("value:Q", format=".3f")])
+        .properties(title=title, width=width, height=height))
+
+
+def matrices_row(mats: dict, **kw) -> alt.HConcatChart:
+    """Several :func:`matrix_heatmap` side by side: ``{title: matrix}``."""
+    return alt.hconcat(*[matrix_heatmap(M, t, **kw) for t, M in mats.items()]).resolve_scale(color="independent")
+
+
+def theory_grid_frame(Vs, Nfs, Ds, Ns, laws=("eq15", "eq15_consistent", "eq77", "rev_mV")) -> pd.DataFrame:
+    """Long frame (V_i, Nf_i, D, N, law, p) of the probabilistic laws over the grid (V_i, Nf_i: positions in
+    ``Vs``, ``Nfs``)."""
+    from ..theory.capacity import p_success
+
+    rows = []
+    for vi, V in enumerate(Vs):
+        for fi, Nf in enumerate(Nfs):
+            if V < 4 * Nf:
+                continue
+            for law in laws:
+                for D in Ds:
+                    for N in Ns:
+                        rows.append(dict(V_i=vi, Nf_i=fi, D=D, N=N, law=law,
+                                         p=round(p_success(V, Nf, D, N, law), 4)))
+    return pd.DataFrame(rows)
+
+
+def theory_slider_chart(frame: pd.DataFrame, Vs, Nfs, V0, Nf0, measured: pd.DataFrame | None = None) -> alt.Chart:
+    """(D, N) heatmaps of every law (columns), sliders over V and N_f (positions in ``Vs``/``Nfs``).
+    ``frame`` from :func:`theory_grid_frame`.
+    ``measured`` (optional; columns V, Nf, D, N, source, p) adds the measured grids as more columns."""
+    v_sl = alt.param(name="V_i", value=Vs.index(V0), bind=alt.binding_range(min=0, max=len(Vs) - 1, step=1,
+                                                                             name=f"V index {Vs}"))
+    f_sl = alt.param(name="Nf_i", value=Nfs.index(Nf0), bind=alt.binding_range(min=0, max=len(Nfs) - 1, step=1,
+                                                                                name=f"N_f index {Nfs}"))
+    data = frame.rename(columns={"law": "source"})
+    if measured is not None and len(measured):
+        m = measured.copy()
+        m["V_i"] = m["V"].map(lambda v: Vs.index(v) if v in Vs else -1)
+        m["Nf_i"] = m["Nf"].map(lambda v: Nfs.index(v) if v in Nfs else -1)
+        data = pd.concat([data, m[data.columns]], ignore_index=True)
+    return (alt.Chart(data).mark_rect().encode(
+        x=alt.X("D:O", title="D"), y=alt.Y("N:O", title="N", sort="descending"),
+        color=alt.Color("p:Q", scale=alt.Scale(domain=[0, 1], scheme="viridis"), title="accuracy / p"),
+        column=alt.Column("source:N", title=None),
+        tooltip=["source", "D", "N", alt.Tooltip("p:Q", format=".3f")])
+        .add_params(v_sl, f_sl)
+        .transform_filter((alt.datum.V_i == v_sl) & (alt.datum.Nf_i == f_sl))
+        .properties(width=150, height=150, title="predicted p(success) and measured accuracy over (D, N)"))
+
+
+def grid_heatmaps(frame: pd.DataFrame, columns: list[str], title: str) -> alt.Chart:
+    """(D, N) heatmaps of several accuracy columns of one regime (Fig. 6 layout)."""
+    long = frame.melt(id_vars=["D", "N"], value_vars=columns, var_name="column", value_name="acc")
+    return (alt.Chart(long).mark_rect().encode(
+        x=alt.X("D:O"), y=alt.Y("N:O", sort="descending"),
+        color=alt.Color("acc:Q", scale=alt.Scale(domain=[0, 1], scheme="viridis")),
+        column=alt.Column("column:N", sort=columns, title=None),
+        tooltip=["column", "D", "N", alt.Tooltip("acc:Q", format=".3f")])
+        .properties(width=130, height=130, title=title))
+
+
+def line_chart(frame: pd.DataFrame, x: str, y: str, color: str, title: str, log_x=False) -> alt.Chart:
+    return (alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", base=2) if log_x else alt.Scale()),
+        y=alt.Y(f"{y}:Q", scale=alt.Scale(domain=[0, 1])), color=f"{color}:N",
+        tooltip=[x, y, color]).properties(width=320, height=220, title=title))
+
+
+def _train_tiny(V, Nf, D, N, steps, seed):
+    from ..models.linear_mamba import LinearMamba, ensemble_accuracy, train_ensemble
+    from ..tasks.mqar_variants import batch_fn, mqar
+
+    L = 4 * Nf
+    model = LinearMamba(V, D, N, seed=seed)
+    ev = mqar(V, Nf, L, 200, 10 ** 6)
+    train_ensemble(model, batch_fn(V, Nf, L, 64, seed), steps=steps, overrides=dict(warmup=20, hold=20),
+                   num_threads=1)
+    return model, float(ensemble_accuracy(model, *ev)[0])
+
+
+def hash_table_explorer(V=64, Nf=8, D=32, N=8, steps=150, seed=0):
+    """ipywidgets: train a tiny simplified Mamba at (V, N_f, D, N) and show its hash table H''_t next to the
+    ideal H_t (Fig. 3). Headless: prints a note and returns None (the notebook draws the default view)."""
+    if is_batch_run():
+        print("(static view: open this notebook in Jupyter to train a model at other (D, N, V, N_f))")
+        return None
+    import ipywidgets as w
+
+    from ..analysis.hashing import hash_tables, ideal_table
+    from ..tasks.mqar_variants import mqar
+
+    def draw(V, Nf, D, N, steps):
+        if V <= 4 * Nf:
+            print(f"MQAR needs V > L = 4 N_f = {4 * Nf}: raise V or lower N_f.")
+            return
+        model, acc = _train_tiny(V, Nf, D, N, steps, seed)
+        x, _ = mqar(V, Nf, 4 * Nf, 1, 7)
+        H2 = hash_tables(model, model.member_weights(0), x, 2 * Nf - 1)["H2"][0]
+        ideal = ideal_table(x[0, 0:2 * Nf:2], x[0, 1:2 * Nf:2], V)
+        print(f"held-out accuracy {acc:.3f}")
+        h = V // 2
+        display(matrices_row({"ideal H_t (values × keys)": ideal[h:, :h],
+                              "model H''_t (values × keys)": H2[h:, :h]}, max_cells=64))
+
+    return w.interact_manual(draw, V=w.IntSlider(value=V, min=32, max=256, step=32),
+                             Nf=w.IntSlider(value=Nf, min=2, max=16), D=w.IntSlider(value=D, min=4, max=128, step=4),
+                             N=w.IntSlider(value=N, min=1, max=64), steps=w.IntSlider(value=steps, min=50, max=1000,
+                                                                                       step=50))

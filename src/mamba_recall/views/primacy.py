@@ -1,0 +1,149 @@
+"""Charts and explorers of Chapter 4 (paper 004): recall-by-position curves, the channel map, live ablation.
+
+Static book: Altair charts whose sliders / selections filter precomputed long-format tables in the
+browser (offline renderer of :mod:`mamba_recall.plots`). Jupyter: :func:`ablation_explorer`, an
+ipywidgets panel that re-runs the recall evaluation under a chosen ablation (built only when
+``not is_batch_run()``; its default view is drawn statically otherwise).
+"""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ..analysis import channels as ch
+from ..analysis.interventions import summary
+
+__all__ = ["ablation_explorer", "channel_map_chart", "channel_map_frame", "curve_frame", "delta_heatmap",
+           "layer_counts_chart", "recall_chart", "recall_explorer_chart"]
+
+
+def curve_frame(correct: np.ndarray, **labels) -> pd.DataFrame:
+    """Long table of one recall curve: k, acc, Wilson lo/hi, plus constant label columns."""
+    s = summary(correct)
+    df = pd.DataFrame({"k": np.arange(1, s["L"] + 1), "acc": s["acc"], "lo": s["lo"], "hi": s["hi"]})
+    for key, val in labels.items():
+        df[key] = val
+    return df
+
+
+def recall_chart(frame: pd.DataFrame, color: str = "condition", facet: str | None = None, title: str = "",
+                 width: int = 260) -> alt.Chart:
+    """Recall vs queried position with 95 % Wilson bands, one line per ``color``."""
+    base = alt.Chart(frame).encode(x=alt.X("k:Q", title="queried position k"),
+                                   color=alt.Color(f"{color}:N"))
+    band = base.mark_area(opacity=0.18).encode(y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])),
+                                              y2="hi:Q")
+    line = base.mark_line(point=True).encode(y="acc:Q", tooltip=["k", color, alt.Tooltip("acc:Q", format=".3f")])
+    chart = (band + line).properties(width=width, height=200)
+    if facet:
+        chart = chart.facet(column=alt.Column(f"{facet}:N", title=None))
+    return chart.properties(title=title) if title else chart
+
+
+def recall_explorer_chart(frame: pd.DataFrame, Ls: list[int], conditions: list[str]) -> alt.Chart:
+    """Recall explorer (spec §9.2 #1): a slider over L and a dropdown over the condition, filtering a
+    precomputed table with columns L, condition, variant, k, acc, lo, hi."""
+    L_slider = alt.param(name="L_i", value=0, bind=alt.binding_range(min=0, max=len(Ls) - 1, step=1,
+                                                                     name=f"L index (values {Ls})"))
+    cond = alt.param(name="cond", value=conditions[0], bind=alt.binding_select(options=conditions, name="condition "))
+    frame = frame.assign(L_i=frame["L"].map({L: i for i, L in enumerate(Ls)}))
+    base = alt.Chart(frame).transform_filter((alt.datum.L_i == L_slider) & (alt.datum.condition == cond)).encode(
+        x=alt.X("k:Q", title="queried position k"), color=alt.Color("variant:N"))
+    band = base.mark_area(opacity=0.18).encode(y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])),
+                                              y2="hi:Q")
+    line = base.mark_line(point=True).encode(y="acc:Q", tooltip=["L", "k", "variant", alt.Tooltip("acc:Q", format=".3f")])
+    return (band + line).add_params(L_slider, cond).properties(width=480, height=240,
+                                                               title="Recall by position (slide L, pick a condition)")
+
+
+def channel_map_frame(stats: ch.ChannelStats, grid=ch.GRID) -> pd.DataFrame:
+    """Per (layer, channel): S = ΣΔ, its rank within the layer, and long-term membership for every (τ, p)."""
+    rows = []
+    for layer, (S, M) in enumerate(zip(stats.S, stats.M)):
+        order = np.argsort(S.numpy())
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        for tau in grid:
+            P = ch.P_tau(M, tau).numpy()
+            for p in grid:
+                sel = P > p
+                rows.append(pd.DataFrame({"layer": layer, "channel": np.arange(len(S)), "rank": rank,
+                                          "S": S.numpy(), "P": P, "tau": tau, "p": p, "long_term": sel}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def channel_map_chart(frame: pd.DataFrame, grid=ch.GRID, tau0=0.7, p0=0.7) -> alt.Chart:
+    """Channel map (spec §9.2 #2): layer × channel (sorted by S = ΣΔ), coloured by long-term membership;
+    sliders for τ and p re-select from the precomputed closed-form table."""
+    grid = list(grid)
+    t = alt.param(name="tau_i", value=grid.index(tau0), bind=alt.binding_range(min=0, max=len(grid) - 1, step=1,
+                                                                              name=f"τ index (values {grid})"))
+    q = alt.param(name="p_i", value=grid.index(p0), bind=alt.binding_range(min=0, max=len(grid) - 1, step=1,
+                                                                          name=f"p index (values {grid})"))
+    frame = frame.assign(tau_i=frame["tau"].map({v: i for i, v in enumerate(grid)}),
+                         p_i=frame["p"].map({v: i for i, v in enumerate(grid)}),
+                         logS=np.log10(frame["S"].clip(lower=1e-8)))
+    return (
+        alt.Chart(frame)
+        .transform_filter((alt.datum.tau_i == t) & (alt.datum.p_i == q))
+        .mark_rect()
+        .encode(x=alt.X("rank:O", title="channel (sorted by S = ΣΔ within the layer)", axis=None),
+                y=alt.Y("layer:O", title="layer"),
+                color=alt.Color("long_term:N", title="long-term", scale=alt.Scale(domain=[False, True],
+                                                                                 range=["#d9d9d9", "#d62728"])),
+                tooltip=["layer", "channel", alt.Tooltip("S:Q", format=".4f"), alt.Tooltip("P:Q", format=".2f")])
+        .add_params(t, q)
+        .properties(width=560, height=28 * int(frame["layer"].nunique()),
+                    title="Long-term channels (slide τ and p; red = P(τ) > p)")
+    )
+
+
+def layer_counts_chart(frame: pd.DataFrame) -> alt.Chart:
+    """Bars of long-term channels per layer (Fig. 3a analogue); ``frame``: layer, count."""
+    return alt.Chart(frame).mark_bar().encode(x=alt.X("layer:O"), y=alt.Y("count:Q", title="long-term channels"),
+                                              tooltip=["layer", "count"]).properties(width=220, height=180)
+
+
+def delta_heatmap(frame: pd.DataFrame, title: str) -> alt.Chart:
+    """Fig. 7 analogue: mean Δ per layer × position, one panel per period k; ``frame``: k, layer, t, delta."""
+    return (alt.Chart(frame).mark_rect()
+            .encode(x=alt.X("t:O", title="position", axis=alt.Axis(values=list(range(0, 64, 8)))),
+                    y=alt.Y("layer:O"), color=alt.Color("delta:Q", title="mean Δ", scale=alt.Scale(scheme="viridis")),
+                    tooltip=["k", "layer", "t", alt.Tooltip("delta:Q", format=".4f")])
+            .properties(width=220, height=60)
+            .facet(column=alt.Column("k:O", title="period k"))
+            .properties(title=title))
+
+
+def ablation_explorer(model, make_contexts, channel_sets: dict, *, Ls=(8, 16), default=("none", 8, "first triple")):
+    """ipywidgets panel (Jupyter only): pick L, the channel set (none / identified / random …) and the
+    ablation window; the recall curve is recomputed live with :func:`recall_by_position`.
+
+    ``make_contexts(L, variant)`` → RecallContexts; ``channel_sets``: {name: {layer: channels}}.
+    In a batch run the default view is drawn statically and no widget is built.
+    """
+    from IPython.display import display
+
+    from ..analysis.interventions import first_triplet_steps, recall_by_position
+    from ..notebook import is_batch_run
+
+    windows = {"first triple": first_triplet_steps(), "all steps": "all"}
+
+    def draw(name, L, window):
+        frames = []
+        for variant in ("repeated", "random"):
+            c = recall_by_position(model, make_contexts(L, variant), channels=channel_sets[name], steps=windows[window])
+            frames.append(curve_frame(c, variant=variant))
+        display(recall_chart(pd.concat(frames), color="variant",
+                             title=f"L = {L}, ablation: {name} ({window})", width=420))
+
+    if is_batch_run():
+        print("(static view: open this notebook in Jupyter to choose the ablation live)")
+        draw(*default)
+        return None
+    import ipywidgets as w
+
+    return w.interact(draw, name=w.Dropdown(options=list(channel_sets), value=default[0], description="channels"),
+                      L=w.Dropdown(options=list(Ls), value=default[1], description="L"),
+                      window=w.Dropdown(options=list(windows), value=default[2], description="window"))

@@ -1,0 +1,118 @@
+"""Charts and explorers of Chapter 3 (paper 003): the wavelet sliders and the MQAR-construction explorer.
+
+* :func:`haar_slider_frame` / :func:`haar_slider_chart` — Altair sliders over (j, k, sharpness
+  log₁₀|w_Δ|) drawing ψ_{j,k} and its S6 approximation g^{M₁} − 2g^{M₂} + g^{M₃} (Thm. 1, Fig. A.1),
+  precomputed so they run in the static book.
+* :func:`mqar_grid` / :func:`mqar_grid_chart` — accuracy of each MQAR construction (as printed / corrected)
+  against the code size p, with κ and |V| sliders (static); :func:`mqar_explorer` — the live ipywidgets
+  version (κ, |V|, d, N → accuracy), built only in Jupyter.
+"""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ..theory.haar import _wavelet_from_bases, haar_psi
+from ..theory.mqar_constructions import construction_accuracy, theory_dims
+
+VARIANTS = {
+    # name: (construction, kwargs builder(p) , description)
+    "Thm 2, bias as printed": ("thm2", lambda p: dict(p=p, bias="printed")),
+    "Thm 2, corrected bias": ("thm2", lambda p: dict(p=p, bias="corrected")),
+    "Thm 2, centered readout": ("thm2", lambda p: dict(p=p, bias="centered")),
+    "Thm 3, JL values (keys one-hot)": ("thm3", lambda p: dict(pv=p)),
+    "Thm 4, readout as printed": ("thm4", lambda p: dict(p=p, readout="printed")),
+    "Thm 4, centered readout": ("thm4", lambda p: dict(p=p, readout="centered")),
+}
+
+
+def haar_slider_frame(js=(0, 1, 2), sharpness=(1, 2, 3, 4), points: int = 161, quad_points: int = 40_001):
+    """Wide frame (j, k, sharpness, s, psi, s6) of ψ_{j,k} and its 3-basis S6 approximation
+    (kept under Altair's 5000-row limit: 7 (j, k) × 4 sharpness × 161 points by default)."""
+    s = np.linspace(0.0, 1.0, quad_points)
+    pick = np.linspace(0, quad_points - 1, points).astype(int)
+    frames = []
+    for j in js:
+        for k in range(2 ** j):
+            psi = haar_psi(j, k, s[pick])
+            psi[-1] = psi[-2]
+            for sh in sharpness:
+                approx, _ = _wavelet_from_bases(j, k, -10.0 ** sh, s)
+                frames.append(pd.DataFrame(dict(j=j, k=k, sharpness=sh, s=s[pick], psi=psi, s6=approx[pick])))
+    return pd.concat(frames, ignore_index=True)
+
+
+def haar_slider_chart(frame: pd.DataFrame) -> alt.Chart:
+    js, shs = sorted(frame.j.unique()), sorted(frame.sharpness.unique())
+    j = alt.param("j", value=int(js[-1]), bind=alt.binding_range(min=int(js[0]), max=int(js[-1]), step=1, name="scale j "))
+    k = alt.param("k", value=0, bind=alt.binding_range(min=0, max=2 ** int(js[-1]) - 1, step=1,
+                                                      name="shift k (< 2^j) "))
+    sh = alt.param("sh", value=int(shs[len(shs) // 2]), bind=alt.binding_range(
+        min=int(shs[0]), max=int(shs[-1]), step=1, name="sharpness log10|w_Δ| "))
+    return (alt.Chart(frame).transform_filter((alt.datum.j == j) & (alt.datum.k == k) & (alt.datum.sharpness == sh))
+            .transform_fold(["psi", "s6"], as_=["curve", "value"])
+            .mark_line().encode(
+                x=alt.X("s:Q", title="s"), y=alt.Y("value:Q", title="value"),
+                color=alt.Color("curve:N", title=None, scale=alt.Scale(domain=["psi", "s6"])),
+                strokeDash=alt.StrokeDash("curve:N", legend=None))
+            .add_params(j, k, sh)
+            .properties(width=520, height=240,
+                        title="Haar wavelet ψ_jk (psi) and its S6 approximation g1 − 2 g2 + g3 (s6), Thm. 1"))
+
+
+def mqar_grid(kappas, Vs, ps, n: int = 100, T: int = 100, draws: int = 2) -> pd.DataFrame:
+    """Best-of-``draws`` accuracy of every variant in :data:`VARIANTS` on a (κ, |V|, p) grid."""
+    rows = []
+    for kappa in kappas:
+        for V in Vs:
+            for p in ps:
+                for name, (cons, kw) in VARIANTS.items():
+                    accs = [construction_accuracy(cons, kappa, V, n=n, T=T, seed=1, jl_seed=s, **kw(p))
+                            for s in range(draws)]
+                    dims = theory_dims(cons, kappa, V, p=p)
+                    rows.append(dict(kappa=kappa, V=V, p=p, variant=name, accuracy=max(accs), d=dims["d"], N=dims["N"]))
+    return pd.DataFrame(rows)
+
+
+def mqar_grid_chart(frame: pd.DataFrame) -> alt.Chart:
+    ks, Vs = sorted(frame.kappa.unique()), sorted(frame.V.unique())
+    kp = alt.param("kappa", value=int(ks[0]), bind=alt.binding_select(options=[int(v) for v in ks], name="κ "))
+    vp = alt.param("V", value=int(Vs[-1]), bind=alt.binding_select(options=[int(v) for v in Vs], name="|V| "))
+    return (alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("p:Q", title="JL code size p"), y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("variant:N"), tooltip=["variant", "p", "d", "N", "accuracy"])
+        .add_params(kp, vp).transform_filter((alt.datum.kappa == kp) & (alt.datum.V == vp))
+        .properties(width=480, height=260, title="MQAR constructions: as printed vs corrected (best of draws)"))
+
+
+def mqar_explorer(kappa: int = 8, V: int = 128, p: int = 16, N: int | None = None, n: int = 200):
+    """ipywidgets explorer (Jupyter only): construction, κ, |V|, p (sets d) and N (Thm 2) → accuracy."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    out = w.Output()
+    variant = w.Dropdown(options=list(VARIANTS) + ["Thm 2, one-hot (N columns)"], value="Thm 2, corrected bias",
+                         description="construction")
+    ks = w.IntSlider(value=kappa, min=2, max=32, description="κ")
+    vs = w.IntSlider(value=V, min=16, max=512, step=16, description="|V|")
+    ps = w.IntSlider(value=p, min=2, max=64, description="p")
+    ns = w.IntSlider(value=N or kappa, min=1, max=32, description="N (Thm 2)")
+
+    def draw(*_):
+        with out:
+            out.clear_output(wait=True)
+            if variant.value.startswith("Thm 2, one-hot"):
+                acc = construction_accuracy("thm2", ks.value, vs.value, n=n, N=ns.value)
+                d = ks.value + vs.value
+                print(f"d = {d}, N = {ns.value}: accuracy {acc:.3f} on {n} sequences")
+                return
+            cons, kw = VARIANTS[variant.value]
+            acc = construction_accuracy(cons, ks.value, vs.value, n=n, **kw(ps.value))
+            dims = theory_dims(cons, ks.value, vs.value, p=ps.value)
+            print(f"d = {dims['d']}, N = {dims['N']}: accuracy {acc:.3f} on {n} sequences")
+
+    for c in (variant, ks, vs, ps, ns):
+        c.observe(draw, "value")
+    draw()
+    display(w.VBox([variant, w.HBox([ks, vs]), w.HBox([ps, ns]), out]))

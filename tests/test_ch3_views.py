@@ -1,0 +1,27 @@
+"""Chapter 3 views: static charts stay under Altair's row limit and serialise; presets are complete."""
+import pandas as pd
+
+from mamba_recall.presets import experiment
+from mamba_recall.presets.ch3 import EXPERIMENTS
+from mamba_recall.views.selectivity import haar_slider_chart, haar_slider_frame, mqar_grid, mqar_grid_chart
+
+
+def test_haar_slider_frame_fits_row_limit_in_both_presets():
+    for preset in ("ci", "paper"):
+        hs = experiment("ch3.haar", preset)
+        frame = haar_slider_frame(hs["slider_js"], hs["slider_sharpness"], points=hs["slider_points"], quad_points=2001)
+        assert len(frame) <= 5000
+        spec = haar_slider_chart(frame).to_dict()
+        assert {p["name"] for p in spec["params"]} >= {"j", "k", "sh"}
+
+
+def test_mqar_grid_chart():
+    frame = mqar_grid([4], [32], [8], n=20, draws=1).rename(columns={})
+    assert set(frame.variant) and frame.accuracy.between(0, 1).all()
+    mqar_grid_chart(frame).to_dict()
+
+
+def test_ch3_presets_have_both_sizes():
+    for name, sizes in EXPERIMENTS.items():
+        assert name.startswith("ch3.") and set(sizes) == {"ci", "paper"}
+        assert isinstance(experiment(name, "paper"), dict)
