@@ -10,7 +10,8 @@ writes ``results/ch2_scaling_<preset>.json`` (+ CSV tables) with:
   (c) the trained simplified model (max over seeds), (d) the trained full Mamba (paper preset only);
 * ``multilayer`` — Fig. 7, accuracy vs (Λ, N), Alg. 2 with residual;
 * ``repetition`` — Figs. 10–11, repeating keys / queries, 1..3 layers;
-* ``ablation`` — Tab. 10 rows C, D, E with the linear model (d_conv 4 / 2 / none);
+* ``ablation`` — Tab. 10: rows Base, A, B with the selective model (Δ, d_conv 4; Ā learned / Ā = I / no gate)
+  and rows C, D, E with the linear model (d_conv 4 / 2 / none);
 * ``speed`` — training steps/s of the simplified model and the speed-up from ensembling.
 
 All trained simplified models of one experiment train **together** as one :class:`LinearMamba` ensemble
@@ -28,7 +29,7 @@ import time
 import pandas as pd
 import torch
 
-from ..models.linear_mamba import LinearMamba, ensemble_accuracy, train_ensemble
+from ..models.linear_mamba import LinearMamba, SelectiveAblationMamba, ensemble_accuracy, train_ensemble
 from ..presets import experiment
 from ..results import save_bundle
 from ..tasks.mqar_variants import batch_fn, mqar, mqar_repeated_keys, mqar_repeated_queries
@@ -162,17 +163,50 @@ def run_repetition(cfg, device, log):
     return pd.DataFrame(rows)
 
 
+def train_selective_rows(row, c, cfg, device):
+    """Tab. 10 rows Base / A / B: ``c["seeds"]`` members of one :class:`SelectiveAblationMamba` ensemble (d_conv 4),
+    trained as the linear rows (:func:`train_members`: same data stream, recipe, schedule, early stop). App. K trains
+    Base and A with half the batch (S = 112 vs 224) for the same 10 epochs, i.e. twice the steps: rows listed in
+    ``c["half_batch_rows"]`` get batch ``c["batch"] // 2`` and ``2 · c["steps"]`` steps (same number of samples)."""
+    half = row in c.get("half_batch_rows", ())
+    steps, batch = (2 * c["steps"], c["batch"] // 2) if half else (c["steps"], c["batch"])
+    ev = mqar(c["V"], c["Nf"], c["L"], cfg["n_eval"], EVAL_SEED)
+    model = SelectiveAblationMamba(c["V"], c["D"], c["N"], row, d_conv=4, ensemble=c["seeds"], seed=0,
+                                   device=device)
+    r = train_ensemble(model, batch_fn(c["V"], c["Nf"], c["L"], batch, 0), steps=steps, eval_batch=ev,
+                       eval_every=max(50, steps // 6), target_accuracy=0.999, seed=0, device=device,
+                       overrides=dict(warmup=min(cfg["warmup"], steps - 1), hold=cfg["hold"], batch_size=batch))
+    curve = [(h["step"], sum(h["accuracy"]) / len(h["accuracy"])) for h in r.history if "accuracy" in h]
+    return r.best_accuracy, curve
+
+
 def run_ablation(cfg, device, log):
+    """Tab. 10: rows Base, A, B (selective :class:`SelectiveAblationMamba`, Δ and d_conv 4) and C, D, E (the linear
+    :class:`LinearMamba`, no Δ: d_conv 4 / 2 / none); mean ± std and max over seeds, one row each."""
     c = cfg["ablation"]
     rows = []
     t0 = time.perf_counter()
-    for row_id, d_conv in (("C (d_conv=4, linear)", 4), ("D (d_conv=2) = Alg. 1", 2), ("E (no Conv1D)", 0)):
+    for row, label in (("Base", "Base (Mamba, no norm)"), ("A", "A (Base, Ā = I)"), ("B", "B (A, no gate)")):
+        t1 = time.perf_counter()
+        accs, curve = train_selective_rows(row, c, cfg, device)
+        half = row in c.get("half_batch_rows", ())
+        mean = sum(accs) / len(accs)
+        std = (sum((a - mean) ** 2 for a in accs) / len(accs)) ** 0.5
+        rows.append(dict(row=row, model=label, selective=True, d_conv=4, mean=mean, std=std, max=max(accs),
+                         steps=c["steps"] * (2 if half else 1), batch=c["batch"] // (2 if half else 1),
+                         seconds=round(time.perf_counter() - t1, 1),
+                         eval_curve=" ".join(f"{st}:{a:.3f}" for st, a in curve)))
+        log(f"ablation {row}: {mean:.3f} in {time.perf_counter() - t1:.0f} s")
+    for row, label, d_conv in (("C", "C (d_conv=4, linear)", 4), ("D", "D (d_conv=2) = Alg. 1", 2),
+                               ("E", "E (no Conv1D)", 0)):
+        t1 = time.perf_counter()
         accs = train_members(c["V"], c["Nf"], c["L"], [(c["D"], c["N"])] * c["seeds"], steps=c["steps"],
                              batch=c["batch"], warmup=cfg["warmup"], hold=cfg["hold"], n_eval=cfg["n_eval"],
                              device=device, d_conv=d_conv, residual=False)
         mean = sum(accs) / len(accs)
         std = (sum((a - mean) ** 2 for a in accs) / len(accs)) ** 0.5
-        rows.append(dict(model=row_id, d_conv=d_conv, mean=mean, std=std, max=max(accs)))
+        rows.append(dict(row=row, model=label, selective=False, d_conv=d_conv, mean=mean, std=std, max=max(accs),
+                         steps=c["steps"], batch=c["batch"], seconds=round(time.perf_counter() - t1, 1), eval_curve=""))
     log(f"ablation in {time.perf_counter() - t0:.0f} s")
     return pd.DataFrame(rows)
 

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
+
+import pandas as pd
 
 import torch
 
@@ -55,3 +58,15 @@ def load_checkpoint(name: str, model_factory):
     model = model_factory(meta["config"])
     model.load_state_dict(state)
     return model.eval(), meta["config"]
+
+
+def save_runner_bundle(args, runner: str, data: dict, cfg: dict, start: float, tables: dict[str, list | pd.DataFrame],
+                       device: str | None = None) -> Path:
+    """Write the bundle ``results/<args.out>.json`` of runner ``ch3_<name>`` (tables: rows → CSV) and say so."""
+    wall = time.time() - start
+    path = results.save_bundle(args.out, data, dict(cfg, preset=args.preset),
+                               command=f"python -m mamba_recall.experiments.{runner} --preset {args.preset}",
+                               device=device or args.device, wall_seconds=wall,
+                               tables={k: pd.DataFrame(v) for k, v in tables.items()})
+    print(f"wrote {path} in {wall:.0f} s")
+    return path

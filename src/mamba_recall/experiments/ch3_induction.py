@@ -12,13 +12,11 @@ from __future__ import annotations
 import sys
 import time
 
-import pandas as pd
 import torch
 
-from ..results import save_bundle
 from ..tasks.induction_heads import induction_heads
 from ..train import train
-from .ch3_common import build_model, parse
+from .ch3_common import build_model, parse, save_runner_bundle
 
 
 @torch.no_grad()
@@ -58,11 +56,7 @@ def main(argv=None):
                         rows.append(dict(V=V, T=T, d=d, N=fac * V, mixer=mixer, seed=seed, accuracy=acc,
                                          accuracy_nonblank=acc_nb, steps=res.steps_run, seconds=res.seconds))
                         print(rows[-1], flush=True)
-    wall = time.time() - start
-    path = save_bundle(args.out, {"n_runs": len(rows)}, dict(cfg, preset=args.preset),
-                       command=f"python -m mamba_recall.experiments.ch3_induction --preset {args.preset}",
-                       device=args.device, wall_seconds=wall, tables={"runs": pd.DataFrame(rows)})
-    print(f"wrote {path} in {wall:.0f} s")
+    save_runner_bundle(args, "ch3_induction", {"n_runs": len(rows)}, cfg, start, {"runs": rows})
 
 
 if __name__ == "__main__":

@@ -15,13 +15,11 @@ import sys
 import time
 
 import numpy as np
-import pandas as pd
 import torch
 
-from ..results import save_bundle
 from ..tasks.keep_nth import copy_baseline, keep_nth
 from ..train import evaluate, train
-from .ch3_common import build_model, parse, save_checkpoint
+from .ch3_common import build_model, parse, save_checkpoint, save_runner_bundle
 
 BINS = np.linspace(0.0, 1.0, 51)
 
@@ -89,12 +87,7 @@ def main(argv=None):
                         save_checkpoint(model, "ch3_keep_s6pe", meta)    # the largest T wins (Fig. 1 notebook)
                         if len(cfg["Ts"]) > 1:
                             save_checkpoint(model, f"ch3_keep_s6pe_T{T}", meta)
-    wall = time.time() - start
-    tables = {"runs": pd.DataFrame(rows), "decay": pd.DataFrame(decay_rows)}
-    path = save_bundle(args.out, {"n_runs": len(rows)}, dict(cfg, preset=args.preset),
-                       command=f"python -m mamba_recall.experiments.ch3_keep_nth --preset {args.preset}",
-                       device=args.device, wall_seconds=wall, tables=tables)
-    print(f"wrote {path} in {wall:.0f} s")
+    save_runner_bundle(args, "ch3_keep_nth", {"n_runs": len(rows)}, cfg, start, {"runs": rows, "decay": decay_rows})
 
 
 if __name__ == "__main__":

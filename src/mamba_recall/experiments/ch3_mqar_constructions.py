@@ -15,12 +15,10 @@ import sys
 import time
 
 import numpy as np
-import pandas as pd
 
-from ..results import save_bundle
 from ..theory.mqar_constructions import construction_accuracy, theory_dims
 from ..views.selectivity import VARIANTS
-from .ch3_common import parse
+from .ch3_common import parse, save_runner_bundle
 
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
@@ -52,12 +50,8 @@ def main(argv=None):
                 if N in (1, kappa // 2, kappa - 1, kappa):
                     cols.append(dict(kappa=kappa, V=V, N=N, accuracy=construction_accuracy(
                         "thm2", kappa, V, n=n, T=T, seed=1, N=N)))
-    wall = time.time() - start
-    path = save_bundle(args.out, {"variants": list(VARIANTS)}, dict(cfg, preset=args.preset),
-                       command=f"python -m mamba_recall.experiments.ch3_mqar_constructions --preset {args.preset}",
-                       device="cpu", wall_seconds=wall,
-                       tables={"jl": pd.DataFrame(jl), "thm3_keys": pd.DataFrame(keys), "thm2_N": pd.DataFrame(cols)})
-    print(f"wrote {path} in {wall:.0f} s")
+    save_runner_bundle(args, "ch3_mqar_constructions", {"variants": list(VARIANTS)}, cfg, start,
+                       {"jl": jl, "thm3_keys": keys, "thm2_N": cols}, device="cpu")
 
 
 if __name__ == "__main__":

@@ -15,13 +15,11 @@ import math
 import sys
 import time
 
-import pandas as pd
 import torch
 
-from ..results import save_bundle
 from ..theory.mqar_constructions import gen_mqar
 from ..train import evaluate, train
-from .ch3_common import build_model, parse
+from .ch3_common import build_model, parse, save_runner_bundle
 
 
 def configs(cfg):
@@ -59,11 +57,7 @@ def main(argv=None):
             rows.append(dict(kappa=kappa, V=V, T=T, d=d, N=N, mixer=mixer, seed=seed, accuracy=acc,
                              steps=res.steps_run, seconds=res.seconds))
             print(rows[-1], flush=True)
-    wall = time.time() - start
-    path = save_bundle(args.out, {"n_runs": len(rows)}, dict(cfg, preset=args.preset),
-                       command=f"python -m mamba_recall.experiments.ch3_mqar_train --preset {args.preset}",
-                       device=args.device, wall_seconds=wall, tables={"runs": pd.DataFrame(rows)})
-    print(f"wrote {path} in {wall:.0f} s")
+    save_runner_bundle(args, "ch3_mqar_train", {"n_runs": len(rows)}, cfg, start, {"runs": rows})
 
 
 if __name__ == "__main__":

@@ -51,8 +51,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-__all__ = ["LinearMamba", "EnsembleTrainResult", "train_ensemble", "lr_schedule", "RECIPES",
-           "ensemble_accuracy", "masked_ce_per_member"]
+__all__ = ["LinearMamba", "MultiHeadLinearMamba", "HEAD_PATTERNS", "EnsembleTrainResult", "train_ensemble",
+           "lr_schedule", "RECIPES", "ensemble_accuracy", "masked_ce_per_member",
+           "SelectiveAblationMamba", "ABLATION_ROWS"]
 
 SSM_FORMS = ("attention", "scan")
 
@@ -298,6 +299,310 @@ class LinearMamba(nn.Module):
                              else torch.ones(Din, 1))
         assert out["P_in"].shape == (Din, D)
         return out
+
+
+# ====================================================================== multi-head (Alg. 3)
+
+HEAD_PATTERNS = ("MHA", "MQA", "MKA", "MVA")
+HEAD_VALUES = ("code", "split", "full")
+
+
+class MultiHeadLinearMamba(nn.Module):
+    r"""Simplified single-layer multi-head linear Mamba-2 (paper 002, Alg. 3, Tabs. 6–8) with an ensemble axis.
+
+    Built like the authors' code (spec §3.6 [code]) on the simplified block of Alg. 1::
+
+        x_e  = E x                    (L, D)
+        x̂    = Conv1D(P_in x_e)       (L, D_in)      D_in = expand·D, head size P = D_in / M
+        B    = S_B x̂                  (L, M_B, N)    M_B = M for MHA, MKA; 1 (shared) for MQA, MVA
+        C    = S_C x̂                  (L, M_C, N)    M_C = M for MHA, MQA; 1 (shared) for MKA, MVA
+        x̂^h  = values of head h       (L, P)         see ``values``
+        ŷ^h_t = Σ_{τ≤t} (B^h_τ · C^h_t) x̂^h_τ         (the SSM of Eq. 3 with Ā = 1, per head)
+        ŷ    = Σ_h W_heads[:, :, h] ŷ^h (L, D_in)    aggregate
+        logits = E^T P_out ŷ          (L, V)
+
+    Patterns (Tab. 8; "shared" = one tensor for all heads): MHA shares nothing; MQA shares x̂ and B;
+    MKA shares x̂ and C; MVA (real Mamba-2) shares B and C.
+
+    ``values`` — how heads read and write the value channels:
+
+    * ``"code"`` (default, the authors' code): MHA/MVA ``x̂^h = W_contract[:, h, :] x̂`` with ``W_contract``
+      (P, M, D_in), a learned projection of the *full* value vector; MQA/MKA share
+      ``x̂_shared[p] = Σ_h W_contract[p, h] x̂[hP + p]`` with ``W_contract`` (P, M); aggregate with the learned
+      ``W_heads`` (D_in, P, M). Init: ``randn / sqrt(fan_in)`` [ours; the code uses plain ``randn``].
+    * ``"split"``: Alg. 3 read literally — fixed slices ``x̂^h = x̂[hP:(h+1)P]`` (MHA/MVA; MQA/MKA use their
+      sum ``Σ_h x̂^h``) and concatenation back to D_in; no extra parameters.
+    * ``"full"``: every head reads the full ``x̂`` (P = D_in) and the heads are summed — the reading of
+      Lemma 5's proof (Eqs. 129–131), under which MHA with ``S_B^h = S_C^h = F^h`` is exactly one head with the
+      stacked ``F' = (F^1; …; F^M)``, i.e. N' = M N (spec check B5).
+
+    Ensembles: members share (D, M, pattern) and may differ in N (``member_states=[N_e, ...]``; the unused
+    state dims of every head are masked to zero) and in their initialisation. Same interface as
+    :class:`LinearMamba` for :func:`train_ensemble` (``hidden``, ``unembed``, ``apply_masks_``).
+
+    Parameter shapes (ensemble axis first)::
+
+        embedding (E, V, D); in_proj (E, D_in, D); conv (E, D_in, d_conv); x_proj_B (E, M_B·N, D_in);
+        x_proj_C (E, M_C·N, D_in); out_proj (E, D, D_in); W_contract (E, P, M, D_in) or (E, P, M);
+        W_heads (E, D_in, P, M)        (the last two only for values="code")
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, d_state: int, n_heads: int, pattern: str = "MHA", *,
+                 expand: int = 2, d_conv: int = 2, values: str = "code", ensemble: int | None = None,
+                 member_states: list | None = None, seed: int | None = None, dtype=torch.float32, device=None):
+        super().__init__()
+        V, D, N, M = (_pos_int("vocab_size", vocab_size), _pos_int("d_model", d_model),
+                      _pos_int("d_state", d_state), _pos_int("n_heads", n_heads))
+        _pos_int("expand", expand)
+        if not isinstance(pattern, str) or pattern.upper() not in HEAD_PATTERNS:
+            raise ValueError(f"unknown head pattern {pattern!r}; use one of {HEAD_PATTERNS}.")
+        if values not in HEAD_VALUES:
+            raise ValueError(f"unknown values mode {values!r}; use one of {HEAD_VALUES}.")
+        if isinstance(d_conv, bool) or not isinstance(d_conv, int) or d_conv < 1:
+            raise ValueError(f"d_conv must be an integer >= 1, got {d_conv!r}.")
+        Din = expand * D
+        if Din % M:
+            raise ValueError(f"D_in = expand·D = {Din} must be divisible by n_heads = {M}; pick D so that "
+                             "expand·D is a multiple of every head count (the paper uses D = 60).")
+        if ensemble is not None:
+            _pos_int("ensemble", ensemble)
+        E = 1 if ensemble is None else ensemble
+        member_states = [N] * E if member_states is None else [int(n) for n in member_states]
+        if len(member_states) != E or not all(1 <= n <= N for n in member_states):
+            raise ValueError(f"member_states must list {E} state sizes in [1, {N}], got {member_states}.")
+        pattern = pattern.upper()
+        self.vocab_size, self.d_model, self.d_state, self.n_heads, self.pattern = V, D, N, M, pattern
+        self.expand, self.d_conv, self.d_inner, self.values = expand, d_conv, Din, values
+        self.head_dim = Din if values == "full" else Din // M
+        self.heads_B = M if pattern in ("MHA", "MKA") else 1
+        self.heads_C = M if pattern in ("MHA", "MQA") else 1
+        self.ensemble, self.E, self.member_states = ensemble, E, member_states
+        self.n_layer, self.residual = 1, False
+        kw = dict(dtype=dtype, device=device)
+        self.register_buffer("n_mask", torch.stack([(torch.arange(N) < n) for n in member_states]).to(dtype)
+                             .to(device))
+        if seed is not None:
+            torch.manual_seed(seed)
+
+        def uniform(shape, fan):
+            return nn.Parameter((torch.rand(shape, **kw) * 2 - 1) / math.sqrt(fan))
+
+        P = Din // M
+        self.embedding = nn.Parameter(torch.randn(E, V, D, **kw))
+        self.in_proj = uniform((E, Din, D), D)
+        self.conv = uniform((E, Din, d_conv), d_conv)
+        self.x_proj_B = uniform((E, self.heads_B * N, Din), Din)
+        self.x_proj_C = uniform((E, self.heads_C * N, Din), Din)
+        self.out_proj = uniform((E, D, Din), Din)
+        if values == "code":
+            if pattern in ("MHA", "MVA"):
+                self.W_contract = nn.Parameter(torch.randn(E, P, M, Din, **kw) / math.sqrt(Din))
+            else:
+                self.W_contract = nn.Parameter(torch.randn(E, P, M, **kw) / math.sqrt(M))
+            self.W_heads = nn.Parameter(torch.randn(E, Din, P, M, **kw) / math.sqrt(P * M))
+        else:
+            self.W_contract = self.W_heads = None
+        self.apply_masks_()
+
+    @torch.no_grad()
+    def apply_masks_(self) -> None:
+        """Zero the state rows of S_B, S_C (every head) that a member with a smaller N does not own."""
+        for proj, h in ((self.x_proj_B, self.heads_B), (self.x_proj_C, self.heads_C)):
+            proj.view(self.E, h, self.d_state, -1).mul_(self.n_mask[:, None, :, None])
+
+    _ids = LinearMamba._ids
+
+    def embed(self, ids):
+        return self.embedding[torch.arange(self.E, device=ids.device)[:, None, None], ids]
+
+    def unembed(self, x):
+        """Tied unembedding E^T: (E, ..., D) → (E, ..., V)."""
+        return torch.einsum("e...d,evd->e...v", x, self.embedding)
+
+    def internals(self, x: torch.Tensor) -> dict:
+        """x (E,B,L,D) → dict x_hat (E,B,L,Din), B (E,B,L,M,N), C (E,B,L,M,N), values (E,B,L,M,P),
+        y_heads (E,B,L,M,P), y_hat (E,B,L,Din), y_out (E,B,L,D)."""
+        Eb, Bb, L, _ = x.shape
+        M, N, Din, P = self.n_heads, self.d_state, self.d_inner, self.head_dim
+        x_in = torch.einsum("ebld,eid->ebli", x, self.in_proj)
+        K = self.d_conv
+        x_hat = x_in * self.conv[:, None, None, :, K - 1]
+        for k in range(K - 1):
+            shift = K - 1 - k
+            if shift < L:
+                x_hat = x_hat + F.pad(x_in, (0, 0, shift, 0))[:, :, :L] * self.conv[:, None, None, :, k]
+        Bm = torch.einsum("ebli,eki->eblk", x_hat, self.x_proj_B).view(Eb, Bb, L, self.heads_B, N)
+        Cm = torch.einsum("ebli,eki->eblk", x_hat, self.x_proj_C).view(Eb, Bb, L, self.heads_C, N)
+        Bm, Cm = Bm.expand(-1, -1, -1, M, -1), Cm.expand(-1, -1, -1, M, -1)
+        shared_values = self.pattern in ("MQA", "MKA")
+        if self.values == "full":
+            vals = x_hat[:, :, :, None, :].expand(-1, -1, -1, M, -1)
+        elif self.values == "split":
+            vals = x_hat.view(Eb, Bb, L, M, P)
+            if shared_values:
+                vals = vals.sum(3, keepdim=True).expand(-1, -1, -1, M, -1)
+        elif shared_values:
+            vals = torch.einsum("eblhp,eph->eblp", x_hat.view(Eb, Bb, L, M, Din // M), self.W_contract)
+            vals = vals[:, :, :, None, :].expand(-1, -1, -1, M, -1)
+        else:
+            vals = torch.einsum("ebli,ephi->eblhp", x_hat, self.W_contract)
+        scores = torch.einsum("ebshn,ebthn->ebhts", Bm, Cm)            # α^h[t, τ] = B^h_τ · C^h_t
+        scores = scores * torch.tril(torch.ones(L, L, device=x.device, dtype=x.dtype))
+        y_heads = torch.einsum("ebhts,ebshp->ebthp", scores, vals)
+        if self.values == "full":
+            y_hat = y_heads.sum(3)
+        elif self.values == "split":
+            y_hat = y_heads.reshape(Eb, Bb, L, Din)
+        else:
+            y_hat = torch.einsum("ebthp,eiph->ebti", y_heads, self.W_heads)
+        y_out = torch.einsum("ebli,edi->ebld", y_hat, self.out_proj)
+        return dict(x_hat=x_hat, B=Bm, C=Cm, values=vals, y_heads=y_heads, y_hat=y_hat, y_out=y_out)
+
+    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """y_out (E, B, L, D) before the tied unembedding (always with the ensemble axis)."""
+        return self.internals(self.embed(self._ids(input_ids)))["y_out"]
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """input_ids (B, L) or (E, B, L) → logits (B, L, V) if ``ensemble is None`` else (E, B, L, V)."""
+        logits = self.unembed(self.hidden(input_ids))
+        return logits[0] if self.ensemble is None else logits
+
+
+# ====================================================================== Tab. 10 ablation rows Base, A, B
+
+ABLATION_ROWS = {
+    # row id: (Ā_t = exp(Δ_t A) learned [False: Ā_t = I], output gate ŷ ⊙ SiLU(ẑ), SiLU after Conv1D)
+    "Base": dict(decay=True, gate=True, activation=True),
+    "A": dict(decay=False, gate=True, activation=True),
+    "B": dict(decay=False, gate=False, activation=True),
+    "C": dict(decay=False, gate=False, activation=False),
+}
+
+
+class SelectiveAblationMamba(nn.Module):
+    r"""The 1-layer selective Mamba of the Tab. 10 ablation (App. K), rows Base / A / B (and C with Δ), with an
+    ensemble axis (members = seeds, all of the same size) so that it trains with :func:`train_ensemble`.
+
+    Row ``Base`` is the mamba-ssm Mamba-1 mixer (§3.2, Eqs. 1–2) without normalisation layers, in the
+    [code] ``circuit_minimality_ablation`` layout (``expand=2``, ``d_conv=4``, ``conv_bias=True``, ``bias=False``,
+    ``init_D=0``: no skip term ``D x̂``)::
+
+        x_e = E x                                    (L, D)
+        x_in = P_in x_e,  z = P_z x_e                 (L, D_in) each
+        x̂ = SiLU(Conv1D(x_in) + b_conv)              (L, D_in)    (no SiLU: row C)
+        Δ = SoftPlus(W_Δ (S_Δ x̂) + b_Δ)               (L, D_in)    S_Δ: (R, D_in), W_Δ: (D_in, R), R = ⌈D/16⌉
+        B = S_B x̂,  C = S_C x̂                        (L, N) each
+        h_t = exp(Δ_t A) ⊙ h_{t-1} + (Δ_t ⊙ x̂_t) B_t^T  (D_in, N)   A = −exp(A_log) (D_in, N), S4D-real init
+        ŷ_t = h_t C_t ⊙ SiLU(z_t)                    (D_in)       (no gate: rows B, C)
+        logits = E^T P_out ŷ                         (L, V)        tied embedding
+
+    Row ``A`` sets :math:`\bar A_t = I` (no ``A_log`` parameter) and keeps :math:`\bar B_t=\Delta_t B_t`, so
+    :math:`\hat y_t=\sum_{\tau\le t}(B_\tau\!\cdot\!C_t)\,\Delta_\tau\odot\hat x_\tau` (computed in that
+    attention form); row ``B`` also drops the gate; ``C`` (= ``B`` without the SiLU) is Alg. 1 with Δ and
+    ``d_conv=4``. No residual connection [ours, as Alg. 1 and the linear rows C–E]; embedding init N(0, 1)
+    and U(±1/√fan_in) for the projections as :class:`LinearMamba`; Δ init as mamba-ssm (dt ∈ [1e-3, 0.1]).
+
+    Parameter shapes (ensemble axis first)::
+
+        embedding (E, V, D); in_proj (E, D_in, D); in_proj_z (E, D_in, D) if gate; conv (E, D_in, d_conv);
+        conv_bias (E, D_in); x_proj_dt (E, R, D_in); dt_proj (E, D_in, R); dt_bias (E, D_in);
+        x_proj_B, x_proj_C (E, N, D_in); A_log (E, D_in, N) if decay; out_proj (E, D, D_in)
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, d_state: int, row: str = "Base", *, expand: int = 2,
+                 d_conv: int = 4, ensemble: int | None = None, seed: int | None = None, dtype=torch.float32,
+                 device=None):
+        super().__init__()
+        V, D, N = _pos_int("vocab_size", vocab_size), _pos_int("d_model", d_model), _pos_int("d_state", d_state)
+        _pos_int("expand", expand)
+        _pos_int("d_conv", d_conv)
+        if row not in ABLATION_ROWS:
+            raise ValueError(f"unknown ablation row {row!r}; use one of {tuple(ABLATION_ROWS)}.")
+        if ensemble is not None:
+            _pos_int("ensemble", ensemble)
+        E = 1 if ensemble is None else ensemble
+        self.vocab_size, self.d_model, self.d_state, self.row = V, D, N, row
+        self.expand, self.d_conv, self.d_inner = expand, d_conv, expand * D
+        self.dt_rank = math.ceil(D / 16)
+        self.decay, self.gate, self.activation = (ABLATION_ROWS[row][k] for k in ("decay", "gate", "activation"))
+        self.ensemble, self.E, self.n_layer, self.residual = ensemble, E, 1, False
+        Din, R = self.d_inner, self.dt_rank
+        kw = dict(dtype=dtype, device=device)
+        if seed is not None:
+            torch.manual_seed(seed)
+
+        def uniform(shape, fan):
+            return nn.Parameter((torch.rand(shape, **kw) * 2 - 1) / math.sqrt(fan))
+
+        self.embedding = nn.Parameter(torch.randn(E, V, D, **kw))
+        self.in_proj = uniform((E, Din, D), D)
+        self.in_proj_z = uniform((E, Din, D), D) if self.gate else None
+        self.conv = uniform((E, Din, d_conv), d_conv)
+        self.conv_bias = uniform((E, Din), d_conv)
+        self.x_proj_dt = uniform((E, R, Din), Din)
+        self.dt_proj = nn.Parameter((torch.rand(E, Din, R, **kw) * 2 - 1) * R ** -0.5)
+        dt = torch.exp(torch.rand(E, Din, **kw) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3)).clamp(min=1e-4)
+        self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # softplus^{-1}(dt)
+        self.x_proj_B = uniform((E, N, Din), Din)
+        self.x_proj_C = uniform((E, N, Din), Din)
+        self.A_log = (nn.Parameter(torch.log(torch.arange(1, N + 1, **kw)).expand(E, Din, N).clone())
+                      if self.decay else None)
+        self.out_proj = uniform((E, D, Din), Din)
+
+    def apply_masks_(self) -> None:
+        """No masked entries (all members have the same size); kept for :func:`train_ensemble`."""
+
+    _ids = LinearMamba._ids
+
+    def embed(self, ids):
+        return self.embedding[torch.arange(self.E, device=ids.device)[:, None, None], ids]
+
+    def unembed(self, x):
+        """Tied unembedding E^T: (E, ..., D) → (E, ..., V)."""
+        return torch.einsum("e...d,evd->e...v", x, self.embedding)
+
+    def internals(self, x: torch.Tensor, ssm: str = "auto") -> dict:
+        """x (E,B,L,D) → dict x_hat, delta, y_hat (E,B,L,Din), B, C (E,B,L,N), y_out (E,B,L,D).
+        ``ssm``: ``"auto"`` (attention form when Ā = I, else the sequential scan) or ``"scan"``."""
+        L, K = x.shape[2], self.d_conv
+        x_in = torch.einsum("ebld,eid->ebli", x, self.in_proj)
+        x_hat = x_in * self.conv[:, None, None, :, K - 1] + self.conv_bias[:, None, None, :]
+        for k in range(K - 1):
+            shift = K - 1 - k
+            if shift < L:
+                x_hat = x_hat + F.pad(x_in, (0, 0, shift, 0))[:, :, :L] * self.conv[:, None, None, :, k]
+        if self.activation:
+            x_hat = F.silu(x_hat)
+        dt = torch.einsum("ebli,eri->eblr", x_hat, self.x_proj_dt)
+        delta = F.softplus(torch.einsum("eblr,eir->ebli", dt, self.dt_proj) + self.dt_bias[:, None, None, :])
+        Bm = torch.einsum("ebli,eni->ebln", x_hat, self.x_proj_B)
+        Cm = torch.einsum("ebli,eni->ebln", x_hat, self.x_proj_C)
+        u = delta * x_hat
+        if self.decay or ssm == "scan":
+            A = -torch.exp(self.A_log) if self.decay else u.new_zeros(self.E, self.d_inner, self.d_state)
+            h = u.new_zeros(*u.shape[:2], self.d_inner, self.d_state)
+            ys = []
+            for t in range(L):  # Eq. 2: h_t = exp(Δ_t A) ⊙ h_{t−1} + (Δ_t x̂_t) B_t^T; ŷ_t = h_t C_t
+                h = torch.exp(delta[:, :, t, :, None] * A[:, None]) * h + u[:, :, t, :, None] * Bm[:, :, t, None, :]
+                ys.append(torch.einsum("ebin,ebn->ebi", h, Cm[:, :, t]))
+            y_hat = torch.stack(ys, dim=2)
+        else:
+            scores = torch.einsum("ebsn,ebtn->ebts", Bm, Cm)
+            scores = scores * torch.tril(torch.ones(L, L, device=x.device, dtype=x.dtype))
+            y_hat = torch.einsum("ebts,ebsi->ebti", scores, u)
+        if self.gate:
+            y_hat = y_hat * F.silu(torch.einsum("ebld,eid->ebli", x, self.in_proj_z))
+        y_out = torch.einsum("ebli,edi->ebld", y_hat, self.out_proj)
+        return dict(x_hat=x_hat, delta=delta, B=Bm, C=Cm, y_hat=y_hat, y_out=y_out)
+
+    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """y_out (E, B, L, D) before the tied unembedding (always with the ensemble axis)."""
+        return self.internals(self.embed(self._ids(input_ids)))["y_out"]
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """input_ids (B, L) or (E, B, L) → logits (B, L, V) if ``ensemble is None`` else (E, B, L, V)."""
+        logits = self.unembed(self.hidden(input_ids))
+        return logits[0] if self.ensemble is None else logits
 
 
 # ====================================================================== training of ensembles

@@ -55,7 +55,8 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
                            "steps": 300, "seeds": 1},
             "repetition": {"V": 64, "Nf": 4, "D": 32, "N": 16, "layers": [1, 2], "Nk": [2], "Nq": [2],
                            "steps": 400, "seeds": 1, "batch": 64},
-            "ablation": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 300, "seeds": 1, "batch": 64},
+            "ablation": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 300, "seeds": 1, "batch": 64,
+                         "half_batch_rows": ["Base", "A"]},
             "speed": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "batch": 128, "steps": 10,
                       "ensembles": [1, 4, 16]},
         },
@@ -70,9 +71,23 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
                            "layers": [1, 2, 3, 4, 5], "steps": 4000, "seeds": 3},
             "repetition": {"V": 128, "Nf": 8, "D": 64, "N": [4, 8, 16, 32, 64], "layers": [1, 2, 3],
                            "Nk": [2, 3], "Nq": [2, 3], "steps": 3000, "seeds": 3, "batch": 128},
-            "ablation": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 4000, "seeds": 3, "batch": 128},
+            "ablation": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 4000, "seeds": 3, "batch": 128,
+                         "half_batch_rows": ["Base", "A"]},
             "speed": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "batch": 128, "steps": 50,
                       "ensembles": [1, 8, 64, 256]},
         },
     },
+}
+
+# Section 05 / runner ch2_multihead: Fig. 8 (head patterns over (N, M) at fixed D), Fig. 15 (logit noise vs M),
+# spec checks F2/F3 and Thm 5. Paper: the authors' MQAR__N_M__linear_trained__regime_0 (R-mh, D=60).
+EXPERIMENTS["ch2.multihead"] = {
+    "ci": {"V": 64, "Nf": 8, "L": 32, "D": 32, "Ns": [1, 2, 4, 8], "Ms": [1, 2, 4],
+           "patterns": ["MQA", "MKA", "MVA", "MHA"], "values": "code", "seeds": 1, "steps": 300, "batch": 64,
+           "warmup": 50, "hold": 50, "grad_clip": 5.0, "n_eval": 500, "n_noise": 200,
+           "designed": {"V": 64, "D": 32, "N": 2, "M": 4, "L": 32, "batch": 4}},
+    "paper": {"V": 512, "Nf": 16, "L": 64, "D": 60, "Ns": list(range(2, 11)), "Ms": [1, 2, 3, 4, 5, 6],
+              "patterns": ["MQA", "MKA", "MVA", "MHA"], "values": "code", "seeds": 3, "steps": 4000, "batch": 128,
+              "warmup": 100, "hold": 1400, "grad_clip": 5.0, "n_eval": 2000, "n_noise": 1000,
+              "designed": {"V": 512, "D": 60, "N": 4, "M": 6, "L": 64, "batch": 8}},
 }

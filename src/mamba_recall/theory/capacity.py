@@ -23,7 +23,7 @@ import math
 import torch
 
 __all__ = ["LAWS", "PROB_LAWS", "effective_dims", "jl_eps", "lemma1_condition", "log_p_success", "p_success",
-           "satisfies", "predicted_capacity", "m_V", "p_grid"]
+           "satisfies", "predicted_capacity", "m_V", "p_grid", "multihead_prediction", "split_value_variance"]
 
 PROB_LAWS = ("eq77", "eq15", "eq15_consistent", "rev_mV")
 LAWS = ("lemma1", "lemma1_appendix", "eq77", "eq15", "eq15_consistent", "remark1", "eq17", "rev_mV")
@@ -156,3 +156,32 @@ def p_grid(V, Nf, Ds, Ns, law="eq77", a=3.0, layers=1, heads=1, pattern="MHA"):
                 p = float(satisfies(V, Nf, De, Ne, law))
             rows.append(dict(D=D, N=N, p=p))
     return rows
+
+
+def multihead_prediction(V, Nf, D, N, heads, pattern="MHA", law="eq77", a=3.0, delta=0.01) -> dict:
+    """Thm 5 (Lemmas 2–5) as a prediction for a single-layer M-head simplified Mamba-2 at fixed (D, N):
+    MQA, MKA, MVA behave like one head with N' = N; MHA like one head with N' = M N (D' = D always).
+
+    Returns ``{"D_eff", "N_eff", "p_<law>", "Nf_max"}``: the predicted per-query accuracy of ``law`` (a
+    probabilistic law, Eq. 77 by default) and the largest N_f with perfect recall at this V (δ = ``delta``).
+    Caveat (spec §3.6): the equivalence of Lemma 5 assumes every head reads the *full* value vector; with
+    values split into P = D_in/M channels it is not exact (see :func:`split_value_variance`)."""
+    if law not in PROB_LAWS:
+        raise ValueError(f"law {law!r} has no probability; use one of {PROB_LAWS}.")
+    De, Ne = effective_dims(D, N, 1, heads, pattern)
+    cap = predicted_capacity(D, N, V=V, heads=heads, pattern=pattern, law=law, a=a, delta=delta)
+    return {"D_eff": De, "N_eff": Ne, f"p_{law}": p_success(V, Nf, D, N, law, 1, heads, pattern, a),
+            "Nf_max": cap["Nf_max"]}
+
+
+def split_value_variance(Nf, D, N, heads, values="full") -> float:
+    """Variance (order of magnitude, designed JL weights with unit-norm rows) of the dominant cross-term
+    N_f/(N D) of the readout noise for MHA with M heads (Lemma 5, Eqs. 129–131).
+
+    ``values="full"``: every head reads the full D-dim value and the M independent N-dim key hashes average,
+    giving N_f/(M N D) — the N' = M N law. ``values="split"``: head h carries only D/M value channels, so each
+    value coordinate sees one head's N-dim hash: the cross-term stays N_f/(N D) — no gain from M in this term
+    (the spec's caveat; the designed-weight probe recovers only part of the MN gain)."""
+    if values not in ("full", "split"):
+        raise ValueError(f"unknown values mode {values!r}; use 'full' or 'split'.")
+    return Nf / (N * D * (heads if values == "full" else 1))

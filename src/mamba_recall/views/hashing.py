@@ -12,7 +12,8 @@ from IPython.display import display
 from ..notebook import is_batch_run
 
 __all__ = ["matrix_heatmap", "matrices_row", "theory_slider_chart", "grid_heatmaps", "line_chart",
-           "hash_table_explorer", "theory_grid_frame"]
+           "hash_table_explorer", "theory_grid_frame", "multihead_heatmaps", "multihead_noise_chart",
+           "multihead_explorer"]
 
 
 def _pool(M: np.ndarray, max_cells: int) -> tuple[np.ndarray, int, int]:
@@ -153,3 +154,76 @@ def hash_table_explorer(V=64, Nf=8, D=32, N=8, steps=150, seed=0):
                              Nf=w.IntSlider(value=Nf, min=2, max=16), D=w.IntSlider(value=D, min=4, max=128, step=4),
                              N=w.IntSlider(value=N, min=1, max=64), steps=w.IntSlider(value=steps, min=50, max=1000,
                                                                                        step=50))
+
+
+def multihead_heatmaps(grid: pd.DataFrame, columns=("acc", "eq77"), patterns=("MQA", "MKA", "MVA", "MHA")) -> alt.Chart:
+    """Fig. 8 layout: one (N, M) heatmap per head pattern (columns) and per quantity (rows: trained accuracy,
+    Thm 5 + Eq. 77 prediction). A click on a cell highlights that N in every panel. ``grid`` from the
+    ``ch2_multihead`` bundle (columns pattern, M, N and ``columns``)."""
+    long = grid[["pattern", "M", "N", *columns]].melt(id_vars=["pattern", "M", "N"], value_vars=list(columns),
+                                                      var_name="quantity", value_name="value")
+    pick = alt.selection_point(fields=["N"], on="click", clear="dblclick")
+    return (alt.Chart(long).mark_rect().encode(
+        x=alt.X("N:O", title="state size N"), y=alt.Y("M:O", sort="descending", title="heads M"),
+        color=alt.Color("value:Q", scale=alt.Scale(domain=[0, 1], scheme="viridis"), title="accuracy / p"),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)),
+        column=alt.Column("pattern:N", sort=list(patterns), title=None),
+        row=alt.Row("quantity:N", sort=list(columns), title=None),
+        tooltip=["pattern", "M", "N", "quantity", alt.Tooltip("value:Q", format=".3f")])
+        .add_params(pick).properties(width=120, height=110,
+                                     title="head patterns over (N, M) at fixed D (Fig. 8); click a column"))
+
+
+def multihead_noise_chart(noise: pd.DataFrame, hist: pd.DataFrame, N0: int) -> alt.Chart:
+    """Fig. 15 (left): relative variance of the empty / wrong output entries vs M, one line per pattern, with a
+    slider over N; Fig. 14 (right): histograms of the normalised logits (correct / wrong / empty) of MHA, one
+    line per M, at the slider's N."""
+    Ns = sorted(noise["N"].unique().tolist())
+    n_sl = alt.param(name="N_sel", value=int(N0), bind=alt.binding_select(options=Ns, name="state size N "))
+    long = noise.melt(id_vars=["pattern", "M", "N"], value_vars=["rel_var_empty", "rel_var_wrong"],
+                      var_name="entries", value_name="rel_var")
+    left = (alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("M:O", title="heads M"), y=alt.Y("rel_var:Q", scale=alt.Scale(type="log"),
+                                                 title="variance / margin²"),
+        color="pattern:N", strokeDash="entries:N", tooltip=["pattern", "M", "N", "entries",
+                                                            alt.Tooltip("rel_var:Q", format=".4f")])
+        .add_params(n_sl).transform_filter(alt.datum.N == n_sl)
+        .properties(width=260, height=220, title="Fig. 15: output-entry noise vs heads"))
+    right = (alt.Chart(hist[hist["pattern"] == "MHA"]).mark_line().encode(
+        x=alt.X("bin:Q", title="(logit − mean empty) / margin"), y=alt.Y("frac:Q", title="fraction"),
+        color=alt.Color("M:O", scale=alt.Scale(scheme="viridis")), strokeDash="entry:N",
+        tooltip=["M", "entry", "bin", "frac"])
+        .add_params(n_sl).transform_filter(alt.datum.N == n_sl)
+        .properties(width=300, height=220, title="Fig. 14: MHA logits at the query (per M)"))
+    return alt.hconcat(left, right)
+
+
+def multihead_explorer(V=64, Nf=8, D=32, steps=150, seed=0):
+    """ipywidgets: train a tiny multi-head simplified Mamba-2 at (pattern, M, N) and print its accuracy next to
+    the Thm 5 / Eq. 77 prediction. Headless: prints a note and returns None."""
+    if is_batch_run():
+        print("(static view: open this notebook in Jupyter to train a multi-head model at other (pattern, M, N))")
+        return None
+    import ipywidgets as w
+
+    from ..models.linear_mamba import MultiHeadLinearMamba, ensemble_accuracy, train_ensemble
+    from ..tasks.mqar_variants import batch_fn, mqar
+    from ..theory.capacity import multihead_prediction
+
+    def draw(pattern, M, N, steps):
+        L = 4 * Nf
+        if (2 * D) % M:
+            print(f"D_in = {2 * D} is not divisible by M = {M}.")
+            return
+        model = MultiHeadLinearMamba(V, D, N, M, pattern, seed=seed)
+        train_ensemble(model, batch_fn(V, Nf, L, 64, seed), steps=steps, overrides=dict(warmup=20, hold=20,
+                                                                                         grad_clip=5.0),
+                       num_threads=1)
+        acc = float(ensemble_accuracy(model, *mqar(V, Nf, L, 200, 10 ** 6))[0])
+        pred = multihead_prediction(V, Nf, D, N, M, pattern)
+        print(f"{pattern}, M={M}, N={N}: held-out accuracy {acc:.3f}; Thm 5: N' = {pred['N_eff']}, "
+              f"Eq. 77 p = {pred['p_eq77']:.3f}")
+
+    return w.interact_manual(draw, pattern=w.Dropdown(options=["MQA", "MKA", "MVA", "MHA"], value="MHA"),
+                             M=w.Dropdown(options=[1, 2, 4, 8], value=4), N=w.IntSlider(value=2, min=1, max=16),
+                             steps=w.IntSlider(value=steps, min=50, max=1000, step=50))
