@@ -34,7 +34,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-IGNORE_INDEX = -100
+from .tasks.mqar import IGNORE_INDEX
+
 SCHEDULES = ("constant", "cosine", "linear_warmup_cosine")
 
 __all__ = ["IGNORE_INDEX", "SCHEDULES", "TrainResult", "dataset_batches", "evaluate", "lr_at",

@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 from ..models.linear_mamba import MultiHeadLinearMamba, train_ensemble
+from ..notebook import resolve_device
 from ..presets import experiment
 from ..results import save_bundle
 from ..tasks.mqar_variants import batch_fn, mqar
@@ -126,8 +127,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=None, help="bundle name (default ch2_multihead_<preset>)")
     args = ap.parse_args(argv)
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                          ("cpu" if args.device == "auto" else args.device))
+    device = resolve_device(args.device)
     torch.set_num_threads(args.threads)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True

@@ -30,6 +30,7 @@ import pandas as pd
 import torch
 
 from ..models.linear_mamba import LinearMamba, SelectiveAblationMamba, ensemble_accuracy, train_ensemble
+from ..notebook import resolve_device
 from ..presets import experiment
 from ..results import save_bundle
 from ..tasks.mqar_variants import batch_fn, mqar, mqar_repeated_keys, mqar_repeated_queries
@@ -260,8 +261,7 @@ def main(argv=None):
     ap.add_argument("--merge", action="store_true",
                     help="keep the other parts of an existing bundle and replace only --parts")
     args = ap.parse_args(argv)
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                          ("cpu" if args.device == "auto" else args.device))
+    device = resolve_device(args.device)
     torch.set_num_threads(args.threads)
     if device.type == "cuda":  # TF32 matmuls: the ensemble einsums are the whole cost
         torch.backends.cuda.matmul.allow_tf32 = True

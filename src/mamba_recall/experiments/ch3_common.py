@@ -12,6 +12,7 @@ import torch
 from .. import results
 from ..models.s6 import MixerLM
 from ..models.transformer import TinyTransformer
+from ..notebook import resolve_device
 from ..presets import experiment
 
 CHECKPOINT_DIR = results.CHECKPOINT_DIR
@@ -26,10 +27,10 @@ def parse(description: str, name: str, bundle: str, argv=None):
     parser.add_argument("--out", default=None, help="bundle name (default: the runner's name)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
     args = parser.parse_args(argv)
-    if args.device == "auto":
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda but torch sees no CUDA device; use --device cpu.")
+    try:
+        args.device = resolve_device(args.device).type
+    except ValueError as exc:
+        parser.error(str(exc))
     torch.set_num_threads(args.threads)
     args.sizes = experiment(name, args.preset)
     args.out = args.out or bundle

@@ -51,17 +51,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..tasks.mqar import IGNORE_INDEX
+from .mamba import _check_positive_int
+
 __all__ = ["LinearMamba", "MultiHeadLinearMamba", "HEAD_PATTERNS", "EnsembleTrainResult", "train_ensemble",
            "lr_schedule", "RECIPES", "ensemble_accuracy", "masked_ce_per_member",
            "SelectiveAblationMamba", "ABLATION_ROWS"]
 
 SSM_FORMS = ("attention", "scan")
-
-
-def _pos_int(name, v):
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
-    return v
 
 
 class LinearMamba(nn.Module):
@@ -81,15 +78,15 @@ class LinearMamba(nn.Module):
                  member_sizes: list | None = None, ssm: str = "attention", seed: int | None = None,
                  dtype=torch.float32, device=None):
         super().__init__()
-        V, D, N, Lam = (_pos_int("vocab_size", vocab_size), _pos_int("d_model", d_model),
-                        _pos_int("d_state", d_state), _pos_int("n_layer", n_layer))
-        _pos_int("expand", expand)
+        V, D, N, Lam = (_check_positive_int("vocab_size", vocab_size), _check_positive_int("d_model", d_model),
+                        _check_positive_int("d_state", d_state), _check_positive_int("n_layer", n_layer))
+        _check_positive_int("expand", expand)
         if isinstance(d_conv, bool) or not isinstance(d_conv, int) or d_conv < 0:
             raise ValueError(f"d_conv must be an integer >= 0 (0 = no Conv1D), got {d_conv!r}.")
         if ssm not in SSM_FORMS:
             raise ValueError(f"unknown ssm form {ssm!r}; use one of {SSM_FORMS}.")
         if ensemble is not None:
-            _pos_int("ensemble", ensemble)
+            _check_positive_int("ensemble", ensemble)
         E = 1 if ensemble is None else ensemble
         if member_sizes is None:
             member_sizes = [(D, N, Lam)] * E
@@ -307,7 +304,30 @@ HEAD_PATTERNS = ("MHA", "MQA", "MKA", "MVA")
 HEAD_VALUES = ("code", "split", "full")
 
 
-class MultiHeadLinearMamba(nn.Module):
+class _SingleLayerEnsemble(nn.Module):
+    """What the single-layer ensemble models below share: token-id checks, the tied (un)embedding of
+    their unmasked ``embedding`` (E, V, D) and ``forward``; each defines ``internals(x) → {"y_out": ...}``."""
+
+    _ids = LinearMamba._ids
+
+    def embed(self, ids):
+        return self.embedding[torch.arange(self.E, device=ids.device)[:, None, None], ids]
+
+    def unembed(self, x):
+        """Tied unembedding E^T: (E, ..., D) → (E, ..., V)."""
+        return torch.einsum("e...d,evd->e...v", x, self.embedding)
+
+    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """y_out (E, B, L, D) before the tied unembedding (always with the ensemble axis)."""
+        return self.internals(self.embed(self._ids(input_ids)))["y_out"]
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """input_ids (B, L) or (E, B, L) → logits (B, L, V) if ``ensemble is None`` else (E, B, L, V)."""
+        logits = self.unembed(self.hidden(input_ids))
+        return logits[0] if self.ensemble is None else logits
+
+
+class MultiHeadLinearMamba(_SingleLayerEnsemble):
     r"""Simplified single-layer multi-head linear Mamba-2 (paper 002, Alg. 3, Tabs. 6–8) with an ensemble axis.
 
     Built like the authors' code (spec §3.6 [code]) on the simplified block of Alg. 1::
@@ -351,9 +371,9 @@ class MultiHeadLinearMamba(nn.Module):
                  expand: int = 2, d_conv: int = 2, values: str = "code", ensemble: int | None = None,
                  member_states: list | None = None, seed: int | None = None, dtype=torch.float32, device=None):
         super().__init__()
-        V, D, N, M = (_pos_int("vocab_size", vocab_size), _pos_int("d_model", d_model),
-                      _pos_int("d_state", d_state), _pos_int("n_heads", n_heads))
-        _pos_int("expand", expand)
+        V, D, N, M = (_check_positive_int("vocab_size", vocab_size), _check_positive_int("d_model", d_model),
+                      _check_positive_int("d_state", d_state), _check_positive_int("n_heads", n_heads))
+        _check_positive_int("expand", expand)
         if not isinstance(pattern, str) or pattern.upper() not in HEAD_PATTERNS:
             raise ValueError(f"unknown head pattern {pattern!r}; use one of {HEAD_PATTERNS}.")
         if values not in HEAD_VALUES:
@@ -365,7 +385,7 @@ class MultiHeadLinearMamba(nn.Module):
             raise ValueError(f"D_in = expand·D = {Din} must be divisible by n_heads = {M}; pick D so that "
                              "expand·D is a multiple of every head count (the paper uses D = 60).")
         if ensemble is not None:
-            _pos_int("ensemble", ensemble)
+            _check_positive_int("ensemble", ensemble)
         E = 1 if ensemble is None else ensemble
         member_states = [N] * E if member_states is None else [int(n) for n in member_states]
         if len(member_states) != E or not all(1 <= n <= N for n in member_states):
@@ -410,14 +430,6 @@ class MultiHeadLinearMamba(nn.Module):
         for proj, h in ((self.x_proj_B, self.heads_B), (self.x_proj_C, self.heads_C)):
             proj.view(self.E, h, self.d_state, -1).mul_(self.n_mask[:, None, :, None])
 
-    _ids = LinearMamba._ids
-
-    def embed(self, ids):
-        return self.embedding[torch.arange(self.E, device=ids.device)[:, None, None], ids]
-
-    def unembed(self, x):
-        """Tied unembedding E^T: (E, ..., D) → (E, ..., V)."""
-        return torch.einsum("e...d,evd->e...v", x, self.embedding)
 
     def internals(self, x: torch.Tensor) -> dict:
         """x (E,B,L,D) → dict x_hat (E,B,L,Din), B (E,B,L,M,N), C (E,B,L,M,N), values (E,B,L,M,P),
@@ -458,15 +470,6 @@ class MultiHeadLinearMamba(nn.Module):
         y_out = torch.einsum("ebli,edi->ebld", y_hat, self.out_proj)
         return dict(x_hat=x_hat, B=Bm, C=Cm, values=vals, y_heads=y_heads, y_hat=y_hat, y_out=y_out)
 
-    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """y_out (E, B, L, D) before the tied unembedding (always with the ensemble axis)."""
-        return self.internals(self.embed(self._ids(input_ids)))["y_out"]
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """input_ids (B, L) or (E, B, L) → logits (B, L, V) if ``ensemble is None`` else (E, B, L, V)."""
-        logits = self.unembed(self.hidden(input_ids))
-        return logits[0] if self.ensemble is None else logits
-
 
 # ====================================================================== Tab. 10 ablation rows Base, A, B
 
@@ -479,7 +482,7 @@ ABLATION_ROWS = {
 }
 
 
-class SelectiveAblationMamba(nn.Module):
+class SelectiveAblationMamba(_SingleLayerEnsemble):
     r"""The 1-layer selective Mamba of the Tab. 10 ablation (App. K), rows Base / A / B (and C with Δ), with an
     ensemble axis (members = seeds, all of the same size) so that it trains with :func:`train_ensemble`.
 
@@ -513,13 +516,14 @@ class SelectiveAblationMamba(nn.Module):
                  d_conv: int = 4, ensemble: int | None = None, seed: int | None = None, dtype=torch.float32,
                  device=None):
         super().__init__()
-        V, D, N = _pos_int("vocab_size", vocab_size), _pos_int("d_model", d_model), _pos_int("d_state", d_state)
-        _pos_int("expand", expand)
-        _pos_int("d_conv", d_conv)
+        V, D, N = (_check_positive_int(name, value) for name, value in
+                   (("vocab_size", vocab_size), ("d_model", d_model), ("d_state", d_state)))
+        _check_positive_int("expand", expand)
+        _check_positive_int("d_conv", d_conv)
         if row not in ABLATION_ROWS:
             raise ValueError(f"unknown ablation row {row!r}; use one of {tuple(ABLATION_ROWS)}.")
         if ensemble is not None:
-            _pos_int("ensemble", ensemble)
+            _check_positive_int("ensemble", ensemble)
         E = 1 if ensemble is None else ensemble
         self.vocab_size, self.d_model, self.d_state, self.row = V, D, N, row
         self.expand, self.d_conv, self.d_inner = expand, d_conv, expand * D
@@ -552,14 +556,6 @@ class SelectiveAblationMamba(nn.Module):
     def apply_masks_(self) -> None:
         """No masked entries (all members have the same size); kept for :func:`train_ensemble`."""
 
-    _ids = LinearMamba._ids
-
-    def embed(self, ids):
-        return self.embedding[torch.arange(self.E, device=ids.device)[:, None, None], ids]
-
-    def unembed(self, x):
-        """Tied unembedding E^T: (E, ..., D) → (E, ..., V)."""
-        return torch.einsum("e...d,evd->e...v", x, self.embedding)
 
     def internals(self, x: torch.Tensor, ssm: str = "auto") -> dict:
         """x (E,B,L,D) → dict x_hat, delta, y_hat (E,B,L,Din), B, C (E,B,L,N), y_out (E,B,L,D).
@@ -595,15 +591,6 @@ class SelectiveAblationMamba(nn.Module):
         y_out = torch.einsum("ebli,edi->ebld", y_hat, self.out_proj)
         return dict(x_hat=x_hat, delta=delta, B=Bm, C=Cm, y_hat=y_hat, y_out=y_out)
 
-    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """y_out (E, B, L, D) before the tied unembedding (always with the ensemble axis)."""
-        return self.internals(self.embed(self._ids(input_ids)))["y_out"]
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """input_ids (B, L) or (E, B, L) → logits (B, L, V) if ``ensemble is None`` else (E, B, L, V)."""
-        logits = self.unembed(self.hidden(input_ids))
-        return logits[0] if self.ensemble is None else logits
-
 
 # ====================================================================== training of ensembles
 
@@ -637,9 +624,9 @@ def masked_ce_per_member(logits: torch.Tensor, labels: torch.Tensor, label_smoot
     E, V = logits.shape[0], logits.shape[-1]
     if labels.dim() == 2:
         labels = labels.unsqueeze(0).expand(E, -1, -1)
-    ce = F.cross_entropy(logits.reshape(-1, V).float(), labels.reshape(-1), ignore_index=-100,
+    ce = F.cross_entropy(logits.reshape(-1, V).float(), labels.reshape(-1), ignore_index=IGNORE_INDEX,
                          label_smoothing=label_smoothing, reduction="none").view(E, -1)
-    mask = (labels.reshape(E, -1) != -100).to(ce.dtype)
+    mask = (labels.reshape(E, -1) != IGNORE_INDEX).to(ce.dtype)
     return (ce * mask).sum(1) / mask.sum(1).clamp_min(1)
 
 
@@ -658,7 +645,7 @@ def ensemble_accuracy(model: LinearMamba, inputs: torch.Tensor, labels: torch.Te
         if values_only:
             logits[..., : model.vocab_size // 2] = -float("inf")
         yy = y.unsqueeze(0).expand(logits.shape[0], *y.shape[-2:]) if y.dim() == 2 else y
-        mask = yy != -100
+        mask = yy != IGNORE_INDEX
         correct = correct + ((logits.argmax(-1) == yy) & mask).sum((1, 2)).double()
         total = total + mask.sum((1, 2)).double()
     model.train()
@@ -692,7 +679,7 @@ def train_ensemble(model: LinearMamba, make_batch: Callable[[int], tuple], *, st
     if recipe not in RECIPES:
         raise ValueError(f"unknown recipe {recipe!r}; use one of {tuple(RECIPES)}.")
     cfg = {**RECIPES[recipe], **(overrides or {})}
-    _pos_int("steps", steps)
+    _check_positive_int("steps", steps)
     threads_before = torch.get_num_threads()
     if num_threads:
         torch.set_num_threads(num_threads)
@@ -713,7 +700,7 @@ def train_ensemble(model: LinearMamba, make_batch: Callable[[int], tuple], *, st
             x, y = make_batch(s)
             y = y.to(device)
             if y.dim() == 2:  # shared labels: unembed only the labelled positions (N_f of L; the dominant cost)
-                mask = y != -100
+                mask = y != IGNORE_INDEX
                 h = model.hidden(x.to(device))[:, mask]                      # (E, Q, D)
                 logits = model.unembed(h)                                     # (E, Q, V)
                 losses = masked_ce_per_member(logits[:, None], y[mask][None], cfg["label_smoothing"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-IGNORE_INDEX = -100
+from .mqar import IGNORE_INDEX
 
 __all__ = ["copy_baseline", "keep_nth"]
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-IGNORE_INDEX = -100
+from .mqar import IGNORE_INDEX, check_int
+
 TARGET_MODES = ("identity", "masked")
 # event codes of pair_events()
 NOISE, WRITE, READ, FIRST_KEY, START = 0, 1, 2, 3, 4
@@ -38,18 +39,12 @@ EVENT_NAMES = {NOISE: "forget (v1, v2)", WRITE: "write (k, v)", READ: "read (x, 
                FIRST_KEY: "key, no binding yet", START: "t = 0"}
 
 
-def _check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
-
-
 def validate(vocab_size, num_keys, seq_len, max_noise):
     """Check the generator's arguments; raise a ValueError that names the problem and the fix."""
-    vocab_size = _check_int("vocab_size", vocab_size, 2)
-    num_keys = _check_int("num_keys", num_keys, 1)
-    seq_len = _check_int("seq_len", seq_len, 1)
-    max_noise = _check_int("max_noise", max_noise, 0)
+    vocab_size = check_int("vocab_size", vocab_size, 2)
+    num_keys = check_int("num_keys", num_keys, 1)
+    seq_len = check_int("seq_len", seq_len, 1)
+    max_noise = check_int("max_noise", max_noise, 0)
     if num_keys >= vocab_size:
         raise ValueError(f"num_keys={num_keys} leaves no value tokens in a vocabulary of {vocab_size}; "
                          "use num_keys < vocab_size.")
@@ -127,7 +122,7 @@ def latest_value_batch(num_examples: int, vocab_size: int = 8, num_keys: int = 1
                        key_probs=None) -> LatestValueBatch:
     """``num_examples`` sequences of Algorithm 1 from ``np.random.default_rng(seed)``, with labels."""
     vocab_size, num_keys, seq_len, max_noise = validate(vocab_size, num_keys, seq_len, max_noise)
-    num_examples = _check_int("num_examples", num_examples, 1)
+    num_examples = check_int("num_examples", num_examples, 1)
     if target not in TARGET_MODES:
         raise ValueError(f"unknown target mode {target!r}; use one of {TARGET_MODES}.")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -181,9 +176,9 @@ def theory_batch(num_examples: int, vocab_size: int, seq_len: int, *, seed: int 
     x_0 = x_T = 0, x_1..x_{T-1} i.i.d. uniform on {1..V-1}; the target at position T is x_1.
     ``seq_len`` is the paper's T (so sequences have T+1 tokens, positions 0..T); T >= 2.
     """
-    vocab_size = _check_int("vocab_size", vocab_size, 3)
-    seq_len = _check_int("seq_len", seq_len, 2)
-    num_examples = _check_int("num_examples", num_examples, 1)
+    vocab_size = check_int("vocab_size", vocab_size, 3)
+    seq_len = check_int("seq_len", seq_len, 2)
+    num_examples = check_int("num_examples", num_examples, 1)
     rng = np.random.default_rng(seed)
     x = np.zeros((num_examples, seq_len + 1), dtype=np.int64)
     x[:, 1:seq_len] = rng.integers(1, vocab_size, size=(num_examples, seq_len - 1))

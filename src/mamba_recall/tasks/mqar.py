@@ -117,7 +117,9 @@ _MAX_SEED = 2**32  # np.random.RandomState accepts seeds in [0, 2**32)
 # --------------------------------------------------------------------------- validation
 
 
-def _check_int(name: str, value, minimum: int) -> int:
+def check_int(name: str, value, minimum: int = 1) -> int:
+    """``value`` as an int if it is an integer (not a bool) ≥ ``minimum``; else a ValueError naming ``name``.
+    The argument check of every task generator."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(
             f"{name} must be an integer, got {value!r} (type {type(value).__name__}); "
@@ -141,11 +143,11 @@ def _power_law(space: int, power_a: float) -> np.ndarray:
 def _validate(
     vocab_size, num_examples, input_seq_len, power_a, num_kv_pairs, num_passes, random_non_queries
 ) -> None:
-    V = _check_int("vocab_size", vocab_size, 1)
-    _check_int("num_examples", num_examples, 1)
-    L = _check_int("input_seq_len", input_seq_len, 2)
-    K = _check_int("num_kv_pairs", num_kv_pairs, 1)
-    P = _check_int("num_passes", num_passes, 1)
+    V = check_int("vocab_size", vocab_size, 1)
+    check_int("num_examples", num_examples, 1)
+    L = check_int("input_seq_len", input_seq_len, 2)
+    K = check_int("num_kv_pairs", num_kv_pairs, 1)
+    P = check_int("num_passes", num_passes, 1)
 
     if isinstance(power_a, (bool, np.bool_)) or not isinstance(power_a, numbers.Real):
         raise ValueError(

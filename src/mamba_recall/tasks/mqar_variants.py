@@ -73,6 +73,16 @@ def _pad(x: torch.Tensor, V: int, pad: str, g: torch.Generator) -> torch.Tensor:
     return x
 
 
+def _place_queries(x, y, keys, values, ctx: int, g: torch.Generator, logp=None) -> None:
+    """Write each row's keys as queries at distinct even offsets after the context (gaps drawn without
+    replacement, weighted by ``logp`` if given) and their values as labels at the same positions; in place."""
+    n, L = x.shape
+    gaps = _sample_without_replacement(n, (L - ctx) // 2, keys.shape[1], g, logp)
+    pos = ctx + 2 * gaps
+    x.scatter_(1, pos, keys)
+    y.scatter_(1, pos, values)
+
+
 def mqar(V: int, Nf: int, L: int, n: int, seed: int, *, power_a: float = 1.0, pad: str = "full"):
     """Vectorised Zoology MQAR (see module docstring); returns ``(inputs, labels)``, each ``(n, L)``."""
     validate(V, Nf, L)
@@ -87,10 +97,7 @@ def mqar(V: int, Nf: int, L: int, n: int, seed: int, *, power_a: float = 1.0, pa
     space = (L - ctx) // 2
     i = torch.arange(1, space + 1, dtype=torch.float64)
     logp = None if power_a == 1.0 else torch.log(power_a * i ** (power_a - 1))
-    gaps = _sample_without_replacement(n, space, Nf, g, logp)
-    pos = ctx + 2 * gaps
-    x.scatter_(1, pos, keys)
-    y.scatter_(1, pos, values)
+    _place_queries(x, y, keys, values, ctx, g, logp)
     return _pad(x, V, pad, g), y
 
 
@@ -108,11 +115,7 @@ def mqar_repeated_keys(V: int, Nf: int, L: int, n: int, seed: int, *, Nk: int = 
         x[:, 2 * Nf * c + 1:2 * Nf * (c + 1):2] = vals
     c = Nk - 1
     x[:, 2 * Nf * c:2 * Nf * (c + 1):2], x[:, 2 * Nf * c + 1:2 * Nf * (c + 1):2] = keys, values
-    ctx = 2 * Nf * Nk
-    gaps = _sample_without_replacement(n, (L - ctx) // 2, Nf, g)
-    pos = ctx + 2 * gaps
-    x.scatter_(1, pos, keys)
-    y.scatter_(1, pos, values)
+    _place_queries(x, y, keys, values, 2 * Nf * Nk, g)
     return _pad(x, V, pad, g), y
 
 

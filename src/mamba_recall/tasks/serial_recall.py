@@ -32,18 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .mqar import check_int
+
 __all__ = ["RecallVocab", "RecallContexts", "recall_contexts", "recall_prompts", "query_tokens",
            "multiquery_batch", "periodic_sequences", "VARIANTS", "PERIODIC_READINGS"]
 
 VARIANTS = ("repeated", "random")
 PERIODIC_READINGS = ("tiling", "marker")
 PAD, SEP, BOS = 0, 1, 2
-
-
-def _check_int(name, value, low=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -55,9 +51,9 @@ class RecallVocab:
     n_filler: int = 16
 
     def __post_init__(self):
-        _check_int("n_names", self.n_names, 2)
-        _check_int("n_relations", self.n_relations, 1)
-        _check_int("n_filler", self.n_filler, 0)
+        check_int("n_names", self.n_names, 2)
+        check_int("n_relations", self.n_relations, 1)
+        check_int("n_filler", self.n_filler, 0)
 
     @property
     def name0(self) -> int:
@@ -147,7 +143,7 @@ def recall_contexts(L: int, n: int, variant: str = "repeated", *, vocab: RecallV
     the ``repeated`` and ``random`` variants with the same seed share all names (paired design).
     """
     vocab = vocab or RecallVocab()
-    L, n = _check_int("L", L), _check_int("n", n)
+    L, n = check_int("L", L), check_int("n", n)
     _check_variant(variant)
     NE, NR = vocab.n_names, vocab.n_relations
     if L > NE:
@@ -216,7 +212,7 @@ def recall_prompts(ctx: RecallContexts, k, *, n_distract: int = 0, distractor_se
     kk = kk.expand(n) if kk.dim() == 0 else kk
     parts = [ctx.tokens]
     if n_distract:
-        _check_int("n_distract", n_distract, 0)
+        check_int("n_distract", n_distract, 0)
         vocab = _vocab_of(ctx)
         rng = np.random.RandomState(distractor_seed)
         parts.append(torch.as_tensor(_distractors(n, n_distract, vocab, rng, distractor_pool), dtype=torch.long))
@@ -242,8 +238,8 @@ def multiquery_batch(L: int, batch: int, *, n_queries: int | None = None, vocab:
     with ``labels = -100`` except at each query's relation token, whose label is its object.
     """
     vocab = vocab or RecallVocab()
-    L, batch = _check_int("L", L), _check_int("batch", batch)
-    Q = min(L, 4) if n_queries is None else min(_check_int("n_queries", n_queries), L)
+    L, batch = check_int("L", L), check_int("batch", batch)
+    Q = min(L, 4) if n_queries is None else min(check_int("n_queries", n_queries), L)
     rng = np.random.RandomState(seed)
     n_rep = int(rng.binomial(batch, p_repeated))
     rows, labels = [], []
@@ -275,7 +271,7 @@ def periodic_sequences(k: int, n: int = 64, length: int = 64, *, tokens=None, se
     ``k = 1`` is constant, ``k = length`` i.i.d. random. ``marker``: a fixed token ``v*`` at
     ``t ≡ 0 (mod k)``, other positions i.i.d. from ``tokens \\ {v*}``. Both agree at ``k = 1``.
     """
-    k, n, length = _check_int("k", k), _check_int("n", n), _check_int("length", length)
+    k, n, length = check_int("k", k), check_int("n", n), check_int("length", length)
     if reading not in PERIODIC_READINGS:
         raise ValueError(f"unknown reading {reading!r}; choose one of {', '.join(PERIODIC_READINGS)}.")
     tokens = np.asarray(RecallVocab().name(np.arange(16)) if tokens is None else tokens)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import torch
 
+from ..tasks.mqar import IGNORE_INDEX
 from .capacity import lemma1_condition
 
 __all__ = ["thm1_weights", "thm2_weights", "designed_model", "designed_accuracy", "lemma1_condition",
@@ -125,7 +126,7 @@ def designed_accuracy(V: int, D: int | None, N: int | None, Nf: int, L: int, *, 
         if readout == "values":
             logits[..., : V // 2] = -float("inf")
         yy = y[i:i + batch_size].to(logits.device)
-        m = yy != -100
+        m = yy != IGNORE_INDEX
         correct += int((logits.argmax(-1)[m] == yy[m]).sum())
         total += int(m.sum())
     return correct / total

@@ -39,18 +39,12 @@ import numpy as np
 import torch
 
 from ..scan import selective_scan, ssd_scan
+from ..tasks.mqar import IGNORE_INDEX, check_int
 
-IGNORE_INDEX = -100
 THM2_BIASES = ("printed", "typo", "corrected", "centered")
 
-__all__ = ["IGNORE_INDEX", "THM2_BIASES", "accuracy", "gen_mqar", "jl_matrix", "thm2_logits", "thm3_logits",
+__all__ = ["IGNORE_INDEX", "THM2_BIASES", "gen_mqar", "jl_matrix", "thm2_logits", "thm3_logits",
            "thm4_logits", "construction_accuracy", "best_of_draws", "theory_dims", "hashing_circuit_accuracy"]
-
-
-def _pos_int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 def gen_mqar(n: int, T: int, kappa: int, V: int, seed: int):
@@ -60,7 +54,7 @@ def gen_mqar(n: int, T: int, kappa: int, V: int, seed: int):
     0..κ−1, values ``κ + randint(|V|)``), then noise values; κ query positions drawn uniformly without
     replacement from 2κ..T−1, each key queried once in random order; ``labels`` = value index there.
     Needs T ≥ 3κ. Seeded by ``seed`` (numpy ``default_rng``)."""
-    n, T, kappa, V = (_pos_int(a, b) for a, b in (("n", n), ("T", T), ("kappa", kappa), ("V", V)))
+    n, T, kappa, V = (check_int(a, b) for a, b in (("n", n), ("T", T), ("kappa", kappa), ("V", V)))
     if T < 3 * kappa:
         raise ValueError(f"T={T} must be >= 3·kappa={3 * kappa} (context of 2κ plus κ queries).")
     rng = np.random.default_rng(seed)
@@ -82,14 +76,8 @@ def gen_mqar(n: int, T: int, kappa: int, V: int, seed: int):
 
 def jl_matrix(p: int, n: int, seed: int) -> np.ndarray:
     r"""Lemma 4: :math:`M\in\{\pm1/\sqrt p\}^{p\times n}` iid (numpy ``default_rng(seed)``)."""
-    p, n = _pos_int("p", p), _pos_int("n", n)
+    p, n = check_int("p", p), check_int("n", n)
     return np.random.default_rng(seed).choice([-1.0, 1.0], size=(p, n)) / math.sqrt(p)
-
-
-def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
-    """Fraction of query positions (labels ≠ −100) where argmax over the |V| value classes is right."""
-    mask = labels != IGNORE_INDEX
-    return float((logits.argmax(-1)[mask] == labels[mask]).double().mean())
 
 
 def _conv2(x, c0, c1, b, relu=True):
@@ -126,7 +114,7 @@ def thm2_logits(ids, kappa: int, V: int, *, p: int | None = None, N: int | None 
     :data:`THM2_BIASES`. ``N`` (default κ) state columns; keys share column ``i mod N`` when N < κ."""
     if bias not in THM2_BIASES:
         raise ValueError(f"unknown bias {bias!r}; use one of {THM2_BIASES}.")
-    N = kappa if N is None else _pos_int("N", N)
+    N = kappa if N is None else check_int("N", N)
     if p is None:
         k, v, c0, c1, b = 2.0, 1.0, 1.0, 2.0, 1.0
         dv = V
@@ -134,7 +122,7 @@ def thm2_logits(ids, kappa: int, V: int, *, p: int | None = None, N: int | None 
         shift = np.zeros(dv)
     else:
         k, c0, c1, b, beta = 10.0, 1.0, 10.0, 3.0, 2.0
-        dv = _pos_int("p", p)
+        dv = check_int("p", p)
         codes = jl_matrix(dv, V, jl_seed)
         shift = beta * np.ones(dv)
     d = kappa + dv
@@ -215,7 +203,7 @@ def thm4_logits(ids, kappa: int, V: int, *, p: int | None = None, readout: str =
     if p is None:
         codes, shift, read = np.eye(V), np.zeros(V), np.eye(V)
     else:
-        M = _householder_to_ones(jl_matrix(_pos_int("p", p), V + 1, jl_seed))[:, :V]
+        M = _householder_to_ones(jl_matrix(check_int("p", p), V + 1, jl_seed))[:, :V]
         codes, shift = M, beta * np.ones(p)
         read = M - M.mean(axis=0, keepdims=True) if readout == "centered" else M
     blk = codes.shape[0]
