@@ -8,7 +8,7 @@ import torch
 from mamba_recall import cli
 from mamba_recall.notebook import ParameterError, setup
 from mamba_recall.presets import PresetError, experiment
-from mamba_recall.results import BundleError, load_bundle, save_bundle
+from mamba_recall.results import BundleError, load_bundle, load_preset_bundle, save_bundle
 from mamba_recall.scorecard import load_claims, record_claim, scorecard_markdown, verdict
 
 
@@ -47,9 +47,29 @@ def test_bundle_missing_data_table_and_file(tmp_path):
         load_bundle("nothing_here", directory=tmp_path)
 
 
+def test_preset_bundle_falls_back_to_ci_only_when_absent_and_says_so(tmp_path):
+    save_bundle("run_ci", {"n": 1}, {"preset": "ci"}, command="python -m x", directory=tmp_path)
+    said = []
+    assert load_preset_bundle("run", "ci", directory=tmp_path, log=said.append).data == {"n": 1} and not said
+    bundle = load_preset_bundle("run", "paper", directory=tmp_path, log=said.append)
+    assert bundle.name == "run_ci" and len(said) == 1 and "no run_paper bundle" in said[0] and "--only run" in said[0]
+    (tmp_path / "run_paper.json").write_text("{not json")  # a corrupt paper bundle is an error, not a fallback
+    with pytest.raises(BundleError, match="corrupt"):
+        load_preset_bundle("run", "paper", directory=tmp_path, log=said.append)
+    with pytest.raises(BundleError, match="no result bundle"):
+        load_preset_bundle("other", "ci", directory=tmp_path)
+
+
 def test_committed_bundles_load():
     bundle = load_bundle("scan_bench_cpu", data_keys=("acceptance",))
     assert {"timings", "ratios"} <= set(bundle.tables)
+    from mamba_recall.results import RESULTS_DIR
+    for path in sorted(RESULTS_DIR.glob("*.json")):  # every committed bundle: hashes match, name = file stem
+        loaded = load_bundle(path)
+        assert loaded.name == path.stem
+        for preset in ("ci", "paper"):  # a preset-named bundle holds that preset's run
+            if path.stem.endswith(f"_{preset}"):
+                assert loaded.config.get("preset", preset) == preset, path.name
 
 
 def test_presets_and_notebook_parameters():
@@ -99,3 +119,14 @@ def test_cli_chapters_and_errors():
         cli.chapter_notebooks("9")
     with pytest.raises(SystemExit):
         cli.main(["run", "0", "--preset", "huge"])
+
+
+def test_refresh_merges_split_stream_outputs():
+    from mamba_recall.cli import coalesce_streams
+    outs = [{"output_type": "stream", "name": "stdout", "text": "G1: "},
+            {"output_type": "stream", "name": "stdout", "text": "True\n"},
+            {"output_type": "stream", "name": "stderr", "text": "warn\n"},
+            {"output_type": "execute_result", "data": {}, "metadata": {}, "execution_count": 1},
+            {"output_type": "stream", "name": "stdout", "text": "x\n"}]
+    merged = coalesce_streams(outs)
+    assert [o.get("text") for o in merged] == ["G1: True\n", "warn\n", None, "x\n"]

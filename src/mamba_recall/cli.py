@@ -168,7 +168,22 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
         for cell in book_nb.cells:
             cell.metadata.pop("papermill", None)
             cell.metadata.pop("execution", None)
+            if cell.cell_type == "code":
+                cell.outputs = coalesce_streams(cell.outputs)
         nbformat.write(book_nb, path)
+
+
+def coalesce_streams(outputs: list) -> list:
+    """Merge consecutive stream outputs of the same stream (the kernel may split one print over several
+    messages), so that committed outputs do not depend on message timing."""
+    merged: list = []
+    for out in outputs:
+        if (out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                and merged[-1].get("name") == out.get("name")):
+            merged[-1]["text"] = merged[-1]["text"] + out["text"]
+        else:
+            merged.append(out)
+    return merged
 
 
 def experiment_runners() -> list[str]:

@@ -158,6 +158,21 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
                   tables, path)
 
 
+
+def load_preset_bundle(stem: str, preset: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None,
+                       log=print) -> Bundle:
+    """Load the bundle ``<stem>_<preset>`` of a runner; if that preset's bundle was never made (a paper-size
+    run needs a GPU) load ``<stem>_ci`` instead **and say so** through ``log``. A bundle that exists but is
+    corrupt raises :class:`BundleError` (never replaced by another one)."""
+    directory = Path(directory or RESULTS_DIR)
+    if preset != "ci" and not (directory / f"{stem}_{preset}.json").exists():
+        log(f"no {stem}_{preset} bundle in {directory} (regenerate it with "
+            f"`python -m mamba_recall reproduce --preset {preset} --only {stem}`); using the committed ci bundle "
+            f"{stem}_ci")
+        preset = "ci"
+    return load_bundle(f"{stem}_{preset}", data_keys=data_keys, directory=directory)
+
+
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 
 

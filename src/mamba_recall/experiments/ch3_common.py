@@ -24,7 +24,7 @@ def parse(description: str, name: str, bundle: str, argv=None):
     parser.add_argument("--preset", default="ci", choices=["ci", "paper"])
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--backend", default="auto")
-    parser.add_argument("--out", default=None, help="bundle name (default: the runner's name)")
+    parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
     args = parser.parse_args(argv)
     try:
@@ -33,7 +33,7 @@ def parse(description: str, name: str, bundle: str, argv=None):
         parser.error(str(exc))
     torch.set_num_threads(args.threads)
     args.sizes = experiment(name, args.preset)
-    args.out = args.out or bundle
+    args.out = args.out or f"{bundle}_{args.preset}"
     return args
 
 

@@ -5,7 +5,7 @@
 Δ per state, Eq. 15), N = N_factor·|V|; data from :func:`~mamba_recall.tasks.induction_heads.induction_heads`
 (hard-case probability p, range γ) on the fly; accuracy over all positions (blank class included) and over
 non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d); ``paper`` the Fig. 3/A.4 grid, best of 5.
-Writes ``results/ch3_induction.json`` with the table ``runs``.
+Writes ``results/ch3_induction_<preset>.json`` with the table ``runs``.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 ``python -m mamba_recall.experiments.ch3_keep_nth --preset ci|paper [--device cpu|cuda]`` trains every
 (T, d, N, model, seed) of ``presets ch3.keep_train`` on on-the-fly data (a deviation from the paper's
 fixed 10⁵-sample set, spec §6.3), Adam (no weight decay), cosine lr, early stop at 100 % held-out
-accuracy, and tests on fresh sequences. It writes ``results/ch3_keep_nth.json`` with the tables
+accuracy, and tests on fresh sequences. It writes ``results/ch3_keep_nth_<preset>.json`` with the tables
 ``runs`` (one row per run) and ``decay`` (Fig. 1: 50-bin histograms of e^{−λΔ} of the S6/S4D models, counts in
 ``before`` (t < n) and ``after`` (t ≥ n); the extra row with ``bin = −1`` holds frac(< 0.1 | t < n) in ``before`` and
 frac(> 0.9 | t ≥ n) in ``after``), and the checkpoint of the S6+PE model with d = 32, N = 8 (first seed; the largest T)

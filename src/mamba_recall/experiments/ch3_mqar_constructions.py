@@ -1,7 +1,7 @@
 """Sweeps of the explicit MQAR constructions (paper 003, Thms. 2–4, Lemma 4; spec errata 6–8).
 
 ``python -m mamba_recall.experiments.ch3_mqar_constructions --preset ci|paper`` (CPU, float64; minutes).
-Tables written to ``results/ch3_mqar_constructions.json``:
+Tables written to ``results/ch3_mqar_constructions_<preset>.json``:
 
 * ``jl`` — accuracy (max and mean over JL draws) of every variant of ``views.selectivity.VARIANTS``
   (Thm. 2 bias as printed / corrected / centered, Thm. 3 JL values, Thm. 4 readout as printed / centered)

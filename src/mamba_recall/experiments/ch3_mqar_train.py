@@ -7,7 +7,7 @@ S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = 
 (its own three convs, ``models.s6.Mamba2Mixer``, N = round(8 ln κ)). ``ci``: micro-MQAR (κ = 4,
 |V| = 16, T = 24, d = 32) with N below and above κ (spec MQAR-T1). ``paper``: the Fig. 2 grid (κ × d,
 N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2) and the Fig. A.3 N sweep, best of 7 seeds. Writes
-``results/ch3_mqar_train.json`` with the table ``runs``.
+``results/ch3_mqar_train_<preset>.json`` with the table ``runs``.
 """
 from __future__ import annotations
 
