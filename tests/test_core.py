@@ -130,3 +130,12 @@ def test_refresh_merges_split_stream_outputs():
             {"output_type": "stream", "name": "stdout", "text": "x\n"}]
     merged = coalesce_streams(outs)
     assert [o.get("text") for o in merged] == ["G1: True\n", "warn\n", None, "x\n"]
+
+
+def test_reproduce_runs_dependent_runners_after_their_inputs():
+    from mamba_recall.cli import experiment_runners
+    runners = experiment_runners()
+    assert runners.index("ch4_train") < runners.index("ch4_model_checks")
+    import importlib
+    for name in runners:  # every runner says which runs produced its committed results
+        assert importlib.import_module(f"mamba_recall.experiments.{name}").COMMITTED_RUNS

@@ -195,7 +195,17 @@ def experiment_runners() -> list[str]:
     from . import experiments
 
     names = sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if not m.name.startswith("_"))
-    return [n for n in names if hasattr(importlib.import_module(f"mamba_recall.experiments.{n}"), "main")]
+    modules = {n: importlib.import_module(f"mamba_recall.experiments.{n}") for n in names}
+    runners = [n for n in names if hasattr(modules[n], "main")]
+    # a runner that reads another's outputs lists it in DEPENDS_ON and runs after it
+    ordered: list[str] = []
+    while len(ordered) < len(runners):
+        ready = [n for n in runners if n not in ordered
+                 and all(d in ordered for d in getattr(modules[n], "DEPENDS_ON", ()))]
+        if not ready:
+            raise SystemExit("error: the runners' DEPENDS_ON lists form a cycle or name a missing runner.")
+        ordered.append(ready[0])
+    return ordered
 
 
 def reproduce(preset: str | None, device: str, only: list[str]) -> None:
@@ -207,7 +217,7 @@ def reproduce(preset: str | None, device: str, only: list[str]) -> None:
     unknown = sorted(set(only) - set(runners))
     if unknown:
         raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(runners)}.")
-    for name in only or runners:
+    for name in [n for n in runners if n in only] if only else runners:
         module = importlib.import_module(f"mamba_recall.experiments.{name}")
         if preset is None:
             if not hasattr(module, "COMMITTED_RUNS"):

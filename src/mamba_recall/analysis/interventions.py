@@ -4,7 +4,9 @@ Ablation (spec §4.4): for targeted (layer ℓ, channel i) set ``Ā_t^{(ℓ,i)} 
 chosen 0-based token indices ``t``; then ``h_t = B̄_t x_t`` there, i.e. the channel forgets everything
 before ``t``. "First triplet" = indices 1–4 (``r_1 o_1 . s_2``); "all" = every step (the channel
 becomes memoryless). Implemented with the ``abar_hook`` of :class:`~mamba_recall.models.mamba.Mamba`
-(a bool mask (1, E, L) per layer), so it works unchanged on any mamba_ssm-named checkpoint.
+(a bool mask (1, E, L) per layer), so it works unchanged on any mamba_ssm-named checkpoint. On a
+Mamba-2 model (:mod:`mamba_recall.models.mamba2`) the units are *heads*: the mask is (1, H, L), the
+width is the mixer's ``ablation_units`` and "channels" below means head indices.
 
 Recall by position uses **prefix-state evaluation** (spec §3.1, CI mode): each context is run once
 (with its ablation / initial state), the per-layer :class:`LayerState` (conv + SSM) is kept, and
@@ -91,7 +93,7 @@ def ablate(model, channels: dict[int, torch.Tensor] | None, steps="all"):
     saved = [blk.mixer.abar_hook for blk in layers]
     try:
         for i, blk in enumerate(layers):
-            hook = handle.hook(i, blk.mixer.d_inner)
+            hook = handle.hook(i, getattr(blk.mixer, "ablation_units", blk.mixer.d_inner))  # heads for Mamba-2
             if hook is not None:
                 blk.mixer.abar_hook = hook
         yield handle
@@ -155,9 +157,9 @@ def recall_by_position(model, ctx: RecallContexts, *, channels=None, steps="all"
                 rows = prefix[a:b].to(device)
                 st = None
                 if init_states is not None:
-                    st = [LayerState(s.conv.expand(b - a, -1, -1).contiguous() if s.conv.shape[0] == 1
-                                     else s.conv[a:b], s.ssm.expand(b - a, -1, -1).contiguous()
-                                     if s.ssm.shape[0] == 1 else s.ssm[a:b]) for s in init_states]
+                    st = [type(s)(s.conv.expand(b - a, *s.conv.shape[1:]).contiguous() if s.conv.shape[0] == 1
+                                  else s.conv[a:b], s.ssm.expand(b - a, *s.ssm.shape[1:]).contiguous()
+                                  if s.ssm.shape[0] == 1 else s.ssm[a:b]) for s in init_states]
                 handle.offset = 0
                 _, states = model(rows, states=st, return_states=True)
                 handle.offset = T0
@@ -238,7 +240,7 @@ def random_channels(model, count_per_layer: dict[int, int] | int, *, seed: int =
     control: that many channels in each of those layers, drawn from the channels not in ``exclude``.
     """
     rng = np.random.RandomState(seed)
-    widths = [blk.mixer.d_inner for blk in model.backbone.layers]
+    widths = [getattr(blk.mixer, "ablation_units", blk.mixer.d_inner) for blk in model.backbone.layers]
     exclude = exclude or {}
     if isinstance(count_per_layer, (int, np.integer)):
         total = sum(widths)

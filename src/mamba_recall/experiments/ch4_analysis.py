@@ -23,6 +23,7 @@ import torch
 from ..analysis import channels as ch
 from ..analysis import interventions as iv
 from ..tasks.serial_recall import RecallVocab, periodic_sequences, recall_contexts, recall_prompts
+from ..tasks.transfer import LONGBENCH_ANALOGUE, labelled_accuracy, transfer_batch
 from .ch4_train import load_checkpoint
 
 ENV_CHECKPOINT = "MAMBA_RECALL_CH4_CHECKPOINT"
@@ -129,6 +130,33 @@ def identification_prompt(vocab, L, seed=42, variant="repeated"):
     ctx = recall_contexts(L, 1, variant, vocab=vocab, seed=seed)
     toks, _ = recall_prompts(ctx, 1)
     return toks
+
+
+@torch.no_grad()
+def write_strength(model, tokens: torch.Tensor, chans) -> "pd.DataFrame":
+    r"""How much the identified channels write into their state, against the other channels.
+
+    Mamba-1 writes ``B̄_t x_t = Δ_t B_t x_t`` (Euler ``B̄``, as mamba_ssm), so per channel ``i`` the input
+    gate is ``Δ_t^{(i)}`` and the written size (up to ``B_t``) is ``Δ_t^{(i)}|x_t^{(i)}|``. A channel whose
+    ``Π Ā_t = exp(A Σ Δ_t)`` stays near 1 because ``Δ ≈ 0`` also writes almost nothing: a closed gate.
+    Returns one row per (layer, group ∈ {identified, other}): the median over channels of the mean over
+    ``tokens`` (B, T) of ``Δ`` and of ``Δ·|x|``."""
+    import pandas as pd
+    was = model.training
+    model.eval()
+    _, internals = model(tokens, return_internals=True)
+    model.train(was)
+    rows = []
+    for layer, (it, c) in enumerate(zip(internals, chans)):
+        delta = it.delta.mean(dim=(0, 2))
+        write = (it.delta * it.x.abs()).mean(dim=(0, 2))
+        mask = torch.zeros_like(delta, dtype=torch.bool)
+        mask[torch.as_tensor(c, dtype=torch.long)] = True
+        for group, m in (("identified", mask), ("other", ~mask)):
+            if m.any():
+                rows.append({"layer": layer, "group": group, "channels": int(m.sum()),
+                             "median Δ": float(delta[m].median()), "median Δ·|x|": float(write[m].median())})
+    return pd.DataFrame(rows)
 
 
 def check_sparsity(stats: ch.ChannelStats, chans) -> dict:
@@ -304,6 +332,81 @@ def check_state_init(eff: dict) -> dict:
     best = max(rows, key=lambda r: rows[r]["mid_gain"])
     ok = rows[best]["mid_gain"] >= 0.03 and rows[best]["mcnemar_p"] < 0.05
     return {"layers": rows, "best_layer": best, "pass": bool(ok)}
+
+
+# --------------------------------------------------------------------- downstream transfer (C5, B12, Table 1)
+
+TRANSFER_SEED = 31337  # evaluation sets of the transfer tasks (the training mixture uses other seeds)
+
+
+def transfer_sets(vocab, mix: dict, n: int, seed: int = TRANSFER_SEED) -> dict:
+    """Fixed held-out sets of every transfer task of the mixture ``mix`` (the ``s_mix`` recipe's entry):
+    {task: (inputs (n, T), labels (n, T))}."""
+    return {task: transfer_batch(task, n, vocab=vocab, seed=seed + 1000 * i, **mix["sizes"])
+            for i, task in enumerate(mix["tasks"])}
+
+
+@torch.no_grad()
+def transfer_scores(model, sets: dict, channels=None, *, batch_size: int = 128, device="cpu") -> dict:
+    """Per task, the (n,) per-example score (accuracy over the labelled positions) with Ā of
+    ``channels`` ({layer: channel indices}) zeroed at **every** step (spec §4.4, Table 1)."""
+    was = model.training
+    model.eval()
+    out = {}
+    try:
+        with iv.ablate(model, channels, "all"):
+            for task, (x, y) in sets.items():
+                out[task] = np.concatenate([labelled_accuracy(model(x[a:a + batch_size].to(device)).cpu(),
+                                                              y[a:a + batch_size])
+                                            for a in range(0, len(x), batch_size)])
+    finally:
+        model.train(was)
+    return out
+
+
+def transfer_effects(model, sets: dict, targets: dict, *, n_random: int = 5, seed: int = 42, device="cpu") -> dict:
+    """Table 1's three conditions on the transfer sets: base, the identified channels ablated at all
+    steps (all layers), and ``n_random`` global random sets of the same count (seeds ``seed + r``)."""
+    count = int(sum(len(v) for v in targets.values()))
+    return {"base": transfer_scores(model, sets, device=device),
+            "targeted": transfer_scores(model, sets, targets, device=device),
+            "random": [transfer_scores(model, sets, iv.random_channels(model, count, seed=seed + r), device=device)
+                       for r in range(n_random)],
+            "count": count}
+
+
+def transfer_table(eff: dict, learned_min: float = 0.5, seed: int = 0):
+    """One row per task (as the paper's Table 1): base, long-term (identified) and random (mean ± sd over
+    draws) scores in %, relative drops, and a paired-bootstrap 95 % CI of random − targeted per example."""
+    import pandas as pd
+    rows = []
+    for task, base in eff["base"].items():
+        tgt = eff["targeted"][task]
+        b, t = base.mean(), tgt.mean()
+        rs = np.array([r[task].mean() for r in eff["random"]])
+        rand_per_example = np.mean([r[task] for r in eff["random"]], axis=0)
+        _, lo, hi = iv.paired_bootstrap(rand_per_example, tgt, seed=seed)  # mean(random − targeted), 95 % CI
+        rel = (lambda a: (b - a) / b if b > 0 else float("nan"))
+        rows.append({"task": task, "LongBench analogue": LONGBENCH_ANALOGUE.get(task, ""),
+                     "base": 100 * b, "long-term": 100 * t, "random": 100 * rs.mean(), "random sd": 100 * rs.std(),
+                     "rel. drop long-term": rel(t), "rel. drop random": float(np.mean([rel(r) for r in rs])),
+                     "random − long-term CI": (round(100 * lo, 1), round(100 * hi, 1)),
+                     "learned": bool(b >= learned_min)})
+    return pd.DataFrame(rows)
+
+
+def check_transfer(table) -> dict:
+    """B12 on the learned tasks (base ≥ 50 %, spec §3.5): mean relative drop (identified) ≥ 2 × that of the
+    random sets, and identified worse than random on ≥ 3/4 of them; at least 3 learned tasks needed."""
+    learned = table[table["learned"]]
+    n = len(learned)
+    mean_t = float(learned["rel. drop long-term"].mean()) if n else float("nan")
+    mean_r = float(learned["rel. drop random"].mean()) if n else float("nan")
+    worse = int((learned["long-term"] < learned["random"]).sum())
+    ratio = mean_t / mean_r if n and mean_r > 0 else float("inf") if n and mean_t > 0 else float("nan")
+    ok = n >= 3 and mean_t > 0 and mean_t >= 2 * max(mean_r, 0) and worse >= 0.75 * n
+    return {"n_learned": n, "learned": learned["task"].tolist(), "mean_rel_drop_targeted": mean_t,
+            "mean_rel_drop_random": mean_r, "ratio": ratio, "worse_on": worse, "pass": bool(ok)}
 
 
 # --------------------------------------------------------------------- claim bookkeeping

@@ -37,9 +37,10 @@ from ..models.mamba import MambaLMHeadModel
 from ..presets import experiment
 from ..results import CHECKPOINT_DIR, read_checkpoint, save_checkpoint
 from ..tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
+from ..tasks.transfer import labelled_accuracy, transfer_batch
 from ..train import train
 
-MODELS = ("s_small", "s_deep")
+MODELS = ("s_small", "s_small_seed1", "s_deep", "s_mix", "s_m2")
 GATE = {"L4_random": 0.95, "L8_random": 0.80}
 
 __all__ = ["CHECKPOINT_DIR", "GATE", "MODELS", "build_model", "checkpoint_path", "curriculum_L",
@@ -53,7 +54,12 @@ def checkpoint_path(model: str) -> Path:
 
 
 def build_model(model_config: dict, vocab: RecallVocab, backend="auto", device=None) -> MambaLMHeadModel:
+    """A Mamba-1 LM, or a Mamba-2 (SSD) LM if ``model_config["arch"] == "mamba2"`` (the ``s_m2`` model)."""
     cfg = dict(model_config)
+    if cfg.pop("arch", "mamba1") == "mamba2":
+        from ..models.mamba2 import Mamba2LMHeadModel
+        return Mamba2LMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend,
+                                 device=device, **cfg)
     return MambaLMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend, device=device,
                             **cfg)
 
@@ -66,13 +72,22 @@ def curriculum_L(step: int, steps: int, L_min: int, L_max: int, frac: float, rng
 
 
 def make_batch_fn(cfg: dict, vocab: RecallVocab, on_step=None):
-    """``make_batch(step)`` for :func:`train`: deterministic in ``step`` (seeded by ``seed·10⁶ + step``)."""
+    """``make_batch(step)`` for :func:`train`: deterministic in ``step`` (seeded by ``seed·10⁶ + step``).
+
+    With a ``"mix"`` entry in the recipe (the ``s_mix`` model, spec §3.5), a step is a recall batch
+    with probability ``mix["p_recall"]`` and otherwise a batch of one transfer task drawn uniformly
+    from ``mix["tasks"]`` (sizes ``mix["sizes"]``, see :func:`mamba_recall.tasks.transfer.transfer_batch`)."""
     steps = cfg["steps"]
+    mix = cfg.get("mix")
 
     def make_batch(step):
         if on_step is not None:
             on_step(step)
         rng = np.random.RandomState(cfg["seed"] * 1_000_000 + step)
+        if mix is not None and rng.rand() >= mix["p_recall"]:
+            task = mix["tasks"][rng.randint(len(mix["tasks"]))]
+            return transfer_batch(task, cfg["batch"], vocab=vocab, seed=int(rng.randint(2**31 - 1)),
+                                  **mix["sizes"])
         L = curriculum_L(step, steps, cfg["L_min"], cfg["L_max"], cfg["curriculum_frac"], rng)
         return multiquery_batch(L, cfg["batch"], n_queries=cfg["n_queries"], vocab=vocab,
                                 seed=int(rng.randint(2**31 - 1)))
@@ -101,6 +116,42 @@ def gate_metrics(model, vocab: RecallVocab, n: int = 64, seed: int = 12345, devi
 
 def gate_passed(metrics: dict) -> bool:
     return all(metrics[k] >= v for k, v in GATE.items())
+
+
+TRANSFER_EVAL_SEED = 777
+
+
+@torch.no_grad()
+def transfer_metrics(model, vocab: RecallVocab, mix: dict, n: int = 128, seed: int = TRANSFER_EVAL_SEED,
+                     device="cpu") -> dict:
+    """Held-out accuracy of every transfer task of the recipe's mixture (fixed contexts, never trained on)."""
+    was = model.training
+    model.eval()
+    out = {}
+    for i, task in enumerate(mix["tasks"]):
+        x, y = transfer_batch(task, n, vocab=vocab, seed=seed + i, **mix["sizes"])
+        out[task] = float(labelled_accuracy(model(x.to(device)).cpu(), y).mean())
+    model.train(was)
+    return out
+
+
+def _held_out(model, vocab, cfg, device):
+    """Gate metrics, plus the transfer tasks' accuracies for a mixture recipe."""
+    metrics = gate_metrics(model, vocab, device=device)
+    if cfg.get("mix"):
+        metrics.update({f"transfer_{k}": v for k, v in transfer_metrics(model, vocab, cfg["mix"], device=device).items()})
+    return metrics
+
+
+def _warm_start(model, cfg):
+    """Load the weights of the committed S-model ``cfg["init_from"]`` (hash-checked, same shapes)."""
+    name = cfg["init_from"]
+    blob, _ = read_checkpoint(checkpoint_path(name),
+                              regenerate=f"python -m mamba_recall.experiments.ch4_train --model {name} --preset ci")
+    if blob["model_config"] != cfg["model"] or blob["vocab"] != cfg["vocab"]:
+        raise ValueError(f"init_from={name!r}: its model/vocabulary config differs from this recipe's; "
+                         f"make the recipe's 'model' and 'vocab' equal to {name}'s.")
+    model.load_state_dict(blob["state_dict"])
 
 
 def _save(path: Path, model, cfg, vocab, history, gate, name, command, device, wall, final, stopped_at=None):
@@ -146,7 +197,10 @@ def _train_smodel(model_name, preset, steps, out, device, backend, log, num_thre
     out = Path(out) if out is not None else checkpoint_path(model_name)
     vocab = RecallVocab(**cfg["vocab"])
     torch.manual_seed(cfg["seed"])
-    model = build_model(cfg["model"], vocab, backend=backend).to(device)
+    model = build_model(cfg["model"], vocab, backend=backend)
+    if cfg.get("init_from"):
+        _warm_start(model, cfg)
+    model.to(device)
     history: list[dict] = []
     command = "python -m mamba_recall.experiments.ch4_train " + " ".join(sys.argv[1:]) if __name__ == "__main__" \
         else f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"
@@ -159,14 +213,14 @@ def _train_smodel(model_name, preset, steps, out, device, backend, log, num_thre
     def on_step(step):  # checkpoints and held-out gate metrics during training (train() has no callbacks)
         nonlocal last_gate
         if stop_at is not None and step == stop_at and stop_at < cfg["steps"]:
-            last_gate = gate_metrics(model, vocab, device=device)
+            last_gate = _held_out(model, vocab, cfg, device)
             history.append({"step": step, "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
             log(f"[{model_name}] stopped at step {step}: gate {json.dumps(last_gate)}")
             _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
                   time.perf_counter() - start, final=True, stopped_at=step)
             raise _Stop
         if step > 0 and step % cfg["checkpoint_every"] == 0:
-            last_gate = gate_metrics(model, vocab, device=device)
+            last_gate = _held_out(model, vocab, cfg, device)
             history.append({"step": step, "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
             log(f"[{model_name}] step {step}: gate {json.dumps(last_gate)} ({time.perf_counter() - start:.0f} s)")
             _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
@@ -183,7 +237,7 @@ def _train_smodel(model_name, preset, steps, out, device, backend, log, num_thre
     losses = [h["loss"] for h in result.history]
     for i in range(0, len(losses), 100):
         history.append({"step": i + 1, "loss_mean100": float(np.mean(losses[i:i + 100]))})
-    last_gate = gate_metrics(model, vocab, device=device)
+    last_gate = _held_out(model, vocab, cfg, device)
     history.append({"step": cfg["steps"], "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
     log(f"[{model_name}] done: gate {json.dumps(last_gate)} passed={gate_passed(last_gate)}")
     _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
@@ -219,7 +273,10 @@ def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device
 
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--model", "s_small", "--preset", "ci", "--device", "cpu"]]
+COMMITTED_RUNS = [["--model", "s_small", "--preset", "ci", "--device", "cpu"],
+                  ["--model", "s_small_seed1", "--preset", "ci", "--device", "cpu"],
+                  ["--model", "s_mix", "--preset", "ci", "--device", "cpu"],  # s_mix starts from s_small
+                  ["--model", "s_m2", "--preset", "ci", "--device", "cpu"]]
 
 
 def main(argv=None):

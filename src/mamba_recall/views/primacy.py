@@ -15,7 +15,7 @@ from ..analysis import channels as ch
 from ..analysis.interventions import summary
 
 __all__ = ["ablation_explorer", "channel_map_chart", "channel_map_frame", "curve_frame", "delta_heatmap",
-           "layer_counts_chart", "recall_chart", "recall_explorer_chart"]
+           "layer_counts_chart", "recall_chart", "recall_explorer_chart", "transfer_chart", "transfer_explorer"]
 
 
 def curve_frame(correct: np.ndarray, **labels) -> pd.DataFrame:
@@ -147,3 +147,54 @@ def ablation_explorer(model, make_contexts, channel_sets: dict, *, Ls=(8, 16), d
     return w.interact(draw, name=w.Dropdown(options=list(channel_sets), value=default[0], description="channels"),
                       L=w.Dropdown(options=list(Ls), value=default[1], description="L"),
                       window=w.Dropdown(options=list(windows), value=default[2], description="window"))
+
+
+def transfer_chart(table: pd.DataFrame, title: str = "Relative drop when Ā is zeroed at every step") -> alt.Chart:
+    """Table 1 as bars: relative drop per task for the identified (long-term) channels and the random
+    sets (mean, with ± sd over draws as a rule); columns from ``ch4_analysis.transfer_table``."""
+    rows = []
+    for d in table.to_dict("records"):
+        sd = d["random sd"] / d["base"] if d["base"] > 0 else 0.0
+        lt, rnd = d["rel. drop long-term"], d["rel. drop random"]
+        rows.append({"task": d["task"], "condition": "long-term (identified)", "drop": lt, "lo": lt, "hi": lt})
+        rows.append({"task": d["task"], "condition": "random (same count)", "drop": rnd, "lo": rnd - sd, "hi": rnd + sd})
+    frame = pd.DataFrame(rows)
+    base = alt.Chart(frame).encode(x=alt.X("condition:N", title=None, axis=alt.Axis(labels=False, ticks=False)),
+                                   color=alt.Color("condition:N", title=None))
+    bars = base.mark_bar().encode(y=alt.Y("drop:Q", title="relative drop (1 − ablated/base)", axis=alt.Axis(format="%")),
+                                  tooltip=["task", "condition", alt.Tooltip("drop:Q", format=".1%")])
+    rule = base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
+    return (bars + rule).properties(width=110, height=200).facet(column=alt.Column("task:N", title=None)).properties(
+        title=title)
+
+
+def transfer_explorer(model, stats: ch.ChannelStats, sets: dict, *, n_random: int = 2):
+    """Jupyter panel: pick (τ, p), identify the long-term channels on the recall prompt's statistics
+    ``stats`` and recompute Table 1 on ``sets`` (the transfer tasks) with ``n_random`` random controls."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    from ..experiments import ch4_analysis as A
+
+    tau = w.SelectionSlider(options=list(ch.GRID), value=0.7, description="τ")
+    p = w.SelectionSlider(options=list(ch.GRID), value=0.7, description="p")
+    out = w.Output()
+
+    def run(_=None):
+        chans = ch.identify(stats, tau.value, p.value)
+        targets = {layer: c for layer, c in enumerate(chans) if len(c)}
+        with out:
+            out.clear_output(wait=True)
+            if not targets:
+                print(f"no channel has P({tau.value}) > {p.value}: nothing to ablate")
+                return
+            eff = A.transfer_effects(model, sets, targets, n_random=n_random)
+            table = A.transfer_table(eff)
+            print(f"{eff['count']} channels ablated at every step; B12: {A.check_transfer(table)['pass']}")
+            display(table.round(3))
+            display(transfer_chart(table))
+
+    button = w.Button(description="ablate")
+    button.on_click(run)
+    display(w.VBox([w.HBox([tau, p, button]), out]))
+    run()
