@@ -101,15 +101,22 @@ def test_recall_by_position_matches_full_prompts(tiny):
 
 
 # A4 — interventions
-def test_empty_ablation_is_bit_identical(tiny):
-    model, vocab = tiny
+def assert_empty_ablation_is_bit_identical(model, vocab):
+    """Shared by the Mamba-1 and Mamba-2 tests: no target, an empty target or steps outside the sequence
+    change nothing, and the hooks are removed afterwards."""
     x = torch.randint(0, vocab.size, (2, 20), generator=torch.Generator().manual_seed(1))
     base = model(x)
     with iv.ablate(model, {}, "all"):
         assert torch.equal(model(x), base)
     with iv.ablate(model, {0: torch.tensor([], dtype=torch.long)}, [1, 2]):
         assert torch.equal(model(x), base)
+    with iv.ablate(model, {1: torch.tensor([1])}, [40, 41]):  # steps outside the sequence
+        assert torch.equal(model(x), base)
     assert model.backbone.layers[0].mixer.abar_hook is None
+
+
+def test_empty_ablation_is_bit_identical(tiny):
+    assert_empty_ablation_is_bit_identical(*tiny)
 
 
 def _mixer_io(model, x):

@@ -367,12 +367,14 @@ class MixerModel(nn.Module):
     """
 
     def __init__(self, d_model, n_layer, vocab_size, norm_epsilon=1e-5, residual_in_fp32=True,
-                 initializer_range=0.02, rescale_prenorm_residual=True, device=None, dtype=None, **mixer_kwargs):
+                 initializer_range=0.02, rescale_prenorm_residual=True, device=None, dtype=None, block_cls=None,
+                 **mixer_kwargs):
         super().__init__()
+        block_cls = block_cls or Block  # models.mamba2.Mamba2Block for Mamba-2 layers
         self.embedding = nn.Embedding(vocab_size, d_model, device=device, dtype=dtype)
         self.layers = nn.ModuleList([
-            Block(d_model, norm_epsilon=norm_epsilon, residual_in_fp32=residual_in_fp32, layer_idx=i,
-                  device=device, dtype=dtype, **mixer_kwargs)
+            block_cls(d_model, norm_epsilon=norm_epsilon, residual_in_fp32=residual_in_fp32, layer_idx=i,
+                      device=device, dtype=dtype, **mixer_kwargs)
             for i in range(n_layer)
         ])
         self.norm_f = RMSNorm(d_model, eps=norm_epsilon, device=device, dtype=dtype)
@@ -385,7 +387,7 @@ class MixerModel(nn.Module):
         ``states``: one :class:`LayerState` per layer to continue from (prefix-state evaluation);
         ``return_states``: also return the new per-layer states (a list, last in the tuple)."""
         if states is not None and len(states) != len(self.layers):
-            raise ValueError(f"states must hold one LayerState per layer ({len(self.layers)}), got {len(states)}.")
+            raise ValueError(f"states must hold one state per layer ({len(self.layers)}), got {len(states)}.")
         hidden_states = self.embedding(input_ids)
         residual, internals, new_states = None, [], []
         use_state = states is not None or return_states
@@ -426,8 +428,11 @@ class MambaLMHeadModel(nn.Module):
     Seed with ``torch.manual_seed`` before construction for a reproducible model.
 
     ``mixer_kwargs`` go to every :class:`Mamba` (``dt_rank``, ``dt_min``, ``conv_bias``, ...).
-    ``model.backend`` reads/sets the scan backend of every layer.
+    ``model.backend`` reads/sets the scan backend of every layer. ``block_cls`` is the layer type
+    (:class:`~mamba_recall.models.mamba2.Mamba2LMHeadModel` is this model with Mamba-2 blocks).
     """
+
+    block_cls = Block
 
     def __init__(self, d_model, n_layer, vocab_size, d_state=16, d_conv=4, expand=2, pad_vocab_size_multiple=8,
                  tie_embeddings=True, backend="auto", norm_epsilon=1e-5, residual_in_fp32=True,
@@ -444,7 +449,7 @@ class MambaLMHeadModel(nn.Module):
         self.backbone = MixerModel(d_model, n_layer, padded, norm_epsilon=norm_epsilon,
                                    residual_in_fp32=residual_in_fp32, initializer_range=initializer_range,
                                    device=device, dtype=dtype, d_state=d_state, d_conv=d_conv, expand=expand,
-                                   backend=backend, **mixer_kwargs)
+                                   backend=backend, block_cls=type(self).block_cls, **mixer_kwargs)
         self.lm_head = nn.Linear(d_model, padded, bias=False, device=device, dtype=dtype)
         self.apply(lambda m: init_weights(m, n_layer, initializer_range))
         if tie_embeddings:

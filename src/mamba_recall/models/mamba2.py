@@ -43,9 +43,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .mamba import RMSNorm, _at_least_fp32, _check_positive_int, init_weights
+from ..scan.mamba2 import segsum
+from .mamba import MambaLMHeadModel, RMSNorm, _at_least_fp32, _check_positive_int
 
-__all__ = ["Mamba2", "Mamba2Block", "Mamba2Internals", "Mamba2LMHeadModel", "Mamba2MixerModel", "Mamba2State",
+__all__ = ["Mamba2", "Mamba2Block", "Mamba2Internals", "Mamba2LMHeadModel", "Mamba2State",
            "RMSNormGated", "segsum", "ssd_quadratic"]
 
 
@@ -86,20 +87,6 @@ class Mamba2Internals:
     C: torch.Tensor
     z: torch.Tensor
     y: torch.Tensor
-
-
-def segsum(a: torch.Tensor) -> torch.Tensor:
-    """(..., T) → (..., T, T): out[..., i, j] = Σ_{k=j+1..i} a_k for i ≥ j (0 on the diagonal), −∞ above.
-
-    Upstream's ``ssd_minimal.segsum``: each column is a cumulative sum started from zero, so there
-    is no catastrophic cancellation and −∞ entries (zeroed decays) propagate without NaNs."""
-    T = a.shape[-1]
-    x = a[..., None].expand(*a.shape, T)  # x[..., i, j] = a_i
-    strict = torch.tril(torch.ones(T, T, dtype=torch.bool, device=a.device), diagonal=-1)
-    x = x.masked_fill(~strict, 0.0)
-    out = torch.cumsum(x, dim=-2)
-    lower = torch.tril(torch.ones(T, T, dtype=torch.bool, device=a.device), diagonal=0)
-    return out.masked_fill(~lower, float("-inf"))
 
 
 def ssd_quadratic(x, delta, log_alpha, B, C, D, initial_state=None, return_final_state=False):
@@ -303,48 +290,7 @@ class Mamba2Block(nn.Module):
         return result + (new_state,) if return_state else result
 
 
-class Mamba2MixerModel(nn.Module):
-    """Embedding → n_layer × :class:`Mamba2Block` → final Add → RMSNorm (``MixerModel`` with Mamba2 layers)."""
-
-    def __init__(self, d_model, n_layer, vocab_size, norm_epsilon=1e-5, residual_in_fp32=True,
-                 initializer_range=0.02, rescale_prenorm_residual=True, device=None, dtype=None, **mixer_kwargs):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, d_model, device=device, dtype=dtype)
-        self.layers = nn.ModuleList([
-            Mamba2Block(d_model, norm_epsilon=norm_epsilon, residual_in_fp32=residual_in_fp32, layer_idx=i,
-                        device=device, dtype=dtype, **mixer_kwargs)
-            for i in range(n_layer)
-        ])
-        self.norm_f = RMSNorm(d_model, eps=norm_epsilon, device=device, dtype=dtype)
-        self.apply(lambda m: init_weights(m, n_layer, initializer_range, rescale_prenorm_residual,
-                                          n_residuals_per_layer=1))
-
-    def forward(self, input_ids, return_internals=False, *, states=None, return_states=False):
-        """input_ids (B, T) → hidden states (B, T, d_model) [, internals list] [, new states list]."""
-        if states is not None and len(states) != len(self.layers):
-            raise ValueError(f"states must hold one Mamba2State per layer ({len(self.layers)}), got {len(states)}.")
-        hidden_states = self.embedding(input_ids)
-        residual, internals, new_states = None, [], []
-        use_state = states is not None or return_states
-        for i, layer in enumerate(self.layers):
-            out = layer(hidden_states, residual, return_internals=return_internals,
-                        state=None if states is None else states[i], return_state=use_state)
-            hidden_states, residual = out[0], out[1]
-            if return_internals:
-                internals.append(out[2])
-            if use_state:
-                new_states.append(out[-1])
-        residual = hidden_states + residual if residual is not None else hidden_states
-        hidden_states = self.norm_f(residual.to(dtype=self.norm_f.weight.dtype))
-        result = (hidden_states,)
-        if return_internals:
-            result += (internals,)
-        if return_states:
-            result += (new_states,)
-        return result[0] if len(result) == 1 else result
-
-
-class Mamba2LMHeadModel(nn.Module):
+class Mamba2LMHeadModel(MambaLMHeadModel):
     """``MambaLMHeadModel`` with ``ssm_cfg={"layer": "Mamba2"}`` (no MLP), the same ``state_dict`` keys::
 
         backbone.embedding.weight                 (V_pad, d_model)
@@ -358,24 +304,11 @@ class Mamba2LMHeadModel(nn.Module):
     return_states=False)``; internals are :class:`Mamba2Internals` (Δ and α per head, (B, H, T)).
     """
 
-    def __init__(self, d_model, n_layer, vocab_size, d_state=64, d_conv=4, expand=2, headdim=16,
-                 pad_vocab_size_multiple=8, tie_embeddings=True, backend="auto", norm_epsilon=1e-5,
-                 residual_in_fp32=True, initializer_range=0.02, device=None, dtype=None, **mixer_kwargs):
-        super().__init__()
-        _check_positive_int("n_layer", n_layer)
-        _check_positive_int("vocab_size", vocab_size)
-        self.d_model, self.n_layer, self.vocab_size = d_model, n_layer, vocab_size
-        self.tie_embeddings = tie_embeddings
-        padded = vocab_size + (-vocab_size) % pad_vocab_size_multiple
-        self.padded_vocab_size = padded
-        self.backbone = Mamba2MixerModel(d_model, n_layer, padded, norm_epsilon=norm_epsilon,
-                                         residual_in_fp32=residual_in_fp32, initializer_range=initializer_range,
-                                         device=device, dtype=dtype, d_state=d_state, d_conv=d_conv, expand=expand,
-                                         headdim=headdim, backend=backend, **mixer_kwargs)
-        self.lm_head = nn.Linear(d_model, padded, bias=False, device=device, dtype=dtype)
-        self.apply(lambda m: init_weights(m, n_layer, initializer_range))
-        if tie_embeddings:
-            self.lm_head.weight = self.backbone.embedding.weight
+    block_cls = Mamba2Block
+
+    def __init__(self, d_model, n_layer, vocab_size, d_state=64, d_conv=4, expand=2, headdim=16, **kwargs):
+        super().__init__(d_model, n_layer, vocab_size, d_state=d_state, d_conv=d_conv, expand=expand,
+                         headdim=headdim, **kwargs)
 
     @property
     def backend(self) -> str:
@@ -385,15 +318,3 @@ class Mamba2LMHeadModel(nn.Module):
     def backend(self, value: str) -> None:
         for layer in self.backbone.layers:
             layer.mixer.backend = value
-
-    def forward(self, input_ids, return_internals=False, *, states=None, return_states=False):
-        """input_ids (B, T) int64 → logits (B, T, V_pad) [, list of :class:`Mamba2Internals`]
-        [, list of :class:`Mamba2State`]; ``model(b, states=model(a, return_states=True)[1])`` equals
-        the last ``len(b)`` logits of ``model(a ‖ b)``."""
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
-        out = self.backbone(input_ids, return_internals=return_internals, states=states,
-                            return_states=return_states)
-        if not isinstance(out, tuple):
-            return self.lm_head(out)
-        return (self.lm_head(out[0]),) + tuple(out[1:])
