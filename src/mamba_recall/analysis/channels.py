@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["ChannelStats", "P_tau", "channel_stats", "closed_form_M", "count_grid", "explicit_product_M",
-           "identify", "layer_A", "product_range", "rank_layers", "record_deltas", "s_threshold",
-           "target_set", "GRID"]
+__all__ = ["ChannelStats", "LayerStats", "P_tau", "channel_stats", "closed_form_M", "count_grid",
+           "explicit_product_M", "identify", "layer_A", "product_range", "rank_layers", "record_deltas",
+           "record_internals", "s_threshold", "target_set", "GRID"]
 
 GRID = (0.5, 0.7, 0.9)
 
@@ -49,8 +49,9 @@ def layer_A(model) -> list[torch.Tensor]:
 
 
 @torch.no_grad()
-def record_deltas(model, tokens: torch.Tensor) -> list[torch.Tensor]:
-    """Δ of every layer for a batch of prompts: a list of (B, E, T) float64 tensors (eval mode)."""
+def record_internals(model, tokens: torch.Tensor) -> list:
+    """The per-layer internals (Δ, x, B, C, … as the model's ``*Internals``) of a batch of prompts (B, T),
+    computed in eval mode without gradients (the model's mode is restored)."""
     if tokens.dim() != 2:
         raise ValueError(f"tokens must be (batch, length), got shape {tuple(tokens.shape)}.")
     was = model.training
@@ -59,7 +60,12 @@ def record_deltas(model, tokens: torch.Tensor) -> list[torch.Tensor]:
         _, internals = model(tokens, return_internals=True)
     finally:
         model.train(was)
-    return [it.delta.detach().double() for it in internals]
+    return internals
+
+
+def record_deltas(model, tokens: torch.Tensor) -> list[torch.Tensor]:
+    """Δ of every layer for a batch of prompts: a list of (B, E, T) float64 tensors (eval mode)."""
+    return [it.delta.detach().double() for it in record_internals(model, tokens)]
 
 
 def explicit_product_M(delta: torch.Tensor, A: torch.Tensor, rng: slice) -> torch.Tensor:
@@ -90,12 +96,10 @@ def s_threshold(A_row_abs_sorted: torch.Tensor, tau: float, p: float) -> torch.T
 
 
 @dataclass
-class ChannelStats:
-    """The per-layer statistics of one identification pass.
-
-    S: list of (E,) float64 cumulative steps Σ_t Δ_t (averaged over the prompts);
-    M: list of (B, E, N) cumulative decays; A: list of (E, N); T_total: prompt length.
-    """
+class LayerStats:
+    """The per-layer statistics of one identification pass over recurrent units (Mamba-1 channels here,
+    Mamba-2 heads in :mod:`mamba_recall.analysis.heads`): S cumulative steps Σ_t Δ_t, M cumulative decays
+    (B, units, …), A the decay rates; T_total the prompt length."""
 
     S: list[torch.Tensor]
     M: list[torch.Tensor]
@@ -107,8 +111,18 @@ class ChannelStats:
         return len(self.M)
 
     @property
-    def n_channels(self) -> int:
+    def n_units(self) -> int:
         return sum(m.shape[1] for m in self.M)
+
+
+@dataclass
+class ChannelStats(LayerStats):
+    """Mamba-1 channels. S: list of (E,) float64 Σ_t Δ_t (averaged over the prompts); M: list of (B, E, N)
+    cumulative decays; A: list of (E, N)."""
+
+    @property
+    def n_channels(self) -> int:
+        return self.n_units
 
     def scores(self, tau: float) -> list[torch.Tensor]:
         return [P_tau(m, tau) for m in self.M]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .channels import product_range
+from .channels import LayerStats, _check_unit, product_range, record_internals
 
 __all__ = ["HeadStats", "check_b14", "closed_form_M", "explicit_product_M", "head_A", "head_frame",
            "head_statistic_chart", "head_stats", "identify_heads", "record_head_internals"]
@@ -31,17 +31,9 @@ def head_A(model) -> list[torch.Tensor]:
     return [-torch.exp(layer.mixer.A_log.detach().double()) for layer in model.backbone.layers]
 
 
-@torch.no_grad()
 def record_head_internals(model, tokens: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """(Δ, α) of every layer for a batch of prompts: two lists of (B, H, T) float64 tensors (eval mode)."""
-    if tokens.dim() != 2:
-        raise ValueError(f"tokens must be (batch, length), got shape {tuple(tokens.shape)}.")
-    was = model.training
-    model.eval()
-    try:
-        _, internals = model(tokens, return_internals=True)
-    finally:
-        model.train(was)
+    internals = record_internals(model, tokens)
     if not hasattr(internals[0], "alpha"):
         raise ValueError("the model's internals have no per-head decay α: head statistics need a Mamba-2 model.")
     return [it.delta.double() for it in internals], [it.alpha.double() for it in internals]
@@ -58,21 +50,12 @@ def closed_form_M(delta: torch.Tensor, A: torch.Tensor, rng: slice) -> torch.Ten
 
 
 @dataclass
-class HeadStats:
-    """One identification pass: per layer S (B, H) = Σ Δ, M (B, H) = 𝓜, A (H,); T_total the prompt length."""
-
-    S: list[torch.Tensor]
-    M: list[torch.Tensor]
-    A: list[torch.Tensor]
-    T_total: int
-
-    @property
-    def n_layers(self) -> int:
-        return len(self.M)
+class HeadStats(LayerStats):
+    """Mamba-2 heads: per layer S (B, H) = Σ Δ, M (B, H) = 𝓜, A (H,)."""
 
     @property
     def n_heads(self) -> int:
-        return sum(m.shape[1] for m in self.M)
+        return self.n_units
 
     def mean_M(self) -> list[torch.Tensor]:
         """𝓜 averaged over the prompts, (H,) per layer."""
@@ -90,8 +73,7 @@ def head_stats(model, prompts: torch.Tensor, *, query_len: int = 2, first: int =
 
 def identify_heads(stats: HeadStats, tau: float = 0.7) -> list[torch.Tensor]:
     """Long-term heads of every layer: indices h with mean-over-prompts 𝓜^{(h)} ≥ τ, one LongTensor per layer."""
-    if not (isinstance(tau, (int, float)) and 0 <= tau <= 1):
-        raise ValueError(f"tau must be a number in [0, 1], got {tau!r}.")
+    _check_unit("tau", tau)
     return [torch.nonzero(m >= tau).flatten() for m in stats.mean_M()]
 
 

@@ -142,10 +142,7 @@ def write_strength(model, tokens: torch.Tensor, chans) -> "pd.DataFrame":
     Returns one row per (layer, group ∈ {identified, other}): the median over channels of the mean over
     ``tokens`` (B, T) of ``Δ`` and of ``Δ·|x|``."""
     import pandas as pd
-    was = model.training
-    model.eval()
-    _, internals = model(tokens, return_internals=True)
-    model.train(was)
+    internals = ch.record_internals(model, tokens)
     rows = []
     for layer, (it, c) in enumerate(zip(internals, chans)):
         delta = it.delta.mean(dim=(0, 2))
