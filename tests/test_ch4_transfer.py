@@ -101,8 +101,8 @@ def test_transfer_scores_ablation_semantics():
     model = _tiny_model().eval()
     mix = experiment("ch4.train_s_mix", "ci")["mix"]
     sets = A.transfer_sets(V, mix, 8)
-    base = A.transfer_scores(model, sets)
-    none = A.transfer_scores(model, sets, {})
+    base = A.iv.labelled_scores(model, sets)
+    none = A.iv.labelled_scores(model, sets, {})
     for task, (x, y) in sets.items():
         np.testing.assert_array_equal(base[task], labelled_accuracy(model(x), y))
         np.testing.assert_array_equal(base[task], none[task])

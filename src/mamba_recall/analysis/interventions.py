@@ -28,8 +28,9 @@ import torch
 
 from ..models.mamba import LayerState, MambaLMHeadModel
 from ..tasks.serial_recall import RecallContexts, query_tokens
+from ..tasks.transfer import labelled_accuracy
 
-__all__ = ["ablate", "ablation_steps", "first_triplet_steps", "load_mamba_ssm_checkpoint", "mcnemar_p",
+__all__ = ["ablate", "ablation_steps", "first_triplet_steps", "labelled_scores", "load_mamba_ssm_checkpoint", "mcnemar_p",
            "paired_bootstrap", "random_channels", "recall_by_position", "summary", "uniform_init_states",
            "wilson"]
 
@@ -103,6 +104,25 @@ def ablate(model, channels: dict[int, torch.Tensor] | None, steps="all"):
                 blk.mixer.__dict__.pop("abar_hook", None)
             else:
                 blk.mixer.abar_hook = h
+
+
+@torch.no_grad()
+def labelled_scores(model, sets: dict, channels=None, steps="all", *, batch_size: int = 128, device="cpu") -> dict:
+    """Per set {name: (inputs (n, T), labels (n, T))}, the (n,) per-example accuracy over the labelled
+    positions (:func:`~mamba_recall.tasks.transfer.labelled_accuracy`), with Ā of ``channels``
+    ({layer: channel indices}) zeroed at ``steps`` — every step by default (Table 1, spec §4.4)."""
+    was = model.training
+    model.eval()
+    out = {}
+    try:
+        with ablate(model, channels, steps):
+            for name, (x, y) in sets.items():
+                out[name] = np.concatenate([labelled_accuracy(model(x[a:a + batch_size].to(device)).cpu(),
+                                                              y[a:a + batch_size])
+                                            for a in range(0, len(x), batch_size)])
+    finally:
+        model.train(was)
+    return out
 
 
 def uniform_init_states(model, layer: int, batch: int, seed: int = 42, low: float = 0.0, high: float = 1.0,

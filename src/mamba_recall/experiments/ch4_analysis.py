@@ -23,7 +23,8 @@ import torch
 from ..analysis import channels as ch
 from ..analysis import interventions as iv
 from ..tasks.serial_recall import RecallVocab, periodic_sequences, recall_contexts, recall_prompts
-from ..tasks.transfer import LONGBENCH_ANALOGUE, labelled_accuracy, transfer_batch
+from ..tasks.transfer import LONGBENCH_ANALOGUE
+from ..tasks.transfer import transfer_sets as tasks_transfer_sets
 from .ch4_train import load_checkpoint
 
 ENV_CHECKPOINT = "MAMBA_RECALL_CH4_CHECKPOINT"
@@ -337,38 +338,18 @@ TRANSFER_SEED = 31337  # evaluation sets of the transfer tasks (the training mix
 
 
 def transfer_sets(vocab, mix: dict, n: int, seed: int = TRANSFER_SEED) -> dict:
-    """Fixed held-out sets of every transfer task of the mixture ``mix`` (the ``s_mix`` recipe's entry):
-    {task: (inputs (n, T), labels (n, T))}."""
-    return {task: transfer_batch(task, n, vocab=vocab, seed=seed + 1000 * i, **mix["sizes"])
-            for i, task in enumerate(mix["tasks"])}
-
-
-@torch.no_grad()
-def transfer_scores(model, sets: dict, channels=None, *, batch_size: int = 128, device="cpu") -> dict:
-    """Per task, the (n,) per-example score (accuracy over the labelled positions) with Ā of
-    ``channels`` ({layer: channel indices}) zeroed at **every** step (spec §4.4, Table 1)."""
-    was = model.training
-    model.eval()
-    out = {}
-    try:
-        with iv.ablate(model, channels, "all"):
-            for task, (x, y) in sets.items():
-                out[task] = np.concatenate([labelled_accuracy(model(x[a:a + batch_size].to(device)).cpu(),
-                                                              y[a:a + batch_size])
-                                            for a in range(0, len(x), batch_size)])
-    finally:
-        model.train(was)
-    return out
+    """Fixed held-out sets of every transfer task of the ``s_mix`` recipe's mixture ``mix``."""
+    return tasks_transfer_sets(vocab, mix, n, seed)
 
 
 def transfer_effects(model, sets: dict, targets: dict, *, n_random: int = 5, seed: int = 42, device="cpu") -> dict:
     """Table 1's three conditions on the transfer sets: base, the identified channels ablated at all
     steps (all layers), and ``n_random`` global random sets of the same count (seeds ``seed + r``)."""
     count = int(sum(len(v) for v in targets.values()))
-    return {"base": transfer_scores(model, sets, device=device),
-            "targeted": transfer_scores(model, sets, targets, device=device),
-            "random": [transfer_scores(model, sets, iv.random_channels(model, count, seed=seed + r), device=device)
-                       for r in range(n_random)],
+    return {"base": iv.labelled_scores(model, sets, device=device),
+            "targeted": iv.labelled_scores(model, sets, targets, device=device),
+            "random": [iv.labelled_scores(model, sets, iv.random_channels(model, count, seed=seed + r),
+                                          device=device) for r in range(n_random)],
             "count": count}
 
 

@@ -34,10 +34,11 @@ import numpy as np
 import torch
 
 from ..models.mamba import MambaLMHeadModel
+from ..analysis.interventions import labelled_scores
 from ..presets import experiment
 from ..results import CHECKPOINT_DIR, read_checkpoint, save_checkpoint
 from ..tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
-from ..tasks.transfer import labelled_accuracy, transfer_batch
+from ..tasks.transfer import transfer_batch, transfer_sets
 from ..train import train
 
 MODELS = ("s_small", "s_small_seed1", "s_deep", "s_mix", "s_m2")
@@ -121,18 +122,11 @@ def gate_passed(metrics: dict) -> bool:
 TRANSFER_EVAL_SEED = 777
 
 
-@torch.no_grad()
 def transfer_metrics(model, vocab: RecallVocab, mix: dict, n: int = 128, seed: int = TRANSFER_EVAL_SEED,
                      device="cpu") -> dict:
     """Held-out accuracy of every transfer task of the recipe's mixture (fixed contexts, never trained on)."""
-    was = model.training
-    model.eval()
-    out = {}
-    for i, task in enumerate(mix["tasks"]):
-        x, y = transfer_batch(task, n, vocab=vocab, seed=seed + i, **mix["sizes"])
-        out[task] = float(labelled_accuracy(model(x.to(device)).cpu(), y).mean())
-    model.train(was)
-    return out
+    sets = transfer_sets(vocab, mix, n, seed, seed_step=1)
+    return {task: float(s.mean()) for task, s in labelled_scores(model, sets, device=device).items()}
 
 
 def _held_out(model, vocab, cfg, device):
@@ -146,8 +140,7 @@ def _held_out(model, vocab, cfg, device):
 def _warm_start(model, cfg):
     """Load the weights of the committed S-model ``cfg["init_from"]`` (hash-checked, same shapes)."""
     name = cfg["init_from"]
-    blob, _ = read_checkpoint(checkpoint_path(name),
-                              regenerate=f"python -m mamba_recall.experiments.ch4_train --model {name} --preset ci")
+    blob, _ = _read_smodel(checkpoint_path(name), name)
     if blob["model_config"] != cfg["model"] or blob["vocab"] != cfg["vocab"]:
         raise ValueError(f"init_from={name!r}: its model/vocabulary config differs from this recipe's; "
                          f"make the recipe's 'model' and 'vocab' equal to {name}'s.")
@@ -245,14 +238,9 @@ def _train_smodel(model_name, preset, steps, out, device, backend, log, num_thre
     return model, out.with_suffix(".json")
 
 
-def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device="cpu", verify_hash=True):
-    """Load an S-model checkpoint (``.pt`` + JSON sidecar) → ``(model, vocab, sidecar)``.
-
-    ``path`` defaults to the committed ``results/checkpoints/ch4_<model>.pt``. The sidecar's sha256
-    is checked. A reader's own mamba_ssm-compatible checkpoint is loaded with
-    :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead.
-    """
-    path = Path(path) if path is not None else checkpoint_path(model)
+def _read_smodel(path: Path, model: str, verify_hash: bool = True) -> tuple[dict, dict]:
+    """(payload, sidecar) of an S-model checkpoint, hash-checked unless ``verify_hash`` is False; errors name
+    the command that regenerates ``model``."""
     regenerate = f"python -m mamba_recall.experiments.ch4_train --model {model} --preset ci"
     if verify_hash:
         blob, sidecar = read_checkpoint(path, regenerate=regenerate)
@@ -265,6 +253,18 @@ def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device
     for key in ("state_dict", "model_config", "vocab"):
         if key not in blob:
             raise ValueError(f"{path} is not a Chapter 4 checkpoint: key {key!r} is missing.")
+    return blob, sidecar
+
+
+def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device="cpu", verify_hash=True):
+    """Load an S-model checkpoint (``.pt`` + JSON sidecar) → ``(model, vocab, sidecar)``.
+
+    ``path`` defaults to the committed ``results/checkpoints/ch4_<model>.pt``. The sidecar's sha256
+    is checked. A reader's own mamba_ssm-compatible checkpoint is loaded with
+    :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead.
+    """
+    path = Path(path) if path is not None else checkpoint_path(model)
+    blob, sidecar = _read_smodel(path, model, verify_hash)
     vocab = RecallVocab(**blob["vocab"])
     net = build_model(blob["model_config"], vocab, backend=backend)
     net.load_state_dict(blob["state_dict"])

@@ -70,7 +70,8 @@ class LayerState:
           without its last (empty) column.
     ssm:  (B, E, N)   the SSM state h_T (mamba-ssm's ``ssm_state``).
     Running a sequence ``a`` then, from this state, a continuation ``b`` gives the same outputs as
-    running ``a ‖ b`` at once (causal conv + linear recurrence), up to float rounding.
+    running ``a ‖ b`` at once (causal conv + linear recurrence), up to float rounding. The Mamba-2 mixer
+    keeps the same two tensors in its own layouts (:data:`mamba_recall.models.mamba2.Mamba2State`).
     """
 
     conv: torch.Tensor

@@ -44,28 +44,18 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..scan.mamba2 import segsum
-from .mamba import MambaLMHeadModel, RMSNorm, _at_least_fp32, _check_positive_int
+from .mamba import LayerState, MambaLMHeadModel, RMSNorm, _at_least_fp32, _check_positive_int
 
 __all__ = ["Mamba2", "Mamba2Block", "Mamba2Internals", "Mamba2LMHeadModel", "Mamba2State",
            "RMSNormGated", "segsum", "ssd_quadratic"]
 
 
-@dataclass
-class Mamba2State:
-    """The recurrent state of one :class:`Mamba2` mixer after a segment (prefix-state evaluation).
-
-    conv: (B, E + 2N, K−1) the last K−1 conv1d *inputs* (xBC after in_proj; zeros for the left
-          padding of a short sequence) — mamba-ssm's ``conv_state`` without its last column.
-    ssm:  (B, H, P, N)     the SSM state h_T (mamba-ssm's ``ssm_state``, (batch, nheads, headdim, d_state)).
-    Running ``a`` then, from this state, ``b`` gives the outputs of ``a ‖ b`` (up to float rounding).
-    """
-
-    conv: torch.Tensor
-    ssm: torch.Tensor
-
-    def index_select(self, idx: torch.Tensor) -> "Mamba2State":
-        """The states of the batch rows ``idx`` (e.g. ``repeat_interleave`` a context over queries)."""
-        return Mamba2State(self.conv.index_select(0, idx), self.ssm.index_select(0, idx))
+# The recurrent state of one Mamba2 mixer after a segment is a LayerState like Mamba-1's (prefix-state
+# evaluation: running ``a`` then ``b`` from it gives the outputs of ``a ‖ b``), with the Mamba-2 layouts
+#   conv: (B, E + 2N, K−1) the last K−1 conv1d inputs (xBC after in_proj) — mamba-ssm's ``conv_state``
+#         without its last column;
+#   ssm:  (B, H, P, N)     mamba-ssm's ``ssm_state`` (batch, nheads, headdim, d_state).
+Mamba2State = LayerState
 
 
 @dataclass

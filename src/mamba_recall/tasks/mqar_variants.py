@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import torch
 
+from .mqar import IGNORE_INDEX
+
 __all__ = ["mqar", "mqar_repeated_keys", "mqar_repeated_queries", "batch_fn", "validate"]
 
 PADS = ("full", "zero")
@@ -73,6 +75,17 @@ def _pad(x: torch.Tensor, V: int, pad: str, g: torch.Generator) -> torch.Tensor:
     return x
 
 
+def _blank(n: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Empty ``(inputs, labels)`` of shape (n, L): token 0 everywhere, ``IGNORE_INDEX`` labels."""
+    return torch.zeros(n, L, dtype=torch.int64), torch.full((n, L), IGNORE_INDEX, dtype=torch.int64)
+
+
+def _write_pairs(x: torch.Tensor, start: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+    """Write the interleaved pairs ``k_1 v_1 k_2 v_2 …`` into ``x[:, start : start + 2·Nf]`` in place."""
+    stop = start + 2 * keys.shape[1]
+    x[:, start:stop:2], x[:, start + 1:stop:2] = keys, values
+
+
 def _place_queries(x, y, keys, values, ctx: int, g: torch.Generator, logp=None) -> None:
     """Write each row's keys as queries at distinct even offsets after the context (gaps drawn without
     replacement, weighted by ``logp`` if given) and their values as labels at the same positions; in place."""
@@ -91,9 +104,8 @@ def mqar(V: int, Nf: int, L: int, n: int, seed: int, *, power_a: float = 1.0, pa
     g = _gen(seed)
     keys, values = _keys_values(n, V, Nf, g)
     ctx = 2 * Nf
-    x = torch.zeros(n, L, dtype=torch.int64)
-    y = torch.full((n, L), -100, dtype=torch.int64)
-    x[:, 0:ctx:2], x[:, 1:ctx:2] = keys, values
+    x, y = _blank(n, L)
+    _write_pairs(x, 0, keys, values)
     space = (L - ctx) // 2
     i = torch.arange(1, space + 1, dtype=torch.float64)
     logp = None if power_a == 1.0 else torch.log(power_a * i ** (power_a - 1))
@@ -106,15 +118,12 @@ def mqar_repeated_keys(V: int, Nf: int, L: int, n: int, seed: int, *, Nk: int = 
     validate(V, Nf, L, min_len=2 * Nf * (Nk + 1))
     g = _gen(seed)
     keys, values = _keys_values(n, V, Nf, g)
-    x = torch.zeros(n, L, dtype=torch.int64)
-    y = torch.full((n, L), -100, dtype=torch.int64)
+    x, y = _blank(n, L)
     for c in range(Nk - 1):  # earlier chunks: same keys re-permuted, fresh values
         perm = torch.rand(n, Nf, generator=g).argsort(1)
         vals = _sample_without_replacement(n, V - V // 2, Nf, g) + V // 2
-        x[:, 2 * Nf * c:2 * Nf * (c + 1):2] = keys.gather(1, perm)
-        x[:, 2 * Nf * c + 1:2 * Nf * (c + 1):2] = vals
-    c = Nk - 1
-    x[:, 2 * Nf * c:2 * Nf * (c + 1):2], x[:, 2 * Nf * c + 1:2 * Nf * (c + 1):2] = keys, values
+        _write_pairs(x, 2 * Nf * c, keys.gather(1, perm), vals)
+    _write_pairs(x, 2 * Nf * (Nk - 1), keys, values)
     _place_queries(x, y, keys, values, 2 * Nf * Nk, g)
     return _pad(x, V, pad, g), y
 
@@ -127,9 +136,8 @@ def mqar_repeated_queries(V: int, Nf: int, L: int, n: int, seed: int, *, Nq: int
     g = _gen(seed)
     keys, values = _keys_values(n, V, Nf, g)
     ctx = 2 * Nf
-    x = torch.zeros(n, L, dtype=torch.int64)
-    y = torch.full((n, L), -100, dtype=torch.int64)
-    x[:, 0:ctx:2], x[:, 1:ctx:2] = keys, values
+    x, y = _blank(n, L)
+    _write_pairs(x, 0, keys, values)
     sec = (L - ctx) // Nq
     for q in range(Nq):
         gaps = _sample_without_replacement(n, sec // 2, Nf, g)

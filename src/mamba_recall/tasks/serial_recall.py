@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .mqar import check_int
+from .mqar import IGNORE_INDEX, check_int
 
 __all__ = ["RecallVocab", "RecallContexts", "recall_contexts", "recall_prompts", "query_tokens",
            "multiquery_batch", "periodic_sequences", "VARIANTS", "PERIODIC_READINGS"]
@@ -235,7 +235,7 @@ def multiquery_batch(L: int, batch: int, *, n_queries: int | None = None, vocab:
     Half the rows (``p_repeated``) use the repeated relation, the rest random relations. Queries are
     ``Q = n_queries or min(L, 4)`` distinct context positions in random order (position ``L`` is
     over-sampled ×2 in the first query if ``oversample_last``). Returns ``(inputs (B, 4L+4Q), labels)``
-    with ``labels = -100`` except at each query's relation token, whose label is its object.
+    with ``labels = IGNORE_INDEX`` (−100) except at each query's relation token, whose label is its object.
     """
     vocab = vocab or RecallVocab()
     L, batch = check_int("L", L), check_int("batch", batch)
@@ -254,7 +254,7 @@ def multiquery_batch(L: int, batch: int, *, n_queries: int | None = None, vocab:
             s, r, o = ctx.subjects[b, ks], ctx.relations[b, ks], ctx.objects[b, ks]
             q = torch.stack([s, r, o, torch.full_like(s, SEP)], dim=-1).reshape(-1)
             row = torch.cat([ctx.tokens[b], q])
-            lab = torch.full_like(row, -100)
+            lab = torch.full_like(row, IGNORE_INDEX)
             lab[4 * L + 1 + 4 * torch.arange(Q)] = o
             rows.append(row)
             labels.append(lab)

@@ -33,7 +33,7 @@ import torch
 from .mqar import IGNORE_INDEX, check_int
 from .serial_recall import BOS, SEP, RecallVocab
 
-__all__ = ["TRANSFER_TASKS", "LONGBENCH_ANALOGUE", "transfer_batch", "labelled_accuracy"]
+__all__ = ["TRANSFER_TASKS", "LONGBENCH_ANALOGUE", "transfer_batch", "transfer_sets", "labelled_accuracy"]
 
 TRANSFER_TASKS = ("needle_qa", "mqar", "two_hop", "selective_copy")
 LONGBENCH_ANALOGUE = {"needle_qa": "Qasper (single-doc QA)", "mqar": "MultiFieldQA-en (several fields)",
@@ -134,6 +134,13 @@ def transfer_batch(task: str, batch: int, *, vocab: RecallVocab | None = None, s
     inputs = torch.tensor([r[0] for r in rows], dtype=torch.long)
     labels = torch.tensor([r[1] for r in rows], dtype=torch.long)
     return inputs, labels
+
+
+def transfer_sets(vocab: RecallVocab, mix: dict, n: int, seed: int, seed_step: int = 1000) -> dict:
+    """Fixed sets of every task of a training mixture (a recipe's ``mix`` entry: ``tasks`` and ``sizes``):
+    {task: (inputs (n, T), labels (n, T))}, the ``i``-th task drawn with seed ``seed + seed_step · i``."""
+    return {task: transfer_batch(task, n, vocab=vocab, seed=seed + seed_step * i, **mix["sizes"])
+            for i, task in enumerate(mix["tasks"])}
 
 
 @torch.no_grad()
