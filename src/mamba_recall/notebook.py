@@ -34,6 +34,8 @@ class NotebookContext:
     seed: int
     device: torch.device
     backend: str  # the concrete backend: reference | chunked | mamba_ssm
+    smoke: bool = False  # the preset's whole structure with a handful of steps and cells
+    allow_long: bool = False  # may start runs estimated at over an hour on this device
 
     def sizes(self, name: str) -> dict:
         """The sizes of experiment ``name`` in this preset (see ``presets.py``)."""
@@ -63,7 +65,7 @@ def is_batch_run() -> bool:
 
 
 def setup(preset: str = "ci", seed: int = 0, device: str = "auto", backend: str = "auto",
-          quiet: bool = False) -> NotebookContext:
+          quiet: bool = False, smoke: bool = False, allow_long: bool = False) -> NotebookContext:
     try:
         check_preset(preset)
     except ValueError as exc:
@@ -72,6 +74,9 @@ def setup(preset: str = "ci", seed: int = 0, device: str = "auto", backend: str 
         raise ParameterError(f"seed must be a non-negative integer, got {seed!r}.")
     if backend not in BACKENDS:
         raise ParameterError(f"unknown backend {backend!r}; use one of {BACKENDS}.")
+    for name, value in (("smoke", smoke), ("allow_long", allow_long)):
+        if not isinstance(value, bool):
+            raise ParameterError(f"{name} must be True or False, got {value!r}.")
     dev = resolve_device(device)
     concrete = resolve_backend(backend, dev)
     seed_everything(seed)
@@ -80,4 +85,4 @@ def setup(preset: str = "ci", seed: int = 0, device: str = "auto", backend: str 
     if not quiet:
         print(f"preset={preset} seed={seed} device={dev} scan backend={concrete} (asked: {backend}) "
               f"torch={torch.__version__}")
-    return NotebookContext(preset, seed, dev, concrete)
+    return NotebookContext(preset, seed, dev, concrete, smoke, allow_long)
