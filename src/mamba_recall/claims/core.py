@@ -1,0 +1,385 @@
+"""Claims as data: each claim of a paper, its declared verdict rule, and the verdict a measurement earns.
+
+A :class:`Claim` is declared once, in ``claims/pNNN.py`` (one module per paper), with
+
+* an id in the paper's own numbering (``"002/Fig6c"``, ``"000/Lemma1-key"``),
+* the claim in one sentence and its exact place in the paper (section, equation, figure, table),
+* the paper's numbers **as printed** (``printed``; "no number given" when the paper has none),
+* the measurement: a function from committed bundles, models or live results to our numbers
+  (a :class:`Measurement`, with intervals over seeds where there are seeds),
+* the verdict rule as data (a :class:`Rule` of :class:`Cond` thresholds) with one line of reasoning,
+  written before looking at our numbers,
+* the section of the book that checks it (or ``not_run``: what it would take, command and cost).
+
+Notebooks call :func:`check` (measure → judge → record → display); they hold no verdict logic,
+thresholds or paper numbers. :func:`judge` is the only place a status is decided:
+
+1. a failed ``testable`` condition → **not testable here** (the setup could not show the effect);
+2. every ``reproduced`` condition holds → **reproduced**, but a trained-model claim (``Rule.trained``)
+   needs at least three seeds and an interval first, otherwise it is capped at **partially**;
+3. the printed statement fails and every ``erratum`` condition (the corrected statement) holds →
+   **erratum confirmed**;
+4. every ``partially`` condition holds (when the rule has any) → **partially**;
+5. otherwise → **not reproduced**.
+
+A claim with no measurement yet, or whose measurement raises :class:`NotRun`, reads **not run**.
+Every rule is tested to flip when a measurement crosses each of its thresholds (``tests/test_claims.py``),
+so no rule can pass whatever the numbers are.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+STATUSES = ("reproduced", "partially", "not reproduced", "erratum confirmed", "not testable here", "not run")
+MARK = {"reproduced": "✅", "partially": "🟡", "not reproduced": "❌", "erratum confirmed": "📝",
+        "not testable here": "⚪", "not run": "⏸"}
+TIERS = ("exact", "ci", "cpu-hours", "paper")  # evidence tiers, weakest trained tier first; exact = no training
+TIER_NOTE = {"exact": "computed exactly (no training)", "ci": "ci preset (reduced sizes)",
+             "cpu-hours": "the papers' settings on a CPU-sized part of the grid", "paper": "the papers' sizes"}
+PAPERS = {"001": 0, "000": 1, "002": 2, "003": 3, "004": 4}  # paper → chapter
+MIN_SEEDS = 3
+OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "=", "true": "is true", "false": "is false"}
+
+
+class ClaimError(ValueError):
+    """A claim, rule or measurement is malformed (names the claim and the fix)."""
+
+
+class NotRun(Exception):
+    """Raised by a measurement when the evidence it needs does not exist here (say what would make it)."""
+
+
+@dataclass(frozen=True)
+class Cond:
+    """One declared condition: ``metric op value`` (``op`` one of ``>= <= > < ==``), or a boolean metric
+    (``op`` ``true``/``false``, no value)."""
+
+    metric: str
+    op: str
+    value: float | None = None
+
+    def __post_init__(self):
+        if self.op not in OPS:
+            raise ClaimError(f"condition on {self.metric!r}: op {self.op!r} is not one of {tuple(OPS)}.")
+        if (self.op in ("true", "false")) != (self.value is None):
+            raise ClaimError(f"condition on {self.metric!r}: ops true/false take no value, the others need one.")
+
+    def holds(self, x) -> bool:
+        if self.op == "true":
+            return bool(x) is True
+        if self.op == "false":
+            return bool(x) is False
+        x = float(x)
+        if math.isnan(x):
+            return False
+        return {">=": x >= self.value, "<=": x <= self.value, ">": x > self.value, "<": x < self.value,
+                "==": x == self.value}[self.op]
+
+    def text(self) -> str:
+        return f"{self.metric} {OPS[self.op]}" + ("" if self.value is None else f" {_fmt(self.value)}")
+
+    def crossing(self) -> tuple[object, object]:
+        """A value that satisfies the condition and one just across it (for the flip tests)."""
+        if self.op in ("true", "false"):
+            return (self.op == "true"), (self.op != "true")
+        v = float(self.value)
+        eps = max(abs(v) * 1e-6, 1e-9)
+        return {">=": (v, v - eps), ">": (v + eps, v), "<=": (v, v + eps), "<": (v - eps, v),
+                "==": (v, v + eps)}[self.op]
+
+
+def conds(*specs) -> tuple[Cond, ...]:
+    """Shorthand: ``conds(("acc", ">=", 0.99), ("signs_ok", "true"))``."""
+    return tuple(Cond(*s) for s in specs)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A verdict rule declared before the result: see the module docstring for the order of the tests."""
+
+    why: str                                  # one line of reasoning, written without our numbers
+    reproduced: tuple[Cond, ...]              # all hold → reproduced (the paper's statement, as printed)
+    partially: tuple[Cond, ...] = ()          # all hold → partially (empty: no partial level)
+    erratum: tuple[Cond, ...] = ()            # the corrected statement: holds while the printed fails → erratum confirmed
+    testable: tuple[Cond, ...] = ()           # any fails → not testable here
+    untestable_why: str = ""                  # why, when a testable condition fails
+    trained: bool = False                     # a trained-model claim: ≥ 3 seeds and an interval for "reproduced"
+
+    def __post_init__(self):
+        if not self.why.strip():
+            raise ClaimError("a rule needs its one line of reasoning (why).")
+        if not self.reproduced:
+            raise ClaimError("a rule needs at least one 'reproduced' condition.")
+        if self.testable and not self.untestable_why:
+            raise ClaimError("a rule with 'testable' conditions must say why a failure makes it untestable.")
+
+    def metrics(self) -> set[str]:
+        return {c.metric for c in (*self.reproduced, *self.partially, *self.erratum, *self.testable)}
+
+    def text(self) -> str:
+        parts = [f"reproduced if {' and '.join(c.text() for c in self.reproduced)}"]
+        if self.erratum:
+            parts.append(f"erratum confirmed if that fails while {' and '.join(c.text() for c in self.erratum)}")
+        if self.partially:
+            parts.append(f"partially if {' and '.join(c.text() for c in self.partially)}")
+        parts.append("otherwise not reproduced")
+        if self.testable:
+            parts.insert(0, f"testable only if {' and '.join(c.text() for c in self.testable)}")
+        if self.trained:
+            parts.append(f"a trained-model claim needs ≥ {MIN_SEEDS} seeds and an interval to be reproduced")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a number rests on: tier (preset, or ``exact``), device, seeds, sample size, source."""
+
+    tier: str
+    device: str
+    seeds: int
+    sample: str
+    source: str  # "live" (computed in the notebook) or the bundle / checkpoint path it came from
+
+    def __post_init__(self):
+        if self.tier not in TIERS:
+            raise ClaimError(f"evidence tier {self.tier!r} is not one of {TIERS}.")
+        if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 0:
+            raise ClaimError(f"evidence seeds must be a non-negative integer, got {self.seeds!r}.")
+
+    @classmethod
+    def live(cls, ctx, sample: str, seeds: int = 1, source: str = "live") -> "Evidence":
+        """Evidence computed in the notebook under ``ctx`` (its preset is the tier, its device the device)."""
+        return cls(ctx.preset, ctx.device.type if hasattr(ctx.device, "type") else str(ctx.device), seeds, sample, source)
+
+    @classmethod
+    def exact(cls, sample: str, source: str = "live") -> "Evidence":
+        """A deterministic computation with no training (a formula, a construction, an enumeration)."""
+        return cls("exact", "cpu", 0, sample, source)
+
+    @classmethod
+    def from_bundle(cls, bundle, sample: str, seeds: int, tier: str | None = None) -> "Evidence":
+        """Evidence from a committed bundle (its preset and device as recorded in its provenance)."""
+        cfg, prov = getattr(bundle, "config", {}) or {}, getattr(bundle, "provenance", {}) or {}
+        tier = tier or cfg.get("preset") or "ci"
+        from ..paths import REPO_ROOT
+
+        source = getattr(bundle, "path", None) or cfg.get("name", "bundle")
+        try:
+            source = Path(source).resolve().relative_to(Path(REPO_ROOT).resolve())
+        except ValueError:
+            pass
+        return cls(tier, str(prov.get("device", "cpu")), seeds, sample, str(source))
+
+    def text(self) -> str:
+        seeds = "no seeds (deterministic)" if self.seeds == 0 else f"{self.seeds} seed{'s' * (self.seeds != 1)}"
+        return f"{self.tier} · {self.device} · {seeds} · {self.sample} · {self.source}"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Our numbers: ``values`` (what the rule reads), ``shown`` (one line for a reader), optional 95 %
+    ``intervals`` and ``per_seed`` values, and the :class:`Evidence`."""
+
+    values: dict
+    shown: str
+    evidence: Evidence
+    intervals: dict = field(default_factory=dict)  # metric → (low, high), 95 % over seeds
+    per_seed: dict = field(default_factory=dict)   # metric → [value per seed]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str                                   # "<paper>/<the paper's own name>", e.g. "002/Fig6c"
+    statement: str                            # the claim in one sentence
+    where: str                                # section, equation, figure, table
+    printed: str                              # the paper's numbers as printed ("no number given")
+    rule: Rule
+    measure: Callable[..., Measurement] | None = None
+    section: str = ""                         # book doc that checks it, e.g. "01_gradient_dynamics/02_mechanism_one_key"
+    not_run: str = ""                         # when nothing measures it yet: what it would take (command, cost)
+
+    def __post_init__(self):
+        if not re.fullmatch(r"(000|001|002|003|004)/[A-Za-z0-9_.()+-]+", self.id):
+            raise ClaimError(f"claim id {self.id!r} must be '<paper>/<name>' with paper in {tuple(PAPERS)}.")
+        if self.measure is None and not self.not_run:
+            raise ClaimError(f"claim {self.id}: no measurement, so 'not_run' must say what it would take.")
+        if self.measure is not None and not self.section:
+            raise ClaimError(f"claim {self.id}: a measured claim names the book section that checks it.")
+        for name in ("statement", "where", "printed"):
+            if not getattr(self, name).strip():
+                raise ClaimError(f"claim {self.id}: '{name}' is empty.")
+
+    @property
+    def paper(self) -> str:
+        return self.id.split("/", 1)[0]
+
+    @property
+    def chapter(self) -> int:
+        return PAPERS[self.paper]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim_id: str
+    statement: str
+    where: str
+    printed: str
+    status: str
+    ours: str
+    rule: str
+    checks: list                              # [(condition text, measured value text, held)]
+    evidence: dict | None
+    reason: str = ""                          # why not testable / not run / capped
+    note: str = ""
+    section: str = ""
+    intervals: dict = field(default_factory=dict)
+
+    def _repr_markdown_(self) -> str:
+        lines = [f"**{self.claim_id}** — {self.statement} *({self.where})*",
+                 f"- paper: {self.printed}", f"- ours: {self.ours or '—'}"]
+        if self.intervals:
+            lines.append("- 95 % intervals over seeds: " + "; ".join(
+                f"{k} [{_fmt(lo)}, {_fmt(hi)}]" for k, (lo, hi) in self.intervals.items()))
+        lines.append(f"- rule: {self.rule}")
+        if self.checks:
+            lines.append("- checks: " + "; ".join(f"{c} (ours {v}) {'✓' if ok else '✗'}" for c, v, ok in self.checks))
+        if self.evidence:
+            lines.append(f"- evidence: {Evidence(**self.evidence).text()}")
+        tail = f" — {self.reason}" if self.reason else ""
+        lines.append(f"- **verdict: {MARK[self.status]} {self.status}**{tail}")
+        if self.note:
+            lines.append(f"- note: {self.note}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        checks = "; ".join(f"{c} (ours {v}) {'ok' if ok else 'FAILS'}" for c, v, ok in self.checks)
+        return (f"[{self.status}] {self.claim_id}: ours {self.ours} | paper {self.printed}"
+                + (f" | {checks}" if checks else "") + (f" | {self.reason}" if self.reason else ""))
+
+
+def _fmt(x) -> str:
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, (int,)) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e6):
+        return str(int(x))
+    try:
+        return f"{float(x):.4g}"
+    except (TypeError, ValueError):
+        return str(x)
+
+
+# ----------------------------------------------------------------------------------------- registry
+REGISTRY: dict[str, Claim] = {}
+
+
+def register(*claims: Claim) -> None:
+    for c in claims:
+        if c.id in REGISTRY:
+            raise ClaimError(f"claim {c.id} is declared twice.")
+        REGISTRY[c.id] = c
+
+
+def get(claim_id: str) -> Claim:
+    if claim_id not in REGISTRY:
+        near = [k for k in REGISTRY if k.split("/")[0] == claim_id.split("/")[0]]
+        raise ClaimError(f"unknown claim {claim_id!r}; this paper's claims: {', '.join(sorted(near)) or 'none'}.")
+    return REGISTRY[claim_id]
+
+
+def claims_of(paper: str | None = None, chapter: int | None = None) -> list[Claim]:
+    return [c for c in REGISTRY.values()
+            if (paper is None or c.paper == paper) and (chapter is None or c.chapter == chapter)]
+
+
+# ------------------------------------------------------------------------------------------- judging
+def judge(claim: Claim, m: Measurement) -> Verdict:
+    """The verdict ``claim``'s declared rule gives measurement ``m`` (see the module docstring)."""
+    rule = claim.rule
+    missing = rule.metrics() - set(m.values)
+    if missing:
+        raise ClaimError(f"claim {claim.id}: the measurement lacks {sorted(missing)} that its rule reads.")
+
+    def run(cs):
+        return [(c.text(), _fmt(m.values[c.metric]), c.holds(m.values[c.metric])) for c in cs]
+
+    testable, printed, corrected, partial = run(rule.testable), run(rule.reproduced), run(rule.erratum), run(rule.partially)
+    reason = ""
+    if not all(ok for *_, ok in testable):
+        status, reason = "not testable here", rule.untestable_why
+        checks = testable
+    elif all(ok for *_, ok in printed):
+        status, checks = "reproduced", printed
+        seeds_ok = m.evidence.seeds >= MIN_SEEDS and bool(m.intervals)
+        if rule.trained and not seeds_ok:
+            status = "partially"
+            reason = (f"the rule's conditions hold, but on {m.evidence.seeds} seed{'s' * (m.evidence.seeds != 1)}"
+                      f"{'' if m.intervals else ' without an interval'}: a trained-model claim needs ≥ "
+                      f"{MIN_SEEDS} seeds and an interval to be called reproduced")
+    elif rule.erratum and all(ok for *_, ok in corrected):
+        status, checks = "erratum confirmed", printed + corrected
+        reason = "the statement as printed fails; the corrected statement holds"
+    elif rule.partially and all(ok for *_, ok in partial):
+        status, checks = "partially", printed + partial
+    else:
+        status, checks = "not reproduced", printed + partial
+    return Verdict(claim.id, claim.statement, claim.where, claim.printed, status, m.shown, rule.text(), checks,
+                   asdict(m.evidence), reason, m.note, claim.section,
+                   {k: (float(lo), float(hi)) for k, (lo, hi) in m.intervals.items()})
+
+
+def not_run_verdict(claim: Claim, reason: str | None = None) -> Verdict:
+    return Verdict(claim.id, claim.statement, claim.where, claim.printed, "not run", "", claim.rule.text(), [],
+                   None, reason or claim.not_run, "", claim.section)
+
+
+def check(claim_id: str, *args, record: bool = True, directory: Path | None = None, **kwargs) -> Verdict:
+    """Measure claim ``claim_id`` from the given inputs, judge it by its declared rule, record it for the
+    scorecard and return the verdict (it displays as Markdown with the numbers it used)."""
+    claim = get(claim_id)
+    if claim.measure is None:
+        v = not_run_verdict(claim)
+    else:
+        try:
+            v = judge(claim, claim.measure(*args, **kwargs))
+        except NotRun as exc:
+            v = not_run_verdict(claim, str(exc))
+    if record:
+        record_verdict(v, directory)
+    return v
+
+
+# ------------------------------------------------------------------------------------------ records
+def _dir(directory: Path | None) -> Path:
+    from ..paths import scorecard_dir
+
+    return Path(directory or scorecard_dir())
+
+
+def record_verdict(v: Verdict, directory: Path | None = None) -> Path:
+    folder = _dir(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (v.claim_id.replace("/", "__") + ".json")
+    path.write_text(json.dumps(asdict(v), indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def load_verdicts(directory: Path | None = None) -> dict[str, Verdict]:
+    """Recorded verdicts by claim id (a corrupt record raises, naming the file and the fix)."""
+    out = {}
+    folder = _dir(directory)
+    for path in sorted(folder.glob("*__*.json")):
+        try:
+            data = json.loads(path.read_text())
+            data["checks"] = [tuple(c) for c in data["checks"]]
+            data["intervals"] = {k: tuple(v) for k, v in data.get("intervals", {}).items()}
+            v = Verdict(**data)
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            raise ClaimError(f"recorded verdict {path} is corrupt ({exc}); delete it and re-run its notebook.") from exc
+        out[v.claim_id] = v
+    return out
