@@ -94,9 +94,9 @@ def fill_pages(book_dir: Path, recorded: dict[str, Verdict] | None = None) -> No
         for overview in book_dir.glob(f"{ch:02d}_*/overview.md"):
             pages[overview] = ("verdicts", counts_line(verdicts_for(ch, recorded)) + ".\n\n"
                                + verdict_table(verdicts_for(ch, recorded)))
-    for path, (kind, text) in pages.items():
-        page = path.read_text()
-        if MARKERS[kind] not in page:
+    for path, (kind, _) in pages.items():  # check every page before writing any
+        if MARKERS[kind] not in path.read_text():
             raise SystemExit(f"error: {path} lost its {MARKERS[kind]} line; put it back where the generated "
                              "table belongs.")
-        path.write_text(page.replace(MARKERS[kind], text))
+    for path, (kind, text) in pages.items():
+        path.write_text(path.read_text().replace(MARKERS[kind], text))

@@ -1,0 +1,182 @@
+"""The claims registry: every declared rule can fail, every status it declares is reachable, and the
+notebooks hold no verdict logic."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mamba_recall import claims
+from mamba_recall.claims import core, render
+from mamba_recall.claims.core import Claim, Cond, Evidence, Measurement, Rule, conds, judge
+
+ROOT = Path(__file__).resolve().parents[1]
+ALL = sorted(claims.REGISTRY.values(), key=lambda c: c.id)
+SEEDED = Evidence("ci", "cpu", 3, "test", "test")
+
+
+def _satisfying(cs: tuple[Cond, ...]) -> dict:
+    """Values for which every condition in ``cs`` holds (one value per metric)."""
+    out = {}
+    for metric in {c.metric for c in cs}:
+        mine = [c for c in cs if c.metric == metric]
+        candidates = [c.crossing()[0] for c in mine]
+        numeric = [c.value for c in mine if c.value is not None]
+        if len(numeric) >= 2:
+            candidates.append((min(numeric) + max(numeric)) / 2)
+        ok = [x for x in candidates if all(c.holds(x) for c in mine)]
+        if not ok:
+            raise AssertionError(f"conditions on {metric!r} can never hold together: {[c.text() for c in mine]}")
+        out[metric] = ok[0]
+    return out
+
+
+def _measure(values: dict, intervals=True) -> Measurement:
+    return Measurement(values, "test", SEEDED, {k: (0.0, 1.0) for k in list(values)[:1]} if intervals else {})
+
+
+def _base(rule: Rule) -> dict:
+    """Values for which the rule says 'reproduced' (testable conditions hold too)."""
+    values = {m: 0.0 for m in rule.metrics()}
+    values.update(_satisfying(rule.testable))
+    values.update(_satisfying(rule.reproduced))
+    return values
+
+
+@pytest.mark.parametrize("claim", ALL, ids=[c.id for c in ALL])
+def test_rule_reaches_reproduced(claim):
+    assert judge(claim, _measure(_base(claim.rule))).status == "reproduced", claim.rule.text()
+
+
+@pytest.mark.parametrize("claim", ALL, ids=[c.id for c in ALL])
+def test_rule_flips_at_every_threshold(claim):
+    """Crossing any one 'reproduced' condition takes the verdict away from 'reproduced' (no rule that
+    cannot fail), and crossing a 'testable' condition gives 'not testable here'."""
+    rule = claim.rule
+    for cond in rule.reproduced:
+        values = _base(rule)
+        values[cond.metric] = cond.crossing()[1]
+        if all(c.holds(values[c.metric]) for c in rule.testable):
+            assert judge(claim, _measure(values)).status != "reproduced", f"{claim.id}: {cond.text()} cannot fail"
+    for cond in rule.testable:
+        values = _base(rule)
+        values[cond.metric] = cond.crossing()[1]
+        assert judge(claim, _measure(values)).status == "not testable here", f"{claim.id}: {cond.text()}"
+
+
+@pytest.mark.parametrize("claim", [c for c in ALL if c.rule.erratum or c.rule.partially],
+                         ids=[c.id for c in ALL if c.rule.erratum or c.rule.partially])
+def test_declared_lower_statuses_are_reachable(claim):
+    """An erratum or partial level, when declared, is reached by some measurement."""
+    rule = claim.rule
+    for level, status in ((rule.erratum, "erratum confirmed"), (rule.partially, "partially")):
+        if not level:
+            continue
+        reached = False
+        for cond in rule.reproduced:
+            values = _base(rule)
+            values[cond.metric] = cond.crossing()[1]
+            try:
+                values.update({k: v for k, v in _satisfying(level).items() if k != cond.metric})
+            except AssertionError:
+                continue
+            reached |= judge(claim, _measure(values)).status == status
+        assert reached, f"{claim.id}: '{status}' is declared but no single crossing reaches it"
+
+
+def test_trained_claims_need_three_seeds_and_an_interval():
+    rule = Rule(why="test", reproduced=conds(("acc", ">=", 0.99)), trained=True)
+    claim = Claim("000/test-trained", "s", "w", "p", rule, lambda: None, section="x")
+    one_seed = Measurement({"acc": 1.0}, "1.0", Evidence("ci", "cpu", 1, "n", "live"))
+    v = judge(claim, one_seed)
+    assert v.status == "partially" and "3 seeds" in v.reason
+    three = Measurement({"acc": 1.0}, "1.0", Evidence("ci", "cpu", 3, "n", "live"))
+    assert judge(claim, three).status == "partially"  # no interval
+    assert judge(claim, _measure({"acc": 1.0})).status == "reproduced"
+
+
+def test_malformed_declarations_are_refused():
+    with pytest.raises(core.ClaimError, match="why"):
+        Rule(why=" ", reproduced=conds(("a", ">=", 1)))
+    with pytest.raises(core.ClaimError, match="op"):
+        Cond("a", "=>", 1)
+    with pytest.raises(core.ClaimError, match="not_run"):
+        Claim("002/x", "s", "w", "p", Rule(why="w", reproduced=conds(("a", ">=", 1))))
+    with pytest.raises(core.ClaimError, match="claim id"):
+        Claim("2/x", "s", "w", "p", Rule(why="w", reproduced=conds(("a", ">=", 1))), not_run="later")
+    with pytest.raises(core.ClaimError, match="lacks"):
+        judge(Claim("002/y", "s", "w", "p", Rule(why="w", reproduced=conds(("a", ">=", 1))), lambda: 0, "x"),
+              Measurement({}, "", Evidence.exact("n")))
+    with pytest.raises(core.ClaimError, match="unknown claim"):
+        claims.get("002/no-such-claim")
+
+
+def test_every_claim_is_complete():
+    assert {c.paper for c in ALL} == set(core.PAPERS), "every paper declares its claims"
+    for c in ALL:
+        assert c.measure is not None or c.not_run, c.id
+        assert c.printed.strip(), c.id
+        if c.section:
+            assert (ROOT / "book" / f"{c.section}.ipynb").exists(), f"{c.id}: no section {c.section}"
+
+
+def test_not_run_and_record_round_trip(tmp_path):
+    claim = next(c for c in ALL if c.measure is not None)
+    v = core.not_run_verdict(claim, "needs a GPU")
+    core.record_verdict(v, tmp_path)
+    back = core.load_verdicts(tmp_path)[claim.id]
+    assert back.status == "not run" and back.reason == "needs a GPU"
+    (tmp_path / "000__broken.json").write_text("{")
+    with pytest.raises(core.ClaimError, match="corrupt"):
+        core.load_verdicts(tmp_path)
+
+
+def test_generated_pages(tmp_path):
+    claim = claims.get("001/KeyObs2")
+    from mamba_recall.theory import worked_example as wx
+
+    claims.check(claim.id, wx.worked_example(), directory=tmp_path)
+    recorded = core.load_verdicts(tmp_path)
+    page = render.scorecard_page(recorded)
+    assert "001/KeyObs2" in page and "✅" in page
+    for c in ALL:
+        assert c.id in page, f"{c.id} missing from the scorecard page"
+    table = render.chapter_status_table(recorded)
+    assert "planned" not in table and table.count("\n") == 2 + len(render.CHAPTERS)
+    book = tmp_path / "book"
+    (book / "00_x").mkdir(parents=True)
+    (book / "scorecard.md").write_text("# S\n<!-- SCORECARD -->\n")
+    (book / "intro.md").write_text("# I\n<!-- CHAPTER_STATUS -->\n")
+    (book / "00_x" / "overview.md").write_text("# O\n<!-- VERDICTS -->\n")
+    render.fill_pages(book, recorded)
+    assert "001/KeyObs2" in (book / "00_x" / "overview.md").read_text()
+    (book / "scorecard.md").write_text("# S\n<!-- SCORECARD -->\n")
+    (book / "intro.md").write_text("# I\n")
+    with pytest.raises(SystemExit, match="CHAPTER_STATUS"):
+        render.fill_pages(book, recorded)
+
+
+VERDICT_WORDS = ("'reproduced'", '"reproduced"', "'partially'", '"partially"', "not reproduced", "record_claim",
+                 "erratum confirmed", "not testable here", "scorecard import", "status=")
+
+
+def _code_cells():
+    for nb in sorted((ROOT / "book").glob("*/*.ipynb")):
+        for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
+            if cell["cell_type"] == "code":
+                yield nb.relative_to(ROOT), i, "".join(cell["source"])
+
+
+def test_notebook_cells_hold_no_verdict_logic():
+    """Verdicts come from the registry: no status literal, record_claim or status= in a code cell."""
+    bad = [f"{nb} cell {i}: {w}" for nb, i, src in _code_cells() for w in VERDICT_WORDS if w in src]
+    assert not bad, "verdict logic in notebook cells (use mamba_recall.claims.check):\n" + "\n".join(bad)
+
+
+def test_every_check_in_a_notebook_names_a_declared_claim():
+    import re
+
+    for nb, i, src in _code_cells():
+        for cid in re.findall(r"check\(\s*[\"']([0-9]{3}/[^\"']+)[\"']", src):
+            assert cid in claims.REGISTRY, f"{nb} cell {i} checks undeclared claim {cid}"
