@@ -30,9 +30,10 @@ def _zoology_reference(vocab_size, num_examples, input_seq_len, seed, power_a=0.
                        num_kv_pairs=8, num_passes=1, random_non_queries=True):
     """Transcription of zoology's vectorised code, with the GLOBAL RNGs (as zoology does).
 
-    Written from zoology's 2024 ``associative_recall.py::multiquery_ar`` plus the ``num_passes``
-    tiling described in /work/shared/specs/anchors.md §2.1 (the d88d6f5 file itself was not
-    available offline); it pins that our local-RNG code consumes the stream the same way.
+    Written from zoology's 2024 ``associative_recall.py::multiquery_ar`` plus d88d6f5's ``num_passes``
+    tiling (the context ``k1 v1 … kK vK`` repeated ``num_passes`` times, in the same order each
+    pass; the d88d6f5 file itself was not available offline); it pins that our local-RNG code
+    consumes the stream the same way.
 
     Global NumPy / torch RNG state is saved and restored around the call.
     """

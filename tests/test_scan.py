@@ -8,7 +8,7 @@ The sequential ``reference`` backend is the truth; the ``chunked`` backend (and,
 * mamba_ssm vs reference: mamba-ssm's own ``test_selective_scan`` tolerances (fp32 rtol 6e-4, atol 2e-3).
 
 The worked example is the 3-token "The cat sat" trace of the Mamba explainer
-(shared/papers/001, Section 05) with d = 1, N = 2.
+("Worked Example: Complete Mamba Forward Pass", its Section 05) with d = 1, N = 2.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The first section is the *offline renderer*: it makes every Altair chart
 display as
 
-* the spec as Vega-Lite JSON under ``application/vnd.vegalite.v5+json``
+* the chart's Vega-Lite JSON under ``application/vnd.vegalite.v5+json``
   (:data:`JSON_MIMETYPE`; JupyterLab draws it natively), and
 * a ``text/html`` fragment that draws with the Vega JavaScript the book serves
   itself (``book/_static/vendor/``, loaded on every page through
@@ -29,7 +29,7 @@ __all__ = ["RENDERER_NAME", "CHART_CLASS", "JSON_MIMETYPE", "enable_offline_rend
 #: Name under which the renderer is registered in ``altair.renderers``.
 RENDERER_NAME = "mamba_recall"
 
-#: Mimetype of the JSON copy of the spec in the bundle. Altair 6 itself uses
+#: Mimetype of the JSON copy of the chart's Vega-Lite spec in the bundle. Altair 6 itself uses
 #: ``application/vnd.vegalite.v6.json``, but (a) nbformat only allows a JSON
 #: *object* under ``application/*+json`` mimetypes, so nbclient/MyST-NB reject
 #: that output with ``NotebookValidationError``, and (b) JupyterLab (4.6) only

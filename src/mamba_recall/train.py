@@ -1,8 +1,8 @@
 r"""The one training loop every chapter uses: AdamW, an LR schedule, held-out accuracy, early stopping.
 
-Defaults follow zoology's ``TrainConfig`` (anchors §2.2): AdamW, lr 1e-3, weight decay 0.1,
-cosine schedule to 0, early stopping on held-out accuracy. The loss and the accuracy are taken
-only where ``labels != -100`` (zoology's ``compute_metrics``).
+Defaults follow zoology's ``TrainConfig`` (HazyResearch/zoology, ``zoology/config.py``): AdamW,
+lr 1e-3, weight decay 0.1, cosine schedule to 0, early stopping on held-out accuracy. The loss and
+the accuracy are taken only where ``labels != -100`` (zoology's ``compute_metrics``).
 
 Data contract
 -------------

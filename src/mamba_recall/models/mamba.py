@@ -3,11 +3,12 @@ r"""Mamba-1 block and language model with mamba-ssm's parameter names, runnable 
 Official implementation: ``mamba_ssm/modules/mamba_simple.py`` (``Mamba``, slow path),
 ``mamba_ssm/modules/block.py`` (``Block``) and ``mamba_ssm/models/mixer_seq_simple.py``
 (``MixerModel``, ``MambaLMHeadModel``, ``_init_weights``), state-spaces/mamba, Apache-2.0.
-mamba-ssm's own module has no CPU path (its slow path still calls the CUDA ``selective_scan_fn``,
-anchors §3.3), so this is a re-implementation with the *same parameter names, shapes and
-initialisation*: one ``state_dict`` loads into either. The scan runs on the backend chosen by
-``backend`` (see :mod:`mamba_recall.scan`): ``"chunked"`` / ``"reference"`` in PyTorch, or
-``"mamba_ssm"``'s CUDA kernel; ``"auto"`` picks ``mamba_ssm`` for CUDA inputs when it imports,
+mamba-ssm's own module has no CPU path (when ``causal_conv1d`` is missing, ``Mamba.forward`` falls
+back to ``nn.Conv1d`` but still calls the CUDA ``selective_scan_fn``), so this is a
+re-implementation with the *same parameter names, shapes and initialisation*: one ``state_dict``
+loads into either. The scan runs on the backend chosen by ``backend`` (see
+:mod:`mamba_recall.scan`): ``"chunked"`` / ``"reference"`` in PyTorch, or ``"mamba_ssm"``'s CUDA
+kernel; ``"auto"`` picks ``mamba_ssm`` for CUDA inputs when it imports,
 else ``chunked``.
 
 The mixer, for a batch of ``B`` sequences of length ``L`` and width ``d_model``

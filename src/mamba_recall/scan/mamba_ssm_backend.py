@@ -1,7 +1,8 @@
 """The CUDA kernels of the ``mamba-ssm`` package, imported lazily and only when asked for.
 
 ``import mamba_ssm`` fails on every released version without its compiled extension (it imports
-``selective_scan_cuda`` at package import, anchors §3.5), so it is never imported at module import
+``selective_scan_cuda`` unconditionally from ``mamba_ssm/__init__.py`` through
+``ops/selective_scan_interface.py``, up to v2.3.2.post1), so it is never imported at module import
 time here, and a missing package or a CPU tensor raises :class:`BackendUnavailableError` with the
 fix instead of falling back to a slower scan (state-spaces/mamba#265).
 """

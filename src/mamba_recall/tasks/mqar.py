@@ -4,7 +4,7 @@ This module reproduces the data generator of HazyResearch/zoology,
 ``zoology/data/multiquery_ar.py::multiquery_ar`` at commit ``d88d6f5``
 (the file was ``zoology/data/associative_recall.py`` before commit ``dbcb60d``;
 the 2024 version is the ``num_passes=1`` special case). The semantics are
-summarised in the project spec ``/work/shared/specs/anchors.md`` §2.1.
+restated below, step by step.
 
 The task
 --------
@@ -321,8 +321,8 @@ def multiquery_ar(
     ``num_kv_pairs <= vocab_size//2 - 1``; integers positive; ``power_a > 0``;
     ``seed`` in ``[0, 2**32)``.
 
-    Reference: HazyResearch/zoology ``d88d6f5``, ``zoology/data/multiquery_ar.py``;
-    ``/work/shared/specs/anchors.md`` §2.1. Deviations (local RNGs) are listed in
+    Reference: HazyResearch/zoology ``d88d6f5``, ``zoology/data/multiquery_ar.py``
+    (Arora et al., 2023, "Zoology"). Deviations (local RNGs) are listed in
     the module docstring.
     """
     seed = _check_seed(seed)

@@ -1,4 +1,7 @@
-"""The hand-worked Mamba forward pass of the seed document (``shared/papers/001_…``), through the library.
+"""The hand-worked Mamba forward pass of the seed document, through the library.
+
+The seed document is "Worked Example: Complete Mamba Forward Pass" (Section 05 of an explainer of
+Gu & Dao, *Mamba: Linear-Time Sequence Modeling with Selective State Spaces*, 2023).
 
 Setup (verbatim): three scalar tokens u = (0.5, 1.0, 0.2) ("The cat sat"), N = 2,
 A = diag(−1, −0.5), W_Δ = [0.5, −0.3], W_B = [0.8, 0.6]ᵀ, W_C = [0.7, 0.4]ᵀ, h₀ = 0, and
