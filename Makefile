@@ -1,6 +1,7 @@
 # The Mamba recall book. Two commands set everything up on a fresh machine:
 #   make book   execute every chapter (papermill) and build the HTML book into _build/html
-#   make test   library tests, nbval on every notebook, a book build and the headless-browser check
+#   make test   library tests (with the live-widget test in JupyterLab), nbval on every notebook, the capped
+#               paper pass (smoke), the book build (plain papermill on every notebook) and the browser check
 # Variables: PRESET=ci|paper  DEVICE=auto|cpu|cuda  BACKEND=auto|reference|chunked|mamba_ssm  PYTHON=python3
 
 PYTHON ?= python3
@@ -11,7 +12,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: book test pytest nbval browser bench reproduce refresh venv clean
+# Seconds any one cell may run in the batch passes (a hang stops there with an error).
+CELL_TIMEOUT ?= 900
+
+.PHONY: book test pytest nbval smoke browser bench reproduce refresh venv clean
 
 venv: $(STAMP)
 
@@ -24,19 +28,27 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[book,test,bench]'
 	touch $(STAMP)
 
+# Executes every notebook with papermill (no environment variable; the README's plain papermill run),
+# then builds the HTML book.
 book: $(STAMP)
-	$(PY) -m mamba_recall book --preset $(PRESET) --device $(DEVICE) --backend $(BACKEND)
+	$(PY) -m mamba_recall book --preset $(PRESET) --device $(DEVICE) --backend $(BACKEND) \
+	  $(if $(filter ci,$(PRESET)),--timeout $(CELL_TIMEOUT))
 
 pytest: $(STAMP)
 	$(PY) -m pytest -ra tests
 
 nbval: $(STAMP)
-	MAMBA_RECALL_BATCH=1 $(PY) -m pytest -ra --nbval-lax --nbval-current-env -p no:cacheprovider book
+	$(PY) -m pytest -ra --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider book
+
+# The paper path of every notebook with the smoke cap (every grid axis, verdict branch, bundle and chart; a
+# handful of steps and cells; see mamba_recall.presets): papermill -p preset paper -p smoke True -p device cpu.
+smoke: $(STAMP)
+	$(PY) -m mamba_recall run all --preset paper --smoke --device cpu --out _build/smoke --timeout $(CELL_TIMEOUT)
 
 browser: $(STAMP)
 	$(PY) -m mamba_recall check-browser _build/html --toc _toc.yml
 
-test: pytest nbval
+test: pytest nbval smoke
 	$(MAKE) book PRESET=ci DEVICE=cpu BACKEND=auto
 	$(MAKE) browser
 

@@ -28,9 +28,7 @@ from .notebook import DEVICES
 from .paths import BUILD_DIR, REPO_ROOT, scorecard_dir
 from .presets import PRESETS
 from .scan import BACKENDS
-from .scorecard import load_claims, scorecard_markdown
 
-SCORECARD_MARKER = "<!-- SCORECARD -->"
 
 
 def toc_notebooks(root: Path = REPO_ROOT) -> list[Path]:
@@ -69,12 +67,33 @@ def chapter_notebooks(chapter: str) -> list[Path]:
     return [nb for nb in notebooks if nb.parts[1] in wanted]
 
 
-def execute(notebooks: list[Path], out_dir: Path, parameters: dict) -> list[Path]:
-    """Execute notebooks with papermill into ``out_dir`` (mirroring their paths), with a progress bar."""
-    import papermill
+#: Seconds any one cell may run in ``run`` / ``book`` at the ``ci`` preset or with ``smoke`` (a hang
+#: stops there with an error instead of waiting for ever); full ``paper`` runs have no limit unless
+#: ``--timeout`` gives one (their long-run guard asks for ``allow_long`` instead).
+DEFAULT_TIMEOUT_S = 1200
 
-    os.environ["MAMBA_RECALL_BATCH"] = "1"
+
+class NotebookFailed(SystemExit):
+    """A notebook stopped with an error: carries the one-line message that ``main`` prints."""
+
+
+def cell_timeout(parameters: dict, timeout: float | None) -> float | None:
+    if timeout is not None:
+        return timeout if timeout > 0 else None
+    return DEFAULT_TIMEOUT_S if parameters.get("preset", "ci") == "ci" or parameters.get("smoke") else None
+
+
+def execute(notebooks: list[Path], out_dir: Path, parameters: dict, timeout: float | None = None) -> list[Path]:
+    """Execute notebooks with papermill into ``out_dir`` (mirroring their paths), with a progress bar.
+    Plain papermill, as the README tells users: no environment variable changes what a notebook does.
+    ``timeout``: seconds any one cell may run (default :data:`DEFAULT_TIMEOUT_S` for ``ci`` and
+    ``smoke`` runs, none for full ``paper`` runs; 0 = none). A failing notebook raises
+    :class:`NotebookFailed` with its one-line error."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
     os.environ.setdefault("MAMBA_RECALL_SCORECARD_DIR", str(scorecard_dir()))
+    limit = cell_timeout(parameters, timeout)
     done = []
     bar = tqdm(notebooks, desc="chapters", unit="notebook")
     for nb in bar:
@@ -82,15 +101,31 @@ def execute(notebooks: list[Path], out_dir: Path, parameters: dict) -> list[Path
         target = out_dir / nb
         target.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
-        papermill.execute_notebook(str(REPO_ROOT / nb), str(target), parameters=parameters,
-                                   cwd=str((REPO_ROOT / nb).parent), kernel_name="python3", progress_bar=False)
+        try:
+            papermill.execute_notebook(str(REPO_ROOT / nb), str(target), parameters=parameters,
+                                       cwd=str((REPO_ROOT / nb).parent), kernel_name="python3",
+                                       progress_bar=False, execution_timeout=limit)
+        except PapermillExecutionError as exc:
+            bar.close()
+            evalue = str(exc.evalue).strip().splitlines()
+            raise NotebookFailed(f"error: {nb} stopped at cell {exc.exec_count}: {exc.ename}: "
+                                 f"{evalue[0] if evalue else ''}\n(the executed notebook, with the full "
+                                 f"traceback: {target})") from None
+        except TimeoutError as exc:  # nbclient's CellTimeoutError is a TimeoutError
+            bar.close()
+            raise NotebookFailed(f"error: {nb}: a cell ran past {limit:g} s ({exc}); the executed notebook "
+                                 f"so far: {target}. Raise the limit with --timeout SECONDS (0 = none).") from None
         tqdm.write(f"  {nb}: {time.perf_counter() - start:.1f} s")
         done.append(target)
     return done
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 def clean_for_book(path: Path) -> None:
-    """Drop widget state (MyST-NB would load require.js and widget JS from a CDN for it) and hide
+    """Drop widget state and the explorers' widget views (MyST-NB would load require.js and widget JS from
+    a CDN for them; the static book shows each explorer's default view, drawn as plain output) and hide
     papermill's injected-parameters cell (``setup`` prints the parameters in use)."""
     nb = nbformat.read(path, as_version=4)
     nb.metadata.pop("widgets", None)
@@ -98,16 +133,18 @@ def clean_for_book(path: Path) -> None:
         tags = cell.metadata.get("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             cell.metadata["tags"] = [*tags, "remove-cell"]
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
     nbformat.write(nb, path)
 
 
-def build_book(preset: str, device: str, backend: str) -> Path:
+def build_book(parameters: dict, timeout: float | None = None) -> Path:
     """Execute every chapter, stage book sources with the executed notebooks, build ``_build/html``."""
     executed, stage = BUILD_DIR / "executed", BUILD_DIR / "stage"
     for folder in (executed, stage, scorecard_dir()):
         shutil.rmtree(folder, ignore_errors=True)
     os.environ["MAMBA_RECALL_SCORECARD_DIR"] = str(scorecard_dir())
-    notebooks = execute(toc_notebooks(), executed, {"preset": preset, "device": device, "backend": backend})
+    notebooks = execute(toc_notebooks(), executed, parameters, timeout=timeout)
     stage.mkdir(parents=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy2(REPO_ROOT / name, stage / name)
@@ -117,12 +154,9 @@ def build_book(preset: str, device: str, backend: str) -> Path:
         target = stage / nb.relative_to(executed)
         shutil.copy2(nb, target)
         clean_for_book(target)
-    intro = stage / "book" / "intro.md"
-    text = intro.read_text()
-    if SCORECARD_MARKER not in text:
-        raise SystemExit(f"error: book/intro.md lost its {SCORECARD_MARKER} line; put it back where the "
-                         "scorecard table belongs.")
-    intro.write_text(text.replace(SCORECARD_MARKER, scorecard_markdown(load_claims())))
+    from .claims.render import fill_pages
+
+    fill_pages(stage / "book")  # the scorecard page, the intro's status table, each overview's verdicts
     html = BUILD_DIR / "html"
     shutil.rmtree(html, ignore_errors=True)
     cmd = [sys.executable, "-m", "jupyter_book", "build", str(stage), "--path-output", str(REPO_ROOT),
@@ -157,11 +191,10 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
     """Re-execute notebooks in ``book/`` in place with their default (ci) parameters."""
     import papermill
 
-    os.environ["MAMBA_RECALL_BATCH"] = "1"
     for nb in tqdm(refresh_targets(targets or []), desc="refresh", unit="notebook"):
         path = REPO_ROOT / nb
         papermill.execute_notebook(str(path), str(path), cwd=str(path.parent), kernel_name="python3",
-                                   progress_bar=False)
+                                   progress_bar=False, execution_timeout=DEFAULT_TIMEOUT_S)
         book_nb = nbformat.read(path, as_version=4)
         book_nb.metadata.pop("papermill", None)
         book_nb.metadata.pop("widgets", None)
@@ -208,10 +241,16 @@ def experiment_runners() -> list[str]:
     return ordered
 
 
-def reproduce(preset: str | None, device: str, only: list[str]) -> None:
+def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool = False) -> None:
     """Regenerate results: each runner's ``COMMITTED_RUNS`` (the runs whose outputs are committed), or,
-    with ``preset``, every runner at that preset on ``device`` (e.g. the papers' sizes on a GPU)."""
+    with ``preset``, every runner at that preset on ``device`` (e.g. the papers' sizes on a GPU).
+    ``allow_long``: the runner processes may start runs estimated at over an hour (``longrun``)."""
     import importlib
+
+    from .longrun import ENV_ALLOW_LONG
+
+    env = {**os.environ, ENV_ALLOW_LONG: "1"} if allow_long else {k: v for k, v in os.environ.items()
+                                                                    if k != ENV_ALLOW_LONG}
 
     runners = experiment_runners()
     unknown = sorted(set(only) - set(runners))
@@ -229,7 +268,7 @@ def reproduce(preset: str | None, device: str, only: list[str]) -> None:
         for args in runs:
             cmd = [sys.executable, "-m", f"mamba_recall.experiments.{name}", *args]
             print("+ python", " ".join(cmd[1:]), flush=True)
-            subprocess.run(cmd, check=True)
+            subprocess.run(cmd, check=True, env=env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,6 +279,13 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--preset", default="ci", choices=PRESETS)
         p.add_argument("--device", default="auto", choices=DEVICES)
         p.add_argument("--backend", default="auto", choices=BACKENDS)
+        p.add_argument("--smoke", action="store_true",
+                       help="the preset's whole structure with a handful of steps and cells (-p smoke True)")
+        p.add_argument("--allow-long", action="store_true",
+                       help="start runs estimated at over an hour on this device (-p allow_long True)")
+        p.add_argument("--timeout", type=float, default=None,
+                       help=f"seconds any one cell may run (default {DEFAULT_TIMEOUT_S} for ci and --smoke, "
+                            "none for full paper runs; 0 = none)")
 
     p_run = sub.add_parser("run", help="execute one chapter or all with papermill")
     p_run.add_argument("chapter", help="'all', a chapter number (0) or folder name (00_selective_scan)")
@@ -254,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
                          help="run every runner at this preset instead of the committed runs")
     p_repro.add_argument("--device", default="auto", choices=DEVICES)
     p_repro.add_argument("--only", nargs="*", default=[], help="runner module names (default: all)")
+    p_repro.add_argument("--allow-long", action="store_true",
+                         help="let the runners start runs estimated at over an hour on the device")
     sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
     sub.add_parser("check-browser", help="open the built book in headless Chromium; see check-browser --help")
 
@@ -265,15 +313,41 @@ def main(argv: list[str] | None = None) -> int:
         from . import browser_check
         return browser_check.main(argv[1:] or [str(BUILD_DIR / "html"), "--toc", str(REPO_ROOT / "_toc.yml")])
     args = parser.parse_args(argv)
+    try:
+        return _dispatch(args)
+    except NotebookFailed as exc:
+        print(exc.code, file=sys.stderr)
+        return 1
+
+
+def notebook_parameters(args) -> dict:
+    """The papermill parameters of ``run`` / ``book`` (smoke and allow_long only when asked for)."""
+    params = {"preset": args.preset, "device": args.device, "backend": args.backend}
+    if args.smoke:
+        params["smoke"] = True
+    if args.allow_long:
+        params["allow_long"] = True
+    return params
+
+
+def _dispatch(args) -> int:
+    if args.command in ("run", "book"):
+        from .notebook import ParameterError, resolve_device
+
+        try:  # the notebooks' own check, before any kernel starts
+            resolve_device(args.device)
+        except ParameterError as exc:
+            raise NotebookFailed(f"error: {exc}") from None
     if args.command == "run":
-        out = args.out or BUILD_DIR / "runs" / args.preset
-        done = execute(chapter_notebooks(args.chapter), out,
-                       {"preset": args.preset, "device": args.device, "backend": args.backend})
+        out = args.out or BUILD_DIR / "runs" / (args.preset + ("-smoke" if args.smoke else ""))
+        if args.smoke:  # a smoke run's claims stay beside its notebooks, never in the book's scorecard
+            os.environ["MAMBA_RECALL_SCORECARD_DIR"] = str(Path(out).resolve() / "scorecard")
+        done = execute(chapter_notebooks(args.chapter), out, notebook_parameters(args), timeout=args.timeout)
         print(f"{len(done)} notebook(s) executed into {out}")
     elif args.command == "book":
-        build_book(args.preset, args.device, args.backend)
+        build_book(notebook_parameters(args), timeout=args.timeout)
     elif args.command == "reproduce":
-        reproduce(args.preset, args.device, args.only)
+        reproduce(args.preset, args.device, args.only, allow_long=args.allow_long)
     elif args.command == "refresh":
         refresh_committed_outputs(args.targets)
     return 0

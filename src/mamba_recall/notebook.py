@@ -10,15 +10,16 @@ prints the preset, device and scan backend that will be used (backends are never
 """
 from __future__ import annotations
 
-import os
 import random
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from .longrun import allow_long_runs
 from .plots import enable_offline_renderer
 from .presets import check_preset, experiment
+from .results import redirect_smoke_outputs
 from .scan import BACKENDS, resolve_backend
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -38,8 +39,8 @@ class NotebookContext:
     allow_long: bool = False  # may start runs estimated at over an hour on this device
 
     def sizes(self, name: str) -> dict:
-        """The sizes of experiment ``name`` in this preset (see ``presets.py``)."""
-        return experiment(name, self.preset)
+        """The sizes of experiment ``name`` in this preset, capped when ``smoke`` (see ``presets``)."""
+        return experiment(name, self.preset, smoke=self.smoke)
 
 
 def resolve_device(device: str) -> torch.device:
@@ -60,8 +61,10 @@ def seed_everything(seed: int) -> None:
 
 
 def is_batch_run() -> bool:
-    """True when executed headless (papermill / nbval / the book build): widgets show their static view."""
-    return os.environ.get("MAMBA_RECALL_BATCH") == "1"
+    """Always False: explorers behave the same headless and in Jupyter (they draw their default view and
+    return; see :func:`mamba_recall.widgets.explorer`), so no notebook needs to know. Kept only for the
+    notebook cells that still ask (``if not is_batch_run(): ...``); remove it once none does."""
+    return False
 
 
 def setup(preset: str = "ci", seed: int = 0, device: str = "auto", backend: str = "auto",
@@ -79,10 +82,13 @@ def setup(preset: str = "ci", seed: int = 0, device: str = "auto", backend: str 
             raise ParameterError(f"{name} must be True or False, got {value!r}.")
     dev = resolve_device(device)
     concrete = resolve_backend(backend, dev)
+    allow_long_runs(allow_long)
+    redirect_smoke_outputs(smoke)
     seed_everything(seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
     enable_offline_renderer()
     if not quiet:
         print(f"preset={preset} seed={seed} device={dev} scan backend={concrete} (asked: {backend}) "
-              f"torch={torch.__version__}")
+              f"torch={torch.__version__}" + (" smoke=True (capped sizes, see mamba_recall.presets)" if smoke else "")
+              + (" allow_long=True" if allow_long else ""))
     return NotebookContext(preset, seed, dev, concrete, smoke, allow_long)

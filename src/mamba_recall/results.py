@@ -86,6 +86,32 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+#: Where a smoke run (``setup(..., smoke=True)``) writes what would go under ``results/``; None otherwise.
+_smoke_dir: Path | None = None
+
+
+def redirect_smoke_outputs(on: bool) -> None:
+    """Smoke runs never write committed bundles or checkpoints: while ``on``, anything saved under
+    ``results/`` goes to ``_build/smoke/results/`` instead (and says so). ``setup`` switches it."""
+    global _smoke_dir
+    from .paths import BUILD_DIR
+
+    _smoke_dir = BUILD_DIR / "smoke" / "results" if on else None
+
+
+def _output_dir(directory: Path) -> Path:
+    directory = Path(directory)
+    if _smoke_dir is None:
+        return directory
+    results = RESULTS_DIR.resolve()
+    resolved = directory.resolve()
+    if resolved == results or results in resolved.parents:
+        target = _smoke_dir / resolved.relative_to(results)
+        print(f"smoke run: writing into {target} instead of {directory} (results/ holds real runs only)")
+        return target
+    return directory
+
+
 def save_bundle(name: str, data: dict, config: dict, *, command: str, device="cpu", wall_seconds=None,
                 tables: dict[str, pd.DataFrame] | None = None, directory: Path | None = None) -> Path:
     """Write ``<directory>/<name>.json`` (and one CSV per table) with provenance; return the JSON path.
@@ -94,7 +120,7 @@ def save_bundle(name: str, data: dict, config: dict, *, command: str, device="cp
     """
     if not name or "/" in name or name.startswith("."):
         raise BundleError(f"bundle name {name!r} must be a plain file stem such as 'scan_bench_cpu'.")
-    directory = Path(directory or RESULTS_DIR)
+    directory = _output_dir(Path(directory or RESULTS_DIR))
     directory.mkdir(parents=True, exist_ok=True)
     table_index = {}
     for tname, frame in (tables or {}).items():
@@ -119,6 +145,30 @@ def _jsonable(obj):
     raise TypeError(f"cannot store {type(obj).__name__} in a bundle; convert it to numbers, lists or dicts.")
 
 
+def regenerate_command(path: Path) -> str:
+    """The command that regenerates the bundle at ``path`` when its JSON cannot be read: the ``command``
+    field if it survives in the text (bundles are written with sorted keys, so it comes first), else
+    ``reproduce --only <runner>`` for the runner whose name starts the file's stem."""
+    import re
+
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        text = ""
+    found = re.search(r'"command":\s*"((?:[^"\\]|\\.)*)"', text)
+    if found:
+        try:
+            return json.loads(f'"{found.group(1)}"')
+        except json.JSONDecodeError:
+            pass
+    from .cli import experiment_runners
+
+    runners = [r for r in experiment_runners() if path.stem == r or path.stem.startswith(r + "_")]
+    if runners:
+        return f"python -m mamba_recall reproduce --only {max(runners, key=len)}"
+    return "`make reproduce` (no runner's name starts the file's name)"
+
+
 def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), directory: Path | None = None
                 ) -> Bundle:
     """Load and validate a bundle; raise :class:`BundleError` naming the problem and the fix."""
@@ -131,11 +181,11 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
     try:
         record = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BundleError(f"corrupt result bundle {path}: not valid JSON ({exc}); delete it and regenerate it "
-                          "(`make reproduce`).") from exc
+        raise BundleError(f"corrupt result bundle {path}: not valid JSON ({exc}; truncated?); delete it and "
+                          f"regenerate it with: {regenerate_command(path)}") from exc
     if not isinstance(record, dict):
         raise BundleError(f"corrupt result bundle {path}: the top level is not a JSON object; delete it and "
-                          "regenerate it (`make reproduce`).")
+                          f"regenerate it with: {regenerate_command(path)}")
     regen = record.get("command") if isinstance(record.get("command"), str) else "`make reproduce`"
     for key, typ in _REQUIRED.items():
         if not isinstance(record.get(key), typ):
@@ -184,6 +234,7 @@ def save_checkpoint(path: str | Path, payload: dict, sidecar: dict, *, command: 
     path = Path(path)
     if path.suffix != ".pt":
         raise ValueError(f"checkpoint path {path} must end in .pt.")
+    path = _output_dir(path.parent) / path.name
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".pt.tmp")
     torch.save(payload, tmp)

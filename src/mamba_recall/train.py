@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from .longrun import PROBE_STEPS, check_steps
 from .tasks.mqar import IGNORE_INDEX
 
 SCHEDULES = ("constant", "cosine", "linear_warmup_cosine")
@@ -187,6 +188,8 @@ def train(model: torch.nn.Module, make_batch: Callable[[int], tuple], *, steps: 
     as soon as it reaches ``target_accuracy``. ``torch.manual_seed(seed)`` is called first.
     The model is moved to ``device`` and left in train mode. Raises ``FloatingPointError`` on a
     non-finite loss. See the module docstring for the schedule and the weight-decay rule.
+    After its first steps it applies the long-run guard (:mod:`mamba_recall.longrun`): a budget of
+    ``steps`` estimated at over an hour on ``device`` stops with ``LongRunError`` unless allowed.
 
     ``num_threads``: if given, ``torch.set_num_threads(num_threads)`` for the duration of the loop
     (restored afterwards). Tiny CPU models train fastest on one thread, and on a busy machine
@@ -237,6 +240,8 @@ def _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, war
                 entry["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
             opt.step()
             result.steps_run = s + 1
+            if s + 1 == PROBE_STEPS:  # the long-run guard: stop now if the whole budget is over an hour
+                check_steps(time.perf_counter() - start, s + 1, steps, desc, device)
             if eval_batch is not None and ((s + 1) % eval_every == 0 or s + 1 == steps):
                 acc = evaluate(model, *eval_batch, device=device)
                 entry["accuracy"] = result.final_accuracy = acc

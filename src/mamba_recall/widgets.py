@@ -1,13 +1,78 @@
-"""ipywidgets explorers for Jupyter. Headless (papermill, nbval, the book build) they draw their
-default view statically and return without waiting for input."""
+"""ipywidgets explorers for Jupyter, built on one helper, :func:`explorer`.
+
+An explorer behaves the same everywhere (Jupyter, papermill, nbval, the book build; no environment
+variable): while its cell runs it draws its default view as ordinary cell output (or nothing, when
+that view is heavy and the notebook shows it elsewhere), shows its controls and returns. Nothing is
+computed and nothing is written into its ``ipywidgets.Output`` until a person moves a control or
+presses its button. (A kernel that writes into an ``Output`` widget while the cell is still running
+makes nbclient -- papermill, nbval -- copy the widget's state back to the kernel over the shell
+socket while it waits on that socket for the cell's reply; the two wait for each other for ever.)
+"""
 from __future__ import annotations
+
+from typing import Callable
 
 import pandas as pd
 import torch
 from IPython.display import display
 
-from .notebook import is_batch_run
 from .scan import selective_scan_trace
+
+LIVE_NOTE = "(live controls below, in Jupyter with a running kernel: {what})"
+
+
+class Explorer:
+    """What :func:`explorer` returns: its ``controls`` (name → widget), the ``output`` area that redraws
+    go to, the ``button`` (or None) and ``redraw()``. Already displayed, so it displays as nothing
+    when it is a cell's last value."""
+
+    def __init__(self, controls: dict, output, redraw: Callable[[], None], button=None):
+        self.controls, self.output, self.redraw, self.button = controls, output, redraw, button
+
+    def values(self) -> dict:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def _ipython_display_(self) -> None:  # shown once by explorer(); a bare last value adds nothing
+        return None
+
+
+def explorer(draw: Callable[..., None], controls: dict, *, default_view: bool = True,
+             button: str | None = None, live: tuple[str, ...] | None = None, what: str | None = None) -> Explorer:
+    """Show ``controls`` (name → ipywidget; ``draw`` takes the names as keyword arguments) and redraw
+    ``draw(**values)`` into an output area under them each time a person acts.
+
+    ``default_view``: call ``draw`` with the controls' initial values now, as plain cell output (keep
+    it cheap; pass False when the notebook draws that view elsewhere or it needs training).
+    ``button``: label of a button that redraws; then only the controls named in ``live`` (default none)
+    redraw on change, the others wait for the button (for heavy redraws such as training).
+    Without a button every control redraws on change. ``what``: the one-line note printed above
+    the controls (which are live only in a running Jupyter kernel; the static book shows the default
+    view)."""
+    import ipywidgets as w
+
+    if default_view:
+        draw(**{name: control.value for name, control in controls.items()})
+    out = w.Output()
+
+    def redraw(_=None):
+        with out:  # only ever from a person's action: never while the explorer's cell runs
+            out.clear_output(wait=True)
+            draw(**{name: control.value for name, control in controls.items()})
+
+    press = None
+    if button is not None:
+        press = w.Button(description=button)
+        press.on_click(redraw)
+    watched = controls if button is None else {name: controls[name] for name in (live or ())}
+    for control in watched.values():
+        control.observe(redraw, names="value")
+    if what is None:
+        what = "press the button to redraw" if button else "move one and the view is redrawn under them"
+    print(LIVE_NOTE.format(what=what))
+    children = list(controls.values()) + ([press] if press is not None else [])
+    rows = [w.HBox(children[i:i + 3]) for i in range(0, len(children), 3)]
+    display(w.VBox([*rows, out]))
+    return Explorer(controls, out, redraw, press)
 
 
 def one_state_scan(delta: float, a: float, inputs: list[float], discretization: str = "euler") -> pd.DataFrame:
@@ -35,7 +100,9 @@ def pulse_inputs(length: int) -> list[float]:
 
 
 def scan_explorer(delta: float = 0.5, a: float = -1.0, length: int = 24):
-    """Sliders for Δ and A; redraws h_t of the one-state scan live (Euler and exact ZOH)."""
+    """Sliders for Δ and A; draws h_t of the one-state scan (Euler and exact ZOH), redrawn as they move."""
+    import ipywidgets as w
+
     from .plots import state_chart
 
     def draw(delta, a, length):
@@ -43,15 +110,10 @@ def scan_explorer(delta: float = 0.5, a: float = -1.0, length: int = 24):
         decay = float(torch.exp(torch.tensor(delta * a)))
         display(state_chart(frame, f"Δ = {delta:.3f}, A = {a:.3f}: Ā = exp(ΔA) = {decay:.3f}"))
 
-    if is_batch_run():
-        print("(static view: open this notebook in Jupyter to move the sliders)")
-        draw(delta, a, length)
-        return None
-    import ipywidgets as w
-
-    return w.interact(draw, delta=w.FloatLogSlider(value=delta, base=10, min=-2, max=1.3, step=0.05, description="Δ"),
-                      a=w.FloatSlider(value=a, min=-8.0, max=-0.05, step=0.05, description="A"),
-                      length=w.IntSlider(value=length, min=8, max=128, step=8, description="length"))
+    return explorer(draw, {
+        "delta": w.FloatLogSlider(value=delta, base=10, min=-2, max=1.3, step=0.05, description="Δ"),
+        "a": w.FloatSlider(value=a, min=-8.0, max=-0.05, step=0.05, description="A"),
+        "length": w.IntSlider(value=length, min=8, max=128, step=8, description="length")})
 
 
 def explorer_grid(deltas: list[float], a_values: list[float], length: int) -> pd.DataFrame:

@@ -23,6 +23,7 @@ import time
 import pandas as pd
 import torch
 
+from ..longrun import PROBE_STEPS, guard_grid
 from ..models.simplified_recall import SimplifiedMamba
 from ..models.transformer import TinyTransformer
 from ..tasks.latest_value import latest_value_batch
@@ -70,10 +71,26 @@ def run_cell(name: str, seq_len: int, num_keys: int, sizes: dict, seed: int = 0,
             "params": sum(p.numel() for p in model.parameters() if p.requires_grad), "seconds": res.seconds}
 
 
+def probe_cell(name: str, seq_len: int, num_keys: int, sizes: dict, seed: int = 0, device="cpu") -> float:
+    """Seconds per training step of one cell, measured (3 steps on a batch of the cell's size)."""
+    V = sizes["vocab_size"]
+    data = latest_value_batch(sizes["batch_size"], vocab_size=V, num_keys=num_keys, seq_len=seq_len,
+                              max_noise=sizes["max_noise"], target=sizes["target"], seed=seed)
+    model = build(name, V, num_keys, seq_len, sizes, seed)
+    device = torch.device(device)
+    res = train(model, lambda step: (data.inputs, data.labels), steps=PROBE_STEPS, lr=1e-3, weight_decay=0.0,
+                schedule="constant", progress=False, num_threads=1 if device.type == "cpu" else None, device=device)
+    return res.seconds / PROBE_STEPS
+
+
 def run_table(sizes: dict, seed: int = 0, device="cpu", models=tuple(LABELS)) -> pd.DataFrame:
-    rows = [run_cell(m, T, k, sizes, seed, device) for T in sizes["seq_lens"] for k in sizes["num_keys"]
-            for m in models]
-    return pd.DataFrame(rows)
+    """Every cell (T, κ, model); the long-run guard measures each cell's step time first and stops a grid
+    estimated at over an hour on ``device`` unless long runs are allowed (then: a progress bar with ETA)."""
+    cells = [(m, T, k) for T in sizes["seq_lens"] for k in sizes["num_keys"] for m in models]
+    grid = guard_grid(f"Table 1 grid ({len(cells)} cells, up to {sizes['steps']} steps each)", cells,
+                      probe=lambda cell: probe_cell(*cell, sizes, seed, device), steps=lambda cell: sizes["steps"],
+                      device=device)
+    return pd.DataFrame([run_cell(m, T, k, sizes, seed, device) for m, T, k in grid])
 
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).

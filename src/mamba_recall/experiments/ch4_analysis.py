@@ -15,6 +15,7 @@ default ``32,8,16``).
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -40,18 +41,47 @@ def load_model(name: str = "s_small", *, backend="auto", device="cpu"):
     env = os.environ.get(ENV_CHECKPOINT)
     if env:
         path = Path(env)
-        if path.is_dir():
-            model = iv.load_mamba_ssm_checkpoint(path, backend=backend, device=device)
-            nn_, nr, nf = (int(v) for v in os.environ.get(ENV_VOCAB, "32,8,16").split(","))
-            vocab = RecallVocab(nn_, nr, nf)
-            if vocab.size > model.vocab_size:
-                raise ValueError(f"{path}: vocabulary of size {model.vocab_size} is smaller than the task's "
-                                 f"{vocab.size}; set {ENV_VOCAB}.")
-            return model, vocab, {"source": str(path), "gate": None}
-        model, vocab, side = load_checkpoint(path, backend=backend, device=device)
-        return model, vocab, {"source": str(path), **side}
+        if not path.exists():
+            raise CheckpointEnvError(f"{ENV_CHECKPOINT}={env}: no such file or directory. {VALID_CHECKPOINT}")
+        if path.is_file() and path.suffix != ".pt":
+            raise CheckpointEnvError(f"{ENV_CHECKPOINT}={env}: not a .pt checkpoint. {VALID_CHECKPOINT}")
+        if path.is_file() and not path.with_suffix(".json").exists():
+            raise CheckpointEnvError(f"{ENV_CHECKPOINT}={env}: its sidecar {path.with_suffix('.json').name} is not "
+                                     f"beside it. {VALID_CHECKPOINT}")
+        try:
+            return _load_env_checkpoint(path, backend, device)
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError, EOFError, pickle.UnpicklingError) as exc:
+            if isinstance(exc, CheckpointEnvError):
+                raise
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split("; regenerate")[0]
+            raise CheckpointEnvError(f"{ENV_CHECKPOINT}={env}: cannot be loaded ({reason}). "
+                                     f"{VALID_CHECKPOINT}") from exc
     model, vocab, side = load_checkpoint(model=name, backend=backend, device=device)
     return model, vocab, {"source": f"results/checkpoints/ch4_{name}.pt", **side}
+
+
+class CheckpointEnvError(ValueError):
+    """``MAMBA_RECALL_CH4_CHECKPOINT`` names no loadable checkpoint."""
+
+
+VALID_CHECKPOINT = (f"It must name a Chapter 4 checkpoint: a .pt written by `python -m mamba_recall.experiments.ch4_train` "
+                    "with its .json sidecar beside it (e.g. results/checkpoints/ch4_s_small.pt), or a mamba_ssm "
+                    f"save_pretrained directory (config.json + pytorch_model.bin); or unset {ENV_CHECKPOINT} to use "
+                    "the committed model.")
+
+
+def _load_env_checkpoint(path: Path, backend, device):
+    """A reader's checkpoint: a mamba_ssm save_pretrained directory or a ch4_train .pt (+ sidecar)."""
+    if path.is_dir():
+        model = iv.load_mamba_ssm_checkpoint(path, backend=backend, device=device)
+        nn_, nr, nf = (int(v) for v in os.environ.get(ENV_VOCAB, "32,8,16").split(","))
+        vocab = RecallVocab(nn_, nr, nf)
+        if vocab.size > model.vocab_size:
+            raise ValueError(f"{path}: vocabulary of size {model.vocab_size} is smaller than the task's "
+                             f"{vocab.size}; set {ENV_VOCAB}.")
+        return model, vocab, {"source": str(path), "gate": None}
+    model, vocab, side = load_checkpoint(path, backend=backend, device=device)
+    return model, vocab, {"source": str(path), **side}
 
 
 def learning_curve(side: dict):

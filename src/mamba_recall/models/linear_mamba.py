@@ -51,6 +51,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..longrun import PROBE_STEPS, check_steps
 from ..tasks.mqar import IGNORE_INDEX
 from .mamba import _check_positive_int
 
@@ -330,7 +331,7 @@ class _SingleLayerEnsemble(nn.Module):
 class MultiHeadLinearMamba(_SingleLayerEnsemble):
     r"""Simplified single-layer multi-head linear Mamba-2 (paper 002, Alg. 3, Tabs. 6–8) with an ensemble axis.
 
-    Built like the authors' code (spec §3.6 [code]) on the simplified block of Alg. 1::
+    Built like the authors' public code on the simplified block of Alg. 1::
 
         x_e  = E x                    (L, D)
         x̂    = Conv1D(P_in x_e)       (L, D_in)      D_in = expand·D, head size P = D_in / M
@@ -354,7 +355,7 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
       sum ``Σ_h x̂^h``) and concatenation back to D_in; no extra parameters.
     * ``"full"``: every head reads the full ``x̂`` (P = D_in) and the heads are summed — the reading of
       Lemma 5's proof (Eqs. 129–131), under which MHA with ``S_B^h = S_C^h = F^h`` is exactly one head with the
-      stacked ``F' = (F^1; …; F^M)``, i.e. N' = M N (spec check B5).
+      stacked ``F' = (F^1; …; F^M)``, i.e. N' = M N (Lemma 5, Eqs. 129–131).
 
     Ensembles: members share (D, M, pattern) and may differ in N (``member_states=[N_e, ...]``; the unused
     state dims of every head are masked to zero) and in their initialisation. Same interface as
@@ -595,7 +596,7 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
 # ====================================================================== training of ensembles
 
 RECIPES = {
-    # [code] D–N linear recipe (spec §6.1): warmup 100 → hold 400 → cosine 1500 → 0, AdamW β=(0.9,0.95), wd 0
+    # the authors' code, D–N linear recipe: warmup 100 → hold 400 → cosine 1500 → 0, AdamW β=(0.9,0.95), wd 0
     "code": dict(lr=1e-2, betas=(0.9, 0.95), weight_decay=0.0, warmup=100, hold=400, schedule="code",
                  grad_clip=1.5, label_smoothing=0.1, batch_size=128),
     # Tab. 9 (App. J): warmup 500, linear decay ÷10 over 15000 steps, wd 0.1, clip 0.75
@@ -606,7 +607,7 @@ RECIPES = {
 
 def lr_schedule(step: int, steps: int, *, lr: float, warmup: int, hold: int = 0, schedule: str = "code") -> float:
     """LR at 0-based ``step``. ``code``: linear warmup, hold, cosine to 0 over the remaining steps.
-    ``tab9``: ``lr·min(1,(s+1)/W)·max(0.1, 1-0.9 s/15000)`` (spec §6.1 reading of App. J)."""
+    ``tab9``: ``lr·min(1,(s+1)/W)·max(0.1, 1-0.9 s/15000)`` (our reading of App. J, Tab. 9)."""
     if schedule == "tab9":
         return lr * min(1.0, (step + 1) / max(warmup, 1)) * max(0.1, 1 - 0.9 * step / 15000)
     if schedule != "code":
@@ -723,6 +724,8 @@ def train_ensemble(model: LinearMamba, make_batch: Callable[[int], tuple], *, st
             opt.step()
             model.apply_masks_()  # keeps padded entries exactly zero (weight decay / Adam ε never revive them)
             res.steps_run = s + 1
+            if s + 1 == PROBE_STEPS:  # the long-run guard (mamba_recall.longrun)
+                check_steps(time.perf_counter() - start, s + 1, steps, "train_ensemble", device)
             entry = {"step": s + 1, "loss": losses.detach().cpu().tolist()}
             if eval_batch is not None and ((s + 1) % eval_every == 0 or s + 1 == steps):
                 acc = ensemble_accuracy(model, *eval_batch, device=device)

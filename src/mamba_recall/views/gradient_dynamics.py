@@ -1,5 +1,5 @@
 """Views of Chapter 1: Altair charts (static book, sliders run in the browser) and an ipywidgets
-explorer that trains the |K| = 1 model live (Jupyter only; headless it draws its default view)."""
+explorer that trains the |K| = 1 model live (Jupyter; nothing trains until a person acts)."""
 from __future__ import annotations
 
 import altair as alt
@@ -8,9 +8,10 @@ import pandas as pd
 import torch
 from IPython.display import display
 
-from ..notebook import is_batch_run
 
-HALF_DASH = alt.condition(alt.datum.half == "first half (d < |V|)", alt.value([4, 3]), alt.value([1, 0]))
+# Fig. 4's caption: dashed lines = first half d < |V|, solid = second half (and the output panel solid)
+HALF_DASH = alt.StrokeDash("half:N", title=None, scale=alt.Scale(
+    domain=["first half (d < |V|)", "second half (d ≥ |V|)", "output"], range=[[4, 3], [1, 0], [1, 0]]))
 
 
 def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 model") -> alt.VConcatChart:
@@ -26,7 +27,7 @@ def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 mo
         base = alt.Chart(sub).encode(x=alt.X("t:Q", title="position t"))
         lines = base.mark_line(strokeWidth=1.2).encode(
             y=alt.Y("value:Q", title=panel), color=alt.Color("dim:N", title="dim d"),
-            strokeDash=alt.StrokeDash("half:N", title=None),
+            strokeDash=HALF_DASH,
             tooltip=["t", "token", "event", "dim", alt.Tooltip("value:Q", format=".3f")])
         rule = alt.Chart(sub).mark_rule(color="black").encode(x="t:Q").transform_filter(alt.datum.t == t_sel)
         bars = alt.Chart(sub).mark_bar().encode(
@@ -108,51 +109,37 @@ def lemma_trajectory_chart(frame: pd.DataFrame) -> alt.Chart:
 
 
 def regime_explorer(sizes: dict, seed: int = 0, steps: int = 400, window: int = 48):
-    """Jupyter: train the |K| = 1 model live (steps slider), pick a test sequence and a regime; shows the
-    Fig. 4 panels and the regime's mean forgetting factor / input term. Headless: returns None."""
-    if is_batch_run():
-        print("(static view above; open the notebook in Jupyter for the live explorer)")
-        return None
+    """Jupyter: train the |K| = 1 model live (steps slider and a train button), pick a test sequence and a
+    regime; shows the Fig. 4 panels and the regime's mean forgetting factor / input term. Nothing trains
+    until a person presses the button or picks a sequence / regime (the notebook shows the default view
+    above); see :func:`mamba_recall.widgets.explorer`."""
     import ipywidgets as w
 
     from ..analysis.recall_probes import pair_table, probe_frame
     from ..experiments.ch1_training import train_recall
+    from ..widgets import explorer
 
-    out = w.Output()
-    state = {}
+    trained: dict = {}
 
-    def retrain(_=None):
-        with out:
-            out.clear_output()
-            print(f"training {steps_w.value} steps …")
-            state["tr"] = train_recall({**sizes, "steps": steps_w.value}, seed=seed)
-            print(f"held-out query accuracy {state['tr'].test_accuracy:.4f}")
-        redraw()
+    def draw(steps, sequence, regime):
+        if trained.get("steps") != steps:
+            print(f"training {steps} steps …")
+            trained.update(steps=steps, tr=train_recall({**sizes, "steps": steps}, seed=seed))
+        tr = trained["tr"]
+        print(f"held-out query accuracy {tr.test_accuracy:.4f} ({steps} steps)")
+        ids = tr.test_set.inputs[sequence]
+        display(fig4_chart(probe_frame(tr.model, ids, 0, window), f"test sequence {sequence}"))
+        tab = pair_table(tr.model)
+        V = tr.model.vocab_size
+        pick = {"write (0, v)": (0, slice(1, V)), "read (x, 0)": (slice(1, V), 0),
+                "forget (v1, v2)": (slice(1, V), slice(1, V))}[regime]
+        f = tab["forget"][pick].reshape(-1, 2 * V).mean(0)
+        i = tab["input_term"][pick].reshape(-1, 2 * V).mean(0)
+        display(pd.DataFrame({"forgetting factor": f.numpy(), "input term": i.numpy()}).T.round(3))
 
-    def redraw(_=None):
-        if "tr" not in state:
-            return
-        tr = state["tr"]
-        with out:
-            out.clear_output(wait=True)
-            print(f"held-out query accuracy {tr.test_accuracy:.4f}")
-            ids = tr.test_set.inputs[seq_w.value]
-            display(fig4_chart(probe_frame(tr.model, ids, 0, window), f"test sequence {seq_w.value}"))
-            tab = pair_table(tr.model)
-            V = tr.model.vocab_size
-            pick = {"write (0, v)": (0, slice(1, V)), "read (x, 0)": (slice(1, V), 0),
-                    "forget (v1, v2)": (slice(1, V), slice(1, V))}[regime_w.value]
-            f = tab["forget"][pick].reshape(-1, 2 * V).mean(0)
-            i = tab["input_term"][pick].reshape(-1, 2 * V).mean(0)
-            display(pd.DataFrame({"forgetting factor": f.numpy(), "input term": i.numpy()}).T.round(3))
-
-    steps_w = w.IntSlider(value=steps, min=50, max=3000, step=50, description="steps")
-    seq_w = w.IntSlider(value=0, min=0, max=sizes["test_size"] - 1, description="sequence")
-    regime_w = w.Dropdown(options=["write (0, v)", "read (x, 0)", "forget (v1, v2)"], description="regime")
-    button = w.Button(description="train")
-    button.on_click(retrain)
-    seq_w.observe(redraw, names="value")
-    regime_w.observe(redraw, names="value")
-    display(w.VBox([w.HBox([steps_w, button]), w.HBox([seq_w, regime_w]), out]))
-    retrain()
-    return out
+    return explorer(draw, {
+        "steps": w.IntSlider(value=steps, min=50, max=3000, step=50, description="steps"),
+        "sequence": w.IntSlider(value=0, min=0, max=sizes["test_size"] - 1, description="sequence"),
+        "regime": w.Dropdown(options=["write (0, v)", "read (x, 0)", "forget (v1, v2)"], description="regime")},
+        default_view=False, button="train", live=("sequence", "regime"),
+        what="press train to train at the chosen steps; sequence and regime redraw the trained model")

@@ -9,7 +9,6 @@ import pandas as pd
 import torch
 from IPython.display import display
 
-from ..notebook import is_batch_run
 
 __all__ = ["matrix_heatmap", "matrices_row", "theory_slider_chart", "grid_heatmaps", "line_chart",
            "hash_table_explorer", "theory_grid_frame", "multihead_heatmaps", "multihead_noise_chart",
@@ -128,14 +127,13 @@ def _train_tiny(V, Nf, D, N, steps, seed):
 
 def hash_table_explorer(V=64, Nf=8, D=32, N=8, steps=150, seed=0):
     """ipywidgets: train a tiny simplified Mamba at (V, N_f, D, N) and show its hash table H''_t next to the
-    ideal H_t (Fig. 3). Headless: prints a note and returns None (the notebook draws the default view)."""
-    if is_batch_run():
-        print("(static view: open this notebook in Jupyter to train a model at other (D, N, V, N_f))")
-        return None
+    ideal H_t (Fig. 3). Nothing trains until a person presses the button (the notebook draws the default
+    view); see :func:`mamba_recall.widgets.explorer`."""
     import ipywidgets as w
 
     from ..analysis.hashing import hash_tables, ideal_table
     from ..tasks.mqar_variants import mqar
+    from ..widgets import explorer
 
     def draw(V, Nf, D, N, steps):
         if V <= 4 * Nf:
@@ -150,10 +148,12 @@ def hash_table_explorer(V=64, Nf=8, D=32, N=8, steps=150, seed=0):
         display(matrices_row({"ideal H_t (values × keys)": ideal[h:, :h],
                               "model H''_t (values × keys)": H2[h:, :h]}, max_cells=64))
 
-    return w.interact_manual(draw, V=w.IntSlider(value=V, min=32, max=256, step=32),
-                             Nf=w.IntSlider(value=Nf, min=2, max=16), D=w.IntSlider(value=D, min=4, max=128, step=4),
-                             N=w.IntSlider(value=N, min=1, max=64), steps=w.IntSlider(value=steps, min=50, max=1000,
-                                                                                       step=50))
+    return explorer(draw, {"V": w.IntSlider(value=V, min=32, max=256, step=32, description="V"),
+                           "Nf": w.IntSlider(value=Nf, min=2, max=16, description="Nf"),
+                           "D": w.IntSlider(value=D, min=4, max=128, step=4, description="D"),
+                           "N": w.IntSlider(value=N, min=1, max=64, description="N"),
+                           "steps": w.IntSlider(value=steps, min=50, max=1000, step=50, description="steps")},
+                    default_view=False, button="train")
 
 
 def multihead_heatmaps(grid: pd.DataFrame, columns=("acc", "eq77"), patterns=("MQA", "MKA", "MVA", "MHA")) -> alt.Chart:
@@ -200,15 +200,13 @@ def multihead_noise_chart(noise: pd.DataFrame, hist: pd.DataFrame, N0: int) -> a
 
 def multihead_explorer(V=64, Nf=8, D=32, steps=150, seed=0):
     """ipywidgets: train a tiny multi-head simplified Mamba-2 at (pattern, M, N) and print its accuracy next to
-    the Thm 5 / Eq. 77 prediction. Headless: prints a note and returns None."""
-    if is_batch_run():
-        print("(static view: open this notebook in Jupyter to train a multi-head model at other (pattern, M, N))")
-        return None
+    the Thm 5 / Eq. 77 prediction. Nothing trains until a person presses the button."""
     import ipywidgets as w
 
     from ..models.linear_mamba import MultiHeadLinearMamba, ensemble_accuracy, train_ensemble
     from ..tasks.mqar_variants import batch_fn, mqar
     from ..theory.capacity import multihead_prediction
+    from ..widgets import explorer
 
     def draw(pattern, M, N, steps):
         L = 4 * Nf
@@ -224,6 +222,9 @@ def multihead_explorer(V=64, Nf=8, D=32, steps=150, seed=0):
         print(f"{pattern}, M={M}, N={N}: held-out accuracy {acc:.3f}; Thm 5: N' = {pred['N_eff']}, "
               f"Eq. 77 p = {pred['p_eq77']:.3f}")
 
-    return w.interact_manual(draw, pattern=w.Dropdown(options=["MQA", "MKA", "MVA", "MHA"], value="MHA"),
-                             M=w.Dropdown(options=[1, 2, 4, 8], value=4), N=w.IntSlider(value=2, min=1, max=16),
-                             steps=w.IntSlider(value=steps, min=50, max=1000, step=50))
+    return explorer(draw, {"pattern": w.Dropdown(options=["MQA", "MKA", "MVA", "MHA"], value="MHA",
+                                                 description="pattern"),
+                           "M": w.Dropdown(options=[1, 2, 4, 8], value=4, description="M"),
+                           "N": w.IntSlider(value=2, min=1, max=16, description="N"),
+                           "steps": w.IntSlider(value=steps, min=50, max=1000, step=50, description="steps")},
+                    default_view=False, button="train")

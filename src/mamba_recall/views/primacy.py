@@ -2,8 +2,8 @@
 
 Static book: Altair charts whose sliders / selections filter precomputed long-format tables in the
 browser (offline renderer of :mod:`mamba_recall.plots`). Jupyter: :func:`ablation_explorer`, an
-ipywidgets panel that re-runs the recall evaluation under a chosen ablation (built only when
-``not is_batch_run()``; its default view is drawn statically otherwise).
+ipywidgets panel that re-runs the recall evaluation under a chosen ablation (its default view is drawn
+as plain output; nothing is recomputed until a person acts, see :func:`mamba_recall.widgets.explorer`).
 """
 from __future__ import annotations
 
@@ -121,12 +121,13 @@ def ablation_explorer(model, make_contexts, channel_sets: dict, *, Ls=(8, 16), d
     ablation window; the recall curve is recomputed live with :func:`recall_by_position`.
 
     ``make_contexts(L, variant)`` → RecallContexts; ``channel_sets``: {name: {layer: channels}}.
-    In a batch run the default view is drawn statically and no widget is built.
+    The default view is drawn as plain cell output; see :func:`mamba_recall.widgets.explorer`.
     """
+    import ipywidgets as w
     from IPython.display import display
 
     from ..analysis.interventions import first_triplet_steps, recall_by_position
-    from ..notebook import is_batch_run
+    from ..widgets import explorer
 
     windows = {"first triple": first_triplet_steps(), "all steps": "all"}
 
@@ -138,15 +139,9 @@ def ablation_explorer(model, make_contexts, channel_sets: dict, *, Ls=(8, 16), d
         display(recall_chart(pd.concat(frames), color="variant",
                              title=f"L = {L}, ablation: {name} ({window})", width=420))
 
-    if is_batch_run():
-        print("(static view: open this notebook in Jupyter to choose the ablation live)")
-        draw(*default)
-        return None
-    import ipywidgets as w
-
-    return w.interact(draw, name=w.Dropdown(options=list(channel_sets), value=default[0], description="channels"),
-                      L=w.Dropdown(options=list(Ls), value=default[1], description="L"),
-                      window=w.Dropdown(options=list(windows), value=default[2], description="window"))
+    return explorer(draw, {"name": w.Dropdown(options=list(channel_sets), value=default[0], description="channels"),
+                           "L": w.Dropdown(options=list(Ls), value=default[1], description="L"),
+                           "window": w.Dropdown(options=list(windows), value=default[2], description="window")})
 
 
 def transfer_chart(table: pd.DataFrame, title: str = "Relative drop when Ā is zeroed at every step") -> alt.Chart:
@@ -170,31 +165,26 @@ def transfer_chart(table: pd.DataFrame, title: str = "Relative drop when Ā is z
 
 def transfer_explorer(model, stats: ch.ChannelStats, sets: dict, *, n_random: int = 2):
     """Jupyter panel: pick (τ, p), identify the long-term channels on the recall prompt's statistics
-    ``stats`` and recompute Table 1 on ``sets`` (the transfer tasks) with ``n_random`` random controls."""
+    ``stats`` and recompute Table 1 on ``sets`` (the transfer tasks) with ``n_random`` random controls.
+    Nothing is computed until a person presses "ablate" (the notebook shows the default table above)."""
     import ipywidgets as w
     from IPython.display import display
 
     from ..experiments import ch4_analysis as A
+    from ..widgets import explorer
 
-    tau = w.SelectionSlider(options=list(ch.GRID), value=0.7, description="τ")
-    p = w.SelectionSlider(options=list(ch.GRID), value=0.7, description="p")
-    out = w.Output()
-
-    def run(_=None):
-        chans = ch.identify(stats, tau.value, p.value)
+    def draw(tau, p):
+        chans = ch.identify(stats, tau, p)
         targets = {layer: c for layer, c in enumerate(chans) if len(c)}
-        with out:
-            out.clear_output(wait=True)
-            if not targets:
-                print(f"no channel has P({tau.value}) > {p.value}: nothing to ablate")
-                return
-            eff = A.transfer_effects(model, sets, targets, n_random=n_random)
-            table = A.transfer_table(eff)
-            print(f"{eff['count']} channels ablated at every step; B12: {A.check_transfer(table)['pass']}")
-            display(table.round(3))
-            display(transfer_chart(table))
+        if not targets:
+            print(f"no channel has P({tau}) > {p}: nothing to ablate")
+            return
+        eff = A.transfer_effects(model, sets, targets, n_random=n_random)
+        table = A.transfer_table(eff)
+        print(f"{eff['count']} channels ablated at every step; B12: {A.check_transfer(table)['pass']}")
+        display(table.round(3))
+        display(transfer_chart(table))
 
-    button = w.Button(description="ablate")
-    button.on_click(run)
-    display(w.VBox([w.HBox([tau, p, button]), out]))
-    run()
+    return explorer(draw, {"tau": w.SelectionSlider(options=list(ch.GRID), value=0.7, description="τ"),
+                           "p": w.SelectionSlider(options=list(ch.GRID), value=0.7, description="p")},
+                    default_view=False, button="ablate")

@@ -87,32 +87,27 @@ def mqar_grid_chart(frame: pd.DataFrame) -> alt.Chart:
 
 
 def mqar_explorer(kappa: int = 8, V: int = 128, p: int = 16, N: int | None = None, n: int = 200):
-    """ipywidgets explorer (Jupyter only): construction, κ, |V|, p (sets d) and N (Thm 2) → accuracy."""
+    """ipywidgets explorer (Jupyter): construction, κ, |V|, p (sets d) and N (Thm 2) → accuracy. Prints the
+    default setting's accuracy as plain output; each change of a control recomputes it
+    (:func:`mamba_recall.widgets.explorer`)."""
     import ipywidgets as w
-    from IPython.display import display
 
-    out = w.Output()
-    variant = w.Dropdown(options=list(VARIANTS) + ["Thm 2, one-hot (N columns)"], value="Thm 2, corrected bias",
-                         description="construction")
-    ks = w.IntSlider(value=kappa, min=2, max=32, description="κ")
-    vs = w.IntSlider(value=V, min=16, max=512, step=16, description="|V|")
-    ps = w.IntSlider(value=p, min=2, max=64, description="p")
-    ns = w.IntSlider(value=N or kappa, min=1, max=32, description="N (Thm 2)")
+    from ..widgets import explorer
 
-    def draw(*_):
-        with out:
-            out.clear_output(wait=True)
-            if variant.value.startswith("Thm 2, one-hot"):
-                acc = construction_accuracy("thm2", ks.value, vs.value, n=n, N=ns.value)
-                d = ks.value + vs.value
-                print(f"d = {d}, N = {ns.value}: accuracy {acc:.3f} on {n} sequences")
-                return
-            cons, kw = VARIANTS[variant.value]
-            acc = construction_accuracy(cons, ks.value, vs.value, n=n, **kw(ps.value))
-            dims = theory_dims(cons, ks.value, vs.value, p=ps.value)
-            print(f"d = {dims['d']}, N = {dims['N']}: accuracy {acc:.3f} on {n} sequences")
+    def draw(construction, kappa, V, p, N):
+        if construction.startswith("Thm 2, one-hot"):
+            acc = construction_accuracy("thm2", kappa, V, n=n, N=N)
+            print(f"d = {kappa + V}, N = {N}: accuracy {acc:.3f} on {n} sequences")
+            return
+        cons, kw = VARIANTS[construction]
+        acc = construction_accuracy(cons, kappa, V, n=n, **kw(p))
+        dims = theory_dims(cons, kappa, V, p=p)
+        print(f"d = {dims['d']}, N = {dims['N']}: accuracy {acc:.3f} on {n} sequences")
 
-    for c in (variant, ks, vs, ps, ns):
-        c.observe(draw, "value")
-    draw()
-    display(w.VBox([variant, w.HBox([ks, vs]), w.HBox([ps, ns]), out]))
+    return explorer(draw, {
+        "construction": w.Dropdown(options=list(VARIANTS) + ["Thm 2, one-hot (N columns)"],
+                                   value="Thm 2, corrected bias", description="construction"),
+        "kappa": w.IntSlider(value=kappa, min=2, max=32, description="κ"),
+        "V": w.IntSlider(value=V, min=16, max=512, step=16, description="|V|"),
+        "p": w.IntSlider(value=p, min=2, max=64, description="p"),
+        "N": w.IntSlider(value=N or kappa, min=1, max=32, description="N (Thm 2)")})
