@@ -91,3 +91,19 @@ EXPERIMENTS["ch2.multihead"] = {
               "warmup": 100, "hold": 1400, "grad_clip": 5.0, "n_eval": 2000, "n_noise": 1000,
               "designed": {"V": 512, "D": 60, "N": 4, "M": 6, "L": 64, "batch": 8}},
 }
+
+# Runner ch2_reference_grid (run store, one job per cell and seed): the authors' README reference grid
+# (config MQAR__D_N__linear_trained__example: R0, D ∈ {16..64} × N ∈ {8..32}, batch 32, ≤ 2000 steps, [code]
+# recipe, validation set of 1000 sequences, evaluated every 250 steps). ``cpu-hours`` is that grid with 3 seeds;
+# ``paper`` the same with the paper's 10 seeds (§5.1); ``ci`` a tiny version of it.
+EXPERIMENTS["ch2.reference_grid"] = {
+    "ci": {"V": 64, "Nf": 8, "L": 32, "Ds": [8, 16], "Ns": [4, 8], "skip_N_gt_D": True, "batch": 32,
+           "steps": 200, "recipe": "code", "overrides": {"warmup": 20, "hold": 40}, "seeds": 2, "n_eval": 200,
+           "eval_every": 50, "target_accuracy": 0.999},
+    "cpu-hours": {"V": 512, "Nf": 16, "L": 64, "Ds": [16, 32, 48, 64], "Ns": [8, 16, 24, 32], "skip_N_gt_D": True,
+                  "batch": 32, "steps": 2000, "recipe": "code", "overrides": {}, "seeds": 3, "n_eval": 1000,
+                  "eval_every": 250, "target_accuracy": 0.999},
+    "paper": {"V": 512, "Nf": 16, "L": 64, "Ds": [16, 32, 48, 64], "Ns": [8, 16, 24, 32], "skip_N_gt_D": True,
+              "batch": 32, "steps": 2000, "recipe": "code", "overrides": {}, "seeds": 10, "n_eval": 1000,
+              "eval_every": 250, "target_accuracy": 0.999},
+}

@@ -1,0 +1,129 @@
+"""The run store: keys, resume after an interruption, parallel processes, aggregation."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mamba_recall import runstore
+from mamba_recall.runstore import aggregate, load_runs, make_job, mean_interval, pending, run_grid
+
+
+def test_key_ignores_dict_order_and_tuple_vs_list():
+    a = make_job("demo.sleep", {"x": 1, "sleep": 0.0, "betas": (0.9, 0.95)}, 0)
+    b = make_job("demo.sleep", {"betas": [0.9, 0.95], "sleep": 0.0, "x": 1}, 0)
+    assert a["key"] == b["key"]
+    assert make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 1)["key"] != make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 0)["key"]
+    assert make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 0)["key"] != make_job("demo.other", {"x": 1, "sleep": 0.0}, 0)["key"]
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        make_job("demo.sleep", {}, 1.5)
+
+
+def _demo_cmd(store, seeds=4, cells=2, sleep=0.4):
+    return [sys.executable, "-m", "mamba_recall.runstore", "demo", "--seeds", str(seeds), "--cells", str(cells),
+            "--sleep", str(sleep), "--store", str(store)]
+
+
+def test_interrupted_grid_resumes_only_missing_jobs(tmp_path):
+    """Kill the grid command after a few jobs, run the same command again: only the missing jobs run."""
+    store = tmp_path / "runs"
+    folder = store / "demo.sleep"
+    total = 8
+    proc = subprocess.Popen(_demo_cmd(store), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(folder.glob("*.json"))) < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # no clean-up, as a killed session
+    proc.wait()
+    first = {p.name: p.read_text() for p in folder.glob("*.json")}
+    assert 2 <= len(first) < total, f"the grid was not interrupted mid-way ({len(first)} of {total})"
+
+    out = subprocess.run(_demo_cmd(store), capture_output=True, text=True, timeout=120, check=True).stdout
+    assert f"{total} jobs: {len(first)} finished (skipped), {total - len(first)} left" in out
+    assert f"ran {total - len(first)} jobs" in out
+    after = {p.name: p.read_text() for p in folder.glob("*.json")}
+    assert len(after) == total
+    assert all(after[name] == text for name, text in first.items())  # finished jobs were not re-run
+    # a third run has nothing to do
+    out = subprocess.run(_demo_cmd(store), capture_output=True, text=True, timeout=120, check=True).stdout
+    assert f"{total} jobs: {total} finished (skipped), 0 left" in out and "ran 0 jobs" in out
+    runs = load_runs("demo.sleep", store)
+    assert sorted((r["config"]["x"], r["seed"]) for r in runs) == [(x, s) for x in range(2) for s in range(4)]
+    prov = runs[0]["provenance"]
+    assert {"git_commit", "git_clean", "dirty_files", "wall_seconds", "cpu_seconds", "device", "versions",
+            "created"} <= set(prov)
+
+
+def test_parallel_processes_and_aggregate(tmp_path):
+    jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.05}, s) for x in range(2) for s in range(3)]
+    recs = run_grid("mamba_recall.runstore:demo_job", jobs, n_jobs=2, store=tmp_path, progress=False,
+                    log=lambda m: None)
+    assert len(recs) == 6 and len({r["result"]["pid"] for r in recs} - {os.getpid()}) >= 1
+    assert pending(jobs, tmp_path) == (jobs, [])
+    table = aggregate(load_runs("demo.sleep", tmp_path), by=["x"], metrics=["value"])
+    row = table.set_index("x").loc[1]
+    assert row["value_mean"] == 11 and row["n_seeds"] == 3 and row["value_per_seed"] == "10.0000 11.0000 12.0000"
+    half = 4.303 * 1.0 / math.sqrt(3)
+    assert abs(row["value_ci_high"] - (11 + half)) < 1e-2 and abs(row["value_ci_low"] - (11 - half)) < 1e-2
+
+
+def test_mean_interval_and_corrupt_file(tmp_path):
+    assert math.isnan(mean_interval([0.5])["ci_low"])
+    st = mean_interval([0.2, 0.4])
+    assert abs(st["ci_high"] - (0.3 + 12.706 * math.sqrt(0.02) / math.sqrt(2))) < 1e-2
+    job = make_job("demo.sleep", {"x": 0, "sleep": 0.0}, 0)
+    path = runstore.job_path(job, tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("{truncated")
+    assert pending([job], tmp_path) == ([], [job])  # a corrupt file is run again
+    with pytest.raises(ValueError, match="corrupt run file"):
+        load_runs("demo.sleep", tmp_path)
+    run_grid("mamba_recall.runstore:demo_job", [job], store=tmp_path, progress=False, log=lambda m: None)
+    assert json.loads(path.read_text())["result"]["value"] == 0
+
+
+def test_cpu_hours_preset_is_optional():
+    from mamba_recall.presets import ALL_PRESETS, PRESETS, PresetError, check_preset, experiment, presets_defining
+
+    assert PRESETS == ("ci", "paper") and "cpu-hours" in ALL_PRESETS and check_preset("cpu-hours") == "cpu-hours"
+    with pytest.raises(PresetError, match="'cpu-hours' \\(the papers' own settings"):
+        check_preset("cpu_hours")
+    assert "ch2.reference_grid" in presets_defining("cpu-hours")
+    without = next(n for n in presets_defining("ci") if n not in presets_defining("cpu-hours"))
+    with pytest.raises(PresetError, match="has no 'cpu-hours' preset"):
+        experiment(without, "cpu-hours")
+    grid = experiment("ch2.reference_grid", "cpu-hours")
+    assert (grid["V"], grid["Nf"], grid["L"], grid["batch"], grid["steps"], grid["seeds"]) == (512, 16, 64, 32, 2000, 3)
+
+
+def test_ch2_reference_grid_smoke(tmp_path, monkeypatch):
+    """The runner end to end at the smoke cap: jobs in a store, a bundle with the resolved config and intervals."""
+    import inspect
+
+    from mamba_recall import results
+    from mamba_recall.experiments import ch2_reference_grid as grid
+    from mamba_recall.presets import experiment
+
+    if "smoke" not in inspect.signature(experiment).parameters:
+        pytest.skip("presets.experiment has no smoke cap in this tree")
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    store = tmp_path / "runs"
+    grid.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])
+    bundle = results.load_bundle("ch2_reference_grid_cpu-hours_smoke", directory=tmp_path)
+    cells = bundle.tables["cells"]
+    assert len(cells) == 3 and set(cells["n_seeds"]) == {2}  # D ∈ {16, 64} × N ∈ {8, 32}, N ≤ D; 2 seeds
+    assert {"best_accuracy_mean", "best_accuracy_ci_low", "best_accuracy_per_seed", "authors", "diff_mean"} <= set(cells)
+    job = bundle.config["job_config"]
+    assert job["recipe"]["name"] == "code" and job["recipe"]["batch_size"] == 8 and job["eval"]["seed"] == grid.EVAL_SEED
+    assert bundle.data["complete"] and "Student-t" in bundle.data["interval_method"]
+    before = sorted(p.name for p in (store / grid.EXPERIMENT).glob("*.json"))
+    grid.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])  # nothing left to run
+    assert sorted(p.name for p in (store / grid.EXPERIMENT).glob("*.json")) == before
