@@ -107,3 +107,17 @@ EXPERIMENTS["ch2.reference_grid"] = {
               "batch": 32, "steps": 2000, "recipe": "code", "overrides": {}, "seeds": 10, "n_eval": 1000,
               "eval_every": 250, "target_accuracy": 0.999},
 }
+
+# Runner ch2_designed_capacity: facts recalled at 50 % and 90 % by the designed Thm 2 circuit against D·N (the
+# D·N scaling law of Remark 1 / Eq. 15 measured; theory/designed_capacity.py). L = 4 N_f, V fixed, N ≤ D ≤ V.
+_DC_SQUARE = [16, 24, 32, 48, 64, 96, 128, 192, 256]
+EXPERIMENTS["ch2.designed_capacity"] = {
+    "ci": {"V": 2048, "cells": [[d, d] for d in (16, 32, 64, 128)] + [[128, 32]], "levels": [0.5, 0.9],
+           "readouts": ["values"], "n_queries": 1000, "seed": 0, "min_fit_Nf": 4},
+    "cpu-hours": {"V": 8192, "cells": [[d, d] for d in _DC_SQUARE] + [[256, n] for n in (16, 32, 64, 128)]
+                  + [[64, 16], [128, 32]], "levels": [0.5, 0.9], "readouts": ["values"], "n_queries": 2000,
+                  "seed": 0, "min_fit_Nf": 4},
+    "paper": {"V": 8192, "cells": [[d, d] for d in _DC_SQUARE] + [[256, n] for n in (16, 32, 64, 128)]
+              + [[64, 16], [128, 32]], "levels": [0.5, 0.9], "readouts": ["values", "full"], "n_queries": 8000,
+              "seed": 0, "min_fit_Nf": 4},
+}
