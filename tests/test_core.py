@@ -90,7 +90,7 @@ def test_presets_and_notebook_parameters():
         with pytest.raises(ParameterError, match="no CUDA device"):
             setup("ci", device="cuda", quiet=True)
     ctx = setup("ci", seed=3, device="cpu", backend="auto", quiet=True)
-    assert ctx.backend == "chunked" and ctx.device.type == "cpu"
+    assert ctx.backend == "fused" and ctx.device.type == "cpu"  # scan.resolve_backend's CPU rule
     a = torch.rand(3)
     setup("ci", seed=3, device="cpu", quiet=True)
     assert torch.equal(a, torch.rand(3))

@@ -592,9 +592,11 @@ def test_ssd_bad_input_raises(override, fragment, backend):
 # ----------------------------------------------------------------------------- backend resolution
 
 
-def test_resolve_backend_auto_on_cpu_is_chunked():
-    assert resolve_backend("auto", "cpu") == "chunked"
-    assert resolve_backend("auto", torch.device("cpu")) == "chunked"
+def test_resolve_backend_auto_on_cpu_is_fused():
+    """auto on the CPU is the fused scan (numba is a base dependency), chunked for the ZOH rule."""
+    assert resolve_backend("auto", "cpu") == "fused"
+    assert resolve_backend("auto", torch.device("cpu")) == "fused"
+    assert resolve_backend("auto", "cpu", discretization="zoh") == "chunked"
     assert resolve_backend("reference", "cpu") == "reference"
     assert resolve_backend("chunked", "cpu") == "chunked"
 
@@ -621,7 +623,7 @@ def test_run_benchmark_tiny():
     from mamba_recall.bench import BenchSize, run_benchmark, run_memory_scaling, to_records
 
     df = run_benchmark("cpu", sizes=[BenchSize("t", 1, 4, 2, 16)], repeats=1, include_mambapy=False, verbose=False)
-    assert set(df["backend"]) == {"chunked", "reference"}
+    assert set(df["backend"]) == {"chunked", "fused", "reference"}
     assert df["agrees"].all() and (df["seconds"] > 0).all() and (df["saved_MB"] > 0).all()
     assert df.set_index("backend").loc["chunked", "ratio_vs_chunked"] == 1.0
     recs = to_records(df)

@@ -10,7 +10,8 @@ One step is ``out = scan(u, Δ, A, B, C, delta_softplus=True)`` followed by ``ou
 shared by every backend). Backends:
 
 ``reference``  ``selective_scan_reference``, the sequential loop (the truth; slow, one step per token);
-``chunked``    ``selective_scan_chunked``, the default CPU backend (the baseline of every ratio);
+``chunked``    ``selective_scan_chunked``, the pure-PyTorch parallel scan (the baseline of every ratio);
+``fused``      ``selective_scan_fused``, the compiled (numba) CPU kernel, the CPU default of ``auto``;
 ``mambapy``    mambapy's Blelloch ``pscan`` on the same math (:func:`mambapy_selective_scan`), an
                optional comparison column from the ``bench`` extra (``pip install 'mamba_recall[bench]'``);
                it is never a fallback of the scans;
@@ -35,7 +36,17 @@ memory held before it (the inputs).
 
 The memory-scaling table (:func:`run_memory_scaling`) runs ``chunked`` forward + backward at
 L = 512 … 4096 at a smaller width and shows ``saved_MB`` and bytes per token: constant bytes per
-token means memory linear in L.
+token means memory linear in L (the same table for ``fused`` is ``memory_scaling_fused``).
+
+Also printed (and kept in the bundle)
+-------------------------------------
+``bound``      an exponential-and-FMA lower bound for the fused forward + backward at each size
+               (:func:`estimate_exp_fma_bound`: op counts of the kernels × per-core rates measured here);
+``crossover``  fused vs chunked over a grid of shapes down to L = 1 (:func:`run_crossover`), the
+               measurement behind ``auto``'s CPU rule (``scan/__init__.py``);
+``training``   model-steps per second and peak memory of the Chapter 4 S-model and a Chapter 3 model
+               trained with chunked and with fused (:func:`run_training_throughput`, one fresh
+               process per run so that its peak RSS is its own).
 """
 from __future__ import annotations
 
@@ -53,7 +64,7 @@ import torch
 import torch.nn.functional as F
 
 from .results import device_description, save_bundle
-from .scan import selective_scan_chunked, selective_scan_reference
+from .scan import fused_available, selective_scan_chunked, selective_scan_fused, selective_scan_reference
 from .scan.mamba_ssm_backend import mamba_ssm_available, selective_scan_mamba_ssm
 
 BENCH_INSTALL_HINT = "pip install 'mamba_recall[bench]'"
@@ -145,6 +156,11 @@ def make_inputs(size: BenchSize, device="cpu", dtype=torch.float32, seed=SEED):
 
 def _backends(device: torch.device, include_reference: bool, include_mambapy: bool, notes: list[str]):
     fns = {"chunked": lambda *a: selective_scan_chunked(*a, delta_softplus=True)}
+    if device.type == "cpu":
+        if fused_available():
+            fns["fused"] = lambda *a: selective_scan_fused(*a, delta_softplus=True)
+        else:
+            notes.append("numba is not importable: the fused column is skipped (pip install numba).")
     if include_reference:
         fns["reference"] = lambda *a: selective_scan_reference(*a, delta_softplus=True)
     if include_mambapy:
@@ -259,26 +275,232 @@ def run_benchmark(device="cpu", sizes=None, repeats=3, include_reference=True, i
 
 
 def run_memory_scaling(device="cpu", lengths=SCALING_LENGTHS, batch=4, channels=64, N=16, repeats=1,
-                       verbose=True) -> pd.DataFrame:
-    """``chunked`` forward + backward at several L: saved_MB, bytes per token (batch · L) and seconds.
+                       verbose=True, backend="chunked") -> pd.DataFrame:
+    """``backend`` (chunked or fused) forward + backward at several L: saved_MB, bytes per token
+    (batch · L) and seconds.
 
     Linear memory in L shows as a constant ``bytes_per_token`` (see the module docstring for the metric).
     """
     device = torch.device(device)
-    fn = lambda *a: selective_scan_chunked(*a, delta_softplus=True)  # noqa: E731
+    scan = {"chunked": selective_scan_chunked, "fused": selective_scan_fused}[backend]
+    fn = lambda *a: scan(*a, delta_softplus=True)  # noqa: E731
     rows = []
     for L in lengths:
         size = BenchSize(f"L={L}", batch, channels, N, L)
         if verbose:
-            print(f"  memory scaling: chunked at L={L} ...", flush=True)
+            print(f"  memory scaling: {backend} at L={L} ...", flush=True)
         inputs = make_inputs(size, device)
-        secs, _, _, _, saved, peak = _time_backend("chunked", fn, inputs, size, device, repeats, repeats)
+        secs, _, _, _, saved, peak = _time_backend(backend, fn, inputs, size, device, repeats, repeats)
         rows.append(dict(L=L, batch=batch, channels=channels, N=N, seconds=secs, saved_MB=saved / 2**20,
                          bytes_per_token=saved / (batch * L),
                          peak_cuda_MB=None if peak is None else peak / 2**20))
     df = pd.DataFrame(rows)
     df["saved_MB_ratio_to_first"] = df["saved_MB"] / df["saved_MB"].iloc[0]
     df["L_ratio_to_first"] = df["L"] / df["L"].iloc[0]
+    return df
+
+
+# ----------------------------------------------------------------------------- the exp-and-FMA bound
+
+# Per element (b, d, t, n) of the fused kernels (scan/_fused_kernels.py): 2 exponentials (the forward
+# pass, and the backward pass recomputing Ā_t) and 15 multiplies / multiply-adds (forward: Δa, Āh + ΔuB,
+# ⟨C, h⟩ → 3 + 1 folded into the FMA; backward recomputation: 3; state gradient: 2; gradients: 7).
+FUSED_EXPS_PER_ELEMENT = 2
+FUSED_FMAS_PER_ELEMENT = 15
+
+
+def measure_exp_fma_rates(n: int = 4096, repeats: int = 2000) -> dict:
+    """Single-core rates on this machine, elements per second, float32, data in L1 cache:
+    ``exp``: the fused kernels' vectorised exp (y_i = exp(x_i)); ``fma``: y_i = a_i · y_i + b_i.
+    Each loop is the best case for its operation (no dependency chain, all SIMD lanes busy)."""
+    import numba
+    import numpy as np
+
+    from .scan import _fused_kernels as K
+
+    @numba.njit(fastmath=K.FASTMATH)
+    def exp_loop(x, y, reps):
+        for _ in range(reps):
+            for i in range(x.shape[0]):
+                y[i] = K._exp(x[i])
+            x[0] = y[1] * np.float32(-1e-3)  # keep the loop from being hoisted
+        return y
+
+    @numba.njit(fastmath=K.FASTMATH)
+    def fma_loop(a, b, y, reps):
+        for _ in range(reps):
+            for i in range(y.shape[0]):
+                y[i] = a[i] * y[i] + b[i]
+        return y
+
+    rng = np.random.default_rng(0)
+    x = -rng.random(n, dtype=np.float32) * 10
+    a = rng.random(n, dtype=np.float32) * np.float32(0.5)
+    b = rng.random(n, dtype=np.float32)
+    y = np.zeros(n, dtype=np.float32)
+    threads = numba.get_num_threads()
+    exp_loop(x, y, 1), fma_loop(a, b, y, 1)  # compile
+    rates = {}
+    for name, call in (("exp", lambda: exp_loop(x, y, repeats)), ("fma", lambda: fma_loop(a, b, y, repeats))):
+        best = math.inf
+        for _ in range(5):
+            t0 = time.perf_counter()
+            call()
+            best = min(best, time.perf_counter() - t0)
+        rates[name] = n * repeats / best
+    numba.set_num_threads(threads)
+    return rates
+
+
+def estimate_exp_fma_bound(sizes, rates: dict, cores: int) -> pd.DataFrame:
+    """Lower bound of the fused forward + backward at each size: E = b·d·L·N elements,
+    seconds = E · (2 / exp_rate + 15 / fma_rate) / cores (see FUSED_*_PER_ELEMENT)."""
+    rows = []
+    for size in sizes:
+        E = size.batch * size.channels * size.L * size.N
+        exp_s = E * FUSED_EXPS_PER_ELEMENT / rates["exp"] / cores
+        fma_s = E * FUSED_FMAS_PER_ELEMENT / rates["fma"] / cores
+        rows.append(dict(size=size.name, elements=E, exps=E * FUSED_EXPS_PER_ELEMENT,
+                         fmas=E * FUSED_FMAS_PER_ELEMENT, exp_rate_per_core=rates["exp"],
+                         fma_rate_per_core=rates["fma"], cores=cores, exp_seconds=exp_s, fma_seconds=fma_s,
+                         bound_seconds=exp_s + fma_s))
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- fused vs chunked by shape
+
+CROSSOVER_WIDTHS = ((1, 1, 1), (1, 4, 4), (2, 16, 2), (8, 32, 8), (32, 64, 16), (16, 256, 16), (4, 512, 16))
+CROSSOVER_LENGTHS = (1, 4, 16, 64, 256, 1024, 4096)
+CROSSOVER_MAX_ELEMENTS = 2 ** 24  # b·d·L·N above this is left out (seconds per point)
+
+
+def _time_min(fn, budget=0.3, max_runs=50):
+    """Min wall time of ``fn()`` over runs that fit in ``budget`` seconds (at least 3)."""
+    fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < 3 or (time.perf_counter() - start < budget and len(times) < max_runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def run_crossover(widths=CROSSOVER_WIDTHS, lengths=CROSSOVER_LENGTHS, max_elements=CROSSOVER_MAX_ELEMENTS,
+                  verbose=True) -> pd.DataFrame:
+    """Forward + backward (and forward only, no grad) seconds of fused and chunked over (batch, channels, N) × L;
+    ``chunked/fused`` > 1 means fused is faster. The measurement behind ``auto``'s CPU rule."""
+    rows = []
+    for (b, d, n) in widths:
+        for L in lengths:
+            if b * d * n * L > max_elements:
+                continue
+            size = BenchSize(f"b{b} d{d} N{n} L{L}", b, d, n, L)
+            inputs = make_inputs(size)
+            row = dict(batch=b, channels=d, N=n, L=L)
+            for name, scan in (("chunked", selective_scan_chunked), ("fused", selective_scan_fused)):
+                def fwd_bwd():
+                    leaves = [t.detach().requires_grad_(True) for t in inputs]
+                    scan(*leaves, delta_softplus=True).sum().backward()
+
+                def fwd():
+                    with torch.no_grad():
+                        scan(*inputs, delta_softplus=True)
+
+                row[f"{name}_fwd_bwd_s"] = _time_min(fwd_bwd)
+                row[f"{name}_fwd_s"] = _time_min(fwd)
+            row["chunked/fused fwd+bwd"] = row["chunked_fwd_bwd_s"] / row["fused_fwd_bwd_s"]
+            row["chunked/fused fwd"] = row["chunked_fwd_s"] / row["fused_fwd_s"]
+            if verbose:
+                print(f"  crossover {size.name}: chunked/fused = {row['chunked/fused fwd+bwd']:.2f} (fwd+bwd), "
+                      f"{row['chunked/fused fwd']:.2f} (fwd)", flush=True)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- training throughput
+
+TRAINING_MODELS = {
+    "ch4 S-model s_small": "the Chapter 4 S-model (Mamba-1 LM, d_model 64, 2 layers, N 16; recall batches of 32)",
+    "ch3 s6 KEEP n-TH": "the Chapter 3 S6 model of the KEEP n-TH task (d 32, N 8, T 20; batches of 64)",
+}
+
+
+def _training_case(name: str, backend: str):
+    """(model, make_batch) of a training-throughput case, as the chapters build them (``ci`` preset)."""
+    if name == "ch4 S-model s_small":
+        from .experiments.ch4_train import build_model, make_batch_fn
+        from .presets import experiment
+        from .tasks.serial_recall import RecallVocab
+
+        cfg = experiment("ch4.train_s_small", "ci")
+        vocab = RecallVocab(**cfg["vocab"])
+        torch.manual_seed(cfg["seed"])
+        model = build_model(cfg["model"], vocab, backend=backend)
+        batch_fn = make_batch_fn(cfg, vocab)
+        late = cfg["steps"] - 1000  # past the curriculum ramp: L ~ U{2 .. 16} items
+        return model, lambda s: batch_fn(late + s)
+    if name == "ch3 s6 KEEP n-TH":
+        from .experiments.ch3_common import build_model
+        from .presets import experiment
+        from .tasks.keep_nth import keep_nth
+
+        cfg = experiment("ch3.keep_train", "ci")
+        (d, N), T = cfg["dN"][0], cfg["Ts"][0]
+        torch.manual_seed(0)
+        model = build_model("s6", V=cfg["V"], d=d, N=N, T=T, backend=backend)
+        return model, lambda s: keep_nth(cfg["batch"], T, cfg["V"], cfg["nth"], seed=10_000_000 + s)
+    raise ValueError(f"unknown training case {name!r}; choose one of {', '.join(TRAINING_MODELS)}.")
+
+
+def training_worker(name: str, backend: str, steps: int, warmup: int = 5) -> dict:
+    """Train ``name`` for ``warmup`` + ``steps`` AdamW steps on one thread; return steps/s and peak RSS.
+    Run it in a fresh process (``--train-worker``) so that ru_maxrss is this run's own peak."""
+    import resource
+
+    from .train import masked_cross_entropy
+
+    torch.set_num_threads(1)
+    model, make_batch = _training_case(name, backend)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(s):
+        inputs, labels = make_batch(s)
+        loss = masked_cross_entropy(model(torch.as_tensor(inputs)), torch.as_tensor(labels))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    for s in range(warmup):
+        step(s)
+    t0 = time.perf_counter()
+    for s in range(warmup, warmup + steps):
+        step(s)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return dict(model=name, backend=backend, steps=steps, seconds=seconds, steps_per_s=steps / seconds,
+                peak_rss_MB=peak, peak_rss_over_start_MB=peak - rss_before)
+
+
+def run_training_throughput(models=tuple(TRAINING_MODELS), backends=("chunked", "fused"), steps=60,
+                            verbose=True) -> pd.DataFrame:
+    """:func:`training_worker` for each (model, backend), each in a fresh Python process."""
+    import subprocess
+
+    rows = []
+    for name in models:
+        for backend in backends:
+            if verbose:
+                print(f"  training {name} with {backend} ({steps} steps) ...", flush=True)
+            proc = subprocess.run([sys.executable, "-m", "mamba_recall.bench", "--train-worker", name, backend,
+                                   str(steps)], capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"training worker {name}/{backend} failed:\n{proc.stderr[-2000:]}")
+            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    df = pd.DataFrame(rows)
+    base = df[df["backend"] == "chunked"].set_index("model")["steps_per_s"]
+    df["speedup_vs_chunked"] = [r.steps_per_s / base.get(r.model, math.nan) for r in df.itertuples()]
     return df
 
 
@@ -319,21 +541,50 @@ def format_scaling(df: pd.DataFrame) -> str:
     return df[cols].to_string(index=False, formatters={k: v for k, v in fmt.items() if k in cols})
 
 
+def format_crossover(df: pd.DataFrame) -> str:
+    cols = ["batch", "channels", "N", "L", "chunked_fwd_bwd_s", "fused_fwd_bwd_s", "chunked/fused fwd+bwd",
+            "chunked/fused fwd"]
+    fmt = {c: "{:.5f}".format for c in cols if c.endswith("_s")}
+    fmt.update({c: "{:.2f}".format for c in cols if "/" in c})
+    return df[cols].to_string(index=False, formatters=fmt)
+
+
+def format_training(df: pd.DataFrame) -> str:
+    cols = ["model", "backend", "steps", "steps_per_s", "speedup_vs_chunked", "peak_rss_MB", "peak_rss_over_start_MB"]
+    fmt = {"steps_per_s": "{:.2f}".format, "speedup_vs_chunked": "{:.2f}".format, "peak_rss_MB": "{:.0f}".format,
+           "peak_rss_over_start_MB": "{:.1f}".format}
+    return df[cols].to_string(index=False, formatters=fmt)
+
+
+def _numba_threads():
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba.config.NUMBA_NUM_THREADS
+
+
 def ratio_table(df: pd.DataFrame) -> pd.DataFrame:
     """One row per size: seconds of each other backend divided by chunked's."""
     rows = []
     for size, part in df.groupby("size", sort=False):
         s = part.set_index("backend")["seconds"]
-        rows.append({"size": size, **{f"{o}/chunked": s[o] / s["chunked"] for o in ("reference", "mambapy", "mamba_ssm")
-                                      if o in s}})
+        row = {"size": size, **{f"{o}/chunked": s[o] / s["chunked"] for o in ("reference", "mambapy", "fused",
+                                                                          "mamba_ssm") if o in s}}
+        if "fused" in s:  # speed-ups of fused over the others
+            row.update({f"{o}/fused": s[o] / s["fused"] for o in ("reference", "mambapy", "chunked") if o in s})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
-def save_benchmark_bundle(out: Path, df: pd.DataFrame, scaling, config: dict, wall: float, command: str) -> Path:
-    """Write the run as a result bundle (``results.save_bundle``): timings, ratios, memory scaling."""
+def save_benchmark_bundle(out: Path, df: pd.DataFrame, scaling, config: dict, wall: float, command: str,
+                          extra_tables: dict | None = None) -> Path:
+    """Write the run as a result bundle (``results.save_bundle``): timings, ratios, memory scaling,
+    and ``extra_tables`` (bound, crossover, training, memory_scaling_fused)."""
     tables = {"timings": df, "ratios": ratio_table(df)}
     if scaling is not None:
         tables["memory_scaling"] = scaling
+    tables.update({k: v for k, v in (extra_tables or {}).items() if v is not None})
     try:
         from importlib.metadata import version
         config = {**config, "mambapy_version": version("mambapy")}
@@ -352,8 +603,11 @@ def ratio_lines(df: pd.DataFrame) -> list[str]:
     for size, part in df.groupby("size", sort=False):
         s = part.set_index("backend")["seconds"]
         bits = [f"{other}/chunked = {s[other] / s['chunked']:.2f}x"
-                for other in ("reference", "mambapy", "mamba_ssm") if other in s]
+                for other in ("reference", "mambapy", "fused", "mamba_ssm") if other in s]
         lines.append(f"{size}: " + (", ".join(bits) if bits else "chunked only"))
+        if "fused" in s:
+            lines.append(f"{size}: fused is " + ", ".join(f"{s[o] / s['fused']:.2f}x faster than {o}"
+                                                          for o in ("reference", "mambapy", "chunked") if o in s))
     return lines
 
 
@@ -369,7 +623,16 @@ def main(argv=None) -> int:
     parser.add_argument("--no-reference", action="store_true", help="leave out the sequential reference")
     parser.add_argument("--no-mambapy", action="store_true", help="leave out the mambapy comparison column")
     parser.add_argument("--no-scaling", action="store_true", help="skip the memory-scaling table")
+    parser.add_argument("--no-bound", action="store_true", help="skip the exp-and-FMA bound estimate")
+    parser.add_argument("--no-crossover", action="store_true", help="skip the fused-vs-chunked shape grid")
+    parser.add_argument("--no-training", action="store_true", help="skip the training-throughput runs")
+    parser.add_argument("--training-steps", type=int, default=None, help="timed steps per training run (default 60)")
+    parser.add_argument("--train-worker", nargs=3, metavar=("MODEL", "BACKEND", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.train_worker is not None:  # one training-throughput run in this fresh process
+        name, backend, steps = args.train_worker
+        print(json.dumps(training_worker(name, backend, int(steps))))
+        return 0
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("error: --device cuda was asked for but no CUDA device is available.", file=sys.stderr)
@@ -384,7 +647,10 @@ def main(argv=None) -> int:
                   timing="min over runs after one warm-up run (reference: warm-up on a 16-token slice)",
                   memory_metric="saved_MB: bytes saved for backward (distinct storages, saved_tensors_hooks); "
                                 "peak_cuda_MB: torch.cuda.max_memory_allocated over one step minus the inputs",
-                  scaling=dict(lengths=list(lengths), **width), torch_threads=torch.get_num_threads())
+                  scaling=dict(lengths=list(lengths), **width), torch_threads=torch.get_num_threads(),
+                  numba_threads=_numba_threads())
+    fused_here = args.device == "cpu" and fused_available()
+    extra: dict = {}
 
     t0 = time.perf_counter()
     print(f"scan benchmark on {device_description(args.device)} (torch {torch.__version__})")
@@ -407,12 +673,45 @@ def main(argv=None) -> int:
         print(f"\nmemory scaling of chunked (batch {width['batch']}, channels {width['channels']}, N {width['N']}); "
               "saved_MB = bytes saved for backward, bytes_per_token = saved bytes / (batch · L)")
         print(format_scaling(scaling))
+        if fused_here:
+            extra["memory_scaling_fused"] = run_memory_scaling(args.device, lengths, repeats=repeats,
+                                                               backend="fused", verbose=False, **width)
+            print("\nthe same for fused (it saves only its inputs: no state, no discretised (b, d, L, N) tensor)")
+            print(format_scaling(extra["memory_scaling_fused"]))
+    if fused_here and not args.no_bound:
+        cores = torch.get_num_threads()
+        rates = measure_exp_fma_rates()
+        bound = estimate_exp_fma_bound(sizes, rates, cores)
+        fused_s = df[df["backend"] == "fused"].set_index("size")["seconds"]
+        bound["fused_seconds"] = [fused_s.get(r.size, math.nan) for r in bound.itertuples()]
+        bound["fused/bound"] = bound["fused_seconds"] / bound["bound_seconds"]
+        extra["bound"] = bound
+        print(f"\nexp-and-FMA bound of the fused forward + backward: E = b·d·L·N elements, each "
+              f"{FUSED_EXPS_PER_ELEMENT} exp + {FUSED_FMAS_PER_ELEMENT} multiply(-add)s (the fused kernels' op "
+              f"count); rates measured on one core here, float32, L1-resident, all SIMD lanes busy: "
+              f"exp {rates['exp'] / 1e9:.2f} G/s, FMA {rates['fma'] / 1e9:.2f} G/s; {cores} cores")
+        for r in bound.itertuples():
+            print(f"  {r.size}: bound = {r.elements:,} × ({FUSED_EXPS_PER_ELEMENT}/{r.exp_rate_per_core / 1e9:.2f}G + "
+                  f"{FUSED_FMAS_PER_ELEMENT}/{r.fma_rate_per_core / 1e9:.2f}G) / {cores} = {r.bound_seconds:.4f} s; "
+                  f"fused {r.fused_seconds:.4f} s = {r.fused_seconds / r.bound_seconds:.2f}x the bound")
+    if fused_here and not args.no_crossover:
+        print("\nfused vs chunked by shape (chunked/fused > 1: fused is faster)")
+        widths, lens = ((QUICK_SIZES[0].batch, QUICK_SIZES[0].channels, QUICK_SIZES[0].N),), (1, 16, 64)
+        cross = (run_crossover(widths, lens, verbose=False) if args.quick else run_crossover(verbose=False))
+        extra["crossover"] = cross
+        print(format_crossover(cross))
+    if fused_here and not args.no_training:
+        print("\ntraining throughput, one thread, model-steps per second (fresh process per run)")
+        training = run_training_throughput(steps=args.training_steps or (3 if args.quick else 60))
+        extra["training"] = training
+        print(format_training(training))
     wall = time.perf_counter() - t0
     print(f"\ntotal wall time {wall:.1f} s")
 
     if args.out is not None:
         path = save_benchmark_bundle(args.out, df, scaling, config, wall,
-                                     "python -m mamba_recall bench " + " ".join(argv if argv is not None else sys.argv[1:]))
+                                     "python -m mamba_recall bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+                                     extra_tables=extra)
         print(f"wrote {path}")
     return 0
 

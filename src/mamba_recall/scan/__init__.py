@@ -4,11 +4,23 @@ Backends
 --------
 ``reference``  sequential loop, float64-capable: the truth (``reference.py``).
 ``chunked``    parallel over time in pure PyTorch, stable for long L and large Δ (``chunked.py``);
-               the default on the CPU.
+               CPU and CUDA, every option (also ``discretization="zoh"``).
+``fused``      one compiled (numba) loop per (batch, channel) with the N states kept local, forward
+               and backward, CPU only, Euler rule only (``fused.py``); the default on the CPU.
 ``mamba_ssm``  the CUDA kernels of the mamba-ssm package (``mamba_ssm_backend.py``).
-``auto``       ``mamba_ssm`` when the inputs are on CUDA and mamba-ssm imports, else ``chunked``.
-               The choice is a rule, not a fallback: an explicit request for an unavailable backend
-               raises :class:`BackendUnavailableError`. :func:`resolve_backend` tells which one runs.
+``auto``       the fastest backend that runs the call (:func:`resolve_backend`): ``mamba_ssm`` for CUDA
+               inputs when it imports, else ``chunked``; on the CPU ``fused`` (``chunked`` for
+               ``discretization="zoh"``, which fused does not implement, or where numba cannot be
+               imported). The choice is a rule, not a fallback: an explicit request for an
+               unavailable backend raises :class:`BackendUnavailableError`.
+
+Why ``auto`` takes ``fused`` on the CPU at every shape: ``python -m mamba_recall.scan.crossover``
+times forward + backward of both over batch 1–32, channels 1–512, N 4–16, L 1–4096 (including the
+chapters' L ≤ 64, where per-call overhead dominates). No crossover was found: at the smallest shapes
+fused's fixed cost (≈ 0.1 ms per call) is below chunked's (≈ 0.4 ms, its ~3√L Python-level steps),
+and at the largest chunked is memory-bound while fused is bound by the exponentials (README,
+"Speed of the scans (CPU)", gives the measured table). The rule therefore depends on the device
+and the options only, and :func:`resolve_backend` can name the backend before a call is made.
 """
 from __future__ import annotations
 
@@ -16,6 +28,7 @@ import torch
 
 from ._common import ScanInputError
 from .chunked import linear_recurrence_chunked, selective_scan_chunked
+from .fused import fused_available, require_fused, selective_scan_fused
 from .mamba2 import ssd_scan_chunked, ssd_scan_reference
 from .mamba_ssm_backend import (
     BackendUnavailableError,
@@ -26,24 +39,37 @@ from .mamba_ssm_backend import (
 )
 from .reference import ScanTrace, selective_scan_reference, selective_scan_trace
 
-BACKENDS = ("auto", "reference", "chunked", "mamba_ssm")
+BACKENDS = ("auto", "reference", "chunked", "mamba_ssm", "fused")
 
 __all__ = [
-    "BACKENDS", "BackendUnavailableError", "ScanInputError", "ScanTrace", "linear_recurrence_chunked",
-    "mamba_ssm_available", "resolve_backend", "selective_scan", "selective_scan_chunked",
-    "selective_scan_reference", "selective_scan_trace", "ssd_scan", "ssd_scan_chunked", "ssd_scan_reference",
+    "BACKENDS", "BackendUnavailableError", "ScanInputError", "ScanTrace", "fused_available",
+    "linear_recurrence_chunked", "mamba_ssm_available", "resolve_backend", "selective_scan", "selective_scan_chunked",
+    "selective_scan_fused", "selective_scan_reference", "selective_scan_trace", "ssd_scan", "ssd_scan_chunked", "ssd_scan_reference",
 ]
 
 
-def resolve_backend(backend: str, device: torch.device | str = "cpu") -> str:
-    """The concrete backend that ``backend`` means for tensors on ``device``; raises if it cannot run there."""
+def resolve_backend(backend: str, device: torch.device | str = "cpu", *, discretization: str = "euler") -> str:
+    """The concrete backend that ``backend`` means for tensors on ``device``; raises if it cannot run there.
+
+    ``auto``: ``mamba_ssm`` on CUDA when it imports, else ``chunked``; on the CPU ``fused`` when numba
+    imports and ``discretization`` is ``"euler"``, else ``chunked`` (see the module docstring for the
+    measurement behind it: fused is faster than chunked at every CPU shape measured, so the choice
+    does not depend on the shapes). An explicit backend is returned as is, or raises
+    BackendUnavailableError when it cannot run on ``device``.
+    """
     device = torch.device(device)
     if backend not in BACKENDS:
         raise ValueError(f"unknown scan backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
     if backend == "auto":
-        return "mamba_ssm" if device.type == "cuda" and mamba_ssm_available() else "chunked"
+        if device.type == "cuda":
+            return "mamba_ssm" if mamba_ssm_available() else "chunked"
+        if device.type == "cpu" and discretization == "euler" and fused_available():
+            return "fused"
+        return "chunked"
     if backend == "mamba_ssm":
         require_mamba_ssm(device)
+    if backend == "fused":
+        require_fused(device)
     return backend
 
 
@@ -63,20 +89,29 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
     ``discretization="zoh"`` uses the exact zero-order hold for B̄ (PyTorch backends only);
     ``initial_state`` (b, d, n) starts the recurrence from a given state (PyTorch backends only).
     """
-    name = resolve_backend(backend, u.device)
+    name = resolve_backend(backend, u.device, discretization=discretization)
     args = (u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state)
     if name == "mamba_ssm":
         _only_on_pytorch_backends(name, {"discretization": discretization, "initial_state": initial_state})
         return selective_scan_mamba_ssm(*args)
     if name == "reference":
         return selective_scan_reference(*args, discretization=discretization, initial_state=initial_state)
+    if name == "fused":
+        return selective_scan_fused(*args, discretization=discretization, initial_state=initial_state)
     return selective_scan_chunked(*args, discretization=discretization, initial_state=initial_state)
 
 
 def ssd_scan(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, initial_states=None,
              return_final_states=False, backend="auto", chunk_size=64):
-    """Mamba-2 scan with ``mamba_chunk_scan_combined``'s layout (see ``mamba2.py``)."""
+    """Mamba-2 scan with ``mamba_chunk_scan_combined``'s layout (see ``mamba2.py``).
+
+    There is no fused SSD kernel: ``backend="fused"`` (what ``auto`` means on the CPU for the Mamba-1
+    scan, so what models built with a notebook's backend carry) runs the chunked SSD, whose chunks
+    are matrix products already; this is the documented meaning of the name here, not a fallback.
+    """
     name = resolve_backend(backend, x.device)
+    if name == "fused":
+        name = "chunked"
     kwargs = dict(D=D, z=z, dt_bias=dt_bias, dt_softplus=dt_softplus, initial_states=initial_states,
                   return_final_states=return_final_states)
     if name == "mamba_ssm":

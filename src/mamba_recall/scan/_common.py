@@ -56,8 +56,12 @@ def _shape(t: torch.Tensor) -> str:
     return "(" + ", ".join(str(s) for s in t.shape) + ")"
 
 
-def _check_input_map(name: str, M: torch.Tensor, batch: int, channels: int, n: int, length: int) -> torch.Tensor:
-    """Return B or C as a (b|1, d|1, n, l) view, or raise a ScanInputError that names the accepted shapes."""
+def _check_input_map(name: str, M: torch.Tensor, batch: int, channels: int, n: int, length: int,
+                     expand_groups: bool = True) -> torch.Tensor:
+    """Return B or C as a (b|1, d|1, n, l) view, or raise a ScanInputError that names the accepted shapes.
+
+    Grouped maps (b, g, n, l) are repeated to one group per channel unless ``expand_groups`` is False
+    (then M is returned as is, only checked)."""
     accepted = (
         f"accepted shapes are (channels, N) = ({channels}, {n}) for a time-invariant map, "
         f"(batch, N, length) = ({batch}, {n}, {length}) for a selective map, "
@@ -75,18 +79,12 @@ def _check_input_map(name: str, M: torch.Tensor, batch: int, channels: int, n: i
         b, g, nn, ll = M.shape
         if (b, nn, ll) != (batch, n, length) or g < 1 or channels % g != 0:
             raise ScanInputError(f"{name} has shape {_shape(M)}; {accepted}.")
-        return M if g == channels else M.repeat_interleave(channels // g, dim=1)
+        return M if (g == channels or not expand_groups) else M.repeat_interleave(channels // g, dim=1)
     raise ScanInputError(f"{name} has {M.dim()} dimensions; {accepted}.")
 
 
-def prepare_scan(
-    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, discretization="euler"
-) -> PreparedScan:
-    """Validate the mamba-ssm style arguments and bring them to compute precision.
-
-    Compute precision is float64 when ``u`` is float64 and float32 otherwise (as mamba-ssm's
-    reference, which upcasts half precision); the output is cast back to ``u.dtype``.
-    """
+def validate_scan_args(u, delta, A, B, C, D=None, z=None, delta_bias=None, discretization="euler") -> None:
+    """Check the mamba-ssm style arguments (types, shapes, devices); raise ScanInputError naming the fix."""
     for name, t in (("u", u), ("delta", delta), ("A", A), ("B", B), ("C", C)):
         if not isinstance(t, torch.Tensor):
             raise ScanInputError(f"{name} must be a torch.Tensor, got {type(t).__name__}.")
@@ -110,7 +108,21 @@ def prepare_scan(
     devices = {t.device for t in (u, delta, A, B, C, D, z, delta_bias) if t is not None}
     if len(devices) > 1:
         raise ScanInputError(f"scan inputs are on several devices {sorted(map(str, devices))}; move them to one.")
+    for name, M in (("B", B), ("C", C)):
+        _check_input_map(name, M, batch, channels, n, length, expand_groups=False)
 
+
+def prepare_scan(
+    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, discretization="euler"
+) -> PreparedScan:
+    """Validate the mamba-ssm style arguments and bring them to compute precision.
+
+    Compute precision is float64 when ``u`` is float64 and float32 otherwise (as mamba-ssm's
+    reference, which upcasts half precision); the output is cast back to ``u.dtype``.
+    """
+    validate_scan_args(u, delta, A, B, C, D, z, delta_bias, discretization)
+    batch, channels, length = u.shape
+    n = A.shape[1]
     dtype = torch.float64 if u.dtype == torch.float64 else torch.float32
     delta = delta.to(dtype)
     if delta_bias is not None:

@@ -1,0 +1,261 @@
+"""numba kernels of the fused CPU scan (imported lazily by ``fused.py``; see its docstring for the math).
+
+Array layouts (all C-contiguous, float32 or float64, one compiled version per dtype):
+u, dl (delta before bias/softplus), z, out: (b, d, L);  A: (d, N);  Bk, Ck: (b|1, G, L|1, N), i.e. B_t of
+pair (bi, c) is ``Bk[bi if b_B > 1 else 0, c // (d // G), t if L_B > 1 else 0, :]``;  D, bias: (d,);
+h0, last: (b, d, N). Absent D, delta_bias and h0 come as zeros (adding 0 is exact); an absent z as a
+dummy array with ``has_z`` False.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir
+import types as pytypes
+
+from numba import njit, prange, types
+from numba.extending import intrinsic, overload
+
+# fastmath flags: FMA contraction and reassociation (vectorises ⟨C_t, h_t⟩ over N); no 'nnan'/'ninf',
+# so inf and NaN propagate as in the reference.
+FASTMATH = {"contract", "reassoc", "nsz", "arcp"}
+
+
+@intrinsic
+def _bits_to_f32(typingctx, x):
+    """Reinterpret the low 32 bits of an integer as a float32 (LLVM trunc + bitcast; vectorises)."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        v = args[0]
+        if x.bitwidth > 32:
+            v = builder.trunc(v, ir.IntType(32))
+        return builder.bitcast(v, ir.FloatType())
+
+    return types.float32(x), codegen
+
+
+def _exp(x):  # pragma: no cover - replaced by the overload below inside compiled code
+    return math.exp(x)
+
+
+@overload(_exp, inline="always")
+def _exp_impl(x):
+    """exp for the decays: libm for float64; for float32 the Cephes ``expf`` (range reduction
+    x = k ln2 + r, |r| ≤ ln2/2, degree-6 polynomial, 2^k by exponent bits; ≤ 2 ulp), branch-free so
+    that LLVM vectorises the N-loop (numba's libm call would stay scalar). Below −87.3 it returns 0
+    (exact expf gives denormals < 1.2e-38 there)."""
+    if x == types.float32:
+        def impl(x):
+            xc = min(max(x, np.float32(-87.33654)), np.float32(88.37626))
+            k = np.floor(xc * np.float32(1.44269504088896341) + np.float32(0.5))
+            r = xc - k * np.float32(0.693359375) - k * np.float32(-2.12194440e-4)
+            p = np.float32(1.9875691500e-4)
+            p = p * r + np.float32(1.3981999507e-3)
+            p = p * r + np.float32(8.3334519073e-3)
+            p = p * r + np.float32(4.1665795894e-2)
+            p = p * r + np.float32(1.6666665459e-1)
+            p = p * r + np.float32(5.0000001201e-1)
+            e = p * r * r + r + np.float32(1.0)
+            scale = _bits_to_f32((np.int32(k) + np.int32(127)) << 23)
+            res = e * scale
+            return res if x > np.float32(-87.33654) else np.float32(0.0)
+        return impl
+    return lambda x: math.exp(x)
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _softplus(x):
+    """torch.nn.functional.softplus (beta 1, threshold 20)."""
+    return x if x > 20.0 else math.log1p(math.exp(x))
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _dsoftplus(x):
+    """d softplus / dx as torch computes it: 1 above the threshold, else sigmoid(x) = e^x / (e^x + 1)."""
+    e = math.exp(min(x, 20.0))
+    return e / (e + 1.0) if x <= 20.0 else 1.0
+
+
+def _forward(u, dl, A, Bk, Ck, D, z, bias, h0, has_z, softplus, one, out, last):
+    """out (b, d, L) and last (b, d, N); ``one`` is 1 in the compute dtype (keeps float32 float32)."""
+    b, d, L = u.shape
+    N = A.shape[1]
+    zero = one - one
+    bB, gB, lB = Bk.shape[0], Bk.shape[1], Bk.shape[2]
+    bC, gC, lC = Ck.shape[0], Ck.shape[1], Ck.shape[2]
+    sB = 1 if lB > 1 else 0
+    sC = 1 if lC > 1 else 0
+    for item in prange(b * d):
+        bi = item // d
+        c = item - bi * d
+        Bp = Bk[bi if bB > 1 else 0, c // (d // gB)]  # (L|1, N)
+        Cp = Ck[bi if bC > 1 else 0, c // (d // gC)]
+        a = A[c]
+        h = h0[bi, c].copy()
+        bc = bias[c]
+        Dc = D[c]
+        for t in range(L):
+            x = dl[bi, c, t] + bc
+            dt = _softplus(x) if softplus else x
+            ut = u[bi, c, t]
+            dtu = dt * ut
+            Bt = Bp[t * sB]
+            Ct = Cp[t * sC]
+            y = zero
+            for n in range(N):
+                hn = _exp(dt * a[n]) * h[n] + dtu * Bt[n]
+                h[n] = hn
+                y += Ct[n] * hn
+            y += Dc * ut
+            if has_z:
+                zt = z[bi, c, t]
+                y = y * (zt / (one + math.exp(-zt)))
+            out[bi, c, t] = y
+        for n in range(N):
+            last[bi, c, n] = h[n]
+
+
+def _backward(u, dl, A, Bk, Ck, D, z, bias, h0, has_z, softplus, one, dout, dlast, G, blocks, B_inv, C_inv,
+             du, ddelta, dz, dA_p, dh0, dD_p, dbias_p, dBp, dCp):
+    """Tasks (batch bi, task group g, block p) each run the channels of their block one after the
+    other: recompute the states (forward), run the state gradient G_t back in time (the only
+    sequential part), then form every gradient from G_t, h_{t−1}, Ā_t step by step (independent t).
+
+    dBp, dCp: (1, b, d, 1, N) per-(batch, channel) partial sums for a time-invariant map
+    (``B_inv``/``C_inv``), else (blocks, b, G, L, N) per-task partial sums; the caller reduces them.
+    The inner loops over N each write one array, so that LLVM vectorises them.
+    """
+    b, d, L = u.shape
+    N = A.shape[1]
+    zero = one - one
+    bB, gB, lB = Bk.shape[0], Bk.shape[1], Bk.shape[2]
+    bC, gC, lC = Ck.shape[0], Ck.shape[1], Ck.shape[2]
+    per_group = d // G
+    per_block = (per_group + blocks - 1) // blocks
+    sB = 1 if lB > 1 else 0
+    sC = 1 if lC > 1 else 0
+    for task in prange(b * G * blocks):
+        bi = task // (G * blocks)
+        rem = task - bi * (G * blocks)
+        g = rem // blocks
+        p = rem - g * blocks
+        c_start = g * per_group + p * per_block
+        c_stop = min(g * per_group + per_group, c_start + per_block)
+        hs = np.empty((L + 1, N), dtype=u.dtype)  # h_0 … h_L of one channel (recomputed)
+        dec = np.empty((L, N), dtype=u.dtype)  # Ā_1 … Ā_L
+        Gs = np.empty((L, N), dtype=u.dtype)  # G_1 … G_L = ∂ℓ/∂h_t
+        dts = np.empty(L, dtype=u.dtype)  # Δ_t
+        dys = np.empty(L, dtype=u.dtype)  # ∂ℓ/∂y_t
+        gs = np.empty(N, dtype=u.dtype)
+        dA_acc = np.empty(N, dtype=u.dtype)
+        for c in range(c_start, c_stop):
+            Bp = Bk[bi if bB > 1 else 0, c // (d // gB)]
+            Cp = Ck[bi if bC > 1 else 0, c // (d // gC)]
+            a = A[c]
+            bc = bias[c]
+            Dc = D[c]
+            # ---- 1. forward: recompute Δ_t, Ā_t and h_t
+            for n in range(N):
+                hs[0, n] = h0[bi, c, n]
+            for t in range(L):
+                x = dl[bi, c, t] + bc
+                dt = _softplus(x) if softplus else x
+                dts[t] = dt
+                dtu = dt * u[bi, c, t]
+                Bt = Bp[t * sB]
+                dec_t = dec[t]
+                h_prev = hs[t]
+                h_t = hs[t + 1]
+                for n in range(N):
+                    e = _exp(dt * a[n])
+                    dec_t[n] = e
+                    h_t[n] = e * h_prev[n] + dtu * Bt[n]
+            # ---- 2. ∂ℓ/∂y_t (through D, z) and the state gradient, back in time:
+            #         G_t = dy_t C_t + Ā_{t+1} ⊙ G_{t+1};  gs holds Ā_{t+1} ⊙ G_{t+1}
+            for n in range(N):
+                gs[n] = dlast[bi, c, n]
+            dD_acc = zero
+            for t in range(L - 1, -1, -1):
+                ut = u[bi, c, t]
+                Ct = Cp[t * sC]
+                go = dout[bi, c, t]
+                if has_z:
+                    y = zero
+                    h_t = hs[t + 1]
+                    for n in range(N):
+                        y += Ct[n] * h_t[n]
+                    y += Dc * ut
+                    zt = z[bi, c, t]
+                    sg = one / (one + math.exp(-zt))
+                    dz[bi, c, t] = go * y * sg * (one + zt * (one - sg))
+                    dy = go * zt * sg
+                else:
+                    dy = go
+                dys[t] = dy
+                dD_acc += dy * ut
+                G_t = Gs[t]
+                dec_t = dec[t]
+                for n in range(N):
+                    gn = gs[n] + dy * Ct[n]
+                    G_t[n] = gn
+                    gs[n] = gn * dec_t[n]
+            for n in range(N):
+                dh0[bi, c, n] = gs[n]
+                dA_acc[n] = zero
+            # ---- 3. every gradient from G_t, h_{t−1}, Ā_t (no recurrence left)
+            dbias_acc = zero
+            for t in range(L):
+                dt = dts[t]
+                ut = u[bi, c, t]
+                dtu = dt * ut
+                Bt = Bp[t * sB]
+                G_t = Gs[t]
+                dec_t = dec[t]
+                h_prev = hs[t]
+                sum_gB = zero
+                dda = zero
+                for n in range(N):
+                    q = G_t[n] * h_prev[n] * dec_t[n]  # ∂ℓ/∂(Δ_t a_n)
+                    dda += q * a[n]
+                    dA_acc[n] += q * dt
+                for n in range(N):
+                    sum_gB += G_t[n] * Bt[n]
+                dBrow = dBp[0, bi, c, 0] if B_inv else dBp[p, bi, g, t]
+                for n in range(N):
+                    dBrow[n] += G_t[n] * dtu
+                dCrow = dCp[0, bi, c, 0] if C_inv else dCp[p, bi, g, t]
+                h_t = hs[t + 1]
+                dy = dys[t]
+                for n in range(N):
+                    dCrow[n] += dy * h_t[n]
+                ddt = dda + sum_gB * ut
+                du[bi, c, t] = sum_gB * dt + Dc * dys[t]
+                if softplus:
+                    ddt = ddt * _dsoftplus(dl[bi, c, t] + bc)
+                ddelta[bi, c, t] = ddt
+                dbias_acc += ddt
+            for n in range(N):
+                dA_p[bi, c, n] = dA_acc[n]
+            dD_p[bi, c] = dD_acc
+            dbias_p[bi, c] = dbias_acc
+
+
+def _renamed(fn, name):
+    """A copy of ``fn`` under another name: numba's on-disk cache is keyed by the function's name, so the
+    serial and the parallel compilation of one kernel need two names."""
+    new = pytypes.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    new.__qualname__ = name
+    new.__doc__ = fn.__doc__
+    return new
+
+
+# parallel over (batch, channels) with numba.prange, and the same loops compiled serially (prange =
+# range): a launch of the parallel version costs a thread hand-off, which the serial one avoids on one
+# thread and at small sizes (fused.py picks).
+forward = njit(parallel=True, cache=True, fastmath=FASTMATH)(_renamed(_forward, "forward"))
+backward = njit(parallel=True, cache=True, fastmath=FASTMATH)(_renamed(_backward, "backward"))
+forward_serial = njit(cache=True, fastmath=FASTMATH)(_renamed(_forward, "forward_serial"))
+backward_serial = njit(cache=True, fastmath=FASTMATH)(_renamed(_backward, "backward_serial"))

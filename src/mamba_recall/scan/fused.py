@@ -1,0 +1,261 @@
+"""The fused CPU selective scan: one compiled loop per (batch, channel), the N states kept local.
+
+What ``selective_scan_fn``'s CUDA kernel does on a GPU, written for the CPU with numba (LLVM, ships
+as wheels: no compiler on the reader's machine). Mamba paper §3, Eq. (2a)–(2b) with the
+discretisation of Eq. (4) and mamba-ssm's Euler rule for B. For one (batch b, channel d) pair and
+every step t, with a_n = A[d, n] and the N states h[n] in a local array::
+
+    Δ_t  = softplus(delta_t + delta_bias[d])      (softplus only if delta_softplus)
+    Ā_t  = exp(Δ_t a)                              (N values)
+    h_t  = Ā_t ⊙ h_{t−1} + Δ_t u_t B_t             h: (N,), B_t: (N,)
+    y_t  = ⟨C_t, h_t⟩ + D[d] u_t,   out_t = y_t · silu(z_t)
+
+The (batch · channels) pairs run in parallel (``numba.prange``), time runs sequentially, and no
+(batch, channels, L, N) tensor is ever made: the forward pass reads u, Δ, B, C once and writes
+out (b, d, L) and the last state (b, d, N).
+
+Backward pass (as mamba-ssm's ``selective_scan_bwd``): it *recomputes* the states of one
+(b, d) pair into a per-task (L + 1, N) scratch buffer (kept in cache: 33 KB at L = 512, N = 16,
+float32) and then runs backwards in time with the state gradient G_t = ∂ℓ/∂h_t::
+
+    dy_t     = dout_t · silu(z_t)                         (dz_t = dout_t (y_t + D u_t) silu'(z_t))
+    G_t      = dy_t C_t + Ā_{t+1} ⊙ G_{t+1},   G_L = dy_L C_L + ∂ℓ/∂h_L (the last-state gradient)
+    dC_t    += dy_t h_t                 dB_t += Δ_t u_t G_t
+    dΔ_t     = ⟨G_t, B_t⟩ u_t + Σ_n G_t[n] h_{t−1}[n] Ā_t[n] a_n       (then × sigmoid for softplus)
+    du_t     = ⟨G_t, B_t⟩ Δ_t + D dy_t,          dA[d] += Σ_t Δ_t Ā_t ⊙ h_{t−1} ⊙ G_t
+    dD[d]   += Σ_t dy_t u_t,  d delta_bias[d] += Σ_t dΔ_t,   dh_0 = Ā_1 ⊙ G_1
+
+Nothing is divided by a decay (the states are recomputed forwards, not undone backwards), so the
+scan is as stable as the sequential reference for any L and Δ.
+
+Determinism: gradients of B and C that sum over channels (selective or grouped maps) are
+accumulated by tasks = (batch, group, channel block) into per-task partial buffers and then summed
+in a fixed order; the number of blocks depends only on the shapes (never on the thread count),
+so results are bit-identical from run to run and across ``torch.set_num_threads``.
+
+Speed: float32 uses a vectorisable exp (Cephes ``expf`` polynomial, ≤ 2 ulp, :func:`_exp`) so
+that LLVM runs the N-loop in SIMD lanes; float64 uses libm's ``exp``. The compiled kernels are
+cached on disk (``cache=True``): the first call in a fresh environment compiles them (see the
+README, "Speed of the scans", for the measured cost), later processes load them.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import threading
+
+import numpy as np
+import torch
+
+from ._common import ScanInputError, validate_scan_args
+from .mamba_ssm_backend import BackendUnavailableError
+
+NUMBA_INSTALL_HINT = (
+    "pip install 'numba>=0.60' (a base dependency of mamba_recall: `make` installs it), "
+    "or pick backend='chunked'."
+)
+# tasks the backward pass cuts the (batch, channels) pairs into (at least this many when possible);
+# a function of the shapes only, so the summation order of dB, dC never depends on the thread count.
+BACKWARD_TASKS = 64
+
+
+@functools.lru_cache(maxsize=1)
+def _numba_import_error() -> str | None:
+    try:
+        import numba  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken llvmlite
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def fused_available() -> bool:
+    """True when numba imports (the fused backend runs on CPU tensors only)."""
+    return _numba_import_error() is None
+
+
+def require_fused(device: torch.device | None = None) -> None:
+    """Raise BackendUnavailableError naming the fix if the fused scan cannot run on ``device``."""
+    if device is not None and torch.device(device).type != "cpu":
+        raise BackendUnavailableError(
+            f"backend='fused' runs on CPU tensors only, but the inputs are on {device}; use backend='auto' "
+            "(mamba_ssm on CUDA when installed) or backend='chunked'.")
+    err = _numba_import_error()
+    if err is not None:
+        raise BackendUnavailableError(f"backend='fused' needs numba, which could not be imported ({err}). "
+                                      + NUMBA_INSTALL_HINT)
+
+
+# ----------------------------------------------------------------------------- the kernels
+
+
+# Below this many (batch · channels · L · N) elements a call runs the serially compiled kernels: a
+# parallel launch (a hand-off to numba's worker threads, ~20–50 µs, more on a busy machine) would cost
+# more than it saves. The choice depends on the shapes only, never on the thread count, because the two
+# compilations may round differently (LLVM vectorises them differently): for given shapes the result is
+# bit-identical whatever ``torch.set_num_threads`` says.
+SERIAL_BELOW = 1 << 16
+_LAUNCH_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _kernels():
+    """Compile (or load from the on-disk cache) the numba kernels; imported lazily.
+
+    numba's ``workqueue`` threading layer is chosen unless NUMBA_THREADING_LAYER is set: its idle
+    workers sleep, where the OpenMP layer's spin and, next to torch's own OpenMP pool, cost several
+    times the scan's CPU time on a busy two-core machine (measured, README "Speed of the scans").
+    workqueue does not allow concurrent launches from two threads, so launches are serialised by a lock.
+    """
+    import numba
+
+    if "NUMBA_THREADING_LAYER" not in os.environ:
+        numba.config.THREADING_LAYER = "workqueue"
+    from . import _fused_kernels
+
+    return _fused_kernels
+
+
+def _launch(kind: str, elements: int, *args) -> None:
+    """Run kernel ``kind`` (forward | backward): the serial compilation below SERIAL_BELOW elements, else
+    the parallel one on ``torch.get_num_threads()`` threads (the reader's thread setting)."""
+    import numba
+
+    kernels = _kernels()
+    if elements < SERIAL_BELOW:
+        getattr(kernels, f"{kind}_serial")(*args)
+        return
+    with _LAUNCH_LOCK:
+        numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+        getattr(kernels, kind)(*args)
+
+
+def _map_layout(M: torch.Tensor, dtype) -> torch.Tensor:
+    """B or C as a contiguous (b|1, groups, L|1, N) array: time-invariant (d, N) → (1, d, 1, N),
+    selective (b, N, L) → (b, 1, L, N), grouped (b, G, N, L) → (b, G, L, N) (N fastest for SIMD)."""
+    if M.dim() == 2:
+        K = M[None, :, None, :]
+    elif M.dim() == 3:
+        K = M.transpose(1, 2)[:, None]
+    else:
+        K = M.transpose(2, 3)
+    return K.detach().to(dtype).contiguous()
+
+
+def _one(dtype) -> np.floating:
+    """1 in the compute dtype (the kernels derive their typed zeros from it)."""
+    return np.float64(1.0) if dtype == torch.float64 else np.float32(1.0)
+
+
+def _prep(t: torch.Tensor | None, dtype, shape_if_none) -> torch.Tensor:
+    """A contiguous, detached tensor in compute precision (zeros of ``shape_if_none`` for an absent one)."""
+    if t is None:
+        return torch.zeros(shape_if_none, dtype=dtype)
+    return t.detach().to(dtype).contiguous()
+
+
+def _task_grouping(channels, groups_B, groups_C, batch):
+    """(task groups, blocks per group): tasks never straddle a group of B or C, and there are about
+    BACKWARD_TASKS of them (never more than the channels allow)."""
+    gB = 1 if groups_B is None else groups_B
+    gC = 1 if groups_C is None else groups_C
+    G = gB * gC // math.gcd(gB, gC)  # lcm of two divisors of `channels` divides `channels`
+    per_group = channels // G
+    blocks = max(1, min(per_group, -(-BACKWARD_TASKS // (batch * G))))
+    return G, blocks
+
+
+class _FusedScan(torch.autograd.Function):
+    """out, last = fused scan(u, delta, A, B, C, D, z, delta_bias, h0); backward recomputes the states."""
+
+    @staticmethod
+    def forward(ctx, u, delta, A, B, C, D, z, delta_bias, h0, delta_softplus):
+        dtype = torch.float64 if u.dtype == torch.float64 else torch.float32
+        b, d, L = u.shape
+        N = A.shape[1]
+        # the kernels' inputs, in compute precision; saved for the backward pass (its only memory:
+        # u, Δ, z of size (b, d, L) and B, C — no state is stored)
+        prepared = (
+            _prep(u, dtype, None), _prep(delta, dtype, None), _prep(A, dtype, None),
+            _map_layout(B, dtype), _map_layout(C, dtype),
+            _prep(D, dtype, (d,)), _prep(z, dtype, (1, 1, 1)), _prep(delta_bias, dtype, (d,)),
+            _prep(h0, dtype, (b, d, N)),
+        )
+        flags = (z is not None, bool(delta_softplus))
+        out = torch.empty((b, d, L), dtype=dtype)
+        last = torch.empty((b, d, N), dtype=dtype)
+        _launch("forward", b * d * L * N, *(t.numpy() for t in prepared), *flags, _one(dtype), out.numpy(),
+                last.numpy())
+        ctx.save_for_backward(*prepared)
+        ctx.flags = flags
+        ctx.meta = dict(dtypes=[None if t is None else t.dtype for t in (u, delta, A, B, C, D, z, delta_bias, h0)],
+                        B_dim=B.dim(), C_dim=C.dim(), present=[t is not None for t in (D, z, delta_bias, h0)])
+        return out.to(u.dtype), last.to(u.dtype)
+
+    @staticmethod
+    def backward(ctx, dout, dlast):
+        prepared = ctx.saved_tensors
+        meta = ctx.meta
+        u, A, Bk, Ck = prepared[0], prepared[2], prepared[3], prepared[4]
+        dtype = u.dtype
+        b, d, L = u.shape
+        N = A.shape[1]
+        dout_t = _prep(dout, dtype, (b, d, L))
+        dlast_t = _prep(dlast, dtype, (b, d, N))
+        B_inv, C_inv = meta["B_dim"] == 2, meta["C_dim"] == 2
+        G, blocks = _task_grouping(d, None if B_inv else Bk.shape[1], None if C_inv else Ck.shape[1], b)
+        # partial sums of dB, dC: per (batch, channel) for time-invariant maps, per task otherwise
+        dBp = torch.zeros((1, b, d, 1, N) if B_inv else (blocks, b, G, L, N), dtype=dtype)
+        dCp = torch.zeros((1, b, d, 1, N) if C_inv else (blocks, b, G, L, N), dtype=dtype)
+        du, ddelta, dz = (torch.empty((b, d, L), dtype=dtype) for _ in range(3))
+        dA_p, dh0 = torch.empty((b, d, N), dtype=dtype), torch.empty((b, d, N), dtype=dtype)
+        dD_p, dbias_p = torch.empty((b, d), dtype=dtype), torch.empty((b, d), dtype=dtype)
+        _launch("backward", b * d * L * N, *(t.numpy() for t in prepared), *ctx.flags, _one(dtype),
+                dout_t.numpy(), dlast_t.numpy(), G, blocks, B_inv, C_inv,
+                *(t.numpy() for t in (du, ddelta, dz, dA_p, dh0, dD_p, dbias_p, dBp, dCp)))
+
+        def reduce_map(part, inv, K):
+            if inv:  # (1, b, d, 1, N) → (d, N): sum over the batch
+                return part[0].sum(0)[:, 0]
+            gM = K.shape[1]  # (blocks, b, G, L, N) → (b, G_M, L, N): sum the blocks, then the task groups
+            red = part.sum(0).view(b, gM, G // gM, L, N).sum(2)
+            return red.transpose(2, 3)  # (b, G_M, N, L)
+
+        dB = reduce_map(dBp, B_inv, Bk)
+        dC = reduce_map(dCp, C_inv, Ck)
+        if meta["B_dim"] == 3:
+            dB = dB[:, 0]
+        if meta["C_dim"] == 3:
+            dC = dC[:, 0]
+        D_, z_, bias_, h0_ = meta["present"]
+        grads = (du, ddelta, dA_p.sum(0), dB, dC, dD_p.sum(0) if D_ else None, dz if z_ else None,
+                 dbias_p.sum(0) if bias_ else None, dh0 if h0_ else None)
+        needs = ctx.needs_input_grad
+        return tuple(None if (g is None or not needs[i]) else g.to(meta["dtypes"][i])
+                     for i, g in enumerate(grads)) + (None,)
+
+
+def selective_scan_fused(
+    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+    return_last_state=False, *, discretization="euler", initial_state=None,
+):
+    """Fused CPU selective scan with ``selective_scan_fn``'s signature (see the module docstring).
+
+    u, delta, z: (b, d, l); A: (d, n); B, C: (d, n) | (b, n, l) | (b, g, n, l); D, delta_bias: (d,);
+    ``initial_state`` (b, d, n) replaces h_0 = 0. Returns out (b, d, l) in u's dtype, plus the last
+    state (b, d, n) if ``return_last_state``. Compute precision: float64 for float64 inputs, else
+    float32 (as the other backends). Only the Euler rule for B (mamba-ssm's): ``discretization="zoh"``
+    raises, use backend='chunked' or 'reference' for it.
+    """
+    validate_scan_args(u, delta, A, B, C, D, z, delta_bias, discretization)
+    require_fused(u.device)
+    if discretization != "euler":
+        raise BackendUnavailableError(
+            f"backend='fused' implements mamba-ssm's Euler rule only, not discretization={discretization!r}; "
+            "use backend='chunked' or 'reference' (backend='auto' picks chunked for it).")
+    b, d, L = u.shape
+    if initial_state is not None and tuple(initial_state.shape) != (b, d, A.shape[1]):
+        raise ScanInputError(f"initial_state has shape {tuple(initial_state.shape)}; expected (batch, channels, N) "
+                             f"= {(b, d, A.shape[1])}.")
+    out, last = _FusedScan.apply(u, delta, A, B, C, D, z, delta_bias, initial_state, bool(delta_softplus))
+    return (out, last) if return_last_state else out
