@@ -31,6 +31,10 @@ _REQUIRED = {"schema": str, "schema_version": int, "name": str, "command": str, 
              "tables": dict, "provenance": dict}
 
 
+#: Set to "1" to refuse writing bundles from uncommitted library code (``save_bundle`` raises).
+ENV_REQUIRE_CLEAN = "MAMBA_RECALL_REQUIRE_CLEAN"
+
+
 class BundleError(ValueError):
     """A result bundle is missing, corrupt or does not match the expected schema."""
 
@@ -44,6 +48,13 @@ class Bundle:
     command: str
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     path: Path | None = None
+
+    @property
+    def clean(self) -> bool | None:
+        """True if the library code that made the bundle was committed (no ``dirty_files`` under ``src/`` or
+        ``pyproject.toml``), False if not, None for bundles older than that record."""
+        files = self.provenance.get("dirty_files")
+        return None if files is None else not files
 
 
 def _git(*args: str) -> str | None:
@@ -71,9 +82,12 @@ def provenance(device: str | torch.device = "cpu", wall_seconds: float | None = 
     except ImportError:  # numpy is a dependency; keep provenance robust anyway
         pass
     status = _git("status", "--porcelain", "--untracked-files=no")
+    # the code that can have made the number: uncommitted (modified or untracked) files of the library
+    code = _git("status", "--porcelain", "--untracked-files=all", "--", "src", "pyproject.toml")
     return {
         "git_commit": _git("rev-parse", "HEAD"),
         "git_dirty": bool(status) if status is not None else None,
+        "dirty_files": sorted(line[2:].strip() for line in code.splitlines()) if code is not None else None,
         "device": device_description(device),
         "platform": platform.platform(),
         "versions": versions,
@@ -130,6 +144,16 @@ def save_bundle(name: str, data: dict, config: dict, *, command: str, device="cp
     record = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "name": name, "command": command,
               "config": config, "data": data, "tables": table_index,
               "provenance": provenance(device, wall_seconds)}
+    dirty = record["provenance"]["dirty_files"]
+    if dirty:
+        import os
+        import sys
+
+        if os.environ.get(ENV_REQUIRE_CLEAN) == "1":
+            raise BundleError(f"bundle {name!r} not written: the library has uncommitted changes ({', '.join(dirty)}); "
+                              f"commit them first (or unset {ENV_REQUIRE_CLEAN}).")
+        print(f"note: bundle {name!r} is made from uncommitted library code ({len(dirty)} files); its provenance "
+              "lists them (dirty_files) and Bundle.clean is False.", file=sys.stderr)
     path = directory / f"{name}.json"
     path.write_text(json.dumps(record, indent=1, sort_keys=True, default=_jsonable) + "\n")
     return path

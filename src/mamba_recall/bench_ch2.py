@@ -1,0 +1,87 @@
+"""Chapter 2 training throughput: one ensemble of E models against E models in separate processes.
+
+    python -m mamba_recall.bench_ch2 [--steps 20] [--members 8] [--processes 1 2]
+
+Prints model-steps per second (models × steps / wall seconds) of the simplified linear Mamba of paper 002
+(default R2, D = 64, N = 32, batch 128) trained (a) as one :class:`LinearMamba` ensemble of E members in one
+process, one torch thread, and (b) as separate single models in P processes (``joblib.Parallel``), one thread
+each, every process training ``members / P`` models one after the other. On a busy machine the numbers move with
+the load: compare them side by side from one run.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def _train_separate(V, Nf, L, D, N, batch, steps, models, seed=0):
+    import torch
+
+    torch.set_num_threads(1)
+    from .models.linear_mamba import LinearMamba, train_ensemble
+    from .tasks.mqar_variants import batch_fn
+
+    data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
+    start = time.perf_counter()
+    for m in range(models):
+        model = LinearMamba(V, D, N, ensemble=1, seed=seed + m)
+        train_ensemble(model, lambda s: data[s], steps=steps, overrides={"batch_size": batch})
+    return time.perf_counter() - start
+
+
+def _train_ensemble(V, Nf, L, D, N, batch, steps, members):
+    import torch
+
+    torch.set_num_threads(1)
+    from .models.linear_mamba import LinearMamba, train_ensemble
+    from .tasks.mqar_variants import batch_fn
+
+    data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
+    model = LinearMamba(V, D, N, ensemble=members, seed=0)
+    start = time.perf_counter()
+    train_ensemble(model, lambda s: data[s], steps=steps, overrides={"batch_size": batch})
+    return time.perf_counter() - start
+
+
+def ch2_throughput(V=1024, Nf=16, L=64, D=64, N=32, batch=128, steps=20, members=8, processes=(1, 2)):
+    """Rows ``{"way", "models", "processes", "seconds", "model_steps_per_s"}`` (see the module docstring)."""
+    import pandas as pd
+    from joblib import Parallel, delayed
+
+    rows = []
+    _train_separate(V, Nf, L, D, N, batch, 2, 1)  # warm-up
+    secs = _train_ensemble(V, Nf, L, D, N, batch, steps, members)
+    rows.append(dict(way=f"one ensemble of {members}", models=members, processes=1, seconds=secs,
+                     wall_with_startup=float("nan"), model_steps_per_s=members * steps / secs))
+    for p in processes:
+        if members % p:
+            continue
+        start = time.perf_counter()
+        worker = Parallel(n_jobs=p, backend="loky", inner_max_num_threads=1)(
+            delayed(_train_separate)(V, Nf, L, D, N, batch, steps, members // p, seed=100 * i) for i in range(p))
+        wall = time.perf_counter() - start
+        secs = max(worker)  # the training loops themselves (they run concurrently); wall adds process start-up
+        rows.append(dict(way="separate models", models=members, processes=p, seconds=secs, wall_with_startup=wall,
+                         model_steps_per_s=members * steps / secs))
+    return pd.DataFrame(rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--members", type=int, default=8)
+    ap.add_argument("--processes", type=int, nargs="*", default=[1, 2])
+    ap.add_argument("--D", type=int, default=64)
+    ap.add_argument("--N", type=int, default=32)
+    ap.add_argument("--V", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=128)
+    args = ap.parse_args(argv)
+    table = ch2_throughput(V=args.V, D=args.D, N=args.N, batch=args.batch, steps=args.steps, members=args.members,
+                           processes=tuple(args.processes))
+    print(f"Chapter 2 training throughput, linear Mamba V={args.V}, D={args.D}, N={args.N}, batch {args.batch}, "
+          f"{args.steps} steps (seconds: the training loops; wall_with_startup adds the worker processes' start):")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+
+
+if __name__ == "__main__":
+    main()
