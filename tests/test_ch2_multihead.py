@@ -1,4 +1,4 @@
-"""Chapter 2, multi-head part: the simplified multi-head linear Mamba-2 (Alg. 3), Thm 5 algebra (spec B5, C4)."""
+"""Chapter 2, multi-head part: the simplified multi-head linear Mamba-2 (Alg. 3), Thm 5 algebra (Lemmas 2 and 5) and the effective dimensions."""
 import math
 
 import pytest

@@ -1,4 +1,5 @@
-"""Unit checks A1–C4 of the paper-002 spec (Chapter 2), plus the ensemble equivalence of LinearMamba."""
+"""Unit checks of Chapter 2 (paper 002): the MQAR generators, the scans, the designed circuits, the capacity laws,
+plus the ensemble equivalence of LinearMamba."""
 import math
 
 import numpy as np
@@ -96,7 +97,7 @@ def test_b3_thm1_exact():
     assert designed_accuracy(128, None, None, 16, 64, readout="values", **kw) == 1.0
     assert designed_accuracy(128, None, None, 16, 64, readout="full", pad="zero", **kw) == 1.0
     acc = designed_accuracy(128, None, None, 16, 64, readout="full", **kw)
-    assert 0.92 <= acc <= 0.96  # random padding repeats the queried key (spec §8.20)
+    assert 0.92 <= acc <= 0.96  # random padding can repeat the queried key (a second "fact")
 
 
 def test_b4_lemma1_sufficiency():
@@ -152,7 +153,7 @@ def test_c1_more_golden():
     assert predicted_capacity(64, 32, Nf=16, law="rev_mV", a=1.25)["V_max"] == 23714
     assert predicted_capacity(64, 32, Nf=16, law="rev_mV", a=3.0)["V_max"] == 288
     assert round(p_success(1024, 16, 64, 32, "rev_mV", a=1.25), 4) == 0.9992
-    # minimal N with p >= 0.5 at V=1024, Nf=16 for D = 32, 64, 128, 256 (spec §4.3)
+    # minimal N with p >= 0.5 at V=1024, Nf=16 for D = 32, 64, 128, 256
     def n50(D, law):
         return next(N for N in range(1, 2000) if p_success(1024, 16, D, N, law) >= 0.5)
     assert [n50(D, "eq77") for D in (32, 64, 128, 256)] == [174, 40, 27, 22]

@@ -1,5 +1,5 @@
 r"""Mechanistic reading of a (trained or designed) simplified linear Mamba as a hash table (paper 002 §3.2,
-App. C; spec §4.2 and checks D1–D5).
+App. C, App. D "key-value selection"; Figs. 2–5, 9).
 
 Weights in the paper's layout (``LinearMamba.member_weights``): E (D×V), P_in (D_in×D), W_conv (D_in×K;
 column K-2 = previous-token tap W⁰, column K-1 = current tap W¹), S_B, S_C (N×D_in), P_out (D×D_in).
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 __all__ = ["invariant_operators", "block_energy", "selectivity", "hash_tables", "attention_maps", "conv_maps",
-           "check_d1_to_d5", "ideal_table"]
+           "check_d1_to_d5", "ideal_table", "auroc"]
 
 
 def _w(weights: dict) -> dict:
@@ -50,17 +50,27 @@ def block_energy(G_vv: torch.Tensor, G_kq: torch.Tensor) -> dict:
     return dict(kq_block_share=kq, vv_half_share=vv)
 
 
-def selectivity(G_vv: torch.Tensor, G_kq: torch.Tensor) -> dict:
-    """D2: inside the predicted blocks, share of energy in keys×keys (G_kq) / values×values (G_vv), and the
-    fraction of key (value) columns whose argmax hits the diagonal. Keys are [1, V/2), values [V/2, V)."""
+def selectivity(G_vv: torch.Tensor, G_kq: torch.Tensor, constrained: bool = True) -> dict:
+    """Inside the predicted blocks, the share of energy in keys×keys (G_kq) / values×values (G_vv), and the
+    fraction of key (value) columns whose argmax hits the diagonal. Keys are [1, V/2), values [V/2, V).
+
+    ``constrained=True`` (default) counts only the columns the MQAR loss trains: in G_kq the query columns of
+    key tokens (every query is a key; the query columns of value tokens never meet a loss), in G_vv the
+    stored-value columns of value tokens (the pairs whose value is read out). ``False`` counts every column,
+    including the untrained ones, which keep their initialisation (the key × key sub-block's share of the whole
+    block)."""
     V = G_vv.shape[0]
     h = V // 2
     kq = G_kq[:V, V:]
     vv = G_vv[:, V:]
     keys = torch.arange(1, h)
     vals = torch.arange(h, V)
-    kk_share = float((kq[1:h, 1:h] ** 2).sum() / (kq ** 2).sum())
-    vvs_share = float((vv[h:, h:] ** 2).sum() / (vv ** 2).sum())
+    if constrained:   # of the trained columns, the share in key rows (G_kq) / value rows (G_vv)
+        kk_share = float((kq[1:h][:, keys] ** 2).sum() / (kq[:, keys] ** 2).sum())
+        vvs_share = float((vv[h:][:, vals] ** 2).sum() / (vv[:, vals] ** 2).sum())
+    else:             # the key × key (value × value) sub-block's share of the whole block
+        kk_share = float((kq[1:h, 1:h] ** 2).sum() / (kq ** 2).sum())
+        vvs_share = float((vv[h:, h:] ** 2).sum() / (vv ** 2).sum())
     k_diag = float((kq[:, keys].argmax(0) == keys).double().mean())
     v_diag = float((vv[:, vals].argmax(0) == vals).double().mean())
     return dict(kk_share=kk_share, vv_share=vvs_share, key_diag_hit=k_diag, value_diag_hit=v_diag)
@@ -140,25 +150,48 @@ def conv_maps(weights: dict, x: torch.Tensor) -> dict:
     return dict(Mv=Mv, Mk=Mk)
 
 
+def auroc(scores: torch.Tensor, positive: torch.Tensor) -> float:
+    """Area under the ROC curve: the probability that a random positive entry scores above a random negative
+    one (ties count ½). ``scores`` and the boolean ``positive`` have the same shape."""
+    s, pos = scores.flatten().double(), positive.flatten().bool()
+    ranks = torch.empty_like(s)
+    order = torch.argsort(s)
+    ranks[order] = torch.arange(1, s.numel() + 1, dtype=torch.float64)
+    for v in torch.unique(s[order][1:][s[order][1:] == s[order][:-1]]):  # average ranks of ties
+        tie = s == v
+        ranks[tie] = ranks[tie].mean()
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
 def check_d1_to_d5(model, weights: dict, x: torch.Tensor, y: torch.Tensor, Nf: int) -> dict:
-    """Compute the spec's D1–D5 numbers for one model on MQAR sequences (x, y) of shape (B, L)."""
+    """The mechanistic numbers of Figs. 2–5 for one model on MQAR sequences (x, y) of shape (B, L):
+    block shares (Fig. 2), selectivity on the trained columns (App. D), the hash table at t = 2N_f − 1
+    (Fig. 3: per-fact argmax hit rate and the AUROC of the fact entries within the values × keys block that
+    the figure draws), the implicit attention (Fig. 4) and the conv copy-and-shift (Fig. 5)."""
     ops = invariant_operators(weights)
     out = {}
     out.update(block_energy(ops["G_vv"], ops["G_kq"]))
     out.update(selectivity(ops["G_vv"], ops["G_kq"]))
+    out.update({f"{k}_all_columns": v for k, v in selectivity(ops["G_vv"], ops["G_kq"], constrained=False).items()
+                if k in ("kk_share", "vv_share")})
     V = ops["G_vv"].shape[0]
     ctx = 2 * Nf
     # D3: hash table at t = 2N_f - 1
     tabs = hash_tables(model, weights, x, ctx - 1)["H2"]
     keys, vals = x[:, 0:ctx:2], x[:, 1:ctx:2]
-    hits, corrs = [], []
+    hits, aucs, corrs = [], [], []
+    h = V // 2
     for b in range(x.shape[0]):
         col = tabs[b][:, keys[b]]                      # (V, Nf)
-        hits.append((col[V // 2:].argmax(0) + V // 2 == vals[b]).double())
+        hits.append((col[h:].argmax(0) + h == vals[b]).double())
         ideal = ideal_table(keys[b], vals[b], V)
+        block, fact = tabs[b][h:, 1:h], ideal[h:, 1:h] > 0   # values × keys (token 0 is never a key)
+        aucs.append(auroc(block, fact))
         corrs.append(float(np.corrcoef(tabs[b].flatten().numpy(), ideal.flatten().numpy())[0, 1]))
     out["d3_fact_hit"] = float(torch.cat(hits).mean())
-    out["d3_corr"] = float(np.mean(corrs))
+    out["d3_auroc"] = float(np.mean(aucs))
+    out["d3_corr_full_table"] = float(np.mean(corrs))
     # D4: argmax of α' over τ at query rows = matching key position + 1
     att = attention_maps(model, x)["learned"]
     qb, qt = (y != -100).nonzero(as_tuple=True)

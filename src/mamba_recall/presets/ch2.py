@@ -2,22 +2,23 @@
 
 Each entry: ``"chN.experiment": {"ci": {...}, "paper": {...}}`` (see ``presets/__init__.py``).
 Regimes (V, N_f, L): R0 (512, 16, 64), R1 (512, 32, 128), R2 (1024, 16, 64) [authors' code];
-R-ci (64, 8, 32), R-a (128, 16, 64), R-b (256, 16, 64) [spec, ours].
+R-ci (64, 8, 32), R-a (128, 16, 64, App. K's setting), R-b (256, 16, 64) [ours: CPU-sized].
 """
 
 _CODE_D = list(range(2, 65, 2))          # [code] grid: D ∈ {2, 4, …, 64}
 _CODE_N = list(range(2, 33))             # N ∈ {2, …, 32}; cells with N > D are skipped
 
 EXPERIMENTS: dict[str, dict[str, dict]] = {
-    # Notebook 01: Thm 1 exactness (B3), Lemma 1 sufficiency (B4), designed Thm 2 grid (Fig. 6b, E1/E2).
+    # Notebook 01: Thm 1 exactness, Lemma 1 inside its domain N < D < V (V = 1024, N_f = 4: the condition holds at
+    # D = 1000, N = 900), the designed Thm 2 grid (Fig. 6b).
     "ch2.circuit": {
         "ci": {"thm1": {"V": 128, "Nf": 16, "L": 64, "n_seq": 1000},
-               "lemma1": {"V": 128, "Nf": 16, "L": 64, "D": 1300, "n_seq": 64},
+               "lemma1": {"V": 1024, "Nf": 4, "L": 16, "D": 1000, "N": 900, "n_seq": 256},
                "designed": {"V": 256, "Nf": 16, "L": 64, "n_seq": 64, "Ds": [16, 32, 64, 128, 256],
                             "Ns": [4, 8, 16, 32, 64, 128, 256]},
                "fig1": {"V": 16, "D": 8, "N": 4}},
         "paper": {"thm1": {"V": 128, "Nf": 16, "L": 64, "n_seq": 10000},
-                  "lemma1": {"V": 128, "Nf": 16, "L": 64, "D": 1300, "n_seq": 1000},
+                  "lemma1": {"V": 1024, "Nf": 4, "L": 16, "D": 1000, "N": 900, "n_seq": 2500},
                   "designed": {"V": 256, "Nf": 16, "L": 64, "n_seq": 1000, "Ds": [16, 32, 64, 128, 256],
                                "Ns": [4, 8, 16, 32, 64, 128, 256]},
                   "fig1": {"V": 16, "D": 8, "N": 4}},
@@ -29,14 +30,14 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
         "paper": {"Ds": [2 ** k for k in range(1, 11)], "Ns": [2 ** k for k in range(0, 10)],
                   "Vs": [64, 128, 256, 512, 1024, 2048, 4096, 8192, 65536], "Nfs": [4, 8, 16, 32, 64, 128, 256]},
     },
-    # Notebook 02: E8, the designed model's accuracy vs V at fixed (D, N, N_f) against Eq. 77's V_max.
+    # Notebook 02: Thm 2 and Thm 3's V_max: the designed model's accuracy vs V at fixed (D, N, N_f).
     "ch2.vsweep": {
         "ci": {"cells": [[128, 64], [64, 32]], "Nf": 16, "L": 64, "n_seq": 64,
                "Vs": [128, 256, 512, 1024, 2048, 4096, 8192]},
         "paper": {"cells": [[128, 64], [64, 32], [64, 16], [32, 16]], "Nf": 16, "L": 64, "n_seq": 1000,
                   "Vs": [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]},
     },
-    # Notebook 03: one trained model read as a hash table (Figs. 2-5, 9; D1-D5). R-a, D=64, N=16.
+    # Notebook 03: one trained model read as a hash table (Figs. 2-5, 9). R-a, D=64, N=16.
     "ch2.mech": {
         "ci": {"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 200, "batch": 128, "warmup": 50,
                "hold": 50, "n_eval": 500, "n_probe": 50, "recipe": "code"},
@@ -79,8 +80,14 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
 }
 
+# Notebook 04: Remarks 3 and 5, the designed single-layer circuit on repeating keys / queries (App. G).
+EXPERIMENTS["ch2.remarks"] = {
+    "ci": {"V": 256, "D": 128, "N": 128, "Nf": 8, "n_seq": 500},
+    "paper": {"V": 256, "D": 128, "N": 128, "Nf": 8, "n_seq": 5000},
+}
+
 # Section 05 / runner ch2_multihead: Fig. 8 (head patterns over (N, M) at fixed D), Fig. 15 (logit noise vs M),
-# spec checks F2/F3 and Thm 5. Paper: the authors' MQAR__N_M__linear_trained__regime_0 (R-mh, D=60).
+# and Thm 5. Paper: the authors' MQAR__N_M__linear_trained__regime_0 (R-mh, D=60).
 EXPERIMENTS["ch2.multihead"] = {
     "ci": {"V": 64, "Nf": 8, "L": 32, "D": 32, "Ns": [1, 2, 4, 8], "Ms": [1, 2, 4],
            "patterns": ["MQA", "MKA", "MVA", "MHA"], "values": "code", "seeds": 1, "steps": 300, "batch": 64,

@@ -1,5 +1,5 @@
 r"""MQAR generators for paper 002: a vectorised Zoology-equivalent MQAR, and the repeating-keys /
-repeating-queries variants of App. G (spec §2.2–2.3).
+repeating-queries variants of App. G.
 
 All return ``(inputs, labels)`` int64 tensors of shape ``(n, L)``; ``labels = -100`` except at query
 positions, where the target (the value) sits *at the query token*. Keys come from ``[1, V/2)``,

@@ -1,6 +1,6 @@
 r"""Recall scaling laws of paper 002 as code: Lemma 1 (Eq. 14/74, App. D Eq. 65), Thm 3 (Eq. 77),
 its N_f ≫ N, D limit (Eq. 15, as printed and the consistent form), Remark 1 / Eq. 17, and the
-authors' later revision ``rev_mV`` (spec §4.4). ``log`` is natural (the paper gives no base).
+authors' later revision ``rev_mV`` (their public code; not this paper's Thm 3). ``log`` is natural (the paper gives no base).
 
 Laws (``p`` = per-query success probability = predicted MQAR accuracy):
 
@@ -8,7 +8,7 @@ Laws (``p`` = per-query success probability = predicted MQAR accuracy):
 * ``lemma1_appendix`` (65): ε_v + 2ε_k + 2N_f ε_v ε_k < 1.
 * ``eq77``: p = Φ(1/σ_w)^{N_f-1} Φ(1/σ_e)^{V/2-N_f}, σ_w² = 3/D + 3/N + 2N_f/(ND), σ_e² = 3/D + 2/N + 2N_f/(ND).
 * ``eq15`` (printed): p = Φ(√(2ND/N_f))^{V/2}.  ``eq15_consistent`` (the true limit of Eq. 77):
-  p = Φ(√(ND/(2N_f)))^{V/2} — the printed argument is 2× too large (errata §8.1).
+  p = Φ(√(ND/(2N_f)))^{V/2} — the printed argument is 2× too large (erratum 1 of the chapter).
 * ``remark1``: DN ≥ 2 N_f n_σ², n_σ = Φ⁻¹(1 − 2δ/V), min(D, N) ≥ log V.  ``eq17``: DN ≥ 4 N_f log(V/2δ).
 * ``rev_mV`` (authors' later revision, *not* this paper's Thm 3): p = Φ(1/σ − m_V), σ² = a N_f/(D N) + 1/D,
   m_V = √(2 ln V) − (ln ln V + ln 4π)/(2√(2 ln V)); a = 3 (designed), 5/4 (trained linear), 5/8 (full).
@@ -69,7 +69,7 @@ def lemma1_condition(V, Nf, D, N, c=4.0, form="main") -> dict:
 
 
 def m_V(V) -> float:
-    """Typical maximum of V standard Gaussians (spec §4.4)."""
+    """Typical maximum of V standard Gaussians (the later revision's m_V)."""
     s = math.sqrt(2 * math.log(V))
     return s - (math.log(math.log(V)) + math.log(4 * math.pi)) / (2 * s)
 
@@ -164,7 +164,7 @@ def multihead_prediction(V, Nf, D, N, heads, pattern="MHA", law="eq77", a=3.0, d
 
     Returns ``{"D_eff", "N_eff", "p_<law>", "Nf_max"}``: the predicted per-query accuracy of ``law`` (a
     probabilistic law, Eq. 77 by default) and the largest N_f with perfect recall at this V (δ = ``delta``).
-    Caveat (spec §3.6): the equivalence of Lemma 5 assumes every head reads the *full* value vector; with
+    Caveat [ours]: the equivalence of Lemma 5 assumes every head reads the *full* value vector; with
     values split into P = D_in/M channels it is not exact (see :func:`split_value_variance`)."""
     if law not in PROB_LAWS:
         raise ValueError(f"law {law!r} has no probability; use one of {PROB_LAWS}.")
@@ -181,7 +181,7 @@ def split_value_variance(Nf, D, N, heads, values="full") -> float:
     ``values="full"``: every head reads the full D-dim value and the M independent N-dim key hashes average,
     giving N_f/(M N D) — the N' = M N law. ``values="split"``: head h carries only D/M value channels, so each
     value coordinate sees one head's N-dim hash: the cross-term stays N_f/(N D) — no gain from M in this term
-    (the spec's caveat; the designed-weight probe recovers only part of the MN gain)."""
+    (our caveat: Lemma 5's proof, Eqs. 129–131, lets every head read the full value vector)."""
     if values not in ("full", "split"):
         raise ValueError(f"unknown values mode {values!r}; use 'full' or 'split'.")
     return Nf / (N * D * (heads if values == "full" else 1))

@@ -13,8 +13,7 @@ API (used by Chapter 2 and by Chapter 3's paper-002 Appendix I comparison)
   ``readout`` ``"full"`` (argmax over all V, as for trained models) or ``"values"`` (argmax over [V/2, V),
   the theory-faithful readout) and ``pad`` ``"full"`` (random padding, Zoology), ``"zero"`` (token 0 in the
   padding slots; its embedding is stored like any token) or ``"empty"`` (padding slots carry the zero vector:
-  token 0 with its embedding column zeroed — token 0 is never a key or a value; this is the spec probe's
-  "zero padding").
+  token 0 with its embedding column zeroed — token 0 is never a key or a value: the zero vector).
 * :func:`lemma1_condition` — re-exported from :mod:`mamba_recall.theory.capacity`.
 
 Weights are returned in the paper's layout as a dict of float64 tensors::
@@ -29,7 +28,8 @@ Weights are returned in the paper's layout as a dict of float64 tensors::
 
 so that ``x̂_t = (E x_{t-1}; E x_t)`` and ``y_t = Σ_τ E^T E x_τ (Ẽ x_{τ-1})^T (Ẽ x_t)`` (Eq. 7).
 Thm 1's "probability 1" needs the queried key to occur once before the query: Zoology's random padding can
-repeat it (spec §8.20), so the exact check uses zero padding or the values-only readout.
+repeat it (a pad equal to the queried key writes a second "fact"), so the exact check uses zero padding or the
+values-only readout.
 """
 from __future__ import annotations
 
@@ -108,9 +108,11 @@ def designed_model(V: int, D: int | None = None, N: int | None = None, *, theore
 @torch.no_grad()
 def designed_accuracy(V: int, D: int | None, N: int | None, Nf: int, L: int, *, n_seq: int = 64, theorem: int = 2,
                       seed: int = 0, data_seed: int = 12345, construction: str = "code", readout: str = "full",
-                      pad: str = "full", batch_size: int = 256, device=None) -> float:
-    """MQAR accuracy of the designed circuit on ``n_seq`` fresh sequences (``power_a=1``, [code])."""
-    from ..tasks.mqar_variants import mqar
+                      pad: str = "full", batch_size: int = 256, device=None, task: str = "mqar", **task_kw) -> float:
+    """MQAR accuracy of the designed circuit on ``n_seq`` fresh sequences (``power_a=1``, as the authors' code).
+    ``task`` ``"repeated_keys"`` (``Nk=…``) or ``"repeated_queries"`` (``Nq=…``, ``post_query=…``) evaluates the
+    same single-layer circuit on the variants of App. G (Remarks 3 and 5)."""
+    from ..tasks.mqar_variants import mqar, mqar_repeated_keys, mqar_repeated_queries
 
     if readout not in READOUTS:
         raise ValueError(f"unknown readout {readout!r}; use one of {READOUTS}.")
@@ -119,7 +121,15 @@ def designed_accuracy(V: int, D: int | None, N: int | None, Nf: int, L: int, *, 
     model = designed_model(V, D, N, theorem=theorem, seed=seed, construction=construction, device=device)
     if pad == "empty":
         model.embedding.data[:, 0].zero_()
-    x, y = mqar(V, Nf, L, n_seq, data_seed, pad="full" if pad == "full" else "zero")
+    pad_kw = {"pad": "full" if pad == "full" else "zero"}
+    if task == "mqar":
+        x, y = mqar(V, Nf, L, n_seq, data_seed, **pad_kw, **task_kw)
+    elif task == "repeated_keys":
+        x, y = mqar_repeated_keys(V, Nf, L, n_seq, data_seed, **pad_kw, **task_kw)
+    elif task == "repeated_queries":
+        x, y = mqar_repeated_queries(V, Nf, L, n_seq, data_seed, **task_kw)
+    else:
+        raise ValueError(f"unknown task {task!r}; use 'mqar', 'repeated_keys' or 'repeated_queries'.")
     correct = total = 0
     for i in range(0, n_seq, batch_size):
         logits = model(x[i:i + batch_size].to(device))
