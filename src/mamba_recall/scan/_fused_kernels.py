@@ -1,19 +1,21 @@
 """numba kernels of the fused CPU scan (imported lazily by ``fused.py``; see its docstring for the math).
 
+The kernels compute the state-space part only, y_t = ⟨C_t, h_t⟩ with h_t = exp(Δ_t a) ⊙ h_{t−1} + Δ_t u_t B_t,
+and its backward pass; Δ's bias and softplus, D and the z gate are elementwise over (b, d, L) and run in
+PyTorch around them (``fused.py``).
+
 Array layouts (all C-contiguous, float32 or float64, one compiled version per dtype):
-u, dl (delta before bias/softplus), z, out: (b, d, L);  A: (d, N);  Bk, Ck: (b|1, G, L|1, N), i.e. B_t of
-pair (bi, c) is ``Bk[bi if b_B > 1 else 0, c // (d // G), t if L_B > 1 else 0, :]``;  D, bias: (d,);
-h0, last: (b, d, N). Absent D, delta_bias and h0 come as zeros (adding 0 is exact); an absent z as a
-dummy array with ``has_z`` False.
+u, dt (Δ after bias and softplus), y: (b, d, L);  A: (d, N);  Bk, Ck: (b|1, G, L|1, N), i.e. B_t of
+pair (bi, c) is ``Bk[bi if b_B > 1 else 0, c // (d // G), t if L_B > 1 else 0, :]``;  h0, last: (b, d, N)
+(zeros when no initial state is given).
 """
 from __future__ import annotations
 
 import math
+import types as pytypes
 
 import numpy as np
 from llvmlite import ir
-import types as pytypes
-
 from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
@@ -66,21 +68,8 @@ def _exp_impl(x):
     return lambda x: math.exp(x)
 
 
-@njit(inline="always", fastmath=FASTMATH)
-def _softplus(x):
-    """torch.nn.functional.softplus (beta 1, threshold 20)."""
-    return x if x > 20.0 else math.log1p(math.exp(x))
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def _dsoftplus(x):
-    """d softplus / dx as torch computes it: 1 above the threshold, else sigmoid(x) = e^x / (e^x + 1)."""
-    e = math.exp(min(x, 20.0))
-    return e / (e + 1.0) if x <= 20.0 else 1.0
-
-
-def _forward(u, dl, A, Bk, Ck, D, z, bias, h0, has_z, softplus, one, out, last):
-    """out (b, d, L) and last (b, d, N); ``one`` is 1 in the compute dtype (keeps float32 float32)."""
+def _forward(u, dt_, A, Bk, Ck, h0, one, y_out, last):
+    """y (b, d, L) and the last state (b, d, N); ``one`` is 1 in the compute dtype (keeps float32 float32)."""
     b, d, L = u.shape
     N = A.shape[1]
     zero = one - one
@@ -95,13 +84,9 @@ def _forward(u, dl, A, Bk, Ck, D, z, bias, h0, has_z, softplus, one, out, last):
         Cp = Ck[bi if bC > 1 else 0, c // (d // gC)]
         a = A[c]
         h = h0[bi, c].copy()
-        bc = bias[c]
-        Dc = D[c]
         for t in range(L):
-            x = dl[bi, c, t] + bc
-            dt = _softplus(x) if softplus else x
-            ut = u[bi, c, t]
-            dtu = dt * ut
+            dt = dt_[bi, c, t]
+            dtu = dt * u[bi, c, t]
             Bt = Bp[t * sB]
             Ct = Cp[t * sC]
             y = zero
@@ -109,17 +94,12 @@ def _forward(u, dl, A, Bk, Ck, D, z, bias, h0, has_z, softplus, one, out, last):
                 hn = _exp(dt * a[n]) * h[n] + dtu * Bt[n]
                 h[n] = hn
                 y += Ct[n] * hn
-            y += Dc * ut
-            if has_z:
-                zt = z[bi, c, t]
-                y = y * (zt / (one + math.exp(-zt)))
-            out[bi, c, t] = y
+            y_out[bi, c, t] = y
         for n in range(N):
             last[bi, c, n] = h[n]
 
 
-def _backward(u, dl, A, Bk, Ck, D, z, bias, h0, has_z, softplus, one, dout, dlast, G, blocks, B_inv, C_inv,
-             du, ddelta, dz, dA_p, dh0, dD_p, dbias_p, dBp, dCp):
+def _backward(u, dt_, A, Bk, Ck, h0, one, dy_, dlast, G, blocks, B_inv, C_inv, du, ddt_, dA_p, dh0, dBp, dCp):
     """Tasks (batch bi, task group g, block p) each run the channels of their block one after the
     other: recompute the states (forward), run the state gradient G_t back in time (the only
     sequential part), then form every gradient from G_t, h_{t−1}, Ā_t step by step (independent t).
@@ -147,23 +127,17 @@ def _backward(u, dl, A, Bk, Ck, D, z, bias, h0, has_z, softplus, one, dout, dlas
         hs = np.empty((L + 1, N), dtype=u.dtype)  # h_0 … h_L of one channel (recomputed)
         dec = np.empty((L, N), dtype=u.dtype)  # Ā_1 … Ā_L
         Gs = np.empty((L, N), dtype=u.dtype)  # G_1 … G_L = ∂ℓ/∂h_t
-        dts = np.empty(L, dtype=u.dtype)  # Δ_t
-        dys = np.empty(L, dtype=u.dtype)  # ∂ℓ/∂y_t
         gs = np.empty(N, dtype=u.dtype)
         dA_acc = np.empty(N, dtype=u.dtype)
         for c in range(c_start, c_stop):
             Bp = Bk[bi if bB > 1 else 0, c // (d // gB)]
             Cp = Ck[bi if bC > 1 else 0, c // (d // gC)]
             a = A[c]
-            bc = bias[c]
-            Dc = D[c]
-            # ---- 1. forward: recompute Δ_t, Ā_t and h_t
+            # ---- 1. forward: recompute Ā_t and h_t
             for n in range(N):
                 hs[0, n] = h0[bi, c, n]
             for t in range(L):
-                x = dl[bi, c, t] + bc
-                dt = _softplus(x) if softplus else x
-                dts[t] = dt
+                dt = dt_[bi, c, t]
                 dtu = dt * u[bi, c, t]
                 Bt = Bp[t * sB]
                 dec_t = dec[t]
@@ -173,29 +147,13 @@ def _backward(u, dl, A, Bk, Ck, D, z, bias, h0, has_z, softplus, one, dout, dlas
                     e = _exp(dt * a[n])
                     dec_t[n] = e
                     h_t[n] = e * h_prev[n] + dtu * Bt[n]
-            # ---- 2. ∂ℓ/∂y_t (through D, z) and the state gradient, back in time:
-            #         G_t = dy_t C_t + Ā_{t+1} ⊙ G_{t+1};  gs holds Ā_{t+1} ⊙ G_{t+1}
+            # ---- 2. the state gradient, back in time: G_t = dy_t C_t + Ā_{t+1} ⊙ G_{t+1};
+            #         gs holds Ā_{t+1} ⊙ G_{t+1} (at t = L: the last-state gradient)
             for n in range(N):
                 gs[n] = dlast[bi, c, n]
-            dD_acc = zero
             for t in range(L - 1, -1, -1):
-                ut = u[bi, c, t]
+                dy = dy_[bi, c, t]
                 Ct = Cp[t * sC]
-                go = dout[bi, c, t]
-                if has_z:
-                    y = zero
-                    h_t = hs[t + 1]
-                    for n in range(N):
-                        y += Ct[n] * h_t[n]
-                    y += Dc * ut
-                    zt = z[bi, c, t]
-                    sg = one / (one + math.exp(-zt))
-                    dz[bi, c, t] = go * y * sg * (one + zt * (one - sg))
-                    dy = go * zt * sg
-                else:
-                    dy = go
-                dys[t] = dy
-                dD_acc += dy * ut
                 G_t = Gs[t]
                 dec_t = dec[t]
                 for n in range(N):
@@ -205,42 +163,34 @@ def _backward(u, dl, A, Bk, Ck, D, z, bias, h0, has_z, softplus, one, dout, dlas
             for n in range(N):
                 dh0[bi, c, n] = gs[n]
                 dA_acc[n] = zero
-            # ---- 3. every gradient from G_t, h_{t−1}, Ā_t (no recurrence left)
-            dbias_acc = zero
+            # ---- 3. every gradient from G_t, h_{t−1}, h_t, Ā_t (no recurrence left)
             for t in range(L):
-                dt = dts[t]
+                dt = dt_[bi, c, t]
                 ut = u[bi, c, t]
                 dtu = dt * ut
+                dy = dy_[bi, c, t]
                 Bt = Bp[t * sB]
                 G_t = Gs[t]
                 dec_t = dec[t]
                 h_prev = hs[t]
+                h_t = hs[t + 1]
                 sum_gB = zero
                 dda = zero
                 for n in range(N):
                     q = G_t[n] * h_prev[n] * dec_t[n]  # ∂ℓ/∂(Δ_t a_n)
                     dda += q * a[n]
                     dA_acc[n] += q * dt
-                for n in range(N):
                     sum_gB += G_t[n] * Bt[n]
                 dBrow = dBp[0, bi, c, 0] if B_inv else dBp[p, bi, g, t]
                 for n in range(N):
                     dBrow[n] += G_t[n] * dtu
                 dCrow = dCp[0, bi, c, 0] if C_inv else dCp[p, bi, g, t]
-                h_t = hs[t + 1]
-                dy = dys[t]
                 for n in range(N):
                     dCrow[n] += dy * h_t[n]
-                ddt = dda + sum_gB * ut
-                du[bi, c, t] = sum_gB * dt + Dc * dys[t]
-                if softplus:
-                    ddt = ddt * _dsoftplus(dl[bi, c, t] + bc)
-                ddelta[bi, c, t] = ddt
-                dbias_acc += ddt
+                du[bi, c, t] = sum_gB * dt
+                ddt_[bi, c, t] = dda + sum_gB * ut
             for n in range(N):
                 dA_p[bi, c, n] = dA_acc[n]
-            dD_p[bi, c] = dD_acc
-            dbias_p[bi, c] = dbias_acc
 
 
 def _renamed(fn, name):

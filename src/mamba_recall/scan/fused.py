@@ -10,20 +10,21 @@ every step t, with a_n = A[d, n] and the N states h[n] in a local array::
     h_t  = Ā_t ⊙ h_{t−1} + Δ_t u_t B_t             h: (N,), B_t: (N,)
     y_t  = ⟨C_t, h_t⟩ + D[d] u_t,   out_t = y_t · silu(z_t)
 
-The (batch · channels) pairs run in parallel (``numba.prange``), time runs sequentially, and no
-(batch, channels, L, N) tensor is ever made: the forward pass reads u, Δ, B, C once and writes
-out (b, d, L) and the last state (b, d, N).
+Δ's bias and softplus, D and the z gate are elementwise over (b, d, L): PyTorch runs them (vectorised,
+with its autograd), exactly as the reference does. The kernels (``_fused_kernels.py``) run the part
+with the states, y_t = ⟨C_t, h_t⟩: the (batch · channels) pairs in parallel (``numba.prange``), time
+sequentially, and no (batch, channels, L, N) tensor is ever made: the forward pass reads u, Δ, B, C
+once and writes y (b, d, L) and the last state (b, d, N).
 
 Backward pass (as mamba-ssm's ``selective_scan_bwd``): it *recomputes* the states of one
-(b, d) pair into a per-task (L + 1, N) scratch buffer (kept in cache: 33 KB at L = 512, N = 16,
-float32) and then runs backwards in time with the state gradient G_t = ∂ℓ/∂h_t::
+(b, d) pair into per-task (L + 1, N) scratch buffers (kept in cache: 33 KB at L = 512, N = 16,
+float32) and then runs backwards in time with the state gradient G_t = ∂ℓ/∂h_t, given
+dy_t = ∂ℓ/∂y_t from autograd (through the gate and D)::
 
-    dy_t     = dout_t · silu(z_t)                         (dz_t = dout_t (y_t + D u_t) silu'(z_t))
     G_t      = dy_t C_t + Ā_{t+1} ⊙ G_{t+1},   G_L = dy_L C_L + ∂ℓ/∂h_L (the last-state gradient)
     dC_t    += dy_t h_t                 dB_t += Δ_t u_t G_t
-    dΔ_t     = ⟨G_t, B_t⟩ u_t + Σ_n G_t[n] h_{t−1}[n] Ā_t[n] a_n       (then × sigmoid for softplus)
-    du_t     = ⟨G_t, B_t⟩ Δ_t + D dy_t,          dA[d] += Σ_t Δ_t Ā_t ⊙ h_{t−1} ⊙ G_t
-    dD[d]   += Σ_t dy_t u_t,  d delta_bias[d] += Σ_t dΔ_t,   dh_0 = Ā_1 ⊙ G_1
+    dΔ_t     = ⟨G_t, B_t⟩ u_t + Σ_n G_t[n] h_{t−1}[n] Ā_t[n] a_n
+    du_t     = ⟨G_t, B_t⟩ Δ_t,          dA[d] += Σ_t Δ_t Ā_t ⊙ h_{t−1} ⊙ G_t,    dh_0 = Ā_1 ⊙ G_1
 
 Nothing is divided by a decay (the states are recomputed forwards, not undone backwards), so the
 scan is as stable as the sequential reference for any L and Δ.
@@ -31,7 +32,7 @@ scan is as stable as the sequential reference for any L and Δ.
 Determinism: gradients of B and C that sum over channels (selective or grouped maps) are
 accumulated by tasks = (batch, group, channel block) into per-task partial buffers and then summed
 in a fixed order; the number of blocks depends only on the shapes (never on the thread count),
-so results are bit-identical from run to run and across ``torch.set_num_threads``.
+so results are bit-identical from run to run and across ``torch.set_num_threads`` (see SERIAL_BELOW).
 
 Speed: float32 uses a vectorisable exp (Cephes ``expf`` polynomial, ≤ 2 ulp, :func:`_exp`) so
 that LLVM runs the N-loop in SIMD lanes; float64 uses libm's ``exp``. The compiled kernels are
@@ -47,6 +48,7 @@ import threading
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from ._common import ScanInputError, validate_scan_args
 from .mamba_ssm_backend import BackendUnavailableError
@@ -166,53 +168,44 @@ def _task_grouping(channels, groups_B, groups_C, batch):
 
 
 class _FusedScan(torch.autograd.Function):
-    """out, last = fused scan(u, delta, A, B, C, D, z, delta_bias, h0); backward recomputes the states."""
+    """y, last = the state-space part of the scan (u, Δ, A, B, C, h0); backward recomputes the states."""
 
     @staticmethod
-    def forward(ctx, u, delta, A, B, C, D, z, delta_bias, h0, delta_softplus):
-        dtype = torch.float64 if u.dtype == torch.float64 else torch.float32
+    def forward(ctx, u, dt, A, B, C, h0):
+        dtype = u.dtype  # the compute dtype: the caller has converted u and Δ
         b, d, L = u.shape
         N = A.shape[1]
-        # the kernels' inputs, in compute precision; saved for the backward pass (its only memory:
-        # u, Δ, z of size (b, d, L) and B, C — no state is stored)
-        prepared = (
-            _prep(u, dtype, None), _prep(delta, dtype, None), _prep(A, dtype, None),
-            _map_layout(B, dtype), _map_layout(C, dtype),
-            _prep(D, dtype, (d,)), _prep(z, dtype, (1, 1, 1)), _prep(delta_bias, dtype, (d,)),
-            _prep(h0, dtype, (b, d, N)),
-        )
-        flags = (z is not None, bool(delta_softplus))
-        out = torch.empty((b, d, L), dtype=dtype)
+        # the kernels' inputs, saved for the backward pass (its only memory: u, Δ (b, d, L), B, C and A;
+        # no state and no (b, d, L, N) tensor is stored)
+        prepared = (u.detach().contiguous(), dt.detach().contiguous(), _prep(A, dtype, None),
+                    _map_layout(B, dtype), _map_layout(C, dtype), _prep(h0, dtype, (b, d, N)))
+        y = torch.empty((b, d, L), dtype=dtype)
         last = torch.empty((b, d, N), dtype=dtype)
-        _launch("forward", b * d * L * N, *(t.numpy() for t in prepared), *flags, _one(dtype), out.numpy(),
-                last.numpy())
+        _launch("forward", b * d * L * N, *(t.numpy() for t in prepared), _one(dtype), y.numpy(), last.numpy())
         ctx.save_for_backward(*prepared)
-        ctx.flags = flags
-        ctx.meta = dict(dtypes=[None if t is None else t.dtype for t in (u, delta, A, B, C, D, z, delta_bias, h0)],
-                        B_dim=B.dim(), C_dim=C.dim(), present=[t is not None for t in (D, z, delta_bias, h0)])
-        return out.to(u.dtype), last.to(u.dtype)
+        ctx.meta = dict(dtypes=[t.dtype if t is not None else None for t in (u, dt, A, B, C, h0)],
+                        B_dim=B.dim(), C_dim=C.dim(), has_h0=h0 is not None)
+        return y, last
 
     @staticmethod
-    def backward(ctx, dout, dlast):
+    def backward(ctx, dy, dlast):
         prepared = ctx.saved_tensors
         meta = ctx.meta
         u, A, Bk, Ck = prepared[0], prepared[2], prepared[3], prepared[4]
         dtype = u.dtype
         b, d, L = u.shape
         N = A.shape[1]
-        dout_t = _prep(dout, dtype, (b, d, L))
+        dy_t = _prep(dy, dtype, (b, d, L))
         dlast_t = _prep(dlast, dtype, (b, d, N))
         B_inv, C_inv = meta["B_dim"] == 2, meta["C_dim"] == 2
         G, blocks = _task_grouping(d, None if B_inv else Bk.shape[1], None if C_inv else Ck.shape[1], b)
         # partial sums of dB, dC: per (batch, channel) for time-invariant maps, per task otherwise
         dBp = torch.zeros((1, b, d, 1, N) if B_inv else (blocks, b, G, L, N), dtype=dtype)
         dCp = torch.zeros((1, b, d, 1, N) if C_inv else (blocks, b, G, L, N), dtype=dtype)
-        du, ddelta, dz = (torch.empty((b, d, L), dtype=dtype) for _ in range(3))
+        du, ddt = torch.empty((b, d, L), dtype=dtype), torch.empty((b, d, L), dtype=dtype)
         dA_p, dh0 = torch.empty((b, d, N), dtype=dtype), torch.empty((b, d, N), dtype=dtype)
-        dD_p, dbias_p = torch.empty((b, d), dtype=dtype), torch.empty((b, d), dtype=dtype)
-        _launch("backward", b * d * L * N, *(t.numpy() for t in prepared), *ctx.flags, _one(dtype),
-                dout_t.numpy(), dlast_t.numpy(), G, blocks, B_inv, C_inv,
-                *(t.numpy() for t in (du, ddelta, dz, dA_p, dh0, dD_p, dbias_p, dBp, dCp)))
+        _launch("backward", b * d * L * N, *(t.numpy() for t in prepared), _one(dtype), dy_t.numpy(),
+                dlast_t.numpy(), G, blocks, B_inv, C_inv, *(t.numpy() for t in (du, ddt, dA_p, dh0, dBp, dCp)))
 
         def reduce_map(part, inv, K):
             if inv:  # (1, b, d, 1, N) → (d, N): sum over the batch
@@ -227,12 +220,9 @@ class _FusedScan(torch.autograd.Function):
             dB = dB[:, 0]
         if meta["C_dim"] == 3:
             dC = dC[:, 0]
-        D_, z_, bias_, h0_ = meta["present"]
-        grads = (du, ddelta, dA_p.sum(0), dB, dC, dD_p.sum(0) if D_ else None, dz if z_ else None,
-                 dbias_p.sum(0) if bias_ else None, dh0 if h0_ else None)
+        grads = (du, ddt, dA_p.sum(0), dB, dC, dh0 if meta["has_h0"] else None)
         needs = ctx.needs_input_grad
-        return tuple(None if (g is None or not needs[i]) else g.to(meta["dtypes"][i])
-                     for i, g in enumerate(grads)) + (None,)
+        return tuple(None if (g is None or not needs[i]) else g.to(meta["dtypes"][i]) for i, g in enumerate(grads))
 
 
 def selective_scan_fused(
@@ -257,5 +247,19 @@ def selective_scan_fused(
     if initial_state is not None and tuple(initial_state.shape) != (b, d, A.shape[1]):
         raise ScanInputError(f"initial_state has shape {tuple(initial_state.shape)}; expected (batch, channels, N) "
                              f"= {(b, d, A.shape[1])}.")
-    out, last = _FusedScan.apply(u, delta, A, B, C, D, z, delta_bias, initial_state, bool(delta_softplus))
-    return (out, last) if return_last_state else out
+    dtype = torch.float64 if u.dtype == torch.float64 else torch.float32
+    # Δ's bias and softplus, D and the gate are elementwise over (b, d, L): PyTorch (and its autograd)
+    # runs them, vectorised, the kernels the part with the N states (as finish_output in _common.py)
+    dt = delta.to(dtype)
+    if delta_bias is not None:
+        dt = dt + delta_bias.to(dtype)[None, :, None]
+    if delta_softplus:
+        dt = F.softplus(dt)
+    uc = u.to(dtype)
+    y, last = _FusedScan.apply(uc, dt, A, B, C, initial_state)
+    if D is not None:
+        y = y + uc * D.to(dtype)[None, :, None]
+    if z is not None:
+        y = y * F.silu(z.to(dtype))
+    out = y.to(u.dtype)
+    return (out, last.to(u.dtype)) if return_last_state else out
