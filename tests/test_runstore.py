@@ -132,11 +132,13 @@ def test_ch2_reference_grid_smoke(tmp_path, monkeypatch):
 def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypatch):
     from mamba_recall import results
 
-    monkeypatch.setattr(results, "_git", lambda *a: " M src/mamba_recall/x.py\n?? src/mamba_recall/y.py"
-                        if "--" in a else ("abc" if a[0] == "rev-parse" else ""))
+    monkeypatch.setattr(results, "_git", lambda *a: " M src/mamba_recall/results.py\n?? src/mamba_recall/y.py\n"
+                        " M src/mamba_recall/runstore.py" if "--" in a else ("abc" if a[0] == "rev-parse" else ""))
     results.save_bundle("b_ci", {}, {}, command="c", directory=tmp_path)
     b = results.load_bundle("b_ci", directory=tmp_path)
-    assert b.clean is False and b.provenance["dirty_files"] == ["src/mamba_recall/x.py", "src/mamba_recall/y.py"]
+    # only files this process imported count (y.py was never imported)
+    assert b.clean is False and b.provenance["dirty_files"] == ["src/mamba_recall/results.py",
+                                                                "src/mamba_recall/runstore.py"]
     monkeypatch.setenv(results.ENV_REQUIRE_CLEAN, "1")
     with pytest.raises(results.BundleError, match="uncommitted changes"):
         results.save_bundle("c_ci", {}, {}, command="c", directory=tmp_path)

@@ -51,8 +51,8 @@ class Bundle:
 
     @property
     def clean(self) -> bool | None:
-        """True if the library code that made the bundle was committed (no ``dirty_files`` under ``src/`` or
-        ``pyproject.toml``), False if not, None for bundles older than that record."""
+        """True if the library code that made the bundle was committed (no ``dirty_files``: library files the
+        process imported, or pyproject.toml, that differ from the commit), False if not, None for older bundles."""
         files = self.provenance.get("dirty_files")
         return None if files is None else not files
 
@@ -73,6 +73,15 @@ def device_description(device: str | torch.device = "cpu") -> str:
     return f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
 
 
+def _imported(paths: list[str]) -> list[str]:
+    """The files of ``paths`` (relative to the repository) that this process imported, plus pyproject.toml: the
+    uncommitted code that can have made a number (other people's edits elsewhere in the tree cannot)."""
+    import sys
+
+    loaded = {str(Path(m.__file__).resolve()) for m in list(sys.modules.values()) if getattr(m, "__file__", None)}
+    return [p for p in paths if p == "pyproject.toml" or str((REPO_ROOT / p).resolve()) in loaded]
+
+
 def provenance(device: str | torch.device = "cpu", wall_seconds: float | None = None) -> dict:
     """Git commit, device, library versions and time: everything needed to say how a number was made."""
     versions = {"python": platform.python_version(), "torch": torch.__version__, "mamba_recall": __version__}
@@ -87,7 +96,7 @@ def provenance(device: str | torch.device = "cpu", wall_seconds: float | None = 
     return {
         "git_commit": _git("rev-parse", "HEAD"),
         "git_dirty": bool(status) if status is not None else None,
-        "dirty_files": sorted(line[2:].strip() for line in code.splitlines()) if code is not None else None,
+        "dirty_files": _imported(sorted(line[2:].strip() for line in code.splitlines())) if code is not None else None,
         "device": device_description(device),
         "platform": platform.platform(),
         "versions": versions,
