@@ -164,7 +164,7 @@ def test_every_check_in_chapter_2_is_displayed():
 
 def test_every_claim_of_the_paper_is_declared():
     ids = {c.id for c in CH2}
-    for needed in ("002/Thm1", "002/Thm2", "002/Lemma1", "002/Eq15", "002/Remark1", "002/Remark2",
+    for needed in ("002/Thm1", "002/Thm2", "002/Lemma1", "002/Eq15", "002/Remark1", "002/Remark2", "002/Remark3", "002/Remark5",
                    "002/AppD-phase-transition", "002/AppD-L-independence", "002/Fig2", "002/Fig3", "002/Fig4",
                    "002/Fig5", "002/Fig6c", "002/Fig6d", "002/Fig7", "002/Fig12", "002/Fig15", "002/Tab10-E"):
         assert needed in ids, needed
@@ -172,3 +172,13 @@ def test_every_claim_of_the_paper_is_declared():
         if c.measure is None:
             assert "`python -m" in c.not_run or "not yet a part of the runner" in c.not_run, c.id
     assert math.isclose(p002.se(10000), 0.005)
+
+
+def test_remark1_reads_the_slope_interval():
+    def bundle(lo, hi):
+        e = {"exponent": (lo + hi) / 2, "ci_low": lo, "ci_high": hi, "n": 5}
+        return SimpleNamespace(name="t", config={"preset": "ci", "V": 2048, "cells": [[16, 16]] * 5, "n_queries": 1000},
+                               data={"exponents": {"0.5/values": e, "0.9/values": e}}, tables={},
+                               provenance={"device": "cpu"}, path=None)
+    assert verdict("002/Remark1", bundle(0.95, 1.1)).status == "reproduced"      # exact tier: no seed cap
+    assert verdict("002/Remark1", bundle(0.4, 0.6)).status == "not reproduced"   # facts ∝ √(DN) would fail
