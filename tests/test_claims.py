@@ -180,3 +180,20 @@ def test_every_check_in_a_notebook_names_a_declared_claim():
     for nb, i, src in _code_cells():
         for cid in re.findall(r"check\(\s*[\"']([0-9]{3}/[^\"']+)[\"']", src):
             assert cid in claims.REGISTRY, f"{nb} cell {i} checks undeclared claim {cid}"
+
+
+def test_smoke_runs_are_never_evidence(tmp_path):
+    from mamba_recall import results
+    from mamba_recall.theory import worked_example as wx
+
+    results.redirect_smoke_outputs(True)
+    try:
+        v = claims.check("001/KeyObs2", wx.worked_example(), directory=tmp_path)
+    finally:
+        results.redirect_smoke_outputs(False)
+    assert v.status == "not run" and "smoke" in v.reason
+    assert core.load_verdicts(tmp_path) == {} and (tmp_path / "smoke" / "001__KeyObs2.json").exists()
+    claim = claims.get("001/KeyObs2")
+    flagged = Measurement({"peak_at_cat": True, "shrinks_after_sat": True}, "x",
+                          Evidence("paper", "cpu", 3, "n", "live", smoke=True), {"peak_at_cat": (0, 1)})
+    assert judge(claim, flagged).status == "not run"

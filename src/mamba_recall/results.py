@@ -122,6 +122,11 @@ def redirect_smoke_outputs(on: bool) -> None:
     _smoke_dir = BUILD_DIR / "smoke" / "results" if on else None
 
 
+def smoke_active() -> bool:
+    """True while a smoke run is on (``setup(..., smoke=True)``): its numbers are not evidence."""
+    return _smoke_dir is not None
+
+
 def _output_dir(directory: Path) -> Path:
     directory = Path(directory)
     if _smoke_dir is None:

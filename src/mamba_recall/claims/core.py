@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..results import smoke_active
+
 STATUSES = ("reproduced", "partially", "not reproduced", "erratum confirmed", "not testable here", "not run")
 MARK = {"reproduced": "✅", "partially": "🟡", "not reproduced": "❌", "erratum confirmed": "📝",
         "not testable here": "⚪", "not run": "⏸"}
@@ -144,6 +146,7 @@ class Evidence:
     seeds: int
     sample: str
     source: str  # "live" (computed in the notebook) or the bundle / checkpoint path it came from
+    smoke: bool = False  # a smoke run (the preset's structure, a handful of steps): never evidence
 
     def __post_init__(self):
         if self.tier not in TIERS:
@@ -154,7 +157,8 @@ class Evidence:
     @classmethod
     def live(cls, ctx, sample: str, seeds: int = 1, source: str = "live") -> "Evidence":
         """Evidence computed in the notebook under ``ctx`` (its preset is the tier, its device the device)."""
-        return cls(ctx.preset, ctx.device.type if hasattr(ctx.device, "type") else str(ctx.device), seeds, sample, source)
+        return cls(ctx.preset, ctx.device.type if hasattr(ctx.device, "type") else str(ctx.device), seeds, sample, source,
+                   smoke=bool(getattr(ctx, "smoke", False)))
 
     @classmethod
     def exact(cls, sample: str, source: str = "live") -> "Evidence":
@@ -177,7 +181,8 @@ class Evidence:
 
     def text(self) -> str:
         seeds = "no seeds (deterministic)" if self.seeds == 0 else f"{self.seeds} seed{'s' * (self.seeds != 1)}"
-        return f"{self.tier} · {self.device} · {seeds} · {self.sample} · {self.source}"
+        smoke = "SMOKE RUN (structure only, not evidence) · " if self.smoke else ""
+        return f"{smoke}{self.tier} · {self.device} · {seeds} · {self.sample} · {self.source}"
 
 
 @dataclass(frozen=True)
@@ -188,7 +193,7 @@ class Measurement:
     values: dict
     shown: str
     evidence: Evidence
-    intervals: dict = field(default_factory=dict)  # metric → (low, high), 95 % over seeds
+    intervals: dict = field(default_factory=dict)  # metric → (low, high), 95 % (over seeds, for trained models)
     per_seed: dict = field(default_factory=dict)   # metric → [value per seed]
     note: str = ""
 
@@ -244,7 +249,7 @@ class Verdict:
         lines = [f"**{self.claim_id}** — {self.statement} *({self.where})*",
                  f"- paper: {self.printed}", f"- ours: {self.ours or '—'}"]
         if self.intervals:
-            lines.append("- 95 % intervals over seeds: " + "; ".join(
+            lines.append("- 95 % intervals: " + "; ".join(
                 f"{k} [{_fmt(lo)}, {_fmt(hi)}]" for k, (lo, hi) in self.intervals.items()))
         lines.append(f"- rule: {self.rule}")
         if self.checks:
@@ -310,7 +315,10 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
 
     testable, printed, corrected, partial = run(rule.testable), run(rule.reproduced), run(rule.erratum), run(rule.partially)
     reason = ""
-    if not all(ok for *_, ok in testable):
+    if m.evidence.smoke or smoke_active():  # a smoke run checks that the code runs; its numbers judge nothing
+        status, checks = "not run", printed
+        reason = "smoke run (a handful of steps): the pipeline ran, its numbers are not evidence"
+    elif not all(ok for *_, ok in testable):
         status, reason = "not testable here", rule.untestable_why
         checks = testable
     elif all(ok for *_, ok in printed):
@@ -362,7 +370,9 @@ def _dir(directory: Path | None) -> Path:
 
 
 def record_verdict(v: Verdict, directory: Path | None = None) -> Path:
-    folder = _dir(directory)
+    """Write ``v`` where the build collects verdicts; a smoke run's go to ``<that folder>/smoke/``, which the
+    scorecard never reads."""
+    folder = _dir(directory) / ("smoke" if smoke_active() or (v.evidence or {}).get("smoke") else "")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (v.claim_id.replace("/", "__") + ".json")
     path.write_text(json.dumps(asdict(v), indent=1, ensure_ascii=False) + "\n")
