@@ -299,3 +299,43 @@ def test_fused_in_a_mamba_model_matches_chunked():
     assert_close_rel(results["fused"][0], results["chunked"][0], F64_TOL, "logits")
     for a, b in zip(results["fused"][1], results["chunked"][1]):
         assert_close_rel(a, b, F64_TOL, "parameter gradient")
+
+
+# ----------------------------------------------------------------------------- benchmark pieces (no timing asserted)
+
+
+def test_bench_bound_crossover_and_ratios():
+    from mamba_recall.bench import (
+        FUSED_EXPS_PER_ELEMENT,
+        FUSED_FMAS_PER_ELEMENT,
+        BenchSize,
+        estimate_exp_fma_bound,
+        ratio_table,
+        run_benchmark,
+        run_crossover,
+    )
+
+    size = BenchSize("t", 2, 4, 2, 8)
+    bound = estimate_exp_fma_bound([size], {"exp": 1e9, "fma": 1e10}, cores=2)
+    E = 2 * 4 * 2 * 8
+    expected = E * (FUSED_EXPS_PER_ELEMENT / 1e9 + FUSED_FMAS_PER_ELEMENT / 1e10) / 2
+    assert abs(bound["bound_seconds"].iloc[0] - expected) <= 1e-15
+    cross = run_crossover(widths=((1, 2, 2),), lengths=(1, 8), verbose=False)
+    assert len(cross) == 2 and (cross["chunked/fused fwd+bwd"] > 0).all()
+    df = run_benchmark("cpu", sizes=[size], repeats=1, include_reference=False, include_mambapy=False, verbose=False)
+    assert set(df["backend"]) == {"chunked", "fused"} and df["agrees"].all()
+    ratios = ratio_table(df)
+    assert {"fused/chunked", "chunked/fused"} <= set(ratios.columns)
+
+
+def test_bench_training_case_steps():
+    """The training-throughput cases build and take a step with the fused backend (in this process)."""
+    from mamba_recall.bench import TRAINING_MODELS, _training_case
+    from mamba_recall.train import masked_cross_entropy
+
+    for name in TRAINING_MODELS:
+        model, make_batch = _training_case(name, "fused")
+        inputs, labels = make_batch(0)
+        loss = masked_cross_entropy(model(torch.as_tensor(inputs)), torch.as_tensor(labels))
+        loss.backward()
+        assert torch.isfinite(loss)

@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -374,12 +375,12 @@ CROSSOVER_LENGTHS = (1, 4, 16, 64, 256, 1024, 4096)
 CROSSOVER_MAX_ELEMENTS = 2 ** 24  # b·d·L·N above this is left out (seconds per point)
 
 
-def _time_min(fn, budget=0.3, max_runs=50):
-    """Min wall time of ``fn()`` over runs that fit in ``budget`` seconds (at least 3)."""
+def _time_min(fn, budget=0.5, min_runs=5, max_runs=100):
+    """Min wall time of ``fn()`` over runs that fit in ``budget`` seconds (at least ``min_runs``)."""
     fn()
     times = []
     start = time.perf_counter()
-    while len(times) < 3 or (time.perf_counter() - start < budget and len(times) < max_runs):
+    while len(times) < min_runs or (time.perf_counter() - start < budget and len(times) < max_runs):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
@@ -556,6 +557,13 @@ def format_training(df: pd.DataFrame) -> str:
     return df[cols].to_string(index=False, formatters=fmt)
 
 
+def _load_average():
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # not on every platform
+        return None
+
+
 def _numba_threads():
     try:
         import numba
@@ -651,6 +659,7 @@ def main(argv=None) -> int:
                   numba_threads=_numba_threads())
     fused_here = args.device == "cpu" and fused_available()
     extra: dict = {}
+    load_before = _load_average()
 
     t0 = time.perf_counter()
     print(f"scan benchmark on {device_description(args.device)} (torch {torch.__version__})")
@@ -706,7 +715,9 @@ def main(argv=None) -> int:
         extra["training"] = training
         print(format_training(training))
     wall = time.perf_counter() - t0
-    print(f"\ntotal wall time {wall:.1f} s")
+    config["load_average_1_5_15_min"] = dict(before=load_before, after=_load_average())  # a shared machine shows here
+    print(f"\ntotal wall time {wall:.1f} s; load average (1, 5, 15 min) before {load_before}, after "
+          f"{config['load_average_1_5_15_min']['after']} on {os.cpu_count()} CPUs")
 
     if args.out is not None:
         path = save_benchmark_bundle(args.out, df, scaling, config, wall,
