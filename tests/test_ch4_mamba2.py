@@ -1,4 +1,4 @@
-"""Tests of the Mamba-2 (SSD) model and the head analysis of Chapter 4 (paper 004, App. F, check B14)."""
+"""Tests of the Mamba-2 (SSD) model and the head analysis of Chapter 4 (paper 004, App. F, Fig. 13)."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Tier A checks of Chapter 4 (paper 004, spec §7): channel statistic, identification, interventions,
+"""Tier A checks of Chapter 4 (paper 004): channel statistic, identification, interventions,
 prefix-state evaluation, generator, Wilson interval, determinism; plus a training smoke test."""
 import json
 import math

@@ -1,4 +1,4 @@
-"""Chapter 4, Table 1 analogue (spec §3.5, B12): the synthetic downstream tasks, their scoring under
+"""Chapter 4, Table 1 analogue (paper §4.2, Table 1): the synthetic downstream tasks, their scoring under
 all-step ablation, the decision rule, and the s_mix training recipe (mixture batches, warm start)."""
 from pathlib import Path
 
@@ -184,5 +184,5 @@ def test_model_checks_runner_arguments():
     with pytest.raises(SystemExit):
         M.main(["--checkpoint", "x.pt"])  # needs --name
     with pytest.raises(FileNotFoundError, match="regenerate"):
-        M.run_checks(Path("/nonexistent/ch4_x.pt"))
+        M.judge_model(Path("/nonexistent/ch4_x.pt"))
     assert set(experiment("ch4.model_checks", "ci")["models"]) <= set(T.MODELS)

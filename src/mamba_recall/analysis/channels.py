@@ -8,7 +8,7 @@ Eq. (3), the cumulative decay over the context (``T`` = last context token, befo
 
     M^{(i)} = diag( Π_{t=2..T} Ā_t^{(i)} ) ∈ [0, 1]^N
 
-Exact semantics (authors' code, spec §4.3): over 0-based token indices ``1 … T_total − 3`` of the
+Exact semantics (Eq. 3 and Algorithm 1, App. B, as in the authors' public code): over 0-based token indices ``1 … T_total − 3`` of the
 prompt, i.e. dropping the first token and the ``query_len = 2`` query tokens. Closed form (exact for
 Mamba-1, unit-tested against the explicit product)::
 

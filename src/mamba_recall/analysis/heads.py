@@ -1,4 +1,4 @@
-r"""Long-term *heads* of a Mamba-2 model (paper 004, App. F, Eq. 9; spec §4.3 "Mamba-2 (head level)").
+r"""Long-term *heads* of a Mamba-2 model (paper 004, App. F, Eq. 9).
 
 In Mamba-2 every head ``h`` of a layer has one scalar decay per step, ``Ā_t^{(h)} = α_t^{(h)} I`` with
 ``α_t^{(h)} = exp(Δ_t^{(h)} A_h)`` (``A_h = −exp(A_log_h)`` a scalar, ``Δ_t^{(h)}`` from
@@ -102,7 +102,7 @@ def head_statistic_chart(frame, tau: float = 0.7, title: str = "Head statistic �
 
 
 def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
-    """B14 (spec §7, App. F): the fraction of long-term heads is reported; the targeted first-triple
+    """Fig. 13b's check (App. F): the fraction of long-term heads is reported; the targeted first-triple
     head ablation gives δ(1) ≥ 2× the random sets' mean δ(1) (and δ(1) > 0); mean_{k≥2} δ(k) ≥ 0.03.
 
     ``eff``: :func:`mamba_recall.experiments.ch4_analysis.ablation_effects` output (keys ``base``,

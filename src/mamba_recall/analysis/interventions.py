@@ -1,6 +1,6 @@
 r"""Interventions and statistics of paper 004: Ā ablations, U(0,1) state init, recall by position.
 
-Ablation (spec §4.4): for targeted (layer ℓ, channel i) set ``Ā_t^{(ℓ,i)} ← 0`` (all N states) at
+Ablation (paper §4.2, App. D): for targeted (layer ℓ, channel i) set ``Ā_t^{(ℓ,i)} ← 0`` (all N states) at
 chosen 0-based token indices ``t``; then ``h_t = B̄_t x_t`` there, i.e. the channel forgets everything
 before ``t``. "First triplet" = indices 1–4 (``r_1 o_1 . s_2``); "all" = every step (the channel
 becomes memoryless). Implemented with the ``abar_hook`` of :class:`~mamba_recall.models.mamba.Mamba`
@@ -8,12 +8,12 @@ becomes memoryless). Implemented with the ``abar_hook`` of :class:`~mamba_recall
 Mamba-2 model (:mod:`mamba_recall.models.mamba2`) the units are *heads*: the mask is (1, H, L), the
 width is the mixer's ``ablation_units`` and "channels" below means head indices.
 
-Recall by position uses **prefix-state evaluation** (spec §3.1, CI mode): each context is run once
+Recall by position uses **prefix-state evaluation**: each context is run once
 (with its ablation / initial state), the per-layer :class:`LayerState` (conv + SSM) is kept, and
 every query ``s_k r_k`` (k = 1..L) continues from it — exact for a recurrent model (tested against
 the full forward) and L× cheaper, with a paired design across positions.
 
-Statistics: 95 % Wilson interval (Eq. in spec §4.6), paired bootstrap over prompts (2,000
+Statistics: 95 % Wilson interval, paired bootstrap over prompts (2,000
 resamples), McNemar's exact test for paired binary outcomes.
 """
 from __future__ import annotations
@@ -110,7 +110,7 @@ def ablate(model, channels: dict[int, torch.Tensor] | None, steps="all"):
 def labelled_scores(model, sets: dict, channels=None, steps="all", *, batch_size: int = 128, device="cpu") -> dict:
     """Per set {name: (inputs (n, T), labels (n, T))}, the (n,) per-example accuracy over the labelled
     positions (:func:`~mamba_recall.tasks.transfer.labelled_accuracy`), with Ā of ``channels``
-    ({layer: channel indices}) zeroed at ``steps`` — every step by default (Table 1, spec §4.4)."""
+    ({layer: channel indices}) zeroed at ``steps`` — every step by default (Table 1, paper §4.2)."""
     was = model.training
     model.eval()
     out = {}
@@ -129,7 +129,7 @@ def uniform_init_states(model, layer: int, batch: int, seed: int = 42, low: floa
                         kind: str = "uniform") -> list[LayerState]:
     """Initial per-layer states: h_0 ~ U(low, high) over (E × N) at ``layer`` (same draw for every row,
     as one prompt at a time in the paper's code; RNG re-seeded with ``seed`` per call so draws are
-    paired across layers), zeros elsewhere; conv states zero (spec §3.4). ``kind``: uniform/normal/constant."""
+    paired across layers), zeros elsewhere; conv states zero (paper §4.2, App. G). ``kind``: uniform/normal/constant."""
     out = []
     for i, blk in enumerate(model.backbone.layers):
         mix = blk.mixer
@@ -215,7 +215,7 @@ def wilson(successes, n, z: float = 1.959963984540054):
 
 
 def summary(correct: np.ndarray) -> dict:
-    """acc(k), Wilson bands, middle third K_mid = {k : L/3 < k ≤ 2L/3}, primacy, recency, U-depth (spec §4.6)."""
+    """acc(k), Wilson bands, middle third K_mid = {k : L/3 < k ≤ 2L/3}, primacy, recency, U-depth."""
     n, L = correct.shape
     acc = correct.mean(0)
     lo, hi = wilson(correct.sum(0), n)

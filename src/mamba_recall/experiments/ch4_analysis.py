@@ -1,9 +1,10 @@
 r"""Chapter 4 analysis pipelines (paper 004): what the notebooks call, one function per experiment.
 
 Every function takes a model (an S-model from :func:`load_model`, or any mamba_ssm-named
-:class:`~mamba_recall.models.mamba.MambaLMHeadModel`) and returns plain numbers / arrays; the Tier-B
-decision rules of the spec (§7) are in the ``check_*`` functions so that the notebooks only print
-and record them.
+:class:`~mamba_recall.models.mamba.MambaLMHeadModel`) and returns plain numbers / arrays. The ``check_*`` functions compute the summary numbers of each
+experiment (drops, margins, intervals); the verdicts are decided only by the rules declared in
+:mod:`mamba_recall.claims.p004`, which read those numbers (a ``pass`` key, where present, is the
+chapter's earlier per-check flag, kept for the interactive explorers).
 
 Which model: :func:`load_model` loads ``results/checkpoints/ch4_<name>.pt`` unless the environment
 variable ``MAMBA_RECALL_CH4_CHECKPOINT`` points to another checkpoint — a ``.pt`` written by
@@ -93,7 +94,7 @@ def learning_curve(side: dict):
 
 
 def converged(side: dict) -> bool:
-    """The convergence gate of the training sidecar (spec §6.4), False if unknown."""
+    """The convergence gate of the training sidecar, False if unknown."""
     gate = (side or {}).get("gate") or {}
     return bool(gate.get("passed"))
 
@@ -102,7 +103,7 @@ def contexts(vocab, L, variant, n, seed=EVAL_SEED):
     return recall_contexts(L, n, variant, vocab=vocab, seed=seed + L)
 
 
-# --------------------------------------------------------------------- U-curves (C2, B1–B3)
+# --------------------------------------------------------------------- U-curves (§4.1, Fig. 2)
 
 def ucurves(model, vocab, Ls, n, device="cpu") -> dict:
     """{(L, variant): (n, L) bool correct} by prefix-state evaluation (paired names across variants)."""
@@ -119,7 +120,7 @@ def pressure_length(curves: dict, Ls) -> int | None:
 
 
 def check_ushape(correct: np.ndarray) -> dict:
-    """B1 for one curve: primacy ≥ 0.10, recency ≥ 0.10, Wilson separation, interior argmin."""
+    """The U of Fig. 2 for one curve: primacy ≥ 0.10, recency ≥ 0.10, Wilson separation, interior argmin."""
     s = iv.summary(correct)
     acc = s["acc"]
     L = len(acc)
@@ -131,7 +132,7 @@ def check_ushape(correct: np.ndarray) -> dict:
 
 
 def check_random_vs_repeated(curves, L, seed=0) -> dict:
-    """B2 at one L: mid(random) − mid(repeated) ≥ 0.05 with paired-bootstrap CI > 0, deeper U for repeated."""
+    """§4.1, random vs repeated relations at one L: mid(random) − mid(repeated) ≥ 0.05 with paired-bootstrap CI > 0, deeper U for repeated."""
     rep, rnd = curves[(L, "repeated")], curves[(L, "random")]
     k = np.arange(1, L + 1)
     mid = (k > L / 3) & (k <= 2 * L / 3)
@@ -142,7 +143,7 @@ def check_random_vs_repeated(curves, L, seed=0) -> dict:
 
 
 def check_recency(curves) -> dict:
-    """B3: acc(L) > mid for every cell (one cell may be within 0.02 when both ≥ 0.98)."""
+    """§4.4, recency: acc(L) > mid for every cell (one cell may be within 0.02 when both ≥ 0.98)."""
     fails, soft = [], 0
     for key, c in curves.items():
         s = iv.summary(c)
@@ -154,10 +155,10 @@ def check_recency(curves) -> dict:
     return {"failing_cells": fails, "pass": not fails}
 
 
-# --------------------------------------------------------------------- channels (C1, B4–B8, B15)
+# --------------------------------------------------------------------- channels (§4.2, Figs. 3, 4, 9, 10)
 
 def identification_prompt(vocab, L, seed=42, variant="repeated"):
-    """The single identification prompt: one repeated-relation prompt with target position 1 (spec §4.3)."""
+    """The single identification prompt: one repeated-relation prompt with target position 1 (App. B)."""
     ctx = recall_contexts(L, 1, variant, vocab=vocab, seed=seed)
     toks, _ = recall_prompts(ctx, 1)
     return toks
@@ -188,7 +189,7 @@ def write_strength(model, tokens: torch.Tensor, chans) -> "pd.DataFrame":
 
 
 def check_sparsity(stats: ch.ChannelStats, chans) -> dict:
-    """B4: fraction in (0, 0.15]; densest layer ≥ 1.5/n_layers of the set (or χ² p < 0.01); S below the 10th pct."""
+    """Fig. 3a: fraction in (0, 0.15]; densest layer ≥ 1.5/n_layers of the set (or χ² p < 0.01); S below the 10th pct."""
     total = stats.n_channels
     counts = np.array([len(c) for c in chans])
     frac = counts.sum() / total
@@ -227,7 +228,7 @@ def ablation_effects(model, vocab, L, n, targets: dict, steps, *, n_random=5, se
 
 
 def check_first_triplet(eff: dict, seed=0) -> dict:
-    """B5: δ(1) ≥ 0.15; δ(1) ≥ 2× mean random δ(1) for both controls with paired-bootstrap CI > 0;
+    """Fig. 3b: δ(1) ≥ 0.15; δ(1) ≥ 2× mean random δ(1) for both controls with paired-bootstrap CI > 0;
     mean_{k≥3} |δ(k)| ≤ 0.05."""
     base, tgt = eff["base"], eff["targeted"]
     d = base.mean(0) - tgt.mean(0)
@@ -240,14 +241,14 @@ def check_first_triplet(eff: dict, seed=0) -> dict:
         out[f"delta1_{name}"] = float(dr)
         out[f"ci_{name}"] = (lo, hi)
         ok = ok and d[0] >= 2 * max(dr, 0) and lo > 0
-    spec = float(np.abs(d[2:]).mean()) if len(d) > 2 else 0.0
-    out["mean_abs_delta_k3"] = spec
-    out["pass"] = bool(ok and spec <= 0.05)
+    later = float(np.abs(d[2:]).mean()) if len(d) > 2 else 0.0
+    out["mean_abs_delta_k3"] = later
+    out["pass"] = bool(ok and later <= 0.05)
     return out
 
 
 def check_all_steps(eff: dict) -> dict:
-    """B6: δ(1) ≥ 0.20, δ(1) ≥ max_{k≥2} δ(k) − 0.05; random max_k δ_rand(k) ≤ δ(1)/2."""
+    """Fig. 9: δ(1) ≥ 0.20, δ(1) ≥ max_{k≥2} δ(k) − 0.05; random max_k δ_rand(k) ≤ δ(1)/2."""
     base, tgt = eff["base"], eff["targeted"]
     d = base.mean(0) - tgt.mean(0)
     dr = max(float(np.max(base.mean(0) - r.mean(0))) for r in eff["global"])
@@ -256,13 +257,13 @@ def check_all_steps(eff: dict) -> dict:
             "abl1": float(tgt[:, 0].mean()), "pass": bool(ok)}
 
 
-# --------------------------------------------------------------------- periodicity (C3, B9–B10)
+# --------------------------------------------------------------------- periodicity (§4.3, Figs. 6, 7)
 
 @torch.no_grad()
 def periodic_deltas(model, vocab, periods=(1, 4, 16, 64), n=64, length=64, seed=0, reading="tiling"):
     """Per period k: Δ of every layer, list of (n, E, T) float64, plus the kernel to the last token.
 
-    Kernel (spec §4.2): K^{(i)}_{T,j} = Σ_n C_{T,n} exp(A_{i,n} Σ_{m=j+1..T} Δ_m^{(i)}) Δ_j^{(i)} B_{j,n};
+    Kernel (Eq. 8 per source position): K^{(i)}_{T,j} = Σ_n C_{T,n} exp(A_{i,n} Σ_{m=j+1..T} Δ_m^{(i)}) Δ_j^{(i)} B_{j,n};
     returned as mean_{ℓ,i,seq} |K_{T,j}| per source position j, (length,).
     """
     tokens = vocab.name(np.arange(min(16, vocab.n_names)))
@@ -284,8 +285,8 @@ def periodic_deltas(model, vocab, periods=(1, 4, 16, 64), n=64, length=64, seed=
 
 
 def check_periodicity(res: dict, t0: int = 4) -> dict:
-    """B9: mean Δ (positions t ≥ 4, all layers and channels) monotone in k (Spearman ±1), relative change
-    |Δ̄(64) − Δ̄(1)|/Δ̄(1) ≥ 0.10, Welch p < 0.01 over sequences; B10: early kernel mass ratio k=64 / k=1."""
+    """Fig. 6a: mean Δ (positions t ≥ 4, all layers and channels) monotone in k (Spearman ±1), relative change
+    |Δ̄(64) − Δ̄(1)|/Δ̄(1) ≥ 0.10, Welch p < 0.01 over sequences; Fig. 6b: early kernel mass ratio k=64 / k=1."""
     ks = sorted(res)
     per_seq = {k: torch.cat([d[..., t0:].mean(dim=(1, 2))[:, None] for d in res[k]["deltas"]], 1).mean(1).numpy()
                for k in ks}
@@ -301,7 +302,7 @@ def check_periodicity(res: dict, t0: int = 4) -> dict:
             "b9_pass": bool(abs(rho) == 1.0 and abs(rel) >= 0.10 and welch < 0.01), "b10_pass": bool(ratio >= 1.2)}
 
 
-# --------------------------------------------------------------------- distractors (C4, B11)
+# --------------------------------------------------------------------- distractors (§4.4, Fig. 5b)
 
 def distractor_sweep(model, vocab, L, n, ns=(0, 4, 16, 64, 256), variant="repeated", seed=7, device="cpu"):
     """{n_d: (n, L) correct} with n_d random content tokens + SEP between the context and the query."""
@@ -318,7 +319,7 @@ def distractor_sweep(model, vocab, L, n, ns=(0, 4, 16, 64, 256), variant="repeat
 
 
 def check_distractors(sweep: dict) -> dict:
-    """B11 for one (L, variant) cell: acc(L) non-increasing in n (slack 0.03); at the largest n acc(L) drops
+    """Fig. 5b for one (L, variant) cell: acc(L) non-increasing in n (slack 0.03); at the largest n acc(L) drops
     ≥ 0.20; last-quarter drop − first-quarter drop ≥ 0.10; recency advantage ≤ half its n = 0 value."""
     ns = sorted(sweep)
     accL = [float(sweep[n][:, -1].mean()) for n in ns]
@@ -333,7 +334,7 @@ def check_distractors(sweep: dict) -> dict:
             "recency0": rec0, "recencyN": recN, "pass": bool(ok)}
 
 
-# --------------------------------------------------------------------- state init (C6, B13)
+# --------------------------------------------------------------------- state init (Figs. 5a, 14)
 
 def state_init_effects(model, vocab, L, n, seed=42, device="cpu", variant="repeated") -> dict:
     """Baseline and one U(0,1)-initialised layer at a time: {"base": correct, layer: correct}."""
@@ -346,7 +347,7 @@ def state_init_effects(model, vocab, L, n, seed=42, device="cpu", variant="repea
 
 
 def check_state_init(eff: dict) -> dict:
-    """B13: some layer raises mid-third recall by ≥ 0.03 with McNemar p < 0.05."""
+    """Fig. 5a: some layer raises mid-third recall by ≥ 0.03 with McNemar p < 0.05."""
     base = eff["base"]
     L = base.shape[1]
     k = np.arange(1, L + 1)
@@ -362,7 +363,7 @@ def check_state_init(eff: dict) -> dict:
     return {"layers": rows, "best_layer": best, "pass": bool(ok)}
 
 
-# --------------------------------------------------------------------- downstream transfer (C5, B12, Table 1)
+# --------------------------------------------------------------------- downstream transfer (Table 1)
 
 TRANSFER_SEED = 31337  # evaluation sets of the transfer tasks (the training mixture uses other seeds)
 
@@ -404,7 +405,7 @@ def transfer_table(eff: dict, learned_min: float = 0.5, seed: int = 0):
 
 
 def check_transfer(table) -> dict:
-    """B12 on the learned tasks (base ≥ 50 %, spec §3.5): mean relative drop (identified) ≥ 2 × that of the
+    """Table 1 on the learned tasks (base ≥ 50 %): mean relative drop (identified) ≥ 2 × that of the
     random sets, and identified worse than random on ≥ 3/4 of them; at least 3 learned tasks needed."""
     learned = table[table["learned"]]
     n = len(learned)
@@ -417,17 +418,7 @@ def check_transfer(table) -> dict:
             "mean_rel_drop_random": mean_r, "ratio": ratio, "worse_on": worse, "pass": bool(ok)}
 
 
-# --------------------------------------------------------------------- claim bookkeeping
-
-def claim_status(is_converged: bool, passes) -> str:
-    """Scorecard status from the convergence gate and the Tier-B checks of a claim: an unconverged
-    S-model cannot show a phenomenon → "not reproduced"; all checks pass → "reproduced"; some →
-    "partially"; none → "not reproduced"."""
-    passes = [bool(p) for p in passes]
-    if not is_converged or not any(passes):
-        return "not reproduced"
-    return "reproduced" if all(passes) else "partially"
-
+# --------------------------------------------------------------------- the model card
 
 def model_card(side: dict) -> str:
     """One line on the model the numbers come from: source, steps, convergence gate."""

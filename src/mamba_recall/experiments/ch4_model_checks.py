@@ -1,11 +1,12 @@
-r"""Run Chapter 4's claim checks on another S-model and keep the verdicts as a result bundle.
+r"""Judge Chapter 4's claims on another S-model and keep the verdicts as a result bundle.
 
-The Tier-B checks of paper 004 live in the chapter's notebooks (§4.1–§4.4), which load the model named by
-``$MAMBA_RECALL_CH4_CHECKPOINT`` when it is set. This runner executes those four notebooks with papermill
-on one S-model checkpoint (batch mode, the given preset), collects the claims they record (C1–C4, C6: our
-numbers and the computed status) and the model card, and writes them to
-``results/ch4_checks_<model>_<preset>.json`` (table ``claims``). Section 4.7 of the book compares the
-committed S-models with these bundles; the notebooks themselves stay the one implementation of the checks.
+The claims of paper 004 and their rules are declared once, in :mod:`mamba_recall.claims.p004`; the chapter's
+notebooks (§4.1–§4.4) compute their inputs on the committed ``s_small`` and call the registry. This runner
+computes the same inputs with the same library calls on any Chapter 4 checkpoint, judges every claim of
+§4.1–§4.4 with the registry's measurement functions and rules (nothing is recorded for the book's scorecard),
+and writes the verdicts to ``results/ch4_checks_<model>_<preset>.json`` (table ``claims``: claim id, status, our
+numbers, the reason where not testable or capped). Section 4.7 of the book compares the models from these
+bundles.
 
 Run::
 
@@ -16,50 +17,82 @@ Run::
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
+import torch
 
 from ..paths import REPO_ROOT
 from ..presets import experiment
 from ..results import save_bundle
-from ..scorecard import load_claims
-from .ch4_analysis import ENV_CHECKPOINT, model_card
+from . import ch4_analysis as A
 from .ch4_train import checkpoint_path, load_checkpoint
 
-CHAPTER = REPO_ROOT / "book" / "04_primacy_recency"
-NOTEBOOKS = ("01_serial_recall", "02_long_term_channels", "03_periodicity", "04_recency_state_init")
+SECTIONS = ("ch4.ucurve", "ch4.channels", "ch4.periodicity", "ch4.recency")  # the sizes of §4.1–§4.4
 DEPENDS_ON = ("ch4_train",)  # `reproduce` retrains the checkpoints first
 COMMITTED_RUNS = [["--model", m, "--preset", "ci"] for m in ("s_small", "s_small_seed1", "s_mix")]
 
 
-def run_checks(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", log=print) -> tuple[list, dict]:
-    """Execute the chapter's check notebooks on ``checkpoint`` → (claims recorded, the checkpoint's sidecar)."""
-    import papermill
+def claim_inputs(model, vocab, preset: str = "ci", device: str = "cpu") -> dict:
+    """{claim id: (args, kwargs)} for every claim of §4.1–§4.4, computed exactly as the notebooks compute them
+    (the same library calls, the preset's sizes of each notebook)."""
+    from ..analysis import channels as ch
+    from ..analysis import interventions as iv
 
-    _, _, sidecar = load_checkpoint(checkpoint)  # hash-checked before spending minutes on it
-    saved = {k: os.environ.get(k) for k in (ENV_CHECKPOINT, "MAMBA_RECALL_SCORECARD_DIR", "MAMBA_RECALL_BATCH")}
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ.update({ENV_CHECKPOINT: str(Path(checkpoint).resolve()), "MAMBA_RECALL_SCORECARD_DIR": tmp,
-                           "MAMBA_RECALL_BATCH": "1"})
-        try:
-            for name in NOTEBOOKS:
-                start = time.perf_counter()
-                papermill.execute_notebook(str(CHAPTER / f"{name}.ipynb"), str(Path(tmp) / f"{name}.out.ipynb"),
-                                           parameters={"preset": preset, "device": device}, cwd=str(CHAPTER),
-                                           kernel_name="python3", progress_bar=False)
-                log(f"{name}: {time.perf_counter() - start:.0f} s")
-            claims = load_claims(Path(tmp))
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-    return claims, sidecar
+    out = {}
+    S = experiment("ch4.ucurve", preset)
+    curves = A.ucurves(model, vocab, S["Ls"], S["n"], device=device)
+    out["004/Fig2"] = (curves, S["Ls"])
+    out["004/Sec4.1-relations"] = (curves, S["Ls"])
+    out["004/Sec4.4-recency"] = (curves,)
+
+    S = experiment("ch4.channels", preset)
+    stats = ch.channel_stats(model, A.identification_prompt(vocab, S["L_ident"]))
+    chans = ch.identify(stats, S["tau"], S["p"])
+    out["004/Fig3a"] = (stats, chans)
+    out["004/Fig4-count"] = (stats,)
+    targets = ch.target_set(chans, max(1, min(3, stats.n_layers // 2)))
+    L0 = S["Ls"][0]
+    first = A.ablation_effects(model, vocab, L0, S["n"], targets, iv.first_triplet_steps(), n_random=S["n_random"],
+                               device=device)
+    out["004/Fig3b"] = (first,)
+    out["004/Fig9"] = (A.ablation_effects(model, vocab, L0, S["n"], targets, "all", n_random=S["n_random"], device=device,
+                                          controls=("global",), base=first["base"]),)
+    lengths = {L0: first}
+    for L in S["Ls"][1:]:
+        lengths[L] = A.ablation_effects(model, vocab, L, S["n"], targets, iv.first_triplet_steps(), n_random=0,
+                                        device=device)
+    out["004/Fig10"] = (lengths,)
+
+    S = experiment("ch4.periodicity", preset)
+    res = A.periodic_deltas(model, vocab, S["periods"], n=S["n"], length=S["length"])
+    for cid in ("004/Fig6a", "004/Sec1-delta-direction", "004/Fig6b", "004/Fig7"):
+        out[cid] = (res,)
+
+    S = experiment("ch4.recency", preset)
+    out["004/Fig5b"] = ({(L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, device=device)
+                         for L in S["Ls"] for v in ("repeated", "random")},)
+    inits = {L: A.state_init_effects(model, vocab, L, S["n"], device=device) for L in S["init_Ls"]}
+    out["004/Fig5a"] = (inits,)
+    out["004/Fig14"] = (inits,)
+    return out
+
+
+def judge_model(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", log=print) -> tuple[list, dict]:
+    """Load ``checkpoint`` and judge every claim of §4.1–§4.4 on it → (verdicts, the checkpoint's sidecar)."""
+    from ..claims import check
+
+    model, vocab, side = load_checkpoint(Path(checkpoint), device=device)  # hash-checked
+    source = Path(checkpoint).resolve()
+    side = {"source": str(source.relative_to(REPO_ROOT) if source.is_relative_to(REPO_ROOT) else source), **side}
+    ctx = SimpleNamespace(preset=preset, device=torch.device(device))
+    start = time.perf_counter()
+    inputs = claim_inputs(model, vocab, preset, device)
+    log(f"inputs computed in {time.perf_counter() - start:.0f} s")
+    verdicts = [check(cid, *args, ctx=ctx, side=side, record=False) for cid, args in inputs.items()]
+    return verdicts, side
 
 
 def main(argv=None):
@@ -82,15 +115,13 @@ def main(argv=None):
     path = checkpoint_path(args.model) if args.model else Path(args.checkpoint)
     name = args.model or args.name
     start = time.perf_counter()
-    claims, sidecar = run_checks(path, args.preset, device=args.device)
-    table = pd.DataFrame([{"claim_id": c.claim_id, "status": c.status, "ours": c.ours, "note": c.note}
-                          for c in claims if c.chapter == "ch4"])
-    card = model_card({"source": str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path),
-                       **sidecar})
+    verdicts, side = judge_model(path, args.preset, device=args.device)
+    table = pd.DataFrame([{"claim_id": v.claim_id, "status": v.status, "ours": v.ours, "reason": v.reason}
+                          for v in verdicts])
     out = save_bundle(f"ch4_checks_{name}_{args.preset}",
-                      {"model": name, "model_card": card, "converged": bool((sidecar.get("gate") or {}).get("passed")),
-                       "checkpoint_sha256": sidecar.get("sha256")},
-                      {"preset": args.preset, "notebooks": list(NOTEBOOKS), "checkpoint": str(path.name)},
+                      {"model": name, "model_card": A.model_card(side), "converged": A.converged(side),
+                       "checkpoint_sha256": side.get("sha256")},
+                      {"preset": args.preset, "sections": list(SECTIONS), "checkpoint": str(path.name)},
                       command=f"python -m mamba_recall.experiments.ch4_model_checks --model {name} --preset {args.preset}"
                       if args.model else f"python -m mamba_recall.experiments.ch4_model_checks --checkpoint "
                                          f"{args.checkpoint} --name {name} --preset {args.preset}",

@@ -6,7 +6,7 @@ Run (one thread is fastest for these tiny models on a CPU)::
     python -m mamba_recall.experiments.ch4_train --model s_small --preset paper --device cuda
     python -m mamba_recall.experiments.ch4_train --model s_small --steps 20 --out /tmp/x.pt   # smoke
 
-Recipe (spec §6.2): multi-query recall examples (context of ``L`` triples, then ``Q = min(L, 4)``
+Recipe (the chapter's; the paper trains nothing): multi-query recall examples (context of ``L`` triples, then ``Q = min(L, 4)``
 query triples ``s r o .``, loss on every queried object), half repeated / half random relation,
 ``L ~ U{L_min .. L_max(step)}`` with a curriculum ``L_max(step)`` rising linearly from ``L_min+2`` to
 ``L_max`` over the first ``curriculum_frac`` of the steps. AdamW (β = 0.9, 0.95), linear warm-up then
@@ -19,7 +19,7 @@ Outputs: ``results/checkpoints/ch4_<model>.pt`` — ``{"state_dict", "model_conf
 convergence gate and provenance. An intermediate checkpoint is written every ``checkpoint_every``
 steps so that a stopped run loses little.
 
-Convergence gate (spec §6.4): recall averaged over positions ≥ 0.95 at ``L = 4`` and ≥ 0.80 at
+Convergence gate: recall averaged over positions ≥ 0.95 at ``L = 4`` and ≥ 0.80 at
 ``L = 8`` (random relation), measured on fixed held-out contexts.
 """
 from __future__ import annotations
@@ -75,7 +75,7 @@ def curriculum_L(step: int, steps: int, L_min: int, L_max: int, frac: float, rng
 def make_batch_fn(cfg: dict, vocab: RecallVocab, on_step=None):
     """``make_batch(step)`` for :func:`train`: deterministic in ``step`` (seeded by ``seed·10⁶ + step``).
 
-    With a ``"mix"`` entry in the recipe (the ``s_mix`` model, spec §3.5), a step is a recall batch
+    With a ``"mix"`` entry in the recipe (the ``s_mix`` model of the Table 1 analogue), a step is a recall batch
     with probability ``mix["p_recall"]`` and otherwise a batch of one transfer task drawn uniformly
     from ``mix["tasks"]`` (sizes ``mix["sizes"]``, see :func:`mamba_recall.tasks.transfer.transfer_batch`)."""
     steps = cfg["steps"]

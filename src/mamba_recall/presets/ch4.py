@@ -2,14 +2,14 @@
 
 Each entry: ``"chN.experiment": {"ci": {...}, "paper": {...}}`` (see ``presets/__init__.py``).
 
-S-models (spec §2.2, §6.2): small Mamba-1 LMs trained from scratch on the serial-recall task.
+S-models: small Mamba-1 LMs trained from scratch on the serial-recall task.
 ``ci`` = the recipe of the committed CPU checkpoints (trained once, loaded by the notebooks);
 ``paper`` = the larger GPU recipe (not run in this session: no GPU was available).
 """
 
 _VOCAB = {"n_names": 32, "n_relations": 8, "n_filler": 16}
 
-# What every S-model recipe shares (spec §6.2): AdamW (β = 0.9, 0.95, weight decay 0.1, clip 1.0), the
+# What every S-model recipe shares: AdamW (β = 0.9, 0.95, weight decay 0.1, clip 1.0), the
 # curriculum over L, multi-query recall batches; and the two run lengths (CPU "ci", GPU "paper").
 _SHARED = {"vocab": _VOCAB, "lr": 3e-3, "weight_decay": 0.1, "betas": [0.9, 0.95], "grad_clip": 1.0, "L_min": 2,
            "L_max": 16, "curriculum_frac": 0.3, "n_queries": 4, "seed": 0}
@@ -30,13 +30,13 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     # Training recipes of the S-models (experiments/ch4_train.py).
     "ch4.train_s_small": {"ci": _recipe(_S_SMALL, _CPU_RUN), "paper": _recipe(_S_SMALL, _GPU_RUN)},
     # The deeper S-model: its "ci" recipe stalled on the CPU (0.24 recall at L = 4 after 3,000 steps) and is
-    # not committed; its "paper" recipe is the spec's GPU S-model.
+    # not committed; its "paper" recipe is the larger GPU S-model.
     "ch4.train_s_deep": {
         "ci": _recipe({"d_model": 32, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 2}, _CPU_RUN),
         "paper": _recipe({"d_model": 128, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 8}, _GPU_RUN,
                          vocab={"n_names": 128, "n_relations": 16, "n_filler": 16}, lr=1e-3, L_max=48),
     },
-    # The transfer S-model (Table 1 analogue, spec §3.5): s_small fine-tuned on a 50/50 mixture of the
+    # The transfer S-model (Table 1 analogue, paper §4.2): s_small fine-tuned on a 50/50 mixture of the
     # recall task and the four synthetic downstream tasks of tasks/transfer.py (filler contexts).
     "ch4.train_s_mix": {
         "ci": _recipe(_S_SMALL, _CPU_RUN, init_from="s_small", steps=5000, lr=1e-3, warmup_steps=100,
@@ -48,9 +48,9 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
                          mix={"p_recall": 0.5, "tasks": _TRANSFER_TASKS,
                               "sizes": {"n_filler": 256, "n_facts": 8, "n_distract": 8, "n_copy": 16}}),
     },
-    # The optional Mamba-2 S-model (App. F, spec §2.2 "S-m2"): SSD heads with a scalar decay, headdim 16.
+    # The optional Mamba-2 S-model (App. F, "S-m2"): SSD heads with a scalar decay, headdim 16.
     # d_state: 32 and then 16 (s_small's N) were trained first; both recalled perfectly up to L = 32 (no
-    # serial-position effect to analyse; spec §2.2 wants the task to exceed the state's capacity), so the
+    # serial-position effect to analyse: the task must exceed the state's capacity), so the
     # committed recipe uses d_state 8 (state 8 heads x 16 x 8 per layer, half of s_small's 128 x 16).
     "ch4.train_s_m2": {
         "ci": _recipe(_S_M2, _CPU_RUN), "paper": _recipe(_S_M2, _GPU_RUN),

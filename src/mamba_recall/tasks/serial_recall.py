@@ -2,7 +2,7 @@ r"""The structured serial-recall task of paper 004 (Airlangga et al.) in a synth
 
 The paper's prompts are natural language, ``Context: s_1 r_1 o_1. s_2 r_2 o_2. … s_L r_L o_L.
 Query: s_k r_k`` → ``o_k``; here names and relations are single abstract tokens (no tokenizer, no
-BOS unless asked), so positions are exact (spec §3.1):
+BOS unless asked), so positions are exact (the paper's §3.2 task in token ids):
 
     vocabulary  PAD=0, SEP('.')=1, BOS=2, NAME_0..NAME_{NE−1}, REL_0..REL_{NR−1}, FILL_0..FILL_{NF−1}
     triple i (1-based) occupies token indices 4(i−1) … 4(i−1)+3  =  s_i r_i o_i SEP
@@ -137,7 +137,7 @@ def _check_variant(variant):
 
 def recall_contexts(L: int, n: int, variant: str = "repeated", *, vocab: RecallVocab | None = None,
                     seed: int = 0, bos: bool = False) -> RecallContexts:
-    """``n`` recall contexts of ``L`` triples ``s r o .`` (spec §3.1), deterministic in ``seed``.
+    """``n`` recall contexts of ``L`` triples ``s r o .`` (paper §3.2), deterministic in ``seed``.
 
     Names come from ``RandomState(seed)`` and relations from ``RandomState(seed + 1_000_003)``, so
     the ``repeated`` and ``random`` variants with the same seed share all names (paired design).
@@ -230,7 +230,7 @@ def _vocab_of(ctx):
 
 def multiquery_batch(L: int, batch: int, *, n_queries: int | None = None, vocab: RecallVocab | None = None,
                      seed: int = 0, p_repeated: float = 0.5, oversample_last: bool = True):
-    """A training batch: contexts of ``L`` triples then ``Q`` query triples ``s r o .`` (spec §6.2).
+    """A training batch: contexts of ``L`` triples then ``Q`` query triples ``s r o .`` (the chapter's training recipe).
 
     Half the rows (``p_repeated``) use the repeated relation, the rest random relations. Queries are
     ``Q = n_queries or min(L, 4)`` distinct context positions in random order (position ``L`` is
@@ -264,7 +264,7 @@ def multiquery_batch(L: int, batch: int, *, n_queries: int | None = None, vocab:
 
 def periodic_sequences(k: int, n: int = 64, length: int = 64, *, tokens=None, seed: int = 0,
                        reading: str = "tiling") -> torch.Tensor:
-    """(n, length) sequences with period ``k`` (spec §3.2), deterministic in ``seed``.
+    """(n, length) sequences with period ``k`` (paper §4.3), deterministic in ``seed``.
 
     ``tiling``: a motif of ``k`` tokens from ``tokens`` (without replacement when ``k ≤ |tokens|``,
     else with replacement, resampled until the motif is not itself periodic), ``x_t = m[t mod k]``;

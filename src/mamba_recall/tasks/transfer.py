@@ -1,4 +1,4 @@
-r"""Synthetic long-context "downstream" tasks: the offline substitute of paper 004's Table 1 (spec §3.5).
+r"""Synthetic long-context "downstream" tasks: the offline substitute of paper 004's Table 1 (§4.2).
 
 The paper measures LongBench (Qasper, MultiFieldQA-en, 2WikiMultihopQA, MultiNews) after zeroing
 Ā of the recall-identified long-term channels at every time step. LongBench cannot be had here,
