@@ -18,7 +18,14 @@ used) with the network switched off, and checks for each page that
 * every Altair chart drawn by :mod:`mamba_recall.plots`' offline renderer
   (``div.mamba-recall-chart``) contains an ``<svg>`` or ``<canvas>``;
 * every math element (``.math.notranslate`` written by Sphinx) was typeset by
-  the vendored MathJax (contains an ``mjx-container``).
+  the vendored MathJax (contains an ``mjx-container``);
+* no table and no chart is wider than the room it has: its full width must fit
+  between its left edge and the right edge of the first ancestor that clips or
+  scrolls it (or of the page's article column), at a 1300-pixel window -- a
+  reader would otherwise have to scroll sideways or would not see the rest;
+
+and saves a screenshot of every page (its first :data:`SCREENSHOT_MAX_HEIGHT`
+pixels) into ``--screenshots`` (default ``<html_dir>/../screenshots``) for review.
 
 Prints one line per page and exits 1 with a summary of all failures (0 if all
 pages pass, 2 on a usage/setup error such as missing Chromium).
@@ -75,8 +82,12 @@ CHROMIUM_FLAGS = (
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
     "--proxy-server=http://127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>;127.0.0.1",
-    "--window-size=1280,1024",
+    "--window-size=1300,1000",  # WINDOW_WIDTH
 )
+
+#: Width of the browser window (the issue's reading width) and the tallest screenshot kept per page.
+WINDOW_WIDTH = 1300
+SCREENSHOT_MAX_HEIGHT = 12000
 
 
 class SetupError(RuntimeError):
@@ -317,6 +328,45 @@ return {
 };
 """
 
+# Tables and charts wider than their room: each item's full width (a table's scrollWidth, a chart's drawn
+# svg/canvas) against the space from its left edge to the right edge of the nearest ancestor that clips or
+# scrolls horizontally, or of the article column.
+_OVERFLOW_JS = """
+const column = document.querySelector('article.bd-article, main article, article, main') || document.body;
+const columnRight = column.getBoundingClientRect().right;
+function room(el) {
+  let right = columnRight;
+  for (let a = el.parentElement; a && a !== column && a !== document.body; a = a.parentElement) {
+    const ox = getComputedStyle(a).overflowX;
+    if (ox !== 'visible') { const r = a.getBoundingClientRect(); right = Math.min(right, r.left + a.clientWidth); break; }
+  }
+  return right - el.getBoundingClientRect().left;
+}
+function label(el, kind, i) {
+  if (el.id) return kind + ' #' + el.id;
+  const cap = el.querySelector('caption');
+  const head = el.querySelector('th');
+  const text = (cap || head) ? ' (' + (cap || head).textContent.trim().slice(0, 40) + ')' : '';
+  return kind + ' ' + (i + 1) + text;
+}
+const out = [];
+Array.from(column.querySelectorAll('table')).forEach((t, i) => {
+  const width = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
+  const space = room(t);
+  if (width > space + 2) out.push(label(t, 'table', i) + ': ' + Math.round(width) + ' px wide, room '
+                                   + Math.round(space) + ' px');
+});
+Array.from(column.querySelectorAll(arguments[0])).forEach((c, i) => {
+  const drawn = c.querySelector('svg, canvas');
+  if (!drawn) return;
+  const width = drawn.getBoundingClientRect().width;
+  const space = room(c);
+  if (width > space + 2) out.push('chart ' + c.id + ': ' + Math.round(width) + ' px wide, room '
+                                   + Math.round(space) + ' px');
+});
+return out;
+"""
+
 
 @dataclass
 class PageResult:
@@ -333,7 +383,22 @@ class PageResult:
         return not self.failures
 
 
-def check_page(driver: Any, origin: str, html_dir: Path, page: str, wait_s: float) -> PageResult:
+def save_screenshot(driver: Any, path: Path) -> None:
+    """The page's first :data:`SCREENSHOT_MAX_HEIGHT` pixels at the window's width, as one PNG."""
+    import base64
+
+    height = int(driver.execute_script(
+        "return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);")
+        or 1000)
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": WINDOW_WIDTH, "height": min(height, SCREENSHOT_MAX_HEIGHT), "scale": 1}})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def check_page(driver: Any, origin: str, html_dir: Path, page: str, wait_s: float,
+               screenshots: Path | None = None) -> PageResult:
     result = PageResult(page)
     start = time.monotonic()
     if not (html_dir / page).is_file():
@@ -380,6 +445,13 @@ def check_page(driver: Any, origin: str, html_dir: Path, page: str, wait_s: floa
     if result.typeset < result.math:
         why = "" if state.get("mathjax") else " (MathJax not loaded)"
         result.failures.append(f"math not typeset: {result.typeset}/{result.math}{why}")
+    for item in driver.execute_script(_OVERFLOW_JS, CHART_SELECTOR) or []:
+        result.failures.append(f"overflows its container horizontally: {item}")
+    if screenshots is not None:
+        try:
+            save_screenshot(driver, screenshots / Path(page).with_suffix(".png"))
+        except Exception as exc:  # a screenshot is for review; its failure is reported, not hidden
+            result.failures.append(f"screenshot failed: {type(exc).__name__}: {exc}")
 
     net = parse_performance_log(driver.get_log("performance"), origin)
     status = net.statuses.get(url)
@@ -410,12 +482,13 @@ def run_check(
     chromium: str | None = None,
     chromedriver: str | None = None,
     out=sys.stdout,
+    screenshots: Path | None = None,
 ) -> list[PageResult]:
     results: list[PageResult] = []
     width = max((len(p) for p in pages), default=10)
     with serve(html_dir) as origin, chromium_driver(chromium, chromedriver) as driver:
         for page in pages:
-            res = check_page(driver, origin, html_dir, page, wait_s)
+            res = check_page(driver, origin, html_dir, page, wait_s, screenshots)
             results.append(res)
             status = "ok" if res.ok else f"FAIL ({len(res.failures)})"
             math = f"  math {res.typeset}/{res.math}" if res.math else ""
@@ -440,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait", type=float, default=10.0, help="seconds to wait for charts/math per page (default 10)")
     parser.add_argument("--chromium", help=f"Chromium binary (default {DEFAULT_CHROMIUM})")
     parser.add_argument("--chromedriver", help=f"chromedriver binary (default {DEFAULT_CHROMEDRIVER})")
+    parser.add_argument("--screenshots", type=Path, default=None,
+                        help="folder for one screenshot per page (default: <html_dir>/../screenshots)")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -448,8 +523,10 @@ def main(argv: list[str] | None = None) -> int:
         if not html_dir.is_dir():
             raise SetupError(f"{html_dir} is not a directory (build the book first)")
         pages = load_toc(args.toc)
+        screenshots = (args.screenshots or html_dir.parent / "screenshots").resolve()
         results = run_check(
-            html_dir, pages, wait_s=args.wait, chromium=args.chromium, chromedriver=args.chromedriver
+            html_dir, pages, wait_s=args.wait, chromium=args.chromium, chromedriver=args.chromedriver,
+            screenshots=screenshots,
         )
     except SetupError as exc:
         print(f"browser_check: error: {exc}", file=sys.stderr)
@@ -460,11 +537,13 @@ def main(argv: list[str] | None = None) -> int:
     drawn = sum(r.drawn for r in results)
     elapsed = time.monotonic() - started
     if failed:
+        print(f"screenshots of every page: {screenshots}")
         print(f"\n{len(failed)} of {len(results)} pages FAILED ({drawn}/{charts} charts drawn, {elapsed:.1f}s):")
         for res in failed:
             for failure in res.failures:
                 print(f"  {res.page}: {failure}")
         return 1
+    print(f"screenshots of every page: {screenshots}")
     print(f"\nall {len(results)} pages ok ({drawn}/{charts} charts drawn, {elapsed:.1f}s)")
     return 0
 

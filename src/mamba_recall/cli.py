@@ -145,6 +145,13 @@ def build_book(parameters: dict, timeout: float | None = None) -> Path:
         shutil.rmtree(folder, ignore_errors=True)
     os.environ["MAMBA_RECALL_SCORECARD_DIR"] = str(scorecard_dir())
     notebooks = execute(toc_notebooks(), executed, parameters, timeout=timeout)
+    return build_html(executed, notebooks)
+
+
+def build_html(executed: Path, notebooks: list[Path]) -> Path:
+    """Stage the book's sources with the executed ``notebooks`` (under ``executed``) and build ``_build/html``."""
+    stage = BUILD_DIR / "stage"
+    shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy2(REPO_ROOT / name, stage / name)
