@@ -145,3 +145,16 @@ def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypat
     monkeypatch.setattr(results, "_git", lambda *a: "abc" if a[0] == "rev-parse" else "")
     results.save_bundle("d_ci", {}, {}, command="c", directory=tmp_path)
     assert results.load_bundle("d_ci", directory=tmp_path).clean is True
+
+
+def test_ch2_trained_dn_smoke(tmp_path, monkeypatch):
+    from mamba_recall import results
+    from mamba_recall.experiments import ch2_trained_dn as dn
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    dn.main(["--preset", "ci", "--smoke", "--store", str(tmp_path / "runs"), "--no-estimate"])
+    bundle = results.load_bundle("ch2_trained_dn_ci_smoke", directory=tmp_path)
+    cells, errors = bundle.tables["cells"], bundle.tables["law_errors"]
+    assert len(cells) == 2 and {"eq15_corrected", "err_rev_a54", "best_accuracy_ci_low"} <= set(cells)
+    assert set(errors["law"]) == {"eq77", "eq15_printed", "eq15_corrected", "rev_a54"}
+    assert bundle.config["job_config"]["recipe"]["name"] == "code"

@@ -128,3 +128,17 @@ EXPERIMENTS["ch2.designed_capacity"] = {
               + [[64, 16], [128, 32]], "levels": [0.5, 0.9], "readouts": ["values", "full"], "n_queries": 8000,
               "seed": 0, "min_fit_Nf": 4},
 }
+
+# Runner ch2_trained_dn (run store): trained simplified models along one row (D = 64, N varies) and one column
+# (N = 16, D varies) of regime R0 at the [code] D–N recipe (batch 128, ≤ 2000 steps), 3 seeds, beside each law's p.
+EXPERIMENTS["ch2.trained_dn"] = {
+    "ci": {"V": 64, "Nf": 8, "L": 32, "cells": [[16, 2], [16, 4], [16, 8], [8, 4]], "batch": 64, "steps": 200,
+           "recipe": "code", "overrides": {"warmup": 20, "hold": 40}, "seeds": 2, "n_eval": 200, "eval_every": 50,
+           "target_accuracy": 0.999},
+    "cpu-hours": {"V": 512, "Nf": 16, "L": 64, "cells": [[64, n] for n in (2, 4, 8, 16, 32)]
+                  + [[d, 16] for d in (16, 24, 32, 48)], "batch": 128, "steps": 2000, "recipe": "code",
+                  "overrides": {}, "seeds": 3, "n_eval": 1000, "eval_every": 250, "target_accuracy": 0.999},
+    "paper": {"V": 512, "Nf": 16, "L": 64, "cells": [[64, n] for n in range(2, 33, 2)]
+              + [[d, 16] for d in range(16, 64, 4)], "batch": 128, "steps": 2000, "recipe": "code",
+              "overrides": {}, "seeds": 10, "n_eval": 2000, "eval_every": 250, "target_accuracy": 0.999},
+}

@@ -1,0 +1,116 @@
+r"""Chapter 2 runner: trained simplified models along one row and one column of a paper regime, 3 seeds.
+
+    python -m mamba_recall.experiments.ch2_trained_dn --preset cpu-hours --allow-long [--jobs 1]
+    python -m mamba_recall.experiments.ch2_trained_dn --preset cpu-hours --aggregate-only
+
+Regime R0 of the authors' code (V = 512, N_f = 16, L = 64), their D–N recipe (batch 128, ≤ 2000 steps, AdamW
+lr 1e-2, β = (0.9, 0.95), no weight decay, clip 1.5, label smoothing 0.1, warmup 100 → hold 400 → cosine);
+the row D = 64 with N ∈ {2, 4, 8, 16, 32} and the column N = 16 with D ∈ {16, 24, 32, 48} (and 64 from the row).
+One run-store job per cell and seed (the same job function as :mod:`.ch2_reference_grid`), so the command
+resumes. The bundle ``results/ch2_trained_dn_<preset>.json`` has per cell the mean best accuracy over seeds with
+a 95 % t-interval, the seed-max, and each law's predicted accuracy (Eq. 77, Eq. 15 printed and corrected, the
+authors' later law with a = 5/4 for trained linear models) with its error; and a table of each law's error.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ..presets import experiment
+from ..runstore import INTERVAL_METHOD, aggregate, load_runs, make_job, pending, run_grid, runs_summary
+from ..theory.capacity import p_success
+from .ch2_reference_grid import RUNNER, estimate, resolved_config
+
+EXPERIMENT = "ch2.trained_dn"
+#: (column, law, a): each law's predicted per-query accuracy.
+LAWS = (("eq77", "eq77", 3.0), ("eq15_printed", "eq15", 3.0), ("eq15_corrected", "eq15_consistent", 3.0),
+        ("rev_a54", "rev_mV", 1.25))
+
+
+def _sizes(preset: str, smoke: bool) -> dict:
+    return experiment(EXPERIMENT, preset, smoke=True) if smoke else experiment(EXPERIMENT, preset)
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    sizes = _sizes(preset, smoke)
+    return [make_job(EXPERIMENT, resolved_config(sizes, d, n), s) for d, n in sizes["cells"]
+            for s in range(sizes["seeds"])]
+
+
+def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+    from ..results import save_bundle
+
+    sizes = _sizes(preset, smoke)
+    jobs = jobs_for(preset, smoke)
+    keys = {j["key"] for j in jobs}
+    runs = [r for r in load_runs(EXPERIMENT, store) if r["key"] in keys]
+    if not runs:
+        log(f"no finished jobs of {EXPERIMENT} at preset {preset}; nothing to aggregate.")
+        return None
+    table = aggregate(runs, by=["D", "N"], metrics=["best_accuracy", "final_accuracy", "steps_run"])
+    table["DN"] = table["D"] * table["N"]
+    row_D = max(d for d, _ in sizes["cells"])
+    table["line"] = ["row" if d == row_D else "column" for d in table["D"]]
+    errors = []
+    for col, law, a in LAWS:
+        table[col] = [p_success(sizes["V"], sizes["Nf"], d, n, law, a=a) for d, n in zip(table["D"], table["N"])]
+        table[f"err_{col}"] = table[col] - table["best_accuracy_mean"]
+        e = table[f"err_{col}"].abs()
+        errors.append(dict(law=col, a=a, cells=len(table), mean_abs_error=float(e.mean()), max_abs_error=float(e.max()),
+                           mean_signed_error=float(table[f"err_{col}"].mean())))
+    summary = runs_summary(runs)
+    d0, n0 = sizes["cells"][0]
+    base = resolved_config(sizes, d0, n0)
+    base.pop("D"), base.pop("N")
+    data = {"complete": len(runs) == len(jobs), "jobs_finished": len(runs), "jobs_total": len(jobs),
+            "interval_method": INTERVAL_METHOD, "runs": summary, "run_keys": sorted(r["key"] for r in runs),
+            "aggregation": "best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max"}
+    config = {"preset": preset, "smoke": smoke, "sizes": sizes, "job_config": base, "runner": RUNNER,
+              "laws": [dict(column=c, law=l, a=a) for c, l, a in LAWS]}
+    name = f"ch2_trained_dn_{preset}" + ("_smoke" if smoke else "")
+    path = save_bundle(name, data, config,
+                       command=f"python -m mamba_recall.experiments.ch2_trained_dn --preset {preset} --allow-long",
+                       device="cpu", wall_seconds=summary["wall_seconds"],
+                       tables={"cells": table, "law_errors": pd.DataFrame(errors)})
+    log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
+    return path
+
+
+# Committed: the ci grid; the cpu-hours grid once its jobs are in (the command resumes: finished jobs are skipped).
+COMMITTED_RUNS = [["--preset", "ci"]]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
+    ap.add_argument("--device", default="cpu", choices=["auto", "cpu"])
+    ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
+    ap.add_argument("--aggregate-only", action="store_true")
+    ap.add_argument("--no-estimate", action="store_true")
+    ap.add_argument("--store", default=None)
+    args = ap.parse_args(argv)
+    try:
+        from ..longrun import allow_long_runs, check_estimate
+    except ImportError:  # pragma: no cover
+        allow_long_runs, check_estimate = (lambda allow: None), (lambda *a, **k: None)
+    if args.allow_long:
+        allow_long_runs(True)
+    store = Path(args.store) if args.store else None
+    jobs = jobs_for(args.preset, args.smoke)
+    if args.aggregate_only:
+        done, left = pending(jobs, store)
+        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
+    else:
+        run_grid(RUNNER, jobs, n_jobs=args.jobs, store=store, estimate=None if args.no_estimate else estimate,
+                 check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
+                 log=lambda m: print(m, flush=True))
+    write_bundle(args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True))
+
+
+if __name__ == "__main__":
+    main()
