@@ -148,6 +148,7 @@ def test_evidence_tier_is_the_checkpoint_recipe():
     assert v.evidence["source"] == "results/checkpoints/ch4_s_small.pt"
     ev = p004._evidence(SimpleNamespace(preset="paper", device="cuda"), SIDE, "x")
     assert ev.tier == "ci"  # a ci-trained checkpoint evaluated at paper size is still ci evidence
+    assert p004._evidence(SimpleNamespace(preset="ci", device="cpu", smoke=True), SIDE, "x").smoke
 
 
 # ----------------------------------------------------------------------------- the whole list declared

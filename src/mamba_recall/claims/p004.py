@@ -71,7 +71,8 @@ def _evidence(ctx, side, sample: str) -> Evidence:
                      "train it further")
     device = getattr(ctx, "device", "cpu")
     device = getattr(device, "type", str(device))
-    return Evidence(_tier(ctx, side), device, 1, sample, str((side or {}).get("source", "live")))
+    return Evidence(_tier(ctx, side), device, 1, sample, str((side or {}).get("source", "live")),
+                    smoke=bool(getattr(ctx, "smoke", False)))
 
 
 def _mid_mask(L: int) -> np.ndarray:
