@@ -95,6 +95,39 @@ def load_checkpoint(name: str, preset: str = "paper"):
     return model.eval(), meta
 
 
+@dataclass
+class Sourced:
+    """A model with where it came from (for the evidence of a claim): a committed checkpoint or a live run."""
+
+    model: SimplifiedMamba
+    test_set: LatestValueBatch
+    accuracy: float          # held-out query accuracy
+    sizes: dict
+    tier: str                # the preset the model was trained at
+    device: str              # the device it was trained on
+    source: str              # checkpoint path (relative to the repository) or "live"
+    seeds: int = 1
+
+
+def load_or_train(name: str, preset: str, seed: int = 0, device="cpu", backend: str = "chunked",
+                  smoke: bool = False) -> Sourced:
+    """The ``ch1.<name>`` model at ``preset``'s sizes: the committed checkpoint when it matches those sizes,
+    else trained live (and said so in ``source``)."""
+    from ..presets import experiment
+
+    sizes = experiment(f"ch1.{name}", preset, smoke=smoke)
+    try:
+        model, meta = load_checkpoint(name, preset)
+        if meta["config"] != sizes:
+            raise FileNotFoundError("checkpoint sizes differ from the preset")
+        source, made_on = str(checkpoint_path(name, preset).relative_to(RESULTS_DIR.parent)), meta["device"]
+    except FileNotFoundError:
+        model = train_recall(sizes, seed=seed, device=device, backend=backend).model
+        source, made_on = "live", str(torch.device(device).type)
+    _, test = make_data(sizes, seed)
+    return Sourced(model, test, evaluate(model, test.inputs, test.query_labels), sizes, preset, made_on, source)
+
+
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
 COMMITTED_RUNS = [["--preset", "paper", "--only", "k1", "k1_masked", "wo"], ["--preset", "ci"]]
 
