@@ -74,6 +74,13 @@ def test_all_step_and_length_ablations_at_the_ceiling_are_not_testable():
     assert _judge("004/Fig10", lengths).status == "partially"
 
 
+def test_mamba2_u_shape_needs_a_middle_below_the_ceiling():
+    # as the committed s_m2: the middle at 1.00 everywhere, the last fact lost at L = 32
+    curves = {(L, v): _curve([1.0] * (L - 1) + [last]) for L, last in ((8, 1.0), (16, 1.0), (32, 0.37))
+              for v in ("repeated", "random")}
+    assert _judge("004/AppF-ushape", curves, [8, 16, 32]).status == "not testable here"
+
+
 def test_head_ablation_at_the_ceiling_is_not_testable():
     base = _curve(CEIL8)
     eff = {"base": base, "targeted": base.copy(), "global": [base.copy()] * 3, "count": 2}
@@ -155,7 +162,7 @@ def test_evidence_tier_is_the_checkpoint_recipe():
 def test_unchecked_figures_are_declared():
     ids = {c.id for c in claims.claims_of(paper="004")}
     for cid in ("004/Fig7", "004/Fig11", "004/Fig12", "004/Fig4-drop", "004/Fig8", "004/Table1", "004/Fig13a",
-                "004/Fig13b", "004/Fig14", "004/Fig9", "004/Fig10", "004/Fig5a", "004/Fig5b", "004/Fig6a", "004/Fig6b"):
+                "004/Fig13b", "004/AppF-ushape", "004/Fig14", "004/Fig9", "004/Fig10", "004/Fig5a", "004/Fig5b", "004/Fig6a", "004/Fig6b"):
         assert cid in ids, cid
     assert claims.get("004/Fig7").measure is not None  # measured from the periodicity data
     for cid in ("004/Fig11", "004/Fig12", "004/Fig4-drop", "004/Fig8"):

@@ -123,7 +123,9 @@ def measure_ushape(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
     return Measurement(
         {"pressure_lengths": len(lengths), "min_primacy": min(prim, default=nan), "min_recency": min(rec, default=nan),
          "ends_separated": all(sep) and bool(sep), "interior_minimum": all(interior) and bool(interior)},
-        f"L_p = {Lp}; repeated relation " + ("; ".join(parts) if parts else "(no evaluated L has a middle third ≤ 0.80)"),
+        f"L_p = {Lp}; repeated relation " + ("; ".join(parts) if parts else "(no evaluated L has a middle third ≤ 0.80): " + "; ".join(
+            f"L={L}: acc(1) {s['acc'][0]:.2f}, middle {s['mid']:.2f}, acc(L) {s['acc'][-1]:.2f}"
+            for L, s in ((L, _summary(curves[(L, "repeated")])) for L in Ls))),
         _evidence(ctx, side, f"{n} contexts per (L, variant), L = {list(Ls)}"))
 
 
@@ -423,20 +425,23 @@ _GRID_RUN = ("first-triple ablations over the 3 × 3 (p, τ) grid with the top-1
              "needs a model at its capacity edge, e.g. the larger S-model: " + _SMALL)
 _PRIMACY_TESTABLE = conds(("baseline_informative", "true"))
 
+
+def _ushape_rule() -> Rule:
+    return Rule(why="a U needs both ends ≥ 10 points above the middle third, outside its Wilson band, with the minimum "
+                    "inside, at the first length that strains the model and the next (\"across lengths\"); the recency "
+                    "arm alone is part of the claim",
+                reproduced=conds(("min_primacy", ">=", U_ARM), ("min_recency", ">=", U_ARM), ("ends_separated", "true"),
+                                 ("interior_minimum", "true")),
+                partially=conds(("min_recency", ">=", U_ARM)),
+                testable=conds(("pressure_lengths", ">=", 2)),
+                untestable_why="no two evaluated lengths strain the model (middle third ≤ 0.80), so no trough can show",
+                trained=True)
+
 register(
     Claim("004/Fig2", "recall against the queried position is U-shaped: the first and the last facts are recalled "
           "better than the middle ones, across sequence lengths", "§4.1, Fig. 2 (Fig. 1)",
           "no number given (U-shaped for Falcon Mamba 7B at L ∈ {8, 16, 32, 64, 128})",
-          Rule(why="a U needs both ends ≥ 10 points above the middle third, outside its Wilson band, with the minimum "
-                   "inside, at the first length that strains the model and the next (\"across lengths\"); the recency "
-                   "arm alone is part of the claim",
-               reproduced=conds(("min_primacy", ">=", U_ARM), ("min_recency", ">=", U_ARM), ("ends_separated", "true"),
-                                ("interior_minimum", "true")),
-               partially=conds(("min_recency", ">=", U_ARM)),
-               testable=conds(("pressure_lengths", ">=", 2)),
-               untestable_why="no two evaluated lengths strain the model (middle third ≤ 0.80), so no trough can show",
-               trained=True),
-          measure_ushape, SECTION[1]),
+          _ushape_rule(), measure_ushape, SECTION[1]),
     Claim("004/Sec4.1-relations", "random relations give better middle-position recall than repeated ones, and "
           "repetition gives the sharper U", "§4.1; Fig. 1", "no number given",
           Rule(why="the middle third must rise by ≥ 5 points with a paired-bootstrap CI above 0 and the U be deeper for "
@@ -599,6 +604,9 @@ register(
                testable=conds(("learned_tasks", ">=", 3)),
                untestable_why="the model learned fewer than 3 of the 4 tasks (base ≥ 50 %)", trained=True),
           measure_transfer, SECTION[5]),
+    Claim("004/AppF-ushape", "Mamba 2 keeps the U-shaped recall curve: elevated accuracy at both ends of the sequence",
+          "App. F (first paragraph), Fig. 13b (baseline)", "no number given",
+          _ushape_rule(), measure_ushape, SECTION[6]),
     Claim("004/Fig13a", "Mamba 2 has a sparse set of long-term heads (𝓜 ≥ 0.7), clustered in some layers",
           "App. F, Eq. 9, Fig. 13a", "9.32 % of heads (Mamba 2, size not stated)",
           Rule(why=f"sparse: a non-empty set of at most {SPARSE:.0%} of the heads; clustered: per-layer counts unlike an "
