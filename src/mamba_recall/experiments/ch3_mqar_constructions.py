@@ -1,4 +1,4 @@
-"""Sweeps of the explicit MQAR constructions (paper 003, Thms. 2–4, Lemma 4; spec errata 6–8).
+"""Sweeps of the explicit MQAR constructions (paper 003, Thms. 2–4, Lemma 4; the printed Thm. 2 bias and Thm. 4 readout against the corrected ones).
 
 ``python -m mamba_recall.experiments.ch3_mqar_constructions --preset ci|paper`` (CPU, float64; minutes).
 Tables written to ``results/ch3_mqar_constructions_<preset>.json``:

@@ -5,7 +5,7 @@ Data: the paper-003 MQAR of App. D.3 (:func:`~mamba_recall.theory.mqar_construct
 keys, each queried once), on the fly. Models: ``s6`` = 1-layer Mamba without gate (size-4 conv, SiLU,
 S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = single-head Mamba-2 without gate
 (its own three convs, ``models.s6.Mamba2Mixer``, N = round(8 ln κ)). ``ci``: micro-MQAR (κ = 4,
-|V| = 16, T = 24, d = 32) with N below and above κ (spec MQAR-T1). ``paper``: the Fig. 2 grid (κ × d,
+|V| = 16, T = 24, d = 32) with N below and above κ. ``paper``: the Fig. 2 grid (κ × d,
 N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2) and the Fig. A.3 N sweep, best of 7 seeds. Writes
 ``results/ch3_mqar_train_<preset>.json`` with the table ``runs``.
 """

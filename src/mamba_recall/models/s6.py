@@ -151,7 +151,7 @@ class MixerLM(nn.Module):
 
     mixer: ``s6`` | ``s4d`` | ``s6_dT`` | ``mamba2`` (with its own convs: use ``use_conv=False``). ``pe``: write the position into the last embedding coordinate
     (the learned embedding then has d−1 columns). ``use_conv``: depthwise causal conv of width ``d_conv``
-    then ``activation``. ``use_gate``: ỹ = silu(W_g x) ⊙ y (Eq. 14g with erratum 1). ``D`` skip kept (mamba).
+    then ``activation``. ``use_gate``: ỹ = silu(W_g x) ⊙ y (Eq. 14g, gating y, not x as Table 2 prints). ``D`` skip kept (mamba).
     """
 
     def __init__(self, vocab_size: int, d: int, N: int, mixer: str = "s6", n_classes: int | None = None,

@@ -1,7 +1,7 @@
 r"""KEEP n-TH (paper 003, §4.1, App. D.2): remember the n-th token and output it from then on.
 
 Tokens :math:`x_t\sim\mathrm{Unif}\{0..|V|-1\}` iid, :math:`t=1..T`; the target is :math:`y_t=x_n` at
-:math:`t=n..T` (1-based; the paper scores from :math:`t=n`, spec erratum 9) and −100 (ignored) before.
+:math:`t=n..T` (1-based; App. D.2 scores from :math:`t=n`, where the target is the current token) and −100 (ignored) before.
 Paper setting: KEEP FIFTH (n = 5), |V| = 128, T ∈ {10, …, 50}. Copying the current token is right
 only at t = n, i.e. accuracy 1/(T−n+1); chance is 1/|V|.
 """

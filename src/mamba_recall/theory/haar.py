@@ -19,15 +19,15 @@ This module has
 
 * the continuous basis (quadrature) and its :math:`L^2` error against :math:`\psi_{j,k}`
   (:func:`continuous_basis`, :func:`continuous_haar_error`) — it falls like :math:`|w|^{-1/4}`, not
-  :math:`|w|^{-1}`, and is never uniformly small near a jump (spec erratum 4);
+  :math:`|w|^{-1}`, and is never uniformly small near a jump (Thm. 1's "for all s" holds only away from the jumps);
 * three *discrete* constructions run on the library's scans, exact to machine precision:
   ``aonly`` (Δ only in the decay, faithful to Eq. 8: 3 channels),
   ``euler`` / ``zoh`` (the real S6 with :math:`\bar B_t=\Delta_tB`; a step in Δ there *selects one
   sample* instead of making a Heaviside, so each Heaviside is built from two ramp channels, 6 channels
-  in all — our adaptation, spec §2.4 H-E);
+  in all — our adaptation);
 * Prop. 1 (absolute time from an all-ones input) and Cor. 1's error curves (best-:math:`N` Haar, i.e.
   :math:`N=1+3N_w` Mamba bases, against :math:`N` Fourier bases, the best S4D can do), for squared
-  :math:`L^2` errors (spec erratum 5).
+  :math:`L^2` errors (the proof, Eqs. 28–31, sums squared coefficients).
 
 Shapes: sequences ``x`` are ``(batch, T)`` float64; 1-based time ``t = 1..T`` as in the paper.
 """
@@ -39,11 +39,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..scan import linear_recurrence_chunked, selective_scan
+from ..scan import linear_recurrence_chunked, selective_scan, ssd_scan
 
 DISCRETIZATIONS = ("aonly", "euler", "zoh")
 
-__all__ = ["DISCRETIZATIONS", "HaarS6", "continuous_basis", "continuous_haar_error", "continuous_sup_error",
+__all__ = ["attention_sensitivity", "haar_ssd_output", "DISCRETIZATIONS", "HaarS6", "continuous_basis", "continuous_haar_error", "continuous_sup_error",
            "fourier_sq_error", "haar_best_sq_error", "haar_coefficients_piecewise", "haar_projection",
            "haar_psi", "haar_s6", "haar_s6_output", "prop1_time_counter", "random_piecewise_constant",
            "softplus", "cor1_curves", "cor1_slopes", "keep_nth_real", "keep_nth_token_model", "lemma2_demo",
@@ -73,7 +73,7 @@ def haar_psi(j: int, k: int, s) -> np.ndarray:
 
 def haar_projection(x, j: int, k: int) -> np.ndarray:
     r""":math:`P_{j,k}(x)=\frac1T\sum_t\psi_{j,k}(\frac{t-1}T)x_t` = the exact :math:`\langle\psi_{j,k},x\rangle`
-    of the piecewise-constant signal of ``x`` (batch, T); needs :math:`2^{j+1}\mid T` (spec §0.3)."""
+    of the piecewise-constant signal of ``x`` (batch, T); needs :math:`2^{j+1}\mid T`."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"x must be (batch, T), got shape {x.shape}.")
@@ -110,7 +110,7 @@ def _wavelet_from_bases(j, k, w, s):
 
 def continuous_haar_error(j: int, k: int, w: float, points: int = 400_001) -> float:
     r""":math:`L^2` error of :math:`g^{M_1}-2g^{M_2}+g^{M_3}` against :math:`\psi_{j,k}` on [0,1] (Thm. 1, Eq. 23),
-    quadrature on ``points`` nodes. Decays like :math:`|w|^{-1/4}` (erratum 4)."""
+    quadrature on ``points`` nodes. Decays like :math:`|w|^{-1/4}` (Chapter 3 overview, erratum 1)."""
     _check_jk(j, k)
     s = np.linspace(0.0, 1.0, points)
     approx, _ = _wavelet_from_bases(j, k, w, s)
@@ -121,7 +121,7 @@ def continuous_haar_error(j: int, k: int, w: float, points: int = 400_001) -> fl
 
 
 def continuous_sup_error(j: int, k: int, w: float, c: float, points: int = 400_001) -> float:
-    r"""sup error outside :math:`c/\sqrt{|w|}`-neighbourhoods of the three breakpoints (spec HAAR-5)."""
+    r"""sup error outside :math:`c/\sqrt{|w|}`-neighbourhoods of the three breakpoints (``c = 0``: over all s)."""
     s = np.linspace(0.0, 1.0, points)
     approx, breaks = _wavelet_from_bases(j, k, w, s)
     psi = haar_psi(j, k, s)
@@ -161,7 +161,7 @@ class HaarS6:
 
 
 def haar_s6(j: int, k: int, T: int, discretization: str = "aonly", W: float | None = None) -> HaarS6:
-    r"""The discrete Thm. 1 construction (spec §2.4).
+    r"""The discrete Thm. 1 construction.
 
     ``aonly`` (H-A): 3 channels :math:`c\in\{a,m,b\}`, λ = 1, :math:`\bar B=2^{j/2}/T`, readout (1, −2, 1),
     :math:`\Delta^{(c)}_t=\mathrm{softplus}(-W(t-n_0(c)-\frac12))` with :math:`n_0=cT+1` (first kept index):
@@ -231,6 +231,46 @@ def haar_s6_output(c: HaarS6, x, backend: str = "chunked") -> np.ndarray:
     return (hT @ torch.as_tensor(c.readout)).numpy()
 
 
+def haar_ssd_output(c: HaarS6, x, backend: str = "chunked") -> np.ndarray:
+    r"""Remark 1: the ``euler`` construction run through **Mamba-2**'s scan (:func:`ssd_scan`): one head per
+    channel (head dim 1, N = 1), each head's scalar Δ_t the channel's profile, and one scalar λ, A = −λ, shared by
+    every head (Mamba-2's :math:`\Lambda=\lambda I`), B constant, C = 1. Returns :math:`y_T` (batch,)."""
+    if c.discretization != "euler":
+        raise ValueError("Mamba-2's scan is the euler discretisation (Δ·B on the input): build with discretization='euler'.")
+    x = torch.as_tensor(np.asarray(x, dtype=np.float64))
+    if x.ndim != 2 or x.shape[1] != c.T:
+        raise ValueError(f"x must be (batch, T={c.T}), got shape {tuple(x.shape)}.")
+    bsz, H = x.shape[0], c.channels
+    xs = x[:, :, None, None].expand(bsz, c.T, H, 1).contiguous()
+    dt = torch.as_tensor(c.delta).T[None].expand(bsz, c.T, H).contiguous()
+    A = torch.full((H,), -c.lam, dtype=torch.float64)
+    B = torch.full((bsz, c.T, 1, 1), c.B, dtype=torch.float64)
+    C = torch.ones((bsz, c.T, 1, 1), dtype=torch.float64)
+    y = ssd_scan(xs, dt, A, B, C, backend=backend)                       # (b, T, H, 1)
+    return (y[:, -1, :, 0] @ torch.as_tensor(c.readout)).numpy()
+
+
+def attention_sensitivity(T: int = 4096, d: int = 4, j: int = 1, seed: int = 0, scale: float = 0.5) -> np.ndarray:
+    r"""Eq. (44): :math:`\lVert\partial y_t/\partial x_j\rVert_F` for t = j+1..T of one causal softmax-attention
+    layer :math:`y_t=\sum_{s\le t}a_{ts}W_Vx_s`, :math:`a_{ts}=\mathrm{softmax}_s(x_t^\top W_Q^\top W_Kx_s)`, with
+    Gaussian inputs and weights (entries of std ``scale``/√d), float64. For j < t,
+    :math:`\partial y_t/\partial x_j=a_{tj}\,[W_V+(W_Vx_j-y_t)\,(W_K^\top W_Qx_t)^\top]` (the closed form behind
+    Eq. 44; the tests check it against autograd); ``j`` is 1-based. Returns an array of length T − j."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((T, d))
+    WQ, WK, WV = (rng.standard_normal((d, d)) * scale / math.sqrt(d) for _ in range(3))
+    q, k, v = x @ WQ.T, x @ WK.T, x @ WV.T
+    out = np.empty(T - j)
+    for t in range(j + 1, T + 1):                              # query at position t (1-based)
+        scores = k[:t] @ q[t - 1]
+        a = np.exp(scores - scores.max())
+        a /= a.sum()
+        y = a @ v[:t]
+        J = a[j - 1] * (WV + np.outer(v[j - 1] - y, WK.T @ q[t - 1]))
+        out[t - j - 1] = np.linalg.norm(J)
+    return out
+
+
 def prop1_time_counter(T: int, backend: str = "chunked") -> np.ndarray:
     r"""Prop. 1: all-ones input, B = 1, λ = 0, Δ ≡ 1 (Δ-bias ln(e−1), zero weight) → :math:`h_t=t` (Eq. 24).
 
@@ -247,7 +287,7 @@ def prop1_time_counter(T: int, backend: str = "chunked") -> np.ndarray:
 # --------------------------------------------------------------------------- Corollary 1
 
 def random_piecewise_constant(m: int, rng: np.random.Generator):
-    """m jump locations ~ U(0.05, 0.95) (sorted) and m+1 levels ~ N(0, 1) (spec §2.6)."""
+    """m jump locations ~ U(0.05, 0.95) (sorted) and m+1 levels ~ N(0, 1) (our choice of random targets)."""
     if m < 1:
         raise ValueError(f"m (number of discontinuities) must be >= 1, got {m}.")
     jumps = np.sort(rng.uniform(0.05, 0.95, size=m))
@@ -361,8 +401,8 @@ def keep_nth_real(x, nth: int, discretization: str = "euler", W: float = 60.0, b
     (large up to n: erase and write; ≈ 0 after: freeze, input injection off too),
     C = 1/softplus(W/2) (euler) or 1/(1−e^{−softplus(W/2)}) (zoh); run on :func:`selective_scan`.
     ``aonly``: **two** channels (the H-A Heavisides at n₀ = n and n₀ = n+1, :math:`\bar B=1`): exact for t > n,
-    :math:`y_n=0` (the last-sample edge effect; spec §2.7). Cor. 2's proof writes :math:`h_1-h_2` for the indicator
-    of [n−1, n); it is :math:`h_2-h_1` (spec erratum 3)."""
+    :math:`y_n=0` (the last-sample edge effect). Cor. 2's proof writes :math:`h_1-h_2` for the indicator
+    of [n−1, n); it is :math:`h_2-h_1`."""
     if discretization not in DISCRETIZATIONS:
         raise ValueError(f"unknown discretization {discretization!r}; use one of {DISCRETIZATIONS}.")
     x = torch.as_tensor(np.asarray(x, dtype=np.float64))
@@ -438,7 +478,7 @@ def sensitivity_autograd(x, j: int, **kw) -> np.ndarray:
 def sensitivity_closed_form(x, j: int, w_delta=1.3, b_delta=-0.2, w_B=0.8, b_B=0.5, lam=0.7, selective=True):
     r"""|∂h_t/∂x_j| from Eq. (35) with (36)–(38): :math:`e^{-\lambda\sum_{r=j+1}^t\Delta_r}\,\tilde c_j` for t ≥ j, 0 before,
     :math:`\tilde c_j=\partial_{x_j}(B_j\Delta_jx_j)-\lambda e^{-\lambda\Delta_j}\Delta'_j\sum_{s<j}e^{-\lambda\sum_{r=s+1}^{j-1}\Delta_r}B_s\Delta_sx_s`.
-    S4D (``selective=False``): :math:`b_Be^{-\lambda(t-j)}` (Lemma 1; erratum 13 on the exponent)."""
+    S4D (``selective=False``): :math:`b_Be^{-\lambda(t-j)}` (Lemma 1; the paper's exponent :math:`t-(j+1)` folds a constant into :math:`\tilde c`)."""
     x = np.asarray(x, dtype=np.float64)
     T = x.shape[0]
     out = np.zeros(T)

@@ -14,7 +14,7 @@ activation), so the construction runs through the same forward code as the train
   a zero column, so the blank wins).
 
 ``b_delta=0`` is the paper as printed (Eqs. 109–110): softplus(0) = ln 2, so every kept column halves at
-every step (spec erratum 2); ``b_delta=30`` (with ``w_delta=60``) is the fix.
+every step; ``b_delta=30`` (with ``w_delta=60``) is the fix.
 """
 from __future__ import annotations
 

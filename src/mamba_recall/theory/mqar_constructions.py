@@ -1,7 +1,7 @@
 r"""Explicit MQAR solutions of paper 003 (§5.1, App. C.1, Thms. 2–4, Lemma 4), as printed and corrected.
 
-Data (App. D.3, spec §3.3): :func:`gen_mqar` — κ *distinct* keys (ids ``0..κ-1``, a permutation; spec
-erratum 10), values iid in ``κ..κ+|V|-1``, noise tokens from the value vocabulary, each key queried
+Data (App. D.3): :func:`gen_mqar` — κ *distinct* keys (ids ``0..κ-1``, a permutation; App. D.3 says iid, which
+would make a repeated key ambiguous), values iid in ``κ..κ+|V|-1``, noise tokens from the value vocabulary, each key queried
 exactly once at a uniform position after the context; labels are value indices ``0..|V|-1`` at the
 query positions and −100 elsewhere. Shapes: ``ids, labels`` (n, T) int64.
 
@@ -16,10 +16,10 @@ float64 on the library's scans (:func:`selective_scan` for Mamba and the S4D mix
   readout :math:`W_o=[v_1^\top;\dots]` (59). Step 2 replaces the one-hot values by JL codes
   :math:`M_ve_j+\beta\mathbf 1` (67, β = 2, k = 10, c₀ = 1, c₁ = 10, b = 3). Output bias:
   ``"printed"`` :math:`-(c_0kb)W_os`, ``"typo"`` :math:`-(c_0k-b)W_os`, ``"corrected"``
-  :math:`-(c_0k-b)(c_1k-b)W_os` (spec erratum 6), or ``"centered"`` readout (:math:`b_o=0`).
+  :math:`-(c_0k-b)(c_1k-b)W_os` (the printed bias misses the factor :math:`c_1k-b`), or ``"centered"`` readout (:math:`b_o=0`).
   With ``N < κ`` keys share columns (``i mod N``): the construction's capacity limit.
 * **Thm. 3, Mamba-2, no gate** (:func:`thm3_logits`): three independent size-2 convs,
-  :math:`\mathrm{conv}_B` = shift by one, :math:`\mathrm{conv}_u=\mathrm{conv}_C` = identity, σ = id (erratum 8),
+  :math:`\mathrm{conv}_B` = shift by one, :math:`\mathrm{conv}_u=\mathrm{conv}_C` = identity, σ = id (a ReLU would delete the negative JL entries),
   λ = 0, Δ = 1, so :math:`y_t=\sum_s x_s\langle W_kx_{s-1},W_kx_t\rangle` (77). Keys one-hot (:math:`N=\kappa`)
   or JL :math:`p_k` (:math:`N=p_k`), values one-hot or JL :math:`p_v`.
 * **Thm. 4, S4D mixer with gate** (:func:`thm4_logits`): state split into κ blocks along the channels,
@@ -27,7 +27,7 @@ float64 on the library's scans (:func:`selective_scan` for Mamba and the S4D mix
   Λ = 0, Δ = B = C = 1, N = 1 (a cumulative sum, 88–89); gate :math:`\tilde y_t=\mathrm{ReLU}(x_t)\odot y_t`
   picks the queried block (90). Step 2: JL codes of dimension p rotated so that
   :math:`Me_{|V|+1}\parallel\mathbf 1` (Householder), β = 1; readout ``"printed"`` :math:`Me_l` tiled or
-  ``"centered"`` :math:`(I-\frac1p\mathbf 1\mathbf 1^\top)Me_l` tiled (spec erratum 7).
+  ``"centered"`` :math:`(I-\frac1p\mathbf 1\mathbf 1^\top)Me_l` tiled (Eqs. 93–99 are off by √p).
 
 JL matrices (Lemma 4): :func:`jl_matrix` with iid entries :math:`\pm1/\sqrt p`.
 """
@@ -44,11 +44,12 @@ from ..tasks.mqar import IGNORE_INDEX, check_int
 THM2_BIASES = ("printed", "typo", "corrected", "centered")
 
 __all__ = ["IGNORE_INDEX", "THM2_BIASES", "gen_mqar", "jl_matrix", "thm2_logits", "thm3_logits",
-           "thm4_logits", "construction_accuracy", "best_of_draws", "theory_dims", "hashing_circuit_accuracy"]
+           "thm4_logits", "construction_accuracy", "best_of_draws", "theory_dims", "hashing_circuit_accuracy",
+           "thm3_key_growth", "state_needed", "jl_inner_products", "remark7_sweep"]
 
 
 def gen_mqar(n: int, T: int, kappa: int, V: int, seed: int):
-    r"""Paper-003 MQAR batch (App. D.3 with spec erratum 10): returns ``ids, labels`` (n, T) int64.
+    r"""Paper-003 MQAR batch (App. D.3, with distinct keys): returns ``ids, labels`` (n, T) int64.
 
     Context :math:`k_1v_1\dots k_\kappa v_\kappa` at positions 0..2κ−1 (keys a random permutation of
     0..κ−1, values ``κ + randint(|V|)``), then noise values; κ query positions drawn uniformly without
@@ -193,12 +194,16 @@ def _householder_to_ones(M: np.ndarray) -> np.ndarray:
 
 
 def thm4_logits(ids, kappa: int, V: int, *, p: int | None = None, readout: str = "centered", beta: float = 1.0,
-                jl_seed: int = 0, backend: str = "dual"):
+                jl_seed: int = 0, backend: str = "dual", gate: str = "y"):
     r"""Theorem 4 (S4D mixer with gate, N = 1). ``p=None``: step 1, d = κ|V| (one-hot value blocks);
     ``p``: step 2, d = κp, JL codes rotated so :math:`Me_{|V|+1}\parallel\mathbf 1`, values :math:`Me_j+\beta\mathbf 1`;
-    ``readout`` ``"printed"`` (:math:`Me_l` tiled) or ``"centered"`` (erratum 7). k=10, v=1, c₀=10, c₁=1, b=100."""
+    ``readout`` ``"printed"`` (:math:`Me_l` tiled) or ``"centered"`` (the paper's Eqs. 93–99 miss a factor √p).
+    k=10, v=1, c₀=10, c₁=1, b=100. ``gate="y"``: :math:`\tilde y_t=\mathrm{ReLU}(x_t)\odot y_t` (Eq. 90);
+    ``gate="x"``: Table 2's (14g) as printed, :math:`\tilde y_t=g(x_t)\odot x_t` (the SSM output unused)."""
     if readout not in ("printed", "centered"):
         raise ValueError(f"unknown readout {readout!r}; use 'printed' or 'centered'.")
+    if gate not in ("y", "x"):
+        raise ValueError(f"unknown gate {gate!r}; use 'y' (Eq. 90) or 'x' (Tab. 2, (14g) as printed).")
     k, c0, c1, b = 10.0, 10.0, 1.0, 100.0
     if p is None:
         codes, shift, read = np.eye(V), np.zeros(V), np.eye(V)
@@ -223,7 +228,7 @@ def thm4_logits(ids, kappa: int, V: int, *, p: int | None = None, readout: str =
         u = xhat.transpose(1, 2).contiguous()
         y = selective_scan(u, torch.ones_like(u), torch.zeros(d, 1, dtype=x.dtype), one, one,
                            backend=backend).transpose(1, 2)
-    y = x.clamp_min(0) * y                                           # gate: ReLU(identity·x_t) ⊙ y_t
+    y = x.clamp_min(0) * (y if gate == "y" else x)                   # gate: ReLU(identity·x_t) ⊙ y_t (or ⊙ x_t)
     return y @ torch.as_tensor(Wo).T
 
 
@@ -280,3 +285,78 @@ def hashing_circuit_accuracy(kappa: int, V: int, D: int | None, N: int | None, *
             correct += int((logits.argmax(-1)[mask] == labels[i:i + 50][mask]).sum())
             total += int(mask.sum())
     return correct / total
+
+
+def thm3_key_growth(kappas, pks, *, V: int = 128, pv: int = 32, draws: int = 3, n: int = 100, seed: int = 1):
+    r"""How the state size Thm. 3 needs grows with κ: for each κ, the best (over ``draws`` JL draws) and mean
+    accuracy of the construction with JL keys at :math:`N=p_k=\lceil\log_2\kappa\rceil` (row ``at_log2``), then
+    up the grid ``pks`` until the first exact point (best = 1.0). T = max(100, 4κ): the construction stores
+    ~2κ pairs whatever T is. Returns a DataFrame (kappa, pk, max, mean, at_log2, T, V, pv, draws, sequences)."""
+    import pandas as pd
+
+    rows = []
+    for kappa in kappas:
+        T = max(100, 4 * kappa)
+        grid = [(max(1, math.ceil(math.log2(kappa))), True)] + [(pk, False) for pk in sorted(pks)]
+        for pk, at_log in grid:
+            mx, mean = best_of_draws("thm3", kappa, V, draws=draws, n=n, T=T, seed=seed, pk=pk, pv=pv)
+            rows.append(dict(kappa=kappa, pk=pk, max=mx, mean=mean, at_log2=at_log, T=T, V=V, pv=pv, draws=draws,
+                             sequences=n))
+            if not at_log and mx >= 1.0:
+                break
+    return pd.DataFrame(rows)
+
+
+def state_needed(growth) -> dict:
+    """κ → the smallest p_k of the grid (= N) at which :func:`thm3_key_growth` found the construction exact
+    (``inf`` if none)."""
+    out = {}
+    for kappa, g in growth[~growth.at_log2].groupby("kappa"):
+        exact = g[g["max"] >= 1.0]
+        out[int(kappa)] = float(exact.pk.min()) if len(exact) else math.inf
+    return out
+
+
+def jl_inner_products(ds, ps, seed: int = 0):
+    r"""Lemma 4 measured: for each (d, p), one draw of :func:`jl_matrix` (p × d); the largest
+    :math:`|\langle Me_i,Me_j\rangle|` over i ≠ j (ε), the ratio :math:`\varepsilon\sqrt{p/\ln d}` (≈ 2 for
+    sub-Gaussian entries) and the largest :math:`|\lVert Me_i\rVert-1|`. Returns a DataFrame."""
+    import pandas as pd
+
+    rows = []
+    for d in ds:
+        for p in ps:
+            M = jl_matrix(p, d, seed)
+            G = M.T @ M
+            eps = float(np.abs(G - np.diag(np.diag(G))).max())
+            rows.append(dict(d=d, p=p, eps=eps, ratio=eps * math.sqrt(p / math.log(d)),
+                             norm_error=float(np.abs(np.sqrt(np.diag(G)) - 1).max())))
+    return pd.DataFrame(rows)
+
+
+def remark7_sweep(kappa: int, pks, *, V: int = 128, pv: int = 32, draws: int = 3, n: int = 100, T: int = 100,
+                  seed: int = 1):
+    r"""Remark 7: Thm. 3 with JL keys (N = p_k) on the adversarial input :math:`[k_1,v_1,k_2,v,\dots,k_\kappa,v]` (every
+    value but the first is one token v ≠ v₁) against the random values of :func:`gen_mqar`, scored at the query of
+    :math:`k_1` only (the query the coherent interference of the κ − 1 copies of v targets). For each p_k: the best over
+    ``draws`` JL draws of the accuracy at that query, random and adversarial. Returns a DataFrame."""
+    import pandas as pd
+
+    ids, labels = gen_mqar(n, T, kappa, V, seed)
+    first_key = ids[:, 0]
+    q_first = (ids == first_key[:, None]) & (labels != IGNORE_INDEX)        # the query of k₁
+    adv = ids.clone()
+    rng = np.random.default_rng(seed + 7)
+    v1 = ids[:, 1] - kappa
+    other = torch.as_tensor((v1.numpy() + 1 + rng.integers(0, V - 1, size=n)) % V)   # v ≠ v₁
+    adv[:, 3:2 * kappa:2] = (kappa + other)[:, None]
+    rows = []
+    for pk in pks:
+        acc = {"random": [], "adversarial": []}
+        for s in range(draws):
+            for name, x in (("random", ids), ("adversarial", adv)):
+                pred = thm3_logits(x, kappa, V, pk=pk, pv=pv, jl_seed=s).argmax(-1)
+                acc[name].append(float((pred[q_first] == labels[q_first]).double().mean()))
+        rows.append(dict(kappa=kappa, pk=pk, random=max(acc["random"]), adversarial=max(acc["adversarial"]),
+                         draws=draws, sequences=n))
+    return pd.DataFrame(rows)

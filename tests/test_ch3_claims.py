@@ -1,0 +1,230 @@
+"""Chapter 3's claims (paper 003): the verdicts the review found wrong stay fixed.
+
+Each test feeds a claim's measurement function the numbers that used to pass wrongly (or synthetic numbers on
+either side of the rule) and checks the verdict, so a regression in the rule or the measurement fails here.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mamba_recall.claims import get, judge
+from mamba_recall.claims import p003
+from mamba_recall.results import Bundle
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def verdict(claim_id, *args, **kwargs):
+    c = get(claim_id)
+    return judge(c, c.measure(*args, **kwargs))
+
+
+def bundle(tables: dict, preset: str = "paper") -> Bundle:
+    return Bundle("test", {"preset": preset}, {}, {"device": "cuda"}, "test", tables, None)
+
+
+# ---------------------------------------------------------------- Theorem 3 rests on the key-code accuracies
+def growth_frame(at_log: float, needed: dict, pk_max: int = 256) -> pd.DataFrame:
+    rows = []
+    for kappa, n in needed.items():
+        rows.append(dict(kappa=kappa, pk=max(1, math.ceil(math.log2(kappa))), max=at_log, mean=at_log, at_log2=True))
+        for pk in (4, 8, 16, 32, 64, 128, 256):
+            acc = 1.0 if pk >= n else 0.9
+            rows.append(dict(kappa=kappa, pk=pk, max=acc, mean=acc, at_log2=False))
+            if acc == 1.0 or pk >= pk_max:
+                break
+    f = pd.DataFrame(rows)
+    return f.assign(T=100, V=128, pv=32, draws=3, sequences=100)
+
+
+STEP1 = {("thm3", k, 128): 1.0 for k in (4, 8, 16, 32)}
+MQC = bundle({"jl": pd.DataFrame([dict(variant="Thm 3, JL values (keys one-hot)", V=128, p=12, max=1.0, mean=1.0)])},
+             preset="ci")
+
+
+def test_thm3_reads_the_key_codes():
+    linear = {4: 8, 8: 32, 16: 64, 32: 128, 64: 256}           # N ∝ κ: the measured behaviour
+    logarithmic = {4: 8, 8: 12, 16: 16, 32: 16, 64: 24}        # N ∝ log κ (hypothetical)
+    assert verdict("003/Thm3", STEP1, MQC, growth_frame(0.4, linear)).status == "not reproduced"
+    assert verdict("003/Thm3", STEP1, MQC, growth_frame(0.4, logarithmic)).status == "partially"
+    assert verdict("003/Thm3", STEP1, MQC, growth_frame(1.0, linear)).status == "reproduced"
+    # a failed one-hot step 1 cannot be partial, whatever the key codes do
+    assert verdict("003/Thm3", {("thm3", 4, 128): 0.9}, MQC, growth_frame(0.4, logarithmic)).status == "not reproduced"
+
+
+def test_remark3_compares_with_thm2_state():
+    assert verdict("003/Remark3", growth_frame(0.4, {4: 8, 8: 32, 16: 64})).status == "not reproduced"
+    assert verdict("003/Remark3", growth_frame(0.4, {4: 8, 8: 4, 16: 64})).status == "partially"
+    assert verdict("003/Remark3", growth_frame(0.4, {8: 4, 16: 8, 32: 16})).status == "reproduced"
+
+
+def test_thm3_growth_is_linear_on_the_construction():
+    from mamba_recall.theory.mqar_constructions import state_needed, thm3_key_growth
+
+    g = thm3_key_growth([4, 16], [4, 8, 16, 32, 64, 128], n=50, draws=2)
+    need = state_needed(g)
+    assert need[16] > 16                       # more columns than Thm. 2's N = κ
+    assert float(g[g.at_log2]["max"].max()) < 1.0
+
+
+# ---------------------------------------------------------------- KEEP n-TH: S4D cannot use the PE
+def test_s4d_pe_is_a_per_position_bias_only():
+    from mamba_recall.experiments.ch3_keep_nth import pe_logit_dependence
+
+    spread = pe_logit_dependence(sequences=16, seeds=(0, 1))
+    assert spread["s4d"] < 1e-10
+    assert spread["s6"] > 1e-3
+
+
+def keep_runs(**acc):
+    rows = [dict(T=20, d=32, N=8, model=m, seed=0, accuracy=a) for m, a in acc.items()]
+    return bundle({"runs": pd.DataFrame(rows)}, preset="ci")
+
+
+def test_s4dpe_at_t20_is_judged_against_the_architecture():
+    exact = {"s4d": 1e-15, "s6": 40.0}
+    # our numbers: S4D+PE = S4D, the PE a pure bias → the printed 0.72 is an erratum
+    assert verdict("003/TabA1-S4D+PE", keep_runs(**{"s4d+pe": 0.109, "s4d": 0.112}), exact).status == "erratum confirmed"
+    # a run that did reach the printed 0.72 reproduces it (capped: one seed)
+    assert verdict("003/TabA1-S4D+PE", keep_runs(**{"s4d+pe": 0.72, "s4d": 0.11}), exact).status == "partially"
+    # if the PE did reach the tokens, a low S4D+PE is simply not reproduced
+    assert verdict("003/TabA1-S4D+PE", keep_runs(**{"s4d+pe": 0.11, "s4d": 0.11}),
+                   {"s4d": 0.5, "s6": 40.0}).status == "not reproduced"
+
+
+def test_keep_t50_needs_the_paper_grid():
+    from mamba_recall.claims import check
+
+    v = check("003/Tab1", keep_runs(**{"s6+pe": 1.0, "s6": 0.1, "s4d": 0.1, "s4d+pe": 0.1, "transformer": 1.0}),
+              record=False)
+    assert v.status == "not run" and "paper" in v.reason
+
+
+# ---------------------------------------------------------------- Fig. 1 against the untrained model
+def test_fig1_untrained_model_does_not_pass():
+    from mamba_recall.experiments.ch3_keep_nth import untrained_decay_values
+    from mamba_recall.tasks.keep_nth import keep_nth
+
+    ck = {"V": 128, "d": 32, "N": 8, "T": 20, "nth": 5, "kind": "s6+pe", "seed": 0, "preset": "ci"}
+    ids, _ = keep_nth(100, 20, 128, 5, seed=2)
+    untrained = untrained_decay_values(ck, ids)
+    # the untrained model already has most of its mass above 0.9 from n on (the old check passed it) ...
+    assert np.mean(untrained[1] > 0.9) >= 0.7
+    # ... but as "trained" model it must not pass Fig. 1 (no split created by training)
+    assert verdict("003/Fig1-right", [(untrained, untrained)], ck, "test").status == "not reproduced"
+
+
+def test_fig1_split_reaches_reproduced_with_seeds():
+    rng = np.random.default_rng(0)
+    trained = (rng.uniform(0, 0.05, 1000), rng.uniform(0.95, 1, 1000))
+    untrained = (rng.uniform(0.9, 1, 1000), rng.uniform(0.9, 1, 1000))
+    ck = {"T": 50, "preset": "paper"}
+    assert verdict("003/Fig1-right", [(trained, untrained)], ck, "x").status == "partially"     # one seed
+    assert verdict("003/Fig1-right", [(trained, untrained)] * 2 + [((trained[0] + 0.01, trained[1]), untrained)],
+                   ck, "x").status == "reproduced"
+
+
+# ---------------------------------------------------------------- Thm. 4's printed readout: text = numbers
+def test_overview_quotes_the_printed_readout_maximum():
+    jl = pd.read_csv(ROOT / "results" / "ch3_mqar_constructions_ci.jl.csv")
+    overview = (ROOT / "book" / "03_selectivity" / "overview.md").read_text()
+    for variant, label in (("Thm 4, readout as printed", "Thm. 4, the readout"), ("Thm 2, bias as printed", "Thm. 2, the output bias")):
+        best = float(jl[jl.variant == variant]["max"].max())
+        item = re.split(r"\n\d+\. ", overview[overview.index(label):])[0]
+        quoted = [float(x) for x in re.findall(r"at most (0\.\d+) accuracy", item)]
+        assert quoted and abs(quoted[0] - best) <= 0.00005 + 1e-9, (variant, quoted, best)
+    assert "≤ 10 %" not in overview
+
+
+# ---------------------------------------------------------------- paper preset: every status reachable
+def mqar_runs(with_other_mixers: bool, seeds=(0, 1, 2)):
+    rows = []
+    for s in seeds:
+        for N, acc in ((2, 0.9), (8, 1.0)):
+            rows.append(dict(kappa=4, V=128, T=100, d=64, N=N, mixer="s6", seed=s, accuracy=acc))
+        if with_other_mixers:
+            for N, acc in ((4, 0.5), (16, 1.0)):
+                rows.append(dict(kappa=4, V=128, T=100, d=64, N=N, mixer="mamba2", seed=s, accuracy=acc))
+            for N in (2, 4, 8):
+                rows.append(dict(kappa=4, V=128, T=100, d=64, N=N, mixer="s4d", seed=s, accuracy=0.99))
+    return bundle({"runs": pd.DataFrame(rows)})
+
+
+def test_figa3_is_not_reproduced_from_the_mamba_n_check_alone():
+    assert verdict("003/FigA3", mqar_runs(False)).status == "partially"
+    assert verdict("003/FigA3", mqar_runs(True)).status == "reproduced"
+    ci = mqar_runs(False, seeds=(0,))
+    assert verdict("003/FigA3", ci).status == "partially"
+
+
+def test_figa3_needs_a_solved_control():
+    runs = mqar_runs(False, seeds=(0,)).tables["runs"]
+    runs.loc[runs.N == 8, "accuracy"] = 0.9875                  # the committed ci numbers: control not exact
+    assert verdict("003/FigA3", bundle({"runs": runs}, "ci")).status == "not testable here"
+
+
+def ih_runs(ds, dT_acc, seeds=(0, 1, 2), V=5):
+    rows = []
+    for s in seeds:
+        for d in ds:
+            for mixer in ("s6", "s6_dT"):
+                acc = dT_acc(d) if mixer == "s6_dT" else min(dT_acc(d), 0.9)
+                rows.append(dict(V=V, T=100, d=d, N=4 * V, mixer=mixer, seed=s, accuracy=acc))
+    return bundle({"runs": pd.DataFrame(rows)})
+
+
+def test_fig3_can_be_reproduced_in_the_paper_preset():
+    grid = (4, 8, 16, 32)
+    assert verdict("003/Fig3", ih_runs(grid, lambda d: 1.0 if d >= 10 else 0.5)).status == "reproduced"
+    # solved below the bound: the threshold part fails
+    assert verdict("003/Fig3", ih_runs(grid, lambda d: 1.0)).status == "partially"
+    # the ci smoke test (one d, one seed) cannot be more than partial
+    assert verdict("003/Fig3", ih_runs((16,), lambda d: 0.98, seeds=(0,))).status == "partially"
+
+
+# ---------------------------------------------------------------- new measurements: Eq. 45, Remarks 1 and 7
+def test_attention_sensitivity_matches_autograd():
+    import torch
+
+    from mamba_recall.theory.haar import attention_sensitivity
+
+    T, d, j = 30, 4, 1
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((T, d))
+    WQ, WK, WV = (rng.standard_normal((d, d)) * 0.5 / math.sqrt(d) for _ in range(3))
+    X = torch.tensor(x, requires_grad=True)
+    q, k, v = X @ torch.tensor(WQ).T, X @ torch.tensor(WK).T, X @ torch.tensor(WV).T
+    closed = attention_sensitivity(T, d, j, seed=0)
+    for t in (2, 11, 30):
+        y = torch.softmax(k[:t] @ q[t - 1], 0) @ v[:t]
+        jac = torch.stack([torch.autograd.grad(y[i], X, retain_graph=True)[0][j - 1] for i in range(d)])
+        assert abs(float(jac.norm()) - closed[t - j - 1]) < 1e-12
+
+
+def test_eq45_rule_separates_algebraic_from_exponential_decay():
+    t = np.arange(2, 2001)
+    assert verdict("003/Eq45", 1.0 / t).status == "reproduced"
+    assert verdict("003/Eq45", np.exp(-0.01 * t)).status == "not reproduced"
+
+
+def test_remark1_haar_on_the_mamba2_scan():
+    from mamba_recall.theory.haar import haar_projection, haar_s6, haar_ssd_output
+
+    x = np.random.default_rng(1).standard_normal((4, 32))
+    err = max(float(np.abs(haar_ssd_output(haar_s6(j, k, 32, "euler"), x) - haar_projection(x, j, k)).max())
+              for j in range(3) for k in range(2 ** j))
+    assert verdict("003/Remark1", err, 7).status == "reproduced"
+    assert verdict("003/Remark1", 1e-3, 7).status == "not reproduced"
+
+
+def test_remark7_rule():
+    def sweep(rand, adv):
+        return pd.DataFrame(dict(kappa=16, pk=[4, 8, 16], random=rand, adversarial=adv, draws=3, sequences=100))
+    assert verdict("003/Remark7", sweep([0.6, 0.9, 1.0], [0.3, 0.8, 1.0])).status == "reproduced"
+    assert verdict("003/Remark7", sweep([0.38, 0.76, 0.93], [0.59, 0.85, 0.95])).status == "not reproduced"
