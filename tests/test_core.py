@@ -9,7 +9,6 @@ from mamba_recall import cli
 from mamba_recall.notebook import ParameterError, setup
 from mamba_recall.presets import PresetError, experiment
 from mamba_recall.results import BundleError, load_bundle, load_preset_bundle, save_bundle
-from mamba_recall.scorecard import load_claims, record_claim, scorecard_markdown, verdict
 
 
 def test_bundle_roundtrip_with_provenance(tmp_path):
@@ -94,20 +93,6 @@ def test_presets_and_notebook_parameters():
     a = torch.rand(3)
     setup("ci", seed=3, device="cpu", quiet=True)
     assert torch.equal(a, torch.rand(3))
-
-
-def test_scorecard(tmp_path):
-    assert verdict([1.0, 2.0], [1.0005, 2.0], 1e-3) == "reproduced"
-    assert verdict([1.0, 2.1], [1.0, 2.0], 1e-3) == "partially"
-    assert verdict(0.5, 0.7, 1e-3) == "not reproduced"
-    record_claim("ch0", "X1", "a claim", ours=1, paper=1, status="reproduced", preset="ci", directory=tmp_path)
-    record_claim("ch0", "X1", "a claim", ours=2, paper=1, status="not reproduced", preset="ci", directory=tmp_path)
-    claims = load_claims(tmp_path)
-    assert len(claims) == 1 and claims[0].ours == "2"  # re-running replaces the row
-    table = scorecard_markdown(claims)
-    assert "| ch0 |" in table and "not reproduced" in table
-    with pytest.raises(ValueError, match="status 'maybe'"):
-        record_claim("ch0", "X2", "c", ours=1, paper=1, status="maybe", preset="ci", directory=tmp_path)
 
 
 def test_cli_chapters_and_errors():
