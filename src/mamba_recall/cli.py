@@ -208,8 +208,8 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
         for cell in book_nb.cells:
             cell.metadata.pop("papermill", None)
             cell.metadata.pop("execution", None)
-            if cell.cell_type == "code":
-                cell.outputs = coalesce_streams(cell.outputs)
+            if cell.cell_type == "code":  # widget views without their (dropped) state would show as errors
+                cell.outputs = coalesce_streams([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})])
         nbformat.write(book_nb, path)
 
 
