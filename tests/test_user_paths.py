@@ -309,3 +309,28 @@ def test_explorer_notebook_finishes_under_plain_papermill(tmp_path):
                                progress_bar=False, execution_timeout=120)
     outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs
     assert sum(cli.WIDGET_VIEW in o.get("data", {}) for o in outputs) == 2
+
+
+# --------------------------------------------------------------------------- checked outputs (the book pass)
+
+def test_check_outputs_compares_marked_cells_like_nbval_lax(tmp_path, monkeypatch):
+    nb = nbformat.v4.new_notebook()
+    checked = nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint('a')")
+    checked.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a\n")]
+    free = nbformat.v4.new_code_cell("print(1)")
+    free.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    nb.cells = [checked, free]
+    (tmp_path / "book").mkdir()
+    nbformat.write(nb, tmp_path / "book" / "x.ipynb")
+    monkeypatch.setattr(cli, "REPO_ROOT", tmp_path)
+    run = tmp_path / "run"
+    (run / "book").mkdir(parents=True)
+    free.outputs[0]["text"] = "2\n"  # unchecked cell: may differ
+    checked.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a"),
+                       nbformat.v4.new_output("stream", name="stdout", text="\n")]  # split stream: same output
+    nbformat.write(nb, run / "book" / "x.ipynb")
+    assert cli.check_outputs(run, [Path("book/x.ipynb")]) == []
+    checked.outputs = [nbformat.v4.new_output("stream", name="stdout", text="b\n")]
+    nbformat.write(nb, run / "book" / "x.ipynb")
+    [problem] = cli.check_outputs(run, [Path("book/x.ipynb")])
+    assert problem.startswith("book/x.ipynb, cell 0: output differs from the committed one (stdout:")

@@ -226,6 +226,54 @@ def coalesce_streams(outputs: list) -> list:
     return merged
 
 
+CHECK_MARKER = "NBVAL_CHECK_OUTPUT"
+#: Output fields never compared (as nbval's defaults: random ids, counters, images).
+SKIP_COMPARE = ("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
+                WIDGET_VIEW, "image/png", "image/jpeg")
+
+
+def _comparable(outputs: list) -> dict:
+    """nbval's comparison form: streams keyed by their name, data flattened by MIME type; one list per key."""
+    flat: dict[str, list] = {}
+    for out in coalesce_streams([dict(o) for o in outputs]):
+        fields = {out["name"]: out["text"]} if out.get("output_type") == "stream" else dict(out)
+        for key, value in fields.items():
+            if key in SKIP_COMPARE:
+                continue
+            if key == "data":
+                for mime, item in value.items():
+                    if mime not in SKIP_COMPARE:
+                        flat.setdefault(mime, []).append("".join(item) if isinstance(item, list) else item)
+            else:
+                flat.setdefault(key, []).append("".join(value) if isinstance(value, list) else value)
+    return flat
+
+
+def check_outputs(executed: Path, notebooks: list[Path]) -> list[str]:
+    """Compare the cells marked ``# NBVAL_CHECK_OUTPUT`` of executed notebooks (``executed / nb``) with the
+    committed outputs in ``book/`` -- what ``pytest --nbval-lax`` checks, without executing the notebooks
+    a second time (``make test`` runs this on the book pass). Returns one line per difference."""
+    problems = []
+    for nb in notebooks:
+        committed = nbformat.read(REPO_ROOT / nb, as_version=4)
+        run = nbformat.read(executed / nb, as_version=4)
+        by_source = {c.source: c for c in run.cells if c.cell_type == "code"}
+        for index, ref in enumerate(committed.cells):
+            if ref.cell_type != "code" or CHECK_MARKER not in ref.source:
+                continue
+            new = by_source.get(ref.source)
+            if new is None:
+                problems.append(f"{nb}, cell {index}: not in the executed notebook (book/ changed since it ran?)")
+                continue
+            want, got = _comparable(ref.outputs), _comparable(new.outputs)
+            if want != got:
+                keys = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
+                detail = "; ".join(f"{k}: committed {str(want.get(k))[:200]!r} vs now {str(got.get(k))[:200]!r}"
+                                   for k in keys[:2])
+                problems.append(f"{nb}, cell {index}: output differs from the committed one ({detail})")
+    return problems
+
+
 def experiment_runners() -> list[str]:
     """The runner modules of ``mamba_recall.experiments``: those with a ``main`` (each regenerates bundles in
     ``results/``; the others are shared helpers)."""
@@ -309,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     p_repro.add_argument("--only", nargs="*", default=[], help="runner module names (default: all)")
     p_repro.add_argument("--allow-long", action="store_true",
                          help="let the runners start runs estimated at over an hour on the device")
+    p_check = sub.add_parser("check-outputs", help="compare the NBVAL_CHECK_OUTPUT cells of executed notebooks "
+                                                   "with book/'s committed outputs")
+    p_check.add_argument("executed", type=Path, nargs="?", default=BUILD_DIR / "executed",
+                         help="folder of executed notebooks mirroring book/ (default _build/executed, the book pass)")
     sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
     sub.add_parser("check-browser", help="open the built book in headless Chromium; see check-browser --help")
 
@@ -357,4 +409,17 @@ def _dispatch(args) -> int:
         reproduce(args.preset, args.device, args.only, allow_long=args.allow_long)
     elif args.command == "refresh":
         refresh_committed_outputs(args.targets)
+    elif args.command == "check-outputs":
+        notebooks = toc_notebooks()
+        missing = [str(nb) for nb in notebooks if not (args.executed / nb).exists()]
+        if missing:
+            raise NotebookFailed(f"error: {args.executed} lacks executed notebooks ({', '.join(missing[:3])} …); "
+                                 "run `make book` (or python -m mamba_recall book) first.")
+        problems = check_outputs(args.executed, notebooks)
+        for line in problems:
+            print(line, file=sys.stderr)
+        if problems:
+            raise NotebookFailed(f"error: {len(problems)} checked output(s) differ from book/'s; if the change is "
+                                 "intended, `make refresh` rewrites the committed outputs.")
+        print(f"checked outputs of {len(notebooks)} notebooks match book/'s")
     return 0
