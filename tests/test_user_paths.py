@@ -141,7 +141,7 @@ def test_changed_table_names_its_runner_command(tmp_path):
 
 
 def test_missing_bundle_says_how_to_make_it(tmp_path):
-    with pytest.raises(results.BundleError, match="no result bundle at .*; regenerate it"):
+    with pytest.raises(results.BundleError, match="no result bundle at .*; make it with: `make reproduce`"):
         results.load_bundle("nothing_here_ci", directory=tmp_path)
 
 
@@ -334,3 +334,9 @@ def test_check_outputs_compares_marked_cells_like_nbval_lax(tmp_path, monkeypatc
     nbformat.write(nb, run / "book" / "x.ipynb")
     [problem] = cli.check_outputs(run, [Path("book/x.ipynb")])
     assert problem.startswith("book/x.ipynb, cell 0: output differs from the committed one (stdout:")
+
+
+def test_missing_paper_bundle_names_the_paper_run(tmp_path):
+    with pytest.raises(results.BundleError, match=r"make it with: python -m mamba_recall reproduce --preset paper "
+                                                  r"--only ch1_table1$"):
+        results.load_bundle("ch1_table1_paper", directory=tmp_path)

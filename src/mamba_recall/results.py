@@ -203,7 +203,9 @@ def regenerate_command(path: Path) -> str:
 
     runners = [r for r in experiment_runners() if path.stem == r or path.stem.startswith(r + "_")]
     if runners:
-        return f"python -m mamba_recall reproduce --only {max(runners, key=len)}"
+        preset = path.stem.rsplit("_", 1)[-1]
+        at = f" --preset {preset}" if preset not in ("ci", path.stem) and "_" in path.stem else ""
+        return f"python -m mamba_recall reproduce{at} --only {max(runners, key=len)}"
     return "`make reproduce` (no runner's name starts the file's name)"
 
 
@@ -214,8 +216,7 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
     if path.suffix != ".json":
         path = Path(directory or RESULTS_DIR) / f"{name_or_path}.json"
     if not path.exists():
-        raise BundleError(f"no result bundle at {path}; regenerate it with the command in its chapter "
-                          "(or `make reproduce`).")
+        raise BundleError(f"no result bundle at {path}; make it with: {regenerate_command(path)}")
     try:
         record = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
