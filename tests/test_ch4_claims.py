@@ -200,3 +200,17 @@ def test_committed_model_checks_use_the_registry(model):
         assert status[cid] == "not testable here", (model, cid, status[cid])
     assert set(status.values()) <= set(claims.STATUSES)
     assert isinstance(t, pd.DataFrame)
+
+
+def test_fig4_count_rests_on_the_strict_fall_not_on_tau_1():
+    """'at τ = 1 no state qualifies' holds by construction (𝓜 = Π α_t < 1), so it cannot carry the verdict alone:
+    ties between τ = 0.5 and 0.7 with an empty τ = 1 read 'not reproduced'."""
+    from mamba_recall.claims.core import Evidence, Measurement
+
+    c = claims.get("004/Fig4-count")
+    assert "by construction" in c.rule.why
+    ev = Evidence("ci", "cpu", 3, "test", "test")
+    tie = Measurement({"strictly_fewer_as_tau_rises": False, "count_at_tau_1": 0}, "tie", ev, intervals={"x": (0, 1)})
+    assert judge(c, tie).status == "not reproduced"
+    fall = Measurement({"strictly_fewer_as_tau_rises": True, "count_at_tau_1": 0}, "fall", ev, intervals={"x": (0, 1)})
+    assert judge(c, fall).status == "reproduced"

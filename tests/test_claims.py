@@ -197,3 +197,26 @@ def test_smoke_runs_are_never_evidence(tmp_path):
     flagged = Measurement({"peak_at_cat": True, "shrinks_after_sat": True}, "x",
                           Evidence("paper", "cpu", 3, "n", "live", smoke=True), {"peak_at_cat": (0, 1)})
     assert judge(claim, flagged).status == "not run"
+
+
+PAPERS_DIR = Path(__import__("os").environ.get("MAMBA_RECALL_PAPERS", "/nonexistent"))
+
+
+@pytest.mark.skipif(not PAPERS_DIR.is_dir(), reason="set MAMBA_RECALL_PAPERS to a folder with the papers' text "
+                                                   "(one NNN_*.txt per paper) to check the printed fields")
+def test_every_number_in_printed_is_in_the_papers_text():
+    """``printed`` holds the paper's numbers as printed: every decimal number (and every integer of two digits or
+    more) in it must occur in that paper's text. Caught a derived V = 1024 in 002/Fig6-anchor (the paper prints
+    V_k = V/2 = 512)."""
+    import re
+
+    texts = {p.name[:3]: p.read_text() for p in PAPERS_DIR.glob("00*_*.txt")}
+    for c in ALL:
+        for num in re.findall(r"(?<![\w.])\d+\.\d+|(?<![\w.])\d{2,}(?![\w.])", c.printed):
+            assert num in texts[c.paper], f"{c.id}: {num} is not in paper {c.paper}'s text (printed: {c.printed!r})"
+
+
+def test_keyobs2_printed_quotes_the_documents_states():
+    printed = claims.get("001/KeyObs2").printed
+    for state in ("[0.149, 0.112]", "[0.709, 0.557]", "[0.377, 0.410]"):
+        assert state in printed

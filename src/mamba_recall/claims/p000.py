@@ -35,6 +35,12 @@ NEAR_ZERO = 0.1      # "close to zero": at most a tenth of the key-pair level
 MUCH_LARGER = 16     # "|V| ≫ T": |V| ≥ 16 T  (and "|V| ≫ T²": |V| ≥ 16 T²)
 SOLVES = 0.9         # one gradient step "succeeds": ≥ 90 % accuracy on the theory distribution
 EXACT = 1e-9         # two exact float64 computations of the same gradient agree far below this
+# the chapter's notebook checks read their tolerances from here (a check prints its number and this threshold)
+FLOAT64_AGREE = 1e-10  # two float64 computations of the same quantity by different code paths (scan backends, trace vs
+                       # forward, analytic vs autograd): rounding gives ~1e-16 on these sizes, a bug gives order one
+FLOAT32_AGREE = 1e-7   # the same float32 factor computed twice: at most about one ulp of a number ≤ 1 (6e-8)
+MC_Z = 5.0             # a Monte-Carlo gradient agrees with the exact one within 5 standard errors in every entry
+MC_COSINE = 0.999      # ... and points the same way (cosine ≥ 0.999) at n = 2·10⁵ samples
 
 
 # ------------------------------------------------------------------------------------------ evidence
@@ -163,9 +169,10 @@ def measure_fig4_forget(model, inputs, meta: dict) -> Measurement:
 
     o = second_half_forgetting(model)
     below = float(np.nanmean([fig4_checks(model, s)["write_forget_below_next_read"] for s in inputs]))
-    return Measurement({"F_write": o["F_write"], "below_next_read": below},
-                       f"second-half forgetting factor at writes {o['F_write']:.2f}; below the next read's on "
-                       f"{below:.1%} of write → read pairs",
+    return Measurement({"F_write": o["F_write"], "forget_minus_write": o["F_forget"] - o["F_write"],
+                        "read_minus_write": o["F_read"] - o["F_write"], "below_next_read": below},
+                       f"second-half forgetting factor at writes {o['F_write']:.2f} (forget regime {o['F_forget']:.2f}, "
+                       f"read regime {o['F_read']:.2f}); below the next read's on {below:.1%} of write → read pairs",
                        checkpoint_evidence(meta, f"all pairs (exact); {len(inputs)} held-out sequences"))
 
 
@@ -402,7 +409,8 @@ register(
     Claim("000/Alg1", "Algorithm 1 generates the latest-value MQAR: the paper's example has its queries where it says, "
           "and every sequence has length T, ends with a permutation of K and has a value after every key",
           "App. A, Algorithm 1 and its example",
-          "x = [X A Y Z X B Z X X B X A B], y = [· · · · · · · · · Z · Y X]; noise length uniform on 0..n_ε",
+          "x = [X A Y Z X B Z X X B X A B], y = [· . . . . . . . Z . Y X] (12 entries as printed, for 13 tokens); "
+          "noise size sampled uniformly between 0 and n_ε",
           Rule(why="the example and the algorithm's invariants are exact; the mean block length n_ε/2 + 2 = 3.5 is "
                    "estimated over ≥ 10⁴ blocks, whose standard error is about 0.01",
                reproduced=conds(("example_matches", "true"), ("invariants_hold", "true"), ("block_mean_error", "<=", 0.05))),
@@ -442,9 +450,14 @@ register(
           measure_fig4_input, SEC_MECH),
     Claim("000/Fig4d", "the forgetting factor erases the hidden state as the new value is written",
           "§3, Fig. 4(d); App. C (write)", "App. C: write ≈ 0.3 on the second half (0.05 on the first)",
-          Rule(why="erasing: the second-half factor at writes removes at least half the memory (≤ 0.5) and is below the "
-                   "next read's factor at ≥ 95 % of write → read pairs",
-               reproduced=conds(("F_write", "<=", 0.5), ("below_next_read", ">=", 0.95)), trained=True),
+          Rule(why="'erase' read from the paper's own wording: §3 calls the write regime 'erase (small forgetting "
+                   "factor)' and the forget regime 'less forgetting than write, but more than read', and App. C's "
+                   "second-half factors order the same way (write ≈ 0.3 < forget ≈ 0.4 < read ≈ 0.8); so the "
+                   "second-half factor at writes must be the smallest of the three regimes, and below the next read's "
+                   "factor at ≥ 95 % of write → read pairs. (This replaces an earlier 'F_write ≤ 0.5', a threshold "
+                   "set after seeing our 0.41; App. C's printed values are judged in 000/AppC-values.)",
+               reproduced=conds(("forget_minus_write", ">", 0.0), ("read_minus_write", ">", 0.0),
+                                ("below_next_read", ">=", 0.95)), trained=True),
           measure_fig4_forget, SEC_MECH),
     Claim("000/Sec3-Delta", "Δ_t = Softplus(W_Δ x̂_t) is close to zero unless a key token is present in the input pair",
           "§3 (with Fig. 8)", "no number given",

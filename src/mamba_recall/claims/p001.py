@@ -182,7 +182,8 @@ register(
                erratum=conds(("fraction_decreasing", ">=", 1.0), ("tokens_fraction_increasing", "<=", 0.0))),
           measure_decay_direction, SECTION_WX),
     Claim("001/KeyObs2", "the state is a running summary: largest after the strong input “cat”, smaller after “sat”",
-          "Key Observations, 2", "|x| grows after “cat”, shrinks after “sat”",
+          "Key Observations, 2", "state [0.149, 0.112] after “The”; [0.709, 0.557] after “The cat” (“much larger”); "
+          "[0.377, 0.410] after “The cat sat” (“smaller again”)",
           Rule(why="the qualitative statement, read on the exact states",
                reproduced=conds(("peak_at_cat", "true"), ("shrinks_after_sat", "true"))),
           measure_accumulation, SECTION_WX),

@@ -189,13 +189,14 @@ def measure_remark1(bundle) -> Measurement:
     ex = bundle.data["exponents"]
     e50, e90 = ex["0.5/values"], ex["0.9/values"]
     cfg = bundle.config
-    return Measurement({"slope_low_50": e50["ci_low"], "slope_high_50": e50["ci_high"], "slope_low_90": e90["ci_low"],
-                        "slope_high_90": e90["ci_high"], "fit_points": min(e50["n"], e90["n"])},
+    return Measurement({"slope_50": e50["exponent"], "slope_90": e90["exponent"], "fit_points": min(e50["n"], e90["n"])},
                        f"facts recalled ∝ (DN)^α: α = {e50['exponent']:.3f} [{e50['ci_low']:.3f}, {e50['ci_high']:.3f}] "
                        f"at 50 % accuracy ({e50['n']} cells), {e90['exponent']:.3f} [{e90['ci_low']:.3f}, "
                        f"{e90['ci_high']:.3f}] at 90 % ({e90['n']} cells; 95 % t-intervals of the slope); V = {cfg['V']}, L = 4 N_f",
                        _bundle_ev(bundle, f"designed circuit, V = {cfg['V']}, {len(cfg['cells'])} (D, N) cells, "
-                                          f"{cfg['n_queries']} queries per evaluation", seeds=0, tier="exact"))
+                                          f"{cfg['n_queries']} queries per evaluation", seeds=0, tier="exact"),
+                       intervals={"slope_50 (95 % t-interval of the fit)": (e50["ci_low"], e50["ci_high"]),
+                                  "slope_90 (95 % t-interval of the fit)": (e90["ci_low"], e90["ci_high"])})
 
 
 # ------------------------------------------------------------------------------ §3.2: mechanistic reading
@@ -205,13 +206,13 @@ def _mech_ev(ctx, acc: float, steps: int, n_probe: int) -> Evidence:
 
 
 def measure_fig2(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement({"kq_block_share": d["kq_block_share"], "vv_half_share": d["vv_half_share"]},
+    return Measurement({**{"kq_block_share": d["kq_block_share"], "vv_half_share": d["vv_half_share"]}, "accuracy": acc},
                        f"‖G_kq‖² in the (x_(τ−1), x_t) block {d['kq_block_share']:.3f}; ‖G_vv‖² in the x_τ half "
                        f"{d['vv_half_share']:.3f}", _mech_ev(ctx, acc, steps, n_probe))
 
 
 def measure_selectivity(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement({k: d[k] for k in ("kk_share", "vv_share", "key_diag_hit", "value_diag_hit")},
+    return Measurement({**{k: d[k] for k in ("kk_share", "vv_share", "key_diag_hit", "value_diag_hit")}, "accuracy": acc},
                        f"on the trained columns: key×key share {d['kk_share']:.3f}, value×value share "
                        f"{d['vv_share']:.3f} (all columns, untrained ones included: {d['kk_share_all_columns']:.3f} / "
                        f"{d['vv_share_all_columns']:.3f}); diagonal argmax hits keys {d['key_diag_hit']:.2f}, values "
@@ -219,19 +220,19 @@ def measure_selectivity(d: dict, ctx, acc: float, steps: int, n_probe: int) -> M
 
 
 def measure_fig3(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement({"fact_hit": d["d3_fact_hit"], "auroc": d["d3_auroc"]},
+    return Measurement({**{"fact_hit": d["d3_fact_hit"], "auroc": d["d3_auroc"]}, "accuracy": acc},
                        f"per-fact argmax over values at the fact's value {d['d3_fact_hit']:.3f}; AUROC of the fact "
                        f"entries in the values × keys block {d['d3_auroc']:.3f} (Pearson r over the whole V × V table, "
                        f"mostly its zero background: {d['d3_corr_full_table']:.3f})", _mech_ev(ctx, acc, steps, n_probe))
 
 
 def measure_fig4(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement({"peak_hit": d["d4_hit"]}, f"{d['d4_hit']:.3f} of query rows peak at the matching key + 1",
+    return Measurement({**{"peak_hit": d["d4_hit"]}, "accuracy": acc}, f"{d['d4_hit']:.3f} of query rows peak at the matching key + 1",
                        _mech_ev(ctx, acc, steps, n_probe))
 
 
 def measure_fig5(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement({"value_copy": d["d5_value_copy"], "key_shift": d["d5_key_shift"]},
+    return Measurement({**{"value_copy": d["d5_value_copy"], "key_shift": d["d5_key_shift"]}, "accuracy": acc},
                        f"values copied (main diagonal) {d['d5_value_copy']:.3f}; keys shifted (τ = t + 1) "
                        f"{d['d5_key_shift']:.3f}", _mech_ev(ctx, acc, steps, n_probe))
 
@@ -481,6 +482,11 @@ def measure_fig15(bundle) -> Measurement:
 
 
 # ------------------------------------------------------------------------------------------ the claims
+_MECH_WHY = ("; testable only on a model that recalls (held-out accuracy ≥ 0.9), added in the claims audit: without "
+             "it a model that never learned would read 'not reproduced'")
+_MECH_TESTABLE = conds(("accuracy", ">=", NEAR_PERFECT))
+_MECH_UNTESTABLE = ("the probed model does not recall (held-out accuracy below 0.9, the near-perfect level): the paper "
+                    "reads these structures off trained models that solve the task, so an untrained one can show nothing")
 _SE_WHY = "three standard errors of the accuracies compared (sampling noise; worst-case binomial)"
 _NEAR = "near-perfect = accuracy ≥ 0.9"
 
@@ -549,11 +555,13 @@ register(
     Claim("002/Remark1", "the number of facts the single-layer circuit recalls grows linearly in D·N (DN ≳ 2N_f n_σ², "
           "Eq. 17: DN = Ω(N_f log(V/δ)))", "§4, Remark 1, Eq. 17",
           "DN ≳ 2 N_f n_σ², n_σ = Φ⁻¹(1 − 2δ/V); DN ≳ 4 N_f log(V/2δ)",
-          Rule(why="linear in DN: the 95 % interval of the log-log slope of the facts recalled against DN lies within "
-                   "0.8–1.25 (it excludes a square root, 0.5, and a quadratic, 2, with room), at both the 50 % and the "
-                   "90 % accuracy level, for the designed Thm 2 circuit the remark is derived for",
-               reproduced=conds(("slope_low_50", ">=", 0.8), ("slope_high_50", "<=", 1.25),
-                                ("slope_low_90", ">=", 0.8), ("slope_high_90", "<=", 1.25)),
+          Rule(why="linear in DN: the log-log slope of the facts recalled against DN lies within 0.8–1.25 (the band "
+                   "declared before the data: it excludes a square root, 0.5, and a quadratic, 2, with room), at both the "
+                   "50 % and the 90 % accuracy level, for the designed Thm 2 circuit the remark is derived for; the fit's "
+                   "95 % t-intervals are shown, not judged. (An earlier version applied the band to the interval bounds, "
+                   "a stricter form chosen after seeing the data; reverted to the declared point-estimate form.)",
+               reproduced=conds(("slope_50", ">=", 0.8), ("slope_50", "<=", 1.25),
+                                ("slope_90", ">=", 0.8), ("slope_90", "<=", 1.25)),
                testable=conds(("fit_points", ">=", 4)),
                untestable_why="fewer than four (D, N) cells with an uncensored facts count: no slope with an interval"),
           measure_remark1, S_THEORY),
@@ -584,33 +592,38 @@ register(
     Claim("002/Fig2", "in a trained linear Mamba G_kq is non-zero only on the (stored key x_(τ−1), query x_t) block "
           "and G_vv only on the stored value x_τ; all other entries ≈ 0", "§3.2, Eq. 10, Fig. 2; App. C.1, Fig. 9",
           "no number given (\"satisfy this structure almost precisely … all other matrix entries are ≈ 0\")",
-          Rule(why="≈ 0 elsewhere read as at least 90 % of the Frobenius energy in the predicted block",
-               reproduced=conds(("kq_block_share", ">=", 0.9), ("vv_half_share", ">=", 0.9)), trained=True),
+          Rule(why="≈ 0 elsewhere read as at least 90 % of the Frobenius energy in the predicted block" + _MECH_WHY,
+               reproduced=conds(("kq_block_share", ">=", 0.9), ("vv_half_share", ">=", 0.9)), testable=_MECH_TESTABLE,
+               untestable_why=_MECH_UNTESTABLE, trained=True),
           measure_fig2, S_MECH),
     Claim("002/Fig2-selectivity", "the trained embeddings are key–value selective: inside the predicted blocks the "
           "key × key (value × value) part dominates, with a diagonal (E_k ⊥ E_v)",
           "§3.2 (\"more complex patterns than ≈ I_V … responsible for key and value selectivity\"); App. D, Fig. 2",
           "no number given",
           Rule(why="dominates = at least 80 % of the energy of the columns the loss trains, and a diagonal: the column "
-                   "argmax on the diagonal for 90 % of keys and values",
+                   "argmax on the diagonal for 90 % of keys and values" + _MECH_WHY,
                reproduced=conds(("kk_share", ">=", 0.8), ("vv_share", ">=", 0.8), ("key_diag_hit", ">=", 0.9),
-                                ("value_diag_hit", ">=", 0.9)), trained=True),
+                                ("value_diag_hit", ">=", 0.9)), testable=_MECH_TESTABLE,
+               untestable_why=_MECH_UNTESTABLE, trained=True),
           measure_selectivity, S_MECH),
     Claim("002/Fig3", "projected back to vocabulary space the trained state is the ideal key → value table, "
           "H''_t ≈ H_t", "§3.2, Eq. 13, Fig. 3; App. C.3", "no number given (visual)",
           Rule(why="H''_t ≈ H_t on the values × keys block the figure draws: each fact's column peaks at its value "
-                   "(95 % of facts) and the fact entries outrank the rest of the block (AUROC ≥ 0.95)",
-               reproduced=conds(("fact_hit", ">=", 0.95), ("auroc", ">=", 0.95)), trained=True),
+                   "(95 % of facts) and the fact entries outrank the rest of the block (AUROC ≥ 0.95)" + _MECH_WHY,
+               reproduced=conds(("fact_hit", ">=", 0.95), ("auroc", ">=", 0.95)), testable=_MECH_TESTABLE,
+               untestable_why=_MECH_UNTESTABLE, trained=True),
           measure_fig3, S_MECH),
     Claim("002/Fig4", "the implicit attention B_τ·C_t of a trained model approximates the ideal map: each query "
           "attends to the position after its key", "§3.2, Fig. 4", "no number given (visual)",
           Rule(why="approximates the ideal map = the row maximum sits where the ideal map's single 1 is, for 95 % of "
-                   "query rows", reproduced=conds(("peak_hit", ">=", 0.95)), trained=True),
+                   "query rows" + _MECH_WHY, reproduced=conds(("peak_hit", ">=", 0.95)), testable=_MECH_TESTABLE,
+               untestable_why=_MECH_UNTESTABLE, trained=True),
           measure_fig4, S_MECH),
     Claim("002/Fig5", "Conv1D copies values (main diagonal) and shifts keys (second diagonal)", "§3.2, Fig. 5",
           "no number given (\"dominant main diagonal … dominant second diagonal\")",
-          Rule(why="dominant diagonal = the argmax on that diagonal in 90 % of value (key) positions",
-               reproduced=conds(("value_copy", ">=", 0.9), ("key_shift", ">=", 0.9)), trained=True),
+          Rule(why="dominant diagonal = the argmax on that diagonal in 90 % of value (key) positions" + _MECH_WHY,
+               reproduced=conds(("value_copy", ">=", 0.9), ("key_shift", ">=", 0.9)), testable=_MECH_TESTABLE,
+               untestable_why=_MECH_UNTESTABLE, trained=True),
           measure_fig5, S_MECH),
     # §5.1: Fig. 6, Fig. 12
     Claim("002/Fig6ab", "the theory is a lower bound on the designed circuit rather than a direct predictor",
@@ -643,7 +656,7 @@ register(
                   "on one H100 at an estimated 3–5 ms per step, or ≈ 25–40 CPU-hours). The ci bundle's two 300-step "
                   "CPU cells are a smoke test of the code path, not a measurement", section=S_SCALING),
     Claim("002/Fig6-anchor", "a 1-layer Mamba perfectly solves MQAR with V_k = V/2 = 512 at N = 32, D = 64",
-          "App. I (Fig. 6, row (iii))", "perfect recall at V = 1024, D = 64, N = 32",
+          "App. I (Fig. 6, row (iii))", "perfectly solves MQAR with V_k = V/2 = 512 at N = 32, D = 64",
           Rule(why="perfect = accuracy ≥ 0.99 for both the trained simplified and the full model",
                reproduced=conds(("min_accuracy", ">=", PERFECT)), trained=True),
           not_run="regime R2 at paper size: `python -m mamba_recall.experiments.ch2_scaling --preset paper --device cuda "

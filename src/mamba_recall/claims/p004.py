@@ -483,7 +483,9 @@ register(
     Claim("004/Fig4-count", "lower τ recruits more long-term channels, and at τ = 1 no state qualifies",
           "§4.2 (choice of p and τ); Fig. 4 caption", "no number given",
           Rule(why="Eq. 4 counts states with 𝓜 ≥ τ: the count must fall strictly from τ = 0.5 to 0.7 to 0.9 at every p "
-                   "(a tie means τ recruits nothing more), and be 0 at τ = 1",
+                   "(a tie means τ recruits nothing more), and be 0 at τ = 1. The τ = 1 part holds by construction "
+                   "(𝓜 = Π α_t < 1 whenever A < 0 and Δ > 0; only float rounding could break it), so the evidence is the "
+                   "strict fall (noted in the claims audit)",
                reproduced=conds(("strictly_fewer_as_tau_rises", "true"), ("count_at_tau_1", "<=", 0)), trained=True),
           measure_grid_counts, SECTION[2]),
     Claim("004/Fig4-drop", "ablating the top-1 layer's channels selected with p = 0.9, τ = 0.7 reliably degrades "
