@@ -259,3 +259,14 @@ def test_best_of_seeds_interval_is_an_interval_of_the_judged_statistic():
     assert lo2 < hi2 and hi2 <= 1.0 and lo2 >= 0.97
     # under three seeds there is no interval, so a trained claim stays capped
     assert not get("003/Fig3").measure(ih_runs((16,), lambda d: 1.0, seeds=(0, 1))).intervals
+
+
+def test_fig1_evidence_does_not_guess_the_device():
+    """The checkpoint sidecar records no device: a paper-preset checkpoint is labelled 'not recorded' (it used to be
+    labelled cuda by assumption), a ci one cpu, and a recorded device is used as is."""
+    rng = np.random.default_rng(0)
+    pair = ((rng.uniform(0, 0.05, 100), rng.uniform(0.95, 1, 100)), (rng.uniform(0.9, 1, 100), rng.uniform(0.9, 1, 100)))
+    dev = lambda ck: get("003/Fig1-right").measure([pair], ck, "x").evidence.device  # noqa: E731
+    assert dev({"T": 50, "preset": "paper"}) == "not recorded"
+    assert dev({"T": 20, "preset": "ci"}) == "cpu"
+    assert dev({"T": 50, "preset": "paper", "device": "cuda"}) == "cuda"

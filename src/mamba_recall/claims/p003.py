@@ -265,7 +265,9 @@ def measure_fig1_split(pairs: list, ck: dict, checkpoint: str) -> Measurement:
                       for name, d in (("trained", tr), ("untrained (same seed)", un)))
     if len(rows) > 1:
         shown += f" (first seed; means over {len(rows)} seeds: " + ", ".join(f"{k} {v[k]:.2f}" for k in keys) + ")"
-    return Measurement(v, shown, Evidence(ck["preset"], "cpu" if ck["preset"] == "ci" else "cuda", len(rows),
+    # the sidecar records no device: the ci checkpoints are trained on a CPU; anything else says so instead of guessing
+    device = ck.get("device") or ("cpu" if ck["preset"] == "ci" else "not recorded")
+    return Measurement(v, shown, Evidence(ck["preset"], str(device), len(rows),
                                           f"T = {ck['T']}, 500 test sequences", checkpoint),
                        intervals=intervals, per_seed=per_seed,
                        note="S4D's e^{−λΔ} is the same at every step by construction (input-independent), so its "
