@@ -220,3 +220,9 @@ def test_keyobs2_printed_quotes_the_documents_states():
     printed = claims.get("001/KeyObs2").printed
     for state in ("[0.149, 0.112]", "[0.709, 0.557]", "[0.377, 0.410]"):
         assert state in printed
+
+
+def test_rounding_level_errors_print_the_same_everywhere():
+    assert core.below(0) == core.below(2e-17) == core.below(1e-12) == "≤ 1e-12"
+    assert core.below(3e-8) == "≤ 1e-07" and core.below(0.5) == "≤ 1e+00"
+    assert core.pass_fail(True) == "pass" and core.pass_fail(False) == "FAIL"

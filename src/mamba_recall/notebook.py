@@ -60,13 +60,6 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def is_batch_run() -> bool:
-    """Always False: explorers behave the same headless and in Jupyter (they draw their default view and
-    return; see :func:`mamba_recall.widgets.explorer`), so no notebook needs to know. Kept only for the
-    notebook cells that still ask (``if not is_batch_run(): ...``); remove it once none does."""
-    return False
-
-
 def setup(preset: str = "ci", seed: int = 0, device: str = "auto", backend: str = "auto",
           quiet: bool = False, smoke: bool = False, allow_long: bool = False) -> NotebookContext:
     try:

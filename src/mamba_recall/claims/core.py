@@ -279,6 +279,20 @@ def _fmt(x) -> str:
         return str(x)
 
 
+def below(x: float, floor: float = 1e-12) -> str:
+    """A rounding-level error printed so that it reads the same on every machine: ``≤ 1e-12`` (``floor``)
+    when at or below the floor (zero included), else the power of ten above it (``≤ 1e-07`` for 3e-8)."""
+    x = abs(float(x))
+    if math.isnan(x):
+        return "nan"
+    return f"≤ {floor if x <= floor else 10.0 ** math.ceil(math.log10(x)):.0e}"
+
+
+def pass_fail(ok: bool) -> str:
+    """How a library sanity check reports itself next to its measured number."""
+    return "pass" if ok else "FAIL"
+
+
 # ----------------------------------------------------------------------------------------- registry
 REGISTRY: dict[str, Claim] = {}
 
