@@ -158,3 +158,15 @@ def test_ch2_trained_dn_smoke(tmp_path, monkeypatch):
     assert len(cells) == 2 and {"eq15_corrected", "err_rev_a54", "best_accuracy_ci_low"} <= set(cells)
     assert set(errors["law"]) == {"eq77", "eq15_printed", "eq15_corrected", "rev_a54"}
     assert bundle.config["job_config"]["recipe"]["name"] == "code"
+
+
+def test_dirty_files_as_run_compared_with_head():
+    import hashlib
+    import subprocess
+
+    from mamba_recall.paths import REPO_ROOT
+
+    blob = subprocess.run(["git", "show", "HEAD:pyproject.toml"], cwd=REPO_ROOT, capture_output=True).stdout
+    runs = [{"provenance": {"dirty_files": {"pyproject.toml": hashlib.sha256(blob).hexdigest(),
+                                            "src/mamba_recall/runstore.py": "0" * 64}}}]
+    assert runstore.dirty_files_committed_since(runs) == {"pyproject.toml": True, "src/mamba_recall/runstore.py": False}

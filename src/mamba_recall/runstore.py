@@ -356,14 +356,30 @@ def aggregate(runs: list[dict], by: list[str], metrics: list[str]):
     return pd.DataFrame(rows)
 
 
+def dirty_files_committed_since(runs: list[dict], rev: str = "HEAD") -> dict[str, bool]:
+    """For every file a run recorded as uncommitted: is the exact content it ran with (its sha256) the file's
+    content at ``rev``? (True: that code is committed now, so the run is reproducible from ``rev``.)"""
+    out = {}
+    for rec in runs:
+        for path, sha in rec["provenance"].get("dirty_files", {}).items():
+            if out.get(path) is False:
+                continue
+            blob = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO_ROOT, capture_output=True).stdout
+            out[path] = bool(blob) and hashlib.sha256(blob).hexdigest() == sha
+    return dict(sorted(out.items()))
+
+
 def runs_summary(runs: list[dict]) -> dict:
     """What a bundle records about the runs it aggregates: counts, commits, whether any was not clean
-    (and which files), total wall and CPU time."""
+    (and which files, and whether each one's content as run is the committed one now), total wall and CPU time."""
     commits = sorted({r["provenance"].get("git_commit") or "?" for r in runs})
     dirty = sorted({f for r in runs for f in r["provenance"].get("dirty_files", {})})
+    head = _git("rev-parse", "HEAD")
     return {"runs": len(runs), "commits": commits,
             "all_clean": all(r["provenance"].get("git_clean") for r in runs),
             "dirty_files": dirty,
+            "dirty_files_as_run_equal_HEAD": dirty_files_committed_since(runs),
+            "HEAD": head.strip() if head else None,
             "wall_seconds": round(sum(r["provenance"].get("wall_seconds") or 0 for r in runs), 1),
             "cpu_seconds": round(sum(r["provenance"].get("cpu_seconds") or 0 for r in runs), 1),
             "devices": sorted({r["provenance"].get("device", "?") for r in runs})}

@@ -164,6 +164,10 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         table["authors_in_interval"] = [bool(lo <= a <= hi) if not math.isnan(lo) else None for lo, hi, a in
                                         zip(table["best_accuracy_ci_low"], table["best_accuracy_ci_high"],
                                             table["authors"])]
+        # their numbers are rounded to 2 decimals: does our interval meet [a - 0.005, a + 0.005]?
+        table["authors_within_rounding"] = [bool(lo <= a + 0.005 and hi >= a - 0.005) if not math.isnan(lo) else None
+                                            for lo, hi, a in zip(table["best_accuracy_ci_low"],
+                                                                 table["best_accuracy_ci_high"], table["authors"])]
     summary = runs_summary(runs)
     d0, n0 = cells(sizes)[0]
     base = resolved_config(sizes, d0, n0)
