@@ -170,3 +170,13 @@ def test_dirty_files_as_run_compared_with_head():
     runs = [{"provenance": {"dirty_files": {"pyproject.toml": hashlib.sha256(blob).hexdigest(),
                                             "src/mamba_recall/runstore.py": "0" * 64}}}]
     assert runstore.dirty_files_committed_since(runs) == {"pyproject.toml": True, "src/mamba_recall/runstore.py": False}
+
+
+def test_reference_grid_comparison_loads_from_the_committed_bundle():
+    from mamba_recall.experiments.ch2_reference_grid import AUTHORS, load_comparison
+
+    table, bundle = load_comparison("cpu-hours", log=lambda m: None)
+    assert bundle.name.endswith("_cpu-hours") or bundle.name.endswith("_ci")
+    if bundle.name.endswith("_cpu-hours"):
+        assert {(int(d), int(n)) for d, n in zip(table["D"], table["N"])} == set(AUTHORS)
+        assert {"best_accuracy_ci_low", "authors", "diff_mean"} <= set(table)
