@@ -180,3 +180,19 @@ def test_reference_grid_comparison_loads_from_the_committed_bundle():
     if bundle.name.endswith("_cpu-hours"):
         assert {(int(d), int(n)) for d, n in zip(table["D"], table["N"])} == set(AUTHORS)
         assert {"best_accuracy_ci_low", "authors", "diff_mean"} <= set(table)
+
+
+def test_strongest_evidence_is_loaded_and_named(tmp_path):
+    from mamba_recall import results
+
+    msgs = []
+    results.save_bundle("x_ci", {"complete": True}, {"preset": "ci"}, command="c", directory=tmp_path)
+    assert results.load_strongest_bundle("x", directory=tmp_path, log=msgs.append).name == "x_ci"
+    results.save_bundle("x_cpu-hours", {"complete": False, "jobs_finished": 3, "jobs_total": 9},
+                        {"preset": "cpu-hours"}, command="c", directory=tmp_path)
+    assert results.load_strongest_bundle("x", directory=tmp_path, log=msgs.append).name == "x_ci"
+    assert "incomplete: 3 of 9 jobs" in msgs[-1]
+    results.save_bundle("x_cpu-hours", {"complete": True}, {"preset": "cpu-hours"}, command="c", directory=tmp_path)
+    assert results.load_strongest_bundle("x", directory=tmp_path, log=msgs.append).name == "x_cpu-hours"
+    with pytest.raises(results.BundleError, match="no complete bundle"):
+        results.load_strongest_bundle("y", directory=tmp_path)

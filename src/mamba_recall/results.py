@@ -262,6 +262,33 @@ def load_preset_bundle(stem: str, preset: str, *, data_keys: tuple[str, ...] = (
     return load_bundle(f"{stem}_{preset}", data_keys=data_keys, directory=directory)
 
 
+#: The presets in order of the strength of their evidence (the papers' whole grids, their settings on part of the
+#: grid with 3 seeds, the small CI version).
+EVIDENCE_ORDER = ("paper", "cpu-hours", "ci")
+
+
+def load_strongest_bundle(stem: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None,
+                          log=print) -> Bundle:
+    """The committed bundle ``<stem>_<preset>`` with the strongest evidence (:data:`EVIDENCE_ORDER`), skipping
+    bundles that say they are incomplete (``data.complete`` false: a grid still running) and **saying which one it
+    uses** through ``log``; the bundle's ``config["preset"]`` (or its name) names the preset for the page."""
+    directory = Path(directory or RESULTS_DIR)
+    skipped = []
+    for preset in EVIDENCE_ORDER:
+        if not (directory / f"{stem}_{preset}.json").exists():
+            continue
+        bundle = load_bundle(f"{stem}_{preset}", data_keys=data_keys, directory=directory)
+        if bundle.data.get("complete") is False:
+            skipped.append(f"{stem}_{preset} (incomplete: {bundle.data.get('jobs_finished')} of "
+                           f"{bundle.data.get('jobs_total')} jobs)")
+            continue
+        log(f"using {stem}_{preset}" + (f"; skipped {', '.join(skipped)}" if skipped else ""))
+        return bundle
+    raise BundleError(f"no complete bundle {stem}_<preset> for any of {EVIDENCE_ORDER} in {directory}"
+                      + (f" (incomplete: {', '.join(skipped)})" if skipped else "") + "; regenerate one with "
+                      f"`python -m mamba_recall reproduce --only {stem}`.")
+
+
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 
 
