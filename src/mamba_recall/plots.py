@@ -174,6 +174,14 @@ def enable_offline_renderer(**embed_options: Any) -> None:
 # Chart builders used by the chapters
 # =============================================================================
 
+import sys  # noqa: E402
+
+# altair imports jsonschema, whose format checker imports rfc3987_syntax when it is installed (JupyterLab's
+# jupyter-events brings it), and that module builds a grammar at import: about 2 s in every notebook kernel.
+# No chart here uses jsonschema's "iri" format check, so the import is declined (a None entry in sys.modules
+# makes it raise ImportError, which jsonschema suppresses). A process that imported it already keeps it.
+sys.modules.setdefault("rfc3987_syntax", None)
+
 import altair as alt  # noqa: E402
 import pandas as pd  # noqa: E402
 
