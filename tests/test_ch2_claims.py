@@ -203,3 +203,34 @@ def test_mechanism_probes_need_a_model_that_recalls():
         assert verdict(cid, d, ctx, 0.0, 4, 16).status == "not testable here", cid
         assert verdict(cid, d, ctx, 0.998, 200, 50).status == "not reproduced", cid
         assert claims.get(cid).rule.trained and "claims audit" in claims.get(cid).rule.why
+
+
+def test_fig6c_reads_the_reference_grid_at_cpu_hours():
+    """Fig. 6(c) reads the strongest committed evidence: the authors' reference grid (V = 512, L = 64, N_f = 16, batch
+    32, 2000 steps) at cpu-hours, 3 seeds with intervals, so the trained-model seed cap lifts; N_90(D) from the mean."""
+    from mamba_recall.results import load_bundle
+
+    v = verdict("002/Fig6c")
+    assert v.status == "reproduced"
+    assert v.evidence["tier"] == "cpu-hours" and v.evidence["seeds"] == 3
+    assert v.evidence["source"].endswith("ch2_reference_grid_cpu-hours.json")
+    assert "{16: None, 32: 24, 48: 16, 64: 16}" in v.ours and "3 of 3 seeds" in v.ours
+    assert v.intervals and all(lo <= hi for lo, hi in v.intervals.values())
+    m = claims.get("002/Fig6c").measure()
+    assert m.per_seed["n90_nonincreasing"] == [True, True, True]
+    # the same measurement on the ci reference grid is weaker evidence (2 seeds) and says so
+    ci = claims.get("002/Fig6c").measure(load_bundle("ch2_reference_grid_ci"))
+    assert ci.evidence.tier == "ci" and ci.evidence.seeds == 2
+    # a ch2_scaling bundle (a "grid" table) still reads the regime grids
+    assert "R-ci" in verdict("002/Fig6c", fake_bundle({"grid": _grid({(8, 8): 0.95, (16, 8): 0.95})})).ours
+
+
+def test_reference_numbers_are_not_printed_numbers():
+    """The authors' README grid is reference data, not the paper's text: no claim quotes it as printed."""
+    from mamba_recall.experiments.ch2_reference_grid import AUTHORS
+
+    distinctive = [f"{AUTHORS[c]:.2f}" for c in ((16, 8), (32, 8), (48, 8), (64, 8))]   # 0.24, 0.64, 0.82, 0.89
+    for c in CH2:
+        assert "README" not in c.printed, c.id
+        for v in distinctive:
+            assert v not in c.printed, (c.id, v)

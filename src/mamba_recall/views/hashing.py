@@ -12,7 +12,7 @@ from IPython.display import display
 
 __all__ = ["matrix_heatmap", "matrices_row", "theory_slider_chart", "grid_heatmaps", "line_chart",
            "hash_table_explorer", "theory_grid_frame", "multihead_heatmaps", "multihead_noise_chart",
-           "multihead_explorer"]
+           "multihead_explorer", "reference_grid_chart", "capacity_loglog_chart", "trained_dn_chart"]
 
 
 def _pool(M: np.ndarray, max_cells: int) -> tuple[np.ndarray, int, int]:
@@ -104,6 +104,74 @@ def grid_heatmaps(frame: pd.DataFrame, columns: list[str], title: str) -> alt.Ch
         column=alt.Column("column:N", sort=columns, title=None),
         tooltip=["column", "D", "N", alt.Tooltip("acc:Q", format=".3f")])
         .properties(width=130, height=130, title=title))
+
+
+def reference_grid_chart(table: pd.DataFrame, title: str) -> alt.Chart:
+    """The authors' reference grid: per (D, N) cell our mean with its 95 % interval over seeds (dot and bar) beside
+    the authors' number (cross), and a (D, N) heatmap of the difference ours − theirs."""
+    t = table.copy()
+    t["cell"] = [f"D={d}, N={n}" for d, n in zip(t["D"], t["N"])]
+    order = list(t["cell"])
+    base = alt.Chart(t).encode(x=alt.X("cell:N", sort=order, title="(D, N) cell"))
+    ours = base.mark_point(filled=True, color="steelblue").encode(
+        y=alt.Y("best_accuracy_mean:Q", title="validation accuracy", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["cell", alt.Tooltip("best_accuracy_mean:Q", format=".4f", title="ours (mean)"),
+                 alt.Tooltip("best_accuracy_ci_low:Q", format=".4f"), alt.Tooltip("best_accuracy_ci_high:Q", format=".4f"),
+                 alt.Tooltip("authors:Q", format=".2f"), alt.Tooltip("diff_mean:Q", format="+.4f")])
+    bars = base.mark_rule(color="steelblue").encode(y="best_accuracy_ci_low:Q", y2="best_accuracy_ci_high:Q")
+    theirs = base.mark_point(shape="cross", color="darkorange", size=60).encode(y="authors:Q")
+    dots = (bars + ours + theirs).properties(width=420, height=220,
+                                             title=f"{title}: ours (blue, mean ± 95 % CI) vs authors (orange ×)")
+    diff = (alt.Chart(t).mark_rect().encode(
+        x=alt.X("D:O"), y=alt.Y("N:O", sort="descending"),
+        color=alt.Color("diff_mean:Q", scale=alt.Scale(domain=[-0.02, 0.02], scheme="redblue"), title="ours − theirs"),
+        tooltip=["D", "N", alt.Tooltip("diff_mean:Q", format="+.4f")])
+        + alt.Chart(t).mark_text(fontSize=9).encode(x="D:O", y=alt.Y("N:O", sort="descending"),
+                                                     text=alt.Text("diff_mean:Q", format="+.3f"))
+    ).properties(width=160, height=160, title="mean difference (ours − theirs)")
+    return alt.hconcat(dots, diff)
+
+
+def capacity_loglog_chart(cap: pd.DataFrame, laws=("remark1", "eq15_printed", "eq15_corrected"),
+                          title: str = "facts recalled vs D·N") -> alt.Chart:
+    """Facts recalled N_f* (largest N_f at accuracy ≥ level) against D·N on log axes, measured (dots; censored
+    cells hollow) and each law's prediction (lines), one panel per accuracy level."""
+    rows = []
+    for _, r in cap.iterrows():
+        rows.append(dict(DN=r["DN"], level=f"{r['level']:.0%}", series="measured", Nf=r["Nf"], censored=bool(r["censored"])))
+        for law in laws:
+            if r.get(law) == r.get(law) and r.get(law, 0) > 0:
+                rows.append(dict(DN=r["DN"], level=f"{r['level']:.0%}", series=law, Nf=r[law], censored=False))
+    long = pd.DataFrame(rows)
+    long = long[long["Nf"] > 0]
+    long = long.groupby(["DN", "level", "series"], as_index=False).agg(Nf=("Nf", "mean"), censored=("censored", "max"))
+    enc = dict(x=alt.X("DN:Q", scale=alt.Scale(type="log", base=2), title="D·N"),
+               y=alt.Y("Nf:Q", scale=alt.Scale(type="log", base=2), title="facts recalled N_f*"),
+               color=alt.Color("series:N", sort=["measured", *laws]),
+               tooltip=["series", "DN", alt.Tooltip("Nf:Q", format=".1f"), "censored"])
+    base = alt.Chart(long)
+    lines = base.transform_filter("datum.series != 'measured'").mark_line(strokeDash=[4, 2]).encode(**enc)
+    pts = base.transform_filter("datum.series == 'measured'").mark_point(size=50, filled=True).encode(
+        **enc, shape=alt.Shape("censored:N", title="censored (≥)"))
+    return (lines + pts).properties(width=260, height=220).facet(column=alt.Column("level:N", title="accuracy level")
+                                                                 ).properties(title=title)
+
+
+def trained_dn_chart(cells: pd.DataFrame, laws=("eq77", "eq15_printed", "eq15_corrected", "rev_a54"),
+                     title: str = "trained models") -> alt.Chart:
+    """Trained accuracy (mean ± 95 % CI over seeds) against D·N on a log axis, with each law's predicted accuracy."""
+    t = cells.copy()
+    enc_x = alt.X("DN:Q", scale=alt.Scale(type="log", base=2), title="D·N")
+    long = t.melt(id_vars=["DN", "line"], value_vars=[c for c in laws if c in t], var_name="law", value_name="p")
+    lines = alt.Chart(long).mark_line(strokeDash=[4, 2], point=True).encode(
+        x=enc_x, y=alt.Y("p:Q", scale=alt.Scale(domain=[0, 1]), title="accuracy"), color="law:N",
+        detail="line:N", tooltip=["law", "DN", alt.Tooltip("p:Q", format=".3f")])
+    bars = alt.Chart(t).mark_rule(color="black", clip=True).encode(x=enc_x, y=alt.Y("best_accuracy_ci_low:Q"),
+                                                        y2="best_accuracy_ci_high:Q")
+    dots = alt.Chart(t).mark_point(filled=True, color="black", size=50).encode(
+        x=enc_x, y="best_accuracy_mean:Q", shape="line:N",
+        tooltip=["D", "N", alt.Tooltip("best_accuracy_mean:Q", format=".3f")])
+    return (lines + bars + dots).properties(width=360, height=220, title=title)
 
 
 def line_chart(frame: pd.DataFrame, x: str, y: str, color: str, title: str, log_x=False) -> alt.Chart:
