@@ -384,15 +384,24 @@ class PageResult:
 
 
 def save_screenshot(driver: Any, path: Path) -> None:
-    """The page's first :data:`SCREENSHOT_MAX_HEIGHT` pixels at the window's width, as one PNG."""
+    """The page's first :data:`SCREENSHOT_MAX_HEIGHT` pixels at the window's width, as one PNG.
+
+    The viewport is made as tall as the page for the shot (and restored after), so the page is drawn
+    exactly as at the checked width; Chromium's capture-beyond-viewport re-lays the page out and can
+    shift it sideways in the picture, which would misrepresent what a reader sees."""
     import base64
 
     height = int(driver.execute_script(
         "return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);")
         or 1000)
-    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": WINDOW_WIDTH, "height": min(height, SCREENSHOT_MAX_HEIGHT), "scale": 1}})
+    size = driver.get_window_size()
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": WINDOW_WIDTH, "height": min(height, SCREENSHOT_MAX_HEIGHT), "deviceScaleFactor": 1, "mobile": False})
+    try:
+        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        driver.set_window_size(size["width"], size["height"])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
 

@@ -59,7 +59,8 @@ def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
     for v in verdicts:
         what = f"{_link(v, prefix)} {v.statement} *({v.where})*"
         ours = v.ours or (v.reason if v.status == "not run" else "—")
-        verdict = f"{MARK[v.status]} {v.status}" + (f" ({v.reason})" if v.reason and v.status != "not run" else "")
+        shown_reason = v.reason and v.status not in ("not run", "erratum confirmed")  # those say it in 'ours'
+        verdict = f"{MARK[v.status]} {v.status}" + (f" ({v.reason})" if shown_reason else "")
         lines.append("| " + " | ".join(_cell(x) for x in (what, v.printed, ours, verdict, _evidence(v))) + " |")
     return "\n".join(lines) + "\n"
 
