@@ -122,6 +122,15 @@ def load_runs(experiment: str, store: Path | None = None) -> list[dict]:
     return runs
 
 
+def finished_runs(jobs: list[dict], store: Path | None = None) -> list[dict]:
+    """The stored runs of exactly these ``jobs`` (one experiment), for aggregating one preset's grid."""
+    experiments = {j["experiment"] for j in jobs}
+    if len(experiments) != 1:
+        raise ValueError(f"finished_runs takes the jobs of one experiment, got {sorted(experiments)}.")
+    keys = {j["key"] for j in jobs}
+    return [r for r in load_runs(experiments.pop(), store) if r["key"] in keys]
+
+
 # ---------------------------------------------------------------------------------------------- provenance
 
 _PROCESS_PROVENANCE: dict | None = None

@@ -25,7 +25,7 @@ import sys
 import time
 
 from ..presets import experiment
-from ..runstore import (INTERVAL_METHOD, RUNS_DIR, aggregate, load_runs, make_job, pending, run_grid,
+from ..runstore import (INTERVAL_METHOD, RUNS_DIR, aggregate, finished_runs, make_job, pending, run_grid,
                         runs_summary)
 
 EXPERIMENT = "ch2.reference_grid"
@@ -151,8 +151,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
 
     sizes = _sizes(preset, smoke)
     jobs = jobs_for(preset, smoke)
-    keys = {j["key"] for j in jobs}
-    runs = [r for r in load_runs(EXPERIMENT, store) if r["key"] in keys]
+    runs = finished_runs(jobs, store)
     if not runs:
         log(f"no finished jobs of {EXPERIMENT} at preset {preset}; nothing to aggregate.")
         return None

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..presets import experiment
-from ..runstore import INTERVAL_METHOD, aggregate, load_runs, make_job, pending, run_grid, runs_summary
+from ..runstore import INTERVAL_METHOD, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
 from ..theory.capacity import p_success
 from .ch2_reference_grid import RUNNER, estimate, resolved_config
 
@@ -45,8 +45,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
 
     sizes = _sizes(preset, smoke)
     jobs = jobs_for(preset, smoke)
-    keys = {j["key"] for j in jobs}
-    runs = [r for r in load_runs(EXPERIMENT, store) if r["key"] in keys]
+    runs = finished_runs(jobs, store)
     if not runs:
         log(f"no finished jobs of {EXPERIMENT} at preset {preset}; nothing to aggregate.")
         return None
