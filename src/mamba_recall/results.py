@@ -150,6 +150,7 @@ def save_bundle(name: str, data: dict, config: dict, *, command: str, device="cp
         raise BundleError(f"bundle name {name!r} must be a plain file stem such as 'scan_bench_cpu'.")
     directory = _output_dir(Path(directory or RESULTS_DIR))
     directory.mkdir(parents=True, exist_ok=True)
+    prov = provenance(device, wall_seconds)  # before the tables are written: they would dirty the tree themselves
     table_index = {}
     for tname, frame in (tables or {}).items():
         csv = directory / f"{name}.{tname}.csv"
@@ -157,7 +158,7 @@ def save_bundle(name: str, data: dict, config: dict, *, command: str, device="cp
         table_index[tname] = {"file": csv.name, "sha256": _sha256(csv)}
     record = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "name": name, "command": command,
               "config": config, "data": data, "tables": table_index,
-              "provenance": provenance(device, wall_seconds)}
+              "provenance": prov}
     dirty = record["provenance"]["dirty_files"]
     if dirty:
         import os
