@@ -46,7 +46,7 @@ DISCRETIZATIONS = ("aonly", "euler", "zoh")
 __all__ = ["attention_sensitivity", "haar_ssd_output", "DISCRETIZATIONS", "HaarS6", "continuous_basis", "continuous_haar_error", "continuous_sup_error",
            "fourier_sq_error", "haar_best_sq_error", "haar_coefficients_piecewise", "haar_projection",
            "haar_psi", "haar_s6", "haar_s6_output", "prop1_time_counter", "random_piecewise_constant",
-           "softplus", "cor1_curves", "cor1_slopes", "keep_nth_real", "keep_nth_token_model", "lemma2_demo",
+           "softplus", "cor1_curves", "cor1_slopes", "haar_sq_floor", "MAX_SCALE", "FLOOR_FACTOR", "keep_nth_real", "keep_nth_token_model", "lemma2_demo",
            "s6_1d_states", "sensitivity_autograd", "sensitivity_closed_form"]
 
 
@@ -286,6 +286,10 @@ def prop1_time_counter(T: int, backend: str = "chunked") -> np.ndarray:
 
 # --------------------------------------------------------------------------- Corollary 1
 
+MAX_SCALE = 48          # scales j = 0..47 of :func:`haar_coefficients_piecewise` (finer ones are not computed)
+FLOOR_FACTOR = 10.0     # Cor. 1 fit: a point enters only if its squared error exceeds 10 × its float64 floor
+
+
 def random_piecewise_constant(m: int, rng: np.random.Generator):
     """m jump locations ~ U(0.05, 0.95) (sorted) and m+1 levels ~ N(0, 1) (our choice of random targets)."""
     if m < 1:
@@ -305,7 +309,7 @@ def _primitive(jumps, levels, t):
     return out
 
 
-def haar_coefficients_piecewise(jumps, levels, full_scales: int = 12, max_scale: int = 48) -> np.ndarray:
+def haar_coefficients_piecewise(jumps, levels, full_scales: int = 12, max_scale: int = MAX_SCALE) -> np.ndarray:
     r"""All nonzero :math:`\langle\rho,\psi_{j,k}\rangle=2^{j/2}[(R(m)-R(a))-(R(b)-R(m))]`: every k for
     j < ``full_scales``, and for larger j only the cells containing a jump (the others vanish)."""
     coefs = []
@@ -355,8 +359,29 @@ def fourier_sq_error(jumps, levels, n_bases) -> np.ndarray:
     return np.maximum(norm2 - mean ** 2 - csum[(n_bases - 1) // 2], 0.0)
 
 
+def haar_sq_floor(jumps, levels, max_scale: int = MAX_SCALE) -> float:
+    r"""The smallest squared error :func:`haar_best_sq_error` can resolve for this ρ (float64).
+
+    Two parts, both upper bounds:
+
+    * cancellation: the error is computed as :math:`\|\rho\|^2-\bar\rho^2-\sum c^2`, a difference of O(1) numbers,
+      so it carries an absolute rounding error of about :math:`\varepsilon_{64}\|\rho\|^2`
+      (:math:`\varepsilon_{64}=2^{-52}`);
+    * truncation: scales :math:`j\ge J` = ``max_scale`` are not computed. A jump of height :math:`\Delta_i` at
+      :math:`\tau` inside the cell :math:`[a,b)` of width :math:`h=2^{-j}` gives
+      :math:`c_{j,k}=2^{j/2}\Delta_i\,\mathrm{dist}(\tau,\{a,b\})` with :math:`\mathrm{dist}\le h/2`, so
+      :math:`c^2\le\Delta_i^2\,2^{-j}/4` and :math:`\sum_{j\ge J}c^2\le\Delta_i^2\,2^{-J}/2`.
+
+    floor :math:`=\varepsilon_{64}\|\rho\|^2+2^{-J-1}\sum_i\Delta_i^2` (for m = 1 and J = 48 about 1e-15; the
+    computed error plateaus at about 0.4 × this floor once every coefficient is used)."""
+    norm2, _ = _norms(jumps, levels)
+    jumps_sq = float(np.sum(np.diff(np.asarray(levels, dtype=np.float64)) ** 2))
+    return float(np.finfo(np.float64).eps * norm2 + jumps_sq * 2.0 ** (-max_scale - 1))
+
+
 def cor1_curves(ms=(1, 2, 4), n_wavelets=tuple(range(1, 25)), draws: int = 10, seed: int = 0):
-    """Rows (m, draw, N, haar_sq_err, fourier_sq_err) for N = 1 + 3·N_w Mamba bases vs N Fourier bases."""
+    """Rows (m, draw, n_wavelets, N, haar, fourier, haar_floor) for N = 1 + 3·N_w Mamba bases vs N Fourier
+    bases: ``haar``/``fourier`` squared L² errors, ``haar_floor`` the draw's :func:`haar_sq_floor`."""
     rng = np.random.default_rng(seed)
     rows = []
     nw = np.asarray(n_wavelets)
@@ -366,14 +391,22 @@ def cor1_curves(ms=(1, 2, 4), n_wavelets=tuple(range(1, 25)), draws: int = 10, s
             jumps, levels = random_piecewise_constant(m, rng)
             h = haar_best_sq_error(jumps, levels, nw)
             f = fourier_sq_error(jumps, levels, N)
-            rows += [dict(m=m, draw=d, n_wavelets=int(a), N=int(b), haar=float(x), fourier=float(y))
+            floor = haar_sq_floor(jumps, levels)
+            rows += [dict(m=m, draw=d, n_wavelets=int(a), N=int(b), haar=float(x), fourier=float(y), haar_floor=floor)
                      for a, b, x, y in zip(nw, N, h, f)]
     return rows
 
 
-def cor1_slopes(rows, fit_from: int = 4):
+def cor1_slopes(rows, fit_from: int = 4, floor_factor: float = FLOOR_FACTOR):
     r"""Per m: mean slope of :math:`\log_2`(Haar sq. err.) per wavelet (theory −1/m) and the log–log slope of
-    the Fourier sq. err. in N (theory −1); fits use :math:`N_w\ge` ``fit_from`` and positive errors."""
+    the Fourier sq. err. in N (theory −1).
+
+    The Haar fit uses :math:`N_w\ge` ``fit_from`` and only points above ``floor_factor`` × the draw's float64
+    floor (row key ``haar_floor``, :func:`haar_sq_floor`; rows without it use a floor of 0): near the floor the
+    computed error stops falling (m = 1 reaches it near 45 wavelets) and a fit through it flattens the slope
+    (−0.83 instead of −1 at 64 wavelets). A draw with fewer than 3 points above the floor is left out."""
+    if floor_factor < 0:
+        raise ValueError(f"floor_factor must be >= 0 (a multiple of the float64 floor), got {floor_factor}.")
     out = {}
     ms = sorted({r["m"] for r in rows})
     for m in ms:
@@ -382,7 +415,8 @@ def cor1_slopes(rows, fit_from: int = 4):
             sub = [r for r in rows if r["m"] == m and r["draw"] == d and r["n_wavelets"] >= fit_from]
             x = np.array([r["n_wavelets"] for r in sub], dtype=float)
             h = np.array([r["haar"] for r in sub])
-            ok = h > 1e-30
+            floor = np.array([r.get("haar_floor", 0.0) for r in sub])
+            ok = (h > 1e-30) & (h > floor_factor * floor)
             if ok.sum() >= 3:
                 hs.append(np.polyfit(x[ok], np.log2(h[ok]), 1)[0])
             N = np.array([r["N"] for r in sub], dtype=float)
