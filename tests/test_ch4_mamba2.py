@@ -171,7 +171,8 @@ def test_check_b14():
 
 
 def test_determinism_and_training_smoke(tmp_path):
-    from mamba_recall.experiments.ch4_train import build_model, load_checkpoint, train_smodel
+    from mamba_recall.analysis.primacy import build_model, load_checkpoint
+    from mamba_recall.experiments.ch4_train import train_smodel
     vocab = RecallVocab(8, 3, 4)
     cfg = {"arch": "mamba2", "d_model": 32, "n_layer": 1, "d_state": 8, "expand": 2, "headdim": 16}
     torch.manual_seed(3)
@@ -188,7 +189,8 @@ def test_determinism_and_training_smoke(tmp_path):
 
 
 def test_committed_s_m2_checkpoint_is_deterministic():
-    from mamba_recall.experiments.ch4_train import checkpoint_path, gate_metrics, load_checkpoint
+    from mamba_recall.analysis.primacy import checkpoint_path, load_checkpoint
+    from mamba_recall.experiments.ch4_train import gate_metrics
     path = checkpoint_path("s_m2")
     if not path.exists():
         pytest.skip("no committed checkpoint results/checkpoints/ch4_s_m2.pt")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from mamba_recall.experiments import ch4_analysis as A
+from mamba_recall.analysis import primacy as A
 from mamba_recall.experiments import ch4_train as T
 from mamba_recall.presets import experiment
 from mamba_recall.tasks.mqar import IGNORE_INDEX

@@ -155,7 +155,7 @@ def test_missing_bundle_says_how_to_make_it(tmp_path):
      and d / "text.pt", r"cannot be loaded \(checkpoint .* does not match the sha256 hash"),
 ])
 def test_bad_ch4_checkpoint_variable_names_variable_path_and_what_is_valid(tmp_path, monkeypatch, make, problem):
-    from mamba_recall.experiments import ch4_analysis as A
+    from mamba_recall.analysis import primacy as A
 
     path = make(tmp_path)
     monkeypatch.setenv(A.ENV_CHECKPOINT, str(path))

@@ -105,7 +105,7 @@ def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
     """Fig. 13b's check (App. F): the fraction of long-term heads is reported; the targeted first-triple
     head ablation gives δ(1) ≥ 2× the random sets' mean δ(1) (and δ(1) > 0); mean_{k≥2} δ(k) ≥ 0.03.
 
-    ``eff``: :func:`mamba_recall.experiments.ch4_analysis.ablation_effects` output (keys ``base``,
+    ``eff``: :func:`mamba_recall.analysis.primacy.ablation_effects` output (keys ``base``,
     ``targeted``, ``global``: (n, L) bool arrays), δ(k) = acc_base(k) − acc_ablated(k). The paired
     bootstrap CI of (random − targeted) recall at k = 1 is reported, not required."""
     base, tgt = eff["base"], eff["targeted"]

@@ -106,7 +106,7 @@ def measure_ushape(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
     """Fig. 2 on the repeated relation at the pressure length L_p (the smallest evaluated L whose middle third
     is ≤ 0.80) and the next evaluated L: primacy and recency (the ends minus the middle third), whether each
     end's Wilson band lies above the middle's, and whether the 3-point moving average has its minimum inside."""
-    from ..experiments.ch4_analysis import check_ushape, pressure_length
+    from ..analysis.primacy import check_ushape, pressure_length
 
     Lp = pressure_length(curves, Ls)
     lengths = [] if Lp is None else [L for L in Ls if L >= Lp][:2]
@@ -132,7 +132,7 @@ def measure_ushape(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
 def measure_relations(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
     """§4.1 / Fig. 1: random relations raise the middle third (≥ 0.05, paired-bootstrap CI > 0) and repeated
     relations give the deeper U, at each evaluated L whose repeated-relation middle third has room to rise."""
-    from ..experiments.ch4_analysis import check_random_vs_repeated
+    from ..analysis.primacy import check_random_vs_repeated
 
     room, both, mid_only, parts = 0, 0, 0, []
     for L in Ls:
@@ -197,7 +197,7 @@ def measure_first_triplet(first: dict, *, ctx=None, side=None) -> Measurement:
     """Fig. 3b: zeroing Ā of the identified channels of the top layers at the first triple: δ(1) = drop of
     first-position recall, its excess over twice each random control (global and layer-matched), the
     paired-bootstrap lower bound of random − targeted at k = 1, and the mean |δ(k)| at k ≥ 3."""
-    from ..experiments.ch4_analysis import check_first_triplet
+    from ..analysis.primacy import check_first_triplet
 
     b = check_first_triplet(first)
     base = first["base"]
@@ -216,7 +216,7 @@ def measure_first_triplet(first: dict, *, ctx=None, side=None) -> Measurement:
 def measure_all_steps(allsteps: dict, *, ctx=None, side=None) -> Measurement:
     """Fig. 9: Ā zeroed at every step on the identified channels: δ(1), how it compares with the later positions'
     δ(k), and the largest δ(k) of any random control."""
-    from ..experiments.ch4_analysis import check_all_steps
+    from ..analysis.primacy import check_all_steps
 
     b = check_all_steps(allsteps)
     d = np.asarray(b["delta"])
@@ -310,7 +310,7 @@ def measure_distractors(sweeps: dict, *, ctx=None, side=None) -> Measurement:
     """Fig. 5b, in each (L, variant) cell with a recency advantage to lose (acc(L) − middle ≥ 0.10 without
     distractors): the drop of acc(L) at the largest n, the last quarter's drop minus the first quarter's,
     the fraction of the recency advantage left, and whether every n > 0 lowers the mean recall."""
-    from ..experiments.ch4_analysis import check_distractors
+    from ..analysis.primacy import check_distractors
 
     cells, parts = {}, []
     for key, sweep in sweeps.items():
@@ -334,7 +334,7 @@ def measure_distractors(sweeps: dict, *, ctx=None, side=None) -> Measurement:
 def measure_state_init(inits: dict, *, ctx=None, side=None) -> Measurement:
     """Fig. 5a: the largest middle-third gain over layers of a U(0, 1) initial state (repeated relation) and its
     McNemar p, at the evaluated lengths whose baseline middle third has room to rise."""
-    from ..experiments.ch4_analysis import check_state_init
+    from ..analysis.primacy import check_state_init
 
     best, parts = None, []
     for L, eff in inits.items():
@@ -372,7 +372,7 @@ def measure_transfer(table, *, ctx=None, side=None) -> Measurement:
     """Table 1 on the learned synthetic tasks (base ≥ 50 %): mean relative drop of the identified channels, its
     excess over the random sets' (and over twice theirs), and on which fraction of tasks the identified
     ablation scores below the random one."""
-    from ..experiments.ch4_analysis import check_transfer
+    from ..analysis.primacy import check_transfer
 
     if table is None:
         raise NotRun("no long-term channel was identified at τ = p = 0.7, so there is nothing to ablate")
@@ -420,7 +420,7 @@ def measure_head_ablation(eff: dict, fraction: float, *, ctx=None, side=None) ->
 # ---------------------------------------------------------------------------------- declarations
 _SMALL = "`python -m mamba_recall.experiments.ch4_train --model s_deep --preset paper --device cuda` (10–30 min on one H100)"
 _GRID_RUN = ("first-triple ablations over the 3 × 3 (p, τ) grid with the top-1…top-n layers at L = 8, 16, 32 "
-             "(ch4_analysis.ablation_effects on ch.target_set(ch.identify(stats, τ, p), n)), about 5 CPU-minutes per "
+             "(analysis.primacy.ablation_effects on ch.target_set(ch.identify(stats, τ, p), n)), about 5 CPU-minutes per "
              "model; on s_small it would read not testable (recall at its ceiling at L = 8, acc(1) < 0.5 beyond), so it "
              "needs a model at its capacity edge, e.g. the larger S-model: " + _SMALL)
 _PRIMACY_TESTABLE = conds(("baseline_informative", "true"))
@@ -530,7 +530,7 @@ register(
                reproduced=conds(("min_delta1_short", ">=", CAUSAL_DROP), ("smaller_at_32", "true")),
                testable=_PRIMACY_TESTABLE, untestable_why=_CEILING_WHY, trained=True),
           not_run="a second S-model size (train " + _SMALL + "), then §4.2's first-triple ablation with p = τ = 0.5 "
-                  "and the top-3 layers at L = 8, 16, 32 on it (ch4_analysis.ablation_effects), a few CPU-minutes"),
+                  "and the top-3 layers at L = 8, 16, 32 on it (analysis.primacy.ablation_effects), a few CPU-minutes"),
     Claim("004/Fig5a", "initialising one layer's SSM state with U(0, 1) (Layer 31) raises middle-position recall and "
           "flattens the U (repeated relation)", "§4.2 (initialization of state), Fig. 5a", "no number given",
           Rule(why="some layer's U(0, 1) initial state raises the middle third by ≥ 3 points with McNemar p < 0.05, at a "

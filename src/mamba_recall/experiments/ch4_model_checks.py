@@ -27,8 +27,8 @@ import torch
 from ..paths import REPO_ROOT
 from ..presets import experiment
 from ..results import save_bundle
-from . import ch4_analysis as A
-from .ch4_train import checkpoint_path, load_checkpoint
+from ..analysis import primacy as A
+from ..analysis.primacy import checkpoint_path, load_checkpoint
 
 SECTIONS = ("ch4.ucurve", "ch4.channels", "ch4.periodicity", "ch4.recency")  # the sizes of §4.1–§4.4
 DEPENDS_ON = ("ch4_train",)  # `reproduce` retrains the checkpoints first

@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..models.mamba import MambaLMHeadModel
 from ..analysis.interventions import labelled_scores
 from ..presets import experiment
-from ..results import CHECKPOINT_DIR, read_checkpoint, save_checkpoint
+from ..analysis.primacy import build_model, checkpoint_path, load_checkpoint, read_smodel
+from ..results import CHECKPOINT_DIR, save_checkpoint
 from ..tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
 from ..tasks.transfer import transfer_batch, transfer_sets
 from ..train import train
@@ -46,23 +46,6 @@ GATE = {"L4_random": 0.95, "L8_random": 0.80}
 
 __all__ = ["CHECKPOINT_DIR", "GATE", "MODELS", "build_model", "checkpoint_path", "curriculum_L",
            "gate_metrics", "load_checkpoint", "main", "make_batch_fn", "train_smodel"]
-
-
-def checkpoint_path(model: str) -> Path:
-    if model not in MODELS:
-        raise ValueError(f"unknown S-model {model!r}; choose one of {', '.join(MODELS)}.")
-    return CHECKPOINT_DIR / f"ch4_{model}.pt"
-
-
-def build_model(model_config: dict, vocab: RecallVocab, backend="auto", device=None) -> MambaLMHeadModel:
-    """A Mamba-1 LM, or a Mamba-2 (SSD) LM if ``model_config["arch"] == "mamba2"`` (the ``s_m2`` model)."""
-    cfg = dict(model_config)
-    if cfg.pop("arch", "mamba1") == "mamba2":
-        from ..models.mamba2 import Mamba2LMHeadModel
-        return Mamba2LMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend,
-                                 device=device, **cfg)
-    return MambaLMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend, device=device,
-                            **cfg)
 
 
 def curriculum_L(step: int, steps: int, L_min: int, L_max: int, frac: float, rng) -> int:
@@ -90,8 +73,11 @@ def make_batch_fn(cfg: dict, vocab: RecallVocab, on_step=None):
             return transfer_batch(task, cfg["batch"], vocab=vocab, seed=int(rng.randint(2**31 - 1)),
                                   **mix["sizes"])
         L = curriculum_L(step, steps, cfg["L_min"], cfg["L_max"], cfg["curriculum_frac"], rng)
+        # Filler gaps (recipes with "gap_max"): 0..gap_max filler tokens + SEP between context and queries
+        # (none in half the steps), drawn before the batch seed (recipes without gaps keep their stream).
+        n_gap = int(rng.randint(1, cfg["gap_max"] + 1)) * int(rng.rand() < 0.5) if cfg.get("gap_max") else 0
         return multiquery_batch(L, cfg["batch"], n_queries=cfg["n_queries"], vocab=vocab,
-                                seed=int(rng.randint(2**31 - 1)))
+                                seed=int(rng.randint(2**31 - 1)), n_gap=n_gap)
 
     return make_batch
 
@@ -140,7 +126,7 @@ def _held_out(model, vocab, cfg, device):
 def _warm_start(model, cfg):
     """Load the weights of the committed S-model ``cfg["init_from"]`` (hash-checked, same shapes)."""
     name = cfg["init_from"]
-    blob, _ = _read_smodel(checkpoint_path(name), name)
+    blob, _ = read_smodel(checkpoint_path(name), name)
     if blob["model_config"] != cfg["model"] or blob["vocab"] != cfg["vocab"]:
         raise ValueError(f"init_from={name!r}: its model/vocabulary config differs from this recipe's; "
                          f"make the recipe's 'model' and 'vocab' equal to {name}'s.")
@@ -172,22 +158,38 @@ def train_smodel(model_name: str, preset: str = "ci", *, steps: int | None = Non
     at that step (deterministic on one thread), so a run stopped for lack of time is regenerable."""
     if model_name not in MODELS:
         raise ValueError(f"unknown S-model {model_name!r}; choose one of {', '.join(MODELS)}.")
-    threads_before = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)  # the held-out evaluations too, not only the loop
-    try:
-        return _train_smodel(model_name, preset, steps, out, device, backend, log, num_threads, progress, stop_at)
-    finally:
-        torch.set_num_threads(threads_before)
-
-
-def _train_smodel(model_name, preset, steps, out, device, backend, log, num_threads, progress, stop_at):
     cfg = experiment(f"ch4.train_{model_name}", preset)
     if steps is not None:
         cfg["steps"] = int(steps)
         cfg["warmup_steps"] = min(cfg["warmup_steps"], max(0, cfg["steps"] // 10))
         cfg["checkpoint_every"] = min(cfg["checkpoint_every"], cfg["steps"])
-    out = Path(out) if out is not None else checkpoint_path(model_name)
+    command = "python -m mamba_recall.experiments.ch4_train " + " ".join(sys.argv[1:]) if __name__ == "__main__" \
+        else f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"
+    # the preset is in the name of every checkpoint but the committed ci ones (ch4_<model>.pt), so that a
+    # paper run never overwrites them
+    default = checkpoint_path(model_name if preset == "ci" else f"{model_name}_{preset}")
+    return train_recipe(cfg, model_name, Path(out) if out is not None else default,
+                        command=command, device=device, backend=backend, log=log, num_threads=num_threads,
+                        progress=progress, stop_at=stop_at)
+
+
+def train_recipe(cfg: dict, name: str, out: Path, *, command: str, device="cpu", backend="auto", log=print,
+                 num_threads: int | None = 1, progress=False, stop_at: int | None = None):
+    """Train one S-model with the fully resolved recipe ``cfg`` (the keys of ``presets/ch4.py``'s recipes), write
+    its checkpoint to ``out`` (and intermediate ones every ``checkpoint_every`` steps); returns
+    (model, sidecar path). ``name`` labels the log and the sidecar; ``command`` is recorded as the command that
+    regenerates it."""
+    threads_before = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)  # the held-out evaluations too, not only the loop
+    try:
+        return _train_recipe(dict(cfg), name, Path(out), command, device, backend, log, num_threads, progress,
+                             stop_at)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threads, progress, stop_at):
     vocab = RecallVocab(**cfg["vocab"])
     torch.manual_seed(cfg["seed"])
     model = build_model(cfg["model"], vocab, backend=backend)
@@ -195,8 +197,6 @@ def _train_smodel(model_name, preset, steps, out, device, backend, log, num_thre
         _warm_start(model, cfg)
     model.to(device)
     history: list[dict] = []
-    command = "python -m mamba_recall.experiments.ch4_train " + " ".join(sys.argv[1:]) if __name__ == "__main__" \
-        else f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"
     start = time.perf_counter()
     last_gate: dict = {}
 
@@ -236,40 +236,6 @@ def _train_smodel(model_name, preset, steps, out, device, backend, log, num_thre
     _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
           time.perf_counter() - start, final=True)
     return model, out.with_suffix(".json")
-
-
-def _read_smodel(path: Path, model: str, verify_hash: bool = True) -> tuple[dict, dict]:
-    """(payload, sidecar) of an S-model checkpoint, hash-checked unless ``verify_hash`` is False; errors name
-    the command that regenerates ``model``."""
-    regenerate = f"python -m mamba_recall.experiments.ch4_train --model {model} --preset ci"
-    if verify_hash:
-        blob, sidecar = read_checkpoint(path, regenerate=regenerate)
-    else:
-        if not path.exists():
-            raise FileNotFoundError(f"no checkpoint at {path}; regenerate it with `{regenerate}`.")
-        side_path = path.with_suffix(".json")
-        sidecar = json.loads(side_path.read_text()) if side_path.exists() else {}
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    for key in ("state_dict", "model_config", "vocab"):
-        if key not in blob:
-            raise ValueError(f"{path} is not a Chapter 4 checkpoint: key {key!r} is missing.")
-    return blob, sidecar
-
-
-def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device="cpu", verify_hash=True):
-    """Load an S-model checkpoint (``.pt`` + JSON sidecar) → ``(model, vocab, sidecar)``.
-
-    ``path`` defaults to the committed ``results/checkpoints/ch4_<model>.pt``. The sidecar's sha256
-    is checked. A reader's own mamba_ssm-compatible checkpoint is loaded with
-    :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead.
-    """
-    path = Path(path) if path is not None else checkpoint_path(model)
-    blob, sidecar = _read_smodel(path, model, verify_hash)
-    vocab = RecallVocab(**blob["vocab"])
-    net = build_model(blob["model_config"], vocab, backend=backend)
-    net.load_state_dict(blob["state_dict"])
-    net.to(device).eval()
-    return net, vocab, sidecar
 
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).

@@ -44,11 +44,15 @@ PAD, SEP, BOS = 0, 1, 2
 
 @dataclass(frozen=True)
 class RecallVocab:
-    """Token ids of the synthetic vocabulary: PAD=0, SEP=1, BOS=2, then names, relations, fillers."""
+    """Token ids of the synthetic vocabulary: PAD=0, SEP=1, BOS=2, then names, relations, fillers.
+
+    ``bos``: the format of the model that uses this vocabulary: contexts built with it start with BOS
+    (``recall_contexts`` and ``multiquery_batch`` read it when their ``bos`` argument is left at ``None``)."""
 
     n_names: int = 32
     n_relations: int = 8
     n_filler: int = 16
+    bos: bool = False  # every context starts with BOS (a model trained so must be evaluated so)
 
     def __post_init__(self):
         check_int("n_names", self.n_names, 2)
@@ -136,13 +140,14 @@ def _check_variant(variant):
 
 
 def recall_contexts(L: int, n: int, variant: str = "repeated", *, vocab: RecallVocab | None = None,
-                    seed: int = 0, bos: bool = False) -> RecallContexts:
+                    seed: int = 0, bos: bool | None = None) -> RecallContexts:
     """``n`` recall contexts of ``L`` triples ``s r o .`` (paper §3.2), deterministic in ``seed``.
 
     Names come from ``RandomState(seed)`` and relations from ``RandomState(seed + 1_000_003)``, so
     the ``repeated`` and ``random`` variants with the same seed share all names (paired design).
     """
     vocab = vocab or RecallVocab()
+    bos = vocab.bos if bos is None else bool(bos)
     L, n = check_int("L", L), check_int("n", n)
     _check_variant(variant)
     NE, NR = vocab.n_names, vocab.n_relations
@@ -229,33 +234,48 @@ def _vocab_of(ctx):
 
 
 def multiquery_batch(L: int, batch: int, *, n_queries: int | None = None, vocab: RecallVocab | None = None,
-                     seed: int = 0, p_repeated: float = 0.5, oversample_last: bool = True):
+                     seed: int = 0, p_repeated: float = 0.5, oversample_last: bool = True, bos: bool | None = None,
+                     n_gap: int = 0):
     """A training batch: contexts of ``L`` triples then ``Q`` query triples ``s r o .`` (the chapter's training recipe).
 
     Half the rows (``p_repeated``) use the repeated relation, the rest random relations. Queries are
     ``Q = n_queries or min(L, 4)`` distinct context positions in random order (position ``L`` is
-    over-sampled ×2 in the first query if ``oversample_last``). Returns ``(inputs (B, 4L+4Q), labels)``
-    with ``labels = IGNORE_INDEX`` (−100) except at each query's relation token, whose label is its object.
+    over-sampled ×2 in the first query if ``oversample_last``). Returns ``(inputs (B, T), labels)``
+    with ``T = [1 BOS] + 4L [+ n_gap + 1] + 4Q`` and ``labels = IGNORE_INDEX`` (−100) except at each
+    query's relation token, whose label is its object.
+
+    ``bos``: a leading BOS token (default: ``vocab.bos``). ``n_gap > 0``: ``n_gap`` filler tokens
+    (i.i.d. from the filler pool) and one SEP between the context and the queries, the format of
+    ``recall_prompts(n_distract=n_gap, distractor_pool="filler")``, so that filler distractors are in
+    distribution. With both off the batch is bit-for-bit the one of earlier versions (same random stream).
     """
     vocab = vocab or RecallVocab()
     L, batch = check_int("L", L), check_int("batch", batch)
+    check_int("n_gap", n_gap, 0)
+    if n_gap and vocab.n_filler < 1:
+        raise ValueError("n_gap > 0 needs filler tokens: use RecallVocab(n_filler >= 1).")
     Q = min(L, 4) if n_queries is None else min(check_int("n_queries", n_queries), L)
     rng = np.random.RandomState(seed)
+    gap_rng = np.random.RandomState(seed + 2_000_003)  # its own stream: the rest is unchanged by n_gap
     n_rep = int(rng.binomial(batch, p_repeated))
     rows, labels = [], []
     for variant, m in (("repeated", n_rep), ("random", batch - n_rep)):
         if m == 0:
             continue
-        ctx = recall_contexts(L, m, variant, vocab=vocab, seed=int(rng.randint(2**31 - 1)))
+        ctx = recall_contexts(L, m, variant, vocab=vocab, seed=int(rng.randint(2**31 - 1)), bos=bos)
         for b in range(m):
             ks = rng.permutation(L)[:Q]
             if oversample_last and rng.rand() < 1.0 / L:  # position L twice as likely first
                 ks = np.concatenate([[L - 1], ks[ks != L - 1]])[:Q]
             s, r, o = ctx.subjects[b, ks], ctx.relations[b, ks], ctx.objects[b, ks]
             q = torch.stack([s, r, o, torch.full_like(s, SEP)], dim=-1).reshape(-1)
-            row = torch.cat([ctx.tokens[b], q])
+            parts = [ctx.tokens[b]]
+            if n_gap:
+                parts.append(torch.as_tensor(_distractors(1, n_gap, vocab, gap_rng, "filler")[0], dtype=torch.long))
+            row = torch.cat([*parts, q])
             lab = torch.full_like(row, IGNORE_INDEX)
-            lab[4 * L + 1 + 4 * torch.arange(Q)] = o
+            start = ctx.tokens.shape[1] + (n_gap + 1 if n_gap else 0)  # first query's relation is at start + 1
+            lab[start + 1 + 4 * torch.arange(Q)] = o
             rows.append(row)
             labels.append(lab)
     perm = torch.as_tensor(rng.permutation(batch))

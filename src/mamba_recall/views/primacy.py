@@ -146,7 +146,7 @@ def ablation_explorer(model, make_contexts, channel_sets: dict, *, Ls=(8, 16), d
 
 def transfer_chart(table: pd.DataFrame, title: str = "Relative drop when Ā is zeroed at every step") -> alt.Chart:
     """Table 1 as bars: relative drop per task for the identified (long-term) channels and the random
-    sets (mean, with ± sd over draws as a rule); columns from ``ch4_analysis.transfer_table``."""
+    sets (mean, with ± sd over draws as a rule); columns from ``analysis.primacy.transfer_table``."""
     rows = []
     for d in table.to_dict("records"):
         sd = d["random sd"] / d["base"] if d["base"] > 0 else 0.0
@@ -170,7 +170,7 @@ def transfer_explorer(model, stats: ch.ChannelStats, sets: dict, *, n_random: in
     import ipywidgets as w
     from IPython.display import display
 
-    from ..experiments import ch4_analysis as A
+    from ..analysis import primacy as A
     from ..widgets import explorer
 
     def draw(tau, p):

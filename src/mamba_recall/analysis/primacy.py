@@ -8,7 +8,7 @@ chapter's earlier per-check flag, kept for the interactive explorers).
 
 Which model: :func:`load_model` loads ``results/checkpoints/ch4_<name>.pt`` unless the environment
 variable ``MAMBA_RECALL_CH4_CHECKPOINT`` points to another checkpoint — a ``.pt`` written by
-:mod:`mamba_recall.experiments.ch4_train` (e.g. the larger GPU S-model), or a mamba_ssm
+:mod:`mamba_recall.experiments.ch4_train` or :mod:`mamba_recall.experiments.ch4_edge` (e.g. the larger GPU S-model), or a mamba_ssm
 ``save_pretrained`` directory (``config.json`` + ``pytorch_model.bin``) whose vocabulary follows
 :class:`~mamba_recall.tasks.serial_recall.RecallVocab` (``MAMBA_RECALL_CH4_VOCAB="names,relations,filler"``,
 default ``32,8,16``).
@@ -22,16 +22,82 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..analysis import channels as ch
-from ..analysis import interventions as iv
+from ..models.mamba import MambaLMHeadModel
+from ..results import CHECKPOINT_DIR, read_checkpoint
+from . import channels as ch
+from . import interventions as iv
 from ..tasks.serial_recall import RecallVocab, periodic_sequences, recall_contexts, recall_prompts
 from ..tasks.transfer import LONGBENCH_ANALOGUE
 from ..tasks.transfer import transfer_sets as tasks_transfer_sets
-from .ch4_train import load_checkpoint
 
 ENV_CHECKPOINT = "MAMBA_RECALL_CH4_CHECKPOINT"
 ENV_VOCAB = "MAMBA_RECALL_CH4_VOCAB"
 EVAL_SEED = 20250
+
+
+
+# --------------------------------------------------------------------- S-model checkpoints
+
+def checkpoint_path(model: str) -> Path:
+    """``results/checkpoints/ch4_<model>.pt``: where the S-model ``model`` (a recipe name of
+    :mod:`mamba_recall.experiments.ch4_train`, or an edge-family name ``edge_<recipe>_<preset>_seed<k>`` of
+    :mod:`mamba_recall.experiments.ch4_edge`) is kept."""
+    if not model or "/" in model or model.startswith("."):
+        raise ValueError(f"S-model name {model!r} must be a plain name such as 's_small'.")
+    return CHECKPOINT_DIR / f"ch4_{model}.pt"
+
+
+def build_model(model_config: dict, vocab: RecallVocab, backend="auto", device=None) -> MambaLMHeadModel:
+    """A Mamba-1 LM, or a Mamba-2 (SSD) LM if ``model_config["arch"] == "mamba2"`` (the ``s_m2`` model)."""
+    cfg = dict(model_config)
+    if cfg.pop("arch", "mamba1") == "mamba2":
+        from ..models.mamba2 import Mamba2LMHeadModel
+        return Mamba2LMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend,
+                                 device=device, **cfg)
+    return MambaLMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend, device=device,
+                            **cfg)
+
+
+def regenerate_command(model: str) -> str:
+    """The command that re-makes the committed S-model ``model``."""
+    if model.startswith("edge_"):
+        preset = "cpu-hours" if "_cpu-hours_" in model else "paper" if "_paper_" in model else "ci"
+        return f"python -m mamba_recall.experiments.ch4_edge --preset {preset} --allow-long"
+    return f"python -m mamba_recall.experiments.ch4_train --model {model} --preset ci"
+
+
+def read_smodel(path: Path, model: str, verify_hash: bool = True) -> tuple[dict, dict]:
+    """(payload, sidecar) of an S-model checkpoint, hash-checked unless ``verify_hash`` is False; errors name
+    the command that regenerates ``model``."""
+    regenerate = regenerate_command(model)
+    if verify_hash:
+        blob, sidecar = read_checkpoint(path, regenerate=regenerate)
+    else:
+        if not path.exists():
+            raise FileNotFoundError(f"no checkpoint at {path}; regenerate it with `{regenerate}`.")
+        side_path = path.with_suffix(".json")
+        sidecar = json.loads(side_path.read_text()) if side_path.exists() else {}
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    for key in ("state_dict", "model_config", "vocab"):
+        if key not in blob:
+            raise ValueError(f"{path} is not a Chapter 4 checkpoint: key {key!r} is missing.")
+    return blob, sidecar
+
+
+def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device="cpu", verify_hash=True):
+    """Load an S-model checkpoint (``.pt`` + JSON sidecar) → ``(model, vocab, sidecar)``.
+
+    ``path`` defaults to the committed ``results/checkpoints/ch4_<model>.pt``. The sidecar's sha256
+    is checked. A reader's own mamba_ssm-compatible checkpoint is loaded with
+    :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead.
+    """
+    path = Path(path) if path is not None else checkpoint_path(model)
+    blob, sidecar = read_smodel(path, model, verify_hash)
+    vocab = RecallVocab(**blob["vocab"])
+    net = build_model(blob["model_config"], vocab, backend=backend)
+    net.load_state_dict(blob["state_dict"])
+    net.to(device).eval()
+    return net, vocab, sidecar
 
 
 def load_model(name: str = "s_small", *, backend="auto", device="cpu"):
