@@ -200,6 +200,32 @@ def test_one_step():
     assert one_step_accuracy(-3.0 * G, 256, 8, n=2000) == one_step_accuracy(-G, 256, 8, n=2000)
 
 
+def test_birthday_approximation_of_one_step():
+    from mamba_recall.theory.gradient_lemma import one_step_table
+    from mamba_recall.views.gradient_dynamics import no_repeat_probability, one_step_chart
+    # the approximation against the exact product ∏_{i<T−1}(1 − i/(|V|−1)) and against theory_batch's sequences
+    for V, T in ((64, 8), (256, 16), (1024, 8)):
+        exact = np.prod(1 - np.arange(T - 1) / (V - 1))
+        approx = no_repeat_probability(V, T)
+        assert exact <= approx <= exact * 1.05, (V, T)            # 1 − u ≤ e^(−u): an upper bound, tight here
+        x, _ = theory_batch(20_000, V, T, seed=0)
+        distinct = np.mean([len(set(r)) == T - 1 for r in x[:, 1:T].tolist()])
+        assert abs(distinct - exact) < 0.02, (V, T)
+    assert np.allclose(no_repeat_probability(np.array([64, 256]), 8), [no_repeat_probability(64, 8),
+                                                                     no_repeat_probability(256, 8)])
+    # a lower bound of the measured one-step accuracy (up to sampling), close to it while repeats are rare
+    steps = one_step_table([64, 256], [4, 8, 16], n=4000)
+    birthday = no_repeat_probability(steps.V.to_numpy(), steps["T"].to_numpy())
+    gap = steps.full_step - birthday
+    assert (gap > -0.03).all() and (gap[birthday >= 0.5] < 0.1).all(), gap.tolist()
+    spec = one_step_chart(steps).to_dict()
+    assert len(spec["layer"]) == 2 and spec["layer"][1]["mark"]["strokeDash"] == [4, 3]
+    with pytest.raises(ValueError, match="T >= 2"):
+        no_repeat_probability(64, 1)
+    with pytest.raises(ValueError, match="one_step_table"):
+        one_step_chart(steps.drop(columns="full_step"))
+
+
 def test_gd_dynamics_small():
     frame = gd_dynamics(8, 8, lr=1.0, steps=30, batch=512, eval_n=512)
     assert frame.accuracy.iloc[-1] > frame.accuracy.iloc[1]

@@ -108,6 +108,57 @@ def lemma_trajectory_chart(frame: pd.DataFrame) -> alt.Chart:
                                               ).properties(width=520, height=240, title="Gradient descent from W_Δ = 0")
 
 
+def no_repeat_probability(V, T):
+    r"""Birthday approximation of the chance that the T − 1 middle values of a Lemma 1 sequence are all distinct.
+
+    Lemma 1's distribution (§4, App. D; ``tasks.latest_value.theory_batch``): :math:`x_0=x_T` is the key and
+    :math:`x_1,\dots,x_{T-1}` are i.i.d. uniform on the :math:`|V|-1` values. Drawing them one by one, the
+    :math:`(i+1)`-th misses the :math:`i` distinct values drawn before it with probability :math:`1-i/(|V|-1)`, so
+
+    .. math::
+
+        P(\text{no repeat})=\prod_{i=0}^{T-2}\Big(1-\frac{i}{|V|-1}\Big)
+        \approx\exp\Big(-\sum_{i=0}^{T-2}\frac{i}{|V|-1}\Big)
+        =\exp\Big(-\frac{(T-1)(T-2)}{2(|V|-1)}\Big),
+
+    using :math:`1-u\le e^{-u}` (tight for :math:`u=i/(|V|-1)\ll1`). The one step :math:`W=-\eta G` adds to logit
+    :math:`a` a token-frequency term :math:`\approx\frac2{|V|}\mathrm{count}(a)`: with no repeat the write term
+    decides and the step is right; a repeated value can outvote the target :math:`x_1`. So the one-step accuracy
+    is at least about this probability (above it once repeats are common: not every repeat outvotes
+    :math:`x_1`, e.g. a repeat of :math:`x_1` itself helps it), which stays near 1 only while
+    :math:`(T-1)(T-2)\ll2(|V|-1)`, i.e. :math:`|V|\gg T^2` — not the paper's :math:`|V|\gg T`.
+
+    ``V``, ``T``: scalars or broadcastable arrays (|V| ≥ 2, T ≥ 2). Returns a float or an array of that shape."""
+    V, T = np.asarray(V, dtype=np.float64), np.asarray(T, dtype=np.float64)
+    if np.any(V < 2) or np.any(T < 2):
+        raise ValueError(f"need |V| >= 2 and T >= 2 (Lemma 1's sequences x_0..x_T); got V={V}, T={T}.")
+    p = np.exp(-(T - 1) * (T - 2) / (2 * (V - 1)))
+    return float(p) if p.ndim == 0 else p
+
+
+def one_step_chart(steps: pd.DataFrame, points: int = 60) -> alt.LayerChart:
+    """One-step accuracy of W = −G against |V|/T², one line per T (``theory.gradient_lemma.one_step_table``:
+    columns V, T, full_step, write_only, V_over_T2), with the birthday approximation
+    exp(−(T−1)(T−2)/(2(|V|−1))) of :func:`no_repeat_probability` overlaid dashed, per T, over the same |V|/T² range."""
+    missing = {"V", "T", "full_step", "write_only", "V_over_T2"} - set(steps.columns)
+    if missing:
+        raise ValueError(f"steps lacks columns {sorted(missing)}; pass theory.gradient_lemma.one_step_table(...).")
+    lo, hi = float(steps.V_over_T2.min()), float(steps.V_over_T2.max())
+    ratio = np.geomspace(lo, hi, points)
+    curve = pd.DataFrame([{"T": int(T), "V_over_T2": r, "no_repeat": no_repeat_probability(max(2.0, r * T ** 2), T)}
+                          for T in sorted(steps["T"].unique()) for r in ratio])
+    x = alt.X("V_over_T2:Q", scale=alt.Scale(type="log"), title="|V| / T²")
+    measured = alt.Chart(steps).mark_line(point=True).encode(
+        x=x, y=alt.Y("full_step:Q", title="one-step accuracy"),
+        color="T:N", tooltip=["V", "T", "full_step", "write_only"])
+    birthday = alt.Chart(curve).mark_line(strokeDash=[4, 3], opacity=0.7).encode(
+        x=x, y="no_repeat:Q", color="T:N",
+        tooltip=["T", alt.Tooltip("V_over_T2:Q", format=".3g", title="|V|/T²"),
+                 alt.Tooltip("no_repeat:Q", format=".3f", title="exp(−(T−1)(T−2)/(2(|V|−1)))")])
+    return (measured + birthday).properties(
+        width=420, height=220, title="One step: measured (solid) and the birthday approximation (dashed)")
+
+
 def regime_explorer(sizes: dict, seed: int = 0, steps: int = 400, window: int = 48):
     """Jupyter: train the |K| = 1 model live (steps slider and a train button), pick a test sequence and a
     regime; shows the Fig. 4 panels and the regime's mean forgetting factor / input term. Nothing trains
