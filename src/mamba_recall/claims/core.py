@@ -376,6 +376,67 @@ def check(claim_id: str, *args, record: bool = True, directory: Path | None = No
     return v
 
 
+def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measurement:
+    """One measurement of a claim from its measurements on several independently trained models (seeds) of one
+    recipe, combined by a rule fixed here for every claim (before any result):
+
+    * a number: the mean over seeds, with its 95 % Student-t interval over seeds and the per-seed values (a NaN
+      on any seed, e.g. a length at which the model has no room for the effect, makes the mean NaN, so every
+      condition on it fails);
+    * a boolean: holds only if it holds on every seed (so a testability condition fails when any seed fails it);
+    * the evidence: the weakest tier of the seeds, the number of seeds, and each seed's sample and source.
+    """
+    from ..runstore import mean_interval
+
+    if not ms:
+        raise ClaimError("across_seeds needs at least one measurement.")
+    names = names or [f"seed {i}" for i in range(len(ms))]
+    keys = set(ms[0].values)
+    if any(set(m.values) != keys for m in ms):
+        raise ClaimError("across_seeds: the seeds' measurements read different metrics; measure every seed with the "
+                         "same claim.")
+    values, intervals, per_seed = {}, {}, {}
+    for k in sorted(keys):
+        vals = [m.values[k] for m in ms]
+        if all(isinstance(v, (bool,)) or type(v).__name__ == "bool_" for v in vals):
+            values[k] = all(bool(v) for v in vals)
+            per_seed[k] = [bool(v) for v in vals]
+            continue
+        xs = [float(v) for v in vals]
+        per_seed[k] = xs
+        if any(math.isnan(x) for x in xs):
+            values[k] = float("nan")
+            continue
+        st = mean_interval(xs)
+        values[k] = st["mean"]
+        if len(xs) > 1:
+            intervals[k] = (st["ci_low"], st["ci_high"])
+    ev = [m.evidence for m in ms]
+    tier = min((e.tier for e in ev), key=TIERS.index)
+    evidence = Evidence(tier, ev[0].device, len(ms), f"per seed: {ev[0].sample}",
+                        "; ".join(sorted({e.source for e in ev})), smoke=any(e.smoke for e in ev))
+    shown = " | ".join(f"{n}: {m.shown}" for n, m in zip(names, ms))
+    return Measurement(values, shown, evidence, intervals, per_seed,
+                       note=f"{len(ms)} seeds: numbers are means over seeds (95 % t-interval), booleans hold on every seed")
+
+
+def check_seeds(claim_id: str, inputs: list[tuple], names: list[str] | None = None, *, record: bool = False,
+                directory: Path | None = None, **kwargs) -> Verdict:
+    """Measure ``claim_id`` on each seed's inputs (``inputs[i]`` = the positional arguments of its measurement),
+    combine them with :func:`across_seeds` and judge the result by the declared rule."""
+    claim = get(claim_id)
+    if claim.measure is None:
+        v = not_run_verdict(claim)
+    else:
+        try:
+            v = judge(claim, across_seeds([claim.measure(*args, **kwargs) for args in inputs], names))
+        except NotRun as exc:
+            v = not_run_verdict(claim, str(exc))
+    if record:
+        record_verdict(v, directory)
+    return v
+
+
 # ------------------------------------------------------------------------------------------ records
 def _dir(directory: Path | None) -> Path:
     from ..paths import scorecard_dir

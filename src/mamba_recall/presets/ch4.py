@@ -89,6 +89,39 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
 }
 
+# The edge family (experiments/ch4_edge.py, run store, 3 seeds per recipe): S-models whose recall capacity binds
+# inside their training range (paper 004 needs a model that forgets to show a serial-position effect; s_small
+# recalls every position at L = 8). Shared: 64 names (twice s_small's), d_state 8 (half), trained lengths L = 2 … 24
+# with a curriculum, filler gaps of 1 … 8 tokens (+ SEP) between the facts and the queries in half of the steps
+# (so that filler distractors are in distribution), s_small's optimiser, 8000 steps. Recipes:
+#   d2         2 layers (the depth of s_small)
+#   d4         4 layers (depth, a source of primacy the paper points to, §4.2 / App. B)
+#   d2_bos     d2 with a BOS token at the start of every sequence (an attention-sink-like anchor, §5)
+# Recipes tried and not kept (pilots, 4,000 steps, one seed, learning curves in results/ch4_edge_pilots.json):
+#   4 layers, d_state 4, lr 2e-3: stalled (loss 3.7, recall 0.06 at L = 8 after 1,000 steps); 4 layers, d_state 8,
+#   lr 1e-3: recall 0.11 at L = 8 after 3,000 steps (too slow for a CPU run); see the pilots file for the rest.
+_EDGE_VOCAB = {"n_names": 64, "n_relations": 8, "n_filler": 16}
+_EDGE_RUN = {**_SHARED, "vocab": _EDGE_VOCAB, "L_max": 24, "steps": 8000, "batch": 32, "warmup_steps": 300,
+             "checkpoint_every": 1000, "gap_max": 8}
+_EDGE_D2 = {"d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "dt_rank": 4}
+_EDGE_D4 = {"d_model": 64, "n_layer": 4, "d_state": 8, "expand": 2, "dt_rank": 4}
+_EDGE_RECIPES = {
+    "d2": {**_EDGE_RUN, "model": _EDGE_D2},
+    "d4": {**_EDGE_RUN, "model": _EDGE_D4},
+    "d2_bos": {**_EDGE_RUN, "model": _EDGE_D2, "vocab": {**_EDGE_VOCAB, "bos": True}},
+}
+#: Where the edge models are evaluated: every length from inside the training range to beyond it (L_max = 24),
+#: 200 held-out contexts per (L, relation variant).
+_EDGE_EVAL = {"Ls": [8, 12, 16, 20, 24, 32], "n": 200}
+EXPERIMENTS["ch4.edge"] = {
+    # The ci preset names the same committed models (the notebooks load them; nothing is trained in ci).
+    "ci": {"recipes": _EDGE_RECIPES, "seeds": 3, "eval": _EDGE_EVAL},
+    "cpu-hours": {"recipes": _EDGE_RECIPES, "seeds": 3, "eval": _EDGE_EVAL},
+    "paper": {"recipes": {name: {**r, "steps": 20000, "batch": 256, "warmup_steps": 1000}
+                          for name, r in _EDGE_RECIPES.items()}, "seeds": 3,
+              "eval": {"Ls": [8, 12, 16, 20, 24, 32, 48], "n": 500}},
+}
+
 # A second training run of s_small (same recipe, another seed): do the chapter's verdicts survive a re-training?
 EXPERIMENTS["ch4.train_s_small_seed1"] = {preset: {**recipe, "seed": 1}
                                          for preset, recipe in EXPERIMENTS["ch4.train_s_small"].items()}

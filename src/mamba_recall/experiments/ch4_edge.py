@@ -1,0 +1,231 @@
+r"""Chapter 4 runner: the *edge* S-models, whose recall capacity binds inside their training range, 3 seeds each.
+
+    python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --aggregate-only
+
+Why (paper 004, §4.1 and §4.2): a serial-position effect needs a model that *forgets*: the first S-models of the
+chapter recall every position at 1.00 at L = 8, so an ablation there has no primacy to remove. The edge family is
+trained on more names (64), longer contexts (L up to ``L_max`` ≥ 24, with a curriculum), at least 4 layers and with
+the variants the paper points to as sources of primacy (a BOS token, a small-Δ initialisation), and with filler
+gaps between the facts and the queries so that filler distractors are in distribution. The recipes are in
+``presets/ch4.py`` (experiment ``ch4.edge``); every recipe tried is listed there, the failed ones too.
+
+One run-store job per (recipe, seed) (:mod:`mamba_recall.runstore`): it trains the model with
+:func:`mamba_recall.experiments.ch4_train.train_recipe`, writes ``results/checkpoints/ch4_edge_<recipe>_<preset>_
+seed<k>.pt`` (+ sidecar with its learning curve and gate), and records the per-position recall of both relation
+variants at every evaluation length (``eval.Ls``, ``eval.n`` held-out contexts of
+:func:`mamba_recall.analysis.primacy.contexts`). The command resumes: finished jobs are skipped.
+
+The bundle ``results/ch4_edge_<preset>.json`` (:func:`write_bundle`) has, per recipe, L, variant and position,
+the mean recall over seeds with a 95 % t-interval and the per-seed values (table ``curves``), and per model its
+card, gate, training range and its pressure length L_p (table ``models``; :func:`mamba_recall.analysis.primacy.
+pressure_length`: the smallest evaluated L whose middle third is ≤ 0.80 on the repeated relation).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.primacy import checkpoint_path, contexts, pressure_length
+from ..paths import REPO_ROOT
+from ..presets import experiment
+from ..runstore import RUNS_DIR, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
+
+EXPERIMENT = "ch4.edge"
+RUNNER = "mamba_recall.experiments.ch4_edge:run_job"
+VARIANTS = ("repeated", "random")
+
+
+def model_name(recipe: str, preset: str, seed: int, smoke: bool = False) -> str:
+    """``edge_<recipe>_<preset>_seed<k>`` (``_smoke`` appended for a smoke run, whose checkpoint is not kept)."""
+    return f"edge_{recipe}_{preset}_seed{seed}" + ("_smoke" if smoke else "")
+
+
+def _sizes(preset: str, smoke: bool) -> dict:
+    return experiment(EXPERIMENT, preset, smoke=smoke)
+
+
+def jobs_for(preset: str, smoke: bool = False, recipes: list[str] | None = None) -> list[dict]:
+    """One job per (recipe, seed); the config is fully resolved (the recipe with its seed, the evaluation)."""
+    sizes = _sizes(preset, smoke)
+    unknown = set(recipes or []) - set(sizes["recipes"])
+    if unknown:
+        raise ValueError(f"unknown edge recipe(s) {sorted(unknown)}; choose from {sorted(sizes['recipes'])}.")
+    jobs = []
+    for recipe, cfg in sizes["recipes"].items():
+        if recipes and recipe not in recipes:
+            continue
+        for seed in range(sizes["seeds"]):
+            name = model_name(recipe, preset, seed, smoke)
+            out = (Path("_build/smoke_checkpoints") / f"ch4_{name}.pt") if smoke else \
+                checkpoint_path(name).relative_to(REPO_ROOT)
+            config = {"recipe_name": recipe, "preset": preset, "model_name": name, "checkpoint": str(out),
+                      "recipe": {**cfg, "seed": seed}, "eval": sizes["eval"]}
+            jobs.append(make_job(EXPERIMENT, config, seed))
+    return jobs
+
+
+def evaluate_curves(model, vocab, Ls, n: int, device="cpu") -> dict:
+    """{"<L>/<variant>": [recall at k = 1 … L]} on ``n`` held-out contexts per (L, variant) (prefix-state evaluation,
+    :func:`mamba_recall.analysis.interventions.recall_by_position`; names paired across the two variants)."""
+    return {f"{L}/{v}": c.mean(0).tolist() for (L, v), c in correct_by_position(model, vocab, Ls, n, device).items()}
+
+
+def correct_by_position(model, vocab, Ls, n: int, device="cpu") -> dict:
+    """{(L, variant): (n, L) bool correct} at every evaluation length the vocabulary allows (L ≤ n_names)."""
+    from ..analysis import interventions as iv
+
+    return {(L, v): iv.recall_by_position(model, contexts(vocab, L, v, n), device=device)
+            for L in Ls if L <= vocab.n_names for v in VARIANTS}
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """Train one edge S-model and measure its curves (the run store's job function)."""
+    from ..analysis.primacy import load_checkpoint
+    from .ch4_train import train_recipe
+
+    out = REPO_ROOT / config["checkpoint"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = (f"python -m mamba_recall.experiments.ch4_edge --preset {config['preset']} --recipes "
+           f"{config['recipe_name']} --allow-long")
+    start = time.perf_counter()
+    train_recipe(config["recipe"], config["model_name"], out, command=cmd, log=lambda s: print(s, flush=True))
+    model, vocab, side = load_checkpoint(out, model=config["model_name"])  # hash-checked, as the book loads it
+    ev = config["eval"]
+    correct = correct_by_position(model, vocab, ev["Ls"], ev["n"])
+    Ls = sorted({L for L, _ in correct})
+    curves = {f"{L}/{v}": c.mean(0).tolist() for (L, v), c in correct.items()}
+    return {"checkpoint": config["checkpoint"], "sha256": side.get("sha256"), "gate": side["gate"],
+            "learning_curve": side.get("learning_curve", []), "curves": curves, "n": ev["n"],
+            "L_p": pressure_length(correct, Ls),
+            "train_L_max": config["recipe"]["L_max"], "seconds": round(time.perf_counter() - start, 1)}
+
+
+def estimate(left: list[dict]) -> tuple[float, str]:
+    """Seconds for the jobs left, from a measured training step at the recipe's mean training length (a few steps of
+    each recipe, one thread) plus the evaluation; the gate checks add about 5 %."""
+    import torch
+
+    from ..analysis.primacy import build_model
+    from ..tasks.serial_recall import RecallVocab
+    from .ch4_train import make_batch_fn
+
+    total, seen = 0.0, {}
+    for job in left:
+        r = job["config"]["recipe"]
+        key = job["config"]["recipe_name"]
+        if key not in seen:
+            vocab = RecallVocab(**r["vocab"])
+            torch.manual_seed(0)
+            model = build_model(r["model"], vocab)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            cfg = dict(r, curriculum_frac=0.0)
+            make = make_batch_fn(cfg, vocab)
+            times = []
+            for step in range(4):
+                x, y = make(r["steps"] - 1 - step)
+                t0 = time.perf_counter()
+                loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten(), ignore_index=-100)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                times.append(time.perf_counter() - t0)
+            seen[key] = float(np.median(times[1:]))
+        total += 1.05 * r["steps"] * seen[key] * 0.75  # the curriculum: the mean length is about 3/4 of L_max's
+    return total, "median of 3 measured steps per recipe at its longest length, x 0.75 for the curriculum"
+
+
+def _models_table(runs: list[dict]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        c, res = r["config"], r["result"]
+        Lp = res["L_p"]
+        rep = res["curves"][f"{Lp}/repeated"] if Lp else None
+        mid = None
+        if rep is not None:
+            k = np.arange(1, Lp + 1)
+            mid = float(np.mean(np.asarray(rep)[(k > Lp / 3) & (k <= 2 * Lp / 3)]))
+        m = c["recipe"]["model"]
+        rows.append({"model": c["model_name"], "recipe": c["recipe_name"], "seed": r["seed"],
+                     "gate_passed": bool(res["gate"].get("passed")), "L_p": Lp, "train_L_max": res["train_L_max"],
+                     "acc1_Lp": None if rep is None else rep[0], "mid_Lp": mid, "accL_Lp": None if rep is None else rep[-1],
+                     "card": (f"Mamba-1, {m['n_layer']} layers, d_model {m['d_model']}, d_state {m['d_state']}, "
+                              f"{c['recipe']['vocab']['n_names']} names, trained L {c['recipe']['L_min']}–"
+                              f"{c['recipe']['L_max']}, {c['recipe']['steps']} steps, batch {c['recipe']['batch']}"
+                              + (", BOS" if c['recipe']['vocab'].get('bos') else "")
+                              + (f", gaps ≤ {c['recipe']['gap_max']}" if c['recipe'].get('gap_max') else "")
+                              + (f", dt_max {m['dt_max']}" if 'dt_max' in m else "")),
+                     "checkpoint": res["checkpoint"], "train_seconds": res["seconds"]})
+    return pd.DataFrame(rows)
+
+
+def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+    """Aggregate the finished jobs into ``results/ch4_edge_<preset>.json`` (curves over seeds, model table)."""
+    from ..results import save_bundle
+
+    jobs = jobs_for(preset, smoke)
+    runs = finished_runs(jobs, store)
+    if not runs:
+        log(f"no finished jobs of {EXPERIMENT} at preset {preset}; nothing to aggregate.")
+        return None
+    long = []
+    for r in runs:
+        for key, accs in r["result"]["curves"].items():
+            L, v = key.split("/")
+            for k, a in enumerate(accs, start=1):
+                long.append({"seed": r["seed"], "recipe": r["config"]["recipe_name"], "L": int(L), "variant": v,
+                             "k": k, "acc": float(a), "provenance": r["provenance"], "key": r["key"]})
+    # one cell per (recipe, L, variant, k); the seeds of a recipe share every other entry by construction (jobs_for)
+    flat = [{"config": {"recipe": x["recipe"], "L": x["L"], "variant": x["variant"], "k": x["k"]}, "seed": x["seed"],
+             "result": {"acc": x["acc"]}, "provenance": x["provenance"], "key": x["key"]} for x in long]
+    curves = aggregate(flat, by=["recipe", "L", "variant", "k"], metrics=["acc"])
+    models = _models_table(runs)
+    sizes = _sizes(preset, smoke)
+    summary = runs_summary(runs)
+    cmd = f"python -m mamba_recall.experiments.ch4_edge --preset {preset} --allow-long"
+    name = f"ch4_edge_{preset}" + ("_smoke" if smoke else "")
+    data = {"models": int(len(models)), "jobs": len(jobs), "finished": len(runs),
+            "recipes_done": sorted(models["recipe"].unique().tolist()),
+            "seeds_per_recipe": models.groupby("recipe")["seed"].count().to_dict(), **summary}
+    config = {"preset": preset, "experiment": EXPERIMENT, "sizes": sizes, "runner": RUNNER, "smoke": smoke}
+    path = save_bundle(name, data, config, command=cmd, device="cpu", wall_seconds=summary.get("wall_seconds", 0.0),
+                       tables={"curves": curves, "models": models},
+                       directory=REPO_ROOT / "_build" / "smoke_results" if smoke else None)
+    log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
+    return path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
+    ap.add_argument("--recipes", nargs="*", default=None, help="only these recipes (default: all of the preset)")
+    ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
+    ap.add_argument("--aggregate-only", action="store_true", help="write the bundle from the finished jobs")
+    ap.add_argument("--no-estimate", action="store_true", help="skip the step-time measurement")
+    ap.add_argument("--store", default=None, help=f"run store (default {RUNS_DIR})")
+    args = ap.parse_args(argv)
+    from ..longrun import allow_long_runs, check_estimate
+
+    allow_long_runs(args.allow_long)
+    store = Path(args.store) if args.store else (Path("_build/smoke_runs") if args.smoke else RUNS_DIR)
+    jobs = jobs_for(args.preset, args.smoke, args.recipes)
+    if not args.aggregate_only:
+        run_grid(RUNNER, jobs, n_jobs=args.jobs, store=store, estimate=None if args.no_estimate else estimate,
+                 check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
+                 log=lambda m: print(m, flush=True))
+    else:
+        done, left = pending(jobs, store)
+        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
+    write_bundle(args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True))
+
+
+if __name__ == "__main__":
+    main()
