@@ -70,6 +70,28 @@ def test_cor1_fit_stays_above_float_floor():
         haar.cor1_slopes(rows, floor_factor=-1.0)
 
 
+def test_thm3_state_for_recall_search():
+    assert mq.pk_grid(4, 32) == [4, 6, 8, 11, 16, 23, 32]
+    grid = [4, 8, 16, 32, 64]
+    sweep = mq.thm3_state_for_recall([4, 16], queries=800, draws=2, grid=grid)
+    need = mq.state_for_recall(sweep).set_index("kappa")
+    for kappa, g in sweep.groupby("kappa"):
+        N = need.loc[kappa, "N"]
+        assert N in grid and g[g.pk == N]["max"].iloc[0] >= mq.RECALL_TARGET
+        if N > grid[0]:                                  # the grid point below N was evaluated and fails
+            below = g[g.pk == grid[grid.index(N) - 1]]
+            assert len(below) == 1 and below["max"].iloc[0] < mq.RECALL_TARGET
+    assert need.loc[16, "N"] >= need.loc[4, "N"]         # the state it needs grows with κ
+    assert (sweep.queries >= 800).all() and (sweep["T"] == 100).all()
+    # a grid too small for the target: no answer (inf), not a wrong one
+    tiny = mq.state_for_recall(mq.thm3_state_for_recall([16], queries=400, draws=1, grid=[2, 4]))
+    assert tiny.N.iloc[0] == math.inf
+    with pytest.raises(ValueError, match="target"):
+        mq.thm3_state_for_recall([4], target=1.5)
+    with pytest.raises(ValueError, match="ratio"):
+        mq.pk_grid(4, 32, ratio=1.0)
+
+
 def test_haar_rejects_bad_arguments():
     with pytest.raises(ValueError, match="multiple of"):
         haar.haar_s6(2, 0, 12)

@@ -25,3 +25,18 @@ def test_ch3_presets_have_both_sizes():
     for name, sizes in EXPERIMENTS.items():
         assert name.startswith("ch3.") and set(sizes) == {"ci", "paper"}
         assert isinstance(experiment(name, "paper"), dict)
+
+
+def test_thm3_state_chart():
+    import pytest
+
+    from mamba_recall.theory.mqar_constructions import state_for_recall, thm3_state_for_recall
+    from mamba_recall.views.selectivity import thm3_state_chart
+
+    need = state_for_recall(thm3_state_for_recall([4, 8], queries=400, draws=1, grid=[4, 8, 16, 32]))
+    spec = thm3_state_chart(need).to_dict()
+    assert len(spec["layer"]) == 2                      # reference lines (log₂κ, κ) and the measured points
+    refs = pd.DataFrame(spec["datasets"][spec["layer"][0]["data"]["name"]])
+    assert set(refs.curve) == {"Thm. 3: N = log₂ κ", "Thm. 2: N = κ"}
+    with pytest.raises(ValueError, match="state_for_recall"):
+        thm3_state_chart(need.drop(columns="N"))

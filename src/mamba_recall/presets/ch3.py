@@ -61,6 +61,11 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
         "paper": {"kappas": [4, 8, 16, 32, 64, 128, 256], "pks": [4, 8, 16, 32, 64, 128, 256, 512, 1024], "V": 128,
                   "pv": 32, "draws": 5, "sequences": 200},
     },
+    # Thm. 3: smallest N = p_k with 99 % recall against κ (theory.mqar_constructions.thm3_state_for_recall).
+    "ch3.thm3_recall99": {
+        "ci": {"kappas": [4, 8, 16, 32, 64, 128, 256], "V": 128, "pv": 32, "draws": 3, "queries": 3200},
+        "paper": {"kappas": [4, 8, 16, 32, 64, 128, 256], "V": 128, "pv": 32, "draws": 5, "queries": 12800},
+    },
     # Remark 7: Thm. 3 (JL keys) on the adversarial input [k1, v1, k2, v, ..., kκ, v] (theory.mqar_constructions.remark7_sweep).
     "ch3.remark7": {
         "ci": {"kappa": 16, "pks": [4, 8, 16, 32, 64], "draws": 3, "sequences": 100},
@@ -96,4 +101,6 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
 
 # The smoke cap's exceptions (see presets/__init__.py): the (j, k) grid of Thm 1 has 2^(max_j+1) - 1 cells per
 # length and discretisation, so max_j is a grid size here, not a parameter of one cell.
-SMOKE = {"ch3.haar": {"max_j": 2}}
+SMOKE = {"ch3.haar": {"max_j": 2},
+         # κ = 256 walks the whole p_k grid from the first κ's answer: a few sequences per point
+         "ch3.thm3_recall99": {"queries": 512}}

@@ -45,7 +45,8 @@ THM2_BIASES = ("printed", "typo", "corrected", "centered")
 
 __all__ = ["IGNORE_INDEX", "THM2_BIASES", "gen_mqar", "jl_matrix", "thm2_logits", "thm3_logits",
            "thm4_logits", "construction_accuracy", "best_of_draws", "theory_dims", "hashing_circuit_accuracy",
-           "thm3_key_growth", "state_needed", "jl_inner_products", "remark7_sweep"]
+           "thm3_key_growth", "state_needed", "jl_inner_products", "remark7_sweep", "RECALL_TARGET", "pk_grid",
+           "thm3_state_for_recall", "state_for_recall"]
 
 
 def gen_mqar(n: int, T: int, kappa: int, V: int, seed: int):
@@ -359,4 +360,84 @@ def remark7_sweep(kappa: int, pks, *, V: int = 128, pv: int = 32, draws: int = 3
                 acc[name].append(float((pred[q_first] == labels[q_first]).double().mean()))
         rows.append(dict(kappa=kappa, pk=pk, random=max(acc["random"]), adversarial=max(acc["adversarial"]),
                          draws=draws, sequences=n))
+    return pd.DataFrame(rows)
+
+
+RECALL_TARGET = 0.99     # "recall" for the state-size sweep: at least 99 % of the queries right
+
+
+def pk_grid(lo: int = 4, hi: int = 4096, ratio: float = math.sqrt(2.0)) -> list[int]:
+    """Geometric grid of key-code sizes p_k (= N) from ``lo`` to ``hi`` with step ``ratio`` (rounded, distinct)."""
+    lo, hi = check_int("lo", lo), check_int("hi", hi)
+    if hi < lo or not ratio > 1.0:
+        raise ValueError(f"need hi >= lo and ratio > 1 (got lo={lo}, hi={hi}, ratio={ratio}).")
+    out, x = [], float(lo)
+    while round(x) <= hi:
+        if not out or round(x) != out[-1]:
+            out.append(int(round(x)))
+        x *= ratio
+    return out
+
+
+def thm3_state_for_recall(kappas, *, target: float = RECALL_TARGET, V: int = 128, pv: int = 32, draws: int = 3,
+                          queries: int = 6400, grid=None, seed: int = 1):
+    r"""Thm. 3's state size for ``target`` recall, measured: for each κ, the smallest :math:`N=p_k` on the geometric
+    ``grid`` (default :func:`pk_grid`, step √2) at which the construction with JL keys (:func:`thm3_logits`,
+    :math:`p_v` = ``pv``) answers at least ``target`` of the queries right, best of ``draws`` JL draws (the
+    theorem states existence). Every κ is run on ⌈``queries``/κ⌉ sequences of :func:`gen_mqar` (about
+    ``queries`` queries whatever κ) of length T = max(100, 4κ).
+
+    Search: κ ascending; start at the previous κ's answer (the needed size does not shrink as κ grows), walk up
+    the grid until the target is met, and if the start already meets it walk down until it fails, so each
+    answer is a grid point that meets the target with the one below it failing (or the grid's first point).
+    Why the size should grow like κ and not like log κ: a query's output is its own value plus the ~2κ other
+    stored values, each weighted by an inner product of two random ±1/√p_k codes (size ~1/√p_k), so the
+    interference is ~√(2κ/p_k) and holding it below the gap to the next value needs p_k ∝ κ.
+
+    Returns a DataFrame, one row per evaluated (κ, p_k): kappa, pk, max, mean (over draws), meets (max ≥ target),
+    T, sequences, queries, draws, V, pv, target. :func:`state_for_recall` reads the answer per κ."""
+    import pandas as pd
+
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"target must be a fraction of queries in (0, 1], got {target}.")
+    grid = sorted(pk_grid() if grid is None else {check_int("p_k", p) for p in grid})
+    rows, start = [], 0
+    for kappa in sorted(check_int("kappa", k) for k in kappas):
+        T, n = max(100, 4 * kappa), max(1, math.ceil(queries / kappa))
+        seen = {}
+
+        def meets(i):
+            if i not in seen:
+                mx, mean = best_of_draws("thm3", kappa, V, draws=draws, n=n, T=T, seed=seed, pk=grid[i], pv=pv)
+                seen[i] = mx >= target
+                rows.append(dict(kappa=kappa, pk=grid[i], max=mx, mean=mean, meets=seen[i], T=T, sequences=n,
+                                 queries=n * kappa, draws=draws, V=V, pv=pv, target=target))
+            return seen[i]
+
+        i = start
+        if meets(i):
+            while i > 0 and meets(i - 1):
+                i -= 1
+        else:
+            while i + 1 < len(grid) and not meets(i + 1):
+                i += 1
+            i = i + 1 if i + 1 < len(grid) else len(grid)
+        start = min(i, len(grid) - 1)
+    return pd.DataFrame(rows)
+
+
+def state_for_recall(sweep) -> "pd.DataFrame":  # noqa: F821 (pandas is imported lazily)
+    r"""Per κ of :func:`thm3_state_for_recall`: ``N`` = the smallest evaluated p_k that meets the target
+    (``inf`` if none on the grid), with the theorem's :math:`\log_2\kappa` and Thm. 2's :math:`N=\kappa` beside it,
+    and their ratios. Columns: kappa, N, log2_kappa, N_over_log2_kappa, N_over_kappa, accuracy (best of draws at N)."""
+    import pandas as pd
+
+    rows = []
+    for kappa, g in sweep.groupby("kappa"):
+        ok = g[g.meets]
+        N = float(ok.pk.min()) if len(ok) else math.inf
+        acc = float(ok.loc[ok.pk.idxmin(), "max"]) if len(ok) else math.nan
+        lg = math.log2(kappa)
+        rows.append(dict(kappa=int(kappa), N=N, log2_kappa=lg, N_over_log2_kappa=N / lg, N_over_kappa=N / kappa,
+                         accuracy=acc))
     return pd.DataFrame(rows)

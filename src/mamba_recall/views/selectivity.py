@@ -111,3 +111,27 @@ def mqar_explorer(kappa: int = 8, V: int = 128, p: int = 16, N: int | None = Non
         "V": w.IntSlider(value=V, min=16, max=512, step=16, description="|V|"),
         "p": w.IntSlider(value=p, min=2, max=64, description="p"),
         "N": w.IntSlider(value=N or kappa, min=1, max=32, description="N (Thm 2)")})
+
+
+def thm3_state_chart(need: pd.DataFrame) -> alt.LayerChart:
+    """Thm. 3's state size against κ on log–log axes: the smallest N = p_k with 99 % recall
+    (``need``: :func:`~mamba_recall.theory.mqar_constructions.state_for_recall`, columns kappa, N, accuracy) beside
+    the theorem's N = log₂κ (dashed) and Thm. 2's N = κ (dotted)."""
+    missing = {"kappa", "N", "accuracy"} - set(need.columns)
+    if missing:
+        raise ValueError(f"need lacks columns {sorted(missing)}; pass theory.mqar_constructions.state_for_recall(...).")
+    measured = need[np.isfinite(need.N)].assign(curve="measured: smallest N with 99 % recall")
+    kappas = np.geomspace(float(need.kappa.min()), float(need.kappa.max()), 40)
+    refs = pd.concat([pd.DataFrame(dict(kappa=kappas, N=np.log2(kappas), curve="Thm. 3: N = log₂ κ")),
+                      pd.DataFrame(dict(kappa=kappas, N=kappas, curve="Thm. 2: N = κ"))])
+    curves = ["measured: smallest N with 99 % recall", "Thm. 3: N = log₂ κ", "Thm. 2: N = κ"]
+    color = alt.Color("curve:N", title=None, scale=alt.Scale(domain=curves))
+    x = alt.X("kappa:Q", scale=alt.Scale(type="log", base=2), title="keys κ")
+    y = alt.Y("N:Q", scale=alt.Scale(type="log", base=2), title="state size N = p_k")
+    lines = alt.Chart(refs).mark_line().encode(
+        x=x, y=y, color=color, strokeDash=alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(
+            domain=curves[1:], range=[[6, 3], [2, 2]])))
+    points = alt.Chart(measured).mark_line(point=True).encode(
+        x=x, y=y, color=color, tooltip=["kappa", "N", alt.Tooltip("accuracy:Q", format=".4f")])
+    return (lines + points).properties(width=480, height=260,
+                                       title="Thm. 3 (Mamba-2): state size for 99 % MQAR recall against κ")
