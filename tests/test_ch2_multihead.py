@@ -4,8 +4,9 @@ import math
 import pytest
 import torch
 
-from mamba_recall.models.linear_mamba import HEAD_PATTERNS, LinearMamba, MultiHeadLinearMamba, train_ensemble
-from mamba_recall.tasks.mqar_variants import batch_fn, mqar
+from mamba_recall.models.linear_mamba import HEAD_PATTERNS, LinearMamba, MultiHeadLinearMamba
+from mamba_recall.tasks.mqar import batch_fn, mqar
+from mamba_recall.train import train_ensemble
 from mamba_recall.theory.capacity import multihead_prediction, p_success, split_value_variance
 
 V, D, L = 32, 8, 16

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from mamba_recall.models.linear_mamba import LinearMamba, masked_ce_per_member, train_ensemble
+from mamba_recall.models.linear_mamba import LinearMamba
 from mamba_recall.scan import selective_scan
-from mamba_recall.tasks.mqar import multiquery_ar
-from mamba_recall.tasks.mqar_variants import mqar, mqar_repeated_keys, mqar_repeated_queries
+from mamba_recall.tasks.mqar import mqar, multiquery_ar
+from mamba_recall.train import masked_ce_per_member, train_ensemble
 from mamba_recall.theory.capacity import (LAWS, PROB_LAWS, effective_dims, lemma1_condition, log_p_success,
                                           p_success, predicted_capacity, satisfies)
 from mamba_recall.theory.hashing_circuit import designed_accuracy, designed_model, thm2_weights
@@ -39,13 +39,13 @@ def test_a1_generator_invariants():
 
 
 def test_a1_variants():
-    x, y = mqar_repeated_keys(64, 4, 24, 200, 1, Nk=2)
+    x, y = mqar(64, 4, 24, 200, 1, variant="repeated_keys", Nk=2)
     last = x[:, 8:16]
     b, p = (y != -100).nonzero(as_tuple=True)
     k = x[b, p]
     idx = (last[b, 0::2] == k[:, None]).float().argmax(1)
     assert bool((last[b, 1::2].gather(1, idx[:, None])[:, 0] == y[b, p]).all())
-    x, y = mqar_repeated_queries(64, 4, 24, 200, 1, Nq=2, post_query="values")
+    x, y = mqar(64, 4, 24, 200, 1, variant="repeated_queries", Nq=2, post_query="values")
     assert bool(((y != -100).sum(1) == 8).all())
     b, p = (y != -100).nonzero(as_tuple=True)
     assert bool((x[b, (p + 1).clamp(max=23)][p < 23] >= 32).all())

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from mamba_recall.tasks.mqar_variants import mqar
+from mamba_recall.tasks.mqar import mqar
 from mamba_recall.theory.designed_capacity import (circuit_predictions, facts_capacity, fit_power_law,
                                                    law_capacities)
 from mamba_recall.theory.hashing_circuit import designed_accuracy, designed_model, thm2_weights

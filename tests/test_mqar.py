@@ -314,3 +314,45 @@ def test_golden_stream():
     b = multiquery_ar(**_GOLDEN_KW)
     assert b.inputs.tolist() == _GOLDEN_INPUTS
     assert b.labels.tolist() == _GOLDEN_LABELS
+
+
+# --------------------------------------------------------------------------- one generator, variants as options
+
+
+def test_mqar_variants_are_options_of_one_generator():
+    from mamba_recall.tasks.mqar import VARIANTS, batch_fn, mqar
+    from mamba_recall.theory.mqar_constructions import gen_mqar
+
+    assert VARIANTS == ("standard", "repeated_keys", "repeated_queries", "paper003", "zoology")
+    for variant, kw in (("standard", {}), ("repeated_keys", {"Nk": 2}), ("repeated_queries", {"Nq": 2}),
+                        ("zoology", {"power_a": 0.5})):
+        x, y = mqar(64, 4, 24, 10, 3, variant=variant, **kw)
+        assert x.shape == y.shape == (10, 24) and x.dtype == y.dtype == torch.int64
+        assert torch.equal(x, mqar(64, 4, 24, 10, 3, variant=variant, **kw)[0])
+        assert ((y != IGNORE_INDEX).sum(1) >= 4).all()
+        assert (y[y != IGNORE_INDEX] >= 32).all()  # values from [V/2, V)
+    # zoology variant = multiquery_ar's tensors
+    b = multiquery_ar(64, 10, 24, 3, power_a=0.5, num_kv_pairs=4)
+    x, y = mqar(64, 4, 24, 10, 3, variant="zoology", power_a=0.5)
+    assert torch.equal(x, b.inputs) and torch.equal(y, b.labels)
+    # paper 003's layout: keys 0..κ-1, labels = value index in [0, |V|); gen_mqar is this variant
+    ids, labels = mqar(20, 6, 40, 50, 0, variant="paper003")
+    assert torch.equal(ids, gen_mqar(50, 40, 6, 20, seed=0)[0]) and torch.equal(labels, gen_mqar(50, 40, 6, 20, 0)[1])
+    assert (labels != IGNORE_INDEX).sum(1).eq(6).all() and int(labels.max()) < 20
+    a, b2 = batch_fn(64, 4, 24, 5, 10, task="repeated_keys", Nk=2)(2), mqar(64, 4, 24, 5, 12, variant="repeated_keys", Nk=2)
+    assert torch.equal(a[0], b2[0]) and torch.equal(a[1], b2[1])
+
+
+def test_mqar_variant_options_are_checked():
+    from mamba_recall.tasks.mqar import batch_fn, mqar
+
+    with pytest.raises(ValueError, match="unknown MQAR variant"):
+        mqar(64, 4, 24, 2, 0, variant="keys")
+    with pytest.raises(ValueError, match="takes no option Nk"):
+        mqar(64, 4, 24, 2, 0, Nk=2)
+    with pytest.raises(ValueError, match="takes no option pad"):
+        mqar(64, 4, 24, 2, 0, variant="repeated_queries", pad="zero")
+    with pytest.raises(ValueError, match="T=8 must be >= 3"):
+        mqar(20, 3, 8, 2, 0, variant="paper003")
+    with pytest.raises(ValueError, match="unknown task"):
+        batch_fn(64, 4, 24, 2, 0, task="induction")

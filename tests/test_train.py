@@ -8,15 +8,21 @@ import torch
 
 from mamba_recall.models import MambaLMHeadModel
 from mamba_recall.tasks import multiquery_ar
+from mamba_recall.labels import labelled_accuracy, labelled_counts
+from mamba_recall.models.linear_mamba import LinearMamba
+from mamba_recall.tasks.mqar import batch_fn, mqar
 from mamba_recall.train import (
+    RECIPES,
     SCHEDULES,
     TrainResult,
     dataset_batches,
+    evaluate,
     lr_at,
     masked_accuracy,
     masked_cross_entropy,
     param_groups,
     train,
+    train_ensemble,
 )
 
 
@@ -142,7 +148,11 @@ def test_argument_validation():
         train(model, mb, steps=5, target_accuracy=0.9, progress=False)
     with pytest.raises(ValueError, match="lr"):
         train(model, mb, steps=5, lr=0, progress=False)
-    assert SCHEDULES == ("constant", "cosine", "linear_warmup_cosine")
+    assert SCHEDULES == ("constant", "cosine", "linear_warmup_cosine", "code", "tab9")
+    with pytest.raises(ValueError, match="hold"):
+        train(model, mb, steps=5, schedule="constant", hold_steps=2, progress=False)
+    with pytest.raises(ValueError, match="per_member"):
+        train(model, mb, steps=5, per_member=True, progress=False)
 
 
 def test_lr_schedules():
@@ -191,3 +201,89 @@ def test_dataset_batches_are_deterministic_epochs():
     assert batches[:2] != batches[2:]
     with pytest.raises(ValueError, match="batch_size"):
         dataset_batches(x, x, batch_size=11)
+
+
+def test_recipe_schedules_code_and_tab9():
+    """code: warmup → hold → cosine to 0 (the authors' paper-002 recipe); tab9: warmup, then ÷10 over 15000 steps."""
+    code = [lr_at(s, lr=1.0, steps=10, schedule="code", warmup_steps=2, hold_steps=3) for s in range(10)]
+    assert code[:5] == [0.5, 1.0, 1.0, 1.0, 1.0]
+    assert math.isclose(code[5], 1.0) and all(a > b > 0 for a, b in zip(code[5:], code[6:]))
+    assert math.isclose(lr_at(7, lr=1.0, steps=10, schedule="code", warmup_steps=2, hold_steps=3),
+                        0.5 * (1 + math.cos(math.pi * 2 / 5)))
+    # a run shorter than the warmup stays inside it (allowed for the recipes only)
+    assert lr_at(1, lr=1.0, steps=3, schedule="code", warmup_steps=100, hold_steps=400) == 0.02
+    assert lr_at(0, lr=1.0, steps=10, schedule="tab9", warmup_steps=4) == 0.25
+    assert math.isclose(lr_at(7500, lr=1.0, steps=20000, schedule="tab9", warmup_steps=4), 0.55)
+    assert lr_at(19999, lr=1.0, steps=20000, schedule="tab9", warmup_steps=4) == 0.1
+    assert set(RECIPES) == {"code", "tab9"} and RECIPES["code"]["schedule"] == "code"
+
+
+def _ensemble_and_singles(n_members=3):
+    sizes = [(16, 8), (8, 4), (16, 2)]
+    ens = LinearMamba(64, 16, 8, ensemble=n_members, member_sizes=sizes[:n_members], seed=5)
+    singles = []
+    for e in range(n_members):
+        one = LinearMamba(64, 16, 8, ensemble=1, member_sizes=[sizes[e]])
+        with torch.no_grad():
+            for p_one, p_ens in zip(one.parameters(), ens.parameters()):
+                p_one.copy_(p_ens[e:e + 1])
+        singles.append(one)
+    return ens, singles
+
+
+def test_per_member_training_equals_training_each_member_alone():
+    """The ensemble loss is a sum of per-member means, clipping uses each member's own norm and AdamW is
+    element-wise: every member ends where it would end trained alone, from the same init and data."""
+    ens, singles = _ensemble_and_singles()
+    make_batch = batch_fn(64, 8, 32, 16, 3)
+    kw = dict(steps=12, overrides={"warmup": 3, "hold": 2, "grad_clip": 0.05})
+    r = train_ensemble(ens, make_batch, **kw)
+    for e, one in enumerate(singles):
+        r1 = train_ensemble(one, make_batch, **kw)
+        for p_one, p_ens in zip(one.parameters(), ens.parameters()):
+            torch.testing.assert_close(p_one[0], p_ens[e], rtol=1e-5, atol=1e-6)
+        assert r1.history[-1]["loss"][0] == pytest.approx(r.history[-1]["loss"][e], rel=1e-5)
+        assert r1.history[-1]["grad_norm"][0] == pytest.approx(r.history[-1]["grad_norm"][e], rel=1e-4)
+    assert r.history[0]["lr"] == pytest.approx(1e-2 / 3)
+
+
+def test_per_member_early_stop_waits_for_every_member():
+    ens, _ = _ensemble_and_singles(2)
+    ev = mqar(64, 8, 32, 40, 10 ** 6)
+    r = train_ensemble(ens, batch_fn(64, 8, 32, 16, 0), steps=6, eval_batch=ev, eval_every=2,
+                       target_accuracy=1.0, overrides={"warmup": 1, "hold": 1})
+    assert r.steps_run == 6 and not r.stopped_early  # untrained members never reach 1.0
+    assert len(r.accuracy) == len(r.best_accuracy) == 2
+    assert r.best_accuracy == [max(h["accuracy"][e] for h in r.evals) for e in range(2)]
+    with pytest.raises(ValueError, match="unknown recipe entries"):
+        train_ensemble(ens, batch_fn(64, 8, 32, 16, 0), steps=2, overrides={"warmpu": 1})
+
+
+def test_one_accuracy_helper():
+    """labelled_accuracy: pooled (float), per member (lead axis) and per example, shared or per-member labels."""
+    logits = torch.zeros(2, 2, 3, 5)       # (members, B, L, V)
+    logits[0, :, :, 1] = 1.0               # member 0 predicts 1 everywhere
+    logits[1, :, :, 2] = 1.0               # member 1 predicts 2 everywhere
+    labels = torch.tensor([[1, -100, 2], [-100, -100, -100]])
+    torch.testing.assert_close(labelled_accuracy(logits, labels, per="member"),
+                               torch.tensor([0.5, 0.5], dtype=torch.float64))
+    torch.testing.assert_close(labelled_accuracy(logits, labels, per="example"),
+                               torch.tensor([[0.5, 0.0], [0.5, 0.0]], dtype=torch.float64))
+    assert labelled_accuracy(logits[0], labels) == 0.5
+    correct, total = labelled_counts(logits, labels.expand(2, 2, 3))
+    assert correct.tolist() == [1, 1] and total.tolist() == [2, 2]
+    with pytest.raises(ValueError, match="per must be"):
+        labelled_accuracy(logits, labels, per="batch")
+    with pytest.raises(ValueError, match="do not match"):
+        labelled_accuracy(logits, labels[:, :2])
+
+
+def test_evaluate_pools_batches_for_one_model_and_for_members():
+    ens, singles = _ensemble_and_singles(2)
+    x, y = mqar(64, 8, 32, 30, 1)
+    per_member = evaluate(ens, x, y, per_member=True, batch_size=7)
+    assert per_member.shape == (2,) and per_member.dtype == torch.float64
+    torch.testing.assert_close(per_member, evaluate(ens, x, y, per_member=True))
+    one = LinearMamba(64, 16, 8, seed=0)
+    assert evaluate(one, x, y, batch_size=7) == pytest.approx(masked_accuracy(one(x), y))
+    assert float(evaluate(one, x, y, per_member=True)[0]) == pytest.approx(evaluate(one, x, y))

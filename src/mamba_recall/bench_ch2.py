@@ -18,8 +18,9 @@ def _train_separate(V, Nf, L, D, N, batch, steps, models, seed=0):
     import torch
 
     torch.set_num_threads(1)
-    from .models.linear_mamba import LinearMamba, train_ensemble
-    from .tasks.mqar_variants import batch_fn
+    from .models.linear_mamba import LinearMamba
+    from .tasks.mqar import batch_fn
+    from .train import train_ensemble
 
     data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
     start = time.perf_counter()
@@ -33,8 +34,9 @@ def _train_ensemble(V, Nf, L, D, N, batch, steps, members):
     import torch
 
     torch.set_num_threads(1)
-    from .models.linear_mamba import LinearMamba, train_ensemble
-    from .tasks.mqar_variants import batch_fn
+    from .models.linear_mamba import LinearMamba
+    from .tasks.mqar import batch_fn
+    from .train import train_ensemble
 
     data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
     model = LinearMamba(V, D, N, ensemble=members, seed=0)

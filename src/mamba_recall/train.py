@@ -1,8 +1,10 @@
-r"""The one training loop every chapter uses: AdamW, an LR schedule, held-out accuracy, early stopping.
+r"""The one training loop of the library: AdamW, an LR schedule, held-out accuracy, early stopping -- for one
+model, or for an ensemble whose members are optimised exactly as if alone.
 
 Defaults follow zoology's ``TrainConfig`` (HazyResearch/zoology, ``zoology/config.py``): AdamW,
 lr 1e-3, weight decay 0.1, cosine schedule to 0, early stopping on held-out accuracy. The loss and
-the accuracy are taken only where ``labels != -100`` (zoology's ``compute_metrics``).
+the accuracy are taken only where ``labels != -100`` (zoology's ``compute_metrics``;
+:mod:`mamba_recall.labels`).
 
 Data contract
 -------------
@@ -12,16 +14,40 @@ Data contract
 of :func:`train` and a model built after ``torch.manual_seed``, a run is reproducible bit for bit
 on the same machine and backend. Evaluation uses one fixed held-out ``eval_batch = (inputs, labels)``.
 
-Learning rate at (0-based) step ``s`` with ``W = warmup_steps``, ``S = steps``::
+Learning rate at (0-based) step ``s`` with ``W = warmup_steps``, ``H = hold_steps``, ``S = steps``
+(:func:`lr_at`, the one schedule function)::
 
-    warmup   lr · (s + 1) / W                         for s < W   (every schedule)
+    warmup   lr · (s + 1) / W                               for s < W   (every schedule but tab9)
     constant lr
-    cosine   lr · ½ (1 + cos(π (s − W) / (S − W)))    (no floor: decays towards 0, like zoology's eta_min=0)
+    cosine   lr                                             for W ≤ s < W + H (the hold; H = 0 by default)
+             lr · ½ (1 + cos(π min(1, (s − W − H) / (S − W − H))))   after (no floor: decays to 0, zoology's eta_min=0)
     linear_warmup_cosine  = cosine with W ≥ 1 required
+    code     = cosine with warmup and hold allowed to exceed S: the authors' paper-002 D–N / N–M recipe
+               (warmup 100 → hold 400 → cosine to 0; ``presets.ch2.RECIPES["code"]``)
+    tab9     lr · min(1, (s + 1)/W) · max(0.1, 1 − 0.9 s / 15000)   paper 002, App. J, Tab. 9 (our reading:
+             linear warmup, then a linear decay to lr/10 over 15000 steps)
 
-Weight decay rule: a parameter is decayed iff it has ≥ 2 dimensions and is not marked
+Weight decay rule (one model): a parameter is decayed iff it has ≥ 2 dimensions and is not marked
 ``_no_weight_decay`` (mamba-ssm marks ``A_log`` and ``D``). So biases, norm weights, ``D`` and
 ``A_log`` get no decay; Linear/Conv/Embedding weights do (a tied head counts once).
+
+Ensembles (``per_member=True``)
+-------------------------------
+The model carries a leading member axis of size ``n_members`` on every parameter
+(:class:`~mamba_recall.models.linear_mamba.LinearMamba` and its siblings): inputs ``(B, L)`` shared or
+``(n_members, B, L)``, logits ``(n_members, B, L, V)``. Each member is trained exactly as if alone:
+
+    loss      = Σ_e  CE_e,  CE_e = mean over member e's labelled positions (label smoothing as the recipe)
+                (∂loss/∂θ_e = ∂CE_e/∂θ_e: the members' gradients do not mix)
+    clipping  g_e ← g_e · min(1, c / (‖g_e‖ + 1e-6)),  ‖g_e‖ the global norm over member e's slices only
+    AdamW     element-wise, so per member; one parameter group: every parameter decayed with the recipe's
+              weight decay (the authors' recipes use 0 or decay everything)
+    masks     ``model.apply_masks_()`` after every step keeps the padded entries of smaller members at 0
+    stop      when *every* member reaches ``target_accuracy``; ``best_accuracy`` is per member
+
+With shared labels only the labelled positions are unembedded (``model.hidden`` → ``model.unembed`` on the
+N_f query positions instead of all L: the (·, V) unembedding is the dominant cost). :func:`train_ensemble`
+runs a named recipe (``presets.ch2.RECIPES``) through this loop.
 """
 from __future__ import annotations
 
@@ -34,40 +60,52 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from .labels import IGNORE_INDEX, labelled_accuracy, labelled_counts
 from .longrun import PROBE_STEPS, check_steps
-from .tasks.mqar import IGNORE_INDEX
+from .presets.ch2 import RECIPES
 
-SCHEDULES = ("constant", "cosine", "linear_warmup_cosine")
+SCHEDULES = ("constant", "cosine", "linear_warmup_cosine", "code", "tab9")
+TAB9_DECAY_STEPS = 15000  # paper 002, App. J, Tab. 9: the linear decay to lr/10 spans 15000 steps
 
-__all__ = ["IGNORE_INDEX", "SCHEDULES", "TrainResult", "dataset_batches", "evaluate", "lr_at",
-           "masked_accuracy", "masked_cross_entropy", "param_groups", "train"]
+__all__ = ["IGNORE_INDEX", "RECIPES", "SCHEDULES", "TrainResult", "dataset_batches", "evaluate",
+           "labelled_accuracy", "lr_at", "masked_accuracy", "masked_ce_per_member", "masked_cross_entropy",
+           "param_groups", "train", "train_ensemble"]
 
 
 @dataclass
 class TrainResult:
-    """Outcome of :func:`train`.
+    """Outcome of :func:`train` (one model or an ensemble).
 
     history: one dict per step ``{"step", "loss", "lr"}`` (``step`` counts steps done, 1-based), plus
-        ``"accuracy"`` (held-out) on evaluated steps and ``"grad_norm"`` when ``grad_clip`` is set.
-    final_accuracy: the last held-out accuracy (None without ``eval_batch``).
+        ``"accuracy"`` (held-out) on evaluated steps and ``"grad_norm"`` when ``grad_clip`` is set. For an
+        ensemble ``loss``, ``accuracy`` and ``grad_norm`` are lists over the members.
+    final_accuracy: the last held-out accuracy of a single model (None without ``eval_batch`` or for an ensemble).
+    accuracy: the last held-out accuracy per member (``[final_accuracy]`` for one model; [] without evaluations).
+    best_accuracy: the best held-out accuracy per member over the evaluations (0 where none was made).
     steps_run: optimiser steps taken.  stopped_early: True if the target was reached before ``steps``.
     seconds: wall time of the loop.
     """
 
     history: list[dict] = field(default_factory=list)
     final_accuracy: float | None = None
+    accuracy: list = field(default_factory=list)
+    best_accuracy: list = field(default_factory=list)
     steps_run: int = 0
     stopped_early: bool = False
     seconds: float = 0.0
 
     @property
-    def final_loss(self) -> float | None:
+    def final_loss(self):
         return self.history[-1]["loss"] if self.history else None
 
     @property
     def evals(self) -> list[dict]:
         """The history entries that carry a held-out accuracy."""
         return [h for h in self.history if "accuracy" in h]
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps_run / self.seconds if self.seconds else float("nan")
 
 
 def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = IGNORE_INDEX):
@@ -78,32 +116,56 @@ def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, ignore_inde
     return F.cross_entropy(logits, labels.reshape(-1), ignore_index=ignore_index)
 
 
-@torch.no_grad()
+def masked_ce_per_member(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0):
+    """logits (n_members, B, L, V), labels (B, L) or (n_members, B, L) → per-member mean CE over the labelled
+    positions, shape (n_members,): ``CE_e = Σ_{b,t} m·ce / max(1, Σ m)`` with ``m = labels != IGNORE_INDEX``."""
+    n_members, V = logits.shape[0], logits.shape[-1]
+    if labels.dim() == 2:
+        labels = labels.unsqueeze(0).expand(n_members, -1, -1)
+    ce = F.cross_entropy(logits.reshape(-1, V).float(), labels.reshape(-1), ignore_index=IGNORE_INDEX,
+                         label_smoothing=label_smoothing, reduction="none").view(n_members, -1)
+    mask = (labels.reshape(n_members, -1) != IGNORE_INDEX).to(ce.dtype)
+    return (ce * mask).sum(1) / mask.sum(1).clamp_min(1)
+
+
 def masked_accuracy(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = IGNORE_INDEX) -> float:
-    """Fraction of positions with ``labels != ignore_index`` where ``argmax(logits) == labels``
-    (zoology: ``(pred == target)[target != ignore_index].mean()``). NaN if nothing is labelled."""
-    mask = labels != ignore_index
-    n = int(mask.sum())
-    if n == 0:
-        return float("nan")
-    return float((logits.argmax(-1)[mask] == labels[mask]).sum()) / n
+    """Fraction of positions with ``labels != ignore_index`` where ``argmax(logits) == labels``; NaN if
+    nothing is labelled. logits (B, L, V), labels (B, L). (:func:`mamba_recall.labels.labelled_accuracy`.)"""
+    return labelled_accuracy(logits, labels, ignore_index=ignore_index)
 
 
 @torch.no_grad()
-def evaluate(model, inputs, labels, *, batch_size=512, device="cpu", ignore_index=IGNORE_INDEX) -> float:
-    """Held-out accuracy over all labelled positions (pooled, not a mean of batch means), in eval mode."""
+def evaluate(model, inputs, labels, *, batch_size: int | None = None, device="cpu", ignore_index=IGNORE_INDEX,
+             per_member: bool = False, values_only: bool = False):
+    """Held-out accuracy over all labelled positions (pooled over mini-batches, not a mean of batch means), in
+    eval mode (the mode is restored).
+
+    One model: inputs, labels (B, L) → a float. ``per_member=True`` (an ensemble, or a member-axis model with
+    ``ensemble=None``): inputs (B, L) or (n_members, B, L) → float64 tensor (n_members,) on the CPU.
+    ``values_only``: argmax over the value half ``[V/2, V)`` of the vocabulary only (MQAR's values).
+    ``batch_size`` defaults to 512 (one model) / 256 (members), the sizes the committed runs used."""
+    batch_size = batch_size or (256 if per_member else 512)
     was_training = model.training
     model.eval()
     correct = total = 0
     try:
-        for i in range(0, inputs.shape[0], batch_size):
-            x = inputs[i:i + batch_size].to(device)
-            y = labels[i:i + batch_size].to(device)
-            mask = y != ignore_index
-            correct += int((model(x).argmax(-1)[mask] == y[mask]).sum())
-            total += int(mask.sum())
+        for i in range(0, inputs.shape[-2], batch_size):
+            x = inputs[..., i:i + batch_size, :].to(device)
+            y = labels[..., i:i + batch_size, :].to(device)
+            logits = model(x)
+            if per_member and getattr(model, "ensemble", True) is None:
+                logits = logits.unsqueeze(0)
+            if values_only:
+                logits[..., : logits.shape[-1] // 2] = -float("inf")
+            c, t = labelled_counts(logits, y, dims=2 if per_member else y.dim(), ignore_index=ignore_index)
+            if per_member:
+                correct, total = correct + c.double(), total + t.double()
+            else:
+                correct, total = correct + int(c.sum()), total + int(t.sum())
     finally:
         model.train(was_training)
+    if per_member:
+        return (correct / total).cpu()
     return correct / total if total else float("nan")
 
 
@@ -117,14 +179,18 @@ def param_groups(model, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def lr_at(step: int, *, lr: float, steps: int, schedule: str, warmup_steps: int = 0) -> float:
-    """Learning rate used at 0-based ``step`` (see the module docstring)."""
+def lr_at(step: int, *, lr: float, steps: int, schedule: str, warmup_steps: int = 0, hold_steps: int = 0) -> float:
+    """Learning rate used at 0-based ``step`` (the formulas are in the module docstring)."""
+    if schedule == "tab9":
+        return lr * min(1.0, (step + 1) / max(warmup_steps, 1)) * max(0.1, 1 - 0.9 * step / TAB9_DECAY_STEPS)
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}.")
     if step < warmup_steps:
         return lr * (step + 1) / warmup_steps
-    if schedule == "constant":
+    if schedule == "constant" or step < warmup_steps + hold_steps:
         return lr
-    progress = (step - warmup_steps) / max(1, steps - warmup_steps)
-    return lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+    progress = (step - warmup_steps - hold_steps) / max(1, steps - warmup_steps - hold_steps)
+    return lr * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
 def dataset_batches(inputs: torch.Tensor, labels: torch.Tensor, batch_size: int, seed: int = 0):
@@ -147,24 +213,37 @@ def dataset_batches(inputs: torch.Tensor, labels: torch.Tensor, batch_size: int,
     return make_batch
 
 
-def _validate(steps, lr, weight_decay, schedule, warmup_steps, grad_clip, eval_every, eval_batch,
-              target_accuracy):
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+def _is_int(v, lo: int) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int) and v >= lo
+
+
+def _validate(steps, lr, weight_decay, schedule, warmup_steps, hold_steps, grad_clip, eval_every, eval_batch,
+              target_accuracy, label_smoothing, num_threads):
+    if not _is_int(steps, 1):
         raise ValueError(f"steps must be an integer >= 1, got steps={steps!r}.")
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}.")
-    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or not 0 <= warmup_steps < steps:
+    if schedule in ("code", "tab9"):  # the authors' recipes: a short run may stay inside the warmup
+        if not _is_int(warmup_steps, 0):
+            raise ValueError(f"warmup_steps must be an integer >= 0, got {warmup_steps!r}.")
+    elif not (_is_int(warmup_steps, 0) and warmup_steps < steps):
         raise ValueError(f"warmup_steps must be an integer in [0, steps={steps}), got {warmup_steps!r}.")
     if schedule == "linear_warmup_cosine" and warmup_steps < 1:
         raise ValueError("schedule='linear_warmup_cosine' needs warmup_steps >= 1; "
                          "use schedule='cosine' for no warmup.")
+    if not _is_int(hold_steps, 0):
+        raise ValueError(f"hold_steps must be an integer >= 0, got {hold_steps!r}.")
+    if hold_steps and schedule in ("constant", "tab9"):
+        raise ValueError(f"schedule={schedule!r} has no hold phase; use hold_steps=0 or schedule='code'.")
     if not (isinstance(lr, (int, float)) and lr > 0):
         raise ValueError(f"lr must be a number > 0, got lr={lr!r}.")
     if not (isinstance(weight_decay, (int, float)) and weight_decay >= 0):
         raise ValueError(f"weight_decay must be a number >= 0, got {weight_decay!r}.")
     if grad_clip is not None and not grad_clip > 0:
         raise ValueError(f"grad_clip must be None or > 0, got {grad_clip!r}.")
-    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
+    if not (isinstance(label_smoothing, (int, float)) and 0 <= label_smoothing < 1):
+        raise ValueError(f"label_smoothing must be a number in [0, 1), got {label_smoothing!r}.")
+    if not _is_int(eval_every, 1):
         raise ValueError(f"eval_every must be an integer >= 1, got {eval_every!r}.")
     if eval_batch is not None and (not isinstance(eval_batch, (tuple, list)) or len(eval_batch) != 2):
         raise ValueError("eval_batch must be None or a pair (inputs, labels).")
@@ -173,88 +252,181 @@ def _validate(steps, lr, weight_decay, schedule, warmup_steps, grad_clip, eval_e
             raise ValueError("target_accuracy needs eval_batch=(inputs, labels) to measure accuracy on.")
         if not 0 < target_accuracy <= 1:
             raise ValueError(f"target_accuracy must be in (0, 1], got {target_accuracy!r}.")
+    if num_threads is not None and not _is_int(num_threads, 1):
+        raise ValueError(f"num_threads must be None or an integer >= 1, got {num_threads!r}.")
 
 
 def train(model: torch.nn.Module, make_batch: Callable[[int], tuple], *, steps: int, lr: float = 1e-3,
           weight_decay: float = 0.1, betas=(0.9, 0.999), schedule: str = "cosine", warmup_steps: int = 0,
-          grad_clip: float | None = None, seed: int = 0, eval_every: int = 100, eval_batch=None,
+          hold_steps: int = 0, grad_clip: float | None = None, label_smoothing: float = 0.0,
+          per_member: bool = False, seed: int = 0, eval_every: int = 100, eval_batch=None,
           target_accuracy: float | None = None, loss_fn=None, device="cpu", progress: bool = True,
           desc: str = "train", num_threads: int | None = None) -> TrainResult:
-    """Train ``model`` (input ids (B, L) → logits (B, L, V)) for up to ``steps`` AdamW steps.
+    """Train ``model`` for up to ``steps`` AdamW steps: one model (input ids (B, L) → logits (B, L, V)) or, with
+    ``per_member=True``, every member of an ensemble at once (see the module docstring).
 
     ``make_batch(step)`` gives the training batch of 0-based ``step`` (deterministic in ``step``);
-    ``loss_fn(logits, labels)`` defaults to :func:`masked_cross_entropy`. The held-out accuracy on
-    ``eval_batch`` is measured every ``eval_every`` steps and after the last step; training stops
-    as soon as it reaches ``target_accuracy``. ``torch.manual_seed(seed)`` is called first.
-    The model is moved to ``device`` and left in train mode. Raises ``FloatingPointError`` on a
-    non-finite loss. See the module docstring for the schedule and the weight-decay rule.
-    After its first steps it applies the long-run guard (:mod:`mamba_recall.longrun`): a budget of
-    ``steps`` estimated at over an hour on ``device`` stops with ``LongRunError`` unless allowed.
+    ``loss_fn(logits, labels)`` (one model only) defaults to :func:`masked_cross_entropy` (with
+    ``label_smoothing`` if set). The held-out accuracy on ``eval_batch`` is measured every ``eval_every`` steps
+    and after the last step (:func:`evaluate`); training stops as soon as it (every member's) reaches
+    ``target_accuracy``. ``torch.manual_seed(seed)`` is called first. The model is moved to ``device`` and left
+    in train mode. Raises ``FloatingPointError`` on a non-finite loss. After its first steps it applies the
+    long-run guard (:mod:`mamba_recall.longrun`): a budget of ``steps`` estimated at over an hour on ``device``
+    stops with ``LongRunError`` unless allowed.
 
     ``num_threads``: if given, ``torch.set_num_threads(num_threads)`` for the duration of the loop
     (restored afterwards). Tiny CPU models train fastest on one thread, and on a busy machine
     several intra-op threads can be >10× slower (they wait on each other at every op).
     """
-    _validate(steps, lr, weight_decay, schedule, warmup_steps, grad_clip, eval_every, eval_batch,
-              target_accuracy)
-    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                    or num_threads < 1):
-        raise ValueError(f"num_threads must be None or an integer >= 1, got {num_threads!r}.")
-    loss_fn = loss_fn or masked_cross_entropy
+    _validate(steps, lr, weight_decay, schedule, warmup_steps, hold_steps, grad_clip, eval_every, eval_batch,
+              target_accuracy, label_smoothing, num_threads)
+    if per_member:
+        if loss_fn is not None:
+            raise ValueError("per_member=True uses the per-member masked cross-entropy; drop loss_fn.")
+        for attr in ("n_members", "hidden", "unembed", "apply_masks_"):
+            if not hasattr(model, attr):
+                raise ValueError(f"per_member=True needs a member-axis model (LinearMamba, MultiHeadLinearMamba, "
+                                 f"SelectiveAblationMamba); {type(model).__name__} has no {attr!r}.")
+    elif loss_fn is None:
+        loss_fn = masked_cross_entropy if not label_smoothing else (
+            lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
+                                                   ignore_index=IGNORE_INDEX, label_smoothing=label_smoothing))
     threads_before = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     try:
-        return _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, warmup_steps,
-                           grad_clip, seed, eval_every, eval_batch, target_accuracy, loss_fn, device,
-                           progress, desc)
+        return _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, warmup_steps, hold_steps,
+                           grad_clip, label_smoothing, per_member, seed, eval_every, eval_batch, target_accuracy,
+                           loss_fn, device, progress, desc)
     finally:
         if num_threads is not None:
             torch.set_num_threads(threads_before)
 
 
-def _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, warmup_steps, grad_clip, seed,
-                eval_every, eval_batch, target_accuracy, loss_fn, device, progress, desc) -> TrainResult:
+def _member_loss(model, inputs, labels, label_smoothing):
+    """Per-member losses (n_members,). Shared labels (B, L): unembed only the labelled positions."""
+    if labels.dim() == 2:
+        mask = labels != IGNORE_INDEX
+        h = model.hidden(inputs)[:, mask]                                   # (n_members, Q, D)
+        logits = model.unembed(h)                                           # (n_members, Q, V)
+        return masked_ce_per_member(logits[:, None], labels[mask][None], label_smoothing)
+    logits = model(inputs)
+    if model.ensemble is None:
+        logits = logits.unsqueeze(0)
+    return masked_ce_per_member(logits, labels, label_smoothing)
+
+
+@torch.no_grad()
+def _clip_per_member(params, n_members: int, grad_clip: float) -> torch.Tensor:
+    """g_e ← g_e · min(1, c / (‖g_e‖ + 1e-6)) with member e's own global norm; returns the norms (n_members,)."""
+    sq = sum(p.grad.reshape(n_members, -1).pow(2).sum(1) for p in params if p.grad is not None)
+    norm = sq.sqrt()
+    scale = (grad_clip / (norm + 1e-6)).clamp(max=1.0)
+    for p in params:
+        if p.grad is not None:
+            p.grad.mul_(scale.view(-1, *([1] * (p.dim() - 1))))
+    return norm
+
+
+def _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, warmup_steps, hold_steps, grad_clip,
+                label_smoothing, per_member, seed, eval_every, eval_batch, target_accuracy, loss_fn, device,
+                progress, desc) -> TrainResult:
     torch.manual_seed(seed)
     model.to(device)
     model.train()
-    opt = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=tuple(betas))
+    if per_member:
+        params = list(model.parameters())
+        opt = torch.optim.AdamW(params, lr=lr, betas=tuple(betas), weight_decay=weight_decay)
+        best = torch.zeros(model.n_members, dtype=torch.float64)
+    else:
+        opt = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=tuple(betas))
+        best = None
     result = TrainResult()
     start = time.perf_counter()
     bar = tqdm(total=steps, desc=desc, disable=not progress)
     try:
         for s in range(steps):
-            cur_lr = lr_at(s, lr=lr, steps=steps, schedule=schedule, warmup_steps=warmup_steps)
+            cur_lr = lr_at(s, lr=lr, steps=steps, schedule=schedule, warmup_steps=warmup_steps,
+                           hold_steps=hold_steps)
             for g in opt.param_groups:
                 g["lr"] = cur_lr
             inputs, labels = make_batch(s)
-            inputs, labels = inputs.to(device), labels.to(device)
-            loss = loss_fn(model(inputs), labels)
+            if per_member:
+                losses = _member_loss(model, inputs.to(device), labels.to(device), label_smoothing)
+                loss = losses.sum()
+            else:
+                inputs, labels = inputs.to(device), labels.to(device)
+                loss = loss_fn(model(inputs), labels)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"{desc}: loss is {loss.item()} at step {s + 1}; lower lr "
                                          "or set grad_clip.")
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            entry = {"step": s + 1, "loss": loss.item(), "lr": cur_lr}
-            if grad_clip is not None:
-                entry["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
+            if per_member:
+                entry = {"step": s + 1, "loss": losses.detach().cpu().tolist(), "lr": cur_lr}
+                if grad_clip is not None:
+                    entry["grad_norm"] = _clip_per_member(params, model.n_members, grad_clip).cpu().tolist()
+            else:
+                entry = {"step": s + 1, "loss": loss.item(), "lr": cur_lr}
+                if grad_clip is not None:
+                    entry["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
             opt.step()
+            if per_member:
+                model.apply_masks_()  # keeps padded entries exactly zero (weight decay / Adam ε never revive them)
             result.steps_run = s + 1
             if s + 1 == PROBE_STEPS:  # the long-run guard: stop now if the whole budget is over an hour
                 check_steps(time.perf_counter() - start, s + 1, steps, desc, device)
+            reached = False
             if eval_batch is not None and ((s + 1) % eval_every == 0 or s + 1 == steps):
-                acc = evaluate(model, *eval_batch, device=device)
-                entry["accuracy"] = result.final_accuracy = acc
+                acc = evaluate(model, *eval_batch, device=device, per_member=per_member)
+                if per_member:
+                    best = torch.maximum(best, acc)
+                    entry["accuracy"] = result.accuracy = acc.tolist()
+                    reached = target_accuracy is not None and bool((acc >= target_accuracy).all())
+                else:
+                    entry["accuracy"] = result.final_accuracy = acc
+                    result.accuracy = [acc]
+                    best = acc if best is None else max(best, acc)
+                    reached = target_accuracy is not None and acc >= target_accuracy
             result.history.append(entry)
             bar.update(1)
-            postfix = {"loss": f"{entry['loss']:.3f}"}
-            if result.final_accuracy is not None:
-                postfix["acc"] = f"{result.final_accuracy:.3f}"
-            bar.set_postfix(postfix, refresh=False)
-            if target_accuracy is not None and "accuracy" in entry and entry["accuracy"] >= target_accuracy:
+            if progress:
+                show = entry["loss"] if not per_member else sum(entry["loss"]) / len(entry["loss"])
+                postfix = {"loss": f"{show:.3f}"}
+                if result.accuracy:
+                    postfix["acc"] = f"{min(result.accuracy):.3f}"
+                bar.set_postfix(postfix, refresh=False)
+            if reached:
                 result.stopped_early = s + 1 < steps
                 break
     finally:
         bar.close()
         result.seconds = time.perf_counter() - start
+    if per_member:
+        result.best_accuracy = best.tolist()
+    elif best is not None:
+        result.best_accuracy = [best]
     return result
+
+
+def train_ensemble(model, make_batch: Callable[[int], tuple], *, steps: int, recipe: str = "code",
+                   overrides: dict | None = None, eval_batch=None, eval_every: int = 100,
+                   target_accuracy: float | None = None, seed: int = 0, device="cpu", num_threads: int | None = None,
+                   progress: bool = False) -> TrainResult:
+    """:func:`train` with ``per_member=True`` and a named recipe of :data:`~mamba_recall.presets.ch2.RECIPES`
+    (``"code"``: the authors' committed paper-002 recipe; ``"tab9"``: the paper's Tab. 9); ``overrides`` replace
+    recipe entries (e.g. ``{"warmup": 50, "hold": 50}``; ``batch_size`` is informational: ``make_batch`` sets
+    the batch). ``make_batch(step) -> (inputs (B, L) or (n_members, B, L), labels)``. Early stop when *every*
+    member reaches ``target_accuracy``."""
+    if recipe not in RECIPES:
+        raise ValueError(f"unknown recipe {recipe!r}; use one of {tuple(RECIPES)}.")
+    unknown = set(overrides or {}) - set(RECIPES[recipe])
+    if unknown:
+        raise ValueError(f"unknown recipe entries {sorted(unknown)}; use keys of RECIPES[{recipe!r}]: "
+                         f"{sorted(RECIPES[recipe])}.")
+    cfg = {**RECIPES[recipe], **(overrides or {})}
+    return train(model, make_batch, steps=steps, lr=cfg["lr"], weight_decay=cfg["weight_decay"], betas=cfg["betas"],
+                 schedule=cfg["schedule"], warmup_steps=cfg["warmup"], hold_steps=cfg["hold"],
+                 grad_clip=cfg["grad_clip"] or None, label_smoothing=cfg["label_smoothing"], per_member=True,
+                 seed=seed, eval_every=eval_every, eval_batch=eval_batch, target_accuracy=target_accuracy,
+                 device=device, progress=progress, desc="train_ensemble", num_threads=num_threads)

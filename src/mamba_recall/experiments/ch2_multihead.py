@@ -25,12 +25,13 @@ import time
 import pandas as pd
 import torch
 
-from ..models.linear_mamba import MultiHeadLinearMamba, train_ensemble
+from ..models.linear_mamba import MultiHeadLinearMamba
 from ..notebook import resolve_device
 from ..presets import experiment
 from ..results import save_bundle
-from ..tasks.mqar_variants import batch_fn, mqar
+from ..tasks.mqar import batch_fn, mqar
 from ..theory.capacity import multihead_prediction
+from ..train import train_ensemble
 
 EVAL_SEED = 10 ** 6       # held-out stream, disjoint from the training stream (base 0 + step)
 NOISE_SEED = 2 * 10 ** 6

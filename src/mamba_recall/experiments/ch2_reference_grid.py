@@ -42,7 +42,7 @@ AUTHORS = {(16, 8): 0.24, (16, 16): 0.32,
 
 def resolved_config(sizes: dict, D: int, N: int) -> dict:
     """The fully resolved config of one cell: nothing is left to a library default."""
-    from ..models.linear_mamba import RECIPES
+    from ..presets.ch2 import RECIPES
 
     recipe = {"name": sizes["recipe"], **RECIPES[sizes["recipe"]], **sizes["overrides"], "batch_size": sizes["batch"]}
     recipe["betas"] = list(recipe["betas"])
@@ -76,7 +76,7 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
 
 def _model_and_data(config: dict, seed: int):
     from ..models.linear_mamba import LinearMamba
-    from ..tasks.mqar_variants import batch_fn
+    from ..tasks.mqar import batch_fn
 
     model = LinearMamba(config["V"], config["D"], config["N"], config["layers"], expand=config["expand"],
                         d_conv=config["d_conv"], residual=config["residual"], ensemble=1, ssm=config["ssm"],
@@ -86,8 +86,8 @@ def _model_and_data(config: dict, seed: int):
 
 def run_job(config: dict, seed: int) -> dict:
     """One model of one cell and seed (the run store's job function)."""
-    from ..models.linear_mamba import train_ensemble
-    from ..tasks.mqar_variants import mqar
+    from ..tasks.mqar import mqar
+    from ..train import train_ensemble
 
     model, make_batch = _model_and_data(config, seed)
     ev = config["eval"]
@@ -106,8 +106,8 @@ def measure(config: dict, steps: int = 20) -> tuple[float, float]:
     """(seconds per training step, seconds per evaluation) of one cell, measured here with one thread."""
     import torch
 
-    from ..models.linear_mamba import ensemble_accuracy, train_ensemble
-    from ..tasks.mqar_variants import mqar
+    from ..tasks.mqar import mqar
+    from ..train import evaluate, train_ensemble
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -117,7 +117,7 @@ def measure(config: dict, steps: int = 20) -> tuple[float, float]:
         r = train_ensemble(model, make_batch, steps=steps, overrides={"batch_size": config["batch"]})
         ev = mqar(config["V"], config["Nf"], config["L"], config["eval"]["n"], config["eval"]["seed"])
         t0 = time.perf_counter()
-        ensemble_accuracy(model, *ev)
+        evaluate(model, *ev, per_member=True)
         return r.seconds / r.steps_run, time.perf_counter() - t0
     finally:
         torch.set_num_threads(threads)

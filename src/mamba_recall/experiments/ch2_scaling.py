@@ -29,15 +29,21 @@ import time
 import pandas as pd
 import torch
 
-from ..models.linear_mamba import LinearMamba, SelectiveAblationMamba, ensemble_accuracy, train_ensemble
+from ..models.linear_mamba import LinearMamba, SelectiveAblationMamba
 from ..notebook import resolve_device
 from ..presets import experiment
+from ..presets.ch2 import RECIPES
 from ..results import save_bundle
-from ..tasks.mqar_variants import batch_fn, mqar, mqar_repeated_keys, mqar_repeated_queries
+from ..tasks.mqar import batch_fn, mqar
 from ..theory.capacity import p_success
 from ..theory.hashing_circuit import designed_accuracy
+from ..train import train_ensemble
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
+#: How :func:`train_members` trains a group of simplified models: one batched ensemble, or each member alone.
+WAYS = ("ensemble", "separate")
+#: The faster way per device type, measured with ``python -m mamba_recall bench ch2`` (README, "bench").
+DEFAULT_WAY = {"cpu": "ensemble", "cuda": "ensemble"}
 EVAL_SEED = 10 ** 6  # held-out data stream, disjoint from training seeds (base 0 + step)
 
 
@@ -50,13 +56,39 @@ def _chunks(seq, size):
         yield seq[i:i + size]
 
 
+def default_way(device) -> str:
+    """The faster way to train a grid of simplified models on ``device`` (see :data:`WAYS`)."""
+    return DEFAULT_WAY.get(torch.device(device).type, "ensemble")
+
+
+def _train_separately(model, make_batch, *, target_accuracy, **kw) -> list[float]:
+    """Every member of the ensemble ``model`` trained alone (:meth:`LinearMamba.member_model`: same allocated size,
+    same initial parameters, same data stream, all ``steps``), then the ensemble's rule applied to the evaluation
+    records: stop at the first evaluation where *every* member has reached ``target_accuracy``, and return each
+    member's best accuracy over the evaluations up to there -- the numbers :func:`train_ensemble` gives for
+    ``model``, bit for bit on one machine (a member alone computes what it computes inside the ensemble)."""
+    curves = []
+    for e in range(model.n_members):
+        r = train_ensemble(model.member_model(e), make_batch, **kw)
+        curves.append([h["accuracy"][0] for h in r.evals])
+    n_evals = len(curves[0])
+    stop = next((i for i in range(n_evals) if all(c[i] >= target_accuracy for c in curves)), n_evals - 1)
+    return [max(c[:stop + 1]) for c in curves]
+
+
 def train_members(V, Nf, L, sizes, *, steps, batch, warmup, hold, n_eval, seed=0, device="cpu", task="mqar",
-                  task_kw=None, d_conv=2, residual=None, max_members=None, recipe="code", memory_gb=None):
-    """Train one simplified model per entry of ``sizes`` ((D, N[, Λ]) tuples), batched as ensembles of at most
-    ``max_members``; return the list of held-out accuracies (best over evaluations, as the [code] runs)."""
+                  task_kw=None, d_conv=2, residual=None, max_members=None, recipe="code", memory_gb=None, way=None):
+    """Train one simplified model per entry of ``sizes`` ((D, N[, Λ]) tuples), grouped in ensembles of at most
+    ``max_members``; return the list of held-out accuracies (best over evaluations, as the [code] runs).
+
+    ``way`` (:data:`WAYS`; default :func:`default_way` of ``device``): ``"ensemble"`` trains a group as one
+    batched :class:`LinearMamba`; ``"separate"`` trains its members one after the other as one-member models
+    (:func:`_train_separately`). Both give the same numbers; they differ in speed only."""
+    way = way or default_way(device)
+    if way not in WAYS:
+        raise ValueError(f"unknown way {way!r}; use one of {WAYS}.")
     task_kw = task_kw or {}
-    gens = {"mqar": mqar, "repeated_keys": mqar_repeated_keys, "repeated_queries": mqar_repeated_queries}
-    ev = gens[task](V, Nf, L, n_eval, EVAL_SEED, **task_kw)
+    ev = mqar(V, Nf, L, n_eval, EVAL_SEED, variant="standard" if task == "mqar" else task, **task_kw)
     accs = []
     if max_members is None:  # as many members as the activations allow (≈ 4 saved copies, fp32)
         Dm, Nm = max(s[0] for s in sizes), max(s[1] for s in sizes)
@@ -71,11 +103,14 @@ def train_members(V, Nf, L, sizes, *, steps, batch, warmup, hold, n_eval, seed=0
         res = residual if residual is not None else (Lm > 1)
         model = LinearMamba(V, Dm, Nm, Lm, ensemble=len(chunk), member_sizes=chunk, d_conv=d_conv,
                             residual=res, seed=seed + 7919 * k, device=device)
-        r = train_ensemble(model, batch_fn(V, Nf, L, batch, seed * 100003, task=task, **task_kw), steps=steps,
-                           eval_batch=ev, eval_every=max(50, steps // 6), target_accuracy=0.999, seed=seed,
-                           device=device, recipe=recipe,
-                           overrides=dict(warmup=min(warmup, steps - 1), hold=hold, batch_size=batch))
-        accs += r.best_accuracy
+        make_batch = batch_fn(V, Nf, L, batch, seed * 100003, task=task, **task_kw)
+        kw = dict(steps=steps, eval_batch=ev, eval_every=max(50, steps // 6), seed=seed, device=device, recipe=recipe,
+                  overrides=dict(warmup=min(warmup, steps - 1), batch_size=batch,
+                                 **({"hold": hold} if RECIPES[recipe]["schedule"] == "code" else {})))
+        if way == "separate":
+            accs += _train_separately(model, make_batch, target_accuracy=0.999, **kw)
+        else:
+            accs += train_ensemble(model, make_batch, target_accuracy=0.999, **kw).best_accuracy
     return accs
 
 
@@ -99,14 +134,14 @@ def run_speed(cfg, device):
     return pd.DataFrame(rows)
 
 
-def run_grid(cfg, device, log):
+def run_grid(cfg, device, log, way=None):
     rows = []
     cells = _cells(cfg)
     for name, (V, Nf, L) in cfg["regimes"].items():
         t0 = time.perf_counter()
         sizes = [(d, n) for (d, n) in cells for _ in range(cfg["seeds"])]
         accs = train_members(V, Nf, L, sizes, steps=cfg["steps"], batch=cfg["batch"], warmup=cfg["warmup"],
-                             hold=cfg["hold"], n_eval=cfg["n_eval"], device=device)
+                             hold=cfg["hold"], n_eval=cfg["n_eval"], device=device, way=way)
         for i, (d, n) in enumerate(cells):
             per_seed = accs[i * cfg["seeds"]:(i + 1) * cfg["seeds"]]
             row = dict(regime=name, V=V, Nf=Nf, L=L, D=d, N=n, trained=max(per_seed),
@@ -126,12 +161,12 @@ def run_grid(cfg, device, log):
     return pd.DataFrame(rows)
 
 
-def run_multilayer(cfg, device, log):
+def run_multilayer(cfg, device, log, way=None):
     c = cfg["multilayer"]
     sizes = [(c["D"], n, lam) for lam in c["layers"] for n in c["Ns"] for _ in range(c["seeds"])]
     t0 = time.perf_counter()
     accs = train_members(c["V"], c["Nf"], c["L"], sizes, steps=c["steps"], batch=cfg["batch"],
-                         warmup=cfg["warmup"], hold=cfg["hold"], n_eval=cfg["n_eval"], device=device,
+                         warmup=cfg["warmup"], hold=cfg["hold"], n_eval=cfg["n_eval"], device=device, way=way,
                          residual=True)
     rows = []
     for i in range(0, len(sizes), c["seeds"]):
@@ -141,7 +176,7 @@ def run_multilayer(cfg, device, log):
     return pd.DataFrame(rows)
 
 
-def run_repetition(cfg, device, log):
+def run_repetition(cfg, device, log, way=None):
     c = cfg["repetition"]
     Ns = c["N"] if isinstance(c["N"], list) else [c["N"]]
     rows = []
@@ -154,7 +189,7 @@ def run_repetition(cfg, device, log):
             kw = {"Nk": r} if kind == "repeated_keys" else {"Nq": r}
             sizes = [(c["D"], n, lam) for lam in c["layers"] for n in Ns for _ in range(c["seeds"])]
             accs = train_members(V, c["Nf"], L, sizes, steps=c["steps"], batch=c["batch"], warmup=cfg["warmup"],
-                                 hold=cfg["hold"], n_eval=cfg["n_eval"], device=device, task=kind, task_kw=kw,
+                                 hold=cfg["hold"], n_eval=cfg["n_eval"], device=device, way=way, task=kind, task_kw=kw,
                                  residual=True)
             for i in range(0, len(sizes), c["seeds"]):
                 d, n, lam = sizes[i]
@@ -181,7 +216,7 @@ def train_selective_rows(row, c, cfg, device):
     return r.best_accuracy, curve
 
 
-def run_ablation(cfg, device, log):
+def run_ablation(cfg, device, log, way=None):
     """Tab. 10: rows Base, A, B (selective :class:`SelectiveAblationMamba`, Δ and d_conv 4) and C, D, E (the linear
     :class:`LinearMamba`, no Δ: d_conv 4 / 2 / none); mean ± std and max over seeds, one row each."""
     c = cfg["ablation"]
@@ -203,7 +238,7 @@ def run_ablation(cfg, device, log):
         t1 = time.perf_counter()
         accs = train_members(c["V"], c["Nf"], c["L"], [(c["D"], c["N"])] * c["seeds"], steps=c["steps"],
                              batch=c["batch"], warmup=cfg["warmup"], hold=cfg["hold"], n_eval=cfg["n_eval"],
-                             device=device, d_conv=d_conv, residual=False)
+                             device=device, way=way, d_conv=d_conv, residual=False)
         mean = sum(accs) / len(accs)
         std = (sum((a - mean) ** 2 for a in accs) / len(accs)) ** 0.5
         rows.append(dict(row=row, model=label, selective=False, d_conv=d_conv, mean=mean, std=std, max=max(accs),
@@ -257,6 +292,9 @@ def main(argv=None):
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=PARTS)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--way", default="auto", choices=("auto",) + WAYS,
+                    help="train each group of simplified models as one ensemble or member by member (same numbers; "
+                         "auto = the faster way on the device, DEFAULT_WAY)")
     ap.add_argument("--out", default=None, help="bundle name (default ch2_scaling_<preset>)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other parts of an existing bundle and replace only --parts")
@@ -277,10 +315,11 @@ def main(argv=None):
         tables = {k: v for k, v in old.tables.items() if k not in args.parts}
         data["parts"] = sorted(set(old.data.get("parts", [])) | set(args.parts))
         data["seconds"] = {k: v for k, v in old.data.get("seconds", {}).items() if k not in args.parts}
-    runners = dict(speed=lambda: run_speed(cfg, device), grid=lambda: run_grid(cfg, device, log),
-                   multilayer=lambda: run_multilayer(cfg, device, log),
-                   repetition=lambda: run_repetition(cfg, device, log),
-                   ablation=lambda: run_ablation(cfg, device, log), full=lambda: run_full(cfg, device, log))
+    way = None if args.way == "auto" else args.way
+    runners = dict(speed=lambda: run_speed(cfg, device), grid=lambda: run_grid(cfg, device, log, way),
+                   multilayer=lambda: run_multilayer(cfg, device, log, way),
+                   repetition=lambda: run_repetition(cfg, device, log, way),
+                   ablation=lambda: run_ablation(cfg, device, log, way), full=lambda: run_full(cfg, device, log))
     for part in args.parts:
         t0 = time.perf_counter()
         tables[part] = runners[part]()

@@ -3,15 +3,15 @@ with an **ensemble dimension** so that many small models train in one batched fo
 
 Alg. 1 (one layer, no gate, no Δ, :math:`\bar A_t = 1`, no SiLU, no bias, no norm, no residual)::
 
-    x_e   = E x                      (L, D)          E: embedding, tied unembedding E^T
+    x_e   = W_E x                    (L, D)          W_E: the embedding (the paper's E), tied unembedding W_E^T
     x_in  = P_in x_e                 (L, D_in)       D_in = expand · D
     x̂     = Conv1D(x_in, W_conv)     (L, D_in)       depthwise, causal, width d_conv, no bias, no activation
     B, C  = S_B x̂, S_C x̂             (L, N) each
     ŷ     = SSM(x̂, B, C)             (L, D_in)       h_t = h_{t-1} + x̂_t B_t^T,  ŷ_t = h_t C_t      (Eq. 3)
     y_out = P_out ŷ                  (L, D)
-    logits= E^T y_out                (L, V)
+    logits= W_E^T y_out              (L, V)
 
-Alg. 2 (Λ layers) adds a residual ``x^{l+1} = x^l + y_out^l`` around every layer and shares E.
+Alg. 2 (Λ layers) adds a residual ``x^{l+1} = x^l + y_out^l`` around every layer and shares W_E.
 
 Conv convention (width 2): ``x̂_t = W^0 ⊙ x_in_{t-1} + W^1 ⊙ x_in_t``; ``conv_weight[..., 0]`` is the
 previous-token tap :math:`W^0`, ``conv_weight[..., -1]`` the current-token tap (PyTorch's causal
@@ -23,41 +23,35 @@ and ``"scan"`` (the sequential recurrence of Eq. 3, the reference).
 
 Ensembles
 ---------
-Every parameter carries a leading ensemble axis of size ``E`` (``ensemble=None`` means one model and
+Every parameter carries a leading ensemble axis of size ``n_members`` (``ensemble=None`` means one model and
 no ensemble axis in inputs/outputs). Members may have *different sizes*: the tensors are allocated
 at the largest ``(D, N, Λ)`` and ``member_sizes=[(D_e, N_e, Λ_e), ...]`` masks the unused embedding
 dims, channels, state dims and layers to exactly zero (and initialises each member with its own
 fan-in), so member ``e`` computes exactly what an independent model of size ``(D_e, N_e, Λ_e)`` would.
 A whole (D, N) grid × seeds then trains in one forward on a GPU. Inputs may be shared ``(B, L)``
-or per member ``(E, B, L)``; logits are ``(E, B, L, V)``.
+or per member ``(n_members, B, L)``; logits are ``(n_members, B, L, V)``. Compact shapes below write
+``(n,B,L,D)`` with ``n = n_members``.
 
 Parameter shapes (ensemble axis first)::
 
-    embedding     (E, V, D)          token rows (the paper's E ∈ R^{D×V} is its transpose)
-    in_proj[l]    (E, D_in, D)       P_in
-    conv[l]       (E, D_in, d_conv)  W_conv
-    x_proj_B[l]   (E, N, D_in)       S_B
-    x_proj_C[l]   (E, N, D_in)       S_C
-    out_proj[l]   (E, D, D_in)       P_out
+    embedding     (n_members, V, D)          token rows (the paper's W_E ∈ R^{D×V}, its E, transposed)
+    in_proj[l]    (n_members, D_in, D)       P_in
+    conv[l]       (n_members, D_in, d_conv)  W_conv
+    x_proj_B[l]   (n_members, N, D_in)       S_B
+    x_proj_C[l]   (n_members, N, D_in)       S_C
+    out_proj[l]   (n_members, D, D_in)       P_out
 """
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..longrun import PROBE_STEPS, check_steps
-from ..tasks.mqar import IGNORE_INDEX
 from .mamba import _check_positive_int
 
-__all__ = ["LinearMamba", "MultiHeadLinearMamba", "HEAD_PATTERNS", "EnsembleTrainResult", "train_ensemble",
-           "lr_schedule", "RECIPES", "ensemble_accuracy", "masked_ce_per_member",
-           "SelectiveAblationMamba", "ABLATION_ROWS"]
+__all__ = ["LinearMamba", "MultiHeadLinearMamba", "HEAD_PATTERNS", "SelectiveAblationMamba", "ABLATION_ROWS"]
 
 SSM_FORMS = ("attention", "scan")
 
@@ -69,8 +63,8 @@ class LinearMamba(nn.Module):
         vocab_size: V. d_model: D. d_state: N. n_layer: Λ (all maxima when ``member_sizes`` is given).
         expand: D_in / D (2 in the paper). d_conv: conv width (2 in the paper; 0 = no Conv1D, Tab. 10 E).
         residual: residual around every layer (default: ``n_layer > 1`` — Alg. 1 has none, Alg. 2 has).
-        ensemble: number of members E, or None for a single model without the ensemble axis.
-        member_sizes: list of E tuples ``(D_e, N_e, Λ_e)`` (or ``(D_e, N_e)``), each ≤ the maxima.
+        ensemble: number of members (``n_members``), or None for a single model without the ensemble axis.
+        member_sizes: list of n_members tuples ``(D_e, N_e, Λ_e)`` (or ``(D_e, N_e)``), each ≤ the maxima.
         ssm: ``"attention"`` or ``"scan"``. seed: if given, ``torch.manual_seed(seed)`` before init.
     """
 
@@ -88,10 +82,10 @@ class LinearMamba(nn.Module):
             raise ValueError(f"unknown ssm form {ssm!r}; use one of {SSM_FORMS}.")
         if ensemble is not None:
             _check_positive_int("ensemble", ensemble)
-        E = 1 if ensemble is None else ensemble
+        n_members = 1 if ensemble is None else ensemble
         if member_sizes is None:
-            member_sizes = [(D, N, Lam)] * E
-        if len(member_sizes) != E:
+            member_sizes = [(D, N, Lam)] * n_members
+        if len(member_sizes) != n_members:
             raise ValueError(f"member_sizes has {len(member_sizes)} entries but ensemble={ensemble}; give one "
                              "(D, N[, layers]) tuple per member.")
         sizes = []
@@ -106,11 +100,11 @@ class LinearMamba(nn.Module):
         self.vocab_size, self.d_model, self.d_state, self.n_layer = V, D, N, Lam
         self.expand, self.d_conv, self.d_inner = expand, d_conv, expand * D
         self.residual = (Lam > 1) if residual is None else bool(residual)
-        self.ensemble, self.E, self.ssm = ensemble, E, ssm
+        self.ensemble, self.n_members, self.ssm = ensemble, n_members, ssm
         self.member_sizes = sizes
         Din = self.d_inner
         kw = dict(dtype=dtype, device=device)
-        # masks (E, D), (E, Din), (E, N), (E, Λ)
+        # masks (n_members, D), (n_members, Din), (n_members, N), (n_members, Λ)
         d_idx, n_idx, l_idx = torch.arange(D), torch.arange(N), torch.arange(Lam)
         dm = torch.stack([(d_idx < s[0]) for s in sizes]).to(dtype)
         im = dm.repeat(1, expand)  # channel c of block j belongs to embedding dim c mod D
@@ -129,13 +123,13 @@ class LinearMamba(nn.Module):
             bound = (1.0 / fan.sqrt()).to(dtype).view(-1, *([1] * (len(shape) - 1)))
             return nn.Parameter(((torch.rand(shape, **kw) * 2 - 1) * bound.to(device)))
 
-        self.embedding = nn.Parameter(torch.randn(E, V, D, **kw))  # nn.Embedding init N(0, 1)
-        self.in_proj = nn.ParameterList([uniform((E, Din, D), fan_D) for _ in range(Lam)])
-        self.conv = nn.ParameterList([uniform((E, Din, max(d_conv, 1)), torch.full((E,), float(max(d_conv, 1)),
+        self.embedding = nn.Parameter(torch.randn(n_members, V, D, **kw))  # nn.Embedding init N(0, 1)
+        self.in_proj = nn.ParameterList([uniform((n_members, Din, D), fan_D) for _ in range(Lam)])
+        self.conv = nn.ParameterList([uniform((n_members, Din, max(d_conv, 1)), torch.full((n_members,), float(max(d_conv, 1)),
                                               dtype=torch.float64)) for _ in range(Lam)]) if d_conv else None
-        self.x_proj_B = nn.ParameterList([uniform((E, N, Din), fan_Din) for _ in range(Lam)])
-        self.x_proj_C = nn.ParameterList([uniform((E, N, Din), fan_Din) for _ in range(Lam)])
-        self.out_proj = nn.ParameterList([uniform((E, D, Din), fan_Din) for _ in range(Lam)])
+        self.x_proj_B = nn.ParameterList([uniform((n_members, N, Din), fan_Din) for _ in range(Lam)])
+        self.x_proj_C = nn.ParameterList([uniform((n_members, N, Din), fan_Din) for _ in range(Lam)])
+        self.out_proj = nn.ParameterList([uniform((n_members, D, Din), fan_Din) for _ in range(Lam)])
         self.apply_masks_()
 
     # ------------------------------------------------------------------ helpers
@@ -155,9 +149,9 @@ class LinearMamba(nn.Module):
         if input_ids.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}.")
         if input_ids.dim() == 2:
-            input_ids = input_ids.unsqueeze(0).expand(self.E, -1, -1)
-        elif input_ids.dim() != 3 or input_ids.shape[0] != self.E:
-            raise ValueError(f"input_ids must be (batch, length) or (ensemble={self.E}, batch, length), got "
+            input_ids = input_ids.unsqueeze(0).expand(self.n_members, -1, -1)
+        elif input_ids.dim() != 3 or input_ids.shape[0] != self.n_members:
+            raise ValueError(f"input_ids must be (batch, length) or (ensemble={self.n_members}, batch, length), got "
                              f"shape {tuple(input_ids.shape)}.")
         if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.vocab_size):
             raise ValueError(f"token ids must lie in [0, {self.vocab_size}), got range "
@@ -165,15 +159,15 @@ class LinearMamba(nn.Module):
         return input_ids
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
-        """(E, B, L) → (E, B, L, D): x_e = E x (masked)."""
+        """(n_members, B, L) → (n_members, B, L, D): x_e = W_E x (masked)."""
         emb = self.embedding * self.d_mask[:, None, :]
-        return emb[torch.arange(self.E, device=ids.device)[:, None, None], ids]
+        return emb[torch.arange(self.n_members, device=ids.device)[:, None, None], ids]
 
     def conv1d(self, x_in: torch.Tensor, layer: int) -> torch.Tensor:
-        """Depthwise causal conv, no bias: x̂_t = Σ_k W[..., k] ⊙ x_in_{t-(K-1-k)}; (E,B,L,Din) → same."""
+        """Depthwise causal conv, no bias: x̂_t = Σ_k W[..., k] ⊙ x_in_{t-(K-1-k)}; (n,B,L,Din) → same."""
         if self.conv is None:
             return x_in
-        w = self.conv[layer] * self.i_mask[:, :, None]  # (E, Din, K)
+        w = self.conv[layer] * self.i_mask[:, :, None]  # (n_members, Din, K)
         K = w.shape[-1]
         L = x_in.shape[2]
         out = x_in * w[:, None, None, :, K - 1]
@@ -185,8 +179,8 @@ class LinearMamba(nn.Module):
         return out
 
     def layer_internals(self, x: torch.Tensor, layer: int) -> dict:
-        """One layer on the residual stream x (E,B,L,D): dict with x_in, x_hat (E,B,L,Din), B, C (E,B,L,N),
-        y_hat (E,B,L,Din), y_out (E,B,L,D)."""
+        """One layer on the residual stream x (n,B,L,D): dict with x_in, x_hat (n,B,L,Din), B, C (n,B,L,N),
+        y_hat (n,B,L,Din), y_out (n,B,L,D)."""
         im, nm = self.i_mask, self.n_mask
         x_in = torch.einsum("ebld,eid->ebli", x, self.in_proj[layer]) * im[:, None, None, :]
         x_hat = self.conv1d(x_in, layer)
@@ -204,7 +198,7 @@ class LinearMamba(nn.Module):
 
     @staticmethod
     def _scan(x_hat, Bm, Cm):
-        """Sequential Eq. 3: h_t = h_{t-1} + x̂_t B_t^T (E,B,Din,N); ŷ_t = h_t C_t."""
+        """Sequential Eq. 3: h_t = h_{t-1} + x̂_t B_t^T (n,B,Din,N); ŷ_t = h_t C_t."""
         Eb, Bb, L, Din = x_hat.shape
         h = x_hat.new_zeros(Eb, Bb, Din, Bm.shape[-1])
         ys = []
@@ -214,11 +208,11 @@ class LinearMamba(nn.Module):
         return torch.stack(ys, dim=2)
 
     def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """The final residual stream y^Λ (E, B, L, D) before the tied unembedding (always with the E axis)."""
+        """The final residual stream y^Λ (n_members, B, L, D) before the tied unembedding (always with the member axis)."""
         return self._stream(self._ids(input_ids), False)[0]
 
     def unembed(self, x: torch.Tensor) -> torch.Tensor:
-        """Tied unembedding E^T: (E, ..., D) → (E, ..., V)."""
+        """Tied unembedding W_E^T: (n_members, ..., D) → (n_members, ..., V)."""
         emb = self.embedding * self.d_mask[:, None, :]
         return torch.einsum("e...d,evd->e...v", x, emb)
 
@@ -235,7 +229,7 @@ class LinearMamba(nn.Module):
         return x, internals
 
     def forward(self, input_ids: torch.Tensor, return_internals: bool = False):
-        """input_ids (B, L) or (E, B, L) → logits (B, L, V) if ``ensemble is None`` else (E, B, L, V)."""
+        """input_ids (B, L) or (n_members, B, L) → logits (B, L, V) if ``ensemble is None`` else (n_members, B, L, V)."""
         ids = self._ids(input_ids)
         x, internals = self._stream(ids, return_internals)
         logits = self.unembed(x)
@@ -247,7 +241,7 @@ class LinearMamba(nn.Module):
     @torch.no_grad()
     def load_member(self, member: int, weights: dict) -> None:
         """Load plain weights (the paper's layout, see :mod:`mamba_recall.theory.hashing_circuit`) into member
-        ``member``, layer 0 (or ``weights['layers']`` for several): keys ``E`` (D×V), ``P_in`` (Din×D),
+        ``member``, layer 0 (or ``weights['layers']`` for several): keys ``E`` (W_E, D×V; the paper's letter, as theory.hashing_circuit writes it), ``P_in`` (Din×D),
         ``W_conv`` (Din×d_conv), ``S_B``/``S_C`` (N×Din), ``P_out`` (D×Din); smaller blocks are zero-padded."""
         layers = weights.get("layers", [weights])
         Ew = torch.as_tensor(weights["E"], dtype=self.embedding.dtype)
@@ -282,6 +276,23 @@ class LinearMamba(nn.Module):
                 self.conv[l][member][idx[:, None], torch.arange(self.conv[l].shape[-1] - K,
                                                                 self.conv[l].shape[-1])[None]] = t.to(dev)
 
+    @torch.no_grad()
+    def member_model(self, member: int) -> "LinearMamba":
+        """Member ``member`` as a model of its own: a one-member ensemble (``ensemble=1``) of the *same allocated
+        size* (the maxima, masked to the member's size) holding a copy of its parameters. Trained alone it follows
+        the member's trajectory in the ensemble bit for bit on the same machine (the ensemble's loss is a sum of
+        per-member means, its clipping and AdamW act per member; checked in ``tests/test_train.py``)."""
+        if isinstance(member, bool) or not isinstance(member, int) or not 0 <= member < self.n_members:
+            raise ValueError(f"member must be an integer in [0, {self.n_members}), got {member!r}.")
+        dev = self.embedding.device
+        one = LinearMamba(self.vocab_size, self.d_model, self.d_state, self.n_layer, expand=self.expand,
+                          d_conv=self.d_conv, residual=self.residual, ensemble=1,
+                          member_sizes=[self.member_sizes[member]], ssm=self.ssm, dtype=self.embedding.dtype,
+                          device=dev)
+        for mine, theirs in zip(one.parameters(), self.parameters()):
+            mine.copy_(theirs[member:member + 1])
+        return one
+
     def member_weights(self, member: int = 0, layer: int = 0) -> dict:
         """Plain weights of one member (paper layout; see :meth:`load_member`), cropped to its size."""
         D, N, _ = self.member_sizes[member]
@@ -307,23 +318,23 @@ HEAD_VALUES = ("code", "split", "full")
 
 class _SingleLayerEnsemble(nn.Module):
     """What the single-layer ensemble models below share: token-id checks, the tied (un)embedding of
-    their unmasked ``embedding`` (E, V, D) and ``forward``; each defines ``internals(x) → {"y_out": ...}``."""
+    their unmasked ``embedding`` (n_members, V, D) and ``forward``; each defines ``internals(x) → {"y_out": ...}``."""
 
     _ids = LinearMamba._ids
 
     def embed(self, ids):
-        return self.embedding[torch.arange(self.E, device=ids.device)[:, None, None], ids]
+        return self.embedding[torch.arange(self.n_members, device=ids.device)[:, None, None], ids]
 
     def unembed(self, x):
-        """Tied unembedding E^T: (E, ..., D) → (E, ..., V)."""
+        """Tied unembedding W_E^T: (n_members, ..., D) → (n_members, ..., V)."""
         return torch.einsum("e...d,evd->e...v", x, self.embedding)
 
     def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """y_out (E, B, L, D) before the tied unembedding (always with the ensemble axis)."""
+        """y_out (n_members, B, L, D) before the tied unembedding (always with the ensemble axis)."""
         return self.internals(self.embed(self._ids(input_ids)))["y_out"]
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """input_ids (B, L) or (E, B, L) → logits (B, L, V) if ``ensemble is None`` else (E, B, L, V)."""
+        """input_ids (B, L) or (n_members, B, L) → logits (B, L, V) if ``ensemble is None`` else (n_members, B, L, V)."""
         logits = self.unembed(self.hidden(input_ids))
         return logits[0] if self.ensemble is None else logits
 
@@ -333,14 +344,14 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
 
     Built like the authors' public code on the simplified block of Alg. 1::
 
-        x_e  = E x                    (L, D)
+        x_e  = W_E x                  (L, D)
         x̂    = Conv1D(P_in x_e)       (L, D_in)      D_in = expand·D, head size P = D_in / M
         B    = S_B x̂                  (L, M_B, N)    M_B = M for MHA, MKA; 1 (shared) for MQA, MVA
         C    = S_C x̂                  (L, M_C, N)    M_C = M for MHA, MQA; 1 (shared) for MKA, MVA
         x̂^h  = values of head h       (L, P)         see ``values``
         ŷ^h_t = Σ_{τ≤t} (B^h_τ · C^h_t) x̂^h_τ         (the SSM of Eq. 3 with Ā = 1, per head)
         ŷ    = Σ_h W_heads[:, :, h] ŷ^h (L, D_in)    aggregate
-        logits = E^T P_out ŷ          (L, V)
+        logits = W_E^T P_out ŷ        (L, V)
 
     Patterns (Tab. 8; "shared" = one tensor for all heads): MHA shares nothing; MQA shares x̂ and B;
     MKA shares x̂ and C; MVA (real Mamba-2) shares B and C.
@@ -359,13 +370,14 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
 
     Ensembles: members share (D, M, pattern) and may differ in N (``member_states=[N_e, ...]``; the unused
     state dims of every head are masked to zero) and in their initialisation. Same interface as
-    :class:`LinearMamba` for :func:`train_ensemble` (``hidden``, ``unembed``, ``apply_masks_``).
+    :class:`LinearMamba` for :func:`mamba_recall.train.train_ensemble` (``hidden``, ``unembed``, ``apply_masks_``).
 
     Parameter shapes (ensemble axis first)::
 
-        embedding (E, V, D); in_proj (E, D_in, D); conv (E, D_in, d_conv); x_proj_B (E, M_B·N, D_in);
-        x_proj_C (E, M_C·N, D_in); out_proj (E, D, D_in); W_contract (E, P, M, D_in) or (E, P, M);
-        W_heads (E, D_in, P, M)        (the last two only for values="code")
+        embedding (n_members, V, D); in_proj (n_members, D_in, D); conv (n_members, D_in, d_conv);
+        x_proj_B (n_members, M_B·N, D_in); x_proj_C (n_members, M_C·N, D_in); out_proj (n_members, D, D_in);
+        W_contract (n_members, P, M, D_in) or (n_members, P, M); W_heads (n_members, D_in, P, M)
+        (the last two only for values="code")
     """
 
     def __init__(self, vocab_size: int, d_model: int, d_state: int, n_heads: int, pattern: str = "MHA", *,
@@ -387,17 +399,17 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
                              "expand·D is a multiple of every head count (the paper uses D = 60).")
         if ensemble is not None:
             _check_positive_int("ensemble", ensemble)
-        E = 1 if ensemble is None else ensemble
-        member_states = [N] * E if member_states is None else [int(n) for n in member_states]
-        if len(member_states) != E or not all(1 <= n <= N for n in member_states):
-            raise ValueError(f"member_states must list {E} state sizes in [1, {N}], got {member_states}.")
+        n_members = 1 if ensemble is None else ensemble
+        member_states = [N] * n_members if member_states is None else [int(n) for n in member_states]
+        if len(member_states) != n_members or not all(1 <= n <= N for n in member_states):
+            raise ValueError(f"member_states must list {n_members} state sizes in [1, {N}], got {member_states}.")
         pattern = pattern.upper()
         self.vocab_size, self.d_model, self.d_state, self.n_heads, self.pattern = V, D, N, M, pattern
         self.expand, self.d_conv, self.d_inner, self.values = expand, d_conv, Din, values
         self.head_dim = Din if values == "full" else Din // M
         self.heads_B = M if pattern in ("MHA", "MKA") else 1
         self.heads_C = M if pattern in ("MHA", "MQA") else 1
-        self.ensemble, self.E, self.member_states = ensemble, E, member_states
+        self.ensemble, self.n_members, self.member_states = ensemble, n_members, member_states
         self.n_layer, self.residual = 1, False
         kw = dict(dtype=dtype, device=device)
         self.register_buffer("n_mask", torch.stack([(torch.arange(N) < n) for n in member_states]).to(dtype)
@@ -409,18 +421,18 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
             return nn.Parameter((torch.rand(shape, **kw) * 2 - 1) / math.sqrt(fan))
 
         P = Din // M
-        self.embedding = nn.Parameter(torch.randn(E, V, D, **kw))
-        self.in_proj = uniform((E, Din, D), D)
-        self.conv = uniform((E, Din, d_conv), d_conv)
-        self.x_proj_B = uniform((E, self.heads_B * N, Din), Din)
-        self.x_proj_C = uniform((E, self.heads_C * N, Din), Din)
-        self.out_proj = uniform((E, D, Din), Din)
+        self.embedding = nn.Parameter(torch.randn(n_members, V, D, **kw))
+        self.in_proj = uniform((n_members, Din, D), D)
+        self.conv = uniform((n_members, Din, d_conv), d_conv)
+        self.x_proj_B = uniform((n_members, self.heads_B * N, Din), Din)
+        self.x_proj_C = uniform((n_members, self.heads_C * N, Din), Din)
+        self.out_proj = uniform((n_members, D, Din), Din)
         if values == "code":
             if pattern in ("MHA", "MVA"):
-                self.W_contract = nn.Parameter(torch.randn(E, P, M, Din, **kw) / math.sqrt(Din))
+                self.W_contract = nn.Parameter(torch.randn(n_members, P, M, Din, **kw) / math.sqrt(Din))
             else:
-                self.W_contract = nn.Parameter(torch.randn(E, P, M, **kw) / math.sqrt(M))
-            self.W_heads = nn.Parameter(torch.randn(E, Din, P, M, **kw) / math.sqrt(P * M))
+                self.W_contract = nn.Parameter(torch.randn(n_members, P, M, **kw) / math.sqrt(M))
+            self.W_heads = nn.Parameter(torch.randn(n_members, Din, P, M, **kw) / math.sqrt(P * M))
         else:
             self.W_contract = self.W_heads = None
         self.apply_masks_()
@@ -429,12 +441,36 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
     def apply_masks_(self) -> None:
         """Zero the state rows of S_B, S_C (every head) that a member with a smaller N does not own."""
         for proj, h in ((self.x_proj_B, self.heads_B), (self.x_proj_C, self.heads_C)):
-            proj.view(self.E, h, self.d_state, -1).mul_(self.n_mask[:, None, :, None])
+            proj.view(self.n_members, h, self.d_state, -1).mul_(self.n_mask[:, None, :, None])
 
+    @torch.no_grad()
+    def copy_shared_from(self, src: LinearMamba) -> None:
+        r"""Load the weights of a single-layer :class:`LinearMamba` ``src`` into this model, the algebra checks of
+        Lemma 2 and Lemma 5 (paper 002): ``embedding`` (W_E), ``in_proj`` (P_in), ``conv`` (W_conv), ``out_proj``
+        (P_out) and ``x_proj_B`` / ``x_proj_C`` (S_B, S_C) are copied member by member.
+
+        S_B, S_C must have the same shape in both: (n_members, M_B·N, D_in) here against (n_members, N_src, D_in)
+        in ``src``. So MVA / MQA / MKA with ``values="split"`` take a 1-head model with the same N (Lemma 2: MVA is
+        then that model exactly), and MHA with ``values="full"`` takes the 1-head model with the stacked state
+        N_src = M·N, ``S_B = (S_B^1; …; S_B^M)`` (Lemma 5, Eqs. 129–131: N' = M N)."""
+        if not isinstance(src, LinearMamba) or src.n_layer != 1:
+            raise ValueError(f"src must be a single-layer LinearMamba, got {type(src).__name__} with "
+                             f"{getattr(src, 'n_layer', '?')} layers.")
+        pairs = (("embedding", self.embedding, src.embedding), ("in_proj", self.in_proj, src.in_proj[0]),
+                 ("conv", self.conv, None if src.conv is None else src.conv[0]),
+                 ("out_proj", self.out_proj, src.out_proj[0]), ("x_proj_B", self.x_proj_B, src.x_proj_B[0]),
+                 ("x_proj_C", self.x_proj_C, src.x_proj_C[0]))
+        for name, dst, w in pairs:
+            if w is None or dst.shape != w.shape:
+                raise ValueError(f"{name}: shape {tuple(dst.shape)} here but "
+                                 f"{None if w is None else tuple(w.shape)} in src; build src with the same V, D, "
+                                 f"expand, d_conv, members and N_src = M_B·N = {self.heads_B * self.d_state}.")
+        for _, dst, w in pairs:
+            dst.copy_(w)
 
     def internals(self, x: torch.Tensor) -> dict:
-        """x (E,B,L,D) → dict x_hat (E,B,L,Din), B (E,B,L,M,N), C (E,B,L,M,N), values (E,B,L,M,P),
-        y_heads (E,B,L,M,P), y_hat (E,B,L,Din), y_out (E,B,L,D)."""
+        """x (n,B,L,D) → dict x_hat (n,B,L,Din), B (n,B,L,M,N), C (n,B,L,M,N), values (n,B,L,M,P),
+        y_heads (n,B,L,M,P), y_hat (n,B,L,Din), y_out (n,B,L,D)."""
         Eb, Bb, L, _ = x.shape
         M, N, Din, P = self.n_heads, self.d_state, self.d_inner, self.head_dim
         x_in = torch.einsum("ebld,eid->ebli", x, self.in_proj)
@@ -485,20 +521,21 @@ ABLATION_ROWS = {
 
 class SelectiveAblationMamba(_SingleLayerEnsemble):
     r"""The 1-layer selective Mamba of the Tab. 10 ablation (App. K), rows Base / A / B (and C with Δ), with an
-    ensemble axis (members = seeds, all of the same size) so that it trains with :func:`train_ensemble`.
+    ensemble axis (members = seeds, all of the same size) so that it trains with
+    :func:`mamba_recall.train.train_ensemble`.
 
     Row ``Base`` is the mamba-ssm Mamba-1 mixer (§3.2, Eqs. 1–2) without normalisation layers, in the
     [code] ``circuit_minimality_ablation`` layout (``expand=2``, ``d_conv=4``, ``conv_bias=True``, ``bias=False``,
     ``init_D=0``: no skip term ``D x̂``)::
 
-        x_e = E x                                    (L, D)
+        x_e = W_E x                                  (L, D)
         x_in = P_in x_e,  z = P_z x_e                 (L, D_in) each
         x̂ = SiLU(Conv1D(x_in) + b_conv)              (L, D_in)    (no SiLU: row C)
         Δ = SoftPlus(W_Δ (S_Δ x̂) + b_Δ)               (L, D_in)    S_Δ: (R, D_in), W_Δ: (D_in, R), R = ⌈D/16⌉
         B = S_B x̂,  C = S_C x̂                        (L, N) each
         h_t = exp(Δ_t A) ⊙ h_{t-1} + (Δ_t ⊙ x̂_t) B_t^T  (D_in, N)   A = −exp(A_log) (D_in, N), S4D-real init
         ŷ_t = h_t C_t ⊙ SiLU(z_t)                    (D_in)       (no gate: rows B, C)
-        logits = E^T P_out ŷ                         (L, V)        tied embedding
+        logits = W_E^T P_out ŷ                       (L, V)        tied embedding
 
     Row ``A`` sets :math:`\bar A_t = I` (no ``A_log`` parameter) and keeps :math:`\bar B_t=\Delta_t B_t`, so
     :math:`\hat y_t=\sum_{\tau\le t}(B_\tau\!\cdot\!C_t)\,\Delta_\tau\odot\hat x_\tau` (computed in that
@@ -508,9 +545,9 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
 
     Parameter shapes (ensemble axis first)::
 
-        embedding (E, V, D); in_proj (E, D_in, D); in_proj_z (E, D_in, D) if gate; conv (E, D_in, d_conv);
-        conv_bias (E, D_in); x_proj_dt (E, R, D_in); dt_proj (E, D_in, R); dt_bias (E, D_in);
-        x_proj_B, x_proj_C (E, N, D_in); A_log (E, D_in, N) if decay; out_proj (E, D, D_in)
+        embedding (n_members, V, D); in_proj (n_members, D_in, D); in_proj_z (n_members, D_in, D) if gate; conv (n_members, D_in, d_conv);
+        conv_bias (n_members, D_in); x_proj_dt (n_members, R, D_in); dt_proj (n_members, D_in, R); dt_bias (n_members, D_in);
+        x_proj_B, x_proj_C (n_members, N, D_in); A_log (n_members, D_in, N) if decay; out_proj (n_members, D, D_in)
     """
 
     def __init__(self, vocab_size: int, d_model: int, d_state: int, row: str = "Base", *, expand: int = 2,
@@ -525,12 +562,12 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
             raise ValueError(f"unknown ablation row {row!r}; use one of {tuple(ABLATION_ROWS)}.")
         if ensemble is not None:
             _check_positive_int("ensemble", ensemble)
-        E = 1 if ensemble is None else ensemble
+        n_members = 1 if ensemble is None else ensemble
         self.vocab_size, self.d_model, self.d_state, self.row = V, D, N, row
         self.expand, self.d_conv, self.d_inner = expand, d_conv, expand * D
         self.dt_rank = math.ceil(D / 16)
         self.decay, self.gate, self.activation = (ABLATION_ROWS[row][k] for k in ("decay", "gate", "activation"))
-        self.ensemble, self.E, self.n_layer, self.residual = ensemble, E, 1, False
+        self.ensemble, self.n_members, self.n_layer, self.residual = ensemble, n_members, 1, False
         Din, R = self.d_inner, self.dt_rank
         kw = dict(dtype=dtype, device=device)
         if seed is not None:
@@ -539,27 +576,27 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
         def uniform(shape, fan):
             return nn.Parameter((torch.rand(shape, **kw) * 2 - 1) / math.sqrt(fan))
 
-        self.embedding = nn.Parameter(torch.randn(E, V, D, **kw))
-        self.in_proj = uniform((E, Din, D), D)
-        self.in_proj_z = uniform((E, Din, D), D) if self.gate else None
-        self.conv = uniform((E, Din, d_conv), d_conv)
-        self.conv_bias = uniform((E, Din), d_conv)
-        self.x_proj_dt = uniform((E, R, Din), Din)
-        self.dt_proj = nn.Parameter((torch.rand(E, Din, R, **kw) * 2 - 1) * R ** -0.5)
-        dt = torch.exp(torch.rand(E, Din, **kw) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3)).clamp(min=1e-4)
+        self.embedding = nn.Parameter(torch.randn(n_members, V, D, **kw))
+        self.in_proj = uniform((n_members, Din, D), D)
+        self.in_proj_z = uniform((n_members, Din, D), D) if self.gate else None
+        self.conv = uniform((n_members, Din, d_conv), d_conv)
+        self.conv_bias = uniform((n_members, Din), d_conv)
+        self.x_proj_dt = uniform((n_members, R, Din), Din)
+        self.dt_proj = nn.Parameter((torch.rand(n_members, Din, R, **kw) * 2 - 1) * R ** -0.5)
+        dt = torch.exp(torch.rand(n_members, Din, **kw) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3)).clamp(min=1e-4)
         self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # softplus^{-1}(dt)
-        self.x_proj_B = uniform((E, N, Din), Din)
-        self.x_proj_C = uniform((E, N, Din), Din)
-        self.A_log = (nn.Parameter(torch.log(torch.arange(1, N + 1, **kw)).expand(E, Din, N).clone())
+        self.x_proj_B = uniform((n_members, N, Din), Din)
+        self.x_proj_C = uniform((n_members, N, Din), Din)
+        self.A_log = (nn.Parameter(torch.log(torch.arange(1, N + 1, **kw)).expand(n_members, Din, N).clone())
                       if self.decay else None)
-        self.out_proj = uniform((E, D, Din), Din)
+        self.out_proj = uniform((n_members, D, Din), Din)
 
     def apply_masks_(self) -> None:
-        """No masked entries (all members have the same size); kept for :func:`train_ensemble`."""
+        """No masked entries (all members have the same size); kept for :func:`mamba_recall.train.train_ensemble`."""
 
 
     def internals(self, x: torch.Tensor, ssm: str = "auto") -> dict:
-        """x (E,B,L,D) → dict x_hat, delta, y_hat (E,B,L,Din), B, C (E,B,L,N), y_out (E,B,L,D).
+        """x (n,B,L,D) → dict x_hat, delta, y_hat (n,B,L,Din), B, C (n,B,L,N), y_out (n,B,L,D).
         ``ssm``: ``"auto"`` (attention form when Ā = I, else the sequential scan) or ``"scan"``."""
         L, K = x.shape[2], self.d_conv
         x_in = torch.einsum("ebld,eid->ebli", x, self.in_proj)
@@ -576,7 +613,7 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
         Cm = torch.einsum("ebli,eni->ebln", x_hat, self.x_proj_C)
         u = delta * x_hat
         if self.decay or ssm == "scan":
-            A = -torch.exp(self.A_log) if self.decay else u.new_zeros(self.E, self.d_inner, self.d_state)
+            A = -torch.exp(self.A_log) if self.decay else u.new_zeros(self.n_members, self.d_inner, self.d_state)
             h = u.new_zeros(*u.shape[:2], self.d_inner, self.d_state)
             ys = []
             for t in range(L):  # Eq. 2: h_t = exp(Δ_t A) ⊙ h_{t−1} + (Δ_t x̂_t) B_t^T; ŷ_t = h_t C_t
@@ -591,156 +628,3 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
             y_hat = y_hat * F.silu(torch.einsum("ebld,eid->ebli", x, self.in_proj_z))
         y_out = torch.einsum("ebli,edi->ebld", y_hat, self.out_proj)
         return dict(x_hat=x_hat, delta=delta, B=Bm, C=Cm, y_hat=y_hat, y_out=y_out)
-
-
-# ====================================================================== training of ensembles
-
-RECIPES = {
-    # the authors' code, D–N linear recipe: warmup 100 → hold 400 → cosine 1500 → 0, AdamW β=(0.9,0.95), wd 0
-    "code": dict(lr=1e-2, betas=(0.9, 0.95), weight_decay=0.0, warmup=100, hold=400, schedule="code",
-                 grad_clip=1.5, label_smoothing=0.1, batch_size=128),
-    # Tab. 9 (App. J): warmup 500, linear decay ÷10 over 15000 steps, wd 0.1, clip 0.75
-    "tab9": dict(lr=1e-2, betas=(0.9, 0.999), weight_decay=0.1, warmup=500, hold=0, schedule="tab9",
-                 grad_clip=0.75, label_smoothing=0.1, batch_size=128),
-}
-
-
-def lr_schedule(step: int, steps: int, *, lr: float, warmup: int, hold: int = 0, schedule: str = "code") -> float:
-    """LR at 0-based ``step``. ``code``: linear warmup, hold, cosine to 0 over the remaining steps.
-    ``tab9``: ``lr·min(1,(s+1)/W)·max(0.1, 1-0.9 s/15000)`` (our reading of App. J, Tab. 9)."""
-    if schedule == "tab9":
-        return lr * min(1.0, (step + 1) / max(warmup, 1)) * max(0.1, 1 - 0.9 * step / 15000)
-    if schedule != "code":
-        raise ValueError(f"unknown schedule {schedule!r}; use 'code' or 'tab9'.")
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    if step < warmup + hold:
-        return lr
-    rest = max(1, steps - warmup - hold)
-    return lr * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup - hold) / rest)))
-
-
-def masked_ce_per_member(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0):
-    """logits (E,B,L,V), labels (B,L) or (E,B,L) → per-member mean CE over labelled positions, (E,)."""
-    E, V = logits.shape[0], logits.shape[-1]
-    if labels.dim() == 2:
-        labels = labels.unsqueeze(0).expand(E, -1, -1)
-    ce = F.cross_entropy(logits.reshape(-1, V).float(), labels.reshape(-1), ignore_index=IGNORE_INDEX,
-                         label_smoothing=label_smoothing, reduction="none").view(E, -1)
-    mask = (labels.reshape(E, -1) != IGNORE_INDEX).to(ce.dtype)
-    return (ce * mask).sum(1) / mask.sum(1).clamp_min(1)
-
-
-@torch.no_grad()
-def ensemble_accuracy(model: LinearMamba, inputs: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 256,
-                      values_only: bool = False, device="cpu") -> torch.Tensor:
-    """Per-member MQAR accuracy (E,) — full-vocab argmax, or argmax over the value half [V/2, V)."""
-    model.eval()
-    correct = total = 0
-    for i in range(0, inputs.shape[-2], batch_size):
-        x = inputs[..., i:i + batch_size, :].to(device)
-        y = labels[..., i:i + batch_size, :].to(device)
-        logits = model(x)
-        if model.ensemble is None:
-            logits = logits.unsqueeze(0)
-        if values_only:
-            logits[..., : model.vocab_size // 2] = -float("inf")
-        yy = y.unsqueeze(0).expand(logits.shape[0], *y.shape[-2:]) if y.dim() == 2 else y
-        mask = yy != IGNORE_INDEX
-        correct = correct + ((logits.argmax(-1) == yy) & mask).sum((1, 2)).double()
-        total = total + mask.sum((1, 2)).double()
-    model.train()
-    return (correct / total).cpu()
-
-
-@dataclass
-class EnsembleTrainResult:
-    steps_run: int = 0
-    seconds: float = 0.0
-    accuracy: list = field(default_factory=list)          # final per-member accuracy
-    best_accuracy: list = field(default_factory=list)     # best per-member accuracy over evaluations
-    history: list = field(default_factory=list)           # {"step", "loss": [E], "accuracy": [E]}
-
-    @property
-    def steps_per_second(self) -> float:
-        return self.steps_run / self.seconds if self.seconds else float("nan")
-
-
-def train_ensemble(model: LinearMamba, make_batch: Callable[[int], tuple], *, steps: int, recipe: str = "code",
-                   eval_batch=None, eval_every: int = 100, target_accuracy: float | None = None, seed: int = 0,
-                   device="cpu", overrides: dict | None = None, num_threads: int | None = None,
-                   progress: bool = False) -> EnsembleTrainResult:
-    """Train all members at once; each member is optimised exactly as if alone: the loss is the *sum* of
-    per-member means, AdamW is element-wise, and gradient clipping uses each member's own global norm.
-
-    ``make_batch(step) -> (inputs (B,L) or (E,B,L), labels)`` deterministic in the step. ``recipe`` is a key
-    of :data:`RECIPES` ("code" = the authors' committed recipe, "tab9" = the paper's Tab. 9); ``overrides``
-    replace entries (e.g. ``{"warmup": 50}``). Early stop when *every* member reaches ``target_accuracy``.
-    """
-    if recipe not in RECIPES:
-        raise ValueError(f"unknown recipe {recipe!r}; use one of {tuple(RECIPES)}.")
-    cfg = {**RECIPES[recipe], **(overrides or {})}
-    _check_positive_int("steps", steps)
-    threads_before = torch.get_num_threads()
-    if num_threads:
-        torch.set_num_threads(num_threads)
-    torch.manual_seed(seed)
-    model.to(device).train()
-    params = [p for p in model.parameters()]
-    opt = torch.optim.AdamW(params, lr=cfg["lr"], betas=tuple(cfg["betas"]), weight_decay=cfg["weight_decay"])
-    res = EnsembleTrainResult()
-    E = model.E
-    best = torch.zeros(E, dtype=torch.float64)
-    start = time.perf_counter()
-    try:
-        for s in range(steps):
-            cur = lr_schedule(s, steps, lr=cfg["lr"], warmup=cfg["warmup"], hold=cfg["hold"],
-                              schedule=cfg["schedule"])
-            for g in opt.param_groups:
-                g["lr"] = cur
-            x, y = make_batch(s)
-            y = y.to(device)
-            if y.dim() == 2:  # shared labels: unembed only the labelled positions (N_f of L; the dominant cost)
-                mask = y != IGNORE_INDEX
-                h = model.hidden(x.to(device))[:, mask]                      # (E, Q, D)
-                logits = model.unembed(h)                                     # (E, Q, V)
-                losses = masked_ce_per_member(logits[:, None], y[mask][None], cfg["label_smoothing"])
-            else:
-                logits = model(x.to(device))
-                if model.ensemble is None:
-                    logits = logits.unsqueeze(0)
-                losses = masked_ce_per_member(logits, y, cfg["label_smoothing"])
-            loss = losses.sum()
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"non-finite loss at step {s + 1}; lower lr or the clip.")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg["grad_clip"]:
-                sq = sum(p.grad.reshape(E, -1).pow(2).sum(1) for p in params if p.grad is not None)
-                scale = (cfg["grad_clip"] / (sq.sqrt() + 1e-6)).clamp(max=1.0)
-                for p in params:
-                    if p.grad is not None:
-                        p.grad.mul_(scale.view(-1, *([1] * (p.dim() - 1))))
-            opt.step()
-            model.apply_masks_()  # keeps padded entries exactly zero (weight decay / Adam ε never revive them)
-            res.steps_run = s + 1
-            if s + 1 == PROBE_STEPS:  # the long-run guard (mamba_recall.longrun)
-                check_steps(time.perf_counter() - start, s + 1, steps, "train_ensemble", device)
-            entry = {"step": s + 1, "loss": losses.detach().cpu().tolist()}
-            if eval_batch is not None and ((s + 1) % eval_every == 0 or s + 1 == steps):
-                acc = ensemble_accuracy(model, *eval_batch, device=device)
-                best = torch.maximum(best, acc)
-                entry["accuracy"] = acc.tolist()
-                res.accuracy = acc.tolist()
-                if progress:
-                    print(f"step {s + 1}: acc " + " ".join(f"{a:.3f}" for a in acc.tolist()[:16]))
-                if target_accuracy is not None and bool((acc >= target_accuracy).all()):
-                    res.history.append(entry)
-                    break
-            res.history.append(entry)
-    finally:
-        res.seconds = time.perf_counter() - start
-        if num_threads:
-            torch.set_num_threads(threads_before)
-    res.best_accuracy = best.tolist()
-    return res

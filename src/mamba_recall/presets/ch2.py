@@ -5,6 +5,18 @@ Regimes (V, N_f, L): R0 (512, 16, 64), R1 (512, 32, 128), R2 (1024, 16, 64) [aut
 R-ci (64, 8, 32), R-a (128, 16, 64, App. K's setting), R-b (256, 16, 64) [ours: CPU-sized].
 """
 
+#: Training recipes of the simplified models (paper 002), run by :func:`mamba_recall.train.train_ensemble`.
+#: ``warmup`` / ``hold`` are steps; ``schedule`` names a :func:`mamba_recall.train.lr_at` schedule; ``batch_size`` is
+#: informational (the runners build batches of that size).
+RECIPES = {
+    # the authors' code, D–N linear recipe: warmup 100 → hold 400 → cosine 1500 → 0, AdamW β=(0.9,0.95), wd 0
+    "code": dict(lr=1e-2, betas=(0.9, 0.95), weight_decay=0.0, warmup=100, hold=400, schedule="code",
+                 grad_clip=1.5, label_smoothing=0.1, batch_size=128),
+    # Tab. 9 (App. J): warmup 500, linear decay ÷10 over 15000 steps, wd 0.1, clip 0.75
+    "tab9": dict(lr=1e-2, betas=(0.9, 0.999), weight_decay=0.1, warmup=500, hold=0, schedule="tab9",
+                 grad_clip=0.75, label_smoothing=0.1, batch_size=128),
+}
+
 _CODE_D = list(range(2, 65, 2))          # [code] grid: D ∈ {2, 4, …, 64}
 _CODE_N = list(range(2, 33))             # N ∈ {2, …, 32}; cells with N > D are skipped
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..labels import labelled_accuracy as _labelled_accuracy
 from .mqar import IGNORE_INDEX, check_int
 from .serial_recall import BOS, SEP, RecallVocab
 
@@ -143,9 +144,8 @@ def transfer_sets(vocab: RecallVocab, mix: dict, n: int, seed: int, seed_step: i
             for i, task in enumerate(mix["tasks"])}
 
 
-@torch.no_grad()
 def labelled_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
-    """Per example, the fraction of labelled positions whose argmax equals the label: (B,) float64."""
-    mask = labels != IGNORE_INDEX
-    hit = (logits.argmax(-1) == labels) & mask
-    return (hit.sum(1).double() / mask.sum(1).clamp(min=1).double()).cpu().numpy()
+    """Per example, the fraction of labelled positions whose argmax equals the label: logits (B, T, V), labels
+    (B, T) → (B,) float64 numpy (0 for an example without labels). The library's one accuracy,
+    :func:`mamba_recall.labels.labelled_accuracy` with ``per="example"``, as numpy for the Chapter 4 statistics."""
+    return _labelled_accuracy(logits, labels, per="example").cpu().numpy()

@@ -76,7 +76,7 @@ def circuit_predictions(weights: dict, x: torch.Tensor, y: torch.Tensor, *, read
 def circuit_accuracy(V: int, D: int, N: int, Nf: int, *, n_queries: int = 2000, seed: int = 0, data_seed: int = 12345,
                      readout: str = "values", construction: str = "code", weights: dict | None = None) -> float:
     """Per-query accuracy of the Thm 2 circuit on Zoology MQAR (V, N_f, L = 4 N_f), ≈ ``n_queries`` queries."""
-    from ..tasks.mqar_variants import mqar
+    from ..tasks.mqar import mqar
 
     w = weights if weights is not None else thm2_weights(V, D, N, seed, construction)
     n_seq = max(1, math.ceil(n_queries / Nf))

@@ -112,7 +112,7 @@ def designed_accuracy(V: int, D: int | None, N: int | None, Nf: int, L: int, *, 
     """MQAR accuracy of the designed circuit on ``n_seq`` fresh sequences (``power_a=1``, as the authors' code).
     ``task`` ``"repeated_keys"`` (``Nk=…``) or ``"repeated_queries"`` (``Nq=…``, ``post_query=…``) evaluates the
     same single-layer circuit on the variants of App. G (Remarks 3 and 5)."""
-    from ..tasks.mqar_variants import mqar, mqar_repeated_keys, mqar_repeated_queries
+    from ..tasks.mqar import mqar
 
     if readout not in READOUTS:
         raise ValueError(f"unknown readout {readout!r}; use one of {READOUTS}.")
@@ -125,9 +125,9 @@ def designed_accuracy(V: int, D: int | None, N: int | None, Nf: int, L: int, *, 
     if task == "mqar":
         x, y = mqar(V, Nf, L, n_seq, data_seed, **pad_kw, **task_kw)
     elif task == "repeated_keys":
-        x, y = mqar_repeated_keys(V, Nf, L, n_seq, data_seed, **pad_kw, **task_kw)
+        x, y = mqar(V, Nf, L, n_seq, data_seed, variant="repeated_keys", **pad_kw, **task_kw)
     elif task == "repeated_queries":
-        x, y = mqar_repeated_queries(V, Nf, L, n_seq, data_seed, **task_kw)
+        x, y = mqar(V, Nf, L, n_seq, data_seed, variant="repeated_queries", **task_kw)
     else:
         raise ValueError(f"unknown task {task!r}; use 'mqar', 'repeated_keys' or 'repeated_queries'.")
     correct = total = 0

@@ -182,15 +182,16 @@ def line_chart(frame: pd.DataFrame, x: str, y: str, color: str, title: str, log_
 
 
 def _train_tiny(V, Nf, D, N, steps, seed):
-    from ..models.linear_mamba import LinearMamba, ensemble_accuracy, train_ensemble
-    from ..tasks.mqar_variants import batch_fn, mqar
+    from ..models.linear_mamba import LinearMamba
+    from ..tasks.mqar import batch_fn, mqar
+    from ..train import evaluate, train_ensemble
 
     L = 4 * Nf
     model = LinearMamba(V, D, N, seed=seed)
     ev = mqar(V, Nf, L, 200, 10 ** 6)
     train_ensemble(model, batch_fn(V, Nf, L, 64, seed), steps=steps, overrides=dict(warmup=20, hold=20),
                    num_threads=1)
-    return model, float(ensemble_accuracy(model, *ev)[0])
+    return model, float(evaluate(model, *ev, per_member=True)[0])
 
 
 def hash_table_explorer(V=64, Nf=8, D=32, N=8, steps=150, seed=0):
@@ -200,7 +201,7 @@ def hash_table_explorer(V=64, Nf=8, D=32, N=8, steps=150, seed=0):
     import ipywidgets as w
 
     from ..analysis.hashing import hash_tables, ideal_table
-    from ..tasks.mqar_variants import mqar
+    from ..tasks.mqar import mqar
     from ..widgets import explorer
 
     def draw(V, Nf, D, N, steps):
@@ -271,8 +272,9 @@ def multihead_explorer(V=64, Nf=8, D=32, steps=150, seed=0):
     the Thm 5 / Eq. 77 prediction. Nothing trains until a person presses the button."""
     import ipywidgets as w
 
-    from ..models.linear_mamba import MultiHeadLinearMamba, ensemble_accuracy, train_ensemble
-    from ..tasks.mqar_variants import batch_fn, mqar
+    from ..models.linear_mamba import MultiHeadLinearMamba
+    from ..tasks.mqar import batch_fn, mqar
+    from ..train import evaluate, train_ensemble
     from ..theory.capacity import multihead_prediction
     from ..widgets import explorer
 
@@ -285,7 +287,7 @@ def multihead_explorer(V=64, Nf=8, D=32, steps=150, seed=0):
         train_ensemble(model, batch_fn(V, Nf, L, 64, seed), steps=steps, overrides=dict(warmup=20, hold=20,
                                                                                          grad_clip=5.0),
                        num_threads=1)
-        acc = float(ensemble_accuracy(model, *mqar(V, Nf, L, 200, 10 ** 6))[0])
+        acc = float(evaluate(model, *mqar(V, Nf, L, 200, 10 ** 6), per_member=True)[0])
         pred = multihead_prediction(V, Nf, D, N, M, pattern)
         print(f"{pattern}, M={M}, N={N}: held-out accuracy {acc:.3f}; Thm 5: N' = {pred['N_eff']}, "
               f"Eq. 77 p = {pred['p_eq77']:.3f}")
