@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from ..scan import selective_scan, ssd_scan
-from ..tasks.mqar import IGNORE_INDEX, check_int
+from ..tasks.mqar import IGNORE_INDEX, check_int, mqar
 
 THM2_BIASES = ("printed", "typo", "corrected", "centered")
 
@@ -55,25 +55,9 @@ def gen_mqar(n: int, T: int, kappa: int, V: int, seed: int):
     Context :math:`k_1v_1\dots k_\kappa v_\kappa` at positions 0..2κ−1 (keys a random permutation of
     0..κ−1, values ``κ + randint(|V|)``), then noise values; κ query positions drawn uniformly without
     replacement from 2κ..T−1, each key queried once in random order; ``labels`` = value index there.
-    Needs T ≥ 3κ. Seeded by ``seed`` (numpy ``default_rng``)."""
-    n, T, kappa, V = (check_int(a, b) for a, b in (("n", n), ("T", T), ("kappa", kappa), ("V", V)))
-    if T < 3 * kappa:
-        raise ValueError(f"T={T} must be >= 3·kappa={3 * kappa} (context of 2κ plus κ queries).")
-    rng = np.random.default_rng(seed)
-    keys = np.argsort(rng.random((n, kappa)), axis=1)
-    vals = rng.integers(0, V, size=(n, kappa))
-    ids = kappa + rng.integers(0, V, size=(n, T))
-    ids[:, 0:2 * kappa:2] = keys
-    ids[:, 1:2 * kappa:2] = kappa + vals
-    pos = 2 * kappa + np.argsort(rng.random((n, T - 2 * kappa)), axis=1)[:, :kappa]
-    order = np.argsort(rng.random((n, kappa)), axis=1)
-    val_of_key = np.empty_like(vals)
-    np.put_along_axis(val_of_key, keys, vals, axis=1)
-    labels = np.full((n, T), IGNORE_INDEX, dtype=np.int64)
-    rows = np.arange(n)[:, None]
-    ids[rows, pos] = order
-    labels[rows, pos] = np.take_along_axis(val_of_key, order, axis=1)
-    return torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(labels, dtype=torch.long)
+    Needs T ≥ 3κ. Seeded by ``seed`` (numpy ``default_rng``). The generator is
+    :func:`mamba_recall.tasks.mqar.mqar` with ``variant="paper003"``; this is its paper-003 argument order."""
+    return mqar(V, kappa, T, n, seed, variant="paper003")
 
 
 def jl_matrix(p: int, n: int, seed: int) -> np.ndarray:
