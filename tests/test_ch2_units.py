@@ -262,3 +262,47 @@ def test_selective_ablation_rows():
         SelectiveAblationMamba(64, 16, 4, "A", d_conv=0)
     with pytest.raises(ValueError):
         ens(torch.zeros(3, 2, 5, dtype=torch.int64))
+
+
+def test_member_model_and_the_separate_way_give_the_ensemble_numbers():
+    """ch2_scaling's two ways: a member trained alone (LinearMamba.member_model) follows its ensemble trajectory, so
+    train_members(way="separate") returns the ensemble's accuracies exactly (same machine)."""
+    from mamba_recall.experiments import ch2_scaling as S
+
+    sizes = [(16, 4), (8, 2), (16, 8, 2)]
+    kw = dict(steps=40, batch=16, warmup=10, hold=10, n_eval=100, residual=True)
+    assert S.train_members(64, 8, 32, sizes, way="separate", **kw) == S.train_members(64, 8, 32, sizes,
+                                                                                       way="ensemble", **kw)
+    assert S.default_way("cpu") in S.WAYS and S.default_way("cuda") == "ensemble"
+    with pytest.raises(ValueError, match="unknown way"):
+        S.train_members(64, 8, 32, sizes, way="parallel", **kw)
+    ens = LinearMamba(64, 16, 8, 2, ensemble=3, member_sizes=sizes, seed=0)
+    one = ens.member_model(2)
+    x, _ = mqar(64, 8, 32, 4, 0)
+    assert torch.equal(one(x)[0], ens(x)[2]) and one.member_sizes == [(16, 8, 2)]
+    with pytest.raises(ValueError, match="member must be"):
+        ens.member_model(3)
+
+
+def test_multihead_copy_shared_from_checks_shapes():
+    from mamba_recall.models.linear_mamba import MultiHeadLinearMamba
+
+    one = LinearMamba(32, 8, 2, ensemble=1, seed=0)
+    mva = MultiHeadLinearMamba(32, 8, 2, 4, "MVA", values="split", ensemble=1, seed=1)
+    mva.copy_shared_from(one)
+    x, _ = mqar(32, 2, 16, 3, 0)
+    with torch.no_grad():
+        assert float((mva(x) - one(x)).abs().max()) <= 1e-4 * float(one(x).abs().max())  # Lemma 2
+    mha = MultiHeadLinearMamba(32, 8, 2, 4, "MHA", values="full", ensemble=1, seed=1)
+    with pytest.raises(ValueError, match="x_proj_B"):
+        mha.copy_shared_from(one)  # MHA needs the stacked state N' = M N = 8
+
+
+def test_bench_ch2_prints_both_ways(capsys):
+    from mamba_recall import bench
+
+    assert bench.main(["ch2", "--steps", "2", "--members", "2", "--processes", "1", "--V", "64", "--Nf", "4",
+                       "--L", "16", "--D", "8", "--N", "4", "--batch", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "one ensemble of 2" in out and "separate models" in out and "model_steps_per_s" in out
+    assert "faster here:" in out

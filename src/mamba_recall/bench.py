@@ -2,6 +2,8 @@
 
     python -m mamba_recall bench [--device cpu|cuda] [--quick] [--out results/bench_cpu.json]
     python -m mamba_recall.bench [same options]
+    python -m mamba_recall bench ch2 [--steps 20] [--members 8] [--processes 1 2]   (Chapter 2 training
+        throughput: one ensemble against separate models, model-steps/s; :mod:`mamba_recall.bench_ch2`)
 
 What is timed
 -------------
@@ -642,7 +644,13 @@ def ratio_lines(df: pd.DataFrame) -> list[str]:
 
 
 def main(argv=None) -> int:
-    """``python -m mamba_recall bench`` / ``python -m mamba_recall.bench``; returns an exit code."""
+    """``python -m mamba_recall bench`` / ``python -m mamba_recall.bench``; returns an exit code.
+    ``bench ch2 [...]`` runs the Chapter 2 training-throughput comparison instead (:mod:`mamba_recall.bench_ch2`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["ch2"]:  # ensemble vs separate models, model-steps/s side by side
+        from . import bench_ch2
+
+        return bench_ch2.main(argv[1:]) or 0
     parser = argparse.ArgumentParser(prog="python -m mamba_recall bench",
                                      description="Time the selective-scan backends (forward + backward).")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")

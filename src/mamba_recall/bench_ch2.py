@@ -1,12 +1,14 @@
-"""Chapter 2 training throughput: one ensemble of E models against E models in separate processes.
+"""Chapter 2 training throughput: one ensemble of E models against the E models trained separately.
 
-    python -m mamba_recall.bench_ch2 [--steps 20] [--members 8] [--processes 1 2]
+    python -m mamba_recall bench ch2 [--steps 20] [--members 8] [--processes 1 2]
+    python -m mamba_recall.bench_ch2 [same options]
 
 Prints model-steps per second (models × steps / wall seconds) of the simplified linear Mamba of paper 002
 (default R2, D = 64, N = 32, batch 128) trained (a) as one :class:`LinearMamba` ensemble of E members in one
 process, one torch thread, and (b) as separate single models in P processes (``joblib.Parallel``), one thread
-each, every process training ``members / P`` models one after the other. On a busy machine the numbers move with
-the load: compare them side by side from one run.
+each, every process training ``members / P`` models one after the other (``P = 1`` is the ``--way separate`` of
+:mod:`mamba_recall.experiments.ch2_scaling`, whose CPU default ``DEFAULT_WAY["cpu"]`` was set from this comparison).
+On a busy machine the numbers move with the load: compare them side by side from one run.
 """
 from __future__ import annotations
 
@@ -77,13 +79,21 @@ def main(argv=None):
     ap.add_argument("--N", type=int, default=32)
     ap.add_argument("--V", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--Nf", type=int, default=16, help="facts per sequence")
+    ap.add_argument("--L", type=int, default=64, help="sequence length")
     args = ap.parse_args(argv)
-    table = ch2_throughput(V=args.V, D=args.D, N=args.N, batch=args.batch, steps=args.steps, members=args.members,
-                           processes=tuple(args.processes))
+    table = ch2_throughput(V=args.V, Nf=args.Nf, L=args.L, D=args.D, N=args.N, batch=args.batch, steps=args.steps,
+                           members=args.members, processes=tuple(args.processes))
     print(f"Chapter 2 training throughput, linear Mamba V={args.V}, D={args.D}, N={args.N}, batch {args.batch}, "
           f"{args.steps} steps (seconds: the training loops; wall_with_startup adds the worker processes' start):")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    from .experiments.ch2_scaling import DEFAULT_WAY
+
+    best = table.loc[table["model_steps_per_s"].idxmax()]
+    print(f"faster here: {best['way']} ({best['processes']} process(es)); ch2_scaling trains on the CPU with "
+          f"--way {DEFAULT_WAY['cpu']} by default (--way ensemble|separate to choose).")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
