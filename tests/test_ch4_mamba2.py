@@ -108,6 +108,38 @@ def test_recall_by_position_matches_full_prompts(tiny):
                 assert np.array_equal(got[:, k - 1], (pred == ans).numpy())
 
 
+@torch.no_grad()
+def test_uniform_init_states_for_mamba2(tiny):
+    """App. G's U(0, s) initial state in Mamba-2's layout, (batch, H, P, N), consumed as h_0 by the SSD."""
+    model, vocab = tiny
+    mix = model.backbone.layers[0].mixer
+    H, P, N, K = mix.nheads, mix.headdim, mix.d_state, mix.d_conv
+    st = iv.uniform_init_states(model, 0, batch=2, seed=3)
+    assert [tuple(s.ssm.shape) for s in st] == [(2, H, P, N)] * 2
+    assert [tuple(s.conv.shape) for s in st] == [(2, H * P + 2 * N, K - 1)] * 2  # conv_dim: x, B and C
+    assert torch.all(st[1].ssm == 0) and all(torch.all(s.conv == 0) for s in st)
+    draw = torch.rand(H * P, N, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    assert torch.equal(st[0].ssm[1], draw.reshape(H, P, N))  # channel e = h·P + p, as in a Mamba-1 layer
+
+    # layer 0 reads the same inputs whatever h_0, so h_T − h_T(h_0 = 0) = exp(A_h Σ_t Δ_t) · h_0 (Eq. of the SSD
+    # recurrence h_t = α_t h_{t−1} + Δ_t x_t B_tᵀ): linear in h_0, hence in the scale s of U(0, s)
+    x = torch.randint(0, vocab.size, (2, 12), generator=torch.Generator().manual_seed(4))
+    zero = iv.uniform_init_states(model, 0, batch=2, scale=1.0)
+    zero = [type(s)(s.conv, torch.zeros_like(s.ssm)) for s in zero]
+    _, internals = model(x, return_internals=True)
+    _, end0 = model(x, states=zero, return_states=True)
+    decay = torch.exp(-torch.exp(mix.A_log)[None, :] * internals[0].delta.sum(-1))  # (B, H)
+    h_typical = float(end0[0].ssm.abs().mean())  # the model's own |h| after the prompt
+    for s in (1.0, 0.1, h_typical):
+        st = iv.uniform_init_states(model, 0, batch=2, seed=3, scale=s)
+        assert float(st[0].ssm.max()) <= s
+        _, end = model(x, states=st, return_states=True)
+        torch.testing.assert_close(end[0].ssm - end0[0].ssm, decay[:, :, None, None] * st[0].ssm, rtol=1e-9, atol=1e-12)
+    ctx = recall_contexts(4, 3, "random", vocab=vocab, seed=1)
+    tiny_state = iv.uniform_init_states(model, 0, batch=1, seed=3, scale=1e-30)
+    assert np.array_equal(iv.recall_by_position(model, ctx, init_states=tiny_state), iv.recall_by_position(model, ctx))
+
+
 def test_empty_ablation_is_bit_identical(tiny):
     model, vocab = tiny
     assert_empty_ablation_is_bit_identical(model, vocab)

@@ -193,10 +193,25 @@ def test_random_channels():
 
 def test_uniform_init_states(tiny):
     model, _ = tiny
+    mix = model.backbone.layers[1].mixer
+    E, N, K = mix.d_inner, mix.d_state, mix.d_conv
     st = iv.uniform_init_states(model, 1, batch=3, seed=42)
+    assert [tuple(s.ssm.shape) for s in st] == [(3, E, N)] * 2 and [tuple(s.conv.shape) for s in st] == [(3, E, K - 1)] * 2
     assert torch.all(st[0].ssm == 0) and st[1].ssm.min() >= 0 and st[1].ssm.max() <= 1
+    assert all(torch.all(s.conv == 0) for s in st) and st[1].ssm.dtype == mix.A_log.dtype
     assert torch.equal(st[1].ssm[0], st[1].ssm[2])
     assert torch.equal(st[1].ssm, iv.uniform_init_states(model, 1, batch=3, seed=42)[1].ssm)
+    # the default is the paper's U(0, 1) draw, as it has always been made
+    draw = torch.rand(E, N, generator=torch.Generator().manual_seed(42), dtype=torch.float64)
+    assert torch.equal(st[1].ssm[0], draw.to(mix.A_log.dtype))
+    # U(0, s): the same draw scaled, for s from 1 down to a small |h|
+    for s in (0.5, 1e-2, 1e-4):
+        sc = iv.uniform_init_states(model, 1, batch=3, seed=42, scale=s)[1].ssm
+        assert torch.equal(sc, (s * draw).to(mix.A_log.dtype).expand(3, E, N)) and sc.max() <= s
+    with pytest.raises(ValueError, match="scale must be"):
+        iv.uniform_init_states(model, 1, batch=1, scale=0.0)
+    with pytest.raises(ValueError, match="does not exist"):
+        iv.uniform_init_states(model, 2, batch=1)
 
 
 # A6 — the generator

@@ -70,14 +70,16 @@ def test_parallel_processes_and_aggregate(tmp_path):
     table = aggregate(load_runs("demo.sleep", tmp_path), by=["x"], metrics=["value"])
     row = table.set_index("x").loc[1]
     assert row["value_mean"] == 11 and row["n_seeds"] == 3 and row["value_per_seed"] == "10.0000 11.0000 12.0000"
-    half = 4.303 * 1.0 / math.sqrt(3)
-    assert abs(row["value_ci_high"] - (11 + half)) < 1e-2 and abs(row["value_ci_low"] - (11 - half)) < 1e-2
+    half = 0.95 * math.sqrt(2 / (1 - 0.95 ** 2)) * 1.0 / math.sqrt(3)  # t_{0.975, 2} = 4.3027 in closed form; s = 1
+    assert row["value_ci_high"] == pytest.approx(11 + half, rel=1e-14)
+    assert row["value_ci_low"] == pytest.approx(11 - half, rel=1e-14)
 
 
 def test_mean_interval_and_corrupt_file(tmp_path):
     assert math.isnan(mean_interval([0.5])["ci_low"])
-    st = mean_interval([0.2, 0.4])
-    assert abs(st["ci_high"] - (0.3 + 12.706 * math.sqrt(0.02) / math.sqrt(2))) < 1e-2
+    st = mean_interval([0.2, 0.4])  # t_{0.975, 1} = tan(0.475 π) = 12.7062 (Cauchy quantile)
+    assert st["ci_high"] == pytest.approx(0.3 + math.tan(0.475 * math.pi) * math.sqrt(0.02) / math.sqrt(2), rel=1e-13)
+    assert st["std"] == pytest.approx(math.sqrt(0.02)) and "scipy.stats.t" in runstore.INTERVAL_METHOD
     job = make_job("demo.sleep", {"x": 0, "sleep": 0.0}, 0)
     path = runstore.job_path(job, tmp_path)
     path.parent.mkdir(parents=True)

@@ -13,8 +13,11 @@ Recall by position uses **prefix-state evaluation**: each context is run once
 every query ``s_k r_k`` (k = 1..L) continues from it — exact for a recurrent model (tested against
 the full forward) and L× cheaper, with a paired design across positions.
 
-Statistics: 95 % Wilson interval, paired bootstrap over prompts (2,000
-resamples), McNemar's exact test for paired binary outcomes.
+Statistics, all from :mod:`scipy.stats` (tests/test_stats.py checks them against textbook values and
+against the numbers of the committed bundles): 95 % Wilson interval (:func:`wilson`), percentile paired
+bootstrap over prompts with 2,000 resamples (:func:`paired_bootstrap`), McNemar's exact test for paired
+binary outcomes (:func:`mcnemar_p`), Welch's t-test (:func:`welch_test`), Spearman's ρ (:func:`spearman`)
+and Pearson's χ² goodness of fit (:func:`chi2_uniform_p`).
 """
 from __future__ import annotations
 
@@ -25,14 +28,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from scipy import stats
 
 from ..models.mamba import LayerState, MambaLMHeadModel
+from ..models.mamba2 import Mamba2
 from ..tasks.serial_recall import RecallContexts, query_tokens
 from ..tasks.transfer import labelled_accuracy
 
-__all__ = ["ablate", "ablation_steps", "first_triplet_steps", "labelled_scores", "load_mamba_ssm_checkpoint", "mcnemar_p",
-           "paired_bootstrap", "random_channels", "recall_by_position", "summary", "uniform_init_states",
-           "wilson"]
+__all__ = ["ablate", "ablation_steps", "chi2_uniform_p", "first_triplet_steps", "labelled_scores",
+           "load_mamba_ssm_checkpoint", "mcnemar_p", "paired_bootstrap", "random_channels", "recall_by_position",
+           "spearman", "summary", "uniform_init_states", "welch_test", "wilson"]
 
 
 def first_triplet_steps(triple: int = 1, bos: bool = False) -> list[int]:
@@ -126,30 +131,62 @@ def labelled_scores(model, sets: dict, channels=None, steps="all", *, batch_size
 
 
 def uniform_init_states(model, layer: int, batch: int, seed: int = 42, low: float = 0.0, high: float = 1.0,
-                        kind: str = "uniform") -> list[LayerState]:
-    """Initial per-layer states: h_0 ~ U(low, high) over (E × N) at ``layer`` (same draw for every row,
-    as one prompt at a time in the paper's code; RNG re-seeded with ``seed`` per call so draws are
-    paired across layers), zeros elsewhere; conv states zero (paper §4.2, App. G). ``kind``: uniform/normal/constant."""
+                        kind: str = "uniform", scale: float = 1.0) -> list[LayerState]:
+    """Initial per-layer states for :func:`recall_by_position`: h_0 = scale · u at ``layer``, zeros elsewhere.
+
+    Paper §4.2, App. G (Fig. 5a): one layer's SSM state starts from U(0, 1) instead of 0. ``u`` is drawn
+    once per call with the RNG re-seeded by ``seed`` (the same draw for every batch row, as the paper's code
+    runs one prompt at a time; the same seed pairs the draws across layers): ``kind="uniform"``:
+    u ~ U(low, high); ``"normal"``: u ~ N(0, 1); ``"constant"``: u = high. ``scale`` s > 0 multiplies the
+    draw, so the defaults give U(0, s) — s = 1 (the default) is the paper's U(0, 1), bit for bit the draw
+    this function has always made; sweep s down to the model's typical |h| (e.g. the mean |ssm| of the
+    states ``model(x, return_states=True)`` returns) to see whether the effect is one of scale. Conv
+    states are zero.
+
+    Shapes, per layer (one :class:`LayerState` each; ``E = d_inner``, ``N = d_state``, ``K = d_conv``):
+
+    - Mamba-1 mixer (:class:`~mamba_recall.models.mamba.Mamba`): ``ssm`` (batch, E, N), ``conv``
+      (batch, E, K − 1); u is drawn as (E, N).
+    - Mamba-2 mixer (:class:`~mamba_recall.models.mamba2.Mamba2`, ``H = nheads``, ``P = headdim``,
+      E = H·P): ``ssm`` (batch, H, P, N), ``conv`` (batch, E + 2N, K − 1) (its ``conv_dim``); u is drawn
+      as (E, N) and viewed as (H, P, N), so channel e = h·P + p gets the value a Mamba-1 layer of the
+      same E and N would get for channel e.
+
+    dtypes: ``ssm`` that of ``A_log``, ``conv`` that of ``in_proj.weight`` (the draw is in float64, then cast).
+    """
+    layers = model.backbone.layers
+    if not 0 <= layer < len(layers):
+        raise ValueError(f"layer {layer} does not exist; the model has {len(layers)} layers (0-based).")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch must be a positive int (the number of prompts; 1 broadcasts), got {batch!r}.")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a finite number > 0 (U(0, scale)); got {scale!r} — for a zero "
+                         "state pass init_states=None.")
+    if kind not in ("uniform", "normal", "constant"):
+        raise ValueError(f"unknown kind {kind!r}; use 'uniform', 'normal' or 'constant'.")
     out = []
-    for i, blk in enumerate(model.backbone.layers):
+    for i, blk in enumerate(layers):
         mix = blk.mixer
         ref = mix.A_log
-        ssm = torch.zeros(batch, mix.d_inner, mix.d_state, dtype=ref.dtype, device=ref.device)
+        if isinstance(mix, Mamba2):
+            ssm_shape = (mix.nheads, mix.headdim, mix.d_state)  # (H, P, N)
+            conv_width = mix.conv_dim  # E + 2N: x, B and C pass the conv
+        else:
+            ssm_shape = (mix.d_inner, mix.d_state)  # (E, N)
+            conv_width = mix.d_inner
+        ssm = torch.zeros(batch, *ssm_shape, dtype=ref.dtype, device=ref.device)
         if i == layer:
             g = torch.Generator().manual_seed(seed)
+            E, N = mix.d_inner, mix.d_state
             if kind == "uniform":
-                h0 = low + (high - low) * torch.rand(mix.d_inner, mix.d_state, generator=g, dtype=torch.float64)
+                h0 = low + (high - low) * torch.rand(E, N, generator=g, dtype=torch.float64)
             elif kind == "normal":
-                h0 = torch.randn(mix.d_inner, mix.d_state, generator=g, dtype=torch.float64)
-            elif kind == "constant":
-                h0 = torch.full((mix.d_inner, mix.d_state), float(high), dtype=torch.float64)
+                h0 = torch.randn(E, N, generator=g, dtype=torch.float64)
             else:
-                raise ValueError(f"unknown kind {kind!r}; use 'uniform', 'normal' or 'constant'.")
-            ssm = ssm + h0.to(ref.dtype)
-        conv = torch.zeros(batch, mix.d_inner, mix.d_conv - 1, dtype=mix.in_proj.weight.dtype, device=ref.device)
+                h0 = torch.full((E, N), float(high), dtype=torch.float64)
+            ssm = ssm + (scale * h0).reshape(ssm_shape).to(ref.dtype)
+        conv = torch.zeros(batch, conv_width, mix.d_conv - 1, dtype=mix.in_proj.weight.dtype, device=ref.device)
         out.append(LayerState(conv=conv, ssm=ssm))
-    if not 0 <= layer < len(out):
-        raise ValueError(f"layer {layer} does not exist; the model has {len(out)} layers (0-based).")
     return out
 
 
@@ -202,16 +239,39 @@ def recall_by_position(model, ctx: RecallContexts, *, channels=None, steps="all"
     return out
 
 
+def _counts(name: str, v) -> np.ndarray:
+    """``v`` as an int64 array, refusing non-integral values (a proportion's counts are whole numbers)."""
+    arr = np.asarray(v)
+    if arr.dtype == bool or np.issubdtype(arr.dtype, np.integer):
+        return arr.astype(np.int64)
+    arr = arr.astype(float)
+    if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+        raise ValueError(f"wilson needs whole-number counts; {name} = {v!r} is not (pass e.g. correct.sum(0)).")
+    return arr.astype(np.int64)
+
+
 def wilson(successes, n, z: float = 1.959963984540054):
-    """95 % Wilson score interval (lower, upper) for ``successes`` out of ``n`` (arrays broadcast)."""
-    s, n = np.asarray(successes, dtype=float), np.asarray(n, dtype=float)
-    if np.any(n <= 0) or np.any(s < 0) or np.any(s > n):
+    r"""Wilson score interval (lower, upper) for ``successes`` out of ``n`` (int arrays broadcast; default 95 %).
+
+    With :math:`\hat p = s/n` and :math:`z = \Phi^{-1}(0.975)` (Wilson 1927; Newcombe 1998, method 3)::
+
+        centre = (p̂ + z²/2n) / (1 + z²/n),   half = z/(1 + z²/n) · √(p̂(1−p̂)/n + z²/4n²)
+
+    computed by ``scipy.stats.binomtest(s, n).proportion_ci(method="wilson")`` at confidence level
+    2Φ(z) − 1 (exactly 0.95 for the default z); the bounds are 0 at s = 0 and 1 at s = n. Scalars in →
+    ``np.float64`` out, arrays in → arrays of the broadcast shape.
+    """
+    s, m = np.broadcast_arrays(_counts("successes", successes), _counts("n", n))
+    if np.any(m <= 0) or np.any(s < 0) or np.any(s > m):
         raise ValueError("wilson needs 0 <= successes <= n and n > 0.")
-    p = s / n
-    den = 1 + z * z / n
-    center = (p + z * z / (2 * n)) / den
-    half = z / den * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return np.clip(center - half, 0, 1), np.clip(center + half, 0, 1)
+    if not z > 0:
+        raise ValueError(f"z must be > 0 (1.96 for a 95 % interval), got {z!r}.")
+    level = float(1 - 2 * stats.norm.sf(z))
+    lo, hi = np.empty(s.shape), np.empty(s.shape)
+    for i in np.ndindex(s.shape):
+        ci = stats.binomtest(int(s[i]), int(m[i])).proportion_ci(confidence_level=level, method="wilson")
+        lo[i], hi[i] = ci.low, ci.high
+    return (lo[()], hi[()]) if s.ndim == 0 else (lo, hi)
 
 
 def summary(correct: np.ndarray) -> dict:
@@ -229,26 +289,44 @@ def summary(correct: np.ndarray) -> dict:
 
 
 def paired_bootstrap(a: np.ndarray, b: np.ndarray, stat=np.mean, n_boot: int = 2000, seed: int = 0):
-    """Paired bootstrap over rows of ``stat(a) − stat(b)``: (estimate, lower 2.5 %, upper 97.5 %)."""
+    """Paired percentile bootstrap over prompts of ``stat(a) − stat(b)``: (estimate, lower 2.5 %, upper 97.5 %).
+
+    a, b: (n,) one value per prompt, row i of both from the same prompt. Each of the ``n_boot`` resamples
+    draws n prompt indices with replacement (the same indices for ``a`` and ``b``, which keeps the pairing)
+    and recomputes the difference; the interval is the 2.5 % and 97.5 % quantiles of those differences
+    (linear interpolation). ``scipy.stats.bootstrap(paired=True, method="percentile")`` with the legacy
+    ``numpy.random.RandomState(seed)``, whose index draws (``randint(0, n, (n_boot, n))``) are the ones
+    this function has always made, so committed intervals are reproduced exactly.
+    """
     a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"paired_bootstrap needs one value per prompt, 1-D a and b; got shapes {a.shape} and "
+                         f"{b.shape} (average each prompt's row first, e.g. a.mean(1)).")
     if a.shape[0] != b.shape[0]:
         raise ValueError("paired_bootstrap needs the same number of rows (the same prompts) in a and b.")
-    rng = np.random.RandomState(seed)
-    idx = rng.randint(0, a.shape[0], size=(n_boot, a.shape[0]))
-    diffs = np.array([stat(a[i]) - stat(b[i]) for i in idx])
-    return float(stat(a) - stat(b)), float(np.quantile(diffs, 0.025)), float(np.quantile(diffs, 0.975))
+    if a.shape[0] < 2:
+        raise ValueError(f"paired_bootstrap needs at least 2 prompts, got {a.shape[0]}.")
+    res = stats.bootstrap((a, b), lambda x, y: stat(x) - stat(y), paired=True, vectorized=False,
+                          n_resamples=n_boot, confidence_level=0.95, method="percentile",
+                          random_state=np.random.RandomState(seed))
+    ci = res.confidence_interval
+    return float(stat(a) - stat(b)), float(ci.low), float(ci.high)
 
 
 def mcnemar_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Exact two-sided McNemar test for paired booleans ``a``, ``b`` (binomial on the discordant pairs)."""
+    """Exact two-sided McNemar test for paired booleans ``a``, ``b`` (any shape, flattened and paired).
+
+    Only the discordant pairs count: n₀₁ = #(¬a ∧ b), n₁₀ = #(a ∧ ¬b). Under H₀ (same success rate)
+    n₁₀ ~ Binomial(n₀₁ + n₁₀, ½), so p = min(1, 2 · P[X ≤ min(n₀₁, n₁₀)]) —
+    ``scipy.stats.binomtest(min(n01, n10), n01 + n10, 0.5).pvalue``; 1 when there is no discordant pair.
+    """
     a, b = np.asarray(a, bool).ravel(), np.asarray(b, bool).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"mcnemar_p needs paired outcomes of the same size, got {a.size} and {b.size}.")
     n01, n10 = int((~a & b).sum()), int((a & ~b).sum())
-    n = n01 + n10
-    if n == 0:
+    if n01 + n10 == 0:
         return 1.0
-    k = min(n01, n10)
-    p = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    return min(1.0, 2 * p)
+    return float(stats.binomtest(min(n01, n10), n01 + n10, 0.5).pvalue)
 
 
 def random_channels(model, count_per_layer: dict[int, int] | int, *, seed: int = 42,
@@ -311,53 +389,51 @@ def load_mamba_ssm_checkpoint(path, *, backend="auto", device="cpu") -> MambaLMH
     return model.to(device).eval()
 
 
-# ----------------------------------------------------------------- small statistics (no scipy dependency)
-
-def _student_t_sf2(t: float, df: float) -> float:
-    """Two-sided p-value of Student's t with ``df`` degrees of freedom (numerical integration of the density)."""
-    t = abs(float(t))
-    if not math.isfinite(t):
-        return 0.0
-    xs = np.linspace(0.0, t, 20001)
-    logc = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    dens = np.exp(logc - (df + 1) / 2 * np.log1p(xs * xs / df))
-    area = float(np.sum((dens[1:] + dens[:-1]) * np.diff(xs)) / 2)
-    return float(min(1.0, max(0.0, 1.0 - 2.0 * area)))
-
+# ------------------------------------------------------------------------- tests on two samples and counts
 
 def welch_test(a, b) -> tuple[float, float]:
-    """Welch's two-sample t-test: (t, two-sided p)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    if va + vb == 0:
+    """Welch's two-sample t-test (unequal variances): (t, two-sided p).
+
+    a: (n_a,), b: (n_b,), n ≥ 2 each. t = (ā − b̄) / √(s_a²/n_a + s_b²/n_b) with Welch–Satterthwaite
+    degrees of freedom ν = (s_a²/n_a + s_b²/n_b)² / (s_a⁴/(n_a²(n_a−1)) + s_b⁴/(n_b²(n_b−1))) and
+    p = 2 · P[T_ν > |t|]: ``scipy.stats.ttest_ind(a, b, equal_var=False)``. Both samples constant: (0, 1)
+    if their means agree, else (inf, 0) (scipy returns NaN there).
+    """
+    a, b = np.asarray(a, float).ravel(), np.asarray(b, float).ravel()
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"welch_test needs at least 2 values per sample, got {len(a)} and {len(b)}.")
+    if a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b) == 0:
         return (0.0, 1.0) if a.mean() == b.mean() else (math.inf, 0.0)
-    t = (a.mean() - b.mean()) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    return float(t), _student_t_sf2(t, df)
+    res = stats.ttest_ind(a, b, equal_var=False)
+    return float(res.statistic), float(res.pvalue)
 
 
 def spearman(x, y) -> float:
-    """Spearman's rank correlation (average ranks for ties)."""
-    def rank(v):
-        v = np.asarray(v, float)
-        order = v.argsort(kind="mergesort")
-        r = np.empty(len(v))
-        r[order] = np.arange(len(v), dtype=float)
-        for val in np.unique(v):
-            r[v == val] = r[v == val].mean()
-        return r
-    rx, ry = rank(x), rank(y)
-    if rx.std() == 0 or ry.std() == 0:
+    """Spearman's rank correlation ρ of paired x, y (n,): Pearson's r of the ranks, ties given their average
+    rank (``scipy.stats.spearmanr``); NaN when either is constant (no ranking)."""
+    x, y = np.asarray(x, float).ravel(), np.asarray(y, float).ravel()
+    if len(x) != len(y) or len(x) < 2:
+        raise ValueError(f"spearman needs paired samples of the same length ≥ 2, got {len(x)} and {len(y)}.")
+    if np.all(x == x[0]) or np.all(y == y[0]):
         return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
+    return float(stats.spearmanr(x, y).statistic)
 
 
 def chi2_uniform_p(counts, expected) -> float:
-    """Pearson χ² goodness-of-fit p-value of ``counts`` against ``expected`` (df = len − 1)."""
-    counts, expected = np.asarray(counts, float), np.asarray(expected, float)
-    stat = float(((counts - expected) ** 2 / expected).sum())
-    df = len(counts) - 1
-    if df < 1:
+    """Pearson χ² goodness-of-fit p-value of ``counts`` (k,) against ``expected`` (k,), df = k − 1.
+
+    χ² = Σ_i (counts_i − expected_i)² / expected_i, p = P[χ²_{k−1} ≥ χ²]: ``scipy.stats.chisquare``. The
+    expected counts must be > 0 and sum to the observed total (e.g. ``counts.sum() * w / w.sum()`` for
+    an even spread over units of widths ``w``); one category (df = 0) tests nothing: p = 1.
+    """
+    counts, expected = np.asarray(counts, float).ravel(), np.asarray(expected, float).ravel()
+    if counts.shape != expected.shape:
+        raise ValueError(f"counts and expected need the same length, got {len(counts)} and {len(expected)}.")
+    if len(counts) < 2:
         return 1.0
-    return float(torch.special.gammaincc(torch.tensor(df / 2, dtype=torch.float64),
-                                         torch.tensor(stat / 2, dtype=torch.float64)))
+    if np.any(expected <= 0):
+        raise ValueError("expected counts must be > 0; drop the categories nothing is expected in.")
+    if not np.isclose(counts.sum(), expected.sum(), rtol=1e-8, atol=0):
+        raise ValueError(f"expected sums to {expected.sum()} but the counts to {counts.sum()}; scale it: "
+                         "expected * counts.sum() / expected.sum().")
+    return float(stats.chisquare(counts, expected).pvalue)
