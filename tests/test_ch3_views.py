@@ -37,6 +37,6 @@ def test_thm3_state_chart():
     spec = thm3_state_chart(need).to_dict()
     assert len(spec["layer"]) == 2                      # reference lines (log₂κ, κ) and the measured points
     refs = pd.DataFrame(spec["datasets"][spec["layer"][0]["data"]["name"]])
-    assert set(refs.curve) == {"Thm. 3: N = log₂ κ", "Thm. 2: N = κ"}
+    assert set(refs.curve) == {"Thm. 3: N = log2 κ", "Thm. 2: N = κ"}
     with pytest.raises(ValueError, match="state_for_recall"):
         thm3_state_chart(need.drop(columns="N"))

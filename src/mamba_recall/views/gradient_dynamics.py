@@ -139,14 +139,15 @@ def no_repeat_probability(V, T):
 def one_step_chart(steps: pd.DataFrame, points: int = 60) -> alt.LayerChart:
     """One-step accuracy of W = −G against |V|/T², one line per T (``theory.gradient_lemma.one_step_table``:
     columns V, T, full_step, write_only, V_over_T2), with the birthday approximation
-    exp(−(T−1)(T−2)/(2(|V|−1))) of :func:`no_repeat_probability` overlaid dashed, per T, over the same |V|/T² range."""
+    exp(−(T−1)(T−2)/(2(|V|−1))) of :func:`no_repeat_probability` overlaid dashed, per T, over the same |V|/T² range
+    where |V| ≥ T (below it the T − 1 values cannot all differ and the approximation means nothing)."""
     missing = {"V", "T", "full_step", "write_only", "V_over_T2"} - set(steps.columns)
     if missing:
         raise ValueError(f"steps lacks columns {sorted(missing)}; pass theory.gradient_lemma.one_step_table(...).")
     lo, hi = float(steps.V_over_T2.min()), float(steps.V_over_T2.max())
     ratio = np.geomspace(lo, hi, points)
-    curve = pd.DataFrame([{"T": int(T), "V_over_T2": r, "no_repeat": no_repeat_probability(max(2.0, r * T ** 2), T)}
-                          for T in sorted(steps["T"].unique()) for r in ratio])
+    curve = pd.DataFrame([{"T": int(T), "V_over_T2": r, "no_repeat": no_repeat_probability(r * T ** 2, T)}
+                          for T in sorted(steps["T"].unique()) for r in ratio if r * T >= 1.0])   # |V| ≥ T
     x = alt.X("V_over_T2:Q", scale=alt.Scale(type="log"), title="|V| / T²")
     measured = alt.Chart(steps).mark_line(point=True).encode(
         x=x, y=alt.Y("full_step:Q", title="one-step accuracy"),

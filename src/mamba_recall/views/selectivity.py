@@ -120,11 +120,11 @@ def thm3_state_chart(need: pd.DataFrame) -> alt.LayerChart:
     missing = {"kappa", "N", "accuracy"} - set(need.columns)
     if missing:
         raise ValueError(f"need lacks columns {sorted(missing)}; pass theory.mqar_constructions.state_for_recall(...).")
-    measured = need[np.isfinite(need.N)].assign(curve="measured: smallest N with 99 % recall")
+    measured = need[np.isfinite(need.N)].assign(curve="measured (99 % recall)")
     kappas = np.geomspace(float(need.kappa.min()), float(need.kappa.max()), 40)
-    refs = pd.concat([pd.DataFrame(dict(kappa=kappas, N=np.log2(kappas), curve="Thm. 3: N = log₂ κ")),
+    refs = pd.concat([pd.DataFrame(dict(kappa=kappas, N=np.log2(kappas), curve="Thm. 3: N = log2 κ")),
                       pd.DataFrame(dict(kappa=kappas, N=kappas, curve="Thm. 2: N = κ"))])
-    curves = ["measured: smallest N with 99 % recall", "Thm. 3: N = log₂ κ", "Thm. 2: N = κ"]
+    curves = ["measured (99 % recall)", "Thm. 3: N = log2 κ", "Thm. 2: N = κ"]
     color = alt.Color("curve:N", title=None, scale=alt.Scale(domain=curves))
     x = alt.X("kappa:Q", scale=alt.Scale(type="log", base=2), title="keys κ")
     y = alt.Y("N:Q", scale=alt.Scale(type="log", base=2), title="state size N = p_k")
