@@ -18,7 +18,6 @@ from mamba_recall.train import (
     dataset_batches,
     evaluate,
     lr_at,
-    masked_accuracy,
     masked_cross_entropy,
     param_groups,
     train,
@@ -181,12 +180,12 @@ def test_weight_decay_groups():
     assert len(decay["params"]) + len(no_decay["params"]) == len(list(lm.parameters()))  # tied head once
 
 
-def test_masked_accuracy_and_loss():
+def test_labelled_accuracy_and_masked_loss():
     logits = torch.zeros(1, 4, 5)
     logits[0, 0, 2] = logits[0, 1, 3] = logits[0, 2, 1] = logits[0, 3, 4] = 1.0
     labels = torch.tensor([[2, -100, 0, 4]])
-    assert masked_accuracy(logits, labels) == pytest.approx(2 / 3)
-    assert math.isnan(masked_accuracy(logits, torch.full((1, 4), -100)))
+    assert labelled_accuracy(logits, labels) == pytest.approx(2 / 3)
+    assert math.isnan(labelled_accuracy(logits, torch.full((1, 4), -100)))
     expected = torch.nn.functional.cross_entropy(logits[0, [0, 2, 3]], torch.tensor([2, 0, 4]))
     torch.testing.assert_close(masked_cross_entropy(logits, labels), expected)
 
@@ -285,5 +284,5 @@ def test_evaluate_pools_batches_for_one_model_and_for_members():
     assert per_member.shape == (2,) and per_member.dtype == torch.float64
     torch.testing.assert_close(per_member, evaluate(ens, x, y, per_member=True))
     one = LinearMamba(64, 16, 8, seed=0)
-    assert evaluate(one, x, y, batch_size=7) == pytest.approx(masked_accuracy(one(x), y))
+    assert evaluate(one, x, y, batch_size=7) == pytest.approx(labelled_accuracy(one(x), y))
     assert float(evaluate(one, x, y, per_member=True)[0]) == pytest.approx(evaluate(one, x, y))

@@ -1,11 +1,11 @@
-"""Chapter 2 training throughput: one ensemble of E models against the E models trained separately.
+"""Chapter 2 training throughput: one ensemble of n models against the n models trained separately.
 
     python -m mamba_recall bench ch2 [--steps 20] [--members 8] [--processes 1 2]
     python -m mamba_recall.bench_ch2 [same options]
 
 Prints model-steps per second (models × steps / wall seconds) of the simplified linear Mamba of paper 002
-(default R2, D = 64, N = 32, batch 128) trained (a) as one :class:`LinearMamba` ensemble of E members in one
-process, one torch thread, and (b) as separate single models in P processes (``joblib.Parallel``), one thread
+(default R2, D = 64, N = 32, batch 128) trained (a) as one :class:`LinearMamba` ensemble of n = ``--members``
+members in one process, one torch thread, and (b) as separate single models in P processes (``joblib.Parallel``), one thread
 each, every process training ``members / P`` models one after the other (``P = 1`` is the ``--way separate`` of
 :mod:`mamba_recall.experiments.ch2_scaling`, whose CPU default ``DEFAULT_WAY["cpu"]`` was set from this comparison).
 On a busy machine the numbers move with the load: compare them side by side from one run.

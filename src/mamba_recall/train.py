@@ -68,7 +68,7 @@ SCHEDULES = ("constant", "cosine", "linear_warmup_cosine", "code", "tab9")
 TAB9_DECAY_STEPS = 15000  # paper 002, App. J, Tab. 9: the linear decay to lr/10 spans 15000 steps
 
 __all__ = ["IGNORE_INDEX", "RECIPES", "SCHEDULES", "TrainResult", "dataset_batches", "evaluate",
-           "labelled_accuracy", "lr_at", "masked_accuracy", "masked_ce_per_member", "masked_cross_entropy",
+           "labelled_accuracy", "lr_at", "masked_ce_per_member", "masked_cross_entropy",
            "param_groups", "train", "train_ensemble"]
 
 
@@ -126,12 +126,6 @@ def masked_ce_per_member(logits: torch.Tensor, labels: torch.Tensor, label_smoot
                          label_smoothing=label_smoothing, reduction="none").view(n_members, -1)
     mask = (labels.reshape(n_members, -1) != IGNORE_INDEX).to(ce.dtype)
     return (ce * mask).sum(1) / mask.sum(1).clamp_min(1)
-
-
-def masked_accuracy(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = IGNORE_INDEX) -> float:
-    """Fraction of positions with ``labels != ignore_index`` where ``argmax(logits) == labels``; NaN if
-    nothing is labelled. logits (B, L, V), labels (B, L). (:func:`mamba_recall.labels.labelled_accuracy`.)"""
-    return labelled_accuracy(logits, labels, ignore_index=ignore_index)
 
 
 @torch.no_grad()

@@ -49,7 +49,7 @@ def logit_noise(model: MultiHeadLinearMamba, x: torch.Tensor, y: torch.Tensor, V
     the V/2 − N_f value tokens absent from the context. Returns one dict per member (raw moments, variances
     relative to the squared margin, and normalised values for the histograms)."""
     model.eval()
-    logits = model(x) if model.ensemble is not None else model(x)[None]         # (E, B, L, V)
+    logits = model(x) if model.ensemble is not None else model(x)[None]         # (n_members, B, L, V)
     model.train()
     ctx_vals = x[:, 1:2 * Nf:2]                                                   # (B, N_f)
     in_ctx = torch.zeros(x.shape[0], V, dtype=torch.bool)

@@ -119,15 +119,16 @@ def run_speed(cfg, device):
     mb = batch_fn(c["V"], c["Nf"], c["L"], c["batch"], 0)
     data = [mb(s) for s in range(c["steps"] + 2)]
     rows = []
-    for E in c["ensembles"]:
-        model = LinearMamba(c["V"], c["D"], c["N"], ensemble=E, seed=0, device=device)
+    for n_members in c["ensembles"]:
+        model = LinearMamba(c["V"], c["D"], c["N"], ensemble=n_members, seed=0, device=device)
         train_ensemble(model, lambda s: data[s], steps=2, device=device)  # warm-up
         if device.type == "cuda":
             torch.cuda.synchronize()
         r = train_ensemble(model, lambda s: data[s], steps=c["steps"], device=device)
         if device.type == "cuda":
             torch.cuda.synchronize()
-        rows.append(dict(ensemble=E, steps_per_s=r.steps_per_second, model_steps_per_s=E * r.steps_per_second))
+        rows.append(dict(ensemble=n_members, steps_per_s=r.steps_per_second,
+                         model_steps_per_s=n_members * r.steps_per_second))
     base = rows[0]["model_steps_per_s"]
     for row in rows:
         row["speedup"] = row["model_steps_per_s"] / base
