@@ -24,9 +24,10 @@ import nbformat
 import yaml
 from tqdm.auto import tqdm
 
-from .notebook import DEVICES
+from .devices import DEVICES
 from .paths import BUILD_DIR, REPO_ROOT, scorecard_dir
 from .presets import PRESETS
+from .runners import experiment_runners
 from .scan import BACKENDS
 
 
@@ -274,28 +275,6 @@ def check_outputs(executed: Path, notebooks: list[Path]) -> list[str]:
     return problems
 
 
-def experiment_runners() -> list[str]:
-    """The runner modules of ``mamba_recall.experiments``: those with a ``main`` (each regenerates bundles in
-    ``results/``; the others are shared helpers)."""
-    import importlib
-    import pkgutil
-
-    from . import experiments
-
-    names = sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if not m.name.startswith("_"))
-    modules = {n: importlib.import_module(f"mamba_recall.experiments.{n}") for n in names}
-    runners = [n for n in names if hasattr(modules[n], "main")]
-    # a runner that reads another's outputs lists it in DEPENDS_ON and runs after it
-    ordered: list[str] = []
-    while len(ordered) < len(runners):
-        ready = [n for n in runners if n not in ordered
-                 and all(d in ordered for d in getattr(modules[n], "DEPENDS_ON", ()))]
-        if not ready:
-            raise SystemExit("error: the runners' DEPENDS_ON lists form a cycle or name a missing runner.")
-        ordered.append(ready[0])
-    return ordered
-
-
 def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool = False) -> None:
     """Regenerate results: each runner's ``COMMITTED_RUNS`` (the runs whose outputs are committed), or,
     with ``preset``, every runner at that preset on ``device`` (e.g. the papers' sizes on a GPU).
@@ -391,7 +370,7 @@ def notebook_parameters(args) -> dict:
 
 def _dispatch(args) -> int:
     if args.command in ("run", "book"):
-        from .notebook import ParameterError, resolve_device
+        from .devices import ParameterError, resolve_device
 
         try:  # the notebooks' own check, before any kernel starts
             resolve_device(args.device)

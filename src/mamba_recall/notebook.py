@@ -16,17 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .devices import DEVICES, ParameterError, resolve_device  # noqa: F401  (part of this module's interface)
 from .longrun import allow_long_runs
 from .plots import enable_offline_renderer
 from .presets import check_preset, experiment
 from .results import redirect_smoke_outputs
 from .scan import BACKENDS, resolve_backend
-
-DEVICES = ("auto", "cpu", "cuda")
-
-
-class ParameterError(ValueError):
-    """A notebook parameter (preset, seed, device, backend) has a wrong value."""
 
 
 @dataclass(frozen=True)
@@ -41,17 +36,6 @@ class NotebookContext:
     def sizes(self, name: str) -> dict:
         """The sizes of experiment ``name`` in this preset, capped when ``smoke`` (see ``presets``)."""
         return experiment(name, self.preset, smoke=self.smoke)
-
-
-def resolve_device(device: str) -> torch.device:
-    if device not in DEVICES:
-        raise ParameterError(f"unknown device {device!r}; use one of {DEVICES}.")
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ParameterError("device='cuda' was asked for but torch sees no CUDA device; use device='cpu' or "
-                             "'auto', or run on a GPU machine.")
-    return torch.device(device)
 
 
 def seed_everything(seed: int) -> None:

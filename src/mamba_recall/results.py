@@ -200,7 +200,7 @@ def regenerate_command(path: Path) -> str:
             return json.loads(f'"{found.group(1)}"')
         except json.JSONDecodeError:
             pass
-    from .cli import experiment_runners
+    from .runners import experiment_runners
 
     runners = [r for r in experiment_runners() if path.stem == r or path.stem.startswith(r + "_")]
     if runners:

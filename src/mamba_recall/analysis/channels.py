@@ -140,12 +140,14 @@ def channel_stats(model, prompts: torch.Tensor, *, query_len: int = 2, first: in
 
 def identify(stats: ChannelStats, tau: float = 0.7, p: float = 0.7) -> list[torch.Tensor]:
     """Long-term channels of every layer: indices i with P^{(i)}(τ) > p (strict), one LongTensor per layer."""
-    _check_unit("tau", tau)
-    _check_unit("p", p)
+    check_unit("tau", tau)
+    check_unit("p", p)
     return [torch.nonzero(s > p).flatten() for s in stats.scores(tau)]
 
 
-def _check_unit(name, v):
+def check_unit(name: str, v) -> None:
+    """ValueError naming ``name`` unless ``v`` is a number in [0, 1]: the thresholds τ and p of the long-term
+    channel and head scores (App. D and F of paper 004), checked here and in ``analysis.heads``."""
     if not (isinstance(v, (int, float)) and 0 <= v <= 1):
         raise ValueError(f"{name} must be a number in [0, 1], got {v!r}.")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .channels import LayerStats, _check_unit, product_range, record_internals
+from .channels import LayerStats, check_unit, product_range, record_internals
 
 __all__ = ["HeadStats", "check_b14", "closed_form_M", "explicit_product_M", "head_A", "head_frame",
            "head_statistic_chart", "head_stats", "identify_heads", "record_head_internals"]
@@ -73,7 +73,7 @@ def head_stats(model, prompts: torch.Tensor, *, query_len: int = 2, first: int =
 
 def identify_heads(stats: HeadStats, tau: float = 0.7) -> list[torch.Tensor]:
     """Long-term heads of every layer: indices h with mean-over-prompts 𝓜^{(h)} ≥ τ, one LongTensor per layer."""
-    _check_unit("tau", tau)
+    check_unit("tau", tau)
     return [torch.nonzero(m >= tau).flatten() for m in stats.mean_M()]
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..models.simplified_recall import wdelta_block_mass  # noqa: F401  (a probe of W_Δ's layout, kept importable here)
 from ..tasks.latest_value import EVENT_NAMES, NOISE, READ, WRITE, pair_events
 
 # App. C approximate values [paper], |K| = 1 (coordinates: 0 = e_0, V = e_V, "rest" = the other ones)
@@ -106,30 +107,6 @@ def write_strength(model) -> dict:
     noise = float(torch.stack([I[a, b, V + b] for a in range(1, V) for b in range(1, V)]).mean())
     largest = all(int(I[0, v].argmax()) == V + v for v in range(1, V))
     return {"write": write, "noise": noise, "ratio": write / noise, "write_is_largest_entry": bool(largest)}
-
-
-def wdelta_block_mass(W: torch.Tensor, vocab_size: int) -> dict:
-    """How much of |W_Δ| sits where the paper says (Fig. 8), in PyTorch (out, in) layout.
-
-    ``paper_rows_share``: share of Σ|W| in our columns 0 and V (the paper's rows 0 and V; uniform: 1/V).
-    ``second_part_share``: share in rows V..2V−1 of those columns ("second part"; uniform: 1/(2V)).
-    ``our_rows_share``: the same share for our rows 0 and V (the literal, wrong orientation).
-    Also the column means over rows V+1..2V−1 (the key column 0 should be the largest) and column V's mean."""
-    W = W.detach().double().cpu()
-    V = vocab_size
-    if W.shape != (2 * V, 2 * V):
-        raise ValueError(f"W_Δ must be (2V, 2V) = ({2 * V}, {2 * V}), got {tuple(W.shape)}.")
-    A = W.abs()
-    total = float(A.sum())
-    col_means = W[V + 1:, :].mean(0)
-    return {
-        "paper_rows_share": float(A[:, [0, V]].sum()) / total, "paper_rows_uniform": 1 / V,
-        "second_part_share": float(A[V:, [0, V]].sum()) / total, "second_part_uniform": 1 / (2 * V),
-        "our_rows_share": float(A[[0, V], :].sum()) / total,
-        "argmax_column_of_second_half_means": int(col_means.argmax()),
-        "column0_mean": float(col_means[0]), "columnV_mean": float(col_means[V]), "mean_abs": float(A.mean()),
-        "column0_over_mean_abs": float(col_means[0] / A.mean()),
-    }
 
 
 def probe_frame(model, ids, start: int = 0, stop: int | None = None, num_keys: int = 1) -> pd.DataFrame:

@@ -10,9 +10,9 @@ import pandas as pd
 import torch
 
 from .. import results
+from ..devices import resolve_device
 from ..models.s6 import MixerLM
 from ..models.transformer import TinyTransformer
-from ..notebook import resolve_device
 from ..presets import experiment
 
 CHECKPOINT_DIR = results.CHECKPOINT_DIR

@@ -3,7 +3,7 @@
 ``python -m mamba_recall.experiments.ch3_mqar_constructions --preset ci|paper`` (CPU, float64; minutes).
 Tables written to ``results/ch3_mqar_constructions_<preset>.json``:
 
-* ``jl`` — accuracy (max and mean over JL draws) of every variant of ``views.selectivity.VARIANTS``
+* ``jl`` — accuracy (max and mean over JL draws) of every variant of ``theory.mqar_constructions.VARIANTS``
   (Thm. 2 bias as printed / corrected / centered, Thm. 3 JL values, Thm. 4 readout as printed / centered)
   against the code size p, for κ × |V|;
 * ``thm3_keys`` — Thm. 3 with JL *keys* (N = p_k) and p_v = 32: accuracy against p_k (the N ≈ log κ claim);
@@ -16,8 +16,7 @@ import time
 
 import numpy as np
 
-from ..theory.mqar_constructions import construction_accuracy, theory_dims
-from ..views.selectivity import VARIANTS
+from ..theory.mqar_constructions import VARIANTS, construction_accuracy, theory_dims
 from .ch3_common import parse, save_runner_bundle
 
 

@@ -37,11 +37,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..scan import BACKENDS, linear_recurrence_chunked, resolve_backend, selective_scan
-from ..scan._common import discretize, finish_output, prepare_scan
+from ..scan import (BACKENDS, discretize, finish_output, linear_recurrence_chunked, prepare_scan, resolve_backend,
+                    selective_scan)
 
 __all__ = ["Block", "LayerState", "Mamba", "MambaInternals", "MambaLMHeadModel", "MixerModel", "RMSNorm",
-           "init_weights"]
+           "at_least_fp32", "check_positive_int", "init_weights"]
 
 
 def _check_backend(backend: str) -> str:
@@ -51,15 +51,22 @@ def _check_backend(backend: str) -> str:
     return backend
 
 
-def _at_least_fp32(t: torch.Tensor) -> torch.Tensor:
-    """mamba-ssm keeps A_log, D, dt bias and the residual in fp32 (``.float()``); float64 stays float64."""
+def at_least_fp32(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (any shape) in float32, or unchanged if float64: mamba-ssm keeps A_log, D, dt bias and the residual
+    in fp32 (``.float()``) whatever the model's dtype. Shared by the Mamba-2 block (``models.mamba2``)."""
     return t if t.dtype == torch.float64 else t.float()
 
 
-def _check_positive_int(name, value):
+def check_positive_int(name: str, value) -> int:
+    """``value`` if it is a positive ``int`` (not a bool), else ValueError naming ``name`` and the value.
+    The size check of every model constructor (d_model, d_state, n_layer, vocab_size, ...)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {name}={value!r}.")
     return value
+
+
+# the old private name, still imported by models/linear_mamba.py (another change in progress rewrites it)
+_check_positive_int = check_positive_int
 
 
 @dataclass
@@ -135,14 +142,14 @@ class Mamba(nn.Module):
                  backend="auto", layer_idx=None, device=None, dtype=None):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
-        self.d_model = _check_positive_int("d_model", d_model)
-        self.d_state = _check_positive_int("d_state", d_state)
-        self.d_conv = _check_positive_int("d_conv", d_conv)
+        self.d_model = check_positive_int("d_model", d_model)
+        self.d_state = check_positive_int("d_state", d_state)
+        self.d_conv = check_positive_int("d_conv", d_conv)
         self.expand = expand
         self.d_inner = int(expand * d_model)
         if self.d_inner < 1:
             raise ValueError(f"expand * d_model must be >= 1, got expand={expand!r}, d_model={d_model}.")
-        self.dt_rank = math.ceil(d_model / 16) if dt_rank == "auto" else _check_positive_int("dt_rank", dt_rank)
+        self.dt_rank = math.ceil(d_model / 16) if dt_rank == "auto" else check_positive_int("dt_rank", dt_rank)
         if dt_init not in ("random", "constant"):
             raise ValueError(f"dt_init must be 'random' or 'constant', got {dt_init!r}.")
         if not 0 < dt_min <= dt_max:
@@ -224,7 +231,7 @@ class Mamba(nn.Module):
                 abar_mask = None
 
         xz = self.in_proj(hidden_states).transpose(1, 2)  # (B, 2E, L)
-        A = -torch.exp(_at_least_fp32(self.A_log))  # (E, N)
+        A = -torch.exp(at_least_fp32(self.A_log))  # (E, N)
         x, z = xz.chunk(2, dim=1)  # (B, E, L) each
         K1 = self.d_conv - 1
         if conv_state is None:
@@ -244,9 +251,9 @@ class Mamba(nn.Module):
         dt = F.linear(dt, self.dt_proj.weight).transpose(1, 2)  # (B, E, L), bias goes to the scan
         B = B.transpose(1, 2).contiguous()  # (B, N, L)
         C = C.transpose(1, 2).contiguous()  # (B, N, L)
-        delta_bias = _at_least_fp32(self.dt_proj.bias)
+        delta_bias = at_least_fp32(self.dt_proj.bias)
         if abar_mask is None:
-            y = selective_scan(x, dt, A, B, C, _at_least_fp32(self.D), z=z, delta_bias=delta_bias,
+            y = selective_scan(x, dt, A, B, C, at_least_fp32(self.D), z=z, delta_bias=delta_bias,
                                delta_softplus=True, return_last_state=return_last_state, backend=backend,
                                initial_state=initial_state)
         else:
@@ -272,7 +279,7 @@ class Mamba(nn.Module):
     def _scan_with_abar_mask(self, x, dt, A, B, C, z, delta_bias, mask, initial_state, return_last_state):
         """The selective scan with Ā_t = 0 where ``mask`` (B, E, L) is True (log Ā = −∞ there):
         h_t = Ā_t h_{t−1} + Δ_t B_t x_t, y_t = ⟨C_t, h_t⟩ + D x_t, gated by silu(z)."""
-        p = prepare_scan(x, dt, A, B, C, _at_least_fp32(self.D), z, delta_bias, True, "euler")
+        p = prepare_scan(x, dt, A, B, C, at_least_fp32(self.D), z, delta_bias, True, "euler")
         log_decay, input_term = discretize(p, time_major=True)  # (b, l, d, n)
         log_decay = log_decay.masked_fill(mask.transpose(1, 2)[..., None], float("-inf"))
         states = linear_recurrence_chunked(log_decay, input_term, initial_state)
@@ -294,7 +301,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d, device=device, dtype=dtype))
 
     def forward(self, x):
-        xf = _at_least_fp32(x)
+        xf = at_least_fp32(x)
         out = xf * torch.rsqrt(xf.square().mean(dim=-1, keepdim=True) + self.eps) * self.weight
         return out.to(x.dtype)
 
@@ -326,7 +333,7 @@ class Block(nn.Module):
         residual = hidden_states + residual if residual is not None else hidden_states
         hidden_states = self.norm(residual.to(dtype=self.norm.weight.dtype))
         if self.residual_in_fp32:
-            residual = _at_least_fp32(residual)
+            residual = at_least_fp32(residual)
         if state is None and not return_state:
             out = self.mixer(hidden_states, return_internals=return_internals)
             if return_internals:
@@ -440,9 +447,9 @@ class MambaLMHeadModel(nn.Module):
                  tie_embeddings=True, backend="auto", norm_epsilon=1e-5, residual_in_fp32=True,
                  initializer_range=0.02, device=None, dtype=None, **mixer_kwargs):
         super().__init__()
-        _check_positive_int("n_layer", n_layer)
-        _check_positive_int("vocab_size", vocab_size)
-        _check_positive_int("pad_vocab_size_multiple", pad_vocab_size_multiple)
+        check_positive_int("n_layer", n_layer)
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("pad_vocab_size_multiple", pad_vocab_size_multiple)
         _check_backend(backend)
         self.d_model, self.n_layer, self.vocab_size = d_model, n_layer, vocab_size
         self.tie_embeddings = tie_embeddings

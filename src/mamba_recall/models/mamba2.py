@@ -44,7 +44,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..scan.mamba2 import segsum
-from .mamba import LayerState, MambaLMHeadModel, RMSNorm, _at_least_fp32, _check_positive_int
+from .mamba import LayerState, MambaLMHeadModel, RMSNorm, at_least_fp32, check_positive_int
 
 __all__ = ["Mamba2", "Mamba2Block", "Mamba2Internals", "Mamba2LMHeadModel", "Mamba2State",
            "RMSNormGated", "segsum", "ssd_quadratic"]
@@ -117,7 +117,7 @@ class RMSNormGated(nn.Module):
         self.weight = nn.Parameter(torch.ones(d, device=device, dtype=dtype))
 
     def forward(self, x, z):
-        xf = _at_least_fp32(x) * F.silu(_at_least_fp32(z))
+        xf = at_least_fp32(x) * F.silu(at_least_fp32(z))
         out = xf * torch.rsqrt(xf.square().mean(dim=-1, keepdim=True) + self.eps) * self.weight
         return out.to(x.dtype)
 
@@ -148,10 +148,10 @@ class Mamba2(nn.Module):
                  layer_idx=None, device=None, dtype=None):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
-        self.d_model = _check_positive_int("d_model", d_model)
-        self.d_state = _check_positive_int("d_state", d_state)
-        self.d_conv = _check_positive_int("d_conv", d_conv)
-        self.headdim = _check_positive_int("headdim", headdim)
+        self.d_model = check_positive_int("d_model", d_model)
+        self.d_state = check_positive_int("d_state", d_state)
+        self.d_conv = check_positive_int("d_conv", d_conv)
+        self.headdim = check_positive_int("headdim", headdim)
         if ngroups != 1:
             raise ValueError(f"only ngroups=1 is implemented, got ngroups={ngroups!r}.")
         self.ngroups = 1
@@ -235,14 +235,14 @@ class Mamba2(nn.Module):
         xBC = xBC.transpose(1, 2)  # (B, T, E+2N)
         x, Bm, Cm = torch.split(xBC, [self.d_ssm, N, N], dim=-1)
         x = x.reshape(batch, seqlen, H, P)
-        A = -torch.exp(_at_least_fp32(self.A_log))  # (H,)
-        delta = F.softplus(_at_least_fp32(dt) + _at_least_fp32(self.dt_bias))  # (B, T, H)
+        A = -torch.exp(at_least_fp32(self.A_log))  # (H,)
+        delta = F.softplus(at_least_fp32(dt) + at_least_fp32(self.dt_bias))  # (B, T, H)
         log_alpha = (delta * A).transpose(1, 2)  # (B, H, T)
         if abar_mask is not None:
             log_alpha = log_alpha.masked_fill(abar_mask, float("-inf"))
         cdt = x.dtype if x.dtype == torch.float64 else torch.float32
         res = ssd_quadratic(x.to(cdt), delta.to(cdt), log_alpha.to(cdt), Bm.to(cdt), Cm.to(cdt),
-                            _at_least_fp32(self.D), initial_state=None if state is None else state.ssm,
+                            at_least_fp32(self.D), initial_state=None if state is None else state.ssm,
                             return_final_state=return_state)
         y, hT = res if return_state else (res, None)
         y = self.norm(y.reshape(batch, seqlen, self.d_ssm).to(x.dtype), z)
@@ -270,7 +270,7 @@ class Mamba2Block(nn.Module):
         residual = hidden_states + residual if residual is not None else hidden_states
         hidden_states = self.norm(residual.to(dtype=self.norm.weight.dtype))
         if self.residual_in_fp32:
-            residual = _at_least_fp32(residual)
+            residual = at_least_fp32(residual)
         out = self.mixer(hidden_states, return_internals=return_internals, state=state, return_state=return_state)
         if not isinstance(out, tuple):
             return out, residual

@@ -59,6 +59,32 @@ def fixed_unembedding(vocab_size: int) -> torch.Tensor:
     return torch.cat([-eye, eye], dim=1)
 
 
+def wdelta_block_mass(W: torch.Tensor, vocab_size: int) -> dict:
+    """How much of |W_Δ| (2V, 2V) sits where the paper says (Fig. 8), in PyTorch (out, in) layout (see the
+    module docstring: the paper's rows 0 and V are our columns 0 and V). Used by the probes of the trained
+    model (``analysis.recall_probes``) and by the softplus check of Lemma 1 (``theory.gradient_lemma``).
+
+    ``paper_rows_share``: share of Σ|W| in our columns 0 and V (the paper's rows 0 and V; uniform: 1/V).
+    ``second_part_share``: share in rows V..2V−1 of those columns ("second part"; uniform: 1/(2V)).
+    ``our_rows_share``: the same share for our rows 0 and V (the literal, wrong orientation).
+    Also the column means over rows V+1..2V−1 (the key column 0 should be the largest) and column V's mean."""
+    W = W.detach().double().cpu()
+    V = vocab_size
+    if W.shape != (2 * V, 2 * V):
+        raise ValueError(f"W_Δ must be (2V, 2V) = ({2 * V}, {2 * V}), got {tuple(W.shape)}.")
+    A = W.abs()
+    total = float(A.sum())
+    col_means = W[V + 1:, :].mean(0)
+    return {
+        "paper_rows_share": float(A[:, [0, V]].sum()) / total, "paper_rows_uniform": 1 / V,
+        "second_part_share": float(A[V:, [0, V]].sum()) / total, "second_part_uniform": 1 / (2 * V),
+        "our_rows_share": float(A[[0, V], :].sum()) / total,
+        "argmax_column_of_second_half_means": int(col_means.argmax()),
+        "column0_mean": float(col_means[0]), "columnV_mean": float(col_means[V]), "mean_abs": float(A.mean()),
+        "column0_over_mean_abs": float(col_means[0] / A.mean()),
+    }
+
+
 class SimplifiedMamba(nn.Module):
     """The simplified Mamba of paper 000 (see the module docstring). ids (b, T) → logits (b, T, V).
 

@@ -22,12 +22,17 @@ run, ``results/scan_bench_cpu.json``, table ``crossover``: chunked/fused 1.4× t
 1.0 ms (its ~3√L Python-level steps), and at large sizes chunked is memory-bound (README, "Speed of
 the scans (CPU)"). The rule therefore depends on the device and the options only, and
 :func:`resolve_backend` can name the backend before a call is made.
+
+Shared steps: :func:`prepare_scan` (checks the arguments, adds the bias and softplus to Δ, upcasts),
+:func:`discretize` (log Ā_t = Δ_t A and B̄_t u_t, (b, d, l, n)) and :func:`finish_output` (+ D u, silu(z) gate)
+are every backend's common code (``_common.py``, this package's internals); they are exported here for the
+Mamba block's step-by-step path (``models.mamba``).
 """
 from __future__ import annotations
 
 import torch
 
-from ._common import ScanInputError
+from ._common import PreparedScan, ScanInputError, discretize, finish_output, prepare_scan
 from .chunked import linear_recurrence_chunked, selective_scan_chunked
 from .fused import fused_available, require_fused, selective_scan_fused
 from .mamba2 import ssd_scan_chunked, ssd_scan_reference
@@ -43,9 +48,10 @@ from .reference import ScanTrace, selective_scan_reference, selective_scan_trace
 BACKENDS = ("auto", "reference", "chunked", "mamba_ssm", "fused")
 
 __all__ = [
-    "BACKENDS", "BackendUnavailableError", "ScanInputError", "ScanTrace", "fused_available",
-    "linear_recurrence_chunked", "mamba_ssm_available", "resolve_backend", "selective_scan", "selective_scan_chunked",
-    "selective_scan_fused", "selective_scan_reference", "selective_scan_trace", "ssd_scan", "ssd_scan_chunked", "ssd_scan_reference",
+    "BACKENDS", "BackendUnavailableError", "PreparedScan", "ScanInputError", "ScanTrace", "discretize",
+    "finish_output", "fused_available", "linear_recurrence_chunked", "mamba_ssm_available", "prepare_scan",
+    "resolve_backend", "selective_scan", "selective_scan_chunked", "selective_scan_fused", "selective_scan_reference",
+    "selective_scan_trace", "ssd_scan", "ssd_scan_chunked", "ssd_scan_reference",
 ]
 
 

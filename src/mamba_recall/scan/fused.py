@@ -118,6 +118,16 @@ def _kernels():
     return _fused_kernels
 
 
+def kernel_exp_and_fastmath():
+    """``(exp, fastmath)``: the fused kernels' scalar exp (:func:`_exp` of ``_fused_kernels``: the vectorisable
+    float32 Cephes polynomial, libm for float64; callable only inside ``numba.njit`` code) and their numba
+    ``fastmath`` flags. What ``bench.measure_exp_fma_rates`` times to bound the kernels' speed; imports the
+    kernels' module (numba) like :func:`_kernels`, without touching the threading layer."""
+    from . import _fused_kernels
+
+    return _fused_kernels._exp, _fused_kernels.FASTMATH
+
+
 def _launch(kind: str, elements: int, *args) -> None:
     """Run kernel ``kind`` (forward | backward): the serial compilation below SERIAL_BELOW elements, else
     the parallel one on ``torch.get_num_threads()`` threads (the reader's thread setting)."""

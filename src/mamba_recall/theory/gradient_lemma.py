@@ -301,8 +301,7 @@ def train_softplus_theory(V: int, T: int, *, steps: int = 400, lr: float = 3e-2,
     """The paper's remark "in practice the simplified Mamba model also succeeds for |V| ≤ T with
     Δ_t = Softplus(W_Δ x̂_t)": train M1 (softplus, learnable Λ, N(0, 0.02²) init) with Adam on the theory
     distribution, loss at position T only. Returns accuracy, steps and the W_Δ block numbers."""
-    from ..analysis.recall_probes import wdelta_block_mass
-    from ..models.simplified_recall import m1
+    from ..models.simplified_recall import m1, wdelta_block_mass
     from ..train import evaluate, train
 
     V, T = _check_vt(V, T)

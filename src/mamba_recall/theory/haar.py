@@ -99,7 +99,11 @@ def continuous_basis(s: np.ndarray, t_hat: float, w: float, lam: float = 1.0, B:
     return B * np.exp(-lam * integral)
 
 
-def _wavelet_from_bases(j, k, w, s):
+def wavelet_from_bases(j: int, k: int, w: float, s: np.ndarray) -> tuple[np.ndarray, tuple[float, float, float]]:
+    r"""Thm. 1's S6 approximation of the Haar wavelet :math:`\psi_{j,k}` on the grid ``s`` (increasing, ending at
+    1): :math:`g^{M_1}-2g^{M_2}+g^{M_3}` with the three :func:`continuous_basis` functions switched on at the
+    wavelet's breakpoints :math:`a=2^{-j}k`, :math:`m=a+2^{-(j+1)}`, :math:`b=2^{-j}(k+1)` and scaled by
+    :math:`B=2^{j/2}` (Eqs. 19–23). Returns ``(approximation (len(s),), (a, m, b))``; ``w < 0``."""
     a = 2.0 ** -j * k
     m = a + 2.0 ** -(j + 1)
     b = 2.0 ** -j * (k + 1)
@@ -113,7 +117,7 @@ def continuous_haar_error(j: int, k: int, w: float, points: int = 400_001) -> fl
     quadrature on ``points`` nodes. Decays like :math:`|w|^{-1/4}` (Chapter 3 overview, erratum 1)."""
     _check_jk(j, k)
     s = np.linspace(0.0, 1.0, points)
-    approx, _ = _wavelet_from_bases(j, k, w, s)
+    approx, _ = wavelet_from_bases(j, k, w, s)
     psi = haar_psi(j, k, s)
     psi[-1] = psi[-2]  # ψ at s = 1 is the closing value of the last cell
     err2 = (approx - psi) ** 2
@@ -123,7 +127,7 @@ def continuous_haar_error(j: int, k: int, w: float, points: int = 400_001) -> fl
 def continuous_sup_error(j: int, k: int, w: float, c: float, points: int = 400_001) -> float:
     r"""sup error outside :math:`c/\sqrt{|w|}`-neighbourhoods of the three breakpoints (``c = 0``: over all s)."""
     s = np.linspace(0.0, 1.0, points)
-    approx, breaks = _wavelet_from_bases(j, k, w, s)
+    approx, breaks = wavelet_from_bases(j, k, w, s)
     psi = haar_psi(j, k, s)
     psi[-1] = psi[-2]
     radius = c / math.sqrt(abs(w))

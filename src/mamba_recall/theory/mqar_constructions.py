@@ -43,7 +43,7 @@ from ..tasks.mqar import IGNORE_INDEX, check_int, mqar
 
 THM2_BIASES = ("printed", "typo", "corrected", "centered")
 
-__all__ = ["IGNORE_INDEX", "THM2_BIASES", "gen_mqar", "jl_matrix", "thm2_logits", "thm3_logits",
+__all__ = ["IGNORE_INDEX", "THM2_BIASES", "VARIANTS", "gen_mqar", "jl_matrix", "thm2_logits", "thm3_logits",
            "thm4_logits", "construction_accuracy", "best_of_draws", "theory_dims", "hashing_circuit_accuracy",
            "thm3_key_growth", "state_needed", "jl_inner_products", "remark7_sweep", "RECALL_TARGET", "pk_grid",
            "thm3_state_for_recall", "state_for_recall"]
@@ -232,6 +232,18 @@ def construction_accuracy(name: str, kappa: int, V: int, *, n: int = 1000, T: in
         correct += int((logits.argmax(-1)[mask] == labels[i:i + chunk][mask]).sum())
         total += int(mask.sum())
     return correct / total
+
+
+# The variants swept against the JL code size p (Chapter 3's runner and its charts):
+# name -> (construction for construction_accuracy, builder p -> its keyword arguments)
+VARIANTS = {
+    "Thm 2, bias as printed": ("thm2", lambda p: dict(p=p, bias="printed")),
+    "Thm 2, corrected bias": ("thm2", lambda p: dict(p=p, bias="corrected")),
+    "Thm 2, centered readout": ("thm2", lambda p: dict(p=p, bias="centered")),
+    "Thm 3, JL values (keys one-hot)": ("thm3", lambda p: dict(pv=p)),
+    "Thm 4, readout as printed": ("thm4", lambda p: dict(p=p, readout="printed")),
+    "Thm 4, centered readout": ("thm4", lambda p: dict(p=p, readout="centered")),
+}
 
 
 def best_of_draws(name: str, kappa: int, V: int, draws: int = 3, **kwargs) -> tuple[float, float]:

@@ -13,18 +13,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..theory.haar import _wavelet_from_bases, haar_psi
-from ..theory.mqar_constructions import construction_accuracy, theory_dims
-
-VARIANTS = {
-    # name: (construction, kwargs builder(p) , description)
-    "Thm 2, bias as printed": ("thm2", lambda p: dict(p=p, bias="printed")),
-    "Thm 2, corrected bias": ("thm2", lambda p: dict(p=p, bias="corrected")),
-    "Thm 2, centered readout": ("thm2", lambda p: dict(p=p, bias="centered")),
-    "Thm 3, JL values (keys one-hot)": ("thm3", lambda p: dict(pv=p)),
-    "Thm 4, readout as printed": ("thm4", lambda p: dict(p=p, readout="printed")),
-    "Thm 4, centered readout": ("thm4", lambda p: dict(p=p, readout="centered")),
-}
+from ..theory.haar import haar_psi, wavelet_from_bases
+from ..theory.mqar_constructions import VARIANTS, construction_accuracy, theory_dims
 
 
 def haar_slider_frame(js=(0, 1, 2), sharpness=(1, 2, 3, 4), points: int = 161, quad_points: int = 40_001):
@@ -38,7 +28,7 @@ def haar_slider_frame(js=(0, 1, 2), sharpness=(1, 2, 3, 4), points: int = 161, q
             psi = haar_psi(j, k, s[pick])
             psi[-1] = psi[-2]
             for sh in sharpness:
-                approx, _ = _wavelet_from_bases(j, k, -10.0 ** sh, s)
+                approx, _ = wavelet_from_bases(j, k, -10.0 ** sh, s)
                 frames.append(pd.DataFrame(dict(j=j, k=k, sharpness=sh, s=s[pick], psi=psi, s6=approx[pick])))
     return pd.concat(frames, ignore_index=True)
 
