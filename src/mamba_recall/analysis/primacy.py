@@ -498,3 +498,63 @@ def model_card(side: dict) -> str:
             f"({'run stopped there' if side.get('stopped_at') else 'final' if side.get('final') else 'intermediate'}"
             f" checkpoint); gate [{g}] → "
             f"{'CONVERGED' if gate.get('passed') else 'NOT converged'}")
+
+
+# --------------------------------------------------------------------- the edge family (3 seeds per recipe)
+
+EDGE_COMMAND = "python -m mamba_recall.experiments.ch4_edge --preset {preset} --allow-long"
+
+
+class EdgeFamily:
+    """The committed edge family of :mod:`mamba_recall.experiments.ch4_edge` (bundles ``ch4_edge_<preset>`` and
+    ``ch4_edge_checks_<preset>``): ``curves`` (recipe, L, variant, k → mean recall over seeds, 95 % t-interval,
+    per-seed values), ``models`` (one row per model: card, gate, L_p), ``runs`` (the per-seed stored claim
+    measurements) and ``primary`` (the recipe whose verdicts the scorecard carries). ``missing`` says what is not
+    committed yet and the command that makes it (empty when both bundles exist)."""
+
+    def __init__(self, preset: str = "cpu-hours"):
+        from ..results import BundleError, load_bundle
+
+        self.preset = preset
+        self.curves = self.models = self.bundle = self.checks = None
+        self.runs: list[dict] = []
+        self.primary: str | None = None
+        missing = []
+        try:
+            self.bundle = load_bundle(f"ch4_edge_{preset}")
+            self.curves, self.models = self.bundle.tables["curves"], self.bundle.tables["models"]
+        except BundleError:
+            missing.append(f"the models (`{EDGE_COMMAND.format(preset=preset)}`)")
+        try:
+            self.checks = load_bundle(f"ch4_edge_checks_{preset}")
+            self.runs = self.checks.data["runs"]
+            self.primary = self.checks.data["primary_recipe"]
+        except BundleError:
+            missing.append(f"their claim checks (`{EDGE_COMMAND.format(preset=preset)} --checks`)")
+        self.missing = "; ".join(missing)
+
+    @classmethod
+    def from_runs(cls, runs: list[dict], preset: str = "cpu-hours") -> "EdgeFamily":
+        """A family from the checks runner's records (before its bundle is written): runs only, no primary."""
+        fam = cls.__new__(cls)
+        fam.preset, fam.curves, fam.models, fam.bundle, fam.checks = preset, None, None, None, None
+        fam.primary, fam.missing = None, ""
+        fam.runs = [{"recipe": r["config"]["recipe_name"], "seed": r["seed"], **r["result"]} for r in runs]
+        return fam
+
+    def seeds_of(self, recipe: str) -> list[dict]:
+        """The stored check runs of ``recipe``, by seed."""
+        return sorted((r for r in self.runs if r["recipe"] == recipe), key=lambda r: r["seed"])
+
+    def cards(self):
+        """One row per model: recipe, seed, card, gate passed, L_p and the recall at L_p (first, middle third, last)."""
+        if self.models is None:
+            import pandas as pd
+
+            return pd.DataFrame()
+        cols = ["model", "recipe", "seed", "gate_passed", "train_L_max", "L_p", "acc1_Lp", "mid_Lp", "accL_Lp", "card"]
+        return self.models[cols].round(3)
+
+
+def load_edge_family(preset: str = "cpu-hours") -> EdgeFamily:
+    return EdgeFamily(preset)

@@ -5,10 +5,10 @@ One module per paper: ``p001`` (Chapter 0, the worked forward pass), ``p000`` (C
 Notebooks call ``check("002/Fig6c", ...)`` and display what it returns.
 """
 from .core import (MARK, MIN_SEEDS, REGISTRY, STATUSES, TIERS, Claim, ClaimError, Cond, Evidence, Measurement,
-                   NotRun, Rule, Verdict, across_seeds, check, check_seeds, claims_of, conds, get, judge, load_verdicts, not_run_verdict,
+                   NotRun, Rule, Verdict, across_seeds, check, check_seeds, check_stored, claims_of, conds, get, judge, load_verdicts, measurement_from_record, measurement_record, not_run_verdict,
                    record_verdict, register)
 from . import p000, p001, p002, p003, p004  # noqa: E402,F401  (registers the claims)
 
 __all__ = ["MARK", "MIN_SEEDS", "REGISTRY", "STATUSES", "TIERS", "Claim", "ClaimError", "Cond", "Evidence",
-           "Measurement", "NotRun", "Rule", "Verdict", "across_seeds", "check", "check_seeds", "claims_of", "conds", "get", "judge",
-           "load_verdicts", "not_run_verdict", "record_verdict", "register"]
+           "Measurement", "NotRun", "Rule", "Verdict", "across_seeds", "check", "check_seeds", "check_stored", "claims_of", "conds", "get", "judge",
+           "load_verdicts", "measurement_from_record", "measurement_record", "not_run_verdict", "record_verdict", "register"]

@@ -437,6 +437,33 @@ def check_seeds(claim_id: str, inputs: list[tuple], names: list[str] | None = No
     return v
 
 
+def measurement_record(m: Measurement) -> dict:
+    """``m`` as plain JSON data (numpy numbers → Python), to be stored in a bundle and re-judged later
+    (:func:`measurement_from_record`)."""
+    return json.loads(json.dumps(asdict(m), default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+def measurement_from_record(d: dict) -> Measurement:
+    return Measurement(d["values"], d["shown"], Evidence(**d["evidence"]),
+                       {k: tuple(v) for k, v in d.get("intervals", {}).items()}, d.get("per_seed", {}), d.get("note", ""))
+
+
+def check_stored(claim_id: str, stored: list[dict], names: list[str], *, record: bool = True,
+                 directory: Path | None = None) -> Verdict:
+    """Judge ``claim_id`` from measurements stored per seed (:func:`measurement_record`, or ``{"not_run": why}``
+    where the seed could not be measured): combined by :func:`across_seeds`, judged by the declared rule,
+    recorded for the scorecard unless ``record=False``. A seed that could not be measured makes it *not run*."""
+    claim = get(claim_id)
+    missing = [f"{n}: {d['not_run']}" for n, d in zip(names, stored) if "not_run" in d]
+    if missing:
+        v = not_run_verdict(claim, "; ".join(missing))
+    else:
+        v = judge(claim, across_seeds([measurement_from_record(d) for d in stored], names))
+    if record:
+        record_verdict(v, directory)
+    return v
+
+
 # ------------------------------------------------------------------------------------------ records
 def _dir(directory: Path | None) -> Path:
     from ..paths import scorecard_dir

@@ -54,7 +54,7 @@ _CEILING_WHY = (f"at the evaluated length the S-model's baseline recall is at it
 def _tier(ctx, side) -> str:
     """The weaker of the checkpoint's training preset and the notebook's preset (a ci-trained model evaluated
     with more contexts is still ci evidence)."""
-    m = re.search(r"--preset (\w+)", str((side or {}).get("command", "")))
+    m = re.search(r"--preset ([\w-]+)", str((side or {}).get("command", "")))
     trained = m.group(1) if m and m.group(1) in TIERS else "ci"
     run = getattr(ctx, "preset", "ci")
     run = run if run in TIERS else "ci"
@@ -415,6 +415,29 @@ def measure_head_ablation(eff: dict, fraction: float, *, ctx=None, side=None) ->
                        f"{b['delta1']:.3f} ({b['count']} heads) vs random {b['delta1_random']:.3f}; mean δ(k≥2) "
                        f"{b['mean_delta_k2']:.3f} (random {b['mean_delta_k2_random']:.3f})",
                        _evidence(ctx, side, f"{eff['base'].shape[0]} contexts, {len(eff['global'])} random head sets"))
+
+
+# ------------------------------------------------------------------------- the edge family (3 seeds)
+def check_family(claim_id: str, family, recipe: str | None = None, *, record: bool = True):
+    """The verdict of ``claim_id`` on the committed edge family (:class:`mamba_recall.analysis.primacy.EdgeFamily`):
+    each seed's stored measurement (made at that model's pressure length L_p by the family's checks runner),
+    combined over the seeds of ``recipe`` (default: the family's primary recipe) and judged by the declared rule
+    (:func:`mamba_recall.claims.core.check_stored`). Recorded for the scorecard unless ``record=False``; *not run*
+    with the reason when the family is not committed or no recipe converged on every seed."""
+    from .core import check_stored, get, not_run_verdict, record_verdict
+
+    recipe = recipe or family.primary
+    if family.missing or recipe is None:
+        why = (f"the edge family is not committed yet: {family.missing}" if family.missing else
+               "no recipe of the edge family passed its convergence gate on every seed, so no model can show or "
+               "refute the effect; see the model cards")
+        v = not_run_verdict(get(claim_id), why)
+        if record:
+            record_verdict(v)
+        return v
+    seeds = family.seeds_of(recipe)
+    names = [f"{recipe} seed {r['seed']} (L_p {r['L_p']}, tested at L = {r['at']})" for r in seeds]
+    return check_stored(claim_id, [r["measurements"][claim_id] for r in seeds], names, record=record)
 
 
 # ---------------------------------------------------------------------------------- declarations

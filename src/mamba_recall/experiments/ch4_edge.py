@@ -201,6 +201,103 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return path
 
 
+# ------------------------------------------------------------------------------ claim checks, 3 seeds
+CHECKS = "ch4.edge_checks"
+CHECKS_RUNNER = "mamba_recall.experiments.ch4_edge:run_checks_job"
+#: The recipe whose verdicts the scorecard carries, declared before any result: the first of these whose every
+#: seed passed its convergence gate (the ≥ 4-layer family first, as the issue specifies the family).
+PRIMARY_ORDER = ("d4", "d2_bos", "d2")
+
+
+def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
+    """One job per finished edge model: the claim inputs of §4.1–§4.4 at its pressure length, measured per claim."""
+    jobs = []
+    for r in finished_runs(jobs_for(preset, smoke), store):
+        c, res = r["config"], r["result"]
+        Ls = sorted({int(k.split("/")[0]) for k in res["curves"]})
+        inside = [L for L in Ls if L <= res["train_L_max"]]
+        at = res["L_p"] if res["L_p"] is not None else max(inside or Ls)
+        config = {"model_name": c["model_name"], "recipe_name": c["recipe_name"], "checkpoint": c["checkpoint"],
+                  "sha256": res["sha256"], "preset": preset, "sizes_preset": "ci" if smoke else "cpu-hours",
+                  "smoke": smoke, "at": int(at), "L_p": res["L_p"], "ucurve_Ls": Ls}
+        jobs.append(make_job(CHECKS, config, r["seed"]))
+    return jobs
+
+
+def run_checks_job(config: dict, seed: int) -> dict:
+    """Measure every claim of §4.1–§4.4 on one edge model at its pressure length (the run store's job function):
+    {claim id: the Measurement as a dict, or {"not_run": reason}}."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from ..analysis.primacy import load_checkpoint
+    from ..claims import NotRun, get, measurement_record
+    from .ch4_model_checks import claim_inputs
+
+    path = REPO_ROOT / config["checkpoint"]
+    model, vocab, side = load_checkpoint(path, model=config["model_name"])
+    if side.get("sha256") != config["sha256"]:
+        raise ValueError(f"{path}: its sha256 is not the one the training run recorded; re-run the training job.")
+    side = {"source": config["checkpoint"], **side}
+    ctx = SimpleNamespace(preset=config["sizes_preset"], device=torch.device("cpu"), smoke=config["smoke"])
+    inputs = claim_inputs(model, vocab, config["sizes_preset"], "cpu", at=config["at"], ucurve_Ls=config["ucurve_Ls"])
+    out = {}
+    for cid, args in inputs.items():
+        try:
+            out[cid] = measurement_record(get(cid).measure(*args, ctx=ctx, side=side))
+        except NotRun as exc:
+            out[cid] = {"not_run": str(exc)}
+    return {"measurements": out, "at": config["at"], "L_p": config["L_p"]}
+
+
+def primary_recipe(models: pd.DataFrame) -> str | None:
+    """The first recipe of :data:`PRIMARY_ORDER` with ≥ 3 seeds, every one past its convergence gate."""
+    for recipe in PRIMARY_ORDER:
+        m = models[models["recipe"] == recipe]
+        if len(m) >= 3 and bool(m["gate_passed"].all()):
+            return recipe
+    return None
+
+
+def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+    """``results/ch4_edge_checks_<preset>.json``: per recipe and claim the verdict over its seeds (table ``claims``)
+    and the per-seed stored measurements (``data["measurements"]``, what the book re-judges)."""
+    from ..results import save_bundle
+
+    jobs = checks_jobs(preset, smoke, store)
+    runs = finished_runs(jobs, store)
+    if not runs:
+        log(f"no finished jobs of {CHECKS} at preset {preset}; nothing to aggregate.")
+        return None
+    from ..analysis.primacy import EdgeFamily
+    from ..claims.p004 import check_family
+
+    fam = EdgeFamily.from_runs(runs, preset)  # the family as the book will read it, from these runs
+    rows = []
+    for recipe in sorted({r["config"]["recipe_name"] for r in runs}):
+        for v in (check_family(cid, fam, recipe, record=False) for cid in fam.seeds_of(recipe)[0]["measurements"]):
+            rows.append({"recipe": recipe, "claim_id": v.claim_id, "status": v.status, "ours": v.ours,
+                         "reason": v.reason, "seeds": (v.evidence or {}).get("seeds", 0)})
+    models = _models_table(finished_runs(jobs_for(preset, smoke), store))
+    summary = runs_summary(runs)
+    data = {"primary_recipe": primary_recipe(models), "primary_order": list(PRIMARY_ORDER),
+            "runs": [{"recipe": r["config"]["recipe_name"], "seed": r["seed"], "model": r["config"]["model_name"],
+                      "key": r["key"], **r["result"]} for r in runs], **summary}
+    name = f"ch4_edge_checks_{preset}" + ("_smoke" if smoke else "")
+    path = save_bundle(name, data, {"preset": preset, "experiment": CHECKS, "runner": CHECKS_RUNNER, "smoke": smoke},
+                       command=f"python -m mamba_recall.experiments.ch4_edge --preset {preset} --checks --allow-long",
+                       device="cpu", wall_seconds=summary.get("wall_seconds", 0.0), tables={"claims": pd.DataFrame(rows)},
+                       directory=REPO_ROOT / "_build" / "smoke_results" if smoke else None)
+    log(f"wrote {path} ({len(runs)} models)")
+    return path
+
+
+# The runs whose outputs are committed (``make reproduce ONLY=ch4_edge``): the family's training (hours on one
+# CPU thread per model; the run store skips committed models), then the claim checks at each model's L_p.
+COMMITTED_RUNS = [["--preset", "cpu-hours", "--allow-long"], ["--preset", "cpu-hours", "--checks", "--allow-long"]]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
@@ -211,11 +308,21 @@ def main(argv=None):
     ap.add_argument("--aggregate-only", action="store_true", help="write the bundle from the finished jobs")
     ap.add_argument("--no-estimate", action="store_true", help="skip the step-time measurement")
     ap.add_argument("--store", default=None, help=f"run store (default {RUNS_DIR})")
+    ap.add_argument("--checks", action="store_true",
+                    help="the claim checks of every finished model at its pressure length (after training)")
     args = ap.parse_args(argv)
     from ..longrun import allow_long_runs, check_estimate
 
     allow_long_runs(args.allow_long)
     store = Path(args.store) if args.store else (Path("_build/smoke_runs") if args.smoke else RUNS_DIR)
+    if args.checks:
+        jobs = [j for j in checks_jobs(args.preset, args.smoke, store)
+                if not args.recipes or j["config"]["recipe_name"] in args.recipes]
+        if not args.aggregate_only:
+            run_grid(CHECKS_RUNNER, jobs, n_jobs=args.jobs, store=store, log=lambda m: print(m, flush=True))
+        write_checks_bundle(args.preset, store=store, smoke=args.smoke,
+                            log=lambda m: print(m, file=sys.stderr, flush=True))
+        return
     jobs = jobs_for(args.preset, args.smoke, args.recipes)
     if not args.aggregate_only:
         run_grid(RUNNER, jobs, n_jobs=args.jobs, store=store, estimate=None if args.no_estimate else estimate,

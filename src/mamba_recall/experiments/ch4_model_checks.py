@@ -35,17 +35,24 @@ DEPENDS_ON = ("ch4_train",)  # `reproduce` retrains the checkpoints first
 COMMITTED_RUNS = [["--model", m, "--preset", "ci"] for m in ("s_small", "s_small_seed1", "s_mix")]
 
 
-def claim_inputs(model, vocab, preset: str = "ci", device: str = "cpu") -> dict:
+def claim_inputs(model, vocab, preset: str = "ci", device: str = "cpu", *, at: int | None = None,
+                 ucurve_Ls: list[int] | None = None, n_random: int | None = None) -> dict:
     """{claim id: (args, kwargs)} for every claim of §4.1–§4.4, computed exactly as the notebooks compute them
-    (the same library calls, the preset's sizes of each notebook)."""
+    (the same library calls, the preset's sizes of each notebook).
+
+    ``at``: run every length-dependent test (the channel ablations at the first triple and at all steps, the
+    distractor sweep, the initial-state test) at this length, the model's pressure length L_p, instead of the
+    preset's lengths (the edge family, :mod:`.ch4_edge`); the longer-sequence check (Fig. 10) then uses the
+    evaluated lengths above ``at``. ``ucurve_Ls``: the lengths of the U-curves (default the preset's);
+    ``n_random``: random draws per control (default the preset's)."""
     from ..analysis import channels as ch
     from ..analysis import interventions as iv
 
     out = {}
     S = experiment("ch4.ucurve", preset)
-    curves = A.ucurves(model, vocab, S["Ls"], S["n"], device=device)
-    out["004/Fig2"] = (curves, S["Ls"])
-    out["004/Sec4.1-relations"] = (curves, S["Ls"])
+    curves = A.ucurves(model, vocab, ucurve_Ls or S["Ls"], S["n"], device=device)
+    out["004/Fig2"] = (curves, ucurve_Ls or S["Ls"])
+    out["004/Sec4.1-relations"] = (curves, ucurve_Ls or S["Ls"])
     out["004/Sec4.4-recency"] = (curves,)
 
     S = experiment("ch4.channels", preset)
@@ -54,15 +61,18 @@ def claim_inputs(model, vocab, preset: str = "ci", device: str = "cpu") -> dict:
     out["004/Fig3a"] = (stats, chans)
     out["004/Fig4-count"] = (stats,)
     targets = ch.target_set(chans, max(1, min(3, stats.n_layers // 2)))
-    L0 = S["Ls"][0]
-    first = A.ablation_effects(model, vocab, L0, S["n"], targets, iv.first_triplet_steps(), n_random=S["n_random"],
+    nr = S["n_random"] if n_random is None else n_random
+    Ls = S["Ls"] if at is None else [at] + [L for L in (ucurve_Ls or []) if L > at][:2]
+    L0 = Ls[0]
+    bos = vocab.bos
+    first = A.ablation_effects(model, vocab, L0, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=nr,
                                device=device)
     out["004/Fig3b"] = (first,)
-    out["004/Fig9"] = (A.ablation_effects(model, vocab, L0, S["n"], targets, "all", n_random=S["n_random"], device=device,
+    out["004/Fig9"] = (A.ablation_effects(model, vocab, L0, S["n"], targets, "all", n_random=nr, device=device,
                                           controls=("global",), base=first["base"]),)
     lengths = {L0: first}
-    for L in S["Ls"][1:]:
-        lengths[L] = A.ablation_effects(model, vocab, L, S["n"], targets, iv.first_triplet_steps(), n_random=0,
+    for L in Ls[1:]:
+        lengths[L] = A.ablation_effects(model, vocab, L, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=0,
                                         device=device)
     out["004/Fig10"] = (lengths,)
 
@@ -73,8 +83,9 @@ def claim_inputs(model, vocab, preset: str = "ci", device: str = "cpu") -> dict:
 
     S = experiment("ch4.recency", preset)
     out["004/Fig5b"] = ({(L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, device=device)
-                         for L in S["Ls"] for v in ("repeated", "random")},)
-    inits = {L: A.state_init_effects(model, vocab, L, S["n"], device=device) for L in S["init_Ls"]}
+                         for L in (S["Ls"] if at is None else [at]) for v in ("repeated", "random")},)
+    inits = {L: A.state_init_effects(model, vocab, L, S["n"], device=device)
+             for L in (S["init_Ls"] if at is None else [at])}
     out["004/Fig5a"] = (inits,)
     out["004/Fig14"] = (inits,)
     return out

@@ -56,13 +56,18 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
         "ci": _recipe(_S_M2, _CPU_RUN), "paper": _recipe(_S_M2, _GPU_RUN),
     },
     # Notebook sizes (evaluation only; the models are loaded from results/checkpoints/).
+    # cpu-hours: the claim checks of the edge family (experiments/ch4_edge.py --checks), each test at the model's
+    # pressure length L_p; more contexts and ≥ 5 random draws per control (issue: a fair test).
     "ch4.ucurve": {
         "ci": {"model": "s_small", "Ls": [8, 16, 32], "n": 100},
+        "cpu-hours": {"model": "edge", "Ls": [8, 12, 16, 20, 24, 32], "n": 200},
         "paper": {"model": "s_small", "Ls": [8, 12, 16, 24, 32], "n": 200},
     },
     "ch4.channels": {
         "ci": {"model": "s_small", "L_ident": 8, "Ls": [8, 16], "n": 100, "n_random": 3, "tau": 0.7, "p": 0.7,
                "transfer_L": 16},
+        "cpu-hours": {"model": "edge", "L_ident": 8, "Ls": [16, 24], "n": 200, "n_random": 5, "tau": 0.7, "p": 0.7,
+                      "transfer_L": 16},
         "paper": {"model": "s_small", "L_ident": 8, "Ls": [8, 16, 32], "n": 200, "n_random": 10, "tau": 0.7,
                   "p": 0.7, "transfer_L": 16},
     },
@@ -72,6 +77,7 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
     "ch4.periodicity": {
         "ci": {"model": "s_small", "periods": [1, 4, 16, 64], "n": 64, "length": 64, "bridge_L": 16},
+        "cpu-hours": {"model": "edge", "periods": [1, 2, 4, 8, 16, 32, 64], "n": 128, "length": 64, "bridge_L": 16},
         "paper": {"model": "s_small", "periods": [1, 2, 4, 8, 16, 32, 64], "n": 256, "length": 64, "bridge_L": 16},
     },
     # Section 4.7: the claim checks of §4.1-4.4 on every committed Mamba-1 S-model (bundles of ch4_model_checks).
@@ -85,6 +91,7 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
     "ch4.recency": {
         "ci": {"model": "s_small", "Ls": [8, 16], "ns": [0, 4, 16, 64, 256], "n": 100, "init_Ls": [8]},
+        "cpu-hours": {"model": "edge", "Ls": [16], "ns": [0, 4, 16, 64, 256], "n": 200, "init_Ls": [16]},
         "paper": {"model": "s_small", "Ls": [8, 16], "ns": [0, 4, 16, 64, 256], "n": 200, "init_Ls": [8, 16]},
     },
 }

@@ -190,3 +190,37 @@ def transfer_explorer(model, stats: ch.ChannelStats, sets: dict, *, n_random: in
     return explorer(draw, {"tau": w.SelectionSlider(options=list(ch.GRID), value=0.7, description="τ"),
                            "p": w.SelectionSlider(options=list(ch.GRID), value=0.7, description="p")},
                     default_view=False, button="ablate")
+
+
+def family_curves_chart(curves: pd.DataFrame, models: pd.DataFrame, variant: str = "repeated",
+                        title: str = "") -> alt.Chart:
+    """The edge family's recall by position: one row per recipe, one column per evaluated L, the mean over seeds
+    with its 95 % t-interval (table ``curves`` of ``results/ch4_edge_<preset>.json``). Each column's header says
+    whether L is inside the recipes' training range (``train_L_max`` of ``models``) or beyond it (extrapolation)."""
+    L_max = int(models["train_L_max"].max())
+    df = curves[curves["variant"] == variant].copy()
+    df["L_label"] = [f"L = {L} ({'trained' if L <= L_max else 'beyond training'})" for L in df["L"]]
+    order = [f"L = {L} ({'trained' if L <= L_max else 'beyond training'})" for L in sorted(df["L"].unique())]
+    df["lo"] = df["acc_ci_low"].clip(0, 1)
+    df["hi"] = df["acc_ci_high"].clip(0, 1)
+    base = alt.Chart(df).encode(x=alt.X("k:Q", title="queried position k"), color=alt.Color("recipe:N"))
+    band = base.mark_area(opacity=0.18).encode(y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])),
+                                              y2="hi:Q")
+    line = base.mark_line(point=True, size=1.5).encode(
+        y="acc_mean:Q", tooltip=["recipe", "L", "k", alt.Tooltip("acc_mean:Q", format=".3f"), "acc_per_seed", "seeds"])
+    chart = (band + line).properties(width=150, height=150).facet(
+        column=alt.Column("L_label:N", sort=order, title=None))
+    return chart.properties(title=title or f"Edge family, {variant} relation: mean over seeds (95 % t-interval)")
+
+
+def models_curves_chart(frame: pd.DataFrame, title: str = "") -> alt.Chart:
+    """Recall by position of several committed models (``frame``: model, L, k, acc, lo, hi, trained): one column
+    per L, its header marking whether L was inside the model's training range."""
+    frame = frame.copy()
+    frame["L_label"] = [f"L = {L} ({'trained' if t else 'beyond training'})" for L, t in zip(frame["L"], frame["trained"])]
+    base = alt.Chart(frame).encode(x=alt.X("k:Q", title="queried position k"), color=alt.Color("model:N"))
+    band = base.mark_area(opacity=0.15).encode(y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])),
+                                              y2="hi:Q")
+    line = base.mark_line(point=True, size=1.5).encode(y="acc:Q", tooltip=["model", "L", "k", alt.Tooltip("acc:Q", format=".3f")])
+    chart = (band + line).properties(width=200, height=170).facet(column=alt.Column("L_label:N", title=None))
+    return chart.properties(title=title) if title else chart

@@ -1,0 +1,130 @@
+"""Chapter 4's edge family: training batches with BOS and filler gaps, the run-store runner and the claim checks
+across seeds (one declared rule for combining seeds)."""
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mamba_recall.claims import Evidence, Measurement, across_seeds, check_seeds, get, judge
+from mamba_recall.tasks.serial_recall import BOS, SEP, RecallVocab, multiquery_batch, recall_contexts
+
+
+# ------------------------------------------------------------------------------ batches
+def test_multiquery_batch_default_stream_unchanged():
+    """With neither BOS nor gaps the batches are bit-for-bit those the committed S-models were trained on
+    (fingerprint taken with the code before the options existed)."""
+    h = hashlib.sha256()
+    for seed in (0, 1, 7):
+        for L in (2, 5, 16):
+            x, y = multiquery_batch(L, 8, vocab=RecallVocab(), seed=seed)
+            h.update(x.numpy().tobytes())
+            h.update(y.numpy().tobytes())
+    assert h.hexdigest()[:16] == "75b1f0d21130feca"
+
+
+@pytest.mark.parametrize("bos", [False, True])
+@pytest.mark.parametrize("n_gap", [0, 3])
+def test_multiquery_batch_labels_with_bos_and_gaps(bos, n_gap):
+    vocab = RecallVocab(n_names=64, n_filler=16)
+    L, Q = 6, 4
+    x, y = multiquery_batch(L, 5, vocab=vocab, seed=3, bos=bos, n_gap=n_gap)
+    ctx_len = 4 * L + int(bos)
+    gap = n_gap + 1 if n_gap else 0
+    assert x.shape == (5, ctx_len + gap + 4 * Q)
+    assert bool((x[:, 0] == BOS).all()) == bos
+    if n_gap:
+        fill = x[:, ctx_len:ctx_len + n_gap]
+        assert bool(((fill >= vocab.fill0) & (fill < vocab.fill0 + vocab.n_filler)).all())
+        assert bool((x[:, ctx_len + n_gap] == SEP).all())
+    for b in range(5):
+        pos = torch.nonzero(y[b] != -100).flatten().tolist()
+        assert pos == [ctx_len + gap + 1 + 4 * q for q in range(Q)]
+        for p in pos:  # the label is the object of the queried (subject, relation) in the context
+            s, r = int(x[b, p - 1]), int(x[b, p])
+            triples = x[b, int(bos):ctx_len].reshape(L, 4)
+            hit = triples[(triples[:, 0] == s) & (triples[:, 1] == r)]
+            assert len(hit) == 1 and int(hit[0, 2]) == int(y[b, p])
+
+
+def test_vocab_bos_is_the_default_format():
+    v = RecallVocab(bos=True)
+    assert recall_contexts(4, 2, vocab=v).tokens[0, 0] == BOS
+    assert recall_contexts(4, 2, vocab=v, bos=False).tokens.shape[1] == 16
+    with pytest.raises(ValueError, match="n_filler"):
+        multiquery_batch(4, 2, vocab=RecallVocab(n_filler=0), n_gap=2)
+
+
+# ------------------------------------------------------------------------------ seeds
+def _m(values, seeds=1, tier="cpu-hours"):
+    return Measurement(values, "x", Evidence(tier, "cpu", seeds, "100 contexts", "m.pt"))
+
+
+def test_across_seeds_rule():
+    ms = [_m({"a": 0.2, "ok": True}), _m({"a": 0.4, "ok": True}), _m({"a": 0.3, "ok": False})]
+    m = across_seeds(ms)
+    assert m.values["a"] == pytest.approx(0.3) and m.values["ok"] is False
+    lo, hi = m.intervals["a"]
+    assert lo < 0.3 < hi and hi - lo == pytest.approx(2 * 4.302653 * 0.1 / math.sqrt(3), rel=1e-3)
+    assert m.per_seed["a"] == [0.2, 0.4, 0.3] and m.evidence.seeds == 3
+    nan = across_seeds([_m({"a": 0.2, "ok": True}), _m({"a": float("nan"), "ok": True})])
+    assert math.isnan(nan.values["a"]) and "a" not in nan.intervals
+    assert across_seeds([_m({"a": 1.0}, tier="cpu-hours"), _m({"a": 1.0}, tier="ci")]).evidence.tier == "ci"
+    with pytest.raises(ValueError, match="different metrics"):
+        across_seeds([_m({"a": 1.0}), _m({"b": 1.0})])
+
+
+def test_three_seeds_reach_reproduced_one_seed_is_capped():
+    """A trained claim whose conditions hold: three seeds with an interval → reproduced; one seed → partially."""
+    claim = get("004/Fig3a")
+    ok = {"fraction": 0.05, "concentration_p": 1e-4}
+    assert claim.rule.trained
+    assert judge(claim, across_seeds([_m(ok) for _ in range(3)])).status in ("reproduced",)
+    assert judge(claim, across_seeds([_m(ok)])).status == "partially"
+
+
+def test_check_seeds_measures_each_seed():
+    class Stats:  # the shape measure_sparsity reads: per-layer matrices and the channel count
+        def __init__(self, widths):
+            self.M = [np.zeros((1, w)) for w in widths]
+            self.n_channels = sum(widths)
+            self.n_layers = len(widths)
+
+    stats = Stats([100, 100, 100, 100])
+    chans = [list(range(12)), [], [], []]
+    v = check_seeds("004/Fig3a", [(stats, chans)] * 3, ctx=None, side={"source": "x"})
+    assert v.evidence["seeds"] == 3 and v.intervals["fraction"] == (0.03, 0.03)  # identical seeds: zero spread
+    assert v.status == "reproduced"  # 3 % of the units, all in one layer (χ² p tiny)
+    spread = [(stats, [list(range(3))] * 4)] * 3  # 3 per layer: not concentrated
+    assert check_seeds("004/Fig3a", spread, ctx=None, side={"source": "x"}).status != "reproduced"
+
+
+# ------------------------------------------------------------------------------ the runner
+def test_edge_runner_smoke_end_to_end(tmp_path):
+    """One smoke job (a handful of steps): the run store writes its record, a second call skips it, the model
+    table and the per-seed claim measurements are produced, and an unconverged model's claims read not run."""
+    from mamba_recall.experiments import ch4_edge as E
+    from mamba_recall.runstore import finished_runs, run_grid
+
+    jobs = E.jobs_for("cpu-hours", smoke=True, recipes=["d2"])[:1]
+    assert jobs[0]["config"]["checkpoint"].startswith("_build/")  # a smoke run never writes results/
+    run_grid(E.RUNNER, jobs, store=tmp_path, progress=False, log=lambda m: None)
+    assert run_grid(E.RUNNER, jobs, store=tmp_path, progress=False, log=lambda m: None) == []  # resumes: skipped
+    (rec,) = finished_runs(jobs, tmp_path)
+    res = rec["result"]
+    assert set(res["curves"]) == {f"{L}/{v}" for L in (8, 32) for v in E.VARIANTS}
+    assert len(res["curves"]["32/random"]) == 32 and res["gate"]["passed"] is False
+    table = E._models_table([rec])
+    assert table.loc[0, "card"].startswith("Mamba-1, 2 layers, d_model 64, d_state 8, 64 names, trained L 2–24")
+    checks = [j for j in E.checks_jobs("cpu-hours", smoke=True, store=tmp_path)]
+    assert len(checks) == 1 and checks[0]["config"]["at"] in (8, 32)
+    run_grid(E.CHECKS_RUNNER, checks, store=tmp_path, progress=False, log=lambda m: None)
+    from mamba_recall.analysis.primacy import EdgeFamily
+    from mamba_recall.claims.p004 import check_family
+
+    fam = EdgeFamily.from_runs(finished_runs(checks, tmp_path))
+    verdicts = [check_family(cid, fam, "d2", record=False) for cid in fam.runs[0]["measurements"]]
+    assert verdicts and all(v.status == "not run" and "convergence gate" in v.reason for v in verdicts)
