@@ -293,6 +293,12 @@ def load_strongest_bundle(stem: str, *, data_keys: tuple[str, ...] = (), directo
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 
 
+def checkpoint_file(prefix: str, name: str, preset: str) -> Path:
+    """``results/checkpoints/<prefix>_<name>_<preset>.pt``: the file of a committed checkpoint (prefix: the chapter,
+    e.g. ``ch1``), the preset in its name so that runs of different presets never overwrite each other."""
+    return CHECKPOINT_DIR / f"{prefix}_{name}_{preset}.pt"
+
+
 def save_checkpoint(path: str | Path, payload: dict, sidecar: dict, *, command: str, device="cpu",
                     wall_seconds: float | None = None) -> Path:
     """Write a small checkpoint ``<path>.pt`` (``torch.save`` of ``payload``: tensors, numbers, lists, dicts)

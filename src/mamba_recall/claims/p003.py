@@ -243,12 +243,18 @@ def measure_s4dpe_decline(bundle) -> Measurement:
 
 
 # ============================================================================ Fig. 1
+def decay_summary(before, after) -> dict:
+    """Fig. 1 in three numbers: the mass of e^{−λΔ} below 0.1 before n (forget), above 0.9 from n on (retain),
+    and below 0.1 from n on; ``split`` = the first minus the third."""
+    forget, keep, low_after = float(np.mean(before < 0.1)), float(np.mean(after > 0.9)), float(np.mean(after < 0.1))
+    return {"frac_below_0.1_before_n": forget, "frac_above_0.9_from_n": keep, "frac_below_0.1_from_n": low_after,
+            "split": forget - low_after}
+
+
 def measure_fig1_split(pairs: list, ck: dict, checkpoint: str) -> Measurement:
     """Fig. 1 (right): ``pairs`` = one (trained, untrained) per seed, each a (values at t < n, values at t ≥ n) of
     e^{−λΔ_t} pooled over channels and states: the trained Mamba+PE model against the same model at
     initialisation (same seed, same architecture). Values are means over the seeds."""
-    from ..experiments.ch3_keep_nth import decay_summary
-
     rows = []
     for trained, untrained in pairs:
         tr, un = decay_summary(*trained), decay_summary(*untrained)

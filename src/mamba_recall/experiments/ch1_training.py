@@ -71,7 +71,7 @@ def train_recall(sizes: dict, seed: int = 0, device="cpu", backend: str = "chunk
 
 
 def checkpoint_path(name: str, preset: str) -> Path:
-    return CHECKPOINT_DIR / f"ch1_{name}_{preset}.pt"
+    return results.checkpoint_file("ch1", name, preset)
 
 
 def save_checkpoint(trained: Trained, name: str, preset: str, device: str, seed: int) -> Path:

@@ -78,14 +78,6 @@ def _logits_from_embedding(model, x):
     return model.head(y)
 
 
-def decay_summary(before, after) -> dict:
-    """Fig. 1 in three numbers: the mass of e^{−λΔ} below 0.1 before n (forget), above 0.9 from n on (retain),
-    and below 0.1 from n on; ``split`` = the first minus the third."""
-    forget, keep, low_after = float(np.mean(before < 0.1)), float(np.mean(after > 0.9)), float(np.mean(after < 0.1))
-    return {"frac_below_0.1_before_n": forget, "frac_above_0.9_from_n": keep, "frac_below_0.1_from_n": low_after,
-            "split": forget - low_after}
-
-
 @torch.no_grad()
 def untrained_decay_values(ck: dict, ids: torch.Tensor, backend: str = "auto"):
     """e^{−λΔ_t} (split at n, as :func:`decay_values`) of the model the runner starts from: the same kind, sizes
