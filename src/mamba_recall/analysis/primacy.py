@@ -558,3 +558,20 @@ class EdgeFamily:
 
 def load_edge_family(preset: str = "cpu-hours") -> EdgeFamily:
     return EdgeFamily(preset)
+
+
+def committed_model_curves(names, Ls, n: int, variant: str = "repeated", device="cpu"):
+    """Recall by position of committed S-models (``results/checkpoints/ch4_<name>.pt``) at every length of ``Ls``:
+    a long table (model, L, k, acc, lo, hi, trained) where ``trained`` says whether L was inside the model's
+    training range (its recipe's ``L_max``)."""
+    import pandas as pd
+
+    rows = []
+    for name in names:
+        model, vocab, side = load_checkpoint(model=name, device=device)
+        L_max = side["train_config"]["L_max"]
+        for L in Ls:
+            s = iv.summary(iv.recall_by_position(model, contexts(vocab, L, variant, n), device=device))
+            rows += [{"model": name, "L": L, "k": k + 1, "acc": s["acc"][k], "lo": s["lo"][k], "hi": s["hi"][k],
+                      "trained": L <= L_max} for k in range(L)]
+    return pd.DataFrame(rows)

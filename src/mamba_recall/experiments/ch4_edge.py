@@ -186,6 +186,9 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
              "result": {"acc": x["acc"]}, "provenance": x["provenance"], "key": x["key"]} for x in long]
     curves = aggregate(flat, by=["recipe", "L", "variant", "k"], metrics=["acc"])
     models = _models_table(runs)
+    learning = pd.DataFrame([{"model": r["config"]["model_name"], "recipe": r["config"]["recipe_name"], "seed": r["seed"],
+                              "step": h["step"], "metric": k, "recall": v}
+                             for r in runs for h in r["result"]["learning_curve"] for k, v in h["gate"].items()])
     sizes = _sizes(preset, smoke)
     summary = runs_summary(runs)
     cmd = f"python -m mamba_recall.experiments.ch4_edge --preset {preset} --allow-long"
@@ -195,7 +198,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
             "seeds_per_recipe": models.groupby("recipe")["seed"].count().to_dict(), **summary}
     config = {"preset": preset, "experiment": EXPERIMENT, "sizes": sizes, "runner": RUNNER, "smoke": smoke}
     path = save_bundle(name, data, config, command=cmd, device="cpu", wall_seconds=summary.get("wall_seconds", 0.0),
-                       tables={"curves": curves, "models": models},
+                       tables={"curves": curves, "models": models, "learning": learning},
                        directory=REPO_ROOT / "_build" / "smoke_results" if smoke else None)
     log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
     return path

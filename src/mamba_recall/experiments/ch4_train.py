@@ -73,9 +73,12 @@ def make_batch_fn(cfg: dict, vocab: RecallVocab, on_step=None):
             return transfer_batch(task, cfg["batch"], vocab=vocab, seed=int(rng.randint(2**31 - 1)),
                                   **mix["sizes"])
         L = curriculum_L(step, steps, cfg["L_min"], cfg["L_max"], cfg["curriculum_frac"], rng)
-        # Filler gaps (recipes with "gap_max"): 0..gap_max filler tokens + SEP between context and queries
-        # (none in half the steps), drawn before the batch seed (recipes without gaps keep their stream).
-        n_gap = int(rng.randint(1, cfg["gap_max"] + 1)) * int(rng.rand() < 0.5) if cfg.get("gap_max") else 0
+        # Filler gaps (recipes with "gap_max"): 1..gap_max filler tokens + SEP between context and queries in half
+        # of the steps from step gap_from·steps on (the recall binding is learned first, without gaps: with gaps
+        # from step 0 a pilot never left chance level), drawn before the batch seed (recipes without gaps keep
+        # their stream).
+        gaps = cfg.get("gap_max") and step >= cfg.get("gap_from", 0.0) * steps
+        n_gap = int(rng.randint(1, cfg["gap_max"] + 1)) * int(rng.rand() < 0.5) if gaps else 0
         return multiquery_batch(L, cfg["batch"], n_queries=cfg["n_queries"], vocab=vocab,
                                 seed=int(rng.randint(2**31 - 1)), n_gap=n_gap)
 

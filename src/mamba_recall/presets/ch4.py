@@ -99,17 +99,21 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
 # The edge family (experiments/ch4_edge.py, run store, 3 seeds per recipe): S-models whose recall capacity binds
 # inside their training range (paper 004 needs a model that forgets to show a serial-position effect; s_small
 # recalls every position at L = 8). Shared: 64 names (twice s_small's), d_state 8 (half), trained lengths L = 2 … 24
-# with a curriculum, filler gaps of 1 … 8 tokens (+ SEP) between the facts and the queries in half of the steps
-# (so that filler distractors are in distribution), s_small's optimiser, 8000 steps. Recipes:
+# with a curriculum over the first half of training, then filler gaps of 1 … 8 tokens (+ SEP) between the facts and
+# the queries in half of the steps (so that filler distractors are in distribution), s_small's optimiser, 8000
+# steps. Recipes:
 #   d2         2 layers (the depth of s_small)
 #   d4         4 layers (depth, a source of primacy the paper points to, §4.2 / App. B)
 #   d2_bos     d2 with a BOS token at the start of every sequence (an attention-sink-like anchor, §5)
-# Recipes tried and not kept (pilots, 4,000 steps, one seed, learning curves in results/ch4_edge_pilots.json):
-#   4 layers, d_state 4, lr 2e-3: stalled (loss 3.7, recall 0.06 at L = 8 after 1,000 steps); 4 layers, d_state 8,
-#   lr 1e-3: recall 0.11 at L = 8 after 3,000 steps (too slow for a CPU run); see the pilots file for the rest.
+# Recipes tried and not kept (one seed each; learning curves in results/ch4_edge_pilots.json):
+#   * gaps from step 0 with the curriculum over 30 % of the steps: d2 and d4 (this family's first recipes) and
+#     s_small's recipe with L_max 24 and gaps all stayed at chance among the context's objects (0.25 at L = 4) for
+#     1,500–3,000 steps, while s_small's recipe with 64 names and d_state 8 but no gaps left it by step 1,250;
+#   * 4 layers, d_state 4, lr 2e-3: stalled (loss 3.7 after 1,600 steps); 4 layers, d_state 8, lr 1e-3: 0.11 at
+#     L = 8 after 3,000 steps (too slow for a CPU run).
 _EDGE_VOCAB = {"n_names": 64, "n_relations": 8, "n_filler": 16}
-_EDGE_RUN = {**_SHARED, "vocab": _EDGE_VOCAB, "L_max": 24, "steps": 8000, "batch": 32, "warmup_steps": 300,
-             "checkpoint_every": 1000, "gap_max": 8}
+_EDGE_RUN = {**_SHARED, "vocab": _EDGE_VOCAB, "L_max": 24, "curriculum_frac": 0.5, "steps": 8000, "batch": 32,
+             "warmup_steps": 300, "checkpoint_every": 1000, "gap_max": 8, "gap_from": 0.5}
 _EDGE_D2 = {"d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "dt_rank": 4}
 _EDGE_D4 = {"d_model": 64, "n_layer": 4, "d_state": 8, "expand": 2, "dt_rank": 4}
 _EDGE_RECIPES = {

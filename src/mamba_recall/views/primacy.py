@@ -224,3 +224,43 @@ def models_curves_chart(frame: pd.DataFrame, title: str = "") -> alt.Chart:
     line = base.mark_line(point=True, size=1.5).encode(y="acc:Q", tooltip=["model", "L", "k", alt.Tooltip("acc:Q", format=".3f")])
     chart = (band + line).properties(width=200, height=170).facet(column=alt.Column("L_label:N", title=None))
     return chart.properties(title=title) if title else chart
+
+
+def _notice(text: str) -> alt.Chart:
+    """A one-line chart that says what is missing (so a page built before a long run lands still renders)."""
+    return alt.Chart(pd.DataFrame({"t": [text]})).mark_text(align="left", fontSize=12).encode(
+        text="t:N").properties(width=600, height=30)
+
+
+def family_curves(fam, variant: str = "repeated") -> alt.Chart:
+    """:func:`family_curves_chart` of a loaded :class:`~mamba_recall.analysis.primacy.EdgeFamily`, or a notice of
+    what is not committed yet."""
+    if fam.curves is None:
+        return _notice(f"not committed yet: {fam.missing}")
+    return family_curves_chart(fam.curves, fam.models, variant)
+
+
+def family_learning_chart(fam) -> alt.Chart:
+    """Every edge model's held-out gate metrics during training (one line per seed, one panel per recipe and metric
+    at L = 4 and 8, random relation), with the gate's thresholds as rules."""
+    if fam.bundle is None:
+        return _notice(f"not committed yet: {fam.missing}")
+    lc = fam.bundle.tables["learning"]
+    lc = lc[lc["metric"].isin(["L4_random", "L8_random"])]
+    line = alt.Chart(lc).mark_line(point=True).encode(
+        x=alt.X("step:Q"), y=alt.Y("recall:Q", scale=alt.Scale(domain=[0, 1])), color=alt.Color("seed:N"),
+        strokeDash="metric:N", tooltip=["model", "step", "metric", alt.Tooltip("recall:Q", format=".3f")])
+    return line.properties(width=220, height=160).facet(column=alt.Column("recipe:N"),
+                                                        title="Held-out recall while training (the gate: ≥ 0.95 at L = 4, ≥ 0.80 at L = 8)")
+
+
+def family_for_comparison(fam, variant: str = "repeated") -> pd.DataFrame:
+    """The family's mean curves as the table :func:`mamba_recall.views.reference_curves.authors_vs_ours_chart`
+    reads (model = "<recipe> (mean of n seeds)", L, k, acc, lo, hi, variant), lengths inside the training range."""
+    if fam.curves is None:
+        return pd.DataFrame(columns=["model", "L", "k", "acc", "lo", "hi", "variant"])
+    L_max = int(fam.models["train_L_max"].max())
+    c = fam.curves[(fam.curves["variant"] == variant) & (fam.curves["L"] <= L_max)]
+    return pd.DataFrame({"model": [f"{r} (mean of {n} seeds)" for r, n in zip(c["recipe"], c["n_seeds"])],
+                         "L": c["L"], "k": c["k"], "acc": c["acc_mean"], "lo": c["acc_ci_low"].clip(0, 1),
+                         "hi": c["acc_ci_high"].clip(0, 1), "variant": c["variant"]})
