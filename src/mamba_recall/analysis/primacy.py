@@ -329,10 +329,14 @@ def check_all_steps(eff: dict) -> dict:
 def periodic_deltas(model, vocab, periods=(1, 4, 16, 64), n=64, length=64, seed=0, reading="tiling"):
     """Per period k: Δ of every layer, list of (n, E, T) float64, plus the kernel to the last token.
 
+    The probe vocabulary is every content token of the model (names ∪ relations: 40 for ``s_small``, 72 for the edge
+    family), so that a period-64 sequence differs from a period-16 one (with 16 tokens, as before, every motif longer
+    than 16 had to repeat tokens and periods 16 and 64 looked alike to the model).
+
     Kernel (Eq. 8 per source position): K^{(i)}_{T,j} = Σ_n C_{T,n} exp(A_{i,n} Σ_{m=j+1..T} Δ_m^{(i)}) Δ_j^{(i)} B_{j,n};
     returned as mean_{ℓ,i,seq} |K_{T,j}| per source position j, (length,).
     """
-    tokens = vocab.name(np.arange(min(16, vocab.n_names)))
+    tokens = vocab.content_tokens
     out = {}
     for k in periods:
         x = periodic_sequences(k, n=n, length=length, tokens=tokens, seed=seed + k, reading=reading)
@@ -402,14 +406,36 @@ def check_distractors(sweep: dict) -> dict:
 
 # --------------------------------------------------------------------- state init (Figs. 5a, 14)
 
-def state_init_effects(model, vocab, L, n, seed=42, device="cpu", variant="repeated") -> dict:
-    """Baseline and one U(0,1)-initialised layer at a time: {"base": correct, layer: correct}."""
+def state_init_effects(model, vocab, L, n, seed=42, device="cpu", variant="repeated", scale: float = 1.0,
+                       base=None) -> dict:
+    """Baseline and one U(0, scale)-initialised layer at a time: {"base": correct, layer: correct} ((n, L) bool each;
+    ``scale = 1`` is the paper's U(0, 1))."""
     ctx = contexts(vocab, L, variant, n)
-    out = {"base": iv.recall_by_position(model, ctx, device=device)}
+    out = {"base": iv.recall_by_position(model, ctx, device=device) if base is None else base}
     for layer in range(len(model.backbone.layers)):
-        st = iv.uniform_init_states(model, layer, batch=1, seed=seed)
+        st = iv.uniform_init_states(model, layer, batch=1, seed=seed, scale=scale)
         out[layer] = iv.recall_by_position(model, ctx, init_states=st, device=device)
     return out
+
+
+@torch.no_grad()
+def typical_state_scale(model, vocab, L: int, n: int = 64, variant: str = "repeated") -> float:
+    """The model's typical |h|: the mean |h_T| over layers, channels and states at the end of ``n`` contexts of
+    length L (what a U(0, s) initial state should be compared with; U(0, 1) has mean 0.5)."""
+    ctx = contexts(vocab, L, variant, n)
+    _, states = model(ctx.tokens, return_states=True)
+    return float(np.mean([s.ssm.abs().mean().item() for s in states]))
+
+
+def state_scale_sweep(model, vocab, L, n, seed=42, device="cpu", variant="repeated", steps: int = 4) -> dict:
+    """The initial-state test at U(0, s) for s from 1 down to the model's typical |h| (``steps`` values, log-spaced):
+    {"scales": [...], "typical_h": float, "effects": {s: state_init_effects(...)}} (one shared baseline)."""
+    h = typical_state_scale(model, vocab, L)
+    scales = [float(x) for x in np.geomspace(1.0, min(1.0, max(h, 1e-6)), steps)] if h < 1 else [1.0]
+    base = iv.recall_by_position(model, contexts(vocab, L, variant, n), device=device)
+    return {"scales": scales, "typical_h": h,
+            "effects": {s: state_init_effects(model, vocab, L, n, seed, device, variant, scale=s, base=base)
+                        for s in scales}}
 
 
 def check_state_init(eff: dict) -> dict:

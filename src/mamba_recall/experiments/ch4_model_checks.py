@@ -86,7 +86,9 @@ def claim_inputs(model, vocab, preset: str = "ci", device: str = "cpu", *, at: i
                          for L in (S["Ls"] if at is None else [at]) for v in ("repeated", "random")},)
     inits = {L: A.state_init_effects(model, vocab, L, S["n"], device=device)
              for L in (S["init_Ls"] if at is None else [at])}
-    out["004/Fig5a"] = (inits,)
+    # the scale sweep U(0, s), s from 1 down to the model's typical |h|, at the first init length (the edge family's L_p)
+    sweep = A.state_scale_sweep(model, vocab, min(inits), S["n"], device=device) if at is not None else None
+    out["004/Fig5a"] = (inits, sweep)
     out["004/Fig14"] = (inits,)
     return out
 
