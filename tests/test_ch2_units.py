@@ -273,7 +273,9 @@ def test_member_model_and_the_separate_way_give_the_ensemble_numbers():
     kw = dict(steps=40, batch=16, warmup=10, hold=10, n_eval=100, residual=True)
     assert S.train_members(64, 8, 32, sizes, way="separate", **kw) == S.train_members(64, 8, 32, sizes,
                                                                                        way="ensemble", **kw)
-    assert S.default_way("cpu") in S.WAYS and S.default_way("cuda") == "ensemble"
+    assert S.default_way("cuda", 64, 128, 64, 128) == "ensemble"
+    assert S.default_way("cpu", 12, 64, 32, 64) == "ensemble"        # the ci grid: 9 MiB of activations
+    assert S.default_way("cpu", 8, 128, 64, 128) == "separate"       # R2, D 64: 48 MiB
     with pytest.raises(ValueError, match="unknown way"):
         S.train_members(64, 8, 32, sizes, way="parallel", **kw)
     ens = LinearMamba(64, 16, 8, 2, ensemble=3, member_sizes=sizes, seed=0)

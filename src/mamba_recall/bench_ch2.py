@@ -7,7 +7,7 @@ Prints model-steps per second (models × steps / wall seconds) of the simplified
 (default R2, D = 64, N = 32, batch 128) trained (a) as one :class:`LinearMamba` ensemble of n = ``--members``
 members in one process, one torch thread, and (b) as separate single models in P processes (``joblib.Parallel``), one thread
 each, every process training ``members / P`` models one after the other (``P = 1`` is the ``--way separate`` of
-:mod:`mamba_recall.experiments.ch2_scaling`, whose CPU default ``DEFAULT_WAY["cpu"]`` was set from this comparison).
+:mod:`mamba_recall.experiments.ch2_scaling`, whose CPU default, ``default_way``, was set from this comparison).
 On a busy machine the numbers move with the load: compare them side by side from one run.
 """
 from __future__ import annotations
@@ -25,11 +25,11 @@ def _train_separate(V, Nf, L, D, N, batch, steps, models, seed=0):
     from .train import train_ensemble
 
     data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for m in range(models):
         model = LinearMamba(V, D, N, ensemble=1, seed=seed + m)
         train_ensemble(model, lambda s: data[s], steps=steps, overrides={"batch_size": batch})
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def _train_ensemble(V, Nf, L, D, N, batch, steps, members):
@@ -42,21 +42,24 @@ def _train_ensemble(V, Nf, L, D, N, batch, steps, members):
 
     data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
     model = LinearMamba(V, D, N, ensemble=members, seed=0)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     train_ensemble(model, lambda s: data[s], steps=steps, overrides={"batch_size": batch})
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def ch2_throughput(V=1024, Nf=16, L=64, D=64, N=32, batch=128, steps=20, members=8, processes=(1, 2)):
-    """Rows ``{"way", "models", "processes", "seconds", "model_steps_per_s"}`` (see the module docstring)."""
+    """Rows ``{"way", "models", "processes", "seconds", "wall_with_startup", "cpu_seconds", "model_steps_per_s",
+    "model_steps_per_cpu_s"}`` (see the module docstring). ``cpu_seconds``: the training processes' CPU time,
+    summed over the processes, which a machine shared with other jobs inflates less than the wall clock."""
     import pandas as pd
     from joblib import Parallel, delayed
 
     rows = []
     _train_separate(V, Nf, L, D, N, batch, 2, 1)  # warm-up
-    secs = _train_ensemble(V, Nf, L, D, N, batch, steps, members)
+    secs, cpu = _train_ensemble(V, Nf, L, D, N, batch, steps, members)
     rows.append(dict(way=f"one ensemble of {members}", models=members, processes=1, seconds=secs,
-                     wall_with_startup=float("nan"), model_steps_per_s=members * steps / secs))
+                     wall_with_startup=float("nan"), cpu_seconds=cpu, model_steps_per_s=members * steps / secs,
+                     model_steps_per_cpu_s=members * steps / cpu))
     for p in processes:
         if members % p:
             continue
@@ -64,9 +67,11 @@ def ch2_throughput(V=1024, Nf=16, L=64, D=64, N=32, batch=128, steps=20, members
         worker = Parallel(n_jobs=p, backend="loky", inner_max_num_threads=1)(
             delayed(_train_separate)(V, Nf, L, D, N, batch, steps, members // p, seed=100 * i) for i in range(p))
         wall = time.perf_counter() - start
-        secs = max(worker)  # the training loops themselves (they run concurrently); wall adds process start-up
+        secs = max(w for w, _ in worker)  # the training loops (they run concurrently); wall adds process start-up
+        cpu = sum(c for _, c in worker)
         rows.append(dict(way="separate models", models=members, processes=p, seconds=secs, wall_with_startup=wall,
-                         model_steps_per_s=members * steps / secs))
+                         cpu_seconds=cpu, model_steps_per_s=members * steps / secs,
+                         model_steps_per_cpu_s=members * steps / cpu))
     return pd.DataFrame(rows)
 
 
@@ -87,11 +92,13 @@ def main(argv=None):
     print(f"Chapter 2 training throughput, linear Mamba V={args.V}, D={args.D}, N={args.N}, batch {args.batch}, "
           f"{args.steps} steps (seconds: the training loops; wall_with_startup adds the worker processes' start):")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    from .experiments.ch2_scaling import DEFAULT_WAY
+    from .experiments.ch2_scaling import default_way
 
-    best = table.loc[table["model_steps_per_s"].idxmax()]
-    print(f"faster here: {best['way']} ({best['processes']} process(es)); ch2_scaling trains on the CPU with "
-          f"--way {DEFAULT_WAY['cpu']} by default (--way ensemble|separate to choose).")
+    by_wall = table.loc[table["model_steps_per_s"].idxmax()]
+    by_cpu = table.loc[table["model_steps_per_cpu_s"].idxmax()]
+    print(f"faster here: {by_wall['way']} ({by_wall['processes']} process(es)) by the wall clock, {by_cpu['way']} "
+          f"({by_cpu['processes']}) by CPU time; ch2_scaling's default for this group on the CPU: --way "
+          f"{default_way('cpu', args.members, args.batch, args.L, 2 * args.D)} (ch2_scaling.default_way).")
     return 0
 
 

@@ -42,8 +42,12 @@ from ..train import train_ensemble
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 #: How :func:`train_members` trains a group of simplified models: one batched ensemble, or each member alone.
 WAYS = ("ensemble", "separate")
-#: The faster way per device type, measured with ``python -m mamba_recall bench ch2`` (README, "bench").
-DEFAULT_WAY = {"cpu": "ensemble", "cuda": "ensemble"}
+#: On the CPU one ensemble is faster while its activations stay in the cache; past that, training the members one
+#: after the other is. Measured with ``python -m mamba_recall bench ch2`` (model-steps per CPU second, one thread,
+#: AMD EPYC with a 32 MiB L3; README, "Speed of the scans"): 12 members of V 64, D 32, N 16, batch 64, L 32
+#: (9 MiB of activations by :func:`activation_bytes`): ensemble 209 vs separate 148; 8 members of V 512, D 32,
+#: batch 128, L 64 (32 MiB): 27 vs 42; 8 members of V 1024, D 64, N 32, batch 128, L 64 (48 MiB): 8.9 vs 15.3.
+CPU_ENSEMBLE_BYTES = 16 * 2 ** 20
 EVAL_SEED = 10 ** 6  # held-out data stream, disjoint from training seeds (base 0 + step)
 
 
@@ -56,9 +60,20 @@ def _chunks(seq, size):
         yield seq[i:i + size]
 
 
-def default_way(device) -> str:
-    """The faster way to train a grid of simplified models on ``device`` (see :data:`WAYS`)."""
-    return DEFAULT_WAY.get(torch.device(device).type, "ensemble")
+def activation_bytes(n_members: int, batch: int, L: int, d_inner: int, n_layer: int = 1) -> int:
+    """float32 bytes of the main activations of one training step of an ensemble: per member and layer the
+    (batch, L, d_inner) streams and the (batch, L, L) attention-form scores, ``4 n Λ B L (d_inner + L)``."""
+    return 4 * n_members * n_layer * batch * L * (d_inner + L)
+
+
+def default_way(device, n_members: int = 1, batch: int = 1, L: int = 1, d_inner: int = 1, n_layer: int = 1) -> str:
+    """The faster way (:data:`WAYS`) to train a group of ``n_members`` simplified models on ``device``: always
+    ``"ensemble"`` on a GPU; on the CPU ``"ensemble"`` up to :data:`CPU_ENSEMBLE_BYTES` of activations
+    (:func:`activation_bytes`), ``"separate"`` above."""
+    if torch.device(device).type != "cpu":
+        return "ensemble"
+    small = activation_bytes(n_members, batch, L, d_inner, n_layer) <= CPU_ENSEMBLE_BYTES
+    return "ensemble" if small else "separate"
 
 
 def _train_separately(model, make_batch, *, target_accuracy, **kw) -> list[float]:
@@ -81,11 +96,10 @@ def train_members(V, Nf, L, sizes, *, steps, batch, warmup, hold, n_eval, seed=0
     """Train one simplified model per entry of ``sizes`` ((D, N[, Λ]) tuples), grouped in ensembles of at most
     ``max_members``; return the list of held-out accuracies (best over evaluations, as the [code] runs).
 
-    ``way`` (:data:`WAYS`; default :func:`default_way` of ``device``): ``"ensemble"`` trains a group as one
-    batched :class:`LinearMamba`; ``"separate"`` trains its members one after the other as one-member models
+    ``way`` (:data:`WAYS`; default: :func:`default_way` for each group on ``device``): ``"ensemble"`` trains a group
+    as one batched :class:`LinearMamba`; ``"separate"`` trains its members one after the other as one-member models
     (:func:`_train_separately`). Both give the same numbers; they differ in speed only."""
-    way = way or default_way(device)
-    if way not in WAYS:
+    if way is not None and way not in WAYS:
         raise ValueError(f"unknown way {way!r}; use one of {WAYS}.")
     task_kw = task_kw or {}
     ev = mqar(V, Nf, L, n_eval, EVAL_SEED, variant="standard" if task == "mqar" else task, **task_kw)
@@ -101,13 +115,14 @@ def train_members(V, Nf, L, sizes, *, steps, batch, warmup, hold, n_eval, seed=0
         Nm = max(s[1] for s in chunk)
         Lm = max(s[2] if len(s) > 2 else 1 for s in chunk)
         res = residual if residual is not None else (Lm > 1)
+        chunk_way = way or default_way(device, len(chunk), batch, L, 2 * Dm, Lm)
         model = LinearMamba(V, Dm, Nm, Lm, ensemble=len(chunk), member_sizes=chunk, d_conv=d_conv,
                             residual=res, seed=seed + 7919 * k, device=device)
         make_batch = batch_fn(V, Nf, L, batch, seed * 100003, task=task, **task_kw)
         kw = dict(steps=steps, eval_batch=ev, eval_every=max(50, steps // 6), seed=seed, device=device, recipe=recipe,
                   overrides=dict(warmup=min(warmup, steps - 1), batch_size=batch,
                                  **({"hold": hold} if RECIPES[recipe]["schedule"] == "code" else {})))
-        if way == "separate":
+        if chunk_way == "separate":
             accs += _train_separately(model, make_batch, target_accuracy=0.999, **kw)
         else:
             accs += train_ensemble(model, make_batch, target_accuracy=0.999, **kw).best_accuracy
@@ -295,7 +310,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--way", default="auto", choices=("auto",) + WAYS,
                     help="train each group of simplified models as one ensemble or member by member (same numbers; "
-                         "auto = the faster way on the device, DEFAULT_WAY)")
+                         "auto = the faster way for each group on the device, default_way)")
     ap.add_argument("--out", default=None, help="bundle name (default ch2_scaling_<preset>)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other parts of an existing bundle and replace only --parts")
