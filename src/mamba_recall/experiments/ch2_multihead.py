@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from ..models.linear_mamba import MultiHeadLinearMamba
-from ..notebook import resolve_device
+from ..devices import resolve_device
 from ..presets import experiment
 from ..results import save_bundle
 from ..tasks.mqar import batch_fn, mqar

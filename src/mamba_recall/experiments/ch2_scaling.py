@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from ..models.linear_mamba import LinearMamba, SelectiveAblationMamba
-from ..notebook import resolve_device
+from ..devices import resolve_device
 from ..presets import experiment
 from ..presets.ch2 import RECIPES
 from ..results import save_bundle

@@ -49,7 +49,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .mamba import _check_positive_int
+from .mamba import check_positive_int
 
 __all__ = ["LinearMamba", "MultiHeadLinearMamba", "HEAD_PATTERNS", "SelectiveAblationMamba", "ABLATION_ROWS"]
 
@@ -73,15 +73,15 @@ class LinearMamba(nn.Module):
                  member_sizes: list | None = None, ssm: str = "attention", seed: int | None = None,
                  dtype=torch.float32, device=None):
         super().__init__()
-        V, D, N, Lam = (_check_positive_int("vocab_size", vocab_size), _check_positive_int("d_model", d_model),
-                        _check_positive_int("d_state", d_state), _check_positive_int("n_layer", n_layer))
-        _check_positive_int("expand", expand)
+        V, D, N, Lam = (check_positive_int("vocab_size", vocab_size), check_positive_int("d_model", d_model),
+                        check_positive_int("d_state", d_state), check_positive_int("n_layer", n_layer))
+        check_positive_int("expand", expand)
         if isinstance(d_conv, bool) or not isinstance(d_conv, int) or d_conv < 0:
             raise ValueError(f"d_conv must be an integer >= 0 (0 = no Conv1D), got {d_conv!r}.")
         if ssm not in SSM_FORMS:
             raise ValueError(f"unknown ssm form {ssm!r}; use one of {SSM_FORMS}.")
         if ensemble is not None:
-            _check_positive_int("ensemble", ensemble)
+            check_positive_int("ensemble", ensemble)
         n_members = 1 if ensemble is None else ensemble
         if member_sizes is None:
             member_sizes = [(D, N, Lam)] * n_members
@@ -384,9 +384,9 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
                  expand: int = 2, d_conv: int = 2, values: str = "code", ensemble: int | None = None,
                  member_states: list | None = None, seed: int | None = None, dtype=torch.float32, device=None):
         super().__init__()
-        V, D, N, M = (_check_positive_int("vocab_size", vocab_size), _check_positive_int("d_model", d_model),
-                      _check_positive_int("d_state", d_state), _check_positive_int("n_heads", n_heads))
-        _check_positive_int("expand", expand)
+        V, D, N, M = (check_positive_int("vocab_size", vocab_size), check_positive_int("d_model", d_model),
+                      check_positive_int("d_state", d_state), check_positive_int("n_heads", n_heads))
+        check_positive_int("expand", expand)
         if not isinstance(pattern, str) or pattern.upper() not in HEAD_PATTERNS:
             raise ValueError(f"unknown head pattern {pattern!r}; use one of {HEAD_PATTERNS}.")
         if values not in HEAD_VALUES:
@@ -398,7 +398,7 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
             raise ValueError(f"D_in = expand·D = {Din} must be divisible by n_heads = {M}; pick D so that "
                              "expand·D is a multiple of every head count (the paper uses D = 60).")
         if ensemble is not None:
-            _check_positive_int("ensemble", ensemble)
+            check_positive_int("ensemble", ensemble)
         n_members = 1 if ensemble is None else ensemble
         member_states = [N] * n_members if member_states is None else [int(n) for n in member_states]
         if len(member_states) != n_members or not all(1 <= n <= N for n in member_states):
@@ -554,14 +554,14 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
                  d_conv: int = 4, ensemble: int | None = None, seed: int | None = None, dtype=torch.float32,
                  device=None):
         super().__init__()
-        V, D, N = (_check_positive_int(name, value) for name, value in
+        V, D, N = (check_positive_int(name, value) for name, value in
                    (("vocab_size", vocab_size), ("d_model", d_model), ("d_state", d_state)))
-        _check_positive_int("expand", expand)
-        _check_positive_int("d_conv", d_conv)
+        check_positive_int("expand", expand)
+        check_positive_int("d_conv", d_conv)
         if row not in ABLATION_ROWS:
             raise ValueError(f"unknown ablation row {row!r}; use one of {tuple(ABLATION_ROWS)}.")
         if ensemble is not None:
-            _check_positive_int("ensemble", ensemble)
+            check_positive_int("ensemble", ensemble)
         n_members = 1 if ensemble is None else ensemble
         self.vocab_size, self.d_model, self.d_state, self.row = V, D, N, row
         self.expand, self.d_conv, self.d_inner = expand, d_conv, expand * D
