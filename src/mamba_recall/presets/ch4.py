@@ -105,7 +105,7 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
 #   d2         2 layers (the depth of s_small)
 #   d4         4 layers (depth, a source of primacy the paper points to, §4.2 / App. B)
 #   d2_bos     d2 with a BOS token at the start of every sequence (an attention-sink-like anchor, §5)
-# Recipes tried and not kept (one seed each; learning curves in results/ch4_edge_pilots.json):
+# Recipes tried and not kept (one seed each; learning curves in results/pilots/ch4_edge.json):
 #   * gaps from step 0 with the curriculum over 30 % of the steps: d2 and d4 (this family's first recipes) and
 #     s_small's recipe with L_max 24 and gaps all stayed at chance among the context's objects (0.25 at L = 4) for
 #     1,500–3,000 steps, while s_small's recipe with 64 names and d_state 8 but no gaps left it by step 1,250;
