@@ -19,6 +19,25 @@ prints ``≥``), averaged over the batch if several prompts are given; channel `
 channel* iff ``P^{(i)}(τ) > p`` (strict). Main setting ``τ = p = 0.7``; grid ``{0.5, 0.7, 0.9}²``.
 Layers are ranked by their number of long-term channels (ties → lower index); the channels of the
 top-``n`` layers form the target set of the interventions.
+
+Per-state variant (:func:`state_stats`, :func:`slow_states`). Eq. (3) ignores ``B̄`` because it does not
+accumulate, so a channel whose gate is shut (Δ ≈ 0) scores as long-term while writing almost nothing.
+Eq. (2) says what the state at ``T`` holds from step ``t``: the term ``(Π_{k=t+1..T} Ā_k) B̄_t x_t``. Per
+state ``n`` of channel ``i`` (Euler ``B̄_t = Δ_t B_t`` as mamba_ssm) its two factors are::
+
+    keep_{t,i,n}  = Π_{k=t+1..T} exp(Δ_k^{(i)} A_{i,n}) = exp(A_{i,n} Σ_{k>t} Δ_k^{(i)})   (persistence)
+    W_{t,i,n}     = |Δ_t^{(i)} B_{t,n} x_t^{(i)}|                                          (write)
+
+over the same token range as Eq. (3). Step ``t`` is *slow and writing* for (i, n) iff keep ≥ τ (at least
+τ of the write reaches the query: Eq. (4)'s τ applied to the write's own suffix of Eq. (3)) and
+W ≥ ω · median W (the layer's median over prompts, channels, states and steps). The per-state score, the
+analogue of Eq. (4) over steps instead of states::
+
+    Q^{(i,n)} = |{t : keep_{t,i,n} ≥ τ and W_{t,i,n} ≥ ω · med W}| / T'     ∈ [0, 1]   (averaged over prompts)
+
+with ties ranked by the retained write ``R^{(i,n)} = Σ_t keep_{t,i,n} W_{t,i,n}`` (the size of Eq. (2)'s
+sum at ``T``, up to signs). A closed gate has keep ≈ 1 but W below the floor (Q ≈ 0); a fast state writes
+but keeps < τ of all but its last few writes; a slow state of a writing channel scores high.
 """
 from __future__ import annotations
 
@@ -28,11 +47,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["ChannelStats", "LayerStats", "P_tau", "channel_stats", "closed_form_M", "count_grid",
+__all__ = ["ChannelStats", "LayerStats", "P_tau", "StateStats", "channel_stats", "closed_form_M", "count_grid",
            "explicit_product_M", "identify", "layer_A", "product_range", "rank_layers", "record_deltas",
-           "record_internals", "s_threshold", "target_set", "GRID"]
+           "record_internals", "s_threshold", "slow_states", "state_stats", "target_set", "GRID", "SLOW_TAU",
+           "WRITE_FLOOR"]
 
 GRID = (0.5, 0.7, 0.9)
+SLOW_TAU = 0.7  # keep ≥ τ: the paper's main τ (§4.2), here for the share of one write that reaches the query
+WRITE_FLOOR = 1.0  # W ≥ ω · median W: a typical write or more; closed gates write 5–9× less and fall below
 
 
 def product_range(T_total: int, query_len: int = 2, first: int = 1) -> slice:
@@ -171,4 +193,86 @@ def count_grid(stats: ChannelStats, grid=GRID) -> np.ndarray:
     for i, p in enumerate(grid):
         for j, tau in enumerate(grid):
             out[i, j] = sum(len(c) for c in identify(stats, tau, p))
+    return out
+
+
+# --------------------------------------------------------------------- per-state variant (slow, writing states)
+
+@dataclass
+class StateStats(ChannelStats):
+    """Per-state statistics of one identification pass (Mamba-1), see the module docstring. Besides the
+    :class:`ChannelStats` fields (S (E,), M (B, E, N), A; so :func:`identify` works on it), per layer: Q (E, N) the
+    slow-and-writing share of steps, R (E, N) the retained write Σ_t keep_t W_t, W (E, N) the mean write
+    over prompts and steps (all three averaged over the prompts); floor the write floor ω · median W of the
+    layer; tau and omega the thresholds used."""
+
+    Q: list[torch.Tensor]
+    R: list[torch.Tensor]
+    W: list[torch.Tensor]
+    floor: list[float]
+    tau: float
+    omega: float
+
+    @property
+    def n_states(self) -> int:
+        return sum(q.numel() for q in self.Q)
+
+    def ranking(self, layer: int) -> torch.Tensor:
+        """(E·N, 2) (channel, state) pairs of ``layer``, by Q descending, ties by R descending."""
+        q, r = self.Q[layer].flatten(), self.R[layer].flatten()
+        order = torch.argsort(r, descending=True, stable=True)
+        order = order[torch.argsort(q[order], descending=True, stable=True)]
+        N = self.Q[layer].shape[1]
+        return torch.stack([order // N, order % N], dim=1)
+
+
+def _state_layer(it, A: torch.Tensor, rng: slice, tau: float, omega: float):
+    """One layer's Q, R, W (E, N) and write floor from its internals (Δ, x (B, E, T), B (B, N, T)), A (E, N)."""
+    delta = it.delta.detach().double()[..., rng]  # (B, E, T')
+    x = it.x.detach().double()[..., rng]  # (B, E, T')
+    Bm = it.B.detach().double()[..., rng]  # (B, N, T')
+    suffix = delta.flip(-1).cumsum(-1).flip(-1) - delta  # Σ_{k>t} Δ_k, (B, E, T')
+    keep = torch.exp(suffix[..., None] * A[None, :, None, :])  # (B, E, T', N)
+    W = (delta * x).abs()[..., None] * Bm.abs().transpose(1, 2)[:, None]  # |Δ_t x_t^{(i)}| |B_{t,n}|, (B, E, T', N)
+    floor = omega * float(W.median())
+    Q = ((keep >= tau) & (W >= floor)).double().mean(dim=(0, 2))  # (E, N)
+    R = (keep * W).sum(2).mean(0)
+    return Q, R, W.mean(dim=(0, 2)), floor
+
+
+def state_stats(model, prompts: torch.Tensor, *, tau: float = SLOW_TAU, omega: float = WRITE_FLOOR,
+                query_len: int = 2, first: int = 1) -> StateStats:
+    """Per-state slow-and-writing statistics of ``prompts`` (B, T) over the token range of Eq. (3).
+
+    Mamba-1 only (a Mamba-2 head has one decay for all its states: use :mod:`mamba_recall.analysis.heads`).
+    ``tau`` ∈ [0, 1] the share of a write that must reach the query, ``omega`` ≥ 0 the write floor in units
+    of the layer's median write."""
+    check_unit("tau", tau)
+    if not (isinstance(omega, (int, float)) and math.isfinite(omega) and omega >= 0):
+        raise ValueError(f"omega must be a finite number ≥ 0 (the write floor in layer medians), got {omega!r}.")
+    if not all(hasattr(layer.mixer, "d_state") and layer.mixer.A_log.dim() == 2 for layer in model.backbone.layers):
+        raise ValueError("state_stats needs Mamba-1 layers (A of shape (E, N)); for Mamba-2 heads use "
+                         "mamba_recall.analysis.heads.")
+    internals = record_internals(model, prompts)
+    As = layer_A(model)
+    rng = product_range(prompts.shape[1], query_len, first)
+    Q, R, W, floor = zip(*(_state_layer(it, a, rng, tau, omega) for it, a in zip(internals, As)))
+    deltas = [it.delta.detach().double() for it in internals]
+    return StateStats(S=[d[..., rng].sum(-1).mean(0) for d in deltas],
+                      M=[closed_form_M(d, a, rng) for d, a in zip(deltas, As)], A=As, T_total=prompts.shape[1],
+                      Q=list(Q), R=list(R), W=list(W), floor=list(floor), tau=float(tau), omega=float(omega))
+
+
+def slow_states(stats: StateStats, counts: dict[int, int]) -> dict[int, torch.Tensor]:
+    """The top ``counts[layer]`` slow-writing states of each layer ({layer: count}, e.g. layer-matched to a
+    channel target set: ``{l: len(c) * N}`` for the same number of Ā entries, ``{l: len(c)}`` for the same
+    count) → {layer: (k, 2) LongTensor of (channel, state)}, the form :func:`interventions.ablate` takes."""
+    out = {}
+    for layer, k in counts.items():
+        if not 0 <= int(layer) < stats.n_layers:
+            raise ValueError(f"layer {layer} does not exist; the model has {stats.n_layers} layers (0-based).")
+        size = stats.Q[layer].numel()
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= size:
+            raise ValueError(f"counts[{layer}] must be an integer in 0..{size} (E·N states), got {k!r}.")
+        out[int(layer)] = stats.ranking(int(layer))[:int(k)]
     return out

@@ -8,6 +8,12 @@ becomes memoryless). Implemented with the ``abar_hook`` of :class:`~mamba_recall
 Mamba-2 model (:mod:`mamba_recall.models.mamba2`) the units are *heads*: the mask is (1, H, L), the
 width is the mixer's ``ablation_units`` and "channels" below means head indices.
 
+State ablation (Mamba-1 only; extends the above to single states): for targeted (layer ℓ, channel i,
+state n) set ``Ā_{t,i,n} ← 0`` at the chosen steps, so ``h_{t,i,n} = Δ_t B_{t,n} x_{t,i}`` there and the
+other N − 1 states of channel i keep their memory (a (1, E, L, N) mask). A target is then a (k, 2) list
+of (channel, state) pairs or an (E, N) bool mask per layer (:func:`state_targets_mask`); ablating all N
+states of a channel equals ablating the channel bit for bit (tests/test_slow_states.py).
+
 Recall by position uses **prefix-state evaluation**: each context is run once
 (with its ablation / initial state), the per-layer :class:`LayerState` (conv + SSM) is kept, and
 every query ``s_k r_k`` (k = 1..L) continues from it — exact for a recurrent model (tested against
@@ -35,9 +41,10 @@ from ..models.mamba2 import Mamba2
 from ..tasks.serial_recall import RecallContexts, query_tokens
 from ..tasks.transfer import labelled_accuracy
 
-__all__ = ["ablate", "ablation_steps", "chi2_uniform_p", "first_triplet_steps", "labelled_scores",
-           "load_mamba_ssm_checkpoint", "mcnemar_p", "paired_bootstrap", "random_channels", "recall_by_position",
-           "spearman", "summary", "uniform_init_states", "welch_test", "wilson"]
+__all__ = ["ablate", "ablation_steps", "chi2_uniform_p", "first_position_drops", "first_triplet_steps",
+           "is_state_target", "labelled_scores", "load_mamba_ssm_checkpoint", "mcnemar_p", "paired_bootstrap",
+           "random_channels", "random_states", "recall_by_position", "spearman", "state_ablation_effects",
+           "state_targets_mask", "summary", "uniform_init_states", "welch_test", "wilson"]
 
 
 def first_triplet_steps(triple: int = 1, bos: bool = False) -> list[int]:
@@ -62,16 +69,57 @@ def ablation_steps(steps, length: int, offset: int = 0) -> torch.Tensor:
     return mask
 
 
+def is_state_target(target) -> bool:
+    """True if a layer's ablation target names (channel, state) pairs — a 2-D tensor/array, an (E, N) bool
+    mask or (k, 2) indices, or a list of pairs — rather than channel indices (1-D)."""
+    if isinstance(target, (torch.Tensor, np.ndarray)):
+        return target.ndim == 2
+    return len(target) > 0 and all(isinstance(t, (tuple, list)) for t in target)
+
+
+def state_targets_mask(target, E: int, N: int) -> torch.Tensor:
+    """The (E, N) bool mask of a layer's state target: an (E, N) bool mask as is, or (k, 2) (channel, state)
+    pairs (tensor, array or list of tuples) scattered into one. Out-of-range indices raise."""
+    t = torch.as_tensor(np.asarray(target) if not isinstance(target, torch.Tensor) else target)
+    if t.dtype == torch.bool:
+        if tuple(t.shape) != (E, N):
+            raise ValueError(f"a bool state mask must be (E, N) = {(E, N)} (d_inner, d_state), got {tuple(t.shape)}.")
+        return t.cpu()
+    t = t.long() if t.numel() else t.long().reshape(0, 2)
+    if t.ndim != 2 or t.shape[1] != 2:
+        raise ValueError(f"state targets must be (k, 2) (channel, state) pairs, got shape {tuple(t.shape)}.")
+    bad = (t[:, 0] < 0) | (t[:, 0] >= E) | (t[:, 1] < 0) | (t[:, 1] >= N)
+    if bool(bad.any()):
+        raise ValueError(f"(channel, state) pair {tuple(t[bad][0].tolist())} is out of range: channels 0..{E - 1}, "
+                         f"states 0..{N - 1}.")
+    mask = torch.zeros(E, N, dtype=torch.bool)
+    mask[t[:, 0], t[:, 1]] = True
+    return mask
+
+
 class _Ablation:
     """State of an active :func:`ablate` context: ``offset`` = absolute index of the next call's first token."""
 
     def __init__(self, model, channels, steps):
         self.model, self.channels, self.steps, self.offset = model, channels, steps, 0
 
-    def hook(self, layer: int, width: int):
+    def hook(self, layer: int, width: int, n_state: int | None = None):
         ch = self.channels.get(layer)
         if ch is None or len(ch) == 0:
             return None
+        if is_state_target(ch):
+            if n_state is None:
+                raise ValueError(f"layer {layer}: (channel, state) targets need a Mamba-1 mixer (one Ā per state); "
+                                 "a Mamba-2 head shares one decay over its states — target head indices instead.")
+            smask = state_targets_mask(ch, width, n_state)  # (E, N)
+            if not bool(smask.any()):
+                return None
+
+            def fn_state(seqlen):
+                tmask = ablation_steps(self.steps, seqlen, self.offset)
+                return (smask[:, None, :] & tmask[None, :, None])[None]  # (1, E, L, N)
+
+            return fn_state
         chmask = torch.zeros(width, dtype=torch.bool)
         chmask[torch.as_tensor(ch, dtype=torch.long)] = True
 
@@ -86,6 +134,8 @@ class _Ablation:
 def ablate(model, channels: dict[int, torch.Tensor] | None, steps="all"):
     """Within the block, zero Ā of ``channels`` ({layer: channel indices}) at ``steps`` in every forward.
 
+    A layer's value may instead name single states (Mamba-1): a (k, 2) LongTensor / list of (channel, state)
+    pairs, or an (E, N) bool mask; then only those Ā_{t,i,n} are zeroed (see the module docstring).
     ``steps``: ``"all"``, or absolute 0-based token indices (e.g. :func:`first_triplet_steps`). For
     prefix-state evaluation set ``handle.offset`` to the absolute index of a continuation's first token
     (:func:`recall_by_position` does this). An empty/None ``channels`` changes nothing (bit-identical).
@@ -99,7 +149,8 @@ def ablate(model, channels: dict[int, torch.Tensor] | None, steps="all"):
     saved = [blk.mixer.abar_hook for blk in layers]
     try:
         for i, blk in enumerate(layers):
-            hook = handle.hook(i, getattr(blk.mixer, "ablation_units", blk.mixer.d_inner))  # heads for Mamba-2
+            hook = handle.hook(i, getattr(blk.mixer, "ablation_units", blk.mixer.d_inner),  # heads for Mamba-2
+                               None if isinstance(blk.mixer, Mamba2) else blk.mixer.d_state)
             if hook is not None:
                 blk.mixer.abar_hook = hook
         yield handle
@@ -359,6 +410,64 @@ def random_channels(model, count_per_layer: dict[int, int] | int, *, seed: int =
             raise ValueError(f"layer {layer} has only {len(pool)} channels outside the excluded set; asked {c}.")
         out[layer] = torch.as_tensor(np.sort(rng.choice(pool, size=int(c), replace=False)), dtype=torch.long)
     return out
+
+
+def random_states(model, count_per_layer: dict[int, int], *, seed: int = 42,
+                  exclude: dict[int, torch.Tensor] | None = None) -> dict[int, torch.Tensor]:
+    """Layer-matched random control for a state target: ``count_per_layer[layer]`` (channel, state) pairs
+    per layer, uniformly without replacement from the E·N pairs of that layer outside ``exclude`` (a state
+    target per layer) → {layer: (k, 2) LongTensor}, sorted (Mamba-1 layers)."""
+    rng = np.random.RandomState(seed)
+    layers = model.backbone.layers
+    exclude = exclude or {}
+    out = {}
+    for layer, c in count_per_layer.items():
+        if not 0 <= int(layer) < len(layers) or isinstance(layers[int(layer)].mixer, Mamba2):
+            raise ValueError(f"layer {layer} is not a Mamba-1 layer of this model ({len(layers)} layers, 0-based).")
+        mix = layers[int(layer)].mixer
+        E, N = mix.d_inner, mix.d_state
+        ex = exclude.get(layer)
+        taken = state_targets_mask(ex, E, N).flatten() if ex is not None and len(ex) else torch.zeros(E * N, dtype=bool)
+        pool = np.flatnonzero(~taken.numpy())
+        if not 0 <= c <= len(pool):
+            raise ValueError(f"layer {layer} has {len(pool)} (channel, state) pairs outside the excluded set; asked {c}.")
+        flat = np.sort(rng.choice(pool, size=int(c), replace=False))
+        out[int(layer)] = torch.as_tensor(np.stack([flat // N, flat % N], axis=1).reshape(-1, 2), dtype=torch.long)
+    return out
+
+
+def state_ablation_effects(model, ctx: RecallContexts, targets: dict, steps, *, n_random: int = 5, seed: int = 42,
+                           channels: dict | None = None, base: np.ndarray | None = None, batch_size: int = 256,
+                           device="cpu") -> dict:
+    """Recall by position (each (n, L) bool, :func:`recall_by_position` on ``ctx``) under: no ablation
+    (``base``, or the one given), the state target ``targets`` ({layer: (k, 2) (channel, state)}),
+    ``n_random`` layer-matched random state sets (:func:`random_states`, seeds ``seed … seed+n_random−1``,
+    same count per layer, outside ``targets``) and, if given, a channel target ``channels`` for comparison —
+    all with Ā zeroed at ``steps`` (e.g. :func:`first_triplet_steps` or ``"all"``)."""
+    if isinstance(n_random, bool) or not isinstance(n_random, int) or n_random < 0:
+        raise ValueError(f"n_random must be an integer ≥ 0 (the number of random draws), got {n_random!r}.")
+    def run(t):
+        return recall_by_position(model, ctx, channels=t, steps=steps, batch_size=batch_size, device=device)
+
+    base = recall_by_position(model, ctx, batch_size=batch_size, device=device) if base is None else base
+    counts = {int(k): len(v) for k, v in targets.items()}
+    lm = [run(random_states(model, counts, seed=seed + r, exclude=targets)) for r in range(n_random)]
+    return {"base": base, "targeted": run(targets), "layer_matched": lm,
+            "channels": None if channels is None else run(channels), "count": counts}
+
+
+def first_position_drops(eff: dict) -> dict:
+    """δ(1) = acc_base(1) − acc(1) for each condition of an effects dict (:func:`state_ablation_effects`):
+    {"targeted", "channels" (None if absent), "layer_matched" (list), "layer_matched_mean", "base1"}."""
+    b1 = float(eff["base"][:, 0].mean())
+
+    def d(c):
+        return b1 - float(c[:, 0].mean())
+
+    lm = [d(r) for r in eff["layer_matched"]]
+    return {"base1": b1, "targeted": d(eff["targeted"]),
+            "channels": None if eff.get("channels") is None else d(eff["channels"]),
+            "layer_matched": lm, "layer_matched_mean": float(np.mean(lm)) if lm else float("nan")}
 
 
 def load_mamba_ssm_checkpoint(path, *, backend="auto", device="cpu") -> MambaLMHeadModel:

@@ -194,7 +194,8 @@ class Mamba(nn.Module):
 
     # Intervention hook (paper 004's ablations), None by default: a callable ``abar_hook(seqlen)`` that
     # returns a bool mask broadcastable to (B, E, L) — True where the discretised recurrence
-    # Ā_t = exp(Δ_t A) of channel i at step t is set to 0 (all N states) — or None for "no ablation".
+    # Ā_t = exp(Δ_t A) of channel i at step t is set to 0 (all N states) — or (B, E, L, N) to zero single
+    # states Ā_{t,i,n} — or None for "no ablation".
     abar_hook = None
 
     def forward(self, hidden_states, return_internals=False, *, initial_state=None, return_last_state=False,
@@ -206,7 +207,8 @@ class Mamba(nn.Module):
         inputs, see :class:`LayerState`) instead of zero padding; with both, a segment continues a
         previous one exactly (prefix-state evaluation).
         ``abar_mask`` bool, broadcastable to (B, E, L): zero Ā_t (all N states) of channel i at step t
-        where True, i.e. h_t = B̄_t x_t there (paper 004's ablation; PyTorch backends only). If not
+        where True, i.e. h_t = B̄_t x_t there (paper 004's ablation; PyTorch backends only); a 4-D mask
+        broadcastable to (B, E, L, N) zeroes only the states Ā_{t,i,n} where True. If not
         given, the module attribute ``abar_hook(L)`` is asked; a mask with no True entry, or None,
         leaves the forward pass untouched (bit-identical).
         Returns ``out``; ``(out, last_state)`` if ``return_last_state``; ``(out, internals)`` if
@@ -222,11 +224,12 @@ class Mamba(nn.Module):
             abar_mask = self.abar_hook(seqlen)
         if abar_mask is not None:
             abar_mask = torch.as_tensor(abar_mask, dtype=torch.bool, device=hidden_states.device)
+            full = (batch, self.d_inner, seqlen) + ((self.d_state,) if abar_mask.dim() == 4 else ())
             try:
-                abar_mask = abar_mask.expand(batch, self.d_inner, seqlen)
+                abar_mask = abar_mask.expand(*full)
             except RuntimeError:
                 raise ValueError(f"abar_mask of shape {tuple(abar_mask.shape)} does not broadcast to "
-                                 f"(batch, d_inner, length) = {(batch, self.d_inner, seqlen)}.") from None
+                                 f"(batch, d_inner, length[, d_state]) = {full}.") from None
             if not bool(abar_mask.any()):
                 abar_mask = None
 
@@ -277,11 +280,13 @@ class Mamba(nn.Module):
         return result[0] if len(result) == 1 else result
 
     def _scan_with_abar_mask(self, x, dt, A, B, C, z, delta_bias, mask, initial_state, return_last_state):
-        """The selective scan with Ā_t = 0 where ``mask`` (B, E, L) is True (log Ā = −∞ there):
-        h_t = Ā_t h_{t−1} + Δ_t B_t x_t, y_t = ⟨C_t, h_t⟩ + D x_t, gated by silu(z)."""
+        """The selective scan with Ā_t = 0 where ``mask`` (B, E, L) is True, or Ā_{t,n} = 0 where a
+        (B, E, L, N) ``mask`` is (log Ā = −∞ there): h_t = Ā_t h_{t−1} + Δ_t B_t x_t, y_t = ⟨C_t, h_t⟩ + D x_t,
+        gated by silu(z)."""
         p = prepare_scan(x, dt, A, B, C, at_least_fp32(self.D), z, delta_bias, True, "euler")
         log_decay, input_term = discretize(p, time_major=True)  # (b, l, d, n)
-        log_decay = log_decay.masked_fill(mask.transpose(1, 2)[..., None], float("-inf"))
+        mask = mask.transpose(1, 2)  # (b, l, d[, n])
+        log_decay = log_decay.masked_fill(mask if mask.dim() == 4 else mask[..., None], float("-inf"))
         states = linear_recurrence_chunked(log_decay, input_term, initial_state)
         y = (states * p.C.permute(0, 3, 1, 2)).sum(-1).transpose(1, 2)  # C: (b, g=1, n, l) → (b, l, 1, n)
         out = finish_output(p, y)
