@@ -141,6 +141,17 @@ def test_empty_state_target_is_the_baseline(tiny):
         np.testing.assert_array_equal(r, eff["base"])  # zero states drawn
     d = iv.first_position_drops(eff)
     assert d["targeted"] == 0.0 and d["channels"] is None and d["layer_matched"] == [0.0, 0.0]
+    assert d["targeted_k3"] == 0.0 and d["layer_matched_mean_k3"] == 0.0 and d["base1"] == eff["base"][:, 0].mean()
+
+
+def test_first_position_drops_arithmetic():
+    base = np.ones((4, 5), dtype=bool)
+    abl = base.copy()
+    abl[:2, 0] = False  # δ(1) = 0.5
+    abl[:1, 2:] = False  # δ(k) = 0.25 for k ≥ 3
+    d = iv.first_position_drops({"base": base, "targeted": abl, "layer_matched": [base, abl], "channels": base})
+    assert d["targeted"] == 0.5 and d["targeted_k3"] == 0.25 and d["channels"] == 0.0
+    assert d["layer_matched"] == [0.0, 0.5] and d["layer_matched_mean"] == 0.25 and d["layer_matched_mean_k3"] == 0.125
 
 
 def test_state_targets_reject_bad_input(tiny):

@@ -457,17 +457,24 @@ def state_ablation_effects(model, ctx: RecallContexts, targets: dict, steps, *, 
 
 
 def first_position_drops(eff: dict) -> dict:
-    """δ(1) = acc_base(1) − acc(1) for each condition of an effects dict (:func:`state_ablation_effects`):
-    {"targeted", "channels" (None if absent), "layer_matched" (list), "layer_matched_mean", "base1"}."""
-    b1 = float(eff["base"][:, 0].mean())
+    """δ(k) = acc_base(k) − acc(k) for each condition of an effects dict (:func:`state_ablation_effects`):
+    δ(1) under "targeted", "channels" (None if absent), "layer_matched" (list) and "layer_matched_mean";
+    the same keys with the suffix "_k3" hold mean_{k≥3} δ(k), how much the ablation also costs the later
+    positions (a primacy-specific ablation keeps it near 0, as in Fig. 3b); "base1" = acc_base(1)."""
+    base = eff["base"].mean(0)
 
-    def d(c):
-        return b1 - float(c[:, 0].mean())
+    def d(c, later=False):
+        delta = base - c.mean(0)
+        return float(delta[2:].mean()) if later else float(delta[0])
 
-    lm = [d(r) for r in eff["layer_matched"]]
-    return {"base1": b1, "targeted": d(eff["targeted"]),
-            "channels": None if eff.get("channels") is None else d(eff["channels"]),
-            "layer_matched": lm, "layer_matched_mean": float(np.mean(lm)) if lm else float("nan")}
+    out = {"base1": float(base[0])}
+    for suffix, later in (("", False), ("_k3", True)):
+        lm = [d(r, later) for r in eff["layer_matched"]]
+        out.update({"targeted" + suffix: d(eff["targeted"], later),
+                    "channels" + suffix: None if eff.get("channels") is None else d(eff["channels"], later),
+                    "layer_matched" + suffix: lm,
+                    "layer_matched_mean" + suffix: float(np.mean(lm)) if lm else float("nan")})
+    return out
 
 
 def load_mamba_ssm_checkpoint(path, *, backend="auto", device="cpu") -> MambaLMHeadModel:
