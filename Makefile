@@ -1,6 +1,6 @@
 # The Mamba recall book. Two commands set everything up on a fresh machine:
 #   make book   execute every chapter (papermill) and build the HTML book into _build/html
-#   make test   library tests (with the live-widget test in JupyterLab), the capped paper pass (smoke), the book
+#   make test   ruff (lint, format), library tests (with the live-widget test in JupyterLab), the capped paper pass (smoke), the book
 #               build (plain papermill on every notebook), its checked outputs against book/ (as nbval-lax)
 #               and the browser check
 # Variables: PRESET=ci|paper  DEVICE=auto|cpu|cuda  BACKEND=auto|reference|chunked|mamba_ssm  PYTHON=python3
@@ -16,7 +16,7 @@ STAMP := $(VENV)/.installed
 # Seconds any one cell may run in the batch passes (a hang stops there with an error).
 CELL_TIMEOUT ?= 900
 
-.PHONY: book test pytest nbval smoke browser bench reproduce refresh venv clean
+.PHONY: book test lint pytest nbval smoke browser bench reproduce refresh venv clean
 
 venv: $(STAMP)
 
@@ -35,6 +35,11 @@ book: $(STAMP)
 	$(PY) -m mamba_recall book --preset $(PRESET) --device $(DEVICE) --backend $(BACKEND) \
 	  $(if $(filter ci,$(PRESET)),--timeout $(CELL_TIMEOUT))
 
+# ruff (configured in pyproject.toml) on the library, the tests and the notebooks: lint, and the format check.
+lint: $(STAMP)
+	$(PY) -m ruff check src tests book
+	$(PY) -m ruff format --check src tests book
+
 pytest: $(STAMP)
 	$(PY) -m pytest -ra tests
 
@@ -52,7 +57,7 @@ browser: $(STAMP)
 # The book pass executes every notebook once (plain papermill, ci); check-outputs then compares its
 # NBVAL_CHECK_OUTPUT cells with book/'s committed outputs (what `make nbval` checks, without a second
 # execution of every notebook).
-test: pytest smoke
+test: lint pytest smoke
 	$(MAKE) book PRESET=ci DEVICE=cpu BACKEND=auto
 	$(PY) -m mamba_recall check-outputs _build/executed
 	$(MAKE) browser

@@ -1,4 +1,5 @@
 """Shared pytest configuration: tests marked ``gpu`` are skipped, with a reason, on machines without CUDA."""
+
 from __future__ import annotations
 
 import pytest

@@ -24,18 +24,23 @@ def test_toc_files_jb_book_nested():
                     {"file": "book/two.ipynb"},
                 ],
             },
-            {"caption": "B", "chapters": [{"url": "https://example.com", "title": "x"},
-                                          {"glob": "extra/*"}, {"file": "book/one_a"}]},
+            {
+                "caption": "B",
+                "chapters": [{"url": "https://example.com", "title": "x"}, {"glob": "extra/*"}, {"file": "book/one_a"}],
+            },
         ],
     }
     assert bc.toc_files(toc) == ["intro", "book/one", "book/one_a", "book/two"]
     assert [bc.html_page(f) for f in bc.toc_files(toc)] == [
-        "intro.html", "book/one.html", "book/one_a.html", "book/two.html"]
+        "intro.html",
+        "book/one.html",
+        "book/one_a.html",
+        "book/two.html",
+    ]
 
 
 def test_toc_files_article_and_missing_root():
-    assert bc.toc_files({"format": "jb-article", "root": "index.md",
-                         "sections": [{"file": "a"}]}) == ["index", "a"]
+    assert bc.toc_files({"format": "jb-article", "root": "index.md", "sections": [{"file": "a"}]}) == ["index", "a"]
     with pytest.raises(bc.SetupError):
         bc.toc_files({"chapters": [{"file": "a"}]})
 
@@ -71,17 +76,28 @@ def _entry(method, **params):
 def test_parse_performance_log():
     entries = [
         _entry("Network.requestWillBeSent", requestId="1", request={"url": f"{ORIGIN}/p.html"}),
-        _entry("Network.responseReceived", requestId="1", type="Document",
-               response={"url": f"{ORIGIN}/p.html", "status": 200}),
-        _entry("Network.requestWillBeSent", requestId="2",
-               request={"url": "https://cdn.jsdelivr.net/npm/x.js"}),
+        _entry(
+            "Network.responseReceived",
+            requestId="1",
+            type="Document",
+            response={"url": f"{ORIGIN}/p.html", "status": 200},
+        ),
+        _entry("Network.requestWillBeSent", requestId="2", request={"url": "https://cdn.jsdelivr.net/npm/x.js"}),
         _entry("Network.loadingFailed", requestId="2", errorText="net::ERR_PROXY"),
         _entry("Network.requestWillBeSent", requestId="3", request={"url": f"{ORIGIN}/missing.js"}),
-        _entry("Network.responseReceived", requestId="3", type="Script",
-               response={"url": f"{ORIGIN}/missing.js", "status": 404}),
+        _entry(
+            "Network.responseReceived",
+            requestId="3",
+            type="Script",
+            response={"url": f"{ORIGIN}/missing.js", "status": 404},
+        ),
         _entry("Network.requestWillBeSent", requestId="4", request={"url": f"{ORIGIN}/favicon.ico"}),
-        _entry("Network.responseReceived", requestId="4", type="Other",
-               response={"url": f"{ORIGIN}/favicon.ico", "status": 404}),
+        _entry(
+            "Network.responseReceived",
+            requestId="4",
+            type="Other",
+            response={"url": f"{ORIGIN}/favicon.ico", "status": 404},
+        ),
         {"message": "not json"},
     ]
     rep = bc.parse_performance_log(entries, ORIGIN)

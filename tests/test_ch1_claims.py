@@ -1,4 +1,5 @@
 """Chapter 1 (paper 000): the claims registry's verdicts that were once wrong stay fixed."""
+
 import pandas as pd
 import pytest
 
@@ -16,10 +17,27 @@ def paper_k1():
 
 def test_every_claim_of_the_paper_is_declared():
     ids = {c.id for c in claims_of(paper="000")}
-    for needed in ("000/Fig4a", "000/Fig4b", "000/Fig4c", "000/Fig4d", "000/Fig5", "000/Fig6", "000/Fig7", "000/Fig8",
-                   "000/Sec3-Delta", "000/Lemma1-key", "000/Lemma1-other", "000/Lemma1-one-step",
-                   "000/Lemma1-one-step-T2", "000/Table1-mamba", "000/Table1-tf2", "000/Table1-tf1-conv",
-                   "000/Table1-rope", "000/Table1-long", "000/Alg1"):
+    for needed in (
+        "000/Fig4a",
+        "000/Fig4b",
+        "000/Fig4c",
+        "000/Fig4d",
+        "000/Fig5",
+        "000/Fig6",
+        "000/Fig7",
+        "000/Fig8",
+        "000/Sec3-Delta",
+        "000/Lemma1-key",
+        "000/Lemma1-other",
+        "000/Lemma1-one-step",
+        "000/Lemma1-one-step-T2",
+        "000/Table1-mamba",
+        "000/Table1-tf2",
+        "000/Table1-tf1-conv",
+        "000/Table1-rope",
+        "000/Table1-long",
+        "000/Alg1",
+    ):
         assert needed in ids, needed
 
 
@@ -53,9 +71,14 @@ def test_delta_close_to_zero_unless_key_is_checked_on_the_paper_model(paper_k1):
 def test_paper_checkpoint_claims_carry_paper_evidence(paper_k1):
     model, meta = paper_k1
     test = latest_value_batch(8, 8, 1, 256, 3, seed=1000)
-    for cid, args in (("000/Sec3-accuracy", (meta,)), ("000/Fig4a", (model, test.inputs, meta)),
-                      ("000/Fig4b", (model, test.inputs, meta)), ("000/Fig4c", (model, meta)),
-                      ("000/Fig8", (model, meta)), ("000/Sec3-regimes", (model, meta))):
+    for cid, args in (
+        ("000/Sec3-accuracy", (meta,)),
+        ("000/Fig4a", (model, test.inputs, meta)),
+        ("000/Fig4b", (model, test.inputs, meta)),
+        ("000/Fig4c", (model, meta)),
+        ("000/Fig8", (model, meta)),
+        ("000/Sec3-regimes", (model, meta)),
+    ):
         v = check(cid, *args, record=False)
         ev = v.evidence
         assert ev["tier"] == "paper" and ev["device"] == "cpu" and ev["seeds"] == 1, (cid, ev)
@@ -79,15 +102,23 @@ class _Origin:  # a bundle stand-in (what Evidence.from_bundle reads)
 def test_table1_rules_come_from_the_paper():
     o = _Origin()
     # no-PE Transformers must fall far below Mamba: 55 % is "struggling" only if Mamba is ≥ 30 points above
-    assert check("000/Table1-tf2", _table([0.80, 0.80], [0.55, 0.55], [0.3, 0.3], [1, 1]), o,
-                 record=False).status == "not reproduced"
-    assert check("000/Table1-tf2", _table([1.0, 1.0], [0.55, 0.55], [0.3, 0.3], [1, 1]), o,
-                 record=False).status == "partially"  # rule holds, one seed
+    assert (
+        check("000/Table1-tf2", _table([0.80, 0.80], [0.55, 0.55], [0.3, 0.3], [1, 1]), o, record=False).status
+        == "not reproduced"
+    )
+    assert (
+        check("000/Table1-tf2", _table([1.0, 1.0], [0.55, 0.55], [0.3, 0.3], [1, 1]), o, record=False).status
+        == "partially"
+    )  # rule holds, one seed
     # RoPE: the paper's 77 % next to Mamba's 100 % is not "similar", nor does it solve the task
-    assert check("000/Table1-rope", _table([1.0, 1.0], [0.3, 0.3], [0.3, 0.3], [1.0, 0.77]), o,
-                 record=False).status == "not reproduced"
-    assert check("000/Table1-rope", _table([1.0, 0.88], [0.3, 0.3], [0.3, 0.3], [1.0, 0.99]), o,
-                 record=False).status == "partially"
+    assert (
+        check("000/Table1-rope", _table([1.0, 1.0], [0.3, 0.3], [0.3, 0.3], [1.0, 0.77]), o, record=False).status
+        == "not reproduced"
+    )
+    assert (
+        check("000/Table1-rope", _table([1.0, 0.88], [0.3, 0.3], [0.3, 0.3], [1.0, 0.99]), o, record=False).status
+        == "partially"
+    )
 
 
 def test_table1_on_the_committed_bundle():
@@ -95,7 +126,7 @@ def test_table1_on_the_committed_bundle():
 
     b = load_bundle("ch1_table1_ci")
     t = b.tables["accuracy"]
-    assert check("000/Table1-tf1-conv", t, b, record=False).status == "not reproduced"   # 80 % at κ = 1
+    assert check("000/Table1-tf1-conv", t, b, record=False).status == "not reproduced"  # 80 % at κ = 1
     v = check("000/Table1-rope", t, b, record=False)
     assert v.status == "partially" and v.evidence["tier"] == "ci"
     assert check("000/Table1-long", record=False).status == "not run"
@@ -135,8 +166,16 @@ def test_bc_spike_claims_need_a_trained_model():
     from mamba_recall.models.simplified_recall import m2
 
     model = m2(8, 2, seed=0)
-    src = SimpleNamespace(model=model, test_set=latest_value_batch(8, 8, 2, 32, 3, seed=1), accuracy=0.3,
-                          sizes={"seq_len": 32, "target": "masked"}, tier="ci", device="cpu", source="live", seeds=1)
+    src = SimpleNamespace(
+        model=model,
+        test_set=latest_value_batch(8, 8, 2, 32, 3, seed=1),
+        accuracy=0.3,
+        sizes={"seq_len": 32, "target": "masked"},
+        tier="ci",
+        device="cpu",
+        source="live",
+        seeds=1,
+    )
     assert check("000/Fig5", src, record=False).status == "not testable here"
     assert get("000/Fig5").rule.trained
 
@@ -145,9 +184,17 @@ def _fig4d(F_write, F_forget, F_read, below=1.0, seeds=3):
     from mamba_recall.claims import judge
     from mamba_recall.claims.core import Evidence, Measurement
 
-    m = Measurement({"F_write": F_write, "forget_minus_write": F_forget - F_write, "read_minus_write": F_read - F_write,
-                     "below_next_read": below}, "synthetic", Evidence("paper", "cpu", seeds, "synthetic", "test"),
-                    intervals={"F_write": (F_write - 0.01, F_write + 0.01)})
+    m = Measurement(
+        {
+            "F_write": F_write,
+            "forget_minus_write": F_forget - F_write,
+            "read_minus_write": F_read - F_write,
+            "below_next_read": below,
+        },
+        "synthetic",
+        Evidence("paper", "cpu", seeds, "synthetic", "test"),
+        intervals={"F_write": (F_write - 0.01, F_write + 0.01)},
+    )
     return judge(get("000/Fig4d"), m)
 
 
@@ -169,7 +216,7 @@ def test_fig4d_on_the_paper_checkpoint(paper_k1):
     model, meta = paper_k1
     test = latest_value_batch(8, 8, 1, 256, 3, seed=1000)
     v = check("000/Fig4d", model, test.inputs, meta, record=False)
-    assert v.status == "partially" and all(ok for *_, ok in v.checks)   # the ordering holds; one seed caps it
+    assert v.status == "partially" and all(ok for *_, ok in v.checks)  # the ordering holds; one seed caps it
     assert "forget regime" in v.ours and "read regime" in v.ours
 
 
@@ -190,11 +237,14 @@ def test_chapter1_checks_print_their_numbers_with_library_thresholds():
             for line in out.splitlines():
                 assert not re.search(r":\s*(True|False)\s*(\||$)", line), f"{name}: bare boolean in {line!r}"
             # no tolerance typed into a comparison (e.g. "<= 1e-12"): it comes from the library
-            assert not re.search(r"(<=|<|>=|>)\s*\d+(\.\d+)?e-\d+", src), f"{name}: a typed-in tolerance in {src[:80]!r}"
+            assert not re.search(r"(<=|<|>=|>)\s*\d+(\.\d+)?e-\d+", src), (
+                f"{name}: a typed-in tolerance in {src[:80]!r}"
+            )
     nb1 = json.loads((book / "01_task_and_model.ipynb").read_text())
     outs = "".join("".join(o.get("text", "")) for c in nb1["cells"] for o in c.get("outputs", []))
     assert "max |logits − reference| ≤ 1e-12 (bound 1e-10): pass" in outs
     from mamba_recall.claims import p000
+
     assert p000.FLOAT64_AGREE == 1e-10 and p000.FLOAT32_AGREE == 1e-7
 
 

@@ -1,20 +1,49 @@
 """Chapter 1 (paper 000): latest-value MQAR, the simplified Mamba, Lemma 1, probes."""
+
 import numpy as np
 import pytest
 import torch
 
-from mamba_recall.analysis.recall_probes import (pair_table, regime_summary, second_half_forgetting,
-                                                 wdelta_block_mass, wo_centred_cosine)
-from mamba_recall.models.simplified_recall import (SimplifiedMamba, doubled_embedding_conv, m1, m2,
-                                                   pair_embedding, theory_model)
-from mamba_recall.scan import selective_scan_reference
-from mamba_recall.tasks.latest_value import (IGNORE_INDEX, READ, WRITE, all_theory_sequences, latest_value_batch,
-                                             latest_value_labels, latest_value_sequence, pair_events,
-                                             paper_example, theory_batch)
-from mamba_recall.theory.gradient_lemma import (autograd_gradient, compare_with_eq5, eq5_agreement,
-                                                exact_population_gradient, gd_dynamics, one_step_accuracy,
-                                                paper_eq5, population_gradient, sequence_gradients,
-                                                theory_logits, write_component)
+from mamba_recall.analysis.recall_probes import (
+    pair_table,
+    regime_summary,
+    second_half_forgetting,
+    wdelta_block_mass,
+    wo_centred_cosine,
+)
+from mamba_recall.models.simplified_recall import (
+    SimplifiedMamba,
+    doubled_embedding_conv,
+    m1,
+    m2,
+    pair_embedding,
+    theory_model,
+)
+from mamba_recall.tasks.latest_value import (
+    IGNORE_INDEX,
+    READ,
+    WRITE,
+    all_theory_sequences,
+    latest_value_batch,
+    latest_value_labels,
+    latest_value_sequence,
+    pair_events,
+    paper_example,
+    theory_batch,
+)
+from mamba_recall.theory.gradient_lemma import (
+    autograd_gradient,
+    compare_with_eq5,
+    eq5_agreement,
+    exact_population_gradient,
+    gd_dynamics,
+    one_step_accuracy,
+    paper_eq5,
+    population_gradient,
+    sequence_gradients,
+    theory_logits,
+    write_component,
+)
 
 
 # ----------------------------------------------------------------------------- generator
@@ -31,13 +60,13 @@ def test_generator_invariants(V, K, T):
     x = b.inputs.numpy()
     assert x.shape == (64, T) and x.min() >= 0 and x.max() < V
     for row, q in zip(x, b.query_labels.numpy()):
-        assert sorted(row[-K:].tolist()) == list(range(K))            # final permutation of the keys
-        after_key = row[1:-K][row[:-K - 1] < K]
-        assert (after_key >= K).all()                                  # a value follows every key (but the last K)
+        assert sorted(row[-K:].tolist()) == list(range(K))  # final permutation of the keys
+        after_key = row[1:-K][row[: -K - 1] < K]
+        assert (after_key >= K).all()  # a value follows every key (but the last K)
         ref, _ = latest_value_labels(row, K)
         assert (q == ref).all()
         last = {}
-        for t, tok in enumerate(row):                                  # latest-value labels, re-derived
+        for t, tok in enumerate(row):  # latest-value labels, re-derived
             if tok < K:
                 assert q[t] == last.get(tok, IGNORE_INDEX)
             else:
@@ -64,7 +93,7 @@ def test_noise_runs_and_block_mean():
         runs += r
     runs = np.asarray(runs)
     assert runs.min() >= 0 and runs.max() <= 3
-    assert abs((runs + 2).mean() - 3.5) < 0.05          # n_ε / 2 + 2 over ≥ 10⁴ blocks
+    assert abs((runs + 2).mean() - 3.5) < 0.05  # n_ε / 2 + 2 over ≥ 10⁴ blocks
     assert runs.size >= 10_000
 
 
@@ -114,7 +143,7 @@ def test_model_matches_reference_loop(N):
     Ct = xhat @ model.W_C.T if N > 1 else torch.ones(2, 20, 1, dtype=torch.float64)
     h = torch.zeros(2, 12, N, dtype=torch.float64)
     ys = []
-    for t in range(20):   # Eq. (2) written out
+    for t in range(20):  # Eq. (2) written out
         h = torch.exp(lam * dt[:, t, :, None]) * h + (dt[:, t] * xhat[:, t])[..., None] * Bt[:, t, None, :]
         ys.append((h * Ct[:, t, None, :]).sum(-1))
     logits = torch.stack(ys, 1) @ model.W_o.double().T
@@ -203,16 +232,18 @@ def test_one_step():
 def test_birthday_approximation_of_one_step():
     from mamba_recall.theory.gradient_lemma import one_step_table
     from mamba_recall.views.gradient_dynamics import no_repeat_probability, one_step_chart
+
     # the approximation against the exact product ∏_{i<T−1}(1 − i/(|V|−1)) and against theory_batch's sequences
     for V, T in ((64, 8), (256, 16), (1024, 8)):
         exact = np.prod(1 - np.arange(T - 1) / (V - 1))
         approx = no_repeat_probability(V, T)
-        assert exact <= approx <= exact * 1.05, (V, T)            # 1 − u ≤ e^(−u): an upper bound, tight here
+        assert exact <= approx <= exact * 1.05, (V, T)  # 1 − u ≤ e^(−u): an upper bound, tight here
         x, _ = theory_batch(20_000, V, T, seed=0)
         distinct = np.mean([len(set(r)) == T - 1 for r in x[:, 1:T].tolist()])
         assert abs(distinct - exact) < 0.02, (V, T)
-    assert np.allclose(no_repeat_probability(np.array([64, 256]), 8), [no_repeat_probability(64, 8),
-                                                                     no_repeat_probability(256, 8)])
+    assert np.allclose(
+        no_repeat_probability(np.array([64, 256]), 8), [no_repeat_probability(64, 8), no_repeat_probability(256, 8)]
+    )
     # a lower bound of the measured one-step accuracy (up to sampling), close to it while repeats are rare
     steps = one_step_table([64, 256], [4, 8, 16], n=4000)
     birthday = no_repeat_probability(steps.V.to_numpy(), steps["T"].to_numpy())
@@ -241,8 +272,8 @@ def test_lemma_errors():
 def test_probes_on_hand_built_solution():
     V = 8
     model = m1(V, init_std=0.0)
-    with torch.no_grad():   # a hand-made write: prev = key → big Δ on the value channels
-        model.W_delta[V + 1:, 0] = 4.0
+    with torch.no_grad():  # a hand-made write: prev = key → big Δ on the value channels
+        model.W_delta[V + 1 :, 0] = 4.0
         model.W_delta[:, V] = -4.0
     mass = wdelta_block_mass(model.W_delta, V)
     assert mass["argmax_column_of_second_half_means"] == 0 and mass["columnV_mean"] < 0
@@ -274,6 +305,7 @@ def test_m2_shapes():
 def test_committed_checkpoints_load_and_solve():
     from mamba_recall.experiments.ch1_training import load_checkpoint, make_data
     from mamba_recall.train import evaluate
+
     model, meta = load_checkpoint("k1", "paper")
     assert meta["config"]["seq_len"] == 256 and meta["config"]["target"] == "identity"
     _, test = make_data({**meta["config"], "test_size": 16}, meta["seed"])
@@ -284,11 +316,24 @@ def test_committed_checkpoints_load_and_solve():
 
 def test_checkpoint_errors(tmp_path, monkeypatch):
     import mamba_recall.experiments.ch1_training as tr
+
     monkeypatch.setattr(tr, "CHECKPOINT_DIR", tmp_path)
     with pytest.raises(FileNotFoundError, match="regenerate"):
         tr.load_checkpoint("k1", "paper")
-    sizes = {"vocab_size": 5, "num_keys": 1, "d_state": 1, "seq_len": 16, "max_noise": 2, "target": "masked",
-             "train_size": 32, "test_size": 16, "batch_size": 16, "lr": 1e-2, "steps": 5, "eval_every": 5}
+    sizes = {
+        "vocab_size": 5,
+        "num_keys": 1,
+        "d_state": 1,
+        "seq_len": 16,
+        "max_noise": 2,
+        "target": "masked",
+        "train_size": 32,
+        "test_size": 16,
+        "batch_size": 16,
+        "lr": 1e-2,
+        "steps": 5,
+        "eval_every": 5,
+    }
     trained = tr.train_recall(sizes, seed=0)
     path = tr.save_checkpoint(trained, "k1", "ci", "cpu", 0)
     model, meta = tr.load_checkpoint("k1", "ci")
@@ -300,8 +345,21 @@ def test_checkpoint_errors(tmp_path, monkeypatch):
 
 def test_training_is_deterministic():
     from mamba_recall.experiments.ch1_training import train_recall
-    sizes = {"vocab_size": 6, "num_keys": 1, "d_state": 1, "seq_len": 24, "max_noise": 2, "target": "identity",
-             "train_size": 32, "test_size": 16, "batch_size": 16, "lr": 3e-2, "steps": 20, "eval_every": 10}
+
+    sizes = {
+        "vocab_size": 6,
+        "num_keys": 1,
+        "d_state": 1,
+        "seq_len": 24,
+        "max_noise": 2,
+        "target": "identity",
+        "train_size": 32,
+        "test_size": 16,
+        "batch_size": 16,
+        "lr": 3e-2,
+        "steps": 20,
+        "eval_every": 10,
+    }
     a, b = train_recall(sizes, seed=1), train_recall(sizes, seed=1)
     assert torch.equal(a.model.W_delta, b.model.W_delta)
 
@@ -309,20 +367,39 @@ def test_training_is_deterministic():
 def test_views_build():
     from mamba_recall.analysis.recall_probes import probe_frame
     from mamba_recall.views.gradient_dynamics import bc_chart, fig4_chart, matrix_chart, wdelta_heatmap
+
     model = m1(8, seed=0)
     ids = latest_value_batch(1, 8, 1, 32, 3, seed=0).inputs[0]
     frame = probe_frame(model, ids, 0, 16)
     assert set(frame.panel) == {"output", "state", "input term", "forgetting factor"}
     assert len(frame) == 16 * (8 + 3 * 16)
-    for chart in (fig4_chart(frame), wdelta_heatmap(model.W_delta, "W", transposed=True), matrix_chart(torch.eye(3), "I"),
-                  bc_chart(m2(8, 2, seed=0), latest_value_batch(1, 8, 2, 32, 3, seed=0).inputs[0], 2, "B/C")):
+    for chart in (
+        fig4_chart(frame),
+        wdelta_heatmap(model.W_delta, "W", transposed=True),
+        matrix_chart(torch.eye(3), "I"),
+        bc_chart(m2(8, 2, seed=0), latest_value_batch(1, 8, 2, 32, 3, seed=0).inputs[0], 2, "B/C"),
+    ):
         assert chart.to_dict()
 
 
 def test_table1_cell_tiny():
     from mamba_recall.experiments.ch1_table1 import build, run_cell
-    sizes = {"vocab_size": 8, "max_noise": 3, "train_size": 32, "test_size": 16, "batch_size": 16, "target": "masked",
-             "steps": 3, "eval_every": 3, "mamba_lr": 1e-2, "tf_lr": 1e-3, "tf_d_model": 16, "tf_heads": 2, "conv_width": 4}
+
+    sizes = {
+        "vocab_size": 8,
+        "max_noise": 3,
+        "train_size": 32,
+        "test_size": 16,
+        "batch_size": 16,
+        "target": "masked",
+        "steps": 3,
+        "eval_every": 3,
+        "mamba_lr": 1e-2,
+        "tf_lr": 1e-3,
+        "tf_d_model": 16,
+        "tf_heads": 2,
+        "conv_width": 4,
+    }
     row = run_cell("tf2_conv_rope", 32, 1, sizes)
     assert 0 <= row["accuracy"] <= 1 and row["paper"] is None
     assert build("tf1_conv", 8, 1, 32, sizes, 0).layers[0].conv.kernel_size == (4,)

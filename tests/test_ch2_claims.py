@@ -1,4 +1,5 @@
 """Chapter 2's claims (paper 002): each verdict the claims issue found wrong stays fixed."""
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ def verdict(claim_id, *args, **kwargs):
 def test_eq15_is_an_erratum_with_both_numbers():
     v = verdict("002/Eq15")
     assert v.status == "erratum confirmed"
-    assert "printed" in v.ours and "1.3" in v.ours and "1.00" in v.ours   # log-ratios: printed ≈ 1.35, corrected ≈ 1.00
+    assert "printed" in v.ours and "1.3" in v.ours and "1.00" in v.ours  # log-ratios: printed ≈ 1.35, corrected ≈ 1.00
     assert verdict("002/Remark2").status == "erratum confirmed"
 
 
@@ -42,14 +43,20 @@ def test_lemma1_is_tested_inside_its_domain():
         s = experiment("ch2.circuit", preset)["lemma1"]
         assert s["N"] < s["D"] < s["V"], preset
         from mamba_recall.theory.capacity import lemma1_condition
+
         assert lemma1_condition(s["V"], s["Nf"], s["D"], s["N"])["holds"], preset
     # the old test point (D = N = 1300 > V = 128) is outside the lemma: not testable, not a pass
     assert verdict("002/Lemma1", V=128, Nf=16, L=64, D=1300, N=1300, n_seq=2).status == "not testable here"
 
 
 def _sweep(cells):
-    return pd.DataFrame([dict(D=D, N=N, V=V, designed=a) for (D, N), accs in cells.items()
-                         for V, a in zip([128, 256, 512, 1024, 2048, 4096, 8192], accs)])
+    return pd.DataFrame(
+        [
+            dict(D=D, N=N, V=V, designed=a)
+            for (D, N), accs in cells.items()
+            for V, a in zip([128, 256, 512, 1024, 2048, 4096, 8192], accs)
+        ]
+    )
 
 
 def test_vmax_with_zero_prediction_and_capped_sweep_is_not_a_pass():
@@ -66,8 +73,22 @@ def test_vmax_with_zero_prediction_and_capped_sweep_is_not_a_pass():
 
 
 def _grid(trained: dict):
-    rows = [dict(regime="R-ci", V=64, Nf=8, L=32, D=D, N=N, trained=a, designed_full=0.0, designed_values=1.0,
-                 eq77=0.0, eq15=1.0) for (D, N), a in trained.items()]
+    rows = [
+        dict(
+            regime="R-ci",
+            V=64,
+            Nf=8,
+            L=32,
+            D=D,
+            N=N,
+            trained=a,
+            designed_full=0.0,
+            designed_values=1.0,
+            eq77=0.0,
+            eq15=1.0,
+        )
+        for (D, N), a in trained.items()
+    ]
     return pd.DataFrame(rows)
 
 
@@ -75,7 +96,7 @@ def test_fig6c_needs_two_defined_n90():
     one = {(8, 8): 0.3, (8, 16): 0.3, (16, 8): 0.8, (16, 16): 0.87, (32, 8): 0.99, (32, 16): 1.0}
     assert verdict("002/Fig6c", fake_bundle({"grid": _grid(one)})).status == "not testable here"
     two = {**one, (16, 16): 0.95}
-    assert verdict("002/Fig6c", fake_bundle({"grid": _grid(two)})).status == "partially"   # one seed: capped
+    assert verdict("002/Fig6c", fake_bundle({"grid": _grid(two)})).status == "partially"  # one seed: capped
     wrong = {**one, (16, 8): 0.95, (32, 8): 0.5}
     assert verdict("002/Fig6c", fake_bundle({"grid": _grid(wrong)})).status == "not reproduced"
 
@@ -95,10 +116,10 @@ def test_printed_fields_are_the_papers():
 def test_selectivity_counts_only_trained_columns():
     V, h = 8, 4
     G_vv = torch.zeros(V, 2 * V, dtype=torch.float64)
-    G_vv[h:, V + h:] = torch.eye(h)                      # values copied: value rows × value columns
+    G_vv[h:, V + h :] = torch.eye(h)  # values copied: value rows × value columns
     G_kq = torch.zeros(2 * V, 2 * V, dtype=torch.float64)
-    G_kq[1:h, V + 1:V + h] = torch.eye(h - 1)           # keys match keys on the key query columns
-    G_kq[:V, V + h:] = 5.0                               # value query columns: untrained, arbitrary
+    G_kq[1:h, V + 1 : V + h] = torch.eye(h - 1)  # keys match keys on the key query columns
+    G_kq[:V, V + h :] = 5.0  # value query columns: untrained, arbitrary
     trained = selectivity(G_vv, G_kq)
     every = selectivity(G_vv, G_kq, constrained=False)
     assert trained["kk_share"] == pytest.approx(1.0) and every["kk_share"] < 0.1
@@ -106,50 +127,77 @@ def test_selectivity_counts_only_trained_columns():
 
 def test_fig3_reads_a_rank_statistic_on_the_drawn_block():
     rule = claims.get("002/Fig3").rule
-    assert rule.metrics() == {"fact_hit", "auroc", "accuracy"}   # accuracy: the testable condition (a model that recalls)
+    assert rule.metrics() == {
+        "fact_hit",
+        "auroc",
+        "accuracy",
+    }  # accuracy: the testable condition (a model that recalls)
     scores = torch.tensor([[0.9, 0.1], [0.2, 0.8]])
     assert auroc(scores, torch.eye(2, dtype=torch.bool)) == 1.0
     assert auroc(-scores, torch.eye(2, dtype=torch.bool)) == 0.0
 
 
 def _ablation(e_acc):
-    ab = pd.DataFrame([dict(row=r, mean=m) for r, m in [("Base", .99), ("A", 1.0), ("B", .99), ("C", .99), ("D", .99),
-                                                          ("E", e_acc)]])
-    return fake_bundle({"ablation": ab}, ablation={"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 300,
-                                                    "seeds": 1})
+    ab = pd.DataFrame(
+        [
+            dict(row=r, mean=m)
+            for r, m in [("Base", 0.99), ("A", 1.0), ("B", 0.99), ("C", 0.99), ("D", 0.99), ("E", e_acc)]
+        ]
+    )
+    return fake_bundle(
+        {"ablation": ab}, ablation={"V": 128, "Nf": 16, "L": 64, "D": 64, "N": 16, "steps": 300, "seeds": 1}
+    )
 
 
 def test_tab10_row_e_is_read_against_the_copy_floor():
-    assert verdict("002/Tab10-E", _ablation(1 / 16)).status == "partially"           # at 1/N_f: fails completely
+    assert verdict("002/Tab10-E", _ablation(1 / 16)).status == "partially"  # at 1/N_f: fails completely
     assert verdict("002/Tab10-E", _ablation(0.0)).status == "partially"
     assert verdict("002/Tab10-E", _ablation(1 / 16 + 0.05)).status == "not reproduced"  # above the floor: it recalls
 
 
 def _heads(accs: dict, Ms=(1, 2, 4), Ns=(1, 2, 4, 8), noise=None):
-    rows = [dict(pattern=p, M=M, N=N, acc=accs.get((p, M, N), 0.5)) for p in ("MHA", "MQA", "MKA", "MVA")
-            for M in Ms for N in Ns]
+    rows = [
+        dict(pattern=p, M=M, N=N, acc=accs.get((p, M, N), 0.5))
+        for p in ("MHA", "MQA", "MKA", "MVA")
+        for M in Ms
+        for N in Ns
+    ]
     tables = {"grid": pd.DataFrame(rows)}
     if noise is not None:
-        tables["noise"] = pd.DataFrame([dict(pattern=p, M=M, N=N, rel_var_empty=noise(p, M, N))
-                                        for p in ("MHA", "MQA", "MKA", "MVA") for M in Ms for N in Ns])
+        tables["noise"] = pd.DataFrame(
+            [
+                dict(pattern=p, M=M, N=N, rel_var_empty=noise(p, M, N))
+                for p in ("MHA", "MQA", "MKA", "MVA")
+                for M in Ms
+                for N in Ns
+            ]
+        )
     return fake_bundle(tables, V=64, Nf=8, D=32, Ms=list(Ms), Ns=list(Ns))
 
 
 def test_thm5_mn_must_hold_over_the_whole_grid():
     # MHA with M heads matches one head with MN at (2, 1) but not at (4, 1): the theorem fails
-    accs = {("MHA", 1, 2): 0.5, ("MHA", 2, 1): 0.5, ("MHA", 1, 4): 0.9, ("MHA", 4, 1): 0.6,
-            ("MHA", 2, 2): 0.9, ("MHA", 1, 8): 1.0, ("MHA", 2, 4): 1.0, ("MHA", 4, 2): 1.0}
+    accs = {
+        ("MHA", 1, 2): 0.5,
+        ("MHA", 2, 1): 0.5,
+        ("MHA", 1, 4): 0.9,
+        ("MHA", 4, 1): 0.6,
+        ("MHA", 2, 2): 0.9,
+        ("MHA", 1, 8): 1.0,
+        ("MHA", 2, 4): 1.0,
+        ("MHA", 4, 2): 1.0,
+    }
     assert verdict("002/Thm5-MHA-MN", _heads(accs)).status == "not reproduced"
     accs[("MHA", 4, 1)] = 0.9
-    assert verdict("002/Thm5-MHA-MN", _heads(accs)).status == "partially"   # one seed: capped
+    assert verdict("002/Thm5-MHA-MN", _heads(accs)).status == "partially"  # one seed: capped
 
 
 def test_fig15_needs_a_rank_test_that_can_be_significant():
-    falling = lambda p, M, N: 1.0 / M if p == "MHA" else 1.0   # noqa: E731
+    falling = lambda p, M, N: 1.0 / M if p == "MHA" else 1.0  # noqa: E731
     three = _heads({("MHA", 1, N): 0.5 for N in (1, 2, 4, 8)}, noise=falling)
     assert verdict("002/Fig15", three).status == "not testable here"
     four = _heads({("MHA", 1, N): 0.5 for N in (1, 2, 4, 8)}, Ms=(1, 2, 4, 8), noise=falling)
-    assert verdict("002/Fig15", four).status == "partially"   # p = 1/24 at every N; one seed: capped
+    assert verdict("002/Fig15", four).status == "partially"  # p = 1/24 at every N; one seed: capped
     r, p = p002.spearman_p([1, 2, 4], [3, 2, 1])
     assert r == pytest.approx(-1.0) and p == pytest.approx(1 / 6)
 
@@ -164,9 +212,28 @@ def test_every_check_in_chapter_2_is_displayed():
 
 def test_every_claim_of_the_paper_is_declared():
     ids = {c.id for c in CH2}
-    for needed in ("002/Thm1", "002/Thm2", "002/Lemma1", "002/Eq15", "002/Remark1", "002/Remark2", "002/Remark3", "002/Remark5",
-                   "002/AppD-phase-transition", "002/AppD-L-independence", "002/Fig2", "002/Fig3", "002/Fig4",
-                   "002/Fig5", "002/Fig6c", "002/Fig6d", "002/Fig7", "002/Fig12", "002/Fig15", "002/Tab10-E"):
+    for needed in (
+        "002/Thm1",
+        "002/Thm2",
+        "002/Lemma1",
+        "002/Eq15",
+        "002/Remark1",
+        "002/Remark2",
+        "002/Remark3",
+        "002/Remark5",
+        "002/AppD-phase-transition",
+        "002/AppD-L-independence",
+        "002/Fig2",
+        "002/Fig3",
+        "002/Fig4",
+        "002/Fig5",
+        "002/Fig6c",
+        "002/Fig6d",
+        "002/Fig7",
+        "002/Fig12",
+        "002/Fig15",
+        "002/Tab10-E",
+    ):
         assert needed in ids, needed
     for c in CH2:
         if c.measure is None:
@@ -177,17 +244,24 @@ def test_every_claim_of_the_paper_is_declared():
 def test_remark1_reads_the_declared_point_estimate_form():
     """The 0.8–1.25 band was declared for the slope itself; applying it to the interval bounds was chosen after
     seeing the data, so the rule reads the point estimates and only shows the fit's intervals."""
+
     def bundle(est, lo, hi):
         e = {"exponent": est, "ci_low": lo, "ci_high": hi, "n": 5}
-        return SimpleNamespace(name="t", config={"preset": "ci", "V": 2048, "cells": [[16, 16]] * 5, "n_queries": 1000},
-                               data={"exponents": {"0.5/values": e, "0.9/values": e}}, tables={},
-                               provenance={"device": "cpu"}, path=None)
-    assert verdict("002/Remark1", bundle(1.02, 0.95, 1.1)).status == "reproduced"      # exact tier: no seed cap
-    assert verdict("002/Remark1", bundle(0.5, 0.4, 0.6)).status == "not reproduced"    # facts ∝ √(DN) would fail
+        return SimpleNamespace(
+            name="t",
+            config={"preset": "ci", "V": 2048, "cells": [[16, 16]] * 5, "n_queries": 1000},
+            data={"exponents": {"0.5/values": e, "0.9/values": e}},
+            tables={},
+            provenance={"device": "cpu"},
+            path=None,
+        )
+
+    assert verdict("002/Remark1", bundle(1.02, 0.95, 1.1)).status == "reproduced"  # exact tier: no seed cap
+    assert verdict("002/Remark1", bundle(0.5, 0.4, 0.6)).status == "not reproduced"  # facts ∝ √(DN) would fail
     # a wide interval reaching outside the band no longer decides: the declared form reads the estimate
     wide = verdict("002/Remark1", bundle(1.0, 0.7, 1.3))
     assert wide.status == "reproduced" and "slope_50 (95 % t-interval of the fit)" in wide.intervals
-    assert verdict("002/Remark1", bundle(1.3, 1.2, 1.4)).status == "not reproduced"    # estimate above the band
+    assert verdict("002/Remark1", bundle(1.3, 1.2, 1.4)).status == "not reproduced"  # estimate above the band
     assert "slope_low_50" not in claims.get("002/Remark1").rule.metrics()
 
 
@@ -195,9 +269,22 @@ def test_mechanism_probes_need_a_model_that_recalls():
     """§3.2's structures are read off trained models that solve MQAR: a model that never learned (a 4-step run scored
     0.000 held-out) is 'not testable here', not evidence against the paper; a recalling model without the structure
     is 'not reproduced'."""
-    d = {"kq_block_share": 0.26, "vv_half_share": 0.5, "kk_share": 0.49, "vv_share": 0.52, "kk_share_all_columns": 0.2,
-         "vv_share_all_columns": 0.3, "key_diag_hit": 0.01, "value_diag_hit": 0.01, "d3_fact_hit": 0.02, "d3_auroc": 0.5,
-         "d3_corr_full_table": 0.0, "d4_hit": 0.02, "d5_value_copy": 0.03, "d5_key_shift": 0.03}
+    d = {
+        "kq_block_share": 0.26,
+        "vv_half_share": 0.5,
+        "kk_share": 0.49,
+        "vv_share": 0.52,
+        "kk_share_all_columns": 0.2,
+        "vv_share_all_columns": 0.3,
+        "key_diag_hit": 0.01,
+        "value_diag_hit": 0.01,
+        "d3_fact_hit": 0.02,
+        "d3_auroc": 0.5,
+        "d3_corr_full_table": 0.0,
+        "d4_hit": 0.02,
+        "d5_value_copy": 0.03,
+        "d5_key_shift": 0.03,
+    }
     ctx = SimpleNamespace(preset="ci", device="cpu", smoke=False)
     for cid in ("002/Fig2", "002/Fig2-selectivity", "002/Fig3", "002/Fig4", "002/Fig5"):
         assert verdict(cid, d, ctx, 0.0, 4, 16).status == "not testable here", cid
@@ -229,7 +316,7 @@ def test_reference_numbers_are_not_printed_numbers():
     """The authors' README grid is reference data, not the paper's text: no claim quotes it as printed."""
     from mamba_recall.experiments.ch2_reference_grid import AUTHORS
 
-    distinctive = [f"{AUTHORS[c]:.2f}" for c in ((16, 8), (32, 8), (48, 8), (64, 8))]   # 0.24, 0.64, 0.82, 0.89
+    distinctive = [f"{AUTHORS[c]:.2f}" for c in ((16, 8), (32, 8), (48, 8), (64, 8))]  # 0.24, 0.64, 0.82, 0.89
     for c in CH2:
         assert "README" not in c.printed, c.id
         for v in distinctive:

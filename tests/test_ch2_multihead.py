@@ -1,4 +1,5 @@
 """Chapter 2, multi-head part: the simplified multi-head linear Mamba-2 (Alg. 3), Thm 5 algebra (Lemmas 2 and 5) and the effective dimensions."""
+
 import math
 
 import pytest
@@ -42,7 +43,7 @@ def test_mha_full_values_equals_single_head_with_MN_states(M):
     mh = MultiHeadLinearMamba(V, 6, N, M, "MHA", values="full", ensemble=1, seed=1)
     _copy_common(mh, ref)
     with torch.no_grad():
-        mh.x_proj_B.copy_(ref.x_proj_B[0])   # (M·N, D_in) = (F^1; …; F^M)
+        mh.x_proj_B.copy_(ref.x_proj_B[0])  # (M·N, D_in) = (F^1; …; F^M)
         mh.x_proj_C.copy_(ref.x_proj_C[0])
     x = torch.randint(0, V, (3, L), generator=torch.Generator().manual_seed(0))
     assert (mh(x) - ref(x)).abs().max() <= 1e-5
@@ -97,6 +98,7 @@ def test_train_ensemble_runs_and_is_deterministic():
         m = MultiHeadLinearMamba(V, D, 4, 2, "MQA", ensemble=2, member_states=[2, 4], seed=0)
         r = train_ensemble(m, batch_fn(V, 4, L, 16, 0), steps=5, overrides=dict(warmup=2, hold=1), num_threads=1)
         return r.history[-1]["loss"]
+
     a, b = run(), run()
     assert a == b and all(math.isfinite(v) for v in a)
 
@@ -108,8 +110,10 @@ def test_theorem5_prediction():
         ne = 12 if pattern == "MHA" else 4
         assert (pred["D_eff"], pred["N_eff"]) == (60, ne)
         assert pred["p_eq77"] == pytest.approx(p_success(512, 16, 60, ne, "eq77"))
-    assert multihead_prediction(512, 16, 60, 4, 6, "MHA")["p_eq77"] > multihead_prediction(512, 16, 60, 4, 1,
-                                                                                             "MHA")["p_eq77"]
+    assert (
+        multihead_prediction(512, 16, 60, 4, 6, "MHA")["p_eq77"]
+        > multihead_prediction(512, 16, 60, 4, 1, "MHA")["p_eq77"]
+    )
     assert split_value_variance(16, 60, 4, 4, "full") == pytest.approx(split_value_variance(16, 60, 4, 1) / 4)
     assert split_value_variance(16, 60, 4, 4, "split") == split_value_variance(16, 60, 4, 1, "split")
     with pytest.raises(ValueError):

@@ -1,5 +1,6 @@
 """Unit checks of Chapter 2 (paper 002): the MQAR generators, the scans, the designed circuits, the capacity laws,
 plus the ensemble equivalence of LinearMamba."""
+
 import math
 
 import numpy as np
@@ -10,8 +11,16 @@ from mamba_recall.models.linear_mamba import LinearMamba
 from mamba_recall.scan import selective_scan
 from mamba_recall.tasks.mqar import mqar, multiquery_ar
 from mamba_recall.train import masked_ce_per_member, train_ensemble
-from mamba_recall.theory.capacity import (LAWS, PROB_LAWS, effective_dims, lemma1_condition, log_p_success,
-                                          p_success, predicted_capacity, satisfies)
+from mamba_recall.theory.capacity import (
+    LAWS,
+    PROB_LAWS,
+    effective_dims,
+    lemma1_condition,
+    log_p_success,
+    p_success,
+    predicted_capacity,
+    satisfies,
+)
 from mamba_recall.theory.hashing_circuit import designed_accuracy, designed_model, thm2_weights
 
 torch.set_num_threads(1)
@@ -21,7 +30,7 @@ torch.set_num_threads(1)
 def test_a1_generator_invariants():
     V, Nf, L, n = 128, 16, 64, 10000
     x, y = mqar(V, Nf, L, n, seed=3)
-    keys, vals = x[:, 0:2 * Nf:2], x[:, 1:2 * Nf:2]
+    keys, vals = x[:, 0 : 2 * Nf : 2], x[:, 1 : 2 * Nf : 2]
     assert keys.min() >= 1 and keys.max() <= V // 2 - 1
     assert vals.min() >= V // 2 and vals.max() <= V - 1
     assert all(len(set(r.tolist())) == Nf for r in keys[:500])
@@ -86,9 +95,15 @@ def test_b1_scan_equivalence():
     ls = m_scan(x)
     assert float((la - ls).detach().abs().max()) <= 1e-4
     xh, Bm, Cm = ints[0]["x_hat"], ints[0]["B"], ints[0]["C"]
-    u = xh.transpose(1, 2).contiguous()                      # (B, Din, L)
-    y = selective_scan(u, torch.ones_like(u), torch.zeros(u.shape[1], 8), Bm.transpose(1, 2).contiguous(),
-                       Cm.transpose(1, 2).contiguous(), backend="reference")
+    u = xh.transpose(1, 2).contiguous()  # (B, Din, L)
+    y = selective_scan(
+        u,
+        torch.ones_like(u),
+        torch.zeros(u.shape[1], 8),
+        Bm.transpose(1, 2).contiguous(),
+        Cm.transpose(1, 2).contiguous(),
+        backend="reference",
+    )
     assert float((y.transpose(1, 2) - ints[0]["y_hat"]).abs().max()) <= 1e-4
 
 
@@ -153,25 +168,29 @@ def test_c1_more_golden():
     assert predicted_capacity(64, 32, Nf=16, law="rev_mV", a=1.25)["V_max"] == 23714
     assert predicted_capacity(64, 32, Nf=16, law="rev_mV", a=3.0)["V_max"] == 288
     assert round(p_success(1024, 16, 64, 32, "rev_mV", a=1.25), 4) == 0.9992
+
     # minimal N with p >= 0.5 at V=1024, Nf=16 for D = 32, 64, 128, 256
     def n50(D, law):
         return next(N for N in range(1, 2000) if p_success(1024, 16, D, N, law) >= 0.5)
+
     assert [n50(D, "eq77") for D in (32, 64, 128, 256)] == [174, 40, 27, 22]
     assert [n50(D, "eq15") for D in (32, 64, 128, 256)] == [3, 2, 1, 1]
     assert [n50(D, "eq15_consistent") for D in (32, 64, 128, 256)] == [9, 5, 3, 2]
 
 
 def test_c2_eq77_limit():
-    r = log_p_success(1024, 10 ** 4, 32, 32, "eq77") / log_p_success(1024, 10 ** 4, 32, 32, "eq15_consistent")
+    r = log_p_success(1024, 10**4, 32, 32, "eq77") / log_p_success(1024, 10**4, 32, 32, "eq15_consistent")
     assert 0.95 <= r <= 1.05
 
 
 def test_c3_monotonicity():
-    grid = [2 ** k for k in range(1, 11)] + [3 * 2 ** k for k in range(1, 11)]
+    grid = [2**k for k in range(1, 11)] + [3 * 2**k for k in range(1, 11)]
     grid = sorted(grid)[:20]
     for law in LAWS:
+
         def val(V, Nf, D, N):
             return log_p_success(V, Nf, D, N, law) if law in PROB_LAWS else float(satisfies(V, Nf, D, N, law))
+
         for V, Nf in ((1024, 16), (256, 8)):
             M = np.array([[val(V, Nf, D, N) for N in grid] for D in grid])
             assert (np.diff(M, axis=0) >= -1e-12).all() and (np.diff(M, axis=1) >= -1e-12).all(), law
@@ -199,9 +218,9 @@ def test_hidden_unembed_matches_forward_and_errors():
     m = LinearMamba(64, 16, 8, 2, ensemble=3, seed=0)
     assert torch.allclose(m.unembed(m.hidden(x)), m(x), atol=1e-6)
     with pytest.raises(ValueError):
-        m(torch.zeros(2, 2, 5, dtype=torch.int64))          # wrong ensemble axis
+        m(torch.zeros(2, 2, 5, dtype=torch.int64))  # wrong ensemble axis
     with pytest.raises(ValueError):
-        m(torch.full((2, 5), 64))                             # token out of range
+        m(torch.full((2, 5), 64))  # token out of range
     with pytest.raises(ValueError):
         LinearMamba(64, 16, 8, ensemble=2, member_sizes=[(32, 8), (16, 8)])  # member larger than the maxima
     with pytest.raises(ValueError):
@@ -225,7 +244,7 @@ def test_b5_two_layer_designed_reduces_to_one_layer():
     q = y != -100
     # exact on the value logits at the queries; the key logits differ: -a·x_τ also fires at the earlier
     # occurrence of the query token (the key in the context), which "α¹ = α_AR + a I" neglects
-    assert torch.allclose(two(x)[q][:, V // 2:], one(x)[q][:, V // 2:], atol=1e-12)
+    assert torch.allclose(two(x)[q][:, V // 2 :], one(x)[q][:, V // 2 :], atol=1e-12)
     assert float((two(x)[q] - one(x)[q]).abs().max()) > 0.5
 
 
@@ -246,10 +265,10 @@ def test_selective_ablation_rows():
     sd = {k: v for k, v in base.state_dict().items() if k != "A_log"}
     a.load_state_dict(sd)
     with torch.no_grad():
-        base.A_log.fill_(-1e4)                                  # A = −exp(A_log) = 0 → Ā_t = I
+        base.A_log.fill_(-1e4)  # A = −exp(A_log) = 0 → Ā_t = I
     assert torch.allclose(base(x), a(x), atol=1e-10)
     with torch.no_grad():
-        base.A_log.zero_()                                       # A = −1: decay changes the output
+        base.A_log.zero_()  # A = −1: decay changes the output
     assert float((base(x) - a(x)).abs().max()) > 1e-3
     ens = SelectiveAblationMamba(64, 16, 4, "B", ensemble=2, seed=3, dtype=torch.float64)
     one = SelectiveAblationMamba(64, 16, 4, "B", dtype=torch.float64)
@@ -271,11 +290,12 @@ def test_member_model_and_the_separate_way_give_the_ensemble_numbers():
 
     sizes = [(16, 4), (8, 2), (16, 8, 2)]
     kw = dict(steps=40, batch=16, warmup=10, hold=10, n_eval=100, residual=True)
-    assert S.train_members(64, 8, 32, sizes, way="separate", **kw) == S.train_members(64, 8, 32, sizes,
-                                                                                       way="ensemble", **kw)
+    assert S.train_members(64, 8, 32, sizes, way="separate", **kw) == S.train_members(
+        64, 8, 32, sizes, way="ensemble", **kw
+    )
     assert S.default_way("cuda", 64, 128, 64, 128) == "ensemble"
-    assert S.default_way("cpu", 12, 64, 32, 64) == "ensemble"        # the ci grid: 9 MiB of activations
-    assert S.default_way("cpu", 8, 128, 64, 128) == "separate"       # R2, D 64: 48 MiB
+    assert S.default_way("cpu", 12, 64, 32, 64) == "ensemble"  # the ci grid: 9 MiB of activations
+    assert S.default_way("cpu", 8, 128, 64, 128) == "separate"  # R2, D 64: 48 MiB
     with pytest.raises(ValueError, match="unknown way"):
         S.train_members(64, 8, 32, sizes, way="parallel", **kw)
     ens = LinearMamba(64, 16, 8, 2, ensemble=3, member_sizes=sizes, seed=0)
@@ -303,8 +323,32 @@ def test_multihead_copy_shared_from_checks_shapes():
 def test_bench_ch2_prints_both_ways(capsys):
     from mamba_recall import bench
 
-    assert bench.main(["ch2", "--steps", "2", "--members", "2", "--processes", "1", "--V", "64", "--Nf", "4",
-                       "--L", "16", "--D", "8", "--N", "4", "--batch", "8"]) == 0
+    assert (
+        bench.main(
+            [
+                "ch2",
+                "--steps",
+                "2",
+                "--members",
+                "2",
+                "--processes",
+                "1",
+                "--V",
+                "64",
+                "--Nf",
+                "4",
+                "--L",
+                "16",
+                "--D",
+                "8",
+                "--N",
+                "4",
+                "--batch",
+                "8",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "one ensemble of 2" in out and "separate models" in out and "model_steps_per_s" in out
     assert "faster here:" in out

@@ -3,6 +3,7 @@
 Each test feeds a claim's measurement function the numbers that used to pass wrongly (or synthetic numbers on
 either side of the rule) and checks the verdict, so a regression in the rule or the measurement fails here.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,10 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from mamba_recall.claims import get, judge
-from mamba_recall.claims import p003
 from mamba_recall.results import Bundle
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,13 +43,14 @@ def growth_frame(at_log: float, needed: dict, pk_max: int = 256) -> pd.DataFrame
 
 
 STEP1 = {("thm3", k, 128): 1.0 for k in (4, 8, 16, 32)}
-MQC = bundle({"jl": pd.DataFrame([dict(variant="Thm 3, JL values (keys one-hot)", V=128, p=12, max=1.0, mean=1.0)])},
-             preset="ci")
+MQC = bundle(
+    {"jl": pd.DataFrame([dict(variant="Thm 3, JL values (keys one-hot)", V=128, p=12, max=1.0, mean=1.0)])}, preset="ci"
+)
 
 
 def test_thm3_reads_the_key_codes():
-    linear = {4: 8, 8: 32, 16: 64, 32: 128, 64: 256}           # N ∝ κ: the measured behaviour
-    logarithmic = {4: 8, 8: 12, 16: 16, 32: 16, 64: 24}        # N ∝ log κ (hypothetical)
+    linear = {4: 8, 8: 32, 16: 64, 32: 128, 64: 256}  # N ∝ κ: the measured behaviour
+    logarithmic = {4: 8, 8: 12, 16: 16, 32: 16, 64: 24}  # N ∝ log κ (hypothetical)
     assert verdict("003/Thm3", STEP1, MQC, growth_frame(0.4, linear)).status == "not reproduced"
     assert verdict("003/Thm3", STEP1, MQC, growth_frame(0.4, logarithmic)).status == "partially"
     assert verdict("003/Thm3", STEP1, MQC, growth_frame(1.0, linear)).status == "reproduced"
@@ -69,7 +69,7 @@ def test_thm3_growth_is_linear_on_the_construction():
 
     g = thm3_key_growth([4, 16], [4, 8, 16, 32, 64, 128], n=50, draws=2)
     need = state_needed(g)
-    assert need[16] > 16                       # more columns than Thm. 2's N = κ
+    assert need[16] > 16  # more columns than Thm. 2's N = κ
     assert float(g[g.at_log2]["max"].max()) < 1.0
 
 
@@ -90,19 +90,24 @@ def keep_runs(**acc):
 def test_s4dpe_at_t20_is_judged_against_the_architecture():
     exact = {"s4d": 1e-15, "s6": 40.0}
     # our numbers: S4D+PE = S4D, the PE a pure bias → the printed 0.72 is an erratum
-    assert verdict("003/TabA1-S4D+PE", keep_runs(**{"s4d+pe": 0.109, "s4d": 0.112}), exact).status == "erratum confirmed"
+    assert (
+        verdict("003/TabA1-S4D+PE", keep_runs(**{"s4d+pe": 0.109, "s4d": 0.112}), exact).status == "erratum confirmed"
+    )
     # a run that did reach the printed 0.72 reproduces it (capped: one seed)
     assert verdict("003/TabA1-S4D+PE", keep_runs(**{"s4d+pe": 0.72, "s4d": 0.11}), exact).status == "partially"
     # if the PE did reach the tokens, a low S4D+PE is simply not reproduced
-    assert verdict("003/TabA1-S4D+PE", keep_runs(**{"s4d+pe": 0.11, "s4d": 0.11}),
-                   {"s4d": 0.5, "s6": 40.0}).status == "not reproduced"
+    assert (
+        verdict("003/TabA1-S4D+PE", keep_runs(**{"s4d+pe": 0.11, "s4d": 0.11}), {"s4d": 0.5, "s6": 40.0}).status
+        == "not reproduced"
+    )
 
 
 def test_keep_t50_needs_the_paper_grid():
     from mamba_recall.claims import check
 
-    v = check("003/Tab1", keep_runs(**{"s6+pe": 1.0, "s6": 0.1, "s4d": 0.1, "s4d+pe": 0.1, "transformer": 1.0}),
-              record=False)
+    v = check(
+        "003/Tab1", keep_runs(**{"s6+pe": 1.0, "s6": 0.1, "s4d": 0.1, "s4d+pe": 0.1, "transformer": 1.0}), record=False
+    )
     assert v.status == "not run" and "paper" in v.reason
 
 
@@ -125,18 +130,25 @@ def test_fig1_split_reaches_reproduced_with_seeds():
     trained = (rng.uniform(0, 0.05, 1000), rng.uniform(0.95, 1, 1000))
     untrained = (rng.uniform(0.9, 1, 1000), rng.uniform(0.9, 1, 1000))
     ck = {"T": 50, "preset": "paper"}
-    assert verdict("003/Fig1-right", [(trained, untrained)], ck, "x").status == "partially"     # one seed
-    assert verdict("003/Fig1-right", [(trained, untrained)] * 2 + [((trained[0] + 0.01, trained[1]), untrained)],
-                   ck, "x").status == "reproduced"
+    assert verdict("003/Fig1-right", [(trained, untrained)], ck, "x").status == "partially"  # one seed
+    assert (
+        verdict(
+            "003/Fig1-right", [(trained, untrained)] * 2 + [((trained[0] + 0.01, trained[1]), untrained)], ck, "x"
+        ).status
+        == "reproduced"
+    )
 
 
 # ---------------------------------------------------------------- Thm. 4's printed readout: text = numbers
 def test_overview_quotes_the_printed_readout_maximum():
     jl = pd.read_csv(ROOT / "results" / "ch3_mqar_constructions_ci.jl.csv")
     overview = (ROOT / "book" / "03_selectivity" / "overview.md").read_text()
-    for variant, label in (("Thm 4, readout as printed", "Thm. 4, the readout"), ("Thm 2, bias as printed", "Thm. 2, the output bias")):
+    for variant, label in (
+        ("Thm 4, readout as printed", "Thm. 4, the readout"),
+        ("Thm 2, bias as printed", "Thm. 2, the output bias"),
+    ):
         best = float(jl[jl.variant == variant]["max"].max())
-        item = re.split(r"\n\d+\. ", overview[overview.index(label):])[0]
+        item = re.split(r"\n\d+\. ", overview[overview.index(label) :])[0]
         quoted = [float(x) for x in re.findall(r"at most (0\.\d+) accuracy", item)]
         assert quoted and abs(quoted[0] - best) <= 0.00005 + 1e-9, (variant, quoted, best)
     assert "≤ 10 %" not in overview
@@ -165,7 +177,7 @@ def test_figa3_is_not_reproduced_from_the_mamba_n_check_alone():
 
 def test_figa3_needs_a_solved_control():
     runs = mqar_runs(False, seeds=(0,)).tables["runs"]
-    runs.loc[runs.N == 8, "accuracy"] = 0.9875                  # the committed ci numbers: control not exact
+    runs.loc[runs.N == 8, "accuracy"] = 0.9875  # the committed ci numbers: control not exact
     assert verdict("003/FigA3", bundle({"runs": runs}, "ci")).status == "not testable here"
 
 
@@ -217,8 +229,11 @@ def test_remark1_haar_on_the_mamba2_scan():
     from mamba_recall.theory.haar import haar_projection, haar_s6, haar_ssd_output
 
     x = np.random.default_rng(1).standard_normal((4, 32))
-    err = max(float(np.abs(haar_ssd_output(haar_s6(j, k, 32, "euler"), x) - haar_projection(x, j, k)).max())
-              for j in range(3) for k in range(2 ** j))
+    err = max(
+        float(np.abs(haar_ssd_output(haar_s6(j, k, 32, "euler"), x) - haar_projection(x, j, k)).max())
+        for j in range(3)
+        for k in range(2**j)
+    )
     assert verdict("003/Remark1", err, 7).status == "reproduced"
     assert verdict("003/Remark1", 1e-3, 7).status == "not reproduced"
 
@@ -226,6 +241,7 @@ def test_remark1_haar_on_the_mamba2_scan():
 def test_remark7_rule():
     def sweep(rand, adv):
         return pd.DataFrame(dict(kappa=16, pk=[4, 8, 16], random=rand, adversarial=adv, draws=3, sequences=100))
+
     assert verdict("003/Remark7", sweep([0.6, 0.9, 1.0], [0.3, 0.8, 1.0])).status == "reproduced"
     assert verdict("003/Remark7", sweep([0.38, 0.76, 0.93], [0.59, 0.85, 0.95])).status == "not reproduced"
 
@@ -239,22 +255,29 @@ def test_best_of_seeds_interval_is_an_interval_of_the_judged_statistic():
     rows = []
     for s in range(5):
         for d in (4, 8, 16, 32):
-            dt = 1.0 if (d >= 10 and s == 0) else 0.5        # only seed 0 solves the task
-            rows += [dict(V=5, T=100, d=d, N=20, mixer="s6_dT", seed=s, accuracy=dt),
-                     dict(V=5, T=100, d=d, N=20, mixer="s6", seed=s, accuracy=0.5)]
+            dt = 1.0 if (d >= 10 and s == 0) else 0.5  # only seed 0 solves the task
+            rows += [
+                dict(V=5, T=100, d=d, N=20, mixer="s6_dT", seed=s, accuracy=dt),
+                dict(V=5, T=100, d=d, N=20, mixer="s6", seed=s, accuracy=0.5),
+            ]
     b = bundle({"runs": pd.DataFrame(rows)})
     m = get("003/Fig3").measure(b)
-    (key, (lo, hi)), = m.intervals.items()
+    ((key, (lo, hi)),) = m.intervals.items()
     assert "bootstrap over seeds" in key and "per seed" not in key
     best = m.values["min_gap_dT_minus_mamba"]
-    assert lo <= best <= hi                                   # the interval brackets the value the rule reads
-    assert m.per_seed["min_gap_dT_minus_mamba"] == [0.0] * 5   # per-seed values are shown, not used as the interval
+    assert lo <= best <= hi  # the interval brackets the value the rule reads
+    assert m.per_seed["min_gap_dT_minus_mamba"] == [0.0] * 5  # per-seed values are shown, not used as the interval
     # the mean-over-seeds tables bootstrap their own (mean) statistic too
-    keep = pd.DataFrame([dict(T=T, d=32, N=8, model=mdl, seed=s, accuracy=acc)
-                         for s, acc in ((0, 1.0), (1, 1.0), (2, 0.97)) for T in (10, 20, 30, 40, 50)
-                         for mdl in ("s6+pe", "transformer")])
+    keep = pd.DataFrame(
+        [
+            dict(T=T, d=32, N=8, model=mdl, seed=s, accuracy=acc)
+            for s, acc in ((0, 1.0), (1, 1.0), (2, 0.97))
+            for T in (10, 20, 30, 40, 50)
+            for mdl in ("s6+pe", "transformer")
+        ]
+    )
     km = get("003/TabA1-A2").measure(bundle({"runs": keep}))
-    (k2, (lo2, hi2)), = km.intervals.items()
+    ((k2, (lo2, hi2)),) = km.intervals.items()
     assert "bootstrap over seeds" in k2 and lo2 <= km.values["min_accuracy"] <= hi2
     assert lo2 < hi2 and hi2 <= 1.0 and lo2 >= 0.97
     # under three seeds there is no interval, so a trained claim stays capped
@@ -265,7 +288,10 @@ def test_fig1_evidence_does_not_guess_the_device():
     """The checkpoint sidecar records no device: a paper-preset checkpoint is labelled 'not recorded' (it used to be
     labelled cuda by assumption), a ci one cpu, and a recorded device is used as is."""
     rng = np.random.default_rng(0)
-    pair = ((rng.uniform(0, 0.05, 100), rng.uniform(0.95, 1, 100)), (rng.uniform(0.9, 1, 100), rng.uniform(0.9, 1, 100)))
+    pair = (
+        (rng.uniform(0, 0.05, 100), rng.uniform(0.95, 1, 100)),
+        (rng.uniform(0.9, 1, 100), rng.uniform(0.9, 1, 100)),
+    )
     dev = lambda ck: get("003/Fig1-right").measure([pair], ck, "x").evidence.device  # noqa: E731
     assert dev({"T": 50, "preset": "paper"}) == "not recorded"
     assert dev({"T": 20, "preset": "ci"}) == "cpu"

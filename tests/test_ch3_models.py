@@ -1,4 +1,5 @@
 """Chapter 3 models: parameter counts of Tab. 1, shapes, scan backends agree, Δ⊤ recurrence."""
+
 import pytest
 import torch
 

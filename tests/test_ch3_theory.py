@@ -1,4 +1,5 @@
 """Chapter 3 (paper 003): constructions exact where the theory says, sensitivities = autograd, generators."""
+
 import math
 
 import numpy as np
@@ -20,7 +21,7 @@ def test_haar_discrete_construction_exact(disc, tol):
     for T in (16, 64):
         x = rng.standard_normal((20, T))
         for j in range(int(math.log2(T))):
-            for k in range(2 ** j):
+            for k in range(2**j):
                 out = haar.haar_s6_output(haar.haar_s6(j, k, T, disc), x)
                 assert np.max(np.abs(out - haar.haar_projection(x, j, k))) <= tol, (disc, T, j, k)
 
@@ -28,8 +29,9 @@ def test_haar_discrete_construction_exact(disc, tol):
 def test_haar_euler_matches_reference_backend():
     x = np.random.default_rng(1).standard_normal((3, 32))
     c = haar.haar_s6(1, 1, 32, "euler")
-    assert np.allclose(haar.haar_s6_output(c, x, backend="chunked"), haar.haar_s6_output(c, x, backend="reference"),
-                       atol=1e-12)
+    assert np.allclose(
+        haar.haar_s6_output(c, x, backend="chunked"), haar.haar_s6_output(c, x, backend="reference"), atol=1e-12
+    )
 
 
 def test_continuous_haar_error_decays_like_quarter_power():
@@ -58,14 +60,14 @@ def test_cor1_fit_stays_above_float_floor():
     jumps, levels = np.array([0.3]), np.array([1.0, -1.0])
     floor = haar.haar_sq_floor(jumps, levels)
     eps = np.finfo(np.float64).eps
-    assert floor == pytest.approx(eps * 1.0 + 4.0 * 2.0 ** -49)     # ε‖ρ‖² + 2^(−J−1) Σ Δ², ‖ρ‖² = 1, Δ = −2
+    assert floor == pytest.approx(eps * 1.0 + 4.0 * 2.0**-49)  # ε‖ρ‖² + 2^(−J−1) Σ Δ², ‖ρ‖² = 1, Δ = −2
     # the computed error never drops below the floor bound by more than the measured plateau (≈ 0.4 ×)
     assert all(r["haar"] >= 0.2 * r["haar_floor"] or r["haar"] == 0.0 for r in rows)
-    assert any(r["haar"] <= r["haar_floor"] for r in rows)          # the sweep does reach the floor
+    assert any(r["haar"] <= r["haar_floor"] for r in rows)  # the sweep does reach the floor
     through_floor = haar.cor1_slopes(rows, floor_factor=0.0)[1]["haar_slope_per_wavelet"]
     above_floor = haar.cor1_slopes(rows)[1]["haar_slope_per_wavelet"]
-    assert through_floor > -0.9                                      # the plateau flattens a fit through it
-    assert -1.1 <= above_floor <= -0.9                               # Cor. 1 (squared): −1/m = −1
+    assert through_floor > -0.9  # the plateau flattens a fit through it
+    assert -1.1 <= above_floor <= -0.9  # Cor. 1 (squared): −1/m = −1
     with pytest.raises(ValueError, match="floor_factor"):
         haar.cor1_slopes(rows, floor_factor=-1.0)
 
@@ -78,10 +80,10 @@ def test_thm3_state_for_recall_search():
     for kappa, g in sweep.groupby("kappa"):
         N = need.loc[kappa, "N"]
         assert N in grid and g[g.pk == N]["max"].iloc[0] >= mq.RECALL_TARGET
-        if N > grid[0]:                                  # the grid point below N was evaluated and fails
+        if N > grid[0]:  # the grid point below N was evaluated and fails
             below = g[g.pk == grid[grid.index(N) - 1]]
             assert len(below) == 1 and below["max"].iloc[0] < mq.RECALL_TARGET
-    assert need.loc[16, "N"] >= need.loc[4, "N"]         # the state it needs grows with κ
+    assert need.loc[16, "N"] >= need.loc[4, "N"]  # the state it needs grows with κ
     assert (sweep.queries >= 800).all() and (sweep["T"] == 100).all()
     # a grid too small for the target: no answer (inf), not a wrong one
     tiny = mq.state_for_recall(mq.thm3_state_for_recall([16], queries=400, draws=1, grid=[2, 4]))
@@ -132,8 +134,8 @@ def test_sensitivity_equals_autograd(selective):
     for j in (1, 10, 40):
         a = haar.sensitivity_autograd(x, j, selective=selective)
         c = haar.sensitivity_closed_form(x, j, selective=selective)
-        assert np.max(np.abs(a[j - 1:] - c[j - 1:]) / c[j - 1:]) <= 1e-10
-        assert np.all(a[:j - 1] == 0)
+        assert np.max(np.abs(a[j - 1 :] - c[j - 1 :]) / c[j - 1 :]) <= 1e-10
+        assert np.all(a[: j - 1] == 0)
 
 
 def test_lemma2_bound():
@@ -210,7 +212,7 @@ def test_lemma3_worked_example():
 def test_lemma3_exact_and_printed_fails(V):
     x, y = induction_heads(1000, 100, V, 0.75, 0.1, seed=V)
     with torch.no_grad():
-        fixed = torch.cat([lemma3_model(V)(x[i:i + 100]) for i in range(0, 1000, 100)])
+        fixed = torch.cat([lemma3_model(V)(x[i : i + 100]) for i in range(0, 1000, 100)])
         assert (fixed.argmax(-1) == y).all()
         if V == 5:
             printed = lemma3_model(V, b_delta=0.0)(x[:200])

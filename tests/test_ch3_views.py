@@ -1,4 +1,5 @@
 """Chapter 3 views: static charts stay under Altair's row limit and serialise; presets are complete."""
+
 import pandas as pd
 
 from mamba_recall.presets import experiment
@@ -34,9 +35,9 @@ def test_thm3_state_chart():
     from mamba_recall.views.selectivity import thm3_state_chart
 
     need = state_for_recall(thm3_state_for_recall([4, 8], queries=400, draws=1, grid=[4, 8, 16, 32]))
-    spec = thm3_state_chart(need).to_dict()
-    assert len(spec["layer"]) == 2                      # reference lines (log₂κ, κ) and the measured points
-    refs = pd.DataFrame(spec["datasets"][spec["layer"][0]["data"]["name"]])
+    vl = thm3_state_chart(need).to_dict()  # the Vega-Lite dict
+    assert len(vl["layer"]) == 2  # reference lines (log₂κ, κ) and the measured points
+    refs = pd.DataFrame(vl["datasets"][vl["layer"][0]["data"]["name"]])
     assert set(refs.curve) == {"Thm. 3: N = log2 κ", "Thm. 2: N = κ"}
     with pytest.raises(ValueError, match="state_for_recall"):
         thm3_state_chart(need.drop(columns="N"))

@@ -5,6 +5,7 @@
 * Figs. 7, 11 and 12 (and the grids of Figs. 4 and 8) are declared: measured, or *not run* with what it takes.
 * The §4.7 runner judges through the registry (no notebooks, no old scorecard records).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -20,8 +21,11 @@ from mamba_recall.claims.core import judge
 from test_no_working_notes import find_citations
 
 CTX = SimpleNamespace(preset="ci", device="cpu")
-SIDE = {"source": "results/checkpoints/ch4_s_small.pt", "gate": {"passed": True},
-        "command": "python -m mamba_recall.experiments.ch4_train --model s_small --preset ci"}
+SIDE = {
+    "source": "results/checkpoints/ch4_s_small.pt",
+    "gate": {"passed": True},
+    "command": "python -m mamba_recall.experiments.ch4_train --model s_small --preset ci",
+}
 RNG = np.random.RandomState(0)
 
 
@@ -65,7 +69,10 @@ def test_first_triplet_at_the_ceiling_is_not_testable():
 def test_all_step_and_length_ablations_at_the_ceiling_are_not_testable():
     base = _curve(CEIL8)
     assert _judge("004/Fig9", _effects(base, base.copy())).status == "not testable here"
-    lengths = {8: _effects(base, base.copy()), 16: _effects(_curve([0.24] + [0.6] * 14 + [1.0]), _curve([0.2] + [0.6] * 14 + [1.0]))}
+    lengths = {
+        8: _effects(base, base.copy()),
+        16: _effects(_curve([0.24] + [0.6] * 14 + [1.0]), _curve([0.2] + [0.6] * 14 + [1.0])),
+    }
     assert _judge("004/Fig10", lengths).status == "not testable here"  # L=16 lost its first position already
     room = _curve(U16)
     dropped = room.copy()
@@ -76,8 +83,11 @@ def test_all_step_and_length_ablations_at_the_ceiling_are_not_testable():
 
 def test_mamba2_u_shape_needs_a_middle_below_the_ceiling():
     # as the committed s_m2: the middle at 1.00 everywhere, the last fact lost at L = 32
-    curves = {(L, v): _curve([1.0] * (L - 1) + [last]) for L, last in ((8, 1.0), (16, 1.0), (32, 0.37))
-              for v in ("repeated", "random")}
+    curves = {
+        (L, v): _curve([1.0] * (L - 1) + [last])
+        for L, last in ((8, 1.0), (16, 1.0), (32, 0.37))
+        for v in ("repeated", "random")
+    }
     assert _judge("004/AppF-ushape", curves, [8, 16, 32]).status == "not testable here"
 
 
@@ -102,8 +112,14 @@ def test_recency_and_u_shape_ignore_ceiling_cells():
     assert _judge("004/Sec4.4-recency", curves).status == "not testable here"
     assert _judge("004/Fig2", curves, [8]).status == "not testable here"
     recency_only = [0.2] + [0.5] * 14 + [1.0]
-    curves.update({(16, "repeated"): _curve(recency_only), (16, "random"): _curve(recency_only),
-                   (32, "repeated"): _curve([0.0] * 31 + [1.0]), (32, "random"): _curve([0.0] * 31 + [1.0])})
+    curves.update(
+        {
+            (16, "repeated"): _curve(recency_only),
+            (16, "random"): _curve(recency_only),
+            (32, "repeated"): _curve([0.0] * 31 + [1.0]),
+            (32, "random"): _curve([0.0] * 31 + [1.0]),
+        }
+    )
     assert _judge("004/Sec4.4-recency", curves).status == "partially"
     assert _judge("004/Fig2", curves, [8, 16, 32]).status == "partially"  # the recency arm only
     assert _judge("004/Sec4.1-relations", curves, [8, 16, 32]).status == "not reproduced"
@@ -129,11 +145,17 @@ def test_delta_direction_needs_significance_and_an_effect_size():
     import torch
 
     def res(means):
-        return {k: {"deltas": [torch.full((64, 4, 10), m, dtype=torch.float64)
-                               + 1e-4 * torch.randn(64, 4, 10, dtype=torch.float64)]} for k, m in means.items()}
+        return {
+            k: {
+                "deltas": [
+                    torch.full((64, 4, 10), m, dtype=torch.float64) + 1e-4 * torch.randn(64, 4, 10, dtype=torch.float64)
+                ]
+            }
+            for k, m in means.items()
+        }
 
-    small = res({1: 0.0161, 4: 0.0163, 16: 0.0164, 64: 0.0164})     # +1.5 %: significant, not systematic
-    large = res({1: 0.0093, 4: 0.0108, 16: 0.0115, 64: 0.0112})     # +20 %
+    small = res({1: 0.0161, 4: 0.0163, 16: 0.0164, 64: 0.0164})  # +1.5 %: significant, not systematic
+    large = res({1: 0.0093, 4: 0.0108, 16: 0.0115, 64: 0.0112})  # +20 %
     assert _judge("004/Fig6a", small).status == "partially"
     assert _judge("004/Sec1-delta-direction", small).status == "not reproduced"
     assert _judge("004/Sec1-delta-direction", large).status == "erratum confirmed"
@@ -161,8 +183,24 @@ def test_evidence_tier_is_the_checkpoint_recipe():
 # ----------------------------------------------------------------------------- the whole list declared
 def test_unchecked_figures_are_declared():
     ids = {c.id for c in claims.claims_of(paper="004")}
-    for cid in ("004/Fig7", "004/Fig11", "004/Fig12", "004/Fig4-drop", "004/Fig8", "004/Table1", "004/Fig13a",
-                "004/Fig13b", "004/AppF-ushape", "004/Fig14", "004/Fig9", "004/Fig10", "004/Fig5a", "004/Fig5b", "004/Fig6a", "004/Fig6b"):
+    for cid in (
+        "004/Fig7",
+        "004/Fig11",
+        "004/Fig12",
+        "004/Fig4-drop",
+        "004/Fig8",
+        "004/Table1",
+        "004/Fig13a",
+        "004/Fig13b",
+        "004/AppF-ushape",
+        "004/Fig14",
+        "004/Fig9",
+        "004/Fig10",
+        "004/Fig5a",
+        "004/Fig5b",
+        "004/Fig6a",
+        "004/Fig6b",
+    ):
         assert cid in ids, cid
     assert claims.get("004/Fig7").measure is not None  # measured from the periodicity data
     for cid in ("004/Fig11", "004/Fig12", "004/Fig4-drop", "004/Fig8"):
@@ -180,8 +218,11 @@ def test_model_checks_judge_through_the_registry():
     src = inspect.getsource(mc)
     assert "load_claims" not in src and "import papermill" not in src and "scorecard import" not in src
     assert "from ..claims import check" in src
-    measured_in_sections_1_4 = {c.id for c in claims.claims_of(paper="004") if c.measure is not None
-                                and c.section.split("/")[1][:2] in ("01", "02", "03", "04")}
+    measured_in_sections_1_4 = {
+        c.id
+        for c in claims.claims_of(paper="004")
+        if c.measure is not None and c.section.split("/")[1][:2] in ("01", "02", "03", "04")
+    }
     inputs = inspect.getsource(mc.claim_inputs)
     for cid in measured_in_sections_1_4:
         assert f'"{cid}"' in inputs, f"{cid} is not judged by ch4_model_checks"

@@ -1,5 +1,6 @@
 """Chapter 4's edge family: training batches with BOS and filler gaps, the run-store runner and the claim checks
 across seeds (one declared rule for combining seeds)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -37,7 +38,7 @@ def test_multiquery_batch_labels_with_bos_and_gaps(bos, n_gap):
     assert x.shape == (5, ctx_len + gap + 4 * Q)
     assert bool((x[:, 0] == BOS).all()) == bos
     if n_gap:
-        fill = x[:, ctx_len:ctx_len + n_gap]
+        fill = x[:, ctx_len : ctx_len + n_gap]
         assert bool(((fill >= vocab.fill0) & (fill < vocab.fill0 + vocab.n_filler)).all())
         assert bool((x[:, ctx_len + n_gap] == SEP).all())
     for b in range(5):
@@ -45,7 +46,7 @@ def test_multiquery_batch_labels_with_bos_and_gaps(bos, n_gap):
         assert pos == [ctx_len + gap + 1 + 4 * q for q in range(Q)]
         for p in pos:  # the label is the object of the queried (subject, relation) in the context
             s, r = int(x[b, p - 1]), int(x[b, p])
-            triples = x[b, int(bos):ctx_len].reshape(L, 4)
+            triples = x[b, int(bos) : ctx_len].reshape(L, 4)
             hit = triples[(triples[:, 0] == s) & (triples[:, 1] == r)]
             assert len(hit) == 1 and int(hit[0, 2]) == int(y[b, p])
 

@@ -1,4 +1,5 @@
 """Tests of the Mamba-2 (SSD) model and the head analysis of Chapter 4 (paper 004, App. F, Fig. 13)."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,16 @@ def test_parameter_names_and_shapes_match_mamba_ssm():
     torch.manual_seed(0)
     m = Mamba2LMHeadModel(32, 2, 20, d_state=8, headdim=16)
     sd = {k: tuple(v.shape) for k, v in m.state_dict().items()}
-    mixer = {"dt_bias": (4,), "A_log": (4,), "D": (4,), "in_proj.weight": (2 * 64 + 2 * 8 + 4, 32),
-             "conv1d.weight": (80, 1, 4), "conv1d.bias": (80,), "norm.weight": (64,), "out_proj.weight": (32, 64)}
+    mixer = {
+        "dt_bias": (4,),
+        "A_log": (4,),
+        "D": (4,),
+        "in_proj.weight": (2 * 64 + 2 * 8 + 4, 32),
+        "conv1d.weight": (80, 1, 4),
+        "conv1d.bias": (80,),
+        "norm.weight": (64,),
+        "out_proj.weight": (32, 64),
+    }
     want = {"backbone.embedding.weight": (24, 32), "backbone.norm_f.weight": (32,), "lm_head.weight": (24, 32)}
     for i in range(2):
         want[f"backbone.layers.{i}.norm.weight"] = (32,)
@@ -61,8 +70,11 @@ def _sequential(x, delta, log_alpha, B, C, D, h0):
 def test_ssd_quadratic_equals_recurrence():
     g = torch.Generator().manual_seed(0)
     b, T, H, P, N = 2, 13, 3, 4, 5
-    x, B, C = (torch.randn(b, T, H, P, generator=g, dtype=torch.float64), torch.randn(b, T, N, generator=g,
-               dtype=torch.float64), torch.randn(b, T, N, generator=g, dtype=torch.float64))
+    x, B, C = (
+        torch.randn(b, T, H, P, generator=g, dtype=torch.float64),
+        torch.randn(b, T, N, generator=g, dtype=torch.float64),
+        torch.randn(b, T, N, generator=g, dtype=torch.float64),
+    )
     delta = torch.rand(b, T, H, generator=g, dtype=torch.float64)
     A = -torch.rand(H, generator=g, dtype=torch.float64) * 3
     log_alpha = (delta * A).transpose(1, 2).clone()
@@ -205,6 +217,7 @@ def test_check_b14():
 def test_determinism_and_training_smoke(tmp_path):
     from mamba_recall.analysis.primacy import build_model, load_checkpoint
     from mamba_recall.experiments.ch4_train import train_smodel
+
     vocab = RecallVocab(8, 3, 4)
     cfg = {"arch": "mamba2", "d_model": 32, "n_layer": 1, "d_state": 8, "expand": 2, "headdim": 16}
     torch.manual_seed(3)
@@ -223,6 +236,7 @@ def test_determinism_and_training_smoke(tmp_path):
 def test_committed_s_m2_checkpoint_is_deterministic():
     from mamba_recall.analysis.primacy import checkpoint_path, load_checkpoint
     from mamba_recall.experiments.ch4_train import gate_metrics
+
     path = checkpoint_path("s_m2")
     if not path.exists():
         pytest.skip("no committed checkpoint results/checkpoints/ch4_s_m2.pt")

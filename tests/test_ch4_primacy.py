@@ -1,5 +1,6 @@
 """Tier A checks of Chapter 4 (paper 004): channel statistic, identification, interventions,
 prefix-state evaluation, generator, Wilson interval, determinism; plus a training smoke test."""
+
 import json
 import math
 
@@ -11,7 +12,12 @@ from mamba_recall.analysis import channels as ch
 from mamba_recall.analysis import interventions as iv
 from mamba_recall.models.mamba import MambaLMHeadModel
 from mamba_recall.tasks.serial_recall import (
-    SEP, RecallVocab, multiquery_batch, periodic_sequences, recall_contexts, recall_prompts,
+    SEP,
+    RecallVocab,
+    multiquery_batch,
+    periodic_sequences,
+    recall_contexts,
+    recall_prompts,
 )
 
 
@@ -39,9 +45,9 @@ def _stats_with_S(S_values, N=16, T=12):
     """One prompt, channels with Σ_{t=1..T-3} Δ_t = S exactly and S4D-real A = −(1..N)."""
     E = len(S_values)
     delta = torch.zeros(1, E, T, dtype=torch.float64)
-    delta[0, :, 1:T - 2] = torch.tensor(S_values, dtype=torch.float64)[:, None] / (T - 3)
+    delta[0, :, 1 : T - 2] = torch.tensor(S_values, dtype=torch.float64)[:, None] / (T - 3)
     delta[0, :, 0] = 5.0  # the first token is excluded
-    delta[0, :, T - 2:] = 5.0  # so are the two query tokens
+    delta[0, :, T - 2 :] = 5.0  # so are the two query tokens
     A = -torch.arange(1, N + 1, dtype=torch.float64).repeat(E, 1)
     rng = ch.product_range(T)
     M = ch.closed_form_M(delta, A, rng)
@@ -167,9 +173,11 @@ def test_first_triplet_steps_restart_the_scan(tiny):
     _, last = mix(h, abar_mask=mask, return_last_state=True)
     _, it = mix(h, return_internals=True)
     from mamba_recall.scan import selective_scan
+
     A = -torch.exp(mix.A_log)
-    _, last_restart = selective_scan(it.x[..., 4:], it.delta[..., 4:], A, it.B[..., 4:], it.C[..., 4:],
-                                     return_last_state=True, backend="reference")
+    _, last_restart = selective_scan(
+        it.x[..., 4:], it.delta[..., 4:], A, it.B[..., 4:], it.C[..., 4:], return_last_state=True, backend="reference"
+    )
     torch.testing.assert_close(last, last_restart, rtol=1e-10, atol=1e-12)
 
 
@@ -196,7 +204,9 @@ def test_uniform_init_states(tiny):
     mix = model.backbone.layers[1].mixer
     E, N, K = mix.d_inner, mix.d_state, mix.d_conv
     st = iv.uniform_init_states(model, 1, batch=3, seed=42)
-    assert [tuple(s.ssm.shape) for s in st] == [(3, E, N)] * 2 and [tuple(s.conv.shape) for s in st] == [(3, E, K - 1)] * 2
+    assert [tuple(s.ssm.shape) for s in st] == [(3, E, N)] * 2 and [tuple(s.conv.shape) for s in st] == [
+        (3, E, K - 1)
+    ] * 2
     assert torch.all(st[0].ssm == 0) and st[1].ssm.min() >= 0 and st[1].ssm.max() <= 1
     assert all(torch.all(s.conv == 0) for s in st) and st[1].ssm.dtype == mix.A_log.dtype
     assert torch.equal(st[1].ssm[0], st[1].ssm[2])
@@ -265,11 +275,13 @@ def test_periodic_sequences(reading):
         if reading == "tiling":
             assert torch.equal(s[:, k:], s[:, :-k]) if k < 64 else True
             if k > 1:  # the motif is not itself periodic with a smaller period
-                assert all(not torch.equal(s[b, k // 2:k], s[b, :k - k // 2]) or k % 2 for b in range(8))
+                assert all(not torch.equal(s[b, k // 2 : k], s[b, : k - k // 2]) or k % 2 for b in range(8))
         else:
             assert (s[:, ::k] == s[:, :1]).all()
-    assert torch.equal(periodic_sequences(1, 4, seed=2, reading="tiling")[:, 0],
-                       periodic_sequences(1, 4, seed=2, reading="tiling")[:, -1])
+    assert torch.equal(
+        periodic_sequences(1, 4, seed=2, reading="tiling")[:, 0],
+        periodic_sequences(1, 4, seed=2, reading="tiling")[:, -1],
+    )
 
 
 # A7 — Wilson interval
@@ -294,6 +306,7 @@ def test_statistics_helpers():
 def test_committed_checkpoint_is_deterministic():
     from mamba_recall.analysis.primacy import checkpoint_path, load_checkpoint
     from mamba_recall.experiments.ch4_train import gate_metrics
+
     path = checkpoint_path("s_small")
     if not path.exists():
         pytest.skip("no committed checkpoint results/checkpoints/ch4_s_small.pt")
@@ -307,6 +320,7 @@ def test_committed_checkpoint_is_deterministic():
 def test_training_smoke(tmp_path):
     from mamba_recall.analysis.primacy import load_checkpoint
     from mamba_recall.experiments.ch4_train import train_smodel
+
     _, side = train_smodel("s_small", "ci", steps=4, out=tmp_path / "s.pt", log=lambda s: None)
     meta = json.loads(side.read_text())
     assert meta["final"] and meta["train_config"]["steps"] == 4 and len(meta["sha256"]) == 64

@@ -1,5 +1,6 @@
 """Chapter 4, Table 1 analogue (paper §4.2, Table 1): the synthetic downstream tasks, their scoring under
 all-step ablation, the decision rule, and the s_mix training recipe (mixture batches, warm start)."""
+
 from pathlib import Path
 
 import numpy as np
@@ -46,11 +47,14 @@ def test_mqar_queries_answer_their_facts():
     x, y = transfer_batch("mqar", 16, vocab=V, seed=2, n_facts=3)
     for row, lab in zip(x.tolist(), y.tolist()):
         queries = row[-12:]
-        facts = {(row[j], row[j + 1]): row[j + 2] for j in range(len(row) - 12 - 3)
-                 if _is_name(row[j]) and V.rel0 <= row[j + 1] < V.fill0}
+        facts = {
+            (row[j], row[j + 1]): row[j + 2]
+            for j in range(len(row) - 12 - 3)
+            if _is_name(row[j]) and V.rel0 <= row[j + 1] < V.fill0
+        }
         assert len(facts) == 3
         for q in range(3):
-            s, r, o, sep = queries[4 * q:4 * q + 4]
+            s, r, o, sep = queries[4 * q : 4 * q + 4]
             assert sep == SEP and facts[(s, r)] == o and lab[len(row) - 12 + 4 * q + 1] == o
 
 
@@ -58,8 +62,11 @@ def test_two_hop_chain_and_distinct_names():
     x, y = transfer_batch("two_hop", 16, vocab=V, seed=5, n_distract=3)
     for row, lab in zip(x.tolist(), y.tolist()):
         a, r1, r2 = row[-3:]
-        facts = [(row[j], row[j + 1], row[j + 2]) for j in range(len(row) - 3 - 3)
-                 if _is_name(row[j]) and V.rel0 <= row[j + 1] < V.fill0 and row[j + 3] == SEP]
+        facts = [
+            (row[j], row[j + 1], row[j + 2])
+            for j in range(len(row) - 3 - 3)
+            if _is_name(row[j]) and V.rel0 <= row[j + 1] < V.fill0 and row[j + 3] == SEP
+        ]
         assert len(facts) == 5
         b = next(o for s, r, o in facts if s == a and r == r1)
         c = next(o for s, r, o in facts if s == b and r == r2)
@@ -133,7 +140,9 @@ def test_check_transfer_decision_rule():
     assert not same["pass"]
     # an unlearned task (base < 0.5) is left out; 3 learned tasks still suffice
     base2 = {**base, "d": 0.1}
-    t = A.transfer_table(_eff(base2, {**dict.fromkeys(tasks, 0.6), "d": 0.1}, [{**dict.fromkeys(tasks, 0.78), "d": 0.1}]))
+    t = A.transfer_table(
+        _eff(base2, {**dict.fromkeys(tasks, 0.6), "d": 0.1}, [{**dict.fromkeys(tasks, 0.78), "d": 0.1}])
+    )
     res = A.check_transfer(t)
     assert res["n_learned"] == 3 and res["learned"] == ["a", "b", "c"] and res["pass"]
     # only 2 learned tasks → cannot pass
@@ -179,6 +188,7 @@ def test_s_mix_smoke_retrain(tmp_path):
 
 def test_model_checks_runner_arguments():
     from mamba_recall.experiments import ch4_model_checks as M
+
     with pytest.raises(SystemExit):
         M.main(["--model", "s_small", "--checkpoint", "x.pt"])
     with pytest.raises(SystemExit):

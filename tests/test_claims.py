@@ -1,5 +1,6 @@
 """The claims registry: every declared rule can fail, every status it declares is reachable, and the
 notebooks hold no verdict logic."""
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,11 @@ def test_rule_flips_at_every_threshold(claim):
         assert judge(claim, _measure(values)).status == "not testable here", f"{claim.id}: {cond.text()}"
 
 
-@pytest.mark.parametrize("claim", [c for c in ALL if c.rule.erratum or c.rule.partially],
-                         ids=[c.id for c in ALL if c.rule.erratum or c.rule.partially])
+@pytest.mark.parametrize(
+    "claim",
+    [c for c in ALL if c.rule.erratum or c.rule.partially],
+    ids=[c.id for c in ALL if c.rule.erratum or c.rule.partially],
+)
 def test_declared_lower_statuses_are_reachable(claim):
     """An erratum or partial level, when declared, is reached by some measurement."""
     rule = claim.rule
@@ -106,8 +110,10 @@ def test_malformed_declarations_are_refused():
     with pytest.raises(core.ClaimError, match="claim id"):
         Claim("2/x", "s", "w", "p", Rule(why="w", reproduced=conds(("a", ">=", 1))), not_run="later")
     with pytest.raises(core.ClaimError, match="lacks"):
-        judge(Claim("002/y", "s", "w", "p", Rule(why="w", reproduced=conds(("a", ">=", 1))), lambda: 0, "x"),
-              Measurement({}, "", Evidence.exact("n")))
+        judge(
+            Claim("002/y", "s", "w", "p", Rule(why="w", reproduced=conds(("a", ">=", 1))), lambda: 0, "x"),
+            Measurement({}, "", Evidence.exact("n")),
+        )
     with pytest.raises(core.ClaimError, match="unknown claim"):
         claims.get("002/no-such-claim")
 
@@ -157,8 +163,18 @@ def test_generated_pages(tmp_path):
         render.fill_pages(book, recorded)
 
 
-VERDICT_WORDS = ("'reproduced'", '"reproduced"', "'partially'", '"partially"', "not reproduced", "record_claim",
-                 "erratum confirmed", "not testable here", "scorecard import", "status=")
+VERDICT_WORDS = (
+    "'reproduced'",
+    '"reproduced"',
+    "'partially'",
+    '"partially"',
+    "not reproduced",
+    "record_claim",
+    "erratum confirmed",
+    "not testable here",
+    "scorecard import",
+    "status=",
+)
 
 
 def _code_cells():
@@ -194,16 +210,23 @@ def test_smoke_runs_are_never_evidence(tmp_path):
     assert v.status == "not run" and "smoke" in v.reason
     assert core.load_verdicts(tmp_path) == {} and (tmp_path / "smoke" / "001__KeyObs2.json").exists()
     claim = claims.get("001/KeyObs2")
-    flagged = Measurement({"peak_at_cat": True, "shrinks_after_sat": True}, "x",
-                          Evidence("paper", "cpu", 3, "n", "live", smoke=True), {"peak_at_cat": (0, 1)})
+    flagged = Measurement(
+        {"peak_at_cat": True, "shrinks_after_sat": True},
+        "x",
+        Evidence("paper", "cpu", 3, "n", "live", smoke=True),
+        {"peak_at_cat": (0, 1)},
+    )
     assert judge(claim, flagged).status == "not run"
 
 
 PAPERS_DIR = Path(__import__("os").environ.get("MAMBA_RECALL_PAPERS", "/nonexistent"))
 
 
-@pytest.mark.skipif(not PAPERS_DIR.is_dir(), reason="set MAMBA_RECALL_PAPERS to a folder with the papers' text "
-                                                   "(one NNN_*.txt per paper) to check the printed fields")
+@pytest.mark.skipif(
+    not PAPERS_DIR.is_dir(),
+    reason="set MAMBA_RECALL_PAPERS to a folder with the papers' text "
+    "(one NNN_*.txt per paper) to check the printed fields",
+)
 def test_every_number_in_printed_is_in_the_papers_text():
     """``printed`` holds the paper's numbers as printed: every decimal number (and every integer of two digits or
     more) in it must occur in that paper's text. Caught a derived V = 1024 in 002/Fig6-anchor (the paper prints

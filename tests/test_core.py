@@ -1,4 +1,5 @@
 """Results bundles, presets, notebook parameters, scorecard and CLI: behaviour and error messages."""
+
 import json
 
 import pandas as pd
@@ -13,8 +14,9 @@ from mamba_recall.results import BundleError, load_bundle, load_preset_bundle, s
 
 def test_bundle_roundtrip_with_provenance(tmp_path):
     table = pd.DataFrame({"backend": ["reference", "chunked"], "seconds": [1.5, 0.02]})
-    path = save_bundle("demo", {"ratio": 75.0}, {"L": 512}, command="make reproduce", tables={"timings": table},
-                       directory=tmp_path)
+    path = save_bundle(
+        "demo", {"ratio": 75.0}, {"L": 512}, command="make reproduce", tables={"timings": table}, directory=tmp_path
+    )
     bundle = load_bundle(path, data_keys=("ratio",))
     assert bundle.data == {"ratio": 75.0} and bundle.config == {"L": 512}
     assert set(bundle.provenance) >= {"git_commit", "device", "versions", "created"}
@@ -22,11 +24,14 @@ def test_bundle_roundtrip_with_provenance(tmp_path):
     pd.testing.assert_frame_equal(bundle.tables["timings"], table)
 
 
-@pytest.mark.parametrize("corrupt, message", [
-    ("{not json", "not valid JSON"),
-    ("[1, 2]", "not a JSON object"),
-    (json.dumps({"schema": "mamba_recall.bundle"}), "field 'schema_version' is missing"),
-])
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "not a JSON object"),
+        (json.dumps({"schema": "mamba_recall.bundle"}), "field 'schema_version' is missing"),
+    ],
+)
 def test_corrupt_bundle_says_what_and_how_to_fix(tmp_path, corrupt, message):
     (tmp_path / "bad.json").write_text(corrupt)
     with pytest.raises(BundleError, match=message) as err:
@@ -35,8 +40,9 @@ def test_corrupt_bundle_says_what_and_how_to_fix(tmp_path, corrupt, message):
 
 
 def test_bundle_missing_data_table_and_file(tmp_path):
-    path = save_bundle("demo", {"a": 1}, {}, command="python -m x", tables={"t": pd.DataFrame({"x": [1]})},
-                       directory=tmp_path)
+    path = save_bundle(
+        "demo", {"a": 1}, {}, command="python -m x", tables={"t": pd.DataFrame({"x": [1]})}, directory=tmp_path
+    )
     with pytest.raises(BundleError, match=r"lacks data \['b'\].*python -m x"):
         load_bundle(path, data_keys=("b",))
     (tmp_path / "demo.t.csv").write_text("x\n2\n")
@@ -63,6 +69,7 @@ def test_committed_bundles_load():
     bundle = load_bundle("scan_bench_cpu", data_keys=("acceptance",))
     assert {"timings", "ratios"} <= set(bundle.tables)
     from mamba_recall.results import RESULTS_DIR
+
     for path in sorted(RESULTS_DIR.glob("*.json")):  # every committed bundle: hashes match, name = file stem
         loaded = load_bundle(path)
         assert loaded.name == path.stem
@@ -98,8 +105,11 @@ def test_presets_and_notebook_parameters():
 def test_cli_chapters_and_errors():
     notebooks = cli.toc_notebooks()
     assert notebooks and all(nb.suffix == ".ipynb" for nb in notebooks)
-    assert cli.chapter_notebooks("0") == cli.chapter_notebooks("00_selective_scan") == cli.chapter_notebooks(
-        "selective_scan")
+    assert (
+        cli.chapter_notebooks("0")
+        == cli.chapter_notebooks("00_selective_scan")
+        == cli.chapter_notebooks("selective_scan")
+    )
     with pytest.raises(SystemExit, match="unknown chapter '9'"):
         cli.chapter_notebooks("9")
     with pytest.raises(SystemExit):
@@ -108,19 +118,24 @@ def test_cli_chapters_and_errors():
 
 def test_refresh_merges_split_stream_outputs():
     from mamba_recall.cli import coalesce_streams
-    outs = [{"output_type": "stream", "name": "stdout", "text": "G1: "},
-            {"output_type": "stream", "name": "stdout", "text": "True\n"},
-            {"output_type": "stream", "name": "stderr", "text": "warn\n"},
-            {"output_type": "execute_result", "data": {}, "metadata": {}, "execution_count": 1},
-            {"output_type": "stream", "name": "stdout", "text": "x\n"}]
+
+    outs = [
+        {"output_type": "stream", "name": "stdout", "text": "G1: "},
+        {"output_type": "stream", "name": "stdout", "text": "True\n"},
+        {"output_type": "stream", "name": "stderr", "text": "warn\n"},
+        {"output_type": "execute_result", "data": {}, "metadata": {}, "execution_count": 1},
+        {"output_type": "stream", "name": "stdout", "text": "x\n"},
+    ]
     merged = coalesce_streams(outs)
     assert [o.get("text") for o in merged] == ["G1: True\n", "warn\n", None, "x\n"]
 
 
 def test_reproduce_runs_dependent_runners_after_their_inputs():
     from mamba_recall.cli import experiment_runners
+
     runners = experiment_runners()
     assert runners.index("ch4_train") < runners.index("ch4_model_checks")
     import importlib
+
     for name in runners:  # every runner says which runs produced its committed results
         assert importlib.import_module(f"mamba_recall.experiments.{name}").COMMITTED_RUNS

@@ -1,5 +1,6 @@
 """The notation table: the book's glossary page and the package docstring hold the same table, which covers
 every symbol the chapters lean on and names each paper's own letter."""
+
 from pathlib import Path
 
 import mamba_recall
@@ -23,15 +24,35 @@ def test_glossary_page_and_package_docstring_agree():
 def test_glossary_covers_the_symbols_and_papers():
     rows = _table(mamba_recall.__doc__)
     header, rows = rows[0], rows[2:]
-    assert header[3:8] == [f"paper {p} (Ch. {c})" for p, c in (("001", 0), ("000", 1), ("002", 2), ("003", 3),
-                                                                ("004", 4))]
+    assert header[3:8] == [
+        f"paper {p} (Ch. {c})" for p, c in (("001", 0), ("000", 1), ("002", 2), ("003", 3), ("004", 4))
+    ]
     assert all(len(r) == len(header) for r in rows), [r[0] for r in rows if len(r) != len(header)]
     symbols = {r[0] for r in rows}
-    for s in ("b", "l, T", "d_model", "d_inner", "N", "Δ", "A", "Ā", "B", "B̄", "C", "D", "¦V¦", "N_f", "κ", "Λ (layers)",
-              "M", "E", "h"):
+    for s in (
+        "b",
+        "l, T",
+        "d_model",
+        "d_inner",
+        "N",
+        "Δ",
+        "A",
+        "Ā",
+        "B",
+        "B̄",
+        "C",
+        "D",
+        "¦V¦",
+        "N_f",
+        "κ",
+        "Λ (layers)",
+        "M",
+        "E",
+        "h",
+    ):
         assert s in symbols, f"the glossary lacks {s}"
     clashes = {r[0]: r[-1] for r in rows}
-    assert "002" in clashes["D"] and "004" in clashes["D"]                 # D: skip vs model width
+    assert "002" in clashes["D"] and "004" in clashes["D"]  # D: skip vs model width
     assert "embedding" in clashes["d_inner"] or "embedding" in clashes["E"]
 
 

@@ -21,6 +21,7 @@ fail. One exception, the Python convention for packages: a private *module* (``s
 ``scan._fused_kernels``) is its package's internals, so the modules of that package may import it and use
 all of it (``scan/__init__.py`` re-exports what other layers need); nothing outside the package may.
 """
+
 from __future__ import annotations
 
 import ast
@@ -50,13 +51,21 @@ MODULE_LAYERS = {
     f"{PACKAGE}.longrun": ("base", "the long-run guard (stdlib only); train and models.linear_mamba call it"),
     f"{PACKAGE}.presets": ("base", "sizes as data (no library imports); train is to read the recipes there"),
     f"{PACKAGE}.devices": ("base", "device names and resolve_device (torch only), for runners and notebooks alike"),
-    f"{PACKAGE}.labels": ("base", "the label convention and the one labelled-position accuracy (torch only); "
-                                  "tasks and train use it"),
+    f"{PACKAGE}.labels": (
+        "base",
+        "the label convention and the one labelled-position accuracy (torch only); tasks and train use it",
+    ),
     f"{PACKAGE}.runstore": ("base", "resumable grids (imports only paths); theory.designed_capacity runs one"),
-    f"{PACKAGE}.results": ("base", "result bundles and checkpoints (imports paths, runners): written by the "
-                                   "runners, read by analysis.primacy, views and claims"),
-    f"{PACKAGE}.runners": ("base", "the runner list, found at run time with importlib; results names the "
-                                   "runner that remakes a missing bundle, cli reproduce runs them"),
+    f"{PACKAGE}.results": (
+        "base",
+        "result bundles and checkpoints (imports paths, runners): written by the "
+        "runners, read by analysis.primacy, views and claims",
+    ),
+    f"{PACKAGE}.runners": (
+        "base",
+        "the runner list, found at run time with importlib; results names the "
+        "runner that remakes a missing bundle, cli reproduce runs them",
+    ),
     f"{PACKAGE}.scan": ("scan", "the selective scans and their backends: pure tensor maths"),
     f"{PACKAGE}.models": ("models", "the networks, built on scan"),
     f"{PACKAGE}.tasks": ("tasks", "the data generators; no model in them"),
@@ -67,8 +76,11 @@ MODULE_LAYERS = {
     f"{PACKAGE}.plots": ("views", "Altair charts (no library imports); widgets and notebook.setup use them"),
     f"{PACKAGE}.widgets": ("views", "live explorers on scan and plots, used by views"),
     f"{PACKAGE}.views": ("views", "the chapters' charts and explorers, over experiments' outputs"),
-    f"{PACKAGE}.claims": ("claims", "every claim's verdict rule and measurement, over analysis, theory and result "
-                                    "bundles; runners (ch4_model_checks, ch4_edge) and notebooks judge with them"),
+    f"{PACKAGE}.claims": (
+        "claims",
+        "every claim's verdict rule and measurement, over analysis, theory and result "
+        "bundles; runners (ch4_model_checks, ch4_edge) and notebooks judge with them",
+    ),
     f"{PACKAGE}.notebook": ("entry", "the first cell of every notebook: sets up everything below"),
     f"{PACKAGE}.cli": ("entry", "the command line: runs runners, notebooks and the checks"),
     f"{PACKAGE}.__main__": ("entry", "python -m mamba_recall, the command line"),
@@ -174,27 +186,35 @@ def violations() -> dict[tuple[str, str, str], str]:
             if owner is not None and not (module == owner or module.startswith(owner + ".")):
                 out[("private", module, target)] = (
                     f"{where}: {module} imports {target}, the internals of package {owner}; import the public "
-                    f"name that {owner} exports instead (or export it there, with a docstring)")
-            if name is not None and target != module and not (
-                    owner is not None and (module == owner or module.startswith(owner + "."))):
+                    f"name that {owner} exports instead (or export it there, with a docstring)"
+                )
+            if (
+                name is not None
+                and target != module
+                and not (owner is not None and (module == owner or module.startswith(owner + ".")))
+            ):
                 out[("private", module, f"{target}.{name}")] = (
                     f"{where}: {module} uses the private name {name} of {target}; make it public there (with a "
-                    f"docstring) or move it")
+                    f"docstring) or move it"
+                )
             theirs = layer_of(target)
             if mine is None or theirs is None or mine == theirs:
                 continue
             if _rank(theirs) > _rank(mine):
                 out[("upward", module, target)] = (
                     f"{where}: {module} (layer {mine}) imports {target} (layer {theirs}), a higher layer; move "
-                    f"what it needs down into layer {mine} or below, or the importer up")
+                    f"what it needs down into layer {mine} or below, or the importer up"
+                )
             elif _rank(theirs) == _rank(mine):
                 out[("sideways", module, target)] = (
                     f"{where}: {module} (layer {mine}) imports {target} (layer {theirs}), a sibling layer at "
-                    f"the same height; move what it needs below both")
+                    f"the same height; move what it needs below both"
+                )
     for comp in _cycles(graph):
         path = _cycle_through(graph, comp)
-        out[("cycle", comp[0], comp[1])] = (f"import cycle among {comp}: {' -> '.join(path)}; move what both "
-                                            f"sides need into a module below them")
+        out[("cycle", comp[0], comp[1])] = (
+            f"import cycle among {comp}: {' -> '.join(path)}; move what both sides need into a module below them"
+        )
     return out
 
 
@@ -254,8 +274,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_every_module_has_a_layer():
     unplaced = [m for m in MODULES if layer_of(m) is None]
-    assert not unplaced, (f"modules with no layer: {unplaced}; add each to MODULE_LAYERS in "
-                          f"tests/test_layering.py with one line of why")
+    assert not unplaced, (
+        f"modules with no layer: {unplaced}; add each to MODULE_LAYERS in tests/test_layering.py with one line of why"
+    )
     assert {layer for layer, _ in MODULE_LAYERS.values()} <= {name for group in LAYERS for name in group}
     assert all(why.strip() for _, why in MODULE_LAYERS.values())
 
@@ -284,20 +305,24 @@ def _checker_on(tmp_path, monkeypatch, files: dict[str, str]):
 
 
 def test_checker_flags_upward_sideways_private_and_cycles(tmp_path, monkeypatch):
-    found = _checker_on(tmp_path, monkeypatch, {
-        "__init__.py": "",
-        "scan/__init__.py": "from ._common import helper\n",
-        "scan/_common.py": "def helper():\n    pass\n",
-        "models/__init__.py": "",
-        "models/a.py": "def f():\n    from ..train import fit\n\n\ndef _x():\n    pass\n",
-        "models/b.py": "from . import a\nfrom ..tasks import t\nfrom ..scan._common import helper\n\na._x()\n",
-        "tasks/__init__.py": "",
-        "tasks/t.py": "",
-        "train.py": "from .models import a\nfrom .models.a import _x\n",
-        "theory/__init__.py": "",
-        "theory/p.py": "from . import q\n",
-        "theory/q.py": "from . import p\n",
-    })
+    found = _checker_on(
+        tmp_path,
+        monkeypatch,
+        {
+            "__init__.py": "",
+            "scan/__init__.py": "from ._common import helper\n",
+            "scan/_common.py": "def helper():\n    pass\n",
+            "models/__init__.py": "",
+            "models/a.py": "def f():\n    from ..train import fit\n\n\ndef _x():\n    pass\n",
+            "models/b.py": "from . import a\nfrom ..tasks import t\nfrom ..scan._common import helper\n\na._x()\n",
+            "tasks/__init__.py": "",
+            "tasks/t.py": "",
+            "train.py": "from .models import a\nfrom .models.a import _x\n",
+            "theory/__init__.py": "",
+            "theory/p.py": "from . import q\n",
+            "theory/q.py": "from . import p\n",
+        },
+    )
     assert set(found) == {
         ("upward", f"{PACKAGE}.models.a", f"{PACKAGE}.train"),
         ("sideways", f"{PACKAGE}.models.b", f"{PACKAGE}.tasks.t"),
@@ -310,7 +335,11 @@ def test_checker_flags_upward_sideways_private_and_cycles(tmp_path, monkeypatch)
     assert "models/a.py:2" in found[("upward", f"{PACKAGE}.models.a", f"{PACKAGE}.train")]
     assert "(layer models)" in found[("upward", f"{PACKAGE}.models.a", f"{PACKAGE}.train")]
     assert "(layer train)" in found[("upward", f"{PACKAGE}.models.a", f"{PACKAGE}.train")]
-    assert "mamba_recall.models.a -> mamba_recall.train -> mamba_recall.models.a" in found[
-        ("cycle", f"{PACKAGE}.models.a", f"{PACKAGE}.train")]
-    assert "uses the private name _x of mamba_recall.models.a" in found[
-        ("private", f"{PACKAGE}.models.b", f"{PACKAGE}.models.a._x")]
+    assert (
+        "mamba_recall.models.a -> mamba_recall.train -> mamba_recall.models.a"
+        in found[("cycle", f"{PACKAGE}.models.a", f"{PACKAGE}.train")]
+    )
+    assert (
+        "uses the private name _x of mamba_recall.models.a"
+        in found[("private", f"{PACKAGE}.models.b", f"{PACKAGE}.models.a._x")]
+    )

@@ -5,6 +5,7 @@ traceback), and no cell may end in an error.
 The notebooks are copied into a temporary folder first (JupyterLab autosaves what it runs; ``book/`` keeps
 its committed outputs). Skipped, with the reason printed, where Chromium / chromedriver or JupyterLab are
 absent (``apt-get install chromium chromium-driver``; ``pip install -e '.[test]'``)."""
+
 from __future__ import annotations
 
 import os
@@ -33,13 +34,15 @@ EXPLORERS = [
     ("book/03_selectivity/04_mqar_constructions.ipynb", "κ", "slide", None),
     ("book/04_primacy_recency/02_long_term_channels.ipynb", "window", "select", None),
 ]
-RUN_TIMEOUT_S = 420     # one notebook, Run All (the slowest ci notebook takes about a minute on 2 cores)
+RUN_TIMEOUT_S = 420  # one notebook, Run All (the slowest ci notebook takes about a minute on 2 cores)
 REDRAW_TIMEOUT_S = 180  # an explorer's redraw (the Chapter 1 one trains 400 steps)
 
 
 def _missing() -> str | None:
-    for name, default in (("chromium", browser_check.DEFAULT_CHROMIUM),
-                          ("chromedriver", browser_check.DEFAULT_CHROMEDRIVER)):
+    for name, default in (
+        ("chromium", browser_check.DEFAULT_CHROMIUM),
+        ("chromedriver", browser_check.DEFAULT_CHROMEDRIVER),
+    ):
         if not (os.access(default, os.X_OK) or shutil.which(name)):
             return f"{name} not found (apt-get install chromium chromium-driver)"
     try:
@@ -67,16 +70,36 @@ def lab(tmp_path_factory):
         (root / nb).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / nb, root / nb)
     port, token = _free_port(), "mamba-recall-live-test"
-    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(root / ".settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(root / ".workspaces"), "JUPYTER_CONFIG_DIR": str(root / ".config"),
-           "JUPYTER_RUNTIME_DIR": str(root / ".runtime"), "MAMBA_RECALL_SCORECARD_DIR": str(root / ".scorecard")}
+    env = {
+        **os.environ,
+        "JUPYTERLAB_SETTINGS_DIR": str(root / ".settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(root / ".workspaces"),
+        "JUPYTER_CONFIG_DIR": str(root / ".config"),
+        "JUPYTER_RUNTIME_DIR": str(root / ".runtime"),
+        "MAMBA_RECALL_SCORECARD_DIR": str(root / ".scorecard"),
+    }
     log = open(root / "jupyterlab.log", "w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=",
-         "--LabApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.news_url=",
+            "--LabApp.extension_manager=readonly",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=root,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -86,8 +109,10 @@ def lab(tmp_path_factory):
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab did not start; see {root / 'jupyterlab.log'}:\n"
-                                       + (root / "jupyterlab.log").read_text()[-3000:])
+                    raise RuntimeError(
+                        f"JupyterLab did not start; see {root / 'jupyterlab.log'}:\n"
+                        + (root / "jupyterlab.log").read_text()[-3000:]
+                    )
                 time.sleep(0.5)
         with browser_check.chromium_driver() as driver:
             driver.set_script_timeout(60)
@@ -194,8 +219,11 @@ def test_explorer_redraws_when_a_control_moves(lab, notebook, control, how, butt
     index = _explorer_cell(root / notebook)
     cell = driver.execute_script(_CELL_JS, index)
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
-    _wait(lambda: len(cell.find_elements(By.CSS_SELECTOR, ".widget-inline-hbox")) > 0, 60,
-          f"{notebook}: the explorer's controls were not drawn")
+    _wait(
+        lambda: len(cell.find_elements(By.CSS_SELECTOR, ".widget-inline-hbox")) > 0,
+        60,
+        f"{notebook}: the explorer's controls were not drawn",
+    )
     before = _output_text(cell)
     box = _control(cell, control)
     if how == "select":
@@ -211,8 +239,11 @@ def test_explorer_redraws_when_a_control_moves(lab, notebook, control, how, butt
         buttons = [b for b in cell.find_elements(By.CSS_SELECTOR, "button") if b.text.strip() == button]
         assert buttons, f"{notebook}: no {button!r} button"
         buttons[0].click()
-    _wait(lambda: _output_text(cell) != before and driver.execute_script(_BUSY_JS) == "idle", REDRAW_TIMEOUT_S,
-          f"{notebook}: the explorer's output did not change after moving {control!r}")
+    _wait(
+        lambda: _output_text(cell) != before and driver.execute_script(_BUSY_JS) == "idle",
+        REDRAW_TIMEOUT_S,
+        f"{notebook}: the explorer's output did not change after moving {control!r}",
+    )
     after = _output_text(cell)
     assert after.strip() and "Traceback" not in after, f"{notebook}: the redraw failed: {after[:2000]}"
     print(f"{notebook}: run + redraw in {time.monotonic() - start:.0f} s")

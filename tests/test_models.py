@@ -1,4 +1,5 @@
 """Tests for mamba_recall.models: mamba-ssm parameter names/shapes/init, backends, causality, internals."""
+
 from __future__ import annotations
 
 import math
@@ -48,7 +49,7 @@ def _mamba_ssm_slow_path(m: Mamba, hidden_states):
     """A transcript of mamba_simple.Mamba.forward's non-fused branch (causal_conv1d missing),
     with selective_scan_fn replaced by the reference scan (einops rearranges written out)."""
     batch, seqlen, dim = hidden_states.shape
-    xz = (m.in_proj.weight @ hidden_states.reshape(batch * seqlen, dim).t())  # "d (b l)"
+    xz = m.in_proj.weight @ hidden_states.reshape(batch * seqlen, dim).t()  # "d (b l)"
     xz = xz.reshape(-1, batch, seqlen).permute(1, 0, 2)  # "b d l"
     A = -torch.exp(m.A_log)
     x, z = xz.chunk(2, dim=1)
@@ -94,7 +95,7 @@ def test_mamba_initialisation_matches_mamba_ssm():
     dt = F.softplus(m.dt_proj.bias.data)
     assert dt.min() >= dt_min * (1 - 1e-5) and dt.max() <= dt_max * (1 + 1e-5)
     assert dt.max() / dt.min() > 5  # log-uniform spread, not a constant
-    bound = m.dt_rank ** -0.5
+    bound = m.dt_rank**-0.5
     assert m.dt_proj.weight.abs().max() <= bound and m.dt_proj.weight.abs().max() > 0.5 * bound
     assert m.dt_proj.bias._no_reinit is True
     assert m.A_log._no_weight_decay is True and m.D._no_weight_decay is True
@@ -102,7 +103,7 @@ def test_mamba_initialisation_matches_mamba_ssm():
 
 def test_dt_init_constant_and_floor():
     m = Mamba(32, dt_init="constant", dt_scale=2.0, dt_min=1e-6, dt_max=1e-5, dt_init_floor=1e-3)
-    assert torch.allclose(m.dt_proj.weight, torch.full_like(m.dt_proj.weight, 2.0 * m.dt_rank ** -0.5))
+    assert torch.allclose(m.dt_proj.weight, torch.full_like(m.dt_proj.weight, 2.0 * m.dt_rank**-0.5))
     assert torch.allclose(F.softplus(m.dt_proj.bias), torch.full((m.d_inner,), 1e-3), rtol=1e-4)
     with pytest.raises(ValueError, match="dt_init"):
         Mamba(16, dt_init="bogus")
@@ -117,8 +118,10 @@ def test_lm_state_dict_keys_shapes_and_init():
     assert lm.padded_vocab_size == 32 and sd["backbone.embedding.weight"].shape == (32, 16)
     assert sd["lm_head.weight"].shape == (32, 16)
     assert lm.lm_head.weight is lm.backbone.embedding.weight  # tied
-    assert sum(p.numel() for p in lm.parameters()) == 32 * 16 + n_layer * (
-        16 + sum(math.prod(s) for s in MAMBA_SSM_PARAMS_D16.values())) + 16
+    assert (
+        sum(p.numel() for p in lm.parameters())
+        == 32 * 16 + n_layer * (16 + sum(math.prod(s) for s in MAMBA_SSM_PARAMS_D16.values())) + 16
+    )
     assert abs(lm.backbone.embedding.weight.std().item() - 0.02) < 0.003
     for layer in lm.backbone.layers:
         w = layer.mixer.out_proj.weight  # kaiming_uniform(a=√5) bound 1/√fan_in, then / √n_layer
@@ -287,6 +290,15 @@ def test_initial_state_and_last_state(backend):
     assert torch.equal(internals.last_state, last_h0)
     # the exposed internals reproduce the state passing
     A = -torch.exp(m.A_log)
-    _, ref_last = selective_scan_reference(internals.x, internals.delta, A, internals.B, internals.C, m.D,
-                                           z=internals.z, return_last_state=True, initial_state=h0)
+    _, ref_last = selective_scan_reference(
+        internals.x,
+        internals.delta,
+        A,
+        internals.B,
+        internals.C,
+        m.D,
+        z=internals.z,
+        return_last_state=True,
+        initial_state=h0,
+    )
     torch.testing.assert_close(last_h0, ref_last, rtol=0, atol=1e-10)

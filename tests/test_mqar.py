@@ -26,8 +26,9 @@ def _gen(**kw):
 # ----------------------------------------------------------------------------- zoology transcript
 
 
-def _zoology_reference(vocab_size, num_examples, input_seq_len, seed, power_a=0.01,
-                       num_kv_pairs=8, num_passes=1, random_non_queries=True):
+def _zoology_reference(
+    vocab_size, num_examples, input_seq_len, seed, power_a=0.01, num_kv_pairs=8, num_passes=1, random_non_queries=True
+):
     """Transcription of zoology's vectorised code, with the GLOBAL RNGs (as zoology does).
 
     Written from zoology's 2024 ``associative_recall.py::multiquery_ar`` plus d88d6f5's ``num_passes``
@@ -47,11 +48,9 @@ def _zoology_reference(vocab_size, num_examples, input_seq_len, seed, power_a=0.
             key_choices = np.arange(1, key_vocab_size)
             value_choices = np.arange(key_vocab_size, vocab_size)
             keys_unshuffled = np.tile(key_choices, (num_examples, 1))
-            keys = np.apply_along_axis(np.random.choice, 1, keys_unshuffled, replace=False,
-                                       size=num_kv_pairs)
+            keys = np.apply_along_axis(np.random.choice, 1, keys_unshuffled, replace=False, size=num_kv_pairs)
             values_unshuffled = np.tile(value_choices, (num_examples, 1))
-            values = np.apply_along_axis(np.random.choice, 1, values_unshuffled, replace=False,
-                                         size=num_kv_pairs)
+            values = np.apply_along_axis(np.random.choice, 1, values_unshuffled, replace=False, size=num_kv_pairs)
             kvs = np.zeros((num_examples, context_size), dtype=np.int64)
             kvs[:, 0::2] = keys
             kvs[:, 1::2] = values
@@ -61,8 +60,7 @@ def _zoology_reference(vocab_size, num_examples, input_seq_len, seed, power_a=0.
             p = power_a * np.arange(1, space + 1) ** (power_a - 1)
             p = p / p.sum()
             x = np.stack([np.arange(space, dtype=int)] * num_examples)
-            gaps = np.apply_along_axis(np.random.choice, axis=1, arr=x, replace=False, p=p,
-                                       size=num_kv_pairs)
+            gaps = np.apply_along_axis(np.random.choice, axis=1, arr=x, replace=False, p=p, size=num_kv_pairs)
             queries = np.zeros((num_examples, input_seq_len - context_size + 1), dtype=np.int64)
             np.put_along_axis(queries, (gaps * 2), values=keys, axis=1)
             examples = np.concatenate([kvs, queries], axis=1)
@@ -80,10 +78,8 @@ def _zoology_reference(vocab_size, num_examples, input_seq_len, seed, power_a=0.
     "kw",
     [
         dict(vocab_size=64, num_examples=20, input_seq_len=32, seed=3, num_kv_pairs=4),
-        dict(vocab_size=100, num_examples=7, input_seq_len=40, seed=11, num_kv_pairs=3,
-             num_passes=2, power_a=1.0),
-        dict(vocab_size=50, num_examples=5, input_seq_len=24, seed=0, num_kv_pairs=6,
-             random_non_queries=False),
+        dict(vocab_size=100, num_examples=7, input_seq_len=40, seed=11, num_kv_pairs=3, num_passes=2, power_a=1.0),
+        dict(vocab_size=50, num_examples=5, input_seq_len=24, seed=0, num_kv_pairs=6, random_non_queries=False),
     ],
 )
 def test_matches_zoology_global_rng_transcript(kw):
@@ -116,8 +112,7 @@ def test_shapes_and_dtypes():
     assert b.keys.shape == b.values.shape == b.gaps.shape == b.query_positions.shape == (50, 4)
     assert len(b) == 50
     assert b.seed == 0
-    assert b.config == MQARConfig(vocab_size=64, input_seq_len=32, num_kv_pairs=4,
-                                  num_examples=50)
+    assert b.config == MQARConfig(vocab_size=64, input_seq_len=32, num_kv_pairs=4, num_examples=50)
     assert int(b.inputs.min()) >= 0 and int(b.inputs.max()) < 64
 
 
@@ -125,8 +120,8 @@ def test_shapes_and_dtypes():
 def test_context_keys_values_ranges_and_distinct(random_non_queries):
     V, K = 64, 4
     b = _gen(random_non_queries=random_non_queries)
-    ctx_keys = b.inputs[:, 0:2 * K:2]
-    ctx_vals = b.inputs[:, 1:2 * K:2]
+    ctx_keys = b.inputs[:, 0 : 2 * K : 2]
+    ctx_vals = b.inputs[:, 1 : 2 * K : 2]
     assert torch.equal(ctx_keys, b.keys) and torch.equal(ctx_vals, b.values)
     assert bool(((ctx_keys >= 1) & (ctx_keys < V // 2)).all())
     assert bool(((ctx_vals >= V // 2) & (ctx_vals < V)).all())
@@ -186,11 +181,12 @@ def test_fillers_replace_zeros_only_outside_queries():
 
 def test_num_passes_tiles_context():
     K, P, L = 3, 3, 36
-    b = multiquery_ar(vocab_size=128, num_examples=10, input_seq_len=L, seed=5,
-                      num_kv_pairs=K, num_passes=P, random_non_queries=False)
+    b = multiquery_ar(
+        vocab_size=128, num_examples=10, input_seq_len=L, seed=5, num_kv_pairs=K, num_passes=P, random_non_queries=False
+    )
     block = b.inputs[:, : 2 * K]
     for pass_ in range(P):
-        assert torch.equal(b.inputs[:, 2 * K * pass_: 2 * K * (pass_ + 1)], block)
+        assert torch.equal(b.inputs[:, 2 * K * pass_ : 2 * K * (pass_ + 1)], block)
     ctx = 2 * K * P
     assert bool((b.query_positions >= ctx).all())
     assert bool(((b.query_positions - ctx) % 2 == 0).all())
@@ -211,11 +207,11 @@ def test_seed_determinism():
 
 
 def test_mqar_batch_matches_function():
-    cfg = MQARConfig(vocab_size=64, input_seq_len=32, num_kv_pairs=4, num_examples=12,
-                     power_a=0.5, num_passes=2)
+    cfg = MQARConfig(vocab_size=64, input_seq_len=32, num_kv_pairs=4, num_examples=12, power_a=0.5, num_passes=2)
     a = mqar_batch(cfg, seed=9)
-    b = multiquery_ar(vocab_size=64, num_examples=12, input_seq_len=32, seed=9, power_a=0.5,
-                      num_kv_pairs=4, num_passes=2)
+    b = multiquery_ar(
+        vocab_size=64, num_examples=12, input_seq_len=32, seed=9, power_a=0.5, num_kv_pairs=4, num_passes=2
+    )
     assert torch.equal(a.inputs, b.inputs) and torch.equal(a.labels, b.labels)
     assert a.config == cfg and a.seed == 9
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -224,8 +220,7 @@ def test_mqar_batch_matches_function():
 
 def test_power_law_concentrates_early_vs_uniform():
     # space = (128 - 8) // 2 = 60 slots, 4 keys per example, 2000 examples
-    kw = dict(vocab_size=256, num_examples=2000, input_seq_len=128, seed=0, num_kv_pairs=4,
-              random_non_queries=False)
+    kw = dict(vocab_size=256, num_examples=2000, input_seq_len=128, seed=0, num_kv_pairs=4, random_non_queries=False)
     steep_gaps = multiquery_ar(power_a=0.01, **kw).gaps
     flat_gaps = multiquery_ar(power_a=1.0, **kw).gaps
     steep, flat = steep_gaps.flatten().double(), flat_gaps.flatten().double()
@@ -324,8 +319,12 @@ def test_mqar_variants_are_options_of_one_generator():
     from mamba_recall.theory.mqar_constructions import gen_mqar
 
     assert VARIANTS == ("standard", "repeated_keys", "repeated_queries", "paper003", "zoology")
-    for variant, kw in (("standard", {}), ("repeated_keys", {"Nk": 2}), ("repeated_queries", {"Nq": 2}),
-                        ("zoology", {"power_a": 0.5})):
+    for variant, kw in (
+        ("standard", {}),
+        ("repeated_keys", {"Nk": 2}),
+        ("repeated_queries", {"Nq": 2}),
+        ("zoology", {"power_a": 0.5}),
+    ):
         x, y = mqar(64, 4, 24, 10, 3, variant=variant, **kw)
         assert x.shape == y.shape == (10, 24) and x.dtype == y.dtype == torch.int64
         assert torch.equal(x, mqar(64, 4, 24, 10, 3, variant=variant, **kw)[0])
@@ -339,7 +338,10 @@ def test_mqar_variants_are_options_of_one_generator():
     ids, labels = mqar(20, 6, 40, 50, 0, variant="paper003")
     assert torch.equal(ids, gen_mqar(50, 40, 6, 20, seed=0)[0]) and torch.equal(labels, gen_mqar(50, 40, 6, 20, 0)[1])
     assert (labels != IGNORE_INDEX).sum(1).eq(6).all() and int(labels.max()) < 20
-    a, b2 = batch_fn(64, 4, 24, 5, 10, task="repeated_keys", Nk=2)(2), mqar(64, 4, 24, 5, 12, variant="repeated_keys", Nk=2)
+    a, b2 = (
+        batch_fn(64, 4, 24, 5, 10, task="repeated_keys", Nk=2)(2),
+        mqar(64, 4, 24, 5, 12, variant="repeated_keys", Nk=2),
+    )
     assert torch.equal(a[0], b2[0]) and torch.equal(a[1], b2[1])
 
 

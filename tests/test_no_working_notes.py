@@ -12,6 +12,7 @@ spec, ``var spec = {...}`` in rendered charts, ``ShapeSpec``, "specify"), and "e
 an entry of a chapter's own errata list. :func:`test_patterns_have_no_false_positives` pins both
 sides.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,24 +26,27 @@ THIS = Path(__file__).resolve()
 
 #: Citations of the working notes. Each pattern is searched over a whole file (or one notebook
 #: cell / output), so ``\s+`` also catches a citation broken across lines.
-PATTERNS: tuple[re.Pattern, ...] = tuple(re.compile(p) for p in (
-    r"(?i)\bthe\s+spec\b",                     # "the spec", "of the spec", "the spec's"
-    r"(?i)\bspec\s+§",                         # "spec §8.1"
-    r"(?i)\bspec\s+errat(?:um|a)\b",           # "spec erratum 5"
-    r"(?i)\bspec\s+probe",                     # "spec probe §9.5b"
-    r"(?i)\bspec\s+checks?\b",                 # "spec checks F2/F3"
-    r"\bspec\s+[A-Z][A-Z-]*\d",                # check ids: "spec A5", "spec HAAR-5", "spec MQAR-T1"
-    r"\(spec\s+[A-Z§]",                        # "(spec CPU plan)", "(spec A2)"
-    r"\[spec\b",                               # "[spec, ours]"
-    r"(?i)\bpaper[- ]\d{3}\s+spec\b",          # "the paper-002 spec"
-    r"(?i)\berrata\s+§",                       # "errata §8.1" (a section of a note)
-    r"(?i)\banchors(?:\.md)?\s+§",             # "anchors §3.5"
-    r"(?i)\banchors\.md\b",
-    r"(?i)\bpaper-\d{3}\.md\b",                # the per-paper notes by file name
-    r"(?i)\bshared/(?:specs|papers|data)\b",   # paths into the shared folder ...
-    r"(?i)\.\./(?:shared|specs)\b",
-    r"(?i)/work/shared\b",
-))
+PATTERNS: tuple[re.Pattern, ...] = tuple(
+    re.compile(p)
+    for p in (
+        r"(?i)\bthe\s+spec\b",  # "the spec", "of the spec", "the spec's"
+        r"(?i)\bspec\s+§",  # "spec §8.1"
+        r"(?i)\bspec\s+errat(?:um|a)\b",  # "spec erratum 5"
+        r"(?i)\bspec\s+probe",  # "spec probe §9.5b"
+        r"(?i)\bspec\s+checks?\b",  # "spec checks F2/F3"
+        r"\bspec\s+[A-Z][A-Z-]*\d",  # check ids: "spec A5", "spec HAAR-5", "spec MQAR-T1"
+        r"\(spec\s+[A-Z§]",  # "(spec CPU plan)", "(spec A2)"
+        r"\[spec\b",  # "[spec, ours]"
+        r"(?i)\bpaper[- ]\d{3}\s+spec\b",  # "the paper-002 spec"
+        r"(?i)\berrata\s+§",  # "errata §8.1" (a section of a note)
+        r"(?i)\banchors(?:\.md)?\s+§",  # "anchors §3.5"
+        r"(?i)\banchors\.md\b",
+        r"(?i)\bpaper-\d{3}\.md\b",  # the per-paper notes by file name
+        r"(?i)\bshared/(?:specs|papers|data)\b",  # paths into the shared folder ...
+        r"(?i)\.\./(?:shared|specs)\b",
+        r"(?i)/work/shared\b",
+    )
+)
 
 #: Text suffixes looked at under ``src/`` and ``tests/``; the book is read as Markdown and notebooks.
 SRC_SUFFIXES = {".py", ".md", ".txt", ".json", ".toml", ".yaml", ".yml", ".cfg", ".ipynb", ".bib", ".rst"}
@@ -56,8 +60,13 @@ def _files() -> list[Path]:
     for top, suffixes in (("src", SRC_SUFFIXES), ("book", BOOK_SUFFIXES), ("tests", SRC_SUFFIXES)):
         for path in sorted((ROOT / top).rglob("*")):
             rel = path.relative_to(ROOT).parts
-            if (not path.is_file() or path.suffix not in suffixes or path.resolve() == THIS
-                    or SKIP_PARTS.intersection(rel) or any(p.endswith(".egg-info") for p in rel)):
+            if (
+                not path.is_file()
+                or path.suffix not in suffixes
+                or path.resolve() == THIS
+                or SKIP_PARTS.intersection(rel)
+                or any(p.endswith(".egg-info") for p in rel)
+            ):
                 continue
             files.append(path)
     return files
@@ -101,10 +110,10 @@ def find_citations(text: str) -> list[tuple[int, str]]:
             line = text.count("\n", 0, m.start()) + 1
             start = text.rfind("\n", 0, m.start()) + 1
             end = text.find("\n", m.end())
-            excerpt = text[start:end if end >= 0 else len(text)].strip()
+            excerpt = text[start : end if end >= 0 else len(text)].strip()
             if len(excerpt) > 160:
                 lo = max(0, m.start() - start - 60)
-                excerpt = "…" + text[start + lo:start + lo + 160].strip() + "…"
+                excerpt = "…" + text[start + lo : start + lo + 160].strip() + "…"
             hits.setdefault(line, excerpt)  # one report per line
     return sorted(hits.items())
 
@@ -165,10 +174,19 @@ def test_patterns_have_no_false_positives(text):
 
 def test_notebook_outputs_are_read():
     """A note cited only in an output (a printed verdict note), with ``§`` JSON-escaped, is found."""
-    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": ["x = 1\n"],
-                     "outputs": [{"output_type": "stream", "name": "stdout",
-                                  "text": ["verdict: partially\n", "(spec \u00a78.1)\n"]}]}],
-          "metadata": {}}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": ["x = 1\n"],
+                "outputs": [
+                    {"output_type": "stream", "name": "stdout", "text": ["verdict: partially\n", "(spec \u00a78.1)\n"]}
+                ],
+            }
+        ],
+        "metadata": {},
+    }
     raw = json.dumps(nb)  # ensure_ascii: the "§" is written as \\u00a7 in the file
     assert "\\u00a7" in raw
     found = [where for where, text in _notebook_texts(json.loads(raw)) if find_citations(text)]
@@ -186,5 +204,5 @@ def test_no_file_cites_the_working_notes():
                 problems.append(f"{path.relative_to(ROOT)} ({place}): {excerpt}")
     assert not problems, (
         f"{len(problems)} citation(s) of the internal working notes, which a reader does not have. "
-        "Cite the paper (section, equation, figure, table) or state the reasoning in place:\n  "
-        + "\n  ".join(problems))
+        "Cite the paper (section, equation, figure, table) or state the reasoning in place:\n  " + "\n  ".join(problems)
+    )

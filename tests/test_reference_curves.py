@@ -1,5 +1,6 @@
 """The authors' own per-position recall of paper 004 (external reference data, Fig. 2): the committed file is
 intact, malformed copies are refused with a clear error, and the normalisation matches the book's own curves."""
+
 import csv
 import hashlib
 import json
@@ -10,16 +11,30 @@ import pandas as pd
 import pytest
 
 from mamba_recall.analysis import interventions as iv
-from mamba_recall.analysis.reference_curves import (AUTHORS_CSV, AUTHORS_DIR, AUTHORS_LABEL, ReferenceDataError,
-                                                    load_authors_curves, middle_third, on_relative_axis,
-                                                    relative_position, summarise)
+from mamba_recall.analysis.reference_curves import (
+    AUTHORS_CSV,
+    AUTHORS_DIR,
+    AUTHORS_LABEL,
+    ReferenceDataError,
+    load_authors_curves,
+    middle_third,
+    on_relative_axis,
+    relative_position,
+    summarise,
+)
 from mamba_recall.results import load_bundle
 from mamba_recall.views.reference_curves import authors_chart, authors_vs_ours_chart, comparison_frame
 
 SIDECAR = AUTHORS_DIR / "recall_by_position.json"
 # The six result files of README.md's table: (L, relation) -> rows (prompts) in the file.
-README_ROWS = {(6, "same_relation"): 120, (8, "varied"): 160, (8, "same_relation"): 160,
-               (12, "same_relation"): 240, (16, "same_relation"): 320, (20, "same_relation"): 400}
+README_ROWS = {
+    (6, "same_relation"): 120,
+    (8, "varied"): 160,
+    (8, "same_relation"): 160,
+    (12, "same_relation"): 240,
+    (16, "same_relation"): 320,
+    (20, "same_relation"): 400,
+}
 
 
 def _raw_rows():
@@ -64,8 +79,14 @@ def test_summary_for_L16_equals_a_hand_computation():
     # the same numbers as the book's own summary on a (20, 16) matrix with those per-position counts
     matrix = np.array([[m < correct[k] for k in range(1, 17)] for m in range(20)])
     ref = iv.summary(matrix)
-    for ours, theirs in (("acc(1)", ref["acc"][0]), ("mid", ref["mid"]), ("mid lo", ref["mid_lo"]),
-                         ("mid hi", ref["mid_hi"]), ("acc(L)", ref["acc"][-1]), ("U-depth", ref["u_depth"])):
+    for ours, theirs in (
+        ("acc(1)", ref["acc"][0]),
+        ("mid", ref["mid"]),
+        ("mid lo", ref["mid_lo"]),
+        ("mid hi", ref["mid_hi"]),
+        ("acc(L)", ref["acc"][-1]),
+        ("U-depth", ref["u_depth"]),
+    ):
         assert s[ours] == pytest.approx(theirs, abs=1e-12), ours
 
 
@@ -96,15 +117,18 @@ def test_relative_axis():
         on_relative_axis(pd.DataFrame({"model": ["s"], "L": [8], "k": [1], "acc": [50.0]}))
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda df: df.drop(columns="correct"), r"missing \['correct'\]"),
-    (lambda df: df.assign(extra=1), r"unexpected \['extra'\]"),
-    (lambda df: df.assign(accuracy=df["accuracy"].where(df.index != 3, 0.9)), r"rows \[3\] have accuracy"),
-    (lambda df: df.drop(index=2), "are not 1..6, each once"),
-    (lambda df: df.assign(correct=df["correct"].where(df.index != 0, 21)), "0 <= correct <= n"),
-    (lambda df: df.assign(relation=df["relation"].replace("varied", "mixed")), r"unknown relation.*'mixed'"),
-    (lambda df: df.assign(n=df["n"].astype(float).where(df.index != 0, np.nan)), "whole numbers"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda df: df.drop(columns="correct"), r"missing \['correct'\]"),
+        (lambda df: df.assign(extra=1), r"unexpected \['extra'\]"),
+        (lambda df: df.assign(accuracy=df["accuracy"].where(df.index != 3, 0.9)), r"rows \[3\] have accuracy"),
+        (lambda df: df.drop(index=2), "are not 1..6, each once"),
+        (lambda df: df.assign(correct=df["correct"].where(df.index != 0, 21)), "0 <= correct <= n"),
+        (lambda df: df.assign(relation=df["relation"].replace("varied", "mixed")), r"unknown relation.*'mixed'"),
+        (lambda df: df.assign(n=df["n"].astype(float).where(df.index != 0, np.nan)), "whole numbers"),
+    ],
+)
 def test_malformed_files_are_refused(tmp_path, edit, message):
     bad = tmp_path / "recall_by_position.csv"
     edit(pd.read_csv(AUTHORS_CSV)).to_csv(bad, index=False)
@@ -129,8 +153,9 @@ def test_altered_or_missing_files_name_the_fix(tmp_path):
 
 def test_charts_label_both_sources():
     authors = load_authors_curves()
-    ours = pd.DataFrame({"model": "s_small", "L": 8, "k": np.arange(1, 9), "acc": np.linspace(1, 0.5, 8),
-                         "variant": "repeated"})
+    ours = pd.DataFrame(
+        {"model": "s_small", "L": 8, "k": np.arange(1, 9), "acc": np.linspace(1, 0.5, 8), "variant": "repeated"}
+    )
     frame = comparison_frame(authors, ours)
     assert set(frame["source"]) == {AUTHORS_LABEL, "ours: s_small"}
     assert frame.loc[frame.source == "ours: s_small", "x"].tolist() == pytest.approx(np.arange(8) / 7)

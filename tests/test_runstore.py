@@ -1,4 +1,5 @@
 """The run store: keys, resume after an interruption, parallel processes, aggregation."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,15 +20,33 @@ def test_key_ignores_dict_order_and_tuple_vs_list():
     a = make_job("demo.sleep", {"x": 1, "sleep": 0.0, "betas": (0.9, 0.95)}, 0)
     b = make_job("demo.sleep", {"betas": [0.9, 0.95], "sleep": 0.0, "x": 1}, 0)
     assert a["key"] == b["key"]
-    assert make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 1)["key"] != make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 0)["key"]
-    assert make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 0)["key"] != make_job("demo.other", {"x": 1, "sleep": 0.0}, 0)["key"]
+    assert (
+        make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 1)["key"]
+        != make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 0)["key"]
+    )
+    assert (
+        make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 0)["key"]
+        != make_job("demo.other", {"x": 1, "sleep": 0.0}, 0)["key"]
+    )
     with pytest.raises(ValueError, match="seed must be an integer"):
         make_job("demo.sleep", {}, 1.5)
 
 
 def _demo_cmd(store, seeds=4, cells=2, sleep=0.4):
-    return [sys.executable, "-m", "mamba_recall.runstore", "demo", "--seeds", str(seeds), "--cells", str(cells),
-            "--sleep", str(sleep), "--store", str(store)]
+    return [
+        sys.executable,
+        "-m",
+        "mamba_recall.runstore",
+        "demo",
+        "--seeds",
+        str(seeds),
+        "--cells",
+        str(cells),
+        "--sleep",
+        str(sleep),
+        "--store",
+        str(store),
+    ]
 
 
 def test_interrupted_grid_resumes_only_missing_jobs(tmp_path):
@@ -57,20 +75,29 @@ def test_interrupted_grid_resumes_only_missing_jobs(tmp_path):
     runs = load_runs("demo.sleep", store)
     assert sorted((r["config"]["x"], r["seed"]) for r in runs) == [(x, s) for x in range(2) for s in range(4)]
     prov = runs[0]["provenance"]
-    assert {"git_commit", "git_clean", "dirty_files", "wall_seconds", "cpu_seconds", "device", "versions",
-            "created"} <= set(prov)
+    assert {
+        "git_commit",
+        "git_clean",
+        "dirty_files",
+        "wall_seconds",
+        "cpu_seconds",
+        "device",
+        "versions",
+        "created",
+    } <= set(prov)
 
 
 def test_parallel_processes_and_aggregate(tmp_path):
     jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.05}, s) for x in range(2) for s in range(3)]
-    recs = run_grid("mamba_recall.runstore:demo_job", jobs, n_jobs=2, store=tmp_path, progress=False,
-                    log=lambda m: None)
+    recs = run_grid(
+        "mamba_recall.runstore:demo_job", jobs, n_jobs=2, store=tmp_path, progress=False, log=lambda m: None
+    )
     assert len(recs) == 6 and len({r["result"]["pid"] for r in recs} - {os.getpid()}) >= 1
     assert pending(jobs, tmp_path) == (jobs, [])
     table = aggregate(load_runs("demo.sleep", tmp_path), by=["x"], metrics=["value"])
     row = table.set_index("x").loc[1]
     assert row["value_mean"] == 11 and row["n_seeds"] == 3 and row["value_per_seed"] == "10.0000 11.0000 12.0000"
-    half = 0.95 * math.sqrt(2 / (1 - 0.95 ** 2)) * 1.0 / math.sqrt(3)  # t_{0.975, 2} = 4.3027 in closed form; s = 1
+    half = 0.95 * math.sqrt(2 / (1 - 0.95**2)) * 1.0 / math.sqrt(3)  # t_{0.975, 2} = 4.3027 in closed form; s = 1
     assert row["value_ci_high"] == pytest.approx(11 + half, rel=1e-14)
     assert row["value_ci_low"] == pytest.approx(11 - half, rel=1e-14)
 
@@ -122,9 +149,13 @@ def test_ch2_reference_grid_smoke(tmp_path, monkeypatch):
     bundle = results.load_bundle("ch2_reference_grid_cpu-hours_smoke", directory=tmp_path)
     cells = bundle.tables["cells"]
     assert len(cells) == 3 and set(cells["n_seeds"]) == {2}  # D ∈ {16, 64} × N ∈ {8, 32}, N ≤ D; 2 seeds
-    assert {"best_accuracy_mean", "best_accuracy_ci_low", "best_accuracy_per_seed", "authors", "diff_mean"} <= set(cells)
+    assert {"best_accuracy_mean", "best_accuracy_ci_low", "best_accuracy_per_seed", "authors", "diff_mean"} <= set(
+        cells
+    )
     job = bundle.config["job_config"]
-    assert job["recipe"]["name"] == "code" and job["recipe"]["batch_size"] == 8 and job["eval"]["seed"] == grid.EVAL_SEED
+    assert (
+        job["recipe"]["name"] == "code" and job["recipe"]["batch_size"] == 8 and job["eval"]["seed"] == grid.EVAL_SEED
+    )
     assert bundle.data["complete"] and "Student-t" in bundle.data["interval_method"]
     before = sorted(p.name for p in (store / grid.EXPERIMENT).glob("*.json"))
     grid.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])  # nothing left to run
@@ -134,13 +165,22 @@ def test_ch2_reference_grid_smoke(tmp_path, monkeypatch):
 def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypatch):
     from mamba_recall import results
 
-    monkeypatch.setattr(results, "_git", lambda *a: " M src/mamba_recall/results.py\n?? src/mamba_recall/y.py\n"
-                        " M src/mamba_recall/runstore.py" if "--" in a else ("abc" if a[0] == "rev-parse" else ""))
+    monkeypatch.setattr(
+        results,
+        "_git",
+        lambda *a: (
+            " M src/mamba_recall/results.py\n?? src/mamba_recall/y.py\n M src/mamba_recall/runstore.py"
+            if "--" in a
+            else ("abc" if a[0] == "rev-parse" else "")
+        ),
+    )
     results.save_bundle("b_ci", {}, {}, command="c", directory=tmp_path)
     b = results.load_bundle("b_ci", directory=tmp_path)
     # only files this process imported count (y.py was never imported)
-    assert b.clean is False and b.provenance["dirty_files"] == ["src/mamba_recall/results.py",
-                                                                "src/mamba_recall/runstore.py"]
+    assert b.clean is False and b.provenance["dirty_files"] == [
+        "src/mamba_recall/results.py",
+        "src/mamba_recall/runstore.py",
+    ]
     monkeypatch.setenv(results.ENV_REQUIRE_CLEAN, "1")
     with pytest.raises(results.BundleError, match="uncommitted changes"):
         results.save_bundle("c_ci", {}, {}, command="c", directory=tmp_path)
@@ -169,8 +209,16 @@ def test_dirty_files_as_run_compared_with_head():
     from mamba_recall.paths import REPO_ROOT
 
     blob = subprocess.run(["git", "show", "HEAD:pyproject.toml"], cwd=REPO_ROOT, capture_output=True).stdout
-    runs = [{"provenance": {"dirty_files": {"pyproject.toml": hashlib.sha256(blob).hexdigest(),
-                                            "src/mamba_recall/runstore.py": "0" * 64}}}]
+    runs = [
+        {
+            "provenance": {
+                "dirty_files": {
+                    "pyproject.toml": hashlib.sha256(blob).hexdigest(),
+                    "src/mamba_recall/runstore.py": "0" * 64,
+                }
+            }
+        }
+    ]
     assert runstore.dirty_files_committed_since(runs) == {"pyproject.toml": True, "src/mamba_recall/runstore.py": False}
 
 
@@ -190,8 +238,13 @@ def test_strongest_evidence_is_loaded_and_named(tmp_path):
     msgs = []
     results.save_bundle("x_ci", {"complete": True}, {"preset": "ci"}, command="c", directory=tmp_path)
     assert results.load_strongest_bundle("x", directory=tmp_path, log=msgs.append).name == "x_ci"
-    results.save_bundle("x_cpu-hours", {"complete": False, "jobs_finished": 3, "jobs_total": 9},
-                        {"preset": "cpu-hours"}, command="c", directory=tmp_path)
+    results.save_bundle(
+        "x_cpu-hours",
+        {"complete": False, "jobs_finished": 3, "jobs_total": 9},
+        {"preset": "cpu-hours"},
+        command="c",
+        directory=tmp_path,
+    )
     assert results.load_strongest_bundle("x", directory=tmp_path, log=msgs.append).name == "x_ci"
     assert "incomplete: 3 of 9 jobs" in msgs[-1]
     results.save_bundle("x_cpu-hours", {"complete": True}, {"preset": "cpu-hours"}, command="c", directory=tmp_path)

@@ -10,13 +10,13 @@ The sequential ``reference`` backend is the truth; the ``chunked`` backend (and,
 The worked example is the 3-token "The cat sat" trace of the Mamba explainer
 ("Worked Example: Complete Mamba Forward Pass", its Section 05) with d = 1, N = 2.
 """
+
 from __future__ import annotations
 
 import re
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from mamba_recall.scan import (
     BackendUnavailableError,
@@ -53,8 +53,21 @@ def assert_close_rel(a, b, tol, what=""):
     assert err <= tol, f"{what}: relative error {err:.3e} > {tol:.1e}"
 
 
-def make_scan_inputs(b=2, d=4, n=3, L=7, bc="selective", groups=2, dtype=torch.float64, seed=0,
-                     D=False, z=False, delta_bias=False, delta_softplus=False, initial_state=False):
+def make_scan_inputs(
+    b=2,
+    d=4,
+    n=3,
+    L=7,
+    bc="selective",
+    groups=2,
+    dtype=torch.float64,
+    seed=0,
+    D=False,
+    z=False,
+    delta_bias=False,
+    delta_softplus=False,
+    initial_state=False,
+):
     """Random selective-scan arguments as a kwargs dict (every tensor a leaf that requires grad)."""
     g = torch.Generator().manual_seed(seed)
 
@@ -98,7 +111,7 @@ TENSOR_ARGS = ("u", "delta", "A", "B", "C", "D", "z", "delta_bias", "initial_sta
 def run_with_grads(fn, kw, return_last_state, seed=123, **extra):
     """Run ``fn(**kw)``; backprop a fixed random cotangent; return (out, last, {name: grad})."""
     res = fn(**kw, return_last_state=return_last_state, **extra)
-    out, last = (res if return_last_state else (res, None))
+    out, last = res if return_last_state else (res, None)
     g = torch.Generator().manual_seed(seed)
     loss = (out * torch.randn(out.shape, generator=g, dtype=out.dtype)).sum()
     if last is not None:
@@ -109,8 +122,9 @@ def run_with_grads(fn, kw, return_last_state, seed=123, **extra):
 
 
 def compare_backends(kw, return_last_state, tol, **chunked_extra):
-    ref = run_with_grads(selective_scan_reference, kw, return_last_state,
-                         **{k: v for k, v in chunked_extra.items() if k != "chunk_size"})
+    ref = run_with_grads(
+        selective_scan_reference, kw, return_last_state, **{k: v for k, v in chunked_extra.items() if k != "chunk_size"}
+    )
     chk = run_with_grads(selective_scan_chunked, kw, return_last_state, **chunked_extra)
     assert chk[0].dtype == kw["u"].dtype
     assert_close_rel(chk[0], ref[0], tol, "out")
@@ -141,12 +155,27 @@ def test_chunked_matches_reference_fp64(L, discretization, bc, extras):
 def test_chunked_matches_reference_each_option(option, discretization):
     flags = {} if option == "return_last_state" else {option: True}
     kw = make_scan_inputs(L=100, bc="selective", seed=7, **flags)
-    compare_backends(kw, return_last_state=option == "return_last_state", tol=F64_TOL,
-                     discretization=discretization)
+    compare_backends(kw, return_last_state=option == "return_last_state", tol=F64_TOL, discretization=discretization)
 
 
-@pytest.mark.parametrize("L,chunk_size", [(100, 1), (100, 2), (100, 3), (100, 8), (100, 16), (100, 99),
-                                          (100, 100), (100, 128), (7, 1), (7, 4), (7, 8), (64, 64), (1, 5)])
+@pytest.mark.parametrize(
+    "L,chunk_size",
+    [
+        (100, 1),
+        (100, 2),
+        (100, 3),
+        (100, 8),
+        (100, 16),
+        (100, 99),
+        (100, 100),
+        (100, 128),
+        (7, 1),
+        (7, 4),
+        (7, 8),
+        (64, 64),
+        (1, 5),
+    ],
+)
 def test_chunked_explicit_chunk_sizes(L, chunk_size):
     kw = make_scan_inputs(L=L, bc="grouped", seed=3, **ALL_EXTRAS)
     compare_backends(kw, return_last_state=True, tol=F64_TOL, chunk_size=chunk_size)
@@ -190,8 +219,9 @@ def test_chunked_gradcheck(discretization, bc):
 
     def f(*tensors):
         args = dict(zip(names, tensors))
-        out, last = selective_scan_chunked(**args, delta_softplus=True, return_last_state=True,
-                                           discretization=discretization, chunk_size=2)
+        out, last = selective_scan_chunked(
+            **args, delta_softplus=True, return_last_state=True, discretization=discretization, chunk_size=2
+        )
         return out, last
 
     assert torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-7, rtol=1e-6)
@@ -330,8 +360,9 @@ def test_worked_example_trace(dtype, tol):
 
     check(tr.delta[0, 0], EX_DELTA, "Δ")
     check(tr.decay[0, 0, :, 0], EX_ABAR0, "Ā[0]")
-    check(tr.decay[0, 0, :, 1], [torch.exp(torch.tensor(-0.5 * d, dtype=torch.float64)).item() for d in EX_DELTA],
-          "Ā[1]")
+    check(
+        tr.decay[0, 0, :, 1], [torch.exp(torch.tensor(-0.5 * d, dtype=torch.float64)).item() for d in EX_DELTA], "Ā[1]"
+    )
     check(tr.states[0, 0], EX_STATES, "states")
     check(tr.y[0, 0], EX_Y, "y")
     check(tr.out[0, 0], EX_Y, "out")
@@ -367,9 +398,12 @@ def test_worked_example_document_delta():
 @pytest.mark.parametrize("backend", ["reference", "chunked"])
 def test_worked_example_zoh(backend):
     u, delta, A, B, C = worked_example(torch.float64)
-    out, last = selective_scan(u, delta, A, B, C, delta_softplus=True, return_last_state=True,
-                               backend=backend, discretization="zoh")
-    assert (out[0, 0] - torch.tensor([0.0553954909, 0.5239618735, 0.0624698755], dtype=torch.float64)).abs().max() <= 1e-9
+    out, last = selective_scan(
+        u, delta, A, B, C, delta_softplus=True, return_last_state=True, backend=backend, discretization="zoh"
+    )
+    assert (
+        out[0, 0] - torch.tensor([0.0553954909, 0.5239618735, 0.0624698755], dtype=torch.float64)
+    ).abs().max() <= 1e-9
     assert (last[0, 0] - torch.tensor([0.2550156564, 0.3345960445], dtype=torch.float64)).abs().max() <= 1e-9
     tr = selective_scan_trace(u, delta, A, B, C, delta_softplus=True, discretization="zoh")
     assert_close_rel(tr.out, out, F64_TOL, "trace")
@@ -378,16 +412,34 @@ def test_worked_example_zoh(backend):
 # ----------------------------------------------------------------------------- Mamba-2 (SSD)
 
 
-def make_ssd_inputs(b=2, l=7, h=4, p=3, g=1, n=5, dtype=torch.float64, seed=0, D=None, z=False,
-                    dt_bias=False, dt_softplus=False, initial_states=False):
+def make_ssd_inputs(
+    b=2,
+    l=7,
+    h=4,
+    p=3,
+    g=1,
+    n=5,
+    dtype=torch.float64,
+    seed=0,
+    D=None,
+    z=False,
+    dt_bias=False,
+    dt_softplus=False,
+    initial_states=False,
+):
     gen = torch.Generator().manual_seed(seed)
 
     def randn(*shape):
         return torch.randn(*shape, generator=gen, dtype=dtype)
 
     dt = randn(b, l, h) * 0.7 if dt_softplus else torch.rand(b, l, h, generator=gen, dtype=dtype) * 0.8 + 0.05
-    kw = dict(x=randn(b, l, h, p), dt=dt, A=-(torch.rand(h, generator=gen, dtype=dtype) * 1.5 + 0.1),
-              B=randn(b, l, g, n), C=randn(b, l, g, n))
+    kw = dict(
+        x=randn(b, l, h, p),
+        dt=dt,
+        A=-(torch.rand(h, generator=gen, dtype=dtype) * 1.5 + 0.1),
+        B=randn(b, l, g, n),
+        C=randn(b, l, g, n),
+    )
     if D == "h":
         kw["D"] = randn(h)
     elif D == "hp":
@@ -415,8 +467,9 @@ SSD_TENSORS = ("x", "dt", "A", "B", "C", "D", "z", "dt_bias", "initial_states")
 def _ssd_run(kw, backend, chunk_size, seed=9):
     out, final = ssd_scan(**kw, return_final_states=True, backend=backend, chunk_size=chunk_size)
     gen = torch.Generator().manual_seed(seed)
-    loss = (out * torch.randn(out.shape, generator=gen, dtype=out.dtype)).sum() \
-        + (final * torch.randn(final.shape, generator=gen, dtype=final.dtype)).sum()
+    loss = (out * torch.randn(out.shape, generator=gen, dtype=out.dtype)).sum() + (
+        final * torch.randn(final.shape, generator=gen, dtype=final.dtype)
+    ).sum()
     names = [k for k in SSD_TENSORS if k in kw]
     grads = torch.autograd.grad(loss, [kw[k] for k in names])
     return out, final, dict(zip(names, grads))
@@ -441,8 +494,9 @@ def test_ssd_without_final_states_returns_tensor():
     assert isinstance(out, torch.Tensor) and out.shape == kw["x"].shape
 
 
-def ssd_as_selective_scan(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, initial_states=None,
-                          backend="reference"):
+def ssd_as_selective_scan(
+    x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, initial_states=None, backend="reference"
+):
     """mamba-ssm's ``ssd_selective_scan`` mapping: Mamba-2 as a Mamba-1 scan with A repeated over (p, n)."""
     b, l, h, p = x.shape
     n = B.shape[-1]
@@ -456,8 +510,9 @@ def ssd_as_selective_scan(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softp
     z1 = None if z is None else z.permute(0, 2, 3, 1).reshape(b, h * p, l)
     bias1 = None if dt_bias is None else dt_bias.repeat_interleave(p)
     h0 = None if initial_states is None else initial_states.reshape(b, h * p, n)
-    out, last = selective_scan(u, delta, A1, B1, C1, D1, z1, bias1, dt_softplus, True, backend=backend,
-                               initial_state=h0)
+    out, last = selective_scan(
+        u, delta, A1, B1, C1, D1, z1, bias1, dt_softplus, True, backend=backend, initial_state=h0
+    )
     return out.reshape(b, h, p, l).permute(0, 3, 1, 2), last.reshape(b, h, p, n)
 
 
@@ -497,9 +552,21 @@ def _good(**override):
 
 
 BAD_INPUTS = [
-    ("u-2d", dict(u=torch.randn(4, 7), delta=torch.rand(4, 7)), "u has shape (4, 7); expected (batch, channels, length)"),
-    ("delta-shape", dict(delta=torch.rand(2, 4, 6, dtype=torch.float64)), "delta has shape (2, 4, 6); it must equal u's shape"),
-    ("A-rows", dict(A=-torch.rand(5, 3, dtype=torch.float64)), "A has shape (5, 3); expected (channels, N) with channels = 4"),
+    (
+        "u-2d",
+        dict(u=torch.randn(4, 7), delta=torch.rand(4, 7)),
+        "u has shape (4, 7); expected (batch, channels, length)",
+    ),
+    (
+        "delta-shape",
+        dict(delta=torch.rand(2, 4, 6, dtype=torch.float64)),
+        "delta has shape (2, 4, 6); it must equal u's shape",
+    ),
+    (
+        "A-rows",
+        dict(A=-torch.rand(5, 3, dtype=torch.float64)),
+        "A has shape (5, 3); expected (channels, N) with channels = 4",
+    ),
     ("A-1d", dict(A=-torch.rand(4, dtype=torch.float64)), "A has shape (4); expected (channels, N)"),
     ("A-complex", dict(A=torch.complex(-torch.rand(4, 3), torch.rand(4, 3))), "complex A is not supported"),
     ("B-1d", dict(B=torch.randn(3, dtype=torch.float64)), "B has 1 dimensions"),
@@ -531,21 +598,27 @@ def test_scan_input_error_is_value_error():
 
 @pytest.mark.parametrize("backend", ["reference", "chunked"])
 def test_unknown_discretization(backend):
-    with pytest.raises(ScanInputError, match=re.escape("discretization='foe' is unknown; choose one of ('euler', 'zoh')")):
+    with pytest.raises(
+        ScanInputError, match=re.escape("discretization='foe' is unknown; choose one of ('euler', 'zoh')")
+    ):
         selective_scan(**_good(), backend=backend, discretization="foe")
 
 
 def test_unknown_backend_names_the_choices():
-    with pytest.raises(ValueError, match=re.escape("unknown scan backend 'cuda'; choose one of auto, reference, chunked, mamba_ssm")):
+    with pytest.raises(
+        ValueError, match=re.escape("unknown scan backend 'cuda'; choose one of auto, reference, chunked, mamba_ssm")
+    ):
         selective_scan(**_good(), backend="cuda")
     with pytest.raises(ValueError, match="choose one of auto, reference, chunked, mamba_ssm"):
         ssd_scan(**{k: v for k, v in make_ssd_inputs().items()}, backend="triton")
 
 
 def test_mamba_ssm_backend_on_cpu_tensors_is_unavailable():
-    for call in (lambda: selective_scan(**_good(), backend="mamba_ssm"),
-                 lambda: ssd_scan(**make_ssd_inputs(), backend="mamba_ssm"),
-                 lambda: resolve_backend("mamba_ssm", "cpu")):
+    for call in (
+        lambda: selective_scan(**_good(), backend="mamba_ssm"),
+        lambda: ssd_scan(**make_ssd_inputs(), backend="mamba_ssm"),
+        lambda: resolve_backend("mamba_ssm", "cpu"),
+    ):
         with pytest.raises(BackendUnavailableError, match="pip install") as excinfo:
             call()
         msg = str(excinfo.value)
@@ -569,10 +642,22 @@ def test_ssd_chunk_size_zero_raises():
 
 
 SSD_BAD = [
-    ("x-3d", dict(x=torch.randn(2, 7, 12, dtype=torch.float64)), "x has shape (2, 7, 12); expected (batch, length, heads, headdim)"),
-    ("dt-shape", dict(dt=torch.rand(2, 7, 3, dtype=torch.float64)), "dt has shape (2, 7, 3); expected (batch, length, heads)"),
+    (
+        "x-3d",
+        dict(x=torch.randn(2, 7, 12, dtype=torch.float64)),
+        "x has shape (2, 7, 12); expected (batch, length, heads, headdim)",
+    ),
+    (
+        "dt-shape",
+        dict(dt=torch.rand(2, 7, 3, dtype=torch.float64)),
+        "dt has shape (2, 7, 3); expected (batch, length, heads)",
+    ),
     ("A-2d", dict(A=-torch.rand(4, 3, dtype=torch.float64)), "A has shape (4, 3); Mamba-2 takes one scalar per head"),
-    ("B-groups", dict(B=torch.randn(2, 7, 3, 5, dtype=torch.float64)), "B has shape (2, 7, 3, 5); expected (batch, length, groups, N)"),
+    (
+        "B-groups",
+        dict(B=torch.randn(2, 7, 3, 5, dtype=torch.float64)),
+        "B has shape (2, 7, 3, 5); expected (batch, length, groups, N)",
+    ),
     ("C-vs-B", dict(C=torch.randn(2, 7, 1, 6, dtype=torch.float64)), "must have the same shape"),
     ("D-shape", dict(D=torch.randn(3, dtype=torch.float64)), "D has shape (3,); expected (4,) or (4, 3)"),
     ("z-shape", dict(z=torch.randn(2, 7, 4, 2, dtype=torch.float64)), "z has shape (2, 7, 4, 2)"),
@@ -643,7 +728,9 @@ MS_RTOL, MS_ATOL = 6e-4, 2e-3
 
 def _need_mamba_ssm():
     if not mamba_ssm_available():
-        pytest.skip("mamba_ssm not importable on this CUDA machine: pip install 'mamba_recall[gpu]' --no-build-isolation")
+        pytest.skip(
+            "mamba_ssm not importable on this CUDA machine: pip install 'mamba_recall[gpu]' --no-build-isolation"
+        )
 
 
 def _cuda(kw):
@@ -655,9 +742,16 @@ def _cuda(kw):
 
 def _grad_tols(name, has_z):
     rtolw, atolw = (1e-3, 1e-3) if not has_z else (max(1e-3, MS_RTOL), max(1e-3, MS_ATOL))
-    return {"u": (MS_RTOL * 2, MS_ATOL * 2), "delta": (MS_RTOL * 5, MS_ATOL * 10), "A": (rtolw, atolw * 5),
-            "B": (MS_RTOL, MS_ATOL), "C": (MS_RTOL, MS_ATOL), "D": (rtolw, atolw), "z": (rtolw, atolw),
-            "delta_bias": (rtolw, atolw)}[name]
+    return {
+        "u": (MS_RTOL * 2, MS_ATOL * 2),
+        "delta": (MS_RTOL * 5, MS_ATOL * 10),
+        "A": (rtolw, atolw * 5),
+        "B": (MS_RTOL, MS_ATOL),
+        "C": (MS_RTOL, MS_ATOL),
+        "D": (rtolw, atolw),
+        "z": (rtolw, atolw),
+        "delta_bias": (rtolw, atolw),
+    }[name]
 
 
 def _compare_mamba_ssm(kw):
@@ -702,8 +796,9 @@ def test_gpu_mamba_ssm_worked_example():
 @pytest.mark.parametrize("bc", ["invariant", "selective", "grouped"])
 def test_gpu_mamba_ssm_random(bc):
     _need_mamba_ssm()
-    kw = make_scan_inputs(b=2, d=4, n=8, L=128, bc=bc, dtype=torch.float32, seed=0,
-                          D=True, z=True, delta_bias=True, delta_softplus=True)
+    kw = make_scan_inputs(
+        b=2, d=4, n=8, L=128, bc=bc, dtype=torch.float32, seed=0, D=True, z=True, delta_bias=True, delta_softplus=True
+    )
     _compare_mamba_ssm(kw)
 
 

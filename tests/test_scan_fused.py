@@ -4,6 +4,7 @@ Same tolerances as the other backends (tests/test_scan.py): float64 ‖a − b�
 output, the last state and every gradient; float32 ≤ 1e-5. Also: gradcheck, L = 8192 with large Δ,
 bit-for-bit determinism (run to run and across thread counts), the ``auto`` rule and the errors.
 """
+
 from __future__ import annotations
 
 import re
@@ -79,9 +80,16 @@ def test_fused_shapes_and_task_blocks(b, d, n, groups):
     compare_fused(kw, return_last_state=True, tol=F64_TOL)
 
 
-@pytest.mark.parametrize("B_kind,C_kind", [("invariant", "selective"), ("selective", "invariant"),
-                                           ("grouped2", "grouped4"), ("grouped4", "selective"),
-                                           ("invariant", "grouped2")])
+@pytest.mark.parametrize(
+    "B_kind,C_kind",
+    [
+        ("invariant", "selective"),
+        ("selective", "invariant"),
+        ("grouped2", "grouped4"),
+        ("grouped4", "selective"),
+        ("invariant", "grouped2"),
+    ],
+)
 def test_fused_mixed_maps(B_kind, C_kind):
     """B and C of different kinds (mamba-ssm's is_variable_B / is_variable_C), also different group counts."""
     kw = make_scan_inputs(b=2, d=8, n=3, L=23, bc="selective", seed=4, **ALL_EXTRAS)
@@ -150,14 +158,26 @@ def test_fused_exp_kernel_accuracy_dense():
     """Dense check of the float32 exp through a (1, K, 1) scan: out = Ā·h_0 with B = C = 1, u = 0."""
     x = torch.linspace(-87.0, 88.0, 100_003)
     K = x.numel()
-    out = selective_scan_fused(torch.zeros(1, K, 1), torch.ones(1, K, 1), x[:, None], torch.ones(K, 1),
-                               torch.ones(K, 1), initial_state=torch.ones(1, K, 1))[0, :, 0]
+    out = selective_scan_fused(
+        torch.zeros(1, K, 1),
+        torch.ones(1, K, 1),
+        x[:, None],
+        torch.ones(K, 1),
+        torch.ones(K, 1),
+        initial_state=torch.ones(1, K, 1),
+    )[0, :, 0]
     exact = torch.exp(x.double())
     rel = ((out.double() - exact).abs() / exact).max().item()
-    assert torch.isfinite(out).all() and rel <= 2.5 * 2.0 ** -23, rel
+    assert torch.isfinite(out).all() and rel <= 2.5 * 2.0**-23, rel
     x = torch.linspace(-200.0, -87.34, 1001)  # exact float32 exp is denormal or 0 there; the kernel gives 0
-    out = selective_scan_fused(torch.zeros(1, 1001, 1), torch.ones(1, 1001, 1), x[:, None], torch.ones(1001, 1),
-                               torch.ones(1001, 1), initial_state=torch.ones(1, 1001, 1))
+    out = selective_scan_fused(
+        torch.zeros(1, 1001, 1),
+        torch.ones(1, 1001, 1),
+        x[:, None],
+        torch.ones(1001, 1),
+        torch.ones(1001, 1),
+        initial_state=torch.ones(1, 1001, 1),
+    )
     assert (out == 0).all()
 
 
@@ -271,7 +291,9 @@ def test_fused_bad_input_raises(override, fragment):
 
 
 def test_fused_bad_initial_state():
-    with pytest.raises(ScanInputError, match=re.escape("initial_state has shape (2, 4); expected (batch, channels, N)")):
+    with pytest.raises(
+        ScanInputError, match=re.escape("initial_state has shape (2, 4); expected (batch, channels, N)")
+    ):
         selective_scan(**_good(), backend="fused", initial_state=torch.zeros(2, 4, dtype=torch.float64))
 
 

@@ -17,6 +17,7 @@ scipy's); the old Student-t tail integrated the density by the trapezoid rule (2
 2e-10 of the exact tail and 0.0 instead of a p below about 1e-12 (cancellation in 1 − 2·area); the old t
 quantile table had 3 decimals, so interval bounds move by at most 4.8e-4 · s/√n.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,38 @@ from mamba_recall.runstore import mean_interval, t_quantile_975
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "stats_reference.json").read_text())
 #: the hand-written table of t_{0.975, df}, df = 1..30, that runstore used before scipy (3 decimals)
-OLD_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-            2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-            2.045, 2.042]
+OLD_T975 = [
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+]
 
 
 def _discordant(n01: int, n10: int):
@@ -46,15 +76,21 @@ def _discordant(n01: int, n10: int):
 
 # ------------------------------------------------------------------------ 1. published, scipy-independent
 
-@pytest.mark.parametrize("s, n, lo, hi", [(81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605),
-                                          (0, 20, 0.0, 0.1611), (1, 29, 0.0061, 0.1718)])
+
+@pytest.mark.parametrize(
+    "s, n, lo, hi",
+    [(81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605), (0, 20, 0.0, 0.1611), (1, 29, 0.0061, 0.1718)],
+)
 def test_wilson_matches_newcombe_1998(s, n, lo, hi):
     """Newcombe (1998), Stat. Med. 17:857, Table II, method 3 (score interval without continuity correction)."""
     got = iv.wilson(s, n)
     assert got == pytest.approx((lo, hi), abs=5e-5)
     z = 1.959963984540054  # and the closed form, written out
     p = s / n
-    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    centre, half = (
+        (p + z * z / (2 * n)) / (1 + z * z / n),
+        z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)),
+    )
     assert got == pytest.approx((max(0.0, centre - half), centre + half), abs=1e-15)
 
 
@@ -74,15 +110,15 @@ def test_t_quantiles_against_the_table_and_closed_forms():
         assert round(t_quantile_975(df), 3) == table
         assert abs(t_quantile_975(df) - table) <= 4.8e-4
     assert t_quantile_975(1) == pytest.approx(math.tan(0.475 * math.pi), rel=1e-14)  # Cauchy: tan(π(q − ½))
-    assert t_quantile_975(2) == pytest.approx(0.95 * math.sqrt(2 / (1 - 0.95 ** 2)), rel=1e-14)  # t/√(t²+2) = 2q−1
-    assert t_quantile_975(10 ** 7) == pytest.approx(1.959963984540054, abs=1e-6)
+    assert t_quantile_975(2) == pytest.approx(0.95 * math.sqrt(2 / (1 - 0.95**2)), rel=1e-14)  # t/√(t²+2) = 2q−1
+    assert t_quantile_975(10**7) == pytest.approx(1.959963984540054, abs=1e-6)
     assert math.isnan(t_quantile_975(0))
 
 
 def test_mcnemar_exact_binomial_sums():
     for n01, n10 in [(0, 5), (1, 3), (2, 9), (7, 30), (3, 397)]:
         n, k = n01 + n10, min(n01, n10)
-        exact = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+        exact = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
         assert iv.mcnemar_p(*_discordant(n01, n10)) == pytest.approx(exact, rel=1e-12)
     assert iv.mcnemar_p(*_discordant(0, 5)) == pytest.approx(1 / 16)  # 2 · ½⁵
     assert iv.mcnemar_p(*_discordant(5, 5)) == 1.0 and iv.mcnemar_p(*_discordant(0, 0)) == 1.0
@@ -92,14 +128,66 @@ def test_mcnemar_exact_binomial_sums():
 
 # The three worked examples of the Wikipedia article "Welch's t-test" (t and p as printed there).
 WELCH_EXAMPLES = [
-    ([27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4],
-     [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4], -2.46, 0.021),
-    ([17.2, 20.9, 22.6, 18.1, 21.7, 21.4, 23.5, 24.2, 14.7, 21.8],
-     [21.5, 22.8, 21.0, 23.0, 21.6, 23.6, 22.5, 20.7, 23.4, 21.8, 20.7, 21.7, 21.5, 22.5, 23.6, 21.5, 22.5, 23.5,
-      21.5, 21.8], -1.57, 0.149),
-    ([19.8, 20.4, 19.6, 17.8, 18.5, 18.9, 18.3, 18.9, 19.5, 22.0],
-     [28.2, 26.6, 20.1, 23.3, 25.2, 22.1, 17.7, 27.6, 20.6, 13.7, 23.2, 17.5, 20.6, 18.0, 23.9, 21.6, 24.3, 20.4,
-      24.0, 13.2], -2.22, 0.036),
+    (
+        [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4],
+        [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4],
+        -2.46,
+        0.021,
+    ),
+    (
+        [17.2, 20.9, 22.6, 18.1, 21.7, 21.4, 23.5, 24.2, 14.7, 21.8],
+        [
+            21.5,
+            22.8,
+            21.0,
+            23.0,
+            21.6,
+            23.6,
+            22.5,
+            20.7,
+            23.4,
+            21.8,
+            20.7,
+            21.7,
+            21.5,
+            22.5,
+            23.6,
+            21.5,
+            22.5,
+            23.5,
+            21.5,
+            21.8,
+        ],
+        -1.57,
+        0.149,
+    ),
+    (
+        [19.8, 20.4, 19.6, 17.8, 18.5, 18.9, 18.3, 18.9, 19.5, 22.0],
+        [
+            28.2,
+            26.6,
+            20.1,
+            23.3,
+            25.2,
+            22.1,
+            17.7,
+            27.6,
+            20.6,
+            13.7,
+            23.2,
+            17.5,
+            20.6,
+            18.0,
+            23.9,
+            21.6,
+            24.3,
+            20.4,
+            24.0,
+            13.2,
+        ],
+        -2.22,
+        0.036,
+    ),
 ]
 
 
@@ -173,10 +261,12 @@ def test_paired_bootstrap_is_the_paired_percentile_bootstrap():
 
 # ----------------------------------------------------- 2. the hand-written code's numbers, committed inputs
 
+
 def _split(kind):
     rows, n = REFERENCE[kind], REFERENCE["committed_counts"].get(kind, 0)
-    return [pytest.param(r, id=f"committed{i}") for i, r in enumerate(rows[:n])] + \
-        [pytest.param(r, id=f"synthetic{i}") for i, r in enumerate(rows[n:])]
+    return [pytest.param(r, id=f"committed{i}") for i, r in enumerate(rows[:n])] + [
+        pytest.param(r, id=f"synthetic{i}") for i, r in enumerate(rows[n:])
+    ]
 
 
 def test_reference_holds_the_committed_inputs():
@@ -240,6 +330,7 @@ def test_old_t_tail_was_within_2e_10():
 
 # ---------------------------------------------------------- 3. the committed Chapter 2 intervals, recomputed
 
+
 @pytest.mark.parametrize("name", ["ch2_reference_grid", "ch2_trained_dn"])
 @pytest.mark.parametrize("preset", ["ci", "cpu-hours"])
 def test_committed_seed_intervals_move_within_the_table_rounding(name, preset):
@@ -282,8 +373,11 @@ def test_committed_power_law_fits_move_within_the_table_rounding(preset):
     for row in fits.itertuples():
         g = cap[(cap["level"] == row.level) & (cap["readout"] == row.readout)]
         usable = g[(g["Nf"] >= cfg["min_fit_Nf"]) & ~g["censored"]]
-        s = {"all cells": usable, "D = N": usable[usable["D"] == usable["N"]],
-             "D = 256, N varies": usable[usable["D"] == 256]}[row.subset]
+        s = {
+            "all cells": usable,
+            "D = N": usable[usable["D"] == usable["N"]],
+            "D = 256, N varies": usable[usable["D"] == 256],
+        }[row.subset]
         col = "Nf" if row.series == "measured" else row.series
         assert row.series == "measured" or row.series in [c for c, *_ in LAWS_COMPARED]
         pts = s[s[col].notna()]

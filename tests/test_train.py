@@ -1,4 +1,5 @@
 """Tests for mamba_recall.train: the shared training loop (MQAR convergence, early stop, determinism)."""
+
 from __future__ import annotations
 
 import math
@@ -42,6 +43,7 @@ def mqar_make_batch(batch_size, seed=0):
     def make_batch(step):
         b = multiquery_ar(V, batch_size, L, seed=seed * 100_000 + step, num_kv_pairs=K)
         return b.inputs, b.labels
+
     return make_batch
 
 
@@ -60,9 +62,20 @@ def tiny_lm(seed=0):
 
 def test_one_layer_mamba_learns_mqar_and_stops_early():
     """1 layer, d_model 32, d_state 8: ≥ 0.9 held-out MQAR accuracy in ≤ 400 steps (≈ 250 at seed 0)."""
-    result = train(tiny_lm(0), mqar_make_batch(128), steps=400, lr=3e-2, weight_decay=0.1,
-                   schedule="cosine", grad_clip=1.0, seed=0, eval_every=25, eval_batch=mqar_eval(),
-                   target_accuracy=0.9, progress=False)
+    result = train(
+        tiny_lm(0),
+        mqar_make_batch(128),
+        steps=400,
+        lr=3e-2,
+        weight_decay=0.1,
+        schedule="cosine",
+        grad_clip=1.0,
+        seed=0,
+        eval_every=25,
+        eval_batch=mqar_eval(),
+        target_accuracy=0.9,
+        progress=False,
+    )
     assert isinstance(result, TrainResult)
     assert result.final_accuracy >= 0.9
     assert result.stopped_early and result.steps_run < 400
@@ -78,16 +91,26 @@ def test_one_layer_mamba_learns_mqar_and_stops_early():
 
 def test_same_seed_same_history_and_eval_schedule():
     def run():
-        return train(tiny_lm(1), mqar_make_batch(16, seed=1), steps=6, lr=1e-2, eval_every=3,
-                     eval_batch=mqar_eval(32), schedule="linear_warmup_cosine", warmup_steps=2,
-                     seed=5, progress=False)
+        return train(
+            tiny_lm(1),
+            mqar_make_batch(16, seed=1),
+            steps=6,
+            lr=1e-2,
+            eval_every=3,
+            eval_batch=mqar_eval(32),
+            schedule="linear_warmup_cosine",
+            warmup_steps=2,
+            seed=5,
+            progress=False,
+        )
 
     a, b = run(), run()
     assert a.history == b.history
     assert [h["step"] for h in a.history] == [1, 2, 3, 4, 5, 6]
     assert [h["step"] for h in a.evals] == [3, 6]
     assert [h["lr"] for h in a.history] == [
-        lr_at(s, lr=1e-2, steps=6, schedule="linear_warmup_cosine", warmup_steps=2) for s in range(6)]
+        lr_at(s, lr=1e-2, steps=6, schedule="linear_warmup_cosine", warmup_steps=2) for s in range(6)
+    ]
     assert not a.stopped_early and a.steps_run == 6
 
 
@@ -105,13 +128,29 @@ class ConstantLogits(torch.nn.Module):
 def test_early_stopping_at_first_evaluation_that_reaches_the_target():
     ids, labels = torch.zeros(4, 6, dtype=torch.long), torch.full((4, 6), 3)
     labels[:, ::2] = -100
-    result = train(ConstantLogits(8), lambda step: (ids, labels), steps=50, lr=0.1, eval_every=2,
-                   eval_batch=(ids, labels), target_accuracy=1.0, progress=False)
+    result = train(
+        ConstantLogits(8),
+        lambda step: (ids, labels),
+        steps=50,
+        lr=0.1,
+        eval_every=2,
+        eval_batch=(ids, labels),
+        target_accuracy=1.0,
+        progress=False,
+    )
     assert result.stopped_early and result.steps_run == 2 and len(result.history) == 2
     assert result.final_accuracy == 1.0 and result.history[-1]["accuracy"] == 1.0
     # without a target it runs all steps; a target reached only at the last step is not "early"
-    full = train(ConstantLogits(8), lambda step: (ids, labels), steps=4, lr=0.1, eval_every=4,
-                 eval_batch=(ids, labels), target_accuracy=1.0, progress=False)
+    full = train(
+        ConstantLogits(8),
+        lambda step: (ids, labels),
+        steps=4,
+        lr=0.1,
+        eval_every=4,
+        eval_batch=(ids, labels),
+        target_accuracy=1.0,
+        progress=False,
+    )
     assert full.steps_run == 4 and not full.stopped_early and full.final_accuracy == 1.0
 
 
@@ -128,8 +167,7 @@ def test_custom_loss_and_non_finite_loss():
     train(tiny_lm(0), mqar_make_batch(4), steps=1, num_threads=2, progress=False)
     assert torch.get_num_threads() == threads  # restored
     with pytest.raises(FloatingPointError, match="step 1"):
-        train(tiny_lm(0), mqar_make_batch(4), steps=2, loss_fn=lambda lo, la: lo.sum() * float("nan"),
-              progress=False)
+        train(tiny_lm(0), mqar_make_batch(4), steps=2, loss_fn=lambda lo, la: lo.sum() * float("nan"), progress=False)
 
 
 # ----------------------------------------------------------------------------- pieces
@@ -159,7 +197,11 @@ def test_lr_schedules():
     assert lr_at(0, lr=0.1, steps=10, schedule="cosine") == 0.1
     assert math.isclose(lr_at(5, lr=0.1, steps=10, schedule="cosine"), 0.05)
     assert [lr_at(s, lr=1.0, steps=12, schedule="linear_warmup_cosine", warmup_steps=4) for s in range(4)] == [
-        0.25, 0.5, 0.75, 1.0]
+        0.25,
+        0.5,
+        0.75,
+        1.0,
+    ]
     assert math.isclose(lr_at(8, lr=1.0, steps=12, schedule="linear_warmup_cosine", warmup_steps=4), 0.5)
     cos = [lr_at(s, lr=1.0, steps=20, schedule="cosine") for s in range(20)]
     assert all(a > b > 0 for a, b in zip(cos, cos[1:]))
@@ -172,11 +214,17 @@ def test_weight_decay_groups():
     names = {id(p): n for n, p in lm.named_parameters()}
     decayed = {names[id(p)] for p in decay["params"]}
     assert decayed == {"backbone.embedding.weight"} | {
-        f"backbone.layers.0.mixer.{k}" for k in ("in_proj.weight", "conv1d.weight", "x_proj.weight",
-                                                  "dt_proj.weight", "out_proj.weight")}
+        f"backbone.layers.0.mixer.{k}"
+        for k in ("in_proj.weight", "conv1d.weight", "x_proj.weight", "dt_proj.weight", "out_proj.weight")
+    }
     not_decayed = {names[id(p)] for p in no_decay["params"]}
-    assert {"backbone.layers.0.mixer.A_log", "backbone.layers.0.mixer.D", "backbone.layers.0.mixer.dt_proj.bias",
-            "backbone.layers.0.norm.weight", "backbone.norm_f.weight"} <= not_decayed
+    assert {
+        "backbone.layers.0.mixer.A_log",
+        "backbone.layers.0.mixer.D",
+        "backbone.layers.0.mixer.dt_proj.bias",
+        "backbone.layers.0.norm.weight",
+        "backbone.norm_f.weight",
+    } <= not_decayed
     assert len(decay["params"]) + len(no_decay["params"]) == len(list(lm.parameters()))  # tied head once
 
 
@@ -207,8 +255,9 @@ def test_recipe_schedules_code_and_tab9():
     code = [lr_at(s, lr=1.0, steps=10, schedule="code", warmup_steps=2, hold_steps=3) for s in range(10)]
     assert code[:5] == [0.5, 1.0, 1.0, 1.0, 1.0]
     assert math.isclose(code[5], 1.0) and all(a > b > 0 for a, b in zip(code[5:], code[6:]))
-    assert math.isclose(lr_at(7, lr=1.0, steps=10, schedule="code", warmup_steps=2, hold_steps=3),
-                        0.5 * (1 + math.cos(math.pi * 2 / 5)))
+    assert math.isclose(
+        lr_at(7, lr=1.0, steps=10, schedule="code", warmup_steps=2, hold_steps=3), 0.5 * (1 + math.cos(math.pi * 2 / 5))
+    )
     # a run shorter than the warmup stays inside it (allowed for the recipes only)
     assert lr_at(1, lr=1.0, steps=3, schedule="code", warmup_steps=100, hold_steps=400) == 0.02
     assert lr_at(0, lr=1.0, steps=10, schedule="tab9", warmup_steps=4) == 0.25
@@ -225,7 +274,7 @@ def _ensemble_and_singles(n_members=3):
         one = LinearMamba(64, 16, 8, ensemble=1, member_sizes=[sizes[e]])
         with torch.no_grad():
             for p_one, p_ens in zip(one.parameters(), ens.parameters()):
-                p_one.copy_(p_ens[e:e + 1])
+                p_one.copy_(p_ens[e : e + 1])
         singles.append(one)
     return ens, singles
 
@@ -248,9 +297,16 @@ def test_per_member_training_equals_training_each_member_alone():
 
 def test_per_member_early_stop_waits_for_every_member():
     ens, _ = _ensemble_and_singles(2)
-    ev = mqar(64, 8, 32, 40, 10 ** 6)
-    r = train_ensemble(ens, batch_fn(64, 8, 32, 16, 0), steps=6, eval_batch=ev, eval_every=2,
-                       target_accuracy=1.0, overrides={"warmup": 1, "hold": 1})
+    ev = mqar(64, 8, 32, 40, 10**6)
+    r = train_ensemble(
+        ens,
+        batch_fn(64, 8, 32, 16, 0),
+        steps=6,
+        eval_batch=ev,
+        eval_every=2,
+        target_accuracy=1.0,
+        overrides={"warmup": 1, "hold": 1},
+    )
     assert r.steps_run == 6 and not r.stopped_early  # untrained members never reach 1.0
     assert len(r.accuracy) == len(r.best_accuracy) == 2
     assert r.best_accuracy == [max(h["accuracy"][e] for h in r.evals) for e in range(2)]
@@ -260,14 +316,16 @@ def test_per_member_early_stop_waits_for_every_member():
 
 def test_one_accuracy_helper():
     """labelled_accuracy: pooled (float), per member (lead axis) and per example, shared or per-member labels."""
-    logits = torch.zeros(2, 2, 3, 5)       # (members, B, L, V)
-    logits[0, :, :, 1] = 1.0               # member 0 predicts 1 everywhere
-    logits[1, :, :, 2] = 1.0               # member 1 predicts 2 everywhere
+    logits = torch.zeros(2, 2, 3, 5)  # (members, B, L, V)
+    logits[0, :, :, 1] = 1.0  # member 0 predicts 1 everywhere
+    logits[1, :, :, 2] = 1.0  # member 1 predicts 2 everywhere
     labels = torch.tensor([[1, -100, 2], [-100, -100, -100]])
-    torch.testing.assert_close(labelled_accuracy(logits, labels, per="member"),
-                               torch.tensor([0.5, 0.5], dtype=torch.float64))
-    torch.testing.assert_close(labelled_accuracy(logits, labels, per="example"),
-                               torch.tensor([[0.5, 0.0], [0.5, 0.0]], dtype=torch.float64))
+    torch.testing.assert_close(
+        labelled_accuracy(logits, labels, per="member"), torch.tensor([0.5, 0.5], dtype=torch.float64)
+    )
+    torch.testing.assert_close(
+        labelled_accuracy(logits, labels, per="example"), torch.tensor([[0.5, 0.0], [0.5, 0.0]], dtype=torch.float64)
+    )
     assert labelled_accuracy(logits[0], labels) == 0.5
     correct, total = labelled_counts(logits, labels.expand(2, 2, 3))
     assert correct.tolist() == [1, 1] and total.tolist() == [2, 2]

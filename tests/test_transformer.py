@@ -1,4 +1,5 @@
 """The small Transformer baselines: causality, positional variants, RoPE's relative-position property."""
+
 import pytest
 import torch
 
@@ -9,8 +10,9 @@ from mamba_recall.models.transformer import TinyTransformer, apply_rope
 @pytest.mark.parametrize("short_conv", [0, 3])
 def test_causal_and_shapes(positional, short_conv):
     torch.manual_seed(0)
-    model = TinyTransformer(17, d_model=16, n_layer=2, n_head=2, max_len=32, positional=positional,
-                            short_conv=short_conv)
+    model = TinyTransformer(
+        17, d_model=16, n_layer=2, n_head=2, max_len=32, positional=positional, short_conv=short_conv
+    )
     ids = torch.randint(0, 17, (3, 12))
     logits, attention = model(ids, return_attention=True)
     assert logits.shape == (3, 12, 17) and len(attention) == 2 and attention[0].shape == (3, 2, 12, 12)

@@ -1,6 +1,7 @@
 """The ways people use the book, tried as a user would (issue 18): bad parameters, the CLI, broken bundles,
 a bad ``MAMBA_RECALL_CH4_CHECKPOINT``, the long-run guard, the smoke cap, explorers that never block a
 batch run. Every bad input must stop with one clear line naming the problem and the fix."""
+
 from __future__ import annotations
 
 import json
@@ -26,17 +27,21 @@ def _reset_process_switches():
 
 # --------------------------------------------------------------------------- notebook parameters
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(preset="huge"), r"unknown preset 'huge'; use 'ci'.*'paper'"),
-    (dict(preset="ci", seed=-1), "seed must be a non-negative integer, got -1"),
-    (dict(preset="ci", seed=1.5), "seed must be a non-negative integer, got 1.5"),
-    (dict(preset="ci", seed=True), "seed must be a non-negative integer, got True"),
-    (dict(preset="ci", device="tpu"), r"unknown device 'tpu'; use one of \('auto', 'cpu', 'cuda'\)"),
-    (dict(preset="ci", backend="fast"), "unknown backend 'fast'; use one of"),
-    (dict(preset="ci", smoke="yes"), "smoke must be True or False, got 'yes'"),
-    (dict(preset="ci", smoke=1), "smoke must be True or False, got 1"),
-    (dict(preset="ci", allow_long="True"), "allow_long must be True or False, got 'True'"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(preset="huge"), r"unknown preset 'huge'; use 'ci'.*'paper'"),
+        (dict(preset="ci", seed=-1), "seed must be a non-negative integer, got -1"),
+        (dict(preset="ci", seed=1.5), "seed must be a non-negative integer, got 1.5"),
+        (dict(preset="ci", seed=True), "seed must be a non-negative integer, got True"),
+        (dict(preset="ci", device="tpu"), r"unknown device 'tpu'; use one of \('auto', 'cpu', 'cuda'\)"),
+        (dict(preset="ci", backend="fast"), "unknown backend 'fast'; use one of"),
+        (dict(preset="ci", smoke="yes"), "smoke must be True or False, got 'yes'"),
+        (dict(preset="ci", smoke=1), "smoke must be True or False, got 1"),
+        (dict(preset="ci", allow_long="True"), "allow_long must be True or False, got 'True'"),
+    ],
+)
 def test_bad_notebook_parameters_give_one_line(kwargs, message):
     with pytest.raises(ParameterError, match=message) as info:
         setup(quiet=True, **kwargs)
@@ -51,13 +56,16 @@ def test_cuda_without_gpu_in_setup():
 
 # --------------------------------------------------------------------------- the CLI
 
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_cli_run_on_cuda_without_gpu_prints_one_line(capsys):
     assert cli.main(["run", "0", "--device", "cuda"]) == 1
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if line.strip()]
-    assert lines == ["error: device='cuda' was asked for but torch sees no CUDA device; use device='cpu' or "
-                     "'auto', or run on a GPU machine."]
+    assert lines == [
+        "error: device='cuda' was asked for but torch sees no CUDA device; use device='cpu' or "
+        "'auto', or run on a GPU machine."
+    ]
     assert "Traceback" not in captured.out + captured.err
 
 
@@ -69,12 +77,17 @@ def test_cli_wrong_preset_is_refused_by_argparse(capsys):
 
 def _tiny_notebook(folder: Path) -> Path:
     nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('preset = "ci"\nseed = 0\ndevice = "auto"\nbackend = "auto"\n'
-                                       'smoke = False\nallow_long = False')
+    params = nbformat.v4.new_code_cell(
+        'preset = "ci"\nseed = 0\ndevice = "auto"\nbackend = "auto"\nsmoke = False\nallow_long = False'
+    )
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(
-        "from mamba_recall.notebook import setup\n"
-        "ctx = setup(preset, seed, device, backend, smoke=smoke, allow_long=allow_long)")]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell(
+            "from mamba_recall.notebook import setup\n"
+            "ctx = setup(preset, seed, device, backend, smoke=smoke, allow_long=allow_long)"
+        ),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path = folder / "book" / "99_tiny" / "01_tiny.ipynb"
     path.parent.mkdir(parents=True)
@@ -86,8 +99,7 @@ def test_a_failing_notebook_stops_the_cli_with_its_one_line_error(tmp_path, monk
     _tiny_notebook(tmp_path)
     monkeypatch.setattr(cli, "REPO_ROOT", tmp_path)
     with pytest.raises(cli.NotebookFailed) as info:
-        cli.execute([Path("book/99_tiny/01_tiny.ipynb")], tmp_path / "out", {"preset": "ci", "seed": -3},
-                    timeout=120)
+        cli.execute([Path("book/99_tiny/01_tiny.ipynb")], tmp_path / "out", {"preset": "ci", "seed": -3}, timeout=120)
     first, second = str(info.value.code).splitlines()
     assert first.startswith("error: book/99_tiny/01_tiny.ipynb stopped at cell")
     assert first.endswith("ParameterError: seed must be a non-negative integer, got -3.")
@@ -104,6 +116,7 @@ def test_book_and_batch_set_no_environment_variable():
 
 
 # --------------------------------------------------------------------------- broken bundles
+
 
 def _copy_bundle(stem: str, target: Path) -> Path:
     record = json.loads((RESULTS_DIR / f"{stem}.json").read_text())
@@ -135,8 +148,10 @@ def test_changed_table_names_its_runner_command(tmp_path):
     path = _copy_bundle("ch1_table1_ci", tmp_path)
     csv = tmp_path / json.loads(path.read_text())["tables"]["accuracy"]["file"]
     csv.write_text(csv.read_text()[:-20])
-    with pytest.raises(results.BundleError, match="does not match its recorded sha256; regenerate it with: "
-                                                  "python -m mamba_recall.experiments.ch1_table1"):
+    with pytest.raises(
+        results.BundleError,
+        match="does not match its recorded sha256; regenerate it with: python -m mamba_recall.experiments.ch1_table1",
+    ):
         results.load_bundle("ch1_table1_ci", directory=tmp_path)
 
 
@@ -147,13 +162,21 @@ def test_missing_bundle_says_how_to_make_it(tmp_path):
 
 # --------------------------------------------------------------------------- MAMBA_RECALL_CH4_CHECKPOINT
 
-@pytest.mark.parametrize("make, problem", [
-    (lambda d: d / "missing.pt", "no such file or directory"),
-    (lambda d: (d / "notes.txt").write_text("hello") and d / "notes.txt", "not a .pt checkpoint"),
-    (lambda d: (d / "text.pt").write_text("hello") and d / "text.pt", "its sidecar text.json is not beside it"),
-    (lambda d: ((d / "text.pt").write_text("hello"), (d / "text.json").write_text('{"sha256": "0"}'))
-     and d / "text.pt", r"cannot be loaded \(checkpoint .* does not match the sha256 hash"),
-])
+
+@pytest.mark.parametrize(
+    "make, problem",
+    [
+        (lambda d: d / "missing.pt", "no such file or directory"),
+        (lambda d: (d / "notes.txt").write_text("hello") and d / "notes.txt", "not a .pt checkpoint"),
+        (lambda d: (d / "text.pt").write_text("hello") and d / "text.pt", "its sidecar text.json is not beside it"),
+        (
+            lambda d: (
+                ((d / "text.pt").write_text("hello"), (d / "text.json").write_text('{"sha256": "0"}')) and d / "text.pt"
+            ),
+            r"cannot be loaded \(checkpoint .* does not match the sha256 hash",
+        ),
+    ],
+)
 def test_bad_ch4_checkpoint_variable_names_variable_path_and_what_is_valid(tmp_path, monkeypatch, make, problem):
     from mamba_recall.analysis import primacy as A
 
@@ -169,6 +192,7 @@ def test_bad_ch4_checkpoint_variable_names_variable_path_and_what_is_valid(tmp_p
 
 
 # --------------------------------------------------------------------------- the long-run guard
+
 
 def test_grid_over_an_hour_stops_before_any_cell_with_the_estimate():
     started = []
@@ -217,12 +241,16 @@ def test_table1_paper_grid_on_cpu_is_refused(monkeypatch):
     from mamba_recall.experiments import ch1_table1
 
     monkeypatch.setattr(ch1_table1, "probe_cell", lambda *a, **k: 1.0)  # 1 s per step, measured on a real CPU
-    with pytest.raises(longrun.LongRunError, match=r"Table 1 grid \(24 cells, up to 4000 steps each\): estimated "
-                                                   r"at least .* on cpu, over an hour; not started"):
+    with pytest.raises(
+        longrun.LongRunError,
+        match=r"Table 1 grid \(24 cells, up to 4000 steps each\): estimated "
+        r"at least .* on cpu, over an hour; not started",
+    ):
         ch1_table1.run_table(experiment("ch1.table1", "paper"), device="cpu")
 
 
 # --------------------------------------------------------------------------- the smoke cap
+
 
 def _leaves(value, path=()):
     if isinstance(value, dict):
@@ -254,7 +282,7 @@ def test_smoke_examples():
     assert table1["train_size"] == 16 and table1["batch_size"] == 8
     scaling = experiment("ch2.scaling", "paper", smoke=True)
     assert scaling["regimes"] == experiment("ch2.scaling", "paper")["regimes"]  # (V, N_f, L) triples: not axes
-    assert experiment("ch1.table1", "paper") ["steps"] == 4000  # the uncapped sizes are untouched
+    assert experiment("ch1.table1", "paper")["steps"] == 4000  # the uncapped sizes are untouched
 
 
 def test_smoke_runs_never_write_into_results(tmp_path):
@@ -270,6 +298,7 @@ def test_smoke_runs_never_write_into_results(tmp_path):
 
 
 # --------------------------------------------------------------------------- explorers never block a batch run
+
 
 def test_explorer_draws_its_default_view_and_nothing_else_until_a_person_acts():
     import ipywidgets as w
@@ -297,21 +326,30 @@ def test_explorer_notebook_finishes_under_plain_papermill(tmp_path):
     import papermill
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
-        "from mamba_recall.notebook import setup\nctx = setup('ci', device='cpu')\n"
-        "from mamba_recall.widgets import scan_explorer\nscan_explorer()\n"
-        "from mamba_recall.presets import experiment\n"
-        "from mamba_recall.views.gradient_dynamics import regime_explorer\n"
-        "regime_explorer(experiment('ch1.k1', 'ci'), steps=50)")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from mamba_recall.notebook import setup\nctx = setup('ci', device='cpu')\n"
+            "from mamba_recall.widgets import scan_explorer\nscan_explorer()\n"
+            "from mamba_recall.presets import experiment\n"
+            "from mamba_recall.views.gradient_dynamics import regime_explorer\n"
+            "regime_explorer(experiment('ch1.k1', 'ci'), steps=50)"
+        )
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "in.ipynb")
-    papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
-                               progress_bar=False, execution_timeout=120)
+    papermill.execute_notebook(
+        str(tmp_path / "in.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        kernel_name="python3",
+        progress_bar=False,
+        execution_timeout=120,
+    )
     outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs
     assert sum(cli.WIDGET_VIEW in o.get("data", {}) for o in outputs) == 2
 
 
 # --------------------------------------------------------------------------- checked outputs (the book pass)
+
 
 def test_check_outputs_compares_marked_cells_like_nbval_lax(tmp_path, monkeypatch):
     nb = nbformat.v4.new_notebook()
@@ -326,8 +364,10 @@ def test_check_outputs_compares_marked_cells_like_nbval_lax(tmp_path, monkeypatc
     run = tmp_path / "run"
     (run / "book").mkdir(parents=True)
     free.outputs[0]["text"] = "2\n"  # unchecked cell: may differ
-    checked.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a"),
-                       nbformat.v4.new_output("stream", name="stdout", text="\n")]  # split stream: same output
+    checked.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="a"),
+        nbformat.v4.new_output("stream", name="stdout", text="\n"),
+    ]  # split stream: same output
     nbformat.write(nb, run / "book" / "x.ipynb")
     assert cli.check_outputs(run, [Path("book/x.ipynb")]) == []
     checked.outputs = [nbformat.v4.new_output("stream", name="stdout", text="b\n")]
@@ -337,6 +377,9 @@ def test_check_outputs_compares_marked_cells_like_nbval_lax(tmp_path, monkeypatc
 
 
 def test_missing_paper_bundle_names_the_paper_run(tmp_path):
-    with pytest.raises(results.BundleError, match=r"make it with: python -m mamba_recall reproduce --preset paper "
-                                                  r"--only ch1_table1$"):
+    with pytest.raises(
+        results.BundleError,
+        match=r"make it with: python -m mamba_recall reproduce --preset paper "
+        r"--only ch1_table1$",
+    ):
         results.load_bundle("ch1_table1_paper", directory=tmp_path)

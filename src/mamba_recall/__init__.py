@@ -45,4 +45,5 @@ mamba-ssm parameter names), ``tasks`` (data generators), ``train`` (the training
 (ci / cpu-hours / paper sizes), ``claims`` (every claim of the four papers, its declared verdict rule and
 the generated scorecard), ``plots`` and ``widgets`` (charts and explorers), ``cli``.
 """
+
 __version__ = "0.1.0"

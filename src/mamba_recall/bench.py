@@ -51,13 +51,13 @@ Also printed (and kept in the bundle)
                trained with chunked and with fused (:func:`run_training_throughput`, one fresh
                process per run so that its peak RSS is its own).
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import math
 import os
-import platform
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -176,8 +176,10 @@ def _backends(device: torch.device, include_reference: bool, include_mambapy: bo
         if mamba_ssm_available():
             fns["mamba_ssm"] = lambda *a: selective_scan_mamba_ssm(*a, delta_softplus=True)
         else:
-            notes.append("mamba_ssm is not importable: the mamba_ssm column is skipped "
-                         "(pip install 'mamba_recall[gpu]' --no-build-isolation).")
+            notes.append(
+                "mamba_ssm is not importable: the mamba_ssm column is skipped "
+                "(pip install 'mamba_recall[gpu]' --no-build-isolation)."
+            )
     return fns
 
 
@@ -241,8 +243,16 @@ def _time_backend(name, fn, inputs, size, device, repeats, reference_repeats):
     return min(times), n_runs, out, grads, saved, peak, min(cpu)
 
 
-def run_benchmark(device="cpu", sizes=None, repeats=3, include_reference=True, include_mambapy=True, *,
-                  reference_repeats=1, verbose=True) -> pd.DataFrame:
+def run_benchmark(
+    device="cpu",
+    sizes=None,
+    repeats=3,
+    include_reference=True,
+    include_mambapy=True,
+    *,
+    reference_repeats=1,
+    verbose=True,
+) -> pd.DataFrame:
     """Time forward + backward of every available backend on each size; one row per (size, backend).
 
     Columns: size, batch, channels, N, L, backend, seconds (min over runs), runs, ratio_vs_chunked
@@ -266,28 +276,43 @@ def run_benchmark(device="cpu", sizes=None, repeats=3, include_reference=True, i
         results = {}
         for name, fn in fns.items():
             if verbose:
-                print(f"  timing {name:>9} at {size.name} "
-                      f"(b={size.batch}, d={size.channels}, N={size.N}, L={size.L}) ...", flush=True)
+                print(
+                    f"  timing {name:>9} at {size.name} "
+                    f"(b={size.batch}, d={size.channels}, N={size.N}, L={size.L}) ...",
+                    flush=True,
+                )
             results[name] = _time_backend(name, fn, inputs, size, device, repeats, reference_repeats)
         base_s, _, base_out, base_grads, _, _, _ = results["chunked"]
         for name, (secs, runs, out, grads, saved, peak, cpu) in results.items():
             rel = _rel(out, base_out)
-            rows.append(dict(
-                size=size.name, batch=size.batch, channels=size.channels, N=size.N, L=size.L, backend=name,
-                seconds=secs, runs=runs, ratio_vs_chunked=secs / base_s, cpu_seconds=cpu,
-                max_abs_diff=(out.double() - base_out.double()).abs().max().item(), rel_diff=rel,
-                agrees=rel <= AGREEMENT_TOL,
-                grad_rel_diff=max(_rel(g, gb) for g, gb in zip(grads, base_grads)),
-                saved_MB=None if saved is None else saved / 2**20,
-                peak_cuda_MB=None if peak is None else peak / 2**20,
-            ))
+            rows.append(
+                dict(
+                    size=size.name,
+                    batch=size.batch,
+                    channels=size.channels,
+                    N=size.N,
+                    L=size.L,
+                    backend=name,
+                    seconds=secs,
+                    runs=runs,
+                    ratio_vs_chunked=secs / base_s,
+                    cpu_seconds=cpu,
+                    max_abs_diff=(out.double() - base_out.double()).abs().max().item(),
+                    rel_diff=rel,
+                    agrees=rel <= AGREEMENT_TOL,
+                    grad_rel_diff=max(_rel(g, gb) for g, gb in zip(grads, base_grads)),
+                    saved_MB=None if saved is None else saved / 2**20,
+                    peak_cuda_MB=None if peak is None else peak / 2**20,
+                )
+            )
     df = pd.DataFrame(rows)
     df.attrs["notes"] = notes
     return df
 
 
-def run_memory_scaling(device="cpu", lengths=SCALING_LENGTHS, batch=4, channels=64, N=16, repeats=1,
-                       verbose=True, backend="chunked") -> pd.DataFrame:
+def run_memory_scaling(
+    device="cpu", lengths=SCALING_LENGTHS, batch=4, channels=64, N=16, repeats=1, verbose=True, backend="chunked"
+) -> pd.DataFrame:
     """``backend`` (chunked or fused) forward + backward at several L: saved_MB, bytes per token
     (batch · L) and seconds.
 
@@ -303,9 +328,18 @@ def run_memory_scaling(device="cpu", lengths=SCALING_LENGTHS, batch=4, channels=
             print(f"  memory scaling: {backend} at L={L} ...", flush=True)
         inputs = make_inputs(size, device)
         secs, _, _, _, saved, peak, _ = _time_backend(backend, fn, inputs, size, device, repeats, repeats)
-        rows.append(dict(L=L, batch=batch, channels=channels, N=N, seconds=secs, saved_MB=saved / 2**20,
-                         bytes_per_token=saved / (batch * L),
-                         peak_cuda_MB=None if peak is None else peak / 2**20))
+        rows.append(
+            dict(
+                L=L,
+                batch=batch,
+                channels=channels,
+                N=N,
+                seconds=secs,
+                saved_MB=saved / 2**20,
+                bytes_per_token=saved / (batch * L),
+                peak_cuda_MB=None if peak is None else peak / 2**20,
+            )
+        )
     df = pd.DataFrame(rows)
     df["saved_MB_ratio_to_first"] = df["saved_MB"] / df["saved_MB"].iloc[0]
     df["L_ratio_to_first"] = df["L"] / df["L"].iloc[0]
@@ -374,10 +408,20 @@ def estimate_exp_fma_bound(sizes, rates: dict, cores: int) -> pd.DataFrame:
         E = size.batch * size.channels * size.L * size.N
         exp_s = E * FUSED_EXPS_PER_ELEMENT / rates["exp"] / cores
         fma_s = E * FUSED_FMAS_PER_ELEMENT / rates["fma"] / cores
-        rows.append(dict(size=size.name, elements=E, exps=E * FUSED_EXPS_PER_ELEMENT,
-                         fmas=E * FUSED_FMAS_PER_ELEMENT, exp_rate_per_core=rates["exp"],
-                         fma_rate_per_core=rates["fma"], cores=cores, exp_seconds=exp_s, fma_seconds=fma_s,
-                         bound_seconds=exp_s + fma_s))
+        rows.append(
+            dict(
+                size=size.name,
+                elements=E,
+                exps=E * FUSED_EXPS_PER_ELEMENT,
+                fmas=E * FUSED_FMAS_PER_ELEMENT,
+                exp_rate_per_core=rates["exp"],
+                fma_rate_per_core=rates["fma"],
+                cores=cores,
+                exp_seconds=exp_s,
+                fma_seconds=fma_s,
+                bound_seconds=exp_s + fma_s,
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -385,7 +429,7 @@ def estimate_exp_fma_bound(sizes, rates: dict, cores: int) -> pd.DataFrame:
 
 CROSSOVER_WIDTHS = ((1, 1, 1), (1, 4, 4), (2, 16, 2), (8, 32, 8), (32, 64, 16), (16, 256, 16), (4, 512, 16))
 CROSSOVER_LENGTHS = (1, 4, 16, 64, 256, 1024, 4096)
-CROSSOVER_MAX_ELEMENTS = 2 ** 24  # b·d·L·N above this is left out (seconds per point)
+CROSSOVER_MAX_ELEMENTS = 2**24  # b·d·L·N above this is left out (seconds per point)
 
 
 def _time_min(fn, budget=0.5, min_runs=5, max_runs=100):
@@ -400,12 +444,13 @@ def _time_min(fn, budget=0.5, min_runs=5, max_runs=100):
     return min(times)
 
 
-def run_crossover(widths=CROSSOVER_WIDTHS, lengths=CROSSOVER_LENGTHS, max_elements=CROSSOVER_MAX_ELEMENTS,
-                  verbose=True) -> pd.DataFrame:
+def run_crossover(
+    widths=CROSSOVER_WIDTHS, lengths=CROSSOVER_LENGTHS, max_elements=CROSSOVER_MAX_ELEMENTS, verbose=True
+) -> pd.DataFrame:
     """Forward + backward (and forward only, no grad) seconds of fused and chunked over (batch, channels, N) × L;
     ``chunked/fused`` > 1 means fused is faster. The measurement behind ``auto``'s CPU rule."""
     rows = []
-    for (b, d, n) in widths:
+    for b, d, n in widths:
         for L in lengths:
             if b * d * n * L > max_elements:
                 continue
@@ -413,6 +458,7 @@ def run_crossover(widths=CROSSOVER_WIDTHS, lengths=CROSSOVER_LENGTHS, max_elemen
             inputs = make_inputs(size)
             row = dict(batch=b, channels=d, N=n, L=L)
             for name, scan in (("chunked", selective_scan_chunked), ("fused", selective_scan_fused)):
+
                 def fwd_bwd():
                     leaves = [t.detach().requires_grad_(True) for t in inputs]
                     scan(*leaves, delta_softplus=True).sum().backward()
@@ -426,8 +472,11 @@ def run_crossover(widths=CROSSOVER_WIDTHS, lengths=CROSSOVER_LENGTHS, max_elemen
             row["chunked/fused fwd+bwd"] = row["chunked_fwd_bwd_s"] / row["fused_fwd_bwd_s"]
             row["chunked/fused fwd"] = row["chunked_fwd_s"] / row["fused_fwd_s"]
             if verbose:
-                print(f"  crossover {size.name}: chunked/fused = {row['chunked/fused fwd+bwd']:.2f} (fwd+bwd), "
-                      f"{row['chunked/fused fwd']:.2f} (fwd)", flush=True)
+                print(
+                    f"  crossover {size.name}: chunked/fused = {row['chunked/fused fwd+bwd']:.2f} (fwd+bwd), "
+                    f"{row['chunked/fused fwd']:.2f} (fwd)",
+                    flush=True,
+                )
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -505,12 +554,20 @@ def training_worker(name: str, backend: str, steps: int, warmup: int = 5) -> dic
         step(s)
     seconds = time.perf_counter() - t0
     peak = _proc_status_MB("VmHWM")
-    return dict(model=name, backend=backend, steps=steps, seconds=seconds, steps_per_s=steps / seconds,
-                peak_rss_MB=peak, peak_over_start_MB=None if peak is None or rss_start is None else peak - rss_start)
+    return dict(
+        model=name,
+        backend=backend,
+        steps=steps,
+        seconds=seconds,
+        steps_per_s=steps / seconds,
+        peak_rss_MB=peak,
+        peak_over_start_MB=None if peak is None or rss_start is None else peak - rss_start,
+    )
 
 
-def run_training_throughput(models=tuple(TRAINING_MODELS), backends=("chunked", "fused"), steps=60,
-                            verbose=True) -> pd.DataFrame:
+def run_training_throughput(
+    models=tuple(TRAINING_MODELS), backends=("chunked", "fused"), steps=60, verbose=True
+) -> pd.DataFrame:
     """:func:`training_worker` for each (model, backend), each in a fresh Python process."""
     import subprocess
 
@@ -519,8 +576,12 @@ def run_training_throughput(models=tuple(TRAINING_MODELS), backends=("chunked", 
         for backend in backends:
             if verbose:
                 print(f"  training {name} with {backend} ({steps} steps) ...", flush=True)
-            proc = subprocess.run([sys.executable, "-m", "mamba_recall.bench", "--train-worker", name, backend,
-                                   str(steps)], capture_output=True, text=True, check=False)
+            proc = subprocess.run(
+                [sys.executable, "-m", "mamba_recall.bench", "--train-worker", name, backend, str(steps)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if proc.returncode != 0:
                 raise RuntimeError(f"training worker {name}/{backend} failed:\n{proc.stderr[-2000:]}")
             rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -547,14 +608,36 @@ def to_records(df: pd.DataFrame) -> list[dict]:
 
 
 def format_table(df: pd.DataFrame) -> str:
-    cols = [c for c in ("size", "backend", "seconds", "cpu_seconds", "runs", "ratio_vs_chunked", "max_abs_diff", "rel_diff",
-                        "agrees", "grad_rel_diff", "saved_MB", "peak_cuda_MB") if c in df]
+    cols = [
+        c
+        for c in (
+            "size",
+            "backend",
+            "seconds",
+            "cpu_seconds",
+            "runs",
+            "ratio_vs_chunked",
+            "max_abs_diff",
+            "rel_diff",
+            "agrees",
+            "grad_rel_diff",
+            "saved_MB",
+            "peak_cuda_MB",
+        )
+        if c in df
+    ]
     if "peak_cuda_MB" in cols and df["peak_cuda_MB"].isna().all():
         cols.remove("peak_cuda_MB")
-    fmt = {"seconds": "{:.4f}".format, "cpu_seconds": "{:.4f}".format, "ratio_vs_chunked": "{:.2f}".format,
-           "max_abs_diff": "{:.2e}".format,
-           "rel_diff": "{:.2e}".format, "grad_rel_diff": "{:.2e}".format, "saved_MB": "{:.3g}".format,
-           "peak_cuda_MB": "{:.1f}".format}
+    fmt = {
+        "seconds": "{:.4f}".format,
+        "cpu_seconds": "{:.4f}".format,
+        "ratio_vs_chunked": "{:.2f}".format,
+        "max_abs_diff": "{:.2e}".format,
+        "rel_diff": "{:.2e}".format,
+        "grad_rel_diff": "{:.2e}".format,
+        "saved_MB": "{:.3g}".format,
+        "peak_cuda_MB": "{:.1f}".format,
+    }
     return df[cols].to_string(index=False, formatters={k: v for k, v in fmt.items() if k in cols})
 
 
@@ -562,15 +645,28 @@ def format_scaling(df: pd.DataFrame) -> str:
     cols = ["L", "seconds", "saved_MB", "bytes_per_token", "L_ratio_to_first", "saved_MB_ratio_to_first"]
     if df["peak_cuda_MB"].notna().any():
         cols.append("peak_cuda_MB")
-    fmt = {"seconds": "{:.4f}".format, "saved_MB": "{:.3g}".format, "bytes_per_token": "{:.0f}".format,
-           "L_ratio_to_first": "{:.1f}".format, "saved_MB_ratio_to_first": "{:.2f}".format,
-           "peak_cuda_MB": "{:.1f}".format}
+    fmt = {
+        "seconds": "{:.4f}".format,
+        "saved_MB": "{:.3g}".format,
+        "bytes_per_token": "{:.0f}".format,
+        "L_ratio_to_first": "{:.1f}".format,
+        "saved_MB_ratio_to_first": "{:.2f}".format,
+        "peak_cuda_MB": "{:.1f}".format,
+    }
     return df[cols].to_string(index=False, formatters={k: v for k, v in fmt.items() if k in cols})
 
 
 def format_crossover(df: pd.DataFrame) -> str:
-    cols = ["batch", "channels", "N", "L", "chunked_fwd_bwd_s", "fused_fwd_bwd_s", "chunked/fused fwd+bwd",
-            "chunked/fused fwd"]
+    cols = [
+        "batch",
+        "channels",
+        "N",
+        "L",
+        "chunked_fwd_bwd_s",
+        "fused_fwd_bwd_s",
+        "chunked/fused fwd+bwd",
+        "chunked/fused fwd",
+    ]
     fmt = {c: "{:.5f}".format for c in cols if c.endswith("_s")}
     fmt.update({c: "{:.2f}".format for c in cols if "/" in c})
     return df[cols].to_string(index=False, formatters=fmt)
@@ -578,8 +674,12 @@ def format_crossover(df: pd.DataFrame) -> str:
 
 def format_training(df: pd.DataFrame) -> str:
     cols = ["model", "backend", "steps", "steps_per_s", "speedup_vs_chunked", "peak_rss_MB", "peak_over_start_MB"]
-    fmt = {"steps_per_s": "{:.2f}".format, "speedup_vs_chunked": "{:.2f}".format, "peak_rss_MB": "{:.0f}".format,
-           "peak_over_start_MB": "{:.1f}".format}
+    fmt = {
+        "steps_per_s": "{:.2f}".format,
+        "speedup_vs_chunked": "{:.2f}".format,
+        "peak_rss_MB": "{:.0f}".format,
+        "peak_over_start_MB": "{:.1f}".format,
+    }
     return df[cols].to_string(index=False, formatters=fmt)
 
 
@@ -603,16 +703,19 @@ def ratio_table(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for size, part in df.groupby("size", sort=False):
         s = part.set_index("backend")["seconds"]
-        row = {"size": size, **{f"{o}/chunked": s[o] / s["chunked"] for o in ("reference", "mambapy", "fused",
-                                                                          "mamba_ssm") if o in s}}
+        row = {
+            "size": size,
+            **{f"{o}/chunked": s[o] / s["chunked"] for o in ("reference", "mambapy", "fused", "mamba_ssm") if o in s},
+        }
         if "fused" in s:  # speed-ups of fused over the others
             row.update({f"{o}/fused": s[o] / s["fused"] for o in ("reference", "mambapy", "chunked") if o in s})
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def save_benchmark_bundle(out: Path, df: pd.DataFrame, scaling, config: dict, wall: float, command: str,
-                          extra_tables: dict | None = None) -> Path:
+def save_benchmark_bundle(
+    out: Path, df: pd.DataFrame, scaling, config: dict, wall: float, command: str, extra_tables: dict | None = None
+) -> Path:
     """Write the run as a result bundle (``results.save_bundle``): timings, ratios, memory scaling,
     and ``extra_tables`` (bound, crossover, training, memory_scaling_fused)."""
     tables = {"timings": df, "ratios": ratio_table(df)}
@@ -621,27 +724,44 @@ def save_benchmark_bundle(out: Path, df: pd.DataFrame, scaling, config: dict, wa
     tables.update({k: v for k, v in (extra_tables or {}).items() if v is not None})
     try:
         from importlib.metadata import version
+
         config = {**config, "mambapy_version": version("mambapy")}
     except Exception:  # the bench extra is optional
         pass
     ratios = tables["ratios"].set_index("size")
     acceptance = {k: _clean(v) for k, v in ratios.iloc[0].items()} if len(ratios) else {}
-    return save_bundle(Path(out).stem, {"acceptance": {"size": ratios.index[0] if len(ratios) else None, **acceptance},
-                                         "notes": list(df.attrs.get("notes", []))},
-                       config, command=command, device=config["device"], wall_seconds=wall, tables=tables,
-                       directory=Path(out).parent)
+    return save_bundle(
+        Path(out).stem,
+        {
+            "acceptance": {"size": ratios.index[0] if len(ratios) else None, **acceptance},
+            "notes": list(df.attrs.get("notes", [])),
+        },
+        config,
+        command=command,
+        device=config["device"],
+        wall_seconds=wall,
+        tables=tables,
+        directory=Path(out).parent,
+    )
 
 
 def ratio_lines(df: pd.DataFrame) -> list[str]:
     lines = []
     for size, part in df.groupby("size", sort=False):
         s = part.set_index("backend")["seconds"]
-        bits = [f"{other}/chunked = {s[other] / s['chunked']:.2f}x"
-                for other in ("reference", "mambapy", "fused", "mamba_ssm") if other in s]
+        bits = [
+            f"{other}/chunked = {s[other] / s['chunked']:.2f}x"
+            for other in ("reference", "mambapy", "fused", "mamba_ssm")
+            if other in s
+        ]
         lines.append(f"{size}: " + (", ".join(bits) if bits else "chunked only"))
         if "fused" in s:
-            lines.append(f"{size}: fused is " + ", ".join(f"{s[o] / s['fused']:.2f}x faster than {o}"
-                                                          for o in ("reference", "mambapy", "chunked") if o in s))
+            lines.append(
+                f"{size}: fused is "
+                + ", ".join(
+                    f"{s[o] / s['fused']:.2f}x faster than {o}" for o in ("reference", "mambapy", "chunked") if o in s
+                )
+            )
     return lines
 
 
@@ -653,8 +773,9 @@ def main(argv=None) -> int:
         from . import bench_ch2
 
         return bench_ch2.main(argv[1:]) or 0
-    parser = argparse.ArgumentParser(prog="python -m mamba_recall bench",
-                                     description="Time the selective-scan backends (forward + backward).")
+    parser = argparse.ArgumentParser(
+        prog="python -m mamba_recall bench", description="Time the selective-scan backends (forward + backward)."
+    )
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--quick", action="store_true", help="tiny sizes for a CI smoke run (seconds)")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON to this path")
@@ -680,23 +801,39 @@ def main(argv=None) -> int:
     sizes = QUICK_SIZES if args.quick else DEFAULT_SIZES
     repeats = args.repeats or (1 if args.quick else 3)
     lengths, width = (QUICK_SCALING_LENGTHS, QUICK_SCALING_WIDTH) if args.quick else (SCALING_LENGTHS, SCALING_WIDTH)
-    config = dict(device=args.device, quick=args.quick, sizes=[asdict(s) for s in sizes], repeats=repeats,
-                  reference_repeats=args.reference_repeats, include_reference=not args.no_reference,
-                  include_mambapy=not args.no_mambapy, dtype="float32", seed=SEED, delta_softplus=True,
-                  step="out = scan(u, delta, A, B, C, delta_softplus=True); out.sum().backward()",
-                  timing="min over runs after one warm-up run (reference: warm-up on a 16-token slice)",
-                  memory_metric="saved_MB: bytes saved for backward (distinct storages, saved_tensors_hooks); "
-                                "peak_cuda_MB: torch.cuda.max_memory_allocated over one step minus the inputs",
-                  scaling=dict(lengths=list(lengths), **width), torch_threads=torch.get_num_threads(),
-                  numba_threads=_numba_threads())
+    config = dict(
+        device=args.device,
+        quick=args.quick,
+        sizes=[asdict(s) for s in sizes],
+        repeats=repeats,
+        reference_repeats=args.reference_repeats,
+        include_reference=not args.no_reference,
+        include_mambapy=not args.no_mambapy,
+        dtype="float32",
+        seed=SEED,
+        delta_softplus=True,
+        step="out = scan(u, delta, A, B, C, delta_softplus=True); out.sum().backward()",
+        timing="min over runs after one warm-up run (reference: warm-up on a 16-token slice)",
+        memory_metric="saved_MB: bytes saved for backward (distinct storages, saved_tensors_hooks); "
+        "peak_cuda_MB: torch.cuda.max_memory_allocated over one step minus the inputs",
+        scaling=dict(lengths=list(lengths), **width),
+        torch_threads=torch.get_num_threads(),
+        numba_threads=_numba_threads(),
+    )
     fused_here = args.device == "cpu" and fused_available()
     extra: dict = {}
     load_before = _load_average()
 
     t0 = time.perf_counter()
     print(f"scan benchmark on {device_description(args.device)} (torch {torch.__version__})")
-    df = run_benchmark(args.device, sizes, repeats, not args.no_reference, not args.no_mambapy,
-                       reference_repeats=args.reference_repeats)
+    df = run_benchmark(
+        args.device,
+        sizes,
+        repeats,
+        not args.no_reference,
+        not args.no_mambapy,
+        reference_repeats=args.reference_repeats,
+    )
     print()
     print("forward + backward, float32, seconds = min over runs; diffs are against chunked")
     print(format_table(df))
@@ -705,18 +842,23 @@ def main(argv=None) -> int:
         print(line)
     bad = df[~df["agrees"]]
     if len(bad):
-        print(f"WARNING: outputs differ from chunked by more than {AGREEMENT_TOL:g} (relative): "
-              + ", ".join(f"{r.backend}@{r.size} ({r.rel_diff:.2e})" for r in bad.itertuples()))
+        print(
+            f"WARNING: outputs differ from chunked by more than {AGREEMENT_TOL:g} (relative): "
+            + ", ".join(f"{r.backend}@{r.size} ({r.rel_diff:.2e})" for r in bad.itertuples())
+        )
     scaling = None
     if not args.no_scaling:
         print()
         scaling = run_memory_scaling(args.device, lengths, repeats=repeats, **width)
-        print(f"\nmemory scaling of chunked (batch {width['batch']}, channels {width['channels']}, N {width['N']}); "
-              "saved_MB = bytes saved for backward, bytes_per_token = saved bytes / (batch · L)")
+        print(
+            f"\nmemory scaling of chunked (batch {width['batch']}, channels {width['channels']}, N {width['N']}); "
+            "saved_MB = bytes saved for backward, bytes_per_token = saved bytes / (batch · L)"
+        )
         print(format_scaling(scaling))
         if fused_here:
-            extra["memory_scaling_fused"] = run_memory_scaling(args.device, lengths, repeats=repeats,
-                                                               backend="fused", verbose=False, **width)
+            extra["memory_scaling_fused"] = run_memory_scaling(
+                args.device, lengths, repeats=repeats, backend="fused", verbose=False, **width
+            )
             print("\nthe same for fused (it saves only its inputs: no state, no discretised (b, d, L, N) tensor)")
             print(format_scaling(extra["memory_scaling_fused"]))
     if fused_here and not args.no_bound:
@@ -727,24 +869,29 @@ def main(argv=None) -> int:
         bound["fused_seconds"] = [fused["seconds"].get(r.size, math.nan) for r in bound.itertuples()]
         bound["fused/bound"] = bound["fused_seconds"] / bound["bound_seconds"]
         # CPU time spread over the cores: what the wall time would be with the cores to itself
-        bound["fused_cpu_seconds_per_core"] = [fused["cpu_seconds"].get(r.size, math.nan) / cores
-                                               for r in bound.itertuples()]
+        bound["fused_cpu_seconds_per_core"] = [
+            fused["cpu_seconds"].get(r.size, math.nan) / cores for r in bound.itertuples()
+        ]
         bound["fused_cpu_per_core/bound"] = bound["fused_cpu_seconds_per_core"] / bound["bound_seconds"]
         extra["bound"] = bound
-        print(f"\nexp-and-FMA bound of the fused forward + backward: E = b·d·L·N elements, each "
-              f"{FUSED_EXPS_PER_ELEMENT} exp + {FUSED_FMAS_PER_ELEMENT} multiply(-add)s (the fused kernels' op "
-              f"count); rates measured on one core here, float32, L1-resident, all SIMD lanes busy: "
-              f"exp {rates['exp'] / 1e9:.2f} G/s, FMA {rates['fma'] / 1e9:.2f} G/s; {cores} cores")
+        print(
+            f"\nexp-and-FMA bound of the fused forward + backward: E = b·d·L·N elements, each "
+            f"{FUSED_EXPS_PER_ELEMENT} exp + {FUSED_FMAS_PER_ELEMENT} multiply(-add)s (the fused kernels' op "
+            f"count); rates measured on one core here, float32, L1-resident, all SIMD lanes busy: "
+            f"exp {rates['exp'] / 1e9:.2f} G/s, FMA {rates['fma'] / 1e9:.2f} G/s; {cores} cores"
+        )
         for r in bound.itertuples():
-            print(f"  {r.size}: bound = {r.elements:,} × ({FUSED_EXPS_PER_ELEMENT}/{r.exp_rate_per_core / 1e9:.2f}G + "
-                  f"{FUSED_FMAS_PER_ELEMENT}/{r.fma_rate_per_core / 1e9:.2f}G) / {cores} = {r.bound_seconds:.4f} s; "
-                  f"fused {r.fused_seconds:.4f} s wall = {r.fused_seconds / r.bound_seconds:.2f}x the bound, "
-                  f"CPU time / {cores} cores {r.fused_cpu_seconds_per_core:.4f} s = "
-                  f"{r.fused_cpu_seconds_per_core / r.bound_seconds:.2f}x the bound")
+            print(
+                f"  {r.size}: bound = {r.elements:,} × ({FUSED_EXPS_PER_ELEMENT}/{r.exp_rate_per_core / 1e9:.2f}G + "
+                f"{FUSED_FMAS_PER_ELEMENT}/{r.fma_rate_per_core / 1e9:.2f}G) / {cores} = {r.bound_seconds:.4f} s; "
+                f"fused {r.fused_seconds:.4f} s wall = {r.fused_seconds / r.bound_seconds:.2f}x the bound, "
+                f"CPU time / {cores} cores {r.fused_cpu_seconds_per_core:.4f} s = "
+                f"{r.fused_cpu_seconds_per_core / r.bound_seconds:.2f}x the bound"
+            )
     if fused_here and not args.no_crossover:
         print("\nfused vs chunked by shape (chunked/fused > 1: fused is faster)")
         widths, lens = ((QUICK_SIZES[0].batch, QUICK_SIZES[0].channels, QUICK_SIZES[0].N),), (1, 16, 64)
-        cross = (run_crossover(widths, lens, verbose=False) if args.quick else run_crossover(verbose=False))
+        cross = run_crossover(widths, lens, verbose=False) if args.quick else run_crossover(verbose=False)
         extra["crossover"] = cross
         print(format_crossover(cross))
     if fused_here and not args.no_training:
@@ -754,13 +901,21 @@ def main(argv=None) -> int:
         print(format_training(training))
     wall = time.perf_counter() - t0
     config["load_average_1_5_15_min"] = dict(before=load_before, after=_load_average())  # a shared machine shows here
-    print(f"\ntotal wall time {wall:.1f} s; load average (1, 5, 15 min) before {load_before}, after "
-          f"{config['load_average_1_5_15_min']['after']} on {os.cpu_count()} CPUs")
+    print(
+        f"\ntotal wall time {wall:.1f} s; load average (1, 5, 15 min) before {load_before}, after "
+        f"{config['load_average_1_5_15_min']['after']} on {os.cpu_count()} CPUs"
+    )
 
     if args.out is not None:
-        path = save_benchmark_bundle(args.out, df, scaling, config, wall,
-                                     "python -m mamba_recall bench " + " ".join(argv if argv is not None else sys.argv[1:]),
-                                     extra_tables=extra)
+        path = save_benchmark_bundle(
+            args.out,
+            df,
+            scaling,
+            config,
+            wall,
+            "python -m mamba_recall bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+            extra_tables=extra,
+        )
         print(f"wrote {path}")
     return 0
 

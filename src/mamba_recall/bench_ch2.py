@@ -10,6 +10,7 @@ each, every process training ``members / P`` models one after the other (``P = 1
 :mod:`mamba_recall.experiments.ch2_scaling`, whose CPU default, ``default_way``, was set from this comparison).
 On a busy machine the numbers move with the load: compare them side by side from one run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,21 +58,40 @@ def ch2_throughput(V=1024, Nf=16, L=64, D=64, N=32, batch=128, steps=20, members
     rows = []
     _train_separate(V, Nf, L, D, N, batch, 2, 1)  # warm-up
     secs, cpu = _train_ensemble(V, Nf, L, D, N, batch, steps, members)
-    rows.append(dict(way=f"one ensemble of {members}", models=members, processes=1, seconds=secs,
-                     wall_with_startup=float("nan"), cpu_seconds=cpu, model_steps_per_s=members * steps / secs,
-                     model_steps_per_cpu_s=members * steps / cpu))
+    rows.append(
+        dict(
+            way=f"one ensemble of {members}",
+            models=members,
+            processes=1,
+            seconds=secs,
+            wall_with_startup=float("nan"),
+            cpu_seconds=cpu,
+            model_steps_per_s=members * steps / secs,
+            model_steps_per_cpu_s=members * steps / cpu,
+        )
+    )
     for p in processes:
         if members % p:
             continue
         start = time.perf_counter()
         worker = Parallel(n_jobs=p, backend="loky", inner_max_num_threads=1)(
-            delayed(_train_separate)(V, Nf, L, D, N, batch, steps, members // p, seed=100 * i) for i in range(p))
+            delayed(_train_separate)(V, Nf, L, D, N, batch, steps, members // p, seed=100 * i) for i in range(p)
+        )
         wall = time.perf_counter() - start
         secs = max(w for w, _ in worker)  # the training loops (they run concurrently); wall adds process start-up
         cpu = sum(c for _, c in worker)
-        rows.append(dict(way="separate models", models=members, processes=p, seconds=secs, wall_with_startup=wall,
-                         cpu_seconds=cpu, model_steps_per_s=members * steps / secs,
-                         model_steps_per_cpu_s=members * steps / cpu))
+        rows.append(
+            dict(
+                way="separate models",
+                models=members,
+                processes=p,
+                seconds=secs,
+                wall_with_startup=wall,
+                cpu_seconds=cpu,
+                model_steps_per_s=members * steps / secs,
+                model_steps_per_cpu_s=members * steps / cpu,
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -87,18 +107,31 @@ def main(argv=None):
     ap.add_argument("--Nf", type=int, default=16, help="facts per sequence")
     ap.add_argument("--L", type=int, default=64, help="sequence length")
     args = ap.parse_args(argv)
-    table = ch2_throughput(V=args.V, Nf=args.Nf, L=args.L, D=args.D, N=args.N, batch=args.batch, steps=args.steps,
-                           members=args.members, processes=tuple(args.processes))
-    print(f"Chapter 2 training throughput, linear Mamba V={args.V}, D={args.D}, N={args.N}, batch {args.batch}, "
-          f"{args.steps} steps (seconds: the training loops; wall_with_startup adds the worker processes' start):")
+    table = ch2_throughput(
+        V=args.V,
+        Nf=args.Nf,
+        L=args.L,
+        D=args.D,
+        N=args.N,
+        batch=args.batch,
+        steps=args.steps,
+        members=args.members,
+        processes=tuple(args.processes),
+    )
+    print(
+        f"Chapter 2 training throughput, linear Mamba V={args.V}, D={args.D}, N={args.N}, batch {args.batch}, "
+        f"{args.steps} steps (seconds: the training loops; wall_with_startup adds the worker processes' start):"
+    )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     from .experiments.ch2_scaling import default_way
 
     by_wall = table.loc[table["model_steps_per_s"].idxmax()]
     by_cpu = table.loc[table["model_steps_per_cpu_s"].idxmax()]
-    print(f"faster here: {by_wall['way']} ({by_wall['processes']} process(es)) by the wall clock, {by_cpu['way']} "
-          f"({by_cpu['processes']}) by CPU time; ch2_scaling's default for this group on the CPU: --way "
-          f"{default_way('cpu', args.members, args.batch, args.L, 2 * args.D)} (ch2_scaling.default_way).")
+    print(
+        f"faster here: {by_wall['way']} ({by_wall['processes']} process(es)) by the wall clock, {by_cpu['way']} "
+        f"({by_cpu['processes']}) by CPU time; ch2_scaling's default for this group on the CPU: --way "
+        f"{default_way('cpu', args.members, args.batch, args.L, 2 * args.D)} (ch2_scaling.default_way)."
+    )
     return 0
 
 

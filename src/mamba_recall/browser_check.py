@@ -47,7 +47,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 CHART_SELECTOR = "div.mamba-recall-chart"
 MATH_SELECTOR = ".math.notranslate"
@@ -259,8 +259,7 @@ def _find_executable(path: str | None, default: str, names: tuple[str, ...]) -> 
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     raise SetupError(
-        f"{names[0]} not found (looked for {', '.join(c for c in candidates if c)}); "
-        f"install it with: {INSTALL_HINT}"
+        f"{names[0]} not found (looked for {', '.join(c for c in candidates if c)}); install it with: {INSTALL_HINT}"
     )
 
 
@@ -291,9 +290,7 @@ def chromium_driver(chromium: str | None = None, chromedriver: str | None = None
         driver = webdriver.Chrome(service=service, options=options)
     except Exception as exc:
         shutil.rmtree(profile, ignore_errors=True)
-        raise SetupError(
-            f"could not start Chromium ({browser_path}) via {driver_path}: {exc}"
-        ) from exc
+        raise SetupError(f"could not start Chromium ({browser_path}) via {driver_path}: {exc}") from exc
     try:
         driver.set_page_load_timeout(30)
         driver.set_script_timeout(30)
@@ -391,12 +388,17 @@ def save_screenshot(driver: Any, path: Path) -> None:
     shift it sideways in the picture, which would misrepresent what a reader sees."""
     import base64
 
-    height = int(driver.execute_script(
-        "return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);")
-        or 1000)
+    height = int(
+        driver.execute_script(
+            "return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);"
+        )
+        or 1000
+    )
     size = driver.get_window_size()
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": WINDOW_WIDTH, "height": min(height, SCREENSHOT_MAX_HEIGHT), "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": WINDOW_WIDTH, "height": min(height, SCREENSHOT_MAX_HEIGHT), "deviceScaleFactor": 1, "mobile": False},
+    )
     try:
         shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
     finally:
@@ -406,8 +408,9 @@ def save_screenshot(driver: Any, path: Path) -> None:
     path.write_bytes(base64.b64decode(shot["data"]))
 
 
-def check_page(driver: Any, origin: str, html_dir: Path, page: str, wait_s: float,
-               screenshots: Path | None = None) -> PageResult:
+def check_page(
+    driver: Any, origin: str, html_dir: Path, page: str, wait_s: float, screenshots: Path | None = None
+) -> PageResult:
     result = PageResult(page)
     start = time.monotonic()
     if not (html_dir / page).is_file():
@@ -448,9 +451,7 @@ def check_page(driver: Any, origin: str, html_dir: Path, page: str, wait_s: floa
     if result.drawn < result.charts:
         missing = [i for i in state.get("undrawn", []) if not any(i in m for m in state.get("errors", []))]
         if missing:
-            result.failures.append(
-                f"chart not drawn within {wait_s:g} s (no <svg>/<canvas>): {', '.join(missing)}"
-            )
+            result.failures.append(f"chart not drawn within {wait_s:g} s (no <svg>/<canvas>): {', '.join(missing)}")
     if result.typeset < result.math:
         why = "" if state.get("mathjax") else " (MathJax not loaded)"
         result.failures.append(f"math not typeset: {result.typeset}/{result.math}{why}")
@@ -502,8 +503,7 @@ def run_check(
             status = "ok" if res.ok else f"FAIL ({len(res.failures)})"
             math = f"  math {res.typeset}/{res.math}" if res.math else ""
             print(
-                f"{page:<{width}}  charts {res.drawn}/{res.charts}{math}  "
-                f"{res.seconds:4.1f}s  {status}",
+                f"{page:<{width}}  charts {res.drawn}/{res.charts}{math}  {res.seconds:4.1f}s  {status}",
                 file=out,
                 flush=True,
             )
@@ -519,11 +519,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("html_dir", type=Path, help="built HTML folder, e.g. _build/html")
     parser.add_argument("--toc", type=Path, default=Path("_toc.yml"), help="the book's _toc.yml (default: ./_toc.yml)")
-    parser.add_argument("--wait", type=float, default=10.0, help="seconds to wait for charts/math per page (default 10)")
+    parser.add_argument(
+        "--wait", type=float, default=10.0, help="seconds to wait for charts/math per page (default 10)"
+    )
     parser.add_argument("--chromium", help=f"Chromium binary (default {DEFAULT_CHROMIUM})")
     parser.add_argument("--chromedriver", help=f"chromedriver binary (default {DEFAULT_CHROMEDRIVER})")
-    parser.add_argument("--screenshots", type=Path, default=None,
-                        help="folder for one screenshot per page (default: <html_dir>/../screenshots)")
+    parser.add_argument(
+        "--screenshots",
+        type=Path,
+        default=None,
+        help="folder for one screenshot per page (default: <html_dir>/../screenshots)",
+    )
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -534,7 +540,11 @@ def main(argv: list[str] | None = None) -> int:
         pages = load_toc(args.toc)
         screenshots = (args.screenshots or html_dir.parent / "screenshots").resolve()
         results = run_check(
-            html_dir, pages, wait_s=args.wait, chromium=args.chromium, chromedriver=args.chromedriver,
+            html_dir,
+            pages,
+            wait_s=args.wait,
+            chromium=args.chromium,
+            chromedriver=args.chromedriver,
             screenshots=screenshots,
         )
     except SetupError as exc:

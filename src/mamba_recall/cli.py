@@ -10,6 +10,7 @@
 Executed notebooks of ``run`` and ``book`` go to ``_build/`` (never into ``book/``); ``refresh`` is
 the one command that rewrites the committed outputs that nbval compares against.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,6 @@ from .paths import BUILD_DIR, REPO_ROOT, scorecard_dir
 from .presets import PRESETS
 from .runners import experiment_runners
 from .scan import BACKENDS
-
 
 
 def toc_notebooks(root: Path = REPO_ROOT) -> list[Path]:
@@ -61,8 +61,11 @@ def chapter_notebooks(chapter: str) -> list[Path]:
     if chapter == "all":
         return notebooks
     chapters = sorted({nb.parts[1] for nb in notebooks if len(nb.parts) > 2})
-    wanted = [c for c in chapters if c == chapter or c.split("_", 1)[0].lstrip("0") == chapter.lstrip("0")
-              or c.split("_", 1)[-1] == chapter]
+    wanted = [
+        c
+        for c in chapters
+        if c == chapter or c.split("_", 1)[0].lstrip("0") == chapter.lstrip("0") or c.split("_", 1)[-1] == chapter
+    ]
     if not wanted:
         raise SystemExit(f"error: unknown chapter {chapter!r}; choose 'all' or one of {', '.join(chapters)}.")
     return [nb for nb in notebooks if nb.parts[1] in wanted]
@@ -103,19 +106,29 @@ def execute(notebooks: list[Path], out_dir: Path, parameters: dict, timeout: flo
         target.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         try:
-            papermill.execute_notebook(str(REPO_ROOT / nb), str(target), parameters=parameters,
-                                       cwd=str((REPO_ROOT / nb).parent), kernel_name="python3",
-                                       progress_bar=False, execution_timeout=limit)
+            papermill.execute_notebook(
+                str(REPO_ROOT / nb),
+                str(target),
+                parameters=parameters,
+                cwd=str((REPO_ROOT / nb).parent),
+                kernel_name="python3",
+                progress_bar=False,
+                execution_timeout=limit,
+            )
         except PapermillExecutionError as exc:
             bar.close()
             evalue = str(exc.evalue).strip().splitlines()
-            raise NotebookFailed(f"error: {nb} stopped at cell {exc.exec_count}: {exc.ename}: "
-                                 f"{evalue[0] if evalue else ''}\n(the executed notebook, with the full "
-                                 f"traceback: {target})") from None
+            raise NotebookFailed(
+                f"error: {nb} stopped at cell {exc.exec_count}: {exc.ename}: "
+                f"{evalue[0] if evalue else ''}\n(the executed notebook, with the full "
+                f"traceback: {target})"
+            ) from None
         except TimeoutError as exc:  # nbclient's CellTimeoutError is a TimeoutError
             bar.close()
-            raise NotebookFailed(f"error: {nb}: a cell ran past {limit:g} s ({exc}); the executed notebook "
-                                 f"so far: {target}. Raise the limit with --timeout SECONDS (0 = none).") from None
+            raise NotebookFailed(
+                f"error: {nb}: a cell ran past {limit:g} s ({exc}); the executed notebook "
+                f"so far: {target}. Raise the limit with --timeout SECONDS (0 = none)."
+            ) from None
         tqdm.write(f"  {nb}: {time.perf_counter() - start:.1f} s")
         done.append(target)
     return done
@@ -167,8 +180,18 @@ def build_html(executed: Path, notebooks: list[Path]) -> Path:
     fill_pages(stage / "book")  # the scorecard page, the intro's status table, each overview's verdicts
     html = BUILD_DIR / "html"
     shutil.rmtree(html, ignore_errors=True)
-    cmd = [sys.executable, "-m", "jupyter_book", "build", str(stage), "--path-output", str(REPO_ROOT),
-           "-W", "-n", "--keep-going"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter_book",
+        "build",
+        str(stage),
+        "--path-output",
+        str(REPO_ROOT),
+        "-W",
+        "-n",
+        "--keep-going",
+    ]
     jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     if jb:
         cmd[:3] = [jb]
@@ -201,8 +224,14 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
 
     for nb in tqdm(refresh_targets(targets or []), desc="refresh", unit="notebook"):
         path = REPO_ROOT / nb
-        papermill.execute_notebook(str(path), str(path), cwd=str(path.parent), kernel_name="python3",
-                                   progress_bar=False, execution_timeout=DEFAULT_TIMEOUT_S)
+        papermill.execute_notebook(
+            str(path),
+            str(path),
+            cwd=str(path.parent),
+            kernel_name="python3",
+            progress_bar=False,
+            execution_timeout=DEFAULT_TIMEOUT_S,
+        )
         book_nb = nbformat.read(path, as_version=4)
         book_nb.metadata.pop("papermill", None)
         book_nb.metadata.pop("widgets", None)
@@ -219,8 +248,12 @@ def coalesce_streams(outputs: list) -> list:
     messages), so that committed outputs do not depend on message timing."""
     merged: list = []
     for out in outputs:
-        if (out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
-                and merged[-1].get("name") == out.get("name")):
+        if (
+            out.get("output_type") == "stream"
+            and merged
+            and merged[-1].get("output_type") == "stream"
+            and merged[-1].get("name") == out.get("name")
+        ):
             merged[-1]["text"] = merged[-1]["text"] + out["text"]
         else:
             merged.append(out)
@@ -229,8 +262,17 @@ def coalesce_streams(outputs: list) -> list:
 
 CHECK_MARKER = "NBVAL_CHECK_OUTPUT"
 #: Output fields never compared (as nbval's defaults: random ids, counters, images).
-SKIP_COMPARE = ("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
-                WIDGET_VIEW, "image/png", "image/jpeg")
+SKIP_COMPARE = (
+    "metadata",
+    "traceback",
+    "prompt_number",
+    "output_type",
+    "name",
+    "execution_count",
+    WIDGET_VIEW,
+    "image/png",
+    "image/jpeg",
+)
 
 
 def _comparable(outputs: list) -> dict:
@@ -269,8 +311,9 @@ def check_outputs(executed: Path, notebooks: list[Path]) -> list[str]:
             want, got = _comparable(ref.outputs), _comparable(new.outputs)
             if want != got:
                 keys = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
-                detail = "; ".join(f"{k}: committed {str(want.get(k))[:200]!r} vs now {str(got.get(k))[:200]!r}"
-                                   for k in keys[:2])
+                detail = "; ".join(
+                    f"{k}: committed {str(want.get(k))[:200]!r} vs now {str(got.get(k))[:200]!r}" for k in keys[:2]
+                )
                 problems.append(f"{nb}, cell {index}: output differs from the committed one ({detail})")
     return problems
 
@@ -283,8 +326,11 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
 
     from .longrun import ENV_ALLOW_LONG
 
-    env = {**os.environ, ENV_ALLOW_LONG: "1"} if allow_long else {k: v for k, v in os.environ.items()
-                                                                    if k != ENV_ALLOW_LONG}
+    env = (
+        {**os.environ, ENV_ALLOW_LONG: "1"}
+        if allow_long
+        else {k: v for k, v in os.environ.items() if k != ENV_ALLOW_LONG}
+    )
 
     runners = experiment_runners()
     unknown = sorted(set(only) - set(runners))
@@ -294,8 +340,10 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
         module = importlib.import_module(f"mamba_recall.experiments.{name}")
         if preset is None:
             if not hasattr(module, "COMMITTED_RUNS"):
-                raise SystemExit(f"error: runner {name} has no COMMITTED_RUNS list; add the argument lists that "
-                                 "produce its committed results.")
+                raise SystemExit(
+                    f"error: runner {name} has no COMMITTED_RUNS list; add the argument lists that "
+                    "produce its committed results."
+                )
             runs = module.COMMITTED_RUNS
         else:
             runs = [["--preset", preset, "--device", device]]
@@ -313,13 +361,23 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--preset", default="ci", choices=PRESETS)
         p.add_argument("--device", default="auto", choices=DEVICES)
         p.add_argument("--backend", default="auto", choices=BACKENDS)
-        p.add_argument("--smoke", action="store_true",
-                       help="the preset's whole structure with a handful of steps and cells (-p smoke True)")
-        p.add_argument("--allow-long", action="store_true",
-                       help="start runs estimated at over an hour on this device (-p allow_long True)")
-        p.add_argument("--timeout", type=float, default=None,
-                       help=f"seconds any one cell may run (default {DEFAULT_TIMEOUT_S} for ci and --smoke, "
-                            "none for full paper runs; 0 = none)")
+        p.add_argument(
+            "--smoke",
+            action="store_true",
+            help="the preset's whole structure with a handful of steps and cells (-p smoke True)",
+        )
+        p.add_argument(
+            "--allow-long",
+            action="store_true",
+            help="start runs estimated at over an hour on this device (-p allow_long True)",
+        )
+        p.add_argument(
+            "--timeout",
+            type=float,
+            default=None,
+            help=f"seconds any one cell may run (default {DEFAULT_TIMEOUT_S} for ci and --smoke, "
+            "none for full paper runs; 0 = none)",
+        )
 
     p_run = sub.add_parser("run", help="execute one chapter or all with papermill")
     p_run.add_argument("chapter", help="'all', a chapter number (0) or folder name (00_selective_scan)")
@@ -330,25 +388,36 @@ def main(argv: list[str] | None = None) -> int:
     p_refresh = sub.add_parser("refresh", help="re-execute the committed notebooks in book/ in place (ci preset)")
     p_refresh.add_argument("targets", nargs="*", help="chapters or notebook paths (default: every notebook)")
     p_repro = sub.add_parser("reproduce", help="regenerate the committed result bundles with the experiment runners")
-    p_repro.add_argument("--preset", default=None, choices=PRESETS,
-                         help="run every runner at this preset instead of the committed runs")
+    p_repro.add_argument(
+        "--preset", default=None, choices=PRESETS, help="run every runner at this preset instead of the committed runs"
+    )
     p_repro.add_argument("--device", default="auto", choices=DEVICES)
     p_repro.add_argument("--only", nargs="*", default=[], help="runner module names (default: all)")
-    p_repro.add_argument("--allow-long", action="store_true",
-                         help="let the runners start runs estimated at over an hour on the device")
-    p_check = sub.add_parser("check-outputs", help="compare the NBVAL_CHECK_OUTPUT cells of executed notebooks "
-                                                   "with book/'s committed outputs")
-    p_check.add_argument("executed", type=Path, nargs="?", default=BUILD_DIR / "executed",
-                         help="folder of executed notebooks mirroring book/ (default _build/executed, the book pass)")
+    p_repro.add_argument(
+        "--allow-long", action="store_true", help="let the runners start runs estimated at over an hour on the device"
+    )
+    p_check = sub.add_parser(
+        "check-outputs",
+        help="compare the NBVAL_CHECK_OUTPUT cells of executed notebooks with book/'s committed outputs",
+    )
+    p_check.add_argument(
+        "executed",
+        type=Path,
+        nargs="?",
+        default=BUILD_DIR / "executed",
+        help="folder of executed notebooks mirroring book/ (default _build/executed, the book pass)",
+    )
     sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
     sub.add_parser("check-browser", help="open the built book in headless Chromium; see check-browser --help")
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # these two parse their own options
         from . import bench
+
         return bench.main(argv[1:]) or 0
     if argv[:1] == ["check-browser"]:
         from . import browser_check
+
         return browser_check.main(argv[1:] or [str(BUILD_DIR / "html"), "--toc", str(REPO_ROOT / "_toc.yml")])
     args = parser.parse_args(argv)
     try:
@@ -392,13 +461,17 @@ def _dispatch(args) -> int:
         notebooks = toc_notebooks()
         missing = [str(nb) for nb in notebooks if not (args.executed / nb).exists()]
         if missing:
-            raise NotebookFailed(f"error: {args.executed} lacks executed notebooks ({', '.join(missing[:3])} …); "
-                                 "run `make book` (or python -m mamba_recall book) first.")
+            raise NotebookFailed(
+                f"error: {args.executed} lacks executed notebooks ({', '.join(missing[:3])} …); "
+                "run `make book` (or python -m mamba_recall book) first."
+            )
         problems = check_outputs(args.executed, notebooks)
         for line in problems:
             print(line, file=sys.stderr)
         if problems:
-            raise NotebookFailed(f"error: {len(problems)} checked output(s) differ from book/'s; if the change is "
-                                 "intended, `make refresh` rewrites the committed outputs.")
+            raise NotebookFailed(
+                f"error: {len(problems)} checked output(s) differ from book/'s; if the change is "
+                "intended, `make refresh` rewrites the committed outputs."
+            )
         print(f"checked outputs of {len(notebooks)} notebooks match book/'s")
     return 0

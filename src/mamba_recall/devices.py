@@ -5,6 +5,7 @@ It sits below every other layer (it imports only torch), so that the runners (``
 notebooks' ``notebook.setup`` resolve the same names the same way without the runners importing the
 notebook layer.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,6 +25,8 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        raise ParameterError("device='cuda' was asked for but torch sees no CUDA device; use device='cpu' or "
-                             "'auto', or run on a GPU machine.")
+        raise ParameterError(
+            "device='cuda' was asked for but torch sees no CUDA device; use device='cpu' or "
+            "'auto', or run on a GPU machine."
+        )
     return torch.device(device)

@@ -18,6 +18,7 @@ Shapes: ``logits (*lead, B, L, V)``; ``labels (B, L)`` (shared by every leading 
 ensemble fed one batch) or ``(*lead, B, L)``. :func:`labelled_counts` returns the two sums (int64) so that a
 caller can pool them over mini-batches (pooled, not a mean of batch means).
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,16 +35,21 @@ def _check(logits: torch.Tensor, labels: torch.Tensor, per) -> None:
     if per not in PER:
         raise ValueError(f"per must be one of {PER}, got {per!r}.")
     if logits.dim() < 3 or labels.dim() < 2:
-        raise ValueError(f"logits must be (*lead, B, L, V) and labels (B, L) or (*lead, B, L); got logits "
-                         f"{tuple(logits.shape)}, labels {tuple(labels.shape)}.")
+        raise ValueError(
+            f"logits must be (*lead, B, L, V) and labels (B, L) or (*lead, B, L); got logits "
+            f"{tuple(logits.shape)}, labels {tuple(labels.shape)}."
+        )
     if labels.shape[-2:] != logits.shape[-3:-1]:
-        raise ValueError(f"labels {tuple(labels.shape)} do not match logits {tuple(logits.shape)} in (B, L); "
-                         "pass the labels of the same batch.")
+        raise ValueError(
+            f"labels {tuple(labels.shape)} do not match logits {tuple(logits.shape)} in (B, L); "
+            "pass the labels of the same batch."
+        )
 
 
 @torch.no_grad()
-def labelled_counts(logits: torch.Tensor, labels: torch.Tensor, *, dims: int = 2,
-                    ignore_index: int = IGNORE_INDEX) -> tuple[torch.Tensor, torch.Tensor]:
+def labelled_counts(
+    logits: torch.Tensor, labels: torch.Tensor, *, dims: int = 2, ignore_index: int = IGNORE_INDEX
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(correct, total)`` int64, summed over the last ``dims`` axes of the (broadcast) labels: ``dims=2`` gives
     ``(*lead,)`` per member, ``dims=1`` gives ``(*lead, B)`` per example. See the module docstring."""
     _check(logits, labels, None)
@@ -56,8 +62,9 @@ def labelled_counts(logits: torch.Tensor, labels: torch.Tensor, *, dims: int = 2
 
 
 @torch.no_grad()
-def labelled_accuracy(logits: torch.Tensor, labels: torch.Tensor, *, per: str | None = None,
-                      ignore_index: int = IGNORE_INDEX):
+def labelled_accuracy(
+    logits: torch.Tensor, labels: torch.Tensor, *, per: str | None = None, ignore_index: int = IGNORE_INDEX
+):
     """Accuracy at the labelled positions (zoology: ``(pred == target)[target != ignore_index].mean()``):
     a float (``per=None``), a float64 tensor ``(*lead,)`` (``per="member"``) or ``(*lead, B)``
     (``per="example"``). See the module docstring for the formulas and shapes."""

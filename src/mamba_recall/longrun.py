@@ -18,6 +18,7 @@ allow_long=...)`` sets it from the notebook's parameter (every notebook calls ``
 ``python -m mamba_recall reproduce --allow-long`` hands it to the runner processes it starts through
 the environment variable :data:`ENV_ALLOW_LONG` (set only by that command).
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,7 @@ from typing import Callable, Sequence
 
 LONG_RUN_S = 3600.0
 ENV_ALLOW_LONG = "MAMBA_RECALL_ALLOW_LONG"
-CONFIRM = ("allow_long=True (papermill: -p allow_long True; python -m mamba_recall run|book|reproduce: "
-           "--allow-long)")
+CONFIRM = "allow_long=True (papermill: -p allow_long True; python -m mamba_recall run|book|reproduce: --allow-long)"
 
 _allowed: bool | None = None
 
@@ -63,8 +63,10 @@ def check_estimate(estimate_s: float, what: str, device="cpu", basis: str = "") 
     (``basis``: what the estimate rests on, when it is a lower bound)."""
     if estimate_s > LONG_RUN_S and not long_runs_allowed():
         amount = f"at least {format_seconds(estimate_s)} ({basis})" if basis else format_seconds(estimate_s)
-        raise LongRunError(f"{what}: estimated {amount} on {device}, over an hour; not "
-                           f"started. To run it anyway set {CONFIRM}; or use preset='ci', smoke=True, or a GPU.")
+        raise LongRunError(
+            f"{what}: estimated {amount} on {device}, over an hour; not "
+            f"started. To run it anyway set {CONFIRM}; or use preset='ci', smoke=True, or a GPU."
+        )
 
 
 def time_steps(step: Callable[[], object], repeats: int = 2) -> float:
@@ -76,8 +78,15 @@ def time_steps(step: Callable[[], object], repeats: int = 2) -> float:
     return (time.perf_counter() - start) / repeats
 
 
-def guard_grid(what: str, cells: Sequence, probe: Callable[[object], float], steps: Callable[[object], int],
-               *, device="cpu", min_report_s: float = 300.0):
+def guard_grid(
+    what: str,
+    cells: Sequence,
+    probe: Callable[[object], float],
+    steps: Callable[[object], int],
+    *,
+    device="cpu",
+    min_report_s: float = 300.0,
+):
     """Estimate a grid before any cell starts: Σ ``probe(cell)`` (seconds per step, measured) × ``steps(cell)``.
     Over an hour and not allowed: :class:`LongRunError` (as soon as the cells probed so far add up to
     more than an hour: a lower bound is proof enough). Otherwise returns an iterable over ``cells``: a
@@ -107,4 +116,3 @@ def check_steps(seconds_so_far: float, steps_done: int, steps_total: int, what: 
     if steps_done <= 0 or steps_total <= steps_done:
         return
     check_estimate(seconds_so_far / steps_done * steps_total, f"{what} ({steps_total} steps)", device)
-

@@ -8,6 +8,7 @@ and then ``ctx = setup(preset, seed, device, backend)``, which stops the noteboo
 message on a wrong value, seeds Python, NumPy and torch, enables the offline chart renderer and
 prints the preset, device and scan backend that will be used (backends are never chosen silently).
 """
+
 from __future__ import annotations
 
 import random
@@ -44,8 +45,15 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def setup(preset: str = "ci", seed: int = 0, device: str = "auto", backend: str = "auto",
-          quiet: bool = False, smoke: bool = False, allow_long: bool = False) -> NotebookContext:
+def setup(
+    preset: str = "ci",
+    seed: int = 0,
+    device: str = "auto",
+    backend: str = "auto",
+    quiet: bool = False,
+    smoke: bool = False,
+    allow_long: bool = False,
+) -> NotebookContext:
     try:
         check_preset(preset)
     except ValueError as exc:
@@ -65,7 +73,10 @@ def setup(preset: str = "ci", seed: int = 0, device: str = "auto", backend: str 
     torch.use_deterministic_algorithms(True, warn_only=True)
     enable_offline_renderer()
     if not quiet:
-        print(f"preset={preset} seed={seed} device={dev} scan backend={concrete} (asked: {backend}) "
-              f"torch={torch.__version__}" + (" smoke=True (capped sizes, see mamba_recall.presets)" if smoke else "")
-              + (" allow_long=True" if allow_long else ""))
+        print(
+            f"preset={preset} seed={seed} device={dev} scan backend={concrete} (asked: {backend}) "
+            f"torch={torch.__version__}"
+            + (" smoke=True (capped sizes, see mamba_recall.presets)" if smoke else "")
+            + (" allow_long=True" if allow_long else "")
+        )
     return NotebookContext(preset, seed, dev, concrete, smoke, allow_long)

@@ -1,4 +1,5 @@
 """Where the book's files live. The package is installed editable from the repository (``src/`` layout)."""
+
 from __future__ import annotations
 
 import os

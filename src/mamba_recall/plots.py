@@ -89,7 +89,8 @@ _HTML_TEMPLATE = string.Template(
     draw();
   }
 })();
-</script>""")
+</script>"""
+)
 
 
 def _js_json(obj: Any) -> str:
@@ -188,8 +189,9 @@ import pandas as pd  # noqa: E402
 
 def _index_slider(name: str, values: list, default, label: str) -> alt.Parameter:
     """A slider over the positions of a (possibly non-uniform) grid of values."""
-    return alt.param(name=name, value=values.index(default),
-                     bind=alt.binding_range(min=0, max=len(values) - 1, step=1, name=label))
+    return alt.param(
+        name=name, value=values.index(default), bind=alt.binding_range(min=0, max=len(values) - 1, step=1, name=label)
+    )
 
 
 def state_chart(frame: pd.DataFrame, title: str) -> alt.Chart:
@@ -197,8 +199,12 @@ def state_chart(frame: pd.DataFrame, title: str) -> alt.Chart:
     return (
         alt.Chart(frame)
         .mark_line(point=True)
-        .encode(x=alt.X("t:Q", title="token t"), y=alt.Y("value:Q", title="value"),
-                color=alt.Color("series:N", title=None), tooltip=["t", "series", alt.Tooltip("value:Q", format=".4f")])
+        .encode(
+            x=alt.X("t:Q", title="token t"),
+            y=alt.Y("value:Q", title="value"),
+            color=alt.Color("series:N", title=None),
+            tooltip=["t", "series", alt.Tooltip("value:Q", format=".4f")],
+        )
         .properties(width=560, height=260, title=title)
     )
 
@@ -222,9 +228,12 @@ def bench_chart(frame: pd.DataFrame, title: str) -> alt.Chart:
     return (
         alt.Chart(frame)
         .mark_bar()
-        .encode(x=alt.X("backend:N", title=None), y=alt.Y("seconds:Q", scale=alt.Scale(type="log"),
-                                                        title="forward + backward (s, log)"),
-                color="backend:N", column=alt.Column("size:N", title=None),
-                tooltip=["size", "backend", alt.Tooltip("seconds:Q", format=".4f")])
+        .encode(
+            x=alt.X("backend:N", title=None),
+            y=alt.Y("seconds:Q", scale=alt.Scale(type="log"), title="forward + backward (s, log)"),
+            color="backend:N",
+            column=alt.Column("size:N", title=None),
+            tooltip=["size", "backend", alt.Tooltip("seconds:Q", format=".4f")],
+        )
         .properties(width=160, height=220, title=title)
     )

@@ -9,6 +9,7 @@ A bundle is ``results/<name>.json``::
 Tables (pandas DataFrames) are written beside it as CSV and checked by hash when loaded.
 Loading validates the schema and names what is wrong and how to regenerate the bundle.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -27,8 +28,16 @@ from .paths import REPO_ROOT, RESULTS_DIR
 
 SCHEMA = "mamba_recall.bundle"
 SCHEMA_VERSION = 1
-_REQUIRED = {"schema": str, "schema_version": int, "name": str, "command": str, "config": dict, "data": dict,
-             "tables": dict, "provenance": dict}
+_REQUIRED = {
+    "schema": str,
+    "schema_version": int,
+    "name": str,
+    "command": str,
+    "config": dict,
+    "data": dict,
+    "tables": dict,
+    "provenance": dict,
+}
 
 
 #: Set to "1" to refuse writing bundles from uncommitted library code (``save_bundle`` raises).
@@ -59,8 +68,9 @@ class Bundle:
 
 def _git(*args: str) -> str | None:
     try:
-        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
-                              timeout=10).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -87,6 +97,7 @@ def provenance(device: str | torch.device = "cpu", wall_seconds: float | None = 
     versions = {"python": platform.python_version(), "torch": torch.__version__, "mamba_recall": __version__}
     try:
         import numpy
+
         versions["numpy"] = numpy.__version__
     except ImportError:  # numpy is a dependency; keep provenance robust anyway
         pass
@@ -140,8 +151,17 @@ def _output_dir(directory: Path) -> Path:
     return directory
 
 
-def save_bundle(name: str, data: dict, config: dict, *, command: str, device="cpu", wall_seconds=None,
-                tables: dict[str, pd.DataFrame] | None = None, directory: Path | None = None) -> Path:
+def save_bundle(
+    name: str,
+    data: dict,
+    config: dict,
+    *,
+    command: str,
+    device="cpu",
+    wall_seconds=None,
+    tables: dict[str, pd.DataFrame] | None = None,
+    directory: Path | None = None,
+) -> Path:
     """Write ``<directory>/<name>.json`` (and one CSV per table) with provenance; return the JSON path.
 
     ``command`` is the one command that regenerates the bundle (shown when loading fails).
@@ -156,19 +176,31 @@ def save_bundle(name: str, data: dict, config: dict, *, command: str, device="cp
         csv = directory / f"{name}.{tname}.csv"
         frame.to_csv(csv, index=False)
         table_index[tname] = {"file": csv.name, "sha256": _sha256(csv)}
-    record = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "name": name, "command": command,
-              "config": config, "data": data, "tables": table_index,
-              "provenance": prov}
+    record = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "command": command,
+        "config": config,
+        "data": data,
+        "tables": table_index,
+        "provenance": prov,
+    }
     dirty = record["provenance"]["dirty_files"]
     if dirty:
         import os
         import sys
 
         if os.environ.get(ENV_REQUIRE_CLEAN) == "1":
-            raise BundleError(f"bundle {name!r} not written: the library has uncommitted changes ({', '.join(dirty)}); "
-                              f"commit them first (or unset {ENV_REQUIRE_CLEAN}).")
-        print(f"note: bundle {name!r} is made from uncommitted library code ({len(dirty)} files); its provenance "
-              "lists them (dirty_files) and Bundle.clean is False.", file=sys.stderr)
+            raise BundleError(
+                f"bundle {name!r} not written: the library has uncommitted changes ({', '.join(dirty)}); "
+                f"commit them first (or unset {ENV_REQUIRE_CLEAN})."
+            )
+        print(
+            f"note: bundle {name!r} is made from uncommitted library code ({len(dirty)} files); its provenance "
+            "lists them (dirty_files) and Bundle.clean is False.",
+            file=sys.stderr,
+        )
     path = directory / f"{name}.json"
     path.write_text(json.dumps(record, indent=1, sort_keys=True, default=_jsonable) + "\n")
     return path
@@ -210,8 +242,7 @@ def regenerate_command(path: Path) -> str:
     return "`make reproduce` (no runner's name starts the file's name)"
 
 
-def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), directory: Path | None = None
-                ) -> Bundle:
+def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), directory: Path | None = None) -> Bundle:
     """Load and validate a bundle; raise :class:`BundleError` naming the problem and the fix."""
     path = Path(name_or_path)
     if path.suffix != ".json":
@@ -221,19 +252,27 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
     try:
         record = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BundleError(f"corrupt result bundle {path}: not valid JSON ({exc}; truncated?); delete it and "
-                          f"regenerate it with: {regenerate_command(path)}") from exc
+        raise BundleError(
+            f"corrupt result bundle {path}: not valid JSON ({exc}; truncated?); delete it and "
+            f"regenerate it with: {regenerate_command(path)}"
+        ) from exc
     if not isinstance(record, dict):
-        raise BundleError(f"corrupt result bundle {path}: the top level is not a JSON object; delete it and "
-                          f"regenerate it with: {regenerate_command(path)}")
+        raise BundleError(
+            f"corrupt result bundle {path}: the top level is not a JSON object; delete it and "
+            f"regenerate it with: {regenerate_command(path)}"
+        )
     regen = record.get("command") if isinstance(record.get("command"), str) else "`make reproduce`"
     for key, typ in _REQUIRED.items():
         if not isinstance(record.get(key), typ):
-            raise BundleError(f"corrupt result bundle {path}: field {key!r} is missing or not a {typ.__name__}; "
-                              f"regenerate it with: {regen}")
+            raise BundleError(
+                f"corrupt result bundle {path}: field {key!r} is missing or not a {typ.__name__}; "
+                f"regenerate it with: {regen}"
+            )
     if record["schema"] != SCHEMA or record["schema_version"] != SCHEMA_VERSION:
-        raise BundleError(f"result bundle {path} has schema {record['schema']!r} v{record['schema_version']}, "
-                          f"this library reads {SCHEMA!r} v{SCHEMA_VERSION}; regenerate it with: {regen}")
+        raise BundleError(
+            f"result bundle {path} has schema {record['schema']!r} v{record['schema_version']}, "
+            f"this library reads {SCHEMA!r} v{SCHEMA_VERSION}; regenerate it with: {regen}"
+        )
     missing = [k for k in data_keys if k not in record["data"]]
     if missing:
         raise BundleError(f"result bundle {path} lacks data {missing}; regenerate it with: {regen}")
@@ -241,24 +280,29 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
     for tname, entry in record["tables"].items():
         csv = path.parent / str(entry.get("file", ""))
         if not csv.is_file() or _sha256(csv) != entry.get("sha256"):
-            raise BundleError(f"result bundle {path}: table {tname!r} ({csv.name}) is missing or does not match "
-                              f"its recorded sha256; regenerate it with: {regen}")
+            raise BundleError(
+                f"result bundle {path}: table {tname!r} ({csv.name}) is missing or does not match "
+                f"its recorded sha256; regenerate it with: {regen}"
+            )
         tables[tname] = pd.read_csv(csv)
-    return Bundle(record["name"], record["config"], record["data"], record["provenance"], record["command"],
-                  tables, path)
+    return Bundle(
+        record["name"], record["config"], record["data"], record["provenance"], record["command"], tables, path
+    )
 
 
-
-def load_preset_bundle(stem: str, preset: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None,
-                       log=print) -> Bundle:
+def load_preset_bundle(
+    stem: str, preset: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None, log=print
+) -> Bundle:
     """Load the bundle ``<stem>_<preset>`` of a runner; if that preset's bundle was never made (a paper-size
     run needs a GPU) load ``<stem>_ci`` instead **and say so** through ``log``. A bundle that exists but is
     corrupt raises :class:`BundleError` (never replaced by another one)."""
     directory = Path(directory or RESULTS_DIR)
     if preset != "ci" and not (directory / f"{stem}_{preset}.json").exists():
-        log(f"no {stem}_{preset} bundle in {directory} (regenerate it with "
+        log(
+            f"no {stem}_{preset} bundle in {directory} (regenerate it with "
             f"`python -m mamba_recall reproduce --preset {preset} --only {stem}`); using the committed ci bundle "
-            f"{stem}_ci")
+            f"{stem}_ci"
+        )
         preset = "ci"
     return load_bundle(f"{stem}_{preset}", data_keys=data_keys, directory=directory)
 
@@ -268,8 +312,9 @@ def load_preset_bundle(stem: str, preset: str, *, data_keys: tuple[str, ...] = (
 EVIDENCE_ORDER = ("paper", "cpu-hours", "ci")
 
 
-def load_strongest_bundle(stem: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None,
-                          log=print) -> Bundle:
+def load_strongest_bundle(
+    stem: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None, log=print
+) -> Bundle:
     """The committed bundle ``<stem>_<preset>`` with the strongest evidence (:data:`EVIDENCE_ORDER`), skipping
     bundles that say they are incomplete (``data.complete`` false: a grid still running) and **saying which one it
     uses** through ``log``; the bundle's ``config["preset"]`` (or its name) names the preset for the page."""
@@ -280,27 +325,34 @@ def load_strongest_bundle(stem: str, *, data_keys: tuple[str, ...] = (), directo
             continue
         bundle = load_bundle(f"{stem}_{preset}", data_keys=data_keys, directory=directory)
         if bundle.data.get("complete") is False:
-            skipped.append(f"{stem}_{preset} (incomplete: {bundle.data.get('jobs_finished')} of "
-                           f"{bundle.data.get('jobs_total')} jobs)")
+            skipped.append(
+                f"{stem}_{preset} (incomplete: {bundle.data.get('jobs_finished')} of "
+                f"{bundle.data.get('jobs_total')} jobs)"
+            )
             continue
         log(f"using {stem}_{preset}" + (f"; skipped {', '.join(skipped)}" if skipped else ""))
         return bundle
-    raise BundleError(f"no complete bundle {stem}_<preset> for any of {EVIDENCE_ORDER} in {directory}"
-                      + (f" (incomplete: {', '.join(skipped)})" if skipped else "") + "; regenerate one with "
-                      f"`python -m mamba_recall reproduce --only {stem}`.")
+    raise BundleError(
+        f"no complete bundle {stem}_<preset> for any of {EVIDENCE_ORDER} in {directory}"
+        + (f" (incomplete: {', '.join(skipped)})" if skipped else "")
+        + "; regenerate one with "
+        f"`python -m mamba_recall reproduce --only {stem}`."
+    )
 
 
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 
 
-def checkpoint_file(prefix: str, name: str, preset: str) -> Path:
-    """``results/checkpoints/<prefix>_<name>_<preset>.pt``: the file of a committed checkpoint (prefix: the chapter,
-    e.g. ``ch1``), the preset in its name so that runs of different presets never overwrite each other."""
-    return CHECKPOINT_DIR / f"{prefix}_{name}_{preset}.pt"
+def checkpoint_file(prefix: str, name: str, preset: str, directory: Path | None = None) -> Path:
+    """``<directory>/<prefix>_<name>_<preset>.pt`` (default directory ``results/checkpoints``): the file of a committed
+    checkpoint (prefix: the chapter, e.g. ``ch1``), the preset in its name so that runs of different presets never
+    overwrite each other."""
+    return Path(directory or CHECKPOINT_DIR) / f"{prefix}_{name}_{preset}.pt"
 
 
-def save_checkpoint(path: str | Path, payload: dict, sidecar: dict, *, command: str, device="cpu",
-                    wall_seconds: float | None = None) -> Path:
+def save_checkpoint(
+    path: str | Path, payload: dict, sidecar: dict, *, command: str, device="cpu", wall_seconds: float | None = None
+) -> Path:
     """Write a small checkpoint ``<path>.pt`` (``torch.save`` of ``payload``: tensors, numbers, lists, dicts)
     and its sidecar ``<path>.json``: ``sidecar`` plus the file's sha256 and size, the ``command`` that
     regenerates it and :func:`provenance`. The ``.pt`` is written atomically. Returns the ``.pt`` path."""
@@ -312,8 +364,14 @@ def save_checkpoint(path: str | Path, payload: dict, sidecar: dict, *, command: 
     tmp = path.with_suffix(".pt.tmp")
     torch.save(payload, tmp)
     tmp.replace(path)
-    record = {**sidecar, "file": path.name, "sha256": _sha256(path), "bytes": path.stat().st_size,
-              "command": command, "provenance": provenance(device, wall_seconds)}
+    record = {
+        **sidecar,
+        "file": path.name,
+        "sha256": _sha256(path),
+        "bytes": path.stat().st_size,
+        "command": command,
+        "provenance": provenance(device, wall_seconds),
+    }
     path.with_suffix(".json").write_text(json.dumps(record, indent=1, default=_jsonable) + "\n")
     return path
 
@@ -326,13 +384,16 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
     path = Path(path)
     side = path.with_suffix(".json")
     if not path.exists() or not side.exists():
-        raise FileNotFoundError(f"checkpoint {path} (or its sidecar {side.name}) is missing; regenerate it with "
-                                f"`{regenerate}`.")
+        raise FileNotFoundError(
+            f"checkpoint {path} (or its sidecar {side.name}) is missing; regenerate it with `{regenerate}`."
+        )
     try:
         sidecar = json.loads(side.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BundleError(f"corrupt checkpoint sidecar {side} ({exc}); regenerate it with `{regenerate}`.") from exc
     if not isinstance(sidecar, dict) or _sha256(path) != sidecar.get("sha256"):
-        raise BundleError(f"checkpoint {path} does not match the sha256 hash in {side.name} (changed or truncated); "
-                          f"regenerate it with `{regenerate}`.")
+        raise BundleError(
+            f"checkpoint {path} does not match the sha256 hash in {side.name} (changed or truncated); "
+            f"regenerate it with `{regenerate}`."
+        )
     return torch.load(path, map_location="cpu", weights_only=True), sidecar

@@ -5,6 +5,7 @@ other modules of ``experiments`` are shared helpers. The runners are found at ru
 package's files), not imported by name: ``results`` names the runner that remakes a missing bundle and sits
 below the runners, which write their bundles with it.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -22,8 +23,9 @@ def experiment_runners() -> list[str]:
     # a runner that reads another's outputs lists it in DEPENDS_ON and runs after it
     ordered: list[str] = []
     while len(ordered) < len(runners):
-        ready = [n for n in runners if n not in ordered
-                 and all(d in ordered for d in getattr(modules[n], "DEPENDS_ON", ()))]
+        ready = [
+            n for n in runners if n not in ordered and all(d in ordered for d in getattr(modules[n], "DEPENDS_ON", ()))
+        ]
         if not ready:
             raise SystemExit("error: the runners' DEPENDS_ON lists form a cycle or name a missing runner.")
         ordered.append(ready[0])

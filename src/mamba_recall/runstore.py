@@ -33,6 +33,7 @@ Aggregation (:func:`aggregate`): per cell the mean over seeds, a 95 % Student-t 
 ``mean ± t_{0.975, n-1} · s / √n`` (quantile :func:`t_quantile_975` from ``scipy.stats.t``; no interval for one
 seed) and the per-seed values.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,21 @@ from scipy.stats import t as _t
 
 from .paths import REPO_ROOT, RESULTS_DIR
 
-__all__ = ["RUNS_DIR", "SCHEMA", "job_key", "make_job", "job_path", "load_runs", "pending", "run_grid",
-           "aggregate", "t_quantile_975", "INTERVAL_METHOD", "process_provenance", "runs_summary"]
+__all__ = [
+    "RUNS_DIR",
+    "SCHEMA",
+    "job_key",
+    "make_job",
+    "job_path",
+    "load_runs",
+    "pending",
+    "run_grid",
+    "aggregate",
+    "t_quantile_975",
+    "INTERVAL_METHOD",
+    "process_provenance",
+    "runs_summary",
+]
 
 SCHEMA = "mamba_recall.run"
 SCHEMA_VERSION = 1
@@ -63,6 +77,7 @@ RUNS_DIR = RESULTS_DIR / "runs"
 
 
 # ---------------------------------------------------------------------------------------------- jobs
+
 
 def _plain(obj):
     """The JSON form of ``obj`` (tuples → lists, numpy/torch scalars → numbers), so that the key of a job
@@ -114,11 +129,14 @@ def load_runs(experiment: str, store: Path | None = None) -> list[dict]:
         try:
             rec = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"corrupt run file {path} ({exc}); delete it and re-run the grid command, which "
-                             "runs only the missing jobs.") from exc
+            raise ValueError(
+                f"corrupt run file {path} ({exc}); delete it and re-run the grid command, which "
+                "runs only the missing jobs."
+            ) from exc
         if rec.get("schema") != SCHEMA or job_key(rec) != rec.get("key") or path.stem != rec.get("key"):
-            raise ValueError(f"run file {path} does not match its key (edited by hand?); delete it and re-run "
-                             "the grid command.")
+            raise ValueError(
+                f"run file {path} does not match its key (edited by hand?); delete it and re-run the grid command."
+            )
         runs.append(rec)
     return runs
 
@@ -139,8 +157,9 @@ _PROCESS_PROVENANCE: dict | None = None
 
 def _git(*args: str) -> str | None:
     try:
-        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
-                              timeout=20).stdout
+        return subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=20
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -201,6 +220,7 @@ def _device_description() -> str:
 
 # ---------------------------------------------------------------------------------------------- running
 
+
 def _resolve(runner: str) -> Callable:
     module, _, func = runner.partition(":")
     if not func:
@@ -226,12 +246,23 @@ def _run_one(runner: str, job: dict, store: str, threads: int = 1) -> dict:
     cpu0 = time.process_time()
     result = fn(job["config"], job["seed"])
     wall = time.perf_counter() - start
-    prov.update(device=_device_description(), wall_seconds=round(wall, 2),
-                cpu_seconds=round(time.process_time() - cpu0, 2),
-                created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
-    record = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "key": job["key"],
-              "experiment": job["experiment"], "config": job["config"], "seed": job["seed"], "runner": runner,
-              "result": _plain(result), "provenance": prov}
+    prov.update(
+        device=_device_description(),
+        wall_seconds=round(wall, 2),
+        cpu_seconds=round(time.process_time() - cpu0, 2),
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+    record = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "key": job["key"],
+        "experiment": job["experiment"],
+        "config": job["config"],
+        "seed": job["seed"],
+        "runner": runner,
+        "result": _plain(result),
+        "provenance": prov,
+    }
     _write_atomic(job_path(job, Path(store)), json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
 
@@ -244,9 +275,17 @@ def _fmt(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def run_grid(runner: str, jobs: list[dict], *, n_jobs: int = 1, store: Path | None = None,
-             estimate: Callable[[list[dict]], tuple[float, str]] | None = None, log=print,
-             progress: bool = True, check_long: Callable[[float], None] | None = None) -> list[dict]:
+def run_grid(
+    runner: str,
+    jobs: list[dict],
+    *,
+    n_jobs: int = 1,
+    store: Path | None = None,
+    estimate: Callable[[list[dict]], tuple[float, str]] | None = None,
+    log=print,
+    progress: bool = True,
+    check_long: Callable[[float], None] | None = None,
+) -> list[dict]:
     """Run every job of ``jobs`` whose result file is missing; return the records written now.
 
     ``runner``: ``"package.module:function"``, called as ``function(config, seed) -> dict`` (JSON-able).
@@ -280,8 +319,7 @@ def run_grid(runner: str, jobs: list[dict], *, n_jobs: int = 1, store: Path | No
         else:
             from joblib import Parallel, delayed
 
-            par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered",
-                           inner_max_num_threads=1)
+            par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", inner_max_num_threads=1)
             for rec in par(delayed(_run_one)(runner, job, str(store)) for job in left):
                 records.append(rec)
                 bar.update(1)
@@ -292,9 +330,11 @@ def run_grid(runner: str, jobs: list[dict], *, n_jobs: int = 1, store: Path | No
 
 # ---------------------------------------------------------------------------------------------- aggregation
 
-INTERVAL_METHOD = ("95 % Student-t interval over seeds, mean ± t_{0.975, n-1} · s / √n (s: sample standard "
-                   "deviation, n-1 denominator); t quantile from scipy.stats.t; no interval (NaN) for one seed. "
-                   "Bounds are not clipped to [0, 1].")
+INTERVAL_METHOD = (
+    "95 % Student-t interval over seeds, mean ± t_{0.975, n-1} · s / √n (s: sample standard "
+    "deviation, n-1 denominator); t quantile from scipy.stats.t; no interval (NaN) for one seed. "
+    "Bounds are not clipped to [0, 1]."
+)
 
 
 def t_quantile_975(df: int) -> float:
@@ -339,8 +379,9 @@ def aggregate(runs: list[dict], by: list[str], metrics: list[str]):
         recs = sorted(recs, key=lambda r: r["seed"])
         rest = {json.dumps({k: v for k, v in r["config"].items() if k not in by}, sort_keys=True) for r in recs}
         if len(rest) > 1:
-            raise ValueError(f"cell {dict(zip(by, cell))} mixes runs of different configs; aggregate one "
-                             "config at a time.")
+            raise ValueError(
+                f"cell {dict(zip(by, cell))} mixes runs of different configs; aggregate one config at a time."
+            )
         seeds = [r["seed"] for r in recs]
         if len(set(seeds)) != len(seeds):
             raise ValueError(f"cell {dict(zip(by, cell))} has the same seed twice.")
@@ -349,9 +390,17 @@ def aggregate(runs: list[dict], by: list[str], metrics: list[str]):
         for m in metrics:
             vals = [r["result"][m] for r in recs]
             st = mean_interval(vals)
-            row.update({f"{m}_mean": st["mean"], f"{m}_ci_low": st["ci_low"], f"{m}_ci_high": st["ci_high"],
-                        f"{m}_std": st["std"], f"{m}_min": min(vals), f"{m}_max": max(vals),
-                        f"{m}_per_seed": " ".join(f"{v:.4f}" for v in vals)})
+            row.update(
+                {
+                    f"{m}_mean": st["mean"],
+                    f"{m}_ci_low": st["ci_low"],
+                    f"{m}_ci_high": st["ci_high"],
+                    f"{m}_std": st["std"],
+                    f"{m}_min": min(vals),
+                    f"{m}_max": max(vals),
+                    f"{m}_per_seed": " ".join(f"{v:.4f}" for v in vals),
+                }
+            )
         row["n_seeds"] = len(recs)
         row["wall_seconds"] = round(sum(r["provenance"].get("wall_seconds") or 0 for r in recs), 1)
         row["run_keys"] = " ".join(r["key"] for r in recs)
@@ -378,17 +427,21 @@ def runs_summary(runs: list[dict]) -> dict:
     commits = sorted({r["provenance"].get("git_commit") or "?" for r in runs})
     dirty = sorted({f for r in runs for f in r["provenance"].get("dirty_files", {})})
     head = _git("rev-parse", "HEAD")
-    return {"runs": len(runs), "commits": commits,
-            "all_clean": all(r["provenance"].get("git_clean") for r in runs),
-            "dirty_files": dirty,
-            "dirty_files_as_run_equal_HEAD": dirty_files_committed_since(runs),
-            "HEAD": head.strip() if head else None,
-            "wall_seconds": round(sum(r["provenance"].get("wall_seconds") or 0 for r in runs), 1),
-            "cpu_seconds": round(sum(r["provenance"].get("cpu_seconds") or 0 for r in runs), 1),
-            "devices": sorted({r["provenance"].get("device", "?") for r in runs})}
+    return {
+        "runs": len(runs),
+        "commits": commits,
+        "all_clean": all(r["provenance"].get("git_clean") for r in runs),
+        "dirty_files": dirty,
+        "dirty_files_as_run_equal_HEAD": dirty_files_committed_since(runs),
+        "HEAD": head.strip() if head else None,
+        "wall_seconds": round(sum(r["provenance"].get("wall_seconds") or 0 for r in runs), 1),
+        "cpu_seconds": round(sum(r["provenance"].get("cpu_seconds") or 0 for r in runs), 1),
+        "devices": sorted({r["provenance"].get("device", "?") for r in runs}),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- demo / tests
+
 
 def demo_job(config: dict, seed: int) -> dict:
     """A tiny fake experiment (the tests' and the README's example): sleeps ``config["sleep"]`` seconds and
@@ -406,12 +459,18 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--store", default=None)
     args = ap.parse_args(argv)
-    jobs = [make_job("demo.sleep", {"x": x, "sleep": args.sleep}, s) for x in range(args.cells)
-            for s in range(args.seeds)]
+    jobs = [
+        make_job("demo.sleep", {"x": x, "sleep": args.sleep}, s) for x in range(args.cells) for s in range(args.seeds)
+    ]
     store = Path(args.store) if args.store else None
-    recs = run_grid("mamba_recall.runstore:demo_job", jobs, n_jobs=args.jobs, store=store,
-                    estimate=lambda left: (args.sleep * len(left), f"{args.sleep} s per job, as configured"),
-                    progress=False)
+    recs = run_grid(
+        "mamba_recall.runstore:demo_job",
+        jobs,
+        n_jobs=args.jobs,
+        store=store,
+        estimate=lambda left: (args.sleep * len(left), f"{args.sleep} s per job, as configured"),
+        progress=False,
+    )
     print(f"ran {len(recs)} jobs", flush=True)
 
 

@@ -49,6 +49,7 @@ With shared labels only the labelled positions are unembedded (``model.hidden`` 
 N_f query positions instead of all L: the (·, V) unembedding is the dominant cost). :func:`train_ensemble`
 runs a named recipe (``presets.ch2.RECIPES``) through this loop.
 """
+
 from __future__ import annotations
 
 import math
@@ -67,9 +68,21 @@ from .presets.ch2 import RECIPES
 SCHEDULES = ("constant", "cosine", "linear_warmup_cosine", "code", "tab9")
 TAB9_DECAY_STEPS = 15000  # paper 002, App. J, Tab. 9: the linear decay to lr/10 spans 15000 steps
 
-__all__ = ["IGNORE_INDEX", "RECIPES", "SCHEDULES", "TrainResult", "dataset_batches", "evaluate",
-           "labelled_accuracy", "lr_at", "masked_ce_per_member", "masked_cross_entropy",
-           "param_groups", "train", "train_ensemble"]
+__all__ = [
+    "IGNORE_INDEX",
+    "RECIPES",
+    "SCHEDULES",
+    "TrainResult",
+    "dataset_batches",
+    "evaluate",
+    "labelled_accuracy",
+    "lr_at",
+    "masked_ce_per_member",
+    "masked_cross_entropy",
+    "param_groups",
+    "train",
+    "train_ensemble",
+]
 
 
 @dataclass
@@ -122,15 +135,29 @@ def masked_ce_per_member(logits: torch.Tensor, labels: torch.Tensor, label_smoot
     n_members, V = logits.shape[0], logits.shape[-1]
     if labels.dim() == 2:
         labels = labels.unsqueeze(0).expand(n_members, -1, -1)
-    ce = F.cross_entropy(logits.reshape(-1, V).float(), labels.reshape(-1), ignore_index=IGNORE_INDEX,
-                         label_smoothing=label_smoothing, reduction="none").view(n_members, -1)
+    ce = F.cross_entropy(
+        logits.reshape(-1, V).float(),
+        labels.reshape(-1),
+        ignore_index=IGNORE_INDEX,
+        label_smoothing=label_smoothing,
+        reduction="none",
+    ).view(n_members, -1)
     mask = (labels.reshape(n_members, -1) != IGNORE_INDEX).to(ce.dtype)
     return (ce * mask).sum(1) / mask.sum(1).clamp_min(1)
 
 
 @torch.no_grad()
-def evaluate(model, inputs, labels, *, batch_size: int | None = None, device="cpu", ignore_index=IGNORE_INDEX,
-             per_member: bool = False, values_only: bool = False):
+def evaluate(
+    model,
+    inputs,
+    labels,
+    *,
+    batch_size: int | None = None,
+    device="cpu",
+    ignore_index=IGNORE_INDEX,
+    per_member: bool = False,
+    values_only: bool = False,
+):
     """Held-out accuracy over all labelled positions (pooled over mini-batches, not a mean of batch means), in
     eval mode (the mode is restored).
 
@@ -144,8 +171,8 @@ def evaluate(model, inputs, labels, *, batch_size: int | None = None, device="cp
     correct = total = 0
     try:
         for i in range(0, inputs.shape[-2], batch_size):
-            x = inputs[..., i:i + batch_size, :].to(device)
-            y = labels[..., i:i + batch_size, :].to(device)
+            x = inputs[..., i : i + batch_size, :].to(device)
+            y = labels[..., i : i + batch_size, :].to(device)
             logits = model(x)
             if per_member and getattr(model, "ensemble", True) is None:
                 logits = logits.unsqueeze(0)
@@ -201,7 +228,7 @@ def dataset_batches(inputs: torch.Tensor, labels: torch.Tensor, batch_size: int,
         if epoch not in cache:
             cache.clear()
             cache[epoch] = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
-        idx = cache[epoch][k * batch_size:(k + 1) * batch_size]
+        idx = cache[epoch][k * batch_size : (k + 1) * batch_size]
         return inputs[idx], labels[idx]
 
     return make_batch
@@ -211,8 +238,20 @@ def _is_int(v, lo: int) -> bool:
     return not isinstance(v, bool) and isinstance(v, int) and v >= lo
 
 
-def _validate(steps, lr, weight_decay, schedule, warmup_steps, hold_steps, grad_clip, eval_every, eval_batch,
-              target_accuracy, label_smoothing, num_threads):
+def _validate(
+    steps,
+    lr,
+    weight_decay,
+    schedule,
+    warmup_steps,
+    hold_steps,
+    grad_clip,
+    eval_every,
+    eval_batch,
+    target_accuracy,
+    label_smoothing,
+    num_threads,
+):
     if not _is_int(steps, 1):
         raise ValueError(f"steps must be an integer >= 1, got steps={steps!r}.")
     if schedule not in SCHEDULES:
@@ -223,8 +262,9 @@ def _validate(steps, lr, weight_decay, schedule, warmup_steps, hold_steps, grad_
     elif not (_is_int(warmup_steps, 0) and warmup_steps < steps):
         raise ValueError(f"warmup_steps must be an integer in [0, steps={steps}), got {warmup_steps!r}.")
     if schedule == "linear_warmup_cosine" and warmup_steps < 1:
-        raise ValueError("schedule='linear_warmup_cosine' needs warmup_steps >= 1; "
-                         "use schedule='cosine' for no warmup.")
+        raise ValueError(
+            "schedule='linear_warmup_cosine' needs warmup_steps >= 1; use schedule='cosine' for no warmup."
+        )
     if not _is_int(hold_steps, 0):
         raise ValueError(f"hold_steps must be an integer >= 0, got {hold_steps!r}.")
     if hold_steps and schedule in ("constant", "tab9"):
@@ -250,12 +290,30 @@ def _validate(steps, lr, weight_decay, schedule, warmup_steps, hold_steps, grad_
         raise ValueError(f"num_threads must be None or an integer >= 1, got {num_threads!r}.")
 
 
-def train(model: torch.nn.Module, make_batch: Callable[[int], tuple], *, steps: int, lr: float = 1e-3,
-          weight_decay: float = 0.1, betas=(0.9, 0.999), schedule: str = "cosine", warmup_steps: int = 0,
-          hold_steps: int = 0, grad_clip: float | None = None, label_smoothing: float = 0.0,
-          per_member: bool = False, seed: int = 0, eval_every: int = 100, eval_batch=None,
-          target_accuracy: float | None = None, loss_fn=None, device="cpu", progress: bool = True,
-          desc: str = "train", num_threads: int | None = None) -> TrainResult:
+def train(
+    model: torch.nn.Module,
+    make_batch: Callable[[int], tuple],
+    *,
+    steps: int,
+    lr: float = 1e-3,
+    weight_decay: float = 0.1,
+    betas=(0.9, 0.999),
+    schedule: str = "cosine",
+    warmup_steps: int = 0,
+    hold_steps: int = 0,
+    grad_clip: float | None = None,
+    label_smoothing: float = 0.0,
+    per_member: bool = False,
+    seed: int = 0,
+    eval_every: int = 100,
+    eval_batch=None,
+    target_accuracy: float | None = None,
+    loss_fn=None,
+    device="cpu",
+    progress: bool = True,
+    desc: str = "train",
+    num_threads: int | None = None,
+) -> TrainResult:
     """Train ``model`` for up to ``steps`` AdamW steps: one model (input ids (B, L) → logits (B, L, V)) or, with
     ``per_member=True``, every member of an ensemble at once (see the module docstring).
 
@@ -272,26 +330,68 @@ def train(model: torch.nn.Module, make_batch: Callable[[int], tuple], *, steps: 
     (restored afterwards). Tiny CPU models train fastest on one thread, and on a busy machine
     several intra-op threads can be >10× slower (they wait on each other at every op).
     """
-    _validate(steps, lr, weight_decay, schedule, warmup_steps, hold_steps, grad_clip, eval_every, eval_batch,
-              target_accuracy, label_smoothing, num_threads)
+    _validate(
+        steps,
+        lr,
+        weight_decay,
+        schedule,
+        warmup_steps,
+        hold_steps,
+        grad_clip,
+        eval_every,
+        eval_batch,
+        target_accuracy,
+        label_smoothing,
+        num_threads,
+    )
     if per_member:
         if loss_fn is not None:
             raise ValueError("per_member=True uses the per-member masked cross-entropy; drop loss_fn.")
         for attr in ("n_members", "hidden", "unembed", "apply_masks_"):
             if not hasattr(model, attr):
-                raise ValueError(f"per_member=True needs a member-axis model (LinearMamba, MultiHeadLinearMamba, "
-                                 f"SelectiveAblationMamba); {type(model).__name__} has no {attr!r}.")
+                raise ValueError(
+                    f"per_member=True needs a member-axis model (LinearMamba, MultiHeadLinearMamba, "
+                    f"SelectiveAblationMamba); {type(model).__name__} has no {attr!r}."
+                )
     elif loss_fn is None:
-        loss_fn = masked_cross_entropy if not label_smoothing else (
-            lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
-                                                   ignore_index=IGNORE_INDEX, label_smoothing=label_smoothing))
+        loss_fn = (
+            masked_cross_entropy
+            if not label_smoothing
+            else (
+                lambda logits, labels: F.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]).float(),
+                    labels.reshape(-1),
+                    ignore_index=IGNORE_INDEX,
+                    label_smoothing=label_smoothing,
+                )
+            )
+        )
     threads_before = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     try:
-        return _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, warmup_steps, hold_steps,
-                           grad_clip, label_smoothing, per_member, seed, eval_every, eval_batch, target_accuracy,
-                           loss_fn, device, progress, desc)
+        return _train_loop(
+            model,
+            make_batch,
+            steps,
+            lr,
+            weight_decay,
+            betas,
+            schedule,
+            warmup_steps,
+            hold_steps,
+            grad_clip,
+            label_smoothing,
+            per_member,
+            seed,
+            eval_every,
+            eval_batch,
+            target_accuracy,
+            loss_fn,
+            device,
+            progress,
+            desc,
+        )
     finally:
         if num_threads is not None:
             torch.set_num_threads(threads_before)
@@ -301,8 +401,8 @@ def _member_loss(model, inputs, labels, label_smoothing):
     """Per-member losses (n_members,). Shared labels (B, L): unembed only the labelled positions."""
     if labels.dim() == 2:
         mask = labels != IGNORE_INDEX
-        h = model.hidden(inputs)[:, mask]                                   # (n_members, Q, D)
-        logits = model.unembed(h)                                           # (n_members, Q, V)
+        h = model.hidden(inputs)[:, mask]  # (n_members, Q, D)
+        logits = model.unembed(h)  # (n_members, Q, V)
         return masked_ce_per_member(logits[:, None], labels[mask][None], label_smoothing)
     logits = model(inputs)
     if model.ensemble is None:
@@ -322,9 +422,28 @@ def _clip_per_member(params, n_members: int, grad_clip: float) -> torch.Tensor:
     return norm
 
 
-def _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, warmup_steps, hold_steps, grad_clip,
-                label_smoothing, per_member, seed, eval_every, eval_batch, target_accuracy, loss_fn, device,
-                progress, desc) -> TrainResult:
+def _train_loop(
+    model,
+    make_batch,
+    steps,
+    lr,
+    weight_decay,
+    betas,
+    schedule,
+    warmup_steps,
+    hold_steps,
+    grad_clip,
+    label_smoothing,
+    per_member,
+    seed,
+    eval_every,
+    eval_batch,
+    target_accuracy,
+    loss_fn,
+    device,
+    progress,
+    desc,
+) -> TrainResult:
     torch.manual_seed(seed)
     model.to(device)
     model.train()
@@ -340,8 +459,7 @@ def _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, war
     bar = tqdm(total=steps, desc=desc, disable=not progress)
     try:
         for s in range(steps):
-            cur_lr = lr_at(s, lr=lr, steps=steps, schedule=schedule, warmup_steps=warmup_steps,
-                           hold_steps=hold_steps)
+            cur_lr = lr_at(s, lr=lr, steps=steps, schedule=schedule, warmup_steps=warmup_steps, hold_steps=hold_steps)
             for g in opt.param_groups:
                 g["lr"] = cur_lr
             inputs, labels = make_batch(s)
@@ -352,8 +470,7 @@ def _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, war
                 inputs, labels = inputs.to(device), labels.to(device)
                 loss = loss_fn(model(inputs), labels)
             if not torch.isfinite(loss):
-                raise FloatingPointError(f"{desc}: loss is {loss.item()} at step {s + 1}; lower lr "
-                                         "or set grad_clip.")
+                raise FloatingPointError(f"{desc}: loss is {loss.item()} at step {s + 1}; lower lr or set grad_clip.")
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if per_member:
@@ -403,10 +520,21 @@ def _train_loop(model, make_batch, steps, lr, weight_decay, betas, schedule, war
     return result
 
 
-def train_ensemble(model, make_batch: Callable[[int], tuple], *, steps: int, recipe: str = "code",
-                   overrides: dict | None = None, eval_batch=None, eval_every: int = 100,
-                   target_accuracy: float | None = None, seed: int = 0, device="cpu", num_threads: int | None = None,
-                   progress: bool = False) -> TrainResult:
+def train_ensemble(
+    model,
+    make_batch: Callable[[int], tuple],
+    *,
+    steps: int,
+    recipe: str = "code",
+    overrides: dict | None = None,
+    eval_batch=None,
+    eval_every: int = 100,
+    target_accuracy: float | None = None,
+    seed: int = 0,
+    device="cpu",
+    num_threads: int | None = None,
+    progress: bool = False,
+) -> TrainResult:
     """:func:`train` with ``per_member=True`` and a named recipe of :data:`~mamba_recall.presets.ch2.RECIPES`
     (``"code"``: the authors' committed paper-002 recipe; ``"tab9"``: the paper's Tab. 9); ``overrides`` replace
     recipe entries (e.g. ``{"warmup": 50, "hold": 50}``; ``batch_size`` is informational: ``make_batch`` sets
@@ -416,11 +544,29 @@ def train_ensemble(model, make_batch: Callable[[int], tuple], *, steps: int, rec
         raise ValueError(f"unknown recipe {recipe!r}; use one of {tuple(RECIPES)}.")
     unknown = set(overrides or {}) - set(RECIPES[recipe])
     if unknown:
-        raise ValueError(f"unknown recipe entries {sorted(unknown)}; use keys of RECIPES[{recipe!r}]: "
-                         f"{sorted(RECIPES[recipe])}.")
+        raise ValueError(
+            f"unknown recipe entries {sorted(unknown)}; use keys of RECIPES[{recipe!r}]: {sorted(RECIPES[recipe])}."
+        )
     cfg = {**RECIPES[recipe], **(overrides or {})}
-    return train(model, make_batch, steps=steps, lr=cfg["lr"], weight_decay=cfg["weight_decay"], betas=cfg["betas"],
-                 schedule=cfg["schedule"], warmup_steps=cfg["warmup"], hold_steps=cfg["hold"],
-                 grad_clip=cfg["grad_clip"] or None, label_smoothing=cfg["label_smoothing"], per_member=True,
-                 seed=seed, eval_every=eval_every, eval_batch=eval_batch, target_accuracy=target_accuracy,
-                 device=device, progress=progress, desc="train_ensemble", num_threads=num_threads)
+    return train(
+        model,
+        make_batch,
+        steps=steps,
+        lr=cfg["lr"],
+        weight_decay=cfg["weight_decay"],
+        betas=cfg["betas"],
+        schedule=cfg["schedule"],
+        warmup_steps=cfg["warmup"],
+        hold_steps=cfg["hold"],
+        grad_clip=cfg["grad_clip"] or None,
+        label_smoothing=cfg["label_smoothing"],
+        per_member=True,
+        seed=seed,
+        eval_every=eval_every,
+        eval_batch=eval_batch,
+        target_accuracy=target_accuracy,
+        device=device,
+        progress=progress,
+        desc="train_ensemble",
+        num_threads=num_threads,
+    )

@@ -8,6 +8,7 @@ presses its button. (A kernel that writes into an ``Output`` widget while the ce
 makes nbclient -- papermill, nbval -- copy the widget's state back to the kernel over the shell
 socket while it waits on that socket for the cell's reply; the two wait for each other for ever.)
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -36,8 +37,15 @@ class Explorer:
         return None
 
 
-def explorer(draw: Callable[..., None], controls: dict, *, default_view: bool = True,
-             button: str | None = None, live: tuple[str, ...] | None = None, what: str | None = None) -> Explorer:
+def explorer(
+    draw: Callable[..., None],
+    controls: dict,
+    *,
+    default_view: bool = True,
+    button: str | None = None,
+    live: tuple[str, ...] | None = None,
+    what: str | None = None,
+) -> Explorer:
     """Show ``controls`` (name → ipywidget; ``draw`` takes the names as keyword arguments) and redraw
     ``draw(**values)`` into an output area under them each time a person acts.
 
@@ -70,7 +78,7 @@ def explorer(draw: Callable[..., None], controls: dict, *, default_view: bool = 
         what = "press the button to redraw" if button else "move one and the view is redrawn under them"
     print(LIVE_NOTE.format(what=what))
     children = list(controls.values()) + ([press] if press is not None else [])
-    rows = [w.HBox(children[i:i + 3]) for i in range(0, len(children), 3)]
+    rows = [w.HBox(children[i : i + 3]) for i in range(0, len(children), 3)]
     display(w.VBox([*rows, out]))
     return Explorer(controls, out, redraw, press)
 
@@ -79,10 +87,17 @@ def one_state_scan(delta: float, a: float, inputs: list[float], discretization: 
     """h_t of a single channel with one state, constant Δ and B = C = 1 (through the reference scan)."""
     u = torch.tensor(inputs, dtype=torch.float64).view(1, 1, -1)
     L = u.shape[-1]
-    trace = selective_scan_trace(u, torch.full_like(u, delta), torch.tensor([[a]], dtype=torch.float64),
-                                 torch.ones(1, 1), torch.ones(1, 1), discretization=discretization)
-    return pd.DataFrame({"t": range(L), "input u_t": inputs, f"state h_t ({discretization})":
-                         trace.states[0, 0, :, 0].numpy()})
+    trace = selective_scan_trace(
+        u,
+        torch.full_like(u, delta),
+        torch.tensor([[a]], dtype=torch.float64),
+        torch.ones(1, 1),
+        torch.ones(1, 1),
+        discretization=discretization,
+    )
+    return pd.DataFrame(
+        {"t": range(L), "input u_t": inputs, f"state h_t ({discretization})": trace.states[0, 0, :, 0].numpy()}
+    )
 
 
 def euler_and_zoh_states(delta: float, a: float, inputs: list[float]) -> pd.DataFrame:
@@ -110,10 +125,14 @@ def scan_explorer(delta: float = 0.5, a: float = -1.0, length: int = 24):
         decay = float(torch.exp(torch.tensor(delta * a)))
         display(state_chart(frame, f"Δ = {delta:.3f}, A = {a:.3f}: Ā = exp(ΔA) = {decay:.3f}"))
 
-    return explorer(draw, {
-        "delta": w.FloatLogSlider(value=delta, base=10, min=-2, max=1.3, step=0.05, description="Δ"),
-        "a": w.FloatSlider(value=a, min=-8.0, max=-0.05, step=0.05, description="A"),
-        "length": w.IntSlider(value=length, min=8, max=128, step=8, description="length")})
+    return explorer(
+        draw,
+        {
+            "delta": w.FloatLogSlider(value=delta, base=10, min=-2, max=1.3, step=0.05, description="Δ"),
+            "a": w.FloatSlider(value=a, min=-8.0, max=-0.05, step=0.05, description="A"),
+            "length": w.IntSlider(value=length, min=8, max=128, step=8, description="length"),
+        },
+    )
 
 
 def explorer_grid(deltas: list[float], a_values: list[float], length: int) -> pd.DataFrame:

@@ -16,13 +16,23 @@ block, ≈ identity on keys × keys. Hash table: H''_t = Π_v,out h_t Π_q,in (V
 its query half ≈ the ideal H_t = Σ_n v_n k_nᵀ. Implicit attention α'_{τt} = B_τᵀ C_t.
 Only the d_conv = 2 taps that form ξ are used (wider convs: the two newest taps).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-__all__ = ["invariant_operators", "block_energy", "selectivity", "hash_tables", "attention_maps", "conv_maps",
-           "check_d1_to_d5", "ideal_table", "auroc"]
+__all__ = [
+    "invariant_operators",
+    "block_energy",
+    "selectivity",
+    "hash_tables",
+    "attention_maps",
+    "conv_maps",
+    "check_d1_to_d5",
+    "ideal_table",
+    "auroc",
+]
 
 
 def _w(weights: dict) -> dict:
@@ -35,18 +45,18 @@ def invariant_operators(weights: dict) -> dict:
     E, P_in, W = w["E"], w["P_in"], w["W_conv"]
     if W.shape[1] < 2:
         raise ValueError("the invariant operators need a Conv1D with at least 2 taps (d_conv ≥ 2).")
-    PE = P_in @ E                                       # (D_in, V)
-    E_in = torch.cat([W[:, -2:-1] * PE, W[:, -1:] * PE], dim=1)   # (D_in, 2V)
-    Pv_out = E.T @ w["P_out"]                            # (V, D_in)
-    Pk_in, Pq_in = w["S_B"] @ E_in, w["S_C"] @ E_in      # (N, 2V)
+    PE = P_in @ E  # (D_in, V)
+    E_in = torch.cat([W[:, -2:-1] * PE, W[:, -1:] * PE], dim=1)  # (D_in, 2V)
+    Pv_out = E.T @ w["P_out"]  # (V, D_in)
+    Pk_in, Pq_in = w["S_B"] @ E_in, w["S_C"] @ E_in  # (N, 2V)
     return dict(E_in=E_in, Pv_out=Pv_out, Pk_in=Pk_in, Pq_in=Pq_in, G_vv=Pv_out @ E_in, G_kq=Pk_in.T @ Pq_in)
 
 
 def block_energy(G_vv: torch.Tensor, G_kq: torch.Tensor) -> dict:
     """D1: share of ‖G_kq‖² in the (x_{τ-1} rows, x_t columns) block and of ‖G_vv‖² in the x_τ half."""
     V = G_vv.shape[0]
-    kq = float((G_kq[:V, V:] ** 2).sum() / (G_kq ** 2).sum())
-    vv = float((G_vv[:, V:] ** 2).sum() / (G_vv ** 2).sum())
+    kq = float((G_kq[:V, V:] ** 2).sum() / (G_kq**2).sum())
+    vv = float((G_vv[:, V:] ** 2).sum() / (G_vv**2).sum())
     return dict(kq_block_share=kq, vv_half_share=vv)
 
 
@@ -65,12 +75,12 @@ def selectivity(G_vv: torch.Tensor, G_kq: torch.Tensor, constrained: bool = True
     vv = G_vv[:, V:]
     keys = torch.arange(1, h)
     vals = torch.arange(h, V)
-    if constrained:   # of the trained columns, the share in key rows (G_kq) / value rows (G_vv)
+    if constrained:  # of the trained columns, the share in key rows (G_kq) / value rows (G_vv)
         kk_share = float((kq[1:h][:, keys] ** 2).sum() / (kq[:, keys] ** 2).sum())
         vvs_share = float((vv[h:][:, vals] ** 2).sum() / (vv[:, vals] ** 2).sum())
-    else:             # the key × key (value × value) sub-block's share of the whole block
-        kk_share = float((kq[1:h, 1:h] ** 2).sum() / (kq ** 2).sum())
-        vvs_share = float((vv[h:, h:] ** 2).sum() / (vv ** 2).sum())
+    else:  # the key × key (value × value) sub-block's share of the whole block
+        kk_share = float((kq[1:h, 1:h] ** 2).sum() / (kq**2).sum())
+        vvs_share = float((vv[h:, h:] ** 2).sum() / (vv**2).sum())
     k_diag = float((kq[:, keys].argmax(0) == keys).double().mean())
     v_diag = float((vv[:, vals].argmax(0) == vals).double().mean())
     return dict(kk_share=kk_share, vv_share=vvs_share, key_diag_hit=k_diag, value_diag_hit=v_diag)
@@ -116,7 +126,7 @@ def hash_tables(model, weights: dict, x: torch.Tensor, t: int) -> dict:
     idx = torch.cat([torch.arange(D) + j * model.d_model for j in range(Din // D)])
     N = weights["S_B"].shape[0]
     x_hat, Bm = x_hat[..., idx], Bm[..., :N]
-    h = torch.einsum("bti,btn->bin", x_hat[:, :t + 1], Bm[:, :t + 1])
+    h = torch.einsum("bti,btn->bin", x_hat[:, : t + 1], Bm[:, : t + 1])
     H1 = torch.einsum("di,bin->bdn", torch.as_tensor(weights["P_out"], dtype=torch.float64), h)
     V = model.vocab_size
     H2 = torch.einsum("vi,bin,nq->bvq", ops["Pv_out"], h, ops["Pq_in"][:, V:])
@@ -145,7 +155,7 @@ def conv_maps(weights: dict, x: torch.Tensor) -> dict:
     xi = _xi(x, V)
     onehot = torch.nn.functional.one_hot(x, V).double()
     Mv = torch.einsum("btv,vw,bsw->bts", onehot, ops["G_vv"], xi)
-    q = torch.cat([torch.zeros_like(onehot), onehot], -1)       # x_t as a query
+    q = torch.cat([torch.zeros_like(onehot), onehot], -1)  # x_t as a query
     Mk = torch.einsum("bsw,wu,btu->bts", xi, ops["G_kq"], q)
     return dict(Mv=Mv, Mk=Mk)
 
@@ -173,8 +183,13 @@ def check_d1_to_d5(model, weights: dict, x: torch.Tensor, y: torch.Tensor, Nf: i
     out = {}
     out.update(block_energy(ops["G_vv"], ops["G_kq"]))
     out.update(selectivity(ops["G_vv"], ops["G_kq"]))
-    out.update({f"{k}_all_columns": v for k, v in selectivity(ops["G_vv"], ops["G_kq"], constrained=False).items()
-                if k in ("kk_share", "vv_share")})
+    out.update(
+        {
+            f"{k}_all_columns": v
+            for k, v in selectivity(ops["G_vv"], ops["G_kq"], constrained=False).items()
+            if k in ("kk_share", "vv_share")
+        }
+    )
     V = ops["G_vv"].shape[0]
     ctx = 2 * Nf
     # D3: hash table at t = 2N_f - 1
@@ -183,10 +198,10 @@ def check_d1_to_d5(model, weights: dict, x: torch.Tensor, y: torch.Tensor, Nf: i
     hits, aucs, corrs = [], [], []
     h = V // 2
     for b in range(x.shape[0]):
-        col = tabs[b][:, keys[b]]                      # (V, Nf)
+        col = tabs[b][:, keys[b]]  # (V, Nf)
         hits.append((col[h:].argmax(0) + h == vals[b]).double())
         ideal = ideal_table(keys[b], vals[b], V)
-        block, fact = tabs[b][h:, 1:h], ideal[h:, 1:h] > 0   # values × keys (token 0 is never a key)
+        block, fact = tabs[b][h:, 1:h], ideal[h:, 1:h] > 0  # values × keys (token 0 is never a key)
         aucs.append(auroc(block, fact))
         corrs.append(float(np.corrcoef(tabs[b].flatten().numpy(), ideal.flatten().numpy())[0, 1]))
     out["d3_fact_hit"] = float(torch.cat(hits).mean())
@@ -202,5 +217,5 @@ def check_d1_to_d5(model, weights: dict, x: torch.Tensor, y: torch.Tensor, Nf: i
     vpos = torch.arange(1, ctx, 2)
     out["d5_value_copy"] = float((cm["Mv"][:, vpos].argmax(-1) == vpos).double().mean())
     kpos = torch.arange(0, ctx, 2)
-    out["d5_key_shift"] = float((cm["Mk"][:, kpos, :ctx + 1].argmax(-1) == kpos + 1).double().mean())
+    out["d5_key_shift"] = float((cm["Mk"][:, kpos, : ctx + 1].argmax(-1) == kpos + 1).double().mean())
     return out

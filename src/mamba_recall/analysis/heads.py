@@ -13,6 +13,7 @@ with the token range of the channel statistic (:func:`mamba_recall.analysis.chan
 With several prompts, 𝓜 is averaged over them before the threshold; the paper (and the notebook) uses
 one identification prompt.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,8 +23,18 @@ import torch
 
 from .channels import LayerStats, check_unit, product_range, record_internals
 
-__all__ = ["HeadStats", "check_b14", "closed_form_M", "explicit_product_M", "head_A", "head_frame",
-           "head_statistic_chart", "head_stats", "identify_heads", "record_head_internals"]
+__all__ = [
+    "HeadStats",
+    "check_b14",
+    "closed_form_M",
+    "explicit_product_M",
+    "head_A",
+    "head_frame",
+    "head_statistic_chart",
+    "head_stats",
+    "identify_heads",
+    "record_head_internals",
+]
 
 
 def head_A(model) -> list[torch.Tensor]:
@@ -67,8 +78,12 @@ def head_stats(model, prompts: torch.Tensor, *, query_len: int = 2, first: int =
     deltas, _ = record_head_internals(model, prompts)
     As = head_A(model)
     rng = product_range(prompts.shape[1], query_len, first)
-    return HeadStats(S=[d[..., rng].sum(-1) for d in deltas], M=[closed_form_M(d, a, rng) for d, a in zip(deltas, As)],
-                     A=As, T_total=prompts.shape[1])
+    return HeadStats(
+        S=[d[..., rng].sum(-1) for d in deltas],
+        M=[closed_form_M(d, a, rng) for d, a in zip(deltas, As)],
+        A=As,
+        T_total=prompts.shape[1],
+    )
 
 
 def identify_heads(stats: HeadStats, tau: float = 0.7) -> list[torch.Tensor]:
@@ -80,25 +95,50 @@ def identify_heads(stats: HeadStats, tau: float = 0.7) -> list[torch.Tensor]:
 def head_frame(stats: HeadStats, tau: float = 0.7):
     """Long table (layer, head, M, S, A, long_term) of the statistic, for charts and printing."""
     import pandas as pd
+
     rows = []
     for layer, (m, s, a) in enumerate(zip(stats.mean_M(), stats.S, stats.A)):
         for h in range(len(m)):
-            rows.append({"layer": layer, "head": h, "M": float(m[h]), "S": float(s[:, h].mean()),
-                         "A": float(a[h]), "long_term": bool(m[h] >= tau)})
+            rows.append(
+                {
+                    "layer": layer,
+                    "head": h,
+                    "M": float(m[h]),
+                    "S": float(s[:, h].mean()),
+                    "A": float(a[h]),
+                    "long_term": bool(m[h] >= tau),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def head_statistic_chart(frame, tau: float = 0.7, title: str = "Head statistic 𝓜 per layer"):
     """Fig. 13a analogue: 𝓜^{(h)} of every head (points, coloured by long-term) per layer, rule at τ."""
     import altair as alt
-    pts = alt.Chart(frame).mark_circle(size=70).encode(
-        x=alt.X("head:O", title="head"), y=alt.Y("M:Q", title="𝓜 = Π α", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("long_term:N", title=f"𝓜 ≥ {tau}"),
-        tooltip=["layer", "head", alt.Tooltip("M:Q", format=".3f"), alt.Tooltip("S:Q", format=".4f"),
-                 alt.Tooltip("A:Q", format=".3f")])
+
+    pts = (
+        alt.Chart(frame)
+        .mark_circle(size=70)
+        .encode(
+            x=alt.X("head:O", title="head"),
+            y=alt.Y("M:Q", title="𝓜 = Π α", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("long_term:N", title=f"𝓜 ≥ {tau}"),
+            tooltip=[
+                "layer",
+                "head",
+                alt.Tooltip("M:Q", format=".3f"),
+                alt.Tooltip("S:Q", format=".4f"),
+                alt.Tooltip("A:Q", format=".3f"),
+            ],
+        )
+    )
     rule = alt.Chart(frame).mark_rule(strokeDash=[4, 3], color="gray").encode(y=alt.datum(tau))
-    return (pts + rule).properties(width=200, height=180).facet(
-        column=alt.Column("layer:O", title="layer")).properties(title=title)
+    return (
+        (pts + rule)
+        .properties(width=200, height=180)
+        .facet(column=alt.Column("layer:O", title="layer"))
+        .properties(title=title)
+    )
 
 
 def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
@@ -114,14 +154,25 @@ def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
     d_rand = np.mean([base.mean(0) - r.mean(0) for r in rand], axis=0) if rand else np.zeros_like(d)
     if rand:
         from .interventions import paired_bootstrap
-        est, lo, hi = paired_bootstrap(np.mean([r[:, 0] for r in rand], axis=0), tgt[:, 0], seed=seed)
+
+        _, lo, hi = paired_bootstrap(np.mean([r[:, 0] for r in rand], axis=0), tgt[:, 0], seed=seed)
     else:
-        est, lo, hi = float("nan"), float("nan"), float("nan")
+        lo, hi = float("nan"), float("nan")
     later = float(d[1:].mean()) if len(d) > 1 else 0.0
     later_rand = float(d_rand[1:].mean()) if len(d) > 1 else 0.0
     first_ok = bool(d[0] > 0 and d[0] >= 2 * max(float(d_rand[0]), 0.0))
     later_ok = bool(later >= 0.03)
-    return {"fraction": float(fraction), "count": int(eff["count"]), "delta": d.tolist(),
-            "delta_random": d_rand.tolist(), "delta1": float(d[0]), "delta1_random": float(d_rand[0]),
-            "ci_random_minus_targeted_k1": (lo, hi), "mean_delta_k2": later, "mean_delta_k2_random": later_rand,
-            "first_ok": first_ok, "later_ok": later_ok, "pass": bool(first_ok and later_ok)}
+    return {
+        "fraction": float(fraction),
+        "count": int(eff["count"]),
+        "delta": d.tolist(),
+        "delta_random": d_rand.tolist(),
+        "delta1": float(d[0]),
+        "delta1_random": float(d_rand[0]),
+        "ci_random_minus_targeted_k1": (lo, hi),
+        "mean_delta_k2": later,
+        "mean_delta_k2_random": later_rand,
+        "first_ok": first_ok,
+        "later_ok": later_ok,
+        "pass": bool(first_ok and later_ok),
+    }

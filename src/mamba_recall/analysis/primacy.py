@@ -13,13 +13,16 @@ variable ``MAMBA_RECALL_CH4_CHECKPOINT`` points to another checkpoint — a ``.p
 :class:`~mamba_recall.tasks.serial_recall.RecallVocab` (``MAMBA_RECALL_CH4_VOCAB="names,relations,filler"``,
 default ``32,8,16``).
 """
+
 from __future__ import annotations
 
+import json
 import os
 import pickle
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ..models.mamba import MambaLMHeadModel
@@ -35,8 +38,8 @@ ENV_VOCAB = "MAMBA_RECALL_CH4_VOCAB"
 EVAL_SEED = 20250
 
 
-
 # --------------------------------------------------------------------- S-model checkpoints
+
 
 def checkpoint_path(model: str) -> Path:
     """``results/checkpoints/ch4_<model>.pt``: where the S-model ``model`` (a recipe name of
@@ -52,10 +55,11 @@ def build_model(model_config: dict, vocab: RecallVocab, backend="auto", device=N
     cfg = dict(model_config)
     if cfg.pop("arch", "mamba1") == "mamba2":
         from ..models.mamba2 import Mamba2LMHeadModel
-        return Mamba2LMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend,
-                                 device=device, **cfg)
-    return MambaLMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend, device=device,
-                            **cfg)
+
+        return Mamba2LMHeadModel(
+            cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend, device=device, **cfg
+        )
+    return MambaLMHeadModel(cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend, device=device, **cfg)
 
 
 def regenerate_command(model: str) -> str:
@@ -113,16 +117,19 @@ def load_model(name: str = "s_small", *, backend="auto", device="cpu"):
         if path.is_file() and path.suffix != ".pt":
             raise CheckpointEnvError(f"{ENV_CHECKPOINT}={env}: not a .pt checkpoint. {VALID_CHECKPOINT}")
         if path.is_file() and not path.with_suffix(".json").exists():
-            raise CheckpointEnvError(f"{ENV_CHECKPOINT}={env}: its sidecar {path.with_suffix('.json').name} is not "
-                                     f"beside it. {VALID_CHECKPOINT}")
+            raise CheckpointEnvError(
+                f"{ENV_CHECKPOINT}={env}: its sidecar {path.with_suffix('.json').name} is not "
+                f"beside it. {VALID_CHECKPOINT}"
+            )
         try:
             return _load_env_checkpoint(path, backend, device)
         except (OSError, ValueError, RuntimeError, KeyError, TypeError, EOFError, pickle.UnpicklingError) as exc:
             if isinstance(exc, CheckpointEnvError):
                 raise
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split("; regenerate")[0]
-            raise CheckpointEnvError(f"{ENV_CHECKPOINT}={env}: cannot be loaded ({reason}). "
-                                     f"{VALID_CHECKPOINT}") from exc
+            raise CheckpointEnvError(
+                f"{ENV_CHECKPOINT}={env}: cannot be loaded ({reason}). {VALID_CHECKPOINT}"
+            ) from exc
     model, vocab, side = load_checkpoint(model=name, backend=backend, device=device)
     return model, vocab, {"source": f"results/checkpoints/ch4_{name}.pt", **side}
 
@@ -131,10 +138,12 @@ class CheckpointEnvError(ValueError):
     """``MAMBA_RECALL_CH4_CHECKPOINT`` names no loadable checkpoint."""
 
 
-VALID_CHECKPOINT = (f"It must name a Chapter 4 checkpoint: a .pt written by `python -m mamba_recall.experiments.ch4_train` "
-                    "with its .json sidecar beside it (e.g. results/checkpoints/ch4_s_small.pt), or a mamba_ssm "
-                    f"save_pretrained directory (config.json + pytorch_model.bin); or unset {ENV_CHECKPOINT} to use "
-                    "the committed model.")
+VALID_CHECKPOINT = (
+    f"It must name a Chapter 4 checkpoint: a .pt written by `python -m mamba_recall.experiments.ch4_train` "
+    "with its .json sidecar beside it (e.g. results/checkpoints/ch4_s_small.pt), or a mamba_ssm "
+    f"save_pretrained directory (config.json + pytorch_model.bin); or unset {ENV_CHECKPOINT} to use "
+    "the committed model."
+)
 
 
 def _load_env_checkpoint(path: Path, backend, device):
@@ -144,8 +153,10 @@ def _load_env_checkpoint(path: Path, backend, device):
         nn_, nr, nf = (int(v) for v in os.environ.get(ENV_VOCAB, "32,8,16").split(","))
         vocab = RecallVocab(nn_, nr, nf)
         if vocab.size > model.vocab_size:
-            raise ValueError(f"{path}: vocabulary of size {model.vocab_size} is smaller than the task's "
-                             f"{vocab.size}; set {ENV_VOCAB}.")
+            raise ValueError(
+                f"{path}: vocabulary of size {model.vocab_size} is smaller than the task's "
+                f"{vocab.size}; set {ENV_VOCAB}."
+            )
         return model, vocab, {"source": str(path), "gate": None}
     model, vocab, side = load_checkpoint(path, backend=backend, device=device)
     return model, vocab, {"source": str(path), **side}
@@ -154,8 +165,12 @@ def _load_env_checkpoint(path: Path, backend, device):
 def learning_curve(side: dict):
     """The held-out gate metrics recorded while training (a long table: step, metric, recall)."""
     import pandas as pd
-    rows = [{"step": h["step"], "metric": k, "recall": v} for h in side.get("learning_curve", [])
-            for k, v in h["gate"].items()]
+
+    rows = [
+        {"step": h["step"], "metric": k, "recall": v}
+        for h in side.get("learning_curve", [])
+        for k, v in h["gate"].items()
+    ]
     return pd.DataFrame(rows)
 
 
@@ -171,10 +186,14 @@ def contexts(vocab, L, variant, n, seed=EVAL_SEED):
 
 # --------------------------------------------------------------------- U-curves (§4.1, Fig. 2)
 
+
 def ucurves(model, vocab, Ls, n, device="cpu") -> dict:
     """{(L, variant): (n, L) bool correct} by prefix-state evaluation (paired names across variants)."""
-    return {(L, v): iv.recall_by_position(model, contexts(vocab, L, v, n), device=device)
-            for L in Ls for v in ("repeated", "random")}
+    return {
+        (L, v): iv.recall_by_position(model, contexts(vocab, L, v, n), device=device)
+        for L in Ls
+        for v in ("repeated", "random")
+    }
 
 
 def pressure_length(curves: dict, Ls) -> int | None:
@@ -192,8 +211,14 @@ def check_ushape(correct: np.ndarray) -> dict:
     L = len(acc)
     ma = np.convolve(acc, np.ones(3) / 3, mode="valid") if L >= 3 else acc
     argmin = int(np.argmin(ma)) + 2  # 1-based centre of the 3-point window
-    ok = (s["primacy"] >= 0.10 and s["recency"] >= 0.10 and s["lo"][0] > s["mid_hi"] and s["lo"][-1] > s["mid_hi"]
-          and 2 <= argmin <= L - 1 and 1 < argmin < L)
+    ok = (
+        s["primacy"] >= 0.10
+        and s["recency"] >= 0.10
+        and s["lo"][0] > s["mid_hi"]
+        and s["lo"][-1] > s["mid_hi"]
+        and 2 <= argmin <= L - 1
+        and 1 < argmin < L
+    )
     return {"primacy": s["primacy"], "recency": s["recency"], "mid": s["mid"], "argmin": argmin, "pass": bool(ok)}
 
 
@@ -204,8 +229,14 @@ def check_random_vs_repeated(curves, L, seed=0) -> dict:
     mid = (k > L / 3) & (k <= 2 * L / 3)
     est, lo, hi = iv.paired_bootstrap(rnd[:, mid].mean(1), rep[:, mid].mean(1), seed=seed)
     ok = est >= 0.05 and lo > 0 and iv.summary(rep)["u_depth"] > iv.summary(rnd)["u_depth"]
-    return {"diff": est, "lo": lo, "hi": hi, "u_depth_rep": iv.summary(rep)["u_depth"],
-            "u_depth_rnd": iv.summary(rnd)["u_depth"], "pass": bool(ok)}
+    return {
+        "diff": est,
+        "lo": lo,
+        "hi": hi,
+        "u_depth_rep": iv.summary(rep)["u_depth"],
+        "u_depth_rnd": iv.summary(rnd)["u_depth"],
+        "pass": bool(ok),
+    }
 
 
 def check_recency(curves) -> dict:
@@ -222,6 +253,7 @@ def check_recency(curves) -> dict:
 
 
 # --------------------------------------------------------------------- channels (§4.2, Figs. 3, 4, 9, 10)
+
 
 def identification_prompt(vocab, L, seed=42, variant="repeated"):
     """The single identification prompt: one repeated-relation prompt with target position 1 (App. B)."""
@@ -240,6 +272,7 @@ def write_strength(model, tokens: torch.Tensor, chans) -> "pd.DataFrame":
     Returns one row per (layer, group ∈ {identified, other}): the median over channels of the mean over
     ``tokens`` (B, T) of ``Δ`` and of ``Δ·|x|``."""
     import pandas as pd
+
     internals = ch.record_internals(model, tokens)
     rows = []
     for layer, (it, c) in enumerate(zip(internals, chans)):
@@ -249,8 +282,15 @@ def write_strength(model, tokens: torch.Tensor, chans) -> "pd.DataFrame":
         mask[torch.as_tensor(c, dtype=torch.long)] = True
         for group, m in (("identified", mask), ("other", ~mask)):
             if m.any():
-                rows.append({"layer": layer, "group": group, "channels": int(m.sum()),
-                             "median Δ": float(delta[m].median()), "median Δ·|x|": float(write[m].median())})
+                rows.append(
+                    {
+                        "layer": layer,
+                        "group": group,
+                        "channels": int(m.sum()),
+                        "median Δ": float(delta[m].median()),
+                        "median Δ·|x|": float(write[m].median()),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -268,13 +308,33 @@ def check_sparsity(stats: ch.ChannelStats, chans) -> dict:
     p10 = float(np.quantile(allS, 0.10))
     below = bool(selS.size and (selS < p10).all())
     concentrated = n_layers == 1 or dens >= 1.5 / n_layers or chi_p < 0.01
-    return {"fraction": float(frac), "counts": counts.tolist(), "densest_layer": int(counts.argmax()),
-            "densest_share": float(dens), "chi2_p": chi_p, "S_p10": p10, "all_below_p10": below,
-            "pass": bool(0 < frac <= 0.15 and concentrated and below)}
+    return {
+        "fraction": float(frac),
+        "counts": counts.tolist(),
+        "densest_layer": int(counts.argmax()),
+        "densest_share": float(dens),
+        "chi2_p": chi_p,
+        "S_p10": p10,
+        "all_below_p10": below,
+        "pass": bool(0 < frac <= 0.15 and concentrated and below),
+    }
 
 
-def ablation_effects(model, vocab, L, n, targets: dict, steps, *, n_random=5, seed=42, device="cpu",
-                     variant="repeated", controls=("global", "layer_matched"), base=None) -> dict:
+def ablation_effects(
+    model,
+    vocab,
+    L,
+    n,
+    targets: dict,
+    steps,
+    *,
+    n_random=5,
+    seed=42,
+    device="cpu",
+    variant="repeated",
+    controls=("global", "layer_matched"),
+    base=None,
+) -> dict:
     """Recall under: baseline (or the given ``base``), targeted ablation, ``n_random`` random controls of
     each kind in ``controls`` ("global": same count over the whole model; "layer_matched": same count per
     targeted layer, outside the targeted set)."""
@@ -319,11 +379,18 @@ def check_all_steps(eff: dict) -> dict:
     d = base.mean(0) - tgt.mean(0)
     dr = max(float(np.max(base.mean(0) - r.mean(0))) for r in eff["global"])
     ok = d[0] >= 0.20 and d[0] >= d[1:].max() - 0.05 and dr <= d[0] / 2
-    return {"delta": d.tolist(), "delta1": float(d[0]), "max_delta_rand": dr, "base1": float(base[:, 0].mean()),
-            "abl1": float(tgt[:, 0].mean()), "pass": bool(ok)}
+    return {
+        "delta": d.tolist(),
+        "delta1": float(d[0]),
+        "max_delta_rand": dr,
+        "base1": float(base[:, 0].mean()),
+        "abl1": float(tgt[:, 0].mean()),
+        "pass": bool(ok),
+    }
 
 
 # --------------------------------------------------------------------- periodicity (§4.3, Figs. 6, 7)
+
 
 @torch.no_grad()
 def periodic_deltas(model, vocab, periods=(1, 4, 16, 64), n=64, length=64, seed=0, reading="tiling"):
@@ -358,8 +425,9 @@ def check_periodicity(res: dict, t0: int = 4) -> dict:
     """Fig. 6a: mean Δ (positions t ≥ 4, all layers and channels) monotone in k (Spearman ±1), relative change
     |Δ̄(64) − Δ̄(1)|/Δ̄(1) ≥ 0.10, Welch p < 0.01 over sequences; Fig. 6b: early kernel mass ratio k=64 / k=1."""
     ks = sorted(res)
-    per_seq = {k: torch.cat([d[..., t0:].mean(dim=(1, 2))[:, None] for d in res[k]["deltas"]], 1).mean(1).numpy()
-               for k in ks}
+    per_seq = {
+        k: torch.cat([d[..., t0:].mean(dim=(1, 2))[:, None] for d in res[k]["deltas"]], 1).mean(1).numpy() for k in ks
+    }
     means = [float(per_seq[k].mean()) for k in ks]
     rho = iv.spearman(ks, means)
     rel = (means[-1] - means[0]) / means[0]
@@ -367,12 +435,22 @@ def check_periodicity(res: dict, t0: int = 4) -> dict:
     early = {k: float(res[k]["kernel"][:16].sum()) for k in ks}
     ratio = early[ks[-1]] / early[ks[0]] if early[ks[0]] > 0 else float("inf")
     sign = "increasing" if rel > 0 else "decreasing"
-    return {"periods": ks, "mean_delta": means, "spearman": rho, "rel_change": float(rel), "welch_p": welch,
-            "sign": sign, "kernel_early": early, "kernel_ratio": float(ratio),
-            "b9_pass": bool(abs(rho) == 1.0 and abs(rel) >= 0.10 and welch < 0.01), "b10_pass": bool(ratio >= 1.2)}
+    return {
+        "periods": ks,
+        "mean_delta": means,
+        "spearman": rho,
+        "rel_change": float(rel),
+        "welch_p": welch,
+        "sign": sign,
+        "kernel_early": early,
+        "kernel_ratio": float(ratio),
+        "b9_pass": bool(abs(rho) == 1.0 and abs(rel) >= 0.10 and welch < 0.01),
+        "b10_pass": bool(ratio >= 1.2),
+    }
 
 
 # --------------------------------------------------------------------- distractors (§4.4, Fig. 5b)
+
 
 def distractor_sweep(model, vocab, L, n, ns=(0, 4, 16, 64, 256), variant="repeated", seed=7, device="cpu"):
     """{n_d: (n, L) correct} with n_d random content tokens + SEP between the context and the query."""
@@ -400,14 +478,23 @@ def check_distractors(sweep: dict) -> dict:
     drop_last, drop_first = float((base - last)[-q:].mean()), float((base - last)[:q].mean())
     rec0, recN = iv.summary(sweep[ns[0]])["recency"], iv.summary(sweep[ns[-1]])["recency"]
     ok = mono and accL[0] - accL[-1] >= 0.20 and drop_last - drop_first >= 0.10 and recN <= rec0 / 2
-    return {"accL": accL, "monotone": mono, "drop_last_q": drop_last, "drop_first_q": drop_first,
-            "recency0": rec0, "recencyN": recN, "pass": bool(ok)}
+    return {
+        "accL": accL,
+        "monotone": mono,
+        "drop_last_q": drop_last,
+        "drop_first_q": drop_first,
+        "recency0": rec0,
+        "recencyN": recN,
+        "pass": bool(ok),
+    }
 
 
 # --------------------------------------------------------------------- state init (Figs. 5a, 14)
 
-def state_init_effects(model, vocab, L, n, seed=42, device="cpu", variant="repeated", scale: float = 1.0,
-                       base=None) -> dict:
+
+def state_init_effects(
+    model, vocab, L, n, seed=42, device="cpu", variant="repeated", scale: float = 1.0, base=None
+) -> dict:
     """Baseline and one U(0, scale)-initialised layer at a time: {"base": correct, layer: correct} ((n, L) bool each;
     ``scale = 1`` is the paper's U(0, 1))."""
     ctx = contexts(vocab, L, variant, n)
@@ -433,9 +520,13 @@ def state_scale_sweep(model, vocab, L, n, seed=42, device="cpu", variant="repeat
     h = typical_state_scale(model, vocab, L)
     scales = [float(x) for x in np.geomspace(1.0, min(1.0, max(h, 1e-6)), steps)] if h < 1 else [1.0]
     base = iv.recall_by_position(model, contexts(vocab, L, variant, n), device=device)
-    return {"scales": scales, "typical_h": h,
-            "effects": {s: state_init_effects(model, vocab, L, n, seed, device, variant, scale=s, base=base)
-                        for s in scales}}
+    return {
+        "scales": scales,
+        "typical_h": h,
+        "effects": {
+            s: state_init_effects(model, vocab, L, n, seed, device, variant, scale=s, base=base) for s in scales
+        },
+    }
 
 
 def check_state_init(eff: dict) -> dict:
@@ -469,17 +560,22 @@ def transfer_effects(model, sets: dict, targets: dict, *, n_random: int = 5, see
     """Table 1's three conditions on the transfer sets: base, the identified channels ablated at all
     steps (all layers), and ``n_random`` global random sets of the same count (seeds ``seed + r``)."""
     count = int(sum(len(v) for v in targets.values()))
-    return {"base": iv.labelled_scores(model, sets, device=device),
-            "targeted": iv.labelled_scores(model, sets, targets, device=device),
-            "random": [iv.labelled_scores(model, sets, iv.random_channels(model, count, seed=seed + r),
-                                          device=device) for r in range(n_random)],
-            "count": count}
+    return {
+        "base": iv.labelled_scores(model, sets, device=device),
+        "targeted": iv.labelled_scores(model, sets, targets, device=device),
+        "random": [
+            iv.labelled_scores(model, sets, iv.random_channels(model, count, seed=seed + r), device=device)
+            for r in range(n_random)
+        ],
+        "count": count,
+    }
 
 
 def transfer_table(eff: dict, learned_min: float = 0.5, seed: int = 0):
     """One row per task (as the paper's Table 1): base, long-term (identified) and random (mean ± sd over
     draws) scores in %, relative drops, and a paired-bootstrap 95 % CI of random − targeted per example."""
     import pandas as pd
+
     rows = []
     for task, base in eff["base"].items():
         tgt = eff["targeted"][task]
@@ -487,12 +583,21 @@ def transfer_table(eff: dict, learned_min: float = 0.5, seed: int = 0):
         rs = np.array([r[task].mean() for r in eff["random"]])
         rand_per_example = np.mean([r[task] for r in eff["random"]], axis=0)
         _, lo, hi = iv.paired_bootstrap(rand_per_example, tgt, seed=seed)  # mean(random − targeted), 95 % CI
-        rel = (lambda a: (b - a) / b if b > 0 else float("nan"))
-        rows.append({"task": task, "LongBench analogue": LONGBENCH_ANALOGUE.get(task, ""),
-                     "base": 100 * b, "long-term": 100 * t, "random": 100 * rs.mean(), "random sd": 100 * rs.std(),
-                     "rel. drop long-term": rel(t), "rel. drop random": float(np.mean([rel(r) for r in rs])),
-                     "random − long-term CI": (round(100 * lo, 1), round(100 * hi, 1)),
-                     "learned": bool(b >= learned_min)})
+        rel = lambda a: (b - a) / b if b > 0 else float("nan")
+        rows.append(
+            {
+                "task": task,
+                "LongBench analogue": LONGBENCH_ANALOGUE.get(task, ""),
+                "base": 100 * b,
+                "long-term": 100 * t,
+                "random": 100 * rs.mean(),
+                "random sd": 100 * rs.std(),
+                "rel. drop long-term": rel(t),
+                "rel. drop random": float(np.mean([rel(r) for r in rs])),
+                "random − long-term CI": (round(100 * lo, 1), round(100 * hi, 1)),
+                "learned": bool(b >= learned_min),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -506,11 +611,19 @@ def check_transfer(table) -> dict:
     worse = int((learned["long-term"] < learned["random"]).sum())
     ratio = mean_t / mean_r if n and mean_r > 0 else float("inf") if n and mean_t > 0 else float("nan")
     ok = n >= 3 and mean_t > 0 and mean_t >= 2 * max(mean_r, 0) and worse >= 0.75 * n
-    return {"n_learned": n, "learned": learned["task"].tolist(), "mean_rel_drop_targeted": mean_t,
-            "mean_rel_drop_random": mean_r, "ratio": ratio, "worse_on": worse, "pass": bool(ok)}
+    return {
+        "n_learned": n,
+        "learned": learned["task"].tolist(),
+        "mean_rel_drop_targeted": mean_t,
+        "mean_rel_drop_random": mean_r,
+        "ratio": ratio,
+        "worse_on": worse,
+        "pass": bool(ok),
+    }
 
 
 # --------------------------------------------------------------------- the model card
+
 
 def model_card(side: dict) -> str:
     """One line on the model the numbers come from: source, steps, convergence gate."""
@@ -520,10 +633,12 @@ def model_card(side: dict) -> str:
     g = ", ".join(f"{k} {v:.2f}" for k, v in metrics.items())
     curve = side.get("learning_curve") or [{}]
     done = side.get("stopped_at") or (cfg.get("steps") if side.get("final") else curve[-1].get("step"))
-    return (f"{side.get('source')}: {cfg.get('model')}, {done} of {cfg.get('steps')} scheduled steps "
-            f"({'run stopped there' if side.get('stopped_at') else 'final' if side.get('final') else 'intermediate'}"
-            f" checkpoint); gate [{g}] → "
-            f"{'CONVERGED' if gate.get('passed') else 'NOT converged'}")
+    return (
+        f"{side.get('source')}: {cfg.get('model')}, {done} of {cfg.get('steps')} scheduled steps "
+        f"({'run stopped there' if side.get('stopped_at') else 'final' if side.get('final') else 'intermediate'}"
+        f" checkpoint); gate [{g}] → "
+        f"{'CONVERGED' if gate.get('passed') else 'NOT converged'}"
+    )
 
 
 # --------------------------------------------------------------------- the edge family (3 seeds per recipe)
@@ -572,6 +687,22 @@ class EdgeFamily:
         """The stored check runs of ``recipe``, by seed."""
         return sorted((r for r in self.runs if r["recipe"] == recipe), key=lambda r: r["seed"])
 
+    def probe_table(self, name: str = "slow_states"):
+        """One row per (recipe, seed) of a probe stored by the checks runner (e.g. the slow-state ablation)."""
+        import pandas as pd
+
+        rows = [
+            {
+                "recipe": r["recipe"],
+                "seed": r["seed"],
+                "L": r["at"],
+                **{k: v for k, v in r.get("probes", {}).get(name, {}).items() if not isinstance(v, list)},
+            }
+            for r in self.runs
+            if name in r.get("probes", {})
+        ]
+        return pd.DataFrame(rows)
+
     def cards(self):
         """One row per model: recipe, seed, card, gate passed, L_p and the recall at L_p (first, middle third, last)."""
         if self.models is None:
@@ -598,6 +729,54 @@ def committed_model_curves(names, Ls, n: int, variant: str = "repeated", device=
         L_max = side["train_config"]["L_max"]
         for L in Ls:
             s = iv.summary(iv.recall_by_position(model, contexts(vocab, L, variant, n), device=device))
-            rows += [{"model": name, "L": L, "k": k + 1, "acc": s["acc"][k], "lo": s["lo"][k], "hi": s["hi"][k],
-                      "trained": L <= L_max} for k in range(L)]
+            rows += [
+                {
+                    "model": name,
+                    "L": L,
+                    "k": k + 1,
+                    "acc": s["acc"][k],
+                    "lo": s["lo"][k],
+                    "hi": s["hi"][k],
+                    "trained": L <= L_max,
+                }
+                for k in range(L)
+            ]
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------- slow states (our probe, not a paper claim)
+
+
+def slow_state_probe(
+    model, vocab, L: int, n: int, *, n_random: int = 5, tau: float = 0.7, p: float = 0.7, L_ident: int = 8, device="cpu"
+) -> dict:
+    """The mechanism the channel statistic misses: zero Ā at the first triple for the *slow-writing states*
+    (:func:`mamba_recall.analysis.channels.state_stats` / ``slow_states``: states that keep ≥ τ of themselves up to
+    the query while still writing) of the layers whose long-term channels Fig. 3b targets, as many Ā entries as that
+    channel set, against ``n_random`` layer-matched random state sets and against the channel set itself.
+
+    Returns δ(1) and mean δ(k ≥ 3) per condition (:func:`mamba_recall.analysis.interventions.first_position_drops`),
+    the baseline acc(1), the count of Ā entries and L; NaNs (and ``"why"``) when no long-term channel was identified."""
+    prompt = identification_prompt(vocab, L_ident)
+    stats = ch.channel_stats(model, prompt)
+    targets = ch.target_set(ch.identify(stats, tau, p), max(1, min(3, stats.n_layers // 2)))
+    if not targets:
+        nan = float("nan")
+        return {
+            "L": L,
+            "entries": 0,
+            "base1": nan,
+            "channels": nan,
+            "targeted": nan,
+            "layer_matched_mean": nan,
+            "why": f"no long-term channel at τ = {tau}, p = {p}: no layer to match",
+        }
+    sstats = ch.state_stats(model, prompt)
+    N = sstats.A[0].shape[1]
+    slow = ch.slow_states(sstats, {layer: len(c) * N for layer, c in targets.items()})
+    rctx = contexts(vocab, L, "repeated", n)
+    eff = iv.state_ablation_effects(
+        model, rctx, slow, iv.first_triplet_steps(bos=rctx.bos), n_random=n_random, channels=targets, device=device
+    )
+    drops = iv.first_position_drops(eff)
+    return {"L": L, "entries": int(sum(eff["count"].values())), **{k: v for k, v in drops.items()}}

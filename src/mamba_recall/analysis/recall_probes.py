@@ -13,6 +13,7 @@ W_Δ orientation: PyTorch (out, in). The paper's "second part of rows 0 and V" (
 **columns** 0 (previous token = key) and V (current token = key), restricted to output channels
 V..2V−1 (:func:`wdelta_block_mass`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,14 +25,22 @@ from ..tasks.latest_value import EVENT_NAMES, NOISE, READ, WRITE, pair_events
 
 # App. C approximate values [paper], |K| = 1 (coordinates: 0 = e_0, V = e_V, "rest" = the other ones)
 PAPER_APP_C = {
-    ("write", "forget", "e_0"): 0.5, ("write", "forget", "e_V"): 1.0,
-    ("write", "forget", "first half rest"): 0.05, ("write", "forget", "second half rest"): 0.3,
-    ("read", "forget", "e_0"): 0.9, ("read", "forget", "e_V"): 0.9,
-    ("read", "forget", "first half rest"): 0.4, ("read", "forget", "second half rest"): 0.8,
-    ("forget", "forget", "first half"): 0.6, ("forget", "forget", "second half"): 0.4,
-    ("write", "input", "e_0 (prev = key)"): 15.0, ("write", "input", "e_{V+v} (cur = value)"): 30.0,
-    ("read", "input", "e_x (prev = value)"): 10.0, ("read", "input", "e_{V+k} (cur = key)"): 10.0,
-    ("forget", "input", "e_{v1} (prev)"): 10.0, ("forget", "input", "e_{V+v2} (cur)"): 10.0,
+    ("write", "forget", "e_0"): 0.5,
+    ("write", "forget", "e_V"): 1.0,
+    ("write", "forget", "first half rest"): 0.05,
+    ("write", "forget", "second half rest"): 0.3,
+    ("read", "forget", "e_0"): 0.9,
+    ("read", "forget", "e_V"): 0.9,
+    ("read", "forget", "first half rest"): 0.4,
+    ("read", "forget", "second half rest"): 0.8,
+    ("forget", "forget", "first half"): 0.6,
+    ("forget", "forget", "second half"): 0.4,
+    ("write", "input", "e_0 (prev = key)"): 15.0,
+    ("write", "input", "e_{V+v} (cur = value)"): 30.0,
+    ("read", "input", "e_x (prev = value)"): 10.0,
+    ("read", "input", "e_{V+k} (cur = key)"): 10.0,
+    ("forget", "input", "e_{v1} (prev)"): 10.0,
+    ("forget", "input", "e_{V+v2} (cur)"): 10.0,
 }
 
 
@@ -43,8 +52,10 @@ def pair_table(model) -> dict[str, torch.Tensor]:
     p, c = torch.meshgrid(torch.arange(V), torch.arange(V), indexing="ij")
     ids = torch.stack([p.reshape(-1), c.reshape(-1)], 1).to(model.W_delta.device)
     _, internals = model(ids, return_internals=True)
-    out = {k: internals[k][:, 1].reshape(V, V, *internals[k].shape[2:]).cpu()
-           for k in ("delta", "forget", "input_term", "B", "C")}
+    out = {
+        k: internals[k][:, 1].reshape(V, V, *internals[k].shape[2:]).cpu()
+        for k in ("delta", "forget", "input_term", "B", "C")
+    }
     out["forget"], out["input_term"] = out["forget"][..., 0], out["input_term"][..., 0]
     return out
 
@@ -64,25 +75,40 @@ def regime_summary(model, num_keys: int = 1) -> pd.DataFrame:
     rows = []
 
     def add(regime, quantity, coord, value):
-        rows.append({"regime": regime, "quantity": quantity, "coordinate": coord, "ours": float(value),
-                     "paper": PAPER_APP_C.get((regime, quantity, coord), float("nan"))})
+        rows.append(
+            {
+                "regime": regime,
+                "quantity": quantity,
+                "coordinate": coord,
+                "ours": float(value),
+                "paper": PAPER_APP_C.get((regime, quantity, coord), float("nan")),
+            }
+        )
 
-    w = F[0, 1:]                     # write pairs (0, v): (V−1, 2V)
-    add("write", "forget", "e_0", w[:, 0].mean()); add("write", "forget", "e_V", w[:, V].mean())
+    w = F[0, 1:]  # write pairs (0, v): (V−1, 2V)
+    add("write", "forget", "e_0", w[:, 0].mean())
+    add("write", "forget", "e_V", w[:, V].mean())
     add("write", "forget", "first half rest", w[:, rest1].mean())
     add("write", "forget", "second half rest", w[:, rest2].mean())
-    r = F[1:, 0]                     # read pairs (x, 0)
-    add("read", "forget", "e_0", r[:, 0].mean()); add("read", "forget", "e_V", r[:, V].mean())
+    r = F[1:, 0]  # read pairs (x, 0)
+    add("read", "forget", "e_0", r[:, 0].mean())
+    add("read", "forget", "e_V", r[:, V].mean())
     add("read", "forget", "first half rest", r[:, rest1].mean())
     add("read", "forget", "second half rest", r[:, rest2].mean())
-    n = F[1:, 1:]                    # noise pairs (v1, v2)
-    add("forget", "forget", "first half", n[..., :V].mean()); add("forget", "forget", "second half", n[..., V:].mean())
+    n = F[1:, 1:]  # noise pairs (v1, v2)
+    add("forget", "forget", "first half", n[..., :V].mean())
+    add("forget", "forget", "second half", n[..., V:].mean())
     add("write", "input", "e_0 (prev = key)", I[0, 1:, 0].mean())
     add("write", "input", "e_{V+v} (cur = value)", torch.stack([I[0, v, V + v] for v in range(1, V)]).mean())
     add("read", "input", "e_x (prev = value)", torch.stack([I[x, 0, x] for x in range(1, V)]).mean())
     add("read", "input", "e_{V+k} (cur = key)", I[1:, 0, V].mean())
     add("forget", "input", "e_{v1} (prev)", torch.stack([I[a, b, a] for a in range(1, V) for b in range(1, V)]).mean())
-    add("forget", "input", "e_{V+v2} (cur)", torch.stack([I[a, b, V + b] for a in range(1, V) for b in range(1, V)]).mean())
+    add(
+        "forget",
+        "input",
+        "e_{V+v2} (cur)",
+        torch.stack([I[a, b, V + b] for a in range(1, V) for b in range(1, V)]).mean(),
+    )
     return pd.DataFrame(rows)
 
 
@@ -121,20 +147,35 @@ def probe_frame(model, ids, start: int = 0, stop: int | None = None, num_keys: i
     events = pair_events(x, num_keys)
     stop = x.shape[0] if stop is None else stop
     V = model.vocab_size
-    panels = {"output": logits[0], "state": it["state"][0, ..., 0], "input term": it["input_term"][0, ..., 0],
-              "forgetting factor": it["forget"][0, ..., 0]}
+    panels = {
+        "output": logits[0],
+        "state": it["state"][0, ..., 0],
+        "input term": it["input_term"][0, ..., 0],
+        "forgetting factor": it["forget"][0, ..., 0],
+    }
     frames = []
     for name, val in panels.items():
         val = val[start:stop].cpu().numpy()
         t = np.arange(start, stop)
         dims = np.arange(val.shape[1])
-        frames.append(pd.DataFrame({
-            "t": np.repeat(t, len(dims)), "token": np.repeat(x[start:stop], len(dims)),
-            "event": np.repeat([EVENT_NAMES[e] for e in events[start:stop]], len(dims)),
-            "panel": name, "dim": np.tile(dims, len(t)),
-            "half": np.tile(np.where(dims < V, "first half (d < |V|)", "second half (d ≥ |V|)")
-                            if name != "output" else np.full(len(dims), "output"), len(t)),
-            "value": val.reshape(-1)}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "t": np.repeat(t, len(dims)),
+                    "token": np.repeat(x[start:stop], len(dims)),
+                    "event": np.repeat([EVENT_NAMES[e] for e in events[start:stop]], len(dims)),
+                    "panel": name,
+                    "dim": np.tile(dims, len(t)),
+                    "half": np.tile(
+                        np.where(dims < V, "first half (d < |V|)", "second half (d ≥ |V|)")
+                        if name != "output"
+                        else np.full(len(dims), "output"),
+                        len(t),
+                    ),
+                    "value": val.reshape(-1),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -150,6 +191,7 @@ def fig4_checks(model, ids, num_keys: int = 1) -> dict:
     pred = logits[0].argmax(-1).cpu().numpy()
     writes, reads = np.where(ev == WRITE)[0], np.where(ev == READ)[0]
     from ..tasks.latest_value import latest_value_labels
+
     q, _ = latest_value_labels(x, num_keys)
     inp = it["input_term"][0, ..., 0].cpu().numpy()
     V = model.vocab_size
@@ -159,8 +201,11 @@ def fig4_checks(model, ids, num_keys: int = 1) -> dict:
         "write_argmax_is_value": float((pred[writes] == x[writes]).mean()) if len(writes) else float("nan"),
         "query_accuracy": float((pred[reads] == q[reads]).mean()) if len(reads) else float("nan"),
         "max_input_at_write": bool(ev[np.unravel_index(inp.argmax(), inp.shape)[0]] == WRITE),
-        "write_forget_below_next_read": float(np.mean([fsec[w] < fsec[r] for w, r in pairs])) if pairs else float("nan"),
-        "n_writes": int(len(writes)), "n_reads": int(len(reads)),
+        "write_forget_below_next_read": float(np.mean([fsec[w] < fsec[r] for w, r in pairs]))
+        if pairs
+        else float("nan"),
+        "n_writes": int(len(writes)),
+        "n_reads": int(len(reads)),
     }
 
 
@@ -183,9 +228,12 @@ def recency_margins(model, batch) -> dict:
             if t >= 1 and x[t - 1] < K and tok >= K:
                 hist.setdefault(int(x[t - 1]), []).append(tok)
     m = np.asarray(margins)
-    return {"n": int(m.size), "margin_positive": float((m > 0).mean()) if m.size else float("nan"),
-            "median_margin": float(np.median(m)) if m.size else float("nan"),
-            "accuracy": float(np.mean(correct)) if correct else float("nan")}
+    return {
+        "n": int(m.size),
+        "margin_positive": float((m > 0).mean()) if m.size else float("nan"),
+        "median_margin": float(np.median(m)) if m.size else float("nan"),
+        "accuracy": float(np.mean(correct)) if correct else float("nan"),
+    }
 
 
 @torch.no_grad()
@@ -201,8 +249,15 @@ def bc_spikes(model, inputs: torch.Tensor) -> pd.DataFrame:
         val = it[name].cpu().numpy()  # (n, T, N)
         base = np.median(val[ev == NOISE], axis=0)
         dev = np.abs(val - base).max(-1)
-        rows.append({"vector": name, **{lbl: float(dev[ev == code].mean())
-                                        for lbl, code in (("write", WRITE), ("read", READ), ("noise", NOISE))}})
+        rows.append(
+            {
+                "vector": name,
+                **{
+                    lbl: float(dev[ev == code].mean())
+                    for lbl, code in (("write", WRITE), ("read", READ), ("noise", NOISE))
+                },
+            }
+        )
     return pd.DataFrame(rows).set_index("vector")
 
 
@@ -216,8 +271,11 @@ def wo_centred_cosine(W_o: torch.Tensor) -> dict:
     ref = torch.cat([-torch.eye(V), torch.eye(V)], 1).double()
     Wc, Rc = W - W.mean(0, keepdim=True), ref - ref.mean(0, keepdim=True)
     cos = float((Wc * Rc).sum() / (Wc.norm() * Rc.norm()))
-    return {"centred_cosine": cos, "first_half_diag": float(torch.diagonal(W[:, :V]).mean()),
-            "second_half_diag": float(torch.diagonal(W[:, V:]).mean())}
+    return {
+        "centred_cosine": cos,
+        "first_half_diag": float(torch.diagonal(W[:, :V]).mean()),
+        "second_half_diag": float(torch.diagonal(W[:, V:]).mean()),
+    }
 
 
 @torch.no_grad()
@@ -234,15 +292,20 @@ def fig4_spikes(model, inputs: torch.Tensor, num_keys: int = 1) -> dict:
     ev = pair_events(x, num_keys)
     V = model.vocab_size
     o = logits.cpu().numpy()
-    h = it["state"][..., 0].cpu().numpy()                      # (n, T, 2V)
-    tok = np.take_along_axis(o, x[..., None], -1)[..., 0]       # o_t[x_t]
+    h = it["state"][..., 0].cpu().numpy()  # (n, T, 2V)
+    tok = np.take_along_axis(o, x[..., None], -1)[..., 0]  # o_t[x_t]
     h_cur = np.take_along_axis(h, (V + x)[..., None], -1)[..., 0]  # h_t[V + x_t]
     w, n = ev == WRITE, ev == NOISE
-    return {"output_write": float(tok[w].mean()), "output_noise_top": float(o.max(-1)[n].mean()),
-            "written_value_is_argmax": float((o.argmax(-1) == x)[w].mean()),
-            "state_write": float(h_cur[w].mean()), "state_noise": float(h_cur[n].mean()),
-            "state_write_is_second_half_argmax": float((h[..., V:].argmax(-1) == x)[w].mean()),
-            "n_writes": int(w.sum()), "n_noise": int(n.sum())}
+    return {
+        "output_write": float(tok[w].mean()),
+        "output_noise_top": float(o.max(-1)[n].mean()),
+        "written_value_is_argmax": float((o.argmax(-1) == x)[w].mean()),
+        "state_write": float(h_cur[w].mean()),
+        "state_noise": float(h_cur[n].mean()),
+        "state_write_is_second_half_argmax": float((h[..., V:].argmax(-1) == x)[w].mean()),
+        "n_writes": int(w.sum()),
+        "n_noise": int(n.sum()),
+    }
 
 
 @torch.no_grad()
@@ -255,7 +318,7 @@ def delta_by_key_presence(model, num_keys: int = 1) -> dict:
     |V| + x_t, those of the input term)."""
     tab = pair_table(model)
     V, K = model.vocab_size, num_keys
-    D = tab["delta"].double()                                   # (V, V, 2V)
+    D = tab["delta"].double()  # (V, V, 2V)
     keys, vals = range(K), range(K, V)
     key_pairs = [(k, v) for k in keys for v in vals] + [(v, k) for v in vals for k in keys]
     noise_pairs = [(a, b) for a in vals for b in vals]
@@ -266,8 +329,12 @@ def delta_by_key_presence(model, num_keys: int = 1) -> dict:
     def mean_active(pairs):
         return float(torch.stack([(D[p, c, p] + D[p, c, V + c]) / 2 for p, c in pairs]).mean())
 
-    out = {"key_all": mean_all(key_pairs), "noise_all": mean_all(noise_pairs),
-           "key_active": mean_active(key_pairs), "noise_active": mean_active(noise_pairs)}
+    out = {
+        "key_all": mean_all(key_pairs),
+        "noise_all": mean_all(noise_pairs),
+        "key_active": mean_active(key_pairs),
+        "noise_active": mean_active(noise_pairs),
+    }
     out["noise_over_key_all"] = out["noise_all"] / out["key_all"]
     out["noise_over_key_active"] = out["noise_active"] / out["key_active"]
     return out

@@ -21,6 +21,7 @@ This module reads that file and puts it on the axis the book uses for its own S-
 The authors' relation labels map to the chapter's variants: ``same_relation`` (one verb for all facts) is the
 paper's *repeated relation*, ``varied`` (a different verb per fact) its *random relation* (§4.1).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,9 +34,20 @@ import pandas as pd
 from ..paths import RESULTS_DIR
 from .interventions import wilson
 
-__all__ = ["AUTHORS_DIR", "AUTHORS_CSV", "AUTHORS_LABEL", "COLUMNS", "OURS_LABEL", "RELATION_TO_VARIANT",
-           "ReferenceDataError", "load_authors_curves", "middle_third", "on_relative_axis", "relative_position",
-           "summarise"]
+__all__ = [
+    "AUTHORS_DIR",
+    "AUTHORS_CSV",
+    "AUTHORS_LABEL",
+    "COLUMNS",
+    "OURS_LABEL",
+    "RELATION_TO_VARIANT",
+    "ReferenceDataError",
+    "load_authors_curves",
+    "middle_third",
+    "on_relative_axis",
+    "relative_position",
+    "summarise",
+]
 
 AUTHORS_DIR = RESULTS_DIR / "external" / "paper-004-authors"
 #: The committed file: one row per (L, relation, queried position).
@@ -82,16 +94,20 @@ def _sha256(path: Path) -> str:
 def _check_hash(path: Path) -> None:
     side = path.with_suffix(".json")
     if not side.is_file():
-        raise ReferenceDataError(f"{path} has no sidecar {side.name} recording its sha256; {_RESTORE}, or pass "
-                                 "check_hash=False to read a file of your own.")
+        raise ReferenceDataError(
+            f"{path} has no sidecar {side.name} recording its sha256; {_RESTORE}, or pass "
+            "check_hash=False to read a file of your own."
+        )
     try:
         entry = json.loads(side.read_text())["tables"]["recall_by_position"]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ReferenceDataError(f"sidecar {side} is corrupt or lacks tables.recall_by_position ({exc!r}); "
-                                 f"{_RESTORE}.") from exc
+        raise ReferenceDataError(
+            f"sidecar {side} is corrupt or lacks tables.recall_by_position ({exc!r}); {_RESTORE}."
+        ) from exc
     if entry.get("file") != path.name or entry.get("sha256") != _sha256(path):
-        raise ReferenceDataError(f"{path} does not match the sha256 recorded in {side.name} (edited or truncated); "
-                                 f"{_RESTORE}.")
+        raise ReferenceDataError(
+            f"{path} does not match the sha256 recorded in {side.name} (edited or truncated); {_RESTORE}."
+        )
 
 
 def load_authors_curves(path: str | Path | None = None, *, check_hash: bool = True) -> pd.DataFrame:
@@ -115,37 +131,63 @@ def load_authors_curves(path: str | Path | None = None, *, check_hash: bool = Tr
     missing = [c for c in COLUMNS if c not in raw.columns]
     extra = [c for c in raw.columns if c not in COLUMNS]
     if missing or extra:
-        raise ReferenceDataError(f"{path.name}: expected the columns {list(COLUMNS)}; missing {missing}, "
-                                 f"unexpected {extra}. The file must be the aggregation described in README.md.")
+        raise ReferenceDataError(
+            f"{path.name}: expected the columns {list(COLUMNS)}; missing {missing}, "
+            f"unexpected {extra}. The file must be the aggregation described in README.md."
+        )
     if raw.empty:
         raise ReferenceDataError(f"{path.name} has no rows.")
     for col in ("L", "position", "n", "correct"):
         if not pd.api.types.is_integer_dtype(raw[col]):
-            raise ReferenceDataError(f"{path.name}: column {col!r} must hold whole numbers (counts), "
-                                     f"got {raw[col].dtype}; check the row(s) with blanks or decimals.")
-    bad = raw[(raw["L"] < 2) | (raw["position"] < 1) | (raw["position"] > raw["L"]) | (raw["n"] < 1)
-              | (raw["correct"] < 0) | (raw["correct"] > raw["n"])]
+            raise ReferenceDataError(
+                f"{path.name}: column {col!r} must hold whole numbers (counts), "
+                f"got {raw[col].dtype}; check the row(s) with blanks or decimals."
+            )
+    bad = raw[
+        (raw["L"] < 2)
+        | (raw["position"] < 1)
+        | (raw["position"] > raw["L"])
+        | (raw["n"] < 1)
+        | (raw["correct"] < 0)
+        | (raw["correct"] > raw["n"])
+    ]
     if len(bad):
-        raise ReferenceDataError(f"{path.name}: rows {list(bad.index)} break 2 <= L, 1 <= position <= L, n >= 1 "
-                                 "or 0 <= correct <= n.")
+        raise ReferenceDataError(
+            f"{path.name}: rows {list(bad.index)} break 2 <= L, 1 <= position <= L, n >= 1 or 0 <= correct <= n."
+        )
     unknown = sorted(set(raw["relation"]) - set(RELATION_TO_VARIANT))
     if unknown:
-        raise ReferenceDataError(f"{path.name}: unknown relation label(s) {unknown}; expected one of "
-                                 f"{sorted(RELATION_TO_VARIANT)}.")
+        raise ReferenceDataError(
+            f"{path.name}: unknown relation label(s) {unknown}; expected one of {sorted(RELATION_TO_VARIANT)}."
+        )
     off = raw[(raw["accuracy"] - raw["correct"] / raw["n"]).abs() > 5e-5]
     if len(off):
-        raise ReferenceDataError(f"{path.name}: rows {list(off.index)} have accuracy != correct / n (four decimals); "
-                                 "the counts and the rate disagree.")
+        raise ReferenceDataError(
+            f"{path.name}: rows {list(off.index)} have accuracy != correct / n (four decimals); "
+            "the counts and the rate disagree."
+        )
     for (L, rel), grp in raw.groupby(["L", "relation"]):
         if sorted(grp["position"]) != list(range(1, L + 1)):
-            raise ReferenceDataError(f"{path.name}: L = {L}, {rel}: positions {sorted(grp['position'])} are not "
-                                     f"1..{L}, each once.")
+            raise ReferenceDataError(
+                f"{path.name}: L = {L}, {rel}: positions {sorted(grp['position'])} are not 1..{L}, each once."
+            )
     lo, hi = wilson(raw["correct"].to_numpy(), raw["n"].to_numpy())
-    out = pd.DataFrame({
-        "L": raw["L"], "relation": raw["relation"], "variant": raw["relation"].map(RELATION_TO_VARIANT),
-        "k": raw["position"], "x": relative_position(raw["position"], raw["L"]), "n": raw["n"],
-        "correct": raw["correct"], "acc": raw["correct"] / raw["n"], "lo": lo, "hi": hi,
-        "source_file": raw["source_file"], "source_commit": raw["source_commit"]})
+    out = pd.DataFrame(
+        {
+            "L": raw["L"],
+            "relation": raw["relation"],
+            "variant": raw["relation"].map(RELATION_TO_VARIANT),
+            "k": raw["position"],
+            "x": relative_position(raw["position"], raw["L"]),
+            "n": raw["n"],
+            "correct": raw["correct"],
+            "acc": raw["correct"] / raw["n"],
+            "lo": lo,
+            "hi": hi,
+            "source_file": raw["source_file"],
+            "source_commit": raw["source_commit"],
+        }
+    )
     return out.sort_values(["relation", "L", "k"], kind="stable").reset_index(drop=True)
 
 
@@ -155,8 +197,10 @@ def summarise(curves: pd.DataFrame) -> pd.DataFrame:
     :func:`~mamba_recall.analysis.interventions.summary`, so the numbers compare with the book's own table."""
     need = {"L", "relation", "k", "n", "correct"}
     if not need <= set(curves.columns):
-        raise ValueError(f"summarise needs the columns {sorted(need)} (the table of load_authors_curves); "
-                         f"missing {sorted(need - set(curves.columns))}.")
+        raise ValueError(
+            f"summarise needs the columns {sorted(need)} (the table of load_authors_curves); "
+            f"missing {sorted(need - set(curves.columns))}."
+        )
     rows = []
     for (L, rel), grp in curves.groupby(["L", "relation"], sort=True):
         grp = grp.set_index("k").sort_index()
@@ -167,11 +211,23 @@ def summarise(curves: pd.DataFrame) -> pd.DataFrame:
         mid_acc = float(acc.loc[mid].mean())
         mlo, mhi = wilson(grp.loc[mid, "correct"].sum(), grp.loc[mid, "n"].sum())
         first, last = float(acc.loc[1]), float(acc.loc[L])
-        rows.append({"L": int(L), "relation": rel, "variant": RELATION_TO_VARIANT.get(rel, rel),
-                     "n per position": int(grp["n"].min()) if grp["n"].nunique() == 1 else "varies",
-                     "middle third": f"{mid[0]}–{mid[-1]}", "acc(1)": first, "mid": mid_acc,
-                     "mid lo": float(mlo), "mid hi": float(mhi), "acc(L)": last, "primacy": first - mid_acc,
-                     "recency": last - mid_acc, "U-depth": 0.5 * (first + last) - mid_acc})
+        rows.append(
+            {
+                "L": int(L),
+                "relation": rel,
+                "variant": RELATION_TO_VARIANT.get(rel, rel),
+                "n per position": int(grp["n"].min()) if grp["n"].nunique() == 1 else "varies",
+                "middle third": f"{mid[0]}–{mid[-1]}",
+                "acc(1)": first,
+                "mid": mid_acc,
+                "mid lo": float(mlo),
+                "mid hi": float(mhi),
+                "acc(L)": last,
+                "primacy": first - mid_acc,
+                "recency": last - mid_acc,
+                "U-depth": 0.5 * (first + last) - mid_acc,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -182,8 +238,10 @@ def on_relative_axis(frame: pd.DataFrame) -> pd.DataFrame:
     need = ["model", "L", "k", "acc"]
     missing = [c for c in need if c not in frame.columns]
     if missing:
-        raise ValueError(f"our curves need the columns {need}; missing {missing} (add the model's name with "
-                         "frame.assign(model=...)).")
+        raise ValueError(
+            f"our curves need the columns {need}; missing {missing} (add the model's name with "
+            "frame.assign(model=...))."
+        )
     if not frame["acc"].between(0, 1).all():
         raise ValueError("our curves' acc must lie in [0, 1] (a recall rate, not a percentage).")
     return frame.assign(x=relative_position(frame["k"], frame["L"]))

@@ -26,6 +26,7 @@ A claim with no measurement yet, or whose measurement raises :class:`NotRun`, re
 Every rule is tested to flip when a measurement crosses each of its thresholds (``tests/test_claims.py``),
 so no rule can pass whatever the numbers are.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,11 +39,21 @@ from typing import Callable
 from ..results import smoke_active
 
 STATUSES = ("reproduced", "partially", "not reproduced", "erratum confirmed", "not testable here", "not run")
-MARK = {"reproduced": "✅", "partially": "🟡", "not reproduced": "❌", "erratum confirmed": "📝",
-        "not testable here": "⚪", "not run": "⏸"}
+MARK = {
+    "reproduced": "✅",
+    "partially": "🟡",
+    "not reproduced": "❌",
+    "erratum confirmed": "📝",
+    "not testable here": "⚪",
+    "not run": "⏸",
+}
 TIERS = ("exact", "ci", "cpu-hours", "paper")  # evidence tiers, weakest trained tier first; exact = no training
-TIER_NOTE = {"exact": "computed exactly (no training)", "ci": "ci preset (reduced sizes)",
-             "cpu-hours": "the papers' settings on a CPU-sized part of the grid", "paper": "the papers' sizes"}
+TIER_NOTE = {
+    "exact": "computed exactly (no training)",
+    "ci": "ci preset (reduced sizes)",
+    "cpu-hours": "the papers' settings on a CPU-sized part of the grid",
+    "paper": "the papers' sizes",
+}
 PAPERS = {"001": 0, "000": 1, "002": 2, "003": 3, "004": 4}  # paper → chapter
 MIN_SEEDS = 3
 OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "=", "true": "is true", "false": "is false"}
@@ -79,8 +90,13 @@ class Cond:
         x = float(x)
         if math.isnan(x):
             return False
-        return {">=": x >= self.value, "<=": x <= self.value, ">": x > self.value, "<": x < self.value,
-                "==": x == self.value}[self.op]
+        return {
+            ">=": x >= self.value,
+            "<=": x <= self.value,
+            ">": x > self.value,
+            "<": x < self.value,
+            "==": x == self.value,
+        }[self.op]
 
     def text(self) -> str:
         return f"{self.metric} {OPS[self.op]}" + ("" if self.value is None else f" {_fmt(self.value)}")
@@ -91,8 +107,9 @@ class Cond:
             return (self.op == "true"), (self.op != "true")
         v = float(self.value)
         eps = max(abs(v) * 1e-6, 1e-9)
-        return {">=": (v, v - eps), ">": (v + eps, v), "<=": (v, v + eps), "<": (v - eps, v),
-                "==": (v, v + eps)}[self.op]
+        return {">=": (v, v - eps), ">": (v + eps, v), "<=": (v, v + eps), "<": (v - eps, v), "==": (v, v + eps)}[
+            self.op
+        ]
 
 
 def conds(*specs) -> tuple[Cond, ...]:
@@ -104,13 +121,13 @@ def conds(*specs) -> tuple[Cond, ...]:
 class Rule:
     """A verdict rule declared before the result: see the module docstring for the order of the tests."""
 
-    why: str                                  # one line of reasoning, written without our numbers
-    reproduced: tuple[Cond, ...]              # all hold → reproduced (the paper's statement, as printed)
-    partially: tuple[Cond, ...] = ()          # all hold → partially (empty: no partial level)
-    erratum: tuple[Cond, ...] = ()            # the corrected statement: holds while the printed fails → erratum confirmed
-    testable: tuple[Cond, ...] = ()           # any fails → not testable here
-    untestable_why: str = ""                  # why, when a testable condition fails
-    trained: bool = False                     # a trained-model claim: ≥ 3 seeds and an interval for "reproduced"
+    why: str  # one line of reasoning, written without our numbers
+    reproduced: tuple[Cond, ...]  # all hold → reproduced (the paper's statement, as printed)
+    partially: tuple[Cond, ...] = ()  # all hold → partially (empty: no partial level)
+    erratum: tuple[Cond, ...] = ()  # the corrected statement: holds while the printed fails → erratum confirmed
+    testable: tuple[Cond, ...] = ()  # any fails → not testable here
+    untestable_why: str = ""  # why, when a testable condition fails
+    trained: bool = False  # a trained-model claim: ≥ 3 seeds and an interval for "reproduced"
 
     def __post_init__(self):
         if not self.why.strip():
@@ -157,8 +174,14 @@ class Evidence:
     @classmethod
     def live(cls, ctx, sample: str, seeds: int = 1, source: str = "live") -> "Evidence":
         """Evidence computed in the notebook under ``ctx`` (its preset is the tier, its device the device)."""
-        return cls(ctx.preset, ctx.device.type if hasattr(ctx.device, "type") else str(ctx.device), seeds, sample, source,
-                   smoke=bool(getattr(ctx, "smoke", False)))
+        return cls(
+            ctx.preset,
+            ctx.device.type if hasattr(ctx.device, "type") else str(ctx.device),
+            seeds,
+            sample,
+            source,
+            smoke=bool(getattr(ctx, "smoke", False)),
+        )
 
     @classmethod
     def exact(cls, sample: str, source: str = "live") -> "Evidence":
@@ -194,20 +217,20 @@ class Measurement:
     shown: str
     evidence: Evidence
     intervals: dict = field(default_factory=dict)  # metric → (low, high), 95 % (over seeds, for trained models)
-    per_seed: dict = field(default_factory=dict)   # metric → [value per seed]
+    per_seed: dict = field(default_factory=dict)  # metric → [value per seed]
     note: str = ""
 
 
 @dataclass(frozen=True)
 class Claim:
-    id: str                                   # "<paper>/<the paper's own name>", e.g. "002/Fig6c"
-    statement: str                            # the claim in one sentence
-    where: str                                # section, equation, figure, table
-    printed: str                              # the paper's numbers as printed ("no number given")
+    id: str  # "<paper>/<the paper's own name>", e.g. "002/Fig6c"
+    statement: str  # the claim in one sentence
+    where: str  # section, equation, figure, table
+    printed: str  # the paper's numbers as printed ("no number given")
     rule: Rule
     measure: Callable[..., Measurement] | None = None
-    section: str = ""                         # book doc that checks it, e.g. "01_gradient_dynamics/02_mechanism_one_key"
-    not_run: str = ""                         # when nothing measures it yet: what it would take (command, cost)
+    section: str = ""  # book doc that checks it, e.g. "01_gradient_dynamics/02_mechanism_one_key"
+    not_run: str = ""  # when nothing measures it yet: what it would take (command, cost)
 
     def __post_init__(self):
         if not re.fullmatch(r"(000|001|002|003|004)/[A-Za-z0-9_.()+-]+", self.id):
@@ -238,19 +261,24 @@ class Verdict:
     status: str
     ours: str
     rule: str
-    checks: list                              # [(condition text, measured value text, held)]
+    checks: list  # [(condition text, measured value text, held)]
     evidence: dict | None
-    reason: str = ""                          # why not testable / not run / capped
+    reason: str = ""  # why not testable / not run / capped
     note: str = ""
     section: str = ""
     intervals: dict = field(default_factory=dict)
 
     def _repr_markdown_(self) -> str:
-        lines = [f"**{self.claim_id}** — {self.statement} *({self.where})*",
-                 f"- paper: {self.printed}", f"- ours: {self.ours or '—'}"]
+        lines = [
+            f"**{self.claim_id}** — {self.statement} *({self.where})*",
+            f"- paper: {self.printed}",
+            f"- ours: {self.ours or '—'}",
+        ]
         if self.intervals:
-            lines.append("- 95 % intervals: " + "; ".join(
-                f"{k} [{_fmt(lo)}, {_fmt(hi)}]" for k, (lo, hi) in self.intervals.items()))
+            lines.append(
+                "- 95 % intervals: "
+                + "; ".join(f"{k} [{_fmt(lo)}, {_fmt(hi)}]" for k, (lo, hi) in self.intervals.items())
+            )
         lines.append(f"- rule: {self.rule}")
         if self.checks:
             lines.append("- checks: " + "; ".join(f"{c} (ours {v}) {'✓' if ok else '✗'}" for c, v, ok in self.checks))
@@ -264,8 +292,11 @@ class Verdict:
 
     def __str__(self) -> str:
         checks = "; ".join(f"{c} (ours {v}) {'ok' if ok else 'FAILS'}" for c, v, ok in self.checks)
-        return (f"[{self.status}] {self.claim_id}: ours {self.ours} | paper {self.printed}"
-                + (f" | {checks}" if checks else "") + (f" | {self.reason}" if self.reason else ""))
+        return (
+            f"[{self.status}] {self.claim_id}: ours {self.ours} | paper {self.printed}"
+            + (f" | {checks}" if checks else "")
+            + (f" | {self.reason}" if self.reason else "")
+        )
 
 
 def _fmt(x) -> str:
@@ -312,8 +343,11 @@ def get(claim_id: str) -> Claim:
 
 
 def claims_of(paper: str | None = None, chapter: int | None = None) -> list[Claim]:
-    return [c for c in REGISTRY.values()
-            if (paper is None or c.paper == paper) and (chapter is None or c.chapter == chapter)]
+    return [
+        c
+        for c in REGISTRY.values()
+        if (paper is None or c.paper == paper) and (chapter is None or c.chapter == chapter)
+    ]
 
 
 # ------------------------------------------------------------------------------------------- judging
@@ -327,7 +361,12 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
     def run(cs):
         return [(c.text(), _fmt(m.values[c.metric]), c.holds(m.values[c.metric])) for c in cs]
 
-    testable, printed, corrected, partial = run(rule.testable), run(rule.reproduced), run(rule.erratum), run(rule.partially)
+    testable, printed, corrected, partial = (
+        run(rule.testable),
+        run(rule.reproduced),
+        run(rule.erratum),
+        run(rule.partially),
+    )
     reason = ""
     if m.evidence.smoke or smoke_active():  # a smoke run checks that the code runs; its numbers judge nothing
         status, checks = "not run", printed
@@ -340,9 +379,11 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
         seeds_ok = m.evidence.seeds >= MIN_SEEDS and bool(m.intervals)
         if rule.trained and not seeds_ok:
             status = "partially"
-            reason = (f"the rule's conditions hold, but on {m.evidence.seeds} seed{'s' * (m.evidence.seeds != 1)}"
-                      f"{'' if m.intervals else ' without an interval'}: a trained-model claim needs ≥ "
-                      f"{MIN_SEEDS} seeds and an interval to be called reproduced")
+            reason = (
+                f"the rule's conditions hold, but on {m.evidence.seeds} seed{'s' * (m.evidence.seeds != 1)}"
+                f"{'' if m.intervals else ' without an interval'}: a trained-model claim needs ≥ "
+                f"{MIN_SEEDS} seeds and an interval to be called reproduced"
+            )
     elif rule.erratum and all(ok for *_, ok in corrected):
         status, checks = "erratum confirmed", printed + corrected
         reason = "the statement as printed fails; the corrected statement holds"
@@ -350,14 +391,38 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
         status, checks = "partially", printed + partial
     else:
         status, checks = "not reproduced", printed + partial
-    return Verdict(claim.id, claim.statement, claim.where, claim.printed, status, m.shown, rule.text(), checks,
-                   asdict(m.evidence), reason, m.note, claim.section,
-                   {k: (float(lo), float(hi)) for k, (lo, hi) in m.intervals.items()})
+    return Verdict(
+        claim.id,
+        claim.statement,
+        claim.where,
+        claim.printed,
+        status,
+        m.shown,
+        rule.text(),
+        checks,
+        asdict(m.evidence),
+        reason,
+        m.note,
+        claim.section,
+        {k: (float(lo), float(hi)) for k, (lo, hi) in m.intervals.items()},
+    )
 
 
 def not_run_verdict(claim: Claim, reason: str | None = None) -> Verdict:
-    return Verdict(claim.id, claim.statement, claim.where, claim.printed, "not run", "", claim.rule.text(), [],
-                   None, reason or claim.not_run, "", claim.section)
+    return Verdict(
+        claim.id,
+        claim.statement,
+        claim.where,
+        claim.printed,
+        "not run",
+        "",
+        claim.rule.text(),
+        [],
+        None,
+        reason or claim.not_run,
+        "",
+        claim.section,
+    )
 
 
 def check(claim_id: str, *args, record: bool = True, directory: Path | None = None, **kwargs) -> Verdict:
@@ -393,8 +458,9 @@ def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measu
     names = names or [f"seed {i}" for i in range(len(ms))]
     keys = set(ms[0].values)
     if any(set(m.values) != keys for m in ms):
-        raise ClaimError("across_seeds: the seeds' measurements read different metrics; measure every seed with the "
-                         "same claim.")
+        raise ClaimError(
+            "across_seeds: the seeds' measurements read different metrics; measure every seed with the same claim."
+        )
     values, intervals, per_seed = {}, {}, {}
     for k in sorted(keys):
         vals = [m.values[k] for m in ms]
@@ -413,15 +479,34 @@ def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measu
             intervals[k] = (st["ci_low"], st["ci_high"])
     ev = [m.evidence for m in ms]
     tier = min((e.tier for e in ev), key=TIERS.index)
-    evidence = Evidence(tier, ev[0].device, len(ms), f"per seed: {ev[0].sample}",
-                        "; ".join(sorted({e.source for e in ev})), smoke=any(e.smoke for e in ev))
+    evidence = Evidence(
+        tier,
+        ev[0].device,
+        len(ms),
+        f"per seed: {ev[0].sample}",
+        "; ".join(sorted({e.source for e in ev})),
+        smoke=any(e.smoke for e in ev),
+    )
     shown = " | ".join(f"{n}: {m.shown}" for n, m in zip(names, ms))
-    return Measurement(values, shown, evidence, intervals, per_seed,
-                       note=f"{len(ms)} seeds: numbers are means over seeds (95 % t-interval), booleans hold on every seed")
+    return Measurement(
+        values,
+        shown,
+        evidence,
+        intervals,
+        per_seed,
+        note=f"{len(ms)} seeds: numbers are means over seeds (95 % t-interval), booleans hold on every seed",
+    )
 
 
-def check_seeds(claim_id: str, inputs: list[tuple], names: list[str] | None = None, *, record: bool = False,
-                directory: Path | None = None, **kwargs) -> Verdict:
+def check_seeds(
+    claim_id: str,
+    inputs: list[tuple],
+    names: list[str] | None = None,
+    *,
+    record: bool = False,
+    directory: Path | None = None,
+    **kwargs,
+) -> Verdict:
     """Measure ``claim_id`` on each seed's inputs (``inputs[i]`` = the positional arguments of its measurement),
     combine them with :func:`across_seeds` and judge the result by the declared rule."""
     claim = get(claim_id)
@@ -444,12 +529,19 @@ def measurement_record(m: Measurement) -> dict:
 
 
 def measurement_from_record(d: dict) -> Measurement:
-    return Measurement(d["values"], d["shown"], Evidence(**d["evidence"]),
-                       {k: tuple(v) for k, v in d.get("intervals", {}).items()}, d.get("per_seed", {}), d.get("note", ""))
+    return Measurement(
+        d["values"],
+        d["shown"],
+        Evidence(**d["evidence"]),
+        {k: tuple(v) for k, v in d.get("intervals", {}).items()},
+        d.get("per_seed", {}),
+        d.get("note", ""),
+    )
 
 
-def check_stored(claim_id: str, stored: list[dict], names: list[str], *, record: bool = True,
-                 directory: Path | None = None) -> Verdict:
+def check_stored(
+    claim_id: str, stored: list[dict], names: list[str], *, record: bool = True, directory: Path | None = None
+) -> Verdict:
     """Judge ``claim_id`` from measurements stored per seed (:func:`measurement_record`, or ``{"not_run": why}``
     where the seed could not be measured): combined by :func:`across_seeds`, judged by the declared rule,
     recorded for the scorecard unless ``record=False``. A seed that could not be measured makes it *not run*."""

@@ -17,6 +17,7 @@ level a noise pair gives the same quantity; "close to zero" is at most a tenth o
 "|V| ≫ T" is |V| ≥ 16 T; one step "succeeds" at ≥ 90 % accuracy (at |V| = 16 T² the chance that no value
 repeats, exp(−(T−1)(T−2)/(2(|V|−1))), is above 0.96, so a correct |V| ≫ T² statement clears it).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,17 +31,17 @@ SEC_MANY = "01_gradient_dynamics/03_many_keys_and_unembedding"
 SEC_LEMMA = "01_gradient_dynamics/04_gradient_lemma"
 SEC_TABLE = "01_gradient_dynamics/05_table1"
 
-SPIKE = 1.5          # a spike: at least 1.5× the noise-pair level of the same quantity
-NEAR_ZERO = 0.1      # "close to zero": at most a tenth of the key-pair level
-MUCH_LARGER = 16     # "|V| ≫ T": |V| ≥ 16 T  (and "|V| ≫ T²": |V| ≥ 16 T²)
-SOLVES = 0.9         # one gradient step "succeeds": ≥ 90 % accuracy on the theory distribution
-EXACT = 1e-9         # two exact float64 computations of the same gradient agree far below this
+SPIKE = 1.5  # a spike: at least 1.5× the noise-pair level of the same quantity
+NEAR_ZERO = 0.1  # "close to zero": at most a tenth of the key-pair level
+MUCH_LARGER = 16  # "|V| ≫ T": |V| ≥ 16 T  (and "|V| ≫ T²": |V| ≥ 16 T²)
+SOLVES = 0.9  # one gradient step "succeeds": ≥ 90 % accuracy on the theory distribution
+EXACT = 1e-9  # two exact float64 computations of the same gradient agree far below this
 # the chapter's notebook checks read their tolerances from here (a check prints its number and this threshold)
 FLOAT64_AGREE = 1e-10  # two float64 computations of the same quantity by different code paths (scan backends, trace vs
-                       # forward, analytic vs autograd): rounding gives ~1e-16 on these sizes, a bug gives order one
-FLOAT32_AGREE = 1e-7   # the same float32 factor computed twice: at most about one ulp of a number ≤ 1 (6e-8)
-MC_Z = 5.0             # a Monte-Carlo gradient agrees with the exact one within 5 standard errors in every entry
-MC_COSINE = 0.999      # ... and points the same way (cosine ≥ 0.999) at n = 2·10⁵ samples
+# forward, analytic vs autograd): rounding gives ~1e-16 on these sizes, a bug gives order one
+FLOAT32_AGREE = 1e-7  # the same float32 factor computed twice: at most about one ulp of a number ≤ 1 (6e-8)
+MC_Z = 5.0  # a Monte-Carlo gradient agrees with the exact one within 5 standard errors in every entry
+MC_COSINE = 0.999  # ... and points the same way (cosine ≥ 0.999) at n = 2·10⁵ samples
 
 
 # ------------------------------------------------------------------------------------------ evidence
@@ -79,12 +80,19 @@ def measure_alg1(seed: int = 0) -> Measurement:
     rng = np.random.default_rng(seed)
     runs = np.concatenate([latest_value_sequence(rng, 8, 1, 256, 3, return_noise_runs=True)[1] for _ in range(150)])
     block = float((runs + 2).mean())
-    inv = (x.shape[1] == 64 and all(sorted(r[-4:]) == [0, 1, 2, 3] for r in x)
-           and all((r[1:-4][r[:-5] < 4] >= 4).all() for r in x) and int(runs.min()) >= 0 and int(runs.max()) <= 3)
-    return Measurement({"example_matches": example_ok, "invariants_hold": bool(inv), "block_mean_error": abs(block - 3.5)},
-                       f"example queries {queries}; 64 sequences (|V| = 8, κ = 4, T = 64): invariants hold: {bool(inv)}; "
-                       f"mean block length {block:.3f} over {runs.size} blocks",
-                       Evidence.exact(f"the paper's example; 64 + 150 generated sequences (seed {seed})"))
+    inv = (
+        x.shape[1] == 64
+        and all(sorted(r[-4:]) == [0, 1, 2, 3] for r in x)
+        and all((r[1:-4][r[:-5] < 4] >= 4).all() for r in x)
+        and int(runs.min()) >= 0
+        and int(runs.max()) <= 3
+    )
+    return Measurement(
+        {"example_matches": example_ok, "invariants_hold": bool(inv), "block_mean_error": abs(block - 3.5)},
+        f"example queries {queries}; 64 sequences (|V| = 8, κ = 4, T = 64): invariants hold: {bool(inv)}; "
+        f"mean block length {block:.3f} over {runs.size} blocks",
+        Evidence.exact(f"the paper's example; 64 + 150 generated sequences (seed {seed})"),
+    )
 
 
 def measure_conv(seed: int = 0) -> Measurement:
@@ -95,8 +103,11 @@ def measure_conv(seed: int = 0) -> Measurement:
 
     ids = latest_value_batch(16, 8, 1, 64, 3, seed=seed).inputs
     diff = float((doubled_embedding_conv(ids, 8) - pair_embedding(ids, 8)).abs().max())
-    return Measurement({"max_abs_difference": diff}, f"max |conv − concatenation| = {diff:.1e} over 16 × 64 positions",
-                       Evidence.exact(f"16 sequences of T = 64 (seed {seed})"))
+    return Measurement(
+        {"max_abs_difference": diff},
+        f"max |conv − concatenation| = {diff:.1e} over 16 × 64 positions",
+        Evidence.exact(f"16 sequences of T = 64 (seed {seed})"),
+    )
 
 
 def measure_input_term(seed: int = 0) -> Measurement:
@@ -109,21 +120,30 @@ def measure_input_term(seed: int = 0) -> Measurement:
     x = latest_value_batch(4, 8, 1, 64, 3, seed=seed).inputs
     with torch.no_grad():
         _, it = model(x, return_internals=True)
-    ok = [(it["input_term"][i, t, :, 0] != 0).nonzero().flatten().tolist() == sorted({int(x[i, t - 1]), 8 + int(x[i, t])})
-          for i in range(x.shape[0]) for t in range(1, x.shape[1])]
-    return Measurement({"fraction_positions_ok": float(np.mean(ok))},
-                       f"nonzero input-term coordinates are exactly {{x_(t−1), |V| + x_t}} at {np.mean(ok):.0%} of "
-                       f"{len(ok)} positions", Evidence.exact(f"a random W_Δ (seed {seed}); 4 sequences of T = 64"))
+    ok = [
+        (it["input_term"][i, t, :, 0] != 0).nonzero().flatten().tolist() == sorted({int(x[i, t - 1]), 8 + int(x[i, t])})
+        for i in range(x.shape[0])
+        for t in range(1, x.shape[1])
+    ]
+    return Measurement(
+        {"fraction_positions_ok": float(np.mean(ok))},
+        f"nonzero input-term coordinates are exactly {{x_(t−1), |V| + x_t}} at {np.mean(ok):.0%} of "
+        f"{len(ok)} positions",
+        Evidence.exact(f"a random W_Δ (seed {seed}); 4 sequences of T = 64"),
+    )
 
 
 # --------------------------------------------------------------------------- §3, the |K| = 1 mechanism
 def measure_train_accuracy(meta: dict) -> Measurement:
     """§3: the |K| = 1 model is trained "until it reaches 100 % accuracy on the training set"."""
     tr, te = meta["train_query_accuracy"], meta["test_query_accuracy"]
-    return Measurement({"train_accuracy": tr},
-                       f"training-set query accuracy {tr:.6f}, held-out {te:.5f} after {meta['steps_run']} Adam steps",
-                       checkpoint_evidence(meta, f"training set {meta['config']['train_size']} sequences, held-out "
-                                                 f"{meta['config']['test_size']}"))
+    return Measurement(
+        {"train_accuracy": tr},
+        f"training-set query accuracy {tr:.6f}, held-out {te:.5f} after {meta['steps_run']} Adam steps",
+        checkpoint_evidence(
+            meta, f"training set {meta['config']['train_size']} sequences, held-out {meta['config']['test_size']}"
+        ),
+    )
 
 
 def measure_fig4_output(model, inputs, meta: dict) -> Measurement:
@@ -132,11 +152,13 @@ def measure_fig4_output(model, inputs, meta: dict) -> Measurement:
 
     s = fig4_spikes(model, inputs)
     ratio = s["output_write"] / s["output_noise_top"]
-    return Measurement({"write_over_noise": ratio, "written_value_is_argmax": s["written_value_is_argmax"]},
-                       f"written value's logit at writes {s['output_write']:.1f} vs top logit at noise pairs "
-                       f"{s['output_noise_top']:.1f} (× {ratio:.2f}); the written value is the argmax at "
-                       f"{s['written_value_is_argmax']:.1%} of {s['n_writes']} writes",
-                       checkpoint_evidence(meta, f"{len(inputs)} held-out sequences"))
+    return Measurement(
+        {"write_over_noise": ratio, "written_value_is_argmax": s["written_value_is_argmax"]},
+        f"written value's logit at writes {s['output_write']:.1f} vs top logit at noise pairs "
+        f"{s['output_noise_top']:.1f} (× {ratio:.2f}); the written value is the argmax at "
+        f"{s['written_value_is_argmax']:.1%} of {s['n_writes']} writes",
+        checkpoint_evidence(meta, f"{len(inputs)} held-out sequences"),
+    )
 
 
 def measure_fig4_state(model, inputs, meta: dict) -> Measurement:
@@ -145,11 +167,13 @@ def measure_fig4_state(model, inputs, meta: dict) -> Measurement:
 
     s = fig4_spikes(model, inputs)
     ratio = s["state_write"] / s["state_noise"]
-    return Measurement({"write_over_noise": ratio, "written_is_largest": s["state_write_is_second_half_argmax"]},
-                       f"h_t[|V| + v] at writes {s['state_write']:.1f} vs h_t[|V| + x_t] at noise pairs "
-                       f"{s['state_noise']:.1f} (× {ratio:.2f}); |V| + v is the largest second-half coordinate at "
-                       f"{s['state_write_is_second_half_argmax']:.1%} of {s['n_writes']} writes",
-                       checkpoint_evidence(meta, f"{len(inputs)} held-out sequences"))
+    return Measurement(
+        {"write_over_noise": ratio, "written_is_largest": s["state_write_is_second_half_argmax"]},
+        f"h_t[|V| + v] at writes {s['state_write']:.1f} vs h_t[|V| + x_t] at noise pairs "
+        f"{s['state_noise']:.1f} (× {ratio:.2f}); |V| + v is the largest second-half coordinate at "
+        f"{s['state_write_is_second_half_argmax']:.1%} of {s['n_writes']} writes",
+        checkpoint_evidence(meta, f"{len(inputs)} held-out sequences"),
+    )
 
 
 def measure_fig4_input(model, meta: dict) -> Measurement:
@@ -157,10 +181,12 @@ def measure_fig4_input(model, meta: dict) -> Measurement:
     from ..analysis.recall_probes import write_strength
 
     s = write_strength(model)
-    return Measurement({"write_over_noise": s["ratio"], "write_is_largest_entry": s["write_is_largest_entry"]},
-                       f"input term on |V| + v at writes {s['write']:.1f} vs {s['noise']:.1f} at noise pairs "
-                       f"(× {s['ratio']:.2f}); the largest entry at every write pair: {s['write_is_largest_entry']}",
-                       checkpoint_evidence(meta, "all |V|² pairs (exact)"))
+    return Measurement(
+        {"write_over_noise": s["ratio"], "write_is_largest_entry": s["write_is_largest_entry"]},
+        f"input term on |V| + v at writes {s['write']:.1f} vs {s['noise']:.1f} at noise pairs "
+        f"(× {s['ratio']:.2f}); the largest entry at every write pair: {s['write_is_largest_entry']}",
+        checkpoint_evidence(meta, "all |V|² pairs (exact)"),
+    )
 
 
 def measure_fig4_forget(model, inputs, meta: dict) -> Measurement:
@@ -169,11 +195,17 @@ def measure_fig4_forget(model, inputs, meta: dict) -> Measurement:
 
     o = second_half_forgetting(model)
     below = float(np.nanmean([fig4_checks(model, s)["write_forget_below_next_read"] for s in inputs]))
-    return Measurement({"F_write": o["F_write"], "forget_minus_write": o["F_forget"] - o["F_write"],
-                        "read_minus_write": o["F_read"] - o["F_write"], "below_next_read": below},
-                       f"second-half forgetting factor at writes {o['F_write']:.2f} (forget regime {o['F_forget']:.2f}, "
-                       f"read regime {o['F_read']:.2f}); below the next read's on {below:.1%} of write → read pairs",
-                       checkpoint_evidence(meta, f"all pairs (exact); {len(inputs)} held-out sequences"))
+    return Measurement(
+        {
+            "F_write": o["F_write"],
+            "forget_minus_write": o["F_forget"] - o["F_write"],
+            "read_minus_write": o["F_read"] - o["F_write"],
+            "below_next_read": below,
+        },
+        f"second-half forgetting factor at writes {o['F_write']:.2f} (forget regime {o['F_forget']:.2f}, "
+        f"read regime {o['F_read']:.2f}); below the next read's on {below:.1%} of write → read pairs",
+        checkpoint_evidence(meta, f"all pairs (exact); {len(inputs)} held-out sequences"),
+    )
 
 
 def measure_delta_key(model, meta: dict) -> Measurement:
@@ -181,11 +213,13 @@ def measure_delta_key(model, meta: dict) -> Measurement:
     from ..analysis.recall_probes import delta_by_key_presence
 
     d = delta_by_key_presence(model)
-    return Measurement({"noise_over_key": d["noise_over_key_all"]},
-                       f"mean Δ over the 2|V| channels: {d['noise_all']:.2f} at noise pairs (v₁, v₂) vs {d['key_all']:.2f} "
-                       f"at key pairs (k, v), (v, k) (ratio {d['noise_over_key_all']:.2f}); on the two channels the pair "
-                       f"writes to: {d['noise_active']:.2f} vs {d['key_active']:.2f} (ratio {d['noise_over_key_active']:.2f})",
-                       checkpoint_evidence(meta, "all |V|² pairs (exact)"))
+    return Measurement(
+        {"noise_over_key": d["noise_over_key_all"]},
+        f"mean Δ over the 2|V| channels: {d['noise_all']:.2f} at noise pairs (v₁, v₂) vs {d['key_all']:.2f} "
+        f"at key pairs (k, v), (v, k) (ratio {d['noise_over_key_all']:.2f}); on the two channels the pair "
+        f"writes to: {d['noise_active']:.2f} vs {d['key_active']:.2f} (ratio {d['noise_over_key_active']:.2f})",
+        checkpoint_evidence(meta, "all |V|² pairs (exact)"),
+    )
 
 
 def measure_regimes(model, meta: dict) -> Measurement:
@@ -193,10 +227,16 @@ def measure_regimes(model, meta: dict) -> Measurement:
     from ..analysis.recall_probes import second_half_forgetting
 
     o = second_half_forgetting(model)
-    return Measurement({"forget_minus_write": o["F_forget"] - o["F_write"], "read_minus_forget": o["F_read"] - o["F_forget"],
-                        "F_read": o["F_read"]},
-                       f"second-half forgetting factor: write {o['F_write']:.2f} < forget {o['F_forget']:.2f} < read "
-                       f"{o['F_read']:.2f}", checkpoint_evidence(meta, "all |V|² pairs (exact)"))
+    return Measurement(
+        {
+            "forget_minus_write": o["F_forget"] - o["F_write"],
+            "read_minus_forget": o["F_read"] - o["F_forget"],
+            "F_read": o["F_read"],
+        },
+        f"second-half forgetting factor: write {o['F_write']:.2f} < forget {o['F_forget']:.2f} < read "
+        f"{o['F_read']:.2f}",
+        checkpoint_evidence(meta, "all |V|² pairs (exact)"),
+    )
 
 
 def measure_recency(model, batch, meta: dict) -> Measurement:
@@ -204,10 +244,12 @@ def measure_recency(model, batch, meta: dict) -> Measurement:
     from ..analysis.recall_probes import recency_margins
 
     r = recency_margins(model, batch)
-    return Measurement({"margin_positive": r["margin_positive"], "accuracy": r["accuracy"]},
-                       f"latest − previous logit > 0 on {r['margin_positive']:.2%} of {r['n']} queries of a key rebound "
-                       f"to a different value (median margin {r['median_margin']:.1f}); accuracy {r['accuracy']:.2%}",
-                       checkpoint_evidence(meta, f"{batch.inputs.shape[0]} held-out sequences"))
+    return Measurement(
+        {"margin_positive": r["margin_positive"], "accuracy": r["accuracy"]},
+        f"latest − previous logit > 0 on {r['margin_positive']:.2%} of {r['n']} queries of a key rebound "
+        f"to a different value (median margin {r['median_margin']:.1f}); accuracy {r['accuracy']:.2%}",
+        checkpoint_evidence(meta, f"{batch.inputs.shape[0]} held-out sequences"),
+    )
 
 
 def measure_fig8(model, meta: dict) -> Measurement:
@@ -215,13 +257,18 @@ def measure_fig8(model, meta: dict) -> Measurement:
     from ..analysis.recall_probes import wdelta_block_mass
 
     m = wdelta_block_mass(model.W_delta, model.vocab_size)
-    return Measurement({"second_part_share": m["second_part_share"],
-                        "key_column_is_largest": m["argmax_column_of_second_half_means"] == 0,
-                        "key_column_over_mean_abs": m["column0_over_mean_abs"]},
-                       f"share of Σ|W_Δ| in the second part of the paper's rows 0 and |V| {m['second_part_share']:.3f} "
-                       f"(uniform {m['second_part_uniform']:.3f}); column 0 has the largest second-half mean "
-                       f"({m['column0_mean']:.2f} = {m['column0_over_mean_abs']:.2f}× mean |W_Δ|); column |V| mean "
-                       f"{m['columnV_mean']:.2f}", checkpoint_evidence(meta, "the trained W_Δ (16 × 16)"))
+    return Measurement(
+        {
+            "second_part_share": m["second_part_share"],
+            "key_column_is_largest": m["argmax_column_of_second_half_means"] == 0,
+            "key_column_over_mean_abs": m["column0_over_mean_abs"],
+        },
+        f"share of Σ|W_Δ| in the second part of the paper's rows 0 and |V| {m['second_part_share']:.3f} "
+        f"(uniform {m['second_part_uniform']:.3f}); column 0 has the largest second-half mean "
+        f"({m['column0_mean']:.2f} = {m['column0_over_mean_abs']:.2f}× mean |W_Δ|); column |V| mean "
+        f"{m['columnV_mean']:.2f}",
+        checkpoint_evidence(meta, "the trained W_Δ (16 × 16)"),
+    )
 
 
 APPC_TOLERANCE = 0.25  # "≈": within 25 % (absolute 0.25 for factors below 1)
@@ -235,10 +282,14 @@ def measure_appc(model, meta: dict) -> Measurement:
     ours, paper = s["ours"].to_numpy(), s["paper"].to_numpy()
     close = np.abs(ours - paper) <= APPC_TOLERANCE * np.maximum(1.0, np.abs(paper))
     far = s[~close]
-    return Measurement({"fraction_within": float(close.mean())},
-                       f"{int(close.sum())} of {len(close)} values within 25 %; off: " + "; ".join(
-                           f"{r.regime} {r.quantity} {r.coordinate} {r.ours:.2f} (paper {r.paper:g})"
-                           for r in far.itertuples()), checkpoint_evidence(meta, "all |V|² pairs (exact)"))
+    return Measurement(
+        {"fraction_within": float(close.mean())},
+        f"{int(close.sum())} of {len(close)} values within 25 %; off: "
+        + "; ".join(
+            f"{r.regime} {r.quantity} {r.coordinate} {r.ours:.2f} (paper {r.paper:g})" for r in far.itertuples()
+        ),
+        checkpoint_evidence(meta, "all |V|² pairs (exact)"),
+    )
 
 
 # ---------------------------------------------------------------------------------- Figs. 5–7
@@ -248,14 +299,20 @@ def measure_bc_spikes(src, n: int = 64) -> Measurement:
     from ..analysis.recall_probes import bc_spikes
 
     s = bc_spikes(src.model, src.test_set.inputs[:n])
-    v = {"B_write_over_noise": s.loc["B", "write"] / s.loc["B", "noise"],
-         "C_read_over_noise": s.loc["C", "read"] / s.loc["C", "noise"],
-         "B_write_minus_read": s.loc["B", "write"] - s.loc["B", "read"],
-         "C_read_minus_write": s.loc["C", "read"] - s.loc["C", "write"], "accuracy": src.accuracy}
-    return Measurement(v, f"S_B write/read/noise {s.loc['B', 'write']:.2f}/{s.loc['B', 'read']:.2f}/{s.loc['B', 'noise']:.2f}, "
-                          f"S_C {s.loc['C', 'write']:.2f}/{s.loc['C', 'read']:.2f}/{s.loc['C', 'noise']:.2f}; held-out "
-                          f"query accuracy {src.accuracy:.4f} (T = {src.sizes['seq_len']}, {src.sizes['target']} targets)",
-                       sourced_evidence(src, f"{n} held-out sequences"))
+    v = {
+        "B_write_over_noise": s.loc["B", "write"] / s.loc["B", "noise"],
+        "C_read_over_noise": s.loc["C", "read"] / s.loc["C", "noise"],
+        "B_write_minus_read": s.loc["B", "write"] - s.loc["B", "read"],
+        "C_read_minus_write": s.loc["C", "read"] - s.loc["C", "write"],
+        "accuracy": src.accuracy,
+    }
+    return Measurement(
+        v,
+        f"S_B write/read/noise {s.loc['B', 'write']:.2f}/{s.loc['B', 'read']:.2f}/{s.loc['B', 'noise']:.2f}, "
+        f"S_C {s.loc['C', 'write']:.2f}/{s.loc['C', 'read']:.2f}/{s.loc['C', 'noise']:.2f}; held-out "
+        f"query accuracy {src.accuracy:.4f} (T = {src.sizes['seq_len']}, {src.sizes['target']} targets)",
+        sourced_evidence(src, f"{n} held-out sequences"),
+    )
 
 
 def measure_fig7(W_o, meta: dict, others: dict | None = None) -> Measurement:
@@ -264,11 +321,16 @@ def measure_fig7(W_o, meta: dict, others: dict | None = None) -> Measurement:
 
     c = wo_centred_cosine(W_o)
     rest = "".join(f"; {k}: cosine {wo_centred_cosine(w)['centred_cosine']:.2f}" for k, w in (others or {}).items())
-    return Measurement({"centred_cosine": c["centred_cosine"], "first_half_diag": c["first_half_diag"],
-                        "second_half_diag": c["second_half_diag"]},
-                       f"paper-size model (T = {meta['config']['seq_len']}): centred cosine {c['centred_cosine']:.2f}, "
-                       f"diagonals {c['first_half_diag']:+.2f} (first half) / {c['second_half_diag']:+.2f} (second){rest}",
-                       checkpoint_evidence(meta, "the learned W_o (8 × 16)"))
+    return Measurement(
+        {
+            "centred_cosine": c["centred_cosine"],
+            "first_half_diag": c["first_half_diag"],
+            "second_half_diag": c["second_half_diag"],
+        },
+        f"paper-size model (T = {meta['config']['seq_len']}): centred cosine {c['centred_cosine']:.2f}, "
+        f"diagonals {c['first_half_diag']:+.2f} (first half) / {c['second_half_diag']:+.2f} (second){rest}",
+        checkpoint_evidence(meta, "the learned W_o (8 × 16)"),
+    )
 
 
 # -------------------------------------------------------------------------------------- Lemma 1
@@ -282,15 +344,18 @@ def measure_lemma_key(sizes) -> Measurement:
         G, _, method = population_gradient(V, T)
         if method != "enumeration":
             raise NotRun(f"(V, T) = ({V}, {T}) is too large to enumerate; use sizes with (V−1)^(T−1) ≤ 200000")
-        ours = np.array([float(G[0, 0]), float(G[V + 1:, 0].mean()), float(G[V, V])])
+        ours = np.array([float(G[0, 0]), float(G[V + 1 :, 0].mean()), float(G[V, V])])
         p, c = np.array([-1 / T, -1 / T, 2 / T]), np.array([-1 / V, -1 / V, 2 / V])
         printed.append(np.abs(ours / p - 1).max())
         corrected.append(np.abs(ours / c - 1).max())
         rows.append(f"V={V}, T={T}: {ours[1]:.4f}, {ours[2]:.4f} (printed {p[1]:.4f}, {p[2]:.4f})")
-    return Measurement({"rel_error_printed": float(max(printed)), "rel_error_corrected": float(max(corrected))},
-                       "G[|V|+a,0] = G[0,0], G[|V|,|V|] by enumeration: " + "; ".join(rows)
-                       + f" — equal to −1/|V|, 2/|V| (max rel. error {max(corrected):.1e})",
-                       Evidence.exact(f"all (V−1)^(T−1) sequences at (V, T) ∈ {[tuple(s) for s in sizes]}"))
+    return Measurement(
+        {"rel_error_printed": float(max(printed)), "rel_error_corrected": float(max(corrected))},
+        "G[|V|+a,0] = G[0,0], G[|V|,|V|] by enumeration: "
+        + "; ".join(rows)
+        + f" — equal to −1/|V|, 2/|V| (max rel. error {max(corrected):.1e})",
+        Evidence.exact(f"all (V−1)^(T−1) sequences at (V, T) ∈ {[tuple(s) for s in sizes]}"),
+    )
 
 
 def _nonkey_cosine(G: torch.Tensor, P: torch.Tensor, V: int, reading: str) -> float:
@@ -300,7 +365,7 @@ def _nonkey_cosine(G: torch.Tensor, P: torch.Tensor, V: int, reading: str) -> fl
     else:
         mask[:, [0, V]] = False
     g, p = G[mask], P[mask]
-    if float(p.norm()) == 0.0:   # Eq. (5) predicts zeros there (T = |V|): no agreement with a nonzero G
+    if float(p.norm()) == 0.0:  # Eq. (5) predicts zeros there (T = |V|): no agreement with a nonzero G
         return 0.0
     return float((g * p).sum() / (g.norm() * p.norm()))
 
@@ -316,16 +381,20 @@ def measure_lemma_other(Vs, Ts, enumerate_sizes) -> Measurement:
             G = exact_population_gradient(V, T)
             cells.append((V, T, max(_nonkey_cosine(G, paper_eq5(V, T, r), V, r) for r in ("literal", "transposed"))))
     worst = min(cells, key=lambda c: c[2])
-    enum = max(float((population_gradient(V, T)[0] - exact_population_gradient(V, T)).abs().max())
-               for V, T in enumerate_sizes)
+    enum = max(
+        float((population_gradient(V, T)[0] - exact_population_gradient(V, T)).abs().max()) for V, T in enumerate_sizes
+    )
     V, T = 256, 8
     G = exact_population_gradient(V, T)
-    return Measurement({"min_cosine": worst[2], "closed_form_vs_enumeration": enum},
-                       f"cosine(G, Eq. 5) off the key rows ≤ {max(c[2] for c in cells):.2f}, down to {worst[2]:.2f} "
-                       f"(V={worst[0]}, T={worst[1]}); e.g. V={V}, T={T}: G[a,a] = {float(G[1, 1]):+.5f} against Eq. 5 "
-                       f"{T / V ** 2 - 1 / V:+.5f}; closed form = enumeration to {enum:.1e}",
-                       Evidence.exact(f"closed form over V ∈ {list(Vs)} × T ∈ {list(Ts)}; enumeration at "
-                                      f"{[tuple(s) for s in enumerate_sizes]}"))
+    return Measurement(
+        {"min_cosine": worst[2], "closed_form_vs_enumeration": enum},
+        f"cosine(G, Eq. 5) off the key rows ≤ {max(c[2] for c in cells):.2f}, down to {worst[2]:.2f} "
+        f"(V={worst[0]}, T={worst[1]}); e.g. V={V}, T={T}: G[a,a] = {float(G[1, 1]):+.5f} against Eq. 5 "
+        f"{T / V**2 - 1 / V:+.5f}; closed form = enumeration to {enum:.1e}",
+        Evidence.exact(
+            f"closed form over V ∈ {list(Vs)} × T ∈ {list(Ts)}; enumeration at {[tuple(s) for s in enumerate_sizes]}"
+        ),
+    )
 
 
 def _one_step_cells(steps, condition):
@@ -344,29 +413,37 @@ def measure_one_step(steps) -> Measurement:
     if rows.empty:
         raise NotRun("the one-step grid has no cell with |V| ≥ 16 T; add one to ch1.lemma's onestep_V / onestep_T")
     worst = rows.loc[rows.full_step.idxmin()]
-    return Measurement({"min_accuracy": float(rows.full_step.min()), "min_key_share": float(min(share))},
-                       f"over {len(rows)} cells with |V| ≥ 16 T: one-step accuracy down to {worst.full_step:.2f} "
-                       f"(V={int(worst.V)}, T={int(worst['T'])}); the key columns 0, |V| hold {min(share):.2f}–{max(share):.2f} "
-                       f"of ‖G‖²; the write component alone: {rows.write_only.min():.2f}",
-                       Evidence.exact(f"exact G; argmax on fresh theory sequences per cell"))
+    return Measurement(
+        {"min_accuracy": float(rows.full_step.min()), "min_key_share": float(min(share))},
+        f"over {len(rows)} cells with |V| ≥ 16 T: one-step accuracy down to {worst.full_step:.2f} "
+        f"(V={int(worst.V)}, T={int(worst['T'])}); the key columns 0, |V| hold {min(share):.2f}–{max(share):.2f} "
+        f"of ‖G‖²; the write component alone: {rows.write_only.min():.2f}",
+        Evidence.exact("exact G; argmax on fresh theory sequences per cell"),
+    )
 
 
 def measure_one_step_t2(steps) -> Measurement:
     """The corrected condition: one step solves the task when |V| ≥ 16 T² (no value repeats, w.h.p.)."""
     rows, _ = _one_step_cells(steps, lambda s: s.V >= MUCH_LARGER * s["T"] ** 2)
     shown = ", ".join(f"V={int(r.V)}, T={int(r.T)}: {r.full_step:.3f}" for r in rows.itertuples())
-    return Measurement({"n_cells": len(rows), "min_accuracy": float(rows.full_step.min()) if len(rows) else float("nan")},
-                       f"one-step accuracy where |V| ≥ 16 T²: {shown or 'no such cell'}",
-                       Evidence.exact("exact G; argmax on fresh theory sequences per cell"))
+    return Measurement(
+        {"n_cells": len(rows), "min_accuracy": float(rows.full_step.min()) if len(rows) else float("nan")},
+        f"one-step accuracy where |V| ≥ 16 T²: {shown or 'no such cell'}",
+        Evidence.exact("exact G; argmax on fresh theory sequences per cell"),
+    )
 
 
 def measure_softplus(frame, ctx) -> Measurement:
     """§4 remark: with softplus (and learnable Λ) the simplified model also succeeds for |V| ≤ T."""
     rows = frame[frame.V <= frame["T"]]
-    return Measurement({"min_accuracy": float(rows.accuracy.min())},
-                       "; ".join(f"V={int(r.V)}, T={int(r.T)}: accuracy {r.accuracy:.3f} after {int(r.steps_run)} Adam steps"
-                                 for r in rows.itertuples()),
-                       Evidence.live(ctx, f"{len(rows)} (V, T) cells, 1024 held-out theory sequences each"))
+    return Measurement(
+        {"min_accuracy": float(rows.accuracy.min())},
+        "; ".join(
+            f"V={int(r.V)}, T={int(r.T)}: accuracy {r.accuracy:.3f} after {int(r.steps_run)} Adam steps"
+            for r in rows.itertuples()
+        ),
+        Evidence.live(ctx, f"{len(rows)} (V, T) cells, 1024 held-out theory sequences each"),
+    )
 
 
 # -------------------------------------------------------------------------------------- Table 1
@@ -380,218 +457,442 @@ def _cells(series):
 
 def measure_table1_mamba(table, origin) -> Measurement:
     m = _acc(table, "mamba")
-    return Measurement({"min_accuracy": float(m.min()), "min_accuracy_kappa1": float(m.xs(1, level="kappa").min())},
-                       f"1-layer Mamba: {_cells(m)} %", _origin_evidence(origin, f"{len(m)} cells, held-out query accuracy"))
+    return Measurement(
+        {"min_accuracy": float(m.min()), "min_accuracy_kappa1": float(m.xs(1, level="kappa").min())},
+        f"1-layer Mamba: {_cells(m)} %",
+        _origin_evidence(origin, f"{len(m)} cells, held-out query accuracy"),
+    )
 
 
 def measure_table1_no_pe(table, origin, model: str) -> Measurement:
     tf, m = _acc(table, model), _acc(table, "mamba")
     gap = (m - tf).dropna()
-    return Measurement({"max_accuracy": float(tf.max()), "min_gap_to_mamba": float(gap.min())},
-                       f"{_cells(tf)} % (Mamba {_cells(m)} %; smallest gap {100 * gap.min():.0f} points)",
-                       _origin_evidence(origin, f"{len(tf)} cells, held-out query accuracy"))
+    return Measurement(
+        {"max_accuracy": float(tf.max()), "min_gap_to_mamba": float(gap.min())},
+        f"{_cells(tf)} % (Mamba {_cells(m)} %; smallest gap {100 * gap.min():.0f} points)",
+        _origin_evidence(origin, f"{len(tf)} cells, held-out query accuracy"),
+    )
 
 
 def measure_table1_rope(table, origin) -> Measurement:
     r, m = _acc(table, "tf2_conv_rope"), _acc(table, "mamba")
     diff = (r - m).abs().dropna()
-    return Measurement({"max_diff_to_mamba": float(diff.max()), "min_accuracy": float(r.min())},
-                       f"{_cells(r)} % (Mamba {_cells(m)} %; largest difference {100 * diff.max():.0f} points)",
-                       _origin_evidence(origin, f"{len(r)} cells, held-out query accuracy"))
+    return Measurement(
+        {"max_diff_to_mamba": float(diff.max()), "min_accuracy": float(r.min())},
+        f"{_cells(r)} % (Mamba {_cells(m)} %; largest difference {100 * diff.max():.0f} points)",
+        _origin_evidence(origin, f"{len(r)} cells, held-out query accuracy"),
+    )
 
 
 # ---------------------------------------------------------------------------------- declarations
-_TABLE1_NOT_RUN = ("the T = 256 and 512 columns need the paper grid: `python -m mamba_recall.experiments.ch1_table1 "
-                   "--preset paper --device cuda` (24 cells × 4000 steps; about an hour on one GPU, not measured)")
+_TABLE1_NOT_RUN = (
+    "the T = 256 and 512 columns need the paper grid: `python -m mamba_recall.experiments.ch1_table1 "
+    "--preset paper --device cuda` (24 cells × 4000 steps; about an hour on one GPU, not measured)"
+)
 
 # Figs. 5 and 6 state the same spiking behaviour for |K| = 2 and |K| = 4: one declared rule serves both.
 SPIKE_RULE = Rule(
     why="a spike: ≥ 3× the typical deviation at noise pairs, and larger at its own event than at the other",
-    reproduced=conds(("B_write_over_noise", ">=", 3), ("C_read_over_noise", ">=", 3),
-                     ("B_write_minus_read", ">", 0), ("C_read_minus_write", ">", 0)),
+    reproduced=conds(
+        ("B_write_over_noise", ">=", 3),
+        ("C_read_over_noise", ">=", 3),
+        ("B_write_minus_read", ">", 0),
+        ("C_read_minus_write", ">", 0),
+    ),
     testable=conds(("accuracy", ">=", 0.95)),
     untestable_why="the model did not learn the task (< 95 % query accuracy); the paper probes trained models",
-    trained=True)
+    trained=True,
+)
 
 
 register(
     # §2, App. A–B: the task and the model
-    Claim("000/Alg1", "Algorithm 1 generates the latest-value MQAR: the paper's example has its queries where it says, "
-          "and every sequence has length T, ends with a permutation of K and has a value after every key",
-          "App. A, Algorithm 1 and its example",
-          "x = [X A Y Z X B Z X X B X A B], y = [· . . . . . . . Z . Y X] (12 entries as printed, for 13 tokens); "
-          "noise size sampled uniformly between 0 and n_ε",
-          Rule(why="the example and the algorithm's invariants are exact; the mean block length n_ε/2 + 2 = 3.5 is "
-                   "estimated over ≥ 10⁴ blocks, whose standard error is about 0.01",
-               reproduced=conds(("example_matches", "true"), ("invariants_hold", "true"), ("block_mean_error", "<=", 0.05))),
-          measure_alg1, SEC_TASK),
-    Claim("000/Eq1", "the fixed depthwise convolution of the doubled one-hot embedding is the concatenation of two "
-          "consecutive one-hot embeddings", "§2.2, Eq. (1)", "c₀ = [1; 0], c₁ = [0; 1]; x̂_t = [e_{x_{t−1}}; e_{x_t}]",
-          Rule(why="an identity on 0/1 vectors: any difference is a bug", reproduced=conds(("max_abs_difference", "<=", 0.0))),
-          measure_conv, SEC_TASK),
-    Claim("000/AppB-input-term", "with one-hot inputs the input term Δ_t ⊙ x̂_t can only write on lines x_{t−1} and "
-          "|V| + x_t", "App. B", "no number given (the displayed vectors)",
-          Rule(why="a structural identity: it holds at every position or the model is not the paper's",
-               reproduced=conds(("fraction_positions_ok", ">=", 1.0))),
-          measure_input_term, SEC_TASK),
+    Claim(
+        "000/Alg1",
+        "Algorithm 1 generates the latest-value MQAR: the paper's example has its queries where it says, "
+        "and every sequence has length T, ends with a permutation of K and has a value after every key",
+        "App. A, Algorithm 1 and its example",
+        "x = [X A Y Z X B Z X X B X A B], y = [· . . . . . . . Z . Y X] (12 entries as printed, for 13 tokens); "
+        "noise size sampled uniformly between 0 and n_ε",
+        Rule(
+            why="the example and the algorithm's invariants are exact; the mean block length n_ε/2 + 2 = 3.5 is "
+            "estimated over ≥ 10⁴ blocks, whose standard error is about 0.01",
+            reproduced=conds(
+                ("example_matches", "true"), ("invariants_hold", "true"), ("block_mean_error", "<=", 0.05)
+            ),
+        ),
+        measure_alg1,
+        SEC_TASK,
+    ),
+    Claim(
+        "000/Eq1",
+        "the fixed depthwise convolution of the doubled one-hot embedding is the concatenation of two "
+        "consecutive one-hot embeddings",
+        "§2.2, Eq. (1)",
+        "c₀ = [1; 0], c₁ = [0; 1]; x̂_t = [e_{x_{t−1}}; e_{x_t}]",
+        Rule(
+            why="an identity on 0/1 vectors: any difference is a bug",
+            reproduced=conds(("max_abs_difference", "<=", 0.0)),
+        ),
+        measure_conv,
+        SEC_TASK,
+    ),
+    Claim(
+        "000/AppB-input-term",
+        "with one-hot inputs the input term Δ_t ⊙ x̂_t can only write on lines x_{t−1} and |V| + x_t",
+        "App. B",
+        "no number given (the displayed vectors)",
+        Rule(
+            why="a structural identity: it holds at every position or the model is not the paper's",
+            reproduced=conds(("fraction_positions_ok", ">=", 1.0)),
+        ),
+        measure_input_term,
+        SEC_TASK,
+    ),
     # §3, |K| = 1
-    Claim("000/Sec3-accuracy", "the simplified model with |K| = 1 (|V| = 8, n_ε = 3, T = 256) is trained to 100 % "
-          "accuracy on the training set", "§3, Case |K| = 1", "100 % (training set)",
-          Rule(why="the paper's stopping rule is 100 % on the training set; ≥ 99 % solves the task but stops short of it",
-               reproduced=conds(("train_accuracy", ">=", 1.0)), partially=conds(("train_accuracy", ">=", 0.99)),
-               trained=True),
-          measure_train_accuracy, SEC_MECH),
-    Claim("000/Fig4a", "the output after unembedding shows a large spike when a new value is written",
-          "§3, Fig. 4(a)", "no number given ('a large spike when a new value is being written')",
-          Rule(why="a spike: the written value's logit is the top output at (nearly) every write and stands ≥ 1.5× above "
-                   "the top logit at noise pairs",
-               reproduced=conds(("write_over_noise", ">=", SPIKE), ("written_value_is_argmax", ">=", 0.99)), trained=True),
-          measure_fig4_output, SEC_MECH),
-    Claim("000/Fig4b", "the hidden state shows similar large spikes upon encountering new value tokens",
-          "§3, Fig. 4(b)", "no number given ('similar large spikes upon encountering new value tokens')",
-          Rule(why="a spike on the written coordinate |V| + v: ≥ 1.5× what a noise token leaves on its own coordinate, "
-                   "and the largest second-half coordinate at (nearly) every write",
-               reproduced=conds(("write_over_noise", ">=", SPIKE), ("written_is_largest", ">=", 0.99)), trained=True),
-          measure_fig4_state, SEC_MECH),
-    Claim("000/Fig4c", "the input term spikes on the last |V| dimensions when a new value is written",
-          "§3, Fig. 4(c); App. C (write)", "App. C: write ≈ 30 on e_{|V|+v}, noise pairs ≈ 10 on e_{|V|+v₂}",
-          Rule(why="a spike: the write pair's entry on |V| + v is its largest and ≥ 1.5× the noise pairs' entry",
-               reproduced=conds(("write_over_noise", ">=", SPIKE), ("write_is_largest_entry", "true")), trained=True),
-          measure_fig4_input, SEC_MECH),
-    Claim("000/Fig4d", "the forgetting factor erases the hidden state as the new value is written",
-          "§3, Fig. 4(d); App. C (write)", "App. C: write ≈ 0.3 on the second half (0.05 on the first)",
-          Rule(why="'erase' read from the paper's own wording: §3 calls the write regime 'erase (small forgetting "
-                   "factor)' and the forget regime 'less forgetting than write, but more than read', and App. C's "
-                   "second-half factors order the same way (write ≈ 0.3 < forget ≈ 0.4 < read ≈ 0.8); so the "
-                   "second-half factor at writes must be the smallest of the three regimes, and below the next read's "
-                   "factor at ≥ 95 % of write → read pairs. (This replaces an earlier 'F_write ≤ 0.5', a threshold "
-                   "set after seeing our 0.41; App. C's printed values are judged in 000/AppC-values.)",
-               reproduced=conds(("forget_minus_write", ">", 0.0), ("read_minus_write", ">", 0.0),
-                                ("below_next_read", ">=", 0.95)), trained=True),
-          measure_fig4_forget, SEC_MECH),
-    Claim("000/Sec3-Delta", "Δ_t = Softplus(W_Δ x̂_t) is close to zero unless a key token is present in the input pair",
-          "§3 (with Fig. 8)", "no number given",
-          Rule(why="'close to zero' read relative to the key case: mean Δ at pairs without a key at most a tenth of "
-                   "its mean at pairs with one",
-               reproduced=conds(("noise_over_key", "<=", NEAR_ZERO)), trained=True),
-          measure_delta_key, SEC_MECH),
-    Claim("000/Sec3-regimes", "forgetting is ordered write < forget < read ('less forgetting than write, but more than "
-          "read, especially on the second half'), with almost no forgetting at reads",
-          "§3 (write / read / forget); App. C", "App. C second-half factors: write ≈ 0.3, forget ≈ 0.4, read ≈ 0.8",
-          Rule(why="the ordering with margins that rounding of a learned factor cannot produce (0.1, 0.05), and 'almost "
-                   "no forgetting' as a read factor ≥ 0.8 (App. C's own read values are 0.8–0.9); the bare ordering "
-                   "alone is partial",
-               reproduced=conds(("forget_minus_write", ">=", 0.1), ("read_minus_forget", ">=", 0.05), ("F_read", ">=", 0.8)),
-               partially=conds(("forget_minus_write", ">", 0.0), ("read_minus_forget", ">", 0.0)), trained=True),
-          measure_regimes, SEC_MECH),
-    Claim("000/Sec3-recency", "slow forgetting lets the model return the latest value bound to a key, not an earlier one",
-          "§3 (closing remark of Case |K| = 1)", "no number given",
-          Rule(why="the latest value must beat the previous binding at (nearly) every query of a rebound key: ≥ 99 % "
-                   "positive margins and accuracy (the paper's 'crucial' would need an ablation, not run)",
-               reproduced=conds(("margin_positive", ">=", 0.99), ("accuracy", ">=", 0.99)), trained=True),
-          measure_recency, SEC_MECH),
-    Claim("000/Fig8", "W_Δ has a clear block structure: close to zero almost everywhere except the second part of rows 0 "
-          "and |V|", "App. C, Fig. 8", "no number given",
-          Rule(why="'close to zero elsewhere' means that block (2|V| of 4|V|² entries) holds most of Σ|W_Δ|; the block "
-                   "standing out (the key column the largest, ≥ 1.5× mean |W_Δ|) without that is partial",
-               reproduced=conds(("second_part_share", ">=", 0.5)),
-               partially=conds(("key_column_is_largest", "true"), ("key_column_over_mean_abs", ">=", 1.5)), trained=True),
-          measure_fig8, SEC_MECH),
-    Claim("000/AppC-values", "App. C's approximate forgetting factors and input terms of the write, read and forget regimes",
-          "App. C (mechanism details)",
-          "write: forgetting 0.5 e₀ + 1 e_|V| + 0.05 / 0.3 elsewhere, input 15 e₀ + 30 e_{|V|+v}; read: 0.9 (e₀, e_|V|), "
-          "0.4 / 0.8 elsewhere, input 10 e_v + 10 e_{k+|V|}; forget: 0.6 / 0.4, input 10 e_{v₁} + 10 e_{v₂+|V|}",
-          Rule(why="'≈' read as within 25 % (absolute 0.25 for factors below 1) for all 16 printed values; at least "
-                   "half of them is partial",
-               reproduced=conds(("fraction_within", ">=", 1.0)), partially=conds(("fraction_within", ">=", 0.5)),
-               trained=True),
-          measure_appc, SEC_MECH),
+    Claim(
+        "000/Sec3-accuracy",
+        "the simplified model with |K| = 1 (|V| = 8, n_ε = 3, T = 256) is trained to 100 % "
+        "accuracy on the training set",
+        "§3, Case |K| = 1",
+        "100 % (training set)",
+        Rule(
+            why="the paper's stopping rule is 100 % on the training set; ≥ 99 % solves the task but stops short of it",
+            reproduced=conds(("train_accuracy", ">=", 1.0)),
+            partially=conds(("train_accuracy", ">=", 0.99)),
+            trained=True,
+        ),
+        measure_train_accuracy,
+        SEC_MECH,
+    ),
+    Claim(
+        "000/Fig4a",
+        "the output after unembedding shows a large spike when a new value is written",
+        "§3, Fig. 4(a)",
+        "no number given ('a large spike when a new value is being written')",
+        Rule(
+            why="a spike: the written value's logit is the top output at (nearly) every write and stands ≥ 1.5× above "
+            "the top logit at noise pairs",
+            reproduced=conds(("write_over_noise", ">=", SPIKE), ("written_value_is_argmax", ">=", 0.99)),
+            trained=True,
+        ),
+        measure_fig4_output,
+        SEC_MECH,
+    ),
+    Claim(
+        "000/Fig4b",
+        "the hidden state shows similar large spikes upon encountering new value tokens",
+        "§3, Fig. 4(b)",
+        "no number given ('similar large spikes upon encountering new value tokens')",
+        Rule(
+            why="a spike on the written coordinate |V| + v: ≥ 1.5× what a noise token leaves on its own coordinate, "
+            "and the largest second-half coordinate at (nearly) every write",
+            reproduced=conds(("write_over_noise", ">=", SPIKE), ("written_is_largest", ">=", 0.99)),
+            trained=True,
+        ),
+        measure_fig4_state,
+        SEC_MECH,
+    ),
+    Claim(
+        "000/Fig4c",
+        "the input term spikes on the last |V| dimensions when a new value is written",
+        "§3, Fig. 4(c); App. C (write)",
+        "App. C: write ≈ 30 on e_{|V|+v}, noise pairs ≈ 10 on e_{|V|+v₂}",
+        Rule(
+            why="a spike: the write pair's entry on |V| + v is its largest and ≥ 1.5× the noise pairs' entry",
+            reproduced=conds(("write_over_noise", ">=", SPIKE), ("write_is_largest_entry", "true")),
+            trained=True,
+        ),
+        measure_fig4_input,
+        SEC_MECH,
+    ),
+    Claim(
+        "000/Fig4d",
+        "the forgetting factor erases the hidden state as the new value is written",
+        "§3, Fig. 4(d); App. C (write)",
+        "App. C: write ≈ 0.3 on the second half (0.05 on the first)",
+        Rule(
+            why="'erase' read from the paper's own wording: §3 calls the write regime 'erase (small forgetting "
+            "factor)' and the forget regime 'less forgetting than write, but more than read', and App. C's "
+            "second-half factors order the same way (write ≈ 0.3 < forget ≈ 0.4 < read ≈ 0.8); so the "
+            "second-half factor at writes must be the smallest of the three regimes, and below the next read's "
+            "factor at ≥ 95 % of write → read pairs. (This replaces an earlier 'F_write ≤ 0.5', a threshold "
+            "set after seeing our 0.41; App. C's printed values are judged in 000/AppC-values.)",
+            reproduced=conds(
+                ("forget_minus_write", ">", 0.0), ("read_minus_write", ">", 0.0), ("below_next_read", ">=", 0.95)
+            ),
+            trained=True,
+        ),
+        measure_fig4_forget,
+        SEC_MECH,
+    ),
+    Claim(
+        "000/Sec3-Delta",
+        "Δ_t = Softplus(W_Δ x̂_t) is close to zero unless a key token is present in the input pair",
+        "§3 (with Fig. 8)",
+        "no number given",
+        Rule(
+            why="'close to zero' read relative to the key case: mean Δ at pairs without a key at most a tenth of "
+            "its mean at pairs with one",
+            reproduced=conds(("noise_over_key", "<=", NEAR_ZERO)),
+            trained=True,
+        ),
+        measure_delta_key,
+        SEC_MECH,
+    ),
+    Claim(
+        "000/Sec3-regimes",
+        "forgetting is ordered write < forget < read ('less forgetting than write, but more than "
+        "read, especially on the second half'), with almost no forgetting at reads",
+        "§3 (write / read / forget); App. C",
+        "App. C second-half factors: write ≈ 0.3, forget ≈ 0.4, read ≈ 0.8",
+        Rule(
+            why="the ordering with margins that rounding of a learned factor cannot produce (0.1, 0.05), and 'almost "
+            "no forgetting' as a read factor ≥ 0.8 (App. C's own read values are 0.8–0.9); the bare ordering "
+            "alone is partial",
+            reproduced=conds(
+                ("forget_minus_write", ">=", 0.1), ("read_minus_forget", ">=", 0.05), ("F_read", ">=", 0.8)
+            ),
+            partially=conds(("forget_minus_write", ">", 0.0), ("read_minus_forget", ">", 0.0)),
+            trained=True,
+        ),
+        measure_regimes,
+        SEC_MECH,
+    ),
+    Claim(
+        "000/Sec3-recency",
+        "slow forgetting lets the model return the latest value bound to a key, not an earlier one",
+        "§3 (closing remark of Case |K| = 1)",
+        "no number given",
+        Rule(
+            why="the latest value must beat the previous binding at (nearly) every query of a rebound key: ≥ 99 % "
+            "positive margins and accuracy (the paper's 'crucial' would need an ablation, not run)",
+            reproduced=conds(("margin_positive", ">=", 0.99), ("accuracy", ">=", 0.99)),
+            trained=True,
+        ),
+        measure_recency,
+        SEC_MECH,
+    ),
+    Claim(
+        "000/Fig8",
+        "W_Δ has a clear block structure: close to zero almost everywhere except the second part of rows 0 and |V|",
+        "App. C, Fig. 8",
+        "no number given",
+        Rule(
+            why="'close to zero elsewhere' means that block (2|V| of 4|V|² entries) holds most of Σ|W_Δ|; the block "
+            "standing out (the key column the largest, ≥ 1.5× mean |W_Δ|) without that is partial",
+            reproduced=conds(("second_part_share", ">=", 0.5)),
+            partially=conds(("key_column_is_largest", "true"), ("key_column_over_mean_abs", ">=", 1.5)),
+            trained=True,
+        ),
+        measure_fig8,
+        SEC_MECH,
+    ),
+    Claim(
+        "000/AppC-values",
+        "App. C's approximate forgetting factors and input terms of the write, read and forget regimes",
+        "App. C (mechanism details)",
+        "write: forgetting 0.5 e₀ + 1 e_|V| + 0.05 / 0.3 elsewhere, input 15 e₀ + 30 e_{|V|+v}; read: 0.9 (e₀, e_|V|), "
+        "0.4 / 0.8 elsewhere, input 10 e_v + 10 e_{k+|V|}; forget: 0.6 / 0.4, input 10 e_{v₁} + 10 e_{v₂+|V|}",
+        Rule(
+            why="'≈' read as within 25 % (absolute 0.25 for factors below 1) for all 16 printed values; at least "
+            "half of them is partial",
+            reproduced=conds(("fraction_within", ">=", 1.0)),
+            partially=conds(("fraction_within", ">=", 0.5)),
+            trained=True,
+        ),
+        measure_appc,
+        SEC_MECH,
+    ),
     # |K| > 1 and the unembedding
-    Claim("000/Fig5", "with |K| = 2 and N = |K|, B(x̂_t) spikes at writes (k, v) and C(x̂_t) spikes at queries (x, k)",
-          "§3, Case |K| > 1, Fig. 5", "no number given",
-          SPIKE_RULE, measure_bc_spikes, SEC_MANY),
-    Claim("000/Fig6", "with |K| = 4 and N = |K|, B(x̂_t) and C(x̂_t) show the same spiking behaviour",
-          "§3, Case |K| > 1, Fig. 6", "no number given",
-          SPIKE_RULE, measure_bc_spikes, SEC_MANY),
-    Claim("000/Fig7", "a learned unembedding comes out close to (−I, I)", "App. B, Fig. 7",
-          "no number given ('something close to (−I, I)')",
-          Rule(why="close to [−I I] up to the softmax's column shift: centred cosine ≥ 0.8, with a negative first-half "
-                   "and a positive second-half diagonal",
-               reproduced=conds(("centred_cosine", ">=", 0.8), ("first_half_diag", "<", 0), ("second_half_diag", ">", 0)),
-               trained=True),
-          measure_fig7, SEC_MANY),
+    Claim(
+        "000/Fig5",
+        "with |K| = 2 and N = |K|, B(x̂_t) spikes at writes (k, v) and C(x̂_t) spikes at queries (x, k)",
+        "§3, Case |K| > 1, Fig. 5",
+        "no number given",
+        SPIKE_RULE,
+        measure_bc_spikes,
+        SEC_MANY,
+    ),
+    Claim(
+        "000/Fig6",
+        "with |K| = 4 and N = |K|, B(x̂_t) and C(x̂_t) show the same spiking behaviour",
+        "§3, Case |K| > 1, Fig. 6",
+        "no number given",
+        SPIKE_RULE,
+        measure_bc_spikes,
+        SEC_MANY,
+    ),
+    Claim(
+        "000/Fig7",
+        "a learned unembedding comes out close to (−I, I)",
+        "App. B, Fig. 7",
+        "no number given ('something close to (−I, I)')",
+        Rule(
+            why="close to [−I I] up to the softmax's column shift: centred cosine ≥ 0.8, with a negative first-half "
+            "and a positive second-half diagonal",
+            reproduced=conds(("centred_cosine", ">=", 0.8), ("first_half_diag", "<", 0), ("second_half_diag", ">", 0)),
+            trained=True,
+        ),
+        measure_fig7,
+        SEC_MANY,
+    ),
     # §4, Lemma 1
-    Claim("000/Lemma1-key", "the population gradient at W_Δ = 0 is −1/T on row 0 and 2/T on row |V|",
-          "§4, Lemma 1, Eq. (5); App. D, Eq. (23)", "−1/T (i = 0), 2/T (i = |V|)",
-          Rule(why="exact rational values: two exact computations agree to rounding; the corrected statement is "
-                   "−1/|V| and 2/|V| on the same entries",
-               reproduced=conds(("rel_error_printed", "<=", EXACT)), erratum=conds(("rel_error_corrected", "<=", EXACT))),
-          measure_lemma_key, SEC_LEMMA),
-    Claim("000/Lemma1-other", "the other entries of the gradient are ≈ T/|V|² − 1/|V| (0 < i < |V|) and "
-          "≈ −T/|V|² + 1/|V| (i > |V|)", "§4, Lemma 1, Eq. (5); App. D, Eq. (23)",
-          "≈ T/|V|² − 1/|V| (0 < i < |V|), ≈ −T/|V|² + 1/|V| (i > |V|)",
-          Rule(why="'≈' as a matrix statement: cosine ≥ 0.9 with the exact gradient off the key rows in every cell, in "
-                   "the better of the two readings of i; the corrected statement is the exact closed form, confirmed by "
-                   "enumeration",
-               reproduced=conds(("min_cosine", ">=", 0.9)), erratum=conds(("closed_form_vs_enumeration", "<=", EXACT))),
-          measure_lemma_other, SEC_LEMMA),
-    Claim("000/Lemma1-one-step", "for |V| ≫ T one gradient step mostly updates rows 0 and |V| of W_Δ and so solves the task",
-          "§4, after Lemma 1; App. D, end", "no number given ('For |V| ≫ T … correctly succeeds')",
-          Rule(why="|V| ≫ T read as |V| ≥ 16 T: in every such cell the key columns hold most (≥ 50 %) of the step and the "
-                   "step solves the task (≥ 90 % accuracy)",
-               reproduced=conds(("min_accuracy", ">=", SOLVES), ("min_key_share", ">=", 0.5))),
-          measure_one_step, SEC_LEMMA),
-    Claim("000/Lemma1-one-step-T2", "one gradient step solves the task when |V| ≫ T² (the corrected condition: no value "
-          "repeats, so the step's token-frequency part cannot outvote its write part)", "§4, after Lemma 1 (corrected)",
-          "no number given (the paper's condition is |V| ≫ T)",
-          Rule(why="|V| ≫ T² read as |V| ≥ 16 T², where no value repeats with probability > 0.96: the step must reach "
-                   "≥ 90 % in every such cell",
-               reproduced=conds(("min_accuracy", ">=", SOLVES)), testable=conds(("n_cells", ">=", 1)),
-               untestable_why="the one-step grid has no cell with |V| ≥ 16 T²"),
-          measure_one_step_t2, SEC_LEMMA),
-    Claim("000/Sec4-softplus", "with Δ_t = Softplus(W_Δ x̂_t) the simplified model also succeeds for |V| ≤ T",
-          "§4, remark after Lemma 1", "no number given ('also succeeds for |V| ≤ T')",
-          Rule(why="succeeding is solving the theory task: ≥ 99 % held-out accuracy in every |V| ≤ T cell",
-               reproduced=conds(("min_accuracy", ">=", 0.99)), trained=True),
-          measure_softplus, SEC_LEMMA),
+    Claim(
+        "000/Lemma1-key",
+        "the population gradient at W_Δ = 0 is −1/T on row 0 and 2/T on row |V|",
+        "§4, Lemma 1, Eq. (5); App. D, Eq. (23)",
+        "−1/T (i = 0), 2/T (i = |V|)",
+        Rule(
+            why="exact rational values: two exact computations agree to rounding; the corrected statement is "
+            "−1/|V| and 2/|V| on the same entries",
+            reproduced=conds(("rel_error_printed", "<=", EXACT)),
+            erratum=conds(("rel_error_corrected", "<=", EXACT)),
+        ),
+        measure_lemma_key,
+        SEC_LEMMA,
+    ),
+    Claim(
+        "000/Lemma1-other",
+        "the other entries of the gradient are ≈ T/|V|² − 1/|V| (0 < i < |V|) and ≈ −T/|V|² + 1/|V| (i > |V|)",
+        "§4, Lemma 1, Eq. (5); App. D, Eq. (23)",
+        "≈ T/|V|² − 1/|V| (0 < i < |V|), ≈ −T/|V|² + 1/|V| (i > |V|)",
+        Rule(
+            why="'≈' as a matrix statement: cosine ≥ 0.9 with the exact gradient off the key rows in every cell, in "
+            "the better of the two readings of i; the corrected statement is the exact closed form, confirmed by "
+            "enumeration",
+            reproduced=conds(("min_cosine", ">=", 0.9)),
+            erratum=conds(("closed_form_vs_enumeration", "<=", EXACT)),
+        ),
+        measure_lemma_other,
+        SEC_LEMMA,
+    ),
+    Claim(
+        "000/Lemma1-one-step",
+        "for |V| ≫ T one gradient step mostly updates rows 0 and |V| of W_Δ and so solves the task",
+        "§4, after Lemma 1; App. D, end",
+        "no number given ('For |V| ≫ T … correctly succeeds')",
+        Rule(
+            why="|V| ≫ T read as |V| ≥ 16 T: in every such cell the key columns hold most (≥ 50 %) of the step and the "
+            "step solves the task (≥ 90 % accuracy)",
+            reproduced=conds(("min_accuracy", ">=", SOLVES), ("min_key_share", ">=", 0.5)),
+        ),
+        measure_one_step,
+        SEC_LEMMA,
+    ),
+    Claim(
+        "000/Lemma1-one-step-T2",
+        "one gradient step solves the task when |V| ≫ T² (the corrected condition: no value "
+        "repeats, so the step's token-frequency part cannot outvote its write part)",
+        "§4, after Lemma 1 (corrected)",
+        "no number given (the paper's condition is |V| ≫ T)",
+        Rule(
+            why="|V| ≫ T² read as |V| ≥ 16 T², where no value repeats with probability > 0.96: the step must reach "
+            "≥ 90 % in every such cell",
+            reproduced=conds(("min_accuracy", ">=", SOLVES)),
+            testable=conds(("n_cells", ">=", 1)),
+            untestable_why="the one-step grid has no cell with |V| ≥ 16 T²",
+        ),
+        measure_one_step_t2,
+        SEC_LEMMA,
+    ),
+    Claim(
+        "000/Sec4-softplus",
+        "with Δ_t = Softplus(W_Δ x̂_t) the simplified model also succeeds for |V| ≤ T",
+        "§4, remark after Lemma 1",
+        "no number given ('also succeeds for |V| ≤ T')",
+        Rule(
+            why="succeeding is solving the theory task: ≥ 99 % held-out accuracy in every |V| ≤ T cell",
+            reproduced=conds(("min_accuracy", ">=", 0.99)),
+            trained=True,
+        ),
+        measure_softplus,
+        SEC_LEMMA,
+    ),
     # App. A, Table 1
-    Claim("000/Table1-mamba", "1-layer Mamba solves the latest-value MQAR (99–100 % in every cell)", "App. A, Table 1, row 1",
-          "T=128: 100, 100; T=256: 100, 99; T=512: 100, 99 (κ = 1, 4)",
-          Rule(why="the printed cells are all ≥ 99 %; solving only the single-key column (κ = 1) is partial",
-               reproduced=conds(("min_accuracy", ">=", 0.99)), partially=conds(("min_accuracy_kappa1", ">=", 0.99)),
-               trained=True),
-          measure_table1_mamba, SEC_TABLE),
-    Claim("000/Table1-tf2", "a 2-layer Transformer without convolution or positional encoding struggles, far below Mamba",
-          "App. A, Table 1, row 2", "T=128: 30, 42; T=256: 22, 21; T=512: 15, 18 (κ = 1, 4)",
-          Rule(why="'struggle': ≤ 60 % in every cell (the paper's no-PE cells are ≤ 56 %) and ≥ 30 points below Mamba in "
-                   "the same cell (the paper's smallest gap is 43)",
-               reproduced=conds(("max_accuracy", "<=", 0.6), ("min_gap_to_mamba", ">=", 0.3)), trained=True),
-          lambda table, origin: measure_table1_no_pe(table, origin, "tf2_nope"), SEC_TABLE),
-    Claim("000/Table1-tf1-conv", "a 1-layer Transformer with convolution but no positional encoding struggles, far below "
-          "Mamba", "App. A, Table 1, row 3", "T=128: 34, 56; T=256: 26, 42; T=512: 21, 36 (κ = 1, 4)",
-          Rule(why="as for row 2: ≤ 60 % in every cell and ≥ 30 points below Mamba in the same cell",
-               reproduced=conds(("max_accuracy", "<=", 0.6), ("min_gap_to_mamba", ">=", 0.3)), trained=True),
-          lambda table, origin: measure_table1_no_pe(table, origin, "tf1_conv"), SEC_TABLE),
-    Claim("000/Table1-rope", "a 2-layer Transformer with convolution and RoPE performs similarly to Mamba",
-          "App. A, Table 1, row 4 and text", "T=128: 100, 100; T=256: 100, 96; T=512: 77, 90 (κ = 1, 4)",
-          Rule(why="'similar': within 5 points of Mamba in every cell (the paper's own near-equal cells differ by ≤ 4; its "
-                   "T = 512 cells, 23 and 9 points apart, would fail this); the RoPE model solving the task (≥ 95 % "
-                   "everywhere) while Mamba does not is partial",
-               reproduced=conds(("max_diff_to_mamba", "<=", 0.05)), partially=conds(("min_accuracy", ">=", 0.95)),
-               trained=True),
-          measure_table1_rope, SEC_TABLE),
-    Claim("000/Table1-long", "at T = 256 and 512 Mamba stays at 99–100 % while the RoPE Transformer drops (77 % at "
-          "T = 512, κ = 1) and the no-PE Transformers fall to 15–42 %", "App. A, Table 1, T = 256 and 512 columns",
-          "Mamba 100, 99, 100, 99; TF 2-layer 22, 21, 15, 18; TF 1-layer conv 26, 42, 21, 36; TF RoPE 100, 96, 77, 90",
-          Rule(why="the long-sequence columns: Mamba ≥ 99 % and the RoPE model below it at T = 512",
-               reproduced=conds(("mamba_min_long", ">=", 0.99), ("rope_gap_T512", ">", 0)), trained=True),
-          not_run=_TABLE1_NOT_RUN),
-    Claim("000/Sec2.2-random-init", "the fixed embedding and convolution correspond (up to rotation) to embedding and "
-          "convolution weights frozen at random initialisation with infinite width", "§2.2, last remark",
-          "no number given",
-          Rule(why="the same write/read/forget mechanism (Fig. 4, App. C orderings) must appear with frozen random "
-                   "embeddings of large width",
-               reproduced=conds(("forget_order_holds", "true"), ("accuracy", ">=", 0.99)), trained=True),
-          not_run="needs a variant of the simplified model with frozen random embedding and convolution of width "
-                  "64–128 (not implemented); training it at T = 64 would take about 10 CPU-minutes"),
+    Claim(
+        "000/Table1-mamba",
+        "1-layer Mamba solves the latest-value MQAR (99–100 % in every cell)",
+        "App. A, Table 1, row 1",
+        "T=128: 100, 100; T=256: 100, 99; T=512: 100, 99 (κ = 1, 4)",
+        Rule(
+            why="the printed cells are all ≥ 99 %; solving only the single-key column (κ = 1) is partial",
+            reproduced=conds(("min_accuracy", ">=", 0.99)),
+            partially=conds(("min_accuracy_kappa1", ">=", 0.99)),
+            trained=True,
+        ),
+        measure_table1_mamba,
+        SEC_TABLE,
+    ),
+    Claim(
+        "000/Table1-tf2",
+        "a 2-layer Transformer without convolution or positional encoding struggles, far below Mamba",
+        "App. A, Table 1, row 2",
+        "T=128: 30, 42; T=256: 22, 21; T=512: 15, 18 (κ = 1, 4)",
+        Rule(
+            why="'struggle': ≤ 60 % in every cell (the paper's no-PE cells are ≤ 56 %) and ≥ 30 points below Mamba in "
+            "the same cell (the paper's smallest gap is 43)",
+            reproduced=conds(("max_accuracy", "<=", 0.6), ("min_gap_to_mamba", ">=", 0.3)),
+            trained=True,
+        ),
+        lambda table, origin: measure_table1_no_pe(table, origin, "tf2_nope"),
+        SEC_TABLE,
+    ),
+    Claim(
+        "000/Table1-tf1-conv",
+        "a 1-layer Transformer with convolution but no positional encoding struggles, far below Mamba",
+        "App. A, Table 1, row 3",
+        "T=128: 34, 56; T=256: 26, 42; T=512: 21, 36 (κ = 1, 4)",
+        Rule(
+            why="as for row 2: ≤ 60 % in every cell and ≥ 30 points below Mamba in the same cell",
+            reproduced=conds(("max_accuracy", "<=", 0.6), ("min_gap_to_mamba", ">=", 0.3)),
+            trained=True,
+        ),
+        lambda table, origin: measure_table1_no_pe(table, origin, "tf1_conv"),
+        SEC_TABLE,
+    ),
+    Claim(
+        "000/Table1-rope",
+        "a 2-layer Transformer with convolution and RoPE performs similarly to Mamba",
+        "App. A, Table 1, row 4 and text",
+        "T=128: 100, 100; T=256: 100, 96; T=512: 77, 90 (κ = 1, 4)",
+        Rule(
+            why="'similar': within 5 points of Mamba in every cell (the paper's own near-equal cells differ by ≤ 4; its "
+            "T = 512 cells, 23 and 9 points apart, would fail this); the RoPE model solving the task (≥ 95 % "
+            "everywhere) while Mamba does not is partial",
+            reproduced=conds(("max_diff_to_mamba", "<=", 0.05)),
+            partially=conds(("min_accuracy", ">=", 0.95)),
+            trained=True,
+        ),
+        measure_table1_rope,
+        SEC_TABLE,
+    ),
+    Claim(
+        "000/Table1-long",
+        "at T = 256 and 512 Mamba stays at 99–100 % while the RoPE Transformer drops (77 % at "
+        "T = 512, κ = 1) and the no-PE Transformers fall to 15–42 %",
+        "App. A, Table 1, T = 256 and 512 columns",
+        "Mamba 100, 99, 100, 99; TF 2-layer 22, 21, 15, 18; TF 1-layer conv 26, 42, 21, 36; TF RoPE 100, 96, 77, 90",
+        Rule(
+            why="the long-sequence columns: Mamba ≥ 99 % and the RoPE model below it at T = 512",
+            reproduced=conds(("mamba_min_long", ">=", 0.99), ("rope_gap_T512", ">", 0)),
+            trained=True,
+        ),
+        not_run=_TABLE1_NOT_RUN,
+    ),
+    Claim(
+        "000/Sec2.2-random-init",
+        "the fixed embedding and convolution correspond (up to rotation) to embedding and "
+        "convolution weights frozen at random initialisation with infinite width",
+        "§2.2, last remark",
+        "no number given",
+        Rule(
+            why="the same write/read/forget mechanism (Fig. 4, App. C orderings) must appear with frozen random "
+            "embeddings of large width",
+            reproduced=conds(("forget_order_holds", "true"), ("accuracy", ">=", 0.99)),
+            trained=True,
+        ),
+        not_run="needs a variant of the simplified model with frozen random embedding and convolution of width "
+        "64–128 (not implemented); training it at T = 64 would take about 10 CPU-minutes",
+    ),
 )

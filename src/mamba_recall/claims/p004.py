@@ -23,6 +23,7 @@ Measurement functions take what the notebooks compute (recall arrays, channel st
 preset it was trained with), and return a :class:`~mamba_recall.claims.core.Measurement`.
 :mod:`mamba_recall.experiments.ch4_model_checks` calls the same functions on other checkpoints (§4.7).
 """
+
 from __future__ import annotations
 
 import re
@@ -31,23 +32,30 @@ import numpy as np
 
 from .core import TIERS, Claim, Evidence, Measurement, NotRun, Rule, conds, register
 
-SECTION = {1: "04_primacy_recency/01_serial_recall", 2: "04_primacy_recency/02_long_term_channels",
-           3: "04_primacy_recency/03_periodicity", 4: "04_primacy_recency/04_recency_state_init",
-           5: "04_primacy_recency/05_transfer", 6: "04_primacy_recency/06_mamba2_heads"}
+SECTION = {
+    1: "04_primacy_recency/01_serial_recall",
+    2: "04_primacy_recency/02_long_term_channels",
+    3: "04_primacy_recency/03_periodicity",
+    4: "04_primacy_recency/04_recency_state_init",
+    5: "04_primacy_recency/05_transfer",
+    6: "04_primacy_recency/06_mamba2_heads",
+}
 
-CEILING = 0.95     # middle-third recall above this: no room to see a trough, a rise or a removed advantage
-FIRST_MIN = 0.5    # first-position recall below this: the first fact is mostly lost already, nothing to remove
-U_ARM = 0.10       # an end of the U at least 10 points above the middle third
-EFFECT = 0.10      # a 10 % relative shift of Δ counts as a systematic effect
+CEILING = 0.95  # middle-third recall above this: no room to see a trough, a rise or a removed advantage
+FIRST_MIN = 0.5  # first-position recall below this: the first fact is mostly lost already, nothing to remove
+U_ARM = 0.10  # an end of the U at least 10 points above the middle third
+EFFECT = 0.10  # a 10 % relative shift of Δ counts as a systematic effect
 CAUSAL_DROP = 0.15  # first-triple ablation: δ(1) at least 15 points ...
 RANDOM_FACTOR = 2.0  # ... and at least twice the same-count random ablation
-CLUSTER_P = 0.01   # χ² of the per-layer counts against a spread proportional to layer widths
-SPARSE = 0.15      # "a sparse subset": at most 15 % of the units (the paper's Mamba 2 value is 9.32 %)
+CLUSTER_P = 0.01  # χ² of the per-layer counts against a spread proportional to layer widths
+SPARSE = 0.15  # "a sparse subset": at most 15 % of the units (the paper's Mamba 2 value is 9.32 %)
 LATER_DROP = 0.03  # Mamba 2: degradation beyond position 1, mean δ(k ≥ 2)
 
-_CEILING_WHY = (f"at the evaluated length the S-model's baseline recall is at its ceiling (middle third > {CEILING}) or "
-                f"its first position is already lost (acc(1) < {FIRST_MIN}): with no primacy to remove, an ablation "
-                "cannot show that these units carry it; the check needs a model at its capacity edge")
+_CEILING_WHY = (
+    f"at the evaluated length the S-model's baseline recall is at its ceiling (middle third > {CEILING}) or "
+    f"its first position is already lost (acc(1) < {FIRST_MIN}): with no primacy to remove, an ablation "
+    "cannot show that these units carry it; the check needs a model at its capacity edge"
+)
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -66,13 +74,21 @@ def _evidence(ctx, side, sample: str) -> Evidence:
     convergence gate is no evidence at all (:class:`NotRun`)."""
     gate = (side or {}).get("gate")
     if gate is not None and not gate.get("passed"):
-        raise NotRun("the checkpoint did not pass its convergence gate (held-out recall ≥ 0.95 at L = 4 and ≥ 0.80 "
-                     "at L = 8): a model that has not learned the task can neither show nor refute the effect; "
-                     "train it further")
+        raise NotRun(
+            "the checkpoint did not pass its convergence gate (held-out recall ≥ 0.95 at L = 4 and ≥ 0.80 "
+            "at L = 8): a model that has not learned the task can neither show nor refute the effect; "
+            "train it further"
+        )
     device = getattr(ctx, "device", "cpu")
     device = getattr(device, "type", str(device))
-    return Evidence(_tier(ctx, side), device, 1, sample, str((side or {}).get("source", "live")),
-                    smoke=bool(getattr(ctx, "smoke", False)))
+    return Evidence(
+        _tier(ctx, side),
+        device,
+        1,
+        sample,
+        str((side or {}).get("source", "live")),
+        smoke=bool(getattr(ctx, "smoke", False)),
+    )
 
 
 def _mid_mask(L: int) -> np.ndarray:
@@ -121,12 +137,25 @@ def measure_ushape(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
     nan = float("nan")
     n = next(iter(curves.values())).shape[0]
     return Measurement(
-        {"pressure_lengths": len(lengths), "min_primacy": min(prim, default=nan), "min_recency": min(rec, default=nan),
-         "ends_separated": all(sep) and bool(sep), "interior_minimum": all(interior) and bool(interior)},
-        f"L_p = {Lp}; repeated relation " + ("; ".join(parts) if parts else "(no evaluated L has a middle third ≤ 0.80): " + "; ".join(
-            f"L={L}: acc(1) {s['acc'][0]:.2f}, middle {s['mid']:.2f}, acc(L) {s['acc'][-1]:.2f}"
-            for L, s in ((L, _summary(curves[(L, "repeated")])) for L in Ls))),
-        _evidence(ctx, side, f"{n} contexts per (L, variant), L = {list(Ls)}"))
+        {
+            "pressure_lengths": len(lengths),
+            "min_primacy": min(prim, default=nan),
+            "min_recency": min(rec, default=nan),
+            "ends_separated": all(sep) and bool(sep),
+            "interior_minimum": all(interior) and bool(interior),
+        },
+        f"L_p = {Lp}; repeated relation "
+        + (
+            "; ".join(parts)
+            if parts
+            else "(no evaluated L has a middle third ≤ 0.80): "
+            + "; ".join(
+                f"L={L}: acc(1) {s['acc'][0]:.2f}, middle {s['mid']:.2f}, acc(L) {s['acc'][-1]:.2f}"
+                for L, s in ((L, _summary(curves[(L, "repeated")])) for L in Ls)
+            )
+        ),
+        _evidence(ctx, side, f"{n} contexts per (L, variant), L = {list(Ls)}"),
+    )
 
 
 def measure_relations(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
@@ -143,12 +172,16 @@ def measure_relations(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
         better = bool(r["diff"] >= 0.05 and r["lo"] > 0)
         mid_only += better
         both += bool(better and r["u_depth_rep"] > r["u_depth_rnd"])
-        parts.append(f"L={L}: middle random − repeated {r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}], "
-                     f"U-depth {r['u_depth_rep']:.2f} vs {r['u_depth_rnd']:.2f}")
+        parts.append(
+            f"L={L}: middle random − repeated {r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}], "
+            f"U-depth {r['u_depth_rep']:.2f} vs {r['u_depth_rnd']:.2f}"
+        )
     n = next(iter(curves.values())).shape[0]
-    return Measurement({"lengths_with_room": room, "lengths_passing": both, "lengths_middle_better": mid_only},
-                       "; ".join(parts) or "no evaluated L leaves the middle third room to rise",
-                       _evidence(ctx, side, f"{n} paired contexts per L, L = {list(Ls)}"))
+    return Measurement(
+        {"lengths_with_room": room, "lengths_passing": both, "lengths_middle_better": mid_only},
+        "; ".join(parts) or "no evaluated L leaves the middle third room to rise",
+        _evidence(ctx, side, f"{n} paired contexts per L, L = {list(Ls)}"),
+    )
 
 
 def measure_recency(curves: dict, *, ctx=None, side=None) -> Measurement:
@@ -157,11 +190,16 @@ def measure_recency(curves: dict, *, ctx=None, side=None) -> Measurement:
     cells = {key: _summary(c) for key, c in curves.items() if _summary(c)["mid"] <= CEILING}
     rec = {key: s["recency"] for key, s in cells.items()}
     n = next(iter(curves.values())).shape[0]
-    return Measurement({"informative_cells": len(cells), "informative_random_cells": sum(v == "random" for _, v in cells),
-                        "min_recency": min(rec.values(), default=float("nan"))},
-                       "acc(L) − middle third: " + (", ".join(f"L={L} {v} {r:+.2f}" for (L, v), r in rec.items())
-                                                    or "every cell at the ceiling"),
-                       _evidence(ctx, side, f"{n} contexts per cell, {len(curves)} cells"))
+    return Measurement(
+        {
+            "informative_cells": len(cells),
+            "informative_random_cells": sum(v == "random" for _, v in cells),
+            "min_recency": min(rec.values(), default=float("nan")),
+        },
+        "acc(L) − middle third: "
+        + (", ".join(f"L={L} {v} {r:+.2f}" for (L, v), r in rec.items()) or "every cell at the ceiling"),
+        _evidence(ctx, side, f"{n} contexts per cell, {len(curves)} cells"),
+    )
 
 
 # --------------------------------------------------------------------- §4.2: long-term channels
@@ -172,10 +210,12 @@ def measure_sparsity(stats, chans, *, ctx=None, side=None) -> Measurement:
     widths = [m.shape[1] for m in stats.M]
     frac = sum(counts) / stats.n_channels
     p = _chi2_p(counts, widths)
-    return Measurement({"fraction": frac, "concentration_p": p},
-                       f"{sum(counts)} of {stats.n_channels} channels ({100 * frac:.1f} %), per layer {counts}; "
-                       f"χ² against an even spread p = {p:.3g}",
-                       _evidence(ctx, side, f"one identification prompt, {stats.n_layers} layers"))
+    return Measurement(
+        {"fraction": frac, "concentration_p": p},
+        f"{sum(counts)} of {stats.n_channels} channels ({100 * frac:.1f} %), per layer {counts}; "
+        f"χ² against an even spread p = {p:.3g}",
+        _evidence(ctx, side, f"one identification prompt, {stats.n_layers} layers"),
+    )
 
 
 def measure_grid_counts(stats, *, ctx=None, side=None) -> Measurement:
@@ -186,11 +226,14 @@ def measure_grid_counts(stats, *, ctx=None, side=None) -> Measurement:
     grid = ch.count_grid(stats)
     strict = bool((np.diff(grid, axis=1) < 0).all())
     tau1 = int(sum(sum(len(c) for c in ch.identify(stats, 1.0, p)) for p in ch.GRID))
-    rows = "; ".join(f"p={p}: " + ", ".join(f"τ={t} {grid[i, j]}" for j, t in enumerate(ch.GRID))
-                     for i, p in enumerate(ch.GRID))
-    return Measurement({"strictly_fewer_as_tau_rises": strict, "count_at_tau_1": tau1},
-                       f"channels {rows}; τ = 1: {tau1}",
-                       _evidence(ctx, side, "one identification prompt, 3 × 3 grid"))
+    rows = "; ".join(
+        f"p={p}: " + ", ".join(f"τ={t} {grid[i, j]}" for j, t in enumerate(ch.GRID)) for i, p in enumerate(ch.GRID)
+    )
+    return Measurement(
+        {"strictly_fewer_as_tau_rises": strict, "count_at_tau_1": tau1},
+        f"channels {rows}; τ = 1: {tau1}",
+        _evidence(ctx, side, "one identification prompt, 3 × 3 grid"),
+    )
 
 
 def measure_first_triplet(first: dict, *, ctx=None, side=None) -> Measurement:
@@ -202,15 +245,22 @@ def measure_first_triplet(first: dict, *, ctx=None, side=None) -> Measurement:
     b = check_first_triplet(first)
     base = first["base"]
     s = _summary(base)
-    vals = {"baseline_informative": _informative(base), "delta1": b["delta1"],
-            "excess_over_2x_global": b["delta1"] - RANDOM_FACTOR * max(b["delta1_global"], 0.0),
-            "excess_over_2x_layer_matched": b["delta1"] - RANDOM_FACTOR * max(b["delta1_layer_matched"], 0.0),
-            "ci_low_global": b["ci_global"][0], "ci_low_layer_matched": b["ci_layer_matched"][0],
-            "mean_abs_delta_k3": b["mean_abs_delta_k3"]}
-    return Measurement(vals, f"L={base.shape[1]}: baseline acc(1) {s['acc'][0]:.2f}, middle {s['mid']:.2f}; δ(1) "
-                             f"{b['delta1']:.3f} ({first['count']} channels) vs random global {b['delta1_global']:.3f}, "
-                             f"layer-matched {b['delta1_layer_matched']:.3f}; mean |δ(k≥3)| {b['mean_abs_delta_k3']:.3f}",
-                       _evidence(ctx, side, f"{base.shape[0]} contexts, {len(first['global'])} random draws per control"))
+    vals = {
+        "baseline_informative": _informative(base),
+        "delta1": b["delta1"],
+        "excess_over_2x_global": b["delta1"] - RANDOM_FACTOR * max(b["delta1_global"], 0.0),
+        "excess_over_2x_layer_matched": b["delta1"] - RANDOM_FACTOR * max(b["delta1_layer_matched"], 0.0),
+        "ci_low_global": b["ci_global"][0],
+        "ci_low_layer_matched": b["ci_layer_matched"][0],
+        "mean_abs_delta_k3": b["mean_abs_delta_k3"],
+    }
+    return Measurement(
+        vals,
+        f"L={base.shape[1]}: baseline acc(1) {s['acc'][0]:.2f}, middle {s['mid']:.2f}; δ(1) "
+        f"{b['delta1']:.3f} ({first['count']} channels) vs random global {b['delta1_global']:.3f}, "
+        f"layer-matched {b['delta1_layer_matched']:.3f}; mean |δ(k≥3)| {b['mean_abs_delta_k3']:.3f}",
+        _evidence(ctx, side, f"{base.shape[0]} contexts, {len(first['global'])} random draws per control"),
+    )
 
 
 def measure_all_steps(allsteps: dict, *, ctx=None, side=None) -> Measurement:
@@ -221,25 +271,36 @@ def measure_all_steps(allsteps: dict, *, ctx=None, side=None) -> Measurement:
     b = check_all_steps(allsteps)
     d = np.asarray(b["delta"])
     later = float(d[1:].max()) if d.size > 1 else 0.0
-    return Measurement({"baseline_informative": _informative(allsteps["base"]), "delta1": b["delta1"],
-                        "delta1_minus_max_later": b["delta1"] - later,
-                        "max_random_minus_half_delta1": b["max_delta_rand"] - b["delta1"] / 2},
-                       f"L={allsteps['base'].shape[1]}: acc(1) {b['base1']:.2f} → {b['abl1']:.2f} (δ(1) {b['delta1']:.3f}); "
-                       f"largest later δ(k) {later:.3f}; largest random δ(k) {b['max_delta_rand']:.3f}",
-                       _evidence(ctx, side, f"{allsteps['base'].shape[0]} contexts, {len(allsteps['global'])} random draws"))
+    return Measurement(
+        {
+            "baseline_informative": _informative(allsteps["base"]),
+            "delta1": b["delta1"],
+            "delta1_minus_max_later": b["delta1"] - later,
+            "max_random_minus_half_delta1": b["max_delta_rand"] - b["delta1"] / 2,
+        },
+        f"L={allsteps['base'].shape[1]}: acc(1) {b['base1']:.2f} → {b['abl1']:.2f} (δ(1) {b['delta1']:.3f}); "
+        f"largest later δ(k) {later:.3f}; largest random δ(k) {b['max_delta_rand']:.3f}",
+        _evidence(ctx, side, f"{allsteps['base'].shape[0]} contexts, {len(allsteps['global'])} random draws"),
+    )
 
 
 def measure_lengths(lengths: dict, *, ctx=None, side=None) -> Measurement:
     """Fig. 10: the first-triple ablation at the lengths longer than the first evaluated one (the paper: 16, 32),
     judged where the baseline leaves room (middle not at the ceiling, acc(1) ≥ 0.5)."""
     Ls = sorted(lengths)
-    cells = {L: float(e["base"][:, 0].mean() - e["targeted"][:, 0].mean()) for L, e in lengths.items()
-             if L > Ls[0] and _informative(e["base"])}
-    shown = ", ".join(f"L={L}: acc(1) {lengths[L]['base'][:, 0].mean():.2f} → {lengths[L]['targeted'][:, 0].mean():.2f}"
-                      for L in Ls)
-    return Measurement({"informative_lengths": len(cells), "min_delta1": min(cells.values(), default=float("nan"))},
-                       shown + f" (judged at {sorted(cells) or 'no length'})",
-                       _evidence(ctx, side, f"{lengths[Ls[0]]['base'].shape[0]} contexts per L, L = {Ls}"))
+    cells = {
+        L: float(e["base"][:, 0].mean() - e["targeted"][:, 0].mean())
+        for L, e in lengths.items()
+        if L > Ls[0] and _informative(e["base"])
+    }
+    shown = ", ".join(
+        f"L={L}: acc(1) {lengths[L]['base'][:, 0].mean():.2f} → {lengths[L]['targeted'][:, 0].mean():.2f}" for L in Ls
+    )
+    return Measurement(
+        {"informative_lengths": len(cells), "min_delta1": min(cells.values(), default=float("nan"))},
+        shown + f" (judged at {sorted(cells) or 'no length'})",
+        _evidence(ctx, side, f"{lengths[Ls[0]]['base'].shape[0]} contexts per L, L = {Ls}"),
+    )
 
 
 # ------------------------------------------------------------------------ §4.3: periodicity and Δ
@@ -255,26 +316,38 @@ def period_trend(res: dict) -> dict:
     x = np.concatenate([np.full(len(v), np.log(k)) for k, v in per.items()])
     y = np.concatenate(list(per.values()))
     xc = x - x.mean()
-    slope = float((xc * (y - y.mean())).sum() / (xc ** 2).sum())
+    slope = float((xc * (y - y.mean())).sum() / (xc**2).sum())
     resid = y - y.mean() - slope * xc
-    se = float(np.sqrt((resid ** 2).sum() / (len(y) - 2) / (xc ** 2).sum()))
+    se = float(np.sqrt((resid**2).sum() / (len(y) - 2) / (xc**2).sum()))
     ks = sorted(per)
     means = [float(per[k].mean()) for k in ks]
-    return {"periods": ks, "means": means, "slope": slope, "slope_lo": slope - 1.96 * se, "slope_hi": slope + 1.96 * se,
-            "rel_change": (means[-1] - means[0]) / means[0], "n": int(len(per[ks[0]]))}
+    return {
+        "periods": ks,
+        "means": means,
+        "slope": slope,
+        "slope_lo": slope - 1.96 * se,
+        "slope_hi": slope + 1.96 * se,
+        "rel_change": (means[-1] - means[0]) / means[0],
+        "n": int(len(per[ks[0]])),
+    }
 
 
 def _trend_shown(t) -> str:
-    return (f"mean Δ for k = {t['periods']}: {[round(m, 5) for m in t['means']]}; slope on log k {t['slope']:.2e} "
-            f"[{t['slope_lo']:.2e}, {t['slope_hi']:.2e}]; k = {t['periods'][0]} → {t['periods'][-1]}: "
-            f"{100 * t['rel_change']:+.1f} %")
+    return (
+        f"mean Δ for k = {t['periods']}: {[round(m, 5) for m in t['means']]}; slope on log k {t['slope']:.2e} "
+        f"[{t['slope_lo']:.2e}, {t['slope_hi']:.2e}]; k = {t['periods'][0]} → {t['periods'][-1]}: "
+        f"{100 * t['rel_change']:+.1f} %"
+    )
 
 
 def measure_period_delta(res: dict, *, ctx=None, side=None) -> Measurement:
     """Fig. 6a (and the direction stated in §1, §2, §5): the trend of the mean Δ with the input period."""
     t = period_trend(res)
-    return Measurement({"slope_lo": t["slope_lo"], "slope_hi": t["slope_hi"], "rel_change": t["rel_change"]},
-                       _trend_shown(t), _evidence(ctx, side, f"{t['n']} sequences of length 64 per period"))
+    return Measurement(
+        {"slope_lo": t["slope_lo"], "slope_hi": t["slope_hi"], "rel_change": t["rel_change"]},
+        _trend_shown(t),
+        _evidence(ctx, side, f"{t['n']} sequences of length 64 per period"),
+    )
 
 
 def measure_kernel(res: dict, *, ctx=None, side=None) -> Measurement:
@@ -283,9 +356,11 @@ def measure_kernel(res: dict, *, ctx=None, side=None) -> Measurement:
     early = {k: float(res[k]["kernel"][:16].sum()) for k in ks}
     ratio = early[ks[-1]] / early[ks[0]] if early[ks[0]] > 0 else float("inf")
     n = res[ks[0]]["deltas"][0].shape[0]
-    return Measurement({"early_kernel_ratio": ratio},
-                       f"early kernel mass k={ks[-1]} / k={ks[0]}: {ratio:.2f} ({early[ks[-1]]:.3g} / {early[ks[0]]:.3g})",
-                       _evidence(ctx, side, f"{n} sequences per period"))
+    return Measurement(
+        {"early_kernel_ratio": ratio},
+        f"early kernel mass k={ks[-1]} / k={ks[0]}: {ratio:.2f} ({early[ks[-1]]:.3g} / {early[ks[0]]:.3g})",
+        _evidence(ctx, side, f"{n} sequences per period"),
+    )
 
 
 def measure_layer_delta(res: dict, *, ctx=None, side=None, t0: int = 4) -> Measurement:
@@ -297,12 +372,19 @@ def measure_layer_delta(res: dict, *, ctx=None, side=None, t0: int = 4) -> Measu
     depth_hi, depth_lo = per[hi][-1] / per[hi][0], per[lo][-1] / per[lo][0]
     early = (per[hi][0] - per[lo][0]) / per[lo][0]
     n_layers = len(per[lo])
-    return Measurement({"layers": n_layers, "depth_ratio_longest": depth_hi, "depth_gain_longest_over_k1": depth_hi / depth_lo,
-                        "first_layer_rel_change": early},
-                       "mean Δ per layer: " + "; ".join(f"k={k} {[round(v, 5) for v in per[k]]}" for k in ks)
-                       + f"; last/first layer {depth_lo:.2f} (k={lo}) and {depth_hi:.2f} (k={hi}); first layer "
-                         f"k={lo}→{hi} {100 * early:+.1f} %",
-                       _evidence(ctx, side, f"{res[lo]['deltas'][0].shape[0]} sequences per period"))
+    return Measurement(
+        {
+            "layers": n_layers,
+            "depth_ratio_longest": depth_hi,
+            "depth_gain_longest_over_k1": depth_hi / depth_lo,
+            "first_layer_rel_change": early,
+        },
+        "mean Δ per layer: "
+        + "; ".join(f"k={k} {[round(v, 5) for v in per[k]]}" for k in ks)
+        + f"; last/first layer {depth_lo:.2f} (k={lo}) and {depth_hi:.2f} (k={hi}); first layer "
+        f"k={lo}→{hi} {100 * early:+.1f} %",
+        _evidence(ctx, side, f"{res[lo]['deltas'][0].shape[0]} sequences per period"),
+    )
 
 
 # ------------------------------------------------------------------ §4.4: distractors, initial state
@@ -317,18 +399,29 @@ def measure_distractors(sweeps: dict, *, ctx=None, side=None) -> Measurement:
         b = check_distractors(sweep)
         ns = sorted(sweep)
         means = [float(sweep[n].mean()) for n in ns]
-        parts.append(f"L={key[0]} {key[1]}: acc(L) {[round(a, 2) for a in b['accL']]} for n = {ns}, drop last/first "
-                     f"quarter {b['drop_last_q']:.2f}/{b['drop_first_q']:.2f}, recency {b['recency0']:+.2f} → {b['recencyN']:+.2f}")
+        parts.append(
+            f"L={key[0]} {key[1]}: acc(L) {[round(a, 2) for a in b['accL']]} for n = {ns}, drop last/first "
+            f"quarter {b['drop_last_q']:.2f}/{b['drop_first_q']:.2f}, recency {b['recency0']:+.2f} → {b['recencyN']:+.2f}"
+        )
         if b["recency0"] >= U_ARM:
-            cells[key] = {"drop": b["accL"][0] - b["accL"][-1], "recent": b["drop_last_q"] - b["drop_first_q"],
-                          "kept": b["recencyN"] / b["recency0"], "below": all(m < means[0] for m in means[1:])}
+            cells[key] = {
+                "drop": b["accL"][0] - b["accL"][-1],
+                "recent": b["drop_last_q"] - b["drop_first_q"],
+                "kept": b["recencyN"] / b["recency0"],
+                "below": all(m < means[0] for m in means[1:]),
+            }
     nan = float("nan")
-    return Measurement({"informative_cells": len(cells), "min_accL_drop": min((c["drop"] for c in cells.values()), default=nan),
-                        "min_recent_minus_early_drop": min((c["recent"] for c in cells.values()), default=nan),
-                        "max_recency_kept": max((c["kept"] for c in cells.values()), default=nan),
-                        "every_n_lowers_recall": bool(cells) and all(c["below"] for c in cells.values())},
-                       "; ".join(parts) + f" (judged at {sorted(cells) or 'no cell'})",
-                       _evidence(ctx, side, f"{next(iter(next(iter(sweeps.values())).values())).shape[0]} contexts per cell"))
+    return Measurement(
+        {
+            "informative_cells": len(cells),
+            "min_accL_drop": min((c["drop"] for c in cells.values()), default=nan),
+            "min_recent_minus_early_drop": min((c["recent"] for c in cells.values()), default=nan),
+            "max_recency_kept": max((c["kept"] for c in cells.values()), default=nan),
+            "every_n_lowers_recall": bool(cells) and all(c["below"] for c in cells.values()),
+        },
+        "; ".join(parts) + f" (judged at {sorted(cells) or 'no cell'})",
+        _evidence(ctx, side, f"{next(iter(next(iter(sweeps.values())).values())).shape[0]} contexts per cell"),
+    )
 
 
 def measure_state_init(inits: dict, sweep: dict | None = None, *, ctx=None, side=None) -> Measurement:
@@ -344,26 +437,35 @@ def measure_state_init(inits: dict, sweep: dict | None = None, *, ctx=None, side
         s_best, b_best = max(rows, key=lambda r: r[1]["layers"][r[1]["best_layer"]]["mid_gain"])
         r = b_best["layers"][b_best["best_layer"]]
         any_gain, any_p, any_scale = r["mid_gain"], r["mcnemar_p"], s_best
-        sweep_txt = (f"; scale sweep (typical |h| {sweep['typical_h']:.3g}): " + ", ".join(
-            f"s={s:.3g} best middle {b['layers'][b['best_layer']]['mid_gain']:+.3f}" for s, b in rows))
+        sweep_txt = f"; scale sweep (typical |h| {sweep['typical_h']:.3g}): " + ", ".join(
+            f"s={s:.3g} best middle {b['layers'][b['best_layer']]['mid_gain']:+.3f}" for s, b in rows
+        )
 
     best, parts = None, []
     for L, eff in inits.items():
         b = check_state_init(eff)
-        parts += [f"L={L} layer {layer}: middle {r['mid_gain']:+.3f} (McNemar p {r['mcnemar_p']:.2g})"
-                  for layer, r in b["layers"].items()]
+        parts += [
+            f"L={L} layer {layer}: middle {r['mid_gain']:+.3f} (McNemar p {r['mcnemar_p']:.2g})"
+            for layer, r in b["layers"].items()
+        ]
         if _summary(eff["base"])["mid"] <= CEILING:
             r = b["layers"][b["best_layer"]]
             if best is None or r["mid_gain"] > best["mid_gain"]:
                 best = r
     mid = {L: _summary(e["base"])["mid"] for L, e in inits.items()}
     nan = float("nan")
-    return Measurement({"informative_lengths": sum(m <= CEILING for m in mid.values()),
-                        "best_mid_gain": best["mid_gain"] if best else nan, "best_mcnemar_p": best["mcnemar_p"] if best else nan,
-                        "best_mid_gain_any_scale": any_gain, "best_mcnemar_p_any_scale": any_p, "best_scale": any_scale},
-                       "; ".join(parts) + "; baseline middle " + ", ".join(f"L={L} {m:.2f}" for L, m in mid.items())
-                       + sweep_txt,
-                       _evidence(ctx, side, f"{next(iter(inits.values()))['base'].shape[0]} contexts per L"))
+    return Measurement(
+        {
+            "informative_lengths": sum(m <= CEILING for m in mid.values()),
+            "best_mid_gain": best["mid_gain"] if best else nan,
+            "best_mcnemar_p": best["mcnemar_p"] if best else nan,
+            "best_mid_gain_any_scale": any_gain,
+            "best_mcnemar_p_any_scale": any_p,
+            "best_scale": any_scale,
+        },
+        "; ".join(parts) + "; baseline middle " + ", ".join(f"L={L} {m:.2f}" for L, m in mid.items()) + sweep_txt,
+        _evidence(ctx, side, f"{next(iter(inits.values()))['base'].shape[0]} contexts per L"),
+    )
 
 
 def measure_init_change(inits: dict, *, ctx=None, side=None) -> Measurement:
@@ -373,11 +475,17 @@ def measure_init_change(inits: dict, *, ctx=None, side=None) -> Measurement:
 
     L = sorted(inits)[0]
     eff = inits[L]
-    rows = {layer: (float(c.mean() - eff["base"].mean()), mcnemar_p(c, eff["base"])) for layer, c in eff.items() if layer != "base"}
+    rows = {
+        layer: (float(c.mean() - eff["base"].mean()), mcnemar_p(c, eff["base"]))
+        for layer, c in eff.items()
+        if layer != "base"
+    }
     changed = sum(p < 0.05 for _, p in rows.values())
-    return Measurement({"changed_fraction": changed / len(rows)},
-                       f"L={L}: mean recall change " + ", ".join(f"layer {l} {d:+.3f} (p {p:.2g})" for l, (d, p) in rows.items()),
-                       _evidence(ctx, side, f"{eff['base'].shape[0]} contexts × {L} positions"))
+    return Measurement(
+        {"changed_fraction": changed / len(rows)},
+        f"L={L}: mean recall change " + ", ".join(f"layer {l} {d:+.3f} (p {p:.2g})" for l, (d, p) in rows.items()),
+        _evidence(ctx, side, f"{eff['base'].shape[0]} contexts × {L} positions"),
+    )
 
 
 # ----------------------------------------------------------------------------- Table 1: transfer
@@ -392,14 +500,22 @@ def measure_transfer(table, *, ctx=None, side=None) -> Measurement:
     b = check_transfer(table)
     n = b["n_learned"]
     t, r = b["mean_rel_drop_targeted"], b["mean_rel_drop_random"]
-    rows = "; ".join(f"{x['task']} {x['base']:.0f} → {x['long-term']:.0f} vs {x['random']:.0f} ± {x['random sd']:.0f}"
-                     for x in table.to_dict("records"))
-    return Measurement({"learned_tasks": n, "mean_rel_drop_identified": t, "excess_over_random": t - r,
-                        "excess_over_2x_random": t - RANDOM_FACTOR * max(r, 0.0),
-                        "worse_fraction": b["worse_on"] / n if n else float("nan")},
-                       f"mean relative drop {100 * t:.1f} % (identified) vs {100 * r:.1f} % (random) on {b['learned']}; "
-                       f"identified worse on {b['worse_on']} of {n}; {rows} (%)",
-                       _evidence(ctx, side, f"{len(table)} synthetic tasks, fixed held-out sets"))
+    rows = "; ".join(
+        f"{x['task']} {x['base']:.0f} → {x['long-term']:.0f} vs {x['random']:.0f} ± {x['random sd']:.0f}"
+        for x in table.to_dict("records")
+    )
+    return Measurement(
+        {
+            "learned_tasks": n,
+            "mean_rel_drop_identified": t,
+            "excess_over_random": t - r,
+            "excess_over_2x_random": t - RANDOM_FACTOR * max(r, 0.0),
+            "worse_fraction": b["worse_on"] / n if n else float("nan"),
+        },
+        f"mean relative drop {100 * t:.1f} % (identified) vs {100 * r:.1f} % (random) on {b['learned']}; "
+        f"identified worse on {b['worse_on']} of {n}; {rows} (%)",
+        _evidence(ctx, side, f"{len(table)} synthetic tasks, fixed held-out sets"),
+    )
 
 
 # ------------------------------------------------------------------------------- App. F: Mamba 2
@@ -409,9 +525,11 @@ def measure_heads(stats, heads, *, ctx=None, side=None) -> Measurement:
     widths = [m.shape[1] for m in stats.M]
     frac = sum(counts) / stats.n_heads
     p = _chi2_p(counts, widths)
-    return Measurement({"fraction": frac, "concentration_p": p},
-                       f"{sum(counts)} of {stats.n_heads} heads ({100 * frac:.1f} %), per layer {counts}; χ² p = {p:.3g}",
-                       _evidence(ctx, side, f"one identification prompt, {stats.n_layers} layers"))
+    return Measurement(
+        {"fraction": frac, "concentration_p": p},
+        f"{sum(counts)} of {stats.n_heads} heads ({100 * frac:.1f} %), per layer {counts}; χ² p = {p:.3g}",
+        _evidence(ctx, side, f"one identification prompt, {stats.n_layers} layers"),
+    )
 
 
 def measure_head_ablation(eff: dict, fraction: float, *, ctx=None, side=None) -> Measurement:
@@ -421,13 +539,18 @@ def measure_head_ablation(eff: dict, fraction: float, *, ctx=None, side=None) ->
 
     b = check_b14(eff, fraction)
     s = _summary(eff["base"])
-    return Measurement({"baseline_informative": _informative(eff["base"]), "delta1": b["delta1"],
-                        "excess_over_2x_random": b["delta1"] - RANDOM_FACTOR * max(b["delta1_random"], 0.0),
-                        "mean_later_delta": b["mean_delta_k2"]},
-                       f"L={eff['base'].shape[1]}: baseline acc(1) {s['acc'][0]:.2f}, middle {s['mid']:.2f}; δ(1) "
-                       f"{b['delta1']:.3f} ({b['count']} heads) vs random {b['delta1_random']:.3f}; mean δ(k≥2) "
-                       f"{b['mean_delta_k2']:.3f} (random {b['mean_delta_k2_random']:.3f})",
-                       _evidence(ctx, side, f"{eff['base'].shape[0]} contexts, {len(eff['global'])} random head sets"))
+    return Measurement(
+        {
+            "baseline_informative": _informative(eff["base"]),
+            "delta1": b["delta1"],
+            "excess_over_2x_random": b["delta1"] - RANDOM_FACTOR * max(b["delta1_random"], 0.0),
+            "mean_later_delta": b["mean_delta_k2"],
+        },
+        f"L={eff['base'].shape[1]}: baseline acc(1) {s['acc'][0]:.2f}, middle {s['mid']:.2f}; δ(1) "
+        f"{b['delta1']:.3f} ({b['count']} heads) vs random {b['delta1_random']:.3f}; mean δ(k≥2) "
+        f"{b['mean_delta_k2']:.3f} (random {b['mean_delta_k2_random']:.3f})",
+        _evidence(ctx, side, f"{eff['base'].shape[0]} contexts, {len(eff['global'])} random head sets"),
+    )
 
 
 # ------------------------------------------------------------------------- the edge family (3 seeds)
@@ -441,9 +564,12 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
 
     recipe = recipe or family.primary
     if family.missing or recipe is None:
-        why = (f"the edge family is not committed yet: {family.missing}" if family.missing else
-               "no recipe of the edge family passed its convergence gate on every seed, so no model can show or "
-               "refute the effect; see the model cards")
+        why = (
+            f"the edge family is not committed yet: {family.missing}"
+            if family.missing
+            else "no recipe of the edge family passed its convergence gate on every seed, so no model can show or "
+            "refute the effect; see the model cards"
+        )
         v = not_run_verdict(get(claim_id), why)
         if record:
             record_verdict(v)
@@ -454,211 +580,433 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
 
 
 # ---------------------------------------------------------------------------------- declarations
-_SMALL = "`python -m mamba_recall.experiments.ch4_train --model s_deep --preset paper --device cuda` (10–30 min on one H100)"
-_GRID_RUN = ("first-triple ablations over the 3 × 3 (p, τ) grid with the top-1…top-n layers at L = 8, 16, 32 "
-             "(analysis.primacy.ablation_effects on ch.target_set(ch.identify(stats, τ, p), n)), about 5 CPU-minutes per "
-             "model; on s_small it would read not testable (recall at its ceiling at L = 8, acc(1) < 0.5 beyond), so it "
-             "needs a model at its capacity edge, e.g. the larger S-model: " + _SMALL)
+_SMALL = (
+    "`python -m mamba_recall.experiments.ch4_train --model s_deep --preset paper --device cuda` (10–30 min on one H100)"
+)
+_GRID_RUN = (
+    "first-triple ablations over the 3 × 3 (p, τ) grid with the top-1…top-n layers at L = 8, 16, 32 "
+    "(analysis.primacy.ablation_effects on ch.target_set(ch.identify(stats, τ, p), n)), about 5 CPU-minutes per "
+    "model; on s_small it would read not testable (recall at its ceiling at L = 8, acc(1) < 0.5 beyond), so it "
+    "needs a model at its capacity edge, e.g. the larger S-model: " + _SMALL
+)
 _PRIMACY_TESTABLE = conds(("baseline_informative", "true"))
 
 
 def _ushape_rule() -> Rule:
-    return Rule(why="a U needs both ends ≥ 10 points above the middle third, outside its Wilson band, with the minimum "
-                    "inside, at the first length that strains the model and the next (\"across lengths\"); the recency "
-                    "arm alone is part of the claim",
-                reproduced=conds(("min_primacy", ">=", U_ARM), ("min_recency", ">=", U_ARM), ("ends_separated", "true"),
-                                 ("interior_minimum", "true")),
-                partially=conds(("min_recency", ">=", U_ARM)),
-                testable=conds(("pressure_lengths", ">=", 2)),
-                untestable_why="no two evaluated lengths strain the model (middle third ≤ 0.80), so no trough can show",
-                trained=True)
+    return Rule(
+        why="a U needs both ends ≥ 10 points above the middle third, outside its Wilson band, with the minimum "
+        'inside, at the first length that strains the model and the next ("across lengths"); the recency '
+        "arm alone is part of the claim",
+        reproduced=conds(
+            ("min_primacy", ">=", U_ARM),
+            ("min_recency", ">=", U_ARM),
+            ("ends_separated", "true"),
+            ("interior_minimum", "true"),
+        ),
+        partially=conds(("min_recency", ">=", U_ARM)),
+        testable=conds(("pressure_lengths", ">=", 2)),
+        untestable_why="no two evaluated lengths strain the model (middle third ≤ 0.80), so no trough can show",
+        trained=True,
+    )
+
 
 register(
-    Claim("004/Fig2", "recall against the queried position is U-shaped: the first and the last facts are recalled "
-          "better than the middle ones, across sequence lengths", "§4.1, Fig. 2 (Fig. 1)",
-          "no number given (U-shaped for Falcon Mamba 7B at L ∈ {8, 16, 32, 64, 128})",
-          _ushape_rule(), measure_ushape, SECTION[1]),
-    Claim("004/Sec4.1-relations", "random relations give better middle-position recall than repeated ones, and "
-          "repetition gives the sharper U", "§4.1; Fig. 1", "no number given",
-          Rule(why="the middle third must rise by ≥ 5 points with a paired-bootstrap CI above 0 and the U be deeper for "
-                   "repeated relations, at ≥ 2 lengths (\"across sequence lengths\"); only lengths whose repeated middle "
-                   "third has room to rise count",
-               reproduced=conds(("lengths_passing", ">=", 2)), partially=conds(("lengths_middle_better", ">=", 2)),
-               testable=conds(("lengths_with_room", ">=", 2)),
-               untestable_why=f"fewer than two evaluated lengths have a repeated-relation middle third ≤ {CEILING}",
-               trained=True),
-          measure_relations, SECTION[1]),
-    Claim("004/Sec4.4-recency", "recency is the most consistent effect: the last positions are recalled better than "
-          "the middle ones, even with random relations", "§4.4 (first paragraph); §5", "no number given",
-          Rule(why="the last position ≥ 10 points above the middle third (a U arm) in every (L, variant) cell where the "
-                   "middle is off the ceiling, including a random-relation cell",
-               reproduced=conds(("min_recency", ">=", U_ARM)),
-               testable=conds(("informative_random_cells", ">=", 1)),
-               untestable_why=f"every random-relation cell has its middle third above {CEILING}: end and middle are both "
-                              "at the ceiling, so neither can be higher",
-               trained=True),
-          measure_recency, SECTION[1]),
-    Claim("004/Fig3a", "the long-term channels (P(0.7) > 0.7) are a sparse subset concentrated in specific layers",
-          "§4.2, Eqs. 3–4, Fig. 3a", "no number given (Layer 17 of Falcon Mamba 7B stands out)",
-          Rule(why=f"sparse: a non-empty set of at most {SPARSE:.0%} of the channels; concentrated: per-layer counts "
-                   f"unlike a spread proportional to layer widths (χ² p < {CLUSTER_P}) — a share rule alone passes by "
-                   "chance with few layers and few channels",
-               reproduced=conds(("fraction", ">", 0), ("fraction", "<=", SPARSE), ("concentration_p", "<", CLUSTER_P)),
-               partially=conds(("fraction", ">", 0), ("fraction", "<=", SPARSE)), trained=True),
-          measure_sparsity, SECTION[2]),
-    Claim("004/Fig3b", "zeroing Ā of the long-term channels of the top layers at the first triple sharply lowers "
-          "first-position recall, while the same number of random channels leaves it intact", "§4.2, Fig. 3b",
-          "no number given",
-          Rule(why=f"a causal drop δ(1) ≥ {CAUSAL_DROP}, at least {RANDOM_FACTOR:g}× each random control (global and "
-                   "layer-matched) with a paired-bootstrap CI above 0, and specific: mean |δ(k ≥ 3)| ≤ 0.05",
-               reproduced=conds(("delta1", ">=", CAUSAL_DROP), ("excess_over_2x_global", ">=", 0),
-                                ("excess_over_2x_layer_matched", ">=", 0), ("ci_low_global", ">", 0),
-                                ("ci_low_layer_matched", ">", 0), ("mean_abs_delta_k3", "<=", 0.05)),
-               testable=_PRIMACY_TESTABLE, untestable_why=_CEILING_WHY, trained=True),
-          measure_first_triplet, SECTION[2]),
-    Claim("004/Fig4-count", "lower τ recruits more long-term channels, and at τ = 1 no state qualifies",
-          "§4.2 (choice of p and τ); Fig. 4 caption", "no number given",
-          Rule(why="Eq. 4 counts states with 𝓜 ≥ τ: the count must fall strictly from τ = 0.5 to 0.7 to 0.9 at every p "
-                   "(a tie means τ recruits nothing more), and be 0 at τ = 1. The τ = 1 part holds by construction "
-                   "(𝓜 = Π α_t < 1 whenever A < 0 and Δ > 0; only float rounding could break it), so the evidence is the "
-                   "strict fall (noted in the claims audit)",
-               reproduced=conds(("strictly_fewer_as_tau_rises", "true"), ("count_at_tau_1", "<=", 0)), trained=True),
-          measure_grid_counts, SECTION[2]),
-    Claim("004/Fig4-drop", "ablating the top-1 layer's channels selected with p = 0.9, τ = 0.7 reliably degrades "
-          "first-position recall; the effect grows with L and the best τ falls with L", "§4.2, Fig. 4",
-          "no number given",
-          Rule(why=f"δ(1) ≥ {CAUSAL_DROP} at (p, τ) = (0.9, 0.7) with the top-1 layer, and larger at the longer L",
-               reproduced=conds(("delta1_p09_t07", ">=", CAUSAL_DROP), ("delta1_grows_with_L", "true")),
-               testable=_PRIMACY_TESTABLE, untestable_why=_CEILING_WHY, trained=True),
-          not_run=_GRID_RUN),
-    Claim("004/Fig8", "high-precision selection (p = 0.9) with a lenient τ = 0.5 gives the largest first-position "
-          "drop, and ablating more layers amplifies it", "App. C, Fig. 8", "no number given",
-          Rule(why="the (0.9, 0.5) cell has the largest δ(1) of the grid, and δ(1) grows with the number of layers",
-               reproduced=conds(("best_is_p09_t05", "true"), ("delta1_grows_with_layers", "true")),
-               testable=_PRIMACY_TESTABLE, untestable_why=_CEILING_WHY, trained=True),
-          not_run=_GRID_RUN),
-    Claim("004/Fig9", "zeroing Ā of the identified channels at every step drops first-position recall far more than "
-          "any other position; random channels degrade recall only mildly", "App. D, Fig. 9",
-          "first position 0.80 → 0.28 (Falcon Mamba 7B)",
-          Rule(why="δ(1) ≥ 0.20 (the paper's is 0.52), no later position hurt more than δ(1) + 0.05, and no random "
-                   "control's δ(k) above half of δ(1)",
-               reproduced=conds(("delta1", ">=", 0.20), ("delta1_minus_max_later", ">=", -0.05),
-                                ("max_random_minus_half_delta1", "<=", 0)),
-               testable=_PRIMACY_TESTABLE, untestable_why=_CEILING_WHY, trained=True),
-          measure_all_steps, SECTION[2]),
-    Claim("004/Fig10", "the first-triple intervention stays effective at longer sequences (L = 16, 32)",
-          "App. D, Fig. 10", "no number given",
-          Rule(why="δ(1) ≥ 0.10 at every longer evaluated L where the baseline leaves room for it",
-               reproduced=conds(("min_delta1", ">=", 0.10)), testable=conds(("informative_lengths", ">=", 1)),
-               untestable_why=_CEILING_WHY, trained=True),
-          measure_lengths, SECTION[2]),
-    Claim("004/Fig11", "in a second model size (Mamba 1.4B) high-precision selection already lowers early recall, and "
-          "stronger effects need more ablated layers", "App. E1, Fig. 11", "no number given",
-          Rule(why="the Fig. 4/8 grid on a second Mamba-1 model size: δ(1) ≥ 0.15 at p = 0.9 and growing with the "
-                   "number of layers",
-               reproduced=conds(("delta1_p09", ">=", CAUSAL_DROP), ("delta1_grows_with_layers", "true")),
-               testable=_PRIMACY_TESTABLE, untestable_why=_CEILING_WHY, trained=True),
-          not_run="a second Mamba-1 S-model of another size (every committed one has s_small's size): train " + _SMALL
-                  + ", then the (p, τ) grid of first-triple ablations with the top-1…top-3 layers, about 5 CPU-minutes"),
-    Claim("004/Fig12", "in the second model size the intervention (p = τ = 0.5, top-3 layers) impairs first-position "
-          "recall, less so at L = 32", "App. E2, Fig. 12", "no number given",
-          Rule(why="δ(1) ≥ 0.15 at L = 8 and 16, and smaller at L = 32 than at L = 16",
-               reproduced=conds(("min_delta1_short", ">=", CAUSAL_DROP), ("smaller_at_32", "true")),
-               testable=_PRIMACY_TESTABLE, untestable_why=_CEILING_WHY, trained=True),
-          not_run="a second S-model size (train " + _SMALL + "), then §4.2's first-triple ablation with p = τ = 0.5 "
-                  "and the top-3 layers at L = 8, 16, 32 on it (analysis.primacy.ablation_effects), a few CPU-minutes"),
-    Claim("004/Fig5a", "initialising one layer's SSM state with U(0, 1) (Layer 31) raises middle-position recall and "
-          "flattens the U (repeated relation)", "§4.2 (initialization of state), Fig. 5a", "no number given",
-          Rule(why="some layer's U(0, 1) initial state raises the middle third by ≥ 3 points with McNemar p < 0.05, at a "
-                   "length where the middle has room to rise; the same at a smaller scale U(0, s), s down to the "
-                   "model's typical |h| (U(0, 1) is far larger than the states of a small model), counts as partial",
-               reproduced=conds(("best_mid_gain", ">=", 0.03), ("best_mcnemar_p", "<", 0.05)),
-               partially=conds(("best_mid_gain_any_scale", ">=", 0.03), ("best_mcnemar_p_any_scale", "<", 0.05)),
-               testable=conds(("informative_lengths", ">=", 1)),
-               untestable_why=f"at every evaluated length the baseline middle third is above {CEILING}: recall there "
-                              "cannot be raised by the 3 points the claim needs",
-               trained=True),
-          measure_state_init, SECTION[4]),
-    Claim("004/Fig14", "recall changes when the hidden state of a layer is initialised with a non-zero U(0, 1) vector",
-          "App. G, Fig. 14", "no number given",
-          Rule(why="at least half of the layers change recall significantly (exact McNemar p < 0.05 over all "
-                   "(context, position) pairs)",
-               reproduced=conds(("changed_fraction", ">=", 0.5)), trained=True),
-          measure_init_change, SECTION[4]),
-    Claim("004/Fig5b", "random distractor tokens before the query degrade recall, especially at recent positions: "
-          "recency collapses", "§4.4 (the effect of distractors), Fig. 5b; abstract", "no number given",
-          Rule(why="in every cell with a recency advantage (≥ 10 points) to lose: acc(L) drops ≥ 20 points at the largest "
-                   "n, the last quarter of positions loses ≥ 10 points more than the first, at most half the advantage "
-                   "survives, and every n lowers the mean recall (not a monotone sweep: once recall sits at the floor, "
-                   "its wobble between two n is no recovery); degrading without the recent-position emphasis is "
-                   "partial",
-               reproduced=conds(("min_accL_drop", ">=", 0.20), ("min_recent_minus_early_drop", ">=", 0.10),
-                                ("max_recency_kept", "<=", 0.5), ("every_n_lowers_recall", "true")),
-               partially=conds(("min_accL_drop", ">=", 0.20), ("every_n_lowers_recall", "true")),
-               testable=conds(("informative_cells", ">=", 1)),
-               untestable_why="no evaluated cell has a recency advantage (acc(L) ≥ middle third + 0.10) without "
-                              "distractors, so none can collapse",
-               trained=True),
-          measure_distractors, SECTION[4]),
-    Claim("004/Fig6a", "inputs with longer repetition periods give a larger average Δ (a clear monotonic relation)",
-          "§4.3 (global trends), Fig. 6a", "no number given (k ∈ {1, 4, 16, 64}, length 64)",
-          Rule(why=f"a positive slope of the per-sequence mean Δ on log k (95 % interval above 0: a regression over "
-                   f"all sequences, not a rank correlation over four means) and a shift of ≥ {EFFECT:.0%} from k = 1 "
-                   "to the longest period; a significant but smaller rise is partial",
-               reproduced=conds(("slope_lo", ">", 0), ("rel_change", ">=", EFFECT)),
-               partially=conds(("slope_lo", ">", 0)), trained=True),
-          measure_period_delta, SECTION[3]),
-    Claim("004/Sec1-delta-direction", "periodic (repeated) inputs shift Δ toward larger values, i.e. faster decay",
-          "§1 (contributions), §2, §5", "no number given (the opposite of §4.3 and Fig. 6a)",
-          Rule(why=f"as printed, the mean Δ falls with the period (slope on log k with its 95 % interval below 0, a "
-                   f"shift of ≥ {EFFECT:.0%}); the paper's own §4.3 and Fig. 6a say it rises, which is the corrected "
-                   "statement (interval above 0, the same effect size)",
-               reproduced=conds(("slope_hi", "<", 0), ("rel_change", "<=", -EFFECT)),
-               erratum=conds(("slope_lo", ">", 0), ("rel_change", ">=", EFFECT)), trained=True),
-          measure_period_delta, SECTION[3]),
-    Claim("004/Fig6b", "random sequences (k = 64) give stronger kernel contributions from early positions than "
-          "periodic ones with small k", "§4.3 (contributions to final token), Fig. 6b, Eq. 8", "no number given",
-          Rule(why="the early kernel mass (sources j < 16) for the longest period at least 1.2× that for k = 1",
-               reproduced=conds(("early_kernel_ratio", ">=", 1.2)), trained=True),
-          measure_kernel, SECTION[3]),
-    Claim("004/Fig7", "deeper layers raise the scale of Δ, particularly for longer periods; early layers give smaller "
-          "Δ for lower-frequency patterns (caption)", "§4.3 (layer-wise heatmaps), Fig. 7", "no number given",
-          Rule(why=f"text: the last layer's mean Δ ≥ {1 + EFFECT:g}× the first's at the longest period, and that depth "
-                   f"ratio ≥ {1 + EFFECT:g}× the one at k = 1; caption: the first layer's Δ ≥ {EFFECT:.0%} smaller at the "
-                   "longest period than at k = 1; the text without the caption is partial",
-               reproduced=conds(("depth_ratio_longest", ">=", 1 + EFFECT), ("depth_gain_longest_over_k1", ">=", 1 + EFFECT),
-                                ("first_layer_rel_change", "<=", -EFFECT)),
-               partially=conds(("depth_ratio_longest", ">=", 1 + EFFECT), ("depth_gain_longest_over_k1", ">=", 1 + EFFECT)),
-               testable=conds(("layers", ">=", 2)), untestable_why="a one-layer model has no depth", trained=True),
-          measure_layer_delta, SECTION[3]),
-    Claim("004/Table1", "zeroing Ā of the recall-identified channels (all layers, all steps) lowers other long-context "
-          "tasks much more than zeroing as many random channels", "§4.2 (downstream tasks), Table 1",
-          "F1 / F1 / F1 / Rouge-L, base → long-term (random): Qasper 27.88 → 20.68 (23.94); MultiFieldQA-en 26.59 → "
-          "20.43 (26.08); 2WikiMultihopQA 25.04 → 18.75 (19.76); MultiNews 25.21 → 20.5 (24.84)",
-          Rule(why=f"on the learned synthetic analogues: the identified channels' mean relative drop positive and ≥ "
-                   f"{RANDOM_FACTOR:g}× the random sets', and worse than random on ≥ 3/4 of the tasks (the paper: 4/4); "
-                   "a larger mean drop than random alone is partial",
-               reproduced=conds(("mean_rel_drop_identified", ">", 0), ("excess_over_2x_random", ">=", 0),
-                                ("worse_fraction", ">=", 0.75)),
-               partially=conds(("mean_rel_drop_identified", ">", 0), ("excess_over_random", ">", 0)),
-               testable=conds(("learned_tasks", ">=", 3)),
-               untestable_why="the model learned fewer than 3 of the 4 tasks (base ≥ 50 %)", trained=True),
-          measure_transfer, SECTION[5]),
-    Claim("004/AppF-ushape", "Mamba 2 keeps the U-shaped recall curve: elevated accuracy at both ends of the sequence",
-          "App. F (first paragraph), Fig. 13b (baseline)", "no number given",
-          _ushape_rule(), measure_ushape, SECTION[6]),
-    Claim("004/Fig13a", "Mamba 2 has a sparse set of long-term heads (𝓜 ≥ 0.7), clustered in some layers",
-          "App. F, Eq. 9, Fig. 13a", "9.32 % of heads (Mamba 2, size not stated)",
-          Rule(why=f"sparse: a non-empty set of at most {SPARSE:.0%} of the heads; clustered: per-layer counts unlike an "
-                   f"even spread (χ² p < {CLUSTER_P})",
-               reproduced=conds(("fraction", ">", 0), ("fraction", "<=", SPARSE), ("concentration_p", "<", CLUSTER_P)),
-               partially=conds(("fraction", ">", 0), ("fraction", "<=", SPARSE)), trained=True),
-          measure_heads, SECTION[6]),
-    Claim("004/Fig13b", "zeroing the decay of the long-term heads at the first triple sharply lowers first-position "
-          "recall against random heads, and degrades later positions too", "App. F, Fig. 13b", "no number given",
-          Rule(why=f"δ(1) > 0 and ≥ {RANDOM_FACTOR:g}× the random head sets', and mean δ(k ≥ 2) ≥ {LATER_DROP} (the "
-                   "degradation beyond position 1 that sets Mamba 2 apart)",
-               reproduced=conds(("delta1", ">", 0), ("excess_over_2x_random", ">=", 0), ("mean_later_delta", ">=", LATER_DROP)),
-               testable=_PRIMACY_TESTABLE, untestable_why=_CEILING_WHY, trained=True),
-          measure_head_ablation, SECTION[6]),
+    Claim(
+        "004/Fig2",
+        "recall against the queried position is U-shaped: the first and the last facts are recalled "
+        "better than the middle ones, across sequence lengths",
+        "§4.1, Fig. 2 (Fig. 1)",
+        "no number given (U-shaped for Falcon Mamba 7B at L ∈ {8, 16, 32, 64, 128})",
+        _ushape_rule(),
+        measure_ushape,
+        SECTION[1],
+    ),
+    Claim(
+        "004/Sec4.1-relations",
+        "random relations give better middle-position recall than repeated ones, and repetition gives the sharper U",
+        "§4.1; Fig. 1",
+        "no number given",
+        Rule(
+            why="the middle third must rise by ≥ 5 points with a paired-bootstrap CI above 0 and the U be deeper for "
+            'repeated relations, at ≥ 2 lengths ("across sequence lengths"); only lengths whose repeated middle '
+            "third has room to rise count",
+            reproduced=conds(("lengths_passing", ">=", 2)),
+            partially=conds(("lengths_middle_better", ">=", 2)),
+            testable=conds(("lengths_with_room", ">=", 2)),
+            untestable_why=f"fewer than two evaluated lengths have a repeated-relation middle third ≤ {CEILING}",
+            trained=True,
+        ),
+        measure_relations,
+        SECTION[1],
+    ),
+    Claim(
+        "004/Sec4.4-recency",
+        "recency is the most consistent effect: the last positions are recalled better than "
+        "the middle ones, even with random relations",
+        "§4.4 (first paragraph); §5",
+        "no number given",
+        Rule(
+            why="the last position ≥ 10 points above the middle third (a U arm) in every (L, variant) cell where the "
+            "middle is off the ceiling, including a random-relation cell",
+            reproduced=conds(("min_recency", ">=", U_ARM)),
+            testable=conds(("informative_random_cells", ">=", 1)),
+            untestable_why=f"every random-relation cell has its middle third above {CEILING}: end and middle are both "
+            "at the ceiling, so neither can be higher",
+            trained=True,
+        ),
+        measure_recency,
+        SECTION[1],
+    ),
+    Claim(
+        "004/Fig3a",
+        "the long-term channels (P(0.7) > 0.7) are a sparse subset concentrated in specific layers",
+        "§4.2, Eqs. 3–4, Fig. 3a",
+        "no number given (Layer 17 of Falcon Mamba 7B stands out)",
+        Rule(
+            why=f"sparse: a non-empty set of at most {SPARSE:.0%} of the channels; concentrated: per-layer counts "
+            f"unlike a spread proportional to layer widths (χ² p < {CLUSTER_P}) — a share rule alone passes by "
+            "chance with few layers and few channels",
+            reproduced=conds(("fraction", ">", 0), ("fraction", "<=", SPARSE), ("concentration_p", "<", CLUSTER_P)),
+            partially=conds(("fraction", ">", 0), ("fraction", "<=", SPARSE)),
+            trained=True,
+        ),
+        measure_sparsity,
+        SECTION[2],
+    ),
+    Claim(
+        "004/Fig3b",
+        "zeroing Ā of the long-term channels of the top layers at the first triple sharply lowers "
+        "first-position recall, while the same number of random channels leaves it intact",
+        "§4.2, Fig. 3b",
+        "no number given",
+        Rule(
+            why=f"a causal drop δ(1) ≥ {CAUSAL_DROP}, at least {RANDOM_FACTOR:g}× each random control (global and "
+            "layer-matched) with a paired-bootstrap CI above 0, and specific: mean |δ(k ≥ 3)| ≤ 0.05",
+            reproduced=conds(
+                ("delta1", ">=", CAUSAL_DROP),
+                ("excess_over_2x_global", ">=", 0),
+                ("excess_over_2x_layer_matched", ">=", 0),
+                ("ci_low_global", ">", 0),
+                ("ci_low_layer_matched", ">", 0),
+                ("mean_abs_delta_k3", "<=", 0.05),
+            ),
+            testable=_PRIMACY_TESTABLE,
+            untestable_why=_CEILING_WHY,
+            trained=True,
+        ),
+        measure_first_triplet,
+        SECTION[2],
+    ),
+    Claim(
+        "004/Fig4-count",
+        "lower τ recruits more long-term channels, and at τ = 1 no state qualifies",
+        "§4.2 (choice of p and τ); Fig. 4 caption",
+        "no number given",
+        Rule(
+            why="Eq. 4 counts states with 𝓜 ≥ τ: the count must fall strictly from τ = 0.5 to 0.7 to 0.9 at every p "
+            "(a tie means τ recruits nothing more), and be 0 at τ = 1. The τ = 1 part holds by construction "
+            "(𝓜 = Π α_t < 1 whenever A < 0 and Δ > 0; only float rounding could break it), so the evidence is the "
+            "strict fall (noted in the claims audit)",
+            reproduced=conds(("strictly_fewer_as_tau_rises", "true"), ("count_at_tau_1", "<=", 0)),
+            trained=True,
+        ),
+        measure_grid_counts,
+        SECTION[2],
+    ),
+    Claim(
+        "004/Fig4-drop",
+        "ablating the top-1 layer's channels selected with p = 0.9, τ = 0.7 reliably degrades "
+        "first-position recall; the effect grows with L and the best τ falls with L",
+        "§4.2, Fig. 4",
+        "no number given",
+        Rule(
+            why=f"δ(1) ≥ {CAUSAL_DROP} at (p, τ) = (0.9, 0.7) with the top-1 layer, and larger at the longer L",
+            reproduced=conds(("delta1_p09_t07", ">=", CAUSAL_DROP), ("delta1_grows_with_L", "true")),
+            testable=_PRIMACY_TESTABLE,
+            untestable_why=_CEILING_WHY,
+            trained=True,
+        ),
+        not_run=_GRID_RUN,
+    ),
+    Claim(
+        "004/Fig8",
+        "high-precision selection (p = 0.9) with a lenient τ = 0.5 gives the largest first-position "
+        "drop, and ablating more layers amplifies it",
+        "App. C, Fig. 8",
+        "no number given",
+        Rule(
+            why="the (0.9, 0.5) cell has the largest δ(1) of the grid, and δ(1) grows with the number of layers",
+            reproduced=conds(("best_is_p09_t05", "true"), ("delta1_grows_with_layers", "true")),
+            testable=_PRIMACY_TESTABLE,
+            untestable_why=_CEILING_WHY,
+            trained=True,
+        ),
+        not_run=_GRID_RUN,
+    ),
+    Claim(
+        "004/Fig9",
+        "zeroing Ā of the identified channels at every step drops first-position recall far more than "
+        "any other position; random channels degrade recall only mildly",
+        "App. D, Fig. 9",
+        "first position 0.80 → 0.28 (Falcon Mamba 7B)",
+        Rule(
+            why="δ(1) ≥ 0.20 (the paper's is 0.52), no later position hurt more than δ(1) + 0.05, and no random "
+            "control's δ(k) above half of δ(1)",
+            reproduced=conds(
+                ("delta1", ">=", 0.20),
+                ("delta1_minus_max_later", ">=", -0.05),
+                ("max_random_minus_half_delta1", "<=", 0),
+            ),
+            testable=_PRIMACY_TESTABLE,
+            untestable_why=_CEILING_WHY,
+            trained=True,
+        ),
+        measure_all_steps,
+        SECTION[2],
+    ),
+    Claim(
+        "004/Fig10",
+        "the first-triple intervention stays effective at longer sequences (L = 16, 32)",
+        "App. D, Fig. 10",
+        "no number given",
+        Rule(
+            why="δ(1) ≥ 0.10 at every longer evaluated L where the baseline leaves room for it",
+            reproduced=conds(("min_delta1", ">=", 0.10)),
+            testable=conds(("informative_lengths", ">=", 1)),
+            untestable_why=_CEILING_WHY,
+            trained=True,
+        ),
+        measure_lengths,
+        SECTION[2],
+    ),
+    Claim(
+        "004/Fig11",
+        "in a second model size (Mamba 1.4B) high-precision selection already lowers early recall, and "
+        "stronger effects need more ablated layers",
+        "App. E1, Fig. 11",
+        "no number given",
+        Rule(
+            why="the Fig. 4/8 grid on a second Mamba-1 model size: δ(1) ≥ 0.15 at p = 0.9 and growing with the "
+            "number of layers",
+            reproduced=conds(("delta1_p09", ">=", CAUSAL_DROP), ("delta1_grows_with_layers", "true")),
+            testable=_PRIMACY_TESTABLE,
+            untestable_why=_CEILING_WHY,
+            trained=True,
+        ),
+        not_run="a second Mamba-1 S-model of another size (every committed one has s_small's size): train "
+        + _SMALL
+        + ", then the (p, τ) grid of first-triple ablations with the top-1…top-3 layers, about 5 CPU-minutes",
+    ),
+    Claim(
+        "004/Fig12",
+        "in the second model size the intervention (p = τ = 0.5, top-3 layers) impairs first-position "
+        "recall, less so at L = 32",
+        "App. E2, Fig. 12",
+        "no number given",
+        Rule(
+            why="δ(1) ≥ 0.15 at L = 8 and 16, and smaller at L = 32 than at L = 16",
+            reproduced=conds(("min_delta1_short", ">=", CAUSAL_DROP), ("smaller_at_32", "true")),
+            testable=_PRIMACY_TESTABLE,
+            untestable_why=_CEILING_WHY,
+            trained=True,
+        ),
+        not_run="a second S-model size (train " + _SMALL + "), then §4.2's first-triple ablation with p = τ = 0.5 "
+        "and the top-3 layers at L = 8, 16, 32 on it (analysis.primacy.ablation_effects), a few CPU-minutes",
+    ),
+    Claim(
+        "004/Fig5a",
+        "initialising one layer's SSM state with U(0, 1) (Layer 31) raises middle-position recall and "
+        "flattens the U (repeated relation)",
+        "§4.2 (initialization of state), Fig. 5a",
+        "no number given",
+        Rule(
+            why="some layer's U(0, 1) initial state raises the middle third by ≥ 3 points with McNemar p < 0.05, at a "
+            "length where the middle has room to rise; the same at a smaller scale U(0, s), s down to the "
+            "model's typical |h| (U(0, 1) is far larger than the states of a small model), counts as partial",
+            reproduced=conds(("best_mid_gain", ">=", 0.03), ("best_mcnemar_p", "<", 0.05)),
+            partially=conds(("best_mid_gain_any_scale", ">=", 0.03), ("best_mcnemar_p_any_scale", "<", 0.05)),
+            testable=conds(("informative_lengths", ">=", 1)),
+            untestable_why=f"at every evaluated length the baseline middle third is above {CEILING}: recall there "
+            "cannot be raised by the 3 points the claim needs",
+            trained=True,
+        ),
+        measure_state_init,
+        SECTION[4],
+    ),
+    Claim(
+        "004/Fig14",
+        "recall changes when the hidden state of a layer is initialised with a non-zero U(0, 1) vector",
+        "App. G, Fig. 14",
+        "no number given",
+        Rule(
+            why="at least half of the layers change recall significantly (exact McNemar p < 0.05 over all "
+            "(context, position) pairs)",
+            reproduced=conds(("changed_fraction", ">=", 0.5)),
+            trained=True,
+        ),
+        measure_init_change,
+        SECTION[4],
+    ),
+    Claim(
+        "004/Fig5b",
+        "random distractor tokens before the query degrade recall, especially at recent positions: recency collapses",
+        "§4.4 (the effect of distractors), Fig. 5b; abstract",
+        "no number given",
+        Rule(
+            why="in every cell with a recency advantage (≥ 10 points) to lose: acc(L) drops ≥ 20 points at the largest "
+            "n, the last quarter of positions loses ≥ 10 points more than the first, at most half the advantage "
+            "survives, and every n lowers the mean recall (not a monotone sweep: once recall sits at the floor, "
+            "its wobble between two n is no recovery); degrading without the recent-position emphasis is "
+            "partial",
+            reproduced=conds(
+                ("min_accL_drop", ">=", 0.20),
+                ("min_recent_minus_early_drop", ">=", 0.10),
+                ("max_recency_kept", "<=", 0.5),
+                ("every_n_lowers_recall", "true"),
+            ),
+            partially=conds(("min_accL_drop", ">=", 0.20), ("every_n_lowers_recall", "true")),
+            testable=conds(("informative_cells", ">=", 1)),
+            untestable_why="no evaluated cell has a recency advantage (acc(L) ≥ middle third + 0.10) without "
+            "distractors, so none can collapse",
+            trained=True,
+        ),
+        measure_distractors,
+        SECTION[4],
+    ),
+    Claim(
+        "004/Fig6a",
+        "inputs with longer repetition periods give a larger average Δ (a clear monotonic relation)",
+        "§4.3 (global trends), Fig. 6a",
+        "no number given (k ∈ {1, 4, 16, 64}, length 64)",
+        Rule(
+            why=f"a positive slope of the per-sequence mean Δ on log k (95 % interval above 0: a regression over "
+            f"all sequences, not a rank correlation over four means) and a shift of ≥ {EFFECT:.0%} from k = 1 "
+            "to the longest period; a significant but smaller rise is partial",
+            reproduced=conds(("slope_lo", ">", 0), ("rel_change", ">=", EFFECT)),
+            partially=conds(("slope_lo", ">", 0)),
+            trained=True,
+        ),
+        measure_period_delta,
+        SECTION[3],
+    ),
+    Claim(
+        "004/Sec1-delta-direction",
+        "periodic (repeated) inputs shift Δ toward larger values, i.e. faster decay",
+        "§1 (contributions), §2, §5",
+        "no number given (the opposite of §4.3 and Fig. 6a)",
+        Rule(
+            why=f"as printed, the mean Δ falls with the period (slope on log k with its 95 % interval below 0, a "
+            f"shift of ≥ {EFFECT:.0%}); the paper's own §4.3 and Fig. 6a say it rises, which is the corrected "
+            "statement (interval above 0, the same effect size)",
+            reproduced=conds(("slope_hi", "<", 0), ("rel_change", "<=", -EFFECT)),
+            erratum=conds(("slope_lo", ">", 0), ("rel_change", ">=", EFFECT)),
+            trained=True,
+        ),
+        measure_period_delta,
+        SECTION[3],
+    ),
+    Claim(
+        "004/Fig6b",
+        "random sequences (k = 64) give stronger kernel contributions from early positions than "
+        "periodic ones with small k",
+        "§4.3 (contributions to final token), Fig. 6b, Eq. 8",
+        "no number given",
+        Rule(
+            why="the early kernel mass (sources j < 16) for the longest period at least 1.2× that for k = 1",
+            reproduced=conds(("early_kernel_ratio", ">=", 1.2)),
+            trained=True,
+        ),
+        measure_kernel,
+        SECTION[3],
+    ),
+    Claim(
+        "004/Fig7",
+        "deeper layers raise the scale of Δ, particularly for longer periods; early layers give smaller "
+        "Δ for lower-frequency patterns (caption)",
+        "§4.3 (layer-wise heatmaps), Fig. 7",
+        "no number given",
+        Rule(
+            why=f"text: the last layer's mean Δ ≥ {1 + EFFECT:g}× the first's at the longest period, and that depth "
+            f"ratio ≥ {1 + EFFECT:g}× the one at k = 1; caption: the first layer's Δ ≥ {EFFECT:.0%} smaller at the "
+            "longest period than at k = 1; the text without the caption is partial",
+            reproduced=conds(
+                ("depth_ratio_longest", ">=", 1 + EFFECT),
+                ("depth_gain_longest_over_k1", ">=", 1 + EFFECT),
+                ("first_layer_rel_change", "<=", -EFFECT),
+            ),
+            partially=conds(
+                ("depth_ratio_longest", ">=", 1 + EFFECT), ("depth_gain_longest_over_k1", ">=", 1 + EFFECT)
+            ),
+            testable=conds(("layers", ">=", 2)),
+            untestable_why="a one-layer model has no depth",
+            trained=True,
+        ),
+        measure_layer_delta,
+        SECTION[3],
+    ),
+    Claim(
+        "004/Table1",
+        "zeroing Ā of the recall-identified channels (all layers, all steps) lowers other long-context "
+        "tasks much more than zeroing as many random channels",
+        "§4.2 (downstream tasks), Table 1",
+        "F1 / F1 / F1 / Rouge-L, base → long-term (random): Qasper 27.88 → 20.68 (23.94); MultiFieldQA-en 26.59 → "
+        "20.43 (26.08); 2WikiMultihopQA 25.04 → 18.75 (19.76); MultiNews 25.21 → 20.5 (24.84)",
+        Rule(
+            why=f"on the learned synthetic analogues: the identified channels' mean relative drop positive and ≥ "
+            f"{RANDOM_FACTOR:g}× the random sets', and worse than random on ≥ 3/4 of the tasks (the paper: 4/4); "
+            "a larger mean drop than random alone is partial",
+            reproduced=conds(
+                ("mean_rel_drop_identified", ">", 0), ("excess_over_2x_random", ">=", 0), ("worse_fraction", ">=", 0.75)
+            ),
+            partially=conds(("mean_rel_drop_identified", ">", 0), ("excess_over_random", ">", 0)),
+            testable=conds(("learned_tasks", ">=", 3)),
+            untestable_why="the model learned fewer than 3 of the 4 tasks (base ≥ 50 %)",
+            trained=True,
+        ),
+        measure_transfer,
+        SECTION[5],
+    ),
+    Claim(
+        "004/AppF-ushape",
+        "Mamba 2 keeps the U-shaped recall curve: elevated accuracy at both ends of the sequence",
+        "App. F (first paragraph), Fig. 13b (baseline)",
+        "no number given",
+        _ushape_rule(),
+        measure_ushape,
+        SECTION[6],
+    ),
+    Claim(
+        "004/Fig13a",
+        "Mamba 2 has a sparse set of long-term heads (𝓜 ≥ 0.7), clustered in some layers",
+        "App. F, Eq. 9, Fig. 13a",
+        "9.32 % of heads (Mamba 2, size not stated)",
+        Rule(
+            why=f"sparse: a non-empty set of at most {SPARSE:.0%} of the heads; clustered: per-layer counts unlike an "
+            f"even spread (χ² p < {CLUSTER_P})",
+            reproduced=conds(("fraction", ">", 0), ("fraction", "<=", SPARSE), ("concentration_p", "<", CLUSTER_P)),
+            partially=conds(("fraction", ">", 0), ("fraction", "<=", SPARSE)),
+            trained=True,
+        ),
+        measure_heads,
+        SECTION[6],
+    ),
+    Claim(
+        "004/Fig13b",
+        "zeroing the decay of the long-term heads at the first triple sharply lowers first-position "
+        "recall against random heads, and degrades later positions too",
+        "App. F, Fig. 13b",
+        "no number given",
+        Rule(
+            why=f"δ(1) > 0 and ≥ {RANDOM_FACTOR:g}× the random head sets', and mean δ(k ≥ 2) ≥ {LATER_DROP} (the "
+            "degradation beyond position 1 that sets Mamba 2 apart)",
+            reproduced=conds(
+                ("delta1", ">", 0), ("excess_over_2x_random", ">=", 0), ("mean_later_delta", ">=", LATER_DROP)
+            ),
+            testable=_PRIMACY_TESTABLE,
+            untestable_why=_CEILING_WHY,
+            trained=True,
+        ),
+        measure_head_ablation,
+        SECTION[6],
+    ),
 )

@@ -9,6 +9,7 @@ then :func:`fill_pages` replaces the markers in the staged Markdown:
 * ``<!-- CHAPTER_STATUS -->`` (``book/intro.md``): per chapter, the counts of each status;
 * ``<!-- VERDICTS -->`` (each ``book/NN_*/overview.md``): that chapter's table.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -16,10 +17,13 @@ from pathlib import Path
 
 from .core import MARK, PAPERS, STATUSES, TIERS, Verdict, claims_of, load_verdicts, not_run_verdict
 
-CHAPTERS = {0: ("0. The selective scan", "001"), 1: ("1. Gradient dynamics on associative recall", "000"),
-            2: ("2. Hashing circuits and recall scaling laws", "002"),
-            3: ("3. Input selectivity, Haar wavelets, MQAR constructions", "003"),
-            4: ("4. Primacy and recency", "004")}
+CHAPTERS = {
+    0: ("0. The selective scan", "001"),
+    1: ("1. Gradient dynamics on associative recall", "000"),
+    2: ("2. Hashing circuits and recall scaling laws", "002"),
+    3: ("3. Input selectivity, Haar wavelets, MQAR constructions", "003"),
+    4: ("4. Primacy and recency", "004"),
+}
 MARKERS = {"scorecard": "<!-- SCORECARD -->", "status": "<!-- CHAPTER_STATUS -->", "verdicts": "<!-- VERDICTS -->"}
 
 
@@ -28,8 +32,10 @@ def verdicts_for(chapter: int | None = None, recorded: dict[str, Verdict] | None
     recorded = load_verdicts() if recorded is None else recorded
     unknown = sorted(set(recorded) - {c.id for c in claims_of()})
     if unknown:
-        raise ValueError(f"recorded verdicts for undeclared claims {unknown}: declare them in claims/ or delete "
-                         "the stale records (make clean).")
+        raise ValueError(
+            f"recorded verdicts for undeclared claims {unknown}: declare them in claims/ or delete "
+            "the stale records (make clean)."
+        )
     return [recorded.get(c.id) or not_run_verdict(c) for c in claims_of(chapter=chapter)]
 
 
@@ -68,9 +74,14 @@ def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
 def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
     everything = verdicts_for(None, recorded)
     tiers = Counter((v.evidence or {}).get("tier", "none") for v in everything)
-    out = [counts_line(everything) + ".", "",
-           "By evidence tier: " + ", ".join(f"{t} {tiers[t]}" for t in (*TIERS, "none") if tiers[t])
-           + " (*none*: not run).", ""]
+    out = [
+        counts_line(everything) + ".",
+        "",
+        "By evidence tier: "
+        + ", ".join(f"{t} {tiers[t]}" for t in (*TIERS, "none") if tiers[t])
+        + " (*none*: not run).",
+        "",
+    ]
     for ch, (title, paper) in CHAPTERS.items():
         vs = [v for v in everything if PAPERS[v.claim_id.split("/")[0]] == ch]
         out += [f"## {title} (paper {paper})", "", counts_line(vs) + ".", "", verdict_table(vs), ""]
@@ -78,8 +89,7 @@ def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
 
 
 def chapter_status_table(recorded: dict[str, Verdict] | None = None) -> str:
-    lines = ["| chapter | " + " | ".join(f"{MARK[s]} {s}" for s in STATUSES) + " |",
-             "|---|" + "---|" * len(STATUSES)]
+    lines = ["| chapter | " + " | ".join(f"{MARK[s]} {s}" for s in STATUSES) + " |", "|---|" + "---|" * len(STATUSES)]
     for ch, (title, _) in CHAPTERS.items():
         c = Counter(v.status for v in verdicts_for(ch, recorded))
         lines.append(f"| {title} | " + " | ".join(str(c[s]) for s in STATUSES) + " |")
@@ -89,15 +99,20 @@ def chapter_status_table(recorded: dict[str, Verdict] | None = None) -> str:
 def fill_pages(book_dir: Path, recorded: dict[str, Verdict] | None = None) -> None:
     """Replace the markers in the staged book's Markdown (``book_dir`` = the staged ``book/``)."""
     recorded = load_verdicts() if recorded is None else recorded
-    pages = {book_dir / "scorecard.md": ("scorecard", scorecard_page(recorded)),
-             book_dir / "intro.md": ("status", chapter_status_table(recorded))}
+    pages = {
+        book_dir / "scorecard.md": ("scorecard", scorecard_page(recorded)),
+        book_dir / "intro.md": ("status", chapter_status_table(recorded)),
+    }
     for ch in CHAPTERS:
         for overview in book_dir.glob(f"{ch:02d}_*/overview.md"):
-            pages[overview] = ("verdicts", counts_line(verdicts_for(ch, recorded)) + ".\n\n"
-                               + verdict_table(verdicts_for(ch, recorded)))
+            pages[overview] = (
+                "verdicts",
+                counts_line(verdicts_for(ch, recorded)) + ".\n\n" + verdict_table(verdicts_for(ch, recorded)),
+            )
     for path, (kind, _) in pages.items():  # check every page before writing any
         if MARKERS[kind] not in path.read_text():
-            raise SystemExit(f"error: {path} lost its {MARKERS[kind]} line; put it back where the generated "
-                             "table belongs.")
+            raise SystemExit(
+                f"error: {path} lost its {MARKERS[kind]} line; put it back where the generated table belongs."
+            )
     for path, (kind, text) in pages.items():
         path.write_text(path.read_text().replace(MARKERS[kind], text))

@@ -15,6 +15,7 @@ query accuracy (all queries, not only the final ones).
 ``python -m mamba_recall.experiments.ch1_table1 --preset ci|paper [--device cuda]`` writes
 ``results/ch1_table1_<preset>.json`` (+ CSV).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,12 @@ PAPER_TABLE1 = {  # accuracy (%) [paper], keyed by (model, T, κ)
     "tf1_conv": {(128, 1): 34, (128, 4): 56, (256, 1): 26, (256, 4): 42, (512, 1): 21, (512, 4): 36},
     "tf2_conv_rope": {(128, 1): 100, (128, 4): 100, (256, 1): 100, (256, 4): 96, (512, 1): 77, (512, 4): 90},
 }
-LABELS = {"mamba": "1-layer Mamba (conv ✓)", "tf2_nope": "2-layer TF (conv ✗, no PE)",
-          "tf1_conv": "1-layer TF (conv ✓, no PE)", "tf2_conv_rope": "2-layer TF w/ RoPE (conv ✓)"}
+LABELS = {
+    "mamba": "1-layer Mamba (conv ✓)",
+    "tf2_nope": "2-layer TF (conv ✗, no PE)",
+    "tf1_conv": "1-layer TF (conv ✓, no PE)",
+    "tf2_conv_rope": "2-layer TF w/ RoPE (conv ✓)",
+}
 
 
 def build(name: str, vocab_size: int, num_keys: int, seq_len: int, sizes: dict, seed: int):
@@ -61,25 +66,61 @@ def run_cell(name: str, seq_len: int, num_keys: int, sizes: dict, seed: int = 0,
     model = build(name, V, num_keys, seq_len, sizes, seed)
     lr = sizes["mamba_lr"] if name == "mamba" else sizes["tf_lr"]
     device = torch.device(device)
-    res = train(model, dataset_batches(tr.inputs, tr.labels, sizes["batch_size"], seed=seed), steps=sizes["steps"],
-                lr=lr, weight_decay=0.0, schedule="constant", eval_every=sizes["eval_every"],
-                eval_batch=(te.inputs, te.query_labels), target_accuracy=1.0, device=device, progress=False,
-                seed=seed, num_threads=1 if device.type == "cpu" else None, desc=name)
+    res = train(
+        model,
+        dataset_batches(tr.inputs, tr.labels, sizes["batch_size"], seed=seed),
+        steps=sizes["steps"],
+        lr=lr,
+        weight_decay=0.0,
+        schedule="constant",
+        eval_every=sizes["eval_every"],
+        eval_batch=(te.inputs, te.query_labels),
+        target_accuracy=1.0,
+        device=device,
+        progress=False,
+        seed=seed,
+        num_threads=1 if device.type == "cpu" else None,
+        desc=name,
+    )
     acc = evaluate(model, te.inputs, te.query_labels, device=device)
-    return {"model": name, "label": LABELS[name], "T": seq_len, "kappa": num_keys, "accuracy": acc,
-            "paper": PAPER_TABLE1[name].get((seq_len, num_keys)), "steps_run": res.steps_run,
-            "params": sum(p.numel() for p in model.parameters() if p.requires_grad), "seconds": res.seconds}
+    return {
+        "model": name,
+        "label": LABELS[name],
+        "T": seq_len,
+        "kappa": num_keys,
+        "accuracy": acc,
+        "paper": PAPER_TABLE1[name].get((seq_len, num_keys)),
+        "steps_run": res.steps_run,
+        "params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "seconds": res.seconds,
+    }
 
 
 def probe_cell(name: str, seq_len: int, num_keys: int, sizes: dict, seed: int = 0, device="cpu") -> float:
     """Seconds per training step of one cell, measured (3 steps on a batch of the cell's size)."""
     V = sizes["vocab_size"]
-    data = latest_value_batch(sizes["batch_size"], vocab_size=V, num_keys=num_keys, seq_len=seq_len,
-                              max_noise=sizes["max_noise"], target=sizes["target"], seed=seed)
+    data = latest_value_batch(
+        sizes["batch_size"],
+        vocab_size=V,
+        num_keys=num_keys,
+        seq_len=seq_len,
+        max_noise=sizes["max_noise"],
+        target=sizes["target"],
+        seed=seed,
+    )
     model = build(name, V, num_keys, seq_len, sizes, seed)
     device = torch.device(device)
-    res = train(model, lambda step: (data.inputs, data.labels), steps=PROBE_STEPS, lr=1e-3, weight_decay=0.0,
-                schedule="constant", progress=False, num_threads=1 if device.type == "cpu" else None, device=device)
+    res = train(
+        model,
+        lambda step: (data.inputs, data.labels),
+        steps=PROBE_STEPS,
+        lr=1e-3,
+        weight_decay=0.0,
+        schedule="constant",
+        progress=False,
+        num_threads=1 if device.type == "cpu" else None,
+        device=device,
+    )
     return res.seconds / PROBE_STEPS
 
 
@@ -87,9 +128,13 @@ def run_table(sizes: dict, seed: int = 0, device="cpu", models=tuple(LABELS)) ->
     """Every cell (T, κ, model); the long-run guard measures each cell's step time first and stops a grid
     estimated at over an hour on ``device`` unless long runs are allowed (then: a progress bar with ETA)."""
     cells = [(m, T, k) for T in sizes["seq_lens"] for k in sizes["num_keys"] for m in models]
-    grid = guard_grid(f"Table 1 grid ({len(cells)} cells, up to {sizes['steps']} steps each)", cells,
-                      probe=lambda cell: probe_cell(*cell, sizes, seed, device), steps=lambda cell: sizes["steps"],
-                      device=device)
+    grid = guard_grid(
+        f"Table 1 grid ({len(cells)} cells, up to {sizes['steps']} steps each)",
+        cells,
+        probe=lambda cell: probe_cell(*cell, sizes, seed, device),
+        steps=lambda cell: sizes["steps"],
+        device=device,
+    )
     return pd.DataFrame([run_cell(m, T, k, sizes, seed, device) for m, T, k in grid])
 
 
@@ -110,10 +155,15 @@ def main(argv=None):
     start = time.perf_counter()
     table = run_table(sizes, args.seed, args.device)
     print(table.to_string())
-    save_bundle(f"ch1_table1_{args.preset}", {"n_cells": len(table)}, {"preset": args.preset, "seed": args.seed,
-                                                                       "sizes": sizes},
-                command=f"python -m mamba_recall.experiments.ch1_table1 --preset {args.preset} --device {args.device}",
-                device=args.device, wall_seconds=time.perf_counter() - start, tables={"accuracy": table})
+    save_bundle(
+        f"ch1_table1_{args.preset}",
+        {"n_cells": len(table)},
+        {"preset": args.preset, "seed": args.seed, "sizes": sizes},
+        command=f"python -m mamba_recall.experiments.ch1_table1 --preset {args.preset} --device {args.device}",
+        device=args.device,
+        wall_seconds=time.perf_counter() - start,
+        tables={"accuracy": table},
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Training [choice]: a fixed training set of ``train_size`` sequences (seed ``seed
 stop when the *training-set* query accuracy reaches 1 (the paper's rule: "until it reaches 100 %
 accuracy on the training set") or after ``steps``. Then the held-out query accuracy is measured.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,55 +42,99 @@ class Trained:
 
 
 def build_model(sizes: dict, seed: int, backend: str = "chunked") -> SimplifiedMamba:
-    return SimplifiedMamba(sizes["vocab_size"], sizes["d_state"], selective_bc=sizes["d_state"] > 1,
-                           learn_unembedding=sizes.get("learn_unembedding", False), backend=backend, seed=seed)
+    return SimplifiedMamba(
+        sizes["vocab_size"],
+        sizes["d_state"],
+        selective_bc=sizes["d_state"] > 1,
+        learn_unembedding=sizes.get("learn_unembedding", False),
+        backend=backend,
+        seed=seed,
+    )
 
 
 def make_data(sizes: dict, seed: int):
-    kw = dict(vocab_size=sizes["vocab_size"], num_keys=sizes["num_keys"], seq_len=sizes["seq_len"],
-              max_noise=sizes["max_noise"], target=sizes["target"])
-    return (latest_value_batch(sizes["train_size"], seed=seed, **kw),
-            latest_value_batch(sizes["test_size"], seed=seed + 1, **kw))
+    kw = dict(
+        vocab_size=sizes["vocab_size"],
+        num_keys=sizes["num_keys"],
+        seq_len=sizes["seq_len"],
+        max_noise=sizes["max_noise"],
+        target=sizes["target"],
+    )
+    return (
+        latest_value_batch(sizes["train_size"], seed=seed, **kw),
+        latest_value_batch(sizes["test_size"], seed=seed + 1, **kw),
+    )
 
 
-def train_recall(sizes: dict, seed: int = 0, device="cpu", backend: str = "chunked", progress: bool = False,
-                 steps: int | None = None) -> Trained:
+def train_recall(
+    sizes: dict, seed: int = 0, device="cpu", backend: str = "chunked", progress: bool = False, steps: int | None = None
+) -> Trained:
     """Train a SimplifiedMamba with ``sizes`` (a ch1 preset entry). Deterministic given ``seed`` on a CPU."""
     train_set, test_set = make_data(sizes, seed)
     torch.manual_seed(seed)
     model = build_model(sizes, seed, backend)
     device = torch.device(device)
-    res = train(model, dataset_batches(train_set.inputs, train_set.labels, sizes["batch_size"], seed=seed),
-                steps=steps or sizes["steps"], lr=sizes["lr"], weight_decay=0.0, schedule="constant",
-                eval_every=sizes["eval_every"], eval_batch=(train_set.inputs, train_set.query_labels),
-                target_accuracy=1.0, device=device, progress=progress, seed=seed,
-                num_threads=1 if device.type == "cpu" else None, desc="ch1")
+    res = train(
+        model,
+        dataset_batches(train_set.inputs, train_set.labels, sizes["batch_size"], seed=seed),
+        steps=steps or sizes["steps"],
+        lr=sizes["lr"],
+        weight_decay=0.0,
+        schedule="constant",
+        eval_every=sizes["eval_every"],
+        eval_batch=(train_set.inputs, train_set.query_labels),
+        target_accuracy=1.0,
+        device=device,
+        progress=progress,
+        seed=seed,
+        num_threads=1 if device.type == "cpu" else None,
+        desc="ch1",
+    )
     model.cpu().eval()
     model.backend = "chunked"
-    return Trained(model, res, train_set, test_set, evaluate(model, test_set.inputs, test_set.query_labels),
-                   evaluate(model, train_set.inputs, train_set.query_labels), sizes)
+    return Trained(
+        model,
+        res,
+        train_set,
+        test_set,
+        evaluate(model, test_set.inputs, test_set.query_labels),
+        evaluate(model, train_set.inputs, train_set.query_labels),
+        sizes,
+    )
 
 
 def checkpoint_path(name: str, preset: str) -> Path:
-    return results.checkpoint_file("ch1", name, preset)
+    return results.checkpoint_file("ch1", name, preset, CHECKPOINT_DIR)
 
 
 def save_checkpoint(trained: Trained, name: str, preset: str, device: str, seed: int) -> Path:
     """``results/checkpoints/ch1_<name>_<preset>.pt`` (the state dict) and its sidecar (see ``results``)."""
     state = {k: v.detach().cpu() for k, v in trained.model.state_dict().items()}
-    sidecar = {"name": name, "preset": preset, "seed": seed, "config": trained.sizes, "device": device,
-               "test_query_accuracy": trained.test_accuracy, "train_query_accuracy": trained.train_accuracy,
-               "steps_run": trained.result.steps_run if trained.result else None}
-    return results.save_checkpoint(checkpoint_path(name, preset), state, sidecar, device=device,
-                                   command=f"python -m mamba_recall.experiments.ch1_training --preset {preset} "
-                                           f"--only {name}")
+    sidecar = {
+        "name": name,
+        "preset": preset,
+        "seed": seed,
+        "config": trained.sizes,
+        "device": device,
+        "test_query_accuracy": trained.test_accuracy,
+        "train_query_accuracy": trained.train_accuracy,
+        "steps_run": trained.result.steps_run if trained.result else None,
+    }
+    return results.save_checkpoint(
+        checkpoint_path(name, preset),
+        state,
+        sidecar,
+        device=device,
+        command=f"python -m mamba_recall.experiments.ch1_training --preset {preset} --only {name}",
+    )
 
 
 def load_checkpoint(name: str, preset: str = "paper"):
     """Load ``results/checkpoints/ch1_<name>_<preset>.pt``: ``(model, sidecar)``; checks the hash."""
     state, meta = results.read_checkpoint(
         checkpoint_path(name, preset),
-        regenerate=f"python -m mamba_recall.experiments.ch1_training --preset {preset} --only {name}")
+        regenerate=f"python -m mamba_recall.experiments.ch1_training --preset {preset} --only {name}",
+    )
     model = build_model(meta["config"], meta["seed"])
     model.load_state_dict(state)
     return model.eval(), meta
@@ -101,16 +146,17 @@ class Sourced:
 
     model: SimplifiedMamba
     test_set: LatestValueBatch
-    accuracy: float          # held-out query accuracy
+    accuracy: float  # held-out query accuracy
     sizes: dict
-    tier: str                # the preset the model was trained at
-    device: str              # the device it was trained on
-    source: str              # checkpoint path (relative to the repository) or "live"
+    tier: str  # the preset the model was trained at
+    device: str  # the device it was trained on
+    source: str  # checkpoint path (relative to the repository) or "live"
     seeds: int = 1
 
 
-def load_or_train(name: str, preset: str, seed: int = 0, device="cpu", backend: str = "chunked",
-                  smoke: bool = False) -> Sourced:
+def load_or_train(
+    name: str, preset: str, seed: int = 0, device="cpu", backend: str = "chunked", smoke: bool = False
+) -> Sourced:
     """The ``ch1.<name>`` model at ``preset``'s sizes: the committed checkpoint when it matches those sizes,
     else trained live (and said so in ``source``)."""
     from ..presets import experiment
@@ -149,15 +195,26 @@ def main(argv=None):
         t0 = time.perf_counter()
         tr = train_recall(sizes, args.seed, args.device, progress=True)
         path = save_checkpoint(tr, name, args.preset, args.device, args.seed)
-        rows[name] = {"test_query_accuracy": tr.test_accuracy, "train_query_accuracy": tr.train_accuracy,
-                      "steps_run": tr.result.steps_run, "seconds": time.perf_counter() - t0,
-                      "checkpoint": str(path.relative_to(RESULTS_DIR.parent))}
+        rows[name] = {
+            "test_query_accuracy": tr.test_accuracy,
+            "train_query_accuracy": tr.train_accuracy,
+            "steps_run": tr.result.steps_run,
+            "seconds": time.perf_counter() - t0,
+            "checkpoint": str(path.relative_to(RESULTS_DIR.parent)),
+        }
         print(name, rows[name], flush=True)
-    save_bundle(f"ch1_checkpoints_{args.preset}", {"models": rows},
-                {"preset": args.preset, "seed": args.seed, "sizes": {n: experiment(f"ch1.{n}", args.preset)
-                                                                      for n in args.only}},
-                command=f"python -m mamba_recall.experiments.ch1_training --preset {args.preset} "
-                        f"--device {args.device}", device=args.device, wall_seconds=time.perf_counter() - start)
+    save_bundle(
+        f"ch1_checkpoints_{args.preset}",
+        {"models": rows},
+        {
+            "preset": args.preset,
+            "seed": args.seed,
+            "sizes": {n: experiment(f"ch1.{n}", args.preset) for n in args.only},
+        },
+        command=f"python -m mamba_recall.experiments.ch1_training --preset {args.preset} --device {args.device}",
+        device=args.device,
+        wall_seconds=time.perf_counter() - start,
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ All models of one (pattern, M) train together as one :class:`MultiHeadLinearMamb
 and seed; the same data stream, seeds change the initialisation [ours]) with the authors' N–M recipe
 (AdamW lr 1e-2, β = (0.9, 0.95), wd 0, warmup → hold → cosine, clip 5, label smoothing 0.1).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,8 @@ from ..tasks.mqar import batch_fn, mqar
 from ..theory.capacity import multihead_prediction
 from ..train import train_ensemble
 
-EVAL_SEED = 10 ** 6       # held-out stream, disjoint from the training stream (base 0 + step)
-NOISE_SEED = 2 * 10 ** 6
+EVAL_SEED = 10**6  # held-out stream, disjoint from the training stream (base 0 + step)
+NOISE_SEED = 2 * 10**6
 HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit in [-1, 2]
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
@@ -49,19 +50,19 @@ def logit_noise(model: MultiHeadLinearMamba, x: torch.Tensor, y: torch.Tensor, V
     the V/2 − N_f value tokens absent from the context. Returns one dict per member (raw moments, variances
     relative to the squared margin, and normalised values for the histograms)."""
     model.eval()
-    logits = model(x) if model.ensemble is not None else model(x)[None]         # (n_members, B, L, V)
+    logits = model(x) if model.ensemble is not None else model(x)[None]  # (n_members, B, L, V)
     model.train()
-    ctx_vals = x[:, 1:2 * Nf:2]                                                   # (B, N_f)
+    ctx_vals = x[:, 1 : 2 * Nf : 2]  # (B, N_f)
     in_ctx = torch.zeros(x.shape[0], V, dtype=torch.bool)
     in_ctx.scatter_(1, ctx_vals, True)
     b_idx, t_idx = (y != -100).nonzero(as_tuple=True)
     target = y[b_idx, t_idx]
     out = []
     for e in range(logits.shape[0]):
-        q = logits[e, b_idx, t_idx].double()                                     # (Q, V)
+        q = logits[e, b_idx, t_idx].double()  # (Q, V)
         correct = q.gather(1, target[:, None])[:, 0]
         is_val = torch.zeros(V, dtype=torch.bool)
-        is_val[V // 2:] = True
+        is_val[V // 2 :] = True
         ctx = in_ctx[b_idx]
         wrong_mask = ctx & is_val[None]
         wrong_mask[torch.arange(len(target)), target] = False
@@ -69,13 +70,24 @@ def logit_noise(model: MultiHeadLinearMamba, x: torch.Tensor, y: torch.Tensor, V
         wrong, empty = q[wrong_mask], q[empty_mask]
         margin = float(correct.mean() - empty.mean())
         scale = margin if abs(margin) > 1e-9 else 1.0
-        norm = {k: ((v - empty.mean()) / scale).float() for k, v in
-                (("correct", correct), ("wrong", wrong), ("empty", empty))}
-        out.append(dict(mean_correct=float(correct.mean()), mean_wrong=float(wrong.mean()),
-                        mean_empty=float(empty.mean()), var_correct=float(correct.var()),
-                        var_wrong=float(wrong.var()), var_empty=float(empty.var()), margin=margin,
-                        rel_var_wrong=float(wrong.var()) / scale ** 2, rel_var_empty=float(empty.var()) / scale ** 2,
-                        norm=norm))
+        norm = {
+            k: ((v - empty.mean()) / scale).float()
+            for k, v in (("correct", correct), ("wrong", wrong), ("empty", empty))
+        }
+        out.append(
+            dict(
+                mean_correct=float(correct.mean()),
+                mean_wrong=float(wrong.mean()),
+                mean_empty=float(empty.mean()),
+                var_correct=float(correct.var()),
+                var_wrong=float(wrong.var()),
+                var_empty=float(empty.var()),
+                margin=margin,
+                rel_var_wrong=float(wrong.var()) / scale**2,
+                rel_var_empty=float(empty.var()) / scale**2,
+                norm=norm,
+            )
+        )
     return out
 
 
@@ -89,14 +101,35 @@ def run(cfg: dict, device, log) -> dict[str, pd.DataFrame]:
         for mi, M in enumerate(cfg["Ms"]):
             t0 = time.perf_counter()
             states = [n for n in cfg["Ns"] for _ in range(cfg["seeds"])]
-            model = MultiHeadLinearMamba(V, D, max(cfg["Ns"]), M, pattern, values=cfg["values"],
-                                         ensemble=len(states), member_states=states,
-                                         seed=1000 * pi + 10 * mi, device=device)
-            r = train_ensemble(model, batch_fn(V, Nf, L, cfg["batch"], 0), steps=cfg["steps"], eval_batch=ev,
-                               eval_every=max(50, cfg["steps"] // 6), target_accuracy=0.999, seed=0,
-                               device=device, recipe="code",
-                               overrides=dict(warmup=min(cfg["warmup"], cfg["steps"] - 1), hold=cfg["hold"],
-                                              grad_clip=cfg["grad_clip"], batch_size=cfg["batch"]))
+            model = MultiHeadLinearMamba(
+                V,
+                D,
+                max(cfg["Ns"]),
+                M,
+                pattern,
+                values=cfg["values"],
+                ensemble=len(states),
+                member_states=states,
+                seed=1000 * pi + 10 * mi,
+                device=device,
+            )
+            r = train_ensemble(
+                model,
+                batch_fn(V, Nf, L, cfg["batch"], 0),
+                steps=cfg["steps"],
+                eval_batch=ev,
+                eval_every=max(50, cfg["steps"] // 6),
+                target_accuracy=0.999,
+                seed=0,
+                device=device,
+                recipe="code",
+                overrides=dict(
+                    warmup=min(cfg["warmup"], cfg["steps"] - 1),
+                    hold=cfg["hold"],
+                    grad_clip=cfg["grad_clip"],
+                    batch_size=cfg["batch"],
+                ),
+            )
             model.cpu()
             stats = logit_noise(model, xn, yn, V, Nf)
             for i, N in enumerate(cfg["Ns"]):
@@ -104,20 +137,44 @@ def run(cfg: dict, device, log) -> dict[str, pd.DataFrame]:
                 accs = r.best_accuracy[sl]
                 best = max(range(sl.start, sl.stop), key=lambda j: r.best_accuracy[j])
                 pred = multihead_prediction(V, Nf, D, N, M, pattern)
-                grid.append(dict(pattern=pattern, M=M, N=N, D=D, V=V, Nf=Nf, L=L, acc=max(accs),
-                                 acc_mean=sum(accs) / len(accs), N_eff=pred["N_eff"], eq77=pred["p_eq77"],
-                                 steps_run=r.steps_run))
+                grid.append(
+                    dict(
+                        pattern=pattern,
+                        M=M,
+                        N=N,
+                        D=D,
+                        V=V,
+                        Nf=Nf,
+                        L=L,
+                        acc=max(accs),
+                        acc_mean=sum(accs) / len(accs),
+                        N_eff=pred["N_eff"],
+                        eq77=pred["p_eq77"],
+                        steps_run=r.steps_run,
+                    )
+                )
                 st = stats[best]
-                noise.append(dict(pattern=pattern, M=M, N=N, acc=max(accs),
-                                  **{k: v for k, v in st.items() if k != "norm"}))
+                noise.append(
+                    dict(pattern=pattern, M=M, N=N, acc=max(accs), **{k: v for k, v in st.items() if k != "norm"})
+                )
                 for kind, vals in st["norm"].items():
                     counts = torch.histogram(vals.clamp(HIST_EDGES[0], HIST_EDGES[-1]), bins=edges)[0]
                     frac = (counts / max(1, vals.numel())).tolist()
                     for b, f in enumerate(frac):
-                        hist.append(dict(pattern=pattern, M=M, N=N, entry=kind, bin=round(HIST_EDGES[b] + 0.05, 2),
-                                         frac=round(f, 5)))
-            log(f"{pattern} M={M}: {len(states)} members, {r.steps_run} steps, {time.perf_counter() - t0:.0f} s, "
-                f"acc " + " ".join(f"{a:.2f}" for a in r.best_accuracy))
+                        hist.append(
+                            dict(
+                                pattern=pattern,
+                                M=M,
+                                N=N,
+                                entry=kind,
+                                bin=round(HIST_EDGES[b] + 0.05, 2),
+                                frac=round(f, 5),
+                            )
+                        )
+            log(
+                f"{pattern} M={M}: {len(states)} members, {r.steps_run} steps, {time.perf_counter() - t0:.0f} s, "
+                f"acc " + " ".join(f"{a:.2f}" for a in r.best_accuracy)
+            )
     return dict(grid=pd.DataFrame(grid), noise=pd.DataFrame(noise), hist=pd.DataFrame(hist))
 
 
@@ -139,8 +196,15 @@ def main(argv=None):
     wall = round(time.perf_counter() - start, 1)
     name = args.out or f"ch2_multihead_{args.preset}"
     cmd = f"python -m mamba_recall.experiments.ch2_multihead --preset {args.preset} --device {args.device}"
-    path = save_bundle(name, {"seconds": wall, "hist_edges": HIST_EDGES}, {"preset": args.preset, **cfg},
-                       command=cmd, device=device, wall_seconds=wall, tables=tables)
+    path = save_bundle(
+        name,
+        {"seconds": wall, "hist_edges": HIST_EDGES},
+        {"preset": args.preset, **cfg},
+        command=cmd,
+        device=device,
+        wall_seconds=wall,
+        tables=tables,
+    )
     log(f"done in {wall} s")
     print(path)
 

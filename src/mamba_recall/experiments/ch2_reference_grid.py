@@ -17,6 +17,7 @@ seeds with a 95 % t-interval, the per-seed values, the seed-max (the paper's agg
 authors' number and the differences; the fully resolved job config (recipe, evaluation seed and schedule)
 is in the bundle's config. A partial grid is aggregated too (``data.complete`` says whether it is whole).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,19 +26,30 @@ import sys
 import time
 
 from ..presets import experiment
-from ..runstore import (INTERVAL_METHOD, RUNS_DIR, aggregate, finished_runs, make_job, pending, run_grid,
-                        runs_summary)
+from ..runstore import INTERVAL_METHOD, RUNS_DIR, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
 
 EXPERIMENT = "ch2.reference_grid"
 RUNNER = "mamba_recall.experiments.ch2_reference_grid:run_job"
-EVAL_SEED = 10 ** 6  # the held-out stream of ch2_scaling (training streams are seed·100003 + step)
+EVAL_SEED = 10**6  # the held-out stream of ch2_scaling (training streams are seed·100003 + step)
 
 #: The authors' published validation accuracies (code README example, 1 seed), rows D, columns N;
 #: cells with N > D are not run (NaN in their table).
-AUTHORS = {(16, 8): 0.24, (16, 16): 0.32,
-           (32, 8): 0.64, (32, 16): 0.89, (32, 24): 0.94, (32, 32): 0.95,
-           (48, 8): 0.82, (48, 16): 0.98, (48, 24): 1.00, (48, 32): 1.00,
-           (64, 8): 0.89, (64, 16): 1.00, (64, 24): 1.00, (64, 32): 1.00}
+AUTHORS = {
+    (16, 8): 0.24,
+    (16, 16): 0.32,
+    (32, 8): 0.64,
+    (32, 16): 0.89,
+    (32, 24): 0.94,
+    (32, 32): 0.95,
+    (48, 8): 0.82,
+    (48, 16): 0.98,
+    (48, 24): 1.00,
+    (48, 32): 1.00,
+    (64, 8): 0.89,
+    (64, 16): 1.00,
+    (64, 24): 1.00,
+    (64, 32): 1.00,
+}
 
 
 def resolved_config(sizes: dict, D: int, N: int) -> dict:
@@ -47,16 +59,36 @@ def resolved_config(sizes: dict, D: int, N: int) -> dict:
     recipe = {"name": sizes["recipe"], **RECIPES[sizes["recipe"]], **sizes["overrides"], "batch_size": sizes["batch"]}
     recipe["betas"] = list(recipe["betas"])
     return {
-        "model": "LinearMamba (Alg. 1)", "V": sizes["V"], "Nf": sizes["Nf"], "L": sizes["L"], "D": D, "N": N,
-        "layers": 1, "expand": 2, "d_conv": 2, "ssm": "attention", "residual": False,
-        "batch": sizes["batch"], "steps": sizes["steps"], "recipe": recipe,
+        "model": "LinearMamba (Alg. 1)",
+        "V": sizes["V"],
+        "Nf": sizes["Nf"],
+        "L": sizes["L"],
+        "D": D,
+        "N": N,
+        "layers": 1,
+        "expand": 2,
+        "d_conv": 2,
+        "ssm": "attention",
+        "residual": False,
+        "batch": sizes["batch"],
+        "steps": sizes["steps"],
+        "recipe": recipe,
         "warmup_effective": min(recipe["warmup"], sizes["steps"] - 1),
-        "data": {"task": "mqar (mamba_recall.tasks.mqar_variants)", "train_seed": "seed*100003 + step",
-                 "power_a": 1.0, "pad": "full", "init_seed": "seed"},
-        "eval": {"n": sizes["n_eval"], "seed": EVAL_SEED, "every": sizes["eval_every"],
-                 "target_accuracy": sizes["target_accuracy"],
-                 "metric": "per-query accuracy, full-vocabulary argmax; best over the evaluations (the [code] runs'); "
-                           "training stops once it reaches target_accuracy"},
+        "data": {
+            "task": "mqar (mamba_recall.tasks.mqar_variants)",
+            "train_seed": "seed*100003 + step",
+            "power_a": 1.0,
+            "pad": "full",
+            "init_seed": "seed",
+        },
+        "eval": {
+            "n": sizes["n_eval"],
+            "seed": EVAL_SEED,
+            "every": sizes["eval_every"],
+            "target_accuracy": sizes["target_accuracy"],
+            "metric": "per-query accuracy, full-vocabulary argmax; best over the evaluations (the [code] runs'); "
+            "training stops once it reaches target_accuracy",
+        },
     }
 
 
@@ -70,17 +102,27 @@ def _sizes(preset: str, smoke: bool) -> dict:
 
 def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     sizes = _sizes(preset, smoke)
-    return [make_job(EXPERIMENT, resolved_config(sizes, d, n), s) for d, n in cells(sizes)
-            for s in range(sizes["seeds"])]
+    return [
+        make_job(EXPERIMENT, resolved_config(sizes, d, n), s) for d, n in cells(sizes) for s in range(sizes["seeds"])
+    ]
 
 
 def _model_and_data(config: dict, seed: int):
     from ..models.linear_mamba import LinearMamba
     from ..tasks.mqar import batch_fn
 
-    model = LinearMamba(config["V"], config["D"], config["N"], config["layers"], expand=config["expand"],
-                        d_conv=config["d_conv"], residual=config["residual"], ensemble=1, ssm=config["ssm"],
-                        seed=seed)
+    model = LinearMamba(
+        config["V"],
+        config["D"],
+        config["N"],
+        config["layers"],
+        expand=config["expand"],
+        d_conv=config["d_conv"],
+        residual=config["residual"],
+        ensemble=1,
+        ssm=config["ssm"],
+        seed=seed,
+    )
     return model, batch_fn(config["V"], config["Nf"], config["L"], config["batch"], seed * 100003)
 
 
@@ -94,12 +136,26 @@ def run_job(config: dict, seed: int) -> dict:
     eval_batch = mqar(config["V"], config["Nf"], config["L"], ev["n"], ev["seed"])
     rec = {k: v for k, v in config["recipe"].items() if k != "name"}
     rec["warmup"] = config["warmup_effective"]
-    r = train_ensemble(model, make_batch, steps=config["steps"], recipe=config["recipe"]["name"], overrides=rec,
-                       eval_batch=eval_batch, eval_every=ev["every"], target_accuracy=ev["target_accuracy"],
-                       seed=seed)
+    r = train_ensemble(
+        model,
+        make_batch,
+        steps=config["steps"],
+        recipe=config["recipe"]["name"],
+        overrides=rec,
+        eval_batch=eval_batch,
+        eval_every=ev["every"],
+        target_accuracy=ev["target_accuracy"],
+        seed=seed,
+    )
     curve = [[h["step"], h["accuracy"][0]] for h in r.history if "accuracy" in h]
-    return {"best_accuracy": r.best_accuracy[0], "final_accuracy": r.accuracy[0], "steps_run": r.steps_run,
-            "train_seconds": round(r.seconds, 2), "final_loss": r.history[-1]["loss"][0], "eval_curve": curve}
+    return {
+        "best_accuracy": r.best_accuracy[0],
+        "final_accuracy": r.accuracy[0],
+        "steps_run": r.steps_run,
+        "train_seconds": round(r.seconds, 2),
+        "final_loss": r.history[-1]["loss"][0],
+        "eval_curve": curve,
+    }
 
 
 def measure(config: dict, steps: int = 20) -> tuple[float, float]:
@@ -136,9 +192,11 @@ def estimate(left: list[dict]) -> tuple[float, str]:
         w = 0.0 if x_hi == x_lo else (c["D"] * c["N"] - x_lo) / (x_hi - x_lo)
         step, ev = s_lo + w * (s_hi - s_lo), e_lo + w * (e_hi - e_lo)
         total += c["steps"] * step + math.ceil(c["steps"] / c["eval"]["every"]) * ev
-    basis = (f"measured here, 1 thread: {s_lo * 1e3:.0f} ms/step at D={lo['D']}, N={lo['N']} and "
-             f"{s_hi * 1e3:.0f} ms/step at D={hi['D']}, N={hi['N']} (batch {lo['batch']}), an evaluation "
-             f"{e_lo:.2f}-{e_hi:.2f} s; every job at its full {lo['steps']} steps: early stopping makes it shorter")
+    basis = (
+        f"measured here, 1 thread: {s_lo * 1e3:.0f} ms/step at D={lo['D']}, N={lo['N']} and "
+        f"{s_hi * 1e3:.0f} ms/step at D={hi['D']}, N={hi['N']} (batch {lo['batch']}), an evaluation "
+        f"{e_lo:.2f}-{e_hi:.2f} s; every job at its full {lo['steps']} steps: early stopping makes it shorter"
+    )
     print(f"step time: {basis}", flush=True)
     return total, basis
 
@@ -160,32 +218,54 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         table["authors"] = [AUTHORS.get((d, n), float("nan")) for d, n in zip(table["D"], table["N"])]
         table["diff_mean"] = table["best_accuracy_mean"] - table["authors"]
         table["diff_seed_max"] = table["best_accuracy_max"] - table["authors"]
-        table["authors_in_interval"] = [bool(lo <= a <= hi) if not math.isnan(lo) else None for lo, hi, a in
-                                        zip(table["best_accuracy_ci_low"], table["best_accuracy_ci_high"],
-                                            table["authors"])]
+        table["authors_in_interval"] = [
+            bool(lo <= a <= hi) if not math.isnan(lo) else None
+            for lo, hi, a in zip(table["best_accuracy_ci_low"], table["best_accuracy_ci_high"], table["authors"])
+        ]
         # their numbers are rounded to 2 decimals: does our interval meet [a - 0.005, a + 0.005]?
-        table["authors_within_rounding"] = [bool(lo <= a + 0.005 and hi >= a - 0.005) if not math.isnan(lo) else None
-                                            for lo, hi, a in zip(table["best_accuracy_ci_low"],
-                                                                 table["best_accuracy_ci_high"], table["authors"])]
+        table["authors_within_rounding"] = [
+            bool(lo <= a + 0.005 and hi >= a - 0.005) if not math.isnan(lo) else None
+            for lo, hi, a in zip(table["best_accuracy_ci_low"], table["best_accuracy_ci_high"], table["authors"])
+        ]
     summary = runs_summary(runs)
     d0, n0 = cells(sizes)[0]
     base = resolved_config(sizes, d0, n0)
     base.pop("D"), base.pop("N")
-    data = {"complete": len(runs) == len(jobs), "jobs_finished": len(runs), "jobs_total": len(jobs),
-            "interval_method": INTERVAL_METHOD, "runs": summary,
-            "store": f"results/runs/{EXPERIMENT}/", "run_keys": sorted(r["key"] for r in runs),
-            "authors_source": "code README example (config MQAR__D_N__linear_trained__example), 1 seed, "
-                              "validation accuracy; rows D, columns N"}
+    data = {
+        "complete": len(runs) == len(jobs),
+        "jobs_finished": len(runs),
+        "jobs_total": len(jobs),
+        "interval_method": INTERVAL_METHOD,
+        "runs": summary,
+        "store": f"results/runs/{EXPERIMENT}/",
+        "run_keys": sorted(r["key"] for r in runs),
+        "authors_source": "code README example (config MQAR__D_N__linear_trained__example), 1 seed, "
+        "validation accuracy; rows D, columns N",
+    }
     if "authors" in table:
         done = table.dropna(subset=["authors"])
         data["max_abs_diff_mean"] = float(done["diff_mean"].abs().max()) if len(done) else None
         data["max_abs_diff_seed_max"] = float(done["diff_seed_max"].abs().max()) if len(done) else None
-    config = {"preset": preset, "smoke": smoke, "sizes": sizes, "cells": [list(c) for c in cells(sizes)],
-              "seeds": list(range(sizes["seeds"])), "job_config": base, "runner": RUNNER}
+    config = {
+        "preset": preset,
+        "smoke": smoke,
+        "sizes": sizes,
+        "cells": [list(c) for c in cells(sizes)],
+        "seeds": list(range(sizes["seeds"])),
+        "job_config": base,
+        "runner": RUNNER,
+    }
     cmd = f"python -m mamba_recall.experiments.ch2_reference_grid --preset {preset} --allow-long"
     name = f"ch2_reference_grid_{preset}" + ("_smoke" if smoke else "")
-    path = save_bundle(name, data, config, command=cmd, device="cpu", wall_seconds=summary["wall_seconds"],
-                       tables={"cells": pd.DataFrame(table)})
+    path = save_bundle(
+        name,
+        data,
+        config,
+        command=cmd,
+        device="cpu",
+        wall_seconds=summary["wall_seconds"],
+        tables={"cells": pd.DataFrame(table)},
+    )
     log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
     return path
 
@@ -197,9 +277,20 @@ def load_comparison(preset: str = "cpu-hours", log=print):
     from ..results import load_preset_bundle
 
     bundle = load_preset_bundle("ch2_reference_grid", preset, log=log)
-    cols = ["D", "N", "n_seeds", "best_accuracy_mean", "best_accuracy_ci_low", "best_accuracy_ci_high",
-            "best_accuracy_per_seed", "best_accuracy_max", "authors", "diff_mean", "diff_seed_max",
-            "authors_within_rounding"]
+    cols = [
+        "D",
+        "N",
+        "n_seeds",
+        "best_accuracy_mean",
+        "best_accuracy_ci_low",
+        "best_accuracy_ci_high",
+        "best_accuracy_per_seed",
+        "best_accuracy_max",
+        "authors",
+        "diff_mean",
+        "diff_seed_max",
+        "authors_within_rounding",
+    ]
     table = bundle.tables["cells"]
     return table[[c for c in cols if c in table]], bundle
 
@@ -211,8 +302,12 @@ COMMITTED_RUNS = [["--preset", "ci"], ["--preset", "cpu-hours"]]
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
-    ap.add_argument("--device", default="cpu", choices=["auto", "cpu"],
-                    help="CPU only (one model per process); a GPU runs ch2_scaling's ensembles instead")
+    ap.add_argument(
+        "--device",
+        default="cpu",
+        choices=["auto", "cpu"],
+        help="CPU only (one model per process); a GPU runs ch2_scaling's ensembles instead",
+    )
     ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
@@ -231,9 +326,15 @@ def main(argv=None):
     store = Path(args.store) if args.store else None
     jobs = jobs_for(args.preset, args.smoke)
     if not args.aggregate_only:
-        run_grid(RUNNER, jobs, n_jobs=args.jobs, store=store, estimate=None if args.no_estimate else estimate,
-                 check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
-                 log=lambda m: print(m, flush=True))
+        run_grid(
+            RUNNER,
+            jobs,
+            n_jobs=args.jobs,
+            store=store,
+            estimate=None if args.no_estimate else estimate,
+            check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
+            log=lambda m: print(m, flush=True),
+        )
     else:
         done, left = pending(jobs, store)
         print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)

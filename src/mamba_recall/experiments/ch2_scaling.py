@@ -19,10 +19,10 @@ All trained simplified models of one experiment train **together** as one :class
 makes the paper preset (32×31 cells × 10 seeds × 3 regimes) fit a single GPU. All members of an
 ensemble see the same data stream; seeds differ in the initialisation [ours].
 """
+
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 
@@ -47,8 +47,8 @@ WAYS = ("ensemble", "separate")
 #: AMD EPYC with a 32 MiB L3; README, "Speed of the scans"): 12 members of V 64, D 32, N 16, batch 64, L 32
 #: (9 MiB of activations by :func:`activation_bytes`): ensemble 209 vs separate 148; 8 members of V 512, D 32,
 #: batch 128, L 64 (32 MiB): 27 vs 42; 8 members of V 1024, D 64, N 32, batch 128, L 64 (48 MiB): 8.9 vs 15.3.
-CPU_ENSEMBLE_BYTES = 16 * 2 ** 20
-EVAL_SEED = 10 ** 6  # held-out data stream, disjoint from training seeds (base 0 + step)
+CPU_ENSEMBLE_BYTES = 16 * 2**20
+EVAL_SEED = 10**6  # held-out data stream, disjoint from training seeds (base 0 + step)
 
 
 def _cells(cfg):
@@ -57,7 +57,7 @@ def _cells(cfg):
 
 def _chunks(seq, size):
     for i in range(0, len(seq), size):
-        yield seq[i:i + size]
+        yield seq[i : i + size]
 
 
 def activation_bytes(n_members: int, batch: int, L: int, d_inner: int, n_layer: int = 1) -> int:
@@ -88,11 +88,31 @@ def _train_separately(model, make_batch, *, target_accuracy, **kw) -> list[float
         curves.append([h["accuracy"][0] for h in r.evals])
     n_evals = len(curves[0])
     stop = next((i for i in range(n_evals) if all(c[i] >= target_accuracy for c in curves)), n_evals - 1)
-    return [max(c[:stop + 1]) for c in curves]
+    return [max(c[: stop + 1]) for c in curves]
 
 
-def train_members(V, Nf, L, sizes, *, steps, batch, warmup, hold, n_eval, seed=0, device="cpu", task="mqar",
-                  task_kw=None, d_conv=2, residual=None, max_members=None, recipe="code", memory_gb=None, way=None):
+def train_members(
+    V,
+    Nf,
+    L,
+    sizes,
+    *,
+    steps,
+    batch,
+    warmup,
+    hold,
+    n_eval,
+    seed=0,
+    device="cpu",
+    task="mqar",
+    task_kw=None,
+    d_conv=2,
+    residual=None,
+    max_members=None,
+    recipe="code",
+    memory_gb=None,
+    way=None,
+):
     """Train one simplified model per entry of ``sizes`` ((D, N[, Λ]) tuples), grouped in ensembles of at most
     ``max_members``; return the list of held-out accuracies (best over evaluations, as the [code] runs).
 
@@ -108,7 +128,7 @@ def train_members(V, Nf, L, sizes, *, steps, batch, warmup, hold, n_eval, seed=0
         Dm, Nm = max(s[0] for s in sizes), max(s[1] for s in sizes)
         Lm = max(s[2] if len(s) > 2 else 1 for s in sizes)
         per_member = 4 * 4 * batch * (Nf * V + Lm * (L * L + L * (2 * Dm * 4 + 2 * Nm + Dm)))
-        budget = (memory_gb or (20 if torch.device(device).type == "cuda" else 1)) * 2 ** 30
+        budget = (memory_gb or (20 if torch.device(device).type == "cuda" else 1)) * 2**30
         max_members = max(1, min(1024, int(budget // per_member)))
     for k, chunk in enumerate(_chunks(list(sizes), max_members)):
         Dm = max(s[0] for s in chunk)
@@ -116,12 +136,32 @@ def train_members(V, Nf, L, sizes, *, steps, batch, warmup, hold, n_eval, seed=0
         Lm = max(s[2] if len(s) > 2 else 1 for s in chunk)
         res = residual if residual is not None else (Lm > 1)
         chunk_way = way or default_way(device, len(chunk), batch, L, 2 * Dm, Lm)
-        model = LinearMamba(V, Dm, Nm, Lm, ensemble=len(chunk), member_sizes=chunk, d_conv=d_conv,
-                            residual=res, seed=seed + 7919 * k, device=device)
+        model = LinearMamba(
+            V,
+            Dm,
+            Nm,
+            Lm,
+            ensemble=len(chunk),
+            member_sizes=chunk,
+            d_conv=d_conv,
+            residual=res,
+            seed=seed + 7919 * k,
+            device=device,
+        )
         make_batch = batch_fn(V, Nf, L, batch, seed * 100003, task=task, **task_kw)
-        kw = dict(steps=steps, eval_batch=ev, eval_every=max(50, steps // 6), seed=seed, device=device, recipe=recipe,
-                  overrides=dict(warmup=min(warmup, steps - 1), batch_size=batch,
-                                 **({"hold": hold} if RECIPES[recipe]["schedule"] == "code" else {})))
+        kw = dict(
+            steps=steps,
+            eval_batch=ev,
+            eval_every=max(50, steps // 6),
+            seed=seed,
+            device=device,
+            recipe=recipe,
+            overrides=dict(
+                warmup=min(warmup, steps - 1),
+                batch_size=batch,
+                **({"hold": hold} if RECIPES[recipe]["schedule"] == "code" else {}),
+            ),
+        )
         if chunk_way == "separate":
             accs += _train_separately(model, make_batch, target_accuracy=0.999, **kw)
         else:
@@ -142,8 +182,9 @@ def run_speed(cfg, device):
         r = train_ensemble(model, lambda s: data[s], steps=c["steps"], device=device)
         if device.type == "cuda":
             torch.cuda.synchronize()
-        rows.append(dict(ensemble=n_members, steps_per_s=r.steps_per_second,
-                         model_steps_per_s=n_members * r.steps_per_second))
+        rows.append(
+            dict(ensemble=n_members, steps_per_s=r.steps_per_second, model_steps_per_s=n_members * r.steps_per_second)
+        )
     base = rows[0]["model_steps_per_s"]
     for row in rows:
         row["speedup"] = row["model_steps_per_s"] / base
@@ -156,21 +197,50 @@ def run_grid(cfg, device, log, way=None):
     for name, (V, Nf, L) in cfg["regimes"].items():
         t0 = time.perf_counter()
         sizes = [(d, n) for (d, n) in cells for _ in range(cfg["seeds"])]
-        accs = train_members(V, Nf, L, sizes, steps=cfg["steps"], batch=cfg["batch"], warmup=cfg["warmup"],
-                             hold=cfg["hold"], n_eval=cfg["n_eval"], device=device, way=way)
+        accs = train_members(
+            V,
+            Nf,
+            L,
+            sizes,
+            steps=cfg["steps"],
+            batch=cfg["batch"],
+            warmup=cfg["warmup"],
+            hold=cfg["hold"],
+            n_eval=cfg["n_eval"],
+            device=device,
+            way=way,
+        )
         for i, (d, n) in enumerate(cells):
-            per_seed = accs[i * cfg["seeds"]:(i + 1) * cfg["seeds"]]
-            row = dict(regime=name, V=V, Nf=Nf, L=L, D=d, N=n, trained=max(per_seed),
-                       trained_mean=sum(per_seed) / len(per_seed),
-                       eq15=p_success(V, Nf, d, n, "eq15"), eq77=p_success(V, Nf, d, n, "eq77"),
-                       rev_a3=p_success(V, Nf, d, n, "rev_mV", a=3.0),
-                       rev_a54=p_success(V, Nf, d, n, "rev_mV", a=1.25),
-                       rev_a58=p_success(V, Nf, d, n, "rev_mV", a=0.625))
+            per_seed = accs[i * cfg["seeds"] : (i + 1) * cfg["seeds"]]
+            row = dict(
+                regime=name,
+                V=V,
+                Nf=Nf,
+                L=L,
+                D=d,
+                N=n,
+                trained=max(per_seed),
+                trained_mean=sum(per_seed) / len(per_seed),
+                eq15=p_success(V, Nf, d, n, "eq15"),
+                eq77=p_success(V, Nf, d, n, "eq77"),
+                rev_a3=p_success(V, Nf, d, n, "rev_mV", a=3.0),
+                rev_a54=p_success(V, Nf, d, n, "rev_mV", a=1.25),
+                rev_a58=p_success(V, Nf, d, n, "rev_mV", a=0.625),
+            )
             con = "code" if V >= d >= n else "iid"
             for readout in ("full", "values"):
-                row[f"designed_{readout}"] = designed_accuracy(V, d, n, Nf, L, n_seq=cfg["designed_n_seq"],
-                                                               seed=1000 + i, construction=con, readout=readout,
-                                                               device=device)
+                row[f"designed_{readout}"] = designed_accuracy(
+                    V,
+                    d,
+                    n,
+                    Nf,
+                    L,
+                    n_seq=cfg["designed_n_seq"],
+                    seed=1000 + i,
+                    construction=con,
+                    readout=readout,
+                    device=device,
+                )
             row["designed_construction"] = con
             rows.append(row)
         log(f"grid {name}: {len(cells)} cells × {cfg['seeds']} seeds in {time.perf_counter() - t0:.0f} s")
@@ -181,13 +251,24 @@ def run_multilayer(cfg, device, log, way=None):
     c = cfg["multilayer"]
     sizes = [(c["D"], n, lam) for lam in c["layers"] for n in c["Ns"] for _ in range(c["seeds"])]
     t0 = time.perf_counter()
-    accs = train_members(c["V"], c["Nf"], c["L"], sizes, steps=c["steps"], batch=cfg["batch"],
-                         warmup=cfg["warmup"], hold=cfg["hold"], n_eval=cfg["n_eval"], device=device, way=way,
-                         residual=True)
+    accs = train_members(
+        c["V"],
+        c["Nf"],
+        c["L"],
+        sizes,
+        steps=c["steps"],
+        batch=cfg["batch"],
+        warmup=cfg["warmup"],
+        hold=cfg["hold"],
+        n_eval=cfg["n_eval"],
+        device=device,
+        way=way,
+        residual=True,
+    )
     rows = []
     for i in range(0, len(sizes), c["seeds"]):
         d, n, lam = sizes[i]
-        rows.append(dict(D=d, N=n, layers=lam, N_eff=n * lam, acc=max(accs[i:i + c["seeds"]])))
+        rows.append(dict(D=d, N=n, layers=lam, N_eff=n * lam, acc=max(accs[i : i + c["seeds"]])))
     log(f"multilayer: {len(rows)} cells in {time.perf_counter() - t0:.0f} s")
     return pd.DataFrame(rows)
 
@@ -204,13 +285,27 @@ def run_repetition(cfg, device, log, way=None):
             V = max(c["V"], L + 2)
             kw = {"Nk": r} if kind == "repeated_keys" else {"Nq": r}
             sizes = [(c["D"], n, lam) for lam in c["layers"] for n in Ns for _ in range(c["seeds"])]
-            accs = train_members(V, c["Nf"], L, sizes, steps=c["steps"], batch=c["batch"], warmup=cfg["warmup"],
-                                 hold=cfg["hold"], n_eval=cfg["n_eval"], device=device, way=way, task=kind, task_kw=kw,
-                                 residual=True)
+            accs = train_members(
+                V,
+                c["Nf"],
+                L,
+                sizes,
+                steps=c["steps"],
+                batch=c["batch"],
+                warmup=cfg["warmup"],
+                hold=cfg["hold"],
+                n_eval=cfg["n_eval"],
+                device=device,
+                way=way,
+                task=kind,
+                task_kw=kw,
+                residual=True,
+            )
             for i in range(0, len(sizes), c["seeds"]):
                 d, n, lam = sizes[i]
-                rows.append(dict(task=kind, repeats=r, V=V, L=L, D=d, N=n, layers=lam,
-                                 acc=max(accs[i:i + c["seeds"]])))
+                rows.append(
+                    dict(task=kind, repeats=r, V=V, L=L, D=d, N=n, layers=lam, acc=max(accs[i : i + c["seeds"]]))
+                )
     log(f"repetition: {len(rows)} cells in {time.perf_counter() - t0:.0f} s")
     return pd.DataFrame(rows)
 
@@ -223,11 +318,18 @@ def train_selective_rows(row, c, cfg, device):
     half = row in c.get("half_batch_rows", ())
     steps, batch = (2 * c["steps"], c["batch"] // 2) if half else (c["steps"], c["batch"])
     ev = mqar(c["V"], c["Nf"], c["L"], cfg["n_eval"], EVAL_SEED)
-    model = SelectiveAblationMamba(c["V"], c["D"], c["N"], row, d_conv=4, ensemble=c["seeds"], seed=0,
-                                   device=device)
-    r = train_ensemble(model, batch_fn(c["V"], c["Nf"], c["L"], batch, 0), steps=steps, eval_batch=ev,
-                       eval_every=max(50, steps // 6), target_accuracy=0.999, seed=0, device=device,
-                       overrides=dict(warmup=min(cfg["warmup"], steps - 1), hold=cfg["hold"], batch_size=batch))
+    model = SelectiveAblationMamba(c["V"], c["D"], c["N"], row, d_conv=4, ensemble=c["seeds"], seed=0, device=device)
+    r = train_ensemble(
+        model,
+        batch_fn(c["V"], c["Nf"], c["L"], batch, 0),
+        steps=steps,
+        eval_batch=ev,
+        eval_every=max(50, steps // 6),
+        target_accuracy=0.999,
+        seed=0,
+        device=device,
+        overrides=dict(warmup=min(cfg["warmup"], steps - 1), hold=cfg["hold"], batch_size=batch),
+    )
     curve = [(h["step"], sum(h["accuracy"]) / len(h["accuracy"])) for h in r.history if "accuracy" in h]
     return r.best_accuracy, curve
 
@@ -244,21 +346,60 @@ def run_ablation(cfg, device, log, way=None):
         half = row in c.get("half_batch_rows", ())
         mean = sum(accs) / len(accs)
         std = (sum((a - mean) ** 2 for a in accs) / len(accs)) ** 0.5
-        rows.append(dict(row=row, model=label, selective=True, d_conv=4, mean=mean, std=std, max=max(accs),
-                         steps=c["steps"] * (2 if half else 1), batch=c["batch"] // (2 if half else 1),
-                         seconds=round(time.perf_counter() - t1, 1),
-                         eval_curve=" ".join(f"{st}:{a:.3f}" for st, a in curve)))
+        rows.append(
+            dict(
+                row=row,
+                model=label,
+                selective=True,
+                d_conv=4,
+                mean=mean,
+                std=std,
+                max=max(accs),
+                steps=c["steps"] * (2 if half else 1),
+                batch=c["batch"] // (2 if half else 1),
+                seconds=round(time.perf_counter() - t1, 1),
+                eval_curve=" ".join(f"{st}:{a:.3f}" for st, a in curve),
+            )
+        )
         log(f"ablation {row}: {mean:.3f} in {time.perf_counter() - t1:.0f} s")
-    for row, label, d_conv in (("C", "C (d_conv=4, linear)", 4), ("D", "D (d_conv=2) = Alg. 1", 2),
-                               ("E", "E (no Conv1D)", 0)):
+    for row, label, d_conv in (
+        ("C", "C (d_conv=4, linear)", 4),
+        ("D", "D (d_conv=2) = Alg. 1", 2),
+        ("E", "E (no Conv1D)", 0),
+    ):
         t1 = time.perf_counter()
-        accs = train_members(c["V"], c["Nf"], c["L"], [(c["D"], c["N"])] * c["seeds"], steps=c["steps"],
-                             batch=c["batch"], warmup=cfg["warmup"], hold=cfg["hold"], n_eval=cfg["n_eval"],
-                             device=device, way=way, d_conv=d_conv, residual=False)
+        accs = train_members(
+            c["V"],
+            c["Nf"],
+            c["L"],
+            [(c["D"], c["N"])] * c["seeds"],
+            steps=c["steps"],
+            batch=c["batch"],
+            warmup=cfg["warmup"],
+            hold=cfg["hold"],
+            n_eval=cfg["n_eval"],
+            device=device,
+            way=way,
+            d_conv=d_conv,
+            residual=False,
+        )
         mean = sum(accs) / len(accs)
         std = (sum((a - mean) ** 2 for a in accs) / len(accs)) ** 0.5
-        rows.append(dict(row=row, model=label, selective=False, d_conv=d_conv, mean=mean, std=std, max=max(accs),
-                         steps=c["steps"], batch=c["batch"], seconds=round(time.perf_counter() - t1, 1), eval_curve=""))
+        rows.append(
+            dict(
+                row=row,
+                model=label,
+                selective=False,
+                d_conv=d_conv,
+                mean=mean,
+                std=std,
+                max=max(accs),
+                steps=c["steps"],
+                batch=c["batch"],
+                seconds=round(time.perf_counter() - t1, 1),
+                eval_curve="",
+            )
+        )
     log(f"ablation in {time.perf_counter() - t0:.0f} s")
     return pd.DataFrame(rows)
 
@@ -275,8 +416,9 @@ def run_full(cfg, device, log, backend="auto"):
         return pd.DataFrame(columns=["regime", "D", "N", "full"])
 
     def loss_fn(logits, labels):
-        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
-                                                 ignore_index=-100, label_smoothing=0.1)
+        return torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=-100, label_smoothing=0.1
+        )
 
     for name, (V, Nf, L) in cfg["regimes"].items():
         ev = mqar(V, Nf, L, cfg["n_eval"], EVAL_SEED)
@@ -284,13 +426,27 @@ def run_full(cfg, device, log, backend="auto"):
             best = 0.0
             for s in range(c["seeds"]):
                 torch.manual_seed(s)
-                model = MambaLMHeadModel(d, 1, V, d_state=n, d_conv=2, expand=2, pad_vocab_size_multiple=1,
-                                         backend=backend, device=device)
-                r = train(model, batch_fn(V, Nf, L, cfg["batch"], s * 100003), steps=c["steps"], lr=1e-2,
-                          weight_decay=0.0, betas=(0.9, 0.95), schedule="linear_warmup_cosine",
-                          warmup_steps=min(100, cfg["warmup"], c["steps"] - 1), grad_clip=0.75, seed=s,
-                          eval_every=max(50, min(500, c["steps"] // 6)), eval_batch=ev, target_accuracy=0.999,
-                          loss_fn=loss_fn, device=device, progress=False)
+                model = MambaLMHeadModel(
+                    d, 1, V, d_state=n, d_conv=2, expand=2, pad_vocab_size_multiple=1, backend=backend, device=device
+                )
+                r = train(
+                    model,
+                    batch_fn(V, Nf, L, cfg["batch"], s * 100003),
+                    steps=c["steps"],
+                    lr=1e-2,
+                    weight_decay=0.0,
+                    betas=(0.9, 0.95),
+                    schedule="linear_warmup_cosine",
+                    warmup_steps=min(100, cfg["warmup"], c["steps"] - 1),
+                    grad_clip=0.75,
+                    seed=s,
+                    eval_every=max(50, min(500, c["steps"] // 6)),
+                    eval_batch=ev,
+                    target_accuracy=0.999,
+                    loss_fn=loss_fn,
+                    device=device,
+                    progress=False,
+                )
                 best = max(best, max(e["accuracy"] for e in r.evals))
             rows.append(dict(regime=name, D=d, N=n, full=best))
             log(f"full {name} D={d} N={n}: {best:.3f} ({r.seconds:.0f} s per run)")
@@ -308,12 +464,17 @@ def main(argv=None):
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=PARTS)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--way", default="auto", choices=("auto",) + WAYS,
-                    help="train each group of simplified models as one ensemble or member by member (same numbers; "
-                         "auto = the faster way for each group on the device, default_way)")
+    ap.add_argument(
+        "--way",
+        default="auto",
+        choices=("auto",) + WAYS,
+        help="train each group of simplified models as one ensemble or member by member (same numbers; "
+        "auto = the faster way for each group on the device, default_way)",
+    )
     ap.add_argument("--out", default=None, help="bundle name (default ch2_scaling_<preset>)")
-    ap.add_argument("--merge", action="store_true",
-                    help="keep the other parts of an existing bundle and replace only --parts")
+    ap.add_argument(
+        "--merge", action="store_true", help="keep the other parts of an existing bundle and replace only --parts"
+    )
     args = ap.parse_args(argv)
     device = resolve_device(args.device)
     torch.set_num_threads(args.threads)
@@ -332,20 +493,32 @@ def main(argv=None):
         data["parts"] = sorted(set(old.data.get("parts", [])) | set(args.parts))
         data["seconds"] = {k: v for k, v in old.data.get("seconds", {}).items() if k not in args.parts}
     way = None if args.way == "auto" else args.way
-    runners = dict(speed=lambda: run_speed(cfg, device), grid=lambda: run_grid(cfg, device, log, way),
-                   multilayer=lambda: run_multilayer(cfg, device, log, way),
-                   repetition=lambda: run_repetition(cfg, device, log, way),
-                   ablation=lambda: run_ablation(cfg, device, log, way), full=lambda: run_full(cfg, device, log))
+    runners = dict(
+        speed=lambda: run_speed(cfg, device),
+        grid=lambda: run_grid(cfg, device, log, way),
+        multilayer=lambda: run_multilayer(cfg, device, log, way),
+        repetition=lambda: run_repetition(cfg, device, log, way),
+        ablation=lambda: run_ablation(cfg, device, log, way),
+        full=lambda: run_full(cfg, device, log),
+    )
     for part in args.parts:
         t0 = time.perf_counter()
         tables[part] = runners[part]()
         data["seconds"][part] = round(time.perf_counter() - t0, 1)
         log(f"{part}: {data['seconds'][part]} s")
-    cmd = (f"python -m mamba_recall.experiments.ch2_scaling --preset {args.preset} --device {args.device} "
-           f"--parts {' '.join(data['parts'] if args.merge else args.parts)}")
-    path = save_bundle(name, data, {"preset": args.preset, **cfg}, command=cmd, device=device,
-                       wall_seconds=round(sum(data["seconds"].values()) if args.merge else time.perf_counter() - start, 1),
-                       tables=tables)
+    cmd = (
+        f"python -m mamba_recall.experiments.ch2_scaling --preset {args.preset} --device {args.device} "
+        f"--parts {' '.join(data['parts'] if args.merge else args.parts)}"
+    )
+    path = save_bundle(
+        name,
+        data,
+        {"preset": args.preset, **cfg},
+        command=cmd,
+        device=device,
+        wall_seconds=round(sum(data["seconds"].values()) if args.merge else time.perf_counter() - start, 1),
+        tables=tables,
+    )
     print(path)
 
 

@@ -11,6 +11,7 @@ resumes. The bundle ``results/ch2_trained_dn_<preset>.json`` has per cell the me
 a 95 % t-interval, the seed-max, and each law's predicted accuracy (Eq. 77, Eq. 15 printed and corrected, the
 authors' later law with a = 5/4 for trained linear models) with its error; and a table of each law's error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,12 @@ from .ch2_reference_grid import RUNNER, estimate, resolved_config
 
 EXPERIMENT = "ch2.trained_dn"
 #: (column, law, a): each law's predicted per-query accuracy.
-LAWS = (("eq77", "eq77", 3.0), ("eq15_printed", "eq15", 3.0), ("eq15_corrected", "eq15_consistent", 3.0),
-        ("rev_a54", "rev_mV", 1.25))
+LAWS = (
+    ("eq77", "eq77", 3.0),
+    ("eq15_printed", "eq15", 3.0),
+    ("eq15_corrected", "eq15_consistent", 3.0),
+    ("rev_a54", "rev_mV", 1.25),
+)
 
 
 def _sizes(preset: str, smoke: bool) -> dict:
@@ -36,8 +41,9 @@ def _sizes(preset: str, smoke: bool) -> dict:
 
 def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     sizes = _sizes(preset, smoke)
-    return [make_job(EXPERIMENT, resolved_config(sizes, d, n), s) for d, n in sizes["cells"]
-            for s in range(sizes["seeds"])]
+    return [
+        make_job(EXPERIMENT, resolved_config(sizes, d, n), s) for d, n in sizes["cells"] for s in range(sizes["seeds"])
+    ]
 
 
 def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
@@ -58,22 +64,47 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         table[col] = [p_success(sizes["V"], sizes["Nf"], d, n, law, a=a) for d, n in zip(table["D"], table["N"])]
         table[f"err_{col}"] = table[col] - table["best_accuracy_mean"]
         e = table[f"err_{col}"].abs()
-        errors.append(dict(law=col, a=a, cells=len(table), mean_abs_error=float(e.mean()), max_abs_error=float(e.max()),
-                           mean_signed_error=float(table[f"err_{col}"].mean())))
+        errors.append(
+            dict(
+                law=col,
+                a=a,
+                cells=len(table),
+                mean_abs_error=float(e.mean()),
+                max_abs_error=float(e.max()),
+                mean_signed_error=float(table[f"err_{col}"].mean()),
+            )
+        )
     summary = runs_summary(runs)
     d0, n0 = sizes["cells"][0]
     base = resolved_config(sizes, d0, n0)
     base.pop("D"), base.pop("N")
-    data = {"complete": len(runs) == len(jobs), "jobs_finished": len(runs), "jobs_total": len(jobs),
-            "interval_method": INTERVAL_METHOD, "runs": summary, "run_keys": sorted(r["key"] for r in runs),
-            "aggregation": "best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max"}
-    config = {"preset": preset, "smoke": smoke, "sizes": sizes, "job_config": base, "runner": RUNNER,
-              "laws": [dict(column=c, law=l, a=a) for c, l, a in LAWS]}
+    data = {
+        "complete": len(runs) == len(jobs),
+        "jobs_finished": len(runs),
+        "jobs_total": len(jobs),
+        "interval_method": INTERVAL_METHOD,
+        "runs": summary,
+        "run_keys": sorted(r["key"] for r in runs),
+        "aggregation": "best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max",
+    }
+    config = {
+        "preset": preset,
+        "smoke": smoke,
+        "sizes": sizes,
+        "job_config": base,
+        "runner": RUNNER,
+        "laws": [dict(column=c, law=l, a=a) for c, l, a in LAWS],
+    }
     name = f"ch2_trained_dn_{preset}" + ("_smoke" if smoke else "")
-    path = save_bundle(name, data, config,
-                       command=f"python -m mamba_recall.experiments.ch2_trained_dn --preset {preset} --allow-long",
-                       device="cpu", wall_seconds=summary["wall_seconds"],
-                       tables={"cells": table, "law_errors": pd.DataFrame(errors)})
+    path = save_bundle(
+        name,
+        data,
+        config,
+        command=f"python -m mamba_recall.experiments.ch2_trained_dn --preset {preset} --allow-long",
+        device="cpu",
+        wall_seconds=summary["wall_seconds"],
+        tables={"cells": table, "law_errors": pd.DataFrame(errors)},
+    )
     log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
     return path
 
@@ -105,9 +136,15 @@ def main(argv=None):
         done, left = pending(jobs, store)
         print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
     else:
-        run_grid(RUNNER, jobs, n_jobs=args.jobs, store=store, estimate=None if args.no_estimate else estimate,
-                 check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
-                 log=lambda m: print(m, flush=True))
+        run_grid(
+            RUNNER,
+            jobs,
+            n_jobs=args.jobs,
+            store=store,
+            estimate=None if args.no_estimate else estimate,
+            check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
+            log=lambda m: print(m, flush=True),
+        )
     write_bundle(args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True))
 
 

@@ -1,4 +1,5 @@
 """Shared pieces of the Chapter 3 runners: argument parsing, device, checkpoints with a JSON sidecar."""
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,9 @@ def parse(description: str, name: str, bundle: str, argv=None):
     return args
 
 
-def build_model(kind: str, *, V: int, d: int, N: int, T: int, n_classes=None, backend="auto",
-                transformer_d: int = 16, **kw):
+def build_model(
+    kind: str, *, V: int, d: int, N: int, T: int, n_classes=None, backend="auto", transformer_d: int = 16, **kw
+):
     """KEEP/MQAR/IH models by name: s6, s6+pe, s4d, s4d+pe, s6_dT, transformer (1 layer, learned PE)."""
     if kind == "transformer":
         return TinyTransformer(V, d_model=transformer_d, n_layer=1, n_head=2, max_len=T, positional="learned")
@@ -49,8 +51,13 @@ def build_model(kind: str, *, V: int, d: int, N: int, T: int, n_classes=None, ba
 def save_checkpoint(model: torch.nn.Module, name: str, config: dict) -> Path:
     """results/checkpoints/<name>.pt (the state dict) plus <name>.json (config, sha256, provenance)."""
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    return results.save_checkpoint(CHECKPOINT_DIR / f"{name}.pt", state, {"config": config}, command=REGENERATE,
-                                   device=next(model.parameters()).device)
+    return results.save_checkpoint(
+        CHECKPOINT_DIR / f"{name}.pt",
+        state,
+        {"config": config},
+        command=REGENERATE,
+        device=next(model.parameters()).device,
+    )
 
 
 def load_checkpoint(name: str, model_factory):
@@ -61,13 +68,25 @@ def load_checkpoint(name: str, model_factory):
     return model.eval(), meta["config"]
 
 
-def save_runner_bundle(args, runner: str, data: dict, cfg: dict, start: float, tables: dict[str, list | pd.DataFrame],
-                       device: str | None = None) -> Path:
+def save_runner_bundle(
+    args,
+    runner: str,
+    data: dict,
+    cfg: dict,
+    start: float,
+    tables: dict[str, list | pd.DataFrame],
+    device: str | None = None,
+) -> Path:
     """Write the bundle ``results/<args.out>.json`` of runner ``ch3_<name>`` (tables: rows → CSV) and say so."""
     wall = time.time() - start
-    path = results.save_bundle(args.out, data, dict(cfg, preset=args.preset),
-                               command=f"python -m mamba_recall.experiments.{runner} --preset {args.preset}",
-                               device=device or args.device, wall_seconds=wall,
-                               tables={k: pd.DataFrame(v) for k, v in tables.items()})
+    path = results.save_bundle(
+        args.out,
+        data,
+        dict(cfg, preset=args.preset),
+        command=f"python -m mamba_recall.experiments.{runner} --preset {args.preset}",
+        device=device or args.device,
+        wall_seconds=wall,
+        tables={k: pd.DataFrame(v) for k, v in tables.items()},
+    )
     print(f"wrote {path} in {wall:.0f} s")
     return path

@@ -7,6 +7,7 @@
 non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d); ``paper`` the Fig. 3/A.4 grid, best of 5.
 Writes ``results/ch3_induction_<preset>.json`` with the table ``runs``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -22,7 +23,7 @@ from .ch3_common import build_model, parse, save_runner_bundle
 @torch.no_grad()
 def accuracies(model, ids, labels, V, device):
     model.eval()
-    pred = torch.cat([model(ids[i:i + 256].to(device)).argmax(-1).cpu() for i in range(0, len(ids), 256)])
+    pred = torch.cat([model(ids[i : i + 256].to(device)).argmax(-1).cpu() for i in range(0, len(ids), 256)])
     ok = pred == labels
     nonblank = labels != V
     return float(ok.double().mean()), float(ok[nonblank].double().mean())
@@ -46,15 +47,48 @@ def main(argv=None):
                 for mixer in ("s6", "s6_dT"):
                     for seed in cfg["seeds"]:
                         torch.manual_seed(seed)
-                        model = build_model(mixer, V=V, d=d, N=fac * V, T=T, n_classes=V + 1, backend=args.backend,
-                                            use_conv=True, d_conv=4, activation="silu")
-                        res = train(model, lambda s, seed=seed: induction_heads(cfg["batch"], T, V, cfg["p"], cfg["gamma"],
-                                                                                seed=10_000_000 * (seed + 1) + s),
-                                    steps=cfg["steps"], lr=cfg["lr"], weight_decay=0.0, seed=seed, eval_every=100,
-                                    eval_batch=ev, target_accuracy=1.0, device=args.device, progress=False)
+                        model = build_model(
+                            mixer,
+                            V=V,
+                            d=d,
+                            N=fac * V,
+                            T=T,
+                            n_classes=V + 1,
+                            backend=args.backend,
+                            use_conv=True,
+                            d_conv=4,
+                            activation="silu",
+                        )
+                        res = train(
+                            model,
+                            lambda s, seed=seed: induction_heads(
+                                cfg["batch"], T, V, cfg["p"], cfg["gamma"], seed=10_000_000 * (seed + 1) + s
+                            ),
+                            steps=cfg["steps"],
+                            lr=cfg["lr"],
+                            weight_decay=0.0,
+                            seed=seed,
+                            eval_every=100,
+                            eval_batch=ev,
+                            target_accuracy=1.0,
+                            device=args.device,
+                            progress=False,
+                        )
                         acc, acc_nb = accuracies(model, *test, V, args.device)
-                        rows.append(dict(V=V, T=T, d=d, N=fac * V, mixer=mixer, seed=seed, accuracy=acc,
-                                         accuracy_nonblank=acc_nb, steps=res.steps_run, seconds=res.seconds))
+                        rows.append(
+                            dict(
+                                V=V,
+                                T=T,
+                                d=d,
+                                N=fac * V,
+                                mixer=mixer,
+                                seed=seed,
+                                accuracy=acc,
+                                accuracy_nonblank=acc_nb,
+                                steps=res.steps_run,
+                                seconds=res.seconds,
+                            )
+                        )
                         print(rows[-1], flush=True)
     save_runner_bundle(args, "ch3_induction", {"n_runs": len(rows)}, cfg, start, {"runs": rows})
 

@@ -10,6 +10,7 @@ frac(> 0.9 | t ≥ n) in ``after``; one set per seed), and the checkpoint of the
 largest T) in ``results/checkpoints/ch3_keep_s6pe.pt`` (first seed; ``_s{seed}`` for the others, ``_T{T}`` per T
 when several T are run).
 """
+
 from __future__ import annotations
 
 import sys
@@ -33,18 +34,26 @@ def decay_values(model, ids: torch.Tensor, nth: int):
     mix = model.mixer
     if model.mixer_name == "s6":
         _, internals = mix(x, return_internals=True)
-        delta = internals["delta"]                                 # (b, d, T)
+        delta = internals["delta"]  # (b, d, T)
         dec = torch.exp(delta[..., None] * internals["A"][None, :, None, :])  # (b, d, T, N)
     else:
         dec = mix.decay(ids.shape[1])[None, :, None, :].expand(ids.shape[0], -1, ids.shape[1], -1)
-    before = dec[:, :, :nth - 1].reshape(-1).cpu().numpy()
-    after = dec[:, :, nth - 1:].reshape(-1).cpu().numpy()
+    before = dec[:, :, : nth - 1].reshape(-1).cpu().numpy()
+    after = dec[:, :, nth - 1 :].reshape(-1).cpu().numpy()
     return before, after
 
 
 @torch.no_grad()
-def pe_logit_dependence(kinds=("s4d", "s6"), V: int = 128, d: int = 32, N: int = 8, T: int = 20, nth: int = 5,
-                        sequences: int = 64, seeds=(0, 1, 2)) -> dict:
+def pe_logit_dependence(
+    kinds=("s4d", "s6"),
+    V: int = 128,
+    d: int = 32,
+    N: int = 8,
+    T: int = 20,
+    nth: int = 5,
+    sequences: int = 64,
+    seeds=(0, 1, 2),
+) -> dict:
     r"""Can the model use its positional encoding? For each mixer in ``kinds`` and each init seed, a fresh
     ``MixerLM(mixer, pe=True)`` (float64) is run on ``sequences`` KEEP n-TH inputs twice: with the PE
     coordinate :math:`p_t=t` and with it set to 0. The difference of the logits is the PE's whole effect; its
@@ -67,7 +76,7 @@ def pe_logit_dependence(kinds=("s4d", "s6"), V: int = 128, d: int = 32, N: int =
             x = model.embed(ids)
             x0 = x.clone()
             x0[..., -1] = 0.0
-            effect = _logits_from_embedding(model, x) - _logits_from_embedding(model, x0)   # (b, T, V)
+            effect = _logits_from_embedding(model, x) - _logits_from_embedding(model, x0)  # (b, T, V)
             worst = max(worst, float((effect.max(0).values - effect.min(0).values).abs().max()))
         out[kind] = worst
     return out
@@ -125,18 +134,42 @@ def main(argv=None):
                     continue  # the Transformer row does not depend on (d, N)
                 for seed in cfg["seeds"]:
                     torch.manual_seed(seed)
-                    model = build_model(kind, V=cfg["V"], d=d, N=N, T=T, backend=args.backend,
-                                        transformer_d=cfg["transformer_d"])
+                    model = build_model(
+                        kind, V=cfg["V"], d=d, N=N, T=T, backend=args.backend, transformer_d=cfg["transformer_d"]
+                    )
                     lr = cfg["lr_transformer"] if kind == "transformer" else cfg["lr"]
-                    res = train(model, lambda s, T=T, seed=seed: keep_nth(cfg["batch"], T, cfg["V"], cfg["nth"],
-                                                                         seed=10_000_000 * (seed + 1) + s),
-                                steps=cfg["steps"], lr=lr, weight_decay=0.0, seed=seed, eval_every=100,
-                                eval_batch=ev, target_accuracy=1.0, device=args.device, progress=False,
-                                desc=f"{kind} T={T} d={d} N={N} s={seed}")
+                    res = train(
+                        model,
+                        lambda s, T=T, seed=seed: keep_nth(
+                            cfg["batch"], T, cfg["V"], cfg["nth"], seed=10_000_000 * (seed + 1) + s
+                        ),
+                        steps=cfg["steps"],
+                        lr=lr,
+                        weight_decay=0.0,
+                        seed=seed,
+                        eval_every=100,
+                        eval_batch=ev,
+                        target_accuracy=1.0,
+                        device=args.device,
+                        progress=False,
+                        desc=f"{kind} T={T} d={d} N={N} s={seed}",
+                    )
                     acc = evaluate(model, *test, device=args.device)
                     params = sum(p.numel() for p in model.parameters())
-                    rows.append(dict(T=T, d=d, N=N, model=kind, seed=seed, accuracy=acc, steps=res.steps_run,
-                                     params=params, seconds=res.seconds, copy_baseline=copy_baseline(T, cfg["nth"])))
+                    rows.append(
+                        dict(
+                            T=T,
+                            d=d,
+                            N=N,
+                            model=kind,
+                            seed=seed,
+                            accuracy=acc,
+                            steps=res.steps_run,
+                            params=params,
+                            seconds=res.seconds,
+                            copy_baseline=copy_baseline(T, cfg["nth"]),
+                        )
+                    )
                     print(rows[-1], flush=True)
                     model = model.cpu()
                     if kind in ("s6+pe", "s4d+pe", "s6", "s4d"):
@@ -144,14 +177,27 @@ def main(argv=None):
                         hb, _ = np.histogram(b, BINS)
                         ha, _ = np.histogram(a, BINS)
                         for lo, cb, ca in zip(BINS[:-1], hb, ha):
-                            decay_rows.append(dict(T=T, d=d, N=N, model=kind, seed=seed, bin=float(lo), before=int(cb),
-                                                   after=int(ca)))
-                        decay_rows.append(dict(T=T, d=d, N=N, model=kind, seed=seed, bin=-1.0,
-                                               before=float(np.mean(b < 0.1)), after=float(np.mean(a > 0.9))))
+                            decay_rows.append(
+                                dict(T=T, d=d, N=N, model=kind, seed=seed, bin=float(lo), before=int(cb), after=int(ca))
+                            )
+                        decay_rows.append(
+                            dict(
+                                T=T,
+                                d=d,
+                                N=N,
+                                model=kind,
+                                seed=seed,
+                                bin=-1.0,
+                                before=float(np.mean(b < 0.1)),
+                                after=float(np.mean(a > 0.9)),
+                            )
+                        )
                     if kind == "s6+pe" and (d, N) == (32, 8):
                         meta = dict(V=cfg["V"], d=d, N=N, T=T, nth=cfg["nth"], kind=kind, seed=seed, preset=args.preset)
                         # the largest T wins (Fig. 1 notebook); seeds after the first as ch3_keep_s6pe_s<seed>
-                        save_checkpoint(model, "ch3_keep_s6pe" if seed == cfg["seeds"][0] else f"ch3_keep_s6pe_s{seed}", meta)
+                        save_checkpoint(
+                            model, "ch3_keep_s6pe" if seed == cfg["seeds"][0] else f"ch3_keep_s6pe_s{seed}", meta
+                        )
                         if len(cfg["Ts"]) > 1 and seed == cfg["seeds"][0]:
                             save_checkpoint(model, f"ch3_keep_s6pe_T{T}", meta)
     save_runner_bundle(args, "ch3_keep_nth", {"n_runs": len(rows)}, cfg, start, {"runs": rows, "decay": decay_rows})

@@ -9,6 +9,7 @@ Tables written to ``results/ch3_mqar_constructions_<preset>.json``:
 * ``thm3_keys`` — Thm. 3 with JL *keys* (N = p_k) and p_v = 32: accuracy against p_k (the N ≈ log κ claim);
 * ``thm2_N`` — Thm. 2 one-hot with N < κ state columns (keys share columns).
 """
+
 from __future__ import annotations
 
 import sys
@@ -36,21 +37,38 @@ def main(argv=None):
             for name, (cons, kw) in VARIANTS.items():
                 if cons == "thm4" and kappa * p > 2048:
                     continue
-                accs = [construction_accuracy(cons, kappa, V, n=n, T=T, seed=1, jl_seed=s, **kw(p)) for s in range(draws)]
+                accs = [
+                    construction_accuracy(cons, kappa, V, n=n, T=T, seed=1, jl_seed=s, **kw(p)) for s in range(draws)
+                ]
                 dims = theory_dims(cons, kappa, V, p=p)
                 jl.append(dict(kappa=kappa, V=V, p=p, variant=name, max=max(accs), mean=float(np.mean(accs)), **dims))
             print(kappa, V, p, flush=True)
         if V == cfg["Vs"][0]:
             for pk in cfg["pks"]:
-                accs = [construction_accuracy("thm3", kappa, V, n=n, T=T, seed=1, jl_seed=s, pk=pk, pv=32)
-                        for s in range(draws)]
+                accs = [
+                    construction_accuracy("thm3", kappa, V, n=n, T=T, seed=1, jl_seed=s, pk=pk, pv=32)
+                    for s in range(draws)
+                ]
                 keys.append(dict(kappa=kappa, V=V, pk=pk, N=pk, max=max(accs), mean=float(np.mean(accs))))
             for N in range(1, kappa + 1):
                 if N in (1, kappa // 2, kappa - 1, kappa):
-                    cols.append(dict(kappa=kappa, V=V, N=N, accuracy=construction_accuracy(
-                        "thm2", kappa, V, n=n, T=T, seed=1, N=N)))
-    save_runner_bundle(args, "ch3_mqar_constructions", {"variants": list(VARIANTS)}, cfg, start,
-                       {"jl": jl, "thm3_keys": keys, "thm2_N": cols}, device="cpu")
+                    cols.append(
+                        dict(
+                            kappa=kappa,
+                            V=V,
+                            N=N,
+                            accuracy=construction_accuracy("thm2", kappa, V, n=n, T=T, seed=1, N=N),
+                        )
+                    )
+    save_runner_bundle(
+        args,
+        "ch3_mqar_constructions",
+        {"variants": list(VARIANTS)},
+        cfg,
+        start,
+        {"jl": jl, "thm3_keys": keys, "thm2_N": cols},
+        device="cpu",
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = 
 N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2) and the Fig. A.3 N sweep, best of 7 seeds. Writes
 ``results/ch3_mqar_train_<preset>.json`` with the table ``runs``.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,11 @@ def configs(cfg):
     for kappa in cfg["kappas"]:
         for d in cfg["ds"]:
             for mixer, Ns in cfg["Ns"].items():
-                Ns = {"2kappa": [2 * kappa], "8lnkappa": [round(8 * math.log(kappa))]}.get(Ns, Ns) if isinstance(Ns, str) else Ns
+                Ns = (
+                    {"2kappa": [2 * kappa], "8lnkappa": [round(8 * math.log(kappa))]}.get(Ns, Ns)
+                    if isinstance(Ns, str)
+                    else Ns
+                )
                 for N in Ns:
                     yield kappa, d, mixer, N
             for N in cfg.get("N_sweep", []):
@@ -48,14 +53,47 @@ def main(argv=None):
         test = gen_mqar(cfg["test_sequences"], T, kappa, V, seed=2_000_000 + kappa)
         for seed in cfg["seeds"]:
             torch.manual_seed(seed)
-            model = build_model(mixer, V=kappa + V, d=d, N=N, T=T, n_classes=V, backend=args.backend,
-                                use_conv=mixer != "mamba2", d_conv=4, activation="silu", use_gate=mixer == "s4d")
-            res = train(model, lambda s, seed=seed: gen_mqar(cfg["batch"], T, kappa, V, seed=10_000_000 * (seed + 1) + s),
-                        steps=cfg["steps"], lr=cfg["lr"], weight_decay=0.0, seed=seed, eval_every=100,
-                        eval_batch=ev, target_accuracy=1.0, device=args.device, progress=False)
+            model = build_model(
+                mixer,
+                V=kappa + V,
+                d=d,
+                N=N,
+                T=T,
+                n_classes=V,
+                backend=args.backend,
+                use_conv=mixer != "mamba2",
+                d_conv=4,
+                activation="silu",
+                use_gate=mixer == "s4d",
+            )
+            res = train(
+                model,
+                lambda s, seed=seed: gen_mqar(cfg["batch"], T, kappa, V, seed=10_000_000 * (seed + 1) + s),
+                steps=cfg["steps"],
+                lr=cfg["lr"],
+                weight_decay=0.0,
+                seed=seed,
+                eval_every=100,
+                eval_batch=ev,
+                target_accuracy=1.0,
+                device=args.device,
+                progress=False,
+            )
             acc = evaluate(model, *test, device=args.device)
-            rows.append(dict(kappa=kappa, V=V, T=T, d=d, N=N, mixer=mixer, seed=seed, accuracy=acc,
-                             steps=res.steps_run, seconds=res.seconds))
+            rows.append(
+                dict(
+                    kappa=kappa,
+                    V=V,
+                    T=T,
+                    d=d,
+                    N=N,
+                    mixer=mixer,
+                    seed=seed,
+                    accuracy=acc,
+                    steps=res.steps_run,
+                    seconds=res.seconds,
+                )
+            )
             print(rows[-1], flush=True)
     save_runner_bundle(args, "ch3_mqar_train", {"n_runs": len(rows)}, cfg, start, {"runs": rows})
 

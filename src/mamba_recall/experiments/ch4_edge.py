@@ -21,10 +21,10 @@ the mean recall over seeds with a 95 % t-interval and the per-seed values (table
 card, gate, training range and its pressure length L_p (table ``models``; :func:`mamba_recall.analysis.primacy.
 pressure_length`: the smallest evaluated L whose middle third is ≤ 0.80 on the repeated relation).
 """
+
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -63,10 +63,19 @@ def jobs_for(preset: str, smoke: bool = False, recipes: list[str] | None = None)
             continue
         for seed in range(sizes["seeds"]):
             name = model_name(recipe, preset, seed, smoke)
-            out = (Path("_build/smoke_checkpoints") / f"ch4_{name}.pt") if smoke else \
-                checkpoint_path(name).relative_to(REPO_ROOT)
-            config = {"recipe_name": recipe, "preset": preset, "model_name": name, "checkpoint": str(out),
-                      "recipe": {**cfg, "seed": seed}, "eval": sizes["eval"]}
+            out = (
+                (Path("_build/smoke_checkpoints") / f"ch4_{name}.pt")
+                if smoke
+                else checkpoint_path(name).relative_to(REPO_ROOT)
+            )
+            config = {
+                "recipe_name": recipe,
+                "preset": preset,
+                "model_name": name,
+                "checkpoint": str(out),
+                "recipe": {**cfg, "seed": seed},
+                "eval": sizes["eval"],
+            }
             jobs.append(make_job(EXPERIMENT, config, seed))
     return jobs
 
@@ -81,8 +90,12 @@ def correct_by_position(model, vocab, Ls, n: int, device="cpu") -> dict:
     """{(L, variant): (n, L) bool correct} at every evaluation length the vocabulary allows (L ≤ n_names)."""
     from ..analysis import interventions as iv
 
-    return {(L, v): iv.recall_by_position(model, contexts(vocab, L, v, n), device=device)
-            for L in Ls if L <= vocab.n_names for v in VARIANTS}
+    return {
+        (L, v): iv.recall_by_position(model, contexts(vocab, L, v, n), device=device)
+        for L in Ls
+        if L <= vocab.n_names
+        for v in VARIANTS
+    }
 
 
 def run_job(config: dict, seed: int) -> dict:
@@ -92,8 +105,10 @@ def run_job(config: dict, seed: int) -> dict:
 
     out = REPO_ROOT / config["checkpoint"]
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = (f"python -m mamba_recall.experiments.ch4_edge --preset {config['preset']} --recipes "
-           f"{config['recipe_name']} --allow-long")
+    cmd = (
+        f"python -m mamba_recall.experiments.ch4_edge --preset {config['preset']} --recipes "
+        f"{config['recipe_name']} --allow-long"
+    )
     start = time.perf_counter()
     train_recipe(config["recipe"], config["model_name"], out, command=cmd, log=lambda s: print(s, flush=True))
     model, vocab, side = load_checkpoint(out, model=config["model_name"])  # hash-checked, as the book loads it
@@ -101,10 +116,17 @@ def run_job(config: dict, seed: int) -> dict:
     correct = correct_by_position(model, vocab, ev["Ls"], ev["n"])
     Ls = sorted({L for L, _ in correct})
     curves = {f"{L}/{v}": c.mean(0).tolist() for (L, v), c in correct.items()}
-    return {"checkpoint": config["checkpoint"], "sha256": side.get("sha256"), "gate": side["gate"],
-            "learning_curve": side.get("learning_curve", []), "curves": curves, "n": ev["n"],
-            "L_p": pressure_length(correct, Ls),
-            "train_L_max": config["recipe"]["L_max"], "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "checkpoint": config["checkpoint"],
+        "sha256": side.get("sha256"),
+        "gate": side["gate"],
+        "learning_curve": side.get("learning_curve", []),
+        "curves": curves,
+        "n": ev["n"],
+        "L_p": pressure_length(correct, Ls),
+        "train_L_max": config["recipe"]["L_max"],
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 def estimate(left: list[dict]) -> tuple[float, str]:
@@ -152,16 +174,29 @@ def _models_table(runs: list[dict]) -> pd.DataFrame:
             k = np.arange(1, Lp + 1)
             mid = float(np.mean(np.asarray(rep)[(k > Lp / 3) & (k <= 2 * Lp / 3)]))
         m = c["recipe"]["model"]
-        rows.append({"model": c["model_name"], "recipe": c["recipe_name"], "seed": r["seed"],
-                     "gate_passed": bool(res["gate"].get("passed")), "L_p": Lp, "train_L_max": res["train_L_max"],
-                     "acc1_Lp": None if rep is None else rep[0], "mid_Lp": mid, "accL_Lp": None if rep is None else rep[-1],
-                     "card": (f"Mamba-1, {m['n_layer']} layers, d_model {m['d_model']}, d_state {m['d_state']}, "
-                              f"{c['recipe']['vocab']['n_names']} names, trained L {c['recipe']['L_min']}–"
-                              f"{c['recipe']['L_max']}, {c['recipe']['steps']} steps, batch {c['recipe']['batch']}"
-                              + (", BOS" if c['recipe']['vocab'].get('bos') else "")
-                              + (f", gaps ≤ {c['recipe']['gap_max']}" if c['recipe'].get('gap_max') else "")
-                              + (f", dt_max {m['dt_max']}" if 'dt_max' in m else "")),
-                     "checkpoint": res["checkpoint"], "train_seconds": res["seconds"]})
+        rows.append(
+            {
+                "model": c["model_name"],
+                "recipe": c["recipe_name"],
+                "seed": r["seed"],
+                "gate_passed": bool(res["gate"].get("passed")),
+                "L_p": Lp,
+                "train_L_max": res["train_L_max"],
+                "acc1_Lp": None if rep is None else rep[0],
+                "mid_Lp": mid,
+                "accL_Lp": None if rep is None else rep[-1],
+                "card": (
+                    f"Mamba-1, {m['n_layer']} layers, d_model {m['d_model']}, d_state {m['d_state']}, "
+                    f"{c['recipe']['vocab']['n_names']} names, trained L {c['recipe']['L_min']}–"
+                    f"{c['recipe']['L_max']}, {c['recipe']['steps']} steps, batch {c['recipe']['batch']}"
+                    + (", BOS" if c["recipe"]["vocab"].get("bos") else "")
+                    + (f", gaps ≤ {c['recipe']['gap_max']}" if c["recipe"].get("gap_max") else "")
+                    + (f", dt_max {m['dt_max']}" if "dt_max" in m else "")
+                ),
+                "checkpoint": res["checkpoint"],
+                "train_seconds": res["seconds"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -179,27 +214,69 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         for key, accs in r["result"]["curves"].items():
             L, v = key.split("/")
             for k, a in enumerate(accs, start=1):
-                long.append({"seed": r["seed"], "recipe": r["config"]["recipe_name"], "L": int(L), "variant": v,
-                             "k": k, "acc": float(a), "provenance": r["provenance"], "key": r["key"]})
+                long.append(
+                    {
+                        "seed": r["seed"],
+                        "recipe": r["config"]["recipe_name"],
+                        "L": int(L),
+                        "variant": v,
+                        "k": k,
+                        "acc": float(a),
+                        "provenance": r["provenance"],
+                        "key": r["key"],
+                    }
+                )
     # one cell per (recipe, L, variant, k); the seeds of a recipe share every other entry by construction (jobs_for)
-    flat = [{"config": {"recipe": x["recipe"], "L": x["L"], "variant": x["variant"], "k": x["k"]}, "seed": x["seed"],
-             "result": {"acc": x["acc"]}, "provenance": x["provenance"], "key": x["key"]} for x in long]
+    flat = [
+        {
+            "config": {"recipe": x["recipe"], "L": x["L"], "variant": x["variant"], "k": x["k"]},
+            "seed": x["seed"],
+            "result": {"acc": x["acc"]},
+            "provenance": x["provenance"],
+            "key": x["key"],
+        }
+        for x in long
+    ]
     curves = aggregate(flat, by=["recipe", "L", "variant", "k"], metrics=["acc"])
     models = _models_table(runs)
-    learning = pd.DataFrame([{"model": r["config"]["model_name"], "recipe": r["config"]["recipe_name"], "seed": r["seed"],
-                              "step": h["step"], "metric": k, "recall": v}
-                             for r in runs for h in r["result"]["learning_curve"] for k, v in h["gate"].items()])
+    learning = pd.DataFrame(
+        [
+            {
+                "model": r["config"]["model_name"],
+                "recipe": r["config"]["recipe_name"],
+                "seed": r["seed"],
+                "step": h["step"],
+                "metric": k,
+                "recall": v,
+            }
+            for r in runs
+            for h in r["result"]["learning_curve"]
+            for k, v in h["gate"].items()
+        ]
+    )
     sizes = _sizes(preset, smoke)
     summary = runs_summary(runs)
     cmd = f"python -m mamba_recall.experiments.ch4_edge --preset {preset} --allow-long"
     name = f"ch4_edge_{preset}" + ("_smoke" if smoke else "")
-    data = {"models": int(len(models)), "jobs": len(jobs), "finished": len(runs),
-            "recipes_done": sorted(models["recipe"].unique().tolist()),
-            "seeds_per_recipe": models.groupby("recipe")["seed"].count().to_dict(), **summary}
+    data = {
+        "models": int(len(models)),
+        "jobs": len(jobs),
+        "finished": len(runs),
+        "recipes_done": sorted(models["recipe"].unique().tolist()),
+        "seeds_per_recipe": models.groupby("recipe")["seed"].count().to_dict(),
+        **summary,
+    }
     config = {"preset": preset, "experiment": EXPERIMENT, "sizes": sizes, "runner": RUNNER, "smoke": smoke}
-    path = save_bundle(name, data, config, command=cmd, device="cpu", wall_seconds=summary.get("wall_seconds", 0.0),
-                       tables={"curves": curves, "models": models, "learning": learning},
-                       directory=REPO_ROOT / "_build" / "smoke_results" if smoke else None)
+    path = save_bundle(
+        name,
+        data,
+        config,
+        command=cmd,
+        device="cpu",
+        wall_seconds=summary.get("wall_seconds", 0.0),
+        tables={"curves": curves, "models": models, "learning": learning},
+        directory=REPO_ROOT / "_build" / "smoke_results" if smoke else None,
+    )
     log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
     return path
 
@@ -220,9 +297,18 @@ def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
         Ls = sorted({int(k.split("/")[0]) for k in res["curves"]})
         inside = [L for L in Ls if L <= res["train_L_max"]]
         at = res["L_p"] if res["L_p"] is not None else max(inside or Ls)
-        config = {"model_name": c["model_name"], "recipe_name": c["recipe_name"], "checkpoint": c["checkpoint"],
-                  "sha256": res["sha256"], "preset": preset, "sizes_preset": "ci" if smoke else "cpu-hours",
-                  "smoke": smoke, "at": int(at), "L_p": res["L_p"], "ucurve_Ls": Ls}
+        config = {
+            "model_name": c["model_name"],
+            "recipe_name": c["recipe_name"],
+            "checkpoint": c["checkpoint"],
+            "sha256": res["sha256"],
+            "preset": preset,
+            "sizes_preset": "ci" if smoke else "cpu-hours",
+            "smoke": smoke,
+            "at": int(at),
+            "L_p": res["L_p"],
+            "ucurve_Ls": Ls,
+        }
         jobs.append(make_job(CHECKS, config, r["seed"]))
     return jobs
 
@@ -251,7 +337,24 @@ def run_checks_job(config: dict, seed: int) -> dict:
             out[cid] = measurement_record(get(cid).measure(*args, ctx=ctx, side=side))
         except NotRun as exc:
             out[cid] = {"not_run": str(exc)}
-    return {"measurements": out, "at": config["at"], "L_p": config["L_p"]}
+    # our probe (no paper claim): the slow-writing states at the first triple, against layer-matched random states
+    from ..analysis.primacy import slow_state_probe
+    from ..presets import experiment
+
+    S = experiment("ch4.channels", config["sizes_preset"], smoke=config["smoke"])
+    probes = {
+        "slow_states": slow_state_probe(
+            model,
+            vocab,
+            config["at"],
+            S["n"],
+            n_random=max(5, S["n_random"]),
+            tau=S["tau"],
+            p=S["p"],
+            L_ident=S["L_ident"],
+        )
+    }
+    return {"measurements": out, "probes": probes, "at": config["at"], "L_p": config["L_p"]}
 
 
 def primary_recipe(models: pd.DataFrame) -> str | None:
@@ -280,18 +383,44 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
     rows = []
     for recipe in sorted({r["config"]["recipe_name"] for r in runs}):
         for v in (check_family(cid, fam, recipe, record=False) for cid in fam.seeds_of(recipe)[0]["measurements"]):
-            rows.append({"recipe": recipe, "claim_id": v.claim_id, "status": v.status, "ours": v.ours,
-                         "reason": v.reason, "seeds": (v.evidence or {}).get("seeds", 0)})
+            rows.append(
+                {
+                    "recipe": recipe,
+                    "claim_id": v.claim_id,
+                    "status": v.status,
+                    "ours": v.ours,
+                    "reason": v.reason,
+                    "seeds": (v.evidence or {}).get("seeds", 0),
+                }
+            )
     models = _models_table(finished_runs(jobs_for(preset, smoke), store))
     summary = runs_summary(runs)
-    data = {"primary_recipe": primary_recipe(models), "primary_order": list(PRIMARY_ORDER),
-            "runs": [{"recipe": r["config"]["recipe_name"], "seed": r["seed"], "model": r["config"]["model_name"],
-                      "key": r["key"], **r["result"]} for r in runs], **summary}
+    data = {
+        "primary_recipe": primary_recipe(models),
+        "primary_order": list(PRIMARY_ORDER),
+        "runs": [
+            {
+                "recipe": r["config"]["recipe_name"],
+                "seed": r["seed"],
+                "model": r["config"]["model_name"],
+                "key": r["key"],
+                **r["result"],
+            }
+            for r in runs
+        ],
+        **summary,
+    }
     name = f"ch4_edge_checks_{preset}" + ("_smoke" if smoke else "")
-    path = save_bundle(name, data, {"preset": preset, "experiment": CHECKS, "runner": CHECKS_RUNNER, "smoke": smoke},
-                       command=f"python -m mamba_recall.experiments.ch4_edge --preset {preset} --checks --allow-long",
-                       device="cpu", wall_seconds=summary.get("wall_seconds", 0.0), tables={"claims": pd.DataFrame(rows)},
-                       directory=REPO_ROOT / "_build" / "smoke_results" if smoke else None)
+    path = save_bundle(
+        name,
+        data,
+        {"preset": preset, "experiment": CHECKS, "runner": CHECKS_RUNNER, "smoke": smoke},
+        command=f"python -m mamba_recall.experiments.ch4_edge --preset {preset} --checks --allow-long",
+        device="cpu",
+        wall_seconds=summary.get("wall_seconds", 0.0),
+        tables={"claims": pd.DataFrame(rows)},
+        directory=REPO_ROOT / "_build" / "smoke_results" if smoke else None,
+    )
     log(f"wrote {path} ({len(runs)} models)")
     return path
 
@@ -305,32 +434,47 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
     ap.add_argument("--recipes", nargs="*", default=None, help="only these recipes (default: all of the preset)")
+    ap.add_argument("--seeds", nargs="*", type=int, default=None,
+                    help="only these seeds (to run the seeds of a recipe in separate processes, each its own store)")
     ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
     ap.add_argument("--aggregate-only", action="store_true", help="write the bundle from the finished jobs")
     ap.add_argument("--no-estimate", action="store_true", help="skip the step-time measurement")
     ap.add_argument("--store", default=None, help=f"run store (default {RUNS_DIR})")
-    ap.add_argument("--checks", action="store_true",
-                    help="the claim checks of every finished model at its pressure length (after training)")
+    ap.add_argument(
+        "--checks",
+        action="store_true",
+        help="the claim checks of every finished model at its pressure length (after training)",
+    )
     args = ap.parse_args(argv)
     from ..longrun import allow_long_runs, check_estimate
 
     allow_long_runs(args.allow_long)
     store = Path(args.store) if args.store else (Path("_build/smoke_runs") if args.smoke else RUNS_DIR)
     if args.checks:
-        jobs = [j for j in checks_jobs(args.preset, args.smoke, store)
-                if not args.recipes or j["config"]["recipe_name"] in args.recipes]
+        jobs = [
+            j
+            for j in checks_jobs(args.preset, args.smoke, store)
+            if not args.recipes or j["config"]["recipe_name"] in args.recipes
+        ]
         if not args.aggregate_only:
             run_grid(CHECKS_RUNNER, jobs, n_jobs=args.jobs, store=store, log=lambda m: print(m, flush=True))
-        write_checks_bundle(args.preset, store=store, smoke=args.smoke,
-                            log=lambda m: print(m, file=sys.stderr, flush=True))
+        write_checks_bundle(
+            args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True)
+        )
         return
-    jobs = jobs_for(args.preset, args.smoke, args.recipes)
+    jobs = [j for j in jobs_for(args.preset, args.smoke, args.recipes) if args.seeds is None or j["seed"] in args.seeds]
     if not args.aggregate_only:
-        run_grid(RUNNER, jobs, n_jobs=args.jobs, store=store, estimate=None if args.no_estimate else estimate,
-                 check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
-                 log=lambda m: print(m, flush=True))
+        run_grid(
+            RUNNER,
+            jobs,
+            n_jobs=args.jobs,
+            store=store,
+            estimate=None if args.no_estimate else estimate,
+            check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
+            log=lambda m: print(m, flush=True),
+        )
     else:
         done, left = pending(jobs, store)
         print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)

@@ -14,6 +14,7 @@ Run::
     python -m mamba_recall.experiments.ch4_model_checks --model s_small --preset ci
     python -m mamba_recall.experiments.ch4_model_checks --checkpoint path/to/ch4_x.pt --name x   # any .pt
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,16 @@ DEPENDS_ON = ("ch4_train",)  # `reproduce` retrains the checkpoints first
 COMMITTED_RUNS = [["--model", m, "--preset", "ci"] for m in ("s_small", "s_small_seed1", "s_mix")]
 
 
-def claim_inputs(model, vocab, preset: str = "ci", device: str = "cpu", *, at: int | None = None,
-                 ucurve_Ls: list[int] | None = None, n_random: int | None = None) -> dict:
+def claim_inputs(
+    model,
+    vocab,
+    preset: str = "ci",
+    device: str = "cpu",
+    *,
+    at: int | None = None,
+    ucurve_Ls: list[int] | None = None,
+    n_random: int | None = None,
+) -> dict:
     """{claim id: (args, kwargs)} for every claim of §4.1–§4.4, computed exactly as the notebooks compute them
     (the same library calls, the preset's sizes of each notebook).
 
@@ -65,15 +74,29 @@ def claim_inputs(model, vocab, preset: str = "ci", device: str = "cpu", *, at: i
     Ls = S["Ls"] if at is None else [at] + [L for L in (ucurve_Ls or []) if L > at][:2]
     L0 = Ls[0]
     bos = vocab.bos
-    first = A.ablation_effects(model, vocab, L0, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=nr,
-                               device=device)
+    first = A.ablation_effects(
+        model, vocab, L0, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=nr, device=device
+    )
     out["004/Fig3b"] = (first,)
-    out["004/Fig9"] = (A.ablation_effects(model, vocab, L0, S["n"], targets, "all", n_random=nr, device=device,
-                                          controls=("global",), base=first["base"]),)
+    out["004/Fig9"] = (
+        A.ablation_effects(
+            model,
+            vocab,
+            L0,
+            S["n"],
+            targets,
+            "all",
+            n_random=nr,
+            device=device,
+            controls=("global",),
+            base=first["base"],
+        ),
+    )
     lengths = {L0: first}
     for L in Ls[1:]:
-        lengths[L] = A.ablation_effects(model, vocab, L, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=0,
-                                        device=device)
+        lengths[L] = A.ablation_effects(
+            model, vocab, L, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=0, device=device
+        )
     out["004/Fig10"] = (lengths,)
 
     S = experiment("ch4.periodicity", preset)
@@ -82,10 +105,16 @@ def claim_inputs(model, vocab, preset: str = "ci", device: str = "cpu", *, at: i
         out[cid] = (res,)
 
     S = experiment("ch4.recency", preset)
-    out["004/Fig5b"] = ({(L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, device=device)
-                         for L in (S["Ls"] if at is None else [at]) for v in ("repeated", "random")},)
-    inits = {L: A.state_init_effects(model, vocab, L, S["n"], device=device)
-             for L in (S["init_Ls"] if at is None else [at])}
+    out["004/Fig5b"] = (
+        {
+            (L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, device=device)
+            for L in (S["Ls"] if at is None else [at])
+            for v in ("repeated", "random")
+        },
+    )
+    inits = {
+        L: A.state_init_effects(model, vocab, L, S["n"], device=device) for L in (S["init_Ls"] if at is None else [at])
+    }
     # the scale sweep U(0, s), s from 1 down to the model's typical |h|, at the first init length (the edge family's L_p)
     sweep = A.state_scale_sweep(model, vocab, min(inits), S["n"], device=device) if at is not None else None
     out["004/Fig5a"] = (inits, sweep)
@@ -110,8 +139,12 @@ def judge_model(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", lo
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", default=None, help="a committed S-model (results/checkpoints/ch4_<model>.pt); "
-                                                  "default: every model of the preset's ch4.model_checks list")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="a committed S-model (results/checkpoints/ch4_<model>.pt); "
+        "default: every model of the preset's ch4.model_checks list",
+    )
     p.add_argument("--checkpoint", default=None, help="or any Chapter 4 checkpoint .pt (then give --name)")
     p.add_argument("--name", default=None, help="bundle name part for --checkpoint")
     p.add_argument("--preset", choices=("ci", "paper"), default="ci")
@@ -129,16 +162,26 @@ def main(argv=None):
     name = args.model or args.name
     start = time.perf_counter()
     verdicts, side = judge_model(path, args.preset, device=args.device)
-    table = pd.DataFrame([{"claim_id": v.claim_id, "status": v.status, "ours": v.ours, "reason": v.reason}
-                          for v in verdicts])
-    out = save_bundle(f"ch4_checks_{name}_{args.preset}",
-                      {"model": name, "model_card": A.model_card(side), "converged": A.converged(side),
-                       "checkpoint_sha256": side.get("sha256")},
-                      {"preset": args.preset, "sections": list(SECTIONS), "checkpoint": str(path.name)},
-                      command=f"python -m mamba_recall.experiments.ch4_model_checks --model {name} --preset {args.preset}"
-                      if args.model else f"python -m mamba_recall.experiments.ch4_model_checks --checkpoint "
-                                         f"{args.checkpoint} --name {name} --preset {args.preset}",
-                      device=args.device, wall_seconds=time.perf_counter() - start, tables={"claims": table})
+    table = pd.DataFrame(
+        [{"claim_id": v.claim_id, "status": v.status, "ours": v.ours, "reason": v.reason} for v in verdicts]
+    )
+    out = save_bundle(
+        f"ch4_checks_{name}_{args.preset}",
+        {
+            "model": name,
+            "model_card": A.model_card(side),
+            "converged": A.converged(side),
+            "checkpoint_sha256": side.get("sha256"),
+        },
+        {"preset": args.preset, "sections": list(SECTIONS), "checkpoint": str(path.name)},
+        command=f"python -m mamba_recall.experiments.ch4_model_checks --model {name} --preset {args.preset}"
+        if args.model
+        else f"python -m mamba_recall.experiments.ch4_model_checks --checkpoint "
+        f"{args.checkpoint} --name {name} --preset {args.preset}",
+        device=args.device,
+        wall_seconds=time.perf_counter() - start,
+        tables={"claims": table},
+    )
     print(f"wrote {out}: " + ", ".join(f"{r.claim_id} {r.status}" for r in table.itertuples()))
 
 

@@ -22,6 +22,7 @@ steps so that a stopped run loses little.
 Convergence gate: recall averaged over positions ≥ 0.95 at ``L = 4`` and ≥ 0.80 at
 ``L = 8`` (random relation), measured on fixed held-out contexts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,19 @@ from ..train import train
 MODELS = ("s_small", "s_small_seed1", "s_deep", "s_mix", "s_m2")
 GATE = {"L4_random": 0.95, "L8_random": 0.80}
 
-__all__ = ["CHECKPOINT_DIR", "GATE", "MODELS", "build_model", "checkpoint_path", "curriculum_L",
-           "gate_metrics", "load_checkpoint", "main", "make_batch_fn", "train_smodel"]
+__all__ = [
+    "CHECKPOINT_DIR",
+    "GATE",
+    "MODELS",
+    "build_model",
+    "checkpoint_path",
+    "curriculum_L",
+    "gate_metrics",
+    "load_checkpoint",
+    "main",
+    "make_batch_fn",
+    "train_smodel",
+]
 
 
 def curriculum_L(step: int, steps: int, L_min: int, L_max: int, frac: float, rng) -> int:
@@ -70,8 +82,7 @@ def make_batch_fn(cfg: dict, vocab: RecallVocab, on_step=None):
         rng = np.random.RandomState(cfg["seed"] * 1_000_000 + step)
         if mix is not None and rng.rand() >= mix["p_recall"]:
             task = mix["tasks"][rng.randint(len(mix["tasks"]))]
-            return transfer_batch(task, cfg["batch"], vocab=vocab, seed=int(rng.randint(2**31 - 1)),
-                                  **mix["sizes"])
+            return transfer_batch(task, cfg["batch"], vocab=vocab, seed=int(rng.randint(2**31 - 1)), **mix["sizes"])
         L = curriculum_L(step, steps, cfg["L_min"], cfg["L_max"], cfg["curriculum_frac"], rng)
         # Filler gaps (recipes with "gap_max"): 1..gap_max filler tokens + SEP between context and queries in half
         # of the steps from step gap_from·steps on (the recall binding is learned first, without gaps: with gaps
@@ -79,8 +90,9 @@ def make_batch_fn(cfg: dict, vocab: RecallVocab, on_step=None):
         # their stream).
         gaps = cfg.get("gap_max") and step >= cfg.get("gap_from", 0.0) * steps
         n_gap = int(rng.randint(1, cfg["gap_max"] + 1)) * int(rng.rand() < 0.5) if gaps else 0
-        return multiquery_batch(L, cfg["batch"], n_queries=cfg["n_queries"], vocab=vocab,
-                                seed=int(rng.randint(2**31 - 1)), n_gap=n_gap)
+        return multiquery_batch(
+            L, cfg["batch"], n_queries=cfg["n_queries"], vocab=vocab, seed=int(rng.randint(2**31 - 1)), n_gap=n_gap
+        )
 
     return make_batch
 
@@ -111,8 +123,9 @@ def gate_passed(metrics: dict) -> bool:
 TRANSFER_EVAL_SEED = 777
 
 
-def transfer_metrics(model, vocab: RecallVocab, mix: dict, n: int = 128, seed: int = TRANSFER_EVAL_SEED,
-                     device="cpu") -> dict:
+def transfer_metrics(
+    model, vocab: RecallVocab, mix: dict, n: int = 128, seed: int = TRANSFER_EVAL_SEED, device="cpu"
+) -> dict:
     """Held-out accuracy of every transfer task of the recipe's mixture (fixed contexts, never trained on)."""
     sets = transfer_sets(vocab, mix, n, seed, seed_step=1)
     return {task: float(s.mean()) for task, s in labelled_scores(model, sets, device=device).items()}
@@ -122,7 +135,9 @@ def _held_out(model, vocab, cfg, device):
     """Gate metrics, plus the transfer tasks' accuracies for a mixture recipe."""
     metrics = gate_metrics(model, vocab, device=device)
     if cfg.get("mix"):
-        metrics.update({f"transfer_{k}": v for k, v in transfer_metrics(model, vocab, cfg["mix"], device=device).items()})
+        metrics.update(
+            {f"transfer_{k}": v for k, v in transfer_metrics(model, vocab, cfg["mix"], device=device).items()}
+        )
     return metrics
 
 
@@ -131,19 +146,35 @@ def _warm_start(model, cfg):
     name = cfg["init_from"]
     blob, _ = read_smodel(checkpoint_path(name), name)
     if blob["model_config"] != cfg["model"] or blob["vocab"] != cfg["vocab"]:
-        raise ValueError(f"init_from={name!r}: its model/vocabulary config differs from this recipe's; "
-                         f"make the recipe's 'model' and 'vocab' equal to {name}'s.")
+        raise ValueError(
+            f"init_from={name!r}: its model/vocabulary config differs from this recipe's; "
+            f"make the recipe's 'model' and 'vocab' equal to {name}'s."
+        )
     model.load_state_dict(blob["state_dict"])
 
 
 def _save(path: Path, model, cfg, vocab, history, gate, name, command, device, wall, final, stopped_at=None):
-    blob = {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-            "model_config": cfg["model"], "vocab": cfg["vocab"], "train_config": cfg, "history": history}
-    sidecar = {"name": name, "final": final, "stopped_at": stopped_at, "train_config": cfg,
-               "gate": {"criterion": "recall averaged over positions >= 0.95 at L=4 and >= 0.80 at L=8 "
-                                     "(random relation), 64 held-out contexts per L",
-                        "thresholds": GATE, "metrics": gate, "passed": gate_passed(gate) if gate else False},
-               "learning_curve": [h for h in history if "gate" in h]}
+    blob = {
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "model_config": cfg["model"],
+        "vocab": cfg["vocab"],
+        "train_config": cfg,
+        "history": history,
+    }
+    sidecar = {
+        "name": name,
+        "final": final,
+        "stopped_at": stopped_at,
+        "train_config": cfg,
+        "gate": {
+            "criterion": "recall averaged over positions >= 0.95 at L=4 and >= 0.80 at L=8 "
+            "(random relation), 64 held-out contexts per L",
+            "thresholds": GATE,
+            "metrics": gate,
+            "passed": gate_passed(gate) if gate else False,
+        },
+        "learning_curve": [h for h in history if "gate" in h],
+    }
     save_checkpoint(path, blob, sidecar, command=command, device=device, wall_seconds=wall)
 
 
@@ -151,9 +182,19 @@ class _Stop(Exception):
     """Raised from ``make_batch`` to end a run at ``stop_at`` (the schedule stays that of ``steps``)."""
 
 
-def train_smodel(model_name: str, preset: str = "ci", *, steps: int | None = None, out: Path | None = None,
-                 device="cpu", backend="auto", log=print, num_threads: int | None = 1, progress=False,
-                 stop_at: int | None = None):
+def train_smodel(
+    model_name: str,
+    preset: str = "ci",
+    *,
+    steps: int | None = None,
+    out: Path | None = None,
+    device="cpu",
+    backend="auto",
+    log=print,
+    num_threads: int | None = 1,
+    progress=False,
+    stop_at: int | None = None,
+):
     """Train one S-model with the recipe ``ch4.train_<model_name>`` of ``preset``; returns (model, sidecar path).
 
     ``stop_at``: end after that many steps (checkpoint written there), keeping the learning-rate
@@ -166,18 +207,41 @@ def train_smodel(model_name: str, preset: str = "ci", *, steps: int | None = Non
         cfg["steps"] = int(steps)
         cfg["warmup_steps"] = min(cfg["warmup_steps"], max(0, cfg["steps"] // 10))
         cfg["checkpoint_every"] = min(cfg["checkpoint_every"], cfg["steps"])
-    command = "python -m mamba_recall.experiments.ch4_train " + " ".join(sys.argv[1:]) if __name__ == "__main__" \
+    command = (
+        "python -m mamba_recall.experiments.ch4_train " + " ".join(sys.argv[1:])
+        if __name__ == "__main__"
         else f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"
+    )
     # the preset is in the name of every checkpoint but the committed ci ones (ch4_<model>.pt), so that a
     # paper run never overwrites them
     default = checkpoint_path(model_name if preset == "ci" else f"{model_name}_{preset}")
-    return train_recipe(cfg, model_name, Path(out) if out is not None else default,
-                        command=command, device=device, backend=backend, log=log, num_threads=num_threads,
-                        progress=progress, stop_at=stop_at)
+    return train_recipe(
+        cfg,
+        model_name,
+        Path(out) if out is not None else default,
+        command=command,
+        device=device,
+        backend=backend,
+        log=log,
+        num_threads=num_threads,
+        progress=progress,
+        stop_at=stop_at,
+    )
 
 
-def train_recipe(cfg: dict, name: str, out: Path, *, command: str, device="cpu", backend="auto", log=print,
-                 num_threads: int | None = 1, progress=False, stop_at: int | None = None):
+def train_recipe(
+    cfg: dict,
+    name: str,
+    out: Path,
+    *,
+    command: str,
+    device="cpu",
+    backend="auto",
+    log=print,
+    num_threads: int | None = 1,
+    progress=False,
+    stop_at: int | None = None,
+):
     """Train one S-model with the fully resolved recipe ``cfg`` (the keys of ``presets/ch4.py``'s recipes), write
     its checkpoint to ``out`` (and intermediate ones every ``checkpoint_every`` steps); returns
     (model, sidecar path). ``name`` labels the log and the sidecar; ``command`` is recorded as the command that
@@ -186,8 +250,7 @@ def train_recipe(cfg: dict, name: str, out: Path, *, command: str, device="cpu",
     if num_threads is not None:
         torch.set_num_threads(num_threads)  # the held-out evaluations too, not only the loop
     try:
-        return _train_recipe(dict(cfg), name, Path(out), command, device, backend, log, num_threads, progress,
-                             stop_at)
+        return _train_recipe(dict(cfg), name, Path(out), command, device, backend, log, num_threads, progress, stop_at)
     finally:
         torch.set_num_threads(threads_before)
 
@@ -212,40 +275,78 @@ def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threa
             last_gate = _held_out(model, vocab, cfg, device)
             history.append({"step": step, "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
             log(f"[{model_name}] stopped at step {step}: gate {json.dumps(last_gate)}")
-            _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
-                  time.perf_counter() - start, final=True, stopped_at=step)
+            _save(
+                out,
+                model,
+                cfg,
+                vocab,
+                history,
+                last_gate,
+                model_name,
+                command,
+                device,
+                time.perf_counter() - start,
+                final=True,
+                stopped_at=step,
+            )
             raise _Stop
         if step > 0 and step % cfg["checkpoint_every"] == 0:
             last_gate = _held_out(model, vocab, cfg, device)
             history.append({"step": step, "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
             log(f"[{model_name}] step {step}: gate {json.dumps(last_gate)} ({time.perf_counter() - start:.0f} s)")
-            _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
-                  time.perf_counter() - start, final=False)
+            _save(
+                out,
+                model,
+                cfg,
+                vocab,
+                history,
+                last_gate,
+                model_name,
+                command,
+                device,
+                time.perf_counter() - start,
+                final=False,
+            )
 
     try:
-        result = train(model, make_batch_fn(cfg, vocab, on_step), steps=cfg["steps"], lr=cfg["lr"],
-                       weight_decay=cfg["weight_decay"], betas=tuple(cfg["betas"]), schedule="cosine",
-                       warmup_steps=cfg["warmup_steps"], grad_clip=cfg["grad_clip"], seed=cfg["seed"],
-                       device=device, progress=progress, desc=model_name, num_threads=num_threads)
+        result = train(
+            model,
+            make_batch_fn(cfg, vocab, on_step),
+            steps=cfg["steps"],
+            lr=cfg["lr"],
+            weight_decay=cfg["weight_decay"],
+            betas=tuple(cfg["betas"]),
+            schedule="cosine",
+            warmup_steps=cfg["warmup_steps"],
+            grad_clip=cfg["grad_clip"],
+            seed=cfg["seed"],
+            device=device,
+            progress=progress,
+            desc=model_name,
+            num_threads=num_threads,
+        )
     except _Stop:
         model.eval()
         return model, out.with_suffix(".json")
     losses = [h["loss"] for h in result.history]
     for i in range(0, len(losses), 100):
-        history.append({"step": i + 1, "loss_mean100": float(np.mean(losses[i:i + 100]))})
+        history.append({"step": i + 1, "loss_mean100": float(np.mean(losses[i : i + 100]))})
     last_gate = _held_out(model, vocab, cfg, device)
     history.append({"step": cfg["steps"], "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
     log(f"[{model_name}] done: gate {json.dumps(last_gate)} passed={gate_passed(last_gate)}")
-    _save(out, model, cfg, vocab, history, last_gate, model_name, command, device,
-          time.perf_counter() - start, final=True)
+    _save(
+        out, model, cfg, vocab, history, last_gate, model_name, command, device, time.perf_counter() - start, final=True
+    )
     return model, out.with_suffix(".json")
 
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--model", "s_small", "--preset", "ci", "--device", "cpu"],
-                  ["--model", "s_small_seed1", "--preset", "ci", "--device", "cpu"],
-                  ["--model", "s_mix", "--preset", "ci", "--device", "cpu"],  # s_mix starts from s_small
-                  ["--model", "s_m2", "--preset", "ci", "--device", "cpu"]]
+COMMITTED_RUNS = [
+    ["--model", "s_small", "--preset", "ci", "--device", "cpu"],
+    ["--model", "s_small_seed1", "--preset", "ci", "--device", "cpu"],
+    ["--model", "s_mix", "--preset", "ci", "--device", "cpu"],  # s_mix starts from s_small
+    ["--model", "s_m2", "--preset", "ci", "--device", "cpu"],
+]
 
 
 def main(argv=None):
@@ -257,11 +358,21 @@ def main(argv=None):
     p.add_argument("--device", default="cpu")
     p.add_argument("--backend", default="auto")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--stop-at", type=int, default=None, help="end after this many steps, keeping the schedule of --steps")
+    p.add_argument(
+        "--stop-at", type=int, default=None, help="end after this many steps, keeping the schedule of --steps"
+    )
     args = p.parse_args(argv)
-    train_smodel(args.model, args.preset, steps=args.steps, out=args.out, device=args.device,
-                 backend=args.backend, num_threads=args.threads, log=lambda s: print(s, flush=True),
-                 stop_at=args.stop_at)
+    train_smodel(
+        args.model,
+        args.preset,
+        steps=args.steps,
+        out=args.out,
+        device=args.device,
+        backend=args.backend,
+        num_threads=args.threads,
+        log=lambda s: print(s, flush=True),
+        stop_at=args.stop_at,
+    )
 
 
 if __name__ == "__main__":

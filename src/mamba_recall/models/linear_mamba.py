@@ -41,6 +41,7 @@ Parameter shapes (ensemble axis first)::
     x_proj_C[l]   (n_members, N, D_in)       S_C
     out_proj[l]   (n_members, D, D_in)       P_out
 """
+
 from __future__ import annotations
 
 import math
@@ -68,13 +69,30 @@ class LinearMamba(nn.Module):
         ssm: ``"attention"`` or ``"scan"``. seed: if given, ``torch.manual_seed(seed)`` before init.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, d_state: int, n_layer: int = 1, *, expand: int = 2,
-                 d_conv: int = 2, residual: bool | None = None, ensemble: int | None = None,
-                 member_sizes: list | None = None, ssm: str = "attention", seed: int | None = None,
-                 dtype=torch.float32, device=None):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        d_state: int,
+        n_layer: int = 1,
+        *,
+        expand: int = 2,
+        d_conv: int = 2,
+        residual: bool | None = None,
+        ensemble: int | None = None,
+        member_sizes: list | None = None,
+        ssm: str = "attention",
+        seed: int | None = None,
+        dtype=torch.float32,
+        device=None,
+    ):
         super().__init__()
-        V, D, N, Lam = (check_positive_int("vocab_size", vocab_size), check_positive_int("d_model", d_model),
-                        check_positive_int("d_state", d_state), check_positive_int("n_layer", n_layer))
+        V, D, N, Lam = (
+            check_positive_int("vocab_size", vocab_size),
+            check_positive_int("d_model", d_model),
+            check_positive_int("d_state", d_state),
+            check_positive_int("n_layer", n_layer),
+        )
         check_positive_int("expand", expand)
         if isinstance(d_conv, bool) or not isinstance(d_conv, int) or d_conv < 0:
             raise ValueError(f"d_conv must be an integer >= 0 (0 = no Conv1D), got {d_conv!r}.")
@@ -86,16 +104,20 @@ class LinearMamba(nn.Module):
         if member_sizes is None:
             member_sizes = [(D, N, Lam)] * n_members
         if len(member_sizes) != n_members:
-            raise ValueError(f"member_sizes has {len(member_sizes)} entries but ensemble={ensemble}; give one "
-                             "(D, N[, layers]) tuple per member.")
+            raise ValueError(
+                f"member_sizes has {len(member_sizes)} entries but ensemble={ensemble}; give one "
+                "(D, N[, layers]) tuple per member."
+            )
         sizes = []
         for s in member_sizes:
             s = tuple(int(v) for v in s)
             if len(s) == 2:
                 s = (*s, Lam)
             if len(s) != 3 or not (1 <= s[0] <= D and 1 <= s[1] <= N and 1 <= s[2] <= Lam):
-                raise ValueError(f"member size {s} must be (D_e, N_e[, layers_e]) with 1 ≤ D_e ≤ {D}, "
-                                 f"1 ≤ N_e ≤ {N}, 1 ≤ layers_e ≤ {Lam}.")
+                raise ValueError(
+                    f"member size {s} must be (D_e, N_e[, layers_e]) with 1 ≤ D_e ≤ {D}, "
+                    f"1 ≤ N_e ≤ {N}, 1 ≤ layers_e ≤ {Lam}."
+                )
             sizes.append(s)
         self.vocab_size, self.d_model, self.d_state, self.n_layer = V, D, N, Lam
         self.expand, self.d_conv, self.d_inner = expand, d_conv, expand * D
@@ -125,8 +147,19 @@ class LinearMamba(nn.Module):
 
         self.embedding = nn.Parameter(torch.randn(n_members, V, D, **kw))  # nn.Embedding init N(0, 1)
         self.in_proj = nn.ParameterList([uniform((n_members, Din, D), fan_D) for _ in range(Lam)])
-        self.conv = nn.ParameterList([uniform((n_members, Din, max(d_conv, 1)), torch.full((n_members,), float(max(d_conv, 1)),
-                                              dtype=torch.float64)) for _ in range(Lam)]) if d_conv else None
+        self.conv = (
+            nn.ParameterList(
+                [
+                    uniform(
+                        (n_members, Din, max(d_conv, 1)),
+                        torch.full((n_members,), float(max(d_conv, 1)), dtype=torch.float64),
+                    )
+                    for _ in range(Lam)
+                ]
+            )
+            if d_conv
+            else None
+        )
         self.x_proj_B = nn.ParameterList([uniform((n_members, N, Din), fan_Din) for _ in range(Lam)])
         self.x_proj_C = nn.ParameterList([uniform((n_members, N, Din), fan_Din) for _ in range(Lam)])
         self.out_proj = nn.ParameterList([uniform((n_members, D, Din), fan_Din) for _ in range(Lam)])
@@ -151,11 +184,15 @@ class LinearMamba(nn.Module):
         if input_ids.dim() == 2:
             input_ids = input_ids.unsqueeze(0).expand(self.n_members, -1, -1)
         elif input_ids.dim() != 3 or input_ids.shape[0] != self.n_members:
-            raise ValueError(f"input_ids must be (batch, length) or (ensemble={self.n_members}, batch, length), got "
-                             f"shape {tuple(input_ids.shape)}.")
+            raise ValueError(
+                f"input_ids must be (batch, length) or (ensemble={self.n_members}, batch, length), got "
+                f"shape {tuple(input_ids.shape)}."
+            )
         if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.vocab_size):
-            raise ValueError(f"token ids must lie in [0, {self.vocab_size}), got range "
-                             f"[{int(input_ids.min())}, {int(input_ids.max())}].")
+            raise ValueError(
+                f"token ids must lie in [0, {self.vocab_size}), got range "
+                f"[{int(input_ids.min())}, {int(input_ids.max())}]."
+            )
         return input_ids
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
@@ -248,7 +285,7 @@ class LinearMamba(nn.Module):
         if Ew.shape[1] != self.vocab_size:
             raise ValueError(f"E must be (D, V={self.vocab_size}), got {tuple(Ew.shape)}.")
         self.embedding[member].zero_()
-        self.embedding[member, :, :Ew.shape[0]] = Ew.T.to(self.embedding.device)
+        self.embedding[member, :, : Ew.shape[0]] = Ew.T.to(self.embedding.device)
         D_e = Ew.shape[0]
         idx = torch.cat([torch.arange(D_e) + j * self.d_model for j in range(self.expand)])
         for l, w in enumerate(layers):
@@ -257,11 +294,19 @@ class LinearMamba(nn.Module):
             S_C = torch.as_tensor(w["S_C"], dtype=self.embedding.dtype)
             P_out = torch.as_tensor(w["P_out"], dtype=self.embedding.dtype)
             N_e = S_B.shape[0]
-            if P_in.shape != (len(idx), D_e) or S_C.shape != S_B.shape or S_B.shape[1] != len(idx) \
-                    or P_out.shape != (D_e, len(idx)) or N_e > self.d_state or D_e > self.d_model:
-                raise ValueError(f"designed weights do not fit: E {tuple(Ew.shape)}, P_in {tuple(P_in.shape)}, "
-                                 f"S_B {tuple(S_B.shape)}, P_out {tuple(P_out.shape)} for a model with D ≤ "
-                                 f"{self.d_model}, N ≤ {self.d_state}, expand {self.expand}.")
+            if (
+                P_in.shape != (len(idx), D_e)
+                or S_C.shape != S_B.shape
+                or S_B.shape[1] != len(idx)
+                or P_out.shape != (D_e, len(idx))
+                or N_e > self.d_state
+                or D_e > self.d_model
+            ):
+                raise ValueError(
+                    f"designed weights do not fit: E {tuple(Ew.shape)}, P_in {tuple(P_in.shape)}, "
+                    f"S_B {tuple(S_B.shape)}, P_out {tuple(P_out.shape)} for a model with D ≤ "
+                    f"{self.d_model}, N ≤ {self.d_state}, expand {self.expand}."
+                )
             dev = self.embedding.device
             for param in (self.in_proj, self.x_proj_B, self.x_proj_C, self.out_proj):
                 param[l][member].zero_()
@@ -273,8 +318,9 @@ class LinearMamba(nn.Module):
                 t = torch.as_tensor(w["W_conv"], dtype=self.conv[l].dtype)
                 self.conv[l][member].zero_()
                 K = t.shape[1]
-                self.conv[l][member][idx[:, None], torch.arange(self.conv[l].shape[-1] - K,
-                                                                self.conv[l].shape[-1])[None]] = t.to(dev)
+                self.conv[l][member][
+                    idx[:, None], torch.arange(self.conv[l].shape[-1] - K, self.conv[l].shape[-1])[None]
+                ] = t.to(dev)
 
     @torch.no_grad()
     def member_model(self, member: int) -> "LinearMamba":
@@ -285,12 +331,22 @@ class LinearMamba(nn.Module):
         if isinstance(member, bool) or not isinstance(member, int) or not 0 <= member < self.n_members:
             raise ValueError(f"member must be an integer in [0, {self.n_members}), got {member!r}.")
         dev = self.embedding.device
-        one = LinearMamba(self.vocab_size, self.d_model, self.d_state, self.n_layer, expand=self.expand,
-                          d_conv=self.d_conv, residual=self.residual, ensemble=1,
-                          member_sizes=[self.member_sizes[member]], ssm=self.ssm, dtype=self.embedding.dtype,
-                          device=dev)
+        one = LinearMamba(
+            self.vocab_size,
+            self.d_model,
+            self.d_state,
+            self.n_layer,
+            expand=self.expand,
+            d_conv=self.d_conv,
+            residual=self.residual,
+            ensemble=1,
+            member_sizes=[self.member_sizes[member]],
+            ssm=self.ssm,
+            dtype=self.embedding.dtype,
+            device=dev,
+        )
         for mine, theirs in zip(one.parameters(), self.parameters()):
-            mine.copy_(theirs[member:member + 1])
+            mine.copy_(theirs[member : member + 1])
         return one
 
     def member_weights(self, member: int = 0, layer: int = 0) -> dict:
@@ -299,13 +355,14 @@ class LinearMamba(nn.Module):
         Din = self.expand * D
         idx = torch.cat([torch.arange(D) + j * self.d_model for j in range(self.expand)])
         with torch.no_grad():
-            out = dict(E=self.embedding[member, :, :D].T.clone(),
-                       P_in=self.in_proj[layer][member][idx][:, :D].clone(),
-                       S_B=self.x_proj_B[layer][member][:N][:, idx].clone(),
-                       S_C=self.x_proj_C[layer][member][:N][:, idx].clone(),
-                       P_out=self.out_proj[layer][member][:D][:, idx].clone())
-            out["W_conv"] = (self.conv[layer][member][idx].clone() if self.conv is not None
-                             else torch.ones(Din, 1))
+            out = dict(
+                E=self.embedding[member, :, :D].T.clone(),
+                P_in=self.in_proj[layer][member][idx][:, :D].clone(),
+                S_B=self.x_proj_B[layer][member][:N][:, idx].clone(),
+                S_C=self.x_proj_C[layer][member][:N][:, idx].clone(),
+                P_out=self.out_proj[layer][member][:D][:, idx].clone(),
+            )
+            out["W_conv"] = self.conv[layer][member][idx].clone() if self.conv is not None else torch.ones(Din, 1)
         assert out["P_in"].shape == (Din, D)
         return out
 
@@ -380,12 +437,30 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
         (the last two only for values="code")
     """
 
-    def __init__(self, vocab_size: int, d_model: int, d_state: int, n_heads: int, pattern: str = "MHA", *,
-                 expand: int = 2, d_conv: int = 2, values: str = "code", ensemble: int | None = None,
-                 member_states: list | None = None, seed: int | None = None, dtype=torch.float32, device=None):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        d_state: int,
+        n_heads: int,
+        pattern: str = "MHA",
+        *,
+        expand: int = 2,
+        d_conv: int = 2,
+        values: str = "code",
+        ensemble: int | None = None,
+        member_states: list | None = None,
+        seed: int | None = None,
+        dtype=torch.float32,
+        device=None,
+    ):
         super().__init__()
-        V, D, N, M = (check_positive_int("vocab_size", vocab_size), check_positive_int("d_model", d_model),
-                      check_positive_int("d_state", d_state), check_positive_int("n_heads", n_heads))
+        V, D, N, M = (
+            check_positive_int("vocab_size", vocab_size),
+            check_positive_int("d_model", d_model),
+            check_positive_int("d_state", d_state),
+            check_positive_int("n_heads", n_heads),
+        )
         check_positive_int("expand", expand)
         if not isinstance(pattern, str) or pattern.upper() not in HEAD_PATTERNS:
             raise ValueError(f"unknown head pattern {pattern!r}; use one of {HEAD_PATTERNS}.")
@@ -395,8 +470,10 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
             raise ValueError(f"d_conv must be an integer >= 1, got {d_conv!r}.")
         Din = expand * D
         if Din % M:
-            raise ValueError(f"D_in = expand·D = {Din} must be divisible by n_heads = {M}; pick D so that "
-                             "expand·D is a multiple of every head count (the paper uses D = 60).")
+            raise ValueError(
+                f"D_in = expand·D = {Din} must be divisible by n_heads = {M}; pick D so that "
+                "expand·D is a multiple of every head count (the paper uses D = 60)."
+            )
         if ensemble is not None:
             check_positive_int("ensemble", ensemble)
         n_members = 1 if ensemble is None else ensemble
@@ -412,8 +489,7 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
         self.ensemble, self.n_members, self.member_states = ensemble, n_members, member_states
         self.n_layer, self.residual = 1, False
         kw = dict(dtype=dtype, device=device)
-        self.register_buffer("n_mask", torch.stack([(torch.arange(N) < n) for n in member_states]).to(dtype)
-                             .to(device))
+        self.register_buffer("n_mask", torch.stack([(torch.arange(N) < n) for n in member_states]).to(dtype).to(device))
         if seed is not None:
             torch.manual_seed(seed)
 
@@ -454,17 +530,25 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
         then that model exactly), and MHA with ``values="full"`` takes the 1-head model with the stacked state
         N_src = M·N, ``S_B = (S_B^1; …; S_B^M)`` (Lemma 5, Eqs. 129–131: N' = M N)."""
         if not isinstance(src, LinearMamba) or src.n_layer != 1:
-            raise ValueError(f"src must be a single-layer LinearMamba, got {type(src).__name__} with "
-                             f"{getattr(src, 'n_layer', '?')} layers.")
-        pairs = (("embedding", self.embedding, src.embedding), ("in_proj", self.in_proj, src.in_proj[0]),
-                 ("conv", self.conv, None if src.conv is None else src.conv[0]),
-                 ("out_proj", self.out_proj, src.out_proj[0]), ("x_proj_B", self.x_proj_B, src.x_proj_B[0]),
-                 ("x_proj_C", self.x_proj_C, src.x_proj_C[0]))
+            raise ValueError(
+                f"src must be a single-layer LinearMamba, got {type(src).__name__} with "
+                f"{getattr(src, 'n_layer', '?')} layers."
+            )
+        pairs = (
+            ("embedding", self.embedding, src.embedding),
+            ("in_proj", self.in_proj, src.in_proj[0]),
+            ("conv", self.conv, None if src.conv is None else src.conv[0]),
+            ("out_proj", self.out_proj, src.out_proj[0]),
+            ("x_proj_B", self.x_proj_B, src.x_proj_B[0]),
+            ("x_proj_C", self.x_proj_C, src.x_proj_C[0]),
+        )
         for name, dst, w in pairs:
             if w is None or dst.shape != w.shape:
-                raise ValueError(f"{name}: shape {tuple(dst.shape)} here but "
-                                 f"{None if w is None else tuple(w.shape)} in src; build src with the same V, D, "
-                                 f"expand, d_conv, members and N_src = M_B·N = {self.heads_B * self.d_state}.")
+                raise ValueError(
+                    f"{name}: shape {tuple(dst.shape)} here but "
+                    f"{None if w is None else tuple(w.shape)} in src; build src with the same V, D, "
+                    f"expand, d_conv, members and N_src = M_B·N = {self.heads_B * self.d_state}."
+                )
         for _, dst, w in pairs:
             dst.copy_(w)
 
@@ -495,7 +579,7 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
             vals = vals[:, :, :, None, :].expand(-1, -1, -1, M, -1)
         else:
             vals = torch.einsum("ebli,ephi->eblhp", x_hat, self.W_contract)
-        scores = torch.einsum("ebshn,ebthn->ebhts", Bm, Cm)            # α^h[t, τ] = B^h_τ · C^h_t
+        scores = torch.einsum("ebshn,ebthn->ebhts", Bm, Cm)  # α^h[t, τ] = B^h_τ · C^h_t
         scores = scores * torch.tril(torch.ones(L, L, device=x.device, dtype=x.dtype))
         y_heads = torch.einsum("ebhts,ebshp->ebthp", scores, vals)
         if self.values == "full":
@@ -550,12 +634,25 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
         x_proj_B, x_proj_C (n_members, N, D_in); A_log (n_members, D_in, N) if decay; out_proj (n_members, D, D_in)
     """
 
-    def __init__(self, vocab_size: int, d_model: int, d_state: int, row: str = "Base", *, expand: int = 2,
-                 d_conv: int = 4, ensemble: int | None = None, seed: int | None = None, dtype=torch.float32,
-                 device=None):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        d_state: int,
+        row: str = "Base",
+        *,
+        expand: int = 2,
+        d_conv: int = 4,
+        ensemble: int | None = None,
+        seed: int | None = None,
+        dtype=torch.float32,
+        device=None,
+    ):
         super().__init__()
-        V, D, N = (check_positive_int(name, value) for name, value in
-                   (("vocab_size", vocab_size), ("d_model", d_model), ("d_state", d_state)))
+        V, D, N = (
+            check_positive_int(name, value)
+            for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("d_state", d_state))
+        )
         check_positive_int("expand", expand)
         check_positive_int("d_conv", d_conv)
         if row not in ABLATION_ROWS:
@@ -582,18 +679,22 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
         self.conv = uniform((n_members, Din, d_conv), d_conv)
         self.conv_bias = uniform((n_members, Din), d_conv)
         self.x_proj_dt = uniform((n_members, R, Din), Din)
-        self.dt_proj = nn.Parameter((torch.rand(n_members, Din, R, **kw) * 2 - 1) * R ** -0.5)
-        dt = torch.exp(torch.rand(n_members, Din, **kw) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3)).clamp(min=1e-4)
+        self.dt_proj = nn.Parameter((torch.rand(n_members, Din, R, **kw) * 2 - 1) * R**-0.5)
+        dt = torch.exp(torch.rand(n_members, Din, **kw) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3)).clamp(
+            min=1e-4
+        )
         self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # softplus^{-1}(dt)
         self.x_proj_B = uniform((n_members, N, Din), Din)
         self.x_proj_C = uniform((n_members, N, Din), Din)
-        self.A_log = (nn.Parameter(torch.log(torch.arange(1, N + 1, **kw)).expand(n_members, Din, N).clone())
-                      if self.decay else None)
+        self.A_log = (
+            nn.Parameter(torch.log(torch.arange(1, N + 1, **kw)).expand(n_members, Din, N).clone())
+            if self.decay
+            else None
+        )
         self.out_proj = uniform((n_members, D, Din), Din)
 
     def apply_masks_(self) -> None:
         """No masked entries (all members have the same size); kept for :func:`mamba_recall.train.train_ensemble`."""
-
 
     def internals(self, x: torch.Tensor, ssm: str = "auto") -> dict:
         """x (n,B,L,D) → dict x_hat, delta, y_hat (n,B,L,Din), B, C (n,B,L,N), y_out (n,B,L,D).

@@ -34,6 +34,7 @@ fp32 and a zeroed decay (a_k = −∞, the ablation) gives exactly L_ij = 0 for 
 All randomness of the initialisation comes from PyTorch's global RNG: call
 ``torch.manual_seed(seed)`` before constructing a model to make it reproducible.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,8 +47,16 @@ import torch.nn.functional as F
 from ..scan.mamba2 import segsum
 from .mamba import LayerState, MambaLMHeadModel, RMSNorm, at_least_fp32, check_positive_int
 
-__all__ = ["Mamba2", "Mamba2Block", "Mamba2Internals", "Mamba2LMHeadModel", "Mamba2State",
-           "RMSNormGated", "segsum", "ssd_quadratic"]
+__all__ = [
+    "Mamba2",
+    "Mamba2Block",
+    "Mamba2Internals",
+    "Mamba2LMHeadModel",
+    "Mamba2State",
+    "RMSNormGated",
+    "segsum",
+    "ssd_quadratic",
+]
 
 
 # The recurrent state of one Mamba2 mixer after a segment is a LayerState like Mamba-1's (prefix-state
@@ -143,9 +152,25 @@ class Mamba2(nn.Module):
 
     abar_hook = None
 
-    def __init__(self, d_model, d_state=128, d_conv=4, expand=2, headdim=64, ngroups=1, A_init_range=(1, 16),
-                 dt_min=0.001, dt_max=0.1, dt_init_floor=1e-4, bias=False, conv_bias=True, backend="auto",
-                 layer_idx=None, device=None, dtype=None):
+    def __init__(
+        self,
+        d_model,
+        d_state=128,
+        d_conv=4,
+        expand=2,
+        headdim=64,
+        ngroups=1,
+        A_init_range=(1, 16),
+        dt_min=0.001,
+        dt_max=0.1,
+        dt_init_floor=1e-4,
+        bias=False,
+        conv_bias=True,
+        backend="auto",
+        layer_idx=None,
+        device=None,
+        dtype=None,
+    ):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
@@ -170,10 +195,18 @@ class Mamba2(nn.Module):
         self.in_proj = nn.Linear(self.d_model, d_in_proj, bias=bias, **factory_kwargs)
         conv_dim = self.d_ssm + 2 * self.ngroups * self.d_state
         self.conv_dim = conv_dim
-        self.conv1d = nn.Conv1d(conv_dim, conv_dim, kernel_size=d_conv, groups=conv_dim, padding=d_conv - 1,
-                                bias=conv_bias, **factory_kwargs)
-        dt = torch.exp(torch.rand(self.nheads, **factory_kwargs) * (math.log(dt_max) - math.log(dt_min))
-                       + math.log(dt_min)).clamp(min=dt_init_floor)
+        self.conv1d = nn.Conv1d(
+            conv_dim,
+            conv_dim,
+            kernel_size=d_conv,
+            groups=conv_dim,
+            padding=d_conv - 1,
+            bias=conv_bias,
+            **factory_kwargs,
+        )
+        dt = torch.exp(
+            torch.rand(self.nheads, **factory_kwargs) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
+        ).clamp(min=dt_init_floor)
         inv_dt = dt + torch.log(-torch.expm1(-dt))
         self.dt_bias = nn.Parameter(inv_dt)
         self.dt_bias._no_weight_decay = True
@@ -192,19 +225,30 @@ class Mamba2(nn.Module):
         return self.nheads
 
     def extra_repr(self) -> str:
-        return (f"d_model={self.d_model}, d_inner={self.d_inner}, nheads={self.nheads}, headdim={self.headdim}, "
-                f"d_state={self.d_state}, d_conv={self.d_conv}")
+        return (
+            f"d_model={self.d_model}, d_inner={self.d_inner}, nheads={self.nheads}, headdim={self.headdim}, "
+            f"d_state={self.d_state}, d_conv={self.d_conv}"
+        )
 
-    def forward(self, hidden_states, return_internals=False, *, state: Mamba2State | None = None,
-                return_state=False, abar_mask=None):
+    def forward(
+        self,
+        hidden_states,
+        return_internals=False,
+        *,
+        state: Mamba2State | None = None,
+        return_state=False,
+        abar_mask=None,
+    ):
         """hidden_states (B, T, d_model) → out (B, T, d_model) [, new :class:`Mamba2State`] [, internals].
 
         ``state`` continues a previous segment exactly (conv + SSM state). ``abar_mask`` bool,
         broadcastable to (B, H, T): α_t^(h) ← 0 where True; if not given, ``abar_hook(T)`` is asked.
         """
         if hidden_states.dim() != 3 or hidden_states.shape[-1] != self.d_model:
-            raise ValueError(f"hidden_states must be (batch, length, d_model={self.d_model}), "
-                             f"got shape {tuple(hidden_states.shape)}.")
+            raise ValueError(
+                f"hidden_states must be (batch, length, d_model={self.d_model}), "
+                f"got shape {tuple(hidden_states.shape)}."
+            )
         batch, seqlen = hidden_states.shape[:2]
         H, P, N, K1 = self.nheads, self.headdim, self.d_state, self.d_conv - 1
         if abar_mask is None and self.abar_hook is not None:
@@ -214,8 +258,10 @@ class Mamba2(nn.Module):
             try:
                 abar_mask = abar_mask.expand(batch, H, seqlen)
             except RuntimeError:
-                raise ValueError(f"abar_mask of shape {tuple(abar_mask.shape)} does not broadcast to "
-                                 f"(batch, nheads, length) = {(batch, H, seqlen)}.") from None
+                raise ValueError(
+                    f"abar_mask of shape {tuple(abar_mask.shape)} does not broadcast to "
+                    f"(batch, nheads, length) = {(batch, H, seqlen)}."
+                ) from None
             if not bool(abar_mask.any()):
                 abar_mask = None
 
@@ -223,14 +269,16 @@ class Mamba2(nn.Module):
         z, xBC, dt = torch.split(zxbcdt, [self.d_ssm, self.conv_dim, H], dim=-1)
         xBC = xBC.transpose(1, 2)  # (B, E+2N, T)
         if state is None:
-            new_conv = F.pad(xBC, (K1, 0))[..., xBC.shape[-1]:] if return_state else None
+            new_conv = F.pad(xBC, (K1, 0))[..., xBC.shape[-1] :] if return_state else None
             xBC = F.silu(self.conv1d(xBC)[..., :seqlen])
         else:
             if tuple(state.conv.shape) != (batch, self.conv_dim, K1):
-                raise ValueError(f"state.conv must be (batch, conv_dim, d_conv-1) = {(batch, self.conv_dim, K1)}, "
-                                 f"got {tuple(state.conv.shape)}.")
+                raise ValueError(
+                    f"state.conv must be (batch, conv_dim, d_conv-1) = {(batch, self.conv_dim, K1)}, "
+                    f"got {tuple(state.conv.shape)}."
+                )
             x_in = torch.cat([state.conv.to(xBC.dtype), xBC], dim=-1)
-            new_conv = x_in[..., x_in.shape[-1] - K1:] if return_state else None
+            new_conv = x_in[..., x_in.shape[-1] - K1 :] if return_state else None
             xBC = F.silu(F.conv1d(x_in, self.conv1d.weight, self.conv1d.bias, groups=self.conv_dim))
         xBC = xBC.transpose(1, 2)  # (B, T, E+2N)
         x, Bm, Cm = torch.split(xBC, [self.d_ssm, N, N], dim=-1)
@@ -241,9 +289,16 @@ class Mamba2(nn.Module):
         if abar_mask is not None:
             log_alpha = log_alpha.masked_fill(abar_mask, float("-inf"))
         cdt = x.dtype if x.dtype == torch.float64 else torch.float32
-        res = ssd_quadratic(x.to(cdt), delta.to(cdt), log_alpha.to(cdt), Bm.to(cdt), Cm.to(cdt),
-                            at_least_fp32(self.D), initial_state=None if state is None else state.ssm,
-                            return_final_state=return_state)
+        res = ssd_quadratic(
+            x.to(cdt),
+            delta.to(cdt),
+            log_alpha.to(cdt),
+            Bm.to(cdt),
+            Cm.to(cdt),
+            at_least_fp32(self.D),
+            initial_state=None if state is None else state.ssm,
+            return_final_state=return_state,
+        )
         y, hT = res if return_state else (res, None)
         y = self.norm(y.reshape(batch, seqlen, self.d_ssm).to(x.dtype), z)
         out = self.out_proj(y)
@@ -251,8 +306,9 @@ class Mamba2(nn.Module):
         if return_state:
             result += (Mamba2State(conv=new_conv, ssm=hT),)
         if return_internals:
-            result += (Mamba2Internals(x=x, delta=delta.transpose(1, 2), alpha=torch.exp(log_alpha), B=Bm, C=Cm,
-                                       z=z, y=y),)
+            result += (
+                Mamba2Internals(x=x, delta=delta.transpose(1, 2), alpha=torch.exp(log_alpha), B=Bm, C=Cm, z=z, y=y),
+            )
         return result[0] if len(result) == 1 else result
 
 
@@ -297,8 +353,9 @@ class Mamba2LMHeadModel(MambaLMHeadModel):
     block_cls = Mamba2Block
 
     def __init__(self, d_model, n_layer, vocab_size, d_state=64, d_conv=4, expand=2, headdim=16, **kwargs):
-        super().__init__(d_model, n_layer, vocab_size, d_state=d_state, d_conv=d_conv, expand=expand,
-                         headdim=headdim, **kwargs)
+        super().__init__(
+            d_model, n_layer, vocab_size, d_state=d_state, d_conv=d_conv, expand=expand, headdim=headdim, **kwargs
+        )
 
     @property
     def backend(self) -> str:

@@ -11,6 +11,7 @@ i.e. the library's :func:`~mamba_recall.scan.selective_scan` with a constant Δ 
 B, C of shape (d, N) (Euler input term, as mamba-ssm). Input/output ``(batch, T, d)``.
 Parameters: ``log_dt (d)``, ``A_log (d, N)`` (S4D-real init, log 1..N), ``B, C (d, N)``, ``D (d)``.
 """
+
 from __future__ import annotations
 
 import math

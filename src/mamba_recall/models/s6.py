@@ -20,6 +20,7 @@ r"""Single-layer selective-SSM models of paper 003 (Tab. 1, Tab. 2, Eqs. 7, 14, 
   9,152 with PE, 9,280 without (Tab. 1: 9.2k / 9.3k).
 Shapes: ids (b, T) int64 → logits (b, T, n_classes).
 """
+
 from __future__ import annotations
 
 import math
@@ -58,7 +59,7 @@ class S6Mixer(nn.Module):
         self.dt_rank = math.ceil(d / 16) if dt_rank == "auto" else int(dt_rank)
         self.x_proj = nn.Linear(d, self.dt_rank + 2 * N, bias=False)
         self.dt_proj = nn.Linear(self.dt_rank, d, bias=True)
-        std = self.dt_rank ** -0.5
+        std = self.dt_rank**-0.5
         nn.init.uniform_(self.dt_proj.weight, -std, std)
         with torch.no_grad():
             self.dt_proj.bias.copy_(_dt_bias(d))
@@ -70,13 +71,22 @@ class S6Mixer(nn.Module):
     def forward(self, x: torch.Tensor, return_internals: bool = False):
         if x.dim() != 3 or x.shape[-1] != self.d:
             raise ValueError(f"S6Mixer input must be (batch, T, d={self.d}), got {tuple(x.shape)}.")
-        proj = self.x_proj(x)                                              # (b, T, R + 2N)
+        proj = self.x_proj(x)  # (b, T, R + 2N)
         dt, B, C = proj.split([self.dt_rank, self.N, self.N], dim=-1)
         delta_raw = (dt @ self.dt_proj.weight.T).transpose(1, 2).contiguous()  # (b, d, T)
         A = -torch.exp(self.A_log)
         u = x.transpose(1, 2).contiguous()
-        y = selective_scan(u, delta_raw, A, B.transpose(1, 2).contiguous(), C.transpose(1, 2).contiguous(),
-                           self.D, delta_bias=self.dt_proj.bias, delta_softplus=True, backend=self.backend)
+        y = selective_scan(
+            u,
+            delta_raw,
+            A,
+            B.transpose(1, 2).contiguous(),
+            C.transpose(1, 2).contiguous(),
+            self.D,
+            delta_bias=self.dt_proj.bias,
+            delta_softplus=True,
+            backend=self.backend,
+        )
         y = y.transpose(1, 2)
         if return_internals:
             delta = F.softplus(delta_raw + self.dt_proj.bias[None, :, None])
@@ -92,17 +102,17 @@ class DeltaTMixer(nn.Module):
         if d < 1 or N < 1:
             raise ValueError(f"DeltaTMixer needs d >= 1 and N >= 1, got d={d}, N={N}.")
         self.d, self.N = d, N
-        self.x_proj = nn.Linear(d, 3 * N, bias=False)        # rows: Δ (N), B (N), C (N)
+        self.x_proj = nn.Linear(d, 3 * N, bias=False)  # rows: Δ (N), B (N), C (N)
         self.delta_bias = nn.Parameter(_dt_bias(N))
-        self.A_log = nn.Parameter(torch.zeros(d, N))           # Λ = −1 at init
+        self.A_log = nn.Parameter(torch.zeros(d, N))  # Λ = −1 at init
         self.A_log._no_weight_decay = True
 
     def forward(self, x: torch.Tensor, return_internals: bool = False):
         if x.dim() != 3 or x.shape[-1] != self.d:
             raise ValueError(f"DeltaTMixer input must be (batch, T, d={self.d}), got {tuple(x.shape)}.")
         dt, B, C = self.x_proj(x).split([self.N] * 3, dim=-1)
-        delta = F.softplus(dt + self.delta_bias)                                # (b, T, N)
-        log_decay = -torch.exp(self.A_log)[None, None] * delta[:, :, None, :]   # (b, T, d, N)
+        delta = F.softplus(dt + self.delta_bias)  # (b, T, N)
+        log_decay = -torch.exp(self.A_log)[None, None] * delta[:, :, None, :]  # (b, T, d, N)
         h = linear_recurrence_chunked(log_decay, x[..., None] * B[:, :, None, :])
         y = torch.einsum("btdn,btn->btd", h, C)
         if return_internals:
@@ -123,7 +133,7 @@ class Mamba2Mixer(nn.Module):
         if d < 1 or N < 1:
             raise ValueError(f"Mamba2Mixer needs d >= 1 and N >= 1, got d={d}, N={N}.")
         self.d, self.N, self.backend, self.d_conv = d, N, backend, d_conv
-        self.in_proj = nn.Linear(d, d + 2 * N + 1, bias=False)       # u, B, C, Δ
+        self.in_proj = nn.Linear(d, d + 2 * N + 1, bias=False)  # u, B, C, Δ
         self.conv1d = nn.Conv1d(d + 2 * N, d + 2 * N, d_conv, groups=d + 2 * N, padding=d_conv - 1)
         self.dt_bias = nn.Parameter(_dt_bias(1))
         self.A_log = nn.Parameter(torch.zeros(1))
@@ -138,9 +148,17 @@ class Mamba2Mixer(nn.Module):
         xbc, dt = self.in_proj(x).split([self.d + 2 * self.N, 1], dim=-1)
         xbc = F.silu(self.conv1d(xbc.transpose(1, 2))[..., :T].transpose(1, 2))
         u, B, C = xbc.split([self.d, self.N, self.N], dim=-1)
-        y = ssd_scan(u[:, :, None, :].contiguous(), dt.contiguous(), -torch.exp(self.A_log), B[:, :, None, :].contiguous(),
-                     C[:, :, None, :].contiguous(), D=self.D, dt_bias=self.dt_bias, dt_softplus=True,
-                     backend=self.backend)[:, :, 0, :]
+        y = ssd_scan(
+            u[:, :, None, :].contiguous(),
+            dt.contiguous(),
+            -torch.exp(self.A_log),
+            B[:, :, None, :].contiguous(),
+            C[:, :, None, :].contiguous(),
+            D=self.D,
+            dt_bias=self.dt_bias,
+            dt_softplus=True,
+            backend=self.backend,
+        )[:, :, 0, :]
         if return_internals:
             return y, {"delta": F.softplus(dt + self.dt_bias), "B": B, "C": C}
         return y
@@ -154,9 +172,21 @@ class MixerLM(nn.Module):
     then ``activation``. ``use_gate``: ỹ = silu(W_g x) ⊙ y (Eq. 14g, gating y, not x as Table 2 prints). ``D`` skip kept (mamba).
     """
 
-    def __init__(self, vocab_size: int, d: int, N: int, mixer: str = "s6", n_classes: int | None = None,
-                 pe: bool = False, pe_scale: str = "index", use_conv: bool = False, d_conv: int = 4,
-                 activation: str = "silu", use_gate: bool = False, backend: str = "auto"):
+    def __init__(
+        self,
+        vocab_size: int,
+        d: int,
+        N: int,
+        mixer: str = "s6",
+        n_classes: int | None = None,
+        pe: bool = False,
+        pe_scale: str = "index",
+        use_conv: bool = False,
+        d_conv: int = 4,
+        activation: str = "silu",
+        use_gate: bool = False,
+        backend: str = "auto",
+    ):
         super().__init__()
         if mixer not in MIXERS:
             raise ValueError(f"unknown mixer {mixer!r}; use one of {MIXERS}.")
@@ -167,7 +197,13 @@ class MixerLM(nn.Module):
         if pe and d < 2:
             raise ValueError("pe=True needs d >= 2 (one coordinate holds the position).")
         self.vocab_size, self.d, self.N, self.mixer_name = vocab_size, d, N, mixer
-        self.pe, self.pe_scale, self.use_conv, self.use_gate, self.activation = pe, pe_scale, use_conv, use_gate, activation
+        self.pe, self.pe_scale, self.use_conv, self.use_gate, self.activation = (
+            pe,
+            pe_scale,
+            use_conv,
+            use_gate,
+            activation,
+        )
         self.embedding = nn.Embedding(vocab_size, d - 1 if pe else d)
         self.conv1d = nn.Conv1d(d, d, d_conv, groups=d, padding=d_conv - 1) if use_conv else None
         if mixer == "s6":

@@ -18,6 +18,7 @@ Theory variant (Sec. 4, Eqs. 6–7): ``softplus=False`` (Δ_t = W_Δ x̂_t), ``f
 (Λ = 0, forgetting factor exactly 1: the paper's "Λ = 1 (no forgetting)"), ``init_std=0`` (W_Δ = 0),
 ``learn_A=False``.
 """
+
 from __future__ import annotations
 
 import math
@@ -74,13 +75,17 @@ def wdelta_block_mass(W: torch.Tensor, vocab_size: int) -> dict:
         raise ValueError(f"W_Δ must be (2V, 2V) = ({2 * V}, {2 * V}), got {tuple(W.shape)}.")
     A = W.abs()
     total = float(A.sum())
-    col_means = W[V + 1:, :].mean(0)
+    col_means = W[V + 1 :, :].mean(0)
     return {
-        "paper_rows_share": float(A[:, [0, V]].sum()) / total, "paper_rows_uniform": 1 / V,
-        "second_part_share": float(A[V:, [0, V]].sum()) / total, "second_part_uniform": 1 / (2 * V),
+        "paper_rows_share": float(A[:, [0, V]].sum()) / total,
+        "paper_rows_uniform": 1 / V,
+        "second_part_share": float(A[V:, [0, V]].sum()) / total,
+        "second_part_uniform": 1 / (2 * V),
         "our_rows_share": float(A[[0, V], :].sum()) / total,
         "argmax_column_of_second_half_means": int(col_means.argmax()),
-        "column0_mean": float(col_means[0]), "columnV_mean": float(col_means[V]), "mean_abs": float(A.mean()),
+        "column0_mean": float(col_means[0]),
+        "columnV_mean": float(col_means[V]),
+        "mean_abs": float(A.mean()),
         "column0_over_mean_abs": float(col_means[0] / A.mean()),
     }
 
@@ -92,10 +97,20 @@ class SimplifiedMamba(nn.Module):
     A_log[:, n] = log(n+1)), and for ``selective_bc`` ``W_B``, ``W_C`` (N, d); ``W_o`` (V, d) if learned.
     """
 
-    def __init__(self, vocab_size: int, d_state: int = 1, *, selective_bc: bool | None = None,
-                 softplus: bool = True, forgetting: bool = True, learn_A: bool = True,
-                 learn_unembedding: bool = False, init_std: float = 0.02, backend: str = "chunked",
-                 seed: int | None = None):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_state: int = 1,
+        *,
+        selective_bc: bool | None = None,
+        softplus: bool = True,
+        forgetting: bool = True,
+        learn_A: bool = True,
+        learn_unembedding: bool = False,
+        init_std: float = 0.02,
+        backend: str = "chunked",
+        seed: int | None = None,
+    ):
         super().__init__()
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
             raise ValueError(f"vocab_size must be an integer >= 2, got {vocab_size!r}.")
@@ -148,11 +163,14 @@ class SimplifiedMamba(nn.Module):
             y = tr.out.transpose(1, 2)
             logits = y @ self.W_o.T
             internals = {
-                "xhat": xhat, "delta": tr.delta.transpose(1, 2),           # (b, T, d)
-                "forget": tr.decay.permute(0, 2, 1, 3),                   # (b, T, d, N) exp(ΛΔ_t)
-                "input_term": tr.input_term.permute(0, 2, 1, 3),          # (b, T, d, N) (Δ_t ⊙ x̂_t) ⊗ B
-                "state": tr.states.permute(0, 2, 1, 3),                   # (b, T, d, N) h_t
-                "y": y, "B": Bt.transpose(1, 2), "C": Ct.transpose(1, 2),  # (b, T, N)
+                "xhat": xhat,
+                "delta": tr.delta.transpose(1, 2),  # (b, T, d)
+                "forget": tr.decay.permute(0, 2, 1, 3),  # (b, T, d, N) exp(ΛΔ_t)
+                "input_term": tr.input_term.permute(0, 2, 1, 3),  # (b, T, d, N) (Δ_t ⊙ x̂_t) ⊗ B
+                "state": tr.states.permute(0, 2, 1, 3),  # (b, T, d, N) h_t
+                "y": y,
+                "B": Bt.transpose(1, 2),
+                "C": Ct.transpose(1, 2),  # (b, T, N)
                 "logits": logits,
             }
             return logits, internals
@@ -160,9 +178,11 @@ class SimplifiedMamba(nn.Module):
         return y.transpose(1, 2) @ self.W_o.T
 
     def extra_repr(self) -> str:
-        return (f"vocab_size={self.vocab_size}, d={2 * self.vocab_size}, d_state={self.d_state}, "
-                f"selective_bc={self.selective_bc}, softplus={self.softplus}, forgetting={self.forgetting}, "
-                f"backend={self.backend!r}")
+        return (
+            f"vocab_size={self.vocab_size}, d={2 * self.vocab_size}, d_state={self.d_state}, "
+            f"selective_bc={self.selective_bc}, softplus={self.softplus}, forgetting={self.forgetting}, "
+            f"backend={self.backend!r}"
+        )
 
 
 def m1(vocab_size=8, **kw) -> SimplifiedMamba:
@@ -177,5 +197,13 @@ def m2(vocab_size=8, num_keys=2, **kw) -> SimplifiedMamba:
 
 def theory_model(vocab_size: int) -> SimplifiedMamba:
     """M-th (Lemma 1): W_Δ = 0 trainable, no softplus, no forgetting, B = C = 1."""
-    return SimplifiedMamba(vocab_size, 1, selective_bc=False, softplus=False, forgetting=False, learn_A=False,
-                           init_std=0.0, backend="reference")
+    return SimplifiedMamba(
+        vocab_size,
+        1,
+        selective_bc=False,
+        softplus=False,
+        forgetting=False,
+        learn_A=False,
+        init_std=0.0,
+        backend="reference",
+    )

@@ -15,13 +15,13 @@ Shapes: ids (b, l) int64 → logits (b, l, vocab_size). Attention is causal soft
 with ``n_head`` heads of width ``d_model / n_head``; each layer is pre-norm (LayerNorm) attention
 followed, if ``mlp``, by a GELU MLP of width 4·d_model.
 """
+
 from __future__ import annotations
 
 import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 POSITIONAL = ("none", "learned", "sinusoidal", "rope")
 
@@ -72,12 +72,15 @@ class CausalSelfAttention(nn.Module):
 class TransformerLayer(nn.Module):
     def __init__(self, d_model: int, n_head: int, rope: bool, short_conv: int, mlp: bool):
         super().__init__()
-        self.conv = (nn.Conv1d(d_model, d_model, short_conv, groups=d_model, padding=short_conv - 1)
-                     if short_conv else None)
+        self.conv = (
+            nn.Conv1d(d_model, d_model, short_conv, groups=d_model, padding=short_conv - 1) if short_conv else None
+        )
         self.norm_attn = nn.LayerNorm(d_model)
         self.attn = CausalSelfAttention(d_model, n_head, rope)
         self.norm_mlp = nn.LayerNorm(d_model) if mlp else None
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)) if mlp else None
+        self.mlp = (
+            nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)) if mlp else None
+        )
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
         if self.conv is not None:  # causal: keep the first l outputs of the left-padded convolution
@@ -93,8 +96,17 @@ class TransformerLayer(nn.Module):
 class TinyTransformer(nn.Module):
     """A causal Transformer LM for synthetic recall tasks. ids (b, l) → logits (b, l, vocab_size)."""
 
-    def __init__(self, vocab_size: int, d_model: int = 64, n_layer: int = 2, n_head: int = 2,
-                 max_len: int = 2048, positional: str = "rope", short_conv: int = 0, mlp: bool = True):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int = 64,
+        n_layer: int = 2,
+        n_head: int = 2,
+        max_len: int = 2048,
+        positional: str = "rope",
+        short_conv: int = 0,
+        mlp: bool = True,
+    ):
         super().__init__()
         if positional not in POSITIONAL:
             raise ValueError(f"unknown positional={positional!r}; use one of {POSITIONAL}.")
@@ -106,8 +118,9 @@ class TinyTransformer(nn.Module):
             self.position = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
         elif positional == "sinusoidal":
             self.register_buffer("position", sinusoidal_positions(max_len, d_model), persistent=False)
-        self.layers = nn.ModuleList(TransformerLayer(d_model, n_head, positional == "rope", short_conv, mlp)
-                                    for _ in range(n_layer))
+        self.layers = nn.ModuleList(
+            TransformerLayer(d_model, n_head, positional == "rope", short_conv, mlp) for _ in range(n_layer)
+        )
         self.norm_f = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
 
@@ -116,8 +129,9 @@ class TinyTransformer(nn.Module):
             raise ValueError(f"ids must be (batch, length) token indices, got shape {tuple(ids.shape)}.")
         length = ids.shape[1]
         if length > self.max_len:
-            raise ValueError(f"sequence length {length} exceeds max_len={self.max_len}; build the model with a "
-                             "larger max_len.")
+            raise ValueError(
+                f"sequence length {length} exceeds max_len={self.max_len}; build the model with a larger max_len."
+            )
         x = self.embedding(ids)
         if self.positional in ("learned", "sinusoidal"):
             x = x + self.position[:length]

@@ -25,6 +25,7 @@ hence every verdict branch, bundle and chart -- with a handful of steps and cell
 Model sizes (``D``, ``d_model``, ``vocab_size``, lengths) are not capped: the paper's models are
 built, only trained and evaluated on a handful of steps and samples.
 """
+
 from __future__ import annotations
 
 import copy
@@ -42,8 +43,7 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     # Chapter 0: backend agreement on random inputs (batch, channels, N, lengths).
     "scan.agreement": {
         "ci": {"batch": 2, "channels": 8, "d_state": 4, "lengths": [1, 7, 64, 300, 2048], "seed_count": 3},
-        "paper": {"batch": 4, "channels": 64, "d_state": 16, "lengths": [1, 7, 64, 512, 4096, 8192],
-                  "seed_count": 5},
+        "paper": {"batch": 4, "channels": 64, "d_state": 16, "lengths": [1, 7, 64, 512, 4096, 8192], "seed_count": 5},
     },
     # Chapter 0: speed of each backend, forward + backward.
     "scan.bench": {
@@ -54,8 +54,11 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     # page: under Altair's 5000-row limit).
     "scan.explorer": {
         "ci": {"deltas": [0.05, 0.1, 0.2, 0.5, 1.0, 2.0], "a_values": [-0.25, -0.5, -1.0, -2.0, -4.0], "length": 24},
-        "paper": {"deltas": [0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0],
-                  "a_values": [-0.125, -0.25, -0.5, -1.0, -2.0, -4.0, -8.0], "length": 24},
+        "paper": {
+            "deltas": [0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0],
+            "a_values": [-0.125, -0.25, -0.5, -1.0, -2.0, -4.0, -8.0],
+            "length": 24,
+        },
     },
 }
 
@@ -67,8 +70,9 @@ SMOKE_OVERRIDES: dict[str, dict] = {
     "scan.agreement": {"channels": 8, "lengths": [1, 7, 512]},
     "scan.bench": {"sizes": [[2, 32, 16, 64], [2, 64, 16, 128]], "repeats": 1},
     # the explorer's (Δ, A) grid is cheap and the notebook picks its default from the 4th Δ: kept whole
-    "scan.explorer": {preset: {key: EXPERIMENTS["scan.explorer"][preset][key] for key in ("deltas", "a_values")}
-                      for preset in PRESETS},
+    "scan.explorer": {
+        preset: {key: EXPERIMENTS["scan.explorer"][preset][key] for key in ("deltas", "a_values")} for preset in PRESETS
+    },
 }
 
 
@@ -80,8 +84,10 @@ def _merge_chapter_sizes() -> None:
             if name in EXPERIMENTS:
                 raise RuntimeError(f"experiment {name!r} is defined twice (presets/{module.__name__}).")
             if not set(REQUIRED_PRESETS) <= set(sizes) <= set(ALL_PRESETS):
-                raise RuntimeError(f"experiment {name!r} must define the presets {REQUIRED_PRESETS} and may define "
-                                   f"{OPTIONAL_PRESETS}; it defines {tuple(sizes)}.")
+                raise RuntimeError(
+                    f"experiment {name!r} must define the presets {REQUIRED_PRESETS} and may define "
+                    f"{OPTIONAL_PRESETS}; it defines {tuple(sizes)}."
+                )
             EXPERIMENTS[name] = sizes
         for name, override in getattr(module, "SMOKE", {}).items():
             if name not in module.EXPERIMENTS:
@@ -98,10 +104,12 @@ class PresetError(ValueError):
 
 def check_preset(preset: str) -> str:
     if preset not in ALL_PRESETS:
-        raise PresetError(f"unknown preset {preset!r}; use 'ci' (small, a laptop CPU, minutes), 'cpu-hours' (the "
-                          "papers' own settings on the part of their grids a 2-core CPU finishes in hours, 3 seeds; "
-                          "defined for some experiments only) or 'paper' (the papers' sizes, a GPU: -p preset paper "
-                          "-p device cuda).")
+        raise PresetError(
+            f"unknown preset {preset!r}; use 'ci' (small, a laptop CPU, minutes), 'cpu-hours' (the "
+            "papers' own settings on the part of their grids a 2-core CPU finishes in hours, 3 seeds; "
+            "defined for some experiments only) or 'paper' (the papers' sizes, a GPU: -p preset paper "
+            "-p device cuda)."
+        )
     return preset
 
 
@@ -114,9 +122,27 @@ SCHEDULE_KEYS = frozenset({"warmup", "hold", "warmup_steps"})
 EVERY_KEYS = frozenset({"eval_every", "checkpoint_every"})
 BATCH_KEYS = frozenset({"batch", "batch_size", "eval_batch"})
 COUNT_KEYS = frozenset({"seeds", "draws", "repeats", "seed_count", "n_random"})
-SAMPLE_KEYS = frozenset({"n", "n_seq", "n_eval", "n_probe", "n_noise", "mc_n", "onestep_n", "train_size",
-                         "test_size", "sequences", "eval_sequences", "test_sequences", "real_sequences",
-                         "token_sequences", "exact_sequences", "sweep_sequences", "designed_n_seq"})
+SAMPLE_KEYS = frozenset(
+    {
+        "n",
+        "n_seq",
+        "n_eval",
+        "n_probe",
+        "n_noise",
+        "mc_n",
+        "onestep_n",
+        "train_size",
+        "test_size",
+        "sequences",
+        "eval_sequences",
+        "test_sequences",
+        "real_sequences",
+        "token_sequences",
+        "exact_sequences",
+        "sweep_sequences",
+        "designed_n_seq",
+    }
+)
 
 
 def _is_axis(value) -> bool:
@@ -142,9 +168,19 @@ def smoke_cap(sizes, key: str | None = None):
         return [smoke_cap(v) for v in sizes]
     if isinstance(sizes, bool) or not isinstance(sizes, int):
         return copy.deepcopy(sizes)
-    limit = (SMOKE_STEPS if key in STEP_KEYS or key in EVERY_KEYS else 1 if key in SCHEDULE_KEYS
-             else SMOKE_BATCH if key in BATCH_KEYS else SMOKE_COUNT if key in COUNT_KEYS
-             else SMOKE_SAMPLES if key in SAMPLE_KEYS else None)
+    limit = (
+        SMOKE_STEPS
+        if key in STEP_KEYS or key in EVERY_KEYS
+        else 1
+        if key in SCHEDULE_KEYS
+        else SMOKE_BATCH
+        if key in BATCH_KEYS
+        else SMOKE_COUNT
+        if key in COUNT_KEYS
+        else SMOKE_SAMPLES
+        if key in SAMPLE_KEYS
+        else None
+    )
     return sizes if limit is None else min(sizes, limit)
 
 
@@ -162,8 +198,10 @@ def experiment(name: str, preset: str, *, smoke: bool = False) -> dict:
         raise PresetError(f"smoke must be True or False, got {smoke!r}.")
     if preset not in EXPERIMENTS[name]:
         have = [p for p in ALL_PRESETS if p in EXPERIMENTS[name]]
-        raise PresetError(f"experiment {name!r} has no {preset!r} preset (it defines {', '.join(have)}); "
-                          f"experiments with one: {', '.join(presets_defining(preset))}.")
+        raise PresetError(
+            f"experiment {name!r} has no {preset!r} preset (it defines {', '.join(have)}); "
+            f"experiments with one: {', '.join(presets_defining(preset))}."
+        )
     sizes = copy.deepcopy(EXPERIMENTS[name][preset])
     if not smoke:
         return sizes

@@ -10,12 +10,26 @@ held-out accuracy); the paper's own protocol (App. D.1: 600 epochs of 10⁵ samp
 EXPERIMENTS: dict[str, dict[str, dict]] = {
     # Thm. 1 / Fig. A.1: discrete constructions on random inputs, continuous quadrature, sliders.
     "ch3.haar": {
-        "ci": {"lengths": [16, 64, 256], "max_j": 4, "draws": 20, "widths": [1e2, 1e3, 1e4, 1e5],
-               "quad_points": 400_001, "slider_js": [0, 1, 2], "slider_sharpness": [1, 2, 3, 4],
-               "slider_points": 161},
-        "paper": {"lengths": [16, 64, 256, 1024], "max_j": 9, "draws": 50, "widths": [1e2, 1e3, 1e4, 1e5, 1e6],
-                  "quad_points": 2_000_001, "slider_js": [0, 1, 2], "slider_sharpness": [1, 2, 3, 4],
-                  "slider_points": 161},
+        "ci": {
+            "lengths": [16, 64, 256],
+            "max_j": 4,
+            "draws": 20,
+            "widths": [1e2, 1e3, 1e4, 1e5],
+            "quad_points": 400_001,
+            "slider_js": [0, 1, 2],
+            "slider_sharpness": [1, 2, 3, 4],
+            "slider_points": 161,
+        },
+        "paper": {
+            "lengths": [16, 64, 256, 1024],
+            "max_j": 9,
+            "draws": 50,
+            "widths": [1e2, 1e3, 1e4, 1e5, 1e6],
+            "quad_points": 2_000_001,
+            "slider_js": [0, 1, 2],
+            "slider_sharpness": [1, 2, 3, 4],
+            "slider_points": 161,
+        },
     },
     # Cor. 1: best-N Haar (Mamba) vs Fourier (S4D) squared errors.
     "ch3.cor1": {
@@ -29,14 +43,36 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
     # Tab. 1 / A.1-A.4 / Fig. 1: trained KEEP n-TH models (runner ch3_keep_nth).
     "ch3.keep_train": {
-        "ci": {"Ts": [20], "dN": [[32, 8]], "models": ["s6+pe", "s6", "s4d+pe", "s4d", "transformer"],
-               "seeds": [0], "steps": 1500, "batch": 64, "lr": 1e-2, "lr_transformer": 3e-3, "V": 128, "nth": 5,
-               "eval_sequences": 1000, "test_sequences": 2000, "transformer_d": 16},
-        "paper": {"Ts": [10, 20, 30, 40, 50], "dN": [[8, 8], [8, 32], [8, 64], [32, 8], [32, 32], [32, 64],
-                                                     [64, 8], [64, 32], [64, 64]],
-                  "models": ["s6+pe", "s6", "s4d+pe", "s4d", "transformer"], "seeds": [0, 1, 2],
-                  "steps": 20_000, "batch": 128, "lr": 1e-2, "lr_transformer": 3e-3, "V": 128, "nth": 5,
-                  "eval_sequences": 1000, "test_sequences": 10_000, "transformer_d": 16},
+        "ci": {
+            "Ts": [20],
+            "dN": [[32, 8]],
+            "models": ["s6+pe", "s6", "s4d+pe", "s4d", "transformer"],
+            "seeds": [0],
+            "steps": 1500,
+            "batch": 64,
+            "lr": 1e-2,
+            "lr_transformer": 3e-3,
+            "V": 128,
+            "nth": 5,
+            "eval_sequences": 1000,
+            "test_sequences": 2000,
+            "transformer_d": 16,
+        },
+        "paper": {
+            "Ts": [10, 20, 30, 40, 50],
+            "dN": [[8, 8], [8, 32], [8, 64], [32, 8], [32, 32], [32, 64], [64, 8], [64, 32], [64, 64]],
+            "models": ["s6+pe", "s6", "s4d+pe", "s4d", "transformer"],
+            "seeds": [0, 1, 2],
+            "steps": 20_000,
+            "batch": 128,
+            "lr": 1e-2,
+            "lr_transformer": 3e-3,
+            "V": 128,
+            "nth": 5,
+            "eval_sequences": 1000,
+            "test_sequences": 10_000,
+            "transformer_d": 16,
+        },
     },
     # Lemmas 1-2: sensitivities.
     "ch3.sensitivity": {
@@ -45,21 +81,55 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
     # Thms. 2-4: construction checks and sweeps (sequences per point, JL draws).
     "ch3.mqar_constructions": {
-        "ci": {"T": 100, "kappas": [4, 8, 16, 32], "Vs": [128], "exact_sequences": 500, "sweep_sequences": 100,
-               "draws": 3, "ps": [8, 12, 16, 24, 32], "pks": [4, 8, 16, 24, 32], "big_V": 512, "big_kappas": [4, 8],
-               "explorer_kappas": [4, 8, 16], "explorer_Vs": [64, 128], "explorer_ps": [6, 8, 12, 16, 24]},
-        "paper": {"T": 100, "kappas": [4, 8, 16, 32], "Vs": [128, 256, 512], "exact_sequences": 1000,
-                  "sweep_sequences": 500, "draws": 5, "ps": [6, 8, 12, 16, 24, 32, 48],
-                  "pks": [4, 8, 12, 16, 24, 32, 48], "big_V": 512, "big_kappas": [4, 8, 16, 32],
-                  "explorer_kappas": [4, 8, 16, 32], "explorer_Vs": [64, 128, 256],
-                  "explorer_ps": [6, 8, 12, 16, 24, 32]},
+        "ci": {
+            "T": 100,
+            "kappas": [4, 8, 16, 32],
+            "Vs": [128],
+            "exact_sequences": 500,
+            "sweep_sequences": 100,
+            "draws": 3,
+            "ps": [8, 12, 16, 24, 32],
+            "pks": [4, 8, 16, 24, 32],
+            "big_V": 512,
+            "big_kappas": [4, 8],
+            "explorer_kappas": [4, 8, 16],
+            "explorer_Vs": [64, 128],
+            "explorer_ps": [6, 8, 12, 16, 24],
+        },
+        "paper": {
+            "T": 100,
+            "kappas": [4, 8, 16, 32],
+            "Vs": [128, 256, 512],
+            "exact_sequences": 1000,
+            "sweep_sequences": 500,
+            "draws": 5,
+            "ps": [6, 8, 12, 16, 24, 32, 48],
+            "pks": [4, 8, 12, 16, 24, 32, 48],
+            "big_V": 512,
+            "big_kappas": [4, 8, 16, 32],
+            "explorer_kappas": [4, 8, 16, 32],
+            "explorer_Vs": [64, 128, 256],
+            "explorer_ps": [6, 8, 12, 16, 24, 32],
+        },
     },
     # Thm. 3 / Remark 3: the state size N = p_k the JL-key construction needs, against κ (theory.mqar_constructions.thm3_key_growth).
     "ch3.thm3_growth": {
-        "ci": {"kappas": [4, 8, 16, 32, 64], "pks": [4, 8, 16, 32, 64, 128, 256], "V": 128, "pv": 32, "draws": 3,
-               "sequences": 100},
-        "paper": {"kappas": [4, 8, 16, 32, 64, 128, 256], "pks": [4, 8, 16, 32, 64, 128, 256, 512, 1024], "V": 128,
-                  "pv": 32, "draws": 5, "sequences": 200},
+        "ci": {
+            "kappas": [4, 8, 16, 32, 64],
+            "pks": [4, 8, 16, 32, 64, 128, 256],
+            "V": 128,
+            "pv": 32,
+            "draws": 3,
+            "sequences": 100,
+        },
+        "paper": {
+            "kappas": [4, 8, 16, 32, 64, 128, 256],
+            "pks": [4, 8, 16, 32, 64, 128, 256, 512, 1024],
+            "V": 128,
+            "pv": 32,
+            "draws": 5,
+            "sequences": 200,
+        },
     },
     # Thm. 3: smallest N = p_k with 99 % recall against κ (theory.mqar_constructions.thm3_state_for_recall).
     "ch3.thm3_recall99": {
@@ -78,11 +148,33 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
     # Fig. 2 / A.3 (micro version in ci): trained 1-layer Mamba without gate, N below/above κ.
     "ch3.mqar_train": {
-        "ci": {"T": 24, "V": 16, "kappas": [4], "ds": [32], "Ns": {"s6": [2, 8]}, "seeds": [0], "steps": 1500,
-               "batch": 64, "lr": 3e-3, "eval_sequences": 500, "test_sequences": 1000},
-        "paper": {"T": 100, "V": 128, "kappas": [4, 8, 16, 32], "ds": [4, 8, 16, 32, 64, 128, 256, 512],
-                  "Ns": {"s6": "2kappa", "s4d": [4], "mamba2": "8lnkappa"}, "N_sweep": [1, 2, 4, 8, 16, 32, 64], "seeds": [0, 1, 2, 3, 4, 5, 6],
-                  "steps": 20_000, "batch": 128, "lr": 3e-3, "eval_sequences": 1000, "test_sequences": 10_000},
+        "ci": {
+            "T": 24,
+            "V": 16,
+            "kappas": [4],
+            "ds": [32],
+            "Ns": {"s6": [2, 8]},
+            "seeds": [0],
+            "steps": 1500,
+            "batch": 64,
+            "lr": 3e-3,
+            "eval_sequences": 500,
+            "test_sequences": 1000,
+        },
+        "paper": {
+            "T": 100,
+            "V": 128,
+            "kappas": [4, 8, 16, 32],
+            "ds": [4, 8, 16, 32, 64, 128, 256, 512],
+            "Ns": {"s6": "2kappa", "s4d": [4], "mamba2": "8lnkappa"},
+            "N_sweep": [1, 2, 4, 8, 16, 32, 64],
+            "seeds": [0, 1, 2, 3, 4, 5, 6],
+            "steps": 20_000,
+            "batch": 128,
+            "lr": 3e-3,
+            "eval_sequences": 1000,
+            "test_sequences": 10_000,
+        },
     },
     # Lemma 3: construction checks.
     "ch3.ih_construction": {
@@ -91,16 +183,41 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
     # Fig. 3 / A.4 (smoke test in ci): Mamba vs Mamba-Δ⊤ trained on INDUCTION HEADS.
     "ch3.ih_train": {
-        "ci": {"T": 32, "Vs": [5], "ds": [16], "N_factor": 4, "seeds": [0], "steps": 600, "batch": 64, "lr": 3e-3,
-               "p": 0.75, "gamma": 0.1, "eval_sequences": 500, "test_sequences": 1000},
-        "paper": {"T": 100, "Vs": [5, 10, 20, 40], "ds": [4, 8, 16, 32, 64, 128], "N_factor": [1, 2, 4],
-                  "seeds": [0, 1, 2, 3, 4], "steps": 20_000, "batch": 128, "lr": 3e-3, "p": 0.75, "gamma": 0.1,
-                  "eval_sequences": 1000, "test_sequences": 10_000},
+        "ci": {
+            "T": 32,
+            "Vs": [5],
+            "ds": [16],
+            "N_factor": 4,
+            "seeds": [0],
+            "steps": 600,
+            "batch": 64,
+            "lr": 3e-3,
+            "p": 0.75,
+            "gamma": 0.1,
+            "eval_sequences": 500,
+            "test_sequences": 1000,
+        },
+        "paper": {
+            "T": 100,
+            "Vs": [5, 10, 20, 40],
+            "ds": [4, 8, 16, 32, 64, 128],
+            "N_factor": [1, 2, 4],
+            "seeds": [0, 1, 2, 3, 4],
+            "steps": 20_000,
+            "batch": 128,
+            "lr": 3e-3,
+            "p": 0.75,
+            "gamma": 0.1,
+            "eval_sequences": 1000,
+            "test_sequences": 10_000,
+        },
     },
 }
 
 # The smoke cap's exceptions (see presets/__init__.py): the (j, k) grid of Thm 1 has 2^(max_j+1) - 1 cells per
 # length and discretisation, so max_j is a grid size here, not a parameter of one cell.
-SMOKE = {"ch3.haar": {"max_j": 2},
-         # κ = 256 walks the whole p_k grid from the first κ's answer: a few sequences per point
-         "ch3.thm3_recall99": {"queries": 512}}
+SMOKE = {
+    "ch3.haar": {"max_j": 2},
+    # κ = 256 walks the whole p_k grid from the first κ's answer: a few sequences per point
+    "ch3.thm3_recall99": {"queries": 512},
+}

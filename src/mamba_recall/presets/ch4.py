@@ -11,8 +11,18 @@ _VOCAB = {"n_names": 32, "n_relations": 8, "n_filler": 16}
 
 # What every S-model recipe shares: AdamW (β = 0.9, 0.95, weight decay 0.1, clip 1.0), the
 # curriculum over L, multi-query recall batches; and the two run lengths (CPU "ci", GPU "paper").
-_SHARED = {"vocab": _VOCAB, "lr": 3e-3, "weight_decay": 0.1, "betas": [0.9, 0.95], "grad_clip": 1.0, "L_min": 2,
-           "L_max": 16, "curriculum_frac": 0.3, "n_queries": 4, "seed": 0}
+_SHARED = {
+    "vocab": _VOCAB,
+    "lr": 3e-3,
+    "weight_decay": 0.1,
+    "betas": [0.9, 0.95],
+    "grad_clip": 1.0,
+    "L_min": 2,
+    "L_max": 16,
+    "curriculum_frac": 0.3,
+    "n_queries": 4,
+    "seed": 0,
+}
 _CPU_RUN = {"steps": 6000, "batch": 32, "warmup_steps": 300, "checkpoint_every": 500}
 _GPU_RUN = {"steps": 20000, "batch": 256, "warmup_steps": 1000, "checkpoint_every": 1000}
 
@@ -33,27 +43,56 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     # not committed; its "paper" recipe is the larger GPU S-model.
     "ch4.train_s_deep": {
         "ci": _recipe({"d_model": 32, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 2}, _CPU_RUN),
-        "paper": _recipe({"d_model": 128, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 8}, _GPU_RUN,
-                         vocab={"n_names": 128, "n_relations": 16, "n_filler": 16}, lr=1e-3, L_max=48),
+        "paper": _recipe(
+            {"d_model": 128, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 8},
+            _GPU_RUN,
+            vocab={"n_names": 128, "n_relations": 16, "n_filler": 16},
+            lr=1e-3,
+            L_max=48,
+        ),
     },
     # The transfer S-model (Table 1 analogue, paper §4.2): s_small fine-tuned on a 50/50 mixture of the
     # recall task and the four synthetic downstream tasks of tasks/transfer.py (filler contexts).
     "ch4.train_s_mix": {
-        "ci": _recipe(_S_SMALL, _CPU_RUN, init_from="s_small", steps=5000, lr=1e-3, warmup_steps=100,
-                      curriculum_frac=0.0, seed=1,
-                      mix={"p_recall": 0.5, "tasks": _TRANSFER_TASKS,
-                           "sizes": {"n_filler": 48, "n_facts": 4, "n_distract": 4, "n_copy": 8}}),
-        "paper": _recipe(_S_SMALL, _GPU_RUN, init_from="s_small", steps=10000, batch=128, lr=1e-3,
-                         warmup_steps=300, curriculum_frac=0.0, seed=1,
-                         mix={"p_recall": 0.5, "tasks": _TRANSFER_TASKS,
-                              "sizes": {"n_filler": 256, "n_facts": 8, "n_distract": 8, "n_copy": 16}}),
+        "ci": _recipe(
+            _S_SMALL,
+            _CPU_RUN,
+            init_from="s_small",
+            steps=5000,
+            lr=1e-3,
+            warmup_steps=100,
+            curriculum_frac=0.0,
+            seed=1,
+            mix={
+                "p_recall": 0.5,
+                "tasks": _TRANSFER_TASKS,
+                "sizes": {"n_filler": 48, "n_facts": 4, "n_distract": 4, "n_copy": 8},
+            },
+        ),
+        "paper": _recipe(
+            _S_SMALL,
+            _GPU_RUN,
+            init_from="s_small",
+            steps=10000,
+            batch=128,
+            lr=1e-3,
+            warmup_steps=300,
+            curriculum_frac=0.0,
+            seed=1,
+            mix={
+                "p_recall": 0.5,
+                "tasks": _TRANSFER_TASKS,
+                "sizes": {"n_filler": 256, "n_facts": 8, "n_distract": 8, "n_copy": 16},
+            },
+        ),
     },
     # The optional Mamba-2 S-model (App. F, "S-m2"): SSD heads with a scalar decay, headdim 16.
     # d_state: 32 and then 16 (s_small's N) were trained first; both recalled perfectly up to L = 32 (no
     # serial-position effect to analyse: the task must exceed the state's capacity), so the
     # committed recipe uses d_state 8 (state 8 heads x 16 x 8 per layer, half of s_small's 128 x 16).
     "ch4.train_s_m2": {
-        "ci": _recipe(_S_M2, _CPU_RUN), "paper": _recipe(_S_M2, _GPU_RUN),
+        "ci": _recipe(_S_M2, _CPU_RUN),
+        "paper": _recipe(_S_M2, _GPU_RUN),
     },
     # Notebook sizes (evaluation only; the models are loaded from results/checkpoints/).
     # cpu-hours: the claim checks of the edge family (experiments/ch4_edge.py --checks), each test at the model's
@@ -64,12 +103,36 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
         "paper": {"model": "s_small", "Ls": [8, 12, 16, 24, 32], "n": 200},
     },
     "ch4.channels": {
-        "ci": {"model": "s_small", "L_ident": 8, "Ls": [8, 16], "n": 100, "n_random": 3, "tau": 0.7, "p": 0.7,
-               "transfer_L": 16},
-        "cpu-hours": {"model": "edge", "L_ident": 8, "Ls": [16, 24], "n": 200, "n_random": 5, "tau": 0.7, "p": 0.7,
-                      "transfer_L": 16},
-        "paper": {"model": "s_small", "L_ident": 8, "Ls": [8, 16, 32], "n": 200, "n_random": 10, "tau": 0.7,
-                  "p": 0.7, "transfer_L": 16},
+        "ci": {
+            "model": "s_small",
+            "L_ident": 8,
+            "Ls": [8, 16],
+            "n": 100,
+            "n_random": 3,
+            "tau": 0.7,
+            "p": 0.7,
+            "transfer_L": 16,
+        },
+        "cpu-hours": {
+            "model": "edge",
+            "L_ident": 8,
+            "Ls": [16, 24],
+            "n": 200,
+            "n_random": 5,
+            "tau": 0.7,
+            "p": 0.7,
+            "transfer_L": 16,
+        },
+        "paper": {
+            "model": "s_small",
+            "L_ident": 8,
+            "Ls": [8, 16, 32],
+            "n": 200,
+            "n_random": 10,
+            "tau": 0.7,
+            "p": 0.7,
+            "transfer_L": 16,
+        },
     },
     "ch4.mamba2_heads": {
         "ci": {"model": "s_m2", "L_ident": 8, "Ls": [8, 16, 32], "n": 100, "n_random": 5, "tau": 0.7},
@@ -112,8 +175,18 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
 #   * 4 layers, d_state 4, lr 2e-3: stalled (loss 3.7 after 1,600 steps); 4 layers, d_state 8, lr 1e-3: 0.11 at
 #     L = 8 after 3,000 steps (too slow for a CPU run).
 _EDGE_VOCAB = {"n_names": 64, "n_relations": 8, "n_filler": 16}
-_EDGE_RUN = {**_SHARED, "vocab": _EDGE_VOCAB, "L_max": 24, "curriculum_frac": 0.5, "steps": 8000, "batch": 32,
-             "warmup_steps": 300, "checkpoint_every": 1000, "gap_max": 8, "gap_from": 0.5}
+_EDGE_RUN = {
+    **_SHARED,
+    "vocab": _EDGE_VOCAB,
+    "L_max": 24,
+    "curriculum_frac": 0.5,
+    "steps": 8000,
+    "batch": 32,
+    "warmup_steps": 300,
+    "checkpoint_every": 1000,
+    "gap_max": 8,
+    "gap_from": 0.5,
+}
 _EDGE_D2 = {"d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "dt_rank": 4}
 _EDGE_D4 = {"d_model": 64, "n_layer": 4, "d_state": 8, "expand": 2, "dt_rank": 4}
 _EDGE_RECIPES = {
@@ -128,11 +201,16 @@ EXPERIMENTS["ch4.edge"] = {
     # The ci preset names the same committed models (the notebooks load them; nothing is trained in ci).
     "ci": {"recipes": _EDGE_RECIPES, "seeds": 3, "eval": _EDGE_EVAL},
     "cpu-hours": {"recipes": _EDGE_RECIPES, "seeds": 3, "eval": _EDGE_EVAL},
-    "paper": {"recipes": {name: {**r, "steps": 20000, "batch": 256, "warmup_steps": 1000}
-                          for name, r in _EDGE_RECIPES.items()}, "seeds": 3,
-              "eval": {"Ls": [8, 12, 16, 20, 24, 32, 48], "n": 500}},
+    "paper": {
+        "recipes": {
+            name: {**r, "steps": 20000, "batch": 256, "warmup_steps": 1000} for name, r in _EDGE_RECIPES.items()
+        },
+        "seeds": 3,
+        "eval": {"Ls": [8, 12, 16, 20, 24, 32, 48], "n": 500},
+    },
 }
 
 # A second training run of s_small (same recipe, another seed): do the chapter's verdicts survive a re-training?
-EXPERIMENTS["ch4.train_s_small_seed1"] = {preset: {**recipe, "seed": 1}
-                                         for preset, recipe in EXPERIMENTS["ch4.train_s_small"].items()}
+EXPERIMENTS["ch4.train_s_small_seed1"] = {
+    preset: {**recipe, "seed": 1} for preset, recipe in EXPERIMENTS["ch4.train_s_small"].items()
+}

@@ -28,6 +28,7 @@ Shared steps: :func:`prepare_scan` (checks the arguments, adds the bias and soft
 are every backend's common code (``_common.py``, this package's internals); they are exported here for the
 Mamba block's step-by-step path (``models.mamba``).
 """
+
 from __future__ import annotations
 
 import torch
@@ -48,10 +49,26 @@ from .reference import ScanTrace, selective_scan_reference, selective_scan_trace
 BACKENDS = ("auto", "reference", "chunked", "mamba_ssm", "fused")
 
 __all__ = [
-    "BACKENDS", "BackendUnavailableError", "PreparedScan", "ScanInputError", "ScanTrace", "discretize",
-    "finish_output", "fused_available", "linear_recurrence_chunked", "mamba_ssm_available", "prepare_scan",
-    "resolve_backend", "selective_scan", "selective_scan_chunked", "selective_scan_fused", "selective_scan_reference",
-    "selective_scan_trace", "ssd_scan", "ssd_scan_chunked", "ssd_scan_reference",
+    "BACKENDS",
+    "BackendUnavailableError",
+    "PreparedScan",
+    "ScanInputError",
+    "ScanTrace",
+    "discretize",
+    "finish_output",
+    "fused_available",
+    "linear_recurrence_chunked",
+    "mamba_ssm_available",
+    "prepare_scan",
+    "resolve_backend",
+    "selective_scan",
+    "selective_scan_chunked",
+    "selective_scan_fused",
+    "selective_scan_reference",
+    "selective_scan_trace",
+    "ssd_scan",
+    "ssd_scan_chunked",
+    "ssd_scan_reference",
 ]
 
 
@@ -84,11 +101,26 @@ def _only_on_pytorch_backends(name, extras):
     used = [k for k, v in extras.items() if v is not None and v != "euler"]
     if used:
         raise BackendUnavailableError(
-            f"backend='mamba_ssm' does not support {', '.join(used)}; use backend='chunked' or 'reference'.")
+            f"backend='mamba_ssm' does not support {', '.join(used)}; use backend='chunked' or 'reference'."
+        )
 
 
-def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
-                   return_last_state=False, backend="auto", *, discretization="euler", initial_state=None):
+def selective_scan(
+    u,
+    delta,
+    A,
+    B,
+    C,
+    D=None,
+    z=None,
+    delta_bias=None,
+    delta_softplus=False,
+    return_last_state=False,
+    backend="auto",
+    *,
+    discretization="euler",
+    initial_state=None,
+):
     """Mamba-1 selective scan with ``mamba_ssm``'s ``selective_scan_fn`` signature and shapes.
 
     u, delta, z: (b, d, l); A: (d, n); B, C: (d, n) | (b, n, l) | (b, g, n, l); D, delta_bias: (d,).
@@ -108,8 +140,21 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
     return selective_scan_chunked(*args, discretization=discretization, initial_state=initial_state)
 
 
-def ssd_scan(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, initial_states=None,
-             return_final_states=False, backend="auto", chunk_size=64):
+def ssd_scan(
+    x,
+    dt,
+    A,
+    B,
+    C,
+    D=None,
+    z=None,
+    dt_bias=None,
+    dt_softplus=False,
+    initial_states=None,
+    return_final_states=False,
+    backend="auto",
+    chunk_size=64,
+):
     """Mamba-2 scan with ``mamba_chunk_scan_combined``'s layout (see ``mamba2.py``).
 
     There is no fused SSD kernel: ``backend="fused"`` (what ``auto`` means on the CPU for the Mamba-1
@@ -119,8 +164,14 @@ def ssd_scan(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, in
     name = resolve_backend(backend, x.device)
     if name == "fused":
         name = "chunked"
-    kwargs = dict(D=D, z=z, dt_bias=dt_bias, dt_softplus=dt_softplus, initial_states=initial_states,
-                  return_final_states=return_final_states)
+    kwargs = dict(
+        D=D,
+        z=z,
+        dt_bias=dt_bias,
+        dt_softplus=dt_softplus,
+        initial_states=initial_states,
+        return_final_states=return_final_states,
+    )
     if name == "mamba_ssm":
         return ssd_scan_mamba_ssm(x, dt, A, B, C, chunk_size, **kwargs)
     if name == "reference":

@@ -23,6 +23,7 @@ The recurrence (Mamba paper, Eqs. 2a–2b and 4 with the Euler rule for B that t
     h_t  = Ā_t ⊙ h_{t−1} + B̄_t · u_t               h: (batch, channels, N)
     y_t  = ⟨C_t, h_t⟩ + D · u_t,  then  y_t *= silu(z_t)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,8 +57,9 @@ def _shape(t: torch.Tensor) -> str:
     return "(" + ", ".join(str(s) for s in t.shape) + ")"
 
 
-def _check_input_map(name: str, M: torch.Tensor, batch: int, channels: int, n: int, length: int,
-                     expand_groups: bool = True) -> torch.Tensor:
+def _check_input_map(
+    name: str, M: torch.Tensor, batch: int, channels: int, n: int, length: int, expand_groups: bool = True
+) -> torch.Tensor:
     """Return B or C as a (b|1, d|1, n, l) view, or raise a ScanInputError that names the accepted shapes.
 
     Grouped maps (b, g, n, l) are repeated to one group per channel unless ``expand_groups`` is False

@@ -9,6 +9,7 @@ u, dt (Δ after bias and softplus), y: (b, d, L);  A: (d, N);  Bk, Ck: (b|1, G, 
 pair (bi, c) is ``Bk[bi if b_B > 1 else 0, c // (d // G), t if L_B > 1 else 0, :]``;  h0, last: (b, d, N)
 (zeros when no initial state is given).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,6 +51,7 @@ def _exp_impl(x):
     that LLVM vectorises the N-loop (numba's libm call would stay scalar). Below −87.3 it returns 0
     (exact expf gives denormals < 1.2e-38 there)."""
     if x == types.float32:
+
         def impl(x):
             xc = min(max(x, np.float32(-87.33654)), np.float32(88.37626))
             k = np.floor(xc * np.float32(1.44269504088896341) + np.float32(0.5))
@@ -64,6 +66,7 @@ def _exp_impl(x):
             scale = _bits_to_f32((np.int32(k) + np.int32(127)) << 23)
             res = e * scale
             return res if x > np.float32(-87.33654) else np.float32(0.0)
+
         return impl
     return lambda x: math.exp(x)
 

@@ -1,4 +1,5 @@
 """Backend agreement and the stability demonstration of Chapter 0."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -7,20 +8,25 @@ import torch
 from . import selective_scan
 
 
-def random_scan_inputs(batch, channels, d_state, length, dtype=torch.float64, seed=0, device="cpu",
-                       delta_scale=1.0):
+def random_scan_inputs(batch, channels, d_state, length, dtype=torch.float64, seed=0, device="cpu", delta_scale=1.0):
     """Seeded random inputs in mamba-ssm shapes, selective B and C, with D, z and delta_bias."""
     g = torch.Generator(device="cpu").manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g, dtype=dtype).to(device)  # noqa: E731
     return dict(
-        u=r(batch, channels, length), delta=delta_scale * r(batch, channels, length),
-        A=-torch.exp(r(channels, d_state) * 0.5), B=r(batch, d_state, length), C=r(batch, d_state, length),
-        D=r(channels), z=r(batch, channels, length), delta_bias=r(channels) * 0.1,
+        u=r(batch, channels, length),
+        delta=delta_scale * r(batch, channels, length),
+        A=-torch.exp(r(channels, d_state) * 0.5),
+        B=r(batch, d_state, length),
+        C=r(batch, d_state, length),
+        D=r(channels),
+        z=r(batch, channels, length),
+        delta_bias=r(channels) * 0.1,
     )
 
 
-def backend_agreement(batch, channels, d_state, lengths, backends, dtype=torch.float64, seed=0,
-                      device="cpu") -> pd.DataFrame:
+def backend_agreement(
+    batch, channels, d_state, lengths, backends, dtype=torch.float64, seed=0, device="cpu"
+) -> pd.DataFrame:
     """Max relative error of each backend against ``reference``: output and every input gradient.
 
     Relative error = ‖x − x_ref‖∞ / max(‖x_ref‖∞, 1e-30), over the output and the gradients of
@@ -29,8 +35,9 @@ def backend_agreement(batch, channels, d_state, lengths, backends, dtype=torch.f
     rows = []
     for length in lengths:
         inputs = random_scan_inputs(batch, channels, d_state, length, dtype, seed, device)
-        weight = torch.randn(batch, channels, length, generator=torch.Generator().manual_seed(seed + 1),
-                             dtype=dtype).to(device)
+        weight = torch.randn(
+            batch, channels, length, generator=torch.Generator().manual_seed(seed + 1), dtype=dtype
+        ).to(device)
         results = {}
         for name in ("reference", *backends):
             leaves = {k: v.clone().requires_grad_(True) for k, v in inputs.items()}
@@ -41,9 +48,15 @@ def backend_agreement(batch, channels, d_state, lengths, backends, dtype=torch.f
         for name in backends:
             out, grads = results[name]
             rel = lambda a, b: ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()  # noqa: E731
-            rows.append({"backend": name, "dtype": str(dtype).replace("torch.", ""), "length": length,
-                         "output rel. error": rel(out, ref_out),
-                         "max gradient rel. error": max(rel(a, b) for a, b in zip(grads, ref_grads))})
+            rows.append(
+                {
+                    "backend": name,
+                    "dtype": str(dtype).replace("torch.", ""),
+                    "length": length,
+                    "output rel. error": rel(out, ref_out),
+                    "max gradient rel. error": max(rel(a, b) for a, b in zip(grads, ref_grads)),
+                }
+            )
     return pd.DataFrame(rows)
 
 

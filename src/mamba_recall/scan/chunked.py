@@ -21,6 +21,7 @@ decay. (The "cumsum trick" h_t = P_t Σ_s b_s / P_s overflows once Σ Δ|A| exce
 e.g. after one token at Δ = 20, |A| = 16.) Memory is O(batch · features · L): the states and the
 discretised inputs, never an L×L matrix.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,7 +52,7 @@ def _scan_in_chunks(a, x, h0, T, reverse):
     P = a5.prod(dim=2)  # decay across each chunk, (batch, M, K)
     entering = torch.empty_like(h)  # 2. the state entering each chunk, (★)
     c = h0
-    for m in (range(M - 1, -1, -1) if reverse else range(M)):
+    for m in range(M - 1, -1, -1) if reverse else range(M):
         entering[:, m] = c
         c = torch.addcmul(h[:, m], P[:, m], c)
     states = torch.empty_like(x5)  # 3. all states, every chunk from its entering state
@@ -102,15 +103,26 @@ def linear_recurrence_chunked(log_decay, input_term, initial_state=None, chunk_s
     pad = (-L) % T
     if pad:  # padded steps have decay 1 and no input: they leave the state untouched
         log_decay, input_term = F.pad(log_decay, (0, 0, 0, pad)), F.pad(input_term, (0, 0, 0, pad))
-    h0 = (input_term.new_zeros(bsz, K) if initial_state is None
-          else initial_state.to(input_term.dtype).reshape(bsz, K))
+    h0 = input_term.new_zeros(bsz, K) if initial_state is None else initial_state.to(input_term.dtype).reshape(bsz, K)
     states = _ChunkedLinearRecurrence.apply(log_decay.contiguous(), input_term.contiguous(), h0, T)
     return states[:, :L].reshape(bsz, L, *feat)
 
 
 def selective_scan_chunked(
-    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
-    return_last_state=False, *, discretization="euler", chunk_size=None, initial_state=None,
+    u,
+    delta,
+    A,
+    B,
+    C,
+    D=None,
+    z=None,
+    delta_bias=None,
+    delta_softplus=False,
+    return_last_state=False,
+    *,
+    discretization="euler",
+    chunk_size=None,
+    initial_state=None,
 ):
     """Chunked selective scan with ``selective_scan_fn``'s signature (see module docstring)."""
     p = prepare_scan(u, delta, A, B, C, D, z, delta_bias, delta_softplus, discretization)

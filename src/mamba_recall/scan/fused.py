@@ -39,6 +39,7 @@ that LLVM runs the N-loop in SIMD lanes; float64 uses libm's ``exp``. The compil
 cached on disk (``cache=True``): the first call in a fresh environment compiles them (see the
 README, "Speed of the scans", for the measured cost), later processes load them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -54,8 +55,7 @@ from ._common import ScanInputError, validate_scan_args
 from .mamba_ssm_backend import BackendUnavailableError
 
 NUMBA_INSTALL_HINT = (
-    "pip install 'numba>=0.60' (a base dependency of mamba_recall: `make` installs it), "
-    "or pick backend='chunked'."
+    "pip install 'numba>=0.60' (a base dependency of mamba_recall: `make` installs it), or pick backend='chunked'."
 )
 # tasks the backward pass cuts the (batch, channels) pairs into (at least this many when possible);
 # a function of the shapes only, so the summation order of dB, dC never depends on the thread count.
@@ -81,11 +81,13 @@ def require_fused(device: torch.device | None = None) -> None:
     if device is not None and torch.device(device).type != "cpu":
         raise BackendUnavailableError(
             f"backend='fused' runs on CPU tensors only, but the inputs are on {device}; use backend='auto' "
-            "(mamba_ssm on CUDA when installed) or backend='chunked'.")
+            "(mamba_ssm on CUDA when installed) or backend='chunked'."
+        )
     err = _numba_import_error()
     if err is not None:
-        raise BackendUnavailableError(f"backend='fused' needs numba, which could not be imported ({err}). "
-                                      + NUMBA_INSTALL_HINT)
+        raise BackendUnavailableError(
+            f"backend='fused' needs numba, which could not be imported ({err}). " + NUMBA_INSTALL_HINT
+        )
 
 
 # ----------------------------------------------------------------------------- the kernels
@@ -187,14 +189,24 @@ class _FusedScan(torch.autograd.Function):
         N = A.shape[1]
         # the kernels' inputs, saved for the backward pass (its only memory: u, Δ (b, d, L), B, C and A;
         # no state and no (b, d, L, N) tensor is stored)
-        prepared = (u.detach().contiguous(), dt.detach().contiguous(), _prep(A, dtype, None),
-                    _map_layout(B, dtype), _map_layout(C, dtype), _prep(h0, dtype, (b, d, N)))
+        prepared = (
+            u.detach().contiguous(),
+            dt.detach().contiguous(),
+            _prep(A, dtype, None),
+            _map_layout(B, dtype),
+            _map_layout(C, dtype),
+            _prep(h0, dtype, (b, d, N)),
+        )
         y = torch.empty((b, d, L), dtype=dtype)
         last = torch.empty((b, d, N), dtype=dtype)
         _launch("forward", b * d * L * N, *(t.numpy() for t in prepared), _one(dtype), y.numpy(), last.numpy())
         ctx.save_for_backward(*prepared)
-        ctx.meta = dict(dtypes=[t.dtype if t is not None else None for t in (u, dt, A, B, C, h0)],
-                        B_dim=B.dim(), C_dim=C.dim(), has_h0=h0 is not None)
+        ctx.meta = dict(
+            dtypes=[t.dtype if t is not None else None for t in (u, dt, A, B, C, h0)],
+            B_dim=B.dim(),
+            C_dim=C.dim(),
+            has_h0=h0 is not None,
+        )
         return y, last
 
     @staticmethod
@@ -214,8 +226,19 @@ class _FusedScan(torch.autograd.Function):
         dCp = torch.zeros((1, b, d, 1, N) if C_inv else (blocks, b, G, L, N), dtype=dtype)
         du, ddt = torch.empty((b, d, L), dtype=dtype), torch.empty((b, d, L), dtype=dtype)
         dA_p, dh0 = torch.empty((b, d, N), dtype=dtype), torch.empty((b, d, N), dtype=dtype)
-        _launch("backward", b * d * L * N, *(t.numpy() for t in prepared), _one(dtype), dy_t.numpy(),
-                dlast_t.numpy(), G, blocks, B_inv, C_inv, *(t.numpy() for t in (du, ddt, dA_p, dh0, dBp, dCp)))
+        _launch(
+            "backward",
+            b * d * L * N,
+            *(t.numpy() for t in prepared),
+            _one(dtype),
+            dy_t.numpy(),
+            dlast_t.numpy(),
+            G,
+            blocks,
+            B_inv,
+            C_inv,
+            *(t.numpy() for t in (du, ddt, dA_p, dh0, dBp, dCp)),
+        )
 
         def reduce_map(part, inv, K):
             if inv:  # (1, b, d, 1, N) → (d, N): sum over the batch
@@ -236,8 +259,19 @@ class _FusedScan(torch.autograd.Function):
 
 
 def selective_scan_fused(
-    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
-    return_last_state=False, *, discretization="euler", initial_state=None,
+    u,
+    delta,
+    A,
+    B,
+    C,
+    D=None,
+    z=None,
+    delta_bias=None,
+    delta_softplus=False,
+    return_last_state=False,
+    *,
+    discretization="euler",
+    initial_state=None,
 ):
     """Fused CPU selective scan with ``selective_scan_fn``'s signature (see the module docstring).
 
@@ -252,11 +286,14 @@ def selective_scan_fused(
     if discretization != "euler":
         raise BackendUnavailableError(
             f"backend='fused' implements mamba-ssm's Euler rule only, not discretization={discretization!r}; "
-            "use backend='chunked' or 'reference' (backend='auto' picks chunked for it).")
+            "use backend='chunked' or 'reference' (backend='auto' picks chunked for it)."
+        )
     b, d, L = u.shape
     if initial_state is not None and tuple(initial_state.shape) != (b, d, A.shape[1]):
-        raise ScanInputError(f"initial_state has shape {tuple(initial_state.shape)}; expected (batch, channels, N) "
-                             f"= {(b, d, A.shape[1])}.")
+        raise ScanInputError(
+            f"initial_state has shape {tuple(initial_state.shape)}; expected (batch, channels, N) "
+            f"= {(b, d, A.shape[1])}."
+        )
     dtype = torch.float64 if u.dtype == torch.float64 else torch.float32
     # Δ's bias and softplus, D and the gate are elementwise over (b, d, L): PyTorch (and its autograd)
     # runs them, vectorised, the kernels the part with the N states (as finish_output in _common.py)

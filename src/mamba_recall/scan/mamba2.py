@@ -17,6 +17,7 @@ from differences of cumulative sums (``segsum``), so each exponent is ≤ 0 and 
 The chunked form is Listing 1 of the Mamba-2 paper (``ssd_minimal_discrete``), generalised to
 padding, groups, D, z, dt_bias and initial states.
 """
+
 from __future__ import annotations
 
 import torch
@@ -37,7 +38,8 @@ def _prepare(x, dt, A, B, C, D, z, dt_bias, dt_softplus):
         if M.dim() != 4 or M.shape[:2] != (b, l) or h % M.shape[2] != 0:
             raise ScanInputError(
                 f"{name} has shape {tuple(M.shape)}; expected (batch, length, groups, N) with heads = {h} "
-                "divisible by groups.")
+                "divisible by groups."
+            )
     if B.shape != C.shape:
         raise ScanInputError(f"B {tuple(B.shape)} and C {tuple(C.shape)} must have the same shape.")
     if D is not None and tuple(D.shape) not in ((h,), (h, p)):
@@ -66,8 +68,9 @@ def _finish(x_in, y, x, D, z):
     return y.to(x_in.dtype)
 
 
-def ssd_scan_reference(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False,
-                       initial_states=None, return_final_states=False):
+def ssd_scan_reference(
+    x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, initial_states=None, return_final_states=False
+):
     """Sequential Mamba-2 scan, one step per token (the ground truth)."""
     x_in = x
     x, dt, A, B, C = _prepare(x, dt, A, B, C, D, z, dt_bias, dt_softplus)
@@ -93,8 +96,20 @@ def segsum(a: torch.Tensor) -> torch.Tensor:
     return S.masked_fill(~causal, float("-inf"))
 
 
-def ssd_scan_chunked(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False,
-                     initial_states=None, return_final_states=False, chunk_size=64):
+def ssd_scan_chunked(
+    x,
+    dt,
+    A,
+    B,
+    C,
+    D=None,
+    z=None,
+    dt_bias=None,
+    dt_softplus=False,
+    initial_states=None,
+    return_final_states=False,
+    chunk_size=64,
+):
     """Chunked Mamba-2 scan (SSD): quadratic inside chunks of ``chunk_size``, linear across them."""
     x_in = x
     x, dt, A, B, C = _prepare(x, dt, A, B, C, D, z, dt_bias, dt_softplus)

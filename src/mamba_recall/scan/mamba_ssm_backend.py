@@ -6,6 +6,7 @@
 time here, and a missing package or a CPU tensor raises :class:`BackendUnavailableError` with the
 fix instead of falling back to a slower scan (state-spaces/mamba#265).
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,7 +42,8 @@ def require_mamba_ssm(device: torch.device | None = None) -> None:
     """Raise BackendUnavailableError naming the problem and the fix if mamba-ssm cannot run on ``device``."""
     if device is not None and device.type != "cuda":
         raise BackendUnavailableError(
-            f"backend='mamba_ssm' runs only on CUDA tensors, but the inputs are on {device}. " + INSTALL_HINT)
+            f"backend='mamba_ssm' runs only on CUDA tensors, but the inputs are on {device}. " + INSTALL_HINT
+        )
     if not torch.cuda.is_available():
         raise BackendUnavailableError("backend='mamba_ssm' needs a CUDA device and none is available. " + INSTALL_HINT)
     err = _import_error()
@@ -49,8 +51,9 @@ def require_mamba_ssm(device: torch.device | None = None) -> None:
         raise BackendUnavailableError(f"backend='mamba_ssm' could not import mamba_ssm ({err}). " + INSTALL_HINT)
 
 
-def selective_scan_mamba_ssm(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
-                             return_last_state=False):
+def selective_scan_mamba_ssm(
+    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, return_last_state=False
+):
     """``mamba_ssm.ops.selective_scan_interface.selective_scan_fn`` (the CUDA kernel)."""
     require_mamba_ssm(u.device)
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
@@ -58,12 +61,35 @@ def selective_scan_mamba_ssm(u, delta, A, B, C, D=None, z=None, delta_bias=None,
     return selective_scan_fn(u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state)
 
 
-def ssd_scan_mamba_ssm(x, dt, A, B, C, chunk_size=64, D=None, z=None, dt_bias=None, dt_softplus=False,
-                       initial_states=None, return_final_states=False):
+def ssd_scan_mamba_ssm(
+    x,
+    dt,
+    A,
+    B,
+    C,
+    chunk_size=64,
+    D=None,
+    z=None,
+    dt_bias=None,
+    dt_softplus=False,
+    initial_states=None,
+    return_final_states=False,
+):
     """``mamba_ssm.ops.triton.ssd_combined.mamba_chunk_scan_combined`` (Triton)."""
     require_mamba_ssm(x.device)
     from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
 
-    return mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=D, z=z, dt_bias=dt_bias,
-                                     initial_states=initial_states, dt_softplus=dt_softplus,
-                                     return_final_states=return_final_states)
+    return mamba_chunk_scan_combined(
+        x,
+        dt,
+        A,
+        B,
+        C,
+        chunk_size,
+        D=D,
+        z=z,
+        dt_bias=dt_bias,
+        initial_states=initial_states,
+        dt_softplus=dt_softplus,
+        return_final_states=return_final_states,
+    )

@@ -9,6 +9,7 @@ Mamba paper with the discretisation of Eq. (4)::
 
 It is slow (one Python step per token) and meant to be obviously right.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,8 +51,19 @@ def _run(p, initial_state=None):
 
 
 def selective_scan_reference(
-    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
-    return_last_state=False, *, discretization="euler", initial_state=None,
+    u,
+    delta,
+    A,
+    B,
+    C,
+    D=None,
+    z=None,
+    delta_bias=None,
+    delta_softplus=False,
+    return_last_state=False,
+    *,
+    discretization="euler",
+    initial_state=None,
 ):
     """Sequential selective scan with ``selective_scan_fn``'s signature; returns out (b, d, l)
     and, if asked, the last state (b, d, n). ``initial_state`` (b, d, n) replaces h_0 = 0."""

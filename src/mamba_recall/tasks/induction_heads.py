@@ -7,6 +7,7 @@ case: a token :math:`v^*` is removed from the vocabulary and placed only at the 
 almost the whole sequence. Paper: T = 100, |V| ∈ {5, 10, 20, 40}, p = 0.75, γ = 0.1.
 All positions are scored (labels are never −100); ``nonblank_mask`` selects the others.
 """
+
 from __future__ import annotations
 
 import numpy as np

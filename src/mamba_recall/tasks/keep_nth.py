@@ -5,6 +5,7 @@ Tokens :math:`x_t\sim\mathrm{Unif}\{0..|V|-1\}` iid, :math:`t=1..T`; the target 
 Paper setting: KEEP FIFTH (n = 5), |V| = 128, T ∈ {10, …, 50}. Copying the current token is right
 only at t = n, i.e. accuracy 1/(T−n+1); chance is 1/|V|.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,7 @@ def keep_nth(n: int, T: int, V: int = 128, nth: int = 5, seed: int = 0):
     rng = np.random.default_rng(seed)
     ids = rng.integers(0, V, size=(n, T))
     labels = np.full((n, T), IGNORE_INDEX, dtype=np.int64)
-    labels[:, nth - 1:] = ids[:, nth - 1:nth]
+    labels[:, nth - 1 :] = ids[:, nth - 1 : nth]
     return torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(labels, dtype=torch.long)
 
 

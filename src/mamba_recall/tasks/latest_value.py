@@ -23,6 +23,7 @@ Accuracy is always measured on queries only (``query_labels``). Shapes: inputs, 
 The theory distribution of Sec. 4 / App. D (:func:`theory_batch`): length T+1, ``x_0 = x_T = 0``
 (the key), ``x_1..x_{T-1}`` i.i.d. uniform on ``{1..V-1}``, target ``x_1`` at position T only.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,8 +36,13 @@ from .mqar import IGNORE_INDEX, check_int
 TARGET_MODES = ("identity", "masked")
 # event codes of pair_events()
 NOISE, WRITE, READ, FIRST_KEY, START = 0, 1, 2, 3, 4
-EVENT_NAMES = {NOISE: "forget (v1, v2)", WRITE: "write (k, v)", READ: "read (x, k)",
-               FIRST_KEY: "key, no binding yet", START: "t = 0"}
+EVENT_NAMES = {
+    NOISE: "forget (v1, v2)",
+    WRITE: "write (k, v)",
+    READ: "read (x, k)",
+    FIRST_KEY: "key, no binding yet",
+    START: "t = 0",
+}
 
 
 def validate(vocab_size, num_keys, seq_len, max_noise):
@@ -46,11 +52,14 @@ def validate(vocab_size, num_keys, seq_len, max_noise):
     seq_len = check_int("seq_len", seq_len, 1)
     max_noise = check_int("max_noise", max_noise, 0)
     if num_keys >= vocab_size:
-        raise ValueError(f"num_keys={num_keys} leaves no value tokens in a vocabulary of {vocab_size}; "
-                         "use num_keys < vocab_size.")
+        raise ValueError(
+            f"num_keys={num_keys} leaves no value tokens in a vocabulary of {vocab_size}; use num_keys < vocab_size."
+        )
     if seq_len < num_keys + 2:
-        raise ValueError(f"seq_len={seq_len} is too short for one binding plus the {num_keys} final queries; "
-                         f"use seq_len >= {num_keys + 2}.")
+        raise ValueError(
+            f"seq_len={seq_len} is too short for one binding plus the {num_keys} final queries; "
+            f"use seq_len >= {num_keys + 2}."
+        )
     return vocab_size, num_keys, seq_len, max_noise
 
 
@@ -72,8 +81,15 @@ def latest_value_labels(x, num_keys: int):
     return labels, labels != IGNORE_INDEX
 
 
-def latest_value_sequence(rng: np.random.Generator, vocab_size: int, num_keys: int, seq_len: int,
-                          max_noise: int, key_probs=None, return_noise_runs: bool = False):
+def latest_value_sequence(
+    rng: np.random.Generator,
+    vocab_size: int,
+    num_keys: int,
+    seq_len: int,
+    max_noise: int,
+    key_probs=None,
+    return_noise_runs: bool = False,
+):
     """One sequence of Algorithm 1 (int64 array of length ``seq_len``), drawn from ``rng``.
 
     ``key_probs``: the key distribution [p_1..p_κ] (uniform if None). With ``return_noise_runs``
@@ -117,9 +133,17 @@ class LatestValueBatch:
         return self.inputs.shape[0]
 
 
-def latest_value_batch(num_examples: int, vocab_size: int = 8, num_keys: int = 1, seq_len: int = 256,
-                       max_noise: int = 3, *, seed: int = 0, target: str = "identity",
-                       key_probs=None) -> LatestValueBatch:
+def latest_value_batch(
+    num_examples: int,
+    vocab_size: int = 8,
+    num_keys: int = 1,
+    seq_len: int = 256,
+    max_noise: int = 3,
+    *,
+    seed: int = 0,
+    target: str = "identity",
+    key_probs=None,
+) -> LatestValueBatch:
     """``num_examples`` sequences of Algorithm 1 from ``np.random.default_rng(seed)``, with labels."""
     vocab_size, num_keys, seq_len, max_noise = validate(vocab_size, num_keys, seq_len, max_noise)
     num_examples = check_int("num_examples", num_examples, 1)
@@ -132,12 +156,14 @@ def latest_value_batch(num_examples: int, vocab_size: int = 8, num_keys: int = 1
         if key_probs.shape != (num_keys,) or (key_probs < 0).any() or abs(key_probs.sum() - 1) > 1e-9:
             raise ValueError(f"key_probs must be {num_keys} non-negative numbers summing to 1.")
     rng = np.random.default_rng(seed)
-    xs = np.stack([latest_value_sequence(rng, vocab_size, num_keys, seq_len, max_noise, key_probs)
-                   for _ in range(num_examples)])
+    xs = np.stack(
+        [latest_value_sequence(rng, vocab_size, num_keys, seq_len, max_noise, key_probs) for _ in range(num_examples)]
+    )
     q = np.stack([latest_value_labels(x, num_keys)[0] for x in xs])
     labels = np.where(q != IGNORE_INDEX, q, xs) if target == "identity" else q
-    return LatestValueBatch(torch.from_numpy(xs), torch.from_numpy(labels), torch.from_numpy(q), target,
-                            vocab_size, num_keys)
+    return LatestValueBatch(
+        torch.from_numpy(xs), torch.from_numpy(labels), torch.from_numpy(q), target, vocab_size, num_keys
+    )
 
 
 def pair_events(x, num_keys: int) -> np.ndarray:
@@ -189,8 +215,10 @@ def all_theory_sequences(vocab_size: int, seq_len: int, max_count: int = 2_000_0
     """Every sequence of the theory distribution (each has probability 1/(V−1)^(T−1)): (count, T+1)."""
     count = (vocab_size - 1) ** (seq_len - 1)
     if count > max_count:
-        raise ValueError(f"(V−1)^(T−1) = {count} sequences is too many to enumerate (max {max_count}); "
-                         "use Monte Carlo (theory_batch) instead.")
+        raise ValueError(
+            f"(V−1)^(T−1) = {count} sequences is too many to enumerate (max {max_count}); "
+            "use Monte Carlo (theory_batch) instead."
+        )
     grids = np.stack(np.meshgrid(*[np.arange(1, vocab_size)] * (seq_len - 1), indexing="ij"), -1)
     middle = grids.reshape(-1, seq_len - 1)
     x = np.zeros((middle.shape[0], seq_len + 1), dtype=np.int64)

@@ -159,14 +159,11 @@ def check_int(name: str, value, minimum: int = 1) -> int:
     The argument check of every task generator."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(
-            f"{name} must be an integer, got {value!r} (type {type(value).__name__}); "
-            f"pass a Python int >= {minimum}."
+            f"{name} must be an integer, got {value!r} (type {type(value).__name__}); pass a Python int >= {minimum}."
         )
     value = int(value)
     if value < minimum:
-        raise ValueError(
-            f"{name} must be >= {minimum}, got {name}={value}; pass a value >= {minimum}."
-        )
+        raise ValueError(f"{name} must be >= {minimum}, got {name}={value}; pass a value >= {minimum}.")
     return value
 
 
@@ -177,9 +174,7 @@ def _power_law(space: int, power_a: float) -> np.ndarray:
     return p
 
 
-def _validate(
-    vocab_size, num_examples, input_seq_len, power_a, num_kv_pairs, num_passes, random_non_queries
-) -> None:
+def _validate(vocab_size, num_examples, input_seq_len, power_a, num_kv_pairs, num_passes, random_non_queries) -> None:
     V = check_int("vocab_size", vocab_size, 1)
     check_int("num_examples", num_examples, 1)
     L = check_int("input_seq_len", input_seq_len, 2)
@@ -248,14 +243,12 @@ def _validate(
 def _check_seed(seed) -> int:
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
         raise ValueError(
-            f"seed must be an integer, got {seed!r} (type {type(seed).__name__}); "
-            f"pass an int in [0, 2**32)."
+            f"seed must be an integer, got {seed!r} (type {type(seed).__name__}); pass an int in [0, 2**32)."
         )
     seed = int(seed)
     if not 0 <= seed < _MAX_SEED:
         raise ValueError(
-            f"seed must be in [0, 2**32) (np.random.RandomState range), got seed={seed}; "
-            "pass e.g. seed % 2**32."
+            f"seed must be in [0, 2**32) (np.random.RandomState range), got seed={seed}; pass e.g. seed % 2**32."
         )
     return seed
 
@@ -519,7 +512,7 @@ def _blank(n: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
 def _write_pairs(x: torch.Tensor, start: int, keys: torch.Tensor, values: torch.Tensor) -> None:
     """Write the interleaved pairs ``k_1 v_1 k_2 v_2 …`` into ``x[:, start : start + 2·Nf]`` in place."""
     stop = start + 2 * keys.shape[1]
-    x[:, start:stop:2], x[:, start + 1:stop:2] = keys, values
+    x[:, start:stop:2], x[:, start + 1 : stop : 2] = keys, values
 
 
 def _place_queries(x, y, keys, values, ctx: int, g: torch.Generator, logp=None) -> None:
@@ -597,8 +590,8 @@ def _paper003(V: int, Nf: int, L: int, n: int, seed: int):
     keys = np.argsort(rng.random((n, kappa)), axis=1)
     vals = rng.integers(0, V, size=(n, kappa))
     ids = kappa + rng.integers(0, V, size=(n, T))
-    ids[:, 0:2 * kappa:2] = keys
-    ids[:, 1:2 * kappa:2] = kappa + vals
+    ids[:, 0 : 2 * kappa : 2] = keys
+    ids[:, 1 : 2 * kappa : 2] = kappa + vals
     pos = 2 * kappa + np.argsort(rng.random((n, T - 2 * kappa)), axis=1)[:, :kappa]
     order = np.argsort(rng.random((n, kappa)), axis=1)
     val_of_key = np.empty_like(vals)
@@ -618,15 +611,31 @@ def _zoology(V: int, Nf: int, L: int, n: int, seed: int, *, power_a: float = 0.0
     return b.inputs, b.labels
 
 
-_VARIANTS = {"standard": (_standard, ("power_a", "pad")), "repeated_keys": (_repeated_keys, ("Nk", "pad")),
-             "repeated_queries": (_repeated_queries, ("Nq", "post_query")), "paper003": (_paper003, ()),
-             "zoology": (_zoology, ("power_a", "pad"))}
+_VARIANTS = {
+    "standard": (_standard, ("power_a", "pad")),
+    "repeated_keys": (_repeated_keys, ("Nk", "pad")),
+    "repeated_queries": (_repeated_queries, ("Nq", "post_query")),
+    "paper003": (_paper003, ()),
+    "zoology": (_zoology, ("power_a", "pad")),
+}
 #: The options of :func:`mqar` (see the module docstring).
 VARIANTS = tuple(_VARIANTS)
 
 
-def mqar(V: int, Nf: int, L: int, n: int, seed: int, *, variant: str = "standard", power_a: float | None = None,
-         pad: str | None = None, Nk: int | None = None, Nq: int | None = None, post_query: str | None = None):
+def mqar(
+    V: int,
+    Nf: int,
+    L: int,
+    n: int,
+    seed: int,
+    *,
+    variant: str = "standard",
+    power_a: float | None = None,
+    pad: str | None = None,
+    Nk: int | None = None,
+    Nq: int | None = None,
+    post_query: str | None = None,
+):
     """MQAR ``(inputs, labels)``, each int64 ``(n, L)``: ``n`` sequences of length ``L`` with ``N_f`` facts over a
     vocabulary of ``V`` tokens, drawn from ``seed`` (a non-negative integer). ``variant`` is one of
     :data:`VARIANTS`; the options (``power_a``, ``pad``, ``Nk``, ``Nq``, ``post_query``) apply to the variants
@@ -634,12 +643,14 @@ def mqar(V: int, Nf: int, L: int, n: int, seed: int, *, variant: str = "standard
     if variant not in _VARIANTS:
         raise ValueError(f"unknown MQAR variant {variant!r}; use one of {VARIANTS}.")
     fn, allowed = _VARIANTS[variant]
-    given = {k: v for k, v in dict(power_a=power_a, pad=pad, Nk=Nk, Nq=Nq, post_query=post_query).items()
-             if v is not None}
+    given = {
+        k: v for k, v in dict(power_a=power_a, pad=pad, Nk=Nk, Nq=Nq, post_query=post_query).items() if v is not None
+    }
     extra = sorted(set(given) - set(allowed))
     if extra:
-        raise ValueError(f"variant={variant!r} takes no option {', '.join(extra)}; its options are "
-                         f"{', '.join(allowed) or 'none'}.")
+        raise ValueError(
+            f"variant={variant!r} takes no option {', '.join(extra)}; its options are {', '.join(allowed) or 'none'}."
+        )
     return fn(V, Nf, L, n, seed, **given)
 
 

@@ -25,6 +25,7 @@ Training examples use a *multi-query* format: the context, then ``Q`` query trip
 ``s r o .`` of distinct context positions, with the loss on every queried ``o`` (predicted at the
 ``r`` position); the first query has exactly the evaluation format.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,17 @@ import torch
 
 from .mqar import IGNORE_INDEX, check_int
 
-__all__ = ["RecallVocab", "RecallContexts", "recall_contexts", "recall_prompts", "query_tokens",
-           "multiquery_batch", "periodic_sequences", "VARIANTS", "PERIODIC_READINGS"]
+__all__ = [
+    "RecallVocab",
+    "RecallContexts",
+    "recall_contexts",
+    "recall_prompts",
+    "query_tokens",
+    "multiquery_batch",
+    "periodic_sequences",
+    "VARIANTS",
+    "PERIODIC_READINGS",
+]
 
 VARIANTS = ("repeated", "random")
 PERIODIC_READINGS = ("tiling", "marker")
@@ -139,8 +149,15 @@ def _check_variant(variant):
     return variant
 
 
-def recall_contexts(L: int, n: int, variant: str = "repeated", *, vocab: RecallVocab | None = None,
-                    seed: int = 0, bos: bool | None = None) -> RecallContexts:
+def recall_contexts(
+    L: int,
+    n: int,
+    variant: str = "repeated",
+    *,
+    vocab: RecallVocab | None = None,
+    seed: int = 0,
+    bos: bool | None = None,
+) -> RecallContexts:
     """``n`` recall contexts of ``L`` triples ``s r o .`` (paper §3.2), deterministic in ``seed``.
 
     Names come from ``RandomState(seed)`` and relations from ``RandomState(seed + 1_000_003)``, so
@@ -152,8 +169,10 @@ def recall_contexts(L: int, n: int, variant: str = "repeated", *, vocab: RecallV
     _check_variant(variant)
     NE, NR = vocab.n_names, vocab.n_relations
     if L > NE:
-        raise ValueError(f"L={L} triples need at least L distinct subject names; the vocabulary has "
-                         f"n_names={NE}. Use a larger RecallVocab(n_names=...).")
+        raise ValueError(
+            f"L={L} triples need at least L distinct subject names; the vocabulary has "
+            f"n_names={NE}. Use a larger RecallVocab(n_names=...)."
+        )
     rng_names = np.random.RandomState(seed)
     rng_rel = np.random.RandomState(seed + 1_000_003)
     s = np.empty((n, L), np.int64)
@@ -204,8 +223,9 @@ def _distractors(n_rows, n_distract, vocab, rng, pool):
     return np.concatenate([d, np.full((n_rows, 1), SEP)], axis=1)
 
 
-def recall_prompts(ctx: RecallContexts, k, *, n_distract: int = 0, distractor_seed: int = 0,
-                   distractor_pool: str = "content"):
+def recall_prompts(
+    ctx: RecallContexts, k, *, n_distract: int = 0, distractor_seed: int = 0, distractor_pool: str = "content"
+):
     """Full prompts ``context [distractors SEP] s_k r_k`` and answers ``o_k``.
 
     Returns ``(tokens (n, T), answers (n,))`` with ``T = 4L + 2`` (+1 BOS) (+ n_distract + 1).
@@ -233,9 +253,18 @@ def _vocab_of(ctx):
     return vocab
 
 
-def multiquery_batch(L: int, batch: int, *, n_queries: int | None = None, vocab: RecallVocab | None = None,
-                     seed: int = 0, p_repeated: float = 0.5, oversample_last: bool = True, bos: bool | None = None,
-                     n_gap: int = 0):
+def multiquery_batch(
+    L: int,
+    batch: int,
+    *,
+    n_queries: int | None = None,
+    vocab: RecallVocab | None = None,
+    seed: int = 0,
+    p_repeated: float = 0.5,
+    oversample_last: bool = True,
+    bos: bool | None = None,
+    n_gap: int = 0,
+):
     """A training batch: contexts of ``L`` triples then ``Q`` query triples ``s r o .`` (the chapter's training recipe).
 
     Half the rows (``p_repeated``) use the repeated relation, the rest random relations. Queries are
@@ -282,8 +311,9 @@ def multiquery_batch(L: int, batch: int, *, n_queries: int | None = None, vocab:
     return torch.stack(rows)[perm], torch.stack(labels)[perm]
 
 
-def periodic_sequences(k: int, n: int = 64, length: int = 64, *, tokens=None, seed: int = 0,
-                       reading: str = "tiling") -> torch.Tensor:
+def periodic_sequences(
+    k: int, n: int = 64, length: int = 64, *, tokens=None, seed: int = 0, reading: str = "tiling"
+) -> torch.Tensor:
     """(n, length) sequences with period ``k`` (paper §4.3), deterministic in ``seed``.
 
     ``tiling``: a motif of ``k`` tokens from ``tokens`` (without replacement when ``k ≤ |tokens|``,
@@ -303,8 +333,9 @@ def periodic_sequences(k: int, n: int = 64, length: int = 64, *, tokens=None, se
         if reading == "tiling":
             while True:
                 motif = rng.choice(tokens, size=k, replace=k > tokens.size)
-                if k == 1 or not any(k % p == 0 and np.array_equal(motif, np.tile(motif[:p], k // p))
-                                     for p in range(1, k)):
+                if k == 1 or not any(
+                    k % p == 0 and np.array_equal(motif, np.tile(motif[:p], k // p)) for p in range(1, k)
+                ):
                     break
             out[b] = np.resize(motif, length)
         else:

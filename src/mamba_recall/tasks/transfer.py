@@ -25,6 +25,7 @@ labelled positions (:func:`labelled_accuracy`): exact match for the one-answer t
 query for MQAR, token accuracy ("Rouge-like") for selective copying. All subjects in an example are
 distinct, so every query has one answer. Deterministic in ``seed``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,12 @@ from .serial_recall import BOS, SEP, RecallVocab
 __all__ = ["TRANSFER_TASKS", "LONGBENCH_ANALOGUE", "transfer_batch", "transfer_sets", "labelled_accuracy"]
 
 TRANSFER_TASKS = ("needle_qa", "mqar", "two_hop", "selective_copy")
-LONGBENCH_ANALOGUE = {"needle_qa": "Qasper (single-doc QA)", "mqar": "MultiFieldQA-en (several fields)",
-                      "two_hop": "2WikiMultihopQA (multi-hop)", "selective_copy": "MultiNews (summarisation)"}
+LONGBENCH_ANALOGUE = {
+    "needle_qa": "Qasper (single-doc QA)",
+    "mqar": "MultiFieldQA-en (several fields)",
+    "two_hop": "2WikiMultihopQA (multi-hop)",
+    "selective_copy": "MultiNews (summarisation)",
+}
 
 
 def _scatter(segments: list[list[int]], n_filler: int, vocab: RecallVocab, rng) -> tuple[list[int], list[int]]:
@@ -113,8 +118,17 @@ def _selective_copy(vocab, rng, n_filler, n_copy):
     return toks, labels
 
 
-def transfer_batch(task: str, batch: int, *, vocab: RecallVocab | None = None, seed: int = 0,
-                   n_filler: int = 48, n_facts: int = 4, n_distract: int = 4, n_copy: int = 8):
+def transfer_batch(
+    task: str,
+    batch: int,
+    *,
+    vocab: RecallVocab | None = None,
+    seed: int = 0,
+    n_filler: int = 48,
+    n_facts: int = 4,
+    n_distract: int = 4,
+    n_copy: int = 8,
+):
     """``batch`` examples of one transfer task → ``(inputs (B, T), labels (B, T))`` int64.
 
     ``n_filler``: filler tokens per example (the "long context"); ``n_facts``: MQAR facts (and
@@ -127,10 +141,12 @@ def transfer_batch(task: str, batch: int, *, vocab: RecallVocab | None = None, s
     batch = check_int("batch", batch)
     n_filler = check_int("n_filler", n_filler, 0)
     rng = np.random.RandomState(seed)
-    make = {"needle_qa": lambda: _needle_qa(vocab, rng, n_filler),
-            "mqar": lambda: _mqar(vocab, rng, n_filler, check_int("n_facts", n_facts)),
-            "two_hop": lambda: _two_hop(vocab, rng, n_filler, check_int("n_distract", n_distract, 0)),
-            "selective_copy": lambda: _selective_copy(vocab, rng, n_filler, check_int("n_copy", n_copy))}[task]
+    make = {
+        "needle_qa": lambda: _needle_qa(vocab, rng, n_filler),
+        "mqar": lambda: _mqar(vocab, rng, n_filler, check_int("n_facts", n_facts)),
+        "two_hop": lambda: _two_hop(vocab, rng, n_filler, check_int("n_distract", n_distract, 0)),
+        "selective_copy": lambda: _selective_copy(vocab, rng, n_filler, check_int("n_copy", n_copy)),
+    }[task]
     rows = [make() for _ in range(batch)]
     inputs = torch.tensor([r[0] for r in rows], dtype=torch.long)
     labels = torch.tensor([r[1] for r in rows], dtype=torch.long)
@@ -140,8 +156,10 @@ def transfer_batch(task: str, batch: int, *, vocab: RecallVocab | None = None, s
 def transfer_sets(vocab: RecallVocab, mix: dict, n: int, seed: int, seed_step: int = 1000) -> dict:
     """Fixed sets of every task of a training mixture (a recipe's ``mix`` entry: ``tasks`` and ``sizes``):
     {task: (inputs (n, T), labels (n, T))}, the ``i``-th task drawn with seed ``seed + seed_step · i``."""
-    return {task: transfer_batch(task, n, vocab=vocab, seed=seed + seed_step * i, **mix["sizes"])
-            for i, task in enumerate(mix["tasks"])}
+    return {
+        task: transfer_batch(task, n, vocab=vocab, seed=seed + seed_step * i, **mix["sizes"])
+        for i, task in enumerate(mix["tasks"])
+    }
 
 
 def labelled_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> np.ndarray:

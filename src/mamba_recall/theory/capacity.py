@@ -16,14 +16,28 @@ Laws (``p`` = per-query success probability = predicted MQAR accuracy):
 Effective dimensions: Λ layers → N_eff = Λ N (Thm 4/6); M heads → N_eff = M N for MHA only (Thm 5);
 D is never changed. Everything is computed in log space (Φ(·)^{V/2} underflows).
 """
+
 from __future__ import annotations
 
 import math
 
 import torch
 
-__all__ = ["LAWS", "PROB_LAWS", "effective_dims", "jl_eps", "lemma1_condition", "log_p_success", "p_success",
-           "satisfies", "predicted_capacity", "m_V", "p_grid", "multihead_prediction", "split_value_variance"]
+__all__ = [
+    "LAWS",
+    "PROB_LAWS",
+    "effective_dims",
+    "jl_eps",
+    "lemma1_condition",
+    "log_p_success",
+    "p_success",
+    "satisfies",
+    "predicted_capacity",
+    "m_V",
+    "p_grid",
+    "multihead_prediction",
+    "split_value_variance",
+]
 
 PROB_LAWS = ("eq77", "eq15", "eq15_consistent", "rev_mV")
 LAWS = ("lemma1", "lemma1_appendix", "eq77", "eq15", "eq15_consistent", "remark1", "eq17", "rev_mV")
@@ -105,14 +119,15 @@ def satisfies(V, Nf, D, N, law="eq77", delta=0.01, c=4.0, a=3.0) -> bool:
         return lemma1_condition(V, Nf, D, N, c, "appendix")["holds"]
     if law == "remark1":
         n_sig = -_ndtri(2 * delta / V)
-        return D * N >= 2 * Nf * n_sig ** 2 and min(D, N) >= math.log(V)
+        return D * N >= 2 * Nf * n_sig**2 and min(D, N) >= math.log(V)
     if law == "eq17":
         return D * N >= 4 * Nf * math.log(V / (2 * delta))
     return log_p_success(V, Nf, D, N, law, a) >= math.log1p(-delta)
 
 
-def predicted_capacity(D, N, Nf=None, V=None, layers=1, heads=1, pattern="MHA", delta=0.01, law="eq77",
-                       c=4.0, a=3.0, v_cap=10**15) -> dict:
+def predicted_capacity(
+    D, N, Nf=None, V=None, layers=1, heads=1, pattern="MHA", delta=0.01, law="eq77", c=4.0, a=3.0, v_cap=10**15
+) -> dict:
     """Capacity at fixed (D, N): ``V_max`` (largest even V with perfect recall at this N_f) and/or ``Nf_max``
     (largest N_f at this V). Every law is monotone in V and N_f, so bisection is exact.
 
@@ -170,8 +185,12 @@ def multihead_prediction(V, Nf, D, N, heads, pattern="MHA", law="eq77", a=3.0, d
         raise ValueError(f"law {law!r} has no probability; use one of {PROB_LAWS}.")
     De, Ne = effective_dims(D, N, 1, heads, pattern)
     cap = predicted_capacity(D, N, V=V, heads=heads, pattern=pattern, law=law, a=a, delta=delta)
-    return {"D_eff": De, "N_eff": Ne, f"p_{law}": p_success(V, Nf, D, N, law, 1, heads, pattern, a),
-            "Nf_max": cap["Nf_max"]}
+    return {
+        "D_eff": De,
+        "N_eff": Ne,
+        f"p_{law}": p_success(V, Nf, D, N, law, 1, heads, pattern, a),
+        "Nf_max": cap["Nf_max"],
+    }
 
 
 def split_value_variance(Nf, D, N, heads, values="full") -> float:

@@ -14,6 +14,7 @@ Thm 2 weights (:func:`mamba_recall.theory.hashing_circuit.thm2_weights`) the lay
 evaluates as chunked causal linear attention (a D×N state carried across chunks). It equals
 :func:`~mamba_recall.theory.hashing_circuit.designed_model`'s forward at those positions (checked in the tests).
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,14 @@ import torch
 from .capacity import predicted_capacity
 from .hashing_circuit import thm2_weights
 
-__all__ = ["circuit_predictions", "circuit_accuracy", "facts_capacity", "fit_power_law", "law_capacities",
-           "LAWS_COMPARED"]
+__all__ = [
+    "circuit_predictions",
+    "circuit_accuracy",
+    "facts_capacity",
+    "fit_power_law",
+    "law_capacities",
+    "LAWS_COMPARED",
+]
 
 #: The laws compared with the measurements: (column, law of theory.capacity, a, label).
 LAWS_COMPARED = (
@@ -37,18 +44,19 @@ LAWS_COMPARED = (
 
 
 @torch.no_grad()
-def circuit_predictions(weights: dict, x: torch.Tensor, y: torch.Tensor, *, readout: str = "values",
-                        chunk: int = 256, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+def circuit_predictions(
+    weights: dict, x: torch.Tensor, y: torch.Tensor, *, readout: str = "values", chunk: int = 256, dtype=torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The designed circuit's argmax predictions at the labelled positions of ``x`` (n, L) → (pred, labels)."""
-    E = weights["E"].to(dtype)                      # (D, V)
-    Fm = weights["F"].to(dtype)                     # (N, D)
+    E = weights["E"].to(dtype)  # (D, V)
+    Fm = weights["F"].to(dtype)  # (N, D)
     V = E.shape[1]
     n, L = x.shape
-    emb = E.T[x]                                    # (n, L, D): E x_t (value written at t)
-    FE = (Fm @ E).T                                 # (V, N): F E x
+    emb = E.T[x]  # (n, L, D): E x_t (value written at t)
+    FE = (Fm @ E).T  # (V, N): F E x
     key = torch.zeros(n, L, Fm.shape[0], dtype=dtype)
-    key[:, 1:] = FE[x[:, :-1]]                      # B_t = F E x_{t-1}; x_{-1} = 0 (causal conv padding)
-    H = torch.zeros(n, E.shape[0], Fm.shape[0], dtype=dtype)   # Σ_τ E x_τ (F E x_{τ-1})^T
+    key[:, 1:] = FE[x[:, :-1]]  # B_t = F E x_{t-1}; x_{-1} = 0 (causal conv padding)
+    H = torch.zeros(n, E.shape[0], Fm.shape[0], dtype=dtype)  # Σ_τ E x_τ (F E x_{τ-1})^T
     outs, labels, where = [], [], []
     for s in range(0, L, chunk):
         e = min(L, s + chunk)
@@ -56,25 +64,36 @@ def circuit_predictions(weights: dict, x: torch.Tensor, y: torch.Tensor, *, read
         mask = lab != -100
         Kc, Vc = key[:, s:e], emb[:, s:e]
         if mask.any():
-            Qc = FE[x[:, s:e]]                       # C_t = F E x_t
-            scores = torch.einsum("btn,bsn->bts", Qc, Kc).tril()     # within the chunk, τ ≤ t
+            Qc = FE[x[:, s:e]]  # C_t = F E x_t
+            scores = torch.einsum("btn,bsn->bts", Qc, Kc).tril()  # within the chunk, τ ≤ t
             yc = torch.einsum("bts,bsd->btd", scores, Vc) + torch.einsum("bdn,btn->btd", H, Qc)
             outs.append(yc[mask])
             labels.append(lab[mask])
             where.append(mask.nonzero()[:, 0] * L + s + mask.nonzero()[:, 1])
         H += torch.einsum("bsd,bsn->bdn", Vc, Kc)
-    order = torch.cat(where).argsort()              # row-major (sequence, position), as logits[mask]
+    order = torch.cat(where).argsort()  # row-major (sequence, position), as logits[mask]
     yq = torch.cat(outs)[order]
     lab = torch.cat(labels)[order]
     if readout not in ("values", "full"):
         raise ValueError(f"unknown readout {readout!r}; use 'values' or 'full'.")
-    first = V // 2 if readout == "values" else 0   # values: argmax over [V/2, V) only
-    preds = [(yq[i:i + 1024] @ E[:, first:]).argmax(-1) + first for i in range(0, yq.shape[0], 1024)]
+    first = V // 2 if readout == "values" else 0  # values: argmax over [V/2, V) only
+    preds = [(yq[i : i + 1024] @ E[:, first:]).argmax(-1) + first for i in range(0, yq.shape[0], 1024)]
     return torch.cat(preds), lab
 
 
-def circuit_accuracy(V: int, D: int, N: int, Nf: int, *, n_queries: int = 2000, seed: int = 0, data_seed: int = 12345,
-                     readout: str = "values", construction: str = "code", weights: dict | None = None) -> float:
+def circuit_accuracy(
+    V: int,
+    D: int,
+    N: int,
+    Nf: int,
+    *,
+    n_queries: int = 2000,
+    seed: int = 0,
+    data_seed: int = 12345,
+    readout: str = "values",
+    construction: str = "code",
+    weights: dict | None = None,
+) -> float:
     """Per-query accuracy of the Thm 2 circuit on Zoology MQAR (V, N_f, L = 4 N_f), ≈ ``n_queries`` queries."""
     from ..tasks.mqar import mqar
 
@@ -85,8 +104,17 @@ def circuit_accuracy(V: int, D: int, N: int, Nf: int, *, n_queries: int = 2000, 
     return float((pred == lab).double().mean())
 
 
-def facts_capacity(V: int, D: int, N: int, levels=(0.5, 0.9), *, n_queries: int = 2000, seed: int = 0,
-                   readout: str = "values", construction: str = "code") -> dict:
+def facts_capacity(
+    V: int,
+    D: int,
+    N: int,
+    levels=(0.5, 0.9),
+    *,
+    n_queries: int = 2000,
+    seed: int = 0,
+    readout: str = "values",
+    construction: str = "code",
+) -> dict:
     """For each accuracy level, the largest N_f with accuracy ≥ level (bisection over 1 ≤ N_f ≤ N_f,max, the
     largest a V allows with L = 4 N_f < V); returns ``{level: {"Nf": .., "acc_at": .., "acc_above": ..,
     "censored": bool}}`` (``censored``: even N_f,max passes, the capacity is at least that) and the evaluations."""
@@ -107,7 +135,7 @@ def facts_capacity(V: int, D: int, N: int, levels=(0.5, 0.9), *, n_queries: int 
         if acc(nf_max) >= level:
             out[level] = dict(Nf=nf_max, acc_at=acc(nf_max), acc_above=None, censored=True)
             continue
-        lo, hi = 1, nf_max                      # acc(lo) ≥ level > acc(hi)
+        lo, hi = 1, nf_max  # acc(lo) ≥ level > acc(hi)
         while hi - lo > 1:
             mid = int(round(math.sqrt(lo * hi))) if hi > 4 * lo else (lo + hi) // 2
             mid = min(max(mid, lo + 1), hi - 1)
@@ -118,8 +146,9 @@ def facts_capacity(V: int, D: int, N: int, levels=(0.5, 0.9), *, n_queries: int 
 
 def law_capacities(V: int, D: int, N: int, level: float) -> dict:
     """Each compared law's N_f* at (V, D, N) for per-query accuracy ``level`` (δ = 1 − level)."""
-    return {col: predicted_capacity(D, N, V=V, law=law, delta=1 - level, a=a)["Nf_max"]
-            for col, law, a, _ in LAWS_COMPARED}
+    return {
+        col: predicted_capacity(D, N, V=V, law=law, delta=1 - level, a=a)["Nf_max"] for col, law, a, _ in LAWS_COMPARED
+    }
 
 
 def fit_power_law(x, y) -> dict:
@@ -130,8 +159,14 @@ def fit_power_law(x, y) -> dict:
     pts = [(math.log(a), math.log(b)) for a, b in zip(x, y) if a > 0 and b > 0]
     n = len(pts)
     if n < 3:
-        return dict(exponent=float("nan"), ci_low=float("nan"), ci_high=float("nan"), prefactor=float("nan"), n=n,
-                    r2=float("nan"))
+        return dict(
+            exponent=float("nan"),
+            ci_low=float("nan"),
+            ci_high=float("nan"),
+            prefactor=float("nan"),
+            n=n,
+            r2=float("nan"),
+        )
     mx = sum(p[0] for p in pts) / n
     my = sum(p[1] for p in pts) / n
     sxx = sum((p[0] - mx) ** 2 for p in pts)
@@ -143,5 +178,11 @@ def fit_power_law(x, y) -> dict:
     syy = sum((p[1] - my) ** 2 for p in pts)
     se = math.sqrt(sse / (n - 2) / sxx)
     half = t_quantile_975(n - 2) * se
-    return dict(exponent=slope, ci_low=slope - half, ci_high=slope + half, prefactor=math.exp(icpt), n=n,
-                r2=1 - sse / syy if syy else float("nan"))
+    return dict(
+        exponent=slope,
+        ci_low=slope - half,
+        ci_high=slope + half,
+        prefactor=math.exp(icpt),
+        n=n,
+        r2=1 - sse / syy if syy else float("nan"),
+    )

@@ -23,6 +23,7 @@ reading); there the signs and the −1 : 2 ratio agree, but the scale is 1/V, no
 entries have the opposite sign of Eq. (5) and are of the same order 1/V; one step solves the task
 only when no value token repeats, |V| ≫ T² (a birthday condition), not |V| ≫ T.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,12 +54,11 @@ def theory_hidden(W: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     if W.shape != (d, d) or d % 2:
         raise ValueError(f"W must be square (2V, 2V), got {tuple(W.shape)}.")
     n = x.shape[0]
-    prev, cur = x[:, :-1], x[:, 1:] + V                    # t = 1..T
+    prev, cur = x[:, :-1], x[:, 1:] + V  # t = 1..T
     h = W.new_zeros(n, d)
-    h = h.index_put((torch.arange(n)[:, None].expand_as(prev), prev), W[prev, prev] + W[prev, cur],
-                    accumulate=True)
+    h = h.index_put((torch.arange(n)[:, None].expand_as(prev), prev), W[prev, prev] + W[prev, cur], accumulate=True)
     h = h.index_put((torch.arange(n)[:, None].expand_as(cur), cur), W[cur, prev] + W[cur, cur], accumulate=True)
-    c0 = x[:, 0] + V                                       # t = 0: x̂_0 = [0; e_{x_0}]
+    c0 = x[:, 0] + V  # t = 0: x̂_0 = [0; e_{x_0}]
     h = h.index_put((torch.arange(n), c0), W[c0, c0], accumulate=True)
     return h
 
@@ -88,14 +88,14 @@ def theory_loss(W: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 def sequence_gradients(x: torch.Tensor, V: int) -> torch.Tensor:
     """Analytic ∂ℓ/∂W at W = 0 for each sequence (n, 2V, 2V) (float64): s(r)(1/V − 1[r mod V = x_1]) M[r, c]."""
     x = torch.as_tensor(x)
-    n, d = x.shape[0], 2 * V
+    n = x.shape[0]
     prev = F.one_hot(x[:, :-1], V).double()
     cur = F.one_hot(x, V).double()
     xhat = torch.cat([torch.cat([prev.new_zeros(n, 1, V), prev], 1), cur], -1)  # (n, T+1, 2V)
     M = xhat.transpose(1, 2) @ xhat
-    g = 1.0 / V - F.one_hot(x[:, 1], V).double()                                # (n, V)
+    g = 1.0 / V - F.one_hot(x[:, 1], V).double()  # (n, V)
     s = torch.cat([-torch.ones(V), torch.ones(V)]).double()
-    row = s * torch.cat([g, g], -1)                                             # (n, 2V)
+    row = s * torch.cat([g, g], -1)  # (n, 2V)
     return row[:, :, None] * M
 
 
@@ -114,8 +114,9 @@ def autograd_gradient(x: torch.Tensor, V: int, model=None) -> torch.Tensor:
     return model.W_delta.grad.detach().clone()
 
 
-def population_gradient(V: int, T: int, *, n: int | None = None, seed: int = 0, chunks: int = 20,
-                        max_enumerate: int = 200_000):
+def population_gradient(
+    V: int, T: int, *, n: int | None = None, seed: int = 0, chunks: int = 20, max_enumerate: int = 200_000
+):
     """E[∂ℓ/∂W] at W = 0: exact by enumerating all (V−1)^(T−1) sequences when that is at most
     ``max_enumerate`` (returns stderr = 0), else Monte Carlo over ``n`` sequences (autograd on
     :func:`theory_loss`, in ``chunks`` chunks for an entrywise standard error).
@@ -155,13 +156,13 @@ def exact_population_gradient(V: int, T: int) -> torch.Tensor:
     G[V, V] = 2 / V
     G[0, V + vals] = -1 / (V * m)
     G[V, vals] = 1 / (V * m)
-    diag = 1 / m + (T - V - 1) / (V * m ** 2)
+    diag = 1 / m + (T - V - 1) / (V * m**2)
     G[vals, vals] = diag
     G[V + vals, V + vals] = -diag
-    G[vals, V] = -1 / (V * m) + 1 / m ** 2
-    cross = -(T - 2) / (V * m ** 2) + (1 / m) * (1 / m + (T - 3) / m ** 2)
+    G[vals, V] = -1 / (V * m) + 1 / m**2
+    cross = -(T - 2) / (V * m**2) + (1 / m) * (1 / m + (T - 3) / m**2)
     G[vals[:, None], V + vals[None, :]] = cross
-    off = (T - 2) / (V * m ** 2) - (T - 3) / m ** 3
+    off = (T - 2) / (V * m**2) - (T - 3) / m**3
     block = torch.full((m, m), off, dtype=torch.float64)
     block.fill_diagonal_(0.0)
     G[V + vals[:, None], vals[None, :]] = block
@@ -179,8 +180,8 @@ def paper_eq5(V: int, T: int, reading: str = "transposed") -> torch.Tensor:
     V, T = _check_vt(V, T)
     f = torch.empty(2 * V, dtype=torch.float64)
     f[0], f[V] = -1 / T, 2 / T
-    f[1:V] = T / V ** 2 - 1 / V
-    f[V + 1:] = -T / V ** 2 + 1 / V
+    f[1:V] = T / V**2 - 1 / V
+    f[V + 1 :] = -T / V**2 + 1 / V
     if reading == "literal":
         return f[:, None].expand(2 * V, 2 * V).clone()
     if reading == "transposed":
@@ -214,9 +215,16 @@ def compare_with_eq5(V: int, T: int, G: torch.Tensor | None = None) -> pd.DataFr
     for name, where in ENTRY_GROUPS:
         r, c = where(V)
         ours, p_tr, p_lit = float(G[r, c]), float(tr[r, c]), float(lit[r, c])
-        rows.append({"entry": name, "ours": ours, "eq5_transposed": p_tr, "eq5_literal": p_lit,
-                     "sign_agrees_transposed": bool(np.sign(ours) == np.sign(p_tr)),
-                     "ratio_ours_over_eq5": ours / p_tr if p_tr != 0 else float("nan")})
+        rows.append(
+            {
+                "entry": name,
+                "ours": ours,
+                "eq5_transposed": p_tr,
+                "eq5_literal": p_lit,
+                "sign_agrees_transposed": bool(np.sign(ours) == np.sign(p_tr)),
+                "ratio_ours_over_eq5": ours / p_tr if p_tr != 0 else float("nan"),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -230,7 +238,7 @@ def eq5_agreement(V: int, T: int) -> dict:
         P = paper_eq5(V, T, reading)
         out[f"cosine_{reading}"] = float((G * P).sum() / (G.norm() * P.norm()))
         out[f"sign_agree_{reading}"] = float((torch.sign(G[nz]) == torch.sign(P[nz])).double().mean())
-    out["key_column_share"] = float((G[:, [0, V]] ** 2).sum() / (G ** 2).sum())
+    out["key_column_share"] = float((G[:, [0, V]] ** 2).sum() / (G**2).sum())
     out["key_entry_ratio_ours_over_eq5"] = float(G[V + 1, 0] / (-1 / T))
     return out
 
@@ -241,7 +249,7 @@ def write_component(V: int) -> torch.Tensor:
     W = torch.zeros_like(G)
     W[:, 0] = -G[:, 0]
     W[:, V] = -G[:, V]
-    W[1:V, V] = 0.0   # G[a, V] belongs to the frequency part (it depends on the repeats)
+    W[1:V, V] = 0.0  # G[a, V] belongs to the frequency part (it depends on the repeats)
     return W
 
 
@@ -262,14 +270,30 @@ def one_step_table(Vs, Ts, *, n: int = 20_000, seed: int = 1) -> pd.DataFrame:
     for V in Vs:
         for T in Ts:
             G = exact_population_gradient(V, T)
-            rows.append({"V": V, "T": T, "full_step": one_step_accuracy(-G, V, T, n=n, seed=seed),
-                         "write_only": one_step_accuracy(write_component(V), V, T, n=n, seed=seed),
-                         "chance": 1 / (V - 1), "V_over_T2": V / T ** 2})
+            rows.append(
+                {
+                    "V": V,
+                    "T": T,
+                    "full_step": one_step_accuracy(-G, V, T, n=n, seed=seed),
+                    "write_only": one_step_accuracy(write_component(V), V, T, n=n, seed=seed),
+                    "chance": 1 / (V - 1),
+                    "V_over_T2": V / T**2,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def gd_dynamics(V: int, T: int, *, lr: float = 1.0, steps: int = 100, batch: int = 4096, seed: int = 0,
-                eval_n: int = 4096, record_every: int = 1) -> pd.DataFrame:
+def gd_dynamics(
+    V: int,
+    T: int,
+    *,
+    lr: float = 1.0,
+    steps: int = 100,
+    batch: int = 4096,
+    seed: int = 0,
+    eval_n: int = 4096,
+    record_every: int = 1,
+) -> pd.DataFrame:
     """Plain gradient descent on M-th from W = 0 with fresh batches (discrete gradient flow).
     Records the key-column mean W[V+a, 0], the frequency-diagonal mean W[V+a, V+a], W[V, V], W[0, 0],
     the loss and the held-out accuracy. Stable for lr ≲ 2 (V/T)²."""
@@ -281,11 +305,17 @@ def gd_dynamics(V: int, T: int, *, lr: float = 1.0, steps: int = 100, batch: int
         if s % record_every == 0 or s == steps:
             with torch.no_grad():
                 z = theory_logits(W, xe)
-                rows.append({"step": s, "key_column": float(W[V + 1:, 0].mean()),
-                             "frequency_diag": float(torch.diagonal(W)[V + 1:].mean()),
-                             "W[V,V]": float(W[V, V]), "W[0,0]": float(W[0, 0]),
-                             "loss": float(F.cross_entropy(z, ye)),
-                             "accuracy": float((z.argmax(-1) == ye).double().mean())})
+                rows.append(
+                    {
+                        "step": s,
+                        "key_column": float(W[V + 1 :, 0].mean()),
+                        "frequency_diag": float(torch.diagonal(W)[V + 1 :].mean()),
+                        "W[V,V]": float(W[V, V]),
+                        "W[0,0]": float(W[0, 0]),
+                        "loss": float(F.cross_entropy(z, ye)),
+                        "accuracy": float((z.argmax(-1) == ye).double().mean()),
+                    }
+                )
         if s == steps:
             break
         x, _ = theory_batch(batch, V, T, seed=seed * 100_003 + s)
@@ -296,8 +326,9 @@ def gd_dynamics(V: int, T: int, *, lr: float = 1.0, steps: int = 100, batch: int
     return pd.DataFrame(rows)
 
 
-def train_softplus_theory(V: int, T: int, *, steps: int = 400, lr: float = 3e-2, batch: int = 64, seed: int = 0,
-                          eval_n: int = 1024) -> dict:
+def train_softplus_theory(
+    V: int, T: int, *, steps: int = 400, lr: float = 3e-2, batch: int = 64, seed: int = 0, eval_n: int = 1024
+) -> dict:
     """The paper's remark "in practice the simplified Mamba model also succeeds for |V| ≤ T with
     Δ_t = Softplus(W_Δ x̂_t)": train M1 (softplus, learnable Λ, N(0, 0.02²) init) with Adam on the theory
     distribution, loss at position T only. Returns accuracy, steps and the W_Δ block numbers."""
@@ -315,9 +346,28 @@ def train_softplus_theory(V: int, T: int, *, steps: int = 400, lr: float = 3e-2,
     torch.manual_seed(seed)
     model = m1(V, seed=seed)
     xe, ye = batch_of(eval_n, 10_000_019 + seed)
-    res = train(model, lambda s: batch_of(batch, seed * 1_000_003 + s), steps=steps, lr=lr, weight_decay=0.0,
-                schedule="constant", eval_every=50, eval_batch=(xe, ye), target_accuracy=1.0, progress=False,
-                seed=seed, num_threads=1)
-    return {"V": V, "T": T, "accuracy": evaluate(model, xe, ye), "steps_run": res.steps_run,
-            **{k: v for k, v in wdelta_block_mass(model.W_delta, V).items()
-               if k in ("argmax_column_of_second_half_means", "column0_over_mean_abs", "columnV_mean")}}
+    res = train(
+        model,
+        lambda s: batch_of(batch, seed * 1_000_003 + s),
+        steps=steps,
+        lr=lr,
+        weight_decay=0.0,
+        schedule="constant",
+        eval_every=50,
+        eval_batch=(xe, ye),
+        target_accuracy=1.0,
+        progress=False,
+        seed=seed,
+        num_threads=1,
+    )
+    return {
+        "V": V,
+        "T": T,
+        "accuracy": evaluate(model, xe, ye),
+        "steps_run": res.steps_run,
+        **{
+            k: v
+            for k, v in wdelta_block_mass(model.W_delta, V).items()
+            if k in ("argmax_column_of_second_half_means", "column0_over_mean_abs", "columnV_mean")
+        },
+    }

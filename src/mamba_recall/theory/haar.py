@@ -31,6 +31,7 @@ This module has
 
 Shapes: sequences ``x`` are ``(batch, T)`` float64; 1-based time ``t = 1..T`` as in the paper.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,11 +44,36 @@ from ..scan import linear_recurrence_chunked, selective_scan, ssd_scan
 
 DISCRETIZATIONS = ("aonly", "euler", "zoh")
 
-__all__ = ["attention_sensitivity", "haar_ssd_output", "DISCRETIZATIONS", "HaarS6", "continuous_basis", "continuous_haar_error", "continuous_sup_error",
-           "fourier_sq_error", "haar_best_sq_error", "haar_coefficients_piecewise", "haar_projection",
-           "haar_psi", "haar_s6", "haar_s6_output", "prop1_time_counter", "random_piecewise_constant",
-           "softplus", "cor1_curves", "cor1_slopes", "haar_sq_floor", "MAX_SCALE", "FLOOR_FACTOR", "keep_nth_real", "keep_nth_token_model", "lemma2_demo",
-           "s6_1d_states", "sensitivity_autograd", "sensitivity_closed_form"]
+__all__ = [
+    "attention_sensitivity",
+    "haar_ssd_output",
+    "DISCRETIZATIONS",
+    "HaarS6",
+    "continuous_basis",
+    "continuous_haar_error",
+    "continuous_sup_error",
+    "fourier_sq_error",
+    "haar_best_sq_error",
+    "haar_coefficients_piecewise",
+    "haar_projection",
+    "haar_psi",
+    "haar_s6",
+    "haar_s6_output",
+    "prop1_time_counter",
+    "random_piecewise_constant",
+    "softplus",
+    "cor1_curves",
+    "cor1_slopes",
+    "haar_sq_floor",
+    "MAX_SCALE",
+    "FLOOR_FACTOR",
+    "keep_nth_real",
+    "keep_nth_token_model",
+    "lemma2_demo",
+    "s6_1d_states",
+    "sensitivity_autograd",
+    "sensitivity_closed_form",
+]
 
 
 def softplus(z):
@@ -59,15 +85,15 @@ def softplus(z):
 def _check_jk(j: int, k: int) -> None:
     if not (isinstance(j, (int, np.integer)) and j >= 0):
         raise ValueError(f"j must be an integer >= 0, got {j!r}.")
-    if not (isinstance(k, (int, np.integer)) and 0 <= k < 2 ** j):
-        raise ValueError(f"k must be an integer in [0, 2**j) = [0, {2 ** j}), got {k!r}.")
+    if not (isinstance(k, (int, np.integer)) and 0 <= k < 2**j):
+        raise ValueError(f"k must be an integer in [0, 2**j) = [0, {2**j}), got {k!r}.")
 
 
 def haar_psi(j: int, k: int, s) -> np.ndarray:
     r"""Haar wavelet :math:`\psi_{j,k}(s)=2^{j/2}\psi(2^js-k)` on [0, 1) (Eqs. 10, 16–17)."""
     _check_jk(j, k)
     s = np.asarray(s, dtype=np.float64)
-    u = 2.0 ** j * s - k
+    u = 2.0**j * s - k
     return 2.0 ** (j / 2) * (((u >= 0) & (u < 0.5)).astype(float) - ((u >= 0.5) & (u < 1)).astype(float))
 
 
@@ -87,6 +113,7 @@ def haar_projection(x, j: int, k: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- continuous (Eq. 8, 19–23)
 
+
 def continuous_basis(s: np.ndarray, t_hat: float, w: float, lam: float = 1.0, B: float = 1.0) -> np.ndarray:
     r""":math:`g^M(s;1)=B\exp(-\lambda\int_s^1\mathrm{softplus}(w(r-\hat t))dr)` on the grid ``s`` (increasing,
     ending at 1), by a reverse cumulative trapezoid. ``w < 0`` (the paper's :math:`w_\Delta\to-\infty`)."""
@@ -104,12 +131,15 @@ def wavelet_from_bases(j: int, k: int, w: float, s: np.ndarray) -> tuple[np.ndar
     1): :math:`g^{M_1}-2g^{M_2}+g^{M_3}` with the three :func:`continuous_basis` functions switched on at the
     wavelet's breakpoints :math:`a=2^{-j}k`, :math:`m=a+2^{-(j+1)}`, :math:`b=2^{-j}(k+1)` and scaled by
     :math:`B=2^{j/2}` (Eqs. 19–23). Returns ``(approximation (len(s),), (a, m, b))``; ``w < 0``."""
-    a = 2.0 ** -j * k
+    a = 2.0**-j * k
     m = a + 2.0 ** -(j + 1)
-    b = 2.0 ** -j * (k + 1)
+    b = 2.0**-j * (k + 1)
     B = 2.0 ** (j / 2)
-    return (continuous_basis(s, a, w, B=B) - 2 * continuous_basis(s, m, w, B=B)
-            + continuous_basis(s, b, w, B=B)), (a, m, b)
+    return (continuous_basis(s, a, w, B=B) - 2 * continuous_basis(s, m, w, B=B) + continuous_basis(s, b, w, B=B)), (
+        a,
+        m,
+        b,
+    )
 
 
 def continuous_haar_error(j: int, k: int, w: float, points: int = 400_001) -> float:
@@ -138,6 +168,7 @@ def continuous_sup_error(j: int, k: int, w: float, c: float, points: int = 400_0
 
 
 # --------------------------------------------------------------------------- discrete constructions
+
 
 @dataclass(frozen=True)
 class HaarS6:
@@ -181,8 +212,8 @@ def haar_s6(j: int, k: int, T: int, discretization: str = "aonly", W: float | No
     _check_jk(j, k)
     if not isinstance(T, (int, np.integer)) or T < 2 or T % (2 ** (j + 1)):
         raise ValueError(f"T must be a positive multiple of 2**(j+1)={2 ** (j + 1)}, got T={T!r}.")
-    a = 2.0 ** -j * k
-    breaks = [(a, 1.0), (a + 2.0 ** -(j + 1), -2.0), (2.0 ** -j * (k + 1), 1.0)]
+    a = 2.0**-j * k
+    breaks = [(a, 1.0), (a + 2.0 ** -(j + 1), -2.0), (2.0**-j * (k + 1), 1.0)]
     t = np.arange(1, T + 1, dtype=np.float64)
     deltas, readout = [], []
     if discretization == "aonly":
@@ -203,8 +234,7 @@ def haar_s6(j: int, k: int, T: int, discretization: str = "aonly", W: float | No
         u = W * (t - n0 + 0.5)
         deltas += [softplus(u), softplus(u - cW)]
         readout += [weight / cW, -weight / cW]
-    return HaarS6(j, k, T, discretization, np.stack(deltas), math.exp(-30.0), 2.0 ** (j / 2) / T,
-                  np.array(readout), W)
+    return HaarS6(j, k, T, discretization, np.stack(deltas), math.exp(-30.0), 2.0 ** (j / 2) / T, np.array(readout), W)
 
 
 def haar_s6_output(c: HaarS6, x, backend: str = "chunked") -> np.ndarray:
@@ -220,7 +250,7 @@ def haar_s6_output(c: HaarS6, x, backend: str = "chunked") -> np.ndarray:
     bsz, ch = x.shape[0], c.channels
     delta = torch.as_tensor(c.delta)  # (c, T)
     if c.discretization == "aonly":
-        log_decay = (-c.lam * delta).T[None].expand(bsz, c.T, ch)          # (b, T, c)
+        log_decay = (-c.lam * delta).T[None].expand(bsz, c.T, ch)  # (b, T, c)
         inp = (c.B * x)[:, :, None].expand(bsz, c.T, ch)
         h = linear_recurrence_chunked(log_decay.contiguous(), inp.contiguous())  # (b, T, c)
         hT = h[:, -1]
@@ -229,8 +259,9 @@ def haar_s6_output(c: HaarS6, x, backend: str = "chunked") -> np.ndarray:
         A = torch.full((ch, 1), -c.lam, dtype=torch.float64)
         B = torch.full((ch, 1), c.B, dtype=torch.float64)
         C = torch.ones((ch, 1), dtype=torch.float64)
-        out = selective_scan(u, delta[None].expand(bsz, ch, c.T).contiguous(), A, B, C, backend=backend,
-                             discretization=c.discretization)
+        out = selective_scan(
+            u, delta[None].expand(bsz, ch, c.T).contiguous(), A, B, C, backend=backend, discretization=c.discretization
+        )
         hT = out[:, :, -1]
     return (hT @ torch.as_tensor(c.readout)).numpy()
 
@@ -240,7 +271,9 @@ def haar_ssd_output(c: HaarS6, x, backend: str = "chunked") -> np.ndarray:
     channel (head dim 1, N = 1), each head's scalar Δ_t the channel's profile, and one scalar λ, A = −λ, shared by
     every head (Mamba-2's :math:`\Lambda=\lambda I`), B constant, C = 1. Returns :math:`y_T` (batch,)."""
     if c.discretization != "euler":
-        raise ValueError("Mamba-2's scan is the euler discretisation (Δ·B on the input): build with discretization='euler'.")
+        raise ValueError(
+            "Mamba-2's scan is the euler discretisation (Δ·B on the input): build with discretization='euler'."
+        )
     x = torch.as_tensor(np.asarray(x, dtype=np.float64))
     if x.ndim != 2 or x.shape[1] != c.T:
         raise ValueError(f"x must be (batch, T={c.T}), got shape {tuple(x.shape)}.")
@@ -250,7 +283,7 @@ def haar_ssd_output(c: HaarS6, x, backend: str = "chunked") -> np.ndarray:
     A = torch.full((H,), -c.lam, dtype=torch.float64)
     B = torch.full((bsz, c.T, 1, 1), c.B, dtype=torch.float64)
     C = torch.ones((bsz, c.T, 1, 1), dtype=torch.float64)
-    y = ssd_scan(xs, dt, A, B, C, backend=backend)                       # (b, T, H, 1)
+    y = ssd_scan(xs, dt, A, B, C, backend=backend)  # (b, T, H, 1)
     return (y[:, -1, :, 0] @ torch.as_tensor(c.readout)).numpy()
 
 
@@ -265,7 +298,7 @@ def attention_sensitivity(T: int = 4096, d: int = 4, j: int = 1, seed: int = 0, 
     WQ, WK, WV = (rng.standard_normal((d, d)) * scale / math.sqrt(d) for _ in range(3))
     q, k, v = x @ WQ.T, x @ WK.T, x @ WV.T
     out = np.empty(T - j)
-    for t in range(j + 1, T + 1):                              # query at position t (1-based)
+    for t in range(j + 1, T + 1):  # query at position t (1-based)
         scores = k[:t] @ q[t - 1]
         a = np.exp(scores - scores.max())
         a /= a.sum()
@@ -290,8 +323,8 @@ def prop1_time_counter(T: int, backend: str = "chunked") -> np.ndarray:
 
 # --------------------------------------------------------------------------- Corollary 1
 
-MAX_SCALE = 48          # scales j = 0..47 of :func:`haar_coefficients_piecewise` (finer ones are not computed)
-FLOOR_FACTOR = 10.0     # Cor. 1 fit: a point enters only if its squared error exceeds 10 × its float64 floor
+MAX_SCALE = 48  # scales j = 0..47 of :func:`haar_coefficients_piecewise` (finer ones are not computed)
+FLOOR_FACTOR = 10.0  # Cor. 1 fit: a point enters only if its squared error exceeds 10 × its float64 floor
 
 
 def random_piecewise_constant(m: int, rng: np.random.Generator):
@@ -319,12 +352,12 @@ def haar_coefficients_piecewise(jumps, levels, full_scales: int = 12, max_scale:
     coefs = []
     for j in range(max_scale):
         if j < full_scales:
-            ks = np.arange(2 ** j)
+            ks = np.arange(2**j)
         else:
-            ks = np.unique(np.floor(np.asarray(jumps) * 2 ** j).astype(np.int64))
-        a = ks / 2.0 ** j
+            ks = np.unique(np.floor(np.asarray(jumps) * 2**j).astype(np.int64))
+        a = ks / 2.0**j
         mid = a + 2.0 ** -(j + 1)
-        b = (ks + 1) / 2.0 ** j
+        b = (ks + 1) / 2.0**j
         Ra, Rm, Rb = (_primitive(jumps, levels, v) for v in (a, mid, b))
         coefs.append(2.0 ** (j / 2) * ((Rm - Ra) - (Rb - Rm)))
     return np.concatenate(coefs)
@@ -333,7 +366,7 @@ def haar_coefficients_piecewise(jumps, levels, full_scales: int = 12, max_scale:
 def _norms(jumps, levels):
     edges = np.concatenate([[0.0], jumps, [1.0]])
     widths = np.diff(edges)
-    return float(np.sum(levels ** 2 * widths)), float(np.sum(levels * widths))
+    return float(np.sum(levels**2 * widths)), float(np.sum(levels * widths))
 
 
 def haar_best_sq_error(jumps, levels, n_wavelets) -> np.ndarray:
@@ -344,7 +377,7 @@ def haar_best_sq_error(jumps, levels, n_wavelets) -> np.ndarray:
     c2 = np.sort(haar_coefficients_piecewise(jumps, levels) ** 2)[::-1]
     csum = np.concatenate([[0.0], np.cumsum(c2)])
     n_wavelets = np.asarray(n_wavelets, dtype=np.int64)
-    return np.maximum(norm2 - mean ** 2 - csum[n_wavelets], 0.0)
+    return np.maximum(norm2 - mean**2 - csum[n_wavelets], 0.0)
 
 
 def fourier_sq_error(jumps, levels, n_bases) -> np.ndarray:
@@ -360,7 +393,7 @@ def fourier_sq_error(jumps, levels, n_bases) -> np.ndarray:
     for i, lev in enumerate(levels):
         cn += lev * (np.exp(-2j * np.pi * n * edges[i]) - np.exp(-2j * np.pi * n * edges[i + 1])) / (2j * np.pi * n)
     csum = np.concatenate([[0.0], np.cumsum(2 * np.abs(cn) ** 2)])
-    return np.maximum(norm2 - mean ** 2 - csum[(n_bases - 1) // 2], 0.0)
+    return np.maximum(norm2 - mean**2 - csum[(n_bases - 1) // 2], 0.0)
 
 
 def haar_sq_floor(jumps, levels, max_scale: int = MAX_SCALE) -> float:
@@ -396,8 +429,10 @@ def cor1_curves(ms=(1, 2, 4), n_wavelets=tuple(range(1, 25)), draws: int = 10, s
             h = haar_best_sq_error(jumps, levels, nw)
             f = fourier_sq_error(jumps, levels, N)
             floor = haar_sq_floor(jumps, levels)
-            rows += [dict(m=m, draw=d, n_wavelets=int(a), N=int(b), haar=float(x), fourier=float(y), haar_floor=floor)
-                     for a, b, x, y in zip(nw, N, h, f)]
+            rows += [
+                dict(m=m, draw=d, n_wavelets=int(a), N=int(b), haar=float(x), fourier=float(y), haar_floor=floor)
+                for a, b, x, y in zip(nw, N, h, f)
+            ]
     return rows
 
 
@@ -432,6 +467,7 @@ def cor1_slopes(rows, fit_from: int = 4, floor_factor: float = FLOOR_FACTOR):
 
 # --------------------------------------------------------------------------- Corollary 2 (KEEP n-TH)
 
+
 def keep_nth_real(x, nth: int, discretization: str = "euler", W: float = 60.0, backend: str = "chunked"):
     r"""Cor. 2 on real-valued sequences ``x`` (batch, T): the output y (batch, T) should equal :math:`x_n` for t ≥ n.
 
@@ -457,8 +493,9 @@ def keep_nth_real(x, nth: int, discretization: str = "euler", W: float = 60.0, b
     dW = float(softplus(W / 2))
     scale = 1.0 / dW if discretization == "euler" else 1.0 / (-math.expm1(-dW))
     one = torch.ones(1, 1, dtype=torch.float64)
-    out = selective_scan(x[:, None, :].contiguous(), delta, -one, one, scale * one, backend=backend,
-                         discretization=discretization)
+    out = selective_scan(
+        x[:, None, :].contiguous(), delta, -one, one, scale * one, backend=backend, discretization=discretization
+    )
     return out[:, 0].numpy()
 
 
@@ -476,14 +513,14 @@ def keep_nth_token_model(V: int = 128, nth: int = 5, W: float = 60.0, N: int = 8
     with torch.no_grad():
         model.embedding.weight.copy_(torch.eye(V, dtype=torch.float64))
         xw = torch.zeros_like(mix.x_proj.weight)
-        xw[0, d - 1] = 1.0                                  # dt row 0 reads the PE
-        xw[mix.dt_rank + 0, d - 1] = 1.0                    # B state 0 = p_t
-        xw[mix.dt_rank + N + 0, d - 1] = 1.0                # C state 0 = p_t
+        xw[0, d - 1] = 1.0  # dt row 0 reads the PE
+        xw[mix.dt_rank + 0, d - 1] = 1.0  # B state 0 = p_t
+        xw[mix.dt_rank + N + 0, d - 1] = 1.0  # C state 0 = p_t
         mix.x_proj.weight.copy_(xw)
         mix.dt_proj.weight.zero_()
         mix.dt_proj.weight[:, 0] = -W
         mix.dt_proj.bias.fill_(W * (nth + 0.5))
-        mix.A_log.zero_()                                   # λ = 1
+        mix.A_log.zero_()  # λ = 1
         mix.D.zero_()
         head = torch.zeros(V, d, dtype=torch.float64)
         head[:, :V] = torch.eye(V, dtype=torch.float64)
@@ -493,6 +530,7 @@ def keep_nth_token_model(V: int = 128, nth: int = 5, W: float = 60.0, N: int = 8
 
 
 # --------------------------------------------------------------------------- Lemmas 1–2 (sensitivity)
+
 
 def s6_1d_states(x: torch.Tensor, w_delta=1.3, b_delta=-0.2, w_B=0.8, b_B=0.5, lam=0.7, selective=True):
     r"""1-D S6 (§4.2): :math:`h_t=e^{-\lambda\Delta_t}h_{t-1}+B(x_t)\Delta(x_t)x_t`, :math:`\Delta=\mathrm{softplus}(w_\Delta x+b_\Delta)`,
@@ -521,7 +559,7 @@ def sensitivity_closed_form(x, j: int, w_delta=1.3, b_delta=-0.2, w_B=0.8, b_B=0
     T = x.shape[0]
     out = np.zeros(T)
     if not selective:
-        out[j - 1:] = abs(b_B) * np.exp(-lam * np.arange(T - j + 1))
+        out[j - 1 :] = abs(b_B) * np.exp(-lam * np.arange(T - j + 1))
         return out
     z = w_delta * x + b_delta
     delta = softplus(z)
@@ -533,7 +571,7 @@ def sensitivity_closed_form(x, j: int, w_delta=1.3, b_delta=-0.2, w_B=0.8, b_B=0
     for s in range(i):
         h_prev = math.exp(-lam * delta[s]) * h_prev + Bx[s] * delta[s] * x[s]
     c = d_in - lam * math.exp(-lam * delta[i]) * ddelta[i] * h_prev
-    cum = np.concatenate([[0.0], np.cumsum(delta[i + 1:])])
+    cum = np.concatenate([[0.0], np.cumsum(delta[i + 1 :])])
     out[i:] = abs(c) * np.exp(-lam * cum)
     return out
 

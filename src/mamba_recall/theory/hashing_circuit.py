@@ -31,6 +31,7 @@ Thm 1's "probability 1" needs the queried key to occur once before the query: Zo
 repeat it (a pad equal to the queried key writes a second "fact"), so the exact check uses zero padding or the
 values-only readout.
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,8 +39,15 @@ import torch
 from ..tasks.mqar import IGNORE_INDEX
 from .capacity import lemma1_condition
 
-__all__ = ["thm1_weights", "thm2_weights", "designed_model", "designed_accuracy", "lemma1_condition",
-           "CONSTRUCTIONS", "READOUTS"]
+__all__ = [
+    "thm1_weights",
+    "thm2_weights",
+    "designed_model",
+    "designed_accuracy",
+    "lemma1_condition",
+    "CONSTRUCTIONS",
+    "READOUTS",
+]
 
 CONSTRUCTIONS = ("code", "iid")
 READOUTS = ("full", "values")
@@ -50,11 +58,18 @@ def _block_weights(E: torch.Tensor, Fm: torch.Tensor) -> dict:
     N = Fm.shape[0]
     I, Z = torch.eye(D, dtype=E.dtype), torch.zeros(D, D, dtype=E.dtype)
     W_conv = torch.zeros(2 * D, 2, dtype=E.dtype)
-    W_conv[:D, 0] = 1.0   # first copy: previous-token tap → E x_{t-1}
-    W_conv[D:, 1] = 1.0   # second copy: current-token tap → E x_t
+    W_conv[:D, 0] = 1.0  # first copy: previous-token tap → E x_{t-1}
+    W_conv[D:, 1] = 1.0  # second copy: current-token tap → E x_t
     zN = torch.zeros(N, D, dtype=E.dtype)
-    return dict(E=E, F=Fm, P_in=torch.cat([I, I], 0), W_conv=W_conv, S_B=torch.cat([Fm, zN], 1),
-                S_C=torch.cat([zN, Fm], 1), P_out=torch.cat([Z, I], 1))
+    return dict(
+        E=E,
+        F=Fm,
+        P_in=torch.cat([I, I], 0),
+        W_conv=W_conv,
+        S_B=torch.cat([Fm, zN], 1),
+        S_C=torch.cat([zN, Fm], 1),
+        P_out=torch.cat([Z, I], 1),
+    )
 
 
 def thm1_weights(V: int) -> dict:
@@ -74,12 +89,13 @@ def thm2_weights(V: int, D: int, N: int, seed: int = 0, construction: str = "cod
             raise ValueError(f"{name} must be a positive integer, got {v!r}.")
     g = torch.Generator().manual_seed(int(seed))
     if construction == "iid":
-        E = torch.randn(D, V, generator=g, dtype=torch.float64) / D ** 0.5
-        Fm = torch.randn(N, D, generator=g, dtype=torch.float64) / N ** 0.5
+        E = torch.randn(D, V, generator=g, dtype=torch.float64) / D**0.5
+        Fm = torch.randn(N, D, generator=g, dtype=torch.float64) / N**0.5
     else:
         if not V >= D >= N:
-            raise ValueError(f"construction='code' needs V ≥ D ≥ N, got V={V}, D={D}, N={N}; use N ≤ D ≤ V "
-                             "or construction='iid'.")
+            raise ValueError(
+                f"construction='code' needs V ≥ D ≥ N, got V={V}, D={D}, N={N}; use N ≤ D ≤ V or construction='iid'."
+            )
         rows = torch.randn(V, D, generator=g, dtype=torch.float64)
         E = (rows / rows.norm(dim=1, keepdim=True)).T.contiguous()
         Q, _ = torch.linalg.qr(torch.randn(D, D, generator=g, dtype=torch.float64))
@@ -87,8 +103,17 @@ def thm2_weights(V: int, D: int, N: int, seed: int = 0, construction: str = "cod
     return _block_weights(E, Fm)
 
 
-def designed_model(V: int, D: int | None = None, N: int | None = None, *, theorem: int = 2, seed: int = 0,
-                   construction: str = "code", dtype=torch.float64, device=None):
+def designed_model(
+    V: int,
+    D: int | None = None,
+    N: int | None = None,
+    *,
+    theorem: int = 2,
+    seed: int = 0,
+    construction: str = "code",
+    dtype=torch.float64,
+    device=None,
+):
     """A single-layer :class:`LinearMamba` carrying the Thm 1 (``theorem=1``, D = N = V) or Thm 2 weights."""
     from ..models.linear_mamba import LinearMamba
 
@@ -106,9 +131,25 @@ def designed_model(V: int, D: int | None = None, N: int | None = None, *, theore
 
 
 @torch.no_grad()
-def designed_accuracy(V: int, D: int | None, N: int | None, Nf: int, L: int, *, n_seq: int = 64, theorem: int = 2,
-                      seed: int = 0, data_seed: int = 12345, construction: str = "code", readout: str = "full",
-                      pad: str = "full", batch_size: int = 256, device=None, task: str = "mqar", **task_kw) -> float:
+def designed_accuracy(
+    V: int,
+    D: int | None,
+    N: int | None,
+    Nf: int,
+    L: int,
+    *,
+    n_seq: int = 64,
+    theorem: int = 2,
+    seed: int = 0,
+    data_seed: int = 12345,
+    construction: str = "code",
+    readout: str = "full",
+    pad: str = "full",
+    batch_size: int = 256,
+    device=None,
+    task: str = "mqar",
+    **task_kw,
+) -> float:
     """MQAR accuracy of the designed circuit on ``n_seq`` fresh sequences (``power_a=1``, as the authors' code).
     ``task`` ``"repeated_keys"`` (``Nk=…``) or ``"repeated_queries"`` (``Nq=…``, ``post_query=…``) evaluates the
     same single-layer circuit on the variants of App. G (Remarks 3 and 5)."""
@@ -132,10 +173,10 @@ def designed_accuracy(V: int, D: int | None, N: int | None, Nf: int, L: int, *, 
         raise ValueError(f"unknown task {task!r}; use 'mqar', 'repeated_keys' or 'repeated_queries'.")
     correct = total = 0
     for i in range(0, n_seq, batch_size):
-        logits = model(x[i:i + batch_size].to(device))
+        logits = model(x[i : i + batch_size].to(device))
         if readout == "values":
             logits[..., : V // 2] = -float("inf")
-        yy = y[i:i + batch_size].to(logits.device)
+        yy = y[i : i + batch_size].to(logits.device)
         m = yy != IGNORE_INDEX
         correct += int((logits.argmax(-1)[m] == yy[m]).sum())
         total += int(m.sum())

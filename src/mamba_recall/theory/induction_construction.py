@@ -16,6 +16,7 @@ activation), so the construction runs through the same forward code as the train
 ``b_delta=0`` is the paper as printed (Eqs. 109–110): softplus(0) = ln 2, so every kept column halves at
 every step; ``b_delta=30`` (with ``w_delta=60``) is the fix.
 """
+
 from __future__ import annotations
 
 import torch
@@ -37,16 +38,23 @@ def lemma3_model(V: int, w_delta: float = 60.0, b_delta: float = 30.0, dtype=tor
     with torch.no_grad():
         model.embedding.weight.copy_(torch.cat([eye, eye], dim=1))
         w = torch.zeros(d, 1, 2, dtype=dtype)
-        w[:V, 0, 0] = 1.0   # previous token into the first half
-        w[V:, 0, 1] = 1.0   # current token into the second half
+        w[:V, 0, 0] = 1.0  # previous token into the first half
+        w[V:, 0, 1] = 1.0  # current token into the second half
         model.conv1d.weight.copy_(w)
         model.conv1d.bias.zero_()
         mix = model.mixer
-        mix.x_proj.weight.copy_(torch.cat([torch.cat([w_delta * eye, zero], 1),   # Δ rows: w[I|0]
-                                           torch.cat([eye, zero], 1),             # B rows: [I|0]
-                                           torch.cat([zero, eye], 1)], 0))        # C rows: [0|I]
+        mix.x_proj.weight.copy_(
+            torch.cat(
+                [
+                    torch.cat([w_delta * eye, zero], 1),  # Δ rows: w[I|0]
+                    torch.cat([eye, zero], 1),  # B rows: [I|0]
+                    torch.cat([zero, eye], 1),
+                ],
+                0,
+            )
+        )  # C rows: [0|I]
         mix.delta_bias.fill_(-b_delta)
-        mix.A_log.zero_()                                                          # Λ = −1
+        mix.A_log.zero_()  # Λ = −1
         head = torch.zeros(V + 1, d, dtype=dtype)
         head[:V, V:] = eye
         model.head.weight.copy_(head)

@@ -31,6 +31,7 @@ float64 on the library's scans (:func:`selective_scan` for Mamba and the S4D mix
 
 JL matrices (Lemma 4): :func:`jl_matrix` with iid entries :math:`\pm1/\sqrt p`.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,10 +44,28 @@ from ..tasks.mqar import IGNORE_INDEX, check_int, mqar
 
 THM2_BIASES = ("printed", "typo", "corrected", "centered")
 
-__all__ = ["IGNORE_INDEX", "THM2_BIASES", "VARIANTS", "gen_mqar", "jl_matrix", "thm2_logits", "thm3_logits",
-           "thm4_logits", "construction_accuracy", "best_of_draws", "theory_dims", "hashing_circuit_accuracy",
-           "thm3_key_growth", "state_needed", "jl_inner_products", "remark7_sweep", "RECALL_TARGET", "pk_grid",
-           "thm3_state_for_recall", "state_for_recall"]
+__all__ = [
+    "IGNORE_INDEX",
+    "THM2_BIASES",
+    "VARIANTS",
+    "gen_mqar",
+    "jl_matrix",
+    "thm2_logits",
+    "thm3_logits",
+    "thm4_logits",
+    "construction_accuracy",
+    "best_of_draws",
+    "theory_dims",
+    "hashing_circuit_accuracy",
+    "thm3_key_growth",
+    "state_needed",
+    "jl_inner_products",
+    "remark7_sweep",
+    "RECALL_TARGET",
+    "pk_grid",
+    "thm3_state_for_recall",
+    "state_for_recall",
+]
 
 
 def gen_mqar(n: int, T: int, kappa: int, V: int, seed: int):
@@ -88,13 +107,21 @@ def _s6_cumsum(xhat, Bt, Ct, backend):
     N = Bt.shape[-1]
     A = torch.zeros(d, N, dtype=u.dtype)
     delta = torch.ones_like(u)
-    y = selective_scan(u, delta, A, Bt.transpose(1, 2).contiguous(), Ct.transpose(1, 2).contiguous(),
-                       backend=backend)
+    y = selective_scan(u, delta, A, Bt.transpose(1, 2).contiguous(), Ct.transpose(1, 2).contiguous(), backend=backend)
     return y.transpose(1, 2)
 
 
-def thm2_logits(ids, kappa: int, V: int, *, p: int | None = None, N: int | None = None, bias: str = "corrected",
-                jl_seed: int = 0, backend: str = "dual"):
+def thm2_logits(
+    ids,
+    kappa: int,
+    V: int,
+    *,
+    p: int | None = None,
+    N: int | None = None,
+    bias: str = "corrected",
+    jl_seed: int = 0,
+    backend: str = "dual",
+):
     r"""Theorem 2 (Mamba without gate). ``p=None``: step 1 (one-hot values, d = κ+|V|, k=2, v=1, c₀=1, c₁=2,
     b=1); ``p``: step 2 (JL values, d = κ+p, β=2, k=10, c₀=1, c₁=10, b=3) with output ``bias`` in
     :data:`THM2_BIASES`. ``N`` (default κ) state columns; keys share column ``i mod N`` when N < κ."""
@@ -104,7 +131,7 @@ def thm2_logits(ids, kappa: int, V: int, *, p: int | None = None, N: int | None 
     if p is None:
         k, v, c0, c1, b = 2.0, 1.0, 1.0, 2.0, 1.0
         dv = V
-        codes = np.eye(V)                         # value code j: column j (dv × V)
+        codes = np.eye(V)  # value code j: column j (dv × V)
         shift = np.zeros(dv)
     else:
         k, c0, c1, b, beta = 10.0, 1.0, 10.0, 3.0, 2.0
@@ -126,12 +153,13 @@ def thm2_logits(ids, kappa: int, V: int, *, p: int | None = None, N: int | None 
     else:
         M = codes
         if bias == "centered":
-            M = M - M.mean(axis=0, keepdims=True)   # (I − 11ᵀ/p) M_v
+            M = M - M.mean(axis=0, keepdims=True)  # (I − 11ᵀ/p) M_v
         Wo[:, kappa:] = M.T
         s = np.zeros(d)
         s[kappa:] = c1 * beta - b
-        factor = {"printed": c0 * k * b, "typo": c0 * k - b, "corrected": (c0 * k - b) * (c1 * k - b),
-                  "centered": 0.0}[bias]
+        factor = {"printed": c0 * k * b, "typo": c0 * k - b, "corrected": (c0 * k - b) * (c1 * k - b), "centered": 0.0}[
+            bias
+        ]
         bo = -factor * (Wo @ s)
     x = torch.as_tensor(E)[ids]
     xhat = _conv2(x, c0, c1, b)
@@ -140,8 +168,9 @@ def thm2_logits(ids, kappa: int, V: int, *, p: int | None = None, N: int | None 
     return y @ torch.as_tensor(Wo).T + torch.as_tensor(bo)
 
 
-def thm3_logits(ids, kappa: int, V: int, *, pk: int | None = None, pv: int | None = None, jl_seed: int = 0,
-                backend: str = "dual"):
+def thm3_logits(
+    ids, kappa: int, V: int, *, pk: int | None = None, pv: int | None = None, jl_seed: int = 0, backend: str = "dual"
+):
     r"""Theorem 3 (Mamba-2, single head, no gate): keys one-hot (N = κ) or JL ``pk`` (N = pk), values one-hot
     or JL ``pv``; conv_B = shift-1, conv_u = conv_C = id, σ = id, λ = 0, Δ = 1; readout = value codes."""
     rng_seed = jl_seed
@@ -152,17 +181,22 @@ def thm3_logits(ids, kappa: int, V: int, *, pk: int | None = None, pv: int | Non
     E = np.zeros((kappa + V, d))
     E[:kappa, :dk] = Mk.T
     E[kappa:, dk:] = Mv.T
-    x = torch.as_tensor(E)[ids]                                    # (n, T, d)
-    xB = torch.nn.functional.pad(x, (0, 0, 1, 0))[:, :-1]           # conv_B: shift by one
-    Bt = xB[..., :dk]                                              # W_k x_{t−1}, (n, T, N)
-    Ct = x[..., :dk]                                               # W_k x_t
+    x = torch.as_tensor(E)[ids]  # (n, T, d)
+    xB = torch.nn.functional.pad(x, (0, 0, 1, 0))[:, :-1]  # conv_B: shift by one
+    Bt = xB[..., :dk]  # W_k x_{t−1}, (n, T, N)
+    Ct = x[..., :dk]  # W_k x_t
     n, T, _ = x.shape
     if backend == "dual":
         return _s6_cumsum(x, Bt, Ct, "dual") @ torch.as_tensor(E[kappa:]).T
-    y = ssd_scan(x[:, :, None, :].contiguous(), torch.ones(n, T, 1, dtype=x.dtype),
-                 torch.zeros(1, dtype=x.dtype), Bt[:, :, None, :].contiguous(), Ct[:, :, None, :].contiguous(),
-                 backend=backend)[:, :, 0, :]                       # (n, T, d)
-    Wo = E[kappa:]                                                 # rows v_l
+    y = ssd_scan(
+        x[:, :, None, :].contiguous(),
+        torch.ones(n, T, 1, dtype=x.dtype),
+        torch.zeros(1, dtype=x.dtype),
+        Bt[:, :, None, :].contiguous(),
+        Ct[:, :, None, :].contiguous(),
+        backend=backend,
+    )[:, :, 0, :]  # (n, T, d)
+    Wo = E[kappa:]  # rows v_l
     return y @ torch.as_tensor(Wo).T
 
 
@@ -178,8 +212,18 @@ def _householder_to_ones(M: np.ndarray) -> np.ndarray:
     return H @ M
 
 
-def thm4_logits(ids, kappa: int, V: int, *, p: int | None = None, readout: str = "centered", beta: float = 1.0,
-                jl_seed: int = 0, backend: str = "dual", gate: str = "y"):
+def thm4_logits(
+    ids,
+    kappa: int,
+    V: int,
+    *,
+    p: int | None = None,
+    readout: str = "centered",
+    beta: float = 1.0,
+    jl_seed: int = 0,
+    backend: str = "dual",
+    gate: str = "y",
+):
     r"""Theorem 4 (S4D mixer with gate, N = 1). ``p=None``: step 1, d = κ|V| (one-hot value blocks);
     ``p``: step 2, d = κp, JL codes rotated so :math:`Me_{|V|+1}\parallel\mathbf 1`, values :math:`Me_j+\beta\mathbf 1`;
     ``readout`` ``"printed"`` (:math:`Me_l` tiled) or ``"centered"`` (the paper's Eqs. 93–99 miss a factor √p).
@@ -200,25 +244,27 @@ def thm4_logits(ids, kappa: int, V: int, *, p: int | None = None, readout: str =
     d = kappa * blk
     E = np.zeros((kappa + V, d))
     for i in range(kappa):
-        E[i, i * blk:(i + 1) * blk] = k
+        E[i, i * blk : (i + 1) * blk] = k
     E[kappa:] = np.tile((codes + shift[:, None]).T, (1, kappa))
-    Wo = np.tile(read.T, (1, kappa))                                  # (V, d)
+    Wo = np.tile(read.T, (1, kappa))  # (V, d)
     x = torch.as_tensor(E)[ids]
     xhat = _conv2(x, c0, c1, b)
     n, T, _ = x.shape
     if backend == "dual":
-        y = torch.cumsum(xhat, dim=1)                                # S4D: Λ=0, Δ=B=C=1 → cumsum
+        y = torch.cumsum(xhat, dim=1)  # S4D: Λ=0, Δ=B=C=1 → cumsum
     else:
         one = torch.ones(d, 1, dtype=x.dtype)
         u = xhat.transpose(1, 2).contiguous()
-        y = selective_scan(u, torch.ones_like(u), torch.zeros(d, 1, dtype=x.dtype), one, one,
-                           backend=backend).transpose(1, 2)
-    y = x.clamp_min(0) * (y if gate == "y" else x)                   # gate: ReLU(identity·x_t) ⊙ y_t (or ⊙ x_t)
+        y = selective_scan(
+            u, torch.ones_like(u), torch.zeros(d, 1, dtype=x.dtype), one, one, backend=backend
+        ).transpose(1, 2)
+    y = x.clamp_min(0) * (y if gate == "y" else x)  # gate: ReLU(identity·x_t) ⊙ y_t (or ⊙ x_t)
     return y @ torch.as_tensor(Wo).T
 
 
-def construction_accuracy(name: str, kappa: int, V: int, *, n: int = 1000, T: int = 100, seed: int = 0,
-                          **kwargs) -> float:
+def construction_accuracy(
+    name: str, kappa: int, V: int, *, n: int = 1000, T: int = 100, seed: int = 0, **kwargs
+) -> float:
     """Accuracy of construction ``name`` ∈ {thm2, thm3, thm4} on ``n`` fresh sequences from :func:`gen_mqar`."""
     fns = {"thm2": thm2_logits, "thm3": thm3_logits, "thm4": thm4_logits}
     if name not in fns:
@@ -227,9 +273,9 @@ def construction_accuracy(name: str, kappa: int, V: int, *, n: int = 1000, T: in
     correct = total = 0
     chunk = max(1, 200_000 // (T * 64))  # keep (chunk, T, d) tensors small even for d = κ|V|
     for i in range(0, n, chunk):
-        logits = fns[name](ids[i:i + chunk], kappa, V, **kwargs)
-        mask = labels[i:i + chunk] != IGNORE_INDEX
-        correct += int((logits.argmax(-1)[mask] == labels[i:i + chunk][mask]).sum())
+        logits = fns[name](ids[i : i + chunk], kappa, V, **kwargs)
+        mask = labels[i : i + chunk] != IGNORE_INDEX
+        correct += int((logits.argmax(-1)[mask] == labels[i : i + chunk][mask]).sum())
         total += int(mask.sum())
     return correct / total
 
@@ -264,8 +310,18 @@ def theory_dims(name: str, kappa: int, V: int, p: int | None = None, pk: int | N
     raise ValueError(f"unknown construction {name!r}; use thm2, thm3 or thm4.")
 
 
-def hashing_circuit_accuracy(kappa: int, V: int, D: int | None, N: int | None, *, theorem: int = 2, n: int = 200,
-                             T: int = 100, seed: int = 0, jl_seed: int = 0) -> float:
+def hashing_circuit_accuracy(
+    kappa: int,
+    V: int,
+    D: int | None,
+    N: int | None,
+    *,
+    theorem: int = 2,
+    n: int = 200,
+    T: int = 100,
+    seed: int = 0,
+    jl_seed: int = 0,
+) -> float:
     """Paper 002's designed hashing circuit (``theory.hashing_circuit``, its Thm 1 or Thm 2) run on *this*
     paper's MQAR data (:func:`gen_mqar`): the circuit is token-agnostic, so its vocabulary is the κ + |V|
     token ids and the readout is restricted to the value ids κ..κ+|V|−1 (paper 002's "values" readout).
@@ -277,9 +333,9 @@ def hashing_circuit_accuracy(kappa: int, V: int, D: int | None, N: int | None, *
     correct = total = 0
     with torch.no_grad():
         for i in range(0, n, 50):
-            logits = model(ids[i:i + 50])[..., kappa:kappa + V]
-            mask = labels[i:i + 50] != IGNORE_INDEX
-            correct += int((logits.argmax(-1)[mask] == labels[i:i + 50][mask]).sum())
+            logits = model(ids[i : i + 50])[..., kappa : kappa + V]
+            mask = labels[i : i + 50] != IGNORE_INDEX
+            correct += int((logits.argmax(-1)[mask] == labels[i : i + 50][mask]).sum())
             total += int(mask.sum())
     return correct / total
 
@@ -297,8 +353,9 @@ def thm3_key_growth(kappas, pks, *, V: int = 128, pv: int = 32, draws: int = 3, 
         grid = [(max(1, math.ceil(math.log2(kappa))), True)] + [(pk, False) for pk in sorted(pks)]
         for pk, at_log in grid:
             mx, mean = best_of_draws("thm3", kappa, V, draws=draws, n=n, T=T, seed=seed, pk=pk, pv=pv)
-            rows.append(dict(kappa=kappa, pk=pk, max=mx, mean=mean, at_log2=at_log, T=T, V=V, pv=pv, draws=draws,
-                             sequences=n))
+            rows.append(
+                dict(kappa=kappa, pk=pk, max=mx, mean=mean, at_log2=at_log, T=T, V=V, pv=pv, draws=draws, sequences=n)
+            )
             if not at_log and mx >= 1.0:
                 break
     return pd.DataFrame(rows)
@@ -326,13 +383,21 @@ def jl_inner_products(ds, ps, seed: int = 0):
             M = jl_matrix(p, d, seed)
             G = M.T @ M
             eps = float(np.abs(G - np.diag(np.diag(G))).max())
-            rows.append(dict(d=d, p=p, eps=eps, ratio=eps * math.sqrt(p / math.log(d)),
-                             norm_error=float(np.abs(np.sqrt(np.diag(G)) - 1).max())))
+            rows.append(
+                dict(
+                    d=d,
+                    p=p,
+                    eps=eps,
+                    ratio=eps * math.sqrt(p / math.log(d)),
+                    norm_error=float(np.abs(np.sqrt(np.diag(G)) - 1).max()),
+                )
+            )
     return pd.DataFrame(rows)
 
 
-def remark7_sweep(kappa: int, pks, *, V: int = 128, pv: int = 32, draws: int = 3, n: int = 100, T: int = 100,
-                  seed: int = 1):
+def remark7_sweep(
+    kappa: int, pks, *, V: int = 128, pv: int = 32, draws: int = 3, n: int = 100, T: int = 100, seed: int = 1
+):
     r"""Remark 7: Thm. 3 with JL keys (N = p_k) on the adversarial input :math:`[k_1,v_1,k_2,v,\dots,k_\kappa,v]` (every
     value but the first is one token v ≠ v₁) against the random values of :func:`gen_mqar`, scored at the query of
     :math:`k_1` only (the query the coherent interference of the κ − 1 copies of v targets). For each p_k: the best over
@@ -341,12 +406,12 @@ def remark7_sweep(kappa: int, pks, *, V: int = 128, pv: int = 32, draws: int = 3
 
     ids, labels = gen_mqar(n, T, kappa, V, seed)
     first_key = ids[:, 0]
-    q_first = (ids == first_key[:, None]) & (labels != IGNORE_INDEX)        # the query of k₁
+    q_first = (ids == first_key[:, None]) & (labels != IGNORE_INDEX)  # the query of k₁
     adv = ids.clone()
     rng = np.random.default_rng(seed + 7)
     v1 = ids[:, 1] - kappa
-    other = torch.as_tensor((v1.numpy() + 1 + rng.integers(0, V - 1, size=n)) % V)   # v ≠ v₁
-    adv[:, 3:2 * kappa:2] = (kappa + other)[:, None]
+    other = torch.as_tensor((v1.numpy() + 1 + rng.integers(0, V - 1, size=n)) % V)  # v ≠ v₁
+    adv[:, 3 : 2 * kappa : 2] = (kappa + other)[:, None]
     rows = []
     for pk in pks:
         acc = {"random": [], "adversarial": []}
@@ -354,12 +419,20 @@ def remark7_sweep(kappa: int, pks, *, V: int = 128, pv: int = 32, draws: int = 3
             for name, x in (("random", ids), ("adversarial", adv)):
                 pred = thm3_logits(x, kappa, V, pk=pk, pv=pv, jl_seed=s).argmax(-1)
                 acc[name].append(float((pred[q_first] == labels[q_first]).double().mean()))
-        rows.append(dict(kappa=kappa, pk=pk, random=max(acc["random"]), adversarial=max(acc["adversarial"]),
-                         draws=draws, sequences=n))
+        rows.append(
+            dict(
+                kappa=kappa,
+                pk=pk,
+                random=max(acc["random"]),
+                adversarial=max(acc["adversarial"]),
+                draws=draws,
+                sequences=n,
+            )
+        )
     return pd.DataFrame(rows)
 
 
-RECALL_TARGET = 0.99     # "recall" for the state-size sweep: at least 99 % of the queries right
+RECALL_TARGET = 0.99  # "recall" for the state-size sweep: at least 99 % of the queries right
 
 
 def pk_grid(lo: int = 4, hi: int = 4096, ratio: float = math.sqrt(2.0)) -> list[int]:
@@ -375,8 +448,17 @@ def pk_grid(lo: int = 4, hi: int = 4096, ratio: float = math.sqrt(2.0)) -> list[
     return out
 
 
-def thm3_state_for_recall(kappas, *, target: float = RECALL_TARGET, V: int = 128, pv: int = 32, draws: int = 3,
-                          queries: int = 6400, grid=None, seed: int = 1):
+def thm3_state_for_recall(
+    kappas,
+    *,
+    target: float = RECALL_TARGET,
+    V: int = 128,
+    pv: int = 32,
+    draws: int = 3,
+    queries: int = 6400,
+    grid=None,
+    seed: int = 1,
+):
     r"""Thm. 3's state size for ``target`` recall, measured: for each κ, the smallest :math:`N=p_k` on the geometric
     ``grid`` (default :func:`pk_grid`, step √2) at which the construction with JL keys (:func:`thm3_logits`,
     :math:`p_v` = ``pv``) answers at least ``target`` of the queries right, best of ``draws`` JL draws (the
@@ -406,8 +488,22 @@ def thm3_state_for_recall(kappas, *, target: float = RECALL_TARGET, V: int = 128
             if i not in seen:
                 mx, mean = best_of_draws("thm3", kappa, V, draws=draws, n=n, T=T, seed=seed, pk=grid[i], pv=pv)
                 seen[i] = mx >= target
-                rows.append(dict(kappa=kappa, pk=grid[i], max=mx, mean=mean, meets=seen[i], T=T, sequences=n,
-                                 queries=n * kappa, draws=draws, V=V, pv=pv, target=target))
+                rows.append(
+                    dict(
+                        kappa=kappa,
+                        pk=grid[i],
+                        max=mx,
+                        mean=mean,
+                        meets=seen[i],
+                        T=T,
+                        sequences=n,
+                        queries=n * kappa,
+                        draws=draws,
+                        V=V,
+                        pv=pv,
+                        target=target,
+                    )
+                )
             return seen[i]
 
         i = start
@@ -434,6 +530,7 @@ def state_for_recall(sweep) -> "pd.DataFrame":  # noqa: F821 (pandas is imported
         N = float(ok.pk.min()) if len(ok) else math.inf
         acc = float(ok.loc[ok.pk.idxmin(), "max"]) if len(ok) else math.nan
         lg = math.log2(kappa)
-        rows.append(dict(kappa=int(kappa), N=N, log2_kappa=lg, N_over_log2_kappa=N / lg, N_over_kappa=N / kappa,
-                         accuracy=acc))
+        rows.append(
+            dict(kappa=int(kappa), N=N, log2_kappa=lg, N_over_log2_kappa=N / lg, N_over_kappa=N / kappa, accuracy=acc)
+        )
     return pd.DataFrame(rows)

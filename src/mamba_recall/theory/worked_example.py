@@ -12,6 +12,7 @@ A = diag(−1, −0.5), W_Δ = [0.5, −0.3], W_B = [0.8, 0.6]ᵀ, W_C = [0.7, 0
 
 In mamba-ssm's layout this is one channel (d = 1) with a selective B, C of shape (1, N, L).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,8 +57,15 @@ def worked_example(deltas=None, discretization="euler", dtype=torch.float64) -> 
     if deltas is None:
         trace = selective_scan_trace(u, pre, A, B, C, delta_softplus=True, discretization=discretization)
     else:
-        trace = selective_scan_trace(u, torch.tensor(deltas, dtype=dtype).view(1, 1, 3), A, B, C,
-                                     delta_softplus=False, discretization=discretization)
+        trace = selective_scan_trace(
+            u,
+            torch.tensor(deltas, dtype=dtype).view(1, 1, 3),
+            A,
+            B,
+            C,
+            delta_softplus=False,
+            discretization=discretization,
+        )
     to_np = lambda t: t.detach().cpu().numpy()  # noqa: E731
     return {
         "delta": to_np(trace.delta[0, 0]),
@@ -77,9 +85,16 @@ def comparison_table(ours: dict, printed: dict = PRINTED, tolerance: float = 1e-
             for n, v in enumerate(np.atleast_1d(value)):
                 o = float(np.atleast_1d(mine[t])[n])
                 label = f"{quantity}[{n}]" if np.ndim(value) else quantity
-                rows.append({"token": t + 1, "quantity": label, "printed": float(v), "ours": round(o, 6),
-                             "difference": round(o - float(v), 6),
-                             "within": "yes" if abs(o - float(v)) <= tolerance else "NO"})
+                rows.append(
+                    {
+                        "token": t + 1,
+                        "quantity": label,
+                        "printed": float(v),
+                        "ours": round(o, 6),
+                        "difference": round(o - float(v), 6),
+                        "within": "yes" if abs(o - float(v)) <= tolerance else "NO",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -89,6 +104,12 @@ def backend_outputs(backends=("reference", "chunked"), dtype=torch.float64) -> p
     rows = []
     for name in backends:
         out, last = selective_scan(u, pre, A, B, C, delta_softplus=True, return_last_state=True, backend=name)
-        rows.append({"backend": name, **{f"y{t + 1}": float(out[0, 0, t]) for t in range(3)},
-                     "h3[0]": float(last[0, 0, 0]), "h3[1]": float(last[0, 0, 1])})
+        rows.append(
+            {
+                "backend": name,
+                **{f"y{t + 1}": float(out[0, 0, t]) for t in range(3)},
+                "h3[0]": float(last[0, 0, 0]),
+                "h3[1]": float(last[0, 0, 1]),
+            }
+        )
     return pd.DataFrame(rows)

@@ -1,5 +1,6 @@
 """Views of Chapter 1: Altair charts (static book, sliders run in the browser) and an ipywidgets
 explorer that trains the |K| = 1 model live (Jupyter; nothing trains until a person acts)."""
+
 from __future__ import annotations
 
 import altair as alt
@@ -10,8 +11,11 @@ from IPython.display import display
 
 
 # Fig. 4's caption: dashed lines = first half d < |V|, solid = second half (and the output panel solid)
-HALF_DASH = alt.StrokeDash("half:N", title=None, scale=alt.Scale(
-    domain=["first half (d < |V|)", "second half (d ≥ |V|)", "output"], range=[[4, 3], [1, 0], [1, 0]]))
+HALF_DASH = alt.StrokeDash(
+    "half:N",
+    title=None,
+    scale=alt.Scale(domain=["first half (d < |V|)", "second half (d ≥ |V|)", "output"], range=[[4, 3], [1, 0], [1, 0]]),
+)
 
 
 def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 model") -> alt.VConcatChart:
@@ -19,27 +23,42 @@ def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 mo
     over t that moves a rule on every panel and shows the vectors at that t in bar charts.
     Dashed lines: first half d < |V|; solid: second half (the caption's convention)."""
     t_min, t_max = int(frame.t.min()), int(frame.t.max())
-    t_sel = alt.param(name="t_sel", value=t_min + (t_max - t_min) // 2,
-                      bind=alt.binding_range(min=t_min, max=t_max, step=1, name="position t "))
+    t_sel = alt.param(
+        name="t_sel",
+        value=t_min + (t_max - t_min) // 2,
+        bind=alt.binding_range(min=t_min, max=t_max, step=1, name="position t "),
+    )
     panels = []
     for panel in ("output", "state", "input term", "forgetting factor"):
         sub = frame[frame.panel == panel]
         base = alt.Chart(sub).encode(x=alt.X("t:Q", title="position t"))
         lines = base.mark_line(strokeWidth=1.2).encode(
-            y=alt.Y("value:Q", title=panel), color=alt.Color("dim:N", title="dim d"),
+            y=alt.Y("value:Q", title=panel),
+            color=alt.Color("dim:N", title="dim d"),
             strokeDash=HALF_DASH,
-            tooltip=["t", "token", "event", "dim", alt.Tooltip("value:Q", format=".3f")])
+            tooltip=["t", "token", "event", "dim", alt.Tooltip("value:Q", format=".3f")],
+        )
         rule = alt.Chart(sub).mark_rule(color="black").encode(x="t:Q").transform_filter(alt.datum.t == t_sel)
-        bars = alt.Chart(sub).mark_bar().encode(
-            x=alt.X("dim:O", title="dim d"), y=alt.Y("value:Q", title=None),
-            color=alt.Color("half:N", legend=None),
-            tooltip=["dim", "event", alt.Tooltip("value:Q", format=".3f")],
-        ).transform_filter(alt.datum.t == t_sel).properties(width=200, height=120)
+        bars = (
+            alt.Chart(sub)
+            .mark_bar()
+            .encode(
+                x=alt.X("dim:O", title="dim d"),
+                y=alt.Y("value:Q", title=None),
+                color=alt.Color("half:N", legend=None),
+                tooltip=["dim", "event", alt.Tooltip("value:Q", format=".3f")],
+            )
+            .transform_filter(alt.datum.t == t_sel)
+            .properties(width=200, height=120)
+        )
         panels.append(alt.hconcat((lines + rule).properties(width=480, height=120), bars))
     tokens = frame[(frame.panel == "output") & (frame.dim == 0)][["t", "token", "event"]]
-    strip = alt.Chart(tokens).mark_text(fontSize=9).encode(
-        x="t:Q", text="token:N", color=alt.Color("event:N", title="pair (x_{t-1}, x_t)")).properties(
-        width=480, height=18)
+    strip = (
+        alt.Chart(tokens)
+        .mark_text(fontSize=9)
+        .encode(x="t:Q", text="token:N", color=alt.Color("event:N", title="pair (x_{t-1}, x_t)"))
+        .properties(width=480, height=18)
+    )
     return alt.vconcat(strip, *panels).add_params(t_sel).properties(title=title)
 
 
@@ -55,10 +74,17 @@ def wdelta_heatmap(W: torch.Tensor, title: str, transposed: bool = False) -> alt
     lim = float(np.abs(A).max()) or 1.0
     ylab = "input coordinate (paper's row)" if transposed else "output channel (our row)"
     xlab = "output channel" if transposed else "input coordinate (our column)"
-    return alt.Chart(frame).mark_rect().encode(
-        x=alt.X("col:O", title=xlab), y=alt.Y("row:O", title=ylab),
-        color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
-        tooltip=["row", "col", alt.Tooltip("value:Q", format=".3f")]).properties(width=220, height=220, title=title)
+    return (
+        alt.Chart(frame)
+        .mark_rect()
+        .encode(
+            x=alt.X("col:O", title=xlab),
+            y=alt.Y("row:O", title=ylab),
+            color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
+            tooltip=["row", "col", alt.Tooltip("value:Q", format=".3f")],
+        )
+        .properties(width=220, height=220, title=title)
+    )
 
 
 def matrix_chart(M, title: str, row_title="row", col_title="column", width=220) -> alt.Chart:
@@ -67,11 +93,17 @@ def matrix_chart(M, title: str, row_title="row", col_title="column", width=220) 
     rows, cols = np.meshgrid(np.arange(A.shape[0]), np.arange(A.shape[1]), indexing="ij")
     frame = pd.DataFrame({"row": rows.ravel(), "col": cols.ravel(), "value": A.ravel()})
     lim = float(np.abs(A).max()) or 1.0
-    return alt.Chart(frame).mark_rect().encode(
-        x=alt.X("col:O", title=col_title), y=alt.Y("row:O", title=row_title),
-        color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
-        tooltip=["row", "col", alt.Tooltip("value:Q", format=".4f")]).properties(
-        width=width, height=width * A.shape[0] / A.shape[1], title=title)
+    return (
+        alt.Chart(frame)
+        .mark_rect()
+        .encode(
+            x=alt.X("col:O", title=col_title),
+            y=alt.Y("row:O", title=row_title),
+            color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
+            tooltip=["row", "col", alt.Tooltip("value:Q", format=".4f")],
+        )
+        .properties(width=width, height=width * A.shape[0] / A.shape[1], title=title)
+    )
 
 
 def bc_chart(model, ids, num_keys: int, title: str) -> alt.VConcatChart:
@@ -86,26 +118,61 @@ def bc_chart(model, ids, num_keys: int, title: str) -> alt.VConcatChart:
     charts = []
     for name, val in (("B(x̂_t)", it["B"][0]), ("C(x̂_t)", it["C"][0]), ("output y_t W_o", logits[0])):
         v = val.numpy()
-        frame = pd.DataFrame({"t": np.repeat(np.arange(len(x)), v.shape[1]), "component": np.tile(np.arange(v.shape[1]), len(x)),
-                              "value": v.ravel(), "token": np.repeat(x, v.shape[1]), "event": np.repeat(ev, v.shape[1])})
-        line = alt.Chart(frame).mark_line(strokeWidth=1.2).encode(
-            x=alt.X("t:Q", title="position t"), y=alt.Y("value:Q", title=name), color="component:N",
-            tooltip=["t", "token", "event", "component", alt.Tooltip("value:Q", format=".3f")])
-        marks = alt.Chart(frame.drop_duplicates("t")).mark_rule(opacity=0.25).encode(
-            x="t:Q", color=alt.Color("event:N", scale=alt.Scale(domain=[EVENT_NAMES[1], EVENT_NAMES[2]],
-                                                                range=["#d62728", "#2ca02c"]), title="event")
-        ).transform_filter(alt.FieldOneOfPredicate("event", [EVENT_NAMES[1], EVENT_NAMES[2]]))
+        frame = pd.DataFrame(
+            {
+                "t": np.repeat(np.arange(len(x)), v.shape[1]),
+                "component": np.tile(np.arange(v.shape[1]), len(x)),
+                "value": v.ravel(),
+                "token": np.repeat(x, v.shape[1]),
+                "event": np.repeat(ev, v.shape[1]),
+            }
+        )
+        line = (
+            alt.Chart(frame)
+            .mark_line(strokeWidth=1.2)
+            .encode(
+                x=alt.X("t:Q", title="position t"),
+                y=alt.Y("value:Q", title=name),
+                color="component:N",
+                tooltip=["t", "token", "event", "component", alt.Tooltip("value:Q", format=".3f")],
+            )
+        )
+        marks = (
+            alt.Chart(frame.drop_duplicates("t"))
+            .mark_rule(opacity=0.25)
+            .encode(
+                x="t:Q",
+                color=alt.Color(
+                    "event:N",
+                    scale=alt.Scale(domain=[EVENT_NAMES[1], EVENT_NAMES[2]], range=["#d62728", "#2ca02c"]),
+                    title="event",
+                ),
+            )
+            .transform_filter(alt.FieldOneOfPredicate("event", [EVENT_NAMES[1], EVENT_NAMES[2]]))
+        )
         charts.append(alt.layer(marks, line).resolve_scale(color="independent").properties(width=560, height=110))
     return alt.vconcat(*charts).properties(title=title)
 
 
 def lemma_trajectory_chart(frame: pd.DataFrame) -> alt.Chart:
     """GD on M-th: key column, frequency diagonal, W[V,V], W[0,0] and accuracy over steps."""
-    long = frame.melt("step", value_vars=["key_column", "frequency_diag", "W[V,V]", "W[0,0]", "accuracy"],
-                      var_name="quantity", value_name="value")
-    return alt.Chart(long).mark_line().encode(x="step:Q", y="value:Q", color="quantity:N",
-                                              tooltip=["step", "quantity", alt.Tooltip("value:Q", format=".3f")]
-                                              ).properties(width=520, height=240, title="Gradient descent from W_Δ = 0")
+    long = frame.melt(
+        "step",
+        value_vars=["key_column", "frequency_diag", "W[V,V]", "W[0,0]", "accuracy"],
+        var_name="quantity",
+        value_name="value",
+    )
+    return (
+        alt.Chart(long)
+        .mark_line()
+        .encode(
+            x="step:Q",
+            y="value:Q",
+            color="quantity:N",
+            tooltip=["step", "quantity", alt.Tooltip("value:Q", format=".3f")],
+        )
+        .properties(width=520, height=240, title="Gradient descent from W_Δ = 0")
+    )
 
 
 def no_repeat_probability(V, T):
@@ -146,18 +213,42 @@ def one_step_chart(steps: pd.DataFrame, points: int = 60) -> alt.LayerChart:
         raise ValueError(f"steps lacks columns {sorted(missing)}; pass theory.gradient_lemma.one_step_table(...).")
     lo, hi = float(steps.V_over_T2.min()), float(steps.V_over_T2.max())
     ratio = np.geomspace(lo, hi, points)
-    curve = pd.DataFrame([{"T": int(T), "V_over_T2": r, "no_repeat": no_repeat_probability(r * T ** 2, T)}
-                          for T in sorted(steps["T"].unique()) for r in ratio if r * T >= 1.0])   # |V| ≥ T
+    curve = pd.DataFrame(
+        [
+            {"T": int(T), "V_over_T2": r, "no_repeat": no_repeat_probability(r * T**2, T)}
+            for T in sorted(steps["T"].unique())
+            for r in ratio
+            if r * T >= 1.0
+        ]
+    )  # |V| ≥ T
     x = alt.X("V_over_T2:Q", scale=alt.Scale(type="log"), title="|V| / T²")
-    measured = alt.Chart(steps).mark_line(point=True).encode(
-        x=x, y=alt.Y("full_step:Q", title="one-step accuracy"),
-        color="T:N", tooltip=["V", "T", "full_step", "write_only"])
-    birthday = alt.Chart(curve).mark_line(strokeDash=[4, 3], opacity=0.7).encode(
-        x=x, y="no_repeat:Q", color="T:N",
-        tooltip=["T", alt.Tooltip("V_over_T2:Q", format=".3g", title="|V|/T²"),
-                 alt.Tooltip("no_repeat:Q", format=".3f", title="exp(−(T−1)(T−2)/(2(|V|−1)))")])
+    measured = (
+        alt.Chart(steps)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y("full_step:Q", title="one-step accuracy"),
+            color="T:N",
+            tooltip=["V", "T", "full_step", "write_only"],
+        )
+    )
+    birthday = (
+        alt.Chart(curve)
+        .mark_line(strokeDash=[4, 3], opacity=0.7)
+        .encode(
+            x=x,
+            y="no_repeat:Q",
+            color="T:N",
+            tooltip=[
+                "T",
+                alt.Tooltip("V_over_T2:Q", format=".3g", title="|V|/T²"),
+                alt.Tooltip("no_repeat:Q", format=".3f", title="exp(−(T−1)(T−2)/(2(|V|−1)))"),
+            ],
+        )
+    )
     return (measured + birthday).properties(
-        width=420, height=220, title="One step: measured (solid) and the birthday approximation (dashed)")
+        width=420, height=220, title="One step: measured (solid) and the birthday approximation (dashed)"
+    )
 
 
 def regime_explorer(sizes: dict, seed: int = 0, steps: int = 400, window: int = 48):
@@ -183,15 +274,24 @@ def regime_explorer(sizes: dict, seed: int = 0, steps: int = 400, window: int = 
         display(fig4_chart(probe_frame(tr.model, ids, 0, window), f"test sequence {sequence}"))
         tab = pair_table(tr.model)
         V = tr.model.vocab_size
-        pick = {"write (0, v)": (0, slice(1, V)), "read (x, 0)": (slice(1, V), 0),
-                "forget (v1, v2)": (slice(1, V), slice(1, V))}[regime]
+        pick = {
+            "write (0, v)": (0, slice(1, V)),
+            "read (x, 0)": (slice(1, V), 0),
+            "forget (v1, v2)": (slice(1, V), slice(1, V)),
+        }[regime]
         f = tab["forget"][pick].reshape(-1, 2 * V).mean(0)
         i = tab["input_term"][pick].reshape(-1, 2 * V).mean(0)
         display(pd.DataFrame({"forgetting factor": f.numpy(), "input term": i.numpy()}).T.round(3))
 
-    return explorer(draw, {
-        "steps": w.IntSlider(value=steps, min=50, max=3000, step=50, description="steps"),
-        "sequence": w.IntSlider(value=0, min=0, max=sizes["test_size"] - 1, description="sequence"),
-        "regime": w.Dropdown(options=["write (0, v)", "read (x, 0)", "forget (v1, v2)"], description="regime")},
-        default_view=False, button="train", live=("sequence", "regime"),
-        what="press train to train at the chosen steps; sequence and regime redraw the trained model")
+    return explorer(
+        draw,
+        {
+            "steps": w.IntSlider(value=steps, min=50, max=3000, step=50, description="steps"),
+            "sequence": w.IntSlider(value=0, min=0, max=sizes["test_size"] - 1, description="sequence"),
+            "regime": w.Dropdown(options=["write (0, v)", "read (x, 0)", "forget (v1, v2)"], description="regime"),
+        },
+        default_view=False,
+        button="train",
+        live=("sequence", "regime"),
+        what="press train to train at the chosen steps; sequence and regime redraw the trained model",
+    )

@@ -5,6 +5,7 @@ browser (offline renderer of :mod:`mamba_recall.plots`). Jupyter: :func:`ablatio
 ipywidgets panel that re-runs the recall evaluation under a chosen ablation (its default view is drawn
 as plain output; nothing is recomputed until a person acts, see :func:`mamba_recall.widgets.explorer`).
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -14,8 +15,18 @@ import pandas as pd
 from ..analysis import channels as ch
 from ..analysis.interventions import summary
 
-__all__ = ["ablation_explorer", "channel_map_chart", "channel_map_frame", "curve_frame", "delta_heatmap",
-           "layer_counts_chart", "recall_chart", "recall_explorer_chart", "transfer_chart", "transfer_explorer"]
+__all__ = [
+    "ablation_explorer",
+    "channel_map_chart",
+    "channel_map_frame",
+    "curve_frame",
+    "delta_heatmap",
+    "layer_counts_chart",
+    "recall_chart",
+    "recall_explorer_chart",
+    "transfer_chart",
+    "transfer_explorer",
+]
 
 
 def curve_frame(correct: np.ndarray, **labels) -> pd.DataFrame:
@@ -27,13 +38,14 @@ def curve_frame(correct: np.ndarray, **labels) -> pd.DataFrame:
     return df
 
 
-def recall_chart(frame: pd.DataFrame, color: str = "condition", facet: str | None = None, title: str = "",
-                 width: int = 260) -> alt.Chart:
+def recall_chart(
+    frame: pd.DataFrame, color: str = "condition", facet: str | None = None, title: str = "", width: int = 260
+) -> alt.Chart:
     """Recall vs queried position with 95 % Wilson bands, one line per ``color``."""
-    base = alt.Chart(frame).encode(x=alt.X("k:Q", title="queried position k"),
-                                   color=alt.Color(f"{color}:N"))
-    band = base.mark_area(opacity=0.18).encode(y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])),
-                                              y2="hi:Q")
+    base = alt.Chart(frame).encode(x=alt.X("k:Q", title="queried position k"), color=alt.Color(f"{color}:N"))
+    band = base.mark_area(opacity=0.18).encode(
+        y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])), y2="hi:Q"
+    )
     line = base.mark_line(point=True).encode(y="acc:Q", tooltip=["k", color, alt.Tooltip("acc:Q", format=".3f")])
     chart = (band + line).properties(width=width, height=200)
     if facet:
@@ -44,17 +56,27 @@ def recall_chart(frame: pd.DataFrame, color: str = "condition", facet: str | Non
 def recall_explorer_chart(frame: pd.DataFrame, Ls: list[int], conditions: list[str]) -> alt.Chart:
     """Recall explorer: a slider over L and a dropdown over the condition, filtering a
     precomputed table with columns L, condition, variant, k, acc, lo, hi."""
-    L_slider = alt.param(name="L_i", value=0, bind=alt.binding_range(min=0, max=len(Ls) - 1, step=1,
-                                                                     name=f"L index (values {Ls})"))
+    L_slider = alt.param(
+        name="L_i", value=0, bind=alt.binding_range(min=0, max=len(Ls) - 1, step=1, name=f"L index (values {Ls})")
+    )
     cond = alt.param(name="cond", value=conditions[0], bind=alt.binding_select(options=conditions, name="condition "))
     frame = frame.assign(L_i=frame["L"].map({L: i for i, L in enumerate(Ls)}))
-    base = alt.Chart(frame).transform_filter((alt.datum.L_i == L_slider) & (alt.datum.condition == cond)).encode(
-        x=alt.X("k:Q", title="queried position k"), color=alt.Color("variant:N"))
-    band = base.mark_area(opacity=0.18).encode(y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])),
-                                              y2="hi:Q")
-    line = base.mark_line(point=True).encode(y="acc:Q", tooltip=["L", "k", "variant", alt.Tooltip("acc:Q", format=".3f")])
-    return (band + line).add_params(L_slider, cond).properties(width=480, height=240,
-                                                               title="Recall by position (slide L, pick a condition)")
+    base = (
+        alt.Chart(frame)
+        .transform_filter((alt.datum.L_i == L_slider) & (alt.datum.condition == cond))
+        .encode(x=alt.X("k:Q", title="queried position k"), color=alt.Color("variant:N"))
+    )
+    band = base.mark_area(opacity=0.18).encode(
+        y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])), y2="hi:Q"
+    )
+    line = base.mark_line(point=True).encode(
+        y="acc:Q", tooltip=["L", "k", "variant", alt.Tooltip("acc:Q", format=".3f")]
+    )
+    return (
+        (band + line)
+        .add_params(L_slider, cond)
+        .properties(width=480, height=240, title="Recall by position (slide L, pick a condition)")
+    )
 
 
 def channel_map_frame(stats: ch.ChannelStats, grid=ch.GRID) -> pd.DataFrame:
@@ -68,8 +90,20 @@ def channel_map_frame(stats: ch.ChannelStats, grid=ch.GRID) -> pd.DataFrame:
             P = ch.P_tau(M, tau).numpy()
             for p in grid:
                 sel = P > p
-                rows.append(pd.DataFrame({"layer": layer, "channel": np.arange(len(S)), "rank": rank,
-                                          "S": S.numpy(), "P": P, "tau": tau, "p": p, "long_term": sel}))
+                rows.append(
+                    pd.DataFrame(
+                        {
+                            "layer": layer,
+                            "channel": np.arange(len(S)),
+                            "rank": rank,
+                            "S": S.numpy(),
+                            "P": P,
+                            "tau": tau,
+                            "p": p,
+                            "long_term": sel,
+                        }
+                    )
+                )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -77,43 +111,67 @@ def channel_map_chart(frame: pd.DataFrame, grid=ch.GRID, tau0=0.7, p0=0.7) -> al
     """Channel map: layer × channel (sorted by S = ΣΔ), coloured by long-term membership;
     sliders for τ and p re-select from the precomputed closed-form table."""
     grid = list(grid)
-    t = alt.param(name="tau_i", value=grid.index(tau0), bind=alt.binding_range(min=0, max=len(grid) - 1, step=1,
-                                                                              name=f"τ index (values {grid})"))
-    q = alt.param(name="p_i", value=grid.index(p0), bind=alt.binding_range(min=0, max=len(grid) - 1, step=1,
-                                                                          name=f"p index (values {grid})"))
-    frame = frame.assign(tau_i=frame["tau"].map({v: i for i, v in enumerate(grid)}),
-                         p_i=frame["p"].map({v: i for i, v in enumerate(grid)}),
-                         logS=np.log10(frame["S"].clip(lower=1e-8)))
+    t = alt.param(
+        name="tau_i",
+        value=grid.index(tau0),
+        bind=alt.binding_range(min=0, max=len(grid) - 1, step=1, name=f"τ index (values {grid})"),
+    )
+    q = alt.param(
+        name="p_i",
+        value=grid.index(p0),
+        bind=alt.binding_range(min=0, max=len(grid) - 1, step=1, name=f"p index (values {grid})"),
+    )
+    frame = frame.assign(
+        tau_i=frame["tau"].map({v: i for i, v in enumerate(grid)}),
+        p_i=frame["p"].map({v: i for i, v in enumerate(grid)}),
+        logS=np.log10(frame["S"].clip(lower=1e-8)),
+    )
     return (
         alt.Chart(frame)
         .transform_filter((alt.datum.tau_i == t) & (alt.datum.p_i == q))
         .mark_rect()
-        .encode(x=alt.X("rank:O", title="channel (sorted by S = ΣΔ within the layer)", axis=None),
-                y=alt.Y("layer:O", title="layer"),
-                color=alt.Color("long_term:N", title="long-term", scale=alt.Scale(domain=[False, True],
-                                                                                 range=["#d9d9d9", "#d62728"])),
-                tooltip=["layer", "channel", alt.Tooltip("S:Q", format=".4f"), alt.Tooltip("P:Q", format=".2f")])
+        .encode(
+            x=alt.X("rank:O", title="channel (sorted by S = ΣΔ within the layer)", axis=None),
+            y=alt.Y("layer:O", title="layer"),
+            color=alt.Color(
+                "long_term:N", title="long-term", scale=alt.Scale(domain=[False, True], range=["#d9d9d9", "#d62728"])
+            ),
+            tooltip=["layer", "channel", alt.Tooltip("S:Q", format=".4f"), alt.Tooltip("P:Q", format=".2f")],
+        )
         .add_params(t, q)
-        .properties(width=560, height=28 * int(frame["layer"].nunique()),
-                    title="Long-term channels (slide τ and p; red = P(τ) > p)")
+        .properties(
+            width=560,
+            height=28 * int(frame["layer"].nunique()),
+            title="Long-term channels (slide τ and p; red = P(τ) > p)",
+        )
     )
 
 
 def layer_counts_chart(frame: pd.DataFrame) -> alt.Chart:
     """Bars of long-term channels per layer (Fig. 3a analogue); ``frame``: layer, count."""
-    return alt.Chart(frame).mark_bar().encode(x=alt.X("layer:O"), y=alt.Y("count:Q", title="long-term channels"),
-                                              tooltip=["layer", "count"]).properties(width=220, height=180)
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(x=alt.X("layer:O"), y=alt.Y("count:Q", title="long-term channels"), tooltip=["layer", "count"])
+        .properties(width=220, height=180)
+    )
 
 
 def delta_heatmap(frame: pd.DataFrame, title: str) -> alt.Chart:
     """Fig. 7 analogue: mean Δ per layer × position, one panel per period k; ``frame``: k, layer, t, delta."""
-    return (alt.Chart(frame).mark_rect()
-            .encode(x=alt.X("t:O", title="position", axis=alt.Axis(values=list(range(0, 64, 8)))),
-                    y=alt.Y("layer:O"), color=alt.Color("delta:Q", title="mean Δ", scale=alt.Scale(scheme="viridis")),
-                    tooltip=["k", "layer", "t", alt.Tooltip("delta:Q", format=".4f")])
-            .properties(width=220, height=60)
-            .facet(column=alt.Column("k:O", title="period k"))
-            .properties(title=title))
+    return (
+        alt.Chart(frame)
+        .mark_rect()
+        .encode(
+            x=alt.X("t:O", title="position", axis=alt.Axis(values=list(range(0, 64, 8)))),
+            y=alt.Y("layer:O"),
+            color=alt.Color("delta:Q", title="mean Δ", scale=alt.Scale(scheme="viridis")),
+            tooltip=["k", "layer", "t", alt.Tooltip("delta:Q", format=".4f")],
+        )
+        .properties(width=220, height=60)
+        .facet(column=alt.Column("k:O", title="period k"))
+        .properties(title=title)
+    )
 
 
 def ablation_explorer(model, make_contexts, channel_sets: dict, *, Ls=(8, 16), default=("none", 8, "first triple")):
@@ -136,12 +194,18 @@ def ablation_explorer(model, make_contexts, channel_sets: dict, *, Ls=(8, 16), d
         for variant in ("repeated", "random"):
             c = recall_by_position(model, make_contexts(L, variant), channels=channel_sets[name], steps=windows[window])
             frames.append(curve_frame(c, variant=variant))
-        display(recall_chart(pd.concat(frames), color="variant",
-                             title=f"L = {L}, ablation: {name} ({window})", width=420))
+        display(
+            recall_chart(pd.concat(frames), color="variant", title=f"L = {L}, ablation: {name} ({window})", width=420)
+        )
 
-    return explorer(draw, {"name": w.Dropdown(options=list(channel_sets), value=default[0], description="channels"),
-                           "L": w.Dropdown(options=list(Ls), value=default[1], description="L"),
-                           "window": w.Dropdown(options=list(windows), value=default[2], description="window")})
+    return explorer(
+        draw,
+        {
+            "name": w.Dropdown(options=list(channel_sets), value=default[0], description="channels"),
+            "L": w.Dropdown(options=list(Ls), value=default[1], description="L"),
+            "window": w.Dropdown(options=list(windows), value=default[2], description="window"),
+        },
+    )
 
 
 def transfer_chart(table: pd.DataFrame, title: str = "Relative drop when Ā is zeroed at every step") -> alt.Chart:
@@ -152,15 +216,25 @@ def transfer_chart(table: pd.DataFrame, title: str = "Relative drop when Ā is z
         sd = d["random sd"] / d["base"] if d["base"] > 0 else 0.0
         lt, rnd = d["rel. drop long-term"], d["rel. drop random"]
         rows.append({"task": d["task"], "condition": "long-term (identified)", "drop": lt, "lo": lt, "hi": lt})
-        rows.append({"task": d["task"], "condition": "random (same count)", "drop": rnd, "lo": rnd - sd, "hi": rnd + sd})
+        rows.append(
+            {"task": d["task"], "condition": "random (same count)", "drop": rnd, "lo": rnd - sd, "hi": rnd + sd}
+        )
     frame = pd.DataFrame(rows)
-    base = alt.Chart(frame).encode(x=alt.X("condition:N", title=None, axis=alt.Axis(labels=False, ticks=False)),
-                                   color=alt.Color("condition:N", title=None))
-    bars = base.mark_bar().encode(y=alt.Y("drop:Q", title="relative drop (1 − ablated/base)", axis=alt.Axis(format="%")),
-                                  tooltip=["task", "condition", alt.Tooltip("drop:Q", format=".1%")])
+    base = alt.Chart(frame).encode(
+        x=alt.X("condition:N", title=None, axis=alt.Axis(labels=False, ticks=False)),
+        color=alt.Color("condition:N", title=None),
+    )
+    bars = base.mark_bar().encode(
+        y=alt.Y("drop:Q", title="relative drop (1 − ablated/base)", axis=alt.Axis(format="%")),
+        tooltip=["task", "condition", alt.Tooltip("drop:Q", format=".1%")],
+    )
     rule = base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
-    return (bars + rule).properties(width=110, height=200).facet(column=alt.Column("task:N", title=None)).properties(
-        title=title)
+    return (
+        (bars + rule)
+        .properties(width=110, height=200)
+        .facet(column=alt.Column("task:N", title=None))
+        .properties(title=title)
+    )
 
 
 def transfer_explorer(model, stats: ch.ChannelStats, sets: dict, *, n_random: int = 2):
@@ -182,18 +256,27 @@ def transfer_explorer(model, stats: ch.ChannelStats, sets: dict, *, n_random: in
         eff = A.transfer_effects(model, sets, targets, n_random=n_random)
         table = A.transfer_table(eff)
         b = A.check_transfer(table)
-        print(f"{eff['count']} channels ablated at every step; mean relative drop on the learned tasks "
-              f"{100 * b['mean_rel_drop_targeted']:.1f} % (identified) vs {100 * b['mean_rel_drop_random']:.1f} % (random)")
+        print(
+            f"{eff['count']} channels ablated at every step; mean relative drop on the learned tasks "
+            f"{100 * b['mean_rel_drop_targeted']:.1f} % (identified) vs {100 * b['mean_rel_drop_random']:.1f} % (random)"
+        )
         display(table.round(3))
         display(transfer_chart(table))
 
-    return explorer(draw, {"tau": w.SelectionSlider(options=list(ch.GRID), value=0.7, description="τ"),
-                           "p": w.SelectionSlider(options=list(ch.GRID), value=0.7, description="p")},
-                    default_view=False, button="ablate")
+    return explorer(
+        draw,
+        {
+            "tau": w.SelectionSlider(options=list(ch.GRID), value=0.7, description="τ"),
+            "p": w.SelectionSlider(options=list(ch.GRID), value=0.7, description="p"),
+        },
+        default_view=False,
+        button="ablate",
+    )
 
 
-def family_curves_chart(curves: pd.DataFrame, models: pd.DataFrame, variant: str = "repeated",
-                        title: str = "") -> alt.Chart:
+def family_curves_chart(
+    curves: pd.DataFrame, models: pd.DataFrame, variant: str = "repeated", title: str = ""
+) -> alt.Chart:
     """The edge family's recall by position: one row per recipe, one column per evaluated L, the mean over seeds
     with its 95 % t-interval (table ``curves`` of ``results/ch4_edge_<preset>.json``). Each column's header says
     whether L is inside the recipes' training range (``train_L_max`` of ``models``) or beyond it (extrapolation)."""
@@ -204,12 +287,15 @@ def family_curves_chart(curves: pd.DataFrame, models: pd.DataFrame, variant: str
     df["lo"] = df["acc_ci_low"].clip(0, 1)
     df["hi"] = df["acc_ci_high"].clip(0, 1)
     base = alt.Chart(df).encode(x=alt.X("k:Q", title="queried position k"), color=alt.Color("recipe:N"))
-    band = base.mark_area(opacity=0.18).encode(y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])),
-                                              y2="hi:Q")
+    band = base.mark_area(opacity=0.18).encode(
+        y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])), y2="hi:Q"
+    )
     line = base.mark_line(point=True, size=1.5).encode(
-        y="acc_mean:Q", tooltip=["recipe", "L", "k", alt.Tooltip("acc_mean:Q", format=".3f"), "acc_per_seed", "seeds"])
-    chart = (band + line).properties(width=150, height=150).facet(
-        column=alt.Column("L_label:N", sort=order, title=None))
+        y="acc_mean:Q", tooltip=["recipe", "L", "k", alt.Tooltip("acc_mean:Q", format=".3f"), "acc_per_seed", "seeds"]
+    )
+    chart = (
+        (band + line).properties(width=150, height=150).facet(column=alt.Column("L_label:N", sort=order, title=None))
+    )
     return chart.properties(title=title or f"Edge family, {variant} relation: mean over seeds (95 % t-interval)")
 
 
@@ -217,19 +303,28 @@ def models_curves_chart(frame: pd.DataFrame, title: str = "") -> alt.Chart:
     """Recall by position of several committed models (``frame``: model, L, k, acc, lo, hi, trained): one column
     per L, its header marking whether L was inside the model's training range."""
     frame = frame.copy()
-    frame["L_label"] = [f"L = {L} ({'trained' if t else 'beyond training'})" for L, t in zip(frame["L"], frame["trained"])]
+    frame["L_label"] = [
+        f"L = {L} ({'trained' if t else 'beyond training'})" for L, t in zip(frame["L"], frame["trained"])
+    ]
     base = alt.Chart(frame).encode(x=alt.X("k:Q", title="queried position k"), color=alt.Color("model:N"))
-    band = base.mark_area(opacity=0.15).encode(y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])),
-                                              y2="hi:Q")
-    line = base.mark_line(point=True, size=1.5).encode(y="acc:Q", tooltip=["model", "L", "k", alt.Tooltip("acc:Q", format=".3f")])
+    band = base.mark_area(opacity=0.15).encode(
+        y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])), y2="hi:Q"
+    )
+    line = base.mark_line(point=True, size=1.5).encode(
+        y="acc:Q", tooltip=["model", "L", "k", alt.Tooltip("acc:Q", format=".3f")]
+    )
     chart = (band + line).properties(width=200, height=170).facet(column=alt.Column("L_label:N", title=None))
     return chart.properties(title=title) if title else chart
 
 
 def _notice(text: str) -> alt.Chart:
     """A one-line chart that says what is missing (so a page built before a long run lands still renders)."""
-    return alt.Chart(pd.DataFrame({"t": [text]})).mark_text(align="left", fontSize=12).encode(
-        text="t:N").properties(width=600, height=30)
+    return (
+        alt.Chart(pd.DataFrame({"t": [text]}))
+        .mark_text(align="left", fontSize=12)
+        .encode(text="t:N")
+        .properties(width=600, height=30)
+    )
 
 
 def family_curves(fam, variant: str = "repeated") -> alt.Chart:
@@ -247,11 +342,21 @@ def family_learning_chart(fam) -> alt.Chart:
         return _notice(f"not committed yet: {fam.missing}")
     lc = fam.bundle.tables["learning"]
     lc = lc[lc["metric"].isin(["L4_random", "L8_random"])]
-    line = alt.Chart(lc).mark_line(point=True).encode(
-        x=alt.X("step:Q"), y=alt.Y("recall:Q", scale=alt.Scale(domain=[0, 1])), color=alt.Color("seed:N"),
-        strokeDash="metric:N", tooltip=["model", "step", "metric", alt.Tooltip("recall:Q", format=".3f")])
-    return line.properties(width=220, height=160).facet(column=alt.Column("recipe:N"),
-                                                        title="Held-out recall while training (the gate: ≥ 0.95 at L = 4, ≥ 0.80 at L = 8)")
+    line = (
+        alt.Chart(lc)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("step:Q"),
+            y=alt.Y("recall:Q", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("seed:N"),
+            strokeDash="metric:N",
+            tooltip=["model", "step", "metric", alt.Tooltip("recall:Q", format=".3f")],
+        )
+    )
+    return line.properties(width=220, height=160).facet(
+        column=alt.Column("recipe:N"),
+        title="Held-out recall while training (the gate: ≥ 0.95 at L = 4, ≥ 0.80 at L = 8)",
+    )
 
 
 def family_for_comparison(fam, variant: str = "repeated") -> pd.DataFrame:
@@ -261,6 +366,14 @@ def family_for_comparison(fam, variant: str = "repeated") -> pd.DataFrame:
         return pd.DataFrame(columns=["model", "L", "k", "acc", "lo", "hi", "variant"])
     L_max = int(fam.models["train_L_max"].max())
     c = fam.curves[(fam.curves["variant"] == variant) & (fam.curves["L"] <= L_max)]
-    return pd.DataFrame({"model": [f"{r} (mean of {n} seeds)" for r, n in zip(c["recipe"], c["n_seeds"])],
-                         "L": c["L"], "k": c["k"], "acc": c["acc_mean"], "lo": c["acc_ci_low"].clip(0, 1),
-                         "hi": c["acc_ci_high"].clip(0, 1), "variant": c["variant"]})
+    return pd.DataFrame(
+        {
+            "model": [f"{r} (mean of {n} seeds)" for r, n in zip(c["recipe"], c["n_seeds"])],
+            "L": c["L"],
+            "k": c["k"],
+            "acc": c["acc_mean"],
+            "lo": c["acc_ci_low"].clip(0, 1),
+            "hi": c["acc_ci_high"].clip(0, 1),
+            "variant": c["variant"],
+        }
+    )

@@ -5,6 +5,7 @@ Both sources are drawn on the relative axis x = (k−1)/(L−1) of :mod:`mamba_r
 band. The authors' curves are labelled as theirs ("authors' Falcon Mamba 7B (their result files)"): they are
 external reference data, not this project's runs.
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -16,13 +17,23 @@ __all__ = ["authors_chart", "authors_vs_ours_chart", "comparison_frame"]
 
 _X = alt.X("x:Q", title="relative position (k − 1)/(L − 1)", scale=alt.Scale(domain=[0, 1]))
 _Y_BAND = alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1]))
-_TOOLTIP = ["source:N", "variant:N", "L:O", "k:Q", alt.Tooltip("acc:Q", format=".2f"),
-            alt.Tooltip("lo:Q", format=".2f"), alt.Tooltip("hi:Q", format=".2f")]
+_TOOLTIP = [
+    "source:N",
+    "variant:N",
+    "L:O",
+    "k:Q",
+    alt.Tooltip("acc:Q", format=".2f"),
+    alt.Tooltip("lo:Q", format=".2f"),
+    alt.Tooltip("hi:Q", format=".2f"),
+]
 
 
 def _layers(base: alt.Chart, color: alt.Color, detail: list[str]) -> alt.LayerChart:
-    band = (base.transform_filter("isValid(datum.lo) && isValid(datum.hi)").mark_area(opacity=0.15)
-            .encode(y=_Y_BAND, y2="hi:Q", color=color, detail=detail))
+    band = (
+        base.transform_filter("isValid(datum.lo) && isValid(datum.hi)")
+        .mark_area(opacity=0.15)
+        .encode(y=_Y_BAND, y2="hi:Q", color=color, detail=detail)
+    )
     line = base.mark_line(point=True).encode(y="acc:Q", color=color, detail=detail, tooltip=_TOOLTIP)
     return band + line
 
@@ -32,10 +43,12 @@ def authors_chart(curves: pd.DataFrame, width: int = 300) -> alt.FacetChart:
     panel per relation variant (repeated = their ``same_relation``, random = ``varied``)."""
     frame = curves.assign(source=AUTHORS_LABEL)
     base = alt.Chart(frame).encode(x=_X)
-    return (_layers(base, alt.Color("L:O", title="L", scale=alt.Scale(scheme="viridis")), ["L:O"])
-            .properties(width=width, height=200)
-            .facet(column=alt.Column("variant:N", title=None))
-            .properties(title=f"Recall by relative position: {AUTHORS_LABEL}, 20 prompts per position"))
+    return (
+        _layers(base, alt.Color("L:O", title="L", scale=alt.Scale(scheme="viridis")), ["L:O"])
+        .properties(width=width, height=200)
+        .facet(column=alt.Column("variant:N", title=None))
+        .properties(title=f"Recall by relative position: {AUTHORS_LABEL}, 20 prompts per position")
+    )
 
 
 def comparison_frame(authors: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
@@ -50,8 +63,9 @@ def comparison_frame(authors: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([authors.assign(source=AUTHORS_LABEL)[cols], ours[cols]], ignore_index=True)
 
 
-def authors_vs_ours_chart(authors: pd.DataFrame, ours: pd.DataFrame, layout: str = "beside",
-                          width: int = 280) -> alt.FacetChart:
+def authors_vs_ours_chart(
+    authors: pd.DataFrame, ours: pd.DataFrame, layout: str = "beside", width: int = 280
+) -> alt.FacetChart:
     """The authors' curves and ours (``model``, ``L``, ``k``, ``acc``; ``lo``/``hi``/``variant`` optional) on
     the same normalised axis, one column per relation variant.
 
@@ -70,5 +84,9 @@ def authors_vs_ours_chart(authors: pd.DataFrame, ours: pd.DataFrame, layout: str
     else:
         raise ValueError(f"layout must be 'beside' or 'over', got {layout!r}.")
     base = alt.Chart(frame).encode(x=_X)
-    return (_layers(base, color, detail).properties(width=width, height=200).facet(**facet)
-            .properties(title="Recall by relative position: the authors' model (their result files) and ours"))
+    return (
+        _layers(base, color, detail)
+        .properties(width=width, height=200)
+        .facet(**facet)
+        .properties(title="Recall by relative position: the authors' model (their result files) and ours")
+    )

@@ -7,6 +7,7 @@
   against the code size p, with κ and |V| sliders (static); :func:`mqar_explorer` — the live ipywidgets
   version (κ, |V|, d, N → accuracy), built only in Jupyter.
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -24,31 +25,44 @@ def haar_slider_frame(js=(0, 1, 2), sharpness=(1, 2, 3, 4), points: int = 161, q
     pick = np.linspace(0, quad_points - 1, points).astype(int)
     frames = []
     for j in js:
-        for k in range(2 ** j):
+        for k in range(2**j):
             psi = haar_psi(j, k, s[pick])
             psi[-1] = psi[-2]
             for sh in sharpness:
-                approx, _ = wavelet_from_bases(j, k, -10.0 ** sh, s)
+                approx, _ = wavelet_from_bases(j, k, -(10.0**sh), s)
                 frames.append(pd.DataFrame(dict(j=j, k=k, sharpness=sh, s=s[pick], psi=psi, s6=approx[pick])))
     return pd.concat(frames, ignore_index=True)
 
 
 def haar_slider_chart(frame: pd.DataFrame) -> alt.Chart:
     js, shs = sorted(frame.j.unique()), sorted(frame.sharpness.unique())
-    j = alt.param("j", value=int(js[-1]), bind=alt.binding_range(min=int(js[0]), max=int(js[-1]), step=1, name="scale j "))
-    k = alt.param("k", value=0, bind=alt.binding_range(min=0, max=2 ** int(js[-1]) - 1, step=1,
-                                                      name="shift k (< 2^j) "))
-    sh = alt.param("sh", value=int(shs[len(shs) // 2]), bind=alt.binding_range(
-        min=int(shs[0]), max=int(shs[-1]), step=1, name="sharpness log10|w_Δ| "))
-    return (alt.Chart(frame).transform_filter((alt.datum.j == j) & (alt.datum.k == k) & (alt.datum.sharpness == sh))
-            .transform_fold(["psi", "s6"], as_=["curve", "value"])
-            .mark_line().encode(
-                x=alt.X("s:Q", title="s"), y=alt.Y("value:Q", title="value"),
-                color=alt.Color("curve:N", title=None, scale=alt.Scale(domain=["psi", "s6"])),
-                strokeDash=alt.StrokeDash("curve:N", legend=None))
-            .add_params(j, k, sh)
-            .properties(width=520, height=240,
-                        title="Haar wavelet ψ_jk (psi) and its S6 approximation g1 − 2 g2 + g3 (s6), Thm. 1"))
+    j = alt.param(
+        "j", value=int(js[-1]), bind=alt.binding_range(min=int(js[0]), max=int(js[-1]), step=1, name="scale j ")
+    )
+    k = alt.param(
+        "k", value=0, bind=alt.binding_range(min=0, max=2 ** int(js[-1]) - 1, step=1, name="shift k (< 2^j) ")
+    )
+    sh = alt.param(
+        "sh",
+        value=int(shs[len(shs) // 2]),
+        bind=alt.binding_range(min=int(shs[0]), max=int(shs[-1]), step=1, name="sharpness log10|w_Δ| "),
+    )
+    return (
+        alt.Chart(frame)
+        .transform_filter((alt.datum.j == j) & (alt.datum.k == k) & (alt.datum.sharpness == sh))
+        .transform_fold(["psi", "s6"], as_=["curve", "value"])
+        .mark_line()
+        .encode(
+            x=alt.X("s:Q", title="s"),
+            y=alt.Y("value:Q", title="value"),
+            color=alt.Color("curve:N", title=None, scale=alt.Scale(domain=["psi", "s6"])),
+            strokeDash=alt.StrokeDash("curve:N", legend=None),
+        )
+        .add_params(j, k, sh)
+        .properties(
+            width=520, height=240, title="Haar wavelet ψ_jk (psi) and its S6 approximation g1 − 2 g2 + g3 (s6), Thm. 1"
+        )
+    )
 
 
 def mqar_grid(kappas, Vs, ps, n: int = 100, T: int = 100, draws: int = 2) -> pd.DataFrame:
@@ -58,8 +72,10 @@ def mqar_grid(kappas, Vs, ps, n: int = 100, T: int = 100, draws: int = 2) -> pd.
         for V in Vs:
             for p in ps:
                 for name, (cons, kw) in VARIANTS.items():
-                    accs = [construction_accuracy(cons, kappa, V, n=n, T=T, seed=1, jl_seed=s, **kw(p))
-                            for s in range(draws)]
+                    accs = [
+                        construction_accuracy(cons, kappa, V, n=n, T=T, seed=1, jl_seed=s, **kw(p))
+                        for s in range(draws)
+                    ]
                     dims = theory_dims(cons, kappa, V, p=p)
                     rows.append(dict(kappa=kappa, V=V, p=p, variant=name, accuracy=max(accs), d=dims["d"], N=dims["N"]))
     return pd.DataFrame(rows)
@@ -69,11 +85,19 @@ def mqar_grid_chart(frame: pd.DataFrame) -> alt.Chart:
     ks, Vs = sorted(frame.kappa.unique()), sorted(frame.V.unique())
     kp = alt.param("kappa", value=int(ks[0]), bind=alt.binding_select(options=[int(v) for v in ks], name="κ "))
     vp = alt.param("V", value=int(Vs[-1]), bind=alt.binding_select(options=[int(v) for v in Vs], name="|V| "))
-    return (alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("p:Q", title="JL code size p"), y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("variant:N"), tooltip=["variant", "p", "d", "N", "accuracy"])
-        .add_params(kp, vp).transform_filter((alt.datum.kappa == kp) & (alt.datum.V == vp))
-        .properties(width=480, height=260, title="MQAR constructions: as printed vs corrected (best of draws)"))
+    return (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("p:Q", title="JL code size p"),
+            y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("variant:N"),
+            tooltip=["variant", "p", "d", "N", "accuracy"],
+        )
+        .add_params(kp, vp)
+        .transform_filter((alt.datum.kappa == kp) & (alt.datum.V == vp))
+        .properties(width=480, height=260, title="MQAR constructions: as printed vs corrected (best of draws)")
+    )
 
 
 def mqar_explorer(kappa: int = 8, V: int = 128, p: int = 16, N: int | None = None, n: int = 200):
@@ -94,13 +118,20 @@ def mqar_explorer(kappa: int = 8, V: int = 128, p: int = 16, N: int | None = Non
         dims = theory_dims(cons, kappa, V, p=p)
         print(f"d = {dims['d']}, N = {dims['N']}: accuracy {acc:.3f} on {n} sequences")
 
-    return explorer(draw, {
-        "construction": w.Dropdown(options=list(VARIANTS) + ["Thm 2, one-hot (N columns)"],
-                                   value="Thm 2, corrected bias", description="construction"),
-        "kappa": w.IntSlider(value=kappa, min=2, max=32, description="κ"),
-        "V": w.IntSlider(value=V, min=16, max=512, step=16, description="|V|"),
-        "p": w.IntSlider(value=p, min=2, max=64, description="p"),
-        "N": w.IntSlider(value=N or kappa, min=1, max=32, description="N (Thm 2)")})
+    return explorer(
+        draw,
+        {
+            "construction": w.Dropdown(
+                options=list(VARIANTS) + ["Thm 2, one-hot (N columns)"],
+                value="Thm 2, corrected bias",
+                description="construction",
+            ),
+            "kappa": w.IntSlider(value=kappa, min=2, max=32, description="κ"),
+            "V": w.IntSlider(value=V, min=16, max=512, step=16, description="|V|"),
+            "p": w.IntSlider(value=p, min=2, max=64, description="p"),
+            "N": w.IntSlider(value=N or kappa, min=1, max=32, description="N (Thm 2)"),
+        },
+    )
 
 
 def thm3_state_chart(need: pd.DataFrame) -> alt.LayerChart:
@@ -112,16 +143,33 @@ def thm3_state_chart(need: pd.DataFrame) -> alt.LayerChart:
         raise ValueError(f"need lacks columns {sorted(missing)}; pass theory.mqar_constructions.state_for_recall(...).")
     measured = need[np.isfinite(need.N)].assign(curve="measured (99 % recall)")
     kappas = np.geomspace(float(need.kappa.min()), float(need.kappa.max()), 40)
-    refs = pd.concat([pd.DataFrame(dict(kappa=kappas, N=np.log2(kappas), curve="Thm. 3: N = log2 κ")),
-                      pd.DataFrame(dict(kappa=kappas, N=kappas, curve="Thm. 2: N = κ"))])
+    refs = pd.concat(
+        [
+            pd.DataFrame(dict(kappa=kappas, N=np.log2(kappas), curve="Thm. 3: N = log2 κ")),
+            pd.DataFrame(dict(kappa=kappas, N=kappas, curve="Thm. 2: N = κ")),
+        ]
+    )
     curves = ["measured (99 % recall)", "Thm. 3: N = log2 κ", "Thm. 2: N = κ"]
     color = alt.Color("curve:N", title=None, scale=alt.Scale(domain=curves))
     x = alt.X("kappa:Q", scale=alt.Scale(type="log", base=2), title="keys κ")
     y = alt.Y("N:Q", scale=alt.Scale(type="log", base=2), title="state size N = p_k")
-    lines = alt.Chart(refs).mark_line().encode(
-        x=x, y=y, color=color, strokeDash=alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(
-            domain=curves[1:], range=[[6, 3], [2, 2]])))
-    points = alt.Chart(measured).mark_line(point=True).encode(
-        x=x, y=y, color=color, tooltip=["kappa", "N", alt.Tooltip("accuracy:Q", format=".4f")])
-    return (lines + points).properties(width=480, height=260,
-                                       title="Thm. 3 (Mamba-2): state size for 99 % MQAR recall against κ")
+    lines = (
+        alt.Chart(refs)
+        .mark_line()
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            strokeDash=alt.StrokeDash(
+                "curve:N", legend=None, scale=alt.Scale(domain=curves[1:], range=[[6, 3], [2, 2]])
+            ),
+        )
+    )
+    points = (
+        alt.Chart(measured)
+        .mark_line(point=True)
+        .encode(x=x, y=y, color=color, tooltip=["kappa", "N", alt.Tooltip("accuracy:Q", format=".4f")])
+    )
+    return (lines + points).properties(
+        width=480, height=260, title="Thm. 3 (Mamba-2): state size for 99 % MQAR recall against κ"
+    )
