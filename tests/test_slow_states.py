@@ -1,4 +1,5 @@
 """Per-state variant of paper 004's long-term statistic (Eqs. 2–4, §4.2) and the (channel, state) ablation."""
+
 from __future__ import annotations
 
 import math
@@ -57,7 +58,7 @@ def test_state_stats_rejects_bad_input(tiny):
     with pytest.raises(ValueError, match="layer 7 does not exist"):
         ch.slow_states(ss, {7: 1})
     with pytest.raises(ValueError, match=r"counts\[0\]"):
-        ch.slow_states(ss, {0: 10 ** 6})
+        ch.slow_states(ss, {0: 10**6})
 
 
 def test_statistic_picks_the_slow_writing_state():
@@ -81,8 +82,18 @@ def test_statistic_picks_the_slow_writing_state():
     for n, a in enumerate([5.0, 10.0, 20.0], start=1):
         k_max = math.floor(math.log(1 / 0.7) / (a * 0.05) + 1e-12)
         assert float(Q[1, n]) == pytest.approx(min(T_, k_max + 1) / T_)
-    stats = ch.StateStats(S=[delta[..., rng].sum(-1).mean(0)], M=[ch.closed_form_M(delta, A, rng)], A=[A],
-                          T_total=T, Q=[Q], R=[R], W=[W], floor=[floor], tau=ch.SLOW_TAU, omega=ch.WRITE_FLOOR)
+    stats = ch.StateStats(
+        S=[delta[..., rng].sum(-1).mean(0)],
+        M=[ch.closed_form_M(delta, A, rng)],
+        A=[A],
+        T_total=T,
+        Q=[Q],
+        R=[R],
+        W=[W],
+        floor=[floor],
+        tau=ch.SLOW_TAU,
+        omega=ch.WRITE_FLOOR,
+    )
     assert ch.slow_states(stats, {0: 1})[0].tolist() == [[1, 0]]
     # the per-channel statistic (Eq. 4) picks the closed gate instead
     assert ch.identify(stats, 0.7, 0.7)[0].tolist() == [0]
@@ -103,8 +114,10 @@ def test_all_states_of_a_channel_equal_the_channel_ablation(tiny):
                 assert torch.equal(model(x), want)
     assert not torch.equal(want, model(x))  # the ablation does something
     ctx = recall_contexts(6, 5, "repeated", vocab=vocab, seed=3)
-    np.testing.assert_array_equal(iv.recall_by_position(model, ctx, channels=chans, steps=[1, 2, 3, 4]),
-                                  iv.recall_by_position(model, ctx, channels=pairs, steps=[1, 2, 3, 4]))
+    np.testing.assert_array_equal(
+        iv.recall_by_position(model, ctx, channels=chans, steps=[1, 2, 3, 4]),
+        iv.recall_by_position(model, ctx, channels=pairs, steps=[1, 2, 3, 4]),
+    )
 
 
 def test_single_state_ablation_zeroes_only_that_state(tiny):

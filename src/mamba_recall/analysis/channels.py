@@ -39,6 +39,7 @@ with ties ranked by the retained write ``R^{(i,n)} = Σ_t keep_{t,i,n} W_{t,i,n}
 sum at ``T``, up to signs). A closed gate has keep ≈ 1 but W below the floor (Q ≈ 0); a fast state writes
 but keeps < τ of all but its last few writes; a slow state of a writing channel scores high.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,10 +48,29 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["ChannelStats", "LayerStats", "P_tau", "StateStats", "channel_stats", "closed_form_M", "count_grid",
-           "explicit_product_M", "identify", "layer_A", "product_range", "rank_layers", "record_deltas",
-           "record_internals", "s_threshold", "slow_states", "state_stats", "target_set", "GRID", "SLOW_TAU",
-           "WRITE_FLOOR"]
+__all__ = [
+    "ChannelStats",
+    "LayerStats",
+    "P_tau",
+    "StateStats",
+    "channel_stats",
+    "closed_form_M",
+    "count_grid",
+    "explicit_product_M",
+    "identify",
+    "layer_A",
+    "product_range",
+    "rank_layers",
+    "record_deltas",
+    "record_internals",
+    "s_threshold",
+    "slow_states",
+    "state_stats",
+    "target_set",
+    "GRID",
+    "SLOW_TAU",
+    "WRITE_FLOOR",
+]
 
 GRID = (0.5, 0.7, 0.9)
 SLOW_TAU = 0.7  # keep ≥ τ: the paper's main τ (§4.2), here for the share of one write that reaches the query
@@ -60,8 +80,10 @@ WRITE_FLOOR = 1.0  # W ≥ ω · median W: a typical write or more; closed gates
 def product_range(T_total: int, query_len: int = 2, first: int = 1) -> slice:
     """0-based token indices of the product of Eq. (3): ``first … T_total − query_len − 1``."""
     if T_total - query_len <= first:
-        raise ValueError(f"the prompt of length {T_total} has no context tokens after index {first} "
-                         f"once the {query_len} query tokens are dropped.")
+        raise ValueError(
+            f"the prompt of length {T_total} has no context tokens after index {first} "
+            f"once the {query_len} query tokens are dropped."
+        )
     return slice(first, T_total - query_len)
 
 
@@ -198,6 +220,7 @@ def count_grid(stats: ChannelStats, grid=GRID) -> np.ndarray:
 
 # --------------------------------------------------------------------- per-state variant (slow, writing states)
 
+
 @dataclass
 class StateStats(ChannelStats):
     """Per-state statistics of one identification pass (Mamba-1), see the module docstring. Besides the
@@ -240,8 +263,15 @@ def _state_layer(it, A: torch.Tensor, rng: slice, tau: float, omega: float):
     return Q, R, W.mean(dim=(0, 2)), floor
 
 
-def state_stats(model, prompts: torch.Tensor, *, tau: float = SLOW_TAU, omega: float = WRITE_FLOOR,
-                query_len: int = 2, first: int = 1) -> StateStats:
+def state_stats(
+    model,
+    prompts: torch.Tensor,
+    *,
+    tau: float = SLOW_TAU,
+    omega: float = WRITE_FLOOR,
+    query_len: int = 2,
+    first: int = 1,
+) -> StateStats:
     """Per-state slow-and-writing statistics of ``prompts`` (B, T) over the token range of Eq. (3).
 
     Mamba-1 only (a Mamba-2 head has one decay for all its states: use :mod:`mamba_recall.analysis.heads`).
@@ -251,16 +281,26 @@ def state_stats(model, prompts: torch.Tensor, *, tau: float = SLOW_TAU, omega: f
     if not (isinstance(omega, (int, float)) and math.isfinite(omega) and omega >= 0):
         raise ValueError(f"omega must be a finite number ≥ 0 (the write floor in layer medians), got {omega!r}.")
     if not all(hasattr(layer.mixer, "d_state") and layer.mixer.A_log.dim() == 2 for layer in model.backbone.layers):
-        raise ValueError("state_stats needs Mamba-1 layers (A of shape (E, N)); for Mamba-2 heads use "
-                         "mamba_recall.analysis.heads.")
+        raise ValueError(
+            "state_stats needs Mamba-1 layers (A of shape (E, N)); for Mamba-2 heads use mamba_recall.analysis.heads."
+        )
     internals = record_internals(model, prompts)
     As = layer_A(model)
     rng = product_range(prompts.shape[1], query_len, first)
     Q, R, W, floor = zip(*(_state_layer(it, a, rng, tau, omega) for it, a in zip(internals, As)))
     deltas = [it.delta.detach().double() for it in internals]
-    return StateStats(S=[d[..., rng].sum(-1).mean(0) for d in deltas],
-                      M=[closed_form_M(d, a, rng) for d, a in zip(deltas, As)], A=As, T_total=prompts.shape[1],
-                      Q=list(Q), R=list(R), W=list(W), floor=list(floor), tau=float(tau), omega=float(omega))
+    return StateStats(
+        S=[d[..., rng].sum(-1).mean(0) for d in deltas],
+        M=[closed_form_M(d, a, rng) for d, a in zip(deltas, As)],
+        A=As,
+        T_total=prompts.shape[1],
+        Q=list(Q),
+        R=list(R),
+        W=list(W),
+        floor=list(floor),
+        tau=float(tau),
+        omega=float(omega),
+    )
 
 
 def slow_states(stats: StateStats, counts: dict[int, int]) -> dict[int, torch.Tensor]:
@@ -274,5 +314,5 @@ def slow_states(stats: StateStats, counts: dict[int, int]) -> dict[int, torch.Te
         size = stats.Q[layer].numel()
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= size:
             raise ValueError(f"counts[{layer}] must be an integer in 0..{size} (E·N states), got {k!r}.")
-        out[int(layer)] = stats.ranking(int(layer))[:int(k)]
+        out[int(layer)] = stats.ranking(int(layer))[: int(k)]
     return out

@@ -25,6 +25,7 @@ bootstrap over prompts with 2,000 resamples (:func:`paired_bootstrap`), McNemar'
 binary outcomes (:func:`mcnemar_p`), Welch's t-test (:func:`welch_test`), Spearman's ρ (:func:`spearman`)
 and Pearson's χ² goodness of fit (:func:`chi2_uniform_p`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,10 +42,28 @@ from ..models.mamba2 import Mamba2
 from ..tasks.serial_recall import RecallContexts, query_tokens
 from ..tasks.transfer import labelled_accuracy
 
-__all__ = ["ablate", "ablation_steps", "chi2_uniform_p", "first_position_drops", "first_triplet_steps",
-           "is_state_target", "labelled_scores", "load_mamba_ssm_checkpoint", "mcnemar_p", "paired_bootstrap",
-           "random_channels", "random_states", "recall_by_position", "spearman", "state_ablation_effects",
-           "state_targets_mask", "summary", "uniform_init_states", "welch_test", "wilson"]
+__all__ = [
+    "ablate",
+    "ablation_steps",
+    "chi2_uniform_p",
+    "first_position_drops",
+    "first_triplet_steps",
+    "is_state_target",
+    "labelled_scores",
+    "load_mamba_ssm_checkpoint",
+    "mcnemar_p",
+    "paired_bootstrap",
+    "random_channels",
+    "random_states",
+    "recall_by_position",
+    "spearman",
+    "state_ablation_effects",
+    "state_targets_mask",
+    "summary",
+    "uniform_init_states",
+    "welch_test",
+    "wilson",
+]
 
 
 def first_triplet_steps(triple: int = 1, bos: bool = False) -> list[int]:
@@ -90,8 +109,10 @@ def state_targets_mask(target, E: int, N: int) -> torch.Tensor:
         raise ValueError(f"state targets must be (k, 2) (channel, state) pairs, got shape {tuple(t.shape)}.")
     bad = (t[:, 0] < 0) | (t[:, 0] >= E) | (t[:, 1] < 0) | (t[:, 1] >= N)
     if bool(bad.any()):
-        raise ValueError(f"(channel, state) pair {tuple(t[bad][0].tolist())} is out of range: channels 0..{E - 1}, "
-                         f"states 0..{N - 1}.")
+        raise ValueError(
+            f"(channel, state) pair {tuple(t[bad][0].tolist())} is out of range: channels 0..{E - 1}, "
+            f"states 0..{N - 1}."
+        )
     mask = torch.zeros(E, N, dtype=torch.bool)
     mask[t[:, 0], t[:, 1]] = True
     return mask
@@ -109,8 +130,10 @@ class _Ablation:
             return None
         if is_state_target(ch):
             if n_state is None:
-                raise ValueError(f"layer {layer}: (channel, state) targets need a Mamba-1 mixer (one Ā per state); "
-                                 "a Mamba-2 head shares one decay over its states — target head indices instead.")
+                raise ValueError(
+                    f"layer {layer}: (channel, state) targets need a Mamba-1 mixer (one Ā per state); "
+                    "a Mamba-2 head shares one decay over its states — target head indices instead."
+                )
             smask = state_targets_mask(ch, width, n_state)  # (E, N)
             if not bool(smask.any()):
                 return None
@@ -149,8 +172,11 @@ def ablate(model, channels: dict[int, torch.Tensor] | None, steps="all"):
     saved = [blk.mixer.abar_hook for blk in layers]
     try:
         for i, blk in enumerate(layers):
-            hook = handle.hook(i, getattr(blk.mixer, "ablation_units", blk.mixer.d_inner),  # heads for Mamba-2
-                               None if isinstance(blk.mixer, Mamba2) else blk.mixer.d_state)
+            hook = handle.hook(
+                i,
+                getattr(blk.mixer, "ablation_units", blk.mixer.d_inner),  # heads for Mamba-2
+                None if isinstance(blk.mixer, Mamba2) else blk.mixer.d_state,
+            )
             if hook is not None:
                 blk.mixer.abar_hook = hook
         yield handle
@@ -173,16 +199,27 @@ def labelled_scores(model, sets: dict, channels=None, steps="all", *, batch_size
     try:
         with ablate(model, channels, steps):
             for name, (x, y) in sets.items():
-                out[name] = np.concatenate([labelled_accuracy(model(x[a:a + batch_size].to(device)).cpu(),
-                                                              y[a:a + batch_size])
-                                            for a in range(0, len(x), batch_size)])
+                out[name] = np.concatenate(
+                    [
+                        labelled_accuracy(model(x[a : a + batch_size].to(device)).cpu(), y[a : a + batch_size])
+                        for a in range(0, len(x), batch_size)
+                    ]
+                )
     finally:
         model.train(was)
     return out
 
 
-def uniform_init_states(model, layer: int, batch: int, seed: int = 42, low: float = 0.0, high: float = 1.0,
-                        kind: str = "uniform", scale: float = 1.0) -> list[LayerState]:
+def uniform_init_states(
+    model,
+    layer: int,
+    batch: int,
+    seed: int = 42,
+    low: float = 0.0,
+    high: float = 1.0,
+    kind: str = "uniform",
+    scale: float = 1.0,
+) -> list[LayerState]:
     """Initial per-layer states for :func:`recall_by_position`: h_0 = scale · u at ``layer``, zeros elsewhere.
 
     Paper §4.2, App. G (Fig. 5a): one layer's SSM state starts from U(0, 1) instead of 0. ``u`` is drawn
@@ -211,8 +248,9 @@ def uniform_init_states(model, layer: int, batch: int, seed: int = 42, low: floa
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"batch must be a positive int (the number of prompts; 1 broadcasts), got {batch!r}.")
     if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a finite number > 0 (U(0, scale)); got {scale!r} — for a zero "
-                         "state pass init_states=None.")
+        raise ValueError(
+            f"scale must be a finite number > 0 (U(0, scale)); got {scale!r} — for a zero state pass init_states=None."
+        )
     if kind not in ("uniform", "normal", "constant"):
         raise ValueError(f"unknown kind {kind!r}; use 'uniform', 'normal' or 'constant'.")
     out = []
@@ -242,9 +280,17 @@ def uniform_init_states(model, layer: int, batch: int, seed: int = 42, low: floa
 
 
 @torch.no_grad()
-def recall_by_position(model, ctx: RecallContexts, *, channels=None, steps="all", init_states=None,
-                       distractors: torch.Tensor | None = None, batch_size: int = 256,
-                       device="cpu") -> np.ndarray:
+def recall_by_position(
+    model,
+    ctx: RecallContexts,
+    *,
+    channels=None,
+    steps="all",
+    init_states=None,
+    distractors: torch.Tensor | None = None,
+    batch_size: int = 256,
+    device="cpu",
+) -> np.ndarray:
     """(n, L) bool: is ``o_k`` the argmax after ``context [distractors] s_k r_k``, for every k.
 
     Prefix-state evaluation: the context (+ distractors) is run once per row under the ablation of
@@ -265,9 +311,15 @@ def recall_by_position(model, ctx: RecallContexts, *, channels=None, steps="all"
                 rows = prefix[a:b].to(device)
                 st = None
                 if init_states is not None:
-                    st = [type(s)(s.conv.expand(b - a, *s.conv.shape[1:]).contiguous() if s.conv.shape[0] == 1
-                                  else s.conv[a:b], s.ssm.expand(b - a, *s.ssm.shape[1:]).contiguous()
-                                  if s.ssm.shape[0] == 1 else s.ssm[a:b]) for s in init_states]
+                    st = [
+                        type(s)(
+                            s.conv.expand(b - a, *s.conv.shape[1:]).contiguous()
+                            if s.conv.shape[0] == 1
+                            else s.conv[a:b],
+                            s.ssm.expand(b - a, *s.ssm.shape[1:]).contiguous() if s.ssm.shape[0] == 1 else s.ssm[a:b],
+                        )
+                        for s in init_states
+                    ]
                 handle.offset = 0
                 _, states = model(rows, states=st, return_states=True)
                 handle.offset = T0
@@ -275,11 +327,26 @@ def recall_by_position(model, ctx: RecallContexts, *, channels=None, steps="all"
                 rep = torch.arange(m, device=rows.device).repeat_interleave(L)
                 q_states = [s.index_select(rep) for s in states]
                 ks = torch.arange(1, L + 1).repeat(m)
-                sub = RecallContexts(ctx.tokens[a:b], ctx.subjects[a:b], ctx.objects[a:b], ctx.relations[a:b],
-                                     L, ctx.variant, ctx.bos, ctx.vocab)
-                rep_ctx = RecallContexts(sub.tokens.repeat_interleave(L, 0), sub.subjects.repeat_interleave(L, 0),
-                                         sub.objects.repeat_interleave(L, 0), sub.relations.repeat_interleave(L, 0),
-                                         L, ctx.variant, ctx.bos, ctx.vocab)
+                sub = RecallContexts(
+                    ctx.tokens[a:b],
+                    ctx.subjects[a:b],
+                    ctx.objects[a:b],
+                    ctx.relations[a:b],
+                    L,
+                    ctx.variant,
+                    ctx.bos,
+                    ctx.vocab,
+                )
+                rep_ctx = RecallContexts(
+                    sub.tokens.repeat_interleave(L, 0),
+                    sub.subjects.repeat_interleave(L, 0),
+                    sub.objects.repeat_interleave(L, 0),
+                    sub.relations.repeat_interleave(L, 0),
+                    L,
+                    ctx.variant,
+                    ctx.bos,
+                    ctx.vocab,
+                )
                 q = query_tokens(rep_ctx, ks).to(rows.device)
                 logits = model(q, states=q_states)
                 pred = logits[:, -1].argmax(-1).cpu()
@@ -334,9 +401,19 @@ def summary(correct: np.ndarray) -> dict:
     mid = (k > L / 3) & (k <= 2 * L / 3)
     mid_acc = float(acc[mid].mean())
     mlo, mhi = wilson(correct[:, mid].sum(), n * mid.sum())
-    return {"L": L, "n": n, "acc": acc, "lo": lo, "hi": hi, "mid": mid_acc, "mid_lo": float(mlo),
-            "mid_hi": float(mhi), "primacy": float(acc[0] - mid_acc), "recency": float(acc[-1] - mid_acc),
-            "u_depth": float(0.5 * (acc[0] + acc[-1]) - mid_acc)}
+    return {
+        "L": L,
+        "n": n,
+        "acc": acc,
+        "lo": lo,
+        "hi": hi,
+        "mid": mid_acc,
+        "mid_lo": float(mlo),
+        "mid_hi": float(mhi),
+        "primacy": float(acc[0] - mid_acc),
+        "recency": float(acc[-1] - mid_acc),
+        "u_depth": float(0.5 * (acc[0] + acc[-1]) - mid_acc),
+    }
 
 
 def paired_bootstrap(a: np.ndarray, b: np.ndarray, stat=np.mean, n_boot: int = 2000, seed: int = 0):
@@ -351,15 +428,24 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, stat=np.mean, n_boot: int = 2
     """
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(f"paired_bootstrap needs one value per prompt, 1-D a and b; got shapes {a.shape} and "
-                         f"{b.shape} (average each prompt's row first, e.g. a.mean(1)).")
+        raise ValueError(
+            f"paired_bootstrap needs one value per prompt, 1-D a and b; got shapes {a.shape} and "
+            f"{b.shape} (average each prompt's row first, e.g. a.mean(1))."
+        )
     if a.shape[0] != b.shape[0]:
         raise ValueError("paired_bootstrap needs the same number of rows (the same prompts) in a and b.")
     if a.shape[0] < 2:
         raise ValueError(f"paired_bootstrap needs at least 2 prompts, got {a.shape[0]}.")
-    res = stats.bootstrap((a, b), lambda x, y: stat(x) - stat(y), paired=True, vectorized=False,
-                          n_resamples=n_boot, confidence_level=0.95, method="percentile",
-                          random_state=np.random.RandomState(seed))
+    res = stats.bootstrap(
+        (a, b),
+        lambda x, y: stat(x) - stat(y),
+        paired=True,
+        vectorized=False,
+        n_resamples=n_boot,
+        confidence_level=0.95,
+        method="percentile",
+        random_state=np.random.RandomState(seed),
+    )
     ci = res.confidence_interval
     return float(stat(a) - stat(b)), float(ci.low), float(ci.high)
 
@@ -380,8 +466,9 @@ def mcnemar_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(stats.binomtest(min(n01, n10), n01 + n10, 0.5).pvalue)
 
 
-def random_channels(model, count_per_layer: dict[int, int] | int, *, seed: int = 42,
-                    exclude: dict[int, torch.Tensor] | None = None) -> dict[int, torch.Tensor]:
+def random_channels(
+    model, count_per_layer: dict[int, int] | int, *, seed: int = 42, exclude: dict[int, torch.Tensor] | None = None
+) -> dict[int, torch.Tensor]:
     """Random control channel sets.
 
     ``count_per_layer`` an int → *global* control: that many (layer, channel) pairs uniformly without
@@ -412,8 +499,9 @@ def random_channels(model, count_per_layer: dict[int, int] | int, *, seed: int =
     return out
 
 
-def random_states(model, count_per_layer: dict[int, int], *, seed: int = 42,
-                  exclude: dict[int, torch.Tensor] | None = None) -> dict[int, torch.Tensor]:
+def random_states(
+    model, count_per_layer: dict[int, int], *, seed: int = 42, exclude: dict[int, torch.Tensor] | None = None
+) -> dict[int, torch.Tensor]:
     """Layer-matched random control for a state target: ``count_per_layer[layer]`` (channel, state) pairs
     per layer, uniformly without replacement from the E·N pairs of that layer outside ``exclude`` (a state
     target per layer) → {layer: (k, 2) LongTensor}, sorted (Mamba-1 layers)."""
@@ -430,15 +518,27 @@ def random_states(model, count_per_layer: dict[int, int], *, seed: int = 42,
         taken = state_targets_mask(ex, E, N).flatten() if ex is not None and len(ex) else torch.zeros(E * N, dtype=bool)
         pool = np.flatnonzero(~taken.numpy())
         if not 0 <= c <= len(pool):
-            raise ValueError(f"layer {layer} has {len(pool)} (channel, state) pairs outside the excluded set; asked {c}.")
+            raise ValueError(
+                f"layer {layer} has {len(pool)} (channel, state) pairs outside the excluded set; asked {c}."
+            )
         flat = np.sort(rng.choice(pool, size=int(c), replace=False))
         out[int(layer)] = torch.as_tensor(np.stack([flat // N, flat % N], axis=1).reshape(-1, 2), dtype=torch.long)
     return out
 
 
-def state_ablation_effects(model, ctx: RecallContexts, targets: dict, steps, *, n_random: int = 5, seed: int = 42,
-                           channels: dict | None = None, base: np.ndarray | None = None, batch_size: int = 256,
-                           device="cpu") -> dict:
+def state_ablation_effects(
+    model,
+    ctx: RecallContexts,
+    targets: dict,
+    steps,
+    *,
+    n_random: int = 5,
+    seed: int = 42,
+    channels: dict | None = None,
+    base: np.ndarray | None = None,
+    batch_size: int = 256,
+    device="cpu",
+) -> dict:
     """Recall by position (each (n, L) bool, :func:`recall_by_position` on ``ctx``) under: no ablation
     (``base``, or the one given), the state target ``targets`` ({layer: (k, 2) (channel, state)}),
     ``n_random`` layer-matched random state sets (:func:`random_states`, seeds ``seed … seed+n_random−1``,
@@ -446,14 +546,20 @@ def state_ablation_effects(model, ctx: RecallContexts, targets: dict, steps, *, 
     all with Ā zeroed at ``steps`` (e.g. :func:`first_triplet_steps` or ``"all"``)."""
     if isinstance(n_random, bool) or not isinstance(n_random, int) or n_random < 0:
         raise ValueError(f"n_random must be an integer ≥ 0 (the number of random draws), got {n_random!r}.")
+
     def run(t):
         return recall_by_position(model, ctx, channels=t, steps=steps, batch_size=batch_size, device=device)
 
     base = recall_by_position(model, ctx, batch_size=batch_size, device=device) if base is None else base
     counts = {int(k): len(v) for k, v in targets.items()}
     lm = [run(random_states(model, counts, seed=seed + r, exclude=targets)) for r in range(n_random)]
-    return {"base": base, "targeted": run(targets), "layer_matched": lm,
-            "channels": None if channels is None else run(channels), "count": counts}
+    return {
+        "base": base,
+        "targeted": run(targets),
+        "layer_matched": lm,
+        "channels": None if channels is None else run(channels),
+        "count": counts,
+    }
 
 
 def first_position_drops(eff: dict) -> dict:
@@ -470,10 +576,14 @@ def first_position_drops(eff: dict) -> dict:
     out = {"base1": float(base[0])}
     for suffix, later in (("", False), ("_k3", True)):
         lm = [d(r, later) for r in eff["layer_matched"]]
-        out.update({"targeted" + suffix: d(eff["targeted"], later),
-                    "channels" + suffix: None if eff.get("channels") is None else d(eff["channels"], later),
-                    "layer_matched" + suffix: lm,
-                    "layer_matched_mean" + suffix: float(np.mean(lm)) if lm else float("nan")})
+        out.update(
+            {
+                "targeted" + suffix: d(eff["targeted"], later),
+                "channels" + suffix: None if eff.get("channels") is None else d(eff["channels"], later),
+                "layer_matched" + suffix: lm,
+                "layer_matched_mean" + suffix: float(np.mean(lm)) if lm else float("nan"),
+            }
+        )
     return out
 
 
@@ -493,19 +603,28 @@ def load_mamba_ssm_checkpoint(path, *, backend="auto", device="cpu") -> MambaLMH
     ssm_cfg = dict(cfg.get("ssm_cfg", {}))
     if ssm_cfg.pop("layer", "Mamba1") not in ("Mamba1",) or cfg.get("d_intermediate", 0):
         raise ValueError("only Mamba-1 checkpoints without MLP layers are supported by this loader.")
-    model = MambaLMHeadModel(cfg["d_model"], cfg["n_layer"], cfg["vocab_size"],
-                             pad_vocab_size_multiple=cfg.get("pad_vocab_size_multiple", 8),
-                             tie_embeddings=cfg.get("tie_embeddings", True), backend=backend, **ssm_cfg)
+    model = MambaLMHeadModel(
+        cfg["d_model"],
+        cfg["n_layer"],
+        cfg["vocab_size"],
+        pad_vocab_size_multiple=cfg.get("pad_vocab_size_multiple", 8),
+        tie_embeddings=cfg.get("tie_embeddings", True),
+        backend=backend,
+        **ssm_cfg,
+    )
     sd = torch.load(w_path, map_location="cpu", weights_only=True)
     missing, unexpected = model.load_state_dict(sd, strict=False)
     missing = [k for k in missing if k != "lm_head.weight" or not cfg.get("tie_embeddings", True)]
     if missing or unexpected:
-        raise ValueError(f"{w_path} does not match mamba_ssm's MambaLMHeadModel names: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}.")
+        raise ValueError(
+            f"{w_path} does not match mamba_ssm's MambaLMHeadModel names: missing {missing[:5]}, "
+            f"unexpected {unexpected[:5]}."
+        )
     return model.to(device).eval()
 
 
 # ------------------------------------------------------------------------- tests on two samples and counts
+
 
 def welch_test(a, b) -> tuple[float, float]:
     """Welch's two-sample t-test (unequal variances): (t, two-sided p).
@@ -550,6 +669,8 @@ def chi2_uniform_p(counts, expected) -> float:
     if np.any(expected <= 0):
         raise ValueError("expected counts must be > 0; drop the categories nothing is expected in.")
     if not np.isclose(counts.sum(), expected.sum(), rtol=1e-8, atol=0):
-        raise ValueError(f"expected sums to {expected.sum()} but the counts to {counts.sum()}; scale it: "
-                         "expected * counts.sum() / expected.sum().")
+        raise ValueError(
+            f"expected sums to {expected.sum()} but the counts to {counts.sum()}; scale it: "
+            "expected * counts.sum() / expected.sum()."
+        )
     return float(stats.chisquare(counts, expected).pvalue)

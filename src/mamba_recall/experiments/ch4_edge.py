@@ -434,8 +434,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
     ap.add_argument("--recipes", nargs="*", default=None, help="only these recipes (default: all of the preset)")
-    ap.add_argument("--seeds", nargs="*", type=int, default=None,
-                    help="only these seeds (to run the seeds of a recipe in separate processes, each its own store)")
+    ap.add_argument(
+        "--seeds",
+        nargs="*",
+        type=int,
+        default=None,
+        help="only these seeds (to run the seeds of a recipe in separate processes, each its own store)",
+    )
     ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")

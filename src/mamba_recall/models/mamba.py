@@ -28,6 +28,7 @@ corresponding line of ``mamba_simple.Mamba.forward``::
 All randomness of the initialisation comes from PyTorch's global RNG: call
 ``torch.manual_seed(seed)`` before constructing a model to make it reproducible.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,11 +38,28 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..scan import (BACKENDS, discretize, finish_output, linear_recurrence_chunked, prepare_scan, resolve_backend,
-                    selective_scan)
+from ..scan import (
+    BACKENDS,
+    discretize,
+    finish_output,
+    linear_recurrence_chunked,
+    prepare_scan,
+    resolve_backend,
+    selective_scan,
+)
 
-__all__ = ["Block", "LayerState", "Mamba", "MambaInternals", "MambaLMHeadModel", "MixerModel", "RMSNorm",
-           "at_least_fp32", "check_positive_int", "init_weights"]
+__all__ = [
+    "Block",
+    "LayerState",
+    "Mamba",
+    "MambaInternals",
+    "MambaLMHeadModel",
+    "MixerModel",
+    "RMSNorm",
+    "at_least_fp32",
+    "check_positive_int",
+    "init_weights",
+]
 
 
 def _check_backend(backend: str) -> str:
@@ -137,9 +155,25 @@ class Mamba(nn.Module):
     A_log and D are kept in fp32 when ``dtype`` is a half type, as upstream.
     """
 
-    def __init__(self, d_model, d_state=16, d_conv=4, expand=2, dt_rank="auto", dt_min=0.001, dt_max=0.1,
-                 dt_init="random", dt_scale=1.0, dt_init_floor=1e-4, conv_bias=True, bias=False,
-                 backend="auto", layer_idx=None, device=None, dtype=None):
+    def __init__(
+        self,
+        d_model,
+        d_state=16,
+        d_conv=4,
+        expand=2,
+        dt_rank="auto",
+        dt_min=0.001,
+        dt_max=0.1,
+        dt_init="random",
+        dt_scale=1.0,
+        dt_init_floor=1e-4,
+        conv_bias=True,
+        bias=False,
+        backend="auto",
+        layer_idx=None,
+        device=None,
+        dtype=None,
+    ):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
@@ -158,13 +192,20 @@ class Mamba(nn.Module):
         self.layer_idx = layer_idx
 
         self.in_proj = nn.Linear(self.d_model, self.d_inner * 2, bias=bias, **factory_kwargs)
-        self.conv1d = nn.Conv1d(self.d_inner, self.d_inner, kernel_size=d_conv, groups=self.d_inner,
-                                padding=d_conv - 1, bias=conv_bias, **factory_kwargs)
+        self.conv1d = nn.Conv1d(
+            self.d_inner,
+            self.d_inner,
+            kernel_size=d_conv,
+            groups=self.d_inner,
+            padding=d_conv - 1,
+            bias=conv_bias,
+            **factory_kwargs,
+        )
         self.x_proj = nn.Linear(self.d_inner, self.dt_rank + self.d_state * 2, bias=False, **factory_kwargs)
         self.dt_proj = nn.Linear(self.dt_rank, self.d_inner, bias=True, **factory_kwargs)
 
         # dt projection: preserve variance at initialisation
-        dt_init_std = self.dt_rank ** -0.5 * dt_scale
+        dt_init_std = self.dt_rank**-0.5 * dt_scale
         if dt_init == "constant":
             nn.init.constant_(self.dt_proj.weight, dt_init_std)
         else:
@@ -189,8 +230,10 @@ class Mamba(nn.Module):
         self.out_proj = nn.Linear(self.d_inner, self.d_model, bias=bias, **factory_kwargs)
 
     def extra_repr(self) -> str:
-        return (f"d_model={self.d_model}, d_inner={self.d_inner}, d_state={self.d_state}, "
-                f"d_conv={self.d_conv}, dt_rank={self.dt_rank}, backend={self.backend!r}")
+        return (
+            f"d_model={self.d_model}, d_inner={self.d_inner}, d_state={self.d_state}, "
+            f"d_conv={self.d_conv}, dt_rank={self.dt_rank}, backend={self.backend!r}"
+        )
 
     # Intervention hook (paper 004's ablations), None by default: a callable ``abar_hook(seqlen)`` that
     # returns a bool mask broadcastable to (B, E, L) — True where the discretised recurrence
@@ -198,8 +241,17 @@ class Mamba(nn.Module):
     # states Ā_{t,i,n} — or None for "no ablation".
     abar_hook = None
 
-    def forward(self, hidden_states, return_internals=False, *, initial_state=None, return_last_state=False,
-                conv_state=None, return_conv_state=False, abar_mask=None):
+    def forward(
+        self,
+        hidden_states,
+        return_internals=False,
+        *,
+        initial_state=None,
+        return_last_state=False,
+        conv_state=None,
+        return_conv_state=False,
+        abar_mask=None,
+    ):
         """hidden_states (B, L, d_model) → out (B, L, d_model).
 
         ``initial_state`` (B, E, N) starts the SSM from h_0 instead of 0 (PyTorch backends only).
@@ -216,8 +268,10 @@ class Mamba(nn.Module):
         with ``return_conv_state`` the conv state (B, E, K−1) is appended after ``last_state``.
         """
         if hidden_states.dim() != 3 or hidden_states.shape[-1] != self.d_model:
-            raise ValueError(f"hidden_states must be (batch, length, d_model={self.d_model}), "
-                             f"got shape {tuple(hidden_states.shape)}.")
+            raise ValueError(
+                f"hidden_states must be (batch, length, d_model={self.d_model}), "
+                f"got shape {tuple(hidden_states.shape)}."
+            )
         backend = resolve_backend(self.backend, hidden_states.device)
         batch, seqlen = hidden_states.shape[:2]
         if abar_mask is None and self.abar_hook is not None:
@@ -228,8 +282,10 @@ class Mamba(nn.Module):
             try:
                 abar_mask = abar_mask.expand(*full)
             except RuntimeError:
-                raise ValueError(f"abar_mask of shape {tuple(abar_mask.shape)} does not broadcast to "
-                                 f"(batch, d_inner, length[, d_state]) = {full}.") from None
+                raise ValueError(
+                    f"abar_mask of shape {tuple(abar_mask.shape)} does not broadcast to "
+                    f"(batch, d_inner, length[, d_state]) = {full}."
+                ) from None
             if not bool(abar_mask.any()):
                 abar_mask = None
 
@@ -239,14 +295,16 @@ class Mamba(nn.Module):
         K1 = self.d_conv - 1
         if conv_state is None:
             x_in = x
-            new_conv_state = F.pad(x, (K1, 0))[..., x.shape[-1]:] if return_conv_state else None
+            new_conv_state = F.pad(x, (K1, 0))[..., x.shape[-1] :] if return_conv_state else None
             x = F.silu(self.conv1d(x)[..., :seqlen])  # causal: keep the first L outputs of the padded conv
         else:
             if tuple(conv_state.shape) != (batch, self.d_inner, K1):
-                raise ValueError(f"conv_state must be (batch, d_inner, d_conv-1) = {(batch, self.d_inner, K1)}, "
-                                 f"got {tuple(conv_state.shape)}.")
+                raise ValueError(
+                    f"conv_state must be (batch, d_inner, d_conv-1) = {(batch, self.d_inner, K1)}, "
+                    f"got {tuple(conv_state.shape)}."
+                )
             x_in = torch.cat([conv_state.to(x.dtype), x], dim=-1)  # (B, E, K−1+L)
-            new_conv_state = x_in[..., x_in.shape[-1] - K1:] if return_conv_state else None
+            new_conv_state = x_in[..., x_in.shape[-1] - K1 :] if return_conv_state else None
             x = F.silu(F.conv1d(x_in, self.conv1d.weight, self.conv1d.bias, groups=self.d_inner))
         del x_in
         x_dbl = self.x_proj(x.transpose(1, 2))  # (B, L, R + 2N)
@@ -256,14 +314,24 @@ class Mamba(nn.Module):
         C = C.transpose(1, 2).contiguous()  # (B, N, L)
         delta_bias = at_least_fp32(self.dt_proj.bias)
         if abar_mask is None:
-            y = selective_scan(x, dt, A, B, C, at_least_fp32(self.D), z=z, delta_bias=delta_bias,
-                               delta_softplus=True, return_last_state=return_last_state, backend=backend,
-                               initial_state=initial_state)
+            y = selective_scan(
+                x,
+                dt,
+                A,
+                B,
+                C,
+                at_least_fp32(self.D),
+                z=z,
+                delta_bias=delta_bias,
+                delta_softplus=True,
+                return_last_state=return_last_state,
+                backend=backend,
+                initial_state=initial_state,
+            )
         else:
             if backend == "mamba_ssm":
                 raise ValueError("Ā ablations need a PyTorch scan; set backend='chunked' or 'reference'.")
-            y = self._scan_with_abar_mask(x, dt, A, B, C, z, delta_bias, abar_mask, initial_state,
-                                          return_last_state)
+            y = self._scan_with_abar_mask(x, dt, A, B, C, z, delta_bias, abar_mask, initial_state, return_last_state)
         last_state = None
         if return_last_state:
             y, last_state = y
@@ -324,8 +392,7 @@ class Block(nn.Module):
     Parameters: ``norm.weight``, ``mixer.*`` (a :class:`Mamba` built from ``mixer_kwargs``).
     """
 
-    def __init__(self, d_model, norm_epsilon=1e-5, residual_in_fp32=True, device=None, dtype=None,
-                 **mixer_kwargs):
+    def __init__(self, d_model, norm_epsilon=1e-5, residual_in_fp32=True, device=None, dtype=None, **mixer_kwargs):
         super().__init__()
         self.residual_in_fp32 = residual_in_fp32
         self.norm = RMSNorm(d_model, eps=norm_epsilon, device=device, dtype=dtype)
@@ -345,16 +412,16 @@ class Block(nn.Module):
                 return out[0], residual, out[1]
             return out, residual
         kw = {} if state is None else {"initial_state": state.ssm, "conv_state": state.conv}
-        out = self.mixer(hidden_states, return_internals=return_internals, return_last_state=True,
-                         return_conv_state=True, **kw)
+        out = self.mixer(
+            hidden_states, return_internals=return_internals, return_last_state=True, return_conv_state=True, **kw
+        )
         new_state = LayerState(conv=out[2], ssm=out[1])
         if return_internals:
             return out[0], residual, out[3], new_state
         return out[0], residual, new_state
 
 
-def init_weights(module, n_layer, initializer_range=0.02, rescale_prenorm_residual=True,
-                 n_residuals_per_layer=1):
+def init_weights(module, n_layer, initializer_range=0.02, rescale_prenorm_residual=True, n_residuals_per_layer=1):
     """``mamba_ssm.models.mixer_seq_simple._init_weights``, applied with ``model.apply(...)``.
 
     Linear biases → 0 (unless marked ``_no_reinit``, i.e. ``dt_proj.bias``); Embedding weights →
@@ -380,20 +447,41 @@ class MixerModel(nn.Module):
     Parameters: ``embedding.weight``, ``layers.{i}.norm.weight``, ``layers.{i}.mixer.*``, ``norm_f.weight``.
     """
 
-    def __init__(self, d_model, n_layer, vocab_size, norm_epsilon=1e-5, residual_in_fp32=True,
-                 initializer_range=0.02, rescale_prenorm_residual=True, device=None, dtype=None, block_cls=None,
-                 **mixer_kwargs):
+    def __init__(
+        self,
+        d_model,
+        n_layer,
+        vocab_size,
+        norm_epsilon=1e-5,
+        residual_in_fp32=True,
+        initializer_range=0.02,
+        rescale_prenorm_residual=True,
+        device=None,
+        dtype=None,
+        block_cls=None,
+        **mixer_kwargs,
+    ):
         super().__init__()
         block_cls = block_cls or Block  # models.mamba2.Mamba2Block for Mamba-2 layers
         self.embedding = nn.Embedding(vocab_size, d_model, device=device, dtype=dtype)
-        self.layers = nn.ModuleList([
-            block_cls(d_model, norm_epsilon=norm_epsilon, residual_in_fp32=residual_in_fp32, layer_idx=i,
-                      device=device, dtype=dtype, **mixer_kwargs)
-            for i in range(n_layer)
-        ])
+        self.layers = nn.ModuleList(
+            [
+                block_cls(
+                    d_model,
+                    norm_epsilon=norm_epsilon,
+                    residual_in_fp32=residual_in_fp32,
+                    layer_idx=i,
+                    device=device,
+                    dtype=dtype,
+                    **mixer_kwargs,
+                )
+                for i in range(n_layer)
+            ]
+        )
         self.norm_f = RMSNorm(d_model, eps=norm_epsilon, device=device, dtype=dtype)
-        self.apply(lambda m: init_weights(m, n_layer, initializer_range, rescale_prenorm_residual,
-                                          n_residuals_per_layer=1))  # d_intermediate = 0: one residual
+        self.apply(
+            lambda m: init_weights(m, n_layer, initializer_range, rescale_prenorm_residual, n_residuals_per_layer=1)
+        )  # d_intermediate = 0: one residual
 
     def forward(self, input_ids, return_internals=False, *, states=None, return_states=False):
         """input_ids (B, L) → hidden states (B, L, d_model) [, internals] [, new states].
@@ -407,8 +495,13 @@ class MixerModel(nn.Module):
         use_state = states is not None or return_states
         for i, layer in enumerate(self.layers):
             if use_state:
-                out = layer(hidden_states, residual, return_internals=return_internals,
-                            state=None if states is None else states[i], return_state=True)
+                out = layer(
+                    hidden_states,
+                    residual,
+                    return_internals=return_internals,
+                    state=None if states is None else states[i],
+                    return_state=True,
+                )
                 new_states.append(out[-1])
             else:
                 out = layer(hidden_states, residual, return_internals=return_internals)
@@ -448,9 +541,24 @@ class MambaLMHeadModel(nn.Module):
 
     block_cls = Block
 
-    def __init__(self, d_model, n_layer, vocab_size, d_state=16, d_conv=4, expand=2, pad_vocab_size_multiple=8,
-                 tie_embeddings=True, backend="auto", norm_epsilon=1e-5, residual_in_fp32=True,
-                 initializer_range=0.02, device=None, dtype=None, **mixer_kwargs):
+    def __init__(
+        self,
+        d_model,
+        n_layer,
+        vocab_size,
+        d_state=16,
+        d_conv=4,
+        expand=2,
+        pad_vocab_size_multiple=8,
+        tie_embeddings=True,
+        backend="auto",
+        norm_epsilon=1e-5,
+        residual_in_fp32=True,
+        initializer_range=0.02,
+        device=None,
+        dtype=None,
+        **mixer_kwargs,
+    ):
         super().__init__()
         check_positive_int("n_layer", n_layer)
         check_positive_int("vocab_size", vocab_size)
@@ -460,10 +568,22 @@ class MambaLMHeadModel(nn.Module):
         self.tie_embeddings = tie_embeddings
         padded = vocab_size + (-vocab_size) % pad_vocab_size_multiple
         self.padded_vocab_size = padded
-        self.backbone = MixerModel(d_model, n_layer, padded, norm_epsilon=norm_epsilon,
-                                   residual_in_fp32=residual_in_fp32, initializer_range=initializer_range,
-                                   device=device, dtype=dtype, d_state=d_state, d_conv=d_conv, expand=expand,
-                                   backend=backend, block_cls=type(self).block_cls, **mixer_kwargs)
+        self.backbone = MixerModel(
+            d_model,
+            n_layer,
+            padded,
+            norm_epsilon=norm_epsilon,
+            residual_in_fp32=residual_in_fp32,
+            initializer_range=initializer_range,
+            device=device,
+            dtype=dtype,
+            d_state=d_state,
+            d_conv=d_conv,
+            expand=expand,
+            backend=backend,
+            block_cls=type(self).block_cls,
+            **mixer_kwargs,
+        )
         self.lm_head = nn.Linear(d_model, padded, bias=False, device=device, dtype=dtype)
         self.apply(lambda m: init_weights(m, n_layer, initializer_range))
         if tie_embeddings:
@@ -487,8 +607,7 @@ class MambaLMHeadModel(nn.Module):
         ``model(a ‖ b)`` (prefix-state evaluation, PyTorch backends)."""
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
-        out = self.backbone(input_ids, return_internals=return_internals, states=states,
-                            return_states=return_states)
+        out = self.backbone(input_ids, return_internals=return_internals, states=states, return_states=return_states)
         if not isinstance(out, tuple):
             return self.lm_head(out)
         return (self.lm_head(out[0]),) + tuple(out[1:])
