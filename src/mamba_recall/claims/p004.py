@@ -579,6 +579,29 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
     return check_stored(claim_id, [r["measurements"][claim_id] for r in seeds], names, record=record)
 
 
+def family_table(family):
+    """Claim × recipe: the verdict (mark and status) of every claim of the edge family's checks on each recipe's seeds,
+    re-judged now by the declared rules (nothing recorded); empty when the family is not committed."""
+    import pandas as pd
+
+    from .core import MARK
+
+    recipes = sorted({r["recipe"] for r in family.runs})
+    if not recipes:
+        return pd.DataFrame()
+    ids = list(family.seeds_of(recipes[0])[0]["measurements"])
+    rows = {
+        cid: {
+            f"{r} ({len(family.seeds_of(r))} seeds)": (lambda v: f"{MARK[v.status]} {v.status}")(
+                check_family(cid, family, r, record=False)
+            )
+            for r in recipes
+        }
+        for cid in ids
+    }
+    return pd.DataFrame(rows).T
+
+
 # ---------------------------------------------------------------------------------- declarations
 _SMALL = (
     "`python -m mamba_recall.experiments.ch4_train --model s_deep --preset paper --device cuda` (10–30 min on one H100)"
