@@ -123,9 +123,42 @@ def test_edge_runner_smoke_end_to_end(tmp_path):
     checks = [j for j in E.checks_jobs("cpu-hours", smoke=True, store=tmp_path)]
     assert len(checks) == 1 and checks[0]["config"]["at"] in (8, 32)
     run_grid(E.CHECKS_RUNNER, checks, store=tmp_path, progress=False, log=lambda m: None)
+    (done,) = finished_runs(checks, tmp_path)
+    assert done["result"]["probes"] == {}  # an unconverged model: no probe is run, every claim reads not run
     from mamba_recall.analysis.primacy import EdgeFamily
     from mamba_recall.claims.p004 import check_family
 
     fam = EdgeFamily.from_runs(finished_runs(checks, tmp_path))
     verdicts = [check_family(cid, fam, "d2", record=False) for cid in fam.runs[0]["measurements"]]
     assert verdicts and all(v.status == "not run" and "convergence gate" in v.reason for v in verdicts)
+
+
+def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path):
+    """The checks job on a (smoke) model marked as past its gate: every claim of §4.1–§4.4 is measured at the model's
+    L_p (or recorded as not measurable with the reason), the slow-state probe is stored, and the registry judges the
+    stored measurements."""
+    import json
+
+    from mamba_recall.analysis.primacy import EdgeFamily
+    from mamba_recall.claims import STATUSES
+    from mamba_recall.claims.p004 import check_family
+    from mamba_recall.experiments import ch4_edge as E
+    from mamba_recall.experiments.ch4_model_checks import CLAIM_IDS
+    from mamba_recall.paths import REPO_ROOT
+    from mamba_recall.runstore import finished_runs, run_grid
+
+    jobs = E.jobs_for("cpu-hours", smoke=True, recipes=["d2"])[:1]
+    run_grid(E.RUNNER, jobs, store=tmp_path, progress=False, log=lambda m: None)
+    side = REPO_ROOT / jobs[0]["config"]["checkpoint"].replace(".pt", ".json")
+    meta = json.loads(side.read_text())
+    meta["gate"]["passed"] = True  # pretend: the point is the pipeline, not the (untrained) numbers
+    side.write_text(json.dumps(meta))
+    checks = E.checks_jobs("cpu-hours", smoke=True, store=tmp_path)
+    run_grid(E.CHECKS_RUNNER, checks, store=tmp_path, progress=False, log=lambda m: None)
+    (rec,) = finished_runs(checks, tmp_path)
+    assert set(rec["result"]["measurements"]) == set(CLAIM_IDS)  # (run files store keys sorted)
+    assert {"targeted", "layer_matched_mean", "channels"} <= set(rec["result"]["probes"]["slow_states"])
+    fam = EdgeFamily.from_runs([rec])
+    verdicts = [check_family(cid, fam, "d2", record=False) for cid in CLAIM_IDS]
+    assert all(v.status in STATUSES for v in verdicts)
+    assert any(v.evidence and v.evidence["seeds"] == 1 for v in verdicts)

@@ -69,16 +69,18 @@ def _tier(ctx, side) -> str:
     return min(trained, run, key=TIERS.index)
 
 
+GATE_NOT_RUN = (
+    "the checkpoint did not pass its convergence gate (held-out recall ≥ 0.95 at L = 4 and ≥ 0.80 at L = 8): "
+    "a model that has not learned the task can neither show nor refute the effect; train it further"
+)
+
+
 def _evidence(ctx, side, sample: str) -> Evidence:
     """The evidence of a measurement on the checkpoint described by ``side``; a checkpoint that failed its
     convergence gate is no evidence at all (:class:`NotRun`)."""
     gate = (side or {}).get("gate")
     if gate is not None and not gate.get("passed"):
-        raise NotRun(
-            "the checkpoint did not pass its convergence gate (held-out recall ≥ 0.95 at L = 4 and ≥ 0.80 "
-            "at L = 8): a model that has not learned the task can neither show nor refute the effect; "
-            "train it further"
-        )
+        raise NotRun(GATE_NOT_RUN)
     device = getattr(ctx, "device", "cpu")
     device = getattr(device, "type", str(device))
     return Evidence(

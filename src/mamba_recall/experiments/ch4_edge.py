@@ -322,7 +322,7 @@ def run_checks_job(config: dict, seed: int) -> dict:
 
     from ..analysis.primacy import load_checkpoint
     from ..claims import NotRun, get, measurement_record
-    from .ch4_model_checks import claim_inputs
+    from .ch4_model_checks import CLAIM_IDS, claim_inputs
 
     path = REPO_ROOT / config["checkpoint"]
     model, vocab, side = load_checkpoint(path, model=config["model_name"])
@@ -330,6 +330,15 @@ def run_checks_job(config: dict, seed: int) -> dict:
         raise ValueError(f"{path}: its sha256 is not the one the training run recorded; re-run the training job.")
     side = {"source": config["checkpoint"], **side}
     ctx = SimpleNamespace(preset=config["sizes_preset"], device=torch.device("cpu"), smoke=config["smoke"])
+    if not (side.get("gate") or {}).get("passed"):  # no evidence either way: skip the hour of probes
+        from ..claims.p004 import GATE_NOT_RUN
+
+        return {
+            "measurements": {cid: {"not_run": GATE_NOT_RUN} for cid in CLAIM_IDS},
+            "probes": {},
+            "at": config["at"],
+            "L_p": config["L_p"],
+        }
     inputs = claim_inputs(model, vocab, config["sizes_preset"], "cpu", at=config["at"], ucurve_Ls=config["ucurve_Ls"])
     out = {}
     for cid, args in inputs.items():

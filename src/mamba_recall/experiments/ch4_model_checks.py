@@ -32,6 +32,24 @@ from ..analysis import primacy as A
 from ..analysis.primacy import checkpoint_path, load_checkpoint
 
 SECTIONS = ("ch4.ucurve", "ch4.channels", "ch4.periodicity", "ch4.recency")  # the sizes of §4.1–§4.4
+#: the claims of §4.1–§4.4 that :func:`claim_inputs` measures, in its order
+CLAIM_IDS = (
+    "004/Fig2",
+    "004/Sec4.1-relations",
+    "004/Sec4.4-recency",
+    "004/Fig3a",
+    "004/Fig4-count",
+    "004/Fig3b",
+    "004/Fig9",
+    "004/Fig10",
+    "004/Fig6a",
+    "004/Sec1-delta-direction",
+    "004/Fig6b",
+    "004/Fig7",
+    "004/Fig5b",
+    "004/Fig5a",
+    "004/Fig14",
+)
 DEPENDS_ON = ("ch4_train",)  # `reproduce` retrains the checkpoints first
 COMMITTED_RUNS = [["--model", m, "--preset", "ci"] for m in ("s_small", "s_small_seed1", "s_mix")]
 
