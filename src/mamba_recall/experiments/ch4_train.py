@@ -98,12 +98,13 @@ def make_batch_fn(cfg: dict, vocab: RecallVocab, on_step=None):
 
 
 @torch.no_grad()
-def gate_metrics(model, vocab: RecallVocab, n: int = 64, seed: int = 12345, device="cpu") -> dict:
-    """Recall averaged over positions at L = 4 and 8, both variants, on fixed held-out contexts."""
+def gate_metrics(model, vocab: RecallVocab, n: int = 64, seed: int = 12345, device="cpu", Ls=(4, 8)) -> dict:
+    """Recall averaged over positions at each L of ``Ls`` (default 4 and 8), both variants, on fixed held-out
+    contexts: ``{"L<L>_<variant>": recall}``."""
     was = model.training
     model.eval()
     out = {}
-    for L in (4, 8):
+    for L in Ls:
         for variant in ("random", "repeated"):
             ctx = recall_contexts(L, n, variant, vocab=vocab, seed=seed + L)
             correct = 0
