@@ -158,3 +158,14 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     verdicts = [check_family(cid, fam, "d2", record=False) for cid in CLAIM_IDS]
     assert all(v.status in STATUSES for v in verdicts)
     assert any(v.evidence and v.evidence["seeds"] == 1 for v in verdicts)
+    # the bundles the book reads: written, loaded, and the same verdicts re-judged from them
+    from mamba_recall.paths import REPO_ROOT
+
+    E.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda m: None)
+    E.write_checks_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda m: None)
+    loaded = EdgeFamily("cpu-hours", smoke=True, directory=REPO_ROOT / "_build" / "smoke_results")
+    assert not loaded.missing and loaded.primary is None  # one seed: no recipe can be the primary one
+    assert len(loaded.cards()) == 1 and set(loaded.curves["recipe"]) == {"d2"}
+    again = [check_family(cid, loaded, "d2", record=False) for cid in CLAIM_IDS]
+    assert [v.status for v in again] == [v.status for v in verdicts]
+    assert len(loaded.probe_table("slow_states")) == 1

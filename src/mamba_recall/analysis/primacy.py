@@ -653,21 +653,22 @@ class EdgeFamily:
     measurements) and ``primary`` (the recipe whose verdicts the scorecard carries). ``missing`` says what is not
     committed yet and the command that makes it (empty when both bundles exist)."""
 
-    def __init__(self, preset: str = "cpu-hours"):
+    def __init__(self, preset: str = "cpu-hours", *, smoke: bool = False, directory=None):
         from ..results import BundleError, load_bundle
 
         self.preset = preset
+        tail = "_smoke" if smoke else ""  # the bundles of a smoke run (in _build/smoke_results, never evidence)
         self.curves = self.models = self.bundle = self.checks = None
         self.runs: list[dict] = []
         self.primary: str | None = None
         missing = []
         try:
-            self.bundle = load_bundle(f"ch4_edge_{preset}")
+            self.bundle = load_bundle(f"ch4_edge_{preset}{tail}", directory=directory)
             self.curves, self.models = self.bundle.tables["curves"], self.bundle.tables["models"]
         except BundleError:
             missing.append(f"the models (`{EDGE_COMMAND.format(preset=preset)}`)")
         try:
-            self.checks = load_bundle(f"ch4_edge_checks_{preset}")
+            self.checks = load_bundle(f"ch4_edge_checks_{preset}{tail}", directory=directory)
             self.runs = self.checks.data["runs"]
             self.primary = self.checks.data["primary_recipe"]
         except BundleError:

@@ -448,7 +448,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
             }
             for r in runs
         ],
-        **summary,
+        **{k: v for k, v in summary.items() if k != "runs"},  # (the list above is the runs; its length their count)
     }
     name = f"ch4_edge_checks_{preset}" + ("_smoke" if smoke else "")
     path = save_bundle(
