@@ -705,13 +705,35 @@ class EdgeFamily:
         return pd.DataFrame(rows)
 
     def cards(self):
-        """One row per model: recipe, seed, card, gate passed, L_p and the recall at L_p (first, middle third, last)."""
-        if self.models is None:
-            import pandas as pd
+        """One row per model: recipe, seed, its card, the s_small gate of its training run, the edge family's gate (from
+        the checks: recall at L = 2), L_p and the recall at L_p (first, middle third, last)."""
+        import pandas as pd
 
+        if self.models is None:
             return pd.DataFrame()
         cols = ["model", "recipe", "seed", "gate_passed", "train_L_max", "L_p", "acc1_Lp", "mid_Lp", "accL_Lp", "card"]
-        return self.models[cols].round(3)
+        out = self.models[cols].rename(columns={"gate_passed": "s_small gate"}).copy()
+        gates = {(r["recipe"], r["seed"]): r.get("gate", {}) for r in self.runs}
+        out.insert(4, "edge gate", [gates.get((r, sd), {}).get("passed") for r, sd in zip(out["recipe"], out["seed"])])
+        out.insert(
+            5,
+            "L=2 recall",
+            [
+                min(gates.get((r, sd), {}).get("metrics", {"": float("nan")}).values())
+                for r, sd in zip(out["recipe"], out["seed"])
+            ],
+        )
+        return out.round(3)
+
+    def status(self) -> str:
+        """Which recipes have how many checked seeds past the edge gate (what decides the primary recipe)."""
+        if self.missing:
+            return f"not committed yet: {self.missing}"
+        counts = {}
+        for r in self.runs:
+            done, ok = counts.get(r["recipe"], (0, 0))
+            counts[r["recipe"]] = (done + 1, ok + bool(r.get("gate", {}).get("passed")))
+        return ", ".join(f"{k}: {ok} of {n} checked seeds past the edge gate" for k, (n, ok) in sorted(counts.items()))
 
 
 def load_edge_family(preset: str = "cpu-hours") -> EdgeFamily:

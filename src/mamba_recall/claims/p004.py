@@ -569,8 +569,8 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
         why = (
             f"the edge family is not committed yet: {family.missing}"
             if family.missing
-            else "no recipe of the edge family passed its convergence gate on every seed, so no model can show or "
-            "refute the effect; see the model cards"
+            else "no recipe of the edge family has 3 seeds past its convergence gate yet (" + family.status() + "); a "
+            "verdict needs 3 seeds of one recipe (see the model cards)"
         )
         v = not_run_verdict(get(claim_id), why)
         if record:
