@@ -452,15 +452,23 @@ def check_periodicity(res: dict, t0: int = 4) -> dict:
 # --------------------------------------------------------------------- distractors (§4.4, Fig. 5b)
 
 
-def distractor_sweep(model, vocab, L, n, ns=(0, 4, 16, 64, 256), variant="repeated", seed=7, device="cpu"):
-    """{n_d: (n, L) correct} with n_d random content tokens + SEP between the context and the query."""
+def distractor_sweep(
+    model, vocab, L, n, ns=(0, 4, 16, 64, 256), variant="repeated", seed=7, device="cpu", pool: str = "content"
+):
+    """{n_d: (n, L) correct} with n_d random tokens + SEP between the context and the query (§4.4, Fig. 5b).
+
+    ``pool``: ``"content"`` (names and relations, the paper's random tokens; never seen between facts and query in
+    training) or ``"filler"`` (the filler tokens a recipe with gaps trained on: distractors in distribution)."""
+    if pool not in ("content", "filler"):
+        raise ValueError(f"unknown distractor pool {pool!r}; use 'content' or 'filler'.")
+    tokens = vocab.content_tokens if pool == "content" else vocab.filler_tokens
     ctx = contexts(vocab, L, variant, n)
     rng = np.random.RandomState(seed)
     out = {}
     for nd in ns:
         dist = None
         if nd:
-            d = rng.choice(vocab.content_tokens, size=(n, nd))
+            d = rng.choice(tokens, size=(n, nd))
             dist = torch.as_tensor(np.concatenate([d, np.full((n, 1), 1)], axis=1), dtype=torch.long)
         out[nd] = iv.recall_by_position(model, ctx, distractors=dist, device=device)
     return out

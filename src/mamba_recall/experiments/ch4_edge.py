@@ -370,7 +370,18 @@ def run_checks_job(config: dict, seed: int) -> dict:
             "at": config["at"],
             "L_p": config["L_p"],
         }
-    inputs = claim_inputs(model, vocab, config["sizes_preset"], "cpu", at=config["at"], ucurve_Ls=config["ucurve_Ls"])
+    # Fig. 5b with the tokens the model met between facts and queries in training (its recipe's filler gaps), so
+    # that a distractor is in distribution (declared with the family, before any of its results)
+    pool = "filler" if (side.get("train_config") or {}).get("gap_max") else "content"
+    inputs = claim_inputs(
+        model,
+        vocab,
+        config["sizes_preset"],
+        "cpu",
+        at=config["at"],
+        ucurve_Ls=config["ucurve_Ls"],
+        distractor_pool=pool,
+    )
     out = {}
     for cid, args in inputs.items():
         try:

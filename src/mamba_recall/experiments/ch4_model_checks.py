@@ -63,6 +63,7 @@ def claim_inputs(
     at: int | None = None,
     ucurve_Ls: list[int] | None = None,
     n_random: int | None = None,
+    distractor_pool: str = "content",
 ) -> dict:
     """{claim id: (args, kwargs)} for every claim of §4.1–§4.4, computed exactly as the notebooks compute them
     (the same library calls, the preset's sizes of each notebook).
@@ -71,7 +72,9 @@ def claim_inputs(
     distractor sweep, the initial-state test) at this length, the model's pressure length L_p, instead of the
     preset's lengths (the edge family, :mod:`.ch4_edge`); the longer-sequence check (Fig. 10) then uses the
     evaluated lengths above ``at``. ``ucurve_Ls``: the lengths of the U-curves (default the preset's);
-    ``n_random``: random draws per control (default the preset's)."""
+    ``n_random``: random draws per control (default the preset's). ``distractor_pool``: the tokens of the
+    distractor sweep (Fig. 5b): ``"content"`` (default) or ``"filler"`` for a model trained with filler gaps, for which
+    those are in distribution."""
     from ..analysis import channels as ch
     from ..analysis import interventions as iv
 
@@ -125,7 +128,7 @@ def claim_inputs(
     S = experiment("ch4.recency", preset)
     out["004/Fig5b"] = (
         {
-            (L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, device=device)
+            (L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, device=device, pool=distractor_pool)
             for L in (S["Ls"] if at is None else [at])
             for v in ("repeated", "random")
         },
