@@ -34,7 +34,9 @@ def _satisfying(cs: tuple[Cond, ...]) -> dict:
 
 
 def _measure(values: dict, intervals=True) -> Measurement:
-    return Measurement(values, "test", SEEDED, {k: (0.0, 1.0) for k in list(values)[:1]} if intervals else {})
+    """A seeded measurement; the first metric carries a zero-width interval at its value (so the interval rule
+    agrees with the value rule and the tests below read the value rule alone)."""
+    return Measurement(values, "test", SEEDED, {k: (values[k], values[k]) for k in list(values)[:1]} if intervals else {})
 
 
 def _base(rule: Rule) -> dict:
@@ -98,6 +100,28 @@ def test_trained_claims_need_three_seeds_and_an_interval():
     three = Measurement({"acc": 1.0}, "1.0", Evidence("ci", "cpu", 3, "n", "live"))
     assert judge(claim, three).status == "partially"  # no interval
     assert judge(claim, _measure({"acc": 1.0})).status == "reproduced"
+
+
+def test_a_condition_must_hold_over_the_whole_interval():
+    """Declared rule (claims.core, point 2): a mean that clears a threshold while its 95 % interval crosses it
+    is capped at partially; an interval wholly past the threshold is reproduced. Same for the erratum level."""
+    rule = Rule(why="test", reproduced=conds(("acc", ">=", 0.9)), trained=True)
+    claim = Claim("000/test-interval", "s", "w", "p", rule, lambda: None, section="x")
+    inside = Measurement({"acc": 0.95}, "x", SEEDED, {"acc": (0.92, 0.98)})
+    assert judge(claim, inside).status == "reproduced"
+    crossing = Measurement({"acc": 0.95}, "x", SEEDED, {"acc": (0.85, 1.05)})
+    v = judge(claim, crossing)
+    assert v.status == "partially" and "[0.85, 1.05] crosses acc ≥ 0.9" in v.reason
+    upper = Rule(why="t", reproduced=conds(("gap", "<=", 0.1)), trained=True)
+    claim_u = Claim("000/test-interval-u", "s", "w", "p", upper, lambda: None, section="x")
+    assert judge(claim_u, Measurement({"gap": 0.05}, "x", SEEDED, {"gap": (0.0, 0.2)})).status == "partially"
+    assert judge(claim_u, Measurement({"gap": 0.05}, "x", SEEDED, {"gap": (0.0, 0.1)})).status == "reproduced"
+    err = Rule(why="t", reproduced=conds(("a", ">=", 1.0)), erratum=conds(("b", ">=", 0.5)), trained=True)
+    claim_e = Claim("000/test-interval-e", "s", "w", "p", err, lambda: None, section="x")
+    m = Measurement({"a": 0.0, "b": 0.6}, "x", SEEDED, {"a": (0.0, 0.0), "b": (0.55, 0.65)})
+    assert judge(claim_e, m).status == "erratum confirmed"
+    m = Measurement({"a": 0.0, "b": 0.6}, "x", SEEDED, {"a": (0.0, 0.0), "b": (0.4, 0.8)})
+    assert judge(claim_e, m).status == "partially"
 
 
 def test_malformed_declarations_are_refused():

@@ -16,9 +16,11 @@ thresholds or paper numbers. :func:`judge` is the only place a status is decided
 
 1. a failed ``testable`` condition → **not testable here** (the setup could not show the effect);
 2. every ``reproduced`` condition holds → **reproduced**, but a trained-model claim (``Rule.trained``)
-   needs at least three seeds and an interval first, otherwise it is capped at **partially**;
+   needs at least three seeds and an interval first, otherwise it is capped at **partially**; and where a
+   condition's metric carries a 95 % interval (over seeds), the condition must hold over the *whole* interval
+   (at both ends), otherwise the status is capped at **partially** (the seeds do not settle it);
 3. the printed statement fails and every ``erratum`` condition (the corrected statement) holds →
-   **erratum confirmed**;
+   **erratum confirmed** (over its whole interval, as in 2; otherwise **partially**);
 4. every ``partially`` condition holds (when the rule has any) → **partially**;
 5. otherwise → **not reproduced**.
 
@@ -150,7 +152,10 @@ class Rule:
         if self.testable:
             parts.insert(0, f"testable only if {' and '.join(c.text() for c in self.testable)}")
         if self.trained:
-            parts.append(f"a trained-model claim needs ≥ {MIN_SEEDS} seeds and an interval to be reproduced")
+            parts.append(
+                f"a trained-model claim needs ≥ {MIN_SEEDS} seeds and an interval to be reproduced, "
+                "and each condition must hold over the number's whole 95 % interval"
+            )
         return "; ".join(parts)
 
 
@@ -351,6 +356,20 @@ def claims_of(paper: str | None = None, chapter: int | None = None) -> list[Clai
 
 
 # ------------------------------------------------------------------------------------------- judging
+def interval_crossings(conds, m: Measurement) -> str:
+    """The conditions of ``conds`` whose metric has a 95 % interval in ``m`` that the condition does not hold over
+    as a whole (it fails at either end), as one readable phrase ("" when there are none). An interval is convex, so
+    a threshold condition holds over all of it exactly when it holds at both ends."""
+    bad = []
+    for c in conds:
+        if c.op in ("true", "false") or c.metric not in m.intervals:
+            continue
+        lo, hi = m.intervals[c.metric]
+        if not (c.holds(lo) and c.holds(hi)):
+            bad.append(f"the 95 % interval of {c.metric} [{_fmt(lo)}, {_fmt(hi)}] crosses {c.text()}")
+    return "; ".join(bad)
+
+
 def judge(claim: Claim, m: Measurement) -> Verdict:
     """The verdict ``claim``'s declared rule gives measurement ``m`` (see the module docstring)."""
     rule = claim.rule
@@ -377,6 +396,7 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
     elif all(ok for *_, ok in printed):
         status, checks = "reproduced", printed
         seeds_ok = m.evidence.seeds >= MIN_SEEDS and bool(m.intervals)
+        crossing = interval_crossings(rule.reproduced, m)
         if rule.trained and not seeds_ok:
             status = "partially"
             reason = (
@@ -384,9 +404,16 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
                 f"{'' if m.intervals else ' without an interval'}: a trained-model claim needs ≥ "
                 f"{MIN_SEEDS} seeds and an interval to be called reproduced"
             )
+        elif crossing:
+            status = "partially"
+            reason = "the means meet every condition, but " + crossing + ": the seeds do not settle it"
     elif rule.erratum and all(ok for *_, ok in corrected):
         status, checks = "erratum confirmed", printed + corrected
         reason = "the statement as printed fails; the corrected statement holds"
+        crossing = interval_crossings(rule.erratum, m)
+        if crossing:
+            status = "partially"
+            reason += ", but " + crossing + ": the seeds do not settle it"
     elif rule.partially and all(ok for *_, ok in partial):
         status, checks = "partially", printed + partial
     else:
