@@ -36,7 +36,9 @@ def _satisfying(cs: tuple[Cond, ...]) -> dict:
 def _measure(values: dict, intervals=True) -> Measurement:
     """A seeded measurement; the first metric carries a zero-width interval at its value (so the interval rule
     agrees with the value rule and the tests below read the value rule alone)."""
-    return Measurement(values, "test", SEEDED, {k: (values[k], values[k]) for k in list(values)[:1]} if intervals else {})
+    return Measurement(
+        values, "test", SEEDED, {k: (values[k], values[k]) for k in list(values)[:1]} if intervals else {}
+    )
 
 
 def _base(rule: Rule) -> dict:
