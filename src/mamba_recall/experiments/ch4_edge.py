@@ -312,7 +312,8 @@ CHECKS = "ch4.edge_checks"
 CHECKS_RUNNER = "mamba_recall.experiments.ch4_edge:run_checks_job"
 #: The recipe whose verdicts the scorecard carries, declared before any result: the first of these whose every
 #: seed passed its convergence gate (the ≥ 4-layer family first, as the issue specifies the family).
-PRIMARY_ORDER = ("d4", "d4_long", "d2_bos", "d2")  # d4_long added with its recipe, before any of its results
+# d4_long and d2_smalldt were added with their recipes, before any of their results
+PRIMARY_ORDER = ("d4", "d4_long", "d2_bos", "d2_smalldt", "d2")
 
 
 def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:

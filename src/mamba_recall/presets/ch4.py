@@ -169,6 +169,9 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
 #   d4         4 layers (depth, a source of primacy the paper points to, §4.2 / App. B)
 #   d2_bos     d2 with a BOS token at the start of every sequence (an attention-sink-like anchor, §5)
 #   d4_long    d4 with 16,000 steps
+#   d2_smalldt d2 with Δ initialised ten times smaller (dt_min 1e-4, dt_max 1e-2 instead of 1e-3, 1e-1): slower
+#              forgetting at initialisation, the source of primacy in S4 that paper 004 cites (§2, Morita 2025);
+#              added before any of its results
 # Recipes tried and not kept (one seed each; learning curves in results/pilots/ch4_edge.json):
 #   * gaps from step 0 with the curriculum over 30 % of the steps: d2 and d4 (this family's first recipes) and
 #     s_small's recipe with L_max 24 and gaps all stayed at chance among the context's objects (0.25 at L = 4) for
@@ -196,6 +199,7 @@ _EDGE_RECIPES = {
     "d2_bos": {**_EDGE_RUN, "model": _EDGE_D2, "vocab": {**_EDGE_VOCAB, "bos": True}},
     # d4 trained twice as long (added when d2 seed 0 ended below the gate after 8,000 steps: 0.84 at L = 4)
     "d4_long": {**_EDGE_RUN, "model": _EDGE_D4, "steps": 16000, "checkpoint_every": 2000},
+    "d2_smalldt": {**_EDGE_RUN, "model": {**_EDGE_D2, "dt_min": 1e-4, "dt_max": 1e-2}},
 }
 #: Where the edge models are evaluated: every length from inside the training range to beyond it (L_max = 24),
 #: 200 held-out contexts per (L, relation variant).
