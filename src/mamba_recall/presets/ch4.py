@@ -172,6 +172,8 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
 #   d2_smalldt d2 with Δ initialised ten times smaller (dt_min 1e-4, dt_max 1e-2 instead of 1e-3, 1e-1): slower
 #              forgetting at initialisation, the source of primacy in S4 that paper 004 cites (§2, Morita 2025);
 #              added before any of its results
+#   m2         Mamba-2 (SSD, 2 layers, 8 heads of width 16, d_state 8: the same state size per layer as d2) for the
+#              Mamba-2 head tests of App. F at the model's pressure length; added before any of its results
 # Recipes tried and not kept (one seed each; learning curves in results/pilots/ch4_edge.json):
 #   * gaps from step 0 with the curriculum over 30 % of the steps: d2 and d4 (this family's first recipes) and
 #     s_small's recipe with L_max 24 and gaps all stayed at chance among the context's objects (0.25 at L = 4) for
@@ -200,6 +202,10 @@ _EDGE_RECIPES = {
     # d4 trained twice as long (added when d2 seed 0 ended below the gate after 8,000 steps: 0.84 at L = 4)
     "d4_long": {**_EDGE_RUN, "model": _EDGE_D4, "steps": 16000, "checkpoint_every": 2000},
     "d2_smalldt": {**_EDGE_RUN, "model": {**_EDGE_D2, "dt_min": 1e-4, "dt_max": 1e-2}},
+    "m2": {
+        **_EDGE_RUN,
+        "model": {"arch": "mamba2", "d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "headdim": 16},
+    },
 }
 #: Where the edge models are evaluated: every length from inside the training range to beyond it (L_max = 24),
 #: 200 held-out contexts per (L, relation variant).
