@@ -652,6 +652,9 @@ def model_card(side: dict) -> str:
 # --------------------------------------------------------------------- the edge family (3 seeds per recipe)
 
 EDGE_COMMAND = "python -m mamba_recall.experiments.ch4_edge --preset {preset} --allow-long"
+#: The edge family's Mamba-2 recipe (``presets/ch4.py``): App. F's head claims are judged on its seeds, at each
+#: model's pressure length (declared with the recipe, before any of its results).
+MAMBA2_RECIPE = "m2"
 
 
 class EdgeFamily:
@@ -690,6 +693,23 @@ class EdgeFamily:
         fam.preset, fam.curves, fam.models, fam.bundle, fam.checks = preset, None, None, None, None
         fam.primary, fam.missing = None, ""
         fam.runs = [{"recipe": r["config"]["recipe_name"], "seed": r["seed"], **r["result"]} for r in runs]
+        return fam
+
+    def only(self, recipe: str) -> "EdgeFamily":
+        """The family restricted to one recipe (its curves, model rows and check runs); when none of its models is
+        committed, ``curves`` and ``models`` are None and ``missing`` names the command that trains it."""
+        fam = EdgeFamily.__new__(EdgeFamily)
+        fam.preset, fam.bundle, fam.checks = self.preset, self.bundle, self.checks
+        fam.primary = self.primary if self.primary == recipe else None
+        fam.runs = [r for r in self.runs if r["recipe"] == recipe]
+        fam.curves = None if self.curves is None else self.curves[self.curves["recipe"] == recipe]
+        fam.models = None if self.models is None else self.models[self.models["recipe"] == recipe]
+        fam.missing = self.missing
+        if not fam.missing and (fam.models is None or fam.models.empty):
+            fam.curves = fam.models = None
+            fam.missing = (
+                f"the models of recipe {recipe} (`{EDGE_COMMAND.format(preset=self.preset)} --recipes {recipe}`)"
+            )
         return fam
 
     def seeds_of(self, recipe: str) -> list[dict]:

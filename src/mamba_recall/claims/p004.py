@@ -556,34 +556,57 @@ def measure_head_ablation(eff: dict, fraction: float, *, ctx=None, side=None) ->
 
 
 # ------------------------------------------------------------------------- the edge family (3 seeds)
+#: App. F's Mamba-2 claims: measured on the edge family's Mamba-2 recipe (``MAMBA2_RECIPE`` of
+#: :mod:`mamba_recall.analysis.primacy`) and judged over its seeds; every other claim of the family is a Mamba-1
+#: claim, judged on the primary recipe.
+MAMBA2_CLAIMS = ("004/AppF-ushape", "004/Fig13a", "004/Fig13b")
+
+
 def check_family(claim_id: str, family, recipe: str | None = None, *, record: bool = True):
     """The verdict of ``claim_id`` on the committed edge family (:class:`mamba_recall.analysis.primacy.EdgeFamily`):
     each seed's stored measurement (made at that model's pressure length L_p by the family's checks runner),
-    combined over the seeds of ``recipe`` (default: the family's primary recipe) and judged by the declared rule
-    (:func:`mamba_recall.claims.core.check_stored`). Recorded for the scorecard unless ``record=False``; *not run*
-    with the reason when the family is not committed or no recipe converged on every seed."""
+    combined over the seeds of ``recipe`` and judged by the declared rule
+    (:func:`mamba_recall.claims.core.check_stored`). ``recipe`` defaults to the family's primary recipe (Mamba-1) for
+    a claim of §4.1–§4.4 and to the Mamba-2 recipe for a claim of App. F (:data:`MAMBA2_CLAIMS`); with fewer than 3
+    checked seeds the rule caps the verdict (a trained-model claim needs 3). Recorded for the scorecard unless
+    ``record=False``; *not run* with the reason when the family or the recipe's models are not committed, or no
+    Mamba-1 recipe converged on every seed."""
+    from ..analysis.primacy import EDGE_COMMAND, MAMBA2_RECIPE
     from .core import check_stored, get, not_run_verdict, record_verdict
 
-    recipe = recipe or family.primary
-    if family.missing or recipe is None:
+    mamba2 = claim_id in MAMBA2_CLAIMS
+    recipe = recipe or (MAMBA2_RECIPE if mamba2 else family.primary)
+    seeds = [] if family.missing or recipe is None else family.seeds_of(recipe)
+    if not seeds:
+        cmd = EDGE_COMMAND.format(preset=family.preset) + f" --recipes {recipe}"
         why = (
             f"the edge family is not committed yet: {family.missing}"
             if family.missing
             else "no recipe of the edge family has 3 seeds past its convergence gate yet (" + family.status() + "); a "
             "verdict needs 3 seeds of one recipe (see the model cards)"
+            if recipe is None
+            else f"the edge family's recipe {recipe} has no checked model committed yet (train it: `{cmd}`, then "
+            f"measure it at each model's L_p: `{cmd} --checks`)"
         )
         v = not_run_verdict(get(claim_id), why)
         if record:
             record_verdict(v)
         return v
-    seeds = family.seeds_of(recipe)
+    measured = list(seeds[0]["measurements"])
+    if claim_id not in measured:
+        raise ValueError(
+            f"{claim_id} is not measured on the edge family's recipe {recipe} (its checks measured {measured}): "
+            f"judge App. F's claims {list(MAMBA2_CLAIMS)} on the Mamba-2 recipe and the others on a Mamba-1 recipe "
+            "(recipe=None picks the right one)."
+        )
     names = [f"{recipe} seed {r['seed']} (L_p {r['L_p']}, tested at L = {r['at']})" for r in seeds]
     return check_stored(claim_id, [r["measurements"][claim_id] for r in seeds], names, record=record)
 
 
 def family_table(family):
     """Claim × recipe: the verdict (mark and status) of every claim of the edge family's checks on each recipe's seeds,
-    re-judged now by the declared rules (nothing recorded); empty when the family is not committed."""
+    re-judged now by the declared rules (nothing recorded); "—" where a recipe does not measure the claim (App. F's
+    claims on the Mamba-2 recipe only, the others on the Mamba-1 recipes); empty when the family is not committed."""
     import pandas as pd
 
     from .core import MARK
@@ -591,12 +614,15 @@ def family_table(family):
     recipes = sorted({r["recipe"] for r in family.runs})
     if not recipes:
         return pd.DataFrame()
-    ids = list(family.seeds_of(recipes[0])[0]["measurements"])
+    measured = {r: list(family.seeds_of(r)[0]["measurements"]) for r in recipes}
+    ids = list(dict.fromkeys(cid for r in recipes for cid in measured[r]))  # in the first recipe's order, then new
     rows = {
         cid: {
             f"{r} ({len(family.seeds_of(r))} seeds)": (lambda v: f"{MARK[v.status]} {v.status}")(
                 check_family(cid, family, r, record=False)
             )
+            if cid in measured[r]
+            else "—"
             for r in recipes
         }
         for cid in ids

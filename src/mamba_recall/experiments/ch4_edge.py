@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.primacy import checkpoint_path, contexts, pressure_length
+from ..analysis.reference_curves import middle_third
 from ..paths import REPO_ROOT
 from ..presets import experiment
 from ..runstore import RUNS_DIR, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
@@ -169,10 +170,8 @@ def _models_table(runs: list[dict]) -> pd.DataFrame:
         c, res = r["config"], r["result"]
         Lp = res["L_p"]
         rep = res["curves"][f"{Lp}/repeated"] if Lp else None
-        mid = None
-        if rep is not None:
-            k = np.arange(1, Lp + 1)
-            mid = float(np.mean(np.asarray(rep)[(k > Lp / 3) & (k <= 2 * Lp / 3)]))
+        # the middle third K_mid = {k : L/3 < k ≤ 2L/3} (1-based, as iv.summary): mean recall over it at L_p
+        mid = None if rep is None else float(np.mean(np.asarray(rep)[middle_third(Lp) - 1]))
         m = c["recipe"]["model"]
         rows.append(
             {
@@ -317,8 +316,15 @@ CHECKS_RUNNER = "mamba_recall.experiments.ch4_edge:run_checks_job"
 PRIMARY_ORDER = ("d4", "d4_long", "d2_bos", "d2_smalldt", "d2")
 
 
+def is_mamba2(recipe: dict) -> bool:
+    """Whether an edge recipe trains a Mamba-2 (SSD) model (its model config has ``"arch": "mamba2"``)."""
+    return recipe["model"].get("arch") == "mamba2"
+
+
 def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
-    """One job per finished edge model: the claim inputs of §4.1–§4.4 at its pressure length, measured per claim."""
+    """One job per finished edge model: the claim inputs at its pressure length, measured per claim: §4.1–§4.4's
+    claims on a Mamba-1 model, App. F's head claims on a Mamba-2 one (its job's config says ``"arch": "mamba2"``;
+    a Mamba-1 job's config has no ``arch``, so the keys of the committed Mamba-1 checks stay what they were)."""
     jobs = []
     for r in finished_runs(jobs_for(preset, smoke), store):
         c, res = r["config"], r["result"]
@@ -337,25 +343,36 @@ def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
             "L_p": res["L_p"],
             "ucurve_Ls": Ls,
         }
+        if is_mamba2(c["recipe"]):
+            config["arch"] = "mamba2"
         jobs.append(make_job(CHECKS, config, r["seed"]))
     return jobs
 
 
 def run_checks_job(config: dict, seed: int) -> dict:
-    """Measure every claim of §4.1–§4.4 on one edge model at its pressure length (the run store's job function):
-    {claim id: the Measurement as a dict, or {"not_run": reason}}."""
+    """Measure every claim of one edge model at its pressure length (the run store's job function): those of
+    §4.1–§4.4 on a Mamba-1 model, App. F's head claims (``CLAIM_IDS_M2``) on a Mamba-2 one →
+    {claim id: the Measurement as a dict, or {"not_run": reason}}, plus our probes (Mamba-1 only)."""
     from types import SimpleNamespace
 
     import torch
 
     from ..analysis.primacy import load_checkpoint
     from ..claims import NotRun, get, measurement_record
-    from .ch4_model_checks import CLAIM_IDS, claim_inputs
+    from ..models.mamba2 import Mamba2LMHeadModel
+    from .ch4_model_checks import CLAIM_IDS, CLAIM_IDS_M2, claim_inputs, claim_inputs_m2
 
     path = REPO_ROOT / config["checkpoint"]
     model, vocab, side = load_checkpoint(path, model=config["model_name"])
     if side.get("sha256") != config["sha256"]:
         raise ValueError(f"{path}: its sha256 is not the one the training run recorded; re-run the training job.")
+    mamba2 = config.get("arch") == "mamba2"
+    if mamba2 != isinstance(model, Mamba2LMHeadModel):
+        raise ValueError(
+            f"{path}: the checks job says arch {config.get('arch', 'mamba1')!r} but the checkpoint holds a "
+            f"{type(model).__name__}; rebuild the checks jobs from the training runs (checks_jobs)."
+        )
+    ids = CLAIM_IDS_M2 if mamba2 else CLAIM_IDS  # the claims this model is measured on
     gate = edge_gate(model, vocab)
     side = {"source": config["checkpoint"], **side, "gate": gate, "training_gate": side.get("gate")}
     ctx = SimpleNamespace(preset=config["sizes_preset"], device=torch.device("cpu"), smoke=config["smoke"])
@@ -366,30 +383,37 @@ def run_checks_job(config: dict, seed: int) -> dict:
             + "): it has not learned the binding"
         )
         return {
-            "measurements": {cid: {"not_run": why} for cid in CLAIM_IDS},
+            "measurements": {cid: {"not_run": why} for cid in ids},
             "probes": {},
             "gate": gate,
             "at": config["at"],
             "L_p": config["L_p"],
         }
-    # Fig. 5b with the tokens the model met between facts and queries in training (its recipe's filler gaps), so
-    # that a distractor is in distribution (declared with the family, before any of its results)
-    pool = "filler" if (side.get("train_config") or {}).get("gap_max") else "content"
-    inputs = claim_inputs(
-        model,
-        vocab,
-        config["sizes_preset"],
-        "cpu",
-        at=config["at"],
-        ucurve_Ls=config["ucurve_Ls"],
-        distractor_pool=pool,
-    )
+    if mamba2:  # App. F: the U, the long-term heads (Eq. 9) and their first-triple ablation, at L_p
+        inputs = claim_inputs_m2(
+            model, vocab, config["sizes_preset"], "cpu", at=config["at"], ucurve_Ls=config["ucurve_Ls"]
+        )
+    else:
+        # Fig. 5b with the tokens the model met between facts and queries in training (its recipe's filler gaps), so
+        # that a distractor is in distribution (declared with the family, before any of its results)
+        pool = "filler" if (side.get("train_config") or {}).get("gap_max") else "content"
+        inputs = claim_inputs(
+            model,
+            vocab,
+            config["sizes_preset"],
+            "cpu",
+            at=config["at"],
+            ucurve_Ls=config["ucurve_Ls"],
+            distractor_pool=pool,
+        )
     out = {}
     for cid, args in inputs.items():
         try:
             out[cid] = measurement_record(get(cid).measure(*args, ctx=ctx, side=side))
         except NotRun as exc:
             out[cid] = {"not_run": str(exc)}
+    if mamba2:  # the slow-state probe reads Mamba-1's per-channel Ā; a Mamba-2 head has one scalar decay
+        return {"measurements": out, "probes": {}, "gate": gate, "at": config["at"], "L_p": config["L_p"]}
     # our probe (no paper claim): the slow-writing states at the first triple, against layer-matched random states
     from ..analysis.primacy import slow_state_probe
     from ..presets import experiment

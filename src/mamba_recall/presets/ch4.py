@@ -136,6 +136,17 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
     "ch4.mamba2_heads": {
         "ci": {"model": "s_m2", "L_ident": 8, "Ls": [8, 16, 32], "n": 100, "n_random": 5, "tau": 0.7},
+        # cpu-hours: App. F's head claims on the edge family's Mamba-2 recipe m2 (experiments/ch4_edge.py --checks),
+        # the ablation at each model's pressure length L_p and the U-curves at its evaluated lengths; 200 contexts and
+        # 10 random head sets per control. Declared before any result of the m2 recipe.
+        "cpu-hours": {
+            "model": "edge",
+            "L_ident": 8,
+            "Ls": [8, 12, 16, 20, 24, 32],
+            "n": 200,
+            "n_random": 10,
+            "tau": 0.7,
+        },
         "paper": {"model": "s_m2", "L_ident": 8, "Ls": [8, 16, 32], "n": 200, "n_random": 10, "tau": 0.7},
     },
     "ch4.periodicity": {
