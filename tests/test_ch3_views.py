@@ -24,8 +24,11 @@ def test_mqar_grid_chart():
 
 def test_ch3_presets_have_both_sizes():
     for name, sizes in EXPERIMENTS.items():
-        assert name.startswith("ch3.") and set(sizes) == {"ci", "paper"}
-        assert isinstance(experiment(name, "paper"), dict)
+        assert name.startswith("ch3.") and {"ci", "paper"} <= set(sizes) <= {"ci", "cpu-hours", "paper"}
+        for preset in sizes:
+            assert isinstance(experiment(name, preset), dict)
+    trained = {"ch3.keep_train", "ch3.mqar_train", "ch3.ih_train"}
+    assert {n for n, s in EXPERIMENTS.items() if "cpu-hours" in s} == trained
 
 
 def test_thm3_state_chart():

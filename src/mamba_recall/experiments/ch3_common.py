@@ -22,18 +22,21 @@ REGENERATE = "python -m mamba_recall.experiments.ch3_keep_nth --preset ci"
 
 def parse(description: str, name: str, bundle: str, argv=None):
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--preset", default="ci", choices=["ci", "paper"])
+    parser.add_argument("--preset", default="ci", choices=["ci", "cpu-hours", "paper"])
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
+    add_store_arguments(parser)
     args = parser.parse_args(argv)
+    if args.smoke and args.preset not in STORE_PRESETS:
+        parser.error(f"--smoke applies to the run-store presets {STORE_PRESETS}; use --preset ci for a quick run.")
     try:
         args.device = resolve_device(args.device).type
     except ValueError as exc:
         parser.error(str(exc))
     torch.set_num_threads(args.threads)
-    args.sizes = experiment(name, args.preset)
+    args.sizes = experiment(name, args.preset, smoke=args.smoke)
     args.out = args.out or f"{bundle}_{args.preset}"
     return args
 
@@ -48,14 +51,22 @@ def build_model(
     return MixerLM(V, d, N, mixer=mixer, pe=pe == "pe", n_classes=n_classes, backend=backend, **kw)
 
 
-def save_checkpoint(model: torch.nn.Module, name: str, config: dict) -> Path:
-    """results/checkpoints/<name>.pt (the state dict) plus <name>.json (config, sha256, provenance)."""
+def checkpoint_name(stem: str, preset: str, **parts) -> str:
+    """``<stem>`` + ``_<preset>`` (every preset but ``ci``, whose committed files keep their names) + ``_<key><value>``
+    for each of ``parts`` given (e.g. ``T=50, s=1`` → ``_T50_s1``): runs of different presets never overwrite
+    each other's checkpoints."""
+    name = stem if preset == "ci" else f"{stem}_{preset}"
+    return name + "".join(f"_{k}{v}" for k, v in parts.items() if v is not None)
+
+
+def save_checkpoint(model: torch.nn.Module, name: str, config: dict, command: str = REGENERATE) -> Path:
+    """results/checkpoints/<name>.pt (the state dict) plus <name>.json (config, sha256, provenance, ``command``)."""
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     return results.save_checkpoint(
         CHECKPOINT_DIR / f"{name}.pt",
         state,
         {"config": config},
-        command=REGENERATE,
+        command=command,
         device=next(model.parameters()).device,
     )
 
@@ -89,4 +100,180 @@ def save_runner_bundle(
         tables={k: pd.DataFrame(v) for k, v in tables.items()},
     )
     print(f"wrote {path} in {wall:.0f} s")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- run store (cpu-hours)
+#
+# A ``cpu-hours`` run is one run-store job per (config, seed) (:mod:`mamba_recall.runstore`): the job function of each
+# runner (``run_job(config, seed)``) trains with the same code as its ``ci``/``paper`` loop (``train_one``), and the
+# bundle ``results/<runner>_cpu-hours.json`` keeps the per-run table ``runs`` (the schema of the ci bundle, so the
+# claims of p003 read it unchanged), the table ``cells`` (per configuration: mean over seeds with a 95 % Student-t
+# interval, ``runstore.INTERVAL_METHOD``, and the per-seed values) and ``curves`` (every run's training curve).
+
+STORE_PRESETS = ("cpu-hours",)
+
+
+def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--jobs", type=int, default=1, help="cpu-hours: parallel processes, one torch thread each")
+    parser.add_argument("--allow-long", action="store_true", help="cpu-hours: start even if estimated over an hour")
+    parser.add_argument("--aggregate-only", action="store_true", help="cpu-hours: only write the bundle")
+    parser.add_argument("--no-estimate", action="store_true", help="cpu-hours: skip the measured estimate")
+    parser.add_argument("--smoke", action="store_true", help="cpu-hours: the smoke-capped grid (seconds)")
+    parser.add_argument("--store", default=None, help="cpu-hours: run-store folder (default results/runs)")
+
+
+def curve_of(res, eval_every: int) -> list[list[float]]:
+    """A run's training curve from :class:`~mamba_recall.train.TrainResult`: one ``[step, loss, accuracy]`` per
+    held-out evaluation, ``loss`` the mean training loss over the ``eval_every`` steps before it (so the curve
+    shows where a run that "fails after N steps" stopped improving)."""
+    out, window = [], []
+    for h in res.history:
+        window.append(float(h["loss"]))
+        if "accuracy" in h:
+            out.append([int(h["step"]), round(sum(window) / len(window), 5), round(float(h["accuracy"]), 5)])
+            window = []
+        window = window[-eval_every:]
+    return out
+
+
+def measured_estimate(left: list[dict], train_one, key=lambda c: c, probe: int = 20) -> tuple[float, str]:
+    """Upper bound (no early stop) for the jobs ``left``: for each distinct configuration (``key(config)``, seed
+    ignored) ``train_one(config, 0, steps=…)`` on one thread, once untimed (warm-up), then with 2 and ``2 + probe``
+    steps; seconds per step from the difference of the two. The rest of the short run (data, one held-out evaluation,
+    the test) is paid once per job, and each further held-out evaluation (every ``eval_every`` steps) at its share of
+    that by sequence count. On a machine shared with other jobs the step times, hence the estimate, grow."""
+    import json as _json
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    per: dict[str, tuple[float, float]] = {}
+    try:
+        for job in left:
+            k = _json.dumps(key(job["config"]), sort_keys=True)
+            if k in per:
+                continue
+            train_one(job["config"], 0, steps=1)  # warm-up
+            t0 = time.perf_counter()
+            train_one(job["config"], 0, steps=2)
+            t2 = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            train_one(job["config"], 0, steps=2 + probe)
+            step = max((time.perf_counter() - t0 - t2) / probe, 1e-4)
+            per[k] = (step, max(t2 - 2 * step, 0.0))
+    finally:
+        torch.set_num_threads(threads)
+    total = 0.0
+    for job in left:
+        c = job["config"]
+        step, rest = per[_json.dumps(key(c), sort_keys=True)]
+        share = c["eval_sequences"] / (c["eval_sequences"] + c["test_sequences"])
+        total += c["steps"] * step + rest + (c["steps"] // c["eval_every"]) * rest * share
+    steps = sorted(s for s, _ in per.values())
+    basis = (
+        f"measured here, 1 thread, {len(per)} configurations: {steps[0] * 1e3:.0f}-{steps[-1] * 1e3:.0f} ms/step; "
+        "every job at its full step budget: early stopping makes it shorter"
+    )
+    print(f"step time: {basis}", flush=True)
+    return total, basis
+
+
+def run_store_main(args, experiment_name: str, jobs: list[dict], runner: str, train_one, write_bundle, key=None):
+    """The ``cpu-hours`` path of a Chapter 3 runner: run the missing jobs (estimate printed first), then aggregate."""
+    import sys as _sys
+
+    from ..longrun import allow_long_runs, check_estimate
+    from ..runstore import pending, run_grid
+
+    if args.allow_long:
+        allow_long_runs(True)
+    store = Path(args.store) if args.store else None
+    if args.smoke:  # smoke runs never write under results/ (bundle, checkpoints, run store): _build/smoke/results/
+        from ..paths import BUILD_DIR
+
+        results.redirect_smoke_outputs(True)
+        store = store or BUILD_DIR / "smoke" / "results" / "runs"
+    if args.aggregate_only:
+        done, left = pending(jobs, store)
+        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
+    else:
+        run_grid(
+            runner,
+            jobs,
+            n_jobs=args.jobs,
+            store=store,
+            estimate=None
+            if args.no_estimate
+            else (lambda left: measured_estimate(left, train_one, key or (lambda c: c))),
+            check_long=lambda s: check_estimate(s, f"{experiment_name} at preset {args.preset}", "cpu"),
+            log=lambda m: print(m, flush=True),
+        )
+    return write_bundle(
+        args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=_sys.stderr, flush=True)
+    )
+
+
+def write_store_bundle(
+    name: str,
+    runner_module: str,
+    jobs: list[dict],
+    *,
+    preset: str,
+    sizes: dict,
+    by: list[str],
+    metrics: list[str],
+    extra_tables=None,
+    store=None,
+    smoke: bool = False,
+    directory=None,
+    log=print,
+):
+    """Aggregate the finished jobs of one grid into ``results/<name>_<preset>[_smoke].json``: tables ``runs`` (each
+    job's ``result["row"]``), ``cells`` (``runstore.aggregate`` over ``by``: mean, 95 % t-interval, per-seed values of
+    ``metrics``), ``curves`` (``by`` + seed + step, loss, accuracy) and ``extra_tables(runs) -> {name: rows}``.
+    A partial grid is aggregated too (``data.complete`` false; ``load_strongest_bundle`` then skips it)."""
+    from ..results import save_bundle
+    from ..runstore import INTERVAL_METHOD, aggregate, finished_runs, runs_summary
+
+    runs = finished_runs(jobs, store)
+    if not runs:
+        log(f"no finished jobs of {jobs[0]['experiment']} at preset {preset}; nothing to aggregate.")
+        return None
+    rows = [dict(r["result"]["row"]) for r in sorted(runs, key=lambda r: (r["key"], r["seed"]))]
+    # the cell keys and metrics are read from each run's row (``aggregate`` reads config[by] and result[metric])
+    flat = [
+        dict(r, config={**r["config"], **{k: r["result"]["row"][k] for k in by}}, result=r["result"]["row"])
+        for r in runs
+    ]
+    cells = aggregate(flat, by=by, metrics=metrics)
+    curves = [
+        dict({k: r["result"]["row"][k] for k in by}, seed=r["seed"], step=s, loss=loss, accuracy=acc)
+        for r in runs
+        for s, loss, acc in r["result"]["curve"]
+    ]
+    tables = {"runs": pd.DataFrame(rows).sort_values(by + ["seed"]), "cells": cells, "curves": pd.DataFrame(curves)}
+    for tname, trows in (extra_tables(runs) if extra_tables else {}).items():
+        tables[tname] = pd.DataFrame(trows)
+    summary = runs_summary(runs)
+    data = {
+        "n_runs": len(runs),
+        "complete": len(runs) == len(jobs),
+        "jobs_finished": len(runs),
+        "jobs_total": len(jobs),
+        "interval_method": INTERVAL_METHOD,
+        "runs": summary,
+        "run_keys": sorted(r["key"] for r in runs),
+    }
+    bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
+    path = save_bundle(
+        bundle,
+        data,
+        {"preset": preset, "smoke": smoke, "sizes": sizes, "experiment": jobs[0]["experiment"]},
+        command=f"python -m mamba_recall.experiments.{runner_module} --preset {preset} --allow-long",
+        device="cpu",
+        wall_seconds=summary["wall_seconds"],
+        tables=tables,
+        directory=directory,
+    )
+    log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
     return path

@@ -6,6 +6,10 @@
 (hard-case probability p, range γ) on the fly; accuracy over all positions (blank class included) and over
 non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d); ``paper`` the Fig. 3/A.4 grid, best of 5.
 Writes ``results/ch3_induction_<preset>.json`` with the table ``runs``.
+
+``--preset cpu-hours --allow-long [--jobs 1]``: T = 100, |V| = 5, N = 4|V| and d ∈ {4, 10, 20} across Lem. 3's
+d = 2|V|, both mixers, 3 seeds, as run-store jobs (``results/runs/ch3.ih_train/``); the bundle adds ``cells`` (mean,
+95 % t-interval, per-seed values) and ``curves``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,15 @@ import torch
 
 from ..tasks.induction_heads import induction_heads
 from ..train import train
-from .ch3_common import build_model, parse, save_runner_bundle
+from .ch3_common import (
+    STORE_PRESETS,
+    build_model,
+    curve_of,
+    parse,
+    run_store_main,
+    save_runner_bundle,
+    write_store_bundle,
+)
 
 
 @torch.no_grad()
@@ -29,67 +41,136 @@ def accuracies(model, ids, labels, V, device):
     return float(ok.double().mean()), float(ok[nonblank].double().mean())
 
 
+def resolved_config(cfg: dict, V: int, d: int, N: int, mixer: str) -> dict:
+    """The fully resolved configuration of one INDUCTION HEADS run (a run-store job's config): task (T, |V|, hard-case
+    probability p, range γ), model (1 layer, size-4 conv, SiLU, no gate), recipe (Adam without weight decay, cosine
+    lr to 0, early stop at 100 % held-out accuracy, evaluated every 100 steps), data seeds (training batch of step s:
+    ``10⁷·(seed + 1) + s``; held-out ``10⁶ + |V|``; test ``2·10⁶ + |V|``)."""
+    return {
+        "task": "induction_heads (paper 003, App. D.4)",
+        "T": cfg["T"],
+        "V": V,
+        "p": cfg["p"],
+        "gamma": cfg["gamma"],
+        "d": d,
+        "N": N,
+        "mixer": mixer,
+        "steps": cfg["steps"],
+        "batch": cfg["batch"],
+        "lr": cfg["lr"],
+        "weight_decay": 0.0,
+        "schedule": "cosine",
+        "eval_every": 100,
+        "target_accuracy": 1.0,
+        "eval_sequences": cfg["eval_sequences"],
+        "eval_seed": 1_000_000 + V,
+        "test_sequences": cfg["test_sequences"],
+        "test_seed": 2_000_000 + V,
+        "train_seed": "10_000_000 * (seed + 1) + step",
+    }
+
+
+def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+    """Train and test one model of resolved config ``c`` and init seed ``seed`` (``steps`` overrides the budget, for
+    timing). Returns (TrainResult, the ``runs`` row)."""
+    T, V = c["T"], c["V"]
+    ev = induction_heads(c["eval_sequences"], T, V, c["p"], c["gamma"], seed=c["eval_seed"])
+    test = induction_heads(c["test_sequences"], T, V, c["p"], c["gamma"], seed=c["test_seed"])
+    torch.manual_seed(seed)
+    model = build_model(
+        c["mixer"],
+        V=V,
+        d=c["d"],
+        N=c["N"],
+        T=T,
+        n_classes=V + 1,
+        backend=backend,
+        use_conv=True,
+        d_conv=4,
+        activation="silu",
+    )
+    res = train(
+        model,
+        lambda s: induction_heads(c["batch"], T, V, c["p"], c["gamma"], seed=10_000_000 * (seed + 1) + s),
+        steps=steps or c["steps"],
+        lr=c["lr"],
+        weight_decay=c["weight_decay"],
+        seed=seed,
+        eval_every=c["eval_every"],
+        eval_batch=ev,
+        target_accuracy=c["target_accuracy"],
+        device=device,
+        progress=False,
+    )
+    acc, acc_nb = accuracies(model, *test, V, device)
+    row = dict(
+        V=V, T=T, d=c["d"], N=c["N"], mixer=c["mixer"], seed=seed, accuracy=acc, accuracy_nonblank=acc_nb,
+        steps=res.steps_run, seconds=res.seconds,
+    )  # fmt: skip
+    return res, row
+
+
+# ------------------------------------------------------------------------------------------ run store (cpu-hours)
+EXPERIMENT = "ch3.ih_train"
+RUNNER = "mamba_recall.experiments.ch3_induction:run_job"
+
+
+def _cells(cfg: dict):
+    factors = cfg["N_factor"] if isinstance(cfg["N_factor"], list) else [cfg["N_factor"]]
+    for V in cfg["Vs"]:
+        for fac in factors:
+            for d in cfg["ds"]:
+                for mixer in ("s6", "s6_dT"):
+                    yield V, d, fac * V, mixer
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    from ..presets import experiment
+    from ..runstore import make_job
+
+    sizes = experiment(EXPERIMENT, preset, smoke=smoke)
+    return [make_job(EXPERIMENT, resolved_config(sizes, *cell), s) for cell in _cells(sizes) for s in sizes["seeds"]]
+
+
+def run_job(config: dict, seed: int) -> dict:
+    res, row = train_one(config, seed)
+    return {"row": row, "curve": curve_of(res, config["eval_every"])}
+
+
+def write_bundle(preset: str, *, store=None, smoke: bool = False, directory=None, log=print):
+    from ..presets import experiment
+
+    return write_store_bundle(
+        "ch3_induction",
+        "ch3_induction",
+        jobs_for(preset, smoke),
+        preset=preset,
+        sizes=experiment(EXPERIMENT, preset, smoke=smoke),
+        by=["V", "T", "d", "N", "mixer"],
+        metrics=["accuracy", "accuracy_nonblank", "steps"],
+        store=store,
+        smoke=smoke,
+        directory=directory,
+        log=log,
+    )
+
+
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
 COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
 
 
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.ih_train", "ch3_induction", argv)
+    if args.preset in STORE_PRESETS:
+        return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
     cfg = args.sizes
-    T = cfg["T"]
-    factors = cfg["N_factor"] if isinstance(cfg["N_factor"], list) else [cfg["N_factor"]]
     rows, start = [], time.time()
-    for V in cfg["Vs"]:
-        ev = induction_heads(cfg["eval_sequences"], T, V, cfg["p"], cfg["gamma"], seed=1_000_000 + V)
-        test = induction_heads(cfg["test_sequences"], T, V, cfg["p"], cfg["gamma"], seed=2_000_000 + V)
-        for fac in factors:
-            for d in cfg["ds"]:
-                for mixer in ("s6", "s6_dT"):
-                    for seed in cfg["seeds"]:
-                        torch.manual_seed(seed)
-                        model = build_model(
-                            mixer,
-                            V=V,
-                            d=d,
-                            N=fac * V,
-                            T=T,
-                            n_classes=V + 1,
-                            backend=args.backend,
-                            use_conv=True,
-                            d_conv=4,
-                            activation="silu",
-                        )
-                        res = train(
-                            model,
-                            lambda s, seed=seed: induction_heads(
-                                cfg["batch"], T, V, cfg["p"], cfg["gamma"], seed=10_000_000 * (seed + 1) + s
-                            ),
-                            steps=cfg["steps"],
-                            lr=cfg["lr"],
-                            weight_decay=0.0,
-                            seed=seed,
-                            eval_every=100,
-                            eval_batch=ev,
-                            target_accuracy=1.0,
-                            device=args.device,
-                            progress=False,
-                        )
-                        acc, acc_nb = accuracies(model, *test, V, args.device)
-                        rows.append(
-                            dict(
-                                V=V,
-                                T=T,
-                                d=d,
-                                N=fac * V,
-                                mixer=mixer,
-                                seed=seed,
-                                accuracy=acc,
-                                accuracy_nonblank=acc_nb,
-                                steps=res.steps_run,
-                                seconds=res.seconds,
-                            )
-                        )
-                        print(rows[-1], flush=True)
+    for V, d, N, mixer in _cells(cfg):
+        c = resolved_config(cfg, V, d, N, mixer)
+        for seed in cfg["seeds"]:
+            _, row = train_one(c, seed, device=args.device, backend=args.backend)
+            rows.append(row)
+            print(rows[-1], flush=True)
     save_runner_bundle(args, "ch3_induction", {"n_runs": len(rows)}, cfg, start, {"runs": rows})
 
 

@@ -8,7 +8,14 @@ accuracy, and tests on fresh sequences. It writes ``results/ch3_keep_nth_<preset
 ``before`` (t < n) and ``after`` (t ≥ n); the extra row with ``bin = −1`` holds frac(< 0.1 | t < n) in ``before`` and
 frac(> 0.9 | t ≥ n) in ``after``; one set per seed), and the checkpoint of the S6+PE model with d = 32, N = 8 (the
 largest T) in ``results/checkpoints/ch3_keep_s6pe.pt`` (first seed; ``_s{seed}`` for the others, ``_T{T}`` per T
-when several T are run).
+when several T are run; a ``paper`` run writes ``ch3_keep_s6pe_paper…``, so it never overwrites the committed ci file).
+
+``python -m mamba_recall.experiments.ch3_keep_nth --preset cpu-hours --allow-long [--jobs 1]`` runs the ``cpu-hours``
+grid (Tab. 1 at the paper's T = 50, d = 32, N = 8 with all five models; Fig. 1's T ∈ {10, …, 50} for Mamba+PE and
+S4D+PE; 3 seeds) as run-store jobs (``results/runs/ch3.keep_train/``, resumable, estimate printed first), saves every
+Mamba+PE model as ``ch3_keep_s6pe_cpu-hours_T<T>_s<seed>`` and aggregates ``results/ch3_keep_nth_cpu-hours.json``:
+tables ``runs`` and ``decay`` as above, ``cells`` (mean over seeds, 95 % t-interval, per-seed values) and ``curves``
+(each run's training loss and held-out accuracy every 100 steps). ``--aggregate-only`` rewrites the bundle only.
 """
 
 from __future__ import annotations
@@ -21,7 +28,17 @@ import torch
 
 from ..tasks.keep_nth import copy_baseline, keep_nth
 from ..train import evaluate, train
-from .ch3_common import build_model, parse, save_checkpoint, save_runner_bundle
+from .ch3_common import (
+    STORE_PRESETS,
+    build_model,
+    checkpoint_name,
+    curve_of,
+    parse,
+    run_store_main,
+    save_checkpoint,
+    save_runner_bundle,
+    write_store_bundle,
+)
 
 BINS = np.linspace(0.0, 1.0, 51)
 
@@ -96,24 +113,187 @@ def untrained_decay_values(ck: dict, ids: torch.Tensor, backend: str = "auto"):
     return decay_values(model, ids, ck["nth"])
 
 
-def fig1_decay_pairs(sequences: int = 500, seed: int = 2, backend: str = "auto"):
-    """Fig. 1 for every seed whose Mamba+PE checkpoint exists (``ch3_keep_s6pe`` and ``ch3_keep_s6pe_s<seed>`` of the
-    same preset and T), on ``sequences`` test sequences of the checkpoint's T (data seed ``seed``): a list of
-    ((t < n, t ≥ n) trained, (t < n, t ≥ n) untrained) e^{−λΔ} values, and the first checkpoint's config."""
+def fig1_decay_pairs(
+    sequences: int = 500, seed: int = 2, backend: str = "auto", preset: str = "ci", T: int | None = None
+):
+    """Fig. 1 for every seed whose Mamba+PE checkpoint (d = 32, N = 8) of ``preset`` exists, on ``sequences`` test
+    sequences of the checkpoint's T (data seed ``seed``): a list of ((t < n, t ≥ n) trained, (t < n, t ≥ n) untrained)
+    e^{−λΔ} values, and the first checkpoint's config. ``ci``/``paper`` (loop runners): ``ch3_keep_s6pe[_paper]``
+    (the largest T) and ``…_s<seed>`` of the same preset and T; a run-store preset (``cpu-hours``): the files
+    ``ch3_keep_s6pe_<preset>_T<T>_s<seed>`` at ``T`` (default: the largest T saved)."""
     from ..models.s6 import MixerLM
     from .ch3_common import CHECKPOINT_DIR, load_checkpoint
 
     def factory(c):
         return MixerLM(c["V"], c["d"], c["N"], "s6", pe=True, backend=backend)
 
-    model, ck = load_checkpoint("ch3_keep_s6pe", factory)
+    if preset in STORE_PRESETS:
+        stem = checkpoint_name("ch3_keep_s6pe", preset)
+        found = sorted(CHECKPOINT_DIR.glob(f"{stem}_T*_s*.pt"))
+        Ts = sorted({int(p.stem[len(stem) + 2 :].split("_s")[0]) for p in found})
+        if not Ts:
+            raise FileNotFoundError(
+                f"no {stem}_T<T>_s<seed>.pt in {CHECKPOINT_DIR}; make them with `{REGENERATE_STORE}`."
+            )
+        T = T if T is not None else Ts[-1]
+        names = [p.stem for p in found if p.stem.startswith(f"{stem}_T{T}_s")]
+        names.sort(key=lambda n: int(n.rsplit("_s", 1)[1]))
+    else:
+        first = checkpoint_name("ch3_keep_s6pe", preset)
+        names = [first] + [p.stem for p in sorted(CHECKPOINT_DIR.glob(f"{first}_s*.pt"))]
+    model, ck = load_checkpoint(names[0], factory)
     ids, _ = keep_nth(sequences, ck["T"], ck["V"], ck["nth"], seed=seed)
     pairs = [(decay_values(model, ids, ck["nth"]), untrained_decay_values(ck, ids, backend))]
-    for path in sorted(CHECKPOINT_DIR.glob("ch3_keep_s6pe_s*.pt")):
-        other, ck2 = load_checkpoint(path.stem, factory)
+    for name in names[1:]:
+        other, ck2 = load_checkpoint(name, factory)
         if (ck2["preset"], ck2["T"]) == (ck["preset"], ck["T"]):
             pairs.append((decay_values(other, ids, ck2["nth"]), untrained_decay_values(ck2, ids, backend)))
     return pairs, ck
+
+
+def resolved_config(cfg: dict, T: int, d: int, N: int, kind: str) -> dict:
+    """The fully resolved configuration of one KEEP n-TH run (a run-store job's config; nothing left to a
+    default): task sizes, model, recipe (Adam without weight decay, cosine lr to 0, early stop at 100 % held-out
+    accuracy, evaluated every 100 steps), data seeds (training batch of step s: ``10⁷·(seed + 1) + s``; held-out
+    ``10⁶ + T``; test ``2·10⁶ + T``)."""
+    return {
+        "task": "keep_nth",
+        "T": T,
+        "V": cfg["V"],
+        "nth": cfg["nth"],
+        "d": d,
+        "N": N,
+        "model": kind,
+        "transformer_d": cfg["transformer_d"],
+        "steps": cfg["steps"],
+        "batch": cfg["batch"],
+        "lr": cfg["lr_transformer"] if kind == "transformer" else cfg["lr"],
+        "weight_decay": 0.0,
+        "schedule": "cosine",
+        "eval_every": 100,
+        "target_accuracy": 1.0,
+        "eval_sequences": cfg["eval_sequences"],
+        "eval_seed": 1_000_000 + T,
+        "test_sequences": cfg["test_sequences"],
+        "test_seed": 2_000_000 + T,
+        "train_seed": "10_000_000 * (seed + 1) + step",
+    }
+
+
+def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+    """Train and test one KEEP n-TH model of resolved config ``c`` (:func:`resolved_config`) and init seed ``seed``
+    (``steps`` overrides the budget, for timing). Returns (model on the CPU, TrainResult, the ``runs`` row)."""
+    T, V, nth = c["T"], c["V"], c["nth"]
+    ev = keep_nth(c["eval_sequences"], T, V, nth, seed=c["eval_seed"])
+    test = keep_nth(c["test_sequences"], T, V, nth, seed=c["test_seed"])
+    torch.manual_seed(seed)
+    model = build_model(c["model"], V=V, d=c["d"], N=c["N"], T=T, backend=backend, transformer_d=c["transformer_d"])
+    res = train(
+        model,
+        lambda s: keep_nth(c["batch"], T, V, nth, seed=10_000_000 * (seed + 1) + s),
+        steps=steps or c["steps"],
+        lr=c["lr"],
+        weight_decay=c["weight_decay"],
+        seed=seed,
+        eval_every=c["eval_every"],
+        eval_batch=ev,
+        target_accuracy=c["target_accuracy"],
+        device=device,
+        progress=False,
+        desc=f"{c['model']} T={T} d={c['d']} N={c['N']} s={seed}",
+    )
+    acc = evaluate(model, *test, device=device)
+    row = dict(
+        T=T,
+        d=c["d"],
+        N=c["N"],
+        model=c["model"],
+        seed=seed,
+        accuracy=acc,
+        steps=res.steps_run,
+        params=sum(p.numel() for p in model.parameters()),
+        seconds=res.seconds,
+        copy_baseline=copy_baseline(T, nth),
+    )
+    return model.cpu(), res, row, test
+
+
+def decay_rows_of(model, test_ids, c: dict, seed: int) -> list[dict]:
+    """The ``decay`` table rows of one S6/S4D model (module docstring): 50-bin histograms of e^{−λΔ} on the first 500
+    test sequences, before and from n, plus the bin = −1 row of fractions."""
+    b, a = decay_values(model, test_ids[:500], c["nth"])
+    hb, _ = np.histogram(b, BINS)
+    ha, _ = np.histogram(a, BINS)
+    cell = dict(T=c["T"], d=c["d"], N=c["N"], model=c["model"], seed=seed)
+    rows = [dict(cell, bin=float(lo), before=int(cb), after=int(ca)) for lo, cb, ca in zip(BINS[:-1], hb, ha)]
+    rows.append(dict(cell, bin=-1.0, before=float(np.mean(b < 0.1)), after=float(np.mean(a > 0.9))))
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ run store (cpu-hours)
+EXPERIMENT = "ch3.keep_train"
+RUNNER = "mamba_recall.experiments.ch3_keep_nth:run_job"
+REGENERATE_STORE = "python -m mamba_recall.experiments.ch3_keep_nth --preset cpu-hours --allow-long"
+
+
+def store_cells(sizes: dict) -> list[tuple[int, int, int, str]]:
+    """(T, d, N, model) of a run-store preset: ``table`` (Tab. 1: every model at ``table_T``) and ``sweep`` (Fig. 1:
+    ``sweep_models`` at every T of ``Ts``), each at every (d, N) of ``dN``; the Transformer once per T."""
+    out = []
+    for T in sizes["Ts"]:
+        kinds = sizes["models"] if T == sizes["table_T"] else sizes["sweep_models"]
+        for i, (d, N) in enumerate(sizes["dN"]):
+            out += [(T, d, N, k) for k in kinds if not (k == "transformer" and i)]
+    return out
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    from ..presets import experiment
+    from ..runstore import make_job
+
+    sizes = experiment(EXPERIMENT, preset, smoke=smoke)
+    return [
+        make_job(EXPERIMENT, dict(resolved_config(sizes, T, d, N, k), preset=preset), s)
+        for T, d, N, k in store_cells(sizes)
+        for s in sizes["seeds"]
+    ]
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """One run-store job: train, test, the decay histograms (S6/S4D), the training curve; the Mamba+PE model at
+    d = 32, N = 8 is saved as ``ch3_keep_s6pe_<preset>_T<T>_s<seed>`` (:func:`~.ch3_common.checkpoint_name`)."""
+    model, res, row, test = train_one(config, seed)
+    decay = decay_rows_of(model, test[0], config, seed) if config["model"] != "transformer" else []
+    if config["model"] == "s6+pe" and (config["d"], config["N"]) == (32, 8):
+        meta = dict(
+            V=config["V"], d=32, N=8, T=config["T"], nth=config["nth"], kind="s6+pe", seed=seed,
+            preset=config["preset"], device="cpu",
+        )  # fmt: skip
+        save_checkpoint(
+            model, checkpoint_name("ch3_keep_s6pe", config["preset"], T=config["T"], s=seed), meta, REGENERATE_STORE
+        )
+    return {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
+
+
+def write_bundle(preset: str, *, store=None, smoke: bool = False, directory=None, log=print):
+    from ..presets import experiment
+
+    return write_store_bundle(
+        "ch3_keep_nth",
+        "ch3_keep_nth",
+        jobs_for(preset, smoke),
+        preset=preset,
+        sizes=experiment(EXPERIMENT, preset, smoke=smoke),
+        by=["T", "d", "N", "model"],
+        metrics=["accuracy", "steps"],
+        extra_tables=lambda runs: {
+            "decay": [d for r in sorted(runs, key=lambda r: r["key"]) for d in r["result"]["decay"]]
+        },
+        store=store,
+        smoke=smoke,
+        directory=directory,
+        log=log,
+    )
 
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
@@ -122,84 +302,35 @@ COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
 
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.keep_train", "ch3_keep_nth", argv)
+    if args.preset in STORE_PRESETS:
+        return run_store_main(
+            args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle,
+            key=lambda c: {k: c[k] for k in ("T", "d", "N", "model")},
+        )  # fmt: skip
     cfg = args.sizes
     rows, decay_rows = [], []
     start = time.time()
     for T in cfg["Ts"]:
-        ev = keep_nth(cfg["eval_sequences"], T, cfg["V"], cfg["nth"], seed=1_000_000 + T)
-        test = keep_nth(cfg["test_sequences"], T, cfg["V"], cfg["nth"], seed=2_000_000 + T)
         for d, N in cfg["dN"]:
             for kind in cfg["models"]:
                 if kind == "transformer" and (d, N) != tuple(cfg["dN"][0]):
                     continue  # the Transformer row does not depend on (d, N)
+                c = resolved_config(cfg, T, d, N, kind)
                 for seed in cfg["seeds"]:
-                    torch.manual_seed(seed)
-                    model = build_model(
-                        kind, V=cfg["V"], d=d, N=N, T=T, backend=args.backend, transformer_d=cfg["transformer_d"]
-                    )
-                    lr = cfg["lr_transformer"] if kind == "transformer" else cfg["lr"]
-                    res = train(
-                        model,
-                        lambda s, T=T, seed=seed: keep_nth(
-                            cfg["batch"], T, cfg["V"], cfg["nth"], seed=10_000_000 * (seed + 1) + s
-                        ),
-                        steps=cfg["steps"],
-                        lr=lr,
-                        weight_decay=0.0,
-                        seed=seed,
-                        eval_every=100,
-                        eval_batch=ev,
-                        target_accuracy=1.0,
-                        device=args.device,
-                        progress=False,
-                        desc=f"{kind} T={T} d={d} N={N} s={seed}",
-                    )
-                    acc = evaluate(model, *test, device=args.device)
-                    params = sum(p.numel() for p in model.parameters())
-                    rows.append(
-                        dict(
-                            T=T,
-                            d=d,
-                            N=N,
-                            model=kind,
-                            seed=seed,
-                            accuracy=acc,
-                            steps=res.steps_run,
-                            params=params,
-                            seconds=res.seconds,
-                            copy_baseline=copy_baseline(T, cfg["nth"]),
-                        )
-                    )
+                    model, res, row, test = train_one(c, seed, device=args.device, backend=args.backend)
+                    rows.append(row)
                     print(rows[-1], flush=True)
-                    model = model.cpu()
                     if kind in ("s6+pe", "s4d+pe", "s6", "s4d"):
-                        b, a = decay_values(model, test[0][:500], cfg["nth"])
-                        hb, _ = np.histogram(b, BINS)
-                        ha, _ = np.histogram(a, BINS)
-                        for lo, cb, ca in zip(BINS[:-1], hb, ha):
-                            decay_rows.append(
-                                dict(T=T, d=d, N=N, model=kind, seed=seed, bin=float(lo), before=int(cb), after=int(ca))
-                            )
-                        decay_rows.append(
-                            dict(
-                                T=T,
-                                d=d,
-                                N=N,
-                                model=kind,
-                                seed=seed,
-                                bin=-1.0,
-                                before=float(np.mean(b < 0.1)),
-                                after=float(np.mean(a > 0.9)),
-                            )
-                        )
+                        decay_rows += decay_rows_of(model, test[0], c, seed)
                     if kind == "s6+pe" and (d, N) == (32, 8):
                         meta = dict(V=cfg["V"], d=d, N=N, T=T, nth=cfg["nth"], kind=kind, seed=seed, preset=args.preset)
                         # the largest T wins (Fig. 1 notebook); seeds after the first as ch3_keep_s6pe_s<seed>
+                        first = seed == cfg["seeds"][0]
                         save_checkpoint(
-                            model, "ch3_keep_s6pe" if seed == cfg["seeds"][0] else f"ch3_keep_s6pe_s{seed}", meta
+                            model, checkpoint_name("ch3_keep_s6pe", args.preset, s=None if first else seed), meta
                         )
-                        if len(cfg["Ts"]) > 1 and seed == cfg["seeds"][0]:
-                            save_checkpoint(model, f"ch3_keep_s6pe_T{T}", meta)
+                        if len(cfg["Ts"]) > 1 and first:
+                            save_checkpoint(model, checkpoint_name("ch3_keep_s6pe", args.preset, T=T), meta)
     save_runner_bundle(args, "ch3_keep_nth", {"n_runs": len(rows)}, cfg, start, {"runs": rows, "decay": decay_rows})
 
 

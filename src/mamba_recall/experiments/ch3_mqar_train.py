@@ -8,6 +8,11 @@ S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = 
 |V| = 16, T = 24, d = 32) with N below and above κ. ``paper``: the Fig. 2 grid (κ × d,
 N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2) and the Fig. A.3 N sweep, best of 7 seeds. Writes
 ``results/ch3_mqar_train_<preset>.json`` with the table ``runs``.
+
+``--preset cpu-hours --allow-long [--jobs 1]``: the micro-MQAR N ∈ {1, 2, 3, 4, 8} sweep (κ = 4) and the smallest
+paper cell (T = 100, |V| = 128, κ = 4, N = 2κ, d ∈ {16, 64}), 3 seeds, as run-store jobs
+(``results/runs/ch3.mqar_train/``); the bundle adds ``cells`` (mean, 95 % t-interval, per-seed values; column
+``grid`` names the grid) and ``curves``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,15 @@ import torch
 
 from ..theory.mqar_constructions import gen_mqar
 from ..train import evaluate, train
-from .ch3_common import build_model, parse, save_runner_bundle
+from .ch3_common import (
+    STORE_PRESETS,
+    build_model,
+    curve_of,
+    parse,
+    run_store_main,
+    save_runner_bundle,
+    write_store_bundle,
+)
 
 
 def configs(cfg):
@@ -39,61 +52,133 @@ def configs(cfg):
                     yield kappa, d, "s6", N
 
 
+def resolved_config(cfg: dict, kappa: int, d: int, mixer: str, N: int) -> dict:
+    """The fully resolved configuration of one MQAR run (a run-store job's config): task, model (1 layer, size-4
+    conv, SiLU; gate only for S4D, Thm. 4), recipe (Adam without weight decay, cosine lr to 0, early stop at 100 %
+    held-out accuracy, evaluated every 100 steps) and data seeds (training batch of step s: ``10⁷·(seed + 1) + s``;
+    held-out ``10⁶ + κ``; test ``2·10⁶ + κ``)."""
+    return {
+        "task": "mqar (paper 003, App. D.3)",
+        "T": cfg["T"],
+        "V": cfg["V"],
+        "kappa": kappa,
+        "d": d,
+        "N": N,
+        "mixer": mixer,
+        "steps": cfg["steps"],
+        "batch": cfg["batch"],
+        "lr": cfg["lr"],
+        "weight_decay": 0.0,
+        "schedule": "cosine",
+        "eval_every": 100,
+        "target_accuracy": 1.0,
+        "eval_sequences": cfg["eval_sequences"],
+        "eval_seed": 1_000_000 + kappa,
+        "test_sequences": cfg["test_sequences"],
+        "test_seed": 2_000_000 + kappa,
+        "train_seed": "10_000_000 * (seed + 1) + step",
+    }
+
+
+def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+    """Train and test one MQAR model of resolved config ``c`` and init seed ``seed`` (``steps`` overrides the budget,
+    for timing). Returns (TrainResult, the ``runs`` row)."""
+    T, V, kappa, mixer = c["T"], c["V"], c["kappa"], c["mixer"]
+    ev = gen_mqar(c["eval_sequences"], T, kappa, V, seed=c["eval_seed"])
+    test = gen_mqar(c["test_sequences"], T, kappa, V, seed=c["test_seed"])
+    torch.manual_seed(seed)
+    model = build_model(
+        mixer,
+        V=kappa + V,
+        d=c["d"],
+        N=c["N"],
+        T=T,
+        n_classes=V,
+        backend=backend,
+        use_conv=mixer != "mamba2",
+        d_conv=4,
+        activation="silu",
+        use_gate=mixer == "s4d",
+    )
+    res = train(
+        model,
+        lambda s: gen_mqar(c["batch"], T, kappa, V, seed=10_000_000 * (seed + 1) + s),
+        steps=steps or c["steps"],
+        lr=c["lr"],
+        weight_decay=c["weight_decay"],
+        seed=seed,
+        eval_every=c["eval_every"],
+        eval_batch=ev,
+        target_accuracy=c["target_accuracy"],
+        device=device,
+        progress=False,
+    )
+    acc = evaluate(model, *test, device=device)
+    row = dict(
+        kappa=kappa, V=V, T=T, d=c["d"], N=c["N"], mixer=mixer, seed=seed, accuracy=acc, steps=res.steps_run,
+        seconds=res.seconds,
+    )  # fmt: skip
+    return res, row
+
+
+# ------------------------------------------------------------------------------------------ run store (cpu-hours)
+EXPERIMENT = "ch3.mqar_train"
+RUNNER = "mamba_recall.experiments.ch3_mqar_train:run_job"
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    """A run-store preset lists ``grids`` (each a dict of the ci/paper keys: T, V, kappas, ds, Ns, steps, …) run with
+    the same ``seeds``: e.g. the micro-MQAR N sweep and the largest paper cell that fits."""
+    from ..presets import experiment
+    from ..runstore import make_job
+
+    sizes = experiment(EXPERIMENT, preset, smoke=smoke)
+    return [
+        make_job(EXPERIMENT, dict(resolved_config(g, *cell), grid=name), s)
+        for name, g in sizes["grids"].items()
+        for cell in dict.fromkeys(configs(g))
+        for s in sizes["seeds"]
+    ]
+
+
+def run_job(config: dict, seed: int) -> dict:
+    res, row = train_one(config, seed)
+    return {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"])}
+
+
+def write_bundle(preset: str, *, store=None, smoke: bool = False, directory=None, log=print):
+    from ..presets import experiment
+
+    return write_store_bundle(
+        "ch3_mqar_train",
+        "ch3_mqar_train",
+        jobs_for(preset, smoke),
+        preset=preset,
+        sizes=experiment(EXPERIMENT, preset, smoke=smoke),
+        by=["grid", "T", "V", "kappa", "d", "N", "mixer"],
+        metrics=["accuracy", "steps"],
+        store=store,
+        smoke=smoke,
+        directory=directory,
+        log=log,
+    )
+
+
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
 COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
 
 
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.mqar_train", "ch3_mqar_train", argv)
+    if args.preset in STORE_PRESETS:
+        return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
     cfg = args.sizes
-    T, V = cfg["T"], cfg["V"]
     rows, start = [], time.time()
     for kappa, d, mixer, N in dict.fromkeys(configs(cfg)):
-        ev = gen_mqar(cfg["eval_sequences"], T, kappa, V, seed=1_000_000 + kappa)
-        test = gen_mqar(cfg["test_sequences"], T, kappa, V, seed=2_000_000 + kappa)
+        c = resolved_config(cfg, kappa, d, mixer, N)
         for seed in cfg["seeds"]:
-            torch.manual_seed(seed)
-            model = build_model(
-                mixer,
-                V=kappa + V,
-                d=d,
-                N=N,
-                T=T,
-                n_classes=V,
-                backend=args.backend,
-                use_conv=mixer != "mamba2",
-                d_conv=4,
-                activation="silu",
-                use_gate=mixer == "s4d",
-            )
-            res = train(
-                model,
-                lambda s, seed=seed: gen_mqar(cfg["batch"], T, kappa, V, seed=10_000_000 * (seed + 1) + s),
-                steps=cfg["steps"],
-                lr=cfg["lr"],
-                weight_decay=0.0,
-                seed=seed,
-                eval_every=100,
-                eval_batch=ev,
-                target_accuracy=1.0,
-                device=args.device,
-                progress=False,
-            )
-            acc = evaluate(model, *test, device=args.device)
-            rows.append(
-                dict(
-                    kappa=kappa,
-                    V=V,
-                    T=T,
-                    d=d,
-                    N=N,
-                    mixer=mixer,
-                    seed=seed,
-                    accuracy=acc,
-                    steps=res.steps_run,
-                    seconds=res.seconds,
-                )
-            )
+            _, row = train_one(c, seed, device=args.device, backend=args.backend)
+            rows.append(row)
             print(rows[-1], flush=True)
     save_runner_bundle(args, "ch3_mqar_train", {"n_runs": len(rows)}, cfg, start, {"runs": rows})
 

@@ -1,6 +1,8 @@
 """Sizes of Chapter 3 (paper 003): input selectivity, Haar wavelets, MQAR constructions.
 
-Each entry: ``"chN.experiment": {"ci": {...}, "paper": {...}}`` (see ``presets/__init__.py``).
+Each entry: ``"chN.experiment": {"ci": {...}, "paper": {...}}`` (see ``presets/__init__.py``); the trained ones also
+``"cpu-hours"`` (the paper's settings on what a 2-core CPU finishes in a few hours, 3 seeds, one run-store job per
+run: ``python -m mamba_recall.experiments.ch3_<name> --preset cpu-hours --allow-long``).
 Trained experiments (``ch3.keep_train``, ``ch3.mqar_train``, ``ch3.ih_train``) are run by the runners
 ``python -m mamba_recall.experiments.ch3_<name> --preset ci|paper`` and loaded by the notebooks.
 The ``paper`` sizes follow a reduced GPU protocol (on-the-fly data, ≤ 20k steps, early stop at 100 %
@@ -64,6 +66,25 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "models": ["s6+pe", "s6", "s4d+pe", "s4d", "transformer"],
             "seeds": [0, 1, 2],
             "steps": 20_000,
+            "batch": 128,
+            "lr": 1e-2,
+            "lr_transformer": 3e-3,
+            "V": 128,
+            "nth": 5,
+            "eval_sequences": 1000,
+            "test_sequences": 10_000,
+            "transformer_d": 16,
+        },
+        # Tab. 1 at the paper's T = 50 and h ∈ R^{8×32} (d = 32, N = 8) with all five models, and Fig. 1's T sweep for
+        # Mamba+PE and S4D+PE; 3 seeds, the paper preset's recipe with a 4000-step budget (run store, one job per run).
+        "cpu-hours": {
+            "Ts": [10, 20, 30, 40, 50],
+            "table_T": 50,
+            "dN": [[32, 8]],
+            "models": ["s6+pe", "s6", "s4d+pe", "s4d", "transformer"],
+            "sweep_models": ["s6+pe", "s4d+pe"],
+            "seeds": [0, 1, 2],
+            "steps": 4000,
             "batch": 128,
             "lr": 1e-2,
             "lr_transformer": 3e-3,
@@ -175,6 +196,37 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "eval_sequences": 1000,
             "test_sequences": 10_000,
         },
+        # Two grids with the same 3 seeds (run store): the micro-MQAR N sweep across N = κ (Thm. 2's state size),
+        # and the smallest paper κ at the paper's T = 100, |V| = 128 with N = 2κ (Fig. 2's Mamba), d below and above.
+        "cpu-hours": {
+            "seeds": [0, 1, 2],
+            "grids": {
+                "micro": {
+                    "T": 24,
+                    "V": 16,
+                    "kappas": [4],
+                    "ds": [32],
+                    "Ns": {"s6": [1, 2, 3, 4, 8]},
+                    "steps": 3000,
+                    "batch": 64,
+                    "lr": 3e-3,
+                    "eval_sequences": 500,
+                    "test_sequences": 1000,
+                },
+                "paper": {
+                    "T": 100,
+                    "V": 128,
+                    "kappas": [4],
+                    "ds": [16, 64],
+                    "Ns": {"s6": "2kappa"},
+                    "steps": 2000,
+                    "batch": 128,
+                    "lr": 3e-3,
+                    "eval_sequences": 1000,
+                    "test_sequences": 10_000,
+                },
+            },
+        },
     },
     # Lemma 3: construction checks.
     "ch3.ih_construction": {
@@ -205,6 +257,22 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "seeds": [0, 1, 2, 3, 4],
             "steps": 20_000,
             "batch": 128,
+            "lr": 3e-3,
+            "p": 0.75,
+            "gamma": 0.1,
+            "eval_sequences": 1000,
+            "test_sequences": 10_000,
+        },
+        # Fig. 3 at the paper's T = 100, |V| = 5, N = 4|V|: a d sweep across Lem. 3's d = 2|V| = 10, Mamba and
+        # Mamba-Δ⊤, 3 seeds (run store, one job per run).
+        "cpu-hours": {
+            "T": 100,
+            "Vs": [5],
+            "ds": [4, 10, 20],
+            "N_factor": 4,
+            "seeds": [0, 1, 2],
+            "steps": 2000,
+            "batch": 64,
             "lr": 3e-3,
             "p": 0.75,
             "gamma": 0.1,
