@@ -281,6 +281,8 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
 
 
 # ------------------------------------------------------------------------------ claim checks, 3 seeds
+# A Mamba-1 model is measured on the claims of §4.1–§4.4 (ch4_model_checks.claim_inputs) plus our slow-state probe;
+# a Mamba-2 model (recipe m2) on App. F's head claims (ch4_model_checks.claim_inputs_m2), with no Mamba-1 probe.
 #: The edge family's convergence gate. The chapter's gate (recall averaged over positions ≥ 0.95 at L = 4 and
 #: ≥ 0.80 at L = 8) was made for s_small, whose capacity binds far beyond L = 8; a model at its capacity edge fails it
 #: by design: the first edge models (d2 and d4, seed 0, 8,000 steps) recall the first and the last fact of L = 8 at

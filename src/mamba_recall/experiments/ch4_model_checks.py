@@ -6,7 +6,9 @@ computes the same inputs with the same library calls on any Chapter 4 checkpoint
 §4.1–§4.4 with the registry's measurement functions and rules (nothing is recorded for the book's scorecard),
 and writes the verdicts to ``results/ch4_checks_<model>_<preset>.json`` (table ``claims``: claim id, status, our
 numbers, the reason where not testable or capped). Section 4.7 of the book compares the models from these
-bundles.
+bundles. On a Mamba-2 model the claims are App. F's (:func:`claim_inputs_m2`: the U, the long-term heads of Eq. 9
+and their first-triple ablation, Fig. 13), measured by :func:`mamba2_head_tests` as notebook 4.6 measures them; the
+edge family's checks runner (:mod:`.ch4_edge`) makes them on its Mamba-2 recipe at each model's pressure length.
 
 Run::
 
