@@ -313,6 +313,8 @@ def train(
     progress: bool = True,
     desc: str = "train",
     num_threads: int | None = None,
+    patience: int | None = None,
+    min_delta: float = 0.0,
 ) -> TrainResult:
     """Train ``model`` for up to ``steps`` AdamW steps: one model (input ids (B, L) → logits (B, L, V)) or, with
     ``per_member=True``, every member of an ensemble at once (see the module docstring).
@@ -321,8 +323,9 @@ def train(
     ``loss_fn(logits, labels)`` (one model only) defaults to :func:`masked_cross_entropy` (with
     ``label_smoothing`` if set). The held-out accuracy on ``eval_batch`` is measured every ``eval_every`` steps
     and after the last step (:func:`evaluate`); training stops as soon as it (every member's) reaches
-    ``target_accuracy``. ``torch.manual_seed(seed)`` is called first. The model is moved to ``device`` and left
-    in train mode. Raises ``FloatingPointError`` on a non-finite loss. After its first steps it applies the
+    ``target_accuracy``, or (``patience`` set, one model) once the best accuracy has not grown by more than
+    ``min_delta`` over ``patience`` consecutive evaluations (a plateau). ``torch.manual_seed(seed)`` is called
+    first. The model is moved to ``device`` and left in train mode. Raises ``FloatingPointError`` on a non-finite loss. After its first steps it applies the
     long-run guard (:mod:`mamba_recall.longrun`): a budget of ``steps`` estimated at over an hour on ``device``
     stops with ``LongRunError`` unless allowed.
 
@@ -344,6 +347,11 @@ def train(
         label_smoothing,
         num_threads,
     )
+    if patience is not None and (not _is_int(patience, 1) or eval_batch is None or per_member):
+        raise ValueError(
+            f"patience must be None or an integer >= 1 with eval_batch=(inputs, labels) and one model, got "
+            f"patience={patience!r}; it stops when the evaluated accuracy plateaus."
+        )
     if per_member:
         if loss_fn is not None:
             raise ValueError("per_member=True uses the per-member masked cross-entropy; drop loss_fn.")
@@ -391,6 +399,8 @@ def train(
             device,
             progress,
             desc,
+            patience,
+            min_delta,
         )
     finally:
         if num_threads is not None:
@@ -443,6 +453,8 @@ def _train_loop(
     device,
     progress,
     desc,
+    patience=None,
+    min_delta=0.0,
 ) -> TrainResult:
     torch.manual_seed(seed)
     model.to(device)
@@ -455,6 +467,7 @@ def _train_loop(
         opt = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=tuple(betas))
         best = None
     result = TrainResult()
+    stale = 0  # evaluations since the best accuracy last grew by more than min_delta (patience)
     start = time.perf_counter()
     bar = tqdm(total=steps, desc=desc, disable=not progress)
     try:
@@ -497,8 +510,10 @@ def _train_loop(
                 else:
                     entry["accuracy"] = result.final_accuracy = acc
                     result.accuracy = [acc]
+                    stale = 0 if best is None or acc > best + min_delta else stale + 1
                     best = acc if best is None else max(best, acc)
                     reached = target_accuracy is not None and acc >= target_accuracy
+                    reached = reached or (patience is not None and stale >= patience)
             result.history.append(entry)
             bar.update(1)
             if progress:

@@ -46,10 +46,13 @@ MC_COSINE = 0.999  # ... and points the same way (cosine ≥ 0.999) at n = 2·10
 
 # ------------------------------------------------------------------------------------------ evidence
 def checkpoint_evidence(meta: dict, sample: str) -> Evidence:
-    """Evidence of a committed Chapter 1 checkpoint (its sidecar ``meta``): its preset, device, one seed."""
+    """Evidence of a committed Chapter 1 checkpoint (its sidecar ``meta``): its preset, device, one seed. A
+    seed's checkpoint of the cpu-hours runner names its own file (``meta["checkpoint"]``)."""
     from ..paths import REPO_ROOT
     from ..results import checkpoint_file
 
+    if "checkpoint" in meta:
+        return Evidence(meta["preset"], str(meta["device"]), 1, sample, str(meta["checkpoint"]))
     path = checkpoint_file("ch1", meta["name"], meta["preset"]).resolve().relative_to(REPO_ROOT.resolve())
     return Evidence(meta["preset"], str(meta["device"]), 1, sample, str(path))
 

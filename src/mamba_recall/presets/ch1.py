@@ -7,6 +7,12 @@ training set and a fresh held-out set; accuracy on query positions of the held-o
 """
 
 _TASK = {"vocab_size": 8, "max_noise": 3, "train_size": 1024, "test_size": 256, "batch_size": 64, "eval_every": 50}
+# cpu-hours (experiments/ch1_cpu_hours.py): the paper's settings (|V| = 8, n_ε = 3, T = 256, identity targets,
+# "until 100 % accuracy on the training set", §3) with 3 seeds; n_probe held-out sequences per seed for the
+# mechanism checks. Step times measured on this machine, 1 thread: 19-22 ms (|K| = 1), 58-65 ms (|K| = 2),
+# 105-151 ms (|K| = 4, |V| = 16) at batch 64; the runner prints its own measured estimate before starting
+# (about 2.9 CPU-hours for the whole cpu-hours grid, Table 1 included, every job at its step cap).
+_SEEDS = {"seeds": 3, "n_probe": 64}
 
 EXPERIMENTS: dict[str, dict[str, dict]] = {
     # §3, Figs. 4 and 8, App. C: |K| = 1, N = 1, B = C = 1, identity targets (the paper's).
@@ -14,6 +20,16 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
         "ci": {**_TASK, "num_keys": 1, "d_state": 1, "seq_len": 64, "target": "identity", "lr": 3e-2, "steps": 3000},
         "paper": {
             **_TASK,
+            "num_keys": 1,
+            "d_state": 1,
+            "seq_len": 256,
+            "target": "identity",
+            "lr": 1e-2,
+            "steps": 6000,
+        },
+        "cpu-hours": {
+            **_TASK,
+            **_SEEDS,
             "num_keys": 1,
             "d_state": 1,
             "seq_len": 256,
@@ -39,6 +55,16 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "lr": 1e-2,
             "steps": 6000,
         },
+        "cpu-hours": {
+            **_TASK,
+            **_SEEDS,
+            "num_keys": 2,
+            "d_state": 2,
+            "seq_len": 256,
+            "target": "identity",
+            "lr": 1e-2,
+            "steps": 6000,
+        },
     },
     "ch1.k4": {
         "ci": {**_TASK, "num_keys": 4, "d_state": 4, "seq_len": 64, "target": "masked", "lr": 1e-2, "steps": 500},
@@ -51,6 +77,19 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "target": "identity",
             "lr": 1e-2,
             "steps": 8000,
+        },
+        # evaluated every 100 steps (a training-set evaluation costs 1.3 s here, 12 steps' time)
+        "cpu-hours": {
+            **_TASK,
+            **_SEEDS,
+            "vocab_size": 16,
+            "num_keys": 4,
+            "d_state": 4,
+            "seq_len": 256,
+            "target": "identity",
+            "lr": 1e-2,
+            "steps": 8000,
+            "eval_every": 100,
         },
     },
     # App. B, Fig. 7: the |K| = 1 model with a learned unembedding W_o.
@@ -137,6 +176,34 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "tf_d_model": 64,
             "tf_heads": 2,
             "conv_width": 4,
+        },
+        # T = 128 with 3 seeds, early stopping on the training set as App. A ("until it reaches 100 % accuracy on
+        # the training set", §3): stop at 100 % training-set query accuracy, or once it has not grown by more than
+        # min_delta over `patience` evaluations (a plateau), or at `steps`; then the held-out accuracy. Models: the
+        # four rows of Table 1 and tf1_pair, a 1-layer Transformer whose "convolution" is the simplified Mamba's
+        # fixed pairwise concatenation [e_{x_{t-1}}; e_{x_t}] (App. B) [our control]. d_model 32 (13k-26k
+        # parameters against Mamba's 272-448) and 1000 steps to fit the CPU budget: measured 0.09-0.25 s per
+        # Transformer step and 2-6 s per training-set evaluation, 1 thread, on the busy 2-core machine.
+        "cpu-hours": {
+            **_TASK,
+            "vocab_size": 16,
+            "seq_lens": [128],
+            "num_keys": [1, 4],
+            "target": "masked",
+            "train_size": 2048,
+            "test_size": 512,
+            "steps": 1000,
+            "eval_every": 100,
+            "early_stop": "train_plateau",
+            "patience": 4,
+            "min_delta": 0.002,
+            "mamba_lr": 1e-2,
+            "tf_lr": 1e-3,
+            "tf_d_model": 32,
+            "tf_heads": 2,
+            "conv_width": 4,
+            "models": ["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope", "tf1_pair"],
+            "seeds": 3,
         },
     },
     # Interaction: the step-through window (Fig. 4 view) and the live explorer.

@@ -1,0 +1,539 @@
+r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), through the run store.
+
+    python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --aggregate-only
+
+What it runs (sizes in ``presets/ch1.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
+same command resumes after an interruption:
+
+* ``ch1.cpu_hours_models``: the simplified Mamba (Eq. 3) at |V| = 8, n_ε = 3, T = 256 with identity targets (§3,
+  App. A), trained "until it reaches 100 % accuracy on the training set" (or the step cap) by
+  :func:`.ch1_training.train_recall` — |K| = 1 (N = 1, B = C = 1), |K| = 2 (N = 2) and |K| = 4 (|V| = 16, N = 4),
+  3 seeds each. Each job saves its checkpoint ``results/checkpoints/ch1_<model>_cpu-hours_seed<s>.pt`` and measures,
+  on ``n_probe`` held-out sequences (seed 1000 + s), every claim of Section 1.2 (|K| = 1: Sec3-accuracy, Fig4a–d,
+  Sec3-Delta, Sec3-regimes, AppC-values, Sec3-recency, Fig8) or Fig5 / Fig6 (|K| = 2 / 4) with the registry's own
+  measurement functions (``claims/p000.py``), stored per seed (:func:`~mamba_recall.claims.core.measurement_record`).
+* the |K| = 1 jobs also run **our causal probe** (not a claim of the paper): the forgetting factor
+  exp(Λ ⊙ Δ_t) set to 1 at every noise pair (x_{t−1}, x_t) = (v₁, v₂), everything else unchanged, and the
+  recall of the latest value measured before and after (:func:`noise_forgetting_probe`).
+* ``ch1.cpu_hours_table1``: Table 1 (App. A) at T = 128, κ ∈ {1, 4}, the four rows of the paper and our control
+  ``tf1_pair`` (a 1-layer Transformer fed the Mamba's fixed pairwise concatenation), 3 seeds, early stopping on the
+  training set (:func:`.ch1_table1.run_cell`).
+
+Bundles (mean and 95 % Student-t interval over seeds, :data:`~mamba_recall.runstore.INTERVAL_METHOD`):
+``results/ch1_mechanism_cpu-hours.json`` (per-model accuracies, per-claim per-seed measurements and their means and
+intervals, the causal probe) and ``results/ch1_table1_cpu-hours.json`` (per cell the mean accuracy with its interval;
+every run). The notebooks of Chapter 1 judge the claims over the seeds from them
+(:func:`~mamba_recall.claims.core.check_stored`) and fall back to the ``ci`` evidence when they are not committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
+from ..presets import experiment
+from ..runstore import INTERVAL_METHOD, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
+
+MODELS_EXPERIMENT = "ch1.cpu_hours_models"
+TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
+RUNNER = "mamba_recall.experiments.ch1_cpu_hours:run_job"
+MODELS = ("k1", "k2", "k4")
+#: the claims each model's job measures (the registry's measurement functions, per seed)
+K1_CLAIMS = (
+    "000/Sec3-accuracy",
+    "000/Fig4a",
+    "000/Fig4b",
+    "000/Fig4c",
+    "000/Fig4d",
+    "000/Sec3-Delta",
+    "000/Sec3-regimes",
+    "000/AppC-values",
+    "000/Sec3-recency",
+    "000/Fig8",
+)
+SPIKE_CLAIM = {"k2": "000/Fig5", "k4": "000/Fig6"}
+PROBE_METRICS = (
+    "probe_accuracy_before",
+    "probe_accuracy_after",
+    "probe_margin_positive_before",
+    "probe_margin_positive_after",
+    "probe_accuracy_no_write_erase",
+)
+CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
+SMOKE_CHECKPOINT_DIR = BUILD_DIR / "smoke" / "checkpoints"  # a smoke run never writes into results/
+
+
+def _sizes(name: str, preset: str, smoke: bool) -> dict:
+    sizes = experiment(name, preset, smoke=smoke)
+    if "seeds" not in sizes:
+        raise ValueError(f"{name} at preset {preset!r} has no 'seeds': this runner runs the cpu-hours preset.")
+    return sizes
+
+
+def jobs_for(preset: str = "cpu-hours", smoke: bool = False) -> list[dict]:
+    """Every job of the preset: the models (k1, k2, k4 × seeds), then the Table 1 cells (T × κ × model × seeds)."""
+    jobs = []
+    for name in MODELS:
+        sizes = _sizes(f"ch1.{name}", preset, smoke)
+        config = {"kind": "model", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
+        jobs += [make_job(MODELS_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    table = _sizes("ch1.table1", preset, smoke)
+    for T in table["seq_lens"]:
+        for kappa in table["num_keys"]:
+            for model in table["models"]:
+                config = {
+                    "kind": "table1",
+                    "model": model,
+                    "T": T,
+                    "kappa": kappa,
+                    "preset": preset,
+                    "smoke": smoke,
+                    "sizes": table,
+                }
+                jobs += [make_job(TABLE_EXPERIMENT, config, s) for s in range(table["seeds"])]
+    return jobs
+
+
+# ---------------------------------------------------------------------------------------------- jobs
+def checkpoint_path(name: str, preset: str, seed: int, smoke: bool = False) -> Path:
+    """``results/checkpoints/ch1_<name>_<preset>_seed<s>.pt`` (a smoke run: under ``_build/smoke/checkpoints``)."""
+    from ..results import checkpoint_file
+
+    folder = SMOKE_CHECKPOINT_DIR if smoke else CHECKPOINT_DIR
+    return checkpoint_file("ch1", name, f"{preset}{'_smoke' if smoke else ''}_seed{seed}", folder)
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False):
+    """``(model, sidecar)`` of one seed's checkpoint (its sha256 checked)."""
+    from ..results import read_checkpoint
+    from .ch1_training import build_model
+
+    path = checkpoint_path(name, preset, seed, smoke)
+    state, meta = read_checkpoint(
+        path, regenerate=f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --allow-long"
+    )
+    model = build_model(meta["config"], seed)
+    model.load_state_dict(state)
+    return model.eval(), meta
+
+
+@torch.no_grad()
+def noise_forgetting_probe(model, batch) -> dict:
+    r"""Our causal probe (not a claim of the paper). The |K| = 1 recurrence, Eq. (3) with N = 1, B = C = 1:
+
+        h_t = a_t ⊙ h_{t−1} + Δ_t ⊙ x̂_t,   a_t = exp(Λ ⊙ Δ_t) ∈ (0, 1]^{2|V|},   o_t = W_o h_t ∈ R^{|V|}
+
+    recomputed step by step from the model's own a_t and Δ_t ⊙ x̂_t (shapes (b, T, 2|V|)), once as is ("before")
+    and once with a_t := 1 at every noise pair (x_{t−1}, x_t) = (v₁, v₂) ("after": nothing is forgotten between
+    bindings, the input terms unchanged); and, for contrast, with a_t := 1 at every write pair (k, v) instead (the
+    erase of §3 removed: the new value is added on top of the old). Returns the query accuracy of the latest value before / after, the share
+    of rebound-key queries where the latest value beats the previous binding (as 000/Sec3-recency), and the largest
+    |before − model forward| (the recomputation agrees with the model's scan)."""
+    from ..analysis.recall_probes import recency_margins
+    from ..labels import labelled_accuracy
+    from ..tasks.latest_value import NOISE, WRITE, pair_events
+
+    if model.d_state != 1 or model.selective_bc:
+        raise ValueError("noise_forgetting_probe is defined for the |K| = 1 model (N = 1, B = C = 1); use ch1.k1.")
+    ids = batch.inputs
+    logits, it = model(ids, return_internals=True)
+    decay, inp = it["forget"][..., 0], it["input_term"][..., 0]  # (b, T, 2|V|)
+    events = pair_events(ids.numpy(), batch.num_keys)
+    noise, write = torch.as_tensor(events == NOISE), torch.as_tensor(events == WRITE)  # (b, T)
+
+    def scan(a):
+        h, out = torch.zeros_like(inp[:, 0]), []
+        for t in range(ids.shape[1]):
+            h = a[:, t] * h + inp[:, t]
+            out.append(h)
+        return torch.stack(out, 1) @ model.W_o.T  # (b, T, |V|)
+
+    before = scan(decay)
+    after = scan(torch.where(noise[..., None], torch.ones_like(decay), decay))
+    no_erase = scan(torch.where(write[..., None], torch.ones_like(decay), decay))
+
+    class _Fixed:  # recency_margins calls model(inputs) and reads model.W_delta's device
+        def __init__(self, out):
+            self.out, self.W_delta = out, model.W_delta
+
+        def __call__(self, x):
+            return self.out
+
+    rb, ra = recency_margins(_Fixed(before), batch), recency_margins(_Fixed(after), batch)
+    return {
+        "probe_accuracy_before": float(labelled_accuracy(before, batch.query_labels)),
+        "probe_accuracy_after": float(labelled_accuracy(after, batch.query_labels)),
+        "probe_margin_positive_before": rb["margin_positive"],
+        "probe_margin_positive_after": ra["margin_positive"],
+        "probe_accuracy_no_write_erase": float(labelled_accuracy(no_erase, batch.query_labels)),
+        "probe_rebound_queries": rb["n"],
+        "probe_noise_pairs": int(noise.sum()),
+        "probe_recompute_error": float((before - logits).abs().max()),
+    }
+
+
+def _measure_model(
+    name: str, model, meta: dict, sizes: dict, test_set, test_accuracy: float, seed: int, smoke: bool = False
+) -> dict:
+    """The stored measurement of every claim this model checks ({claim id: record or {"not_run": why}}); a smoke
+    run's records are marked as such (their verdicts read *not run*)."""
+    from ..claims import NotRun, get, measurement_record
+    from ..tasks.latest_value import latest_value_batch
+    from .ch1_training import Sourced
+
+    n = sizes["n_probe"]
+    out = {}
+    if name == "k1":
+        held = latest_value_batch(n, sizes["vocab_size"], 1, sizes["seq_len"], sizes["max_noise"], seed=1000 + seed)
+        args = {
+            "000/Sec3-accuracy": (meta,),
+            "000/Fig4a": (model, held.inputs, meta),
+            "000/Fig4b": (model, held.inputs, meta),
+            "000/Fig4c": (model, meta),
+            "000/Fig4d": (model, held.inputs, meta),
+            "000/Sec3-Delta": (model, meta),
+            "000/Sec3-regimes": (model, meta),
+            "000/AppC-values": (model, meta),
+            "000/Sec3-recency": (model, held, meta),
+            "000/Fig8": (model, meta),
+        }
+        kwargs = {}
+    else:
+        src = Sourced(model, test_set, test_accuracy, sizes, meta["preset"], str(meta["device"]), meta["checkpoint"])
+        args, kwargs = {SPIKE_CLAIM[name]: (src,)}, {"n": n}
+    for cid, a in args.items():
+        try:
+            out[cid] = measurement_record(get(cid).measure(*a, **kwargs))
+            out[cid]["evidence"]["smoke"] = bool(smoke)
+        except NotRun as exc:
+            out[cid] = {"not_run": str(exc)}
+    return out
+
+
+def run_model_job(config: dict, seed: int) -> dict:
+    """Train one model of ``config["model"]`` (k1, k2, k4) at one seed, save its checkpoint, measure its claims."""
+    from ..results import save_checkpoint
+    from ..tasks.latest_value import latest_value_batch
+    from .ch1_training import train_recall
+
+    name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
+    tr = train_recall(sizes, seed=seed, device="cpu")
+    path = checkpoint_path(name, preset, seed, smoke)
+    meta = {
+        "name": name,
+        "preset": preset,
+        "seed": seed,
+        "config": sizes,
+        "device": "cpu",
+        "test_query_accuracy": tr.test_accuracy,
+        "train_query_accuracy": tr.train_accuracy,
+        "steps_run": tr.result.steps_run,
+        "stopped_early": tr.result.stopped_early,
+        "checkpoint": _relative(path),
+    }
+    state = {k: v.detach().cpu() for k, v in tr.model.state_dict().items()}
+    path = save_checkpoint(
+        path,
+        state,
+        meta,
+        command=f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --allow-long",
+        device="cpu",
+        wall_seconds=tr.result.seconds,
+    )
+    meta["checkpoint"] = _relative(path)
+    result = {
+        "test_accuracy": tr.test_accuracy,
+        "train_accuracy": tr.train_accuracy,
+        "steps_run": tr.result.steps_run,
+        "stopped_early": tr.result.stopped_early,
+        "train_seconds": tr.result.seconds,
+        "checkpoint": meta["checkpoint"],
+        "sha256": __import__("hashlib").sha256(path.read_bytes()).hexdigest(),
+        "measurements": _measure_model(name, tr.model, meta, sizes, tr.test_set, tr.test_accuracy, seed, smoke),
+    }
+    if name == "k1":
+        held = latest_value_batch(
+            sizes["n_probe"], sizes["vocab_size"], 1, sizes["seq_len"], sizes["max_noise"], seed=1000 + seed
+        )
+        result.update(noise_forgetting_probe(tr.model, held))
+    return result
+
+
+def run_table_job(config: dict, seed: int) -> dict:
+    """One Table 1 cell (model, T, κ) at one seed (:func:`.ch1_table1.run_cell`)."""
+    from .ch1_table1 import run_cell
+
+    return run_cell(config["model"], config["T"], config["kappa"], config["sizes"], seed=seed, device="cpu")
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """The run store's job function: a model job or a Table 1 cell."""
+    if config["kind"] == "model":
+        return run_model_job(config, seed)
+    if config["kind"] == "table1":
+        return run_table_job(config, seed)
+    raise ValueError(f"unknown job kind {config['kind']!r}; jobs come from jobs_for().")
+
+
+# ---------------------------------------------------------------------------------------------- estimate
+def _time_steps(model, inputs, labels, lr: float, steps: int = 4) -> float:
+    """Seconds per AdamW step (one thread), measured after one warm-up step."""
+    from ..train import train
+
+    train(model, lambda s: (inputs, labels), steps=1, lr=lr, weight_decay=0.0, schedule="constant", progress=False)
+    res = train(
+        model, lambda s: (inputs, labels), steps=steps, lr=lr, weight_decay=0.0, schedule="constant", progress=False
+    )
+    return res.seconds / steps
+
+
+def _time_eval(model, inputs, labels) -> float:
+    from ..train import evaluate
+
+    t0 = time.perf_counter()
+    evaluate(model, inputs, labels)
+    return time.perf_counter() - t0
+
+
+def measure_job(config: dict) -> tuple[float, float]:
+    """(seconds per training step, seconds per training-set evaluation) of a job's model, measured here."""
+    from ..tasks.latest_value import latest_value_batch
+    from .ch1_table1 import build
+    from .ch1_training import build_model
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        s = config["sizes"]
+        if config["kind"] == "model":
+            V, K, T, lr = s["vocab_size"], s["num_keys"], s["seq_len"], s["lr"]
+            model = build_model(s, 0)
+        else:
+            V, K, T = s["vocab_size"], config["kappa"], config["T"]
+            lr = s["mamba_lr"] if config["model"] == "mamba" else s["tf_lr"]
+            model = build(config["model"], V, K, T, s, 0)
+        n_eval = min(256, s["train_size"])
+        data = latest_value_batch(max(s["batch_size"], n_eval), V, K, T, s["max_noise"], seed=0, target=s["target"])
+        step = _time_steps(model, data.inputs[: s["batch_size"]], data.labels[: s["batch_size"]], lr)
+        ev = _time_eval(model, data.inputs[:n_eval], data.query_labels[:n_eval]) * s["train_size"] / n_eval
+        return step, ev
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _timing_key(config: dict) -> tuple:
+    return (config["kind"], config["model"], config.get("kappa"), config.get("T"))
+
+
+def estimate(left: list[dict]) -> tuple[float, str]:
+    """Upper bound (every job at its step cap, no early stop) for the jobs left, from step and evaluation times
+    measured here on one thread for each distinct model; printed per model."""
+    timings = {}
+    total = 0.0
+    for job in left:
+        c = job["config"]
+        key = _timing_key(c)
+        if key not in timings:
+            timings[key] = measure_job(c)
+        step, ev = timings[key]
+        s = c["sizes"]
+        total += s["steps"] * step + math.ceil(s["steps"] / s["eval_every"]) * ev + ev  # + the final evaluations
+    lines = ", ".join(
+        f"{k[1]}{'' if k[2] is None else f' κ={k[2]}'}: {1e3 * st:.0f} ms/step, eval {ev:.2f} s"
+        for k, (st, ev) in timings.items()
+    )
+    basis = f"measured here, 1 thread, every job at its step cap (early stopping makes it shorter): {lines}"
+    print(f"step times: {basis}", flush=True)
+    return total, basis
+
+
+# ---------------------------------------------------------------------------------------------- bundles
+def _claims_table(runs: list[dict]) -> tuple[pd.DataFrame, dict]:
+    """Per claim: the seeds' stored measurements (bundle data) and one row per (claim, number) with its mean,
+    95 % interval and per-seed values (the combination of :func:`~mamba_recall.claims.core.across_seeds`)."""
+    from ..claims.core import across_seeds, measurement_from_record
+
+    stored, rows = {}, []
+    by_model: dict[str, list[dict]] = {}
+    for r in runs:
+        by_model.setdefault(r["config"]["model"], []).append(r)
+    for model, recs in sorted(by_model.items()):
+        recs = sorted(recs, key=lambda r: r["seed"])
+        for cid in recs[0]["result"]["measurements"]:
+            records = [r["result"]["measurements"][cid] for r in recs]
+            names = [f"{model} seed {r['seed']}" for r in recs]
+            stored[cid] = {"model": model, "names": names, "records": records}
+            if any("not_run" in d for d in records):
+                rows.append(dict(claim=cid, model=model, metric="(not run)", n_seeds=len(recs)))
+                continue
+            m = across_seeds([measurement_from_record(d) for d in records], names)
+            for k, v in m.values.items():
+                lo, hi = m.intervals.get(k, (float("nan"), float("nan")))
+                per = m.per_seed[k]
+                rows.append(
+                    dict(
+                        claim=cid,
+                        model=model,
+                        metric=k,
+                        mean=float(v),
+                        ci_low=lo,
+                        ci_high=hi,
+                        per_seed=" ".join(f"{float(x):.4g}" for x in per),
+                        n_seeds=len(recs),
+                    )
+                )
+    return pd.DataFrame(rows), stored
+
+
+def _write(name, data, config, tables, summary, log, directory):
+    from ..results import save_bundle
+
+    path = save_bundle(
+        name,
+        data,
+        config,
+        command=f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {config['preset']} --allow-long",
+        device="cpu",
+        wall_seconds=summary["wall_seconds"],
+        tables=tables,
+        directory=directory,
+    )
+    log(f"wrote {path} ({data['jobs_finished']} of {data['jobs_total']} jobs)")
+    return path
+
+
+def write_bundles(
+    preset: str = "cpu-hours", *, store=None, smoke: bool = False, log=print, directory: Path | None = None
+) -> list[Path]:
+    """Aggregate the finished jobs into ``results/ch1_mechanism_<preset>.json`` and ``results/ch1_table1_<preset>.json``
+    (a smoke run: ``_smoke`` appended, written under ``_build/smoke/results`` unless ``directory`` is given); each
+    says whether it is complete."""
+    if directory is None and smoke:
+        directory = BUILD_DIR / "smoke" / "results"
+    jobs = jobs_for(preset, smoke)
+    suffix = "_smoke" if smoke else ""
+    paths = []
+    for experiment_name in (MODELS_EXPERIMENT, TABLE_EXPERIMENT):
+        mine = [j for j in jobs if j["experiment"] == experiment_name]
+        runs = finished_runs(mine, store)
+        if not runs:
+            log(f"no finished jobs of {experiment_name} at preset {preset}; nothing to aggregate.")
+            continue
+        summary = runs_summary(runs)
+        data = {
+            "complete": len(runs) == len(mine),
+            "jobs_finished": len(runs),
+            "jobs_total": len(mine),
+            "interval_method": INTERVAL_METHOD,
+            "runs": summary,
+            "run_keys": sorted(r["key"] for r in runs),
+        }
+        if experiment_name == MODELS_EXPERIMENT:
+            models = aggregate(
+                [dict(r, config={"model": r["config"]["model"]}) for r in runs],
+                by=["model"],
+                metrics=["test_accuracy", "train_accuracy", "steps_run"],
+            )
+            k1 = [dict(r, config={"model": "k1"}) for r in runs if r["config"]["model"] == "k1"]
+            probe = aggregate(k1, by=["model"], metrics=list(PROBE_METRICS)) if k1 else pd.DataFrame()
+            claims, stored = _claims_table(runs)
+            data.update(
+                measurements=stored,
+                checkpoints={f"{r['config']['model']} seed {r['seed']}": r["result"]["checkpoint"] for r in runs},
+                aggregation="per model and claim: mean over seeds with a 95 % t-interval (claims.core.across_seeds)",
+                probe_note="our causal probe, not a claim of the paper: the forgetting factor set to 1 at noise pairs",
+            )
+            config = {
+                "preset": preset,
+                "smoke": smoke,
+                "sizes": {m: experiment(f"ch1.{m}", preset, smoke=smoke) for m in MODELS},
+                "runner": RUNNER,
+            }
+            tables = {"models": models, "claims": claims, "probe": probe}
+            paths.append(_write(f"ch1_mechanism_{preset}{suffix}", data, config, tables, summary, log, directory))
+        else:
+            from .ch1_table1 import LABELS, PAPER_TABLE1
+
+            per_run = pd.DataFrame(
+                [
+                    {
+                        "seed": r["seed"],
+                        **{k: r["result"][k] for k in ("model", "label", "T", "kappa", "accuracy", "paper")},
+                        **{k: r["result"].get(k) for k in ("train_accuracy", "stopped", "steps_run", "params")},
+                        "seconds": r["result"]["seconds"],
+                    }
+                    for r in sorted(runs, key=lambda r: (r["config"]["model"], r["config"]["kappa"], r["seed"]))
+                ]
+            )
+            cells = aggregate(
+                [dict(r, config={k: r["config"][k] for k in ("model", "T", "kappa")}) for r in runs],
+                by=["model", "T", "kappa"],
+                metrics=["accuracy", "train_accuracy", "steps_run"],
+            )
+            cells.insert(1, "label", [LABELS[m] for m in cells["model"]])
+            cells["accuracy"] = cells["accuracy_mean"]  # the column the Table 1 claims read (the mean over seeds)
+            cells["paper"] = [
+                PAPER_TABLE1.get(m, {}).get((t, k)) for m, t, k in zip(cells.model, cells["T"], cells.kappa)
+            ]
+            data["aggregation"] = "held-out query accuracy per run; mean over seeds with a 95 % t-interval per cell"
+            config = {"preset": preset, "smoke": smoke, "sizes": experiment("ch1.table1", preset, smoke=smoke)}
+            tables = {"accuracy": cells, "runs": per_run}
+            paths.append(_write(f"ch1_table1_{preset}{suffix}", data, config, tables, summary, log, directory))
+    return paths
+
+
+# The runs whose outputs are committed (``make reproduce`` re-aggregates the committed run store; the training
+# itself is the command in the module docstring, about 3 CPU-hours).
+COMMITTED_RUNS = [["--preset", "cpu-hours", "--aggregate-only"]]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours"])
+    ap.add_argument("--device", default="cpu", choices=["cpu"])
+    ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
+    ap.add_argument("--smoke", action="store_true", help="the preset's structure with a handful of steps")
+    ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
+    ap.add_argument("--aggregate-only", action="store_true")
+    ap.add_argument("--no-estimate", action="store_true")
+    ap.add_argument("--store", default=None, help="run store folder (default results/runs)")
+    args = ap.parse_args(argv)
+    from ..longrun import allow_long_runs, check_estimate
+
+    if args.allow_long:
+        allow_long_runs(True)
+    store = Path(args.store) if args.store else None
+    jobs = jobs_for(args.preset, args.smoke)
+    if args.aggregate_only:
+        done, left = pending(jobs, store)
+        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
+    else:
+        run_grid(
+            RUNNER,
+            jobs,
+            n_jobs=args.jobs,
+            store=store,
+            estimate=None if args.no_estimate else estimate,
+            check_long=lambda s: check_estimate(s, f"ch1 cpu-hours at preset {args.preset}", "cpu"),
+            log=lambda m: print(m, flush=True),
+        )
+    write_bundles(args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True))
+
+
+if __name__ == "__main__":
+    main()

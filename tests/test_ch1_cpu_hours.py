@@ -1,0 +1,163 @@
+"""Chapter 1's cpu-hours runner (experiments/ch1_cpu_hours.py): a smoke grid that resumes, its bundles' intervals,
+the per-seed claim records, the causal probe, the pair-convolution Transformer and the plateau stop."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from mamba_recall.experiments import ch1_cpu_hours as c1
+
+
+@pytest.fixture(scope="module")
+def smoke_grid(tmp_path_factory):
+    """The whole cpu-hours structure at smoke size (4 steps, 16 sequences, 2 seeds): run, then delete one job's
+    file and run the same command again."""
+    root = tmp_path_factory.mktemp("c1")
+    store, out = root / "runs", root / "results"
+    mp = pytest.MonkeyPatch()
+    mp.setattr(c1, "SMOKE_CHECKPOINT_DIR", root / "checkpoints")
+    mp.setattr(c1, "write_bundles", _writing_into(out))
+    logs = []
+    mp.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
+    try:
+        c1.main(["--smoke", "--store", str(store), "--no-estimate"])
+        files = sorted(store.rglob("*.json"))
+        first = {p: p.stat().st_mtime_ns for p in files}
+        victim = files[0]
+        victim.unlink()
+        c1.main(["--smoke", "--store", str(store), "--no-estimate"])
+    finally:
+        mp.undo()
+    return dict(root=root, store=store, out=out, logs=logs, first=first, victim=victim)
+
+
+def _writing_into(out):
+    original = c1.write_bundles
+
+    def write(preset, **kw):
+        return original(preset, **{**kw, "directory": out})
+
+    return write
+
+
+def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
+    jobs = c1.jobs_for("cpu-hours", smoke=True)
+    # k1, k2, k4 × 2 smoke seeds + T=128 × κ ∈ {1, 4} × 5 models × 2 seeds
+    assert len(jobs) == 3 * 2 + 2 * 5 * 2
+    assert f"{len(jobs)} jobs: 0 finished (skipped), {len(jobs)} left" in "\n".join(smoke_grid["logs"])
+    assert f"{len(jobs)} jobs: {len(jobs) - 1} finished (skipped), 1 left" in "\n".join(smoke_grid["logs"])
+    for path, mtime in smoke_grid["first"].items():
+        if path != smoke_grid["victim"]:
+            assert path.stat().st_mtime_ns == mtime, f"{path.name} was run again"
+    assert smoke_grid["victim"].exists()
+    ckpts = sorted(p.name for p in (smoke_grid["root"] / "checkpoints").glob("*.pt"))
+    assert "ch1_k1_cpu-hours_smoke_seed1.pt" in ckpts and len(ckpts) == 6
+
+
+def test_bundles_have_interval_columns(smoke_grid):
+    from mamba_recall import results
+
+    table = results.load_bundle("ch1_table1_cpu-hours_smoke", directory=smoke_grid["out"])
+    acc = table.tables["accuracy"]
+    assert table.data["complete"] and table.config["preset"] == "cpu-hours"
+    assert {"accuracy_mean", "accuracy_ci_low", "accuracy_ci_high", "accuracy_per_seed", "n_seeds"} <= set(acc)
+    assert set(acc.model) == {"mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope", "tf1_pair"}
+    assert (acc.n_seeds == 2).all() and (acc.accuracy_ci_low <= acc.accuracy_ci_high).all()
+    assert len(table.tables["runs"]) == 20
+    mech = results.load_bundle("ch1_mechanism_cpu-hours_smoke", directory=smoke_grid["out"])
+    assert {"test_accuracy_ci_low", "test_accuracy_ci_high"} <= set(mech.tables["models"])
+    claims = mech.tables["claims"]
+    assert {"mean", "ci_low", "ci_high", "per_seed"} <= set(claims)
+    assert set(claims.claim) == set(c1.K1_CLAIMS) | {"000/Fig5", "000/Fig6"}
+    assert {"probe_accuracy_after_ci_low", "probe_accuracy_after_ci_high"} <= set(mech.tables["probe"])
+
+
+def test_stored_measurements_are_judged_over_seeds_and_a_smoke_run_is_no_evidence(smoke_grid):
+    from mamba_recall import results
+    from mamba_recall.claims import check_stored
+
+    mech = results.load_bundle("ch1_mechanism_cpu-hours_smoke", directory=smoke_grid["out"])
+    stored = mech.data["measurements"]["000/Fig4c"]
+    assert stored["names"] == ["k1 seed 0", "k1 seed 1"]
+    v = check_stored("000/Fig4c", stored["records"], stored["names"], record=False)
+    assert v.status == "not run" and "smoke" in v.reason
+    assert v.evidence["seeds"] == 2 and v.evidence["tier"] == "cpu-hours"
+    assert "write_over_noise" in v.intervals
+
+
+def test_noise_forgetting_probe_recomputes_the_model_and_breaks_the_erase():
+    """On the committed ci |K| = 1 model: the step-by-step recomputation equals the model's scan, 'before' is the
+    model's own query accuracy, and removing the erase at writes costs accuracy."""
+    from mamba_recall.experiments.ch1_training import load_checkpoint
+    from mamba_recall.tasks.latest_value import latest_value_batch
+    from mamba_recall.train import evaluate
+
+    model, meta = load_checkpoint("k1", "ci")
+    c = meta["config"]
+    batch = latest_value_batch(16, c["vocab_size"], 1, c["seq_len"], c["max_noise"], seed=1000)
+    p = c1.noise_forgetting_probe(model, batch)
+    assert p["probe_recompute_error"] <= 1e-5
+    assert p["probe_accuracy_before"] == pytest.approx(evaluate(model, batch.inputs, batch.query_labels), abs=1e-9)
+    assert p["probe_noise_pairs"] > 0 and p["probe_rebound_queries"] > 0
+    assert p["probe_accuracy_no_write_erase"] < p["probe_accuracy_before"] - 0.1
+    from mamba_recall.models.simplified_recall import m2
+
+    with pytest.raises(ValueError, match="ch1.k1"):
+        c1.noise_forgetting_probe(m2(8, 2), batch)
+
+
+def test_pair_transformer_sees_the_mambas_pair():
+    """tf1_pair's input at t is W_in [e_{x_{t−1}}; e_{x_t}] (zero before the first token), as App. B's fixed
+    convolution."""
+    from mamba_recall.experiments.ch1_table1 import build
+    from mamba_recall.presets import experiment
+
+    sizes = experiment("ch1.table1", "cpu-hours")
+    model = build("tf1_pair", 16, 1, 32, sizes, 0)
+    ids = torch.tensor([[3, 5, 5, 0, 9]])
+    W = model.embedding.proj.weight  # (d_model, 2|V|)
+    x = model.embedding(ids)
+    assert torch.allclose(x[0, 0], W[:, 16 + 3])
+    assert torch.allclose(x[0, 2], W[:, 5] + W[:, 16 + 5])
+    assert torch.allclose(x[0, 4], W[:, 0] + W[:, 16 + 9])
+    assert model(ids).shape == (1, 5, 16) and len(model.layers) == 1 and model.positional == "none"
+
+
+def test_plateau_stop_and_its_bad_input():
+    from mamba_recall.train import train
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(4, 4))
+    x = torch.randint(0, 4, (8, 6))
+    y = torch.randint(0, 4, (8, 6))  # random labels: the accuracy cannot keep growing at lr 1e-6
+    res = train(
+        model,
+        lambda s: (x, y),
+        steps=200,
+        lr=1e-6,
+        weight_decay=0.0,
+        schedule="constant",
+        eval_every=5,
+        eval_batch=(x, y),
+        patience=3,
+        min_delta=0.01,
+        progress=False,
+    )
+    assert res.stopped_early and res.steps_run == 20  # the first evaluation sets the best; 3 more without growth
+    with pytest.raises(ValueError, match="patience"):
+        train(model, lambda s: (x, y), steps=2, lr=1e-3, patience=0, eval_batch=(x, y), progress=False)
+
+
+def test_cpu_hours_sizes_are_the_papers():
+    from mamba_recall.presets import experiment
+
+    for name, keys in (("k1", 1), ("k2", 2), ("k4", 4)):
+        s = experiment(f"ch1.{name}", "cpu-hours")
+        assert (s["seq_len"], s["target"], s["num_keys"], s["max_noise"], s["seeds"]) == (256, "identity", keys, 3, 3)
+    assert experiment("ch1.k4", "cpu-hours")["vocab_size"] == 16
+    t = experiment("ch1.table1", "cpu-hours")
+    assert t["seq_lens"] == [128] and t["early_stop"] == "train_plateau" and t["seeds"] == 3
+    json.dumps(c1.jobs_for())  # every job is plain JSON (the run store's key)
