@@ -91,6 +91,56 @@ def logit_noise(model: MultiHeadLinearMamba, x: torch.Tensor, y: torch.Tensor, V
     return out
 
 
+def train_heads(
+    cfg: dict,
+    pattern: str,
+    M: int,
+    states: list[int],
+    ev,
+    *,
+    init_seed: int,
+    seed: int = 0,
+    values: str | None = None,
+    device="cpu",
+):
+    """Train one :class:`MultiHeadLinearMamba` ensemble of ``pattern`` with ``M`` heads, one member per entry of
+    ``states`` (its N), with the N–M recipe of ``cfg`` (the [code] schedule warmup → hold → cosine, clip
+    ``cfg["grad_clip"]``, batch ``cfg["batch"]``, early stop at 0.999 on ``ev``); return ``(model on the CPU, result
+    of train_ensemble)``. Initialisation ``init_seed``; training stream ``seed · 100003 + step`` (``seed=0``: the ci
+    grid's one stream shared by every ensemble); ``values`` (default ``cfg["values"]``): how heads read the values."""
+    V, Nf, L, D = cfg["V"], cfg["Nf"], cfg["L"], cfg["D"]
+    model = MultiHeadLinearMamba(
+        V,
+        D,
+        max(states),
+        M,
+        pattern,
+        values=cfg["values"] if values is None else values,
+        ensemble=len(states),
+        member_states=states,
+        seed=init_seed,
+        device=device,
+    )
+    r = train_ensemble(
+        model,
+        batch_fn(V, Nf, L, cfg["batch"], seed * 100003),
+        steps=cfg["steps"],
+        eval_batch=ev,
+        eval_every=max(50, cfg["steps"] // 6),
+        target_accuracy=0.999,
+        seed=seed,
+        device=device,
+        recipe="code",
+        overrides=dict(
+            warmup=min(cfg["warmup"], cfg["steps"] - 1),
+            hold=cfg["hold"],
+            grad_clip=cfg["grad_clip"],
+            batch_size=cfg["batch"],
+        ),
+    )
+    return model.cpu(), r
+
+
 def run(cfg: dict, device, log) -> dict[str, pd.DataFrame]:
     V, Nf, L, D = cfg["V"], cfg["Nf"], cfg["L"], cfg["D"]
     ev = mqar(V, Nf, L, cfg["n_eval"], EVAL_SEED)
@@ -101,36 +151,7 @@ def run(cfg: dict, device, log) -> dict[str, pd.DataFrame]:
         for mi, M in enumerate(cfg["Ms"]):
             t0 = time.perf_counter()
             states = [n for n in cfg["Ns"] for _ in range(cfg["seeds"])]
-            model = MultiHeadLinearMamba(
-                V,
-                D,
-                max(cfg["Ns"]),
-                M,
-                pattern,
-                values=cfg["values"],
-                ensemble=len(states),
-                member_states=states,
-                seed=1000 * pi + 10 * mi,
-                device=device,
-            )
-            r = train_ensemble(
-                model,
-                batch_fn(V, Nf, L, cfg["batch"], 0),
-                steps=cfg["steps"],
-                eval_batch=ev,
-                eval_every=max(50, cfg["steps"] // 6),
-                target_accuracy=0.999,
-                seed=0,
-                device=device,
-                recipe="code",
-                overrides=dict(
-                    warmup=min(cfg["warmup"], cfg["steps"] - 1),
-                    hold=cfg["hold"],
-                    grad_clip=cfg["grad_clip"],
-                    batch_size=cfg["batch"],
-                ),
-            )
-            model.cpu()
+            model, r = train_heads(cfg, pattern, M, states, ev, init_seed=1000 * pi + 10 * mi, device=device)
             stats = logit_noise(model, xn, yn, V, Nf)
             for i, N in enumerate(cfg["Ns"]):
                 sl = slice(i * cfg["seeds"], (i + 1) * cfg["seeds"])

@@ -310,23 +310,26 @@ def run_repetition(cfg, device, log, way=None):
     return pd.DataFrame(rows)
 
 
-def train_selective_rows(row, c, cfg, device):
-    """Tab. 10 rows Base / A / B: ``c["seeds"]`` members of one :class:`SelectiveAblationMamba` ensemble (d_conv 4),
-    trained as the linear rows (:func:`train_members`: same data stream, recipe, schedule, early stop). App. K trains
-    Base and A with half the batch (S = 112 vs 224) for the same 10 epochs, i.e. twice the steps: rows listed in
-    ``c["half_batch_rows"]`` get batch ``c["batch"] // 2`` and ``2 · c["steps"]`` steps (same number of samples)."""
+def train_selective_rows(row, c, cfg, device, seed=0, members=None):
+    """Tab. 10 rows Base / A / B: ``members`` (default ``c["seeds"]``) members of one :class:`SelectiveAblationMamba`
+    ensemble (d_conv 4), trained as the linear rows (:func:`train_members`: same data stream, recipe, schedule, early
+    stop). App. K trains Base and A with half the batch (S = 112 vs 224) for the same 10 epochs, i.e. twice the
+    steps: rows listed in ``c["half_batch_rows"]`` get batch ``c["batch"] // 2`` and ``2 · c["steps"]`` steps (same
+    number of samples). ``seed``: initialisation ``seed`` and training stream ``seed · 100003 + step`` (as
+    :func:`train_members`; the ci bundle's one ensemble is ``seed=0``)."""
     half = row in c.get("half_batch_rows", ())
     steps, batch = (2 * c["steps"], c["batch"] // 2) if half else (c["steps"], c["batch"])
     ev = mqar(c["V"], c["Nf"], c["L"], cfg["n_eval"], EVAL_SEED)
-    model = SelectiveAblationMamba(c["V"], c["D"], c["N"], row, d_conv=4, ensemble=c["seeds"], seed=0, device=device)
+    n = c["seeds"] if members is None else members
+    model = SelectiveAblationMamba(c["V"], c["D"], c["N"], row, d_conv=4, ensemble=n, seed=seed, device=device)
     r = train_ensemble(
         model,
-        batch_fn(c["V"], c["Nf"], c["L"], batch, 0),
+        batch_fn(c["V"], c["Nf"], c["L"], batch, seed * 100003),
         steps=steps,
         eval_batch=ev,
         eval_every=max(50, steps // 6),
         target_accuracy=0.999,
-        seed=0,
+        seed=seed,
         device=device,
         overrides=dict(warmup=min(cfg["warmup"], steps - 1), hold=cfg["hold"], batch_size=batch),
     )

@@ -255,6 +255,73 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
 }
 
+# Runner ch2_figs_cpu (run store, one job per model and seed): Fig. 7, Figs. 10-11 and Tab. 10 at the paper's own
+# settings (recipe [code], batch 128, the paper's V / N_f / L / D where a CPU can) on the part of each grid that a
+# 2-core CPU trains in about 3 CPU-hours together with Fig. 8 below, 3 seeds, >= 1000 steps (the paper: 3000-4000).
+# Step times measured with one thread (CPU time, AMD EPYC, torch 2.13): V 512, L 64, D 64, batch 128: 55 / 106 /
+# 200 ms per step at Λ = 1 / 2 / 4; V 128, L 64, D 64: 30-80 ms at Λ = 1-3; Tab. 10's selective rows 70-100 ms.
+EXPERIMENTS["ch2.scaling"]["cpu-hours"] = {
+    "batch": 128,
+    "warmup": 100,
+    "hold": 400,
+    "n_eval": 1000,
+    # Fig. 7 (§5.2): the paper's V = 512 and D = 64, but N_f = 16, L = 64 (regime R0) instead of N_f = 80,
+    # L = 320: the (B, L, L) attention form makes a step at L = 320 ≈ 11x dearer (0.6 s at Λ = 1), which would
+    # leave one cell. At N_f = 16 and D = 64 one layer crosses from 0.24 (N = 2) to 0.90 (N = 8) (ch2_trained_dn),
+    # so N ∈ {2, 4} × Λ ∈ {1, 2, 4} puts two groups of equal Λ·N (4 and 8) inside the transition.
+    "multilayer": {
+        "V": 512,
+        "Nf": 16,
+        "L": 64,
+        "D": 64,
+        "Ns": [2, 4],
+        "layers": [1, 2, 4],
+        "steps": 1000,
+        "seeds": 3,
+    },
+    # Figs. 10-11 (App. G): the paper's V = 128, N_f = 8, D = 64, batch 128; one state size N = 16 of its five
+    # (4-64); cells (task, repeats, layers, post-query tokens): N_k, N_q = 2 with 1-2 layers, N_k, N_q = 3 with
+    # 1-3 layers (the paper's Figs. 10-11 read 1 vs 2 layers at 2 repeats and 3 layers at 3), and N_q = 2 with
+    # value tokens after every query, the sequences Remark 5's 3/4 assumes (the generator's default pads with
+    # tokens from the whole vocabulary, L = 2 N_f (repeats + 1)).
+    "repetition": {
+        "V": 128,
+        "Nf": 8,
+        "D": 64,
+        "N": 16,
+        "cells": [
+            ["repeated_keys", 2, 1, "full"],
+            ["repeated_keys", 2, 2, "full"],
+            ["repeated_keys", 3, 1, "full"],
+            ["repeated_keys", 3, 2, "full"],
+            ["repeated_keys", 3, 3, "full"],
+            ["repeated_queries", 2, 1, "full"],
+            ["repeated_queries", 2, 2, "full"],
+            ["repeated_queries", 3, 1, "full"],
+            ["repeated_queries", 3, 2, "full"],
+            ["repeated_queries", 3, 3, "full"],
+            ["repeated_queries", 2, 1, "values"],
+            ["repeated_queries", 2, 2, "values"],
+        ],
+        "steps": 1000,
+        "seeds": 3,
+        "batch": 128,
+    },
+    # Tab. 10 (App. K): every row at the paper's V = 128, N_f = 16, L = 64, D = 64, N = 16, batch 128 (Base and A at
+    # half batch for twice the steps, as App. K), 3 seeds; 1000 steps instead of 4000 (early stop at 0.999).
+    "ablation": {
+        "V": 128,
+        "Nf": 16,
+        "L": 64,
+        "D": 64,
+        "N": 16,
+        "steps": 1000,
+        "seeds": 3,
+        "batch": 128,
+        "half_batch_rows": ["Base", "A"],
+    },
+}
+
 # Notebook 04: Remarks 3 and 5, the designed single-layer circuit on repeating keys / queries (App. G).
 EXPERIMENTS["ch2.remarks"] = {
     "ci": {"V": 256, "D": 128, "N": 128, "Nf": 8, "n_seq": 500},
@@ -302,6 +369,35 @@ EXPERIMENTS["ch2.multihead"] = {
         "n_noise": 1000,
         "designed": {"V": 512, "D": 60, "N": 4, "M": 6, "L": 64, "batch": 8},
     },
+}
+
+# Runner ch2_figs_cpu, part heads: Fig. 8 and Thm 5 at the paper's regime (V = 512, N_f = 16, L = 64, D = 60, batch
+# 128, recipe [code] with clip 5), M ∈ {1, 2, 4, 8}, >= 1000 steps (the paper: 4000), 3 seeds. Cells (pattern,
+# values, M, N), chosen for about 1.4 CPU-hours (85-100 ms per step with one thread): MHA with the authors' heads
+# over M × N ∈ {2, 4} and one head at N = 8 (Thm 5's pairs M·N on the grid: (2, 2), (2, 4), (4, 2)); the full-width
+# value ablation (values="full", every head reads the whole value vector as Lemma 5's proof) at N = 2 and (2, 4);
+# MQA, MKA, MVA at M = 1 and 8, N = 4 (the largest split against one head, where one head is mid-transition).
+EXPERIMENTS["ch2.multihead"]["cpu-hours"] = {
+    "V": 512,
+    "Nf": 16,
+    "L": 64,
+    "D": 60,
+    "Ns": [2, 4, 8],
+    "Ms": [1, 2, 4, 8],
+    "cells": [["MHA", "code", m, n] for m in (1, 2, 4, 8) for n in (2, 4)]
+    + [["MHA", "code", 1, 8]]
+    + [["MHA", "full", m, 2] for m in (2, 4, 8)]
+    + [["MHA", "full", 2, 4]]
+    + [[p, "code", m, 4] for p in ("MQA", "MKA", "MVA") for m in (1, 8)],
+    "values": "code",
+    "seeds": 3,
+    "steps": 1000,
+    "batch": 128,
+    "warmup": 100,
+    "hold": 400,  # the paper's hold 1400 is for 4000 steps: past 1000 steps it would leave no decay at all
+    "grad_clip": 5.0,
+    "n_eval": 1000,
+    "n_noise": 1000,
 }
 
 # Runner ch2_reference_grid (run store, one job per cell and seed): the authors' README reference grid
