@@ -106,3 +106,22 @@ def test_mqar_and_induction_grids_bundle(tmp_path, runner):
 def test_smoke_flag_needs_a_run_store_preset():
     with pytest.raises(SystemExit):
         ch3_keep_nth.main(["--preset", "ci", "--smoke"])
+
+
+def test_figa3_reads_the_n_sweep_grid_of_a_run_store_bundle():
+    """The cpu-hours MQAR bundle holds two grids (micro |V| = 16, T = 24 and a paper cell |V| = 128, T = 100) with the
+    same κ and N = 8: Fig. A.3's N sweep is read on the micro grid alone, not on the best of both."""
+    import pandas as pd
+
+    from mamba_recall.claims import get
+    from mamba_recall.results import Bundle
+
+    rows = [
+        dict(grid="micro", T=24, V=16, kappa=4, d=32, N=N, mixer="s6", seed=s, accuracy=0.5 if N < 4 else 0.6)
+        for N in (1, 2, 3, 4, 8)
+        for s in (0, 1, 2)
+    ]
+    rows += [dict(grid="paper", T=100, V=128, kappa=4, d=64, N=8, mixer="s6", seed=s, accuracy=1.0) for s in (0, 1, 2)]
+    b = Bundle("t", {"preset": "cpu-hours"}, {}, {"device": "cpu"}, "t", {"runs": pd.DataFrame(rows)}, None)
+    m = get("003/FigA3").measure(b)
+    assert m.values["mamba_best_above_kappa_min"] == 0.6 and m.values["mamba_best_below_kappa"] == 0.5

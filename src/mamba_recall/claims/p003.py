@@ -731,8 +731,11 @@ def _fig2_metrics(main, V):
 
 def measure_figa3(bundle) -> Measurement:
     """Fig. A.3: Mamba is not exact for N < κ and is for some N ≥ κ; Mamba-2 is not exact for N < 4 ln κ;
-    S4D's accuracy does not depend on N (range ≤ 0.05)."""
+    S4D's accuracy does not depend on N (range ≤ 0.05). A run-store bundle with several grids (column ``grid``) is
+    read on its N-sweep grid (the one with the most values of N), so that grids of other T and |V| do not mix."""
     runs, preset = _mqar_runs(bundle)
+    if "grid" in runs and runs.grid.nunique() > 1:
+        runs = runs[runs.grid == runs.groupby("grid").N.nunique().idxmax()]
     best = runs.groupby(["mixer", "kappa", "N"]).accuracy.max().reset_index()
     s6 = best[best.mixer == "s6"]
     below, above = s6[s6.N < s6.kappa], s6[s6.N >= s6.kappa]

@@ -118,7 +118,7 @@ def fig1_decay_pairs(
 ):
     """Fig. 1 for every seed whose Mamba+PE checkpoint (d = 32, N = 8) of ``preset`` exists, on ``sequences`` test
     sequences of the checkpoint's T (data seed ``seed``): a list of ((t < n, t ≥ n) trained, (t < n, t ≥ n) untrained)
-    e^{−λΔ} values, and the first checkpoint's config. ``ci``/``paper`` (loop runners): ``ch3_keep_s6pe[_paper]``
+    e^{−λΔ} values, and the first checkpoint's config (plus ``checkpoint``, its path). ``ci``/``paper`` (loop runners): ``ch3_keep_s6pe[_paper]``
     (the largest T) and ``…_s<seed>`` of the same preset and T; a run-store preset (``cpu-hours``): the files
     ``ch3_keep_s6pe_<preset>_T<T>_s<seed>`` at ``T`` (default: the largest T saved)."""
     from ..models.s6 import MixerLM
@@ -148,7 +148,7 @@ def fig1_decay_pairs(
         other, ck2 = load_checkpoint(name, factory)
         if (ck2["preset"], ck2["T"]) == (ck["preset"], ck["T"]):
             pairs.append((decay_values(other, ids, ck2["nth"]), untrained_decay_values(ck2, ids, backend)))
-    return pairs, ck
+    return pairs, dict(ck, checkpoint=f"results/checkpoints/{names[0]}.pt")
 
 
 def resolved_config(cfg: dict, T: int, d: int, N: int, kind: str) -> dict:

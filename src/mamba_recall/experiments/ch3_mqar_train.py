@@ -10,7 +10,7 @@ N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2) and the Fig. A.3 N sweep, bes
 ``results/ch3_mqar_train_<preset>.json`` with the table ``runs``.
 
 ``--preset cpu-hours --allow-long [--jobs 1]``: the micro-MQAR N ∈ {1, 2, 3, 4, 8} sweep (κ = 4) and the smallest
-paper cell (T = 100, |V| = 128, κ = 4, N = 2κ, d ∈ {16, 64}), 3 seeds, as run-store jobs
+paper cell (T = 100, |V| = 128, κ = 4, N = 2κ, d ∈ {8, 16, 64} across Thm. 2’s d = κ + log₂|V|), 3 seeds, as run-store jobs
 (``results/runs/ch3.mqar_train/``); the bundle adds ``cells`` (mean, 95 % t-interval, per-seed values; column
 ``grid`` names the grid) and ``curves``.
 """

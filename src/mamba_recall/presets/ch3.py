@@ -197,7 +197,7 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "test_sequences": 10_000,
         },
         # Two grids with the same 3 seeds (run store): the micro-MQAR N sweep across N = κ (Thm. 2's state size),
-        # and the smallest paper κ at the paper's T = 100, |V| = 128 with N = 2κ (Fig. 2's Mamba), d below and above.
+        # and the smallest paper κ at the paper's T = 100, |V| = 128 with N = 2κ (Fig. 2's Mamba), d across κ + log₂|V| = 11.
         "cpu-hours": {
             "seeds": [0, 1, 2],
             "grids": {
@@ -217,7 +217,7 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
                     "T": 100,
                     "V": 128,
                     "kappas": [4],
-                    "ds": [16, 64],
+                    "ds": [8, 16, 64],
                     "Ns": {"s6": "2kappa"},
                     "steps": 2000,
                     "batch": 128,
