@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from .core import Claim, Evidence, Measurement, NotRun, Rule, conds, register
+from .core import Claim, Evidence, Measurement, NotRun, Rule, across_seeds, conds, register
 
 CH = "02_hashing_scaling/"
 S_CIRCUIT, S_THEORY, S_MECH, S_SCALING, S_HEADS = (
@@ -427,10 +427,93 @@ def measure_fig6c_strongest(bundle=None) -> Measurement:
     return measure_fig6c_reference(bundle)
 
 
+# ------------------------------------------- Figs. 7, 8, 10-11, Tab. 10: the strongest evidence, seed by seed
+#: The run-store part (``experiments.ch2_figs_cpu``) of each figure's claims and the ci bundle that stands in for it.
+FIG_PARTS = {"fig7": "ch2_scaling", "fig10_11": "ch2_scaling", "tab10": "ch2_scaling", "fig8": "ch2_multihead"}
+#: What each part's per-run table is called in the layout of the ci bundles, whose readers the parts reuse.
+_PART_TABLE = {"fig7": "multilayer", "fig10_11": "repetition", "tab10": "ablation", "fig8": "grid"}
+
+
+def is_run_store_bundle(bundle) -> bool:
+    """A bundle of ``ch2_figs_cpu`` (per-run table ``runs``, one row per model and seed) rather than a ci bundle."""
+    return "runs" in (getattr(bundle, "tables", None) or {}) and bool(
+        (getattr(bundle, "config", None) or {}).get("part")
+    )
+
+
+def strongest_fig_bundle(part: str, fallback=None, log=lambda m: None):
+    """The strongest committed evidence for ``part`` (a key of :data:`FIG_PARTS`): the complete ``ch2_<part>_<preset>``
+    bundle with the strongest preset (``results.load_strongest_bundle``: paper, then cpu-hours), else ``fallback``
+    (default: the committed ci bundle of :data:`FIG_PARTS`, which says ci in its config)."""
+    from ..results import BundleError, load_bundle, load_strongest_bundle
+
+    if part not in FIG_PARTS:
+        raise ValueError(f"unknown part {part!r}; use one of {', '.join(FIG_PARTS)}.")
+    try:
+        return load_strongest_bundle(f"ch2_{part}", log=log)
+    except BundleError:
+        return fallback if fallback is not None else load_bundle(f"{FIG_PARTS[part]}_ci")
+
+
+def _seed_views(bundle) -> list:
+    """One view of a run-store bundle per seed, in the layout of the ci bundle (the per-run accuracy as ``acc``, or
+    ``mean`` for Tab. 10; MHA heads with full-width values as pattern ``MHA-full``), so each seed is read by the
+    same function as the ci grid."""
+    from types import SimpleNamespace
+
+    part, runs = bundle.config["part"], bundle.tables["runs"]
+    table = runs.rename(columns={"best_accuracy": "mean" if part == "tab10" else "acc"})
+    if part == "fig8":
+        table = table.assign(
+            pattern=[p if v == "code" else f"{p}-{v}" for p, v in zip(table["pattern"], table["values"])]
+        )
+    sizes = {**bundle.config["sizes"], "seeds": 1}
+    cfg = {"preset": bundle.config["preset"], "n_eval": bundle.config["n_eval"]}
+    cfg.update(sizes if part == "fig8" else {_PART_TABLE[part]: sizes})
+    return [
+        (
+            int(seed),
+            SimpleNamespace(
+                name=bundle.name,
+                config=cfg,
+                tables={_PART_TABLE[part]: t.drop(columns="seed").reset_index(drop=True)},
+                provenance=bundle.provenance,
+                path=bundle.path,
+                data=bundle.data,
+            ),
+        )
+        for seed, t in table.groupby("seed", sort=True)
+    ]
+
+
+def _by_seed(measure):
+    """``measure`` (a reader of one ci-layout bundle) applied to a run-store bundle: on every seed alone, combined by
+    :func:`~mamba_recall.claims.core.across_seeds` (numbers: mean with a 95 % t-interval over seeds and the per-seed
+    values; booleans: on every seed). A ci bundle is read as before."""
+    import dataclasses
+    import functools
+
+    @functools.wraps(measure)
+    def read(bundle, *args, **kwargs):
+        if not is_run_store_bundle(bundle):
+            return measure(bundle, *args, **kwargs)
+        views = _seed_views(bundle)
+        m = across_seeds([measure(v, *args, **kwargs) for _, v in views], [f"seed {s}" for s, _ in views])
+        ev = dataclasses.replace(
+            m.evidence,
+            sample=f"{m.evidence.sample} (preset {bundle.config['preset']}, run store)",
+            smoke=m.evidence.smoke or bool(bundle.config.get("smoke")),
+        )
+        return dataclasses.replace(m, evidence=ev)
+
+    return read
+
+
 # ---------------------------------------------------------------------------- §5.2, App. G: depth, repetition
+@_by_seed
 def measure_fig7(bundle) -> Measurement:
     """Fig. 7: spread of accuracy among cells of equal Λ·N, and the largest drop when adding a layer at fixed N,
-    both in standard errors of a difference."""
+    both in standard errors of a difference (a run-store bundle: on each seed, then mean and interval)."""
     ml, c = bundle.tables["multilayer"], bundle.config["multilayer"]
     s = se_diff(bundle.config["n_eval"] * c["Nf"])
     groups = ml.groupby("N_eff")["acc"]
@@ -450,8 +533,12 @@ def measure_fig7(bundle) -> Measurement:
     )
 
 
-def _rep(bundle, task: str, reps: int, layers: int):
+def _rep(bundle, task: str, reps: int, layers: int, post_query: str = "full"):
     t = bundle.tables["repetition"]
+    if "post_query" in t:  # run-store tables also hold queries followed by value tokens only (Remark 5's sequences)
+        t = t[t["post_query"] == post_query]
+    elif post_query != "full":  # the ci tables hold the generator's default sequences only
+        t = t.iloc[:0]
     s = t[(t["task"] == task) & (t["repeats"] == reps) & (t["layers"] == layers)]["acc"]
     if not len(s):
         raise NotRun(
@@ -466,18 +553,33 @@ def _rep_n(bundle, task: str, reps: int) -> int:
     return bundle.config["n_eval"] * c["Nf"] * (reps if task == "repeated_queries" else 1)
 
 
+def _has_rep(bundle, task: str, reps: int, layers: int, post_query: str = "full") -> bool:
+    try:
+        _rep(bundle, task, reps, layers, post_query)
+    except NotRun:
+        return False
+    return True
+
+
+@_by_seed
 def measure_fig10(bundle, Nk: int = 2) -> Measurement:
-    """Fig. 10: one layer against the 1/N_k ceiling of Remark 3, two layers against perfect recall."""
+    """Fig. 10: one layer against the 1/N_k ceiling of Remark 3, two layers against perfect recall (and three
+    layers where the bundle has them, N_k = 3)."""
     one, two = _rep(bundle, "repeated_keys", Nk, 1), _rep(bundle, "repeated_keys", Nk, 2)
     n = _rep_n(bundle, "repeated_keys", Nk)
     c = bundle.config["repetition"]
+    values = {
+        "one_layer_excess_se": (one - 1 / Nk) / se(n),
+        "two_layer_accuracy": two,
+        "two_layer_gain_se": (two - one) / se_diff(n),
+    }
+    shown = f"N_k = {Nk}: 1 layer {one:.3f} (ceiling 1/N_k = {1 / Nk:.3f}), 2 layers {two:.3f}"
+    if _has_rep(bundle, "repeated_keys", Nk, 3):
+        values["three_layer_accuracy"] = _rep(bundle, "repeated_keys", Nk, 3)
+        shown += f", 3 layers {values['three_layer_accuracy']:.3f}"
     return Measurement(
-        {
-            "one_layer_excess_se": (one - 1 / Nk) / se(n),
-            "two_layer_accuracy": two,
-            "two_layer_gain_se": (two - one) / se_diff(n),
-        },
-        f"N_k = {Nk}: 1 layer {one:.3f} (ceiling 1/N_k = {1 / Nk:.3f}), 2 layers {two:.3f}",
+        values,
+        shown,
         _bundle_ev(
             bundle,
             f"V = {c['V']}, N_f = {c['Nf']}, D = {c['D']}, N = {c['N']}, {c['steps']} steps",
@@ -486,28 +588,85 @@ def measure_fig10(bundle, Nk: int = 2) -> Measurement:
     )
 
 
+def remark5_prediction(Nq: int, post_query: str = "full") -> float:
+    """Remark 5's superposition argument: the i-th occurrence (i = 0 … N_q − 1) of a query ties the fact's value with
+    the value tokens that followed its earlier occurrences. ``"values"`` (every post-query token a value, as the
+    remark assumes): 1/(1+i), mean (1/N_q) Σ_{i=1}^{N_q} 1/i = 3/4 at N_q = 2; ``"full"`` (the generator's tokens
+    from the whole vocabulary, half of them values): E[1/(1+K)], K ~ Bin(i, ½), mean 0.875 at N_q = 2."""
+    if post_query == "values":
+        return float(np.mean([1 / (1 + i) for i in range(Nq)]))
+    if post_query == "full":
+        return float(np.mean([sum(math.comb(i, k) / 2**i / (1 + k) for k in range(i + 1)) for i in range(Nq)]))
+    raise ValueError(f"unknown post_query {post_query!r}; use 'full' or 'values'.")
+
+
+@_by_seed
 def measure_fig11(bundle, Nq: int = 2) -> Measurement:
-    """Fig. 11: one layer against Remark 5's superposition prediction for the generator's post-query tokens
-    (uniform over the whole vocabulary, half of them values: the i-th occurrence of a query succeeds with
-    probability E[1/(1+K)], K ~ Bin(i−1, ½); 0.875 for N_q = 2), two layers against perfect recall."""
-    one, two = _rep(bundle, "repeated_queries", Nq, 1), _rep(bundle, "repeated_queries", Nq, 2)
-    pred = float(np.mean([sum(math.comb(i, k) / 2**i / (1 + k) for k in range(i + 1)) for i in range(Nq)]))
+    """Fig. 11: one layer against Remark 5's superposition prediction for the post-query tokens of the sequences
+    trained on (:func:`remark5_prediction`), two layers against perfect recall. Where the bundle has models trained
+    with value tokens after every query (the sequences the paper's 3/4 assumes), those are read; else the
+    generator's default (whole-vocabulary tokens, 0.875 at N_q = 2)."""
+    post = "values" if all(_has_rep(bundle, "repeated_queries", Nq, k, "values") for k in (1, 2)) else "full"
+    one, two = _rep(bundle, "repeated_queries", Nq, 1, post), _rep(bundle, "repeated_queries", Nq, 2, post)
+    pred = remark5_prediction(Nq, post)
     n = _rep_n(bundle, "repeated_queries", Nq)
     c = bundle.config["repetition"]
+    if post == "full":
+        shown = (
+            f"N_q = {Nq}: 1 layer {one:.3f} (Remark 5's argument with full-vocabulary post-query tokens: "
+            f"{pred:.3f}; with value tokens only: 3/4), 2 layers {two:.3f}"
+        )
+    else:
+        shown = (
+            f"N_q = {Nq}, value tokens after every query: 1 layer {one:.3f} (Remark 5: {pred:.3f}), 2 layers {two:.3f}"
+        )
+        if _has_rep(bundle, "repeated_queries", Nq, 1):
+            shown += (
+                f"; with whole-vocabulary post-query tokens 1 layer {_rep(bundle, 'repeated_queries', Nq, 1):.3f} "
+                f"(predicted {remark5_prediction(Nq, 'full'):.3f})"
+            )
     return Measurement(
         {
             "one_layer_gap_se": abs(one - pred) / se(n),
             "two_layer_accuracy": two,
             "two_layer_gain_se": (two - one) / se_diff(n),
         },
-        f"N_q = {Nq}: 1 layer {one:.3f} (Remark 5's argument with full-vocabulary post-query tokens: "
-        f"{pred:.3f}; with value tokens only: 3/4), 2 layers {two:.3f}",
+        shown,
         _bundle_ev(
             bundle,
             f"V = {c['V']}, N_f = {c['Nf']}, D = {c['D']}, N = {c['N']}, {c['steps']} steps",
             seeds=int(c["seeds"]),
         ),
     )
+
+
+_NK3_NOT_RUN = (
+    "`python -m mamba_recall.experiments.ch2_scaling --preset paper --parts repetition` (N_k, N_q ∈ {2, 3}, "
+    "1–3 layers, 5 state sizes, 3 seeds, 3000 steps: ≈ 3–5 CPU-hours or ≈ 10 GPU-minutes, estimated)"
+)
+_NQ3_NOT_RUN = (
+    "`python -m mamba_recall.experiments.ch2_scaling --preset paper --parts repetition` (≈ 3–5 CPU-hours "
+    "or ≈ 10 GPU-minutes, estimated)"
+)
+
+
+def measure_fig10_nk3(bundle=None) -> Measurement:
+    """Fig. 10 at N_k = 3 from the strongest committed bundle with 3 repeats and 1–3 layers (:func:`measure_fig10`);
+    not run while only the ci bundle (2 repeats, 1–2 layers) is committed."""
+    bundle = bundle if bundle is not None else strongest_fig_bundle("fig10_11")
+    if not all(_has_rep(_seed_views(bundle)[0][1] if is_run_store_bundle(bundle) else bundle,
+                        "repeated_keys", 3, k) for k in (1, 2, 3)):  # fmt: skip
+        raise NotRun(_NK3_NOT_RUN)
+    return measure_fig10(bundle, 3)
+
+
+def measure_fig11_nq3(bundle=None) -> Measurement:
+    """Fig. 11 at N_q = 3 (:func:`measure_fig11`) from the strongest committed bundle with 3 repeats."""
+    bundle = bundle if bundle is not None else strongest_fig_bundle("fig10_11")
+    if not all(_has_rep(_seed_views(bundle)[0][1] if is_run_store_bundle(bundle) else bundle,
+                        "repeated_queries", 3, k) for k in (1, 2)):  # fmt: skip
+        raise NotRun(_NQ3_NOT_RUN)
+    return measure_fig11(bundle, 3)
 
 
 # ------------------------------------------------------------------------------------ App. K: Tab. 10
@@ -526,6 +685,7 @@ def _ablation(bundle):
     return dict(zip(ab["row"], ab["mean"])), bundle.config["ablation"]
 
 
+@_by_seed
 def measure_tab10_rows(bundle) -> Measurement:
     """Rows Base–D: our mean against the printed mean − 2 printed std (std at least 0.01, the printed precision)."""
     acc, c = _ablation(bundle)
@@ -548,6 +708,7 @@ def measure_tab10_rows(bundle) -> Measurement:
     )
 
 
+@_by_seed
 def measure_tab10_e(bundle) -> Measurement:
     """Row E (no Conv1D) against the floor 1/N_f of a model that outputs some context value without knowing
     which key it belongs to, in standard errors."""
@@ -593,12 +754,16 @@ def _heads_ev(bundle, c) -> Evidence:
     )
 
 
+@_by_seed
 def measure_fig8_shared(bundle) -> Measurement:
-    """MQA, MKA, MVA: the largest |acc(M, N) − acc(1, N)| per pattern, and the largest gain from heads."""
+    """MQA, MKA, MVA: the largest |acc(M, N) − acc(1, N)| per pattern over the (M, N) the grid has, and the largest
+    gain from heads."""
     A, Ms, Ns, s, c = _heads(bundle)
     dev, gain = {}, -math.inf
     for p in ("MQA", "MKA", "MVA"):
-        diffs = [A[(p, M, N)] - A[(p, 1, N)] for M in Ms[1:] for N in Ns]
+        diffs = [A[(p, M, N)] - A[(p, 1, N)] for M in Ms[1:] for N in Ns if (p, M, N) in A and (p, 1, N) in A]
+        if not diffs:
+            raise NotRun(f"the bundle has no {p} cell with M > 1 beside its M = 1 cell at the same N.")
         dev[p] = max(abs(d) for d in diffs)
         gain = max(gain, max(diffs))
     flat = sum(v <= Z * s for v in dev.values())
@@ -611,10 +776,12 @@ def measure_fig8_shared(bundle) -> Measurement:
     )
 
 
+@_by_seed
 def measure_fig8_mha(bundle) -> Measurement:
-    """MHA: gain acc(M_max, N) − acc(1, N) wherever one head is below near-perfect (room to gain)."""
+    """MHA: gain acc(M_max, N) − acc(1, N) wherever one head is below near-perfect (room to gain) and the grid has
+    both cells."""
     A, Ms, Ns, s, c = _heads(bundle)
-    room = [N for N in Ns if A[("MHA", 1, N)] < NEAR_PERFECT]
+    room = [N for N in Ns if ("MHA", 1, N) in A and ("MHA", Ms[-1], N) in A and A[("MHA", 1, N)] < NEAR_PERFECT]
     gains = {N: float(A[("MHA", Ms[-1], N)] - A[("MHA", 1, N)]) for N in room}
     return Measurement(
         {"room_cells": len(room), "smallest_gain_se": min(gains.values()) / s if gains else 0.0},
@@ -625,16 +792,37 @@ def measure_fig8_mha(bundle) -> Measurement:
     )
 
 
+def _mn_gaps(A, Ms, Ns, pattern: str) -> dict:
+    """acc_pattern(M, N) − acc_MHA(1, M·N) at every (M, N) of the grid with M·N on it (both cells present)."""
+    return {
+        (M, N): float(A[(pattern, M, N)] - A[("MHA", 1, M * N)])
+        for M in Ms[1:]
+        for N in Ns
+        if M * N in Ns and (pattern, M, N) in A and ("MHA", 1, M * N) in A
+    }
+
+
+@_by_seed
 def measure_thm5_mn(bundle) -> Measurement:
-    """Thm 5's strong form over the whole grid: |acc_MHA(M, N) − acc(1, M·N)| wherever M·N is on the grid."""
+    """Thm 5's strong form over the whole grid: |acc_MHA(M, N) − acc(1, M·N)| wherever M·N is on the grid. Where the
+    bundle also has the full-width value ablation (``MHA-full``: every head reads the whole value vector, as Lemma
+    5's proof), its gaps are shown and reported as ``worst_gap_full_se`` beside the rule's metric."""
     A, Ms, Ns, s, c = _heads(bundle)
-    gaps = {(M, N): float(A[("MHA", M, N)] - A[("MHA", 1, M * N)]) for M in Ms[1:] for N in Ns if M * N in Ns}
+    gaps = _mn_gaps(A, Ms, Ns, "MHA")
     worst = max((abs(v) for v in gaps.values()), default=0.0)
-    return Measurement(
-        {"pairs": len(gaps), "worst_gap_se": worst / s},
+    values = {"pairs": len(gaps), "worst_gap_se": worst / s}
+    shown = (
         "acc(M, N) − acc(1, MN): "
         + ", ".join(f"M={M}, N={N}: {v:+.3f}" for (M, N), v in gaps.items())
-        + f" (3 s.e. = {Z * s:.3f})",
+        + f" (3 s.e. = {Z * s:.3f})"
+    )
+    full = _mn_gaps(A, Ms, Ns, "MHA-full")
+    if full:
+        values.update(pairs_full=len(full), worst_gap_full_se=max(abs(v) for v in full.values()) / s)
+        shown += "; full-width value heads: " + ", ".join(f"M={M}, N={N}: {v:+.3f}" for (M, N), v in full.items())
+    return Measurement(
+        values,
+        shown,
         _heads_ev(bundle, c),
         note="Lemma 5's proof lets every head read the full value vector; these heads (the authors' "
         f"code, values={c.get('values', 'code')!r}) read learned projections of D_in/M channels",
@@ -1087,9 +1275,9 @@ register(
             reproduced=conds(("one_layer_excess_se", "<=", Z), ("three_layer_accuracy", ">=", PERFECT)),
             trained=True,
         ),
-        not_run="`python -m mamba_recall.experiments.ch2_scaling --preset paper --parts repetition` (N_k, N_q ∈ {2, 3}, "
-        "1–3 layers, 5 state sizes, 3 seeds, 3000 steps: ≈ 3–5 CPU-hours or ≈ 10 GPU-minutes, estimated)",
-        section=S_SCALING,
+        measure_fig10_nk3,
+        S_SCALING,
+        not_run=_NK3_NOT_RUN,
     ),
     Claim(
         "002/Fig11-Nq2",
@@ -1113,9 +1301,9 @@ register(
         "App. G.3, Fig. 11",
         "1 layer < 1; 2 and 3 layers perfect",
         Rule(why="perfect = ≥ 0.99", reproduced=conds(("two_layer_accuracy", ">=", PERFECT)), trained=True),
-        not_run="`python -m mamba_recall.experiments.ch2_scaling --preset paper --parts repetition` (≈ 3–5 CPU-hours "
-        "or ≈ 10 GPU-minutes, estimated)",
-        section=S_SCALING,
+        measure_fig11_nq3,
+        S_SCALING,
+        not_run=_NQ3_NOT_RUN,
     ),
     # App. K: Tab. 10
     Claim(

@@ -1,0 +1,139 @@
+"""Runner ch2_figs_cpu (Fig. 7, Figs. 10-11, Fig. 8 + Thm 5, Tab. 10 through the run store) at the smoke cap:
+resumable grids, bundles with the interval columns, and the claims reading such a bundle seed by seed."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from mamba_recall.experiments import ch2_figs_cpu as F
+
+
+def test_cpu_hours_sizes_are_the_papers_where_a_cpu_can():
+    fig7, top = F.part_sizes("fig7", "cpu-hours")
+    assert (fig7["V"], fig7["D"], top["batch"], fig7["seeds"]) == (512, 64, 128, 3) and fig7["steps"] >= 1000
+    assert fig7["layers"] == [1, 2, 4]
+    rep, _ = F.part_sizes("fig10_11", "cpu-hours")
+    assert (rep["V"], rep["Nf"], rep["D"], rep["batch"]) == (128, 8, 64, 128)
+    cells = {tuple(c) for c in rep["cells"]}
+    assert {("repeated_keys", 3, 3, "full"), ("repeated_queries", 3, 2, "full")} <= cells
+    assert ("repeated_queries", 2, 1, "values") in cells  # Remark 5's sequences (value tokens after every query)
+    heads, _ = F.part_sizes("fig8", "cpu-hours")
+    assert (heads["V"], heads["Nf"], heads["L"], heads["D"]) == (512, 16, 64, 60) and heads["steps"] >= 1000
+    assert {m for _, _, m, _ in heads["cells"]} == {1, 2, 4, 8}
+    assert any(v == "full" for _, v, _, _ in heads["cells"])  # the full-width value ablation
+    tab, _ = F.part_sizes("tab10", "cpu-hours")
+    assert (tab["V"], tab["Nf"], tab["L"], tab["D"], tab["N"], tab["seeds"]) == (128, 16, 64, 64, 16, 3)
+    assert [c["row"] for c in F.cell_configs("tab10", "cpu-hours")] == ["Base", "A", "B", "C", "D", "E"]
+
+
+def test_jobs_record_their_resolved_config_and_preset():
+    for part in F.PARTS:
+        jobs = F.jobs_for(part, "cpu-hours")
+        assert len({j["key"] for j in jobs}) == len(jobs)
+        for j in jobs:
+            c = j["config"]
+            assert c["preset"] == "cpu-hours" and c["part"] == part and j["experiment"] == f"ch2.{part}"
+            assert c["recipe"]["name"] == "code" and c["recipe"]["batch_size"] == c["batch"]
+            assert c["eval"]["seed"] == 10**6 and c["eval"]["target_accuracy"] == 0.999
+    smoke = {j["key"] for j in F.jobs_for("fig7", "cpu-hours", smoke=True)}
+    assert not smoke & {j["key"] for j in F.jobs_for("fig7", "cpu-hours")}
+
+
+def test_bad_names_raise_clear_errors():
+    with pytest.raises(ValueError, match="unknown part 'fig9'; use one of fig7"):
+        F.jobs_for("fig9", "cpu-hours")
+    with pytest.raises(ValueError, match="has no 'multilayer' part; add it in presets/ch2.py"):
+        with mock.patch.object(F, "experiment", lambda name, preset, smoke=False: {"batch": 8}):
+            F.part_sizes("fig7", "cpu-hours")
+    with pytest.raises(ValueError, match="post-query tokens apply to queries"):
+        rep = {"V": 128, "Nf": 8, "D": 64, "N": 16, "cells": [["repeated_keys", 2, 1, "values"]], "steps": 4,
+               "seeds": 1, "batch": 8}  # fmt: skip
+        with mock.patch.object(F, "experiment", lambda name, preset, smoke=False: {"repetition": rep, "warmup": 1,
+                                                                                   "hold": 1, "n_eval": 8}):  # fmt: skip
+            F.cell_configs("fig10_11", "cpu-hours")
+
+
+@pytest.fixture
+def smoke_store(tmp_path, monkeypatch):
+    from mamba_recall import results
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    return tmp_path
+
+
+def test_smoke_grid_resumes_and_bundles_have_intervals(smoke_store):
+    from mamba_recall import results
+
+    store = smoke_store / "runs"
+    args = ["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate", "--parts", "fig7", "tab10"]
+    F.main(args)
+    for part in ("fig7", "tab10"):
+        b = results.load_bundle(F.bundle_name(part, "cpu-hours", smoke=True), directory=smoke_store)
+        cells, runs = b.tables["cells"], b.tables["runs"]
+        assert {"best_accuracy_mean", "best_accuracy_ci_low", "best_accuracy_ci_high", "best_accuracy_per_seed"} <= set(
+            cells
+        )
+        assert set(cells["n_seeds"]) == {2} and len(runs) == 2 * len(cells) and b.data["complete"]
+        assert b.config["preset"] == "cpu-hours" and "Student-t" in b.data["interval_method"]
+        assert (cells["acc"] == cells["best_accuracy_mean"]).all()
+    folder = store / "ch2.fig7"
+    before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
+    assert len(before) == 8  # N ∈ {2, 4} × Λ ∈ {1, 4} (smoke: first and last Λ) × 2 seeds
+    F.main(args[:-2] + ["fig7"])  # nothing left: no job runs again
+    assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")} == before
+    gone = sorted(before)[0]
+    (folder / gone).unlink()  # an interrupted grid: only the missing job runs
+    F.main(args[:-2] + ["fig7"])
+    after = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
+    assert after.keys() == before.keys() and [n for n in after if after[n] != before.get(n)] == [gone]
+
+
+def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
+    """A run-store bundle is measured on each seed alone and combined (mean, 95 % interval, per-seed values); a
+    smoke bundle is never evidence (status 'not run'); a grid without the cells a claim reads says what is missing."""
+    import dataclasses
+
+    from mamba_recall import results
+    from mamba_recall.claims import check, get, judge
+    from mamba_recall.claims import p002
+
+    F.main(["--preset", "cpu-hours", "--smoke", "--store", str(smoke_store / "runs"), "--no-estimate"])
+    load = {p: results.load_bundle(F.bundle_name(p, "cpu-hours", smoke=True), directory=smoke_store) for p in F.PARTS}
+    for claim, part in (
+        ("002/Fig7", "fig7"),
+        ("002/Fig8-MHA", "fig8"),
+        ("002/Thm5-MHA-MN", "fig8"),
+        ("002/Tab10-Base-to-D", "tab10"),
+        ("002/Tab10-E", "tab10"),
+    ):
+        v = check(claim, load[part], record=False)
+        assert v.evidence["tier"] == "cpu-hours" and v.evidence["seeds"] == 2 and v.evidence["smoke"], claim
+        assert v.status == "not run" and "smoke" in v.reason and v.intervals, claim
+    # the smoke grid keeps the first and last cell of each axis: Fig. 10's 2-layer cell is not among them
+    assert "no repeated_keys run with 2 repeats and 2 layer(s)" in check("002/Fig10-Nk2", load["fig10_11"]).reason
+    # the same bundle read as if it were not a smoke run: mean and interval over the seeds of each seed's number
+    b = load["tab10"]
+    real = dataclasses.replace(b, config={**b.config, "smoke": False})
+    m = get("002/Tab10-E").measure(real)
+    seeds = [get("002/Tab10-E").measure.__wrapped__(view) for _, view in p002._seed_views(real)]
+    per = [s.values["excess_over_copy_floor_se"] for s in seeds]
+    assert m.per_seed["excess_over_copy_floor_se"] == per and len(per) == 2
+    assert m.values["excess_over_copy_floor_se"] == pytest.approx(sum(per) / 2)
+    lo, hi = m.intervals["excess_over_copy_floor_se"]
+    assert lo <= m.values["excess_over_copy_floor_se"] <= hi
+    assert judge(get("002/Tab10-E"), m).status != "not run" and not m.evidence.smoke
+
+
+def test_the_ci_bundles_are_read_as_before():
+    """With no run-store bundle committed for a part, the claims read the committed ci bundle, unchanged."""
+    from mamba_recall.claims import p002
+
+    for part in p002.FIG_PARTS:
+        b = p002.strongest_fig_bundle(part)
+        if not p002.is_run_store_bundle(b):
+            assert b.config["preset"] == "ci"
+    with pytest.raises(ValueError, match="unknown part 'fig9'"):
+        p002.strongest_fig_bundle("fig9")
+    assert p002.remark5_prediction(2, "values") == 0.75 and p002.remark5_prediction(2, "full") == 0.875
