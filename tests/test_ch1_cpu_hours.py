@@ -161,3 +161,27 @@ def test_cpu_hours_sizes_are_the_papers():
     t = experiment("ch1.table1", "cpu-hours")
     assert t["seq_lens"] == [128] and t["early_stop"] == "train_plateau" and t["seeds"] == 3
     json.dumps(c1.jobs_for())  # every job is plain JSON (the run store's key)
+
+
+def test_notebook_helpers_fall_back_to_the_one_seed_evidence(smoke_grid, tmp_path):
+    """Without a committed cpu-hours bundle (or with a smoke one) the pages judge as before; with a bundle, over
+    its seeds."""
+    import pandas as pd
+
+    from mamba_recall import results
+    from mamba_recall.claims import check
+    from mamba_recall.claims.p000 import check_over_seeds, check_table1, load_seeds
+    from mamba_recall.experiments.ch1_training import load_checkpoint
+
+    said = []
+    assert load_seeds("ch1_mechanism", said.append, directory=tmp_path) is None
+    assert "no ch1_mechanism_cpu-hours bundle committed" in said[-1]
+    smoke = load_seeds("ch1_mechanism", said.append, directory=smoke_grid["out"], name="ch1_mechanism_cpu-hours_smoke")
+    assert smoke is None and "smoke run" in said[-1]
+    _, meta = load_checkpoint("k1", "paper")
+    assert check_over_seeds("000/Sec3-accuracy", None, meta, record=False) == check(
+        "000/Sec3-accuracy", meta, record=False
+    )
+    bundle = results.load_bundle("ch1_table1_cpu-hours_smoke", directory=smoke_grid["out"])
+    v = check_table1("000/Table1-mamba", bundle, pd.DataFrame(), None, record=False)
+    assert v.evidence["seeds"] == 2 and v.evidence["tier"] == "cpu-hours" and "min_accuracy" in v.intervals
