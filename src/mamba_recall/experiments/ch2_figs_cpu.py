@@ -437,6 +437,23 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
     return path
 
 
+def describe(bundle) -> tuple[str, pd.DataFrame]:
+    """For the book: one line naming the bundle (preset, seeds, jobs finished, CPU time, commit, the command that
+    remakes it) and its cells with the mean best accuracy over seeds, the 95 % interval, the per-seed values and
+    the seed-max."""
+    part, runs = bundle.config["part"], bundle.data["runs"]
+    by = PARTS[part][2]
+    cols = by + ["n_seeds", "best_accuracy_mean", "best_accuracy_ci_low", "best_accuracy_ci_high"]
+    cols += ["best_accuracy_per_seed", "best_accuracy_max"]
+    head = (
+        f"bundle {bundle.name}: preset {bundle.config['preset']} ({bundle.config['reproduces']}), "
+        f"{bundle.config['seeds']} seeds, {bundle.data['jobs_finished']} of {bundle.data['jobs_total']} runs, "
+        f"{runs['cpu_seconds'] / 3600:.2f} CPU-hours on {', '.join(runs['devices'])}, commits "
+        f"{', '.join(c[:10] for c in runs['commits'])}\nregenerate: {bundle.command}"
+    )
+    return head, bundle.tables["cells"][cols]
+
+
 # The runs whose outputs are committed (``make reproduce`` repeats them; finished jobs are skipped).
 COMMITTED_RUNS = [["--preset", "cpu-hours"]]
 
