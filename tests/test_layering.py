@@ -55,7 +55,7 @@ MODULE_LAYERS = {
         "base",
         "the label convention and the one labelled-position accuracy (torch only); tasks and train use it",
     ),
-    f"{PACKAGE}.runstore": ("base", "resumable grids (imports only paths); theory.designed_capacity runs one"),
+    f"{PACKAGE}.runstore": ("base", "resumable grids (imports paths and longrun); theory.designed_capacity runs one"),
     f"{PACKAGE}.results": (
         "base",
         "result bundles and checkpoints (imports paths, runners): written by the "

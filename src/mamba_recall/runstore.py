@@ -53,6 +53,8 @@ from typing import Callable, Iterable
 import joblib
 from scipy.stats import t as _t
 
+from .longrun import allow_long_runs, check_estimate
+from .longrun import format_seconds as _fmt
 from .paths import REPO_ROOT, RESULTS_DIR
 
 __all__ = [
@@ -69,6 +71,13 @@ __all__ = [
     "INTERVAL_METHOD",
     "process_provenance",
     "runs_summary",
+    "GRID_OPTIONS",
+    "add_grid_args",
+    "grid_store",
+    "run_missing",
+    "run_or_count",
+    "grid_main",
+    "log_stderr",
 ]
 
 SCHEMA = "mamba_recall.run"
@@ -267,14 +276,6 @@ def _run_one(runner: str, job: dict, store: str, threads: int = 1) -> dict:
     return record
 
 
-def _fmt(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def run_grid(
     runner: str,
     jobs: list[dict],
@@ -438,6 +439,93 @@ def runs_summary(runs: list[dict]) -> dict:
         "cpu_seconds": round(sum(r["provenance"].get("cpu_seconds") or 0 for r in runs), 1),
         "devices": sorted({r["provenance"].get("device", "?") for r in runs}),
     }
+
+
+# ---------------------------------------------------------------------------------------------- command line
+#
+# Every run-store runner has the same command-line flow: ``--allow-long`` (the long-run guard,
+# :func:`mamba_recall.longrun.allow_long_runs`), ``--store`` (the folder, default :data:`RUNS_DIR`), then either
+# run the missing jobs (``--jobs`` processes; the measured estimate unless ``--no-estimate``, checked against the
+# hour of :func:`mamba_recall.longrun.check_estimate`) or, with ``--aggregate-only``, count the finished ones;
+# then write the bundle from what is finished (``--smoke``: the preset's smoke-capped grid).
+
+#: the run-store options, in the order most runners list them (``dest`` names)
+GRID_OPTIONS = ("jobs", "smoke", "allow_long", "aggregate_only", "no_estimate", "store")
+_GRID_HELP = {
+    "jobs": "parallel processes, one torch thread each",
+    "allow_long": "start even if the estimate is over an hour",
+}
+
+
+def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_OPTIONS, **helps: str | None) -> None:
+    """Add the run-store options ``--jobs`` (int, 1), ``--smoke``, ``--allow-long``, ``--aggregate-only``,
+    ``--no-estimate`` (flags) and ``--store`` (folder, None) to ``parser`` in ``order`` (names as in
+    :data:`GRID_OPTIONS`); ``helps[name]`` overrides an option's help text (None: none)."""
+    order = tuple(order)
+    unknown = (set(order) | set(helps)) - set(GRID_OPTIONS)
+    if unknown or sorted(order) != sorted(GRID_OPTIONS):
+        raise ValueError(
+            f"add_grid_args: got order={order} and help texts for {sorted(helps)}; name each of {GRID_OPTIONS} "
+            "once in order, and give help texts only for those."
+        )
+    for name in order:
+        flag = "--" + name.replace("_", "-")
+        help_ = helps.get(name, _GRID_HELP.get(name))
+        if name == "jobs":
+            parser.add_argument(flag, type=int, default=1, help=help_)
+        elif name == "store":
+            parser.add_argument(flag, default=None, help=help_)
+        else:
+            parser.add_argument(flag, action="store_true", help=help_)
+
+
+def log_stderr(message: str) -> None:
+    """The log of a runner's aggregation (stderr, flushed; stdout keeps the grid's progress)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def _log_stdout(message: str) -> None:
+    print(message, flush=True)
+
+
+def grid_store(args, default: Path | None = None) -> Path | None:
+    """Apply ``--allow-long`` to this process and return the ``--store`` folder (``default`` when not given; None
+    means :data:`RUNS_DIR`)."""
+    if args.allow_long:
+        allow_long_runs(True)
+    return Path(args.store) if args.store else default
+
+
+def run_missing(runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str) -> list[dict]:
+    """:func:`run_grid` of ``jobs`` with ``--jobs`` processes, the ``estimate`` unless ``--no-estimate``, and the
+    long-run guard naming ``what`` (e.g. ``"ch2.trained_dn at preset cpu-hours"``); the log on stdout."""
+    return run_grid(
+        runner,
+        jobs,
+        n_jobs=args.jobs,
+        store=store,
+        estimate=None if args.no_estimate else estimate,
+        check_long=lambda s: check_estimate(s, what, "cpu"),
+        log=_log_stdout,
+    )
+
+
+def run_or_count(runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str) -> None:
+    """``--aggregate-only``: print how many of ``jobs`` are finished and left; else :func:`run_missing`."""
+    if args.aggregate_only:
+        done, left = pending(jobs, store)
+        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
+    else:
+        run_missing(runner, jobs, args, store=store, estimate=estimate, what=what)
+
+
+def grid_main(args, runner: str, jobs: list[dict], write, *, estimate, what: str, default_store: Path | None = None):
+    """The whole flow of a runner's parsed ``args`` (:func:`add_grid_args`): :func:`grid_store`,
+    :func:`run_or_count`, then ``write(args.preset, store=…, smoke=args.smoke, log=log_stderr)`` (the bundle
+    from the finished jobs), whose value it returns."""
+    store = grid_store(args, default_store)
+    run_or_count(runner, jobs, args, store=store, estimate=estimate, what=what)
+    return write(args.preset, store=store, smoke=args.smoke, log=log_stderr)
 
 
 # ---------------------------------------------------------------------------------------------- demo / tests

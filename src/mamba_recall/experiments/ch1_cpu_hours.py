@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -40,7 +39,7 @@ import torch
 
 from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 from ..presets import experiment
-from ..runstore import INTERVAL_METHOD, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
+from ..runstore import INTERVAL_METHOD, add_grid_args, aggregate, finished_runs, grid_main, make_job, runs_summary
 
 MODELS_EXPERIMENT = "ch1.cpu_hours_models"
 TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
@@ -506,33 +505,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours"])
     ap.add_argument("--device", default="cpu", choices=["cpu"])
-    ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
-    ap.add_argument("--smoke", action="store_true", help="the preset's structure with a handful of steps")
-    ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
-    ap.add_argument("--aggregate-only", action="store_true")
-    ap.add_argument("--no-estimate", action="store_true")
-    ap.add_argument("--store", default=None, help="run store folder (default results/runs)")
+    add_grid_args(
+        ap, smoke="the preset's structure with a handful of steps", store="run store folder (default results/runs)"
+    )
     args = ap.parse_args(argv)
-    from ..longrun import allow_long_runs, check_estimate
-
-    if args.allow_long:
-        allow_long_runs(True)
-    store = Path(args.store) if args.store else None
-    jobs = jobs_for(args.preset, args.smoke)
-    if args.aggregate_only:
-        done, left = pending(jobs, store)
-        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
-    else:
-        run_grid(
-            RUNNER,
-            jobs,
-            n_jobs=args.jobs,
-            store=store,
-            estimate=None if args.no_estimate else estimate,
-            check_long=lambda s: check_estimate(s, f"ch1 cpu-hours at preset {args.preset}", "cpu"),
-            log=lambda m: print(m, flush=True),
-        )
-    write_bundles(args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True))
+    grid_main(
+        args,
+        RUNNER,
+        jobs_for(args.preset, args.smoke),
+        write_bundles,
+        estimate=estimate,
+        what=f"ch1 cpu-hours at preset {args.preset}",
+    )
 
 
 if __name__ == "__main__":

@@ -31,15 +31,25 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 
 from ..presets import experiment
 from ..presets.ch2 import RECIPES
-from ..runstore import INTERVAL_METHOD, RUNS_DIR, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
+from ..runstore import (
+    INTERVAL_METHOD,
+    RUNS_DIR,
+    add_grid_args,
+    aggregate,
+    finished_runs,
+    grid_store,
+    log_stderr,
+    make_job,
+    pending,
+    run_missing,
+    runs_summary,
+)
 
 RUNNER = "mamba_recall.experiments.ch2_figs_cpu:run_job"
 #: part → (preset experiment, key inside it or None, columns of a cell, what it reproduces)
@@ -463,20 +473,14 @@ def main(argv=None):
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours"])
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu"], help="CPU only (one model per process)")
     ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS))
-    ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
-    ap.add_argument("--aggregate-only", action="store_true", help="write the bundles from the finished jobs")
-    ap.add_argument("--no-estimate", action="store_true", help="skip the step-time measurement")
-    ap.add_argument("--store", default=None, help=f"run store (default {RUNS_DIR})")
+    add_grid_args(
+        ap,
+        aggregate_only="write the bundles from the finished jobs",
+        no_estimate="skip the step-time measurement",
+        store=f"run store (default {RUNS_DIR})",
+    )
     args = ap.parse_args(argv)
-    try:  # the long-run guard (mamba_recall.longrun)
-        from ..longrun import allow_long_runs, check_estimate
-    except ImportError:  # pragma: no cover
-        allow_long_runs, check_estimate = (lambda allow: None), (lambda *a, **k: None)
-    if args.allow_long:
-        allow_long_runs(True)
-    store = Path(args.store) if args.store else None
+    store = grid_store(args)
     all_jobs = {part: jobs_for(part, args.preset, args.smoke) for part in args.parts}
     if not args.aggregate_only:
         left = [j for part in args.parts for j in pending(all_jobs[part], store)[1]]
@@ -484,21 +488,12 @@ def main(argv=None):
             total, _ = estimate(left)
             print(f"all parts {args.parts}: {total / 3600:.2f} CPU-hours estimated for {len(left)} jobs", flush=True)
         for part in args.parts:
-            run_grid(
-                RUNNER,
-                all_jobs[part],
-                n_jobs=args.jobs,
-                store=store,
-                estimate=None if args.no_estimate else estimate,
-                check_long=lambda s, p=part: check_estimate(s, f"ch2_figs_cpu {p} at preset {args.preset}", "cpu"),
-                log=lambda m: print(m, flush=True),
-            )
+            what = f"ch2_figs_cpu {part} at preset {args.preset}"
+            run_missing(RUNNER, all_jobs[part], args, store=store, estimate=estimate, what=what)
     for part in args.parts:
         done, left = pending(all_jobs[part], store)
         print(f"{part}: {len(all_jobs[part])} jobs, {len(done)} finished, {len(left)} left", flush=True)
-        write_bundle(
-            part, args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True)
-        )
+        write_bundle(part, args.preset, store=store, smoke=args.smoke, log=log_stderr)
 
 
 if __name__ == "__main__":

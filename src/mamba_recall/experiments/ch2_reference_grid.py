@@ -22,11 +22,19 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 
 from ..presets import experiment
-from ..runstore import INTERVAL_METHOD, RUNS_DIR, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
+from ..runstore import (
+    INTERVAL_METHOD,
+    RUNS_DIR,
+    add_grid_args,
+    aggregate,
+    finished_runs,
+    grid_main,
+    make_job,
+    runs_summary,
+)
 
 EXPERIMENT = "ch2.reference_grid"
 RUNNER = "mamba_recall.experiments.ch2_reference_grid:run_job"
@@ -308,37 +316,21 @@ def main(argv=None):
         choices=["auto", "cpu"],
         help="CPU only (one model per process); a GPU runs ch2_scaling's ensembles instead",
     )
-    ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
-    ap.add_argument("--aggregate-only", action="store_true", help="write the bundle from the finished jobs")
-    ap.add_argument("--no-estimate", action="store_true", help="skip the step-time measurement")
-    ap.add_argument("--store", default=None, help=f"run store (default {RUNS_DIR})")
+    add_grid_args(
+        ap,
+        aggregate_only="write the bundle from the finished jobs",
+        no_estimate="skip the step-time measurement",
+        store=f"run store (default {RUNS_DIR})",
+    )
     args = ap.parse_args(argv)
-    try:  # the long-run guard (mamba_recall.longrun), where the library has it
-        from ..longrun import allow_long_runs, check_estimate
-    except ImportError:  # pragma: no cover
-        allow_long_runs, check_estimate = (lambda allow: None), (lambda *a, **k: None)
-    if args.allow_long:
-        allow_long_runs(True)
-    from pathlib import Path
-
-    store = Path(args.store) if args.store else None
-    jobs = jobs_for(args.preset, args.smoke)
-    if not args.aggregate_only:
-        run_grid(
-            RUNNER,
-            jobs,
-            n_jobs=args.jobs,
-            store=store,
-            estimate=None if args.no_estimate else estimate,
-            check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
-            log=lambda m: print(m, flush=True),
-        )
-    else:
-        done, left = pending(jobs, store)
-        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
-    write_bundle(args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True))
+    grid_main(
+        args,
+        RUNNER,
+        jobs_for(args.preset, args.smoke),
+        write_bundle,
+        estimate=estimate,
+        what=f"{EXPERIMENT} at preset {args.preset}",
+    )
 
 
 if __name__ == "__main__":

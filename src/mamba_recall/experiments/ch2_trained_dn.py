@@ -15,13 +15,11 @@ authors' later law with a = 5/4 for trained linear models) with its error; and a
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import pandas as pd
 
 from ..presets import experiment
-from ..runstore import INTERVAL_METHOD, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
+from ..runstore import INTERVAL_METHOD, add_grid_args, aggregate, finished_runs, grid_main, make_job, runs_summary
 from ..theory.capacity import p_success
 from .ch2_reference_grid import RUNNER, estimate, resolved_config
 
@@ -117,35 +115,16 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu"])
-    ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
-    ap.add_argument("--aggregate-only", action="store_true")
-    ap.add_argument("--no-estimate", action="store_true")
-    ap.add_argument("--store", default=None)
+    add_grid_args(ap)
     args = ap.parse_args(argv)
-    try:
-        from ..longrun import allow_long_runs, check_estimate
-    except ImportError:  # pragma: no cover
-        allow_long_runs, check_estimate = (lambda allow: None), (lambda *a, **k: None)
-    if args.allow_long:
-        allow_long_runs(True)
-    store = Path(args.store) if args.store else None
-    jobs = jobs_for(args.preset, args.smoke)
-    if args.aggregate_only:
-        done, left = pending(jobs, store)
-        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
-    else:
-        run_grid(
-            RUNNER,
-            jobs,
-            n_jobs=args.jobs,
-            store=store,
-            estimate=None if args.no_estimate else estimate,
-            check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
-            log=lambda m: print(m, flush=True),
-        )
-    write_bundle(args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True))
+    grid_main(
+        args,
+        RUNNER,
+        jobs_for(args.preset, args.smoke),
+        write_bundle,
+        estimate=estimate,
+        what=f"{EXPERIMENT} at preset {args.preset}",
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from ..devices import resolve_device
 from ..models.s6 import MixerLM
 from ..models.transformer import TinyTransformer
 from ..presets import experiment
+from ..runstore import add_grid_args, grid_main
 
 CHECKPOINT_DIR = results.CHECKPOINT_DIR
 REGENERATE = "python -m mamba_recall.experiments.ch3_keep_nth --preset ci"
@@ -125,12 +126,17 @@ STORE_PRESETS = ("cpu-hours",)
 
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--jobs", type=int, default=1, help="cpu-hours: parallel processes, one torch thread each")
-    parser.add_argument("--allow-long", action="store_true", help="cpu-hours: start even if estimated over an hour")
-    parser.add_argument("--aggregate-only", action="store_true", help="cpu-hours: only write the bundle")
-    parser.add_argument("--no-estimate", action="store_true", help="cpu-hours: skip the measured estimate")
-    parser.add_argument("--smoke", action="store_true", help="cpu-hours: the smoke-capped grid (seconds)")
-    parser.add_argument("--store", default=None, help="cpu-hours: run-store folder (default results/runs)")
+    """The run-store options (:func:`mamba_recall.runstore.add_grid_args`), each said to apply to ``cpu-hours``."""
+    add_grid_args(
+        parser,
+        order=("jobs", "allow_long", "aggregate_only", "no_estimate", "smoke", "store"),
+        jobs="cpu-hours: parallel processes, one torch thread each",
+        allow_long="cpu-hours: start even if estimated over an hour",
+        aggregate_only="cpu-hours: only write the bundle",
+        no_estimate="cpu-hours: skip the measured estimate",
+        smoke="cpu-hours: the smoke-capped grid (seconds)",
+        store="cpu-hours: run-store folder (default results/runs)",
+    )
 
 
 def curve_of(res, eval_every: int) -> list[list[float]]:
@@ -190,36 +196,20 @@ def measured_estimate(left: list[dict], train_one, key=lambda c: c, probe: int =
 
 def run_store_main(args, experiment_name: str, jobs: list[dict], runner: str, train_one, write_bundle, key=None):
     """The ``cpu-hours`` path of a Chapter 3 runner: run the missing jobs (estimate printed first), then aggregate."""
-    import sys as _sys
-
-    from ..longrun import allow_long_runs, check_estimate
-    from ..runstore import pending, run_grid
-
-    if args.allow_long:
-        allow_long_runs(True)
-    store = Path(args.store) if args.store else None
+    default_store = None
     if args.smoke:  # smoke runs never write under results/ (bundle, checkpoints, run store): _build/smoke/results/
         from ..paths import BUILD_DIR
 
         results.redirect_smoke_outputs(True)
-        store = store or BUILD_DIR / "smoke" / "results" / "runs"
-    if args.aggregate_only:
-        done, left = pending(jobs, store)
-        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
-    else:
-        run_grid(
-            runner,
-            jobs,
-            n_jobs=args.jobs,
-            store=store,
-            estimate=None
-            if args.no_estimate
-            else (lambda left: measured_estimate(left, train_one, key or (lambda c: c))),
-            check_long=lambda s: check_estimate(s, f"{experiment_name} at preset {args.preset}", "cpu"),
-            log=lambda m: print(m, flush=True),
-        )
-    return write_bundle(
-        args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=_sys.stderr, flush=True)
+        default_store = BUILD_DIR / "smoke" / "results" / "runs"
+    return grid_main(
+        args,
+        runner,
+        jobs,
+        write_bundle,
+        estimate=lambda left: measured_estimate(left, train_one, key or (lambda c: c)),
+        what=f"{experiment_name} at preset {args.preset}",
+        default_store=default_store,
     )
 
 
