@@ -71,6 +71,7 @@ __all__ = [
     "INTERVAL_METHOD",
     "process_provenance",
     "runs_summary",
+    "finished_status",
     "GRID_OPTIONS",
     "add_grid_args",
     "grid_store",
@@ -407,6 +408,27 @@ def aggregate(runs: list[dict], by: list[str], metrics: list[str]):
         row["run_keys"] = " ".join(r["key"] for r in recs)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def finished_status(jobs: list[dict], store: Path | None = None, *, preset: str, log=print) -> tuple[list[dict], dict]:
+    """The finished runs of ``jobs`` and the status fields every run-store bundle's ``data`` starts with:
+    ``complete`` (all jobs finished), ``jobs_finished``, ``jobs_total``, ``interval_method``, ``runs``
+    (:func:`runs_summary`, with ``wall_seconds``) and ``run_keys``. With no finished job it logs so and returns
+    ``([], {})``: there is nothing to aggregate."""
+    runs = finished_runs(jobs, store)
+    if not runs:
+        name = jobs[0]["experiment"] if jobs else "(an empty grid)"
+        log(f"no finished jobs of {name} at preset {preset}; nothing to aggregate.")
+        return [], {}
+    data = {
+        "complete": len(runs) == len(jobs),
+        "jobs_finished": len(runs),
+        "jobs_total": len(jobs),
+        "interval_method": INTERVAL_METHOD,
+        "runs": runs_summary(runs),
+        "run_keys": sorted(r["key"] for r in runs),
+    }
+    return runs, data
 
 
 def dirty_files_committed_since(runs: list[dict], rev: str = "HEAD") -> dict[str, bool]:

@@ -39,7 +39,7 @@ import torch
 
 from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 from ..presets import experiment
-from ..runstore import INTERVAL_METHOD, add_grid_args, aggregate, finished_runs, grid_main, make_job, runs_summary
+from ..runstore import add_grid_args, aggregate, finished_status, grid_main, make_job
 
 MODELS_EXPERIMENT = "ch1.cpu_hours_models"
 TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
@@ -399,7 +399,7 @@ def _claims_table(runs: list[dict]) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame(rows), stored
 
 
-def _write(name, data, config, tables, summary, log, directory):
+def _write(name, data, config, tables, log, directory):
     from ..results import save_bundle
 
     path = save_bundle(
@@ -408,7 +408,7 @@ def _write(name, data, config, tables, summary, log, directory):
         config,
         command=f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {config['preset']} --allow-long",
         device="cpu",
-        wall_seconds=summary["wall_seconds"],
+        wall_seconds=data["runs"]["wall_seconds"],
         tables=tables,
         directory=directory,
     )
@@ -429,19 +429,9 @@ def write_bundles(
     paths = []
     for experiment_name in (MODELS_EXPERIMENT, TABLE_EXPERIMENT):
         mine = [j for j in jobs if j["experiment"] == experiment_name]
-        runs = finished_runs(mine, store)
+        runs, data = finished_status(mine, store, preset=preset, log=log)
         if not runs:
-            log(f"no finished jobs of {experiment_name} at preset {preset}; nothing to aggregate.")
             continue
-        summary = runs_summary(runs)
-        data = {
-            "complete": len(runs) == len(mine),
-            "jobs_finished": len(runs),
-            "jobs_total": len(mine),
-            "interval_method": INTERVAL_METHOD,
-            "runs": summary,
-            "run_keys": sorted(r["key"] for r in runs),
-        }
         if experiment_name == MODELS_EXPERIMENT:
             models = aggregate(
                 [dict(r, config={"model": r["config"]["model"]}) for r in runs],
@@ -464,7 +454,7 @@ def write_bundles(
                 "runner": RUNNER,
             }
             tables = {"models": models, "claims": claims, "probe": probe}
-            paths.append(_write(f"ch1_mechanism_{preset}{suffix}", data, config, tables, summary, log, directory))
+            paths.append(_write(f"ch1_mechanism_{preset}{suffix}", data, config, tables, log, directory))
         else:
             from .ch1_table1 import LABELS, PAPER_TABLE1
 
@@ -492,7 +482,7 @@ def write_bundles(
             data["aggregation"] = "held-out query accuracy per run; mean over seeds with a 95 % t-interval per cell"
             config = {"preset": preset, "smoke": smoke, "sizes": experiment("ch1.table1", preset, smoke=smoke)}
             tables = {"accuracy": cells, "runs": per_run}
-            paths.append(_write(f"ch1_table1_{preset}{suffix}", data, config, tables, summary, log, directory))
+            paths.append(_write(f"ch1_table1_{preset}{suffix}", data, config, tables, log, directory))
     return paths
 
 

@@ -38,17 +38,15 @@ import pandas as pd
 from ..presets import experiment
 from ..presets.ch2 import RECIPES
 from ..runstore import (
-    INTERVAL_METHOD,
     RUNS_DIR,
     add_grid_args,
     aggregate,
-    finished_runs,
+    finished_status,
     grid_store,
     log_stderr,
     make_job,
     pending,
     run_missing,
-    runs_summary,
 )
 
 RUNNER = "mamba_recall.experiments.ch2_figs_cpu:run_job"
@@ -393,9 +391,8 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
 
     c, top = part_sizes(part, preset, smoke)
     jobs = jobs_for(part, preset, smoke)
-    runs = finished_runs(jobs, store)
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
-        log(f"no finished jobs of {experiment_name(part)} at preset {preset}; nothing to aggregate.")
         return None
     by = PARTS[part][2]
     metrics = METRICS.get(part, ["best_accuracy"])
@@ -412,17 +409,10 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
     )
     if part == "fig7":
         per_run["N_eff"] = per_run["N"] * per_run["layers"]
-    summary = runs_summary(runs)
-    data = {
-        "complete": len(runs) == len(jobs),
-        "jobs_finished": len(runs),
-        "jobs_total": len(jobs),
-        "interval_method": INTERVAL_METHOD,
-        "runs": summary,
-        "store": f"results/runs/{experiment_name(part)}/",
-        "run_keys": sorted(r["key"] for r in runs),
-        "aggregation": "best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max",
-    }
+    data.update(
+        store=f"results/runs/{experiment_name(part)}/",
+        aggregation="best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max",
+    )
     config = {
         "preset": preset,
         "smoke": smoke,
@@ -440,7 +430,7 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
         config,
         command=f"python -m mamba_recall.experiments.ch2_figs_cpu --preset {preset} --parts {part} --allow-long",
         device="cpu",
-        wall_seconds=summary["wall_seconds"],
+        wall_seconds=data["runs"]["wall_seconds"],
         tables={"cells": cells, "runs": per_run},
     )
     log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")

@@ -26,14 +26,12 @@ import time
 
 from ..presets import experiment
 from ..runstore import (
-    INTERVAL_METHOD,
     RUNS_DIR,
     add_grid_args,
     aggregate,
-    finished_runs,
+    finished_status,
     grid_main,
     make_job,
-    runs_summary,
 )
 
 EXPERIMENT = "ch2.reference_grid"
@@ -217,9 +215,8 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
 
     sizes = _sizes(preset, smoke)
     jobs = jobs_for(preset, smoke)
-    runs = finished_runs(jobs, store)
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
-        log(f"no finished jobs of {EXPERIMENT} at preset {preset}; nothing to aggregate.")
         return None
     table = aggregate(runs, by=["D", "N"], metrics=["best_accuracy", "final_accuracy", "steps_run"])
     if sizes["V"] == 512 and sizes["Nf"] == 16 and sizes["L"] == 64:  # the authors' regime: compare
@@ -235,21 +232,14 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
             bool(lo <= a + 0.005 and hi >= a - 0.005) if not math.isnan(lo) else None
             for lo, hi, a in zip(table["best_accuracy_ci_low"], table["best_accuracy_ci_high"], table["authors"])
         ]
-    summary = runs_summary(runs)
     d0, n0 = cells(sizes)[0]
     base = resolved_config(sizes, d0, n0)
     base.pop("D"), base.pop("N")
-    data = {
-        "complete": len(runs) == len(jobs),
-        "jobs_finished": len(runs),
-        "jobs_total": len(jobs),
-        "interval_method": INTERVAL_METHOD,
-        "runs": summary,
-        "store": f"results/runs/{EXPERIMENT}/",
-        "run_keys": sorted(r["key"] for r in runs),
-        "authors_source": "code README example (config MQAR__D_N__linear_trained__example), 1 seed, "
+    data.update(
+        store=f"results/runs/{EXPERIMENT}/",
+        authors_source="code README example (config MQAR__D_N__linear_trained__example), 1 seed, "
         "validation accuracy; rows D, columns N",
-    }
+    )
     if "authors" in table:
         done = table.dropna(subset=["authors"])
         data["max_abs_diff_mean"] = float(done["diff_mean"].abs().max()) if len(done) else None
@@ -271,7 +261,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         config,
         command=cmd,
         device="cpu",
-        wall_seconds=summary["wall_seconds"],
+        wall_seconds=data["runs"]["wall_seconds"],
         tables={"cells": pd.DataFrame(table)},
     )
     log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")

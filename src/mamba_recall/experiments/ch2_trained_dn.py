@@ -19,7 +19,7 @@ import argparse
 import pandas as pd
 
 from ..presets import experiment
-from ..runstore import INTERVAL_METHOD, add_grid_args, aggregate, finished_runs, grid_main, make_job, runs_summary
+from ..runstore import add_grid_args, aggregate, finished_status, grid_main, make_job
 from ..theory.capacity import p_success
 from .ch2_reference_grid import RUNNER, estimate, resolved_config
 
@@ -49,9 +49,8 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
 
     sizes = _sizes(preset, smoke)
     jobs = jobs_for(preset, smoke)
-    runs = finished_runs(jobs, store)
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
-        log(f"no finished jobs of {EXPERIMENT} at preset {preset}; nothing to aggregate.")
         return None
     table = aggregate(runs, by=["D", "N"], metrics=["best_accuracy", "final_accuracy", "steps_run"])
     table["DN"] = table["D"] * table["N"]
@@ -72,19 +71,10 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
                 mean_signed_error=float(table[f"err_{col}"].mean()),
             )
         )
-    summary = runs_summary(runs)
     d0, n0 = sizes["cells"][0]
     base = resolved_config(sizes, d0, n0)
     base.pop("D"), base.pop("N")
-    data = {
-        "complete": len(runs) == len(jobs),
-        "jobs_finished": len(runs),
-        "jobs_total": len(jobs),
-        "interval_method": INTERVAL_METHOD,
-        "runs": summary,
-        "run_keys": sorted(r["key"] for r in runs),
-        "aggregation": "best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max",
-    }
+    data["aggregation"] = "best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max"
     config = {
         "preset": preset,
         "smoke": smoke,
@@ -100,7 +90,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         config,
         command=f"python -m mamba_recall.experiments.ch2_trained_dn --preset {preset} --allow-long",
         device="cpu",
-        wall_seconds=summary["wall_seconds"],
+        wall_seconds=data["runs"]["wall_seconds"],
         tables={"cells": table, "law_errors": pd.DataFrame(errors)},
     )
     log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")

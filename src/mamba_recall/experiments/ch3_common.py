@@ -139,6 +139,52 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def recipe_fields(cfg: dict, data_key: int, *, lr: float | None = None) -> dict:
+    """The recipe and data seeds every Chapter 3 run shares (paper 003, App. D: Adam without weight decay, cosine lr
+    to 0, early stop at 100 % held-out accuracy evaluated every 100 steps), the second half of a run's resolved
+    config: ``steps``, ``batch``, ``lr`` (``cfg["lr"]`` unless ``lr`` is given), the held-out set of
+    ``eval_sequences`` drawn with seed ``10⁶ + data_key``, the test set of ``test_sequences`` with ``2·10⁶ +
+    data_key`` (``data_key``: T for KEEP n-TH, κ for MQAR, |V| for INDUCTION HEADS) and the training batch of step
+    s with ``10⁷·(seed + 1) + s`` (:func:`train_recipe`)."""
+    return {
+        "steps": cfg["steps"],
+        "batch": cfg["batch"],
+        "lr": cfg["lr"] if lr is None else lr,
+        "weight_decay": 0.0,
+        "schedule": "cosine",
+        "eval_every": 100,
+        "target_accuracy": 1.0,
+        "eval_sequences": cfg["eval_sequences"],
+        "eval_seed": 1_000_000 + data_key,
+        "test_sequences": cfg["test_sequences"],
+        "test_seed": 2_000_000 + data_key,
+        "train_seed": "10_000_000 * (seed + 1) + step",
+    }
+
+
+def train_recipe(model, sample, c: dict, seed: int, eval_batch, *, steps: int | None = None, device="cpu", **kw):
+    """:func:`~mamba_recall.train.train` of ``model`` with the recipe of resolved config ``c``
+    (:func:`recipe_fields`): ``sample(n, data_seed) -> (ids, labels)`` draws the training batch of step s as
+    ``sample(c["batch"], 10⁷·(seed + 1) + s)``; held-out ``eval_batch``; ``steps`` overrides ``c["steps"]``
+    (timing); ``kw`` goes to ``train`` (e.g. ``desc``). Returns the TrainResult."""
+    from ..train import train
+
+    return train(
+        model,
+        lambda s: sample(c["batch"], 10_000_000 * (seed + 1) + s),
+        steps=steps or c["steps"],
+        lr=c["lr"],
+        weight_decay=c["weight_decay"],
+        seed=seed,
+        eval_every=c["eval_every"],
+        eval_batch=eval_batch,
+        target_accuracy=c["target_accuracy"],
+        device=device,
+        progress=False,
+        **kw,
+    )
+
+
 def curve_of(res, eval_every: int) -> list[list[float]]:
     """A run's training curve from :class:`~mamba_recall.train.TrainResult`: one ``[step, loss, accuracy]`` per
     held-out evaluation, ``loss`` the mean training loss over the ``eval_every`` steps before it (so the curve
@@ -233,11 +279,10 @@ def write_store_bundle(
     ``metrics``), ``curves`` (``by`` + seed + step, loss, accuracy) and ``extra_tables(runs) -> {name: rows}``.
     A partial grid is aggregated too (``data.complete`` false; ``load_strongest_bundle`` then skips it)."""
     from ..results import save_bundle
-    from ..runstore import INTERVAL_METHOD, aggregate, finished_runs, runs_summary
+    from ..runstore import aggregate, finished_status
 
-    runs = finished_runs(jobs, store)
+    runs, status = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
-        log(f"no finished jobs of {jobs[0]['experiment']} at preset {preset}; nothing to aggregate.")
         return None
     rows = [dict(r["result"]["row"]) for r in sorted(runs, key=lambda r: (r["key"], r["seed"]))]
     # the cell keys and metrics are read from each run's row (``aggregate`` reads config[by] and result[metric])
@@ -254,16 +299,7 @@ def write_store_bundle(
     tables = {"runs": pd.DataFrame(rows).sort_values(by + ["seed"]), "cells": cells, "curves": pd.DataFrame(curves)}
     for tname, trows in (extra_tables(runs) if extra_tables else {}).items():
         tables[tname] = pd.DataFrame(trows)
-    summary = runs_summary(runs)
-    data = {
-        "n_runs": len(runs),
-        "complete": len(runs) == len(jobs),
-        "jobs_finished": len(runs),
-        "jobs_total": len(jobs),
-        "interval_method": INTERVAL_METHOD,
-        "runs": summary,
-        "run_keys": sorted(r["key"] for r in runs),
-    }
+    data = {"n_runs": len(runs), **status}
     bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
     path = save_bundle(
         bundle,
@@ -271,7 +307,7 @@ def write_store_bundle(
         {"preset": preset, "smoke": smoke, "sizes": sizes, "experiment": jobs[0]["experiment"]},
         command=f"python -m mamba_recall.experiments.{runner_module} --preset {preset} --allow-long",
         device="cpu",
-        wall_seconds=summary["wall_seconds"],
+        wall_seconds=data["runs"]["wall_seconds"],
         tables=tables,
         directory=directory,
     )

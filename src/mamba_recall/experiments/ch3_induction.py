@@ -20,8 +20,9 @@ import time
 import torch
 
 from ..tasks.induction_heads import induction_heads
-from ..train import train
 from .ch3_common import (
+    recipe_fields,
+    train_recipe,
     STORE_PRESETS,
     build_model,
     curve_of,
@@ -55,18 +56,7 @@ def resolved_config(cfg: dict, V: int, d: int, N: int, mixer: str) -> dict:
         "d": d,
         "N": N,
         "mixer": mixer,
-        "steps": cfg["steps"],
-        "batch": cfg["batch"],
-        "lr": cfg["lr"],
-        "weight_decay": 0.0,
-        "schedule": "cosine",
-        "eval_every": 100,
-        "target_accuracy": 1.0,
-        "eval_sequences": cfg["eval_sequences"],
-        "eval_seed": 1_000_000 + V,
-        "test_sequences": cfg["test_sequences"],
-        "test_seed": 2_000_000 + V,
-        "train_seed": "10_000_000 * (seed + 1) + step",
+        **recipe_fields(cfg, V),
     }
 
 
@@ -89,18 +79,14 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
         d_conv=4,
         activation="silu",
     )
-    res = train(
+    res = train_recipe(
         model,
-        lambda s: induction_heads(c["batch"], T, V, c["p"], c["gamma"], seed=10_000_000 * (seed + 1) + s),
-        steps=steps or c["steps"],
-        lr=c["lr"],
-        weight_decay=c["weight_decay"],
-        seed=seed,
-        eval_every=c["eval_every"],
-        eval_batch=ev,
-        target_accuracy=c["target_accuracy"],
+        lambda n, data_seed: induction_heads(n, T, V, c["p"], c["gamma"], seed=data_seed),
+        c,
+        seed,
+        ev,
+        steps=steps,
         device=device,
-        progress=False,
     )
     acc, acc_nb = accuracies(model, *test, V, device)
     row = dict(

@@ -27,8 +27,10 @@ import numpy as np
 import torch
 
 from ..tasks.keep_nth import copy_baseline, keep_nth
-from ..train import evaluate, train
+from ..train import evaluate
 from .ch3_common import (
+    recipe_fields,
+    train_recipe,
     STORE_PRESETS,
     build_model,
     checkpoint_name,
@@ -165,18 +167,7 @@ def resolved_config(cfg: dict, T: int, d: int, N: int, kind: str) -> dict:
         "N": N,
         "model": kind,
         "transformer_d": cfg["transformer_d"],
-        "steps": cfg["steps"],
-        "batch": cfg["batch"],
-        "lr": cfg["lr_transformer"] if kind == "transformer" else cfg["lr"],
-        "weight_decay": 0.0,
-        "schedule": "cosine",
-        "eval_every": 100,
-        "target_accuracy": 1.0,
-        "eval_sequences": cfg["eval_sequences"],
-        "eval_seed": 1_000_000 + T,
-        "test_sequences": cfg["test_sequences"],
-        "test_seed": 2_000_000 + T,
-        "train_seed": "10_000_000 * (seed + 1) + step",
+        **recipe_fields(cfg, T, lr=cfg["lr_transformer"] if kind == "transformer" else cfg["lr"]),
     }
 
 
@@ -188,18 +179,14 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
     test = keep_nth(c["test_sequences"], T, V, nth, seed=c["test_seed"])
     torch.manual_seed(seed)
     model = build_model(c["model"], V=V, d=c["d"], N=c["N"], T=T, backend=backend, transformer_d=c["transformer_d"])
-    res = train(
+    res = train_recipe(
         model,
-        lambda s: keep_nth(c["batch"], T, V, nth, seed=10_000_000 * (seed + 1) + s),
-        steps=steps or c["steps"],
-        lr=c["lr"],
-        weight_decay=c["weight_decay"],
-        seed=seed,
-        eval_every=c["eval_every"],
-        eval_batch=ev,
-        target_accuracy=c["target_accuracy"],
+        lambda n, data_seed: keep_nth(n, T, V, nth, seed=data_seed),
+        c,
+        seed,
+        ev,
+        steps=steps,
         device=device,
-        progress=False,
         desc=f"{c['model']} T={T} d={c['d']} N={c['N']} s={seed}",
     )
     acc = evaluate(model, *test, device=device)

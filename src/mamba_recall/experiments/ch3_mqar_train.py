@@ -24,8 +24,10 @@ import time
 import torch
 
 from ..theory.mqar_constructions import gen_mqar
-from ..train import evaluate, train
+from ..train import evaluate
 from .ch3_common import (
+    recipe_fields,
+    train_recipe,
     STORE_PRESETS,
     build_model,
     curve_of,
@@ -65,18 +67,7 @@ def resolved_config(cfg: dict, kappa: int, d: int, mixer: str, N: int) -> dict:
         "d": d,
         "N": N,
         "mixer": mixer,
-        "steps": cfg["steps"],
-        "batch": cfg["batch"],
-        "lr": cfg["lr"],
-        "weight_decay": 0.0,
-        "schedule": "cosine",
-        "eval_every": 100,
-        "target_accuracy": 1.0,
-        "eval_sequences": cfg["eval_sequences"],
-        "eval_seed": 1_000_000 + kappa,
-        "test_sequences": cfg["test_sequences"],
-        "test_seed": 2_000_000 + kappa,
-        "train_seed": "10_000_000 * (seed + 1) + step",
+        **recipe_fields(cfg, kappa),
     }
 
 
@@ -100,18 +91,8 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
         activation="silu",
         use_gate=mixer == "s4d",
     )
-    res = train(
-        model,
-        lambda s: gen_mqar(c["batch"], T, kappa, V, seed=10_000_000 * (seed + 1) + s),
-        steps=steps or c["steps"],
-        lr=c["lr"],
-        weight_decay=c["weight_decay"],
-        seed=seed,
-        eval_every=c["eval_every"],
-        eval_batch=ev,
-        target_accuracy=c["target_accuracy"],
-        device=device,
-        progress=False,
+    res = train_recipe(
+        model, lambda n, data_seed: gen_mqar(n, T, kappa, V, seed=data_seed), c, seed, ev, steps=steps, device=device
     )
     acc = evaluate(model, *test, device=device)
     row = dict(
