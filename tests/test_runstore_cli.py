@@ -69,3 +69,21 @@ def test_estimate_over_an_hour_is_refused(tmp_path, monkeypatch):
     with pytest.raises(longrun.LongRunError, match="demo grid"):
         grid_main(args, RUNNER, jobs, lambda *a, **k: None, estimate=lambda left: (7200.0, "said"), what="demo grid")
     assert pending(jobs, tmp_path)[0] == []
+
+
+def test_finished_status_and_save_grid_bundle(tmp_path):
+    from mamba_recall.runstore import finished_status, run_grid, save_grid_bundle
+
+    jobs = [make_job("demo.sleep", {"x": 0, "sleep": 0.0}, s) for s in range(3)]
+    said = []
+    assert finished_status(jobs, tmp_path / "runs", preset="ci", log=said.append) == ([], {})
+    assert said == ["no finished jobs of demo.sleep at preset ci; nothing to aggregate."]
+    run_grid(RUNNER, jobs[:2], store=tmp_path / "runs", progress=False, log=lambda m: None)
+    runs, data = finished_status(jobs, tmp_path / "runs", preset="ci")
+    assert [r["seed"] for r in sorted(runs, key=lambda r: r["seed"])] == [0, 1]
+    assert (data["complete"], data["jobs_finished"], data["jobs_total"]) == (False, 2, 3)
+    assert data["run_keys"] == sorted(j["key"] for j in jobs[:2]) and data["runs"]["wall_seconds"] >= 0
+    path = save_grid_bundle(
+        "demo_grid", data, {"preset": "ci"}, command="demo", tables={}, directory=tmp_path, log=said.append
+    )
+    assert path == tmp_path / "demo_grid.json" and said[-1] == f"wrote {path} (2 of 3 jobs)"

@@ -72,6 +72,7 @@ __all__ = [
     "process_provenance",
     "runs_summary",
     "finished_status",
+    "save_grid_bundle",
     "GRID_OPTIONS",
     "add_grid_args",
     "grid_store",
@@ -431,6 +432,28 @@ def finished_status(jobs: list[dict], store: Path | None = None, *, preset: str,
     return runs, data
 
 
+def save_grid_bundle(
+    name: str, data: dict, config: dict, *, command: str, tables: dict, directory: Path | None = None, log=print
+) -> Path:
+    """Write a run-store bundle (:func:`mamba_recall.results.save_bundle`, device ``cpu``, wall time the runs'
+    summed ``data["runs"]["wall_seconds"]``; ``data`` as :func:`finished_status` starts it) and log how many of
+    the grid's jobs it aggregates."""
+    from .results import save_bundle
+
+    path = save_bundle(
+        name,
+        data,
+        config,
+        command=command,
+        device="cpu",
+        wall_seconds=data["runs"]["wall_seconds"],
+        tables=tables,
+        directory=directory,
+    )
+    log(f"wrote {path} ({data['jobs_finished']} of {data['jobs_total']} jobs)")
+    return path
+
+
 def dirty_files_committed_since(runs: list[dict], rev: str = "HEAD") -> dict[str, bool]:
     """For every file a run recorded as uncommitted: is the exact content it ran with (its sha256) the file's
     content at ``rev``? (True: that code is committed now, so the run is reproducible from ``rev``.)"""
@@ -476,6 +499,9 @@ GRID_OPTIONS = ("jobs", "smoke", "allow_long", "aggregate_only", "no_estimate", 
 _GRID_HELP = {
     "jobs": "parallel processes, one torch thread each",
     "allow_long": "start even if the estimate is over an hour",
+    "aggregate_only": "write the bundle from the finished jobs",
+    "no_estimate": "skip the step-time measurement",
+    "store": f"run store (default {RUNS_DIR})",
 }
 
 

@@ -39,7 +39,7 @@ import torch
 
 from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 from ..presets import experiment
-from ..runstore import add_grid_args, aggregate, finished_status, grid_main, make_job
+from ..runstore import add_grid_args, aggregate, finished_status, grid_main, save_grid_bundle, make_job
 
 MODELS_EXPERIMENT = "ch1.cpu_hours_models"
 TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
@@ -400,20 +400,8 @@ def _claims_table(runs: list[dict]) -> tuple[pd.DataFrame, dict]:
 
 
 def _write(name, data, config, tables, log, directory):
-    from ..results import save_bundle
-
-    path = save_bundle(
-        name,
-        data,
-        config,
-        command=f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {config['preset']} --allow-long",
-        device="cpu",
-        wall_seconds=data["runs"]["wall_seconds"],
-        tables=tables,
-        directory=directory,
-    )
-    log(f"wrote {path} ({data['jobs_finished']} of {data['jobs_total']} jobs)")
-    return path
+    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {config['preset']} --allow-long"
+    return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
 
 
 def write_bundles(
@@ -496,17 +484,15 @@ def main(argv=None):
     ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours"])
     ap.add_argument("--device", default="cpu", choices=["cpu"])
     add_grid_args(
-        ap, smoke="the preset's structure with a handful of steps", store="run store folder (default results/runs)"
+        ap,
+        smoke="the preset's structure with a handful of steps",
+        aggregate_only=None,
+        no_estimate=None,
+        store="run store folder (default results/runs)",
     )
     args = ap.parse_args(argv)
-    grid_main(
-        args,
-        RUNNER,
-        jobs_for(args.preset, args.smoke),
-        write_bundles,
-        estimate=estimate,
-        what=f"ch1 cpu-hours at preset {args.preset}",
-    )
+    what = f"ch1 cpu-hours at preset {args.preset}"
+    grid_main(args, RUNNER, jobs_for(args.preset, args.smoke), write_bundles, estimate=estimate, what=what)
 
 
 if __name__ == "__main__":

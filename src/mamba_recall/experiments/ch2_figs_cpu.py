@@ -38,7 +38,6 @@ import pandas as pd
 from ..presets import experiment
 from ..presets.ch2 import RECIPES
 from ..runstore import (
-    RUNS_DIR,
     add_grid_args,
     aggregate,
     finished_status,
@@ -47,6 +46,7 @@ from ..runstore import (
     make_job,
     pending,
     run_missing,
+    save_grid_bundle,
 )
 
 RUNNER = "mamba_recall.experiments.ch2_figs_cpu:run_job"
@@ -387,8 +387,6 @@ METRICS = {
 
 def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log=print):
     """Aggregate the finished jobs of ``part`` at ``preset`` into ``results/ch2_<part>_<preset>.json``."""
-    from ..results import save_bundle
-
     c, top = part_sizes(part, preset, smoke)
     jobs = jobs_for(part, preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
@@ -424,17 +422,9 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
         "job_configs": cell_configs(part, preset, smoke),
         "runner": RUNNER,
     }
-    path = save_bundle(
-        bundle_name(part, preset, smoke),
-        data,
-        config,
-        command=f"python -m mamba_recall.experiments.ch2_figs_cpu --preset {preset} --parts {part} --allow-long",
-        device="cpu",
-        wall_seconds=data["runs"]["wall_seconds"],
-        tables={"cells": cells, "runs": per_run},
-    )
-    log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
-    return path
+    command = f"python -m mamba_recall.experiments.ch2_figs_cpu --preset {preset} --parts {part} --allow-long"
+    tables = {"cells": cells, "runs": per_run}
+    return save_grid_bundle(bundle_name(part, preset, smoke), data, config, command=command, tables=tables, log=log)
 
 
 def describe(bundle) -> tuple[str, pd.DataFrame]:
@@ -463,12 +453,7 @@ def main(argv=None):
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours"])
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu"], help="CPU only (one model per process)")
     ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS))
-    add_grid_args(
-        ap,
-        aggregate_only="write the bundles from the finished jobs",
-        no_estimate="skip the step-time measurement",
-        store=f"run store (default {RUNS_DIR})",
-    )
+    add_grid_args(ap, aggregate_only="write the bundles from the finished jobs")
     args = ap.parse_args(argv)
     store = grid_store(args)
     all_jobs = {part: jobs_for(part, args.preset, args.smoke) for part in args.parts}

@@ -26,12 +26,12 @@ import time
 
 from ..presets import experiment
 from ..runstore import (
-    RUNS_DIR,
     add_grid_args,
     aggregate,
     finished_status,
     grid_main,
     make_job,
+    save_grid_bundle,
 )
 
 EXPERIMENT = "ch2.reference_grid"
@@ -211,8 +211,6 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     """Aggregate the finished jobs of ``preset`` into ``results/ch2_reference_grid_<preset>.json``."""
     import pandas as pd
 
-    from ..results import save_bundle
-
     sizes = _sizes(preset, smoke)
     jobs = jobs_for(preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
@@ -255,17 +253,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     }
     cmd = f"python -m mamba_recall.experiments.ch2_reference_grid --preset {preset} --allow-long"
     name = f"ch2_reference_grid_{preset}" + ("_smoke" if smoke else "")
-    path = save_bundle(
-        name,
-        data,
-        config,
-        command=cmd,
-        device="cpu",
-        wall_seconds=data["runs"]["wall_seconds"],
-        tables={"cells": pd.DataFrame(table)},
-    )
-    log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
-    return path
+    return save_grid_bundle(name, data, config, command=cmd, tables={"cells": pd.DataFrame(table)}, log=log)
 
 
 def load_comparison(preset: str = "cpu-hours", log=print):
@@ -306,21 +294,10 @@ def main(argv=None):
         choices=["auto", "cpu"],
         help="CPU only (one model per process); a GPU runs ch2_scaling's ensembles instead",
     )
-    add_grid_args(
-        ap,
-        aggregate_only="write the bundle from the finished jobs",
-        no_estimate="skip the step-time measurement",
-        store=f"run store (default {RUNS_DIR})",
-    )
+    add_grid_args(ap)
     args = ap.parse_args(argv)
-    grid_main(
-        args,
-        RUNNER,
-        jobs_for(args.preset, args.smoke),
-        write_bundle,
-        estimate=estimate,
-        what=f"{EXPERIMENT} at preset {args.preset}",
-    )
+    what = f"{EXPERIMENT} at preset {args.preset}"
+    grid_main(args, RUNNER, jobs_for(args.preset, args.smoke), write_bundle, estimate=estimate, what=what)
 
 
 if __name__ == "__main__":

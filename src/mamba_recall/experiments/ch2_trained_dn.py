@@ -19,7 +19,7 @@ import argparse
 import pandas as pd
 
 from ..presets import experiment
-from ..runstore import add_grid_args, aggregate, finished_status, grid_main, make_job
+from ..runstore import add_grid_args, aggregate, finished_status, grid_main, save_grid_bundle, make_job
 from ..theory.capacity import p_success
 from .ch2_reference_grid import RUNNER, estimate, resolved_config
 
@@ -45,8 +45,6 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
 
 
 def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
-    from ..results import save_bundle
-
     sizes = _sizes(preset, smoke)
     jobs = jobs_for(preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
@@ -84,17 +82,9 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "laws": [dict(column=c, law=l, a=a) for c, l, a in LAWS],
     }
     name = f"ch2_trained_dn_{preset}" + ("_smoke" if smoke else "")
-    path = save_bundle(
-        name,
-        data,
-        config,
-        command=f"python -m mamba_recall.experiments.ch2_trained_dn --preset {preset} --allow-long",
-        device="cpu",
-        wall_seconds=data["runs"]["wall_seconds"],
-        tables={"cells": table, "law_errors": pd.DataFrame(errors)},
-    )
-    log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
-    return path
+    command = f"python -m mamba_recall.experiments.ch2_trained_dn --preset {preset} --allow-long"
+    tables = {"cells": table, "law_errors": pd.DataFrame(errors)}
+    return save_grid_bundle(name, data, config, command=command, tables=tables, log=log)
 
 
 # The runs whose outputs are committed (``make reproduce`` repeats them; finished jobs are skipped).
@@ -105,16 +95,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu"])
-    add_grid_args(ap)
+    add_grid_args(ap, aggregate_only=None, no_estimate=None, store=None)
     args = ap.parse_args(argv)
-    grid_main(
-        args,
-        RUNNER,
-        jobs_for(args.preset, args.smoke),
-        write_bundle,
-        estimate=estimate,
-        what=f"{EXPERIMENT} at preset {args.preset}",
-    )
+    what = f"{EXPERIMENT} at preset {args.preset}"
+    grid_main(args, RUNNER, jobs_for(args.preset, args.smoke), write_bundle, estimate=estimate, what=what)
 
 
 if __name__ == "__main__":

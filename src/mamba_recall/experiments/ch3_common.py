@@ -278,8 +278,7 @@ def write_store_bundle(
     job's ``result["row"]``), ``cells`` (``runstore.aggregate`` over ``by``: mean, 95 % t-interval, per-seed values of
     ``metrics``), ``curves`` (``by`` + seed + step, loss, accuracy) and ``extra_tables(runs) -> {name: rows}``.
     A partial grid is aggregated too (``data.complete`` false; ``load_strongest_bundle`` then skips it)."""
-    from ..results import save_bundle
-    from ..runstore import aggregate, finished_status
+    from ..runstore import aggregate, finished_status, save_grid_bundle
 
     runs, status = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
@@ -301,15 +300,12 @@ def write_store_bundle(
         tables[tname] = pd.DataFrame(trows)
     data = {"n_runs": len(runs), **status}
     bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
-    path = save_bundle(
+    return save_grid_bundle(
         bundle,
         data,
         {"preset": preset, "smoke": smoke, "sizes": sizes, "experiment": jobs[0]["experiment"]},
         command=f"python -m mamba_recall.experiments.{runner_module} --preset {preset} --allow-long",
-        device="cpu",
-        wall_seconds=data["runs"]["wall_seconds"],
         tables=tables,
         directory=directory,
+        log=log,
     )
-    log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
-    return path
