@@ -110,6 +110,19 @@ def _eval(n: int, steps: int) -> dict:
     }
 
 
+def _schedule(entry: dict, steps: int, batch: int, **recipe) -> dict:
+    """``recipe`` and ``eval`` of one cell: the authors' ``code`` recipe with warmup ``min(entry["warmup"], steps -
+    1)`` and ``entry["hold"]`` (``recipe``: further overrides, e.g. ``grad_clip``) and the held-out schedule of
+    ``entry["n_eval"]`` sequences (``entry``: the preset entry that carries them)."""
+    overrides = {"warmup": min(entry["warmup"], steps - 1), "hold": entry["hold"], **recipe}
+    return {"recipe": _recipe(overrides, batch), "eval": _eval(entry["n_eval"], steps)}
+
+
+def _regime(c: dict) -> dict:
+    """The regime sizes of a cell (vocabulary V, facts N_f, length L, width D) as the part's sizes give them."""
+    return {"V": c["V"], "Nf": c["Nf"], "L": c["L"], "D": c["D"]}
+
+
 def _data(task: str, task_kw: dict) -> dict:
     return {"task": task, "task_kw": task_kw, "train_seed": "seed*100003 + step", "init_seed": "seed"}
 
@@ -127,10 +140,7 @@ def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
                     dict(
                         base,
                         model="LinearMamba (Alg. 2, residual)",
-                        V=c["V"],
-                        Nf=c["Nf"],
-                        L=c["L"],
-                        D=c["D"],
+                        **_regime(c),
                         N=n,
                         layers=lam,
                         N_eff=n * lam,
@@ -138,8 +148,7 @@ def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
                         residual=True,
                         batch=batch,
                         steps=steps,
-                        recipe=_recipe({"warmup": min(top["warmup"], steps - 1), "hold": top["hold"]}, batch),
-                        eval=_eval(top["n_eval"], steps),
+                        **_schedule(top, steps, batch),
                         data=_data("mqar", {}),
                     )
                 )
@@ -174,8 +183,7 @@ def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
                     residual=True,
                     batch=batch,
                     steps=steps,
-                    recipe=_recipe({"warmup": min(top["warmup"], steps - 1), "hold": top["hold"]}, batch),
-                    eval=_eval(top["n_eval"], steps),
+                    **_schedule(top, steps, batch),
                     data=_data(task, kw),
                 )
             )
@@ -190,17 +198,11 @@ def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
                     values=values,
                     M=M,
                     N=n,
-                    V=c["V"],
-                    Nf=c["Nf"],
-                    L=c["L"],
-                    D=c["D"],
+                    **_regime(c),
                     d_conv=2,
                     batch=batch,
                     steps=steps,
-                    recipe=_recipe(
-                        {"warmup": min(c["warmup"], steps - 1), "hold": c["hold"], "grad_clip": c["grad_clip"]}, batch
-                    ),
-                    eval=_eval(c["n_eval"], steps),
+                    **_schedule(c, steps, batch, grad_clip=c["grad_clip"]),
                     n_noise=c["n_noise"],
                     data=_data("mqar", {}),
                 )
@@ -216,18 +218,14 @@ def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
                     row=row,
                     label=label,
                     selective=selective,
-                    V=c["V"],
-                    Nf=c["Nf"],
-                    L=c["L"],
-                    D=c["D"],
+                    **_regime(c),
                     N=c["N"],
                     d_conv=d_conv,
                     residual=False,
                     batch=batch,
                     steps=steps,
                     sizes=c,
-                    recipe=_recipe({"warmup": min(top["warmup"], steps - 1), "hold": top["hold"]}, batch),
-                    eval=_eval(top["n_eval"], steps),
+                    **_schedule(top, steps, batch),
                     data=_data("mqar", {}),
                 )
             )
