@@ -259,6 +259,33 @@ def run_store_main(args, experiment_name: str, jobs: list[dict], runner: str, tr
     )
 
 
+def store_bundle_writer(
+    name: str, experiment_name: str, jobs_for, *, by: list[str], metrics: list[str], extra_tables=None
+):
+    """The ``write_bundle(preset, *, store=None, smoke=False, directory=None, log=print)`` of the Chapter 3 runner
+    ``name`` (its module and bundle stem): :func:`write_store_bundle` of the jobs ``jobs_for(preset, smoke)``, with
+    the sizes of the preset experiment ``experiment_name``, cells over ``by`` and the metrics ``metrics``."""
+
+    def write_bundle(preset: str, *, store=None, smoke: bool = False, directory=None, log=print):
+        return write_store_bundle(
+            name,
+            name,
+            jobs_for(preset, smoke),
+            preset=preset,
+            sizes=experiment(experiment_name, preset, smoke=smoke),
+            by=by,
+            metrics=metrics,
+            extra_tables=extra_tables,
+            store=store,
+            smoke=smoke,
+            directory=directory,
+            log=log,
+        )
+
+    write_bundle.__doc__ = f"Aggregate the finished {experiment_name} jobs into ``results/{name}_<preset>.json``."
+    return write_bundle
+
+
 def write_store_bundle(
     name: str,
     runner_module: str,

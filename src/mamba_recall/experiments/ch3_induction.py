@@ -21,15 +21,15 @@ import torch
 
 from ..tasks.induction_heads import induction_heads
 from .ch3_common import (
-    recipe_fields,
-    train_recipe,
     STORE_PRESETS,
     build_model,
     curve_of,
     parse,
+    recipe_fields,
     run_store_main,
     save_runner_bundle,
-    write_store_bundle,
+    store_bundle_writer,
+    train_recipe,
 )
 
 
@@ -123,22 +123,13 @@ def run_job(config: dict, seed: int) -> dict:
     return {"row": row, "curve": curve_of(res, config["eval_every"])}
 
 
-def write_bundle(preset: str, *, store=None, smoke: bool = False, directory=None, log=print):
-    from ..presets import experiment
-
-    return write_store_bundle(
-        "ch3_induction",
-        "ch3_induction",
-        jobs_for(preset, smoke),
-        preset=preset,
-        sizes=experiment(EXPERIMENT, preset, smoke=smoke),
-        by=["V", "T", "d", "N", "mixer"],
-        metrics=["accuracy", "accuracy_nonblank", "steps"],
-        store=store,
-        smoke=smoke,
-        directory=directory,
-        log=log,
-    )
+write_bundle = store_bundle_writer(
+    "ch3_induction",
+    EXPERIMENT,
+    jobs_for,
+    by=["V", "T", "d", "N", "mixer"],
+    metrics=["accuracy", "accuracy_nonblank", "steps"],
+)
 
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).

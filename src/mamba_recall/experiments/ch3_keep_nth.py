@@ -29,17 +29,17 @@ import torch
 from ..tasks.keep_nth import copy_baseline, keep_nth
 from ..train import evaluate
 from .ch3_common import (
-    recipe_fields,
-    train_recipe,
     STORE_PRESETS,
     build_model,
     checkpoint_name,
     curve_of,
     parse,
+    recipe_fields,
     run_store_main,
     save_checkpoint,
     save_runner_bundle,
-    write_store_bundle,
+    store_bundle_writer,
+    train_recipe,
 )
 
 BINS = np.linspace(0.0, 1.0, 51)
@@ -262,25 +262,16 @@ def run_job(config: dict, seed: int) -> dict:
     return {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
 
 
-def write_bundle(preset: str, *, store=None, smoke: bool = False, directory=None, log=print):
-    from ..presets import experiment
-
-    return write_store_bundle(
-        "ch3_keep_nth",
-        "ch3_keep_nth",
-        jobs_for(preset, smoke),
-        preset=preset,
-        sizes=experiment(EXPERIMENT, preset, smoke=smoke),
-        by=["T", "d", "N", "model"],
-        metrics=["accuracy", "steps"],
-        extra_tables=lambda runs: {
-            "decay": [d for r in sorted(runs, key=lambda r: r["key"]) for d in r["result"]["decay"]]
-        },
-        store=store,
-        smoke=smoke,
-        directory=directory,
-        log=log,
-    )
+write_bundle = store_bundle_writer(
+    "ch3_keep_nth",
+    EXPERIMENT,
+    jobs_for,
+    by=["T", "d", "N", "model"],
+    metrics=["accuracy", "steps"],
+    extra_tables=lambda runs: {
+        "decay": [d for r in sorted(runs, key=lambda r: r["key"]) for d in r["result"]["decay"]]
+    },
+)
 
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).

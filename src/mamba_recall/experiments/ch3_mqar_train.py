@@ -26,15 +26,15 @@ import torch
 from ..theory.mqar_constructions import gen_mqar
 from ..train import evaluate
 from .ch3_common import (
-    recipe_fields,
-    train_recipe,
     STORE_PRESETS,
     build_model,
     curve_of,
     parse,
+    recipe_fields,
     run_store_main,
     save_runner_bundle,
-    write_store_bundle,
+    store_bundle_writer,
+    train_recipe,
 )
 
 
@@ -127,22 +127,13 @@ def run_job(config: dict, seed: int) -> dict:
     return {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"])}
 
 
-def write_bundle(preset: str, *, store=None, smoke: bool = False, directory=None, log=print):
-    from ..presets import experiment
-
-    return write_store_bundle(
-        "ch3_mqar_train",
-        "ch3_mqar_train",
-        jobs_for(preset, smoke),
-        preset=preset,
-        sizes=experiment(EXPERIMENT, preset, smoke=smoke),
-        by=["grid", "T", "V", "kappa", "d", "N", "mixer"],
-        metrics=["accuracy", "steps"],
-        store=store,
-        smoke=smoke,
-        directory=directory,
-        log=log,
-    )
+write_bundle = store_bundle_writer(
+    "ch3_mqar_train",
+    EXPERIMENT,
+    jobs_for,
+    by=["grid", "T", "V", "kappa", "d", "N", "mixer"],
+    metrics=["accuracy", "steps"],
+)
 
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
