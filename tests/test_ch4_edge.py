@@ -169,3 +169,49 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     again = [check_family(cid, loaded, "d2", record=False) for cid in CLAIM_IDS]
     assert [v.status for v in again] == [v.status for v in verdicts]
     assert len(loaded.probe_table("slow_states")) == 1
+
+
+@pytest.mark.parametrize(
+    "argv, stages",
+    [
+        (["--aggregate-only"], ["edge", "checks"]),  # the one command that rewrites both bundles
+        (["--checks", "--aggregate-only"], ["checks"]),
+        (["--checks", "--no-estimate"], ["checks"]),
+        (["--no-estimate"], ["edge"]),  # training never starts the checks
+    ],
+)
+def test_edge_command_line_stages_share_one_provenance(argv, stages, tmp_path, monkeypatch, capsys):
+    """The command line on the shared run-store flow: which grids a command counts or runs and which bundles it
+    writes, with the store, preset and smoke flag passed through, every bundle under the command's one git state
+    (taken once, before anything is written), and --recipes / --seeds selecting the jobs as before."""
+    from mamba_recall import results
+    from mamba_recall.experiments import ch4_edge as E
+
+    edge_jobs = E.jobs_for("cpu-hours", smoke=True)
+    calls, made = [], []
+
+    def fake_checks_jobs(preset, smoke, store):
+        made.append((preset, smoke, store))
+        return [j for j in edge_jobs if j["config"]["recipe_name"] == "d2"]  # stand-ins, filtered out by --recipes
+
+    def writer(name):
+        def write(preset, *, store, smoke, log):
+            calls.append((name, preset, store, smoke, results._COMMAND_GIT))
+
+        return write
+
+    monkeypatch.setattr(E, "checks_jobs", fake_checks_jobs)
+    monkeypatch.setattr(E, "write_bundle", writer("edge"))
+    monkeypatch.setattr(E, "write_checks_bundle", writer("checks"))
+    # --recipes names no recipe of the stand-in checks and --seeds no edge seed: the grids that would run are empty
+    E.main(["--preset", "cpu-hours", "--smoke", "--store", str(tmp_path), "--recipes", "d4", "--seeds", "9", *argv])
+    assert [c[0] for c in calls] == stages
+    assert all(c[1:4] == ("cpu-hours", tmp_path, True) for c in calls)
+    assert calls[0][4] is not None and all(c[4] is calls[0][4] for c in calls)  # one provenance per command
+    assert results._COMMAND_GIT is None  # and only while the command runs
+    out = capsys.readouterr().out.splitlines()
+    if "--aggregate-only" in argv:  # counted, one line per grid
+        assert out == ["0 jobs: 0 finished, 0 left"] * len(stages)
+    else:
+        assert out == [f"0 jobs: 0 finished (skipped), 0 left; store {tmp_path}"]
+    assert len(made) == ("checks" in stages)  # (without the --recipes / --seeds selection, these would train)

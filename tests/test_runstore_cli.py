@@ -87,3 +87,76 @@ def test_finished_status_and_save_grid_bundle(tmp_path):
         "demo_grid", data, {"preset": "ci"}, command="demo", tables={}, directory=tmp_path, log=said.append
     )
     assert path == tmp_path / "demo_grid.json" and said[-1] == f"wrote {path} (2 of 3 jobs)"
+
+
+def _git_repo(root):
+    """A small git repository at ``root`` with one committed (tracked) bundle file, ``results/first.json``."""
+    import subprocess
+
+    (root / "results").mkdir(parents=True)
+    (root / "results" / "first.json").write_text("{}\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(git + ["init", "-q"], cwd=root, check=True)
+    subprocess.run(git + ["add", "results/first.json"], cwd=root, check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "x"], cwd=root, check=True)
+
+
+def test_one_provenance_per_command(tmp_path, monkeypatch):
+    """A command that writes two bundles records one provenance, taken before it writes anything: the first
+    bundle rewrites a tracked file, yet the second one is not marked ``git_dirty`` (written alone, outside a
+    command, it would be). The second stage's jobs are made from the store, after the first stage."""
+    import json
+
+    from mamba_recall import results
+
+    repo = tmp_path / "repo"
+    _git_repo(repo)
+    monkeypatch.setattr(results, "REPO_ROOT", repo)  # results._git runs git there
+    monkeypatch.setattr(longrun, "_allowed", False)
+    out = repo / "results"
+
+    def writer(name):
+        def write(preset, *, store, smoke, log):
+            return results.save_bundle(name, {"preset": preset}, {}, command="c", directory=out)
+
+        return write
+
+    first = [make_job("demo.sleep", {"x": 0, "sleep": 0.0}, 0)]
+    seen_store = []
+
+    def second_jobs(store):  # made from the first stage's finished runs
+        seen_store.append(store)
+        return [make_job("demo.second", {"of": j["key"], "x": 1, "sleep": 0.0}, 0) for j in pending(first, store)[0]]
+
+    from mamba_recall.runstore import GridStage
+
+    args = _parser().parse_args(["--no-estimate", "--store", str(tmp_path / "runs")])
+    then = [GridStage(RUNNER, second_jobs, writer("second"))]
+    assert grid_main(args, RUNNER, first, writer("first"), estimate=None, what="demo", then=then) == out / "first.json"
+    assert seen_store == [tmp_path / "runs"] and len(pending(second_jobs(tmp_path / "runs"), tmp_path / "runs")[0]) == 1
+    provs = [json.loads((out / f"{n}.json").read_text())["provenance"] for n in ("first", "second")]
+    keys = ("git_commit", "git_dirty", "dirty_files", "versions", "device", "platform")
+    assert provs[0]["git_commit"] and provs[0]["git_dirty"] is False
+    assert [{k: p[k] for k in keys} for p in provs] == [{k: provs[0][k] for k in keys}] * 2
+    # the defect this prevents: a bundle written after the tracked first.json was rewritten reads a dirty tree
+    assert json.loads(writer("alone")("ci", store=None, smoke=False, log=None).read_text())["provenance"]["git_dirty"]
+    # and nested commands keep the outer one's state
+    with results.command_provenance() as outer, results.command_provenance() as inner:
+        assert inner is outer and outer["status"]
+
+
+def test_aggregate_only_counts_every_stage(tmp_path, capsys, monkeypatch):
+    from mamba_recall.runstore import GridStage
+
+    monkeypatch.setattr(longrun, "_allowed", False)
+    first = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, 0) for x in range(2)]
+    second = [make_job("demo.second", {"x": 0, "sleep": 0.0}, s) for s in range(3)]
+    written = []
+
+    def write(preset, *, store, smoke, log):
+        written.append(preset)
+
+    args = _parser().parse_args(["--aggregate-only", "--store", str(tmp_path)])
+    grid_main(args, RUNNER, first, write, estimate=None, what="demo", then=[GridStage(RUNNER, second, write)])
+    assert capsys.readouterr().out.splitlines() == ["2 jobs: 0 finished, 2 left", "3 jobs: 0 finished, 3 left"]
+    assert written == ["ci", "ci"] and pending(first + second, tmp_path)[0] == []  # counted, nothing run

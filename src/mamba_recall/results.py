@@ -6,12 +6,14 @@ A bundle is ``results/<name>.json``::
      "config": {...}, "data": {...}, "tables": {"<table>": {"file": "<name>.<table>.csv", "sha256": ...}},
      "provenance": {"git_commit", "git_dirty", "device", "versions": {...}, "created", "wall_seconds"}}
 
-Tables (pandas DataFrames) are written beside it as CSV and checked by hash when loaded.
+Tables (pandas DataFrames) are written beside it as CSV and checked by hash when loaded. A command that writes
+several bundles gives them one git state, taken before it writes anything (:func:`command_provenance`).
 Loading validates the schema and names what is wrong and how to regenerate the bundle.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -92,8 +94,47 @@ def _imported(paths: list[str]) -> list[str]:
     return [p for p in paths if p == "pyproject.toml" or str((REPO_ROOT / p).resolve()) in loaded]
 
 
-def provenance(device: str | torch.device = "cpu", wall_seconds: float | None = None) -> dict:
-    """Git commit, device, library versions and time: everything needed to say how a number was made."""
+#: The git state of the command now running (:func:`command_provenance`), or None: each bundle takes its own.
+_COMMAND_GIT: dict | None = None
+
+
+def _git_state() -> dict:
+    """``{"commit", "status", "code"}``: ``HEAD``, ``git status`` of the tracked files, and the uncommitted
+    (modified or untracked) files of the library, the code that can have made a number."""
+    return {
+        "commit": _git("rev-parse", "HEAD"),
+        "status": _git("status", "--porcelain", "--untracked-files=no"),
+        "code": _git("status", "--porcelain", "--untracked-files=all", "--", "src", "pyproject.toml"),
+    }
+
+
+@contextlib.contextmanager
+def command_provenance():
+    """One provenance per command: while this is active, every bundle :func:`save_bundle` writes in this process
+    records the git state taken **once, on entry** (commit, ``git_dirty``, the uncommitted library files), not
+    the state at its own writing. Without it, a command writing two bundles records ``git_dirty: true`` in the
+    second one because the first one has just rewritten a tracked file. Enter it before the command writes any
+    file (:func:`mamba_recall.runstore.grid_main` does). ``dirty_files`` stays those uncommitted files that the
+    process has imported by the time each bundle is written (a later bundle that used more library code names
+    it too); ``device``, ``created`` and ``wall_seconds`` are each bundle's own. Nested use keeps the outer
+    state. Checkpoint sidecars (:func:`save_checkpoint`) keep their own provenance (jobs run in other
+    processes too)."""
+    global _COMMAND_GIT
+    if _COMMAND_GIT is not None:  # already inside a command: its state holds
+        yield _COMMAND_GIT
+        return
+    _COMMAND_GIT = _git_state()
+    try:
+        yield _COMMAND_GIT
+    finally:
+        _COMMAND_GIT = None
+
+
+def provenance(
+    device: str | torch.device = "cpu", wall_seconds: float | None = None, *, git: dict | None = None
+) -> dict:
+    """Git commit, device, library versions and time: everything needed to say how a number was made.
+    ``git``: a :func:`_git_state` taken earlier (the command's, :func:`command_provenance`); default: now."""
     versions = {"python": platform.python_version(), "torch": torch.__version__, "mamba_recall": __version__}
     try:
         import numpy
@@ -101,11 +142,10 @@ def provenance(device: str | torch.device = "cpu", wall_seconds: float | None = 
         versions["numpy"] = numpy.__version__
     except ImportError:  # numpy is a dependency; keep provenance robust anyway
         pass
-    status = _git("status", "--porcelain", "--untracked-files=no")
-    # the code that can have made the number: uncommitted (modified or untracked) files of the library
-    code = _git("status", "--porcelain", "--untracked-files=all", "--", "src", "pyproject.toml")
+    state = git if git is not None else _git_state()
+    status, code = state["status"], state["code"]
     return {
-        "git_commit": _git("rev-parse", "HEAD"),
+        "git_commit": state["commit"],
         "git_dirty": bool(status) if status is not None else None,
         "dirty_files": _imported(sorted(line[2:].strip() for line in code.splitlines())) if code is not None else None,
         "device": device_description(device),
@@ -170,7 +210,8 @@ def save_bundle(
         raise BundleError(f"bundle name {name!r} must be a plain file stem such as 'scan_bench_cpu'.")
     directory = _output_dir(Path(directory or RESULTS_DIR))
     directory.mkdir(parents=True, exist_ok=True)
-    prov = provenance(device, wall_seconds)  # before the tables are written: they would dirty the tree themselves
+    # before the tables are written (they would dirty the tree themselves); inside a command, its one git state
+    prov = provenance(device, wall_seconds, git=_COMMAND_GIT)
     table_index = {}
     for tname, frame in (tables or {}).items():
         csv = directory / f"{name}.{tname}.csv"

@@ -27,7 +27,8 @@ Provenance and "clean": other people edit the working tree while a grid runs, so
 whole tree says little about a run. A run records the commit ``HEAD`` and, as ``dirty_files``, the
 library and runner files *this process imported* that differ from ``HEAD`` (modified or untracked), with
 their sha256; ``git_clean`` is true when that list is empty. Both are taken once per process, right after
-the runner is imported (the code in memory is the code on disk at that moment).
+the runner is imported (the code in memory is the code on disk at that moment). The bundles of one command
+(:func:`grid_main`) likewise share one git state, taken before the command writes any file.
 
 Aggregation (:func:`aggregate`): per cell the mean over seeds, a 95 % Student-t interval
 ``mean ± t_{0.975, n-1} · s / √n`` (quantile :func:`t_quantile_975` from ``scipy.stats.t``; no interval for one
@@ -47,8 +48,9 @@ import platform
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import joblib
 from scipy.stats import t as _t
@@ -79,6 +81,7 @@ __all__ = [
     "run_missing",
     "run_or_count",
     "grid_main",
+    "GridStage",
     "log_stderr",
 ]
 
@@ -492,7 +495,8 @@ def runs_summary(runs: list[dict]) -> dict:
 # :func:`mamba_recall.longrun.allow_long_runs`), ``--store`` (the folder, default :data:`RUNS_DIR`), then either
 # run the missing jobs (``--jobs`` processes; the measured estimate unless ``--no-estimate``, checked against the
 # hour of :func:`mamba_recall.longrun.check_estimate`) or, with ``--aggregate-only``, count the finished ones;
-# then write the bundle from what is finished (``--smoke``: the preset's smoke-capped grid).
+# then write the bundle from what is finished (``--smoke``: the preset's smoke-capped grid). A runner with a second
+# grid made from the first one's runs passes it as a :class:`GridStage`; a command's bundles share one provenance.
 
 #: the run-store options, in the order most runners list them (``dest`` names)
 GRID_OPTIONS = ("jobs", "smoke", "allow_long", "aggregate_only", "no_estimate", "store")
@@ -567,13 +571,50 @@ def run_or_count(runner: str, jobs: list[dict], args, *, store: Path | None, est
         run_missing(runner, jobs, args, store=store, estimate=estimate, what=what)
 
 
-def grid_main(args, runner: str, jobs: list[dict], write, *, estimate, what: str, default_store: Path | None = None):
+@dataclass(frozen=True)
+class GridStage:
+    """A further stage of a runner's command (:func:`grid_main`'s ``then``): its jobs, run (or counted with
+    ``--aggregate-only``) and aggregated after the stages before it. ``jobs`` is a list or ``jobs(store)`` (jobs
+    made from the finished runs of an earlier stage, e.g. Chapter 4's claim checks of its trained models);
+    ``write`` as :func:`grid_main`'s; ``estimate`` None: none printed and no long-run check (as ``--no-estimate``)."""
+
+    runner: str
+    jobs: list[dict] | Callable[[Path | None], list[dict]]
+    write: Callable
+    estimate: Callable[[list[dict]], tuple[float, str]] | None = None
+    what: str = ""
+
+
+def grid_main(
+    args,
+    runner: str,
+    jobs: list[dict] | Callable[[Path | None], list[dict]],
+    write,
+    *,
+    estimate,
+    what: str,
+    default_store: Path | None = None,
+    then: Sequence[GridStage] = (),
+):
     """The whole flow of a runner's parsed ``args`` (:func:`add_grid_args`): :func:`grid_store`,
     :func:`run_or_count`, then ``write(args.preset, store=…, smoke=args.smoke, log=log_stderr)`` (the bundle
-    from the finished jobs), whose value it returns."""
+    from the finished jobs), whose value it returns; then the same for each stage of ``then``, in order.
+    ``jobs`` may be ``jobs(store)``.
+
+    One provenance per command: everything runs inside :func:`mamba_recall.results.command_provenance`, so
+    every bundle the command writes records the git state taken before it wrote any file (a second bundle
+    does not say ``git_dirty`` because the first one rewrote a tracked file)."""
+    from .results import command_provenance
+
     store = grid_store(args, default_store)
-    run_or_count(runner, jobs, args, store=store, estimate=estimate, what=what)
-    return write(args.preset, store=store, smoke=args.smoke, log=log_stderr)
+    stages = [GridStage(runner, jobs, write, estimate, what), *then]
+    out = []
+    with command_provenance():
+        for stage in stages:
+            todo = stage.jobs(store) if callable(stage.jobs) else stage.jobs
+            run_or_count(stage.runner, todo, args, store=store, estimate=stage.estimate, what=stage.what)
+            out.append(stage.write(args.preset, store=store, smoke=args.smoke, log=log_stderr))
+    return out[0]
 
 
 # ---------------------------------------------------------------------------------------------- demo / tests

@@ -1,7 +1,8 @@
 r"""Chapter 4 runner: the *edge* S-models, whose recall capacity binds inside their training range, 3 seeds each.
 
-    python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --allow-long [--jobs 2]
-    python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --aggregate-only
+    python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --allow-long [--jobs 2]          # train
+    python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --checks --allow-long [--jobs 2] # claim checks
+    python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --aggregate-only                 # both bundles
 
 Why (paper 004, §4.1 and §4.2): a serial-position effect needs a model that *forgets*: the first S-models of the
 chapter recall every position at 1.00 at L = 8, so an ablation there has no primacy to remove. The edge family is
@@ -20,12 +21,21 @@ The bundle ``results/ch4_edge_<preset>.json`` (:func:`write_bundle`) has, per re
 the mean recall over seeds with a 95 % t-interval and the per-seed values (table ``curves``), and per model its
 card, gate, training range and its pressure length L_p (table ``models``; :func:`mamba_recall.analysis.primacy.
 pressure_length`: the smallest evaluated L whose middle third is ≤ 0.80 on the repeated relation).
+
+``--checks`` runs the claim checks of every finished model (one job per model, experiment ``ch4.edge_checks``) and
+writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`). The one command that regenerates
+**both** bundles from the run store, training nothing, is the third line above (``--aggregate-only`` without
+``--checks``): it counts both grids and writes the edge bundle, then the checks bundle, with one provenance taken
+before it writes anything (:func:`mamba_recall.results.command_provenance`), so the second bundle does not read the
+first one's rewrite as a dirty tree. ``--checks --aggregate-only`` writes the checks bundle alone. The command line
+is the run store's shared one (:func:`mamba_recall.runstore.grid_main`: ``--jobs``, ``--smoke``, ``--allow-long``,
+``--aggregate-only``, ``--no-estimate``, ``--store``) plus ``--recipes`` and ``--seeds`` (which jobs it runs or
+counts; the bundles always aggregate every finished job of the preset).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -36,7 +46,7 @@ from ..analysis.primacy import checkpoint_path, contexts, pressure_length
 from ..analysis.reference_curves import middle_third
 from ..paths import REPO_ROOT
 from ..presets import experiment
-from ..runstore import RUNS_DIR, aggregate, finished_runs, make_job, pending, run_grid, runs_summary
+from ..runstore import GridStage, add_grid_args, aggregate, finished_runs, grid_main, make_job, runs_summary
 
 EXPERIMENT = "ch4.edge"
 RUNNER = "mamba_recall.experiments.ch4_edge:run_job"
@@ -510,6 +520,9 @@ COMMITTED_RUNS = [["--preset", "cpu-hours", "--allow-long"], ["--preset", "cpu-h
 
 
 def main(argv=None):
+    """The command line (module docstring): the edge grid, or with ``--checks`` the checks grid, on the shared
+    run-store flow (:func:`mamba_recall.runstore.grid_main`); ``--aggregate-only`` without ``--checks`` writes both
+    bundles, edge then checks, under one provenance."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
     ap.add_argument("--recipes", nargs="*", default=None, help="only these recipes (default: all of the preset)")
@@ -520,49 +533,44 @@ def main(argv=None):
         default=None,
         help="only these seeds (to run the seeds of a recipe in separate processes, each its own store)",
     )
-    ap.add_argument("--jobs", type=int, default=1, help="parallel processes, one torch thread each")
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--allow-long", action="store_true", help="start even if the estimate is over an hour")
-    ap.add_argument("--aggregate-only", action="store_true", help="write the bundle from the finished jobs")
-    ap.add_argument("--no-estimate", action="store_true", help="skip the step-time measurement")
-    ap.add_argument("--store", default=None, help=f"run store (default {RUNS_DIR})")
+    add_grid_args(
+        ap,
+        aggregate_only="write the bundles from the finished jobs (both, edge and checks, unless --checks: its one)",
+    )
     ap.add_argument(
         "--checks",
         action="store_true",
         help="the claim checks of every finished model at its pressure length (after training)",
     )
     args = ap.parse_args(argv)
-    from ..longrun import allow_long_runs, check_estimate
+    default_store = Path("_build/smoke_runs") if args.smoke else None  # None: RUNS_DIR
 
-    allow_long_runs(args.allow_long)
-    store = Path(args.store) if args.store else (Path("_build/smoke_runs") if args.smoke else RUNS_DIR)
-    if args.checks:
-        jobs = [
+    def checks(store):  # the checks of the finished models (all seeds), of --recipes only if given
+        return [
             j
             for j in checks_jobs(args.preset, args.smoke, store)
             if not args.recipes or j["config"]["recipe_name"] in args.recipes
         ]
-        if not args.aggregate_only:
-            run_grid(CHECKS_RUNNER, jobs, n_jobs=args.jobs, store=store, log=lambda m: print(m, flush=True))
-        write_checks_bundle(
-            args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True)
-        )
-        return
-    jobs = [j for j in jobs_for(args.preset, args.smoke, args.recipes) if args.seeds is None or j["seed"] in args.seeds]
-    if not args.aggregate_only:
-        run_grid(
-            RUNNER,
-            jobs,
-            n_jobs=args.jobs,
-            store=store,
-            estimate=None if args.no_estimate else estimate,
-            check_long=lambda s: check_estimate(s, f"{EXPERIMENT} at preset {args.preset}", "cpu"),
-            log=lambda m: print(m, flush=True),
-        )
+
+    checks_stage = GridStage(CHECKS_RUNNER, checks, write_checks_bundle, what=f"{CHECKS} at preset {args.preset}")
+    if args.checks:
+        first, then = checks_stage, ()
     else:
-        done, left = pending(jobs, store)
-        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
-    write_bundle(args.preset, store=store, smoke=args.smoke, log=lambda m: print(m, file=sys.stderr, flush=True))
+        edge = [
+            j for j in jobs_for(args.preset, args.smoke, args.recipes) if args.seeds is None or j["seed"] in args.seeds
+        ]
+        first = GridStage(RUNNER, edge, write_bundle, estimate, f"{EXPERIMENT} at preset {args.preset}")
+        then = (checks_stage,) if args.aggregate_only else ()  # training never starts the checks: its own command
+    grid_main(
+        args,
+        first.runner,
+        first.jobs,
+        first.write,
+        estimate=first.estimate,
+        what=first.what,
+        default_store=default_store,
+        then=then,
+    )
 
 
 if __name__ == "__main__":
