@@ -339,6 +339,44 @@ def measure_fig7(W_o, meta: dict, others: dict | None = None) -> Measurement:
     )
 
 
+FULL_MAMBA_COMMAND = (
+    "python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --parts full_mamba --allow-long"
+)
+
+
+def measure_fig7_full(model=None, meta: dict | None = None, init_model=None) -> Measurement:
+    """App. B, Fig. 7 on the full Mamba LM (learned embedding, conv, gate, readout; one layer) of one seed: its
+    readout in the paper's (previous token, current token) coordinates, W_o^full = [R U_1 | R U_0] (|V| × 2|V|,
+    :func:`~mamba_recall.analysis.full_mamba_readout.pair_readout`), against [−I I] by the centred cosine of
+    :func:`~mamba_recall.analysis.recall_probes.wo_centred_cosine`; and the seed's held-out query accuracy
+    (``meta["test_query_accuracy"]``). ``init_model``: the same seed's untrained model, whose cosine is shown as
+    the baseline (not judged). Without a model (no cpu-hours bundle of the full model): *not run*."""
+    from ..analysis.full_mamba_readout import full_readout_cosine
+
+    if model is None or meta is None:
+        raise NotRun(f"the full Mamba LM's 3 seeds are not committed: make them with `{FULL_MAMBA_COMMAND}`")
+    c = full_readout_cosine(model)
+    values = {
+        "centred_cosine": c["centred_cosine"],
+        "first_half_diag": c["first_half_diag"],
+        "second_half_diag": c["second_half_diag"],
+        "accuracy": float(meta["test_query_accuracy"]),
+    }
+    init = ""
+    if init_model is not None:
+        values["init_centred_cosine"] = full_readout_cosine(init_model)["centred_cosine"]
+        init = f" (at initialisation {values['init_centred_cosine']:+.2f})"
+    cfg = meta["config"]
+    return Measurement(
+        values,
+        f"full Mamba LM (d_model = {cfg['d_model']}, N = {cfg['d_state']}, conv {cfg['d_conv']}, T = "
+        f"{cfg['seq_len']}): readout in (previous, current) token coordinates vs [−I I], centred cosine "
+        f"{c['centred_cosine']:.2f}{init}, diagonals {c['first_half_diag']:+.3g} (first half) / "
+        f"{c['second_half_diag']:+.3g} (second); held-out query accuracy {values['accuracy']:.4f}",
+        checkpoint_evidence(meta, f"the readout [R U_1 | R U_0] ({cfg['vocab_size']} × {2 * cfg['vocab_size']})"),
+    )
+
+
 # -------------------------------------------------------------------------------------- Lemma 1
 def measure_lemma_key(sizes) -> Measurement:
     """Eq. (5), key entries: the exact gradient (enumerating every sequence) at G[0,0], G[|V|+a,0] (the paper's
@@ -817,6 +855,30 @@ register(
             trained=True,
         ),
         measure_fig7,
+        SEC_MANY,
+    ),
+    # Fig. 7 as App. B words it ("when training the original Mamba model"): the library's full Mamba LM, 3 seeds
+    # of the cpu-hours runner; its readout expressed in the simplified model's (previous, current) token
+    # coordinates (analysis.full_mamba_readout). The rule was written before any trained full model was measured.
+    Claim(
+        "000/Fig7-full",
+        "the original Mamba (learned embedding, convolution, gate and readout), trained on MQAR, learns an output "
+        "matrix close to (−I, I)",
+        "App. B, 'Simplification of the output matrix', Fig. 7",
+        "no number given ('something close to (−I, I)')",
+        Rule(
+            why="the same reading of 'close to (−I, I)' as 000/Fig7: the readout in (previous, current) token "
+            "coordinates has centred cosine ≥ 0.8 with [−I I], a negative first-half and a positive second-half "
+            "diagonal; partially: the diagonals' signs with a centred cosine ≥ 0.5; the figure is of a model "
+            "that solves the task",
+            reproduced=conds(("centred_cosine", ">=", 0.8), ("first_half_diag", "<", 0), ("second_half_diag", ">", 0)),
+            partially=conds(("centred_cosine", ">=", 0.5), ("first_half_diag", "<", 0), ("second_half_diag", ">", 0)),
+            testable=conds(("accuracy", ">=", 0.95)),
+            untestable_why="the full model did not learn the task (< 95 % held-out query accuracy); App. B reads "
+            "the output matrix of a model trained to solve MQAR",
+            trained=True,
+        ),
+        measure_fig7_full,
         SEC_MANY,
     ),
     # §4, Lemma 1
