@@ -16,6 +16,12 @@ S4D+PE; 3 seeds) as run-store jobs (``results/runs/ch3.keep_train/``, resumable,
 Mamba+PE model as ``ch3_keep_s6pe_cpu-hours_T<T>_s<seed>`` and aggregates ``results/ch3_keep_nth_cpu-hours.json``:
 tables ``runs`` and ``decay`` as above, ``cells`` (mean over seeds, 95 % t-interval, per-seed values) and ``curves``
 (each run's training loss and held-out accuracy every 100 steps). ``--aggregate-only`` rewrites the bundle only.
+The aggregation adds Fig. 1's baseline, computed there and not in the jobs (so job configs and keys stay as they
+were): ``decay_untrained`` (the ``decay`` histograms of every S6/S4D run's model at initialisation: same kind, sizes
+and init seed, same 500 test sequences, same pooling; :func:`untrained_decay_rows`) and ``fig1`` (per run and
+``weights`` ∈ {trained, untrained}: frac(e^{−λΔ} > 0.9 | t ≥ n), frac(< 0.1 | t < n) and the histogram mean of
+e^{−λΔ} at t ≥ n; :func:`mamba_recall.claims.p003.fig1_stats`). :func:`fig1_tables` gives the same three tables for a
+bundle written before they existed (the ``ci`` one), computing the baseline on the spot.
 """
 
 from __future__ import annotations
@@ -47,7 +53,15 @@ BINS = np.linspace(0.0, 1.0, 51)
 
 @torch.no_grad()
 def decay_values(model, ids: torch.Tensor, nth: int):
-    """e^{−λΔ_t} of every (channel, state) at every position, split into t < n and t ≥ n (1-based)."""
+    r"""e^{−λΔ_t} of every (channel, state) at every position, split into t < n and t ≥ n (1-based).
+
+    Paper 003, Eq. (5) (ZOH) with Eq. (7) for Mamba and Eq. (6) for S4D: the state of channel c, entry k decays by
+    :math:`\bar\Lambda_{t,ck}=e^{-\lambda_{ck}\Delta_{t,c}}` per step, with :math:`\lambda_{ck}=-A_{ck}=e^{A\_log_{ck}}>0`
+    (A: ``(d, N)``) and, for S6, :math:`\Delta_t=\mathrm{softplus}(W_{dt}W_x\hat x_t+b_{dt})` (``(b, d, T)``, input
+    dependent); for S4D :math:`\Delta_c=e^{\log\Delta_c}` is the same at every step and for every input. Fig. 1
+    histograms these values; Lem. 2 says retaining information over T steps needs
+    :math:`\lambda\sum_r\Delta(x_r)` bounded, i.e. :math:`e^{-\lambda\Delta_t}\to1` as T grows. ``ids`` (b, T)
+    → (values at t < n, values at t ≥ n), each flattened over (b, d, positions, N)."""
     model.eval()
     x = model.embed(ids)
     mix = model.mixer
@@ -104,6 +118,22 @@ def pe_logit_dependence(
 def _logits_from_embedding(model, x):
     y = model.mixer(x)
     return model.head(y)
+
+
+def initial_model(c: dict, seed: int, backend: str = "auto"):
+    """The model a KEEP n-TH run of resolved config ``c`` (:func:`resolved_config`) and init seed ``seed`` starts from,
+    before any training step: :func:`train_one` builds its model with this very call (the global torch seed is set,
+    then the model is built, so nothing drawn before it changes the initial weights)."""
+    torch.manual_seed(seed)
+    return build_model(
+        c["model"], V=c["V"], d=c["d"], N=c["N"], T=c["T"], backend=backend, transformer_d=c["transformer_d"]
+    )
+
+
+def keep_test_set(c: dict):
+    """The test sequences ``(ids, labels)`` of resolved config ``c``: ``test_sequences`` of length T drawn with seed
+    ``test_seed``; the ``decay`` histograms use the first 500 (:func:`decay_rows_of`)."""
+    return keep_nth(c["test_sequences"], c["T"], c["V"], c["nth"], seed=c["test_seed"])
 
 
 @torch.no_grad()
@@ -176,9 +206,8 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
     (``steps`` overrides the budget, for timing). Returns (model on the CPU, TrainResult, the ``runs`` row)."""
     T, V, nth = c["T"], c["V"], c["nth"]
     ev = keep_nth(c["eval_sequences"], T, V, nth, seed=c["eval_seed"])
-    test = keep_nth(c["test_sequences"], T, V, nth, seed=c["test_seed"])
-    torch.manual_seed(seed)
-    model = build_model(c["model"], V=V, d=c["d"], N=c["N"], T=T, backend=backend, transformer_d=c["transformer_d"])
+    test = keep_test_set(c)
+    model = initial_model(c, seed, backend)
     res = train_recipe(
         model,
         lambda n, data_seed: keep_nth(n, T, V, nth, seed=data_seed),
@@ -209,12 +238,70 @@ def decay_rows_of(model, test_ids, c: dict, seed: int) -> list[dict]:
     """The ``decay`` table rows of one S6/S4D model (module docstring): 50-bin histograms of e^{−λΔ} on the first 500
     test sequences, before and from n, plus the bin = −1 row of fractions."""
     b, a = decay_values(model, test_ids[:500], c["nth"])
+    return histogram_rows(dict(T=c["T"], d=c["d"], N=c["N"], model=c["model"], seed=seed), b, a)
+
+
+def histogram_rows(cell: dict, before, after) -> list[dict]:
+    """The ``decay`` rows of one run (``cell``: its T, d, N, model, seed) from the values of e^{−λΔ} at t < n
+    (``before``) and t ≥ n (``after``): per bin of :data:`BINS` (50 equal bins of [0, 1], ``bin`` = lower edge) the
+    two counts, then the row ``bin`` = −1 with frac(< 0.1 | t < n) and frac(> 0.9 | t ≥ n) of the raw values."""
+    b, a = np.asarray(before), np.asarray(after)
     hb, _ = np.histogram(b, BINS)
     ha, _ = np.histogram(a, BINS)
-    cell = dict(T=c["T"], d=c["d"], N=c["N"], model=c["model"], seed=seed)
     rows = [dict(cell, bin=float(lo), before=int(cb), after=int(ca)) for lo, cb, ca in zip(BINS[:-1], hb, ha)]
     rows.append(dict(cell, bin=-1.0, before=float(np.mean(b < 0.1)), after=float(np.mean(a > 0.9))))
     return rows
+
+
+def untrained_decay_rows(c: dict, seed: int, backend: str = "auto") -> list[dict]:
+    """Fig. 1's baseline for one run: the ``decay`` rows (:func:`decay_rows_of`: 50-bin histograms of e^{−λΔ_t} at
+    t < n and t ≥ n, pooled over the first 500 test sequences, every channel, state and position, plus the bin = −1
+    row of fractions) of the model that the run of resolved config ``c`` and init seed ``seed`` starts from
+    (:func:`initial_model`), on the run's own test sequences (:func:`keep_test_set`). No training step: a forward
+    pass of 500 sequences."""
+    if c["model"] not in ("s6+pe", "s6", "s4d+pe", "s4d"):
+        raise ValueError(f"untrained_decay_rows: model {c['model']!r} has no e^(−λΔ); use an S6 or S4D kind.")
+    return decay_rows_of(initial_model(c, seed, backend), keep_test_set(c)[0], c, seed)
+
+
+def _bundle_sizes(bundle) -> dict:
+    """The preset sizes a KEEP n-TH bundle was made with: a run-store bundle keeps them under ``sizes``, a loop
+    runner's bundle (``ci``/``paper``) is the sizes themselves."""
+    cfg = bundle.config
+    return cfg["sizes"] if "sizes" in cfg else cfg
+
+
+def untrained_decay_table(bundle, backend: str = "auto"):
+    """The untrained baseline of every run in ``bundle``'s ``decay`` table, in the same format (one set of rows per
+    run, with its seed): the runs' resolved configs are rebuilt from the bundle's sizes (:func:`resolved_config`), so
+    each model is its run's own initialisation on its run's own test sequences. A bundle written without a ``seed``
+    column holds seed 0 (the ``ci`` bundle; its runs were seed 0)."""
+    import pandas as pd
+
+    dec = bundle.tables["decay"]
+    dec = dec if "seed" in dec else dec.assign(seed=0)
+    sizes = _bundle_sizes(bundle)
+    rows = []
+    for T, d, N, kind, seed in sorted(set(dec[["T", "d", "N", "model", "seed"]].itertuples(index=False))):
+        c = resolved_config(sizes, int(T), int(d), int(N), kind)
+        rows += untrained_decay_rows(c, int(seed), backend)
+    return pd.DataFrame(rows)
+
+
+def fig1_tables(bundle, backend: str = "auto") -> dict:
+    """Fig. 1's three tables for ``bundle`` (a KEEP n-TH bundle of any preset): ``decay`` (trained, with a ``seed``
+    column), ``decay_untrained`` (the bundle's own when it has one, else :func:`untrained_decay_table`, computed
+    here in seconds) and ``fig1`` (:func:`~mamba_recall.claims.p003.fig1_stats` of the two)."""
+    from ..claims.p003 import fig1_stats
+
+    dec = bundle.tables["decay"]
+    dec = dec if "seed" in dec else dec.assign(seed=0)
+    un = (
+        bundle.tables["decay_untrained"]
+        if "decay_untrained" in bundle.tables
+        else untrained_decay_table(bundle, backend)
+    )
+    return {"decay": dec, "decay_untrained": un, "fig1": fig1_stats(dec, un)}
 
 
 # ------------------------------------------------------------------------------------------ run store (cpu-hours)
@@ -262,15 +349,30 @@ def run_job(config: dict, seed: int) -> dict:
     return {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
 
 
+def _extra_tables(runs: list[dict]) -> dict:
+    """The bundle's tables beyond runs/cells/curves: ``decay`` (each job's own histograms), ``decay_untrained``
+    (Fig. 1's baseline, computed here at aggregation from each job's config and seed: no job and no key changes)
+    and ``fig1`` (the statistics the Fig. 1 claim reads)."""
+    import pandas as pd
+
+    from ..claims.p003 import fig1_stats
+
+    ordered = sorted(runs, key=lambda r: r["key"])
+    decay = [d for r in ordered for d in r["result"]["decay"]]
+    untrained = [u for r in ordered if r["result"]["decay"] for u in untrained_decay_rows(r["config"], r["seed"])]
+    tables = {"decay": decay, "decay_untrained": untrained}
+    if decay:
+        tables["fig1"] = fig1_stats(pd.DataFrame(decay), pd.DataFrame(untrained)).to_dict("records")
+    return tables
+
+
 write_bundle = store_bundle_writer(
     "ch3_keep_nth",
     EXPERIMENT,
     jobs_for,
     by=["T", "d", "N", "model"],
     metrics=["accuracy", "steps"],
-    extra_tables=lambda runs: {
-        "decay": [d for r in sorted(runs, key=lambda r: r["key"]) for d in r["result"]["decay"]]
-    },
+    extra_tables=_extra_tables,
 )
 
 
