@@ -45,8 +45,8 @@ def _writing_into(out):
 
 def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
     jobs = c1.jobs_for("cpu-hours", smoke=True)
-    # k1, k2, k4 × 2 smoke seeds + T=128 × κ ∈ {1, 4} × 5 models × 2 seeds
-    assert len(jobs) == 3 * 2 + 2 * 5 * 2
+    # k1, k2, k4 × 2 smoke seeds + T=128 × κ ∈ {1, 4} × 5 models × 2 seeds + the full Mamba LM × 2 seeds
+    assert len(jobs) == 3 * 2 + 2 * 5 * 2 + 2
     assert f"{len(jobs)} jobs: 0 finished (skipped), {len(jobs)} left" in "\n".join(smoke_grid["logs"])
     assert f"{len(jobs)} jobs: {len(jobs) - 1} finished (skipped), 1 left" in "\n".join(smoke_grid["logs"])
     for path, mtime in smoke_grid["first"].items():
@@ -54,7 +54,8 @@ def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
             assert path.stat().st_mtime_ns == mtime, f"{path.name} was run again"
     assert smoke_grid["victim"].exists()
     ckpts = sorted(p.name for p in (smoke_grid["root"] / "checkpoints").glob("*.pt"))
-    assert "ch1_k1_cpu-hours_smoke_seed1.pt" in ckpts and len(ckpts) == 6
+    assert "ch1_k1_cpu-hours_smoke_seed1.pt" in ckpts and "ch1_full_mamba_cpu-hours_smoke_seed1.pt" in ckpts
+    assert len(ckpts) == 8
 
 
 def test_bundles_have_interval_columns(smoke_grid):
@@ -185,3 +186,81 @@ def test_notebook_helpers_fall_back_to_the_one_seed_evidence(smoke_grid, tmp_pat
     bundle = results.load_bundle("ch1_table1_cpu-hours_smoke", directory=smoke_grid["out"])
     v = check_table1("000/Table1-mamba", bundle, pd.DataFrame(), None, record=False)
     assert v.evidence["seeds"] == 2 and v.evidence["tier"] == "cpu-hours" and "min_accuracy" in v.intervals
+
+
+# ------------------------------------------------------------------ App. B, Fig. 7 on the full Mamba LM (part full_mamba)
+def test_existing_parts_keep_their_jobs():
+    """Adding the full_mamba part leaves the other parts' jobs (hence their run-store keys) as they were: the same
+    keys in the same order whether or not full_mamba is picked, and each part selectable on its own."""
+    from mamba_recall.runstore import job_key
+
+    both = [job_key(j) for j in c1.jobs_for(parts=["models", "table1"])]
+    everything = [job_key(j) for j in c1.jobs_for()]
+    assert everything[: len(both)] == both and len(both) == 9 + 30 and len(everything) == len(both) + 3
+    full = c1.jobs_for(parts=["full_mamba"])
+    assert [j["experiment"] for j in full] == [c1.FULL_EXPERIMENT] * 3 and [j["seed"] for j in full] == [0, 1, 2]
+    assert [job_key(j) for j in full] == everything[len(both) :]
+    with pytest.raises(ValueError, match="full_mamba"):
+        c1.jobs_for(parts=["fig7"])
+
+
+def test_full_mamba_smoke_bundle(smoke_grid):
+    """The smoke grid's full-Mamba bundle: 2 seeds, the readout matrices (|V| × 2|V| per seed, trained and at
+    initialisation) finite, accuracies in [0, 1], cosines in [−1, 1], the 000/Fig7-full records judged over the seeds
+    (not run: a smoke run is no evidence)."""
+    import numpy as np
+
+    from mamba_recall import results
+    from mamba_recall.claims import check_stored
+
+    b = results.load_bundle("ch1_full_mamba_cpu-hours_smoke", directory=smoke_grid["out"])
+    assert b.data["complete"] and b.data["jobs_total"] == 2 and b.config["sizes"]["d_state"] == 16
+    ro = b.tables["readout"]
+    assert len(ro) == 2 * 2 * 8 * 16 and set(ro.stage) == {"trained", "init"}
+    assert ro.row.max() == 7 and ro.col.max() == 15 and np.isfinite(ro.value).all()
+    models = b.tables["models"]
+    assert models.test_accuracy_mean.between(0, 1).all() and (models.n_seeds == 2).all()
+    stored = b.data["measurements"]["000/Fig7-full"]
+    assert stored["names"] == ["full_mamba seed 0", "full_mamba seed 1"]
+    for rec in stored["records"]:
+        v = rec["values"]
+        assert -1 <= v["centred_cosine"] <= 1 and -1 <= v["init_centred_cosine"] <= 1 and 0 <= v["accuracy"] <= 1
+    verdict = check_stored("000/Fig7-full", stored["records"], stored["names"], record=False)
+    assert verdict.status == "not run" and "smoke" in verdict.reason and "centred_cosine" in verdict.intervals
+    claims = b.tables["claims"]
+    assert set(claims.metric) >= {"centred_cosine", "first_half_diag", "second_half_diag", "accuracy"}
+
+
+def test_full_mamba_job_is_deterministic_and_its_numbers_are_its_models(tmp_path, monkeypatch):
+    """Two runs of the same smoke job give the same numbers bit for bit; another seed gives other ones; the stored
+    readout is the saved checkpoint's pair_readout, and the cosine the claim records is that matrix's."""
+    from mamba_recall.analysis.full_mamba_readout import pair_readout
+    from mamba_recall.analysis.recall_probes import wo_centred_cosine
+
+    monkeypatch.setattr(c1, "SMOKE_CHECKPOINT_DIR", tmp_path)
+    job = c1.jobs_for(smoke=True, parts=["full_mamba"])[0]
+    a = c1.run_full_job(job["config"], 0)
+    b = c1.run_full_job(job["config"], 0)
+    other = c1.run_full_job(job["config"], 1)
+    assert a["readout"] == b["readout"] and a["test_accuracy"] == b["test_accuracy"] and a["sha256"] == b["sha256"]
+    assert a["readout"] != other["readout"] and a["readout_init"] != other["readout_init"]
+    M = torch.tensor(a["readout"], dtype=torch.float64)
+    assert M.shape == (8, 16) and torch.isfinite(M).all() and 0 <= a["test_accuracy"] <= 1 and a["steps_run"] == 4
+    model, meta = c1.load_seed_checkpoint(c1.FULL_NAME, "cpu-hours", 0, smoke=True)
+    assert torch.equal(pair_readout(model), M) and meta["config"]["d_model"] == 16
+    rec = a["measurements"]["000/Fig7-full"]
+    assert rec["values"]["centred_cosine"] == wo_centred_cosine(M)["centred_cosine"] and rec["evidence"]["smoke"]
+    step, ev = c1.measure_job(job["config"])
+    assert step > 0 and ev > 0
+
+
+def test_full_mamba_part_runs_alone(tmp_path, monkeypatch):
+    """``--parts full_mamba`` runs its 2 smoke jobs and writes its bundle only."""
+    logs = []
+    monkeypatch.setattr(c1, "SMOKE_CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setattr(c1, "write_bundles", _writing_into(tmp_path / "results"))
+    monkeypatch.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
+    c1.main(["--smoke", "--store", str(tmp_path / "runs"), "--no-estimate", "--parts", "full_mamba"])
+    assert "2 jobs: 0 finished (skipped), 2 left" in "\n".join(logs)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [c1.FULL_EXPERIMENT]
+    assert sorted(p.name for p in (tmp_path / "results").glob("*.json")) == ["ch1_full_mamba_cpu-hours_smoke.json"]

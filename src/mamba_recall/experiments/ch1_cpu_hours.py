@@ -2,6 +2,9 @@ r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), throu
 
     python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --allow-long [--jobs 2]
     python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --aggregate-only
+    python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --parts full_mamba --allow-long
+
+``--parts`` (default: all) picks the parts below: ``models``, ``table1``, ``full_mamba``.
 
 What it runs (sizes in ``presets/ch1.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
 same command resumes after an interruption:
@@ -19,11 +22,20 @@ same command resumes after an interruption:
 * ``ch1.cpu_hours_table1``: Table 1 (App. A) at T = 128, κ ∈ {1, 4}, the four rows of the paper and our control
   ``tf1_pair`` (a 1-layer Transformer fed the Mamba's fixed pairwise concatenation), 3 seeds, early stopping on the
   training set (:func:`.ch1_table1.run_cell`).
+* ``ch1.cpu_hours_full_mamba`` (part ``full_mamba``): App. B, Fig. 7 with "the original Mamba model": the library's
+  full Mamba LM (:class:`~mamba_recall.models.mamba.MambaLMHeadModel`, one layer: learned embedding tied to the
+  readout, causal conv, gate, selective scan; sizes ``ch1.full_mamba``) on the |K| = 1 task of ``ch1.k1`` (the same
+  training and held-out sets per seed), 3 seeds, trained as ``ch1.k1``. Each job saves its checkpoint
+  ``results/checkpoints/ch1_full_mamba_cpu-hours_seed<s>.pt`` and measures claim 000/Fig7-full: the readout in the
+  paper's (previous token, current token) coordinates, W_o^full = [R U_1 | R U_0] (|V| × 2|V|,
+  :func:`~mamba_recall.analysis.full_mamba_readout.pair_readout`), against [−I I] by the centred cosine, at the end
+  and (baseline) at initialisation, and the held-out query accuracy; the matrix itself is stored (Fig. 7's plot).
 
 Bundles (mean and 95 % Student-t interval over seeds, :data:`~mamba_recall.runstore.INTERVAL_METHOD`):
 ``results/ch1_mechanism_cpu-hours.json`` (per-model accuracies, per-claim per-seed measurements and their means and
 intervals, the causal probe) and ``results/ch1_table1_cpu-hours.json`` (per cell the mean accuracy with its interval;
-every run). The notebooks of Chapter 1 judge the claims over the seeds from them
+every run), and ``results/ch1_full_mamba_cpu-hours.json`` (accuracies, the 000/Fig7-full records per seed with their
+mean and interval, the readout matrices). The notebooks of Chapter 1 judge the claims over the seeds from them
 (:func:`~mamba_recall.claims.core.check_stored`) and fall back to the ``ci`` evidence when they are not committed.
 """
 
@@ -43,6 +55,11 @@ from ..runstore import add_grid_args, aggregate, finished_status, grid_main, sav
 
 MODELS_EXPERIMENT = "ch1.cpu_hours_models"
 TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
+FULL_EXPERIMENT = "ch1.cpu_hours_full_mamba"
+#: the runner's parts (``--parts``): name → run-store experiment
+PARTS = {"models": MODELS_EXPERIMENT, "table1": TABLE_EXPERIMENT, "full_mamba": FULL_EXPERIMENT}
+FULL_NAME = "full_mamba"  # the checkpoint name and the jobs' "model"
+FULL_CLAIM = "000/Fig7-full"
 RUNNER = "mamba_recall.experiments.ch1_cpu_hours:run_job"
 MODELS = ("k1", "k2", "k4")
 #: the claims each model's job measures (the registry's measurement functions, per seed)
@@ -77,13 +94,36 @@ def _sizes(name: str, preset: str, smoke: bool) -> dict:
     return sizes
 
 
-def jobs_for(preset: str = "cpu-hours", smoke: bool = False) -> list[dict]:
-    """Every job of the preset: the models (k1, k2, k4 × seeds), then the Table 1 cells (T × κ × model × seeds)."""
+def _check_parts(parts) -> tuple[str, ...]:
+    parts = tuple(PARTS) if parts is None else tuple(parts)
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown or not parts:
+        raise ValueError(f"parts={list(parts)}: name one or more of {list(PARTS)} (or None for all).")
+    return parts
+
+
+def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list[dict]:
+    """Every job of the preset's ``parts`` (default all, :data:`PARTS`): the models (k1, k2, k4 × seeds), then the
+    Table 1 cells (T × κ × model × seeds), then the full Mamba LM (× seeds). A part's jobs do not depend on which
+    other parts are picked (the run store's keys are the same)."""
+    parts = _check_parts(parts)
     jobs = []
-    for name in MODELS:
-        sizes = _sizes(f"ch1.{name}", preset, smoke)
-        config = {"kind": "model", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
-        jobs += [make_job(MODELS_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    if "models" in parts:
+        for name in MODELS:
+            sizes = _sizes(f"ch1.{name}", preset, smoke)
+            config = {"kind": "model", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
+            jobs += [make_job(MODELS_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    if "table1" in parts:
+        jobs += _table_jobs(preset, smoke)
+    if "full_mamba" in parts:
+        sizes = _sizes("ch1.full_mamba", preset, smoke)
+        config = {"kind": FULL_NAME, "model": FULL_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
+        jobs += [make_job(FULL_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    return jobs
+
+
+def _table_jobs(preset: str, smoke: bool) -> list[dict]:
+    jobs = []
     table = _sizes("ch1.table1", preset, smoke)
     for T in table["seq_lens"]:
         for kappa in table["num_keys"]:
@@ -126,7 +166,7 @@ def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False)
     state, meta = read_checkpoint(
         path, regenerate=f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --allow-long"
     )
-    model = build_model(meta["config"], seed)
+    model = build_full_model(meta["config"], seed) if name == FULL_NAME else build_model(meta["config"], seed)
     model.load_state_dict(state)
     return model.eval(), meta
 
@@ -280,12 +320,110 @@ def run_table_job(config: dict, seed: int) -> dict:
     return run_cell(config["model"], config["T"], config["kappa"], config["sizes"], seed=seed, device="cpu")
 
 
+def build_full_model(sizes: dict, seed: int):
+    """The full Mamba LM of ``sizes`` (a ``ch1.full_mamba`` entry: ``d_model``, ``n_layer``, ``vocab_size``,
+    ``d_state``, ``d_conv``, ``expand``), initialised after ``torch.manual_seed(seed)``, PyTorch's chunked scan."""
+    from ..models.mamba import MambaLMHeadModel
+
+    missing = [k for k in ("d_model", "n_layer", "vocab_size", "d_state", "d_conv", "expand") if k not in sizes]
+    if missing:
+        raise ValueError(f"the full Mamba's sizes lack {missing}; take them from experiment('ch1.full_mamba', ...).")
+    torch.manual_seed(seed)
+    return MambaLMHeadModel(
+        sizes["d_model"],
+        sizes["n_layer"],
+        sizes["vocab_size"],
+        d_state=sizes["d_state"],
+        d_conv=sizes["d_conv"],
+        expand=sizes["expand"],
+        backend="chunked",
+    )
+
+
+def run_full_job(config: dict, seed: int) -> dict:
+    r"""App. B, Fig. 7 on the full Mamba LM, one seed: train it on the ``ch1.k1`` task as :func:`.ch1_training.
+    train_recall` trains the simplified model (the same training / held-out sets of this seed, AdamW without weight
+    decay, constant lr, until 100 % training-set query accuracy or ``steps``), save its checkpoint, and measure
+    claim 000/Fig7-full: the readout W_o^full = [R U_1 | R U_0] ∈ R^{|V| × 2|V|} in the paper's (previous token,
+    current token) coordinates (:mod:`~mamba_recall.analysis.full_mamba_readout`) against [−I I], at the end and at
+    initialisation (the same seed's untrained model). Returns the accuracies, the training length, the claim's record
+    and both matrices (``readout``, ``readout_init``: |V| lists of 2|V| floats)."""
+    import copy
+    import hashlib
+
+    from ..analysis.full_mamba_readout import pair_readout
+    from ..claims import NotRun, get, measurement_record
+    from ..results import save_checkpoint
+    from ..train import dataset_batches, evaluate, train
+    from .ch1_training import make_data
+
+    preset, smoke, sizes = config["preset"], config["smoke"], config["sizes"]
+    train_set, test_set = make_data(sizes, seed)
+    model = build_full_model(sizes, seed)
+    init = copy.deepcopy(model).eval()
+    res = train(
+        model,
+        dataset_batches(train_set.inputs, train_set.labels, sizes["batch_size"], seed=seed),
+        steps=sizes["steps"],
+        lr=sizes["lr"],
+        weight_decay=0.0,
+        schedule="constant",
+        eval_every=sizes["eval_every"],
+        eval_batch=(train_set.inputs, train_set.query_labels),
+        target_accuracy=1.0,
+        device="cpu",
+        progress=False,
+        seed=seed,
+        num_threads=1,
+        desc="ch1 full mamba",
+    )
+    model.eval()
+    test_acc = evaluate(model, test_set.inputs, test_set.query_labels)
+    train_acc = evaluate(model, train_set.inputs, train_set.query_labels)
+    path = checkpoint_path(FULL_NAME, preset, seed, smoke)
+    meta = {
+        "name": FULL_NAME,
+        "preset": preset,
+        "seed": seed,
+        "config": sizes,
+        "device": "cpu",
+        "test_query_accuracy": test_acc,
+        "train_query_accuracy": train_acc,
+        "steps_run": res.steps_run,
+        "stopped_early": res.stopped_early,
+        "checkpoint": _relative(path),
+    }
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts full_mamba --allow-long"
+    path = save_checkpoint(path, state, meta, command=command, device="cpu", wall_seconds=res.seconds)
+    meta["checkpoint"] = _relative(path)
+    try:
+        record = measurement_record(get(FULL_CLAIM).measure(model, meta, init))
+        record["evidence"]["smoke"] = bool(smoke)
+    except NotRun as exc:
+        record = {"not_run": str(exc)}
+    return {
+        "test_accuracy": test_acc,
+        "train_accuracy": train_acc,
+        "steps_run": res.steps_run,
+        "stopped_early": res.stopped_early,
+        "train_seconds": res.seconds,
+        "checkpoint": meta["checkpoint"],
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "measurements": {FULL_CLAIM: record},
+        "readout": pair_readout(model).tolist(),
+        "readout_init": pair_readout(init).tolist(),
+    }
+
+
 def run_job(config: dict, seed: int) -> dict:
-    """The run store's job function: a model job or a Table 1 cell."""
+    """The run store's job function: a model job, a Table 1 cell or a full-Mamba job."""
     if config["kind"] == "model":
         return run_model_job(config, seed)
     if config["kind"] == "table1":
         return run_table_job(config, seed)
+    if config["kind"] == FULL_NAME:
+        return run_full_job(config, seed)
     raise ValueError(f"unknown job kind {config['kind']!r}; jobs come from jobs_for().")
 
 
@@ -322,6 +460,9 @@ def measure_job(config: dict) -> tuple[float, float]:
         if config["kind"] == "model":
             V, K, T, lr = s["vocab_size"], s["num_keys"], s["seq_len"], s["lr"]
             model = build_model(s, 0)
+        elif config["kind"] == FULL_NAME:
+            V, K, T, lr = s["vocab_size"], s["num_keys"], s["seq_len"], s["lr"]
+            model = build_full_model(s, 0)
         else:
             V, K, T = s["vocab_size"], config["kappa"], config["T"]
             lr = s["mamba_lr"] if config["model"] == "mamba" else s["tf_lr"]
@@ -404,23 +545,73 @@ def _write(name, data, config, tables, log, directory):
     return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
 
 
+def _full_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
+    """``ch1_full_mamba_<preset>``: per-seed accuracies (mean, interval), the 000/Fig7-full records per seed and
+    their combination over seeds (``measurements``, read by :func:`~mamba_recall.claims.p000.check_over_seeds`),
+    and the readout matrices W_o^full at the end and at initialisation (table ``readout``: seed, stage, row a =
+    the logit's token, col = j·|V| + v for token v at lag 1 (j = 0, previous) or lag 0 (j = 1, current), value)."""
+    models = aggregate(
+        [dict(r, config={"model": FULL_NAME}) for r in runs],
+        by=["model"],
+        metrics=["test_accuracy", "train_accuracy", "steps_run"],
+    )
+    claims, stored = _claims_table(runs)
+    readout = pd.DataFrame(
+        [
+            {"seed": r["seed"], "stage": stage, "row": a, "col": c, "value": x}
+            for r in sorted(runs, key=lambda r: r["seed"])
+            for stage, key in (("trained", "readout"), ("init", "readout_init"))
+            for a, row in enumerate(r["result"][key])
+            for c, x in enumerate(row)
+        ]
+    )
+    data.update(
+        measurements=stored,
+        checkpoints={f"{FULL_NAME} seed {r['seed']}": r["result"]["checkpoint"] for r in runs},
+        aggregation="per claim: mean over seeds with a 95 % t-interval (claims.core.across_seeds)",
+        readout_note="W_o^full = [R U_1 | R U_0] (|V| × 2|V|): the full model's readout in the paper's (previous, "
+        "current) token coordinates (analysis.full_mamba_readout.pair_readout)",
+    )
+    config = {
+        "preset": preset,
+        "smoke": smoke,
+        "sizes": experiment("ch1.full_mamba", preset, smoke=smoke),
+        "runner": RUNNER,
+    }
+    tables = {"models": models, "claims": claims, "readout": readout}
+    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts full_mamba --allow-long"
+    return save_grid_bundle(
+        f"ch1_full_mamba_{preset}{suffix}", data, config, command=command, tables=tables, directory=directory, log=log
+    )
+
+
 def write_bundles(
-    preset: str = "cpu-hours", *, store=None, smoke: bool = False, log=print, directory: Path | None = None
+    preset: str = "cpu-hours",
+    *,
+    store=None,
+    smoke: bool = False,
+    log=print,
+    directory: Path | None = None,
+    parts=None,
 ) -> list[Path]:
-    """Aggregate the finished jobs into ``results/ch1_mechanism_<preset>.json`` and ``results/ch1_table1_<preset>.json``
-    (a smoke run: ``_smoke`` appended, written under ``_build/smoke/results`` unless ``directory`` is given); each
-    says whether it is complete."""
+    """Aggregate the finished jobs of ``parts`` (default all) into ``results/ch1_mechanism_<preset>.json``,
+    ``results/ch1_table1_<preset>.json`` and ``results/ch1_full_mamba_<preset>.json`` (a smoke run: ``_smoke``
+    appended, written under ``_build/smoke/results`` unless ``directory`` is given); each says whether it is
+    complete. A part with no finished job writes nothing."""
     if directory is None and smoke:
         directory = BUILD_DIR / "smoke" / "results"
-    jobs = jobs_for(preset, smoke)
+    parts = _check_parts(parts)
+    jobs = jobs_for(preset, smoke, parts)
     suffix = "_smoke" if smoke else ""
     paths = []
-    for experiment_name in (MODELS_EXPERIMENT, TABLE_EXPERIMENT):
+    for experiment_name in [PARTS[p] for p in PARTS if p in parts]:
         mine = [j for j in jobs if j["experiment"] == experiment_name]
         runs, data = finished_status(mine, store, preset=preset, log=log)
         if not runs:
             continue
-        if experiment_name == MODELS_EXPERIMENT:
+        if experiment_name == FULL_EXPERIMENT:
+            paths.append(_full_bundle(runs, data, preset, smoke, suffix, log, directory))
+        elif experiment_name == MODELS_EXPERIMENT:
             models = aggregate(
                 [dict(r, config={"model": r["config"]["model"]}) for r in runs],
                 by=["model"],
@@ -490,9 +681,21 @@ def main(argv=None):
         no_estimate=None,
         store="run store folder (default results/runs)",
     )
+    ap.add_argument(
+        "--parts",
+        nargs="+",
+        default=list(PARTS),
+        choices=list(PARTS),
+        help="which parts to run / aggregate (default all); e.g. --parts full_mamba runs the full Mamba LM alone",
+    )
     args = ap.parse_args(argv)
-    what = f"ch1 cpu-hours at preset {args.preset}"
-    grid_main(args, RUNNER, jobs_for(args.preset, args.smoke), write_bundles, estimate=estimate, what=what)
+    what = f"ch1 cpu-hours ({' '.join(args.parts)}) at preset {args.preset}"
+
+    def write(preset, **kw):
+        return write_bundles(preset, parts=args.parts, **kw)
+
+    jobs = jobs_for(args.preset, args.smoke, args.parts)
+    grid_main(args, RUNNER, jobs, write, estimate=estimate, what=what)
 
 
 if __name__ == "__main__":

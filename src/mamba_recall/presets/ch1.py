@@ -115,6 +115,58 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "learn_unembedding": True,
         },
     },
+    # App. B, Fig. 7 with "the original Mamba model": the library's full Mamba LM (models/mamba.py:
+    # MambaLMHeadModel; learned embedding tied to the readout, causal conv, gate, selective scan) on the ch1.k1 task
+    # (|V| = 8, |K| = 1, n_ε = 3, T = 256, identity targets, the same training / held-out sets per seed), trained
+    # as ch1.k1 (AdamW without weight decay, constant lr, batch 64, until 100 % training-set query accuracy or the
+    # step cap). The paper gives no size for its original model [choice]: 1 layer (Table 1's "1-layer Mamba"),
+    # mamba-ssm's defaults d_state 16, d_conv 4, expand 2, and d_model 16 (E = 32 inner channels, twice the
+    # simplified model's d = 2|V| = 16), the width cut to what a CPU trains in minutes: 0.57 s per step (1 thread,
+    # batch 64, T = 256, chunked scan, on the busy 2-core machine). Step cap 800 (≤ 10 min a seed with the
+    # evaluations, every 50 steps, about 5 s each on the 1024 training sequences); a run stops at 100 % training
+    # accuracy long before it (see the runner's estimate and each run's steps_run).
+    "ch1.full_mamba": {
+        "ci": {
+            **_TASK,
+            "num_keys": 1,
+            "seq_len": 64,
+            "target": "identity",
+            "d_model": 16,
+            "n_layer": 1,
+            "d_state": 16,
+            "d_conv": 4,
+            "expand": 2,
+            "lr": 1e-2,
+            "steps": 600,
+        },
+        "paper": {
+            **_TASK,
+            "num_keys": 1,
+            "seq_len": 256,
+            "target": "identity",
+            "d_model": 16,
+            "n_layer": 1,
+            "d_state": 16,
+            "d_conv": 4,
+            "expand": 2,
+            "lr": 1e-2,
+            "steps": 6000,
+        },
+        "cpu-hours": {
+            **_TASK,
+            "seeds": 3,
+            "num_keys": 1,
+            "seq_len": 256,
+            "target": "identity",
+            "d_model": 16,
+            "n_layer": 1,
+            "d_state": 16,
+            "d_conv": 4,
+            "expand": 2,
+            "lr": 1e-2,
+            "steps": 800,
+        },
+    },
     # Sec. 4, Lemma 1: grids of the exact-gradient comparison, one-step accuracy, GD dynamics.
     "ch1.lemma": {
         "ci": {
