@@ -124,7 +124,7 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     # simplified model's d = 2|V| = 16), the width cut to what a CPU trains in minutes: 0.57 s per step (1 thread,
     # batch 64, T = 256, chunked scan, on the busy 2-core machine). Step cap 800 (≤ 10 min a seed with the
     # evaluations, every 50 steps, about 5 s each on the 1024 training sequences); a run stops at 100 % training
-    # accuracy long before it (see the runner's estimate and each run's steps_run).
+    # accuracy long before it: seed 0 stopped at step 100 after 75 s (54 CPU-seconds), 1 thread, busy machine.
     "ch1.full_mamba": {
         "ci": {
             **_TASK,
