@@ -405,3 +405,26 @@ def test_table1_cell_tiny():
     assert build("tf1_conv", 8, 1, 32, sizes, 0).layers[0].conv.kernel_size == (4,)
     with pytest.raises(ValueError, match="unknown model"):
         build("lstm", 8, 1, 32, sizes, 0)
+
+
+def test_full_readout_charts_one_heat_map_per_seed_and_clear_errors():
+    import pandas as pd
+    import pytest
+
+    from mamba_recall.views.gradient_dynamics import full_readout_charts
+
+    V = 3
+    rows = [
+        {"seed": s, "stage": st, "row": r, "col": c, "value": float(r == c % V) * (1 if c >= V else -1)}
+        for s in (0, 1)
+        for st in ("trained", "init")
+        for r in range(V)
+        for c in range(2 * V)
+    ]
+    chart = full_readout_charts(pd.DataFrame(rows)).to_dict()
+    assert len(chart["hconcat"]) == 2
+    assert [p["title"] for p in chart["hconcat"]] == ["full Mamba LM, seed 0 (trained)", "full Mamba LM, seed 1 (trained)"]
+    with pytest.raises(ValueError, match="stages present"):
+        full_readout_charts(pd.DataFrame(rows), stage="final")
+    with pytest.raises(ValueError, match="lacks columns"):
+        full_readout_charts(pd.DataFrame(rows).drop(columns="value"))

@@ -295,3 +295,27 @@ def regime_explorer(sizes: dict, seed: int = 0, steps: int = 400, window: int = 
         live=("sequence", "regime"),
         what="press train to train at the chosen steps; sequence and regime redraw the trained model",
     )
+
+
+def full_readout_charts(readout: pd.DataFrame, stage: str = "trained", width: int = 160) -> alt.HConcatChart:
+    """App. B, Fig. 7 on the full Mamba LM: one heat-map per seed of the |V| × 2|V| readout analogue
+    (``analysis.full_mamba_readout``; the ``readout`` table of ``ch1_full_mamba_<preset>``: seed, stage, row, col,
+    value), columns 0 … |V|−1 the previous token, |V| … 2|V|−1 the current one."""
+    missing = {"seed", "stage", "row", "col", "value"} - set(readout.columns)
+    if missing:
+        raise ValueError(f"readout table lacks columns {sorted(missing)}; pass tables['readout'] of ch1_full_mamba.")
+    rows = readout[readout.stage == stage]
+    if rows.empty:
+        raise ValueError(f"no readout rows at stage {stage!r}; stages present: {sorted(set(readout.stage))}.")
+    return alt.hconcat(
+        *(
+            matrix_chart(
+                rows[rows.seed == s].pivot(index="row", columns="col", values="value").to_numpy(),
+                f"full Mamba LM, seed {s} ({stage})",
+                "logit a",
+                "(previous, current) token",
+                width=width,
+            )
+            for s in sorted(set(rows.seed))
+        )
+    )
