@@ -423,7 +423,10 @@ def test_full_readout_charts_one_heat_map_per_seed_and_clear_errors():
     ]
     chart = full_readout_charts(pd.DataFrame(rows)).to_dict()
     assert len(chart["hconcat"]) == 2
-    assert [p["title"] for p in chart["hconcat"]] == ["full Mamba LM, seed 0 (trained)", "full Mamba LM, seed 1 (trained)"]
+    assert [p["title"] for p in chart["hconcat"]] == [
+        "full Mamba LM, seed 0 (trained)",
+        "full Mamba LM, seed 1 (trained)",
+    ]
     with pytest.raises(ValueError, match="stages present"):
         full_readout_charts(pd.DataFrame(rows), stage="final")
     with pytest.raises(ValueError, match="lacks columns"):

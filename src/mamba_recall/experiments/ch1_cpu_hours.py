@@ -354,32 +354,13 @@ def run_full_job(config: dict, seed: int) -> dict:
     from ..analysis.full_mamba_readout import pair_readout
     from ..claims import NotRun, get, measurement_record
     from ..results import save_checkpoint
-    from ..train import dataset_batches, evaluate, train
-    from .ch1_training import make_data
+    from .ch1_training import train_recall
 
     preset, smoke, sizes = config["preset"], config["smoke"], config["sizes"]
-    train_set, test_set = make_data(sizes, seed)
     model = build_full_model(sizes, seed)
     init = copy.deepcopy(model).eval()
-    res = train(
-        model,
-        dataset_batches(train_set.inputs, train_set.labels, sizes["batch_size"], seed=seed),
-        steps=sizes["steps"],
-        lr=sizes["lr"],
-        weight_decay=0.0,
-        schedule="constant",
-        eval_every=sizes["eval_every"],
-        eval_batch=(train_set.inputs, train_set.query_labels),
-        target_accuracy=1.0,
-        device="cpu",
-        progress=False,
-        seed=seed,
-        num_threads=1,
-        desc="ch1 full mamba",
-    )
-    model.eval()
-    test_acc = evaluate(model, test_set.inputs, test_set.query_labels)
-    train_acc = evaluate(model, train_set.inputs, train_set.query_labels)
+    tr = train_recall(sizes, seed=seed, device="cpu", model=model, desc="ch1 full mamba")
+    res, test_acc, train_acc = tr.result, tr.test_accuracy, tr.train_accuracy
     path = checkpoint_path(FULL_NAME, preset, seed, smoke)
     meta = {
         "name": FULL_NAME,

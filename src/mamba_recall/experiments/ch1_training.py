@@ -67,12 +67,23 @@ def make_data(sizes: dict, seed: int):
 
 
 def train_recall(
-    sizes: dict, seed: int = 0, device="cpu", backend: str = "chunked", progress: bool = False, steps: int | None = None
+    sizes: dict,
+    seed: int = 0,
+    device="cpu",
+    backend: str = "chunked",
+    progress: bool = False,
+    steps: int | None = None,
+    model: torch.nn.Module | None = None,
+    desc: str = "ch1",
 ) -> Trained:
-    """Train a SimplifiedMamba with ``sizes`` (a ch1 preset entry). Deterministic given ``seed`` on a CPU."""
+    """Train a SimplifiedMamba with ``sizes`` (a ch1 preset entry), or the given ``model`` (built by the caller, e.g.
+    the full Mamba LM of App. B, Fig. 7) on the same data, optimiser and stopping rule: AdamW without weight decay,
+    constant lr, until 100 % training-set query accuracy or ``steps``. Deterministic given ``seed`` on a CPU."""
     train_set, test_set = make_data(sizes, seed)
     torch.manual_seed(seed)
-    model = build_model(sizes, seed, backend)
+    built = model is None
+    if built:
+        model = build_model(sizes, seed, backend)
     device = torch.device(device)
     res = train(
         model,
@@ -88,10 +99,11 @@ def train_recall(
         progress=progress,
         seed=seed,
         num_threads=1 if device.type == "cpu" else None,
-        desc="ch1",
+        desc=desc,
     )
     model.cpu().eval()
-    model.backend = "chunked"
+    if built:
+        model.backend = "chunked"
     return Trained(
         model,
         res,
