@@ -667,7 +667,7 @@ class EdgeFamily:
     def __init__(self, preset: str = "cpu-hours", *, smoke: bool = False, directory=None):
         from ..results import BundleError, load_bundle
 
-        self.preset = preset
+        self.preset, self.smoke = preset, smoke
         tail = "_smoke" if smoke else ""  # the bundles of a smoke run (in _build/smoke_results, never evidence)
         self.curves = self.models = self.bundle = self.checks = None
         self.runs: list[dict] = []
@@ -687,9 +687,10 @@ class EdgeFamily:
         self.missing = "; ".join(missing)
 
     @classmethod
-    def from_runs(cls, runs: list[dict], preset: str = "cpu-hours") -> "EdgeFamily":
+    def from_runs(cls, runs: list[dict], preset: str = "cpu-hours", *, smoke: bool = False) -> "EdgeFamily":
         """A family from the checks runner's records (before its bundle is written): runs only, no primary."""
         fam = cls.__new__(cls)
+        fam.smoke = smoke
         fam.preset, fam.curves, fam.models, fam.bundle, fam.checks = preset, None, None, None, None
         fam.primary, fam.missing = None, ""
         fam.runs = [{"recipe": r["config"]["recipe_name"], "seed": r["seed"], **r["result"]} for r in runs]
@@ -699,7 +700,7 @@ class EdgeFamily:
         """The family restricted to one recipe (its curves, model rows and check runs); when none of its models is
         committed, ``curves`` and ``models`` are None and ``missing`` names the command that trains it."""
         fam = EdgeFamily.__new__(EdgeFamily)
-        fam.preset, fam.bundle, fam.checks = self.preset, self.bundle, self.checks
+        fam.preset, fam.smoke, fam.bundle, fam.checks = self.preset, self.smoke, self.bundle, self.checks
         fam.primary = self.primary if self.primary == recipe else None
         fam.runs = [r for r in self.runs if r["recipe"] == recipe]
         fam.curves = None if self.curves is None else self.curves[self.curves["recipe"] == recipe]
@@ -713,8 +714,27 @@ class EdgeFamily:
         return fam
 
     def seeds_of(self, recipe: str) -> list[dict]:
-        """The stored check runs of ``recipe``, by seed."""
+        """The stored check runs of ``recipe``, by seed (every one, counted or not)."""
         return sorted((r for r in self.runs if r["recipe"] == recipe), key=lambda r: r["seed"])
+
+    @property
+    def sizes(self) -> dict:
+        """The preset's sizes of the family (experiment ``ch4.edge``: recipes, seeds, reserve seeds)."""
+        from ..presets import experiment
+
+        return experiment("ch4.edge", self.preset, smoke=self.smoke)
+
+    def evidence(self, recipe: str):
+        """Which seeds of ``recipe`` its verdicts are judged on and why
+        (:func:`mamba_recall.analysis.edge_seeds.evidence_seeds`, the declared rule)."""
+        from .edge_seeds import evidence_seeds
+
+        return evidence_seeds(recipe, self.runs, self.sizes)
+
+    def evidence_runs(self, recipe: str) -> list[dict]:
+        """The stored check runs of the seeds ``recipe`` is judged on (:meth:`evidence`), in seed order."""
+        keep = set(self.evidence(recipe).evidence)
+        return [r for r in self.seeds_of(recipe) if r["seed"] in keep]
 
     def probe_table(self, name: str = "slow_states"):
         """One row per (recipe, seed) of a probe stored by the checks runner (e.g. the slow-state ablation)."""
@@ -754,14 +774,24 @@ class EdgeFamily:
         return out.round(3)
 
     def status(self) -> str:
-        """Which recipes have how many checked seeds past the edge gate (what decides the primary recipe)."""
+        """Which recipes have how many checked seeds past the edge gate (what decides the primary recipe): per recipe
+        ``<recipe>: <ok> of <n> checked seeds past the edge gate``; a recipe with reserve seeds reads its
+        :meth:`evidence` instead (e.g. ``d4: seeds passing 0, 3, 4 of seeds 0–5 trained (3 of 6 …)``, each seed's gate
+        and which seeds count), followed by the rule that picks the primary recipe."""
         if self.missing:
             return f"not committed yet: {self.missing}"
+        from .edge_seeds import primary_rule, reserve_seeds
+
+        reserves = reserve_seeds(self.sizes)
         counts = {}
         for r in self.runs:
             done, ok = counts.get(r["recipe"], (0, 0))
             counts[r["recipe"]] = (done + 1, ok + bool(r.get("gate", {}).get("passed")))
-        return ", ".join(f"{k}: {ok} of {n} checked seeds past the edge gate" for k, (n, ok) in sorted(counts.items()))
+        parts = [
+            self.evidence(k).summary() if k in reserves else f"{k}: {ok} of {n} checked seeds past the edge gate"
+            for k, (n, ok) in sorted(counts.items())
+        ]
+        return ", ".join(parts) + (f". {primary_rule(self.sizes)}" if reserves else "")
 
 
 def load_edge_family(preset: str = "cpu-hours") -> EdgeFamily:

@@ -565,7 +565,8 @@ MAMBA2_CLAIMS = ("004/AppF-ushape", "004/Fig13a", "004/Fig13b")
 def check_family(claim_id: str, family, recipe: str | None = None, *, record: bool = True):
     """The verdict of ``claim_id`` on the committed edge family (:class:`mamba_recall.analysis.primacy.EdgeFamily`):
     each seed's stored measurement (made at that model's pressure length L_p by the family's checks runner),
-    combined over the seeds of ``recipe`` and judged by the declared rule
+    combined over the seeds ``recipe`` is judged on (``EdgeFamily.evidence_runs``:
+    :func:`mamba_recall.analysis.edge_seeds.evidence_seeds`) and judged by the declared rule
     (:func:`mamba_recall.claims.core.check_stored`). ``recipe`` defaults to the family's primary recipe (Mamba-1) for
     a claim of §4.1–§4.4 and to the Mamba-2 recipe for a claim of App. F (:data:`MAMBA2_CLAIMS`); with fewer than 3
     checked seeds the rule caps the verdict (a trained-model claim needs 3). Recorded for the scorecard unless
@@ -576,7 +577,9 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
 
     mamba2 = claim_id in MAMBA2_CLAIMS
     recipe = recipe or (MAMBA2_RECIPE if mamba2 else family.primary)
-    seeds = [] if family.missing or recipe is None else family.seeds_of(recipe)
+    # the seeds the recipe is judged on (analysis.edge_seeds.evidence_seeds: all of its seeds, or with reserve seeds
+    # the first 3 in seed order past the edge gate)
+    seeds = [] if family.missing or recipe is None else family.evidence_runs(recipe)
     if not seeds:
         cmd = EDGE_COMMAND.format(preset=family.preset) + f" --recipes {recipe}"
         why = (
@@ -585,6 +588,9 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
             else "no recipe of the edge family has 3 seeds past its convergence gate yet (" + family.status() + "); a "
             "verdict needs 3 seeds of one recipe (see the model cards)"
             if recipe is None
+            else f"no checked seed of the edge family's recipe {recipe} counts yet "
+            f"({family.evidence(recipe).summary()})"
+            if family.seeds_of(recipe)
             else f"the edge family's recipe {recipe} has no checked model committed yet (train it: `{cmd}`, then "
             f"measure it at each model's L_p: `{cmd} --checks`)"
         )
@@ -618,7 +624,7 @@ def family_table(family):
     ids = list(dict.fromkeys(cid for r in recipes for cid in measured[r]))  # in the first recipe's order, then new
     rows = {
         cid: {
-            f"{r} ({len(family.seeds_of(r))} seeds)": (lambda v: f"{MARK[v.status]} {v.status}")(
+            f"{r} ({len(family.evidence_runs(r))} seeds)": (lambda v: f"{MARK[v.status]} {v.status}")(
                 check_family(cid, family, r, record=False)
             )
             if cid in measured[r]

@@ -1,4 +1,5 @@
-r"""Chapter 4 runner: the *edge* S-models, whose recall capacity binds inside their training range, 3 seeds each.
+r"""Chapter 4 runner: the *edge* S-models, whose recall capacity binds inside their training range, 3 seeds each
+(more where reserve seeds are declared).
 
     python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --allow-long [--jobs 2]          # train
     python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --checks --allow-long [--jobs 2] # claim checks
@@ -22,6 +23,16 @@ the mean recall over seeds with a 95 % t-interval and the per-seed values (table
 card, gate, training range and its pressure length L_p (table ``models``; :func:`mamba_recall.analysis.primacy.
 pressure_length`: the smallest evaluated L whose middle third is ≤ 0.80 on the repeated relation).
 
+Which seeds a recipe is judged on (:func:`mamba_recall.analysis.edge_seeds.evidence_seeds`, the one rule every
+consumer uses: the primary recipe, the checks bundle, :func:`mamba_recall.claims.p004.check_family`): a recipe's declared seeds are ``0 … seeds-1``
+then its reserve seeds (preset entry ``reserve_seeds``, e.g. ``{"d4": [3, 4, 5]}``, declared before any of them
+ran). A recipe without reserve seeds is judged on its checked seeds, and counts for the primary recipe when all of
+its (≥ 3) seeds are checked and every one passed the edge gate. A recipe with reserve seeds is judged on **the first
+three seeds, in seed order, that pass the edge gate**, each trained to its full step count: no seed is skipped or
+reordered, and a seed that has not finished yet (no checks run) blocks every seed after it from counting, so which
+seeds count cannot depend on which run finished first. Every seed's outcome (passed or not, with its gate numbers)
+is reported beside the verdicts (:meth:`mamba_recall.analysis.primacy.EdgeFamily.status` and the model cards).
+
 ``--checks`` runs the claim checks of every finished model (one job per model, experiment ``ch4.edge_checks``) and
 writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`). The one command that regenerates
 **both** bundles from the run store, training nothing, is the third line above (``--aggregate-only`` without
@@ -42,6 +53,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..analysis.edge_seeds import (  # noqa: F401  (the selection rule, re-exported for the runner's users)
+    EVIDENCE_SEEDS,
+    PRIMARY_ORDER,
+    SeedSelection,
+    declared_seeds,
+    evidence_seeds,
+    primary_recipe,
+    primary_rule,
+    reserve_seeds,
+)
 from ..analysis.primacy import checkpoint_path, contexts, pressure_length
 from ..analysis.reference_curves import middle_third
 from ..paths import REPO_ROOT
@@ -63,7 +84,8 @@ def _sizes(preset: str, smoke: bool) -> dict:
 
 
 def jobs_for(preset: str, smoke: bool = False, recipes: list[str] | None = None) -> list[dict]:
-    """One job per (recipe, seed); the config is fully resolved (the recipe with its seed, the evaluation)."""
+    """One job per (recipe, seed), over the recipe's :func:`declared_seeds` (reserve seeds included); the config is
+    fully resolved (the recipe with its seed, the evaluation)."""
     sizes = _sizes(preset, smoke)
     unknown = set(recipes or []) - set(sizes["recipes"])
     if unknown:
@@ -72,7 +94,7 @@ def jobs_for(preset: str, smoke: bool = False, recipes: list[str] | None = None)
     for recipe, cfg in sizes["recipes"].items():
         if recipes and recipe not in recipes:
             continue
-        for seed in range(sizes["seeds"]):
+        for seed in declared_seeds(sizes, recipe):
             name = model_name(recipe, preset, seed, smoke)
             out = (
                 (Path("_build/smoke_checkpoints") / f"ch4_{name}.pt")
@@ -321,11 +343,8 @@ def edge_gate(model, vocab) -> dict:
 
 CHECKS = "ch4.edge_checks"
 CHECKS_RUNNER = "mamba_recall.experiments.ch4_edge:run_checks_job"
-#: The recipe whose verdicts the scorecard carries, declared before any result: the first of these whose every
-#: seed passed its convergence gate (the ≥ 4-layer family first, as the issue specifies the family).
-# d4_long and d2_smalldt were added with their recipes, before any of their results
-# (Mamba-1 recipes only: the m2 recipe serves the Mamba-2 claims of App. F)
-PRIMARY_ORDER = ("d4", "d4_long", "d2_bos", "d2_smalldt", "d2")
+# PRIMARY_ORDER, the seeds each recipe is judged on (evidence_seeds) and primary_recipe live in analysis/edge_seeds.py
+# (imported above), where the book's EdgeFamily and the claims' check_family read the same rule.
 
 
 def is_mamba2(recipe: dict) -> bool:
@@ -336,7 +355,9 @@ def is_mamba2(recipe: dict) -> bool:
 def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
     """One job per finished edge model: the claim inputs at its pressure length, measured per claim: §4.1–§4.4's
     claims on a Mamba-1 model, App. F's head claims on a Mamba-2 one (its job's config says ``"arch": "mamba2"``;
-    a Mamba-1 job's config has no ``arch``, so the keys of the committed Mamba-1 checks stay what they were)."""
+    a Mamba-1 job's config has no ``arch``, so the keys of the committed Mamba-1 checks stay what they were). Every
+    finished model is checked, reserve seeds and seeds that will not count included: the checks job measures the edge
+    gate that :func:`evidence_seeds` reads, and every seed's outcome is reported."""
     jobs = []
     for r in finished_runs(jobs_for(preset, smoke), store):
         c, res = r["config"], r["result"]
@@ -446,15 +467,6 @@ def run_checks_job(config: dict, seed: int) -> dict:
     return {"measurements": out, "probes": probes, "gate": gate, "at": config["at"], "L_p": config["L_p"]}
 
 
-def primary_recipe(runs: list[dict]) -> str | None:
-    """The first recipe of :data:`PRIMARY_ORDER` with ≥ 3 checked seeds, every one past the edge gate."""
-    for recipe in PRIMARY_ORDER:
-        mine = [r for r in runs if r["config"]["recipe_name"] == recipe]
-        if len(mine) >= 3 and all(r["result"].get("gate", {}).get("passed") for r in mine):
-            return recipe
-    return None
-
-
 def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     """``results/ch4_edge_checks_<preset>.json``: per recipe and claim the verdict over its seeds (table ``claims``)
     and the per-seed stored measurements (``data["measurements"]``, what the book re-judges)."""
@@ -468,7 +480,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
     from ..analysis.primacy import EdgeFamily
     from ..claims.p004 import check_family
 
-    fam = EdgeFamily.from_runs(runs, preset)  # the family as the book will read it, from these runs
+    fam = EdgeFamily.from_runs(runs, preset, smoke=smoke)  # the family as the book will read it, from these runs
     rows = []
     for recipe in sorted({r["config"]["recipe_name"] for r in runs}):
         for v in (check_family(cid, fam, recipe, record=False) for cid in fam.seeds_of(recipe)[0]["measurements"]):
@@ -484,7 +496,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
             )
     summary = runs_summary(runs)
     data = {
-        "primary_recipe": primary_recipe(runs),
+        "primary_recipe": primary_recipe(runs, _sizes(preset, smoke)),
         "edge_gate": EDGE_GATE,
         "primary_order": list(PRIMARY_ORDER),
         "runs": [
