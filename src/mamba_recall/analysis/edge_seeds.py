@@ -105,7 +105,7 @@ class SeedSelection:
         finished seed's gate numbers, the seeds not trained yet, and why the selection is (not) complete."""
         gates = [f"seed {k} {_gate_words(self.outcomes[k])}" for k in self.finished]
         if self.pending:
-            gates.append(f"seed(s) {_seed_list(self.pending)} not trained yet")
+            gates.append(f"seed(s) {_seed_list(self.pending)} not finished yet")
         return (
             f"{self.recipe}: seeds passing {_seed_list(self.passed)} of seeds {_seed_list(self.finished)} trained "
             f"({len(self.passed)} of {len(self.order)} declared seeds {_seed_list(self.order)}; {'; '.join(gates)}): "
