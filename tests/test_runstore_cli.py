@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from mamba_recall import longrun
-from mamba_recall.runstore import GRID_OPTIONS, add_grid_args, grid_main, make_job, pending
+from mamba_recall.runstore import GRID_OPTIONS, add_grid_args, grid_main, make_job, pending, run_grid
 
 RUNNER = "mamba_recall.runstore:demo_job"
 
@@ -160,3 +160,13 @@ def test_aggregate_only_counts_every_stage(tmp_path, capsys, monkeypatch):
     grid_main(args, RUNNER, first, write, estimate=None, what="demo", then=[GridStage(RUNNER, second, write)])
     assert capsys.readouterr().out.splitlines() == ["2 jobs: 0 finished, 2 left", "3 jobs: 0 finished, 3 left"]
     assert written == ["ci", "ci"] and pending(first + second, tmp_path)[0] == []  # counted, nothing run
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_worker_processes_inherit_allow_long(tmp_path, monkeypatch, allowed):
+    """``--allow-long --jobs 2``: the worker processes carry the parent's permission (a job that checks its own
+    estimate, as Chapter 4's training does, must not be refused in a worker when the parent allowed it)."""
+    monkeypatch.setattr(longrun, "_allowed", allowed)
+    jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, 0) for x in range(2)]
+    recs = run_grid(RUNNER, jobs, n_jobs=2, store=tmp_path, progress=False, log=lambda m: None)
+    assert [r["result"]["long_allowed"] for r in recs] == [allowed, allowed]

@@ -55,7 +55,7 @@ from typing import Callable, Iterable, Sequence
 import joblib
 from scipy.stats import t as _t
 
-from .longrun import allow_long_runs, check_estimate
+from .longrun import allow_long_runs, check_estimate, long_runs_allowed
 from .longrun import format_seconds as _fmt
 from .paths import REPO_ROOT, RESULTS_DIR
 
@@ -249,8 +249,12 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _run_one(runner: str, job: dict, store: str, threads: int = 1) -> dict:
-    """Run one job (in this process or a worker) and write its file; returns the record."""
+def _run_one(runner: str, job: dict, store: str, threads: int = 1, allow_long: bool | None = None) -> dict:
+    """Run one job (in this process or a worker) and write its file; returns the record. ``allow_long``: the
+    parent's long-run permission, set in a worker process (a fresh process would otherwise refuse a job that
+    the parent's ``--allow-long`` allowed)."""
+    if allow_long is not None:
+        allow_long_runs(allow_long)
     fn = _resolve(runner)
     torch = sys.modules.get("torch")
     if torch is not None and threads:
@@ -326,7 +330,8 @@ def run_grid(
             from joblib import Parallel, delayed
 
             par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", inner_max_num_threads=1)
-            for rec in par(delayed(_run_one)(runner, job, str(store)) for job in left):
+            allowed = long_runs_allowed()
+            for rec in par(delayed(_run_one)(runner, job, str(store), 1, allowed) for job in left):
                 records.append(rec)
                 bar.update(1)
     finally:
@@ -622,9 +627,9 @@ def grid_main(
 
 def demo_job(config: dict, seed: int) -> dict:
     """A tiny fake experiment (the tests' and the README's example): sleeps ``config["sleep"]`` seconds and
-    returns a number that depends on the config and the seed."""
+    returns a number that depends on the config and the seed, its process and whether it may run long."""
     time.sleep(float(config["sleep"]))
-    return {"value": config["x"] * 10 + seed, "pid": os.getpid()}
+    return {"value": config["x"] * 10 + seed, "pid": os.getpid(), "long_allowed": long_runs_allowed()}
 
 
 def main(argv=None):
