@@ -200,6 +200,13 @@ def test_fig15_needs_a_rank_test_that_can_be_significant():
     assert verdict("002/Fig15", four).status == "partially"  # p = 1/24 at every N; one seed: capped
     r, p = p002.spearman_p([1, 2, 4], [3, 2, 1])
     assert r == pytest.approx(-1.0) and p == pytest.approx(1 / 6)
+    # the cpu-hours grid has four head counts for MHA only: the shared half of the claim is then untested, so
+    # the rule cannot read reproduced (the measure reads the variance off the grid when there is no noise table)
+    b = _heads({("MHA", 1, N): 0.5 for N in (1, 2, 4, 8)}, Ms=(1, 2, 4, 8), noise=falling)
+    grid = b.tables["grid"].merge(b.tables.pop("noise"), on=["pattern", "M", "N"])
+    b.tables["grid"] = grid[(grid["pattern"] == "MHA") | grid["M"].isin([1, 8])]
+    m = verdict("002/Fig15", b)
+    assert m.status == "partially" and any(c.startswith("shared_tested") and not ok for c, _, ok in m.checks)
 
 
 def test_every_check_in_chapter_2_is_displayed():
