@@ -191,6 +191,11 @@ COMMITTED_RUNS = [["--preset", "paper", "--only", "k1", "k1_masked", "wo"], ["--
 
 
 def main(argv=None):
+    with results.command_provenance():  # the bundle records the git state from before the checkpoints were written
+        return _main(argv)
+
+
+def _main(argv=None):
     from ..presets import experiment
     from ..results import save_bundle
 

@@ -381,6 +381,13 @@ COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
 
 
 def main(argv=None):
+    from ..results import command_provenance
+
+    with command_provenance():  # the bundle records the git state from before the checkpoints were written
+        return _main(argv)
+
+
+def _main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.keep_train", "ch3_keep_nth", argv)
     if args.preset in STORE_PRESETS:
         return run_store_main(
