@@ -228,7 +228,9 @@ def _main(argv=None):
             "seed": args.seed,
             "sizes": {n: experiment(f"ch1.{n}", args.preset) for n in args.only},
         },
-        command=f"python -m mamba_recall.experiments.ch1_training --preset {args.preset} --device {args.device}",
+        command=f"python -m mamba_recall.experiments.ch1_training --preset {args.preset} --device {args.device}"
+        + (f" --seed {args.seed}" if args.seed else "")
+        + ("" if list(args.only) == list(MODELS) else " --only " + " ".join(args.only)),
         device=args.device,
         wall_seconds=time.perf_counter() - start,
     )
