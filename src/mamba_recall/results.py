@@ -354,11 +354,13 @@ EVIDENCE_ORDER = ("paper", "cpu-hours", "ci")
 
 
 def load_strongest_bundle(
-    stem: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None, log=print
+    stem: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None, log=print, lacks=None
 ) -> Bundle:
     """The committed bundle ``<stem>_<preset>`` with the strongest evidence (:data:`EVIDENCE_ORDER`), skipping
     bundles that say they are incomplete (``data.complete`` false: a grid still running) and **saying which one it
-    uses** through ``log``; the bundle's ``config["preset"]`` (or its name) names the preset for the page."""
+    uses** through ``log``; the bundle's ``config["preset"]`` (or its name) names the preset for the page.
+    ``lacks(bundle) -> str | None``: what a bundle lacks for the caller's check (None: nothing), e.g. a grid cell a
+    stronger preset's grid does not have; such a bundle is skipped too, with that reason in the log."""
     directory = Path(directory or RESULTS_DIR)
     skipped = []
     for preset in EVIDENCE_ORDER:
@@ -370,6 +372,10 @@ def load_strongest_bundle(
                 f"{stem}_{preset} (incomplete: {bundle.data.get('jobs_finished')} of "
                 f"{bundle.data.get('jobs_total')} jobs)"
             )
+            continue
+        missing = lacks(bundle) if lacks is not None else None
+        if missing:
+            skipped.append(f"{stem}_{preset} ({missing})")
             continue
         log(f"using {stem}_{preset}" + (f"; skipped {', '.join(skipped)}" if skipped else ""))
         return bundle

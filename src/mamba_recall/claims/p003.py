@@ -258,14 +258,24 @@ def measure_keep_failing(bundle) -> Measurement:
     )
 
 
+def s4dpe_t20_missing(bundle) -> str | None:
+    """What ``bundle`` lacks for :func:`measure_s4dpe_t20` (S4D+PE and S4D runs at T = 20, d = 32, N = 8), or None."""
+    runs, preset = _keep_runs(bundle)
+    sub = runs[(runs["T"] == 20) & (runs.d == 32) & (runs.N == 8) & runs.model.isin(["s4d+pe", "s4d"])]
+    if set(sub.model) != {"s4d+pe", "s4d"}:
+        return f"the {preset} bundle has no S4D±PE runs at T = 20, d = 32, N = 8"
+    return None
+
+
 def measure_s4dpe_t20(bundle, pe_spread: dict) -> Measurement:
     """Tab. A.1, S4D+PE at T = 20 (d = 32, N = 8), against S4D without PE in the same bundle, with the exact
     check ``pe_spread`` (:func:`mamba_recall.experiments.ch3_keep_nth.pe_logit_dependence`: per mixer, how much
     the PE's effect on the logits varies across input sequences; 0 means the PE is only a per-position bias)."""
+    missing = s4dpe_t20_missing(bundle)
+    if missing:
+        raise NotRun(f"{missing}; needs {RUN_KEEP}")
     runs, preset = _keep_runs(bundle)
     sub = runs[(runs["T"] == 20) & (runs.d == 32) & (runs.N == 8) & runs.model.isin(["s4d+pe", "s4d"])]
-    if set(sub.model) != {"s4d+pe", "s4d"}:
-        raise NotRun(f"the {preset} bundle has no S4D±PE runs at T = 20, d = 32, N = 8; needs {RUN_KEEP}")
     acc = sub.groupby("model").accuracy.mean()
     v = {
         "abs_diff_from_printed": abs(float(acc["s4d+pe"]) - 0.72),

@@ -80,13 +80,14 @@ def load_checkpoint(name: str, model_factory):
     return model.eval(), meta["config"]
 
 
-def load_evidence(stem: str, preset: str, log=print):
+def load_evidence(stem: str, preset: str, log=print, lacks=None):
     """The bundle a Chapter 3 page reads for runner ``stem``: at ``ci`` (the book's default) the strongest committed one
     (:func:`~mamba_recall.results.load_strongest_bundle`: a complete ``paper``, then ``cpu-hours``, then the ``ci``
     bundle; the page prints the bundle's preset), at another preset that preset's bundle (the ci one, saying so, where
-    it was never made)."""
+    it was never made). ``lacks``: at ``ci``, skip a stronger bundle that lacks what the check needs (see
+    ``load_strongest_bundle``); the verdict's evidence line names the preset used."""
     if preset == "ci":
-        return results.load_strongest_bundle(stem, log=lambda m: None)
+        return results.load_strongest_bundle(stem, log=lambda m: None, lacks=lacks)
     return results.load_preset_bundle(stem, preset, log=log)
 
 
