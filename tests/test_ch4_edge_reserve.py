@@ -36,8 +36,9 @@ def _runs(recipe: str, outcomes: dict[int, bool]) -> list[dict]:
 def test_presets_declare_d4_reserves_outside_the_recipe():
     for preset in ("cpu-hours", "paper"):
         sizes = experiment(E.EXPERIMENT, preset)
-        assert E.reserve_seeds(sizes) == {"d4": (3, 4, 5)}
-        assert "reserve_seeds" not in sizes["recipes"]["d4"]  # the recipe (hence its jobs' configs) is untouched
+        assert E.reserve_seeds(sizes) == {"d4": (3, 4, 5), "d4_zinit": (3, 4, 5)}
+        for recipe in ("d4", "d4_zinit"):  # the recipe (hence its jobs' configs) is untouched
+            assert "reserve_seeds" not in sizes["recipes"][recipe]
         assert E.declared_seeds(sizes, "d4") == (0, 1, 2, 3, 4, 5) and E.declared_seeds(sizes, "d2") == (0, 1, 2)
 
 
@@ -100,7 +101,9 @@ def test_recipes_without_reserves_keep_the_old_rule():
     fam = EdgeFamily.from_runs(bad)
     line, rule = fam.status().split(". ", 1)
     assert line == "d2_bos: 2 of 3 checked seeds past the edge gate"  # today's text
-    assert rule == E.primary_rule(SIZES) and rule.startswith("primary recipe: the first of d4, d4_long, d2_bos")
+    assert rule == E.primary_rule(SIZES) and rule.startswith(
+        "primary recipe: the first of d4, d4_long, d4_zinit, d2_bos"
+    )
 
 
 def test_bad_inputs_name_the_fix():
@@ -131,18 +134,20 @@ def test_check_family_judges_the_evidence_seeds():
 
 
 def test_jobs_grow_by_the_reserves_and_keep_their_keys(monkeypatch):
-    """Adding the reserves adds the jobs of d4 seeds 3–5 only: every job of the grid without them keeps its config
-    and key."""
+    """Adding the reserves adds the jobs of seeds 3–5 of d4 and d4_zinit only: every job of the grid without them
+    keeps its config and key."""
     jobs = {j["key"]: j for j in E.jobs_for("cpu-hours")}
     sizes = E._sizes("cpu-hours", False)
     monkeypatch.setattr(E, "_sizes", lambda preset, smoke: {k: v for k, v in sizes.items() if k != "reserve_seeds"})
     before = {j["key"]: j for j in E.jobs_for("cpu-hours")}
-    assert len(jobs) == 21 and len(before) == 18 and set(before) <= set(jobs)
+    assert len(jobs) == 27 and len(before) == 21 and set(before) <= set(jobs)
     assert all(jobs[k]["config"] == j["config"] for k, j in before.items())
     new = [j for k, j in jobs.items() if k not in before]
-    assert sorted((j["config"]["recipe_name"], j["seed"]) for j in new) == [("d4", 3), ("d4", 4), ("d4", 5)]
+    assert sorted((j["config"]["recipe_name"], j["seed"]) for j in new) == [
+        (r, k) for r in ("d4", "d4_zinit") for k in (3, 4, 5)
+    ]
     assert all(j["config"]["recipe"]["seed"] == j["seed"] for j in new)
-    assert all(j["config"]["model_name"] == f"edge_d4_cpu-hours_seed{j['seed']}" for j in new)
+    assert all(j["config"]["model_name"] == f"edge_{j['config']['recipe_name']}_cpu-hours_seed{j['seed']}" for j in new)
 
 
 def test_committed_jobs_and_bundle_keep_their_numbers():
@@ -157,7 +162,7 @@ def test_committed_jobs_and_bundle_keep_their_numbers():
     from mamba_recall.runstore import RUNS_DIR
 
     jobs = {j["key"]: j for j in E.jobs_for("cpu-hours")}
-    assert len(jobs) == 21 and len(finished_runs(list(jobs.values()))) == 20
+    assert len(jobs) == 27 and len(finished_runs(list(jobs.values()))) == 20
     for path in sorted((RUNS_DIR / E.EXPERIMENT).glob("*.json")):  # every committed run: same key, same config
         stored = json.loads(path.read_text())
         assert jobs[path.stem]["config"] == stored["config"]
@@ -194,4 +199,4 @@ def test_aggregation_with_the_protocol_reproduces_the_committed_bundles(tmp_path
         assert set(ours["data"]) == set(committed["data"])
         assert changed == set() and ours["config"] == committed["config"]
         if name == "ch4_edge_cpu-hours":
-            assert ours["config"]["sizes"]["reserve_seeds"] == {"d4": [3, 4, 5]}
+            assert ours["config"]["sizes"]["reserve_seeds"] == {"d4": [3, 4, 5], "d4_zinit": [3, 4, 5]}

@@ -145,6 +145,27 @@ def test_same_seed_same_init_and_different_seed_differs():
     assert not torch.equal(a["backbone.layers.0.mixer.in_proj.weight"], c["backbone.layers.0.mixer.in_proj.weight"])
 
 
+def test_zero_out_proj_from_zeroes_the_deeper_residual_branches_only():
+    def build(**kw):
+        torch.manual_seed(5)
+        return MambaLMHeadModel(16, 4, 20, d_state=4, **kw)
+
+    base, zero = build(), build(zero_out_proj_from=2)
+    a, b = base.state_dict(), zero.state_dict()
+    for k in a:  # no random number drawn: every weight but the zeroed ones equals the default model's
+        if k in ("backbone.layers.2.mixer.out_proj.weight", "backbone.layers.3.mixer.out_proj.weight"):
+            assert torch.count_nonzero(b[k]) == 0 and torch.count_nonzero(a[k]) > 0
+        else:
+            assert torch.equal(a[k], b[k]), k
+    # the zeroed blocks are the identity on the residual stream at initialisation, and they get a gradient
+    ids = torch.randint(0, 20, (2, 9))
+    zero(ids).sum().backward()
+    assert zero.backbone.layers[3].mixer.out_proj.weight.grad.abs().sum() > 0
+    for bad in (4, -1, 1.5, True):
+        with pytest.raises(ValueError, match="zero_out_proj_from must be None or a layer index in 0..3"):
+            build(zero_out_proj_from=bad)
+
+
 # ----------------------------------------------------------------------------- forward semantics
 
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 #: The recipe whose verdicts the scorecard carries, declared before any result: the first of these whose evidence
 #: seeds (:func:`evidence_seeds`: its 3 seeds, or for a recipe with reserve seeds the first 3 in seed order) all
 #: passed its convergence gate (the ≥ 4-layer family first, as the issue specifies the family).
-# d4_long and d2_smalldt were added with their recipes, before any of their results
+# d4_long, d2_smalldt and d4_zinit were added with their recipes, before any of their results
 # (Mamba-1 recipes only: the m2 recipe serves the Mamba-2 claims of App. F)
-PRIMARY_ORDER = ("d4", "d4_long", "d2_bos", "d2_smalldt", "d2")
+PRIMARY_ORDER = ("d4", "d4_long", "d4_zinit", "d2_bos", "d2_smalldt", "d2")
 
 
 def reserve_seeds(sizes: dict) -> dict[str, tuple[int, ...]]:

@@ -223,6 +223,11 @@ def _models_table(runs: list[dict]) -> pd.DataFrame:
                     + (", BOS" if c["recipe"]["vocab"].get("bos") else "")
                     + (f", gaps ≤ {c['recipe']['gap_max']}" if c["recipe"].get("gap_max") else "")
                     + (f", dt_max {m['dt_max']}" if "dt_max" in m else "")
+                    + (
+                        f", out_proj of layers ≥ {m['zero_out_proj_from'] + 1} zero at init"
+                        if m.get("zero_out_proj_from") is not None
+                        else ""
+                    )
                 ),
                 "checkpoint": res["checkpoint"],
                 "train_seconds": res["seconds"],

@@ -535,6 +535,11 @@ class MambaLMHeadModel(nn.Module):
     Seed with ``torch.manual_seed`` before construction for a reproducible model.
 
     ``mixer_kwargs`` go to every :class:`Mamba` (``dt_rank``, ``dt_min``, ``conv_bias``, ...).
+    ``zero_out_proj_from = k`` (not upstream; None by default) then sets ``out_proj.weight`` of the layers
+    i ≥ k to zero: those blocks start as the identity on the residual stream (h ← h + 0) and grow in from the
+    first step, since ∂loss/∂out_proj = (∂loss/∂h) ⊗ (the block's gated scan output) is not zero (the
+    "zero-init residual branch" of Fixup / ReZero / SkipInit, Zhang et al. 2019, Bachlechner et al. 2020, De and
+    Smith 2020). It draws no random numbers, so every other weight equals the default model's of the same seed.
     ``model.backend`` reads/sets the scan backend of every layer. ``block_cls`` is the layer type
     (:class:`~mamba_recall.models.mamba2.Mamba2LMHeadModel` is this model with Mamba-2 blocks).
     """
@@ -555,12 +560,22 @@ class MambaLMHeadModel(nn.Module):
         norm_epsilon=1e-5,
         residual_in_fp32=True,
         initializer_range=0.02,
+        zero_out_proj_from=None,
         device=None,
         dtype=None,
         **mixer_kwargs,
     ):
         super().__init__()
         check_positive_int("n_layer", n_layer)
+        if zero_out_proj_from is not None and (
+            isinstance(zero_out_proj_from, bool)
+            or not isinstance(zero_out_proj_from, int)
+            or not 0 <= zero_out_proj_from < n_layer
+        ):
+            raise ValueError(
+                f"zero_out_proj_from must be None or a layer index in 0..{n_layer - 1} (n_layer = {n_layer}), "
+                f"got {zero_out_proj_from!r}."
+            )
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("pad_vocab_size_multiple", pad_vocab_size_multiple)
         _check_backend(backend)
@@ -586,6 +601,10 @@ class MambaLMHeadModel(nn.Module):
         )
         self.lm_head = nn.Linear(d_model, padded, bias=False, device=device, dtype=dtype)
         self.apply(lambda m: init_weights(m, n_layer, initializer_range))
+        if zero_out_proj_from is not None:
+            with torch.no_grad():
+                for layer in self.backbone.layers[zero_out_proj_from:]:
+                    layer.mixer.out_proj.weight.zero_()
         if tie_embeddings:
             self.lm_head.weight = self.backbone.embedding.weight
 
