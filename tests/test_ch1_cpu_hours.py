@@ -110,6 +110,27 @@ def test_noise_forgetting_probe_recomputes_the_model_and_breaks_the_erase():
         c1.noise_forgetting_probe(m2(8, 2), batch)
 
 
+def test_thm2_construction_returns_the_plurality_value_not_the_latest():
+    """Paper 003's Theorem 2 construction on paper 000's task: a hand sequence where the key's latest value (6) is
+    not its most frequent one (5) gets 5; on |K| = 1 batches every answer is the plurality value, and the trained ci
+    model's accuracy on the same queries is reported beside it."""
+    from mamba_recall.experiments.ch1_training import load_checkpoint
+    from mamba_recall.tasks.latest_value import LatestValueBatch, latest_value_batch, latest_value_labels
+
+    x = torch.tensor([[0, 5, 3, 0, 5, 2, 0, 6, 4, 0]])  # key 0 bound to 5, 5, 6, then queried
+    q = torch.as_tensor(latest_value_labels(x[0].numpy(), 1)[0])[None]
+    batch = LatestValueBatch(x, q, q, "masked", 8, 1)
+    p = c1.thm2_construction_probe(batch)
+    assert q[0, -1] == 6 and p["thm2_accuracy"] < 1 and p["thm2_equals_plurality"] == 1.0
+    assert p["bindings_per_sequence"] == 3
+    model, meta = load_checkpoint("k1", "ci")
+    c = meta["config"]
+    batch = latest_value_batch(16, c["vocab_size"], 1, c["seq_len"], c["max_noise"], seed=1000)
+    p = c1.thm2_construction_probe(batch, model)
+    assert p["thm2_equals_plurality"] == 1.0 and p["thm2_accuracy"] == p["plurality_accuracy"]
+    assert p["queries"] == int((batch.query_labels >= 0).sum()) and p["model_accuracy"] > p["thm2_accuracy"]
+
+
 def test_pair_transformer_sees_the_mambas_pair():
     """tf1_pair's input at t is W_in [e_{x_{t−1}}; e_{x_t}] (zero before the first token), as App. B's fixed
     convolution."""
