@@ -275,3 +275,11 @@ def test_rounding_level_errors_print_the_same_everywhere():
     assert core.below(0) == core.below(2e-17) == core.below(1e-12) == "≤ 1e-12"
     assert core.below(3e-8) == "≤ 1e-07" and core.below(0.5) == "≤ 1e+00"
     assert core.pass_fail(True) == "pass" and core.pass_fail(False) == "FAIL"
+
+
+def test_a_checked_number_is_printed_on_the_side_of_its_threshold():
+    """4 significant digits unless rounding would put the printed number on the other side of the condition."""
+    c = Cond("acc", ">=", 1.0)
+    assert c.shown(0.9999955) == "0.999996" and not c.holds(0.9999955)
+    assert c.shown(1.0) == "1" and Cond("x", "<=", 0.1).shown(0.123456) == "0.1235"
+    assert Cond("x", "<", 0.5).shown(0.49999) == "0.49999" and Cond("ok", "true").shown(True) == "True"

@@ -103,6 +103,23 @@ class Cond:
     def text(self) -> str:
         return f"{self.metric} {OPS[self.op]}" + ("" if self.value is None else f" {_fmt(self.value)}")
 
+    def shown(self, x) -> str:
+        """``x`` as printed beside this condition: :func:`_fmt`'s 4 significant digits, or as many more as it takes
+        for the printed number to hold the condition exactly when ``x`` does (0.9999955 against ``≥ 1`` prints
+        0.999996, not a failing "1")."""
+        s = _fmt(x)
+        if self.value is None or isinstance(x, bool):
+            return s
+        try:
+            x = float(x)
+            for digits in range(5, 18):
+                if math.isnan(x) or self.holds(float(s)) == self.holds(x):
+                    return s
+                s = f"{x:.{digits}g}"
+        except (TypeError, ValueError):
+            pass
+        return s
+
     def crossing(self) -> tuple[object, object]:
         """A value that satisfies the condition and one just across it (for the flip tests)."""
         if self.op in ("true", "false"):
@@ -366,7 +383,7 @@ def interval_crossings(conds, m: Measurement) -> str:
             continue
         lo, hi = m.intervals[c.metric]
         if not (c.holds(lo) and c.holds(hi)):
-            bad.append(f"the 95 % interval of {c.metric} [{_fmt(lo)}, {_fmt(hi)}] crosses {c.text()}")
+            bad.append(f"the 95 % interval of {c.metric} [{c.shown(lo)}, {c.shown(hi)}] crosses {c.text()}")
     return "; ".join(bad)
 
 
@@ -378,7 +395,7 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
         raise ClaimError(f"claim {claim.id}: the measurement lacks {sorted(missing)} that its rule reads.")
 
     def run(cs):
-        return [(c.text(), _fmt(m.values[c.metric]), c.holds(m.values[c.metric])) for c in cs]
+        return [(c.text(), c.shown(m.values[c.metric]), c.holds(m.values[c.metric])) for c in cs]
 
     testable, printed, corrected, partial = (
         run(rule.testable),
