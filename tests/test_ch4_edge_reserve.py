@@ -151,9 +151,10 @@ def test_jobs_grow_by_the_reserves_and_keep_their_keys(monkeypatch):
 
 
 def test_committed_jobs_and_bundle_keep_their_numbers():
-    """The committed training runs are found under the same keys (20 of 21 jobs finished: d4's seeds 0-5 all
-    trained), the committed checks bundle's primary recipe is what the rule picks from its runs, and d4 counts its
-    seeds 0 and 3, the two of its six that passed the edge gate, so it is not complete."""
+    """The committed training runs are found under the same keys (26 of 27 jobs finished: the seeds 0-5 of d4 and
+    d4_zinit all trained, d4_long's seed 2 not), the committed checks bundle's primary recipe is what the rule picks
+    from its runs, d4 counts its seeds 0 and 3, the two of its six that passed the edge gate, so it is not complete,
+    and d4_zinit counts its seeds 1, 3 and 5, so it is the primary recipe."""
     import json
 
     from mamba_recall.paths import RESULTS_DIR
@@ -162,20 +163,23 @@ def test_committed_jobs_and_bundle_keep_their_numbers():
     from mamba_recall.runstore import RUNS_DIR
 
     jobs = {j["key"]: j for j in E.jobs_for("cpu-hours")}
-    assert len(jobs) == 27 and len(finished_runs(list(jobs.values()))) == 20
+    assert len(jobs) == 27 and len(finished_runs(list(jobs.values()))) == 26
     for path in sorted((RUNS_DIR / E.EXPERIMENT).glob("*.json")):  # every committed run: same key, same config
         stored = json.loads(path.read_text())
         assert jobs[path.stem]["config"] == stored["config"]
     checks = E.checks_jobs("cpu-hours")
-    assert len(checks) == 20 and len(finished_runs(checks)) == 20
+    assert len(checks) == 26 and len(finished_runs(checks)) == 26
     bundle = json.loads((RESULTS_DIR / "ch4_edge_checks_cpu-hours.json").read_text())
     runs = [{"recipe": r["recipe"], "seed": r["seed"], "gate": r["gate"]} for r in bundle["data"]["runs"]]
-    assert E.primary_recipe(runs, SIZES) == bundle["data"]["primary_recipe"] == "d2_bos"
+    assert E.primary_recipe(runs, SIZES) == bundle["data"]["primary_recipe"] == "d4_zinit"
     sel = E.evidence_seeds("d4", runs, SIZES)
     assert sel.evidence == (0, 3) and not sel.complete
     assert "only 2 of its declared seeds 0–5 passed the edge gate (0, 3), 3 are needed" in sel.why
+    sel = E.evidence_seeds("d4_zinit", runs, SIZES)
+    assert sel.evidence == (1, 3, 5) and sel.complete
     fam = EdgeFamily("cpu-hours")
-    assert fam.primary == "d2_bos" and [r["seed"] for r in fam.evidence_runs("d2_bos")] == [0, 1, 2]
+    assert fam.primary == "d4_zinit" and [r["seed"] for r in fam.evidence_runs("d4_zinit")] == [1, 3, 5]
+    assert [r["seed"] for r in fam.evidence_runs("d2_bos")] == [0, 1, 2]
     assert [r["seed"] for r in fam.evidence_runs("d2_smalldt")] == [0, 1, 2]  # failing seeds stay in its verdicts
 
 
