@@ -170,3 +170,22 @@ def test_worker_processes_inherit_allow_long(tmp_path, monkeypatch, allowed):
     jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, 0) for x in range(2)]
     recs = run_grid(RUNNER, jobs, n_jobs=2, store=tmp_path, progress=False, log=lambda m: None)
     assert [r["result"]["long_allowed"] for r in recs] == [allowed, allowed]
+
+
+def test_checkpoints_written_inside_a_command_keep_its_git_state(tmp_path, monkeypatch):
+    """The second checkpoint of a command is not recorded dirty because the first one rewrote a tracked file."""
+    import json
+
+    from mamba_recall import results
+
+    states = iter(
+        [{"commit": "abc", "status": "", "code": ""}, {"commit": "abc", "status": " M results/x.pt", "code": ""}]
+    )
+    monkeypatch.setattr(results, "_git_state", lambda: next(states))
+    with results.command_provenance():
+        results.save_checkpoint(tmp_path / "a.pt", {"w": 1}, {}, command="c")
+        results.save_checkpoint(tmp_path / "b.pt", {"w": 2}, {}, command="c")
+    provs = [json.loads((tmp_path / f"{n}.json").read_text())["provenance"] for n in "ab"]
+    assert [p["git_dirty"] for p in provs] == [False, False] and provs[1]["git_commit"] == "abc"
+    results.save_checkpoint(tmp_path / "c.pt", {"w": 3}, {}, command="c")  # outside a command: its own state, now
+    assert json.loads((tmp_path / "c.json").read_text())["provenance"]["git_dirty"] is True

@@ -117,8 +117,9 @@ def command_provenance():
     file (:func:`mamba_recall.runstore.grid_main` does). ``dirty_files`` stays those uncommitted files that the
     process has imported by the time each bundle is written (a later bundle that used more library code names
     it too); ``device``, ``created`` and ``wall_seconds`` are each bundle's own. Nested use keeps the outer
-    state. Checkpoint sidecars (:func:`save_checkpoint`) keep their own provenance (jobs run in other
-    processes too)."""
+    state. Checkpoint sidecars (:func:`save_checkpoint`) written in this process take the same state (a command
+    writing three checkpoints would otherwise record the second and third as dirty, the first having rewritten
+    a tracked file); jobs in other processes take their own."""
     global _COMMAND_GIT
     if _COMMAND_GIT is not None:  # already inside a command: its state holds
         yield _COMMAND_GIT
@@ -417,7 +418,7 @@ def save_checkpoint(
         "sha256": _sha256(path),
         "bytes": path.stat().st_size,
         "command": command,
-        "provenance": provenance(device, wall_seconds),
+        "provenance": provenance(device, wall_seconds, git=_COMMAND_GIT),
     }
     path.with_suffix(".json").write_text(json.dumps(record, indent=1, default=_jsonable) + "\n")
     return path
