@@ -246,19 +246,21 @@ def thm2_construction_probe(batch, model=None) -> dict:
     itself, the number of bindings per sequence, and with ``model`` the trained model's accuracy on the same queries.
     Shapes: ``batch.inputs`` (n, T); logits (n, T, |V| − κ)."""
     from ..labels import labelled_accuracy
+    from ..tasks.latest_value import WRITE, pair_events
     from ..theory.mqar_constructions import thm2_logits
 
     ids, kappa = batch.inputs, batch.num_keys
     logits = thm2_logits(ids, kappa, batch.vocab_size - kappa)
     pred = (logits.argmax(-1) + kappa).numpy()
     x, q = ids.numpy(), batch.query_labels.numpy()
+    writes = pair_events(x, kappa) == WRITE  # (n, T): a binding x_{t−1} → x_t
     plural = np.full_like(q, -1)
     for b in range(x.shape[0]):  # the plurality value of each key's bindings so far (ties: lowest value)
         counts = np.zeros((kappa, batch.vocab_size), dtype=np.int64)
         for t in range(x.shape[1]):
             if q[b, t] >= 0:
                 plural[b, t] = int(np.argmax(counts[x[b, t]]))
-            if t >= 1 and x[b, t - 1] < kappa <= x[b, t]:
+            if writes[b, t]:
                 counts[x[b, t - 1], x[b, t]] += 1
     mask = q >= 0
     out = {
@@ -266,7 +268,7 @@ def thm2_construction_probe(batch, model=None) -> dict:
         "thm2_equals_plurality": float((pred[mask] == plural[mask]).mean()),
         "plurality_accuracy": float((plural[mask] == q[mask]).mean()),
         "queries": int(mask.sum()),
-        "bindings_per_sequence": float(((x[:, :-1] < kappa) & (x[:, 1:] >= kappa)).sum(1).mean()),
+        "bindings_per_sequence": float(writes.sum(1).mean()),
     }
     if model is not None:
         with torch.no_grad():
