@@ -212,27 +212,47 @@ def refresh_targets(targets: list[str]) -> list[Path]:
             path = Path(target).resolve()
             if not path.exists():
                 raise SystemExit(f"error: no notebook {target!r}.")
-            notebooks.append(path.relative_to(REPO_ROOT))
+            notebooks.append(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
         else:
             notebooks.extend(chapter_notebooks(target))
     return notebooks
 
 
 def refresh_committed_outputs(targets: list[str] | None = None) -> None:
-    """Re-execute notebooks in ``book/`` in place with their default (ci) parameters."""
-    import papermill
+    """Re-execute notebooks in ``book/`` with their default (ci) parameters and replace each committed
+    notebook only by a complete, successful execution.
 
-    for nb in tqdm(refresh_targets(targets or []), desc="refresh", unit="notebook"):
-        path = REPO_ROOT / nb
-        papermill.execute_notebook(
-            str(path),
-            str(path),
-            cwd=str(path.parent),
-            kernel_name="python3",
-            progress_bar=False,
-            execution_timeout=DEFAULT_TIMEOUT_S,
-        )
-        book_nb = nbformat.read(path, as_version=4)
+    Each notebook is executed into ``_build/refresh/`` (papermill writes its output as it goes, so an
+    interrupt or a failing cell leaves a partial notebook there, never in ``book/``); the cleaned result
+    is written to a temporary file beside the committed notebook and moved over it with ``os.replace``
+    (atomic on one file system). An interrupt or a failure stops at once with one line saying which
+    notebooks were refreshed, which was not and where its partial execution is."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    notebooks = refresh_targets(targets or [])
+    scratch = BUILD_DIR / "refresh"
+    done: list[Path] = []
+    for nb in tqdm(notebooks, desc="refresh", unit="notebook"):
+        path = REPO_ROOT / nb  # nb itself where it lies outside the repository
+        executed = scratch / (nb.relative_to(nb.anchor) if nb.is_absolute() else nb)
+        executed.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            papermill.execute_notebook(
+                str(path),
+                str(executed),
+                cwd=str(path.parent),
+                kernel_name="python3",
+                progress_bar=False,
+                execution_timeout=DEFAULT_TIMEOUT_S,
+            )
+        except (KeyboardInterrupt, PapermillExecutionError, TimeoutError) as exc:
+            why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"failed ({type(exc).__name__})"
+            raise NotebookFailed(
+                f"error: refresh {why} at {nb}; {nb} is unchanged (its partial execution: {executed}); "
+                f"{len(done)} of {len(notebooks)} notebook(s) refreshed before it."
+            ) from None
+        book_nb = nbformat.read(executed, as_version=4)
         book_nb.metadata.pop("papermill", None)
         book_nb.metadata.pop("widgets", None)
         for cell in book_nb.cells:
@@ -240,7 +260,22 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
             cell.metadata.pop("execution", None)
             if cell.cell_type == "code":  # widget views without their (dropped) state would show as errors
                 cell.outputs = coalesce_streams([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})])
-        nbformat.write(book_nb, path)
+        write_atomic_notebook(book_nb, path)
+        done.append(nb)
+
+
+def write_atomic_notebook(nb, path: Path) -> None:
+    """Write ``nb`` to ``path`` through a temporary file in the same folder and ``os.replace``: the
+    notebook at ``path`` is either the old one or the complete new one, never a partial write."""
+    tmp = path.with_name(f".{path.name}.refresh-tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            nbformat.write(nb, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def coalesce_streams(outputs: list) -> list:
