@@ -144,6 +144,7 @@ def test_ch2_reference_grid_smoke(tmp_path, monkeypatch):
         pytest.skip("presets.experiment has no smoke cap in this tree")
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", tmp_path, raising=False)  # smoke bundles stay in tmp_path
     store = tmp_path / "runs"
     grid.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])
     bundle = results.load_bundle("ch2_reference_grid_cpu-hours_smoke", directory=tmp_path)
@@ -194,6 +195,7 @@ def test_ch2_trained_dn_smoke(tmp_path, monkeypatch):
     from mamba_recall.experiments import ch2_trained_dn as dn
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", tmp_path, raising=False)  # smoke bundles stay in tmp_path
     dn.main(["--preset", "ci", "--smoke", "--store", str(tmp_path / "runs"), "--no-estimate"])
     bundle = results.load_bundle("ch2_trained_dn_ci_smoke", directory=tmp_path)
     cells, errors = bundle.tables["cells"], bundle.tables["law_errors"]

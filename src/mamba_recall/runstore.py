@@ -39,15 +39,20 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import fcntl
 import hashlib
 import importlib
 import json
 import math
 import os
 import platform
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -86,8 +91,56 @@ __all__ = [
 ]
 
 SCHEMA = "mamba_recall.run"
-SCHEMA_VERSION = 1
+#: version 2 adds ``sha256`` (over the whole record) and ``nonfinite``; version 1 files (the committed runs written
+#: before them) are read as they are, without a hash to check
+SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)
+FAILURE_SCHEMA = "mamba_recall.run_failure"
 RUNS_DIR = RESULTS_DIR / "runs"
+#: where a finished result goes when its run file cannot be written (the store turned read-only, the disk filled)
+UNSAVED_DIR = Path(tempfile.gettempdir()) / "mamba_recall_unsaved"
+
+
+class RunFileError(ValueError):
+    """A run file that cannot be trusted (not JSON, edited by hand, a newer schema, a missing field): the message
+    names the file and the fix."""
+
+
+class GridExit(SystemExit):
+    """Ends a grid command with a message and an exit status, without a Python traceback (a ``SystemExit``: a
+    command's ``main`` need not catch it). ``message`` is what was wrong and what to do."""
+
+    exit_status = 1
+
+    def __init__(self, message: str):
+        super().__init__(message if self.exit_status == 1 else self.exit_status)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StoreNotWritable(GridExit):
+    """The run store cannot be written: found before any job starts."""
+
+
+class JobsFailed(GridExit):
+    """Some jobs raised (or their result could not be saved in the store); the others ran. ``failures``: one dict
+    per job (``key``, ``config``, ``seed``, ``error``, and ``file`` or ``saved_at``)."""
+
+    def __init__(self, message: str, failures: list[dict]):
+        super().__init__(message)
+        self.failures = failures
+
+
+class GridInterrupted(GridExit):
+    """Ctrl-C (SIGINT) or SIGTERM: the one-line message is printed, exit status 130."""
+
+    exit_status = 130
+
+
+class BundleNotReplaced(GridExit):
+    """A complete bundle would have been replaced by one aggregating fewer jobs."""
 
 
 # ---------------------------------------------------------------------------------------------- jobs
@@ -106,6 +159,12 @@ def make_job(experiment: str, config: dict, seed: int) -> dict:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, got {seed!r}.")
     job = {"experiment": experiment, "config": _plain(config), "seed": seed}
+    bad = _nonfinite_paths(job["config"])
+    if bad:
+        raise ValueError(
+            f"job config of {experiment} has a NaN or infinite value at {bad[0]['path']}; a config must be finite "
+            "(give the setting as a number or a string)."
+        )
     job["key"] = job_key(job)
     return job
 
@@ -119,40 +178,161 @@ def job_path(job: dict, store: Path | None = None) -> Path:
     return Path(store or RUNS_DIR) / job["experiment"] / f"{job['key']}.json"
 
 
-def pending(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict]]:
-    """``(finished, left)``: the jobs whose result file exists (and is a valid run of that job), the others."""
-    done, left = [], []
+def failure_path(job: dict, store: Path | None = None) -> Path:
+    """``<key>.failed`` beside the job's run file: the record of its last failure (not a ``.json``, so never
+    read as a run)."""
+    return job_path(job, store).with_suffix(".failed")
+
+
+def claim_path(job: dict, store: Path | None = None) -> Path:
+    """``<key>.claim`` beside the job's run file: locked by the process running the job (:func:`_claim`)."""
+    return job_path(job, store).with_suffix(".claim")
+
+
+# -- the record: hash, non-finite numbers, validation
+
+
+def record_hash(record: dict) -> str:
+    """sha256 of the canonical JSON (sorted keys, no spaces) of ``record`` without its ``sha256`` field: any edit of
+    a run file (its result, config, seed, provenance) changes it."""
+    body = {k: v for k, v in record.items() if k != "sha256"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _nonfinite_paths(obj, path=()) -> list[dict]:
+    """``[{"path": [...], "value": "nan" | "inf" | "-inf"}]``: where ``obj`` (plain JSON form) holds a NaN or an
+    infinity."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return [{"path": list(path), "value": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}]
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _nonfinite_paths(v, (*path, k))]
+    if isinstance(obj, list):
+        return [p for i, v in enumerate(obj) for p in _nonfinite_paths(v, (*path, i))]
+    return []
+
+
+def _set_path(obj, path: list, value):
+    for step in path[:-1]:
+        obj = obj[step]
+    obj[path[-1]] = value
+
+
+def _encode_result(result: dict) -> tuple[dict, list[dict]]:
+    """``result`` with every NaN and infinity replaced by ``null`` (JSON has no NaN; Python's bare ``NaN`` is not
+    JSON), and the list of where they were (the record's ``nonfinite``), so that reading restores them."""
+    bad = _nonfinite_paths(result)
+    for entry in bad:
+        _set_path(result, entry["path"], None)
+    return result, bad
+
+
+def _fix(path: Path) -> str:
+    return f"delete {path} and run the same grid command again (it runs only the missing jobs)"
+
+
+_FIELDS = {
+    "schema": str,
+    "schema_version": int,
+    "key": str,
+    "experiment": str,
+    "config": dict,
+    "seed": int,
+    "runner": str,
+    "result": dict,
+    "provenance": dict,
+}
+_FIELDS_V2 = {"sha256": str, "nonfinite": list}
+
+
+def check_record(rec, path: Path, key: str | None = None) -> dict:
+    """The run read from ``path`` (its JSON ``rec``), checked: a dict of schema :data:`SCHEMA`, a version this
+    library reads (a newer one: update mamba_recall), every field present with its type, the key matching the
+    content and the file name (and ``key`` when given), and (version 2) the ``sha256`` over the whole record, so a
+    result edited by hand is refused. NaN and infinities stored as ``null`` (``nonfinite``) are restored. Raises
+    :class:`RunFileError` naming the file and the fix."""
+    if not isinstance(rec, dict):
+        raise RunFileError(f"run file {path} holds a JSON {type(rec).__name__}, not a run record; {_fix(path)}.")
+    if rec.get("schema") != SCHEMA:
+        raise RunFileError(f"run file {path} has schema {rec.get('schema')!r}, not {SCHEMA!r}; {_fix(path)}.")
+    version = rec.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise RunFileError(
+            f"run file {path} has schema_version {version}: written by a newer mamba_recall (this one reads "
+            f"versions {', '.join(map(str, READABLE_SCHEMA_VERSIONS))}); update mamba_recall (git pull, then "
+            "pip install -e .) and run the command again."
+        )
+    if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
+        raise RunFileError(
+            f"run file {path} has schema_version {version!r}, which no mamba_recall wrote; {_fix(path)}."
+        )
+    fields = dict(_FIELDS, **(_FIELDS_V2 if version >= 2 else {}))
+    for name, kind in fields.items():
+        if name not in rec:
+            raise RunFileError(f"run file {path} lacks the field {name!r}; {_fix(path)}.")
+        value = rec[name]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise RunFileError(
+                f"run file {path}: field {name!r} is a {type(value).__name__}, not a {kind.__name__}; {_fix(path)}."
+            )
+    if job_key(rec) != rec["key"] or Path(path).stem != rec["key"] or (key is not None and rec["key"] != key):
+        raise RunFileError(f"run file {path} does not match its key (edited by hand?); {_fix(path)}.")
+    if version >= 2:
+        if record_hash(rec) != rec["sha256"]:
+            raise RunFileError(
+                f"run file {path} does not match its sha256: edited after it was written (a result changed by "
+                f"hand is not a run); {_fix(path)}."
+            )
+        try:
+            for entry in rec["nonfinite"]:
+                _set_path(rec["result"], entry["path"], float(entry["value"]))
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise RunFileError(f"run file {path} has a malformed 'nonfinite' list ({exc}); {_fix(path)}.") from exc
+    return rec
+
+
+def read_run(path: Path, key: str | None = None) -> dict:
+    """The checked run at ``path`` (:func:`check_record`); a file that is not JSON raises :class:`RunFileError`."""
+    try:
+        rec = json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"corrupt run file {path} ({exc}); {_fix(path)}.") from exc
+    return check_record(rec, path, key)
+
+
+def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """``(finished, left, damaged)``; ``damaged``: key → why its file is not a valid run (it is run again and
+    replaced). A file written by a newer mamba_recall is not replaced: it raises."""
+    done, left, damaged = [], [], {}
     for job in jobs:
         path = job_path(job, store)
-        ok = False
-        if path.is_file():
-            try:
-                rec = json.loads(path.read_text())
-                ok = rec.get("schema") == SCHEMA and rec.get("key") == job["key"]
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                ok = False
-        (done if ok else left).append(job)
+        if not path.is_file():
+            left.append(job)
+            continue
+        try:
+            read_run(path, job["key"])
+        except RunFileError as exc:
+            if "newer mamba_recall" in str(exc):
+                raise
+            damaged[job["key"]] = str(exc)
+            left.append(job)
+            continue
+        done.append(job)
+    return done, left, damaged
+
+
+def pending(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict]]:
+    """``(finished, left)``: the jobs whose result file exists and is a valid run of that job
+    (:func:`check_record`), the others. A run file written by a newer mamba_recall raises :class:`RunFileError`."""
+    done, left, _ = _scan(jobs, store)
     return done, left
 
 
 def load_runs(experiment: str, store: Path | None = None) -> list[dict]:
-    """Every stored run of ``experiment`` (records whose key matches their content; others raise)."""
+    """Every stored run of ``experiment``, each checked (:func:`check_record`); a file that fails raises
+    :class:`RunFileError` naming it and the fix."""
     folder = Path(store or RUNS_DIR) / experiment
-    runs = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            rec = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(
-                f"corrupt run file {path} ({exc}); delete it and re-run the grid command, which "
-                "runs only the missing jobs."
-            ) from exc
-        if rec.get("schema") != SCHEMA or job_key(rec) != rec.get("key") or path.stem != rec.get("key"):
-            raise ValueError(
-                f"run file {path} does not match its key (edited by hand?); delete it and re-run the grid command."
-            )
-        runs.append(rec)
-    return runs
+    return [read_run(path) for path in sorted(folder.glob("*.json"))]
 
 
 def finished_runs(jobs: list[dict], store: Path | None = None) -> list[dict]:
@@ -245,31 +425,223 @@ def _resolve(runner: str) -> Callable:
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
-def _run_one(runner: str, job: dict, store: str, threads: int = 1, allow_long: bool | None = None) -> dict:
-    """Run one job (in this process or a worker) and write its file; returns the record. ``allow_long``: the
-    parent's long-run permission, set in a worker process (a fresh process would otherwise refuse a job that
-    the parent's ``--allow-long`` allowed)."""
+def check_writable(folder: Path) -> None:
+    """Create ``folder`` and a probe file in it (then remove it), or raise :class:`StoreNotWritable` naming the
+    folder and the fix: run before any job starts, so a read-only store is not found after hours of training.
+    (A real write, not ``os.access``: that says yes to root on a read-only folder.)"""
+    folder = Path(folder)
+    probe = folder / f".write-probe.{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise StoreNotWritable(
+            f"run store folder {folder} is not writable ({exc.strerror or exc}); no job was started. Make it "
+            f"writable (e.g. chmod -R u+w {folder}) or pass --store <a writable folder>, then run the same command."
+        ) from exc
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed but not yet reaped, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _claim(path: Path) -> tuple[int | None, dict | None]:
+    """Claim a job: ``(fd, None)`` when this process now holds it, ``(None, holder)`` when another live process
+    does (``holder``: its ``pid``, ``host``, ``since``, as it wrote them).
+
+    The claim is an exclusive ``flock`` on ``<key>.claim``, held while the job runs: the kernel releases it when the
+    holder ends in any way (``kill -9`` included), so a claim left by a dead process is taken over, and a live
+    one is never broken on a guess. The file names the holder (pid, host) for the message of whoever is refused;
+    :func:`_release` deletes it. A lock taken on a file that was meanwhile deleted is retried on the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
+            except ValueError:
+                holder = {}
+            os.close(fd)
+            return None, holder
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now()}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(me).encode(), 0)
+    return fd, None
+
+
+def _release(fd: int, path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+
+
+def claimed_by(job: dict, store: Path | None = None) -> dict | None:
+    """The live process running ``job`` now (``{"pid", "host", "since"}``), or None."""
+    path = claim_path(job, store)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            return json.loads(os.pread(fd, 4096, 0) or b"{}") or {"pid": "?", "host": "?"}
+        except ValueError:
+            return {"pid": "?", "host": "?"}
+    finally:
+        os.close(fd)
+    return None
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _describe_job(job: dict) -> str:
+    return f"job {job['key']} ({job['experiment']}, seed {job['seed']}, config {json.dumps(job['config'], sort_keys=True)})"
+
+
+def _save_unsaved(path: Path, text: str, exc: OSError) -> dict:
+    """A finished result whose run file could not be written: kept under :data:`UNSAVED_DIR` (else printed whole
+    on stderr), never dropped."""
+    fallback = UNSAVED_DIR / path.parent.name / path.name
+    try:
+        fallback.parent.mkdir(parents=True, exist_ok=True)
+        fallback.write_text(text)
+        where = str(fallback)
+    except OSError:
+        print(f"the record of {path} (could be saved nowhere):\n{text}", file=sys.stderr, flush=True)
+        where = "stderr (above)"
+    print(
+        f"could not write {path} ({exc.strerror or exc}); the finished result is kept at {where}: copy it to "
+        f"{path} once the store is writable (nothing needs to run again).",
+        file=sys.stderr,
+        flush=True,
+    )
+    return {"file": str(path), "saved_at": where, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _run_one(
+    runner: str,
+    job: dict,
+    store: str,
+    threads: int = 1,
+    allow_long: bool | None = None,
+    parent: int | None = None,
+) -> tuple[str, dict | None]:
+    """Run one job (in this process or a worker) and write its file. Returns ``(status, detail)``:
+
+    * ``("done", record)``: ran, and its run file is written;
+    * ``("failed", failure)``: the runner raised; the failure (key, config, seed, error, traceback) is written to
+      :func:`failure_path` and returned;
+    * ``("unsaved", where)``: ran, but its file could not be written; the result is kept elsewhere (see
+      :func:`_save_unsaved`);
+    * ``("claimed", holder)``: another live process runs it (:func:`_claim`); ``("finished", None)``: its file
+      appeared meanwhile; ``("orphaned", None)``: the grid's process (``parent``) is gone, so a worker left behind
+      by a killed grid starts nothing more.
+
+    ``allow_long``: the parent's long-run permission, set in a worker process (a fresh process would otherwise
+    refuse a job that the parent's ``--allow-long`` allowed). In a worker (``parent`` given) Ctrl-C is ignored: the
+    grid's process handles it (one line, not a traceback per worker)."""
+    if parent is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if not _pid_alive(parent):
+            return "orphaned", None
     if allow_long is not None:
         allow_long_runs(allow_long)
-    fn = _resolve(runner)
+    store = Path(store)
+    path = job_path(job, store)
+    fd, holder = _claim(claim_path(job, store))
+    if fd is None:
+        return "claimed", holder
+    try:
+        if path.is_file():
+            try:
+                read_run(path, job["key"])
+                return "finished", None
+            except RunFileError as exc:
+                if "newer mamba_recall" in str(exc):
+                    raise
+        return _run_claimed(runner, job, store, threads)
+    finally:
+        _release(fd, claim_path(job, store))
+
+
+def _run_claimed(runner: str, job: dict, store: Path, threads: int) -> tuple[str, dict | None]:
+    path = job_path(job, store)
     torch = sys.modules.get("torch")
-    if torch is not None and threads:
-        torch.set_num_threads(threads)
-    prov = dict(process_provenance())
-    start = time.perf_counter()
-    cpu0 = time.process_time()
-    result = fn(job["config"], job["seed"])
-    wall = time.perf_counter() - start
+    try:
+        fn = _resolve(runner)
+        torch = sys.modules.get("torch")
+        if torch is not None and threads:
+            torch.set_num_threads(threads)
+        prov = dict(process_provenance())
+        start = time.perf_counter()
+        cpu0 = time.process_time()
+        result = fn(job["config"], job["seed"])
+        wall = time.perf_counter() - start
+        if not isinstance(result, dict):
+            raise TypeError(f"runner {runner} returned a {type(result).__name__}, not a dict of results.")
+    except Exception as exc:  # noqa: BLE001 - recorded with its traceback, reported at the end of the grid
+        failure = {
+            "schema": FAILURE_SCHEMA,
+            "key": job["key"],
+            "experiment": job["experiment"],
+            "config": job["config"],
+            "seed": job["seed"],
+            "runner": runner,
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "created": _now(),
+        }
+        fpath = failure_path(job, store)
+        try:
+            _write_atomic(fpath, json.dumps(failure, indent=1, sort_keys=True, default=str) + "\n")
+            failure["file"] = str(fpath)
+        except OSError:
+            failure["file"] = None
+        return "failed", failure
     prov.update(
         device=_device_description(),
         wall_seconds=round(wall, 2),
         cpu_seconds=round(time.process_time() - cpu0, 2),
-        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        created=_now(),
     )
+    clean, nonfinite = _encode_result(_plain(result))
     record = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -278,11 +650,49 @@ def _run_one(runner: str, job: dict, store: str, threads: int = 1, allow_long: b
         "config": job["config"],
         "seed": job["seed"],
         "runner": runner,
-        "result": _plain(result),
-        "provenance": prov,
+        "result": clean,
+        "nonfinite": nonfinite,
+        "provenance": _plain(prov),
     }
-    _write_atomic(job_path(job, Path(store)), json.dumps(record, indent=1, sort_keys=True) + "\n")
-    return record
+    record["sha256"] = record_hash(record)
+    text = json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    try:
+        _write_atomic(path, text)
+    except OSError as exc:
+        return "unsaved", dict(_save_unsaved(path, text, exc), key=job["key"], config=job["config"], seed=job["seed"])
+    stale = failure_path(job, store)
+    if stale.exists():
+        try:
+            stale.unlink()
+        except OSError:
+            pass
+    return "done", check_record(json.loads(text), path)
+
+
+def this_command() -> str:
+    """The command line of this process, as typed (``python -m <module> args``): the command that resumes or
+    retries a grid."""
+    import shlex
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    head = ["python", "-m", spec.name] if spec is not None and spec.name else ["python", sys.argv[0]]
+    if head[-1].endswith(".__main__"):
+        head[-1] = head[-1][: -len(".__main__")]
+    return " ".join(shlex.quote(a) for a in head + sys.argv[1:])
+
+
+def _failure_message(failures: list[dict], total: int) -> str:
+    lines = [f"{len(failures)} of {total} jobs did not finish in the store:"]
+    for f in failures:
+        where = (
+            f"result kept at {f['saved_at']} (copy it to {f['file']})"
+            if "saved_at" in f
+            else f"{f['error']}; traceback in {f.get('file') or 'the log above'}"
+        )
+        lines.append(f"  job {f['key']} (seed {f['seed']}, config {json.dumps(f['config'], sort_keys=True)}): {where}")
+    lines.append(f"retry them with the same command (finished jobs are skipped): {this_command()}")
+    return "\n".join(lines)
 
 
 def run_grid(
@@ -302,40 +712,100 @@ def run_grid(
     ``estimate(jobs_left) -> (seconds for one process, how it was measured)`` is printed before anything
     starts (divided by ``n_jobs`` for parallel processes, an optimistic bound on a busy machine);
     ``check_long(seconds)`` may refuse to start (the long-run guard). ``n_jobs > 1``: separate processes.
+
+    Faults (nothing lost, nothing silently wrong):
+
+    * the store is checked writable before any job starts (:class:`StoreNotWritable`); a result whose file still
+      cannot be written is kept elsewhere and named (:func:`_save_unsaved`);
+    * a job whose runner raises is recorded (:func:`failure_path`) and the grid goes on; at the end the failures
+      are listed with the command that retries them, as :class:`JobsFailed` (exit status 1);
+    * a job claimed by another live process (a second grid on this store, or a worker of a killed one) is skipped
+      and named; a run file damaged or edited by hand is named and run again;
+    * Ctrl-C prints one line, ``interrupted: N of M jobs finished; the same command resumes``, and ends with
+      :class:`GridInterrupted` (exit status 130).
     """
     store = Path(store or RUNS_DIR)
     keys = [j["key"] for j in jobs]
     if len(set(keys)) != len(keys):
         raise ValueError("the grid lists the same job twice (same experiment, config and seed).")
-    done, left = pending(jobs, store)
-    log(f"{len(jobs)} jobs: {len(done)} finished (skipped), {len(left)} left; store {store}")
-    if not left:
-        return []
-    if estimate is not None:
-        seconds, basis = estimate(left)
-        per = seconds / max(1, min(n_jobs, len(left)))
-        log(f"estimated {_fmt(per)} for {len(left)} jobs with --jobs {n_jobs} ({basis})")
-        if check_long is not None:
-            check_long(per)
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=len(left), desc=left[0]["experiment"], unit="job", disable=not progress, smoothing=0.1)
-    records = []
     try:
-        if n_jobs == 1:
-            for job in left:
-                records.append(_run_one(runner, job, str(store)))
-                bar.update(1)
-        else:
-            from joblib import Parallel, delayed
-
-            par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", inner_max_num_threads=1)
-            allowed = long_runs_allowed()
-            for rec in par(delayed(_run_one)(runner, job, str(store), 1, allowed) for job in left):
-                records.append(rec)
-                bar.update(1)
+        return _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not interrupt the count
+        try:
+            done = len(_scan(jobs, store)[0])
+        except Exception:  # noqa: BLE001 - the count is a courtesy; the line is printed anyway
+            done = "?"
+        message = f"interrupted: {done} of {len(jobs)} jobs finished; the same command resumes"
+        print(message, file=sys.stderr, flush=True)
+        raise GridInterrupted(message) from None
     finally:
-        bar.close()
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long) -> list[dict]:
+    done, left, damaged = _scan(jobs, store)
+    busy = {j["key"]: h for j in left if (h := claimed_by(j, store)) is not None}
+    log(
+        f"{len(jobs)} jobs: {len(done)} finished (skipped), "
+        + (f"{len(busy)} being run by another process (skipped), " if busy else "")
+        + f"{len(left) - len(busy)} left; store {store}"
+    )
+    for key, why in damaged.items():
+        log(f"{why.split(';')[0]}: it is run again and replaced")
+    skipped = [(j, busy[j["key"]]) for j in left if j["key"] in busy]
+    left = [j for j in left if j["key"] not in busy]
+    records, failures = [], []
+    if left:
+        for folder in sorted({job_path(j, store).parent for j in left}):
+            check_writable(folder)
+        if estimate is not None:
+            seconds, basis = estimate(left)
+            per = seconds / max(1, min(n_jobs, len(left)))
+            log(f"estimated {_fmt(per)} for {len(left)} jobs with --jobs {n_jobs} ({basis})")
+            if check_long is not None:
+                check_long(per)
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(left), desc=left[0]["experiment"], unit="job", disable=not progress, smoothing=0.1)
+        by_key = {j["key"]: j for j in left}
+
+        def take(job, status, detail):
+            if status == "done":
+                records.append(detail)
+            elif status in ("failed", "unsaved"):
+                failures.append(detail)
+                if status == "failed":
+                    log(f"{_describe_job(job)} failed: {detail['error']} (traceback in {detail['file']})")
+            elif status == "claimed":
+                skipped.append((job, detail))
+            bar.update(1)
+
+        try:
+            if n_jobs == 1:
+                for job in left:
+                    take(job, *_run_one(runner, job, str(store)))
+            else:
+                from joblib import Parallel, delayed
+
+                par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", inner_max_num_threads=1)
+                allowed, me = long_runs_allowed(), os.getpid()
+
+                def one(job):
+                    return job["key"], _run_one(runner, job, str(store), 1, allowed, me)
+
+                for key, (status, detail) in par(delayed(one)(job) for job in left):
+                    take(by_key[key], status, detail)
+        finally:
+            bar.close()
+    for job, holder in skipped:
+        log(
+            f"{_describe_job(job)} skipped: being run by pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
+            f"since {holder.get('since', '?')}; run the same command after it ends to include it"
+        )
+    if failures:
+        raise JobsFailed(_failure_message(failures, len(jobs)), failures)
     return records
 
 
@@ -362,30 +832,40 @@ def t_quantile_975(df: int) -> float:
 
 
 def mean_interval(values: list[float]) -> dict:
-    """``{"n", "mean", "std", "ci_low", "ci_high"}`` (see :data:`INTERVAL_METHOD`)."""
+    """``{"n", "n_nan", "mean", "std", "ci_low", "ci_high"}`` (see :data:`INTERVAL_METHOD`). A NaN on any seed
+    makes the mean, the std and the interval NaN (``n_nan`` says how many seeds were NaN): a failed seed is never
+    averaged away."""
     vals = [float(v) for v in values]
     n = len(vals)
+    n_nan = sum(math.isnan(v) for v in vals)
+    nan = float("nan")
     if n == 0:
-        return dict(n=0, mean=float("nan"), std=float("nan"), ci_low=float("nan"), ci_high=float("nan"))
+        return dict(n=0, n_nan=0, mean=nan, std=nan, ci_low=nan, ci_high=nan)
+    if n_nan:
+        return dict(n=n, n_nan=n_nan, mean=nan, std=nan, ci_low=nan, ci_high=nan)
     mean = sum(vals) / n
     if n == 1:
-        return dict(n=1, mean=mean, std=float("nan"), ci_low=float("nan"), ci_high=float("nan"))
+        return dict(n=1, n_nan=0, mean=mean, std=nan, ci_low=nan, ci_high=nan)
     std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
     half = t_quantile_975(n - 1) * std / math.sqrt(n)
-    return dict(n=n, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half)
+    return dict(n=n, n_nan=0, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half)
 
 
 def aggregate(runs: list[dict], by: list[str], metrics: list[str]):
     """One row per cell (the values of config keys ``by``): for each metric (a key of ``result``) the mean,
     95 % interval, min, max and the per-seed values (``"<metric>_per_seed"``, ordered by seed), plus the
-    seeds and the keys of the runs. Runs of one cell must agree on every other config entry."""
+    seeds and the keys of the runs. Runs of one cell must agree on every other config entry.
+
+    A NaN on any seed shows: that cell's mean, interval, min and max are NaN (Python's ``min``/``max`` would pass
+    over it or not depending on its place), and a ``"<metric>_n_nan"`` column counts the NaN seeds of each cell
+    (present when any cell has one). A missing or non-numeric value raises, naming the run."""
     import pandas as pd
 
     cells: dict[tuple, list[dict]] = {}
     for rec in runs:
         cell = tuple(rec["config"][k] for k in by)
         cells.setdefault(cell, []).append(rec)
-    rows = []
+    rows, nan_metrics = [], set()
     for cell, recs in sorted(cells.items()):
         recs = sorted(recs, key=lambda r: r["seed"])
         rest = {json.dumps({k: v for k, v in r["config"].items() if k not in by}, sort_keys=True) for r in recs}
@@ -399,7 +879,15 @@ def aggregate(runs: list[dict], by: list[str], metrics: list[str]):
         row = dict(zip(by, cell))
         row["seeds"] = " ".join(str(s) for s in seeds)
         for m in metrics:
-            vals = [r["result"][m] for r in recs]
+            vals = []
+            for r in recs:
+                v = r["result"].get(m)
+                if not isinstance(v, (int, float)):
+                    raise ValueError(
+                        f"run {r['key']} (seed {r['seed']}) has {m} = {v!r}, not a number; aggregate numeric "
+                        "metrics only (a NaN is stored as NaN, never as null)."
+                    )
+                vals.append(v)
             st = mean_interval(vals)
             row.update(
                 {
@@ -407,15 +895,22 @@ def aggregate(runs: list[dict], by: list[str], metrics: list[str]):
                     f"{m}_ci_low": st["ci_low"],
                     f"{m}_ci_high": st["ci_high"],
                     f"{m}_std": st["std"],
-                    f"{m}_min": min(vals),
-                    f"{m}_max": max(vals),
+                    f"{m}_min": float("nan") if st["n_nan"] else min(vals),
+                    f"{m}_max": float("nan") if st["n_nan"] else max(vals),
                     f"{m}_per_seed": " ".join(f"{v:.4f}" for v in vals),
                 }
             )
+            if st["n_nan"]:
+                nan_metrics.add(m)
+            row[f"{m}_n_nan"] = st["n_nan"]
         row["n_seeds"] = len(recs)
         row["wall_seconds"] = round(sum(r["provenance"].get("wall_seconds") or 0 for r in recs), 1)
         row["run_keys"] = " ".join(r["key"] for r in recs)
         rows.append(row)
+    for row in rows:  # the NaN counts only of metrics with a NaN somewhere (other tables stay as they were)
+        for m in metrics:
+            if m not in nan_metrics:
+                row.pop(f"{m}_n_nan")
     return pd.DataFrame(rows)
 
 
@@ -429,15 +924,63 @@ def finished_status(jobs: list[dict], store: Path | None = None, *, preset: str,
         name = jobs[0]["experiment"] if jobs else "(an empty grid)"
         log(f"no finished jobs of {name} at preset {preset}; nothing to aggregate.")
         return [], {}
-    data = {
-        "complete": len(runs) == len(jobs),
-        "jobs_finished": len(runs),
-        "jobs_total": len(jobs),
-        "interval_method": INTERVAL_METHOD,
-        "runs": runs_summary(runs),
-        "run_keys": sorted(r["key"] for r in runs),
-    }
+    data = GridStatus(
+        {
+            "complete": len(runs) == len(jobs),
+            "jobs_finished": len(runs),
+            "jobs_total": len(jobs),
+            "interval_method": INTERVAL_METHOD,
+            "runs": runs_summary(runs),
+            "run_keys": sorted(r["key"] for r in runs),
+        }
+    )
+    data.store = None if store is None else Path(store)
     return runs, data
+
+
+class GridStatus(dict):
+    """The ``data`` dict :func:`finished_status` returns, remembering (as the attribute ``store``, not a key: it is
+    not written into the bundle) the run store it was counted in, so that :func:`save_grid_bundle` writes the
+    bundle of a scratch store beside that store (:func:`bundle_directory`)."""
+
+    store: Path | None = None
+
+
+def is_default_store(store: Path | None) -> bool:
+    """Whether ``store`` is the committed run store :data:`RUNS_DIR` (None means it)."""
+    return store is None or Path(store).resolve() == Path(RUNS_DIR).resolve()
+
+
+def bundle_directory(store: Path | None) -> Path | None:
+    """Where the bundle of a grid counted in ``store`` goes: None (the results folder,
+    :data:`mamba_recall.results.RESULTS_DIR`) for the committed store; for any other (scratch) store, beside it,
+    never into the committed results: its parent when the store is a folder named ``runs`` (``X/runs`` → ``X``,
+    the layout of ``results/runs`` → ``results``) and that parent is not the committed results folder, else the
+    store's own ``_bundles`` subfolder."""
+    if is_default_store(store):
+        return None
+    store = Path(store)
+    if store.name == "runs" and store.resolve().parent != Path(RESULTS_DIR).resolve():
+        return store.parent
+    return store / "_bundles"
+
+
+def _replaces_evidence(path: Path, data: dict) -> str | None:
+    """Why writing ``data`` at ``path`` would lose evidence (a complete bundle replaced by an incomplete one, or one
+    of the same grid with fewer finished jobs), or None."""
+    try:
+        old = json.loads(path.read_text())["data"]
+        old_done, old_total, old_complete = old["jobs_finished"], old["jobs_total"], bool(old["complete"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no bundle there, or not a run-store bundle: nothing to keep
+    new_done, new_total = data.get("jobs_finished"), data.get("jobs_total")
+    if (old_complete and not data.get("complete")) or (old_total == new_total and new_done < old_done):
+        return (
+            f"not replacing {path} ({old_done} of {old_total} jobs{', complete' if old_complete else ''}) by a "
+            f"bundle of {new_done} of {new_total} jobs: run the missing jobs first (the same command without "
+            "--aggregate-only), or aggregate a partial grid from a scratch --store, whose bundle goes beside it"
+        )
+    return None
 
 
 def save_grid_bundle(
@@ -445,10 +988,22 @@ def save_grid_bundle(
 ) -> Path:
     """Write a run-store bundle (:func:`mamba_recall.results.save_bundle`, device ``cpu``, wall time the runs'
     summed ``data["runs"]["wall_seconds"]``; ``data`` as :func:`finished_status` starts it) and log how many of
-    the grid's jobs it aggregates."""
-    from .results import save_bundle
+    the grid's jobs it aggregates.
 
-    path = save_bundle(
+    ``directory`` None: the results folder for the committed store, beside the store for a scratch one
+    (:func:`bundle_directory` of the store ``data`` was counted in), so ``--store X`` never rewrites the
+    committed bundles. A bundle that would replace a complete one (or one of more jobs of the same grid) by fewer
+    finished jobs is refused with :class:`BundleNotReplaced`, naming both counts."""
+    from . import results
+
+    if directory is None:
+        directory = bundle_directory(getattr(data, "store", None))
+    target = Path(directory or results.RESULTS_DIR) / f"{name}.json"
+    why = _replaces_evidence(target, data)
+    if why:
+        log(why)
+        raise BundleNotReplaced(why)
+    path = results.save_bundle(
         name,
         data,
         config,
@@ -606,6 +1161,10 @@ def grid_main(
     from the finished jobs), whose value it returns; then the same for each stage of ``then``, in order.
     ``jobs`` may be ``jobs(store)``.
 
+    A stage whose jobs fail (:class:`JobsFailed`) or whose bundle is refused (:class:`BundleNotReplaced`) does not
+    stop the later stages; at the end the command exits with status 1 and repeats what went wrong (with the
+    command that retries). Ctrl-C ends it at once (:class:`GridInterrupted`, status 130).
+
     One provenance per command: everything runs inside :func:`mamba_recall.results.command_provenance`, so
     every bundle the command writes records the git state taken before it wrote any file (a second bundle
     does not say ``git_dirty`` because the first one rewrote a tracked file)."""
@@ -613,12 +1172,21 @@ def grid_main(
 
     store = grid_store(args, default_store)
     stages = [GridStage(runner, jobs, write, estimate, what), *then]
-    out = []
+    out, problems = [], []
     with command_provenance():
         for stage in stages:
             todo = stage.jobs(store) if callable(stage.jobs) else stage.jobs
-            run_or_count(stage.runner, todo, args, store=store, estimate=stage.estimate, what=stage.what)
-            out.append(stage.write(args.preset, store=store, smoke=args.smoke, log=log_stderr))
+            try:
+                run_or_count(stage.runner, todo, args, store=store, estimate=stage.estimate, what=stage.what)
+            except JobsFailed as exc:  # the finished jobs are still aggregated; the failures end the command
+                problems.append(exc.message)
+            try:
+                out.append(stage.write(args.preset, store=store, smoke=args.smoke, log=log_stderr))
+            except BundleNotReplaced as exc:
+                problems.append(exc.message)
+                out.append(None)
+    if problems:
+        raise GridExit("\n".join(problems))
     return out[0]
 
 
@@ -627,9 +1195,30 @@ def grid_main(
 
 def demo_job(config: dict, seed: int) -> dict:
     """A tiny fake experiment (the tests' and the README's example): sleeps ``config["sleep"]`` seconds and
-    returns a number that depends on the config and the seed, its process and whether it may run long."""
+    returns a number that depends on the config and the seed, its process and whether it may run long.
+
+    Optional entries, for the fault tests: ``log`` (a file: one line ``x seed pid`` is appended when the job
+    starts, so a test can count how often each job ran), ``fail_seeds`` (these seeds raise after the sleep) and
+    ``nan_seeds`` (these seeds return ``value`` NaN)."""
+    if config.get("log"):
+        with open(config["log"], "a") as f:
+            f.write(f"{config['x']} {seed} {os.getpid()}\n")
     time.sleep(float(config["sleep"]))
-    return {"value": config["x"] * 10 + seed, "pid": os.getpid(), "long_allowed": long_runs_allowed()}
+    if seed in config.get("fail_seeds", ()):
+        raise RuntimeError(f"demo failure: seed {seed} is in fail_seeds")
+    value = float("nan") if seed in config.get("nan_seeds", ()) else config["x"] * 10 + seed
+    return {"value": value, "pid": os.getpid(), "long_allowed": long_runs_allowed()}
+
+
+def demo_jobs(seeds: int = 3, cells: int = 2, sleep: float = 0.2, fail_seeds=(), log: str | None = None) -> list[dict]:
+    """The demo grid: ``cells`` × ``seeds`` jobs of :func:`demo_job` (optional entries only when given, so the
+    keys of the plain grid do not change)."""
+    extra = {}
+    if fail_seeds:
+        extra["fail_seeds"] = sorted(fail_seeds)
+    if log:
+        extra["log"] = str(log)
+    return [make_job("demo.sleep", {"x": x, "sleep": sleep, **extra}, s) for x in range(cells) for s in range(seeds)]
 
 
 def main(argv=None):
@@ -640,10 +1229,10 @@ def main(argv=None):
     ap.add_argument("--sleep", type=float, default=0.2)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--store", default=None)
+    ap.add_argument("--fail-seed", type=int, action="append", default=[], help="this seed's jobs raise")
+    ap.add_argument("--log", default=None, help="append 'x seed pid' to this file as each job starts")
     args = ap.parse_args(argv)
-    jobs = [
-        make_job("demo.sleep", {"x": x, "sleep": args.sleep}, s) for x in range(args.cells) for s in range(args.seeds)
-    ]
+    jobs = demo_jobs(args.seeds, args.cells, args.sleep, args.fail_seed, args.log)
     store = Path(args.store) if args.store else None
     recs = run_grid(
         "mamba_recall.runstore:demo_job",
