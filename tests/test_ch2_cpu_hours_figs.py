@@ -60,6 +60,7 @@ def smoke_store(tmp_path, monkeypatch):
     from mamba_recall import results
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", tmp_path)  # smoke bundles go there, never into results/
     return tmp_path
 
 

@@ -9,6 +9,23 @@ A bundle is ``results/<name>.json``::
 Tables (pandas DataFrames) are written beside it as CSV and checked by hash when loaded. A command that writes
 several bundles gives them one git state, taken before it writes anything (:func:`command_provenance`).
 Loading validates the schema and names what is wrong and how to regenerate the bundle.
+
+Nothing lost, nothing silently wrong:
+
+* **Atomic writes.** A bundle's JSON and CSVs (and a checkpoint's ``.pt`` and sidecar) are written to temporary
+  files in the same folder, fsynced, and renamed over the old files only after all of them were written
+  (:func:`_write_together`): a full disk or a crash midway leaves the previous good files byte-identical.
+* **A content hash.** Bundles (and sidecars) written now carry ``content_sha256``, the sha256 of their canonical
+  JSON without that field (:func:`_content_sha256`), checked when loaded: a flipped digit that still parses is
+  caught. Committed bundles written before it have none and load as before (legacy).
+* **Strict JSON.** Non-finite floats (NaN, ±inf) are written as ``null`` (``allow_nan=False``); legacy bundles
+  with a bare ``NaN`` still load.
+* **Absent vs. corrupt.** Only an absent bundle raises :class:`BundleMissing`, the one failure a reader may
+  answer with weaker evidence (saying so). A corrupt bundle raises :class:`BundleError` naming the file and the
+  command that regenerates it, and one from a newer library raises :class:`BundleTooNew` (update mamba_recall).
+* **Smoke runs** never write under ``results/``: a bundle that says it is one (its name ends in ``_smoke`` or its
+  config has ``smoke: true``), and everything saved while :func:`redirect_smoke_outputs` is on, goes to
+  ``_build/smoke/results/`` (:data:`SMOKE_RESULTS_DIR`).
 """
 
 from __future__ import annotations
@@ -16,8 +33,12 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
+import io
 import json
+import math
+import os
 import platform
+import secrets
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +47,15 @@ import pandas as pd
 import torch
 
 from . import __version__
-from .paths import REPO_ROOT, RESULTS_DIR
+from .paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 
 SCHEMA = "mamba_recall.bundle"
 SCHEMA_VERSION = 1
+#: Checkpoint sidecars (:func:`save_checkpoint`) say which sidecar layout they follow; older ones have no version.
+SIDECAR_SCHEMA = "mamba_recall.checkpoint"
+SIDECAR_SCHEMA_VERSION = 1
+#: The field of a bundle or sidecar holding the sha256 of its canonical JSON without that field.
+CONTENT_HASH = "content_sha256"
 _REQUIRED = {
     "schema": str,
     "schema_version": int,
@@ -47,7 +73,23 @@ ENV_REQUIRE_CLEAN = "MAMBA_RECALL_REQUIRE_CLEAN"
 
 
 class BundleError(ValueError):
-    """A result bundle is missing, corrupt or does not match the expected schema."""
+    """A result bundle (or checkpoint) is missing, corrupt, from a newer library or does not match the expected
+    schema. Catch :class:`BundleMissing` (not this) to fall back to weaker evidence: a corrupt bundle must stop."""
+
+
+class BundleMissing(BundleError):
+    """No bundle at the path (or no complete one for any preset): the only failure that a reader may answer by
+    falling back (to the ``ci`` bundle, or "not run") and saying so. A bundle that exists is never this."""
+
+
+class BundleTooNew(BundleError):
+    """The bundle (or checkpoint sidecar) was written by a newer mamba_recall, in a schema this one cannot read:
+    update mamba_recall; regenerating it with the old library would throw away newer numbers."""
+
+
+class CheckpointMissing(FileNotFoundError):
+    """Neither a checkpoint's ``.pt`` nor its sidecar exists: it was never made here. (One of the pair without the
+    other is corrupt, :class:`BundleError`, never this: a deleted sidecar must not send a caller to train live.)"""
 
 
 @dataclass
@@ -161,17 +203,19 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+#: Where smoke runs write what would go under ``results/`` (the README's promise): bundles, checkpoints, run stores.
+SMOKE_RESULTS_DIR = BUILD_DIR / "smoke" / "results"
+
 #: Where a smoke run (``setup(..., smoke=True)``) writes what would go under ``results/``; None otherwise.
 _smoke_dir: Path | None = None
 
 
 def redirect_smoke_outputs(on: bool) -> None:
     """Smoke runs never write committed bundles or checkpoints: while ``on``, anything saved under
-    ``results/`` goes to ``_build/smoke/results/`` instead (and says so). ``setup`` switches it."""
+    ``results/`` goes to :data:`SMOKE_RESULTS_DIR` (``_build/smoke/results/``) instead (and says so). ``setup``
+    switches it; a bundle that says it is a smoke run is redirected whether or not it is on (:func:`save_bundle`)."""
     global _smoke_dir
-    from .paths import BUILD_DIR
-
-    _smoke_dir = BUILD_DIR / "smoke" / "results" if on else None
+    _smoke_dir = Path(SMOKE_RESULTS_DIR) if on else None
 
 
 def smoke_active() -> bool:
@@ -179,17 +223,122 @@ def smoke_active() -> bool:
     return _smoke_dir is not None
 
 
-def _output_dir(directory: Path) -> Path:
+def _output_dir(directory: Path, *, smoke: bool = False) -> Path:
+    """``directory``, or its place under the smoke folder when it lies under ``results/`` and a smoke run is on
+    (:func:`redirect_smoke_outputs`) or the thing written says it is a smoke run (``smoke``)."""
     directory = Path(directory)
-    if _smoke_dir is None:
+    if _smoke_dir is None and not smoke:
         return directory
-    results = RESULTS_DIR.resolve()
+    target_root = _smoke_dir if _smoke_dir is not None else Path(SMOKE_RESULTS_DIR)
+    results = Path(RESULTS_DIR).resolve()
     resolved = directory.resolve()
     if resolved == results or results in resolved.parents:
-        target = _smoke_dir / resolved.relative_to(results)
-        print(f"smoke run: writing into {target} instead of {directory} (results/ holds real runs only)")
+        target = target_root / resolved.relative_to(results)
+        if target.resolve() != resolved:
+            print(f"smoke run: writing into {target} instead of {directory} (results/ holds real runs only)")
         return target
     return directory
+
+
+def smoke_run_store(smoke: bool) -> Path | None:
+    """The run store a runner's ``--smoke`` run uses by default (``_build/smoke/results/runs``; None: the usual
+    one under ``results/``), for :func:`mamba_recall.runstore.grid_main`'s ``default_store``."""
+    return Path(SMOKE_RESULTS_DIR) / "runs" if smoke else None
+
+
+# ------------------------------------------------------------------------------------------ writing files
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` and fsync it: the one low-level writer of bundles and checkpoints (the fault
+    tests replace it with one that fills the disk midway)."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the renames in ``directory`` durable (where the platform can open a folder)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_together(files: dict[Path, bytes]) -> None:
+    """Write every ``{path: bytes}`` so that either all of them are replaced or none is: each goes to a temporary
+    file in its own folder (``.<name>.<random>.tmp``), fsynced; only when all were written are they renamed over
+    the old files (``os.replace``, atomic within a folder), in the order given. A failure while writing (a full
+    disk: ``OSError(ENOSPC)``) removes the temporary files and re-raises, leaving the previous files
+    byte-identical."""
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for path, data in files.items():
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+            temps.append((tmp, path))
+            _write_file(tmp, data)
+        while temps:
+            tmp, path = temps[0]
+            os.replace(tmp, path)
+            temps.pop(0)
+    finally:
+        for tmp, _ in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    for folder in {p.parent for p in files}:
+        _fsync_dir(folder)
+
+
+def _plain(obj):
+    """``obj`` as plain JSON values: tensors and numpy values as lists and numbers, paths as strings, and every
+    non-finite float (NaN, ±inf) as None, so that the file is strict JSON (``null``, never a bare ``NaN``)."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
+        return obj
+    if isinstance(obj, float):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, torch.Tensor) or (hasattr(obj, "tolist") and hasattr(obj, "dtype")):
+        return _plain(obj.tolist())
+    return _plain(_jsonable(obj))
+
+
+def _content_sha256(record: dict) -> str:
+    """The sha256 of ``record`` without its :data:`CONTENT_HASH` field, as canonical JSON (sorted keys, no
+    spaces, ASCII): the same for the record as written and as read back, changed by any changed value."""
+    body = {k: v for k, v in record.items() if k != CONTENT_HASH}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _hashed_json(record: dict, *, sort_keys: bool) -> bytes:
+    """``record`` as strict JSON text (non-finite floats as null) with its :data:`CONTENT_HASH`; the hash is
+    taken over the record as it will be read back (keys as strings), so loading reproduces it."""
+    plain = json.loads(json.dumps(_plain(record), allow_nan=False))
+    plain[CONTENT_HASH] = _content_sha256(plain)
+    return (json.dumps(plain, indent=1, sort_keys=sort_keys, allow_nan=False) + "\n").encode()
+
+
+def _check_content_hash(record: dict, path: Path, what: str, regen: str) -> None:
+    """Raise :class:`BundleError` when ``record`` carries a content hash that its values do not match (legacy
+    files without one pass)."""
+    recorded = record.get(CONTENT_HASH)
+    if recorded is None:
+        return
+    if recorded != _content_sha256(record):
+        raise BundleError(
+            f"corrupt {what} {path}: its values do not match the sha256 recorded in it ({CONTENT_HASH}; changed "
+            f"or damaged since it was written); delete it and regenerate it with: {regen}"
+        )
 
 
 def save_bundle(
@@ -205,19 +354,26 @@ def save_bundle(
 ) -> Path:
     """Write ``<directory>/<name>.json`` (and one CSV per table) with provenance; return the JSON path.
 
-    ``command`` is the one command that regenerates the bundle (shown when loading fails).
+    ``command`` is the one command that regenerates the bundle (shown when loading fails). The JSON is strict
+    (NaN and ±inf as ``null``) and carries its :data:`CONTENT_HASH`; the JSON and the CSVs replace the previous
+    files together, only once all were written (:func:`_write_together`: a full disk leaves the old bundle
+    intact). A smoke bundle (name ending ``_smoke``, or ``config["smoke"]`` true) is never written under
+    ``results/``: it goes to :data:`SMOKE_RESULTS_DIR` (as everything does while :func:`redirect_smoke_outputs`
+    is on).
     """
     if not name or "/" in name or name.startswith("."):
         raise BundleError(f"bundle name {name!r} must be a plain file stem such as 'scan_bench_cpu'.")
-    directory = _output_dir(Path(directory or RESULTS_DIR))
+    smoke = name.endswith("_smoke") or (isinstance(config, dict) and config.get("smoke") is True)
+    directory = _output_dir(Path(directory or RESULTS_DIR), smoke=smoke)
     directory.mkdir(parents=True, exist_ok=True)
     # before the tables are written (they would dirty the tree themselves); inside a command, its one git state
     prov = provenance(device, wall_seconds, git=_COMMAND_GIT)
+    files: dict[Path, bytes] = {}
     table_index = {}
     for tname, frame in (tables or {}).items():
         csv = directory / f"{name}.{tname}.csv"
-        frame.to_csv(csv, index=False)
-        table_index[tname] = {"file": csv.name, "sha256": _sha256(csv)}
+        files[csv] = frame.to_csv(index=False).encode("utf-8")
+        table_index[tname] = {"file": csv.name, "sha256": hashlib.sha256(files[csv]).hexdigest()}
     record = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -230,7 +386,6 @@ def save_bundle(
     }
     dirty = record["provenance"]["dirty_files"]
     if dirty:
-        import os
         import sys
 
         if os.environ.get(ENV_REQUIRE_CLEAN) == "1":
@@ -244,7 +399,8 @@ def save_bundle(
             file=sys.stderr,
         )
     path = directory / f"{name}.json"
-    path.write_text(json.dumps(record, indent=1, sort_keys=True, default=_jsonable) + "\n")
+    files[path] = _hashed_json(record, sort_keys=True)  # last: the JSON names the tables' hashes
+    _write_together(files)
     return path
 
 
@@ -284,13 +440,28 @@ def regenerate_command(path: Path) -> str:
     return "`make reproduce` (no runner's name starts the file's name)"
 
 
+def _too_new(what: str, record: dict, version: int, ours: int) -> str:
+    """The message for a file a newer library wrote: update, do not regenerate (that would lose its numbers)."""
+    prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
+    by = (prov.get("versions") or {}).get("mamba_recall") if isinstance(prov.get("versions"), dict) else None
+    return (
+        f"{what} was written by a newer mamba_recall{f' ({by})' if by else ''} (schema v{version} > v{ours}, "
+        f"which this mamba_recall {__version__} reads): update mamba_recall (`git pull` and "
+        "`pip install -e .` in the repository) to read it; do not regenerate it with this older version."
+    )
+
+
 def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), directory: Path | None = None) -> Bundle:
-    """Load and validate a bundle; raise :class:`BundleError` naming the problem and the fix."""
+    """Load and validate a bundle; raise :class:`BundleError` naming the problem and the fix:
+    :class:`BundleMissing` when there is no file (the only error a reader may answer with a fallback),
+    :class:`BundleTooNew` when a newer mamba_recall wrote it, plain :class:`BundleError` when it is corrupt (not
+    JSON, a field missing, its :data:`CONTENT_HASH` or a table's sha256 not matching). Legacy bundles (no content
+    hash, a bare ``NaN``) load as before."""
     path = Path(name_or_path)
     if path.suffix != ".json":
         path = Path(directory or RESULTS_DIR) / f"{name_or_path}.json"
     if not path.exists():
-        raise BundleError(f"no result bundle at {path}; make it with: {regenerate_command(path)}")
+        raise BundleMissing(f"no result bundle at {path}; make it with: {regenerate_command(path)}")
     try:
         record = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -303,7 +474,11 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
             f"corrupt result bundle {path}: the top level is not a JSON object; delete it and "
             f"regenerate it with: {regenerate_command(path)}"
         )
-    regen = record.get("command") if isinstance(record.get("command"), str) else "`make reproduce`"
+    regen = record.get("command") if isinstance(record.get("command"), str) else regenerate_command(path)
+    _check_content_hash(record, path, "result bundle", regen)  # first: a flipped version digit is corruption
+    version = record.get("schema_version")
+    if record.get("schema") == SCHEMA and isinstance(version, int) and version > SCHEMA_VERSION:
+        raise BundleTooNew(_too_new(f"result bundle {path}", record, version, SCHEMA_VERSION))
     for key, typ in _REQUIRED.items():
         if not isinstance(record.get(key), typ):
             raise BundleError(
@@ -380,7 +555,7 @@ def load_strongest_bundle(
             continue
         log(f"using {stem}_{preset}" + (f"; skipped {', '.join(skipped)}" if skipped else ""))
         return bundle
-    raise BundleError(
+    raise BundleMissing(
         f"no complete bundle {stem}_<preset> for any of {EVIDENCE_ORDER} in {directory}"
         + (f" (incomplete: {', '.join(skipped)})" if skipped else "")
         + "; regenerate one with "
@@ -403,43 +578,66 @@ def save_checkpoint(
 ) -> Path:
     """Write a small checkpoint ``<path>.pt`` (``torch.save`` of ``payload``: tensors, numbers, lists, dicts)
     and its sidecar ``<path>.json``: ``sidecar`` plus the file's sha256 and size, the ``command`` that
-    regenerates it and :func:`provenance`. The ``.pt`` is written atomically. Returns the ``.pt`` path."""
+    regenerates it, :func:`provenance`, the sidecar schema and its :data:`CONTENT_HASH` (strict JSON). Both files
+    replace the old pair together, only once both were written (:func:`_write_together`). A smoke checkpoint
+    (``_smoke`` in its name, or ``sidecar["smoke"]`` true) is never written under ``results/``. Returns the
+    ``.pt`` path."""
     path = Path(path)
     if path.suffix != ".pt":
         raise ValueError(f"checkpoint path {path} must end in .pt.")
-    path = _output_dir(path.parent) / path.name
+    smoke = "_smoke" in path.stem or sidecar.get("smoke") is True
+    path = _output_dir(path.parent, smoke=smoke) / path.name
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".pt.tmp")
-    torch.save(payload, tmp)
-    tmp.replace(path)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    blob = buffer.getvalue()
     record = {
         **sidecar,
+        "schema": SIDECAR_SCHEMA,
+        "schema_version": SIDECAR_SCHEMA_VERSION,
         "file": path.name,
-        "sha256": _sha256(path),
-        "bytes": path.stat().st_size,
+        "sha256": hashlib.sha256(blob).hexdigest(),
+        "bytes": len(blob),
         "command": command,
         "provenance": provenance(device, wall_seconds, git=_COMMAND_GIT),
     }
-    path.with_suffix(".json").write_text(json.dumps(record, indent=1, default=_jsonable) + "\n")
+    _write_together({path: blob, path.with_suffix(".json"): _hashed_json(record, sort_keys=False)})
     return path
 
 
 def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
     """Load ``<path>.pt`` after checking it against the sha256 in its ``.json`` sidecar → ``(payload, sidecar)``.
 
-    ``regenerate`` is the command that rebuilds the checkpoint; every error names it.
+    ``regenerate`` is the command that rebuilds the checkpoint; every error names it. Neither file there:
+    :class:`CheckpointMissing` (a ``FileNotFoundError``: never made here; a caller may train live, saying so).
+    One of the pair without the other, a sidecar that is not JSON or does not match its content hash, or a
+    ``.pt`` that does not match the sidecar's sha256: :class:`BundleError` (corrupt: stop). A sidecar from a
+    newer mamba_recall: :class:`BundleTooNew`. Legacy sidecars (no schema, no content hash) load as before.
     """
     path = Path(path)
     side = path.with_suffix(".json")
-    if not path.exists() or not side.exists():
-        raise FileNotFoundError(
-            f"checkpoint {path} (or its sidecar {side.name}) is missing; regenerate it with `{regenerate}`."
+    if not path.exists() and not side.exists():
+        raise CheckpointMissing(
+            f"checkpoint {path} (and its sidecar {side.name}) is missing; regenerate it with `{regenerate}`."
+        )
+    if not side.exists() or not path.exists():
+        there, gone = (path, side) if path.exists() else (side, path)
+        raise BundleError(
+            f"incomplete checkpoint: {there} is there but {gone.name} is missing (deleted, or a write was "
+            f"interrupted), so it cannot be checked or loaded; delete {there.name} and regenerate both with "
+            f"`{regenerate}`."
         )
     try:
         sidecar = json.loads(side.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BundleError(f"corrupt checkpoint sidecar {side} ({exc}); regenerate it with `{regenerate}`.") from exc
-    if not isinstance(sidecar, dict) or _sha256(path) != sidecar.get("sha256"):
+    if not isinstance(sidecar, dict):
+        raise BundleError(f"corrupt checkpoint sidecar {side} (not a JSON object); regenerate it with `{regenerate}`.")
+    _check_content_hash(sidecar, side, "checkpoint sidecar", f"`{regenerate}`")
+    version = sidecar.get("schema_version")
+    if sidecar.get("schema") == SIDECAR_SCHEMA and isinstance(version, int) and version > SIDECAR_SCHEMA_VERSION:
+        raise BundleTooNew(_too_new(f"checkpoint sidecar {side}", sidecar, version, SIDECAR_SCHEMA_VERSION))
+    if _sha256(path) != sidecar.get("sha256"):
         raise BundleError(
             f"checkpoint {path} does not match the sha256 hash in {side.name} (changed or truncated); "
             f"regenerate it with `{regenerate}`."

@@ -662,10 +662,13 @@ class EdgeFamily:
     ``ch4_edge_checks_<preset>``): ``curves`` (recipe, L, variant, k → mean recall over seeds, 95 % t-interval,
     per-seed values), ``models`` (one row per model: card, gate, L_p), ``runs`` (the per-seed stored claim
     measurements) and ``primary`` (the recipe whose verdicts the scorecard carries). ``missing`` says what is not
-    committed yet and the command that makes it (empty when both bundles exist)."""
+    committed yet and the command that makes it (empty when both bundles exist). Only an absent bundle counts as
+    not committed (:class:`~mamba_recall.results.BundleMissing`); one that exists but is corrupt raises its
+    :class:`~mamba_recall.results.BundleError` (file and regenerate command) rather than turning the chapter's
+    verdicts into "not committed yet"."""
 
     def __init__(self, preset: str = "cpu-hours", *, smoke: bool = False, directory=None):
-        from ..results import BundleError, load_bundle
+        from ..results import BundleMissing, load_bundle
 
         self.preset, self.smoke = preset, smoke
         tail = "_smoke" if smoke else ""  # the bundles of a smoke run (in _build/smoke_results, never evidence)
@@ -676,13 +679,13 @@ class EdgeFamily:
         try:
             self.bundle = load_bundle(f"ch4_edge_{preset}{tail}", directory=directory)
             self.curves, self.models = self.bundle.tables["curves"], self.bundle.tables["models"]
-        except BundleError:
+        except BundleMissing:
             missing.append(f"the models (`{EDGE_COMMAND.format(preset=preset)}`)")
         try:
             self.checks = load_bundle(f"ch4_edge_checks_{preset}{tail}", directory=directory)
             self.runs = self.checks.data["runs"]
             self.primary = self.checks.data["primary_recipe"]
-        except BundleError:
+        except BundleMissing:
             missing.append(f"their claim checks (`{EDGE_COMMAND.format(preset=preset)} --checks`)")
         self.missing = "; ".join(missing)
 

@@ -726,7 +726,9 @@ def main(argv=None):
         return write_bundles(preset, parts=args.parts, **kw)
 
     jobs = jobs_for(args.preset, args.smoke, args.parts)
-    grid_main(args, RUNNER, jobs, write, estimate=estimate, what=what)
+    from ..results import smoke_run_store  # a smoke run's store is under _build/smoke/results, not results/runs
+
+    grid_main(args, RUNNER, jobs, write, estimate=estimate, what=what, default_store=smoke_run_store(args.smoke))
 
 
 if __name__ == "__main__":

@@ -166,20 +166,49 @@ class Sourced:
     seeds: int = 1
 
 
+def committed_checkpoint(name: str, preset: str) -> Path | None:
+    """The checkpoint of ``ch1.<name>`` at ``preset`` that the committed bundle ``ch1_checkpoints_<preset>`` lists
+    (so a claim expects it), or None: not listed, or no such bundle (absent; a corrupt one raises)."""
+    try:
+        bundle = results.load_bundle(f"ch1_checkpoints_{preset}", directory=RESULTS_DIR)
+    except results.BundleMissing:
+        return None
+    recorded = (bundle.data.get("models") or {}).get(name, {}).get("checkpoint")
+    if not recorded:
+        return None
+    path = checkpoint_path(name, preset)
+    return path if (RESULTS_DIR.parent / recorded).resolve() == path.resolve() else None
+
+
 def load_or_train(
     name: str, preset: str, seed: int = 0, device="cpu", backend: str = "chunked", smoke: bool = False
 ) -> Sourced:
     """The ``ch1.<name>`` model at ``preset``'s sizes: the committed checkpoint when it matches those sizes,
-    else trained live (and said so in ``source``)."""
+    else trained live (and said so in ``source``).
+
+    Training live is by design for a checkpoint never made at this preset (e.g. ``k2`` at ``paper``: neither the
+    ``.pt`` nor its sidecar exists and no committed bundle lists it) and for sizes the checkpoint was not made
+    at (a smoke run). It never stands in for a damaged one: a ``.pt`` without its sidecar (or the reverse), a
+    hash that does not match, or a checkpoint that ``ch1_checkpoints_<preset>`` lists but that is gone, raises
+    with the file and the command that regenerates it."""
     from ..presets import experiment
 
     sizes = experiment(f"ch1.{name}", preset, smoke=smoke)
+    regenerate = f"python -m mamba_recall.experiments.ch1_training --preset {preset} --only {name}"
+    model = meta = None
     try:
-        model, meta = load_checkpoint(name, preset)
-        if meta["config"] != sizes:
-            raise FileNotFoundError("checkpoint sizes differ from the preset")
+        model, meta = load_checkpoint(name, preset)  # half a pair or a bad hash: BundleError, not caught here
+    except results.CheckpointMissing:
+        expected = committed_checkpoint(name, preset)
+        if expected is not None:
+            raise results.CheckpointMissing(
+                f"checkpoint {expected} and its sidecar are missing, but the committed bundle "
+                f"ch1_checkpoints_{preset} lists them (a claim reads this model); restore them with "
+                f"`git checkout -- {expected.parent}` or regenerate them with `{regenerate}`."
+            ) from None
+    if model is not None and meta["config"] == sizes:
         source, made_on = str(checkpoint_path(name, preset).relative_to(RESULTS_DIR.parent)), meta["device"]
-    except FileNotFoundError:
+    else:
         model = train_recall(sizes, seed=seed, device=device, backend=backend).model
         source, made_on = "live", str(torch.device(device).type)
     _, test = make_data(sizes, seed)

@@ -453,7 +453,9 @@ def main(argv=None):
     ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS))
     add_grid_args(ap, aggregate_only="write the bundles from the finished jobs")
     args = ap.parse_args(argv)
-    store = grid_store(args)
+    from ..results import smoke_run_store  # a smoke run's store is under _build/smoke/results, not results/runs
+
+    store = grid_store(args, smoke_run_store(args.smoke))
     all_jobs = {part: jobs_for(part, args.preset, args.smoke) for part in args.parts}
     if not args.aggregate_only:
         left = [j for part in args.parts for j in pending(all_jobs[part], store)[1]]

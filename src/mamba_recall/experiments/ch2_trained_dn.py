@@ -98,7 +98,10 @@ def main(argv=None):
     add_grid_args(ap, aggregate_only=None, no_estimate=None, store=None)
     args = ap.parse_args(argv)
     what = f"{EXPERIMENT} at preset {args.preset}"
-    grid_main(args, RUNNER, jobs_for(args.preset, args.smoke), write_bundle, estimate=estimate, what=what)
+    from ..results import smoke_run_store  # a smoke run's store is under _build/smoke/results, not results/runs
+
+    jobs = jobs_for(args.preset, args.smoke)
+    grid_main(args, RUNNER, jobs, write_bundle, estimate=estimate, what=what, default_store=smoke_run_store(args.smoke))
 
 
 if __name__ == "__main__":
