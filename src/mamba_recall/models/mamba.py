@@ -351,7 +351,7 @@ class Mamba(nn.Module):
         """The selective scan with Ā_t = 0 where ``mask`` (B, E, L) is True, or Ā_{t,n} = 0 where a
         (B, E, L, N) ``mask`` is (log Ā = −∞ there): h_t = Ā_t h_{t−1} + Δ_t B_t x_t, y_t = ⟨C_t, h_t⟩ + D x_t,
         gated by silu(z)."""
-        p = prepare_scan(x, dt, A, B, C, at_least_fp32(self.D), z, delta_bias, True, "euler")
+        p = prepare_scan(x, dt, A, B, C, at_least_fp32(self.D), z, delta_bias, True, "euler", initial_state)
         log_decay, input_term = discretize(p, time_major=True)  # (b, l, d, n)
         mask = mask.transpose(1, 2)  # (b, l, d[, n])
         log_decay = log_decay.masked_fill(mask if mask.dim() == 4 else mask[..., None], float("-inf"))

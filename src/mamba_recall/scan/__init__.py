@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import torch
 
-from ._common import PreparedScan, ScanInputError, discretize, finish_output, prepare_scan
+from ._common import PreparedScan, ScanInputError, check_tensor_arg, discretize, finish_output, prepare_scan
 from .chunked import linear_recurrence_chunked, selective_scan_chunked
 from .fused import fused_available, require_fused, selective_scan_fused
 from .mamba2 import ssd_scan_chunked, ssd_scan_reference
@@ -128,6 +128,7 @@ def selective_scan(
     ``discretization="zoh"`` uses the exact zero-order hold for B̄ (PyTorch backends only);
     ``initial_state`` (b, d, n) starts the recurrence from a given state (PyTorch backends only).
     """
+    check_tensor_arg("u", u)  # before u.device is read: a list gets the message, not an AttributeError
     name = resolve_backend(backend, u.device, discretization=discretization)
     args = (u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state)
     if name == "mamba_ssm":

@@ -85,20 +85,59 @@ def _check_input_map(
     raise ScanInputError(f"{name} has {M.dim()} dimensions; {accepted}.")
 
 
-def validate_scan_args(u, delta, A, B, C, D=None, z=None, delta_bias=None, discretization="euler") -> None:
-    """Check the mamba-ssm style arguments (types, shapes, devices); raise ScanInputError naming the fix."""
+def check_tensor_arg(name: str, t) -> None:
+    """``t`` must be a torch.Tensor (a list, a NumPy array or a number is refused, naming the conversion)."""
+    if not isinstance(t, torch.Tensor):
+        raise ScanInputError(
+            f"{name} must be a torch.Tensor, got {type(t).__name__}; convert it with "
+            f"torch.as_tensor({name}, dtype=torch.float32)."
+        )
+
+
+def _check_floating(name: str, t: torch.Tensor) -> None:
+    """A real floating-point dtype: an integer u or Δ would make the PyTorch backends compute (and return)
+    integers, the values truncated; a bool or integer A, B, C, D, z would be silently upcast."""
+    if not t.is_floating_point():
+        raise ScanInputError(
+            f"{name} has dtype {t.dtype}; the scan needs floating-point tensors (float32, float64, or a half "
+            f"type computed in float32). Convert it with {name}.float() (or .double())."
+        )
+
+
+def validate_scan_args(
+    u, delta, A, B, C, D=None, z=None, delta_bias=None, discretization="euler", initial_state=None
+) -> None:
+    """Check the mamba-ssm style arguments (types, dtypes, shapes, devices); raise ScanInputError naming the fix.
+
+    Every tensor must be floating point (complex A has its own message), the length L ≥ 1 (an empty
+    sequence is refused by every backend alike, rather than returning an empty output on some and
+    failing inside others), and ``initial_state`` (batch, channels, N) when given.
+    """
     for name, t in (("u", u), ("delta", delta), ("A", A), ("B", B), ("C", C)):
-        if not isinstance(t, torch.Tensor):
-            raise ScanInputError(f"{name} must be a torch.Tensor, got {type(t).__name__}.")
+        check_tensor_arg(name, t)
+    for name, t in (("D", D), ("z", z), ("delta_bias", delta_bias), ("initial_state", initial_state)):
+        if t is not None:
+            check_tensor_arg(name, t)
     if u.dim() != 3:
         raise ScanInputError(f"u has shape {_shape(u)}; expected (batch, channels, length).")
     batch, channels, length = u.shape
+    if length < 1:
+        raise ScanInputError(
+            f"u has shape {_shape(u)}: length 0; the scan needs at least one step. Skip the call for an "
+            "empty sequence (the state is then the initial state unchanged)."
+        )
     if tuple(delta.shape) != tuple(u.shape):
         raise ScanInputError(f"delta has shape {_shape(delta)}; it must equal u's shape {_shape(u)}.")
     if A.dim() != 2 or A.shape[0] != channels:
         raise ScanInputError(f"A has shape {_shape(A)}; expected (channels, N) with channels = {channels}.")
     if A.is_complex():
         raise ScanInputError("complex A is not supported by mamba_recall's scans; use a real A (S4D-real init).")
+    for name, t in (("u", u), ("delta", delta), ("A", A), ("B", B), ("C", C), ("D", D), ("z", z)):
+        if t is not None:
+            _check_floating(name, t)
+    for name, t in (("delta_bias", delta_bias), ("initial_state", initial_state)):
+        if t is not None:
+            _check_floating(name, t)
     if discretization not in DISCRETIZATIONS:
         raise ScanInputError(f"discretization={discretization!r} is unknown; choose one of {DISCRETIZATIONS}.")
     n = A.shape[1]
@@ -107,7 +146,12 @@ def validate_scan_args(u, delta, A, B, C, D=None, z=None, delta_bias=None, discr
             raise ScanInputError(f"{name} has shape {_shape(t)}; expected (channels,) = ({channels},).")
     if z is not None and tuple(z.shape) != tuple(u.shape):
         raise ScanInputError(f"z has shape {_shape(z)}; it must equal u's shape {_shape(u)}.")
-    devices = {t.device for t in (u, delta, A, B, C, D, z, delta_bias) if t is not None}
+    n_state = (batch, channels, n)
+    if initial_state is not None and tuple(initial_state.shape) != n_state:
+        raise ScanInputError(
+            f"initial_state has shape {_shape(initial_state)}; expected (batch, channels, N) = {n_state}."
+        )
+    devices = {t.device for t in (u, delta, A, B, C, D, z, delta_bias, initial_state) if t is not None}
     if len(devices) > 1:
         raise ScanInputError(f"scan inputs are on several devices {sorted(map(str, devices))}; move them to one.")
     for name, M in (("B", B), ("C", C)):
@@ -115,14 +159,24 @@ def validate_scan_args(u, delta, A, B, C, D=None, z=None, delta_bias=None, discr
 
 
 def prepare_scan(
-    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, discretization="euler"
+    u,
+    delta,
+    A,
+    B,
+    C,
+    D=None,
+    z=None,
+    delta_bias=None,
+    delta_softplus=False,
+    discretization="euler",
+    initial_state=None,
 ) -> PreparedScan:
-    """Validate the mamba-ssm style arguments and bring them to compute precision.
+    """Validate the mamba-ssm style arguments (``initial_state`` only checked) and bring them to compute precision.
 
     Compute precision is float64 when ``u`` is float64 and float32 otherwise (as mamba-ssm's
     reference, which upcasts half precision); the output is cast back to ``u.dtype``.
     """
-    validate_scan_args(u, delta, A, B, C, D, z, delta_bias, discretization)
+    validate_scan_args(u, delta, A, B, C, D, z, delta_bias, discretization, initial_state)
     batch, channels, length = u.shape
     n = A.shape[1]
     dtype = torch.float64 if u.dtype == torch.float64 else torch.float32

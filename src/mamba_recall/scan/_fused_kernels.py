@@ -49,7 +49,15 @@ def _exp_impl(x):
     """exp for the decays: libm for float64; for float32 the Cephes ``expf`` (range reduction
     x = k ln2 + r, |r| ≤ ln2/2, degree-6 polynomial, 2^k by exponent bits; ≤ 2 ulp), branch-free so
     that LLVM vectorises the N-loop (numba's libm call would stay scalar). Below −87.3 it returns 0
-    (exact expf gives denormals < 1.2e-38 there)."""
+    (exact expf gives denormals < 1.2e-38 there).
+
+    Non-finite and overflowing inputs as libm's ``expf`` (and so as the reference backend): NaN → NaN,
+    −inf → 0, x > ln(FLT_MAX) ≈ 88.72 (+inf included) → +inf. The polynomial itself works on the
+    clamped xc, so without the last two selects a NaN (a diverged ``A_log``) would come out as a finite
+    number and training would go on with a finite loss. The selects are vector blends: no branch, no
+    pass over the inputs (timed in the README's "Speed of the scans"). Between 88.376 and 88.72, where
+    2^k would overflow the exponent bits, the result is expf(88.376) ≈ 2.4e38 (finite, as the exact
+    value)."""
     if x == types.float32:
 
         def impl(x):
@@ -65,7 +73,10 @@ def _exp_impl(x):
             e = p * r * r + r + np.float32(1.0)
             scale = _bits_to_f32((np.int32(k) + np.int32(127)) << 23)
             res = e * scale
-            return res if x > np.float32(-87.33654) else np.float32(0.0)
+            res = res if x > np.float32(-87.33654) else np.float32(0.0)  # underflow, −inf → 0 (NaN → 0 here)
+            # overflow and +inf → x + inf = inf; NaN fails both tests → x + inf = NaN (FASTMATH has no
+            # 'nnan'/'ninf', so LLVM may not fold the comparisons or the sum)
+            return res if x <= np.float32(88.72283) else x + np.float32(np.inf)
 
         return impl
     return lambda x: math.exp(x)

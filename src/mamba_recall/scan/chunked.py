@@ -125,7 +125,7 @@ def selective_scan_chunked(
     initial_state=None,
 ):
     """Chunked selective scan with ``selective_scan_fn``'s signature (see module docstring)."""
-    p = prepare_scan(u, delta, A, B, C, D, z, delta_bias, delta_softplus, discretization)
+    p = prepare_scan(u, delta, A, B, C, D, z, delta_bias, delta_softplus, discretization, initial_state)
     log_decay, input_term = discretize(p, time_major=True)  # (b, l, d, n)
     states = linear_recurrence_chunked(log_decay, input_term, initial_state, chunk_size)
     C_t = p.C.permute(0, 3, 1, 2)  # (b|1, l, d|1, n)

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._common import ScanInputError, validate_scan_args
+from ._common import validate_scan_args
 from .mamba_ssm_backend import BackendUnavailableError
 
 NUMBA_INSTALL_HINT = (
@@ -281,18 +281,12 @@ def selective_scan_fused(
     float32 (as the other backends). Only the Euler rule for B (mamba-ssm's): ``discretization="zoh"``
     raises, use backend='chunked' or 'reference' for it.
     """
-    validate_scan_args(u, delta, A, B, C, D, z, delta_bias, discretization)
+    validate_scan_args(u, delta, A, B, C, D, z, delta_bias, discretization, initial_state)
     require_fused(u.device)
     if discretization != "euler":
         raise BackendUnavailableError(
             f"backend='fused' implements mamba-ssm's Euler rule only, not discretization={discretization!r}; "
             "use backend='chunked' or 'reference' (backend='auto' picks chunked for it)."
-        )
-    b, d, L = u.shape
-    if initial_state is not None and tuple(initial_state.shape) != (b, d, A.shape[1]):
-        raise ScanInputError(
-            f"initial_state has shape {tuple(initial_state.shape)}; expected (batch, channels, N) "
-            f"= {(b, d, A.shape[1])}."
         )
     dtype = torch.float64 if u.dtype == torch.float64 else torch.float32
     # Δ's bias and softplus, D and the gate are elementwise over (b, d, L): PyTorch (and its autograd)

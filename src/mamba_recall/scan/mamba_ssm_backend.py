@@ -13,6 +13,8 @@ import functools
 
 import torch
 
+from ._common import validate_scan_args
+
 INSTALL_HINT = (
     "Install the GPU extra on a CUDA machine: pip install 'mamba_recall[gpu]' --no-build-isolation "
     "(offline clusters: see README, section 'GPU'), or pick backend='chunked' (CPU and CUDA) or "
@@ -55,6 +57,7 @@ def selective_scan_mamba_ssm(
     u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, return_last_state=False
 ):
     """``mamba_ssm.ops.selective_scan_interface.selective_scan_fn`` (the CUDA kernel)."""
+    validate_scan_args(u, delta, A, B, C, D, z, delta_bias)
     require_mamba_ssm(u.device)
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
 

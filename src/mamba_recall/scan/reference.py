@@ -67,7 +67,7 @@ def selective_scan_reference(
 ):
     """Sequential selective scan with ``selective_scan_fn``'s signature; returns out (b, d, l)
     and, if asked, the last state (b, d, n). ``initial_state`` (b, d, n) replaces h_0 = 0."""
-    p = prepare_scan(u, delta, A, B, C, D, z, delta_bias, delta_softplus, discretization)
+    p = prepare_scan(u, delta, A, B, C, D, z, delta_bias, delta_softplus, discretization, initial_state)
     _, _, states, y = _run(p, initial_state)
     out = finish_output(p, y)
     return (out, states[:, :, -1]) if return_last_state else out
