@@ -323,6 +323,7 @@ def smoke_dirs(tmp_path, monkeypatch):
     monkeypatch.setattr(results, "RESULTS_DIR", real)
     monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", smoke)
     monkeypatch.setattr(results, "_smoke_dir", None)
+    monkeypatch.delenv(results.ENV_SMOKE_OUTPUTS, raising=False)
     return real, smoke
 
 
@@ -358,6 +359,19 @@ def test_smoke_switch_redirects_every_write(smoke_dirs):
         results.redirect_smoke_outputs(False)
     assert _files(real) == [] and path.parent == smoke and ck.parent == smoke / "checkpoints"
     assert results.save_bundle("real_ci", {}, {}, command=REGEN).parent == real  # off again: results/
+
+
+def test_smoke_worker_process_redirects_too(smoke_dirs, monkeypatch):
+    """A run-store worker of a smoke run (``--jobs 2``: another process, e.g. Chapter 3's KEEP job saving its
+    checkpoint) knows only the environment its parent set: it writes under the smoke folder too."""
+    real, smoke = smoke_dirs
+    results.redirect_smoke_outputs(True)
+    inherited = results.os.environ[results.ENV_SMOKE_OUTPUTS]
+    results.redirect_smoke_outputs(False)
+    assert results.ENV_SMOKE_OUTPUTS not in results.os.environ and not results.smoke_active()
+    monkeypatch.setenv(results.ENV_SMOKE_OUTPUTS, inherited)  # the worker: module state fresh, environment inherited
+    ck = results.save_checkpoint(real / "checkpoints" / "ch3_m_T10_s0.pt", {"w": torch.ones(1)}, {}, command=REGEN)
+    assert results.smoke_active() and _files(real) == [] and ck.parent == smoke / "checkpoints"
 
 
 def test_smoke_runners_run_store_defaults_outside_results():

@@ -209,27 +209,45 @@ SMOKE_RESULTS_DIR = BUILD_DIR / "smoke" / "results"
 #: Where a smoke run (``setup(..., smoke=True)``) writes what would go under ``results/``; None otherwise.
 _smoke_dir: Path | None = None
 
+#: Set by :func:`redirect_smoke_outputs` (to the smoke folder) so that the worker processes of a smoke run (the run
+#: store's ``--jobs``: separate processes, which do not share this module's state) redirect their writes too.
+ENV_SMOKE_OUTPUTS = "MAMBA_RECALL_SMOKE_OUTPUTS"
+
 
 def redirect_smoke_outputs(on: bool) -> None:
     """Smoke runs never write committed bundles or checkpoints: while ``on``, anything saved under
-    ``results/`` goes to :data:`SMOKE_RESULTS_DIR` (``_build/smoke/results/``) instead (and says so). ``setup``
-    switches it; a bundle that says it is a smoke run is redirected whether or not it is on (:func:`save_bundle`)."""
+    ``results/`` goes to :data:`SMOKE_RESULTS_DIR` (``_build/smoke/results/``) instead (and says so), in this
+    process and in the processes it starts (:data:`ENV_SMOKE_OUTPUTS`). ``setup`` switches it; a bundle that says
+    it is a smoke run is redirected whether or not it is on (:func:`save_bundle`)."""
     global _smoke_dir
     _smoke_dir = Path(SMOKE_RESULTS_DIR) if on else None
+    if on:
+        os.environ[ENV_SMOKE_OUTPUTS] = str(_smoke_dir)
+    else:
+        os.environ.pop(ENV_SMOKE_OUTPUTS, None)
+
+
+def _smoke_root() -> Path | None:
+    """The smoke folder while a smoke run is on (here, or in the process that started this one), else None."""
+    if _smoke_dir is not None:
+        return _smoke_dir
+    inherited = os.environ.get(ENV_SMOKE_OUTPUTS)
+    return Path(inherited) if inherited else None
 
 
 def smoke_active() -> bool:
     """True while a smoke run is on (``setup(..., smoke=True)``): its numbers are not evidence."""
-    return _smoke_dir is not None
+    return _smoke_root() is not None
 
 
 def _output_dir(directory: Path, *, smoke: bool = False) -> Path:
     """``directory``, or its place under the smoke folder when it lies under ``results/`` and a smoke run is on
     (:func:`redirect_smoke_outputs`) or the thing written says it is a smoke run (``smoke``)."""
     directory = Path(directory)
-    if _smoke_dir is None and not smoke:
+    target_root = _smoke_root()
+    if target_root is None and not smoke:
         return directory
-    target_root = _smoke_dir if _smoke_dir is not None else Path(SMOKE_RESULTS_DIR)
+    target_root = target_root if target_root is not None else Path(SMOKE_RESULTS_DIR)
     results = Path(RESULTS_DIR).resolve()
     resolved = directory.resolve()
     if resolved == results or results in resolved.parents:

@@ -249,15 +249,19 @@ def run_store_main(args, experiment_name: str, jobs: list[dict], runner: str, tr
 
         results.redirect_smoke_outputs(True)
         default_store = BUILD_DIR / "smoke" / "results" / "runs"
-    return grid_main(
-        args,
-        runner,
-        jobs,
-        write_bundle,
-        estimate=lambda left: measured_estimate(left, train_one, key or (lambda c: c)),
-        what=f"{experiment_name} at preset {args.preset}",
-        default_store=default_store,
-    )
+    try:
+        return grid_main(
+            args,
+            runner,
+            jobs,
+            write_bundle,
+            estimate=lambda left: measured_estimate(left, train_one, key or (lambda c: c)),
+            what=f"{experiment_name} at preset {args.preset}",
+            default_store=default_store,
+        )
+    finally:
+        if args.smoke:  # the switch (and the environment its workers inherit) ends with the command
+            results.redirect_smoke_outputs(False)
 
 
 def store_bundle_writer(
