@@ -501,7 +501,7 @@ def _claim(path: Path) -> tuple[int | None, dict | None]:
 def _release(fd: int, path: Path) -> None:
     try:
         path.unlink()
-    except FileNotFoundError:
+    except OSError:  # gone, or its folder was made unwritable: the lock itself ends with the close
         pass
     os.close(fd)
 
@@ -511,7 +511,7 @@ def claimed_by(job: dict, store: Path | None = None) -> dict | None:
     path = claim_path(job, store)
     try:
         fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    except OSError:  # no claim (or no folder to hold one: the writable check names that)
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
