@@ -6,9 +6,21 @@ evaluation seed and schedule: nothing left to a default that could change later)
 result lives at::
 
     results/runs/<experiment>/<key>.json
-      {"schema": "mamba_recall.run", "schema_version": 1, "key", "experiment", "config", "seed", "runner",
-       "result": {...}, "provenance": {"git_commit", "git_clean", "dirty_files", "device", "versions",
-                                       "created", "wall_seconds", "host_cpus"}}
+      {"schema": "mamba_recall.run", "schema_version": 2, "key", "experiment", "config", "seed", "runner",
+       "result": {...}, "nonfinite": [{"path", "value"}], "sha256",
+       "provenance": {"git_commit", "git_clean", "dirty_files", "device", "versions",
+                      "created", "wall_seconds", "host_cpus"}}
+
+``sha256`` covers the whole record (:func:`record_hash`), so a result edited by hand is refused when read
+(:func:`check_record`: schema, version, fields and types too, each error naming the file and the fix). NaN and
+infinities of a result are stored as ``null`` and listed in ``nonfinite`` (bare ``NaN`` is not JSON), and restored
+when read. Version 1 files (the committed runs written before the hash) are read as they are.
+
+Faults (tests/test_faults_store.py): the store is checked writable before any job; a result that still cannot be
+written is kept under :data:`UNSAVED_DIR` and named; a runner that raises is recorded in ``<key>.failed`` and the
+grid goes on, listing the failures and the command that retries them at the end (exit status 1); each job is
+claimed (``<key>.claim``, a ``flock`` the kernel releases when its process dies) so two grids on one store, or the
+workers of a killed one, never run a job twice; Ctrl-C prints one line and exits with status 130.
 
 :func:`run_grid` runs the jobs whose file is missing and skips the others, so the same command resumes a
 grid after an interruption (Ctrl-C, a killed session, another day or another machine: the files are
