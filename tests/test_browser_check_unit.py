@@ -120,6 +120,8 @@ def test_main_missing_html_dir(tmp_path, capsys):
 
 
 def test_offline_renderer_bundle():
+    """One chart output: the Vega-Lite JSON mimetype that JupyterLab, Notebook 7 and VS Code draw themselves,
+    and no text/html copy (JupyterLab would prefer it, and it needs the book's scripts: a blank chart)."""
     alt = pytest.importorskip("altair")
     pd = pytest.importorskip("pandas")
     from mamba_recall import plots
@@ -131,23 +133,41 @@ def test_offline_renderer_bundle():
         df = pd.DataFrame({"x": [1, 2], "y": ["</script><b>", "b"]})
         chart = alt.Chart(df).mark_bar().encode(x="x", y="y")
         bundle, meta = chart._repr_mimebundle_()
-        bundle2, _ = chart._repr_mimebundle_()
     finally:
         alt.renderers.enable(previous)
 
-    html = bundle["text/html"]
-    assert plots.JSON_MIMETYPE in bundle and isinstance(bundle[plots.JSON_MIMETYPE], dict)
+    assert set(bundle) == {plots.JSON_MIMETYPE, "text/plain"}
+    assert isinstance(bundle[plots.JSON_MIMETYPE], dict)
     assert meta[plots.JSON_MIMETYPE]["embed_options"]["actions"] is False
+    # a valid nbformat output (new_output validates; altair's own v6 mimetype is not)
+    nbformat = pytest.importorskip("nbformat")
+    nbformat.v4.new_output("display_data", data=bundle, metadata=meta)
+
+
+def test_book_renderer_draws_chart_outputs_with_the_vendored_vega():
+    """The HTML book's MyST-NB plugin (registered as an entry point) turns the chart's JSON into the drawn
+    fragment: a div of the chart class and an inline vegaEmbed call, no script from any URL."""
+    pytest.importorskip("myst_nb")
+    from importlib.metadata import entry_points
+
+    from myst_nb.core.render import MimeData, get_mime_priority
+
+    from mamba_recall import plots
+    from mamba_recall.book_render import VegaLiteHTML
+
+    assert "mamba_recall.book_render:VegaLiteHTML" in [ep.value for ep in entry_points(group="myst_nb.mime_renderers")]
+    priority = get_mime_priority("html", [])
+    assert priority.index(plots.JSON_MIMETYPE) < priority.index("text/html")
+    spec = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "data": {"values": [{"y": "</script><b>"}]}}
+    meta = {plots.JSON_MIMETYPE: {"embed_options": {"actions": False}}}
+    data = MimeData(plots.JSON_MIMETYPE, spec, output_metadata=meta, cell_index=3, output_index=0)
+    (node,) = VegaLiteHTML.handle_mime(None, data, False)
+    html = node.astext()
     assert not re.search(r"<script[^>]*\bsrc\s*=", html)
     assert "http://" not in html.replace("https://vega.github.io/schema/", "")
     assert f'class="{plots.CHART_CLASS}"' in html
     assert "vegaEmbed(" in html and "console.error" in html
-    # the data string must not close the inline <script>
-    assert html.count("</script>") == 1
-    # deterministic ids: same hash, second display gets a suffix
-    ids = [re.search(r'id="([^"]+)"', b["text/html"]).group(1) for b in (bundle, bundle2)]
-    assert re.fullmatch(plots.CHART_CLASS + r"-[0-9a-f]{12}", ids[0])
-    assert ids[1] == ids[0] + "-1"
-    # a valid nbformat output (new_output validates; altair's own v6 mimetype is not)
-    nbformat = pytest.importorskip("nbformat")
-    nbformat.v4.new_output("display_data", data=bundle, metadata=meta)
+    assert html.count("</script>") == 1  # the data string must not close the inline <script>
+    div_id = re.search(r'id="([^"]+)"', html).group(1)
+    assert re.fullmatch(plots.CHART_CLASS + r"-[0-9a-f]{12}-3-0", div_id)  # deterministic, unique per page
+    assert VegaLiteHTML.handle_mime(None, MimeData("text/html", "<p>x</p>"), False) is None

@@ -74,6 +74,7 @@ MODULE_LAYERS = {
     f"{PACKAGE}.analysis": ("analysis", "probes and statistics of trained models"),
     f"{PACKAGE}.experiments": ("experiments", "the runners that train, measure and write result bundles"),
     f"{PACKAGE}.plots": ("views", "Altair charts (no library imports); widgets and notebook.setup use them"),
+    f"{PACKAGE}.book_render": ("views", "the HTML book's MyST-NB renderer for plots' chart outputs"),
     f"{PACKAGE}.widgets": ("views", "live explorers on scan and plots, used by views"),
     f"{PACKAGE}.views": ("views", "the chapters' charts and explorers, over experiments' outputs"),
     f"{PACKAGE}.claims": (

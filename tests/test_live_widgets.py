@@ -2,6 +2,11 @@
 Chromium, run whole (Run All), then one control of the explorer moved; its output must change (and hold no
 traceback), and no cell may end in an error.
 
+What a person sees is checked, not only that an output changed: every chart of the notebook must be drawn
+by JupyterLab (an SVG or canvas with data marks, not only axes) when it opens with its saved outputs, after
+Run All, and in the explorer before and after the control moves; no element of class
+``mamba-recall-chart-error`` may appear, and the browser console must hold no error.
+
 The notebooks are copied into a temporary folder first (JupyterLab autosaves what it runs; ``book/`` keeps
 its committed outputs). Skipped, with the reason printed, where Chromium / chromedriver or JupyterLab are
 absent (``apt-get install chromium chromium-driver``; ``pip install -e '.[test]'``)."""
@@ -157,6 +162,51 @@ return errors;
 
 _CELL_JS = "return document.querySelectorAll('.jp-Notebook .jp-Cell')[arguments[0]];"
 
+# Every chart JupyterLab renders under ``root`` (the notebook, or one cell): whether it has an SVG or canvas and
+# how many data marks it draws (mark items outside axes, legends and titles); and the chart-error elements.
+_CHARTS_JS = """
+const root = arguments[0] || document.querySelector('.jp-Notebook');
+const charts = Array.from(root.querySelectorAll('.jp-RenderedVegaLite, .jp-RenderedVega5')).map(el => {
+  const svg = el.querySelector('svg');
+  const canvas = el.querySelector('canvas');
+  let marks = 0;
+  if (svg) {
+    for (const g of svg.querySelectorAll('g.role-mark')) {
+      if (!g.closest('.role-axis, .role-legend, .role-title') && g.children.length > 0) marks += g.children.length;
+    }
+  } else if (canvas) {
+    marks = canvas.width > 0 && canvas.height > 0 ? 1 : 0;
+  }
+  return {drawn: !!(svg || canvas), marks: marks, text: el.textContent.slice(0, 300)};
+});
+const errors = Array.from(root.querySelectorAll('.mamba-recall-chart-error')).map(e => e.textContent);
+return {charts: charts, errors: errors};
+"""
+
+
+def _charts(driver, root=None) -> dict:
+    return driver.execute_script(_CHARTS_JS, root)
+
+
+def _all_drawn(state: dict) -> bool:
+    return all(c["drawn"] and c["marks"] > 0 for c in state["charts"])
+
+
+def _saved_chart_count(path: Path) -> int:
+    from mamba_recall.plots import JSON_MIMETYPE, VEGA_JSON_MIMETYPE
+
+    cells = nbformat.read(path, as_version=4).cells
+    return sum(
+        1
+        for c in cells
+        for o in c.get("outputs", [])
+        if JSON_MIMETYPE in o.get("data", {}) or VEGA_JSON_MIMETYPE in o.get("data", {})
+    )
+
+
+def _console_errors(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
 
 def _wait(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
@@ -206,8 +256,15 @@ def test_explorer_redraws_when_a_control_moves(lab, notebook, control, how, butt
 
     driver, base, token, root = lab
     start = time.monotonic()
+    driver.get_log("browser")  # start with an empty console log
     driver.get(f"{base}/lab/tree/{notebook}?token={token}&reset")
     _wait(lambda: driver.execute_script(_OPEN_JS), 120, f"{notebook} did not open")
+    saved = _saved_chart_count(root / notebook)
+    _wait(
+        lambda: len(_charts(driver)["charts"]) >= saved and _all_drawn(_charts(driver)),
+        60,
+        f"{notebook}: the {saved} charts of its saved outputs were not drawn ({_charts(driver)})",
+    )
     driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")[0].click()
     _wait(lambda: driver.execute_script(_BUSY_JS) == "idle", 120, f"{notebook}: no idle kernel")
     driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells'); return 0;")
@@ -215,6 +272,11 @@ def test_explorer_redraws_when_a_control_moves(lab, notebook, control, how, butt
     _wait(lambda: driver.execute_script(_BUSY_JS) == "idle", RUN_TIMEOUT_S, f"{notebook}: Run All did not finish")
     errors = driver.execute_script(_ERRORS_JS)
     assert errors == [], f"{notebook}: cells ended in errors: {errors}"
+    _wait(
+        lambda: len(_charts(driver)["charts"]) >= saved and _all_drawn(_charts(driver)),
+        60,
+        f"{notebook}: after Run All not every chart was drawn ({_charts(driver)})",
+    )
 
     index = _explorer_cell(root / notebook)
     cell = driver.execute_script(_CELL_JS, index)
@@ -225,6 +287,9 @@ def test_explorer_redraws_when_a_control_moves(lab, notebook, control, how, butt
         f"{notebook}: the explorer's controls were not drawn",
     )
     before = _output_text(cell)
+    explorer_charts = len(_charts(driver, cell)["charts"])
+    if explorer_charts:
+        _wait(lambda: _all_drawn(_charts(driver, cell)), 60, f"{notebook}: the explorer's chart was not drawn")
     box = _control(cell, control)
     if how == "select":
         select = Select(box.find_element(By.CSS_SELECTOR, "select"))
@@ -246,4 +311,14 @@ def test_explorer_redraws_when_a_control_moves(lab, notebook, control, how, butt
     )
     after = _output_text(cell)
     assert after.strip() and "Traceback" not in after, f"{notebook}: the redraw failed: {after[:2000]}"
+    if explorer_charts:
+        _wait(
+            lambda: len(_charts(driver, cell)["charts"]) >= explorer_charts and _all_drawn(_charts(driver, cell)),
+            60,
+            f"{notebook}: after moving {control!r} the explorer's chart was not drawn ({_charts(driver, cell)})",
+        )
+    state = _charts(driver)
+    assert state["errors"] == [], f"{notebook}: chart errors on the page: {state['errors']}"
+    console = _console_errors(driver)
+    assert console == [], f"{notebook}: browser console errors: {console}"
     print(f"{notebook}: run + redraw in {time.monotonic() - start:.0f} s")

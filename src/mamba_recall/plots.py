@@ -1,14 +1,17 @@
 """Charts for the Mamba recall book (Altair).
 
-The first section is the *offline renderer*: it makes every Altair chart
-display as
+The first section is the *offline renderer*: every Altair chart is one output, its Vega-Lite JSON under
+``application/vnd.vegalite.v5+json`` (:data:`JSON_MIMETYPE`), and each front end draws it with the tools it
+already has, offline:
 
-* the chart's Vega-Lite JSON under ``application/vnd.vegalite.v5+json``
-  (:data:`JSON_MIMETYPE`; JupyterLab draws it natively), and
-* a ``text/html`` fragment that draws with the Vega JavaScript the book serves
-  itself (``book/_static/vendor/``, loaded on every page through
-  ``html_js_files``) -- it contains no ``<script src=...>`` to any URL, so the
-  built HTML book works offline.
+* JupyterLab, Notebook 7 and VS Code draw that mimetype natively with the Vega they bundle, live and from
+  saved outputs (no ``text/html`` copy: JupyterLab ranks HTML above Vega, and an HTML copy needs the book's
+  scripts, which JupyterLab does not load, so the chart was blank there);
+* the HTML book draws it through the MyST-NB mime renderer :class:`mamba_recall.book_render.VegaLiteHTML`
+  (registered under the ``myst_nb.mime_renderers`` entry point), which writes :func:`chart_html`: a
+  ``<div class="mamba-recall-chart">`` and a script calling ``vegaEmbed`` from the Vega JavaScript the book
+  serves itself (``book/_static/vendor/``, loaded on every page through ``html_js_files``), with no
+  ``<script src=...>`` to any URL.
 
 Chart builders go below the renderer section.
 """
@@ -47,10 +50,6 @@ CHART_CLASS = "mamba-recall-chart"
 # Default embed options; ``actions: false`` hides the "..." menu (its
 # "Open in Vega Editor" link would leave the machine).
 _DEFAULT_EMBED_OPTIONS: dict[str, Any] = {"actions": False, "renderer": "svg"}
-
-# How often each spec hash has been rendered in this process, so that the same
-# chart shown twice on one page gets two distinct (but deterministic) ids.
-_occurrences: dict[str, int] = {}
 
 _HTML_TEMPLATE = string.Template(
     """\
@@ -105,16 +104,28 @@ def _js_json(obj: Any) -> str:
     )
 
 
-def _spec_id(spec: dict) -> str:
+def chart_html(spec: dict, embed_options: dict | None, div_id: str) -> str:
+    """The HTML book's fragment for one chart: a ``<div>`` of class :data:`CHART_CLASS` and an inline script
+    that draws ``spec`` with the page's ``vegaEmbed`` (the vendored Vega files), or writes a red
+    ``mamba-recall-chart-error`` paragraph (and a console error) saying why it could not."""
+    options = dict(_DEFAULT_EMBED_OPTIONS)
+    options.update(embed_options or {})
+    if str(spec.get("$schema", "")).startswith("https://vega.github.io/schema/vega/"):
+        options.setdefault("mode", "vega")
+    return _HTML_TEMPLATE.substitute(div_id=div_id, css_class=CHART_CLASS, spec=_js_json(spec), opt=_js_json(options))
+
+
+def chart_id(spec: dict, suffix: str = "") -> str:
+    """A deterministic element id for ``spec``: :data:`CHART_CLASS`, a hash of the spec and ``suffix`` (the
+    cell and output index, so the same chart twice on one page gets two ids)."""
     canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
-    n = _occurrences.get(digest, 0)
-    _occurrences[digest] = n + 1
-    return f"{CHART_CLASS}-{digest}" + (f"-{n}" if n else "")
+    return f"{CHART_CLASS}-{digest}" + (f"-{suffix}" if suffix else "")
 
 
 def _offline_renderer(spec: dict, **metadata: Any):
-    """Altair renderer: Vega-Lite JSON mimetype + self-contained ``text/html``."""
+    """Altair renderer: the chart's Vega-Lite JSON under :data:`JSON_MIMETYPE` (or its Vega JSON under
+    :data:`VEGA_JSON_MIMETYPE` when VegaFusion compiled it), with the embed options in the output metadata."""
     from altair.utils.display import default_renderer_base
     from altair.vegalite.v6.display import (
         DEFAULT_DISPLAY,
@@ -125,7 +136,7 @@ def _offline_renderer(spec: dict, **metadata: Any):
     embed_options = dict(_DEFAULT_EMBED_OPTIONS)
     embed_options.update(metadata.pop("embed_options", None) or {})
     # default_renderer_base compiles with VegaFusion when that is enabled and
-    # then returns a Vega (not Vega-Lite) spec; honour that for the HTML, too.
+    # then returns a Vega (not Vega-Lite) spec.
     bundle, _ = default_renderer_base(spec, VEGALITE_MIME_TYPE, DEFAULT_DISPLAY)
     if VEGA_MIME_TYPE in bundle:
         drawn_spec, json_mime = bundle.pop(VEGA_MIME_TYPE), VEGA_JSON_MIMETYPE
@@ -133,13 +144,6 @@ def _offline_renderer(spec: dict, **metadata: Any):
     else:
         drawn_spec, json_mime = bundle.pop(VEGALITE_MIME_TYPE), JSON_MIMETYPE
     bundle[json_mime] = drawn_spec
-    div_id = _spec_id(drawn_spec)
-    bundle["text/html"] = _HTML_TEMPLATE.substitute(
-        div_id=div_id,
-        css_class=CHART_CLASS,
-        spec=_js_json(drawn_spec),
-        opt=_js_json(embed_options),
-    )
     return bundle, {json_mime: {"embed_options": embed_options}}
 
 
