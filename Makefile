@@ -1,9 +1,10 @@
-# The Mamba recall book. Two commands set everything up on a fresh machine:
+# The Mamba recall book. Each of these sets everything up on a fresh machine:
+#   make lab    open the chapters in JupyterLab (from .venv, on book/) to read and explore
 #   make book   execute every chapter (papermill) and build the HTML book into _build/html
 #   make test   ruff (lint, format), library tests (with the live-widget test in JupyterLab), the capped paper pass (smoke), the book
 #               build (plain papermill on every notebook), its checked outputs against book/ (as nbval-lax)
 #               and the browser check
-# Variables: PRESET=ci|paper  DEVICE=auto|cpu|cuda  BACKEND=auto|reference|chunked|mamba_ssm  PYTHON=python3
+# Variables: PRESET=ci|paper  DEVICE=auto|cpu|cuda  BACKEND=auto|reference|chunked|mamba_ssm|fused  PYTHON=python3
 
 PYTHON ?= python3
 PRESET ?= ci
@@ -16,18 +17,25 @@ STAMP := $(VENV)/.installed
 # Seconds any one cell may run in the batch passes (a hang stops there with an error).
 CELL_TIMEOUT ?= 900
 
-.PHONY: book test lint pytest nbval smoke browser bench reproduce refresh venv clean
+.PHONY: book test lint pytest nbval smoke browser bench reproduce refresh venv lab clean
 
 venv: $(STAMP)
 
-# torch is installed first and pinned (2.13.0) so that a CPU machine gets the CPU build instead of
-# several GB of CUDA packages; on a GPU machine install the CUDA build of the same version first.
+# The book's environment pins torch here (pyproject.toml only asks for torch>=2.2, so that a researcher's
+# own torch survives `pip install mamba-recall`): installed first, as 2.13.0, so that a CPU machine gets the
+# CPU build instead of several GB of CUDA packages; on a GPU machine install the CUDA build of the same
+# version first. The editable install keeps it (it satisfies torch>=2.2).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[book,test,bench]'
 	touch $(STAMP)
+
+# Explore: JupyterLab from the project's .venv, opened on book/ (the chapters' notebooks, live explorers).
+# LAB_ARGS passes options on, e.g. make lab LAB_ARGS="--no-browser --port 8899".
+lab: $(STAMP)
+	$(PY) -m jupyterlab --notebook-dir=book $(LAB_ARGS)
 
 # Executes every notebook with papermill (no environment variable; the README's plain papermill run),
 # then builds the HTML book.

@@ -40,12 +40,39 @@ def _reset_process_switches():
         (dict(preset="ci", smoke="yes"), "smoke must be True or False, got 'yes'"),
         (dict(preset="ci", smoke=1), "smoke must be True or False, got 1"),
         (dict(preset="ci", allow_long="True"), "allow_long must be True or False, got 'True'"),
+        (dict(preset="cpu-hours"), r"preset 'cpu-hours' is a runners' preset.*Notebooks accept 'ci' or 'paper'"),
     ],
 )
 def test_bad_notebook_parameters_give_one_line(kwargs, message):
     with pytest.raises(ParameterError, match=message) as info:
         setup(quiet=True, **kwargs)
     assert "\n" not in str(info.value)
+
+
+def test_unknown_papermill_parameter_stops_at_setup_with_one_line(tmp_path):
+    """Papermill runs a misspelled ``-p presett ci`` with the defaults and only logs "Passed unknown parameter":
+    setup names it and the accepted parameters, and the cell's error is that one line (no traceback)."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('preset = "ci"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell("from mamba_recall.notebook import setup\nctx = setup(preset)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    with pytest.raises(PapermillExecutionError) as info:
+        papermill.execute_notebook(
+            str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), parameters={"presett": "ci"}, progress_bar=False
+        )
+    err = info.value
+    assert err.ename == "ParameterError"
+    assert "unknown parameter 'presett'; this notebook accepts preset, seed, device, backend, smoke" in err.evalue
+    assert len(err.traceback) == 1 and err.traceback[0].startswith("ParameterError: unknown parameter")
+    # without the misspelling the same notebook runs
+    papermill.execute_notebook(
+        str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), parameters={"preset": "ci"}, progress_bar=False
+    )
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")

@@ -11,6 +11,7 @@ prints the preset, device and scan backend that will be used (backends are never
 
 from __future__ import annotations
 
+import ast
 import random
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ import torch
 from .devices import DEVICES, ParameterError, resolve_device  # noqa: F401  (part of this module's interface)
 from .longrun import allow_long_runs
 from .plots import enable_offline_renderer
-from .presets import check_preset, experiment
+from .presets import PRESETS, check_preset, experiment
 from .results import redirect_smoke_outputs
 from .scan import BACKENDS, resolve_backend
 
@@ -45,6 +46,54 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+#: The papermill parameters every chapter notebook accepts (its cell tagged ``parameters``).
+PARAMETERS = ("preset", "seed", "device", "backend", "smoke", "allow_long")
+
+
+def injected_parameters() -> list[str]:
+    """Names papermill injected into this kernel (the assignments of its ``# Parameters`` cell), in order;
+    empty outside IPython or when the notebook runs without injected parameters. Papermill accepts any
+    ``-p NAME VALUE`` and only logs "Passed unknown parameter", so :func:`setup` checks the names."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return []
+    shell = get_ipython()
+    if shell is None:
+        return []
+    names: list[str] = []
+    for source in shell.user_ns.get("In", []):
+        if not source.lstrip().startswith("# Parameters"):
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                names += [t.id for t in node.targets if isinstance(t, ast.Name) and t.id not in names]
+    return names
+
+
+def _short_parameter_errors() -> None:
+    """Show a :class:`ParameterError` raised in a cell as its one clear line (no 40-line traceback): the
+    error output's traceback is that line, so papermill's message and Jupyter show it first and only."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def one_line(self, etype, value, tb, tb_offset=None):
+        line = f"{etype.__name__}: {value}"
+        self._showtraceback(etype, value, [line])
+        return [line]
+
+    shell.set_custom_exc((ParameterError,), one_line)
+
+
 def setup(
     preset: str = "ci",
     seed: int = 0,
@@ -54,10 +103,24 @@ def setup(
     smoke: bool = False,
     allow_long: bool = False,
 ) -> NotebookContext:
+    _short_parameter_errors()
+    unknown = [name for name in injected_parameters() if name not in PARAMETERS]
+    if unknown:
+        raise ParameterError(
+            f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"this notebook accepts {', '.join(PARAMETERS)} (e.g. -p preset ci)."
+        )
     try:
         check_preset(preset)
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
+    if preset not in PRESETS:  # one set of presets for notebooks and `python -m mamba_recall run`
+        raise ParameterError(
+            f"preset {preset!r} is a runners' preset, not a notebook's: run it with "
+            f"`python -m mamba_recall.experiments.<runner> --preset {preset}` (e.g. ch1_cpu_hours); the "
+            f"notebooks read its committed bundles at -p preset ci. "
+            f"Notebooks accept {' or '.join(map(repr, PRESETS))}."
+        )
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ParameterError(f"seed must be a non-negative integer, got {seed!r}.")
     if backend not in BACKENDS:
