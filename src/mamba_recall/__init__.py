@@ -43,7 +43,70 @@ Modules: ``scan`` (selective scans and their backends), ``models`` (Mamba block 
 mamba-ssm parameter names), ``tasks`` (data generators), ``train`` (the training loop),
 ``results`` (result bundles with provenance), ``runstore`` (resumable training grids), ``presets``
 (ci / cpu-hours / paper sizes), ``claims`` (every claim of the four papers, its declared verdict rule and
-the generated scorecard), ``plots`` and ``widgets`` (charts and explorers), ``cli``.
+the generated scorecard), ``plots`` and ``widgets`` (charts and explorers; ``pip install 'mamba_recall[book]'``),
+``cli``.
+
+The main entry points, importable from the package itself (loaded on first use, so ``import mamba_recall``
+stays fast and imports no torch)::
+
+    from mamba_recall import selective_scan, ssd_scan             # scan: Mamba-1 / Mamba-2 scans
+    from mamba_recall import Mamba, MambaLMHeadModel               # models: mixer and LM (mamba-ssm names)
+    from mamba_recall import Mamba2, Mamba2LMHeadModel             # models.mamba2
+    from mamba_recall import MQARConfig, mqar_batch, multiquery_ar # tasks: the MQAR generator
+    from mamba_recall.train import train, evaluate                 # the training loop
+    from mamba_recall import claims; claims.check("001/Delta1", ..., record=False)
+
+and the modules above as attributes (``mamba_recall.claims``, ``mamba_recall.train``, ...). Files of the book
+(``results/``, ``_build/``) are found through ``mamba_recall.paths``: inside a checkout as always, elsewhere
+from ``MAMBA_RECALL_ROOT`` (see that module).
 """
 
+import importlib
+
 __version__ = "0.1.0"
+
+#: public name -> module that defines it (imported on first access: PEP 562)
+_EXPORTS = {
+    "selective_scan": "scan",
+    "ssd_scan": "scan",
+    "Mamba": "models",
+    "MambaLMHeadModel": "models",
+    "Mamba2": "models.mamba2",
+    "Mamba2LMHeadModel": "models.mamba2",
+    "MQARConfig": "tasks",
+    "mqar_batch": "tasks",
+    "multiquery_ar": "tasks",
+}
+#: modules reachable as attributes without importing them first
+_MODULES = (
+    "analysis",
+    "claims",
+    "models",
+    "paths",
+    "presets",
+    "results",
+    "runstore",
+    "scan",
+    "tasks",
+    "theory",
+    "train",
+)
+
+__all__ = [*_EXPORTS, *_MODULES]
+
+
+def __getattr__(name: str):
+    # importlib with strings, not ``from .scan import ...``: this package is the lowest layer
+    # (tests/test_layering.py) and must not import the layers above it when it is imported.
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})

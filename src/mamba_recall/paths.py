@@ -1,15 +1,127 @@
-"""Where the book's files live. The package is installed editable from the repository (``src/`` layout)."""
+"""Where the book's files live: the checkout (``_toc.yml``, ``book/``, ``results/``) and its ``_build/``.
+
+The root is found once, at import, in this order:
+
+1. ``MAMBA_RECALL_ROOT``, when set: that folder, as given (a checkout, or any folder a researcher wants
+   ``results/`` and ``_build/`` written under);
+2. the checkout this package was imported from (``pip install -e .``, as ``make`` installs it: ``src/`` layout,
+   so two folders above this file);
+3. the working directory or the nearest folder above it that is a checkout (so a kernel started in
+   ``book/<chapter>/`` finds the book too).
+
+A checkout is a folder with ``_toc.yml`` and ``results/``. When none is found (a plain ``pip install .`` used
+from anywhere else), the library still imports and everything that needs no file of the book works (scans,
+models, tasks, training, claims checked with ``record=False`` or a ``directory``); :data:`REPO_ROOT`,
+:data:`RESULTS_DIR` and :data:`BUILD_DIR` are then placeholders that raise :class:`NoCheckoutError`, one line
+naming the fix, as soon as a file under them is read, written or listed. Nothing is ever written next to the
+installed package: a placeholder's string form lies under this very file (``.../paths.py/...``), where no
+folder can be created, so even code that turns it back into a plain path cannot write there.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(os.environ.get("MAMBA_RECALL_ROOT", Path(__file__).resolve().parents[2]))
+#: The environment variable that names the root explicitly (the fix every :class:`NoCheckoutError` names).
+ENV_ROOT = "MAMBA_RECALL_ROOT"
+#: Overrides where chapters record their claims (:func:`scorecard_dir`).
+ENV_SCORECARD = "MAMBA_RECALL_SCORECARD_DIR"
+
+
+class NoCheckoutError(RuntimeError):
+    """A file of the book (``results/``, ``_build/``, ``_toc.yml``, ...) was needed but no checkout was found;
+    the message is one line that names the fix (:data:`ENV_ROOT`)."""
+
+
+def is_checkout(folder: Path) -> bool:
+    """True if ``folder`` holds the book: ``_toc.yml`` and ``results/``."""
+    return (folder / "_toc.yml").is_file() and (folder / "results").is_dir()
+
+
+def find_root(
+    env: dict | None = None, cwd: Path | None = None, package_file: str | Path = __file__
+) -> tuple[Path | None, str]:
+    """``(root, how)``: the book's root and how it was found (``"MAMBA_RECALL_ROOT"``, ``"package checkout"``,
+    ``"working directory"``), or ``(None, "no checkout")``; see the module docstring for the order."""
+    env = os.environ if env is None else env
+    explicit = env.get(ENV_ROOT, "").strip()
+    if explicit:
+        return Path(explicit).expanduser().absolute(), ENV_ROOT
+    source = Path(package_file).resolve().parents[2]
+    if is_checkout(source):
+        return source, "package checkout"
+    try:
+        here = (Path.cwd() if cwd is None else Path(cwd)).absolute()
+    except OSError:  # the working directory was deleted
+        return None, "no checkout"
+    for folder in (here, *here.parents):
+        if is_checkout(folder):
+            return folder, "working directory"
+    return None, "no checkout"
+
+
+def no_checkout_message(needed: str = "") -> str:
+    """The one line of :class:`NoCheckoutError` (``needed``: the file or folder that was asked for)."""
+    what = f" for {needed}" if needed else ""
+    return (
+        f"no checkout of the Mamba recall book found{what} ({ENV_ROOT} is unset, and neither the working "
+        f"directory nor the installed package lies in a checkout); set {ENV_ROOT}=/path/to/mamba-recall (the "
+        "folder with _toc.yml and results/), or run from inside a checkout."
+    )
+
+
+_PLACEHOLDER = Path(__file__).resolve() / f"no-checkout-set-{ENV_ROOT}"
+
+
+class _NoCheckoutPath(type(Path())):
+    """A path under the missing root: joins, ``parent``, ``name`` and comparisons work (modules build their
+    folders at import); reading, writing or listing it raises :class:`NoCheckoutError`. Derived paths keep the
+    class (``RESULTS_DIR / "runs"``); ``Path(placeholder)`` gives a plain path under :data:`_PLACEHOLDER`,
+    which cannot be created."""
+
+    def _refuse(self, *args, **kwargs):
+        try:
+            needed = self.relative_to(_PLACEHOLDER).as_posix()
+        except ValueError:
+            needed = self.name
+        needed = "the book's root" if needed in ("", ".") else needed
+        raise NoCheckoutError(no_checkout_message(needed))
+
+    # every method that touches the file system (pure ones -- /, parent, name, relative_to -- are inherited)
+    open = stat = lstat = exists = is_dir = is_file = is_symlink = iterdir = glob = rglob = walk = _refuse
+    read_text = read_bytes = write_text = write_bytes = touch = mkdir = unlink = rmdir = _refuse
+    rename = replace = chmod = symlink_to = hardlink_to = samefile = owner = group = readlink = _refuse
+
+    def resolve(self, strict: bool = False):
+        """Itself: the placeholder is absolute and no link under it can exist."""
+        if strict:
+            self._refuse()
+        return self
+
+    def absolute(self):
+        return self
+
+
+_ROOT, ROOT_FOUND_BY = find_root()
+#: True when a checkout (or an explicit ``MAMBA_RECALL_ROOT``) was found at import.
+CHECKOUT_FOUND = _ROOT is not None
+REPO_ROOT = _ROOT if _ROOT is not None else _NoCheckoutPath(_PLACEHOLDER)
 RESULTS_DIR = REPO_ROOT / "results"
 BUILD_DIR = REPO_ROOT / "_build"
 
 
+def require_checkout(needed: str = "") -> Path:
+    """:data:`REPO_ROOT`, or :class:`NoCheckoutError` naming ``needed`` and the fix when there is no checkout."""
+    if not CHECKOUT_FOUND:
+        raise NoCheckoutError(no_checkout_message(needed))
+    return REPO_ROOT
+
+
 def scorecard_dir() -> Path:
-    """Folder where chapters record their claims (``MAMBA_RECALL_SCORECARD_DIR`` overrides)."""
-    return Path(os.environ.get("MAMBA_RECALL_SCORECARD_DIR", BUILD_DIR / "scorecard"))
+    """Folder where chapters record their claims (``MAMBA_RECALL_SCORECARD_DIR`` overrides); without a checkout
+    and without the override, :class:`NoCheckoutError` (``claims.check(..., record=False)`` records nothing)."""
+    override = os.environ.get(ENV_SCORECARD)
+    if override:
+        return Path(override)
+    return require_checkout("_build/scorecard (or set MAMBA_RECALL_SCORECARD_DIR)") / "_build" / "scorecard"

@@ -11,13 +11,25 @@ socket while it waits on that socket for the cell's reply; the two wait for each
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Callable
 
 import pandas as pd
 import torch
-from IPython.display import display
 
-from .scan import selective_scan_trace
+# IPython and ipywidgets come with the book's extra, not with the base install (the explorers import
+# ipywidgets where they build controls; checked here, without importing it, so the fix is named at once).
+_missing = [m for m in ("IPython", "ipywidgets") if importlib.util.find_spec(m) is None]
+if _missing:
+    raise ImportError(
+        f"mamba_recall.widgets needs {' and '.join(_missing)} (the live explorers run in Jupyter): "
+        "pip install 'mamba_recall[book]'",
+        name=_missing[0],
+    )
+
+from IPython.display import display  # noqa: E402
+
+from .scan import selective_scan_trace  # noqa: E402
 
 LIVE_NOTE = "(live controls below, in Jupyter with a running kernel: {what})"
 
