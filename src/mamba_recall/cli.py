@@ -26,7 +26,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from .devices import DEVICES
-from .paths import BUILD_DIR, REPO_ROOT, scorecard_dir
+from .paths import BUILD_DIR, REPO_ROOT, NoCheckoutError, scorecard_dir
 from .presets import PRESETS
 from .runners import experiment_runners
 from .scan import BACKENDS
@@ -459,6 +459,9 @@ def main(argv: list[str] | None = None) -> int:
         return _dispatch(args)
     except NotebookFailed as exc:
         print(exc.code, file=sys.stderr)
+        return 1
+    except NoCheckoutError as exc:  # a plain `pip install .` used outside a checkout: the fix, on one line
+        print(f"error: {exc}", file=sys.stderr)
         return 1
 
 
