@@ -387,19 +387,31 @@ def test_smoke_runners_run_store_defaults_outside_results():
 # ------------------------------------------------------------------------- 6. strict JSON
 
 
-def test_nan_is_written_as_null(tmp_path):
-    nan = float("nan")
-    data = {"x": nan, "y": [1.0, float("inf"), -float("inf")], "t": torch.tensor([nan, 2.0]), "ok": 0.5}
+def test_nan_is_written_as_null_and_read_back_as_nan(tmp_path):
+    import math
+
+    nan, inf = float("nan"), float("inf")
+    data = {"x": nan, "y": [1.0, inf, -inf], "t": torch.tensor([nan, 2.0]), "none": None, "ok": 0.5, 3: [nan]}
     path = results.save_bundle("nan", data, {"eps": nan}, command=REGEN, directory=tmp_path)
     text = path.read_text()
-    assert "NaN" not in text and "Infinity" not in text
 
     def refuse(constant):
         raise ValueError(f"bare {constant} in strict JSON")
 
-    json.loads(text, parse_constant=refuse)
+    raw = json.loads(text, parse_constant=refuse)  # strict JSON: no bare NaN / Infinity
+    assert raw["data"]["x"] is None and raw["data"]["y"] == [1.0, None, None]
     b = results.load_bundle(path)
-    assert b.data == {"x": None, "y": [1.0, None, None], "t": [None, 2.0], "ok": 0.5} and b.config == {"eps": None}
+    assert math.isnan(b.data["x"]) and b.data["y"] == [1.0, inf, -inf] and math.isnan(b.config["eps"])
+    assert math.isnan(b.data["t"][0]) and b.data["t"][1] == 2.0 and math.isnan(b.data["3"][0])
+    assert b.data["none"] is None and b.data["ok"] == 0.5  # a None is not turned into a NaN
+
+
+def test_nan_in_a_checkpoint_sidecar_round_trips(tmp_path):
+    import math
+
+    path = results.save_checkpoint(tmp_path / "m.pt", {"w": torch.ones(1)}, {"loss": float("nan")}, command=REGEN)
+    assert json.loads(path.with_suffix(".json").read_text(), parse_constant=float.fromhex)["loss"] is None
+    assert math.isnan(results.read_checkpoint(path, regenerate=REGEN)[1]["loss"])
 
 
 def _committed_with_nan() -> list[Path]:

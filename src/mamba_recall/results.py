@@ -18,8 +18,9 @@ Nothing lost, nothing silently wrong:
 * **A content hash.** Bundles (and sidecars) written now carry ``content_sha256``, the sha256 of their canonical
   JSON without that field (:func:`_content_sha256`), checked when loaded: a flipped digit that still parses is
   caught. Committed bundles written before it have none and load as before (legacy).
-* **Strict JSON.** Non-finite floats (NaN, ±inf) are written as ``null`` (``allow_nan=False``); legacy bundles
-  with a bare ``NaN`` still load.
+* **Strict JSON.** Non-finite floats (NaN, ±inf) are written as ``null`` (``allow_nan=False``) and listed with
+  their place in ``nonfinite``, so loading gives back the same NaN (a None stays None); legacy bundles with a
+  bare ``NaN`` still load.
 * **Absent vs. corrupt.** Only an absent bundle raises :class:`BundleMissing`, the one failure a reader may
   answer with weaker evidence (saying so). A corrupt bundle raises :class:`BundleError` naming the file and the
   command that regenerates it, and one from a newer library raises :class:`BundleTooNew` (update mamba_recall).
@@ -56,6 +57,8 @@ SIDECAR_SCHEMA = "mamba_recall.checkpoint"
 SIDECAR_SCHEMA_VERSION = 1
 #: The field of a bundle or sidecar holding the sha256 of its canonical JSON without that field.
 CONTENT_HASH = "content_sha256"
+#: The field listing where a bundle or sidecar had non-finite floats (written as ``null``): :func:`_strict`.
+NONFINITE = "nonfinite"
 _REQUIRED = {
     "schema": str,
     "schema_version": int,
@@ -315,8 +318,8 @@ def _write_together(files: dict[Path, bytes]) -> None:
 
 
 def _plain(obj):
-    """``obj`` as plain JSON values: tensors and numpy values as lists and numbers, paths as strings, and every
-    non-finite float (NaN, ±inf) as None, so that the file is strict JSON (``null``, never a bare ``NaN``)."""
+    """``obj`` as plain JSON values: tensors and numpy values as lists and numbers, paths as strings (non-finite
+    floats stay floats here; :func:`_strict` takes them out)."""
     if isinstance(obj, dict):
         return {k: _plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -324,10 +327,64 @@ def _plain(obj):
     if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
         return obj
     if isinstance(obj, float):
-        return float(obj) if math.isfinite(obj) else None
+        return float(obj)
     if isinstance(obj, torch.Tensor) or (hasattr(obj, "tolist") and hasattr(obj, "dtype")):
         return _plain(obj.tolist())
     return _plain(_jsonable(obj))
+
+
+def _strict(record: dict) -> dict:
+    """``record`` (plain JSON values) with every non-finite float written as ``null`` and listed, with where it
+    was, in :data:`NONFINITE` (``[[path, "NaN" | "Infinity" | "-Infinity"], ...]``, a path being the keys and list
+    indices from the top), so that the file is strict JSON and loading gives back the same floats
+    (:func:`_restore_nonfinite`): a NaN stays a NaN, a None stays a None."""
+    found: list = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            return {k: walk(v, [*path, k]) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, [*path, i]) for i, v in enumerate(value)]
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append([path, "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"])
+            return None
+        return value
+
+    out = walk({k: v for k, v in record.items() if k != NONFINITE}, [])
+    if found:
+        out[NONFINITE] = found
+    return out
+
+
+#: The floats ``null`` entries of :data:`NONFINITE` become: the very objects ``json`` gives a bare ``NaN`` in a
+#: legacy file, so a value read from either compares equal to the other (``[nan] == [nan]`` holds by identity).
+_NONFINITE_FLOATS = {
+    "NaN": getattr(json.decoder, "NaN", float("nan")),
+    "Infinity": getattr(json.decoder, "PosInf", float("inf")),
+    "-Infinity": getattr(json.decoder, "NegInf", float("-inf")),
+}
+
+
+def _restore_nonfinite(record: dict, path: Path, what: str, regen: str) -> dict:
+    """Put back the non-finite floats that :func:`_strict` wrote as ``null`` (legacy files have no list: a bare
+    ``NaN`` in them is read as NaN by ``json``)."""
+    entries = record.pop(NONFINITE, None) or []
+    try:
+        for where, text in entries:
+            if text not in _NONFINITE_FLOATS or not where:
+                raise ValueError(text)
+            container = record
+            for key in where[:-1]:
+                container = container[key]
+            if container[where[-1]] is not None:
+                raise ValueError(where)
+            container[where[-1]] = _NONFINITE_FLOATS[text]
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise BundleError(
+            f"corrupt {what} {path}: its list of non-finite values ({NONFINITE}) does not match its values "
+            f"({exc!r}); regenerate it with: {regen}"
+        ) from exc
+    return record
 
 
 def _content_sha256(record: dict) -> str:
@@ -339,9 +396,10 @@ def _content_sha256(record: dict) -> str:
 
 
 def _hashed_json(record: dict, *, sort_keys: bool) -> bytes:
-    """``record`` as strict JSON text (non-finite floats as null) with its :data:`CONTENT_HASH`; the hash is
-    taken over the record as it will be read back (keys as strings), so loading reproduces it."""
-    plain = json.loads(json.dumps(_plain(record), allow_nan=False))
+    """``record`` as strict JSON text (non-finite floats as null, listed in :data:`NONFINITE`) with its
+    :data:`CONTENT_HASH`; the hash is taken over the record as it will be read back (keys as strings), so
+    loading reproduces it."""
+    plain = _strict(json.loads(json.dumps(_plain(record))))
     plain[CONTENT_HASH] = _content_sha256(plain)
     return (json.dumps(plain, indent=1, sort_keys=sort_keys, allow_nan=False) + "\n").encode()
 
@@ -494,6 +552,7 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
         )
     regen = record.get("command") if isinstance(record.get("command"), str) else regenerate_command(path)
     _check_content_hash(record, path, "result bundle", regen)  # first: a flipped version digit is corruption
+    _restore_nonfinite(record, path, "result bundle", regen)
     version = record.get("schema_version")
     if record.get("schema") == SCHEMA and isinstance(version, int) and version > SCHEMA_VERSION:
         raise BundleTooNew(_too_new(f"result bundle {path}", record, version, SCHEMA_VERSION))
@@ -652,6 +711,7 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
     if not isinstance(sidecar, dict):
         raise BundleError(f"corrupt checkpoint sidecar {side} (not a JSON object); regenerate it with `{regenerate}`.")
     _check_content_hash(sidecar, side, "checkpoint sidecar", f"`{regenerate}`")
+    _restore_nonfinite(sidecar, side, "checkpoint sidecar", f"`{regenerate}`")
     version = sidecar.get("schema_version")
     if sidecar.get("schema") == SIDECAR_SCHEMA and isinstance(version, int) and version > SIDECAR_SCHEMA_VERSION:
         raise BundleTooNew(_too_new(f"checkpoint sidecar {side}", sidecar, version, SIDECAR_SCHEMA_VERSION))
