@@ -294,11 +294,13 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _write_together(files: dict[Path, bytes]) -> None:
-    """Write every ``{path: bytes}`` so that either all of them are replaced or none is: each goes to a temporary
-    file in its own folder (``.<name>.<random>.tmp``), fsynced; only when all were written are they renamed over
-    the old files (``os.replace``, atomic within a folder), in the order given. A failure while writing (a full
-    disk: ``OSError(ENOSPC)``) removes the temporary files and re-raises, leaving the previous files
-    byte-identical."""
+    """Write every ``{path: bytes}`` without ever leaving a half-written file: each goes to a temporary file in its
+    own folder (``.<name>.<random>.tmp``), fsynced; only when all were written are they renamed over the old files
+    (``os.replace``, atomic within a folder), in the order given (the JSON that names the others' hashes last). A
+    failure while writing (a full disk: ``OSError(ENOSPC)``) removes the temporary files and re-raises, leaving
+    the previous files byte-identical. The renames take microseconds; a crash between two of them leaves new
+    tables beside the old JSON, which loading reports (their sha256 does not match), never a silently wrong
+    bundle."""
     temps: list[tuple[Path, Path]] = []
     try:
         for path, data in files.items():
