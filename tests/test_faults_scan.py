@@ -8,7 +8,11 @@ a one-line error naming the argument, its value, the accepted range and the fix.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -160,3 +164,131 @@ def test_wrong_initial_state_shape_names_the_expected_one(backend, shape):
     msg = f"initial_state has shape {tuple(shape)}; expected (batch, channels, N) = (2, 3, 4)."
     with pytest.raises(ScanInputError, match=re.escape(msg)):
         selective_scan(**_kw(), initial_state=torch.zeros(shape), backend=backend)
+
+
+# ----------------------------------------------------------------------------- 3., 4. the numba cache
+
+# One fused forward (+ backward) in float64 through ``auto``: run in a fresh interpreter by _run_scan (the code
+# below plus a call), and in this process for comparison. size "parallel" (4 × 64 × 16 × 64 elements: the
+# parallel kernels) or "serial" (the serially compiled kernels, faster to build).
+_SCAN_CODE = """
+import warnings
+import torch
+from mamba_recall.scan import resolve_backend, selective_scan
+
+
+def scan_once(size, backend="auto"):
+    assert resolve_backend("auto", "cpu") == "fused", resolve_backend("auto", "cpu")
+    b, d, N, L = (4, 64, 16, 64) if size == "parallel" else (2, 4, 3, 8)
+    g = torch.Generator().manual_seed(0)
+    f64 = dict(generator=g, dtype=torch.float64)
+    kw = dict(u=torch.randn(b, d, L, **f64), delta=torch.randn(b, d, L, **f64),
+              A=-torch.rand(d, N, **f64) * 3 - 0.1, B=torch.randn(b, 2, N, L, **f64), C=torch.randn(b, N, L, **f64),
+              delta_bias=torch.randn(d, **f64), initial_state=torch.randn(b, d, N, **f64))
+    for t in kw.values():
+        t.requires_grad_(True)
+    out, last = selective_scan(**kw, delta_softplus=True, return_last_state=True, backend=backend)
+    res = {"out": out.detach(), "last": last.detach()}
+    if size == "parallel":
+        loss = (out * torch.randn(out.shape, **f64)).sum() + last.sum()
+        res.update({"d" + k: v for k, v in zip(kw, torch.autograd.grad(loss, list(kw.values())))})
+    return res
+"""
+_CALL = """
+import sys
+warnings.simplefilter("always")
+torch.save(scan_once(sys.argv[2]), sys.argv[1])
+"""
+
+
+def _scan_here(size: str, backend: str = "auto") -> dict:
+    ns: dict = {}
+    exec(_SCAN_CODE, ns)
+    return ns["scan_once"](size, backend)
+
+
+def _run_scan(tmp_path, tag: str, size: str, **env_extra) -> tuple[dict, str]:
+    """Run _SCAN_SCRIPT in a fresh interpreter with the given environment; return (results, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CACHE")}
+    env.update(env_extra)
+    script, out = tmp_path / "scan_once.py", tmp_path / f"{tag}.pt"
+    script.write_text(_SCAN_CODE + _CALL)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out), size], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, f"{tag}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
+    return torch.load(out), proc.stderr
+
+
+def _assert_bitwise_equal(a: dict, b: dict, what: str) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), f"{what}: {k} differs by {(a[k] - b[k]).abs().max().item():.3e}"
+
+
+def test_float64_fused_is_bit_identical_compiled_or_loaded_from_cache(tmp_path):
+    """Item 3. Before: the float64 parallel forward kernel, compiled with fastmath, gave outputs up to 1e-14
+    apart in a process that had just compiled it and one that loaded it from the cache. The float64 kernels
+    are strict IEEE now: a fresh compile (empty NUMBA_CACHE_DIR), a cached load and this process (the
+    package's cache) agree bit for bit (outputs, last state and every gradient)."""
+    cache = tmp_path / "cache"
+    fresh, err = _run_scan(tmp_path, "fresh", "parallel", NUMBA_CACHE_DIR=str(cache))
+    assert "RuntimeWarning" not in err, err
+    assert any(cache.rglob("*.nbi")), "the fresh run wrote no cache"
+    cached, err = _run_scan(tmp_path, "cached", "parallel", NUMBA_CACHE_DIR=str(cache))
+    assert "RuntimeWarning" not in err, err
+    _assert_bitwise_equal(fresh, cached, "fresh compile vs cached load")
+    _assert_bitwise_equal(fresh, _scan_here("parallel"), "fresh compile vs this process")
+
+
+@pytest.mark.parametrize("damage", ["truncated-data", "garbage-index"])
+def test_corrupt_numba_cache_recompiles_with_one_warning(tmp_path, damage):
+    """Item 4. Before: every fused call raised a ~35-line UnpicklingError traceback naming no file, until the
+    cache folder was deleted by hand. Now: one warning naming the kernel and the folder, the kernel is
+    compiled again (same numbers), the cache is rewritten, and the next process loads it silently."""
+    cache = tmp_path / "cache"
+    _run_scan(tmp_path, "good", "serial", NUMBA_CACHE_DIR=str(cache))
+    good = _scan_here("serial")
+    files = sorted(cache.rglob("*.nbc" if damage == "truncated-data" else "*.nbi"))
+    assert files, "no cache files were written"
+    for f in files:
+        f.write_bytes(f.read_bytes()[:100] if damage == "truncated-data" else b"not a numba index")
+    repaired, err = _run_scan(tmp_path, "repaired", "serial", NUMBA_CACHE_DIR=str(cache))
+    _assert_bitwise_equal(good, repaired, "after recompiling")
+    if damage == "truncated-data":  # a garbage index reads as "another numba version": numba recompiles itself
+        assert "could not be loaded" in err and str(cache) in err and "compiling the kernel again" in err, err
+    assert "Traceback" not in err, err
+    again, err = _run_scan(tmp_path, "again", "serial", NUMBA_CACHE_DIR=str(cache))
+    assert "RuntimeWarning" not in err, err
+    _assert_bitwise_equal(good, again, "from the repaired cache")
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "read-only-dir"])
+def test_no_writable_numba_cache_compiles_without_one(tmp_path, where):
+    """Item 4. Before: with no writable cache folder, importing the kernels raised 'cannot cache function
+    ...: no locator available' while ``auto`` still picked fused, so every CPU scan crashed. Now the kernels
+    compile without a disk cache, with one warning naming NUMBA_CACHE_DIR as the fix, and auto is fused.
+    (NUMBA_CACHE_LOCATOR_CLASSES keeps numba from falling back to the package's __pycache__.)"""
+    if where == "under-a-file":
+        blocker = tmp_path / "a_file"
+        blocker.write_text("")
+        folder = blocker / "cache"  # makedirs fails for everyone, root included
+    else:
+        folder = tmp_path / "read_only"
+        folder.mkdir()
+        folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        res, err = _run_scan(
+            tmp_path,
+            where,
+            "serial",
+            NUMBA_CACHE_DIR=str(folder),
+            NUMBA_CACHE_LOCATOR_CLASSES="UserProvidedCacheLocator",
+        )
+    finally:
+        if where == "read-only-dir":
+            folder.chmod(stat.S_IRWXU)
+    _assert_bitwise_equal(_scan_here("serial"), res, "uncached vs cached kernels")
+    if where == "under-a-file" or os.geteuid() != 0:  # root may write into a read-only folder
+        assert "no writable numba cache folder" in err and "set NUMBA_CACHE_DIR" in err, err
+        assert err.count("no writable numba cache folder") == 1, err

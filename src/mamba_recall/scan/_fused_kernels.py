@@ -13,7 +13,9 @@ pair (bi, c) is ``Bk[bi if b_B > 1 else 0, c // (d // G), t if L_B > 1 else 0, :
 from __future__ import annotations
 
 import math
+import os
 import types as pytypes
+import warnings
 
 import numpy as np
 from llvmlite import ir
@@ -216,10 +218,107 @@ def _renamed(fn, name):
     return new
 
 
+# ----------------------------------------------------------------------------- the on-disk cache
+#
+# numba keeps the compiled kernels in its cache folder (NUMBA_CACHE_DIR if set and writable, else this
+# package's __pycache__, else ~/.cache/numba). Two faults used to stop every fused call:
+#
+# * a corrupt cache file (an interrupted write, a disk error, files copied between machines) made every
+#   call raise a ~35-line pickle traceback naming no file, until the folder was deleted by hand. A failed
+#   load now warns once, naming the file, removes that kernel's index file (numba then writes a new index
+#   and data file) and compiles the kernel again: the next process loads the repaired cache.
+# * no writable cache location at all made ``njit(cache=True)`` raise at import, while ``auto`` still
+#   picked ``fused``. The kernels are then compiled without a disk cache (in every process, about 15 s of
+#   CPU time), with a warning naming NUMBA_CACHE_DIR as the fix; ``fused.fused_available()`` imports this
+#   module, so ``auto`` knows whether the kernels can be built.
+
+#: what went wrong with the cache, one line each (read by ``fused.py`` for its messages; empty when all is well)
+CACHE_PROBLEMS: list[str] = []
+_UNCACHEABLE = "no locator available"  # numba's RuntimeError when no cache folder is writable
+
+
+def _warn(msg: str) -> None:
+    CACHE_PROBLEMS.append(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=2)
+
+
+def _guard_cache(dispatcher, name: str) -> None:
+    """Wrap the dispatcher's cache so that a failed load (corrupt or foreign file) or save (a folder that
+    became unwritable) warns once and recompiles, instead of raising out of every call (numba internals:
+    ``Dispatcher._cache`` is a ``FunctionCache`` with ``load_overload``/``save_overload``)."""
+    cache = dispatcher._cache
+    load, save = cache.load_overload, cache.save_overload
+
+    def load_overload(sig, target_context):
+        try:
+            return load(sig, target_context)
+        except Exception as exc:  # UnpicklingError, EOFError, a bad object file, ...
+            index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+            removed = ""
+            if index and os.path.exists(index):
+                try:
+                    os.remove(index)
+                    removed = f"; removed its index {index}, numba writes a new one"
+                except OSError as rm_exc:
+                    removed = f"; could not remove its index {index} ({rm_exc}): delete that file by hand"
+            _warn(
+                f"mamba_recall fused scan: the numba cache of kernel {name!r} in {cache._cache_path} could not be "
+                f"loaded ({type(exc).__name__}: {exc}){removed}; compiling the kernel again."
+            )
+            return None
+
+    def save_overload(sig, data):
+        try:
+            save(sig, data)
+        except Exception as exc:
+            _warn(
+                f"mamba_recall fused scan: kernel {name!r} compiled but could not be saved to the numba cache "
+                f"{cache._cache_path} ({type(exc).__name__}: {exc}); it will compile again in the next process. "
+                "Fix: make that folder writable or set NUMBA_CACHE_DIR to a writable folder."
+            )
+
+    cache.load_overload, cache.save_overload = load_overload, save_overload
+
+
+def _jit(fn, name: str, **flags):
+    """``numba.njit(cache=True, **flags)`` of ``fn`` renamed ``name``, its cache guarded (above); compiled
+    without a disk cache, with a warning, when no cache folder is writable."""
+    renamed = _renamed(fn, name)
+    try:
+        dispatcher = njit(cache=True, **flags)(renamed)
+    except RuntimeError as exc:
+        if _UNCACHEABLE not in str(exc):
+            raise
+        if not any(_UNCACHEABLE in p for p in CACHE_PROBLEMS):
+            _warn(
+                "mamba_recall fused scan: no writable numba cache folder (NUMBA_CACHE_DIR="
+                f"{os.environ.get('NUMBA_CACHE_DIR', '(unset)')!r}, {os.path.dirname(__file__)}/__pycache__, "
+                f"~/.cache/numba: {_UNCACHEABLE}); the kernels compile in every process (about 15 s of CPU "
+                "time). Fix: set NUMBA_CACHE_DIR to a writable folder."
+            )
+        return njit(**flags)(renamed)
+    _guard_cache(dispatcher, name)
+    return dispatcher
+
+
 # parallel over (batch, channels) with numba.prange, and the same loops compiled serially (prange =
 # range): a launch of the parallel version costs a thread hand-off, which the serial one avoids on one
 # thread and at small sizes (fused.py picks).
-forward = njit(parallel=True, cache=True, fastmath=FASTMATH)(_renamed(_forward, "forward"))
-backward = njit(parallel=True, cache=True, fastmath=FASTMATH)(_renamed(_backward, "backward"))
-forward_serial = njit(cache=True, fastmath=FASTMATH)(_renamed(_forward, "forward_serial"))
-backward_serial = njit(cache=True, fastmath=FASTMATH)(_renamed(_backward, "backward_serial"))
+#
+# float32 (the training precision) with FASTMATH; float64 (the verification precision) under separate
+# names with strict IEEE semantics (no fastmath: no FMA contraction, no reassociation). With fastmath the
+# float64 parallel forward kernel gave outputs up to 1e-14 apart in a process that had just compiled it
+# and in one that loaded it from numba's on-disk cache (measured; float32 and the serial kernels agreed):
+# the code that runs is not the same LLVM output in the two cases (likely the parfor body as first JIT-
+# compiled vs. as linked into the cached library and optimised again), and fastmath lets LLVM contract
+# and reassociate each differently. Strict float64 leaves LLVM no such choice, so
+# float64 results are bit-identical whether the kernels were compiled or loaded (tests/test_faults_scan.py),
+# for 0–8 % more time (measured at 4 × 128 × 16 × 256: the scalar libm exp dominates the float64 loop).
+forward = _jit(_forward, "forward", parallel=True, fastmath=FASTMATH)
+backward = _jit(_backward, "backward", parallel=True, fastmath=FASTMATH)
+forward_serial = _jit(_forward, "forward_serial", fastmath=FASTMATH)
+backward_serial = _jit(_backward, "backward_serial", fastmath=FASTMATH)
+forward64 = _jit(_forward, "forward64", parallel=True)
+backward64 = _jit(_backward, "backward64", parallel=True)
+forward64_serial = _jit(_forward, "forward64_serial")
+backward64_serial = _jit(_backward, "backward64_serial")

@@ -35,7 +35,10 @@ in a fixed order; the number of blocks depends only on the shapes (never on the 
 so results are bit-identical from run to run and across ``torch.set_num_threads`` (see SERIAL_BELOW).
 
 Speed: float32 uses a vectorisable exp (Cephes ``expf`` polynomial, ≤ 2 ulp, :func:`_exp`) so
-that LLVM runs the N-loop in SIMD lanes; float64 uses libm's ``exp``. The compiled kernels are
+that LLVM runs the N-loop in SIMD lanes, with numba's ``fastmath`` (FMA contraction, reassociation; no
+'nnan'/'ninf', so NaN and inf propagate as in the reference); float64 uses libm's ``exp`` and strict IEEE
+arithmetic, so that float64 results are bit-identical whether the kernels were compiled in this process
+or loaded from the on-disk cache (``_fused_kernels``). The compiled kernels are
 cached on disk (``cache=True``): the first call in a fresh environment compiles them (see the
 README, "Speed of the scans", for the measured cost), later processes load them.
 """
@@ -64,15 +67,23 @@ BACKWARD_TASKS = 64
 
 @functools.lru_cache(maxsize=1)
 def _numba_import_error() -> str | None:
+    """None when the fused kernels can be built: numba imports and so does ``_fused_kernels`` (which sets up
+    the kernels' on-disk cache, or compiles them without one, with a warning, where no folder is writable);
+    else the reason, one line."""
     try:
         import numba  # noqa: F401
     except Exception as exc:  # ImportError, or a broken llvmlite
-        return f"{type(exc).__name__}: {exc}"
+        return f"numba could not be imported ({type(exc).__name__}: {exc})"
+    try:
+        _kernels()
+    except Exception as exc:
+        return f"the fused kernels could not be set up ({type(exc).__name__}: {exc})"
     return None
 
 
 def fused_available() -> bool:
-    """True when numba imports (the fused backend runs on CPU tensors only)."""
+    """True when numba imports and the kernels' module loads (the fused backend runs on CPU tensors only);
+    what ``resolve_backend("auto", "cpu")`` asks."""
     return _numba_import_error() is None
 
 
@@ -85,9 +96,7 @@ def require_fused(device: torch.device | None = None) -> None:
         )
     err = _numba_import_error()
     if err is not None:
-        raise BackendUnavailableError(
-            f"backend='fused' needs numba, which could not be imported ({err}). " + NUMBA_INSTALL_HINT
-        )
+        raise BackendUnavailableError(f"backend='fused' is unavailable: {err}. " + NUMBA_INSTALL_HINT)
 
 
 # ----------------------------------------------------------------------------- the kernels
@@ -130,18 +139,20 @@ def kernel_exp_and_fastmath():
     return _fused_kernels._exp, _fused_kernels.FASTMATH
 
 
-def _launch(kind: str, elements: int, *args) -> None:
-    """Run kernel ``kind`` (forward | backward): the serial compilation below SERIAL_BELOW elements, else
-    the parallel one on ``torch.get_num_threads()`` threads (the reader's thread setting)."""
+def _launch(kind: str, dtype: torch.dtype, elements: int, *args) -> None:
+    """Run kernel ``kind`` (forward | backward) in ``dtype`` (float32: the fastmath kernels, float64: the strict
+    ones, see ``_fused_kernels``): the serial compilation below SERIAL_BELOW elements, else the parallel one
+    on ``torch.get_num_threads()`` threads (the reader's thread setting)."""
     import numba
 
     kernels = _kernels()
+    name = kind + ("64" if dtype == torch.float64 else "")
     if elements < SERIAL_BELOW:
-        getattr(kernels, f"{kind}_serial")(*args)
+        getattr(kernels, f"{name}_serial")(*args)
         return
     with _LAUNCH_LOCK:
         numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
-        getattr(kernels, kind)(*args)
+        getattr(kernels, name)(*args)
 
 
 def _map_layout(M: torch.Tensor, dtype) -> torch.Tensor:
@@ -199,7 +210,7 @@ class _FusedScan(torch.autograd.Function):
         )
         y = torch.empty((b, d, L), dtype=dtype)
         last = torch.empty((b, d, N), dtype=dtype)
-        _launch("forward", b * d * L * N, *(t.numpy() for t in prepared), _one(dtype), y.numpy(), last.numpy())
+        _launch("forward", dtype, b * d * L * N, *(t.numpy() for t in prepared), _one(dtype), y.numpy(), last.numpy())
         ctx.save_for_backward(*prepared)
         ctx.meta = dict(
             dtypes=[t.dtype if t is not None else None for t in (u, dt, A, B, C, h0)],
@@ -228,6 +239,7 @@ class _FusedScan(torch.autograd.Function):
         dA_p, dh0 = torch.empty((b, d, N), dtype=dtype), torch.empty((b, d, N), dtype=dtype)
         _launch(
             "backward",
+            dtype,
             b * d * L * N,
             *(t.numpy() for t in prepared),
             _one(dtype),
