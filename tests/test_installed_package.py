@@ -267,10 +267,13 @@ def test_placeholder_paths_refuse_every_file_operation(tmp_path):
         lambda: list(results.glob("*.json")),
         lambda: (root / "_toc.yml").read_text(),
         lambda: (results / "x.json").write_text("{}"),
+        lambda: open(results / "x.json", "w"),  # os.fspath: open, os, shutil, subprocess(cwd=...)
+        lambda: subprocess.run([sys.executable, "-c", "pass"], cwd=root),
     ):
         with pytest.raises(paths.NoCheckoutError, match=r"set MAMBA_RECALL_ROOT=") as info:
             use()
-        assert "\n" not in str(info.value)
+        assert "\n" not in str(info.value) and isinstance(info.value, OSError)
+        assert not isinstance(info.value, FileNotFoundError)
     # turned back into a plain path it lies under paths.py, a file: nothing can be created there
     with pytest.raises(OSError):
         Path(results).mkdir(parents=True)

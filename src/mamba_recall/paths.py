@@ -29,9 +29,11 @@ ENV_ROOT = "MAMBA_RECALL_ROOT"
 ENV_SCORECARD = "MAMBA_RECALL_SCORECARD_DIR"
 
 
-class NoCheckoutError(RuntimeError):
+class NoCheckoutError(OSError):
     """A file of the book (``results/``, ``_build/``, ``_toc.yml``, ...) was needed but no checkout was found;
-    the message is one line that names the fix (:data:`ENV_ROOT`)."""
+    the message is one line that names the fix (:data:`ENV_ROOT`). An ``OSError`` (with no errno), so code that
+    tolerates an unusable folder (the bundles' git provenance) goes on without it; it is not a
+    ``FileNotFoundError``, so a missing checkout is never reported as a missing bundle."""
 
 
 def is_checkout(folder: Path) -> bool:
@@ -75,10 +77,11 @@ _PLACEHOLDER = Path(__file__).resolve() / f"no-checkout-set-{ENV_ROOT}"
 
 
 class _NoCheckoutPath(type(Path())):
-    """A path under the missing root: joins, ``parent``, ``name`` and comparisons work (modules build their
-    folders at import); reading, writing or listing it raises :class:`NoCheckoutError`. Derived paths keep the
-    class (``RESULTS_DIR / "runs"``); ``Path(placeholder)`` gives a plain path under :data:`_PLACEHOLDER`,
-    which cannot be created."""
+    """A path under the missing root: joins, ``parent``, ``name``, ``str`` and comparisons work (modules build
+    their folders at import); reading, writing, listing or handing it to ``open``/``os``/``subprocess``
+    (``os.fspath``) raises :class:`NoCheckoutError`. Derived paths keep the class (``RESULTS_DIR / "runs"``);
+    ``Path(placeholder)`` and ``str(placeholder)`` give a plain path under :data:`_PLACEHOLDER`, which cannot
+    be created."""
 
     def _refuse(self, *args, **kwargs):
         try:
@@ -92,6 +95,9 @@ class _NoCheckoutPath(type(Path())):
     open = stat = lstat = exists = is_dir = is_file = is_symlink = iterdir = glob = rglob = walk = _refuse
     read_text = read_bytes = write_text = write_bytes = touch = mkdir = unlink = rmdir = _refuse
     rename = replace = chmod = symlink_to = hardlink_to = samefile = owner = group = readlink = _refuse
+
+    def __fspath__(self):
+        self._refuse()
 
     def resolve(self, strict: bool = False):
         """Itself: the placeholder is absolute and no link under it can exist."""
