@@ -93,37 +93,86 @@ def test_declared_lower_statuses_are_reachable(claim):
         assert reached, f"{claim.id}: '{status}' is declared but no single crossing reaches it"
 
 
-def test_trained_claims_need_three_seeds_and_an_interval():
+def test_trained_claims_need_three_seeds_and_an_interval_in_either_direction():
+    """Fewer than three seeds, or no interval, decides nothing: inconclusive whether the means pass or fail."""
     rule = Rule(why="test", reproduced=conds(("acc", ">=", 0.99)), trained=True)
     claim = Claim("000/test-trained", "s", "w", "p", rule, lambda: None, section="x")
     one_seed = Measurement({"acc": 1.0}, "1.0", Evidence("ci", "cpu", 1, "n", "live"))
     v = judge(claim, one_seed)
-    assert v.status == "partially" and "3 seeds" in v.reason
+    assert v.status == "inconclusive" and "3 seeds" in v.reason and "would read 'reproduced'" in v.reason
+    failing_seed = Measurement({"acc": 0.2}, "0.2", Evidence("ci", "cpu", 1, "n", "live"))
+    v = judge(claim, failing_seed)
+    assert v.status == "inconclusive" and "would read 'not reproduced'" in v.reason
     three = Measurement({"acc": 1.0}, "1.0", Evidence("ci", "cpu", 3, "n", "live"))
-    assert judge(claim, three).status == "partially"  # no interval
+    assert judge(claim, three).status == "inconclusive"  # no interval
     assert judge(claim, _measure({"acc": 1.0})).status == "reproduced"
+    assert judge(claim, _measure({"acc": 0.2})).status == "not reproduced"
 
 
 def test_a_condition_must_hold_over_the_whole_interval():
-    """Declared rule (claims.core, point 2): a mean that clears a threshold while its 95 % interval crosses it
-    is capped at partially; an interval wholly past the threshold is reproduced. Same for the erratum level."""
+    """Declared rule (claims.core): a mean that clears a threshold while its 95 % interval straddles it is
+    inconclusive; an interval wholly past the threshold is reproduced. Same for the erratum level."""
     rule = Rule(why="test", reproduced=conds(("acc", ">=", 0.9)), trained=True)
     claim = Claim("000/test-interval", "s", "w", "p", rule, lambda: None, section="x")
     inside = Measurement({"acc": 0.95}, "x", SEEDED, {"acc": (0.92, 0.98)})
     assert judge(claim, inside).status == "reproduced"
     crossing = Measurement({"acc": 0.95}, "x", SEEDED, {"acc": (0.85, 1.05)})
     v = judge(claim, crossing)
-    assert v.status == "partially" and "[0.85, 1.05] crosses acc ≥ 0.9" in v.reason
+    assert v.status == "inconclusive" and "[0.85, 1.05] straddles acc ≥ 0.9" in v.reason
     upper = Rule(why="t", reproduced=conds(("gap", "<=", 0.1)), trained=True)
     claim_u = Claim("000/test-interval-u", "s", "w", "p", upper, lambda: None, section="x")
-    assert judge(claim_u, Measurement({"gap": 0.05}, "x", SEEDED, {"gap": (0.0, 0.2)})).status == "partially"
+    assert judge(claim_u, Measurement({"gap": 0.05}, "x", SEEDED, {"gap": (0.0, 0.2)})).status == "inconclusive"
     assert judge(claim_u, Measurement({"gap": 0.05}, "x", SEEDED, {"gap": (0.0, 0.1)})).status == "reproduced"
     err = Rule(why="t", reproduced=conds(("a", ">=", 1.0)), erratum=conds(("b", ">=", 0.5)), trained=True)
     claim_e = Claim("000/test-interval-e", "s", "w", "p", err, lambda: None, section="x")
     m = Measurement({"a": 0.0, "b": 0.6}, "x", SEEDED, {"a": (0.0, 0.0), "b": (0.55, 0.65)})
     assert judge(claim_e, m).status == "erratum confirmed"
     m = Measurement({"a": 0.0, "b": 0.6}, "x", SEEDED, {"a": (0.0, 0.0), "b": (0.4, 0.8)})
-    assert judge(claim_e, m).status == "partially"
+    assert judge(claim_e, m).status == "inconclusive"
+
+
+@pytest.mark.parametrize("op", [">=", ">", "<=", "<"])
+def test_symmetric_judging_an_interval_straddling_a_threshold_is_inconclusive_from_either_side(op):
+    """Both directions carry the same burden: with the mean on the passing side or on the failing side, an
+    interval that straddles the threshold reads inconclusive; reproduced and not reproduced each need the
+    whole interval on their side."""
+    rule = Rule(why="t", reproduced=conds(("x", op, 0.5)), trained=True)
+    claim = Claim("000/test-symmetric", "s", "w", "p", rule, lambda: None, section="x")
+    up = op in (">=", ">")
+    for mean in (0.45, 0.55):  # the mean on each side of the threshold
+        v = judge(claim, Measurement({"x": mean}, "x", SEEDED, {"x": (0.3, 0.7)}))
+        assert v.status == "inconclusive", (op, mean, v.status)
+        assert "straddles" in v.reason
+    whole_pass = (0.6, 0.9) if up else (0.1, 0.4)
+    whole_fail = (0.1, 0.4) if up else (0.6, 0.9)
+    assert judge(claim, Measurement({"x": sum(whole_pass) / 2}, "x", SEEDED, {"x": whole_pass})).status == "reproduced"
+    v = judge(claim, Measurement({"x": sum(whole_fail) / 2}, "x", SEEDED, {"x": whole_fail}))
+    assert v.status == "not reproduced"
+
+
+def test_symmetric_judging_partial_and_boolean_seeds():
+    """Partial conditions are held to the interval as well; a boolean with seeds on both sides is undecided."""
+    rule = Rule(
+        why="t", reproduced=conds(("a", ">=", 0.9), ("b", ">=", 0.9)), partially=conds(("a", ">=", 0.9)), trained=True
+    )
+    claim = Claim("000/test-partial", "s", "w", "p", rule, lambda: None, section="x")
+    m = Measurement({"a": 0.95, "b": 0.2}, "x", SEEDED, {"a": (0.92, 0.98), "b": (0.1, 0.3)})
+    assert judge(claim, m).status == "partially"
+    m = Measurement({"a": 0.95, "b": 0.2}, "x", SEEDED, {"a": (0.85, 1.0), "b": (0.1, 0.3)})
+    assert judge(claim, m).status == "inconclusive"
+    m = Measurement({"a": 0.5, "b": 0.2}, "x", SEEDED, {"a": (0.4, 0.6), "b": (0.1, 0.3)})
+    assert judge(claim, m).status == "not reproduced"
+    flag = Rule(why="t", reproduced=conds(("ok", "true")), trained=True)
+    claim_b = Claim("000/test-bool-seeds", "s", "w", "p", flag, lambda: None, section="x")
+    for per_seed, status in (
+        ([True] * 3, "reproduced"),
+        ([False] * 3, "not reproduced"),
+        ([True, False, True], "inconclusive"),
+    ):
+        m = Measurement({"ok": all(per_seed)}, "x", SEEDED, {}, {"ok": per_seed})
+        assert judge(claim_b, m).status == status, per_seed
+    nan = Measurement({"a": float("nan"), "b": 0.95}, "x", SEEDED, {"b": (0.92, 0.98)})
+    assert judge(claim, nan).status == "inconclusive"
 
 
 def test_malformed_declarations_are_refused():

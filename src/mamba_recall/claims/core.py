@@ -12,21 +12,28 @@ A :class:`Claim` is declared once, in ``claims/pNNN.py`` (one module per paper),
 * the section of the book that checks it (or ``not_run``: what it would take, command and cost).
 
 Notebooks call :func:`check` (measure → judge → record → display); they hold no verdict logic,
-thresholds or paper numbers. :func:`judge` is the only place a status is decided:
+thresholds or paper numbers. :func:`judge` is the only place a status is decided, and it judges both
+directions with the same burden (:func:`decide`): a condition **holds** when it holds over its number's
+whole 95 % interval (over seeds), **fails** when it fails over the whole interval, and is **undecided**
+when the interval straddles its threshold (a boolean over seeds: every seed holds / no seed holds / seeds
+on both sides; a NaN number: undecided). A number without an interval is its own point.
 
-1. a failed ``testable`` condition → **not testable here** (the setup could not show the effect);
-2. every ``reproduced`` condition holds → **reproduced**, but a trained-model claim (``Rule.trained``)
-   needs at least three seeds and an interval first, otherwise it is capped at **partially**; and where a
-   condition's metric carries a 95 % interval (over seeds), the condition must hold over the *whole* interval
-   (at both ends), otherwise the status is capped at **partially** (the seeds do not settle it);
-3. the printed statement fails and every ``erratum`` condition (the corrected statement) holds →
-   **erratum confirmed** (over its whole interval, as in 2; otherwise **partially**);
-4. every ``partially`` condition holds (when the rule has any) → **partially**;
-5. otherwise → **not reproduced**.
+1. a failed ``testable`` condition (at its point value) → **not testable here** (the setup could not show
+   the effect);
+2. a trained-model claim (``Rule.trained``) with fewer than three seeds, or with no interval and no
+   per-seed values → **inconclusive**, whichever way its numbers point (the reason says which way the
+   means point and what would settle it);
+3. every ``reproduced`` condition holds → **reproduced**; any undecided (none failing) → **inconclusive**;
+4. the printed statement fails (a condition fails over its whole interval) and every ``erratum`` condition
+   (the corrected statement) holds → **erratum confirmed** (undecided → **inconclusive**);
+5. every ``partially`` condition holds (when the rule has any) → **partially** (undecided →
+   **inconclusive**);
+6. otherwise → **not reproduced**: a condition of the printed statement fails over its whole interval.
 
 A claim with no measurement yet, or whose measurement raises :class:`NotRun`, reads **not run**.
 Every rule is tested to flip when a measurement crosses each of its thresholds (``tests/test_claims.py``),
-so no rule can pass whatever the numbers are.
+so no rule can pass whatever the numbers are; a measurement whose interval straddles a threshold reads
+inconclusive from either side.
 """
 
 from __future__ import annotations
@@ -40,12 +47,21 @@ from typing import Callable
 
 from ..results import smoke_active
 
-STATUSES = ("reproduced", "partially", "not reproduced", "erratum confirmed", "not testable here", "not run")
+STATUSES = (
+    "reproduced",
+    "partially",
+    "not reproduced",
+    "erratum confirmed",
+    "inconclusive",
+    "not testable here",
+    "not run",
+)
 MARK = {
     "reproduced": "✅",
     "partially": "🟡",
     "not reproduced": "❌",
     "erratum confirmed": "📝",
+    "inconclusive": "❔",
     "not testable here": "⚪",
     "not run": "⏸",
 }
@@ -146,7 +162,7 @@ class Rule:
     erratum: tuple[Cond, ...] = ()  # the corrected statement: holds while the printed fails → erratum confirmed
     testable: tuple[Cond, ...] = ()  # any fails → not testable here
     untestable_why: str = ""  # why, when a testable condition fails
-    trained: bool = False  # a trained-model claim: ≥ 3 seeds and an interval for "reproduced"
+    trained: bool = False  # a trained-model claim: ≥ 3 seeds and an interval for a verdict either way
 
     def __post_init__(self):
         if not self.why.strip():
@@ -170,8 +186,8 @@ class Rule:
             parts.insert(0, f"testable only if {' and '.join(c.text() for c in self.testable)}")
         if self.trained:
             parts.append(
-                f"a trained-model claim needs ≥ {MIN_SEEDS} seeds and an interval to be reproduced, "
-                "and each condition must hold over the number's whole 95 % interval"
+                f"a trained-model verdict, in either direction, needs ≥ {MIN_SEEDS} seeds and an interval: a "
+                "condition holds or fails only over its number's whole 95 % interval, else inconclusive"
             )
         return "; ".join(parts)
 
@@ -373,18 +389,71 @@ def claims_of(paper: str | None = None, chapter: int | None = None) -> list[Clai
 
 
 # ------------------------------------------------------------------------------------------- judging
+def decide(c: Cond, m: Measurement) -> bool | None:
+    """Condition ``c`` on measurement ``m``, three-valued: ``True`` when it holds over the whole evidence (both
+    ends of its metric's 95 % interval; every seed, for a boolean with per-seed values), ``False`` when it fails
+    over the whole evidence, ``None`` when the evidence does not decide (the interval straddles the threshold,
+    seeds on both sides, a NaN). A metric with neither interval nor per-seed values is decided by its value.
+    An interval is convex and a threshold condition holds on a half-line, so it holds over the whole interval
+    exactly when it holds at both ends, and fails over the whole exactly when it fails at both."""
+    x = m.values[c.metric]
+    if c.op in ("true", "false"):
+        seeds = m.per_seed.get(c.metric)
+        if seeds is not None and len(seeds) > 1:
+            held = [c.holds(v) for v in seeds]
+            return True if all(held) else False if not any(held) else None
+        return c.holds(x)
+    try:
+        if math.isnan(float(x)):
+            return None
+    except (TypeError, ValueError):
+        return c.holds(x)
+    if c.metric not in m.intervals:
+        return c.holds(x)
+    lo, hi = (float(v) for v in m.intervals[c.metric])
+    if math.isnan(lo) or math.isnan(hi):
+        return None
+    if c.op == "==":
+        return True if lo == hi == c.value else False if not lo <= c.value <= hi else None
+    at_lo, at_hi = c.holds(lo), c.holds(hi)
+    return True if at_lo and at_hi else False if not (at_lo or at_hi) else None
+
+
+def decide_all(conds, m: Measurement) -> bool | None:
+    """Every condition of ``conds`` at once: ``False`` if one fails, else ``None`` if one is undecided, else
+    ``True``."""
+    states = [decide(c, m) for c in conds]
+    return False if False in states else None if None in states else True
+
+
 def interval_crossings(conds, m: Measurement) -> str:
-    """The conditions of ``conds`` whose metric has a 95 % interval in ``m`` that the condition does not hold over
-    as a whole (it fails at either end), as one readable phrase ("" when there are none). An interval is convex, so
-    a threshold condition holds over all of it exactly when it holds at both ends."""
+    """The conditions of ``conds`` that the evidence does not decide (:func:`decide` is ``None``), as one
+    readable phrase ("" when there are none): an interval that straddles the threshold, seeds on both sides."""
     bad = []
     for c in conds:
-        if c.op in ("true", "false") or c.metric not in m.intervals:
+        if decide(c, m) is not None:
             continue
-        lo, hi = m.intervals[c.metric]
-        if not (c.holds(lo) and c.holds(hi)):
-            bad.append(f"the 95 % interval of {c.metric} [{c.shown(lo)}, {c.shown(hi)}] crosses {c.text()}")
+        if c.metric in m.intervals:
+            lo, hi = m.intervals[c.metric]
+            bad.append(f"the 95 % interval of {c.metric} [{c.shown(lo)}, {c.shown(hi)}] straddles {c.text()}")
+        elif c.metric in m.per_seed and c.op in ("true", "false"):
+            held = sum(bool(c.holds(v)) for v in m.per_seed[c.metric])
+            bad.append(f"{c.text()} holds on {held} of {len(m.per_seed[c.metric])} seeds")
+        else:
+            bad.append(f"{c.metric} is {_fmt(m.values[c.metric])}")
     return "; ".join(bad)
+
+
+def _point_status(rule: Rule, m: Measurement) -> str:
+    """The status the point values (means) alone would give: what an inconclusive verdict's means point to."""
+    held = lambda cs: all(c.holds(m.values[c.metric]) for c in cs)  # noqa: E731
+    if held(rule.reproduced):
+        return "reproduced"
+    if rule.erratum and held(rule.erratum):
+        return "erratum confirmed"
+    if rule.partially and held(rule.partially):
+        return "partially"
+    return "not reproduced"
 
 
 def judge(claim: Claim, m: Measurement) -> Verdict:
@@ -404,37 +473,56 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
         run(rule.partially),
     )
     reason = ""
+    seeds_ok = m.evidence.seeds >= MIN_SEEDS and bool(m.intervals or m.per_seed)
     if m.evidence.smoke or smoke_active():  # a smoke run checks that the code runs; its numbers judge nothing
         status, checks = "not run", printed
         reason = "smoke run (a handful of steps): the pipeline ran, its numbers are not evidence"
     elif not all(ok for *_, ok in testable):
         status, reason = "not testable here", rule.untestable_why
         checks = testable
-    elif all(ok for *_, ok in printed):
-        status, checks = "reproduced", printed
-        seeds_ok = m.evidence.seeds >= MIN_SEEDS and bool(m.intervals)
-        crossing = interval_crossings(rule.reproduced, m)
-        if rule.trained and not seeds_ok:
-            status = "partially"
-            reason = (
-                f"the rule's conditions hold, but on {m.evidence.seeds} seed{'s' * (m.evidence.seeds != 1)}"
-                f"{'' if m.intervals else ' without an interval'}: a trained-model claim needs ≥ "
-                f"{MIN_SEEDS} seeds and an interval to be called reproduced"
-            )
-        elif crossing:
-            status = "partially"
-            reason = "the means meet every condition, but " + crossing + ": the seeds do not settle it"
-    elif rule.erratum and all(ok for *_, ok in corrected):
-        status, checks = "erratum confirmed", printed + corrected
-        reason = "the statement as printed fails; the corrected statement holds"
-        crossing = interval_crossings(rule.erratum, m)
-        if crossing:
-            status = "partially"
-            reason += ", but " + crossing + ": the seeds do not settle it"
-    elif rule.partially and all(ok for *_, ok in partial):
-        status, checks = "partially", printed + partial
+    elif rule.trained and not seeds_ok:
+        status, checks = "inconclusive", printed + corrected + partial
+        reason = (
+            f"on {m.evidence.seeds} seed{'s' * (m.evidence.seeds != 1)}"
+            f"{'' if (m.intervals or m.per_seed) else ' without an interval'}: a trained-model verdict, in either "
+            f"direction, needs ≥ {MIN_SEEDS} seeds and an interval (the means alone would read "
+            f"'{_point_status(rule, m)}'); what would settle it: {MIN_SEEDS} seeds of the same recipe"
+        )
     else:
-        status, checks = "not reproduced", printed + partial
+        stated = decide_all(rule.reproduced, m)
+        if stated is True:
+            status, checks = "reproduced", printed
+        elif stated is None:
+            status, checks = "inconclusive", printed
+            reason = (
+                interval_crossings(rule.reproduced, m)
+                + f": the evidence does not decide the statement (the means alone would read "
+                f"'{_point_status(rule, m)}'); more seeds would settle it"
+            )
+        else:
+            fixed = decide_all(rule.erratum, m) if rule.erratum else False
+            part = decide_all(rule.partially, m) if rule.partially else False
+            if fixed is True:
+                status, checks = "erratum confirmed", printed + corrected
+                reason = "the statement as printed fails; the corrected statement holds"
+            elif fixed is None:
+                status, checks = "inconclusive", printed + corrected
+                reason = (
+                    "the statement as printed fails, but "
+                    + interval_crossings(rule.erratum, m)
+                    + ": the evidence does not decide the corrected statement"
+                )
+            elif part is True:
+                status, checks = "partially", printed + partial
+            elif part is None:
+                status, checks = "inconclusive", printed + partial
+                reason = (
+                    "the statement as printed fails, but "
+                    + interval_crossings(rule.partially, m)
+                    + ": the evidence does not decide the partial statement"
+                )
+            else:
+                status, checks = "not reproduced", printed + partial
     return Verdict(
         claim.id,
         claim.statement,
