@@ -292,3 +292,101 @@ def test_no_writable_numba_cache_compiles_without_one(tmp_path, where):
     if where == "under-a-file" or os.geteuid() != 0:  # root may write into a read-only folder
         assert "no writable numba cache folder" in err and "set NUMBA_CACHE_DIR" in err, err
         assert err.count("no writable numba cache folder") == 1, err
+
+
+# ----------------------------------------------------------------------------- 5. MQAR arguments
+
+
+@pytest.mark.parametrize(
+    "kw, fragment",
+    [
+        (dict(variant="repeated_queries", Nq=-1), "Nq must be an integer >= 1 (the number of query sections"),
+        (dict(variant="repeated_queries", Nq=0), "Nq must be an integer >= 1"),
+        (dict(variant="repeated_queries", Nq=1.5), "got Nq=1.5; pass e.g. Nq=2"),
+        (dict(variant="repeated_keys", Nk=0), "Nk must be an integer >= 1 (the number of context chunks"),
+        (dict(variant="repeated_keys", Nk=-2), "got Nk=-2; pass e.g. Nk=2"),
+        (dict(n=-1), "n (the number of sequences) must be an integer >= 1, got n=-1"),
+        (dict(n=2.5), "got n=2.5; pass e.g. n=64"),
+        (dict(n=0, variant="repeated_keys"), "got n=0"),
+        (
+            dict(seed=2**64),
+            "seed must be in [0, 2**64) (torch.Generator.manual_seed range), got seed=18446744073709551616",
+        ),
+        (dict(seed=2**70, variant="repeated_queries"), "pass e.g. seed % 2**64"),
+        (dict(seed=-1, variant="paper003"), "seed must be in [0, ∞) (numpy.random.default_rng), got seed=-1"),
+        (dict(seed=2**40, variant="zoology"), "seed must be in [0, 2**32)"),
+        (dict(power_a=500), "power_a=500 makes the query positions (nearly) the same for every seed"),
+        (dict(power_a=500), "Accepted for these sizes: 0 < power_a <= 21.59"),
+        (dict(power_a=float("inf")), "power_a must be a finite number > 0"),
+        (dict(power_a="0.5"), "power_a must be a real number, got '0.5'"),
+        (dict(power_a=30.0, variant="zoology"), "power_a=30.0 makes the query positions (nearly) the same"),
+    ],
+)
+def test_mqar_rejects_bad_arguments_naming_the_fix(kw, fragment):
+    """Before: Nq = -1 gave sequences without a labelled query, Nq = 0 a ZeroDivisionError, Nk <= 0 and n = -1
+    raw RuntimeErrors, n = 2.5 a TypeError, a seed >= 2**64 'Overflow when unpacking long long', and
+    power_a = 500 the same query positions for every seed."""
+    from mamba_recall.tasks.mqar import mqar
+
+    args = dict(V=64, Nf=4, L=24, n=8, seed=0)
+    args.update({k: kw.pop(k) for k in ("n", "seed") if k in kw})
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        mqar(**args, **kw)
+
+
+def test_mqar_power_a_bound_is_where_the_seed_stops_mattering():
+    """max_power_a: at the bound each neighbouring pair of likely slots still swaps with probability ≥ 1 %, so
+    the (key → query position) maps vary over seeds; at 500 (accepted before) every seed gave the same map."""
+    from mamba_recall.tasks.mqar import MIN_SLOT_SWAP, max_power_a, mqar
+
+    V, Nf, L = 64, 4, 24
+    space = (L - 2 * Nf) // 2
+    a = max_power_a(space, Nf)
+    i0 = space - Nf
+    assert 1 / (1 + ((i0 + 1) / i0) ** (a - 1)) == pytest.approx(MIN_SLOT_SWAP)
+    assert max_power_a(1, 1) == float("inf") and max_power_a(40, 4) > max_power_a(8, 4) > 1
+
+    def positions(power_a, seed):
+        x, y = mqar(V, Nf, L, 256, seed, power_a=power_a, pad="zero")
+        hits = x[:, 2 * Nf :, None] == x[:, 0 : 2 * Nf : 2][:, None, :]  # (row, query position, key)
+        assert (hits.sum(1) == 1).all()
+        return hits.int().argmax(1)  # (row, key): where key j is queried
+
+    maps = [positions(a, s) for s in range(3)]
+    assert not torch.equal(maps[0], maps[1]) and not torch.equal(maps[1], maps[2])
+    assert (maps[0] != maps[0][0]).any()  # not one map for every row either
+    with pytest.raises(ValueError, match="the same for every seed"):
+        positions(a * 1.01, 0)
+
+
+# The MQAR streams for valid arguments are unchanged by the checks (sha256 of the outputs of the code before
+# them, HEAD 15e30f5, over every variant and four seeds).
+_MQAR_CASES = [
+    dict(),
+    dict(power_a=0.01),
+    dict(power_a=3.0),
+    dict(pad="zero"),
+    dict(variant="repeated_keys", Nk=2),
+    dict(variant="repeated_keys", Nk=1),
+    dict(variant="repeated_queries", Nq=2),
+    dict(variant="repeated_queries", Nq=3, post_query="values"),
+    dict(variant="paper003"),
+    dict(variant="zoology"),
+    dict(variant="zoology", power_a=1.0),
+]
+_MQAR_SHA256 = "0377d3cf6673fc5e175f079cd0e5c179bc02e4cbadcc0a41719ed2c3a2166fb3"
+
+
+def test_mqar_streams_unchanged_for_valid_arguments():
+    import hashlib
+
+    from mamba_recall.tasks.mqar import mqar
+
+    h = hashlib.sha256()
+    for kw in _MQAR_CASES:
+        for seed in (0, 1, 12345, 2**40):
+            if kw.get("variant") == "zoology" and seed >= 2**32:
+                continue
+            for t in mqar(64, 4, 48, 16, seed, **kw):
+                h.update(t.numpy().tobytes())
+    assert h.hexdigest() == _MQAR_SHA256

@@ -142,6 +142,7 @@ __all__ = [
     "VARIANTS",
     "batch_fn",
     "check_int",
+    "max_power_a",
     "mqar",
     "mqar_batch",
     "multiquery_ar",
@@ -172,6 +173,69 @@ def _power_law(space: int, power_a: float) -> np.ndarray:
     p = power_a * np.arange(1, space + 1) ** (power_a - 1)
     p = p / p.sum()
     return p
+
+
+#: the least probability with which two neighbouring likely query slots must come in either order (1 %: else one
+#: of them is ordered the same way in more than 99 % of sequences, whatever the seed; see max_power_a)
+MIN_SLOT_SWAP = 0.01
+
+
+def max_power_a(space: int, num_queries: int) -> float:
+    r"""The largest ``power_a`` for which the query positions still depend on the seed (inf if any does).
+
+    The K = ``num_queries`` gaps are drawn without replacement from ``space`` slots with weights
+    w_i = a·i^(a−1) (i = g + 1), sequentially (zoology) or as the Gumbel top-K (``standard``): both are the
+    Plackett–Luce law, under which slot i comes before slot j with probability w_i/(w_i + w_j). Every query's
+    slot varies with the seed when each two neighbouring slots among the K + 1 most likely can come in either
+    order with probability ≥ ``MIN_SLOT_SWAP``. For a ≤ 1 the most likely slots are 1, 2, … and the weakest
+    pair (1, 2) has probability 1/(1 + 2^(1−a)) ≥ 1/3: every a ∈ (0, 1] passes. For a > 1 they are
+    S, S−1, …, and the weakest pair (i₀, i₀+1) with i₀ = max(S − K, 1) passes while
+    1/(1 + ((i₀+1)/i₀)^(a−1)) ≥ t, i.e.
+
+    .. math:: a \le 1 + \frac{\ln(1/t - 1)}{\ln((i_0 + 1)/i_0)}.
+
+    (At a = 500 with 24 slots and 8 queries that probability is 1e-13: every seed gave the same positions.)
+    """
+    if space <= 1:
+        return math.inf  # one slot: its position is fixed by the task, not by the gap law
+    i0 = max(space - num_queries, 1)
+    return 1.0 + math.log(1.0 / MIN_SLOT_SWAP - 1.0) / math.log((i0 + 1) / i0)
+
+
+def _check_gap_law(power_a, space: int, num_queries: int) -> float:
+    """``power_a`` as a float if it is a finite real in (0, max_power_a(space, num_queries)]; else a ValueError
+    naming the value, the accepted range for these sizes and the fix."""
+    if isinstance(power_a, (bool, np.bool_)) or not isinstance(power_a, numbers.Real):
+        raise ValueError(
+            f"power_a must be a real number, got {power_a!r} (type {type(power_a).__name__}); "
+            "pass a float > 0 (0.01 = zoology default, 1.0 = uniform gaps)."
+        )
+    a = float(power_a)
+    a_max = max_power_a(space, num_queries)
+    accepted = f"0 < power_a <= {a_max:.4g}" if math.isfinite(a_max) else "power_a > 0"
+    if not (math.isfinite(a) and a > 0):
+        raise ValueError(
+            f"power_a must be a finite number > 0 (gap law p(g) ∝ a·(g+1)^(a-1)), got power_a={power_a!r}; "
+            f"accepted here: {accepted}; pass e.g. 0.01 (zoology default) or 1.0 (uniform)."
+        )
+    if a > a_max:
+        i0 = max(space - num_queries, 1)
+        e = math.exp(-(a - 1.0) * math.log((i0 + 1) / i0))  # a > a_max > 1: the exponent is < 0, no overflow
+        swap = e / (1.0 + e)
+        raise ValueError(
+            f"power_a={power_a!r} makes the query positions (nearly) the same for every seed: with {space} query "
+            f"slots and {num_queries} queries, gap g={i0 - 1} is drawn before g={i0} with probability {swap:.1e} "
+            f"< {MIN_SLOT_SWAP:g} (gap law p(g) ∝ a·(g+1)^(a-1)). Accepted for these sizes: {accepted}; "
+            "pass a smaller power_a (1.0 = uniform gaps, 0.01 = zoology default)."
+        )
+    with np.errstate(under="ignore", divide="ignore"):
+        smallest = a * float(space) ** (a - 1.0) if a < 1 else a
+    if not smallest > 0:
+        raise ValueError(
+            f"power_a={power_a!r} underflows the gap weights a·(g+1)^(a-1) to 0 over {space} slots; "
+            f"accepted here: {accepted} with power_a >= 1e-300; pass e.g. 0.01 (zoology default)."
+        )
+    return a
 
 
 def _validate(vocab_size, num_examples, input_seq_len, power_a, num_kv_pairs, num_passes, random_non_queries) -> None:
@@ -238,6 +302,7 @@ def _validate(vocab_size, num_examples, input_seq_len, power_a, num_kv_pairs, nu
             f"(overflow/underflow of a·(g+1)^(a-1), or fewer than num_kv_pairs={K} non-zero "
             "probabilities); use a moderate value such as 0.01 or 1.0."
         )
+    _check_gap_law(power_a, space, K)
 
 
 def _check_seed(seed) -> int:
@@ -348,8 +413,9 @@ def multiquery_ar(
     Rules (each violation raises ``ValueError`` naming the argument):
     ``input_seq_len`` even; ``vocab_size > input_seq_len``;
     ``num_kv_pairs*2*num_passes + num_kv_pairs*2 <= input_seq_len``;
-    ``num_kv_pairs <= vocab_size//2 - 1``; integers positive; ``power_a > 0``;
-    ``seed`` in ``[0, 2**32)``.
+    ``num_kv_pairs <= vocab_size//2 - 1``; integers positive;
+    ``0 < power_a <= max_power_a(slots, num_kv_pairs)`` (beyond it the query positions are nearly the same
+    for every seed); ``seed`` in ``[0, 2**32)``.
 
     Reference: HazyResearch/zoology ``d88d6f5``, ``zoology/data/multiquery_ar.py``
     (Arora et al., 2023, "Zoology"). Deviations (local RNGs) are listed in
@@ -474,9 +540,25 @@ def _validate_vocab(V: int, Nf: int, L: int, *, min_len: int | None = None) -> N
         raise ValueError(f"N_f={Nf} exceeds the {V // 2 - 1} keys of [1, V/2); use a larger V.")
 
 
+_MAX_TORCH_SEED = 2**64  # torch.Generator.manual_seed takes [0, 2**64) (and wraps negative seeds onto it)
+
+
+def _nonnegative_seed(seed, upper: int | None = None, what: str = "") -> int:
+    """``seed`` as an int in [0, upper) (any size if ``upper`` is None); else a ValueError with the fix."""
+    rng = f"[0, {'2**64' if upper == _MAX_TORCH_SEED else upper})" if upper else "[0, ∞)"
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise ValueError(
+            f"seed must be an integer in {rng}{what}, got {seed!r} (type {type(seed).__name__}); pass an int."
+        )
+    seed = int(seed)
+    if seed < 0 or (upper is not None and seed >= upper):
+        fix = f"pass e.g. seed % {'2**64' if upper == _MAX_TORCH_SEED else upper}" if upper else "pass abs(seed)"
+        raise ValueError(f"seed must be in {rng}{what}, got seed={seed}; {fix}.")
+    return seed
+
+
 def _gen(seed: int, device="cpu") -> torch.Generator:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}.")
+    seed = _nonnegative_seed(seed, _MAX_TORCH_SEED, " (torch.Generator.manual_seed range)")
     return torch.Generator(device=device).manual_seed(seed)
 
 
@@ -504,6 +586,13 @@ def _pad(x: torch.Tensor, V: int, pad: str, g: torch.Generator) -> torch.Tensor:
     return x
 
 
+def _check_count(name: str, value, meaning: str) -> int:
+    """An option that counts something (``Nk``, ``Nq``): an int ≥ 1, else a ValueError naming its meaning."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1 ({meaning}), got {name}={value!r}; pass e.g. {name}=2.")
+    return int(value)
+
+
 def _blank(n: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Empty ``(inputs, labels)`` of shape (n, L): token 0 everywhere, ``IGNORE_INDEX`` labels."""
     return torch.zeros(n, L, dtype=torch.int64), torch.full((n, L), IGNORE_INDEX, dtype=torch.int64)
@@ -528,14 +617,13 @@ def _place_queries(x, y, keys, values, ctx: int, g: torch.Generator, logp=None) 
 def _standard(V: int, Nf: int, L: int, n: int, seed: int, *, power_a: float = 1.0, pad: str = "full"):
     """``variant="standard"``: vectorised zoology MQAR (see the module docstring)."""
     _validate_vocab(V, Nf, L)
-    if not power_a > 0:
-        raise ValueError(f"power_a must be > 0, got {power_a!r}.")
+    space = (L - 2 * Nf) // 2
+    _check_gap_law(power_a, space, Nf)
     g = _gen(seed)
     keys, values = _keys_values(n, V, Nf, g)
     ctx = 2 * Nf
     x, y = _blank(n, L)
     _write_pairs(x, 0, keys, values)
-    space = (L - ctx) // 2
     i = torch.arange(1, space + 1, dtype=torch.float64)
     logp = None if power_a == 1.0 else torch.log(power_a * i ** (power_a - 1))
     _place_queries(x, y, keys, values, ctx, g, logp)
@@ -544,6 +632,7 @@ def _standard(V: int, Nf: int, L: int, n: int, seed: int, *, power_a: float = 1.
 
 def _repeated_keys(V: int, Nf: int, L: int, n: int, seed: int, *, Nk: int = 2, pad: str = "full"):
     """``variant="repeated_keys"`` ([code] ``multiquery_ar_repeated_keys``): label = value of the last occurrence."""
+    Nk = _check_count("Nk", Nk, "the number of context chunks over the same keys; 1 = no repetition")
     _validate_vocab(V, Nf, L, min_len=2 * Nf * (Nk + 1))
     g = _gen(seed)
     keys, values = _keys_values(n, V, Nf, g)
@@ -559,6 +648,7 @@ def _repeated_keys(V: int, Nf: int, L: int, n: int, seed: int, *, Nk: int = 2, p
 
 def _repeated_queries(V: int, Nf: int, L: int, n: int, seed: int, *, Nq: int = 2, post_query: str = "full"):
     """``variant="repeated_queries"`` ([code] ``multiquery_ar_repeated_queries``): N_q sections, all labelled."""
+    Nq = _check_count("Nq", Nq, "the number of query sections, each querying every key once")
     _validate_vocab(V, Nf, L, min_len=2 * Nf * (Nq + 1))
     if post_query not in ("full", "values"):
         raise ValueError(f"unknown post_query {post_query!r}; use 'full' or 'values'.")
@@ -586,7 +676,7 @@ def _paper003(V: int, Nf: int, L: int, n: int, seed: int):
     n, T, kappa, V = (check_int(a, b) for a, b in (("n", n), ("T", L), ("kappa", Nf), ("V", V)))
     if T < 3 * kappa:
         raise ValueError(f"T={T} must be >= 3·kappa={3 * kappa} (context of 2κ plus κ queries).")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_nonnegative_seed(seed, None, " (numpy.random.default_rng)"))
     keys = np.argsort(rng.random((n, kappa)), axis=1)
     vals = rng.integers(0, V, size=(n, kappa))
     ids = kappa + rng.integers(0, V, size=(n, T))
@@ -637,12 +727,16 @@ def mqar(
     post_query: str | None = None,
 ):
     """MQAR ``(inputs, labels)``, each int64 ``(n, L)``: ``n`` sequences of length ``L`` with ``N_f`` facts over a
-    vocabulary of ``V`` tokens, drawn from ``seed`` (a non-negative integer). ``variant`` is one of
+    vocabulary of ``V`` tokens, drawn from ``seed`` (an integer in [0, 2**64) for the torch-based variants,
+    [0, 2**32) for ``"zoology"``, ≥ 0 for ``"paper003"``). ``n``, ``Nk``, ``Nq`` are integers ≥ 1 and
+    ``power_a`` lies in (0, :func:`max_power_a`]; every other value raises a ValueError naming the fix. ``variant`` is one of
     :data:`VARIANTS`; the options (``power_a``, ``pad``, ``Nk``, ``Nq``, ``post_query``) apply to the variants
     listed in the module docstring, and passing one to a variant without it is an error."""
     if variant not in _VARIANTS:
         raise ValueError(f"unknown MQAR variant {variant!r}; use one of {VARIANTS}.")
     fn, allowed = _VARIANTS[variant]
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n (the number of sequences) must be an integer >= 1, got n={n!r}; pass e.g. n=64.")
     given = {
         k: v for k, v in dict(power_a=power_a, pad=pad, Nk=Nk, Nq=Nq, post_query=post_query).items() if v is not None
     }
