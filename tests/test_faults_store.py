@@ -486,3 +486,25 @@ def test_complete_bundle_is_not_replaced_by_an_incomplete_one(committed, capsys)
     assert (res / "demo_grid_ci.json").read_bytes() == before
     main()  # the same command without --aggregate-only runs them and rewrites the complete bundle
     assert json.loads((res / "demo_grid_ci.json").read_text())["data"]["complete"]
+
+
+def test_ch4_edge_scratch_store_writes_its_bundles_beside_itself(tmp_path):
+    """Chapter 4's edge runner writes its own bundles (not through save_grid_bundle): from a scratch store they go
+    beside it too, and the committed bundles are untouched; an empty scratch store aggregates nothing."""
+    import shutil
+
+    from mamba_recall.experiments import ch4_edge
+    from mamba_recall.paths import RESULTS_DIR
+
+    names = ("ch4_edge_cpu-hours.json", "ch4_edge_checks_cpu-hours.json")
+    before = {n: (RESULTS_DIR / n).read_bytes() for n in names}
+    store = tmp_path / "runs"
+    for experiment in ("ch4.edge", "ch4.edge_checks"):
+        shutil.copytree(RESULTS_DIR / "runs" / experiment, store / experiment)
+    ch4_edge.main(["--preset", "cpu-hours", "--aggregate-only", "--store", str(store)])
+    assert all((tmp_path / n).exists() for n in names)
+    assert {n: (RESULTS_DIR / n).read_bytes() for n in names} == before
+    empty = tmp_path / "empty" / "runs"
+    empty.mkdir(parents=True)
+    ch4_edge.main(["--preset", "cpu-hours", "--aggregate-only", "--store", str(empty)])
+    assert not list((tmp_path / "empty").glob("*.json"))

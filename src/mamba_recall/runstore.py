@@ -348,7 +348,10 @@ def load_runs(experiment: str, store: Path | None = None) -> list[dict]:
 
 
 def finished_runs(jobs: list[dict], store: Path | None = None) -> list[dict]:
-    """The stored runs of exactly these ``jobs`` (one experiment), for aggregating one preset's grid."""
+    """The stored runs of exactly these ``jobs`` (one experiment), for aggregating one preset's grid; none for no
+    jobs (a stage whose jobs depend on runs not finished yet)."""
+    if not jobs:
+        return []
     experiments = {j["experiment"] for j in jobs}
     if len(experiments) != 1:
         raise ValueError(f"finished_runs takes the jobs of one experiment, got {sorted(experiments)}.")

@@ -67,7 +67,16 @@ from ..analysis.primacy import checkpoint_path, contexts, pressure_length
 from ..analysis.reference_curves import middle_third
 from ..paths import REPO_ROOT
 from ..presets import experiment
-from ..runstore import GridStage, add_grid_args, aggregate, finished_runs, grid_main, make_job, runs_summary
+from ..runstore import (
+    GridStage,
+    add_grid_args,
+    aggregate,
+    bundle_directory,
+    finished_runs,
+    grid_main,
+    make_job,
+    runs_summary,
+)
 
 EXPERIMENT = "ch4.edge"
 RUNNER = "mamba_recall.experiments.ch4_edge:run_job"
@@ -311,7 +320,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         device="cpu",
         wall_seconds=summary.get("wall_seconds", 0.0),
         tables={"curves": curves, "models": models, "learning": learning},
-        directory=REPO_ROOT / "_build" / "smoke_results" if smoke else None,
+        directory=REPO_ROOT / "_build" / "smoke_results" if smoke else bundle_directory(store),
     )
     log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
     return path
@@ -525,7 +534,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
         device="cpu",
         wall_seconds=summary.get("wall_seconds", 0.0),
         tables={"claims": pd.DataFrame(rows)},
-        directory=REPO_ROOT / "_build" / "smoke_results" if smoke else None,
+        directory=REPO_ROOT / "_build" / "smoke_results" if smoke else bundle_directory(store),
     )
     log(f"wrote {path} ({len(runs)} models)")
     return path
