@@ -155,6 +155,11 @@ def test_library_works_outside_a_checkout_and_writes_nothing_beside_the_package(
         result = train(model, make_batch, steps=3, eval_every=3, eval_batch=make_batch(10**6), progress=False)
         out["steps"] = result.steps_run
 
+        bundle = mamba_recall.results.save_bundle(
+            "demo", {"steps": result.steps_run}, {"preset": "ci"}, command="demo", directory="my-bundles"
+        )  # a bundle in the researcher's own folder: provenance without git
+        out["bundle"] = mamba_recall.results.load_bundle("demo", directory="my-bundles").data
+
         verdict = claims.check("001/Delta1", wx.worked_example(), record=False)
         out["claim"] = verdict.status
         try:
@@ -171,12 +176,12 @@ def test_library_works_outside_a_checkout_and_writes_nothing_beside_the_package(
     assert done.returncode == 0, done.stdout + done.stderr
     out = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
     assert (out["found"], out["how"]) == (False, "no checkout")
-    assert out["scan"] == [2, 4, 8] and out["steps"] == 3
+    assert out["scan"] == [2, 4, 8] and out["steps"] == 3 and out["bundle"] == {"steps": 3}
     assert out["claim"] in ("confirmed", "erratum confirmed")
     for key, needed in (("record", "_build/scorecard"), ("results", "results")):
         assert needed in out[key] and "MAMBA_RECALL_ROOT=" in out[key] and "\n" not in out[key]
     assert _listing(site_packages.parent) == before, "something was written under the environment's lib folder"
-    assert list(work.iterdir()) == []
+    assert [p.name for p in work.iterdir()] == ["my-bundles"]
 
 
 def test_explicit_root_is_used(installed, tmp_path):
@@ -207,6 +212,7 @@ def test_widgets_name_the_book_extra(installed):
 def test_cli_outside_a_checkout_stops_with_one_line(installed):
     _, bin_dir, _, work = installed
     script = bin_dir / ("mamba-recall.exe" if os.name == "nt" else "mamba-recall")
+    before = sorted(work.iterdir())
     done = subprocess.run(
         [str(script), "run", "0"], cwd=work, capture_output=True, text=True, timeout=240, env=_clean_env()
     )
@@ -215,7 +221,7 @@ def test_cli_outside_a_checkout_stops_with_one_line(installed):
     assert len(lines) == 1 and "Traceback" not in lines[0], lines
     assert lines[0].startswith("error: no checkout of the Mamba recall book found for _toc.yml")
     assert "set MAMBA_RECALL_ROOT=" in lines[0]
-    assert list(work.iterdir()) == []
+    assert sorted(work.iterdir()) == before
 
 
 # ------------------------------------------------------------------------------ the rules, in this process
