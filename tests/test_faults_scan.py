@@ -390,3 +390,46 @@ def test_mqar_streams_unchanged_for_valid_arguments():
             for t in mqar(64, 4, 48, 16, seed, **kw):
                 h.update(t.numpy().tobytes())
     assert h.hexdigest() == _MQAR_SHA256
+
+
+# ----------------------------------------------------------------------------- 6. the Mamba model's arguments
+
+
+@pytest.mark.parametrize(
+    "kw, fragment",
+    [
+        (dict(d_model=-4), "d_model must be a positive integer, got d_model=-4; pass an int >= 1."),
+        (dict(d_model=4.5), "got d_model=4.5"),
+        (dict(d_model=0), "got d_model=0"),
+        (dict(vocab_size=0), "vocab_size must be a positive integer"),
+        (dict(d_state=-1), "d_state must be a positive integer"),
+    ],
+)
+def test_mamba_lm_rejects_bad_sizes(kw, fragment):
+    """Before: d_model = -4 raised 'Trying to create tensor with negative dimension -4: [16, -4]'."""
+    from mamba_recall.models.mamba import MambaLMHeadModel
+
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        MambaLMHeadModel(**{**dict(d_model=8, n_layer=1, vocab_size=10), **kw})
+
+
+@pytest.mark.parametrize(
+    "ids, fragment",
+    [
+        ([[1, 10]], "token id 10, outside the model's vocabulary [0, 10) (vocab_size=10); build the model with"),
+        ([[1, 15]], "token id 15, outside"),  # below the padded 16: used to read an untrained row silently
+        ([[1, 99]], "vocab_size > 99"),  # above it: used to be a bare IndexError
+        ([[-1, 2]], "token id -1, outside"),
+    ],
+)
+def test_mamba_lm_rejects_out_of_vocabulary_ids(ids, fragment):
+    from mamba_recall.models.mamba import MambaLMHeadModel
+
+    torch.manual_seed(0)
+    model = MambaLMHeadModel(8, 1, 10)
+    assert model.padded_vocab_size == 16
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        model(torch.tensor(ids))
+    with pytest.raises(ValueError, match=re.escape("input_ids must hold integer token ids, got dtype torch.float32")):
+        model(torch.tensor([[1.0, 2.0]]))
+    assert model(torch.tensor([[0, 9]])).shape == (1, 2, 16)  # the edges of the vocabulary are fine

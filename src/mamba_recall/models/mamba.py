@@ -58,6 +58,7 @@ __all__ = [
     "RMSNorm",
     "at_least_fp32",
     "check_positive_int",
+    "check_token_ids",
     "init_weights",
 ]
 
@@ -79,8 +80,30 @@ def check_positive_int(name: str, value) -> int:
     """``value`` if it is a positive ``int`` (not a bool), else ValueError naming ``name`` and the value.
     The size check of every model constructor (d_model, d_state, n_layer, vocab_size, ...)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {name}={value!r}.")
+        raise ValueError(f"{name} must be a positive integer, got {name}={value!r}; pass an int >= 1.")
     return value
+
+
+def check_token_ids(input_ids, vocab_size: int) -> None:
+    """Token ids must be an integer tensor with values in [0, vocab_size): an id ≥ vocab_size below the padded
+    vocabulary (``V_pad``) would silently read an untrained embedding row, one above it (or < 0) raise a bare
+    IndexError inside the embedding. One pass over the ids (``aminmax``), the only cost."""
+    if not isinstance(input_ids, torch.Tensor):
+        raise ValueError(
+            f"input_ids must be a torch.Tensor of token ids, got {type(input_ids).__name__}; "
+            "pass torch.as_tensor(ids, dtype=torch.long)."
+        )
+    if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
+        raise ValueError(f"input_ids must hold integer token ids, got dtype {input_ids.dtype}; pass input_ids.long().")
+    if input_ids.numel() == 0:
+        return
+    lo, hi = (int(v) for v in torch.aminmax(input_ids))
+    if lo < 0 or hi >= vocab_size:
+        bad = hi if hi >= vocab_size else lo
+        raise ValueError(
+            f"input_ids holds token id {bad}, outside the model's vocabulary [0, {vocab_size}) (vocab_size="
+            f"{vocab_size}); build the model with vocab_size > {max(hi, vocab_size - 1)} or map the ids into range."
+        )
 
 
 # the old private name, still imported by models/linear_mamba.py (another change in progress rewrites it)
@@ -566,6 +589,7 @@ class MambaLMHeadModel(nn.Module):
         **mixer_kwargs,
     ):
         super().__init__()
+        check_positive_int("d_model", d_model)
         check_positive_int("n_layer", n_layer)
         if zero_out_proj_from is not None and (
             isinstance(zero_out_proj_from, bool)
@@ -624,6 +648,7 @@ class MambaLMHeadModel(nn.Module):
         per-layer :class:`LayerState` after the sequence. ``states`` continues from such a list:
         ``model(b, states=model(a, return_states=True)[1])`` equals the last ``len(b)`` logits of
         ``model(a ‖ b)`` (prefix-state evaluation, PyTorch backends)."""
+        check_token_ids(input_ids, self.vocab_size)
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
         out = self.backbone(input_ids, return_internals=return_internals, states=states, return_states=return_states)
