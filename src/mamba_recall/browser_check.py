@@ -43,7 +43,9 @@ import shutil
 import sys
 import tempfile
 import threading
+import struct
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -85,9 +87,17 @@ CHROMIUM_FLAGS = (
     "--window-size=1300,1000",  # WINDOW_WIDTH
 )
 
-#: Width of the browser window (the issue's reading width) and the tallest screenshot kept per page.
+#: Widths of the browser window every page is checked at: the issue's reading width and a phone's.
 WINDOW_WIDTH = 1300
-SCREENSHOT_MAX_HEIGHT = 12000
+NARROW_WIDTH = 400
+WIDTHS = (WINDOW_WIDTH, NARROW_WIDTH)
+#: Height of the window while a page is checked (the screenshot makes it as tall as the page).
+WINDOW_HEIGHT = 1000
+#: Smallest chart text allowed at :data:`WINDOW_WIDTH` (font size x the scale the svg is drawn at).
+MIN_CHART_FONT_PX = 10.0
+#: Height of one screenshot tile; Chromium cannot capture much more than 16384 pixels in one go, so a page
+#: is captured in tiles of this height and the tiles are joined into one PNG.
+SCREENSHOT_TILE_HEIGHT = 8000
 
 
 class SetupError(RuntimeError):
@@ -325,41 +335,203 @@ return {
 };
 """
 
-# Tables and charts wider than their room: each item's full width (a table's scrollWidth, a chart's drawn
-# svg/canvas) against the space from its left edge to the right edge of the nearest ancestor that clips or
-# scrolls horizontally, or of the article column.
-_OVERFLOW_JS = """
+# Layout checks at one window width (see check_page); arguments: the chart selector, whether tables may
+# scroll inside their own container (the narrow width), and the smallest chart text allowed (0: no check).
+_LAYOUT_JS = r"""
+const chartSel = arguments[0], narrow = arguments[1], minFont = arguments[2];
 const column = document.querySelector('article.bd-article, main article, article, main') || document.body;
 const columnRight = column.getBoundingClientRect().right;
+const out = {overflow: [], words: [], marks: [], fonts: [], page: null};
+function clipAncestor(el) {
+  for (let a = el.parentElement; a && a !== column && a !== document.body; a = a.parentElement) {
+    if (getComputedStyle(a).overflowX !== 'visible') return a;
+  }
+  return null;
+}
 function room(el) {
   let right = columnRight;
-  for (let a = el.parentElement; a && a !== column && a !== document.body; a = a.parentElement) {
-    const ox = getComputedStyle(a).overflowX;
-    if (ox !== 'visible') { const r = a.getBoundingClientRect(); right = Math.min(right, r.left + a.clientWidth); break; }
-  }
+  const a = clipAncestor(el);
+  if (a) { const r = a.getBoundingClientRect(); right = Math.min(right, r.left + a.clientWidth); }
   return right - el.getBoundingClientRect().left;
 }
+const scrolls = el => /auto|scroll/.test(getComputedStyle(el).overflowX);
+function short(text, n) { text = text.replace(/\s+/g, ' ').trim(); return text.length > n ? text.slice(0, n - 1) + '…' : text; }
 function label(el, kind, i) {
   if (el.id) return kind + ' #' + el.id;
   const cap = el.querySelector('caption');
   const head = el.querySelector('th');
-  const text = (cap || head) ? ' (' + (cap || head).textContent.trim().slice(0, 40) + ')' : '';
+  const text = (cap || head) ? ' (' + short((cap || head).textContent, 40) + ')' : '';
   return kind + ' ' + (i + 1) + text;
 }
-const out = [];
-Array.from(column.querySelectorAll('table')).forEach((t, i) => {
+const px = v => Math.round(v);
+
+// 1. Nothing wider than its room; at the narrow width a table may scroll inside its own scroll container
+//    (which must fit), and the page itself must never be wider than the window.
+const tables = Array.from(column.querySelectorAll('table'));
+tables.forEach((t, i) => {
   const width = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
   const space = room(t);
-  if (width > space + 2) out.push(label(t, 'table', i) + ': ' + Math.round(width) + ' px wide, room '
-                                   + Math.round(space) + ' px');
+  if (width <= space + 2) return;
+  const box = scrolls(t) ? t : clipAncestor(t);
+  if (narrow && box && scrolls(box)) {
+    const bw = box.getBoundingClientRect().width, bspace = box === t ? space : room(box);
+    if (bw > bspace + 2) out.overflow.push(label(t, 'table', i) + ': its scroll container is ' + px(bw)
+                                           + ' px wide, room ' + px(bspace) + ' px');
+    return;
+  }
+  out.overflow.push(label(t, 'table', i) + ': ' + px(width) + ' px wide, room ' + px(space) + ' px');
 });
-Array.from(column.querySelectorAll(arguments[0])).forEach((c, i) => {
+const charts = Array.from(column.querySelectorAll(chartSel));
+charts.forEach(c => {
   const drawn = c.querySelector('svg, canvas');
   if (!drawn) return;
   const width = drawn.getBoundingClientRect().width;
   const space = room(c);
-  if (width > space + 2) out.push('chart ' + c.id + ': ' + Math.round(width) + ' px wide, room '
-                                   + Math.round(space) + ' px');
+  if (width > space + 2) out.overflow.push('chart ' + c.id + ': ' + px(width) + ' px wide, room ' + px(space) + ' px');
+});
+const docWidth = document.documentElement.scrollWidth, winWidth = window.innerWidth;
+if (docWidth > winWidth + 2) {
+  const culprits = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= winWidth + 2) continue;
+    const p = el.parentElement && el.parentElement.getBoundingClientRect();
+    if (p && p.right > winWidth + 2) continue;  // only the outermost element that sticks out
+    const clip = clipAncestor(el);
+    if (clip && clip.getBoundingClientRect().right <= winWidth + 2) continue;  // scrolls inside its box
+    culprits.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+                  + (el.className && el.className.baseVal === undefined && el.className ? '.' + el.className.trim().split(/\s+/).join('.') : '')
+                  + ' (right edge ' + px(r.right) + ' px' + (el.textContent.trim() ? ': "' + short(el.textContent, 40) + '"' : '') + ')');
+    if (culprits.length >= 3) break;
+  }
+  out.page = 'the page is ' + docWidth + ' px wide in a ' + winWidth + ' px window (it scrolls sideways)'
+             + (culprits.length ? '; sticking out: ' + culprits.join(', ') : '');
+}
+
+// 2. No table column narrower than its longest word: no word of any cell (a run of text between spaces) is
+//    split between two letters or digits over lines (the browser's own line breaking only breaks a word
+//    after a hyphen or at punctuation such as '/' or '|'; "errat|um" or "sy|mb|ol" come from a column squeezed
+//    below its word by `overflow-wrap: anywhere` / `word-break: break-all`), and none sticks out of its cell.
+const alnum = /[\p{L}\p{N}]/u;
+const skipTags = /^(SCRIPT|STYLE|MJX-CONTAINER|SVG|MATH|TEMPLATE)$/i;
+const displayCache = new Map();
+function blockOf(node, cell) {
+  for (let e = node.parentElement; e && e !== cell; e = e.parentElement) {
+    let d = displayCache.get(e);
+    if (d === undefined) { d = getComputedStyle(e).display; displayCache.set(e, d); }
+    if (!d.startsWith('inline') && d !== 'contents') return e;
+  }
+  return cell;
+}
+function cellText(cell) {
+  // The cell's text with a line break wherever words cannot continue (another block, <br>, math), and
+  // where each text node starts in it.
+  const segs = [];
+  let text = '', lastBlock = null;
+  (function walk(el) {
+    for (const n of Array.from(el.childNodes)) {
+      if (n.nodeType === 3) {
+        if (!n.data) continue;
+        const block = blockOf(n, cell);
+        if (lastBlock && block !== lastBlock) text += '\n';
+        lastBlock = block;
+        segs.push([n, text.length]);
+        text += n.data;
+      } else if (n.nodeType === 1) {
+        if (n.tagName === 'BR' || skipTags.test(n.tagName)) { text += '\n'; continue; }
+        walk(n);
+      }
+    }
+  })(cell);
+  return [text, segs];
+}
+function at(segs, offset, end) {
+  // The text node and offset of character `offset` (of the position just after it when `end`).
+  let i = 0;
+  while (i + 1 < segs.length && (end ? segs[i + 1][1] < offset : segs[i + 1][1] <= offset)) i++;
+  return [segs[i][0], Math.min(offset - segs[i][1], segs[i][0].data.length)];
+}
+function rectsOf(segs, s, e) {
+  const range = document.createRange();
+  const [n0, o0] = at(segs, s, false), [n1, o1] = at(segs, e, true);
+  range.setStart(n0, o0);
+  range.setEnd(n1, o1);
+  return Array.from(range.getClientRects()).filter(r => r.width > 0.5);
+}
+function splitBetweenLetters(text, segs, s, e) {
+  let prev = null;
+  for (let i = s; i < e; i++) {
+    const r = rectsOf(segs, i, i + 1)[0];
+    if (!r) continue;
+    if (prev && r.top >= prev[1].bottom - 2 && alnum.test(text[prev[0]]) && alnum.test(text[i])) return true;
+    prev = [i, r];
+  }
+  return false;
+}
+tables.forEach((t, ti) => {
+  let bad = 0;
+  const first = [];
+  const header = t.rows.length ? Array.from(t.rows[0].cells).map(c => short(c.textContent, 30)) : [];
+  for (const row of Array.from(t.rows)) {
+    for (const cell of Array.from(row.cells)) {
+      if (!cell.getClientRects().length) continue;
+      const [text, segs] = cellText(cell);
+      if (!segs.length) continue;
+      const cs = getComputedStyle(cell), cr = cell.getBoundingClientRect();
+      const left = cr.left + parseFloat(cs.borderLeftWidth) + parseFloat(cs.paddingLeft);
+      const right = cr.right - parseFloat(cs.borderRightWidth) - parseFloat(cs.paddingRight);
+      const wordRe = /\S+/g;
+      let m;
+      while ((m = wordRe.exec(text))) {
+        const s = m.index, e = s + m[0].length;
+        const rects = rectsOf(segs, s, e);
+        if (!rects.length) continue;
+        const lo = Math.min(...rects.map(r => r.left)), hi = Math.max(...rects.map(r => r.right));
+        const outside = lo < left - 1 || hi > right + 1;
+        const lines = rects.some(r => r.top >= rects[0].bottom - 2);
+        const split = lines && splitBetweenLetters(text, segs, s, e);
+        if (!split && !outside) continue;
+        bad++;
+        if (first.length < 3) {
+          const wide = rects.reduce((a, r) => a + r.width, 0);
+          const col = header[cell.cellIndex] ? ' (' + header[cell.cellIndex] + ')' : '';
+          first.push('column ' + (cell.cellIndex + 1) + col + ' is ' + px(right - left) + ' px, its word "'
+                     + short(m[0], 40) + '" (' + px(wide) + ' px) '
+                     + (split ? 'is split between letters over lines' : 'sticks out of the cell'));
+        }
+      }
+    }
+  }
+  if (bad) out.words.push(label(t, 'table', ti) + ': ' + bad + ' word(s) wider than their column: ' + first.join('; '));
+});
+
+// 3. Every chart draws its data (a Vega mark outside axes, legends and titles with an item of visible
+//    extent) and, when asked, no chart text is drawn below minFont pixels.
+charts.forEach(c => {
+  const svg = c.querySelector('svg');
+  if (!svg || !svg.getClientRects().length) return;
+  const marks = Array.from(svg.querySelectorAll('g.role-mark'))
+      .filter(g => !g.closest('.role-axis, .role-legend, .role-title'));
+  let items = 0, visible = 0;
+  for (const g of marks) {
+    for (const item of Array.from(g.children)) {
+      items++;
+      try { const b = item.getBBox(); if (b.width > 0 || b.height > 0) visible++; } catch (err) { /* not drawn */ }
+    }
+  }
+  if (!visible) out.marks.push('chart ' + c.id + ': no data mark drawn (' + marks.length + ' mark group(s), '
+                               + items + ' item(s), none with a visible size)');
+  if (!(minFont > 0)) return;
+  const attr = svg.width && svg.width.baseVal ? svg.width.baseVal.value : 0;
+  const scale = attr > 0 ? svg.getBoundingClientRect().width / attr : 1;
+  let least = Infinity, what = '';
+  for (const t of Array.from(svg.querySelectorAll('text'))) {
+    if (!t.textContent.trim()) continue;
+    const size = parseFloat(getComputedStyle(t).fontSize) * scale;
+    if (size < least) { least = size; what = t.textContent; }
+  }
+  if (least < minFont) out.fonts.push('chart ' + c.id + ': text "' + short(what, 30) + '" drawn at '
+      + least.toFixed(1) + ' px (svg scaled to ' + scale.toFixed(2) + '), below ' + minFont + ' px');
 });
 return out;
 """
@@ -380,37 +552,178 @@ class PageResult:
         return not self.failures
 
 
-def save_screenshot(driver: Any, path: Path) -> None:
-    """The page's first :data:`SCREENSHOT_MAX_HEIGHT` pixels at the window's width, as one PNG.
+def _png_chunks(data: bytes) -> Iterator[tuple[bytes, bytes]]:
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos = 8
+    while pos + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        yield kind, data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
 
-    The viewport is made as tall as the page for the shot (and restored after), so the page is drawn
-    exactly as at the checked width; Chromium's capture-beyond-viewport re-lays the page out and can
-    shift it sideways in the picture, which would misrepresent what a reader sees."""
-    import base64
 
-    height = int(
-        driver.execute_script(
-            "return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);"
-        )
-        or 1000
+_PNG_BYTES_PER_PIXEL = {0: 1, 2: 3, 4: 2, 6: 4}  # 8-bit grey, RGB, grey + alpha, RGBA
+
+
+def stack_pngs(tiles: list[bytes]) -> bytes:
+    """Join PNG images of the same width and pixel format top to bottom into one PNG (no image library).
+
+    Each tile's filtered scanlines are copied as they are, except its first row, which PNG filters against
+    an all-zero row above it: that row is unfiltered and stored raw (filter 0), so it does not refer to the
+    last row of the tile above it. Raises ValueError on anything but 8-bit non-interlaced grey/RGB(A) tiles
+    of one format."""
+    header: bytes | None = None
+    width = height = 0
+    rows: list[bytes] = []
+    for tile in tiles:
+        ihdr = b""
+        idat = []
+        for kind, body in _png_chunks(tile):
+            if kind == b"IHDR":
+                ihdr = body
+            elif kind == b"IDAT":
+                idat.append(body)
+        w, h, depth, color, _comp, _filt, interlace = struct.unpack(">IIBBBBB", ihdr)
+        if depth != 8 or interlace or color not in _PNG_BYTES_PER_PIXEL:
+            raise ValueError(f"unsupported PNG tile (bit depth {depth}, colour type {color}, interlace {interlace})")
+        if header is None:
+            header, width = ihdr[8:], w
+        elif ihdr[8:] != header or w != width:
+            raise ValueError("PNG tiles differ in width or pixel format")
+        bpp = _PNG_BYTES_PER_PIXEL[color]
+        stride = 1 + w * bpp
+        raw = zlib.decompress(b"".join(idat))
+        if len(raw) != stride * h:
+            raise ValueError("truncated PNG tile")
+        if h:
+            kind, line = raw[0], bytearray(raw[1:stride])
+            if kind in (1, 3, 4):  # Sub, Average, Paeth against a zero row above
+                for i in range(bpp, len(line)):
+                    left = line[i - bpp]
+                    line[i] = (line[i] + (left >> 1 if kind == 3 else left)) & 0xFF
+            elif kind not in (0, 2):
+                raise ValueError(f"bad PNG filter type {kind}")
+            rows.append(b"\x00" + bytes(line))
+            rows.append(raw[stride:])
+        height += h
+    if header is None:
+        raise ValueError("no tiles")
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    ihdr = struct.pack(">II", width, height) + header
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"".join(rows), 6))
+        + chunk(b"IEND", b"")
     )
-    size = driver.get_window_size()
+
+
+def _set_viewport(driver: Any, width: int, height: int) -> None:
     driver.execute_cdp_cmd(
         "Emulation.setDeviceMetricsOverride",
-        {"width": WINDOW_WIDTH, "height": min(height, SCREENSHOT_MAX_HEIGHT), "deviceScaleFactor": 1, "mobile": False},
+        {"width": int(width), "height": int(height), "deviceScaleFactor": 1, "mobile": False},
     )
+
+
+_SETTLE_JS = """
+const done = arguments[arguments.length - 1];
+requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+"""
+
+
+def _settle(driver: Any) -> None:
+    """Wait until the page has been laid out and painted at the current viewport (two animation frames)."""
+    with contextlib.suppress(Exception):
+        driver.execute_async_script(_SETTLE_JS)
+
+
+_HEIGHT_JS = "return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);"
+
+
+def save_screenshot(driver: Any, path: Path, width: int = WINDOW_WIDTH) -> int:
+    """The whole page at ``width`` as one PNG (returns its height in pixels).
+
+    The viewport is made as tall as the page for the shot (and set back to ``width`` x
+    :data:`WINDOW_HEIGHT` after), so the page is drawn exactly as at the checked width; Chromium's
+    capture-beyond-viewport re-lays the page out and can shift it sideways in the picture, which would
+    misrepresent what a reader sees. The page is captured in tiles of :data:`SCREENSHOT_TILE_HEIGHT`
+    pixels (one capture cannot be much taller than 16384 pixels) joined by :func:`stack_pngs`."""
+    import base64
+
+    height = int(driver.execute_script(_HEIGHT_JS) or WINDOW_HEIGHT)
     try:
-        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
+        for _ in range(3):  # a taller viewport can change the page's height (min-height: 100vh)
+            _set_viewport(driver, width, height)
+            _settle(driver)
+            new = int(driver.execute_script(_HEIGHT_JS) or height)
+            if new == height:
+                break
+            height = new
+        tiles = []
+        for top in range(0, height, SCREENSHOT_TILE_HEIGHT):
+            clip = {"x": 0, "y": top, "width": width, "height": min(SCREENSHOT_TILE_HEIGHT, height - top), "scale": 1}
+            shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "clip": clip})
+            tiles.append(base64.b64decode(shot["data"]))
     finally:
-        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-        driver.set_window_size(size["width"], size["height"])
+        _set_viewport(driver, width, WINDOW_HEIGHT)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(base64.b64decode(shot["data"]))
+    try:
+        path.write_bytes(stack_pngs(tiles) if len(tiles) > 1 else tiles[0])
+    except ValueError:  # tiles this module cannot join: keep them numbered beside each other
+        for i, tile in enumerate(tiles, 1):
+            path.with_name(f"{path.stem}.{i:02d}{path.suffix}").write_bytes(tile)
+    return height
+
+
+def _console_problems(entries: Iterable[dict], origin: str) -> list[str]:
+    """Console errors (level SEVERE, except Chromium's own favicon request) and every warning Vega logs
+    (level WARNING from the vendored Vega scripts, e.g. ``"WARN" "Log scale domain includes zero"``)."""
+    found = []
+    for entry in entries:
+        message = entry.get("message", "").strip()
+        level = entry.get("level")
+        if level == "SEVERE" and not message.startswith(f"{origin}/favicon.ico "):
+            kind = "console error"
+        elif level == "WARNING" and ("/vendor/vega" in message or '"WARN"' in message):
+            kind = "Vega warning"
+        else:
+            continue
+        if len(message) > 800:
+            message = message[:800] + " [...]"
+        found.append(f"{kind}: {message}")
+    return found
+
+
+def check_layout(driver: Any, width: int) -> list[str]:
+    """The layout checks of the page as drawn now, at a ``width``-pixel window (see the module docstring)."""
+    narrow = width < WINDOW_WIDTH
+    found = driver.execute_script(_LAYOUT_JS, CHART_SELECTOR, narrow, 0 if narrow else MIN_CHART_FONT_PX) or {}
+    failures = [f"overflows its container horizontally: {item}" for item in found.get("overflow", [])]
+    if found.get("page"):
+        failures.append(found["page"])
+    failures += [f"column narrower than its longest word: {item}" for item in found.get("words", [])]
+    failures += [f"chart data not drawn: {item}" for item in found.get("marks", [])]
+    failures += [f"chart text too small: {item}" for item in found.get("fonts", [])]
+    return failures
 
 
 def check_page(
-    driver: Any, origin: str, html_dir: Path, page: str, wait_s: float, screenshots: Path | None = None
+    driver: Any,
+    origin: str,
+    html_dir: Path,
+    page: str,
+    wait_s: float,
+    screenshots: Path | None = None,
+    widths: Iterable[int] = WIDTHS,
 ) -> PageResult:
+    """Load ``page`` at the first of ``widths`` and check it; then, on the same loaded page, set the window
+    to each width in turn, check the layout there and save a whole-page screenshot into
+    ``screenshots/<width>/<page>.png``. Layout failures are prefixed with the width they occur at."""
+    widths = list(widths)
     result = PageResult(page)
     start = time.monotonic()
     if not (html_dir / page).is_file():
@@ -421,6 +734,7 @@ def check_page(
     for kind in ("performance", "browser"):
         with contextlib.suppress(Exception):
             driver.get_log(kind)
+    _set_viewport(driver, widths[0], WINDOW_HEIGHT)
     try:
         driver.get(url)
     except Exception as exc:  # timeout, crash
@@ -455,13 +769,16 @@ def check_page(
     if result.typeset < result.math:
         why = "" if state.get("mathjax") else " (MathJax not loaded)"
         result.failures.append(f"math not typeset: {result.typeset}/{result.math}{why}")
-    for item in driver.execute_script(_OVERFLOW_JS, CHART_SELECTOR) or []:
-        result.failures.append(f"overflows its container horizontally: {item}")
-    if screenshots is not None:
-        try:
-            save_screenshot(driver, screenshots / Path(page).with_suffix(".png"))
-        except Exception as exc:  # a screenshot is for review; its failure is reported, not hidden
-            result.failures.append(f"screenshot failed: {type(exc).__name__}: {exc}")
+    for i, width in enumerate(widths):
+        if i:
+            _set_viewport(driver, width, WINDOW_HEIGHT)
+            _settle(driver)
+        result.failures += [f"[{width} px] {failure}" for failure in check_layout(driver, width)]
+        if screenshots is not None:
+            try:
+                save_screenshot(driver, screenshots / str(width) / Path(page).with_suffix(".png"), width)
+            except Exception as exc:  # a screenshot is for review; its failure is reported, not hidden
+                result.failures.append(f"[{width} px] screenshot failed: {type(exc).__name__}: {exc}")
 
     net = parse_performance_log(driver.get_log("performance"), origin)
     status = net.statuses.get(url)
@@ -473,13 +790,7 @@ def check_page(
         result.failures.append(f"request leaves the machine: {ext}")
     for failed in net.failed:
         result.failures.append(f"request failed: {failed}")
-    for entry in driver.get_log("browser"):
-        message = entry.get("message", "")
-        if entry.get("level") == "SEVERE" and not message.startswith(f"{origin}/favicon.ico "):
-            message = message.strip()
-            if len(message) > 800:
-                message = message[:800] + " [...]"
-            result.failures.append(f"console error: {message}")
+    result.failures += _console_problems(driver.get_log("browser"), origin)
     result.seconds = time.monotonic() - start
     return result
 
@@ -493,12 +804,13 @@ def run_check(
     chromedriver: str | None = None,
     out=sys.stdout,
     screenshots: Path | None = None,
+    widths: Iterable[int] = WIDTHS,
 ) -> list[PageResult]:
     results: list[PageResult] = []
     width = max((len(p) for p in pages), default=10)
     with serve(html_dir) as origin, chromium_driver(chromium, chromedriver) as driver:
         for page in pages:
-            res = check_page(driver, origin, html_dir, page, wait_s, screenshots)
+            res = check_page(driver, origin, html_dir, page, wait_s, screenshots, widths)
             results.append(res)
             status = "ok" if res.ok else f"FAIL ({len(res.failures)})"
             math = f"  math {res.typeset}/{res.math}" if res.math else ""
@@ -528,7 +840,13 @@ def main(argv: list[str] | None = None) -> int:
         "--screenshots",
         type=Path,
         default=None,
-        help="folder for one screenshot per page (default: <html_dir>/../screenshots)",
+        help="folder for a whole-page screenshot of every page at every width, "
+        "<folder>/<width>/<page>.png (default: <html_dir>/../screenshots)",
+    )
+    parser.add_argument(
+        "--widths",
+        default=",".join(map(str, WIDTHS)),
+        help=f"window widths in pixels to check every page at, comma-separated (default {','.join(map(str, WIDTHS))})",
     )
     args = parser.parse_args(argv)
 
@@ -538,6 +856,12 @@ def main(argv: list[str] | None = None) -> int:
         if not html_dir.is_dir():
             raise SetupError(f"{html_dir} is not a directory (build the book first)")
         pages = load_toc(args.toc)
+        try:
+            widths = [int(w) for w in args.widths.split(",") if w.strip()]
+        except ValueError as exc:
+            raise SetupError(f"--widths must be integers separated by commas, not {args.widths!r}") from exc
+        if not widths or min(widths) < 200:
+            raise SetupError(f"--widths needs widths of at least 200 px, not {args.widths!r}")
         screenshots = (args.screenshots or html_dir.parent / "screenshots").resolve()
         results = run_check(
             html_dir,
@@ -546,6 +870,7 @@ def main(argv: list[str] | None = None) -> int:
             chromium=args.chromium,
             chromedriver=args.chromedriver,
             screenshots=screenshots,
+            widths=widths,
         )
     except SetupError as exc:
         print(f"browser_check: error: {exc}", file=sys.stderr)
