@@ -442,7 +442,7 @@ def save_bundle(
     if not name or "/" in name or name.startswith("."):
         raise BundleError(f"bundle name {name!r} must be a plain file stem such as 'scan_bench_cpu'.")
     smoke = name.endswith("_smoke") or (isinstance(config, dict) and config.get("smoke") is True)
-    directory = _output_dir(Path(directory or RESULTS_DIR), smoke=smoke)
+    directory = _output_dir((Path(directory) if directory else RESULTS_DIR), smoke=smoke)
     directory.mkdir(parents=True, exist_ok=True)
     # before the tables are written (they would dirty the tree themselves); inside a command, its one git state
     prov = provenance(device, wall_seconds, git=_COMMAND_GIT)
@@ -537,7 +537,7 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
     hash, a bare ``NaN``) load as before."""
     path = Path(name_or_path)
     if path.suffix != ".json":
-        path = Path(directory or RESULTS_DIR) / f"{name_or_path}.json"
+        path = (Path(directory) if directory else RESULTS_DIR) / f"{name_or_path}.json"
     if not path.exists():
         raise BundleMissing(f"no result bundle at {path}; make it with: {regenerate_command(path)}")
     try:
@@ -592,7 +592,7 @@ def load_preset_bundle(
     """Load the bundle ``<stem>_<preset>`` of a runner; if that preset's bundle was never made (a paper-size
     run needs a GPU) load ``<stem>_ci`` instead **and say so** through ``log``. A bundle that exists but is
     corrupt raises :class:`BundleError` (never replaced by another one)."""
-    directory = Path(directory or RESULTS_DIR)
+    directory = Path(directory) if directory else RESULTS_DIR
     if preset != "ci" and not (directory / f"{stem}_{preset}.json").exists():
         log(
             f"no {stem}_{preset} bundle in {directory} (regenerate it with "
@@ -616,7 +616,7 @@ def load_strongest_bundle(
     uses** through ``log``; the bundle's ``config["preset"]`` (or its name) names the preset for the page.
     ``lacks(bundle) -> str | None``: what a bundle lacks for the caller's check (None: nothing), e.g. a grid cell a
     stronger preset's grid does not have; such a bundle is skipped too, with that reason in the log."""
-    directory = Path(directory or RESULTS_DIR)
+    directory = Path(directory) if directory else RESULTS_DIR
     skipped = []
     for preset in EVIDENCE_ORDER:
         if not (directory / f"{stem}_{preset}.json").exists():
