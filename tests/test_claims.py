@@ -332,3 +332,66 @@ def test_a_checked_number_is_printed_on_the_side_of_its_threshold():
     assert c.shown(0.9999955) == "0.999996" and not c.holds(0.9999955)
     assert c.shown(1.0) == "1" and Cond("x", "<=", 0.1).shown(0.123456) == "0.1235"
     assert Cond("x", "<", 0.5).shown(0.49999) == "0.49999" and Cond("ok", "true").shown(True) == "True"
+
+
+def test_a_null_control_that_passes_makes_the_claim_untestable():
+    """Every trained claim's control is judged by the same rule beside it: a null that also reaches reproduced
+    means the rule cannot tell a trained model from it; a positive control that misses the effect means a
+    negative could not have been shown."""
+    rule = Rule(why="t", reproduced=conds(("acc", ">=", 0.9)), trained=True)
+    claim = Claim("000/test-control", "s", "w", "p", rule, lambda: None, section="x")
+
+    def seeded(acc, lo, hi, control=None):
+        return Measurement({"acc": acc}, f"acc {acc}", SEEDED, {"acc": (lo, hi)}, control=control)
+
+    null_low = core.Control("null", "the same model untrained", seeded(0.25, 0.2, 0.3))
+    v = judge(claim, seeded(0.95, 0.92, 0.98, null_low))
+    assert v.status == "reproduced" and "untrained" in v.control and "not reproduced" in v.control
+    null_high = core.Control("null", "the same model untrained", seeded(0.95, 0.93, 0.97))
+    v = judge(claim, seeded(0.95, 0.92, 0.98, null_high))
+    assert v.status == "not testable here" and "cannot tell" in v.reason
+    pos_missing = core.Control("positive", "row D, where the effect must show", seeded(0.3, 0.2, 0.4))
+    v = judge(claim, seeded(0.3, 0.2, 0.4, pos_missing))
+    assert v.status == "not testable here" and "could not have shown" in v.reason
+    pos_shown = core.Control("positive", "row D, where the effect must show", seeded(0.97, 0.95, 0.99))
+    assert judge(claim, seeded(0.3, 0.2, 0.4, pos_shown)).status == "not reproduced"
+    with pytest.raises(core.ClaimError, match="null"):
+        core.Control("nul", "x", seeded(0.1, 0.0, 0.2))
+
+
+def test_controls_combine_across_seeds_and_survive_a_record():
+    rule = Rule(why="t", reproduced=conds(("acc", ">=", 0.9)), trained=True)
+    claim = Claim("000/test-control-seeds", "s", "w", "p", rule, lambda: None, section="x")
+    one = Evidence("ci", "cpu", 1, "n", "live")
+    ms = [
+        Measurement(
+            {"acc": a}, "x", one, control=core.Control("null", "untrained", Measurement({"acc": 0.25}, "x", one))
+        )
+        for a in (0.95, 0.96, 0.97)
+    ]
+    m = core.across_seeds(ms)
+    assert m.control is not None and m.control.measurement.evidence.seeds == 3
+    again = core.measurement_from_record(core.measurement_record(m))
+    assert judge(claim, again).control == judge(claim, m).control
+    assert judge(claim, m).status == "reproduced"
+
+
+def test_quote_setting_and_analogue_show_on_the_verdict():
+    rule = Rule(why="t", reproduced=conds(("acc", ">=", 0.9)))
+    with pytest.raises(core.ClaimError, match="analogue"):
+        Claim("004/test-analogue", "s", "w", "p", rule, lambda: None, section="x", analogue=True)
+    claim = Claim(
+        "004/test-analogue",
+        "s",
+        "w",
+        "p",
+        rule,
+        lambda: None,
+        section="x",
+        quote="Mamba shows a U-shaped recall curve.",
+        setting="a 4-layer Mamba trained here stands in for the pretrained Falcon-Mamba-7B",
+        analogue=True,
+    )
+    v = judge(claim, Measurement({"acc": 0.95}, "x", Evidence.exact("n")))
+    md = v._repr_markdown_()
+    assert "“Mamba shows a U-shaped recall curve.”" in md and "**analogue**" in md and "Falcon" in md

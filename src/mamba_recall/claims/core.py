@@ -257,6 +257,29 @@ class Measurement:
     intervals: dict = field(default_factory=dict)  # metric → (low, high), 95 % (over seeds, for trained models)
     per_seed: dict = field(default_factory=dict)  # metric → [value per seed]
     note: str = ""
+    control: "Control | None" = None  # the same rule's numbers on the claim's control (see Control)
+
+
+@dataclass(frozen=True)
+class Control:
+    """A trained claim's control, measured like the claim and judged by the same rule beside it.
+
+    ``kind`` ``"null"``: a model or data that must **not** show the effect (the same architecture untrained at the
+    same seeds, shuffled data, the generator's chance level); if the null reaches *reproduced*, the rule cannot
+    tell a trained model from it and the claim reads **not testable here**. ``kind`` ``"positive"``: for a
+    negative verdict, a setting that must show the effect the test looks for (as Tab. 10's row D does for row E);
+    if it does not reach *reproduced*, the test could not have shown the effect and a *not reproduced* reads
+    **not testable here**."""
+
+    kind: str  # "null" | "positive"
+    what: str  # what the control is, in a reader's words ("the same architecture untrained, seeds 0-2")
+    measurement: Measurement
+
+    def __post_init__(self):
+        if self.kind not in ("null", "positive"):
+            raise ClaimError(f"control kind {self.kind!r} is not 'null' or 'positive'.")
+        if not self.what.strip():
+            raise ClaimError("a control says what it is (what).")
 
 
 @dataclass(frozen=True)
@@ -269,8 +292,13 @@ class Claim:
     measure: Callable[..., Measurement] | None = None
     section: str = ""  # book doc that checks it, e.g. "01_gradient_dynamics/02_mechanism_one_key"
     not_run: str = ""  # when nothing measures it yet: what it would take (command, cost)
+    quote: str = ""  # the paper's sentence this claim tests, verbatim (its rule tests that proposition)
+    setting: str = ""  # how our setting differs from the paper's in kind, named on the claim and the scorecard
+    analogue: bool = False  # evidence on a stand-in (a small model trained here for a pretrained LLM)
 
     def __post_init__(self):
+        if self.analogue and not self.setting.strip():
+            raise ClaimError(f"claim {self.id}: an analogue says what it stands in for (setting).")
         if not re.fullmatch(r"(000|001|002|003|004)/[A-Za-z0-9_.()+-]+", self.id):
             raise ClaimError(f"claim id {self.id!r} must be '<paper>/<name>' with paper in {tuple(PAPERS)}.")
         if self.measure is None and not self.not_run:
@@ -305,13 +333,16 @@ class Verdict:
     note: str = ""
     section: str = ""
     intervals: dict = field(default_factory=dict)
+    quote: str = ""  # the paper's sentence, verbatim
+    setting: str = ""  # how our setting differs from the paper's in kind
+    analogue: bool = False
+    control: str = ""  # the control's numbers and what the same rule reads on them
 
     def _repr_markdown_(self) -> str:
-        lines = [
-            f"**{self.claim_id}** — {self.statement} *({self.where})*",
-            f"- paper: {self.printed}",
-            f"- ours: {self.ours or '—'}",
-        ]
+        lines = [f"**{self.claim_id}** — {self.statement} *({self.where})*"]
+        if self.quote:
+            lines.append(f"- the paper: “{self.quote}”")
+        lines += [f"- paper: {self.printed}", f"- ours: {self.ours or '—'}"]
         if self.intervals:
             lines.append(
                 "- 95 % intervals: "
@@ -320,8 +351,12 @@ class Verdict:
         lines.append(f"- rule: {self.rule}")
         if self.checks:
             lines.append("- checks: " + "; ".join(f"{c} (ours {v}) {'✓' if ok else '✗'}" for c, v, ok in self.checks))
+        if self.control:
+            lines.append(f"- control: {self.control}")
         if self.evidence:
             lines.append(f"- evidence: {Evidence(**self.evidence).text()}")
+        if self.setting:
+            lines.append(f"- setting: {'**analogue** — ' if self.analogue else ''}{self.setting}")
         tail = f" — {self.reason}" if self.reason else ""
         lines.append(f"- **verdict: {MARK[self.status]} {self.status}**{tail}")
         if self.note:
@@ -456,12 +491,8 @@ def _point_status(rule: Rule, m: Measurement) -> str:
     return "not reproduced"
 
 
-def judge(claim: Claim, m: Measurement) -> Verdict:
-    """The verdict ``claim``'s declared rule gives measurement ``m`` (see the module docstring)."""
-    rule = claim.rule
-    missing = rule.metrics() - set(m.values)
-    if missing:
-        raise ClaimError(f"claim {claim.id}: the measurement lacks {sorted(missing)} that its rule reads.")
+def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
+    """Status, the checks shown and the reason that ``rule`` gives measurement ``m`` (module docstring)."""
 
     def run(cs):
         return [(c.text(), c.shown(m.values[c.metric]), c.holds(m.values[c.metric])) for c in cs]
@@ -475,54 +506,77 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
     reason = ""
     seeds_ok = m.evidence.seeds >= MIN_SEEDS and bool(m.intervals or m.per_seed)
     if m.evidence.smoke or smoke_active():  # a smoke run checks that the code runs; its numbers judge nothing
-        status, checks = "not run", printed
-        reason = "smoke run (a handful of steps): the pipeline ran, its numbers are not evidence"
-    elif not all(ok for *_, ok in testable):
-        status, reason = "not testable here", rule.untestable_why
-        checks = testable
-    elif rule.trained and not seeds_ok:
-        status, checks = "inconclusive", printed + corrected + partial
+        return "not run", printed, "smoke run (a handful of steps): the pipeline ran, its numbers are not evidence"
+    if not all(ok for *_, ok in testable):
+        return "not testable here", testable, rule.untestable_why
+    if rule.trained and not seeds_ok:
         reason = (
             f"on {m.evidence.seeds} seed{'s' * (m.evidence.seeds != 1)}"
             f"{'' if (m.intervals or m.per_seed) else ' without an interval'}: a trained-model verdict, in either "
             f"direction, needs ≥ {MIN_SEEDS} seeds and an interval (the means alone would read "
             f"'{_point_status(rule, m)}'); what would settle it: {MIN_SEEDS} seeds of the same recipe"
         )
-    else:
-        stated = decide_all(rule.reproduced, m)
-        if stated is True:
-            status, checks = "reproduced", printed
-        elif stated is None:
-            status, checks = "inconclusive", printed
+        return "inconclusive", printed + corrected + partial, reason
+    stated = decide_all(rule.reproduced, m)
+    if stated is True:
+        return "reproduced", printed, ""
+    if stated is None:
+        reason = (
+            interval_crossings(rule.reproduced, m)
+            + f": the evidence does not decide the statement (the means alone would read "
+            f"'{_point_status(rule, m)}'); more seeds would settle it"
+        )
+        return "inconclusive", printed, reason
+    fixed = decide_all(rule.erratum, m) if rule.erratum else False
+    part = decide_all(rule.partially, m) if rule.partially else False
+    if fixed is True:
+        return "erratum confirmed", printed + corrected, "the statement as printed fails; the corrected statement holds"
+    if fixed is None:
+        reason = (
+            "the statement as printed fails, but "
+            + interval_crossings(rule.erratum, m)
+            + ": the evidence does not decide the corrected statement"
+        )
+        return "inconclusive", printed + corrected, reason
+    if part is True:
+        return "partially", printed + partial, ""
+    if part is None:
+        reason = (
+            "the statement as printed fails, but "
+            + interval_crossings(rule.partially, m)
+            + ": the evidence does not decide the partial statement"
+        )
+        return "inconclusive", printed + partial, reason
+    return "not reproduced", printed + partial, ""
+
+
+def judge(claim: Claim, m: Measurement) -> Verdict:
+    """The verdict ``claim``'s declared rule gives measurement ``m`` (see the module docstring), with its
+    control (:class:`Control`) judged by the same rule beside it: a null that reaches *reproduced*, or a
+    positive control that does not, makes a *reproduced* or *not reproduced* read **not testable here**."""
+    rule = claim.rule
+    missing = rule.metrics() - set(m.values)
+    if missing:
+        raise ClaimError(f"claim {claim.id}: the measurement lacks {sorted(missing)} that its rule reads.")
+    status, checks, reason = _status(rule, m)
+    control = ""
+    if m.control is not None:
+        cm = m.control.measurement
+        lacking = rule.metrics() - set(cm.values)
+        if lacking:
+            raise ClaimError(f"claim {claim.id}: its control's measurement lacks {sorted(lacking)}.")
+        c_status, c_checks, _ = _status(rule, cm)
+        shown = "; ".join(f"{c} ({v})" for c, v, _ in c_checks)
+        control = f"{m.control.kind}: {m.control.what} — {shown} → {MARK[c_status]} {c_status}"
+        if m.control.kind == "null" and c_status == "reproduced" and status in ("reproduced", "partially"):
+            status = "not testable here"
+            reason = f"the null control ({m.control.what}) also reaches reproduced: the rule cannot tell them apart"
+        elif m.control.kind == "positive" and c_status != "reproduced" and status == "not reproduced":
+            status = "not testable here"
             reason = (
-                interval_crossings(rule.reproduced, m)
-                + f": the evidence does not decide the statement (the means alone would read "
-                f"'{_point_status(rule, m)}'); more seeds would settle it"
+                f"the positive control ({m.control.what}) does not show the effect either ({c_status}): "
+                "this test could not have shown it"
             )
-        else:
-            fixed = decide_all(rule.erratum, m) if rule.erratum else False
-            part = decide_all(rule.partially, m) if rule.partially else False
-            if fixed is True:
-                status, checks = "erratum confirmed", printed + corrected
-                reason = "the statement as printed fails; the corrected statement holds"
-            elif fixed is None:
-                status, checks = "inconclusive", printed + corrected
-                reason = (
-                    "the statement as printed fails, but "
-                    + interval_crossings(rule.erratum, m)
-                    + ": the evidence does not decide the corrected statement"
-                )
-            elif part is True:
-                status, checks = "partially", printed + partial
-            elif part is None:
-                status, checks = "inconclusive", printed + partial
-                reason = (
-                    "the statement as printed fails, but "
-                    + interval_crossings(rule.partially, m)
-                    + ": the evidence does not decide the partial statement"
-                )
-            else:
-                status, checks = "not reproduced", printed + partial
     return Verdict(
         claim.id,
         claim.statement,
@@ -537,6 +591,10 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
         m.note,
         claim.section,
         {k: (float(lo), float(hi)) for k, (lo, hi) in m.intervals.items()},
+        claim.quote,
+        claim.setting,
+        claim.analogue,
+        control,
     )
 
 
@@ -554,6 +612,9 @@ def not_run_verdict(claim: Claim, reason: str | None = None) -> Verdict:
         reason or claim.not_run,
         "",
         claim.section,
+        quote=claim.quote,
+        setting=claim.setting,
+        analogue=claim.analogue,
     )
 
 
@@ -620,6 +681,16 @@ def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measu
         smoke=any(e.smoke for e in ev),
     )
     shown = " | ".join(f"{n}: {m.shown}" for n, m in zip(names, ms))
+    controls = [m.control for m in ms]
+    if any(c is not None for c in controls) and not all(
+        c is not None and (c.kind, c.what) == (controls[0].kind, controls[0].what) for c in controls
+    ):
+        raise ClaimError("across_seeds: every seed's measurement carries the same control, or none does.")
+    control = (
+        Control(controls[0].kind, controls[0].what, across_seeds([c.measurement for c in controls], names))
+        if controls[0] is not None
+        else None
+    )
     return Measurement(
         values,
         shown,
@@ -627,6 +698,7 @@ def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measu
         intervals,
         per_seed,
         note=f"{len(ms)} seeds: numbers are means over seeds (95 % t-interval), booleans hold on every seed",
+        control=control,
     )
 
 
@@ -668,7 +740,14 @@ def measurement_from_record(d: dict) -> Measurement:
         {k: tuple(v) for k, v in d.get("intervals", {}).items()},
         d.get("per_seed", {}),
         d.get("note", ""),
+        _control_from_record(d.get("control")),
     )
+
+
+def _control_from_record(d: dict | None) -> Control | None:
+    if not d:
+        return None
+    return Control(d["kind"], d["what"], measurement_from_record(d["measurement"]))
 
 
 def check_stored(
