@@ -1,4 +1,5 @@
-"""Unit tests of mamba_recall.browser_check helpers and the offline renderer (no browser)."""
+"""Unit tests of mamba_recall.browser_check: its helpers (no browser), its layout, chart and console checks on small
+synthetic pages in headless Chromium (marked ``browser``, skipped without Chromium), and the offline renderer."""
 
 from __future__ import annotations
 
@@ -114,6 +115,263 @@ def test_missing_browser_message(tmp_path):
 def test_main_missing_html_dir(tmp_path, capsys):
     assert bc.main([str(tmp_path / "nope"), "--toc", str(tmp_path / "_toc.yml")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def _png(width, height, rows, filters):
+    """A tiny 8-bit RGB PNG of ``rows`` (bytes of width*3 each), row i filtered with ``filters[i]``."""
+    import struct
+    import zlib
+
+    bpp, raw, prior = 3, b"", bytes(width * 3)
+    for row, kind in zip(rows, filters):
+        out = bytearray()
+        for i, x in enumerate(row):
+            a = row[i - bpp] if i >= bpp else 0
+            b = prior[i]
+            c = prior[i - bpp] if i >= bpp else 0
+            if kind == 0:
+                pred = 0
+            elif kind == 1:
+                pred = a
+            elif kind == 2:
+                pred = b
+            elif kind == 3:
+                pred = (a + b) // 2
+            else:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            out.append((x - pred) & 0xFF)
+        raw += bytes([kind]) + bytes(out)
+        prior = row
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def _unpng(data):
+    """Pixel rows of an 8-bit RGB/RGBA PNG (unfiltered), for checking :func:`stack_pngs`."""
+    import struct
+    import zlib
+
+    chunks = dict()
+    pos, idat = 8, b""
+    while pos < len(data):
+        (n,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + n]
+        chunks[kind] = body
+        idat += body if kind == b"IDAT" else b""
+        pos += 12 + n
+    w, h, _, color, _, _, _ = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
+    bpp = {2: 3, 6: 4}[color]
+    raw, stride, rows, prior = zlib.decompress(idat), 1 + w * bpp, [], bytes(w * bpp)
+    for y in range(h):
+        kind, line = raw[y * stride], bytearray(raw[y * stride + 1 : (y + 1) * stride])
+        for i in range(len(line)):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prior[i]
+            c = prior[i - bpp] if i >= bpp else 0
+            if kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            else:
+                pred = [0, a, b, (a + b) // 2][kind]
+            line[i] = (line[i] + pred) & 0xFF
+        rows.append(bytes(line))
+        prior = bytes(line)
+    return w, h, rows
+
+
+def test_stack_pngs_joins_tiles_whatever_their_filters():
+    """Screenshot tiles are joined into one PNG without an image library; the first row of each tile (filtered
+    against a zero row in its own file) must come out right whatever filter it used."""
+    w = 5
+    rows = [bytes((17 * y + 29 * x + 3 * c) % 256 for x in range(w) for c in range(3)) for y in range(10)]
+    tiles = [
+        _png(w, 3, rows[0:3], [1, 2, 4]),
+        _png(w, 3, rows[3:6], [4, 3, 1]),
+        _png(w, 2, rows[6:8], [3, 0]),
+        _png(w, 2, rows[8:10], [2, 4]),
+    ]
+    width, height, got = _unpng(bc.stack_pngs(tiles))
+    assert (width, height) == (w, 10)
+    assert got == rows
+    with pytest.raises(ValueError):
+        bc.stack_pngs([tiles[0], _png(w + 1, 1, [bytes((w + 1) * 3)], [0])])
+
+
+# --- the layout, chart and console checks in headless Chromium -------------------
+
+VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
+
+
+def _chromium_missing() -> str | None:
+    import os
+
+    for path in (bc.DEFAULT_CHROMIUM, bc.DEFAULT_CHROMEDRIVER):
+        if not os.access(path, os.X_OK):
+            return f"{path} not found (apt-get install chromium chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed"
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser_site(tmp_path_factory):
+    """A folder served on 127.0.0.1 with the book's wide.css and vendored Vega, and one headless Chromium."""
+    import shutil
+    from pathlib import Path
+
+    reason = _chromium_missing()
+    if reason:
+        pytest.skip(reason)
+    root = Path(__file__).resolve().parents[1] / "book" / "_static"
+    site = tmp_path_factory.mktemp("site")
+    shutil.copy(root / "wide.css", site / "wide.css")
+    for name in VENDOR:
+        shutil.copy(root / "vendor" / name, site / name)
+    with bc.serve(site) as origin, bc.chromium_driver() as driver:
+        yield site, origin, driver
+
+
+def _page(body: str) -> str:
+    scripts = "".join(f'<script src="{name}"></script>' for name in VENDOR)
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><link rel="stylesheet" href="wide.css">'
+        f"{scripts}<style>body{{margin:0;font:16px sans-serif}} article{{padding:0 8px}}</style></head>"
+        f'<body><main><article class="bd-article">{body}</article></main></body></html>'
+    )
+
+
+def _check(browser_site, name: str, body: str):
+    site, origin, driver = browser_site
+    (site / name).write_text(_page(body), encoding="utf-8")
+    shots = site / "shots"
+    result = bc.check_page(driver, origin, site, name, wait_s=10, screenshots=shots)
+    return result, shots
+
+
+def _chart(spec: dict, name: str) -> str:
+    from mamba_recall import plots
+
+    spec = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", **spec}
+    return plots.chart_html(spec, None, f"{plots.CHART_CLASS}-{name}")
+
+
+def _failures(result, text: str) -> list[str]:
+    return [f for f in result.failures if text in f]
+
+
+@pytest.mark.browser
+def test_browser_plain_page_passes_and_is_shot_whole(browser_site):
+    """A page of ordinary text, a table and a chart passes at both widths; its screenshots are whole pages,
+    taller than one capture tile (joined from tiles)."""
+    table = "<table><tr><th>claim</th><th>evidence</th></tr><tr><td>errata confirmed</td><td>a b c</td></tr></table>"
+    spec = {"data": {"values": [{"x": 1, "y": 2}, {"x": 2, "y": 3}]}, "mark": "point"}
+    spec["encoding"] = {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"}}
+    tall = f'<div style="height:{bc.SCREENSHOT_TILE_HEIGHT + 500}px">tall</div><p>end</p>'
+    result, shots = _check(browser_site, "plain.html", table + _chart(spec, "plain") + tall)
+    assert result.ok, result.failures
+    assert (result.charts, result.drawn) == (1, 1)
+    for width in bc.WIDTHS:
+        w, h = _png_size((shots / str(width) / "plain.png").read_bytes())
+        assert w == width and h > bc.SCREENSHOT_TILE_HEIGHT + 500
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    import struct
+
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.browser
+def test_browser_column_narrower_than_its_word_fails_at_both_widths(browser_site):
+    """``overflow-wrap: anywhere`` squeezes a column below its longest word ("errat/um", "sy/mb/ol"): that fails
+    at 1300 and 400 px; a word that sticks out of its fixed-width cell fails too."""
+    squeezed = (
+        '<table style="width:60px"><tr><th>symbol</th><th>verdict</th></tr>'
+        '<tr><td style="overflow-wrap:anywhere">erratum</td><td style="overflow-wrap:anywhere">confirmed</td></tr>'
+        "</table>"
+    )
+    result, _ = _check(browser_site, "squeezed.html", squeezed)
+    words = _failures(result, "column narrower than its longest word")
+    assert any(f.startswith("[1300 px]") for f in words) and any(f.startswith("[400 px]") for f in words), words
+    assert any('"confirmed"' in f and "split between letters" in f for f in words), words
+
+    sticking = (
+        '<table style="table-layout:fixed;width:80px"><tr><td style="width:40px;overflow:hidden">'
+        "incomprehensibilities</td><td>x</td></tr></table>"
+    )
+    result, _ = _check(browser_site, "sticking.html", sticking)
+    assert any("sticks out of the cell" in f for f in result.failures), result.failures
+
+
+@pytest.mark.browser
+def test_browser_wide_table_scrolls_in_its_container_only_at_400(browser_site):
+    """A nine-column table may scroll sideways inside its own scroll container at 400 px (not at 1300 px, where
+    it must fit); the page itself may not scroll sideways."""
+    cells = "".join(f"<td>column{i}wordwordword</td>" for i in range(9))
+    body = f'<div style="overflow-x:auto"><table><tr>{cells}</tr></table></div>'
+    result, _ = _check(browser_site, "widetable.html", body)
+    assert not any(f.startswith("[400 px]") for f in result.failures), result.failures
+    assert any(f.startswith("[1300 px] overflows its container") for f in result.failures), result.failures
+
+
+@pytest.mark.browser
+def test_browser_page_wider_than_the_window_fails_at_400(browser_site):
+    result, _ = _check(browser_site, "wide.html", '<div style="width:700px">a block of fixed width</div>')
+    page = _failures(result, "scrolls sideways")
+    assert page and all(f.startswith("[400 px]") for f in page), result.failures
+    assert "in a 400 px window" in page[0] and "sticking out: div" in page[0], page
+
+
+@pytest.mark.browser
+def test_browser_chart_without_data_marks_and_vega_warning_fail(browser_site):
+    """Bars on a log axis (the old speed chart): Vega warns "Log scale domain includes zero" and draws every bar
+    with no height -- only the axes show. Both the warning and the undrawn data fail."""
+    spec = {
+        "data": {"values": [{"b": "a", "s": 0.5}, {"b": "b", "s": 60.0}]},
+        "mark": "bar",
+        "encoding": {
+            "x": {"field": "b", "type": "nominal"},
+            "y": {"field": "s", "type": "quantitative", "scale": {"type": "log"}},
+        },
+    }
+    result, _ = _check(browser_site, "logbars.html", _chart(spec, "logbars"))
+    assert (result.charts, result.drawn) == (1, 1)
+    assert _failures(result, "chart data not drawn: chart mamba-recall-chart-logbars"), result.failures
+    assert any(f.startswith("Vega warning:") and "Log scale domain includes zero" in f for f in result.failures)
+
+    empty = {"data": {"values": []}, "mark": "point"}
+    empty["encoding"] = {"x": {"field": "x", "type": "quantitative", "scale": {"domain": [0, 1]}}}
+    result, _ = _check(browser_site, "empty.html", _chart(empty, "empty"))
+    assert _failures(result, "chart data not drawn: chart mamba-recall-chart-empty"), result.failures
+
+
+@pytest.mark.browser
+def test_browser_vega_console_warning_fails(browser_site):
+    body = "<p>text</p><script>vega.logger(vega.Warn).warn('something is off');</script>"
+    result, _ = _check(browser_site, "warn.html", body)
+    assert [f for f in result.failures if f.startswith("Vega warning:") and "something is off" in f], result.failures
+
+
+@pytest.mark.browser
+def test_browser_chart_text_below_10px_fails_at_1300(browser_site):
+    """A chart twice as wide as the column is scaled down by wide.css to fit: its 11-pixel labels are drawn at
+    about 5 pixels, which fails at 1300 px (at 400 px charts may shrink)."""
+    values = [{"x": i, "y": i % 3} for i in range(10)]
+    spec = {"data": {"values": values}, "mark": "point", "width": 2400, "height": 100}
+    spec["encoding"] = {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"}}
+    result, _ = _check(browser_site, "small.html", _chart(spec, "small"))
+    fonts = _failures(result, "chart text too small: chart mamba-recall-chart-small")
+    assert fonts and all(f.startswith("[1300 px]") for f in fonts), result.failures
+    assert not _failures(result, "chart data not drawn")
 
 
 # --- the offline renderer (mamba_recall.plots) ------------------------------

@@ -506,7 +506,7 @@ tables.forEach((t, ti) => {
 });
 
 // 3. Every chart draws its data (a Vega mark outside axes, legends and titles with an item of visible
-//    extent) and, when asked, no chart text is drawn below minFont pixels.
+//    size) and, when asked, no chart text is drawn below minFont pixels.
 charts.forEach(c => {
   const svg = c.querySelector('svg');
   if (!svg || !svg.getClientRects().length) return;
@@ -516,7 +516,14 @@ charts.forEach(c => {
   for (const g of marks) {
     for (const item of Array.from(g.children)) {
       items++;
-      try { const b = item.getBBox(); if (b.width > 0 || b.height > 0) visible++; } catch (err) { /* not drawn */ }
+      // visible: a shape with an area, or a stroked line (a rule, a flat line) with a length; a bar of no
+      // height (a log axis drawing bars from 0) is not
+      let b;
+      try { b = item.getBBox(); } catch (err) { continue; }
+      if (b.width > 0 && b.height > 0) { visible++; continue; }
+      if (!(b.width > 0 || b.height > 0)) continue;
+      const st = getComputedStyle(item);
+      if (st.stroke && st.stroke !== 'none' && parseFloat(st.strokeWidth) > 0) visible++;
     }
   }
   if (!visible) out.marks.push('chart ' + c.id + ': no data mark drawn (' + marks.length + ' mark group(s), '

@@ -228,16 +228,27 @@ def scan_explorer_chart(frame: pd.DataFrame, deltas: list, a_values: list, delta
 
 
 def bench_chart(frame: pd.DataFrame, title: str) -> alt.Chart:
-    """Forward+backward seconds per backend (log scale), one group per size."""
+    """Forward+backward seconds per backend on a log axis (the timings span four orders of magnitude), one panel
+    per size, each timing a dot labelled with its value.
+
+    Dots, not bars: a bar on a log axis has no zero to start from (Vega-Lite draws it from 0, which a log scale
+    cannot place: the chart came out empty, "Log scale domain includes zero"). A timing that is not a positive
+    number cannot be placed on a log axis either; such rows are left out and the subtitle says how many."""
+    seconds = pd.to_numeric(frame["seconds"], errors="coerce")
+    shown = frame[seconds > 0]
+    left_out = len(frame) - len(shown)
+    base = alt.Chart(shown).encode(
+        x=alt.X("backend:N", title=None, axis=alt.Axis(labelAngle=-30)),
+        y=alt.Y("seconds:Q", scale=alt.Scale(type="log"), title="forward + backward (s, log)"),
+        color=alt.Color("backend:N", legend=None),
+        tooltip=["size", "backend", alt.Tooltip("seconds:Q", format=".4f")],
+    )
+    dots = base.mark_point(filled=True, size=90, opacity=1)
+    labels = base.mark_text(dy=-12, fontSize=11).encode(text=alt.Text("seconds:Q", format=".3g"))
+    subtitle = [f"{left_out} timing(s) not > 0 left out: a log axis cannot show them"] if left_out else []
     return (
-        alt.Chart(frame)
-        .mark_bar()
-        .encode(
-            x=alt.X("backend:N", title=None),
-            y=alt.Y("seconds:Q", scale=alt.Scale(type="log"), title="forward + backward (s, log)"),
-            color="backend:N",
-            column=alt.Column("size:N", title=None),
-            tooltip=["size", "backend", alt.Tooltip("seconds:Q", format=".4f")],
-        )
-        .properties(width=160, height=220, title=title)
+        alt.layer(dots, labels)
+        .properties(width=200, height=240)
+        .facet(column=alt.Column("size:N", title=None))
+        .properties(title=alt.TitleParams(title, subtitle=subtitle) if subtitle else title)
     )

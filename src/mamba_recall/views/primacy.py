@@ -293,8 +293,11 @@ def family_curves_chart(
     line = base.mark_line(point=True, size=1.5).encode(
         y="acc_mean:Q", tooltip=["recipe", "L", "k", alt.Tooltip("acc_mean:Q", format=".3f"), "acc_per_seed", "seeds"]
     )
+    # one panel per L, wrapped into rows of four so the chart fits the book's column at full size
     chart = (
-        (band + line).properties(width=150, height=150).facet(column=alt.Column("L_label:N", sort=order, title=None))
+        (band + line)
+        .properties(width=150, height=150)
+        .facet(facet=alt.Facet("L_label:N", sort=order, title=None), columns=4)
     )
     return chart.properties(title=title or f"Edge family, {variant} relation: mean over seeds (95 % t-interval)")
 
@@ -335,9 +338,10 @@ def family_curves(fam, variant: str = "repeated") -> alt.Chart:
     return family_curves_chart(fam.curves, fam.models, variant)
 
 
-def family_learning_chart(fam) -> alt.Chart:
-    """Every edge model's held-out gate metrics during training (one line per seed, one panel per recipe and metric
-    at L = 4 and 8, random relation), with the gate's thresholds as rules."""
+def family_learning_chart(fam, columns: int = 3) -> alt.Chart:
+    """Every edge model's held-out gate metrics during training (one line per seed, dashed by metric: L = 4 and 8,
+    random relation), one panel per recipe, the panels wrapped into rows of ``columns`` so the chart fits the
+    book's column at full size (seven panels side by side were scaled to half size, 5-pixel text)."""
     if fam.bundle is None:
         return _notice(f"not committed yet: {fam.missing}")
     lc = fam.bundle.tables["learning"]
@@ -354,7 +358,8 @@ def family_learning_chart(fam) -> alt.Chart:
         )
     )
     return line.properties(width=220, height=160).facet(
-        column=alt.Column("recipe:N"),
+        facet=alt.Facet("recipe:N", title="recipe"),
+        columns=columns,
         title="Held-out recall while training (the gate: ≥ 0.95 at L = 4, ≥ 0.80 at L = 8)",
     )
 
