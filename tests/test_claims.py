@@ -220,7 +220,9 @@ def test_generated_pages(tmp_path):
     claims.check(claim.id, wx.worked_example(), directory=tmp_path)
     recorded = core.load_verdicts(tmp_path)
     page = render.scorecard_page(recorded)
-    assert "001/KeyObs2" in page and "✅" in page
+    assert "001/KeyObs2" in page and render.badge("reproduced") in page and "mr-bar" in page
+    assert "✅" not in page  # badges in CSS and words, no emoji glyph
+    assert ":::{dropdown} 001/KeyObs2 — reproduced" in page
     for c in ALL:
         assert c.id in page, f"{c.id} missing from the scorecard page"
     table = render.chapter_status_table(recorded)

@@ -117,13 +117,13 @@ class Cond:
         }[self.op]
 
     def text(self) -> str:
-        return f"{self.metric} {OPS[self.op]}" + ("" if self.value is None else f" {_fmt(self.value)}")
+        return f"{self.metric} {OPS[self.op]}" + ("" if self.value is None else f" {fmt(self.value)}")
 
     def shown(self, x) -> str:
-        """``x`` as printed beside this condition: :func:`_fmt`'s 4 significant digits, or as many more as it takes
+        """``x`` as printed beside this condition: :func:`fmt`'s 4 significant digits, or as many more as it takes
         for the printed number to hold the condition exactly when ``x`` does (0.9999955 against ``≥ 1`` prints
         0.999996, not a failing "1")."""
-        s = _fmt(x)
+        s = fmt(x)
         if self.value is None or isinstance(x, bool):
             return s
         try:
@@ -346,7 +346,7 @@ class Verdict:
         if self.intervals:
             lines.append(
                 "- 95 % intervals: "
-                + "; ".join(f"{k} [{_fmt(lo)}, {_fmt(hi)}]" for k, (lo, hi) in self.intervals.items())
+                + "; ".join(f"{k} [{fmt(lo)}, {fmt(hi)}]" for k, (lo, hi) in self.intervals.items())
             )
         lines.append(f"- rule: {self.rule}")
         if self.checks:
@@ -372,7 +372,7 @@ class Verdict:
         )
 
 
-def _fmt(x) -> str:
+def fmt(x) -> str:
     if isinstance(x, bool):
         return str(x)
     if isinstance(x, (int,)) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e6):
@@ -475,7 +475,7 @@ def interval_crossings(conds, m: Measurement) -> str:
             held = sum(bool(c.holds(v)) for v in m.per_seed[c.metric])
             bad.append(f"{c.text()} holds on {held} of {len(m.per_seed[c.metric])} seeds")
         else:
-            bad.append(f"{c.metric} is {_fmt(m.values[c.metric])}")
+            bad.append(f"{c.metric} is {fmt(m.values[c.metric])}")
     return "; ".join(bad)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .core import MARK, PAPERS, STATUSES, TIERS, Verdict, claims_of, load_verdicts, not_run_verdict
+from .core import PAPERS, STATUSES, TIERS, Evidence, Verdict, fmt, claims_of, load_verdicts, not_run_verdict
 
 CHAPTERS = {
     0: ("0. The selective scan", "001"),
@@ -43,7 +43,8 @@ def _evidence(v: Verdict) -> str:
     if not v.evidence:
         return "—"
     e = v.evidence
-    return f"{e['tier']}, {e['seeds']} seed{'s' * (e['seeds'] != 1)}" if e["seeds"] else e["tier"]
+    text = f"{e['tier']}, {e['seeds']} seed{'s' * (e['seeds'] != 1)}" if e["seeds"] else e["tier"]
+    return text + (", analogue" if v.analogue else "")
 
 
 def _cell(text: str) -> str:
@@ -54,21 +55,82 @@ def _link(v: Verdict, prefix: str) -> str:
     return f"{{doc}}`{v.claim_id} <{prefix}{v.section}>`" if v.section else v.claim_id
 
 
+def slug(status: str) -> str:
+    """The CSS name of a status (``book/_static/scorecard.css`` colours ``mr-status-<slug>``)."""
+    return status.replace(" ", "-")
+
+
+def badge(status: str) -> str:
+    """A status as a coloured badge drawn with CSS and its words (no emoji glyph: where no emoji font is
+    installed those print as empty boxes)."""
+    return f'<span class="mr-status mr-status-{slug(status)}">{status}</span>'
+
+
 def counts_line(verdicts: list[Verdict]) -> str:
+    """Counts per status as badges; the verdicts resting on an analogue are counted apart."""
     c = Counter(v.status for v in verdicts)
-    return ", ".join(f"{MARK[s]} {c[s]} {s}" for s in STATUSES if c[s]) + f" — {len(verdicts)} claims"
+    line = " ".join(f"{badge(s)} {c[s]}" for s in STATUSES if c[s]) + f" — {len(verdicts)} claims"
+    analogue = Counter(v.status for v in verdicts if v.analogue)
+    if analogue:
+        line += (
+            f"; of these, {sum(analogue.values())} rest on an analogue (a stand-in for the paper's model): "
+            + ", ".join(f"{s} {analogue[s]}" for s in STATUSES if analogue[s])
+        )
+    return line
+
+
+def status_bar(verdicts: list[Verdict]) -> str:
+    """A chart of a chapter's statuses: one bar, a segment per status, wide as its share (HTML and CSS)."""
+    c = Counter(v.status for v in verdicts)
+    n = max(len(verdicts), 1)
+    label = ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s])
+    parts = "".join(
+        f'<span class="mr-status-{slug(s)}" style="width:{100 * c[s] / n:.2f}%" title="{c[s]} {s}"></span>'
+        for s in STATUSES
+        if c[s]
+    )
+    return f'<div class="mr-bar" role="img" aria-label="{label}">{parts}</div>'
 
 
 def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
-    """A compact table: claim (linked) and statement, paper, ours, verdict mark, evidence."""
-    lines = ["| claim | paper | ours | verdict | evidence |", "|---|---|---|---|---|"]
+    """One compact row per claim (claim, verdict, evidence), then the whole record of each claim one click away
+    (a dropdown: the paper's sentence, its numbers, ours with intervals, the rule, the checks, the control,
+    the evidence, the setting)."""
+    lines = ["| claim | verdict | evidence |", "|---|---|---|"]
     for v in verdicts:
-        what = f"{_link(v, prefix)} {v.statement} *({v.where})*"
-        ours = v.ours or (v.reason if v.status == "not run" else "—")
-        shown_reason = v.reason and v.status not in ("not run", "erratum confirmed")  # those say it in 'ours'
-        verdict = f"{MARK[v.status]} {v.status}" + (f" ({v.reason})" if shown_reason else "")
-        lines.append("| " + " | ".join(_cell(x) for x in (what, v.printed, ours, verdict, _evidence(v))) + " |")
+        lines.append("| " + " | ".join((_cell(_link(v, prefix)), badge(v.status), _cell(_evidence(v)))) + " |")
+    lines.append("")
+    for v in verdicts:
+        lines += [f":::{{dropdown}} {v.claim_id} — {v.status}", *_details(v, prefix), ":::", ""]
     return "\n".join(lines) + "\n"
+
+
+def _details(v: Verdict, prefix: str) -> list[str]:
+    said = f"“{v.quote}”" if v.quote else v.statement
+    out = [f"- **the paper** ({v.where}): {said}", f"- **paper's numbers**: {v.printed}"]
+    out.append(f"- **ours**: {v.ours or (v.reason if v.status == 'not run' else '—')}")
+    if v.intervals:
+        out.append(
+            "- **95 % intervals over seeds**: "
+            + "; ".join(f"{k} [{fmt(lo)}, {fmt(hi)}]" for k, (lo, hi) in v.intervals.items())
+        )
+    out.append(f"- **rule** (declared before the result): {v.rule}")
+    if v.checks:
+        out.append(
+            "- **checks**: " + "; ".join(f"{c} (ours {x}) {'holds' if ok else 'fails'}" for c, x, ok in v.checks)
+        )
+    if v.control:
+        out.append(f"- **control**: {v.control}")
+    if v.evidence:
+        out.append(f"- **evidence**: {Evidence(**v.evidence).text()}")
+    if v.setting:
+        out.append(f"- **setting**: {'analogue — ' if v.analogue else ''}{v.setting}")
+    out.append(f"- **verdict**: {badge(v.status)}" + (f" — {v.reason}" if v.reason else ""))
+    if v.note:
+        out.append(f"- **note**: {v.note}")
+    if v.section:
+        out.append(f"- checked in {{doc}}`{prefix}{v.section}`")
+    return [line.replace("\n", " ") for line in out]
 
 
 def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
@@ -81,15 +143,35 @@ def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
         + ", ".join(f"{t} {tiers[t]}" for t in (*TIERS, "none") if tiers[t])
         + " (*none*: not run).",
         "",
+        "| chapter | statuses |",
+        "|---|---|",
     ]
     for ch, (title, paper) in CHAPTERS.items():
         vs = [v for v in everything if PAPERS[v.claim_id.split("/")[0]] == ch]
-        out += [f"## {title} (paper {paper})", "", counts_line(vs) + ".", "", verdict_table(vs), ""]
+        out.append(f"| [{title}](#{_anchor(title, paper)}) | {status_bar(vs)} |")
+    out.append("")
+    for ch, (title, paper) in CHAPTERS.items():
+        vs = [v for v in everything if PAPERS[v.claim_id.split("/")[0]] == ch]
+        out += [
+            f"({_anchor(title, paper)})=",
+            f"## {title} (paper {paper})",
+            "",
+            status_bar(vs),
+            "",
+            counts_line(vs) + ".",
+            "",
+            verdict_table(vs),
+            "",
+        ]
     return "\n".join(out)
 
 
+def _anchor(title: str, paper: str) -> str:
+    return f"scorecard-paper-{paper}"
+
+
 def chapter_status_table(recorded: dict[str, Verdict] | None = None) -> str:
-    lines = ["| chapter | " + " | ".join(f"{MARK[s]} {s}" for s in STATUSES) + " |", "|---|" + "---|" * len(STATUSES)]
+    lines = ["| chapter | " + " | ".join(badge(s) for s in STATUSES) + " |", "|---|" + "---|" * len(STATUSES)]
     for ch, (title, _) in CHAPTERS.items():
         c = Counter(v.status for v in verdicts_for(ch, recorded))
         lines.append(f"| {title} | " + " | ".join(str(c[s]) for s in STATUSES) + " |")
