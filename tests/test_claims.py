@@ -397,3 +397,28 @@ def test_quote_setting_and_analogue_show_on_the_verdict():
     v = judge(claim, Measurement({"acc": 0.95}, "x", Evidence.exact("n")))
     md = v._repr_markdown_()
     assert "“Mamba shows a U-shaped recall curve.”" in md and "**analogue**" in md and "Falcon" in md
+
+
+def _normalise(text: str) -> str:
+    """Whitespace collapsed and typographic quotes and dashes folded, so a sentence copied from the paper's text
+    matches however the text file broke its lines."""
+    import re
+
+    for a, b in (("“", '"'), ("”", '"'), ("’", "'"), ("‘", "'"), ("–", "-"), ("—", "-"), ("ﬁ", "fi"), ("ﬂ", "fl")):
+        text = text.replace(a, b)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+@pytest.mark.skipif(
+    not PAPERS_DIR.is_dir(),
+    reason="set MAMBA_RECALL_PAPERS to a folder with the papers' text (one NNN_*.txt per paper) to check the quotes",
+)
+@pytest.mark.parametrize("paper", ["000", "001", "002", "003", "004"])
+def test_every_quote_is_the_papers_own_sentence(paper):
+    """A claim quotes the sentence of the paper it tests, verbatim: each quote (split at " … " where it joins two
+    pieces) occurs in that paper's text, whitespace aside."""
+    (path,) = PAPERS_DIR.glob(f"{paper}_*.txt")
+    text = _normalise(path.read_text())
+    for c in core.claims_of(paper):
+        for piece in filter(None, (p.strip() for p in c.quote.split(" … "))):
+            assert _normalise(piece) in text, f"{c.id}: quote not found verbatim in paper {paper}: {piece!r}"
