@@ -48,8 +48,12 @@ lint: $(STAMP)
 	$(PY) -m ruff check src tests book
 	$(PY) -m ruff format --check src tests book
 
+# The papers' text, where a checkout sits beside it (../shared/papers): the claims' quotes and printed numbers
+# are then checked against it (tests/test_claims.py); elsewhere those two tests are skipped with the reason.
+PAPERS ?= $(wildcard $(abspath ../shared/papers))
+
 pytest: $(STAMP)
-	$(PY) -m pytest -ra tests
+	$(if $(PAPERS),MAMBA_RECALL_PAPERS=$(PAPERS)) $(PY) -m pytest -ra tests
 
 nbval: $(STAMP)
 	$(PY) -m pytest -ra --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider book
