@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m mamba_recall.browser_check _build/html --toc _toc.yml
+    python -m mamba_recall.browser_check _build/html --toc _toc.yml [--widths 1300,400]
 
 Serves ``<html_dir>`` on 127.0.0.1 (random free port), opens every page listed
 in the Jupyter Book 1.x ``_toc.yml`` in headless Chromium (selenium 4, system
@@ -14,18 +14,35 @@ used) with the network switched off, and checks for each page that
 * no request leaves the machine (every request URL is on the local server,
   ``data:``, ``blob:`` or ``about:``) -- read from Chromium's performance log;
 * no local request fails (HTTP >= 400 or a network error);
-* the browser console has no errors (level SEVERE);
+* the browser console has no errors (level SEVERE) and no warning from Vega
+  (level WARNING from the vendored Vega scripts, e.g. "Log scale domain includes zero");
 * every Altair chart drawn by :mod:`mamba_recall.plots`' offline renderer
-  (``div.mamba-recall-chart``) contains an ``<svg>`` or ``<canvas>``;
+  (``div.mamba-recall-chart``) contains an ``<svg>`` or ``<canvas>``, and its svg draws its data: at least one
+  item of a Vega mark outside the axes, legends and titles (``g.role-mark``) has a visible size (a bar of no
+  height, as bars from 0 on a log axis, does not count);
 * every math element (``.math.notranslate`` written by Sphinx) was typeset by
   the vendored MathJax (contains an ``mjx-container``);
+
+and then, at each window width of ``--widths`` (default :data:`WIDTHS`: 1300 and 400 pixels; the page is loaded
+at the first and the window set to each width in turn):
+
 * no table and no chart is wider than the room it has: its full width must fit
   between its left edge and the right edge of the first ancestor that clips or
-  scrolls it (or of the page's article column), at a 1300-pixel window -- a
-  reader would otherwise have to scroll sideways or would not see the rest;
+  scrolls it (or of the page's article column) -- a reader would otherwise have to
+  scroll sideways or would not see the rest. Below 1300 pixels a table may be wider
+  than its room if it scrolls sideways inside its own scroll container (the theme's
+  ``div.pst-scrollable-table-container``, a notebook output area), which must fit;
+* the page itself is not wider than the window (``document.documentElement.scrollWidth``);
+* no table column is narrower than its longest word: no word of a cell (text between
+  spaces) is split between two letters or digits over lines (as ``overflow-wrap: anywhere``
+  does: "errat / um", "sy mb ol"; the browser's own line breaking after a hyphen or at
+  punctuation such as ``/`` or ``_`` is allowed), and no word sticks out of its cell;
+* at 1300 pixels, no chart text is drawn below :data:`MIN_CHART_FONT_PX` pixels (its
+  font size times the scale its svg is drawn at, e.g. a wide chart shrunk to the column);
 
-and saves a screenshot of every page (its first :data:`SCREENSHOT_MAX_HEIGHT`
-pixels) into ``--screenshots`` (default ``<html_dir>/../screenshots``) for review.
+and saves a whole-page screenshot of every page at every width into ``--screenshots``
+(default ``<html_dir>/../screenshots``), as ``<width>/<page>.png``, for review (captured in
+tiles of :data:`SCREENSHOT_TILE_HEIGHT` pixels and joined by :func:`stack_pngs`).
 
 Prints one line per page and exits 1 with a summary of all failures (0 if all
 pages pass, 2 on a usage/setup error such as missing Chromium).
