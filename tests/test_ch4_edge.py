@@ -79,12 +79,14 @@ def test_across_seeds_rule():
 
 
 def test_three_seeds_reach_reproduced_one_seed_is_capped():
-    """A trained claim whose conditions hold: three seeds with an interval → reproduced; one seed → partially."""
+    """A trained claim whose conditions hold: three seeds with an interval → reproduced; one seed is capped at
+    inconclusive (symmetric judging: one seed decides neither way), the reason naming the seeds."""
     claim = get("004/Fig3a")
     ok = {"fraction": 0.05, "concentration_p": 1e-4}
     assert claim.rule.trained
-    assert judge(claim, across_seeds([_m(ok) for _ in range(3)])).status in ("reproduced",)
-    assert judge(claim, across_seeds([_m(ok)])).status == "partially"
+    assert judge(claim, across_seeds([_m(ok) for _ in range(3)])).status == "reproduced"
+    one = judge(claim, across_seeds([_m(ok)]))
+    assert one.status == "inconclusive" and "1 seed" in one.reason and "'reproduced'" in one.reason, one
 
 
 def test_check_seeds_measures_each_seed():
