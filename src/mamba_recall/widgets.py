@@ -31,7 +31,12 @@ from IPython.display import display  # noqa: E402
 
 from .scan import selective_scan_trace  # noqa: E402
 
-LIVE_NOTE = "(live controls below, in Jupyter with a running kernel: {what})"
+#: Printed between an explorer's default view and its controls: what a reader can do where they read it (the
+#: HTML book and saved notebooks show the default view only; controls exist in a running Jupyter kernel).
+LIVE_NOTE = (
+    "Above: this explorer's default view. Its controls show here when the notebook runs in Jupyter "
+    "(make lab, then Run All): {what}. The HTML book shows the default view only."
+)
 
 
 class Explorer:
