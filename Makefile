@@ -25,10 +25,15 @@ venv: $(STAMP)
 # own torch survives `pip install mamba-recall`): installed first, as 2.13.0, so that a CPU machine gets the
 # CPU build instead of several GB of CUDA packages; on a GPU machine install the CUDA build of the same
 # version first. The editable install keeps it (it satisfies torch>=2.2).
+# TORCH_INDEX_URL: where torch comes from (empty: the configured index). From the public PyPI on Linux,
+# torch==2.13.0 is the CUDA build (several GB of nvidia-* wheels); the CPU build (about 200 MB) comes from
+# make book TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+TORCH_INDEX_URL ?=
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 	$(PY) -m pip install --quiet -e '.[book,test,bench]'
 	touch $(STAMP)
 
