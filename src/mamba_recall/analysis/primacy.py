@@ -452,6 +452,24 @@ def check_periodicity(res: dict, t0: int = 4) -> dict:
 # --------------------------------------------------------------------- distractors (§4.4, Fig. 5b)
 
 
+class DistractorSweep(dict):
+    """{n_d: (n, L) correct} of :func:`distractor_sweep`, tagged with the distractor ``pool`` it drew from (so a claim
+    can tell the paper's random tokens from in-distribution filler)."""
+
+    pool = "content"
+
+
+def untrained_twin(model_name: str, *, backend="auto"):
+    """(model, vocab, sidecar): the committed checkpoint ``model_name``'s architecture and vocabulary, **untrained**:
+    initialised as its training run started (``torch.manual_seed`` of its recorded training seed, then the same
+    constructor). The null control of a statistic that could hold by construction (a claim's rule must not pass it)."""
+    blob, side = read_smodel(checkpoint_path(model_name), model_name)
+    vocab = RecallVocab(**blob["vocab"])
+    torch.manual_seed(int((side.get("train_config") or {}).get("seed", 0)))
+    net = build_model(blob["model_config"], vocab, backend=backend)
+    return net.eval(), vocab, side
+
+
 def distractor_sweep(
     model, vocab, L, n, ns=(0, 4, 16, 64, 256), variant="repeated", seed=7, device="cpu", pool: str = "content"
 ):
@@ -464,7 +482,8 @@ def distractor_sweep(
     tokens = vocab.content_tokens if pool == "content" else vocab.filler_tokens
     ctx = contexts(vocab, L, variant, n)
     rng = np.random.RandomState(seed)
-    out = {}
+    out = DistractorSweep()
+    out.pool = pool
     for nd in ns:
         dist = None
         if nd:
