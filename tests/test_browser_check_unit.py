@@ -117,6 +117,34 @@ def test_main_missing_html_dir(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
 
 
+def test_console_problems_errors_and_vega_warnings():
+    entries = [
+        {"level": "SEVERE", "message": "http://x/a.js 1:2 Uncaught TypeError: boom"},
+        {"level": "SEVERE", "message": f"{ORIGIN}/favicon.ico - Failed to load resource: 404"},
+        {
+            "level": "WARNING",
+            "message": f'{ORIGIN}/_static/vendor/vega.min.js 0:1502 "WARN" "Log scale domain includes zero"',
+        },
+        {"level": "WARNING", "message": f"{ORIGIN}/_static/other.js 3:4 something unrelated"},
+        {"level": "INFO", "message": '"[PST]: Changed to light mode"'},
+    ]
+    found = bc._console_problems(entries, ORIGIN)
+    assert found == [
+        "console error: http://x/a.js 1:2 Uncaught TypeError: boom",
+        f'Vega warning: {ORIGIN}/_static/vendor/vega.min.js 0:1502 "WARN" "Log scale domain includes zero"',
+    ]
+
+
+def test_main_rejects_bad_widths(tmp_path, capsys):
+    html = tmp_path / "html"
+    html.mkdir()
+    toc = tmp_path / "_toc.yml"
+    toc.write_text("format: jb-book\nroot: intro\n")
+    assert bc.main([str(html), "--toc", str(toc), "--widths", "1300,phone"]) == 2
+    assert bc.main([str(html), "--toc", str(toc), "--widths", "1300,100"]) == 2
+    assert "--widths" in capsys.readouterr().err
+
+
 def _png(width, height, rows, filters):
     """A tiny 8-bit RGB PNG of ``rows`` (bytes of width*3 each), row i filtered with ``filters[i]``."""
     import struct
