@@ -32,6 +32,7 @@ __all__ = [
     "check_d1_to_d5",
     "ideal_table",
     "auroc",
+    "superposition_guess_accuracy",
 ]
 
 
@@ -219,3 +220,31 @@ def check_d1_to_d5(model, weights: dict, x: torch.Tensor, y: torch.Tensor, Nf: i
     kpos = torch.arange(0, ctx, 2)
     out["d5_key_shift"] = float((cm["Mk"][:, kpos, : ctx + 1].argmax(-1) == kpos + 1).double().mean())
     return out
+
+
+def superposition_guess_accuracy(
+    V: int, Nf: int, L: int, *, Nk: int = 2, n: int = 4000, seed: int = 987_654, pad: str = "full"
+) -> float:
+    """Expected accuracy on :func:`~mamba_recall.tasks.mqar.mqar`'s ``repeated_keys`` sequences of a reader that sees
+    only the superposition of the ``N_k`` values stored after the queried key (Remark 3: a one-layer circuit returns
+    ≈ v₁ + … + v_{N_k}) and answers its argmax: the most frequent stored value, ties broken uniformly. Computed on
+    ``n`` sequences drawn from the generator itself, so it includes what the generator does that 1/N_k ignores
+    (the earlier chunks' fresh values can repeat the last one: ≈ 0.508 at N_k = 2 and ≈ 0.349 at N_k = 3 for
+    V = 128). Exact in expectation up to the sampling of ``n`` sequences (standard error ≤ 0.5/√(n N_f))."""
+    from ..tasks.mqar import mqar
+
+    x, y = mqar(V, Nf, L, n, seed, variant="repeated_keys", Nk=Nk, pad=pad)
+    x, y = x.numpy(), y.numpy()
+    ctx = 2 * Nf * Nk
+    keys = x[:, 0:ctx:2].reshape(n, Nk, Nf)  # (sequence, chunk, slot)
+    vals = x[:, 1:ctx:2].reshape(n, Nk, Nf)
+    rows, cols = np.nonzero(y >= 0)  # every key is queried once: N_f queries per sequence, in row order
+    q, label = x[rows, cols].reshape(n, -1), y[rows, cols].reshape(n, -1)  # (sequence, query)
+    hit = keys[:, None] == q[:, :, None, None]  # (sequence, query, chunk, slot): the key's slot in each chunk
+    stored = (vals[:, None] * hit).sum(-1)  # (sequence, query, chunk): the value written after it in each chunk
+    same = stored[..., :, None] == stored[..., None, :]
+    cnt = same.sum(-1)  # how often each stored value occurs among the N_k
+    top = cnt == cnt.max(-1, keepdims=True)  # the argmax of the superposition (ties: every top value)
+    distinct_top = (top / cnt).sum(-1)
+    right_top = (top * (stored == label[..., None]) / cnt).sum(-1)
+    return float((right_top / distinct_top).mean())
