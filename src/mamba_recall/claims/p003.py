@@ -8,12 +8,22 @@ existence statement) and the printed step (``-bias``, ``-readout``, ``-Delta``) 
 first is judged on the corrected construction, the second reads *erratum confirmed* when the printed
 step fails and the corrected one is exact.
 
-Intervals. Where the paper reports the best of several seeds (Figs. 2, 3, A.2–A.4: "best of 7 seeds", "best of 5
-seeds") the rule reads the best-of-seeds value, the paper's own statistic; where it reports a mean over seeds (Tab. 1,
-Tabs. A.1–A.4) the rule reads the mean. Either way the interval shown is an interval of *that* statistic: a 95 %
-percentile bootstrap that resamples whole seeds with replacement and recomputes the statistic the rule reads
-(:func:`_seed_bootstrap`). (An earlier version attached the spread of a per-seed statistic, which is not an interval
-of a best-of-seeds value.) Under three seeds there is no interval and a trained claim stays capped.
+Seeds. Every trained claim takes the one path of :mod:`~mamba_recall.claims.core`: the claim's statistic is computed on
+each trained model (seed) alone (:func:`_per_seed`), and :func:`~mamba_recall.claims.core.across_seeds` combines the
+seeds (mean with its 95 % Student-t interval over seeds; a boolean holds when it holds on every seed), which
+:func:`~mamba_recall.claims.core.judge` reads with the same burden both ways. Where the paper reports a mean over seeds
+(Tab. 1, Tabs. A.1–A.4) this is its statistic. Where it reports the best of several seeds (Figs. 2, 3, A.2–A.4: "best
+of 7 seeds", "best of 5 seeds") the rule reads each seed's own value, averaged with its interval: a best-of-k value has
+no interval over seeds (a bootstrap of a maximum never exceeds the observed one), and a typical seed is what a reader
+can expect to rerun. This was fixed before looking at any bundle; each such rule says so in its ``why``. (An earlier
+version bootstrapped the best-of-seeds value under a metric name the rule did not read, so the verdicts ignored it.)
+
+Controls. Where a null is cheap, a trained claim's measurement carries one (:class:`~mamba_recall.claims.core.Control`),
+judged by the same rule beside it: the same statistic with every accuracy at the task generator's chance level
+(:func:`_chance_null`: ``1/|V|`` for KEEP n-TH and MQAR, whose targets are uniform over the vocabulary; ``1/(|V|+1)`` for
+INDUCTION HEADS, |V| tokens and the blank), or, for Fig. 1, the same model at initialisation. Claims that a model
+*fails* (Tabs. A.2–A.4) carry none: a null fails too by construction, so a null cannot tell anything there; what
+makes their "fails" informative is the same recipe solving the task with PE in the same bundle (Tab. 1, Tabs. A.1–A.2).
 
 Thresholds: "exact" means every query of the test set right (accuracy 1.0); a trained model "solves" a
 task at ≥ 0.99 (the paper reports 1.00 with two decimals; 0.99 leaves one point for test-set sampling)
@@ -26,7 +36,9 @@ import math
 
 import numpy as np
 
-from .core import MIN_SEEDS, Claim, Evidence, Measurement, NotRun, Rule, conds, register
+from dataclasses import replace
+
+from .core import Claim, Control, Evidence, Measurement, NotRun, Rule, across_seeds, conds, register
 
 SECTION = {
     "approx": "03_selectivity/01_approximation",
@@ -53,46 +65,32 @@ RUN_IH = (
 )
 
 
-def _seeds(runs, keys) -> int:
-    """The smallest number of seeds behind any configuration of ``runs`` (grouped by ``keys``)."""
-    return int(runs.groupby(list(keys)).seed.nunique().min()) if len(runs) else 0
-
-
-def _interval(values) -> tuple[float, float] | None:
-    """95 % interval of the mean over seeds (normal approximation), or None under 3 seeds."""
-    v = np.asarray(values, dtype=float)
-    if v.size < 3:
-        return None
-    half = 1.96 * v.std(ddof=1) / math.sqrt(v.size)
-    return float(v.mean() - half), float(v.mean() + half)
-
-
-BOOTSTRAP = 200  # seed resamples for :func:`_seed_bootstrap` (a fixed generator: the interval is reproducible)
-
-
-def _seed_bootstrap(runs, stat, name: str, n_boot: int = BOOTSTRAP) -> tuple[dict, dict]:
-    """(intervals, per_seed) for a Measurement whose rule reads ``stat(runs)`` (a best-of-seeds or a mean-over-seeds
-    statistic): a 95 % percentile bootstrap of that same statistic, resampling whole seeds with replacement (a seed
-    drawn twice counts twice in a mean and once in a max), and ``stat`` of each seed alone for display. No interval
-    under :data:`~mamba_recall.claims.core.MIN_SEEDS` seeds."""
-    import pandas as pd
-
-    if "seed" not in runs or runs.empty:
-        return {}, {}
+def _per_seed(runs, measure_one) -> Measurement:
+    """The claim's measurement on each seed's runs alone (``measure_one(runs of one seed)``, a Measurement with that
+    model's numbers), combined by :func:`~mamba_recall.claims.core.across_seeds`: the chapter's single path from
+    trained models to a verdict. A table without ``seed`` is one seed."""
+    if "seed" not in runs:
+        return across_seeds([measure_one(runs)], ["seed 0"])
     seeds = sorted(set(runs.seed))
-    parts = {s: runs[runs.seed == s] for s in seeds}
-    per = [float(stat(parts[s])) for s in seeds]
-    if len(seeds) < MIN_SEEDS:
-        return {}, {name: per}
-    rng = np.random.default_rng(0)
-    boot = np.array(
-        [float(stat(pd.concat([parts[s] for s in rng.choice(seeds, size=len(seeds))]))) for _ in range(n_boot)]
-    )
-    boot = boot[np.isfinite(boot)]
-    if not boot.size:
-        return {}, {name: per}
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return {f"{name} (95 % bootstrap over seeds)": (float(lo), float(hi))}, {name: per}
+    return across_seeds([measure_one(runs[runs.seed == s]) for s in seeds], [f"seed {s}" for s in seeds])
+
+
+def _chance_null(runs, chance, measure_one, what: str) -> Control:
+    """A null control: the same per-seed measurement with every run's accuracy replaced by ``chance`` (a number, or
+    one per row), the accuracy of a model that learned nothing about the task (a uniform guess over the generator's
+    targets)."""
+    return Control("null", what, _per_seed(runs.assign(accuracy=chance), measure_one))
+
+
+def _vocab(bundle, default: int = 128) -> int:
+    """The bundle's |V| (a ci bundle's config, a run-store bundle's sizes), else the paper's 128."""
+    cfg = bundle.config or {}
+    return int(cfg.get("V") or (cfg.get("sizes") or {}).get("V") or default)
+
+
+def _summary(m: Measurement, shown: str, note: str = "") -> Measurement:
+    """``m`` with the reader's one line ``shown`` (means over seeds) instead of every seed's line."""
+    return replace(m, shown=shown, note="; ".join(filter(None, (m.note, note))))
 
 
 # ============================================================================ §4.1 approximation (exact)
@@ -185,76 +183,82 @@ def _keep_runs(bundle):
 
 
 def measure_tab1(bundle) -> Measurement:
-    """Tab. 1 (T = 50, d = 32, N = 8): the five models' accuracy, mean over seeds."""
+    """Tab. 1 (T = 50, d = 32, N = 8): per seed, the lower of Mamba+PE's and the Transformer's accuracy
+    (``solved_min``) and the highest of Mamba's, S4D's and S4D+PE's (``failing_max``), combined over seeds; a
+    null control at the generator's chance level 1/|V|."""
     runs, preset = _keep_runs(bundle)
     sub = runs[(runs["T"] == 50) & (((runs.d == 32) & (runs.N == 8)) | (runs.model == "transformer"))]
     if sub.empty or set(sub.model) < {"s6+pe", "s6", "s4d", "s4d+pe", "transformer"}:
         raise NotRun(f"the {preset} bundle has no T = 50 runs; Tab. 1 needs {RUN_KEEP}")
+
+    def one(r):
+        a = r.groupby("model").accuracy.mean()
+        return Measurement(
+            {
+                "solved_min": float(min(a["s6+pe"], a["transformer"])),
+                "failing_max": float(max(a["s6"], a["s4d"], a["s4d+pe"])),
+            },
+            ", ".join(f"{m} {x:.2f}" for m, x in a.items()),
+            Evidence.from_bundle(bundle, "T = 50, d = 32, N = 8", 1),
+        )
+
+    V = _vocab(bundle)
     acc = sub.groupby("model").accuracy.mean()
-    per_seed = {m: sub[sub.model == m].sort_values("seed").accuracy.tolist() for m in acc.index}
-
-    def solved_min(r):
-        a = r.groupby("model").accuracy.mean()
-        return min(a["s6+pe"], a["transformer"])
-
-    def failing_max(r):
-        a = r.groupby("model").accuracy.mean()
-        return max(a["s6"], a["s4d"], a["s4d+pe"])
-
-    intervals = {
-        **_seed_bootstrap(sub, solved_min, "solved_min")[0],
-        **_seed_bootstrap(sub, failing_max, "failing_max")[0],
-    }
-    v = {"solved_min": float(solved_min(sub)), "failing_max": float(failing_max(sub))}
-    shown = ", ".join(f"{m} {a:.2f}" for m, a in acc.items()) + " (T = 50, d = 32, N = 8)"
-    return Measurement(
-        v,
-        shown,
-        Evidence.from_bundle(bundle, "T = 50, d = 32, N = 8", _seeds(sub, ["model"])),
-        intervals=intervals,
-        per_seed=per_seed,
-    )
+    m = _per_seed(sub, one)
+    m = replace(m, control=_chance_null(sub, 1 / V, one, f"every model at chance, 1/|V| = 1/{V}"))
+    return _summary(m, ", ".join(f"{k} {a:.2f}" for k, a in acc.items()) + " (T = 50, d = 32, N = 8; means over seeds)")
 
 
 def measure_keep_solved(bundle) -> Measurement:
-    """Tabs. A.1–A.2: Mamba+PE (d = 32, every N) and the Transformer solve KEEP n-TH at every T of the grid."""
+    """Tabs. A.1–A.2: Mamba+PE (d = 32, every N) and the Transformer solve KEEP n-TH at every T of the grid: per seed
+    the lowest accuracy over the (T, d, N, model) cells, and the share of the paper's five T covered."""
     runs, preset = _keep_runs(bundle)
     sub = runs[((runs.model == "s6+pe") & (runs.d == 32)) | (runs.model == "transformer")]
     if sub.empty:
         raise NotRun(f"the {preset} bundle has no Mamba+PE or Transformer runs; needs {RUN_KEEP}")
-    cell = sub.groupby(["T", "d", "N", "model"]).accuracy.mean()
     Ts = sorted(set(sub["T"]))
-    v = {"min_accuracy": float(cell.min()), "T_coverage": len(set(Ts) & set(KEEP_TS)) / len(KEEP_TS)}
-    shown = "; ".join(f"{m} T={T} d={d} N={N}: {a:.4f}" for (T, d, N, m), a in cell.items())
-    iv, ps = _seed_bootstrap(sub, lambda r: r.groupby(["T", "d", "N", "model"]).accuracy.mean().min(), "min_accuracy")
-    return Measurement(
-        v,
-        shown,
-        Evidence.from_bundle(bundle, f"T ∈ {Ts}", _seeds(sub, ["T", "d", "N", "model"])),
-        intervals=iv,
-        per_seed=ps,
-        note=f"T covered: {Ts} of {list(KEEP_TS)}",
+
+    def one(r):
+        cell = r.groupby(["T", "d", "N", "model"]).accuracy.mean()
+        return Measurement(
+            {"min_accuracy": float(cell.min()), "T_coverage": len(set(r["T"]) & set(KEEP_TS)) / len(KEEP_TS)},
+            f"lowest cell {cell.min():.4f}",
+            Evidence.from_bundle(bundle, f"T ∈ {Ts}", 1),
+        )
+
+    V = _vocab(bundle)
+    cell = sub.groupby(["T", "d", "N", "model"]).accuracy.mean()
+    m = replace(_per_seed(sub, one), control=_chance_null(sub, 1 / V, one, f"every model at chance, 1/|V| = 1/{V}"))
+    return _summary(
+        m,
+        "; ".join(f"{k} T={T} d={d} N={N}: {a:.4f}" for (T, d, N, k), a in cell.items()) + " (means over seeds)",
+        f"T covered: {Ts} of {list(KEEP_TS)}",
     )
 
 
 def measure_keep_failing(bundle) -> Measurement:
-    """Tabs. A.3–A.4: Mamba without PE and S4D fail at every T (the tables' largest value is 0.28)."""
+    """Tabs. A.3–A.4: Mamba without PE and S4D fail at every T (the tables' largest value is 0.28): per seed the
+    highest accuracy over the (T, d, N, model) cells. No null control: a model at chance fails too (module
+    docstring)."""
     runs, preset = _keep_runs(bundle)
     sub = runs[runs.model.isin(["s6", "s4d"])]
     if sub.empty:
         raise NotRun(f"the {preset} bundle has no Mamba or S4D runs without PE; needs {RUN_KEEP}")
-    cell = sub.groupby(["T", "d", "N", "model"]).accuracy.mean()
     Ts = sorted(set(sub["T"]))
-    v = {"max_accuracy": float(cell.max()), "T_coverage": len(set(Ts) & set(KEEP_TS)) / len(KEEP_TS)}
-    shown = "; ".join(f"{m} T={T} d={d} N={N}: {a:.3f}" for (T, d, N, m), a in cell.items())
-    iv, ps = _seed_bootstrap(sub, lambda r: r.groupby(["T", "d", "N", "model"]).accuracy.mean().max(), "max_accuracy")
-    return Measurement(
-        v,
-        shown,
-        Evidence.from_bundle(bundle, f"T ∈ {Ts}", _seeds(sub, ["T", "d", "N", "model"])),
-        intervals=iv,
-        per_seed=ps,
-        note=f"T covered: {Ts} of {list(KEEP_TS)}",
+
+    def one(r):
+        cell = r.groupby(["T", "d", "N", "model"]).accuracy.mean()
+        return Measurement(
+            {"max_accuracy": float(cell.max()), "T_coverage": len(set(r["T"]) & set(KEEP_TS)) / len(KEEP_TS)},
+            f"highest cell {cell.max():.3f}",
+            Evidence.from_bundle(bundle, f"T ∈ {Ts}", 1),
+        )
+
+    cell = sub.groupby(["T", "d", "N", "model"]).accuracy.mean()
+    return _summary(
+        _per_seed(sub, one),
+        "; ".join(f"{k} T={T} d={d} N={N}: {a:.3f}" for (T, d, N, k), a in cell.items()) + " (means over seeds)",
+        f"T covered: {Ts} of {list(KEEP_TS)}",
     )
 
 
@@ -268,52 +272,64 @@ def s4dpe_t20_missing(bundle) -> str | None:
 
 
 def measure_s4dpe_t20(bundle, pe_spread: dict) -> Measurement:
-    """Tab. A.1, S4D+PE at T = 20 (d = 32, N = 8), against S4D without PE in the same bundle, with the exact
-    check ``pe_spread`` (:func:`mamba_recall.experiments.ch3_keep_nth.pe_logit_dependence`: per mixer, how much
-    the PE's effect on the logits varies across input sequences; 0 means the PE is only a per-position bias)."""
+    """Tab. A.1, S4D+PE at T = 20 (d = 32, N = 8), against S4D without PE in the same bundle (per seed: |S4D+PE −
+    0.72| and |S4D+PE − S4D|), with the exact check ``pe_spread``
+    (:func:`mamba_recall.experiments.ch3_keep_nth.pe_logit_dependence`: per mixer, how much the PE's effect on the
+    logits varies across input sequences; 0 means the PE is only a per-position bias), and a null control at the
+    generator's chance level (both models at 1/|V|)."""
     missing = s4dpe_t20_missing(bundle)
     if missing:
         raise NotRun(f"{missing}; needs {RUN_KEEP}")
     runs, preset = _keep_runs(bundle)
     sub = runs[(runs["T"] == 20) & (runs.d == 32) & (runs.N == 8) & runs.model.isin(["s4d+pe", "s4d"])]
+
+    def one(r):
+        a = r.groupby("model").accuracy.mean()
+        return Measurement(
+            {
+                "abs_diff_from_printed": abs(float(a["s4d+pe"]) - 0.72),
+                "s4dpe_vs_s4d": abs(float(a["s4d+pe"]) - float(a["s4d"])),
+                "pe_effect_spread_s4d": float(pe_spread["s4d"]),
+            },
+            f"S4D+PE {a['s4d+pe']:.3f}, S4D {a['s4d']:.3f}",
+            Evidence.from_bundle(bundle, "T = 20, d = 32, N = 8", 1),
+        )
+
+    V = _vocab(bundle)
     acc = sub.groupby("model").accuracy.mean()
-    v = {
-        "abs_diff_from_printed": abs(float(acc["s4d+pe"]) - 0.72),
-        "s4dpe_vs_s4d": abs(float(acc["s4d+pe"]) - float(acc["s4d"])),
-        "pe_effect_spread_s4d": float(pe_spread["s4d"]),
-    }
-    shown = (
-        f"S4D+PE {acc['s4d+pe']:.3f}, S4D {acc['s4d']:.3f} (T = 20, d = 32, N = 8); spread across inputs of the "
-        f"PE's effect on the logits: S4D {pe_spread['s4d']:.1e}, S6 {pe_spread['s6']:.1e}"
+    m = replace(
+        _per_seed(sub, one),
+        control=_chance_null(
+            sub, 1 / V, one, f"S4D+PE and S4D both at chance, 1/|V| = 1/{V} (the PE check as measured)"
+        ),
     )
-    iv, ps = _seed_bootstrap(
-        sub[sub.model == "s4d+pe"], lambda r: abs(r.accuracy.mean() - 0.72), "abs_diff_from_printed"
-    )
-    return Measurement(
-        v,
-        shown,
-        Evidence.from_bundle(bundle, "T = 20, d = 32, N = 8", _seeds(sub, ["model"])),
-        intervals=iv,
-        per_seed=ps,
-        note="the PE check is exact (float64, freshly initialised models; it holds for any weights)",
+    return _summary(
+        m,
+        f"S4D+PE {acc['s4d+pe']:.3f}, S4D {acc['s4d']:.3f} (T = 20, d = 32, N = 8; means over seeds); spread across "
+        f"inputs of the PE's effect on the logits: S4D {pe_spread['s4d']:.1e}, S6 {pe_spread['s6']:.1e}",
+        "the PE check is exact (float64, freshly initialised models; it holds for any weights)",
     )
 
 
 def measure_s4dpe_decline(bundle) -> Measurement:
-    """Tab. A.2: S4D+PE at T ∈ {40, 50} (every d, N) fails (printed 0.03–0.15)."""
+    """Tab. A.2: S4D+PE at T ∈ {40, 50} (every d, N) fails (printed 0.03–0.15): per seed the highest accuracy over
+    those cells. No null control: a model at chance fails too (module docstring)."""
     runs, preset = _keep_runs(bundle)
     sub = runs[(runs.model == "s4d+pe") & runs["T"].isin([40, 50])]
     if sub.empty:
         raise NotRun(f"the {preset} bundle has no S4D+PE runs at T ≥ 40; needs {RUN_KEEP}")
+
+    def one(r):
+        mx = float(r.groupby(["T", "d", "N"]).accuracy.mean().max())
+        return Measurement(
+            {"max_accuracy_T40_50": mx}, f"max {mx:.3f}", Evidence.from_bundle(bundle, "T ∈ {40, 50}", 1)
+        )
+
     cell = sub.groupby(["T", "d", "N"]).accuracy.mean()
     first = runs[(runs.model == "s4d+pe") & (runs["T"] == min(runs["T"]))].accuracy.mean()
-    iv, ps = _seed_bootstrap(sub, lambda r: r.groupby(["T", "d", "N"]).accuracy.mean().max(), "max_accuracy_T40_50")
-    return Measurement(
-        {"max_accuracy_T40_50": float(cell.max())},
-        f"S4D+PE at T ∈ {{40, 50}}: max {cell.max():.3f} (at T = {min(runs['T'])}: {first:.3f})",
-        Evidence.from_bundle(bundle, "T ∈ {40, 50}", _seeds(sub, ["T", "d", "N"])),
-        intervals=iv,
-        per_seed=ps,
+    return _summary(
+        _per_seed(sub, one),
+        f"S4D+PE at T ∈ {{40, 50}}: max {cell.max():.3f} (at T = {min(runs['T'])}: {first:.3f}; means over seeds)",
     )
 
 
@@ -333,41 +349,49 @@ def decay_summary(before, after) -> dict:
 def measure_fig1_split(pairs: list, ck: dict, checkpoint: str) -> Measurement:
     """Fig. 1 (right): ``pairs`` = one (trained, untrained) per seed, each a (values at t < n, values at t ≥ n) of
     e^{−λΔ_t} pooled over channels and states: the trained Mamba+PE model against the same model at
-    initialisation (same seed, same architecture). Values are means over the seeds."""
-    rows = []
-    for trained, untrained in pairs:
-        tr, un = decay_summary(*trained), decay_summary(*untrained)
-        rows.append(
+    initialisation (same seed, same architecture), one measurement per seed combined over seeds. The untrained models
+    are also the null control: the same statistics with the untrained model in the trained model's place (its split
+    gain over itself is 0)."""
+    # the sidecar records no device: the ci checkpoints are trained on a CPU; anything else says so instead of guessing
+    device = ck.get("device") or ("cpu" if ck["preset"] == "ci" else "not recorded")
+    evidence = Evidence(ck["preset"], str(device), 1, f"T = {ck['T']}, 500 test sequences", checkpoint)
+
+    def one(tr: dict, un: dict) -> Measurement:
+        return Measurement(
             {
                 "frac_below_0.1_before_n": tr["frac_below_0.1_before_n"],
                 "frac_above_0.9_from_n": tr["frac_above_0.9_from_n"],
                 "split_gain_over_untrained": tr["split"] - un["split"],
-                "_tr": tr,
-                "_un": un,
-            }
+            },
+            f"frac(e^−λΔ < 0.1 | t < n) {tr['frac_below_0.1_before_n']:.2f}, frac(> 0.9 | t ≥ n) "
+            f"{tr['frac_above_0.9_from_n']:.2f}, split {tr['split']:.2f}",
+            evidence,
         )
-    keys = ("frac_below_0.1_before_n", "frac_above_0.9_from_n", "split_gain_over_untrained")
-    v = {k: float(np.mean([r[k] for r in rows])) for k in keys}
-    per_seed = {k: [r[k] for r in rows] for k in keys}
-    intervals = {k: iv for k in keys if (iv := _interval(per_seed[k]))}
-    tr, un = rows[0]["_tr"], rows[0]["_un"]
+
+    stats = [(decay_summary(*trained), decay_summary(*untrained)) for trained, untrained in pairs]
+    names = [f"seed {i}" for i in range(len(stats))]
+    m = across_seeds([one(tr, un) for tr, un in stats], names)
+    null = across_seeds([one(un, un) for _, un in stats], names)
+    tr, un = stats[0]
     shown = "; ".join(
         f"{name}: frac(e^−λΔ < 0.1 | t < n) {d['frac_below_0.1_before_n']:.2f}, frac(> 0.9 | t ≥ n) "
         f"{d['frac_above_0.9_from_n']:.2f}, split {d['split']:.2f}"
         for name, d in (("trained", tr), ("untrained (same seed)", un))
     )
-    if len(rows) > 1:
-        shown += f" (first seed; means over {len(rows)} seeds: " + ", ".join(f"{k} {v[k]:.2f}" for k in keys) + ")"
-    # the sidecar records no device: the ci checkpoints are trained on a CPU; anything else says so instead of guessing
-    device = ck.get("device") or ("cpu" if ck["preset"] == "ci" else "not recorded")
-    return Measurement(
-        v,
-        shown,
-        Evidence(ck["preset"], str(device), len(rows), f"T = {ck['T']}, 500 test sequences", checkpoint),
-        intervals=intervals,
-        per_seed=per_seed,
-        note="S4D's e^{−λΔ} is the same at every step by construction (input-independent), so its "
-        "'indiscriminate' memory needs no measurement",
+    if len(stats) > 1:
+        shown += (
+            f" (first seed; means over {len(stats)} seeds: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in m.values.items())
+            + ")"
+        )
+    return replace(
+        _summary(
+            m,
+            shown,
+            "S4D's e^{−λΔ} is the same at every step by construction (input-independent), so its 'indiscriminate' "
+            "memory needs no measurement",
+        ),
+        control=Control("null", "the same Mamba+PE models at initialisation (same seeds)", null),
     )
 
 
@@ -445,8 +469,8 @@ def measure_fig1_trend(bundle, untrained=None) -> Measurement:
     (:func:`_fitted_rise`), ``rise_over_untrained_<m>`` = fitted rise of :math:`f-f_0`, for m = mamba, s4d.
 
     The untrained histograms come from the bundle's ``decay_untrained`` table, else from ``untrained`` (a table in
-    the same format: ``experiments.ch3_keep_nth.untrained_decay_table(bundle)``)."""
-    from ..runstore import mean_interval
+    the same format: ``experiments.ch3_keep_nth.untrained_decay_table(bundle)``). The untrained model is also the null
+    control: the same statistics with :math:`f_0` in :math:`f`'s place (its excess over itself is 0)."""
 
     dec = bundle.tables["decay"]
     preset = bundle.config.get("preset", "ci")
@@ -475,18 +499,20 @@ def measure_fig1_trend(bundle, untrained=None) -> Measurement:
     wide = stats[stats["T"].isin(Ts)].pivot_table(
         index=["model", "seed", "T"], columns="weights", values="frac_above_0_9_from_n"
     )
-    per_seed: dict[str, list[float]] = {}
-    for m, short in FIG1_MODELS.items():
-        for s in seeds:
+    evidence = Evidence.from_bundle(bundle, f"T ∈ {Ts}, d = 32, N = 8, 500 test sequences", 1)
+
+    def one(s, weights):
+        values = {}
+        for m, short in FIG1_MODELS.items():
             f = wide.loc[(m, s)]
-            per_seed.setdefault(f"rise_{short}", []).append(_fitted_rise(Ts, f.trained))
-            per_seed.setdefault(f"rise_over_untrained_{short}", []).append(_fitted_rise(Ts, f.trained - f.untrained))
-    v, intervals = {}, {}
-    for k, xs in per_seed.items():
-        st = mean_interval(xs)
-        v[k] = st["mean"]
-        if len(xs) >= MIN_SEEDS and np.isfinite([st["ci_low"], st["ci_high"]]).all():
-            intervals[k] = (st["ci_low"], st["ci_high"])
+            values[f"rise_{short}"] = _fitted_rise(Ts, f[weights])
+            values[f"rise_over_untrained_{short}"] = _fitted_rise(Ts, f[weights] - f.untrained)
+        return Measurement(values, ", ".join(f"{k} {x:+.2f}" for k, x in values.items()), evidence)
+
+    names = [f"seed {s}" for s in seeds]
+    combined = across_seeds([one(s, "trained") for s in seeds], names)
+    null = across_seeds([one(s, "untrained") for s in seeds], names)
+    v = combined.values
     means = (
         stats[stats["T"].isin(Ts)].groupby(["model", "weights", "T"])[["frac_above_0_9_from_n", "mean_from_n"]].mean()
     )
@@ -501,14 +527,13 @@ def measure_fig1_trend(bundle, untrained=None) -> Measurement:
         f"{v[f'rise_over_untrained_{s}']:+.2f}"
         for (m, s), name in zip(FIG1_MODELS.items(), ("Mamba+PE", "S4D+PE"))
     )
-    return Measurement(
-        v,
-        shown,
-        Evidence.from_bundle(bundle, f"T ∈ {Ts}, d = 32, N = 8, 500 test sequences", len(seeds)),
-        intervals=intervals,
-        per_seed=per_seed,
-        note="means over seeds; the untrained model is the trained run's own initialisation (same init seed, "
-        "same test inputs)",
+    return replace(
+        _summary(
+            combined,
+            shown,
+            "the untrained model is the trained run's own initialisation (same init seed, same test inputs)",
+        ),
+        control=Control("null", "the same runs at initialisation (same init seeds, same test inputs)", null),
     )
 
 
@@ -783,9 +808,10 @@ def _mqar_runs(bundle):
 
 
 def measure_fig2(bundle) -> Measurement:
-    """Fig. 2: per (mixer, κ) the smallest d with best-of-seeds accuracy ≥ 0.99 (d*), against the bound
-    d_th (Thm. 2: κ + log₂|V|; Thm. 3: log₂κ + log₂|V|; Thm. 4: κ·log₂|V|), and the order
-    d*(Mamba-2) ≤ d*(Mamba) ≤ d*(S4D) for κ ≥ 8."""
+    """Fig. 2: per seed and (mixer, κ) the smallest d with accuracy ≥ 0.99 (d*), against the bound d_th (Thm. 2:
+    κ + log₂|V|; Thm. 3: log₂κ + log₂|V|; Thm. 4: κ·log₂|V|), and the order d*(Mamba-2) ≤ d*(Mamba) ≤ d*(S4D) for
+    κ ≥ 8; each seed's own d* (the paper's is the best of 7 seeds: module docstring), combined over seeds; a null
+    control at the generator's chance level 1/|V|."""
     runs, preset = _mqar_runs(bundle)
     main = (
         runs[
@@ -800,14 +826,19 @@ def measure_fig2(bundle) -> Measurement:
     if main.empty or main.d.nunique() < 3 or main.mixer.nunique() < 3:
         raise NotRun(f"the {preset} bundle has no (κ × d) grid with the three mixers; Fig. 2 needs {RUN_MQAR}")
     V = int(main.V.iloc[0])
-    frac, order, dstar = _fig2_metrics(main, V)
-    iv, ps = _seed_bootstrap(main, lambda r: _fig2_metrics(r, V)[0], "fraction_cells_tracking_bound")
-    return Measurement(
-        {"fraction_cells_tracking_bound": frac, "efficiency_order": order},
-        "d* (best of seeds ≥ 0.99): " + ", ".join(f"{m} κ={k}: {d:g}" for (m, k), d in sorted(dstar.items())),
-        Evidence.from_bundle(bundle, f"|V| = {V}, κ × d grid", _seeds(main, ["mixer", "kappa", "d"])),
-        intervals=iv,
-        per_seed=ps,
+
+    def one(r):
+        frac, order, dstar = _fig2_metrics(r, V)
+        return Measurement(
+            {"fraction_cells_tracking_bound": frac, "efficiency_order": order},
+            "d* " + ", ".join(f"{m} κ={k}: {d:g}" for (m, k), d in sorted(dstar.items())),
+            Evidence.from_bundle(bundle, f"|V| = {V}, κ × d grid", 1),
+        )
+
+    dstar = _fig2_metrics(main, V)[2]
+    m = replace(_per_seed(main, one), control=_chance_null(main, 1 / V, one, f"every model at chance, 1/|V| = 1/{V}"))
+    return _summary(
+        m, "d* (best of seeds ≥ 0.99): " + ", ".join(f"{m} κ={k}: {d:g}" for (m, k), d in sorted(dstar.items()))
     )
 
 
@@ -833,18 +864,10 @@ def _fig2_metrics(main, V):
     return float(np.mean(ok)), order, dstar
 
 
-def measure_figa3(bundle) -> Measurement:
-    """Fig. A.3: Mamba is not exact for N < κ and is for some N ≥ κ; Mamba-2 is not exact for N < 4 ln κ;
-    S4D's accuracy does not depend on N (range ≤ 0.05). A run-store bundle with several grids (column ``grid``) is
-    read on its N-sweep grid (the one with the most values of N), so that grids of other T and |V| do not mix."""
-    runs, preset = _mqar_runs(bundle)
-    if "grid" in runs and runs.grid.nunique() > 1:
-        runs = runs[runs.grid == runs.groupby("grid").N.nunique().idxmax()]
+def _figa3_values(runs) -> dict:
     best = runs.groupby(["mixer", "kappa", "N"]).accuracy.max().reset_index()
     s6 = best[best.mixer == "s6"]
     below, above = s6[s6.N < s6.kappa], s6[s6.N >= s6.kappa]
-    if below.empty or above.empty:
-        raise NotRun(f"the {preset} bundle has no Mamba runs on both sides of N = κ; needs {RUN_MQAR}")
     m2 = best[best.mixer == "mamba2"]
     m2_below = m2[m2.N < 4 * np.log(m2.kappa)]
     s4 = best[best.mixer == "s4d"]
@@ -853,22 +876,42 @@ def measure_figa3(bundle) -> Measurement:
         if s4.N.nunique() >= 2
         else float("nan")
     )
-    v = {
+    return {
         "mamba_best_below_kappa": float(below.accuracy.max()),
         "mamba_best_above_kappa_min": float(above.groupby("kappa").accuracy.max().min()),
         "mamba2_best_below_4lnk": float(m2_below.accuracy.max()) if len(m2_below) else float("nan"),
         "s4d_range_over_N": s4_range,
     }
-    shown = "; ".join(f"{r.mixer} κ={r.kappa} N={r.N}: {r.accuracy:.4f}" for r in best.itertuples())
-    s6_runs = runs[(runs.mixer == "s6") & (runs.N < runs.kappa)]
-    iv, ps = _seed_bootstrap(s6_runs, lambda r: r.accuracy.max(), "mamba_best_below_kappa")
-    return Measurement(
-        v,
-        shown,
-        Evidence.from_bundle(bundle, f"κ ∈ {sorted(set(best.kappa))}", _seeds(runs, ["mixer", "kappa", "N", "d"])),
-        intervals=iv,
-        per_seed=ps,
-        note="" if len(m2) and len(s4) else "Mamba-2 and S4D N sweeps not in this bundle",
+
+
+def measure_figa3(bundle) -> Measurement:
+    """Fig. A.3: Mamba is not exact for N < κ and is for some N ≥ κ; Mamba-2 is not exact for N < 4 ln κ;
+    S4D's accuracy does not depend on N (range ≤ 0.05): each seed's best over d (the paper's is the best of 7 seeds:
+    module docstring), combined over seeds; a null control at the generator's chance level 1/|V|. A run-store bundle
+    with several grids (column ``grid``) is read on its N-sweep grid (the one with the most values of N), so that
+    grids of other T and |V| do not mix."""
+    runs, preset = _mqar_runs(bundle)
+    if "grid" in runs and runs.grid.nunique() > 1:
+        runs = runs[runs.grid == runs.groupby("grid").N.nunique().idxmax()]
+    s6 = runs[runs.mixer == "s6"]
+    if not ((s6.N < s6.kappa).any() and (s6.N >= s6.kappa).any()):
+        raise NotRun(f"the {preset} bundle has no Mamba runs on both sides of N = κ; needs {RUN_MQAR}")
+    best = runs.groupby(["mixer", "kappa", "N"]).accuracy.max().reset_index()
+
+    def one(r):
+        return Measurement(
+            _figa3_values(r),
+            "; ".join(f"{x.mixer} κ={x.kappa} N={x.N}: {x.accuracy:.4f}" for x in r.itertuples()),
+            Evidence.from_bundle(bundle, f"κ ∈ {sorted(set(best.kappa))}", 1),
+        )
+
+    chance = 1 / runs.V if "V" in runs else 1 / _vocab(bundle)
+    m = replace(_per_seed(runs, one), control=_chance_null(runs, chance, one, "every model at chance, 1/|V|"))
+    has_both = len(best[best.mixer == "mamba2"]) and len(best[best.mixer == "s4d"])
+    return _summary(
+        m,
+        "best of seeds: " + "; ".join(f"{r.mixer} κ={r.kappa} N={r.N}: {r.accuracy:.4f}" for r in best.itertuples()),
+        "" if has_both else "Mamba-2 and S4D N sweeps not in this bundle",
     )
 
 
@@ -901,11 +944,6 @@ def _ih_cells(bundle):
     return runs, best
 
 
-def _ih_gap(runs) -> float:
-    cells = runs.groupby(["V", "d", "N", "mixer"]).accuracy.max().unstack("mixer")
-    return float((cells["s6_dT"] - cells["s6"]).min())
-
-
 def _ih_threshold(best) -> float:
     """Fraction of |V| where Mamba-Δ⊤ reaches 0.99 only at d ≥ |V| (one grid step below 2|V|) and does
     reach it at some d ≥ 4|V|; NaN where the d grid cannot show it (fewer than 3 values of d)."""
@@ -918,26 +956,48 @@ def _ih_threshold(best) -> float:
     return float(np.mean(ok)) if ok else float("nan")
 
 
+def _ih_values(runs, factors=(4,)) -> dict:
+    """One seed's INDUCTION HEADS numbers: the lowest Mamba-Δ⊤ − Mamba gap over the (|V|, d, N) cells, the lowest
+    threshold fraction (:func:`_ih_threshold`) over the N factors, and Mamba-Δ⊤'s best accuracy (whether it learns
+    the task at all)."""
+    cells = runs.groupby(["V", "d", "N", "mixer"]).accuracy.max().unstack("mixer")
+    thr = [_ih_threshold(cells[[n == f * V for V, d, n in cells.index]]) for f in factors]
+    return {
+        "min_gap_dT_minus_mamba": float((cells["s6_dT"] - cells["s6"]).min()),
+        "fraction_V_threshold_as_bound": float(np.min(thr)),
+        "dT_best_accuracy": float(cells["s6_dT"].max()),
+    }
+
+
+def _ih_null(runs, one) -> Control:
+    return _chance_null(
+        runs, 1 / (runs.V + 1), one, "both mixers at chance, 1/(|V| + 1) (a uniform guess over the tokens and blank)"
+    )
+
+
 def measure_fig3(bundle) -> Measurement:
     """Fig. 3 (N = 4|V|): Mamba-Δ⊤ ≥ Mamba − 0.02 at every (|V|, d); Mamba-Δ⊤ hits 0.99 only above the
-    Lemma 3 bound d = 2|V| (one grid step of tolerance) and does hit it at d ≥ 4|V|."""
+    Lemma 3 bound d = 2|V| (one grid step of tolerance) and does hit it at d ≥ 4|V|: each seed's own cells (the
+    paper's are the best of 5 seeds: module docstring), combined over seeds; a null control at chance."""
     runs, best = _ih_cells(bundle)
     best = best[[n == 4 * V for V, d, n in best.index]]
     if best.empty:
         raise NotRun(f"the bundle has no N = 4|V| runs; needs {RUN_IH}")
-    gap = float((best["s6_dT"] - best["s6"]).min())
-    v = {"min_gap_dT_minus_mamba": gap, "fraction_V_threshold_as_bound": _ih_threshold(best)}
-    shown = "; ".join(f"|V|={V} d={d}: Mamba {r.s6:.3f}, Mamba-Δ⊤ {r.s6_dT:.3f}" for (V, d, N), r in best.iterrows())
-    iv, ps = _seed_bootstrap(runs[runs.N == 4 * runs.V], _ih_gap, "min_gap_dT_minus_mamba")
-    return Measurement(
-        v,
-        shown,
-        Evidence.from_bundle(
-            bundle, f"|V| ∈ {sorted(set(runs.V))}, d ∈ {sorted(set(runs.d))}", _seeds(runs, ["V", "d", "N", "mixer"])
-        ),
-        intervals=iv,
-        per_seed=ps,
-        note="" if best.reset_index().d.nunique() >= 3 else "one value of d: the d threshold is not measured",
+    sub = runs[runs.N == 4 * runs.V]
+
+    def one(r):
+        return Measurement(
+            _ih_values(r),
+            "min gap {min_gap_dT_minus_mamba:+.3f}".format(**_ih_values(r)),
+            Evidence.from_bundle(bundle, f"|V| ∈ {sorted(set(runs.V))}, d ∈ {sorted(set(runs.d))}", 1),
+        )
+
+    m = replace(_per_seed(sub, one), control=_ih_null(sub, one))
+    return _summary(
+        m,
+        "best of seeds: "
+        + "; ".join(f"|V|={V} d={d}: Mamba {r.s6:.3f}, Mamba-Δ⊤ {r.s6_dT:.3f}" for (V, d, N), r in best.iterrows()),
+        "" if best.reset_index().d.nunique() >= 3 else "one value of d: the d threshold is not measured",
     )
 
 
@@ -946,22 +1006,174 @@ def measure_figa4(bundle) -> Measurement:
     factors = sorted({n // V for V, d, n in best.index})
     if len(factors) < 2:
         raise NotRun(f"the bundle has runs at N = {factors}·|V| only; Fig. A.4 needs N ∈ {{|V|, 2|V|, 4|V|}}: {RUN_IH}")
+
+    def one(r):
+        v = _ih_values(r, factors)
+        return Measurement(
+            v,
+            f"min gap {v['min_gap_dT_minus_mamba']:+.3f}",
+            Evidence.from_bundle(bundle, "N ∈ {|V|, 2|V|, 4|V|}", 1),
+        )
+
+    m = replace(_per_seed(runs, one), control=_ih_null(runs, one))
     gap = float((best["s6_dT"] - best["s6"]).min())
-    thr = [_ih_threshold(best[[n == f * V for V, d, n in best.index]]) for f in factors]
-    iv, ps = _seed_bootstrap(runs, _ih_gap, "min_gap_dT_minus_mamba")
-    return Measurement(
-        {"min_gap_dT_minus_mamba": gap, "fraction_V_threshold_as_bound": float(np.min(thr))},
-        f"N factors {factors}: min(Mamba-Δ⊤ − Mamba) {gap:.3f}",
-        Evidence.from_bundle(bundle, "N ∈ {|V|, 2|V|, 4|V|}", _seeds(runs, ["V", "d", "N", "mixer"])),
-        intervals=iv,
-        per_seed=ps,
-    )
+    return _summary(m, f"N factors {factors}: min(Mamba-Δ⊤ − Mamba) of the best of seeds {gap:.3f}")
 
 
 # ============================================================================ the claims
 _EXACT_WHY = "a construction claimed exact must get every test query right"
 
-register(
+# The sentence of the paper each claim tests, verbatim from its text (two pieces joined with " … "; paper 002's
+# Appendix I for the claim that compares the two papers). LaTeX is as the text file has it.
+QUOTES = {
+    "003/Thm1": (
+        r"For any $\epsilon > 0$ , there exist 3 Mamba basis functions … is smaller than $\epsilon$ , $\forall "
+        r"s \in [0, 1]$ ."
+    ),
+    "003/FigA1": (
+        "by linearly combining shifted Heaviside bases, one can immediately recover the required Haar "
+        "wavelets (see Fig. A.1, middle-right subplots)."
+    ),
+    "003/Prop1": ("A 1-layer Mamba can recover absolute time, given an all-ones input."),
+    "003/Cor1": (
+        r"For a piecewise-constant function $\rho(t)$ with $m \ge 1$ discontinuities, there exist N Mamba "
+        r"basis functions (8) such that the $L^2$ approximation error $\|\rho - \sum_{n=1}^{N} g_n^M\|_{L^2}$ "
+        r"is of order $\mathcal{O}(2^{-\frac{N}{3m}})$ . On the other hand, S4D basis functions can achieve an "
+        r"approximation error of $\mathcal{O}(N^{-1})$ ."
+    ),
+    "003/Cor2": ("There exists an S6 layer that solves KEEP *n*-TH on input augmented with time Positional Encoding."),
+    "003/Tab1": (
+        "the results in Tab. 1 verify empirically that Mamba with PE can perfectly … solve the task (same as "
+        "Transformers), whereas Mamba without PE and S4D both fail"
+    ),
+    "003/TabA1-A2": (
+        "When equipped with PE, Mamba manages to achieve 100% accuracy on KEEP *n*-TH, regardless of sequence "
+        "length. … Then again Transformers do not need to retain memory, as they can look back to the whole "
+        "sequence at each step, in light of their attention mechanism, and have no issue solving the task for "
+        "any T."
+    ),
+    "003/TabA1-S4D+PE": (
+        "Table A.1: Ablation on KEEP *n*-TH: MAMBA+PE, S4D+PE, TRANSFORMERS with varying sequence length T = "
+        "10, 20, embedding dimension *d*, and state size *N*. … d=32, N=8 0.94 (0.00) 600 8.7k 0.72 (0.01) "
+        "600 8.7k"
+    ),
+    "003/TabA2-S4D+PE": (
+        "On the other hand, S4D is lacking such ability, and already fails at the task for T = 20 (Tab. A.1 and A.2)."
+    ),
+    "003/TabA3-A4": (
+        "When removing PE from Mamba, however (Tab. A.3 and A.4), the model loses its way to discriminate the "
+        "specific token that must be retrieved, and performance drops to that of S4D, as expected."
+    ),
+    "003/Fig1-right": (
+        "Meanwhile, the right histogram shows that, compared to S4D, Mamba has additional flexibility in "
+        r"forgetting irrelevant information ( $e^{-\lambda\Delta_t}$ is mostly 0 before timestep *n*) and "
+        r"memorizing information selectively ( $e^{-\lambda\Delta_t}$ is mostly 1 from timestep *n* onwards), "
+        "while S4D is forced to memorize indiscriminately."
+    ),
+    "003/Fig1-left": (
+        r"The left histogram confirms that the Mamba model must push $e^{-\lambda\Delta_t} \rightarrow 1$ as "
+        "*T* increases, as implied by Lem. 2, to retain information throughout the sequence. Also the S4D "
+        "must behave similarly."
+    ),
+    "003/Lemma1": (
+        "Lemma 1 shows that both S4D and S6 have exponential decay of sensitivity when the sequence length t increases."
+    ),
+    "003/Lemma2": (
+        "Then the sensitivity of the *n*-th component of the state at time t with respect to any input $x_i$ "
+        "is lower bounded by"
+    ),
+    "003/Eq45": ("Only the denominator at the first factor remains as a function of t, providing"),
+    "003/Remark1": (
+        "we note that the results proven in Thm. 1, Lem. 1 and Lem. 2 hold analogously for the Mamba-2 mixer "
+        r"(Dao & Gu, 2024). … choosing a suitable scalar $\lambda$ suffices (see details in App. A.2)."
+    ),
+    "003/Thm2": (
+        r"There exists a 1-layer Mamba model without gating that solves MQAR with $\kappa$ pairs using "
+        r"embedding size $d = O(\kappa + \log |V|)$ , and state size $N = \kappa$ ."
+    ),
+    "003/Thm2-bias": (
+        r"We set the output linear layer with the weight matrix $W_o = [\mathbf{0}|M_v^\top] \in "
+        r"\mathbb{R}^{|V| \times (\kappa+p)}$ and the bias vector $\mathbf{b}_o = -(c_0k b)W_os$ ."
+    ),
+    "003/Thm3": (
+        r"There exists a 1-layer Mamba-2 model without gating that solves MQAR with $\kappa$ pairs using "
+        r"embedding size $d = O(\log \kappa + \log |V|)$ , and state size $N = \log \kappa$ ."
+    ),
+    "003/Thm3-recall99": (
+        "We remind that, according to Thm. 2 to 4, our theorized MQAR solutions require a value of at least N "
+        r"= 1, $N = \kappa$ and $N \sim \log \kappa$ for S4D, Mamba and Mamba-2, respectively."
+    ),
+    "003/Remark3": (
+        "we can infer that the extra convolutions included in the Mamba-2 layer over vanilla Mamba in general "
+        r"allow for a more parameter-efficient solution of MQAR, by noting that $d = \log \kappa + \log |V| < "
+        r"\kappa + \log |V|$ , and $N = \log \kappa < \kappa$ ."
+    ),
+    "003/Remark7": (
+        "Such construction may fail in the adversarial case where most values are the same and the number of "
+        r"keys $\kappa$ is large. … This can be counteracted by decreasing $\epsilon$ ;"
+    ),
+    "003/Thm4": (
+        r"There exists a 1-layer Mamba model with an S4D mixer that solves MQAR with $\kappa$ pairs, using "
+        r"embedding size $d = O(\kappa \log |V|)$ , and state size N = 1."
+    ),
+    "003/Thm4-readout": (
+        r"per the assumption that $Me_{|V|+1}$ is parallel to $\mathbf{1}_p$ . This allows us to recover the "
+        "correct value, completing the proof."
+    ),
+    "003/Tab2": ("Comparison of Mamba (including S4D as a special case) and Mamba-2 (single-head) mixers."),
+    "003/Tab3": (
+        "Overview of exact solutions to the MQAR task that can be implemented by the Mamba model with "
+        "S4D-mixer in Thm. 4 (top), Mamba-mixer in Thm. 2 (middle), and Mamba-2-mixer in Thm. 3 (bottom)."
+    ),
+    "003/Lemma4": (
+        r"there exists a random projection matrix $M : \mathbb{R}^d \to \mathbb{R}^p$ where $p = "
+        r"O(\epsilon^{-2} \log d), M_{i,j} \stackrel{i.i.d.}{\sim} \frac{1}{\sqrt{p}} \operatorname{Unif} "
+        r"\{\pm 1\}$ such that for all pairs (i, j),"
+    ),
+    "003/Fig2": (
+        "The theoretical bounds on model size for assembling the solutions proposed in Thm. 2 to 4 (black "
+        "lines) separate reasonably well models that can achieve 100% accuracy (above black lines) from those "
+        "that do not (below). In terms of model size efficiency, Mamba-2 is better than Mamba, which in turn "
+        "is better than S4D."
+    ),
+    "003/FigA2": (
+        "The bounds are still reasonably tight, and the observations drawn from Fig. 2 still hold in this "
+        r"case. … Notice also that, for Mamba-2, the simplest task $\kappa = 4$ can achieve 100% accuracy even "
+        "*below* the theoretical curve proposed in our theorems."
+    ),
+    "003/FigA3": (
+        "Indeed, in Fig. A.3 we observe that varying N does not have a particular impact on the final "
+        r"accuracy of S4D. For Mamba, on the other hand, we see that for $N < \kappa$ the training procedure "
+        "fails to recover an exact solution to MQAR. Similarly, for Mamba-2, no solution is recovered for $N "
+        r"< 4 \log \kappa$ ."
+    ),
+    "003/Lemma3": (
+        r"There exists a 1-layer Mamba model with the Mamba- $\Delta^{\top}$ SSM mixer (15) that solves "
+        "INDUCTION HEADS with vocabulary V using embedding size d = 2|V| and state size N = |V|."
+    ),
+    "003/Lemma3-Delta": (
+        r"We design $\Delta(\hat{x}_t) \in \mathbb{R}^N \equiv \mathbb{R}^{|V|}$ such that when the input "
+        "contains the key information, the corresponding key column in the state is *erased* (while the other "
+        "columns remain the same)."
+    ),
+    "003/Fig3": (
+        r"Mamba- $\Delta^{\top}$ 's performance (outlined) is equal or better than Mamba's (filled) and only "
+        "hits 100% above the theoretical bound from Lem. 3 (black)."
+    ),
+    "003/FigA4": (
+        r"Trained models accuracy on INDUCTION HEADS task (best of 5 seeds), varying |V| and d, with $N \in "
+        r"\{|V|, 2|V|, 4|V|\}$ (left, middle, right). Mamba- $\Delta^{\top}$ 's performance (outlined) is "
+        "equal or better than Mamba's (filled) and only hits 100% above the theoretical bound from Lem. 3 "
+        "(black)."
+    ),
+    "002/AppI-003Thm2": (
+        r"Theorem 2 in Huang et al. (2025) shows that a 1-layer *Mamba* with dimensions $D = O(V_k + \log "
+        "V_v)$ and $N = V_k$ can solve MQAR, by applying JL lemma to the values (but not to the keys, which "
+        "remain uncompressed)."
+    ),
+}
+
+_CLAIMS = (
     # ---- §4.1, App. A.2
     Claim(
         "003/Thm1",
@@ -1085,6 +1297,15 @@ register(
         measure_s4dpe_t20,
         SECTION["keep"],
         not_run=RUN_KEEP,
+        setting="the architecture as the paper describes it (embedding → depthwise S4D → linear, App. D.2), in which "
+        "the PE can only add a per-position bias to the logits (exact, for any weights). What this can conclude: that "
+        "model cannot reach 0.72 where S4D gets 0.10, so the table and the described architecture disagree. What it "
+        "cannot: that the authors' number is wrong. Their own tables show a PE effect the described S4D cannot have "
+        "(T = 10, d = 8: S4D+PE 0.99 in Tab. A.1 against S4D 0.08 in Tab. A.3), so their S4D+PE was most likely "
+        "another model (a channel-mixing input map or a normalisation would let the PE reach the tokens), which we "
+        "cannot rerun. The trained half of the corrected statement (S4D+PE = S4D) is also met by two models at chance "
+        "(the null control reads erratum confirmed): the erratum rests on the exact check, the trained runs only agree "
+        "with it, and need 3 seeds to say so",
     ),
     Claim(
         "003/TabA2-S4D+PE",
@@ -1092,7 +1313,9 @@ register(
         "App. D.2, Tab. A.2",
         "S4D+PE 0.03–0.15 at T = 40, 0.03–0.10 at T = 50 (every d, N)",
         Rule(
-            why="the printed values are at most 0.15; ≤ 0.20 allows our reduced protocol and stays far from solving",
+            why="the printed values are at most 0.15; ≤ 0.20 allows our reduced protocol and stays far from solving. "
+            "The quoted sentence says S4D fails already at T = 20, but Tab. A.1 prints S4D+PE 0.72 there (d = 32), so "
+            "the rule tests only T ∈ {40, 50}, where the sentence and the table agree; T = 20 is 003/TabA1-S4D+PE",
             reproduced=conds(("max_accuracy_T40_50", "<=", 0.20)),
             trained=True,
         ),
@@ -1380,7 +1603,8 @@ register(
         "best of 7 seeds, T = 100, |V| = 128; S4D N = 4, Mamba N = 2κ, Mamba-2 N = 8 ln κ (no numbers given)",
         Rule(
             why="'reasonably well': in ≥ 75 % of (mixer, κ) cells the smallest solved d (≥ 0.99) is within 2× the bound "
-            "and nothing at half the bound or below solves; the order must hold for every κ ≥ 8",
+            "and nothing at half the bound or below solves; the order must hold for every κ ≥ 8. The paper's d* is the "
+            "best of 7 seeds; the rule reads each seed's own d* and the mean over seeds (module docstring)",
             reproduced=conds(("fraction_cells_tracking_bound", ">=", 0.75), ("efficiency_order", "true")),
             trained=True,
         ),
@@ -1413,7 +1637,10 @@ register(
         "best of 7 seeds, |V| = 512 (S4D 256), T = 100 (no numbers given)",
         Rule(
             why="exact means ≥ 0.99; the threshold is only visible if the N ≥ κ control solves the task, S4D 'no "
-            "impact' is a range ≤ 0.05 over N; the Mamba part alone is partial",
+            "impact' is a range ≤ 0.05 over N; the Mamba part alone is partial. The paper's 'log κ' is read as ln κ, "
+            "as in Fig. 2's N = 8 ln κ. Its values are the best of 7 seeds ('no solution is recovered': no seed); the "
+            "rule reads each seed's best over d and their mean over seeds (module docstring), whose whole interval "
+            "must stay below 0.99",
             testable=conds(("mamba_best_above_kappa_min", ">=", SOLVED)),
             untestable_why="the N ≥ κ control did not reach an exact solution (≥ 0.99) with this training budget, so "
             "the run cannot locate a threshold at N = κ",
@@ -1465,9 +1692,12 @@ register(
         Rule(
             why="'equal or better' up to 0.02 of test noise at every (|V|, d); 'only above the bound' means 0.99 is "
             "reached at no d below |V| (one grid step of tolerance under 2|V|) and is reached at some d ≥ 4|V|; "
-            "the ordering alone is partial",
+            "the ordering alone is partial, and only among models that learn the task (Mamba-Δ⊤ reaching 0.99 "
+            "somewhere): two models at chance are 'equal', so without that the partial level passed the null control "
+            "(declared after the chance null reached it, not after our numbers). The paper's values are the best of 5 "
+            "seeds; the rule reads each seed's own and their mean over seeds (module docstring)",
             reproduced=conds(("min_gap_dT_minus_mamba", ">=", -0.02), ("fraction_V_threshold_as_bound", ">=", 1.0)),
-            partially=conds(("min_gap_dT_minus_mamba", ">=", -0.02)),
+            partially=conds(("min_gap_dT_minus_mamba", ">=", -0.02), ("dT_best_accuracy", ">=", SOLVED)),
             trained=True,
         ),
         measure_fig3,
@@ -1480,9 +1710,10 @@ register(
         "App. D.4, Fig. A.4",
         "best of 5 seeds (no numbers given)",
         Rule(
-            why="as Fig. 3, at every N",
+            why="as Fig. 3, at every N (the partial level only among models that learn the task: two models at chance "
+            "are 'equal'); best of 5 seeds in the paper, each seed's own value here (module docstring)",
             reproduced=conds(("min_gap_dT_minus_mamba", ">=", -0.02), ("fraction_V_threshold_as_bound", ">=", 1.0)),
-            partially=conds(("min_gap_dT_minus_mamba", ">=", -0.02)),
+            partially=conds(("min_gap_dT_minus_mamba", ">=", -0.02), ("dT_best_accuracy", ">=", SOLVED)),
             trained=True,
         ),
         measure_figa4,
@@ -1510,3 +1741,5 @@ register(
         SECTION["mqar"],
     ),
 )
+
+register(*(replace(c, quote=QUOTES[c.id]) for c in _CLAIMS))
