@@ -33,6 +33,7 @@ __all__ = [
     "ideal_table",
     "auroc",
     "superposition_guess_accuracy",
+    "context_guess_accuracy",
 ]
 
 
@@ -248,3 +249,21 @@ def superposition_guess_accuracy(
     distinct_top = (top / cnt).sum(-1)
     right_top = (top * (stored == label[..., None]) / cnt).sum(-1)
     return float((right_top / distinct_top).mean())
+
+
+def context_guess_accuracy(V: int, Nf: int, L: int, *, n: int = 2000, seed: int = 987_654) -> float:
+    """Expected accuracy on :func:`~mamba_recall.tasks.mqar.mqar`'s standard sequences of a reader that knows which
+    tokens are the context's values but not which key each belongs to, and answers one of them uniformly at random
+    (the chance level of a model that learned the task's format and nothing of its associations). The generator
+    draws a sequence's values without replacement, so this is 1/N_f; it is computed from ``n`` generated sequences
+    so that a change of the generator changes it."""
+    from ..tasks.mqar import mqar
+
+    x, y = mqar(V, Nf, L, n, seed)
+    x, y = x.numpy(), y.numpy()
+    vals = x[:, 1 : 2 * Nf : 2]  # (sequence, fact)
+    rows, cols = np.nonzero(y >= 0)
+    label = y[rows, cols]
+    stored = vals[rows]
+    distinct = np.array([len(set(r)) for r in vals])[rows]
+    return float(((stored == label[:, None]).any(1) / distinct).mean())

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import Claim, Control, Evidence, Measurement, NotRun, Rule, across_seeds, conds, register
+from .core import MIN_SEEDS, Claim, Control, Evidence, Measurement, NotRun, Rule, across_seeds, conds, register
 
 CH = "02_hashing_scaling/"
 S_CIRCUIT, S_THEORY, S_MECH, S_SCALING, S_HEADS = (
@@ -377,11 +377,25 @@ def measure_fig6bc(bundle) -> Measurement:
     g = bundle.tables["grid"]
     tol = Z * g["Nf"].map(lambda nf: se_diff(_grid_n(bundle, "trained") * nf, _grid_n(bundle, "designed") * nf))
     frac = float((g["trained"] >= g["designed_full"] - tol).mean())
+    chance = g.apply(lambda r: chance_level(r["V"], r["Nf"], r["L"]), axis=1)
+    null = float((chance >= g["designed_full"] - tol).mean())
     return Measurement(
         {"trained_ge_designed_fraction": frac},
         f"trained ≥ designed − 3 s.e. in {frac:.0%} of {len(g)} cells",
         _bundle_ev(
             bundle, f"{len(g)} cells, max over {bundle.config['seeds']} seed(s), {bundle.config['steps']} steps"
+        ),
+        control=Control(
+            "null",
+            "a model at the generator's chance level (a random context value) in every cell",
+            Measurement(
+                {"trained_ge_designed_fraction": null},
+                f"chance ≥ designed − 3 s.e. in {null:.0%} of the cells",
+                Evidence(
+                    "ci", "cpu", MIN_SEEDS, "the generator's chance level (deterministic, stands for any seed)", "live"
+                ),
+                intervals={"trained_ge_designed_fraction": (null, null)},
+            ),
         ),
     )
 
@@ -431,6 +445,7 @@ def measure_fig6c_reference(bundle=None) -> Measurement:
         f"{len(t)} (D, N) cells, batch {cfg['batch']}, ≤ {cfg['steps']} steps, {cfg['n_eval']} validation sequences",
         seeds=1,
     )
+    chance = chance_level(cfg["V"], cfg["Nf"], cfg["L"])
     acc = t.assign(v=t["best_accuracy_per_seed"].map(lambda s: [float(x) for x in str(s).split()]))
     per_seed = []
     for i in range(seeds):
@@ -443,6 +458,15 @@ def measure_fig6c_reference(bundle=None) -> Measurement:
                 },
                 f"N_90(D) = {n}",
                 ev,
+                control=Control(
+                    "null",
+                    f"a model at the generator's chance level ({chance:.4f}) in every cell",
+                    Measurement(
+                        {"defined_n90": 0, "n90_nonincreasing": True},
+                        "no cell reaches 0.9",
+                        Evidence.exact("the generator's chance level"),
+                    ),
+                ),
             )
         )
     m = across_seeds(per_seed, [f"seed {i}" for i in range(seeds)])
@@ -614,6 +638,19 @@ def _has_rep(bundle, task: str, reps: int, layers: int, post_query: str = "full"
     return True
 
 
+def chance_level(V: int, Nf: int, L: int) -> float:
+    """The chance level of standard MQAR on the generator itself: a reader that answers one of the context's values
+    at random (:func:`~mamba_recall.analysis.hashing.context_guess_accuracy`; 1/N_f for this generator)."""
+    return _chance_level(int(V), int(Nf), int(L))
+
+
+@functools.lru_cache(maxsize=None)
+def _chance_level(V: int, Nf: int, L: int) -> float:
+    from ..analysis.hashing import context_guess_accuracy
+
+    return context_guess_accuracy(V, Nf, L)
+
+
 def guess_level(V: int, Nf: int, Nk: int) -> float:
     """The accuracy of "guessing one out of N_k options" (App. G.2, Remark 3) on the generator's own sequences: a reader
     of the superposition of the N_k stored values (:func:`~mamba_recall.analysis.hashing.superposition_guess_accuracy`,
@@ -711,6 +748,11 @@ def measure_fig11(bundle, Nq: int = 2) -> Measurement:
                 f"; with whole-vocabulary post-query tokens 1 layer {_rep(bundle, 'repeated_queries', Nq, 1):.3f} "
                 f"(predicted {remark5_prediction(Nq, 'full'):.3f})"
             )
+    null = Measurement(
+        {"one_layer_gap_se": 0.0, "two_layer_accuracy": pred, "two_layer_gain_se": 0.0},
+        f"{pred:.3f} at every depth",
+        Evidence.exact("Remark 5's superposition prediction for these sequences"),
+    )
     return Measurement(
         {
             "one_layer_gap_se": abs(one - pred) / se(n),
@@ -723,6 +765,7 @@ def measure_fig11(bundle, Nq: int = 2) -> Measurement:
             f"V = {c['V']}, N_f = {c['Nf']}, D = {c['D']}, N = {c['N']}, {c['steps']} steps",
             seeds=int(c["seeds"]),
         ),
+        control=Control("null", f"a one-layer superposition reader (Remark 5: {pred:.3f}) at every depth", null),
     )
 
 
@@ -782,6 +825,12 @@ def measure_tab10_rows(bundle) -> Measurement:
             "--preset ci --parts ablation --merge`"
         )
     margins = {r: acc[r] - (TAB10[r][0] - 2 * max(TAB10[r][1], 0.01)) for r in ("Base", "A", "B", "C", "D")}
+    chance = chance_level(c["V"], c["Nf"], c.get("L", 4 * c["Nf"]))
+    null = Measurement(
+        {"worst_margin": min(chance - (TAB10[r][0] - 2 * max(TAB10[r][1], 0.01)) for r in margins)},
+        f"{chance:.4f} in every row",
+        Evidence.exact("the generator's chance level"),
+    )
     return Measurement(
         {"worst_margin": min(margins.values())},
         ", ".join(f"{r} {acc[r]:.3f} (floor {TAB10[r][0] - 2 * max(TAB10[r][1], 0.01):.2f})" for r in margins),
@@ -790,6 +839,9 @@ def measure_tab10_rows(bundle) -> Measurement:
             f"V = {c['V']}, N_f = {c['Nf']}, D = {c['D']}, N = {c['N']}, {c['steps']} "
             "steps (Base, A: twice at half batch)",
             seeds=int(c["seeds"]),
+        ),
+        control=Control(
+            "null", f"a model at the generator's chance level, a random context value ({chance:.4f})", null
         ),
     )
 
@@ -869,12 +921,19 @@ def measure_fig8_mha(bundle) -> Measurement:
     A, Ms, Ns, s, c = _heads(bundle)
     room = [N for N in Ns if ("MHA", 1, N) in A and ("MHA", Ms[-1], N) in A and A[("MHA", 1, N)] < NEAR_PERFECT]
     gains = {N: float(A[("MHA", Ms[-1], N)] - A[("MHA", 1, N)]) for N in room}
+    chance = chance_level(c["V"], c["Nf"], c["L"])
+    null = Measurement(
+        {"room_cells": len([N for N in Ns if ("MHA", 1, N) in A]), "smallest_gain_se": 0.0},
+        f"{chance:.4f} at every (M, N): no gain",
+        Evidence.exact("the generator's chance level"),
+    )
     return Measurement(
         {"room_cells": len(room), "smallest_gain_se": min(gains.values()) / s if gains else 0.0},
         f"acc(M = {Ms[-1]}, N) − acc(1, N): "
         + ", ".join(f"N = {N}: {g:+.3f}" for N, g in gains.items())
         + f" (3 s.e. = {Z * s:.3f})",
         _heads_ev(bundle, c),
+        control=Control("null", f"a model at the generator's chance level ({chance:.4f}) for every M", null),
     )
 
 
