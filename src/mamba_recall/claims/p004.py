@@ -600,6 +600,7 @@ def measure_head_ablation(eff: dict, fraction: float, *, ctx=None, side=None) ->
 MAMBA2_CLAIMS = ("004/AppF-ushape", "004/Fig13a", "004/Fig13b")
 
 
+EDGE_CHECKS = "python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --allow-long --checks"
 _REMEASURED: dict = {}  # (claim id, model, at, preset, remeasure) → the measurement record made from its checkpoint
 
 
@@ -618,6 +619,18 @@ def stored_measurement(claim_id: str, run: dict, preset: str, *, remeasure: bool
       ``paper_distractors`` false (not testable here)."""
     rec = run["measurements"][claim_id]
     if "not_run" in rec or claim_id not in ("004/Fig4-count", "004/Fig13a", "004/Fig5b"):
+        return rec
+    from ..analysis.primacy import checkpoint_path
+
+    values = rec["values"]
+    if not run.get("model") or not checkpoint_path(run["model"]).exists():  # nothing to re-measure from
+        if claim_id == "004/Fig13a" and "layer_M_p" not in values:
+            return {
+                "not_run": "the stored measurement predates the rule's layer_M_p and its checkpoint is not here: "
+                "re-run the edge family's checks (`" + EDGE_CHECKS + "`)"
+            }
+        if claim_id == "004/Fig5b" and "paper_distractors" not in values:  # the pool is unknown: never judged on it
+            return {**rec, "values": {**values, "paper_distractors": False}}
         return rec
     key = (claim_id, run["model"], run.get("at"), preset, remeasure)
     if key not in _REMEASURED:
