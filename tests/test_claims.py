@@ -422,3 +422,11 @@ def test_every_quote_is_the_papers_own_sentence(paper):
     for c in core.claims_of(paper):
         for piece in filter(None, (p.strip() for p in c.quote.split(" … "))):
             assert _normalise(piece) in text, f"{c.id}: quote not found verbatim in paper {paper}: {piece!r}"
+
+
+def test_check_names_the_inputs_a_claim_takes():
+    """``check`` with inputs that do not fit a claim's measurement says what it takes and where the call is shown,
+    instead of a bare TypeError from inside the measurement."""
+    with pytest.raises(core.ClaimError, match=r"missing a required argument: 'exact'; it takes measure\(exact\)"):
+        claims.check("001/Delta1", record=False)
+    assert "01_worked_example.ipynb shows the call" in core.inputs_of("001/Delta1")

@@ -620,11 +620,13 @@ def not_run_verdict(claim: Claim, reason: str | None = None) -> Verdict:
 
 def check(claim_id: str, *args, record: bool = True, directory: Path | None = None, **kwargs) -> Verdict:
     """Measure claim ``claim_id`` from the given inputs, judge it by its declared rule, record it for the
-    scorecard and return the verdict (it displays as Markdown with the numbers it used)."""
+    scorecard and return the verdict (it displays as Markdown with the numbers it used). Inputs that do not
+    fit the claim's measurement raise :class:`ClaimError` naming the inputs it takes (:func:`inputs_of`)."""
     claim = get(claim_id)
     if claim.measure is None:
         v = not_run_verdict(claim)
     else:
+        check_inputs(claim, args, kwargs)
         try:
             v = judge(claim, claim.measure(*args, **kwargs))
         except NotRun as exc:
@@ -632,6 +634,30 @@ def check(claim_id: str, *args, record: bool = True, directory: Path | None = No
     if record:
         record_verdict(v, directory)
     return v
+
+
+def inputs_of(claim_id: str) -> str:
+    """What ``check(claim_id, ...)`` takes: the measurement's signature and the first line of its docstring."""
+    import inspect
+
+    claim = get(claim_id)
+    if claim.measure is None:
+        return f"{claim_id} has no measurement yet ({claim.not_run})"
+    doc = (inspect.getdoc(claim.measure) or "").strip().splitlines() if claim.measure.__name__ != "<lambda>" else []
+    where = f" (book/{claim.section}.ipynb shows the call)" if claim.section else ""
+    return f"measure{inspect.signature(claim.measure)}" + (f": {doc[0]}" if doc else "") + where
+
+
+def check_inputs(claim: Claim, args: tuple, kwargs: dict) -> None:
+    """Refuse inputs that do not bind to ``claim``'s measurement, with what it takes."""
+    import inspect
+
+    try:
+        inspect.signature(claim.measure).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise ClaimError(f"check({claim.id!r}, ...): {exc}; it takes {inputs_of(claim.id)}") from None
+    except ValueError:  # a callable without an inspectable signature (a builtin): let the call decide
+        return
 
 
 def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measurement:
