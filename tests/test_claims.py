@@ -396,7 +396,8 @@ def test_quote_setting_and_analogue_show_on_the_verdict():
     )
     v = judge(claim, Measurement({"acc": 0.95}, "x", Evidence.exact("n")))
     md = v._repr_markdown_()
-    assert "“Mamba shows a U-shaped recall curve.”" in md and "**analogue**" in md and "Falcon" in md
+    assert "“Mamba shows a U-shaped recall curve.”" in md and "analogue — " in md and "Falcon" in md
+    assert core.badge("reproduced") in md and "✅" not in md
 
 
 def _normalise(text: str) -> str:

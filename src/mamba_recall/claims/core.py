@@ -338,30 +338,36 @@ class Verdict:
     analogue: bool = False
     control: str = ""  # the control's numbers and what the same rule reads on them
 
-    def _repr_markdown_(self) -> str:
-        lines = [f"**{self.claim_id}** — {self.statement} *({self.where})*"]
-        if self.quote:
-            lines.append(f"- the paper: “{self.quote}”")
-        lines += [f"- paper: {self.printed}", f"- ours: {self.ours or '—'}"]
+    def record_lines(self) -> list[str]:
+        """The claim's whole record as Markdown bullets (the notebook's display and the scorecard's dropdown):
+        the paper's sentence and numbers, ours with the intervals, the rule, the checks, the control, the
+        evidence, the setting and the verdict."""
+        said = f"“{self.quote}”" if self.quote else self.statement
+        out = [f"- **the paper** ({self.where}): {said}", f"- **paper's numbers**: {self.printed}"]
+        out.append(f"- **ours**: {self.ours or (self.reason if self.status == 'not run' else '—')}")
         if self.intervals:
-            lines.append(
-                "- 95 % intervals: "
+            out.append(
+                "- **95 % intervals over seeds**: "
                 + "; ".join(f"{k} [{fmt(lo)}, {fmt(hi)}]" for k, (lo, hi) in self.intervals.items())
             )
-        lines.append(f"- rule: {self.rule}")
+        out.append(f"- **rule** (declared before the result): {self.rule}")
         if self.checks:
-            lines.append("- checks: " + "; ".join(f"{c} (ours {v}) {'✓' if ok else '✗'}" for c, v, ok in self.checks))
+            out.append(
+                "- **checks**: " + "; ".join(f"{c} (ours {x}) {'holds' if ok else 'fails'}" for c, x, ok in self.checks)
+            )
         if self.control:
-            lines.append(f"- control: {self.control}")
+            out.append(f"- **control**: {self.control}")
         if self.evidence:
-            lines.append(f"- evidence: {Evidence(**self.evidence).text()}")
+            out.append(f"- **evidence**: {Evidence(**self.evidence).text()}")
         if self.setting:
-            lines.append(f"- setting: {'**analogue** — ' if self.analogue else ''}{self.setting}")
-        tail = f" — {self.reason}" if self.reason else ""
-        lines.append(f"- **verdict: {MARK[self.status]} {self.status}**{tail}")
+            out.append(f"- **setting**: {'analogue — ' if self.analogue else ''}{self.setting}")
+        out.append(f"- **verdict**: {badge(self.status)}" + (f" — {self.reason}" if self.reason else ""))
         if self.note:
-            lines.append(f"- note: {self.note}")
-        return "\n".join(lines)
+            out.append(f"- **note**: {self.note}")
+        return [line.replace("\n", " ") for line in out]
+
+    def _repr_markdown_(self) -> str:
+        return "\n".join([f"**{self.claim_id}** — {self.statement}", *self.record_lines()])
 
     def __str__(self) -> str:
         checks = "; ".join(f"{c} (ours {v}) {'ok' if ok else 'FAILS'}" for c, v, ok in self.checks)
@@ -370,6 +376,12 @@ class Verdict:
             + (f" | {checks}" if checks else "")
             + (f" | {self.reason}" if self.reason else "")
         )
+
+
+def badge(status: str) -> str:
+    """A status as a coloured badge drawn with CSS (``book/_static/scorecard.css``: ``mr-status-<status with
+    dashes>``) and its words, no emoji glyph (those print as empty boxes where no emoji font is installed)."""
+    return f'<span class="mr-status mr-status-{status.replace(" ", "-")}">{status}</span>'
 
 
 def fmt(x) -> str:
@@ -567,7 +579,7 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
             raise ClaimError(f"claim {claim.id}: its control's measurement lacks {sorted(lacking)}.")
         c_status, c_checks, _ = _status(rule, cm)
         shown = "; ".join(f"{c} ({v})" for c, v, _ in c_checks)
-        control = f"{m.control.kind}: {m.control.what} — {shown} → {MARK[c_status]} {c_status}"
+        control = f"{m.control.kind}: {m.control.what} — {shown} → {c_status}"
         if m.control.kind == "null" and c_status == "reproduced" and status in ("reproduced", "partially"):
             status = "not testable here"
             reason = f"the null control ({m.control.what}) also reaches reproduced: the rule cannot tell them apart"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .core import PAPERS, STATUSES, TIERS, Evidence, Verdict, fmt, claims_of, load_verdicts, not_run_verdict
+from .core import PAPERS, STATUSES, TIERS, Verdict, badge, claims_of, load_verdicts, not_run_verdict
 
 CHAPTERS = {
     0: ("0. The selective scan", "001"),
@@ -60,12 +60,6 @@ def slug(status: str) -> str:
     return status.replace(" ", "-")
 
 
-def badge(status: str) -> str:
-    """A status as a coloured badge drawn with CSS and its words (no emoji glyph: where no emoji font is
-    installed those print as empty boxes)."""
-    return f'<span class="mr-status mr-status-{slug(status)}">{status}</span>'
-
-
 def counts_line(verdicts: list[Verdict]) -> str:
     """Counts per status as badges; the verdicts resting on an analogue are counted apart."""
     c = Counter(v.status for v in verdicts)
@@ -106,31 +100,7 @@ def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
 
 
 def _details(v: Verdict, prefix: str) -> list[str]:
-    said = f"“{v.quote}”" if v.quote else v.statement
-    out = [f"- **the paper** ({v.where}): {said}", f"- **paper's numbers**: {v.printed}"]
-    out.append(f"- **ours**: {v.ours or (v.reason if v.status == 'not run' else '—')}")
-    if v.intervals:
-        out.append(
-            "- **95 % intervals over seeds**: "
-            + "; ".join(f"{k} [{fmt(lo)}, {fmt(hi)}]" for k, (lo, hi) in v.intervals.items())
-        )
-    out.append(f"- **rule** (declared before the result): {v.rule}")
-    if v.checks:
-        out.append(
-            "- **checks**: " + "; ".join(f"{c} (ours {x}) {'holds' if ok else 'fails'}" for c, x, ok in v.checks)
-        )
-    if v.control:
-        out.append(f"- **control**: {v.control}")
-    if v.evidence:
-        out.append(f"- **evidence**: {Evidence(**v.evidence).text()}")
-    if v.setting:
-        out.append(f"- **setting**: {'analogue — ' if v.analogue else ''}{v.setting}")
-    out.append(f"- **verdict**: {badge(v.status)}" + (f" — {v.reason}" if v.reason else ""))
-    if v.note:
-        out.append(f"- **note**: {v.note}")
-    if v.section:
-        out.append(f"- checked in {{doc}}`{prefix}{v.section}`")
-    return [line.replace("\n", " ") for line in out]
+    return v.record_lines() + ([f"- checked in {{doc}}`{prefix}{v.section}`"] if v.section else [])
 
 
 def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
