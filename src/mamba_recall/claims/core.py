@@ -541,24 +541,16 @@ def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
         return "inconclusive", printed, reason
     fixed = decide_all(rule.erratum, m) if rule.erratum else False
     part = decide_all(rule.partially, m) if rule.partially else False
-    if fixed is True:
-        return "erratum confirmed", printed + corrected, "the statement as printed fails; the corrected statement holds"
-    if fixed is None:
-        reason = (
-            "the statement as printed fails, but "
-            + interval_crossings(rule.erratum, m)
-            + ": the evidence does not decide the corrected statement"
-        )
-        return "inconclusive", printed + corrected, reason
-    if part is True:
-        return "partially", printed + partial, ""
-    if part is None:
-        reason = (
-            "the statement as printed fails, but "
-            + interval_crossings(rule.partially, m)
-            + ": the evidence does not decide the partial statement"
-        )
-        return "inconclusive", printed + partial, reason
+    for state, level, conds_, status, shown in (
+        (fixed, "corrected statement", rule.erratum, "erratum confirmed", printed + corrected),
+        (part, "partial statement", rule.partially, "partially", printed + partial),
+    ):
+        if state is True:
+            why = "the statement as printed fails; the corrected statement holds" if status != "partially" else ""
+            return status, shown, why
+        if state is None:
+            why = f"the statement as printed fails, but {interval_crossings(conds_, m)}: the evidence does not decide the {level}"
+            return "inconclusive", shown, why
     return "not reproduced", printed + partial, ""
 
 
