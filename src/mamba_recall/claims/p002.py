@@ -652,18 +652,15 @@ def _chance_level(V: int, Nf: int, L: int) -> float:
 
 
 def guess_level(V: int, Nf: int, Nk: int) -> float:
-    """The accuracy of "guessing one out of N_k options" (App. G.2, Remark 3) on the generator's own sequences: a reader
-    of the superposition of the N_k stored values (:func:`~mamba_recall.analysis.hashing.superposition_guess_accuracy`,
-    at the shortest length the generator allows, which the context does not depend on). Above 1/N_k because the
-    earlier chunks' fresh values can repeat the last one (≈ 0.508 and ≈ 0.349 for N_k = 2, 3 at V = 128)."""
-    return _guess_level(int(V), int(Nf), int(Nk))
+    """The accuracy of "guessing one out of N_k options" (App. G.2, Remark 3) on the generator the models are trained
+    on: a reader of the superposition of the N_k stored values answers the most frequent one
+    (:func:`~mamba_recall.analysis.hashing.superposition_guess_exact`, the closed form of the generator's sampling law,
+    checked against its sequences by :func:`~mamba_recall.analysis.hashing.superposition_guess_accuracy`). Above 1/N_k
+    because the earlier chunks' fresh values can repeat the last one (0.508 and 0.349 for N_k = 2, 3 at V = 128).
+    ``Nf`` does not enter: each key's values are drawn alike whatever the number of facts."""
+    from ..analysis.hashing import superposition_guess_exact
 
-
-@functools.lru_cache(maxsize=None)
-def _guess_level(V: int, Nf: int, Nk: int) -> float:
-    from ..analysis.hashing import superposition_guess_accuracy
-
-    return superposition_guess_accuracy(V, Nf, 2 * Nf * (Nk + 1), Nk=Nk, n=20_000)
+    return superposition_guess_exact(int(V), int(Nk))
 
 
 def _fig10_values(one: float, two: float, three: float | None, guess: float, n: int) -> dict:
