@@ -132,7 +132,7 @@ def test_m2_verdict_is_capped_below_three_seeds():
 
     def stored(frac, p):
         ev = Evidence("cpu-hours", "cpu", 1, "one identification prompt, 2 layers", "m2.pt")
-        return measurement_record(Measurement({"fraction": frac, "concentration_p": p}, "x", ev))
+        return measurement_record(Measurement({"fraction": frac, "concentration_p": p, "layer_M_p": p}, "x", ev))
 
     def family(n):
         fam = EdgeFamily.from_runs([])
