@@ -149,7 +149,7 @@ def measure_ushape(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
             "ends_separated": all(sep) and bool(sep),
             "interior_minimum": all(interior) and bool(interior),
         },
-        f"L_p = {Lp}; repeated relation "
+        f"L_p = {'not reached' if Lp is None else Lp}; repeated relation "
         + (
             "; ".join(parts)
             if parts
@@ -730,7 +730,10 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
             f"judge App. F's claims {list(MAMBA2_CLAIMS)} on the Mamba-2 recipe and the others on a Mamba-1 recipe "
             "(recipe=None picks the right one)."
         )
-    names = [f"{recipe} seed {r['seed']} (L_p {r['L_p']}, tested at L = {r['at']})" for r in seeds]
+    names = [
+        f"{recipe} seed {r['seed']} (L_p {'not reached' if r['L_p'] is None else r['L_p']}, tested at L = {r['at']})"
+        for r in seeds
+    ]
     stored = [stored_measurement(claim_id, r, family.preset, remeasure=remeasure) for r in seeds]
     return check_stored(claim_id, stored, names, record=record)
 
