@@ -2,8 +2,9 @@
 
 Every theorem, lemma, corollary, remark with a testable statement, figure and table of the paper, in its
 own numbering. Hand-set constructions are computed exactly (float64, tier ``exact``); trained-model claims
-are read from the committed runner bundles (tier = the bundle's preset) and are capped at *partially*
-until they rest on ≥ 3 seeds with an interval. Where the paper's proof needs a fix, the theorem (the
+are read from the committed runner bundles (tier = the bundle's preset) and read *inconclusive*, whichever way
+their numbers point, until they rest on ≥ 3 seeds with an interval (core's symmetric rule). Each claim quotes the
+sentence of the paper it tests (:data:`QUOTES`). Where the paper's proof needs a fix, the theorem (the
 existence statement) and the printed step (``-bias``, ``-readout``, ``-Delta``) are separate claims: the
 first is judged on the corrected construction, the second reads *erratum confirmed* when the printed
 step fails and the corrected one is exact.
