@@ -211,3 +211,18 @@ def test_seeds_reach_the_verdict_through_core_only():
     records, names = p000.seed_records("000/Fig4d", seeds)
     assert v == core.check_stored("000/Fig4d", records, names, record=False)
     assert v.evidence["seeds"] == 3 and v.control.startswith("null") and "value_write_factor" in v.intervals
+
+
+def test_fig7_and_softplus_carry_their_nulls():
+    import pandas as pd
+
+    from mamba_recall.experiments.ch1_training import load_checkpoint
+
+    wo, meta = load_checkpoint("wo", "paper")
+    m = claims.get("000/Fig7").measure(wo.W_o, meta)
+    assert m.control.kind == "null" and "initialisation" in m.control.what
+    assert core._point_status(claims.get("000/Fig7").rule, m.control.measurement) != "reproduced"
+    frame = pd.DataFrame({"V": [4, 8, 64], "T": [8, 8, 8], "accuracy": [1.0, 0.995, 0.5], "steps_run": [10, 10, 10]})
+    ctx = type("Ctx", (), {"preset": "ci", "device": "cpu", "smoke": False})()
+    s = claims.get("000/Sec4-softplus").measure(frame, ctx)
+    assert s.values["min_accuracy"] == 0.995 and s.control.measurement.values["min_accuracy"] == pytest.approx(1 / 3)
