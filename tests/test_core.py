@@ -6,6 +6,8 @@ import pandas as pd
 import pytest
 import torch
 
+import nbformat
+
 from mamba_recall import cli
 from mamba_recall.notebook import ParameterError, setup
 from mamba_recall.presets import PresetError, experiment
@@ -139,3 +141,19 @@ def test_reproduce_runs_dependent_runners_after_their_inputs():
 
     for name in runners:  # every runner says which runs produced its committed results
         assert importlib.import_module(f"mamba_recall.experiments.{name}").COMMITTED_RUNS
+
+
+def test_book_copy_of_a_dataframe_breaks_long_headers_at_underscores(tmp_path):
+    """The HTML book's copy of a DataFrame output gets a break opportunity after each ``_`` of its header cells
+    (long column names wrap at their words and the table fits the page); body cells are left alone."""
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("df")
+    html = '<table class="dataframe"><thead><tr><th>best_accuracy_ci_high</th></tr></thead><tbody><tr><td>a_b</td></tr></tbody></table>'
+    cell.outputs = [
+        nbformat.v4.new_output("execute_result", data={"text/html": html, "text/plain": "x"}, execution_count=1)
+    ]
+    nb.cells = [cell]
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    cli.clean_for_book(tmp_path / "nb.ipynb")
+    out = nbformat.read(tmp_path / "nb.ipynb", as_version=4).cells[0].outputs[0]["data"]["text/html"]
+    assert "<th>best_<wbr>accuracy_<wbr>ci_<wbr>high</th>" in out and "<td>a_b</td>" in out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -149,7 +150,21 @@ def clean_for_book(path: Path) -> None:
             cell.metadata["tags"] = [*tags, "remove-cell"]
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+            for out in cell.outputs:
+                html = out.get("data", {}).get("text/html")
+                if html and 'class="dataframe' in ("".join(html) if isinstance(html, list) else html):
+                    out["data"]["text/html"] = breakable_headers("".join(html) if isinstance(html, list) else html)
     nbformat.write(nb, path)
+
+
+_TH = re.compile(r"(<th\b[^>]*>)(.*?)(</th>)", re.S)
+
+
+def breakable_headers(html: str) -> str:
+    """A DataFrame's HTML with a line-break opportunity (``<wbr>``) after each ``_`` of its header cells, so a
+    long column name (``best_accuracy_ci_high``) wraps at its words, never between letters, and the table fits
+    the page. Only the HTML book's copy changes; the notebook keeps pandas' output."""
+    return _TH.sub(lambda m: m.group(1) + m.group(2).replace("_", "_<wbr>") + m.group(3), html)
 
 
 def build_book(parameters: dict, timeout: float | None = None) -> Path:
