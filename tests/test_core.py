@@ -2,11 +2,10 @@
 
 import json
 
+import nbformat
 import pandas as pd
 import pytest
 import torch
-
-import nbformat
 
 from mamba_recall import cli
 from mamba_recall.notebook import ParameterError, setup
