@@ -176,7 +176,11 @@ def test_tab10_row_e_is_read_against_the_copy_floor():
     assert one_seed_inconclusive(verdict("002/Tab10-E", _ablation(1 / 16 + 0.05)), "not reproduced")
 
 
-def _heads(accs: dict, Ms=(1, 2, 4), Ns=(1, 2, 4, 8), noise=None):
+def _heads(accs: dict, Ms=(1, 2, 4), Ns=(1, 2, 4, 8), noise=None, correct=None, margin=2.0):
+    """A fake Fig. 8 bundle; with ``noise`` (a function of pattern, M, N) its noise table carries Lemma 5's entries:
+    the wrong entries' variance relative to the squared margin (``rel_var_wrong = noise``) and the correct entry's
+    variance ``var_correct`` with the ``margin`` it is divided by, so that ``var_correct / margin²`` follows
+    ``correct`` (``noise`` unless given). The empty entries' variance, which the rule no longer reads, stays."""
     rows = [
         dict(pattern=p, M=M, N=N, acc=accs.get((p, M, N), 0.5))
         for p in ("MHA", "MQA", "MKA", "MVA")
@@ -185,9 +189,18 @@ def _heads(accs: dict, Ms=(1, 2, 4), Ns=(1, 2, 4, 8), noise=None):
     ]
     tables = {"grid": pd.DataFrame(rows)}
     if noise is not None:
+        correct = correct or noise
         tables["noise"] = pd.DataFrame(
             [
-                dict(pattern=p, M=M, N=N, rel_var_empty=noise(p, M, N))
+                dict(
+                    pattern=p,
+                    M=M,
+                    N=N,
+                    rel_var_empty=noise(p, M, N),
+                    rel_var_wrong=noise(p, M, N),
+                    var_correct=correct(p, M, N) * margin**2,
+                    margin=margin,
+                )
                 for p in ("MHA", "MQA", "MKA", "MVA")
                 for M in Ms
                 for N in Ns
@@ -217,21 +230,34 @@ def test_thm5_mn_must_hold_over_the_whole_grid():
 
 def test_fig15_needs_a_rank_test_that_can_be_significant():
     falling = lambda p, M, N: 1.0 / M if p == "MHA" else 1.0  # noqa: E731
+    rising = lambda p, M, N: float(M)  # noqa: E731
+    # both entries Lemma 5 names (wrong and correct) fall with M for MHA
     three = _heads({("MHA", 1, N): 0.5 for N in (1, 2, 4, 8)}, noise=falling)
     assert verdict("002/Fig15", three).status == "not testable here"
     four = _heads({("MHA", 1, N): 0.5 for N in (1, 2, 4, 8)}, Ms=(1, 2, 4, 8), noise=falling)
-    assert verdict3("002/Fig15", four).status == "reproduced"  # p = 1/24 at every N
+    m = verdict3("002/Fig15", four)
+    assert m.status == "reproduced", m  # p = 1/24 at every N, for both entries
     assert one_seed_inconclusive(verdict("002/Fig15", four), "reproduced")  # one seed: capped
     r, p = p002.spearman_p([1, 2, 4], [3, 2, 1])
     assert r == pytest.approx(-1.0) and p == pytest.approx(1 / 6)
-    # the cpu-hours grid has four head counts for MHA only: the shared half of the claim is then untested, so
-    # the rule cannot read reproduced (the measure reads the variance off the grid when there is no noise table)
+    # only the wrong entries fall, the correct entry's variance grows with M: one of the two entries is partial
+    half = _heads({("MHA", 1, N): 0.5 for N in (1, 2, 4, 8)}, Ms=(1, 2, 4, 8), noise=falling, correct=rising)
+    assert verdict3("002/Fig15", half).status == "partially"
+    assert one_seed_inconclusive(verdict("002/Fig15", half), "partially")
+    # a table without the correct entry's variance cannot be read (it used to be judged on the empty entries)
+    bare = _heads({("MHA", 1, N): 0.5 for N in (1, 2, 4, 8)}, Ms=(1, 2, 4, 8), noise=falling)
+    bare.tables["noise"] = bare.tables["noise"].drop(columns=["var_correct", "margin"])
+    with pytest.raises(claims.NotRun):
+        verdict("002/Fig15", bare)
+    # the cpu-hours grid has four head counts for MHA only: the shared patterns are not judged (the quoted sentence
+    # is about MHA), so MHA's falling variances read reproduced (the measure reads them off the grid when there is
+    # no noise table)
     b = _heads({("MHA", 1, N): 0.5 for N in (1, 2, 4, 8)}, Ms=(1, 2, 4, 8), noise=falling)
     grid = b.tables["grid"].merge(b.tables.pop("noise"), on=["pattern", "M", "N"])
     b.tables["grid"] = grid[(grid["pattern"] == "MHA") | grid["M"].isin([1, 8])]
     m = verdict3("002/Fig15", b)
-    assert m.status == "partially" and any(c.startswith("shared_tested") and not ok for c, _, ok in m.checks)
-    assert one_seed_inconclusive(verdict("002/Fig15", b), "partially")
+    assert m.status == "reproduced" and not any(c.startswith("shared") for c, _, _ in m.checks), m
+    assert one_seed_inconclusive(verdict("002/Fig15", b), "reproduced")
 
 
 def test_every_check_in_chapter_2_is_displayed():
