@@ -192,3 +192,14 @@ def test_null_controls_do_not_pass_the_rule(cid, bundle):
     v = check(cid, *(() if b is None else (b,)), record=False)
     assert v.control.startswith("null: ")
     assert not v.control.endswith("✅ reproduced"), v.control
+
+
+def test_a_constant_variance_is_no_evidence_of_a_decrease():
+    """A variance that does not change with the head count has no ranking: p is 1, not scipy's 0 for NaN ρ."""
+    import math
+
+    from mamba_recall.claims.p002 import spearman_p
+
+    rho, p = spearman_p([1, 2, 4, 8], [1.0, 1.0, 1.0, 1.0])
+    assert math.isnan(rho) and p == 1.0
+    assert spearman_p([1, 2, 4], [3, 2, 1]) == (-1.0, 1 / 6)

@@ -973,10 +973,13 @@ def measure_thm5_mn(bundle) -> Measurement:
 
 def spearman_p(x, y) -> tuple[float, float]:
     """Spearman ρ (:func:`scipy.stats.spearmanr`) and its exact one-sided permutation p-value for a decrease,
-    P(ρ_perm ≤ ρ) over every pairing (:func:`scipy.stats.permutation_test`, exhaustive for the few head counts M)."""
+    P(ρ_perm ≤ ρ) over every pairing (:func:`scipy.stats.permutation_test`, exhaustive for the few head counts M).
+    A constant series has no ranking: ρ is NaN and p is 1 (no evidence of a decrease; scipy would give p = 0)."""
     from scipy import stats
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:  # no ranking at all: ρ undefined, and no evidence of a decrease
+        return float("nan"), 1.0
     rho = float(stats.spearmanr(x, y).statistic)
     test = stats.permutation_test(
         (x, y),
