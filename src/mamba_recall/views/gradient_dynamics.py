@@ -55,7 +55,7 @@ def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 mo
     tokens = frame[(frame.panel == "output") & (frame.dim == 0)][["t", "token", "event"]]
     strip = (
         alt.Chart(tokens)
-        .mark_text(fontSize=9)
+        .mark_text(fontSize=10)
         .encode(x="t:Q", text="token:N", color=alt.Color("event:N", title="pair (x_{t-1}, x_t)"))
         .properties(width=480, height=18)
     )
@@ -87,12 +87,17 @@ def wdelta_heatmap(W: torch.Tensor, title: str, transposed: bool = False) -> alt
     )
 
 
-def matrix_chart(M, title: str, row_title="row", col_title="column", width=220) -> alt.Chart:
-    """A diverging heat-map of any matrix (for gradients, W_o)."""
-    A = np.asarray(M.detach().cpu() if isinstance(M, torch.Tensor) else M, dtype=float)
+def _as_array(M) -> np.ndarray:
+    return np.asarray(M.detach().cpu() if isinstance(M, torch.Tensor) else M, dtype=float)
+
+
+def matrix_chart(M, title: str, row_title="row", col_title="column", width=220, lim: float | None = None) -> alt.Chart:
+    """A diverging heat-map of any matrix (for gradients, W_o); its colour scale runs over ± ``lim`` (default: the
+    largest |entry| of ``M``)."""
+    A = _as_array(M)
     rows, cols = np.meshgrid(np.arange(A.shape[0]), np.arange(A.shape[1]), indexing="ij")
     frame = pd.DataFrame({"row": rows.ravel(), "col": cols.ravel(), "value": A.ravel()})
-    lim = float(np.abs(A).max()) or 1.0
+    lim = float(lim) if lim else float(np.abs(A).max()) or 1.0
     return (
         alt.Chart(frame)
         .mark_rect()
@@ -104,6 +109,15 @@ def matrix_chart(M, title: str, row_title="row", col_title="column", width=220) 
         )
         .properties(width=width, height=width * A.shape[0] / A.shape[1], title=title)
     )
+
+
+def matrix_charts(mats: dict, row_title="row", col_title="column", width=220, shared: bool = True) -> alt.HConcatChart:
+    """:func:`matrix_chart` of each ``{title: matrix}`` side by side. ``shared``: one colour scale over ± the largest
+    |entry| of all of them (one legend; the panels compare in value); otherwise each panel has its own scale and
+    legend (the panels compare in pattern only)."""
+    lim = max((float(np.abs(_as_array(M)).max()) for M in mats.values()), default=0.0) or 1.0
+    charts = [matrix_chart(M, t, row_title, col_title, width, lim if shared else None) for t, M in mats.items()]
+    return alt.hconcat(*charts).resolve_scale(color="shared" if shared else "independent")
 
 
 def bc_chart(model, ids, num_keys: int, title: str) -> alt.VConcatChart:
@@ -307,15 +321,15 @@ def full_readout_charts(readout: pd.DataFrame, stage: str = "trained", width: in
     rows = readout[readout.stage == stage]
     if rows.empty:
         raise ValueError(f"no readout rows at stage {stage!r}; stages present: {sorted(set(readout.stage))}.")
-    return alt.hconcat(
-        *(
-            matrix_chart(
-                rows[rows.seed == s].pivot(index="row", columns="col", values="value").to_numpy(),
-                f"full Mamba LM, seed {s} ({stage})",
-                "logit a",
-                "(previous, current) token",
-                width=width,
-            )
+    # one colour scale over all seeds (± the largest |entry|)
+    return matrix_charts(
+        {
+            f"full Mamba LM, seed {s} ({stage})": rows[rows.seed == s]
+            .pivot(index="row", columns="col", values="value")
+            .to_numpy()
             for s in sorted(set(rows.seed))
-        )
+        },
+        "logit a",
+        "(previous, current) token",
+        width=width,
     )

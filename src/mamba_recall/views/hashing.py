@@ -126,7 +126,8 @@ def theory_slider_chart(frame: pd.DataFrame, Vs, Nfs, V0, Nf0, measured: pd.Data
             x=alt.X("D:O", title="D"),
             y=alt.Y("N:O", title="N", sort="descending"),
             color=alt.Color("p:Q", scale=alt.Scale(domain=[0, 1], scheme="viridis"), title="accuracy / p"),
-            column=alt.Column("source:N", title=None),
+            # three panels a row: six side by side would be wider than the book's column
+            facet=alt.Facet("source:N", title=None, columns=3),
             tooltip=["source", "D", "N", alt.Tooltip("p:Q", format=".3f")],
         )
         .add_params(v_sl, f_sl)
@@ -138,6 +139,7 @@ def theory_slider_chart(frame: pd.DataFrame, Vs, Nfs, V0, Nf0, measured: pd.Data
 def grid_heatmaps(frame: pd.DataFrame, columns: list[str], title: str) -> alt.Chart:
     """(D, N) heatmaps of several accuracy columns of one regime (Fig. 6 layout)."""
     long = frame.melt(id_vars=["D", "N"], value_vars=columns, var_name="column", value_name="acc")
+    size = 130 if len(columns) <= 5 else 100
     return (
         alt.Chart(long)
         .mark_rect()
@@ -148,7 +150,8 @@ def grid_heatmaps(frame: pd.DataFrame, columns: list[str], title: str) -> alt.Ch
             column=alt.Column("column:N", sort=columns, title=None),
             tooltip=["column", "D", "N", alt.Tooltip("acc:Q", format=".3f")],
         )
-        .properties(width=130, height=130, title=title)
+        # one row (Fig. 6 layout) within the book's column: six or seven panels are drawn smaller
+        .properties(width=size, height=size, title=title)
     )
 
 
@@ -187,9 +190,9 @@ def reference_grid_chart(table: pd.DataFrame, title: str) -> alt.Chart:
             tooltip=["D", "N", alt.Tooltip("diff_mean:Q", format="+.4f")],
         )
         + alt.Chart(t)
-        .mark_text(fontSize=9)
+        .mark_text(fontSize=10)
         .encode(x="D:O", y=alt.Y("N:O", sort="descending"), text=alt.Text("diff_mean:Q", format="+.3f"))
-    ).properties(width=160, height=160, title="mean difference (ours − theirs)")
+    ).properties(width=180, height=180, title="mean difference (ours − theirs)")
     return alt.hconcat(dots, diff)
 
 

@@ -72,7 +72,9 @@ def fig1_histogram_chart(frame: pd.DataFrame, preset: str, seeds, positions: str
                 axis=alt.Axis(values=[0, 0.25, 0.5, 0.75, 1]),
             ),
             y=alt.Y("density:Q", stack=None, title="fraction of values"),
-            color=alt.Color("weights:N", scale=alt.Scale(domain=WEIGHTS), title=None),
+            color=alt.Color(
+                "weights:N", scale=alt.Scale(domain=WEIGHTS), title=None, legend=alt.Legend(orient="bottom")
+            ),
             tooltip=["model", "T", "weights", alt.Tooltip("bin:Q", title="bin from"), "density", "count"],
         )
         .properties(width=150, height=120)

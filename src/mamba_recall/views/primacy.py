@@ -42,14 +42,19 @@ def recall_chart(
     frame: pd.DataFrame, color: str = "condition", facet: str | None = None, title: str = "", width: int = 260
 ) -> alt.Chart:
     """Recall vs queried position with 95 % Wilson bands, one line per ``color``."""
-    base = alt.Chart(frame).encode(x=alt.X("k:Q", title="queried position k"), color=alt.Color(f"{color}:N"))
+    # faceted: the legend goes below the panels (beside them, the row would be wider than the book's column)
+    legend = alt.Legend(orient="bottom", direction="vertical") if facet else alt.Legend()
+    base = alt.Chart(frame).encode(
+        x=alt.X("k:Q", title="queried position k"), color=alt.Color(f"{color}:N", legend=legend)
+    )
     band = base.mark_area(opacity=0.18).encode(
         y=alt.Y("lo:Q", title="recall", scale=alt.Scale(domain=[0, 1])), y2="hi:Q"
     )
     line = base.mark_line(point=True).encode(y="acc:Q", tooltip=["k", color, alt.Tooltip("acc:Q", format=".3f")])
     chart = (band + line).properties(width=width, height=200)
     if facet:
-        chart = chart.facet(column=alt.Column(f"{facet}:N", title=None))
+        # three panels a row, so that the chart fits the book's column whatever the number of facets
+        chart = chart.facet(facet=alt.Facet(f"{facet}:N", title=None), columns=3)
     return chart.properties(title=title) if title else chart
 
 
@@ -168,8 +173,9 @@ def delta_heatmap(frame: pd.DataFrame, title: str) -> alt.Chart:
             color=alt.Color("delta:Q", title="mean Δ", scale=alt.Scale(scheme="viridis")),
             tooltip=["k", "layer", "t", alt.Tooltip("delta:Q", format=".4f")],
         )
-        .properties(width=220, height=60)
-        .facet(column=alt.Column("k:O", title="period k"))
+        # four panels a row (the cpu-hours and paper presets have seven periods) within the book's column
+        .properties(width=190, height=60)
+        .facet(facet=alt.Facet("k:O", title="period k"), columns=4)
         .properties(title=title)
     )
 

@@ -6,6 +6,8 @@
 * :func:`mqar_grid` / :func:`mqar_grid_chart` — accuracy of each MQAR construction (as printed / corrected)
   against the code size p, with κ and |V| sliders (static); :func:`mqar_explorer` — the live ipywidgets
   version (κ, |V|, d, N → accuracy), built only in Jupyter.
+* :func:`training_curves_chart` — every trained MQAR run's held-out accuracy over training steps, one panel per
+  (grid, d).
 """
 
 from __future__ import annotations
@@ -172,4 +174,25 @@ def thm3_state_chart(need: pd.DataFrame) -> alt.LayerChart:
     )
     return (lines + points).properties(
         width=480, height=260, title="Thm. 3 (Mamba-2): state size for 99 % MQAR recall against κ"
+    )
+
+
+def training_curves_chart(curves: pd.DataFrame, preset: str) -> alt.FacetChart:
+    """Held-out accuracy against the training step of every MQAR run (the ``curves`` table of a run-store bundle:
+    grid, d, N, seed, step, loss, accuracy): one line per (N, seed), coloured by N, one panel per grid (rows) and d
+    (columns). The panels are as wide as the book's column allows (at most 220 px) and the legend sits below them."""
+    n_cols = max(1, int(curves["d"].nunique()))
+    width = max(80, min(220, (760 - 20 * (n_cols - 1)) // n_cols))
+    return (
+        alt.Chart(curves)
+        .mark_line()
+        .encode(
+            x="step:Q",
+            y="accuracy:Q",
+            color=alt.Color("N:O", legend=alt.Legend(orient="bottom")),
+            detail="seed:N",
+            tooltip=["grid", "d", "N", "seed", "step", "loss", "accuracy"],
+        )
+        .properties(width=width, height=150)
+        .facet(row="grid:N", column="d:O", title=f"{preset}: training curves (held-out accuracy)")
     )
