@@ -119,7 +119,8 @@ def test_recency_is_an_intervention_not_the_training_objective():
 
 
 def test_recency_intervention_on_the_paper_checkpoint(paper_k1):
-    from mamba_recall.experiments.ch1_cpu_hours import forgetting_held_at_one, noise_forgetting_probe
+    from mamba_recall.analysis.interventions import forgetting_held_at_one
+    from mamba_recall.experiments.ch1_cpu_hours import noise_forgetting_probe
     from mamba_recall.tasks.latest_value import latest_value_batch
 
     model, meta = paper_k1
@@ -186,7 +187,7 @@ def test_k1_claims_carry_the_untrained_null(paper_k1):
 
 
 def test_one_seed_fallback_is_never_stronger_than_its_evidence(paper_k1):
-    from mamba_recall.claims.p000 import check_over_seeds
+    from mamba_recall.experiments.ch1_cpu_hours import check_over_seeds
 
     model, meta = paper_k1
     for cid, args in (("000/Sec3-accuracy", (meta,)), ("000/Fig4c", (model, meta)), ("000/Fig8", (model, meta))):
@@ -201,14 +202,16 @@ def test_seeds_reach_the_verdict_through_core_only():
 
     from mamba_recall.claims import p000
 
-    src = inspect.getsource(p000.check_over_seeds) + inspect.getsource(p000.check_table1)
+    from mamba_recall.experiments import ch1_cpu_hours
+
+    src = inspect.getsource(ch1_cpu_hours.check_over_seeds) + inspect.getsource(p000.check_table1)
     for word in ("mean_interval(", "across_seeds(", ".intervals", "judge("):
         assert word not in src, word
     seeds = p000.load_seeds("ch1_mechanism", log=lambda *_: None)
     if seeds is None:
         pytest.skip("no committed ch1_mechanism_cpu-hours bundle")
-    v = p000.check_over_seeds("000/Fig4d", seeds, record=False)
-    records, names = p000.seed_records("000/Fig4d", seeds)
+    v = ch1_cpu_hours.check_over_seeds("000/Fig4d", seeds, record=False)
+    records, names = ch1_cpu_hours.seed_records("000/Fig4d", seeds)
     assert v == core.check_stored("000/Fig4d", records, names, record=False)
     assert v.evidence["seeds"] == 3 and v.control.startswith("null") and "value_write_factor" in v.intervals
 

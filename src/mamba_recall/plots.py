@@ -116,7 +116,7 @@ def chart_html(spec: dict, embed_options: dict | None, div_id: str) -> str:
 
 
 def chart_id(spec: dict, suffix: str = "") -> str:
-    """A deterministic element id for ``spec``: :data:`CHART_CLASS`, a hash of the spec and ``suffix`` (the
+    """A deterministic element id for ``spec``: :data:`CHART_CLASS`, a hash of its JSON and ``suffix`` (the
     cell and output index, so the same chart twice on one page gets two ids)."""
     canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]

@@ -674,3 +674,59 @@ def chi2_uniform_p(counts, expected) -> float:
             "expected * counts.sum() / expected.sum()."
         )
     return float(stats.chisquare(counts, expected).pvalue)
+
+
+# ------------------------------------------------------- paper 000: the forgetting factor held at 1
+def held_scan(model, decay, inp, hold):
+    """The |K| = 1 recurrence h_t = a_t ⊙ h_{t−1} + Δ_t ⊙ x̂_t recomputed from the model's own ``decay`` a_t and input
+    terms ``inp`` (b, T, 2|V|), with a_t := 1 wherever ``hold`` (b, T) is true; returns W_o h_t, (b, T, |V|)."""
+    a = torch.where(hold[..., None], torch.ones_like(decay), decay)
+    h, out = torch.zeros_like(inp[:, 0]), []
+    for t in range(inp.shape[1]):
+        h = a[:, t] * h + inp[:, t]
+        out.append(h)
+    return torch.stack(out, 1) @ model.W_o.T
+
+
+@torch.no_grad()
+def forgetting_held_at_one(model, batch, where: str) -> dict:
+    r"""A causal intervention on the |K| = 1 model (N = 1, B = C = 1), in the recurrence of
+    :func:`mamba_recall.experiments.ch1_cpu_hours.noise_forgetting_probe`: the forgetting factor a_t = exp(Λ ⊙ Δ_t) held at 1 ``where`` — ``"noise"`` (at the
+    noise pairs (v₁, v₂): §3's forget regime, "forget all the memories slowly", removed), ``"except_writes"`` (every
+    position but the write pairs (k, v): the forget regime and the read pairs' forgetting removed, the erase kept) or
+    ``"writes"`` (only the write pairs: the erase removed) — the input terms unchanged.
+    Returns the query accuracy of the latest value and the share of rebound-key queries where the latest value beats
+    the previous binding, as trained (``*_before``) and under the intervention (``*_held``), on ``batch``."""
+    from ..analysis.recall_probes import recency_margins
+    from ..labels import labelled_accuracy
+    from ..tasks.latest_value import NOISE, WRITE, pair_events
+
+    if model.d_state != 1 or model.selective_bc:
+        raise ValueError("forgetting_held_at_one is defined for the |K| = 1 model (N = 1, B = C = 1); use ch1.k1.")
+    if where not in ("noise", "except_writes", "writes"):
+        raise ValueError(f"where={where!r}: 'noise', 'except_writes' or 'writes'.")
+    ids = batch.inputs
+    _, it = model(ids, return_internals=True)
+    decay, inp = it["forget"][..., 0], it["input_term"][..., 0]
+    events = pair_events(ids.numpy(), batch.num_keys)
+    write = torch.as_tensor(events == WRITE)
+    hold = {"noise": torch.as_tensor(events == NOISE), "except_writes": ~write, "writes": write}[where]
+    before = held_scan(model, decay, inp, torch.zeros_like(write))
+    held = held_scan(model, decay, inp, hold)
+
+    class _Fixed:  # recency_margins calls model(inputs) and reads model.W_delta's device
+        def __init__(self, out):
+            self.out, self.W_delta = out, model.W_delta
+
+        def __call__(self, x):
+            return self.out
+
+    rb, rh = recency_margins(_Fixed(before), batch), recency_margins(_Fixed(held), batch)
+    return {
+        "accuracy_before": float(labelled_accuracy(before, batch.query_labels)),
+        "accuracy_held": float(labelled_accuracy(held, batch.query_labels)),
+        "margin_positive_before": rb["margin_positive"],
+        "margin_positive_held": rh["margin_positive"],
+        "rebound_queries": rb["n"],
+        "held_positions": int(hold.sum()),
+    }

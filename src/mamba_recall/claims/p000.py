@@ -90,9 +90,9 @@ UNTRAINED = "the same architecture untrained (its initialisation at the same see
 def untrained_like(meta: dict):
     """The untrained model of a checkpoint's recipe: the same architecture initialised at the same seed (``meta``:
     the checkpoint's sidecar)."""
-    from ..experiments.ch1_training import build_model
+    from ..models.simplified_recall import SimplifiedMamba
 
-    return build_model(meta["config"], int(meta.get("seed", 0))).eval()
+    return SimplifiedMamba.from_sizes(meta["config"], int(meta.get("seed", 0))).eval()
 
 
 def with_untrained_null(fn):
@@ -322,12 +322,12 @@ RECENCY_COMMAND = "python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu
 
 
 def measure_recency(model, batch, meta: dict) -> Measurement:
-    """§3's closing remark as an intervention (:func:`~mamba_recall.experiments.ch1_cpu_hours.forgetting_held_at_one`):
+    """§3's closing remark as an intervention (:func:`~mamba_recall.analysis.interventions.forgetting_held_at_one`):
     recall of the latest value on ``batch`` with §3's slow forgetting removed (the forgetting factor held at 1 at the
     noise pairs (v₁, v₂), the regime §3 calls "forget all the memories slowly"), against the model as trained; shown
     beside it, the factor held at 1 at every position but the writes (the read pairs' forgetting removed as well). The
     positive control is the same test with the erase removed instead (the factor held at 1 at the write pairs only)."""
-    from ..experiments.ch1_cpu_hours import forgetting_held_at_one
+    from ..analysis.interventions import forgetting_held_at_one
 
     wider = forgetting_held_at_one(model, batch, "except_writes")
 
@@ -682,55 +682,6 @@ def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None)
         f", {runs['cpu_seconds'] / 3600:.1f} CPU-hours; verdicts are judged over the seeds (mean, 95 % t-interval)"
     )
     return bundle
-
-
-@functools.lru_cache(maxsize=None)
-def _k1_seed_records(checkpoint: str, n_probe: int) -> dict:
-    """Every |K| = 1 claim's measurement record on one committed cpu-hours checkpoint (its sha256 checked), made by
-    the runner's own :func:`~mamba_recall.experiments.ch1_cpu_hours._measure_model` on the same held-out sequences
-    (seed 1000 + s) as when the bundle was made; cached per checkpoint (a page reads ten claims of three seeds)."""
-    from ..experiments.ch1_cpu_hours import _measure_model
-    from ..experiments.ch1_training import build_model
-    from ..paths import REPO_ROOT
-    from ..results import read_checkpoint
-
-    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=SEEDS_COMMAND)
-    model = build_model(meta["config"], meta["seed"])
-    model.load_state_dict(state)
-    meta = {**meta, "checkpoint": checkpoint}
-    sizes = {**meta["config"], "n_probe": n_probe}
-    return _measure_model("k1", model.eval(), meta, sizes, None, meta["test_query_accuracy"], meta["seed"])
-
-
-def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
-    """The per-seed measurement records of ``claim_id`` in the cpu-hours bundle ``seeds`` and the seeds' names, or
-    ``None`` when the bundle does not measure it. A |K| = 1 claim is measured afresh on the seed checkpoints the bundle
-    names (committed, sha256-checked), by the runner's own code, so that a measurement changed after the bundle was
-    made (a metric a rule now reads, a control) reads the same trained models; the others are the stored records."""
-    from ..experiments.ch1_cpu_hours import K1_CLAIMS
-
-    stored = seeds.data.get("measurements", {}).get(claim_id)
-    if stored is None:
-        return None
-    records, names = stored["records"], stored["names"]
-    if claim_id in K1_CLAIMS and not any("not_run" in r for r in records):
-        n_probe = int(seeds.config["sizes"]["k1"]["n_probe"])
-        records = [_k1_seed_records(r["evidence"]["source"], n_probe)[claim_id] for r in records]
-    return records, names
-
-
-def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs):
-    """The verdict of ``claim_id`` on the strongest committed evidence, through core's one path
-    (:func:`~mamba_recall.claims.core.check_stored` → ``across_seeds`` → ``judge``): the per-seed records of the
-    cpu-hours bundle ``seeds`` (:func:`load_seeds`, :func:`seed_records`). Without a bundle (``None``) or without this
-    claim in it, the one-seed measurement on ``args`` (:func:`~mamba_recall.claims.core.check`), which core reads
-    *inconclusive* for a trained claim whichever way its numbers point."""
-    from .core import check, check_stored
-
-    found = None if seeds is None else seed_records(claim_id, seeds)
-    if found is None:
-        return check(claim_id, *args, record=record, **kwargs)
-    return check_stored(claim_id, *found, record=record)
 
 
 def check_table1(claim_id: str, seeds, table, origin, record: bool = True):

@@ -42,6 +42,7 @@ mean and interval, the readout matrices). The notebooks of Chapter 1 judge the c
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import time
 from pathlib import Path
@@ -51,6 +52,8 @@ import pandas as pd
 import torch
 
 from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
+from ..analysis.interventions import held_scan
+from ..claims import p000
 from ..presets import experiment
 from ..runstore import add_grid_args, aggregate, finished_status, grid_main, save_grid_bundle, make_job
 
@@ -172,61 +175,6 @@ def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False)
     return model.eval(), meta
 
 
-def _held_scan(model, decay, inp, hold):
-    """The |K| = 1 recurrence h_t = a_t ⊙ h_{t−1} + Δ_t ⊙ x̂_t recomputed from the model's own ``decay`` a_t and input
-    terms ``inp`` (b, T, 2|V|), with a_t := 1 wherever ``hold`` (b, T) is true; returns W_o h_t, (b, T, |V|)."""
-    a = torch.where(hold[..., None], torch.ones_like(decay), decay)
-    h, out = torch.zeros_like(inp[:, 0]), []
-    for t in range(inp.shape[1]):
-        h = a[:, t] * h + inp[:, t]
-        out.append(h)
-    return torch.stack(out, 1) @ model.W_o.T
-
-
-@torch.no_grad()
-def forgetting_held_at_one(model, batch, where: str) -> dict:
-    r"""A causal intervention on the |K| = 1 model (N = 1, B = C = 1), in the recurrence of
-    :func:`noise_forgetting_probe`: the forgetting factor a_t = exp(Λ ⊙ Δ_t) held at 1 ``where`` — ``"noise"`` (at the
-    noise pairs (v₁, v₂): §3's forget regime, "forget all the memories slowly", removed), ``"except_writes"`` (every
-    position but the write pairs (k, v): the forget regime and the read pairs' forgetting removed, the erase kept) or
-    ``"writes"`` (only the write pairs: the erase removed) — the input terms unchanged.
-    Returns the query accuracy of the latest value and the share of rebound-key queries where the latest value beats
-    the previous binding, as trained (``*_before``) and under the intervention (``*_held``), on ``batch``."""
-    from ..analysis.recall_probes import recency_margins
-    from ..labels import labelled_accuracy
-    from ..tasks.latest_value import NOISE, WRITE, pair_events
-
-    if model.d_state != 1 or model.selective_bc:
-        raise ValueError("forgetting_held_at_one is defined for the |K| = 1 model (N = 1, B = C = 1); use ch1.k1.")
-    if where not in ("noise", "except_writes", "writes"):
-        raise ValueError(f"where={where!r}: 'noise', 'except_writes' or 'writes'.")
-    ids = batch.inputs
-    _, it = model(ids, return_internals=True)
-    decay, inp = it["forget"][..., 0], it["input_term"][..., 0]
-    events = pair_events(ids.numpy(), batch.num_keys)
-    write = torch.as_tensor(events == WRITE)
-    hold = {"noise": torch.as_tensor(events == NOISE), "except_writes": ~write, "writes": write}[where]
-    before = _held_scan(model, decay, inp, torch.zeros_like(write))
-    held = _held_scan(model, decay, inp, hold)
-
-    class _Fixed:  # recency_margins calls model(inputs) and reads model.W_delta's device
-        def __init__(self, out):
-            self.out, self.W_delta = out, model.W_delta
-
-        def __call__(self, x):
-            return self.out
-
-    rb, rh = recency_margins(_Fixed(before), batch), recency_margins(_Fixed(held), batch)
-    return {
-        "accuracy_before": float(labelled_accuracy(before, batch.query_labels)),
-        "accuracy_held": float(labelled_accuracy(held, batch.query_labels)),
-        "margin_positive_before": rb["margin_positive"],
-        "margin_positive_held": rh["margin_positive"],
-        "rebound_queries": rb["n"],
-        "held_positions": int(hold.sum()),
-    }
-
-
 @torch.no_grad()
 def noise_forgetting_probe(model, batch) -> dict:
     r"""Our causal probe (not a claim of the paper). The |K| = 1 recurrence, Eq. (3) with N = 1, B = C = 1:
@@ -251,9 +199,9 @@ def noise_forgetting_probe(model, batch) -> dict:
     events = pair_events(ids.numpy(), batch.num_keys)
     noise, write = torch.as_tensor(events == NOISE), torch.as_tensor(events == WRITE)  # (b, T)
 
-    before = _held_scan(model, decay, inp, torch.zeros_like(noise))
-    after = _held_scan(model, decay, inp, noise)
-    no_erase = _held_scan(model, decay, inp, write)
+    before = held_scan(model, decay, inp, torch.zeros_like(noise))
+    after = held_scan(model, decay, inp, noise)
+    no_erase = held_scan(model, decay, inp, write)
 
     class _Fixed:  # recency_margins calls model(inputs) and reads model.W_delta's device
         def __init__(self, out):
@@ -626,7 +574,7 @@ def _write(name, data, config, tables, log, directory):
 
 def _full_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
     """``ch1_full_mamba_<preset>``: per-seed accuracies (mean, interval), the 000/Fig7-full records per seed and
-    their combination over seeds (``measurements``, read by :func:`~mamba_recall.claims.p000.check_over_seeds`),
+    their combination over seeds (``measurements``, read by :func:`check_over_seeds`),
     and the readout matrices W_o^full at the end and at initialisation (table ``readout``: seed, stage, row a =
     the logit's token, col = j·|V| + v for token v at lag 1 (j = 0, previous) or lag 0 (j = 1, current), value)."""
     models = aggregate(
@@ -781,3 +729,53 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+# ------------------------------------------------------------------ the verdicts over the committed seeds
+# (here, not in claims.p000: re-measuring a |K| = 1 claim loads the committed seed checkpoints and runs this
+# runner's own measurement, and the claims layer imports nothing above it)
+
+
+@functools.lru_cache(maxsize=None)
+def _k1_seed_records(checkpoint: str, n_probe: int) -> dict:
+    """Every |K| = 1 claim's measurement record on one committed cpu-hours checkpoint (its sha256 checked), made by
+    the runner's own :func:`_measure_model` on the same held-out sequences
+    (seed 1000 + s) as when the bundle was made; cached per checkpoint (a page reads ten claims of three seeds)."""
+    from ..results import read_checkpoint
+    from .ch1_training import build_model
+
+    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=p000.SEEDS_COMMAND)
+    model = build_model(meta["config"], meta["seed"])
+    model.load_state_dict(state)
+    meta = {**meta, "checkpoint": checkpoint}
+    sizes = {**meta["config"], "n_probe": n_probe}
+    return _measure_model("k1", model.eval(), meta, sizes, None, meta["test_query_accuracy"], meta["seed"])
+
+
+def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
+    """The per-seed measurement records of ``claim_id`` in the cpu-hours bundle ``seeds`` and the seeds' names, or
+    ``None`` when the bundle does not measure it. A |K| = 1 claim is measured afresh on the seed checkpoints the bundle
+    names (committed, sha256-checked), by the runner's own code, so that a measurement changed after the bundle was
+    made (a metric a rule now reads, a control) reads the same trained models; the others are the stored records."""
+    stored = seeds.data.get("measurements", {}).get(claim_id)
+    if stored is None:
+        return None
+    records, names = stored["records"], stored["names"]
+    if claim_id in K1_CLAIMS and not any("not_run" in r for r in records):
+        n_probe = int(seeds.config["sizes"]["k1"]["n_probe"])
+        records = [_k1_seed_records(r["evidence"]["source"], n_probe)[claim_id] for r in records]
+    return records, names
+
+
+def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs):
+    """The verdict of ``claim_id`` on the strongest committed evidence, through core's one path
+    (:func:`~mamba_recall.claims.core.check_stored` → ``across_seeds`` → ``judge``): the per-seed records of the
+    cpu-hours bundle ``seeds`` (:func:`~mamba_recall.claims.p000.load_seeds`, :func:`seed_records`). Without a bundle (``None``) or without this
+    claim in it, the one-seed measurement on ``args`` (:func:`~mamba_recall.claims.core.check`), which core reads
+    *inconclusive* for a trained claim whichever way its numbers point."""
+    from ..claims.core import check, check_stored
+
+    found = None if seeds is None else seed_records(claim_id, seeds)
+    if found is None:
+        return check(claim_id, *args, record=record, **kwargs)
+    return check_stored(claim_id, *found, record=record)

@@ -41,15 +41,8 @@ class Trained:
     sizes: dict
 
 
-def build_model(sizes: dict, seed: int, backend: str = "chunked") -> SimplifiedMamba:
-    return SimplifiedMamba(
-        sizes["vocab_size"],
-        sizes["d_state"],
-        selective_bc=sizes["d_state"] > 1,
-        learn_unembedding=sizes.get("learn_unembedding", False),
-        backend=backend,
-        seed=seed,
-    )
+#: The model of a recipe's sizes at a seed (:meth:`SimplifiedMamba.from_sizes`).
+build_model = SimplifiedMamba.from_sizes
 
 
 def make_data(sizes: dict, seed: int):

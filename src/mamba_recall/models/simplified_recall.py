@@ -97,6 +97,18 @@ class SimplifiedMamba(nn.Module):
     A_log[:, n] = log(n+1)), and for ``selective_bc`` ``W_B``, ``W_C`` (N, d); ``W_o`` (V, d) if learned.
     """
 
+    @classmethod
+    def from_sizes(cls, sizes: dict, seed: int, backend: str = "chunked") -> "SimplifiedMamba":
+        """The model of a recipe's ``sizes`` (a preset's sizes, or a checkpoint's ``config``: ``vocab_size``,
+        ``d_state``, optional ``learn_unembedding``) initialised at ``seed``; selective B, C exactly when N > 1."""
+        return cls(
+            sizes["vocab_size"],
+            sizes["d_state"],
+            learn_unembedding=sizes.get("learn_unembedding", False),
+            backend=backend,
+            seed=seed,
+        )
+
     def __init__(
         self,
         vocab_size: int,
