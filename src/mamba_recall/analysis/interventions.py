@@ -688,6 +688,30 @@ def held_scan(model, decay, inp, hold):
     return torch.stack(out, 1) @ model.W_o.T
 
 
+class FixedLogits:
+    """A stand-in for a model that answers with fixed ``logits`` (what :func:`recency_margins` calls, with the
+    model's ``W_delta`` for its device), so a recomputed recurrence is scored like the model itself."""
+
+    def __init__(self, logits, model):
+        self.out, self.W_delta = logits, model.W_delta
+
+    def __call__(self, x):
+        return self.out
+
+
+def k1_recurrence(model, batch, what: str):
+    """The |K| = 1 model's own logits, forgetting factors a_t (b, T, 2|V|), input terms Δ_t ⊙ x̂_t (b, T, 2|V|) and
+    pair events (b, T) on ``batch``, for the interventions that recompute its recurrence (``what`` names the caller
+    in the error for any other model)."""
+    from ..tasks.latest_value import pair_events
+
+    if model.d_state != 1 or model.selective_bc:
+        raise ValueError(f"{what} is defined for the |K| = 1 model (N = 1, B = C = 1); use ch1.k1.")
+    logits, it = model(batch.inputs, return_internals=True)
+    events = pair_events(batch.inputs.numpy(), batch.num_keys)
+    return logits, it["forget"][..., 0], it["input_term"][..., 0], events
+
+
 @torch.no_grad()
 def forgetting_held_at_one(model, batch, where: str) -> dict:
     r"""A causal intervention on the |K| = 1 model (N = 1, B = C = 1), in the recurrence of
@@ -697,31 +721,18 @@ def forgetting_held_at_one(model, batch, where: str) -> dict:
     ``"writes"`` (only the write pairs: the erase removed) — the input terms unchanged.
     Returns the query accuracy of the latest value and the share of rebound-key queries where the latest value beats
     the previous binding, as trained (``*_before``) and under the intervention (``*_held``), on ``batch``."""
-    from ..analysis.recall_probes import recency_margins
+    from .recall_probes import recency_margins
     from ..labels import labelled_accuracy
-    from ..tasks.latest_value import NOISE, WRITE, pair_events
+    from ..tasks.latest_value import NOISE, WRITE
 
-    if model.d_state != 1 or model.selective_bc:
-        raise ValueError("forgetting_held_at_one is defined for the |K| = 1 model (N = 1, B = C = 1); use ch1.k1.")
     if where not in ("noise", "except_writes", "writes"):
         raise ValueError(f"where={where!r}: 'noise', 'except_writes' or 'writes'.")
-    ids = batch.inputs
-    _, it = model(ids, return_internals=True)
-    decay, inp = it["forget"][..., 0], it["input_term"][..., 0]
-    events = pair_events(ids.numpy(), batch.num_keys)
+    _, decay, inp, events = k1_recurrence(model, batch, "forgetting_held_at_one")
     write = torch.as_tensor(events == WRITE)
     hold = {"noise": torch.as_tensor(events == NOISE), "except_writes": ~write, "writes": write}[where]
     before = held_scan(model, decay, inp, torch.zeros_like(write))
     held = held_scan(model, decay, inp, hold)
-
-    class _Fixed:  # recency_margins calls model(inputs) and reads model.W_delta's device
-        def __init__(self, out):
-            self.out, self.W_delta = out, model.W_delta
-
-        def __call__(self, x):
-            return self.out
-
-    rb, rh = recency_margins(_Fixed(before), batch), recency_margins(_Fixed(held), batch)
+    rb, rh = recency_margins(FixedLogits(before, model), batch), recency_margins(FixedLogits(held, model), batch)
     return {
         "accuracy_before": float(labelled_accuracy(before, batch.query_labels)),
         "accuracy_held": float(labelled_accuracy(held, batch.query_labels)),

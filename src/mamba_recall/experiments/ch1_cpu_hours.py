@@ -52,7 +52,7 @@ import pandas as pd
 import torch
 
 from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
-from ..analysis.interventions import held_scan
+from ..analysis.interventions import FixedLogits, held_scan, k1_recurrence
 from ..claims import p000
 from ..presets import experiment
 from ..runstore import add_grid_args, aggregate, finished_status, grid_main, save_grid_bundle, make_job
@@ -189,28 +189,16 @@ def noise_forgetting_probe(model, batch) -> dict:
     |before − model forward| (the recomputation agrees with the model's scan)."""
     from ..analysis.recall_probes import recency_margins
     from ..labels import labelled_accuracy
-    from ..tasks.latest_value import NOISE, WRITE, pair_events
+    from ..tasks.latest_value import NOISE, WRITE
 
-    if model.d_state != 1 or model.selective_bc:
-        raise ValueError("noise_forgetting_probe is defined for the |K| = 1 model (N = 1, B = C = 1); use ch1.k1.")
-    ids = batch.inputs
-    logits, it = model(ids, return_internals=True)
-    decay, inp = it["forget"][..., 0], it["input_term"][..., 0]  # (b, T, 2|V|)
-    events = pair_events(ids.numpy(), batch.num_keys)
+    logits, decay, inp, events = k1_recurrence(model, batch, "noise_forgetting_probe")
     noise, write = torch.as_tensor(events == NOISE), torch.as_tensor(events == WRITE)  # (b, T)
 
     before = held_scan(model, decay, inp, torch.zeros_like(noise))
     after = held_scan(model, decay, inp, noise)
     no_erase = held_scan(model, decay, inp, write)
 
-    class _Fixed:  # recency_margins calls model(inputs) and reads model.W_delta's device
-        def __init__(self, out):
-            self.out, self.W_delta = out, model.W_delta
-
-        def __call__(self, x):
-            return self.out
-
-    rb, ra = recency_margins(_Fixed(before), batch), recency_margins(_Fixed(after), batch)
+    rb, ra = recency_margins(FixedLogits(before, model), batch), recency_margins(FixedLogits(after, model), batch)
     return {
         "probe_accuracy_before": float(labelled_accuracy(before, batch.query_labels)),
         "probe_accuracy_after": float(labelled_accuracy(after, batch.query_labels)),
