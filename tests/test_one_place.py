@@ -44,3 +44,10 @@ def test_chapter_titles_are_the_same_everywhere():
         headings.append(overview.read_text().splitlines()[0])
     assert headings == [f"# {title}" for title in titles]  # the sidebar shows each overview's heading
     assert all(re.fullmatch(r"\d\. \S.*", t) for t in titles)
+
+
+def test_scan_errors_name_the_cpu_default():
+    """A mamba_ssm error on a CPU machine names the fused backend (the CPU default) among the alternatives."""
+    from mamba_recall.scan.mamba_ssm_backend import INSTALL_HINT
+
+    assert "backend='fused'" in INSTALL_HINT

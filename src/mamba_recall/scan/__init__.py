@@ -100,9 +100,9 @@ def resolve_backend(backend: str, device: torch.device | str = "cpu", *, discret
 def _only_on_pytorch_backends(name, extras):
     used = [k for k, v in extras.items() if v is not None and v != "euler"]
     if used:
-        raise BackendUnavailableError(
-            f"backend='mamba_ssm' does not support {', '.join(used)}; use backend='chunked' or 'reference'."
-        )
+        # fused takes an initial state but implements the Euler rule only; chunked and reference take both
+        others = "'chunked' or 'reference'" if "discretization" in used else "'fused', 'chunked' or 'reference'"
+        raise BackendUnavailableError(f"backend='mamba_ssm' does not support {', '.join(used)}; use backend={others}.")
 
 
 def selective_scan(

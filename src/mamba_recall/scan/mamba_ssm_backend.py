@@ -17,8 +17,8 @@ from ._common import validate_scan_args
 
 INSTALL_HINT = (
     "Install the GPU extra on a CUDA machine: pip install 'mamba_recall[gpu]' --no-build-isolation "
-    "(offline clusters: see README, section 'GPU'), or pick backend='chunked' (CPU and CUDA) or "
-    "backend='reference'."
+    "(offline clusters: see README, section 'GPU'), or pick backend='fused' (the CPU default), 'chunked' (CPU "
+    "and CUDA) or 'reference'."
 )
 
 
