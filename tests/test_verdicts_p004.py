@@ -185,3 +185,15 @@ def test_period_trend_is_scipys_fit_with_a_t_interval():
     assert t["slope"] == pytest.approx(fit.slope)
     assert (t["slope_lo"], t["slope_hi"]) == pytest.approx((fit.slope - half, fit.slope + half))
     assert half > 1.96 * fit.stderr  # 24 sequences: the t quantile is wider than the normal one
+
+
+def test_fig4_count_without_its_null_is_never_judged():
+    """A recipe whose checkpoints are not committed keeps its stored Fig. 4 count record, which has no null: the
+    rule an untrained model also passes is then not judged (not run, with the command), never reproduced."""
+    run = {
+        "model": "edge_no_such_model_seed9",
+        "at": 8,
+        "measurements": {"004/Fig4-count": {"values": {}, "shown": ""}},
+    }
+    rec = p004.stored_measurement("004/Fig4-count", run, "cpu-hours")
+    assert "not_run" in rec and "untrained twin" in rec["not_run"] and "--checks" in rec["not_run"]

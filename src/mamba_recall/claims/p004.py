@@ -631,6 +631,12 @@ def stored_measurement(claim_id: str, run: dict, preset: str, *, remeasure: bool
             }
         if claim_id == "004/Fig5b" and "paper_distractors" not in values:  # the pool is unknown: never judged on it
             return {**rec, "values": {**values, "paper_distractors": False}}
+        if claim_id == "004/Fig4-count" and not rec.get("control"):  # an untrained model passes this rule: never
+            return {  # judged without its null, which is measured on the model's checkpoint
+                "not_run": "its null control (the untrained twin) is measured on the model's checkpoint, which is not "
+                "committed: without it the rule cannot tell a trained model from an untrained one (re-run the edge "
+                "family's checks: `" + EDGE_CHECKS + "`)"
+            }
         return rec
     key = (claim_id, run["model"], run.get("at"), preset, remeasure)
     if key not in _REMEASURED:
