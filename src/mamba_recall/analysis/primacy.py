@@ -715,7 +715,15 @@ class EdgeFamily:
         fam.smoke = smoke
         fam.preset, fam.curves, fam.models, fam.bundle, fam.checks = preset, None, None, None, None
         fam.primary, fam.missing = None, ""
-        fam.runs = [{"recipe": r["config"]["recipe_name"], "seed": r["seed"], **r["result"]} for r in runs]
+        fam.runs = [  # the same record as the bundle's runs, the model's name included (its checkpoint is re-read)
+            {
+                "recipe": r["config"]["recipe_name"],
+                "seed": r["seed"],
+                "model": r["config"].get("model_name"),
+                **r["result"],
+            }
+            for r in runs
+        ]
         return fam
 
     def only(self, recipe: str) -> "EdgeFamily":
