@@ -378,10 +378,15 @@ class Verdict:
         )
 
 
+def status_class(status: str) -> str:
+    """The CSS class that colours a status (``book/_static/scorecard.css``): ``mr-status-<status with dashes>``."""
+    return "mr-status-" + status.replace(" ", "-")
+
+
 def badge(status: str) -> str:
-    """A status as a coloured badge drawn with CSS (``book/_static/scorecard.css``: ``mr-status-<status with
-    dashes>``) and its words, no emoji glyph (those print as empty boxes where no emoji font is installed)."""
-    return f'<span class="mr-status mr-status-{status.replace(" ", "-")}">{status}</span>'
+    """A status as a coloured badge drawn with CSS (:func:`status_class`) and its words, no emoji glyph (those print
+    as empty boxes where no emoji font is installed)."""
+    return f'<span class="mr-status {status_class(status)}">{status}</span>'
 
 
 def fmt(x) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .core import PAPERS, STATUSES, TIERS, Verdict, badge, claims_of, load_verdicts, not_run_verdict
+from .core import PAPERS, STATUSES, TIERS, Verdict, badge, claims_of, load_verdicts, not_run_verdict, status_class
 
 CHAPTERS = {
     0: ("0. The selective scan", "001"),
@@ -55,11 +55,6 @@ def _link(v: Verdict, prefix: str) -> str:
     return f"{{doc}}`{v.claim_id} <{prefix}{v.section}>`" if v.section else v.claim_id
 
 
-def slug(status: str) -> str:
-    """The CSS name of a status (``book/_static/scorecard.css`` colours ``mr-status-<slug>``)."""
-    return status.replace(" ", "-")
-
-
 def counts_line(verdicts: list[Verdict]) -> str:
     """Counts per status as badges; the verdicts resting on an analogue are counted apart."""
     c = Counter(v.status for v in verdicts)
@@ -79,7 +74,7 @@ def status_bar(verdicts: list[Verdict]) -> str:
     n = max(len(verdicts), 1)
     label = ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s])
     parts = "".join(
-        f'<span class="mr-status-{slug(s)}" style="width:{100 * c[s] / n:.2f}%" title="{c[s]} {s}"></span>'
+        f'<span class="{status_class(s)}" style="width:{100 * c[s] / n:.2f}%" title="{c[s]} {s}"></span>'
         for s in STATUSES
         if c[s]
     )
@@ -118,12 +113,12 @@ def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
     ]
     for ch, (title, paper) in CHAPTERS.items():
         vs = [v for v in everything if PAPERS[v.claim_id.split("/")[0]] == ch]
-        out.append(f"| [{title}](#{_anchor(title, paper)}) | {status_bar(vs)} |")
+        out.append(f"| [{title}](#{_label(paper)}) | {status_bar(vs)} |")
     out.append("")
     for ch, (title, paper) in CHAPTERS.items():
         vs = [v for v in everything if PAPERS[v.claim_id.split("/")[0]] == ch]
         out += [
-            f"({_anchor(title, paper)})=",
+            f"({_label(paper)})=",
             f"## {title} (paper {paper})",
             "",
             status_bar(vs),
@@ -136,7 +131,8 @@ def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
     return "\n".join(out)
 
 
-def _anchor(title: str, paper: str) -> str:
+def _label(paper: str) -> str:
+    """The MyST label of a paper's section of the scorecard (the summary table links to it)."""
     return f"scorecard-paper-{paper}"
 
 
