@@ -4,6 +4,8 @@ length, judged over the recipe's seeds; the Mamba-1 checks untouched."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from mamba_recall.analysis.primacy import MAMBA2_RECIPE, EdgeFamily
@@ -13,35 +15,28 @@ from mamba_recall.experiments import ch4_edge as E
 from mamba_recall.experiments.ch4_model_checks import CLAIM_IDS, CLAIM_IDS_M2
 from mamba_recall.runstore import finished_runs, run_grid
 
-#: The run-store keys of the Mamba-1 checks jobs whose records were committed before the m2 recipe existed
-#: (results/runs/ch4.edge_checks/): the m2 path must leave every one of them as it was.
-COMMITTED_MAMBA1_CHECK_KEYS = {
-    "1781d550bca0e5359aa47fcb240c6a53",  # edge_d2_cpu-hours_seed2
-    "3441a01c4b52cacffd0683bcf749eeab",  # edge_d4_cpu-hours_seed0
-    "66a92e04ca20f368d3b3e0da52c299ec",  # edge_d2_cpu-hours_seed1
-    "d18b6d5881ae9044644543d5dfd97927",  # edge_d2_cpu-hours_seed0
-    "e22f553794cbe0f57b4daccb811c91c5",  # edge_d4_long_cpu-hours_seed0
-}
-
 
 def _quiet(_):
     return None
 
 
-def test_mamba1_checks_jobs_keep_their_keys():
-    """The committed Mamba-1 checks jobs have the keys they were run under (no ``arch`` in a Mamba-1 job's config),
-    and each committed run file's config is the job's config now."""
+def test_every_checks_job_is_committed_with_its_config():
+    """Every checks job of the committed family is finished in the store under its key, with the config the job has
+    now (a Mamba-1 job without ``arch``, measured on §4.1–§4.4's claims with the paper's random distractor tokens; a
+    Mamba-2 job on App. F's), each with the untrained twin as its declared null control."""
     import json
 
     from mamba_recall.runstore import RUNS_DIR
 
-    jobs = {j["key"]: j for j in E.checks_jobs("cpu-hours")}
-    assert COMMITTED_MAMBA1_CHECK_KEYS <= set(jobs)
-    for key in COMMITTED_MAMBA1_CHECK_KEYS:
-        assert "arch" not in jobs[key]["config"] and jobs[key]["config"]["recipe_name"] != MAMBA2_RECIPE
-        stored = json.loads((RUNS_DIR / E.CHECKS / f"{key}.json").read_text())
-        assert stored["config"] == jobs[key]["config"]
-        assert set(stored["result"]["measurements"]) == set(CLAIM_IDS)
+    jobs = E.checks_jobs("cpu-hours")
+    assert jobs
+    for job in jobs:
+        stored = json.loads((RUNS_DIR / E.CHECKS / f"{job['key']}.json").read_text())
+        c = job["config"]
+        assert stored["config"] == c and c["null_control"] == "untrained_twin"
+        mamba2 = c["recipe_name"] == MAMBA2_RECIPE
+        assert ("arch" in c) == mamba2 and (c.get("distractor_pool") == "content") != mamba2
+        assert set(stored["result"]["measurements"]) == set(CLAIM_IDS_M2 if mamba2 else CLAIM_IDS)
     assert E.is_mamba2(E._sizes("cpu-hours", False)["recipes"]["m2"])
     assert not any(E.is_mamba2(r) for name, r in E._sizes("cpu-hours", False)["recipes"].items() if name != "m2")
 
@@ -128,11 +123,13 @@ def test_m2_verdict_is_capped_below_three_seeds():
     """The judge's normal rule on m2's stored measurements: Fig. 13a's conditions holding on one or two seeds are
     capped at inconclusive (symmetric judging: a trained-model verdict, in either direction, needs 3 seeds and an
     interval; the reason names the seeds and that the means point to reproduced); on three seeds, reproduced."""
-    from mamba_recall.claims import Evidence, Measurement, measurement_record
+    from mamba_recall.claims import Control, Evidence, Measurement, measurement_record
 
     def stored(frac, p):
         ev = Evidence("cpu-hours", "cpu", 1, "one identification prompt, 2 layers", "m2.pt")
-        return measurement_record(Measurement({"fraction": frac, "concentration_p": p, "layer_M_p": p}, "x", ev))
+        null = Measurement({"fraction": 0.5, "concentration_p": 0.9, "layer_M_p": 0.9}, "twin", ev)
+        m = Measurement({"fraction": frac, "concentration_p": p, "layer_M_p": p}, "x", ev)
+        return measurement_record(replace(m, control=Control("null", "the untrained twin", null)))
 
     def family(n):
         fam = EdgeFamily.from_runs([])

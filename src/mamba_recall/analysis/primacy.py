@@ -459,11 +459,12 @@ class DistractorSweep(dict):
     pool = "content"
 
 
-def untrained_twin(model_name: str, *, backend="auto"):
+def untrained_twin(model_name: str, *, backend="auto", path=None):
     """(model, vocab, sidecar): the committed checkpoint ``model_name``'s architecture and vocabulary, **untrained**:
     initialised as its training run started (``torch.manual_seed`` of its recorded training seed, then the same
-    constructor). The null control of a statistic that could hold by construction (a claim's rule must not pass it)."""
-    blob, side = read_smodel(checkpoint_path(model_name), model_name)
+    constructor). The null control of a statistic that could hold by construction (a claim's rule must not pass it).
+    ``path``: the checkpoint file, where it is not the committed one (``checkpoint_path(model_name)``)."""
+    blob, side = read_smodel(path or checkpoint_path(model_name), model_name)
     vocab = RecallVocab(**blob["vocab"])
     torch.manual_seed(int((side.get("train_config") or {}).get("seed", 0)))
     net = build_model(blob["model_config"], vocab, backend=backend)

@@ -265,8 +265,9 @@ class Control:
     """A trained claim's control, measured like the claim and judged by the same rule beside it.
 
     ``kind`` ``"null"``: a model or data that must **not** show the effect (the same architecture untrained at the
-    same seeds, shuffled data, the generator's chance level); if the null reaches *reproduced*, the rule cannot
-    tell a trained model from it and the claim reads **not testable here**. ``kind`` ``"positive"``: for a
+    same seeds, shuffled data, the generator's chance level); if the null reaches *reproduced* (or *partially*
+    where the claim reads *partially*), the rule cannot tell a trained model from it and the claim reads **not
+    testable here**. ``kind`` ``"positive"``: for a
     negative verdict, a setting that must show the effect the test looks for (as Tab. 10's row D does for row E);
     if it does not reach *reproduced*, the test could not have shown the effect and a *not reproduced* reads
     **not testable here**."""
@@ -577,9 +578,12 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
         c_status, c_checks, _ = _status(rule, cm)
         shown = "; ".join(f"{c} ({v})" for c, v, _ in c_checks)
         control = f"{m.control.kind}: {m.control.what} — {shown} → {c_status}"
-        if m.control.kind == "null" and c_status == "reproduced" and status in ("reproduced", "partially"):
+        if m.control.kind == "null" and (
+            (c_status == "reproduced" and status in ("reproduced", "partially"))
+            or (c_status == "partially" and status == "partially")
+        ):
+            reason = f"the null control ({m.control.what}) also reaches {c_status}: the rule cannot tell them apart"
             status = "not testable here"
-            reason = f"the null control ({m.control.what}) also reaches reproduced: the rule cannot tell them apart"
         elif m.control.kind == "positive" and c_status != "reproduced" and status == "not reproduced":
             status = "not testable here"
             reason = (

@@ -239,7 +239,7 @@ def measure_grid_counts(stats, null_stats=None, *, ctx=None, side=None) -> Measu
 #: what the untrained null control is, in a reader's words
 NULL_UNTRAINED = (
     "the same architecture untrained (each model's configuration and vocabulary, initialised under its training seed), "
-    "measured on the same identification prompt"
+    "measured by the same probes at the same length"
 )
 
 
@@ -601,97 +601,24 @@ MAMBA2_CLAIMS = ("004/AppF-ushape", "004/Fig13a", "004/Fig13b")
 
 
 EDGE_CHECKS = "python -m mamba_recall.experiments.ch4_edge --preset cpu-hours --allow-long --checks"
-_REMEASURED: dict = {}  # (claim id, model, at, preset, remeasure) → the measurement record made from its checkpoint
 
 
-def stored_measurement(claim_id: str, run: dict, preset: str, *, remeasure: bool = True) -> dict:
-    """The measurement record of ``claim_id`` on one checked seed of the edge family, as the current rule reads it:
-    the stored record, completed from the committed checkpoint (``results/checkpoints/ch4_<model>.pt``) where the
-    stored one predates what the rule now asks (cheap, seconds per seed on one core):
-
-    * ``004/Fig4-count``: the null control, the same architecture untrained
-      (:func:`mamba_recall.analysis.primacy.untrained_twin`) measured on the same identification prompt;
-    * ``004/Fig13a``: every head's 𝓜 across layers (``layer_M_p``), re-measured on the checkpoint (the head statistic
-      on the identification prompt, the sizes of ``ch4.mamba2_heads``);
-    * ``004/Fig5b``: a model trained with filler gaps was swept with filler distractors (in distribution, not the
-      paper's random tokens): with ``remeasure`` the sweep is re-run with the paper's random (content) tokens at the
-      same length L_p and the preset's sizes (about 15 s per seed on one core); without, the stored record reads
-      ``paper_distractors`` false (not testable here)."""
+def stored_measurement(claim_id: str, run: dict) -> dict:
+    """The measurement record of ``claim_id`` on one checked seed of the edge family, as its checks job stored it
+    (with its null control, the same measurement on the model's untrained twin). A record from before the checks
+    measured the null is not judged: *not run*, with the command that re-measures it."""
     rec = run["measurements"][claim_id]
-    if "not_run" in rec or claim_id not in ("004/Fig4-count", "004/Fig13a", "004/Fig5b"):
+    if "not_run" in rec:
         return rec
-    from ..analysis.primacy import checkpoint_path
-
-    values = rec["values"]
-    if not run.get("model") or not checkpoint_path(run["model"]).exists():  # nothing to re-measure from
-        if claim_id == "004/Fig13a" and "layer_M_p" not in values:
-            return {
-                "not_run": "the stored measurement predates the rule's layer_M_p and its checkpoint is not here: "
-                "re-run the edge family's checks (`" + EDGE_CHECKS + "`)"
-            }
-        if claim_id == "004/Fig5b" and "paper_distractors" not in values:  # the pool is unknown: never judged on it
-            return {**rec, "values": {**values, "paper_distractors": False}}
-        if claim_id == "004/Fig4-count" and not rec.get("control"):  # an untrained model passes this rule: never
-            return {  # judged without its null, which is measured on the model's checkpoint
-                "not_run": "its null control (the untrained twin) is measured on the model's checkpoint, which is not "
-                "committed: without it the rule cannot tell a trained model from an untrained one (re-run the edge "
-                "family's checks: `" + EDGE_CHECKS + "`)"
-            }
-        return rec
-    key = (claim_id, run["model"], run.get("at"), preset, remeasure)
-    if key not in _REMEASURED:
-        _REMEASURED[key] = _remeasure(claim_id, run, rec, preset, remeasure)
-    return _REMEASURED[key]
+    if not rec.get("control"):
+        return {
+            "not_run": "the stored measurement has no null control (the same measurement on the untrained twin): "
+            "re-run the edge family's checks (`" + EDGE_CHECKS + "`)"
+        }
+    return rec
 
 
-def _remeasure(claim_id: str, run: dict, rec: dict, preset: str, remeasure: bool) -> dict:
-    from types import SimpleNamespace
-
-    from ..analysis import channels as ch
-    from ..analysis import primacy as A
-    from ..presets import experiment
-    from .core import measurement_record
-
-    values = rec["values"]
-    if claim_id == "004/Fig4-count" and rec.get("control"):
-        return rec
-    if claim_id == "004/Fig13a" and "layer_M_p" in values:
-        return rec
-    if claim_id == "004/Fig5b" and "paper_distractors" in values:
-        return rec
-    ctx = SimpleNamespace(preset=preset, device="cpu")
-    source = f"results/checkpoints/ch4_{run['model']}.pt"
-    if claim_id == "004/Fig4-count":
-        S = experiment("ch4.channels", preset)
-        twin, vocab, side = A.untrained_twin(run["model"])
-        side = {**side, "source": source, "gate": {"passed": True}}
-        model, _, _ = A.load_checkpoint(model=run["model"])
-        prompt = A.identification_prompt(vocab, S["L_ident"])
-        m = measure_grid_counts(ch.channel_stats(model, prompt), ch.channel_stats(twin, prompt), ctx=ctx, side=side)
-        return measurement_record(m)
-    model, vocab, side = A.load_checkpoint(model=run["model"])
-    side = {**side, "source": source, "gate": {"passed": True}}
-    if claim_id == "004/Fig13a":
-        from ..analysis import heads as hd
-
-        S = experiment("ch4.mamba2_heads", preset)
-        stats = hd.head_stats(model, A.identification_prompt(vocab, S["L_ident"]))
-        return measurement_record(measure_heads(stats, hd.identify_heads(stats, S["tau"]), ctx=ctx, side=side))
-    filler = bool((side.get("train_config") or {}).get("gap_max"))
-    if not filler:  # swept with the content tokens already (the checks runner's rule)
-        return {**rec, "values": {**values, "paper_distractors": True}}
-    if not remeasure:
-        return {**rec, "values": {**values, "paper_distractors": False}}
-    S = experiment("ch4.recency", preset)
-    L = run["at"]
-    sweeps = {
-        (L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, pool="content")
-        for v in ("repeated", "random")
-    }
-    return measurement_record(measure_distractors(sweeps, ctx=ctx, side=side))
-
-
-def check_family(claim_id: str, family, recipe: str | None = None, *, record: bool = True, remeasure: bool = True):
+def check_family(claim_id: str, family, recipe: str | None = None, *, record: bool = True):
     """The verdict of ``claim_id`` on the committed edge family (:class:`mamba_recall.analysis.primacy.EdgeFamily`):
     each seed's stored measurement (made at that model's pressure length L_p by the family's checks runner),
     combined over the seeds ``recipe`` is judged on (``EdgeFamily.evidence_runs``:
@@ -700,9 +627,8 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
     a claim of §4.1–§4.4 and to the Mamba-2 recipe for a claim of App. F (:data:`MAMBA2_CLAIMS`); with fewer than 3
     checked seeds the rule caps the verdict (a trained-model claim needs 3). Recorded for the scorecard unless
     ``record=False``; *not run* with the reason when the family or the recipe's models are not committed, or no
-    Mamba-1 recipe converged on every seed. The stored records are completed from the committed checkpoints where
-    the rule now reads more than they hold (:func:`stored_measurement`; ``remeasure=False`` skips the one that takes
-    seconds per seed, Fig. 5b's sweep with the paper's random tokens, which then reads not testable here)."""
+    Mamba-1 recipe converged on every seed. Each seed's record carries its null control, the same measurement on the
+    model's untrained twin (:func:`stored_measurement`)."""
     from ..analysis.primacy import EDGE_COMMAND, MAMBA2_RECIPE
     from .core import check_stored, get, not_run_verdict, record_verdict
 
@@ -740,7 +666,7 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
         f"{recipe} seed {r['seed']} (L_p {'not reached' if r['L_p'] is None else r['L_p']}, tested at L = {r['at']})"
         for r in seeds
     ]
-    stored = [stored_measurement(claim_id, r, family.preset, remeasure=remeasure) for r in seeds]
+    stored = [stored_measurement(claim_id, r) for r in seeds]
     return check_stored(claim_id, stored, names, record=record)
 
 
@@ -760,7 +686,7 @@ def family_table(family):
     rows = {
         cid: {
             f"{r} ({len(family.evidence_runs(r))} seeds)": (lambda v: f"{MARK[v.status]} {v.status}")(
-                check_family(cid, family, r, record=False, remeasure=False)
+                check_family(cid, family, r, record=False)
             )
             if cid in measured[r]
             else "—"

@@ -389,9 +389,14 @@ def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
             "at": int(at),
             "L_p": res["L_p"],
             "ucurve_Ls": Ls,
+            # every claim's null control: the same measurements on the model's untrained twin (same configuration,
+            # vocabulary and initialisation seed; analysis.primacy.untrained_twin), declared with the checks
+            "null_control": "untrained_twin",
         }
         if is_mamba2(c["recipe"]):
             config["arch"] = "mamba2"
+        else:  # Fig. 5b with the paper's random tokens (names and relations), whatever the model was trained with
+            config["distractor_pool"] = "content"
         jobs.append(make_job(CHECKS, config, r["seed"]))
     return jobs
 
@@ -405,9 +410,8 @@ def run_checks_job(config: dict, seed: int) -> dict:
     import torch
 
     from ..analysis.primacy import load_checkpoint
-    from ..claims import NotRun, get, measurement_record
     from ..models.mamba2 import Mamba2LMHeadModel
-    from .ch4_model_checks import CLAIM_IDS, CLAIM_IDS_M2, claim_inputs, claim_inputs_m2
+    from .ch4_model_checks import CLAIM_IDS, CLAIM_IDS_M2
 
     path = REPO_ROOT / config["checkpoint"]
     model, vocab, side = load_checkpoint(path, model=config["model_name"])
@@ -436,29 +440,9 @@ def run_checks_job(config: dict, seed: int) -> dict:
             "at": config["at"],
             "L_p": config["L_p"],
         }
-    if mamba2:  # App. F: the U, the long-term heads (Eq. 9) and their first-triple ablation, at L_p
-        inputs = claim_inputs_m2(
-            model, vocab, config["sizes_preset"], "cpu", at=config["at"], ucurve_Ls=config["ucurve_Ls"]
-        )
-    else:
-        # Fig. 5b with the tokens the model met between facts and queries in training (its recipe's filler gaps), so
-        # that a distractor is in distribution (declared with the family, before any of its results)
-        pool = "filler" if (side.get("train_config") or {}).get("gap_max") else "content"
-        inputs = claim_inputs(
-            model,
-            vocab,
-            config["sizes_preset"],
-            "cpu",
-            at=config["at"],
-            ucurve_Ls=config["ucurve_Ls"],
-            distractor_pool=pool,
-        )
-    out = {}
-    for cid, args in inputs.items():
-        try:
-            out[cid] = measurement_record(get(cid).measure(*args, ctx=ctx, side=side))
-        except NotRun as exc:
-            out[cid] = {"not_run": str(exc)}
+    out = _measure_claims(model, vocab, config, ctx, side)
+    if config.get("null_control") == "untrained_twin":
+        _attach_null(out, config, ctx)
     if mamba2:  # the slow-state probe reads Mamba-1's per-channel Ā; a Mamba-2 head has one scalar decay
         return {"measurements": out, "probes": {}, "gate": gate, "at": config["at"], "L_p": config["L_p"]}
     # our probe (no paper claim): the slow-writing states at the first triple, against layer-matched random states
@@ -481,6 +465,61 @@ def run_checks_job(config: dict, seed: int) -> dict:
     return {"measurements": out, "probes": probes, "gate": gate, "at": config["at"], "L_p": config["L_p"]}
 
 
+def _measure_claims(model, vocab, config: dict, ctx, side: dict) -> dict:
+    """{claim id: the measurement record, or {"not_run": why}} of one model at the job's length: App. F's head
+    claims on a Mamba-2 model, §4.1–§4.4's on a Mamba-1 one (Fig. 5b with the job's distractor pool)."""
+    from ..claims import NotRun, get, measurement_record
+    from ..models.mamba2 import Mamba2LMHeadModel
+    from .ch4_model_checks import claim_inputs, claim_inputs_m2
+
+    if isinstance(model, Mamba2LMHeadModel):  # App. F: the U, the long-term heads (Eq. 9), their ablation, at L_p
+        inputs = claim_inputs_m2(
+            model, vocab, config["sizes_preset"], "cpu", at=config["at"], ucurve_Ls=config["ucurve_Ls"]
+        )
+    else:
+        # before the null controls: Fig. 5b with the tokens the model met between facts and queries in training
+        pool = config.get("distractor_pool") or (
+            "filler" if (side.get("train_config") or {}).get("gap_max") else "content"
+        )
+        inputs = claim_inputs(
+            model,
+            vocab,
+            config["sizes_preset"],
+            "cpu",
+            at=config["at"],
+            ucurve_Ls=config["ucurve_Ls"],
+            distractor_pool=pool,
+        )
+    out = {}
+    for cid, args in inputs.items():
+        try:
+            out[cid] = measurement_record(get(cid).measure(*args, ctx=ctx, side=side))
+        except NotRun as exc:
+            out[cid] = {"not_run": str(exc)}
+    return out
+
+
+def _attach_null(out: dict, config: dict, ctx) -> None:
+    """Each measured claim's null control, in place: the same measurements, at the same length and sizes, on the
+    model's untrained twin (:func:`mamba_recall.analysis.primacy.untrained_twin`). A rule the twin passes cannot
+    tell the trained model from one that has learned nothing (:class:`mamba_recall.claims.core.Control`)."""
+    from ..analysis.primacy import untrained_twin
+    from ..claims.p004 import NULL_UNTRAINED
+
+    twin, vocab, side = untrained_twin(config["model_name"], path=REPO_ROOT / config["checkpoint"])
+    side = {"source": f"{config['checkpoint']} (untrained twin)", **side, "gate": {"passed": True}}
+    null = _measure_claims(twin, vocab, config, ctx, side)
+    for cid, rec in out.items():
+        if "not_run" in rec:
+            continue
+        if "not_run" in null[cid]:
+            raise ValueError(
+                f"{config['model_name']}: {cid} measured on the trained model but not on its untrained twin "
+                f"({null[cid]['not_run']}); a null control must be measured like the claim."
+            )
+        rec["control"] = {"kind": "null", "what": NULL_UNTRAINED, "measurement": null[cid]}
+
+
 def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     """``results/ch4_edge_checks_<preset>.json``: per recipe and claim the verdict over its seeds (table ``claims``)
     and the per-seed stored measurements (``data["measurements"]``, what the book re-judges)."""
@@ -497,10 +536,9 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
     fam = EdgeFamily.from_runs(runs, preset, smoke=smoke)  # the family as the book will read it, from these runs
     rows = []
     for recipe in sorted({r["config"]["recipe_name"] for r in runs}):
-        # as §4.7's table (claims.p004.family_table): Fig. 5b's random-token sweep (seconds per seed) is left to its
-        # page (4.4), so here its filler-token records read not testable here; every cheaper re-read is made
+        # as §4.7's table (claims.p004.family_table) and the pages: the stored records, each with its null control
         checked = fam.seeds_of(recipe)[0]["measurements"]
-        for v in (check_family(cid, fam, recipe, record=False, remeasure=False) for cid in checked):
+        for v in (check_family(cid, fam, recipe, record=False) for cid in checked):
             rows.append(
                 {
                     "recipe": recipe,
