@@ -3,6 +3,8 @@ notebooks hold no verdict logic."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 from pathlib import Path
 
@@ -359,6 +361,45 @@ def test_a_null_control_that_passes_makes_the_claim_untestable():
     assert judge(claim, seeded(0.3, 0.2, 0.4, pos_shown)).status == "not reproduced"
     with pytest.raises(core.ClaimError, match="null"):
         core.Control("nul", "x", seeded(0.1, 0.0, 0.2))
+
+
+def test_a_null_that_reaches_partially_makes_a_partially_claim_untestable():
+    """A null reaching the claim's partial status passes the part that holds: the rule cannot tell that part apart
+    (Chapter 4's untrained twins are sparse too); a null reaching only partially leaves a reproduced claim standing."""
+    rule = Rule(
+        why="t", reproduced=conds(("a", ">=", 0.9), ("b", ">=", 0.9)), partially=conds(("a", ">=", 0.9)), trained=True
+    )
+    claim = Claim("000/test-control-partial", "s", "w", "p", rule, lambda: None, section="x")
+
+    def seeded(a, b, control=None):
+        return Measurement(
+            {"a": a, "b": b}, "x", SEEDED, {"a": (a - 0.01, a + 0.01), "b": (b - 0.01, b + 0.01)}, control=control
+        )
+
+    twin = core.Control("null", "the untrained twin", seeded(0.95, 0.1))
+    v = judge(claim, seeded(0.95, 0.2, twin))
+    assert v.status == "not testable here" and "also reaches partially" in v.reason
+    assert v.control_kind == "null" and v.control_status == "partially"
+    assert judge(claim, seeded(0.95, 0.95, twin)).status == "reproduced"
+
+
+def test_the_control_audit_names_a_trained_claim_without_a_control_or_passed_by_its_null():
+    """claims.core.audit_controls, which `check-outputs` runs over the whole scorecard after the book's
+    execution: a judged trained claim must show a control, and its null must not reach its verdict."""
+    trained = next(c for c in core.REGISTRY.values() if c.rule.trained)
+    exact = next(c for c in core.REGISTRY.values() if not c.rule.trained)
+    base = dict(statement="s", where="w", printed="p", ours="o", rule="r", checks=[], evidence=None)
+    bare = core.Verdict(trained.id, status="inconclusive", **base)
+    assert core.audit_controls({trained.id: bare}) == [
+        f"{trained.id} reads inconclusive with no control measured beside it (Control in its measurement)"
+    ]
+    ok = replace(bare, status="reproduced", control="null: …", control_kind="null", control_status="not reproduced")
+    passed = replace(ok, control_status="reproduced")
+    assert core.audit_controls({trained.id: ok}) == []
+    assert "while its null control reads reproduced" in core.audit_controls({trained.id: passed})[0]
+    # not run, or an exact claim, needs no control
+    assert core.audit_controls({trained.id: replace(bare, status="not run")}) == []
+    assert core.audit_controls({exact.id: replace(bare, claim_id=exact.id, status="reproduced")}) == []
 
 
 def test_controls_combine_across_seeds_and_survive_a_record():

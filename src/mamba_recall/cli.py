@@ -527,4 +527,17 @@ def _dispatch(args) -> int:
                 "intended, `make refresh` rewrites the committed outputs."
             )
         print(f"checked outputs of {len(notebooks)} notebooks match book/'s")
+        from .claims import core
+
+        verdicts = core.load_verdicts()
+        bad = core.audit_controls(verdicts)
+        for line in bad:
+            print(line, file=sys.stderr)
+        if bad:
+            raise NotebookFailed(
+                f"error: {len(bad)} trained claim(s) of the scorecard lack a control or are passed by their null "
+                "(claims.core.audit_controls); give each measurement its Control, or fix the rule."
+            )
+        trained = sum(1 for cid, v in verdicts.items() if cid in core.REGISTRY and core.REGISTRY[cid].rule.trained)
+        print(f"controls of the scorecard's {trained} trained claims checked (claims.core.audit_controls)")
     return 0

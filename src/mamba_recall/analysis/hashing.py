@@ -297,3 +297,15 @@ def superposition_guess_exact(V: int, Nk: int) -> float:
         top = [b for b in range(blocks) if sizes[b] == max(sizes)]
         total += weight * (labels[-1] in top) / len(top)
     return total
+
+
+def untrained_probes(V: int, D: int, N: int, seed: int, x, y, Nf: int, held_out) -> tuple[dict, float]:
+    """The null control of the §3.2 mechanism claims: the same linear Mamba (``LinearMamba(V, D, N, seed=seed)``)
+    at initialisation, probed as a trained one is (:func:`check_d1_to_d5` on the probe sequences ``x, y``), and its
+    held-out accuracy on ``held_out`` = (inputs, labels) → (probes, accuracy)."""
+    from ..models.linear_mamba import LinearMamba
+    from ..train import evaluate
+
+    init = LinearMamba(V, D, N, seed=seed).cpu().double()
+    acc = float(evaluate(init, *held_out, per_member=True)[0])
+    return check_d1_to_d5(init, init.member_weights(0), x, y, Nf), acc

@@ -338,6 +338,8 @@ class Verdict:
     setting: str = ""  # how our setting differs from the paper's in kind
     analogue: bool = False
     control: str = ""  # the control's numbers and what the same rule reads on them
+    control_kind: str = ""  # "null" | "positive" | "" (none measured)
+    control_status: str = ""  # the status the claim's rule gives the control ("" when none)
 
     def record_lines(self) -> list[str]:
         """The claim's whole record as Markdown bullets (the notebook's display and the scorecard's dropdown):
@@ -569,7 +571,7 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
     if missing:
         raise ClaimError(f"claim {claim.id}: the measurement lacks {sorted(missing)} that its rule reads.")
     status, checks, reason = _status(rule, m)
-    control = ""
+    control, c_status = "", ""
     if m.control is not None:
         cm = m.control.measurement
         lacking = rule.metrics() - set(cm.values)
@@ -608,7 +610,34 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
         claim.setting,
         claim.analogue,
         control,
+        m.control.kind if m.control is not None else "",
+        c_status,
     )
+
+
+#: statuses a trained claim reaches only from its own evidence (the ones a control must stand beside)
+DECIDED = ("reproduced", "partially", "not reproduced", "erratum confirmed", "inconclusive")
+
+
+def audit_controls(verdicts: dict) -> list[str]:
+    """What is wrong with the controls of the recorded ``verdicts`` ({claim id: Verdict}), one line each: a
+    trained-model claim (``Rule.trained``) judged on evidence (any status but *not run* and *not testable here*)
+    without a control measured beside it, or one that reads *reproduced* or *partially* while its null control
+    reaches the same (the rule cannot tell the trained model from the null). Empty when every control holds."""
+    problems = []
+    for cid, v in sorted(verdicts.items()):
+        claim = REGISTRY.get(cid)
+        if claim is None or not claim.rule.trained or v.status not in DECIDED:
+            continue
+        if not v.control_kind:
+            problems.append(f"{cid} reads {v.status} with no control measured beside it (Control in its measurement)")
+        elif (
+            v.control_kind == "null"
+            and v.status in ("reproduced", "partially")
+            and (v.control_status == "reproduced" or v.control_status == v.status)
+        ):
+            problems.append(f"{cid} reads {v.status} while its null control reads {v.control_status}: {v.control}")
+    return problems
 
 
 def not_run_verdict(claim: Claim, reason: str | None = None) -> Verdict:

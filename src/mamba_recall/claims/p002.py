@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -249,6 +250,26 @@ def _mech_ev(ctx, acc: float, steps: int, n_probe: int) -> Evidence:
     )
 
 
+MECH_NULL = "the same linear Mamba at initialisation (the same seed), probed on the same sequences"
+
+
+def _with_mech_null(fn):
+    """A §3.2 mechanism measurement ``fn(d, ctx, acc, steps, n_probe)`` with its null control: given ``null=(d0,
+    acc0)``, the probes ``d0`` and held-out accuracy ``acc0`` of the same model at initialisation
+    (:func:`mamba_recall.analysis.hashing.untrained_probes`), measured the same way and judged beside it."""
+
+    @functools.wraps(fn)
+    def measured(d: dict, ctx, acc: float, steps: int, n_probe: int, null: tuple | None = None) -> Measurement:
+        m = fn(d, ctx, acc, steps, n_probe)
+        if null is None:
+            return m
+        d0, acc0 = null
+        return replace(m, control=Control("null", MECH_NULL, fn(d0, ctx, acc0, 0, n_probe)))
+
+    return measured
+
+
+@_with_mech_null
 def measure_fig2(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
     return Measurement(
         {**{"kq_block_share": d["kq_block_share"], "vv_half_share": d["vv_half_share"]}, "accuracy": acc},
@@ -258,6 +279,7 @@ def measure_fig2(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurem
     )
 
 
+@_with_mech_null
 def measure_selectivity(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
     return Measurement(
         {**{k: d[k] for k in ("kk_share", "vv_share", "key_diag_hit", "value_diag_hit")}, "accuracy": acc},
@@ -269,6 +291,7 @@ def measure_selectivity(d: dict, ctx, acc: float, steps: int, n_probe: int) -> M
     )
 
 
+@_with_mech_null
 def measure_fig3(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
     return Measurement(
         {**{"fact_hit": d["d3_fact_hit"], "auroc": d["d3_auroc"]}, "accuracy": acc},
@@ -279,6 +302,7 @@ def measure_fig3(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurem
     )
 
 
+@_with_mech_null
 def measure_fig4(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
     return Measurement(
         {**{"peak_hit": d["d4_hit"]}, "accuracy": acc},
@@ -287,6 +311,7 @@ def measure_fig4(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurem
     )
 
 
+@_with_mech_null
 def measure_fig5(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
     return Measurement(
         {**{"value_copy": d["d5_value_copy"], "key_shift": d["d5_key_shift"]}, "accuracy": acc},
@@ -599,14 +624,28 @@ def measure_fig7(bundle) -> Measurement:
     piv = ml.pivot(index="N", columns="layers", values="acc")
     lam = sorted(piv.columns)
     drop = max([float((piv[a] - piv[b]).max()) for a, b in zip(lam, lam[1:])] + [0.0])
+    span = float(ml["acc"].max() - ml["acc"].min())
+    chance = chance_level(c["V"], c["Nf"], c.get("L", 4 * c["Nf"]))
+    null = Measurement(
+        {"equal_neff_groups": len(multi), "spread_equal_neff_se": 0.0, "depth_drop_se": 0.0, "accuracy_span_se": 0.0},
+        f"{chance:.4f} in every cell",
+        Evidence.exact("the generator's chance level"),
+    )
     return Measurement(
-        {"equal_neff_groups": len(multi), "spread_equal_neff_se": spread / s, "depth_drop_se": max(drop, 0.0) / s},
+        {
+            "equal_neff_groups": len(multi),
+            "spread_equal_neff_se": spread / s,
+            "depth_drop_se": max(drop, 0.0) / s,
+            "accuracy_span_se": span / s,
+        },
+        f"accuracy spans {span:.3f} ({span / s:.1f} s.e.) over the grid; "
         f"largest spread among equal Λ·N {spread:.3f} ({spread / s:.1f} s.e.) over {len(multi)} groups; "
         f"largest loss from adding a layer at fixed N {max(drop, 0.0):.3f}; accuracy by (N, Λ): "
         + "; ".join(f"N={n}: " + "/".join(f"{piv.loc[n, l]:.3f}" for l in lam) for n in piv.index),
         _bundle_ev(
             bundle, f"D = {c['D']}, Λ ∈ {c['layers']}, N ∈ {c['Ns']}, {c['steps']} steps", seeds=int(c["seeds"])
         ),
+        control=Control("null", f"a model at the generator's chance level ({chance:.4f}) in every cell", null),
     )
 
 
@@ -855,14 +894,21 @@ def measure_tab10_e(bundle) -> Measurement:
         )
     floor = 1 / c["Nf"]
     n = bundle.config["n_eval"] * c["Nf"]
+    ev = _bundle_ev(
+        bundle, f"V = {c['V']}, N_f = {c['Nf']}, D = {c['D']}, N = {c['N']}, {c['steps']} steps", seeds=int(c["seeds"])
+    )
+    control = None
+    if "D" in acc:  # the same rule on row D (the Conv1D kept): a model that recalls must not read as failing
+        control = Control(
+            "null",
+            "row D of the same runs (the Conv1D kept), read by the same rule",
+            Measurement({"excess_over_copy_floor_se": (acc["D"] - floor) / se(n)}, f"D {acc['D']:.3f}", ev),
+        )
     return Measurement(
         {"excess_over_copy_floor_se": (acc["E"] - floor) / se(n)},
         f"E {acc['E']:.3f}; a model that copies a context value at random scores 1/N_f = {floor:.4f}",
-        _bundle_ev(
-            bundle,
-            f"V = {c['V']}, N_f = {c['Nf']}, D = {c['D']}, N = {c['N']}, {c['steps']} steps",
-            seeds=int(c["seeds"]),
-        ),
+        ev,
+        control=control,
     )
 
 
@@ -902,13 +948,32 @@ def measure_fig8_shared(bundle) -> Measurement:
         dev[p] = max(abs(d) for d in diffs)
         gain = max(gain, max(diffs))
     flat = sum(v <= Z * s for v in dev.values())
+    span = _span_se(A, ("MQA", "MKA", "MVA"), s)
+    null = Measurement(
+        {"flat_patterns": 3, "largest_gain_se": 0.0, "accuracy_span_se": 0.0},
+        f"{_chance_of(c):.4f} at every (M, N): no gain, no loss",
+        Evidence.exact("the generator's chance level"),
+    )
     return Measurement(
-        {"flat_patterns": flat, "largest_gain_se": gain / s},
+        {"flat_patterns": flat, "largest_gain_se": gain / s, "accuracy_span_se": span},
         "largest |acc(M, N) − acc(1, N)|: "
         + ", ".join(f"{p} {v:.3f}" for p, v in dev.items())
-        + f" (3 s.e. = {Z * s:.3f}); largest gain from heads {gain:+.3f}",
+        + f" (3 s.e. = {Z * s:.3f}); largest gain from heads {gain:+.3f}; accuracies span {span:.1f} s.e. over N",
         _heads_ev(bundle, c),
+        control=Control("null", f"a model at the generator's chance level ({_chance_of(c):.4f}) for every M", null),
     )
+
+
+def _chance_of(c: dict) -> float:
+    return chance_level(c["V"], c["Nf"], c.get("L", 4 * c["Nf"]))
+
+
+def _span_se(A, patterns, s: float) -> float:
+    """How far the accuracies of ``patterns`` spread over the grid, in standard errors: a grid whose cells all sit
+    within noise of each other (a model at chance, or at the ceiling everywhere) cannot show a difference, nor its
+    absence."""
+    acc = [float(v) for (p, _, _), v in A.items() if p in patterns]
+    return (max(acc) - min(acc)) / s if acc else 0.0
 
 
 @_by_seed
@@ -958,14 +1023,21 @@ def measure_thm5_mn(bundle) -> Measurement:
         + ", ".join(f"M={M}, N={N}: {v:+.3f}" for (M, N), v in gaps.items())
         + f" (3 s.e. = {Z * s:.3f})"
     )
+    values["accuracy_span_se"] = _span_se(A, ("MHA",), s)
     full = _mn_gaps(A, Ms, Ns, "MHA-full")
     if full:
         values.update(pairs_full=len(full), worst_gap_full_se=max(abs(v) for v in full.values()) / s)
         shown += "; full-width value heads: " + ", ".join(f"M={M}, N={N}: {v:+.3f}" for (M, N), v in full.items())
+    null = Measurement(
+        {"pairs": len(gaps), "worst_gap_se": 0.0, "accuracy_span_se": 0.0},
+        f"{_chance_of(c):.4f} at every (M, N)",
+        Evidence.exact("the generator's chance level"),
+    )
     return Measurement(
         values,
         shown,
         _heads_ev(bundle, c),
+        control=Control("null", f"a model at the generator's chance level ({_chance_of(c):.4f}) for every M", null),
         note="Lemma 5's proof lets every head read the full value vector; these heads (the authors' "
         f"code, values={c.get('values', 'code')!r}) read learned projections of D_in/M channels",
     )
@@ -1076,10 +1148,14 @@ def _fig15_one(bundle) -> Measurement:
         for p in ("MHA", "MQA", "MKA", "MVA")
         for e, col in _ENTRIES.items()
     }
-    frac = {
-        e: sum(pv <= 0.05 for _, pv in res[("MHA", e)].values()) / len(res[("MHA", e)]) if res[("MHA", e)] else 0.0
-        for e in _ENTRIES
-    }
+
+    def fractions(p):
+        return {
+            e: sum(pv <= 0.05 for _, pv in res[(p, e)].values()) / len(res[(p, e)]) if res[(p, e)] else 0.0
+            for e in _ENTRIES
+        }
+
+    frac, null = fractions("MHA"), fractions("MVA")
     shown = "; ".join(
         f"{p} {e} entries " + ", ".join(f"N={N}: {r:+.2f} ({pv:.3f})" for N, (r, pv) in v.items())
         for (p, e), v in res.items()
@@ -1095,8 +1171,24 @@ def _fig15_one(bundle) -> Measurement:
         },
         "Spearman ρ (exact one-sided p) of the entry variance / margin² against M: "
         + (shown or "no (pattern, N) with four head counts")
-        + " (the shared patterns are shown, not judged)",
+        + " (the shared patterns are shown; MVA is the null control)",
         _heads_ev(bundle, c),
+        control=Control(
+            "null",
+            "the MVA heads of the same grid (Lemma 2: exactly one head with N' = N, so heads must not shrink its "
+            "variance), read by the same rule",
+            Measurement(
+                {
+                    "n_M": max((len(heads("MVA", N)) for N in live), default=0),
+                    "live_cells": len(res[("MVA", "wrong")]),
+                    "wrong_significant_fraction": null["wrong"],
+                    "correct_significant_fraction": null["correct"],
+                    "either_significant_fraction": max(null.values()),
+                },
+                "MVA: " + ("; ".join(f"{e} {v:.2f}" for e, v in null.items())),
+                _heads_ev(bundle, c),
+            ),
+        ),
     )
 
 
@@ -1551,8 +1643,9 @@ register(
                 "that noise",
                 reproduced=conds(("spread_equal_neff_se", "<=", Z), ("depth_drop_se", "<=", Z)),
                 partially=conds(("depth_drop_se", "<=", Z)),
-                testable=conds(("equal_neff_groups", ">=", 1)),
-                untestable_why="no two cells of the grid share the same ΛN",
+                testable=conds(("equal_neff_groups", ">=", 1), ("accuracy_span_se", ">", Z)),
+                untestable_why="no two cells of the grid share the same ΛN, or the grid's accuracies all sit within "
+                "noise of each other (a model at chance passes 'determined by ΛN' too: the null control showed it)",
                 trained=True,
             ),
             measure_fig7,
@@ -1679,6 +1772,9 @@ register(
                 "them gains from heads beyond that noise",
                 reproduced=conds(("flat_patterns", ">=", 3)),
                 partially=conds(("largest_gain_se", "<=", Z)),
+                testable=conds(("accuracy_span_se", ">", Z)),
+                untestable_why="the grid's accuracies all sit within noise of each other, so no change with M could "
+                "show (a model at chance passes 'the same accuracy' too: the null control showed it)",
                 trained=True,
             ),
             measure_fig8_shared,
@@ -1708,8 +1804,9 @@ register(
             Rule(
                 why=f"matches = |acc_MHA(M, N) − acc(1, MN)| within {_SE_WHY} at every (M, N) with MN on the grid",
                 reproduced=conds(("worst_gap_se", "<=", Z)),
-                testable=conds(("pairs", ">=", 1)),
-                untestable_why="no (M, N) of the grid has M·N on the grid",
+                testable=conds(("pairs", ">=", 1), ("accuracy_span_se", ">", Z)),
+                untestable_why="no (M, N) of the grid has M·N on the grid, or its MHA accuracies all sit within noise of "
+                "each other (a model at chance 'matches' too: the null control showed it)",
                 trained=True,
             ),
             measure_thm5_mn,

@@ -287,7 +287,9 @@ def _measure_model(
         }
         kwargs = {}
     else:
-        src = Sourced(model, test_set, test_accuracy, sizes, meta["preset"], str(meta["device"]), meta["checkpoint"])
+        src = Sourced(
+            model, test_set, test_accuracy, sizes, meta["preset"], str(meta["device"]), meta["checkpoint"], seed=seed
+        )
         args, kwargs = {SPIKE_CLAIM[name]: (src,)}, {"n": n}
     for cid, a in args.items():
         try:
@@ -413,7 +415,7 @@ def run_full_job(config: dict, seed: int) -> dict:
     path = save_checkpoint(path, state, meta, command=command, device="cpu", wall_seconds=res.seconds)
     meta["checkpoint"] = _relative(path)
     try:
-        record = measurement_record(get(FULL_CLAIM).measure(model, meta, init))
+        record = measurement_record(get(FULL_CLAIM).measure(model, meta, init, _held_out_accuracy(init, sizes, seed)))
         record["evidence"]["smoke"] = bool(smoke)
     except NotRun as exc:
         record = {"not_run": str(exc)}
@@ -429,6 +431,16 @@ def run_full_job(config: dict, seed: int) -> dict:
         "readout": pair_readout(model).tolist(),
         "readout_init": pair_readout(init).tolist(),
     }
+
+
+def _held_out_accuracy(model, sizes: dict, seed: int) -> float:
+    """``model``'s held-out query accuracy on seed ``seed``'s held-out set (:func:`.ch1_training.make_data`), as
+    :func:`.ch1_training.train_recall` measures a trained model's."""
+    from ..train import evaluate
+    from .ch1_training import make_data
+
+    _, test_set = make_data(sizes, seed)
+    return float(evaluate(model, test_set.inputs, test_set.query_labels))
 
 
 def run_job(config: dict, seed: int) -> dict:
@@ -749,10 +761,51 @@ def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
     if stored is None:
         return None
     records, names = stored["records"], stored["names"]
-    if claim_id in K1_CLAIMS and not any("not_run" in r for r in records):
+    if any("not_run" in r for r in records):
+        return records, names
+    if claim_id in K1_CLAIMS:
         n_probe = int(seeds.config["sizes"]["k1"]["n_probe"])
         records = [_k1_seed_records(r["evidence"]["source"], n_probe)[claim_id] for r in records]
+    elif claim_id in SPIKE_CLAIM.values():
+        name = next(k for k, c in SPIKE_CLAIM.items() if c == claim_id)
+        n_probe = int(seeds.config["sizes"][name]["n_probe"])
+        records = [_spike_seed_record(name, r["evidence"]["source"], n_probe) for r in records]
+    elif claim_id == FULL_CLAIM:
+        records = [_full_seed_record(r["evidence"]["source"]) for r in records]
     return records, names
+
+
+@functools.lru_cache(maxsize=None)
+def _spike_seed_record(name: str, checkpoint: str, n_probe: int) -> dict:
+    """Fig. 5 / Fig. 6's record on one committed |K| = 2 / 4 checkpoint, made by the runner's own
+    :func:`_measure_model` on the seed's held-out set (with its null control, the untrained twin)."""
+    from ..results import read_checkpoint
+    from .ch1_training import build_model, make_data
+
+    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=p000.SEEDS_COMMAND)
+    model = build_model(meta["config"], meta["seed"])
+    model.load_state_dict(state)
+    meta = {**meta, "checkpoint": checkpoint}
+    _, test_set = make_data(meta["config"], meta["seed"])
+    sizes = {**meta["config"], "n_probe": n_probe}
+    acc = meta["test_query_accuracy"]
+    return _measure_model(name, model.eval(), meta, sizes, test_set, acc, meta["seed"])[SPIKE_CLAIM[name]]
+
+
+@functools.lru_cache(maxsize=None)
+def _full_seed_record(checkpoint: str) -> dict:
+    """000/Fig7-full's record on one committed full-Mamba checkpoint, with its null control: the same seed's model
+    untrained (:func:`build_full_model`) and its held-out accuracy."""
+    from ..claims import get, measurement_record
+    from ..results import read_checkpoint
+
+    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=p000.FULL_MAMBA_COMMAND)
+    sizes, seed = meta["config"], meta["seed"]
+    init = build_full_model(sizes, seed).eval()
+    model = build_full_model(sizes, seed)
+    model.load_state_dict(state)
+    meta = {**meta, "checkpoint": checkpoint}
+    return measurement_record(get(FULL_CLAIM).measure(model.eval(), meta, init, _held_out_accuracy(init, sizes, seed)))
 
 
 def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs):

@@ -157,6 +157,7 @@ class Sourced:
     device: str  # the device it was trained on
     source: str  # checkpoint path (relative to the repository) or "live"
     seeds: int = 1
+    seed: int | None = None  # the training seed (its untrained twin is the claims' null control), where known
 
 
 def committed_checkpoint(name: str, preset: str) -> Path | None:
