@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from mamba_recall.claims import get, judge
 from mamba_recall.results import Bundle
@@ -258,12 +259,37 @@ def test_remark1_haar_on_the_mamba2_scan():
     assert verdict("003/Remark1", 1e-3, 7).status == "not reproduced"
 
 
-def test_remark7_rule():
-    def sweep(rand, adv):
-        return pd.DataFrame(dict(kappa=16, pk=[4, 8, 16], random=rand, adversarial=adv, draws=3, sequences=100))
+def test_remark7_rule_reads_the_worst_case():
+    """Remark 7 is judged at its worst case (one same-sign overlap ε): the adversarial query of k₁ answered below
+    ε(κ − 1) = 1 and missed above it; JL codes (random-signed overlaps) are shown, not judged."""
+    jl = pd.DataFrame(dict(kappa=16, pk=[4, 8, 16], random=1.0, adversarial=1.0, draws=3, sequences=100))
 
-    assert verdict("003/Remark7", sweep([0.6, 0.9, 1.0], [0.3, 0.8, 1.0])).status == "reproduced"
-    assert verdict("003/Remark7", sweep([0.38, 0.76, 0.93], [0.59, 0.85, 0.95])).status == "not reproduced"
+    def worst(adv_below, adv_above, rand=1.0):
+        return pd.DataFrame(
+            dict(
+                kappa=16,
+                eps=[0.5 / 15, 2.0 / 15],
+                eps_kappa=[0.5, 2.0],
+                random=rand,
+                adversarial=[adv_below, adv_above],
+                sequences=100,
+            )
+        )
+
+    assert verdict("003/Remark7", jl, worst(1.0, 0.0)).status == "reproduced"
+    assert verdict("003/Remark7", jl, worst(1.0, 0.6)).status == "not reproduced"  # no failure above: not shown
+    assert verdict("003/Remark7", jl, worst(0.5, 0.0)).status == "not reproduced"  # fails everywhere: not the argument
+    assert verdict("003/Remark7", jl, worst(1.0, 0.0, rand=0.5)).status == "not reproduced"  # the codes themselves fail
+
+
+def test_remark7_worst_case_codes_have_the_declared_overlap():
+    from mamba_recall.theory.mqar_constructions import equal_overlap_codes
+
+    K = equal_overlap_codes(8, 0.2)
+    G = K.T @ K
+    assert np.allclose(np.diag(G), 1) and np.allclose(G[~np.eye(8, dtype=bool)], 0.2)
+    with pytest.raises(ValueError, match="eps must lie"):
+        equal_overlap_codes(8, -0.5)
 
 
 # ---------------------------------------------------------------- trained claims: a t-interval over per-seed statistics

@@ -158,9 +158,25 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
         "paper": {"kappas": [4, 8, 16, 32, 64, 128, 256], "V": 128, "pv": 32, "draws": 5, "queries": 12800},
     },
     # Remark 7: Thm. 3 (JL keys) on the adversarial input [k1, v1, k2, v, ..., kκ, v] (theory.mqar_constructions.remark7_sweep).
+    # Its worst case (theory.mqar_constructions.remark7_worst_case): key codes with one same-sign overlap ε, the
+    # product ε(κ − 1) swept across the remark's threshold 1 at several κ (seconds; no training).
     "ch3.remark7": {
-        "ci": {"kappa": 16, "pks": [4, 8, 16, 32, 64], "draws": 3, "sequences": 100},
-        "paper": {"kappa": 32, "pks": [4, 8, 16, 32, 64, 128], "draws": 5, "sequences": 500},
+        "ci": {
+            "kappa": 16,
+            "pks": [4, 8, 16, 32, 64],
+            "draws": 3,
+            "sequences": 100,
+            "worst_kappas": [8, 16, 32],
+            "products": [0.5, 0.8, 0.95, 1.05, 1.25, 2.0],
+        },
+        "paper": {
+            "kappa": 32,
+            "pks": [4, 8, 16, 32, 64, 128],
+            "draws": 5,
+            "sequences": 500,
+            "worst_kappas": [8, 16, 32, 64],
+            "products": [0.5, 0.8, 0.95, 1.05, 1.25, 2.0],
+        },
     },
     # Lemma 4: JL inner products against d and p (theory.mqar_constructions.jl_inner_products).
     "ch3.jl_lemma": {

@@ -61,6 +61,8 @@ __all__ = [
     "state_needed",
     "jl_inner_products",
     "remark7_sweep",
+    "remark7_worst_case",
+    "equal_overlap_codes",
     "RECALL_TARGET",
     "pk_grid",
     "thm3_state_for_recall",
@@ -169,12 +171,26 @@ def thm2_logits(
 
 
 def thm3_logits(
-    ids, kappa: int, V: int, *, pk: int | None = None, pv: int | None = None, jl_seed: int = 0, backend: str = "dual"
+    ids,
+    kappa: int,
+    V: int,
+    *,
+    pk: int | None = None,
+    pv: int | None = None,
+    jl_seed: int = 0,
+    backend: str = "dual",
+    key_codes: np.ndarray | None = None,
 ):
     r"""Theorem 3 (Mamba-2, single head, no gate): keys one-hot (N = κ) or JL ``pk`` (N = pk), values one-hot
-    or JL ``pv``; conv_B = shift-1, conv_u = conv_C = id, σ = id, λ = 0, Δ = 1; readout = value codes."""
+    or JL ``pv``; conv_B = shift-1, conv_u = conv_C = id, σ = id, λ = 0, Δ = 1; readout = value codes.
+    ``key_codes``: a given (N × κ) matrix of key codes instead (e.g. :func:`equal_overlap_codes`)."""
     rng_seed = jl_seed
-    Mk = np.eye(kappa) if pk is None else jl_matrix(pk, kappa, rng_seed)
+    if key_codes is not None:
+        Mk = np.asarray(key_codes, dtype=np.float64)
+        if Mk.ndim != 2 or Mk.shape[1] != kappa:
+            raise ValueError(f"key_codes must be (N, κ) = (N, {kappa}); got shape {Mk.shape}.")
+    else:
+        Mk = np.eye(kappa) if pk is None else jl_matrix(pk, kappa, rng_seed)
     Mv = np.eye(V) if pv is None else jl_matrix(pv, V, rng_seed + 10_007)
     dk, dv = Mk.shape[0], Mv.shape[0]
     d = dk + dv
@@ -429,6 +445,47 @@ def remark7_sweep(
                 sequences=n,
             )
         )
+    return pd.DataFrame(rows)
+
+
+def equal_overlap_codes(kappa: int, eps: float) -> np.ndarray:
+    r"""κ unit key codes with every pairwise inner product :math:`\langle k_i,k_j\rangle=\varepsilon` (the same
+    sign): the columns of the Cholesky factor of the Gram matrix :math:`(1-\varepsilon)I+\varepsilon\mathbf 1
+    \mathbf 1^\top`, positive definite for :math:`-1/(\kappa-1)<\varepsilon<1`, so the codes need N = κ. The worst
+    case of Remark 7's argument: JL codes have overlaps of at most ε in size but random signs. Returns (κ × κ)."""
+    kappa = check_int("kappa", kappa, minimum=2)
+    if not -1.0 / (kappa - 1) < eps < 1.0:
+        raise ValueError(f"eps must lie in (−1/(κ−1), 1) = ({-1 / (kappa - 1):.4f}, 1) for κ = {kappa}; got {eps}.")
+    gram = (1.0 - eps) * np.eye(kappa) + eps * np.ones((kappa, kappa))
+    return np.linalg.cholesky(gram).T
+
+
+def remark7_worst_case(kappas, products, *, V: int = 128, n: int = 100, T: int = 100, seed: int = 1):
+    r"""Remark 7 at its worst case: Thm. 3 with the key codes of :func:`equal_overlap_codes` (every overlap
+    :math:`\varepsilon=` ``product``/(κ − 1), one-hot values) on the adversarial input
+    :math:`[k_1,v_1,k_2,v,\dots,k_\kappa,v]` and on the random values of :func:`gen_mqar`, scored at the query of
+    :math:`k_1`. There the readout is :math:`v_1+\varepsilon(\kappa-1)\,v`: the remark's argument predicts failure
+    exactly when ε(κ − 1) > 1. Returns a DataFrame (kappa, eps, eps_kappa (= ε(κ − 1)), random, adversarial,
+    sequences)."""
+    import pandas as pd
+
+    rows = []
+    for kappa in kappas:
+        ids, labels = gen_mqar(n, T, kappa, V, seed)
+        q_first = (ids == ids[:, :1]) & (labels != IGNORE_INDEX)
+        adv = ids.clone()
+        rng = np.random.default_rng(seed + 7)
+        v1 = ids[:, 1] - kappa
+        other = torch.as_tensor((v1.numpy() + 1 + rng.integers(0, V - 1, size=n)) % V)  # v ≠ v₁
+        adv[:, 3 : 2 * kappa : 2] = (kappa + other)[:, None]
+        for product in products:
+            eps = product / (kappa - 1)
+            codes = equal_overlap_codes(kappa, eps)
+            acc = {}
+            for name, x in (("random", ids), ("adversarial", adv)):
+                pred = thm3_logits(x, kappa, V, key_codes=codes).argmax(-1)
+                acc[name] = float((pred[q_first] == labels[q_first]).double().mean())
+            rows.append(dict(kappa=kappa, eps=eps, eps_kappa=product, **acc, sequences=n))
     return pd.DataFrame(rows)
 
 
