@@ -435,6 +435,11 @@ def measure_bc_spikes(src, n: int = 64, null: bool = True) -> Measurement:
     )
 
 
+#: one learned W_o is "close to (−I, I)": centred cosine ≥ 0.8 with [−I I], a negative first-half and a positive
+#: second-half diagonal (the softmax ignores a shift of every column, hence centred)
+WO_CLOSE = 0.8
+
+
 def measure_fig7(W_o, meta: dict, others: dict | None = None, null: bool = True) -> Measurement:
     """App. B, Fig. 7: the learned unembedding against [−I I] (centred cosine; the diagonals' signs); the null control
     is the same model's W_o at initialisation (the same seed, :func:`untrained_like`)."""
@@ -446,8 +451,10 @@ def measure_fig7(W_o, meta: dict, others: dict | None = None, null: bool = True)
         return replace(m, control=Control("null", "the same model's W_o at initialisation (the same seed)", init))
     c = wo_centred_cosine(W_o)
     rest = "".join(f"; {k}: cosine {wo_centred_cosine(w)['centred_cosine']:.2f}" for k, w in (others or {}).items())
+    close = c["centred_cosine"] >= WO_CLOSE and c["first_half_diag"] < 0 < c["second_half_diag"]
     return Measurement(
         {
+            "close_share": float(close),  # 1 or 0 for one model; over models (across_seeds), the share that is close
             "centred_cosine": c["centred_cosine"],
             "first_half_diag": c["first_half_diag"],
             "second_half_diag": c["second_half_diag"],
@@ -1111,11 +1118,12 @@ register(
             "App. B, Fig. 7",
             "no number given ('something close to (−I, I)')",
             Rule(
-                why="close to [−I I] up to the softmax's column shift: centred cosine ≥ 0.8, with a negative first-half "
-                "and a positive second-half diagonal",
-                reproduced=conds(
-                    ("centred_cosine", ">=", 0.8), ("first_half_diag", "<", 0), ("second_half_diag", ">", 0)
-                ),
+                why="one model is close to [−I I] up to the softmax's column shift when its centred cosine is ≥ 0.8, "
+                "with a negative first-half and a positive second-half diagonal; 'often' = more than half of the "
+                "trained models are close (close_share, the share over seeds: > 0.5 over its whole interval). Declared "
+                "for the 5 seeds × 2 targets of ch1.wo's cpu-hours preset before they ran (issue 31); the earlier "
+                "rule asked every model to be close",
+                reproduced=conds(("close_share", ">", 0.5)),
                 trained=True,
             ),
             measure_fig7,

@@ -4,7 +4,7 @@ r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), throu
     python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --aggregate-only
     python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --parts full_mamba --allow-long
 
-``--parts`` (default: all) picks the parts below: ``models``, ``table1``, ``full_mamba``.
+``--parts`` (default: all) picks the parts below: ``models``, ``table1``, ``full_mamba``, ``wo``.
 
 What it runs (sizes in ``presets/ch1.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
 same command resumes after an interruption:
@@ -30,6 +30,11 @@ same command resumes after an interruption:
   paper's (previous token, current token) coordinates, W_o^full = [R U_1 | R U_0] (|V| × 2|V|,
   :func:`~mamba_recall.analysis.full_mamba_readout.pair_readout`), against [−I I] by the centred cosine, at the end
   and (baseline) at initialisation, and the held-out query accuracy; the matrix itself is stored (Fig. 7's plot).
+
+* ``ch1.cpu_hours_wo`` (part ``wo``): App. B, Fig. 7 on the simplified model with a learned unembedding W_o
+  (``ch1.wo``: |V| = 8, T = 256, the paper's sizes), 5 seeds × identity and masked targets; each job saves
+  ``results/checkpoints/ch1_wo_<target>_cpu-hours_seed<s>.pt`` and measures claim 000/Fig7 with its null (the same
+  seed's W_o at initialisation); bundle ``results/ch1_wo_cpu-hours.json``.
 
 Bundles (mean and 95 % Student-t interval over seeds, :data:`~mamba_recall.runstore.INTERVAL_METHOD`):
 ``results/ch1_mechanism_cpu-hours.json`` (per-model accuracies, per-claim per-seed measurements and their means and
@@ -60,8 +65,10 @@ from ..runstore import add_grid_args, aggregate, finished_status, grid_main, sav
 MODELS_EXPERIMENT = "ch1.cpu_hours_models"
 TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
 FULL_EXPERIMENT = "ch1.cpu_hours_full_mamba"
+WO_EXPERIMENT = "ch1.cpu_hours_wo"
 #: the runner's parts (``--parts``): name → run-store experiment
-PARTS = {"models": MODELS_EXPERIMENT, "table1": TABLE_EXPERIMENT, "full_mamba": FULL_EXPERIMENT}
+PARTS = {"models": MODELS_EXPERIMENT, "table1": TABLE_EXPERIMENT, "full_mamba": FULL_EXPERIMENT, "wo": WO_EXPERIMENT}
+WO_CLAIM = "000/Fig7"
 FULL_NAME = "full_mamba"  # the checkpoint name and the jobs' "model"
 FULL_CLAIM = "000/Fig7-full"
 RUNNER = "mamba_recall.experiments.ch1_cpu_hours:run_job"
@@ -123,6 +130,12 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list
         sizes = _sizes("ch1.full_mamba", preset, smoke)
         config = {"kind": FULL_NAME, "model": FULL_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
         jobs += [make_job(FULL_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    if "wo" in parts:
+        base = _sizes("ch1.wo", preset, smoke)
+        for target in base["targets"]:
+            sizes = {**{k: v for k, v in base.items() if k != "targets"}, "target": target}
+            config = {"kind": "wo", "model": f"wo_{target}", "preset": preset, "smoke": smoke, "sizes": sizes}
+            jobs += [make_job(WO_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
     return jobs
 
 
@@ -443,14 +456,60 @@ def _held_out_accuracy(model, sizes: dict, seed: int) -> float:
     return float(evaluate(model, test_set.inputs, test_set.query_labels))
 
 
+def run_wo_job(config: dict, seed: int) -> dict:
+    """App. B, Fig. 7 on the simplified model with a learned unembedding W_o (``ch1.wo``), one target and seed: train
+    it (:func:`.ch1_training.train_recall`), save its checkpoint, and measure claim 000/Fig7 on its W_o, with the
+    same seed's W_o at initialisation as the null (:func:`~mamba_recall.claims.p000.measure_fig7`)."""
+    import hashlib
+
+    from ..claims import measurement_record
+    from ..results import save_checkpoint
+    from .ch1_training import train_recall
+
+    name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
+    tr = train_recall(sizes, seed=seed, device="cpu")
+    path = checkpoint_path(name, preset, seed, smoke)
+    meta = {
+        "name": name,
+        "preset": preset,
+        "seed": seed,
+        "config": sizes,
+        "device": "cpu",
+        "test_query_accuracy": tr.test_accuracy,
+        "train_query_accuracy": tr.train_accuracy,
+        "steps_run": tr.result.steps_run,
+        "stopped_early": tr.result.stopped_early,
+        "checkpoint": _relative(path),
+    }
+    state = {k: v.detach().cpu() for k, v in tr.model.state_dict().items()}
+    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts wo --allow-long"
+    path = save_checkpoint(path, state, meta, command=command, device="cpu", wall_seconds=tr.result.seconds)
+    meta["checkpoint"] = _relative(path)
+    record = measurement_record(p000.measure_fig7(tr.model.W_o.detach(), meta))
+    record["evidence"]["smoke"] = bool(smoke)
+    return {
+        "test_accuracy": tr.test_accuracy,
+        "train_accuracy": tr.train_accuracy,
+        "steps_run": tr.result.steps_run,
+        "stopped_early": tr.result.stopped_early,
+        "train_seconds": tr.result.seconds,
+        "checkpoint": meta["checkpoint"],
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "measurements": {WO_CLAIM: record},
+        "W_o": tr.model.W_o.detach().tolist(),
+    }
+
+
 def run_job(config: dict, seed: int) -> dict:
-    """The run store's job function: a model job, a Table 1 cell or a full-Mamba job."""
+    """The run store's job function: a model job, a Table 1 cell, a full-Mamba job or a learned-W_o job."""
     if config["kind"] == "model":
         return run_model_job(config, seed)
     if config["kind"] == "table1":
         return run_table_job(config, seed)
     if config["kind"] == FULL_NAME:
         return run_full_job(config, seed)
+    if config["kind"] == "wo":
+        return run_wo_job(config, seed)
     raise ValueError(f"unknown job kind {config['kind']!r}; jobs come from jobs_for().")
 
 
@@ -484,7 +543,7 @@ def measure_job(config: dict) -> tuple[float, float]:
     torch.set_num_threads(1)
     try:
         s = config["sizes"]
-        if config["kind"] == "model":
+        if config["kind"] in ("model", "wo"):
             V, K, T, lr = s["vocab_size"], s["num_keys"], s["seq_len"], s["lr"]
             model = build_model(s, 0)
         elif config["kind"] == FULL_NAME:
@@ -572,6 +631,54 @@ def _write(name, data, config, tables, log, directory):
     return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
 
 
+def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
+    """``ch1_wo_<preset>``: per target the accuracies and the 000/Fig7 numbers (mean, interval over seeds), every
+    model's record of 000/Fig7 (``measurements``: both targets' seeds together, the claim's evidence, read by
+    :func:`check_over_seeds`) and the learned matrices (table ``W_o``: target, seed, row, col, value)."""
+    from ..claims.core import across_seeds, measurement_from_record
+
+    runs = sorted(runs, key=lambda r: (r["config"]["sizes"]["target"], r["seed"]))
+    models = aggregate(
+        [dict(r, config={"model": r["config"]["model"]}) for r in runs],
+        by=["model"],
+        metrics=["test_accuracy", "train_accuracy", "steps_run"],
+    )
+    claims, _ = _claims_table(runs)  # per target
+    records = [r["result"]["measurements"][WO_CLAIM] for r in runs]
+    names = [f"{r['config']['sizes']['target']} targets seed {r['seed']}" for r in runs]
+    stored = {WO_CLAIM: {"model": "wo", "names": names, "records": records}}
+    if not any("not_run" in d for d in records):
+        m = across_seeds([measurement_from_record(d) for d in records], names)
+        for k, v in m.values.items():
+            lo, hi = m.intervals.get(k, (float("nan"), float("nan")))
+            claims.loc[len(claims)] = dict(
+                claim=WO_CLAIM,
+                model="both targets",
+                metric=k,
+                mean=float(v),
+                ci_low=lo,
+                ci_high=hi,
+                per_seed=" ".join(f"{float(x):.4g}" for x in m.per_seed[k]),
+                n_seeds=len(records),
+            )
+    matrices = pd.DataFrame(
+        [
+            {"target": r["config"]["sizes"]["target"], "seed": r["seed"], "row": a, "col": c, "value": x}
+            for r in runs
+            for a, row in enumerate(r["result"]["W_o"])
+            for c, x in enumerate(row)
+        ]
+    )
+    data.update(
+        measurements=stored,
+        checkpoints={n: r["result"]["checkpoint"] for n, r in zip(names, runs)},
+        aggregation="000/Fig7 over every model of both targets (claims.core.across_seeds); per target in table claims",
+    )
+    config = {"preset": preset, "smoke": smoke, "sizes": experiment("ch1.wo", preset, smoke=smoke)}
+    tables = {"models": models, "claims": claims, "W_o": matrices}
+    return _write(f"ch1_wo_{preset}{suffix}", data, config, tables, log, directory)
+
+
 def _full_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
     """``ch1_full_mamba_<preset>``: per-seed accuracies (mean, interval), the 000/Fig7-full records per seed and
     their combination over seeds (``measurements``, read by :func:`check_over_seeds`),
@@ -638,6 +745,8 @@ def write_bundles(
             continue
         if experiment_name == FULL_EXPERIMENT:
             paths.append(_full_bundle(runs, data, preset, smoke, suffix, log, directory))
+        elif experiment_name == WO_EXPERIMENT:
+            paths.append(_wo_bundle(runs, data, preset, smoke, suffix, log, directory))
         elif experiment_name == MODELS_EXPERIMENT:
             models = aggregate(
                 [dict(r, config={"model": r["config"]["model"]}) for r in runs],
