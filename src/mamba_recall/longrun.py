@@ -22,7 +22,6 @@ the environment variable :data:`ENV_ALLOW_LONG` (set only by that command).
 from __future__ import annotations
 
 import os
-import time
 from typing import Callable, Sequence
 
 LONG_RUN_S = 3600.0
@@ -67,15 +66,6 @@ def check_estimate(estimate_s: float, what: str, device="cpu", basis: str = "") 
             f"{what}: estimated {amount} on {device}, over an hour; not "
             f"started. To run it anyway set {CONFIRM}; or use preset='ci', smoke=True, or a GPU."
         )
-
-
-def time_steps(step: Callable[[], object], repeats: int = 2) -> float:
-    """Seconds per call of ``step``: one untimed warm-up call, then the mean of ``repeats`` timed calls."""
-    step()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        step()
-    return (time.perf_counter() - start) / repeats
 
 
 def guard_grid(

@@ -239,19 +239,6 @@ def check_random_vs_repeated(curves, L, seed=0) -> dict:
     }
 
 
-def check_recency(curves) -> dict:
-    """§4.4, recency: acc(L) > mid for every cell (one cell may be within 0.02 when both ≥ 0.98)."""
-    fails, soft = [], 0
-    for key, c in curves.items():
-        s = iv.summary(c)
-        if not s["acc"][-1] > s["mid"]:
-            if s["acc"][-1] >= 0.98 and s["mid"] >= 0.98 and s["mid"] - s["acc"][-1] <= 0.02 and soft == 0:
-                soft += 1
-            else:
-                fails.append(key)
-    return {"failing_cells": fails, "pass": not fails}
-
-
 # --------------------------------------------------------------------- channels (§4.2, Figs. 3, 4, 9, 10)
 
 
@@ -419,34 +406,6 @@ def periodic_deltas(model, vocab, periods=(1, 4, 16, 64), n=64, length=64, seed=
             kern.append(K.abs().mean(dim=(0, 1)))
         out[k] = {"deltas": deltas, "kernel": torch.stack(kern).mean(0).numpy()}
     return out
-
-
-def check_periodicity(res: dict, t0: int = 4) -> dict:
-    """Fig. 6a: mean Δ (positions t ≥ 4, all layers and channels) monotone in k (Spearman ±1), relative change
-    |Δ̄(64) − Δ̄(1)|/Δ̄(1) ≥ 0.10, Welch p < 0.01 over sequences; Fig. 6b: early kernel mass ratio k=64 / k=1."""
-    ks = sorted(res)
-    per_seq = {
-        k: torch.cat([d[..., t0:].mean(dim=(1, 2))[:, None] for d in res[k]["deltas"]], 1).mean(1).numpy() for k in ks
-    }
-    means = [float(per_seq[k].mean()) for k in ks]
-    rho = iv.spearman(ks, means)
-    rel = (means[-1] - means[0]) / means[0]
-    welch = iv.welch_test(per_seq[ks[-1]], per_seq[ks[0]])[1]
-    early = {k: float(res[k]["kernel"][:16].sum()) for k in ks}
-    ratio = early[ks[-1]] / early[ks[0]] if early[ks[0]] > 0 else float("inf")
-    sign = "increasing" if rel > 0 else "decreasing"
-    return {
-        "periods": ks,
-        "mean_delta": means,
-        "spearman": rho,
-        "rel_change": float(rel),
-        "welch_p": welch,
-        "sign": sign,
-        "kernel_early": early,
-        "kernel_ratio": float(ratio),
-        "b9_pass": bool(abs(rho) == 1.0 and abs(rel) >= 0.10 and welch < 0.01),
-        "b10_pass": bool(ratio >= 1.2),
-    }
 
 
 # --------------------------------------------------------------------- distractors (§4.4, Fig. 5b)

@@ -96,11 +96,6 @@ def _evidence(ctx, side, sample: str) -> Evidence:
     )
 
 
-def _mid_mask(L: int) -> np.ndarray:
-    k = np.arange(1, L + 1)
-    return (k > L / 3) & (k <= 2 * L / 3)
-
-
 def _summary(correct):
     from ..analysis.interventions import summary
 

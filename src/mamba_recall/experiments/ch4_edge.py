@@ -122,12 +122,6 @@ def jobs_for(preset: str, smoke: bool = False, recipes: list[str] | None = None)
     return jobs
 
 
-def evaluate_curves(model, vocab, Ls, n: int, device="cpu") -> dict:
-    """{"<L>/<variant>": [recall at k = 1 … L]} on ``n`` held-out contexts per (L, variant) (prefix-state evaluation,
-    :func:`mamba_recall.analysis.interventions.recall_by_position`; names paired across the two variants)."""
-    return {f"{L}/{v}": c.mean(0).tolist() for (L, v), c in correct_by_position(model, vocab, Ls, n, device).items()}
-
-
 def correct_by_position(model, vocab, Ls, n: int, device="cpu") -> dict:
     """{(L, variant): (n, L) bool correct} at every evaluation length the vocabulary allows (L ≤ n_names)."""
     from ..analysis import interventions as iv

@@ -43,26 +43,6 @@ def _check_vt(V, T):
 
 
 # ----------------------------------------------------------------------------------- the model, fast
-def theory_hidden(W: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """h_T (n, 2V) of Eq. (8) for any W (2V, 2V), sequences x (n, T+1); differentiable in W.
-
-    Uses the two-hot structure of x̂_t: channel x_{t−1} gets W[x_{t−1}, x_{t−1}] + W[x_{t−1}, V+x_t],
-    channel V+x_t gets W[V+x_t, x_{t−1}] + W[V+x_t, V+x_t] (t = 0 has no previous token).
-    """
-    d = W.shape[0]
-    V = d // 2
-    if W.shape != (d, d) or d % 2:
-        raise ValueError(f"W must be square (2V, 2V), got {tuple(W.shape)}.")
-    n = x.shape[0]
-    prev, cur = x[:, :-1], x[:, 1:] + V  # t = 1..T
-    h = W.new_zeros(n, d)
-    h = h.index_put((torch.arange(n)[:, None].expand_as(prev), prev), W[prev, prev] + W[prev, cur], accumulate=True)
-    h = h.index_put((torch.arange(n)[:, None].expand_as(cur), cur), W[cur, prev] + W[cur, cur], accumulate=True)
-    c0 = x[:, 0] + V  # t = 0: x̂_0 = [0; e_{x_0}]
-    h = h.index_put((torch.arange(n), c0), W[c0, c0], accumulate=True)
-    return h
-
-
 def theory_logits(W: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """z (n, V) = W_o h_T with W_o = [−I I]."""
     d = W.shape[0]
