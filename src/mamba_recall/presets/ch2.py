@@ -375,7 +375,8 @@ EXPERIMENTS["ch2.multihead"] = {
 # values, M, N), chosen for about 1.3 CPU-hours (65-175 ms per step with one thread, CPU time): MHA with the authors' heads
 # over M × N ∈ {2, 4} and one head at N = 8 (Thm 5's pairs M·N on the grid: (2, 2), (2, 4), (4, 2)); the full-width
 # value ablation (values="full", every head reads the whole value vector as Lemma 5's proof) at N = 2;
-# MQA, MKA, MVA at M = 1 and 8, N = 4 (the largest split against one head, where one head is mid-transition).
+# MQA, MKA, MVA at M ∈ {1, 2, 4, 8}, N = 4 (where one head is mid-transition), so that every pattern has the four head
+# counts a rank test over M needs (Fig. 15's shared patterns, MVA its null; M = 2, 4 added for issue 31, ~50 CPU-min).
 EXPERIMENTS["ch2.multihead"]["cpu-hours"] = {
     "V": 512,
     "Nf": 16,
@@ -386,7 +387,8 @@ EXPERIMENTS["ch2.multihead"]["cpu-hours"] = {
     "cells": [["MHA", "code", m, n] for m in (1, 2, 4, 8) for n in (2, 4)]
     + [["MHA", "code", 1, 8]]
     + [["MHA", "full", m, 2] for m in (2, 4, 8)]
-    + [[p, "code", m, 4] for p in ("MQA", "MKA", "MVA") for m in (1, 8)],
+    + [[p, "code", m, 4] for p in ("MQA", "MKA", "MVA") for m in (1, 8)]
+    + [[p, "code", m, 4] for p in ("MQA", "MKA", "MVA") for m in (2, 4)],
     "values": "code",
     "seeds": 3,
     "steps": 1000,
