@@ -4,7 +4,8 @@ r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), throu
     python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --aggregate-only
     python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --parts full_mamba --allow-long
 
-``--parts`` (default: all) picks the parts below: ``models``, ``table1``, ``full_mamba``, ``wo``.
+``--parts`` (default: all) picks the parts below: ``models``, ``table1``, ``full_mamba``, ``wo``,
+``table1_matched``.
 
 What it runs (sizes in ``presets/ch1.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
 same command resumes after an interruption:
@@ -31,6 +32,9 @@ same command resumes after an interruption:
   :func:`~mamba_recall.analysis.full_mamba_readout.pair_readout`), against [−I I] by the centred cosine, at the end
   and (baseline) at initialisation, and the held-out query accuracy; the matrix itself is stored (Fig. 7's plot).
 
+* ``ch1.cpu_hours_table1_matched`` (part ``table1_matched``): Table 1's row 3 (1-layer Transformer with convolution,
+  no PE) size-matched to the Mamba (d_model 8: about 1,200 parameters against the Mamba's 1,056-1,408), conv widths 2
+  and 4, T = 128, κ ∈ {1, 4}, 3 seeds, trained as the Table 1 cells; bundle ``results/ch1_table1_matched_cpu-hours.json``.
 * ``ch1.cpu_hours_wo`` (part ``wo``): App. B, Fig. 7 on the simplified model with a learned unembedding W_o
   (``ch1.wo``: |V| = 8, T = 256, the paper's sizes), 5 seeds × identity and masked targets; each job saves
   ``results/checkpoints/ch1_wo_<target>_cpu-hours_seed<s>.pt`` and measures claim 000/Fig7 with its null (the same
@@ -66,8 +70,15 @@ MODELS_EXPERIMENT = "ch1.cpu_hours_models"
 TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
 FULL_EXPERIMENT = "ch1.cpu_hours_full_mamba"
 WO_EXPERIMENT = "ch1.cpu_hours_wo"
+MATCHED_EXPERIMENT = "ch1.cpu_hours_table1_matched"
 #: the runner's parts (``--parts``): name → run-store experiment
-PARTS = {"models": MODELS_EXPERIMENT, "table1": TABLE_EXPERIMENT, "full_mamba": FULL_EXPERIMENT, "wo": WO_EXPERIMENT}
+PARTS = {
+    "models": MODELS_EXPERIMENT,
+    "table1": TABLE_EXPERIMENT,
+    "full_mamba": FULL_EXPERIMENT,
+    "wo": WO_EXPERIMENT,
+    "table1_matched": MATCHED_EXPERIMENT,
+}
 WO_CLAIM = "000/Fig7"
 FULL_NAME = "full_mamba"  # the checkpoint name and the jobs' "model"
 FULL_CLAIM = "000/Fig7-full"
@@ -130,6 +141,11 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list
         sizes = _sizes("ch1.full_mamba", preset, smoke)
         config = {"kind": FULL_NAME, "model": FULL_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
         jobs += [make_job(FULL_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    if "table1_matched" in parts:
+        base = _sizes("ch1.table1_matched", preset, smoke)
+        for width in base["conv_widths"]:
+            sizes = {**{k: v for k, v in base.items() if k != "conv_widths"}, "conv_width": width}
+            jobs += _table_jobs(preset, smoke, sizes, MATCHED_EXPERIMENT)
     if "wo" in parts:
         base = _sizes("ch1.wo", preset, smoke)
         for target in base["targets"]:
@@ -139,9 +155,9 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list
     return jobs
 
 
-def _table_jobs(preset: str, smoke: bool) -> list[dict]:
+def _table_jobs(preset: str, smoke: bool, table: dict | None = None, experiment_name: str = TABLE_EXPERIMENT):
     jobs = []
-    table = _sizes("ch1.table1", preset, smoke)
+    table = table or _sizes("ch1.table1", preset, smoke)
     for T in table["seq_lens"]:
         for kappa in table["num_keys"]:
             for model in table["models"]:
@@ -154,7 +170,7 @@ def _table_jobs(preset: str, smoke: bool) -> list[dict]:
                     "smoke": smoke,
                     "sizes": table,
                 }
-                jobs += [make_job(TABLE_EXPERIMENT, config, s) for s in range(table["seeds"])]
+                jobs += [make_job(experiment_name, config, s) for s in range(table["seeds"])]
     return jobs
 
 
@@ -770,23 +786,30 @@ def write_bundles(
             }
             tables = {"models": models, "claims": claims, "probe": probe}
             paths.append(_write(f"ch1_mechanism_{preset}{suffix}", data, config, tables, log, directory))
-        else:
+        else:  # Table 1 (and its size-matched row 3)
             from .ch1_table1 import LABELS, PAPER_TABLE1
+
+            matched = experiment_name == MATCHED_EXPERIMENT
+            keys = ("model", "conv_width", "T", "kappa") if matched else ("model", "T", "kappa")
+
+            def cell(r):  # the run's cell: its config's keys, the conv width from its sizes
+                return {k: r["config"]["sizes"][k] if k == "conv_width" else r["config"][k] for k in keys}
 
             per_run = pd.DataFrame(
                 [
                     {
                         "seed": r["seed"],
                         **{k: r["result"][k] for k in ("model", "label", "T", "kappa", "accuracy", "paper")},
+                        **({"conv_width": r["config"]["sizes"]["conv_width"]} if matched else {}),
                         **{k: r["result"].get(k) for k in ("train_accuracy", "stopped", "steps_run", "params")},
                         "seconds": r["result"]["seconds"],
                     }
-                    for r in sorted(runs, key=lambda r: (r["config"]["model"], r["config"]["kappa"], r["seed"]))
+                    for r in sorted(runs, key=lambda r: (*cell(r).values(), r["seed"]))
                 ]
             )
             cells = aggregate(
-                [dict(r, config={k: r["config"][k] for k in ("model", "T", "kappa")}) for r in runs],
-                by=["model", "T", "kappa"],
+                [dict(r, config=cell(r)) for r in runs],
+                by=list(keys),
                 metrics=["accuracy", "train_accuracy", "steps_run"],
             )
             cells.insert(1, "label", [LABELS[m] for m in cells["model"]])
@@ -795,9 +818,10 @@ def write_bundles(
                 PAPER_TABLE1.get(m, {}).get((t, k)) for m, t, k in zip(cells.model, cells["T"], cells.kappa)
             ]
             data["aggregation"] = "held-out query accuracy per run; mean over seeds with a 95 % t-interval per cell"
-            config = {"preset": preset, "smoke": smoke, "sizes": experiment("ch1.table1", preset, smoke=smoke)}
+            stem, sizes_name = ("ch1_table1_matched", "ch1.table1_matched") if matched else ("ch1_table1", "ch1.table1")
+            config = {"preset": preset, "smoke": smoke, "sizes": experiment(sizes_name, preset, smoke=smoke)}
             tables = {"accuracy": cells, "runs": per_run}
-            paths.append(_write(f"ch1_table1_{preset}{suffix}", data, config, tables, log, directory))
+            paths.append(_write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory))
     return paths
 
 
