@@ -46,7 +46,8 @@ def _writing_into(out):
 def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
     jobs = c1.jobs_for("cpu-hours", smoke=True)
     # k1, k2, k4 × 2 smoke seeds + T=128 × κ ∈ {1, 4} × 5 models × 2 seeds + the full Mamba LM × 2 seeds
-    assert len(jobs) == 3 * 2 + 2 * 5 * 2 + 2
+    # + the learned W_o × 2 targets × 2 seeds + row 3 size-matched × 2 conv widths × κ ∈ {1, 4} × 2 seeds
+    assert len(jobs) == 3 * 2 + 2 * 5 * 2 + 2 + 2 * 2 + 2 * 2 * 2
     assert f"{len(jobs)} jobs: 0 finished (skipped), {len(jobs)} left" in "\n".join(smoke_grid["logs"])
     assert f"{len(jobs)} jobs: {len(jobs) - 1} finished (skipped), 1 left" in "\n".join(smoke_grid["logs"])
     for path, mtime in smoke_grid["first"].items():
@@ -55,7 +56,7 @@ def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
     assert smoke_grid["victim"].exists()
     ckpts = sorted(p.name for p in (smoke_grid["root"] / "checkpoints").glob("*.pt"))
     assert "ch1_k1_cpu-hours_smoke_seed1.pt" in ckpts and "ch1_full_mamba_cpu-hours_smoke_seed1.pt" in ckpts
-    assert len(ckpts) == 8
+    assert len(ckpts) == 8 + 4  # + the learned-W_o models
 
 
 def test_bundles_have_interval_columns(smoke_grid):
@@ -218,10 +219,17 @@ def test_existing_parts_keep_their_jobs():
 
     both = [job_key(j) for j in c1.jobs_for(parts=["models", "table1"])]
     everything = [job_key(j) for j in c1.jobs_for()]
-    assert everything[: len(both)] == both and len(both) == 9 + 30 and len(everything) == len(both) + 3
+    assert everything[: len(both)] == both and len(both) == 9 + 30 and len(everything) == len(both) + 3 + 10 + 12
     full = c1.jobs_for(parts=["full_mamba"])
     assert [j["experiment"] for j in full] == [c1.FULL_EXPERIMENT] * 3 and [j["seed"] for j in full] == [0, 1, 2]
-    assert [job_key(j) for j in full] == everything[len(both) :]
+    assert [job_key(j) for j in full] == everything[len(both) : len(both) + 3]
+    # issue 31's parts: 5 seeds × 2 targets of the learned W_o; 2 conv widths × 2 κ × 3 seeds of row 3, size-matched
+    wo = c1.jobs_for(parts=["wo"])
+    assert sorted({j["config"]["sizes"]["target"] for j in wo}) == ["identity", "masked"] and len(wo) == 10
+    assert all(j["config"]["sizes"]["seq_len"] == 256 and j["config"]["sizes"]["vocab_size"] == 8 for j in wo)
+    matched = c1.jobs_for(parts=["table1_matched"])
+    assert sorted({j["config"]["sizes"]["conv_width"] for j in matched}) == [2, 4] and len(matched) == 12
+    assert {j["config"]["sizes"]["tf_d_model"] for j in matched} == {8}
     with pytest.raises(ValueError, match="full_mamba"):
         c1.jobs_for(parts=["fig7"])
 
@@ -286,3 +294,22 @@ def test_full_mamba_part_runs_alone(tmp_path, monkeypatch):
     assert "2 jobs: 0 finished (skipped), 2 left" in "\n".join(logs)
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [c1.FULL_EXPERIMENT]
     assert sorted(p.name for p in (tmp_path / "results").glob("*.json")) == ["ch1_full_mamba_cpu-hours_smoke.json"]
+
+
+def test_wo_and_matched_smoke_bundles(smoke_grid):
+    """Issue 31's two parts at smoke size: the learned-W_o bundle holds every model of both targets under 000/Fig7
+    (each with its W_o at initialisation as the null); the size-matched Table 1 bundle has a conv_width per cell and
+    its models have about the Mamba's size."""
+    from mamba_recall import results
+    from mamba_recall.claims import check_stored
+
+    wo = results.load_bundle("ch1_wo_cpu-hours_smoke", directory=smoke_grid["out"])
+    stored = wo.data["measurements"]["000/Fig7"]
+    assert stored["names"] == [f"{t} targets seed {s}" for t in ("identity", "masked") for s in (0, 1)]
+    assert all(r["control"]["kind"] == "null" and r["values"]["close_share"] in (0.0, 1.0) for r in stored["records"])
+    assert len(wo.tables["W_o"]) == 4 * 8 * 16
+    v = check_stored("000/Fig7", stored["records"], stored["names"], record=False)
+    assert v.status == "not run" and "smoke" in v.reason
+    tm = results.load_bundle("ch1_table1_matched_cpu-hours_smoke", directory=smoke_grid["out"])
+    assert sorted(set(tm.tables["accuracy"].conv_width)) == [2, 4]
+    assert tm.tables["runs"].params.between(1000, 1300).all()
