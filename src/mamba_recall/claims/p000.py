@@ -787,6 +787,7 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
         runs = pd.concat([runs[runs.model != "tf1_conv"], matched.tables["runs"]], ignore_index=True)
     per_seed = sorted(set(runs.seed))
     measure = get(claim_id).measure
+
     def record(s):
         try:
             return measurement_record(measure(runs[runs.seed == s].reset_index(drop=True), seeds))
