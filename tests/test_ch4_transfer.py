@@ -197,3 +197,18 @@ def test_model_checks_runner_arguments():
     with pytest.raises(FileNotFoundError, match="regenerate"):
         M.judge_model(Path("/nonexistent/ch4_x.pt"))
     assert set(experiment("ch4.model_checks", "ci")["models"]) <= set(T.MODELS)
+
+
+def test_transfer_claim_carries_a_null_that_cannot_pass():
+    """Table 1's null control: the random sets in the identified set's place; whatever the data, the rule must not
+    read channels that are no more important than random as 'mattering more'."""
+    from mamba_recall.claims import get, judge
+    from mamba_recall.claims.p004 import TRANSFER_NULL, measure_transfer
+
+    tasks = ["a", "b", "c", "d"]
+    base = dict.fromkeys(tasks, 0.8)
+    table = A.transfer_table(_eff(base, dict.fromkeys(tasks, 0.6), [dict.fromkeys(tasks, 0.76)] * 2))
+    m = measure_transfer(table)
+    assert m.control.what == TRANSFER_NULL
+    assert m.control.measurement.values["excess_over_random"] == pytest.approx(0.0)
+    assert judge(get("004/Table1"), m.control.measurement).status != "reproduced"

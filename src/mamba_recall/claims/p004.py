@@ -510,14 +510,27 @@ def measure_init_change(inits: dict, *, ctx=None, side=None) -> Measurement:
 
 
 # ----------------------------------------------------------------------------- Table 1: transfer
-def measure_transfer(table, *, ctx=None, side=None) -> Measurement:
+TRANSFER_NULL = (
+    "the random channel sets in the identified set's place (channels with nothing special about them), measured by "
+    "the same function"
+)
+
+
+def measure_transfer(table, *, ctx=None, side=None, null: bool = True) -> Measurement:
     """Table 1 on the learned synthetic tasks (base ≥ 50 %): mean relative drop of the identified channels, its
     excess over the random sets' (and over twice theirs), and on which fraction of tasks the identified
-    ablation scores below the random one."""
+    ablation scores below the random one. The null control: the same with the random sets' scores in the identified
+    set's place, which a rule must not read as mattering more than random."""
     from ..analysis.primacy import check_transfer
 
     if table is None:
         raise NotRun("no long-term channel was identified at τ = p = 0.7, so there is nothing to ablate")
+    if null:
+        m = measure_transfer(table, ctx=ctx, side=side, null=False)
+        swapped = table.assign(**{"long-term": table["random"], "rel. drop long-term": table["rel. drop random"]})
+        return replace(
+            m, control=Control("null", TRANSFER_NULL, measure_transfer(swapped, ctx=ctx, side=side, null=False))
+        )
     b = check_transfer(table)
     n = b["n_learned"]
     t, r = b["mean_rel_drop_targeted"], b["mean_rel_drop_random"]
