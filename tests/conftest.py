@@ -1,9 +1,17 @@
-"""Shared pytest configuration: tests marked ``gpu`` are skipped, with a reason, on machines without CUDA."""
+"""Shared pytest configuration: tests marked ``gpu`` are skipped, with a reason, on machines without CUDA; the
+verdicts tests record go to a folder of their own, never into the book's ``_build/scorecard``."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 import torch
+
+
+def pytest_configure(config):
+    os.environ["MAMBA_RECALL_SCORECARD_DIR"] = tempfile.mkdtemp(prefix="mamba-recall-test-scorecard-")
 
 
 def pytest_collection_modifyitems(config, items):

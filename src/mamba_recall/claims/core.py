@@ -238,7 +238,7 @@ class Evidence:
             source = Path(source).resolve().relative_to(Path(REPO_ROOT).resolve())
         except ValueError:
             pass
-        return cls(tier, str(prov.get("device", "cpu")), seeds, sample, str(source))
+        return cls(tier, str(prov.get("device", "cpu")), seeds, sample, str(source), smoke=bool(cfg.get("smoke")))
 
     def text(self) -> str:
         seeds = "no seeds (deterministic)" if self.seeds == 0 else f"{self.seeds} seed{'s' * (self.seeds != 1)}"
