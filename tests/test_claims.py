@@ -396,7 +396,14 @@ def test_the_control_audit_names_a_trained_claim_without_a_control_or_passed_by_
     ok = replace(bare, status="reproduced", control="null: …", control_kind="null", control_status="not reproduced")
     passed = replace(ok, control_status="reproduced")
     assert core.audit_controls({trained.id: ok}) == []
-    assert "while its null control reads reproduced" in core.audit_controls({trained.id: passed})[0]
+    assert any("while its null control reads reproduced" in p for p in core.audit_controls({trained.id: passed}))
+    # a null that reaches reproduced fails the audit unless its claim is declared (and then reads not testable here)
+    untestable = replace(passed, status="not testable here")
+    assert "its null control reaches reproduced" in core.audit_controls({trained.id: untestable})[0]
+    assert core.audit_controls({"004/Fig4-count": replace(untestable, claim_id="004/Fig4-count")}) == []
+    assert "004/Fig4-count" in core.NULL_PASSES
+    wrong = replace(untestable, claim_id="004/Fig4-count", status="inconclusive")
+    assert any("declared in NULL_PASSES" in p for p in core.audit_controls({"004/Fig4-count": wrong}))
     # not run, or an exact claim, needs no control
     assert core.audit_controls({trained.id: replace(bare, status="not run")}) == []
     assert core.audit_controls({exact.id: replace(bare, claim_id=exact.id, status="reproduced")}) == []

@@ -619,15 +619,31 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
 DECIDED = ("reproduced", "partially", "not reproduced", "erratum confirmed", "inconclusive")
 
 
+#: claims whose null control is known to pass their rule, with why: each reads *not testable here*, and the audit
+#: fails on any other null that reaches *reproduced* (a rule that cannot tell a trained model from its null)
+NULL_PASSES: dict[str, str] = {}
+
+
 def audit_controls(verdicts: dict) -> list[str]:
     """What is wrong with the controls of the recorded ``verdicts`` ({claim id: Verdict}), one line each: a
     trained-model claim (``Rule.trained``) judged on evidence (any status but *not run* and *not testable here*)
-    without a control measured beside it, or one that reads *reproduced* or *partially* while its null control
-    reaches the same (the rule cannot tell the trained model from the null). Empty when every control holds."""
+    without a control measured beside it; one that reads *reproduced* or *partially* while its null control
+    reaches the same (the rule cannot tell the trained model from the null); a null that reaches *reproduced* on a
+    claim not declared in :data:`NULL_PASSES`, or a declared one that does not read *not testable here*. Empty when
+    every control holds."""
     problems = []
     for cid, v in sorted(verdicts.items()):
         claim = REGISTRY.get(cid)
-        if claim is None or not claim.rule.trained or v.status not in DECIDED:
+        if claim is None or not claim.rule.trained:
+            continue
+        if v.control_kind == "null" and v.control_status == "reproduced" and cid not in NULL_PASSES:
+            problems.append(
+                f"{cid}: its null control reaches reproduced ({v.control}); fix the rule, or declare why in "
+                "claims.core.NULL_PASSES"
+            )
+        if cid in NULL_PASSES and v.status not in ("not testable here", "not run"):
+            problems.append(f"{cid} is declared in NULL_PASSES but reads {v.status}, not 'not testable here'")
+        if v.status not in DECIDED:
             continue
         if not v.control_kind:
             problems.append(f"{cid} reads {v.status} with no control measured beside it (Control in its measurement)")

@@ -33,7 +33,7 @@ from dataclasses import replace
 import numpy as np
 from scipy import stats as sps
 
-from .core import TIERS, Claim, Control, Evidence, Measurement, NotRun, Rule, conds, register
+from .core import NULL_PASSES, TIERS, Claim, Control, Evidence, Measurement, NotRun, Rule, conds, register
 
 SECTION = {
     1: "04_primacy_recency/01_serial_recall",
@@ -230,6 +230,13 @@ def measure_grid_counts(stats, null_stats=None, *, ctx=None, side=None) -> Measu
     null = _grid_counts(null_stats, ctx, side)
     return replace(m, control=Control("null", NULL_UNTRAINED, null))
 
+
+# Fig. 4's count: the untrained twin passes it on every recipe (the fall with τ is half construction), so it reads
+# not testable here; declared so that the scorecard's audit (claims.core.audit_controls) knows it
+NULL_PASSES["004/Fig4-count"] = (
+    "P(τ) cannot rise with τ and 𝓜 < 1 whenever A < 0, Δ > 0: an untrained model's counts fall with τ and are 0 at "
+    "τ = 1 too"
+)
 
 #: what the untrained null control is, in a reader's words
 NULL_UNTRAINED = (
