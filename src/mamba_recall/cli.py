@@ -17,6 +17,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -263,6 +264,8 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
             )
         except (KeyboardInterrupt, PapermillExecutionError, TimeoutError) as exc:
             why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"failed ({type(exc).__name__})"
+            if isinstance(exc, KeyboardInterrupt):  # handled: a second SIGINT (the kernel's interrupt reaching this
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # process too) must not kill the cleanup and the exit
             raise NotebookFailed(
                 f"error: refresh {why} at {nb}; {nb} is unchanged (its partial execution: {executed}); "
                 f"{len(done)} of {len(notebooks)} notebook(s) refreshed before it."
