@@ -782,7 +782,7 @@ def measure_remark7(sweep, worst) -> Measurement:
         f"{worst.random.min():.2f} or better everywhere); JL codes at κ = {int(f.kappa.iloc[0])}, random vs "
         "adversarial: " + ", ".join(f"p_k={r.pk}: {r.random:.2f} vs {r.adversarial:.2f}" for r in f.itertuples()),
         Evidence.exact(
-            f"{int(worst.sequences.iloc[0])} sequences per κ, T = 100, |V| = 128, κ ∈ {sorted(set(worst.kappa))}"
+            f"{int(worst.sequences.iloc[0])} sequences per κ, T = max(100, 4κ), |V| = 128, κ ∈ {sorted(set(worst.kappa))}"
         ),
         note="the equal-overlap codes need N = κ (their Gram matrix has full rank): the worst case of the remark's "
         "argument, not of the N = log κ construction, whose JL codes have overlaps of random sign (~√κ·ε summed)",

@@ -465,13 +465,13 @@ def remark7_worst_case(kappas, products, *, V: int = 128, n: int = 100, T: int =
     :math:`\varepsilon=` ``product``/(κ − 1), one-hot values) on the adversarial input
     :math:`[k_1,v_1,k_2,v,\dots,k_\kappa,v]` and on the random values of :func:`gen_mqar`, scored at the query of
     :math:`k_1`. There the readout is :math:`v_1+\varepsilon(\kappa-1)\,v`: the remark's argument predicts failure
-    exactly when ε(κ − 1) > 1. Returns a DataFrame (kappa, eps, eps_kappa (= ε(κ − 1)), random, adversarial,
-    sequences)."""
+    exactly when ε(κ − 1) > 1. Each κ runs at length max(``T``, 4κ), as :func:`thm3_key_growth`. Returns a DataFrame
+    (kappa, eps, eps_kappa (= ε(κ − 1)), random, adversarial, sequences)."""
     import pandas as pd
 
     rows = []
     for kappa in kappas:
-        ids, labels = gen_mqar(n, T, kappa, V, seed)
+        ids, labels = gen_mqar(n, max(T, 4 * kappa), kappa, V, seed)  # as thm3_key_growth: room for 2κ + κ
         q_first = (ids == ids[:, :1]) & (labels != IGNORE_INDEX)
         adv = ids.clone()
         rng = np.random.default_rng(seed + 7)
