@@ -483,6 +483,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _fail_on(problems: list[str], message: str) -> None:
+    """Print each of ``problems`` on stderr and stop with the one-line ``message`` if there is any."""
+    for line in problems:
+        print(line, file=sys.stderr)
+    if problems:
+        raise NotebookFailed(message)
+
+
 def notebook_parameters(args) -> dict:
     """The papermill parameters of ``run`` / ``book`` (smoke and allow_long only when asked for)."""
     params = {"preset": args.preset, "device": args.device, "backend": args.backend}
@@ -522,25 +530,21 @@ def _dispatch(args) -> int:
                 "run `make book` (or python -m mamba_recall book) first."
             )
         problems = check_outputs(args.executed, notebooks)
-        for line in problems:
-            print(line, file=sys.stderr)
-        if problems:
-            raise NotebookFailed(
-                f"error: {len(problems)} checked output(s) differ from book/'s; if the change is "
-                "intended, `make refresh` rewrites the committed outputs."
-            )
+        _fail_on(
+            problems,
+            f"error: {len(problems)} checked output(s) differ from book/'s; if the change is "
+            "intended, `make refresh` rewrites the committed outputs.",
+        )
         print(f"checked outputs of {len(notebooks)} notebooks match book/'s")
         from .claims import core
 
         verdicts = core.load_verdicts()
         bad = core.audit_controls(verdicts)
-        for line in bad:
-            print(line, file=sys.stderr)
-        if bad:
-            raise NotebookFailed(
-                f"error: {len(bad)} trained claim(s) of the scorecard lack a control or are passed by their null "
-                "(claims.core.audit_controls); give each measurement its Control, or fix the rule."
-            )
+        _fail_on(
+            bad,
+            f"error: {len(bad)} trained claim(s) of the scorecard lack a control or are passed by their null "
+            "(claims.core.audit_controls); give each measurement its Control, or fix the rule.",
+        )
         trained = sum(1 for cid, v in verdicts.items() if cid in core.REGISTRY and core.REGISTRY[cid].rule.trained)
         print(f"controls of the scorecard's {trained} trained claims checked (claims.core.audit_controls)")
     return 0

@@ -329,14 +329,17 @@ def _measure_model(
     return out
 
 
-def run_model_job(config: dict, seed: int) -> dict:
-    """Train one model of ``config["model"]`` (k1, k2, k4) at one seed, save its checkpoint, measure its claims."""
+def _train_and_save(config: dict, seed: int, command: str, **train_kw):
+    """Train the job's model (:func:`.ch1_training.train_recall`, ``train_kw`` passed on), save its checkpoint with its
+    sidecar ``meta`` (what the claims' measurements read) and ``command`` as its regenerate line → (the training's
+    result, ``meta``, the job result's common fields: accuracies, training length, checkpoint and its sha256)."""
+    import hashlib
+
     from ..results import save_checkpoint
-    from ..tasks.latest_value import latest_value_batch
     from .ch1_training import train_recall
 
     name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
-    tr = train_recall(sizes, seed=seed, device="cpu")
+    tr = train_recall(sizes, seed=seed, device="cpu", **train_kw)
     path = checkpoint_path(name, preset, seed, smoke)
     meta = {
         "name": name,
@@ -351,14 +354,7 @@ def run_model_job(config: dict, seed: int) -> dict:
         "checkpoint": _relative(path),
     }
     state = {k: v.detach().cpu() for k, v in tr.model.state_dict().items()}
-    path = save_checkpoint(
-        path,
-        state,
-        meta,
-        command=f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --allow-long",
-        device="cpu",
-        wall_seconds=tr.result.seconds,
-    )
+    path = save_checkpoint(path, state, meta, command=command, device="cpu", wall_seconds=tr.result.seconds)
     meta["checkpoint"] = _relative(path)
     result = {
         "test_accuracy": tr.test_accuracy,
@@ -367,9 +363,19 @@ def run_model_job(config: dict, seed: int) -> dict:
         "stopped_early": tr.result.stopped_early,
         "train_seconds": tr.result.seconds,
         "checkpoint": meta["checkpoint"],
-        "sha256": __import__("hashlib").sha256(path.read_bytes()).hexdigest(),
-        "measurements": _measure_model(name, tr.model, meta, sizes, tr.test_set, tr.test_accuracy, seed, smoke),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
     }
+    return tr, meta, result
+
+
+def run_model_job(config: dict, seed: int) -> dict:
+    """Train one model of ``config["model"]`` (k1, k2, k4) at one seed, save its checkpoint, measure its claims."""
+    from ..tasks.latest_value import latest_value_batch
+
+    name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
+    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --allow-long"
+    tr, meta, result = _train_and_save(config, seed, command)
+    result["measurements"] = _measure_model(name, tr.model, meta, sizes, tr.test_set, tr.test_accuracy, seed, smoke)
     if name == "k1":
         held = latest_value_batch(
             sizes["n_probe"], sizes["vocab_size"], 1, sizes["seq_len"], sizes["max_noise"], seed=1000 + seed
@@ -414,48 +420,21 @@ def run_full_job(config: dict, seed: int) -> dict:
     initialisation (the same seed's untrained model). Returns the accuracies, the training length, the claim's record
     and both matrices (``readout``, ``readout_init``: |V| lists of 2|V| floats)."""
     import copy
-    import hashlib
-
     from ..analysis.full_mamba_readout import pair_readout
     from ..claims import NotRun, get, measurement_record
-    from ..results import save_checkpoint
-    from .ch1_training import train_recall
 
     preset, smoke, sizes = config["preset"], config["smoke"], config["sizes"]
     model = build_full_model(sizes, seed)
     init = copy.deepcopy(model).eval()
-    tr = train_recall(sizes, seed=seed, device="cpu", model=model, desc="ch1 full mamba")
-    res, test_acc, train_acc = tr.result, tr.test_accuracy, tr.train_accuracy
-    path = checkpoint_path(FULL_NAME, preset, seed, smoke)
-    meta = {
-        "name": FULL_NAME,
-        "preset": preset,
-        "seed": seed,
-        "config": sizes,
-        "device": "cpu",
-        "test_query_accuracy": test_acc,
-        "train_query_accuracy": train_acc,
-        "steps_run": res.steps_run,
-        "stopped_early": res.stopped_early,
-        "checkpoint": _relative(path),
-    }
-    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts full_mamba --allow-long"
-    path = save_checkpoint(path, state, meta, command=command, device="cpu", wall_seconds=res.seconds)
-    meta["checkpoint"] = _relative(path)
+    _, meta, result = _train_and_save(config, seed, command, model=model, desc="ch1 full mamba")
     try:
         record = measurement_record(get(FULL_CLAIM).measure(model, meta, init, _held_out_accuracy(init, sizes, seed)))
         record["evidence"]["smoke"] = bool(smoke)
     except NotRun as exc:
         record = {"not_run": str(exc)}
     return {
-        "test_accuracy": test_acc,
-        "train_accuracy": train_acc,
-        "steps_run": res.steps_run,
-        "stopped_early": res.stopped_early,
-        "train_seconds": res.seconds,
-        "checkpoint": meta["checkpoint"],
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        **result,
         "measurements": {FULL_CLAIM: record},
         "readout": pair_readout(model).tolist(),
         "readout_init": pair_readout(init).tolist(),
@@ -476,44 +455,13 @@ def run_wo_job(config: dict, seed: int) -> dict:
     """App. B, Fig. 7 on the simplified model with a learned unembedding W_o (``ch1.wo``), one target and seed: train
     it (:func:`.ch1_training.train_recall`), save its checkpoint, and measure claim 000/Fig7 on its W_o, with the
     same seed's W_o at initialisation as the null (:func:`~mamba_recall.claims.p000.measure_fig7`)."""
-    import hashlib
-
     from ..claims import measurement_record
-    from ..results import save_checkpoint
-    from .ch1_training import train_recall
 
-    name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
-    tr = train_recall(sizes, seed=seed, device="cpu")
-    path = checkpoint_path(name, preset, seed, smoke)
-    meta = {
-        "name": name,
-        "preset": preset,
-        "seed": seed,
-        "config": sizes,
-        "device": "cpu",
-        "test_query_accuracy": tr.test_accuracy,
-        "train_query_accuracy": tr.train_accuracy,
-        "steps_run": tr.result.steps_run,
-        "stopped_early": tr.result.stopped_early,
-        "checkpoint": _relative(path),
-    }
-    state = {k: v.detach().cpu() for k, v in tr.model.state_dict().items()}
-    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts wo --allow-long"
-    path = save_checkpoint(path, state, meta, command=command, device="cpu", wall_seconds=tr.result.seconds)
-    meta["checkpoint"] = _relative(path)
+    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {config['preset']} --parts wo --allow-long"
+    tr, meta, result = _train_and_save(config, seed, command)
     record = measurement_record(p000.measure_fig7(tr.model.W_o.detach(), meta))
-    record["evidence"]["smoke"] = bool(smoke)
-    return {
-        "test_accuracy": tr.test_accuracy,
-        "train_accuracy": tr.train_accuracy,
-        "steps_run": tr.result.steps_run,
-        "stopped_early": tr.result.stopped_early,
-        "train_seconds": tr.result.seconds,
-        "checkpoint": meta["checkpoint"],
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        "measurements": {WO_CLAIM: record},
-        "W_o": tr.model.W_o.detach().tolist(),
-    }
+    record["evidence"]["smoke"] = bool(config["smoke"])
+    return {**result, "measurements": {WO_CLAIM: record}, "W_o": tr.model.W_o.detach().tolist()}
 
 
 def run_job(config: dict, seed: int) -> dict:
@@ -608,7 +556,6 @@ def estimate(left: list[dict]) -> tuple[float, str]:
 def _claims_table(runs: list[dict]) -> tuple[pd.DataFrame, dict]:
     """Per claim: the seeds' stored measurements (bundle data) and one row per (claim, number) with its mean,
     95 % interval and per-seed values (the combination of :func:`~mamba_recall.claims.core.across_seeds`)."""
-    from ..claims.core import across_seeds, measurement_from_record
 
     stored, rows = {}, []
     by_model: dict[str, list[dict]] = {}
@@ -623,23 +570,29 @@ def _claims_table(runs: list[dict]) -> tuple[pd.DataFrame, dict]:
             if any("not_run" in d for d in records):
                 rows.append(dict(claim=cid, model=model, metric="(not run)", n_seeds=len(recs)))
                 continue
-            m = across_seeds([measurement_from_record(d) for d in records], names)
-            for k, v in m.values.items():
-                lo, hi = m.intervals.get(k, (float("nan"), float("nan")))
-                per = m.per_seed[k]
-                rows.append(
-                    dict(
-                        claim=cid,
-                        model=model,
-                        metric=k,
-                        mean=float(v),
-                        ci_low=lo,
-                        ci_high=hi,
-                        per_seed=" ".join(f"{float(x):.4g}" for x in per),
-                        n_seeds=len(recs),
-                    )
-                )
+            rows += _claim_rows(cid, model, records, names)
     return pd.DataFrame(rows), stored
+
+
+def _claim_rows(cid: str, model: str, records: list[dict], names: list[str]) -> list[dict]:
+    """One row per number of claim ``cid`` on ``model``'s per-seed ``records``: its mean over the seeds, 95 % interval
+    and per-seed values, combined by :func:`~mamba_recall.claims.core.across_seeds`."""
+    from ..claims.core import across_seeds, measurement_from_record
+
+    m = across_seeds([measurement_from_record(d) for d in records], names)
+    return [
+        dict(
+            claim=cid,
+            model=model,
+            metric=k,
+            mean=float(v),
+            ci_low=m.intervals.get(k, (float("nan"), float("nan")))[0],
+            ci_high=m.intervals.get(k, (float("nan"), float("nan")))[1],
+            per_seed=" ".join(f"{float(x):.4g}" for x in m.per_seed[k]),
+            n_seeds=len(records),
+        )
+        for k, v in m.values.items()
+    ]
 
 
 def _write(name, data, config, tables, log, directory):
@@ -651,8 +604,6 @@ def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: s
     """``ch1_wo_<preset>``: per target the accuracies and the 000/Fig7 numbers (mean, interval over seeds), every
     model's record of 000/Fig7 (``measurements``: both targets' seeds together, the claim's evidence, read by
     :func:`check_over_seeds`) and the learned matrices (table ``W_o``: target, seed, row, col, value)."""
-    from ..claims.core import across_seeds, measurement_from_record
-
     runs = sorted(runs, key=lambda r: (r["config"]["sizes"]["target"], r["seed"]))
     models = aggregate(
         [dict(r, config={"model": r["config"]["model"]}) for r in runs],
@@ -664,19 +615,8 @@ def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: s
     names = [f"{r['config']['sizes']['target']} targets seed {r['seed']}" for r in runs]
     stored = {WO_CLAIM: {"model": "wo", "names": names, "records": records}}
     if not any("not_run" in d for d in records):
-        m = across_seeds([measurement_from_record(d) for d in records], names)
-        for k, v in m.values.items():
-            lo, hi = m.intervals.get(k, (float("nan"), float("nan")))
-            claims.loc[len(claims)] = dict(
-                claim=WO_CLAIM,
-                model="both targets",
-                metric=k,
-                mean=float(v),
-                ci_low=lo,
-                ci_high=hi,
-                per_seed=" ".join(f"{float(x):.4g}" for x in m.per_seed[k]),
-                n_seeds=len(records),
-            )
+        both = pd.DataFrame(_claim_rows(WO_CLAIM, "both targets", records, names))
+        claims = pd.concat([claims, both], ignore_index=True)
     matrices = pd.DataFrame(
         [
             {"target": r["config"]["sizes"]["target"], "seed": r["seed"], "row": a, "col": c, "value": x}
@@ -869,20 +809,27 @@ if __name__ == "__main__":
 # runner's own measurement, and the claims layer imports nothing above it)
 
 
+def _seed_model(checkpoint: str, build, regenerate: str):
+    """(model in eval mode, sidecar with its ``checkpoint``) of one committed seed checkpoint (its sha256 checked),
+    the model made by ``build(config, seed)`` and loaded with the saved weights."""
+    from ..results import read_checkpoint
+
+    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=regenerate)
+    model = build(meta["config"], meta["seed"])
+    model.load_state_dict(state)
+    return model.eval(), {**meta, "checkpoint": checkpoint}
+
+
 @functools.lru_cache(maxsize=None)
 def _k1_seed_records(checkpoint: str, n_probe: int) -> dict:
     """Every |K| = 1 claim's measurement record on one committed cpu-hours checkpoint (its sha256 checked), made by
     the runner's own :func:`_measure_model` on the same held-out sequences
     (seed 1000 + s) as when the bundle was made; cached per checkpoint (a page reads ten claims of three seeds)."""
-    from ..results import read_checkpoint
     from .ch1_training import build_model
 
-    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=p000.SEEDS_COMMAND)
-    model = build_model(meta["config"], meta["seed"])
-    model.load_state_dict(state)
-    meta = {**meta, "checkpoint": checkpoint}
+    model, meta = _seed_model(checkpoint, build_model, p000.SEEDS_COMMAND)
     sizes = {**meta["config"], "n_probe": n_probe}
-    return _measure_model("k1", model.eval(), meta, sizes, None, meta["test_query_accuracy"], meta["seed"])
+    return _measure_model("k1", model, meta, sizes, None, meta["test_query_accuracy"], meta["seed"])
 
 
 def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
@@ -912,17 +859,13 @@ def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
 def _spike_seed_record(name: str, checkpoint: str, n_probe: int) -> dict:
     """Fig. 5 / Fig. 6's record on one committed |K| = 2 / 4 checkpoint, made by the runner's own
     :func:`_measure_model` on the seed's held-out set (with its null control, the untrained twin)."""
-    from ..results import read_checkpoint
     from .ch1_training import build_model, make_data
 
-    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=p000.SEEDS_COMMAND)
-    model = build_model(meta["config"], meta["seed"])
-    model.load_state_dict(state)
-    meta = {**meta, "checkpoint": checkpoint}
+    model, meta = _seed_model(checkpoint, build_model, p000.SEEDS_COMMAND)
     _, test_set = make_data(meta["config"], meta["seed"])
     sizes = {**meta["config"], "n_probe": n_probe}
     acc = meta["test_query_accuracy"]
-    return _measure_model(name, model.eval(), meta, sizes, test_set, acc, meta["seed"])[SPIKE_CLAIM[name]]
+    return _measure_model(name, model, meta, sizes, test_set, acc, meta["seed"])[SPIKE_CLAIM[name]]
 
 
 @functools.lru_cache(maxsize=None)
@@ -930,15 +873,11 @@ def _full_seed_record(checkpoint: str) -> dict:
     """000/Fig7-full's record on one committed full-Mamba checkpoint, with its null control: the same seed's model
     untrained (:func:`build_full_model`) and its held-out accuracy."""
     from ..claims import get, measurement_record
-    from ..results import read_checkpoint
 
-    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=p000.FULL_MAMBA_COMMAND)
+    model, meta = _seed_model(checkpoint, build_full_model, p000.FULL_MAMBA_COMMAND)
     sizes, seed = meta["config"], meta["seed"]
     init = build_full_model(sizes, seed).eval()
-    model = build_full_model(sizes, seed)
-    model.load_state_dict(state)
-    meta = {**meta, "checkpoint": checkpoint}
-    return measurement_record(get(FULL_CLAIM).measure(model.eval(), meta, init, _held_out_accuracy(init, sizes, seed)))
+    return measurement_record(get(FULL_CLAIM).measure(model, meta, init, _held_out_accuracy(init, sizes, seed)))
 
 
 def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs):
