@@ -401,8 +401,6 @@ def measure_bc_spikes(src, n: int = 64, null: bool = True) -> Measurement:
     positions of B_n|), on ``n`` held-out sequences, and the model's held-out accuracy. Where the training seed is
     known (``src.seed``), the null control: the same measurement on the same architecture untrained at that seed
     (:func:`untrained_like`), with its own held-out accuracy on the same sequences."""
-    from dataclasses import replace as _replace
-
     from ..analysis.recall_probes import bc_spikes
     from ..labels import labelled_accuracy
 
@@ -414,7 +412,7 @@ def measure_bc_spikes(src, n: int = 64, null: bool = True) -> Measurement:
         return replace(
             m,
             control=Control(
-                "null", UNTRAINED, measure_bc_spikes(_replace(src, model=twin, accuracy=acc), n, null=False)
+                "null", UNTRAINED, measure_bc_spikes(replace(src, model=twin, accuracy=acc), n, null=False)
             ),
         )
 

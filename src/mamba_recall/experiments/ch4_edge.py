@@ -471,10 +471,6 @@ def _measure_claims(model, vocab, config: dict, ctx, side: dict) -> dict:
             model, vocab, config["sizes_preset"], "cpu", at=config["at"], ucurve_Ls=config["ucurve_Ls"]
         )
     else:
-        # before the null controls: Fig. 5b with the tokens the model met between facts and queries in training
-        pool = config.get("distractor_pool") or (
-            "filler" if (side.get("train_config") or {}).get("gap_max") else "content"
-        )
         inputs = claim_inputs(
             model,
             vocab,
@@ -482,7 +478,7 @@ def _measure_claims(model, vocab, config: dict, ctx, side: dict) -> dict:
             "cpu",
             at=config["at"],
             ucurve_Ls=config["ucurve_Ls"],
-            distractor_pool=pool,
+            distractor_pool=config["distractor_pool"],  # the paper's random tokens (checks_jobs)
         )
     out = {}
     for cid, args in inputs.items():
