@@ -17,7 +17,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -81,6 +80,11 @@ DEFAULT_TIMEOUT_S = 1200
 
 class NotebookFailed(SystemExit):
     """A notebook stopped with an error: carries the one-line message that ``main`` prints."""
+
+
+class Interrupted(NotebookFailed):
+    """Ctrl-C stopped a run: once ``main`` has printed its line (the committed notebooks are untouched, the partial
+    execution is on disk), the process exits at once, without waiting on the interrupted kernel's cleanup."""
 
 
 def cell_timeout(parameters: dict, timeout: float | None) -> float | None:
@@ -263,10 +267,9 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
                 execution_timeout=DEFAULT_TIMEOUT_S,
             )
         except (KeyboardInterrupt, PapermillExecutionError, TimeoutError) as exc:
-            why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"failed ({type(exc).__name__})"
-            if isinstance(exc, KeyboardInterrupt):  # handled: a second SIGINT (the kernel's interrupt reaching this
-                signal.signal(signal.SIGINT, signal.SIG_IGN)  # process too) must not kill the cleanup and the exit
-            raise NotebookFailed(
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            why = "interrupted" if interrupted else f"failed ({type(exc).__name__})"
+            raise (Interrupted if interrupted else NotebookFailed)(
                 f"error: refresh {why} at {nb}; {nb} is unchanged (its partial execution: {executed}); "
                 f"{len(done)} of {len(notebooks)} notebook(s) refreshed before it."
             ) from None
@@ -477,6 +480,10 @@ def main(argv: list[str] | None = None) -> int:
         return _dispatch(args)
     except NotebookFailed as exc:
         print(exc.code, file=sys.stderr)
+        if isinstance(exc, Interrupted):  # the interrupted kernel's cleanup can block the interpreter's exit (its
+            sys.stdout.flush()  # executor thread still runs the cell); the kernel exits with its parent
+            sys.stderr.flush()
+            os._exit(1)
         return 1
     except NoCheckoutError as exc:  # a plain `pip install .` used outside a checkout: the fix, on one line
         print(f"error: {exc}", file=sys.stderr)
