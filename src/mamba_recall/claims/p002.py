@@ -526,9 +526,15 @@ def measure_fig6c_strongest(bundle=None) -> Measurement:
 
 # ------------------------------------------- Figs. 7, 8, 10-11, Tab. 10: the strongest evidence, seed by seed
 #: The run-store part (``experiments.ch2_figs_cpu``) of each figure's claims and the ci bundle that stands in for it.
-FIG_PARTS = {"fig7": "ch2_scaling", "fig10_11": "ch2_scaling", "tab10": "ch2_scaling", "fig8": "ch2_multihead"}
+FIG_PARTS = {
+    "fig7": "ch2_scaling",
+    "fig10_11": "ch2_scaling",
+    "tab10": "ch2_scaling",
+    "fig8": "ch2_multihead",
+    "thm5": "ch2_multihead",
+}
 #: What each part's per-run table is called in the layout of the ci bundles, whose readers the parts reuse.
-_PART_TABLE = {"fig7": "multilayer", "fig10_11": "repetition", "tab10": "ablation", "fig8": "grid"}
+_PART_TABLE = {"fig7": "multilayer", "fig10_11": "repetition", "tab10": "ablation", "fig8": "grid", "thm5": "grid"}
 
 
 def is_run_store_bundle(bundle) -> bool:
@@ -563,13 +569,13 @@ def _seed_views(bundle) -> list:
 
     part, runs = bundle.config["part"], bundle.tables["runs"]
     table = runs.rename(columns={"best_accuracy": "mean" if part == "tab10" else "acc"})
-    if part == "fig8":
+    if part in ("fig8", "thm5"):
         table = table.assign(
             pattern=[p if v == "code" else f"{p}-{v}" for p, v in zip(table["pattern"], table["values"])]
         )
     sizes = {**bundle.config["sizes"], "seeds": 1}
     cfg = {"preset": bundle.config["preset"], "n_eval": bundle.config["n_eval"]}
-    cfg.update(sizes if part == "fig8" else {_PART_TABLE[part]: sizes})
+    cfg.update(sizes if part in ("fig8", "thm5") else {_PART_TABLE[part]: sizes})
     return [
         (
             int(seed),

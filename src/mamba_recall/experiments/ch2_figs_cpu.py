@@ -14,6 +14,8 @@ for fig8; the comments there say what was cut from the paper's grids and why):
   value tokens after every query (the sequences of Remark 5's 3/4);
 * ``fig8`` — §5.2, Fig. 8 and Thm 5: head patterns MHA / MQA / MKA / MVA at M heads and state N, and the
   full-width value ablation (``values="full"``: every head reads the whole value vector, as Lemma 5's proof);
+* ``thm5`` — App. E.2, Thm 5 at the paper's 4000 steps: the MHA cells of Thm 5's pairs (one head at N ∈ {2, 4, 8};
+  (M, N) = (2, 2), (2, 4), (4, 2)), trained as the fig8 part's (the same job function);
 * ``tab10`` — App. K, Tab. 10: rows Base, A, B (selective, d_conv 4) and C, D, E (linear, d_conv 4 / 2 / none).
 
 Every job trains one model alone (one process, one torch thread) with the functions of the ci runners
@@ -55,6 +57,7 @@ PARTS = {
     "fig7": ("ch2.scaling", "multilayer", ["D", "N", "layers"], "§5.2, Fig. 7"),
     "fig10_11": ("ch2.scaling", "repetition", ["task", "repeats", "layers", "post_query"], "App. G, Figs. 10-11"),
     "fig8": ("ch2.multihead", None, ["pattern", "values", "M", "N"], "§5.2, Fig. 8; Thm 5"),
+    "thm5": ("ch2.thm5", None, ["pattern", "values", "M", "N"], "App. E.2, Thm 5 at the paper's 4000 steps"),
     "tab10": ("ch2.scaling", "ablation", ["row"], "App. K, Tab. 10"),
 }
 #: Tab. 10's rows: (row, label, selective, d_conv).
@@ -66,6 +69,8 @@ TAB10_ROWS = (
     ("D", "D (d_conv=2) = Alg. 1", False, 2),
     ("E", "E (no Conv1D)", False, 0),
 )
+#: the parts whose jobs train the multi-head model of Alg. 3 (one job function, one per-run layout)
+HEAD_PARTS = ("fig8", "thm5")
 EVAL_EVERY_MIN = 50  # evaluations every max(50, steps // 6) steps, as the ci runners
 
 
@@ -187,7 +192,7 @@ def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
                     data=_data(task, kw),
                 )
             )
-    elif part == "fig8":
+    elif part in HEAD_PARTS:
         steps, batch = c["steps"], c["batch"]
         for pattern, values, M, n in c["cells"]:
             out.append(
@@ -283,7 +288,7 @@ def run_job(config: dict, seed: int) -> dict:
             config["row"], c, {"n_eval": config["eval"]["n"], **config["recipe"]}, "cpu", seed=seed, members=1
         )
         return {"best_accuracy": float(accs[0]), "eval_curve": [[s, a] for s, a in curve]}
-    if part == "fig8":
+    if part in HEAD_PARTS:
         from ..tasks.mqar import mqar
         from .ch2_multihead import NOISE_SEED, logit_noise, train_heads
 
@@ -321,7 +326,7 @@ def measure(config: dict, steps: int = 3) -> float:
     torch.set_num_threads(1)
     try:
         V, Nf, L, B = config["V"], config["Nf"], config["L"], config["batch"]
-        if config["part"] == "fig8":
+        if config["part"] in HEAD_PARTS:
             model = MultiHeadLinearMamba(
                 V, config["D"], config["N"], config["M"], config["pattern"], values=config["values"], ensemble=1, seed=0
             )
@@ -378,9 +383,7 @@ def bundle_name(part: str, preset: str, smoke: bool = False) -> str:
     return f"ch2_{part}_{preset}" + ("_smoke" if smoke else "")
 
 
-METRICS = {
-    "fig8": ["best_accuracy", "rel_var_empty", "rel_var_wrong", "margin"],
-}
+METRICS = {part: ["best_accuracy", "rel_var_empty", "rel_var_wrong", "margin"] for part in HEAD_PARTS}
 
 
 def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log=print):

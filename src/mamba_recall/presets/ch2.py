@@ -400,6 +400,44 @@ EXPERIMENTS["ch2.multihead"]["cpu-hours"] = {
     "n_noise": 1000,
 }
 
+# Runner ch2_figs_cpu, part thm5 (issue 31): Thm 5's MHA pairs at the paper's 4000 steps (hold 1400, the paper's
+# schedule), to see whether the split heads' gap at M = 4, N = 2 (−0.19 after 1000 steps) closes with training. The
+# cells are only those Thm 5's rule reads: one head at N ∈ {2, 4, 8} and the MHA pairs with M·N on that grid,
+# (2, 2), (2, 4), (4, 2); the regime and recipe are the fig8 part's. 18 jobs, about 1.6 CPU-hours (80 ms per step).
+_THM5_CELLS = [["MHA", "code", 1, n] for n in (2, 4, 8)] + [["MHA", "code", m, n] for m, n in ((2, 2), (2, 4), (4, 2))]
+EXPERIMENTS["ch2.thm5"] = {
+    # ci: the ci multihead regime (a check that the part runs; the claim reads the cpu-hours bundle)
+    "ci": {
+        **{k: EXPERIMENTS["ch2.multihead"]["ci"][k] for k in ("V", "Nf", "L", "D", "batch", "warmup", "hold")},
+        **{k: EXPERIMENTS["ch2.multihead"]["ci"][k] for k in ("grad_clip", "n_eval", "n_noise", "values")},
+        "Ns": [2, 4, 8],
+        "Ms": [1, 2, 4],
+        "cells": _THM5_CELLS,
+        "seeds": 1,
+        "steps": 300,
+    },
+    # paper: the same cells at the paper's evaluation size (2000 sequences)
+    "paper": {
+        **{k: EXPERIMENTS["ch2.multihead"]["paper"][k] for k in ("V", "Nf", "L", "D", "batch", "warmup", "hold")},
+        **{k: EXPERIMENTS["ch2.multihead"]["paper"][k] for k in ("grad_clip", "n_eval", "n_noise", "values")},
+        "Ns": [2, 4, 8],
+        "Ms": [1, 2, 4],
+        "cells": _THM5_CELLS,
+        "seeds": 3,
+        "steps": 4000,
+    },
+    "cpu-hours": {
+        **{k: EXPERIMENTS["ch2.multihead"]["cpu-hours"][k] for k in ("V", "Nf", "L", "D", "batch", "warmup")},
+        **{k: EXPERIMENTS["ch2.multihead"]["cpu-hours"][k] for k in ("grad_clip", "n_eval", "n_noise", "values")},
+        "Ns": [2, 4, 8],
+        "Ms": [1, 2, 4],
+        "cells": _THM5_CELLS,
+        "seeds": 3,
+        "steps": 4000,
+        "hold": 1400,
+    },
+}
+
 # Runner ch2_reference_grid (run store, one job per cell and seed): the authors' README reference grid
 # (config MQAR__D_N__linear_trained__example: R0, D ∈ {16..64} × N ∈ {8..32}, batch 32, ≤ 2000 steps, [code]
 # recipe, validation set of 1000 sequences, evaluated every 250 steps). ``cpu-hours`` is that grid with 3 seeds;
