@@ -52,6 +52,7 @@ runs a named recipe (``presets.ch2.RECIPES``) through this loop.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -96,6 +97,7 @@ class TrainResult:
     accuracy: the last held-out accuracy per member (``[final_accuracy]`` for one model; [] without evaluations).
     best_accuracy: the best held-out accuracy per member over the evaluations (0 where none was made).
     steps_run: optimiser steps taken.  stopped_early: True if the target was reached before ``steps``.
+    target_step: the step at which the held-out accuracy first reached ``target_accuracy`` (None if it did not).
     seconds: wall time of the loop.
     """
 
@@ -105,6 +107,7 @@ class TrainResult:
     best_accuracy: list = field(default_factory=list)
     steps_run: int = 0
     stopped_early: bool = False
+    target_step: int | None = None
     seconds: float = 0.0
 
     @property
@@ -315,6 +318,7 @@ def train(
     num_threads: int | None = None,
     patience: int | None = None,
     min_delta: float = 0.0,
+    steps_past_target: int = 0,
 ) -> TrainResult:
     """Train ``model`` for up to ``steps`` AdamW steps: one model (input ids (B, L) → logits (B, L, V)) or, with
     ``per_member=True``, every member of an ensemble at once (see the module docstring).
@@ -324,7 +328,9 @@ def train(
     ``label_smoothing`` if set). The held-out accuracy on ``eval_batch`` is measured every ``eval_every`` steps
     and after the last step (:func:`evaluate`); training stops as soon as it (every member's) reaches
     ``target_accuracy``, or (``patience`` set, one model) once the best accuracy has not grown by more than
-    ``min_delta`` over ``patience`` consecutive evaluations (a plateau). ``torch.manual_seed(seed)`` is called
+    ``min_delta`` over ``patience`` consecutive evaluations (a plateau). ``steps_past_target = n`` (one model, a
+    constant schedule): once the target is reached, train exactly ``n`` more steps instead of stopping (the step cap
+    ``steps`` then no longer applies; "trained past 100 %"). ``torch.manual_seed(seed)`` is called
     first. The model is moved to ``device`` and left in train mode. Raises ``FloatingPointError`` on a non-finite loss. After its first steps it applies the
     long-run guard (:mod:`mamba_recall.longrun`): a budget of ``steps`` estimated at over an hour on ``device``
     stops with ``LongRunError`` unless allowed.
@@ -347,6 +353,14 @@ def train(
         label_smoothing,
         num_threads,
     )
+    if steps_past_target and (
+        not _is_int(steps_past_target, 0) or target_accuracy is None or per_member or schedule != "constant"
+    ):
+        raise ValueError(
+            f"steps_past_target must be an integer >= 0, with target_accuracy, one model and schedule='constant' "
+            f"(the steps after the target keep the same lr), got steps_past_target={steps_past_target!r}, "
+            f"target_accuracy={target_accuracy!r}, schedule={schedule!r}."
+        )
     if patience is not None and (not _is_int(patience, 1) or eval_batch is None or per_member):
         raise ValueError(
             f"patience must be None or an integer >= 1 with eval_batch=(inputs, labels) and one model, got "
@@ -401,6 +415,7 @@ def train(
             desc,
             patience,
             min_delta,
+            steps_past_target,
         )
     finally:
         if num_threads is not None:
@@ -455,6 +470,7 @@ def _train_loop(
     desc,
     patience=None,
     min_delta=0.0,
+    steps_past_target=0,
 ) -> TrainResult:
     torch.manual_seed(seed)
     model.to(device)
@@ -470,8 +486,11 @@ def _train_loop(
     stale = 0  # evaluations since the best accuracy last grew by more than min_delta (patience)
     start = time.perf_counter()
     bar = tqdm(total=steps, desc=desc, disable=not progress)
+    limit = steps  # the last step; past the target (steps_past_target): the target's step + steps_past_target
     try:
-        for s in range(steps):
+        for s in itertools.count():
+            if s >= limit:
+                break
             cur_lr = lr_at(s, lr=lr, steps=steps, schedule=schedule, warmup_steps=warmup_steps, hold_steps=hold_steps)
             for g in opt.param_groups:
                 g["lr"] = cur_lr
@@ -501,7 +520,7 @@ def _train_loop(
             if s + 1 == PROBE_STEPS:  # the long-run guard: stop now if the whole budget is over an hour
                 check_steps(time.perf_counter() - start, s + 1, steps, desc, device)
             reached = False
-            if eval_batch is not None and ((s + 1) % eval_every == 0 or s + 1 == steps):
+            if eval_batch is not None and ((s + 1) % eval_every == 0 or s + 1 == limit):
                 acc = evaluate(model, *eval_batch, device=device, per_member=per_member)
                 if per_member:
                     best = torch.maximum(best, acc)
@@ -522,9 +541,13 @@ def _train_loop(
                 if result.accuracy:
                     postfix["acc"] = f"{min(result.accuracy):.3f}"
                 bar.set_postfix(postfix, refresh=False)
-            if reached:
-                result.stopped_early = s + 1 < steps
-                break
+            if reached and result.target_step is None:
+                result.target_step = s + 1
+                if not steps_past_target:
+                    result.stopped_early = s + 1 < steps
+                    break
+                limit = s + 1 + steps_past_target
+                bar.total = limit
     finally:
         bar.close()
         result.seconds = time.perf_counter() - start

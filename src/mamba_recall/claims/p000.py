@@ -466,6 +466,9 @@ def measure_fig7(W_o, meta: dict, others: dict | None = None, null: bool = True)
 FULL_MAMBA_COMMAND = (
     "python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --parts full_mamba --allow-long"
 )
+FULL_ONEHOT_COMMAND = (
+    "python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --parts full_onehot --allow-long"
+)
 
 
 def measure_fig7_full(model=None, meta: dict | None = None, init_model=None, init_accuracy=None) -> Measurement:

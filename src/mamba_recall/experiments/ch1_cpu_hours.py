@@ -5,7 +5,7 @@ r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), throu
     python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --parts full_mamba --allow-long
 
 ``--parts`` (default: all) picks the parts below: ``models``, ``table1``, ``full_mamba``, ``wo``,
-``table1_matched``.
+``table1_matched``, ``full_onehot``.
 
 What it runs (sizes in ``presets/ch1.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
 same command resumes after an interruption:
@@ -35,6 +35,11 @@ same command resumes after an interruption:
 * ``ch1.cpu_hours_table1_matched`` (part ``table1_matched``): Table 1's row 3 (1-layer Transformer with convolution,
   no PE) size-matched to the Mamba (d_model 8: about 1,200 parameters against the Mamba's 1,056-1,408), conv widths 2
   and 4, T = 128, κ ∈ {1, 4}, 3 seeds, trained as the Table 1 cells; bundle ``results/ch1_table1_matched_cpu-hours.json``.
+* ``ch1.cpu_hours_full_onehot`` (part ``full_onehot``): App. B, Fig. 7 where the paper's sentence has a matrix to
+  compare: the same full Mamba LM over the fixed doubled one-hot embedding of §2.2 (E[v] = [e_v; e_v], d_model = 2|V|,
+  frozen) with an untied, learned output layer (sizes ``ch1.full_onehot``), trained a fixed 2000 steps past 100 %
+  training accuracy, 3 seeds; measured as ``full_mamba`` (claim 000/Fig7-full); bundle
+  ``results/ch1_full_onehot_cpu-hours.json``.
 * ``ch1.cpu_hours_wo`` (part ``wo``): App. B, Fig. 7 on the simplified model with a learned unembedding W_o
   (``ch1.wo``: |V| = 8, T = 256, the paper's sizes), 5 seeds × identity and masked targets; each job saves
   ``results/checkpoints/ch1_wo_<target>_cpu-hours_seed<s>.pt`` and measures claim 000/Fig7 with its null (the same
@@ -71,6 +76,7 @@ TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
 FULL_EXPERIMENT = "ch1.cpu_hours_full_mamba"
 WO_EXPERIMENT = "ch1.cpu_hours_wo"
 MATCHED_EXPERIMENT = "ch1.cpu_hours_table1_matched"
+ONEHOT_EXPERIMENT = "ch1.cpu_hours_full_onehot"
 #: the runner's parts (``--parts``): name → run-store experiment
 PARTS = {
     "models": MODELS_EXPERIMENT,
@@ -78,9 +84,13 @@ PARTS = {
     "full_mamba": FULL_EXPERIMENT,
     "wo": WO_EXPERIMENT,
     "table1_matched": MATCHED_EXPERIMENT,
+    "full_onehot": ONEHOT_EXPERIMENT,
 }
 WO_CLAIM = "000/Fig7"
 FULL_NAME = "full_mamba"  # the checkpoint name and the jobs' "model"
+ONEHOT_NAME = "full_onehot"  # the full Mamba over the fixed doubled one-hot embedding, untied learned readout
+#: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
+FULL_PARTS = {FULL_NAME: "ch1.full_mamba", ONEHOT_NAME: "ch1.full_onehot"}
 FULL_CLAIM = "000/Fig7-full"
 RUNNER = "mamba_recall.experiments.ch1_cpu_hours:run_job"
 MODELS = ("k1", "k2", "k4")
@@ -141,6 +151,10 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list
         sizes = _sizes("ch1.full_mamba", preset, smoke)
         config = {"kind": FULL_NAME, "model": FULL_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
         jobs += [make_job(FULL_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    if "full_onehot" in parts:
+        sizes = _sizes("ch1.full_onehot", preset, smoke)
+        config = {"kind": FULL_NAME, "model": ONEHOT_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
+        jobs += [make_job(ONEHOT_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
     if "table1_matched" in parts:
         base = _sizes("ch1.table1_matched", preset, smoke)
         for width in base["conv_widths"]:
@@ -199,7 +213,7 @@ def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False)
     state, meta = read_checkpoint(
         path, regenerate=f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --allow-long"
     )
-    model = build_full_model(meta["config"], seed) if name == FULL_NAME else build_model(meta["config"], seed)
+    model = build_full_model(meta["config"], seed) if name in FULL_PARTS else build_model(meta["config"], seed)
     model.load_state_dict(state)
     return model.eval(), meta
 
@@ -392,23 +406,44 @@ def run_table_job(config: dict, seed: int) -> dict:
 
 
 def build_full_model(sizes: dict, seed: int):
-    """The full Mamba LM of ``sizes`` (a ``ch1.full_mamba`` entry: ``d_model``, ``n_layer``, ``vocab_size``,
-    ``d_state``, ``d_conv``, ``expand``), initialised after ``torch.manual_seed(seed)``, PyTorch's chunked scan."""
+    r"""The full Mamba LM of ``sizes`` (a ``ch1.full_mamba`` or ``ch1.full_onehot`` entry: ``d_model``, ``n_layer``,
+    ``vocab_size``, ``d_state``, ``d_conv``, ``expand``), initialised after ``torch.manual_seed(seed)``, PyTorch's
+    chunked scan. ``sizes["embedding"]``: ``"learned"`` (default; tied to the readout, as upstream) or
+    ``"doubled_one_hot"``: the embedding of §2.2 fixed and frozen, E[v] = [e_v; e_v] ∈ R^{2|V|} for v < |V| (the
+    padded rows zero; needs d_model = 2|V|), with an untied, learned output layer (``lm_head``)."""
     from ..models.mamba import MambaLMHeadModel
 
     missing = [k for k in ("d_model", "n_layer", "vocab_size", "d_state", "d_conv", "expand") if k not in sizes]
     if missing:
         raise ValueError(f"the full Mamba's sizes lack {missing}; take them from experiment('ch1.full_mamba', ...).")
+    embedding = sizes.get("embedding", "learned")
+    if embedding not in ("learned", "doubled_one_hot"):
+        raise ValueError(f"embedding={embedding!r}: use 'learned' (tied, upstream's) or 'doubled_one_hot' (§2.2).")
+    V = sizes["vocab_size"]
+    if embedding == "doubled_one_hot" and sizes["d_model"] != 2 * V:
+        raise ValueError(
+            f"the doubled one-hot embedding [e_v; e_v] has 2|V| = {2 * V} coordinates, got d_model={sizes['d_model']}; "
+            "set d_model = 2 * vocab_size (experiment('ch1.full_onehot', ...))."
+        )
     torch.manual_seed(seed)
-    return MambaLMHeadModel(
+    model = MambaLMHeadModel(
         sizes["d_model"],
         sizes["n_layer"],
-        sizes["vocab_size"],
+        V,
         d_state=sizes["d_state"],
         d_conv=sizes["d_conv"],
         expand=sizes["expand"],
+        tie_embeddings=embedding == "learned",
         backend="chunked",
     )
+    if embedding == "doubled_one_hot":
+        weight = model.backbone.embedding.weight
+        with torch.no_grad():
+            weight.zero_()
+            eye = torch.eye(V, dtype=weight.dtype)
+            weight[:V] = torch.cat([eye, eye], dim=1)  # (|V|, 2|V|): row v = [e_v; e_v]
+        weight.requires_grad_(False)
+    return model
 
 
 def run_full_job(config: dict, seed: int) -> dict:
@@ -426,8 +461,9 @@ def run_full_job(config: dict, seed: int) -> dict:
     preset, smoke, sizes = config["preset"], config["smoke"], config["sizes"]
     model = build_full_model(sizes, seed)
     init = copy.deepcopy(model).eval()
-    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts full_mamba --allow-long"
-    _, meta, result = _train_and_save(config, seed, command, model=model, desc="ch1 full mamba")
+    part = config["model"]  # full_mamba or full_onehot: the part, the checkpoint's name
+    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts {part} --allow-long"
+    _, meta, result = _train_and_save(config, seed, command, model=model, desc=f"ch1 {part}")
     try:
         record = measurement_record(get(FULL_CLAIM).measure(model, meta, init, _held_out_accuracy(init, sizes, seed)))
         record["evidence"]["smoke"] = bool(smoke)
@@ -635,13 +671,15 @@ def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: s
     return _write(f"ch1_wo_{preset}{suffix}", data, config, tables, log, directory)
 
 
-def _full_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
-    """``ch1_full_mamba_<preset>``: per-seed accuracies (mean, interval), the 000/Fig7-full records per seed and
+def _full_bundle(
+    runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory, part: str = FULL_NAME
+) -> Path:
+    """``ch1_<part>_<preset>`` (``part``: full_mamba or full_onehot): per-seed accuracies (mean, interval), the 000/Fig7-full records per seed and
     their combination over seeds (``measurements``, read by :func:`check_over_seeds`),
     and the readout matrices W_o^full at the end and at initialisation (table ``readout``: seed, stage, row a =
     the logit's token, col = j·|V| + v for token v at lag 1 (j = 0, previous) or lag 0 (j = 1, current), value)."""
     models = aggregate(
-        [dict(r, config={"model": FULL_NAME}) for r in runs],
+        [dict(r, config={"model": part}) for r in runs],
         by=["model"],
         metrics=["test_accuracy", "train_accuracy", "steps_run"],
     )
@@ -657,7 +695,7 @@ def _full_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix:
     )
     data.update(
         measurements=stored,
-        checkpoints={f"{FULL_NAME} seed {r['seed']}": r["result"]["checkpoint"] for r in runs},
+        checkpoints={f"{part} seed {r['seed']}": r["result"]["checkpoint"] for r in runs},
         aggregation="per claim: mean over seeds with a 95 % t-interval (claims.core.across_seeds)",
         readout_note="W_o^full = [R U_1 | R U_0] (|V| × 2|V|): the full model's readout in the paper's (previous, "
         "current) token coordinates (analysis.full_mamba_readout.pair_readout)",
@@ -665,13 +703,13 @@ def _full_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix:
     config = {
         "preset": preset,
         "smoke": smoke,
-        "sizes": experiment("ch1.full_mamba", preset, smoke=smoke),
+        "sizes": experiment(FULL_PARTS[part], preset, smoke=smoke),
         "runner": RUNNER,
     }
     tables = {"models": models, "claims": claims, "readout": readout}
-    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts full_mamba --allow-long"
+    command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts {part} --allow-long"
     return save_grid_bundle(
-        f"ch1_full_mamba_{preset}{suffix}", data, config, command=command, tables=tables, directory=directory, log=log
+        f"ch1_{part}_{preset}{suffix}", data, config, command=command, tables=tables, directory=directory, log=log
     )
 
 
@@ -699,8 +737,9 @@ def write_bundles(
         runs, data = finished_status(mine, store, preset=preset, log=log)
         if not runs:
             continue
-        if experiment_name == FULL_EXPERIMENT:
-            paths.append(_full_bundle(runs, data, preset, smoke, suffix, log, directory))
+        if experiment_name in (FULL_EXPERIMENT, ONEHOT_EXPERIMENT):
+            part = FULL_NAME if experiment_name == FULL_EXPERIMENT else ONEHOT_NAME
+            paths.append(_full_bundle(runs, data, preset, smoke, suffix, log, directory, part))
         elif experiment_name == WO_EXPERIMENT:
             paths.append(_wo_bundle(runs, data, preset, smoke, suffix, log, directory))
         elif experiment_name == MODELS_EXPERIMENT:
@@ -874,7 +913,8 @@ def _full_seed_record(checkpoint: str) -> dict:
     untrained (:func:`build_full_model`) and its held-out accuracy."""
     from ..claims import get, measurement_record
 
-    model, meta = _seed_model(checkpoint, build_full_model, p000.FULL_MAMBA_COMMAND)
+    command = p000.FULL_ONEHOT_COMMAND if f"ch1_{ONEHOT_NAME}_" in checkpoint else p000.FULL_MAMBA_COMMAND
+    model, meta = _seed_model(checkpoint, build_full_model, command)
     sizes, seed = meta["config"], meta["seed"]
     init = build_full_model(sizes, seed).eval()
     return measurement_record(get(FULL_CLAIM).measure(model, meta, init, _held_out_accuracy(init, sizes, seed)))

@@ -71,7 +71,8 @@ def train_recall(
 ) -> Trained:
     """Train a SimplifiedMamba with ``sizes`` (a ch1 preset entry), or the given ``model`` (built by the caller, e.g.
     the full Mamba LM of App. B, Fig. 7) on the same data, optimiser and stopping rule: AdamW without weight decay,
-    constant lr, until 100 % training-set query accuracy or ``steps``. Deterministic given ``seed`` on a CPU."""
+    constant lr, until 100 % training-set query accuracy or ``steps`` (with ``sizes["steps_past_target"] = n``: n
+    steps more once it reaches 100 %). Deterministic given ``seed`` on a CPU."""
     train_set, test_set = make_data(sizes, seed)
     torch.manual_seed(seed)
     built = model is None
@@ -88,6 +89,7 @@ def train_recall(
         eval_every=sizes["eval_every"],
         eval_batch=(train_set.inputs, train_set.query_labels),
         target_accuracy=1.0,
+        steps_past_target=sizes.get("steps_past_target", 0),
         device=device,
         progress=progress,
         seed=seed,

@@ -294,3 +294,24 @@ def _size_matched(table1: dict) -> dict:
 
 # Table 1 row 3 size-matched, in every preset of ch1.table1 (about 1-2 CPU-minutes per cpu-hours cell).
 EXPERIMENTS["ch1.table1_matched"] = {preset: _size_matched(e) for preset, e in EXPERIMENTS["ch1.table1"].items()}
+
+
+# App. B, Fig. 7 where the paper's sentence has a matrix to compare (issue 31): the full Mamba LM of ch1.full_mamba
+# over the fixed doubled one-hot embedding of §2.2 (E[v] = [e_v; e_v], d_model = 2|V|, frozen, so that the mixer reads
+# a token as the simplified model does) with an untied, learned output layer, trained a fixed 2000 steps past 100 %
+# training accuracy (the tied run stopped at 100 steps). Claim 000/Fig7-full reads its 3 seeds (runner
+# ch1_cpu_hours, part full_onehot).
+def _full_onehot(sizes: dict, past: int) -> dict:
+    return {
+        **sizes,
+        "d_model": 2 * sizes["vocab_size"],
+        "embedding": "doubled_one_hot",
+        "steps": max(sizes["steps"], 2000),
+        "steps_past_target": past,
+    }
+
+
+EXPERIMENTS["ch1.full_onehot"] = {
+    preset: _full_onehot(EXPERIMENTS["ch1.full_mamba"][preset], 200 if preset == "ci" else 2000)
+    for preset in EXPERIMENTS["ch1.full_mamba"]
+}
