@@ -7,8 +7,8 @@
 non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d); ``paper`` the Fig. 3/A.4 grid, best of 5.
 Writes ``results/ch3_induction_<preset>.json`` with the table ``runs``.
 
-``--preset cpu-hours --allow-long [--jobs 1]``: T = 100, |V| = 5, N = 4|V| and d ∈ {4, 10, 20} across Lem. 3's
-d = 2|V|, both mixers, 3 seeds, as run-store jobs (``results/runs/ch3.ih_train/``); the bundle adds ``cells`` (mean,
+``--preset cpu-hours --allow-long [--jobs 1]``: T = 100, |V| = 5 with d ∈ {4, 10, 20} and |V| = 10 with
+d ∈ {8, 20, 40} (each across its Lem. 3 bound d = 2|V|), N = 4|V|, both mixers, 5 seeds, as run-store jobs (``results/runs/ch3.ih_train/``); the bundle adds ``cells`` (mean,
 95 % t-interval, per-seed values) and ``curves``.
 """
 
@@ -101,11 +101,17 @@ EXPERIMENT = "ch3.ih_train"
 RUNNER = "mamba_recall.experiments.ch3_induction:run_job"
 
 
+def ds_for(cfg: dict, V: int) -> list[int]:
+    """The widths d of vocabulary ``V``: ``cfg["ds_per_V"][str(V)]`` where the preset sets one (a sweep across
+    that |V|'s own Lem. 3 bound d = 2|V|), else ``cfg["ds"]``."""
+    return cfg.get("ds_per_V", {}).get(str(V), cfg["ds"])
+
+
 def _cells(cfg: dict):
     factors = cfg["N_factor"] if isinstance(cfg["N_factor"], list) else [cfg["N_factor"]]
     for V in cfg["Vs"]:
         for fac in factors:
-            for d in cfg["ds"]:
+            for d in ds_for(cfg, V):
                 for mixer in ("s6", "s6_dT"):
                     yield V, d, fac * V, mixer
 

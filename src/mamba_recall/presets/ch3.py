@@ -279,13 +279,15 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "eval_sequences": 1000,
             "test_sequences": 10_000,
         },
-        # Fig. 3 at the paper's T = 100, |V| = 5, N = 4|V|: a d sweep across Lem. 3's d = 2|V| = 10, Mamba and
-        # Mamba-Δ⊤, 5 seeds as the paper's "best of 5" (run store, one job per run; seeds 3 and 4 added for issue 31,
-        # the rule unchanged: each seed's own numbers, combined over the seeds).
+        # Fig. 3 at the paper's T = 100, N = 4|V|: for |V| = 5 a d sweep across Lem. 3's d = 2|V| = 10, and (issue
+        # 31, the paper's second vocabulary) for |V| = 10 across its 2|V| = 20 up to 4|V| = 40, Mamba and Mamba-Δ⊤,
+        # 5 seeds as the paper's "best of 5" (run store, one job per run; seeds 3 and 4 and |V| = 10 added for issue
+        # 31, the rule unchanged: each seed's own numbers, combined over the seeds).
         "cpu-hours": {
             "T": 100,
-            "Vs": [5],
+            "Vs": [5, 10],
             "ds": [4, 10, 20],
+            "ds_per_V": {"10": [8, 20, 40]},
             "N_factor": 4,
             "seeds": [0, 1, 2, 3, 4],
             "steps": 2000,
