@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
-	$(PY) -m pip install --quiet -e '.[book,test,bench]'
+	$(PY) -m pip install --quiet -e '.[book,test,bench,cluster]'
 	touch $(STAMP)
 
 # Explore: JupyterLab from the project's .venv, opened on book/ (the chapters' notebooks, live explorers).

@@ -614,9 +614,10 @@ def _run_one(
         _release(fd, claim_path(job, store))
 
 
-def _run_claimed(runner: str, job: dict, store: Path, threads: int) -> tuple[str, dict | None]:
-    path = job_path(job, store)
-    torch = sys.modules.get("torch")
+def _compute(runner: str, job: dict, threads: int) -> tuple[str, dict]:
+    """Run one job's function in this process and build what the store keeps, writing nothing (a Ray worker need
+    not share the driver's disk): ``("done", record)`` (the complete record with its ``sha256``, NaN listed in
+    ``nonfinite``) or ``("failed", failure)`` (key, config, seed, error, traceback, pid, host)."""
     try:
         fn = _resolve(runner)
         torch = sys.modules.get("torch")
@@ -630,26 +631,7 @@ def _run_claimed(runner: str, job: dict, store: Path, threads: int) -> tuple[str
         if not isinstance(result, dict):
             raise TypeError(f"runner {runner} returned a {type(result).__name__}, not a dict of results.")
     except Exception as exc:  # noqa: BLE001 - recorded with its traceback, reported at the end of the grid
-        failure = {
-            "schema": FAILURE_SCHEMA,
-            "key": job["key"],
-            "experiment": job["experiment"],
-            "config": job["config"],
-            "seed": job["seed"],
-            "runner": runner,
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc(),
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "created": _now(),
-        }
-        fpath = failure_path(job, store)
-        try:
-            _write_atomic(fpath, json.dumps(failure, indent=1, sort_keys=True, default=str) + "\n")
-            failure["file"] = str(fpath)
-        except OSError:
-            failure["file"] = None
-        return "failed", failure
+        return "failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
     prov.update(
         device=_device_description(),
         wall_seconds=round(wall, 2),
@@ -670,7 +652,39 @@ def _run_claimed(runner: str, job: dict, store: Path, threads: int) -> tuple[str
         "provenance": _plain(prov),
     }
     record["sha256"] = record_hash(record)
-    text = json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    return "done", record
+
+
+def _failure(runner: str, job: dict, error: str, trace: str) -> dict:
+    return {
+        "schema": FAILURE_SCHEMA,
+        "key": job["key"],
+        "experiment": job["experiment"],
+        "config": job["config"],
+        "seed": job["seed"],
+        "runner": runner,
+        "error": error,
+        "traceback": trace,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "created": _now(),
+    }
+
+
+def _store_outcome(status: str, detail: dict, job: dict, store: Path) -> tuple[str, dict]:
+    """Write what :func:`_compute` returned (in the process that holds the job's claim): a record atomically under
+    its key (a stale failure file removed), or the failure to :func:`failure_path`. Returns ``(status, detail)``
+    as :func:`_run_one` does."""
+    if status == "failed":
+        fpath = failure_path(job, store)
+        try:
+            _write_atomic(fpath, json.dumps(detail, indent=1, sort_keys=True, default=str) + "\n")
+            detail["file"] = str(fpath)
+        except OSError:
+            detail["file"] = None
+        return "failed", detail
+    path = job_path(job, store)
+    text = json.dumps(detail, indent=1, sort_keys=True, allow_nan=False) + "\n"
     try:
         _write_atomic(path, text)
     except OSError as exc:
@@ -682,6 +696,10 @@ def _run_claimed(runner: str, job: dict, store: Path, threads: int) -> tuple[str
         except OSError:
             pass
     return "done", check_record(json.loads(text), path)
+
+
+def _run_claimed(runner: str, job: dict, store: Path, threads: int) -> tuple[str, dict | None]:
+    return _store_outcome(*_compute(runner, job, threads), job, store)
 
 
 def this_command() -> str:
@@ -720,6 +738,9 @@ def run_grid(
     log=print,
     progress: bool = True,
     check_long: Callable[[float], None] | None = None,
+    engine: str = "local",
+    address: str | None = None,
+    gpus_per_job: float = 0.0,
 ) -> list[dict]:
     """Run every job of ``jobs`` whose result file is missing; return the records written now.
 
@@ -727,6 +748,11 @@ def run_grid(
     ``estimate(jobs_left) -> (seconds for one process, how it was measured)`` is printed before anything
     starts (divided by ``n_jobs`` for parallel processes, an optimistic bound on a busy machine);
     ``check_long(seconds)`` may refuse to start (the long-run guard). ``n_jobs > 1``: separate processes.
+
+    ``engine``: ``"local"`` (this process, or ``n_jobs`` joblib processes) or ``"ray"`` (:func:`_run_on_ray`: each
+    job a Ray task with one CPU and ``gpus_per_job`` GPUs, fractional where small models share a card; on a local
+    Ray instance of ``n_jobs`` CPUs, or on the cluster at ``address``). The store's semantics are the same with
+    both: the driver claims each job, the worker computes its record and sends it back, the driver writes it.
 
     Faults (nothing lost, nothing silently wrong):
 
@@ -743,8 +769,15 @@ def run_grid(
     keys = [j["key"] for j in jobs]
     if len(set(keys)) != len(keys):
         raise ValueError("the grid lists the same job twice (same experiment, config and seed).")
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r}: use one of {', '.join(ENGINES)}.")
+    if not (isinstance(gpus_per_job, (int, float)) and 0 <= gpus_per_job) or (gpus_per_job and engine != "ray"):
+        raise ValueError(
+            f"gpus_per_job={gpus_per_job!r}: a number >= 0, and only with engine='ray' (Ray assigns the devices)."
+        )
+    ray_opts = {"address": address, "gpus_per_job": float(gpus_per_job)} if engine == "ray" else None
     try:
-        return _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long)
+        return _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, ray_opts)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not interrupt the count
         try:
@@ -759,7 +792,7 @@ def run_grid(
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long) -> list[dict]:
+def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, ray_opts=None) -> list[dict]:
     done, left, damaged = _scan(jobs, store)
     busy = {j["key"]: h for j in left if (h := claimed_by(j, store)) is not None}
     log(
@@ -798,7 +831,9 @@ def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long) 
             bar.update(1)
 
         try:
-            if n_jobs == 1:
+            if ray_opts is not None:
+                _run_on_ray(runner, left, store, take, n_jobs, log=log, **ray_opts)
+            elif n_jobs == 1:
                 for job in left:
                     take(job, *_run_one(runner, job, str(store)))
             else:
@@ -822,6 +857,85 @@ def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long) 
     if failures:
         raise JobsFailed(_failure_message(failures, len(jobs)), failures)
     return records
+
+
+# ---------------------------------------------------------------------------------------------- Ray engine
+#: the grid engines: local processes (joblib, nothing to install) or Ray tasks (``pip install -e '.[cluster]'``)
+ENGINES = ("local", "ray")
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ImportError(
+            "engine 'ray' needs Ray: pip install -e '.[cluster]' (or pip install 'mamba-recall[cluster]'); "
+            "or run the grid with --engine local."
+        ) from None
+    return ray
+
+
+def _ray_task(runner: str, job: dict, allowed: bool) -> tuple[str, dict]:
+    """A Ray task: one job computed in a worker (one torch thread, the driver's long-run permission), its record
+    or failure sent back to the driver, which writes it (:func:`_store_outcome`)."""
+    allow_long_runs(allowed)
+    return _compute(runner, job, 1)
+
+
+def _run_on_ray(runner, left, store: Path, take, n_jobs: int, *, log, address=None, gpus_per_job=0.0) -> None:
+    """Run the jobs ``left`` as Ray tasks and hand each outcome to ``take`` as it arrives.
+
+    The driver claims every job first (:func:`_claim`: a second grid on the store skips them, a job claimed
+    elsewhere is skipped here), submits one task per job (``num_cpus=1``, ``num_gpus=gpus_per_job``: Ray places
+    them and sets ``CUDA_VISIBLE_DEVICES``; ``max_retries=3``: a job whose worker dies, e.g. a preempted node, is
+    run again), and writes each record itself, so the workers need not share its disk. A job that raises comes
+    back as its failure (recorded, the grid goes on); one whose task is lost beyond its retries is recorded the
+    same way. Ctrl-C cancels the tasks still running and releases the claims; the same command resumes. Ray is
+    started here (``n_jobs`` CPUs, or joined at ``address``, e.g. ``auto`` or ``ray://head:10001``) and stopped at
+    the end if this function started it."""
+    ray = _import_ray()
+    started = not ray.is_initialized()
+    if started:
+        kw = {"address": address} if address else {"num_cpus": n_jobs}
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False, **kw)
+        log(f"ray: {'joined ' + address if address else f'a local instance with {n_jobs} CPUs'}")
+    task = ray.remote(num_cpus=1, num_gpus=gpus_per_job, max_retries=3)(_ray_task)
+    claims, refs = {}, {}
+    allowed = long_runs_allowed()
+    try:
+        for job in left:
+            fd, holder = _claim(claim_path(job, store))
+            if fd is None:
+                take(job, "claimed", holder)
+                continue
+            if job_path(job, store).is_file():  # finished by another grid since the scan
+                _release(fd, claim_path(job, store))
+                take(job, "finished", None)
+                continue
+            claims[job["key"]] = (fd, job)
+            refs[task.remote(runner, job, allowed)] = job
+        waiting = list(refs)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            job = refs[ready[0]]
+            try:
+                status, detail = ray.get(ready[0])
+            except ray.exceptions.RayError as exc:  # the task was lost beyond its retries (not a raise: see _compute)
+                status, detail = "failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", str(exc))
+            outcome = _store_outcome(status, detail, job, store)
+            fd, _ = claims.pop(job["key"])
+            _release(fd, claim_path(job, store))
+            take(job, *outcome)
+    except KeyboardInterrupt:
+        for ref, job in refs.items():
+            if job["key"] in claims:
+                ray.cancel(ref, force=True)
+        raise
+    finally:
+        for fd, job in claims.values():
+            _release(fd, claim_path(job, store))
+        if started:
+            ray.shutdown()
 
 
 # ---------------------------------------------------------------------------------------------- aggregation
@@ -1104,6 +1218,29 @@ def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_O
             parser.add_argument(flag, default=None, help=help_)
         else:
             parser.add_argument(flag, action="store_true", help=help_)
+    add_engine_args(parser)
+
+
+def add_engine_args(parser: argparse.ArgumentParser) -> None:
+    """``--engine local|ray``, ``--ray-address`` and ``--gpus-per-job`` (:func:`run_grid`'s engine options)."""
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: --jobs processes on this machine (default); ray: Ray tasks (pip install -e '.[cluster]')",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        help="with --engine ray: an existing cluster (e.g. auto, ray://head:10001); default a local instance of "
+        "--jobs CPUs",
+    )
+    parser.add_argument(
+        "--gpus-per-job",
+        type=float,
+        default=0.0,
+        help="with --engine ray: GPUs per job, fractional where small models share a card (e.g. 0.25)",
+    )
 
 
 def log_stderr(message: str) -> None:
@@ -1134,7 +1271,17 @@ def run_missing(runner: str, jobs: list[dict], args, *, store: Path | None, esti
         estimate=None if args.no_estimate else estimate,
         check_long=lambda s: check_estimate(s, what, "cpu"),
         log=_log_stdout,
+        **engine_options(args),
     )
+
+
+def engine_options(args) -> dict:
+    """:func:`run_grid`'s engine keywords from parsed :func:`add_engine_args` options (defaults where absent)."""
+    return {
+        "engine": getattr(args, "engine", "local"),
+        "address": getattr(args, "ray_address", None),
+        "gpus_per_job": getattr(args, "gpus_per_job", 0.0),
+    }
 
 
 def run_or_count(runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str) -> None:
@@ -1246,6 +1393,7 @@ def main(argv=None):
     ap.add_argument("--store", default=None)
     ap.add_argument("--fail-seed", type=int, action="append", default=[], help="this seed's jobs raise")
     ap.add_argument("--log", default=None, help="append 'x seed pid' to this file as each job starts")
+    add_engine_args(ap)
     args = ap.parse_args(argv)
     jobs = demo_jobs(args.seeds, args.cells, args.sleep, args.fail_seed, args.log)
     store = Path(args.store) if args.store else None
@@ -1256,6 +1404,7 @@ def main(argv=None):
         store=store,
         estimate=lambda left: (args.sleep * len(left), f"{args.sleep} s per job, as configured"),
         progress=False,
+        **engine_options(args),
     )
     print(f"ran {len(recs)} jobs", flush=True)
 

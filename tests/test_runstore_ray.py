@@ -1,0 +1,113 @@
+"""The run store on Ray (``--engine ray``): the same store semantics as the local engine, on a local Ray instance of
+two CPUs. Results equal the local engine's (the demo grid and a real grid, bit for bit on a CPU); a grid resumes
+with only its missing jobs; a failing job is recorded and named; Ctrl-C ends with one line and the same command
+resumes. Ray comes from the ``cluster`` extra (``pip install -e '.[cluster]'``; ``make venv`` installs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[cluster]'")
+
+from mamba_recall import runstore  # noqa: E402
+
+DEMO = "mamba_recall.runstore:demo_job"
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance (2 CPUs) for the module; run_grid joins it and leaves it running."""
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _results(store, experiment):
+    return {r["key"]: (r["seed"], r["result"]) for r in runstore.load_runs(experiment, store)}
+
+
+def test_a_real_grid_on_ray_is_bit_identical_to_the_local_engine_and_resumes(local_ray, tmp_path):
+    """ch2_figs_cpu's Fig. 7 grid at the smoke cap (8 trained models) through its own command line, local and Ray."""
+    from mamba_recall import results
+    from mamba_recall.experiments import ch2_figs_cpu as F
+
+    args = ["--preset", "cpu-hours", "--smoke", "--no-estimate", "--parts", "fig7"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(results, "RESULTS_DIR", tmp_path)
+        mp.setattr(results, "SMOKE_RESULTS_DIR", tmp_path)
+        F.main(args + ["--store", str(tmp_path / "local")])
+        F.main(args + ["--store", str(tmp_path / "ray"), "--engine", "ray", "--jobs", "2"])
+        a, b = _results(tmp_path / "local", "ch2.fig7"), _results(tmp_path / "ray", "ch2.fig7")
+        assert len(a) == 8 and a == b  # every number of every result, exactly
+        assert not list((tmp_path / "ray").rglob("*.claim")), "every claim is released"
+        folder = tmp_path / "ray" / "ch2.fig7"
+        before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
+        gone = sorted(before)[0]
+        (folder / gone).unlink()  # an interrupted grid: only the missing job runs again
+        F.main(args + ["--store", str(tmp_path / "ray"), "--engine", "ray", "--jobs", "2"])
+        after = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
+        assert after.keys() == before.keys() and [n for n in after if after[n] != before[n]] == [gone]
+        assert _results(tmp_path / "ray", "ch2.fig7") == a
+
+
+def test_a_failing_job_on_ray_is_recorded_and_named(local_ray, tmp_path):
+    jobs = runstore.demo_jobs(seeds=2, cells=2, sleep=0.01, fail_seeds=[1])
+    with pytest.raises(runstore.JobsFailed) as exc:
+        runstore.run_grid(DEMO, jobs, n_jobs=2, store=tmp_path, engine="ray", progress=False, log=lambda m: None)
+    message = str(exc.value.message)
+    failed = [j for j in jobs if j["seed"] == 1]
+    assert message.startswith("2 of 4 jobs did not finish") and "retry them with the same command" in message
+    for job in failed:
+        assert job["key"] in message and "demo failure: seed 1 is in fail_seeds" in message
+        record = json.loads(runstore.failure_path(job, tmp_path).read_text())
+        assert record["error"].startswith("RuntimeError: demo failure") and "Traceback" in record["traceback"]
+    runs = runstore.load_runs("demo.sleep", tmp_path)
+    assert len(runs) == 2  # the other jobs finished and were written
+    assert {r["result"]["pid"] for r in runs} - {os.getpid()}, "the Ray jobs ran in workers, not in the driver"
+    assert [r["result"]["value"] for r in sorted(runs, key=lambda r: r["config"]["x"])] == [0, 10]
+    assert not list(tmp_path.rglob("*.claim")), "every claim is released"
+
+
+def test_bad_engine_options_say_what_to_use(tmp_path):
+    jobs = runstore.demo_jobs(seeds=1, cells=1, sleep=0.0)
+    with pytest.raises(ValueError, match="engine='spark': use one of local, ray"):
+        runstore.run_grid(DEMO, jobs, store=tmp_path, engine="spark")
+    with pytest.raises(ValueError, match="only with engine='ray'"):
+        runstore.run_grid(DEMO, jobs, store=tmp_path, gpus_per_job=0.5)
+
+
+def test_ctrl_c_on_a_ray_grid_prints_one_line_and_the_same_command_resumes(tmp_path):
+    """The demo command on its own local Ray instance, interrupted once a job has finished: exit status 130 and one
+    line; run again, only the missing jobs run (each job's start is logged by the job itself)."""
+    log = tmp_path / "starts.log"
+    cmd = [sys.executable, "-m", "mamba_recall.runstore", "demo", "--engine", "ray", "--jobs", "2", "--seeds", "4"]
+    cmd += ["--cells", "1", "--sleep", "2", "--store", str(tmp_path / "store"), "--log", str(log)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    folder = tmp_path / "store" / "demo.sleep"
+    deadline = time.monotonic() + 240
+    while not list(folder.glob("*.json")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no job finished on Ray within 240 s"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert "interrupted:" in err and "the same command resumes" in err
+    assert not list(folder.glob("*.claim")), "the claims are released"
+    finished = {p.stem for p in folder.glob("*.json")}
+    assert 0 < len(finished) < 4
+    starts_before = len(log.read_text().splitlines())
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"ran {4 - len(finished)} jobs" in done.stdout
+    assert len({p.stem for p in folder.glob("*.json")}) == 4
+    assert len(log.read_text().splitlines()) - starts_before == 4 - len(finished)
