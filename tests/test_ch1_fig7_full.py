@@ -133,3 +133,26 @@ def test_rule_over_three_seeds_both_ways():
     assert low.status == "not testable here"
     assert check("000/Fig7-full", record=False).status == "not run"
     assert "--parts full_mamba" in check("000/Fig7-full", record=False).reason
+
+
+def test_the_doubled_one_hot_full_model_reads_tokens_as_the_simplified_one():
+    """ch1.full_onehot's model: the embedding of §2.2 fixed (row v = [e_v; e_v], padded rows 0, no gradient), an
+    untied learned readout; its readout in (previous, current) coordinates is defined (Fig. 7's matrix)."""
+    from mamba_recall.experiments.ch1_cpu_hours import build_full_model
+    from mamba_recall.presets import experiment
+
+    sizes = experiment("ch1.full_onehot", "cpu-hours")
+    assert sizes["embedding"] == "doubled_one_hot" and sizes["d_model"] == 2 * sizes["vocab_size"] == 16
+    assert sizes["steps_past_target"] == 2000
+    model = build_full_model(sizes, 0)
+    V = sizes["vocab_size"]
+    emb = model.backbone.embedding.weight
+    eye = torch.eye(V)
+    assert torch.equal(emb[:V], torch.cat([eye, eye], 1)) and not emb[V:].any() and not emb.requires_grad
+    assert model.lm_head.weight is not emb and model.lm_head.weight.requires_grad
+    assert pair_readout(model).shape == (V, 2 * V)
+    assert torch.equal(build_full_model(sizes, 0).lm_head.weight, model.lm_head.weight)  # deterministic per seed
+    with pytest.raises(ValueError, match="2|V| = 16 coordinates, got d_model=12"):
+        build_full_model({**sizes, "d_model": 12}, 0)
+    with pytest.raises(ValueError, match="embedding='random'"):
+        build_full_model({**sizes, "embedding": "random"}, 0)

@@ -344,3 +344,30 @@ def test_evaluate_pools_batches_for_one_model_and_for_members():
     one = LinearMamba(64, 16, 8, seed=0)
     assert evaluate(one, x, y, batch_size=7) == pytest.approx(labelled_accuracy(one(x), y))
     assert float(evaluate(one, x, y, per_member=True)[0]) == pytest.approx(evaluate(one, x, y))
+
+
+def test_steps_past_target_train_exactly_that_many_steps_after_the_target():
+    """ "Trained past 100 %": once the held-out accuracy reaches the target, exactly n more steps, whatever the cap."""
+    kw = dict(lr=3e-2, weight_decay=0.1, schedule="constant", grad_clip=1.0, seed=0, eval_every=25, progress=False)
+    stop = train(tiny_lm(0), mqar_make_batch(128), steps=400, eval_batch=mqar_eval(), target_accuracy=0.9, **kw)
+    assert stop.stopped_early and stop.target_step == stop.steps_run
+    past = train(
+        tiny_lm(0),
+        mqar_make_batch(128),
+        steps=stop.target_step + 10,  # a cap shorter than target + n: n steps are still trained after the target
+        eval_batch=mqar_eval(),
+        target_accuracy=0.9,
+        steps_past_target=30,
+        **kw,
+    )
+    assert past.target_step == stop.target_step  # the same run up to the target
+    assert past.steps_run == stop.target_step + 30 and not past.stopped_early
+    assert past.history[-1]["step"] == past.steps_run and "accuracy" in past.history[-1]  # evaluated at its end
+    never = train(tiny_lm(0), mqar_make_batch(128), steps=20, eval_batch=mqar_eval(), target_accuracy=1.0,
+                  steps_past_target=30, **kw)  # fmt: skip
+    assert never.target_step is None and never.steps_run == 20  # the cap holds when the target is not reached
+    with pytest.raises(ValueError, match="steps_past_target must be an integer >= 0, with target_accuracy"):
+        train(tiny_lm(0), mqar_make_batch(8), steps=5, steps_past_target=3, progress=False)
+    with pytest.raises(ValueError, match="schedule='constant'"):
+        train(tiny_lm(0), mqar_make_batch(8), steps=5, eval_batch=mqar_eval(8), target_accuracy=0.9,
+              steps_past_target=3, schedule="cosine", progress=False)  # fmt: skip

@@ -463,6 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         default=BUILD_DIR / "executed",
         help="folder of executed notebooks mirroring book/ (default _build/executed, the book pass)",
     )
+    sub.add_parser("plan", help="every run-store grid at a preset: jobs finished and left, CPU-hours, command")
     sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
     sub.add_parser("check-browser", help="open the built book in headless Chromium; see check-browser --help")
 
@@ -471,6 +472,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import bench
 
         return bench.main(argv[1:]) or 0
+    if argv[:1] == ["plan"]:
+        from . import plan
+
+        return plan.main(argv[1:])
     if argv[:1] == ["check-browser"]:
         from . import browser_check
 

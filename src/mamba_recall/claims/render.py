@@ -108,6 +108,10 @@ def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
         + ", ".join(f"{t} {tiers[t]}" for t in (*TIERS, "none") if tiers[t])
         + " (*none*: not run).",
         "",
+        "What the *not run* claims and the papers' full grids would take: `python -m mamba_recall plan --preset paper "
+        "--estimate` lists every run-store grid with its jobs finished and left, the CPU-hours left measured on the "
+        "machine that runs it, and the command (with `--engine ray` on a GPU box or a cluster).",
+        "",
         "| chapter | statuses |",
         "|---|---|",
     ]

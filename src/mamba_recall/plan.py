@@ -1,0 +1,161 @@
+"""A plan of every run-store grid before anyone pays for a device: ``python -m mamba_recall plan --preset P``.
+
+For each grid of the run-store runners (one row per runner and part) at preset ``P``: its jobs, how many are
+finished in the store and how many are left, with ``--estimate`` the CPU-hours of the jobs left as the runner's
+own estimator measures them on this machine (one thread, every job at its full step budget: an upper bound, since
+early stopping shortens jobs; on a machine shared with other work the step times, hence the estimate, grow), and
+the command that runs it (``--engine ray`` puts it on a GPU box or a cluster; README, "Grids on Ray"). A grid whose
+runner has no run-store grid at ``P`` says so instead of a number. No GPU timing is committed, so every estimate
+is a CPU's; the scorecard's "not run" lines point here.
+
+This module sits above the experiment runners (it imports them; nothing below imports it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+from .runstore import pending
+
+__all__ = ["Grid", "grids", "plan", "main"]
+
+EXPERIMENTS = "mamba_recall.experiments."
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One run-store grid: ``jobs(preset)`` (raises when the runner has no grid at that preset), the runner's
+    ``estimate(jobs_left) -> (cpu_seconds, basis)`` and the command that runs it (``{preset}`` filled in)."""
+
+    runner: str
+    part: str
+    jobs: Callable[[str], list[dict]]
+    estimate: Callable[[list[dict]], tuple[float, str]]
+    command: str
+
+
+def _module(name: str):
+    return importlib.import_module(EXPERIMENTS + name)
+
+
+def grids() -> list[Grid]:
+    """Every run-store grid of the book's runners, in chapter order."""
+    ch1 = _module("ch1_cpu_hours")
+    ch2 = _module("ch2_figs_cpu")
+    ref = _module("ch2_reference_grid")
+    dn = _module("ch2_trained_dn")
+    ch4 = _module("ch4_edge")
+    from .experiments.ch3_common import measured_estimate
+
+    def cmd(module: str, extra: str = "") -> str:
+        return f"python -m {EXPERIMENTS}{module} --preset {{preset}}{extra} --allow-long"
+
+    out = [
+        Grid(
+            "ch1_cpu_hours",
+            part,
+            lambda preset, part=part: ch1.jobs_for(preset, parts=[part]),
+            ch1.estimate,
+            cmd("ch1_cpu_hours", f" --parts {part}"),
+        )
+        for part in ch1.PARTS
+    ]
+    out += [
+        Grid(
+            "ch2_figs_cpu",
+            part,
+            lambda preset, part=part: ch2.jobs_for(part, preset),
+            ch2.estimate,
+            cmd("ch2_figs_cpu", f" --parts {part}"),
+        )
+        for part in ch2.PARTS
+    ]
+    out += [
+        Grid("ch2_reference_grid", "", ref.jobs_for, ref.estimate, cmd("ch2_reference_grid")),
+        Grid("ch2_trained_dn", "", dn.jobs_for, dn.estimate, cmd("ch2_trained_dn")),
+    ]
+    for name in ("ch3_keep_nth", "ch3_mqar_train", "ch3_induction"):
+        mod = _module(name)
+
+        def ch3_jobs(preset, mod=mod):
+            from .experiments.ch3_common import STORE_PRESETS
+
+            if preset not in STORE_PRESETS:
+                raise ValueError(f"{mod.__name__} runs the run store at {', '.join(STORE_PRESETS)} only")
+            return mod.jobs_for(preset)
+
+        out.append(Grid(name, "", ch3_jobs, lambda left, mod=mod: measured_estimate(left, mod.train_one), cmd(name)))
+    out.append(Grid("ch4_edge", "models", ch4.jobs_for, ch4.estimate, cmd("ch4_edge")))
+    return out
+
+
+def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.DataFrame:
+    """The table of :func:`grids` at ``preset``: runner, part, jobs, finished, left, the estimated CPU-hours of the
+    jobs left (``estimate=True``: measured here by the runner's estimator) and the command; ``note`` says why a
+    grid has no jobs at this preset."""
+    rows = []
+    for g in grids():
+        row = {"runner": g.runner, "part": g.part}
+        try:
+            jobs = g.jobs(preset)
+        except Exception as exc:  # noqa: BLE001 - a runner without a grid at this preset: named, not fatal
+            why = f"its {preset} sizes have no {exc} entry" if isinstance(exc, KeyError) else str(exc)
+            rows.append(dict(row, jobs=0, finished=0, left=0, cpu_hours_left=None, command="", note=why))
+            continue
+        done, left = pending(jobs, store)
+        hours = None
+        if estimate and left:
+            log(f"measuring {g.runner} {g.part} ({len(left)} jobs left) ...")
+            hours = g.estimate(left)[0] / 3600
+        rows.append(
+            dict(
+                row,
+                jobs=len(jobs),
+                finished=len(done),
+                left=len(left),
+                cpu_hours_left=hours,
+                command=g.command.format(preset=preset),
+                note="",
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="mamba-recall plan", description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="cpu-hours", help="the preset whose grids to list (cpu-hours, paper, ci)")
+    ap.add_argument(
+        "--estimate",
+        action="store_true",
+        help="measure the step times of the jobs left here (one thread) and print CPU-hours per grid (minutes)",
+    )
+    ap.add_argument("--store", default=None, help="run store (default results/runs)")
+    args = ap.parse_args(argv)
+    from .presets import check_preset
+
+    check_preset(args.preset)
+    table = plan(args.preset, estimate=args.estimate, store=args.store)
+    with pd.option_context("display.max_colwidth", 200, "display.width", 250, "display.max_rows", 200):
+        shown = table.drop(columns=["note"] + ([] if args.estimate else ["cpu_hours_left"]))
+        print(shown[table["note"] == ""].to_string(index=False))
+    missing = table[table["note"] != ""]
+    if len(missing):
+        print(f"\nno run-store grid at preset {args.preset!r}:")
+        for r in missing.itertuples():
+            print(f"  {r.runner} {r.part}: {r.note}")
+    have = table[table["note"] == ""]
+    print(
+        f"\n{int(have.jobs.sum())} jobs at preset {args.preset!r}: {int(have.finished.sum())} finished, "
+        f"{int(have.left.sum())} left"
+        + (
+            f"; about {have.cpu_hours_left.fillna(0).sum():.1f} CPU-hours left (measured here, one thread)"
+            if args.estimate
+            else "; --estimate measures the CPU-hours left"
+        )
+    )
+    return 0
