@@ -405,37 +405,19 @@ EXPERIMENTS["ch2.multihead"]["cpu-hours"] = {
 # cells are only those Thm 5's rule reads: one head at N ∈ {2, 4, 8} and the MHA pairs with M·N on that grid,
 # (2, 2), (2, 4), (4, 2); the regime and recipe are the fig8 part's. 18 jobs, about 1.6 CPU-hours (80 ms per step).
 _THM5_CELLS = [["MHA", "code", 1, n] for n in (2, 4, 8)] + [["MHA", "code", m, n] for m, n in ((2, 2), (2, 4), (4, 2))]
+_THM5_SHARED = ("V", "Nf", "L", "D", "batch", "warmup", "hold", "grad_clip", "n_eval", "n_noise", "values")
+
+
+def _thm5(preset: str, **sizes) -> dict:
+    """Thm 5's cells in the regime of ch2.multihead's ``preset`` entry, with ``sizes`` (seeds, steps, ...) on top."""
+    base = EXPERIMENTS["ch2.multihead"][preset]
+    return {**{k: base[k] for k in _THM5_SHARED}, "Ns": [2, 4, 8], "Ms": [1, 2, 4], "cells": _THM5_CELLS, **sizes}
+
+
 EXPERIMENTS["ch2.thm5"] = {
-    # ci: the ci multihead regime (a check that the part runs; the claim reads the cpu-hours bundle)
-    "ci": {
-        **{k: EXPERIMENTS["ch2.multihead"]["ci"][k] for k in ("V", "Nf", "L", "D", "batch", "warmup", "hold")},
-        **{k: EXPERIMENTS["ch2.multihead"]["ci"][k] for k in ("grad_clip", "n_eval", "n_noise", "values")},
-        "Ns": [2, 4, 8],
-        "Ms": [1, 2, 4],
-        "cells": _THM5_CELLS,
-        "seeds": 1,
-        "steps": 300,
-    },
-    # paper: the same cells at the paper's evaluation size (2000 sequences)
-    "paper": {
-        **{k: EXPERIMENTS["ch2.multihead"]["paper"][k] for k in ("V", "Nf", "L", "D", "batch", "warmup", "hold")},
-        **{k: EXPERIMENTS["ch2.multihead"]["paper"][k] for k in ("grad_clip", "n_eval", "n_noise", "values")},
-        "Ns": [2, 4, 8],
-        "Ms": [1, 2, 4],
-        "cells": _THM5_CELLS,
-        "seeds": 3,
-        "steps": 4000,
-    },
-    "cpu-hours": {
-        **{k: EXPERIMENTS["ch2.multihead"]["cpu-hours"][k] for k in ("V", "Nf", "L", "D", "batch", "warmup")},
-        **{k: EXPERIMENTS["ch2.multihead"]["cpu-hours"][k] for k in ("grad_clip", "n_eval", "n_noise", "values")},
-        "Ns": [2, 4, 8],
-        "Ms": [1, 2, 4],
-        "cells": _THM5_CELLS,
-        "seeds": 3,
-        "steps": 4000,
-        "hold": 1400,
-    },
+    "ci": _thm5("ci", seeds=1, steps=300),  # a check that the part runs; the claim reads the cpu-hours bundle
+    "paper": _thm5("paper", seeds=3, steps=4000),  # the paper's evaluation size (2000 sequences)
+    "cpu-hours": _thm5("cpu-hours", seeds=3, steps=4000, hold=1400),
 }
 
 # Runner ch2_reference_grid (run store, one job per cell and seed): the authors' README reference grid
