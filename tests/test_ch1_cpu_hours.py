@@ -47,7 +47,8 @@ def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
     jobs = c1.jobs_for("cpu-hours", smoke=True)
     # k1, k2, k4 × 2 smoke seeds + T=128 × κ ∈ {1, 4} × 5 models × 2 seeds + the full Mamba LM × 2 seeds
     # + the learned W_o × 2 targets × 2 seeds + row 3 size-matched × 2 conv widths × κ ∈ {1, 4} × 2 seeds
-    assert len(jobs) == 3 * 2 + 2 * 5 * 2 + 2 + 2 * 2 + 2 * 2 * 2
+    # + the full Mamba over the doubled one-hot embedding × 2 seeds
+    assert len(jobs) == 3 * 2 + 2 * 5 * 2 + 2 + 2 * 2 + 2 * 2 * 2 + 2
     assert f"{len(jobs)} jobs: 0 finished (skipped), {len(jobs)} left" in "\n".join(smoke_grid["logs"])
     assert f"{len(jobs)} jobs: {len(jobs) - 1} finished (skipped), 1 left" in "\n".join(smoke_grid["logs"])
     for path, mtime in smoke_grid["first"].items():
@@ -56,7 +57,8 @@ def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
     assert smoke_grid["victim"].exists()
     ckpts = sorted(p.name for p in (smoke_grid["root"] / "checkpoints").glob("*.pt"))
     assert "ch1_k1_cpu-hours_smoke_seed1.pt" in ckpts and "ch1_full_mamba_cpu-hours_smoke_seed1.pt" in ckpts
-    assert len(ckpts) == 8 + 4  # + the learned-W_o models
+    assert "ch1_full_onehot_cpu-hours_smoke_seed1.pt" in ckpts
+    assert len(ckpts) == 8 + 4 + 2  # + the learned-W_o models + the doubled one-hot full models
 
 
 def test_bundles_have_interval_columns(smoke_grid):
@@ -219,7 +221,7 @@ def test_existing_parts_keep_their_jobs():
 
     both = [job_key(j) for j in c1.jobs_for(parts=["models", "table1"])]
     everything = [job_key(j) for j in c1.jobs_for()]
-    assert everything[: len(both)] == both and len(both) == 9 + 30 and len(everything) == len(both) + 3 + 10 + 12
+    assert everything[: len(both)] == both and len(both) == 9 + 30 and len(everything) == len(both) + 3 + 10 + 12 + 3
     full = c1.jobs_for(parts=["full_mamba"])
     assert [j["experiment"] for j in full] == [c1.FULL_EXPERIMENT] * 3 and [j["seed"] for j in full] == [0, 1, 2]
     assert [job_key(j) for j in full] == everything[len(both) : len(both) + 3]
@@ -230,6 +232,12 @@ def test_existing_parts_keep_their_jobs():
     matched = c1.jobs_for(parts=["table1_matched"])
     assert sorted({j["config"]["sizes"]["conv_width"] for j in matched}) == [2, 4] and len(matched) == 12
     assert {j["config"]["sizes"]["tf_d_model"] for j in matched} == {8}
+    onehot = c1.jobs_for(parts=["full_onehot"])  # the full Mamba over the doubled one-hot embedding, 3 seeds
+    assert [j["experiment"] for j in onehot] == [c1.ONEHOT_EXPERIMENT] * 3
+    assert {job_key(j) for j in onehot} <= set(everything)
+        job_key(j) for j in onehot
+    ]
+    assert {j["config"]["sizes"]["embedding"] for j in onehot} == {"doubled_one_hot"}
     with pytest.raises(ValueError, match="full_mamba"):
         c1.jobs_for(parts=["fig7"])
 
