@@ -235,8 +235,6 @@ def test_existing_parts_keep_their_jobs():
     onehot = c1.jobs_for(parts=["full_onehot"])  # the full Mamba over the doubled one-hot embedding, 3 seeds
     assert [j["experiment"] for j in onehot] == [c1.ONEHOT_EXPERIMENT] * 3
     assert {job_key(j) for j in onehot} <= set(everything)
-        job_key(j) for j in onehot
-    ]
     assert {j["config"]["sizes"]["embedding"] for j in onehot} == {"doubled_one_hot"}
     with pytest.raises(ValueError, match="full_mamba"):
         c1.jobs_for(parts=["fig7"])
