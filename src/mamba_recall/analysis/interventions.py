@@ -720,14 +720,15 @@ def forgetting_held_at_one(model, batch, where: str) -> dict:
     position but the write pairs (k, v): the forget regime and the read pairs' forgetting removed, the erase kept) or
     ``"writes"`` (only the write pairs: the erase removed) — the input terms unchanged.
     Returns the query accuracy of the latest value and the share of rebound-key queries where the latest value beats
-    the previous binding, as trained (``*_before``) and under the intervention (``*_held``), on ``batch``."""
+    the previous binding, as trained (``*_before``) and under the intervention (``*_held``), on ``batch``, the number
+    of positions held and the largest |recomputed − model forward| logit (``recompute_error``)."""
     from .recall_probes import recency_margins
     from ..labels import labelled_accuracy
     from ..tasks.latest_value import NOISE, WRITE
 
     if where not in ("noise", "except_writes", "writes"):
         raise ValueError(f"where={where!r}: 'noise', 'except_writes' or 'writes'.")
-    _, decay, inp, events = k1_recurrence(model, batch, "forgetting_held_at_one")
+    logits, decay, inp, events = k1_recurrence(model, batch, "forgetting_held_at_one")
     write = torch.as_tensor(events == WRITE)
     hold = {"noise": torch.as_tensor(events == NOISE), "except_writes": ~write, "writes": write}[where]
     before = held_scan(model, decay, inp, torch.zeros_like(write))
@@ -740,4 +741,5 @@ def forgetting_held_at_one(model, batch, where: str) -> dict:
         "margin_positive_held": rh["margin_positive"],
         "rebound_queries": rb["n"],
         "held_positions": int(hold.sum()),
+        "recompute_error": float((before - logits).abs().max()),  # the recomputation against the model's scan
     }

@@ -66,7 +66,7 @@ import pandas as pd
 import torch
 
 from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
-from ..analysis.interventions import FixedLogits, held_scan, k1_recurrence
+from ..analysis.interventions import forgetting_held_at_one
 from ..claims import p000
 from ..presets import experiment
 from ..runstore import add_grid_args, aggregate, finished_status, grid_main, save_grid_bundle, make_job
@@ -230,27 +230,17 @@ def noise_forgetting_probe(model, batch) -> dict:
     erase of §3 removed: the new value is added on top of the old). Returns the query accuracy of the latest value before / after, the share
     of rebound-key queries where the latest value beats the previous binding (as 000/Sec3-recency), and the largest
     |before − model forward| (the recomputation agrees with the model's scan)."""
-    from ..analysis.recall_probes import recency_margins
-    from ..labels import labelled_accuracy
-    from ..tasks.latest_value import NOISE, WRITE
-
-    logits, decay, inp, events = k1_recurrence(model, batch, "noise_forgetting_probe")
-    noise, write = torch.as_tensor(events == NOISE), torch.as_tensor(events == WRITE)  # (b, T)
-
-    before = held_scan(model, decay, inp, torch.zeros_like(noise))
-    after = held_scan(model, decay, inp, noise)
-    no_erase = held_scan(model, decay, inp, write)
-
-    rb, ra = recency_margins(FixedLogits(before, model), batch), recency_margins(FixedLogits(after, model), batch)
+    noise = forgetting_held_at_one(model, batch, "noise")
+    writes = forgetting_held_at_one(model, batch, "writes")
     return {
-        "probe_accuracy_before": float(labelled_accuracy(before, batch.query_labels)),
-        "probe_accuracy_after": float(labelled_accuracy(after, batch.query_labels)),
-        "probe_margin_positive_before": rb["margin_positive"],
-        "probe_margin_positive_after": ra["margin_positive"],
-        "probe_accuracy_no_write_erase": float(labelled_accuracy(no_erase, batch.query_labels)),
-        "probe_rebound_queries": rb["n"],
-        "probe_noise_pairs": int(noise.sum()),
-        "probe_recompute_error": float((before - logits).abs().max()),
+        "probe_accuracy_before": noise["accuracy_before"],
+        "probe_accuracy_after": noise["accuracy_held"],
+        "probe_margin_positive_before": noise["margin_positive_before"],
+        "probe_margin_positive_after": noise["margin_positive_held"],
+        "probe_accuracy_no_write_erase": writes["accuracy_held"],
+        "probe_rebound_queries": noise["rebound_queries"],
+        "probe_noise_pairs": noise["held_positions"],
+        "probe_recompute_error": noise["recompute_error"],
     }
 
 
