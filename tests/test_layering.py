@@ -84,6 +84,7 @@ MODULE_LAYERS = {
     ),
     f"{PACKAGE}.notebook": ("entry", "the first cell of every notebook: sets up everything below"),
     f"{PACKAGE}.cli": ("entry", "the command line: runs runners, notebooks and the checks"),
+    f"{PACKAGE}.plan": ("entry", "the plan of every run-store grid (imports the runners), called by the command line"),
     f"{PACKAGE}.__main__": ("entry", "python -m mamba_recall, the command line"),
     f"{PACKAGE}.bench": ("entry", "the scan and training benchmarks, called by the command line"),
     f"{PACKAGE}.bench_ch2": ("entry", "the Chapter 2 grid timing benchmark (its own entry point)"),
