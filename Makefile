@@ -85,7 +85,6 @@ bench: $(STAMP)
 # Regenerate every committed result (see README, "Results"): the scan benchmark, then the committed
 # runs of every experiment runner in src/mamba_recall/experiments (ONLY="ch2_scaling ..." picks some).
 reproduce: $(STAMP)
-	$(if $(ONLY),,$(PY) -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json)
 	$(PY) -m mamba_recall reproduce $(if $(ONLY),--only $(ONLY))
 
 # Rewrite the committed notebook outputs in book/ (what nbval compares against).

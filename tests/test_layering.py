@@ -61,6 +61,10 @@ MODULE_LAYERS = {
         "result bundles and checkpoints (imports paths, runners): written by the "
         "runners, read by analysis.primacy, views and claims",
     ),
+    f"{PACKAGE}.manifest": (
+        "base",
+        "the results manifest: committed results, their commands and readers (reads results)",
+    ),
     f"{PACKAGE}.runners": (
         "base",
         "the runner list, found at run time with importlib; results names the "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -375,11 +376,11 @@ def check_outputs(executed: Path, notebooks: list[Path]) -> list[str]:
 
 
 def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool = False) -> None:
-    """Regenerate results: each runner's ``COMMITTED_RUNS`` (the runs whose outputs are committed), or,
-    with ``preset``, every runner at that preset on ``device`` (e.g. the papers' sizes on a GPU).
-    ``allow_long``: the runner processes may start runs estimated at over an hour (``longrun``)."""
-    import importlib
-
+    """Regenerate results: the commands of the results manifest (``results/manifest.json``: each committed
+    result's recorded command, each once, a command dropped when a broader one makes its result too), or, with
+    ``preset``, every runner at that preset on ``device`` (e.g. the papers' sizes on a GPU). ``allow_long``: the
+    runner processes may start runs estimated at over an hour (``longrun``)."""
+    from . import manifest
     from .longrun import ENV_ALLOW_LONG
 
     env = (
@@ -389,24 +390,24 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
     )
 
     runners = experiment_runners()
-    unknown = sorted(set(only) - set(runners))
+    known = [*runners, "bench"]
+    unknown = sorted(set(only) - set(known))
     if unknown:
-        raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(runners)}.")
-    for name in [n for n in runners if n in only] if only else runners:
-        module = importlib.import_module(f"mamba_recall.experiments.{name}")
-        if preset is None:
-            if not hasattr(module, "COMMITTED_RUNS"):
-                raise SystemExit(
-                    f"error: runner {name} has no COMMITTED_RUNS list; add the argument lists that "
-                    "produce its committed results."
-                )
-            runs = module.COMMITTED_RUNS
-        else:
-            runs = [["--preset", preset, "--device", device]]
-        for args in runs:
-            cmd = [sys.executable, "-m", f"mamba_recall.experiments.{name}", *args]
-            print("+ python", " ".join(cmd[1:]), flush=True)
-            subprocess.run(cmd, check=True, env=env)
+        raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(known)}.")
+    if preset is None:
+        commands = manifest.reproduce_commands(manifest.load(), ["bench", *runners])
+        runs = [shlex.split(c)[2:] for c in commands]  # drop "python -m"
+        runs = [r for r in runs if not only or manifest.parse_command("python -m " + " ".join(r))[0] in only]
+    else:
+        runs = [
+            [f"mamba_recall.experiments.{n}", "--preset", preset, "--device", device]
+            for n in runners
+            if not only or n in only
+        ]
+    for args in runs:
+        cmd = [sys.executable, "-m", *args]
+        print("+ python", " ".join(cmd[1:]), flush=True)
+        subprocess.run(cmd, check=True, env=env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -462,6 +463,14 @@ def main(argv: list[str] | None = None) -> int:
         nargs="?",
         default=BUILD_DIR / "executed",
         help="folder of executed notebooks mirroring book/ (default _build/executed, the book pass)",
+    )
+    p_manifest = sub.add_parser("manifest", help="check the results manifest (results/manifest.json) or rewrite it")
+    p_manifest.add_argument("--write", action="store_true", help="rewrite it from the committed results")
+    p_manifest.add_argument(
+        "--scorecard",
+        type=Path,
+        default=None,
+        help="with --write: take the claims each result serves from this scorecard (a book pass's _build/scorecard)",
     )
     sub.add_parser("plan", help="every run-store grid at a preset: jobs finished and left, CPU-hours, command")
     sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
@@ -533,6 +542,18 @@ def _dispatch(args) -> int:
         reproduce(args.preset, args.device, args.only, allow_long=args.allow_long)
     elif args.command == "refresh":
         refresh_committed_outputs(args.targets)
+    elif args.command == "manifest":
+        from . import manifest
+
+        if args.write:
+            claims = None
+            if args.scorecard is not None:
+                claims, unknown = manifest.claims_from_scorecard(args.scorecard, manifest.scan())
+                _fail_on(unknown, f"error: the scorecard reads {len(unknown)} result(s) no entry holds.")
+            print(f"results manifest written: {manifest.write(claims)}")
+        problems = manifest.problems()
+        _fail_on(problems, f"error: {len(problems)} problem(s) with the committed results (results/manifest.json).")
+        print(f"results manifest: {len(manifest.load())} entries, every one complete and made from a clean tree")
     elif args.command == "check-outputs":
         notebooks = toc_notebooks()
         missing = [str(nb) for nb in notebooks if not (args.executed / nb).exists()]
@@ -559,4 +580,9 @@ def _dispatch(args) -> int:
         )
         trained = sum(1 for cid, v in verdicts.items() if cid in core.REGISTRY and core.REGISTRY[cid].rule.trained)
         print(f"controls of the scorecard's {trained} trained claims checked (claims.core.audit_controls)")
+        from . import manifest
+
+        wrong = manifest.claim_problems(scorecard_dir())
+        _fail_on(wrong, f"error: the results manifest and the scorecard disagree on {len(wrong)} result(s).")
+        print("the results manifest names every claim that reads each committed result")
     return 0

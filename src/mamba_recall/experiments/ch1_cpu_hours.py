@@ -794,11 +794,6 @@ def write_bundles(
     return paths
 
 
-# The runs whose outputs are committed (``make reproduce`` re-aggregates the committed run store; the training
-# itself is the command in the module docstring, about 3 CPU-hours).
-COMMITTED_RUNS = [["--preset", "cpu-hours", "--aggregate-only"]]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours"])

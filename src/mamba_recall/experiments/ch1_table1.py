@@ -182,10 +182,6 @@ def run_table(sizes: dict, seed: int = 0, device="cpu", models=None) -> pd.DataF
     return pd.DataFrame([run_cell(m, T, k, sizes, seed, device) for m, T, k in grid])
 
 
-# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--preset", "ci"]]
-
-
 def main(argv=None):
     from ..presets import experiment
     from ..results import save_bundle

@@ -211,10 +211,6 @@ def load_or_train(
     return Sourced(model, test, evaluate(model, test.inputs, test.query_labels), sizes, preset, made_on, source)
 
 
-# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--preset", "paper", "--only", "k1", "k1_masked", "wo"], ["--preset", "ci"]]
-
-
 def main(argv=None):
     with results.command_provenance():  # the bundle records the git state from before the checkpoints were written
         return _main(argv)

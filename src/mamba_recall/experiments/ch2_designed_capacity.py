@@ -105,9 +105,6 @@ def run(cfg: dict, log=print) -> dict[str, pd.DataFrame]:
     return {"capacity": cap, "fits": pd.DataFrame(fits), "law_errors": pd.DataFrame(errors)}
 
 
-COMMITTED_RUNS = [["--preset", "cpu-hours"]]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])

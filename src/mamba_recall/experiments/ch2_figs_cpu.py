@@ -445,10 +445,6 @@ def describe(bundle) -> tuple[str, pd.DataFrame]:
     return head, bundle.tables["cells"][cols]
 
 
-# The runs whose outputs are committed (``make reproduce`` repeats them; finished jobs are skipped).
-COMMITTED_RUNS = [["--preset", "cpu-hours"]]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours"])

@@ -39,7 +39,6 @@ NOISE_SEED = 2 * 10**6
 HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit in [-1, 2]
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
 
 
 @torch.no_grad()

@@ -281,10 +281,6 @@ def load_comparison(preset: str = "cpu-hours", log=print):
     return table[[c for c in cols if c in table]], bundle
 
 
-# The runs whose outputs are committed (``make reproduce`` repeats them; finished jobs are skipped).
-COMMITTED_RUNS = [["--preset", "ci"], ["--preset", "cpu-hours"]]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])

@@ -457,10 +457,6 @@ def run_full(cfg, device, log, backend="auto"):
     return pd.DataFrame(rows)
 
 
-# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="ci", choices=["ci", "paper"])

@@ -87,10 +87,6 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return save_grid_bundle(name, data, config, command=command, tables=tables, log=log)
 
 
-# The runs whose outputs are committed (``make reproduce`` repeats them; finished jobs are skipped).
-COMMITTED_RUNS = [["--preset", "ci"], ["--preset", "cpu-hours"]]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])

@@ -138,10 +138,6 @@ write_bundle = store_bundle_writer(
 )
 
 
-# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
-
-
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.ih_train", "ch3_induction", argv)
     if args.preset in STORE_PRESETS:

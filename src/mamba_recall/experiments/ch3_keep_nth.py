@@ -376,10 +376,6 @@ write_bundle = store_bundle_writer(
 )
 
 
-# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
-
-
 def main(argv=None):
     from ..results import command_provenance
 

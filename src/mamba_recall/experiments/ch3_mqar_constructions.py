@@ -21,10 +21,6 @@ from ..theory.mqar_constructions import VARIANTS, construction_accuracy, theory_
 from .ch3_common import parse, save_runner_bundle
 
 
-# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
-
-
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.mqar_constructions", "ch3_mqar_constructions", argv)
     cfg = args.sizes

@@ -136,10 +136,6 @@ write_bundle = store_bundle_writer(
 )
 
 
-# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [["--preset", "ci", "--device", "cpu"]]
-
-
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.mqar_train", "ch3_mqar_train", argv)
     if args.preset in STORE_PRESETS:

@@ -571,11 +571,6 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
     return path
 
 
-# The runs whose outputs are committed (``make reproduce ONLY=ch4_edge``): the family's training (hours on one
-# CPU thread per model; the run store skips committed models), then the claim checks at each model's L_p.
-COMMITTED_RUNS = [["--preset", "cpu-hours", "--allow-long"], ["--preset", "cpu-hours", "--checks", "--allow-long"]]
-
-
 def main(argv=None):
     """The command line (module docstring): the edge grid, or with ``--checks`` the checks grid, on the shared
     run-store flow (:func:`mamba_recall.runstore.grid_main`); ``--aggregate-only`` without ``--checks`` writes both

@@ -57,7 +57,6 @@ CLAIM_IDS = (
 #: :mod:`mamba_recall.claims.p004`, judged there on the edge family's Mamba-2 recipe)
 CLAIM_IDS_M2 = MAMBA2_CLAIMS
 DEPENDS_ON = ("ch4_train",)  # `reproduce` retrains the checkpoints first
-COMMITTED_RUNS = [["--model", m, "--preset", "ci"] for m in ("s_small", "s_small_seed1", "s_mix")]
 
 
 def claim_inputs(

@@ -341,15 +341,6 @@ def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threa
     return model, out.with_suffix(".json")
 
 
-# The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-COMMITTED_RUNS = [
-    ["--model", "s_small", "--preset", "ci", "--device", "cpu"],
-    ["--model", "s_small_seed1", "--preset", "ci", "--device", "cpu"],
-    ["--model", "s_mix", "--preset", "ci", "--device", "cpu"],  # s_mix starts from s_small
-    ["--model", "s_m2", "--preset", "ci", "--device", "cpu"],
-]
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", choices=MODELS, default="s_small")

@@ -1,0 +1,157 @@
+"""The results manifest (``results/manifest.json``, :mod:`mamba_recall.manifest`): it lists every committed result
+with the command that makes it, every entry is complete and loads, and the run-store bundles were made from the
+jobs their runners make today. Its reproduce list runs each command once."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mamba_recall import manifest
+from mamba_recall.paths import REPO_ROOT
+
+# Results made from a tree with uncommitted changes, before provenance recorded which files: each is remade by its
+# command from a clean checkout (issue 30). The S-models' weights would change with the library's scan since (they
+# were trained at f40bbda and earlier), and every Chapter 4 check bundle and page that reads them with them; the
+# benchmark needs a quiet machine. The test below fails when another result is dirty and when one of these is
+# remade clean (so this list only shrinks).
+REMAKE_PENDING = {
+    "scan_bench_cpu",
+    "ch4_edge_d2_cpu-hours_seed2",
+    "ch4_edge_d2_smalldt_cpu-hours_seed2",
+    "ch4_s_m2",
+    "ch4_s_mix",
+    "ch4_s_small",
+    "ch4_s_small_seed1",
+}
+
+
+def test_every_committed_result_is_in_the_manifest_complete_and_clean():
+    problems = manifest.problems()
+    dirty = {p.split(":")[0] for p in problems if "uncommitted changes" in p}
+    others = [p for p in problems if "uncommitted changes" not in p]
+    assert others == []
+    assert dirty <= REMAKE_PENDING, f"made from a dirty tree: {sorted(dirty - REMAKE_PENDING)}"
+    assert REMAKE_PENDING <= dirty, f"remade clean: drop {sorted(REMAKE_PENDING - dirty)} from REMAKE_PENDING"
+
+
+def test_run_store_bundles_hold_only_jobs_their_runners_make_today():
+    """A bundle of a run-store grid records the keys of its jobs; each key hashes (experiment, resolved config,
+    seed), so a key that no runner makes today means the bundle's config is not what its runner would make."""
+    from mamba_recall import plan
+
+    today: dict[str, set[str]] = {}
+    for grid in plan.grids():
+        for preset in ("ci", "cpu-hours"):
+            try:
+                jobs = grid.jobs(preset)
+            except (SystemExit, KeyError, ValueError):
+                continue  # no grid at that preset
+            today.setdefault(preset, set()).update(j["key"] for j in jobs)
+    checked = 0
+    for entry in manifest.load():
+        if entry.kind != "bundle":
+            continue
+        record = json.loads((REPO_ROOT / f"results/{entry.name}.json").read_text())
+        data = record.get("data")
+        if not isinstance(data, dict) or "run_keys" not in data:
+            continue
+        stale = set(data["run_keys"]) - today.get(entry.preset, set())
+        assert not stale, f"{entry.name}: {len(stale)} job(s) its runner no longer makes; remake it: {entry.command}"
+        checked += 1
+    assert checked >= 18
+
+
+def _copy(names: list[str], root: Path) -> None:
+    (root / "results" / "checkpoints").mkdir(parents=True)
+    (root / "results" / "external").mkdir()
+    for name in names:
+        for path in (REPO_ROOT / "results").glob(f"{name}.*"):
+            shutil.copy2(path, root / "results" / path.name)
+        for path in (REPO_ROOT / "results" / "checkpoints").glob(f"{name}.*"):
+            shutil.copy2(path, root / "results" / "checkpoints" / path.name)
+
+
+def test_the_check_finds_a_missing_entry_a_lost_table_a_stray_file_a_corrupt_bundle_and_a_dirty_result(tmp_path):
+    _copy(["ch2_thm5_cpu-hours", "ch1_k1_ci"], tmp_path)
+    manifest.write({"ch2_thm5_cpu-hours": ("002/Thm5-MHA-MN",)}, root=tmp_path)
+    assert manifest.problems(tmp_path) == []
+    entries = {e.name: e for e in manifest.load(tmp_path / "results" / "manifest.json")}
+    assert entries["ch2_thm5_cpu-hours"].runner == "ch2_figs_cpu"
+    assert entries["ch2_thm5_cpu-hours"].cpu_seconds == pytest.approx(5127.1)
+    assert entries["ch2_thm5_cpu-hours"].claims == ("002/Thm5-MHA-MN",)
+    assert entries["ch1_k1_ci"].files == ("results/checkpoints/ch1_k1_ci.json", "results/checkpoints/ch1_k1_ci.pt")
+
+    (tmp_path / "results" / "stray.csv").write_text("a\n1\n")
+    (tmp_path / "results" / "ch2_thm5_cpu-hours.runs.csv").unlink()
+    _copy(["ch4_s_small"], tmp_path / "more")
+    shutil.copy2(tmp_path / "more/results/checkpoints/ch4_s_small.json", tmp_path / "results/checkpoints")
+    shutil.copy2(tmp_path / "more/results/checkpoints/ch4_s_small.pt", tmp_path / "results/checkpoints")
+    found = "\n".join(manifest.problems(tmp_path))
+    assert "ch4_s_small: committed under results/ but not in the manifest" in found
+    assert "results/stray.csv: a file under results/ that no bundle" in found
+    assert "ch2_thm5_cpu-hours: its files results/ch2_thm5_cpu-hours.runs.csv are missing" in found
+    assert "ch4_s_small: made from a tree with uncommitted changes" in found
+
+    shutil.copy2(REPO_ROOT / "results/ch2_thm5_cpu-hours.runs.csv", tmp_path / "results")
+    path = tmp_path / "results" / "ch2_thm5_cpu-hours.json"
+    path.write_text(path.read_text().replace('"seeds": 3', '"seeds": 4', 1))
+    assert any(p.startswith("ch2_thm5_cpu-hours: does not load") for p in manifest.problems(tmp_path))
+
+
+def test_claims_come_from_a_scorecard_and_a_disagreement_is_named(tmp_path):
+    _copy(["ch2_thm5_cpu-hours"], tmp_path)
+    manifest.write({}, root=tmp_path)
+    card = tmp_path / "card"
+    card.mkdir()
+    record = {"claim_id": "002/Thm5-MHA-MN", "evidence": {"source": "results/ch2_thm5_cpu-hours.json"}}
+    (card / "a.json").write_text(json.dumps(record))
+    (card / "b.json").write_text(json.dumps({"claim_id": "000/X", "evidence": {"source": "results/gone.json"}}))
+    found = manifest.claim_problems(card, root=tmp_path)
+    assert "000/X reads results/gone.json, which no manifest entry holds" in found
+    assert any("ch2_thm5_cpu-hours: the manifest says claims [], the scorecard ['002/Thm5-MHA-MN']" in p for p in found)
+
+
+def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
+    def entry(command):
+        return manifest.Entry("x", "bundle", (), command, None, None, None, None, None, True)
+
+    ex = "python -m mamba_recall.experiments."
+    commands = [
+        ex + "ch1_training --preset ci --device cpu",
+        ex + "ch1_training --preset ci --only k2",  # covered by the first
+        ex + "ch1_training --preset paper --only k1 k1_masked wo",
+        ex + "ch1_training --preset paper --only k1",  # covered by the one above
+        ex + "ch4_edge --preset cpu-hours --allow-long",
+        ex + "ch4_edge --preset cpu-hours --recipes d2 --allow-long",  # covered: the whole grid
+        ex + "ch4_edge --preset cpu-hours --checks --allow-long",  # not covered: another output
+        ex + "ch4_train --model s_small --preset ci",
+        ex + "ch4_train --model s_mix --preset ci --device cpu",  # another model
+        ex + "ch2_scaling --preset ci",
+        ex + "ch2_scaling --preset ci --device cpu",  # the same run: one of the two is kept
+        "python -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json",
+    ]
+    order = ["bench", "ch1_training", "ch2_scaling", "ch4_train", "ch4_edge"]
+    got = manifest.reproduce_commands([entry(c) for c in commands], order)
+    assert got == [
+        "python -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json",
+        ex + "ch1_training --preset ci --device cpu",
+        ex + "ch1_training --preset paper --only k1 k1_masked wo",
+        ex + "ch2_scaling --preset ci",
+        ex + "ch4_train --model s_mix --preset ci --device cpu",
+        ex + "ch4_train --model s_small --preset ci",
+        ex + "ch4_edge --preset cpu-hours --allow-long",
+        ex + "ch4_edge --preset cpu-hours --checks --allow-long",
+    ]
+
+
+def test_the_committed_manifest_gives_make_reproduce_its_commands():
+    from mamba_recall.runners import experiment_runners
+
+    commands = manifest.reproduce_commands(manifest.load(), ["bench", *experiment_runners()])
+    runners = [manifest.parse_command(c)[0] for c in commands]
+    assert runners[0] == "bench" and runners.index("ch4_train") < runners.index("ch4_model_checks")
+    assert len(commands) == len(set(commands)) and len(commands) < len({e.command for e in manifest.load()})
