@@ -5,6 +5,7 @@
 #               build (plain papermill on every notebook), its checked outputs against book/ (as nbval-lax)
 #               and the browser check
 # Variables: PRESET=ci|paper  DEVICE=auto|cpu|cuda  BACKEND=auto|reference|chunked|mamba_ssm|fused  PYTHON=python3
+#            JOBS=2 (test files and notebooks run at once; outputs do not depend on it)
 
 PYTHON ?= python3
 PRESET ?= ci
@@ -16,6 +17,8 @@ STAMP := $(VENV)/.installed
 
 # Seconds any one cell may run in the batch passes (a hang stops there with an error).
 CELL_TIMEOUT ?= 900
+# Processes that run test files (pytest-xdist, one file per process) and notebooks (one kernel each) at once.
+JOBS ?= 2
 
 .PHONY: book test lint pytest nbval smoke browser bench reproduce refresh venv lab clean
 
@@ -45,7 +48,7 @@ lab: $(STAMP)
 # Executes every notebook with papermill (no environment variable; the README's plain papermill run),
 # then builds the HTML book.
 book: $(STAMP)
-	$(PY) -m mamba_recall book --preset $(PRESET) --device $(DEVICE) --backend $(BACKEND) \
+	$(PY) -m mamba_recall book --preset $(PRESET) --device $(DEVICE) --backend $(BACKEND) --jobs $(JOBS) \
 	  $(if $(filter ci,$(PRESET)),--timeout $(CELL_TIMEOUT))
 
 # ruff (configured in pyproject.toml) on the library, the tests and the notebooks: lint, and the format check.
@@ -58,7 +61,7 @@ lint: $(STAMP)
 PAPERS ?= $(wildcard $(abspath ../shared/papers))
 
 pytest: $(STAMP)
-	$(if $(PAPERS),MAMBA_RECALL_PAPERS=$(PAPERS)) $(PY) -m pytest -ra tests
+	$(if $(PAPERS),MAMBA_RECALL_PAPERS=$(PAPERS)) $(PY) -m pytest -ra -n $(JOBS) --dist loadfile tests
 
 nbval: $(STAMP)
 	$(PY) -m pytest -ra --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider book
@@ -66,7 +69,7 @@ nbval: $(STAMP)
 # The paper path of every notebook with the smoke cap (every grid axis, verdict branch, bundle and chart; a
 # handful of steps and cells; see mamba_recall.presets): papermill -p preset paper -p smoke True -p device cpu.
 smoke: $(STAMP)
-	$(PY) -m mamba_recall run all --preset paper --smoke --device cpu --out _build/smoke --timeout $(CELL_TIMEOUT)
+	$(PY) -m mamba_recall run all --preset paper --smoke --device cpu --out _build/smoke --timeout $(CELL_TIMEOUT) --jobs $(JOBS)
 
 browser: $(STAMP)
 	$(PY) -m mamba_recall check-browser _build/html --toc _toc.yml

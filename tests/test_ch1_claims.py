@@ -273,7 +273,7 @@ def test_fig4d_on_the_paper_checkpoint(paper_k1):
 
 def test_chapter1_checks_print_their_numbers_with_library_thresholds():
     """A check cell prints the measured quantity next to pass/FAIL, never a bare True/False, and takes its tolerance
-    from mamba_recall.claims.p000 rather than typing it in."""
+    from mamba_recall.claims.ch1 rather than typing it in."""
     import json
     import re
     from pathlib import Path
@@ -294,9 +294,9 @@ def test_chapter1_checks_print_their_numbers_with_library_thresholds():
     nb1 = json.loads((book / "01_task_and_model.ipynb").read_text())
     outs = "".join("".join(o.get("text", "")) for c in nb1["cells"] for o in c.get("outputs", []))
     assert "max |logits − reference| ≤ 1e-12 (bound 1e-10): pass" in outs
-    from mamba_recall.claims import p000
+    from mamba_recall.claims import ch1
 
-    assert p000.FLOAT64_AGREE == 1e-10 and p000.FLOAT32_AGREE == 1e-7
+    assert ch1.FLOAT64_AGREE == 1e-10 and ch1.FLOAT32_AGREE == 1e-7
 
 
 def test_alg1_printed_is_the_papers_y_as_printed():

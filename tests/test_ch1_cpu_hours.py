@@ -195,7 +195,7 @@ def test_notebook_helpers_fall_back_to_the_one_seed_evidence(smoke_grid, tmp_pat
 
     from mamba_recall import results
     from mamba_recall.claims import check
-    from mamba_recall.claims.p000 import check_table1, load_seeds
+    from mamba_recall.claims.ch1 import check_table1, load_seeds
     from mamba_recall.experiments.ch1_cpu_hours import check_over_seeds
     from mamba_recall.experiments.ch1_training import load_checkpoint
 

@@ -14,7 +14,7 @@ import torch
 
 from mamba_recall import claims
 from mamba_recall.analysis.hashing import auroc, selectivity
-from mamba_recall.claims import judge, p002
+from mamba_recall.claims import ch2, judge
 from mamba_recall.claims.core import across_seeds
 from mamba_recall.presets import experiment
 
@@ -238,7 +238,7 @@ def test_fig15_needs_a_rank_test_that_can_be_significant():
     m = verdict3("002/Fig15", four)
     assert m.status == "reproduced", m  # p = 1/24 at every N, for both entries
     assert one_seed_inconclusive(verdict("002/Fig15", four), "reproduced")  # one seed: capped
-    r, p = p002.spearman_p([1, 2, 4], [3, 2, 1])
+    r, p = ch2.spearman_p([1, 2, 4], [3, 2, 1])
     assert r == pytest.approx(-1.0) and p == pytest.approx(1 / 6)
     # only the wrong entries fall, the correct entry's variance grows with M: one of the two entries is partial
     half = _heads({("MHA", 1, N): 0.5 for N in (1, 2, 4, 8)}, Ms=(1, 2, 4, 8), noise=falling, correct=rising)
@@ -296,7 +296,7 @@ def test_every_claim_of_the_paper_is_declared():
     for c in CH2:
         if c.measure is None:
             assert "`python -m" in c.not_run or "not yet a part of the runner" in c.not_run, c.id
-    assert math.isclose(p002.se(10000), 0.005)
+    assert math.isclose(ch2.se(10000), 0.005)
 
 
 def test_remark1_reads_the_declared_point_estimate_form():

@@ -98,7 +98,7 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
 
     from mamba_recall import results
     from mamba_recall.claims import check, get, judge
-    from mamba_recall.claims import p002
+    from mamba_recall.claims.ch2 import _common
 
     F.main(["--preset", "cpu-hours", "--smoke", "--store", str(smoke_store / "runs"), "--no-estimate"])
     load = {p: results.load_bundle(F.bundle_name(p, "cpu-hours", smoke=True), directory=smoke_store) for p in F.PARTS}
@@ -118,7 +118,7 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
     b = load["tab10"]
     real = dataclasses.replace(b, config={**b.config, "smoke": False})
     m = get("002/Tab10-E").measure(real)
-    seeds = [get("002/Tab10-E").measure.__wrapped__(view) for _, view in p002._seed_views(real)]
+    seeds = [get("002/Tab10-E").measure.__wrapped__(view) for _, view in _common._seed_views(real)]
     per = [s.values["excess_over_copy_floor_se"] for s in seeds]
     assert m.per_seed["excess_over_copy_floor_se"] == per and len(per) == 2
     assert m.values["excess_over_copy_floor_se"] == pytest.approx(sum(per) / 2)
@@ -129,12 +129,12 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
 
 def test_the_ci_bundles_are_read_as_before():
     """With no run-store bundle committed for a part, the claims read the committed ci bundle, unchanged."""
-    from mamba_recall.claims import p002
+    from mamba_recall.claims import ch2
 
-    for part in p002.FIG_PARTS:
-        b = p002.strongest_fig_bundle(part)
-        if not p002.is_run_store_bundle(b):
+    for part in ch2.FIG_PARTS:
+        b = ch2.strongest_fig_bundle(part)
+        if not ch2.is_run_store_bundle(b):
             assert b.config["preset"] == "ci"
     with pytest.raises(ValueError, match="unknown part 'fig9'"):
-        p002.strongest_fig_bundle("fig9")
-    assert p002.remark5_prediction(2, "values") == 0.75 and p002.remark5_prediction(2, "full") == 0.875
+        ch2.strongest_fig_bundle("fig9")
+    assert ch2.remark5_prediction(2, "values") == 0.75 and ch2.remark5_prediction(2, "full") == 0.875

@@ -18,7 +18,7 @@ import torch
 
 from mamba_recall import results
 from mamba_recall.claims import check, get, judge
-from mamba_recall.claims.p003 import fig1_stats
+from mamba_recall.claims.ch3 import fig1_stats
 from mamba_recall.experiments import ch3_keep_nth as keep
 from mamba_recall.presets import experiment
 from mamba_recall.results import Bundle

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from mamba_recall import claims
-from mamba_recall.claims import p004
+from mamba_recall.claims.ch4 import _common as ch4_common
 from mamba_recall.claims.core import across_seeds, judge
 from test_no_working_notes import find_citations
 
@@ -206,9 +206,9 @@ def test_evidence_tier_is_the_checkpoint_recipe():
     v = _judge("004/Sec4.4-recency", {(16, "random"): _curve(U16)})
     assert v.evidence["tier"] == "ci" and v.evidence["seeds"] == 1
     assert v.evidence["source"] == "results/checkpoints/ch4_s_small.pt"
-    ev = p004._evidence(SimpleNamespace(preset="paper", device="cuda"), SIDE, "x")
+    ev = ch4_common._evidence(SimpleNamespace(preset="paper", device="cuda"), SIDE, "x")
     assert ev.tier == "ci"  # a ci-trained checkpoint evaluated at paper size is still ci evidence
-    assert p004._evidence(SimpleNamespace(preset="ci", device="cpu", smoke=True), SIDE, "x").smoke
+    assert ch4_common._evidence(SimpleNamespace(preset="ci", device="cpu", smoke=True), SIDE, "x").smoke
 
 
 # ----------------------------------------------------------------------------- the whole list declared

@@ -128,7 +128,7 @@ def test_edge_runner_smoke_end_to_end(tmp_path):
     (done,) = finished_runs(checks, tmp_path)
     assert done["result"]["probes"] == {}  # an unconverged model: no probe is run, every claim reads not run
     from mamba_recall.analysis.primacy import EdgeFamily
-    from mamba_recall.claims.p004 import check_family
+    from mamba_recall.claims.ch4 import check_family
 
     fam = EdgeFamily.from_runs(finished_runs(checks, tmp_path))
     verdicts = [check_family(cid, fam, "d2", record=False) for cid in fam.runs[0]["measurements"]]
@@ -142,7 +142,7 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     stored measurements."""
     from mamba_recall.analysis.primacy import EdgeFamily
     from mamba_recall.claims import STATUSES
-    from mamba_recall.claims.p004 import check_family
+    from mamba_recall.claims.ch4 import check_family
     from mamba_recall.experiments import ch4_edge as E
     from mamba_recall.experiments.ch4_model_checks import CLAIM_IDS
     from mamba_recall.runstore import finished_runs, run_grid
@@ -151,6 +151,7 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     run_grid(E.RUNNER, jobs, store=tmp_path, progress=False, log=lambda m: None)
     gate = E.edge_gate  # the real gate fails on an untrained model; the point here is the pipeline
     monkeypatch.setattr(E, "edge_gate", lambda model, vocab: {**gate(model, vocab), "passed": True})
+    monkeypatch.setattr(E, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")  # not the shared _build/
     checks = E.checks_jobs("cpu-hours", smoke=True, store=tmp_path)
     run_grid(E.CHECKS_RUNNER, checks, store=tmp_path, progress=False, log=lambda m: None)
     (rec,) = finished_runs(checks, tmp_path)
@@ -161,11 +162,10 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     assert all(v.status in STATUSES for v in verdicts)
     assert any(v.evidence and v.evidence["seeds"] == 1 for v in verdicts)
     # the bundles the book reads: written, loaded, and the same verdicts re-judged from them
-    from mamba_recall.paths import REPO_ROOT
 
     E.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda m: None)
     E.write_checks_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda m: None)
-    loaded = EdgeFamily("cpu-hours", smoke=True, directory=REPO_ROOT / "_build" / "smoke_results")
+    loaded = EdgeFamily("cpu-hours", smoke=True, directory=E.smoke_bundle_dir())
     assert not loaded.missing and loaded.primary is None  # one seed: no recipe can be the primary one
     assert len(loaded.cards()) == 1 and set(loaded.curves["recipe"]) == {"d2"}
     again = [check_family(cid, loaded, "d2", record=False) for cid in CLAIM_IDS]

@@ -10,7 +10,7 @@ import pytest
 
 from mamba_recall.analysis.primacy import MAMBA2_RECIPE, EdgeFamily
 from mamba_recall.claims import STATUSES
-from mamba_recall.claims.p004 import MAMBA2_CLAIMS, check_family, family_table
+from mamba_recall.claims.ch4 import MAMBA2_CLAIMS, check_family, family_table
 from mamba_recall.experiments import ch4_edge as E
 from mamba_recall.experiments.ch4_model_checks import CLAIM_IDS, CLAIM_IDS_M2
 from mamba_recall.runstore import finished_runs, run_grid
@@ -46,7 +46,6 @@ def test_m2_smoke_end_to_end(tmp_path, monkeypatch):
     gate it fails and App. F's three claims read not run; let past the gate, the three claims are measured at the
     model's L_p with notebook 4.6's measurement functions, no Mamba-1 probe runs, and the registry judges the stored
     measurements over the seeds of m2 (one seed: capped below reproduced) and from the bundles the book reads."""
-    from mamba_recall.paths import REPO_ROOT
 
     jobs = E.jobs_for("cpu-hours", smoke=True, recipes=["m2"])[:1]
     run_grid(E.RUNNER, jobs, store=tmp_path, progress=False, log=_quiet)
@@ -67,6 +66,7 @@ def test_m2_smoke_end_to_end(tmp_path, monkeypatch):
 
     gate = E.edge_gate  # the point here is the pipeline past the gate
     monkeypatch.setattr(E, "edge_gate", lambda model, vocab: {**gate(model, vocab), "passed": True})
+    monkeypatch.setattr(E, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")  # not the shared _build/
     run_grid(E.CHECKS_RUNNER, [job], store=tmp_path, progress=False, log=_quiet)
     (rec,) = finished_runs([job], tmp_path)
     res = rec["result"]
@@ -90,7 +90,7 @@ def test_m2_smoke_end_to_end(tmp_path, monkeypatch):
     # the bundles the book reads: written, loaded, re-judged to the same verdicts; m2 alone in its subset
     E.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=_quiet)
     E.write_checks_bundle("cpu-hours", store=tmp_path, smoke=True, log=_quiet)
-    loaded = EdgeFamily("cpu-hours", smoke=True, directory=REPO_ROOT / "_build" / "smoke_results")
+    loaded = EdgeFamily("cpu-hours", smoke=True, directory=E.smoke_bundle_dir())
     assert not loaded.missing and loaded.primary is None  # m2 is never the primary (Mamba-1) recipe
     again = [check_family(cid, loaded, record=False) for cid in MAMBA2_CLAIMS]
     assert [v.status for v in again] == [v.status for v in verdicts]

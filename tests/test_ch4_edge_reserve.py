@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mamba_recall.analysis.primacy import EdgeFamily
-from mamba_recall.claims.p004 import check_family, family_table
+from mamba_recall.claims.ch4 import check_family, family_table
 from mamba_recall.experiments import ch4_edge as E
 from mamba_recall.presets import experiment
 

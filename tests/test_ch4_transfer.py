@@ -132,7 +132,7 @@ def _eff(base, targeted, randoms):
 def test_check_transfer_decision_rule():
     tasks = ["a", "b", "c", "d"]
     base = dict.fromkeys(tasks, 0.8)
-    # paper-like: identified drops 25 %, random 5 %, on 4/4 tasks (the rule that reads these: claims.p004, Table 1)
+    # paper-like: identified drops 25 %, random 5 %, on 4/4 tasks (the rule that reads these: claims.ch4.transfer, Table 1)
     good = A.check_transfer(A.transfer_table(_eff(base, dict.fromkeys(tasks, 0.6), [dict.fromkeys(tasks, 0.76)] * 2)))
     assert good["worse_on"] == 4 and good["ratio"] == pytest.approx(5.0)
     assert good["mean_rel_drop_targeted"] == pytest.approx(0.25) and good["mean_rel_drop_random"] == pytest.approx(0.05)
@@ -203,7 +203,7 @@ def test_transfer_claim_carries_a_null_that_cannot_pass():
     """Table 1's null control: the random sets in the identified set's place; whatever the data, the rule must not
     read channels that are no more important than random as 'mattering more'."""
     from mamba_recall.claims import get, judge
-    from mamba_recall.claims.p004 import TRANSFER_NULL, measure_transfer
+    from mamba_recall.claims.ch4 import TRANSFER_NULL, measure_transfer
 
     tasks = ["a", "b", "c", "d"]
     base = dict.fromkeys(tasks, 0.8)

@@ -115,28 +115,28 @@ def _ch2_fig7_dir(tmp_path, monkeypatch) -> Path:
 
 
 def test_absent_stronger_bundle_still_falls_back_to_ci(tmp_path, monkeypatch):
-    from mamba_recall.claims import p002
+    from mamba_recall.claims import ch2
 
     _ch2_fig7_dir(tmp_path, monkeypatch)
-    assert p002.strongest_fig_bundle("fig7").name == "ch2_scaling_ci"
+    assert ch2.strongest_fig_bundle("fig7").name == "ch2_scaling_ci"
 
 
 def test_corrupt_committed_bundle_stops_instead_of_falling_back(tmp_path, monkeypatch):
-    from mamba_recall.claims import p002
+    from mamba_recall.claims import ch2
 
     folder = _ch2_fig7_dir(tmp_path, monkeypatch)
     copy = _copy_bundle("ch2_fig7_cpu-hours", folder)
     text = copy.read_bytes()
     _flip(copy, text.index(b'"config"') + len(b'"config"'), b";")  # ':' -> ';': not JSON any more
     with pytest.raises(results.BundleError) as info:
-        p002.strongest_fig_bundle("fig7")
+        ch2.strongest_fig_bundle("fig7")
     assert not isinstance(info.value, results.BundleMissing)
     message = str(info.value)
     assert str(copy) in message and "python -m mamba_recall.experiments.ch2_figs_cpu --preset cpu-hours" in message
 
 
 def test_one_digit_in_a_committed_table_stops(tmp_path, monkeypatch):
-    from mamba_recall.claims import p002
+    from mamba_recall.claims import ch2
 
     folder = _ch2_fig7_dir(tmp_path, monkeypatch)
     _copy_bundle("ch2_fig7_cpu-hours", folder)
@@ -145,12 +145,12 @@ def test_one_digit_in_a_committed_table_stops(tmp_path, monkeypatch):
     at = re.search(rb"\n[^\n]*?([0-8])", text).start(1)  # a digit in the first data row
     _flip(csv, at, bytes([text[at] + 1]))
     with pytest.raises(results.BundleError, match="ch2_fig7_cpu-hours.runs.csv.*regenerate it with: python -m"):
-        p002.strongest_fig_bundle("fig7")
+        ch2.strongest_fig_bundle("fig7")
 
 
 def test_one_digit_in_a_hashed_bundle_stops(tmp_path, monkeypatch):
     """A bundle written now carries its content hash: a changed digit that still parses is caught."""
-    from mamba_recall.claims import p002
+    from mamba_recall.claims import ch2
 
     folder = _ch2_fig7_dir(tmp_path, monkeypatch)
     path = results.save_bundle("ch2_fig7_cpu-hours", {"complete": True, "acc": 0.912}, {"preset": "cpu-hours"},
@@ -160,7 +160,7 @@ def test_one_digit_in_a_hashed_bundle_stops(tmp_path, monkeypatch):
     _flip(path, at, b"8")  # 0.912 -> 0.812: still valid JSON
     assert json.loads(path.read_text())["data"]["acc"] == 0.812
     with pytest.raises(results.BundleError, match=f"{re.escape(str(path))}.*content_sha256.*{re.escape(REGEN)}"):
-        p002.strongest_fig_bundle("fig7")
+        ch2.strongest_fig_bundle("fig7")
 
 
 def test_legacy_bundle_without_hash_still_loads(tmp_path):

@@ -151,7 +151,7 @@ def test_one_step_is_an_erratum_with_the_corrected_condition_declared():
 def test_a_last_digit_slip_is_a_note_not_an_erratum():
     """Δ₁ printed 0.743 for 0.7444 (the document's own log(2.105) = 0.7443): every digit but the last is right, so it
     is reproduced with a note; Δ₂ printed 0.803 for 0.7981 has a wrong digit before the last: an erratum."""
-    from mamba_recall.claims import p001
+    from mamba_recall.claims import ch0
     from mamba_recall.theory import worked_example as wx
 
     exact = wx.worked_example()
@@ -162,11 +162,11 @@ def test_a_last_digit_slip_is_a_note_not_an_erratum():
         "reproduced"
     )
     # one precision rule for every printed number of Chapter 0
-    assert p001.ROUNDING == pytest.approx(1.5 * p001.LAST_DIGIT) and p001.LAST_DIGIT == 1e-3
+    assert ch0.ROUNDING == pytest.approx(1.5 * ch0.LAST_DIGIT) and ch0.LAST_DIGIT == 1e-3
     for c in core.claims_of("001"):
         for cond in c.rule.reproduced:
             if cond.metric == "max_abs_error_printed":
-                assert cond.value == p001.ROUNDING, c.id
+                assert cond.value == ch0.ROUNDING, c.id
 
 
 # ------------------------------------------------------------------------------------------- nulls and seeds
@@ -200,14 +200,14 @@ def test_seeds_reach_the_verdict_through_core_only():
     seed checkpoints) go to core.check_stored, which combines and judges them."""
     import inspect
 
-    from mamba_recall.claims import p000
+    from mamba_recall.claims import ch1
 
     from mamba_recall.experiments import ch1_cpu_hours
 
-    src = inspect.getsource(ch1_cpu_hours.check_over_seeds) + inspect.getsource(p000.check_table1)
+    src = inspect.getsource(ch1_cpu_hours.check_over_seeds) + inspect.getsource(ch1.check_table1)
     for word in ("mean_interval(", "across_seeds(", ".intervals", "judge("):
         assert word not in src, word
-    seeds = p000.load_seeds("ch1_mechanism", log=lambda *_: None)
+    seeds = ch1.load_seeds("ch1_mechanism", log=lambda *_: None)
     if seeds is None:
         pytest.skip("no committed ch1_mechanism_cpu-hours bundle")
     v = ch1_cpu_hours.check_over_seeds("000/Fig4d", seeds, record=False)

@@ -7,13 +7,14 @@ controls do not pass their rules."""
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from mamba_recall import claims
-from mamba_recall.claims import check, core, judge, p002
+from mamba_recall.claims import ch2, check, core, judge
 from mamba_recall.claims.core import Evidence, Measurement
 from mamba_recall.results import load_bundle, load_preset_bundle
 
@@ -32,8 +33,9 @@ def test_every_002_claim_quotes_its_sentence():
 
 # --------------------------------------------------------------------------------------- one evidence path
 def test_seeds_reach_a_number_only_through_across_seeds():
-    """p002 holds no seed-combining logic of its own: no interval arithmetic, no hand-built per-seed lists."""
-    src = inspect.getsource(p002)
+    """Chapter 2's claims (every module of ``claims.ch2``) hold no seed-combining logic of their own: no interval
+    arithmetic, no hand-built per-seed lists."""
+    src = "".join(p.read_text() for p in sorted(Path(inspect.getfile(ch2)).parent.glob("*.py")))
     for banned in ("mean_interval", "t.ppf", "per_seed=", "itertools.permutations", "np.corrcoef"):
         assert banned not in src, banned
     m = claims.get("002/Fig6c").measure()  # the reference grid: per-seed measurements, then across_seeds
@@ -44,10 +46,10 @@ def test_seeds_reach_a_number_only_through_across_seeds():
 def test_spearman_is_scipys_with_an_exact_permutation_p():
     from scipy import stats
 
-    r, p = p002.spearman_p([1, 2, 4, 8], [4.0, 3.0, 2.5, 1.0])
+    r, p = ch2.spearman_p([1, 2, 4, 8], [4.0, 3.0, 2.5, 1.0])
     assert r == pytest.approx(stats.spearmanr([1, 2, 4, 8], [4, 3, 2.5, 1]).statistic) == pytest.approx(-1.0)
     assert p == pytest.approx(1 / 24)  # one of the 24 pairings is as extreme: p ≤ 0.05 needs four head counts
-    assert p002.spearman_p([1, 2, 4], [3, 2, 1])[1] == pytest.approx(1 / 6)
+    assert ch2.spearman_p([1, 2, 4], [3, 2, 1])[1] == pytest.approx(1 / 6)
 
 
 # ------------------------------------------------------------------------------------------- Fig. 6(a, b)
@@ -76,13 +78,13 @@ def test_fig6ab_reads_the_v8192_bundle_and_the_bound_fails_there():
 def test_fig6ab_leaves_out_cells_where_eq77_promises_nothing_and_an_always_wrong_model_fails():
     claim = claims.get("002/Fig6ab")
     nothing = _capacity([(16, 16, 0.5, 5, 0), (16, 16, 0.9, 2, 0)])  # Eq. 77 below the level at every N_f
-    assert judge(claim, p002.measure_fig6ab(nothing)).status == "not testable here"
+    assert judge(claim, ch2.measure_fig6ab(nothing)).status == "not testable here"
     holds = _capacity([(16, 16, 0.5, 5, 0), (96, 96, 0.5, 222, 116), (128, 128, 0.9, 198, 175)])
-    m = p002.measure_fig6ab(holds)
+    m = ch2.measure_fig6ab(holds)
     assert m.values == {"informative_pairs": 2, "lower_bound_fraction": 1.0}
     assert judge(claim, m).status == "reproduced"
     always_wrong = _capacity([(16, 16, 0.5, 0, 0), (96, 96, 0.5, 0, 116), (128, 128, 0.9, 0, 175)])
-    assert judge(claim, p002.measure_fig6ab(always_wrong)).status == "not reproduced"
+    assert judge(claim, ch2.measure_fig6ab(always_wrong)).status == "not reproduced"
     assert m.control.kind == "null" and judge(claim, m.control.measurement).status == "not reproduced"
 
 
@@ -101,7 +103,7 @@ def test_guess_level_comes_from_the_generator(Nk):
     """The ceiling is the closed form of the generator's sampling law, and the generator's own sequences agree."""
     from mamba_recall.analysis.hashing import superposition_guess_accuracy
 
-    g = p002.guess_level(128, 8, Nk)
+    g = ch2.guess_level(128, 8, Nk)
     assert g == pytest.approx(_exact_guess(128, Nk), abs=1e-12)
     assert superposition_guess_accuracy(128, 8, 16 * (Nk + 1), Nk=Nk, n=20_000) == pytest.approx(g, abs=0.003)
     assert g > 1 / Nk + 0.005  # not 1/N_k: the earlier chunks' values can repeat the last one
@@ -117,7 +119,7 @@ def test_fig10_nk3_judges_two_layers_not_perfect_against_the_guessing_level():
     base = {"one_layer_excess_se": 0.0, "two_layer_accuracy": 0.95, "three_layer_accuracy": 0.999}
     assert judge(claim, _seeded(base)).status == "reproduced"
     assert judge(claim, _seeded({**base, "two_layer_accuracy": 0.995})).status == "not reproduced"
-    v = check("002/Fig10-Nk3", p002.strongest_fig_bundle("fig10_11"), record=False)
+    v = check("002/Fig10-Nk3", ch2.strongest_fig_bundle("fig10_11"), record=False)
     assert v.evidence["seeds"] == 3 and "0.349" in v.ours and "1/N_k = 0.333" in v.ours
     assert v.status == "not reproduced"  # two layers reach ≥ 0.99 on every seed, which the paper says they do not
     assert any(c.startswith("two_layer_accuracy <") and not ok for c, _, ok in v.checks)
@@ -125,15 +127,15 @@ def test_fig10_nk3_judges_two_layers_not_perfect_against_the_guessing_level():
 
 
 def test_fig10_nk2_ceiling_is_the_guessing_level():
-    m = claims.get("002/Fig10-Nk2").measure(p002.strongest_fig_bundle("fig10_11"))
+    m = claims.get("002/Fig10-Nk2").measure(ch2.strongest_fig_bundle("fig10_11"))
     one = [float(s.split("1 layer ")[1].split(" ")[0]) for s in m.shown.split(" | ")]
-    guess, n = p002.guess_level(128, 8, 2), 1000 * 8
-    assert m.per_seed["one_layer_excess_se"] == pytest.approx([(a - guess) / p002.se(n) for a in one], abs=0.1)
+    guess, n = ch2.guess_level(128, 8, 2), 1000 * 8
+    assert m.per_seed["one_layer_excess_se"] == pytest.approx([(a - guess) / ch2.se(n) for a in one], abs=0.1)
 
 
 # ------------------------------------------------------------------------------------------------ Fig. 15
 def _fig8():
-    return p002.strongest_fig_bundle("fig8", load_preset_bundle("ch2_multihead", "ci"))
+    return ch2.strongest_fig_bundle("fig8", load_preset_bundle("ch2_multihead", "ci"))
 
 
 def test_fig15_reads_the_wrong_and_correct_entries_not_the_empty_ones():
@@ -162,7 +164,7 @@ def test_fig15_without_the_correct_entry_variance_is_not_run_with_the_command():
         data={**b.data, "store": "results/runs/no-such-store/"},
     )
     v = check("002/Fig15", gone, record=False)
-    assert v.status == "not run" and p002.FIG15_COMMAND in v.reason
+    assert v.status == "not run" and ch2.FIG15_COMMAND in v.reason
     ci = load_bundle("ch2_multihead_ci")
     bare = SimpleNamespace(
         **{k: getattr(ci, k) for k in ("name", "config", "data", "provenance", "path")},
@@ -179,11 +181,11 @@ def test_fig15_without_the_correct_entry_variance_is_not_run_with_the_command():
         ("002/Fig6ab", lambda: None),
         ("002/Fig6bc", lambda: load_preset_bundle("ch2_scaling", "ci")),
         ("002/Fig6c", lambda: None),
-        ("002/Fig10-Nk2", lambda: p002.strongest_fig_bundle("fig10_11")),
-        ("002/Fig10-Nk3", lambda: p002.strongest_fig_bundle("fig10_11")),
-        ("002/Fig11-Nq2", lambda: p002.strongest_fig_bundle("fig10_11")),
-        ("002/Fig11-Nq3", lambda: p002.strongest_fig_bundle("fig10_11")),
-        ("002/Tab10-Base-to-D", lambda: p002.strongest_fig_bundle("tab10")),
+        ("002/Fig10-Nk2", lambda: ch2.strongest_fig_bundle("fig10_11")),
+        ("002/Fig10-Nk3", lambda: ch2.strongest_fig_bundle("fig10_11")),
+        ("002/Fig11-Nq2", lambda: ch2.strongest_fig_bundle("fig10_11")),
+        ("002/Fig11-Nq3", lambda: ch2.strongest_fig_bundle("fig10_11")),
+        ("002/Tab10-Base-to-D", lambda: ch2.strongest_fig_bundle("tab10")),
         ("002/Fig8-MHA", _fig8),
     ],
 )
@@ -198,7 +200,7 @@ def test_a_constant_variance_is_no_evidence_of_a_decrease():
     """A variance that does not change with the head count has no ranking: p is 1, not scipy's 0 for NaN ρ."""
     import math
 
-    from mamba_recall.claims.p002 import spearman_p
+    from mamba_recall.claims.ch2 import spearman_p
 
     rho, p = spearman_p([1, 2, 4, 8], [1.0, 1.0, 1.0, 1.0])
     assert math.isnan(rho) and p == 1.0

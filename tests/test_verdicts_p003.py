@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mamba_recall.claims import core, p003
+from mamba_recall.claims import ch3, core
 from mamba_recall.claims.core import get, judge
 from mamba_recall.results import Bundle
 
@@ -98,8 +98,13 @@ def synthetic_measurements() -> dict:
 # ------------------------------------------------------------------------------------------ one evidence path
 def test_p003_has_no_interval_method_of_its_own():
     """The percentile bootstrap and the normal 1.96 interval are gone: every interval is core.across_seeds'."""
-    for name in ("_seed_bootstrap", "_interval", "BOOTSTRAP"):
-        assert not hasattr(p003, name), name
+    import importlib
+    import pkgutil
+
+    modules = [ch3] + [importlib.import_module(f"{ch3.__name__}.{m.name}") for m in pkgutil.iter_modules(ch3.__path__)]
+    for module in modules:
+        for name in ("_seed_bootstrap", "_interval", "BOOTSTRAP"):
+            assert not hasattr(module, name), (module.__name__, name)
 
 
 def test_intervals_are_the_rules_own_metrics_over_seeds():
@@ -130,7 +135,7 @@ def test_every_trained_claim_has_a_null_or_is_listed():
             continue
         m = measured[cid]
         assert m.control is not None and m.control.kind == "null", cid
-        assert (m.control.what == p003.SOLVER_NULL) == (cid in SOLVER_NULL), cid
+        assert (m.control.what == ch3.SOLVER_NULL) == (cid in SOLVER_NULL), cid
 
 
 @pytest.mark.parametrize("cid", [c for c in TRAINED if c not in NO_CONTROL])
@@ -164,7 +169,7 @@ def test_s4dpe_erratum_half_is_met_by_chance_and_the_setting_says_so():
 def test_s4dpe_t20_on_the_committed_bundle_is_inconclusive():
     """The book's evidence for Tab. A.1's S4D+PE at T = 20 is the ci bundle, one seed: the symmetric rule needs three
     seeds for an erratum too, so 📝 → inconclusive, its means pointing to the erratum."""
-    from mamba_recall.claims.p003 import s4dpe_t20_missing
+    from mamba_recall.claims.ch3 import s4dpe_t20_missing
 
     keep = committed(s4dpe_t20_missing)("ch3_keep_nth")
     v = judge(get("003/TabA1-S4D+PE"), get("003/TabA1-S4D+PE").measure(keep, EXACT_PE))

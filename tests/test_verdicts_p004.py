@@ -19,7 +19,8 @@ from scipy import stats as sps
 
 from mamba_recall import claims
 from mamba_recall.analysis.primacy import DistractorSweep
-from mamba_recall.claims import p004
+from mamba_recall.claims import ch4
+from mamba_recall.claims.ch4 import periodicity
 from mamba_recall.claims.core import Control, Evidence, Measurement, across_seeds, judge
 
 CTX = SimpleNamespace(preset="cpu-hours", device="cpu")
@@ -49,11 +50,11 @@ def _grid(strict: bool) -> Measurement:
 
 def test_fig4_count_cannot_pass_when_its_untrained_null_passes():
     c = claims.get("004/Fig4-count")
-    null = Control("null", p004.NULL_UNTRAINED, _grid(True))
+    null = Control("null", ch4.NULL_UNTRAINED, _grid(True))
     v = judge(c, _three(Measurement(**{**_grid(True).__dict__, "control": null})))
     assert v.status == "not testable here" and "null control" in v.reason and "reproduced" in v.control
     # a null that does not pass (ties in its counts) leaves the trained models' verdict standing
-    tie = Control("null", p004.NULL_UNTRAINED, _grid(False))
+    tie = Control("null", ch4.NULL_UNTRAINED, _grid(False))
     assert judge(c, _three(Measurement(**{**_grid(True).__dict__, "control": tie}))).status == "reproduced"
     assert "null control" in c.rule.why and "untrained" in c.rule.why
 
@@ -66,7 +67,7 @@ def test_fig4_count_on_the_committed_family_reads_its_untrained_null():
     fam = load_edge_family()
     if fam.missing:
         pytest.skip(f"edge family not committed: {fam.missing}")
-    v = p004.check_family("004/Fig4-count", fam, record=False)
+    v = ch4.check_family("004/Fig4-count", fam, record=False)
     assert v.status == "not testable here", (v.status, v.reason)
     assert "untrained" in v.control and "reproduced" in v.control
 
@@ -127,7 +128,7 @@ def test_fig13a_fails_where_it_should():
     assert _judge3("004/Fig13a", stats, heads).status == "not reproduced"
     # no long-term head at all → not reproduced; identical 𝓜 everywhere → p = 1
     stats, heads = _heads([0.3] * 8, [0.3] * 8)
-    assert p004.layer_spread_p(stats.M) == 1.0
+    assert ch4.layer_spread_p(stats.M) == 1.0
     assert _judge3("004/Fig13a", stats, heads).status == "not reproduced"
 
 
@@ -179,8 +180,8 @@ def test_period_trend_is_scipys_fit_with_a_t_interval():
         }
         for k in (1, 4, 16, 64)
     }
-    t = p004.period_trend(res)
-    per = p004._per_sequence_delta(res)
+    t = ch4.period_trend(res)
+    per = periodicity._per_sequence_delta(res)
     x = np.concatenate([np.full(len(v), np.log(k)) for k, v in per.items()])
     fit = sps.linregress(x, np.concatenate(list(per.values())))
     half = sps.t.ppf(0.975, len(x) - 2) * fit.stderr
@@ -193,7 +194,7 @@ def test_a_stored_record_without_its_null_is_never_judged():
     """A checks record from before the checks measured the untrained twin is not judged (not run, with the
     command), never reproduced: Fig. 4's count, for one, is passed by an untrained model."""
     run = {"model": "edge_x_seed9", "at": 8, "measurements": {"004/Fig4-count": {"values": {}, "shown": ""}}}
-    rec = p004.stored_measurement("004/Fig4-count", run)
+    rec = ch4.stored_measurement("004/Fig4-count", run)
     assert "not_run" in rec and "untrained twin" in rec["not_run"] and "--checks" in rec["not_run"]
 
 

@@ -94,51 +94,85 @@ def cell_timeout(parameters: dict, timeout: float | None) -> float | None:
     return DEFAULT_TIMEOUT_S if parameters.get("preset", "ci") == "ci" or parameters.get("smoke") else None
 
 
-def execute(notebooks: list[Path], out_dir: Path, parameters: dict, timeout: float | None = None) -> list[Path]:
+def execute(
+    notebooks: list[Path], out_dir: Path, parameters: dict, timeout: float | None = None, jobs: int = 1
+) -> list[Path]:
     """Execute notebooks with papermill into ``out_dir`` (mirroring their paths), with a progress bar.
     Plain papermill, as the README tells users: no environment variable changes what a notebook does.
     ``timeout``: seconds any one cell may run (default :data:`DEFAULT_TIMEOUT_S` for ``ci`` and
-    ``smoke`` runs, none for full ``paper`` runs; 0 = none). A failing notebook raises
-    :class:`NotebookFailed` with its one-line error."""
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
+    ``smoke`` runs, none for full ``paper`` runs; 0 = none). ``jobs``: notebooks run at once, each in its own
+    kernel (their outputs do not depend on it). A failing notebook raises :class:`NotebookFailed` with its
+    one-line error (with ``jobs`` > 1, the first failing one in reading order, after the running ones end)."""
+    from concurrent.futures import ThreadPoolExecutor
 
     os.environ.setdefault("MAMBA_RECALL_SCORECARD_DIR", str(scorecard_dir()))
     limit = cell_timeout(parameters, timeout)
-    done = []
-    bar = tqdm(notebooks, desc="chapters", unit="notebook")
-    for nb in bar:
-        bar.set_postfix_str(str(nb))
-        target = out_dir / nb
-        target.parent.mkdir(parents=True, exist_ok=True)
-        start = time.perf_counter()
+    if jobs < 1:
+        raise NotebookFailed(f"error: --jobs must be at least 1, got {jobs}.")
+    bar = tqdm(total=len(notebooks), desc="chapters", unit="notebook")
+    failed: dict[Path, NotebookFailed] = {}
+
+    def one(nb: Path) -> Path | None:
+        if failed:  # a notebook already failed: start no more
+            return None
         try:
-            papermill.execute_notebook(
-                str(REPO_ROOT / nb),
-                str(target),
-                parameters=parameters,
-                cwd=str((REPO_ROOT / nb).parent),
-                kernel_name="python3",
-                progress_bar=False,
-                execution_timeout=limit,
-            )
-        except PapermillExecutionError as exc:
+            return _execute_one(nb, out_dir, parameters, limit)
+        except NotebookFailed as exc:
+            failed[nb] = exc
+            return None
+        finally:
+            bar.update(1)
+
+    if jobs == 1:
+        done = [one(nb) for nb in notebooks if not failed]
+    else:
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
+            done = list(pool.map(one, notebooks))
+        except KeyboardInterrupt:  # the running kernels end with this process (main exits at once on Interrupted)
+            failed[notebooks[0]] = Interrupted(f"interrupted: the executed notebooks so far are in {out_dir}")
+            pool.shutdown(wait=False, cancel_futures=True)
             bar.close()
-            evalue = str(exc.evalue).strip().splitlines()
-            raise NotebookFailed(
-                f"error: {nb} stopped at cell {exc.exec_count}: {exc.ename}: "
-                f"{evalue[0] if evalue else ''}\n(the executed notebook, with the full "
-                f"traceback: {target})"
-            ) from None
-        except TimeoutError as exc:  # nbclient's CellTimeoutError is a TimeoutError
-            bar.close()
-            raise NotebookFailed(
-                f"error: {nb}: a cell ran past {limit:g} s ({exc}); the executed notebook "
-                f"so far: {target}. Raise the limit with --timeout SECONDS (0 = none)."
-            ) from None
-        tqdm.write(f"  {nb}: {time.perf_counter() - start:.1f} s")
-        done.append(target)
-    return done
+            raise failed[notebooks[0]] from None
+        pool.shutdown()
+    bar.close()
+    if failed:
+        raise failed[min(failed, key=notebooks.index)]
+    return [d for d in done if d is not None]
+
+
+def _execute_one(nb: Path, out_dir: Path, parameters: dict, limit: float | None) -> Path:
+    """One notebook under papermill into ``out_dir / nb``; :class:`NotebookFailed` with its one-line error."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    target = out_dir / nb
+    target.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(REPO_ROOT / nb),
+            str(target),
+            parameters=parameters,
+            cwd=str((REPO_ROOT / nb).parent),
+            kernel_name="python3",
+            progress_bar=False,
+            execution_timeout=limit,
+        )
+    except PapermillExecutionError as exc:
+        evalue = str(exc.evalue).strip().splitlines()
+        raise NotebookFailed(
+            f"error: {nb} stopped at cell {exc.exec_count}: {exc.ename}: "
+            f"{evalue[0] if evalue else ''}\n(the executed notebook, with the full "
+            f"traceback: {target})"
+        ) from None
+    except TimeoutError as exc:  # nbclient's CellTimeoutError is a TimeoutError
+        raise NotebookFailed(
+            f"error: {nb}: a cell ran past {limit:g} s ({exc}); the executed notebook "
+            f"so far: {target}. Raise the limit with --timeout SECONDS (0 = none)."
+        ) from None
+    tqdm.write(f"  {nb}: {time.perf_counter() - start:.1f} s")
+    return target
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -173,13 +207,13 @@ def breakable_headers(html: str) -> str:
     return _TH.sub(lambda m: m.group(1) + m.group(2).replace("_", "_<wbr>") + m.group(3), html)
 
 
-def build_book(parameters: dict, timeout: float | None = None) -> Path:
+def build_book(parameters: dict, timeout: float | None = None, jobs: int = 1) -> Path:
     """Execute every chapter, stage book sources with the executed notebooks, build ``_build/html``."""
     executed, stage = BUILD_DIR / "executed", BUILD_DIR / "stage"
     for folder in (executed, stage, scorecard_dir()):
         shutil.rmtree(folder, ignore_errors=True)
     os.environ["MAMBA_RECALL_SCORECARD_DIR"] = str(scorecard_dir())
-    notebooks = execute(toc_notebooks(), executed, parameters, timeout=timeout)
+    notebooks = execute(toc_notebooks(), executed, parameters, timeout=timeout, jobs=jobs)
     return build_html(executed, notebooks)
 
 
@@ -435,6 +469,12 @@ def main(argv: list[str] | None = None) -> int:
             help=f"seconds any one cell may run (default {DEFAULT_TIMEOUT_S} for ci and --smoke, "
             "none for full paper runs; 0 = none)",
         )
+        p.add_argument(
+            "--jobs",
+            type=int,
+            default=1,
+            help="notebooks executed at once, each in its own kernel (default 1; outputs do not depend on it)",
+        )
 
     p_run = sub.add_parser("run", help="execute one chapter or all with papermill")
     p_run.add_argument("chapter", help="'all', a chapter number (0) or folder name (00_selective_scan)")
@@ -534,10 +574,12 @@ def _dispatch(args) -> int:
         out = args.out or BUILD_DIR / "runs" / (args.preset + ("-smoke" if args.smoke else ""))
         if args.smoke:  # a smoke run's claims stay beside its notebooks, never in the book's scorecard
             os.environ["MAMBA_RECALL_SCORECARD_DIR"] = str(Path(out).resolve() / "scorecard")
-        done = execute(chapter_notebooks(args.chapter), out, notebook_parameters(args), timeout=args.timeout)
+        done = execute(
+            chapter_notebooks(args.chapter), out, notebook_parameters(args), timeout=args.timeout, jobs=args.jobs
+        )
         print(f"{len(done)} notebook(s) executed into {out}")
     elif args.command == "book":
-        build_book(notebook_parameters(args), timeout=args.timeout)
+        build_book(notebook_parameters(args), timeout=args.timeout, jobs=args.jobs)
     elif args.command == "reproduce":
         reproduce(args.preset, args.device, args.only, allow_long=args.allow_long)
     elif args.command == "refresh":

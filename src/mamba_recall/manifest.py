@@ -167,7 +167,8 @@ def scan(root: Path | None = None) -> list[Entry]:
         entries.append(
             Entry(path.stem, "record", (_rel(path, root),), None, None, None, None, None, None, None, record["what"])
         )
-    for folder in sorted(p for p in (results / "external").iterdir() if p.is_dir()):
+    external = results / "external"
+    for folder in sorted(p for p in (external.iterdir() if external.is_dir() else ()) if p.is_dir()):
         files = tuple(sorted(_rel(p, root) for p in folder.rglob("*") if p.is_file()))
         why = f"data from the papers' authors; provenance in {_rel(folder / 'README.md', root)}"
         entries.append(Entry(folder.name, "external", files, None, None, None, None, None, None, None, why))

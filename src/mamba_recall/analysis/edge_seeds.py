@@ -4,7 +4,7 @@ The edge family (:mod:`mamba_recall.experiments.ch4_edge`, preset ``ch4.edge`` i
 recipe on the seeds ``0 … seeds-1``, and some recipes on reserve seeds after them (preset entry ``reserve_seeds``,
 e.g. ``{"d4": [3, 4, 5]}``, declared before any of them ran). The one rule (:func:`evidence_seeds`), used by the
 checks bundle's primary recipe (:func:`primary_recipe`), by :class:`mamba_recall.analysis.primacy.EdgeFamily` and by
-:func:`mamba_recall.claims.p004.check_family`:
+:func:`mamba_recall.claims.ch4.check_family`:
 
 * a recipe **without reserve seeds** is judged on its checked seeds; it can be the primary recipe when all of its
   (≥ 3) seeds are checked and every one passed the edge gate;

@@ -3,7 +3,7 @@ r"""Chapter 4 analysis pipelines (paper 004): what the notebooks call, one funct
 Every function takes a model (an S-model from :func:`load_model`, or any mamba_ssm-named
 :class:`~mamba_recall.models.mamba.MambaLMHeadModel`) and returns plain numbers / arrays. The ``check_*`` functions compute the summary numbers of each
 experiment (drops, margins, intervals); the verdicts are decided only by the rules declared in
-:mod:`mamba_recall.claims.p004`, which read those numbers (a ``pass`` key, where present, is the
+:mod:`mamba_recall.claims.ch4`, which read those numbers (a ``pass`` key, where present, is the
 chapter's earlier per-check flag, kept for the interactive explorers).
 
 Which model: :func:`load_model` loads ``results/checkpoints/ch4_<name>.pt`` unless the environment
@@ -206,7 +206,7 @@ def pressure_length(curves: dict, Ls) -> int | None:
 
 def check_ushape(correct: np.ndarray) -> dict:
     """The numbers of Fig. 2's U for one curve (primacy, recency, middle third, the interior argmin); the rule that
-    reads them is the registry's (:mod:`mamba_recall.claims.p004`)."""
+    reads them is the registry's (:mod:`mamba_recall.claims.ch4.serial_recall`)."""
     s = iv.summary(correct)
     acc = s["acc"]
     L = len(acc)
@@ -217,7 +217,7 @@ def check_ushape(correct: np.ndarray) -> dict:
 
 def check_random_vs_repeated(curves, L, seed=0) -> dict:
     """§4.1, random vs repeated relations at one L: mid(random) − mid(repeated) with its paired-bootstrap interval and
-    each variant's U depth (the rule: :mod:`mamba_recall.claims.p004`)."""
+    each variant's U depth (the rule: :mod:`mamba_recall.claims.ch4.serial_recall`)."""
     rep, rnd = curves[(L, "repeated")], curves[(L, "random")]
     k = np.arange(1, L + 1)
     mid = (k > L / 3) & (k <= 2 * L / 3)

@@ -115,7 +115,7 @@ def regime_summary(model, num_keys: int = 1) -> pd.DataFrame:
 @torch.no_grad()
 def second_half_forgetting(model) -> dict:
     """§3 / App. C regimes: mean forgetting factor over coordinates V..2V−1 for write (0, v), forget (v1, v2)
-    and read (x, 0) pairs, and whether F_write < F_forget < F_read (the claim's rule is in ``claims.p000``)."""
+    and read (x, 0) pairs, and whether F_write < F_forget < F_read (the claim's rule is in ``claims.ch1.mechanism_one_key``)."""
     tab = pair_table(model)
     V = model.vocab_size
     F = tab["forget"][..., V:]

@@ -1,7 +1,8 @@
 """Every claim of the four papers as data, judged by declared rules (see :mod:`.core`).
 
-One module per paper: ``p001`` (Chapter 0, the worked forward pass), ``p000`` (Chapter 1), ``p002``
-(Chapter 2), ``p003`` (Chapter 3), ``p004`` (Chapter 4). Importing this package registers them all.
+One package per chapter, one module per book section in it: ``ch0`` (the worked forward pass, paper 001), ``ch1``
+(paper 000), ``ch2`` (paper 002), ``ch3`` (paper 003), ``ch4`` (paper 004); claim ids keep the papers' numbering
+("002/Fig6c"). Importing this package registers them all.
 Notebooks call ``check("002/Fig6c", ...)`` and display what it returns.
 """
 
@@ -35,12 +36,13 @@ from .core import (
     record_verdict,
     register,
 )
+
 # importing each chapter's claims registers them (in this order, which the registry keeps)
-from . import p000  # noqa: E402,F401  Chapter 1
-from . import p001  # noqa: E402,F401  Chapter 0
-from . import p002  # noqa: E402,F401  Chapter 2
-from . import p003  # noqa: E402,F401  Chapter 3
-from . import p004  # noqa: E402,F401  Chapter 4
+from . import ch1  # noqa: E402,F401  Chapter 1
+from . import ch0  # noqa: E402,F401  Chapter 0
+from . import ch2  # noqa: E402,F401  Chapter 2
+from . import ch3  # noqa: E402,F401  Chapter 3
+from . import ch4  # noqa: E402,F401  Chapter 4
 
 __all__ = [
     "MARK",

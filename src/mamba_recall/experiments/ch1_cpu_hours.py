@@ -16,7 +16,7 @@ same command resumes after an interruption:
   3 seeds each. Each job saves its checkpoint ``results/checkpoints/ch1_<model>_cpu-hours_seed<s>.pt`` and measures,
   on ``n_probe`` held-out sequences (seed 1000 + s), every claim of Section 1.2 (|K| = 1: Sec3-accuracy, Fig4a–d,
   Sec3-Delta, Sec3-regimes, AppC-values, Sec3-recency, Fig8) or Fig5 / Fig6 (|K| = 2 / 4) with the registry's own
-  measurement functions (``claims/p000.py``), stored per seed (:func:`~mamba_recall.claims.core.measurement_record`).
+  measurement functions (``claims/ch1/``), stored per seed (:func:`~mamba_recall.claims.core.measurement_record`).
 * the |K| = 1 jobs also run **our causal probe** (not a claim of the paper): the forgetting factor
   exp(Λ ⊙ Δ_t) set to 1 at every noise pair (x_{t−1}, x_t) = (v₁, v₂), everything else unchanged, and the
   recall of the latest value measured before and after (:func:`noise_forgetting_probe`).
@@ -67,7 +67,7 @@ import torch
 
 from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 from ..analysis.interventions import forgetting_held_at_one
-from ..claims import p000
+from ..claims import ch1
 from ..presets import experiment
 from ..runstore import add_grid_args, aggregate, finished_status, grid_main, save_grid_bundle, make_job
 
@@ -480,12 +480,12 @@ def _held_out_accuracy(model, sizes: dict, seed: int) -> float:
 def run_wo_job(config: dict, seed: int) -> dict:
     """App. B, Fig. 7 on the simplified model with a learned unembedding W_o (``ch1.wo``), one target and seed: train
     it (:func:`.ch1_training.train_recall`), save its checkpoint, and measure claim 000/Fig7 on its W_o, with the
-    same seed's W_o at initialisation as the null (:func:`~mamba_recall.claims.p000.measure_fig7`)."""
+    same seed's W_o at initialisation as the null (:func:`~mamba_recall.claims.ch1.measure_fig7`)."""
     from ..claims import measurement_record
 
     command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {config['preset']} --parts wo --allow-long"
     tr, meta, result = _train_and_save(config, seed, command)
-    record = measurement_record(p000.measure_fig7(tr.model.W_o.detach(), meta))
+    record = measurement_record(ch1.measure_fig7(tr.model.W_o.detach(), meta))
     record["evidence"]["smoke"] = bool(config["smoke"])
     return {**result, "measurements": {WO_CLAIM: record}, "W_o": tr.model.W_o.detach().tolist()}
 
@@ -829,7 +829,7 @@ if __name__ == "__main__":
 
 
 # ------------------------------------------------------------------ the verdicts over the committed seeds
-# (here, not in claims.p000: re-measuring a |K| = 1 claim loads the committed seed checkpoints and runs this
+# (here, not in claims.ch1: re-measuring a |K| = 1 claim loads the committed seed checkpoints and runs this
 # runner's own measurement, and the claims layer imports nothing above it)
 
 
@@ -851,7 +851,7 @@ def _k1_seed_records(checkpoint: str, n_probe: int) -> dict:
     (seed 1000 + s) as when the bundle was made; cached per checkpoint (a page reads ten claims of three seeds)."""
     from .ch1_training import build_model
 
-    model, meta = _seed_model(checkpoint, build_model, p000.SEEDS_COMMAND)
+    model, meta = _seed_model(checkpoint, build_model, ch1.SEEDS_COMMAND)
     sizes = {**meta["config"], "n_probe": n_probe}
     return _measure_model("k1", model, meta, sizes, None, meta["test_query_accuracy"], meta["seed"])
 
@@ -885,7 +885,7 @@ def _spike_seed_record(name: str, checkpoint: str, n_probe: int) -> dict:
     :func:`_measure_model` on the seed's held-out set (with its null control, the untrained twin)."""
     from .ch1_training import build_model, make_data
 
-    model, meta = _seed_model(checkpoint, build_model, p000.SEEDS_COMMAND)
+    model, meta = _seed_model(checkpoint, build_model, ch1.SEEDS_COMMAND)
     _, test_set = make_data(meta["config"], meta["seed"])
     sizes = {**meta["config"], "n_probe": n_probe}
     acc = meta["test_query_accuracy"]
@@ -898,7 +898,7 @@ def _full_seed_record(checkpoint: str) -> dict:
     untrained (:func:`build_full_model`) and its held-out accuracy."""
     from ..claims import get, measurement_record
 
-    command = p000.FULL_ONEHOT_COMMAND if f"ch1_{ONEHOT_NAME}_" in checkpoint else p000.FULL_MAMBA_COMMAND
+    command = ch1.FULL_ONEHOT_COMMAND if f"ch1_{ONEHOT_NAME}_" in checkpoint else ch1.FULL_MAMBA_COMMAND
     model, meta = _seed_model(checkpoint, build_full_model, command)
     sizes, seed = meta["config"], meta["seed"]
     init = build_full_model(sizes, seed).eval()
@@ -908,7 +908,7 @@ def _full_seed_record(checkpoint: str) -> dict:
 def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs):
     """The verdict of ``claim_id`` on the strongest committed evidence, through core's one path
     (:func:`~mamba_recall.claims.core.check_stored` → ``across_seeds`` → ``judge``): the per-seed records of the
-    cpu-hours bundle ``seeds`` (:func:`~mamba_recall.claims.p000.load_seeds`, :func:`seed_records`). Without a bundle (``None``) or without this
+    cpu-hours bundle ``seeds`` (:func:`~mamba_recall.claims.ch1.load_seeds`, :func:`seed_records`). Without a bundle (``None``) or without this
     claim in it, the one-seed measurement on ``args`` (:func:`~mamba_recall.claims.core.check`), which core reads
     *inconclusive* for a trained claim whichever way its numbers point."""
     from ..claims.core import check, check_stored

@@ -120,7 +120,7 @@ def save_runner_bundle(
 # A ``cpu-hours`` run is one run-store job per (config, seed) (:mod:`mamba_recall.runstore`): the job function of each
 # runner (``run_job(config, seed)``) trains with the same code as its ``ci``/``paper`` loop (``train_one``), and the
 # bundle ``results/<runner>_cpu-hours.json`` keeps the per-run table ``runs`` (the schema of the ci bundle, so the
-# claims of p003 read it unchanged), the table ``cells`` (per configuration: mean over seeds with a 95 % Student-t
+# claims of Chapter 3 read it unchanged), the table ``cells`` (per configuration: mean over seeds with a 95 % Student-t
 # interval, ``runstore.INTERVAL_METHOD``, and the per-seed values) and ``curves`` (every run's training curve).
 
 STORE_PRESETS = ("cpu-hours",)

@@ -20,7 +20,7 @@ The aggregation adds Fig. 1's baseline, computed there and not in the jobs (so j
 were): ``decay_untrained`` (the ``decay`` histograms of every S6/S4D run's model at initialisation: same kind, sizes
 and init seed, same 500 test sequences, same pooling; :func:`untrained_decay_rows`) and ``fig1`` (per run and
 ``weights`` ∈ {trained, untrained}: frac(e^{−λΔ} > 0.9 | t ≥ n), frac(< 0.1 | t < n) and the histogram mean of
-e^{−λΔ} at t ≥ n; :func:`mamba_recall.claims.p003.fig1_stats`). :func:`fig1_tables` gives the same three tables for a
+e^{−λΔ} at t ≥ n; :func:`mamba_recall.claims.ch3.fig1_stats`). :func:`fig1_tables` gives the same three tables for a
 bundle written before they existed (the ``ci`` one), computing the baseline on the spot.
 """
 
@@ -291,8 +291,8 @@ def untrained_decay_table(bundle, backend: str = "auto"):
 def fig1_tables(bundle, backend: str = "auto") -> dict:
     """Fig. 1's three tables for ``bundle`` (a KEEP n-TH bundle of any preset): ``decay`` (trained, with a ``seed``
     column), ``decay_untrained`` (the bundle's own when it has one, else :func:`untrained_decay_table`, computed
-    here in seconds) and ``fig1`` (:func:`~mamba_recall.claims.p003.fig1_stats` of the two)."""
-    from ..claims.p003 import fig1_stats
+    here in seconds) and ``fig1`` (:func:`~mamba_recall.claims.ch3.fig1_stats` of the two)."""
+    from ..claims.ch3 import fig1_stats
 
     dec = bundle.tables["decay"]
     dec = dec if "seed" in dec else dec.assign(seed=0)
@@ -355,7 +355,7 @@ def _extra_tables(runs: list[dict]) -> dict:
     and ``fig1`` (the statistics the Fig. 1 claim reads)."""
     import pandas as pd
 
-    from ..claims.p003 import fig1_stats
+    from ..claims.ch3 import fig1_stats
 
     ordered = sorted(runs, key=lambda r: r["key"])
     decay = [d for r in ordered for d in r["result"]["decay"]]

@@ -24,7 +24,7 @@ card, gate, training range and its pressure length L_p (table ``models``; :func:
 pressure_length`: the smallest evaluated L whose middle third is ≤ 0.80 on the repeated relation).
 
 Which seeds a recipe is judged on (:func:`mamba_recall.analysis.edge_seeds.evidence_seeds`, the one rule every
-consumer uses: the primary recipe, the checks bundle, :func:`mamba_recall.claims.p004.check_family`): a recipe's declared seeds are ``0 … seeds-1``
+consumer uses: the primary recipe, the checks bundle, :func:`mamba_recall.claims.ch4.check_family`): a recipe's declared seeds are ``0 … seeds-1``
 then its reserve seeds (preset entry ``reserve_seeds``, e.g. ``{"d4": [3, 4, 5]}``, declared before any of them
 ran). A recipe without reserve seeds is judged on its checked seeds, and counts for the primary recipe when all of
 its (≥ 3) seeds are checked and every one passed the edge gate. A recipe with reserve seeds is judged on **the first
@@ -90,6 +90,11 @@ def model_name(recipe: str, preset: str, seed: int, smoke: bool = False) -> str:
 
 def _sizes(preset: str, smoke: bool) -> dict:
     return experiment(EXPERIMENT, preset, smoke=smoke)
+
+
+def smoke_bundle_dir() -> Path:
+    """Where a smoke run's bundles go (``_build/smoke_results``: never evidence); the tests point it elsewhere."""
+    return REPO_ROOT / "_build" / "smoke_results"
 
 
 def jobs_for(preset: str, smoke: bool = False, recipes: list[str] | None = None) -> list[dict]:
@@ -314,7 +319,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         device="cpu",
         wall_seconds=summary.get("wall_seconds", 0.0),
         tables={"curves": curves, "models": models, "learning": learning},
-        directory=REPO_ROOT / "_build" / "smoke_results" if smoke else bundle_directory(store),
+        directory=smoke_bundle_dir() if smoke else bundle_directory(store),
     )
     log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
     return path
@@ -494,7 +499,7 @@ def _attach_null(out: dict, config: dict, ctx) -> None:
     model's untrained twin (:func:`mamba_recall.analysis.primacy.untrained_twin`). A rule the twin passes cannot
     tell the trained model from one that has learned nothing (:class:`mamba_recall.claims.core.Control`)."""
     from ..analysis.primacy import untrained_twin
-    from ..claims.p004 import NULL_UNTRAINED
+    from ..claims.ch4 import NULL_UNTRAINED
 
     twin, vocab, side = untrained_twin(config["model_name"], path=REPO_ROOT / config["checkpoint"])
     side = {"source": f"{config['checkpoint']} (untrained twin)", **side, "gate": {"passed": True}}
@@ -521,12 +526,12 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
         log(f"no finished jobs of {CHECKS} at preset {preset}; nothing to aggregate.")
         return None
     from ..analysis.primacy import EdgeFamily
-    from ..claims.p004 import check_family
+    from ..claims.ch4 import check_family
 
     fam = EdgeFamily.from_runs(runs, preset, smoke=smoke)  # the family as the book will read it, from these runs
     rows = []
     for recipe in sorted({r["config"]["recipe_name"] for r in runs}):
-        # as §4.7's table (claims.p004.family_table) and the pages: the stored records, each with its null control
+        # as §4.7's table (claims.ch4.family_table) and the pages: the stored records, each with its null control
         checked = fam.seeds_of(recipe)[0]["measurements"]
         for v in (check_family(cid, fam, recipe, record=False) for cid in checked):
             rows.append(
@@ -565,7 +570,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
         device="cpu",
         wall_seconds=summary.get("wall_seconds", 0.0),
         tables={"claims": pd.DataFrame(rows)},
-        directory=REPO_ROOT / "_build" / "smoke_results" if smoke else bundle_directory(store),
+        directory=smoke_bundle_dir() if smoke else bundle_directory(store),
     )
     log(f"wrote {path} ({len(runs)} models)")
     return path

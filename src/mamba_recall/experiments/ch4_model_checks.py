@@ -1,6 +1,6 @@
 r"""Judge Chapter 4's claims on another S-model and keep the verdicts as a result bundle.
 
-The claims of paper 004 and their rules are declared once, in :mod:`mamba_recall.claims.p004`; the chapter's
+The claims of paper 004 and their rules are declared once, in :mod:`mamba_recall.claims.ch4`; the chapter's
 notebooks (§4.1–§4.4) compute their inputs on the committed ``s_small`` and call the registry. This runner
 computes the same inputs with the same library calls on any Chapter 4 checkpoint, judges every claim of
 §4.1–§4.4 with the registry's measurement functions and rules (nothing is recorded for the book's scorecard),
@@ -32,7 +32,7 @@ from ..presets import experiment
 from ..results import save_bundle
 from ..analysis import primacy as A
 from ..analysis.primacy import checkpoint_path, load_checkpoint
-from ..claims.p004 import MAMBA2_CLAIMS
+from ..claims.ch4 import MAMBA2_CLAIMS
 
 SECTIONS = ("ch4.ucurve", "ch4.channels", "ch4.periodicity", "ch4.recency")  # the sizes of §4.1–§4.4
 #: the claims of §4.1–§4.4 that :func:`claim_inputs` measures, in its order
@@ -54,7 +54,7 @@ CLAIM_IDS = (
     "004/Fig14",
 )
 #: the Mamba-2 claims of App. F that :func:`claim_inputs_m2` measures, in its order (declared in
-#: :mod:`mamba_recall.claims.p004`, judged there on the edge family's Mamba-2 recipe)
+#: :mod:`mamba_recall.claims.ch4.mamba2_heads`, judged on the edge family's Mamba-2 recipe)
 CLAIM_IDS_M2 = MAMBA2_CLAIMS
 DEPENDS_ON = ("ch4_train",)  # `reproduce` retrains the checkpoints first
 

@@ -11,7 +11,7 @@ run's own initialisation, same test inputs) is drawn with it, so the chart shows
   trained over untrained, one panel per (model, T).
 * :func:`fig1_summary` — the ``fig1`` table's statistics per (model, T, weights), mean over seeds.
 * :func:`fig1_trend_chart` — frac(e^{−λΔ} > 0.9 | t ≥ n) against T, trained and untrained, mean over seeds with
-  each seed's value (the ``fig1`` table, :func:`mamba_recall.claims.p003.fig1_stats`).
+  each seed's value (the ``fig1`` table, :func:`mamba_recall.claims.ch3.fig1_stats`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ..claims.p003 import FIG1_MODELS
+from ..claims.ch3 import FIG1_MODELS
 
 POSITIONS = {"after": "t ≥ n (retain)", "before": "t < n (forget)"}
 MODEL_NAMES = {"s6+pe": "Mamba+PE", "s4d+pe": "S4D+PE", "s6": "Mamba", "s4d": "S4D"}
@@ -114,7 +114,7 @@ def fig1_trend_chart(stats: pd.DataFrame, preset: str) -> alt.LayerChart:
 
 
 def fig1_summary(stats: pd.DataFrame) -> pd.DataFrame:
-    """The ``fig1`` table (:func:`mamba_recall.claims.p003.fig1_stats`) of Mamba+PE and S4D+PE at d = 32, N = 8 as
+    """The ``fig1`` table (:func:`mamba_recall.claims.ch3.fig1_stats`) of Mamba+PE and S4D+PE at d = 32, N = 8 as
     one row per (model, T, weights): the mean over seeds of frac(e^{−λΔ} > 0.9 | t ≥ n), frac(< 0.1 | t < n) and
     the histogram mean of e^{−λΔ} at t ≥ n, with the number of seeds."""
     s = stats[(stats.d == 32) & (stats.N == 8) & stats.model.isin(list(FIG1_MODELS))]
