@@ -15,6 +15,9 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # The live-widget tests first: the longest file (minutes of JupyterLab) then runs on one process while the other
+    # takes the rest (make test: pytest-xdist, one file per process, handed out in this order).
+    items.sort(key=lambda item: "live" not in item.keywords)
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="no CUDA device")
