@@ -254,6 +254,9 @@ def problems(root: Path | None = None) -> list[str]:
         changed = [k for k in now if k != "claims" and now[k] != then[k]]
         if changed:
             out.append(f"{name}: the manifest's {', '.join(changed)} differ from the files; run `{FIX}`.")
+    recorded = json.loads((root / "results" / MANIFEST_NAME).read_text()).get("stores", {})
+    if recorded != stores(root):
+        out.append(f"results/runs/: the manifest counts {recorded}, the store holds {stores(root)}; run `{FIX}`.")
     held = {f for e in found.values() for f in e.files}
     for path in sorted((root / "results").rglob("*")):
         rel = _rel(path, root)
