@@ -313,6 +313,26 @@ def test_absent_checkpoint_a_committed_bundle_lists_stops(tmp_path, monkeypatch,
         tr.load_or_train("k2", "ci")
 
 
+def test_a_run_of_some_models_keeps_the_other_rows_of_the_checkpoint_bundle(tmp_path):
+    """``ch1_training --only k1_masked`` rewrites that checkpoint and the bundle, which still lists the four others
+    (a bundle that forgot them would let a missing committed checkpoint be trained live instead of stopping)."""
+    import os
+    import subprocess
+    import sys
+
+    from mamba_recall.paths import REPO_ROOT
+
+    root = tmp_path / "repo"
+    _copy_bundle("ch1_checkpoints_ci", root / "results")
+    shutil.copy2(REPO_ROOT / "_toc.yml", root / "_toc.yml")
+    env = {**os.environ, "MAMBA_RECALL_ROOT": str(root), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "mamba_recall.experiments.ch1_training", "--preset", "ci", "--only", "k1_masked"]
+    subprocess.run(cmd, check=True, env=env, capture_output=True)
+    bundle = results.load_bundle(root / "results" / "ch1_checkpoints_ci.json")
+    assert list(bundle.data["models"]) == ["k1", "k1_masked", "k2", "k4", "wo"]
+    assert "--only" not in bundle.command and (root / "results/checkpoints/ch1_k1_masked_ci.pt").exists()
+
+
 # ------------------------------------------------------------------------- 5. smoke runs stay out of results/
 
 

@@ -241,17 +241,26 @@ def _main(argv=None):
             "checkpoint": str(path.relative_to(RESULTS_DIR.parent)),
         }
         print(name, rows[name], flush=True)
+    # A run of some models (--only) keeps the rows of the others that the committed bundle lists: the bundle always
+    # names every committed checkpoint of the preset (load_or_train stops on a listed one that is missing).
+    name = f"ch1_checkpoints_{args.preset}"
+    try:
+        kept = results.load_bundle(name).data["models"]
+    except results.BundleMissing:
+        kept = {}
+    rows = {**{m: r for m, r in kept.items() if m not in rows}, **rows}
+    names = [m for m in MODELS if m in rows]
     save_bundle(
-        f"ch1_checkpoints_{args.preset}",
-        {"models": rows},
+        name,
+        {"models": {m: rows[m] for m in names}},
         {
             "preset": args.preset,
             "seed": args.seed,
-            "sizes": {n: experiment(f"ch1.{n}", args.preset) for n in args.only},
+            "sizes": {n: experiment(f"ch1.{n}", args.preset) for n in names},
         },
         command=f"python -m mamba_recall.experiments.ch1_training --preset {args.preset} --device {args.device}"
         + (f" --seed {args.seed}" if args.seed else "")
-        + ("" if list(args.only) == list(MODELS) else " --only " + " ".join(args.only)),
+        + ("" if names == list(MODELS) else " --only " + " ".join(names)),
         device=args.device,
         wall_seconds=time.perf_counter() - start,
     )
