@@ -133,6 +133,23 @@ def test_a_failing_notebook_stops_the_cli_with_its_one_line_error(tmp_path, monk
     assert "full traceback" in second and "Traceback" not in first
 
 
+def test_notebooks_run_two_at_a_time_into_a_relative_folder_and_fail_in_reading_order(tmp_path, monkeypatch):
+    """``--jobs 2`` (what ``make test`` uses): each notebook from its own process (papermill changes the working
+    directory while it runs one), so a relative output folder holds every executed notebook; a failure names the
+    first failing notebook in reading order."""
+    first = _tiny_notebook(tmp_path)
+    names = [first.name, "02_tiny.ipynb", "03_tiny.ipynb"]
+    for name in names[1:]:
+        shutil.copy2(first, first.parent / name)
+    notebooks = [Path("book/99_tiny") / n for n in names]
+    monkeypatch.setattr(cli, "REPO_ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    done = cli.execute(notebooks, Path("out"), {"preset": "ci"}, timeout=120, jobs=2)
+    assert done == [(tmp_path / "out" / nb) for nb in notebooks] and all(p.is_file() for p in done)
+    with pytest.raises(cli.NotebookFailed, match=r"^error: book/99_tiny/01_tiny.ipynb stopped at cell"):
+        cli.execute(notebooks, Path("out2"), {"preset": "ci", "seed": -3}, timeout=120, jobs=2)
+
+
 def test_book_and_batch_set_no_environment_variable():
     """No notebook depends on an environment variable to finish (the old MAMBA_RECALL_BATCH)."""
     offenders = []

@@ -100,45 +100,56 @@ def execute(
     """Execute notebooks with papermill into ``out_dir`` (mirroring their paths), with a progress bar.
     Plain papermill, as the README tells users: no environment variable changes what a notebook does.
     ``timeout``: seconds any one cell may run (default :data:`DEFAULT_TIMEOUT_S` for ``ci`` and
-    ``smoke`` runs, none for full ``paper`` runs; 0 = none). ``jobs``: notebooks run at once, each in its own
-    kernel (their outputs do not depend on it). A failing notebook raises :class:`NotebookFailed` with its
-    one-line error (with ``jobs`` > 1, the first failing one in reading order, after the running ones end)."""
-    from concurrent.futures import ThreadPoolExecutor
+    ``smoke`` runs, none for full ``paper`` runs; 0 = none). ``jobs``: notebooks run at once, each from its own
+    process (papermill changes the process's working directory while it runs a notebook, so two must not share
+    one) with its own kernel; their outputs do not depend on it. A failing notebook raises :class:`NotebookFailed`
+    with its one-line error (with ``jobs`` > 1, the first failing one in reading order; no new one starts)."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     os.environ.setdefault("MAMBA_RECALL_SCORECARD_DIR", str(scorecard_dir()))
     limit = cell_timeout(parameters, timeout)
     if jobs < 1:
         raise NotebookFailed(f"error: --jobs must be at least 1, got {jobs}.")
+    out_dir = Path(out_dir).absolute()
     bar = tqdm(total=len(notebooks), desc="chapters", unit="notebook")
     failed: dict[Path, NotebookFailed] = {}
-
-    def one(nb: Path) -> Path | None:
-        if failed:  # a notebook already failed: start no more
-            return None
-        try:
-            return _execute_one(nb, out_dir, parameters, limit)
-        except NotebookFailed as exc:
-            failed[nb] = exc
-            return None
-        finally:
-            bar.update(1)
-
+    done: dict[Path, Path] = {}
     if jobs == 1:
-        done = [one(nb) for nb in notebooks if not failed]
+        for nb in notebooks:
+            try:
+                done[nb] = _execute_one(nb, out_dir, parameters, limit)
+            except NotebookFailed as exc:
+                failed[nb] = exc
+                break
+            finally:
+                bar.update(1)
     else:
-        pool = ThreadPoolExecutor(max_workers=jobs)
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        todo, running = list(notebooks), {}
         try:
-            done = list(pool.map(one, notebooks))
-        except KeyboardInterrupt:  # the running kernels end with this process (main exits at once on Interrupted)
-            failed[notebooks[0]] = Interrupted(f"interrupted: the executed notebooks so far are in {out_dir}")
+            while todo or running:
+                while todo and len(running) < jobs and not failed:
+                    nb = todo.pop(0)
+                    running[pool.submit(_execute_one, nb, out_dir, parameters, limit)] = nb
+                if not running:
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    nb = running.pop(future)
+                    bar.update(1)
+                    try:
+                        done[nb] = future.result()
+                    except NotebookFailed as exc:
+                        failed[nb] = exc
+        except KeyboardInterrupt:  # the kernels got the same Ctrl-C; main exits at once on Interrupted
             pool.shutdown(wait=False, cancel_futures=True)
             bar.close()
-            raise failed[notebooks[0]] from None
+            raise Interrupted(f"interrupted: the executed notebooks so far are in {out_dir}") from None
         pool.shutdown()
     bar.close()
     if failed:
         raise failed[min(failed, key=notebooks.index)]
-    return [d for d in done if d is not None]
+    return [done[nb] for nb in notebooks if nb in done]
 
 
 def _execute_one(nb: Path, out_dir: Path, parameters: dict, limit: float | None) -> Path:
