@@ -116,8 +116,8 @@ def test_claims_come_from_a_scorecard_and_a_disagreement_is_named(tmp_path):
 
 
 def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
-    def entry(command):
-        return manifest.Entry("x", "bundle", (), command, None, None, None, None, None, True)
+    def entry(command, created=None):
+        return manifest.Entry("x", "bundle", (), command, None, None, None, None, None, True, created=created)
 
     ex = "python -m mamba_recall.experiments."
     commands = [
@@ -129,20 +129,24 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
         ex + "ch4_edge --preset cpu-hours --recipes d2 --allow-long",  # covered: the whole grid
         ex + "ch4_edge --preset cpu-hours --checks --allow-long",  # not covered: another output
         ex + "ch4_train --model s_small --preset ci",
-        ex + "ch4_train --model s_mix --preset ci --device cpu",  # another model
+        ex + "ch4_train --model s_mix --preset ci --device cpu",  # another model, made after s_small (its start)
         ex + "ch2_scaling --preset ci",
         ex + "ch2_scaling --preset ci --device cpu",  # the same run: one of the two is kept
         "python -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json",
     ]
     order = ["bench", "ch1_training", "ch2_scaling", "ch4_train", "ch4_edge"]
-    got = manifest.reproduce_commands([entry(c) for c in commands], order)
+    made = {
+        ex + "ch4_train --model s_small --preset ci": "2026-11-22T04",
+        ex + "ch4_train --model s_mix --preset ci --device cpu": "2026-11-22T06",
+    }
+    got = manifest.reproduce_commands([entry(c, made.get(c)) for c in commands], order)
     assert got == [
         "python -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json",
         ex + "ch1_training --preset ci --device cpu",
         ex + "ch1_training --preset paper --only k1 k1_masked wo",
         ex + "ch2_scaling --preset ci",
-        ex + "ch4_train --model s_mix --preset ci --device cpu",
         ex + "ch4_train --model s_small --preset ci",
+        ex + "ch4_train --model s_mix --preset ci --device cpu",
         ex + "ch4_edge --preset cpu-hours --allow-long",
         ex + "ch4_edge --preset cpu-hours --checks --allow-long",
     ]

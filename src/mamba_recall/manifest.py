@@ -61,6 +61,7 @@ class Entry:
     commit: str | None
     clean: bool | None
     why: str = ""
+    created: str | None = None  # when it was made (its provenance), which orders a runner's commands
     claims: tuple[str, ...] = field(default=())
 
     def plain(self) -> dict:
@@ -122,6 +123,7 @@ def _entry(name: str, kind: str, files: list[str], record: dict) -> Entry:
         wall_seconds=wall,
         commit=prov.get("git_commit"),
         clean=None if dirty is None else not dirty,
+        created=prov.get("created"),
     )
 
 
@@ -319,7 +321,8 @@ def _covers(a: tuple[str | None, dict], b: tuple[str | None, dict]) -> bool:
 
 def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
     """The commands that remake every entry: each once, a command dropped when another of the list covers it
-    (:func:`_covers`), grouped by runner in ``order`` (the runners' ``DEPENDS_ON`` order; others first)."""
+    (:func:`_covers`), grouped by runner in ``order`` (the runners' ``DEPENDS_ON`` order; others first), and
+    within a runner in the order their results were first made."""
     commands = sorted({e.command for e in entries if e.command})
     parsed = {c: parse_command(c) for c in commands}
     kept = [
@@ -330,4 +333,6 @@ def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
         )
     ]
     rank = {r: i for i, r in enumerate(order)}
-    return sorted(kept, key=lambda c: (rank.get(parsed[c][0], -1), c))
+    # within a runner, in the order the results were first made (ch4_train's s_mix starts from s_small's weights)
+    first = {c: min((e.created for e in entries if e.command == c and e.created), default="") for c in kept}
+    return sorted(kept, key=lambda c: (rank.get(parsed[c][0], -1), first[c], c))
