@@ -65,6 +65,56 @@ def test_run_store_bundles_hold_only_jobs_their_runners_make_today():
     assert checked >= 18
 
 
+def _size_checks() -> tuple[list[str], list[str]]:
+    """``(bundles checked, problems)``: a bundle of a runner without a run store records its experiment's preset
+    sizes in its config (flat, or per model under ``sizes``); they must equal what ``presets.experiment`` gives
+    today, or the bundle is stale. The experiment is the one whose sizes (at least three keys) it holds most of."""
+    from mamba_recall.presets import EXPERIMENTS, experiment
+
+    def plain(x):
+        return json.loads(json.dumps(x))
+
+    checked, problems = [], []
+    for entry in manifest.load():
+        record = json.loads((REPO_ROOT / f"results/{entry.name}.json").read_text()) if entry.kind == "bundle" else {}
+        config, data = record.get("config") or {}, record.get("data") or {}
+        if not config or (isinstance(data, dict) and "run_keys" in data):
+            continue
+        per_model = config.get("sizes") if isinstance(config.get("sizes"), dict) else {}
+        targets = [(f"ch1.{m}", sizes) for m, sizes in per_model.items() if f"ch1.{m}" in EXPERIMENTS]
+        if not targets:
+            fits = [
+                (len(sizes), name, held)
+                for held in [config, per_model]
+                for name, presets in EXPERIMENTS.items()
+                if entry.preset in presets
+                for sizes in [plain(experiment(name, entry.preset))]
+                if len(sizes) >= 3 and set(sizes) <= set(held)
+            ]
+            targets = [max(fits, key=lambda f: f[:2])[1:]] if fits else []
+        for name, recorded in targets:
+            today = plain(experiment(name, entry.preset))
+            stale = {k: (recorded[k], v) for k, v in today.items() if recorded.get(k) != v}
+            if stale:
+                problems.append(f"{entry.name}: {name} sizes changed since it was made (recorded, today): {stale}")
+            checked.append(entry.name)
+    return sorted(set(checked)), problems
+
+
+def test_other_bundles_record_the_sizes_their_presets_give_today():
+    checked, problems = _size_checks()
+    assert problems == []
+    assert len(checked) >= 11, checked
+
+
+def test_a_preset_changed_after_its_bundle_was_made_is_found(monkeypatch):
+    from mamba_recall.presets import EXPERIMENTS
+
+    monkeypatch.setitem(EXPERIMENTS["ch2.multihead"], "ci", {**EXPERIMENTS["ch2.multihead"]["ci"], "batch": 7})
+    _, problems = _size_checks()
+    assert len(problems) == 1 and problems[0].startswith("ch2_multihead_ci: ch2.multihead sizes changed")
+
+
 def _copy(names: list[str], root: Path) -> None:
     (root / "results" / "checkpoints").mkdir(parents=True)
     (root / "results" / "external").mkdir()
