@@ -17,7 +17,8 @@ STAMP := $(VENV)/.installed
 
 # Seconds any one cell may run in the batch passes (a hang stops there with an error).
 CELL_TIMEOUT ?= 900
-# Processes that run test files (pytest-xdist, one file per process) and notebooks (one kernel each) at once.
+# Processes that run test files (pytest-xdist, one file per process) and notebooks (one kernel each) at once; each
+# then gets one CPU thread (OMP_NUM_THREADS=1: on 2 cores, two processes of two threads each are no faster than one).
 JOBS ?= 2
 
 .PHONY: book test lint pytest nbval smoke browser bench reproduce refresh venv lab clean
@@ -61,7 +62,7 @@ lint: $(STAMP)
 PAPERS ?= $(wildcard $(abspath ../shared/papers))
 
 pytest: $(STAMP)
-	$(if $(PAPERS),MAMBA_RECALL_PAPERS=$(PAPERS)) $(PY) -m pytest -ra -n $(JOBS) --dist loadfile tests
+	$(if $(PAPERS),MAMBA_RECALL_PAPERS=$(PAPERS)) $(if $(filter-out 1,$(JOBS)),OMP_NUM_THREADS=1) $(PY) -m pytest -ra -n $(JOBS) --dist loadfile tests
 
 nbval: $(STAMP)
 	$(PY) -m pytest -ra --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider book
