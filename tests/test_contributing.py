@@ -5,8 +5,10 @@ claim reads *reproduced* from the bundle the toy runner wrote, which the results
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -75,7 +77,7 @@ def test_a_toy_claim_with_its_preset_and_runner_as_the_page_says(tmp_path):
     for command in commands:
         assert command.startswith("python "), command
         done = subprocess.run(
-            [sys.executable, *_split(command.removeprefix("python "))],
+            [sys.executable, *shlex.split(command.removeprefix("python "))],
             cwd=root,
             env=env,
             capture_output=True,
@@ -87,13 +89,5 @@ def test_a_toy_claim_with_its_preset_and_runner_as_the_page_says(tmp_path):
     assert len(list((root / "results" / "runs" / "ch2.toy").glob("*.json"))) == 3
     assert outputs[1].strip() == "reproduced"
     assert "results manifest: 1 entries" in outputs[2]
-    import json
-
     (entry,) = json.loads((root / "results" / "manifest.json").read_text())["entries"]
     assert entry["name"] == "ch2_toy_ci" and entry["runner"] == "ch2_toy" and entry["clean"] is True
-
-
-def _split(command: str) -> list[str]:
-    import shlex
-
-    return shlex.split(command)

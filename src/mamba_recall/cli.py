@@ -451,8 +451,7 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
         raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(known)}.")
     if preset is None:
         commands = manifest.reproduce_commands(manifest.load(), ["bench", *runners])
-        runs = [shlex.split(c)[2:] for c in commands]  # drop "python -m"
-        runs = [r for r in runs if not only or manifest.parse_command("python -m " + " ".join(r))[0] in only]
+        runs = [shlex.split(c)[2:] for c in commands if not only or manifest.parse_command(c)[0] in only]
     else:
         runs = [
             [f"mamba_recall.experiments.{n}", "--preset", preset, "--device", device]

@@ -142,12 +142,10 @@ def scan(root: Path | None = None) -> list[Entry]:
         record = json.loads(path.read_text())
         files = [path] + ([path.parent / record["file"]] if record.get("file") else [])
         entries.append(_entry(path.stem, "checkpoint", [_rel(p, root) for p in files], record))
-    by_command = {(e.runner, tuple(sorted(parse_command(e.command)[1].get("--model", ())))): e for e in entries}
+    # a training log next to the checkpoint it made: <runner>_<model>.log (ch4_train_s_mix.log)
+    log_owner = {f"{e.runner}_{m}": e for e in entries for m in parse_command(e.command)[1].get("--model", ())}
     for path in sorted(results.glob("*.log")):
-        # a training log next to the checkpoint it made: <runner>_<model>.log (ch4_train_s_mix.log)
-        owner = next(
-            (e for (runner, model), e in by_command.items() if model and path.stem == f"{runner}_{model[0]}"), None
-        )
+        owner = log_owner.get(path.stem)
         base = owner.plain() if owner else {}
         entries.append(
             Entry(
@@ -183,15 +181,24 @@ def stores(root: Path | None = None) -> dict[str, int]:
     return {p.name: len(list(p.glob("*.json"))) for p in sorted(runs.iterdir()) if p.is_dir()} if runs.is_dir() else {}
 
 
-def load(path: Path | None = None) -> list[Entry]:
-    """The committed manifest's entries; a clear error when it is missing or not a manifest."""
+def _read(path: Path | None = None) -> dict:
+    """The committed manifest as written; a clear error when it is missing or not a manifest."""
     path = Path(path) if path else RESULTS_DIR / MANIFEST_NAME
     if not path.exists():
         raise FileNotFoundError(f"no results manifest at {path}; make it with `{FIX}`.")
     record = json.loads(path.read_text())
     if record.get("schema") != SCHEMA:
         raise ValueError(f"{path} is not a results manifest (schema {record.get('schema')!r}); remake it: `{FIX}`.")
+    return record
+
+
+def _entries(record: dict) -> list[Entry]:
     return [Entry(**{**e, "files": tuple(e["files"]), "claims": tuple(e["claims"])}) for e in record["entries"]]
+
+
+def load(path: Path | None = None) -> list[Entry]:
+    """The committed manifest's entries; a clear error when it is missing or not a manifest."""
+    return _entries(_read(path))
 
 
 def write(claims: dict[str, tuple[str, ...]] | None = None, root: Path | None = None) -> Path:
@@ -240,9 +247,10 @@ def problems(root: Path | None = None) -> list[str]:
 
     root = Path(REPO_ROOT if root is None else root)
     try:
-        committed = {e.name: e for e in load(root / "results" / MANIFEST_NAME)}
+        record = _read(root / "results" / MANIFEST_NAME)
     except (FileNotFoundError, ValueError) as exc:
         return [str(exc)]
+    committed = {e.name: e for e in _entries(record)}
     found = {e.name: e for e in scan(root)}
     out = [
         f"{n}: committed under results/ but not in the manifest; run `{FIX}`."
@@ -256,9 +264,9 @@ def problems(root: Path | None = None) -> list[str]:
         changed = [k for k in now if k != "claims" and now[k] != then[k]]
         if changed:
             out.append(f"{name}: the manifest's {', '.join(changed)} differ from the files; run `{FIX}`.")
-    recorded = json.loads((root / "results" / MANIFEST_NAME).read_text()).get("stores", {})
-    if recorded != stores(root):
-        out.append(f"results/runs/: the manifest counts {recorded}, the store holds {stores(root)}; run `{FIX}`.")
+    recorded, held_runs = record.get("stores", {}), stores(root)
+    if recorded != held_runs:
+        out.append(f"results/runs/: the manifest counts {recorded}, the store holds {held_runs}; run `{FIX}`.")
     held = {f for e in found.values() for f in e.files}
     for path in sorted((root / "results").rglob("*")):
         rel = _rel(path, root)
@@ -271,7 +279,7 @@ def problems(root: Path | None = None) -> list[str]:
             continue
         try:
             if e.kind == "bundle":
-                res.load_bundle(root / e.files[[f.endswith(".json") for f in e.files].index(True)])
+                res.load_bundle(root / "results" / f"{e.name}.json")
             elif e.kind == "checkpoint":
                 pt = next(f for f in e.files if not f.endswith(".json"))
                 res.read_checkpoint(root / pt, regenerate=e.command or FIX)
