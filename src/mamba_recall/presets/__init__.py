@@ -77,9 +77,9 @@ SMOKE_OVERRIDES: dict[str, dict] = {
 
 
 def _merge_chapter_sizes() -> None:
-    from . import ch1, ch2, ch3, ch4
+    from . import ch1, ch2, ch3, ch4, ch5
 
-    for module in (ch1, ch2, ch3, ch4):
+    for module in (ch1, ch2, ch3, ch4, ch5):
         for name, sizes in module.EXPERIMENTS.items():
             if name in EXPERIMENTS:
                 raise RuntimeError(f"experiment {name!r} is defined twice (presets/{module.__name__}).")
