@@ -2,7 +2,7 @@
 
 One package per chapter, one module per book section in it: ``ch0`` (the worked forward pass, paper 001), ``ch1``
 (paper 000), ``ch2`` (paper 002), ``ch3`` (paper 003), ``ch4`` (paper 004); claim ids keep the papers' numbering
-("002/Fig6c"). Importing this package registers them all.
+("002/Fig6c"), and ``ch5`` (the book's own hypotheses, ids ``book/…``). Importing this package registers them all.
 Notebooks call ``check("002/Fig6c", ...)`` and display what it returns.
 """
 
@@ -43,6 +43,7 @@ from . import ch0  # noqa: E402,F401  Chapter 0
 from . import ch2  # noqa: E402,F401  Chapter 2
 from . import ch3  # noqa: E402,F401  Chapter 3
 from . import ch4  # noqa: E402,F401  Chapter 4
+from . import ch5  # noqa: E402,F401  Chapter 5 (the book's own hypotheses)
 
 __all__ = [
     "MARK",

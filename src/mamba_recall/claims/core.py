@@ -72,7 +72,7 @@ TIER_NOTE = {
     "cpu-hours": "the papers' settings on a CPU-sized part of the grid",
     "paper": "the papers' sizes",
 }
-PAPERS = {"001": 0, "000": 1, "002": 2, "003": 3, "004": 4}  # paper → chapter
+PAPERS = {"001": 0, "000": 1, "002": 2, "003": 3, "004": 4, "book": 5}  # paper → chapter ("book": the book's own findings)
 MIN_SEEDS = 3
 OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "=", "true": "is true", "false": "is false"}
 
@@ -300,7 +300,7 @@ class Claim:
     def __post_init__(self):
         if self.analogue and not self.setting.strip():
             raise ClaimError(f"claim {self.id}: an analogue says what it stands in for (setting).")
-        if not re.fullmatch(r"(000|001|002|003|004)/[A-Za-z0-9_.()+-]+", self.id):
+        if not re.fullmatch(r"(000|001|002|003|004|book)/[A-Za-z0-9_.()+-]+", self.id):
             raise ClaimError(f"claim id {self.id!r} must be '<paper>/<name>' with paper in {tuple(PAPERS)}.")
         if self.measure is None and not self.not_run:
             raise ClaimError(f"claim {self.id}: no measurement, so 'not_run' must say what it would take.")

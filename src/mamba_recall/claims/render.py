@@ -23,6 +23,7 @@ CHAPTERS = {
     2: ("2. Hashing circuits and recall scaling laws", "002"),
     3: ("3. Input selectivity, Haar wavelets, MQAR constructions", "003"),
     4: ("4. Primacy and recency", "004"),
+    5: ("5. Synthesis: four theories on one model", "book"),
 }
 MARKERS = {"scorecard": "<!-- SCORECARD -->", "status": "<!-- CHAPTER_STATUS -->", "verdicts": "<!-- VERDICTS -->"}
 
@@ -123,7 +124,7 @@ def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
         vs = [v for v in everything if PAPERS[v.claim_id.split("/")[0]] == ch]
         out += [
             f"({_label(paper)})=",
-            f"## {title} (paper {paper})",
+            f"## {title} ({_source(paper)})",
             "",
             status_bar(vs),
             "",
@@ -133,6 +134,11 @@ def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def _source(paper: str) -> str:
+    """What a scorecard section judges: a paper's claims, or (``book``) the book's own hypotheses."""
+    return "the book's own findings, declared before their runs" if paper == "book" else f"paper {paper}"
 
 
 def _label(paper: str) -> str:
