@@ -7,7 +7,8 @@ cosine to 0, clip 1.5, label smoothing 0.1); for each (layers, D, N) and seed a 
 the largest κ with held-out recall ≥ 90 % and ≥ 50 %, one training per probe
 (:mod:`mamba_recall.experiments.ch5_capacity`). ``cells`` are ``[layers, D, N]``.
 
-* ``ci``: one small cell, one seed, a short ladder, a few hundred steps (the notebook's live demonstration);
+* ``ci``: three small cells (one 2-layer cell with its 1-layer match at 2N), one seed, a three-rung ladder, a few
+  hundred steps; the notebook searches the first cell live;
 * ``cpu-hours``: 9 one-layer cells D ∈ {16, 32, 64} × N ∈ {2, 4, 8} and 3 two-layer cells, 3 seeds (about 10
   CPU-hours on a 2-core CPU, measured: ``--preset cpu-hours`` prints its estimate);
 * ``paper``: the sizes of paper 002's grids (D up to 128, N up to 32, κ up to 181), batch 128, 2000 steps, for a GPU
@@ -33,7 +34,7 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
         "ci": {
             "V": 512,
             "L_per_kappa": 4,
-            "cells": [[1, 16, 4]],
+            "cells": [[1, 16, 4], [1, 16, 2], [2, 16, 2]],
             "ladder": [2, 4, 8],
             "thresholds": [0.5, 0.9],
             "seeds": 1,

@@ -292,3 +292,14 @@ CLAIMS = (
         setting=SETTING,
     ),
 )
+
+
+def check_synthesis(claim_id: str, bundle, record: bool = True):
+    """Judge one of H1–H6 on a ``ch5_capacity`` bundle: each seed's searches and probes measured alone, the seeds
+    combined by :func:`~mamba_recall.claims.core.check_seeds` (the book's one way)."""
+    from ..core import check_seeds
+
+    searches, probes = bundle.tables["searches"], bundle.tables["probes"]
+    seeds = sorted(set(searches.seed))
+    inputs = [(searches[searches.seed == s], probes[probes.seed == s], bundle) for s in seeds]
+    return check_seeds(claim_id, inputs, [f"seed {s}" for s in seeds], record=record)

@@ -1,0 +1,238 @@
+"""Chapter 5's charts and explorers: capacity against D·N with every theory's line, the recall profile by pair
+order at and below the edge of capacity, Δ at keys against the untrained twins, and the (D, N) explorer
+(precomputed, in the HTML) and the live one (a tiny model, in Jupyter)."""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ..analysis import synthesis as syn
+
+__all__ = [
+    "capacity_chart",
+    "cell_explorer",
+    "delta_chart",
+    "live_capacity_explorer",
+    "profile_chart",
+    "profile_frame",
+    "theory_table",
+]
+
+_LOG2 = alt.Scale(type="log", base=2)
+
+
+def capacity_chart(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> alt.LayerChart:
+    """κ*_θ against D·N on log axes: each cell's geometric mean over seeds with its 95 % interval (black; 1 and 2
+    layers by shape, 2 layers at N_eff = 2N), the seeds (grey), each law of paper 002 (dashed lines) and paper 003's
+    construction κ* = Λ N (crosses)."""
+    laws = syn.law_table(searches, V, threshold)
+    cells = syn.cell_capacity(searches, threshold)
+    cells = cells.assign(DN_eff=cells.D * cells.N * cells.layers, layers=cells.layers.astype(str) + " layer(s)")
+    tag = f"kappa{round(threshold * 100)}"
+    seeds = searches.dropna(subset=[tag]).assign(DN_eff=lambda d: d.D * d.N * d.layers, kappa=lambda d: d[tag])
+    laws = laws.assign(DN_eff=laws.D * laws.N * laws.layers)
+    lines = laws[(laws.theory != "construction (003, Thm 2)") & (laws.predicted > 0.5) & (laws.layers == 1)]
+    x = alt.X("DN_eff:Q", scale=_LOG2, title="D·N (2 layers: D·2N)")
+    y = alt.Y("kappa:Q", scale=_LOG2, title=f"capacity κ* at {threshold:.0%} recall")
+    law_lines = (
+        alt.Chart(lines.rename(columns={"predicted": "kappa"}))
+        .mark_line(strokeDash=[5, 3])
+        .encode(x=x, y=y, color=alt.Color("theory:N", title="theory"), tooltip=["theory", "D", "N", "kappa"])
+    )
+    construction = (
+        alt.Chart(laws[laws.theory == "construction (003, Thm 2)"].rename(columns={"predicted": "kappa"}))
+        .mark_point(shape="cross", size=70, color="#9467bd")
+        .encode(x=x, y=y, tooltip=["theory", "layers", "D", "N", "kappa"])
+    )
+    seed_pts = alt.Chart(seeds).mark_circle(color="#999", size=25).encode(x=x, y=y, tooltip=["layers", "D", "N", "seed", "kappa"])
+    bars = (
+        alt.Chart(cells.dropna(subset=["kappa_ci_low"]))
+        .mark_rule(color="black")
+        .encode(x=x, y="kappa_ci_low:Q", y2="kappa_ci_high:Q")
+    )
+    means = (
+        alt.Chart(cells.dropna(subset=["kappa"]))
+        .mark_point(filled=True, color="black", size=70)
+        .encode(
+            x=x,
+            y=y,
+            shape=alt.Shape("layers:N", title="measured"),
+            tooltip=["layers", "D", "N", alt.Tooltip("kappa:Q", format=".2f"), "per_seed", "censored"],
+        )
+    )
+    return (law_lines + construction + seed_pts + bars + means).properties(
+        width=420, height=300, title=f"capacity at {threshold:.0%} recall against D·N"
+    )
+
+
+def theory_table(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> pd.DataFrame:
+    """Per theory over the 1-layer cells: the typical error (mean log₂(measured/predicted)), its spread, and the
+    cells where the prediction is below one pair (the law says nothing fits)."""
+    t = syn.law_table(searches, V, threshold)
+    t = t[t.layers == 1]
+    rows = []
+    for theory, g in t.groupby("theory", sort=False):
+        e = g.log2_error.replace([np.inf, -np.inf], np.nan).dropna()
+        rows.append(
+            {
+                "theory": theory,
+                "cells": len(g),
+                "cells predicting κ* < 1": int((g.predicted < 1).sum()),
+                "mean log2 error": round(float(e.mean()), 2) if len(e) else float("nan"),
+                "min": round(float(e.min()), 2) if len(e) else float("nan"),
+                "max": round(float(e.max()), 2) if len(e) else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
+    """Recall by relative pair order (bin of i / κ), pooled over probes, for the edge probes (recall nearest 50 %,
+    κ ≥ 4) and the probes with recall in [0.9, 0.99) (below capacity, not at ceiling): mean and 95 % interval over
+    probes."""
+    from scipy import stats
+
+    edge = syn.edge_probes(probes, 0.5, min_kappa=4).assign(where="edge (recall ≈ 50 %)")
+    below = probes[(probes.accuracy >= 0.9) & (probes.accuracy < 0.99) & (probes.kappa >= 4)].assign(
+        where="below capacity (recall 90–99 %)"
+    )
+    rows = []
+    for _, p in pd.concat([edge, below]).iterrows():
+        acc = np.array([float(x) for x in p.by_pair.split()])
+        k = len(acc)
+        b = np.minimum((np.arange(k) * bins) // k, bins - 1)
+        for j in range(bins):
+            if (b == j).any():
+                rows.append({"where": p["where"], "bin": j, "recall": float(acc[b == j].mean())})
+    f = pd.DataFrame(rows)
+    if f.empty:
+        return f
+    out = f.groupby(["where", "bin"]).recall.agg(["mean", "std", "count"]).reset_index()
+    q = stats.t.ppf(0.975, np.maximum(out["count"] - 1, 1))
+    half = q * out["std"].fillna(0) / np.sqrt(out["count"])
+    out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
+    out["position"] = (out["bin"] + 0.5) / bins
+    return out
+
+
+def profile_chart(probes: pd.DataFrame, bins: int = 8) -> alt.LayerChart:
+    """Recall by relative pair order: at the edge of capacity and below it (paper 004's U, if any)."""
+    f = profile_frame(probes, bins)
+    x = alt.X("position:Q", title="pair's place in the context (0 = first written, 1 = last)", scale=alt.Scale(domain=[0, 1]))
+    color = alt.Color("where:N", title="probes")
+    band = alt.Chart(f).mark_area(opacity=0.2).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=color)
+    line = (
+        alt.Chart(f)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y("mean:Q", title="recall", scale=alt.Scale(domain=[0, 1])),
+            color=color,
+            tooltip=["where", "position", alt.Tooltip("mean:Q", format=".3f"), "count"],
+        )
+    )
+    return (band + line).properties(width=420, height=260, title="recall by the pair's order (mean over probes, 95 %)")
+
+
+def delta_chart(probes: pd.DataFrame) -> alt.Chart:
+    """log(Δ at keys / Δ elsewhere), layer 0, at every probe against its recall: trained (filled) and untrained
+    twins (hollow)."""
+    rows = []
+    for _, p in probes.iterrows():
+        for who, col in (("trained", "delta0_key_ratio"), ("untrained twin", "untrained_delta0_key_ratio")):
+            rows.append(
+                {
+                    "model": who,
+                    "recall": p.accuracy,
+                    "log_ratio": float(np.log(p[col])),
+                    "layers": p.layers,
+                    "D": p.D,
+                    "N": p.N,
+                    "kappa": p.kappa,
+                    "seed": p.seed,
+                }
+            )
+    f = pd.DataFrame(rows)
+    return (
+        alt.Chart(f)
+        .mark_point(size=40)
+        .encode(
+            x=alt.X("recall:Q", title="recall of the trained model at this probe", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("log_ratio:Q", title="log(Δ at keys / Δ elsewhere), layer 0"),
+            color=alt.Color("model:N"),
+            fill=alt.Fill("model:N", legend=None, scale=alt.Scale(range=["#1f77b4", "transparent"])),
+            tooltip=["model", "layers", "D", "N", "kappa", "seed", alt.Tooltip("log_ratio:Q", format=".3f")],
+        )
+        .properties(width=420, height=260, title="Δ at key tokens, every probe")
+    )
+
+
+def cell_explorer(probes: pd.DataFrame) -> alt.VConcatChart:
+    """Pick a (layers, D, N) cell from the menu: its recall against κ (every seed's probes) and the recall profile
+    by pair order of each of its probes (runs in the browser over the committed probes)."""
+    p = probes.assign(cell=lambda d: d.layers.astype(str) + " layer(s), D=" + d.D.astype(str) + ", N=" + d.N.astype(str))
+    cells = list(dict.fromkeys(p.sort_values(["layers", "D", "N"]).cell))
+    pick = alt.param(name="cell", value=cells[0], bind=alt.binding_select(options=cells, name="cell "))
+    curve = (
+        alt.Chart(p)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("kappa:Q", scale=_LOG2, title="κ pairs"),
+            y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), title="held-out recall"),
+            color=alt.Color("seed:N"),
+            tooltip=["cell", "seed", "kappa", alt.Tooltip("accuracy:Q", format=".3f"), "steps_run"],
+        )
+        .transform_filter(alt.datum.cell == pick)
+        .add_params(pick)
+        .properties(width=380, height=220, title="recall against κ (each seed's probes)")
+    )
+    rows = []
+    for _, r in p.iterrows():
+        acc = [float(x) for x in r.by_pair.split()]
+        for i, a in enumerate(acc):
+            rows.append({"cell": r.cell, "seed": r.seed, "kappa": r.kappa, "place": (i + 0.5) / len(acc), "recall": a})
+    prof = (
+        alt.Chart(pd.DataFrame(rows))
+        .mark_line()
+        .encode(
+            x=alt.X("place:Q", title="pair's place in the context", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("recall:Q", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("kappa:O", title="κ"),
+            detail="seed:N",
+            tooltip=["seed", "kappa", alt.Tooltip("recall:Q", format=".3f")],
+        )
+        .transform_filter(alt.datum.cell == pick)
+        .properties(width=380, height=220, title="recall by pair order at each probe")
+    )
+    return alt.vconcat(curve, prof)
+
+
+def live_capacity_explorer(preset_sizes: dict, seed: int = 0):
+    """ipywidgets: train one tiny full Mamba LM at (D, N, κ) for a few hundred steps and print its recall and its
+    profile by pair order. Nothing trains until a person presses the button."""
+    import ipywidgets as w
+
+    from ..experiments.ch5_capacity import probe, resolved_config
+    from ..widgets import explorer
+
+    def draw(D, N, kappa, steps):
+        cfg = resolved_config(preset_sizes, 1, D, N)
+        r = probe(cfg, seed, kappa, steps=steps)
+        prof = " ".join(f"{a:.2f}" for a in r["by_pair"])
+        print(f"D={D}, N={N}, κ={kappa}: recall {r['accuracy']:.3f} after {r['steps_run']} steps ({r['seconds']:.0f} s)")
+        print(f"by pair order (first written → last): {prof}")
+        print(f"Δ at keys / elsewhere, layer 0: trained {r['delta'][0]['key_ratio']:.3f}, untrained {r['untrained']['delta'][0]['key_ratio']:.3f}")
+
+    return explorer(
+        draw,
+        {
+            "D": w.Dropdown(options=[8, 16, 32], value=16, description="D"),
+            "N": w.Dropdown(options=[2, 4, 8], value=4, description="N"),
+            "kappa": w.Dropdown(options=[2, 4, 8, 16], value=4, description="κ"),
+            "steps": w.IntSlider(value=300, min=50, max=1500, step=50, description="steps"),
+        },
+        default_view=False,
+        button="train",
+    )
