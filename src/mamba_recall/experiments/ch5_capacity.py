@@ -281,6 +281,22 @@ def main(argv=None):
 
 
 
+def first_search(preset: str, seed: int, smoke: bool = False, log=print) -> dict:
+    """The search of ``preset``'s first cell at ``seed``: read from the run store when it holds that job (the same
+    config and seed give the same numbers), else computed now (and not stored: a notebook writes no results)."""
+    from ..results import smoke_run_store
+    from ..runstore import finished_runs
+
+    sizes = _sizes(preset, smoke)
+    job = make_job(EXPERIMENT, resolved_config(sizes, *sizes["cells"][0]), seed)
+    stored = finished_runs([job], smoke_run_store(smoke))
+    if stored:
+        log(f"from the run store: results/runs/{EXPERIMENT}/{job['key']}.json")
+        return stored[0]["result"]
+    log("not in the run store: computing it now")
+    return run_job(job["config"], seed)
+
+
 def evidence_bundles(log=print):
     """(the strongest complete committed bundle, the running grid's partial bundle or None): verdicts read the
     first; the page shows the second beside it, labelled partial."""

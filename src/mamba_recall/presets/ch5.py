@@ -7,8 +7,8 @@ cosine to 0, clip 1.5, label smoothing 0.1); for each (layers, D, N) and seed a 
 the largest κ with held-out recall ≥ 90 % and ≥ 50 %, one training per probe
 (:mod:`mamba_recall.experiments.ch5_capacity`). ``cells`` are ``[layers, D, N]``.
 
-* ``ci``: three small cells (one 2-layer cell with its 1-layer match at 2N), one seed, a three-rung ladder, a few
-  hundred steps; the notebook searches the first cell live;
+* ``ci``: a 64-token vocabulary, three small cells (one 2-layer cell with its 1-layer match at 2N), one seed, a
+  three-rung ladder, 800 steps (about a minute a search); the notebook shows the first cell's search;
 * ``cpu-hours``: 9 one-layer cells D ∈ {16, 32, 64} × N ∈ {2, 4, 8} and 3 two-layer cells, 3 seeds (about 10
   CPU-hours on a 2-core CPU, measured: ``--preset cpu-hours`` prints its estimate);
 * ``paper``: the sizes of paper 002's grids (D up to 128, N up to 32, κ up to 181), batch 128, 2000 steps, for a GPU
@@ -32,16 +32,16 @@ _RECIPE = {
 EXPERIMENTS: dict[str, dict[str, dict]] = {
     "ch5.capacity": {
         "ci": {
-            "V": 512,
+            "V": 64,
             "L_per_kappa": 4,
-            "cells": [[1, 16, 4], [1, 16, 2], [2, 16, 2]],
+            "cells": [[1, 32, 8], [1, 32, 4], [2, 32, 4]],
             "ladder": [2, 4, 8],
             "thresholds": [0.5, 0.9],
             "seeds": 1,
-            "steps": 300,
+            "steps": 800,
             "batch": 32,
             "eval_every": 100,
-            "patience": 2,
+            "patience": 3,
             "min_delta": 0.01,
             "target_accuracy": 0.99,
             "n_eval": 200,
@@ -86,4 +86,4 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
 }
 
 #: the smoke pass keeps the cells' structure (both layer counts) and a two-rung ladder.
-SMOKE = {"ch5.capacity": {"cells": [[1, 16, 4], [2, 16, 4]], "ladder": [2, 4]}}
+SMOKE = {"ch5.capacity": {"cells": [[1, 16, 4], [2, 16, 2]], "ladder": [2, 4]}}
