@@ -1,13 +1,12 @@
 r"""Chapter 5: the four papers' theories of Mamba's recall, each turned into a prediction for the same measurements
 (the ``searches`` and ``probes`` tables of :mod:`mamba_recall.experiments.ch5_capacity`).
 
-* **Paper 002** (hashing, scaling laws): capacity grows with the product D·N. :func:`law_capacity` inverts each
-  law's per-query success probability p(V, κ, D, N) (:func:`mamba_recall.theory.capacity.p_success`) for the largest
-  κ with p ≥ θ; :func:`power_fit` fits :math:`\log\kappa^* = \alpha\log(DN) + c` (prediction α = 1, Remark 1 /
+* **Paper 002** (hashing, scaling laws): capacity grows with the product D·N. :func:`mamba_recall.theory.capacity.kappa_at` inverts each
+  law's per-query success probability for the largest κ with p ≥ θ; :func:`power_fit` fits :math:`\log\kappa^* = \alpha\log(DN) + c` (prediction α = 1, Remark 1 /
   Eq. 17: D·N ≥ 2 N_f n_σ²), :func:`two_factor_fit` fits :math:`\log\kappa^* = a\log D + b\log N + c`
   (D·N: a = b = 1). Λ layers act as N_eff = Λ N (Thms 4/6): :func:`layer_ratios`.
 * **Paper 003** (constructions): Thm 2 writes one key per state column, so it recalls κ pairs with N = κ whatever
-  D is beyond what it needs: κ* = N, i.e. a = 0 and b = 1 in the two-factor fit (:func:`construction_capacity`).
+  D is beyond what it needs: κ* = N, i.e. a = 0 and b = 1 in the two-factor fit.
 * **Paper 004** (primacy and recency): near capacity the serial-position profile is a U: :func:`u_shape` reads
   primacy (first quarter minus middle) and recency (last quarter minus middle) from a probe's recall by pair order.
 * **Paper 000** (gradient dynamics): Δ opens at key tokens: the probes' ``delta0_key_ratio`` (Δ at keys over Δ
@@ -25,50 +24,13 @@ import pandas as pd
 from scipy import stats
 
 __all__ = [
-    "LAWS",
-    "construction_capacity",
+    "cell_capacity",
     "edge_probes",
-    "law_capacity",
-    "law_table",
     "layer_ratios",
     "power_fit",
     "two_factor_fit",
     "u_shape",
 ]
-
-#: paper 002's laws as (label, law, a) for :func:`mamba_recall.theory.capacity.p_success`; ``rev_mV`` with the
-#: authors' constant for full models (a = 5/8).
-LAWS = (
-    ("Eq. 77 (Thm 3)", "eq77", 3.0),
-    ("Eq. 15 as printed", "eq15", 3.0),
-    ("Eq. 15 corrected", "eq15_consistent", 3.0),
-    ("authors' revision, a = 5/8", "rev_mV", 5 / 8),
-)
-
-
-def law_capacity(V: int, D: int, N: int, threshold: float, law: str, a: float = 3.0, layers: int = 1) -> float:
-    """The largest real κ in [1, V/2] with p_success(V, κ, D, N) ≥ ``threshold`` (0.0 when even κ = 1 is below;
-    every law falls with κ, so bisection on log κ is exact to 10⁻⁶)."""
-    from ..theory.capacity import p_success
-
-    def ok(k: float) -> bool:
-        return p_success(V, k, D, N, law, layers=layers, a=a) >= threshold
-
-    lo, hi = 1.0, V / 2
-    if not ok(lo):
-        return 0.0
-    if ok(hi):
-        return hi
-    for _ in range(60):
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
-
-
-def construction_capacity(N: int, layers: int = 1) -> float:
-    """Paper 003, Thm 2: one key per state column (N = κ), Λ layers each holding N columns: κ* = Λ·N."""
-    return float(layers * N)
-
 
 def _uncensored(searches: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, int]:
     col = f"kappa{round(threshold * 100)}"
@@ -156,20 +118,6 @@ def cell_capacity(searches: pd.DataFrame, threshold: float = 0.5) -> pd.DataFram
                 "censored": int(g[col].isna().sum()),
             }
         )
-    return pd.DataFrame(rows)
-
-
-def law_table(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> pd.DataFrame:
-    """Per cell and theory: the predicted κ*_θ, the measured geometric mean and the error log₂(measured/predicted)
-    (paper 002's laws with N_eff = layers·N; paper 003's construction κ* = layers·N)."""
-    cells = cell_capacity(searches, threshold)
-    rows = []
-    for _, c in cells.iterrows():
-        preds = [(label, law_capacity(V, int(c.D), int(c.N), threshold, law, a, int(c.layers))) for label, law, a in LAWS]
-        preds.append(("construction (003, Thm 2)", construction_capacity(int(c.N), int(c.layers))))
-        for label, pred in preds:
-            err = math.log2(c.kappa / pred) if pred > 0 and c.kappa > 0 else float("nan")
-            rows.append({**c.to_dict(), "theory": label, "predicted": pred, "log2_error": err})
     return pd.DataFrame(rows)
 
 

@@ -346,7 +346,10 @@ class Verdict:
         the paper's sentence and numbers, ours with the intervals, the rule, the checks, the control, the
         evidence, the setting and the verdict."""
         said = f"“{self.quote}”" if self.quote else self.statement
-        out = [f"- **the paper** ({self.where}): {said}", f"- **paper's numbers**: {self.printed}"]
+        if self.claim_id.startswith("book/"):  # the book's own hypothesis: no paper sentence to quote
+            out = [f"- **the hypothesis** ({self.where}): {said}", f"- **the theory's numbers**: {self.printed}"]
+        else:
+            out = [f"- **the paper** ({self.where}): {said}", f"- **paper's numbers**: {self.printed}"]
         out.append(f"- **ours**: {self.ours or (self.reason if self.status == 'not run' else '—')}")
         if self.intervals:
             out.append(

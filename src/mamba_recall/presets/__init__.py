@@ -207,7 +207,7 @@ def experiment(name: str, preset: str, *, smoke: bool = False) -> dict:
         return sizes
     capped = smoke_cap(sizes)
     override = SMOKE_OVERRIDES.get(name, {})
-    if set(override) <= set(PRESETS) and override:
+    if set(override) <= set(ALL_PRESETS) and override:
         override = override.get(preset, {})
     capped.update(copy.deepcopy(override))
     return capped

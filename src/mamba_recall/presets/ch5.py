@@ -85,5 +85,10 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     },
 }
 
-#: the smoke pass keeps the cells' structure (both layer counts) and a two-rung ladder.
-SMOKE = {"ch5.capacity": {"cells": [[1, 16, 4], [2, 16, 2]], "ladder": [2, 4]}}
+#: the smoke pass keeps each preset's first cell and one 2-layer cell (both layer counts) and a two-rung ladder.
+SMOKE = {
+    "ch5.capacity": {
+        preset: {"cells": [sizes["cells"][0], next(c for c in sizes["cells"] if c[0] == 2)], "ladder": [2, 4]}
+        for preset, sizes in EXPERIMENTS["ch5.capacity"].items()
+    }
+}

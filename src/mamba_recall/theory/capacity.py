@@ -33,6 +33,7 @@ __all__ = [
     "p_success",
     "satisfies",
     "predicted_capacity",
+    "kappa_at",
     "m_V",
     "p_grid",
     "multihead_prediction",
@@ -157,6 +158,27 @@ def predicted_capacity(
             lo, hi = (mid, hi) if ok(V, mid) else (lo, mid)
         out["Nf_max"] = hi if ok(V, hi) else lo
     return out
+
+
+def kappa_at(V, D, N, threshold: float, law: str = "eq77", a: float = 3.0, layers: int = 1) -> float:
+    """A probabilistic law inverted for the number of pairs: the largest real κ = N_f in [1, V/2] with
+    p_success(V, κ, D, N) ≥ ``threshold`` (0.0 when even κ = 1 is below; V/2 when every κ is above). Every law falls
+    with κ, so bisection on log κ is exact to 10⁻⁶ (Chapter 5 draws each law's κ* this way)."""
+    if law not in PROB_LAWS:
+        raise ValueError(f"kappa_at needs a law with a probability, one of {PROB_LAWS}; got {law!r}.")
+
+    def ok(k: float) -> bool:
+        return p_success(V, k, D, N, law, layers=layers, a=a) >= threshold
+
+    lo, hi = 1.0, V / 2
+    if not ok(lo):
+        return 0.0
+    if ok(hi):
+        return hi
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
 
 
 def p_grid(V, Nf, Ds, Ns, law="eq77", a=3.0, layers=1, heads=1, pattern="MHA"):

@@ -314,6 +314,12 @@ def best_of_draws(name: str, kappa: int, V: int, draws: int = 3, **kwargs) -> tu
     return max(accs), float(np.mean(accs))
 
 
+def construction_kappa(N: int, layers: int = 1) -> float:
+    """Thm 2's capacity: one key per state column (N = κ), so N columns hold κ* = N pairs whatever D is beyond what
+    the construction needs; Λ layers, each with its own N columns, κ* = Λ·N (Chapter 5's reading for 2 layers)."""
+    return float(layers * N)
+
+
 def theory_dims(name: str, kappa: int, V: int, p: int | None = None, pk: int | None = None) -> dict:
     """(d, N) of a construction: thm2 d = κ + (|V| or p), N = κ; thm3 d = (κ or pk) + (|V| or p), N = κ or pk;
     thm4 d = κ·(|V| or p), N = 1."""

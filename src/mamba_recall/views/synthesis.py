@@ -9,11 +9,25 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import synthesis as syn
+from ..theory.capacity import kappa_at
+from ..theory.mqar_constructions import construction_kappa
+
+#: paper 002's laws as (label, law, a) for :func:`mamba_recall.theory.capacity.kappa_at`; ``rev_mV`` with the
+#: authors' constant for full models (a = 5/8).
+LAWS = (
+    ("Eq. 77 (Thm 3)", "eq77", 3.0),
+    ("Eq. 15 as printed", "eq15", 3.0),
+    ("Eq. 15 corrected", "eq15_consistent", 3.0),
+    ("authors' revision, a = 5/8", "rev_mV", 5 / 8),
+)
+CONSTRUCTION = "construction (003, Thm 2)"
 
 __all__ = [
+    "LAWS",
     "capacity_chart",
     "cell_explorer",
     "delta_chart",
+    "law_table",
     "live_capacity_explorer",
     "profile_chart",
     "profile_frame",
@@ -23,26 +37,43 @@ __all__ = [
 _LOG2 = alt.Scale(type="log", base=2)
 
 
+def law_table(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> pd.DataFrame:
+    """Per cell and theory: the predicted κ*_θ, the measured geometric mean and the error log₂(measured/predicted)
+    (paper 002's laws with N_eff = layers·N; paper 003's construction κ* = layers·N)."""
+    import math
+
+    cells = syn.cell_capacity(searches, threshold)
+    rows = []
+    for _, c in cells.iterrows():
+        layers, D, N = int(c.layers), int(c.D), int(c.N)
+        preds = [(label, kappa_at(V, D, N, threshold, law, a, layers)) for label, law, a in LAWS]
+        preds.append((CONSTRUCTION, construction_kappa(N, layers)))
+        for label, pred in preds:
+            err = math.log2(c.kappa / pred) if pred > 0 and c.kappa > 0 else float("nan")
+            rows.append({**c.to_dict(), "theory": label, "predicted": pred, "log2_error": err})
+    return pd.DataFrame(rows)
+
+
 def capacity_chart(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> alt.LayerChart:
     """κ*_θ against D·N on log axes: each cell's geometric mean over seeds with its 95 % interval (black; 1 and 2
     layers by shape, 2 layers at N_eff = 2N), the seeds (grey), each law of paper 002 (dashed lines) and paper 003's
     construction κ* = Λ N (crosses)."""
-    laws = syn.law_table(searches, V, threshold)
+    laws = law_table(searches, V, threshold)
     cells = syn.cell_capacity(searches, threshold)
     cells = cells.assign(DN_eff=cells.D * cells.N * cells.layers, layers=cells.layers.astype(str) + " layer(s)")
     tag = f"kappa{round(threshold * 100)}"
     seeds = searches.dropna(subset=[tag]).assign(DN_eff=lambda d: d.D * d.N * d.layers, kappa=lambda d: d[tag])
-    laws = laws.assign(DN_eff=laws.D * laws.N * laws.layers)
-    lines = laws[(laws.theory != "construction (003, Thm 2)") & (laws.predicted > 0.5) & (laws.layers == 1)]
+    laws = laws.assign(DN_eff=laws.D * laws.N * laws.layers).drop(columns="kappa").rename(columns={"predicted": "kappa"})
+    lines = laws[(laws.theory != CONSTRUCTION) & (laws.kappa >= 1) & (laws.layers == 1)]
     x = alt.X("DN_eff:Q", scale=_LOG2, title="D·N (2 layers: D·2N)")
     y = alt.Y("kappa:Q", scale=_LOG2, title=f"capacity κ* at {threshold:.0%} recall")
     law_lines = (
-        alt.Chart(lines.rename(columns={"predicted": "kappa"}))
+        alt.Chart(lines)
         .mark_line(strokeDash=[5, 3])
         .encode(x=x, y=y, color=alt.Color("theory:N", title="theory"), tooltip=["theory", "D", "N", "kappa"])
     )
     construction = (
-        alt.Chart(laws[laws.theory == "construction (003, Thm 2)"].rename(columns={"predicted": "kappa"}))
+        alt.Chart(laws[laws.theory == CONSTRUCTION])
         .mark_point(shape="cross", size=70, color="#9467bd")
         .encode(x=x, y=y, tooltip=["theory", "layers", "D", "N", "kappa"])
     )
@@ -70,7 +101,7 @@ def capacity_chart(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> al
 def theory_table(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> pd.DataFrame:
     """Per theory over the 1-layer cells: the typical error (mean log₂(measured/predicted)), its spread, and the
     cells where the prediction is below one pair (the law says nothing fits)."""
-    t = syn.law_table(searches, V, threshold)
+    t = law_table(searches, V, threshold)
     t = t[t.layers == 1]
     rows = []
     for theory, g in t.groupby("theory", sort=False):

@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from ...analysis import synthesis as syn
+from ...theory.capacity import kappa_at
 from ..core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
 
 SECTION = "05_synthesis/01_four_theories"
@@ -107,7 +108,7 @@ def measure_law_magnitude(searches, probes, bundle, null: bool = True) -> Measur
     one = searches[searches.layers == 1]
     errs = []
     for _, r in one.iterrows():
-        pred = syn.law_capacity(V, int(r.D), int(r.N), 0.5, "rev_mV", 5 / 8)
+        pred = kappa_at(V, int(r.D), int(r.N), 0.5, "rev_mV", 5 / 8)
         errs.append(abs(math.log2(r.kappa50 / pred)) if pred > 0 and r.kappa50 == r.kappa50 else float("nan"))
     worst = max(errs) if errs and not any(e != e for e in errs) else float("nan")
     m = Measurement(

@@ -1,0 +1,143 @@
+"""Chapter 5's hypotheses on synthetic searches: each rule reads the number it declares, flips with it, and no null
+control reaches the claim's verdict (H1-H6, mamba_recall.claims.ch5)."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mamba_recall.analysis import synthesis as syn
+from mamba_recall.claims.ch5.synthesis import check_synthesis, untrained_searches
+from mamba_recall.theory.capacity import kappa_at
+from mamba_recall.theory.mqar_constructions import construction_kappa
+
+LADDER = [2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64]
+CELLS = [(1, d, n) for d in (16, 32, 64) for n in (2, 4, 8)] + [(2, 16, 4), (2, 32, 4), (2, 32, 8)]
+
+
+def fake_bundle(kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2)):
+    """Searches with κ*₅₀ = kappa_of(layers, D, N, seed) and κ*₉₀ = κ*₅₀/2; each search has an edge probe (κ = 8,
+    recall 0.5, profile ``profile(κ)``), a probe at 95 % (κ = 4) and one at 10 % (κ = 16); untrained twins at chance
+    with Δ ratio 1."""
+    profile = profile or (lambda k: [0.5] * k)
+    searches, probes = [], []
+    for layers, D, N in CELLS:
+        for s in seeds:
+            k50 = kappa_of(layers, D, N, s)
+            searches.append(dict(layers=layers, D=D, N=N, seed=s, kappa50=k50, kappa90=k50 / 2, censored50=None))
+            for kappa, acc in ((4, 0.95), (8, 0.5), (16, 0.1)):
+                prof = profile(kappa) if kappa == 8 else [acc] * kappa
+                probes.append(
+                    dict(
+                        layers=layers, D=D, N=N, seed=s, kappa=kappa, accuracy=float(np.mean(prof)),
+                        untrained_accuracy=0.002, by_pair=" ".join(f"{a:.4f}" for a in prof),
+                        delta0_key_ratio=key_ratio, untrained_delta0_key_ratio=1.0 + 0.001 * (s - 1),
+                    )
+                )
+    config = {"preset": "cpu-hours", "job_config": {"V": 512, "ladder": LADDER}}
+    return SimpleNamespace(
+        tables={"searches": pd.DataFrame(searches), "probes": pd.DataFrame(probes)},
+        config=config, provenance={"device": "cpu"}, path=None, data={"complete": True},
+    )
+
+
+def noisy(f):
+    return lambda layers, D, N, s: f(layers, D, N) * math.exp(0.02 * (s - 1))
+
+
+def status(cid, bundle):
+    return check_synthesis(cid, bundle, record=False)
+
+
+def test_h1_reads_the_exponent_of_D_times_N():
+    linear = fake_bundle(noisy(lambda l, D, N: D * N * l / 16))
+    assert status("book/H1-DN", linear).status == "reproduced"
+    sqrt = fake_bundle(noisy(lambda l, D, N: math.sqrt(D * N * l)))
+    assert status("book/H1-DN", sqrt).status == "not reproduced"
+
+
+def test_h2_reads_D_and_N_apart():
+    n_only = fake_bundle(noisy(lambda l, D, N: 2 * N * l))
+    assert status("book/H2-N-alone", n_only).status == "reproduced"
+    both = fake_bundle(noisy(lambda l, D, N: D * N * l / 16))
+    assert status("book/H2-N-alone", both).status == "not reproduced"
+
+
+def test_h1_null_control_never_passes_and_censored_grids_are_not_testable():
+    v = status("book/H1-DN", fake_bundle(noisy(lambda l, D, N: D * N * l / 16)))
+    assert v.control_kind == "null" and v.control_status not in ("reproduced", "")
+    censored = fake_bundle(lambda l, D, N, s: float("nan"))
+    assert status("book/H1-DN", censored).status == "not testable here"
+
+
+def test_h3_within_a_factor_two_of_the_revised_law():
+    law = lambda l, D, N: kappa_at(512, D, N, 0.5, "rev_mV", 5 / 8)  # noqa: E731
+    assert status("book/H3-law-magnitude", fake_bundle(noisy(law))).status == "reproduced"
+    assert status("book/H3-law-magnitude", fake_bundle(noisy(lambda l, D, N: 8 * law(l, D, N)))).status == "not reproduced"
+
+
+def u(k):
+    return [0.8 if i < k // 4 or i >= k - k // 4 else 0.35 for i in range(k)]
+
+
+def inverted(k):
+    return [0.2 if i < k // 4 or i >= k - k // 4 else 0.65 for i in range(k)]
+
+
+def test_h4_sees_a_u_and_its_shuffled_null_does_not():
+    v = status("book/H4-U-at-capacity", fake_bundle(noisy(lambda l, D, N: 8.0), profile=u))
+    assert v.status == "reproduced"
+    assert v.control_status not in ("reproduced", "")
+    assert status("book/H4-U-at-capacity", fake_bundle(noisy(lambda l, D, N: 8.0), profile=inverted)).status == (
+        "not reproduced"
+    )
+
+
+def test_h5_reads_delta_at_keys_against_the_untrained_twins():
+    v = status("book/H5-delta-keys", fake_bundle(noisy(lambda l, D, N: 8.0), key_ratio=1.5))
+    assert v.status == "reproduced" and v.control_status not in ("reproduced", "")
+    assert status("book/H5-delta-keys", fake_bundle(noisy(lambda l, D, N: 8.0), key_ratio=0.7)).status == (
+        "not reproduced"
+    )
+
+
+def test_h6_two_layers_against_one_layer_at_twice_N():
+    as_2n = fake_bundle(noisy(lambda l, D, N: D * N * l / 16))
+    assert status("book/H6-layers-as-N", as_2n).status == "reproduced"
+    no_gain = fake_bundle(noisy(lambda l, D, N: D * N / 16))  # the second layer adds nothing: ratio 1/2
+    assert status("book/H6-layers-as-N", no_gain).status == "not reproduced"
+
+
+def test_one_seed_is_never_a_verdict():
+    b = fake_bundle(noisy(lambda l, D, N: D * N / 16), seeds=(0,))
+    assert status("book/H1-DN", b).status == "inconclusive"
+
+
+def test_untrained_twins_are_censored_below():
+    b = fake_bundle(noisy(lambda l, D, N: D * N / 16))
+    twins = untrained_searches(b.tables["searches"], b.tables["probes"], LADDER)
+    assert twins.kappa50.isna().all() and twins.kappa90.isna().all()
+
+
+def test_fits_recover_known_exponents():
+    rows = [dict(layers=1, D=D, N=N, seed=0, kappa50=3.0 * D**0.5 * N**1.0) for D in (16, 32, 64) for N in (2, 4, 8)]
+    s = pd.DataFrame(rows)
+    assert syn.two_factor_fit(s)["a"] == pytest.approx(0.5) and syn.two_factor_fit(s)["b"] == pytest.approx(1.0)
+    assert syn.power_fit(s)["alpha"] == pytest.approx(0.75, abs=0.01)
+
+
+def test_u_shape_and_kappa_at():
+    assert syn.u_shape([1, 0, 0, 1]) == {"primacy": 1.0, "recency": 1.0}
+    with pytest.raises(ValueError, match="κ ≥ 4"):
+        syn.u_shape([1, 0, 1])
+    # kappa_at inverts p_success: at the returned κ the law is at the threshold
+    from mamba_recall.theory.capacity import p_success
+
+    k = kappa_at(512, 64, 16, 0.5, "rev_mV", 5 / 8)
+    assert p_success(512, k, 64, 16, "rev_mV", a=5 / 8) == pytest.approx(0.5, abs=1e-4)
+    assert kappa_at(512, 2, 2, 0.99, "eq77") == 0.0
+    assert construction_kappa(8, layers=2) == 16.0
+    with pytest.raises(ValueError, match="probability"):
+        kappa_at(512, 64, 16, 0.5, "remark1")
