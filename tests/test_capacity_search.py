@@ -37,7 +37,11 @@ def test_search_finds_the_largest_rung_at_or_above_each_threshold(k50):
 def test_censored_at_both_ends_gives_no_number():
     out = search(lambda k: 0.0, LADDER, [0.5])
     assert crossing(out["probes"], LADDER, 0.5, out["brackets"][0.5]) == {
-        "rung": None, "kappa": None, "censored": "below", "bound": 2}
+        "rung": None,
+        "kappa": None,
+        "censored": "below",
+        "bound": 2,
+    }
     out = search(lambda k: 1.0, LADDER, [0.5])
     c = crossing(out["probes"], LADDER, 0.5, out["brackets"][0.5])
     assert c["kappa"] is None and c["censored"] == "above" and c["rung"] == 64

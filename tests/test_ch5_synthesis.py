@@ -31,15 +31,25 @@ def fake_bundle(kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2)):
                 prof = profile(kappa) if kappa == 8 else [acc] * kappa
                 probes.append(
                     dict(
-                        layers=layers, D=D, N=N, seed=s, kappa=kappa, accuracy=float(np.mean(prof)),
-                        untrained_accuracy=0.002, by_pair=" ".join(f"{a:.4f}" for a in prof),
-                        delta0_key_ratio=key_ratio, untrained_delta0_key_ratio=1.0 + 0.001 * (s - 1),
+                        layers=layers,
+                        D=D,
+                        N=N,
+                        seed=s,
+                        kappa=kappa,
+                        accuracy=float(np.mean(prof)),
+                        untrained_accuracy=0.002,
+                        by_pair=" ".join(f"{a:.4f}" for a in prof),
+                        delta0_key_ratio=key_ratio,
+                        untrained_delta0_key_ratio=1.0 + 0.001 * (s - 1),
                     )
                 )
     config = {"preset": "cpu-hours", "job_config": {"V": 512, "ladder": LADDER}}
     return SimpleNamespace(
         tables={"searches": pd.DataFrame(searches), "probes": pd.DataFrame(probes)},
-        config=config, provenance={"device": "cpu"}, path=None, data={"complete": True},
+        config=config,
+        provenance={"device": "cpu"},
+        path=None,
+        data={"complete": True},
     )
 
 
@@ -75,7 +85,9 @@ def test_h1_null_control_never_passes_and_censored_grids_are_not_testable():
 def test_h3_within_a_factor_two_of_the_revised_law():
     law = lambda l, D, N: kappa_at(512, D, N, 0.5, "rev_mV", 5 / 8)  # noqa: E731
     assert status("book/H3-law-magnitude", fake_bundle(noisy(law))).status == "reproduced"
-    assert status("book/H3-law-magnitude", fake_bundle(noisy(lambda l, D, N: 8 * law(l, D, N)))).status == "not reproduced"
+    assert (
+        status("book/H3-law-magnitude", fake_bundle(noisy(lambda l, D, N: 8 * law(l, D, N)))).status == "not reproduced"
+    )
 
 
 def u(k):

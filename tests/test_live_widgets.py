@@ -32,13 +32,18 @@ pytestmark = pytest.mark.live
 
 # (notebook, the control to move, how, then the button to press or None). "select": choose the next option of
 # a dropdown; "slide": one step right on a slider (keyboard).
-EXPLORERS = [
+# Split in two halves, this file's and ``test_live_widgets_b.py``'s, so that pytest-xdist (``--dist loadfile``)
+# runs them on two processes, each with its own JupyterLab.
+EXPLORERS_A = [
     ("book/00_selective_scan/03_explorer.ipynb", "A", "slide", None),
     ("book/01_gradient_dynamics/02_mechanism_one_key.ipynb", "regime", "select", None),
-    ("book/02_hashing_scaling/03_mechanism.ipynb", "N", "slide", "train"),
     ("book/03_selectivity/04_mqar_constructions.ipynb", "κ", "slide", None),
+]
+EXPLORERS_B = [
+    ("book/02_hashing_scaling/03_mechanism.ipynb", "N", "slide", "train"),
     ("book/04_primacy_recency/02_long_term_channels.ipynb", "window", "select", None),
 ]
+EXPLORERS = EXPLORERS_A + EXPLORERS_B
 RUN_TIMEOUT_S = 420  # one notebook, Run All (the slowest ci notebook takes about a minute on 2 cores)
 REDRAW_TIMEOUT_S = 180  # an explorer's redraw (the Chapter 1 one trains 400 steps)
 
@@ -248,8 +253,13 @@ def _output_text(cell) -> str:
     return outs[-1].get_attribute("innerHTML")
 
 
-@pytest.mark.parametrize("notebook, control, how, button", EXPLORERS, ids=[e[0].split("/")[1] for e in EXPLORERS])
+@pytest.mark.parametrize("notebook, control, how, button", EXPLORERS_A, ids=[e[0].split("/")[1] for e in EXPLORERS_A])
 def test_explorer_redraws_when_a_control_moves(lab, notebook, control, how, button):
+    check_explorer(lab, notebook, control, how, button)
+
+
+def check_explorer(lab, notebook, control, how, button):
+    """Open ``notebook`` in JupyterLab, Run All, move ``control`` (and press ``button``), and check what is drawn."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select

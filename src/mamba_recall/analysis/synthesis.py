@@ -32,6 +32,7 @@ __all__ = [
     "u_shape",
 ]
 
+
 def _uncensored(searches: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, int]:
     col = f"kappa{round(threshold * 100)}"
     ok = searches[col].notna()

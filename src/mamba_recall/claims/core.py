@@ -72,7 +72,14 @@ TIER_NOTE = {
     "cpu-hours": "the papers' settings on a CPU-sized part of the grid",
     "paper": "the papers' sizes",
 }
-PAPERS = {"001": 0, "000": 1, "002": 2, "003": 3, "004": 4, "book": 5}  # paper → chapter ("book": the book's own findings)
+PAPERS = {
+    "001": 0,
+    "000": 1,
+    "002": 2,
+    "003": 3,
+    "004": 4,
+    "book": 5,
+}  # paper → chapter ("book": the book's own findings)
 MIN_SEEDS = 3
 OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "=", "true": "is true", "false": "is false"}
 

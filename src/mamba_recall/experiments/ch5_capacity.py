@@ -83,7 +83,12 @@ def build(config: dict, seed: int):
 
     torch.manual_seed(seed)
     return MambaLMHeadModel(
-        config["D"], config["layers"], config["V"], d_state=config["N"], d_conv=config["d_conv"], expand=config["expand"]
+        config["D"],
+        config["layers"],
+        config["V"],
+        d_state=config["N"],
+        d_conv=config["d_conv"],
+        expand=config["expand"],
     )
 
 
@@ -179,7 +184,7 @@ def estimate(left: list[dict]) -> tuple[float, str]:
         finally:
             torch.set_num_threads(threads)
 
-    by = sorted(left, key=lambda j: (j["config"]["layers"] * j["config"]["D"] * j["config"]["N"]))
+    by = sorted(left, key=lambda j: j["config"]["layers"] * j["config"]["D"] * j["config"]["N"])
     lo, hi = by[0]["config"], by[-1]["config"]
     t_lo, t_hi = step_time(lo), step_time(hi)
     x = lambda c: c["layers"] * c["D"] * (c["N"] + 8)  # noqa: E731 (the scan and the projections)
@@ -278,7 +283,6 @@ def main(argv=None):
         what=f"{EXPERIMENT} at preset {args.preset}",
         default_store=smoke_run_store(args.smoke),
     )
-
 
 
 def first_search(preset: str, seed: int, smoke: bool = False, log=print) -> dict:

@@ -63,7 +63,9 @@ def capacity_chart(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> al
     cells = cells.assign(DN_eff=cells.D * cells.N * cells.layers, layers=cells.layers.astype(str) + " layer(s)")
     tag = f"kappa{round(threshold * 100)}"
     seeds = searches.dropna(subset=[tag]).assign(DN_eff=lambda d: d.D * d.N * d.layers, kappa=lambda d: d[tag])
-    laws = laws.assign(DN_eff=laws.D * laws.N * laws.layers).drop(columns="kappa").rename(columns={"predicted": "kappa"})
+    laws = (
+        laws.assign(DN_eff=laws.D * laws.N * laws.layers).drop(columns="kappa").rename(columns={"predicted": "kappa"})
+    )
     lines = laws[(laws.theory != CONSTRUCTION) & (laws.kappa >= 1) & (laws.layers == 1)]
     x = alt.X("DN_eff:Q", scale=_LOG2, title="D·N (2 layers: D·2N)")
     y = alt.Y("kappa:Q", scale=_LOG2, title=f"capacity κ* at {threshold:.0%} recall")
@@ -77,7 +79,11 @@ def capacity_chart(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> al
         .mark_point(shape="cross", size=70, color="#9467bd")
         .encode(x=x, y=y, tooltip=["theory", "layers", "D", "N", "kappa"])
     )
-    seed_pts = alt.Chart(seeds).mark_circle(color="#999", size=25).encode(x=x, y=y, tooltip=["layers", "D", "N", "seed", "kappa"])
+    seed_pts = (
+        alt.Chart(seeds)
+        .mark_circle(color="#999", size=25)
+        .encode(x=x, y=y, tooltip=["layers", "D", "N", "seed", "kappa"])
+    )
     bars = (
         alt.Chart(cells.dropna(subset=["kappa_ci_low"]))
         .mark_rule(color="black")
@@ -151,7 +157,9 @@ def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
 def profile_chart(probes: pd.DataFrame, bins: int = 8) -> alt.LayerChart:
     """Recall by relative pair order: at the edge of capacity and below it (paper 004's U, if any)."""
     f = profile_frame(probes, bins)
-    x = alt.X("position:Q", title="pair's place in the context (0 = first written, 1 = last)", scale=alt.Scale(domain=[0, 1]))
+    x = alt.X(
+        "position:Q", title="pair's place in the context (0 = first written, 1 = last)", scale=alt.Scale(domain=[0, 1])
+    )
     color = alt.Color("where:N", title="probes")
     band = alt.Chart(f).mark_area(opacity=0.2).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=color)
     line = (
@@ -203,7 +211,9 @@ def delta_chart(probes: pd.DataFrame) -> alt.Chart:
 def cell_explorer(probes: pd.DataFrame) -> alt.VConcatChart:
     """Pick a (layers, D, N) cell from the menu: its recall against κ (every seed's probes) and the recall profile
     by pair order of each of its probes (runs in the browser over the committed probes)."""
-    p = probes.assign(cell=lambda d: d.layers.astype(str) + " layer(s), D=" + d.D.astype(str) + ", N=" + d.N.astype(str))
+    p = probes.assign(
+        cell=lambda d: d.layers.astype(str) + " layer(s), D=" + d.D.astype(str) + ", N=" + d.N.astype(str)
+    )
     cells = list(dict.fromkeys(p.sort_values(["layers", "D", "N"]).cell))
     pick = alt.param(name="cell", value=cells[0], bind=alt.binding_select(options=cells, name="cell "))
     curve = (
@@ -252,9 +262,13 @@ def live_capacity_explorer(preset_sizes: dict, seed: int = 0):
         cfg = resolved_config(preset_sizes, 1, D, N)
         r = probe(cfg, seed, kappa, steps=steps)
         prof = " ".join(f"{a:.2f}" for a in r["by_pair"])
-        print(f"D={D}, N={N}, κ={kappa}: recall {r['accuracy']:.3f} after {r['steps_run']} steps ({r['seconds']:.0f} s)")
+        print(
+            f"D={D}, N={N}, κ={kappa}: recall {r['accuracy']:.3f} after {r['steps_run']} steps ({r['seconds']:.0f} s)"
+        )
         print(f"by pair order (first written → last): {prof}")
-        print(f"Δ at keys / elsewhere, layer 0: trained {r['delta'][0]['key_ratio']:.3f}, untrained {r['untrained']['delta'][0]['key_ratio']:.3f}")
+        print(
+            f"Δ at keys / elsewhere, layer 0: trained {r['delta'][0]['key_ratio']:.3f}, untrained {r['untrained']['delta'][0]['key_ratio']:.3f}"
+        )
 
     return explorer(
         draw,

@@ -168,7 +168,9 @@ def measure_delta_keys(searches, probes, bundle, null: bool = True, prefix: str 
     )
     if not null:
         return m
-    return replace(m, control=Control("null", UNTRAINED, measure_delta_keys(searches, probes, bundle, False, "untrained_delta0")))
+    return replace(
+        m, control=Control("null", UNTRAINED, measure_delta_keys(searches, probes, bundle, False, "untrained_delta0"))
+    )
 
 
 # --------------------------------------------------------------------------------------------------- H6
