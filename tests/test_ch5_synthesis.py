@@ -153,3 +153,16 @@ def test_u_shape_and_kappa_at():
     assert construction_kappa(8, layers=2) == 16.0
     with pytest.raises(ValueError, match="probability"):
         kappa_at(512, 64, 16, 0.5, "remark1")
+
+
+def test_the_page_reads_the_committed_search_and_the_strongest_complete_bundle():
+    from mamba_recall.experiments.ch5_capacity import evidence_bundles, first_search
+    from mamba_recall.results import load_bundle
+
+    said = []
+    result = first_search("ci", 0, log=said.append)
+    assert said and said[0].startswith("from the run store: results/runs/ch5.capacity/")
+    row = load_bundle("ch5_capacity_ci").tables["searches"].query("layers == 1 and D == 32 and N == 8").iloc[0]
+    assert result["capacity"]["0.5"]["kappa"] == pytest.approx(row.kappa50)  # the preset's first cell, (1, 32, 8)
+    strongest, partial = evidence_bundles(log=said.append)
+    assert strongest.data["complete"] and (partial is None or not partial.data["complete"])

@@ -354,7 +354,7 @@ class Verdict:
         evidence, the setting and the verdict."""
         said = f"“{self.quote}”" if self.quote else self.statement
         if self.claim_id.startswith("book/"):  # the book's own hypothesis: no paper sentence to quote
-            out = [f"- **the hypothesis** ({self.where}): {said}", f"- **the theory's numbers**: {self.printed}"]
+            out = [f"- **rests on**: {self.where}", f"- **the theory's numbers**: {self.printed}"]
         else:
             out = [f"- **the paper** ({self.where}): {said}", f"- **paper's numbers**: {self.printed}"]
         out.append(f"- **ours**: {self.ours or (self.reason if self.status == 'not run' else '—')}")

@@ -69,39 +69,40 @@ def capacity_chart(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> al
     lines = laws[(laws.theory != CONSTRUCTION) & (laws.kappa >= 1) & (laws.layers == 1)]
     x = alt.X("DN_eff:Q", scale=_LOG2, title="D·N (2 layers: D·2N)")
     y = alt.Y("kappa:Q", scale=_LOG2, title=f"capacity κ* at {threshold:.0%} recall")
-    law_lines = (
-        alt.Chart(lines)
-        .mark_line(strokeDash=[5, 3])
-        .encode(x=x, y=y, color=alt.Color("theory:N", title="theory"), tooltip=["theory", "D", "N", "kappa"])
-    )
-    construction = (
+    parts = []
+    if len(lines):
+        parts.append(
+            alt.Chart(lines)
+            .mark_line(strokeDash=[5, 3])
+            .encode(x=x, y=y, color=alt.Color("theory:N", title="theory"), tooltip=["theory", "D", "N", "kappa"])
+        )
+    parts.append(
         alt.Chart(laws[laws.theory == CONSTRUCTION])
         .mark_point(shape="cross", size=70, color="#9467bd")
         .encode(x=x, y=y, tooltip=["theory", "layers", "D", "N", "kappa"])
     )
-    seed_pts = (
-        alt.Chart(seeds)
-        .mark_circle(color="#999", size=25)
-        .encode(x=x, y=y, tooltip=["layers", "D", "N", "seed", "kappa"])
-    )
-    bars = (
-        alt.Chart(cells.dropna(subset=["kappa_ci_low"]))
-        .mark_rule(color="black")
-        .encode(x=x, y="kappa_ci_low:Q", y2="kappa_ci_high:Q")
-    )
-    means = (
-        alt.Chart(cells.dropna(subset=["kappa"]))
-        .mark_point(filled=True, color="black", size=70)
-        .encode(
-            x=x,
-            y=y,
-            shape=alt.Shape("layers:N", title="measured"),
-            tooltip=["layers", "D", "N", alt.Tooltip("kappa:Q", format=".2f"), "per_seed", "censored"],
+    if len(seeds):
+        parts.append(
+            alt.Chart(seeds)
+            .mark_circle(color="#999", size=25)
+            .encode(x=x, y=y, tooltip=["layers", "D", "N", "seed", "kappa"])
         )
-    )
-    return (law_lines + construction + seed_pts + bars + means).properties(
-        width=420, height=300, title=f"capacity at {threshold:.0%} recall against D·N"
-    )
+    bars = cells.dropna(subset=["kappa_ci_low"])  # one seed has no interval: no bar drawn (and no empty layer)
+    if len(bars):
+        parts.append(alt.Chart(bars).mark_rule(color="black").encode(x=x, y="kappa_ci_low:Q", y2="kappa_ci_high:Q"))
+    measured = cells.dropna(subset=["kappa"])
+    if len(measured):
+        parts.append(
+            alt.Chart(measured)
+            .mark_point(filled=True, color="black", size=70)
+            .encode(
+                x=x,
+                y=y,
+                shape=alt.Shape("layers:N", title="measured"),
+                tooltip=["layers", "D", "N", alt.Tooltip("kappa:Q", format=".2f"), "per_seed", "censored"],
+            )
+        )
+    return alt.layer(*parts).properties(width=420, height=300, title=f"capacity at {threshold:.0%} recall against D·N")
 
 
 def theory_table(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> pd.DataFrame:
@@ -157,11 +158,14 @@ def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
 def profile_chart(probes: pd.DataFrame, bins: int = 8) -> alt.LayerChart:
     """Recall by relative pair order: at the edge of capacity and below it (paper 004's U, if any)."""
     f = profile_frame(probes, bins)
+    if f.empty:  # no probe with κ ≥ 4 yet: say so in the chart's place rather than draw empty axes
+        note = pd.DataFrame({"text": ["no probe with κ ≥ 4 in these searches: no profile to draw"]})
+        return alt.Chart(note).mark_text(size=14).encode(text="text:N").properties(width=420, height=60)
     x = alt.X(
         "position:Q", title="pair's place in the context (0 = first written, 1 = last)", scale=alt.Scale(domain=[0, 1])
     )
     color = alt.Color("where:N", title="probes")
-    band = alt.Chart(f).mark_area(opacity=0.2).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=color)
+    band = alt.Chart(f).mark_area(opacity=0.2, clip=True).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=color)
     line = (
         alt.Chart(f)
         .mark_line(point=True)
@@ -194,18 +198,17 @@ def delta_chart(probes: pd.DataFrame) -> alt.Chart:
                 }
             )
     f = pd.DataFrame(rows)
-    return (
-        alt.Chart(f)
-        .mark_point(size=40)
-        .encode(
-            x=alt.X("recall:Q", title="recall of the trained model at this probe", scale=alt.Scale(domain=[0, 1])),
-            y=alt.Y("log_ratio:Q", title="log(Δ at keys / Δ elsewhere), layer 0"),
-            color=alt.Color("model:N"),
-            fill=alt.Fill("model:N", legend=None, scale=alt.Scale(range=["#1f77b4", "transparent"])),
-            tooltip=["model", "layers", "D", "N", "kappa", "seed", alt.Tooltip("log_ratio:Q", format=".3f")],
-        )
-        .properties(width=420, height=260, title="Δ at key tokens, every probe")
+    enc = dict(
+        x=alt.X("recall:Q", title="recall of the trained model at this probe", scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("log_ratio:Q", title="log(Δ at keys / Δ elsewhere), layer 0"),
+        color=alt.Color("model:N", title="model", scale=alt.Scale(domain=["trained", "untrained twin"])),
+        tooltip=["model", "layers", "D", "N", "kappa", "seed", alt.Tooltip("log_ratio:Q", format=".3f")],
     )
+    base = alt.Chart(f)
+    trained = base.transform_filter(alt.datum.model == "trained").mark_point(size=45, filled=True).encode(**enc)
+    twins = base.transform_filter(alt.datum.model != "trained").mark_point(size=45, filled=False).encode(**enc)
+    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#666", strokeDash=[3, 3]).encode(y="y:Q")
+    return (zero + twins + trained).properties(width=420, height=260, title="Δ at key tokens, every probe")
 
 
 def cell_explorer(probes: pd.DataFrame) -> alt.VConcatChart:
@@ -247,7 +250,7 @@ def cell_explorer(probes: pd.DataFrame) -> alt.VConcatChart:
         .transform_filter(alt.datum.cell == pick)
         .properties(width=380, height=220, title="recall by pair order at each probe")
     )
-    return alt.vconcat(curve, prof)
+    return alt.vconcat(curve, prof).resolve_scale(color="independent")
 
 
 def live_capacity_explorer(preset_sizes: dict, seed: int = 0):
