@@ -130,7 +130,7 @@ def theory_table(searches: pd.DataFrame, probes: pd.DataFrame, V: int, threshold
                 "predicts": what,
                 "measured": measured,
                 "error, or the comparison": (
-                    f"log₂(measured/predicted) mean {e.mean():+.2f}, {e.min():+.2f} to {e.max():+.2f}"
+                    f"log₂ ratio {e.mean():+.2f} ({e.min():+.2f} to {e.max():+.2f})"
                     if e.notna().any()
                     else "no finite error"
                 ),
