@@ -42,6 +42,7 @@ EXPLORERS_A = [
 EXPLORERS_B = [
     ("book/02_hashing_scaling/03_mechanism.ipynb", "N", "slide", "train"),
     ("book/04_primacy_recency/02_long_term_channels.ipynb", "window", "select", None),
+    ("book/05_synthesis/01_four_theories.ipynb", "N", "select", "train"),
 ]
 EXPLORERS = EXPLORERS_A + EXPLORERS_B
 RUN_TIMEOUT_S = 420  # one notebook, Run All (the slowest ci notebook takes about a minute on 2 cores)
