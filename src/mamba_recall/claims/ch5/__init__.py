@@ -21,6 +21,8 @@ Declared on 2026-11-27, in the commit that started the ``cpu-hours`` runs and be
   is within [0.25, 0.75].
 * **book/H5-delta-keys** (paper 000: Δ opens at key tokens): the mean over searches of log(Δ at keys / Δ at other
   tokens), layer 0, is > 0 over its interval both at the edge probe and at the best probe with recall ≥ 90 %.
+  (Its edge probe is the probe nearest 50 % recall at any κ, as the code committed with this text reads it; H4's
+  needs κ ≥ 4 for a profile to have a middle. Clarified after the first results, no rule changed.)
 * **book/H6-layers-as-N** (paper 002, Thms 4/6: Λ layers act as N_eff = Λ N): log₂ of κ*₅₀(2 layers, D, N) over
   κ*₅₀(1 layer, D, 2N), over matched cells and seeds, lies in [−0.5, 0.5] over its interval.
 
