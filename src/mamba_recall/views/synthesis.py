@@ -30,6 +30,7 @@ __all__ = [
     "law_table",
     "live_capacity_explorer",
     "profile_chart",
+    "state_chart",
     "profile_frame",
     "theory_table",
 ]
@@ -103,6 +104,45 @@ def capacity_chart(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> al
             )
         )
     return alt.layer(*parts).properties(width=420, height=300, title=f"capacity at {threshold:.0%} recall against D·N")
+
+
+def state_chart(searches: pd.DataFrame, threshold: float = 0.5) -> alt.LayerChart:
+    """Paper 003's state requirement against κ: the state columns each cell has (Λ·N) against the κ*_θ it reached
+    (geometric mean over seeds, 95 % interval), coloured by D, with Thm 2's line Λ·N = κ (one key per column). A
+    point left of the line holds fewer pairs than the construction's columns would, right of it more."""
+    cells = syn.cell_capacity(searches, threshold)
+    cells = cells.dropna(subset=["kappa"]).assign(state=lambda d: d.layers * d.N, D=lambda d: d.D.astype(str))
+    if cells.empty:
+        note = pd.DataFrame({"text": ["no uncensored capacity yet: no point to draw"]})
+        return alt.Chart(note).mark_text(size=14).encode(text="text:N").properties(width=420, height=60)
+    hi = float(
+        max(
+            cells.state.max(),
+            cells.kappa_ci_high.max(skipna=True) if cells.kappa_ci_high.notna().any() else 0,
+            cells.kappa.max(),
+        )
+    )
+    line = pd.DataFrame({"kappa": [1.0, hi * 1.2], "state": [1.0, hi * 1.2]})
+    x = alt.X("kappa:Q", scale=_LOG2, title=f"measured κ* at {threshold:.0%} recall")
+    y = alt.Y("state:Q", scale=_LOG2, title="state columns Λ·N")
+    parts = [
+        alt.Chart(line).mark_line(color="#9467bd", strokeDash=[5, 3]).encode(x=x, y=y),
+        alt.Chart(cells)
+        .mark_point(filled=True, size=70)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("D:N", title="D"),
+            shape=alt.Shape("layers:N", title="layers"),
+            tooltip=["layers", "D", "N", alt.Tooltip("kappa:Q", format=".2f"), "per_seed"],
+        ),
+    ]
+    bars = cells.dropna(subset=["kappa_ci_low"])
+    if len(bars):
+        parts.insert(1, alt.Chart(bars).mark_rule().encode(x="kappa_ci_low:Q", x2="kappa_ci_high:Q", y=y, color="D:N"))
+    return alt.layer(*parts).properties(
+        width=420, height=280, title="state columns against the pairs recalled (line: Thm 2, one key per column)"
+    )
 
 
 def theory_table(searches: pd.DataFrame, probes: pd.DataFrame, V: int, threshold: float = 0.5) -> pd.DataFrame:
