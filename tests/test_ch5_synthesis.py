@@ -166,3 +166,21 @@ def test_the_page_reads_the_committed_search_and_the_strongest_complete_bundle()
     assert result["capacity"]["0.5"]["kappa"] == pytest.approx(row.kappa50)  # the preset's first cell, (1, 32, 8)
     strongest, partial = evidence_bundles(log=said.append)
     assert strongest.data["complete"] and (partial is None or not partial.data["complete"])
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"ladder": [2, 4, 300]}, r"\[2, V/2\)"),
+        ({"ladder": [4, 2]}, "strictly increasing"),
+        ({"thresholds": [0.5, 1.5]}, "thresholds"),
+        ({"cells": [[1, 16]]}, r"\[layers, D, N\]"),
+    ],
+)
+def test_bad_sizes_stop_before_any_job(change, match):
+    from mamba_recall.experiments.ch5_capacity import check_sizes
+    from mamba_recall.presets import experiment
+
+    sizes = {**experiment("ch5.capacity", "cpu-hours"), **change}
+    with pytest.raises(ValueError, match=match):
+        check_sizes(sizes)

@@ -32,7 +32,26 @@ EVAL_SEED = 10**6  # held-out set of κ pairs: seed 10⁶ + κ
 
 
 def _sizes(preset: str, smoke: bool) -> dict:
-    return experiment(EXPERIMENT, preset, smoke=smoke)
+    return check_sizes(experiment(EXPERIMENT, preset, smoke=smoke))
+
+
+def check_sizes(sizes: dict) -> dict:
+    """The preset's sizes, checked before any job starts: a ladder of increasing κ ≥ 2 that MQAR can hold
+    (keys come from [1, V/2), so κ < V/2), thresholds in (0, 1), cells of positive integers."""
+    from ..analysis.capacity_search import check_ladder
+
+    ladder, _ = check_ladder(sizes["ladder"], sizes["thresholds"])
+    if ladder[0] < 2 or ladder[-1] >= sizes["V"] // 2:
+        raise ValueError(
+            f"ch5.capacity: the κ ladder {ladder} must lie in [2, V/2) = [2, {sizes['V'] // 2}) (MQAR draws κ distinct "
+            "keys from the lower half of the vocabulary); shorten the ladder or raise V in presets/ch5.py."
+        )
+    for cell in sizes["cells"]:
+        if len(cell) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in cell):
+            raise ValueError(
+                f"ch5.capacity: a cell is [layers, D, N] of positive integers, got {cell!r} (presets/ch5.py)."
+            )
+    return sizes
 
 
 def resolved_config(sizes: dict, layers: int, D: int, N: int) -> dict:
