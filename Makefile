@@ -54,8 +54,8 @@ book: $(STAMP)
 
 # ruff (configured in pyproject.toml) on the library, the tests and the notebooks: lint, and the format check.
 lint: $(STAMP)
-	$(PY) -m ruff check src tests book
-	$(PY) -m ruff format --check src tests book
+	$(PY) -m ruff check src tests tools book
+	$(PY) -m ruff format --check src tests tools book
 
 # The papers' text, where a checkout sits beside it (../shared/papers): the claims' quotes and printed numbers
 # are then checked against it (tests/test_claims.py); elsewhere those two tests are skipped with the reason.
@@ -73,7 +73,7 @@ smoke: $(STAMP)
 	$(PY) -m mamba_recall run all --preset paper --smoke --device cpu --out _build/smoke --timeout $(CELL_TIMEOUT) --jobs $(JOBS)
 
 browser: $(STAMP)
-	$(PY) -m mamba_recall check-browser _build/html --toc _toc.yml
+	$(PY) tools/browser_check.py _build/html --toc _toc.yml
 
 # The book pass executes every notebook once (plain papermill, ci); check-outputs then compares its
 # NBVAL_CHECK_OUTPUT cells with book/'s committed outputs (what `make nbval` checks, without a second

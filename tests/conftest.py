@@ -1,13 +1,18 @@
 """Shared pytest configuration: tests marked ``gpu`` are skipped, with a reason, on machines without CUDA; the
-verdicts tests record go to a folder of their own, never into the book's ``_build/scorecard``."""
+verdicts tests record go to a folder of their own, never into the book's ``_build/scorecard``; the repository's
+``tools/`` (scripts the library never imports, such as the browser check) is importable by the tests."""
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 
 def pytest_configure(config):

@@ -1,4 +1,4 @@
-"""Unit tests of mamba_recall.browser_check: its helpers (no browser), its layout, chart and console checks on small
+"""Unit tests of tools/browser_check.py: its helpers (no browser), its layout, chart and console checks on small
 synthetic pages in headless Chromium (marked ``browser``, skipped without Chromium), and the offline renderer."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from mamba_recall import browser_check as bc
+import browser_check as bc  # tools/ (on the path through conftest)
 
 ORIGIN = "http://127.0.0.1:4321"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mamba_recall import browser_check
+import browser_check  # tools/ (on the path through conftest)
 from mamba_recall.paths import REPO_ROOT
 
 pytestmark = pytest.mark.live

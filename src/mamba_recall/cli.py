@@ -4,7 +4,6 @@
     python -m mamba_recall book [--preset ci] [--device auto]     # execute every chapter, build _build/html
     python -m mamba_recall refresh [chapter|notebook.ipynb ...]   # re-execute book/ notebooks in place (ci)
     python -m mamba_recall bench [--device cpu|cuda] [--quick] [--out results/NAME.json]
-    python -m mamba_recall check-browser [_build/html]           # headless Chromium check of the built book
     python -m mamba_recall reproduce [--only NAME ...] [--preset paper --device cuda]  # regenerate results/
 
 Executed notebooks of ``run`` and ``book`` go to ``_build/`` (never into ``book/``); ``refresh`` is
@@ -534,7 +533,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub.add_parser("plan", help="every run-store grid at a preset: jobs finished and left, CPU-hours, command")
     sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
-    sub.add_parser("check-browser", help="open the built book in headless Chromium; see check-browser --help")
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # these two parse their own options
@@ -545,10 +543,13 @@ def main(argv: list[str] | None = None) -> int:
         from . import plan
 
         return plan.main(argv[1:])
-    if argv[:1] == ["check-browser"]:
-        from . import browser_check
-
-        return browser_check.main(argv[1:] or [str(BUILD_DIR / "html"), "--toc", str(REPO_ROOT / "_toc.yml")])
+    if argv[:1] == ["check-browser"]:  # a tool of the repository now, not of the library
+        print(
+            "error: the browser check moved out of the library: run `python tools/browser_check.py _build/html "
+            "--toc _toc.yml` from the repository (or `make browser`).",
+            file=sys.stderr,
+        )
+        return 2
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)

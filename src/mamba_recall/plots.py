@@ -44,7 +44,7 @@ JSON_MIMETYPE = "application/vnd.vegalite.v5+json"
 VEGA_JSON_MIMETYPE = "application/vnd.vega.v5+json"
 
 #: CSS class of the ``<div>`` each chart is drawn into
-#: (``mamba_recall.browser_check`` looks for it).
+#: (``tools/browser_check.py`` looks for it).
 CHART_CLASS = "mamba-recall-chart"
 
 # Default embed options; ``actions: false`` hides the "..." menu (its

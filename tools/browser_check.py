@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m mamba_recall.browser_check _build/html --toc _toc.yml [--widths 1300,400]
+    python tools/browser_check.py _build/html --toc _toc.yml [--widths 1300,400]
 
 Serves ``<html_dir>`` on 127.0.0.1 (random free port), opens every page listed
 in the Jupyter Book 1.x ``_toc.yml`` in headless Chromium (selenium 4, system
@@ -848,7 +848,7 @@ def run_check(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m mamba_recall.browser_check",
+        prog="python tools/browser_check.py",
         description="Open every page of the built book in offline headless Chromium "
         "and check that it loads without errors or external requests and that "
         "all Altair charts and math render.",
