@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..runstore import mean_interval
+
 __all__ = [
     "cell_capacity",
     "edge_probes",
@@ -100,22 +102,18 @@ def cell_capacity(searches: pd.DataFrame, threshold: float = 0.5) -> pd.DataFram
     rows = []
     for (layers, D, N), g in searches.groupby(["layers", "D", "N"]):
         k = g[col].dropna().astype(float)
-        logs = np.log(k.to_numpy())
-        n = len(logs)
-        mean = float(logs.mean()) if n else float("nan")
-        se = float(logs.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
-        lo, hi = _t_interval(mean, se, n - 1)
+        st = mean_interval(np.log(k.to_numpy()).tolist())  # the book's one mean and t-interval, on log κ
         rows.append(
             {
                 "layers": layers,
                 "D": D,
                 "N": N,
                 "DN": D * N,
-                "kappa": math.exp(mean) if n else float("nan"),
-                "kappa_ci_low": math.exp(lo) if math.isfinite(lo) else float("nan"),
-                "kappa_ci_high": math.exp(hi) if math.isfinite(hi) else float("nan"),
+                "kappa": math.exp(st["mean"]),
+                "kappa_ci_low": math.exp(st["ci_low"]),
+                "kappa_ci_high": math.exp(st["ci_high"]),
                 "per_seed": " ".join(f"{x:.2f}" for x in k),
-                "n_seeds": n,
+                "n_seeds": st["n"],
                 "censored": int(g[col].isna().sum()),
             }
         )

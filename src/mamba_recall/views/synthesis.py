@@ -217,7 +217,7 @@ def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
     """Recall by relative pair order (bin of i / κ), pooled over probes, for the edge probes (recall nearest 50 %,
     κ ≥ 4) and the probes with recall in [0.9, 0.99) (below capacity, not at ceiling): mean and 95 % interval over
     probes."""
-    from scipy import stats
+    from ..runstore import mean_interval
 
     edge = syn.edge_probes(probes, 0.5, min_kappa=4).assign(where="edge (recall ≈ 50 %)")
     below = probes[(probes.accuracy >= 0.9) & (probes.accuracy < 0.99) & (probes.kappa >= 4)].assign(
@@ -234,10 +234,12 @@ def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
     f = pd.DataFrame(rows)
     if f.empty:
         return f
-    out = f.groupby(["where", "bin"]).recall.agg(["mean", "std", "count"]).reset_index()
-    q = stats.t.ppf(0.975, np.maximum(out["count"] - 1, 1))
-    half = q * out["std"].fillna(0) / np.sqrt(out["count"])
-    out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
+    rows = []
+    for (where, b), g in f.groupby(["where", "bin"]):
+        st = mean_interval(g.recall.tolist())  # the book's one mean and t-interval, over probes
+        lo, hi = (st["ci_low"], st["ci_high"]) if st["n"] > 1 else (st["mean"], st["mean"])
+        rows.append({"where": where, "bin": b, "mean": st["mean"], "count": st["n"], "ci_low": lo, "ci_high": hi})
+    out = pd.DataFrame(rows)
     out["position"] = (out["bin"] + 0.5) / bins
     return out
 
