@@ -927,9 +927,11 @@ def _run_on_ray(runner, left, store: Path, take, n_jobs: int, *, log, address=No
             _release(fd, claim_path(job, store))
             take(job, *outcome)
     except KeyboardInterrupt:
-        for ref, job in refs.items():
-            if job["key"] in claims:
-                ray.cancel(ref, force=True)
+        cancelled = [ref for ref, job in refs.items() if job["key"] in claims]
+        for ref in cancelled:
+            ray.cancel(ref, force=True)
+        if cancelled:  # ray.cancel only asks: wait (briefly) until each task has stopped, so none starts after we return
+            ray.wait(cancelled, num_returns=len(cancelled), timeout=30)
         raise
     finally:
         for fd, job in claims.values():
