@@ -55,6 +55,10 @@ MODULE_LAYERS = {
         "base",
         "the label convention and the one labelled-position accuracy (torch only); tasks and train use it",
     ),
+    f"{PACKAGE}.provenance": (
+        "base",
+        "how a number was made (git state, versions, device); results and runstore record it",
+    ),
     f"{PACKAGE}.runstore": ("base", "resumable grids (imports paths and longrun); theory.designed_capacity runs one"),
     f"{PACKAGE}.results": (
         "base",

@@ -164,11 +164,11 @@ def test_ch2_reference_grid_smoke(tmp_path, monkeypatch):
 
 
 def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypatch):
-    from mamba_recall import results
+    from mamba_recall import provenance, results
 
     monkeypatch.setattr(
-        results,
-        "_git",
+        provenance,
+        "git",
         lambda *a: (
             " M src/mamba_recall/results.py\n?? src/mamba_recall/y.py\n M src/mamba_recall/runstore.py"
             if "--" in a
@@ -185,7 +185,7 @@ def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypat
     monkeypatch.setenv(results.ENV_REQUIRE_CLEAN, "1")
     with pytest.raises(results.BundleError, match="uncommitted changes"):
         results.save_bundle("c_ci", {}, {}, command="c", directory=tmp_path)
-    monkeypatch.setattr(results, "_git", lambda *a: "abc" if a[0] == "rev-parse" else "")
+    monkeypatch.setattr(provenance, "git", lambda *a: "abc" if a[0] == "rev-parse" else "")
     results.save_bundle("d_ci", {}, {}, command="c", directory=tmp_path)
     assert results.load_bundle("d_ci", directory=tmp_path).clean is True
 

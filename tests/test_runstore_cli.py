@@ -109,11 +109,11 @@ def test_one_provenance_per_command(tmp_path, monkeypatch):
     command, it would be). The second stage's jobs are made from the store, after the first stage."""
     import json
 
-    from mamba_recall import results
+    from mamba_recall import provenance, results
 
     repo = tmp_path / "repo"
     _git_repo(repo)
-    monkeypatch.setattr(results, "REPO_ROOT", repo)  # results._git runs git there
+    monkeypatch.setattr(provenance, "REPO_ROOT", repo)  # provenance.git runs git there
     monkeypatch.setattr(longrun, "_allowed", False)
     out = repo / "results"
 

@@ -40,7 +40,6 @@ import math
 import os
 import platform
 import secrets
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,7 +47,10 @@ import pandas as pd
 import torch
 
 from . import __version__
-from .paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
+from . import provenance as _prov
+from .paths import BUILD_DIR, RESULTS_DIR
+from .provenance import device_description
+from .provenance import git_state as _git_state
 
 SCHEMA = "mamba_recall.bundle"
 SCHEMA_VERSION = 1
@@ -113,44 +115,8 @@ class Bundle:
         return None if files is None else not files
 
 
-def _git(*args: str) -> str | None:
-    try:
-        return subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def device_description(device: str | torch.device = "cpu") -> str:
-    """A human-readable name of the device the numbers were made on."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        return f"cuda: {torch.cuda.get_device_name(device)}"
-    return f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
-
-
-def _imported(paths: list[str]) -> list[str]:
-    """The files of ``paths`` (relative to the repository) that this process imported, plus pyproject.toml: the
-    uncommitted code that can have made a number (other people's edits elsewhere in the tree cannot)."""
-    import sys
-
-    loaded = {str(Path(m.__file__).resolve()) for m in list(sys.modules.values()) if getattr(m, "__file__", None)}
-    return [p for p in paths if p == "pyproject.toml" or str((REPO_ROOT / p).resolve()) in loaded]
-
-
 #: The git state of the command now running (:func:`command_provenance`), or None: each bundle takes its own.
 _COMMAND_GIT: dict | None = None
-
-
-def _git_state() -> dict:
-    """``{"commit", "status", "code"}``: ``HEAD``, ``git status`` of the tracked files, and the uncommitted
-    (modified or untracked) files of the library, the code that can have made a number."""
-    return {
-        "commit": _git("rev-parse", "HEAD"),
-        "status": _git("status", "--porcelain", "--untracked-files=no"),
-        "code": _git("status", "--porcelain", "--untracked-files=all", "--", "src", "pyproject.toml"),
-    }
 
 
 @contextlib.contextmanager
@@ -179,31 +145,21 @@ def command_provenance():
 def provenance(
     device: str | torch.device = "cpu", wall_seconds: float | None = None, *, git: dict | None = None
 ) -> dict:
-    """Git commit, device, library versions and time: everything needed to say how a number was made.
-    ``git``: a :func:`_git_state` taken earlier (the command's, :func:`command_provenance`); default: now."""
-    versions = {"python": platform.python_version(), "torch": torch.__version__, "mamba_recall": __version__}
-    try:
-        import numpy
-
-        versions["numpy"] = numpy.__version__
-    except ImportError:  # numpy is a dependency; keep provenance robust anyway
-        pass
+    """Git commit, device, library versions and time: everything needed to say how a number was made (measured
+    by :mod:`mamba_recall.provenance`). ``git``: a :func:`~mamba_recall.provenance.git_state` taken earlier (the
+    command's, :func:`command_provenance`); default: now."""
     state = git if git is not None else _git_state()
     status, code = state["status"], state["code"]
     return {
         "git_commit": state["commit"],
         "git_dirty": bool(status) if status is not None else None,
-        "dirty_files": _imported(sorted(line[2:].strip() for line in code.splitlines())) if code is not None else None,
+        "dirty_files": [_prov.relative(p) for p in _prov.uncommitted_imported(code)] if code is not None else None,
         "device": device_description(device),
         "platform": platform.platform(),
-        "versions": versions,
+        "versions": _prov.versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_seconds": wall_seconds,
     }
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 #: Where smoke runs write what would go under ``results/`` (the README's promise): bundles, checkpoints, run stores.
@@ -575,7 +531,7 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
     tables = {}
     for tname, entry in record["tables"].items():
         csv = path.parent / str(entry.get("file", ""))
-        if not csv.is_file() or _sha256(csv) != entry.get("sha256"):
+        if not csv.is_file() or _prov.sha256(csv) != entry.get("sha256"):
             raise BundleError(
                 f"result bundle {path}: table {tname!r} ({csv.name}) is missing or does not match "
                 f"its recorded sha256; regenerate it with: {regen}"
@@ -717,7 +673,7 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
     version = sidecar.get("schema_version")
     if sidecar.get("schema") == SIDECAR_SCHEMA and isinstance(version, int) and version > SIDECAR_SCHEMA_VERSION:
         raise BundleTooNew(_too_new(f"checkpoint sidecar {side}", sidecar, version, SIDECAR_SCHEMA_VERSION))
-    if _sha256(path) != sidecar.get("sha256"):
+    if _prov.sha256(path) != sidecar.get("sha256"):
         raise BundleError(
             f"checkpoint {path} does not match the sha256 hash in {side.name} (changed or truncated); "
             f"regenerate it with `{regenerate}`."

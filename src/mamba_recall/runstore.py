@@ -74,6 +74,7 @@ from scipy.stats import t as _t
 
 from .longrun import allow_long_runs, check_estimate, long_runs_allowed
 from .longrun import format_seconds as _fmt
+from . import provenance as _prov
 from .paths import REPO_ROOT, RESULTS_DIR
 
 __all__ = [
@@ -364,67 +365,24 @@ def finished_runs(jobs: list[dict], store: Path | None = None) -> list[dict]:
 _PROCESS_PROVENANCE: dict | None = None
 
 
-def _git(*args: str) -> str | None:
-    try:
-        return subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=20
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _imported_repo_files() -> list[Path]:
-    files = set()
-    root = REPO_ROOT.resolve()
-    for mod in list(sys.modules.values()):
-        f = getattr(mod, "__file__", None)
-        if not f:
-            continue
-        p = Path(f).resolve()
-        if p.suffix == ".py" and root in p.parents:
-            files.add(p)
-    return sorted(files)
-
-
 def process_provenance(refresh: bool = False) -> dict:
-    """Commit, the imported repository files that differ from it (with sha256), versions, device: taken once
-    per process (see the module docstring) unless ``refresh``."""
+    """Commit, the imported library files that differ from it (with sha256), versions, device: taken once per
+    process (see the module docstring) unless ``refresh``; measured by :mod:`mamba_recall.provenance`."""
     global _PROCESS_PROVENANCE
     if _PROCESS_PROVENANCE is not None and not refresh:
         return _PROCESS_PROVENANCE
-    commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=all", "--", "src", "pyproject.toml")
-    changed = set()
-    if status is not None:
-        for line in status.splitlines():
-            path = line[3:].split(" -> ")[-1].strip().strip('"')
-            changed.add((REPO_ROOT / path).resolve())
-    imported = _imported_repo_files()
-    dirty = {}
-    for p in imported:
-        if p in changed:
-            dirty[str(p.relative_to(REPO_ROOT.resolve()))] = hashlib.sha256(p.read_bytes()).hexdigest()
-    versions = {"python": platform.python_version(), "joblib": joblib.__version__}
-    for name in ("torch", "numpy", "mamba_recall"):
-        mod = sys.modules.get(name)
-        if mod is not None:
-            versions[name] = getattr(mod, "__version__", "?")
+    state = _prov.git_state()
+    code = state["code"]
+    dirty = {_prov.relative(p): _prov.sha256(p) for p in _prov.uncommitted_imported(code or "") if p.suffix == ".py"}
     _PROCESS_PROVENANCE = {
-        "git_commit": commit.strip() if commit else None,
-        "git_clean": (not dirty) if status is not None else None,
+        "git_commit": state["commit"],
+        "git_clean": (not dirty) if code is not None else None,
         "dirty_files": dirty,
-        "versions": versions,
+        "versions": _prov.versions(extra=("joblib",)),
         "platform": platform.platform(),
         "host_cpus": os.cpu_count(),
     }
     return _PROCESS_PROVENANCE
-
-
-def _device_description() -> str:
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return f"cpu: {platform.processor() or platform.machine()} (no torch)"
-    return f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -633,7 +591,7 @@ def _compute(runner: str, job: dict, threads: int) -> tuple[str, dict]:
     except Exception as exc:  # noqa: BLE001 - recorded with its traceback, reported at the end of the grid
         return "failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
     prov.update(
-        device=_device_description(),
+        device=_prov.device_description(),
         wall_seconds=round(wall, 2),
         cpu_seconds=round(time.process_time() - cpu0, 2),
         created=_now(),
@@ -930,7 +888,9 @@ def _run_on_ray(runner, left, store: Path, take, n_jobs: int, *, log, address=No
         cancelled = [ref for ref, job in refs.items() if job["key"] in claims]
         for ref in cancelled:
             ray.cancel(ref, force=True)
-        if cancelled:  # ray.cancel only asks: wait (briefly) until each task has stopped, so none starts after we return
+        if (
+            cancelled
+        ):  # ray.cancel only asks: wait (briefly) until each task has stopped, so none starts after we return
             ray.wait(cancelled, num_returns=len(cancelled), timeout=30)
         raise
     finally:
@@ -1166,7 +1126,7 @@ def runs_summary(runs: list[dict]) -> dict:
     (and which files, and whether each one's content as run is the committed one now), total wall and CPU time."""
     commits = sorted({r["provenance"].get("git_commit") or "?" for r in runs})
     dirty = sorted({f for r in runs for f in r["provenance"].get("dirty_files", {})})
-    head = _git("rev-parse", "HEAD")
+    head = _prov.git("rev-parse", "HEAD")
     return {
         "runs": len(runs),
         "commits": commits,
