@@ -12,6 +12,7 @@ from mamba_recall.analysis import synthesis as syn
 from mamba_recall.claims.ch5.synthesis import check_synthesis, untrained_searches
 from mamba_recall.theory.capacity import kappa_at
 from mamba_recall.theory.mqar_constructions import construction_kappa
+from mamba_recall.views import synthesis as views
 
 LADDER = [2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64]
 CELLS = [(1, d, n) for d in (16, 32, 64) for n in (2, 4, 8)] + [(2, 16, 4), (2, 32, 4), (2, 32, 8)]
@@ -105,6 +106,27 @@ def test_h4_sees_a_u_and_its_shuffled_null_does_not():
     assert status("book/H4-U-at-capacity", fake_bundle(noisy(lambda l, D, N: 8.0), profile=inverted)).status == (
         "not reproduced"
     )
+
+
+def test_the_band_table_puts_each_probe_where_its_recall_is_and_finds_the_u_only_there():
+    """The edge probes (recall 0.5, κ = 8 = κ*₅₀) carry a U; the probes at 95 % and 10 % are flat: only the 30–70 %
+    band shows primacy and recency > 0, at κ/κ*₅₀ = 1; each search counts once per band."""
+    b = fake_bundle(noisy(lambda l, D, N: 8.0), profile=u)
+    t = syn.u_by_recall(b.tables["probes"], b.tables["searches"]).set_index("recall")
+    assert list(t.index) == ["10%–30%", "30%–70%", "90%–99%"]
+    assert (t.searches == len(CELLS) * 3).all() and (t.probes == t.searches).all()
+    edge = t.loc["30%–70%"]
+    assert edge.primacy > 0.4 and edge.recency > 0.4 and edge["primacy 95 % CI"][0] > 0
+    assert abs(edge["κ / κ*₅₀ (median)"] - 1.0) < 0.05 and t.loc["10%–30%", "κ / κ*₅₀ (median)"] > 1.9
+    assert abs(t.loc["90%–99%", "primacy"]) < 1e-9 and abs(t.loc["10%–30%", "recency"]) < 1e-9
+    shown = views.u_band_table(b.tables["probes"], b.tables["searches"])
+    assert shown["primacy"].str.match(r"[+-]\d\.\d{3} \[").all()
+
+
+def test_mqar_at_l_4_kappa_queries_later_pairs_later():
+    """The task's own order effect that the page names beside H4: the mean query slot grows with the pair's place."""
+    slots = syn.query_slot_by_pair(16, 512, n=500)
+    assert slots.shape == (16,) and slots[-1] - slots[0] > 4 and (np.diff(slots) > -0.5).all()
 
 
 def test_h5_reads_delta_at_keys_against_the_untrained_twins():

@@ -144,6 +144,60 @@ def layer_ratios(searches: pd.DataFrame, threshold: float = 0.5) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+def pair_profile(by_pair: str) -> np.ndarray:
+    """A probe's recall by the pair's order in the context, as the probes table stores it (κ numbers separated by
+    spaces, the first pair first), as an array of length κ."""
+    return np.array([float(x) for x in by_pair.split()])
+
+
+#: The recall bands of :func:`u_by_recall`: beyond capacity (< 10 %, 10–30 %), at the edge (30–70 %), short of it
+#: (70–90 %), below capacity (90–99 %), at the ceiling (≥ 99 %).
+RECALL_BANDS = (0.0, 0.1, 0.3, 0.7, 0.9, 0.99, 1.0001)
+
+
+def u_by_recall(probes: pd.DataFrame, searches: pd.DataFrame, bands=RECALL_BANDS, min_kappa: int = 4) -> pd.DataFrame:
+    """Where a U would sit relative to capacity: every probe with κ ≥ ``min_kappa``, put in its recall band, with
+    its :func:`u_shape` and its κ over its search's κ*₅₀. Per band: how many probes and searches, the median
+    κ/κ*₅₀, and primacy and recency as a mean over **searches** (each search's probes in the band averaged first,
+    so that a search with several probes in a band counts once) with the 95 % t-interval
+    (:func:`mamba_recall.runstore.mean_interval`). Descriptive: the verdict on the U is H4's, at the edge probe."""
+    keys = ["layers", "D", "N", "seed"]
+    p = probes[probes.kappa >= min_kappa].merge(searches[[*keys, "kappa50"]], on=keys, how="left")
+    shapes = [u_shape(pair_profile(s)) for s in p.by_pair]
+    p = p.assign(
+        primacy=[x["primacy"] for x in shapes],
+        recency=[x["recency"] for x in shapes],
+        over_capacity=p.kappa / p.kappa50,
+        band=pd.cut(p.accuracy, list(bands), right=False),
+    )
+    rows = []
+    for band, g in p.groupby("band", observed=True):
+        per_search = g.groupby(keys)[["primacy", "recency"]].mean()
+        row = {
+            "recall": f"{band.left:.0%}–{min(band.right, 1):.0%}",
+            "probes": len(g),
+            "searches": len(per_search),
+            "κ / κ*₅₀ (median)": float(g.over_capacity.median()),
+        }
+        for col in ("primacy", "recency"):
+            st = mean_interval(per_search[col].tolist())
+            row[col] = st["mean"]
+            row[f"{col} 95 % CI"] = (st["ci_low"], st["ci_high"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def query_slot_by_pair(kappa: int, V: int, n: int = 2000, seed: int = 0) -> np.ndarray:
+    """The task's own order effect: in zoology's MQAR at L = 4κ the query region has exactly κ slots, and the
+    generator draws the pairs' query slots in context order with a power law favouring early slots, so a pair
+    written later is also queried later, after more of the other queries. Returns the mean query slot (0 … κ−1)
+    of the pair at each place of the context, over ``n`` sequences (shape (κ,))."""
+    from ..tasks.mqar import multiquery_ar
+
+    batch = multiquery_ar(V, n, 4 * kappa, seed, num_kv_pairs=kappa)
+    return batch.gaps.double().mean(0).numpy()
+
+
 def u_shape(by_pair) -> dict:
     """Primacy and recency of a recall profile by pair order (κ ≥ 4): the mean recall of the first quarter of the
     pairs (at least one) minus that of the middle, and of the last quarter minus the middle."""

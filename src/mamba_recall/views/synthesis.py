@@ -182,7 +182,7 @@ def theory_table(searches: pd.DataFrame, probes: pd.DataFrame, V: int, threshold
     below = probes[(probes.accuracy >= 0.9) & (probes.accuracy < 0.99) & (probes.kappa >= 4)]
 
     def ushape(p):
-        shapes = [syn.u_shape([float(x) for x in s.split()]) for s in p.by_pair]
+        shapes = [syn.u_shape(syn.pair_profile(s)) for s in p.by_pair]
         if not shapes:
             return "no probe"
         return f"primacy {np.mean([x['primacy'] for x in shapes]):+.3f}, recency {np.mean([x['recency'] for x in shapes]):+.3f}"
@@ -225,7 +225,7 @@ def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
     )
     rows = []
     for _, p in pd.concat([edge, below]).iterrows():
-        acc = np.array([float(x) for x in p.by_pair.split()])
+        acc = syn.pair_profile(p.by_pair)
         k = len(acc)
         b = np.minimum((np.arange(k) * bins) // k, bins - 1)
         for j in range(bins):
@@ -266,6 +266,29 @@ def profile_chart(probes: pd.DataFrame, bins: int = 8) -> alt.LayerChart:
         )
     )
     return (band + line).properties(width=420, height=260, title="recall by the pair's order (mean over probes, 95 %)")
+
+
+def u_band_table(probes: pd.DataFrame, searches: pd.DataFrame) -> pd.DataFrame:
+    """Where a U would sit relative to capacity (:func:`mamba_recall.analysis.synthesis.u_by_recall`), printed:
+    one row per recall band, primacy and recency as mean [95 % interval] over searches."""
+    t = syn.u_by_recall(probes, searches)
+    if t.empty:
+        return t
+
+    def shown(m, ci):
+        lo, hi = ci
+        return f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}]" if np.isfinite(lo) else f"{m:+.3f} (one search)"
+
+    return pd.DataFrame(
+        {
+            "recall band": t["recall"],
+            "probes": t["probes"],
+            "searches": t["searches"],
+            "κ / κ*₅₀ (median)": t["κ / κ*₅₀ (median)"].map(lambda x: f"{x:.2f}"),
+            "primacy": [shown(m, c) for m, c in zip(t["primacy"], t["primacy 95 % CI"])],
+            "recency": [shown(m, c) for m, c in zip(t["recency"], t["recency 95 % CI"])],
+        }
+    )
 
 
 def delta_chart(probes: pd.DataFrame) -> alt.Chart:
@@ -323,7 +346,7 @@ def cell_explorer(probes: pd.DataFrame) -> alt.VConcatChart:
     )
     rows = []
     for _, r in p.iterrows():
-        acc = [float(x) for x in r.by_pair.split()]
+        acc = syn.pair_profile(r.by_pair).tolist()
         for i, a in enumerate(acc):
             rows.append({"cell": r.cell, "seed": r.seed, "kappa": r.kappa, "place": (i + 0.5) / len(acc), "recall": a})
     prof = (

@@ -123,7 +123,7 @@ def measure_law_magnitude(searches, probes, bundle, null: bool = True) -> Measur
 
 
 def _profiles(probes):
-    return [np.array([float(x) for x in s.split()]) for s in probes.by_pair]
+    return [syn.pair_profile(s) for s in probes.by_pair]
 
 
 def measure_u_shape(searches, probes, bundle, null: bool = True, shuffle: bool = False) -> Measurement:
