@@ -4,7 +4,7 @@ For each grid of the run-store runners (one row per runner and part) at preset `
 finished in the store and how many are left, with ``--estimate`` the CPU-hours of the jobs left as the runner's
 own estimator measures them on this machine (one thread, every job at its full step budget: an upper bound, since
 early stopping shortens jobs; on a machine shared with other work the step times, hence the estimate, grow), and
-the command that runs it (``--engine ray`` puts it on a GPU box or a cluster; README, "Grids on Ray"). A grid whose
+the command that runs it (``--engine ray`` puts it on a GPU box or a cluster; the appendix "Engineering notes", "Grids on Ray"). A grid whose
 runner has no run-store grid at ``P`` says so instead of a number. No GPU timing is committed, so every estimate
 is a CPU's; the scorecard's "not run" lines point here.
 

@@ -30,7 +30,7 @@ left and an estimated time from a *measured* step time (the runner's ``estimate`
 bar with an ETA. ``n_jobs > 1`` runs jobs in separate processes (``joblib.Parallel``, the loky backend),
 each with one torch thread; ``n_jobs=1`` runs them in this process, also with one thread.
 
-Machinery (see README "Run store"): ``joblib.hash`` keys the jobs and ``joblib.Parallel`` runs them; the
+Machinery (see the appendix "Engineering notes", "The run store"): ``joblib.hash`` keys the jobs and ``joblib.Parallel`` runs them; the
 store itself is plain JSON files rather than ``joblib.Memory``'s pickles, because the results are committed
 and read by people and by the book (one reviewable JSON per run), and because ``Memory`` also keys on the
 function's source, so any edit to a runner would silently orphan every finished run.

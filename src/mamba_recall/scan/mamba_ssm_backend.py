@@ -17,7 +17,7 @@ from ._common import validate_scan_args
 
 INSTALL_HINT = (
     "Install the GPU extra on a CUDA machine: pip install 'mamba_recall[gpu]' --no-build-isolation "
-    "(offline clusters: see README, section 'GPU'), or pick backend='fused' (the CPU default), 'chunked' (CPU "
+    "(offline clusters: see the book's appendix 'Engineering notes', section 'The GPU build'), or pick backend='fused' (the CPU default), 'chunked' (CPU "
     "and CUDA) or 'reference'."
 )
 
