@@ -152,7 +152,7 @@ def test_pair_transformer_sees_the_mambas_pair():
 
 
 def test_plateau_stop_and_its_bad_input():
-    from mamba_recall.train import train
+    from mamba_recall.train import Recipe, Stopping, train
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Embedding(4, 4))
@@ -162,18 +162,16 @@ def test_plateau_stop_and_its_bad_input():
         model,
         lambda s: (x, y),
         steps=200,
-        lr=1e-6,
-        weight_decay=0.0,
-        schedule="constant",
-        eval_every=5,
+        recipe=Recipe(lr=1e-6, weight_decay=0.0, schedule="constant"),
+        stop=Stopping(eval_every=5, patience=3, min_delta=0.01),
         eval_batch=(x, y),
-        patience=3,
-        min_delta=0.01,
         progress=False,
     )
     assert res.stopped_early and res.steps_run == 20  # the first evaluation sets the best; 3 more without growth
     with pytest.raises(ValueError, match="patience"):
-        train(model, lambda s: (x, y), steps=2, lr=1e-3, patience=0, eval_batch=(x, y), progress=False)
+        Stopping(patience=0)
+    with pytest.raises(ValueError, match="patience needs eval_batch"):
+        train(model, lambda s: (x, y), steps=2, stop=Stopping(patience=2), progress=False)
 
 
 def test_cpu_hours_sizes_are_the_papers():

@@ -320,7 +320,9 @@ def test_every_number_in_printed_is_in_the_papers_text():
             assert all(s in texts for s in sources), f"{c.id} names a paper the book does not have: {printed!r}"
             printed = re.sub(r"paper \d{3}", "", printed)
         for num in re.findall(r"(?<![\w.])\d+\.\d+|(?<![\w.])\d{2,}(?![\w.])", printed):
-            assert any(num in texts[s] for s in sources), f"{c.id}: {num} is not in paper {sources}'s text ({printed!r})"
+            assert any(num in texts[s] for s in sources), (
+                f"{c.id}: {num} is not in paper {sources}'s text ({printed!r})"
+            )
 
 
 def test_keyobs2_printed_quotes_the_documents_states():

@@ -131,7 +131,7 @@ def test_library_works_outside_a_checkout_and_writes_nothing_beside_the_package(
         import torch
         import mamba_recall.analysis, mamba_recall.runstore, mamba_recall.results, mamba_recall.theory
         from mamba_recall import claims, paths, selective_scan, MambaLMHeadModel, multiquery_ar
-        from mamba_recall.train import train
+        from mamba_recall.train import Stopping, train
         from mamba_recall.theory import worked_example as wx
 
         out = {"found": paths.CHECKOUT_FOUND, "how": paths.ROOT_FOUND_BY}
@@ -152,7 +152,7 @@ def test_library_works_outside_a_checkout_and_writes_nothing_beside_the_package(
             batch = multiquery_ar(32, 8, 16, seed=step, num_kv_pairs=2)
             return batch.inputs, batch.labels
 
-        result = train(model, make_batch, steps=3, eval_every=3, eval_batch=make_batch(10**6), progress=False)
+        result = train(model, make_batch, steps=3, stop=Stopping(eval_every=3), eval_batch=make_batch(10**6), progress=False)
         out["steps"] = result.steps_run
 
         bundle = mamba_recall.results.save_bundle(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -12,9 +13,12 @@ from mamba_recall.tasks import multiquery_ar
 from mamba_recall.labels import labelled_accuracy, labelled_counts
 from mamba_recall.models.linear_mamba import LinearMamba
 from mamba_recall.tasks.mqar import batch_fn, mqar
+from mamba_recall.presets.ch5 import EXPERIMENTS as CH5_EXPERIMENTS
 from mamba_recall.train import (
     RECIPES,
     SCHEDULES,
+    Recipe,
+    Stopping,
     TrainResult,
     dataset_batches,
     evaluate,
@@ -66,14 +70,10 @@ def test_one_layer_mamba_learns_mqar_and_stops_early():
         tiny_lm(0),
         mqar_make_batch(128),
         steps=400,
-        lr=3e-2,
-        weight_decay=0.1,
-        schedule="cosine",
-        grad_clip=1.0,
-        seed=0,
-        eval_every=25,
+        recipe=Recipe(lr=3e-2, weight_decay=0.1, schedule="cosine", grad_clip=1.0),
+        stop=Stopping(eval_every=25, target_accuracy=0.9),
         eval_batch=mqar_eval(),
-        target_accuracy=0.9,
+        seed=0,
         progress=False,
     )
     assert isinstance(result, TrainResult)
@@ -95,11 +95,9 @@ def test_same_seed_same_history_and_eval_schedule():
             tiny_lm(1),
             mqar_make_batch(16, seed=1),
             steps=6,
-            lr=1e-2,
-            eval_every=3,
+            recipe=Recipe(lr=1e-2, schedule="linear_warmup_cosine", warmup_steps=2),
+            stop=Stopping(eval_every=3),
             eval_batch=mqar_eval(32),
-            schedule="linear_warmup_cosine",
-            warmup_steps=2,
             seed=5,
             progress=False,
         )
@@ -132,10 +130,9 @@ def test_early_stopping_at_first_evaluation_that_reaches_the_target():
         ConstantLogits(8),
         lambda step: (ids, labels),
         steps=50,
-        lr=0.1,
-        eval_every=2,
+        recipe=Recipe(lr=0.1),
+        stop=Stopping(eval_every=2, target_accuracy=1.0),
         eval_batch=(ids, labels),
-        target_accuracy=1.0,
         progress=False,
     )
     assert result.stopped_early and result.steps_run == 2 and len(result.history) == 2
@@ -145,10 +142,9 @@ def test_early_stopping_at_first_evaluation_that_reaches_the_target():
         ConstantLogits(8),
         lambda step: (ids, labels),
         steps=4,
-        lr=0.1,
-        eval_every=4,
+        recipe=Recipe(lr=0.1),
+        stop=Stopping(eval_every=4, target_accuracy=1.0),
         eval_batch=(ids, labels),
-        target_accuracy=1.0,
         progress=False,
     )
     assert full.steps_run == 4 and not full.stopped_early and full.final_accuracy == 1.0
@@ -174,22 +170,85 @@ def test_custom_loss_and_non_finite_loss():
 
 
 def test_argument_validation():
+    """What depends on the run (steps, eval_batch, one model) is checked by train; the rest by Recipe / Stopping."""
     model, mb = tiny_lm(0), mqar_make_batch(4)
-    with pytest.raises(ValueError, match="constant, cosine, linear_warmup_cosine"):
-        train(model, mb, steps=5, schedule="step", progress=False)
     with pytest.raises(ValueError, match="steps"):
         train(model, mb, steps=0, progress=False)
-    with pytest.raises(ValueError, match="warmup_steps"):
-        train(model, mb, steps=5, schedule="linear_warmup_cosine", progress=False)
+    with pytest.raises(ValueError, match=r"warmup_steps must be an integer in \[0, steps=5\)"):
+        train(model, mb, steps=5, recipe=Recipe(warmup_steps=5), progress=False)
+    train(model, mb, steps=1, recipe=Recipe(schedule="code", warmup_steps=5), progress=False)  # code: may stay in it
     with pytest.raises(ValueError, match="eval_batch"):
-        train(model, mb, steps=5, target_accuracy=0.9, progress=False)
-    with pytest.raises(ValueError, match="lr"):
-        train(model, mb, steps=5, lr=0, progress=False)
-    assert SCHEDULES == ("constant", "cosine", "linear_warmup_cosine", "code", "tab9")
-    with pytest.raises(ValueError, match="hold"):
-        train(model, mb, steps=5, schedule="constant", hold_steps=2, progress=False)
+        train(model, mb, steps=5, stop=Stopping(target_accuracy=0.9), progress=False)
+    with pytest.raises(ValueError, match="patience needs eval_batch"):
+        train(model, mb, steps=5, stop=Stopping(patience=2), progress=False)
     with pytest.raises(ValueError, match="per_member"):
         train(model, mb, steps=5, per_member=True, progress=False)
+    with pytest.raises(TypeError, match="Recipe.from_preset"):
+        train(model, mb, steps=5, recipe=RECIPES["code"], progress=False)
+    assert SCHEDULES == ("constant", "cosine", "linear_warmup_cosine", "code", "tab9")
+
+
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        (dict(schedule="step"), "constant, cosine, linear_warmup_cosine"),
+        (dict(lr=0), "lr"),
+        (dict(weight_decay=-0.1), "weight_decay"),
+        (dict(betas=(0.9, 1.0)), "betas"),
+        (dict(betas=(0.9,)), "betas"),
+        (dict(warmup_steps=-1), "warmup_steps"),
+        (dict(warmup_steps=1.5), "warmup_steps"),
+        (dict(schedule="linear_warmup_cosine"), "warmup_steps"),
+        (dict(hold_steps=-1), "hold_steps"),
+        (dict(schedule="constant", hold_steps=2), "hold"),
+        (dict(grad_clip=0), "grad_clip"),
+        (dict(label_smoothing=1.0), "label_smoothing"),
+    ],
+)
+def test_a_bad_recipe_field_names_the_field(kw, field):
+    with pytest.raises(ValueError, match=field):
+        Recipe(**kw)
+
+
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        (dict(eval_every=0), "eval_every"),
+        (dict(target_accuracy=0.0), "target_accuracy"),
+        (dict(target_accuracy=1.5), "target_accuracy"),
+        (dict(patience=0), "patience"),
+        (dict(min_delta=-0.01), "min_delta"),
+        (dict(steps_past_target=-1, target_accuracy=1.0), "steps_past_target"),
+        (dict(steps_past_target=3), "steps_past_target must be an integer >= 0, with target_accuracy"),
+    ],
+)
+def test_a_bad_stopping_field_names_the_field(kw, field):
+    with pytest.raises(ValueError, match=field):
+        Stopping(**kw)
+
+
+def test_recipe_from_preset_reads_the_presets_dicts():
+    code = Recipe.from_preset(RECIPES["code"])
+    assert code == Recipe(
+        lr=1e-2,
+        betas=(0.9, 0.95),
+        weight_decay=0.0,
+        warmup_steps=100,
+        hold_steps=400,
+        schedule="code",
+        grad_clip=1.5,
+        label_smoothing=0.1,
+    )
+    assert hash(code) == hash(Recipe.from_preset(dict(RECIPES["code"])))  # frozen: hashable, equal by value
+    ch5 = CH5_EXPERIMENTS["ch5.capacity"]["ci"]["recipe"]  # betas as a list (JSON): read as a tuple
+    assert Recipe.from_preset(ch5) == code
+    assert Recipe.from_preset({**RECIPES["tab9"], "grad_clip": 0}).grad_clip is None  # 0: no clipping
+    assert Recipe.from_preset({"lr": 0.5}) == Recipe(lr=0.5)  # a missing entry keeps the default
+    assert dataclasses.replace(code, lr=3e-2).lr == 3e-2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        code.lr = 1.0
+    with pytest.raises(ValueError, match=r"unknown recipe entries \['warmup_steps'\]"):
+        Recipe.from_preset({**RECIPES["code"], "warmup_steps": 5})
 
 
 def test_lr_schedules():
@@ -348,26 +407,32 @@ def test_evaluate_pools_batches_for_one_model_and_for_members():
 
 def test_steps_past_target_train_exactly_that_many_steps_after_the_target():
     """ "Trained past 100 %": once the held-out accuracy reaches the target, exactly n more steps, whatever the cap."""
-    kw = dict(lr=3e-2, weight_decay=0.1, schedule="constant", grad_clip=1.0, seed=0, eval_every=25, progress=False)
-    stop = train(tiny_lm(0), mqar_make_batch(128), steps=400, eval_batch=mqar_eval(), target_accuracy=0.9, **kw)
+    kw = dict(recipe=Recipe(lr=3e-2, weight_decay=0.1, schedule="constant", grad_clip=1.0), seed=0, progress=False)
+    stop = train(
+        tiny_lm(0),
+        mqar_make_batch(128),
+        steps=400,
+        eval_batch=mqar_eval(),
+        stop=Stopping(eval_every=25, target_accuracy=0.9),
+        **kw,
+    )
     assert stop.stopped_early and stop.target_step == stop.steps_run
     past = train(
         tiny_lm(0),
         mqar_make_batch(128),
         steps=stop.target_step + 10,  # a cap shorter than target + n: n steps are still trained after the target
         eval_batch=mqar_eval(),
-        target_accuracy=0.9,
-        steps_past_target=30,
+        stop=Stopping(eval_every=25, target_accuracy=0.9, steps_past_target=30),
         **kw,
     )
     assert past.target_step == stop.target_step  # the same run up to the target
     assert past.steps_run == stop.target_step + 30 and not past.stopped_early
     assert past.history[-1]["step"] == past.steps_run and "accuracy" in past.history[-1]  # evaluated at its end
-    never = train(tiny_lm(0), mqar_make_batch(128), steps=20, eval_batch=mqar_eval(), target_accuracy=1.0,
-                  steps_past_target=30, **kw)  # fmt: skip
+    never = train(tiny_lm(0), mqar_make_batch(128), steps=20, eval_batch=mqar_eval(),
+                  stop=Stopping(eval_every=25, target_accuracy=1.0, steps_past_target=30), **kw)  # fmt: skip
     assert never.target_step is None and never.steps_run == 20  # the cap holds when the target is not reached
     with pytest.raises(ValueError, match="steps_past_target must be an integer >= 0, with target_accuracy"):
-        train(tiny_lm(0), mqar_make_batch(8), steps=5, steps_past_target=3, progress=False)
+        Stopping(steps_past_target=3)
     with pytest.raises(ValueError, match="schedule='constant'"):
-        train(tiny_lm(0), mqar_make_batch(8), steps=5, eval_batch=mqar_eval(8), target_accuracy=0.9,
-              steps_past_target=3, schedule="cosine", progress=False)  # fmt: skip
+        train(tiny_lm(0), mqar_make_batch(8), steps=5, eval_batch=mqar_eval(8), recipe=Recipe(schedule="cosine"),
+              stop=Stopping(target_accuracy=0.9, steps_past_target=3), progress=False)  # fmt: skip

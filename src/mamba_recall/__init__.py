@@ -54,6 +54,7 @@ stays fast and imports no torch)::
     from mamba_recall import Mamba2, Mamba2LMHeadModel             # models.mamba2
     from mamba_recall import MQARConfig, mqar_batch, multiquery_ar # tasks: the MQAR generator
     from mamba_recall.train import train, evaluate                 # the training loop
+    from mamba_recall.train import Recipe, Stopping                # its optimiser / schedule and stopping rule
     from mamba_recall import claims; claims.check("001/Delta1", ..., record=False)
 
 and the modules above as attributes (``mamba_recall.claims``, ``mamba_recall.train``, ...). Files of the book

@@ -14,7 +14,7 @@ Data contract
 of :func:`train` and a model built after ``torch.manual_seed``, a run is reproducible bit for bit
 on the same machine and backend. Evaluation uses one fixed held-out ``eval_batch = (inputs, labels)``.
 
-Learning rate at (0-based) step ``s`` with ``W = warmup_steps``, ``H = hold_steps``, ``S = steps``
+Learning rate at (0-based) step ``s`` with ``W = warmup_steps``, ``H = hold_steps`` (:class:`Recipe`), ``S = steps``
 (:func:`lr_at`, the one schedule function)::
 
     warmup   lr · (s + 1) / W                               for s < W   (every schedule but tab9)
@@ -73,6 +73,8 @@ __all__ = [
     "IGNORE_INDEX",
     "RECIPES",
     "SCHEDULES",
+    "Recipe",
+    "Stopping",
     "TrainResult",
     "dataset_batches",
     "evaluate",
@@ -241,56 +243,132 @@ def _is_int(v, lo: int) -> bool:
     return not isinstance(v, bool) and isinstance(v, int) and v >= lo
 
 
-def _validate(
-    steps,
-    lr,
-    weight_decay,
-    schedule,
-    warmup_steps,
-    hold_steps,
-    grad_clip,
-    eval_every,
-    eval_batch,
-    target_accuracy,
-    label_smoothing,
-    num_threads,
-):
-    if not _is_int(steps, 1):
-        raise ValueError(f"steps must be an integer >= 1, got steps={steps!r}.")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}.")
-    if schedule in ("code", "tab9"):  # the authors' recipes: a short run may stay inside the warmup
+def _is_number(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float))
+
+
+#: a preset recipe's key (``presets.ch2.RECIPES``, the ch5 presets' ``recipe``) -> the :class:`Recipe` field
+_PRESET_KEYS = {
+    "lr": "lr",
+    "betas": "betas",
+    "weight_decay": "weight_decay",
+    "warmup": "warmup_steps",
+    "hold": "hold_steps",
+    "schedule": "schedule",
+    "grad_clip": "grad_clip",
+    "label_smoothing": "label_smoothing",
+}
+_PRESET_INFO_KEYS = ("batch_size",)  # recorded in a preset for the reader; ``make_batch`` sets the batch
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The optimiser and the learning-rate schedule of a :func:`train` run: AdamW(``lr``, ``betas``,
+    ``weight_decay``), the schedule ``schedule`` with ``warmup_steps`` and ``hold_steps`` (:func:`lr_at`; the
+    formulas are in the module docstring), gradient clipping at ``grad_clip`` (None: none) and ``label_smoothing``
+    of the default loss. The defaults are zoology's (lr 1e-3, weight decay 0.1, cosine to 0, no warmup).
+
+    ``Recipe.from_preset(cfg)`` reads a preset's recipe dict (``presets.ch2.RECIPES``, ``recipe`` of the ch5
+    presets); ``dataclasses.replace(recipe, lr=3e-2)`` makes a variant. Every field is checked when the recipe is
+    built; what also depends on the run's length (``warmup_steps < steps``) is checked by :func:`train`.
+
+    A frozen dataclass, not a pydantic model: the training loop is the library's core and takes no new dependency
+    for it; a frozen recipe is hashable and cannot be changed behind a run's back; ``dataclasses.replace`` gives
+    the variants; the checks live in ``__post_init__``, next to the fields they guard.
+    """
+
+    lr: float = 1e-3
+    weight_decay: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.999)
+    schedule: str = "cosine"
+    warmup_steps: int = 0
+    hold_steps: int = 0
+    grad_clip: float | None = None
+    label_smoothing: float = 0.0
+
+    def __post_init__(self):
+        schedule, warmup_steps, hold_steps = self.schedule, self.warmup_steps, self.hold_steps
+        if schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}.")
         if not _is_int(warmup_steps, 0):
             raise ValueError(f"warmup_steps must be an integer >= 0, got {warmup_steps!r}.")
-    elif not (_is_int(warmup_steps, 0) and warmup_steps < steps):
-        raise ValueError(f"warmup_steps must be an integer in [0, steps={steps}), got {warmup_steps!r}.")
-    if schedule == "linear_warmup_cosine" and warmup_steps < 1:
-        raise ValueError(
-            "schedule='linear_warmup_cosine' needs warmup_steps >= 1; use schedule='cosine' for no warmup."
-        )
-    if not _is_int(hold_steps, 0):
-        raise ValueError(f"hold_steps must be an integer >= 0, got {hold_steps!r}.")
-    if hold_steps and schedule in ("constant", "tab9"):
-        raise ValueError(f"schedule={schedule!r} has no hold phase; use hold_steps=0 or schedule='code'.")
-    if not (isinstance(lr, (int, float)) and lr > 0):
-        raise ValueError(f"lr must be a number > 0, got lr={lr!r}.")
-    if not (isinstance(weight_decay, (int, float)) and weight_decay >= 0):
-        raise ValueError(f"weight_decay must be a number >= 0, got {weight_decay!r}.")
-    if grad_clip is not None and not grad_clip > 0:
-        raise ValueError(f"grad_clip must be None or > 0, got {grad_clip!r}.")
-    if not (isinstance(label_smoothing, (int, float)) and 0 <= label_smoothing < 1):
-        raise ValueError(f"label_smoothing must be a number in [0, 1), got {label_smoothing!r}.")
-    if not _is_int(eval_every, 1):
-        raise ValueError(f"eval_every must be an integer >= 1, got {eval_every!r}.")
-    if eval_batch is not None and (not isinstance(eval_batch, (tuple, list)) or len(eval_batch) != 2):
-        raise ValueError("eval_batch must be None or a pair (inputs, labels).")
-    if target_accuracy is not None:
-        if eval_batch is None:
-            raise ValueError("target_accuracy needs eval_batch=(inputs, labels) to measure accuracy on.")
-        if not 0 < target_accuracy <= 1:
-            raise ValueError(f"target_accuracy must be in (0, 1], got {target_accuracy!r}.")
-    if num_threads is not None and not _is_int(num_threads, 1):
-        raise ValueError(f"num_threads must be None or an integer >= 1, got {num_threads!r}.")
+        if schedule == "linear_warmup_cosine" and warmup_steps < 1:
+            raise ValueError(
+                "schedule='linear_warmup_cosine' needs warmup_steps >= 1; use schedule='cosine' for no warmup."
+            )
+        if not _is_int(hold_steps, 0):
+            raise ValueError(f"hold_steps must be an integer >= 0, got {hold_steps!r}.")
+        if hold_steps and schedule in ("constant", "tab9"):
+            raise ValueError(f"schedule={schedule!r} has no hold phase; use hold_steps=0 or schedule='code'.")
+        if not (_is_number(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a number > 0, got lr={self.lr!r}.")
+        if not (_is_number(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be a number >= 0, got {self.weight_decay!r}.")
+        betas = tuple(self.betas) if isinstance(self.betas, (tuple, list)) else self.betas
+        if not (isinstance(betas, tuple) and len(betas) == 2 and all(_is_number(b) and 0 <= b < 1 for b in betas)):
+            raise ValueError(f"betas must be a pair of numbers in [0, 1), got betas={self.betas!r}.")
+        object.__setattr__(self, "betas", betas)  # a preset's list (JSON) becomes a tuple: the recipe stays hashable
+        if self.grad_clip is not None and not (_is_number(self.grad_clip) and self.grad_clip > 0):
+            raise ValueError(f"grad_clip must be None or > 0, got {self.grad_clip!r}.")
+        if not (_is_number(self.label_smoothing) and 0 <= self.label_smoothing < 1):
+            raise ValueError(f"label_smoothing must be a number in [0, 1), got {self.label_smoothing!r}.")
+
+    @classmethod
+    def from_preset(cls, cfg: dict) -> Recipe:
+        """The recipe of a preset's dict with keys ``lr, betas, weight_decay, warmup, hold, schedule, grad_clip,
+        label_smoothing`` (each optional: a missing one keeps the default) and an informational ``batch_size``
+        (ignored: ``make_batch`` sets the batch). A ``grad_clip`` of 0 means no clipping."""
+        unknown = set(cfg) - set(_PRESET_KEYS) - set(_PRESET_INFO_KEYS)
+        if unknown:
+            raise ValueError(
+                f"unknown recipe entries {sorted(unknown)}; use keys of {sorted([*_PRESET_KEYS, *_PRESET_INFO_KEYS])}."
+            )
+        fields = {_PRESET_KEYS[k]: v for k, v in cfg.items() if k in _PRESET_KEYS}
+        if "grad_clip" in fields:
+            fields["grad_clip"] = fields["grad_clip"] or None
+        return cls(**fields)
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """When :func:`train` evaluates and stops: the held-out accuracy is measured every ``eval_every`` steps and
+    after the last; training stops once it (every member's) reaches ``target_accuracy``, or (``patience`` set, one
+    model) once the best accuracy has not grown by more than ``min_delta`` over ``patience`` consecutive
+    evaluations (a plateau). ``steps_past_target = n`` (one model, a constant schedule): once the target is reached,
+    train exactly ``n`` more steps instead of stopping ("trained past 100 %"; the step cap then no longer applies).
+    A frozen dataclass like :class:`Recipe`; what also depends on the run (an ``eval_batch``, one model, the
+    schedule) is checked by :func:`train`."""
+
+    eval_every: int = 100
+    target_accuracy: float | None = None
+    patience: int | None = None
+    min_delta: float = 0.0
+    steps_past_target: int = 0
+
+    def __post_init__(self):
+        if not _is_int(self.eval_every, 1):
+            raise ValueError(f"eval_every must be an integer >= 1, got {self.eval_every!r}.")
+        if self.target_accuracy is not None and not (
+            _is_number(self.target_accuracy) and 0 < self.target_accuracy <= 1
+        ):
+            raise ValueError(f"target_accuracy must be in (0, 1], got {self.target_accuracy!r}.")
+        if self.patience is not None and not _is_int(self.patience, 1):
+            raise ValueError(
+                f"patience must be None or an integer >= 1, got patience={self.patience!r}; it stops when the "
+                f"evaluated accuracy plateaus."
+            )
+        if not (_is_number(self.min_delta) and self.min_delta >= 0):
+            raise ValueError(f"min_delta must be a number >= 0, got min_delta={self.min_delta!r}.")
+        if self.steps_past_target and (not _is_int(self.steps_past_target, 0) or self.target_accuracy is None):
+            raise _past_target_error(self)
+
+
+def _past_target_error(stop: Stopping, schedule: str | None = None) -> ValueError:
+    got = f"steps_past_target={stop.steps_past_target!r}, target_accuracy={stop.target_accuracy!r}"
+    return ValueError(
+        f"steps_past_target must be an integer >= 0, with target_accuracy, one model and schedule='constant' "
+        f"(the steps after the target keep the same lr), got {got}" + (f", schedule={schedule!r}." if schedule else ".")
+    )
 
 
 def train(
@@ -298,73 +376,56 @@ def train(
     make_batch: Callable[[int], tuple],
     *,
     steps: int,
-    lr: float = 1e-3,
-    weight_decay: float = 0.1,
-    betas=(0.9, 0.999),
-    schedule: str = "cosine",
-    warmup_steps: int = 0,
-    hold_steps: int = 0,
-    grad_clip: float | None = None,
-    label_smoothing: float = 0.0,
+    recipe: Recipe = Recipe(),
+    stop: Stopping = Stopping(),
+    eval_batch=None,
     per_member: bool = False,
     seed: int = 0,
-    eval_every: int = 100,
-    eval_batch=None,
-    target_accuracy: float | None = None,
     loss_fn=None,
     device="cpu",
     progress: bool = True,
     desc: str = "train",
     num_threads: int | None = None,
-    patience: int | None = None,
-    min_delta: float = 0.0,
-    steps_past_target: int = 0,
 ) -> TrainResult:
-    """Train ``model`` for up to ``steps`` AdamW steps: one model (input ids (B, L) → logits (B, L, V)) or, with
-    ``per_member=True``, every member of an ensemble at once (see the module docstring).
+    """Train ``model`` for up to ``steps`` AdamW steps with ``recipe`` (:class:`Recipe`: optimiser and lr schedule)
+    and ``stop`` (:class:`Stopping`: evaluation and early stopping): one model (input ids (B, L) → logits (B, L, V))
+    or, with ``per_member=True``, every member of an ensemble at once (see the module docstring).
 
     ``make_batch(step)`` gives the training batch of 0-based ``step`` (deterministic in ``step``);
-    ``loss_fn(logits, labels)`` (one model only) defaults to :func:`masked_cross_entropy` (with
-    ``label_smoothing`` if set). The held-out accuracy on ``eval_batch`` is measured every ``eval_every`` steps
-    and after the last step (:func:`evaluate`); training stops as soon as it (every member's) reaches
-    ``target_accuracy``, or (``patience`` set, one model) once the best accuracy has not grown by more than
-    ``min_delta`` over ``patience`` consecutive evaluations (a plateau). ``steps_past_target = n`` (one model, a
-    constant schedule): once the target is reached, train exactly ``n`` more steps instead of stopping (the step cap
-    ``steps`` then no longer applies; "trained past 100 %"). ``torch.manual_seed(seed)`` is called
-    first. The model is moved to ``device`` and left in train mode. Raises ``FloatingPointError`` on a non-finite loss. After its first steps it applies the
-    long-run guard (:mod:`mamba_recall.longrun`): a budget of ``steps`` estimated at over an hour on ``device``
-    stops with ``LongRunError`` unless allowed.
+    ``loss_fn(logits, labels)`` (one model only) defaults to :func:`masked_cross_entropy` (with the recipe's
+    ``label_smoothing`` if set). The held-out accuracy on ``eval_batch = (inputs, labels)`` is measured as ``stop``
+    says (:func:`evaluate`); ``stop.target_accuracy`` and ``stop.patience`` need an ``eval_batch``, ``patience``
+    and ``steps_past_target`` one model, and ``steps_past_target`` the schedule ``"constant"``.
+    ``torch.manual_seed(seed)`` is called first. The model is moved to ``device`` and left in train mode. Raises
+    ``FloatingPointError`` on a non-finite loss. After its first steps it applies the long-run guard
+    (:mod:`mamba_recall.longrun`): a budget of ``steps`` estimated at over an hour on ``device`` stops with
+    ``LongRunError`` unless allowed.
 
     ``num_threads``: if given, ``torch.set_num_threads(num_threads)`` for the duration of the loop
     (restored afterwards). Tiny CPU models train fastest on one thread, and on a busy machine
     several intra-op threads can be >10× slower (they wait on each other at every op).
     """
-    _validate(
-        steps,
-        lr,
-        weight_decay,
-        schedule,
-        warmup_steps,
-        hold_steps,
-        grad_clip,
-        eval_every,
-        eval_batch,
-        target_accuracy,
-        label_smoothing,
-        num_threads,
-    )
-    if steps_past_target and (
-        not _is_int(steps_past_target, 0) or target_accuracy is None or per_member or schedule != "constant"
-    ):
+    if not isinstance(recipe, Recipe):
+        raise TypeError(f"recipe must be a Recipe (a preset's dict: Recipe.from_preset(cfg)), got {recipe!r}.")
+    if not isinstance(stop, Stopping):
+        raise TypeError(f"stop must be a Stopping, got {stop!r}.")
+    if not _is_int(steps, 1):
+        raise ValueError(f"steps must be an integer >= 1, got steps={steps!r}.")
+    # the authors' recipes ("code", "tab9"): a short run may stay inside the warmup
+    if recipe.schedule not in ("code", "tab9") and not recipe.warmup_steps < steps:
+        raise ValueError(f"warmup_steps must be an integer in [0, steps={steps}), got {recipe.warmup_steps!r}.")
+    if eval_batch is not None and (not isinstance(eval_batch, (tuple, list)) or len(eval_batch) != 2):
+        raise ValueError("eval_batch must be None or a pair (inputs, labels).")
+    if stop.target_accuracy is not None and eval_batch is None:
+        raise ValueError("target_accuracy needs eval_batch=(inputs, labels) to measure accuracy on.")
+    if num_threads is not None and not _is_int(num_threads, 1):
+        raise ValueError(f"num_threads must be None or an integer >= 1, got {num_threads!r}.")
+    if stop.steps_past_target and (per_member or recipe.schedule != "constant"):
+        raise _past_target_error(stop, recipe.schedule)
+    if stop.patience is not None and (eval_batch is None or per_member):
         raise ValueError(
-            f"steps_past_target must be an integer >= 0, with target_accuracy, one model and schedule='constant' "
-            f"(the steps after the target keep the same lr), got steps_past_target={steps_past_target!r}, "
-            f"target_accuracy={target_accuracy!r}, schedule={schedule!r}."
-        )
-    if patience is not None and (not _is_int(patience, 1) or eval_batch is None or per_member):
-        raise ValueError(
-            f"patience must be None or an integer >= 1 with eval_batch=(inputs, labels) and one model, got "
-            f"patience={patience!r}; it stops when the evaluated accuracy plateaus."
+            f"patience needs eval_batch=(inputs, labels) and one model (per_member=False), got "
+            f"patience={stop.patience!r}; it stops when the evaluated accuracy plateaus."
         )
     if per_member:
         if loss_fn is not None:
@@ -376,6 +437,7 @@ def train(
                     f"SelectiveAblationMamba); {type(model).__name__} has no {attr!r}."
                 )
     elif loss_fn is None:
+        label_smoothing = recipe.label_smoothing
         loss_fn = (
             masked_cross_entropy
             if not label_smoothing
@@ -393,29 +455,7 @@ def train(
         torch.set_num_threads(num_threads)
     try:
         return _train_loop(
-            model,
-            make_batch,
-            steps,
-            lr,
-            weight_decay,
-            betas,
-            schedule,
-            warmup_steps,
-            hold_steps,
-            grad_clip,
-            label_smoothing,
-            per_member,
-            seed,
-            eval_every,
-            eval_batch,
-            target_accuracy,
-            loss_fn,
-            device,
-            progress,
-            desc,
-            patience,
-            min_delta,
-            steps_past_target,
+            model, make_batch, steps, recipe, stop, per_member, seed, eval_batch, loss_fn, device, progress, desc
         )
     finally:
         if num_threads is not None:
@@ -451,36 +491,25 @@ def _train_loop(
     model,
     make_batch,
     steps,
-    lr,
-    weight_decay,
-    betas,
-    schedule,
-    warmup_steps,
-    hold_steps,
-    grad_clip,
-    label_smoothing,
+    recipe: Recipe,
+    stop: Stopping,
     per_member,
     seed,
-    eval_every,
     eval_batch,
-    target_accuracy,
     loss_fn,
     device,
     progress,
     desc,
-    patience=None,
-    min_delta=0.0,
-    steps_past_target=0,
 ) -> TrainResult:
     torch.manual_seed(seed)
     model.to(device)
     model.train()
     if per_member:
         params = list(model.parameters())
-        opt = torch.optim.AdamW(params, lr=lr, betas=tuple(betas), weight_decay=weight_decay)
+        opt = torch.optim.AdamW(params, lr=recipe.lr, betas=recipe.betas, weight_decay=recipe.weight_decay)
         best = torch.zeros(model.n_members, dtype=torch.float64)
     else:
-        opt = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=tuple(betas))
+        opt = torch.optim.AdamW(param_groups(model, recipe.weight_decay), lr=recipe.lr, betas=recipe.betas)
         best = None
     result = TrainResult()
     stale = 0  # evaluations since the best accuracy last grew by more than min_delta (patience)
@@ -491,12 +520,19 @@ def _train_loop(
         for s in itertools.count():
             if s >= limit:
                 break
-            cur_lr = lr_at(s, lr=lr, steps=steps, schedule=schedule, warmup_steps=warmup_steps, hold_steps=hold_steps)
+            cur_lr = lr_at(
+                s,
+                lr=recipe.lr,
+                steps=steps,
+                schedule=recipe.schedule,
+                warmup_steps=recipe.warmup_steps,
+                hold_steps=recipe.hold_steps,
+            )
             for g in opt.param_groups:
                 g["lr"] = cur_lr
             inputs, labels = make_batch(s)
             if per_member:
-                losses = _member_loss(model, inputs.to(device), labels.to(device), label_smoothing)
+                losses = _member_loss(model, inputs.to(device), labels.to(device), recipe.label_smoothing)
                 loss = losses.sum()
             else:
                 inputs, labels = inputs.to(device), labels.to(device)
@@ -507,12 +543,12 @@ def _train_loop(
             loss.backward()
             if per_member:
                 entry = {"step": s + 1, "loss": losses.detach().cpu().tolist(), "lr": cur_lr}
-                if grad_clip is not None:
-                    entry["grad_norm"] = _clip_per_member(params, model.n_members, grad_clip).cpu().tolist()
+                if recipe.grad_clip is not None:
+                    entry["grad_norm"] = _clip_per_member(params, model.n_members, recipe.grad_clip).cpu().tolist()
             else:
                 entry = {"step": s + 1, "loss": loss.item(), "lr": cur_lr}
-                if grad_clip is not None:
-                    entry["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
+                if recipe.grad_clip is not None:
+                    entry["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip))
             opt.step()
             if per_member:
                 model.apply_masks_()  # keeps padded entries exactly zero (weight decay / Adam ε never revive them)
@@ -520,19 +556,19 @@ def _train_loop(
             if s + 1 == PROBE_STEPS:  # the long-run guard: stop now if the whole budget is over an hour
                 check_steps(time.perf_counter() - start, s + 1, steps, desc, device)
             reached = False
-            if eval_batch is not None and ((s + 1) % eval_every == 0 or s + 1 == limit):
+            if eval_batch is not None and ((s + 1) % stop.eval_every == 0 or s + 1 == limit):
                 acc = evaluate(model, *eval_batch, device=device, per_member=per_member)
                 if per_member:
                     best = torch.maximum(best, acc)
                     entry["accuracy"] = result.accuracy = acc.tolist()
-                    reached = target_accuracy is not None and bool((acc >= target_accuracy).all())
+                    reached = stop.target_accuracy is not None and bool((acc >= stop.target_accuracy).all())
                 else:
                     entry["accuracy"] = result.final_accuracy = acc
                     result.accuracy = [acc]
-                    stale = 0 if best is None or acc > best + min_delta else stale + 1
+                    stale = 0 if best is None or acc > best + stop.min_delta else stale + 1
                     best = acc if best is None else max(best, acc)
-                    reached = target_accuracy is not None and acc >= target_accuracy
-                    reached = reached or (patience is not None and stale >= patience)
+                    reached = stop.target_accuracy is not None and acc >= stop.target_accuracy
+                    reached = reached or (stop.patience is not None and stale >= stop.patience)
             result.history.append(entry)
             bar.update(1)
             if progress:
@@ -543,10 +579,10 @@ def _train_loop(
                 bar.set_postfix(postfix, refresh=False)
             if reached and result.target_step is None:
                 result.target_step = s + 1
-                if not steps_past_target:
+                if not stop.steps_past_target:
                     result.stopped_early = s + 1 < steps
                     break
-                limit = s + 1 + steps_past_target
+                limit = s + 1 + stop.steps_past_target
                 bar.total = limit
     finally:
         bar.close()
@@ -580,29 +616,15 @@ def train_ensemble(
     member reaches ``target_accuracy``."""
     if recipe not in RECIPES:
         raise ValueError(f"unknown recipe {recipe!r}; use one of {tuple(RECIPES)}.")
-    unknown = set(overrides or {}) - set(RECIPES[recipe])
-    if unknown:
-        raise ValueError(
-            f"unknown recipe entries {sorted(unknown)}; use keys of RECIPES[{recipe!r}]: {sorted(RECIPES[recipe])}."
-        )
-    cfg = {**RECIPES[recipe], **(overrides or {})}
     return train(
         model,
         make_batch,
         steps=steps,
-        lr=cfg["lr"],
-        weight_decay=cfg["weight_decay"],
-        betas=cfg["betas"],
-        schedule=cfg["schedule"],
-        warmup_steps=cfg["warmup"],
-        hold_steps=cfg["hold"],
-        grad_clip=cfg["grad_clip"] or None,
-        label_smoothing=cfg["label_smoothing"],
+        recipe=Recipe.from_preset({**RECIPES[recipe], **(overrides or {})}),
+        stop=Stopping(eval_every=eval_every, target_accuracy=target_accuracy),
+        eval_batch=eval_batch,
         per_member=True,
         seed=seed,
-        eval_every=eval_every,
-        eval_batch=eval_batch,
-        target_accuracy=target_accuracy,
         device=device,
         progress=progress,
         desc="train_ensemble",

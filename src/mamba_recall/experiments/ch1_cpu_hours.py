@@ -506,12 +506,11 @@ def run_job(config: dict, seed: int) -> dict:
 # ---------------------------------------------------------------------------------------------- estimate
 def _time_steps(model, inputs, labels, lr: float, steps: int = 4) -> float:
     """Seconds per AdamW step (one thread), measured after one warm-up step."""
-    from ..train import train
+    from ..train import Recipe, train
 
-    train(model, lambda s: (inputs, labels), steps=1, lr=lr, weight_decay=0.0, schedule="constant", progress=False)
-    res = train(
-        model, lambda s: (inputs, labels), steps=steps, lr=lr, weight_decay=0.0, schedule="constant", progress=False
-    )
+    recipe = Recipe(lr=lr, weight_decay=0.0, schedule="constant")
+    train(model, lambda s: (inputs, labels), steps=1, recipe=recipe, progress=False)
+    res = train(model, lambda s: (inputs, labels), steps=steps, recipe=recipe, progress=False)
     return res.seconds / steps
 
 

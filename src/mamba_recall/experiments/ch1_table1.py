@@ -33,7 +33,7 @@ from ..longrun import PROBE_STEPS, guard_grid
 from ..models.simplified_recall import SimplifiedMamba, pair_embedding
 from ..models.transformer import TinyTransformer
 from ..tasks.latest_value import latest_value_batch
-from ..train import dataset_batches, evaluate, train
+from ..train import Recipe, Stopping, dataset_batches, evaluate, train
 
 PAPER_TABLE1 = {  # accuracy (%) [paper], keyed by (model, T, κ)
     "mamba": {(128, 1): 100, (128, 4): 100, (256, 1): 100, (256, 4): 99, (512, 1): 100, (512, 4): 99},
@@ -103,18 +103,18 @@ def run_cell(name: str, seq_len: int, num_keys: int, sizes: dict, seed: int = 0,
         model,
         dataset_batches(tr.inputs, tr.labels, sizes["batch_size"], seed=seed),
         steps=sizes["steps"],
-        lr=lr,
-        weight_decay=0.0,
-        schedule="constant",
-        eval_every=sizes["eval_every"],
+        recipe=Recipe(lr=lr, weight_decay=0.0, schedule="constant"),
+        stop=Stopping(
+            eval_every=sizes["eval_every"],
+            target_accuracy=1.0,
+            **({"patience": sizes["patience"], "min_delta": sizes["min_delta"]} if plateau else {}),
+        ),
         eval_batch=(tr.inputs, tr.query_labels) if plateau else (te.inputs, te.query_labels),
-        target_accuracy=1.0,
         device=device,
         progress=False,
         seed=seed,
         num_threads=1 if device.type == "cpu" else None,
         desc=name,
-        **({"patience": sizes["patience"], "min_delta": sizes["min_delta"]} if plateau else {}),
     )
     acc = evaluate(model, te.inputs, te.query_labels, device=device)
     extra = {}
@@ -156,9 +156,7 @@ def probe_cell(name: str, seq_len: int, num_keys: int, sizes: dict, seed: int = 
         model,
         lambda step: (data.inputs, data.labels),
         steps=PROBE_STEPS,
-        lr=1e-3,
-        weight_decay=0.0,
-        schedule="constant",
+        recipe=Recipe(lr=1e-3, weight_decay=0.0, schedule="constant"),
         progress=False,
         num_threads=1 if device.type == "cpu" else None,
         device=device,

@@ -24,7 +24,7 @@ from .. import results
 from ..models.simplified_recall import SimplifiedMamba
 from ..paths import RESULTS_DIR
 from ..tasks.latest_value import LatestValueBatch, latest_value_batch
-from ..train import TrainResult, dataset_batches, evaluate, train
+from ..train import Recipe, Stopping, TrainResult, dataset_batches, evaluate, train
 
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
@@ -83,13 +83,13 @@ def train_recall(
         model,
         dataset_batches(train_set.inputs, train_set.labels, sizes["batch_size"], seed=seed),
         steps=steps or sizes["steps"],
-        lr=sizes["lr"],
-        weight_decay=0.0,
-        schedule="constant",
-        eval_every=sizes["eval_every"],
+        recipe=Recipe(lr=sizes["lr"], weight_decay=0.0, schedule="constant"),
+        stop=Stopping(
+            eval_every=sizes["eval_every"],
+            target_accuracy=1.0,
+            steps_past_target=sizes.get("steps_past_target", 0),
+        ),
         eval_batch=(train_set.inputs, train_set.query_labels),
-        target_accuracy=1.0,
-        steps_past_target=sizes.get("steps_past_target", 0),
         device=device,
         progress=progress,
         seed=seed,

@@ -411,7 +411,7 @@ def run_full(cfg, device, log, backend="auto"):
     """Fig. 6(d)/Fig. 12: the full 1-layer Mamba (mamba-ssm layout, d_conv 2, expand 2, RMSNorm, tied), one
     model per cell and seed, trained with the shared loop (AdamW lr 1e-2, warmup + cosine, label smoothing 0.1)."""
     from ..models.mamba import MambaLMHeadModel
-    from ..train import masked_cross_entropy, train
+    from ..train import Recipe, Stopping, masked_cross_entropy, train
 
     c = cfg["full"]
     rows = []
@@ -436,16 +436,17 @@ def run_full(cfg, device, log, backend="auto"):
                     model,
                     batch_fn(V, Nf, L, cfg["batch"], s * 100003),
                     steps=c["steps"],
-                    lr=1e-2,
-                    weight_decay=0.0,
-                    betas=(0.9, 0.95),
-                    schedule="linear_warmup_cosine",
-                    warmup_steps=min(100, cfg["warmup"], c["steps"] - 1),
-                    grad_clip=0.75,
-                    seed=s,
-                    eval_every=max(50, min(500, c["steps"] // 6)),
+                    recipe=Recipe(
+                        lr=1e-2,
+                        weight_decay=0.0,
+                        betas=(0.9, 0.95),
+                        schedule="linear_warmup_cosine",
+                        warmup_steps=min(100, cfg["warmup"], c["steps"] - 1),
+                        grad_clip=0.75,
+                    ),
+                    stop=Stopping(eval_every=max(50, min(500, c["steps"] // 6)), target_accuracy=0.999),
                     eval_batch=ev,
-                    target_accuracy=0.999,
+                    seed=s,
                     loss_fn=loss_fn,
                     device=device,
                     progress=False,

@@ -168,18 +168,16 @@ def train_recipe(model, sample, c: dict, seed: int, eval_batch, *, steps: int | 
     (:func:`recipe_fields`): ``sample(n, data_seed) -> (ids, labels)`` draws the training batch of step s as
     ``sample(c["batch"], 10⁷·(seed + 1) + s)``; held-out ``eval_batch``; ``steps`` overrides ``c["steps"]``
     (timing); ``kw`` goes to ``train`` (e.g. ``desc``). Returns the TrainResult."""
-    from ..train import train
+    from ..train import Recipe, Stopping, train
 
     return train(
         model,
         lambda s: sample(c["batch"], 10_000_000 * (seed + 1) + s),
         steps=steps or c["steps"],
-        lr=c["lr"],
-        weight_decay=c["weight_decay"],
-        seed=seed,
-        eval_every=c["eval_every"],
+        recipe=Recipe.from_preset({k: c[k] for k in ("lr", "weight_decay", "schedule")}),
+        stop=Stopping(eval_every=c["eval_every"], target_accuracy=c["target_accuracy"]),
         eval_batch=eval_batch,
-        target_accuracy=c["target_accuracy"],
+        seed=seed,
         device=device,
         progress=False,
         **kw,

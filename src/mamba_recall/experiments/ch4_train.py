@@ -40,7 +40,7 @@ from ..analysis.primacy import build_model, checkpoint_path, load_checkpoint, re
 from ..results import CHECKPOINT_DIR, save_checkpoint
 from ..tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
 from ..tasks.transfer import transfer_batch, transfer_sets
-from ..train import train
+from ..train import Recipe, train
 
 MODELS = ("s_small", "s_small_seed1", "s_deep", "s_mix", "s_m2")
 GATE = {"L4_random": 0.95, "L8_random": 0.80}
@@ -314,12 +314,14 @@ def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threa
             model,
             make_batch_fn(cfg, vocab, on_step),
             steps=cfg["steps"],
-            lr=cfg["lr"],
-            weight_decay=cfg["weight_decay"],
-            betas=tuple(cfg["betas"]),
-            schedule="cosine",
-            warmup_steps=cfg["warmup_steps"],
-            grad_clip=cfg["grad_clip"],
+            recipe=Recipe(
+                lr=cfg["lr"],
+                weight_decay=cfg["weight_decay"],
+                betas=cfg["betas"],
+                schedule="cosine",
+                warmup_steps=cfg["warmup_steps"],
+                grad_clip=cfg["grad_clip"],
+            ),
             seed=cfg["seed"],
             device=device,
             progress=progress,

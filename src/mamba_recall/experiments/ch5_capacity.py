@@ -115,7 +115,7 @@ def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> d
     """Train one model of ``config`` at κ = ``kappa`` pairs and measure it (see the module docstring)."""
     from ..analysis.capacity_search import delta_signature, recall_profile
     from ..tasks.mqar import batch_fn, mqar
-    from ..train import train
+    from ..train import Recipe, Stopping, train
 
     V, L, ev, rec = config["V"], config["L_per_kappa"] * kappa, config["eval"], config["recipe"]
     held = mqar(V, kappa, L, ev["n"], EVAL_SEED + kappa)
@@ -128,20 +128,15 @@ def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> d
         model,
         batch_fn(V, kappa, L, config["batch"], seed * 100003),
         steps=steps or config["steps"],
-        lr=rec["lr"],
-        weight_decay=rec["weight_decay"],
-        betas=tuple(rec["betas"]),
-        schedule=rec["schedule"],
-        warmup_steps=rec["warmup"],
-        hold_steps=rec["hold"],
-        grad_clip=rec["grad_clip"],
-        label_smoothing=rec["label_smoothing"],
-        seed=seed,
-        eval_every=ev["every"],
+        recipe=Recipe.from_preset(rec),
+        stop=Stopping(
+            eval_every=ev["every"],
+            target_accuracy=ev["target_accuracy"],
+            patience=ev["patience"],
+            min_delta=ev["min_delta"],
+        ),
         eval_batch=held,
-        target_accuracy=ev["target_accuracy"],
-        patience=ev["patience"],
-        min_delta=ev["min_delta"],
+        seed=seed,
         progress=False,
     )
     prof = recall_profile(model, *held, kappa)

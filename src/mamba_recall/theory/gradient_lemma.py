@@ -313,7 +313,7 @@ def train_softplus_theory(
     Δ_t = Softplus(W_Δ x̂_t)": train M1 (softplus, learnable Λ, N(0, 0.02²) init) with Adam on the theory
     distribution, loss at position T only. Returns accuracy, steps and the W_Δ block numbers."""
     from ..models.simplified_recall import m1, wdelta_block_mass
-    from ..train import evaluate, train
+    from ..train import Recipe, Stopping, evaluate, train
 
     V, T = _check_vt(V, T)
 
@@ -330,12 +330,9 @@ def train_softplus_theory(
         model,
         lambda s: batch_of(batch, seed * 1_000_003 + s),
         steps=steps,
-        lr=lr,
-        weight_decay=0.0,
-        schedule="constant",
-        eval_every=50,
+        recipe=Recipe(lr=lr, weight_decay=0.0, schedule="constant"),
+        stop=Stopping(eval_every=50, target_accuracy=1.0),
         eval_batch=(xe, ye),
-        target_accuracy=1.0,
         progress=False,
         seed=seed,
         num_threads=1,
