@@ -54,6 +54,7 @@ Also printed (and kept in the bundle)
 
 from __future__ import annotations
 
+from .presets import seeds
 import argparse
 import json
 import math
@@ -512,7 +513,7 @@ def _training_case(name: str, backend: str):
         (d, N), T = cfg["dN"][0], cfg["Ts"][0]
         torch.manual_seed(0)
         model = build_model("s6", V=cfg["V"], d=d, N=N, T=T, backend=backend)
-        return model, lambda s: keep_nth(cfg["batch"], T, cfg["V"], cfg["nth"], seed=10_000_000 + s)
+        return model, lambda s: keep_nth(cfg["batch"], T, cfg["V"], cfg["nth"], seed=seeds.CH3_TRAIN_BASE + s)
     raise ValueError(f"unknown training case {name!r}; choose one of {', '.join(TRAINING_MODELS)}.")
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..presets import seeds
 from ..models.mamba import MambaLMHeadModel
 from ..results import CHECKPOINT_DIR, read_checkpoint
 from . import channels as ch
@@ -35,7 +36,7 @@ from ..tasks.transfer import transfer_sets as tasks_transfer_sets
 
 ENV_CHECKPOINT = "MAMBA_RECALL_CH4_CHECKPOINT"
 ENV_VOCAB = "MAMBA_RECALL_CH4_VOCAB"
-EVAL_SEED = 20250
+EVAL_SEED = seeds.PRIMACY_EVAL
 
 
 # --------------------------------------------------------------------- S-model checkpoints
@@ -517,7 +518,7 @@ def check_state_init(eff: dict) -> dict:
 
 # --------------------------------------------------------------------- downstream transfer (Table 1)
 
-TRANSFER_SEED = 31337  # evaluation sets of the transfer tasks (the training mixture uses other seeds)
+TRANSFER_SEED = seeds.TRANSFER_PROBE  # evaluation sets of the transfer tasks (the training mixture uses other seeds)
 
 
 def transfer_sets(vocab, mix: dict, n: int, seed: int = TRANSFER_SEED) -> dict:

@@ -26,6 +26,7 @@ import time
 import pandas as pd
 import torch
 
+from ..presets import seeds
 from ..models.linear_mamba import MultiHeadLinearMamba
 from ..devices import resolve_device
 from ..presets import experiment
@@ -34,8 +35,8 @@ from ..tasks.mqar import batch_fn, mqar
 from ..theory.capacity import multihead_prediction
 from ..train import train_ensemble
 
-EVAL_SEED = 10**6  # held-out stream, disjoint from the training stream (base 0 + step)
-NOISE_SEED = 2 * 10**6
+EVAL_SEED = seeds.MQAR_EVAL  # held-out stream, disjoint from the training stream (base 0 + step)
+NOISE_SEED = seeds.MQAR_NOISE
 HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit in [-1, 2]
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
@@ -122,7 +123,7 @@ def train_heads(
     )
     r = train_ensemble(
         model,
-        batch_fn(V, Nf, L, cfg["batch"], seed * 100003),
+        batch_fn(V, Nf, L, cfg["batch"], seed * seeds.TRAIN_STRIDE),
         steps=cfg["steps"],
         eval_batch=ev,
         eval_every=max(50, cfg["steps"] // 6),

@@ -24,6 +24,7 @@ import argparse
 import math
 import time
 
+from ..presets import seeds
 from ..presets import experiment
 from ..runstore import (
     add_grid_args,
@@ -36,7 +37,7 @@ from ..runstore import (
 
 EXPERIMENT = "ch2.reference_grid"
 RUNNER = "mamba_recall.experiments.ch2_reference_grid:run_job"
-EVAL_SEED = 10**6  # the held-out stream of ch2_scaling (training streams are seed·100003 + step)
+EVAL_SEED = seeds.MQAR_EVAL  # the held-out stream of ch2_scaling (training streams are seed·100003 + step)
 
 #: The authors' published validation accuracies (code README example, 1 seed), rows D, columns N;
 #: cells with N > D are not run (NaN in their table).
@@ -129,7 +130,7 @@ def _model_and_data(config: dict, seed: int):
         ssm=config["ssm"],
         seed=seed,
     )
-    return model, batch_fn(config["V"], config["Nf"], config["L"], config["batch"], seed * 100003)
+    return model, batch_fn(config["V"], config["Nf"], config["L"], config["batch"], seed * seeds.TRAIN_STRIDE)
 
 
 def run_job(config: dict, seed: int) -> dict:

@@ -29,6 +29,7 @@ import time
 import pandas as pd
 import torch
 
+from ..presets import seeds
 from ..models.linear_mamba import LinearMamba, SelectiveAblationMamba
 from ..devices import resolve_device
 from ..presets import experiment
@@ -48,7 +49,7 @@ WAYS = ("ensemble", "separate")
 #: (9 MiB of activations by :func:`activation_bytes`): ensemble 209 vs separate 148; 8 members of V 512, D 32,
 #: batch 128, L 64 (32 MiB): 27 vs 42; 8 members of V 1024, D 64, N 32, batch 128, L 64 (48 MiB): 8.9 vs 15.3.
 CPU_ENSEMBLE_BYTES = 16 * 2**20
-EVAL_SEED = 10**6  # held-out data stream, disjoint from training seeds (base 0 + step)
+EVAL_SEED = seeds.MQAR_EVAL  # held-out data stream, disjoint from training seeds (base 0 + step)
 
 
 def _cells(cfg):
@@ -148,7 +149,7 @@ def train_members(
             seed=seed + 7919 * k,
             device=device,
         )
-        make_batch = batch_fn(V, Nf, L, batch, seed * 100003, task=task, **task_kw)
+        make_batch = batch_fn(V, Nf, L, batch, seed * seeds.TRAIN_STRIDE, task=task, **task_kw)
         kw = dict(
             steps=steps,
             eval_batch=ev,

@@ -10,6 +10,7 @@ import pandas as pd
 
 import torch
 
+from ..presets import seeds
 from .. import results
 from ..devices import resolve_device
 from ..models.s6 import MixerLM
@@ -172,7 +173,7 @@ def train_recipe(model, sample, c: dict, seed: int, eval_batch, *, steps: int | 
 
     return train(
         model,
-        lambda s: sample(c["batch"], 10_000_000 * (seed + 1) + s),
+        lambda s: sample(c["batch"], seeds.CH3_TRAIN_BASE * (seed + 1) + s),
         steps=steps or c["steps"],
         recipe=Recipe.from_preset({k: c[k] for k in ("lr", "weight_decay", "schedule")}),
         stop=Stopping(eval_every=c["eval_every"], target_accuracy=c["target_accuracy"]),

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..presets import seeds
 from ..analysis.interventions import labelled_scores
 from ..presets import experiment
 from ..analysis.primacy import build_model, checkpoint_path, load_checkpoint, read_smodel
@@ -121,7 +122,7 @@ def gate_passed(metrics: dict) -> bool:
     return all(metrics[k] >= v for k, v in GATE.items())
 
 
-TRANSFER_EVAL_SEED = 777
+TRANSFER_EVAL_SEED = seeds.TRANSFER_TRAIN_EVAL
 
 
 def transfer_metrics(

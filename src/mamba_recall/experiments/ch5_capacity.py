@@ -23,12 +23,13 @@ import argparse
 import math
 import time
 
+from ..presets import seeds
 from ..presets import experiment
 from ..runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
 
 EXPERIMENT = "ch5.capacity"
 RUNNER = "mamba_recall.experiments.ch5_capacity:run_job"
-EVAL_SEED = 10**6  # held-out set of κ pairs: seed 10⁶ + κ
+EVAL_SEED = seeds.MQAR_EVAL  # held-out set of κ pairs: seed 10⁶ + κ
 
 
 def _sizes(preset: str, smoke: bool) -> dict:
@@ -126,7 +127,7 @@ def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> d
     t0 = time.perf_counter()
     r = train(
         model,
-        batch_fn(V, kappa, L, config["batch"], seed * 100003),
+        batch_fn(V, kappa, L, config["batch"], seed * seeds.TRAIN_STRIDE),
         steps=steps or config["steps"],
         recipe=Recipe.from_preset(rec),
         stop=Stopping(

@@ -4,6 +4,7 @@ explorer that trains a tiny simplified Mamba and shows its hash table."""
 
 from __future__ import annotations
 
+from ..presets import seeds
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -290,7 +291,7 @@ def _train_tiny(V, Nf, D, N, steps, seed):
 
     L = 4 * Nf
     model = LinearMamba(V, D, N, seed=seed)
-    ev = mqar(V, Nf, L, 200, 10**6)
+    ev = mqar(V, Nf, L, 200, seeds.MQAR_EVAL)
     train_ensemble(model, batch_fn(V, Nf, L, 64, seed), steps=steps, overrides=dict(warmup=20, hold=20), num_threads=1)
     return model, float(evaluate(model, *ev, per_member=True)[0])
 
@@ -427,7 +428,7 @@ def multihead_explorer(V=64, Nf=8, D=32, steps=150, seed=0):
             overrides=dict(warmup=20, hold=20, grad_clip=5.0),
             num_threads=1,
         )
-        acc = float(evaluate(model, *mqar(V, Nf, L, 200, 10**6), per_member=True)[0])
+        acc = float(evaluate(model, *mqar(V, Nf, L, 200, seeds.MQAR_EVAL), per_member=True)[0])
         pred = multihead_prediction(V, Nf, D, N, M, pattern)
         print(
             f"{pattern}, M={M}, N={N}: held-out accuracy {acc:.3f}; Thm 5: N' = {pred['N_eff']}, "
