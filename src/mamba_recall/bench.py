@@ -54,7 +54,6 @@ Also printed (and kept in the bundle)
 
 from __future__ import annotations
 
-from .presets import seeds
 import argparse
 import json
 import math
@@ -68,6 +67,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from .presets import seeds
 from .results import device_description, save_bundle
 from .scan import fused_available, selective_scan_chunked, selective_scan_fused, selective_scan_reference
 from .scan.mamba_ssm_backend import mamba_ssm_available, selective_scan_mamba_ssm

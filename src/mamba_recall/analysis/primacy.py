@@ -25,14 +25,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..presets import seeds
 from ..models.mamba import MambaLMHeadModel
+from ..presets import seeds
 from ..results import CHECKPOINT_DIR, read_checkpoint
-from . import channels as ch
-from . import interventions as iv
 from ..tasks.serial_recall import RecallVocab, periodic_sequences, recall_contexts, recall_prompts
 from ..tasks.transfer import LONGBENCH_ANALOGUE
 from ..tasks.transfer import transfer_sets as tasks_transfer_sets
+from . import channels as ch
+from . import interventions as iv
 
 ENV_CHECKPOINT = "MAMBA_RECALL_CH4_CHECKPOINT"
 ENV_VOCAB = "MAMBA_RECALL_CH4_VOCAB"

@@ -26,10 +26,9 @@ import time
 import pandas as pd
 import torch
 
-from ..presets import seeds
-from ..models.linear_mamba import MultiHeadLinearMamba
 from ..devices import resolve_device
-from ..presets import experiment
+from ..models.linear_mamba import MultiHeadLinearMamba
+from ..presets import experiment, seeds
 from ..results import save_bundle
 from ..tasks.mqar import batch_fn, mqar
 from ..theory.capacity import multihead_prediction

@@ -24,8 +24,7 @@ import argparse
 import math
 import time
 
-from ..presets import seeds
-from ..presets import experiment
+from ..presets import experiment, seeds
 from ..runstore import (
     add_grid_args,
     aggregate,

@@ -29,10 +29,9 @@ import time
 import pandas as pd
 import torch
 
-from ..presets import seeds
-from ..models.linear_mamba import LinearMamba, SelectiveAblationMamba
 from ..devices import resolve_device
-from ..presets import experiment
+from ..models.linear_mamba import LinearMamba, SelectiveAblationMamba
+from ..presets import experiment, seeds
 from ..presets.ch2 import RECIPES
 from ..results import save_bundle
 from ..tasks.mqar import batch_fn, mqar

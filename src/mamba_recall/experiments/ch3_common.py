@@ -7,15 +7,13 @@ import time
 from pathlib import Path
 
 import pandas as pd
-
 import torch
 
-from ..presets import seeds
 from .. import results
 from ..devices import resolve_device
 from ..models.s6 import MixerLM
 from ..models.transformer import TinyTransformer
-from ..presets import experiment
+from ..presets import experiment, seeds
 from ..runstore import add_grid_args, grid_main
 
 CHECKPOINT_DIR = results.CHECKPOINT_DIR

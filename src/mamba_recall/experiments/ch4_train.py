@@ -34,10 +34,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..presets import seeds
 from ..analysis.interventions import labelled_scores
-from ..presets import experiment
 from ..analysis.primacy import build_model, checkpoint_path, load_checkpoint, read_smodel
+from ..presets import experiment, seeds
 from ..results import CHECKPOINT_DIR, save_checkpoint
 from ..tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
 from ..tasks.transfer import transfer_batch, transfer_sets

@@ -23,8 +23,7 @@ import argparse
 import math
 import time
 
-from ..presets import seeds
-from ..presets import experiment
+from ..presets import experiment, seeds
 from ..runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
 
 EXPERIMENT = "ch5.capacity"

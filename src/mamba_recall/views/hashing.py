@@ -4,13 +4,13 @@ explorer that trains a tiny simplified Mamba and shows its hash table."""
 
 from __future__ import annotations
 
-from ..presets import seeds
 import altair as alt
 import numpy as np
 import pandas as pd
 import torch
 from IPython.display import display
 
+from ..presets import seeds
 
 __all__ = [
     "matrix_heatmap",
@@ -411,8 +411,8 @@ def multihead_explorer(V=64, Nf=8, D=32, steps=150, seed=0):
 
     from ..models.linear_mamba import MultiHeadLinearMamba
     from ..tasks.mqar import batch_fn, mqar
-    from ..train import evaluate, train_ensemble
     from ..theory.capacity import multihead_prediction
+    from ..train import evaluate, train_ensemble
     from ..widgets import explorer
 
     def draw(pattern, M, N, steps):
