@@ -58,7 +58,7 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check src tests tools book
 
 # The papers' text, where a checkout sits beside it (../shared/papers): the claims' quotes and printed numbers
-# are then checked against it (tests/test_claims.py); elsewhere those two tests are skipped with the reason.
+# are then checked against it (tests/claims/test_claims.py); elsewhere those two tests are skipped with the reason.
 PAPERS ?= $(wildcard $(abspath ../shared/papers))
 
 pytest: $(STAMP)

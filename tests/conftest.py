@@ -1,6 +1,10 @@
 """Shared pytest configuration: tests marked ``gpu`` are skipped, with a reason, on machines without CUDA; the
 verdicts tests record go to a folder of their own, never into the book's ``_build/scorecard``; the repository's
-``tools/`` (scripts the library never imports, such as the browser check) is importable by the tests."""
+``tools/`` (scripts the library never imports, such as the browser check) is importable by the tests.
+
+The tests mirror ``src/mamba_recall/`` (``tests/scan/`` tests ``mamba_recall.scan``, ``tests/base/`` the modules at the
+package's top, ``tests/book/`` the book as a reader gets it). Every test folder is on ``sys.path``, so a test file may
+import a helper from another by its basename (basenames are unique across folders) whichever file is collected first."""
 
 from __future__ import annotations
 
@@ -13,6 +17,9 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+for _folder in sorted(Path(__file__).resolve().parent.iterdir()):
+    if _folder.is_dir() and _folder.name.isidentifier() and _folder.name not in {"data", "__pycache__"}:
+        sys.path.insert(0, str(_folder))
 
 
 def pytest_configure(config):

@@ -98,7 +98,7 @@ __all__ = [*_EXPORTS, *_MODULES]
 
 def __getattr__(name: str):
     # importlib with strings, not ``from .scan import ...``: this package is the lowest layer
-    # (tests/test_layering.py) and must not import the layers above it when it is imported.
+    # (tests/base/test_layering.py) and must not import the layers above it when it is imported.
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
     elif name in _MODULES:

@@ -10,7 +10,7 @@ pass). The run store's job files (``results/runs/``) are the inputs of the bundl
 Three things come from it: ``make reproduce`` (:func:`reproduce_commands`: each command once, in runner order,
 a command dropped when a broader one of the same runner and preset makes its result too), the "make it with"
 line of every missing or corrupt result, and the integrity check (:func:`problems`, run by
-``tests/test_manifest.py``; :func:`claim_problems`, run by ``check-outputs`` after the book pass).
+``tests/base/test_manifest.py``; :func:`claim_problems`, run by ``check-outputs`` after the book pass).
 
 ``python -m mamba_recall manifest --write [--scorecard DIR]`` rewrites it after a result changes (the claims
 from ``DIR``, by default the book pass's ``_build/scorecard``; without a scorecard the committed claims stay).

@@ -16,7 +16,7 @@ result lives at::
 infinities of a result are stored as ``null`` and listed in ``nonfinite`` (bare ``NaN`` is not JSON), and restored
 when read. Version 1 files (the committed runs written before the hash) are read as they are.
 
-Faults (tests/test_faults_store.py): the store is checked writable before any job; a result that still cannot be
+Faults (tests/base/test_faults_store.py): the store is checked writable before any job; a result that still cannot be
 written is kept under :data:`UNSAVED_DIR` and named; a runner that raises is recorded in ``<key>.failed`` and the
 grid goes on, listing the failures and the command that retries them at the end (exit status 1); each job is
 claimed (``<key>.claim``, a ``flock`` the kernel releases when its process dies) so two grids on one store, or the
@@ -915,7 +915,7 @@ def t_quantile_975(df: int) -> float:
 
     Bundles written before scipy was a dependency used a table of these quantiles to 3 decimals for
     df ≤ 30 and 1.96 + 2.4/df beyond (their ``interval_method`` says so); the table is within 4.8·10⁻⁴ of
-    this (2.1·10⁻³ beyond df = 30), so their bounds are within that times s/√n (tests/test_stats.py).
+    this (2.1·10⁻³ beyond df = 30), so their bounds are within that times s/√n (tests/analysis/test_stats.py).
     """
     if df < 1:
         return float("nan")

@@ -12,14 +12,14 @@ State ablation (Mamba-1 only; extends the above to single states): for targeted 
 state n) set ``Ā_{t,i,n} ← 0`` at the chosen steps, so ``h_{t,i,n} = Δ_t B_{t,n} x_{t,i}`` there and the
 other N − 1 states of channel i keep their memory (a (1, E, L, N) mask). A target is then a (k, 2) list
 of (channel, state) pairs or an (E, N) bool mask per layer (:func:`state_targets_mask`); ablating all N
-states of a channel equals ablating the channel bit for bit (tests/test_slow_states.py).
+states of a channel equals ablating the channel bit for bit (tests/analysis/test_slow_states.py).
 
 Recall by position uses **prefix-state evaluation**: each context is run once
 (with its ablation / initial state), the per-layer :class:`LayerState` (conv + SSM) is kept, and
 every query ``s_k r_k`` (k = 1..L) continues from it — exact for a recurrent model (tested against
 the full forward) and L× cheaper, with a paired design across positions.
 
-Statistics, all from :mod:`scipy.stats` (tests/test_stats.py checks them against textbook values and
+Statistics, all from :mod:`scipy.stats` (tests/analysis/test_stats.py checks them against textbook values and
 against the numbers of the committed bundles): 95 % Wilson interval (:func:`wilson`), percentile paired
 bootstrap over prompts with 2,000 resamples (:func:`paired_bootstrap`), McNemar's exact test for paired
 binary outcomes (:func:`mcnemar_p`), Welch's t-test (:func:`welch_test`), Spearman's ρ (:func:`spearman`)

@@ -31,7 +31,7 @@ on both sides; a NaN number: undecided). A number without an interval is its own
 6. otherwise → **not reproduced**: a condition of the printed statement fails over its whole interval.
 
 A claim with no measurement yet, or whose measurement raises :class:`NotRun`, reads **not run**.
-Every rule is tested to flip when a measurement crosses each of its thresholds (``tests/test_claims.py``),
+Every rule is tested to flip when a measurement crosses each of its thresholds (``tests/claims/test_claims.py``),
 so no rule can pass whatever the numbers are; a measurement whose interval straddles a threshold reads
 inconclusive from either side.
 """

@@ -327,7 +327,7 @@ class LinearMamba(nn.Module):
         """Member ``member`` as a model of its own: a one-member ensemble (``ensemble=1``) of the *same allocated
         size* (the maxima, masked to the member's size) holding a copy of its parameters. Trained alone it follows
         the member's trajectory in the ensemble bit for bit on the same machine (the ensemble's loss is a sum of
-        per-member means, its clipping and AdamW act per member; checked in ``tests/test_train.py``)."""
+        per-member means, its clipping and AdamW act per member; checked in ``tests/train/test_train.py``)."""
         if isinstance(member, bool) or not isinstance(member, int) or not 0 <= member < self.n_members:
             raise ValueError(f"member must be an integer in [0, {self.n_members}), got {member!r}.")
         dev = self.embedding.device

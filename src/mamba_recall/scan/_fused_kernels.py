@@ -312,7 +312,7 @@ def _jit(fn, name: str, **flags):
 # the code that runs is not the same LLVM output in the two cases (likely the parfor body as first JIT-
 # compiled vs. as linked into the cached library and optimised again), and fastmath lets LLVM contract
 # and reassociate each differently. Strict float64 leaves LLVM no such choice, so
-# float64 results are bit-identical whether the kernels were compiled or loaded (tests/test_faults_scan.py),
+# float64 results are bit-identical whether the kernels were compiled or loaded (tests/scan/test_faults_scan.py),
 # for 0–8 % more time (measured at 4 × 128 × 16 × 256: the scalar libm exp dominates the float64 loop).
 forward = _jit(_forward, "forward", parallel=True, fastmath=FASTMATH)
 backward = _jit(_backward, "backward", parallel=True, fastmath=FASTMATH)

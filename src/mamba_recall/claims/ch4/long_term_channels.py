@@ -323,7 +323,7 @@ DECLARED = (
 )
 
 #: the paper's sentence each claim tests, verbatim (pieces of one passage joined with " … " where the text file breaks a
-#: line or a sentence runs on; tests/test_claims.py checks every piece against the paper's text)
+#: line or a sentence runs on; tests/claims/test_claims.py checks every piece against the paper's text)
 QUOTE = {
     "004/Fig3a": "As shown in Figure 3a, these channels … are not uniformly distributed but instead concentrate on "
     "specific layers of the Mamba architecture.",

@@ -133,7 +133,7 @@ DECLARED = (
 )
 
 #: the paper's sentence each claim tests, verbatim (pieces of one passage joined with " … " where the text file breaks a
-#: line or a sentence runs on; tests/test_claims.py checks every piece against the paper's text)
+#: line or a sentence runs on; tests/claims/test_claims.py checks every piece against the paper's text)
 QUOTE = {
     "004/AppF-ushape": "Using the same structured recall dataset, we observe that Mamba 2 … exhibits a clear U-shaped "
     "recall curve, with elevated accuracy at both sequence boundaries, as shown … by the baseline line in Figure 13b.",

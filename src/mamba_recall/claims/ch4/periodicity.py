@@ -171,7 +171,7 @@ DECLARED = (
 )
 
 #: the paper's sentence each claim tests, verbatim (pieces of one passage joined with " … " where the text file breaks a
-#: line or a sentence runs on; tests/test_claims.py checks every piece against the paper's text)
+#: line or a sentence runs on; tests/claims/test_claims.py checks every piece against the paper's text)
 QUOTE = {
     "004/Fig6a": "We observe a clear monotonic relationship: sequences with longer repetition periods (i.e., lower "
     "frequency) result in higher average Δ_t values.",

@@ -181,7 +181,7 @@ DECLARED = (
 )
 
 #: the paper's sentence each claim tests, verbatim (pieces of one passage joined with " … " where the text file breaks a
-#: line or a sentence runs on; tests/test_claims.py checks every piece against the paper's text)
+#: line or a sentence runs on; tests/claims/test_claims.py checks every piece against the paper's text)
 QUOTE = {
     "004/Fig5a": "Figure 5a shows that modifying Layer 31’s initialization in the repeated-relation setting raises recall "
     "accuracy mainly at middle positions, mitigating the “lost in the middle” effect and flattening the U-shaped "

@@ -145,7 +145,7 @@ DECLARED = (
 )
 
 #: the paper's sentence each claim tests, verbatim (pieces of one passage joined with " … " where the text file breaks a
-#: line or a sentence runs on; tests/test_claims.py checks every piece against the paper's text)
+#: line or a sentence runs on; tests/claims/test_claims.py checks every piece against the paper's text)
 QUOTE = {
     "004/Fig2": "Across sequence lengths and relation types, we consistently observe a U-shaped recall curve: higher "
     "accuracy at early and late positions with a dip in the middle (Figure 2), mirroring classic primacy and recency "

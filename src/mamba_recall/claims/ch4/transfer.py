@@ -81,7 +81,7 @@ DECLARED = (
 )
 
 #: the paper's sentence each claim tests, verbatim (pieces of one passage joined with " … " where the text file breaks a
-#: line or a sentence runs on; tests/test_claims.py checks every piece against the paper's text)
+#: line or a sentence runs on; tests/claims/test_claims.py checks every piece against the paper's text)
 QUOTE = {
     "004/Table1": "As shown in Table 1, these interventions cause a substantially larger drop in long-context "
     "performance than random ablations, underscoring the channels’ importance for handling information over long "

@@ -18,7 +18,7 @@ from mamba_recall.claims import ch2, judge
 from mamba_recall.claims.core import across_seeds
 from mamba_recall.presets import experiment
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CH2 = [c for c in claims.REGISTRY.values() if c.paper == "002"]
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 THIS = Path(__file__).resolve()
 
 #: Citations of the working notes. Each pattern is searched over a whole file (or one notebook

@@ -14,7 +14,7 @@ from mamba_recall import claims
 from mamba_recall.claims import core, render
 from mamba_recall.claims.core import Claim, Cond, Evidence, Measurement, Rule, conds, judge
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ALL = sorted(claims.REGISTRY.values(), key=lambda c: c.id)
 SEEDED = Evidence("ci", "cpu", 3, "test", "test")
 

@@ -1,6 +1,6 @@
 """Tests for the fused CPU scan (mamba_recall.scan.fused): agreement with the sequential reference.
 
-Same tolerances as the other backends (tests/test_scan.py): float64 ‖a − b‖∞/‖b‖∞ ≤ 1e-10 for the
+Same tolerances as the other backends (tests/scan/test_scan.py): float64 ‖a − b‖∞/‖b‖∞ ≤ 1e-10 for the
 output, the last state and every gradient; float32 ≤ 1e-5. Also: gradcheck, L = 8192 with large Δ,
 bit-for-bit determinism (run to run and across thread counts), the ``auto`` rule and the errors.
 """

@@ -29,7 +29,7 @@ import pytest
 
 from mamba_recall import paths
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 #: what the book's extra brings; none of it may be imported by the library core
 NOTEBOOK_PACKAGES = ("papermill", "nbformat", "nbclient", "ipywidgets", "IPython", "jupyterlab", "jupyter_client")

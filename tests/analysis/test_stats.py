@@ -32,7 +32,7 @@ from mamba_recall.analysis import interventions as iv
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.runstore import mean_interval, t_quantile_975
 
-REFERENCE = json.loads((Path(__file__).parent / "data" / "stats_reference.json").read_text())
+REFERENCE = json.loads((Path(__file__).resolve().parents[1] / "data" / "stats_reference.json").read_text())
 #: the hand-written table of t_{0.975, df}, df = 1..30, that runstore used before scipy (3 decimals)
 OLD_T975 = [
     12.706,

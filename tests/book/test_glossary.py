@@ -5,7 +5,7 @@ from pathlib import Path
 
 import mamba_recall
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- GLOSSARY TABLE -->", "<!-- END GLOSSARY TABLE -->"
 
 

@@ -23,7 +23,7 @@ from mamba_recall.experiments import ch3_keep_nth as keep
 from mamba_recall.presets import experiment
 from mamba_recall.results import Bundle
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CI = experiment("ch3.keep_train", "ci")
 
 

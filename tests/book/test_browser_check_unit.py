@@ -259,7 +259,7 @@ def browser_site(tmp_path_factory):
     reason = _chromium_missing()
     if reason:
         pytest.skip(reason)
-    root = Path(__file__).resolve().parents[1] / "book" / "_static"
+    root = Path(__file__).resolve().parents[2] / "book" / "_static"
     site = tmp_path_factory.mktemp("site")
     shutil.copy(root / "wide.css", site / "wide.css")
     for name in VENDOR:

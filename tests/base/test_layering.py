@@ -28,7 +28,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = "mamba_recall"
-SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+SRC = Path(__file__).resolve().parents[2] / "src" / PACKAGE
 
 # Lowest first; the names in one tuple are siblings at one height.
 LAYERS = (
@@ -284,7 +284,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_every_module_has_a_layer():
     unplaced = [m for m in MODULES if layer_of(m) is None]
     assert not unplaced, (
-        f"modules with no layer: {unplaced}; add each to MODULE_LAYERS in tests/test_layering.py with one line of why"
+        f"modules with no layer: {unplaced}; add each to MODULE_LAYERS in tests/base/test_layering.py with one line of why"
     )
     assert {layer for layer, _ in MODULE_LAYERS.values()} <= {name for group in LAYERS for name in group}
     assert all(why.strip() for _, why in MODULE_LAYERS.values())
@@ -298,7 +298,7 @@ def test_imports_point_down_with_no_cycle_and_no_private_names():
 
 def test_known_violations_still_occur():
     stale = KNOWN_VIOLATIONS - set(violations())
-    assert not stale, f"fixed, so remove from KNOWN_VIOLATIONS in tests/test_layering.py: {sorted(stale)}"
+    assert not stale, f"fixed, so remove from KNOWN_VIOLATIONS in tests/base/test_layering.py: {sorted(stale)}"
 
 
 # ------------------------------------------------------------------------- the checker on small packages
