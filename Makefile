@@ -2,7 +2,7 @@
 #   make lab    open the chapters in JupyterLab (from .venv, on book/) to read and explore
 #   make book   execute every chapter (papermill) and build the HTML book into _build/html
 #   make test   ruff (lint, format), library tests (with the live-widget test in JupyterLab), the capped paper pass (smoke), the book
-#               build (plain papermill on every notebook), its checked outputs against book/ (as nbval-lax)
+#               build (plain papermill on every notebook), its checked outputs against book/ (nbval-lax's own comparison)
 #               and the browser check
 # Variables: PRESET=ci|paper  DEVICE=auto|cpu|cuda  BACKEND=auto|reference|chunked|mamba_ssm|fused  PYTHON=python3
 #            JOBS=2 (test files and notebooks run at once; outputs do not depend on it)

@@ -13,6 +13,7 @@ the one command that rewrites the committed outputs that nbval compares against.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import re
 import shlex
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import nbformat
@@ -372,7 +374,8 @@ def coalesce_streams(outputs: list) -> list:
 
 
 CHECK_MARKER = "NBVAL_CHECK_OUTPUT"
-#: Output fields never compared (as nbval's defaults: random ids, counters, images).
+#: The output fields nbval never compares (``IPyNbFile.skip_compare`` as nbval sets it without ``--nbdime``: random
+#: ids, counters, images); nbval builds the tuple inside a pytest collector, so it is spelled out here.
 SKIP_COMPARE = (
     "metadata",
     "traceback",
@@ -386,27 +389,44 @@ SKIP_COMPARE = (
 )
 
 
-def _comparable(outputs: list) -> dict:
-    """nbval's comparison form: streams keyed by their name, data flattened by MIME type; one list per key."""
-    flat: dict[str, list] = {}
-    for out in coalesce_streams([dict(o) for o in outputs]):
-        fields = {out["name"]: out["text"]} if out.get("output_type") == "stream" else dict(out)
-        for key, value in fields.items():
-            if key in SKIP_COMPARE:
-                continue
-            if key == "data":
-                for mime, item in value.items():
-                    if mime not in SKIP_COMPARE:
-                        flat.setdefault(mime, []).append("".join(item) if isinstance(item, list) else item)
-            else:
-                flat.setdefault(key, []).append("".join(value) if isinstance(value, list) else value)
-    return flat
+class _NbvalComparison:
+    """What nbval's own comparison (``nbval.plugin.IPyNbCell.compare_outputs``, the code ``pytest --nbval-lax``
+    runs on a cell marked ``# NBVAL_CHECK_OUTPUT``) reads of its cell: the fields it skips (nbval's defaults:
+    metadata, tracebacks, counters, widget model ids, images), no sanitising pattern, plain colours. It is called
+    on the outputs of the book pass instead of inside a pytest item, so that each notebook is executed once."""
+
+    def __init__(self):
+        from nbval import plugin
+
+        self._plugin = plugin
+        self.colors = plugin.nocolors
+        self.parent = types.SimpleNamespace(skip_compare=SKIP_COMPARE, sanitize_patterns={})
+        self.comparison_traceback: list[str] = []
+        self.mismatch: str | None = None
+
+    def sanitize(self, s):
+        return s
+
+    def format_output_compare(self, key, left, right):  # nbval's own formats through pytest's assert hook
+        self.mismatch = f"{key}: committed {str(left)[:200]!r} vs now {str(right)[:200]!r}"
+
+    def same(self, committed: list, executed: list) -> bool:
+        """nbval's reading: both sides' streams merged (as nbval merges what a kernel sends), then compared."""
+        coalesce = self._plugin.coalesce_streams
+        ref, test = coalesce(copy.deepcopy(list(committed))), coalesce(copy.deepcopy(list(executed)))
+        self.comparison_traceback, self.mismatch = [], None
+        return self._plugin.IPyNbCell.compare_outputs(self, test, ref)
+
+    def detail(self) -> str:
+        return self.mismatch or " ".join(line.strip() for line in self.comparison_traceback if line.strip())[:400]
 
 
 def check_outputs(executed: Path, notebooks: list[Path]) -> list[str]:
     """Compare the cells marked ``# NBVAL_CHECK_OUTPUT`` of executed notebooks (``executed / nb``) with the
-    committed outputs in ``book/`` -- what ``pytest --nbval-lax`` checks, without executing the notebooks
-    a second time (``make test`` runs this on the book pass). Returns one line per difference."""
+    committed outputs in ``book/``, by nbval's own comparison (:class:`_NbvalComparison`): what
+    ``pytest --nbval-lax`` checks, without executing the notebooks a second time (``make test`` runs this on the
+    book pass). Returns one line per difference."""
+    compare = _NbvalComparison()
     problems = []
     for nb in notebooks:
         committed = nbformat.read(REPO_ROOT / nb, as_version=4)
@@ -419,13 +439,8 @@ def check_outputs(executed: Path, notebooks: list[Path]) -> list[str]:
             if new is None:
                 problems.append(f"{nb}, cell {index}: not in the executed notebook (book/ changed since it ran?)")
                 continue
-            want, got = _comparable(ref.outputs), _comparable(new.outputs)
-            if want != got:
-                keys = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
-                detail = "; ".join(
-                    f"{k}: committed {str(want.get(k))[:200]!r} vs now {str(got.get(k))[:200]!r}" for k in keys[:2]
-                )
-                problems.append(f"{nb}, cell {index}: output differs from the committed one ({detail})")
+            if not compare.same(ref.outputs, new.outputs):
+                problems.append(f"{nb}, cell {index}: output differs from the committed one ({compare.detail()})")
     return problems
 
 
