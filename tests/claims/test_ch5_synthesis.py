@@ -123,6 +123,20 @@ def test_the_band_table_puts_each_probe_where_its_recall_is_and_finds_the_u_only
     assert shown["primacy"].str.match(r"[+-]\d\.\d{3} \[").all()
 
 
+def test_budget_bound_counts_the_probes_still_learning_at_the_cap():
+    probes = pd.DataFrame(
+        dict(
+            layers=[1, 1, 1, 2, 2],
+            kappa=[4, 4, 8, 4, 8],
+            accuracy=[0.9, 0.5, 0.3, 0.2, 0.1],
+            steps_run=[500, 1500, 1500, 1500, 1000],
+        )
+    )
+    t = syn.budget_bound(probes, 1500).set_index("layers")
+    assert t.loc[1, "at_cap"] == 2 and t.loc[1, "share"] == pytest.approx(2 / 3) and t.loc[1, "recall_k4"] == 0.7
+    assert t.loc[2, "at_cap"] == 1 and t.loc[2, "probes"] == 2 and t.loc[2, "recall_k4"] == 0.2
+
+
 def test_mqar_at_l_4_kappa_queries_later_pairs_later():
     """The task's own order effect that the page names beside H4: the mean query slot grows with the pair's place."""
     slots = syn.query_slot_by_pair(16, 512, n=500)

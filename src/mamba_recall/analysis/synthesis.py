@@ -187,6 +187,26 @@ def u_by_recall(probes: pd.DataFrame, searches: pd.DataFrame, bands=RECALL_BANDS
     return pd.DataFrame(rows)
 
 
+def budget_bound(probes: pd.DataFrame, max_steps: int) -> pd.DataFrame:
+    """How much the step budget binds, per number of layers: the probes that ran all ``max_steps`` steps (stopped
+    neither at the target recall nor on a plateau, so still learning when the budget ran out), as a count
+    (``at_cap``) and a ``share``, and the median recall at κ = 4 (``recall_k4`` (a size every cell can hold by paper 003's construction once N ≥ 4)."""
+    rows = []
+    for layers, g in probes.groupby("layers"):
+        at_cap = int((g.steps_run >= max_steps).sum())
+        k4 = g[g.kappa == 4].accuracy
+        rows.append(
+            {
+                "layers": int(layers),
+                "probes": len(g),
+                "at_cap": at_cap,
+                "share": at_cap / len(g),
+                "recall_k4": float(k4.median()) if len(k4) else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def query_slot_by_pair(kappa: int, V: int, n: int = 2000, seed: int = 0) -> np.ndarray:
     """The task's own order effect: in zoology's MQAR at L = 4κ the query region has exactly κ slots, and the
     generator draws the pairs' query slots in context order with a power law favouring early slots, so a pair
