@@ -123,6 +123,15 @@ def test_the_band_table_puts_each_probe_where_its_recall_is_and_finds_the_u_only
     assert shown["primacy"].str.match(r"[+-]\d\.\d{3} \[").all()
 
 
+def test_profile_bins_fill_every_bin_whatever_kappa():
+    """Pooling profiles of different κ: every bin of every profile is filled (overlap-weighted), so a bin does not
+    hold only the larger κ's (the 0.42 / 0.53 zigzag of plain bins of i/κ at the edge)."""
+    assert syn.profile_bins([1, 0, 0, 1], 8).tolist() == [1, 1, 0, 0, 0, 0, 1, 1]
+    assert np.allclose(syn.profile_bins(np.arange(16.0), 8), np.arange(8) * 2 + 0.5)
+    three = syn.profile_bins([1.0, 2.0, 3.0], 8)
+    assert np.isfinite(three).all() and three[0] == 1 and three[-1] == 3 and np.isclose(three.mean(), 2.0)
+
+
 def test_budget_bound_counts_the_probes_still_learning_at_the_cap():
     probes = pd.DataFrame(
         dict(

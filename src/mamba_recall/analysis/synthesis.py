@@ -150,6 +150,20 @@ def pair_profile(by_pair: str) -> np.ndarray:
     return np.array([float(x) for x in by_pair.split()])
 
 
+def profile_bins(acc, bins: int = 8) -> np.ndarray:
+    """A recall profile of κ pairs on ``bins`` equal bins of relative position: pair i covers [i/κ, (i+1)/κ), bin j
+    covers [j/bins, (j+1)/bins), and bin j is the mean of the pairs weighted by their overlap with it. Every profile
+    fills every bin, whatever κ, so profiles of different κ pool without a bin holding only the larger κ's
+    (plain bins of i/κ leave some bins empty when κ < bins). Shape (bins,)."""
+    acc = np.asarray(acc, dtype=float)
+    k = len(acc)
+    edges_p, edges_b = np.arange(k + 1) / k, np.arange(bins + 1) / bins
+    overlap = np.clip(
+        np.minimum(edges_p[1:, None], edges_b[None, 1:]) - np.maximum(edges_p[:-1, None], edges_b[None, :-1]), 0, None
+    )  # (κ, bins)
+    return (overlap * acc[:, None]).sum(0) / overlap.sum(0)
+
+
 #: The recall bands of :func:`u_by_recall`: beyond capacity (< 10 %, 10–30 %), at the edge (30–70 %), short of it
 #: (70–90 %), below capacity (90–99 %), at the ceiling (≥ 99 %).
 RECALL_BANDS = (0.0, 0.1, 0.3, 0.7, 0.9, 0.99, 1.0001)

@@ -214,7 +214,7 @@ def theory_table(searches: pd.DataFrame, probes: pd.DataFrame, V: int, threshold
 
 
 def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
-    """Recall by relative pair order (bin of i / κ), pooled over probes, for the edge probes (recall nearest 50 %,
+    """Recall by relative pair order (:func:`~mamba_recall.analysis.synthesis.profile_bins`), pooled over probes, for the edge probes (recall nearest 50 %,
     κ ≥ 4) and the probes with recall in [0.9, 0.99) (below capacity, not at ceiling): mean and 95 % interval over
     probes."""
     from ..runstore import mean_interval
@@ -225,12 +225,8 @@ def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
     )
     rows = []
     for _, p in pd.concat([edge, below]).iterrows():
-        acc = syn.pair_profile(p.by_pair)
-        k = len(acc)
-        b = np.minimum((np.arange(k) * bins) // k, bins - 1)
-        for j in range(bins):
-            if (b == j).any():
-                rows.append({"where": p["where"], "bin": j, "recall": float(acc[b == j].mean())})
+        for j, recall in enumerate(syn.profile_bins(syn.pair_profile(p.by_pair), bins)):
+            rows.append({"where": p["where"], "bin": j, "recall": float(recall)})
     f = pd.DataFrame(rows)
     if f.empty:
         return f
