@@ -65,11 +65,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 from ..analysis.interventions import forgetting_held_at_one
 from ..claims import ch1
+from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 from ..presets import experiment
-from ..runstore import add_grid_args, aggregate, finished_status, grid_main, save_grid_bundle, make_job
+from ..results import command_provenance
+from ..runstore import add_grid_args, aggregate, finished_status, grid_main, make_job, save_grid_bundle
 
 MODELS_EXPERIMENT = "ch1.cpu_hours_models"
 TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
@@ -445,6 +446,7 @@ def run_full_job(config: dict, seed: int) -> dict:
     initialisation (the same seed's untrained model). Returns the accuracies, the training length, the claim's record
     and both matrices (``readout``, ``readout_init``: |V| lists of 2|V| floats)."""
     import copy
+
     from ..analysis.full_mamba_readout import pair_readout
     from ..claims import NotRun, get, measurement_record
 
@@ -793,6 +795,7 @@ def write_bundles(
     return paths
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours"])

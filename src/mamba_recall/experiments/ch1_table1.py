@@ -32,6 +32,7 @@ import torch
 from ..longrun import PROBE_STEPS, guard_grid
 from ..models.simplified_recall import SimplifiedMamba, pair_embedding
 from ..models.transformer import TinyTransformer
+from ..results import command_provenance
 from ..tasks.latest_value import latest_value_batch
 from ..train import Recipe, Stopping, dataset_batches, evaluate, train
 
@@ -180,6 +181,7 @@ def run_table(sizes: dict, seed: int = 0, device="cpu", models=None) -> pd.DataF
     return pd.DataFrame([run_cell(m, T, k, sizes, seed, device) for m, T, k in grid])
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     from ..presets import experiment
     from ..results import save_bundle

@@ -23,6 +23,7 @@ import torch
 from .. import results
 from ..models.simplified_recall import SimplifiedMamba
 from ..paths import RESULTS_DIR
+from ..results import command_provenance
 from ..tasks.latest_value import LatestValueBatch, latest_value_batch
 from ..train import Recipe, Stopping, TrainResult, dataset_batches, evaluate, train
 
@@ -211,6 +212,7 @@ def load_or_train(
     return Sourced(model, test, evaluate(model, test.inputs, test.query_labels), sizes, preset, made_on, source)
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     with results.command_provenance():  # the bundle records the git state from before the checkpoints were written
         return _main(argv)

@@ -19,6 +19,7 @@ import time
 import pandas as pd
 
 from ..presets import experiment
+from ..results import command_provenance
 from ..theory.designed_capacity import LAWS_COMPARED, facts_capacity, fit_power_law, law_capacities
 
 EXPERIMENT = "ch2.designed_capacity"
@@ -105,6 +106,7 @@ def run(cfg: dict, log=print) -> dict[str, pd.DataFrame]:
     return {"capacity": cap, "fits": pd.DataFrame(fits), "law_errors": pd.DataFrame(errors)}
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])

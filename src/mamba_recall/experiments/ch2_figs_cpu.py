@@ -39,6 +39,7 @@ import pandas as pd
 
 from ..presets import experiment
 from ..presets.ch2 import RECIPES
+from ..results import command_provenance
 from ..runstore import (
     add_grid_args,
     aggregate,
@@ -445,6 +446,7 @@ def describe(bundle) -> tuple[str, pd.DataFrame]:
     return head, bundle.tables["cells"][cols]
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours"])

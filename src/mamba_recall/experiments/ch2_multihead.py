@@ -29,7 +29,7 @@ import torch
 from ..devices import resolve_device
 from ..models.linear_mamba import MultiHeadLinearMamba
 from ..presets import experiment, seeds
-from ..results import save_bundle
+from ..results import command_provenance, save_bundle
 from ..tasks.mqar import batch_fn, mqar
 from ..theory.capacity import multihead_prediction
 from ..train import train_ensemble
@@ -198,6 +198,7 @@ def run(cfg: dict, device, log) -> dict[str, pd.DataFrame]:
     return dict(grid=pd.DataFrame(grid), noise=pd.DataFrame(noise), hist=pd.DataFrame(hist))
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="ci", choices=["ci", "paper"])

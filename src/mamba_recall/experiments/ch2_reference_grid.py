@@ -25,6 +25,7 @@ import math
 import time
 
 from ..presets import experiment, seeds
+from ..results import command_provenance
 from ..runstore import (
     add_grid_args,
     aggregate,
@@ -281,6 +282,7 @@ def load_comparison(preset: str = "cpu-hours", log=print):
     return table[[c for c in cols if c in table]], bundle
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])

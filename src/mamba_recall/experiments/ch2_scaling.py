@@ -33,7 +33,7 @@ from ..devices import resolve_device
 from ..models.linear_mamba import LinearMamba, SelectiveAblationMamba
 from ..presets import experiment, seeds
 from ..presets.ch2 import RECIPES
-from ..results import save_bundle
+from ..results import command_provenance, save_bundle
 from ..tasks.mqar import batch_fn, mqar
 from ..theory.capacity import p_success
 from ..theory.hashing_circuit import designed_accuracy
@@ -458,6 +458,7 @@ def run_full(cfg, device, log, backend="auto"):
     return pd.DataFrame(rows)
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="ci", choices=["ci", "paper"])

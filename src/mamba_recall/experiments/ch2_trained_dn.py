@@ -19,7 +19,8 @@ import argparse
 import pandas as pd
 
 from ..presets import experiment
-from ..runstore import add_grid_args, aggregate, finished_status, grid_main, save_grid_bundle, make_job
+from ..results import command_provenance
+from ..runstore import add_grid_args, aggregate, finished_status, grid_main, make_job, save_grid_bundle
 from ..theory.capacity import p_success
 from .ch2_reference_grid import RUNNER, estimate, resolved_config
 
@@ -87,6 +88,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return save_grid_bundle(name, data, config, command=command, tables=tables, log=log)
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])

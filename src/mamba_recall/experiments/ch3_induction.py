@@ -19,6 +19,7 @@ import time
 
 import torch
 
+from ..results import command_provenance
 from ..tasks.induction_heads import induction_heads
 from .ch3_common import (
     STORE_PRESETS,
@@ -138,6 +139,7 @@ write_bundle = store_bundle_writer(
 )
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.ih_train", "ch3_induction", argv)
     if args.preset in STORE_PRESETS:

@@ -32,6 +32,7 @@ import time
 import numpy as np
 import torch
 
+from ..results import command_provenance
 from ..tasks.keep_nth import copy_baseline, keep_nth
 from ..train import evaluate
 from .ch3_common import (
@@ -376,6 +377,7 @@ write_bundle = store_bundle_writer(
 )
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     from ..results import command_provenance
 

@@ -17,10 +17,12 @@ import time
 
 import numpy as np
 
+from ..results import command_provenance
 from ..theory.mqar_constructions import VARIANTS, construction_accuracy, theory_dims
 from .ch3_common import parse, save_runner_bundle
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.mqar_constructions", "ch3_mqar_constructions", argv)
     cfg = args.sizes

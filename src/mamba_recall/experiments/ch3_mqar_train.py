@@ -23,6 +23,7 @@ import time
 
 import torch
 
+from ..results import command_provenance
 from ..theory.mqar_constructions import gen_mqar
 from ..train import evaluate
 from .ch3_common import (
@@ -136,6 +137,7 @@ write_bundle = store_bundle_writer(
 )
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.mqar_train", "ch3_mqar_train", argv)
     if args.preset in STORE_PRESETS:

@@ -67,6 +67,7 @@ from ..analysis.primacy import checkpoint_path, contexts, pressure_length
 from ..analysis.reference_curves import middle_third
 from ..paths import REPO_ROOT
 from ..presets import experiment
+from ..results import command_provenance
 from ..runstore import (
     GridStage,
     add_grid_args,
@@ -576,6 +577,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
     return path
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     """The command line (module docstring): the edge grid, or with ``--checks`` the checks grid, on the shared
     run-store flow (:func:`mamba_recall.runstore.grid_main`); ``--aggregate-only`` without ``--checks`` writes both

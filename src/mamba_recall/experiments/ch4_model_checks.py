@@ -27,12 +27,12 @@ from types import SimpleNamespace
 import pandas as pd
 import torch
 
-from ..paths import REPO_ROOT
-from ..presets import experiment
-from ..results import save_bundle
 from ..analysis import primacy as A
 from ..analysis.primacy import checkpoint_path, load_checkpoint
 from ..claims.ch4 import MAMBA2_CLAIMS
+from ..paths import REPO_ROOT
+from ..presets import experiment
+from ..results import command_provenance, save_bundle
 
 SECTIONS = ("ch4.ucurve", "ch4.channels", "ch4.periodicity", "ch4.recency")  # the sizes of §4.1–§4.4
 #: the claims of §4.1–§4.4 that :func:`claim_inputs` measures, in its order
@@ -248,6 +248,7 @@ def judge_model(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", lo
     return verdicts, side
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument(

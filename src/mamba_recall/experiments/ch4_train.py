@@ -37,7 +37,7 @@ import torch
 from ..analysis.interventions import labelled_scores
 from ..analysis.primacy import build_model, checkpoint_path, load_checkpoint, read_smodel
 from ..presets import experiment, seeds
-from ..results import CHECKPOINT_DIR, save_checkpoint
+from ..results import CHECKPOINT_DIR, command_provenance, save_checkpoint
 from ..tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
 from ..tasks.transfer import transfer_batch, transfer_sets
 from ..train import Recipe, train
@@ -343,6 +343,7 @@ def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threa
     return model, out.with_suffix(".json")
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", choices=MODELS, default="s_small")

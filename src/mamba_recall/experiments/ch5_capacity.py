@@ -24,6 +24,7 @@ import math
 import time
 
 from ..presets import experiment, seeds
+from ..results import command_provenance
 from ..runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
 
 EXPERIMENT = "ch5.capacity"
@@ -280,6 +281,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return save_grid_bundle(name, data, config, command=cmd, tables={"probes": probes, "searches": searches}, log=log)
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
