@@ -119,8 +119,14 @@ class Bundle:
 _COMMAND_GIT: dict | None = None
 
 
+def command_git_state() -> dict | None:
+    """The git state of the command now running in this process (:func:`command_provenance`), or None: what the run
+    store hands to its worker processes so that their checkpoints record the command's state too."""
+    return _COMMAND_GIT
+
+
 @contextlib.contextmanager
-def command_provenance():
+def command_provenance(state: dict | None = None):
     """One provenance per command: while this is active, every bundle :func:`save_bundle` writes in this process
     records the git state taken **once, on entry** (commit, ``git_dirty``, the uncommitted library files), not
     the state at its own writing. Without it, a command writing two bundles records ``git_dirty: true`` in the
@@ -130,12 +136,13 @@ def command_provenance():
     it too); ``device``, ``created`` and ``wall_seconds`` are each bundle's own. Nested use keeps the outer
     state. Checkpoint sidecars (:func:`save_checkpoint`) written in this process take the same state (a command
     writing three checkpoints would otherwise record the second and third as dirty, the first having rewritten
-    a tracked file); jobs in other processes take their own."""
+    a tracked file). ``state``: a state taken elsewhere, by the command that started this process (the run store's
+    worker processes and Ray tasks get their grid command's, :func:`command_git_state`)."""
     global _COMMAND_GIT
     if _COMMAND_GIT is not None:  # already inside a command: its state holds
         yield _COMMAND_GIT
         return
-    _COMMAND_GIT = _git_state()
+    _COMMAND_GIT = state if state is not None else _git_state()
     try:
         yield _COMMAND_GIT
     finally:

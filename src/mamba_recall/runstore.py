@@ -533,6 +533,7 @@ def _run_one(
     threads: int = 1,
     allow_long: bool | None = None,
     parent: int | None = None,
+    git: dict | None = None,
 ) -> tuple[str, dict | None]:
     """Run one job (in this process or a worker) and write its file. Returns ``(status, detail)``:
 
@@ -567,15 +568,19 @@ def _run_one(
             except RunFileError as exc:
                 if "newer mamba_recall" in str(exc):
                     raise
-        return _run_claimed(runner, job, store, threads)
+        return _run_claimed(runner, job, store, threads, git)
     finally:
         _release(fd, claim_path(job, store))
 
 
-def _compute(runner: str, job: dict, threads: int) -> tuple[str, dict]:
+def _compute(runner: str, job: dict, threads: int, git: dict | None = None) -> tuple[str, dict]:
     """Run one job's function in this process and build what the store keeps, writing nothing (a Ray worker need
     not share the driver's disk): ``("done", record)`` (the complete record with its ``sha256``, NaN listed in
-    ``nonfinite``) or ``("failed", failure)`` (key, config, seed, error, traceback, pid, host)."""
+    ``nonfinite``) or ``("failed", failure)`` (key, config, seed, error, traceback, pid, host). ``git``: the grid
+    command's git state (:func:`mamba_recall.results.command_git_state`), which the checkpoints the job writes
+    record (taken here, in a worker, it would read the files earlier jobs of the grid have just written)."""
+    from .results import command_provenance
+
     try:
         fn = _resolve(runner)
         torch = sys.modules.get("torch")
@@ -584,7 +589,8 @@ def _compute(runner: str, job: dict, threads: int) -> tuple[str, dict]:
         prov = dict(process_provenance())
         start = time.perf_counter()
         cpu0 = time.process_time()
-        result = fn(job["config"], job["seed"])
+        with command_provenance(git):
+            result = fn(job["config"], job["seed"])
         wall = time.perf_counter() - start
         if not isinstance(result, dict):
             raise TypeError(f"runner {runner} returned a {type(result).__name__}, not a dict of results.")
@@ -656,8 +662,15 @@ def _store_outcome(status: str, detail: dict, job: dict, store: Path) -> tuple[s
     return "done", check_record(json.loads(text), path)
 
 
-def _run_claimed(runner: str, job: dict, store: Path, threads: int) -> tuple[str, dict | None]:
-    return _store_outcome(*_compute(runner, job, threads), job, store)
+def _command_git() -> dict | None:
+    """The grid command's git state, handed to the jobs (:func:`_compute`)."""
+    from .results import command_git_state
+
+    return command_git_state()
+
+
+def _run_claimed(runner: str, job: dict, store: Path, threads: int, git: dict | None = None) -> tuple[str, dict | None]:
+    return _store_outcome(*_compute(runner, job, threads, git), job, store)
 
 
 def this_command() -> str:
@@ -798,10 +811,10 @@ def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, 
                 from joblib import Parallel, delayed
 
                 par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", inner_max_num_threads=1)
-                allowed, me = long_runs_allowed(), os.getpid()
+                allowed, me, git = long_runs_allowed(), os.getpid(), _command_git()
 
                 def one(job):
-                    return job["key"], _run_one(runner, job, str(store), 1, allowed, me)
+                    return job["key"], _run_one(runner, job, str(store), 1, allowed, me, git)
 
                 for key, (status, detail) in par(delayed(one)(job) for job in left):
                     take(by_key[key], status, detail)
@@ -833,11 +846,11 @@ def _import_ray():
     return ray
 
 
-def _ray_task(runner: str, job: dict, allowed: bool) -> tuple[str, dict]:
+def _ray_task(runner: str, job: dict, allowed: bool, git: dict | None = None) -> tuple[str, dict]:
     """A Ray task: one job computed in a worker (one torch thread, the driver's long-run permission), its record
     or failure sent back to the driver, which writes it (:func:`_store_outcome`)."""
     allow_long_runs(allowed)
-    return _compute(runner, job, 1)
+    return _compute(runner, job, 1, git)
 
 
 def _run_on_ray(runner, left, store: Path, take, n_jobs: int, *, log, address=None, gpus_per_job=0.0) -> None:
@@ -860,6 +873,7 @@ def _run_on_ray(runner, left, store: Path, take, n_jobs: int, *, log, address=No
     task = ray.remote(num_cpus=1, num_gpus=gpus_per_job, max_retries=3)(_ray_task)
     claims, refs = {}, {}
     allowed = long_runs_allowed()
+    git = _command_git()
     try:
         for job in left:
             fd, holder = _claim(claim_path(job, store))
@@ -871,7 +885,7 @@ def _run_on_ray(runner, left, store: Path, take, n_jobs: int, *, log, address=No
                 take(job, "finished", None)
                 continue
             claims[job["key"]] = (fd, job)
-            refs[task.remote(runner, job, allowed)] = job
+            refs[task.remote(runner, job, allowed, git)] = job
         waiting = list(refs)
         while waiting:
             ready, waiting = ray.wait(waiting, num_returns=1)

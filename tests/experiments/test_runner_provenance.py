@@ -42,3 +42,27 @@ def test_a_decorated_command_records_the_state_from_before_its_first_write(tmp_p
 
     main()
     assert json.loads((tmp_path / "a.json").read_text())["provenance"]["git_dirty"] is False
+
+
+def write_two_checkpoints(config: dict, seed: int) -> dict:
+    """A run-store job that writes an intermediate and a final checkpoint, as ch4_edge's do."""
+    out = Path(config["out"])
+    results.save_checkpoint(out, {"w": seed}, {}, command="c")
+    results.save_checkpoint(out, {"w": seed + 1}, {}, command="c")
+    return {"ok": 1}
+
+
+def test_a_run_store_job_records_its_grid_commands_state_not_its_own(tmp_path, monkeypatch):
+    """A worker process (loky or Ray) is not inside the grid command's ``command_provenance``: the driver hands its
+    state to each job, so a job's checkpoints do not read the files earlier jobs of the grid wrote as a dirty tree."""
+    from mamba_recall import runstore
+
+    monkeypatch.setattr(results, "_git_state", lambda: {"commit": "abc", "status": " M results/x.pt", "code": ""})
+    job = runstore.make_job("demo.ckpt", {"out": str(tmp_path / "a.pt")}, 0)
+    status, _ = runstore._compute(
+        "test_runner_provenance:write_two_checkpoints", job, 1, {"commit": "abc", "status": "", "code": ""}
+    )
+    assert status == "done"
+    assert json.loads((tmp_path / "a.json").read_text())["provenance"]["git_dirty"] is False
+    runstore._compute("test_runner_provenance:write_two_checkpoints", job, 1)  # no state handed over: its own, now
+    assert json.loads((tmp_path / "a.json").read_text())["provenance"]["git_dirty"] is True
