@@ -22,7 +22,6 @@ REMAKE_PENDING = {
     "scan_bench_cpu",
     "ch4_edge_d2_cpu-hours_seed2",
     "ch4_edge_d2_smalldt_cpu-hours_seed2",
-    "ch4_s_m2",
     "ch4_s_mix",
     "ch4_s_small",
     "ch4_s_small_seed1",
