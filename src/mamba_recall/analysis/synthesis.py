@@ -244,6 +244,12 @@ def u_shape(by_pair) -> dict:
     return {"primacy": float(acc[:q].mean() - mid), "recency": float(acc[k - q :].mean() - mid)}
 
 
+def below_capacity_probes(probes: pd.DataFrame, min_kappa: int = 4) -> pd.DataFrame:
+    """The probes below capacity but short of the ceiling: recall in [0.9, 0.99) at κ ≥ ``min_kappa`` (the
+    comparison :func:`edge_probes` is set against)."""
+    return probes[(probes.accuracy >= 0.9) & (probes.accuracy < 0.99) & (probes.kappa >= min_kappa)]
+
+
 def edge_probes(probes: pd.DataFrame, target: float = 0.5, min_kappa: int = 4) -> pd.DataFrame:
     """Per search (layers, D, N, seed): its probe with κ ≥ ``min_kappa`` whose recall is nearest ``target`` (ties:
     the smaller κ)."""

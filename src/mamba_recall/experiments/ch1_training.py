@@ -212,13 +212,8 @@ def load_or_train(
     return Sourced(model, test, evaluate(model, test.inputs, test.query_labels), sizes, preset, made_on, source)
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
+@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
 def main(argv=None):
-    with results.command_provenance():  # the bundle records the git state from before the checkpoints were written
-        return _main(argv)
-
-
-def _main(argv=None):
     from ..presets import experiment
     from ..results import save_bundle
 

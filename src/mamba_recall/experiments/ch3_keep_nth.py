@@ -377,15 +377,8 @@ write_bundle = store_bundle_writer(
 )
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
+@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
 def main(argv=None):
-    from ..results import command_provenance
-
-    with command_provenance():  # the bundle records the git state from before the checkpoints were written
-        return _main(argv)
-
-
-def _main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.keep_train", "ch3_keep_nth", argv)
     if args.preset in STORE_PRESETS:
         return run_store_main(

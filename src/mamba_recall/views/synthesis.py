@@ -179,7 +179,7 @@ def theory_table(searches: pd.DataFrame, probes: pd.DataFrame, V: int, threshold
             }
         )
     edge = syn.edge_probes(probes, 0.5, min_kappa=4)
-    below = probes[(probes.accuracy >= 0.9) & (probes.accuracy < 0.99) & (probes.kappa >= 4)]
+    below = syn.below_capacity_probes(probes)
 
     def ushape(p):
         shapes = [syn.u_shape(syn.pair_profile(s)) for s in p.by_pair]
@@ -220,9 +220,7 @@ def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
     from ..runstore import mean_interval
 
     edge = syn.edge_probes(probes, 0.5, min_kappa=4).assign(where="edge (recall ≈ 50 %)")
-    below = probes[(probes.accuracy >= 0.9) & (probes.accuracy < 0.99) & (probes.kappa >= 4)].assign(
-        where="below capacity (recall 90–99 %)"
-    )
+    below = syn.below_capacity_probes(probes).assign(where="below capacity (recall 90–99 %)")
     rows = []
     for _, p in pd.concat([edge, below]).iterrows():
         for j, recall in enumerate(syn.profile_bins(syn.pair_profile(p.by_pair), bins)):
