@@ -14,6 +14,7 @@ from its stream (and the run store's job keys, where a config records it).
 | :data:`PRIMACY_EVAL` | paper 004's probe contexts (serial recall, distractors, periodicity) | ``analysis.primacy`` |
 | :data:`TRANSFER_PROBE` | the transfer tasks' evaluation sets of Chapter 4's probes | ``analysis.primacy`` |
 | :data:`TRANSFER_TRAIN_EVAL` | the transfer tasks' held-out set during fine-tuning | ``ch4_train`` |
+| :data:`EDGE_MIX_OFFSET` | the edge family's transfer fine-tune of seed k: ``1000 + k`` | ``ch4_edge_mix`` |
 """
 
 from __future__ import annotations
@@ -25,3 +26,6 @@ CH3_TRAIN_BASE = 10_000_000
 PRIMACY_EVAL = 20250
 TRANSFER_PROBE = 31337
 TRANSFER_TRAIN_EVAL = 777
+#: The transfer fine-tune of edge model seed k (``ch4.edge_mix``) draws its training stream with seed
+#: ``EDGE_MIX_OFFSET + k`` (far from the edge family's seeds 0–5, so no batch of the base model's training recurs).
+EDGE_MIX_OFFSET = 1000
