@@ -91,6 +91,8 @@ def grids() -> list[Grid]:
 
         out.append(Grid(name, "", ch3_jobs, lambda left, mod=mod: measured_estimate(left, mod.train_one), cmd(name)))
     out.append(Grid("ch4_edge", "models", ch4.jobs_for, ch4.estimate, cmd("ch4_edge")))
+    mix = _module("ch4_edge_mix")
+    out.append(Grid("ch4_edge_mix", "", mix.jobs_for, mix.estimate, cmd("ch4_edge_mix")))
     ch5 = _module("ch5_capacity")
     out.append(Grid("ch5_capacity", "", ch5.jobs_for, ch5.estimate, cmd("ch5_capacity")))
     return out

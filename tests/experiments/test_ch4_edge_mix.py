@@ -45,8 +45,10 @@ def test_smoke_end_to_end(tmp_path, monkeypatch):
     decides whether it counts, and a model past it carries Table 1's stored measurement with its swapped null; the
     bundle lists the seed's rows."""
     monkeypatch.setattr(M, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")
-    jobs = M.jobs_for("cpu-hours", smoke=True)[:1]
-    run_grid(M.RUNNER, jobs, store=tmp_path, progress=False, log=lambda _: None)
+    from mamba_recall.claims.ch4 import check_transfer_family
+
+    jobs = M.jobs_for("cpu-hours", smoke=True)
+    run_grid(M.RUNNER, jobs[:1], store=tmp_path, progress=False, log=lambda _: None)
     (run,) = finished_runs(jobs, tmp_path)
     res = run["result"]
     assert res["base"] == jobs[0]["config"]["recipe"]["init_from"]
@@ -56,5 +58,22 @@ def test_smoke_end_to_end(tmp_path, monkeypatch):
         assert "not_run" in rec or rec["control"]["kind"] == "null"
     else:
         assert "not_run" in rec
+    read = {"name": "ch4_edge_mix_cpu-hours_smoke", "directory": tmp_path / "smoke_results", "record": False}
     path = M.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda _: None)
     assert path.parent == tmp_path / "smoke_results"
+    v, bundle = check_transfer_family(**read)  # one of the jobs' seeds finished: not judged
+    assert v.status == "not run" and f"1 of {len(jobs)} seeds finished" in v.reason and bundle is None
+    run_grid(M.RUNNER, jobs, store=tmp_path, progress=False, log=lambda _: None)
+    M.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda _: None)
+    v, bundle = check_transfer_family(**read)
+    assert len(bundle.data["runs"]) == len(jobs) and not set(bundle.tables["transfer"]["seed"]) - {
+        j["seed"] for j in jobs
+    }
+    assert v.status in ("not run", "inconclusive", "not testable here")  # a smoke model (a few steps) decides nothing
+
+
+def test_absent_bundle_is_not_run_with_its_command(tmp_path):
+    from mamba_recall.claims.ch4 import check_transfer_family
+
+    v, bundle = check_transfer_family(directory=tmp_path, record=False)
+    assert v.status == "not run" and "ch4_edge_mix --preset cpu-hours" in v.reason and bundle is None

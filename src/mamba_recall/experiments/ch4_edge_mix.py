@@ -33,6 +33,8 @@ from ..presets import experiment, seeds
 from ..results import command_provenance
 from ..runstore import add_grid_args, bundle_directory, finished_runs, grid_main, make_job, runs_summary
 
+#: it fine-tunes the edge family's checkpoints, so it runs after the edge runner (:mod:`mamba_recall.runners`)
+DEPENDS_ON = ("ch4_edge",)
 EXPERIMENT = "ch4.edge_mix"
 RUNNER = "mamba_recall.experiments.ch4_edge_mix:run_job"
 CLAIM = "004/Table1"

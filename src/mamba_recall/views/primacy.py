@@ -214,16 +214,37 @@ def ablation_explorer(model, make_contexts, channel_sets: dict, *, Ls=(8, 16), d
     )
 
 
-def transfer_chart(table: pd.DataFrame, title: str = "Relative drop when Ā is zeroed at every step") -> alt.Chart:
+def transfer_display(table: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 as the page shows it: scores in % to one decimal, relative drops as percentages."""
+    show = table.copy()
+    for col in ("base", "long-term", "random", "random sd"):
+        show[col] = show[col].round(1)
+    for col in ("rel. drop long-term", "rel. drop random"):
+        show[col] = (100 * show[col]).round(1).astype(str) + " %"
+    return show
+
+
+def transfer_chart(
+    table: pd.DataFrame, title: str = "Relative drop when Ā is zeroed at every step", *, row: str | None = None
+) -> alt.Chart:
     """Table 1 as bars: relative drop per task for the identified (long-term) channels and the random
-    sets (mean, with ± sd over draws as a rule); columns from ``analysis.primacy.transfer_table``."""
+    sets (mean, with ± sd over draws as a rule); columns from ``analysis.primacy.transfer_table``. ``row``: a
+    column of ``table`` (e.g. ``"seed"``) drawn as one row of panels per value."""
     rows = []
     for d in table.to_dict("records"):
         sd = d["random sd"] / d["base"] if d["base"] > 0 else 0.0
         lt, rnd = d["rel. drop long-term"], d["rel. drop random"]
-        rows.append({"task": d["task"], "condition": "long-term (identified)", "drop": lt, "lo": lt, "hi": lt})
+        extra = {row: d[row]} if row else {}
+        rows.append({"task": d["task"], "condition": "long-term (identified)", "drop": lt, "lo": lt, "hi": lt, **extra})
         rows.append(
-            {"task": d["task"], "condition": "random (same count)", "drop": rnd, "lo": rnd - sd, "hi": rnd + sd}
+            {
+                "task": d["task"],
+                "condition": "random (same count)",
+                "drop": rnd,
+                "lo": rnd - sd,
+                "hi": rnd + sd,
+                **extra,
+            }
         )
     frame = pd.DataFrame(rows)
     base = alt.Chart(frame).encode(
@@ -237,8 +258,11 @@ def transfer_chart(table: pd.DataFrame, title: str = "Relative drop when Ā is z
     rule = base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
     return (
         (bars + rule)
-        .properties(width=110, height=200)
-        .facet(column=alt.Column("task:N", title=None))
+        .properties(width=110, height=200 if row is None else 130)
+        .facet(
+            column=alt.Column("task:N", title=None),
+            **({"row": alt.Row(f"{row}:N", title=row)} if row else {}),
+        )
         .properties(title=title)
     )
 

@@ -73,7 +73,7 @@ from .model_comparison import EDGE_CHECKS, check_family, family_table, stored_me
 from .periodicity import measure_kernel, measure_layer_delta, measure_period_delta, period_trend
 from .recency_state_init import measure_distractors, measure_init_change, measure_state_init
 from .serial_recall import measure_recency, measure_relations, measure_ushape
-from .transfer import TRANSFER_NULL, measure_transfer
+from .transfer import EDGE_MIX_BUNDLE, TRANSFER_NULL, check_transfer_family, measure_transfer
 
 # the sections' claims in the registry's order (§4.4's distractor and state claims were declared before §4.3's)
 register(
@@ -119,6 +119,8 @@ __all__ = [
     "measure_sparsity",
     "measure_state_init",
     "measure_transfer",
+    "check_transfer_family",
+    "EDGE_MIX_BUNDLE",
     "measure_ushape",
     "period_trend",
     "stored_measurement",

@@ -53,6 +53,38 @@ def measure_transfer(table, *, ctx=None, side=None, null: bool = True) -> Measur
     )
 
 
+#: The bundle of Table 1 on the edge family (``experiments/ch4_edge_mix.py``) and the command that makes it.
+EDGE_MIX_BUNDLE = "ch4_edge_mix_cpu-hours"
+EDGE_MIX_COMMAND = "python -m mamba_recall.experiments.ch4_edge_mix --preset cpu-hours --allow-long"
+
+
+def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, directory=None):
+    """``(verdict, bundle)``: 004/Table1 judged on the edge family's fine-tuned seeds (the primary recipe's evidence
+    seeds, each fine-tuned on s_mix's mixture: :mod:`mamba_recall.experiments.ch4_edge_mix`), each seed's stored
+    measurement with its swapped null combined by the registry's rule over seeds
+    (:func:`mamba_recall.claims.core.check_stored`). *Not run*, with the command, while the bundle is absent or holds
+    fewer seeds than its jobs (``bundle`` None then); a corrupt bundle raises its
+    :class:`~mamba_recall.results.BundleError`. ``name`` and ``directory``: which bundle is read (by default the
+    committed one). Recorded for the scorecard unless ``record=False``."""
+    from ...results import BundleMissing, load_bundle
+    from ..core import check_stored, get, not_run_verdict, record_verdict
+
+    try:
+        bundle = load_bundle(name, directory=directory)
+    except BundleMissing:
+        bundle, why = None, f"the edge family's Table 1 runs are not committed yet (make them: `{EDGE_MIX_COMMAND}`)"
+    else:
+        runs, jobs = bundle.data["runs"], bundle.data["jobs"]
+        why = None if len(runs) == jobs else f"{len(runs)} of {jobs} seeds finished (resume: `{EDGE_MIX_COMMAND}`)"
+    if why:
+        v = not_run_verdict(get("004/Table1"), why)
+        if record:
+            record_verdict(v)
+        return v, None
+    names = [f"{r['model']} (fine-tuned {r['base']})" for r in runs]
+    return check_stored("004/Table1", [r["measurement"] for r in runs], names, record=record), bundle
+
+
 #: the section's claims as declared (each registered with its quote and setting, as an analogue:
 #: :func:`~._common._analogues`)
 DECLARED = (
@@ -90,9 +122,10 @@ QUOTE = {
 
 #: where a claim's setting differs from the chapter's S-model (:data:`~._common._S_MODEL`) in more than that
 SETTING = {
-    "004/Table1": "the paper ablates pretrained Falcon Mamba 7B on four LongBench tasks (natural documents); here a small "
-    "Mamba-1 LM trained here on the recall task mixed with four synthetic long-context analogues of those tasks "
-    "(s_mix) is ablated on the analogues: a different model and different tasks in kind",
+    "004/Table1": "the paper ablates pretrained Falcon Mamba 7B on four LongBench tasks (natural documents); here the "
+    "chapter's small Mamba-1 LMs (the edge family's primary recipe, 3 seeds), each fine-tuned on the recall task mixed "
+    "with four synthetic long-context analogues of those tasks, are ablated on the analogues: different models and "
+    "different tasks in kind",
 }
 
 CLAIMS = _analogues(DECLARED, QUOTE, SETTING)
