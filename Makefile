@@ -52,10 +52,11 @@ book: $(STAMP)
 	$(PY) -m mamba_recall book --preset $(PRESET) --device $(DEVICE) --backend $(BACKEND) --jobs $(JOBS) \
 	  $(if $(filter ci,$(PRESET)),--timeout $(CELL_TIMEOUT))
 
-# ruff (configured in pyproject.toml) on the library, the tests and the notebooks: lint, and the format check.
+# ruff (configured in pyproject.toml) on the library, the tests, the tools, the benchmarks and the notebooks: lint,
+# and the format check.
 lint: $(STAMP)
-	$(PY) -m ruff check src tests tools book
-	$(PY) -m ruff format --check src tests tools book
+	$(PY) -m ruff check src tests tools benchmarks book
+	$(PY) -m ruff format --check src tests tools benchmarks book
 
 # The papers' text, where a checkout sits beside it (../shared/papers): the claims' quotes and printed numbers
 # are then checked against it (tests/claims/test_claims.py); elsewhere those two tests are skipped with the reason.
@@ -84,7 +85,7 @@ test: lint pytest smoke
 	$(MAKE) browser
 
 bench: $(STAMP)
-	$(PY) -m mamba_recall bench --device $(DEVICE) --out results/scan_bench_$(DEVICE).json
+	$(PY) benchmarks/scan.py --device $(DEVICE) --out results/scan_bench_$(DEVICE).json
 
 # Regenerate every committed result (see README, "Results"): the scan benchmark, then the committed
 # runs of every experiment runner in src/mamba_recall/experiments (ONLY="ch2_scaling ..." picks some).

@@ -1,13 +1,13 @@
-"""``python -m mamba_recall``: run chapters with papermill, build the book, benchmark the scans.
+"""``python -m mamba_recall``: run chapters with papermill, build the book, regenerate the results.
 
     python -m mamba_recall run <chapter|all> --preset ci|paper --device cpu|cuda|auto [--out DIR]
     python -m mamba_recall book [--preset ci] [--device auto]     # execute every chapter, build _build/html
     python -m mamba_recall refresh [chapter|notebook.ipynb ...]   # re-execute book/ notebooks in place (ci)
-    python -m mamba_recall bench [--device cpu|cuda] [--quick] [--out results/NAME.json]
     python -m mamba_recall reproduce [--only NAME ...] [--preset paper --device cuda]  # regenerate results/
 
 Executed notebooks of ``run`` and ``book`` go to ``_build/`` (never into ``book/``); ``refresh`` is
-the one command that rewrites the committed outputs that nbval compares against.
+the one command that rewrites the committed outputs that nbval compares against. The scan benchmark is a script
+of the repository, not of the library: ``python benchmarks/scan.py`` (``make bench``; ``reproduce`` runs it too).
 """
 
 from __future__ import annotations
@@ -465,17 +465,19 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
         raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(known)}.")
     if preset is None:
         commands = manifest.reproduce_commands(manifest.load(), ["bench", *runners])
-        runs = [shlex.split(c)[2:] for c in commands if not only or manifest.parse_command(c)[0] in only]
+        runs = [shlex.split(c)[1:] for c in commands if not only or manifest.parse_command(c)[0] in only]
     else:
         runs = [
-            [f"mamba_recall.experiments.{n}", "--preset", preset, "--device", device]
+            ["-m", f"mamba_recall.experiments.{n}", "--preset", preset, "--device", device]
             for n in runners
             if not only or n in only
         ]
     for args in runs:
-        cmd = [sys.executable, "-m", *args]
-        print("+ python", " ".join(cmd[1:]), flush=True)
-        subprocess.run(cmd, check=True, env=env)
+        print("+ python", " ".join(args), flush=True)
+        if args[0] == manifest.BENCH_SCRIPT:  # a script of the repository: its --out is relative to the root
+            subprocess.run([sys.executable, *args], check=True, env=env, cwd=REPO_ROOT)
+        else:
+            subprocess.run([sys.executable, *args], check=True, env=env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -547,17 +549,20 @@ def main(argv: list[str] | None = None) -> int:
         help="with --write: take the claims each result serves from this scorecard (a book pass's _build/scorecard)",
     )
     sub.add_parser("plan", help="every run-store grid at a preset: jobs finished and left, CPU-hours, command")
-    sub.add_parser("bench", help="time the scan backends (forward + backward); see bench --help")
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:  # these two parse their own options
-        from . import bench
-
-        return bench.main(argv[1:]) or 0
-    if argv[:1] == ["plan"]:
+    if argv[:1] == ["plan"]:  # parses its own options
         from . import plan
 
         return plan.main(argv[1:])
+    if argv[:1] == ["bench"]:  # a script of the repository now, not of the library
+        print(
+            "error: the scan benchmark moved out of the library: run `python benchmarks/scan.py --device cpu --out "
+            "results/scan_bench_cpu.json` from the repository (or `make bench`); the Chapter 2 comparison is "
+            "`python benchmarks/ch2_ensemble.py`.",
+            file=sys.stderr,
+        )
+        return 2
     if argv[:1] == ["check-browser"]:  # a tool of the repository now, not of the library
         print(
             "error: the browser check moved out of the library: run `python tools/browser_check.py _build/html "

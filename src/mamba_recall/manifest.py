@@ -34,6 +34,7 @@ __all__ = [
     "claim_problems",
     "claims_from_scorecard",
     "reproduce_commands",
+    "current_command",
 ]
 
 SCHEMA = "mamba_recall.manifest"
@@ -43,6 +44,10 @@ RESTRICTING = ("--only", "--parts", "--recipes")
 #: Flags that do not change what a command makes.
 NEUTRAL = ("--device", "--allow-long", "--jobs", "--threads")
 FIX = "python -m mamba_recall manifest --write"
+#: The scan benchmark, a script of the repository (not a module of the library), as its bundles record it; runner
+#: ``"bench"``. Bundles made before it left the library record ``python -m mamba_recall bench ...`` instead.
+BENCH_SCRIPT = "benchmarks/scan.py"
+_OLD_BENCH = ("python", "-m", "mamba_recall", "bench")
 
 
 @dataclass(frozen=True)
@@ -74,15 +79,30 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
+def current_command(command: str | None) -> str | None:
+    """``command`` as it is run today: the scan benchmark's old recorded form (``python -m mamba_recall bench
+    ARGS``, from when it was a module of the library) becomes ``python benchmarks/scan.py ARGS``; any other
+    command (or None) is returned as it is."""
+    if not command:
+        return command
+    words = shlex.split(command)
+    if tuple(words[: len(_OLD_BENCH)]) == _OLD_BENCH:
+        return shlex.join(["python", BENCH_SCRIPT, *words[len(_OLD_BENCH) :]])
+    return command
+
+
 def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str, ...]]]:
     """``(runner, flags)`` of a recorded command: ``python -m mamba_recall.experiments.ch2_scaling --preset ci``
-    gives ``("ch2_scaling", {"--preset": ("ci",)})``; ``python -m mamba_recall bench ...`` gives ``"bench"``."""
+    gives ``("ch2_scaling", {"--preset": ("ci",)})``; the scan benchmark, ``python benchmarks/scan.py ...`` (or
+    its old recorded form ``python -m mamba_recall bench ...``), gives ``"bench"``."""
     if not command:
         return None, {}
     words = shlex.split(command)
     module = words[words.index("-m") + 1] if "-m" in words else ""
     rest = words[words.index("-m") + 2 :] if "-m" in words else words
-    if module == "mamba_recall" and rest:
+    if len(words) > 1 and words[1] == BENCH_SCRIPT:
+        runner, rest = "bench", words[2:]
+    elif module == "mamba_recall" and rest:
         runner, rest = rest[0], rest[1:]
     else:
         runner = module.rsplit(".", 1)[-1] or None
@@ -275,14 +295,16 @@ def problems(root: Path | None = None) -> list[str]:
     for e in found.values():
         missing = [f for f in e.files if not (root / f).is_file()]
         if missing:
-            out.append(f"{e.name}: its files {', '.join(missing)} are missing; make it with `{e.command}`.")
+            out.append(
+                f"{e.name}: its files {', '.join(missing)} are missing; make it with `{current_command(e.command)}`."
+            )
             continue
         try:
             if e.kind == "bundle":
                 res.load_bundle(root / "results" / f"{e.name}.json")
             elif e.kind == "checkpoint":
                 pt = next(f for f in e.files if not f.endswith(".json"))
-                res.read_checkpoint(root / pt, regenerate=e.command or FIX)
+                res.read_checkpoint(root / pt, regenerate=current_command(e.command) or FIX)
         except Exception as exc:  # noqa: BLE001 - every failure is reported with the entry's command
             out.append(f"{e.name}: does not load ({str(exc).splitlines()[0][:300]})")
         if e.kind in ("bundle", "checkpoint") and not e.command:
@@ -290,7 +312,7 @@ def problems(root: Path | None = None) -> list[str]:
         if e.kind in ("bundle", "checkpoint") and e.clean is not True:
             out.append(
                 f"{e.name}: made from a tree with uncommitted changes ({e.commit}); remake it from a clean "
-                f"checkout with `{e.command}`."
+                f"checkout with `{current_command(e.command)}`."
             )
     return out
 
@@ -328,10 +350,10 @@ def _covers(a: tuple[str | None, dict], b: tuple[str | None, dict]) -> bool:
 
 
 def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
-    """The commands that remake every entry: each once, a command dropped when another of the list covers it
-    (:func:`_covers`), grouped by runner in ``order`` (the runners' ``DEPENDS_ON`` order; others first), and
-    within a runner in the order their results were first made."""
-    commands = sorted({e.command for e in entries if e.command})
+    """The commands that remake every entry, as they are run today (:func:`current_command`): each once, a command
+    dropped when another of the list covers it (:func:`_covers`), grouped by runner in ``order`` (the runners'
+    ``DEPENDS_ON`` order; others first), and within a runner in the order their results were first made."""
+    commands = sorted({current_command(e.command) for e in entries if e.command})
     parsed = {c: parse_command(c) for c in commands}
     kept = [
         c
@@ -342,5 +364,7 @@ def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
     ]
     rank = {r: i for i, r in enumerate(order)}
     # within a runner, in the order the results were first made (ch4_train's s_mix starts from s_small's weights)
-    first = {c: min((e.created for e in entries if e.command == c and e.created), default="") for c in kept}
+    first = {
+        c: min((e.created for e in entries if current_command(e.command) == c and e.created), default="") for c in kept
+    }
     return sorted(kept, key=lambda c: (rank.get(parsed[c][0], -1), first[c], c))

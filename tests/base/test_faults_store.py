@@ -85,7 +85,7 @@ def test_result_that_cannot_be_written_is_kept_and_named(tmp_path, monkeypatch, 
     """The store becomes unwritable while a job runs (its folder replaced by a file; chmod would not stop root):
     the finished result is kept in the fallback folder, named, and the grid ends non-zero."""
     store = tmp_path / "runs"
-    monkeypatch.setattr(runstore, "UNSAVED_DIR", tmp_path / "unsaved")
+    monkeypatch.setattr(runstore._store, "UNSAVED_DIR", tmp_path / "unsaved")  # read by _save_unsaved there
     real = runstore.demo_job
 
     def job_then_break_the_store(config, seed):
@@ -111,7 +111,7 @@ def test_result_that_cannot_be_written_is_kept_and_named(tmp_path, monkeypatch, 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 def test_result_kept_when_store_made_read_only_during_the_job(tmp_path, monkeypatch):
     store = tmp_path / "runs"
-    monkeypatch.setattr(runstore, "UNSAVED_DIR", tmp_path / "unsaved")
+    monkeypatch.setattr(runstore._store, "UNSAVED_DIR", tmp_path / "unsaved")  # read by _save_unsaved there
     real = runstore.demo_job
 
     def job_then_chmod(config, seed):
@@ -265,7 +265,7 @@ def _hold_claim(job, store):
     """A live process that holds ``job``'s claim until killed."""
     code = (
         "import sys, json, time; from pathlib import Path; from mamba_recall import runstore; "
-        "job = json.loads(sys.argv[1]); fd, h = runstore._claim(runstore.claim_path(job, Path(sys.argv[2]))); "
+        "job = json.loads(sys.argv[1]); fd, h = runstore._store._claim(runstore.claim_path(job, Path(sys.argv[2]))); "
         "print('held' if fd else h, flush=True); time.sleep(120)"
     )
     proc = subprocess.Popen(
@@ -431,8 +431,11 @@ def committed(tmp_path, monkeypatch):
 
     res = tmp_path / "results"
     monkeypatch.setattr(results, "RESULTS_DIR", res)
-    monkeypatch.setattr(runstore, "RESULTS_DIR", res)
-    monkeypatch.setattr(runstore, "RUNS_DIR", res / "runs")
+    for name, module in list(sys.modules.items()):  # each module of the run-store package binds its own names
+        if name == "mamba_recall.runstore" or name.startswith("mamba_recall.runstore."):
+            for attr, value in (("RESULTS_DIR", res), ("RUNS_DIR", res / "runs")):
+                if hasattr(module, attr):
+                    monkeypatch.setattr(module, attr, value)
     monkeypatch.setattr(longrun, "_allowed", False)
     jobs = runstore.demo_jobs(4, 1, 0.0)
 

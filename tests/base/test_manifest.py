@@ -181,6 +181,8 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
         ex + "ch4_train --model s_mix --preset ci --device cpu",  # another model, made after s_small (its start)
         ex + "ch2_scaling --preset ci",
         ex + "ch2_scaling --preset ci --device cpu",  # the same run: one of the two is kept
+        "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
+        # the form a bundle recorded when the benchmark was in the library: run as today's script, once
         "python -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json",
     ]
     order = ["bench", "ch1_training", "ch2_scaling", "ch4_train", "ch4_edge"]
@@ -190,7 +192,7 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
     }
     got = manifest.reproduce_commands([entry(c, made.get(c)) for c in commands], order)
     assert got == [
-        "python -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json",
+        "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
         ex + "ch1_training --preset ci --device cpu",
         ex + "ch1_training --preset paper --only k1 k1_masked wo",
         ex + "ch2_scaling --preset ci",
@@ -201,10 +203,27 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
     ]
 
 
+def test_the_scan_benchmark_is_a_script_and_its_old_recorded_form_still_parses():
+    """The benchmark left the library (``benchmarks/scan.py``); bundles made before still record
+    ``python -m mamba_recall bench ...``: both forms are runner "bench" with the same flags, and the old one is run
+    as the script."""
+    new = "python benchmarks/scan.py --device cpu --repeats 5 --out results/scan_bench_cpu.json"
+    old = "python -m mamba_recall bench --device cpu --repeats 5 --out results/scan_bench_cpu.json"
+    flags = {"--device": ("cpu",), "--repeats": ("5",), "--out": ("results/scan_bench_cpu.json",)}
+    assert manifest.parse_command(new) == ("bench", flags)
+    assert manifest.parse_command(old) == ("bench", flags)
+    assert manifest.current_command(old) == new
+    assert manifest.current_command(new) == new
+    ch2 = "python -m mamba_recall.experiments.ch2_scaling --preset ci"
+    assert manifest.current_command(ch2) == ch2 and manifest.current_command(None) is None
+
+
 def test_the_committed_manifest_gives_make_reproduce_its_commands():
     from mamba_recall.runners import experiment_runners
 
     commands = manifest.reproduce_commands(manifest.load(), ["bench", *experiment_runners()])
     runners = [manifest.parse_command(c)[0] for c in commands]
     assert runners[0] == "bench" and runners.index("ch4_train") < runners.index("ch4_model_checks")
+    assert commands[0].startswith("python benchmarks/scan.py ")  # whichever form the committed bundle records
+    assert not any("mamba_recall bench" in c for c in commands)
     assert len(commands) == len(set(commands)) and len(commands) < len({e.command for e in manifest.load()})

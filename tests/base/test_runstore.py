@@ -170,7 +170,7 @@ def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypat
         provenance,
         "git",
         lambda *a: (
-            " M src/mamba_recall/results.py\n?? src/mamba_recall/y.py\n M src/mamba_recall/runstore.py"
+            " M src/mamba_recall/results.py\n?? src/mamba_recall/y.py\n M src/mamba_recall/runstore/_records.py"
             if "--" in a
             else ("abc" if a[0] == "rev-parse" else "")
         ),
@@ -180,7 +180,7 @@ def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypat
     # only files this process imported count (y.py was never imported)
     assert b.clean is False and b.provenance["dirty_files"] == [
         "src/mamba_recall/results.py",
-        "src/mamba_recall/runstore.py",
+        "src/mamba_recall/runstore/_records.py",
     ]
     monkeypatch.setenv(results.ENV_REQUIRE_CLEAN, "1")
     with pytest.raises(results.BundleError, match="uncommitted changes"):
@@ -225,7 +225,8 @@ def test_dirty_files_as_run_compared_with_head():
 
 
 def test_reference_grid_comparison_loads_from_the_committed_bundle():
-    from mamba_recall.experiments.ch2_reference_grid import AUTHORS, load_comparison
+    from mamba_recall.analysis.scaling_grids import load_comparison
+    from mamba_recall.experiments.ch2_reference_grid import AUTHORS
 
     table, bundle = load_comparison("cpu-hours", log=lambda m: None)
     assert bundle.name.endswith("_cpu-hours") or bundle.name.endswith("_ci")

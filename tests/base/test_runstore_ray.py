@@ -89,18 +89,18 @@ def test_ctrl_c_on_a_ray_grid_cancels_releases_and_the_same_grid_resumes(local_r
     log = tmp_path / "starts.log"
     jobs = runstore.demo_jobs(seeds=3, cells=1, sleep=1.0, log=str(log))
     store = tmp_path / "store"
-    real = runstore._store_outcome
+    real = runstore._engines._store_outcome  # what _run_on_ray calls
 
     def interrupted_after_the_first(*args):
         real(*args)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runstore, "_store_outcome", interrupted_after_the_first)
+    monkeypatch.setattr(runstore._engines, "_store_outcome", interrupted_after_the_first)
     with pytest.raises(runstore.GridInterrupted):
         runstore.run_grid(DEMO, jobs, n_jobs=2, store=store, engine="ray", progress=False, log=lambda m: None)
     assert "interrupted: 1 of 3 jobs finished; the same command resumes" in capsys.readouterr().err
     assert not list(store.rglob("*.claim")), "the claims are released"
-    monkeypatch.setattr(runstore, "_store_outcome", real)
+    monkeypatch.setattr(runstore._engines, "_store_outcome", real)
     started = len(log.read_text().splitlines())
     rest = runstore.run_grid(DEMO, jobs, n_jobs=2, store=store, engine="ray", progress=False, log=lambda m: None)
     assert len(rest) == 2 and len(runstore.load_runs("demo.sleep", store)) == 3

@@ -282,15 +282,15 @@ def test_training_loop_stops_a_long_budget_after_its_probe_steps(monkeypatch):
 
 def test_table1_paper_grid_on_cpu_is_refused(monkeypatch):
     """Chapter 1's Table 1 at the paper preset on a CPU (about 4.6 h live) stops with its estimate."""
-    from mamba_recall.experiments import ch1_table1
+    from mamba_recall.train import table1
 
-    monkeypatch.setattr(ch1_table1, "probe_cell", lambda *a, **k: 1.0)  # 1 s per step, measured on a real CPU
+    monkeypatch.setattr(table1, "probe_cell", lambda *a, **k: 1.0)  # 1 s per step, measured on a real CPU
     with pytest.raises(
         longrun.LongRunError,
         match=r"Table 1 grid \(24 cells, up to 4000 steps each\): estimated "
         r"at least .* on cpu, over an hour; not started",
     ):
-        ch1_table1.run_table(experiment("ch1.table1", "paper"), device="cpu")
+        table1.run_table(experiment("ch1.table1", "paper"), device="cpu")
 
 
 # --------------------------------------------------------------------------- the smoke cap

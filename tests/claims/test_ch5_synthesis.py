@@ -201,7 +201,8 @@ def test_u_shape_and_kappa_at():
 
 
 def test_the_page_reads_the_committed_search_and_the_strongest_complete_bundle():
-    from mamba_recall.experiments.ch5_capacity import evidence_bundles, first_search
+    from mamba_recall.analysis.synthesis import evidence_bundles
+    from mamba_recall.experiments.ch5_capacity import first_search
     from mamba_recall.results import load_bundle
 
     said = []

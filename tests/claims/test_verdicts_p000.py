@@ -11,7 +11,7 @@ import pytest
 
 from mamba_recall import claims
 from mamba_recall.claims import core, judge
-from mamba_recall.claims.core import Control, Evidence, Measurement
+from mamba_recall.claims.core import Control, Evidence, Measurement, _judge
 
 ALL = core.claims_of("000") + core.claims_of("001")
 
@@ -19,7 +19,7 @@ ALL = core.claims_of("000") + core.claims_of("001")
 @pytest.fixture(scope="module")
 def paper_k1():
     """The committed paper-size |K| = 1 checkpoint (one seed)."""
-    from mamba_recall.experiments.ch1_training import load_checkpoint
+    from mamba_recall.train.latest_value import load_checkpoint
 
     return load_checkpoint("k1", "paper")
 
@@ -80,7 +80,7 @@ def test_fig4d_carries_the_untrained_model_as_its_null(paper_k1):
     assert abs(null["value_write_factor"] - 0.5) < 0.01 and abs(null["value_forget_minus_write"]) < 0.01
     assert m.values["first_half_write_factor"] > 0.5  # the trained first half keeps most of itself (App. C: 0.05)
     # the rule reads the null as not erasing (its point values; one seed of it alone reads inconclusive)
-    assert core._point_status(claims.get("000/Fig4d").rule, m.control.measurement) == "not reproduced"
+    assert _judge._point_status(claims.get("000/Fig4d").rule, m.control.measurement) == "not reproduced"
 
 
 # ------------------------------------------------------------------------------------------- 000/Sec3-recency
@@ -120,7 +120,7 @@ def test_recency_is_an_intervention_not_the_training_objective():
 
 def test_recency_intervention_on_the_paper_checkpoint(paper_k1):
     from mamba_recall.analysis.interventions import forgetting_held_at_one
-    from mamba_recall.experiments.ch1_cpu_hours import noise_forgetting_probe
+    from mamba_recall.analysis.forgetting_probe import noise_forgetting_probe
     from mamba_recall.tasks.latest_value import latest_value_batch
 
     model, meta = paper_k1
@@ -178,16 +178,16 @@ def test_sec3_accuracy_null_is_the_generators_chance_level(paper_k1):
 
 def test_k1_claims_carry_the_untrained_null(paper_k1):
     """The |K| = 1 claims read off a trained model carry the same measurement on the untrained model (same seed); the
-    rule does not pass it (its point values, as :func:`core._point_status` reads them)."""
+    rule does not pass it (its point values, as :func:`_judge._point_status` reads them)."""
     model, meta = paper_k1
     for cid in ("000/Fig4c", "000/Sec3-Delta", "000/Sec3-regimes", "000/AppC-values", "000/Fig8"):
         m = claims.get(cid).measure(model, meta)
         assert m.control is not None and m.control.kind == "null" and "untrained" in m.control.what, cid
-        assert core._point_status(claims.get(cid).rule, m.control.measurement) != "reproduced", cid
+        assert _judge._point_status(claims.get(cid).rule, m.control.measurement) != "reproduced", cid
 
 
 def test_one_seed_fallback_is_never_stronger_than_its_evidence(paper_k1):
-    from mamba_recall.experiments.ch1_cpu_hours import check_over_seeds
+    from mamba_recall.claims.ch1 import check_over_seeds
 
     model, meta = paper_k1
     for cid, args in (("000/Sec3-accuracy", (meta,)), ("000/Fig4c", (model, meta)), ("000/Fig8", (model, meta))):
@@ -201,17 +201,16 @@ def test_seeds_reach_the_verdict_through_core_only():
     import inspect
 
     from mamba_recall.claims import ch1
+    from mamba_recall.claims.ch1 import seeds as ch1_seeds
 
-    from mamba_recall.experiments import ch1_cpu_hours
-
-    src = inspect.getsource(ch1_cpu_hours.check_over_seeds) + inspect.getsource(ch1.check_table1)
+    src = inspect.getsource(ch1_seeds.check_over_seeds) + inspect.getsource(ch1.check_table1)
     for word in ("mean_interval(", "across_seeds(", ".intervals", "judge("):
         assert word not in src, word
     seeds = ch1.load_seeds("ch1_mechanism", log=lambda *_: None)
     if seeds is None:
         pytest.skip("no committed ch1_mechanism_cpu-hours bundle")
-    v = ch1_cpu_hours.check_over_seeds("000/Fig4d", seeds, record=False)
-    records, names = ch1_cpu_hours.seed_records("000/Fig4d", seeds)
+    v = ch1_seeds.check_over_seeds("000/Fig4d", seeds, record=False)
+    records, names = ch1_seeds.seed_records("000/Fig4d", seeds)
     assert v == core.check_stored("000/Fig4d", records, names, record=False)
     assert v.evidence["seeds"] == 3 and v.control.startswith("null") and "value_write_factor" in v.intervals
 
@@ -219,12 +218,12 @@ def test_seeds_reach_the_verdict_through_core_only():
 def test_fig7_and_softplus_carry_their_nulls():
     import pandas as pd
 
-    from mamba_recall.experiments.ch1_training import load_checkpoint
+    from mamba_recall.train.latest_value import load_checkpoint
 
     wo, meta = load_checkpoint("wo", "paper")
     m = claims.get("000/Fig7").measure(wo.W_o, meta)
     assert m.control.kind == "null" and "initialisation" in m.control.what
-    assert core._point_status(claims.get("000/Fig7").rule, m.control.measurement) != "reproduced"
+    assert _judge._point_status(claims.get("000/Fig7").rule, m.control.measurement) != "reproduced"
     frame = pd.DataFrame({"V": [4, 8, 64], "T": [8, 8, 8], "accuracy": [1.0, 0.995, 0.5], "steps_run": [10, 10, 10]})
     ctx = type("Ctx", (), {"preset": "ci", "device": "cpu", "smoke": False})()
     s = claims.get("000/Sec4-softplus").measure(frame, ctx)

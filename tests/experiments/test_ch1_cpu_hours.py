@@ -8,7 +8,11 @@ import json
 import pytest
 import torch
 
+from mamba_recall.analysis.forgetting_probe import noise_forgetting_probe
+from mamba_recall.claims.ch1 import K1_CLAIMS
 from mamba_recall.experiments import ch1_cpu_hours as c1
+from mamba_recall.theory.latest_value_thm2 import thm2_construction_probe
+from mamba_recall.train.latest_value import FULL_NAME
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +79,7 @@ def test_bundles_have_interval_columns(smoke_grid):
     assert {"test_accuracy_ci_low", "test_accuracy_ci_high"} <= set(mech.tables["models"])
     claims = mech.tables["claims"]
     assert {"mean", "ci_low", "ci_high", "per_seed"} <= set(claims)
-    assert set(claims.claim) == set(c1.K1_CLAIMS) | {"000/Fig5", "000/Fig6"}
+    assert set(claims.claim) == set(K1_CLAIMS) | {"000/Fig5", "000/Fig6"}
     assert {"probe_accuracy_after_ci_low", "probe_accuracy_after_ci_high"} <= set(mech.tables["probe"])
 
 
@@ -95,14 +99,14 @@ def test_stored_measurements_are_judged_over_seeds_and_a_smoke_run_is_no_evidenc
 def test_noise_forgetting_probe_recomputes_the_model_and_breaks_the_erase():
     """On the committed ci |K| = 1 model: the step-by-step recomputation equals the model's scan, 'before' is the
     model's own query accuracy, and removing the erase at writes costs accuracy."""
-    from mamba_recall.experiments.ch1_training import load_checkpoint
+    from mamba_recall.train.latest_value import load_checkpoint
     from mamba_recall.tasks.latest_value import latest_value_batch
     from mamba_recall.train import evaluate
 
     model, meta = load_checkpoint("k1", "ci")
     c = meta["config"]
     batch = latest_value_batch(16, c["vocab_size"], 1, c["seq_len"], c["max_noise"], seed=1000)
-    p = c1.noise_forgetting_probe(model, batch)
+    p = noise_forgetting_probe(model, batch)
     assert p["probe_recompute_error"] <= 1e-5
     assert p["probe_accuracy_before"] == pytest.approx(evaluate(model, batch.inputs, batch.query_labels), abs=1e-9)
     assert p["probe_noise_pairs"] > 0 and p["probe_rebound_queries"] > 0
@@ -110,26 +114,26 @@ def test_noise_forgetting_probe_recomputes_the_model_and_breaks_the_erase():
     from mamba_recall.models.simplified_recall import m2
 
     with pytest.raises(ValueError, match="ch1.k1"):
-        c1.noise_forgetting_probe(m2(8, 2), batch)
+        noise_forgetting_probe(m2(8, 2), batch)
 
 
 def test_thm2_construction_returns_the_plurality_value_not_the_latest():
     """Paper 003's Theorem 2 construction on paper 000's task: a hand sequence where the key's latest value (6) is
     not its most frequent one (5) gets 5; on |K| = 1 batches every answer is the plurality value, and the trained ci
     model's accuracy on the same queries is reported beside it."""
-    from mamba_recall.experiments.ch1_training import load_checkpoint
+    from mamba_recall.train.latest_value import load_checkpoint
     from mamba_recall.tasks.latest_value import LatestValueBatch, latest_value_batch, latest_value_labels
 
     x = torch.tensor([[0, 5, 3, 0, 5, 2, 0, 6, 4, 0]])  # key 0 bound to 5, 5, 6, then queried
     q = torch.as_tensor(latest_value_labels(x[0].numpy(), 1)[0])[None]
     batch = LatestValueBatch(x, q, q, "masked", 8, 1)
-    p = c1.thm2_construction_probe(batch)
+    p = thm2_construction_probe(batch)
     assert q[0, -1] == 6 and p["thm2_accuracy"] < 1 and p["thm2_equals_plurality"] == 1.0
     assert p["bindings_per_sequence"] == 3
     model, meta = load_checkpoint("k1", "ci")
     c = meta["config"]
     batch = latest_value_batch(16, c["vocab_size"], 1, c["seq_len"], c["max_noise"], seed=1000)
-    p = c1.thm2_construction_probe(batch, model)
+    p = thm2_construction_probe(batch, model)
     assert p["thm2_equals_plurality"] == 1.0 and p["thm2_accuracy"] == p["plurality_accuracy"]
     assert p["queries"] == int((batch.query_labels >= 0).sum()) and p["model_accuracy"] > p["thm2_accuracy"]
 
@@ -137,7 +141,7 @@ def test_thm2_construction_returns_the_plurality_value_not_the_latest():
 def test_pair_transformer_sees_the_mambas_pair():
     """tf1_pair's input at t is W_in [e_{x_{t−1}}; e_{x_t}] (zero before the first token), as App. B's fixed
     convolution."""
-    from mamba_recall.experiments.ch1_table1 import build
+    from mamba_recall.train.table1 import build
     from mamba_recall.presets import experiment
 
     sizes = experiment("ch1.table1", "cpu-hours")
@@ -194,8 +198,8 @@ def test_notebook_helpers_fall_back_to_the_one_seed_evidence(smoke_grid, tmp_pat
     from mamba_recall import results
     from mamba_recall.claims import check
     from mamba_recall.claims.ch1 import check_table1, load_seeds
-    from mamba_recall.experiments.ch1_cpu_hours import check_over_seeds
-    from mamba_recall.experiments.ch1_training import load_checkpoint
+    from mamba_recall.claims.ch1 import check_over_seeds
+    from mamba_recall.train.latest_value import load_checkpoint
 
     said = []
     assert load_seeds("ch1_mechanism", said.append, directory=tmp_path) is None
@@ -280,7 +284,7 @@ def test_full_mamba_job_is_deterministic_and_its_numbers_are_its_models(tmp_path
     assert a["readout"] != other["readout"] and a["readout_init"] != other["readout_init"]
     M = torch.tensor(a["readout"], dtype=torch.float64)
     assert M.shape == (8, 16) and torch.isfinite(M).all() and 0 <= a["test_accuracy"] <= 1 and a["steps_run"] == 4
-    model, meta = c1.load_seed_checkpoint(c1.FULL_NAME, "cpu-hours", 0, smoke=True)
+    model, meta = c1.load_seed_checkpoint(FULL_NAME, "cpu-hours", 0, smoke=True)
     assert torch.equal(pair_readout(model), M) and meta["config"]["d_model"] == 16
     rec = a["measurements"]["000/Fig7-full"]
     assert rec["values"]["centred_cosine"] == wo_centred_cosine(M)["centred_cosine"] and rec["evidence"]["smoke"]

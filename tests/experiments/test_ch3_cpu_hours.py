@@ -14,21 +14,23 @@ import pytest
 
 from mamba_recall import results
 from mamba_recall.claims import check
-from mamba_recall.experiments import ch3_common, ch3_induction, ch3_keep_nth, ch3_mqar_train
+from mamba_recall.analysis.keep_nth import fig1_decay_pairs
+from mamba_recall.experiments import ch3_induction, ch3_keep_nth, ch3_mqar_train
+from mamba_recall.train import selectivity
 from mamba_recall.runstore import pending, run_grid, t_quantile_975
 
 
 @pytest.fixture()
 def tmp_checkpoints(tmp_path, monkeypatch):
-    monkeypatch.setattr(ch3_common, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setattr(selectivity, "CHECKPOINT_DIR", tmp_path / "checkpoints")
     return tmp_path / "checkpoints"
 
 
 def test_checkpoint_names_carry_the_preset():
-    assert ch3_common.checkpoint_name("ch3_keep_s6pe", "ci") == "ch3_keep_s6pe"  # the committed file keeps its name
-    assert ch3_common.checkpoint_name("ch3_keep_s6pe", "ci", s=1) == "ch3_keep_s6pe_s1"
-    assert ch3_common.checkpoint_name("ch3_keep_s6pe", "paper", T=20) == "ch3_keep_s6pe_paper_T20"
-    assert ch3_common.checkpoint_name("ch3_keep_s6pe", "cpu-hours", T=50, s=2) == "ch3_keep_s6pe_cpu-hours_T50_s2"
+    assert selectivity.checkpoint_name("ch3_keep_s6pe", "ci") == "ch3_keep_s6pe"  # the committed file keeps its name
+    assert selectivity.checkpoint_name("ch3_keep_s6pe", "ci", s=1) == "ch3_keep_s6pe_s1"
+    assert selectivity.checkpoint_name("ch3_keep_s6pe", "paper", T=20) == "ch3_keep_s6pe_paper_T20"
+    assert selectivity.checkpoint_name("ch3_keep_s6pe", "cpu-hours", T=50, s=2) == "ch3_keep_s6pe_cpu-hours_T50_s2"
 
 
 def test_cpu_hours_grids_cover_the_paper_settings():
@@ -84,7 +86,7 @@ def test_keep_grid_resumes_and_bundles_intervals(tmp_path, tmp_checkpoints):
     # Fig. 1: one (trained, untrained) pair per seed from the preset's checkpoints, at the largest T
     saved = sorted(p.name for p in tmp_checkpoints.glob("*.pt"))
     assert saved and all(n.startswith("ch3_keep_s6pe_cpu-hours_T") for n in saved)
-    pairs, ck = ch3_keep_nth.fig1_decay_pairs(20, preset="cpu-hours")
+    pairs, ck = fig1_decay_pairs(20, preset="cpu-hours")
     assert ck["T"] == 50 and ck["preset"] == "cpu-hours" and len(pairs) == 2
 
 

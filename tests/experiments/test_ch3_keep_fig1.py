@@ -18,7 +18,8 @@ import torch
 
 from mamba_recall import results
 from mamba_recall.claims import check, get, judge
-from mamba_recall.claims.ch3 import fig1_stats
+from mamba_recall.analysis import keep_nth as probes
+from mamba_recall.claims.ch3 import fig1_stats, fig1_tables
 from mamba_recall.experiments import ch3_keep_nth as keep
 from mamba_recall.presets import experiment
 from mamba_recall.results import Bundle
@@ -28,7 +29,7 @@ CI = experiment("ch3.keep_train", "ci")
 
 
 def config(T=10, kind="s6+pe"):
-    return keep.resolved_config(CI, T, 32, 8, kind)
+    return probes.resolved_config(CI, T, 32, 8, kind)
 
 
 # ---------------------------------------------------------------- the baseline is the run's own starting point
@@ -47,7 +48,7 @@ def test_initial_model_is_the_model_train_one_starts_from(monkeypatch):
     with pytest.raises(Stop):
         keep.train_one(c, seed=2)
     torch.manual_seed(123)  # the global seed the caller left must not matter
-    init = keep.initial_model(c, 2).state_dict()
+    init = probes.initial_model(c, 2).state_dict()
     assert seen["state"].keys() == init.keys()
     assert all(torch.equal(seen["state"][k], init[k]) for k in init)
 
@@ -55,12 +56,12 @@ def test_initial_model_is_the_model_train_one_starts_from(monkeypatch):
 def test_committed_ci_histogram_is_reproduced_on_keep_test_set():
     """The ci bundle's trained Mamba+PE histogram, recomputed from the committed checkpoint on ``keep_test_set``,
     matches bit for bit: the untrained baseline sees the very test inputs the trained histograms were taken on."""
-    from mamba_recall.experiments.ch3_common import load_checkpoint
+    from mamba_recall.train.selectivity import load_checkpoint
     from mamba_recall.models.s6 import MixerLM
 
     model, ck = load_checkpoint("ch3_keep_s6pe", lambda c: MixerLM(c["V"], c["d"], c["N"], "s6", pe=True))
     c = config(T=ck["T"])
-    rows = pd.DataFrame(keep.decay_rows_of(model, keep.keep_test_set(c)[0], c, 0))
+    rows = pd.DataFrame(probes.decay_rows_of(model, probes.keep_test_set(c)[0], c, 0))
     committed = results.load_bundle(ROOT / "results" / "ch3_keep_nth_ci.json").tables["decay"]
     committed = committed[committed.model == "s6+pe"].reset_index(drop=True)
     assert rows.bin.tolist() == committed.bin.tolist()
@@ -74,7 +75,7 @@ def test_untrained_rows_equal_a_run_trained_for_no_step():
     runs = []
     for j in jobs:
         c = j["config"]
-        decay = keep.decay_rows_of(keep.initial_model(c, j["seed"]), keep.keep_test_set(c)[0], c, j["seed"])
+        decay = probes.decay_rows_of(probes.initial_model(c, j["seed"]), probes.keep_test_set(c)[0], c, j["seed"])
         runs.append(dict(j, result={"decay": decay}))
     runs.append(dict(jobs[0], key="z-transformer", result={"decay": []}))  # no e^(−λΔ): no baseline rows
     tables = keep._extra_tables(runs)
@@ -100,7 +101,7 @@ def test_committed_run_store_jobs_keep_their_keys():
 
 def test_untrained_decay_table_covers_every_run_of_the_ci_bundle():
     b = results.load_bundle(ROOT / "results" / "ch3_keep_nth_ci.json")
-    t = keep.fig1_tables(b)
+    t = fig1_tables(b)
     cells = lambda d: set(d[["T", "d", "N", "model", "seed"]].itertuples(index=False, name=None))  # noqa: E731
     assert (
         cells(t["decay_untrained"])
@@ -114,7 +115,7 @@ def test_untrained_decay_table_covers_every_run_of_the_ci_bundle():
     assert row.frac_above_0_9_from_n == pytest.approx(0.77665771484375)
     assert f[f.weights == "untrained"].frac_below_0_1_before_n.max() < 0.01
     with pytest.raises(ValueError, match="transformer"):
-        keep.untrained_decay_rows(config(kind="transformer"), 0)
+        probes.untrained_decay_rows(config(kind="transformer"), 0)
 
 
 # ---------------------------------------------------------------- the statistics
@@ -122,7 +123,7 @@ def test_histogram_mean_is_within_half_a_bin_of_the_exact_mean():
     rng = np.random.default_rng(0)
     before, after = rng.uniform(0, 1, 5000), rng.beta(8, 1, 5000)
     cell = dict(T=10, d=32, N=8, model="s6+pe", seed=0)
-    rows = pd.DataFrame(keep.histogram_rows(cell, before, after))
+    rows = pd.DataFrame(probes.histogram_rows(cell, before, after))
     stats = fig1_stats(rows, rows)
     assert abs(stats.mean_from_n.iloc[0] - after.mean()) <= 0.01
     assert stats.frac_above_0_9_from_n.iloc[0] == np.mean(after > 0.9)
@@ -146,7 +147,7 @@ def sweep(frac_trained, frac_untrained, seeds=(0, 1, 2), Ts=(10, 20, 30, 40, 50)
                     k = int(round(1000 * p))
                     after = np.r_[np.full(k, 0.95), np.full(1000 - k, 0.5)]
                     cell = dict(T=T, d=32, N=8, model=m, seed=s)
-                    out[w] += keep.histogram_rows(cell, np.full(100, 0.99), after)
+                    out[w] += probes.histogram_rows(cell, np.full(100, 0.99), after)
     return pd.DataFrame(out["trained"]), pd.DataFrame(out["untrained"])
 
 

@@ -59,10 +59,11 @@ def test_a_run_store_job_records_its_grid_commands_state_not_its_own(tmp_path, m
 
     monkeypatch.setattr(results, "_git_state", lambda: {"commit": "abc", "status": " M results/x.pt", "code": ""})
     job = runstore.make_job("demo.ckpt", {"out": str(tmp_path / "a.pt")}, 0)
-    status, _ = runstore._compute(
+    status, _ = runstore._store._compute(
         "test_runner_provenance:write_two_checkpoints", job, 1, {"commit": "abc", "status": "", "code": ""}
     )
     assert status == "done"
     assert json.loads((tmp_path / "a.json").read_text())["provenance"]["git_dirty"] is False
-    runstore._compute("test_runner_provenance:write_two_checkpoints", job, 1)  # no state handed over: its own, now
+    # no state handed over: its own, now
+    runstore._store._compute("test_runner_provenance:write_two_checkpoints", job, 1)
     assert json.loads((tmp_path / "a.json").read_text())["provenance"]["git_dirty"] is True

@@ -209,9 +209,10 @@ def test_check_b14():
     rand = [base.copy() for _ in range(5)]
     rand[0][:1, 0] = False
     r = hd.check_b14({"base": base, "targeted": tgt, "global": rand, "count": 2}, fraction=0.25)
-    assert r["delta1"] == 1.0 and abs(r["delta1_random"] - 0.02) < 1e-12 and r["mean_delta_k2"] == 0.5 and r["pass"]
+    assert r["delta1"] == 1.0 and abs(r["delta1_random"] - 0.02) < 1e-12 and r["mean_delta_k2"] == 0.5
+    assert r["mean_delta_k2_random"] == 0.0 and r["fraction"] == 0.25 and "pass" not in r  # the rule decides
     r = hd.check_b14({"base": base, "targeted": base, "global": rand, "count": 2}, fraction=0.25)
-    assert not r["pass"]
+    assert r["delta1"] == 0.0 and r["mean_delta_k2"] == 0.0
 
 
 def test_determinism_and_training_smoke(tmp_path):

@@ -686,12 +686,12 @@ def test_resolve_backend_auto_on_cpu_is_fused():
     assert resolve_backend("chunked", "cpu") == "chunked"
 
 
-# ----------------------------------------------------------------------------- benchmark columns
+# ----------------------------------------------------------------------------- timing (scan.timing)
 
 
 def test_mambapy_column_computes_the_same_scan():
     pytest.importorskip("mambapy", reason="mambapy not installed (pip install 'mamba_recall[bench]')")
-    from mamba_recall.bench import mambapy_selective_scan
+    from mamba_recall.scan.timing import mambapy_selective_scan
 
     kw = make_scan_inputs(b=2, d=4, n=3, L=37, bc="selective", dtype=torch.float64, seed=8, delta_softplus=True)
     args = [kw[k] for k in ("u", "delta", "A", "B", "C")]
@@ -705,7 +705,7 @@ def test_mambapy_column_computes_the_same_scan():
 
 
 def test_run_benchmark_tiny():
-    from mamba_recall.bench import BenchSize, run_benchmark, run_memory_scaling, to_records
+    from mamba_recall.scan.timing import BenchSize, run_benchmark, run_memory_scaling, to_records
 
     df = run_benchmark("cpu", sizes=[BenchSize("t", 1, 4, 2, 16)], repeats=1, include_mambapy=False, verbose=False)
     assert set(df["backend"]) == {"chunked", "fused", "reference"}

@@ -303,7 +303,7 @@ def test_m2_shapes():
 
 # ----------------------------------------------------------------------------- runners, views, checkpoints
 def test_committed_checkpoints_load_and_solve():
-    from mamba_recall.experiments.ch1_training import load_checkpoint, make_data
+    from mamba_recall.train.latest_value import load_checkpoint, make_data
     from mamba_recall.train import evaluate
 
     model, meta = load_checkpoint("k1", "paper")
@@ -315,7 +315,8 @@ def test_committed_checkpoints_load_and_solve():
 
 
 def test_checkpoint_errors(tmp_path, monkeypatch):
-    import mamba_recall.experiments.ch1_training as tr
+    import mamba_recall.experiments.ch1_training as runner
+    import mamba_recall.train.latest_value as tr
 
     monkeypatch.setattr(tr, "CHECKPOINT_DIR", tmp_path)
     with pytest.raises(FileNotFoundError, match="regenerate"):
@@ -335,7 +336,7 @@ def test_checkpoint_errors(tmp_path, monkeypatch):
         "eval_every": 5,
     }
     trained = tr.train_recall(sizes, seed=0)
-    path = tr.save_checkpoint(trained, "k1", "ci", "cpu", 0)
+    path = runner.save_checkpoint(trained, "k1", "ci", "cpu", 0)
     model, meta = tr.load_checkpoint("k1", "ci")
     assert torch.equal(model.W_delta, trained.model.W_delta)
     path.write_bytes(path.read_bytes() + b"x")
@@ -344,7 +345,7 @@ def test_checkpoint_errors(tmp_path, monkeypatch):
 
 
 def test_training_is_deterministic():
-    from mamba_recall.experiments.ch1_training import train_recall
+    from mamba_recall.train.latest_value import train_recall
 
     sizes = {
         "vocab_size": 6,
@@ -383,7 +384,7 @@ def test_views_build():
 
 
 def test_table1_cell_tiny():
-    from mamba_recall.experiments.ch1_table1 import build, run_cell
+    from mamba_recall.train.table1 import build, run_cell
 
     sizes = {
         "vocab_size": 8,

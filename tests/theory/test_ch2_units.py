@@ -318,37 +318,3 @@ def test_multihead_copy_shared_from_checks_shapes():
     mha = MultiHeadLinearMamba(32, 8, 2, 4, "MHA", values="full", ensemble=1, seed=1)
     with pytest.raises(ValueError, match="x_proj_B"):
         mha.copy_shared_from(one)  # MHA needs the stacked state N' = M N = 8
-
-
-def test_bench_ch2_prints_both_ways(capsys):
-    from mamba_recall import bench
-
-    assert (
-        bench.main(
-            [
-                "ch2",
-                "--steps",
-                "2",
-                "--members",
-                "2",
-                "--processes",
-                "1",
-                "--V",
-                "64",
-                "--Nf",
-                "4",
-                "--L",
-                "16",
-                "--D",
-                "8",
-                "--N",
-                "4",
-                "--batch",
-                "8",
-            ]
-        )
-        == 0
-    )
-    out = capsys.readouterr().out
-    assert "one ensemble of 2" in out and "separate models" in out and "model_steps_per_s" in out
-    assert "faster here:" in out

@@ -142,8 +142,9 @@ def head_statistic_chart(frame, tau: float = 0.7, title: str = "Head statistic �
 
 
 def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
-    """Fig. 13b's check (App. F): the fraction of long-term heads is reported; the targeted first-triple
-    head ablation gives δ(1) ≥ 2× the random sets' mean δ(1) (and δ(1) > 0); mean_{k≥2} δ(k) ≥ 0.03.
+    """Fig. 13b's numbers (App. F): the fraction of long-term heads, δ(1) of the targeted first-triple head
+    ablation against the random sets' mean δ(1), and mean_{k≥2} δ(k) of both. What they must show is the claim's
+    declared rule (:mod:`mamba_recall.claims.ch4.mamba2_heads`), not decided here.
 
     ``eff``: :func:`mamba_recall.analysis.primacy.ablation_effects` output (keys ``base``,
     ``targeted``, ``global``: (n, L) bool arrays), δ(k) = acc_base(k) − acc_ablated(k). The paired
@@ -160,8 +161,6 @@ def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
         lo, hi = float("nan"), float("nan")
     later = float(d[1:].mean()) if len(d) > 1 else 0.0
     later_rand = float(d_rand[1:].mean()) if len(d) > 1 else 0.0
-    first_ok = bool(d[0] > 0 and d[0] >= 2 * max(float(d_rand[0]), 0.0))
-    later_ok = bool(later >= 0.03)
     return {
         "fraction": float(fraction),
         "count": int(eff["count"]),
@@ -172,7 +171,4 @@ def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
         "ci_random_minus_targeted_k1": (lo, hi),
         "mean_delta_k2": later,
         "mean_delta_k2_random": later_rand,
-        "first_ok": first_ok,
-        "later_ok": later_ok,
-        "pass": bool(first_ok and later_ok),
     }

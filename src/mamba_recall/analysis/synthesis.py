@@ -28,6 +28,7 @@ from ..runstore import mean_interval
 __all__ = [
     "cell_capacity",
     "edge_probes",
+    "evidence_bundles",
     "layer_ratios",
     "power_fit",
     "two_factor_fit",
@@ -256,3 +257,20 @@ def edge_probes(probes: pd.DataFrame, target: float = 0.5, min_kappa: int = 4) -
     p = probes[probes.kappa >= min_kappa].assign(gap=lambda d: (d.accuracy - target).abs())
     p = p.sort_values(["layers", "D", "N", "seed", "gap", "kappa"])
     return p.groupby(["layers", "D", "N", "seed"], as_index=False).head(1).drop(columns="gap").reset_index(drop=True)
+
+
+def evidence_bundles(log=print):
+    """(the strongest complete committed bundle, the running grid's partial bundle or None): verdicts read the
+    first; the page shows the second beside it, labelled partial."""
+    from ..results import RESULTS_DIR, load_bundle, load_strongest_bundle
+
+    strongest = load_strongest_bundle("ch5_capacity", log=log)
+    partial = None
+    for preset in ("paper", "cpu-hours"):
+        path = RESULTS_DIR / f"ch5_capacity_{preset}.json"
+        if path.exists():
+            b = load_bundle(path)
+            if not b.data.get("complete"):
+                partial = b
+                break
+    return strongest, partial

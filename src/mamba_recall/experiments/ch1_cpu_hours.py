@@ -12,17 +12,18 @@ same command resumes after an interruption:
 
 * ``ch1.cpu_hours_models``: the simplified Mamba (Eq. 3) at |V| = 8, n_ε = 3, T = 256 with identity targets (§3,
   App. A), trained "until it reaches 100 % accuracy on the training set" (or the step cap) by
-  :func:`.ch1_training.train_recall` — |K| = 1 (N = 1, B = C = 1), |K| = 2 (N = 2) and |K| = 4 (|V| = 16, N = 4),
-  3 seeds each. Each job saves its checkpoint ``results/checkpoints/ch1_<model>_cpu-hours_seed<s>.pt`` and measures,
+  :func:`~mamba_recall.train.latest_value.train_recall` — |K| = 1 (N = 1, B = C = 1), |K| = 2 (N = 2) and |K| = 4
+  (|V| = 16, N = 4), 3 seeds each. Each job saves its checkpoint ``results/checkpoints/ch1_<model>_cpu-hours_seed<s>.pt`` and measures,
   on ``n_probe`` held-out sequences (seed 1000 + s), every claim of Section 1.2 (|K| = 1: Sec3-accuracy, Fig4a–d,
   Sec3-Delta, Sec3-regimes, AppC-values, Sec3-recency, Fig8) or Fig5 / Fig6 (|K| = 2 / 4) with the registry's own
   measurement functions (``claims/ch1/``), stored per seed (:func:`~mamba_recall.claims.core.measurement_record`).
 * the |K| = 1 jobs also run **our causal probe** (not a claim of the paper): the forgetting factor
   exp(Λ ⊙ Δ_t) set to 1 at every noise pair (x_{t−1}, x_t) = (v₁, v₂), everything else unchanged, and the
-  recall of the latest value measured before and after (:func:`noise_forgetting_probe`).
+  recall of the latest value measured before and after
+  (:func:`~mamba_recall.analysis.forgetting_probe.noise_forgetting_probe`).
 * ``ch1.cpu_hours_table1``: Table 1 (App. A) at T = 128, κ ∈ {1, 4}, the four rows of the paper and our control
   ``tf1_pair`` (a 1-layer Transformer fed the Mamba's fixed pairwise concatenation), 3 seeds, early stopping on the
-  training set (:func:`.ch1_table1.run_cell`).
+  training set (:func:`~mamba_recall.train.table1.run_cell`).
 * ``ch1.cpu_hours_full_mamba`` (part ``full_mamba``): App. B, Fig. 7 with "the original Mamba model": the library's
   full Mamba LM (:class:`~mamba_recall.models.mamba.MambaLMHeadModel`, one layer: learned embedding tied to the
   readout, causal conv, gate, selective scan; sizes ``ch1.full_mamba``) on the |K| = 1 task of ``ch1.k1`` (the same
@@ -56,21 +57,21 @@ mean and interval, the readout matrices). The notebooks of Chapter 1 judge the c
 from __future__ import annotations
 
 import argparse
-import functools
 import math
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 
-from ..analysis.interventions import forgetting_held_at_one
+from ..analysis.forgetting_probe import noise_forgetting_probe
 from ..claims import ch1
+from ..claims.ch1.seeds import FULL_CLAIM, measure_model
 from ..paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 from ..presets import experiment
 from ..results import command_provenance
 from ..runstore import add_grid_args, aggregate, finished_status, grid_main, make_job, save_grid_bundle
+from ..train.latest_value import FULL_NAME, ONEHOT_NAME, build_full_model, held_out_accuracy
 
 MODELS_EXPERIMENT = "ch1.cpu_hours_models"
 TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
@@ -88,27 +89,10 @@ PARTS = {
     "full_onehot": ONEHOT_EXPERIMENT,
 }
 WO_CLAIM = "000/Fig7"
-FULL_NAME = "full_mamba"  # the checkpoint name and the jobs' "model"
-ONEHOT_NAME = "full_onehot"  # the full Mamba over the fixed doubled one-hot embedding, untied learned readout
 #: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
 FULL_PARTS = {FULL_NAME: "ch1.full_mamba", ONEHOT_NAME: "ch1.full_onehot"}
-FULL_CLAIM = "000/Fig7-full"
 RUNNER = "mamba_recall.experiments.ch1_cpu_hours:run_job"
 MODELS = ("k1", "k2", "k4")
-#: the claims each model's job measures (the registry's measurement functions, per seed)
-K1_CLAIMS = (
-    "000/Sec3-accuracy",
-    "000/Fig4a",
-    "000/Fig4b",
-    "000/Fig4c",
-    "000/Fig4d",
-    "000/Sec3-Delta",
-    "000/Sec3-regimes",
-    "000/AppC-values",
-    "000/Sec3-recency",
-    "000/Fig8",
-)
-SPIKE_CLAIM = {"k2": "000/Fig5", "k4": "000/Fig6"}
 PROBE_METRICS = (
     "probe_accuracy_before",
     "probe_accuracy_after",
@@ -208,7 +192,7 @@ def _relative(path: Path) -> str:
 def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False):
     """``(model, sidecar)`` of one seed's checkpoint (its sha256 checked)."""
     from ..results import read_checkpoint
-    from .ch1_training import build_model
+    from ..train.latest_value import build_model
 
     path = checkpoint_path(name, preset, seed, smoke)
     state, meta = read_checkpoint(
@@ -219,129 +203,15 @@ def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False)
     return model.eval(), meta
 
 
-@torch.no_grad()
-def noise_forgetting_probe(model, batch) -> dict:
-    r"""Our causal probe (not a claim of the paper). The |K| = 1 recurrence, Eq. (3) with N = 1, B = C = 1:
-
-        h_t = a_t ⊙ h_{t−1} + Δ_t ⊙ x̂_t,   a_t = exp(Λ ⊙ Δ_t) ∈ (0, 1]^{2|V|},   o_t = W_o h_t ∈ R^{|V|}
-
-    recomputed step by step from the model's own a_t and Δ_t ⊙ x̂_t (shapes (b, T, 2|V|)), once as is ("before")
-    and once with a_t := 1 at every noise pair (x_{t−1}, x_t) = (v₁, v₂) ("after": nothing is forgotten between
-    bindings, the input terms unchanged); and, for contrast, with a_t := 1 at every write pair (k, v) instead (the
-    erase of §3 removed: the new value is added on top of the old). Returns the query accuracy of the latest value before / after, the share
-    of rebound-key queries where the latest value beats the previous binding (as 000/Sec3-recency), and the largest
-    |before − model forward| (the recomputation agrees with the model's scan)."""
-    noise = forgetting_held_at_one(model, batch, "noise")
-    writes = forgetting_held_at_one(model, batch, "writes")
-    return {
-        "probe_accuracy_before": noise["accuracy_before"],
-        "probe_accuracy_after": noise["accuracy_held"],
-        "probe_margin_positive_before": noise["margin_positive_before"],
-        "probe_margin_positive_after": noise["margin_positive_held"],
-        "probe_accuracy_no_write_erase": writes["accuracy_held"],
-        "probe_rebound_queries": noise["rebound_queries"],
-        "probe_noise_pairs": noise["held_positions"],
-        "probe_recompute_error": noise["recompute_error"],
-    }
-
-
-def thm2_construction_probe(batch, model=None) -> dict:
-    r"""Our comparison (not a claim of either paper): paper 003's Theorem 2 construction (step 1: Mamba without gate,
-    one-hot values, N = κ state columns; :func:`mamba_recall.theory.mqar_constructions.thm2_logits`) run on the
-    latest-value task of paper 000, which has the token layout it expects (keys 0 … κ−1, values κ … |V|−1).
-
-    The construction writes only at bindings: its x̂_t = ReLU(x_{t−1} + 2 x_t − 1) and B_t = W_k x̂_t are zero at a
-    noise pair (v₁, v₂) and put the key's one-hot and the value's at a (k, v) pair; it never forgets (Λ = 0, Δ = 1):
-
-        y_t = Σ_{s ≤ t} x̂_s ⟨B_s, C_t⟩,   so at a query of key k:  y_t ∝ Σ_{bindings k → v before t} e_v
-
-    and its answer is the value bound to k **most often** (ties to the lowest index), not the latest one. Paper 003's
-    MQAR binds every key once, where the two coincide; paper 000's task rebinds keys (|K| = 1, T = 256: about 60
-    bindings of the one key). Returns, on ``batch``'s queries, the construction's accuracy of the latest value, the
-    share of its answers equal to the plurality value (the formula above, checked: 1.0 for |K| = 1; with |K| > 1 a
-    query right after another key, as in the final permutation of keys, also reads that key's column, since there
-    C_t = W_k x̂_t has weight 1 on the previous key's column and 3 on its own), the accuracy of the plurality guess
-    itself, the number of bindings per sequence, and with ``model`` the trained model's accuracy on the same queries.
-    Shapes: ``batch.inputs`` (n, T); logits (n, T, |V| − κ)."""
-    from ..labels import labelled_accuracy
-    from ..tasks.latest_value import WRITE, pair_events
-    from ..theory.mqar_constructions import thm2_logits
-
-    ids, kappa = batch.inputs, batch.num_keys
-    logits = thm2_logits(ids, kappa, batch.vocab_size - kappa)
-    pred = (logits.argmax(-1) + kappa).numpy()
-    x, q = ids.numpy(), batch.query_labels.numpy()
-    writes = pair_events(x, kappa) == WRITE  # (n, T): a binding x_{t−1} → x_t
-    plural = np.full_like(q, -1)
-    for b in range(x.shape[0]):  # the plurality value of each key's bindings so far (ties: lowest value)
-        counts = np.zeros((kappa, batch.vocab_size), dtype=np.int64)
-        for t in range(x.shape[1]):
-            if q[b, t] >= 0:
-                plural[b, t] = int(np.argmax(counts[x[b, t]]))
-            if writes[b, t]:
-                counts[x[b, t - 1], x[b, t]] += 1
-    mask = q >= 0
-    out = {
-        "thm2_accuracy": float((pred[mask] == q[mask]).mean()),
-        "thm2_equals_plurality": float((pred[mask] == plural[mask]).mean()),
-        "plurality_accuracy": float((plural[mask] == q[mask]).mean()),
-        "queries": int(mask.sum()),
-        "bindings_per_sequence": float(writes.sum(1).mean()),
-    }
-    if model is not None:
-        with torch.no_grad():
-            out["model_accuracy"] = float(labelled_accuracy(model(ids), batch.query_labels))
-    return out
-
-
-def _measure_model(
-    name: str, model, meta: dict, sizes: dict, test_set, test_accuracy: float, seed: int, smoke: bool = False
-) -> dict:
-    """The stored measurement of every claim this model checks ({claim id: record or {"not_run": why}}); a smoke
-    run's records are marked as such (their verdicts read *not run*)."""
-    from ..claims import NotRun, get, measurement_record
-    from ..tasks.latest_value import latest_value_batch
-    from .ch1_training import Sourced
-
-    n = sizes["n_probe"]
-    out = {}
-    if name == "k1":
-        held = latest_value_batch(n, sizes["vocab_size"], 1, sizes["seq_len"], sizes["max_noise"], seed=1000 + seed)
-        args = {
-            "000/Sec3-accuracy": (meta,),
-            "000/Fig4a": (model, held.inputs, meta),
-            "000/Fig4b": (model, held.inputs, meta),
-            "000/Fig4c": (model, meta),
-            "000/Fig4d": (model, held.inputs, meta),
-            "000/Sec3-Delta": (model, meta),
-            "000/Sec3-regimes": (model, meta),
-            "000/AppC-values": (model, meta),
-            "000/Sec3-recency": (model, held, meta),
-            "000/Fig8": (model, meta),
-        }
-        kwargs = {}
-    else:
-        src = Sourced(
-            model, test_set, test_accuracy, sizes, meta["preset"], str(meta["device"]), meta["checkpoint"], seed=seed
-        )
-        args, kwargs = {SPIKE_CLAIM[name]: (src,)}, {"n": n}
-    for cid, a in args.items():
-        try:
-            out[cid] = measurement_record(get(cid).measure(*a, **kwargs))
-            out[cid]["evidence"]["smoke"] = bool(smoke)
-        except NotRun as exc:
-            out[cid] = {"not_run": str(exc)}
-    return out
-
-
 def _train_and_save(config: dict, seed: int, command: str, **train_kw):
-    """Train the job's model (:func:`.ch1_training.train_recall`, ``train_kw`` passed on), save its checkpoint with its
-    sidecar ``meta`` (what the claims' measurements read) and ``command`` as its regenerate line → (the training's
-    result, ``meta``, the job result's common fields: accuracies, training length, checkpoint and its sha256)."""
+    """Train the job's model (:func:`~mamba_recall.train.latest_value.train_recall`, ``train_kw`` passed on), save
+    its checkpoint with its sidecar ``meta`` (what the claims' measurements read) and ``command`` as its regenerate
+    line → (the training's result, ``meta``, the job result's common fields: accuracies, training length, checkpoint
+    and its sha256)."""
     import hashlib
 
     from ..results import save_checkpoint
-    from .ch1_training import train_recall
+    from ..train.latest_value import train_recall
 
     name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
     tr = train_recall(sizes, seed=seed, device="cpu", **train_kw)
@@ -380,7 +250,7 @@ def run_model_job(config: dict, seed: int) -> dict:
     name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
     command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --allow-long"
     tr, meta, result = _train_and_save(config, seed, command)
-    result["measurements"] = _measure_model(name, tr.model, meta, sizes, tr.test_set, tr.test_accuracy, seed, smoke)
+    result["measurements"] = measure_model(name, tr.model, meta, sizes, tr.test_set, tr.test_accuracy, seed, smoke)
     if name == "k1":
         held = latest_value_batch(
             sizes["n_probe"], sizes["vocab_size"], 1, sizes["seq_len"], sizes["max_noise"], seed=1000 + seed
@@ -390,56 +260,15 @@ def run_model_job(config: dict, seed: int) -> dict:
 
 
 def run_table_job(config: dict, seed: int) -> dict:
-    """One Table 1 cell (model, T, κ) at one seed (:func:`.ch1_table1.run_cell`)."""
-    from .ch1_table1 import run_cell
+    """One Table 1 cell (model, T, κ) at one seed (:func:`~mamba_recall.train.table1.run_cell`)."""
+    from ..train.table1 import run_cell
 
     return run_cell(config["model"], config["T"], config["kappa"], config["sizes"], seed=seed, device="cpu")
 
 
-def build_full_model(sizes: dict, seed: int):
-    r"""The full Mamba LM of ``sizes`` (a ``ch1.full_mamba`` or ``ch1.full_onehot`` entry: ``d_model``, ``n_layer``,
-    ``vocab_size``, ``d_state``, ``d_conv``, ``expand``), initialised after ``torch.manual_seed(seed)``, PyTorch's
-    chunked scan. ``sizes["embedding"]``: ``"learned"`` (default; tied to the readout, as upstream) or
-    ``"doubled_one_hot"``: the embedding of §2.2 fixed and frozen, E[v] = [e_v; e_v] ∈ R^{2|V|} for v < |V| (the
-    padded rows zero; needs d_model = 2|V|), with an untied, learned output layer (``lm_head``)."""
-    from ..models.mamba import MambaLMHeadModel
-
-    missing = [k for k in ("d_model", "n_layer", "vocab_size", "d_state", "d_conv", "expand") if k not in sizes]
-    if missing:
-        raise ValueError(f"the full Mamba's sizes lack {missing}; take them from experiment('ch1.full_mamba', ...).")
-    embedding = sizes.get("embedding", "learned")
-    if embedding not in ("learned", "doubled_one_hot"):
-        raise ValueError(f"embedding={embedding!r}: use 'learned' (tied, upstream's) or 'doubled_one_hot' (§2.2).")
-    V = sizes["vocab_size"]
-    if embedding == "doubled_one_hot" and sizes["d_model"] != 2 * V:
-        raise ValueError(
-            f"the doubled one-hot embedding [e_v; e_v] has 2|V| = {2 * V} coordinates, got d_model={sizes['d_model']}; "
-            "set d_model = 2 * vocab_size (experiment('ch1.full_onehot', ...))."
-        )
-    torch.manual_seed(seed)
-    model = MambaLMHeadModel(
-        sizes["d_model"],
-        sizes["n_layer"],
-        V,
-        d_state=sizes["d_state"],
-        d_conv=sizes["d_conv"],
-        expand=sizes["expand"],
-        tie_embeddings=embedding == "learned",
-        backend="chunked",
-    )
-    if embedding == "doubled_one_hot":
-        weight = model.backbone.embedding.weight
-        with torch.no_grad():
-            weight.zero_()
-            eye = torch.eye(V, dtype=weight.dtype)
-            weight[:V] = torch.cat([eye, eye], dim=1)  # (|V|, 2|V|): row v = [e_v; e_v]
-        weight.requires_grad_(False)
-    return model
-
-
 def run_full_job(config: dict, seed: int) -> dict:
-    r"""App. B, Fig. 7 on the full Mamba LM, one seed: train it on the ``ch1.k1`` task as :func:`.ch1_training.
-    train_recall` trains the simplified model (the same training / held-out sets of this seed, AdamW without weight
+    r"""App. B, Fig. 7 on the full Mamba LM, one seed: train it on the ``ch1.k1`` task as
+    :func:`~mamba_recall.train.latest_value.train_recall` trains the simplified model (the same training / held-out sets of this seed, AdamW without weight
     decay, constant lr, until 100 % training-set query accuracy or ``steps``), save its checkpoint, and measure
     claim 000/Fig7-full: the readout W_o^full = [R U_1 | R U_0] ∈ R^{|V| × 2|V|} in the paper's (previous token,
     current token) coordinates (:mod:`~mamba_recall.analysis.full_mamba_readout`) against [−I I], at the end and at
@@ -457,7 +286,7 @@ def run_full_job(config: dict, seed: int) -> dict:
     command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {preset} --parts {part} --allow-long"
     _, meta, result = _train_and_save(config, seed, command, model=model, desc=f"ch1 {part}")
     try:
-        record = measurement_record(get(FULL_CLAIM).measure(model, meta, init, _held_out_accuracy(init, sizes, seed)))
+        record = measurement_record(get(FULL_CLAIM).measure(model, meta, init, held_out_accuracy(init, sizes, seed)))
         record["evidence"]["smoke"] = bool(smoke)
     except NotRun as exc:
         record = {"not_run": str(exc)}
@@ -469,20 +298,10 @@ def run_full_job(config: dict, seed: int) -> dict:
     }
 
 
-def _held_out_accuracy(model, sizes: dict, seed: int) -> float:
-    """``model``'s held-out query accuracy on seed ``seed``'s held-out set (:func:`.ch1_training.make_data`), as
-    :func:`.ch1_training.train_recall` measures a trained model's."""
-    from ..train import evaluate
-    from .ch1_training import make_data
-
-    _, test_set = make_data(sizes, seed)
-    return float(evaluate(model, test_set.inputs, test_set.query_labels))
-
-
 def run_wo_job(config: dict, seed: int) -> dict:
     """App. B, Fig. 7 on the simplified model with a learned unembedding W_o (``ch1.wo``), one target and seed: train
-    it (:func:`.ch1_training.train_recall`), save its checkpoint, and measure claim 000/Fig7 on its W_o, with the
-    same seed's W_o at initialisation as the null (:func:`~mamba_recall.claims.ch1.measure_fig7`)."""
+    it (:func:`~mamba_recall.train.latest_value.train_recall`), save its checkpoint, and measure claim 000/Fig7 on
+    its W_o, with the same seed's W_o at initialisation as the null (:func:`~mamba_recall.claims.ch1.measure_fig7`)."""
     from ..claims import measurement_record
 
     command = f"python -m mamba_recall.experiments.ch1_cpu_hours --preset {config['preset']} --parts wo --allow-long"
@@ -527,8 +346,8 @@ def _time_eval(model, inputs, labels) -> float:
 def measure_job(config: dict) -> tuple[float, float]:
     """(seconds per training step, seconds per training-set evaluation) of a job's model, measured here."""
     from ..tasks.latest_value import latest_value_batch
-    from .ch1_table1 import build
-    from .ch1_training import build_model
+    from ..train.latest_value import build_model
+    from ..train.table1 import build
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -630,7 +449,8 @@ def _write(name, data, config, tables, log, directory):
 def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
     """``ch1_wo_<preset>``: per target the accuracies and the 000/Fig7 numbers (mean, interval over seeds), every
     model's record of 000/Fig7 (``measurements``: both targets' seeds together, the claim's evidence, read by
-    :func:`check_over_seeds`) and the learned matrices (table ``W_o``: target, seed, row, col, value)."""
+    :func:`~mamba_recall.claims.ch1.seeds.check_over_seeds`) and the learned matrices (table ``W_o``: target, seed,
+    row, col, value)."""
     runs = sorted(runs, key=lambda r: (r["config"]["sizes"]["target"], r["seed"]))
     models = aggregate(
         [dict(r, config={"model": r["config"]["model"]}) for r in runs],
@@ -666,7 +486,7 @@ def _full_bundle(
     runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory, part: str = FULL_NAME
 ) -> Path:
     """``ch1_<part>_<preset>`` (``part``: full_mamba or full_onehot): per-seed accuracies (mean, interval), the 000/Fig7-full records per seed and
-    their combination over seeds (``measurements``, read by :func:`check_over_seeds`),
+    their combination over seeds (``measurements``, read by :func:`~mamba_recall.claims.ch1.seeds.check_over_seeds`),
     and the readout matrices W_o^full at the end and at initialisation (table ``readout``: seed, stage, row a =
     the logit's token, col = j·|V| + v for token v at lag 1 (j = 0, previous) or lag 0 (j = 1, current), value)."""
     models = aggregate(
@@ -757,7 +577,7 @@ def write_bundles(
             tables = {"models": models, "claims": claims, "probe": probe}
             paths.append(_write(f"ch1_mechanism_{preset}{suffix}", data, config, tables, log, directory))
         else:  # Table 1 (and its size-matched row 3)
-            from .ch1_table1 import LABELS, PAPER_TABLE1
+            from ..train.table1 import LABELS, PAPER_TABLE1
 
             matched = experiment_name == MATCHED_EXPERIMENT
             keys = ("model", "conv_width", "T", "kappa") if matched else ("model", "T", "kappa")
@@ -828,94 +648,3 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
-
-
-# ------------------------------------------------------------------ the verdicts over the committed seeds
-# (here, not in claims.ch1: re-measuring a |K| = 1 claim loads the committed seed checkpoints and runs this
-# runner's own measurement, and the claims layer imports nothing above it)
-
-
-def _seed_model(checkpoint: str, build, regenerate: str):
-    """(model in eval mode, sidecar with its ``checkpoint``) of one committed seed checkpoint (its sha256 checked),
-    the model made by ``build(config, seed)`` and loaded with the saved weights."""
-    from ..results import read_checkpoint
-
-    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=regenerate)
-    model = build(meta["config"], meta["seed"])
-    model.load_state_dict(state)
-    return model.eval(), {**meta, "checkpoint": checkpoint}
-
-
-@functools.lru_cache(maxsize=None)
-def _k1_seed_records(checkpoint: str, n_probe: int) -> dict:
-    """Every |K| = 1 claim's measurement record on one committed cpu-hours checkpoint (its sha256 checked), made by
-    the runner's own :func:`_measure_model` on the same held-out sequences
-    (seed 1000 + s) as when the bundle was made; cached per checkpoint (a page reads ten claims of three seeds)."""
-    from .ch1_training import build_model
-
-    model, meta = _seed_model(checkpoint, build_model, ch1.SEEDS_COMMAND)
-    sizes = {**meta["config"], "n_probe": n_probe}
-    return _measure_model("k1", model, meta, sizes, None, meta["test_query_accuracy"], meta["seed"])
-
-
-def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
-    """The per-seed measurement records of ``claim_id`` in the cpu-hours bundle ``seeds`` and the seeds' names, or
-    ``None`` when the bundle does not measure it. A |K| = 1 claim is measured afresh on the seed checkpoints the bundle
-    names (committed, sha256-checked), by the runner's own code, so that a measurement changed after the bundle was
-    made (a metric a rule now reads, a control) reads the same trained models; the others are the stored records."""
-    stored = seeds.data.get("measurements", {}).get(claim_id)
-    if stored is None:
-        return None
-    records, names = stored["records"], stored["names"]
-    if any("not_run" in r for r in records):
-        return records, names
-    if claim_id in K1_CLAIMS:
-        n_probe = int(seeds.config["sizes"]["k1"]["n_probe"])
-        records = [_k1_seed_records(r["evidence"]["source"], n_probe)[claim_id] for r in records]
-    elif claim_id in SPIKE_CLAIM.values():
-        name = next(k for k, c in SPIKE_CLAIM.items() if c == claim_id)
-        n_probe = int(seeds.config["sizes"][name]["n_probe"])
-        records = [_spike_seed_record(name, r["evidence"]["source"], n_probe) for r in records]
-    elif claim_id == FULL_CLAIM:
-        records = [_full_seed_record(r["evidence"]["source"]) for r in records]
-    return records, names
-
-
-@functools.lru_cache(maxsize=None)
-def _spike_seed_record(name: str, checkpoint: str, n_probe: int) -> dict:
-    """Fig. 5 / Fig. 6's record on one committed |K| = 2 / 4 checkpoint, made by the runner's own
-    :func:`_measure_model` on the seed's held-out set (with its null control, the untrained twin)."""
-    from .ch1_training import build_model, make_data
-
-    model, meta = _seed_model(checkpoint, build_model, ch1.SEEDS_COMMAND)
-    _, test_set = make_data(meta["config"], meta["seed"])
-    sizes = {**meta["config"], "n_probe": n_probe}
-    acc = meta["test_query_accuracy"]
-    return _measure_model(name, model, meta, sizes, test_set, acc, meta["seed"])[SPIKE_CLAIM[name]]
-
-
-@functools.lru_cache(maxsize=None)
-def _full_seed_record(checkpoint: str) -> dict:
-    """000/Fig7-full's record on one committed full-Mamba checkpoint, with its null control: the same seed's model
-    untrained (:func:`build_full_model`) and its held-out accuracy."""
-    from ..claims import get, measurement_record
-
-    command = ch1.FULL_ONEHOT_COMMAND if f"ch1_{ONEHOT_NAME}_" in checkpoint else ch1.FULL_MAMBA_COMMAND
-    model, meta = _seed_model(checkpoint, build_full_model, command)
-    sizes, seed = meta["config"], meta["seed"]
-    init = build_full_model(sizes, seed).eval()
-    return measurement_record(get(FULL_CLAIM).measure(model, meta, init, _held_out_accuracy(init, sizes, seed)))
-
-
-def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs):
-    """The verdict of ``claim_id`` on the strongest committed evidence, through core's one path
-    (:func:`~mamba_recall.claims.core.check_stored` → ``across_seeds`` → ``judge``): the per-seed records of the
-    cpu-hours bundle ``seeds`` (:func:`~mamba_recall.claims.ch1.load_seeds`, :func:`seed_records`). Without a bundle (``None``) or without this
-    claim in it, the one-seed measurement on ``args`` (:func:`~mamba_recall.claims.core.check`), which core reads
-    *inconclusive* for a trained claim whichever way its numbers point."""
-    from ..claims.core import check, check_stored
-
-    found = None if seeds is None else seed_records(claim_id, seeds)
-    if found is None:
-        return check(claim_id, *args, record=record, **kwargs)
-    return check_stored(claim_id, *found, record=record)

@@ -37,6 +37,7 @@ import time
 
 import pandas as pd
 
+from ..analysis.scaling_grids import CELL_COLUMNS
 from ..presets import experiment
 from ..presets.ch2 import RECIPES
 from ..results import command_provenance
@@ -55,11 +56,11 @@ from ..runstore import (
 RUNNER = "mamba_recall.experiments.ch2_figs_cpu:run_job"
 #: part → (preset experiment, key inside it or None, columns of a cell, what it reproduces)
 PARTS = {
-    "fig7": ("ch2.scaling", "multilayer", ["D", "N", "layers"], "§5.2, Fig. 7"),
-    "fig10_11": ("ch2.scaling", "repetition", ["task", "repeats", "layers", "post_query"], "App. G, Figs. 10-11"),
-    "fig8": ("ch2.multihead", None, ["pattern", "values", "M", "N"], "§5.2, Fig. 8; Thm 5"),
-    "thm5": ("ch2.thm5", None, ["pattern", "values", "M", "N"], "App. E.2, Thm 5 at the paper's 4000 steps"),
-    "tab10": ("ch2.scaling", "ablation", ["row"], "App. K, Tab. 10"),
+    "fig7": ("ch2.scaling", "multilayer", CELL_COLUMNS["fig7"], "§5.2, Fig. 7"),
+    "fig10_11": ("ch2.scaling", "repetition", CELL_COLUMNS["fig10_11"], "App. G, Figs. 10-11"),
+    "fig8": ("ch2.multihead", None, CELL_COLUMNS["fig8"], "§5.2, Fig. 8; Thm 5"),
+    "thm5": ("ch2.thm5", None, CELL_COLUMNS["thm5"], "App. E.2, Thm 5 at the paper's 4000 steps"),
+    "tab10": ("ch2.scaling", "ablation", CELL_COLUMNS["tab10"], "App. K, Tab. 10"),
 }
 #: Tab. 10's rows: (row, label, selective, d_conv).
 TAB10_ROWS = (
@@ -427,23 +428,6 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
     command = f"python -m mamba_recall.experiments.ch2_figs_cpu --preset {preset} --parts {part} --allow-long"
     tables = {"cells": cells, "runs": per_run}
     return save_grid_bundle(bundle_name(part, preset, smoke), data, config, command=command, tables=tables, log=log)
-
-
-def describe(bundle) -> tuple[str, pd.DataFrame]:
-    """For the book: one line naming the bundle (preset, seeds, jobs finished, CPU time, commit, the command that
-    remakes it) and its cells with the mean best accuracy over seeds, the 95 % interval, the per-seed values and
-    the seed-max."""
-    part, runs = bundle.config["part"], bundle.data["runs"]
-    by = PARTS[part][2]
-    cols = by + ["n_seeds", "best_accuracy_mean", "best_accuracy_ci_low", "best_accuracy_ci_high"]
-    cols += ["best_accuracy_per_seed", "best_accuracy_max"]
-    head = (
-        f"bundle {bundle.name}: preset {bundle.config['preset']} ({bundle.config['reproduces']}), "
-        f"{bundle.config['seeds']} seeds, {bundle.data['jobs_finished']} of {bundle.data['jobs_total']} runs, "
-        f"{runs['cpu_seconds'] / 3600:.2f} CPU-hours on {', '.join(runs['devices'])}, commits "
-        f"{', '.join(c[:10] for c in runs['commits'])}\nregenerate: {bundle.command}"
-    )
-    return head, bundle.tables["cells"][cols]
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything

@@ -257,31 +257,6 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return save_grid_bundle(name, data, config, command=cmd, tables={"cells": pd.DataFrame(table)}, log=log)
 
 
-def load_comparison(preset: str = "cpu-hours", log=print):
-    """For the book: the committed bundle's comparison with the authors, one row per cell (D, N, seeds, our mean
-    and 95 % interval, per-seed values, seed-max, theirs, differences), and the bundle (preset named in its name;
-    ``load_preset_bundle`` falls back to ``ci`` and says so)."""
-    from ..results import load_preset_bundle
-
-    bundle = load_preset_bundle("ch2_reference_grid", preset, log=log)
-    cols = [
-        "D",
-        "N",
-        "n_seeds",
-        "best_accuracy_mean",
-        "best_accuracy_ci_low",
-        "best_accuracy_ci_high",
-        "best_accuracy_per_seed",
-        "best_accuracy_max",
-        "authors",
-        "diff_mean",
-        "diff_seed_max",
-        "authors_within_rounding",
-    ]
-    table = bundle.tables["cells"]
-    return table[[c for c in cols if c in table]], bundle
-
-
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -43,7 +43,7 @@ PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 #: How :func:`train_members` trains a group of simplified models: one batched ensemble, or each member alone.
 WAYS = ("ensemble", "separate")
 #: On the CPU one ensemble is faster while its activations stay in the cache; past that, training the members one
-#: after the other is. Measured with ``python -m mamba_recall bench ch2`` (model-steps per CPU second, one thread,
+#: after the other is. Measured with ``python benchmarks/ch2_ensemble.py`` (model-steps per CPU second, one thread,
 #: AMD EPYC with a 32 MiB L3; README, "Speed of the scans"): 12 members of V 64, D 32, N 16, batch 64, L 32
 #: (9 MiB of activations by :func:`activation_bytes`): ensemble 209 vs separate 148; 8 members of V 512, D 32,
 #: batch 128, L 64 (32 MiB): 27 vs 42; 8 members of V 1024, D 64, N 32, batch 128, L 64 (48 MiB): 8.9 vs 15.3.

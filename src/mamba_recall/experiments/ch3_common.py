@@ -1,4 +1,6 @@
-"""Shared pieces of the Chapter 3 runners: argument parsing, device, checkpoints with a JSON sidecar."""
+"""Shared pieces of the Chapter 3 runners: argument parsing, device, bundles, the run store. The models by name, the
+checkpoints (names, saving with a JSON sidecar, loading) and the shared recipe are in
+:mod:`mamba_recall.train.selectivity`."""
 
 from __future__ import annotations
 
@@ -11,13 +13,9 @@ import torch
 
 from .. import results
 from ..devices import resolve_device
-from ..models.s6 import MixerLM
-from ..models.transformer import TinyTransformer
-from ..presets import experiment, seeds
+from ..presets import experiment
 from ..runstore import add_grid_args, grid_main
-
-CHECKPOINT_DIR = results.CHECKPOINT_DIR
-REGENERATE = "python -m mamba_recall.experiments.ch3_keep_nth --preset ci"
+from ..train.selectivity import STORE_PRESETS
 
 
 def parse(description: str, name: str, bundle: str, argv=None):
@@ -39,55 +37,6 @@ def parse(description: str, name: str, bundle: str, argv=None):
     args.sizes = experiment(name, args.preset, smoke=args.smoke)
     args.out = args.out or f"{bundle}_{args.preset}"
     return args
-
-
-def build_model(
-    kind: str, *, V: int, d: int, N: int, T: int, n_classes=None, backend="auto", transformer_d: int = 16, **kw
-):
-    """KEEP/MQAR/IH models by name: s6, s6+pe, s4d, s4d+pe, s6_dT, transformer (1 layer, learned PE)."""
-    if kind == "transformer":
-        return TinyTransformer(V, d_model=transformer_d, n_layer=1, n_head=2, max_len=T, positional="learned")
-    mixer, _, pe = kind.partition("+")
-    return MixerLM(V, d, N, mixer=mixer, pe=pe == "pe", n_classes=n_classes, backend=backend, **kw)
-
-
-def checkpoint_name(stem: str, preset: str, **parts) -> str:
-    """``<stem>`` + ``_<preset>`` (every preset but ``ci``, whose committed files keep their names) + ``_<key><value>``
-    for each of ``parts`` given (e.g. ``T=50, s=1`` → ``_T50_s1``): runs of different presets never overwrite
-    each other's checkpoints."""
-    name = stem if preset == "ci" else f"{stem}_{preset}"
-    return name + "".join(f"_{k}{v}" for k, v in parts.items() if v is not None)
-
-
-def save_checkpoint(model: torch.nn.Module, name: str, config: dict, command: str = REGENERATE) -> Path:
-    """results/checkpoints/<name>.pt (the state dict) plus <name>.json (config, sha256, provenance, ``command``)."""
-    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    return results.save_checkpoint(
-        CHECKPOINT_DIR / f"{name}.pt",
-        state,
-        {"config": config},
-        command=command,
-        device=next(model.parameters()).device,
-    )
-
-
-def load_checkpoint(name: str, model_factory):
-    """Load results/checkpoints/<name>.pt after checking its hash against the sidecar; returns (model, config)."""
-    state, meta = results.read_checkpoint(CHECKPOINT_DIR / f"{name}.pt", regenerate=REGENERATE)
-    model = model_factory(meta["config"])
-    model.load_state_dict(state)
-    return model.eval(), meta["config"]
-
-
-def load_evidence(stem: str, preset: str, log=print, lacks=None):
-    """The bundle a Chapter 3 page reads for runner ``stem``: at ``ci`` (the book's default) the strongest committed one
-    (:func:`~mamba_recall.results.load_strongest_bundle`: a complete ``paper``, then ``cpu-hours``, then the ``ci``
-    bundle; the page prints the bundle's preset), at another preset that preset's bundle (the ci one, saying so, where
-    it was never made). ``lacks``: at ``ci``, skip a stronger bundle that lacks what the check needs (see
-    ``load_strongest_bundle``); the verdict's evidence line names the preset used."""
-    if preset == "ci":
-        return results.load_strongest_bundle(stem, log=lambda m: None, lacks=lacks)
-    return results.load_preset_bundle(stem, preset, log=log)
 
 
 def save_runner_bundle(
@@ -122,8 +71,6 @@ def save_runner_bundle(
 # claims of Chapter 3 read it unchanged), the table ``cells`` (per configuration: mean over seeds with a 95 % Student-t
 # interval, ``runstore.INTERVAL_METHOD``, and the per-seed values) and ``curves`` (every run's training curve).
 
-STORE_PRESETS = ("cpu-hours",)
-
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     """The run-store options (:func:`mamba_recall.runstore.add_grid_args`), each said to apply to ``cpu-hours``."""
@@ -136,50 +83,6 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         no_estimate="cpu-hours: skip the measured estimate",
         smoke="cpu-hours: the smoke-capped grid (seconds)",
         store="cpu-hours: run-store folder (default results/runs)",
-    )
-
-
-def recipe_fields(cfg: dict, data_key: int, *, lr: float | None = None) -> dict:
-    """The recipe and data seeds every Chapter 3 run shares (paper 003, App. D: Adam without weight decay, cosine lr
-    to 0, early stop at 100 % held-out accuracy evaluated every 100 steps), the second half of a run's resolved
-    config: ``steps``, ``batch``, ``lr`` (``cfg["lr"]`` unless ``lr`` is given), the held-out set of
-    ``eval_sequences`` drawn with seed ``10⁶ + data_key``, the test set of ``test_sequences`` with ``2·10⁶ +
-    data_key`` (``data_key``: T for KEEP n-TH, κ for MQAR, |V| for INDUCTION HEADS) and the training batch of step
-    s with ``10⁷·(seed + 1) + s`` (:func:`train_recipe`)."""
-    return {
-        "steps": cfg["steps"],
-        "batch": cfg["batch"],
-        "lr": cfg["lr"] if lr is None else lr,
-        "weight_decay": 0.0,
-        "schedule": "cosine",
-        "eval_every": 100,
-        "target_accuracy": 1.0,
-        "eval_sequences": cfg["eval_sequences"],
-        "eval_seed": 1_000_000 + data_key,
-        "test_sequences": cfg["test_sequences"],
-        "test_seed": 2_000_000 + data_key,
-        "train_seed": "10_000_000 * (seed + 1) + step",
-    }
-
-
-def train_recipe(model, sample, c: dict, seed: int, eval_batch, *, steps: int | None = None, device="cpu", **kw):
-    """:func:`~mamba_recall.train.train` of ``model`` with the recipe of resolved config ``c``
-    (:func:`recipe_fields`): ``sample(n, data_seed) -> (ids, labels)`` draws the training batch of step s as
-    ``sample(c["batch"], 10⁷·(seed + 1) + s)``; held-out ``eval_batch``; ``steps`` overrides ``c["steps"]``
-    (timing); ``kw`` goes to ``train`` (e.g. ``desc``). Returns the TrainResult."""
-    from ..train import Recipe, Stopping, train
-
-    return train(
-        model,
-        lambda s: sample(c["batch"], seeds.CH3_TRAIN_BASE * (seed + 1) + s),
-        steps=steps or c["steps"],
-        recipe=Recipe.from_preset({k: c[k] for k in ("lr", "weight_decay", "schedule")}),
-        stop=Stopping(eval_every=c["eval_every"], target_accuracy=c["target_accuracy"]),
-        eval_batch=eval_batch,
-        seed=seed,
-        device=device,
-        progress=False,
-        **kw,
     )
 
 

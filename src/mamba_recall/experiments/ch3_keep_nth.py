@@ -18,9 +18,9 @@ tables ``runs`` and ``decay`` as above, ``cells`` (mean over seeds, 95 % t-inter
 (each run's training loss and held-out accuracy every 100 steps). ``--aggregate-only`` rewrites the bundle only.
 The aggregation adds Fig. 1's baseline, computed there and not in the jobs (so job configs and keys stay as they
 were): ``decay_untrained`` (the ``decay`` histograms of every S6/S4D run's model at initialisation: same kind, sizes
-and init seed, same 500 test sequences, same pooling; :func:`untrained_decay_rows`) and ``fig1`` (per run and
+and init seed, same 500 test sequences, same pooling; :func:`~mamba_recall.analysis.keep_nth.untrained_decay_rows`) and ``fig1`` (per run and
 ``weights`` ∈ {trained, untrained}: frac(e^{−λΔ} > 0.9 | t ≥ n), frac(< 0.1 | t < n) and the histogram mean of
-e^{−λΔ} at t ≥ n; :func:`mamba_recall.claims.ch3.fig1_stats`). :func:`fig1_tables` gives the same three tables for a
+e^{−λΔ} at t ≥ n; :func:`mamba_recall.claims.ch3.fig1_stats`). :func:`~mamba_recall.claims.ch3.fig1_tables` gives the same three tables for a
 bundle written before they existed (the ``ci`` one), computing the baseline on the spot.
 """
 
@@ -29,182 +29,18 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
-import torch
-
+from ..analysis.keep_nth import decay_rows_of, initial_model, keep_test_set, resolved_config, untrained_decay_rows
 from ..results import command_provenance
 from ..tasks.keep_nth import copy_baseline, keep_nth
 from ..train import evaluate
-from .ch3_common import (
-    STORE_PRESETS,
-    build_model,
-    checkpoint_name,
-    curve_of,
-    parse,
-    recipe_fields,
-    run_store_main,
-    save_checkpoint,
-    save_runner_bundle,
-    store_bundle_writer,
-    train_recipe,
-)
-
-BINS = np.linspace(0.0, 1.0, 51)
-
-
-@torch.no_grad()
-def decay_values(model, ids: torch.Tensor, nth: int):
-    r"""e^{−λΔ_t} of every (channel, state) at every position, split into t < n and t ≥ n (1-based).
-
-    Paper 003, Eq. (5) (ZOH) with Eq. (7) for Mamba and Eq. (6) for S4D: the state of channel c, entry k decays by
-    :math:`\bar\Lambda_{t,ck}=e^{-\lambda_{ck}\Delta_{t,c}}` per step, with :math:`\lambda_{ck}=-A_{ck}=e^{A\_log_{ck}}>0`
-    (A: ``(d, N)``) and, for S6, :math:`\Delta_t=\mathrm{softplus}(W_{dt}W_x\hat x_t+b_{dt})` (``(b, d, T)``, input
-    dependent); for S4D :math:`\Delta_c=e^{\log\Delta_c}` is the same at every step and for every input. Fig. 1
-    histograms these values; Lem. 2 says retaining information over T steps needs
-    :math:`\lambda\sum_r\Delta(x_r)` bounded, i.e. :math:`e^{-\lambda\Delta_t}\to1` as T grows. ``ids`` (b, T)
-    → (values at t < n, values at t ≥ n), each flattened over (b, d, positions, N)."""
-    model.eval()
-    x = model.embed(ids)
-    mix = model.mixer
-    if model.mixer_name == "s6":
-        _, internals = mix(x, return_internals=True)
-        delta = internals["delta"]  # (b, d, T)
-        dec = torch.exp(delta[..., None] * internals["A"][None, :, None, :])  # (b, d, T, N)
-    else:
-        dec = mix.decay(ids.shape[1])[None, :, None, :].expand(ids.shape[0], -1, ids.shape[1], -1)
-    before = dec[:, :, : nth - 1].reshape(-1).cpu().numpy()
-    after = dec[:, :, nth - 1 :].reshape(-1).cpu().numpy()
-    return before, after
-
-
-@torch.no_grad()
-def pe_logit_dependence(
-    kinds=("s4d", "s6"),
-    V: int = 128,
-    d: int = 32,
-    N: int = 8,
-    T: int = 20,
-    nth: int = 5,
-    sequences: int = 64,
-    seeds=(0, 1, 2),
-) -> dict:
-    r"""Can the model use its positional encoding? For each mixer in ``kinds`` and each init seed, a fresh
-    ``MixerLM(mixer, pe=True)`` (float64) is run on ``sequences`` KEEP n-TH inputs twice: with the PE
-    coordinate :math:`p_t=t` and with it set to 0. The difference of the logits is the PE's whole effect; its
-    spread across input sequences (max over t and classes of max − min over sequences) is 0 when the PE
-    only adds a per-position bias, independent of the tokens.
-
-    For S4D this holds for *any* weights: the mixer is depthwise and time-invariant (each channel c is
-    :math:`y_{t,c}=\sum_s K_c(t-s)x_{s,c}+D_cx_{t,c}`), so the PE channel's output is a fixed function of t,
-    and the linear head adds it to every sequence's logits alike. A per-position bias cannot tell which
-    token sat at position n, so S4D+PE can do no more than S4D. In the S6, the PE enters Δ, B and C through
-    ``x_proj``, which mixes channels, and multiplies the token channels' inputs: its effect depends on the
-    tokens. Returns {mixer: largest spread over the seeds}."""
-    ids, _ = keep_nth(sequences, T, V, nth, seed=12345)
-    out = {}
-    for kind in kinds:
-        worst = 0.0
-        for seed in seeds:
-            torch.manual_seed(seed)
-            model = build_model(f"{kind}+pe", V=V, d=d, N=N, T=T, backend="reference").double().eval()
-            x = model.embed(ids)
-            x0 = x.clone()
-            x0[..., -1] = 0.0
-            effect = _logits_from_embedding(model, x) - _logits_from_embedding(model, x0)  # (b, T, V)
-            worst = max(worst, float((effect.max(0).values - effect.min(0).values).abs().max()))
-        out[kind] = worst
-    return out
-
-
-def _logits_from_embedding(model, x):
-    y = model.mixer(x)
-    return model.head(y)
-
-
-def initial_model(c: dict, seed: int, backend: str = "auto"):
-    """The model a KEEP n-TH run of resolved config ``c`` (:func:`resolved_config`) and init seed ``seed`` starts from,
-    before any training step: :func:`train_one` builds its model with this very call (the global torch seed is set,
-    then the model is built, so nothing drawn before it changes the initial weights)."""
-    torch.manual_seed(seed)
-    return build_model(
-        c["model"], V=c["V"], d=c["d"], N=c["N"], T=c["T"], backend=backend, transformer_d=c["transformer_d"]
-    )
-
-
-def keep_test_set(c: dict):
-    """The test sequences ``(ids, labels)`` of resolved config ``c``: ``test_sequences`` of length T drawn with seed
-    ``test_seed``; the ``decay`` histograms use the first 500 (:func:`decay_rows_of`)."""
-    return keep_nth(c["test_sequences"], c["T"], c["V"], c["nth"], seed=c["test_seed"])
-
-
-@torch.no_grad()
-def untrained_decay_values(ck: dict, ids: torch.Tensor, backend: str = "auto"):
-    """e^{−λΔ_t} (split at n, as :func:`decay_values`) of the model the runner starts from: the same kind, sizes
-    and init seed as checkpoint config ``ck``, before any training step."""
-    torch.manual_seed(ck["seed"])
-    model = build_model(ck["kind"], V=ck["V"], d=ck["d"], N=ck["N"], T=ck["T"], backend=backend)
-    return decay_values(model, ids, ck["nth"])
-
-
-def fig1_decay_pairs(
-    sequences: int = 500, seed: int = 2, backend: str = "auto", preset: str = "ci", T: int | None = None
-):
-    """Fig. 1 for every seed whose Mamba+PE checkpoint (d = 32, N = 8) of ``preset`` exists, on ``sequences`` test
-    sequences of the checkpoint's T (data seed ``seed``): a list of ((t < n, t ≥ n) trained, (t < n, t ≥ n) untrained)
-    e^{−λΔ} values, and the first checkpoint's config (plus ``checkpoint``, its path). ``ci``/``paper`` (loop runners): ``ch3_keep_s6pe[_paper]``
-    (the largest T) and ``…_s<seed>`` of the same preset and T; a run-store preset (``cpu-hours``): the files
-    ``ch3_keep_s6pe_<preset>_T<T>_s<seed>`` at ``T`` (default: the largest T saved)."""
-    from ..models.s6 import MixerLM
-    from .ch3_common import CHECKPOINT_DIR, load_checkpoint
-
-    def factory(c):
-        return MixerLM(c["V"], c["d"], c["N"], "s6", pe=True, backend=backend)
-
-    if preset in STORE_PRESETS:
-        stem = checkpoint_name("ch3_keep_s6pe", preset)
-        found = sorted(CHECKPOINT_DIR.glob(f"{stem}_T*_s*.pt"))
-        Ts = sorted({int(p.stem[len(stem) + 2 :].split("_s")[0]) for p in found})
-        if not Ts:
-            raise FileNotFoundError(
-                f"no {stem}_T<T>_s<seed>.pt in {CHECKPOINT_DIR}; make them with `{REGENERATE_STORE}`."
-            )
-        T = T if T is not None else Ts[-1]
-        names = [p.stem for p in found if p.stem.startswith(f"{stem}_T{T}_s")]
-        names.sort(key=lambda n: int(n.rsplit("_s", 1)[1]))
-    else:
-        first = checkpoint_name("ch3_keep_s6pe", preset)
-        names = [first] + [p.stem for p in sorted(CHECKPOINT_DIR.glob(f"{first}_s*.pt"))]
-    model, ck = load_checkpoint(names[0], factory)
-    ids, _ = keep_nth(sequences, ck["T"], ck["V"], ck["nth"], seed=seed)
-    pairs = [(decay_values(model, ids, ck["nth"]), untrained_decay_values(ck, ids, backend))]
-    for name in names[1:]:
-        other, ck2 = load_checkpoint(name, factory)
-        if (ck2["preset"], ck2["T"]) == (ck["preset"], ck["T"]):
-            pairs.append((decay_values(other, ids, ck2["nth"]), untrained_decay_values(ck2, ids, backend)))
-    return pairs, dict(ck, checkpoint=f"results/checkpoints/{names[0]}.pt")
-
-
-def resolved_config(cfg: dict, T: int, d: int, N: int, kind: str) -> dict:
-    """The fully resolved configuration of one KEEP n-TH run (a run-store job's config; nothing left to a
-    default): task sizes, model, recipe (Adam without weight decay, cosine lr to 0, early stop at 100 % held-out
-    accuracy, evaluated every 100 steps), data seeds (training batch of step s: ``10⁷·(seed + 1) + s``; held-out
-    ``10⁶ + T``; test ``2·10⁶ + T``)."""
-    return {
-        "task": "keep_nth",
-        "T": T,
-        "V": cfg["V"],
-        "nth": cfg["nth"],
-        "d": d,
-        "N": N,
-        "model": kind,
-        "transformer_d": cfg["transformer_d"],
-        **recipe_fields(cfg, T, lr=cfg["lr_transformer"] if kind == "transformer" else cfg["lr"]),
-    }
+from ..train.selectivity import REGENERATE_STORE, STORE_PRESETS, checkpoint_name, save_checkpoint, train_recipe
+from .ch3_common import curve_of, parse, run_store_main, save_runner_bundle, store_bundle_writer
 
 
 def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
-    """Train and test one KEEP n-TH model of resolved config ``c`` (:func:`resolved_config`) and init seed ``seed``
-    (``steps`` overrides the budget, for timing). Returns (model on the CPU, TrainResult, the ``runs`` row)."""
+    """Train and test one KEEP n-TH model of resolved config ``c``
+    (:func:`~mamba_recall.analysis.keep_nth.resolved_config`) and init seed ``seed`` (``steps`` overrides the budget,
+    for timing). Returns (model on the CPU, TrainResult, the ``runs`` row)."""
     T, V, nth = c["T"], c["V"], c["nth"]
     ev = keep_nth(c["eval_sequences"], T, V, nth, seed=c["eval_seed"])
     test = keep_test_set(c)
@@ -235,80 +71,9 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
     return model.cpu(), res, row, test
 
 
-def decay_rows_of(model, test_ids, c: dict, seed: int) -> list[dict]:
-    """The ``decay`` table rows of one S6/S4D model (module docstring): 50-bin histograms of e^{−λΔ} on the first 500
-    test sequences, before and from n, plus the bin = −1 row of fractions."""
-    b, a = decay_values(model, test_ids[:500], c["nth"])
-    return histogram_rows(dict(T=c["T"], d=c["d"], N=c["N"], model=c["model"], seed=seed), b, a)
-
-
-def histogram_rows(cell: dict, before, after) -> list[dict]:
-    """The ``decay`` rows of one run (``cell``: its T, d, N, model, seed) from the values of e^{−λΔ} at t < n
-    (``before``) and t ≥ n (``after``): per bin of :data:`BINS` (50 equal bins of [0, 1], ``bin`` = lower edge) the
-    two counts, then the row ``bin`` = −1 with frac(< 0.1 | t < n) and frac(> 0.9 | t ≥ n) of the raw values."""
-    b, a = np.asarray(before), np.asarray(after)
-    hb, _ = np.histogram(b, BINS)
-    ha, _ = np.histogram(a, BINS)
-    rows = [dict(cell, bin=float(lo), before=int(cb), after=int(ca)) for lo, cb, ca in zip(BINS[:-1], hb, ha)]
-    rows.append(dict(cell, bin=-1.0, before=float(np.mean(b < 0.1)), after=float(np.mean(a > 0.9))))
-    return rows
-
-
-def untrained_decay_rows(c: dict, seed: int, backend: str = "auto") -> list[dict]:
-    """Fig. 1's baseline for one run: the ``decay`` rows (:func:`decay_rows_of`: 50-bin histograms of e^{−λΔ_t} at
-    t < n and t ≥ n, pooled over the first 500 test sequences, every channel, state and position, plus the bin = −1
-    row of fractions) of the model that the run of resolved config ``c`` and init seed ``seed`` starts from
-    (:func:`initial_model`), on the run's own test sequences (:func:`keep_test_set`). No training step: a forward
-    pass of 500 sequences."""
-    if c["model"] not in ("s6+pe", "s6", "s4d+pe", "s4d"):
-        raise ValueError(f"untrained_decay_rows: model {c['model']!r} has no e^(−λΔ); use an S6 or S4D kind.")
-    return decay_rows_of(initial_model(c, seed, backend), keep_test_set(c)[0], c, seed)
-
-
-def _bundle_sizes(bundle) -> dict:
-    """The preset sizes a KEEP n-TH bundle was made with: a run-store bundle keeps them under ``sizes``, a loop
-    runner's bundle (``ci``/``paper``) is the sizes themselves."""
-    cfg = bundle.config
-    return cfg["sizes"] if "sizes" in cfg else cfg
-
-
-def untrained_decay_table(bundle, backend: str = "auto"):
-    """The untrained baseline of every run in ``bundle``'s ``decay`` table, in the same format (one set of rows per
-    run, with its seed): the runs' resolved configs are rebuilt from the bundle's sizes (:func:`resolved_config`), so
-    each model is its run's own initialisation on its run's own test sequences. A bundle written without a ``seed``
-    column holds seed 0 (the ``ci`` bundle; its runs were seed 0)."""
-    import pandas as pd
-
-    dec = bundle.tables["decay"]
-    dec = dec if "seed" in dec else dec.assign(seed=0)
-    sizes = _bundle_sizes(bundle)
-    rows = []
-    for T, d, N, kind, seed in sorted(set(dec[["T", "d", "N", "model", "seed"]].itertuples(index=False))):
-        c = resolved_config(sizes, int(T), int(d), int(N), kind)
-        rows += untrained_decay_rows(c, int(seed), backend)
-    return pd.DataFrame(rows)
-
-
-def fig1_tables(bundle, backend: str = "auto") -> dict:
-    """Fig. 1's three tables for ``bundle`` (a KEEP n-TH bundle of any preset): ``decay`` (trained, with a ``seed``
-    column), ``decay_untrained`` (the bundle's own when it has one, else :func:`untrained_decay_table`, computed
-    here in seconds) and ``fig1`` (:func:`~mamba_recall.claims.ch3.fig1_stats` of the two)."""
-    from ..claims.ch3 import fig1_stats
-
-    dec = bundle.tables["decay"]
-    dec = dec if "seed" in dec else dec.assign(seed=0)
-    un = (
-        bundle.tables["decay_untrained"]
-        if "decay_untrained" in bundle.tables
-        else untrained_decay_table(bundle, backend)
-    )
-    return {"decay": dec, "decay_untrained": un, "fig1": fig1_stats(dec, un)}
-
-
 # ------------------------------------------------------------------------------------------ run store (cpu-hours)
 EXPERIMENT = "ch3.keep_train"
 RUNNER = "mamba_recall.experiments.ch3_keep_nth:run_job"
-REGENERATE_STORE = "python -m mamba_recall.experiments.ch3_keep_nth --preset cpu-hours --allow-long"
 
 
 def store_cells(sizes: dict) -> list[tuple[int, int, int, str]]:
@@ -336,7 +101,8 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
 
 def run_job(config: dict, seed: int) -> dict:
     """One run-store job: train, test, the decay histograms (S6/S4D), the training curve; the Mamba+PE model at
-    d = 32, N = 8 is saved as ``ch3_keep_s6pe_<preset>_T<T>_s<seed>`` (:func:`~.ch3_common.checkpoint_name`)."""
+    d = 32, N = 8 is saved as ``ch3_keep_s6pe_<preset>_T<T>_s<seed>``
+    (:func:`~mamba_recall.train.selectivity.checkpoint_name`)."""
     model, res, row, test = train_one(config, seed)
     decay = decay_rows_of(model, test[0], config, seed) if config["model"] != "transformer" else []
     if config["model"] == "s6+pe" and (config["d"], config["N"]) == (32, 8):

@@ -26,16 +26,13 @@ import torch
 from ..results import command_provenance
 from ..theory.mqar_constructions import gen_mqar
 from ..train import evaluate
+from ..train.selectivity import STORE_PRESETS, build_model, recipe_fields, train_recipe
 from .ch3_common import (
-    STORE_PRESETS,
-    build_model,
     curve_of,
     parse,
-    recipe_fields,
     run_store_main,
     save_runner_bundle,
     store_bundle_writer,
-    train_recipe,
 )
 
 

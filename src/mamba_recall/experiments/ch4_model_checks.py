@@ -7,8 +7,9 @@ computes the same inputs with the same library calls on any Chapter 4 checkpoint
 and writes the verdicts to ``results/ch4_checks_<model>_<preset>.json`` (table ``claims``: claim id, status, our
 numbers, the reason where not testable or capped). Section 4.7 of the book compares the models from these
 bundles. On a Mamba-2 model the claims are App. F's (:func:`claim_inputs_m2`: the U, the long-term heads of Eq. 9
-and their first-triple ablation, Fig. 13), measured by :func:`mamba2_head_tests` as notebook 4.6 measures them; the
-edge family's checks runner (:mod:`.ch4_edge`) makes them on its Mamba-2 recipe at each model's pressure length.
+and their first-triple ablation, Fig. 13), measured by :func:`~mamba_recall.analysis.mamba2_heads.mamba2_head_tests`
+as notebook 4.6 measures them; the edge family's checks runner (:mod:`.ch4_edge`) makes them on its Mamba-2 recipe at
+each model's pressure length.
 
 Run::
 
@@ -28,8 +29,10 @@ import pandas as pd
 import torch
 
 from ..analysis import primacy as A
+from ..analysis.mamba2_heads import mamba2_head_tests
 from ..analysis.primacy import checkpoint_path, load_checkpoint
 from ..claims.ch4 import MAMBA2_CLAIMS
+from ..claims.ch4.mamba2_heads import m2_claim_args
 from ..paths import REPO_ROOT
 from ..presets import experiment
 from ..results import command_provenance, save_bundle
@@ -148,81 +151,13 @@ def claim_inputs(
     return out
 
 
-def mamba2_head_tests(
-    model, vocab, sizes: dict, device: str = "cpu", *, at: int | None = None, ucurve_Ls: list[int] | None = None
-) -> dict:
-    """App. F's measurements on a Mamba-2 model (paper 004, App. F, Eq. 9, Fig. 13), with the sizes ``sizes`` of
-    ``ch4.mamba2_heads`` (keys ``Ls``, ``n``, ``L_ident``, ``tau``, ``n_random``):
-
-    * ``curves``: {(L, variant): (n, L) bool correct} at every L of ``ucurve_Ls`` (default ``sizes["Ls"]``), the
-      serial-recall probe of §4.1 (prefix-state evaluation, :func:`mamba_recall.analysis.primacy.ucurves`);
-    * ``stats``, ``heads``, ``fraction``: the head statistic 𝓜^(h) = ∏_{t=2}^{T} α_t^(h) = exp(A_h Σ_t Δ_t^(h))
-      (Eq. 9 with one scalar decay per head; per layer an (1, H) array) on the identification prompt (repeated
-      relation, L = ``L_ident``), the long-term heads 𝓜^(h) ≥ τ per layer, and their share of all heads;
-    * ``effects``: {L: the first-triple ablation of the long-term heads} (α_t^(h) ← 0 at the first triple's token
-      indices, against ``n_random`` sets of as many heads drawn over the whole model;
-      :func:`mamba_recall.analysis.primacy.ablation_effects`, base = the repeated-relation curve at L), at every
-      length of ``Ls`` or, with ``at``, at ``at`` only (the model's pressure length L_p, :mod:`.ch4_edge`);
-    * ``Ls``, ``L0``: the U-curve lengths and the length Fig. 13b is judged at (the first ablation length).
-
-    :func:`m2_claim_args` maps these onto the claims' arguments."""
-    from ..analysis import heads as hd
-    from ..analysis import interventions as iv
-
-    Ls = list(ucurve_Ls or sizes["Ls"])
-    if at is not None and at not in Ls:
-        raise ValueError(
-            f"at = {at} is not one of the U-curve lengths {Ls}: the ablation's baseline is the curve at that length; "
-            f"add {at} to ucurve_Ls."
-        )
-    curves = A.ucurves(model, vocab, Ls, sizes["n"], device=device)
-    stats = hd.head_stats(model, A.identification_prompt(vocab, sizes["L_ident"]))
-    heads = hd.identify_heads(stats, sizes["tau"])
-    fraction = sum(len(h) for h in heads) / stats.n_heads
-    targets = {layer: h for layer, h in enumerate(heads) if len(h)}
-    steps = iv.first_triplet_steps(bos=bool(vocab.bos))
-    effects = {
-        L: A.ablation_effects(
-            model,
-            vocab,
-            L,
-            sizes["n"],
-            targets,
-            steps,
-            n_random=sizes["n_random"],
-            device=device,
-            controls=("global",),
-            base=curves[(L, "repeated")],
-        )
-        for L in (Ls if at is None else [at])
-    }
-    return {
-        "curves": curves,
-        "Ls": Ls,
-        "stats": stats,
-        "heads": heads,
-        "fraction": fraction,
-        "effects": effects,
-        "L0": next(iter(effects)),
-    }
-
-
-def m2_claim_args(tests: dict) -> dict:
-    """{claim id: args} of App. F's claims from :func:`mamba2_head_tests`' output: the U on the curves (judged at L_p
-    and the next length, as Fig. 2), the head fraction and its per-layer χ², the ablation at ``L0``."""
-    return {
-        "004/AppF-ushape": (tests["curves"], tests["Ls"]),
-        "004/Fig13a": (tests["stats"], tests["heads"]),
-        "004/Fig13b": (tests["effects"][tests["L0"]], tests["fraction"]),
-    }
-
-
 def claim_inputs_m2(
     model, vocab, preset: str = "ci", device: str = "cpu", *, at: int | None = None, ucurve_Ls=None
 ) -> dict:
     """{claim id: args} for App. F's Mamba-2 claims (:data:`CLAIM_IDS_M2`), with the sizes of ``ch4.mamba2_heads``
     in ``preset``; ``at`` and ``ucurve_Ls`` as in :func:`claim_inputs` (the edge family's pressure length and
-    evaluated lengths). The same library calls as notebook 4.6 (:func:`mamba2_head_tests`)."""
+    evaluated lengths). The same library calls as notebook 4.6
+    (:func:`~mamba_recall.analysis.mamba2_heads.mamba2_head_tests`)."""
     from ..models.mamba2 import Mamba2LMHeadModel
 
     if not isinstance(model, Mamba2LMHeadModel):

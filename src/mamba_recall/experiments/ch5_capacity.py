@@ -317,22 +317,5 @@ def first_search(preset: str, seed: int, smoke: bool = False, log=print) -> dict
     return run_job(job["config"], seed)
 
 
-def evidence_bundles(log=print):
-    """(the strongest complete committed bundle, the running grid's partial bundle or None): verdicts read the
-    first; the page shows the second beside it, labelled partial."""
-    from ..results import RESULTS_DIR, load_bundle, load_strongest_bundle
-
-    strongest = load_strongest_bundle("ch5_capacity", log=log)
-    partial = None
-    for preset in ("paper", "cpu-hours"):
-        path = RESULTS_DIR / f"ch5_capacity_{preset}.json"
-        if path.exists():
-            b = load_bundle(path)
-            if not b.data.get("complete"):
-                partial = b
-                break
-    return strongest, partial
-
-
 if __name__ == "__main__":
     main()

@@ -14,14 +14,15 @@ Backends
                imported). The choice is a rule, not a fallback: an explicit request for an
                unavailable backend raises :class:`BackendUnavailableError`.
 
-Why ``auto`` takes ``fused`` on the CPU at every shape: ``python -m mamba_recall bench`` times forward +
-backward of both (``bench.run_crossover``) over batch 1–32, channels 1–512, N 1–16, L = 1 … 4096,
-including the chapters' L ≤ 64 where per-call overhead dominates. No crossover was found (committed
-run, ``results/scan_bench_cpu.json``, table ``crossover``: chunked/fused 1.4× to 198×, median 5.8×,
-≥ 2.5× at L ≤ 64): fused's fixed cost is about 0.37 ms per forward + backward, chunked's about
-1.0 ms (its ~3√L Python-level steps), and at large sizes chunked is memory-bound (README, "Speed of
-the scans (CPU)"). The rule therefore depends on the device and the options only, and
-:func:`resolve_backend` can name the backend before a call is made.
+Why ``auto`` takes ``fused`` on the CPU at every shape: the repository's scan benchmark
+(``python benchmarks/scan.py``, a script outside the library) times forward + backward of both (its
+``run_crossover``) over batch 1–32, channels 1–512, N 1–16, L = 1 … 4096, including the chapters' L ≤ 64
+where per-call overhead dominates. No crossover was found (committed run, ``results/scan_bench_cpu.json``,
+table ``crossover``: chunked/fused 1.4× to 198×, median 5.8×, ≥ 2.5× at L ≤ 64): fused's fixed cost is about
+0.37 ms per forward + backward, chunked's about 1.0 ms (its ~3√L Python-level steps), and at large sizes chunked
+is memory-bound (README, "Speed of the scans (CPU)"). The rule therefore depends on the device and the options
+only, and :func:`resolve_backend` can name the backend before a call is made. The timing the book runs live
+(Chapter 0) is :mod:`.timing`.
 
 Shared steps: :func:`prepare_scan` (checks the arguments, adds the bias and softplus to Δ, upcasts),
 :func:`discretize` (log Ā_t = Δ_t A and B̄_t u_t, (b, d, l, n)) and :func:`finish_output` (+ D u, silu(z) gate)

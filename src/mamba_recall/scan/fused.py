@@ -132,8 +132,9 @@ def _kernels():
 def kernel_exp_and_fastmath():
     """``(exp, fastmath)``: the fused kernels' scalar exp (:func:`_exp` of ``_fused_kernels``: the vectorisable
     float32 Cephes polynomial, libm for float64; callable only inside ``numba.njit`` code) and their numba
-    ``fastmath`` flags. What ``bench.measure_exp_fma_rates`` times to bound the kernels' speed; imports the
-    kernels' module (numba) like :func:`_kernels`, without touching the threading layer."""
+    ``fastmath`` flags. What the scan benchmark's ``measure_exp_fma_rates`` (``benchmarks/scan.py``) times to bound
+    the kernels' speed; imports the kernels' module (numba) like :func:`_kernels`, without touching the threading
+    layer."""
     from . import _fused_kernels
 
     return _fused_kernels._exp, _fused_kernels.FASTMATH

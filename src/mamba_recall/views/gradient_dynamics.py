@@ -273,7 +273,7 @@ def regime_explorer(sizes: dict, seed: int = 0, steps: int = 400, window: int = 
     import ipywidgets as w
 
     from ..analysis.recall_probes import pair_table, probe_frame
-    from ..experiments.ch1_training import train_recall
+    from ..train.latest_value import train_recall
     from ..widgets import explorer
 
     trained: dict = {}

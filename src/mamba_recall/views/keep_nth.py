@@ -7,7 +7,7 @@ trained KEEP n-TH models across T; by Lem. 2 a model that retains the kept token
 run's own initialisation, same test inputs) is drawn with it, so the chart shows what training changed.
 
 * :func:`fig1_histogram_frame` / :func:`fig1_histogram_chart` — the 50-bin histograms of a bundle's ``decay`` and
-  ``decay_untrained`` tables (:func:`mamba_recall.experiments.ch3_keep_nth.fig1_tables`), pooled over seeds,
+  ``decay_untrained`` tables (:func:`mamba_recall.claims.ch3.fig1_tables`), pooled over seeds,
   trained over untrained, one panel per (model, T).
 * :func:`fig1_summary` — the ``fig1`` table's statistics per (model, T, weights), mean over seeds.
 * :func:`fig1_trend_chart` — frac(e^{−λΔ} > 0.9 | t ≥ n) against T, trained and untrained, mean over seeds with
@@ -40,9 +40,7 @@ def fig1_histogram_frame(tables: dict, positions: str = "after", models=tuple(FI
         raise ValueError(f"positions must be one of {sorted(POSITIONS)}, got {positions!r}.")
     for name in ("decay", "decay_untrained"):
         if name not in tables or "seed" not in tables[name]:
-            raise ValueError(
-                f"tables needs a {name!r} table with a seed column: pass experiments.ch3_keep_nth.fig1_tables(bundle)."
-            )
+            raise ValueError(f"tables needs a {name!r} table with a seed column: pass claims.ch3.fig1_tables(bundle).")
     frames = []
     for weights, name in zip(WEIGHTS, ("decay", "decay_untrained")):
         t = tables[name]

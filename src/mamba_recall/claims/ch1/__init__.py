@@ -12,6 +12,7 @@ One module per section of the book, named after the section's notebook; each hol
   learned unembedding (App. B, Fig. 7);
 - :mod:`.gradient_lemma` (``04_gradient_lemma``): Lemma 1 and its remarks (§4, App. D);
 - :mod:`.table1` (``05_table1``): Table 1 (App. A);
+- :mod:`.seeds`: the verdicts over the cpu-hours seeds (:func:`check_over_seeds`, the runner's per-seed measurement);
 - :mod:`._common`: what several sections share (the declared thresholds and the notebooks' tolerances, checkpoint
   evidence, the untrained null, the chance level, the cpu-hours seeds bundle).
 
@@ -26,7 +27,7 @@ no training). A trained-model claim needs three seeds and an interval to read *r
 (:mod:`mamba_recall.claims.core`); these have one seed. The stronger evidence, when committed, is the ``cpu-hours`` run of
 :mod:`mamba_recall.experiments.ch1_cpu_hours` (the same claims measured per seed on 3 seeds at T = 256 with
 identity targets, and Table 1 at T = 128 with 3 seeds): the notebooks judge over its seeds
-(:func:`~mamba_recall.experiments.ch1_cpu_hours.check_over_seeds`, :func:`check_table1`, loaders over core's one path ``check_stored`` → ``across_seeds`` →
+(:func:`check_over_seeds`, :func:`check_table1`, loaders over core's one path ``check_stored`` → ``across_seeds`` →
 ``judge``; the |K| = 1 claims are measured afresh on the committed seed checkpoints) and fall back to the one-seed
 evidence without it, which core reads *inconclusive* for a trained claim.
 
@@ -63,6 +64,7 @@ from ._common import (
     seeds_claims_view,
 )
 from .many_keys_and_unembedding import FULL_MAMBA_COMMAND, FULL_ONEHOT_COMMAND, measure_fig7
+from .seeds import K1_CLAIMS, check_over_seeds
 from .table1 import MATCHED_CLAIM, check_table1
 
 register(
@@ -80,6 +82,7 @@ __all__ = [
     "FLOAT64_AGREE",
     "FULL_MAMBA_COMMAND",
     "FULL_ONEHOT_COMMAND",
+    "K1_CLAIMS",
     "MATCHED_CLAIM",
     "MC_COSINE",
     "MC_Z",
@@ -89,6 +92,7 @@ __all__ = [
     "SEEDS_PRESET",
     "SOLVES",
     "SPIKE",
+    "check_over_seeds",
     "check_table1",
     "load_seeds",
     "measure_fig7",

@@ -46,7 +46,7 @@ use them (a claim's ``section`` names the notebook that checks it):
   :data:`._common.QUOTES`.
 
 The registry keeps the paper's order (§4.1 to §5.2; Remark 1, of §4.2, after the sensitivity lemmas; paper 002's
-claim last). The names code outside uses are exported here: ``claims.ch3.fig1_stats``.
+claim last). The names code outside uses are exported here: ``claims.ch3.fig1_stats``, ``claims.ch3.fig1_tables``.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from dataclasses import replace
 from ..core import register
 from . import approximation, induction_heads, keep_nth, mqar_constructions, sensitivity
 from ._common import QUOTES
-from .keep_nth import FIG1_MODELS, SOLVER_NULL, decay_summary, fig1_stats, s4dpe_t20_missing
+from .keep_nth import FIG1_MODELS, SOLVER_NULL, decay_summary, fig1_stats, fig1_tables, s4dpe_t20_missing
 
 register(
     *(
@@ -73,4 +73,4 @@ register(
     )
 )
 
-__all__ = ["FIG1_MODELS", "SOLVER_NULL", "decay_summary", "fig1_stats", "s4dpe_t20_missing"]
+__all__ = ["FIG1_MODELS", "SOLVER_NULL", "decay_summary", "fig1_stats", "fig1_tables", "s4dpe_t20_missing"]

@@ -162,7 +162,7 @@ def s4dpe_t20_missing(bundle) -> str | None:
 def measure_s4dpe_t20(bundle, pe_spread: dict) -> Measurement:
     """Tab. A.1, S4D+PE at T = 20 (d = 32, N = 8), against S4D without PE in the same bundle (per seed: |S4D+PE −
     0.72| and |S4D+PE − S4D|), with the exact check ``pe_spread``
-    (:func:`mamba_recall.experiments.ch3_keep_nth.pe_logit_dependence`: per mixer, how much the PE's effect on the
+    (:func:`mamba_recall.analysis.keep_nth.pe_logit_dependence`: per mixer, how much the PE's effect on the
     logits varies across input sequences; 0 means the PE is only a per-position bias), and a null control at the
     generator's chance level (both models at 1/|V|)."""
     missing = s4dpe_t20_missing(bundle)
@@ -460,7 +460,7 @@ def fig1_stats(decay, decay_untrained):
     read off the histogram at the bin midpoints (within half a bin, 0.01 for 50 bins, of the exact mean; the same
     estimator for both weights, so their difference has no binning bias). A table without ``seed`` is one seed (0).
     Raises ValueError when a run of ``decay`` has no untrained row (the fix: compute the baseline with
-    ``experiments.ch3_keep_nth.untrained_decay_table``)."""
+    ``analysis.keep_nth.untrained_decay_table``)."""
     import pandas as pd
 
     out = []
@@ -497,9 +497,26 @@ def fig1_stats(decay, decay_untrained):
     if lacking:
         raise ValueError(
             f"fig1_stats: no untrained baseline for the runs {lacking[:3]}{' …' * (len(lacking) > 3)} "
-            "(T, d, N, model, seed); make it with experiments.ch3_keep_nth.untrained_decay_table(bundle)."
+            "(T, d, N, model, seed); make it with analysis.keep_nth.untrained_decay_table(bundle)."
         )
     return stats.sort_values([*FIG1_COLUMNS, "weights"]).reset_index(drop=True)
+
+
+def fig1_tables(bundle, backend: str = "auto") -> dict:
+    """Fig. 1's three tables for ``bundle`` (a KEEP n-TH bundle of any preset): ``decay`` (trained, with a ``seed``
+    column), ``decay_untrained`` (the bundle's own when it has one, else
+    :func:`~mamba_recall.analysis.keep_nth.untrained_decay_table`, computed here in seconds) and ``fig1``
+    (:func:`fig1_stats` of the two)."""
+    from ...analysis.keep_nth import untrained_decay_table
+
+    dec = bundle.tables["decay"]
+    dec = dec if "seed" in dec else dec.assign(seed=0)
+    un = (
+        bundle.tables["decay_untrained"]
+        if "decay_untrained" in bundle.tables
+        else untrained_decay_table(bundle, backend)
+    )
+    return {"decay": dec, "decay_untrained": un, "fig1": fig1_stats(dec, un)}
 
 
 def _fitted_rise(Ts, ys) -> float:
@@ -520,7 +537,7 @@ def measure_fig1_trend(bundle, untrained=None) -> Measurement:
     (:func:`_fitted_rise`), ``rise_over_untrained_<m>`` = fitted rise of :math:`f-f_0`, for m = mamba, s4d.
 
     The untrained histograms come from the bundle's ``decay_untrained`` table, else from ``untrained`` (a table in
-    the same format: ``experiments.ch3_keep_nth.untrained_decay_table(bundle)``). The untrained model is also the null
+    the same format: ``analysis.keep_nth.untrained_decay_table(bundle)``). The untrained model is also the null
     control: the same statistics with :math:`f_0` in :math:`f`'s place (its excess over itself is 0)."""
 
     dec = bundle.tables["decay"]
@@ -535,7 +552,7 @@ def measure_fig1_trend(bundle, untrained=None) -> Measurement:
     if untrained is None:
         raise NotRun(
             f"the {preset} bundle has no `decay_untrained` table and no untrained baseline was passed: "
-            "check('003/Fig1-left', bundle, experiments.ch3_keep_nth.untrained_decay_table(bundle))"
+            "check('003/Fig1-left', bundle, analysis.keep_nth.untrained_decay_table(bundle))"
         )
     stats = fig1_stats(trained, untrained)
     stats = stats.merge(trained.assign(seed=trained.get("seed", 0))[FIG1_COLUMNS].drop_duplicates(), on=FIG1_COLUMNS)

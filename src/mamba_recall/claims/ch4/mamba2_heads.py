@@ -79,6 +79,17 @@ def measure_head_ablation(eff: dict, fraction: float, *, ctx=None, side=None) ->
     )
 
 
+def m2_claim_args(tests: dict) -> dict:
+    """{claim id: args} of App. F's claims from :func:`~mamba_recall.analysis.mamba2_heads.mamba2_head_tests`'
+    output: the U on the curves (judged at L_p and the next length, as Fig. 2), the head fraction and its per-layer χ²,
+    the ablation at ``L0``."""
+    return {
+        "004/AppF-ushape": (tests["curves"], tests["Ls"]),
+        "004/Fig13a": (tests["stats"], tests["heads"]),
+        "004/Fig13b": (tests["effects"][tests["L0"]], tests["fraction"]),
+    }
+
+
 #: the section's claims as declared (each registered with its quote and setting, as an analogue:
 #: :func:`~._common._analogues`)
 DECLARED = (

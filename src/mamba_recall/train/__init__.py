@@ -62,9 +62,9 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .labels import IGNORE_INDEX, labelled_accuracy, labelled_counts
-from .longrun import PROBE_STEPS, check_steps
-from .presets.ch2 import RECIPES
+from ..labels import IGNORE_INDEX, labelled_accuracy, labelled_counts
+from ..longrun import PROBE_STEPS, check_steps
+from ..presets.ch2 import RECIPES
 
 SCHEDULES = ("constant", "cosine", "linear_warmup_cosine", "code", "tab9")
 TAB9_DECAY_STEPS = 15000  # paper 002, App. J, Tab. 9: the linear decay to lr/10 spans 15000 steps

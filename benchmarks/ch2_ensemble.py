@@ -1,14 +1,15 @@
 """Chapter 2 training throughput: one ensemble of n models against the n models trained separately.
 
-    python -m mamba_recall bench ch2 [--steps 20] [--members 8] [--processes 1 2]
-    python -m mamba_recall.bench_ch2 [same options]
+    python benchmarks/ch2_ensemble.py [--steps 20] [--members 8] [--processes 1 2] [--D 64] [--N 32] [--V 1024]
+        [--batch 128] [--Nf 16] [--L 64]
 
 Prints model-steps per second (models × steps / wall seconds) of the simplified linear Mamba of paper 002
 (default R2, D = 64, N = 32, batch 128) trained (a) as one :class:`LinearMamba` ensemble of n = ``--members``
 members in one process, one torch thread, and (b) as separate single models in P processes (``joblib.Parallel``), one thread
 each, every process training ``members / P`` models one after the other (``P = 1`` is the ``--way separate`` of
 :mod:`mamba_recall.experiments.ch2_scaling`, whose CPU default, ``default_way``, was set from this comparison).
-On a busy machine the numbers move with the load: compare them side by side from one run.
+On a busy machine the numbers move with the load: compare them side by side from one run. A script of the
+repository, not a module of the library; it prints its table and writes no bundle.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ def _train_separate(V, Nf, L, D, N, batch, steps, models, seed=0):
     import torch
 
     torch.set_num_threads(1)
-    from .models.linear_mamba import LinearMamba
-    from .tasks.mqar import batch_fn
-    from .train import train_ensemble
+    from mamba_recall.models.linear_mamba import LinearMamba
+    from mamba_recall.tasks.mqar import batch_fn
+    from mamba_recall.train import train_ensemble
 
     data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
     start, cpu = time.perf_counter(), time.process_time()
@@ -37,9 +38,9 @@ def _train_ensemble(V, Nf, L, D, N, batch, steps, members):
     import torch
 
     torch.set_num_threads(1)
-    from .models.linear_mamba import LinearMamba
-    from .tasks.mqar import batch_fn
-    from .train import train_ensemble
+    from mamba_recall.models.linear_mamba import LinearMamba
+    from mamba_recall.tasks.mqar import batch_fn
+    from mamba_recall.train import train_ensemble
 
     data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
     model = LinearMamba(V, D, N, ensemble=members, seed=0)
@@ -123,7 +124,7 @@ def main(argv=None):
         f"{args.steps} steps (seconds: the training loops; wall_with_startup adds the worker processes' start):"
     )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    from .experiments.ch2_scaling import default_way
+    from mamba_recall.experiments.ch2_scaling import default_way
 
     by_wall = table.loc[table["model_steps_per_s"].idxmax()]
     by_cpu = table.loc[table["model_steps_per_cpu_s"].idxmax()]

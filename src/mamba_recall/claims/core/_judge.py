@@ -1,0 +1,394 @@
+"""Judging: a declared rule applied to a measurement, each condition decided over its number's whole 95 %
+interval (:func:`decide`), the control judged beside it (:func:`judge`, :func:`audit_controls`), seeds combined
+(:func:`across_seeds`), and the calls notebooks make (:func:`check`, :func:`check_seeds`, :func:`check_stored`).
+The order of the tests is in :mod:`mamba_recall.claims.core`'s docstring."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+from ...results import smoke_active
+from ._records import measurement_from_record, not_run_verdict, record_verdict
+from ._types import (
+    MIN_SEEDS,
+    REGISTRY,
+    TIERS,
+    Claim,
+    ClaimError,
+    Cond,
+    Control,
+    Evidence,
+    Measurement,
+    NotRun,
+    Rule,
+    Verdict,
+    fmt,
+    get,
+)
+
+
+# ------------------------------------------------------------------------------------------- judging
+def decide(c: Cond, m: Measurement) -> bool | None:
+    """Condition ``c`` on measurement ``m``, three-valued: ``True`` when it holds over the whole evidence (both
+    ends of its metric's 95 % interval; every seed, for a boolean with per-seed values), ``False`` when it fails
+    over the whole evidence, ``None`` when the evidence does not decide (the interval straddles the threshold,
+    seeds on both sides, a NaN). A metric with neither interval nor per-seed values is decided by its value.
+    An interval is convex and a threshold condition holds on a half-line, so it holds over the whole interval
+    exactly when it holds at both ends, and fails over the whole exactly when it fails at both."""
+    x = m.values[c.metric]
+    if c.op in ("true", "false"):
+        seeds = m.per_seed.get(c.metric)
+        if seeds is not None and len(seeds) > 1:
+            held = [c.holds(v) for v in seeds]
+            return True if all(held) else False if not any(held) else None
+        return c.holds(x)
+    try:
+        if math.isnan(float(x)):
+            return None
+    except (TypeError, ValueError):
+        return c.holds(x)
+    if c.metric not in m.intervals:
+        return c.holds(x)
+    lo, hi = (float(v) for v in m.intervals[c.metric])
+    if math.isnan(lo) or math.isnan(hi):
+        return None
+    if c.op == "==":
+        return True if lo == hi == c.value else False if not lo <= c.value <= hi else None
+    at_lo, at_hi = c.holds(lo), c.holds(hi)
+    return True if at_lo and at_hi else False if not (at_lo or at_hi) else None
+
+
+def decide_all(conds, m: Measurement) -> bool | None:
+    """Every condition of ``conds`` at once: ``False`` if one fails, else ``None`` if one is undecided, else
+    ``True``."""
+    states = [decide(c, m) for c in conds]
+    return False if False in states else None if None in states else True
+
+
+def interval_crossings(conds, m: Measurement) -> str:
+    """The conditions of ``conds`` that the evidence does not decide (:func:`decide` is ``None``), as one
+    readable phrase ("" when there are none): an interval that straddles the threshold, seeds on both sides."""
+    bad = []
+    for c in conds:
+        if decide(c, m) is not None:
+            continue
+        if c.metric in m.intervals:
+            lo, hi = m.intervals[c.metric]
+            bad.append(f"the 95 % interval of {c.metric} [{c.shown(lo)}, {c.shown(hi)}] straddles {c.text()}")
+        elif c.metric in m.per_seed and c.op in ("true", "false"):
+            held = sum(bool(c.holds(v)) for v in m.per_seed[c.metric])
+            bad.append(f"{c.text()} holds on {held} of {len(m.per_seed[c.metric])} seeds")
+        else:
+            bad.append(f"{c.metric} is {fmt(m.values[c.metric])}")
+    return "; ".join(bad)
+
+
+def _point_status(rule: Rule, m: Measurement) -> str:
+    """The status the point values (means) alone would give: what an inconclusive verdict's means point to."""
+    held = lambda cs: all(c.holds(m.values[c.metric]) for c in cs)  # noqa: E731
+    if held(rule.reproduced):
+        return "reproduced"
+    if rule.erratum and held(rule.erratum):
+        return "erratum confirmed"
+    if rule.partially and held(rule.partially):
+        return "partially"
+    return "not reproduced"
+
+
+def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
+    """Status, the checks shown and the reason that ``rule`` gives measurement ``m`` (in the order that
+    :mod:`mamba_recall.claims.core` states)."""
+
+    def run(cs):
+        return [(c.text(), c.shown(m.values[c.metric]), c.holds(m.values[c.metric])) for c in cs]
+
+    testable, printed, corrected, partial = (
+        run(rule.testable),
+        run(rule.reproduced),
+        run(rule.erratum),
+        run(rule.partially),
+    )
+    reason = ""
+    seeds_ok = m.evidence.seeds >= MIN_SEEDS and bool(m.intervals or m.per_seed)
+    if m.evidence.smoke or smoke_active():  # a smoke run checks that the code runs; its numbers judge nothing
+        return "not run", printed, "smoke run (a handful of steps): the pipeline ran, its numbers are not evidence"
+    if not all(ok for *_, ok in testable):
+        return "not testable here", testable, rule.untestable_why
+    if rule.trained and not seeds_ok:
+        reason = (
+            f"on {m.evidence.seeds} seed{'s' * (m.evidence.seeds != 1)}"
+            f"{'' if (m.intervals or m.per_seed) else ' without an interval'}: a trained-model verdict, in either "
+            f"direction, needs ≥ {MIN_SEEDS} seeds and an interval (the means alone would read "
+            f"'{_point_status(rule, m)}'); what would settle it: {MIN_SEEDS} seeds of the same recipe"
+        )
+        return "inconclusive", printed + corrected + partial, reason
+    stated = decide_all(rule.reproduced, m)
+    if stated is True:
+        return "reproduced", printed, ""
+    if stated is None:
+        reason = (
+            interval_crossings(rule.reproduced, m)
+            + f": the evidence does not decide the statement (the means alone would read "
+            f"'{_point_status(rule, m)}'); more seeds would settle it"
+        )
+        return "inconclusive", printed, reason
+    fixed = decide_all(rule.erratum, m) if rule.erratum else False
+    part = decide_all(rule.partially, m) if rule.partially else False
+    for state, level, conds_, status, shown in (
+        (fixed, "corrected statement", rule.erratum, "erratum confirmed", printed + corrected),
+        (part, "partial statement", rule.partially, "partially", printed + partial),
+    ):
+        if state is True:
+            why = "the statement as printed fails; the corrected statement holds" if status != "partially" else ""
+            return status, shown, why
+        if state is None:
+            why = f"the statement as printed fails, but {interval_crossings(conds_, m)}: the evidence does not decide the {level}"
+            return "inconclusive", shown, why
+    return "not reproduced", printed + partial, ""
+
+
+def judge(claim: Claim, m: Measurement) -> Verdict:
+    """The verdict ``claim``'s declared rule gives measurement ``m`` (see :mod:`mamba_recall.claims.core`), with its
+    control (:class:`Control`) judged by the same rule beside it: a null that reaches *reproduced*, or a
+    positive control that does not, makes a *reproduced* or *not reproduced* read **not testable here**."""
+    rule = claim.rule
+    missing = rule.metrics() - set(m.values)
+    if missing:
+        raise ClaimError(f"claim {claim.id}: the measurement lacks {sorted(missing)} that its rule reads.")
+    status, checks, reason = _status(rule, m)
+    control, c_status = "", ""
+    if m.control is not None:
+        cm = m.control.measurement
+        lacking = rule.metrics() - set(cm.values)
+        if lacking:
+            raise ClaimError(f"claim {claim.id}: its control's measurement lacks {sorted(lacking)}.")
+        c_status, c_checks, _ = _status(rule, cm)
+        shown = "; ".join(f"{c} ({v})" for c, v, _ in c_checks)
+        control = f"{m.control.kind}: {m.control.what} — {shown} → {c_status}"
+        if m.control.kind == "null" and (
+            (c_status == "reproduced" and status in ("reproduced", "partially"))
+            or (c_status == "partially" and status == "partially")
+        ):
+            reason = f"the null control ({m.control.what}) also reaches {c_status}: the rule cannot tell them apart"
+            status = "not testable here"
+        elif m.control.kind == "positive" and c_status != "reproduced" and status == "not reproduced":
+            status = "not testable here"
+            reason = (
+                f"the positive control ({m.control.what}) does not show the effect either ({c_status}): "
+                "this test could not have shown it"
+            )
+    return Verdict(
+        claim.id,
+        claim.statement,
+        claim.where,
+        claim.printed,
+        status,
+        m.shown,
+        rule.text(),
+        checks,
+        asdict(m.evidence),
+        reason,
+        m.note,
+        claim.section,
+        {k: (float(lo), float(hi)) for k, (lo, hi) in m.intervals.items()},
+        claim.quote,
+        claim.setting,
+        claim.analogue,
+        control,
+        m.control.kind if m.control is not None else "",
+        c_status,
+    )
+
+
+#: statuses a trained claim reaches only from its own evidence (the ones a control must stand beside)
+DECIDED = ("reproduced", "partially", "not reproduced", "erratum confirmed", "inconclusive")
+
+
+#: claims whose null control is known to pass their rule, with why: each reads *not testable here*, and the audit
+#: fails on any other null that reaches *reproduced* (a rule that cannot tell a trained model from its null)
+NULL_PASSES: dict[str, str] = {}
+
+
+def audit_controls(verdicts: dict) -> list[str]:
+    """What is wrong with the controls of the recorded ``verdicts`` ({claim id: Verdict}), one line each: a
+    trained-model claim (``Rule.trained``) judged on evidence (any status but *not run* and *not testable here*)
+    without a control measured beside it; one that reads *reproduced* or *partially* while its null control
+    reaches the same (the rule cannot tell the trained model from the null); a null that reaches *reproduced* on a
+    claim not declared in :data:`NULL_PASSES`, or a declared one that does not read *not testable here*. Empty when
+    every control holds."""
+    problems = []
+    for cid, v in sorted(verdicts.items()):
+        claim = REGISTRY.get(cid)
+        if claim is None or not claim.rule.trained:
+            continue
+        if v.control_kind == "null" and v.control_status == "reproduced" and cid not in NULL_PASSES:
+            problems.append(
+                f"{cid}: its null control reaches reproduced ({v.control}); fix the rule, or declare why in "
+                "claims.core.NULL_PASSES"
+            )
+        if cid in NULL_PASSES and v.status not in ("not testable here", "not run"):
+            problems.append(f"{cid} is declared in NULL_PASSES but reads {v.status}, not 'not testable here'")
+        if v.status not in DECIDED:
+            continue
+        if not v.control_kind:
+            problems.append(f"{cid} reads {v.status} with no control measured beside it (Control in its measurement)")
+        elif (
+            v.control_kind == "null"
+            and v.status in ("reproduced", "partially")
+            and (v.control_status == "reproduced" or v.control_status == v.status)
+        ):
+            problems.append(f"{cid} reads {v.status} while its null control reads {v.control_status}: {v.control}")
+    return problems
+
+
+def check(claim_id: str, *args, record: bool = True, directory: Path | None = None, **kwargs) -> Verdict:
+    """Measure claim ``claim_id`` from the given inputs, judge it by its declared rule, record it for the
+    scorecard and return the verdict (it displays as Markdown with the numbers it used). Inputs that do not
+    fit the claim's measurement raise :class:`ClaimError` naming the inputs it takes (:func:`inputs_of`)."""
+    claim = get(claim_id)
+    if claim.measure is None:
+        v = not_run_verdict(claim)
+    else:
+        check_inputs(claim, args, kwargs)
+        try:
+            v = judge(claim, claim.measure(*args, **kwargs))
+        except NotRun as exc:
+            v = not_run_verdict(claim, str(exc))
+    if record:
+        record_verdict(v, directory)
+    return v
+
+
+def inputs_of(claim_id: str) -> str:
+    """What ``check(claim_id, ...)`` takes: the measurement's signature and the first line of its docstring."""
+    import inspect
+
+    claim = get(claim_id)
+    if claim.measure is None:
+        return f"{claim_id} has no measurement yet ({claim.not_run})"
+    doc = (inspect.getdoc(claim.measure) or "").strip().splitlines() if claim.measure.__name__ != "<lambda>" else []
+    where = f" (book/{claim.section}.ipynb shows the call)" if claim.section else ""
+    return f"measure{inspect.signature(claim.measure)}" + (f": {doc[0]}" if doc else "") + where
+
+
+def check_inputs(claim: Claim, args: tuple, kwargs: dict) -> None:
+    """Refuse inputs that do not bind to ``claim``'s measurement, with what it takes."""
+    import inspect
+
+    try:
+        inspect.signature(claim.measure).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise ClaimError(f"check({claim.id!r}, ...): {exc}; it takes {inputs_of(claim.id)}") from None
+    except ValueError:  # a callable without an inspectable signature (a builtin): let the call decide
+        return
+
+
+def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measurement:
+    """One measurement of a claim from its measurements on several independently trained models (seeds) of one
+    recipe, combined by a rule fixed here for every claim (before any result):
+
+    * a number: the mean over seeds, with its 95 % Student-t interval over seeds and the per-seed values (a NaN
+      on any seed, e.g. a length at which the model has no room for the effect, makes the mean NaN, so every
+      condition on it fails);
+    * a boolean: holds only if it holds on every seed (so a testability condition fails when any seed fails it);
+    * the evidence: the weakest tier of the seeds, the number of seeds, and each seed's sample and source.
+    """
+    from ...runstore import mean_interval
+
+    if not ms:
+        raise ClaimError("across_seeds needs at least one measurement.")
+    names = names or [f"seed {i}" for i in range(len(ms))]
+    keys = set(ms[0].values)
+    if any(set(m.values) != keys for m in ms):
+        raise ClaimError(
+            "across_seeds: the seeds' measurements read different metrics; measure every seed with the same claim."
+        )
+    values, intervals, per_seed = {}, {}, {}
+    for k in sorted(keys):
+        vals = [m.values[k] for m in ms]
+        if all(isinstance(v, (bool,)) or type(v).__name__ == "bool_" for v in vals):
+            values[k] = all(bool(v) for v in vals)
+            per_seed[k] = [bool(v) for v in vals]
+            continue
+        xs = [float(v) for v in vals]
+        per_seed[k] = xs
+        if any(math.isnan(x) for x in xs):
+            values[k] = float("nan")
+            continue
+        st = mean_interval(xs)
+        values[k] = st["mean"]
+        if len(xs) > 1:
+            intervals[k] = (st["ci_low"], st["ci_high"])
+    ev = [m.evidence for m in ms]
+    tier = min((e.tier for e in ev), key=TIERS.index)
+    evidence = Evidence(
+        tier,
+        ev[0].device,
+        len(ms),
+        f"per seed: {ev[0].sample}",
+        "; ".join(sorted({e.source for e in ev})),
+        smoke=any(e.smoke for e in ev),
+    )
+    shown = " | ".join(f"{n}: {m.shown}" for n, m in zip(names, ms))
+    controls = [m.control for m in ms]
+    if any(c is not None for c in controls) and not all(
+        c is not None and (c.kind, c.what) == (controls[0].kind, controls[0].what) for c in controls
+    ):
+        raise ClaimError("across_seeds: every seed's measurement carries the same control, or none does.")
+    control = (
+        Control(controls[0].kind, controls[0].what, across_seeds([c.measurement for c in controls], names))
+        if controls[0] is not None
+        else None
+    )
+    return Measurement(
+        values,
+        shown,
+        evidence,
+        intervals,
+        per_seed,
+        note=f"{len(ms)} seeds: numbers are means over seeds (95 % t-interval), booleans hold on every seed",
+        control=control,
+    )
+
+
+def check_seeds(
+    claim_id: str,
+    inputs: list[tuple],
+    names: list[str] | None = None,
+    *,
+    record: bool = False,
+    directory: Path | None = None,
+    **kwargs,
+) -> Verdict:
+    """Measure ``claim_id`` on each seed's inputs (``inputs[i]`` = the positional arguments of its measurement),
+    combine them with :func:`across_seeds` and judge the result by the declared rule."""
+    claim = get(claim_id)
+    if claim.measure is None:
+        v = not_run_verdict(claim)
+    else:
+        try:
+            v = judge(claim, across_seeds([claim.measure(*args, **kwargs) for args in inputs], names))
+        except NotRun as exc:
+            v = not_run_verdict(claim, str(exc))
+    if record:
+        record_verdict(v, directory)
+    return v
+
+
+def check_stored(
+    claim_id: str, stored: list[dict], names: list[str], *, record: bool = True, directory: Path | None = None
+) -> Verdict:
+    """Judge ``claim_id`` from measurements stored per seed (:func:`measurement_record`, or ``{"not_run": why}``
+    where the seed could not be measured): combined by :func:`across_seeds`, judged by the declared rule,
+    recorded for the scorecard unless ``record=False``. A seed that could not be measured makes it *not run*."""
+    claim = get(claim_id)
+    missing = [f"{n}: {d['not_run']}" for n, d in zip(names, stored) if "not_run" in d]
+    if missing:
+        v = not_run_verdict(claim, "; ".join(missing))
+    else:
+        v = judge(claim, across_seeds([measurement_from_record(d) for d in stored], names))
+    if record:
+        record_verdict(v, directory)
+    return v

@@ -1,0 +1,88 @@
+"""Records: a measurement as plain JSON and back (stored in bundles, re-judged later), the verdict of a claim
+that was not run, and the scorecard's files (:func:`record_verdict`, :func:`load_verdicts`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from ...results import smoke_active
+from ._types import Claim, ClaimError, Control, Evidence, Measurement, Verdict
+
+
+def not_run_verdict(claim: Claim, reason: str | None = None) -> Verdict:
+    return Verdict(
+        claim.id,
+        claim.statement,
+        claim.where,
+        claim.printed,
+        "not run",
+        "",
+        claim.rule.text(),
+        [],
+        None,
+        reason or claim.not_run,
+        "",
+        claim.section,
+        quote=claim.quote,
+        setting=claim.setting,
+        analogue=claim.analogue,
+    )
+
+
+def measurement_record(m: Measurement) -> dict:
+    """``m`` as plain JSON data (numpy numbers → Python), to be stored in a bundle and re-judged later
+    (:func:`measurement_from_record`)."""
+    return json.loads(json.dumps(asdict(m), default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+def measurement_from_record(d: dict) -> Measurement:
+    return Measurement(
+        d["values"],
+        d["shown"],
+        Evidence(**d["evidence"]),
+        {k: tuple(v) for k, v in d.get("intervals", {}).items()},
+        d.get("per_seed", {}),
+        d.get("note", ""),
+        _control_from_record(d.get("control")),
+    )
+
+
+def _control_from_record(d: dict | None) -> Control | None:
+    if not d:
+        return None
+    return Control(d["kind"], d["what"], measurement_from_record(d["measurement"]))
+
+
+# ------------------------------------------------------------------------------------------ records
+def _dir(directory: Path | None) -> Path:
+    from ...paths import scorecard_dir
+
+    return Path(directory or scorecard_dir())
+
+
+def record_verdict(v: Verdict, directory: Path | None = None) -> Path:
+    """Write ``v`` where the build collects verdicts; a smoke run's go to ``<that folder>/smoke/``, which the
+    scorecard never reads."""
+    folder = _dir(directory) / ("smoke" if smoke_active() or (v.evidence or {}).get("smoke") else "")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (v.claim_id.replace("/", "__") + ".json")
+    path.write_text(json.dumps(asdict(v), indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def load_verdicts(directory: Path | None = None) -> dict[str, Verdict]:
+    """Recorded verdicts by claim id (a corrupt record raises, naming the file and the fix)."""
+    out = {}
+    folder = _dir(directory)
+    for path in sorted(folder.glob("*__*.json")):
+        try:
+            data = json.loads(path.read_text())
+            data["checks"] = [tuple(c) for c in data["checks"]]
+            data["intervals"] = {k: tuple(v) for k, v in data.get("intervals", {}).items()}
+            v = Verdict(**data)
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            raise ClaimError(f"recorded verdict {path} is corrupt ({exc}); delete it and re-run its notebook.") from exc
+        out[v.claim_id] = v
+    return out

@@ -1,0 +1,121 @@
+r"""The run store: every training run is a *job*, its result a small JSON file written the moment it ends.
+
+A job is ``(experiment, config, seed)`` with ``config`` **fully resolved** (sizes, steps, optimiser recipe,
+evaluation seed and schedule: nothing left to a default that could change later). Its key is
+``joblib.hash`` of the three (dict keys sorted, so the key does not depend on the order of entries), and its
+result lives at::
+
+    results/runs/<experiment>/<key>.json
+      {"schema": "mamba_recall.run", "schema_version": 2, "key", "experiment", "config", "seed", "runner",
+       "result": {...}, "nonfinite": [{"path", "value"}], "sha256",
+       "provenance": {"git_commit", "git_clean", "dirty_files", "device", "versions",
+                      "created", "wall_seconds", "host_cpus"}}
+
+Faults (tests/base/test_faults_store.py): the store is checked writable before any job; a result that still cannot be
+written is kept under :data:`UNSAVED_DIR` and named; a runner that raises is recorded in ``<key>.failed`` and the
+grid goes on, listing the failures and the command that retries them at the end (exit status 1); each job is
+claimed (``<key>.claim``, a ``flock`` the kernel releases when its process dies) so two grids on one store, or the
+workers of a killed one, never run a job twice; Ctrl-C prints one line and exits with status 130.
+
+:func:`run_grid` runs the jobs whose file is missing and skips the others, so the same command resumes a
+grid after an interruption (Ctrl-C, a killed session, another day or another machine: the files are
+committed). Files are written atomically (a temporary file, then ``os.replace``), so an interrupted job
+leaves nothing behind and is simply run again. Before starting, it prints how many jobs are finished and
+left and an estimated time from a *measured* step time (the runner's ``estimate``); while running, a tqdm
+bar with an ETA. ``n_jobs > 1`` runs jobs in separate processes (``joblib.Parallel``, the loky backend),
+each with one torch thread; ``n_jobs=1`` runs them in this process, also with one thread.
+
+Machinery (see the appendix "Engineering notes", "The run store"): ``joblib.hash`` keys the jobs and ``joblib.Parallel`` runs them; the
+store itself is plain JSON files rather than ``joblib.Memory``'s pickles, because the results are committed
+and read by people and by the book (one reviewable JSON per run), and because ``Memory`` also keys on the
+function's source, so any edit to a runner would silently orphan every finished run.
+
+The modules, this package's internals (import every name from ``mamba_recall.runstore``):
+
+* ``_errors``: the exceptions (:class:`RunFileError`; :class:`GridExit` and the ones that end a grid command);
+* ``_records``: jobs, their keys and file paths, and reading a run file back (its checks, ``sha256``, NaN);
+* ``_store``: writing into the store: one job's claim, its computation and provenance, its atomic write or its
+  recorded failure (:func:`process_provenance`, :func:`check_writable`, :func:`claimed_by`);
+* ``_engines``: :func:`run_grid`, in this process, in joblib (loky) processes or as Ray tasks, and Ctrl-C;
+* ``_aggregate``: mean and 95 % interval over seeds (:func:`mean_interval`, :func:`aggregate`);
+* ``_bundles``: a grid's bundle (:func:`finished_status`, :func:`runs_summary`, :func:`save_grid_bundle`);
+* ``_cli``: the command line every run-store runner shares (:func:`add_grid_args`, :func:`grid_main`);
+* ``_demo``: the demo grid (:func:`demo_job`; ``python -m mamba_recall.runstore demo``).
+
+The job functions are found by their runner strings at run time (``"mamba_recall.runstore:demo_job"`` is this
+package's :func:`demo_job`). A test that patches a constant (``RUNS_DIR``, ``UNSAVED_DIR``) or a helper patches it
+in the module that reads it: the names here are the same objects, bound once at import.
+"""
+
+from __future__ import annotations
+
+from ._errors import BundleNotReplaced, GridExit, GridInterrupted, JobsFailed, RunFileError, StoreNotWritable
+from ._records import (
+    FAILURE_SCHEMA,
+    READABLE_SCHEMA_VERSIONS,
+    RUNS_DIR,
+    SCHEMA,
+    SCHEMA_VERSION,
+    check_record,
+    claim_path,
+    failure_path,
+    finished_runs,
+    job_key,
+    job_path,
+    load_runs,
+    make_job,
+    pending,
+    read_run,
+    record_hash,
+)
+from ._store import UNSAVED_DIR, check_writable, claimed_by, process_provenance
+from ._engines import ENGINES, run_grid, this_command
+from ._aggregate import INTERVAL_METHOD, aggregate, mean_interval, t_quantile_975
+from ._bundles import (
+    GridStatus,
+    bundle_directory,
+    dirty_files_committed_since,
+    finished_status,
+    is_default_store,
+    runs_summary,
+    save_grid_bundle,
+)
+from ._cli import (
+    GRID_OPTIONS,
+    GridStage,
+    add_engine_args,
+    add_grid_args,
+    engine_options,
+    grid_main,
+    grid_store,
+    log_stderr,
+    run_missing,
+    run_or_count,
+)
+from ._demo import demo_job, demo_jobs, main
+
+__all__ = [
+    "RUNS_DIR",
+    "SCHEMA",
+    "job_key",
+    "make_job",
+    "job_path",
+    "load_runs",
+    "pending",
+    "run_grid",
+    "aggregate",
+    "t_quantile_975",
+    "INTERVAL_METHOD",
+    "process_provenance",
+    "runs_summary",
+    "finished_status",
+    "save_grid_bundle",
+    "GRID_OPTIONS",
+    "add_grid_args",
+    "grid_store",
+    "run_missing",
+    "run_or_count",
+    "grid_main",
+    "GridStage",
+    "log_stderr",
+]

@@ -1,0 +1,152 @@
+"""A grid's bundle: the status fields and the summary of its runs that its ``data`` starts with
+(:func:`finished_status`, :func:`runs_summary`), where it goes (:func:`bundle_directory`: a scratch store's
+beside that store, never into the committed results) and writing it without losing evidence
+(:func:`save_grid_bundle`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+from .. import provenance as _prov
+from ..paths import REPO_ROOT, RESULTS_DIR
+from ._aggregate import INTERVAL_METHOD
+from ._errors import BundleNotReplaced
+from ._records import RUNS_DIR, finished_runs
+
+
+def finished_status(jobs: list[dict], store: Path | None = None, *, preset: str, log=print) -> tuple[list[dict], dict]:
+    """The finished runs of ``jobs`` and the status fields every run-store bundle's ``data`` starts with:
+    ``complete`` (all jobs finished), ``jobs_finished``, ``jobs_total``, ``interval_method``, ``runs``
+    (:func:`runs_summary`, with ``wall_seconds``) and ``run_keys``. With no finished job it logs so and returns
+    ``([], {})``: there is nothing to aggregate."""
+    runs = finished_runs(jobs, store)
+    if not runs:
+        name = jobs[0]["experiment"] if jobs else "(an empty grid)"
+        log(f"no finished jobs of {name} at preset {preset}; nothing to aggregate.")
+        return [], {}
+    data = GridStatus(
+        {
+            "complete": len(runs) == len(jobs),
+            "jobs_finished": len(runs),
+            "jobs_total": len(jobs),
+            "interval_method": INTERVAL_METHOD,
+            "runs": runs_summary(runs),
+            "run_keys": sorted(r["key"] for r in runs),
+        }
+    )
+    data.store = None if store is None else Path(store)
+    return runs, data
+
+
+class GridStatus(dict):
+    """The ``data`` dict :func:`finished_status` returns, remembering (as the attribute ``store``, not a key: it is
+    not written into the bundle) the run store it was counted in, so that :func:`save_grid_bundle` writes the
+    bundle of a scratch store beside that store (:func:`bundle_directory`)."""
+
+    store: Path | None = None
+
+
+def is_default_store(store: Path | None) -> bool:
+    """Whether ``store`` is the committed run store :data:`RUNS_DIR` (None means it)."""
+    return store is None or Path(store).resolve() == Path(RUNS_DIR).resolve()
+
+
+def bundle_directory(store: Path | None) -> Path | None:
+    """Where the bundle of a grid counted in ``store`` goes: None (the results folder,
+    :data:`mamba_recall.results.RESULTS_DIR`) for the committed store; for any other (scratch) store, beside it,
+    never into the committed results: its parent when the store is a folder named ``runs`` (``X/runs`` → ``X``,
+    the layout of ``results/runs`` → ``results``) and that parent is not the committed results folder, else the
+    store's own ``_bundles`` subfolder."""
+    if is_default_store(store):
+        return None
+    store = Path(store)
+    if store.name == "runs" and store.resolve().parent != Path(RESULTS_DIR).resolve():
+        return store.parent
+    return store / "_bundles"
+
+
+def _replaces_evidence(path: Path, data: dict) -> str | None:
+    """Why writing ``data`` at ``path`` would lose evidence (a complete bundle replaced by an incomplete one, or one
+    of the same grid with fewer finished jobs), or None."""
+    try:
+        old = json.loads(path.read_text())["data"]
+        old_done, old_total, old_complete = old["jobs_finished"], old["jobs_total"], bool(old["complete"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no bundle there, or not a run-store bundle: nothing to keep
+    new_done, new_total = data.get("jobs_finished"), data.get("jobs_total")
+    if (old_complete and not data.get("complete")) or (old_total == new_total and new_done < old_done):
+        return (
+            f"not replacing {path} ({old_done} of {old_total} jobs{', complete' if old_complete else ''}) by a "
+            f"bundle of {new_done} of {new_total} jobs: run the missing jobs first (the same command without "
+            "--aggregate-only), or aggregate a partial grid from a scratch --store, whose bundle goes beside it"
+        )
+    return None
+
+
+def save_grid_bundle(
+    name: str, data: dict, config: dict, *, command: str, tables: dict, directory: Path | None = None, log=print
+) -> Path:
+    """Write a run-store bundle (:func:`mamba_recall.results.save_bundle`, device ``cpu``, wall time the runs'
+    summed ``data["runs"]["wall_seconds"]``; ``data`` as :func:`finished_status` starts it) and log how many of
+    the grid's jobs it aggregates.
+
+    ``directory`` None: the results folder for the committed store, beside the store for a scratch one
+    (:func:`bundle_directory` of the store ``data`` was counted in), so ``--store X`` never rewrites the
+    committed bundles. A bundle that would replace a complete one (or one of more jobs of the same grid) by fewer
+    finished jobs is refused with :class:`BundleNotReplaced`, naming both counts."""
+    from .. import results
+
+    if directory is None:
+        directory = bundle_directory(getattr(data, "store", None))
+    target = Path(directory or results.RESULTS_DIR) / f"{name}.json"
+    why = _replaces_evidence(target, data)
+    if why:
+        log(why)
+        raise BundleNotReplaced(why)
+    path = results.save_bundle(
+        name,
+        data,
+        config,
+        command=command,
+        device="cpu",
+        wall_seconds=data["runs"]["wall_seconds"],
+        tables=tables,
+        directory=directory,
+    )
+    log(f"wrote {path} ({data['jobs_finished']} of {data['jobs_total']} jobs)")
+    return path
+
+
+def dirty_files_committed_since(runs: list[dict], rev: str = "HEAD") -> dict[str, bool]:
+    """For every file a run recorded as uncommitted: is the exact content it ran with (its sha256) the file's
+    content at ``rev``? (True: that code is committed now, so the run is reproducible from ``rev``.)"""
+    out = {}
+    for rec in runs:
+        for path, sha in rec["provenance"].get("dirty_files", {}).items():
+            if out.get(path) is False:
+                continue
+            blob = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO_ROOT, capture_output=True).stdout
+            out[path] = bool(blob) and hashlib.sha256(blob).hexdigest() == sha
+    return dict(sorted(out.items()))
+
+
+def runs_summary(runs: list[dict]) -> dict:
+    """What a bundle records about the runs it aggregates: counts, commits, whether any was not clean
+    (and which files, and whether each one's content as run is the committed one now), total wall and CPU time."""
+    commits = sorted({r["provenance"].get("git_commit") or "?" for r in runs})
+    dirty = sorted({f for r in runs for f in r["provenance"].get("dirty_files", {})})
+    head = _prov.git("rev-parse", "HEAD")
+    return {
+        "runs": len(runs),
+        "commits": commits,
+        "all_clean": all(r["provenance"].get("git_clean") for r in runs),
+        "dirty_files": dirty,
+        "dirty_files_as_run_equal_HEAD": dirty_files_committed_since(runs),
+        "HEAD": head.strip() if head else None,
+        "wall_seconds": round(sum(r["provenance"].get("wall_seconds") or 0 for r in runs), 1),
+        "cpu_seconds": round(sum(r["provenance"].get("cpu_seconds") or 0 for r in runs), 1),
+        "devices": sorted({r["provenance"].get("device", "?") for r in runs}),
+    }

@@ -1,0 +1,186 @@
+"""The command line every run-store runner shares.
+
+Every run-store runner has the same command-line flow: ``--allow-long`` (the long-run guard,
+:func:`mamba_recall.longrun.allow_long_runs`), ``--store`` (the folder, default :data:`RUNS_DIR`), then either
+run the missing jobs (``--jobs`` processes; the measured estimate unless ``--no-estimate``, checked against the
+hour of :func:`mamba_recall.longrun.check_estimate`) or, with ``--aggregate-only``, count the finished ones;
+then write the bundle from what is finished (``--smoke``: the preset's smoke-capped grid). A runner with a second
+grid made from the first one's runs passes it as a :class:`GridStage`; a command's bundles share one provenance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from ..longrun import allow_long_runs, check_estimate
+from ._engines import ENGINES, run_grid
+from ._errors import BundleNotReplaced, GridExit, JobsFailed
+from ._records import RUNS_DIR, pending
+
+#: the run-store options, in the order most runners list them (``dest`` names)
+GRID_OPTIONS = ("jobs", "smoke", "allow_long", "aggregate_only", "no_estimate", "store")
+_GRID_HELP = {
+    "jobs": "parallel processes, one torch thread each",
+    "allow_long": "start even if the estimate is over an hour",
+    "aggregate_only": "write the bundle from the finished jobs",
+    "no_estimate": "skip the step-time measurement",
+    "store": f"run store (default {RUNS_DIR})",
+}
+
+
+def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_OPTIONS, **helps: str | None) -> None:
+    """Add the run-store options ``--jobs`` (int, 1), ``--smoke``, ``--allow-long``, ``--aggregate-only``,
+    ``--no-estimate`` (flags) and ``--store`` (folder, None) to ``parser`` in ``order`` (names as in
+    :data:`GRID_OPTIONS`); ``helps[name]`` overrides an option's help text (None: none)."""
+    order = tuple(order)
+    unknown = (set(order) | set(helps)) - set(GRID_OPTIONS)
+    if unknown or sorted(order) != sorted(GRID_OPTIONS):
+        raise ValueError(
+            f"add_grid_args: got order={order} and help texts for {sorted(helps)}; name each of {GRID_OPTIONS} "
+            "once in order, and give help texts only for those."
+        )
+    for name in order:
+        flag = "--" + name.replace("_", "-")
+        help_ = helps.get(name, _GRID_HELP.get(name))
+        if name == "jobs":
+            parser.add_argument(flag, type=int, default=1, help=help_)
+        elif name == "store":
+            parser.add_argument(flag, default=None, help=help_)
+        else:
+            parser.add_argument(flag, action="store_true", help=help_)
+    add_engine_args(parser)
+
+
+def add_engine_args(parser: argparse.ArgumentParser) -> None:
+    """``--engine local|ray``, ``--ray-address`` and ``--gpus-per-job`` (:func:`run_grid`'s engine options)."""
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: --jobs processes on this machine (default); ray: Ray tasks (pip install -e '.[cluster]')",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        help="with --engine ray: an existing cluster (e.g. auto, ray://head:10001); default a local instance of "
+        "--jobs CPUs",
+    )
+    parser.add_argument(
+        "--gpus-per-job",
+        type=float,
+        default=0.0,
+        help="with --engine ray: GPUs per job, fractional where small models share a card (e.g. 0.25)",
+    )
+
+
+def log_stderr(message: str) -> None:
+    """The log of a runner's aggregation (stderr, flushed; stdout keeps the grid's progress)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def _log_stdout(message: str) -> None:
+    print(message, flush=True)
+
+
+def grid_store(args, default: Path | None = None) -> Path | None:
+    """Apply ``--allow-long`` to this process and return the ``--store`` folder (``default`` when not given; None
+    means :data:`RUNS_DIR`)."""
+    if args.allow_long:
+        allow_long_runs(True)
+    return Path(args.store) if args.store else default
+
+
+def run_missing(runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str) -> list[dict]:
+    """:func:`run_grid` of ``jobs`` with ``--jobs`` processes, the ``estimate`` unless ``--no-estimate``, and the
+    long-run guard naming ``what`` (e.g. ``"ch2.trained_dn at preset cpu-hours"``); the log on stdout."""
+    return run_grid(
+        runner,
+        jobs,
+        n_jobs=args.jobs,
+        store=store,
+        estimate=None if args.no_estimate else estimate,
+        check_long=lambda s: check_estimate(s, what, "cpu"),
+        log=_log_stdout,
+        **engine_options(args),
+    )
+
+
+def engine_options(args) -> dict:
+    """:func:`run_grid`'s engine keywords from parsed :func:`add_engine_args` options (defaults where absent)."""
+    return {
+        "engine": getattr(args, "engine", "local"),
+        "address": getattr(args, "ray_address", None),
+        "gpus_per_job": getattr(args, "gpus_per_job", 0.0),
+    }
+
+
+def run_or_count(runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str) -> None:
+    """``--aggregate-only``: print how many of ``jobs`` are finished and left; else :func:`run_missing`."""
+    if args.aggregate_only:
+        done, left = pending(jobs, store)
+        print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
+    else:
+        run_missing(runner, jobs, args, store=store, estimate=estimate, what=what)
+
+
+@dataclass(frozen=True)
+class GridStage:
+    """A further stage of a runner's command (:func:`grid_main`'s ``then``): its jobs, run (or counted with
+    ``--aggregate-only``) and aggregated after the stages before it. ``jobs`` is a list or ``jobs(store)`` (jobs
+    made from the finished runs of an earlier stage, e.g. Chapter 4's claim checks of its trained models);
+    ``write`` as :func:`grid_main`'s; ``estimate`` None: none printed and no long-run check (as ``--no-estimate``)."""
+
+    runner: str
+    jobs: list[dict] | Callable[[Path | None], list[dict]]
+    write: Callable
+    estimate: Callable[[list[dict]], tuple[float, str]] | None = None
+    what: str = ""
+
+
+def grid_main(
+    args,
+    runner: str,
+    jobs: list[dict] | Callable[[Path | None], list[dict]],
+    write,
+    *,
+    estimate,
+    what: str,
+    default_store: Path | None = None,
+    then: Sequence[GridStage] = (),
+):
+    """The whole flow of a runner's parsed ``args`` (:func:`add_grid_args`): :func:`grid_store`,
+    :func:`run_or_count`, then ``write(args.preset, store=…, smoke=args.smoke, log=log_stderr)`` (the bundle
+    from the finished jobs), whose value it returns; then the same for each stage of ``then``, in order.
+    ``jobs`` may be ``jobs(store)``.
+
+    A stage whose jobs fail (:class:`JobsFailed`) or whose bundle is refused (:class:`BundleNotReplaced`) does not
+    stop the later stages; at the end the command exits with status 1 and repeats what went wrong (with the
+    command that retries). Ctrl-C ends it at once (:class:`GridInterrupted`, status 130).
+
+    One provenance per command: everything runs inside :func:`mamba_recall.results.command_provenance`, so
+    every bundle the command writes records the git state taken before it wrote any file (a second bundle
+    does not say ``git_dirty`` because the first one rewrote a tracked file)."""
+    from ..results import command_provenance
+
+    store = grid_store(args, default_store)
+    stages = [GridStage(runner, jobs, write, estimate, what), *then]
+    out, problems = [], []
+    with command_provenance():
+        for stage in stages:
+            todo = stage.jobs(store) if callable(stage.jobs) else stage.jobs
+            try:
+                run_or_count(stage.runner, todo, args, store=store, estimate=stage.estimate, what=stage.what)
+            except JobsFailed as exc:  # the finished jobs are still aggregated; the failures end the command
+                problems.append(exc.message)
+            try:
+                out.append(stage.write(args.preset, store=store, smoke=args.smoke, log=log_stderr))
+            except BundleNotReplaced as exc:
+                problems.append(exc.message)
+                out.append(None)
+    if problems:
+        raise GridExit("\n".join(problems))
+    return out[0]

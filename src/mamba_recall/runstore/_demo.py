@@ -1,0 +1,68 @@
+"""The run store's demo grid: a fake experiment that sleeps (:func:`demo_job`), for the tests and for
+``python -m mamba_recall.runstore demo`` (:func:`main`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from ..longrun import long_runs_allowed
+from ._cli import add_engine_args, engine_options
+from ._engines import run_grid
+from ._records import make_job
+
+
+def demo_job(config: dict, seed: int) -> dict:
+    """A tiny fake experiment (the tests' and the README's example): sleeps ``config["sleep"]`` seconds and
+    returns a number that depends on the config and the seed, its process and whether it may run long.
+
+    Optional entries, for the fault tests: ``log`` (a file: one line ``x seed pid`` is appended when the job
+    starts, so a test can count how often each job ran), ``fail_seeds`` (these seeds raise after the sleep) and
+    ``nan_seeds`` (these seeds return ``value`` NaN)."""
+    if config.get("log"):
+        with open(config["log"], "a") as f:
+            f.write(f"{config['x']} {seed} {os.getpid()}\n")
+    time.sleep(float(config["sleep"]))
+    if seed in config.get("fail_seeds", ()):
+        raise RuntimeError(f"demo failure: seed {seed} is in fail_seeds")
+    value = float("nan") if seed in config.get("nan_seeds", ()) else config["x"] * 10 + seed
+    return {"value": value, "pid": os.getpid(), "long_allowed": long_runs_allowed()}
+
+
+def demo_jobs(seeds: int = 3, cells: int = 2, sleep: float = 0.2, fail_seeds=(), log: str | None = None) -> list[dict]:
+    """The demo grid: ``cells`` × ``seeds`` jobs of :func:`demo_job` (optional entries only when given, so the
+    keys of the plain grid do not change)."""
+    extra = {}
+    if fail_seeds:
+        extra["fail_seeds"] = sorted(fail_seeds)
+    if log:
+        extra["log"] = str(log)
+    return [make_job("demo.sleep", {"x": x, "sleep": sleep, **extra}, s) for x in range(cells) for s in range(seeds)]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="The run store's demo grid (a fake experiment that sleeps).")
+    ap.add_argument("command", choices=["demo"])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--cells", type=int, default=2)
+    ap.add_argument("--sleep", type=float, default=0.2)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--store", default=None)
+    ap.add_argument("--fail-seed", type=int, action="append", default=[], help="this seed's jobs raise")
+    ap.add_argument("--log", default=None, help="append 'x seed pid' to this file as each job starts")
+    add_engine_args(ap)
+    args = ap.parse_args(argv)
+    jobs = demo_jobs(args.seeds, args.cells, args.sleep, args.fail_seed, args.log)
+    store = Path(args.store) if args.store else None
+    recs = run_grid(
+        "mamba_recall.runstore:demo_job",
+        jobs,
+        n_jobs=args.jobs,
+        store=store,
+        estimate=lambda left: (args.sleep * len(left), f"{args.sleep} s per job, as configured"),
+        progress=False,
+        **engine_options(args),
+    )
+    print(f"ran {len(recs)} jobs", flush=True)

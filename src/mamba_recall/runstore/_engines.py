@@ -1,0 +1,282 @@
+"""The grid engines of :func:`run_grid`: this process, ``n_jobs`` joblib processes (the loky backend,
+:func:`_run_locally`) or Ray tasks (:func:`_run_on_ray`). With each, the driver claims the jobs and writes their
+outcomes (:mod:`._store`); a runner that raises is listed at the end with the command that retries it; Ctrl-C
+ends the grid with one line (:class:`GridInterrupted`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Callable
+
+from ..longrun import allow_long_runs, long_runs_allowed
+from ..longrun import format_seconds as _fmt
+from ._errors import GridInterrupted, JobsFailed
+from ._records import RUNS_DIR, _scan, claim_path, job_path
+from ._store import (
+    _claim,
+    _command_git,
+    _compute,
+    _failure,
+    _release,
+    _run_one,
+    _store_outcome,
+    check_writable,
+    claimed_by,
+)
+
+
+def _describe_job(job: dict) -> str:
+    return f"job {job['key']} ({job['experiment']}, seed {job['seed']}, config {json.dumps(job['config'], sort_keys=True)})"
+
+
+def this_command() -> str:
+    """The command line of this process, as typed (``python -m <module> args``): the command that resumes or
+    retries a grid."""
+    import shlex
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    head = ["python", "-m", spec.name] if spec is not None and spec.name else ["python", sys.argv[0]]
+    if head[-1].endswith(".__main__"):
+        head[-1] = head[-1][: -len(".__main__")]
+    return " ".join(shlex.quote(a) for a in head + sys.argv[1:])
+
+
+def _failure_message(failures: list[dict], total: int) -> str:
+    lines = [f"{len(failures)} of {total} jobs did not finish in the store:"]
+    for f in failures:
+        where = (
+            f"result kept at {f['saved_at']} (copy it to {f['file']})"
+            if "saved_at" in f
+            else f"{f['error']}; traceback in {f.get('file') or 'the log above'}"
+        )
+        lines.append(f"  job {f['key']} (seed {f['seed']}, config {json.dumps(f['config'], sort_keys=True)}): {where}")
+    lines.append(f"retry them with the same command (finished jobs are skipped): {this_command()}")
+    return "\n".join(lines)
+
+
+def run_grid(
+    runner: str,
+    jobs: list[dict],
+    *,
+    n_jobs: int = 1,
+    store: Path | None = None,
+    estimate: Callable[[list[dict]], tuple[float, str]] | None = None,
+    log=print,
+    progress: bool = True,
+    check_long: Callable[[float], None] | None = None,
+    engine: str = "local",
+    address: str | None = None,
+    gpus_per_job: float = 0.0,
+) -> list[dict]:
+    """Run every job of ``jobs`` whose result file is missing; return the records written now.
+
+    ``runner``: ``"package.module:function"``, called as ``function(config, seed) -> dict`` (JSON-able).
+    ``estimate(jobs_left) -> (seconds for one process, how it was measured)`` is printed before anything
+    starts (divided by ``n_jobs`` for parallel processes, an optimistic bound on a busy machine);
+    ``check_long(seconds)`` may refuse to start (the long-run guard). ``n_jobs > 1``: separate processes.
+
+    ``engine``: ``"local"`` (this process, or ``n_jobs`` joblib processes) or ``"ray"`` (:func:`_run_on_ray`: each
+    job a Ray task with one CPU and ``gpus_per_job`` GPUs, fractional where small models share a card; on a local
+    Ray instance of ``n_jobs`` CPUs, or on the cluster at ``address``). The store's semantics are the same with
+    both: the driver claims each job, the worker computes its record and sends it back, the driver writes it.
+
+    Faults (nothing lost, nothing silently wrong):
+
+    * the store is checked writable before any job starts (:class:`StoreNotWritable`); a result whose file still
+      cannot be written is kept elsewhere and named (:func:`_save_unsaved`);
+    * a job whose runner raises is recorded (:func:`failure_path`) and the grid goes on; at the end the failures
+      are listed with the command that retries them, as :class:`JobsFailed` (exit status 1);
+    * a job claimed by another live process (a second grid on this store, or a worker of a killed one) is skipped
+      and named; a run file damaged or edited by hand is named and run again;
+    * Ctrl-C prints one line, ``interrupted: N of M jobs finished; the same command resumes``, and ends with
+      :class:`GridInterrupted` (exit status 130).
+    """
+    store = Path(store or RUNS_DIR)
+    keys = [j["key"] for j in jobs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("the grid lists the same job twice (same experiment, config and seed).")
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r}: use one of {', '.join(ENGINES)}.")
+    if not (isinstance(gpus_per_job, (int, float)) and 0 <= gpus_per_job) or (gpus_per_job and engine != "ray"):
+        raise ValueError(
+            f"gpus_per_job={gpus_per_job!r}: a number >= 0, and only with engine='ray' (Ray assigns the devices)."
+        )
+    ray_opts = {"address": address, "gpus_per_job": float(gpus_per_job)} if engine == "ray" else None
+    try:
+        return _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, ray_opts)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not interrupt the count
+        try:
+            done = len(_scan(jobs, store)[0])
+        except Exception:  # noqa: BLE001 - the count is a courtesy; the line is printed anyway
+            done = "?"
+        message = f"interrupted: {done} of {len(jobs)} jobs finished; the same command resumes"
+        print(message, file=sys.stderr, flush=True)
+        raise GridInterrupted(message) from None
+    finally:
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, ray_opts=None) -> list[dict]:
+    done, left, damaged = _scan(jobs, store)
+    busy = {j["key"]: h for j in left if (h := claimed_by(j, store)) is not None}
+    log(
+        f"{len(jobs)} jobs: {len(done)} finished (skipped), "
+        + (f"{len(busy)} being run by another process (skipped), " if busy else "")
+        + f"{len(left) - len(busy)} left; store {store}"
+    )
+    for key, why in damaged.items():
+        log(f"{why.split(';')[0]}: it is run again and replaced")
+    skipped = [(j, busy[j["key"]]) for j in left if j["key"] in busy]
+    left = [j for j in left if j["key"] not in busy]
+    records, failures = [], []
+    if left:
+        for folder in sorted({job_path(j, store).parent for j in left}):
+            check_writable(folder)
+        if estimate is not None:
+            seconds, basis = estimate(left)
+            per = seconds / max(1, min(n_jobs, len(left)))
+            log(f"estimated {_fmt(per)} for {len(left)} jobs with --jobs {n_jobs} ({basis})")
+            if check_long is not None:
+                check_long(per)
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(left), desc=left[0]["experiment"], unit="job", disable=not progress, smoothing=0.1)
+
+        def take(job, status, detail):
+            if status == "done":
+                records.append(detail)
+            elif status in ("failed", "unsaved"):
+                failures.append(detail)
+                if status == "failed":
+                    log(f"{_describe_job(job)} failed: {detail['error']} (traceback in {detail['file']})")
+            elif status == "claimed":
+                skipped.append((job, detail))
+            bar.update(1)
+
+        try:
+            if ray_opts is not None:
+                _run_on_ray(runner, left, store, take, n_jobs, log=log, **ray_opts)
+            else:
+                _run_locally(runner, left, store, take, n_jobs)
+        finally:
+            bar.close()
+    for job, holder in skipped:
+        log(
+            f"{_describe_job(job)} skipped: being run by pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
+            f"since {holder.get('since', '?')}; run the same command after it ends to include it"
+        )
+    if failures:
+        raise JobsFailed(_failure_message(failures, len(jobs)), failures)
+    return records
+
+
+def _run_locally(runner, left, store: Path, take, n_jobs: int) -> None:
+    """Run the jobs ``left`` in this process (``n_jobs`` 1) or in ``n_jobs`` joblib processes (the loky backend, one
+    torch thread each; the parent's long-run permission, pid and git state handed to :func:`_run_one`) and hand each
+    outcome to ``take`` as it arrives."""
+    if n_jobs == 1:
+        for job in left:
+            take(job, *_run_one(runner, job, str(store)))
+        return
+    from joblib import Parallel, delayed
+
+    by_key = {j["key"]: j for j in left}
+    par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", inner_max_num_threads=1)
+    allowed, me, git = long_runs_allowed(), os.getpid(), _command_git()
+
+    def one(job):
+        return job["key"], _run_one(runner, job, str(store), 1, allowed, me, git)
+
+    for key, (status, detail) in par(delayed(one)(job) for job in left):
+        take(by_key[key], status, detail)
+
+
+# ---------------------------------------------------------------------------------------------- Ray engine
+#: the grid engines: local processes (joblib, nothing to install) or Ray tasks (``pip install -e '.[cluster]'``)
+ENGINES = ("local", "ray")
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ImportError(
+            "engine 'ray' needs Ray: pip install -e '.[cluster]' (or pip install 'mamba-recall[cluster]'); "
+            "or run the grid with --engine local."
+        ) from None
+    return ray
+
+
+def _ray_task(runner: str, job: dict, allowed: bool, git: dict | None = None) -> tuple[str, dict]:
+    """A Ray task: one job computed in a worker (one torch thread, the driver's long-run permission), its record
+    or failure sent back to the driver, which writes it (:func:`_store_outcome`)."""
+    allow_long_runs(allowed)
+    return _compute(runner, job, 1, git)
+
+
+def _run_on_ray(runner, left, store: Path, take, n_jobs: int, *, log, address=None, gpus_per_job=0.0) -> None:
+    """Run the jobs ``left`` as Ray tasks and hand each outcome to ``take`` as it arrives.
+
+    The driver claims every job first (:func:`_claim`: a second grid on the store skips them, a job claimed
+    elsewhere is skipped here), submits one task per job (``num_cpus=1``, ``num_gpus=gpus_per_job``: Ray places
+    them and sets ``CUDA_VISIBLE_DEVICES``; ``max_retries=3``: a job whose worker dies, e.g. a preempted node, is
+    run again), and writes each record itself, so the workers need not share its disk. A job that raises comes
+    back as its failure (recorded, the grid goes on); one whose task is lost beyond its retries is recorded the
+    same way. Ctrl-C cancels the tasks still running and releases the claims; the same command resumes. Ray is
+    started here (``n_jobs`` CPUs, or joined at ``address``, e.g. ``auto`` or ``ray://head:10001``) and stopped at
+    the end if this function started it."""
+    ray = _import_ray()
+    started = not ray.is_initialized()
+    if started:
+        kw = {"address": address} if address else {"num_cpus": n_jobs}
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False, **kw)
+        log(f"ray: {'joined ' + address if address else f'a local instance with {n_jobs} CPUs'}")
+    task = ray.remote(num_cpus=1, num_gpus=gpus_per_job, max_retries=3)(_ray_task)
+    claims, refs = {}, {}
+    allowed = long_runs_allowed()
+    git = _command_git()
+    try:
+        for job in left:
+            fd, holder = _claim(claim_path(job, store))
+            if fd is None:
+                take(job, "claimed", holder)
+                continue
+            if job_path(job, store).is_file():  # finished by another grid since the scan
+                _release(fd, claim_path(job, store))
+                take(job, "finished", None)
+                continue
+            claims[job["key"]] = (fd, job)
+            refs[task.remote(runner, job, allowed, git)] = job
+        waiting = list(refs)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            job = refs[ready[0]]
+            try:
+                status, detail = ray.get(ready[0])
+            except ray.exceptions.RayError as exc:  # the task was lost beyond its retries (not a raise: see _compute)
+                status, detail = "failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", str(exc))
+            outcome = _store_outcome(status, detail, job, store)
+            fd, _ = claims.pop(job["key"])
+            _release(fd, claim_path(job, store))
+            take(job, *outcome)
+    except KeyboardInterrupt:
+        cancelled = [ref for ref, job in refs.items() if job["key"] in claims]
+        for ref in cancelled:
+            ray.cancel(ref, force=True)
+        if (
+            cancelled
+        ):  # ray.cancel only asks: wait (briefly) until each task has stopped, so none starts after we return
+            ray.wait(cancelled, num_returns=len(cancelled), timeout=30)
+        raise
+    finally:
+        for fd, job in claims.values():
+            _release(fd, claim_path(job, store))
+        if started:
+            ray.shutdown()

@@ -1,0 +1,232 @@
+"""Jobs, their keys and files, and reading a run back (the store's layout: the package docstring).
+
+``sha256`` covers the whole record (:func:`record_hash`), so a result edited by hand is refused when read
+(:func:`check_record`: schema, version, fields and types too, each error naming the file and the fix). NaN and
+infinities of a result are stored as ``null`` and listed in ``nonfinite`` (bare ``NaN`` is not JSON), and restored
+when read. Version 1 files (the committed runs written before the hash) are read as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Iterable
+
+import joblib
+
+from ..paths import RESULTS_DIR
+from ._errors import RunFileError
+
+SCHEMA = "mamba_recall.run"
+#: version 2 adds ``sha256`` (over the whole record) and ``nonfinite``; version 1 files (the committed runs written
+#: before them) are read as they are, without a hash to check
+SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)
+FAILURE_SCHEMA = "mamba_recall.run_failure"
+RUNS_DIR = RESULTS_DIR / "runs"
+
+
+# ---------------------------------------------------------------------------------------------- jobs
+
+
+def _plain(obj):
+    """The JSON form of ``obj`` (tuples → lists, numpy/torch scalars → numbers), so that the key of a job
+    built in memory equals the key of the same job read back from its file."""
+    return json.loads(json.dumps(obj, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+def make_job(experiment: str, config: dict, seed: int) -> dict:
+    """A job: ``{"experiment", "config", "seed"}`` in plain JSON form, with its ``key``."""
+    if not experiment or "/" in experiment or experiment.startswith("."):
+        raise ValueError(f"experiment name {experiment!r} must be a plain name such as 'ch2.reference_grid'.")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}.")
+    job = {"experiment": experiment, "config": _plain(config), "seed": seed}
+    bad = _nonfinite_paths(job["config"])
+    if bad:
+        raise ValueError(
+            f"job config of {experiment} has a NaN or infinite value at {bad[0]['path']}; a config must be finite "
+            "(give the setting as a number or a string)."
+        )
+    job["key"] = job_key(job)
+    return job
+
+
+def job_key(job: dict) -> str:
+    """``joblib.hash`` (md5 of the pickled, key-sorted dict) of (experiment, config, seed)."""
+    return joblib.hash({"experiment": job["experiment"], "config": _plain(job["config"]), "seed": job["seed"]})
+
+
+def job_path(job: dict, store: Path | None = None) -> Path:
+    return Path(store or RUNS_DIR) / job["experiment"] / f"{job['key']}.json"
+
+
+def failure_path(job: dict, store: Path | None = None) -> Path:
+    """``<key>.failed`` beside the job's run file: the record of its last failure (not a ``.json``, so never
+    read as a run)."""
+    return job_path(job, store).with_suffix(".failed")
+
+
+def claim_path(job: dict, store: Path | None = None) -> Path:
+    """``<key>.claim`` beside the job's run file: locked by the process running the job (:func:`_claim`)."""
+    return job_path(job, store).with_suffix(".claim")
+
+
+# -- the record: hash, non-finite numbers, validation
+
+
+def record_hash(record: dict) -> str:
+    """sha256 of the canonical JSON (sorted keys, no spaces) of ``record`` without its ``sha256`` field: any edit of
+    a run file (its result, config, seed, provenance) changes it."""
+    body = {k: v for k, v in record.items() if k != "sha256"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _nonfinite_paths(obj, path=()) -> list[dict]:
+    """``[{"path": [...], "value": "nan" | "inf" | "-inf"}]``: where ``obj`` (plain JSON form) holds a NaN or an
+    infinity."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return [{"path": list(path), "value": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}]
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _nonfinite_paths(v, (*path, k))]
+    if isinstance(obj, list):
+        return [p for i, v in enumerate(obj) for p in _nonfinite_paths(v, (*path, i))]
+    return []
+
+
+def _set_path(obj, path: list, value):
+    for step in path[:-1]:
+        obj = obj[step]
+    obj[path[-1]] = value
+
+
+def _encode_result(result: dict) -> tuple[dict, list[dict]]:
+    """``result`` with every NaN and infinity replaced by ``null`` (JSON has no NaN; Python's bare ``NaN`` is not
+    JSON), and the list of where they were (the record's ``nonfinite``), so that reading restores them."""
+    bad = _nonfinite_paths(result)
+    for entry in bad:
+        _set_path(result, entry["path"], None)
+    return result, bad
+
+
+def _fix(path: Path) -> str:
+    return f"delete {path} and run the same grid command again (it runs only the missing jobs)"
+
+
+_FIELDS = {
+    "schema": str,
+    "schema_version": int,
+    "key": str,
+    "experiment": str,
+    "config": dict,
+    "seed": int,
+    "runner": str,
+    "result": dict,
+    "provenance": dict,
+}
+_FIELDS_V2 = {"sha256": str, "nonfinite": list}
+
+
+def check_record(rec, path: Path, key: str | None = None) -> dict:
+    """The run read from ``path`` (its JSON ``rec``), checked: a dict of schema :data:`SCHEMA`, a version this
+    library reads (a newer one: update mamba_recall), every field present with its type, the key matching the
+    content and the file name (and ``key`` when given), and (version 2) the ``sha256`` over the whole record, so a
+    result edited by hand is refused. NaN and infinities stored as ``null`` (``nonfinite``) are restored. Raises
+    :class:`RunFileError` naming the file and the fix."""
+    if not isinstance(rec, dict):
+        raise RunFileError(f"run file {path} holds a JSON {type(rec).__name__}, not a run record; {_fix(path)}.")
+    if rec.get("schema") != SCHEMA:
+        raise RunFileError(f"run file {path} has schema {rec.get('schema')!r}, not {SCHEMA!r}; {_fix(path)}.")
+    version = rec.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise RunFileError(
+            f"run file {path} has schema_version {version}: written by a newer mamba_recall (this one reads "
+            f"versions {', '.join(map(str, READABLE_SCHEMA_VERSIONS))}); update mamba_recall (git pull, then "
+            "pip install -e .) and run the command again."
+        )
+    if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
+        raise RunFileError(
+            f"run file {path} has schema_version {version!r}, which no mamba_recall wrote; {_fix(path)}."
+        )
+    fields = dict(_FIELDS, **(_FIELDS_V2 if version >= 2 else {}))
+    for name, kind in fields.items():
+        if name not in rec:
+            raise RunFileError(f"run file {path} lacks the field {name!r}; {_fix(path)}.")
+        value = rec[name]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise RunFileError(
+                f"run file {path}: field {name!r} is a {type(value).__name__}, not a {kind.__name__}; {_fix(path)}."
+            )
+    if job_key(rec) != rec["key"] or Path(path).stem != rec["key"] or (key is not None and rec["key"] != key):
+        raise RunFileError(f"run file {path} does not match its key (edited by hand?); {_fix(path)}.")
+    if version >= 2:
+        if record_hash(rec) != rec["sha256"]:
+            raise RunFileError(
+                f"run file {path} does not match its sha256: edited after it was written (a result changed by "
+                f"hand is not a run); {_fix(path)}."
+            )
+        try:
+            for entry in rec["nonfinite"]:
+                _set_path(rec["result"], entry["path"], float(entry["value"]))
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise RunFileError(f"run file {path} has a malformed 'nonfinite' list ({exc}); {_fix(path)}.") from exc
+    return rec
+
+
+def read_run(path: Path, key: str | None = None) -> dict:
+    """The checked run at ``path`` (:func:`check_record`); a file that is not JSON raises :class:`RunFileError`."""
+    try:
+        rec = json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"corrupt run file {path} ({exc}); {_fix(path)}.") from exc
+    return check_record(rec, path, key)
+
+
+def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """``(finished, left, damaged)``; ``damaged``: key → why its file is not a valid run (it is run again and
+    replaced). A file written by a newer mamba_recall is not replaced: it raises."""
+    done, left, damaged = [], [], {}
+    for job in jobs:
+        path = job_path(job, store)
+        if not path.is_file():
+            left.append(job)
+            continue
+        try:
+            read_run(path, job["key"])
+        except RunFileError as exc:
+            if "newer mamba_recall" in str(exc):
+                raise
+            damaged[job["key"]] = str(exc)
+            left.append(job)
+            continue
+        done.append(job)
+    return done, left, damaged
+
+
+def pending(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict]]:
+    """``(finished, left)``: the jobs whose result file exists and is a valid run of that job
+    (:func:`check_record`), the others. A run file written by a newer mamba_recall raises :class:`RunFileError`."""
+    done, left, _ = _scan(jobs, store)
+    return done, left
+
+
+def load_runs(experiment: str, store: Path | None = None) -> list[dict]:
+    """Every stored run of ``experiment``, each checked (:func:`check_record`); a file that fails raises
+    :class:`RunFileError` naming it and the fix."""
+    folder = Path(store or RUNS_DIR) / experiment
+    return [read_run(path) for path in sorted(folder.glob("*.json"))]
+
+
+def finished_runs(jobs: list[dict], store: Path | None = None) -> list[dict]:
+    """The stored runs of exactly these ``jobs`` (one experiment), for aggregating one preset's grid; none for no
+    jobs (a stage whose jobs depend on runs not finished yet)."""
+    if not jobs:
+        return []
+    experiments = {j["experiment"] for j in jobs}
+    if len(experiments) != 1:
+        raise ValueError(f"finished_runs takes the jobs of one experiment, got {sorted(experiments)}.")
+    keys = {j["key"] for j in jobs}
+    return [r for r in load_runs(experiments.pop(), store) if r["key"] in keys]

@@ -1,0 +1,357 @@
+"""Writing into the run store: one job claimed (:func:`_claim`), computed with its provenance (:func:`_compute`)
+and written atomically (:func:`_store_outcome`), or its failure recorded; a result that cannot be written is
+kept elsewhere (:func:`_save_unsaved`).
+
+Provenance and "clean": other people edit the working tree while a grid runs, so ``git status`` of the
+whole tree says little about a run. A run records the commit ``HEAD`` and, as ``dirty_files``, the
+library and runner files *this process imported* that differ from ``HEAD`` (modified or untracked), with
+their sha256; ``git_clean`` is true when that list is empty. Both are taken once per process, right after
+the runner is imported (the code in memory is the code on disk at that moment). The bundles of one command
+(:func:`grid_main`) likewise share one git state, taken before the command writes any file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import importlib
+import json
+import os
+import platform
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from .. import provenance as _prov
+from ..longrun import allow_long_runs
+from ._errors import RunFileError, StoreNotWritable
+from ._records import (
+    FAILURE_SCHEMA,
+    SCHEMA,
+    SCHEMA_VERSION,
+    _encode_result,
+    _plain,
+    check_record,
+    claim_path,
+    failure_path,
+    job_path,
+    read_run,
+    record_hash,
+)
+
+#: where a finished result goes when its run file cannot be written (the store turned read-only, the disk filled)
+UNSAVED_DIR = Path(tempfile.gettempdir()) / "mamba_recall_unsaved"
+
+
+# ---------------------------------------------------------------------------------------------- provenance
+
+_PROCESS_PROVENANCE: dict | None = None
+
+
+def process_provenance(refresh: bool = False) -> dict:
+    """Commit, the imported library files that differ from it (with sha256), versions, device: taken once per
+    process (see the module docstring) unless ``refresh``; measured by :mod:`mamba_recall.provenance`."""
+    global _PROCESS_PROVENANCE
+    if _PROCESS_PROVENANCE is not None and not refresh:
+        return _PROCESS_PROVENANCE
+    state = _prov.git_state()
+    code = state["code"]
+    dirty = {_prov.relative(p): _prov.sha256(p) for p in _prov.uncommitted_imported(code or "") if p.suffix == ".py"}
+    _PROCESS_PROVENANCE = {
+        "git_commit": state["commit"],
+        "git_clean": (not dirty) if code is not None else None,
+        "dirty_files": dirty,
+        "versions": _prov.versions(extra=("joblib",)),
+        "platform": platform.platform(),
+        "host_cpus": os.cpu_count(),
+    }
+    return _PROCESS_PROVENANCE
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+
+def _resolve(runner: str) -> Callable:
+    module, _, func = runner.partition(":")
+    if not func:
+        raise ValueError(f"runner {runner!r} must be 'package.module:function'.")
+    return getattr(importlib.import_module(module), func)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def check_writable(folder: Path) -> None:
+    """Create ``folder`` and a probe file in it (then remove it), or raise :class:`StoreNotWritable` naming the
+    folder and the fix: run before any job starts, so a read-only store is not found after hours of training.
+    (A real write, not ``os.access``: that says yes to root on a read-only folder.)"""
+    folder = Path(folder)
+    probe = folder / f".write-probe.{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise StoreNotWritable(
+            f"run store folder {folder} is not writable ({exc.strerror or exc}); no job was started. Make it "
+            f"writable (e.g. chmod -R u+w {folder}) or pass --store <a writable folder>, then run the same command."
+        ) from exc
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed but not yet reaped, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _claim(path: Path) -> tuple[int | None, dict | None]:
+    """Claim a job: ``(fd, None)`` when this process now holds it, ``(None, holder)`` when another live process
+    does (``holder``: its ``pid``, ``host``, ``since``, as it wrote them).
+
+    The claim is an exclusive ``flock`` on ``<key>.claim``, held while the job runs: the kernel releases it when the
+    holder ends in any way (``kill -9`` included), so a claim left by a dead process is taken over, and a live
+    one is never broken on a guess. The file names the holder (pid, host) for the message of whoever is refused;
+    :func:`_release` deletes it. A lock taken on a file that was meanwhile deleted is retried on the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
+            except ValueError:
+                holder = {}
+            os.close(fd)
+            return None, holder
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now()}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(me).encode(), 0)
+    return fd, None
+
+
+def _release(fd: int, path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:  # gone, or its folder was made unwritable: the lock itself ends with the close
+        pass
+    os.close(fd)
+
+
+def claimed_by(job: dict, store: Path | None = None) -> dict | None:
+    """The live process running ``job`` now (``{"pid", "host", "since"}``), or None."""
+    path = claim_path(job, store)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # no claim (or no folder to hold one: the writable check names that)
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            return json.loads(os.pread(fd, 4096, 0) or b"{}") or {"pid": "?", "host": "?"}
+        except ValueError:
+            return {"pid": "?", "host": "?"}
+    finally:
+        os.close(fd)
+    return None
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _save_unsaved(path: Path, text: str, exc: OSError) -> dict:
+    """A finished result whose run file could not be written: kept under :data:`UNSAVED_DIR` (else printed whole
+    on stderr), never dropped."""
+    fallback = UNSAVED_DIR / path.parent.name / path.name
+    try:
+        fallback.parent.mkdir(parents=True, exist_ok=True)
+        fallback.write_text(text)
+        where = str(fallback)
+    except OSError:
+        print(f"the record of {path} (could be saved nowhere):\n{text}", file=sys.stderr, flush=True)
+        where = "stderr (above)"
+    print(
+        f"could not write {path} ({exc.strerror or exc}); the finished result is kept at {where}: copy it to "
+        f"{path} once the store is writable (nothing needs to run again).",
+        file=sys.stderr,
+        flush=True,
+    )
+    return {"file": str(path), "saved_at": where, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _run_one(
+    runner: str,
+    job: dict,
+    store: str,
+    threads: int = 1,
+    allow_long: bool | None = None,
+    parent: int | None = None,
+    git: dict | None = None,
+) -> tuple[str, dict | None]:
+    """Run one job (in this process or a worker) and write its file. Returns ``(status, detail)``:
+
+    * ``("done", record)``: ran, and its run file is written;
+    * ``("failed", failure)``: the runner raised; the failure (key, config, seed, error, traceback) is written to
+      :func:`failure_path` and returned;
+    * ``("unsaved", where)``: ran, but its file could not be written; the result is kept elsewhere (see
+      :func:`_save_unsaved`);
+    * ``("claimed", holder)``: another live process runs it (:func:`_claim`); ``("finished", None)``: its file
+      appeared meanwhile; ``("orphaned", None)``: the grid's process (``parent``) is gone, so a worker left behind
+      by a killed grid starts nothing more.
+
+    ``allow_long``: the parent's long-run permission, set in a worker process (a fresh process would otherwise
+    refuse a job that the parent's ``--allow-long`` allowed). In a worker (``parent`` given) Ctrl-C is ignored: the
+    grid's process handles it (one line, not a traceback per worker)."""
+    if parent is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if not _pid_alive(parent):
+            return "orphaned", None
+    if allow_long is not None:
+        allow_long_runs(allow_long)
+    store = Path(store)
+    path = job_path(job, store)
+    fd, holder = _claim(claim_path(job, store))
+    if fd is None:
+        return "claimed", holder
+    try:
+        if path.is_file():
+            try:
+                read_run(path, job["key"])
+                return "finished", None
+            except RunFileError as exc:
+                if "newer mamba_recall" in str(exc):
+                    raise
+        return _run_claimed(runner, job, store, threads, git)
+    finally:
+        _release(fd, claim_path(job, store))
+
+
+def _compute(runner: str, job: dict, threads: int, git: dict | None = None) -> tuple[str, dict]:
+    """Run one job's function in this process and build what the store keeps, writing nothing (a Ray worker need
+    not share the driver's disk): ``("done", record)`` (the complete record with its ``sha256``, NaN listed in
+    ``nonfinite``) or ``("failed", failure)`` (key, config, seed, error, traceback, pid, host). ``git``: the grid
+    command's git state (:func:`mamba_recall.results.command_git_state`), which the checkpoints the job writes
+    record (taken here, in a worker, it would read the files earlier jobs of the grid have just written)."""
+    from ..results import command_provenance
+
+    try:
+        fn = _resolve(runner)
+        torch = sys.modules.get("torch")
+        if torch is not None and threads:
+            torch.set_num_threads(threads)
+        prov = dict(process_provenance())
+        start = time.perf_counter()
+        cpu0 = time.process_time()
+        with command_provenance(git):
+            result = fn(job["config"], job["seed"])
+        wall = time.perf_counter() - start
+        if not isinstance(result, dict):
+            raise TypeError(f"runner {runner} returned a {type(result).__name__}, not a dict of results.")
+    except Exception as exc:  # noqa: BLE001 - recorded with its traceback, reported at the end of the grid
+        return "failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+    prov.update(
+        device=_prov.device_description(),
+        wall_seconds=round(wall, 2),
+        cpu_seconds=round(time.process_time() - cpu0, 2),
+        created=_now(),
+    )
+    clean, nonfinite = _encode_result(_plain(result))
+    record = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "key": job["key"],
+        "experiment": job["experiment"],
+        "config": job["config"],
+        "seed": job["seed"],
+        "runner": runner,
+        "result": clean,
+        "nonfinite": nonfinite,
+        "provenance": _plain(prov),
+    }
+    record["sha256"] = record_hash(record)
+    return "done", record
+
+
+def _failure(runner: str, job: dict, error: str, trace: str) -> dict:
+    return {
+        "schema": FAILURE_SCHEMA,
+        "key": job["key"],
+        "experiment": job["experiment"],
+        "config": job["config"],
+        "seed": job["seed"],
+        "runner": runner,
+        "error": error,
+        "traceback": trace,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "created": _now(),
+    }
+
+
+def _store_outcome(status: str, detail: dict, job: dict, store: Path) -> tuple[str, dict]:
+    """Write what :func:`_compute` returned (in the process that holds the job's claim): a record atomically under
+    its key (a stale failure file removed), or the failure to :func:`failure_path`. Returns ``(status, detail)``
+    as :func:`_run_one` does."""
+    if status == "failed":
+        fpath = failure_path(job, store)
+        try:
+            _write_atomic(fpath, json.dumps(detail, indent=1, sort_keys=True, default=str) + "\n")
+            detail["file"] = str(fpath)
+        except OSError:
+            detail["file"] = None
+        return "failed", detail
+    path = job_path(job, store)
+    text = json.dumps(detail, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    try:
+        _write_atomic(path, text)
+    except OSError as exc:
+        return "unsaved", dict(_save_unsaved(path, text, exc), key=job["key"], config=job["config"], seed=job["seed"])
+    stale = failure_path(job, store)
+    if stale.exists():
+        try:
+            stale.unlink()
+        except OSError:
+            pass
+    return "done", check_record(json.loads(text), path)
+
+
+def _command_git() -> dict | None:
+    """The grid command's git state, handed to the jobs (:func:`_compute`)."""
+    from ..results import command_git_state
+
+    return command_git_state()
+
+
+def _run_claimed(runner: str, job: dict, store: Path, threads: int, git: dict | None = None) -> tuple[str, dict | None]:
+    return _store_outcome(*_compute(runner, job, threads, git), job, store)

@@ -1,0 +1,103 @@
+"""Chapter 3 (paper 003, selectivity): the models its runners train, by name, the checkpoints they save, and the
+recipe every run shares (App. D). The runners (:mod:`mamba_recall.experiments.ch3_keep_nth`,
+:mod:`mamba_recall.experiments.ch3_mqar_train`, :mod:`mamba_recall.experiments.ch3_induction`) train with these,
+and the book's probes of the trained models (:mod:`mamba_recall.analysis.keep_nth`) rebuild and load them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from .. import results
+from ..models.s6 import MixerLM
+from ..models.transformer import TinyTransformer
+from ..presets import seeds
+from . import Recipe, Stopping, train
+
+CHECKPOINT_DIR = results.CHECKPOINT_DIR
+REGENERATE = "python -m mamba_recall.experiments.ch3_keep_nth --preset ci"
+REGENERATE_STORE = "python -m mamba_recall.experiments.ch3_keep_nth --preset cpu-hours --allow-long"
+#: the presets that run through the run store (one job per configuration and seed)
+STORE_PRESETS = ("cpu-hours",)
+
+
+def build_model(
+    kind: str, *, V: int, d: int, N: int, T: int, n_classes=None, backend="auto", transformer_d: int = 16, **kw
+):
+    """KEEP/MQAR/IH models by name: s6, s6+pe, s4d, s4d+pe, s6_dT, transformer (1 layer, learned PE)."""
+    if kind == "transformer":
+        return TinyTransformer(V, d_model=transformer_d, n_layer=1, n_head=2, max_len=T, positional="learned")
+    mixer, _, pe = kind.partition("+")
+    return MixerLM(V, d, N, mixer=mixer, pe=pe == "pe", n_classes=n_classes, backend=backend, **kw)
+
+
+def checkpoint_name(stem: str, preset: str, **parts) -> str:
+    """``<stem>`` + ``_<preset>`` (every preset but ``ci``, whose committed files keep their names) + ``_<key><value>``
+    for each of ``parts`` given (e.g. ``T=50, s=1`` → ``_T50_s1``): runs of different presets never overwrite
+    each other's checkpoints."""
+    name = stem if preset == "ci" else f"{stem}_{preset}"
+    return name + "".join(f"_{k}{v}" for k, v in parts.items() if v is not None)
+
+
+def save_checkpoint(model: torch.nn.Module, name: str, config: dict, command: str = REGENERATE) -> Path:
+    """results/checkpoints/<name>.pt (the state dict) plus <name>.json (config, sha256, provenance, ``command``)."""
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    return results.save_checkpoint(
+        CHECKPOINT_DIR / f"{name}.pt",
+        state,
+        {"config": config},
+        command=command,
+        device=next(model.parameters()).device,
+    )
+
+
+def load_checkpoint(name: str, model_factory):
+    """Load results/checkpoints/<name>.pt after checking its hash against the sidecar; returns (model, config)."""
+    state, meta = results.read_checkpoint(CHECKPOINT_DIR / f"{name}.pt", regenerate=REGENERATE)
+    model = model_factory(meta["config"])
+    model.load_state_dict(state)
+    return model.eval(), meta["config"]
+
+
+def recipe_fields(cfg: dict, data_key: int, *, lr: float | None = None) -> dict:
+    """The recipe and data seeds every Chapter 3 run shares (paper 003, App. D: Adam without weight decay, cosine lr
+    to 0, early stop at 100 % held-out accuracy evaluated every 100 steps), the second half of a run's resolved
+    config: ``steps``, ``batch``, ``lr`` (``cfg["lr"]`` unless ``lr`` is given), the held-out set of
+    ``eval_sequences`` drawn with seed ``10⁶ + data_key``, the test set of ``test_sequences`` with ``2·10⁶ +
+    data_key`` (``data_key``: T for KEEP n-TH, κ for MQAR, |V| for INDUCTION HEADS) and the training batch of step
+    s with ``10⁷·(seed + 1) + s`` (:func:`train_recipe`)."""
+    return {
+        "steps": cfg["steps"],
+        "batch": cfg["batch"],
+        "lr": cfg["lr"] if lr is None else lr,
+        "weight_decay": 0.0,
+        "schedule": "cosine",
+        "eval_every": 100,
+        "target_accuracy": 1.0,
+        "eval_sequences": cfg["eval_sequences"],
+        "eval_seed": 1_000_000 + data_key,
+        "test_sequences": cfg["test_sequences"],
+        "test_seed": 2_000_000 + data_key,
+        "train_seed": "10_000_000 * (seed + 1) + step",
+    }
+
+
+def train_recipe(model, sample, c: dict, seed: int, eval_batch, *, steps: int | None = None, device="cpu", **kw):
+    """:func:`~mamba_recall.train.train` of ``model`` with the recipe of resolved config ``c``
+    (:func:`recipe_fields`): ``sample(n, data_seed) -> (ids, labels)`` draws the training batch of step s as
+    ``sample(c["batch"], 10⁷·(seed + 1) + s)``; held-out ``eval_batch``; ``steps`` overrides ``c["steps"]``
+    (timing); ``kw`` goes to ``train`` (e.g. ``desc``). Returns the TrainResult."""
+    return train(
+        model,
+        lambda s: sample(c["batch"], seeds.CH3_TRAIN_BASE * (seed + 1) + s),
+        steps=steps or c["steps"],
+        recipe=Recipe.from_preset({k: c[k] for k in ("lr", "weight_decay", "schedule")}),
+        stop=Stopping(eval_every=c["eval_every"], target_accuracy=c["target_accuracy"]),
+        eval_batch=eval_batch,
+        seed=seed,
+        device=device,
+        progress=False,
+        **kw,
+    )
