@@ -74,7 +74,7 @@ def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, d
     except BundleMissing:
         bundle, why = None, f"the edge family's Table 1 runs are not committed yet (make them: `{EDGE_MIX_COMMAND}`)"
     else:
-        runs, jobs = bundle.data["runs"], bundle.data["jobs"]
+        runs, jobs = sorted(bundle.data["runs"], key=lambda r: r["seed"]), bundle.data["jobs"]
         why = None if len(runs) == jobs else f"{len(runs)} of {jobs} seeds finished (resume: `{EDGE_MIX_COMMAND}`)"
     if why:
         v = not_run_verdict(get("004/Table1"), why)
