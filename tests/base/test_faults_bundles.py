@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -30,7 +31,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 def _full_disk_at(monkeypatch, fail_at: int) -> list[Path]:
     """Replace the low-level writer: the ``fail_at``-th file written gets half its bytes, then ENOSPC."""
     written: list[Path] = []
-    real = results._write_file
+    real = results._files._write_file
 
     def writer(path: Path, data: bytes) -> None:
         written.append(Path(path))
@@ -39,7 +40,7 @@ def _full_disk_at(monkeypatch, fail_at: int) -> list[Path]:
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real(path, data)
 
-    monkeypatch.setattr(results, "_write_file", writer)
+    monkeypatch.setattr(results._files, "_write_file", writer)
     return written
 
 
@@ -111,6 +112,7 @@ def _ch2_fig7_dir(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "results"
     _copy_bundle("ch2_scaling_ci", folder)
     monkeypatch.setattr(results, "RESULTS_DIR", folder)
+    monkeypatch.setattr(results._bundles, "RESULTS_DIR", folder)  # where the loaders read it
     return folder
 
 
@@ -201,7 +203,7 @@ def test_edge_family_absent_bundle_is_uncommitted(tmp_path):
 
 def test_every_except_bundle_error_in_src_catches_only_absence():
     """Audit: no fallback in the library catches ``BundleError`` itself (that includes corrupt bundles)."""
-    src = Path(results.__file__).parent
+    src = Path(results.__file__).parents[1]  # the whole library (results is a package)
     offenders = [
         f"{p.relative_to(src)}:{n}"
         for p in src.rglob("*.py")
@@ -215,7 +217,7 @@ def test_every_except_bundle_error_in_src_catches_only_absence():
 
 
 def _rehash(record: dict) -> dict:
-    record[results.CONTENT_HASH] = results._content_sha256(record)
+    record[results.CONTENT_HASH] = results._files._content_sha256(record)
     return record
 
 
@@ -340,9 +342,9 @@ def test_a_run_of_some_models_keeps_the_other_rows_of_the_checkpoint_bundle(tmp_
 def smoke_dirs(tmp_path, monkeypatch):
     real, smoke = tmp_path / "results", tmp_path / "_build" / "smoke" / "results"
     real.mkdir()
-    monkeypatch.setattr(results, "RESULTS_DIR", real)
-    monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", smoke)
-    monkeypatch.setattr(results, "_smoke_dir", None)
+    monkeypatch.setattr(results, "RESULTS_DIR", real)  # read by the run store's save_grid_bundle
+    for name, value in (("RESULTS_DIR", real), ("SMOKE_RESULTS_DIR", smoke), ("_smoke_dir", None)):
+        monkeypatch.setattr(results._bundles, name, value)  # where the writers and the smoke switch read them
     monkeypatch.delenv(results.ENV_SMOKE_OUTPUTS, raising=False)
     return real, smoke
 
@@ -386,9 +388,9 @@ def test_smoke_worker_process_redirects_too(smoke_dirs, monkeypatch):
     checkpoint) knows only the environment its parent set: it writes under the smoke folder too."""
     real, smoke = smoke_dirs
     results.redirect_smoke_outputs(True)
-    inherited = results.os.environ[results.ENV_SMOKE_OUTPUTS]
+    inherited = os.environ[results.ENV_SMOKE_OUTPUTS]
     results.redirect_smoke_outputs(False)
-    assert results.ENV_SMOKE_OUTPUTS not in results.os.environ and not results.smoke_active()
+    assert results.ENV_SMOKE_OUTPUTS not in os.environ and not results.smoke_active()
     monkeypatch.setenv(results.ENV_SMOKE_OUTPUTS, inherited)  # the worker: module state fresh, environment inherited
     ck = results.save_checkpoint(real / "checkpoints" / "ch3_m_T10_s0.pt", {"w": torch.ones(1)}, {}, command=REGEN)
     assert results.smoke_active() and _files(real) == [] and ck.parent == smoke / "checkpoints"

@@ -431,6 +431,7 @@ def committed(tmp_path, monkeypatch):
 
     res = tmp_path / "results"
     monkeypatch.setattr(results, "RESULTS_DIR", res)
+    monkeypatch.setattr(results._bundles, "RESULTS_DIR", res)  # where save_bundle reads it
     for name, module in list(sys.modules.items()):  # each module of the run-store package binds its own names
         if name == "mamba_recall.runstore" or name.startswith("mamba_recall.runstore."):
             for attr, value in (("RESULTS_DIR", res), ("RUNS_DIR", res / "runs")):

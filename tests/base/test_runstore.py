@@ -144,7 +144,8 @@ def test_ch2_reference_grid_smoke(tmp_path, monkeypatch):
         pytest.skip("presets.experiment has no smoke cap in this tree")
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", tmp_path, raising=False)  # smoke bundles stay in tmp_path
+    monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)  # smoke bundles stay in tmp_path
     store = tmp_path / "runs"
     grid.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])
     bundle = results.load_bundle("ch2_reference_grid_cpu-hours_smoke", directory=tmp_path)
@@ -170,7 +171,7 @@ def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypat
         provenance,
         "git",
         lambda *a: (
-            " M src/mamba_recall/results.py\n?? src/mamba_recall/y.py\n M src/mamba_recall/runstore/_records.py"
+            " M src/mamba_recall/results/_bundles.py\n?? src/mamba_recall/y.py\n M src/mamba_recall/runstore/_records.py"
             if "--" in a
             else ("abc" if a[0] == "rev-parse" else "")
         ),
@@ -179,7 +180,7 @@ def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypat
     b = results.load_bundle("b_ci", directory=tmp_path)
     # only files this process imported count (y.py was never imported)
     assert b.clean is False and b.provenance["dirty_files"] == [
-        "src/mamba_recall/results.py",
+        "src/mamba_recall/results/_bundles.py",
         "src/mamba_recall/runstore/_records.py",
     ]
     monkeypatch.setenv(results.ENV_REQUIRE_CLEAN, "1")
@@ -195,7 +196,8 @@ def test_ch2_trained_dn_smoke(tmp_path, monkeypatch):
     from mamba_recall.experiments import ch2_trained_dn as dn
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", tmp_path, raising=False)  # smoke bundles stay in tmp_path
+    monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)  # smoke bundles stay in tmp_path
     dn.main(["--preset", "ci", "--smoke", "--store", str(tmp_path / "runs"), "--no-estimate"])
     bundle = results.load_bundle("ch2_trained_dn_ci_smoke", directory=tmp_path)
     cells, errors = bundle.tables["cells"], bundle.tables["law_errors"]

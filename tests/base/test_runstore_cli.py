@@ -183,7 +183,7 @@ def test_checkpoints_written_inside_a_command_keep_its_git_state(tmp_path, monke
     states = iter(
         [{"commit": "abc", "status": "", "code": ""}, {"commit": "abc", "status": " M results/x.pt", "code": ""}]
     )
-    monkeypatch.setattr(results, "_git_state", lambda: next(states))
+    monkeypatch.setattr(results._records, "_git_state", lambda: next(states))
     with results.command_provenance():
         results.save_checkpoint(tmp_path / "a.pt", {"w": 1}, {}, command="c")
         results.save_checkpoint(tmp_path / "b.pt", {"w": 2}, {}, command="c")

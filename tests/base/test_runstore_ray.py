@@ -39,7 +39,8 @@ def test_a_real_grid_on_ray_is_bit_identical_to_the_local_engine_and_resumes(loc
     args = ["--preset", "cpu-hours", "--smoke", "--no-estimate", "--parts", "fig7"]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(results, "RESULTS_DIR", tmp_path)
-        mp.setattr(results, "SMOKE_RESULTS_DIR", tmp_path)
+        mp.setattr(results._bundles, "RESULTS_DIR", tmp_path)
+        mp.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)
         F.main(args + ["--store", str(tmp_path / "local")])
         F.main(args + ["--store", str(tmp_path / "ray"), "--engine", "ray", "--jobs", "2"])
         a, b = _results(tmp_path / "local", "ch2.fig7"), _results(tmp_path / "ray", "ch2.fig7")

@@ -80,7 +80,7 @@ def test_reproduce_runs_the_benchmark_script_from_the_repository(monkeypatch):
     entry = manifest.Entry("scan_bench_cpu", "bundle", (), old, "bench", None, None, None, None, True)
     monkeypatch.setattr(manifest, "load", lambda path=None: [entry])
     calls = []
-    monkeypatch.setattr(cli.subprocess, "run", lambda cmd, **kw: calls.append((cmd, kw.get("cwd"))))
+    monkeypatch.setattr(cli._main.subprocess, "run", lambda cmd, **kw: calls.append((cmd, kw.get("cwd"))))
     cli.reproduce(None, "auto", ["bench"])
     args = ["benchmarks/scan.py", "--device", "cpu", "--repeats", "5", "--out", "results/scan_bench_cpu.json"]
     assert calls == [([sys.executable, *args], REPO_ROOT)]

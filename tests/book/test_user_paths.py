@@ -124,7 +124,7 @@ def _tiny_notebook(folder: Path) -> Path:
 
 def test_a_failing_notebook_stops_the_cli_with_its_one_line_error(tmp_path, monkeypatch):
     _tiny_notebook(tmp_path)
-    monkeypatch.setattr(cli, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(cli._run, "REPO_ROOT", tmp_path)  # read by execute's workers there
     with pytest.raises(cli.NotebookFailed) as info:
         cli.execute([Path("book/99_tiny/01_tiny.ipynb")], tmp_path / "out", {"preset": "ci", "seed": -3}, timeout=120)
     first, second = str(info.value.code).splitlines()
@@ -142,7 +142,7 @@ def test_notebooks_run_two_at_a_time_into_a_relative_folder_and_fail_in_reading_
     for name in names[1:]:
         shutil.copy2(first, first.parent / name)
     notebooks = [Path("book/99_tiny") / n for n in names]
-    monkeypatch.setattr(cli, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(cli._run, "REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     done = cli.execute(notebooks, Path("out"), {"preset": "ci"}, timeout=120, jobs=2)
     assert done == [(tmp_path / "out" / nb) for nb in notebooks] and all(p.is_file() for p in done)
@@ -404,7 +404,7 @@ def test_check_outputs_compares_marked_cells_like_nbval_lax(tmp_path, monkeypatc
     nb.cells = [checked, free]
     (tmp_path / "book").mkdir()
     nbformat.write(nb, tmp_path / "book" / "x.ipynb")
-    monkeypatch.setattr(cli, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(cli._outputs, "REPO_ROOT", tmp_path)  # read by check_outputs there
     run = tmp_path / "run"
     (run / "book").mkdir(parents=True)
     free.outputs[0]["text"] = "2\n"  # unchecked cell: may differ

@@ -11,6 +11,7 @@ import torch
 from mamba_recall.analysis.forgetting_probe import noise_forgetting_probe
 from mamba_recall.claims.ch1 import K1_CLAIMS
 from mamba_recall.experiments import ch1_cpu_hours as c1
+from mamba_recall.experiments import ch1_cpu_hours_jobs as c1_jobs  # where checkpoint_path reads its folder
 from mamba_recall.theory.latest_value_thm2 import thm2_construction_probe
 from mamba_recall.train.latest_value import FULL_NAME
 
@@ -22,7 +23,7 @@ def smoke_grid(tmp_path_factory):
     root = tmp_path_factory.mktemp("c1")
     store, out = root / "runs", root / "results"
     mp = pytest.MonkeyPatch()
-    mp.setattr(c1, "SMOKE_CHECKPOINT_DIR", root / "checkpoints")
+    mp.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", root / "checkpoints")
     mp.setattr(c1, "write_bundles", _writing_into(out))
     logs = []
     mp.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
@@ -275,7 +276,7 @@ def test_full_mamba_job_is_deterministic_and_its_numbers_are_its_models(tmp_path
     from mamba_recall.analysis.full_mamba_readout import pair_readout
     from mamba_recall.analysis.recall_probes import wo_centred_cosine
 
-    monkeypatch.setattr(c1, "SMOKE_CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", tmp_path)
     job = c1.jobs_for(smoke=True, parts=["full_mamba"])[0]
     a = c1.run_full_job(job["config"], 0)
     b = c1.run_full_job(job["config"], 0)
@@ -295,7 +296,7 @@ def test_full_mamba_job_is_deterministic_and_its_numbers_are_its_models(tmp_path
 def test_full_mamba_part_runs_alone(tmp_path, monkeypatch):
     """``--parts full_mamba`` runs its 2 smoke jobs and writes its bundle only."""
     logs = []
-    monkeypatch.setattr(c1, "SMOKE_CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", tmp_path / "checkpoints")
     monkeypatch.setattr(c1, "write_bundles", _writing_into(tmp_path / "results"))
     monkeypatch.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
     c1.main(["--smoke", "--store", str(tmp_path / "runs"), "--no-estimate", "--parts", "full_mamba"])

@@ -60,7 +60,8 @@ def smoke_store(tmp_path, monkeypatch):
     from mamba_recall import results
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", tmp_path)  # smoke bundles go there, never into results/
+    monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)  # smoke bundles go there, never into results/
     return tmp_path
 
 

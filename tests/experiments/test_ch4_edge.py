@@ -144,14 +144,16 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     from mamba_recall.claims import STATUSES
     from mamba_recall.claims.ch4 import check_family
     from mamba_recall.experiments import ch4_edge as E
+    from mamba_recall.experiments import ch4_edge_checks as C
     from mamba_recall.experiments.ch4_model_checks import CLAIM_IDS
     from mamba_recall.runstore import finished_runs, run_grid
 
     jobs = E.jobs_for("cpu-hours", smoke=True, recipes=["d2"])[:1]
     run_grid(E.RUNNER, jobs, store=tmp_path, progress=False, log=lambda m: None)
     gate = E.edge_gate  # the real gate fails on an untrained model; the point here is the pipeline
-    monkeypatch.setattr(E, "edge_gate", lambda model, vocab: {**gate(model, vocab), "passed": True})
-    monkeypatch.setattr(E, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")  # not the shared _build/
+    monkeypatch.setattr(C, "edge_gate", lambda model, vocab: {**gate(model, vocab), "passed": True})
+    for module in (E, C):  # each bundle writer's module (the edge bundle's, the checks bundle's)
+        monkeypatch.setattr(module, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")  # not the shared _build/
     checks = E.checks_jobs("cpu-hours", smoke=True, store=tmp_path)
     run_grid(E.CHECKS_RUNNER, checks, store=tmp_path, progress=False, log=lambda m: None)
     (rec,) = finished_runs(checks, tmp_path)
@@ -198,7 +200,7 @@ def test_edge_command_line_stages_share_one_provenance(argv, stages, tmp_path, m
 
     def writer(name):
         def write(preset, *, store, smoke, log):
-            calls.append((name, preset, store, smoke, results._COMMAND_GIT))
+            calls.append((name, preset, store, smoke, results.command_git_state()))
 
         return write
 
@@ -210,7 +212,7 @@ def test_edge_command_line_stages_share_one_provenance(argv, stages, tmp_path, m
     assert [c[0] for c in calls] == stages
     assert all(c[1:4] == ("cpu-hours", tmp_path, True) for c in calls)
     assert calls[0][4] is not None and all(c[4] is calls[0][4] for c in calls)  # one provenance per command
-    assert results._COMMAND_GIT is None  # and only while the command runs
+    assert results.command_git_state() is None  # and only while the command runs
     out = capsys.readouterr().out.splitlines()
     if "--aggregate-only" in argv:  # counted, one line per grid
         assert out == ["0 jobs: 0 finished, 0 left"] * len(stages)

@@ -12,6 +12,7 @@ from mamba_recall.analysis.primacy import MAMBA2_RECIPE, EdgeFamily
 from mamba_recall.claims import STATUSES
 from mamba_recall.claims.ch4 import MAMBA2_CLAIMS, check_family, family_table
 from mamba_recall.experiments import ch4_edge as E
+from mamba_recall.experiments import ch4_edge_checks as C
 from mamba_recall.experiments.ch4_model_checks import CLAIM_IDS, CLAIM_IDS_M2
 from mamba_recall.runstore import finished_runs, run_grid
 
@@ -37,8 +38,8 @@ def test_every_checks_job_is_committed_with_its_config():
         mamba2 = c["recipe_name"] == MAMBA2_RECIPE
         assert ("arch" in c) == mamba2 and (c.get("distractor_pool") == "content") != mamba2
         assert set(stored["result"]["measurements"]) == set(CLAIM_IDS_M2 if mamba2 else CLAIM_IDS)
-    assert E.is_mamba2(E._sizes("cpu-hours", False)["recipes"]["m2"])
-    assert not any(E.is_mamba2(r) for name, r in E._sizes("cpu-hours", False)["recipes"].items() if name != "m2")
+    assert E.is_mamba2(E.edge_sizes("cpu-hours", False)["recipes"]["m2"])
+    assert not any(E.is_mamba2(r) for name, r in E.edge_sizes("cpu-hours", False)["recipes"].items() if name != "m2")
 
 
 def test_m2_smoke_end_to_end(tmp_path, monkeypatch):
@@ -65,8 +66,9 @@ def test_m2_smoke_end_to_end(tmp_path, monkeypatch):
         E.run_checks_job({k: v for k, v in job["config"].items() if k != "arch"}, job["seed"])
 
     gate = E.edge_gate  # the point here is the pipeline past the gate
-    monkeypatch.setattr(E, "edge_gate", lambda model, vocab: {**gate(model, vocab), "passed": True})
-    monkeypatch.setattr(E, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")  # not the shared _build/
+    monkeypatch.setattr(C, "edge_gate", lambda model, vocab: {**gate(model, vocab), "passed": True})
+    for module in (E, C):  # each bundle writer's module (the edge bundle's, the checks bundle's)
+        monkeypatch.setattr(module, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")  # not the shared _build/
     run_grid(E.CHECKS_RUNNER, [job], store=tmp_path, progress=False, log=_quiet)
     (rec,) = finished_runs([job], tmp_path)
     res = rec["result"]

@@ -9,6 +9,7 @@ import pytest
 from mamba_recall.analysis.primacy import EdgeFamily
 from mamba_recall.claims.ch4 import check_family, family_table
 from mamba_recall.experiments import ch4_edge as E
+from mamba_recall.experiments import ch4_edge_jobs as J  # where jobs_for reads the sizes
 from mamba_recall.presets import experiment
 
 SIZES = experiment(E.EXPERIMENT, "cpu-hours")
@@ -137,8 +138,8 @@ def test_jobs_grow_by_the_reserves_and_keep_their_keys(monkeypatch):
     """Adding the reserves adds the jobs of seeds 3–5 of d4 and d4_zinit only: every job of the grid without them
     keeps its config and key."""
     jobs = {j["key"]: j for j in E.jobs_for("cpu-hours")}
-    sizes = E._sizes("cpu-hours", False)
-    monkeypatch.setattr(E, "_sizes", lambda preset, smoke: {k: v for k, v in sizes.items() if k != "reserve_seeds"})
+    sizes = E.edge_sizes("cpu-hours", False)
+    monkeypatch.setattr(J, "edge_sizes", lambda preset, smoke: {k: v for k, v in sizes.items() if k != "reserve_seeds"})
     before = {j["key"]: j for j in E.jobs_for("cpu-hours")}
     assert len(jobs) == 27 and len(before) == 21 and set(before) <= set(jobs)
     assert all(jobs[k]["config"] == j["config"] for k, j in before.items())
@@ -192,6 +193,7 @@ def test_aggregation_with_the_protocol_reproduces_the_committed_bundles(tmp_path
     from mamba_recall.paths import RESULTS_DIR
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)  # where save_bundle reads it
     E.main(["--preset", "cpu-hours", "--aggregate-only"])
     git = {"HEAD", "all_clean", "dirty_files", "dirty_files_as_run_equal_HEAD"}
     for name in ("ch4_edge_cpu-hours", "ch4_edge_checks_cpu-hours"):

@@ -33,7 +33,7 @@ def test_a_decorated_command_records_the_state_from_before_its_first_write(tmp_p
     states = iter(
         [{"commit": "abc", "status": "", "code": ""}, {"commit": "abc", "status": " M results/a.pt", "code": ""}]
     )
-    monkeypatch.setattr(results, "_git_state", lambda: next(states))
+    monkeypatch.setattr(results._records, "_git_state", lambda: next(states))
 
     @results.command_provenance()
     def main():
@@ -57,7 +57,9 @@ def test_a_run_store_job_records_its_grid_commands_state_not_its_own(tmp_path, m
     state to each job, so a job's checkpoints do not read the files earlier jobs of the grid wrote as a dirty tree."""
     from mamba_recall import runstore
 
-    monkeypatch.setattr(results, "_git_state", lambda: {"commit": "abc", "status": " M results/x.pt", "code": ""})
+    monkeypatch.setattr(
+        results._records, "_git_state", lambda: {"commit": "abc", "status": " M results/x.pt", "code": ""}
+    )
     job = runstore.make_job("demo.ckpt", {"out": str(tmp_path / "a.pt")}, 0)
     status, _ = runstore._store._compute(
         "test_runner_provenance:write_two_checkpoints", job, 1, {"commit": "abc", "status": "", "code": ""}

@@ -1,0 +1,194 @@
+"""The committed edge family of :mod:`mamba_recall.experiments.ch4_edge` (:class:`EdgeFamily`: three seeds per
+recipe, their curves, model cards and stored claim measurements) and the recall curves of committed S-models across
+lengths (:func:`committed_model_curves`)."""
+
+from __future__ import annotations
+
+from .. import interventions as iv
+from ._models import contexts, load_checkpoint
+
+# --------------------------------------------------------------------- the edge family (3 seeds per recipe)
+
+EDGE_COMMAND = "python -m mamba_recall.experiments.ch4_edge --preset {preset} --allow-long"
+#: The edge family's Mamba-2 recipe (``presets/ch4.py``): App. F's head claims are judged on its seeds, at each
+#: model's pressure length (declared with the recipe, before any of its results).
+MAMBA2_RECIPE = "m2"
+
+
+class EdgeFamily:
+    """The committed edge family of :mod:`mamba_recall.experiments.ch4_edge` (bundles ``ch4_edge_<preset>`` and
+    ``ch4_edge_checks_<preset>``): ``curves`` (recipe, L, variant, k → mean recall over seeds, 95 % t-interval,
+    per-seed values), ``models`` (one row per model: card, gate, L_p), ``runs`` (the per-seed stored claim
+    measurements) and ``primary`` (the recipe whose verdicts the scorecard carries). ``missing`` says what is not
+    committed yet and the command that makes it (empty when both bundles exist). Only an absent bundle counts as
+    not committed (:class:`~mamba_recall.results.BundleMissing`); one that exists but is corrupt raises its
+    :class:`~mamba_recall.results.BundleError` (file and regenerate command) rather than turning the chapter's
+    verdicts into "not committed yet"."""
+
+    def __init__(self, preset: str = "cpu-hours", *, smoke: bool = False, directory=None):
+        from ...results import BundleMissing, load_bundle
+
+        self.preset, self.smoke = preset, smoke
+        tail = "_smoke" if smoke else ""  # the bundles of a smoke run (in _build/smoke_results, never evidence)
+        self.curves = self.models = self.bundle = self.checks = None
+        self.runs: list[dict] = []
+        self.primary: str | None = None
+        missing = []
+        try:
+            self.bundle = load_bundle(f"ch4_edge_{preset}{tail}", directory=directory)
+            self.curves, self.models = self.bundle.tables["curves"], self.bundle.tables["models"]
+        except BundleMissing:
+            missing.append(f"the models (`{EDGE_COMMAND.format(preset=preset)}`)")
+        try:
+            self.checks = load_bundle(f"ch4_edge_checks_{preset}{tail}", directory=directory)
+            self.runs = self.checks.data["runs"]
+            self.primary = self.checks.data["primary_recipe"]
+        except BundleMissing:
+            missing.append(f"their claim checks (`{EDGE_COMMAND.format(preset=preset)} --checks`)")
+        self.missing = "; ".join(missing)
+
+    @classmethod
+    def from_runs(cls, runs: list[dict], preset: str = "cpu-hours", *, smoke: bool = False) -> "EdgeFamily":
+        """A family from the checks runner's records (before its bundle is written): runs only, no primary."""
+        fam = cls.__new__(cls)
+        fam.smoke = smoke
+        fam.preset, fam.curves, fam.models, fam.bundle, fam.checks = preset, None, None, None, None
+        fam.primary, fam.missing = None, ""
+        fam.runs = [  # the same record as the bundle's runs, the model's name included (its checkpoint is re-read)
+            {
+                "recipe": r["config"]["recipe_name"],
+                "seed": r["seed"],
+                "model": r["config"].get("model_name"),
+                **r["result"],
+            }
+            for r in runs
+        ]
+        return fam
+
+    def only(self, recipe: str) -> "EdgeFamily":
+        """The family restricted to one recipe (its curves, model rows and check runs); when none of its models is
+        committed, ``curves`` and ``models`` are None and ``missing`` names the command that trains it."""
+        fam = EdgeFamily.__new__(EdgeFamily)
+        fam.preset, fam.smoke, fam.bundle, fam.checks = self.preset, self.smoke, self.bundle, self.checks
+        fam.primary = self.primary if self.primary == recipe else None
+        fam.runs = [r for r in self.runs if r["recipe"] == recipe]
+        fam.curves = None if self.curves is None else self.curves[self.curves["recipe"] == recipe]
+        fam.models = None if self.models is None else self.models[self.models["recipe"] == recipe]
+        fam.missing = self.missing
+        if not fam.missing and (fam.models is None or fam.models.empty):
+            fam.curves = fam.models = None
+            fam.missing = (
+                f"the models of recipe {recipe} (`{EDGE_COMMAND.format(preset=self.preset)} --recipes {recipe}`)"
+            )
+        return fam
+
+    def seeds_of(self, recipe: str) -> list[dict]:
+        """The stored check runs of ``recipe``, by seed (every one, counted or not)."""
+        return sorted((r for r in self.runs if r["recipe"] == recipe), key=lambda r: r["seed"])
+
+    @property
+    def sizes(self) -> dict:
+        """The preset's sizes of the family (experiment ``ch4.edge``: recipes, seeds, reserve seeds)."""
+        from ...presets import experiment
+
+        return experiment("ch4.edge", self.preset, smoke=self.smoke)
+
+    def evidence(self, recipe: str):
+        """Which seeds of ``recipe`` its verdicts are judged on and why
+        (:func:`mamba_recall.analysis.edge_seeds.evidence_seeds`, the declared rule)."""
+        from ..edge_seeds import evidence_seeds
+
+        return evidence_seeds(recipe, self.runs, self.sizes)
+
+    def evidence_runs(self, recipe: str) -> list[dict]:
+        """The stored check runs of the seeds ``recipe`` is judged on (:meth:`evidence`), in seed order."""
+        keep = set(self.evidence(recipe).evidence)
+        return [r for r in self.seeds_of(recipe) if r["seed"] in keep]
+
+    def probe_table(self, name: str = "slow_states"):
+        """One row per (recipe, seed) of a probe stored by the checks runner (e.g. the slow-state ablation)."""
+        import pandas as pd
+
+        rows = [
+            {
+                "recipe": r["recipe"],
+                "seed": r["seed"],
+                "L": r["at"],
+                **{k: v for k, v in r.get("probes", {}).get(name, {}).items() if not isinstance(v, list)},
+            }
+            for r in self.runs
+            if name in r.get("probes", {})
+        ]
+        return pd.DataFrame(rows)
+
+    def cards(self):
+        """One row per model: recipe, seed, its card, the s_small gate of its training run, the edge family's gate (from
+        the checks: recall at L = 2), L_p and the recall at L_p (first, middle third, last)."""
+        import pandas as pd
+
+        if self.models is None:
+            return pd.DataFrame()
+        cols = ["model", "recipe", "seed", "gate_passed", "train_L_max", "L_p", "acc1_Lp", "mid_Lp", "accL_Lp", "card"]
+        out = self.models[cols].rename(columns={"gate_passed": "s_small gate"}).copy()
+        gates = {(r["recipe"], r["seed"]): r.get("gate", {}) for r in self.runs}
+        out.insert(4, "edge gate", [gates.get((r, sd), {}).get("passed") for r, sd in zip(out["recipe"], out["seed"])])
+        out.insert(
+            5,
+            "L=2 recall",
+            [
+                min(gates.get((r, sd), {}).get("metrics", {"": float("nan")}).values())
+                for r, sd in zip(out["recipe"], out["seed"])
+            ],
+        )
+        return out.round(3)
+
+    def status(self) -> str:
+        """Which recipes have how many checked seeds past the edge gate (what decides the primary recipe): per recipe
+        ``<recipe>: <ok> of <n> checked seeds past the edge gate``; a recipe with reserve seeds reads its
+        :meth:`evidence` instead (e.g. ``d4: seeds passing 0, 3, 4 of seeds 0–5 trained (3 of 6 …)``, each seed's gate
+        and which seeds count), followed by the rule that picks the primary recipe."""
+        if self.missing:
+            return f"not committed yet: {self.missing}"
+        from ..edge_seeds import primary_rule, reserve_seeds
+
+        reserves = reserve_seeds(self.sizes)
+        counts = {}
+        for r in self.runs:
+            done, ok = counts.get(r["recipe"], (0, 0))
+            counts[r["recipe"]] = (done + 1, ok + bool(r.get("gate", {}).get("passed")))
+        parts = [
+            self.evidence(k).summary() if k in reserves else f"{k}: {ok} of {n} checked seeds past the edge gate"
+            for k, (n, ok) in sorted(counts.items())
+        ]
+        return ", ".join(parts) + (f". {primary_rule(self.sizes)}" if reserves else "")
+
+
+def load_edge_family(preset: str = "cpu-hours") -> EdgeFamily:
+    return EdgeFamily(preset)
+
+
+def committed_model_curves(names, Ls, n: int, variant: str = "repeated", device="cpu"):
+    """Recall by position of committed S-models (``results/checkpoints/ch4_<name>.pt``) at every length of ``Ls``:
+    a long table (model, L, k, acc, lo, hi, trained) where ``trained`` says whether L was inside the model's
+    training range (its recipe's ``L_max``)."""
+    import pandas as pd
+
+    rows = []
+    for name in names:
+        model, vocab, side = load_checkpoint(model=name, device=device)
+        L_max = side["train_config"]["L_max"]
+        for L in Ls:
+            s = iv.summary(iv.recall_by_position(model, contexts(vocab, L, variant, n), device=device))
+            rows += [
+                {
+                    "model": name,
+                    "L": L,
+                    "k": k + 1,
+                    "acc": s["acc"][k],
+                    "lo": s["lo"][k],
+                    "hi": s["hi"][k],
+                    "trained": L <= L_max,
+                }
+                for k in range(L)
+            ]
+    return pd.DataFrame(rows)

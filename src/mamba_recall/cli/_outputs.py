@@ -1,0 +1,181 @@
+"""The committed outputs of ``book/``: ``refresh`` rewrites them from complete executions (atomically, one notebook
+at a time) and ``check-outputs`` compares the executed notebooks' ``# NBVAL_CHECK_OUTPUT`` cells with them by nbval's
+own comparison."""
+
+from __future__ import annotations
+
+import copy
+import os
+import types
+from pathlib import Path
+
+import nbformat
+from tqdm.auto import tqdm
+
+from ..paths import BUILD_DIR, REPO_ROOT
+from ._run import DEFAULT_TIMEOUT_S, WIDGET_VIEW, Interrupted, NotebookFailed, chapter_notebooks, toc_notebooks
+
+
+def refresh_targets(targets: list[str]) -> list[Path]:
+    """Notebooks named by ``targets``: chapters (as for ``run``) or notebook paths; none means all."""
+    if not targets:
+        return toc_notebooks()
+    notebooks: list[Path] = []
+    for target in targets:
+        if target.endswith(".ipynb"):
+            path = Path(target).resolve()
+            if not path.exists():
+                raise SystemExit(f"error: no notebook {target!r}.")
+            notebooks.append(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
+        else:
+            notebooks.extend(chapter_notebooks(target))
+    return notebooks
+
+
+def refresh_committed_outputs(targets: list[str] | None = None) -> None:
+    """Re-execute notebooks in ``book/`` with their default (ci) parameters and replace each committed
+    notebook only by a complete, successful execution.
+
+    Each notebook is executed into ``_build/refresh/`` (papermill writes its output as it goes, so an
+    interrupt or a failing cell leaves a partial notebook there, never in ``book/``); the cleaned result
+    is written to a temporary file beside the committed notebook and moved over it with ``os.replace``
+    (atomic on one file system). An interrupt or a failure stops at once with one line saying which
+    notebooks were refreshed, which was not and where its partial execution is."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    notebooks = refresh_targets(targets or [])
+    scratch = BUILD_DIR / "refresh"
+    done: list[Path] = []
+    for nb in tqdm(notebooks, desc="refresh", unit="notebook"):
+        path = REPO_ROOT / nb  # nb itself where it lies outside the repository
+        executed = scratch / (nb.relative_to(nb.anchor) if nb.is_absolute() else nb)
+        executed.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            papermill.execute_notebook(
+                str(path),
+                str(executed),
+                cwd=str(path.parent),
+                kernel_name="python3",
+                progress_bar=False,
+                execution_timeout=DEFAULT_TIMEOUT_S,
+            )
+        except (KeyboardInterrupt, PapermillExecutionError, TimeoutError) as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            why = "interrupted" if interrupted else f"failed ({type(exc).__name__})"
+            raise (Interrupted if interrupted else NotebookFailed)(
+                f"error: refresh {why} at {nb}; {nb} is unchanged (its partial execution: {executed}); "
+                f"{len(done)} of {len(notebooks)} notebook(s) refreshed before it."
+            ) from None
+        book_nb = nbformat.read(executed, as_version=4)
+        book_nb.metadata.pop("papermill", None)
+        book_nb.metadata.pop("widgets", None)
+        for cell in book_nb.cells:
+            cell.metadata.pop("papermill", None)
+            cell.metadata.pop("execution", None)
+            if cell.cell_type == "code":  # widget views without their (dropped) state would show as errors
+                cell.outputs = coalesce_streams([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})])
+        write_atomic_notebook(book_nb, path)
+        done.append(nb)
+
+
+def write_atomic_notebook(nb, path: Path) -> None:
+    """Write ``nb`` to ``path`` through a temporary file in the same folder and ``os.replace``: the
+    notebook at ``path`` is either the old one or the complete new one, never a partial write."""
+    tmp = path.with_name(f".{path.name}.refresh-tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            nbformat.write(nb, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def coalesce_streams(outputs: list) -> list:
+    """Merge consecutive stream outputs of the same stream (the kernel may split one print over several
+    messages), so that committed outputs do not depend on message timing."""
+    merged: list = []
+    for out in outputs:
+        if (
+            out.get("output_type") == "stream"
+            and merged
+            and merged[-1].get("output_type") == "stream"
+            and merged[-1].get("name") == out.get("name")
+        ):
+            merged[-1]["text"] = merged[-1]["text"] + out["text"]
+        else:
+            merged.append(out)
+    return merged
+
+
+CHECK_MARKER = "NBVAL_CHECK_OUTPUT"
+#: The output fields nbval never compares (``IPyNbFile.skip_compare`` as nbval sets it without ``--nbdime``: random
+#: ids, counters, images); nbval builds the tuple inside a pytest collector, so it is spelled out here.
+SKIP_COMPARE = (
+    "metadata",
+    "traceback",
+    "prompt_number",
+    "output_type",
+    "name",
+    "execution_count",
+    WIDGET_VIEW,
+    "image/png",
+    "image/jpeg",
+)
+
+
+class _NbvalComparison:
+    """What nbval's own comparison (``nbval.plugin.IPyNbCell.compare_outputs``, the code ``pytest --nbval-lax``
+    runs on a cell marked ``# NBVAL_CHECK_OUTPUT``) reads of its cell: the fields it skips (nbval's defaults:
+    metadata, tracebacks, counters, widget model ids, images), no sanitising pattern, plain colours. It is called
+    on the outputs of the book pass instead of inside a pytest item, so that each notebook is executed once."""
+
+    def __init__(self):
+        from nbval import plugin
+
+        self._plugin = plugin
+        self.colors = plugin.nocolors
+        self.parent = types.SimpleNamespace(skip_compare=SKIP_COMPARE, sanitize_patterns={})
+        self.comparison_traceback: list[str] = []
+        self.mismatch: str | None = None
+
+    def sanitize(self, s):
+        return s
+
+    def format_output_compare(self, key, left, right):  # nbval's own formats through pytest's assert hook
+        self.mismatch = f"{key}: committed {str(left)[:200]!r} vs now {str(right)[:200]!r}"
+
+    def same(self, committed: list, executed: list) -> bool:
+        """nbval's reading: both sides' streams merged (as nbval merges what a kernel sends), then compared."""
+        coalesce = self._plugin.coalesce_streams
+        ref, test = coalesce(copy.deepcopy(list(committed))), coalesce(copy.deepcopy(list(executed)))
+        self.comparison_traceback, self.mismatch = [], None
+        return self._plugin.IPyNbCell.compare_outputs(self, test, ref)
+
+    def detail(self) -> str:
+        return self.mismatch or " ".join(line.strip() for line in self.comparison_traceback if line.strip())[:400]
+
+
+def check_outputs(executed: Path, notebooks: list[Path]) -> list[str]:
+    """Compare the cells marked ``# NBVAL_CHECK_OUTPUT`` of executed notebooks (``executed / nb``) with the
+    committed outputs in ``book/``, by nbval's own comparison (:class:`_NbvalComparison`): what
+    ``pytest --nbval-lax`` checks, without executing the notebooks a second time (``make test`` runs this on the
+    book pass). Returns one line per difference."""
+    compare = _NbvalComparison()
+    problems = []
+    for nb in notebooks:
+        committed = nbformat.read(REPO_ROOT / nb, as_version=4)
+        run = nbformat.read(executed / nb, as_version=4)
+        by_source = {c.source: c for c in run.cells if c.cell_type == "code"}
+        for index, ref in enumerate(committed.cells):
+            if ref.cell_type != "code" or CHECK_MARKER not in ref.source:
+                continue
+            new = by_source.get(ref.source)
+            if new is None:
+                problems.append(f"{nb}, cell {index}: not in the executed notebook (book/ changed since it ran?)")
+                continue
+            if not compare.same(ref.outputs, new.outputs):
+                problems.append(f"{nb}, cell {index}: output differs from the committed one ({compare.detail()})")
+    return problems

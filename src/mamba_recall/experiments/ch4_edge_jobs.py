@@ -1,0 +1,109 @@
+"""The edge grid of Chapter 4's runner (:mod:`mamba_recall.experiments.ch4_edge`): one run-store job per (recipe,
+seed) (:func:`jobs_for`) and its job function :func:`run_job` (train one edge S-model, measure its per-position
+recall), which the runner's ``RUNNER`` string names at ``mamba_recall.experiments.ch4_edge:run_job``; plus what both
+of the runner's stages read (:func:`model_name`, :func:`edge_sizes`, :func:`smoke_bundle_dir`)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..analysis.edge_seeds import declared_seeds
+from ..analysis.primacy import checkpoint_path, contexts, pressure_length
+from ..paths import REPO_ROOT
+from ..presets import experiment
+from ..runstore import make_job
+
+EXPERIMENT = "ch4.edge"
+RUNNER = "mamba_recall.experiments.ch4_edge:run_job"
+VARIANTS = ("repeated", "random")
+
+
+def model_name(recipe: str, preset: str, seed: int, smoke: bool = False) -> str:
+    """``edge_<recipe>_<preset>_seed<k>`` (``_smoke`` appended for a smoke run, whose checkpoint is not kept)."""
+    return f"edge_{recipe}_{preset}_seed{seed}" + ("_smoke" if smoke else "")
+
+
+def edge_sizes(preset: str, smoke: bool) -> dict:
+    """The sizes of experiment ``ch4.edge`` at ``preset`` (``presets/ch4.py``): its recipes, reserve seeds and
+    evaluation."""
+    return experiment(EXPERIMENT, preset, smoke=smoke)
+
+
+def smoke_bundle_dir() -> Path:
+    """Where a smoke run's bundles go (``_build/smoke_results``: never evidence); the tests point it elsewhere (in
+    ``ch4_edge`` and ``ch4_edge_checks``, the modules of the two bundle writers that call it)."""
+    return REPO_ROOT / "_build" / "smoke_results"
+
+
+def jobs_for(preset: str, smoke: bool = False, recipes: list[str] | None = None) -> list[dict]:
+    """One job per (recipe, seed), over the recipe's :func:`declared_seeds` (reserve seeds included); the config is
+    fully resolved (the recipe with its seed, the evaluation)."""
+    sizes = edge_sizes(preset, smoke)
+    unknown = set(recipes or []) - set(sizes["recipes"])
+    if unknown:
+        raise ValueError(f"unknown edge recipe(s) {sorted(unknown)}; choose from {sorted(sizes['recipes'])}.")
+    jobs = []
+    for recipe, cfg in sizes["recipes"].items():
+        if recipes and recipe not in recipes:
+            continue
+        for seed in declared_seeds(sizes, recipe):
+            name = model_name(recipe, preset, seed, smoke)
+            out = (
+                (Path("_build/smoke_checkpoints") / f"ch4_{name}.pt")
+                if smoke
+                else checkpoint_path(name).relative_to(REPO_ROOT)
+            )
+            config = {
+                "recipe_name": recipe,
+                "preset": preset,
+                "model_name": name,
+                "checkpoint": str(out),
+                "recipe": {**cfg, "seed": seed},
+                "eval": sizes["eval"],
+            }
+            jobs.append(make_job(EXPERIMENT, config, seed))
+    return jobs
+
+
+def correct_by_position(model, vocab, Ls, n: int, device="cpu") -> dict:
+    """{(L, variant): (n, L) bool correct} at every evaluation length the vocabulary allows (L ≤ n_names)."""
+    from ..analysis import interventions as iv
+
+    return {
+        (L, v): iv.recall_by_position(model, contexts(vocab, L, v, n), device=device)
+        for L in Ls
+        if L <= vocab.n_names
+        for v in VARIANTS
+    }
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """Train one edge S-model and measure its curves (the run store's job function)."""
+    from ..analysis.primacy import load_checkpoint
+    from .ch4_train import train_recipe
+
+    out = REPO_ROOT / config["checkpoint"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = (
+        f"python -m mamba_recall.experiments.ch4_edge --preset {config['preset']} --recipes "
+        f"{config['recipe_name']} --allow-long"
+    )
+    start = time.perf_counter()
+    train_recipe(config["recipe"], config["model_name"], out, command=cmd, log=lambda s: print(s, flush=True))
+    model, vocab, side = load_checkpoint(out, model=config["model_name"])  # hash-checked, as the book loads it
+    ev = config["eval"]
+    correct = correct_by_position(model, vocab, ev["Ls"], ev["n"])
+    Ls = sorted({L for L, _ in correct})
+    curves = {f"{L}/{v}": c.mean(0).tolist() for (L, v), c in correct.items()}
+    return {
+        "checkpoint": config["checkpoint"],
+        "sha256": side.get("sha256"),
+        "gate": side["gate"],
+        "learning_curve": side.get("learning_curve", []),
+        "curves": curves,
+        "n": ev["n"],
+        "L_p": pressure_length(correct, Ls),
+        "train_L_max": config["recipe"]["L_max"],
+        "seconds": round(time.perf_counter() - start, 1),
+    }

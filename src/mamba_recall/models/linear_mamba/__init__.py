@@ -1,0 +1,59 @@
+r"""The simplified, purely linear Mamba of paper 002 (Alg. 1, single layer; Alg. 2, Λ layers),
+with an **ensemble dimension** so that many small models train in one batched forward.
+
+Alg. 1 (one layer, no gate, no Δ, :math:`\bar A_t = 1`, no SiLU, no bias, no norm, no residual)::
+
+    x_e   = W_E x                    (L, D)          W_E: the embedding (the paper's E), tied unembedding W_E^T
+    x_in  = P_in x_e                 (L, D_in)       D_in = expand · D
+    x̂     = Conv1D(x_in, W_conv)     (L, D_in)       depthwise, causal, width d_conv, no bias, no activation
+    B, C  = S_B x̂, S_C x̂             (L, N) each
+    ŷ     = SSM(x̂, B, C)             (L, D_in)       h_t = h_{t-1} + x̂_t B_t^T,  ŷ_t = h_t C_t      (Eq. 3)
+    y_out = P_out ŷ                  (L, D)
+    logits= W_E^T y_out              (L, V)
+
+Alg. 2 (Λ layers) adds a residual ``x^{l+1} = x^l + y_out^l`` around every layer and shares W_E.
+
+Conv convention (width 2): ``x̂_t = W^0 ⊙ x_in_{t-1} + W^1 ⊙ x_in_t``; ``conv_weight[..., 0]`` is the
+previous-token tap :math:`W^0`, ``conv_weight[..., -1]`` the current-token tap (PyTorch's causal
+``Conv1d(padding=d_conv-1)[..., :L]`` layout).
+
+SSM forms: ``"attention"`` (default; the unrolled recurrence is causal linear attention
+:math:`\hat y_t = \sum_{\tau\le t} \hat x_\tau (B_\tau^\top C_t)`, :math:`O(L^2)`, fastest for L ≤ 512)
+and ``"scan"`` (the sequential recurrence of Eq. 3, the reference).
+
+Ensembles
+---------
+Every parameter carries a leading ensemble axis of size ``n_members`` (``ensemble=None`` means one model and
+no ensemble axis in inputs/outputs). Members may have *different sizes*: the tensors are allocated
+at the largest ``(D, N, Λ)`` and ``member_sizes=[(D_e, N_e, Λ_e), ...]`` masks the unused embedding
+dims, channels, state dims and layers to exactly zero (and initialises each member with its own
+fan-in), so member ``e`` computes exactly what an independent model of size ``(D_e, N_e, Λ_e)`` would.
+A whole (D, N) grid × seeds then trains in one forward on a GPU. Inputs may be shared ``(B, L)``
+or per member ``(n_members, B, L)``; logits are ``(n_members, B, L, V)``. Compact shapes below write
+``(n,B,L,D)`` with ``n = n_members``.
+
+Parameter shapes (ensemble axis first)::
+
+    embedding     (n_members, V, D)          token rows (the paper's W_E ∈ R^{D×V}, its E, transposed)
+    in_proj[l]    (n_members, D_in, D)       P_in
+    conv[l]       (n_members, D_in, d_conv)  W_conv
+    x_proj_B[l]   (n_members, N, D_in)       S_B
+    x_proj_C[l]   (n_members, N, D_in)       S_C
+    out_proj[l]   (n_members, D, D_in)       P_out
+
+The modules, this package's internals (import every name from ``mamba_recall.models.linear_mamba``):
+
+* ``_linear``: :class:`LinearMamba`, Alg. 1 / Alg. 2 with the ensemble axis (its docstring repeats the equations
+  and parameter shapes above, next to the code);
+* ``_multihead``: the multi-head model of Alg. 3, :class:`MultiHeadLinearMamba` (:data:`HEAD_PATTERNS`), and the
+  base it shares with the ablation model (token-id checks, tied (un)embedding, ``forward``);
+* ``_ablation``: the selective rows of the Tab. 10 ablation, :class:`SelectiveAblationMamba` (:data:`ABLATION_ROWS`).
+"""
+
+from __future__ import annotations
+
+from ._ablation import ABLATION_ROWS, SelectiveAblationMamba
+from ._linear import SSM_FORMS, LinearMamba
+from ._multihead import HEAD_PATTERNS, HEAD_VALUES, MultiHeadLinearMamba
+
+__all__ = ["LinearMamba", "MultiHeadLinearMamba", "HEAD_PATTERNS", "SelectiveAblationMamba", "ABLATION_ROWS"]

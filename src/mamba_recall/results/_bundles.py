@@ -1,0 +1,291 @@
+"""Where bundles go and how they are read: the smoke-output redirect (:func:`redirect_smoke_outputs`: smoke runs
+never write under ``results/``), :func:`save_bundle`, :func:`load_bundle` and the readers that pick a preset's
+bundle (:func:`load_preset_bundle`, :func:`load_strongest_bundle`). The one module that reads ``RESULTS_DIR`` when
+called (and ``SMOKE_RESULTS_DIR``, ``_smoke_dir``): a test that moves the results folder patches it here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from .. import provenance as _prov
+from ..paths import BUILD_DIR, RESULTS_DIR
+from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together
+from ._records import (
+    _REQUIRED,
+    ENV_REQUIRE_CLEAN,
+    SCHEMA,
+    SCHEMA_VERSION,
+    Bundle,
+    BundleError,
+    BundleMissing,
+    BundleTooNew,
+    command_git_state,
+    provenance,
+)
+
+#: Where smoke runs write what would go under ``results/`` (the README's promise): bundles, checkpoints, run stores.
+SMOKE_RESULTS_DIR = BUILD_DIR / "smoke" / "results"
+
+#: Where a smoke run (``setup(..., smoke=True)``) writes what would go under ``results/``; None otherwise.
+_smoke_dir: Path | None = None
+
+#: Set by :func:`redirect_smoke_outputs` (to the smoke folder) so that the worker processes of a smoke run (the run
+#: store's ``--jobs``: separate processes, which do not share this module's state) redirect their writes too.
+ENV_SMOKE_OUTPUTS = "MAMBA_RECALL_SMOKE_OUTPUTS"
+
+
+def redirect_smoke_outputs(on: bool) -> None:
+    """Smoke runs never write committed bundles or checkpoints: while ``on``, anything saved under
+    ``results/`` goes to :data:`SMOKE_RESULTS_DIR` (``_build/smoke/results/``) instead (and says so), in this
+    process and in the processes it starts (:data:`ENV_SMOKE_OUTPUTS`). ``setup`` switches it; a bundle that says
+    it is a smoke run is redirected whether or not it is on (:func:`save_bundle`)."""
+    global _smoke_dir
+    _smoke_dir = Path(SMOKE_RESULTS_DIR) if on else None
+    if on:
+        os.environ[ENV_SMOKE_OUTPUTS] = str(_smoke_dir)
+    else:
+        os.environ.pop(ENV_SMOKE_OUTPUTS, None)
+
+
+def _smoke_root() -> Path | None:
+    """The smoke folder while a smoke run is on (here, or in the process that started this one), else None."""
+    if _smoke_dir is not None:
+        return _smoke_dir
+    inherited = os.environ.get(ENV_SMOKE_OUTPUTS)
+    return Path(inherited) if inherited else None
+
+
+def smoke_active() -> bool:
+    """True while a smoke run is on (``setup(..., smoke=True)``): its numbers are not evidence."""
+    return _smoke_root() is not None
+
+
+def _output_dir(directory: Path, *, smoke: bool = False) -> Path:
+    """``directory``, or its place under the smoke folder when it lies under ``results/`` and a smoke run is on
+    (:func:`redirect_smoke_outputs`) or the thing written says it is a smoke run (``smoke``)."""
+    directory = Path(directory)
+    target_root = _smoke_root()
+    if target_root is None and not smoke:
+        return directory
+    target_root = target_root if target_root is not None else Path(SMOKE_RESULTS_DIR)
+    results = Path(RESULTS_DIR).resolve()
+    resolved = directory.resolve()
+    if resolved == results or results in resolved.parents:
+        target = target_root / resolved.relative_to(results)
+        if target.resolve() != resolved:
+            print(f"smoke run: writing into {target} instead of {directory} (results/ holds real runs only)")
+        return target
+    return directory
+
+
+def smoke_run_store(smoke: bool) -> Path | None:
+    """The run store a runner's ``--smoke`` run uses by default (``_build/smoke/results/runs``; None: the usual
+    one under ``results/``), for :func:`mamba_recall.runstore.grid_main`'s ``default_store``."""
+    return Path(SMOKE_RESULTS_DIR) / "runs" if smoke else None
+
+
+def save_bundle(
+    name: str,
+    data: dict,
+    config: dict,
+    *,
+    command: str,
+    device="cpu",
+    wall_seconds=None,
+    tables: dict[str, pd.DataFrame] | None = None,
+    directory: Path | None = None,
+) -> Path:
+    """Write ``<directory>/<name>.json`` (and one CSV per table) with provenance; return the JSON path.
+
+    ``command`` is the one command that regenerates the bundle (shown when loading fails). The JSON is strict
+    (NaN and ±inf as ``null``) and carries its :data:`CONTENT_HASH`; the JSON and the CSVs replace the previous
+    files together, only once all were written (:func:`_write_together`: a full disk leaves the old bundle
+    intact). A smoke bundle (name ending ``_smoke``, or ``config["smoke"]`` true) is never written under
+    ``results/``: it goes to :data:`SMOKE_RESULTS_DIR` (as everything does while :func:`redirect_smoke_outputs`
+    is on).
+    """
+    if not name or "/" in name or name.startswith("."):
+        raise BundleError(f"bundle name {name!r} must be a plain file stem such as 'scan_bench_cpu'.")
+    smoke = name.endswith("_smoke") or (isinstance(config, dict) and config.get("smoke") is True)
+    directory = _output_dir((Path(directory) if directory else RESULTS_DIR), smoke=smoke)
+    directory.mkdir(parents=True, exist_ok=True)
+    # before the tables are written (they would dirty the tree themselves); inside a command, its one git state
+    prov = provenance(device, wall_seconds, git=command_git_state())
+    files: dict[Path, bytes] = {}
+    table_index = {}
+    for tname, frame in (tables or {}).items():
+        csv = directory / f"{name}.{tname}.csv"
+        files[csv] = frame.to_csv(index=False).encode("utf-8")
+        table_index[tname] = {"file": csv.name, "sha256": hashlib.sha256(files[csv]).hexdigest()}
+    record = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "command": command,
+        "config": config,
+        "data": data,
+        "tables": table_index,
+        "provenance": prov,
+    }
+    dirty = record["provenance"]["dirty_files"]
+    if dirty:
+        import sys
+
+        if os.environ.get(ENV_REQUIRE_CLEAN) == "1":
+            raise BundleError(
+                f"bundle {name!r} not written: the library has uncommitted changes ({', '.join(dirty)}); "
+                f"commit them first (or unset {ENV_REQUIRE_CLEAN})."
+            )
+        print(
+            f"note: bundle {name!r} is made from uncommitted library code ({len(dirty)} files); its provenance "
+            "lists them (dirty_files) and Bundle.clean is False.",
+            file=sys.stderr,
+        )
+    path = directory / f"{name}.json"
+    files[path] = _hashed_json(record, sort_keys=True)  # last: the JSON names the tables' hashes
+    _write_together(files)
+    return path
+
+
+def regenerate_command(path: Path) -> str:
+    """The command that regenerates the bundle at ``path`` when its JSON cannot be read: the ``command``
+    field if it survives in the text (bundles are written with sorted keys, so it comes first), else
+    ``reproduce --only <runner>`` for the runner whose name starts the file's stem."""
+    import re
+
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        text = ""
+    found = re.search(r'"command":\s*"((?:[^"\\]|\\.)*)"', text)
+    if found:
+        try:
+            return json.loads(f'"{found.group(1)}"')
+        except json.JSONDecodeError:
+            pass
+    from ..runners import experiment_runners
+
+    runners = [r for r in experiment_runners() if path.stem == r or path.stem.startswith(r + "_")]
+    if runners:
+        preset = path.stem.rsplit("_", 1)[-1]
+        at = f" --preset {preset}" if preset not in ("ci", path.stem) and "_" in path.stem else ""
+        return f"python -m mamba_recall reproduce{at} --only {max(runners, key=len)}"
+    return "`make reproduce` (no runner's name starts the file's name)"
+
+
+def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), directory: Path | None = None) -> Bundle:
+    """Load and validate a bundle; raise :class:`BundleError` naming the problem and the fix:
+    :class:`BundleMissing` when there is no file (the only error a reader may answer with a fallback),
+    :class:`BundleTooNew` when a newer mamba_recall wrote it, plain :class:`BundleError` when it is corrupt (not
+    JSON, a field missing, its :data:`CONTENT_HASH` or a table's sha256 not matching). Legacy bundles (no content
+    hash, a bare ``NaN``) load as before."""
+    path = Path(name_or_path)
+    if path.suffix != ".json":
+        path = (Path(directory) if directory else RESULTS_DIR) / f"{name_or_path}.json"
+    if not path.exists():
+        raise BundleMissing(f"no result bundle at {path}; make it with: {regenerate_command(path)}")
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BundleError(
+            f"corrupt result bundle {path}: not valid JSON ({exc}; truncated?); delete it and "
+            f"regenerate it with: {regenerate_command(path)}"
+        ) from exc
+    if not isinstance(record, dict):
+        raise BundleError(
+            f"corrupt result bundle {path}: the top level is not a JSON object; delete it and "
+            f"regenerate it with: {regenerate_command(path)}"
+        )
+    regen = record.get("command") if isinstance(record.get("command"), str) else regenerate_command(path)
+    _check_content_hash(record, path, "result bundle", regen)  # first: a flipped version digit is corruption
+    _restore_nonfinite(record, path, "result bundle", regen)
+    version = record.get("schema_version")
+    if record.get("schema") == SCHEMA and isinstance(version, int) and version > SCHEMA_VERSION:
+        raise BundleTooNew(_too_new(f"result bundle {path}", record, version, SCHEMA_VERSION))
+    for key, typ in _REQUIRED.items():
+        if not isinstance(record.get(key), typ):
+            raise BundleError(
+                f"corrupt result bundle {path}: field {key!r} is missing or not a {typ.__name__}; "
+                f"regenerate it with: {regen}"
+            )
+    if record["schema"] != SCHEMA or record["schema_version"] != SCHEMA_VERSION:
+        raise BundleError(
+            f"result bundle {path} has schema {record['schema']!r} v{record['schema_version']}, "
+            f"this library reads {SCHEMA!r} v{SCHEMA_VERSION}; regenerate it with: {regen}"
+        )
+    missing = [k for k in data_keys if k not in record["data"]]
+    if missing:
+        raise BundleError(f"result bundle {path} lacks data {missing}; regenerate it with: {regen}")
+    tables = {}
+    for tname, entry in record["tables"].items():
+        csv = path.parent / str(entry.get("file", ""))
+        if not csv.is_file() or _prov.sha256(csv) != entry.get("sha256"):
+            raise BundleError(
+                f"result bundle {path}: table {tname!r} ({csv.name}) is missing or does not match "
+                f"its recorded sha256; regenerate it with: {regen}"
+            )
+        tables[tname] = pd.read_csv(csv)
+    return Bundle(
+        record["name"], record["config"], record["data"], record["provenance"], record["command"], tables, path
+    )
+
+
+def load_preset_bundle(
+    stem: str, preset: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None, log=print
+) -> Bundle:
+    """Load the bundle ``<stem>_<preset>`` of a runner; if that preset's bundle was never made (a paper-size
+    run needs a GPU) load ``<stem>_ci`` instead **and say so** through ``log``. A bundle that exists but is
+    corrupt raises :class:`BundleError` (never replaced by another one)."""
+    directory = Path(directory) if directory else RESULTS_DIR
+    if preset != "ci" and not (directory / f"{stem}_{preset}.json").exists():
+        log(
+            f"no {stem}_{preset} bundle in {directory} (regenerate it with "
+            f"`python -m mamba_recall reproduce --preset {preset} --only {stem}`); using the committed ci bundle "
+            f"{stem}_ci"
+        )
+        preset = "ci"
+    return load_bundle(f"{stem}_{preset}", data_keys=data_keys, directory=directory)
+
+
+#: The presets in order of the strength of their evidence (the papers' whole grids, their settings on part of the
+#: grid with 3 seeds, the small CI version).
+EVIDENCE_ORDER = ("paper", "cpu-hours", "ci")
+
+
+def load_strongest_bundle(
+    stem: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None, log=print, lacks=None
+) -> Bundle:
+    """The committed bundle ``<stem>_<preset>`` with the strongest evidence (:data:`EVIDENCE_ORDER`), skipping
+    bundles that say they are incomplete (``data.complete`` false: a grid still running) and **saying which one it
+    uses** through ``log``; the bundle's ``config["preset"]`` (or its name) names the preset for the page.
+    ``lacks(bundle) -> str | None``: what a bundle lacks for the caller's check (None: nothing), e.g. a grid cell a
+    stronger preset's grid does not have; such a bundle is skipped too, with that reason in the log."""
+    directory = Path(directory) if directory else RESULTS_DIR
+    skipped = []
+    for preset in EVIDENCE_ORDER:
+        if not (directory / f"{stem}_{preset}.json").exists():
+            continue
+        bundle = load_bundle(f"{stem}_{preset}", data_keys=data_keys, directory=directory)
+        if bundle.data.get("complete") is False:
+            skipped.append(
+                f"{stem}_{preset} (incomplete: {bundle.data.get('jobs_finished')} of "
+                f"{bundle.data.get('jobs_total')} jobs)"
+            )
+            continue
+        missing = lacks(bundle) if lacks is not None else None
+        if missing:
+            skipped.append(f"{stem}_{preset} ({missing})")
+            continue
+        log(f"using {stem}_{preset}" + (f"; skipped {', '.join(skipped)}" if skipped else ""))
+        return bundle
+    raise BundleMissing(
+        f"no complete bundle {stem}_<preset> for any of {EVIDENCE_ORDER} in {directory}"
+        + (f" (incomplete: {', '.join(skipped)})" if skipped else "")
+        + "; regenerate one with "
+        f"`python -m mamba_recall reproduce --only {stem}`."
+    )

@@ -1,0 +1,190 @@
+"""Writing and checking the files of bundles and checkpoint sidecars: atomic writes (:func:`_write_together`),
+strict JSON with the non-finite floats listed (:func:`_strict`, :func:`_restore_nonfinite`), the content hash
+(:func:`_content_sha256`, :func:`_check_content_hash`) and the message for a file from a newer library."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import secrets
+from pathlib import Path
+
+import torch
+
+from .. import __version__
+from ._records import CONTENT_HASH, NONFINITE, BundleError
+
+# ------------------------------------------------------------------------------------------ writing files
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` and fsync it: the one low-level writer of bundles and checkpoints (the fault
+    tests replace it with one that fills the disk midway)."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the renames in ``directory`` durable (where the platform can open a folder)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_together(files: dict[Path, bytes]) -> None:
+    """Write every ``{path: bytes}`` without ever leaving a half-written file: each goes to a temporary file in its
+    own folder (``.<name>.<random>.tmp``), fsynced; only when all were written are they renamed over the old files
+    (``os.replace``, atomic within a folder), in the order given (the JSON that names the others' hashes last). A
+    failure while writing (a full disk: ``OSError(ENOSPC)``) removes the temporary files and re-raises, leaving
+    the previous files byte-identical. The renames take microseconds; a crash between two of them leaves new
+    tables beside the old JSON, which loading reports (their sha256 does not match), never a silently wrong
+    bundle."""
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for path, data in files.items():
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+            temps.append((tmp, path))
+            _write_file(tmp, data)
+        while temps:
+            tmp, path = temps[0]
+            os.replace(tmp, path)
+            temps.pop(0)
+    finally:
+        for tmp, _ in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    for folder in {p.parent for p in files}:
+        _fsync_dir(folder)
+
+
+def _plain(obj):
+    """``obj`` as plain JSON values: tensors and numpy values as lists and numbers, paths as strings (non-finite
+    floats stay floats here; :func:`_strict` takes them out)."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
+        return obj
+    if isinstance(obj, float):
+        return float(obj)
+    if isinstance(obj, torch.Tensor) or (hasattr(obj, "tolist") and hasattr(obj, "dtype")):
+        return _plain(obj.tolist())
+    return _plain(_jsonable(obj))
+
+
+def _strict(record: dict) -> dict:
+    """``record`` (plain JSON values) with every non-finite float written as ``null`` and listed, with where it
+    was, in :data:`NONFINITE` (``[[path, "NaN" | "Infinity" | "-Infinity"], ...]``, a path being the keys and list
+    indices from the top), so that the file is strict JSON and loading gives back the same floats
+    (:func:`_restore_nonfinite`): a NaN stays a NaN, a None stays a None."""
+    found: list = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            return {k: walk(v, [*path, k]) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, [*path, i]) for i, v in enumerate(value)]
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append([path, "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"])
+            return None
+        return value
+
+    out = walk({k: v for k, v in record.items() if k != NONFINITE}, [])
+    if found:
+        out[NONFINITE] = found
+    return out
+
+
+#: The floats ``null`` entries of :data:`NONFINITE` become: the very objects ``json`` gives a bare ``NaN`` in a
+#: legacy file, so a value read from either compares equal to the other (``[nan] == [nan]`` holds by identity).
+_NONFINITE_FLOATS = {
+    "NaN": getattr(json.decoder, "NaN", float("nan")),
+    "Infinity": getattr(json.decoder, "PosInf", float("inf")),
+    "-Infinity": getattr(json.decoder, "NegInf", float("-inf")),
+}
+
+
+def _restore_nonfinite(record: dict, path: Path, what: str, regen: str) -> dict:
+    """Put back the non-finite floats that :func:`_strict` wrote as ``null`` (legacy files have no list: a bare
+    ``NaN`` in them is read as NaN by ``json``)."""
+    entries = record.pop(NONFINITE, None) or []
+    try:
+        for where, text in entries:
+            if text not in _NONFINITE_FLOATS or not where:
+                raise ValueError(text)
+            container = record
+            for key in where[:-1]:
+                container = container[key]
+            if container[where[-1]] is not None:
+                raise ValueError(where)
+            container[where[-1]] = _NONFINITE_FLOATS[text]
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise BundleError(
+            f"corrupt {what} {path}: its list of non-finite values ({NONFINITE}) does not match its values "
+            f"({exc!r}); regenerate it with: {regen}"
+        ) from exc
+    return record
+
+
+def _content_sha256(record: dict) -> str:
+    """The sha256 of ``record`` without its :data:`CONTENT_HASH` field, as canonical JSON (sorted keys, no
+    spaces, ASCII): the same for the record as written and as read back, changed by any changed value."""
+    body = {k: v for k, v in record.items() if k != CONTENT_HASH}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _hashed_json(record: dict, *, sort_keys: bool) -> bytes:
+    """``record`` as strict JSON text (non-finite floats as null, listed in :data:`NONFINITE`) with its
+    :data:`CONTENT_HASH`; the hash is taken over the record as it will be read back (keys as strings), so
+    loading reproduces it."""
+    plain = _strict(json.loads(json.dumps(_plain(record))))
+    plain[CONTENT_HASH] = _content_sha256(plain)
+    return (json.dumps(plain, indent=1, sort_keys=sort_keys, allow_nan=False) + "\n").encode()
+
+
+def _check_content_hash(record: dict, path: Path, what: str, regen: str) -> None:
+    """Raise :class:`BundleError` when ``record`` carries a content hash that its values do not match (legacy
+    files without one pass)."""
+    recorded = record.get(CONTENT_HASH)
+    if recorded is None:
+        return
+    if recorded != _content_sha256(record):
+        raise BundleError(
+            f"corrupt {what} {path}: its values do not match the sha256 recorded in it ({CONTENT_HASH}; changed "
+            f"or damaged since it was written); delete it and regenerate it with: {regen}"
+        )
+
+
+def _jsonable(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot store {type(obj).__name__} in a bundle; convert it to numbers, lists or dicts.")
+
+
+def _too_new(what: str, record: dict, version: int, ours: int) -> str:
+    """The message for a file a newer library wrote: update, do not regenerate (that would lose its numbers)."""
+    prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
+    by = (prov.get("versions") or {}).get("mamba_recall") if isinstance(prov.get("versions"), dict) else None
+    return (
+        f"{what} was written by a newer mamba_recall{f' ({by})' if by else ''} (schema v{version} > v{ours}, "
+        f"which this mamba_recall {__version__} reads): update mamba_recall (`git pull` and "
+        "`pip install -e .` in the repository) to read it; do not regenerate it with this older version."
+    )
