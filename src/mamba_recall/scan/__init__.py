@@ -18,8 +18,8 @@ Why ``auto`` takes ``fused`` on the CPU at every shape: the repository's scan be
 (``python benchmarks/scan.py``, a script outside the library) times forward + backward of both (its
 ``run_crossover``) over batch 1–32, channels 1–512, N 1–16, L = 1 … 4096, including the chapters' L ≤ 64
 where per-call overhead dominates. No crossover was found (committed run, ``results/scan_bench_cpu.json``,
-table ``crossover``: chunked/fused 1.4× to 198×, median 5.8×, ≥ 2.5× at L ≤ 64): fused's fixed cost is about
-0.37 ms per forward + backward, chunked's about 1.0 ms (its ~3√L Python-level steps), and at large sizes chunked
+table ``crossover``: chunked/fused 1.6× to 10.6×, median 3.2×, ≥ 2.1× at L ≤ 64): fused's fixed cost is about
+0.30 ms per forward + backward, chunked's about 1.0 ms (its ~3√L Python-level steps), and at large sizes chunked
 is memory-bound (README, "Speed of the scans (CPU)"). The rule therefore depends on the device and the options
 only, and :func:`resolve_backend` can name the backend before a call is made. The timing the book runs live
 (Chapter 0) is :mod:`.timing`.
