@@ -1,25 +1,9 @@
 r"""The simplified, purely linear Mamba of paper 002 (Alg. 1, single layer; Alg. 2, Λ layers),
 with an **ensemble dimension** so that many small models train in one batched forward.
 
-Alg. 1 (one layer, no gate, no Δ, :math:`\bar A_t = 1`, no SiLU, no bias, no norm, no residual)::
-
-    x_e   = W_E x                    (L, D)          W_E: the embedding (the paper's E), tied unembedding W_E^T
-    x_in  = P_in x_e                 (L, D_in)       D_in = expand · D
-    x̂     = Conv1D(x_in, W_conv)     (L, D_in)       depthwise, causal, width d_conv, no bias, no activation
-    B, C  = S_B x̂, S_C x̂             (L, N) each
-    ŷ     = SSM(x̂, B, C)             (L, D_in)       h_t = h_{t-1} + x̂_t B_t^T,  ŷ_t = h_t C_t      (Eq. 3)
-    y_out = P_out ŷ                  (L, D)
-    logits= W_E^T y_out              (L, V)
-
-Alg. 2 (Λ layers) adds a residual ``x^{l+1} = x^l + y_out^l`` around every layer and shares W_E.
-
-Conv convention (width 2): ``x̂_t = W^0 ⊙ x_in_{t-1} + W^1 ⊙ x_in_t``; ``conv_weight[..., 0]`` is the
-previous-token tap :math:`W^0`, ``conv_weight[..., -1]`` the current-token tap (PyTorch's causal
-``Conv1d(padding=d_conv-1)[..., :L]`` layout).
-
-SSM forms: ``"attention"`` (default; the unrolled recurrence is causal linear attention
-:math:`\hat y_t = \sum_{\tau\le t} \hat x_\tau (B_\tau^\top C_t)`, :math:`O(L^2)`, fastest for L ≤ 512)
-and ``"scan"`` (the sequential recurrence of Eq. 3, the reference).
+Alg. 1 (one layer, no gate, no Δ, :math:`\bar A_t = 1`), Alg. 2 (Λ layers with a residual), the conv convention,
+the SSM forms and the parameter shapes are written out beside the code that implements them, in
+:class:`LinearMamba`'s module (``_linear.py``).
 
 Ensembles
 ---------

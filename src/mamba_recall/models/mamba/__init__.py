@@ -11,19 +11,8 @@ loads into either. The scan runs on the backend chosen by ``backend`` (see
 kernel; ``"auto"`` picks ``mamba_ssm`` for CUDA inputs when it imports,
 else ``chunked``.
 
-The mixer, for a batch of ``B`` sequences of length ``L`` and width ``d_model``
-(``E = expand · d_model`` inner channels, ``N = d_state``, ``R = dt_rank``); in brackets, the
-corresponding line of ``mamba_simple.Mamba.forward``::
-
-    x, z   = split(in_proj(h))              (B, L, 2E) → 2 × (B, E, L)   [xz = self.in_proj.weight @ ...]
-    x      = silu(conv1d(x)[..., :L])       causal depthwise conv        [self.act(self.conv1d(x)[..., :seqlen])]
-    dt,B,C = split(x_proj(x))               (B,L,R), (B,N,L), (B,N,L)    [x_dbl = self.x_proj(...); torch.split]
-    dt     = dt_proj.weight @ dt            (B, E, L), no bias here      [dt = self.dt_proj.weight @ dt.t()]
-    A      = −exp(A_log)                    (E, N)                       [A = -torch.exp(self.A_log.float())]
-    Δ      = softplus(dt + dt_proj.bias)    in the scan: delta_bias=dt_proj.bias, delta_softplus=True
-    h_t    = exp(Δ_t A) ⊙ h_{t−1} + Δ_t B_t x_t    (B, E, N)             [y = selective_scan_fn(...)]
-    y_t    = (⟨C_t, h_t⟩ + D ⊙ x_t) ⊙ silu(z_t)   (B, E, L)
-    out    = out_proj(y)                    (B, L, d_model)              [out = self.out_proj(y)]
+The mixer's equations, with their shapes and the line of ``mamba_simple.Mamba.forward`` each one follows, are
+written out beside the code that implements them (``_mixer.py``, :class:`Mamba`).
 
 All randomness of the initialisation comes from PyTorch's global RNG: call
 ``torch.manual_seed(seed)`` before constructing a model to make it reproducible.
@@ -32,7 +21,7 @@ The modules, this package's internals (import every name from ``mamba_recall.mod
 
 * ``_mixer``: the argument checks every model shares (:func:`check_positive_int`, :func:`check_token_ids`,
   :func:`at_least_fp32`), the recurrent state :class:`LayerState`, :class:`MambaInternals` and the mixer
-  :class:`Mamba` (its docstring repeats the equations above, next to the code);
+  :class:`Mamba` (with the mixer's equations);
 * ``_lm``: the model around the mixer: :class:`RMSNorm`, :class:`Block`, :func:`init_weights`,
   :class:`MixerModel` and :class:`MambaLMHeadModel`.
 """
