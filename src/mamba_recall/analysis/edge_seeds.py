@@ -130,22 +130,9 @@ def _outcome(run: dict) -> tuple[str, int, dict]:
     return run["recipe"], int(run["seed"]), run.get("gate") or {}
 
 
-def evidence_seeds(recipe: str, runs: list[dict], sizes: dict) -> SeedSelection:
-    """The seeds of ``recipe`` whose checks its verdicts are judged on, from the checks records ``runs`` (one per
-    finished model: its training job ran every step of the recipe, then its checks job measured its edge gate) and
-    the preset's ``sizes`` (experiment ``ch4.edge``). The rule, declared before any reserve seed ran:
-
-    * a recipe **without reserve seeds** is judged on its checked seeds (those of ``0 … seeds-1``), and is complete
-      (may be the primary recipe) when all of them are checked, they are ≥ :data:`EVIDENCE_SEEDS`, and every one
-      passed the edge gate;
-    * a recipe **with reserve seeds** (``sizes["reserve_seeds"]``) is judged on the first :data:`EVIDENCE_SEEDS`
-      seeds, in seed order (``0 … seeds-1``, then the reserves), that passed the edge gate. A seed is never skipped
-      or reordered: a seed that has not finished yet stops the count there, so the seeds after it do not count
-      until it has finished (which seeds count cannot depend on which run finished first). It is complete when
-      :data:`EVIDENCE_SEEDS` seeds are counted.
-    """
-    order = declared_seeds(sizes, recipe)
-    reserve = reserve_seeds(sizes).get(recipe, ())
+def _outcomes(recipe: str, runs: list[dict], order: tuple) -> dict:
+    """{seed: its edge gate, or None while not checked} for every declared seed of ``recipe`` (``order``), from the
+    checks records ``runs``; a record of an undeclared seed, or two of one seed, is an error."""
     outcomes: dict = {k: None for k in order}
     for run in runs:
         name, seed, gate = _outcome(run)
@@ -159,26 +146,35 @@ def evidence_seeds(recipe: str, runs: list[dict], sizes: dict) -> SeedSelection:
         if outcomes[seed] is not None:
             raise ValueError(f"two checks records of {recipe} seed {seed}; keep one (run store ch4.edge_checks).")
         outcomes[seed] = gate
-    failed = [k for k in order if outcomes[k] is not None and not outcomes[k].get("passed")]
-    pending = [k for k in order if outcomes[k] is None]
+    return outcomes
+
+
+def _plain_selection(recipe: str, order, reserve, outcomes: dict, failed: list, pending: list) -> SeedSelection:
+    """:func:`evidence_seeds` for a recipe without reserve seeds: its checked seeds, complete when every one of at
+    least :data:`EVIDENCE_SEEDS` seeds passed."""
     n = EVIDENCE_SEEDS
-    if not reserve:  # the plain rule: its seeds, every one must pass
-        evidence = tuple(k for k in order if outcomes[k] is not None)
-        complete = not pending and len(order) >= n and not failed
-        if complete:
-            why = f"its seeds {_seed_list(order)} all passed the edge gate"
-        elif len(order) < n:
-            why = f"it declares {len(order)} seeds, fewer than the {n} a verdict needs"
-        else:
-            why = "; ".join(
-                part
-                for part in (
-                    f"seed(s) {_seed_list(failed)} failed the edge gate" if failed else "",
-                    f"seed(s) {_seed_list(pending)} not checked yet" if pending else "",
-                )
-                if part
+    evidence = tuple(k for k in order if outcomes[k] is not None)
+    complete = not pending and len(order) >= n and not failed
+    if complete:
+        why = f"its seeds {_seed_list(order)} all passed the edge gate"
+    elif len(order) < n:
+        why = f"it declares {len(order)} seeds, fewer than the {n} a verdict needs"
+    else:
+        why = "; ".join(
+            part
+            for part in (
+                f"seed(s) {_seed_list(failed)} failed the edge gate" if failed else "",
+                f"seed(s) {_seed_list(pending)} not checked yet" if pending else "",
             )
-        return SeedSelection(recipe, order, reserve, outcomes, evidence, complete, why)
+            if part
+        )
+    return SeedSelection(recipe, order, reserve, outcomes, evidence, complete, why)
+
+
+def _reserve_selection(recipe: str, order, reserve, outcomes: dict, failed: list) -> SeedSelection:
+    """:func:`evidence_seeds` for a recipe with reserve seeds: the first :data:`EVIDENCE_SEEDS` seeds in seed order
+    that passed the edge gate, the count stopping at a seed that has not finished."""
+    n = EVIDENCE_SEEDS
     counted: list[int] = []
     seen: list[int] = []  # the seeds the count went through, in order
     blocked_by = None
@@ -211,6 +207,30 @@ def evidence_seeds(recipe: str, runs: list[dict], sizes: dict) -> SeedSelection:
             f"({_seed_list(counted)}), {n} are needed"
         )
     return SeedSelection(recipe, order, reserve, outcomes, tuple(counted), complete, why)
+
+
+def evidence_seeds(recipe: str, runs: list[dict], sizes: dict) -> SeedSelection:
+    """The seeds of ``recipe`` whose checks its verdicts are judged on, from the checks records ``runs`` (one per
+    finished model: its training job ran every step of the recipe, then its checks job measured its edge gate) and
+    the preset's ``sizes`` (experiment ``ch4.edge``). The rule, declared before any reserve seed ran:
+
+    * a recipe **without reserve seeds** is judged on its checked seeds (those of ``0 … seeds-1``), and is complete
+      (may be the primary recipe) when all of them are checked, they are ≥ :data:`EVIDENCE_SEEDS`, and every one
+      passed the edge gate;
+    * a recipe **with reserve seeds** (``sizes["reserve_seeds"]``) is judged on the first :data:`EVIDENCE_SEEDS`
+      seeds, in seed order (``0 … seeds-1``, then the reserves), that passed the edge gate. A seed is never skipped
+      or reordered: a seed that has not finished yet stops the count there, so the seeds after it do not count
+      until it has finished (which seeds count cannot depend on which run finished first). It is complete when
+      :data:`EVIDENCE_SEEDS` seeds are counted.
+    """
+    order = declared_seeds(sizes, recipe)
+    reserve = reserve_seeds(sizes).get(recipe, ())
+    outcomes = _outcomes(recipe, runs, order)
+    failed = [k for k in order if outcomes[k] is not None and not outcomes[k].get("passed")]
+    pending = [k for k in order if outcomes[k] is None]
+    if not reserve:  # the plain rule: its seeds, every one must pass
+        return _plain_selection(recipe, order, reserve, outcomes, failed, pending)
+    return _reserve_selection(recipe, order, reserve, outcomes, failed)
 
 
 def primary_rule(sizes: dict) -> str:

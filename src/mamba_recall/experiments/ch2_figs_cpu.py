@@ -134,109 +134,134 @@ def _data(task: str, task_kw: dict) -> dict:
     return {"task": task, "task_kw": task_kw, "train_seed": "seed*100003 + step", "init_seed": "seed"}
 
 
-def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
-    """The fully resolved config of every cell of ``part`` (one job per cell and seed)."""
-    c, top = part_sizes(part, preset, smoke)
-    base = {"part": part, "preset": preset, "smoke": smoke, "reproduces": PARTS[part][3]}
+def _fig7_cells(c: dict, top: dict, base: dict) -> list[dict]:
+    """The fig7 cells: one per layer count and state size N (LinearMamba, Alg. 2, residual)."""
     out = []
-    if part == "fig7":
-        steps, batch = c["steps"], top["batch"]
-        for lam in c["layers"]:
-            for n in c["Ns"]:
-                out.append(
-                    dict(
-                        base,
-                        model="LinearMamba (Alg. 2, residual)",
-                        **_regime(c),
-                        N=n,
-                        layers=lam,
-                        N_eff=n * lam,
-                        d_conv=2,
-                        residual=True,
-                        batch=batch,
-                        steps=steps,
-                        **_schedule(top, steps, batch),
-                        data=_data("mqar", {}),
-                    )
-                )
-    elif part == "fig10_11":
-        steps, batch = c["steps"], c["batch"]
-        for task, reps, lam, post in c["cells"]:
-            L = 2 * c["Nf"] * (reps + 1)  # N_f facts, then N_f queries repeated ``reps`` times (ch2_scaling's rule)
-            L += L % 2
-            V = max(c["V"], L + 2)
-            if task == "repeated_keys":
-                if post != "full":
-                    raise ValueError(f"fig10_11 cell {[task, reps, lam, post]}: post-query tokens apply to queries.")
-                kw = {"Nk": reps}
-            elif task == "repeated_queries":
-                kw = {"Nq": reps, "post_query": post}
-            else:
-                raise ValueError(f"fig10_11 cell task {task!r}: use 'repeated_keys' or 'repeated_queries'.")
+    steps, batch = c["steps"], top["batch"]
+    for lam in c["layers"]:
+        for n in c["Ns"]:
             out.append(
                 dict(
                     base,
                     model="LinearMamba (Alg. 2, residual)",
-                    task=task,
-                    repeats=reps,
-                    post_query=post,
-                    V=V,
-                    Nf=c["Nf"],
-                    L=L,
-                    D=c["D"],
-                    N=c["N"],
+                    **_regime(c),
+                    N=n,
                     layers=lam,
+                    N_eff=n * lam,
                     d_conv=2,
                     residual=True,
                     batch=batch,
                     steps=steps,
                     **_schedule(top, steps, batch),
-                    data=_data(task, kw),
-                )
-            )
-    elif part in HEAD_PARTS:
-        steps, batch = c["steps"], c["batch"]
-        for pattern, values, M, n in c["cells"]:
-            out.append(
-                dict(
-                    base,
-                    model="MultiHeadLinearMamba (Alg. 3)",
-                    pattern=pattern,
-                    values=values,
-                    M=M,
-                    N=n,
-                    **_regime(c),
-                    d_conv=2,
-                    batch=batch,
-                    steps=steps,
-                    **_schedule(c, steps, batch, grad_clip=c["grad_clip"]),
-                    n_noise=c["n_noise"],
-                    data=_data("mqar", {}),
-                )
-            )
-    else:  # tab10
-        for row, label, selective, d_conv in TAB10_ROWS:
-            half = selective and row in c.get("half_batch_rows", ())
-            steps, batch = (2 * c["steps"], c["batch"] // 2) if half else (c["steps"], c["batch"])
-            out.append(
-                dict(
-                    base,
-                    model=("SelectiveAblationMamba" if selective else "LinearMamba (Alg. 1)") + f", row {row}",
-                    row=row,
-                    label=label,
-                    selective=selective,
-                    **_regime(c),
-                    N=c["N"],
-                    d_conv=d_conv,
-                    residual=False,
-                    batch=batch,
-                    steps=steps,
-                    sizes=c,
-                    **_schedule(top, steps, batch),
                     data=_data("mqar", {}),
                 )
             )
     return out
+
+
+def _fig10_11_cells(c: dict, top: dict, base: dict) -> list[dict]:
+    """The fig10_11 cells: one per (task, repeats, layers, post-query) entry of the part's ``cells``."""
+    out = []
+    steps, batch = c["steps"], c["batch"]
+    for task, reps, lam, post in c["cells"]:
+        L = 2 * c["Nf"] * (reps + 1)  # N_f facts, then N_f queries repeated ``reps`` times (ch2_scaling's rule)
+        L += L % 2
+        V = max(c["V"], L + 2)
+        if task == "repeated_keys":
+            if post != "full":
+                raise ValueError(f"fig10_11 cell {[task, reps, lam, post]}: post-query tokens apply to queries.")
+            kw = {"Nk": reps}
+        elif task == "repeated_queries":
+            kw = {"Nq": reps, "post_query": post}
+        else:
+            raise ValueError(f"fig10_11 cell task {task!r}: use 'repeated_keys' or 'repeated_queries'.")
+        out.append(
+            dict(
+                base,
+                model="LinearMamba (Alg. 2, residual)",
+                task=task,
+                repeats=reps,
+                post_query=post,
+                V=V,
+                Nf=c["Nf"],
+                L=L,
+                D=c["D"],
+                N=c["N"],
+                layers=lam,
+                d_conv=2,
+                residual=True,
+                batch=batch,
+                steps=steps,
+                **_schedule(top, steps, batch),
+                data=_data(task, kw),
+            )
+        )
+    return out
+
+
+def _head_cells(c: dict, base: dict) -> list[dict]:
+    """The cells of a multi-head part (fig8, thm5): one per (pattern, values, M, N) entry of its ``cells``."""
+    out = []
+    steps, batch = c["steps"], c["batch"]
+    for pattern, values, M, n in c["cells"]:
+        out.append(
+            dict(
+                base,
+                model="MultiHeadLinearMamba (Alg. 3)",
+                pattern=pattern,
+                values=values,
+                M=M,
+                N=n,
+                **_regime(c),
+                d_conv=2,
+                batch=batch,
+                steps=steps,
+                **_schedule(c, steps, batch, grad_clip=c["grad_clip"]),
+                n_noise=c["n_noise"],
+                data=_data("mqar", {}),
+            )
+        )
+    return out
+
+
+def _tab10_cells(c: dict, top: dict, base: dict) -> list[dict]:
+    """The tab10 cells: one per row of :data:`TAB10_ROWS`."""
+    out = []
+    for row, label, selective, d_conv in TAB10_ROWS:
+        half = selective and row in c.get("half_batch_rows", ())
+        steps, batch = (2 * c["steps"], c["batch"] // 2) if half else (c["steps"], c["batch"])
+        out.append(
+            dict(
+                base,
+                model=("SelectiveAblationMamba" if selective else "LinearMamba (Alg. 1)") + f", row {row}",
+                row=row,
+                label=label,
+                selective=selective,
+                **_regime(c),
+                N=c["N"],
+                d_conv=d_conv,
+                residual=False,
+                batch=batch,
+                steps=steps,
+                sizes=c,
+                **_schedule(top, steps, batch),
+                data=_data("mqar", {}),
+            )
+        )
+    return out
+
+
+def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
+    """The fully resolved config of every cell of ``part`` (one job per cell and seed)."""
+    c, top = part_sizes(part, preset, smoke)
+    base = {"part": part, "preset": preset, "smoke": smoke, "reproduces": PARTS[part][3]}
+    if part == "fig7":
+        return _fig7_cells(c, top, base)
+    if part == "fig10_11":
+        return _fig10_11_cells(c, top, base)
+    if part in HEAD_PARTS:
+        return _head_cells(c, base)
+    return _tab10_cells(c, top, base)  # tab10
 
 
 def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:

@@ -62,6 +62,60 @@ CLAIM_IDS_M2 = MAMBA2_CLAIMS
 DEPENDS_ON = ("ch4_train",)  # `reproduce` retrains the checkpoints first
 
 
+def _channel_ablations(model, vocab, preset, device, at, ucurve_Ls, n_random) -> tuple:
+    """The channel statistics and ablations of :func:`claim_inputs` (sizes of ``ch4.channels``) → (stats, the
+    identified channels, the ablation at the first triple, at all steps, {length: ablation at the first triple})."""
+    from ..analysis import channels as ch
+    from ..analysis import interventions as iv
+
+    S = experiment("ch4.channels", preset)
+    stats = ch.channel_stats(model, A.identification_prompt(vocab, S["L_ident"]))
+    chans = ch.identify(stats, S["tau"], S["p"])
+    targets = ch.target_set(chans, max(1, min(3, stats.n_layers // 2)))
+    nr = S["n_random"] if n_random is None else n_random
+    Ls = S["Ls"] if at is None else [at] + [L for L in (ucurve_Ls or []) if L > at][:2]
+    L0 = Ls[0]
+    bos = vocab.bos
+    first = A.ablation_effects(
+        model, vocab, L0, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=nr, device=device
+    )
+    all_steps = A.ablation_effects(
+        model,
+        vocab,
+        L0,
+        S["n"],
+        targets,
+        "all",
+        n_random=nr,
+        device=device,
+        controls=("global",),
+        base=first["base"],
+    )
+    lengths = {L0: first}
+    for L in Ls[1:]:
+        lengths[L] = A.ablation_effects(
+            model, vocab, L, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=0, device=device
+        )
+    return stats, chans, first, all_steps, lengths
+
+
+def _recency_tests(model, vocab, preset, device, at, distractor_pool) -> tuple:
+    """The recency tests of :func:`claim_inputs` (sizes of ``ch4.recency``) → ({(L, variant): distractor sweep},
+    {L: initial-state effects}, the scale sweep or None)."""
+    S = experiment("ch4.recency", preset)
+    sweeps = {
+        (L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, device=device, pool=distractor_pool)
+        for L in (S["Ls"] if at is None else [at])
+        for v in ("repeated", "random")
+    }
+    inits = {
+        L: A.state_init_effects(model, vocab, L, S["n"], device=device) for L in (S["init_Ls"] if at is None else [at])
+    }
+    # the scale sweep U(0, s), s from 1 down to the model's typical |h|, at the first init length (the edge family's L_p)
+    sweep = A.state_scale_sweep(model, vocab, min(inits), S["n"], device=device) if at is not None else None
+    return sweeps, inits, sweep
+
+
 def claim_inputs(
     model,
     vocab,
@@ -83,9 +137,6 @@ def claim_inputs(
     ``n_random``: random draws per control (default the preset's). ``distractor_pool``: the tokens of the
     distractor sweep (Fig. 5b): ``"content"`` (default) or ``"filler"`` for a model trained with filler gaps, for which
     those are in distribution."""
-    from ..analysis import channels as ch
-    from ..analysis import interventions as iv
-
     out = {}
     S = experiment("ch4.ucurve", preset)
     curves = A.ucurves(model, vocab, ucurve_Ls or S["Ls"], S["n"], device=device)
@@ -93,39 +144,11 @@ def claim_inputs(
     out["004/Sec4.1-relations"] = (curves, ucurve_Ls or S["Ls"])
     out["004/Sec4.4-recency"] = (curves,)
 
-    S = experiment("ch4.channels", preset)
-    stats = ch.channel_stats(model, A.identification_prompt(vocab, S["L_ident"]))
-    chans = ch.identify(stats, S["tau"], S["p"])
+    stats, chans, first, all_steps, lengths = _channel_ablations(model, vocab, preset, device, at, ucurve_Ls, n_random)
     out["004/Fig3a"] = (stats, chans)
     out["004/Fig4-count"] = (stats,)
-    targets = ch.target_set(chans, max(1, min(3, stats.n_layers // 2)))
-    nr = S["n_random"] if n_random is None else n_random
-    Ls = S["Ls"] if at is None else [at] + [L for L in (ucurve_Ls or []) if L > at][:2]
-    L0 = Ls[0]
-    bos = vocab.bos
-    first = A.ablation_effects(
-        model, vocab, L0, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=nr, device=device
-    )
     out["004/Fig3b"] = (first,)
-    out["004/Fig9"] = (
-        A.ablation_effects(
-            model,
-            vocab,
-            L0,
-            S["n"],
-            targets,
-            "all",
-            n_random=nr,
-            device=device,
-            controls=("global",),
-            base=first["base"],
-        ),
-    )
-    lengths = {L0: first}
-    for L in Ls[1:]:
-        lengths[L] = A.ablation_effects(
-            model, vocab, L, S["n"], targets, iv.first_triplet_steps(bos=bos), n_random=0, device=device
-        )
+    out["004/Fig9"] = (all_steps,)
     out["004/Fig10"] = (lengths,)
 
     S = experiment("ch4.periodicity", preset)
@@ -133,19 +156,8 @@ def claim_inputs(
     for cid in ("004/Fig6a", "004/Sec1-delta-direction", "004/Fig6b", "004/Fig7"):
         out[cid] = (res,)
 
-    S = experiment("ch4.recency", preset)
-    out["004/Fig5b"] = (
-        {
-            (L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, device=device, pool=distractor_pool)
-            for L in (S["Ls"] if at is None else [at])
-            for v in ("repeated", "random")
-        },
-    )
-    inits = {
-        L: A.state_init_effects(model, vocab, L, S["n"], device=device) for L in (S["init_Ls"] if at is None else [at])
-    }
-    # the scale sweep U(0, s), s from 1 down to the model's typical |h|, at the first init length (the edge family's L_p)
-    sweep = A.state_scale_sweep(model, vocab, min(inits), S["n"], device=device) if at is not None else None
+    sweeps, inits, sweep = _recency_tests(model, vocab, preset, device, at, distractor_pool)
+    out["004/Fig5b"] = (sweeps,)
     out["004/Fig5a"] = (inits, sweep)
     out["004/Fig14"] = (inits,)
     return out

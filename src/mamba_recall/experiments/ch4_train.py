@@ -256,6 +256,31 @@ def train_recipe(
         torch.set_num_threads(threads_before)
 
 
+def _gate_point(model, vocab, cfg, device, history: list, start: float, step: int) -> dict:
+    """The held-out gate metrics at ``step``, appended to ``history`` with the seconds since ``start`` → the gate."""
+    gate = _held_out(model, vocab, cfg, device)
+    history.append({"step": step, "gate": gate, "seconds": round(time.perf_counter() - start, 1)})
+    return gate
+
+
+def _recipe_of(cfg) -> Recipe:
+    """The optimiser recipe of a model config (cosine schedule with warmup)."""
+    return Recipe(
+        lr=cfg["lr"],
+        weight_decay=cfg["weight_decay"],
+        betas=cfg["betas"],
+        schedule="cosine",
+        warmup_steps=cfg["warmup_steps"],
+        grad_clip=cfg["grad_clip"],
+    )
+
+
+def _loss_history(result) -> list[dict]:
+    """The training losses as history entries: the mean over each block of 100 steps."""
+    losses = [h["loss"] for h in result.history]
+    return [{"step": i + 1, "loss_mean100": float(np.mean(losses[i : i + 100]))} for i in range(0, len(losses), 100)]
+
+
 def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threads, progress, stop_at):
     vocab = RecallVocab(**cfg["vocab"])
     torch.manual_seed(cfg["seed"])
@@ -270,58 +295,28 @@ def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threa
     if stop_at is not None and not 0 < stop_at <= cfg["steps"]:
         raise ValueError(f"stop_at must be in 1..steps={cfg['steps']}, got {stop_at!r}.")
 
+    def save(final: bool, **extra):  # the checkpoint and its sidecar, with the history so far
+        seconds = time.perf_counter() - start
+        _save(out, model, cfg, vocab, history, last_gate, model_name, command, device, seconds, final=final, **extra)
+
     def on_step(step):  # checkpoints and held-out gate metrics during training (train() has no callbacks)
         nonlocal last_gate
         if stop_at is not None and step == stop_at and stop_at < cfg["steps"]:
-            last_gate = _held_out(model, vocab, cfg, device)
-            history.append({"step": step, "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
+            last_gate = _gate_point(model, vocab, cfg, device, history, start, step)
             log(f"[{model_name}] stopped at step {step}: gate {json.dumps(last_gate)}")
-            _save(
-                out,
-                model,
-                cfg,
-                vocab,
-                history,
-                last_gate,
-                model_name,
-                command,
-                device,
-                time.perf_counter() - start,
-                final=True,
-                stopped_at=step,
-            )
+            save(True, stopped_at=step)
             raise _Stop
         if step > 0 and step % cfg["checkpoint_every"] == 0:
-            last_gate = _held_out(model, vocab, cfg, device)
-            history.append({"step": step, "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
+            last_gate = _gate_point(model, vocab, cfg, device, history, start, step)
             log(f"[{model_name}] step {step}: gate {json.dumps(last_gate)} ({time.perf_counter() - start:.0f} s)")
-            _save(
-                out,
-                model,
-                cfg,
-                vocab,
-                history,
-                last_gate,
-                model_name,
-                command,
-                device,
-                time.perf_counter() - start,
-                final=False,
-            )
+            save(False)
 
     try:
         result = train(
             model,
             make_batch_fn(cfg, vocab, on_step),
             steps=cfg["steps"],
-            recipe=Recipe(
-                lr=cfg["lr"],
-                weight_decay=cfg["weight_decay"],
-                betas=cfg["betas"],
-                schedule="cosine",
-                warmup_steps=cfg["warmup_steps"],
-                grad_clip=cfg["grad_clip"],
-            ),
+            recipe=_recipe_of(cfg),
             seed=cfg["seed"],
             device=device,
             progress=progress,
@@ -331,15 +326,10 @@ def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threa
     except _Stop:
         model.eval()
         return model, out.with_suffix(".json")
-    losses = [h["loss"] for h in result.history]
-    for i in range(0, len(losses), 100):
-        history.append({"step": i + 1, "loss_mean100": float(np.mean(losses[i : i + 100]))})
-    last_gate = _held_out(model, vocab, cfg, device)
-    history.append({"step": cfg["steps"], "gate": last_gate, "seconds": round(time.perf_counter() - start, 1)})
+    history.extend(_loss_history(result))
+    last_gate = _gate_point(model, vocab, cfg, device, history, start, cfg["steps"])
     log(f"[{model_name}] done: gate {json.dumps(last_gate)} passed={gate_passed(last_gate)}")
-    _save(
-        out, model, cfg, vocab, history, last_gate, model_name, command, device, time.perf_counter() - start, final=True
-    )
+    save(True)
     return model, out.with_suffix(".json")
 
 

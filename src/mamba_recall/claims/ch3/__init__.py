@@ -37,12 +37,15 @@ One module per section of the chapter, named after its notebook, each with its m
 use them (a claim's ``section`` names the notebook that checks it):
 
 - :mod:`.approximation` (``01_approximation``): Thm. 1, Fig. A.1, Prop. 1, Cor. 1, Remark 1;
-- :mod:`.keep_nth` (``02_keep_nth``): Cor. 2, Tab. 1, Tabs. A.1–A.4, Fig. 1;
+- :mod:`.keep_nth` (``02_keep_nth``): Cor. 2, Tab. 1, Tabs. A.1–A.4, Fig. 1 (its tables, statistics and claims in
+  :mod:`.keep_nth_fig1`);
 - :mod:`.sensitivity` (``03_sensitivity``): Lemmas 1–2, Eq. 45;
 - :mod:`.mqar_constructions` (``04_mqar_constructions``): Thms. 2–4 and their printed steps, Remarks 3 and 7,
-  Tabs. 2–3, Lemma 4, Figs. 2, A.2, A.3, and paper 002's Appendix I claim on Thm. 2;
+  Tabs. 2–3, Lemma 4, Figs. 2, A.2, A.3 (the trained models' claims in :mod:`.mqar_trained`), and paper 002's
+  Appendix I claim on Thm. 2;
 - :mod:`.induction_heads` (``05_induction_heads``): Lemma 3 and its printed Δ, Figs. 3, A.4;
-- ``_common``, what several of them share: the sections, the thresholds, the per-seed path and its null, and
+- ``_common``, what several of them share: the sections, the thresholds, the KEEP n-TH run, the per-seed path and its
+  null, and
   :data:`._common.QUOTES`.
 
 The registry keeps the paper's order (§4.1 to §5.2; Remark 1, of §4.2, after the sensitivity lemmas; paper 002's
@@ -56,7 +59,8 @@ from dataclasses import replace
 from ..core import register
 from . import approximation, induction_heads, keep_nth, mqar_constructions, sensitivity
 from ._common import QUOTES
-from .keep_nth import FIG1_MODELS, SOLVER_NULL, decay_summary, fig1_stats, fig1_tables, s4dpe_t20_missing
+from .keep_nth import SOLVER_NULL, s4dpe_t20_missing
+from .keep_nth_fig1 import FIG1_MODELS, decay_summary, fig1_stats, fig1_tables
 
 register(
     *(

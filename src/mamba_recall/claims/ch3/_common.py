@@ -21,6 +21,13 @@ SECTION = {
 SOLVED = 0.99  # a trained model solves a task (paper: 1.00)
 EXACT = 1.0  # a construction is exact: every test query right
 
+#: the run that makes the paper preset's KEEP n-TH bundles
+#: (Tabs. A.1–A.4, Fig. 1: :mod:`.keep_nth`, :mod:`.keep_nth_fig1`)
+RUN_KEEP = (
+    "`python -m mamba_recall.experiments.ch3_keep_nth --preset paper --device cuda` (Tabs. A.1–A.4 grid, "
+    "3 seeds; about 10 GPU-hours on one H100 with the reduced protocol)"
+)
+
 
 def _per_seed(runs, measure_one) -> Measurement:
     """The claim's measurement on each seed's runs alone (``measure_one(runs of one seed)``, a Measurement with that

@@ -1,7 +1,8 @@
 """Chapter 3, §5.1 and Apps. C.1, D.3 of paper 003, checked in ``book/03_selectivity/04_mqar_constructions.ipynb``: the
 hand-set MQAR constructions of Mamba (Thm. 2), Mamba-2 (Thm. 3, Remarks 3 and 7) and the S4D mixer (Thm. 4), the
 JL lemma they rest on (Lemma 4), Tabs. 2–3, and the trained models of Figs. 2, A.2, A.3; also paper 002's Appendix I
-claim about Thm. 2 (:data:`APP_I`), checked on this paper's constructions.
+claim about Thm. 2 (:data:`APP_I`), checked on this paper's constructions. The trained models' measurements and
+claims live in :mod:`.mqar_trained` and are registered from here, in the section's order.
 
 The trained claims read each seed's own value (the paper's are best of 7 seeds), as the package docstring
 (:mod:`mamba_recall.claims.ch3`, the "module docstring" the rules and docstrings below cite) says.
@@ -13,16 +14,9 @@ import math
 
 import numpy as np
 
-from dataclasses import replace
-
 from ..core import Claim, Evidence, Measurement, NotRun, Rule, conds
-from ._common import EXACT, SECTION, SOLVED, _EXACT_WHY, _chance_null, _per_seed, _summary, _vocab
-
-
-RUN_MQAR = (
-    "`python -m mamba_recall.experiments.ch3_mqar_train --preset paper --device cuda` (Fig. 2 grid and the "
-    "Fig. A.3 N sweep, 7 seeds; about 20 GPU-hours)"
-)
+from ._common import EXACT, SECTION, SOLVED, _EXACT_WHY
+from .mqar_trained import FIG2, FIGA2, FIGA3
 
 
 # ============================================================================ §5.1 MQAR constructions (exact)
@@ -425,187 +419,6 @@ LEMMA4 = Claim(
     ),
     measure_lemma4,
     SECTION["mqar"],
-)
-
-
-# ============================================================================ trained MQAR
-def _mqar_runs(bundle):
-    runs = bundle.tables["runs"]
-    return runs, bundle.config.get("preset", "ci")
-
-
-def measure_fig2(bundle) -> Measurement:
-    """Fig. 2: per seed and (mixer, κ) the smallest d with accuracy ≥ 0.99 (d*), against the bound d_th (Thm. 2:
-    κ + log₂|V|; Thm. 3: log₂κ + log₂|V|; Thm. 4: κ·log₂|V|), and the order d*(Mamba-2) ≤ d*(Mamba) ≤ d*(S4D) for
-    κ ≥ 8; each seed's own d* (the paper's is the best of 7 seeds: module docstring), combined over seeds; a null
-    control at the generator's chance level 1/|V|."""
-    runs, preset = _mqar_runs(bundle)
-    main = (
-        runs[
-            runs.apply(
-                lambda r: r.N == {"s6": 2 * r.kappa, "s4d": 4, "mamba2": round(8 * math.log(r.kappa))}.get(r.mixer, -1),
-                axis=1,
-            )
-        ]
-        if len(runs)
-        else runs
-    )
-    if main.empty or main.d.nunique() < 3 or main.mixer.nunique() < 3:
-        raise NotRun(f"the {preset} bundle has no (κ × d) grid with the three mixers; Fig. 2 needs {RUN_MQAR}")
-    V = int(main.V.iloc[0])
-
-    def one(r):
-        frac, order, dstar = _fig2_metrics(r, V)
-        return Measurement(
-            {"fraction_cells_tracking_bound": frac, "efficiency_order": order},
-            "d* " + ", ".join(f"{m} κ={k}: {d:g}" for (m, k), d in sorted(dstar.items())),
-            Evidence.from_bundle(bundle, f"|V| = {V}, κ × d grid", 1),
-        )
-
-    dstar = _fig2_metrics(main, V)[2]
-    m = replace(_per_seed(main, one), control=_chance_null(main, 1 / V, one, f"every model at chance, 1/|V| = 1/{V}"))
-    return _summary(
-        m, "d* (best of seeds ≥ 0.99): " + ", ".join(f"{m} κ={k}: {d:g}" for (m, k), d in sorted(dstar.items()))
-    )
-
-
-def _fig2_metrics(main, V):
-    best = main.groupby(["mixer", "kappa", "d"]).accuracy.max().reset_index()
-    bound = {
-        "s6": lambda k: k + math.log2(V),
-        "mamba2": lambda k: math.log2(k) + math.log2(V),
-        "s4d": lambda k: k * math.log2(V),
-    }
-    ok, dstar = [], {}
-    for (mixer, kappa), g in best.groupby(["mixer", "kappa"]):
-        dth = bound[mixer](kappa)
-        solved = g[g.accuracy >= SOLVED]
-        ds = float(solved.d.min()) if len(solved) else float("inf")
-        dstar[(mixer, kappa)] = ds
-        ok.append(ds <= 2 * dth and bool((g[g.d <= dth / 2].accuracy < SOLVED).all()))
-    order = all(
-        dstar.get(("mamba2", k), math.inf) <= dstar.get(("s6", k), math.inf) <= dstar.get(("s4d", k), math.inf)
-        for k in sorted(set(best.kappa))
-        if k >= 8
-    )
-    return float(np.mean(ok)), order, dstar
-
-
-FIG2 = Claim(
-    "003/Fig2",
-    "trained 1-layer models' MQAR thresholds in d follow the bounds of Thms. 2–4, and Mamba-2 needs "
-    "less d than Mamba, which needs less than S4D",
-    "§5.1, Fig. 2",
-    "best of 7 seeds, T = 100, |V| = 128; S4D N = 4, Mamba N = 2κ, Mamba-2 N = 8 ln κ (no numbers given)",
-    Rule(
-        why="'reasonably well' (the paper gives no number): in ≥ 75 % of (mixer, κ) cells the smallest solved d (≥ 0.99) is within 2× the bound "
-        "and nothing at half the bound or below solves; the order must hold for every κ ≥ 8. The paper's d* is the "
-        "best of 7 seeds; the rule reads each seed's own d* and the mean over seeds (module docstring)",
-        reproduced=conds(("fraction_cells_tracking_bound", ">=", 0.75), ("efficiency_order", "true")),
-        trained=True,
-    ),
-    measure_fig2,
-    SECTION["mqar"],
-    not_run=RUN_MQAR,
-)
-
-
-FIGA2 = Claim(
-    "003/FigA2",
-    "with |V| ∈ {256, 512} the bounds still separate solved from unsolved sizes; Mamba-2 at κ = 4 "
-    "solves below its bound",
-    "App. D.3, Fig. A.2",
-    "best of 7 seeds, T = 100 (no numbers given)",
-    Rule(
-        why="as Fig. 2: ≥ 75 % of (mixer, κ) cells track the bound",
-        reproduced=conds(("fraction_cells_tracking_bound", ">=", 0.75)),
-        trained=True,
-    ),
-    None,
-    SECTION["mqar"],
-    not_run="add |V| ∈ {256, 512} to the paper preset of ch3.mqar_train and run `python -m "
-    "mamba_recall.experiments.ch3_mqar_train --preset paper --device cuda` (about 2× Fig. 2: "
-    "40 GPU-hours)",
-)
-
-
-def _figa3_values(runs) -> dict:
-    best = runs.groupby(["mixer", "kappa", "N"]).accuracy.max().reset_index()
-    s6 = best[best.mixer == "s6"]
-    below, above = s6[s6.N < s6.kappa], s6[s6.N >= s6.kappa]
-    m2 = best[best.mixer == "mamba2"]
-    m2_below = m2[m2.N < 4 * np.log(m2.kappa)]
-    s4 = best[best.mixer == "s4d"]
-    s4_range = (
-        float(s4.groupby("kappa").accuracy.agg(lambda a: a.max() - a.min()).max())
-        if s4.N.nunique() >= 2
-        else float("nan")
-    )
-    return {
-        "mamba_best_below_kappa": float(below.accuracy.max()),
-        "mamba_best_above_kappa_min": float(above.groupby("kappa").accuracy.max().min()),
-        "mamba2_best_below_4lnk": float(m2_below.accuracy.max()) if len(m2_below) else float("nan"),
-        "s4d_range_over_N": s4_range,
-    }
-
-
-def measure_figa3(bundle) -> Measurement:
-    """Fig. A.3: Mamba is not exact for N < κ and is for some N ≥ κ; Mamba-2 is not exact for N < 4 ln κ;
-    S4D's accuracy does not depend on N (range ≤ 0.05): each seed's best over d (the paper's is the best of 7 seeds:
-    module docstring), combined over seeds; a null control at the generator's chance level 1/|V|. A run-store bundle
-    with several grids (column ``grid``) is read on its N-sweep grid (the one with the most values of N), so that
-    grids of other T and |V| do not mix."""
-    runs, preset = _mqar_runs(bundle)
-    if "grid" in runs and runs.grid.nunique() > 1:
-        runs = runs[runs.grid == runs.groupby("grid").N.nunique().idxmax()]
-    s6 = runs[runs.mixer == "s6"]
-    if not ((s6.N < s6.kappa).any() and (s6.N >= s6.kappa).any()):
-        raise NotRun(f"the {preset} bundle has no Mamba runs on both sides of N = κ; needs {RUN_MQAR}")
-    best = runs.groupby(["mixer", "kappa", "N"]).accuracy.max().reset_index()
-
-    def one(r):
-        return Measurement(
-            _figa3_values(r),
-            "; ".join(f"{x.mixer} κ={x.kappa} N={x.N}: {x.accuracy:.4f}" for x in r.itertuples()),
-            Evidence.from_bundle(bundle, f"κ ∈ {sorted(set(best.kappa))}", 1),
-        )
-
-    chance = 1 / runs.V if "V" in runs else 1 / _vocab(bundle)
-    m = replace(_per_seed(runs, one), control=_chance_null(runs, chance, one, "every model at chance, 1/|V|"))
-    has_both = len(best[best.mixer == "mamba2"]) and len(best[best.mixer == "s4d"])
-    return _summary(
-        m,
-        "best of seeds: " + "; ".join(f"{r.mixer} κ={r.kappa} N={r.N}: {r.accuracy:.4f}" for r in best.itertuples()),
-        "" if has_both else "Mamba-2 and S4D N sweeps not in this bundle",
-    )
-
-
-FIGA3 = Claim(
-    "003/FigA3",
-    "trained Mamba recovers no exact MQAR solution for N < κ and does for some N ≥ κ; Mamba-2 none "
-    "for N < 4 log κ; S4D's accuracy does not depend on N",
-    "App. D.3, Fig. A.3",
-    "best of 7 seeds, |V| = 512 (S4D 256), T = 100 (no numbers given)",
-    Rule(
-        why="exact means ≥ 0.99; the threshold is only visible if the N ≥ κ control solves the task, S4D 'no "
-        "impact' is a range ≤ 0.05 over N; the Mamba part alone is partial. The paper's 'log κ' is read as ln κ, "
-        "as in Fig. 2's N = 8 ln κ. Its values are the best of 7 seeds ('no solution is recovered': no seed); the "
-        "rule reads each seed's best over d and their mean over seeds (module docstring), whose whole interval "
-        "must stay below 0.99",
-        testable=conds(("mamba_best_above_kappa_min", ">=", SOLVED)),
-        untestable_why="the N ≥ κ control did not reach an exact solution (≥ 0.99) with this training budget, so "
-        "the run cannot locate a threshold at N = κ",
-        reproduced=conds(
-            ("mamba_best_below_kappa", "<", SOLVED),
-            ("mamba2_best_below_4lnk", "<", SOLVED),
-            ("s4d_range_over_N", "<=", 0.05),
-        ),
-        partially=conds(("mamba_best_below_kappa", "<", SOLVED)),
-        trained=True,
-    ),
-    measure_figa3,
-    SECTION["mqar"],
-    not_run=RUN_MQAR,
 )
 
 
