@@ -224,27 +224,16 @@ def transfer_display(table: pd.DataFrame) -> pd.DataFrame:
     return show
 
 
-def transfer_chart(
-    table: pd.DataFrame, title: str = "Relative drop when Ā is zeroed at every step", *, row: str | None = None
-) -> alt.Chart:
+def transfer_chart(table: pd.DataFrame, title: str = "Relative drop when Ā is zeroed at every step") -> alt.Chart:
     """Table 1 as bars: relative drop per task for the identified (long-term) channels and the random
-    sets (mean, with ± sd over draws as a rule); columns from ``analysis.primacy.transfer_table``. ``row``: a
-    column of ``table`` (e.g. ``"seed"``) drawn as one row of panels per value."""
+    sets (mean, with ± sd over draws as a rule); columns from ``analysis.primacy.transfer_table``."""
     rows = []
     for d in table.to_dict("records"):
         sd = d["random sd"] / d["base"] if d["base"] > 0 else 0.0
         lt, rnd = d["rel. drop long-term"], d["rel. drop random"]
-        extra = {row: d[row]} if row else {}
-        rows.append({"task": d["task"], "condition": "long-term (identified)", "drop": lt, "lo": lt, "hi": lt, **extra})
+        rows.append({"task": d["task"], "condition": "long-term (identified)", "drop": lt, "lo": lt, "hi": lt})
         rows.append(
-            {
-                "task": d["task"],
-                "condition": "random (same count)",
-                "drop": rnd,
-                "lo": rnd - sd,
-                "hi": rnd + sd,
-                **extra,
-            }
+            {"task": d["task"], "condition": "random (same count)", "drop": rnd, "lo": rnd - sd, "hi": rnd + sd}
         )
     frame = pd.DataFrame(rows)
     base = alt.Chart(frame).encode(
@@ -258,11 +247,8 @@ def transfer_chart(
     rule = base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
     return (
         (bars + rule)
-        .properties(width=110, height=200 if row is None else 130)
-        .facet(
-            column=alt.Column("task:N", title=None),
-            **({"row": alt.Row(f"{row}:N", title=row)} if row else {}),
-        )
+        .properties(width=110, height=200)
+        .facet(column=alt.Column("task:N", title=None))
         .properties(title=title)
     )
 
