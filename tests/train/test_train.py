@@ -310,7 +310,7 @@ def test_dataset_batches_are_deterministic_epochs():
 
 
 def test_recipe_schedules_code_and_tab9():
-    """code: warmup → hold → cosine to 0 (the authors' paper-002 recipe); tab9: warmup, then ÷10 over 15000 steps."""
+    """code: warmup → hold → cosine to 0 (the authors' recipe for paper 002); tab9: warmup, then ÷10 over 15000 steps."""
     code = [lr_at(s, lr=1.0, steps=10, schedule="code", warmup_steps=2, hold_steps=3) for s in range(10)]
     assert code[:5] == [0.5, 1.0, 1.0, 1.0, 1.0]
     assert math.isclose(code[5], 1.0) and all(a > b > 0 for a, b in zip(code[5:], code[6:]))

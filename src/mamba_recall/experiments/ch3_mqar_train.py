@@ -1,7 +1,7 @@
 """Trained 1-layer models on MQAR against the construction bounds (paper 003, Fig. 2, Figs. A.2–A.3).
 
 ``python -m mamba_recall.experiments.ch3_mqar_train --preset ci|paper [--device cpu|cuda]``.
-Data: the paper-003 MQAR of App. D.3 (:func:`~mamba_recall.theory.mqar_constructions.gen_mqar`: κ distinct
+Data: paper 003's MQAR of App. D.3 (:func:`~mamba_recall.theory.mqar_constructions.gen_mqar`: κ distinct
 keys, each queried once), on the fly. Models: ``s6`` = 1-layer Mamba without gate (size-4 conv, SiLU,
 S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = single-head Mamba-2 without gate
 (its own three convs, ``models.s6.Mamba2Mixer``, N = round(8 ln κ)). ``ci``: micro-MQAR (κ = 4,

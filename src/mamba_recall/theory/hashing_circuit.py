@@ -1,6 +1,6 @@
 r"""The hashing recall circuit of paper 002 (Thm 1, Thm 2, Lemma 1) as designed weights.
 
-API (used by Chapter 2 and by Chapter 3's paper-002 Appendix I comparison)
+API (used by Chapter 2 and by Chapter 3's comparison with paper 002's Appendix I)
 -------------------------------------------------------------------------
 * :func:`thm1_weights(V)` — Thm 1 (Eq. 4, 22–28), non-compressive, D = N = V, expand 2, d_conv 2.
 * :func:`thm2_weights(V, D, N, seed, construction)` — Thm 2 (Eq. 6, 38–44), JL-compressed,

@@ -77,7 +77,7 @@ def gen_mqar(n: int, T: int, kappa: int, V: int, seed: int):
     0..κ−1, values ``κ + randint(|V|)``), then noise values; κ query positions drawn uniformly without
     replacement from 2κ..T−1, each key queried once in random order; ``labels`` = value index there.
     Needs T ≥ 3κ. Seeded by ``seed`` (numpy ``default_rng``). The generator is
-    :func:`mamba_recall.tasks.mqar.mqar` with ``variant="paper003"``; this is its paper-003 argument order."""
+    :func:`mamba_recall.tasks.mqar.mqar` with ``variant="paper003"``; this is its argument order in paper 003."""
     return mqar(V, kappa, T, n, seed, variant="paper003")
 
 

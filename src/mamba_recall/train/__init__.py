@@ -22,7 +22,7 @@ Learning rate at (0-based) step ``s`` with ``W = warmup_steps``, ``H = hold_step
     cosine   lr                                             for W ≤ s < W + H (the hold; H = 0 by default)
              lr · ½ (1 + cos(π min(1, (s − W − H) / (S − W − H))))   after (no floor: decays to 0, zoology's eta_min=0)
     linear_warmup_cosine  = cosine with W ≥ 1 required
-    code     = cosine with warmup and hold allowed to exceed S: the authors' paper-002 D–N / N–M recipe
+    code     = cosine with warmup and hold allowed to exceed S: the authors' recipe for paper 002's D–N / N–M grids
                (warmup 100 → hold 400 → cosine to 0; ``presets.ch2.RECIPES["code"]``)
     tab9     lr · min(1, (s + 1)/W) · max(0.1, 1 − 0.9 s / 15000)   paper 002, App. J, Tab. 9 (our reading:
              linear warmup, then a linear decay to lr/10 over 15000 steps)

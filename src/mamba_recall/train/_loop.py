@@ -323,7 +323,7 @@ def train_ensemble(
     progress: bool = False,
 ) -> TrainResult:
     """:func:`train` with ``per_member=True`` and a named recipe of :data:`~mamba_recall.presets.ch2.RECIPES`
-    (``"code"``: the authors' committed paper-002 recipe; ``"tab9"``: the paper's Tab. 9); ``overrides`` replace
+    (``"code"``: the authors' committed recipe for paper 002; ``"tab9"``: the paper's Tab. 9); ``overrides`` replace
     recipe entries (e.g. ``{"warmup": 50, "hold": 50}``; ``batch_size`` is informational: ``make_batch`` sets
     the batch). ``make_batch(step) -> (inputs (B, L) or (n_members, B, L), labels)``. Early stop when *every*
     member reaches ``target_accuracy``."""
