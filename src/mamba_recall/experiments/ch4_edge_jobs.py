@@ -32,7 +32,7 @@ def edge_sizes(preset: str, smoke: bool) -> dict:
 
 def smoke_bundle_dir() -> Path:
     """Where a smoke run's bundles go (``_build/smoke_results``: never evidence); the tests point it elsewhere (in
-    ``ch4_edge`` and ``ch4_edge_checks``, the modules of the two bundle writers that call it)."""
+    ``ch4_edge``, ``ch4_edge_checks`` and ``ch4_edge_mix``, the modules of the bundle writers that call it)."""
     return REPO_ROOT / "_build" / "smoke_results"
 
 

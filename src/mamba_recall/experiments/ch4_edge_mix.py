@@ -32,6 +32,7 @@ from ..paths import REPO_ROOT
 from ..presets import experiment, seeds
 from ..results import command_provenance
 from ..runstore import add_grid_args, bundle_directory, finished_runs, grid_main, make_job, runs_summary
+from .ch4_edge_jobs import smoke_bundle_dir  # the edge family's smoke folder; write_bundle looks it up here
 
 #: it fine-tunes the edge family's checkpoints, so it runs after the edge runner (:mod:`mamba_recall.runners`)
 DEPENDS_ON = ("ch4_edge",)
@@ -52,11 +53,6 @@ def base_name(recipe: str, preset: str, seed: int) -> str:
     from .ch4_edge import model_name as edge_name
 
     return edge_name(recipe, preset, seed)
-
-
-def smoke_bundle_dir() -> Path:
-    """Where a smoke run's bundle goes (``_build/smoke_results``: never evidence); the tests point it elsewhere."""
-    return REPO_ROOT / "_build" / "smoke_results"
 
 
 def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
@@ -104,10 +100,7 @@ def measure(model, vocab, side: dict, sizes: dict, mix: dict, *, preset: str, sm
 
     stats = ch.channel_stats(model, A.identification_prompt(vocab, sizes["L_ident"]))
     chans = ch.identify(stats, sizes["tau"], sizes["p"])
-    targets = {layer: c for layer, c in enumerate(chans) if len(c)}
-    sets = A.transfer_sets(vocab, mix, sizes["n"])
-    eff = A.transfer_effects(model, sets, targets, n_random=sizes["n_random"]) if targets else None
-    table = A.transfer_table(eff) if eff else None
+    table = A.transfer_ablation(model, A.transfer_sets(vocab, mix, sizes["n"]), chans, n_random=sizes["n_random"])
     ctx = SimpleNamespace(preset=preset, device="cpu", smoke=smoke)
     try:
         rec = measurement_record(get(CLAIM).measure(table, ctx=ctx, side=side))

@@ -265,15 +265,13 @@ def transfer_explorer(model, stats: ch.ChannelStats, sets: dict, *, n_random: in
 
     def draw(tau, p):
         chans = ch.identify(stats, tau, p)
-        targets = {layer: c for layer, c in enumerate(chans) if len(c)}
-        if not targets:
+        table = A.transfer_ablation(model, sets, chans, n_random=n_random)
+        if table is None:
             print(f"no channel has P({tau}) > {p}: nothing to ablate")
             return
-        eff = A.transfer_effects(model, sets, targets, n_random=n_random)
-        table = A.transfer_table(eff)
         b = A.check_transfer(table)
         print(
-            f"{eff['count']} channels ablated at every step; mean relative drop on the learned tasks "
+            f"{sum(len(c) for c in chans)} channels ablated at every step; mean relative drop on the learned tasks "
             f"{100 * b['mean_rel_drop_targeted']:.1f} % (identified) vs {100 * b['mean_rel_drop_random']:.1f} % (random)"
         )
         display(table.round(3))

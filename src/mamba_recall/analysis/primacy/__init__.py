@@ -24,7 +24,7 @@ then ``A.<name>``):
   :func:`distractor_sweep`, :func:`state_init_effects`, :func:`state_scale_sweep` and their ``check_*`` numbers;
 * ``_channels``: the long-term channels of §4.2 (:func:`identification_prompt`, :func:`write_strength`,
   :func:`check_sparsity`, :func:`ablation_effects`), :func:`periodic_deltas` (§4.3), Table 1's transfer
-  (:func:`transfer_sets`, :func:`transfer_effects`, :func:`transfer_table`) and :func:`slow_state_probe`;
+  (:func:`transfer_sets`, :func:`transfer_effects`, :func:`transfer_table`, :func:`transfer_ablation`) and :func:`slow_state_probe`;
 * ``_edge``: the committed edge family (:class:`EdgeFamily`, :func:`load_edge_family`) and
   :func:`committed_model_curves`.
 
@@ -48,6 +48,7 @@ from ._channels import (
     identification_prompt,
     periodic_deltas,
     slow_state_probe,
+    transfer_ablation,
     transfer_effects,
     transfer_sets,
     transfer_table,

@@ -233,6 +233,16 @@ def transfer_table(eff: dict, learned_min: float = 0.5, seed: int = 0):
     return pd.DataFrame(rows)
 
 
+def transfer_ablation(model, sets: dict, chans, *, n_random: int, device="cpu"):
+    """Table 1 on the transfer ``sets``: Ā = 0 at every step on the identified channels ``chans`` (one index tensor
+    per layer, :func:`mamba_recall.analysis.channels.identify`; every layer), against ``n_random`` random sets of the
+    same count → :func:`transfer_table`'s table, or None when no channel was identified (nothing to ablate)."""
+    targets = {layer: c for layer, c in enumerate(chans) if len(c)}
+    if not targets:
+        return None
+    return transfer_table(transfer_effects(model, sets, targets, n_random=n_random, device=device))
+
+
 def check_transfer(table) -> dict:
     """Table 1 on the learned tasks (base ≥ 50 %): mean relative drop (identified) ≥ 2 × that of the
     random sets, and identified worse than random on ≥ 3/4 of them; at least 3 learned tasks needed."""
