@@ -52,7 +52,6 @@ The runner's parts: :mod:`~mamba_recall.experiments.ch4_edge_jobs` (the edge gri
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
@@ -100,39 +99,19 @@ from .ch4_edge_jobs import (  # noqa: F401  (the edge grid, importable from the 
     model_name,
     run_job,
     smoke_bundle_dir,
+    step_seconds,
 )
 
 
 def estimate(left: list[dict]) -> tuple[float, str]:
     """Seconds for the jobs left, from a measured training step at the recipe's mean training length (a few steps of
-    each recipe, one thread) plus the evaluation; the gate checks add about 5 %."""
-    import torch
-
-    from ..analysis.primacy import build_model
-    from ..tasks.serial_recall import RecallVocab
-    from .ch4_train import make_batch_fn
-
+    each recipe, one thread: :func:`step_seconds`) plus the evaluation; the gate checks add about 5 %."""
     total, seen = 0.0, {}
     for job in left:
         r = job["config"]["recipe"]
         key = job["config"]["recipe_name"]
         if key not in seen:
-            vocab = RecallVocab(**r["vocab"])
-            torch.manual_seed(0)
-            model = build_model(r["model"], vocab)
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-            cfg = dict(r, curriculum_frac=0.0)
-            make = make_batch_fn(cfg, vocab)
-            times = []
-            for step in range(4):
-                x, y = make(r["steps"] - 1 - step)
-                t0 = time.perf_counter()
-                loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten(), ignore_index=-100)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                times.append(time.perf_counter() - t0)
-            seen[key] = float(np.median(times[1:]))
+            seen[key] = step_seconds(r)
         total += 1.05 * r["steps"] * seen[key] * 0.75  # the curriculum: the mean length is about 3/4 of L_max's
     return total, "median of 3 measured steps per recipe at its longest length, x 0.75 for the curriculum"
 

@@ -107,3 +107,33 @@ def run_job(config: dict, seed: int) -> dict:
         "train_L_max": config["recipe"]["L_max"],
         "seconds": round(time.perf_counter() - start, 1),
     }
+
+
+def step_seconds(recipe: dict) -> float:
+    """Seconds of one training step of an edge ``recipe`` (its model built fresh, one thread as the grid runs it): the
+    median of 3 timed steps after one warm-up, at the recipe's last steps with no curriculum (its longest
+    length; for a mixture recipe, the batches those steps draw). What the runners' estimates scale by the steps."""
+    import time
+
+    import numpy as np
+    import torch
+
+    from ..analysis.primacy import build_model
+    from ..tasks.serial_recall import RecallVocab
+    from .ch4_train import make_batch_fn
+
+    vocab = RecallVocab(**recipe["vocab"])
+    torch.manual_seed(0)
+    model = build_model(recipe["model"], vocab)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    make = make_batch_fn(dict(recipe, curriculum_frac=0.0), vocab)
+    times = []
+    for step in range(4):
+        x, y = make(recipe["steps"] - 1 - step)
+        t0 = time.perf_counter()
+        loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten(), ignore_index=-100)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times[1:]))

@@ -32,7 +32,7 @@ from ..paths import REPO_ROOT
 from ..presets import experiment, seeds
 from ..results import command_provenance
 from ..runstore import add_grid_args, bundle_directory, finished_runs, grid_main, make_job, runs_summary
-from .ch4_edge_jobs import smoke_bundle_dir  # the edge family's smoke folder; write_bundle looks it up here
+from .ch4_edge_jobs import smoke_bundle_dir, step_seconds  # (write_bundle looks smoke_bundle_dir up here)
 
 #: it fine-tunes the edge family's checkpoints, so it runs after the edge runner (:mod:`mamba_recall.runners`)
 DEPENDS_ON = ("ch4_edge",)
@@ -146,10 +146,14 @@ def run_job(config: dict, seed: int) -> dict:
 
 
 def estimate(left: list[dict]) -> tuple[float, str]:
-    """Seconds for the jobs left: 0.22 s per fine-tuning step of d4_zinit on the mixture (measured on the 2-core
-    CPU, one thread, 2026-11-27) plus about 10 % for the held-out checks and the measurement."""
-    total = sum(1.1 * 0.22 * job["config"]["recipe"]["steps"] for job in left)
-    return total, "0.22 s per step measured for d4_zinit on the mixture (one thread), + 10 %"
+    """Seconds for the jobs left: a measured fine-tuning step on the mixture (:func:`~.ch4_edge_jobs.step_seconds`,
+    one thread; every job shares the recipe's shapes) times the steps, plus about 10 % for the held-out checks and
+    the measurement."""
+    if not left:
+        return 0.0, "no jobs left"
+    per_step = step_seconds(left[0]["config"]["recipe"])
+    total = sum(1.1 * per_step * job["config"]["recipe"]["steps"] for job in left)
+    return total, f"{per_step:.2f} s per step measured on the mixture (median of 3, one thread), + 10 %"
 
 
 def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
