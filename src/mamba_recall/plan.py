@@ -79,7 +79,7 @@ def grids() -> list[Grid]:
         Grid("ch2_reference_grid", "", ref.jobs_for, ref.estimate, cmd("ch2_reference_grid")),
         Grid("ch2_trained_dn", "", dn.jobs_for, dn.estimate, cmd("ch2_trained_dn")),
     ]
-    for name in ("ch3_keep_nth", "ch3_mqar_train", "ch3_induction"):
+    for name in ("ch3_keep_nth", "ch3_mqar_train", "ch3_mqar_figa3", "ch3_induction"):
         mod = _module(name)
 
         def ch3_jobs(preset, mod=mod):

@@ -61,6 +61,7 @@ from . import approximation, induction_heads, keep_nth, mqar_constructions, sens
 from ._common import QUOTES
 from .keep_nth import SOLVER_NULL, s4dpe_t20_missing
 from .keep_nth_fig1 import FIG1_MODELS, decay_summary, fig1_stats, fig1_tables
+from .mqar_trained import FIGA3_BUNDLE, check_figa3
 
 register(
     *(
@@ -77,4 +78,13 @@ register(
     )
 )
 
-__all__ = ["FIG1_MODELS", "SOLVER_NULL", "decay_summary", "fig1_stats", "fig1_tables", "s4dpe_t20_missing"]
+__all__ = [
+    "FIG1_MODELS",
+    "FIGA3_BUNDLE",
+    "SOLVER_NULL",
+    "check_figa3",
+    "decay_summary",
+    "fig1_stats",
+    "fig1_tables",
+    "s4dpe_t20_missing",
+]

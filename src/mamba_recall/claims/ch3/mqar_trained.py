@@ -176,6 +176,39 @@ def measure_figa3(bundle) -> Measurement:
     )
 
 
+#: The bundle of Fig. A.3 at the paper's T and |V| (``experiments/ch3_mqar_figa3.py``) and the command that makes it.
+FIGA3_BUNDLE = "ch3_mqar_figa3_cpu-hours"
+FIGA3_COMMAND = "python -m mamba_recall.experiments.ch3_mqar_figa3 --preset cpu-hours --allow-long"
+
+
+def check_figa3(*, record: bool = True, name: str = FIGA3_BUNDLE, directory=None):
+    """``(verdict, bundle)``: 003/FigA3 judged on the N sweep at the paper's T = 100 and |V| = 128 (κ ∈ {4, 8},
+    N ∈ {κ − 1, κ, 2κ}, 7 seeds: :mod:`mamba_recall.experiments.ch3_mqar_figa3`) by :func:`measure_figa3`. *Not
+    run*, with the command, while the bundle is absent or its grid unfinished (``bundle`` None then); a corrupt
+    bundle raises its :class:`~mamba_recall.results.BundleError`. ``name`` and ``directory``: which bundle is read
+    (by default the committed one). Recorded for the scorecard unless ``record=False``."""
+    from ...results import BundleMissing, load_bundle
+    from ..core import check, get, not_run_verdict, record_verdict
+
+    try:
+        bundle = load_bundle(name, directory=directory)
+    except BundleMissing:
+        bundle, why = None, f"the N sweep at T = 100, |V| = 128 is not committed yet (make it: `{FIGA3_COMMAND}`)"
+    else:
+        d = bundle.data
+        why = (
+            None
+            if d.get("complete")
+            else f"{d.get('jobs_finished')} of {d.get('jobs_total')} runs finished (resume: `{FIGA3_COMMAND}`)"
+        )
+    if why:
+        v = not_run_verdict(get("003/FigA3"), why)
+        if record:
+            record_verdict(v)
+        return v, None
+    return check("003/FigA3", bundle, record=record), bundle
+
+
 FIGA3 = Claim(
     "003/FigA3",
     "trained Mamba recovers no exact MQAR solution for N < κ and does for some N ≥ κ; Mamba-2 none "

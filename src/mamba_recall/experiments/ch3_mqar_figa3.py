@@ -1,0 +1,63 @@
+"""Fig. A.3 of paper 003 at its T = 100 and |V| = 128: trained 1-layer Mamba on MQAR with the state size N swept
+across κ, best of 7 seeds (preset ``ch3.mqar_figa3``, declared before any run).
+
+    python -m mamba_recall.experiments.ch3_mqar_figa3 --preset cpu-hours --allow-long [--jobs 2]   # train, aggregate
+    python -m mamba_recall.experiments.ch3_mqar_figa3 --preset cpu-hours --aggregate-only           # the bundle
+
+Each (κ, N, d, seed) is one run-store job (``results/runs/ch3.mqar_figa3/``), trained and tested by the Fig. 2 runner's
+:func:`~mamba_recall.experiments.ch3_mqar_train.train_one` (the same model, data and recipe, so the two bundles are
+comparable); the same command resumes. The bundle ``results/ch3_mqar_figa3_<preset>.json`` has the tables ``runs``
+(the schema of ``ch3_mqar_train``'s, column ``grid`` = ``figa3``), ``cells`` (mean over seeds, 95 % t-interval,
+per-seed values) and ``curves``; :func:`mamba_recall.claims.ch3.check_figa3` judges 003/FigA3 on it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..results import command_provenance
+from .ch3_common import parse, run_store_main, store_bundle_writer
+from .ch3_mqar_train import resolved_config, run_job, train_one  # noqa: F401 - run_job is this runner's job function
+
+EXPERIMENT = "ch3.mqar_figa3"
+RUNNER = "mamba_recall.experiments.ch3_mqar_figa3:run_job"
+GRID = "figa3"
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    """One job per (κ, N) cell of ``kappa_N``, width d of ``ds`` and seed, in that order (so that the first κ's
+    cells finish first): Mamba (``s6``, no gate) at the preset's T and |V|."""
+    from ..presets import experiment
+    from ..runstore import make_job
+
+    sizes = experiment(EXPERIMENT, preset, smoke=smoke)
+    return [
+        make_job(EXPERIMENT, dict(resolved_config(sizes, kappa, d, "s6", N), grid=GRID), seed)
+        for kappa, N in sizes["kappa_N"]
+        for d in sizes["ds"]
+        for seed in sizes["seeds"]
+    ]
+
+
+write_bundle = store_bundle_writer(
+    "ch3_mqar_figa3",
+    EXPERIMENT,
+    jobs_for,
+    by=["grid", "T", "V", "kappa", "d", "N", "mixer"],
+    metrics=["accuracy", "steps"],
+)
+
+
+@command_provenance()  # one git state for the command, taken before it writes anything
+def main(argv=None):
+    args = parse(__doc__.splitlines()[0], EXPERIMENT, "ch3_mqar_figa3", argv)
+    if args.preset == "ci":
+        raise SystemExit(
+            "ch3_mqar_figa3 trains nothing at --preset ci (the page reads the committed cpu-hours bundle); "
+            "run --preset cpu-hours --allow-long, or --preset cpu-hours --smoke for a seconds-long check."
+        )
+    return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
