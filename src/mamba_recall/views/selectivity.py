@@ -196,3 +196,27 @@ def training_curves_chart(curves: pd.DataFrame, preset: str) -> alt.FacetChart:
         .properties(width=width, height=150)
         .facet(row="grid:N", column="d:O", title=f"{preset}: training curves (held-out accuracy)")
     )
+
+
+def figa3_chart(runs: pd.DataFrame, exact: float) -> alt.LayerChart:
+    """Fig. A.3's N sweep, one point per trained model (the ``runs`` table of ``ch3_mqar_figa3``: κ, N, seed,
+    accuracy): test accuracy against the state size N, one panel per κ, coloured by the side of Thm. 2's N = κ the
+    model is on, with the rule's line for an exact solution (``exact``, e.g. 0.99). Panels 170 px wide, so that two
+    fit a phone's column."""
+    frame = runs.assign(side=np.where(runs.N < runs.kappa, "N < κ", "N ≥ κ"), exact=exact)
+    points = (
+        alt.Chart()
+        .mark_circle(size=60, opacity=0.7)
+        .encode(
+            x=alt.X("N:O", title="state size N"),
+            y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), title="test accuracy"),
+            color=alt.Color("side:N", title=None, legend=alt.Legend(orient="bottom")),
+            tooltip=["kappa", "N", "d", "seed", alt.Tooltip("accuracy:Q", format=".4f"), "steps"],
+        )
+    )
+    line = alt.Chart().mark_rule(color="black", strokeDash=[4, 3]).encode(y="exact:Q")
+    return (
+        alt.layer(points, line, data=frame)
+        .properties(width=170, height=180)
+        .facet(column=alt.Column("kappa:O", title="κ"), title=f"Fig. A.3 sweep: each seed (dashed: exact, {exact})")
+    )

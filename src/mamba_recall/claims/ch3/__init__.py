@@ -58,7 +58,7 @@ from dataclasses import replace
 
 from ..core import register
 from . import approximation, induction_heads, keep_nth, mqar_constructions, sensitivity
-from ._common import QUOTES
+from ._common import QUOTES, SOLVED
 from .keep_nth import SOLVER_NULL, s4dpe_t20_missing
 from .keep_nth_fig1 import FIG1_MODELS, decay_summary, fig1_stats, fig1_tables
 from .mqar_trained import FIGA3_BUNDLE, check_figa3
@@ -81,6 +81,7 @@ register(
 __all__ = [
     "FIG1_MODELS",
     "FIGA3_BUNDLE",
+    "SOLVED",
     "SOLVER_NULL",
     "check_figa3",
     "decay_summary",

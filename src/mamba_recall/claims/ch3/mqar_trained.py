@@ -235,4 +235,7 @@ FIGA3 = Claim(
     measure_figa3,
     SECTION["mqar"],
     not_run=RUN_MQAR,
+    setting="judged on a sweep of N across κ at the paper's T = 100 with |V| = 128 (the paper's Fig. A.3: |V| = 512): "
+    "κ ∈ {4, 8}, N ∈ {κ − 1, κ, 2κ}, d held at 64 (the paper: best over d from 4 to 512), 7 seeds, 2,000 steps (the "
+    "paper's recipe allows 20,000); Mamba only, the Mamba-2 and S4D sweeps being the GPU preset's",
 )

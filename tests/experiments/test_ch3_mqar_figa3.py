@@ -1,0 +1,59 @@
+"""Fig. A.3 at the paper's T = 100 and |V| = 128 (``experiments/ch3_mqar_figa3.py``): the declared N sweep across κ,
+7 seeds, judged by ``claims.ch3.check_figa3`` only once every job has finished."""
+
+from __future__ import annotations
+
+import pytest
+
+from mamba_recall.experiments import ch3_mqar_figa3 as M
+from mamba_recall.presets import experiment
+from mamba_recall.runstore import finished_runs, run_grid
+
+
+def test_jobs_sweep_N_across_kappa_at_the_papers_T_and_V():
+    """Each κ has N below, at and above Thm. 2's N = κ (the rule needs both sides), 7 seeds each (the paper's "best
+    of 7"), at T = 100 and |V| = 128, with the Chapter 3 recipe; the first κ's jobs come first."""
+    S = experiment(M.EXPERIMENT, "cpu-hours")
+    jobs = M.jobs_for("cpu-hours")
+    assert len(jobs) == len(S["kappa_N"]) * len(S["ds"]) * 7
+    by_kappa = {}
+    for j in jobs:
+        c = j["config"]
+        assert (c["T"], c["V"], c["mixer"], c["grid"]) == (100, 128, "s6", "figa3")
+        by_kappa.setdefault(c["kappa"], set()).add(c["N"])
+    for kappa, Ns in by_kappa.items():
+        assert min(Ns) < kappa <= max(Ns)
+    assert sorted(by_kappa) == [4, 8] and [j["config"]["kappa"] for j in jobs[:21]] == [4] * 21
+
+
+def test_ci_preset_trains_nothing():
+    with pytest.raises(SystemExit, match="trains nothing at --preset ci"):
+        M.main(["--preset", "ci"])
+
+
+def test_smoke_end_to_end(tmp_path):
+    """The smoke grid through the run store: an unfinished grid's bundle is *not run* with the resume command; the
+    finished one is read through the claim's measurement, whose verdict on a smoke bundle is *not run* (not
+    evidence)."""
+    from mamba_recall.claims.ch3 import check_figa3
+
+    jobs = M.jobs_for("cpu-hours", smoke=True)
+    run_grid(M.RUNNER, jobs[:1], store=tmp_path, progress=False, log=lambda _: None)
+    path = M.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda _: None)
+    read = {"name": path.stem, "directory": path.parent, "record": False}
+    v, bundle = check_figa3(**read)
+    assert v.status == "not run" and f"1 of {len(jobs)} runs finished" in v.reason and bundle is None
+    assert "ch3_mqar_figa3 --preset cpu-hours" in v.reason
+    run_grid(M.RUNNER, jobs, store=tmp_path, progress=False, log=lambda _: None)
+    assert len(finished_runs(jobs, tmp_path)) == len(jobs)
+    M.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda _: None)
+    v, bundle = check_figa3(**read)
+    assert len(bundle.tables["runs"]) == len(jobs) and set(bundle.tables["runs"].grid) == {"figa3"}
+    assert v.status == "not run" and "not evidence" in v.reason  # a smoke bundle is never a verdict
+
+
+def test_absent_bundle_is_not_run_with_its_command(tmp_path):
+    from mamba_recall.claims.ch3 import check_figa3
+
+    v, bundle = check_figa3(directory=tmp_path, record=False)
+    assert v.status == "not run" and "ch3_mqar_figa3 --preset cpu-hours" in v.reason and bundle is None
