@@ -11,7 +11,7 @@ result lives at::
        "provenance": {"git_commit", "git_clean", "dirty_files", "device", "versions",
                       "created", "wall_seconds", "host_cpus"}}
 
-Faults (tests/base/test_faults_store.py): the store is checked writable before any job; a result that still cannot be
+Faults (tests/runstore/test_faults_store.py): the store is checked writable before any job; a result that still cannot be
 written is kept under :data:`UNSAVED_DIR` and named; a runner that raises is recorded in ``<key>.failed`` and the
 grid goes on, listing the failures and the command that retries them at the end (exit status 1); each job is
 claimed (``<key>.claim``, a ``flock`` the kernel releases when its process dies) so two grids on one store, or the

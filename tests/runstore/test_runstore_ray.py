@@ -86,7 +86,7 @@ def test_ctrl_c_on_a_ray_grid_cancels_releases_and_the_same_grid_resumes(local_r
     """Ctrl-C arrives in the driver while it writes the first result back: the running tasks are cancelled, every
     claim is released, one line is printed (GridInterrupted, exit status 130); run again, only the jobs without a
     file run (each job's start is logged by the job itself). The command-line path of Ctrl-C (a real SIGINT) is
-    tests/base/test_faults_store.py's, shared by both engines."""
+    tests/runstore/test_faults_store.py's, shared by both engines."""
     log = tmp_path / "starts.log"
     jobs = runstore.demo_jobs(seeds=3, cells=1, sleep=1.0, log=str(log))
     store = tmp_path / "store"
