@@ -21,7 +21,13 @@ from ..train.selectivity import STORE_PRESETS
 def parse(description: str, name: str, bundle: str, argv=None):
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--preset", default="ci", choices=["ci", "cpu-hours", "paper"])
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="ci: the device to train on; a run-store preset's jobs say theirs (cpu-hours: cpu; paper: a GPU where "
+        "the process running the job has one)",
+    )
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")

@@ -1,11 +1,14 @@
 """Trained Mamba vs Mamba-Δ⊤ on INDUCTION HEADS (paper 003, Fig. 3, Fig. A.4).
 
-``python -m mamba_recall.experiments.ch3_induction --preset ci|paper [--device cpu|cuda]``.
+``python -m mamba_recall.experiments.ch3_induction --preset ci [--device cpu|cuda]``.
 1-layer models without gate (size-4 conv, SiLU): ``s6`` (Mamba, Δ per channel) and ``s6_dT`` (Mamba-Δ⊤,
 Δ per state, Eq. 15), N = N_factor·|V|; data from :func:`~mamba_recall.tasks.induction_heads.induction_heads`
 (hard-case probability p, range γ) on the fly; accuracy over all positions (blank class included) and over
-non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d); ``paper`` the Fig. 3/A.4 grid, best of 5.
-Writes ``results/ch3_induction_<preset>.json`` with the table ``runs``.
+non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d). Writes ``results/ch3_induction_<preset>.json``
+with the table ``runs``.
+
+``--preset paper --allow-long [--jobs N]``: the Fig. 3/A.4 grid, best of 5, as run-store jobs (a GPU for each job
+where its process has one: ``train.selectivity.GPU_PRESETS``).
 
 ``--preset cpu-hours --allow-long [--jobs 1]``: T = 100, |V| = 5 with d ∈ {4, 10, 20} and |V| = 10 with
 d ∈ {8, 20, 40} (each across its Lem. 3 bound d = 2|V|), N = 4|V|, both mixers, 5 seeds, as run-store jobs (``results/runs/ch3.ih_train/``); the bundle adds ``cells`` (mean,
@@ -21,7 +24,7 @@ import torch
 
 from ..results import command_provenance
 from ..tasks.induction_heads import induction_heads
-from ..train.selectivity import STORE_PRESETS, build_model, recipe_fields, train_recipe
+from ..train.selectivity import STORE_PRESETS, build_model, job_config, job_device, recipe_fields, train_recipe
 from .ch3_common import (
     curve_of,
     parse,
@@ -119,11 +122,15 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     from ..runstore import make_job
 
     sizes = experiment(EXPERIMENT, preset, smoke=smoke)
-    return [make_job(EXPERIMENT, resolved_config(sizes, *cell), s) for cell in _cells(sizes) for s in sizes["seeds"]]
+    return [
+        make_job(EXPERIMENT, job_config(resolved_config(sizes, *cell), preset), s)
+        for cell in _cells(sizes)
+        for s in sizes["seeds"]
+    ]
 
 
 def run_job(config: dict, seed: int) -> dict:
-    res, row = train_one(config, seed)
+    res, row = train_one(config, seed, device=job_device(config))
     return {"row": row, "curve": curve_of(res, config["eval_every"])}
 
 

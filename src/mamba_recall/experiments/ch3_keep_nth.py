@@ -1,6 +1,6 @@
 """Trained KEEP n-TH models (paper 003, Tab. 1, Tabs. A.1–A.4, Fig. 1).
 
-``python -m mamba_recall.experiments.ch3_keep_nth --preset ci|paper [--device cpu|cuda]`` trains every
+``python -m mamba_recall.experiments.ch3_keep_nth --preset ci [--device cpu|cuda]`` trains every
 (T, d, N, model, seed) of ``presets ch3.keep_train`` on on-the-fly data (a deviation from the paper's
 fixed 10⁵-sample set, App. D.1), Adam (no weight decay), cosine lr, early stop at 100 % held-out
 accuracy, and tests on fresh sequences. It writes ``results/ch3_keep_nth_<preset>.json`` with the tables
@@ -8,7 +8,11 @@ accuracy, and tests on fresh sequences. It writes ``results/ch3_keep_nth_<preset
 ``before`` (t < n) and ``after`` (t ≥ n); the extra row with ``bin = −1`` holds frac(< 0.1 | t < n) in ``before`` and
 frac(> 0.9 | t ≥ n) in ``after``; one set per seed), and the checkpoint of the S6+PE model with d = 32, N = 8 (the
 largest T) in ``results/checkpoints/ch3_keep_s6pe.pt`` (first seed; ``_s{seed}`` for the others, ``_T{T}`` per T
-when several T are run; a ``paper`` run writes ``ch3_keep_s6pe_paper…``, so it never overwrites the committed ci file).
+when several T are run).
+
+``--preset cpu-hours|paper --allow-long [--jobs N]`` runs the preset's grid as run-store jobs instead (below); a
+``paper`` job trains on a GPU where the process that runs it has one (``train.selectivity.GPU_PRESETS``), and its
+checkpoints are ``ch3_keep_s6pe_paper_T<T>_s<seed>``, so a run-store preset never overwrites the committed ci files.
 
 ``python -m mamba_recall.experiments.ch3_keep_nth --preset cpu-hours --allow-long [--jobs 1]`` runs the ``cpu-hours``
 grid (Tab. 1 at the paper's T = 50, d = 32, N = 8 with all five models; Fig. 1's T ∈ {10, …, 50} for Mamba+PE and
@@ -33,7 +37,15 @@ from ..analysis.keep_nth import decay_rows_of, initial_model, keep_test_set, res
 from ..results import command_provenance
 from ..tasks.keep_nth import copy_baseline, keep_nth
 from ..train import evaluate
-from ..train.selectivity import REGENERATE_STORE, STORE_PRESETS, checkpoint_name, save_checkpoint, train_recipe
+from ..train.selectivity import (
+    REGENERATE_STORE,
+    STORE_PRESETS,
+    checkpoint_name,
+    job_config,
+    job_device,
+    save_checkpoint,
+    train_recipe,
+)
 from .ch3_common import curve_of, parse, run_store_main, save_runner_bundle, store_bundle_writer
 
 
@@ -81,7 +93,7 @@ def store_cells(sizes: dict) -> list[tuple[int, int, int, str]]:
     ``sweep_models`` at every T of ``Ts``), each at every (d, N) of ``dN``; the Transformer once per T."""
     out = []
     for T in sizes["Ts"]:
-        kinds = sizes["models"] if T == sizes["table_T"] else sizes["sweep_models"]
+        kinds = sizes["models"] if T == sizes.get("table_T") else sizes.get("sweep_models", sizes["models"])
         for i, (d, N) in enumerate(sizes["dN"]):
             out += [(T, d, N, k) for k in kinds if not (k == "transformer" and i)]
     return out
@@ -93,7 +105,7 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
 
     sizes = experiment(EXPERIMENT, preset, smoke=smoke)
     return [
-        make_job(EXPERIMENT, dict(resolved_config(sizes, T, d, N, k), preset=preset), s)
+        make_job(EXPERIMENT, job_config(dict(resolved_config(sizes, T, d, N, k), preset=preset), preset), s)
         for T, d, N, k in store_cells(sizes)
         for s in sizes["seeds"]
     ]
@@ -103,12 +115,13 @@ def run_job(config: dict, seed: int) -> dict:
     """One run-store job: train, test, the decay histograms (S6/S4D), the training curve; the Mamba+PE model at
     d = 32, N = 8 is saved as ``ch3_keep_s6pe_<preset>_T<T>_s<seed>``
     (:func:`~mamba_recall.train.selectivity.checkpoint_name`)."""
-    model, res, row, test = train_one(config, seed)
+    device = job_device(config)
+    model, res, row, test = train_one(config, seed, device=device)
     decay = decay_rows_of(model, test[0], config, seed) if config["model"] != "transformer" else []
     if config["model"] == "s6+pe" and (config["d"], config["N"]) == (32, 8):
         meta = dict(
             V=config["V"], d=32, N=8, T=config["T"], nth=config["nth"], kind="s6+pe", seed=seed,
-            preset=config["preset"], device="cpu",
+            preset=config["preset"], device=device,
         )  # fmt: skip
         save_checkpoint(
             model, checkpoint_name("ch3_keep_s6pe", config["preset"], T=config["T"], s=seed), meta, REGENERATE_STORE

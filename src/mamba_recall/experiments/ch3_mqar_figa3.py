@@ -17,6 +17,7 @@ import sys
 
 from ..results import command_provenance
 from .ch3_common import parse, run_store_main, store_bundle_writer
+from ..train.selectivity import job_config
 from .ch3_mqar_train import resolved_config, run_job, train_one  # noqa: F401 - run_job is this runner's job function
 
 EXPERIMENT = "ch3.mqar_figa3"
@@ -25,14 +26,19 @@ GRID = "figa3"
 
 
 def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
-    """One job per (κ, N) cell of ``kappa_N``, width d of ``ds`` and seed, in that order (so that the first κ's
-    cells finish first): Mamba (``s6``, no gate) at the preset's T and |V|."""
+    """One job per mixer of ``mixers`` (mixer → |V|; default Mamba, ``s6`` without gate, at ``V``), (κ, N) cell of
+    ``kappa_N``, width d of ``ds`` and seed, in that order (so that the first κ's cells finish first), at the
+    preset's T."""
     from ..presets import experiment
     from ..runstore import make_job
 
     sizes = experiment(EXPERIMENT, preset, smoke=smoke)
+    vocab = sizes.get("mixers", {"s6": sizes["V"]})  # mixer → |V|
     return [
-        make_job(EXPERIMENT, dict(resolved_config(sizes, kappa, d, "s6", N), grid=GRID), seed)
+        make_job(
+            EXPERIMENT, job_config(dict(resolved_config(dict(sizes, V=V), kappa, d, mixer, N), grid=GRID), preset), seed
+        )
+        for mixer, V in vocab.items()
         for kappa, N in sizes["kappa_N"]
         for d in sizes["ds"]
         for seed in sizes["seeds"]

@@ -1,13 +1,16 @@
 """Trained 1-layer models on MQAR against the construction bounds (paper 003, Fig. 2, Figs. A.2–A.3).
 
-``python -m mamba_recall.experiments.ch3_mqar_train --preset ci|paper [--device cpu|cuda]``.
+``python -m mamba_recall.experiments.ch3_mqar_train --preset ci [--device cpu|cuda]``.
 Data: paper 003's MQAR of App. D.3 (:func:`~mamba_recall.theory.mqar_constructions.gen_mqar`: κ distinct
 keys, each queried once), on the fly. Models: ``s6`` = 1-layer Mamba without gate (size-4 conv, SiLU,
 S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = single-head Mamba-2 without gate
 (its own three convs, ``models.s6.Mamba2Mixer``, N = round(8 ln κ)). ``ci``: micro-MQAR (κ = 4,
-|V| = 16, T = 24, d = 32) with N below and above κ. ``paper``: the Fig. 2 grid (κ × d,
-N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2) and the Fig. A.3 N sweep, best of 7 seeds. Writes
-``results/ch3_mqar_train_<preset>.json`` with the table ``runs``.
+|V| = 16, T = 24, d = 32) with N below and above κ. Writes ``results/ch3_mqar_train_<preset>.json`` with the
+table ``runs``.
+
+``--preset paper --allow-long [--jobs N]``: the Fig. 2 grid (κ × d, N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2),
+best of 7 seeds, as run-store jobs (a GPU for each job where its process has one: ``train.selectivity.GPU_PRESETS``).
+Fig. A.3's N sweep is :mod:`mamba_recall.experiments.ch3_mqar_figa3`.
 
 ``--preset cpu-hours --allow-long [--jobs 1]``: the micro-MQAR N ∈ {1, 2, 3, 4, 8} sweep (κ = 4) and the smallest
 paper cell (T = 100, |V| = 128, κ = 4, N = 2κ, d ∈ {8, 16, 64} across Thm. 2’s d = κ + log₂|V|), 3 seeds, as run-store jobs
@@ -26,7 +29,7 @@ import torch
 from ..results import command_provenance
 from ..theory.mqar_constructions import gen_mqar
 from ..train import evaluate
-from ..train.selectivity import STORE_PRESETS, build_model, recipe_fields, train_recipe
+from ..train.selectivity import STORE_PRESETS, build_model, job_config, job_device, recipe_fields, train_recipe
 from .ch3_common import (
     curve_of,
     parse,
@@ -47,9 +50,6 @@ def configs(cfg):
                 )
                 for N in Ns:
                     yield kappa, d, mixer, N
-            for N in cfg.get("N_sweep", []):
-                if d in (64, 256):
-                    yield kappa, d, "s6", N
 
 
 def resolved_config(cfg: dict, kappa: int, d: int, mixer: str, N: int) -> dict:
@@ -112,16 +112,17 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     from ..runstore import make_job
 
     sizes = experiment(EXPERIMENT, preset, smoke=smoke)
+    grids = sizes["grids"] if "grids" in sizes else {preset: sizes}  # the paper preset is one grid
     return [
-        make_job(EXPERIMENT, dict(resolved_config(g, *cell), grid=name), s)
-        for name, g in sizes["grids"].items()
+        make_job(EXPERIMENT, job_config(dict(resolved_config(g, *cell), grid=name), preset), s)
+        for name, g in grids.items()
         for cell in dict.fromkeys(configs(g))
         for s in sizes["seeds"]
     ]
 
 
 def run_job(config: dict, seed: int) -> dict:
-    res, row = train_one(config, seed)
+    res, row = train_one(config, seed, device=job_device(config))
     return {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"])}
 
 

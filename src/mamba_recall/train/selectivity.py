@@ -19,8 +19,27 @@ from . import Recipe, Stopping, train
 CHECKPOINT_DIR = results.CHECKPOINT_DIR
 REGENERATE = "python -m mamba_recall.experiments.ch3_keep_nth --preset ci"
 REGENERATE_STORE = "python -m mamba_recall.experiments.ch3_keep_nth --preset cpu-hours --allow-long"
-#: the presets that run through the run store (one job per configuration and seed)
-STORE_PRESETS = ("cpu-hours",)
+#: the presets that run through the run store (one job per configuration and seed); ``ci`` runs its few models in
+#: one loop (its bundles are the book's quick evidence)
+STORE_PRESETS = ("cpu-hours", "paper")
+#: the store presets sized for a GPU: their jobs carry ``"device": "auto"`` in their config, resolved in the process
+#: that runs the job (a GPU when that process sees one, e.g. one Ray assigned it). ``cpu-hours`` jobs train on the
+#: CPU (their committed results are CPU runs, and a resumed grid must not mix devices).
+GPU_PRESETS = ("paper",)
+
+
+def job_config(config: dict, preset: str) -> dict:
+    """A run-store job's config at ``preset``: ``config``, plus ``"device": "auto"`` at a :data:`GPU_PRESETS` preset
+    (cpu-hours configs, hence their job keys, are unchanged)."""
+    return dict(config, device="auto") if preset in GPU_PRESETS else config
+
+
+def job_device(config: dict) -> str:
+    """The device a run-store job trains on: its config's ``device`` (``"auto"``: a GPU when this process sees one)
+    resolved here, in the process that runs it; ``"cpu"`` when the config names none."""
+    from ..devices import resolve_device
+
+    return resolve_device(config.get("device", "cpu")).type
 
 
 def build_model(

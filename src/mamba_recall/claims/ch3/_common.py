@@ -24,7 +24,7 @@ EXACT = 1.0  # a construction is exact: every test query right
 #: the run that makes the paper preset's KEEP n-TH bundles
 #: (Tabs. A.1–A.4, Fig. 1: :mod:`.keep_nth`, :mod:`.keep_nth_fig1`)
 RUN_KEEP = (
-    "`python -m mamba_recall.experiments.ch3_keep_nth --preset paper --device cuda` (Tabs. A.1–A.4 grid, "
+    "`python -m mamba_recall.experiments.ch3_keep_nth --preset paper --allow-long` (Tabs. A.1–A.4 grid, "
     "3 seeds; about 10 GPU-hours on one H100 with the reduced protocol)"
 )
 

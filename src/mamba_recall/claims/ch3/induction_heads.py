@@ -16,7 +16,7 @@ from ._common import EXACT, SECTION, SOLVED, _EXACT_WHY, _chance_null, _per_seed
 
 
 RUN_IH = (
-    "`python -m mamba_recall.experiments.ch3_induction --preset paper --device cuda` (Fig. 3 / A.4 grid, "
+    "`python -m mamba_recall.experiments.ch3_induction --preset paper --allow-long` (Fig. 3 / A.4 grid, "
     "5 seeds, N ∈ {|V|, 2|V|, 4|V|}; about 15 GPU-hours)"
 )
 

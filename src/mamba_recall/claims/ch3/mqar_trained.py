@@ -19,8 +19,8 @@ from ._common import SECTION, SOLVED, _chance_null, _per_seed, _summary, _vocab
 
 
 RUN_MQAR = (
-    "`python -m mamba_recall.experiments.ch3_mqar_train --preset paper --device cuda` (Fig. 2 grid and the "
-    "Fig. A.3 N sweep, 7 seeds; about 20 GPU-hours)"
+    "`python -m mamba_recall.experiments.ch3_mqar_train --preset paper --allow-long` (Fig. 2's κ × d grid of the "
+    "three mixers, 7 seeds, 672 run-store jobs, each on a GPU where its process has one; about 20 GPU-hours)"
 )
 
 
@@ -120,7 +120,7 @@ FIGA2 = Claim(
     None,
     SECTION["mqar"],
     not_run="add |V| ∈ {256, 512} to the paper preset of ch3.mqar_train and run `python -m "
-    "mamba_recall.experiments.ch3_mqar_train --preset paper --device cuda` (about 2× Fig. 2: "
+    "mamba_recall.experiments.ch3_mqar_train --preset paper --allow-long` (about 2× Fig. 2: "
     "40 GPU-hours)",
 )
 
