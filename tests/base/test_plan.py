@@ -27,8 +27,10 @@ def test_a_runner_without_a_grid_at_the_preset_says_why(capsys):
     ch3 = ci[ci.runner == "ch3_induction"].iloc[0]
     assert ch3.jobs == 0 and "runs the run store at cpu-hours, paper only" in ch3.note
     table = plan.plan("paper")
-    ch1 = table[table.runner == "ch1_cpu_hours"].iloc[0]
-    assert "this runner runs the cpu-hours preset" in ch1.note
+    fig8 = table[(table.runner == "ch2_figs_cpu") & (table.part == "fig8")].iloc[0]
+    assert fig8.jobs == 0 and "its paper sizes have no 'cells' entry" in fig8.note
+    ch1 = ci[ci.runner == "ch1_cpu_hours"].iloc[0]
+    assert "this runner runs the entries that declare seeds" in ch1.note
     assert plan.main(["--preset", "paper"]) == 0
     out = capsys.readouterr().out
     assert "no run-store grid at preset 'paper'" in out and "jobs at preset 'paper'" in out
@@ -37,7 +39,7 @@ def test_a_runner_without_a_grid_at_the_preset_says_why(capsys):
 
 def test_chapter_3_paper_grids_are_planned_and_their_jobs_use_a_gpu_where_there_is_one():
     """Chapter 3's paper grids (the largest: Tabs. A.1–A.4, Figs. 2, A.3, 3, A.4) are run-store grids too, so the plan
-    lists them; each paper job's config asks for ``device: auto``, resolved where the job runs, while the cpu-hours
+    lists them (Chapter 1's too); each paper job's config asks for ``device: auto``, resolved where the job runs, while the cpu-hours
     jobs (committed, CPU) keep their configs and keys."""
     from mamba_recall.experiments import ch3_induction, ch3_keep_nth, ch3_mqar_figa3, ch3_mqar_train
     from mamba_recall.train.selectivity import job_device
@@ -49,6 +51,9 @@ def test_chapter_3_paper_grids_are_planned_and_their_jobs_use_a_gpu_where_there_
         assert row.jobs == len(jobs) > 0 and row.note == "" and "--preset paper --allow-long" in row.command
         assert {j["config"]["device"] for j in jobs} == {"auto"}
         assert all("device" not in j["config"] for j in mod.jobs_for("cpu-hours"))
+    ch1 = table[table.runner == "ch1_cpu_hours"].set_index("part")
+    assert (ch1.loc[["table1", "table1_matched", "full_mamba", "full_onehot"]].jobs > 0).all()
+    assert ch1.loc["models"].jobs == 0 and "declare seeds" in ch1.loc["models"].note  # cpu-hours is the paper's
     assert job_device({"device": "auto"}) in ("cpu", "cuda") and job_device({}) == "cpu"
     fig_a3 = ch3_mqar_figa3.jobs_for("paper")
     assert {(j["config"]["mixer"], j["config"]["V"]) for j in fig_a3} == {("s6", 512), ("mamba2", 512), ("s4d", 256)}

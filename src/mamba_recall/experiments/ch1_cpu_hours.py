@@ -5,7 +5,11 @@ r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), throu
     python -m mamba_recall.experiments.ch1_cpu_hours --preset cpu-hours --parts full_mamba --allow-long
 
 ``--parts`` (default: all) picks the parts below: ``models``, ``table1``, ``full_mamba``, ``wo``,
-``table1_matched``, ``full_onehot``.
+``table1_matched``, ``full_onehot``. ``--preset paper --parts table1 table1_matched full_mamba full_onehot`` runs
+those parts at their ``paper`` entries (Table 1 at T ∈ {128, 256, 512} with d_model 64, every model trained to its
+full step budget or 100 % held-out accuracy; the full Mamba LM to 6,000 steps) as their own run-store grid
+(``python -m mamba_recall plan --preset paper`` lists it), on the CPU like ``cpu-hours``. The simplified models and
+W_o have no paper grid: their cpu-hours entries are the paper's settings.
 
 What it runs (sizes in ``presets/ch1.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
 same command resumes after an interruption:
@@ -175,7 +179,7 @@ def estimate(left: list[dict]) -> tuple[float, str]:
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours"])
+    ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours", "paper"])
     ap.add_argument("--device", default="cpu", choices=["cpu"])
     add_grid_args(
         ap,
@@ -192,7 +196,7 @@ def main(argv=None):
         help="which parts to run / aggregate (default all); e.g. --parts full_mamba runs the full Mamba LM alone",
     )
     args = ap.parse_args(argv)
-    what = f"ch1 cpu-hours ({' '.join(args.parts)}) at preset {args.preset}"
+    what = f"ch1 ({' '.join(args.parts)}) at preset {args.preset}"
 
     def write(preset, **kw):
         return write_bundles(preset, parts=args.parts, **kw)

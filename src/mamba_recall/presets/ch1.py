@@ -7,6 +7,10 @@ training set and a fresh held-out set; accuracy on query positions of the held-o
 """
 
 _TASK = {"vocab_size": 8, "max_noise": 3, "train_size": 1024, "test_size": 256, "batch_size": 64, "eval_every": 50}
+# The paper entries of Table 1 (and its size-matched row 3) and of the full Mamba LM list seeds (and models) as
+# cpu-hours does, so that experiments/ch1_cpu_hours.py runs them as a run-store grid too (`python -m mamba_recall plan
+# --preset paper`). The simplified models' and W_o's cpu-hours entries are the paper's settings already (seeds added),
+# so their paper entries declare no seeds and have no run-store grid.
 # cpu-hours (experiments/ch1_cpu_hours.py): the paper's settings (|V| = 8, n_ε = 3, T = 256, identity targets,
 # "until 100 % accuracy on the training set", §3) with 3 seeds; n_probe held-out sequences per seed for the
 # mechanism checks. Step times measured on this machine, 1 thread: 19-22 ms (|K| = 1), 58-65 ms (|K| = 2),
@@ -155,6 +159,7 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
         },
         "paper": {
             **_TASK,
+            "seeds": 3,
             "num_keys": 1,
             "seq_len": 256,
             "target": "identity",
@@ -242,6 +247,8 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
             "tf_d_model": 64,
             "tf_heads": 2,
             "conv_width": 4,
+            "models": ["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope", "tf1_pair"],
+            "seeds": 3,
         },
         # T = 128 with 3 seeds, early stopping on the training set as App. A ("until it reaches 100 % accuracy on
         # the training set", §3): stop at 100 % training-set query accuracy, or once it has not grown by more than
