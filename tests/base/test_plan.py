@@ -42,7 +42,7 @@ def test_chapter_3_paper_grids_are_planned_and_their_jobs_use_a_gpu_where_there_
     lists them (Chapter 1's too); each paper job's config asks for ``device: auto``, resolved where the job runs, while the cpu-hours
     jobs (committed, CPU) keep their configs and keys."""
     from mamba_recall.experiments import ch3_induction, ch3_keep_nth, ch3_mqar_figa3, ch3_mqar_train
-    from mamba_recall.train.selectivity import job_device
+    from mamba_recall.runstore import job_device
 
     table = plan.plan("paper")
     for mod in (ch3_keep_nth, ch3_mqar_train, ch3_mqar_figa3, ch3_induction):

@@ -23,8 +23,9 @@ import time
 import torch
 
 from ..results import command_provenance
+from ..runstore import job_device
 from ..tasks.induction_heads import induction_heads
-from ..train.selectivity import STORE_PRESETS, build_model, job_config, job_device, recipe_fields, train_recipe
+from ..train.selectivity import STORE_PRESETS, build_model, job_config, recipe_fields, train_recipe
 from .ch3_common import (
     curve_of,
     parse,

@@ -35,6 +35,7 @@ import time
 
 from ..analysis.keep_nth import decay_rows_of, initial_model, keep_test_set, resolved_config, untrained_decay_rows
 from ..results import command_provenance
+from ..runstore import job_device
 from ..tasks.keep_nth import copy_baseline, keep_nth
 from ..train import evaluate
 from ..train.selectivity import (
@@ -42,7 +43,6 @@ from ..train.selectivity import (
     STORE_PRESETS,
     checkpoint_name,
     job_config,
-    job_device,
     save_checkpoint,
     train_recipe,
 )

@@ -27,9 +27,10 @@ import time
 import torch
 
 from ..results import command_provenance
+from ..runstore import job_device
 from ..theory.mqar_constructions import gen_mqar
 from ..train import evaluate
-from ..train.selectivity import STORE_PRESETS, build_model, job_config, job_device, recipe_fields, train_recipe
+from ..train.selectivity import STORE_PRESETS, build_model, job_config, recipe_fields, train_recipe
 from .ch3_common import (
     curve_of,
     parse,

@@ -68,7 +68,7 @@ from ._records import (
     read_run,
     record_hash,
 )
-from ._store import UNSAVED_DIR, check_writable, claimed_by, process_provenance
+from ._store import UNSAVED_DIR, check_writable, claimed_by, job_device, process_provenance
 from ._engines import ENGINES, run_grid, this_command
 from ._aggregate import INTERVAL_METHOD, aggregate, mean_interval, t_quantile_975
 from ._bundles import (
@@ -107,6 +107,7 @@ __all__ = [
     "t_quantile_975",
     "INTERVAL_METHOD",
     "process_provenance",
+    "job_device",
     "runs_summary",
     "finished_status",
     "save_grid_bundle",

@@ -257,6 +257,15 @@ def _run_one(
         _release(fd, claim_path(job, store))
 
 
+def job_device(config: dict) -> str:
+    """The device a job trains on: its config's ``device`` (``"auto"``: a GPU when the process running the job sees
+    one, e.g. one Ray assigned it), resolved here, in that process; ``"cpu"`` when the config names none. A job
+    function passes it to its training, and the job's record names it (``provenance.device``)."""
+    from ..devices import resolve_device
+
+    return resolve_device(config.get("device", "cpu")).type
+
+
 def _compute(runner: str, job: dict, threads: int, git: dict | None = None) -> tuple[str, dict]:
     """Run one job's function in this process and build what the store keeps, writing nothing (a Ray worker need
     not share the driver's disk): ``("done", record)`` (the complete record with its ``sha256``, NaN listed in
@@ -281,7 +290,7 @@ def _compute(runner: str, job: dict, threads: int, git: dict | None = None) -> t
     except Exception as exc:  # noqa: BLE001 - recorded with its traceback, reported at the end of the grid
         return "failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
     prov.update(
-        device=_prov.device_description(),
+        device=_prov.device_description(job_device(job["config"])),
         wall_seconds=round(wall, 2),
         cpu_seconds=round(time.process_time() - cpu0, 2),
         created=_now(),

@@ -23,7 +23,8 @@ REGENERATE_STORE = "python -m mamba_recall.experiments.ch3_keep_nth --preset cpu
 #: one loop (its bundles are the book's quick evidence)
 STORE_PRESETS = ("cpu-hours", "paper")
 #: the store presets sized for a GPU: their jobs carry ``"device": "auto"`` in their config, resolved in the process
-#: that runs the job (a GPU when that process sees one, e.g. one Ray assigned it). ``cpu-hours`` jobs train on the
+#: that runs the job (:func:`mamba_recall.runstore.job_device`: a GPU when that process sees one, e.g. one Ray
+#: assigned it). ``cpu-hours`` jobs train on the
 #: CPU (their committed results are CPU runs, and a resumed grid must not mix devices).
 GPU_PRESETS = ("paper",)
 
@@ -32,14 +33,6 @@ def job_config(config: dict, preset: str) -> dict:
     """A run-store job's config at ``preset``: ``config``, plus ``"device": "auto"`` at a :data:`GPU_PRESETS` preset
     (cpu-hours configs, hence their job keys, are unchanged)."""
     return dict(config, device="auto") if preset in GPU_PRESETS else config
-
-
-def job_device(config: dict) -> str:
-    """The device a run-store job trains on: its config's ``device`` (``"auto"``: a GPU when this process sees one)
-    resolved here, in the process that runs it; ``"cpu"`` when the config names none."""
-    from ..devices import resolve_device
-
-    return resolve_device(config.get("device", "cpu")).type
 
 
 def build_model(
