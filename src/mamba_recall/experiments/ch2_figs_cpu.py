@@ -266,9 +266,14 @@ def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
 
 def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
     c, _ = part_sizes(part, preset, smoke)
-    return [
-        make_job(experiment_name(part), cfg, s) for cfg in cell_configs(part, preset, smoke) for s in range(c["seeds"])
-    ]
+    try:
+        configs = list(cell_configs(part, preset, smoke))
+    except KeyError as exc:  # a preset whose sizes for this figure are ch2_scaling's ensemble grid
+        raise ValueError(
+            f"{part} at preset {preset!r} has no {exc} entry: at that preset the figure trains as ensembles, "
+            f"`python -m mamba_recall.experiments.ch2_scaling --preset {preset} --device cuda`"
+        ) from exc
+    return [make_job(experiment_name(part), cfg, s) for cfg in configs for s in range(c["seeds"])]
 
 
 # ---------------------------------------------------------------------------------------------- one job
