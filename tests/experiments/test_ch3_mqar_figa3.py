@@ -57,3 +57,20 @@ def test_absent_bundle_is_not_run_with_its_command(tmp_path):
 
     v, bundle = check_figa3(directory=tmp_path, record=False)
     assert v.status == "not run" and "ch3_mqar_figa3 --preset cpu-hours" in v.reason and bundle is None
+
+
+def test_paper_preset_trains_the_three_mixers_on_the_device_its_config_names(tmp_path):
+    """The GPU size lists Mamba, Mamba-2 and S4D (|V| 512, 512, 256); one smoke job of each runs through the store
+    and its record names the device the job resolved (here the CPU, or a GPU where the test machine has one)."""
+    from mamba_recall.runstore import job_device
+
+    jobs = M.jobs_for("paper", smoke=True)
+    one_each = list({j["config"]["mixer"]: j for j in jobs}.values())
+    assert sorted(j["config"]["mixer"] for j in one_each) == ["mamba2", "s4d", "s6"]
+    run_grid(M.RUNNER, one_each, store=tmp_path, progress=False, log=lambda _: None)
+    runs = finished_runs(one_each, tmp_path)
+    assert len(runs) == 3
+    for r in runs:
+        assert r["config"]["device"] == "auto"
+        assert r["provenance"]["device"].startswith(job_device(r["config"]))
+        assert 0.0 <= r["result"]["row"]["accuracy"] <= 1.0
