@@ -18,7 +18,7 @@ import sys
 from ..results import command_provenance
 from .ch3_common import parse, run_store_main, store_bundle_writer
 from ..train.selectivity import job_config
-from .ch3_mqar_train import resolved_config, run_job, train_one  # noqa: F401 - run_job is this runner's job function
+from .ch3_mqar_train import CELL_KEYS, METRICS, resolved_config, run_job, train_one  # noqa: F401 - run_job is this runner's job function
 
 EXPERIMENT = "ch3.mqar_figa3"
 RUNNER = "mamba_recall.experiments.ch3_mqar_figa3:run_job"
@@ -45,13 +45,7 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     ]
 
 
-write_bundle = store_bundle_writer(
-    "ch3_mqar_figa3",
-    EXPERIMENT,
-    jobs_for,
-    by=["grid", "T", "V", "kappa", "d", "N", "mixer"],
-    metrics=["accuracy", "steps"],
-)
+write_bundle = store_bundle_writer("ch3_mqar_figa3", EXPERIMENT, jobs_for, by=CELL_KEYS, metrics=METRICS)
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
