@@ -27,9 +27,9 @@ def test_options_defaults_order_and_help():
         1, False, False, False, False, None,
     )  # fmt: skip
     flags = [a.option_strings[0] for a in ap._actions][2:]
-    engine = ["--engine", "--ray-address", "--gpus-per-job"]  # the engine options follow the ordered ones
+    engine = ["--engine", "--ray-address", "--gpus-per-job", "--members"]  # the engine options follow the ordered ones
     assert flags == ["--jobs", "--allow-long", "--aggregate-only", "--no-estimate", "--smoke", "--store", *engine]
-    assert (args.engine, args.ray_address, args.gpus_per_job) == ("local", None, 0.0)
+    assert (args.engine, args.ray_address, args.gpus_per_job, args.members) == ("local", None, 0.0, 1)
     helps = {a.dest: a.help for a in ap._actions}
     assert helps["jobs"] == "parallel processes, one torch thread each"
     assert helps["store"] == "folder" and helps["smoke"] is None

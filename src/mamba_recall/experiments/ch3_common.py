@@ -106,14 +106,27 @@ def curve_of(res, eval_every: int) -> list[list[float]]:
     return out
 
 
-def measured_estimate(left: list[dict], train_one, key=lambda c: c, probe: int = 20) -> tuple[float, str]:
+def measured_estimate(
+    left: list[dict], train_one, key=lambda c: c, probe: int = 20, *, members: int = 1, train_members=None
+) -> tuple[float, str]:
     """Upper bound (no early stop) for the jobs ``left``: for each distinct configuration (``key(config)``, seed
     ignored) ``train_one(config, 0, steps=…)`` on one thread, once untimed (warm-up), then with 2 and ``2 + probe``
     steps; seconds per step from the difference of the two. The rest of the short run (data, one held-out evaluation,
     the test) is paid once per job, and each further held-out evaluation (every ``eval_every`` steps) at its share of
-    that by sequence count. On a machine shared with other jobs the step times, hence the estimate, grow."""
+    that by sequence count. On a machine shared with other jobs the step times, hence the estimate, grow.
+
+    ``members > 1`` (``--members``): a configuration's seeds train ``members`` at a time as one ensemble, so what is
+    timed is ``train_members(config, [0, …, members − 1], steps=…)`` and it is paid once per unit of up to
+    ``members`` seeds (:func:`mamba_recall.runstore.units`)."""
     import json as _json
 
+    from ..runstore import units
+
+    if members > 1:
+        seeds = list(range(members))
+        timed = lambda c, steps: train_members(c, seeds, steps=steps)  # noqa: E731
+    else:
+        timed = lambda c, steps: train_one(c, 0, steps=steps)  # noqa: E731
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     per: dict[str, tuple[float, float]] = {}
@@ -122,33 +135,40 @@ def measured_estimate(left: list[dict], train_one, key=lambda c: c, probe: int =
             k = _json.dumps(key(job["config"]), sort_keys=True)
             if k in per:
                 continue
-            train_one(job["config"], 0, steps=1)  # warm-up
+            timed(job["config"], 1)  # warm-up
             t0 = time.perf_counter()
-            train_one(job["config"], 0, steps=2)
+            timed(job["config"], 2)
             t2 = time.perf_counter() - t0
             t0 = time.perf_counter()
-            train_one(job["config"], 0, steps=2 + probe)
+            timed(job["config"], 2 + probe)
             step = max((time.perf_counter() - t0 - t2) / probe, 1e-4)
             per[k] = (step, max(t2 - 2 * step, 0.0))
     finally:
         torch.set_num_threads(threads)
     total = 0.0
-    for job in left:
-        c = job["config"]
+    for unit in units(left, members):
+        c = unit[0]["config"]
         step, rest = per[_json.dumps(key(c), sort_keys=True)]
         share = c["eval_sequences"] / (c["eval_sequences"] + c["test_sequences"])
         total += c["steps"] * step + rest + (c["steps"] // c["eval_every"]) * rest * share
     steps = sorted(s for s, _ in per.values())
+    what = f"an ensemble of {members} per unit" if members > 1 else "one model per job"
     basis = (
-        f"measured here, 1 thread, {len(per)} configurations: {steps[0] * 1e3:.0f}-{steps[-1] * 1e3:.0f} ms/step; "
-        "every job at its full step budget: early stopping makes it shorter"
+        f"measured here, 1 thread, {len(per)} configurations, {what}: {steps[0] * 1e3:.0f}-{steps[-1] * 1e3:.0f} "
+        "ms/step; every job at its full step budget: early stopping makes it shorter"
     )
     print(f"step time: {basis}", flush=True)
     return total, basis
 
 
-def run_store_main(args, experiment_name: str, jobs: list[dict], runner: str, train_one, write_bundle, key=None):
-    """The ``cpu-hours`` path of a Chapter 3 runner: run the missing jobs (estimate printed first), then aggregate."""
+def run_store_main(
+    args, experiment_name: str, jobs: list[dict], runner: str, train_one, write_bundle, key=None, *, members=None
+):
+    """The ``cpu-hours`` path of a Chapter 3 runner: run the missing jobs (estimate printed first), then aggregate.
+    ``members``: ``(members_runner, train_members)`` of a runner that trains several seeds as one ensemble
+    (``--members``)."""
+    members_runner, train_members = members or (None, None)
+    k = getattr(args, "members", 1)
     default_store = None
     if args.smoke:  # smoke runs never write under results/ (bundle, checkpoints, run store): _build/smoke/results/
         from ..paths import BUILD_DIR
@@ -161,9 +181,12 @@ def run_store_main(args, experiment_name: str, jobs: list[dict], runner: str, tr
             runner,
             jobs,
             write_bundle,
-            estimate=lambda left: measured_estimate(left, train_one, key or (lambda c: c)),
+            estimate=lambda left: measured_estimate(
+                left, train_one, key or (lambda c: c), members=k, train_members=train_members
+            ),
             what=f"{experiment_name} at preset {args.preset}",
             default_store=default_store,
+            members_runner=members_runner,
         )
     finally:
         if args.smoke:  # the switch (and the environment its workers inherit) ends with the command

@@ -3,6 +3,7 @@ across κ, best of 7 seeds (preset ``ch3.mqar_figa3``, declared before any run).
 
     python -m mamba_recall.experiments.ch3_mqar_figa3 --preset cpu-hours --allow-long [--jobs 2]   # train, aggregate
     python -m mamba_recall.experiments.ch3_mqar_figa3 --preset cpu-hours --aggregate-only           # the bundle
+    python -m mamba_recall.experiments.ch3_mqar_figa3 --preset paper --allow-long --members 7       # 7 seeds a job
 
 Each (κ, N, d, seed) is one run-store job (``results/runs/ch3.mqar_figa3/``), trained and tested by the Fig. 2 runner's
 :func:`~mamba_recall.experiments.ch3_mqar_train.train_one` (the same model, data and recipe, so the two bundles are
@@ -18,10 +19,19 @@ import sys
 from ..results import command_provenance
 from .ch3_common import parse, run_store_main, store_bundle_writer
 from ..train.selectivity import job_config
-from .ch3_mqar_train import CELL_KEYS, METRICS, resolved_config, run_job, train_one  # noqa: F401 - run_job is this runner's job function
+from .ch3_mqar_train import (  # noqa: F401 - run_job and run_members are this runner's job functions
+    CELL_KEYS,
+    METRICS,
+    resolved_config,
+    run_job,
+    run_members,
+    train_members,
+    train_one,
+)
 
 EXPERIMENT = "ch3.mqar_figa3"
 RUNNER = "mamba_recall.experiments.ch3_mqar_figa3:run_job"
+MEMBERS_RUNNER = "mamba_recall.experiments.ch3_mqar_figa3:run_members"
 GRID = "figa3"
 
 
@@ -56,7 +66,15 @@ def main(argv=None):
             "ch3_mqar_figa3 trains nothing at --preset ci (the page reads the committed cpu-hours bundle); "
             "run --preset cpu-hours --allow-long, or --preset cpu-hours --smoke for a seconds-long check."
         )
-    return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
+    return run_store_main(
+        args,
+        EXPERIMENT,
+        jobs_for(args.preset, args.smoke),
+        RUNNER,
+        train_one,
+        write_bundle,
+        members=(MEMBERS_RUNNER, train_members),
+    )
 
 
 if __name__ == "__main__":

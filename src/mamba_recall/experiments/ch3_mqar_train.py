@@ -30,7 +30,14 @@ from ..results import command_provenance
 from ..runstore import job_device
 from ..theory.mqar_constructions import gen_mqar
 from ..train import evaluate
-from ..train.selectivity import STORE_PRESETS, build_model, job_config, recipe_fields, train_recipe
+from ..train.selectivity import (
+    STORE_PRESETS,
+    build_model,
+    job_config,
+    recipe_fields,
+    train_recipe,
+    train_recipe_members,
+)
 from .ch3_common import (
     curve_of,
     parse,
@@ -70,14 +77,11 @@ def resolved_config(cfg: dict, kappa: int, d: int, mixer: str, N: int) -> dict:
     }
 
 
-def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
-    """Train and test one MQAR model of resolved config ``c`` and init seed ``seed`` (``steps`` overrides the budget,
-    for timing). Returns (TrainResult, the ``runs`` row)."""
+def _model(c: dict, seed: int, backend: str):
+    """The MQAR model of resolved config ``c``, initialised after ``torch.manual_seed(seed)``."""
     T, V, kappa, mixer = c["T"], c["V"], c["kappa"], c["mixer"]
-    ev = gen_mqar(c["eval_sequences"], T, kappa, V, seed=c["eval_seed"])
-    test = gen_mqar(c["test_sequences"], T, kappa, V, seed=c["test_seed"])
     torch.manual_seed(seed)
-    model = build_model(
+    return build_model(
         mixer,
         V=kappa + V,
         d=c["d"],
@@ -90,20 +94,53 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
         activation="silu",
         use_gate=mixer == "s4d",
     )
-    res = train_recipe(
-        model, lambda n, data_seed: gen_mqar(n, T, kappa, V, seed=data_seed), c, seed, ev, steps=steps, device=device
-    )
+
+
+def _held_out(c: dict):
+    """(held-out batch, test batch) of resolved config ``c``, and the training sampler ``(n, data_seed) → batch``."""
+    T, V, kappa = c["T"], c["V"], c["kappa"]
+    ev = gen_mqar(c["eval_sequences"], T, kappa, V, seed=c["eval_seed"])
+    test = gen_mqar(c["test_sequences"], T, kappa, V, seed=c["test_seed"])
+    return ev, test, lambda n, data_seed: gen_mqar(n, T, kappa, V, seed=data_seed)
+
+
+def _row(c: dict, seed: int, model, test, res, device) -> dict:
     acc = evaluate(model, *test, device=device)
-    row = dict(
-        kappa=kappa, V=V, T=T, d=c["d"], N=c["N"], mixer=mixer, seed=seed, accuracy=acc, steps=res.steps_run,
-        seconds=res.seconds,
+    return dict(
+        kappa=c["kappa"], V=c["V"], T=c["T"], d=c["d"], N=c["N"], mixer=c["mixer"], seed=seed, accuracy=acc,
+        steps=res.steps_run, seconds=res.seconds,
     )  # fmt: skip
-    return res, row
+
+
+def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+    """Train and test one MQAR model of resolved config ``c`` and init seed ``seed`` (``steps`` overrides the budget,
+    for timing). Returns (TrainResult, the ``runs`` row)."""
+    ev, test, sample = _held_out(c)
+    model = _model(c, seed, backend)
+    res = train_recipe(model, sample, c, seed, ev, steps=steps, device=device)
+    return res, _row(c, seed, model, test, res, device)
+
+
+def train_members(c: dict, seeds: list[int], *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+    """:func:`train_one` for every seed of ``seeds`` at once, as one ensemble (``train_recipe_members``: each member
+    draws its own seed's batches and stops alone; its ``seconds`` are the ensemble's). Mixers s6 and s4d
+    (:data:`~mamba_recall.models.mixer_ensemble.ENSEMBLE_MIXERS`). Returns a list of (TrainResult, ``runs`` row),
+    one per seed, as :func:`train_one` returns for that seed."""
+    ev, test, sample = _held_out(c)
+    models = [_model(c, s, backend) for s in seeds]
+    res, members = train_recipe_members(models, sample, c, list(seeds), ev, steps=steps, device=device)
+    out = []
+    for e, (seed, model) in enumerate(zip(seeds, members)):
+        mine = res.member(e)
+        out.append((mine, _row(c, seed, model, test, mine, device)))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ run store (cpu-hours)
 EXPERIMENT = "ch3.mqar_train"
 RUNNER = "mamba_recall.experiments.ch3_mqar_train:run_job"
+#: ``--members K``: K seeds of one config trained as one ensemble (:func:`run_members`), for the store's units
+MEMBERS_RUNNER = "mamba_recall.experiments.ch3_mqar_train:run_members"
 
 
 def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
@@ -127,6 +164,14 @@ def run_job(config: dict, seed: int) -> dict:
     return {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"])}
 
 
+def run_members(config: dict, seeds: list[int]) -> list[dict]:
+    """The results of :func:`run_job` for each of ``seeds``, trained as one ensemble (``--members``)."""
+    return [
+        {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"])}
+        for res, row in train_members(config, seeds, device=job_device(config))
+    ]
+
+
 #: an MQAR bundle's cells (mean over seeds) and their metrics, shared by the Fig. A.3 runner
 CELL_KEYS = ["grid", "T", "V", "kappa", "d", "N", "mixer"]
 METRICS = ["accuracy", "steps"]
@@ -138,7 +183,15 @@ write_bundle = store_bundle_writer("ch3_mqar_train", EXPERIMENT, jobs_for, by=CE
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.mqar_train", "ch3_mqar_train", argv)
     if args.preset in STORE_PRESETS:
-        return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
+        return run_store_main(
+            args,
+            EXPERIMENT,
+            jobs_for(args.preset, args.smoke),
+            RUNNER,
+            train_one,
+            write_bundle,
+            members=(MEMBERS_RUNNER, train_members),
+        )
     cfg = args.sizes
     rows, start = [], time.time()
     for kappa, d, mixer, N in dict.fromkeys(configs(cfg)):

@@ -69,7 +69,7 @@ from ._records import (
     record_hash,
 )
 from ._store import UNSAVED_DIR, check_writable, claimed_by, job_device, process_provenance
-from ._engines import ENGINES, run_grid, this_command
+from ._engines import ENGINES, run_grid, this_command, units
 from ._aggregate import INTERVAL_METHOD, aggregate, mean_interval, t_quantile_975
 from ._bundles import (
     GridStatus,
@@ -103,6 +103,7 @@ __all__ = [
     "load_runs",
     "pending",
     "run_grid",
+    "units",
     "aggregate",
     "t_quantile_975",
     "INTERVAL_METHOD",

@@ -75,6 +75,13 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         help="with --engine ray: GPUs per job, fractional where small models share a card (e.g. 0.25)",
     )
+    parser.add_argument(
+        "--members",
+        type=int,
+        default=1,
+        help="train up to this many seeds of one config together as one ensemble (one job's process, Ray task and "
+        "GPU share); runners that can: ch3_mqar_train, ch3_mqar_figa3 (mixers s6, s4d)",
+    )
 
 
 def log_stderr(message: str) -> None:
@@ -94,7 +101,9 @@ def grid_store(args, default: Path | None = None) -> Path | None:
     return Path(args.store) if args.store else default
 
 
-def run_missing(runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str) -> list[dict]:
+def run_missing(
+    runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str, members_runner: str | None = None
+) -> list[dict]:
     """:func:`run_grid` of ``jobs`` with ``--jobs`` processes, the ``estimate`` unless ``--no-estimate``, and the
     long-run guard naming ``what`` (e.g. ``"ch2.trained_dn at preset cpu-hours"``); the log on stdout."""
     return run_grid(
@@ -105,6 +114,7 @@ def run_missing(runner: str, jobs: list[dict], args, *, store: Path | None, esti
         estimate=None if args.no_estimate else estimate,
         check_long=lambda s: check_estimate(s, what, "cpu"),
         log=_log_stdout,
+        members_runner=members_runner,
         **engine_options(args),
     )
 
@@ -115,16 +125,19 @@ def engine_options(args) -> dict:
         "engine": getattr(args, "engine", "local"),
         "address": getattr(args, "ray_address", None),
         "gpus_per_job": getattr(args, "gpus_per_job", 0.0),
+        "members": getattr(args, "members", 1),
     }
 
 
-def run_or_count(runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str) -> None:
+def run_or_count(
+    runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str, members_runner: str | None = None
+) -> None:
     """``--aggregate-only``: print how many of ``jobs`` are finished and left; else :func:`run_missing`."""
     if args.aggregate_only:
         done, left = pending(jobs, store)
         print(f"{len(jobs)} jobs: {len(done)} finished, {len(left)} left", flush=True)
     else:
-        run_missing(runner, jobs, args, store=store, estimate=estimate, what=what)
+        run_missing(runner, jobs, args, store=store, estimate=estimate, what=what, members_runner=members_runner)
 
 
 @dataclass(frozen=True)
@@ -139,6 +152,7 @@ class GridStage:
     write: Callable
     estimate: Callable[[list[dict]], tuple[float, str]] | None = None
     what: str = ""
+    members_runner: str | None = None
 
 
 def grid_main(
@@ -151,6 +165,7 @@ def grid_main(
     what: str,
     default_store: Path | None = None,
     then: Sequence[GridStage] = (),
+    members_runner: str | None = None,
 ):
     """The whole flow of a runner's parsed ``args`` (:func:`add_grid_args`): :func:`grid_store`,
     :func:`run_or_count`, then ``write(args.preset, store=…, smoke=args.smoke, log=log_stderr)`` (the bundle
@@ -167,13 +182,21 @@ def grid_main(
     from ..results import command_provenance
 
     store = grid_store(args, default_store)
-    stages = [GridStage(runner, jobs, write, estimate, what), *then]
+    stages = [GridStage(runner, jobs, write, estimate, what, members_runner), *then]
     out, problems = [], []
     with command_provenance():
         for stage in stages:
             todo = stage.jobs(store) if callable(stage.jobs) else stage.jobs
             try:
-                run_or_count(stage.runner, todo, args, store=store, estimate=stage.estimate, what=stage.what)
+                run_or_count(
+                    stage.runner,
+                    todo,
+                    args,
+                    store=store,
+                    estimate=stage.estimate,
+                    what=stage.what,
+                    members_runner=stage.members_runner,
+                )
             except JobsFailed as exc:  # the finished jobs are still aggregated; the failures end the command
                 problems.append(exc.message)
             try:

@@ -19,7 +19,7 @@ from ._records import RUNS_DIR, _scan, claim_path, job_path
 from ._store import (
     _claim,
     _command_git,
-    _compute,
+    _compute_unit,
     _failure,
     _release,
     _run_one,
@@ -72,6 +72,8 @@ def run_grid(
     engine: str = "local",
     address: str | None = None,
     gpus_per_job: float = 0.0,
+    members: int = 1,
+    members_runner: str | None = None,
 ) -> list[dict]:
     """Run every job of ``jobs`` whose result file is missing; return the records written now.
 
@@ -84,6 +86,11 @@ def run_grid(
     job a Ray task with one CPU and ``gpus_per_job`` GPUs, fractional where small models share a card; on a local
     Ray instance of ``n_jobs`` CPUs, or on the cluster at ``address``). The store's semantics are the same with
     both: the driver claims each job, the worker computes its record and sends it back, the driver writes it.
+
+    ``members > 1``: the jobs left that share a config (seeds of one recipe) run ``members`` at a time as one unit,
+    ``members_runner(config, [seeds]) -> [result per seed]`` (e.g. one ensemble of small models: one process, one
+    Ray task, one share of a GPU), each result still written under its own job's key; a unit counts as one job
+    for ``n_jobs`` and ``gpus_per_job``. Each record's ``provenance.members`` names the seeds trained with it.
 
     Faults (nothing lost, nothing silently wrong):
 
@@ -106,9 +113,15 @@ def run_grid(
         raise ValueError(
             f"gpus_per_job={gpus_per_job!r}: a number >= 0, and only with engine='ray' (Ray assigns the devices)."
         )
+    if not (isinstance(members, int) and members >= 1) or (members > 1 and not members_runner):
+        raise ValueError(
+            f"members={members!r}: an integer >= 1; above 1 the runner must train several seeds at once "
+            f"(members_runner), and {runner} has none: run it with members=1."
+        )
     ray_opts = {"address": address, "gpus_per_job": float(gpus_per_job)} if engine == "ray" else None
+    work = (members_runner, members) if members > 1 else (runner, 1)
     try:
-        return _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, ray_opts)
+        return _run_grid(work, jobs, n_jobs, store, estimate, log, progress, check_long, ray_opts)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not interrupt the count
         try:
@@ -123,7 +136,19 @@ def run_grid(
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, ray_opts=None) -> list[dict]:
+def units(jobs: list[dict], members: int) -> list[list[dict]]:
+    """The units of work of ``jobs``: each job alone (``members`` 1), or the jobs of one experiment and config
+    (its seeds) in groups of up to ``members``, in the order of their first job."""
+    if members == 1:
+        return [[j] for j in jobs]
+    groups: dict[str, list[dict]] = {}
+    for j in jobs:
+        groups.setdefault(json.dumps([j["experiment"], j["config"]], sort_keys=True), []).append(j)
+    return [g[i : i + members] for g in groups.values() for i in range(0, len(g), members)]
+
+
+def _run_grid(work, jobs, n_jobs, store, estimate, log, progress, check_long, ray_opts=None) -> list[dict]:
+    runner, members = work
     done, left, damaged = _scan(jobs, store)
     busy = {j["key"]: h for j in left if (h := claimed_by(j, store)) is not None}
     log(
@@ -139,10 +164,12 @@ def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, 
     if left:
         for folder in sorted({job_path(j, store).parent for j in left}):
             check_writable(folder)
+        todo = units(left, members)
         if estimate is not None:
             seconds, basis = estimate(left)
-            per = seconds / max(1, min(n_jobs, len(left)))
-            log(f"estimated {_fmt(per)} for {len(left)} jobs with --jobs {n_jobs} ({basis})")
+            per = seconds / max(1, min(n_jobs, len(todo)))
+            grouped = f" in {len(todo)} units of up to {members} members" if members > 1 else ""
+            log(f"estimated {_fmt(per)} for {len(left)} jobs{grouped} with --jobs {n_jobs} ({basis})")
             if check_long is not None:
                 check_long(per)
         from tqdm.auto import tqdm
@@ -162,9 +189,9 @@ def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, 
 
         try:
             if ray_opts is not None:
-                _run_on_ray(runner, left, store, take, n_jobs, log=log, **ray_opts)
+                _run_on_ray(runner, todo, store, take, n_jobs, log=log, members=members > 1, **ray_opts)
             else:
-                _run_locally(runner, left, store, take, n_jobs)
+                _run_locally(runner, todo, store, take, n_jobs, members=members > 1)
         finally:
             bar.close()
     for job, holder in skipped:
@@ -177,28 +204,28 @@ def _run_grid(runner, jobs, n_jobs, store, estimate, log, progress, check_long, 
     return records
 
 
-def _run_locally(runner, left, store: Path, take, n_jobs: int) -> None:
-    """Run the jobs ``left`` in this process (``n_jobs`` 1) or in ``n_jobs`` joblib processes (the loky backend, one
-    torch thread each; the parent's long-run permission, pid and git state handed to :func:`_run_one`) and hand each
-    outcome to ``take`` as it arrives."""
+def _run_locally(runner, todo: list[list[dict]], store: Path, take, n_jobs: int, members: bool = False) -> None:
+    """Run the units ``todo`` (:func:`units`) in this process (``n_jobs`` 1) or in ``n_jobs`` joblib processes (the
+    loky backend, one torch thread each; the parent's long-run permission, pid and git state handed to
+    :func:`_run_one`) and hand each job's outcome to ``take`` as it arrives."""
     if n_jobs == 1:
-        for job in left:
-            take(job, *_run_one(runner, job, str(store)))
+        for unit in todo:
+            for job, status, detail in _run_one(runner, unit, str(store), members=members):
+                take(job, status, detail)
         return
     from joblib import Parallel, delayed
 
-    by_key = {j["key"]: j for j in left}
     par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", inner_max_num_threads=1)
     allowed, me, git = long_runs_allowed(), os.getpid(), _command_git()
 
-    def one(job):
-        return job["key"], _run_one(runner, job, str(store), 1, allowed, me, git)
+    def one(unit):
+        return _run_one(runner, unit, str(store), 1, allowed, me, git, members)
 
-    for key, (status, detail) in par(delayed(one)(job) for job in left):
-        take(by_key[key], status, detail)
+    for outcomes in par(delayed(one)(unit) for unit in todo):
+        for job, status, detail in outcomes:
+            take(job, status, detail)
 
 
-# ---------------------------------------------------------------------------------------------- Ray engine
 #: the grid engines: local processes (joblib, nothing to install) or Ray tasks (``pip install -e '.[cluster]'``)
 ENGINES = ("local", "ray")
 
@@ -214,19 +241,23 @@ def _import_ray():
     return ray
 
 
-def _ray_task(runner: str, job: dict, allowed: bool, git: dict | None = None) -> tuple[str, dict]:
-    """A Ray task: one job computed in a worker (one torch thread, the driver's long-run permission), its record
-    or failure sent back to the driver, which writes it (:func:`_store_outcome`)."""
+def _ray_task(runner: str, jobs: list[dict], allowed: bool, git: dict | None = None, members: bool = False) -> list:
+    """A Ray task: one unit of work (a job, or an ensemble of one config's seeds) computed in a worker (one torch
+    thread, the driver's long-run permission), each job's record or failure sent back to the driver, which writes
+    it (:func:`_store_outcome`)."""
     allow_long_runs(allowed)
-    return _compute(runner, job, 1, git)
+    return _compute_unit(runner, jobs, 1, git, members=members)
 
 
-def _run_on_ray(runner, left, store: Path, take, n_jobs: int, *, log, address=None, gpus_per_job=0.0) -> None:
-    """Run the jobs ``left`` as Ray tasks and hand each outcome to ``take`` as it arrives.
+def _run_on_ray(
+    runner, todo: list[list[dict]], store: Path, take, n_jobs: int, *, log, address=None, gpus_per_job=0.0,
+    members: bool = False,
+) -> None:  # fmt: skip
+    """Run the units ``todo`` (:func:`units`) as Ray tasks and hand each job's outcome to ``take`` as it arrives.
 
     The driver claims every job first (:func:`_claim`: a second grid on the store skips them, a job claimed
-    elsewhere is skipped here), submits one task per job (``num_cpus=1``, ``num_gpus=gpus_per_job``: Ray places
-    them and sets ``CUDA_VISIBLE_DEVICES``; ``max_retries=3``: a job whose worker dies, e.g. a preempted node, is
+    elsewhere is skipped here), submits one task per unit (``num_cpus=1``, ``num_gpus=gpus_per_job``: Ray places
+    them and sets ``CUDA_VISIBLE_DEVICES``; ``max_retries=3``: a unit whose worker dies, e.g. a preempted node, is
     run again), and writes each record itself, so the workers need not share its disk. A job that raises comes
     back as its failure (recorded, the grid goes on); one whose task is lost beyond its retries is recorded the
     same way. Ctrl-C cancels the tasks still running and releases the claims; the same command resumes. Ray is
@@ -243,31 +274,36 @@ def _run_on_ray(runner, left, store: Path, take, n_jobs: int, *, log, address=No
     allowed = long_runs_allowed()
     git = _command_git()
     try:
-        for job in left:
-            fd, holder = _claim(claim_path(job, store))
-            if fd is None:
-                take(job, "claimed", holder)
-                continue
-            if job_path(job, store).is_file():  # finished by another grid since the scan
-                _release(fd, claim_path(job, store))
-                take(job, "finished", None)
-                continue
-            claims[job["key"]] = (fd, job)
-            refs[task.remote(runner, job, allowed, git)] = job
+        for unit in todo:
+            mine = []
+            for job in unit:
+                fd, holder = _claim(claim_path(job, store))
+                if fd is None:
+                    take(job, "claimed", holder)
+                    continue
+                if job_path(job, store).is_file():  # finished by another grid since the scan
+                    _release(fd, claim_path(job, store))
+                    take(job, "finished", None)
+                    continue
+                claims[job["key"]] = (fd, job)
+                mine.append(job)
+            if mine:
+                refs[task.remote(runner, mine, allowed, git, members)] = mine
         waiting = list(refs)
         while waiting:
             ready, waiting = ray.wait(waiting, num_returns=1)
-            job = refs[ready[0]]
+            mine = refs[ready[0]]
             try:
-                status, detail = ray.get(ready[0])
+                outcomes = ray.get(ready[0])
             except ray.exceptions.RayError as exc:  # the task was lost beyond its retries (not a raise: see _compute)
-                status, detail = "failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", str(exc))
-            outcome = _store_outcome(status, detail, job, store)
-            fd, _ = claims.pop(job["key"])
-            _release(fd, claim_path(job, store))
-            take(job, *outcome)
+                outcomes = [("failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", str(exc))) for job in mine]
+            for job, (status, detail) in zip(mine, outcomes):
+                outcome = _store_outcome(status, detail, job, store)
+                fd, _ = claims.pop(job["key"])
+                _release(fd, claim_path(job, store))
+                take(job, *outcome)
     except KeyboardInterrupt:
-        cancelled = [ref for ref, job in refs.items() if job["key"] in claims]
+        cancelled = [ref for ref, mine in refs.items() if any(job["key"] in claims for job in mine)]
         for ref in cancelled:
             ray.cancel(ref, force=True)
         if (

@@ -212,14 +212,17 @@ def _save_unsaved(path: Path, text: str, exc: OSError) -> dict:
 
 def _run_one(
     runner: str,
-    job: dict,
+    jobs: list[dict],
     store: str,
     threads: int = 1,
     allow_long: bool | None = None,
     parent: int | None = None,
     git: dict | None = None,
-) -> tuple[str, dict | None]:
-    """Run one job (in this process or a worker) and write its file. Returns ``(status, detail)``:
+    members: bool = False,
+) -> list[tuple[dict, str, dict | None]]:
+    """Run one unit of work (in this process or a worker): one job, or with ``members`` the jobs of one config
+    trained as one ensemble (:func:`_compute_unit`), and write their files. Returns ``(job, status, detail)`` for
+    each job:
 
     * ``("done", record)``: ran, and its run file is written;
     * ``("failed", failure)``: the runner raised; the failure (key, config, seed, error, traceback) is written to
@@ -236,25 +239,35 @@ def _run_one(
     if parent is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if not _pid_alive(parent):
-            return "orphaned", None
+            return [(job, "orphaned", None) for job in jobs]
     if allow_long is not None:
         allow_long_runs(allow_long)
     store = Path(store)
-    path = job_path(job, store)
-    fd, holder = _claim(claim_path(job, store))
-    if fd is None:
-        return "claimed", holder
+    out, claims = [], []
     try:
-        if path.is_file():
-            try:
-                read_run(path, job["key"])
-                return "finished", None
-            except RunFileError as exc:
-                if "newer mamba_recall" in str(exc):
-                    raise
-        return _run_claimed(runner, job, store, threads, git)
+        for job in jobs:
+            fd, holder = _claim(claim_path(job, store))
+            if fd is None:
+                out.append((job, "claimed", holder))
+                continue
+            claims.append((fd, job))
+            path = job_path(job, store)
+            if path.is_file():
+                try:
+                    read_run(path, job["key"])
+                    out.append((job, "finished", None))
+                    continue
+                except RunFileError as exc:
+                    if "newer mamba_recall" in str(exc):
+                        raise
+        todo = [job for _, job in claims if not any(o[0] is job for o in out)]
+        if todo:
+            for job, outcome in zip(todo, _compute_unit(runner, todo, threads, git, members=members)):
+                out.append((job, *_store_outcome(*outcome, job, store)))
+        return out
     finally:
-        _release(fd, claim_path(job, store))
+        for fd, job in claims:
+            _release(fd, claim_path(job, store))
 
 
 def job_device(config: dict) -> str:
@@ -272,6 +285,14 @@ def _compute(runner: str, job: dict, threads: int, git: dict | None = None) -> t
     ``nonfinite``) or ``("failed", failure)`` (key, config, seed, error, traceback, pid, host). ``git``: the grid
     command's git state (:func:`mamba_recall.results.command_git_state`), which the checkpoints the job writes
     record (taken here, in a worker, it would read the files earlier jobs of the grid have just written)."""
+    return _compute_unit(runner, [job], threads, git, members=False)[0]
+
+
+def _compute_unit(runner: str, jobs: list[dict], threads: int, git: dict | None, *, members: bool) -> list[tuple]:
+    """:func:`_compute` of a unit of work: one job (``members`` False: ``runner(config, seed) -> dict``) or the jobs
+    of one config trained together as one ensemble (``members`` True: ``runner(config, [seeds]) -> [dict per
+    seed]``; each record's provenance adds ``members``, the seeds trained together, and its wall and CPU seconds are
+    the ensemble's). Returns one ``(status, detail)`` per job; a raise fails every job of the unit."""
     from ..results import command_provenance
 
     try:
@@ -283,18 +304,31 @@ def _compute(runner: str, job: dict, threads: int, git: dict | None = None) -> t
         start = time.perf_counter()
         cpu0 = time.process_time()
         with command_provenance(git):
-            result = fn(job["config"], job["seed"])
+            if members:
+                results = fn(jobs[0]["config"], [j["seed"] for j in jobs])
+            else:
+                results = [fn(jobs[0]["config"], jobs[0]["seed"])]
         wall = time.perf_counter() - start
-        if not isinstance(result, dict):
-            raise TypeError(f"runner {runner} returned a {type(result).__name__}, not a dict of results.")
+        if not (isinstance(results, list) and len(results) == len(jobs)):
+            raise TypeError(f"runner {runner} returned {type(results).__name__}, not a list of {len(jobs)} results.")
+        for result in results:
+            if not isinstance(result, dict):
+                raise TypeError(f"runner {runner} returned a {type(result).__name__}, not a dict of results.")
     except Exception as exc:  # noqa: BLE001 - recorded with its traceback, reported at the end of the grid
-        return "failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        trace = traceback.format_exc()
+        return [("failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", trace)) for job in jobs]
     prov.update(
-        device=_prov.device_description(job_device(job["config"])),
+        device=_prov.device_description(job_device(jobs[0]["config"])),
         wall_seconds=round(wall, 2),
         cpu_seconds=round(time.process_time() - cpu0, 2),
         created=_now(),
     )
+    if members:
+        prov["members"] = [j["seed"] for j in jobs]
+    return [("done", _record(runner, job, result, prov)) for job, result in zip(jobs, results)]
+
+
+def _record(runner: str, job: dict, result: dict, prov: dict) -> dict:
     clean, nonfinite = _encode_result(_plain(result))
     record = {
         "schema": SCHEMA,
@@ -309,7 +343,7 @@ def _compute(runner: str, job: dict, threads: int, git: dict | None = None) -> t
         "provenance": _plain(prov),
     }
     record["sha256"] = record_hash(record)
-    return "done", record
+    return record
 
 
 def _failure(runner: str, job: dict, error: str, trace: str) -> dict:
@@ -360,7 +394,3 @@ def _command_git() -> dict | None:
     from ..results import command_git_state
 
     return command_git_state()
-
-
-def _run_claimed(runner: str, job: dict, store: Path, threads: int, git: dict | None = None) -> tuple[str, dict | None]:
-    return _store_outcome(*_compute(runner, job, threads, git), job, store)

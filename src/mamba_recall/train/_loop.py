@@ -117,6 +117,8 @@ def _check_run(model, steps, recipe, stop, eval_batch, per_member, loss_fn, num_
         raise ValueError(f"num_threads must be None or an integer >= 1, got {num_threads!r}.")
     if stop.steps_past_target and (per_member or recipe.schedule != "constant"):
         raise _past_target_error(stop, recipe.schedule)
+    if stop.freeze_reached and not per_member:
+        raise ValueError("Stopping(freeze_reached=True) is for an ensemble (per_member=True); one model just stops.")
     if stop.patience is not None and (eval_batch is None or per_member):
         raise ValueError(
             f"patience needs eval_batch=(inputs, labels) and one model (per_member=False), got "
@@ -200,6 +202,7 @@ def _train_loop(
         opt = torch.optim.AdamW(param_groups(model, recipe.weight_decay), lr=recipe.lr, betas=recipe.betas)
         best = None
     result = TrainResult()
+    freeze = _MemberFreeze(params, model.n_members, stop.target_accuracy) if stop.freeze_reached else None
     stale = 0  # evaluations since the best accuracy last grew by more than min_delta (patience)
     start = time.perf_counter()
     bar = tqdm(total=steps, desc=desc, disable=not progress)
@@ -209,6 +212,8 @@ def _train_loop(
             if s >= limit:
                 break
             entry = _step(model, opt, params, make_batch, s, steps, recipe, per_member, loss_fn, device, desc)
+            if freeze is not None:
+                freeze.restore()
             result.steps_run = s + 1
             if s + 1 == PROBE_STEPS:  # the long-run guard: stop now if the whole budget is over an hour
                 check_steps(time.perf_counter() - start, s + 1, steps, desc, device)
@@ -217,6 +222,8 @@ def _train_loop(
                 reached, best, stale = _evaluate_step(
                     model, eval_batch, entry, result, best, stale, stop, per_member, device
                 )
+                if freeze is not None:
+                    reached = freeze.update(entry["accuracy"], s + 1)
             result.history.append(entry)
             bar.update(1)
             if progress:
@@ -233,9 +240,42 @@ def _train_loop(
         result.seconds = time.perf_counter() - start
     if per_member:
         result.best_accuracy = best.tolist()
+        if freeze is not None:
+            result.member_target_steps = list(freeze.steps)
     elif best is not None:
         result.best_accuracy = [best]
     return result
+
+
+class _MemberFreeze:
+    """``Stopping.freeze_reached``: each member stops at the first evaluation at which its accuracy reaches
+    ``target`` (as it would alone); its parameters are kept as they were then (copied, and put back after every
+    later step: the optimiser's update of a stopped member is undone, whatever its state)."""
+
+    def __init__(self, params, n_members: int, target: float):
+        self.params, self.target = params, target
+        self.frozen = torch.zeros(n_members, dtype=torch.bool)
+        self.steps: list[int | None] = [None] * n_members
+        self.kept = [p.detach().clone() for p in params]
+
+    @torch.no_grad()
+    def update(self, accuracy: list[float], step: int) -> bool:
+        """Freeze the members that reach the target at this evaluation (after ``step`` steps); True once all have."""
+        new = (torch.tensor(accuracy) >= self.target) & ~self.frozen
+        if new.any():
+            for p, kept in zip(self.params, self.kept):
+                kept[new.to(p.device)] = p[new.to(p.device)]
+            for e in new.nonzero().flatten().tolist():
+                self.steps[e] = step
+            self.frozen |= new
+        return bool(self.frozen.all())
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        if self.frozen.any():
+            for p, kept in zip(self.params, self.kept):
+                mask = self.frozen.to(p.device)
+                p[mask] = kept[mask]
 
 
 def _step(model, opt, params, make_batch, s, steps, recipe: Recipe, per_member, loss_fn, device, desc) -> dict:

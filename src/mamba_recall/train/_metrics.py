@@ -24,6 +24,8 @@ class TrainResult:
     steps_run: optimiser steps taken.  stopped_early: True if the target was reached before ``steps``.
     target_step: the step at which the held-out accuracy first reached ``target_accuracy`` (None if it did not).
     seconds: wall time of the loop.
+    member_target_steps: an ensemble with ``Stopping.freeze_reached``: per member, the step at which it reached the
+        target and stopped (None where it did not: it trained ``steps_run`` steps); [] otherwise.
     """
 
     history: list[dict] = field(default_factory=list)
@@ -34,6 +36,29 @@ class TrainResult:
     stopped_early: bool = False
     target_step: int | None = None
     seconds: float = 0.0
+    member_target_steps: list = field(default_factory=list)
+
+    def member(self, e: int) -> TrainResult:
+        """Member ``e`` of an ensemble trained with ``Stopping.freeze_reached`` as the result of one model: its
+        history up to the step it stopped, with its own loss, accuracy and gradient norm; ``seconds`` is the
+        ensemble's (the members trained together)."""
+        if not self.member_target_steps:
+            raise ValueError("TrainResult.member needs an ensemble trained with Stopping(freeze_reached=True).")
+        target = self.member_target_steps[e]
+        stop = self.steps_run if target is None else target
+        pick = ("loss", "accuracy", "grad_norm")
+        history = [{k: (v[e] if k in pick else v) for k, v in h.items()} for h in self.history if h["step"] <= stop]
+        accs = [h["accuracy"] for h in history if "accuracy" in h]
+        return TrainResult(
+            history=history,
+            final_accuracy=accs[-1] if accs else None,
+            accuracy=[accs[-1]] if accs else [],
+            best_accuracy=[max(accs)] if accs else [],
+            steps_run=stop,
+            stopped_early=target is not None and (target < self.steps_run or self.stopped_early),
+            target_step=target,
+            seconds=self.seconds,
+        )
 
     @property
     def final_loss(self):

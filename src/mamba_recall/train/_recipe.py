@@ -122,6 +122,9 @@ class Stopping:
     model) once the best accuracy has not grown by more than ``min_delta`` over ``patience`` consecutive
     evaluations (a plateau). ``steps_past_target = n`` (one model, a constant schedule): once the target is reached,
     train exactly ``n`` more steps instead of stopping ("trained past 100 %"; the step cap then no longer applies).
+    ``freeze_reached`` (an ensemble, with ``target_accuracy``): a member stops where it would have stopped alone, at
+    the first evaluation at which it reaches the target; its parameters are frozen from then on (restored after
+    every later step) while the others train, and the loop ends when every member has stopped.
     A frozen dataclass like :class:`Recipe`; what also depends on the run (an ``eval_batch``, one model, the
     schedule) is checked by :func:`train`."""
 
@@ -130,6 +133,7 @@ class Stopping:
     patience: int | None = None
     min_delta: float = 0.0
     steps_past_target: int = 0
+    freeze_reached: bool = False
 
     def __post_init__(self):
         if not _is_int(self.eval_every, 1):
@@ -147,6 +151,11 @@ class Stopping:
             raise ValueError(f"min_delta must be a number >= 0, got min_delta={self.min_delta!r}.")
         if self.steps_past_target and (not _is_int(self.steps_past_target, 0) or self.target_accuracy is None):
             raise _past_target_error(self)
+        if self.freeze_reached not in (True, False) or (self.freeze_reached and self.target_accuracy is None):
+            raise ValueError(
+                f"freeze_reached must be True or False, and True needs a target_accuracy (the accuracy at which a "
+                f"member stops), got freeze_reached={self.freeze_reached!r}, target_accuracy={self.target_accuracy!r}."
+            )
 
 
 def _past_target_error(stop: Stopping, schedule: str | None = None) -> ValueError:

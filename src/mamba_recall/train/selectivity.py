@@ -96,6 +96,45 @@ def recipe_fields(cfg: dict, data_key: int, *, lr: float | None = None) -> dict:
     }
 
 
+def train_recipe_members(models, sample, c: dict, seeds_: list[int], eval_batch, *, steps=None, device="cpu", **kw):
+    """:func:`train_recipe` for several models of one shape at once, one per seed of ``seeds_`` (built alike, each
+    after ``torch.manual_seed`` of its seed), trained as one :class:`~mamba_recall.models.mixer_ensemble.MixerEnsemble`:
+    member e draws the training batch of step s that its model would draw alone, ``sample(c["batch"],
+    10⁷·(seeds_[e] + 1) + s)``, and stops alone (``Stopping.freeze_reached``: at the first evaluation at which it
+    reaches the target), so each member trains as :func:`train_recipe` trains its model, up to floating-point
+    rounding. Adam without weight decay only (the chapter's recipe: a member-axis model decays every parameter).
+    Returns (TrainResult of the ensemble, the members as models: ``res.member(e)`` is member e's result)."""
+    from ..models.mixer_ensemble import MixerEnsemble
+
+    if len(models) != len(seeds_) or not seeds_:
+        raise ValueError(f"train_recipe_members needs one model per seed, got {len(models)} models for {seeds_}.")
+    if c["weight_decay"]:
+        raise ValueError(
+            f"train_recipe_members trains without weight decay (the Chapter 3 recipe), got weight_decay="
+            f"{c['weight_decay']}; train such models one at a time with train_recipe."
+        )
+    ens = MixerEnsemble.from_members(models)
+
+    def batch(step):
+        drawn = [sample(c["batch"], seeds.CH3_TRAIN_BASE * (s + 1) + step) for s in seeds_]
+        return torch.stack([x for x, _ in drawn]), torch.stack([y for _, y in drawn])
+
+    res = train(
+        ens,
+        batch,
+        steps=steps or c["steps"],
+        recipe=Recipe.from_preset({k: c[k] for k in ("lr", "weight_decay", "schedule")}),
+        stop=Stopping(eval_every=c["eval_every"], target_accuracy=c["target_accuracy"], freeze_reached=True),
+        eval_batch=eval_batch,
+        per_member=True,
+        seed=seeds_[0],
+        device=device,
+        progress=False,
+        **kw,
+    )
+    return res, [ens.member(e) for e in range(len(seeds_))]
+
+
 def train_recipe(model, sample, c: dict, seed: int, eval_batch, *, steps: int | None = None, device="cpu", **kw):
     """:func:`~mamba_recall.train.train` of ``model`` with the recipe of resolved config ``c``
     (:func:`recipe_fields`): ``sample(n, data_seed) -> (ids, labels)`` draws the training batch of step s as
