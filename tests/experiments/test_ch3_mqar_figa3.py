@@ -74,3 +74,39 @@ def test_paper_preset_trains_the_three_mixers_on_the_device_its_config_names(tmp
         assert r["config"]["device"] == "auto"
         assert r["provenance"]["device"].startswith(job_device(r["config"]))
         assert 0.0 <= r["result"]["row"]["accuracy"] <= 1.0
+
+
+def test_members_give_the_bundle_of_one_model_per_job(tmp_path, monkeypatch):
+    """``--members 7``: the seeds of each cell trained as one ensemble give the same runs, seed by seed, as one model
+    per job (the smoke grid: every member stops where it stopped alone, the same test accuracy up to rounding)."""
+    from mamba_recall import results
+
+    for mod in (results, results._bundles):
+        monkeypatch.setattr(mod, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)
+    args = ["--preset", "cpu-hours", "--smoke", "--no-estimate"]
+    M.main(args + ["--store", str(tmp_path / "alone")])
+    M.main(args + ["--store", str(tmp_path / "together"), "--members", "7"])
+    jobs = M.jobs_for("cpu-hours", smoke=True)
+    alone = {r["key"]: r for r in finished_runs(jobs, tmp_path / "alone")}
+    together = {r["key"]: r for r in finished_runs(jobs, tmp_path / "together")}
+    assert alone.keys() == together.keys() == {j["key"] for j in jobs}
+    for key, r in together.items():
+        a, b = alone[key]["result"]["row"], r["result"]["row"]
+        assert b["steps"] == a["steps"] and b["accuracy"] == pytest.approx(a["accuracy"], abs=1e-3)
+        seeds = sorted(j["seed"] for j in jobs if j["config"] == r["config"])
+        assert r["result"]["ensemble"] == seeds == r["provenance"]["members"]
+    with pytest.raises(ValueError, match="members_runner|integer >= 1"):
+        M.main(args + ["--store", str(tmp_path / "x"), "--members", "0"])
+
+
+def test_members_of_a_mixer_without_ensemble_train_one_after_another():
+    """Mamba-2 has no ensemble (its own convolutions, scalar Δ): ``run_members`` trains its seeds one at a time,
+    exactly as ``run_job`` does, and says nothing of an ensemble."""
+    job = next(j for j in M.jobs_for("paper", smoke=True) if j["config"]["mixer"] == "mamba2")
+    c = dict(job["config"], device="cpu")
+    got = M.run_members(c, [0, 1])
+    assert [r["row"] for r in got] == [
+        M.run_job(c, s)["row"] | {"seconds": r["row"]["seconds"]} for s, r in zip([0, 1], got)
+    ]
+    assert all("ensemble" not in r for r in got)

@@ -256,3 +256,65 @@ def test_strongest_evidence_is_loaded_and_named(tmp_path):
     assert results.load_strongest_bundle("x", directory=tmp_path, log=msgs.append).name == "x_cpu-hours"
     with pytest.raises(results.BundleError, match="no complete bundle"):
         results.load_strongest_bundle("y", directory=tmp_path)
+
+
+# ------------------------------------------------------------------------------------- members: seeds as one unit
+DEMO = "mamba_recall.runstore:demo_job"
+MEMBERS = "mamba_recall.runstore:demo_members"
+
+
+def test_units_group_the_seeds_of_one_config():
+    jobs = runstore.demo_jobs(seeds=3, cells=2, sleep=0)
+    assert [[j["seed"] for j in u] for u in runstore.units(jobs, 1)] == [[0], [1], [2], [0], [1], [2]]
+    grouped = runstore.units(jobs, 2)
+    assert [[j["seed"] for j in u] for u in grouped] == [[0, 1], [2], [0, 1], [2]]
+    assert all(len({json.dumps(j["config"], sort_keys=True) for j in u}) == 1 for u in grouped)
+
+
+def test_members_write_each_job_under_its_own_key_and_resume(tmp_path):
+    jobs = runstore.demo_jobs(seeds=3, cells=2, sleep=0)
+    run_grid(DEMO, jobs, store=tmp_path / "alone", progress=False, log=lambda m: None)
+    run_grid(DEMO, jobs, store=tmp_path / "together", members=3, members_runner=MEMBERS, progress=False,
+             log=lambda m: None)  # fmt: skip
+    alone = {r["key"]: r for r in load_runs("demo.sleep", tmp_path / "alone")}
+    together = {r["key"]: r for r in load_runs("demo.sleep", tmp_path / "together")}
+    assert alone.keys() == together.keys() == {j["key"] for j in jobs}
+    for key, r in together.items():
+        assert r["result"]["value"] == alone[key]["result"]["value"]
+        assert r["provenance"]["members"] == [0, 1, 2] and "members" not in alone[key]["provenance"]
+    pids = {r["result"]["pid"] for r in together.values()}
+    assert len(pids) == 1  # one process ran them all (n_jobs 1)
+    log = []
+    assert run_grid(DEMO, jobs, store=tmp_path / "together", members=3, members_runner=MEMBERS, progress=False,
+                    log=log.append) == []  # fmt: skip
+    assert "6 finished (skipped)" in log[0]
+
+
+def test_a_failing_unit_records_every_member(tmp_path):
+    jobs = runstore.demo_jobs(seeds=2, cells=2, sleep=0, fail_seeds=[1])
+    with pytest.raises(runstore.JobsFailed) as info:
+        run_grid(DEMO, jobs, store=tmp_path, members=2, members_runner=MEMBERS, progress=False, log=lambda m: None)
+    failed = {(f["config"]["x"], f["seed"]) for f in info.value.failures}
+    assert failed == {(0, 0), (0, 1), (1, 0), (1, 1)}  # seed 1 raised, and its ensemble's other member with it
+    assert "demo failure: seed 1" in info.value.failures[0]["error"]
+    assert len(list(tmp_path.rglob("*.failed"))) == 4 and not list(tmp_path.rglob("*.json"))
+
+
+def test_members_need_a_runner_that_trains_several_seeds(tmp_path):
+    jobs = runstore.demo_jobs(seeds=2, cells=1, sleep=0)
+    with pytest.raises(ValueError, match="members_runner"):
+        run_grid(DEMO, jobs, store=tmp_path, members=2, progress=False)
+    with pytest.raises(ValueError, match="integer >= 1"):
+        run_grid(DEMO, jobs, store=tmp_path, members=0, members_runner=MEMBERS, progress=False)
+
+
+def test_members_in_joblib_processes(tmp_path):
+    jobs = runstore.demo_jobs(seeds=2, cells=2, sleep=0)
+    run_grid(DEMO, jobs, store=tmp_path, n_jobs=2, members=2, members_runner=MEMBERS, progress=False,
+             log=lambda m: None)  # fmt: skip
+    runs = load_runs("demo.sleep", tmp_path)
+    assert sorted(r["result"]["value"] for r in runs) == [0, 1, 10, 11]
+    by_cell = {}
+    for r in runs:
+        by_cell.setdefault(r["config"]["x"], set()).add(r["result"]["pid"])
+    assert all(len(p) == 1 for p in by_cell.values())  # a unit's members ran in one process

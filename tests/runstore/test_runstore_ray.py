@@ -106,3 +106,24 @@ def test_ctrl_c_on_a_ray_grid_cancels_releases_and_the_same_grid_resumes(local_r
     rest = runstore.run_grid(DEMO, jobs, n_jobs=2, store=store, engine="ray", progress=False, log=lambda m: None)
     assert len(rest) == 2 and len(runstore.load_runs("demo.sleep", store)) == 3
     assert len(log.read_text().splitlines()) - started == 2  # only the two jobs without a file ran again
+
+
+def test_members_on_ray_one_task_per_unit_equal_the_local_engine(local_ray, tmp_path):
+    """``--members``: the seeds of one config as one Ray task (one ensemble per worker), each result under its key."""
+    jobs = runstore.demo_jobs(seeds=3, cells=2, sleep=0.01)
+    members = "mamba_recall.runstore:demo_members"
+    quiet = dict(progress=False, log=lambda m: None)
+    runstore.run_grid(DEMO, jobs, store=tmp_path / "local", **quiet)
+    runstore.run_grid(
+        DEMO, jobs, n_jobs=2, store=tmp_path / "ray", engine="ray", members=2, members_runner=members, **quiet
+    )
+    local, on_ray = _results(tmp_path / "local", "demo.sleep"), _results(tmp_path / "ray", "demo.sleep")
+    assert local.keys() == on_ray.keys() and len(local) == 6
+    assert all(local[k][1]["value"] == on_ray[k][1]["value"] for k in local)
+    runs = runstore.load_runs("demo.sleep", tmp_path / "ray")
+    units = {tuple(r["provenance"]["members"]) for r in runs}
+    assert units == {(0, 1), (2,)}  # 3 seeds in units of up to 2, per cell
+    by_unit = {}
+    for r in runs:
+        by_unit.setdefault((r["config"]["x"], tuple(r["provenance"]["members"])), set()).add(r["result"]["pid"])
+    assert all(len(p) == 1 for p in by_unit.values()) and not list((tmp_path / "ray").rglob("*.claim"))

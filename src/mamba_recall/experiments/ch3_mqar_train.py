@@ -26,6 +26,7 @@ import time
 
 import torch
 
+from ..models.mixer_ensemble import ENSEMBLE_MIXERS
 from ..results import command_provenance
 from ..runstore import job_device
 from ..theory.mqar_constructions import gen_mqar
@@ -165,9 +166,13 @@ def run_job(config: dict, seed: int) -> dict:
 
 
 def run_members(config: dict, seeds: list[int]) -> list[dict]:
-    """The results of :func:`run_job` for each of ``seeds``, trained as one ensemble (``--members``)."""
+    """The results of :func:`run_job` for each of ``seeds`` (``--members``): trained as one ensemble where the mixer
+    has one (:data:`~mamba_recall.models.mixer_ensemble.ENSEMBLE_MIXERS`; each result then names the seeds it
+    trained with, ``ensemble``), else one after another exactly as :func:`run_job` trains them (Mamba-2)."""
+    if config["mixer"] not in ENSEMBLE_MIXERS:
+        return [run_job(config, seed) for seed in seeds]
     return [
-        {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"])}
+        {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"]), "ensemble": list(seeds)}
         for res, row in train_members(config, seeds, device=job_device(config))
     ]
 

@@ -92,7 +92,7 @@ from ._cli import (
     run_missing,
     run_or_count,
 )
-from ._demo import demo_job, demo_jobs, main
+from ._demo import demo_job, demo_jobs, demo_members, main
 
 __all__ = [
     "RUNS_DIR",

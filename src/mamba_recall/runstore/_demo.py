@@ -31,6 +31,14 @@ def demo_job(config: dict, seed: int) -> dict:
     return {"value": value, "pid": os.getpid(), "long_allowed": long_runs_allowed()}
 
 
+def demo_members(config: dict, seeds: list[int]) -> list[dict]:
+    """:func:`demo_job` for several seeds of one config in one call (the store's ``members`` units): one result per
+    seed, each what :func:`demo_job` returns for it (one sleep for all, as an ensemble shares its steps)."""
+    results = [demo_job(dict(config, sleep=0), s) for s in seeds]
+    time.sleep(float(config["sleep"]))
+    return results
+
+
 def demo_jobs(seeds: int = 3, cells: int = 2, sleep: float = 0.2, fail_seeds=(), log: str | None = None) -> list[dict]:
     """The demo grid: ``cells`` × ``seeds`` jobs of :func:`demo_job` (optional entries only when given, so the
     keys of the plain grid do not change)."""
