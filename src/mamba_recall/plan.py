@@ -8,6 +8,14 @@ the command that runs it (``--engine ray`` puts it on a GPU box or a cluster; th
 runner has no run-store grid at ``P`` says so instead of a number. No GPU timing is committed, so every estimate
 is a CPU's; the scorecard's "not run" lines point here.
 
+Many small models per job: a grid whose runner trains the seeds of one config as one ensemble (``--members``:
+Chapter 3's MQAR grids, mixers s6 and s4d) is planned that way at a GPU preset (``paper``), where it pays: a GPU
+trains one small model far below its capacity. ``members`` is the grid's largest number of seeds per config,
+``units`` the units of work left (each one process, one Ray task, one GPU share), the estimate times one ensemble
+per unit and the command carries ``--members``. On this CPU an ensemble of 7 trains 1.03x (Fig. A.3's T = 100,
+d = 64 cell) to 1.33x (the micro-MQAR) the model-steps per second of one model at a time
+(``benchmarks/ch3_members.py``), so the ``cpu-hours`` grids keep one model per job.
+
 This module sits above the experiment runners (it imports them; nothing below imports it).
 """
 
@@ -20,7 +28,8 @@ from typing import Callable
 
 import pandas as pd
 
-from .runstore import pending
+from .runstore import pending, units
+from .train.selectivity import GPU_PRESETS
 
 __all__ = ["Grid", "grids", "plan", "main"]
 
@@ -30,13 +39,16 @@ EXPERIMENTS = "mamba_recall.experiments."
 @dataclass(frozen=True)
 class Grid:
     """One run-store grid: ``jobs(preset)`` (raises when the runner has no grid at that preset), the runner's
-    ``estimate(jobs_left) -> (cpu_seconds, basis)`` and the command that runs it (``{preset}`` filled in)."""
+    ``estimate(jobs_left) -> (cpu_seconds, basis)`` and the command that runs it (``{preset}`` filled in).
+    ``members``: the runner trains a config's seeds as one ensemble, and ``estimate(jobs_left, members)`` times
+    that."""
 
     runner: str
     part: str
     jobs: Callable[[str], list[dict]]
-    estimate: Callable[[list[dict]], tuple[float, str]]
+    estimate: Callable[..., tuple[float, str]]
     command: str
+    members: bool = False
 
 
 def _module(name: str):
@@ -89,7 +101,14 @@ def grids() -> list[Grid]:
                 raise ValueError(f"{mod.__name__} runs the run store at {', '.join(STORE_PRESETS)} only")
             return mod.jobs_for(preset)
 
-        out.append(Grid(name, "", ch3_jobs, lambda left, mod=mod: measured_estimate(left, mod.train_one), cmd(name)))
+        together = hasattr(mod, "MEMBERS_RUNNER")
+
+        def ch3_estimate(left, members=1, mod=mod):
+            return measured_estimate(
+                left, mod.train_one, members=members, train_members=getattr(mod, "train_members", None)
+            )
+
+        out.append(Grid(name, "", ch3_jobs, ch3_estimate, cmd(name), members=together))
     out.append(Grid("ch4_edge", "models", ch4.jobs_for, ch4.estimate, cmd("ch4_edge")))
     mix = _module("ch4_edge_mix")
     out.append(Grid("ch4_edge_mix", "", mix.jobs_for, mix.estimate, cmd("ch4_edge_mix")))
@@ -109,25 +128,36 @@ def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.Da
             jobs = g.jobs(preset)
         except Exception as exc:  # noqa: BLE001 - a runner without a grid at this preset: named, not fatal
             why = f"its {preset} sizes have no {exc} entry" if isinstance(exc, KeyError) else str(exc)
-            rows.append(dict(row, jobs=0, finished=0, left=0, cpu_hours_left=None, command="", note=why))
+            rows.append(
+                dict(row, jobs=0, finished=0, left=0, members=1, units=0, cpu_hours_left=None, command="", note=why)
+            )
             continue
         done, left = pending(jobs, store)
+        k = _members(jobs) if g.members and preset in GPU_PRESETS else 1
         hours = None
         if estimate and left:
             log(f"measuring {g.runner} {g.part} ({len(left)} jobs left) ...")
-            hours = g.estimate(left)[0] / 3600
+            hours = (g.estimate(left, k) if g.members else g.estimate(left))[0] / 3600
+        command = g.command.format(preset=preset) + (f" --members {k}" if k > 1 else "")
         rows.append(
             dict(
                 row,
                 jobs=len(jobs),
                 finished=len(done),
                 left=len(left),
+                members=k,
+                units=len(units(left, k)),
                 cpu_hours_left=hours,
-                command=g.command.format(preset=preset),
+                command=command,
                 note="",
             )
         )
     return pd.DataFrame(rows)
+
+
+def _members(jobs: list[dict]) -> int:
+    """The largest number of seeds that share one config among ``jobs`` (the members of one ensemble)."""
+    return max(len(u) for u in units(jobs, len(jobs))) if jobs else 1
 
 
 def main(argv=None) -> int:
@@ -155,7 +185,7 @@ def main(argv=None) -> int:
     have = table[table["note"] == ""]
     print(
         f"\n{int(have.jobs.sum())} jobs at preset {args.preset!r}: {int(have.finished.sum())} finished, "
-        f"{int(have.left.sum())} left"
+        f"{int(have.left.sum())} left in {int(have.units.sum())} units of work"
         + (
             f"; about {have.cpu_hours_left.fillna(0).sum():.1f} CPU-hours left (measured here, one thread)"
             if args.estimate

@@ -57,3 +57,21 @@ def test_chapter_3_paper_grids_are_planned_and_their_jobs_use_a_gpu_where_there_
     assert job_device({"device": "auto"}) in ("cpu", "cuda") and job_device({}) == "cpu"
     fig_a3 = ch3_mqar_figa3.jobs_for("paper")
     assert {(j["config"]["mixer"], j["config"]["V"]) for j in fig_a3} == {("s6", 512), ("mamba2", 512), ("s4d", 256)}
+
+
+def test_ensembles_per_job_are_planned_at_the_gpu_preset():
+    """Chapter 3's MQAR grids train a config's 7 seeds as one ensemble per job at ``paper`` (``--members 7``: 7× fewer
+    units of work), and one model per job at ``cpu-hours`` (on a CPU an ensemble does not pay); the estimate times
+    what the command runs."""
+    from mamba_recall.experiments import ch3_mqar_figa3
+
+    paper, cpu = plan.plan("paper"), plan.plan("cpu-hours")
+    for name in ("ch3_mqar_train", "ch3_mqar_figa3"):
+        row = paper[paper.runner == name].iloc[0]
+        assert row.members == 7 and row.units * 7 == row.left and row.command.endswith("--allow-long --members 7")
+        assert cpu[cpu.runner == name].iloc[0].members == 1
+    assert set(paper[~paper.runner.isin(["ch3_mqar_train", "ch3_mqar_figa3"])].members) == {1}
+    grid = next(g for g in plan.grids() if g.runner == "ch3_mqar_figa3")
+    left = ch3_mqar_figa3.jobs_for("cpu-hours", smoke=True)
+    seconds, basis = grid.estimate(left, 2)
+    assert seconds > 0 and "an ensemble of 2 per unit" in basis

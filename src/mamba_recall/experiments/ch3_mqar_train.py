@@ -124,9 +124,12 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
 
 def train_members(c: dict, seeds: list[int], *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
     """:func:`train_one` for every seed of ``seeds`` at once, as one ensemble (``train_recipe_members``: each member
-    draws its own seed's batches and stops alone; its ``seconds`` are the ensemble's). Mixers s6 and s4d
-    (:data:`~mamba_recall.models.mixer_ensemble.ENSEMBLE_MIXERS`). Returns a list of (TrainResult, ``runs`` row),
-    one per seed, as :func:`train_one` returns for that seed."""
+    draws its own seed's batches and stops alone; its ``seconds`` are the ensemble's) where the mixer has one
+    (:data:`~mamba_recall.models.mixer_ensemble.ENSEMBLE_MIXERS`: s6, s4d); Mamba-2's seeds train one after another,
+    by :func:`train_one`. Returns a list of (TrainResult, ``runs`` row), one per seed, as :func:`train_one` returns
+    for that seed."""
+    if c["mixer"] not in ENSEMBLE_MIXERS:
+        return [train_one(c, s, steps=steps, device=device, backend=backend) for s in seeds]
     ev, test, sample = _held_out(c)
     models = [_model(c, s, backend) for s in seeds]
     res, members = train_recipe_members(models, sample, c, list(seeds), ev, steps=steps, device=device)
@@ -169,10 +172,9 @@ def run_members(config: dict, seeds: list[int]) -> list[dict]:
     """The results of :func:`run_job` for each of ``seeds`` (``--members``): trained as one ensemble where the mixer
     has one (:data:`~mamba_recall.models.mixer_ensemble.ENSEMBLE_MIXERS`; each result then names the seeds it
     trained with, ``ensemble``), else one after another exactly as :func:`run_job` trains them (Mamba-2)."""
-    if config["mixer"] not in ENSEMBLE_MIXERS:
-        return [run_job(config, seed) for seed in seeds]
+    together = {"ensemble": list(seeds)} if config["mixer"] in ENSEMBLE_MIXERS else {}
     return [
-        {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"]), "ensemble": list(seeds)}
+        {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"]), **together}
         for res, row in train_members(config, seeds, device=job_device(config))
     ]
 
