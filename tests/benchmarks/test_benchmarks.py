@@ -1,4 +1,4 @@
-"""The repository's benchmarks (``benchmarks/scan.py``, ``benchmarks/ch2_ensemble.py``): scripts, not library code.
+"""The repository's benchmarks (``benchmarks/scan.py``, ``ch2_ensemble.py``, ``ch3_members.py``): scripts, not library code.
 Their pieces are checked here without asserting any timing (a speed claim is a benchmark that prints figures, never
 a timed test); the timing the library keeps, :mod:`mamba_recall.scan.timing`, is tested in ``tests/scan/``."""
 
@@ -92,3 +92,13 @@ def test_ch2_ensemble_prints_both_ways(capsys):
     out = capsys.readouterr().out
     assert "one ensemble of 2" in out and "separate models" in out and "model_steps_per_s" in out
     assert "faster here:" in out
+
+
+def test_ch3_members_prints_both_ways(capsys):
+    import ch3_members  # benchmarks/
+
+    argv = ["--steps", "2", "--members", "2", "--T", "12", "--V", "8", "--d", "8", "--N", "4", "--batch", "4"]
+    assert ch3_members.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "one model at a time" in out and "one ensemble of 2" in out and "model_steps_per_s" in out
+    assert "the ensemble trains" in out

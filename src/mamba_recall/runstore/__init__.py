@@ -23,7 +23,9 @@ committed). Files are written atomically (a temporary file, then ``os.replace``)
 leaves nothing behind and is simply run again. Before starting, it prints how many jobs are finished and
 left and an estimated time from a *measured* step time (the runner's ``estimate``); while running, a tqdm
 bar with an ETA. ``n_jobs > 1`` runs jobs in separate processes (``joblib.Parallel``, the loky backend),
-each with one torch thread; ``n_jobs=1`` runs them in this process, also with one thread.
+each with one torch thread; ``n_jobs=1`` runs them in this process, also with one thread. ``members=K`` (with a
+runner that trains several seeds at once) runs the seeds of one config K at a time as one unit of work (one
+ensemble), each result still written under its own key (:func:`units`).
 
 Machinery (see the appendix "Engineering notes", "The run store"): ``joblib.hash`` keys the jobs and ``joblib.Parallel`` runs them; the
 store itself is plain JSON files rather than ``joblib.Memory``'s pickles, because the results are committed

@@ -43,7 +43,9 @@ The model carries a leading member axis of size ``n_members`` on every parameter
     AdamW     element-wise, so per member; one parameter group: every parameter decayed with the recipe's
               weight decay (the authors' recipes use 0 or decay everything)
     masks     ``model.apply_masks_()`` after every step keeps the padded entries of smaller members at 0
-    stop      when *every* member reaches ``target_accuracy``; ``best_accuracy`` is per member
+    stop      when *every* member reaches ``target_accuracy``; ``best_accuracy`` is per member; with
+              ``Stopping(freeze_reached=True)`` each member stops alone, at the first evaluation at which it
+              reaches the target (its parameters kept from then on; ``TrainResult.member(e)`` is its result)
 
 With shared labels only the labelled positions are unembedded (``model.hidden`` → ``model.unembed`` on the
 N_f query positions instead of all L: the (·, V) unembedding is the dominant cost). :func:`train_ensemble`
