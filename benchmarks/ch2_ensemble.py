@@ -49,6 +49,20 @@ def _train_ensemble(V, Nf, L, D, N, batch, steps, members):
     return time.perf_counter() - start, time.process_time() - cpu
 
 
+def throughput_row(way: str, models: int, steps: int, seconds: float, cpu_seconds: float, **extra) -> dict:
+    """One row of a training-throughput table: ``models`` × ``steps`` model-steps over ``seconds`` of wall time and
+    over ``cpu_seconds`` (``benchmarks/ch3_members.py`` prints the same columns)."""
+    return dict(
+        way=way,
+        models=models,
+        **extra,
+        seconds=seconds,
+        cpu_seconds=cpu_seconds,
+        model_steps_per_s=models * steps / seconds,
+        model_steps_per_cpu_s=models * steps / cpu_seconds,
+    )
+
+
 def ch2_throughput(V=1024, Nf=16, L=64, D=64, N=32, batch=128, steps=20, members=8, processes=(1, 2)):
     """Rows ``{"way", "models", "processes", "seconds", "wall_with_startup", "cpu_seconds", "model_steps_per_s",
     "model_steps_per_cpu_s"}`` (see the module docstring). ``cpu_seconds``: the training processes' CPU time,
@@ -60,15 +74,8 @@ def ch2_throughput(V=1024, Nf=16, L=64, D=64, N=32, batch=128, steps=20, members
     _train_separate(V, Nf, L, D, N, batch, 2, 1)  # warm-up
     secs, cpu = _train_ensemble(V, Nf, L, D, N, batch, steps, members)
     rows.append(
-        dict(
-            way=f"one ensemble of {members}",
-            models=members,
-            processes=1,
-            seconds=secs,
-            wall_with_startup=float("nan"),
-            cpu_seconds=cpu,
-            model_steps_per_s=members * steps / secs,
-            model_steps_per_cpu_s=members * steps / cpu,
+        throughput_row(
+            f"one ensemble of {members}", members, steps, secs, cpu, processes=1, wall_with_startup=float("nan")
         )
     )
     for p in processes:
@@ -81,18 +88,7 @@ def ch2_throughput(V=1024, Nf=16, L=64, D=64, N=32, batch=128, steps=20, members
         wall = time.perf_counter() - start
         secs = max(w for w, _ in worker)  # the training loops (they run concurrently); wall adds process start-up
         cpu = sum(c for _, c in worker)
-        rows.append(
-            dict(
-                way="separate models",
-                models=members,
-                processes=p,
-                seconds=secs,
-                wall_with_startup=wall,
-                cpu_seconds=cpu,
-                model_steps_per_s=members * steps / secs,
-                model_steps_per_cpu_s=members * steps / cpu,
-            )
-        )
+        rows.append(throughput_row("separate models", members, steps, secs, cpu, processes=p, wall_with_startup=wall))
     return pd.DataFrame(rows)
 
 

@@ -24,6 +24,7 @@ def ch3_throughput(
     """Rows ``{"way", "models", "seconds", "cpu_seconds", "model_steps_per_s", "model_steps_per_cpu_s"}``."""
     import pandas as pd
     import torch
+    from ch2_ensemble import throughput_row  # benchmarks/ (this script's folder is on the path)
 
     from mamba_recall.experiments.ch3_mqar_train import resolved_config, train_members, train_one
     from mamba_recall.presets import experiment
@@ -46,16 +47,7 @@ def ch3_throughput(
         if device == "cuda":
             torch.cuda.synchronize()
         secs, cpu = time.perf_counter() - start, time.process_time() - cpu
-        rows.append(
-            dict(
-                way=way,
-                models=members,
-                seconds=secs,
-                cpu_seconds=cpu,
-                model_steps_per_s=members * steps / secs,
-                model_steps_per_cpu_s=members * steps / cpu,
-            )
-        )
+        rows.append(throughput_row(way, members, steps, secs, cpu))
     return pd.DataFrame(rows)
 
 

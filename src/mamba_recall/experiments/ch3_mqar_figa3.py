@@ -17,14 +17,15 @@ from __future__ import annotations
 import sys
 
 from ..results import command_provenance
-from .ch3_common import parse, run_store_main, store_bundle_writer
+from .ch3_common import parse, store_bundle_writer
 from ..train.selectivity import job_config
-from .ch3_mqar_train import (  # noqa: F401 - run_job and run_members are this runner's job functions
+from .ch3_mqar_train import (  # noqa: F401 - the job functions (run_job, run_members) and what the plan times
     CELL_KEYS,
     METRICS,
     resolved_config,
     run_job,
     run_members,
+    store_main,
     train_members,
     train_one,
 )
@@ -66,15 +67,7 @@ def main(argv=None):
             "ch3_mqar_figa3 trains nothing at --preset ci (the page reads the committed cpu-hours bundle); "
             "run --preset cpu-hours --allow-long, or --preset cpu-hours --smoke for a seconds-long check."
         )
-    return run_store_main(
-        args,
-        EXPERIMENT,
-        jobs_for(args.preset, args.smoke),
-        RUNNER,
-        train_one,
-        write_bundle,
-        members=(MEMBERS_RUNNER, train_members),
-    )
+    return store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, MEMBERS_RUNNER, write_bundle)
 
 
 if __name__ == "__main__":

@@ -179,6 +179,12 @@ def run_members(config: dict, seeds: list[int]) -> list[dict]:
     ]
 
 
+def store_main(args, experiment: str, jobs: list[dict], runner: str, members_runner: str, write):
+    """The run-store path of an MQAR runner (this one, Fig. A.3's): its ``jobs`` trained by :func:`train_one`, or
+    ``--members K`` seeds at a time by :func:`train_members`, then the bundle ``write``."""
+    return run_store_main(args, experiment, jobs, runner, train_one, write, members=(members_runner, train_members))
+
+
 #: an MQAR bundle's cells (mean over seeds) and their metrics, shared by the Fig. A.3 runner
 CELL_KEYS = ["grid", "T", "V", "kappa", "d", "N", "mixer"]
 METRICS = ["accuracy", "steps"]
@@ -190,15 +196,7 @@ write_bundle = store_bundle_writer("ch3_mqar_train", EXPERIMENT, jobs_for, by=CE
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.mqar_train", "ch3_mqar_train", argv)
     if args.preset in STORE_PRESETS:
-        return run_store_main(
-            args,
-            EXPERIMENT,
-            jobs_for(args.preset, args.smoke),
-            RUNNER,
-            train_one,
-            write_bundle,
-            members=(MEMBERS_RUNNER, train_members),
-        )
+        return store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, MEMBERS_RUNNER, write_bundle)
     cfg = args.sizes
     rows, start = [], time.time()
     for kappa, d, mixer, N in dict.fromkeys(configs(cfg)):
