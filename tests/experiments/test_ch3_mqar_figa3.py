@@ -96,7 +96,7 @@ def test_members_give_the_bundle_of_one_model_per_job(tmp_path, monkeypatch):
         assert b["steps"] == a["steps"] and b["accuracy"] == pytest.approx(a["accuracy"], abs=1e-3)
         seeds = sorted(j["seed"] for j in jobs if j["config"] == r["config"])
         assert r["result"]["ensemble"] == seeds == r["provenance"]["members"]
-    with pytest.raises(ValueError, match="members_runner|integer >= 1"):
+    with pytest.raises(SystemExit, match="--members 0: give an integer >= 1"):
         M.main(args + ["--store", str(tmp_path / "x"), "--members", "0"])
 
 

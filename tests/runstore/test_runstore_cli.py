@@ -7,8 +7,8 @@ import argparse
 
 import pytest
 
-from mamba_recall import longrun
-from mamba_recall.runstore import GRID_OPTIONS, add_grid_args, grid_main, make_job, pending, run_grid
+from mamba_recall import longrun, runstore
+from mamba_recall.runstore import GRID_OPTIONS, GridExit, add_grid_args, grid_main, make_job, pending, run_grid
 
 RUNNER = "mamba_recall.runstore:demo_job"
 
@@ -191,3 +191,14 @@ def test_checkpoints_written_inside_a_command_keep_its_git_state(tmp_path, monke
     assert [p["git_dirty"] for p in provs] == [False, False] and provs[1]["git_commit"] == "abc"
     results.save_checkpoint(tmp_path / "c.pt", {"w": 3}, {}, command="c")  # outside a command: its own state, now
     assert json.loads((tmp_path / "c.json").read_text())["provenance"]["git_dirty"] is True
+
+
+def test_members_on_a_runner_that_trains_one_model_per_job_is_refused(tmp_path, capsys):
+    """``--members 2`` on the demo grid (no ensemble runner): the command ends with a message, no traceback, no job."""
+    ap = argparse.ArgumentParser()
+    add_grid_args(ap)
+    args = ap.parse_args(["--members", "2", "--store", str(tmp_path)])
+    jobs = runstore.demo_jobs(seeds=2, cells=1, sleep=0)
+    with pytest.raises(GridExit, match="--members 2: .*mamba_recall.runstore trains one model per job: drop --members"):
+        grid_main(args, "mamba_recall.runstore:demo_job", jobs, lambda *a, **k: None, estimate=None, what="demo")
+    assert not list(tmp_path.rglob("*.json"))

@@ -181,8 +181,15 @@ def grid_main(
     does not say ``git_dirty`` because the first one rewrote a tracked file)."""
     from ..results import command_provenance
 
-    store = grid_store(args, default_store)
     stages = [GridStage(runner, jobs, write, estimate, what, members_runner), *then]
+    k = getattr(args, "members", 1)
+    if not (isinstance(k, int) and k >= 1) or (k > 1 and any(s.members_runner is None for s in stages)):
+        raise GridExit(
+            f"--members {k}: give an integer >= 1; above 1 only runners that train several seeds of one config as "
+            f"one ensemble take it (ch3_mqar_train, ch3_mqar_figa3), and {runner.split(':')[0]} trains one model "
+            "per job: drop --members."
+        )
+    store = grid_store(args, default_store)
     out, problems = [], []
     with command_provenance():
         for stage in stages:
