@@ -6,10 +6,16 @@ Chapters read their sizes with ``experiment(name, preset)``; nothing else hard-c
 Chapter 0's sizes are here; chapters 1-4 keep theirs in ``presets/chN.py`` (merged below), one
 file per chapter so that each chapter's sizes sit together.
 
+Typed sizes: an experiment may give each preset as a frozen dataclass (:class:`~mamba_recall.presets._sizes.Sizes`,
+one class per shape, each field with its type and its smoke cap; Chapter 3's are, ``presets/ch3.py``), checked when
+built and read as the same dicts. The other chapters' presets are still dicts, capped by the generic rule below,
+until they are typed the same way.
+
 ``smoke=True`` (the notebooks' ``smoke`` parameter; ``experiment(name, preset, smoke=True)``) keeps a
 preset's whole structure -- every grid axis, every model and pattern list, every dict of regimes,
-hence every verdict branch, bundle and chart -- with a handful of steps and cells. The generic cap
-(:func:`smoke_cap`), applied recursively to every entry:
+hence every verdict branch, bundle and chart -- with a handful of steps and cells. Typed sizes cap each field as
+it declares (``size(smoke=...)``); dict presets take the generic cap (:func:`smoke_cap`), applied recursively to
+every entry, which guesses each entry's kind from its key's name:
 
 * training length: ``steps`` / ``epochs`` → at most :data:`SMOKE_STEPS`; ``warmup`` / ``hold`` /
   ``warmup_steps`` → at most 1; ``eval_every`` / ``checkpoint_every`` → at most :data:`SMOKE_STEPS`;
@@ -29,6 +35,8 @@ built, only trained and evaluated on a handful of steps and samples.
 from __future__ import annotations
 
 import copy
+
+from ._sizes import SMOKE_BATCH, SMOKE_COUNT, SMOKE_SAMPLES, SMOKE_STEPS, Sizes
 
 #: ``ci`` and ``paper`` are required of every experiment; ``cpu-hours`` (the papers' own settings -- sizes,
 #: steps, recipe -- on the subsets of their grids that a 2-core CPU finishes in a few hours, 3 seeds) is optional.
@@ -92,6 +100,11 @@ def _merge_chapter_sizes() -> None:
         for name, override in getattr(module, "SMOKE", {}).items():
             if name not in module.EXPERIMENTS:
                 raise RuntimeError(f"presets/{module.__name__}: SMOKE names unknown experiment {name!r}.")
+            if any(isinstance(v, Sizes) for v in module.EXPERIMENTS[name].values()):
+                raise RuntimeError(
+                    f"presets/{module.__name__}: {name!r} has typed sizes; declare its smoke cap on the field "
+                    "(size(smoke=fixed(...))), not in SMOKE."
+                )
             SMOKE_OVERRIDES[name] = override
 
 
@@ -113,10 +126,6 @@ def check_preset(preset: str) -> str:
     return preset
 
 
-SMOKE_STEPS = 4
-SMOKE_SAMPLES = 16
-SMOKE_BATCH = 8
-SMOKE_COUNT = 2
 STEP_KEYS = frozenset({"steps", "epochs", "max_steps", "steps_past_target"})
 SCHEDULE_KEYS = frozenset({"warmup", "hold", "warmup_steps"})
 EVERY_KEYS = frozenset({"eval_every", "checkpoint_every"})
@@ -202,7 +211,10 @@ def experiment(name: str, preset: str, *, smoke: bool = False) -> dict:
             f"experiment {name!r} has no {preset!r} preset (it defines {', '.join(have)}); "
             f"experiments with one: {', '.join(presets_defining(preset))}."
         )
-    sizes = copy.deepcopy(EXPERIMENTS[name][preset])
+    entry = EXPERIMENTS[name][preset]
+    if isinstance(entry, Sizes):  # typed sizes: each field declares its smoke cap (presets/_sizes.py)
+        return entry.smoke() if smoke else entry.as_dict()
+    sizes = copy.deepcopy(entry)
     if not smoke:
         return sizes
     capped = smoke_cap(sizes)

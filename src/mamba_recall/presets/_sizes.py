@@ -1,0 +1,143 @@
+"""Typed sizes: an experiment's sizes as a frozen dataclass whose every field declares its type and its smoke cap.
+
+A chapter declares one class per shape of its experiments' sizes (a subclass of :class:`Sizes`, each field a
+:func:`size`) and gives each preset an instance; :func:`mamba_recall.presets.experiment` returns the instance's
+:meth:`~Sizes.as_dict` (the plain dict every runner and notebook reads) or, with ``smoke=True``, its
+:meth:`~Sizes.smoke` (each field capped as it declares). Building an instance checks every field against its
+annotation, so a typo or a wrong type in a preset fails at import with the field named.
+
+Why frozen dataclasses and not pydantic models: a preset is a handful of numbers and lists whose checks are a few
+lines (:func:`_check`), the training recipe (:class:`mamba_recall.train.Recipe`) is a frozen dataclass already, and
+the library takes no dependency for what the standard library does; ``dataclasses.replace`` gives the variants
+(one preset from another) that the chapters' dict literals built with ``{**base, ...}``.
+
+The smoke caps (the rule of the module docstring of :mod:`mamba_recall.presets`, declared per field instead of
+guessed from the key's name):
+
+* :data:`KEEP`: unchanged (model sizes, lengths, names, learning rates);
+* :data:`AXIS`: a grid axis keeps its first and last values (a list of more than 2 entries; in a dict, each value);
+* :data:`STEPS` / :data:`EVERY` (``SMOKE_STEPS``), :data:`SCHEDULE` (1), :data:`BATCH` (``SMOKE_BATCH``),
+  :data:`COUNT` (``SMOKE_COUNT``), :data:`SAMPLES` (``SMOKE_SAMPLES``): an integer at most that;
+* :func:`fixed` ``(value)``: this value in every preset's smoke run (an experiment's own exception);
+* a nested :class:`Sizes` is capped field by field; a dict of them, each.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field, fields
+
+__all__ = ["AXIS", "BATCH", "COUNT", "EVERY", "KEEP", "SAMPLES", "SCHEDULE", "STEPS", "Sizes", "fixed", "size"]
+
+# the caps' limits: the generic rule's numbers (presets/__init__.py), so both ways cap alike
+SMOKE_STEPS, SMOKE_SAMPLES, SMOKE_BATCH, SMOKE_COUNT = 4, 16, 8, 2
+
+
+@dataclass(frozen=True)
+class _Cap:
+    kind: str
+    limit: int | None = None
+    value: object = None
+
+
+KEEP = _Cap("keep")
+AXIS = _Cap("axis")
+STEPS = _Cap("at most", SMOKE_STEPS)
+EVERY = _Cap("at most", SMOKE_STEPS)
+SCHEDULE = _Cap("at most", 1)
+BATCH = _Cap("at most", SMOKE_BATCH)
+COUNT = _Cap("at most", SMOKE_COUNT)
+SAMPLES = _Cap("at most", SMOKE_SAMPLES)
+
+
+def fixed(value) -> _Cap:
+    """The smoke cap that sets a field to ``value`` in every preset's smoke run."""
+    return _Cap("fixed", value=value)
+
+
+def size(smoke: _Cap = KEEP, **kw):
+    """A field of a :class:`Sizes` class with its smoke cap (``dataclasses.field`` keywords pass through)."""
+    return field(metadata={"smoke": smoke}, **kw)
+
+
+def _axis(value):
+    if isinstance(value, dict):
+        return {k: _axis(v) for k, v in value.items()}
+    if isinstance(value, list) and len(value) > 2:
+        return [copy.deepcopy(value[0]), copy.deepcopy(value[-1])]
+    return copy.deepcopy(value)
+
+
+def _cap(cap: _Cap, value):
+    if isinstance(value, Sizes):
+        return value.smoke()
+    if isinstance(value, dict) and any(isinstance(v, Sizes) for v in value.values()):
+        return {k: _cap(cap, v) for k, v in value.items()}
+    if cap.kind == "axis":
+        return _axis(value)
+    if cap.kind == "at most":
+        return min(value, cap.limit)
+    if cap.kind == "fixed":
+        return copy.deepcopy(cap.value)
+    return copy.deepcopy(value)
+
+
+def _plain(value):
+    if isinstance(value, Sizes):
+        return value.as_dict()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _matches(value, hint) -> bool:
+    """Whether ``value`` fits the annotation ``hint`` (int, float, str, bool, list[...], dict[str, ...], unions,
+    :class:`Sizes` subclasses); a float field takes an int (``1e-2`` and ``100`` alike)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, h) for h in typing.get_args(hint))
+    if origin is list:
+        (item,) = typing.get_args(hint) or (typing.Any,)
+        return isinstance(value, list) and all(_matches(v, item) for v in value)
+    if origin is dict:
+        key, item = typing.get_args(hint) or (typing.Any, typing.Any)
+        return isinstance(value, dict) and all(_matches(k, key) and _matches(v, item) for k, v in value.items())
+    if hint is typing.Any:
+        return True
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Base of the typed sizes (see the module docstring): checked when built, read as a dict."""
+
+    def __post_init__(self):
+        hints = typing.get_type_hints(type(self))
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not _matches(value, hints[f.name]):
+                raise TypeError(
+                    f"{type(self).__name__}.{f.name} must be {hints[f.name]}, got {value!r}; fix the preset in "
+                    f"{type(self).__module__}."
+                )
+
+    def as_dict(self) -> dict:
+        """The sizes as the plain dict of JSON values the runners and notebooks read (a deep copy)."""
+        return {f.name: _plain(copy.deepcopy(getattr(self, f.name))) for f in fields(self)}
+
+    def smoke(self) -> dict:
+        """:meth:`as_dict` with every field capped as it declares (``size(smoke=...)``)."""
+        return {f.name: _plain(_cap(f.metadata.get("smoke", KEEP), getattr(self, f.name))) for f in fields(self)}
+
+    def replace(self, **changes) -> Sizes:
+        """A copy with ``changes`` (``dataclasses.replace``, checked like a new preset)."""
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,104 @@
+"""The presets' sizes: a fingerprint of every experiment at every preset (full and smoke) that a change of layout
+must leave as it is, and the typed sizes (``presets/_sizes.py``): checked when built, read as dicts, each field
+capped in a smoke run as it declares.
+
+A preset changed on purpose: regenerate the fingerprints with ``python tests/presets/test_sizes.py --write`` and
+say why in the commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mamba_recall.presets import ALL_PRESETS, EXPERIMENTS, experiment
+from mamba_recall.presets._sizes import AXIS, BATCH, COUNT, SAMPLES, STEPS, Sizes, fixed, size
+
+FINGERPRINTS = Path(__file__).resolve().parents[1] / "data" / "preset_fingerprints.json"
+
+
+def fingerprints() -> dict[str, str]:
+    """sha256 of each ``experiment(name, preset, smoke)`` as JSON in its own key order (an order change counts: a
+    notebook that prints a preset shows it)."""
+    out = {}
+    for name in sorted(EXPERIMENTS):
+        for preset in ALL_PRESETS:
+            if preset in EXPERIMENTS[name]:
+                for smoke in (False, True):
+                    text = json.dumps(experiment(name, preset, smoke=smoke))
+                    out[f"{name} {preset}{' smoke' if smoke else ''}"] = hashlib.sha256(text.encode()).hexdigest()
+    return out
+
+
+def test_every_preset_is_as_fingerprinted():
+    want = json.loads(FINGERPRINTS.read_text())
+    got = fingerprints()
+    changed = sorted(k for k in want.keys() & got.keys() if want[k] != got[k])
+    assert not changed, f"these sizes changed: {changed} (on purpose? python tests/presets/test_sizes.py --write)"
+    assert got.keys() == want.keys(), (
+        f"added {sorted(got.keys() - want.keys())}, gone {sorted(want.keys() - got.keys())}"
+    )
+
+
+@dataclass(frozen=True)
+class Toy(Sizes):
+    T: int = size()
+    lr: float = size()
+    ds: list[int] = size(AXIS)
+    Ns: dict[str, list[int] | str] = size(AXIS)
+    steps: int = size(STEPS)
+    batch: int = size(BATCH)
+    draws: int = size(COUNT)
+    n: int = size(SAMPLES)
+    max_j: int = size(fixed(2))
+
+
+def _toy(**kw):
+    base = dict(T=100, lr=3e-3, ds=[4, 8, 16], Ns={"s6": [1, 2, 3], "s4d": "2kappa"}, steps=2000, batch=128,
+                draws=5, n=1000, max_j=9)  # fmt: skip
+    return Toy(**(base | kw))
+
+
+def test_typed_sizes_read_as_dicts_and_cap_each_field_as_declared():
+    toy = _toy()
+    assert toy.as_dict() == dict(T=100, lr=3e-3, ds=[4, 8, 16], Ns={"s6": [1, 2, 3], "s4d": "2kappa"}, steps=2000,
+                                 batch=128, draws=5, n=1000, max_j=9)  # fmt: skip
+    assert list(toy.as_dict()) == ["T", "lr", "ds", "Ns", "steps", "batch", "draws", "n", "max_j"]
+    assert toy.smoke() == dict(T=100, lr=3e-3, ds=[4, 16], Ns={"s6": [1, 3], "s4d": "2kappa"}, steps=4, batch=8,
+                               draws=2, n=16, max_j=2)  # fmt: skip
+    d = toy.as_dict()
+    d["ds"].append(32)  # a copy: the preset is not changed through what a caller reads
+    assert toy.ds == [4, 8, 16] and toy.replace(steps=10).steps == 10 and toy.steps == 2000
+    assert _toy(lr=1).lr == 1  # a float field takes an int
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(T="100"), r"Toy.T must be <class 'int'>, got '100'"),
+        (dict(ds=[4, "8"]), r"Toy.ds must be list\[int\]"),
+        (dict(steps=True), r"Toy.steps must be <class 'int'>, got True"),
+        (dict(Ns={"s6": 3}), r"Toy.Ns must be dict\[str, list\[int\] \| str\]"),
+    ],
+)
+def test_a_wrong_type_in_a_preset_names_the_field(kw, message):
+    with pytest.raises(TypeError, match=message):
+        _toy(**kw)
+
+
+def test_chapter_3_sizes_are_typed():
+    from mamba_recall.presets import ch3
+
+    for name, presets in ch3.EXPERIMENTS.items():
+        for preset, sizes in presets.items():
+            assert isinstance(sizes, Sizes), (name, preset)
+            assert experiment(name, preset) == sizes.as_dict() and experiment(name, preset, smoke=True) == sizes.smoke()
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    FINGERPRINTS.write_text(json.dumps(fingerprints(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {FINGERPRINTS}")
