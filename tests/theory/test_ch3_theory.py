@@ -229,3 +229,21 @@ def test_induction_generator():
     assert torch.equal(x, induction_heads(300, 50, 6, 1.0, 0.1, seed=0)[0])
     with pytest.raises(ValueError, match="2·V"):
         induction_heads(1, 10, 5)
+
+
+def test_argmax_credit_breaks_ties_at_random_in_expectation():
+    """Ties of the readout (colliding JL key codes tie exactly; computed, they land a few ulps apart on a side that
+    depends on the CPU) count 1/k, whichever side the rounding puts them: the accuracy is the same on every
+    machine."""
+    import torch
+
+    from mamba_recall.theory.mqar_constructions import TIE_RTOL, argmax_credit
+
+    logits = torch.tensor([[1.0, 3.0, 3.0, 0.0], [5.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0]], dtype=torch.float64)
+    labels = torch.tensor([1, 0, 3])
+    assert argmax_credit(logits, labels).tolist() == [0.5, 1.0, 0.25]
+    nudged = logits.clone()
+    nudged[0, 2] += 3.0 * TIE_RTOL / 10  # the tie computed a little apart: still a tie
+    assert argmax_credit(nudged, labels).tolist() == [0.5, 1.0, 0.25]
+    nudged[0, 2] += 3.0 * 1e-6  # a real gap: the argmax decides
+    assert argmax_credit(nudged, labels).tolist() == [0.0, 1.0, 0.25]
