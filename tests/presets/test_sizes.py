@@ -90,10 +90,13 @@ def test_a_wrong_type_in_a_preset_names_the_field(kw, message):
         _toy(**kw)
 
 
-def test_chapter_3_sizes_are_typed():
-    from mamba_recall.presets import ch3
+@pytest.mark.parametrize("chapter", ["ch0", "ch3", "ch5"])
+def test_typed_chapters_read_every_preset_through_its_class(chapter):
+    import importlib
 
-    for name, presets in ch3.EXPERIMENTS.items():
+    module = importlib.import_module(f"mamba_recall.presets.{chapter}")
+    assert not hasattr(module, "SMOKE")  # typed sizes declare their smoke caps on their fields
+    for name, presets in module.EXPERIMENTS.items():
         for preset, sizes in presets.items():
             assert isinstance(sizes, Sizes), (name, preset)
             assert experiment(name, preset) == sizes.as_dict() and experiment(name, preset, smoke=True) == sizes.smoke()

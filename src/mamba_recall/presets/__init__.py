@@ -3,11 +3,11 @@
 ``ci``: small enough that a section notebook runs in ≤ 2 minutes on 2 CPU cores.
 ``paper``: the papers' own sizes (a GPU is expected; ``PRESET=paper DEVICE=cuda make book``).
 Chapters read their sizes with ``experiment(name, preset)``; nothing else hard-codes a size.
-Chapter 0's sizes are here; chapters 1-4 keep theirs in ``presets/chN.py`` (merged below), one
-file per chapter so that each chapter's sizes sit together.
+Each chapter keeps its sizes in ``presets/chN.py`` (merged below), one file per chapter so that each chapter's
+sizes sit together.
 
 Typed sizes: an experiment may give each preset as a frozen dataclass (:class:`~mamba_recall.presets._sizes.Sizes`,
-one class per shape, each field with its type and its smoke cap; Chapter 3's are, ``presets/ch3.py``), checked when
+one class per shape, each field with its type and its smoke cap; Chapters 0, 3 and 5 are), checked when
 built and read as the same dicts. The other chapters' presets are still dicts, capped by the generic rule below,
 until they are typed the same way.
 
@@ -47,47 +47,20 @@ OPTIONAL_PRESETS = ("cpu-hours",)
 PRESETS = REQUIRED_PRESETS
 ALL_PRESETS = REQUIRED_PRESETS + OPTIONAL_PRESETS
 
-EXPERIMENTS: dict[str, dict[str, dict]] = {
-    # Chapter 0: backend agreement on random inputs (batch, channels, N, lengths).
-    "scan.agreement": {
-        "ci": {"batch": 2, "channels": 8, "d_state": 4, "lengths": [1, 7, 64, 300, 2048], "seed_count": 3},
-        "paper": {"batch": 4, "channels": 64, "d_state": 16, "lengths": [1, 7, 64, 512, 4096, 8192], "seed_count": 5},
-    },
-    # Chapter 0: speed of each backend, forward + backward.
-    "scan.bench": {
-        "ci": {"sizes": [[4, 64, 16, 128], [8, 128, 16, 256]], "repeats": 2, "reference": True},
-        "paper": {"sizes": [[16, 256, 16, 512], [16, 1536, 16, 2048]], "repeats": 3, "reference": True},
-    },
-    # Chapter 0: the interactive Δ/A explorer grid (deltas × a_values × length × 3 series rows, inlined in the
-    # page: under Altair's 5000-row limit).
-    "scan.explorer": {
-        "ci": {"deltas": [0.05, 0.1, 0.2, 0.5, 1.0, 2.0], "a_values": [-0.25, -0.5, -1.0, -2.0, -4.0], "length": 24},
-        "paper": {
-            "deltas": [0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0],
-            "a_values": [-0.125, -0.25, -0.5, -1.0, -2.0, -4.0, -8.0],
-            "length": 24,
-        },
-    },
-}
+#: every experiment's sizes by name and preset (the chapters' ``presets/chN.py``, merged below): a dict, or typed
+#: :class:`~mamba_recall.presets._sizes.Sizes`
+EXPERIMENTS: dict[str, dict[str, dict | Sizes]] = {}
 
-
-#: Overrides of the smoke cap, per experiment and preset: ``{name: {preset: {key: value}}}`` or
-#: ``{name: {key: value}}`` (every preset); Chapter 0's here, the others from the chapters' ``SMOKE`` dicts.
-SMOKE_OVERRIDES: dict[str, dict] = {
-    # the reference scan is a Python loop over L (with autograd): the tensor sizes are the work here
-    "scan.agreement": {"channels": 8, "lengths": [1, 7, 512]},
-    "scan.bench": {"sizes": [[2, 32, 16, 64], [2, 64, 16, 128]], "repeats": 1},
-    # the explorer's (Δ, A) grid is cheap and the notebook picks its default from the 4th Δ: kept whole
-    "scan.explorer": {
-        preset: {key: EXPERIMENTS["scan.explorer"][preset][key] for key in ("deltas", "a_values")} for preset in PRESETS
-    },
-}
+#: Overrides of the generic smoke cap of the dict presets, per experiment and preset: ``{name: {preset: {key:
+#: value}}}`` or ``{name: {key: value}}`` (every preset), from the chapters' ``SMOKE`` dicts (typed sizes declare
+#: their caps on their fields instead).
+SMOKE_OVERRIDES: dict[str, dict] = {}
 
 
 def _merge_chapter_sizes() -> None:
-    from . import ch1, ch2, ch3, ch4, ch5
+    from . import ch0, ch1, ch2, ch3, ch4, ch5
 
-    for module in (ch1, ch2, ch3, ch4, ch5):
+    for module in (ch0, ch1, ch2, ch3, ch4, ch5):
         for name, sizes in module.EXPERIMENTS.items():
             if name in EXPERIMENTS:
                 raise RuntimeError(f"experiment {name!r} is defined twice (presets/{module.__name__}).")

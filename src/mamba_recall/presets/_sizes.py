@@ -19,6 +19,8 @@ guessed from the key's name):
 * :data:`STEPS` / :data:`EVERY` (``SMOKE_STEPS``), :data:`SCHEDULE` (1), :data:`BATCH` (``SMOKE_BATCH``),
   :data:`COUNT` (``SMOKE_COUNT``), :data:`SAMPLES` (``SMOKE_SAMPLES``): an integer at most that;
 * :func:`fixed` ``(value)``: this value in every preset's smoke run (an experiment's own exception);
+* :func:`derived` ``(fn)``: ``fn(value)``, for a cap that depends on the preset's value (e.g. keep the first cell
+  and the first 2-layer cell);
 * a nested :class:`Sizes` is capped field by field; a dict of them, each.
 """
 
@@ -30,7 +32,20 @@ import types
 import typing
 from dataclasses import dataclass, field, fields
 
-__all__ = ["AXIS", "BATCH", "COUNT", "EVERY", "KEEP", "SAMPLES", "SCHEDULE", "STEPS", "Sizes", "fixed", "size"]
+__all__ = [
+    "AXIS",
+    "BATCH",
+    "COUNT",
+    "EVERY",
+    "KEEP",
+    "SAMPLES",
+    "SCHEDULE",
+    "STEPS",
+    "Sizes",
+    "derived",
+    "fixed",
+    "size",
+]
 
 # the caps' limits: the generic rule's numbers (presets/__init__.py), so both ways cap alike
 SMOKE_STEPS, SMOKE_SAMPLES, SMOKE_BATCH, SMOKE_COUNT = 4, 16, 8, 2
@@ -58,6 +73,11 @@ def fixed(value) -> _Cap:
     return _Cap("fixed", value=value)
 
 
+def derived(fn) -> _Cap:
+    """The smoke cap ``fn(value)``: computed from the preset's own value."""
+    return _Cap("derived", value=fn)
+
+
 def size(smoke: _Cap = KEEP, **kw):
     """A field of a :class:`Sizes` class with its smoke cap (``dataclasses.field`` keywords pass through)."""
     return field(metadata={"smoke": smoke}, **kw)
@@ -82,6 +102,8 @@ def _cap(cap: _Cap, value):
         return min(value, cap.limit)
     if cap.kind == "fixed":
         return copy.deepcopy(cap.value)
+    if cap.kind == "derived":
+        return cap.value(copy.deepcopy(value))
     return copy.deepcopy(value)
 
 
