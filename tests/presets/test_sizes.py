@@ -44,7 +44,7 @@ def test_every_preset_is_as_fingerprinted():
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Toy(Sizes):
     T: int = size()
     lr: float = size()
@@ -55,6 +55,7 @@ class Toy(Sizes):
     draws: int = size(COUNT)
     n: int = size(SAMPLES)
     max_j: int = size(fixed(2))
+    grid: str = size(optional=True)
 
 
 def _toy(**kw):
@@ -74,6 +75,14 @@ def test_typed_sizes_read_as_dicts_and_cap_each_field_as_declared():
     d["ds"].append(32)  # a copy: the preset is not changed through what a caller reads
     assert toy.ds == [4, 8, 16] and toy.replace(steps=10).steps == 10 and toy.steps == 2000
     assert _toy(lr=1).lr == 1  # a float field takes an int
+
+
+def test_an_optional_field_left_out_is_absent_from_the_dict():
+    assert "grid" not in _toy().as_dict() and "grid" not in _toy().smoke()
+    given = _toy(grid="micro")
+    assert list(given.as_dict())[-1] == "grid" and given.smoke()["grid"] == "micro"
+    with pytest.raises(TypeError, match="Toy.grid must be"):
+        _toy(grid=3)
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """Typed sizes: an experiment's sizes as a frozen dataclass whose every field declares its type and its smoke cap.
 
-A chapter declares one class per shape of its experiments' sizes (a subclass of :class:`Sizes`, each field a
-:func:`size`) and gives each preset an instance; :func:`mamba_recall.presets.experiment` returns the instance's
+A chapter declares one class per kind of sizes (a subclass of :class:`Sizes` decorated
+``@dataclass(frozen=True, kw_only=True)``, each field a :func:`size`; a field that only some presets have is
+``size(optional=True)``) and gives each preset an instance; :func:`mamba_recall.presets.experiment` returns the instance's
 :meth:`~Sizes.as_dict` (the plain dict every runner and notebook reads) or, with ``smoke=True``, its
 :meth:`~Sizes.smoke` (each field capped as it declares). Building an instance checks every field against its
 annotation, so a typo or a wrong type in a preset fails at import with the field named.
@@ -78,9 +79,12 @@ def derived(fn) -> _Cap:
     return _Cap("derived", value=fn)
 
 
-def size(smoke: _Cap = KEEP, **kw):
-    """A field of a :class:`Sizes` class with its smoke cap (``dataclasses.field`` keywords pass through)."""
-    return field(metadata={"smoke": smoke}, **kw)
+def size(smoke: _Cap = KEEP, *, optional: bool = False):
+    """A field of a :class:`Sizes` class with its smoke cap. ``optional``: the field may be left out (None), and is
+    then absent from the dict (a preset shape with an entry more, e.g. the run store's)."""
+    if optional:
+        return field(default=None, metadata={"smoke": smoke, "optional": True})
+    return field(metadata={"smoke": smoke})
 
 
 def _axis(value):
@@ -138,7 +142,7 @@ def _matches(value, hint) -> bool:
     return isinstance(value, hint)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Sizes:
     """Base of the typed sizes (see the module docstring): checked when built, read as a dict."""
 
@@ -146,19 +150,25 @@ class Sizes:
         hints = typing.get_type_hints(type(self))
         for f in fields(self):
             value = getattr(self, f.name)
+            if value is None and f.metadata.get("optional"):
+                continue
             if not _matches(value, hints[f.name]):
                 raise TypeError(
                     f"{type(self).__name__}.{f.name} must be {hints[f.name]}, got {value!r}; fix the preset in "
                     f"{type(self).__module__}."
                 )
 
+    def _given(self):
+        return [f for f in fields(self) if not (f.metadata.get("optional") and getattr(self, f.name) is None)]
+
     def as_dict(self) -> dict:
-        """The sizes as the plain dict of JSON values the runners and notebooks read (a deep copy)."""
-        return {f.name: _plain(copy.deepcopy(getattr(self, f.name))) for f in fields(self)}
+        """The sizes as the plain dict of JSON values the runners and notebooks read (a deep copy; an optional field
+        left out is absent)."""
+        return {f.name: _plain(copy.deepcopy(getattr(self, f.name))) for f in self._given()}
 
     def smoke(self) -> dict:
         """:meth:`as_dict` with every field capped as it declares (``size(smoke=...)``)."""
-        return {f.name: _plain(_cap(f.metadata.get("smoke", KEEP), getattr(self, f.name))) for f in fields(self)}
+        return {f.name: _plain(_cap(f.metadata.get("smoke", KEEP), getattr(self, f.name))) for f in self._given()}
 
     def replace(self, **changes) -> Sizes:
         """A copy with ``changes`` (``dataclasses.replace``, checked like a new preset)."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ._sizes import BATCH, COUNT, Sizes, fixed, size
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Agreement(Sizes):
     """Backend agreement on random inputs (batch, channels, N, lengths)."""
 
@@ -21,7 +21,7 @@ class Agreement(Sizes):
     seed_count: int = size(COUNT)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Bench(Sizes):
     """Speed of each backend, forward + backward: ``sizes`` are [batch, channels, N, L]."""
 
@@ -30,7 +30,7 @@ class Bench(Sizes):
     reference: bool = size()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Explorer(Sizes):
     """The interactive Δ/A explorer grid (deltas × a_values × length × 3 series rows, inlined in the page: under
     Altair's 5000-row limit). Cheap, and the notebook picks its default from the 4th Δ: kept whole in a smoke run."""

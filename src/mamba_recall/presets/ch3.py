@@ -21,7 +21,7 @@ from ._sizes import AXIS, BATCH, COUNT, SAMPLES, STEPS, Sizes, fixed, size
 # One class per shape of sizes (presets/_sizes.py): each field's type and its smoke cap (KEEP unless said).
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Haar(Sizes):
     lengths: list[int] = size(AXIS)
     max_j: int = size(fixed(2))  # the (j, k) grid has 2^(max_j+1) − 1 cells per length: a grid size, capped at 2
@@ -33,14 +33,14 @@ class Haar(Sizes):
     slider_points: int = size()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Cor1(Sizes):
     ms: list[int] = size(AXIS)
     n_wavelets: int = size()
     draws: int = size(COUNT)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KeepConstruction(Sizes):
     T: int = size()
     nth: int = size()
@@ -49,11 +49,16 @@ class KeepConstruction(Sizes):
     token_sequences: int = size(SAMPLES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KeepTrain(Sizes):
+    """KEEP n-TH models × T × (d, N) × seeds; the run store's grid adds Tab. 1 at ``table_T`` with every model and
+    Fig. 1's T sweep for ``sweep_models``."""
+
     Ts: list[int] = size(AXIS)
+    table_T: int = size(optional=True)
     dN: list[list[int]] = size(AXIS)
     models: list[str] = size()
+    sweep_models: list[str] = size(optional=True)
     seeds: list[int] = size(AXIS)
     steps: int = size(STEPS)
     batch: int = size(BATCH)
@@ -66,28 +71,7 @@ class KeepTrain(Sizes):
     transformer_d: int = size()
 
 
-@dataclass(frozen=True)
-class KeepTrainStore(Sizes):
-    """The run-store grid: Tab. 1 at ``table_T`` with every model, Fig. 1's T sweep for ``sweep_models``."""
-
-    Ts: list[int] = size(AXIS)
-    table_T: int = size()
-    dN: list[list[int]] = size(AXIS)
-    models: list[str] = size()
-    sweep_models: list[str] = size()
-    seeds: list[int] = size(AXIS)
-    steps: int = size(STEPS)
-    batch: int = size(BATCH)
-    lr: float = size()
-    lr_transformer: float = size()
-    V: int = size()
-    nth: int = size()
-    eval_sequences: int = size(SAMPLES)
-    test_sequences: int = size(SAMPLES)
-    transformer_d: int = size()
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Sensitivity(Sizes):
     T: int = size()
     lam: float = size()
@@ -95,7 +79,7 @@ class Sensitivity(Sizes):
     attention_T: int = size()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MqarConstructions(Sizes):
     T: int = size()
     kappas: list[int] = size(AXIS)
@@ -112,7 +96,7 @@ class MqarConstructions(Sizes):
     explorer_ps: list[int] = size(AXIS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Thm3Growth(Sizes):
     kappas: list[int] = size(AXIS)
     pks: list[int] = size(AXIS)
@@ -122,7 +106,7 @@ class Thm3Growth(Sizes):
     sequences: int = size(SAMPLES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Thm3Recall99(Sizes):
     kappas: list[int] = size(AXIS)
     V: int = size()
@@ -131,7 +115,7 @@ class Thm3Recall99(Sizes):
     queries: int = size(fixed(512))  # κ = 256 walks the whole p_k grid from the first κ's answer: a few per point
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Remark7(Sizes):
     kappa: int = size()
     pks: list[int] = size(AXIS)
@@ -141,38 +125,23 @@ class Remark7(Sizes):
     products: list[float] = size(AXIS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JLLemma(Sizes):
     ds: list[int] = size(AXIS)
     ps: list[int] = size(AXIS)
 
 
-@dataclass(frozen=True)
-class MqarGrid(Sizes):
-    """One MQAR grid (κ × d × mixer's N); ``Ns``: mixer → N values, or ``"2kappa"`` / ``"8lnkappa"``."""
-
-    T: int = size()
-    V: int = size()
-    kappas: list[int] = size(AXIS)
-    ds: list[int] = size(AXIS)
-    Ns: dict[str, list[int] | str] = size(AXIS)
-    steps: int = size(STEPS)
-    batch: int = size(BATCH)
-    lr: float = size()
-    eval_sequences: int = size(SAMPLES)
-    test_sequences: int = size(SAMPLES)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MqarTrain(Sizes):
-    """One MQAR grid with its seeds (the ci and paper presets)."""
+    """One MQAR grid (κ × d × mixer's N; ``Ns``: mixer → N values, or ``"2kappa"`` / ``"8lnkappa"``) with its seeds;
+    a grid of :class:`MqarTrainGrids` leaves ``seeds`` out (its grids share theirs)."""
 
     T: int = size()
     V: int = size()
     kappas: list[int] = size(AXIS)
     ds: list[int] = size(AXIS)
     Ns: dict[str, list[int] | str] = size(AXIS)
-    seeds: list[int] = size(AXIS)
+    seeds: list[int] = size(AXIS, optional=True)
     steps: int = size(STEPS)
     batch: int = size(BATCH)
     lr: float = size()
@@ -180,15 +149,15 @@ class MqarTrain(Sizes):
     test_sequences: int = size(SAMPLES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MqarTrainGrids(Sizes):
     """Several MQAR grids run with the same seeds (the run store's cpu-hours preset)."""
 
     seeds: list[int] = size(AXIS)
-    grids: dict[str, MqarGrid] = size()
+    grids: dict[str, MqarTrain] = size()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IhConstruction(Sizes):
     T: int = size()
     Vs: list[int] = size(AXIS)
@@ -197,11 +166,14 @@ class IhConstruction(Sizes):
     sequences: int = size(SAMPLES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IhTrain(Sizes):
+    """INDUCTION HEADS models × |V| × d × N factor × seeds; ``ds_per_V[str(V)]``, where given, replaces ``ds``."""
+
     T: int = size()
     Vs: list[int] = size(AXIS)
     ds: list[int] = size(AXIS)
+    ds_per_V: dict[str, list[int]] = size(AXIS, optional=True)
     N_factor: int | list[int] = size(AXIS)
     seeds: list[int] = size(AXIS)
     steps: int = size(STEPS)
@@ -213,28 +185,9 @@ class IhTrain(Sizes):
     test_sequences: int = size(SAMPLES)
 
 
-@dataclass(frozen=True)
-class IhTrainStore(Sizes):
-    """The run-store grid: ``ds`` for every |V|, or ``ds_per_V[str(V)]`` where given."""
-
-    T: int = size()
-    Vs: list[int] = size(AXIS)
-    ds: list[int] = size(AXIS)
-    ds_per_V: dict[str, list[int]] = size(AXIS)
-    N_factor: int | list[int] = size(AXIS)
-    seeds: list[int] = size(AXIS)
-    steps: int = size(STEPS)
-    batch: int = size(BATCH)
-    lr: float = size()
-    p: float = size()
-    gamma: float = size()
-    eval_sequences: int = size(SAMPLES)
-    test_sequences: int = size(SAMPLES)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MqarFigA3(Sizes):
-    """Fig. A.3's N sweep: (κ, N) cells × d × seeds of Mamba at ``V``."""
+    """Fig. A.3's N sweep: (κ, N) cells × d × seeds of Mamba at ``V``, or of each mixer of ``mixers`` (mixer → |V|)."""
 
     T: int = size()
     V: int = size()
@@ -246,23 +199,7 @@ class MqarFigA3(Sizes):
     lr: float = size()
     eval_sequences: int = size(SAMPLES)
     test_sequences: int = size(SAMPLES)
-
-
-@dataclass(frozen=True)
-class MqarFigA3Mixers(Sizes):
-    """Fig. A.3's N sweep for several mixers (``mixers``: mixer → |V|)."""
-
-    T: int = size()
-    V: int = size()
-    ds: list[int] = size(AXIS)
-    kappa_N: list[list[int]] = size(AXIS)
-    seeds: list[int] = size(AXIS)
-    steps: int = size(STEPS)
-    batch: int = size(BATCH)
-    lr: float = size()
-    eval_sequences: int = size(SAMPLES)
-    test_sequences: int = size(SAMPLES)
-    mixers: dict[str, int] = size()
+    mixers: dict[str, int] = size(optional=True)
 
 
 # ------------------------------------------------------------------------------------------------- the presets
@@ -335,7 +272,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
         # Tab. 1 at the paper's T = 50 and h ∈ R^{8×32} (d = 32, N = 8) with all five models, and Fig. 1's T sweep for
         # Mamba+PE and S4D+PE; 3 seeds, the paper preset's recipe with a 4000-step budget (run store, one job per run).
-        "cpu-hours": KeepTrainStore(
+        "cpu-hours": KeepTrain(
             Ts=[10, 20, 30, 40, 50],
             table_T=50,
             dN=[[32, 8]],
@@ -475,7 +412,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         "cpu-hours": MqarTrainGrids(
             seeds=[0, 1, 2],
             grids={
-                "micro": MqarGrid(
+                "micro": MqarTrain(
                     T=24,
                     V=16,
                     kappas=[4],
@@ -487,7 +424,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
                     eval_sequences=500,
                     test_sequences=1000,
                 ),
-                "paper": MqarGrid(
+                "paper": MqarTrain(
                     T=100,
                     V=128,
                     kappas=[4],
@@ -541,7 +478,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         # 31, the paper's second vocabulary) for |V| = 10 across its 2|V| = 20 up to 4|V| = 40, Mamba and Mamba-Δ⊤,
         # 5 seeds as the paper's "best of 5" (run store, one job per run; seeds 3 and 4 and |V| = 10 added for issue
         # 31, the rule unchanged: each seed's own numbers, combined over the seeds).
-        "cpu-hours": IhTrainStore(
+        "cpu-hours": IhTrain(
             T=100,
             Vs=[5, 10],
             ds=[4, 10, 20],
@@ -584,7 +521,7 @@ EXPERIMENTS["ch3.mqar_figa3"] = {
     "cpu-hours": _FIGA3,
     # the GPU size: the paper's |V| = 512 (S4D: 256) and 20,000 steps, N over powers of two across κ ∈ {4, 8, 16},
     # d ∈ {64, 256}, the three mixers (``mixers``: mixer → |V|; without it, Mamba at ``V``)
-    "paper": MqarFigA3Mixers(
+    "paper": MqarFigA3(
         **_FIGA3.as_dict()
         | dict(
             V=512,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ._sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, SCHEDULE, STEPS, Sizes, derived, fixed, size
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CapacityRecipe(Sizes):
     """The authors' recipe of paper 002 (``mamba_recall.train.Recipe.from_preset`` reads it)."""
 
@@ -43,7 +43,7 @@ def _smoke_cells(cells: list) -> list:
     return [cells[0], next(c for c in cells if c[0] == 2)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Capacity(Sizes):
     V: int = size()
     L_per_kappa: int = size()
