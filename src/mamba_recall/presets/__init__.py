@@ -7,7 +7,7 @@ Each chapter keeps its sizes in ``presets/chN.py`` (merged below), one file per 
 sizes sit together.
 
 Typed sizes: an experiment may give each preset as a frozen dataclass (:class:`~mamba_recall.presets._sizes.Sizes`,
-one class per shape, each field with its type and its smoke cap; Chapters 0, 3 and 5 are), checked when
+one class per shape, each field with its type and its smoke cap; Chapters 0, 1, 3 and 5 are), checked when
 built and read as the same dicts. The other chapters' presets are still dicts, capped by the generic rule below,
 until they are typed the same way.
 
