@@ -99,7 +99,7 @@ def test_a_wrong_type_in_a_preset_names_the_field(kw, message):
         _toy(**kw)
 
 
-@pytest.mark.parametrize("chapter", ["ch0", "ch1", "ch3", "ch5"])
+@pytest.mark.parametrize("chapter", ["ch0", "ch1", "ch3", "ch4", "ch5"])
 def test_typed_chapters_read_every_preset_through_its_class(chapter):
     import importlib
 

@@ -7,9 +7,9 @@ Each chapter keeps its sizes in ``presets/chN.py`` (merged below), one file per 
 sizes sit together.
 
 Typed sizes: an experiment may give each preset as a frozen dataclass (:class:`~mamba_recall.presets._sizes.Sizes`,
-one class per shape, each field with its type and its smoke cap; Chapters 0, 1, 3 and 5 are), checked when
-built and read as the same dicts. The other chapters' presets are still dicts, capped by the generic rule below,
-until they are typed the same way.
+one class per shape, each field with its type and its smoke cap; every chapter but 2 is), checked when
+built and read as the same dicts. Chapter 2's presets are still dicts, capped by the generic rule below,
+until it is typed the same way.
 
 ``smoke=True`` (the notebooks' ``smoke`` parameter; ``experiment(name, preset, smoke=True)``) keeps a
 preset's whole structure -- every grid axis, every model and pattern list, every dict of regimes,

@@ -1,11 +1,184 @@
 """Sizes of Chapter 4 (paper 004): primacy and recency, long-term channels.
 
-Each entry: ``"chN.experiment": {"ci": {...}, "paper": {...}}`` (see ``presets/__init__.py``).
+Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
+:class:`~mamba_recall.presets._sizes.Sizes` class per kind below, each field with its type and its smoke cap.
 
 S-models: small Mamba-1 LMs trained from scratch on the serial-recall task.
 ``ci`` = the recipe of the committed CPU checkpoints (trained once, loaded by the notebooks);
 ``paper`` = the larger GPU recipe (not run in this session: no GPU was available).
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, SCHEDULE, STEPS, Sizes, size
+
+# --------------------------------------------------------------------------------------------- the sizes' kinds
+# One class per kind of sizes (presets/_sizes.py): each field's type and its smoke cap (KEEP unless said).
+
+
+@dataclass(frozen=True, kw_only=True)
+class SModelRecipe(Sizes):
+    """A training recipe of ``ch4_train``: the model config, the vocabulary, the shared optimiser and curriculum, a
+    run length; ``init_from`` (fine-tune a committed S-model) and ``mix`` (the transfer tasks' batches) for s_mix."""
+
+    model: dict[str, Any] = size()
+    vocab: dict[str, Any] = size()
+    lr: float = size()
+    weight_decay: float = size()
+    betas: list[float] = size()
+    grad_clip: float = size()
+    L_min: int = size()
+    L_max: int = size()
+    curriculum_frac: float = size()
+    n_queries: int = size()
+    seed: int = size()
+    steps: int = size(STEPS)
+    batch: int = size(BATCH)
+    warmup_steps: int = size(SCHEDULE)
+    checkpoint_every: int = size(EVERY)
+    init_from: str = size(optional=True)
+    mix: dict[str, Any] = size(optional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeRecipe(Sizes):
+    """A recipe of the edge family (``ch4_edge``): the S-model recipe's fields with filler gaps (``gap_max`` tokens,
+    from the ``gap_from`` fraction of training), the model config last."""
+
+    vocab: dict[str, Any] = size()
+    lr: float = size()
+    weight_decay: float = size()
+    betas: list[float] = size()
+    grad_clip: float = size()
+    L_min: int = size()
+    L_max: int = size()
+    curriculum_frac: float = size()
+    n_queries: int = size()
+    seed: int = size()
+    steps: int = size(STEPS)
+    batch: int = size(BATCH)
+    warmup_steps: int = size(SCHEDULE)
+    checkpoint_every: int = size(EVERY)
+    gap_max: int = size()
+    gap_from: float = size()
+    model: dict[str, Any] = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeEval(Sizes):
+    Ls: list[int] = size(AXIS)
+    n: int = size(SAMPLES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Edge(Sizes):
+    """The edge family: its recipes, ``seeds`` per recipe, the reserve seeds counted in seed order, the evaluation."""
+
+    recipes: dict[str, EdgeRecipe] = size()
+    seeds: int = size(COUNT)
+    reserve_seeds: dict[str, list[int]] = size(AXIS, optional=True)
+    eval: EdgeEval = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeMixFinetune(Sizes):
+    steps: int = size(STEPS)
+    lr: float = size()
+    warmup_steps: int = size(SCHEDULE)
+    curriculum_frac: float = size()
+    gap_from: float = size()
+    checkpoint_every: int = size(EVERY)
+    mix: dict[str, Any] = size()
+    batch: int = size(BATCH, optional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeMixMeasure(Sizes):
+    n: int = size(SAMPLES)
+    n_random: int = size(COUNT)
+    L_ident: int = size()
+    tau: float = size()
+    p: float = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeMix(Sizes):
+    """Table 1 on the edge family: base models, the fine-tune on s_mix's mixture and the measurement."""
+
+    base_preset: str = size()
+    base_recipe: str = size()
+    base_seeds: list[int] = size(AXIS)
+    finetune: EdgeMixFinetune = size()
+    measure: EdgeMixMeasure = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ucurve(Sizes):
+    model: str = size()
+    Ls: list[int] = size(AXIS)
+    n: int = size(SAMPLES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Channels(Sizes):
+    model: str = size()
+    L_ident: int = size()
+    Ls: list[int] = size(AXIS)
+    n: int = size(SAMPLES)
+    n_random: int = size(COUNT)
+    tau: float = size()
+    p: float = size()
+    transfer_L: int = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mamba2Heads(Sizes):
+    model: str = size()
+    L_ident: int = size()
+    Ls: list[int] = size(AXIS)
+    n: int = size(SAMPLES)
+    n_random: int = size(COUNT)
+    tau: float = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Periodicity(Sizes):
+    model: str = size()
+    periods: list[int] = size(AXIS)
+    n: int = size(SAMPLES)
+    length: int = size()
+    bridge_L: int = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelChecks(Sizes):
+    models: list[str] = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transfer(Sizes):
+    model: str = size()
+    n: int = size(SAMPLES)
+    n_random: int = size(COUNT)
+    L_ident: int = size()
+    tau: float = size()
+    p: float = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recency(Sizes):
+    model: str = size()
+    Ls: list[int] = size(AXIS)
+    ns: list[int] = size(AXIS)
+    n: int = size(SAMPLES)
+    init_Ls: list[int] = size(AXIS)
+
+
+# ------------------------------------------------------------------------------------------------- the presets
+
 
 _VOCAB = {"n_names": 32, "n_relations": 8, "n_filler": 16}
 
@@ -31,12 +204,12 @@ _S_M2 = {"arch": "mamba2", "d_model": 64, "n_layer": 2, "d_state": 8, "expand": 
 _TRANSFER_TASKS = ["needle_qa", "mqar", "two_hop", "selective_copy"]
 
 
-def _recipe(model: dict, run: dict, **changes) -> dict:
+def _recipe(model: dict, run: dict, **changes) -> SModelRecipe:
     """A training recipe of ``ch4_train``: ``model`` config, the shared settings, a run length, then ``changes``."""
-    return {"model": model, **_SHARED, **run, **changes}
+    return SModelRecipe(**{"model": model, **_SHARED, **run, **changes})
 
 
-EXPERIMENTS: dict[str, dict[str, dict]] = {
+EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # Training recipes of the S-models (experiments/ch4_train.py).
     "ch4.train_s_small": {"ci": _recipe(_S_SMALL, _CPU_RUN), "paper": _recipe(_S_SMALL, _GPU_RUN)},
     # The deeper S-model: its "ci" recipe stalled on the CPU (0.24 recall at L = 4 after 3,000 steps) and is
@@ -98,75 +271,75 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
     # cpu-hours: the claim checks of the edge family (experiments/ch4_edge.py --checks), each test at the model's
     # pressure length L_p; more contexts and ≥ 5 random draws per control (issue: a fair test).
     "ch4.ucurve": {
-        "ci": {"model": "s_small", "Ls": [8, 16, 32], "n": 100},
-        "cpu-hours": {"model": "edge", "Ls": [8, 12, 16, 20, 24, 32], "n": 200},
-        "paper": {"model": "s_small", "Ls": [8, 12, 16, 24, 32], "n": 200},
+        "ci": Ucurve(model="s_small", Ls=[8, 16, 32], n=100),
+        "cpu-hours": Ucurve(model="edge", Ls=[8, 12, 16, 20, 24, 32], n=200),
+        "paper": Ucurve(model="s_small", Ls=[8, 12, 16, 24, 32], n=200),
     },
     "ch4.channels": {
-        "ci": {
-            "model": "s_small",
-            "L_ident": 8,
-            "Ls": [8, 16],
-            "n": 100,
-            "n_random": 3,
-            "tau": 0.7,
-            "p": 0.7,
-            "transfer_L": 16,
-        },
-        "cpu-hours": {
-            "model": "edge",
-            "L_ident": 8,
-            "Ls": [16, 24],
-            "n": 200,
-            "n_random": 5,
-            "tau": 0.7,
-            "p": 0.7,
-            "transfer_L": 16,
-        },
-        "paper": {
-            "model": "s_small",
-            "L_ident": 8,
-            "Ls": [8, 16, 32],
-            "n": 200,
-            "n_random": 10,
-            "tau": 0.7,
-            "p": 0.7,
-            "transfer_L": 16,
-        },
+        "ci": Channels(
+            model="s_small",
+            L_ident=8,
+            Ls=[8, 16],
+            n=100,
+            n_random=3,
+            tau=0.7,
+            p=0.7,
+            transfer_L=16,
+        ),
+        "cpu-hours": Channels(
+            model="edge",
+            L_ident=8,
+            Ls=[16, 24],
+            n=200,
+            n_random=5,
+            tau=0.7,
+            p=0.7,
+            transfer_L=16,
+        ),
+        "paper": Channels(
+            model="s_small",
+            L_ident=8,
+            Ls=[8, 16, 32],
+            n=200,
+            n_random=10,
+            tau=0.7,
+            p=0.7,
+            transfer_L=16,
+        ),
     },
     "ch4.mamba2_heads": {
-        "ci": {"model": "s_m2", "L_ident": 8, "Ls": [8, 16, 32], "n": 100, "n_random": 5, "tau": 0.7},
+        "ci": Mamba2Heads(model="s_m2", L_ident=8, Ls=[8, 16, 32], n=100, n_random=5, tau=0.7),
         # cpu-hours: App. F's head claims on the edge family's Mamba-2 recipe m2 (experiments/ch4_edge.py --checks),
         # the ablation at each model's pressure length L_p and the U-curves at its evaluated lengths; 200 contexts and
         # 10 random head sets per control. Declared before any result of the m2 recipe.
-        "cpu-hours": {
-            "model": "edge",
-            "L_ident": 8,
-            "Ls": [8, 12, 16, 20, 24, 32],
-            "n": 200,
-            "n_random": 10,
-            "tau": 0.7,
-        },
-        "paper": {"model": "s_m2", "L_ident": 8, "Ls": [8, 16, 32], "n": 200, "n_random": 10, "tau": 0.7},
+        "cpu-hours": Mamba2Heads(
+            model="edge",
+            L_ident=8,
+            Ls=[8, 12, 16, 20, 24, 32],
+            n=200,
+            n_random=10,
+            tau=0.7,
+        ),
+        "paper": Mamba2Heads(model="s_m2", L_ident=8, Ls=[8, 16, 32], n=200, n_random=10, tau=0.7),
     },
     "ch4.periodicity": {
-        "ci": {"model": "s_small", "periods": [1, 4, 16, 64], "n": 64, "length": 64, "bridge_L": 16},
-        "cpu-hours": {"model": "edge", "periods": [1, 2, 4, 8, 16, 32, 64], "n": 128, "length": 64, "bridge_L": 16},
-        "paper": {"model": "s_small", "periods": [1, 2, 4, 8, 16, 32, 64], "n": 256, "length": 64, "bridge_L": 16},
+        "ci": Periodicity(model="s_small", periods=[1, 4, 16, 64], n=64, length=64, bridge_L=16),
+        "cpu-hours": Periodicity(model="edge", periods=[1, 2, 4, 8, 16, 32, 64], n=128, length=64, bridge_L=16),
+        "paper": Periodicity(model="s_small", periods=[1, 2, 4, 8, 16, 32, 64], n=256, length=64, bridge_L=16),
     },
     # Section 4.7: the claim checks of §4.1-4.4 on every committed Mamba-1 S-model (bundles of ch4_model_checks).
     "ch4.model_checks": {
-        "ci": {"models": ["s_small", "s_small_seed1", "s_mix"]},
-        "paper": {"models": ["s_small", "s_small_seed1", "s_mix"]},
+        "ci": ModelChecks(models=["s_small", "s_small_seed1", "s_mix"]),
+        "paper": ModelChecks(models=["s_small", "s_small_seed1", "s_mix"]),
     },
     "ch4.transfer": {
-        "ci": {"model": "s_mix", "n": 128, "n_random": 5, "L_ident": 8, "tau": 0.7, "p": 0.7},
-        "paper": {"model": "s_mix", "n": 512, "n_random": 10, "L_ident": 8, "tau": 0.7, "p": 0.7},
+        "ci": Transfer(model="s_mix", n=128, n_random=5, L_ident=8, tau=0.7, p=0.7),
+        "paper": Transfer(model="s_mix", n=512, n_random=10, L_ident=8, tau=0.7, p=0.7),
     },
     "ch4.recency": {
-        "ci": {"model": "s_small", "Ls": [8, 16], "ns": [0, 4, 16, 64, 256], "n": 100, "init_Ls": [8]},
-        "cpu-hours": {"model": "edge", "Ls": [16], "ns": [0, 4, 16, 64, 256], "n": 200, "init_Ls": [16]},
-        "paper": {"model": "s_small", "Ls": [8, 16], "ns": [0, 4, 16, 64, 256], "n": 200, "init_Ls": [8, 16]},
+        "ci": Recency(model="s_small", Ls=[8, 16], ns=[0, 4, 16, 64, 256], n=100, init_Ls=[8]),
+        "cpu-hours": Recency(model="edge", Ls=[16], ns=[0, 4, 16, 64, 256], n=200, init_Ls=[16]),
+        "paper": Recency(model="s_small", Ls=[8, 16], ns=[0, 4, 16, 64, 256], n=200, init_Ls=[8, 16]),
     },
 }
 
@@ -227,40 +400,38 @@ _EDGE_RUN = {
 _EDGE_D2 = {"d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "dt_rank": 4}
 _EDGE_D4 = {"d_model": 64, "n_layer": 4, "d_state": 8, "expand": 2, "dt_rank": 4}
 _EDGE_RECIPES = {
-    "d2": {**_EDGE_RUN, "model": _EDGE_D2},
-    "d4": {**_EDGE_RUN, "model": _EDGE_D4},
-    "d2_bos": {**_EDGE_RUN, "model": _EDGE_D2, "vocab": {**_EDGE_VOCAB, "bos": True}},
+    "d2": EdgeRecipe(**_EDGE_RUN, model=_EDGE_D2),
+    "d4": EdgeRecipe(**_EDGE_RUN, model=_EDGE_D4),
+    "d2_bos": EdgeRecipe(**(_EDGE_RUN | {"vocab": {**_EDGE_VOCAB, "bos": True}}), model=_EDGE_D2),
     # d4 trained twice as long (added when d2 seed 0 ended below the gate after 8,000 steps: 0.84 at L = 4)
-    "d4_long": {**_EDGE_RUN, "model": _EDGE_D4, "steps": 16000, "checkpoint_every": 2000},
-    "d2_smalldt": {**_EDGE_RUN, "model": {**_EDGE_D2, "dt_min": 1e-4, "dt_max": 1e-2}},
-    "d4_zinit": {**_EDGE_RUN, "model": {**_EDGE_D4, "zero_out_proj_from": 2}},
-    "m2": {
+    "d4_long": EdgeRecipe(**(_EDGE_RUN | {"steps": 16000, "checkpoint_every": 2000}), model=_EDGE_D4),
+    "d2_smalldt": EdgeRecipe(**_EDGE_RUN, model={**_EDGE_D2, "dt_min": 1e-4, "dt_max": 1e-2}),
+    "d4_zinit": EdgeRecipe(**_EDGE_RUN, model={**_EDGE_D4, "zero_out_proj_from": 2}),
+    "m2": EdgeRecipe(
         **_EDGE_RUN,
-        "model": {"arch": "mamba2", "d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "headdim": 16},
-    },
+        model={"arch": "mamba2", "d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "headdim": 16},
+    ),
 }
 #: Where the edge models are evaluated: every length from inside the training range to beyond it (L_max = 24),
 #: 200 held-out contexts per (L, relation variant).
-_EDGE_EVAL = {"Ls": [8, 12, 16, 20, 24, 32], "n": 200}
+_EDGE_EVAL = EdgeEval(Ls=[8, 12, 16, 20, 24, 32], n=200)
 #: Seeds trained after the 3 seeds ``range(seeds)``, per recipe, counted in seed order (the protocol above).
 _EDGE_RESERVE = {"d4": [3, 4, 5], "d4_zinit": [3, 4, 5]}
 EXPERIMENTS["ch4.edge"] = {
     # The ci preset names the same committed models (the notebooks load them; nothing is trained in ci).
-    "ci": {"recipes": _EDGE_RECIPES, "seeds": 3, "eval": _EDGE_EVAL},
-    "cpu-hours": {"recipes": _EDGE_RECIPES, "seeds": 3, "reserve_seeds": _EDGE_RESERVE, "eval": _EDGE_EVAL},
-    "paper": {
-        "recipes": {
-            name: {**r, "steps": 20000, "batch": 256, "warmup_steps": 1000} for name, r in _EDGE_RECIPES.items()
-        },
-        "seeds": 3,
-        "reserve_seeds": _EDGE_RESERVE,
-        "eval": {"Ls": [8, 12, 16, 20, 24, 32, 48], "n": 500},
-    },
+    "ci": Edge(recipes=_EDGE_RECIPES, seeds=3, eval=_EDGE_EVAL),
+    "cpu-hours": Edge(recipes=_EDGE_RECIPES, seeds=3, reserve_seeds=_EDGE_RESERVE, eval=_EDGE_EVAL),
+    "paper": Edge(
+        recipes={name: r.replace(steps=20000, batch=256, warmup_steps=1000) for name, r in _EDGE_RECIPES.items()},
+        seeds=3,
+        reserve_seeds=_EDGE_RESERVE,
+        eval=EdgeEval(Ls=[8, 12, 16, 20, 24, 32, 48], n=500),
+    ),
 }
 
 # A second training run of s_small (same recipe, another seed): do the chapter's verdicts survive a re-training?
 EXPERIMENTS["ch4.train_s_small_seed1"] = {
-    preset: {**recipe, "seed": 1} for preset, recipe in EXPERIMENTS["ch4.train_s_small"].items()
+    preset: recipe.replace(seed=1) for preset, recipe in EXPERIMENTS["ch4.train_s_small"].items()
 }
 
 # Table 1 on the edge family (experiments/ch4_edge_mix.py; issue "fair tests", declared 2026-11-27 before any of its
@@ -273,36 +444,31 @@ EXPERIMENTS["ch4.train_s_small_seed1"] = {
 # the page measures s_mix (identification on one L = 8 recall prompt at tau = p = 0.7, Ā = 0 on those channels of
 # all layers at every step) on 256 held-out examples per task with 10 random channel sets; the rule is 004/Table1's
 # as declared (three seeds, each with its swapped null).
-_EDGE_MIX = {
-    "base_preset": "cpu-hours",
-    "base_recipe": "d4_zinit",
-    "base_seeds": [1, 3, 5],
-    "finetune": {
-        "steps": 5000,
-        "lr": 1e-3,
-        "warmup_steps": 100,
-        "curriculum_frac": 0.0,
-        "gap_from": 0.0,
-        "checkpoint_every": 1000,
-        "mix": EXPERIMENTS["ch4.train_s_mix"]["ci"]["mix"],
-    },
-    "measure": {"n": 256, "n_random": 10, "L_ident": 8, "tau": 0.7, "p": 0.7},
-}
+_EDGE_MIX = EdgeMix(
+    base_preset="cpu-hours",
+    base_recipe="d4_zinit",
+    base_seeds=[1, 3, 5],
+    finetune=EdgeMixFinetune(
+        steps=5000,
+        lr=1e-3,
+        warmup_steps=100,
+        curriculum_frac=0.0,
+        gap_from=0.0,
+        checkpoint_every=1000,
+        mix=EXPERIMENTS["ch4.train_s_mix"]["ci"].mix,
+    ),
+    measure=EdgeMixMeasure(n=256, n_random=10, L_ident=8, tau=0.7, p=0.7),
+)
 EXPERIMENTS["ch4.edge_mix"] = {
     # the ci preset names the same committed models (the page loads the cpu-hours bundle; nothing is trained in ci)
     "ci": _EDGE_MIX,
     "cpu-hours": _EDGE_MIX,
     # the GPU size: the paper preset's edge models, fine-tuned as s_mix's paper recipe (its steps, batch and sizes)
-    "paper": {
-        **_EDGE_MIX,
-        "base_preset": "paper",
-        "finetune": {
-            **_EDGE_MIX["finetune"],
-            "steps": 10000,
-            "batch": 128,
-            "warmup_steps": 300,
-            "mix": EXPERIMENTS["ch4.train_s_mix"]["paper"]["mix"],
-        },
-        "measure": {**_EDGE_MIX["measure"], "n": 512},
-    },
+    "paper": _EDGE_MIX.replace(
+        base_preset="paper",
+        finetune=_EDGE_MIX.finetune.replace(
+            steps=10000, batch=128, warmup_steps=300, mix=EXPERIMENTS["ch4.train_s_mix"]["paper"].mix
+        ),
+        measure=_EDGE_MIX.measure.replace(n=512),
+    ),
 }
