@@ -108,7 +108,7 @@ def test_other_bundles_record_the_sizes_their_presets_give_today():
 def test_a_preset_changed_after_its_bundle_was_made_is_found(monkeypatch):
     from mamba_recall.presets import EXPERIMENTS
 
-    monkeypatch.setitem(EXPERIMENTS["ch2.multihead"], "ci", {**EXPERIMENTS["ch2.multihead"]["ci"], "batch": 7})
+    monkeypatch.setitem(EXPERIMENTS["ch2.multihead"], "ci", EXPERIMENTS["ch2.multihead"]["ci"].replace(batch=7))
     _, problems = _size_checks()
     assert len(problems) == 1 and problems[0].startswith("ch2_multihead_ci: ch2.multihead sizes changed")
 

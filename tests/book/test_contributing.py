@@ -49,7 +49,7 @@ def _git(root: Path, *args: str) -> None:
 
 def test_the_page_has_the_four_steps():
     kinds = [what.split(" ")[0] for what, _ in steps()]
-    assert kinds == ["insert", "new", "new", "append", "run"]
+    assert kinds == ["append", "new", "new", "append", "run"]
 
 
 def test_a_toy_claim_with_its_preset_and_runner_as_the_page_says(tmp_path):

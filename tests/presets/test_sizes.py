@@ -99,7 +99,7 @@ def test_a_wrong_type_in_a_preset_names_the_field(kw, message):
         _toy(**kw)
 
 
-@pytest.mark.parametrize("chapter", ["ch0", "ch1", "ch3", "ch4", "ch5"])
+@pytest.mark.parametrize("chapter", ["ch0", "ch1", "ch2", "ch3", "ch4", "ch5"])
 def test_typed_chapters_read_every_preset_through_its_class(chapter):
     import importlib
 
@@ -109,6 +109,21 @@ def test_typed_chapters_read_every_preset_through_its_class(chapter):
         for preset, sizes in presets.items():
             assert isinstance(sizes, Sizes), (name, preset)
             assert experiment(name, preset) == sizes.as_dict() and experiment(name, preset, smoke=True) == sizes.smoke()
+
+
+def test_a_plain_dict_preset_or_a_smoke_dict_is_refused_with_the_fix(monkeypatch):
+    from mamba_recall import presets
+    from mamba_recall.presets import ch5
+
+    monkeypatch.setattr(presets, "EXPERIMENTS", {})
+    monkeypatch.setitem(ch5.EXPERIMENTS, "ch5.untyped", {"ci": {"steps": 10}, "paper": {"steps": 100}})
+    with pytest.raises(RuntimeError, match=r"'ch5.untyped' .* gives \['ci', 'paper'\] as plain dicts; give each"):
+        presets._merge_chapter_sizes()
+    monkeypatch.delitem(ch5.EXPERIMENTS, "ch5.untyped")
+    monkeypatch.setattr(ch5, "SMOKE", {"ch5.capacity": {"steps": 1}}, raising=False)
+    monkeypatch.setattr(presets, "EXPERIMENTS", {})
+    with pytest.raises(RuntimeError, match="has a SMOKE dict; declare each field's smoke cap on the field"):
+        presets._merge_chapter_sizes()
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:

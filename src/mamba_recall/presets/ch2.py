@@ -1,9 +1,306 @@
 """Sizes of Chapter 2 (paper 002): hashing circuits and recall scaling laws.
 
-Each entry: ``"chN.experiment": {"ci": {...}, "paper": {...}}`` (see ``presets/__init__.py``).
+Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
+:class:`~mamba_recall.presets._sizes.Sizes` class per kind below, each field with its type and its smoke cap.
 Regimes (V, N_f, L): R0 (512, 16, 64), R1 (512, 32, 128), R2 (1024, 16, 64) [authors' code];
 R-ci (64, 8, 32), R-a (128, 16, 64, App. K's setting), R-b (256, 16, 64) [ours: CPU-sized].
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, SCHEDULE, STEPS, Sizes, size
+
+# --------------------------------------------------------------------------------------------- the sizes' kinds
+# One class per kind of sizes (presets/_sizes.py): each field's type and its smoke cap (KEEP unless said). Regimes
+# (V, N_f, L) are triples, not grid axes: kept whole.
+
+
+@dataclass(frozen=True, kw_only=True)
+class CircuitThm1(Sizes):
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    n_seq: int = size(SAMPLES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CircuitLemma1(Sizes):
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    D: int = size()
+    N: int = size()
+    n_seq: int = size(SAMPLES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CircuitDesigned(Sizes):
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    n_seq: int = size(SAMPLES)
+    Ds: list[int] = size(AXIS)
+    Ns: list[int] = size(AXIS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CircuitFig1(Sizes):
+    V: int = size()
+    D: int = size()
+    N: int = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Circuit(Sizes):
+    """Notebook 01: Thm 1 exactness, Lemma 1 inside its domain, the designed Thm 2 grid, Fig. 1's toy."""
+
+    thm1: CircuitThm1 = size()
+    lemma1: CircuitLemma1 = size()
+    designed: CircuitDesigned = size()
+    fig1: CircuitFig1 = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Theory(Sizes):
+    Ds: list[int] = size(AXIS)
+    Ns: list[int] = size(AXIS)
+    Vs: list[int] = size(AXIS)
+    Nfs: list[int] = size(AXIS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Vsweep(Sizes):
+    cells: list[list[int]] = size(AXIS)
+    Nf: int = size()
+    L: int = size()
+    n_seq: int = size(SAMPLES)
+    Vs: list[int] = size(AXIS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mech(Sizes):
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    D: int = size()
+    N: int = size()
+    steps: int = size(STEPS)
+    batch: int = size(BATCH)
+    warmup: int = size(SCHEDULE)
+    hold: int = size(SCHEDULE)
+    n_eval: int = size(SAMPLES)
+    n_probe: int = size(SAMPLES)
+    recipe: str = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingFull(Sizes):
+    cells: list[list[int]] = size(AXIS)
+    steps: int = size(STEPS)
+    seeds: int = size(COUNT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingMultilayer(Sizes):
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    D: int = size()
+    Ns: list[int] = size(AXIS)
+    layers: list[int] = size(AXIS)
+    steps: int = size(STEPS)
+    seeds: int = size(COUNT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingRepetition(Sizes):
+    """Figs. 10-11: layers × N_k × N_q grids, or (run store) ``cells`` of (task, repeats, layers, post-query
+    tokens)."""
+
+    V: int = size()
+    Nf: int = size()
+    D: int = size()
+    N: int | list[int] = size(AXIS)
+    layers: list[int] = size(AXIS, optional=True)
+    Nk: list[int] = size(AXIS, optional=True)
+    Nq: list[int] = size(AXIS, optional=True)
+    cells: list[list[Any]] = size(AXIS, optional=True)
+    steps: int = size(STEPS)
+    seeds: int = size(COUNT)
+    batch: int = size(BATCH)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingAblation(Sizes):
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    D: int = size()
+    N: int = size()
+    steps: int = size(STEPS)
+    seeds: int = size(COUNT)
+    batch: int = size(BATCH)
+    half_batch_rows: list[str] = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingSpeed(Sizes):
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    D: int = size()
+    N: int = size()
+    batch: int = size(BATCH)
+    steps: int = size(STEPS)
+    ensembles: list[int] = size(AXIS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scaling(Sizes):
+    """Notebook 04 / runner ch2_scaling: Fig. 6's (D, N) grids per regime, Fig. 7, Figs. 10-11, Tab. 10, speed."""
+
+    regimes: dict[str, list[int]] = size()
+    Ds: list[int] = size(AXIS)
+    Ns: list[int] = size(AXIS)
+    skip_N_gt_D: bool = size()
+    seeds: int = size(COUNT)
+    steps: int = size(STEPS)
+    batch: int = size(BATCH)
+    warmup: int = size(SCHEDULE)
+    hold: int = size(SCHEDULE)
+    n_eval: int = size(SAMPLES)
+    designed_n_seq: int = size(SAMPLES)
+    full: ScalingFull = size()
+    multilayer: ScalingMultilayer = size()
+    repetition: ScalingRepetition = size()
+    ablation: ScalingAblation = size()
+    speed: ScalingSpeed = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingStore(Sizes):
+    """Runner ch2_figs_cpu's parts of ch2.scaling (run store): Fig. 7, Figs. 10-11, Tab. 10."""
+
+    batch: int = size(BATCH)
+    warmup: int = size(SCHEDULE)
+    hold: int = size(SCHEDULE)
+    n_eval: int = size(SAMPLES)
+    multilayer: ScalingMultilayer = size()
+    repetition: ScalingRepetition = size()
+    ablation: ScalingAblation = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Remarks(Sizes):
+    V: int = size()
+    D: int = size()
+    N: int = size()
+    Nf: int = size()
+    n_seq: int = size(SAMPLES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultiheadDesigned(Sizes):
+    V: int = size()
+    D: int = size()
+    N: int = size()
+    M: int = size()
+    L: int = size()
+    batch: int = size(BATCH)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Multihead(Sizes):
+    """Section 05: head patterns over (N, M) at fixed D; the run store's lists its ``cells`` (pattern, values, M, N)."""
+
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    D: int = size()
+    Ns: list[int] = size(AXIS)
+    Ms: list[int] = size(AXIS)
+    patterns: list[str] = size(optional=True)
+    cells: list[list[Any]] = size(AXIS, optional=True)
+    values: str = size()
+    seeds: int = size(COUNT)
+    steps: int = size(STEPS)
+    batch: int = size(BATCH)
+    warmup: int = size(SCHEDULE)
+    hold: int = size(SCHEDULE)
+    grad_clip: float = size()
+    n_eval: int = size(SAMPLES)
+    n_noise: int = size(SAMPLES)
+    designed: MultiheadDesigned = size(optional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Thm5(Sizes):
+    """Thm 5's MHA pairs in the regime of a ch2.multihead preset."""
+
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    D: int = size()
+    batch: int = size(BATCH)
+    warmup: int = size(SCHEDULE)
+    hold: int = size(SCHEDULE)
+    grad_clip: float = size()
+    n_eval: int = size(SAMPLES)
+    n_noise: int = size(SAMPLES)
+    values: str = size()
+    Ns: list[int] = size(AXIS)
+    Ms: list[int] = size(AXIS)
+    cells: list[list[Any]] = size(AXIS)
+    seeds: int = size(COUNT)
+    steps: int = size(STEPS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Overrides(Sizes):
+    """Changes to a named recipe's schedule (``RECIPES``)."""
+
+    warmup: int = size(SCHEDULE, optional=True)
+    hold: int = size(SCHEDULE, optional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainedGrid(Sizes):
+    """Trained simplified models on (D, N) cells of one regime (run store): the README reference grid (``Ds`` ×
+    ``Ns``) or a row and a column of the D–N plane (``cells``)."""
+
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+    Ds: list[int] = size(AXIS, optional=True)
+    Ns: list[int] = size(AXIS, optional=True)
+    skip_N_gt_D: bool = size(optional=True)
+    cells: list[list[int]] = size(AXIS, optional=True)
+    batch: int = size(BATCH)
+    steps: int = size(STEPS)
+    recipe: str = size()
+    overrides: Overrides = size()
+    seeds: int = size(COUNT)
+    n_eval: int = size(SAMPLES)
+    eval_every: int = size(EVERY)
+    target_accuracy: float = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class DesignedCapacity(Sizes):
+    V: int = size()
+    cells: list[list[int]] = size(AXIS)
+    levels: list[float] = size(AXIS)
+    readouts: list[str] = size()
+    n_queries: int = size()
+    seed: int = size()
+    min_fit_Nf: int = size()
+
+
+# ------------------------------------------------------------------------------------------------- the presets
+
 
 #: Training recipes of the simplified models (paper 002), run by :func:`mamba_recall.train.train_ensemble`.
 #: ``warmup`` / ``hold`` are steps; ``schedule`` names a :func:`mamba_recall.train.lr_at` schedule; ``batch_size`` is
@@ -38,220 +335,220 @@ RECIPES = {
 _CODE_D = list(range(2, 65, 2))  # [code] grid: D ∈ {2, 4, …, 64}
 _CODE_N = list(range(2, 33))  # N ∈ {2, …, 32}; cells with N > D are skipped
 
-EXPERIMENTS: dict[str, dict[str, dict]] = {
+EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # Notebook 01: Thm 1 exactness, Lemma 1 inside its domain N < D < V (V = 1024, N_f = 4: the condition holds at
     # D = 1000, N = 900), the designed Thm 2 grid (Fig. 6b).
     "ch2.circuit": {
-        "ci": {
-            "thm1": {"V": 128, "Nf": 16, "L": 64, "n_seq": 1000},
-            "lemma1": {"V": 1024, "Nf": 4, "L": 16, "D": 1000, "N": 900, "n_seq": 256},
-            "designed": {
-                "V": 256,
-                "Nf": 16,
-                "L": 64,
-                "n_seq": 64,
-                "Ds": [16, 32, 64, 128, 256],
-                "Ns": [4, 8, 16, 32, 64, 128, 256],
-            },
-            "fig1": {"V": 16, "D": 8, "N": 4},
-        },
-        "paper": {
-            "thm1": {"V": 128, "Nf": 16, "L": 64, "n_seq": 10000},
-            "lemma1": {"V": 1024, "Nf": 4, "L": 16, "D": 1000, "N": 900, "n_seq": 2500},
-            "designed": {
-                "V": 256,
-                "Nf": 16,
-                "L": 64,
-                "n_seq": 1000,
-                "Ds": [16, 32, 64, 128, 256],
-                "Ns": [4, 8, 16, 32, 64, 128, 256],
-            },
-            "fig1": {"V": 16, "D": 8, "N": 4},
-        },
+        "ci": Circuit(
+            thm1=CircuitThm1(V=128, Nf=16, L=64, n_seq=1000),
+            lemma1=CircuitLemma1(V=1024, Nf=4, L=16, D=1000, N=900, n_seq=256),
+            designed=CircuitDesigned(
+                V=256,
+                Nf=16,
+                L=64,
+                n_seq=64,
+                Ds=[16, 32, 64, 128, 256],
+                Ns=[4, 8, 16, 32, 64, 128, 256],
+            ),
+            fig1=CircuitFig1(V=16, D=8, N=4),
+        ),
+        "paper": Circuit(
+            thm1=CircuitThm1(V=128, Nf=16, L=64, n_seq=10000),
+            lemma1=CircuitLemma1(V=1024, Nf=4, L=16, D=1000, N=900, n_seq=2500),
+            designed=CircuitDesigned(
+                V=256,
+                Nf=16,
+                L=64,
+                n_seq=1000,
+                Ds=[16, 32, 64, 128, 256],
+                Ns=[4, 8, 16, 32, 64, 128, 256],
+            ),
+            fig1=CircuitFig1(V=16, D=8, N=4),
+        ),
     },
     # Notebook 02: the laws on (D, N) grids with sliders over V and N_f.
     "ch2.theory": {
-        "ci": {
-            "Ds": [4, 8, 16, 32, 64, 128, 256],
-            "Ns": [2, 4, 8, 16, 32, 64, 128, 256],
-            "Vs": [64, 128, 256, 512, 1024, 8192],
-            "Nfs": [8, 16, 32, 64],
-        },
-        "paper": {
-            "Ds": [2**k for k in range(1, 11)],
-            "Ns": [2**k for k in range(0, 10)],
-            "Vs": [64, 128, 256, 512, 1024, 2048, 4096, 8192, 65536],
-            "Nfs": [4, 8, 16, 32, 64, 128, 256],
-        },
+        "ci": Theory(
+            Ds=[4, 8, 16, 32, 64, 128, 256],
+            Ns=[2, 4, 8, 16, 32, 64, 128, 256],
+            Vs=[64, 128, 256, 512, 1024, 8192],
+            Nfs=[8, 16, 32, 64],
+        ),
+        "paper": Theory(
+            Ds=[2**k for k in range(1, 11)],
+            Ns=[2**k for k in range(0, 10)],
+            Vs=[64, 128, 256, 512, 1024, 2048, 4096, 8192, 65536],
+            Nfs=[4, 8, 16, 32, 64, 128, 256],
+        ),
     },
     # Notebook 02: Thm 2 and Thm 3's V_max: the designed model's accuracy vs V at fixed (D, N, N_f).
     "ch2.vsweep": {
-        "ci": {
-            "cells": [[128, 64], [64, 32]],
-            "Nf": 16,
-            "L": 64,
-            "n_seq": 64,
-            "Vs": [128, 256, 512, 1024, 2048, 4096, 8192],
-        },
-        "paper": {
-            "cells": [[128, 64], [64, 32], [64, 16], [32, 16]],
-            "Nf": 16,
-            "L": 64,
-            "n_seq": 1000,
-            "Vs": [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536],
-        },
+        "ci": Vsweep(
+            cells=[[128, 64], [64, 32]],
+            Nf=16,
+            L=64,
+            n_seq=64,
+            Vs=[128, 256, 512, 1024, 2048, 4096, 8192],
+        ),
+        "paper": Vsweep(
+            cells=[[128, 64], [64, 32], [64, 16], [32, 16]],
+            Nf=16,
+            L=64,
+            n_seq=1000,
+            Vs=[128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536],
+        ),
     },
     # Notebook 03: one trained model read as a hash table (Figs. 2-5, 9). R-a, D=64, N=16.
     "ch2.mech": {
-        "ci": {
-            "V": 128,
-            "Nf": 16,
-            "L": 64,
-            "D": 64,
-            "N": 16,
-            "steps": 200,
-            "batch": 128,
-            "warmup": 50,
-            "hold": 50,
-            "n_eval": 500,
-            "n_probe": 50,
-            "recipe": "code",
-        },
-        "paper": {
-            "V": 256,
-            "Nf": 16,
-            "L": 64,
-            "D": 64,
-            "N": 32,
-            "steps": 2000,
-            "batch": 128,
-            "warmup": 100,
-            "hold": 400,
-            "n_eval": 2000,
-            "n_probe": 100,
-            "recipe": "code",
-        },
+        "ci": Mech(
+            V=128,
+            Nf=16,
+            L=64,
+            D=64,
+            N=16,
+            steps=200,
+            batch=128,
+            warmup=50,
+            hold=50,
+            n_eval=500,
+            n_probe=50,
+            recipe="code",
+        ),
+        "paper": Mech(
+            V=256,
+            Nf=16,
+            L=64,
+            D=64,
+            N=32,
+            steps=2000,
+            batch=128,
+            warmup=100,
+            hold=400,
+            n_eval=2000,
+            n_probe=100,
+            recipe="code",
+        ),
     },
     # Notebook 04 / runner ch2_scaling: Fig. 6 (a, a', a'', b, c, d), Fig. 7, Figs. 10-11, Tab. 10.
     "ch2.scaling": {
-        "ci": {
-            "regimes": {"R-ci": [64, 8, 32]},
-            "Ds": [8, 16, 32],
-            "Ns": [2, 4, 8, 16],
-            "skip_N_gt_D": False,
-            "seeds": 1,
-            "steps": 300,
-            "batch": 64,
-            "warmup": 50,
-            "hold": 50,
-            "n_eval": 500,
-            "designed_n_seq": 64,
-            "full": {"cells": [[16, 8], [32, 8]], "steps": 300, "seeds": 1},
-            "multilayer": {
-                "V": 64,
-                "Nf": 8,
-                "L": 32,
-                "D": 32,
-                "Ns": [1, 2, 4, 8],
-                "layers": [1, 2],
-                "steps": 300,
-                "seeds": 1,
-            },
-            "repetition": {
-                "V": 64,
-                "Nf": 4,
-                "D": 32,
-                "N": 16,
-                "layers": [1, 2],
-                "Nk": [2],
-                "Nq": [2],
-                "steps": 400,
-                "seeds": 1,
-                "batch": 64,
-            },
-            "ablation": {
-                "V": 128,
-                "Nf": 16,
-                "L": 64,
-                "D": 64,
-                "N": 16,
-                "steps": 300,
-                "seeds": 1,
-                "batch": 64,
-                "half_batch_rows": ["Base", "A"],
-            },
-            "speed": {
-                "V": 128,
-                "Nf": 16,
-                "L": 64,
-                "D": 64,
-                "N": 16,
-                "batch": 128,
-                "steps": 10,
-                "ensembles": [1, 4, 16],
-            },
-        },
-        "paper": {
-            "regimes": {"R0": [512, 16, 64], "R1": [512, 32, 128], "R2": [1024, 16, 64]},
-            "Ds": _CODE_D,
-            "Ns": _CODE_N,
-            "skip_N_gt_D": True,
-            "seeds": 10,
-            "steps": 3000,
-            "batch": 128,
-            "warmup": 100,
-            "hold": 400,
-            "n_eval": 2000,
-            "designed_n_seq": 1000,
-            "full": {
-                "cells": [[d, n] for d in (8, 16, 32, 64) for n in (4, 8, 16, 32) if n <= d],
-                "steps": 10000,
-                "seeds": 3,
-            },
-            "multilayer": {
-                "V": 512,
-                "Nf": 80,
-                "L": 320,
-                "D": 64,
-                "Ns": list(range(2, 17)),
-                "layers": [1, 2, 3, 4, 5],
-                "steps": 4000,
-                "seeds": 3,
-            },
-            "repetition": {
-                "V": 128,
-                "Nf": 8,
-                "D": 64,
-                "N": [4, 8, 16, 32, 64],
-                "layers": [1, 2, 3],
-                "Nk": [2, 3],
-                "Nq": [2, 3],
-                "steps": 3000,
-                "seeds": 3,
-                "batch": 128,
-            },
-            "ablation": {
-                "V": 128,
-                "Nf": 16,
-                "L": 64,
-                "D": 64,
-                "N": 16,
-                "steps": 4000,
-                "seeds": 3,
-                "batch": 128,
-                "half_batch_rows": ["Base", "A"],
-            },
-            "speed": {
-                "V": 128,
-                "Nf": 16,
-                "L": 64,
-                "D": 64,
-                "N": 16,
-                "batch": 128,
-                "steps": 50,
-                "ensembles": [1, 8, 64, 256],
-            },
-        },
+        "ci": Scaling(
+            regimes={"R-ci": [64, 8, 32]},
+            Ds=[8, 16, 32],
+            Ns=[2, 4, 8, 16],
+            skip_N_gt_D=False,
+            seeds=1,
+            steps=300,
+            batch=64,
+            warmup=50,
+            hold=50,
+            n_eval=500,
+            designed_n_seq=64,
+            full=ScalingFull(cells=[[16, 8], [32, 8]], steps=300, seeds=1),
+            multilayer=ScalingMultilayer(
+                V=64,
+                Nf=8,
+                L=32,
+                D=32,
+                Ns=[1, 2, 4, 8],
+                layers=[1, 2],
+                steps=300,
+                seeds=1,
+            ),
+            repetition=ScalingRepetition(
+                V=64,
+                Nf=4,
+                D=32,
+                N=16,
+                layers=[1, 2],
+                Nk=[2],
+                Nq=[2],
+                steps=400,
+                seeds=1,
+                batch=64,
+            ),
+            ablation=ScalingAblation(
+                V=128,
+                Nf=16,
+                L=64,
+                D=64,
+                N=16,
+                steps=300,
+                seeds=1,
+                batch=64,
+                half_batch_rows=["Base", "A"],
+            ),
+            speed=ScalingSpeed(
+                V=128,
+                Nf=16,
+                L=64,
+                D=64,
+                N=16,
+                batch=128,
+                steps=10,
+                ensembles=[1, 4, 16],
+            ),
+        ),
+        "paper": Scaling(
+            regimes={"R0": [512, 16, 64], "R1": [512, 32, 128], "R2": [1024, 16, 64]},
+            Ds=_CODE_D,
+            Ns=_CODE_N,
+            skip_N_gt_D=True,
+            seeds=10,
+            steps=3000,
+            batch=128,
+            warmup=100,
+            hold=400,
+            n_eval=2000,
+            designed_n_seq=1000,
+            full=ScalingFull(
+                cells=[[d, n] for d in (8, 16, 32, 64) for n in (4, 8, 16, 32) if n <= d],
+                steps=10000,
+                seeds=3,
+            ),
+            multilayer=ScalingMultilayer(
+                V=512,
+                Nf=80,
+                L=320,
+                D=64,
+                Ns=list(range(2, 17)),
+                layers=[1, 2, 3, 4, 5],
+                steps=4000,
+                seeds=3,
+            ),
+            repetition=ScalingRepetition(
+                V=128,
+                Nf=8,
+                D=64,
+                N=[4, 8, 16, 32, 64],
+                layers=[1, 2, 3],
+                Nk=[2, 3],
+                Nq=[2, 3],
+                steps=3000,
+                seeds=3,
+                batch=128,
+            ),
+            ablation=ScalingAblation(
+                V=128,
+                Nf=16,
+                L=64,
+                D=64,
+                N=16,
+                steps=4000,
+                seeds=3,
+                batch=128,
+                half_batch_rows=["Base", "A"],
+            ),
+            speed=ScalingSpeed(
+                V=128,
+                Nf=16,
+                L=64,
+                D=64,
+                N=16,
+                batch=128,
+                steps=50,
+                ensembles=[1, 8, 64, 256],
+            ),
+        ),
     },
 }
 
@@ -260,36 +557,36 @@ EXPERIMENTS: dict[str, dict[str, dict]] = {
 # 2-core CPU trains in about 3 CPU-hours together with Fig. 8 below, 3 seeds, >= 1000 steps (the paper: 3000-4000).
 # Step times measured with one thread (CPU time, AMD EPYC, torch 2.13): V 512, L 64, D 64, batch 128: 55 / 106 /
 # 200 ms per step at Λ = 1 / 2 / 4; V 128, L 64, D 64: 30-80 ms at Λ = 1-3; Tab. 10's selective rows 70-100 ms.
-EXPERIMENTS["ch2.scaling"]["cpu-hours"] = {
-    "batch": 128,
-    "warmup": 100,
-    "hold": 400,
-    "n_eval": 1000,
+EXPERIMENTS["ch2.scaling"]["cpu-hours"] = ScalingStore(
+    batch=128,
+    warmup=100,
+    hold=400,
+    n_eval=1000,
     # Fig. 7 (§5.2): the paper's V = 512 and D = 64, but N_f = 16, L = 64 (regime R0) instead of N_f = 80,
     # L = 320: the (B, L, L) attention form makes a step at L = 320 ≈ 11x dearer (0.6 s at Λ = 1), which would
     # leave one cell. At N_f = 16 and D = 64 one layer crosses from 0.24 (N = 2) to 0.90 (N = 8) (ch2_trained_dn),
     # so N ∈ {2, 4} × Λ ∈ {1, 2, 4} puts two groups of equal Λ·N (4 and 8) inside the transition.
-    "multilayer": {
-        "V": 512,
-        "Nf": 16,
-        "L": 64,
-        "D": 64,
-        "Ns": [2, 4],
-        "layers": [1, 2, 4],
-        "steps": 1000,
-        "seeds": 3,
-    },
+    multilayer=ScalingMultilayer(
+        V=512,
+        Nf=16,
+        L=64,
+        D=64,
+        Ns=[2, 4],
+        layers=[1, 2, 4],
+        steps=1000,
+        seeds=3,
+    ),
     # Figs. 10-11 (App. G): the paper's V = 128, N_f = 8, D = 64, batch 128; one state size N = 16 of its five
     # (4-64); cells (task, repeats, layers, post-query tokens): N_k, N_q = 2 with 1-2 layers, N_k = 3 with 1-3 layers
     # (Fig. 10 needs 3 layers there), N_q = 3 with 1-2 layers (Fig. 11: 2 layers already recall), and N_q = 2 with
     # value tokens after every query, the sequences Remark 5's 3/4 assumes (the generator's default pads with
     # tokens from the whole vocabulary); L = 2 N_f (repeats + 1).
-    "repetition": {
-        "V": 128,
-        "Nf": 8,
-        "D": 64,
-        "N": 16,
-        "cells": [
+    repetition=ScalingRepetition(
+        V=128,
+        Nf=8,
+        D=64,
+        N=16,
+        cells=[
             ["repeated_keys", 2, 1, "full"],
             ["repeated_keys", 2, 2, "full"],
             ["repeated_keys", 3, 1, "full"],
@@ -302,72 +599,72 @@ EXPERIMENTS["ch2.scaling"]["cpu-hours"] = {
             ["repeated_queries", 2, 1, "values"],
             ["repeated_queries", 2, 2, "values"],
         ],
-        "steps": 1000,
-        "seeds": 3,
-        "batch": 128,
-    },
+        steps=1000,
+        seeds=3,
+        batch=128,
+    ),
     # Tab. 10 (App. K): every row at the paper's V = 128, N_f = 16, L = 64, D = 64, N = 16, batch 128 (Base and A at
     # half batch for twice the steps, as App. K), 3 seeds; 1000 steps instead of 4000 (early stop at 0.999).
-    "ablation": {
-        "V": 128,
-        "Nf": 16,
-        "L": 64,
-        "D": 64,
-        "N": 16,
-        "steps": 1000,
-        "seeds": 3,
-        "batch": 128,
-        "half_batch_rows": ["Base", "A"],
-    },
-}
+    ablation=ScalingAblation(
+        V=128,
+        Nf=16,
+        L=64,
+        D=64,
+        N=16,
+        steps=1000,
+        seeds=3,
+        batch=128,
+        half_batch_rows=["Base", "A"],
+    ),
+)
 
 # Notebook 04: Remarks 3 and 5, the designed single-layer circuit on repeating keys / queries (App. G).
 EXPERIMENTS["ch2.remarks"] = {
-    "ci": {"V": 256, "D": 128, "N": 128, "Nf": 8, "n_seq": 500},
-    "paper": {"V": 256, "D": 128, "N": 128, "Nf": 8, "n_seq": 5000},
+    "ci": Remarks(V=256, D=128, N=128, Nf=8, n_seq=500),
+    "paper": Remarks(V=256, D=128, N=128, Nf=8, n_seq=5000),
 }
 
 # Section 05 / runner ch2_multihead: Fig. 8 (head patterns over (N, M) at fixed D), Fig. 15 (logit noise vs M),
 # and Thm 5. Paper: the authors' MQAR__N_M__linear_trained__regime_0 (R-mh, D=60).
 EXPERIMENTS["ch2.multihead"] = {
-    "ci": {
-        "V": 64,
-        "Nf": 8,
-        "L": 32,
-        "D": 32,
-        "Ns": [1, 2, 4, 8],
-        "Ms": [1, 2, 4],
-        "patterns": ["MQA", "MKA", "MVA", "MHA"],
-        "values": "code",
-        "seeds": 1,
-        "steps": 300,
-        "batch": 64,
-        "warmup": 50,
-        "hold": 50,
-        "grad_clip": 5.0,
-        "n_eval": 500,
-        "n_noise": 200,
-        "designed": {"V": 64, "D": 32, "N": 2, "M": 4, "L": 32, "batch": 4},
-    },
-    "paper": {
-        "V": 512,
-        "Nf": 16,
-        "L": 64,
-        "D": 60,
-        "Ns": list(range(2, 11)),
-        "Ms": [1, 2, 3, 4, 5, 6],
-        "patterns": ["MQA", "MKA", "MVA", "MHA"],
-        "values": "code",
-        "seeds": 3,
-        "steps": 4000,
-        "batch": 128,
-        "warmup": 100,
-        "hold": 1400,
-        "grad_clip": 5.0,
-        "n_eval": 2000,
-        "n_noise": 1000,
-        "designed": {"V": 512, "D": 60, "N": 4, "M": 6, "L": 64, "batch": 8},
-    },
+    "ci": Multihead(
+        V=64,
+        Nf=8,
+        L=32,
+        D=32,
+        Ns=[1, 2, 4, 8],
+        Ms=[1, 2, 4],
+        patterns=["MQA", "MKA", "MVA", "MHA"],
+        values="code",
+        seeds=1,
+        steps=300,
+        batch=64,
+        warmup=50,
+        hold=50,
+        grad_clip=5.0,
+        n_eval=500,
+        n_noise=200,
+        designed=MultiheadDesigned(V=64, D=32, N=2, M=4, L=32, batch=4),
+    ),
+    "paper": Multihead(
+        V=512,
+        Nf=16,
+        L=64,
+        D=60,
+        Ns=list(range(2, 11)),
+        Ms=[1, 2, 3, 4, 5, 6],
+        patterns=["MQA", "MKA", "MVA", "MHA"],
+        values="code",
+        seeds=3,
+        steps=4000,
+        batch=128,
+        warmup=100,
+        hold=1400,
+        grad_clip=5.0,
+        n_eval=2000,
+        n_noise=1000,
+        designed=MultiheadDesigned(V=512, D=60, N=4, M=6, L=64, batch=8),
+    ),
 }
 
 # Runner ch2_figs_cpu, part heads: Fig. 8 and Thm 5 at the paper's regime (V = 512, N_f = 16, L = 64, D = 60, batch
@@ -377,28 +674,28 @@ EXPERIMENTS["ch2.multihead"] = {
 # value ablation (values="full", every head reads the whole value vector as Lemma 5's proof) at N = 2;
 # MQA, MKA, MVA at M ∈ {1, 2, 4, 8}, N = 4 (where one head is mid-transition), so that every pattern has the four head
 # counts a rank test over M needs (Fig. 15's shared patterns, MVA its null; M = 2, 4 added for issue 31, ~50 CPU-min).
-EXPERIMENTS["ch2.multihead"]["cpu-hours"] = {
-    "V": 512,
-    "Nf": 16,
-    "L": 64,
-    "D": 60,
-    "Ns": [2, 4, 8],
-    "Ms": [1, 2, 4, 8],
-    "cells": [["MHA", "code", m, n] for m in (1, 2, 4, 8) for n in (2, 4)]
+EXPERIMENTS["ch2.multihead"]["cpu-hours"] = Multihead(
+    V=512,
+    Nf=16,
+    L=64,
+    D=60,
+    Ns=[2, 4, 8],
+    Ms=[1, 2, 4, 8],
+    cells=[["MHA", "code", m, n] for m in (1, 2, 4, 8) for n in (2, 4)]
     + [["MHA", "code", 1, 8]]
     + [["MHA", "full", m, 2] for m in (2, 4, 8)]
     + [[p, "code", m, 4] for p in ("MQA", "MKA", "MVA") for m in (1, 8)]
     + [[p, "code", m, 4] for p in ("MQA", "MKA", "MVA") for m in (2, 4)],
-    "values": "code",
-    "seeds": 3,
-    "steps": 1000,
-    "batch": 128,
-    "warmup": 100,
-    "hold": 400,  # the paper's hold 1400 is for 4000 steps: past 1000 steps it would leave no decay at all
-    "grad_clip": 5.0,
-    "n_eval": 1000,
-    "n_noise": 1000,
-}
+    values="code",
+    seeds=3,
+    steps=1000,
+    batch=128,
+    warmup=100,
+    hold=400,  # the paper's hold 1400 is for 4000 steps: past 1000 steps it would leave no decay at all
+    grad_clip=5.0,
+    n_eval=1000,
+    n_noise=1000,
+)
 
 # Runner ch2_figs_cpu, part thm5 (issue 31): Thm 5's MHA pairs at the paper's 4000 steps (hold 1400, the paper's
 # schedule), to see whether the split heads' gap at M = 4, N = 2 (−0.19 after 1000 steps) closes with training. The
@@ -408,10 +705,11 @@ _THM5_CELLS = [["MHA", "code", 1, n] for n in (2, 4, 8)] + [["MHA", "code", m, n
 _THM5_SHARED = ("V", "Nf", "L", "D", "batch", "warmup", "hold", "grad_clip", "n_eval", "n_noise", "values")
 
 
-def _thm5(preset: str, **sizes) -> dict:
+def _thm5(preset: str, **sizes) -> Thm5:
     """Thm 5's cells in the regime of ch2.multihead's ``preset`` entry, with ``sizes`` (seeds, steps, ...) on top."""
-    base = EXPERIMENTS["ch2.multihead"][preset]
-    return {**{k: base[k] for k in _THM5_SHARED}, "Ns": [2, 4, 8], "Ms": [1, 2, 4], "cells": _THM5_CELLS, **sizes}
+    base = EXPERIMENTS["ch2.multihead"][preset].as_dict()
+    shared = {k: base[k] for k in _THM5_SHARED}
+    return Thm5(**(shared | {"Ns": [2, 4, 8], "Ms": [1, 2, 4], "cells": _THM5_CELLS} | sizes))
 
 
 EXPERIMENTS["ch2.thm5"] = {
@@ -425,132 +723,132 @@ EXPERIMENTS["ch2.thm5"] = {
 # recipe, validation set of 1000 sequences, evaluated every 250 steps). ``cpu-hours`` is that grid with 3 seeds;
 # ``paper`` the same with the paper's 10 seeds (§5.1); ``ci`` a tiny version of it.
 EXPERIMENTS["ch2.reference_grid"] = {
-    "ci": {
-        "V": 64,
-        "Nf": 8,
-        "L": 32,
-        "Ds": [8, 16],
-        "Ns": [4, 8],
-        "skip_N_gt_D": True,
-        "batch": 32,
-        "steps": 200,
-        "recipe": "code",
-        "overrides": {"warmup": 20, "hold": 40},
-        "seeds": 2,
-        "n_eval": 200,
-        "eval_every": 50,
-        "target_accuracy": 0.999,
-    },
-    "cpu-hours": {
-        "V": 512,
-        "Nf": 16,
-        "L": 64,
-        "Ds": [16, 32, 48, 64],
-        "Ns": [8, 16, 24, 32],
-        "skip_N_gt_D": True,
-        "batch": 32,
-        "steps": 2000,
-        "recipe": "code",
-        "overrides": {},
-        "seeds": 3,
-        "n_eval": 1000,
-        "eval_every": 250,
-        "target_accuracy": 0.999,
-    },
-    "paper": {
-        "V": 512,
-        "Nf": 16,
-        "L": 64,
-        "Ds": [16, 32, 48, 64],
-        "Ns": [8, 16, 24, 32],
-        "skip_N_gt_D": True,
-        "batch": 32,
-        "steps": 2000,
-        "recipe": "code",
-        "overrides": {},
-        "seeds": 10,
-        "n_eval": 1000,
-        "eval_every": 250,
-        "target_accuracy": 0.999,
-    },
+    "ci": TrainedGrid(
+        V=64,
+        Nf=8,
+        L=32,
+        Ds=[8, 16],
+        Ns=[4, 8],
+        skip_N_gt_D=True,
+        batch=32,
+        steps=200,
+        recipe="code",
+        overrides=Overrides(warmup=20, hold=40),
+        seeds=2,
+        n_eval=200,
+        eval_every=50,
+        target_accuracy=0.999,
+    ),
+    "cpu-hours": TrainedGrid(
+        V=512,
+        Nf=16,
+        L=64,
+        Ds=[16, 32, 48, 64],
+        Ns=[8, 16, 24, 32],
+        skip_N_gt_D=True,
+        batch=32,
+        steps=2000,
+        recipe="code",
+        overrides=Overrides(),
+        seeds=3,
+        n_eval=1000,
+        eval_every=250,
+        target_accuracy=0.999,
+    ),
+    "paper": TrainedGrid(
+        V=512,
+        Nf=16,
+        L=64,
+        Ds=[16, 32, 48, 64],
+        Ns=[8, 16, 24, 32],
+        skip_N_gt_D=True,
+        batch=32,
+        steps=2000,
+        recipe="code",
+        overrides=Overrides(),
+        seeds=10,
+        n_eval=1000,
+        eval_every=250,
+        target_accuracy=0.999,
+    ),
 }
 
 # Runner ch2_designed_capacity: facts recalled at 50 % and 90 % by the designed Thm 2 circuit against D·N (the
 # D·N scaling law of Remark 1 / Eq. 15 measured; theory/designed_capacity.py). L = 4 N_f, V fixed, N ≤ D ≤ V.
 _DC_SQUARE = [16, 24, 32, 48, 64, 96, 128, 192, 256]
 EXPERIMENTS["ch2.designed_capacity"] = {
-    "ci": {
-        "V": 2048,
-        "cells": [[d, d] for d in (16, 32, 64, 128)] + [[128, 32]],
-        "levels": [0.5, 0.9],
-        "readouts": ["values"],
-        "n_queries": 1000,
-        "seed": 0,
-        "min_fit_Nf": 4,
-    },
-    "cpu-hours": {
-        "V": 8192,
-        "cells": [[d, d] for d in _DC_SQUARE] + [[256, n] for n in (16, 32, 64, 128)] + [[64, 16], [128, 32]],
-        "levels": [0.5, 0.9],
-        "readouts": ["values"],
-        "n_queries": 2000,
-        "seed": 0,
-        "min_fit_Nf": 4,
-    },
-    "paper": {
-        "V": 8192,
-        "cells": [[d, d] for d in _DC_SQUARE] + [[256, n] for n in (16, 32, 64, 128)] + [[64, 16], [128, 32]],
-        "levels": [0.5, 0.9],
-        "readouts": ["values", "full"],
-        "n_queries": 8000,
-        "seed": 0,
-        "min_fit_Nf": 4,
-    },
+    "ci": DesignedCapacity(
+        V=2048,
+        cells=[[d, d] for d in (16, 32, 64, 128)] + [[128, 32]],
+        levels=[0.5, 0.9],
+        readouts=["values"],
+        n_queries=1000,
+        seed=0,
+        min_fit_Nf=4,
+    ),
+    "cpu-hours": DesignedCapacity(
+        V=8192,
+        cells=[[d, d] for d in _DC_SQUARE] + [[256, n] for n in (16, 32, 64, 128)] + [[64, 16], [128, 32]],
+        levels=[0.5, 0.9],
+        readouts=["values"],
+        n_queries=2000,
+        seed=0,
+        min_fit_Nf=4,
+    ),
+    "paper": DesignedCapacity(
+        V=8192,
+        cells=[[d, d] for d in _DC_SQUARE] + [[256, n] for n in (16, 32, 64, 128)] + [[64, 16], [128, 32]],
+        levels=[0.5, 0.9],
+        readouts=["values", "full"],
+        n_queries=8000,
+        seed=0,
+        min_fit_Nf=4,
+    ),
 }
 
 # Runner ch2_trained_dn (run store): trained simplified models along one row (D = 64, N varies) and one column
 # (N = 16, D varies) of regime R0 at the [code] D–N recipe (batch 128, ≤ 2000 steps), 3 seeds, beside each law's p.
 EXPERIMENTS["ch2.trained_dn"] = {
-    "ci": {
-        "V": 64,
-        "Nf": 8,
-        "L": 32,
-        "cells": [[16, 2], [16, 4], [16, 8], [8, 4]],
-        "batch": 64,
-        "steps": 200,
-        "recipe": "code",
-        "overrides": {"warmup": 20, "hold": 40},
-        "seeds": 2,
-        "n_eval": 200,
-        "eval_every": 50,
-        "target_accuracy": 0.999,
-    },
-    "cpu-hours": {
-        "V": 512,
-        "Nf": 16,
-        "L": 64,
-        "cells": [[64, n] for n in (2, 4, 8, 16, 32)] + [[d, 16] for d in (16, 24, 32, 48)],
-        "batch": 128,
-        "steps": 2000,
-        "recipe": "code",
-        "overrides": {},
-        "seeds": 3,
-        "n_eval": 1000,
-        "eval_every": 250,
-        "target_accuracy": 0.999,
-    },
-    "paper": {
-        "V": 512,
-        "Nf": 16,
-        "L": 64,
-        "cells": [[64, n] for n in range(2, 33, 2)] + [[d, 16] for d in range(16, 64, 4)],
-        "batch": 128,
-        "steps": 2000,
-        "recipe": "code",
-        "overrides": {},
-        "seeds": 10,
-        "n_eval": 2000,
-        "eval_every": 250,
-        "target_accuracy": 0.999,
-    },
+    "ci": TrainedGrid(
+        V=64,
+        Nf=8,
+        L=32,
+        cells=[[16, 2], [16, 4], [16, 8], [8, 4]],
+        batch=64,
+        steps=200,
+        recipe="code",
+        overrides=Overrides(warmup=20, hold=40),
+        seeds=2,
+        n_eval=200,
+        eval_every=50,
+        target_accuracy=0.999,
+    ),
+    "cpu-hours": TrainedGrid(
+        V=512,
+        Nf=16,
+        L=64,
+        cells=[[64, n] for n in (2, 4, 8, 16, 32)] + [[d, 16] for d in (16, 24, 32, 48)],
+        batch=128,
+        steps=2000,
+        recipe="code",
+        overrides=Overrides(),
+        seeds=3,
+        n_eval=1000,
+        eval_every=250,
+        target_accuracy=0.999,
+    ),
+    "paper": TrainedGrid(
+        V=512,
+        Nf=16,
+        L=64,
+        cells=[[64, n] for n in range(2, 33, 2)] + [[d, 16] for d in range(16, 64, 4)],
+        batch=128,
+        steps=2000,
+        recipe="code",
+        overrides=Overrides(),
+        seeds=10,
+        n_eval=2000,
+        eval_every=250,
+        target_accuracy=0.999,
+    ),
 }
