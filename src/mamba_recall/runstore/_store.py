@@ -243,7 +243,7 @@ def _run_one(
     if allow_long is not None:
         allow_long_runs(allow_long)
     store = Path(store)
-    out, claims = [], []
+    out, claims, todo = [], [], []
     try:
         for job in jobs:
             fd, holder = _claim(claim_path(job, store))
@@ -260,7 +260,7 @@ def _run_one(
                 except RunFileError as exc:
                     if "newer mamba_recall" in str(exc):
                         raise
-        todo = [job for _, job in claims if not any(o[0] is job for o in out)]
+            todo.append(job)
         if todo:
             for job, outcome in zip(todo, _compute_unit(runner, todo, threads, git, members=members)):
                 out.append((job, *_store_outcome(*outcome, job, store)))

@@ -114,25 +114,33 @@ def train_recipe_members(models, sample, c: dict, seeds_: list[int], eval_batch,
             f"{c['weight_decay']}; train such models one at a time with train_recipe."
         )
     ens = MixerEnsemble.from_members(models)
+    alone = [_batches(sample, c, s) for s in seeds_]
 
     def batch(step):
-        drawn = [sample(c["batch"], seeds.CH3_TRAIN_BASE * (s + 1) + step) for s in seeds_]
+        drawn = [draw(step) for draw in alone]
         return torch.stack([x for x, _ in drawn]), torch.stack([y for _, y in drawn])
 
     res = train(
-        ens,
-        batch,
+        ens, batch, eval_batch=eval_batch, per_member=True, seed=seeds_[0], device=device,
+        **_recipe_args(c, steps, freeze_reached=True), **kw,
+    )  # fmt: skip
+    return res, [ens.member(e) for e in range(len(seeds_))]
+
+
+def _batches(sample, c: dict, seed: int):
+    """``step → sample(c["batch"], 10⁷·(seed + 1) + step)``: the training batches of a run of ``seed``."""
+    return lambda step: sample(c["batch"], seeds.CH3_TRAIN_BASE * (seed + 1) + step)
+
+
+def _recipe_args(c: dict, steps: int | None, **stop) -> dict:
+    """:func:`~mamba_recall.train.train`'s budget, recipe and stopping for resolved config ``c`` (``steps`` overrides
+    ``c["steps"]``; ``stop`` adds to the :class:`~mamba_recall.train.Stopping`)."""
+    return dict(
         steps=steps or c["steps"],
         recipe=Recipe.from_preset({k: c[k] for k in ("lr", "weight_decay", "schedule")}),
-        stop=Stopping(eval_every=c["eval_every"], target_accuracy=c["target_accuracy"], freeze_reached=True),
-        eval_batch=eval_batch,
-        per_member=True,
-        seed=seeds_[0],
-        device=device,
+        stop=Stopping(eval_every=c["eval_every"], target_accuracy=c["target_accuracy"], **stop),
         progress=False,
-        **kw,
     )
-    return res, [ens.member(e) for e in range(len(seeds_))]
 
 
 def train_recipe(model, sample, c: dict, seed: int, eval_batch, *, steps: int | None = None, device="cpu", **kw):
@@ -142,13 +150,10 @@ def train_recipe(model, sample, c: dict, seed: int, eval_batch, *, steps: int | 
     (timing); ``kw`` goes to ``train`` (e.g. ``desc``). Returns the TrainResult."""
     return train(
         model,
-        lambda s: sample(c["batch"], seeds.CH3_TRAIN_BASE * (seed + 1) + s),
-        steps=steps or c["steps"],
-        recipe=Recipe.from_preset({k: c[k] for k in ("lr", "weight_decay", "schedule")}),
-        stop=Stopping(eval_every=c["eval_every"], target_accuracy=c["target_accuracy"]),
+        _batches(sample, c, seed),
         eval_batch=eval_batch,
         seed=seed,
         device=device,
-        progress=False,
+        **_recipe_args(c, steps),
         **kw,
     )
