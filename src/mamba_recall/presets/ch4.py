@@ -351,7 +351,8 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
 # steps. Recipes:
 #   d2         2 layers (the depth of s_small)
 #   d4         4 layers (depth, a source of primacy the paper points to, §4.2 / App. B)
-#   d2_bos     d2 with a BOS token at the start of every sequence (an attention-sink-like anchor, §5)
+#   d2_bos     d2 with a BOS token at the start of every sequence (a fixed first token like an attention sink, paper
+#              004, §5)
 #   d4_long    d4 with 16,000 steps
 #   d2_smalldt d2 with Δ initialised ten times smaller (dt_min 1e-4, dt_max 1e-2 instead of 1e-3, 1e-1): slower
 #              forgetting at initialisation, the source of primacy in S4 that paper 004 cites (§2, Morita 2025);
