@@ -15,12 +15,13 @@ from ._sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, STEPS, Sizes, size
 
 # --------------------------------------------------------------------------------------------- the sizes' kinds
 # One class per kind of sizes (presets/_sizes.py): each field's type and its smoke cap (KEEP unless said); the
-# task and training fields (vocab_size … eval_every) are ``_TASK``'s.
+# trained models' classes start with the task's fields (TaskSizes, ``_TASK``'s values).
 
 
 @dataclass(frozen=True, kw_only=True)
-class SimplifiedRun(Sizes):
-    """One simplified model (§2) trained on the task: |K| keys, state N, identity or masked targets."""
+class TaskSizes(Sizes):
+    """The task and its training set, shared by every trained model of the chapter (``_TASK``): first in their
+    dicts."""
 
     vocab_size: int = size()
     max_noise: int = size()
@@ -28,6 +29,12 @@ class SimplifiedRun(Sizes):
     test_size: int = size(SAMPLES)
     batch_size: int = size(BATCH)
     eval_every: int = size(EVERY)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimplifiedRun(TaskSizes):
+    """One simplified model (§2) trained on the task: |K| keys, state N, identity or masked targets."""
+
     seeds: int = size(COUNT, optional=True)
     n_probe: int = size(SAMPLES, optional=True)
     num_keys: int = size()
@@ -41,15 +48,9 @@ class SimplifiedRun(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FullMamba(Sizes):
+class FullMamba(TaskSizes):
     """The full Mamba LM (mamba-ssm's layout) on the task; ``embedding``/``steps_past_target``: App. B's variant."""
 
-    vocab_size: int = size()
-    max_noise: int = size()
-    train_size: int = size(SAMPLES)
-    test_size: int = size(SAMPLES)
-    batch_size: int = size(BATCH)
-    eval_every: int = size(EVERY)
     seeds: int = size(COUNT, optional=True)
     num_keys: int = size()
     seq_len: int = size()
@@ -100,16 +101,10 @@ class Lemma(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Table1(Sizes):
+class Table1(TaskSizes):
     """Table 1's models × lengths × |K|; the run store's adds early stopping, models and seeds; row 3 size-matched
     replaces ``conv_width`` by ``conv_widths``."""
 
-    vocab_size: int = size()
-    max_noise: int = size()
-    train_size: int = size(SAMPLES)
-    test_size: int = size(SAMPLES)
-    batch_size: int = size(BATCH)
-    eval_every: int = size(EVERY)
     seq_lens: list[int] = size(AXIS)
     num_keys: list[int] = size(AXIS)
     target: str = size()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, SCHEDULE, STEPS, Sizes, size
-from .ch2_scaling import SCALING
+from .ch2_scaling import SCALING, Regime
 
 # --------------------------------------------------------------------------------------------- the sizes' kinds
 # One class per kind of sizes (presets/_sizes.py): each field's type and its smoke cap (KEEP unless said). Regimes
@@ -20,28 +20,19 @@ from .ch2_scaling import SCALING
 
 
 @dataclass(frozen=True, kw_only=True)
-class CircuitThm1(Sizes):
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
+class CircuitThm1(Regime):
     n_seq: int = size(SAMPLES)
 
 
 @dataclass(frozen=True, kw_only=True)
-class CircuitLemma1(Sizes):
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
+class CircuitLemma1(Regime):
     D: int = size()
     N: int = size()
     n_seq: int = size(SAMPLES)
 
 
 @dataclass(frozen=True, kw_only=True)
-class CircuitDesigned(Sizes):
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
+class CircuitDesigned(Regime):
     n_seq: int = size(SAMPLES)
     Ds: list[int] = size(AXIS)
     Ns: list[int] = size(AXIS)
@@ -82,10 +73,7 @@ class Vsweep(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Mech(Sizes):
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
+class Mech(Regime):
     D: int = size()
     N: int = size()
     steps: int = size(STEPS)
@@ -117,12 +105,9 @@ class MultiheadDesigned(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Multihead(Sizes):
+class Multihead(Regime):
     """Section 05: head patterns over (N, M) at fixed D; the run store's lists its ``cells`` (pattern, values, M, N)."""
 
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
     D: int = size()
     Ns: list[int] = size(AXIS)
     Ms: list[int] = size(AXIS)
@@ -141,12 +126,9 @@ class Multihead(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Thm5(Sizes):
+class Thm5(Regime):
     """Thm 5's MHA pairs in the regime of a ch2.multihead preset."""
 
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
     D: int = size()
     batch: int = size(BATCH)
     warmup: int = size(SCHEDULE)
@@ -171,13 +153,10 @@ class Overrides(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainedGrid(Sizes):
+class TrainedGrid(Regime):
     """Trained simplified models on (D, N) cells of one regime (run store): the README reference grid (``Ds`` ×
     ``Ns``) or a row and a column of the D–N plane (``cells``)."""
 
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
     Ds: list[int] = size(AXIS, optional=True)
     Ns: list[int] = size(AXIS, optional=True)
     skip_N_gt_D: bool = size(optional=True)

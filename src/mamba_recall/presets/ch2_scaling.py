@@ -15,6 +15,16 @@ _CODE_N = list(range(2, 33))  # N ∈ {2, …, 32}; cells with N > D are skipped
 
 
 @dataclass(frozen=True, kw_only=True)
+class Regime(Sizes):
+    """A regime's vocabulary, facts and length (V, N_f, L), first in the sizes of every model trained or built on
+    it (here and in ``presets/ch2.py``)."""
+
+    V: int = size()
+    Nf: int = size()
+    L: int = size()
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScalingFull(Sizes):
     cells: list[list[int]] = size(AXIS)
     steps: int = size(STEPS)
@@ -22,10 +32,7 @@ class ScalingFull(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ScalingMultilayer(Sizes):
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
+class ScalingMultilayer(Regime):
     D: int = size()
     Ns: list[int] = size(AXIS)
     layers: list[int] = size(AXIS)
@@ -52,10 +59,7 @@ class ScalingRepetition(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ScalingAblation(Sizes):
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
+class ScalingAblation(Regime):
     D: int = size()
     N: int = size()
     steps: int = size(STEPS)
@@ -65,10 +69,7 @@ class ScalingAblation(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ScalingSpeed(Sizes):
-    V: int = size()
-    Nf: int = size()
-    L: int = size()
+class ScalingSpeed(Regime):
     D: int = size()
     N: int = size()
     batch: int = size(BATCH)
