@@ -52,6 +52,9 @@ from mamba_recall.scan.timing import (
 COMMAND = "python benchmarks/scan.py"
 
 QUICK_SIZES = (BenchSize("quick", batch=2, channels=8, N=4, L=64),)
+# The GPU size of the mamba-ssm comparison (``--large``): batch 16, 1536 channels (a 768-wide model, expand 2), N = 16,
+# L = 2048. Too large for the sequential reference on a CPU; on a GPU every backend runs it in seconds.
+LARGE_SIZE = BenchSize("large", batch=16, channels=1536, N=16, L=2048)
 SCALING_WIDTH = dict(batch=4, channels=64, N=16)
 QUICK_SCALING_LENGTHS = (64, 128, 256, 512)
 QUICK_SCALING_WIDTH = dict(batch=1, channels=8, N=4)
@@ -473,6 +476,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--quick", action="store_true", help="tiny sizes for a CI smoke run (seconds)")
+    parser.add_argument("--large", action="store_true", help="add the large size (16 × 1536 × 16 × 2048; for a GPU)")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON to this path")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per backend (default 3, quick 1)")
     parser.add_argument("--reference-repeats", type=int, default=1, help="timed runs of the slow reference")
@@ -493,7 +497,7 @@ def main(argv=None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         print("error: --device cuda was asked for but no CUDA device is available.", file=sys.stderr)
         return 2
-    sizes = QUICK_SIZES if args.quick else DEFAULT_SIZES
+    sizes = (QUICK_SIZES if args.quick else DEFAULT_SIZES) + ((LARGE_SIZE,) if args.large else ())
     repeats = args.repeats or (1 if args.quick else 3)
     lengths, width = (QUICK_SCALING_LENGTHS, QUICK_SCALING_WIDTH) if args.quick else (SCALING_LENGTHS, SCALING_WIDTH)
     config = dict(
