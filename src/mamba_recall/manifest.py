@@ -35,6 +35,7 @@ __all__ = [
     "claims_from_scorecard",
     "reproduce_commands",
     "current_command",
+    "needs_gpu",
 ]
 
 SCHEMA = "mamba_recall.manifest"
@@ -89,6 +90,13 @@ def current_command(command: str | None) -> str | None:
     if tuple(words[: len(_OLD_BENCH)]) == _OLD_BENCH:
         return shlex.join(["python", BENCH_SCRIPT, *words[len(_OLD_BENCH) :]])
     return command
+
+
+def needs_gpu(command: str | None) -> bool:
+    """A command that only a CUDA machine runs: the GPU check (``tools/gpu_check.py``, whose bundles
+    ``tools/gpu_collect.py`` writes) and anything run with ``--device cuda``. ``make reproduce`` lists them instead of
+    running them."""
+    return bool(command) and ("tools/gpu_check.py" in command or "--device cuda" in command)
 
 
 def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str, ...]]]:

@@ -1,6 +1,6 @@
 """mamba-ssm on CUDA against the library (marked ``gpu``: skipped, with the reason, without a CUDA device).
 
-The comparisons are ``tools/gpu_check.py``'s, which also runs mamba-ssm's whole ``test_selective_scan`` grid and
+The comparisons are ``tools/gpu_parity.py``'s (run by ``tools/gpu_check.py``), which also runs mamba-ssm's whole ``test_selective_scan`` grid and
 records the maxima (``results/gpu_check_*.json``); these tests run a corner of each: the selective scan in the three
 dtypes at mamba-ssm's tolerances, our Mamba block against ``mamba_ssm.Mamba`` from one state_dict, and the Mamba-2
 scan against ``mamba_chunk_scan_combined``. On the CPU, the comparisons themselves are tested with ``chunked``
@@ -12,6 +12,7 @@ from __future__ import annotations
 import tarfile
 
 import gpu_check  # tools/ (on the path: tests/conftest.py)
+import gpu_parity
 import pytest
 
 from mamba_recall.scan import mamba_ssm_available
@@ -31,21 +32,21 @@ def _need_mamba_ssm():
 @pytest.mark.parametrize("extras", [False, True])
 def test_gpu_mamba_ssm_scan_matches_reference_at_mamba_ssm_tolerances(itype, groups, L, extras):
     _need_mamba_ssm()
-    r = gpu_check.compare_scan_case(L, itype, groups, extras, extras, extras, extras, device="cuda")
+    r = gpu_parity.compare_scan_case(L, itype, groups, extras, extras, extras, extras, device="cuda")
     assert r["ok"], {k: v for k, v in r["errors"].items() if v[1] > 1}
 
 
 @pytest.mark.gpu
 def test_gpu_our_mamba_block_matches_mamba_ssm_mamba():
     _need_mamba_ssm()
-    r = gpu_check.block_parity("cuda", dry=False)
+    r = gpu_parity.block_parity("cuda", dry=False)
     assert r["ok"], [row for row in r["rows"] if not row["ok"]]
 
 
 @pytest.mark.gpu
 def test_gpu_ssd_scan_matches_mamba_chunk_scan_combined():
     _need_mamba_ssm()
-    r = gpu_check.ssd_parity("cuda", "mamba_ssm")
+    r = gpu_parity.ssd_parity("cuda", "mamba_ssm")
     assert r["ok"], [row for row in r["rows"] if not row["ok"]]
 
 
@@ -54,7 +55,7 @@ def test_gpu_ssd_scan_matches_mamba_chunk_scan_combined():
 
 def test_the_scan_comparison_on_cpu_with_chunked_standing_in(monkeypatch):
     for itype in ("float32", "bfloat16"):
-        r = gpu_check.compare_scan_case(32, itype, 2, True, True, True, True, device="cpu", backend="chunked")
+        r = gpu_parity.compare_scan_case(32, itype, 2, True, True, True, True, device="cpu", backend="chunked")
         assert r["ok"] and set(r["errors"]) == {
             "out",
             "last_state",
@@ -77,13 +78,13 @@ def test_the_scan_comparison_on_cpu_with_chunked_standing_in(monkeypatch):
         return (out * 1.01, last) if backend == "off" else (out, last)
 
     monkeypatch.setattr(scan, "selective_scan", off_by_one_percent)
-    r = gpu_check.compare_scan_case(32, "float32", 1, False, False, False, True, device="cpu", backend="off")
+    r = gpu_parity.compare_scan_case(32, "float32", 1, False, False, False, True, device="cpu", backend="off")
     assert not r["ok"] and r["errors"]["out"][1] > 1 and r["errors"]["last_state"][1] < 1
 
 
 def test_block_and_ssd_comparisons_on_cpu():
-    assert gpu_check.block_parity("cpu", dry=True, d_model=16, L=32)["ok"]
-    assert gpu_check.ssd_parity("cpu", "chunked")["ok"]
+    assert gpu_parity.block_parity("cpu", dry=True, d_model=16, L=32)["ok"]
+    assert gpu_parity.ssd_parity("cpu", "chunked")["ok"]
 
 
 def test_patch_gencode_drops_every_hard_coded_architecture_of_both_releases():

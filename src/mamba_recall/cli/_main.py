@@ -48,7 +48,10 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
         raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(known)}.")
     if preset is None:
         commands = manifest.reproduce_commands(manifest.load(), ["bench", *runners])
-        runs = [shlex.split(c)[1:] for c in commands if not only or manifest.parse_command(c)[0] in only]
+        commands = [c for c in commands if not only or manifest.parse_command(c)[0] in only]
+        for c in filter(manifest.needs_gpu, commands):
+            print(f"not run here (a GPU machine remakes it, by hand): {c}", flush=True)
+        runs = [shlex.split(c)[1:] for c in commands if not manifest.needs_gpu(c)]
     else:
         runs = [
             ["-m", f"mamba_recall.experiments.{n}", "--preset", preset, "--device", device]

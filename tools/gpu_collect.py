@@ -1,0 +1,158 @@
+"""Turn what a GPU check run brought back into committed bundles.
+
+    python tools/gpu_collect.py RUN_DIR [RUN_DIR ...] --tree COMMIT [--name gpu_check_h100]
+
+``RUN_DIR``: a folder of files from ``tools/gpu_check.py OUT`` (``gpu_results.json``, ``scan_bench_cuda.tar``) or
+of single stages (``stage_<name>.json``, ``scan_bench_cuda.tar``, from ``gpu_check.py OUT --stage NAME``); a later
+folder's stage replaces an earlier one's where the earlier did not run it. Writes
+
+* ``results/<name>.json``: the build, the ``gpu`` tests, mamba-ssm's scan grid against the reference (a row per
+  case and the maxima per dtype and tensor), our Mamba block against ``mamba_ssm.Mamba``, the Mamba-2 scan against
+  ``mamba_chunk_scan_combined``, the dispatch overhead and bandwidth, and Chapter 3's training throughput one model
+  at a time against an ensemble; and
+* ``results/scan_bench_cuda.json``: ``benchmarks/scan.py --device cuda --large``'s bundle, as the run wrote it, its
+  tables unchanged.
+
+Both are written here, so their ``provenance`` is this machine's (the collection); ``config.measured_on`` is the GPU
+machine's (device, driver, CUDA, torch, Python) and ``config.tree`` the commit whose tree the GPU ran (``--tree``):
+the device tool sends the working tree with the git metadata of the session's first checkout, so the run's own
+``git`` fields name that older commit and call the tree dirty. Run this from a clean tree of that commit or a later
+one that changes nothing the GPU ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from mamba_recall.paths import REPO_ROOT
+from mamba_recall.results import load_bundle, save_bundle
+
+COMMAND = "python tools/gpu_check.py OUT --deadline-s 500 (on a GPU machine), then python tools/gpu_collect.py OUT"
+
+
+def stages(run_dirs: list[Path]) -> dict:
+    """Every stage's result, a later folder's replacing an earlier one's only where that did not run."""
+    out: dict = {}
+    for d in run_dirs:
+        found = {}
+        if (d / "gpu_results.json").exists():
+            found.update(
+                {k: v["result"] for k, v in json.loads((d / "gpu_results.json").read_text())["stages"].items()}
+            )
+        for f in sorted(d.glob("stage_*.json")):
+            found[f.stem[len("stage_") :]] = json.loads(f.read_text())
+        for name, res in found.items():
+            if name not in out or "not_run" in out[name] or "no_result" in out[name]:
+                out[name] = res
+    return {k: (v.get("result", v) if isinstance(v, dict) else v) for k, v in out.items()}
+
+
+def _rows(res) -> list:
+    return res if isinstance(res, list) else res.get("rows", [])
+
+
+def tables(st: dict) -> dict[str, pd.DataFrame]:
+    t = {}
+    parity = [r for name in ("parity_quick", "parity_rest") if name in st for r in _rows(st[name])]
+    if parity:
+        t["parity"] = pd.DataFrame(parity)
+        maxima = []
+        for name in ("parity_quick", "parity_rest"):
+            for itype, per in (st.get(name, {}).get("max_abs_and_ratio_per_dtype") or {}).items():
+                for tensor, (diff, ratio) in per.items():
+                    maxima.append(dict(stage=name, itype=itype, tensor=tensor, max_abs=diff, max_ratio=ratio))
+        t["parity_maxima"] = pd.DataFrame(maxima).groupby(["itype", "tensor"], as_index=False).max(numeric_only=True)
+    if "block" in st and "rows" in st["block"]:
+        t["block"] = pd.DataFrame(st["block"]["rows"])
+    for name in ("ssd", "ssd_ieee"):
+        if name in st and "rows" in st[name]:
+            t[name] = pd.DataFrame([{k: v for k, v in r.items() if k != "errors"} for r in st[name]["rows"]])
+    ens = []
+    for name in ("ensemble_chunked", "ensemble_mamba_ssm"):
+        for row in _rows(st.get(name, {})):
+            for way in row["table"]:
+                ens.append({**{k: row[k] for k in ("d", "kappa", "N", "T", "V", "batch", "steps", "scan")}, **way})
+    if ens:
+        t["ensemble"] = pd.DataFrame(ens)
+    return t
+
+
+def measured_on(st: dict, bench_config: dict | None) -> dict:
+    env = st.get("env", {})
+    built = st.get("build", {}).get("wheels", [])
+    return {
+        "device": env.get("device"),
+        "nvidia_smi": env.get("nvidia_smi"),
+        "cuda": env.get("torch_cuda"),
+        "nvcc": env.get("nvcc"),
+        "torch": env.get("torch"),
+        "python": env.get("python"),
+        "cpus": env.get("cpus"),
+        "numpy": ((bench_config or {}).get("versions") or {}).get("numpy"),
+        "wheels": built,
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("run_dirs", type=Path, nargs="+")
+    ap.add_argument("--tree", required=True, help="the commit whose tree the GPU ran (committed before the run)")
+    ap.add_argument("--name", default="gpu_check_h100")
+    args = ap.parse_args(argv)
+    st = stages(args.run_dirs)
+    tree = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", args.tree], capture_output=True, text=True)
+    if tree.returncode:
+        raise SystemExit(f"error: --tree {args.tree!r} is not a commit of this repository.")
+    tree = tree.stdout.strip()
+    bench_tar = next(
+        (d / "scan_bench_cuda.tar" for d in reversed(args.run_dirs) if (d / "scan_bench_cuda.tar").exists()), None
+    )
+    bench = None
+    if bench_tar is not None:
+        tmp = Path(tempfile.mkdtemp())
+        with tarfile.open(bench_tar) as tar:
+            tar.extractall(tmp, filter="data")
+        bench = load_bundle(tmp / "scan_bench_cuda.json")
+    on = measured_on(st, bench.provenance if bench else None)
+    note = (
+        "the GPU ran the tree of commit `tree`; the device tool sends the working tree with the git metadata of the "
+        "session's first checkout, so the run's own git fields name an older commit and a dirty tree"
+    )
+    if bench is not None:
+        cfg = {**bench.config, "measured_on": on, "tree": tree, "tree_note": note}
+        save_bundle("scan_bench_cuda", bench.data, cfg, command=bench.command, device="cpu", tables=bench.tables)
+    pytest_ = {k: {kk: st[k].get(kk) for kk in ("rc", "counts")} for k in ("pytest_nobuild", "pytest_built") if k in st}
+    failed = [
+        ln for ln in (st.get("pytest_built", {}).get("tail") or []) if ln.startswith(("FAILED", "_ test", "E   "))
+    ]
+    data = {
+        "build": {k: v for k, v in st.get("build", {}).items() if k != "wall_to_here"},
+        "pytest": pytest_,
+        "pytest_failure_lines": failed,
+        "dispatch": st.get("dispatch"),
+        "block_ok": st.get("block", {}).get("ok"),
+        "block_their_conv": st.get("block", {}).get("their_conv"),
+        "ssd_ok": st.get("ssd", {}).get("ok"),
+        "ssd_ieee_ok": st.get("ssd_ieee", {}).get("ok"),
+        "parity": {
+            name: {k: st[name].get(k) for k in ("cases", "passed", "not_run_deadline")}
+            for name in ("parity_quick", "parity_rest")
+            if name in st
+        },
+        "not_run": sorted(k for k, v in st.items() if isinstance(v, dict) and ("not_run" in v or "no_result" in v)),
+    }
+    config = {"measured_on": on, "tree": tree, "tree_note": note, "tolerances": "mamba-ssm's test_selective_scan"}
+    path = save_bundle(args.name, data, config, command=COMMAND, device="cpu", tables=tables(st))
+    print(f"wrote {path} and results/scan_bench_cuda.json" if bench else f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
