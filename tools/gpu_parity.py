@@ -315,3 +315,28 @@ def dispatch_overhead(device, dry, batch=16, channels=1536, N=16, L=2048, repeat
         "peak_GBps": None if peak is None else peak / 1e9,
         "fraction_of_peak": None if peak is None else traffic / direct_s / peak,
     }
+
+
+def g_rounding_artifact(L, itype, groups, has_D, has_z, has_delta_bias, delta_softplus, *, device="cpu"):
+    """What the first GPU run's harness did to a float16 / bfloat16 case on its own: the reference's gradients with the
+    output gradient g in float32 against the same with g rounded to ``itype`` (what the kernel, whose output is in
+    ``itype``, received). Returns the largest ratio to mamba-ssm's tolerance and its tensor: where it equals the
+    ratio the GPU run reported, the kernel agreed with the reference fed the same g."""
+    import torch
+
+    from mamba_recall.scan import selective_scan
+
+    base = ms_case_inputs(L, itype, groups, has_D, has_z, has_delta_bias, device)
+    names, grads = list(base), {}
+    for rounded in (False, True):
+        kw = {k: v.float().detach().clone().requires_grad_(True) for k, v in base.items()}
+        out = selective_scan(**kw, delta_softplus=delta_softplus, backend="reference")
+        g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(device)
+        g = g.to(_dtype(itype)).float() if rounded else g
+        grads[rounded] = dict(zip(names, torch.autograd.grad((out * g).sum(), [kw[k] for k in names])))
+    ratios = {
+        k: _excess(grads[True][k].to(base[k].dtype), grads[False][k].to(base[k].dtype), *grad_tols(k, itype, has_z))[1]
+        for k in names
+    }
+    worst = max(ratios, key=ratios.get)
+    return ratios[worst], worst
