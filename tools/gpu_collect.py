@@ -135,8 +135,8 @@ def main(argv=None):
         "session's first checkout, so the run's own git fields name an older commit and a dirty tree"
     )
     if bench is not None:
-        cfg = {**bench.config, "measured_on": on, "tree": tree, "tree_note": note}
-        save_bundle("scan_bench_cuda", bench.data, cfg, command=bench.command, device="cpu", tables=bench.tables)
+        cfg = {**bench.config, "measured_on": on, "tree": tree, "tree_note": note, "bench_command": bench.command}
+        save_bundle("scan_bench_cuda", bench.data, cfg, command=COMMAND, device="cpu", tables=bench.tables)
     pytest_ = {k: {kk: st[k].get(kk) for kk in ("rc", "counts")} for k in ("pytest_nobuild", "pytest_built") if k in st}
     failed = [
         ln for ln in (st.get("pytest_built", {}).get("tail") or []) if ln.startswith(("FAILED", "_ test", "E   "))
