@@ -34,7 +34,7 @@ import pandas as pd
 from gpu_parity import g_rounding_artifact  # tools/, beside this file
 
 from mamba_recall.paths import REPO_ROOT
-from mamba_recall.results import load_bundle, save_bundle
+from mamba_recall.results import command_provenance, load_bundle, save_bundle
 
 COMMAND = "python tools/gpu_check.py OUT --deadline-s 500 (on a GPU machine), then python tools/gpu_collect.py OUT"
 
@@ -109,6 +109,7 @@ def measured_on(st: dict, bench_config: dict | None) -> dict:
     }
 
 
+@command_provenance()  # one git state for both bundles, taken before the first is written
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run_dirs", type=Path, nargs="+")
