@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+import gpu_parity  # tools/ (on the path: tests/conftest.py)
 import pytest
 import torch
 
@@ -722,8 +723,8 @@ def test_run_benchmark_tiny():
 
 # mamba-ssm's tests/ops/test_selective_scan.py, float32: out rtol 6e-4 / atol 2e-3; gradients of u
 # at 2x, of delta at (5x rtol, 10x atol), of the weights at rtolw = atolw = 1e-3 (raised to rtol, atol
-# when z is used; A's atol 5x).
-MS_RTOL, MS_ATOL = 6e-4, 2e-3
+# when z is used; A's atol 5x): gpu_parity.grad_tols.
+MS_RTOL, MS_ATOL = gpu_parity.MS_TOLS["float32"]
 
 
 def _need_mamba_ssm():
@@ -741,17 +742,7 @@ def _cuda(kw):
 
 
 def _grad_tols(name, has_z):
-    rtolw, atolw = (1e-3, 1e-3) if not has_z else (max(1e-3, MS_RTOL), max(1e-3, MS_ATOL))
-    return {
-        "u": (MS_RTOL * 2, MS_ATOL * 2),
-        "delta": (MS_RTOL * 5, MS_ATOL * 10),
-        "A": (rtolw, atolw * 5),
-        "B": (MS_RTOL, MS_ATOL),
-        "C": (MS_RTOL, MS_ATOL),
-        "D": (rtolw, atolw),
-        "z": (rtolw, atolw),
-        "delta_bias": (rtolw, atolw),
-    }[name]
+    return gpu_parity.grad_tols(name, "float32", has_z)  # mamba-ssm's table, one copy (tools/gpu_parity.py)
 
 
 def _compare_mamba_ssm(kw):
