@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpu_parity import g_rounding_artifact  # tools/, beside this file
+from gpu_parity import g_rounding_artifact, ssd_tf32_sensitivity  # tools/, beside this file
 
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.results import command_provenance, load_bundle, save_bundle
@@ -83,6 +83,8 @@ def tables(st: dict) -> dict[str, pd.DataFrame]:
     for name in ("ssd", "ssd_ieee"):
         if name in st and "rows" in st[name]:
             t[name] = pd.DataFrame([{k: v for k, v in r.items() if k != "errors"} for r in st[name]["rows"]])
+    if "ssd" in t:  # how far TF32 operands alone move our own Mamba-2 scan, on this CPU
+        t["ssd_tf32_sensitivity"] = pd.DataFrame(ssd_tf32_sensitivity())
     ens = []
     for name in ("ensemble_chunked", "ensemble_mamba_ssm"):
         for row in _rows(st.get(name, {})):
@@ -167,6 +169,14 @@ def main(argv=None):
             "replay_within_5_percent": int(close.sum()),
             "max_rel_gap": float(((r["replay_ratio"] - r["worst"]).abs() / r["worst"]).max()),
             "float32_cases_failed": int((r["itype"] == "float32").sum()),
+        }
+    if "ssd_tf32_sensitivity" in tbl:
+        sens = tbl["ssd_tf32_sensitivity"]
+        data["ssd_tf32_sensitivity"] = {
+            "max_ratio": float(sens["ratio"].max()),
+            "max_ratio_tensor": str(sens.loc[sens["ratio"].idxmax(), "tensor"]),
+            "max_ratio_dt_bias": float(sens.loc[sens["tensor"] == "dt_bias", "ratio"].max()),
+            "max_ratio_A": float(sens.loc[sens["tensor"] == "A", "ratio"].max()),
         }
     config = {"measured_on": on, "tree": tree, "tree_note": note, "tolerances": "mamba-ssm's test_selective_scan"}
     path = save_bundle(args.name, data, config, command=COMMAND, device="cpu", tables=tbl)

@@ -218,30 +218,44 @@ def block_parity(device, dry, seed=0, d_model=64, L=256, batch=2):
     }
 
 
-def ssd_parity(device, backend, seed=0):
-    """The Mamba-2 scan: our :func:`mamba_recall.scan.ssd_scan` (``reference`` and ``chunked``) against ``backend``
-    (``mamba_chunk_scan_combined``), with D, z, dt_bias, softplus, 2 groups, outputs and every gradient, fp32
-    (rtol 6e-4, atol 2e-3)."""
+SSD_CASES = ((256, 64), (1024, 256))  # (L, chunk_size) of the Mamba-2 comparisons
+
+
+def _ssd_case(L, device, seed=0):
+    """Inputs of one Mamba-2 comparison (batch 2, 4 heads of 16, 2 groups, N = 32; D, z, dt_bias) and its output
+    gradient."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    b, h, p, gr, n = 2, 4, 16, 2, 32
+    r = lambda *s: torch.randn(*s, generator=gen).to(device)  # noqa: E731
+    base = dict(
+        x=r(b, L, h, p), dt=r(b, L, h) * 0.5, A=-torch.rand(h, generator=gen).to(device) - 0.5,
+        B=r(b, L, gr, n), C=r(b, L, gr, n), D=r(h), z=r(b, L, h, p), dt_bias=r(h) * 0.1,
+    )  # fmt: skip
+    return base, r(b, L, h, p)
+
+
+def _ssd_run(base, g, backend, chunk):
+    """Output and every gradient of ``ssd_scan`` (softplus on) for the loss Σ y·g."""
     import torch
 
     from mamba_recall.scan import ssd_scan
 
+    kw = {k: v.clone().requires_grad_(True) for k, v in base.items()}
+    y = ssd_scan(**kw, dt_softplus=True, backend=backend, chunk_size=chunk)
+    grads = torch.autograd.grad((y * g).sum(), list(kw.values()))
+    return {"out": y.detach(), **dict(zip(kw, grads))}
+
+
+def ssd_parity(device, backend, seed=0):
+    """The Mamba-2 scan: our :func:`mamba_recall.scan.ssd_scan` (``reference`` and ``chunked``) against ``backend``
+    (``mamba_chunk_scan_combined``), with D, z, dt_bias, softplus, 2 groups, outputs and every gradient, fp32
+    (rtol 6e-4, atol 2e-3)."""
     rows = []
-    for L, chunk in ((256, 64), (1024, 256)):
-        gen = torch.Generator().manual_seed(seed)
-        b, h, p, gr, n = 2, 4, 16, 2, 32
-        r = lambda *s: torch.randn(*s, generator=gen).to(device)  # noqa: E731
-        base = dict(
-            x=r(b, L, h, p), dt=r(b, L, h) * 0.5, A=-torch.rand(h, generator=gen).to(device) - 0.5,
-            B=r(b, L, gr, n), C=r(b, L, gr, n), D=r(h), z=r(b, L, h, p), dt_bias=r(h) * 0.1,
-        )  # fmt: skip
-        g = r(b, L, h, p)
-        runs = {}
-        for which in ("reference", "chunked", backend):
-            kw = {k: v.clone().requires_grad_(True) for k, v in base.items()}
-            y = ssd_scan(**kw, dt_softplus=True, backend=which, chunk_size=chunk)
-            grads = torch.autograd.grad((y * g).sum(), list(kw.values()))
-            runs[which] = {"out": y.detach(), **dict(zip(kw, grads))}
+    for L, chunk in SSD_CASES:
+        base, g = _ssd_case(L, device, seed)
+        runs = {which: _ssd_run(base, g, which, chunk) for which in ("reference", "chunked", backend)}
         for ours in ("reference", "chunked"):
             errs = {k: _excess(runs[backend][k], runs[ours][k], 6e-4, 2e-3) for k in runs[ours]}
             worst = max(e[1] for e in errs.values())
@@ -249,6 +263,29 @@ def ssd_parity(device, backend, seed=0):
                          "max_abs": max(e[0] for e in errs.values()), "worst_tensor": max(errs, key=lambda k: errs[k][1]),
                          "errors": errs, "triton_f32": os.environ.get("TRITON_F32_DEFAULT", "tf32 (Triton's default)")})  # fmt: skip
     return {"rows": rows, "ok": all(r["ok"] for r in rows)}
+
+
+def tf32(t):
+    """``t`` (float32) with its mantissa rounded to TF32's 10 bits (relative error ≤ 2⁻¹¹): what a tensor core reads
+    of a float32 operand when TF32 is on (Triton's ``tl.dot`` default)."""
+    import torch
+
+    i = t.contiguous().view(torch.int32)
+    return ((i + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def ssd_tf32_sensitivity(device="cpu", seed=0):
+    """How far TF32 alone can move the Mamba-2 comparison: our ``chunked`` scan with only its inputs x, B and C
+    rounded to TF32 against the same scan in float32, in the ratio to the fp32 tolerance that :func:`ssd_parity`
+    reports (the intermediate products, which TF32 rounds too on a GPU, are left in float32: a lower bound)."""
+    rows = []
+    for L, chunk in SSD_CASES:
+        base, g = _ssd_case(L, device, seed)
+        ref = _ssd_run(base, g, "chunked", chunk)
+        got = _ssd_run({k: tf32(v) if k in ("x", "B", "C") else v for k, v in base.items()}, g, "chunked", chunk)
+        for k in ref:
+            rows.append({"L": L, "chunk": chunk, "tensor": k, "ratio": _excess(got[k], ref[k], 6e-4, 2e-3)[1]})
+    return rows
 
 
 def dispatch_overhead(device, dry, batch=16, channels=1536, N=16, L=2048, repeats=50):

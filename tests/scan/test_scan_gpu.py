@@ -102,3 +102,13 @@ def test_patch_gencode_drops_every_hard_coded_architecture_of_both_releases():
             setup = next(m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith("/setup.py"))
             _, dropped = gpu_check.patch_gencode(tar.extractfile(setup).read().decode())
         assert "90" in dropped and len(dropped) >= 6, (archive.name, dropped)
+
+
+def test_tf32_rounding_keeps_ten_mantissa_bits():
+    import torch
+
+    x = torch.randn(10_000, generator=torch.Generator().manual_seed(0))
+    t = gpu_parity.tf32(x)
+    rel = ((t - x).abs() / x.abs()).max().item()
+    assert 0 < rel <= 2**-11 and torch.equal(gpu_parity.tf32(t), t)  # rounded, within half a TF32 ulp, idempotent
+    assert (t.view(torch.int32) & 0x1FFF).eq(0).all()  # the 13 low mantissa bits are gone
