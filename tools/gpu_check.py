@@ -13,17 +13,23 @@ For a lent GPU machine (torch with CUDA, nvcc, ninja, no package index) with the
 2. meanwhile, on the other cores, runs what needs no build: the ``gpu`` tests (``chunked`` and ``reference`` on
    CUDA; the mamba-ssm ones skip) and Chapter 3's training throughput at the paper preset's sizes, one model at a
    time against one ensemble of 7 (``benchmarks/ch3_members.py``);
-3. when the build is done, installs the wheels into a temporary target and runs, most valuable first: the ``gpu``
-   tests again (now with mamba-ssm), mamba-ssm's own ``test_selective_scan`` grid against the reference
+3. when the build is done, installs the wheels into a temporary target and runs, cheapest and most telling first:
+   the dispatch overhead and achieved bandwidth at the large size (:func:`dispatch_overhead`), our Mamba block
+   against ``mamba_ssm.Mamba`` from one state_dict (:func:`block_parity`), the Mamba-2 scan against
+   ``mamba_chunk_scan_combined`` (:func:`ssd_parity`; again with ``TRITON_F32_DEFAULT=ieee``, stage ``ssd_ieee``),
+   ``benchmarks/scan.py --device cuda --large``, the throughput again with the mamba-ssm scan, the ``gpu`` tests
+   (now with mamba-ssm), and mamba-ssm's own ``test_selective_scan`` grid against the reference
    (:func:`scan_parity`: three dtypes × six lengths × groups × D, z, delta_bias, delta_softplus, at mamba-ssm's
-   tolerances), our Mamba block against ``mamba_ssm.Mamba`` from one state_dict (:func:`block_parity`), the
-   Mamba-2 scan against ``mamba_chunk_scan_combined`` (:func:`ssd_parity`), the dispatch overhead and achieved
-   bandwidth at the large size (:func:`dispatch_overhead`), ``benchmarks/scan.py --device cuda`` and the
-   throughput again with the mamba-ssm scan;
+   tolerances; L = 128 and 4096 first);
 4. writes everything to ``OUT/gpu_results.json`` as each stage finishes (what finished is kept when a later stage
    runs out of time: every stage has the run's deadline), the build's log to ``OUT/build.log``, the scan
-   benchmark's bundle to ``OUT/scan_bench_cuda.json``, and the built wheels, as one tar split into pieces under
-   16 MiB (``OUT/wheels.tar.NN``), so that a second run can skip the build (``--wheels DIR``).
+   benchmark's bundle and tables to ``OUT/scan_bench_cuda.tar``, and the built wheels, as one tar split into pieces
+   under 16 MiB (``OUT/wheels.tar.NN``), so that a second run can skip the build (``--wheels DIR``; the device tool
+   brings back at most 8 files, so the last pieces of a large build may stay behind).
+
+``tools/gpu_collect.py OUT --tree COMMIT`` turns what came back into the committed bundles. A single stage runs
+alone with ``--stage NAME --deadline-at EPOCH`` (its JSON goes to ``$GPU_CHECK_WORK/stage_NAME.json``), which is how
+the first run's second call finished the stages the first call's deadline had cut.
 
 ``--dry`` runs every step on the CPU but the compilation and the CUDA calls: the archives are unpacked and patched,
 the stages run on CPU tensors with ``chunked`` standing in for mamba-ssm, and the same files are written.
