@@ -4,8 +4,10 @@ own comparison."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
+import sys
 import types
 from pathlib import Path
 
@@ -51,21 +53,23 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
         path = REPO_ROOT / nb  # nb itself where it lies outside the repository
         executed = scratch / (nb.relative_to(nb.anchor) if nb.is_absolute() else nb)
         executed.parent.mkdir(parents=True, exist_ok=True)
+        kernel_log = executed.with_suffix(".kernel.log")
         try:
-            papermill.execute_notebook(
-                str(path),
-                str(executed),
-                cwd=str(path.parent),
-                kernel_name="python3",
-                progress_bar=False,
-                execution_timeout=DEFAULT_TIMEOUT_S,
-            )
+            with _stderr_to(kernel_log):  # the kernel's own messages (and its teardown on Ctrl-C) go to its log
+                papermill.execute_notebook(
+                    str(path),
+                    str(executed),
+                    cwd=str(path.parent),
+                    kernel_name="python3",
+                    progress_bar=False,
+                    execution_timeout=DEFAULT_TIMEOUT_S,
+                )
         except (KeyboardInterrupt, PapermillExecutionError, TimeoutError) as exc:
             interrupted = isinstance(exc, KeyboardInterrupt)
             why = "interrupted" if interrupted else f"failed ({type(exc).__name__})"
             raise (Interrupted if interrupted else NotebookFailed)(
-                f"error: refresh {why} at {nb}; {nb} is unchanged (its partial execution: {executed}); "
-                f"{len(done)} of {len(notebooks)} notebook(s) refreshed before it."
+                f"error: refresh {why} at {nb}; {nb} is unchanged (its partial execution: {executed}; the "
+                f"kernel's log: {kernel_log}); {len(done)} of {len(notebooks)} notebook(s) refreshed before it."
             ) from None
         book_nb = nbformat.read(executed, as_version=4)
         book_nb.metadata.pop("papermill", None)
@@ -77,6 +81,23 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
                 cell.outputs = coalesce_streams([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})])
         write_atomic_notebook(book_nb, path)
         done.append(nb)
+
+
+@contextlib.contextmanager
+def _stderr_to(log: Path):
+    """File descriptor 2 of this process points at ``log`` (appended) while the block runs, so that a kernel started
+    inside writes its stderr there and not under the command's one line: on Ctrl-C, a kernel torn down while it
+    replies logs a ZMQ traceback (seen in CI, 2026-11-27). Restored on the way out, whatever happened."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log, "ab") as fh:
+            os.dup2(fh.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def write_atomic_notebook(nb, path: Path) -> None:
