@@ -195,7 +195,7 @@ def run_stage(name, out, deadline, dry, env, cpus) -> dict:
     res = json.loads(part.read_text()) if part.exists() else {"no_result": f"exit {rc}"}
     print(log[-2500:], flush=True)
     print(f"[{time.strftime('%H:%M:%S')}] stage {name}: exit {rc}, {time.perf_counter() - t0:.0f} s", flush=True)
-    return {"exit": rc, "log_tail": log[-4000:], **(res if isinstance(res, dict) else {"rows": res})}
+    return {"exit": rc, "log_tail": log[-4000:], **res}
 
 
 def pytest_stage(dry, deadline):
@@ -251,9 +251,9 @@ def one_stage(name, out, deadline, dry):
         res = env_facts(dry)
     else:
         raise SystemExit(f"error: unknown stage {name!r}")
-    if device == "cuda":
-        res = {"result": res, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
-    (WORK / f"stage_{name}.json").write_text(json.dumps(res, default=str))
+    where = torch.cuda.get_device_name() if device == "cuda" else "cpu (dry)"
+    record = {"result": res, "device": where, "torch": torch.__version__}
+    (WORK / f"stage_{name}.json").write_text(json.dumps(record, default=str))
 
 
 def env_facts(dry):

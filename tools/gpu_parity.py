@@ -75,37 +75,48 @@ def _excess(x, ref, rtol, atol):
     return float(diff.max()), float((diff / (atol + rtol * ref.abs())).max())
 
 
+def _output_grad(shape, device, itype=None):
+    """The loss's weight g (Σ out·g): the same seeded draw everywhere, rounded to ``itype`` when given (mamba-ssm's
+    test draws it with ``randn_like(out)``, in the output's dtype)."""
+    import torch
+
+    g = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    return (g.to(_dtype(itype)).float() if itype else g).to(device)
+
+
+def _scan_grads(base, backend, delta_softplus, *, upcast, itype=None):
+    """``backend`` on fresh copies of ``base`` (in float32 when ``upcast``, as mamba-ssm's reference computes):
+    ``{"out", "last_state", <every input>: its gradient}`` for the loss Σ out·g, g from :func:`_output_grad`."""
+    import torch
+
+    from mamba_recall.scan import selective_scan
+
+    kw = {k: (v.float() if upcast else v).detach().clone().requires_grad_(True) for k, v in base.items()}
+    out, last = selective_scan(**kw, delta_softplus=delta_softplus, return_last_state=True, backend=backend)
+    g = _output_grad(out.shape, out.device, itype)
+    grads = torch.autograd.grad((out.float() * g).sum(), list(kw.values()))
+    return {"out": out, "last_state": last, **dict(zip(kw, grads))}
+
+
 def compare_scan_case(
     L, itype, groups, has_D, has_z, has_delta_bias, delta_softplus, *, device="cuda", backend="mamba_ssm"
 ):
     """One case of mamba-ssm's grid: ``backend`` (mamba-ssm's kernel) against our ``reference`` computed in float32
     from the same inputs (as mamba-ssm's ``selective_scan_ref`` does: it upcasts, and its output is cast back to the
     input dtype), the loss Σ out·g with one random g. Returns ``{tensor: [max |Δ|, ratio]}`` for the output, the last
-    state and every gradient, ``worst`` (the largest ratio) and ``ok`` (every ratio ≤ 1)."""
-    import torch
+    state and every gradient, ``worst`` (the largest ratio) and ``ok`` (every ratio ≤ 1).
 
-    from mamba_recall.scan import selective_scan
-
+    g is drawn in the input dtype for both, as mamba-ssm's test does: a float32 g would reach the kernel rounded to
+    its output dtype and the reference unrounded, which alone moves the float16 / bfloat16 gradients of A and
+    delta_bias past the tolerance (measured: the 2026-11-27 run, ratio 66; :func:`g_rounding_artifact`)."""
     base = ms_case_inputs(L, itype, groups, has_D, has_z, has_delta_bias, device)
-    names = list(base)
-    runs = {}
-    for which in ("reference", backend):
-        kw = {
-            k: (v.float() if which == "reference" else v).detach().clone().requires_grad_(True) for k, v in base.items()
-        }
-        out, last = selective_scan(**kw, delta_softplus=delta_softplus, return_last_state=True, backend=which)
-        # the output's gradient in the input dtype for both, as mamba-ssm's test (g = randn_like(out)): a float32 g
-        # would reach the kernel rounded to its output dtype and the reference unrounded, which alone moves the
-        # float16 / bfloat16 gradients of A and delta_bias past the tolerance (measured: 2026-11-27 run, ratio 66)
-        g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(_dtype(itype)).float().to(device)
-        grads = torch.autograd.grad((out.to(_dtype(itype)).float() * g).sum(), [kw[k] for k in names])
-        runs[which] = {"out": out.to(base["u"].dtype), "last_state": last, **dict(zip(names, grads))}
+    ref = _scan_grads(base, "reference", delta_softplus, upcast=True, itype=itype)
+    got = _scan_grads(base, backend, delta_softplus, upcast=False, itype=itype)
     res = {}
-    for name, ref in runs["reference"].items():
-        got = runs[backend][name]
-        if name in base:
-            ref = ref.to(base[name].dtype)  # the reference's gradient in the leaf's dtype, as mamba-ssm compares
-        res[name] = list(_excess(got, ref, *grad_tols(name, itype, has_z)))
+    dtype = {**{k: v.dtype for k, v in base.items()}, "out": base["u"].dtype}  # as mamba-ssm compares
+    for name, r in ref.items():
+        g, r = (got[name].to(dtype[name]), r.to(dtype[name])) if name in dtype else (got[name], r)
+        res[name] = list(_excess(g, r, *grad_tols(name, itype, has_z)))
     worst = max(v[1] for v in res.values())
     return {"errors": res, "worst": worst, "ok": worst <= 1.0}
 
@@ -359,21 +370,12 @@ def g_rounding_artifact(L, itype, groups, has_D, has_z, has_delta_bias, delta_so
     output gradient g in float32 against the same with g rounded to ``itype`` (what the kernel, whose output is in
     ``itype``, received). Returns the largest ratio to mamba-ssm's tolerance and its tensor: where it equals the
     ratio the GPU run reported, the kernel agreed with the reference fed the same g."""
-    import torch
-
-    from mamba_recall.scan import selective_scan
-
     base = ms_case_inputs(L, itype, groups, has_D, has_z, has_delta_bias, device)
-    names, grads = list(base), {}
-    for rounded in (False, True):
-        kw = {k: v.float().detach().clone().requires_grad_(True) for k, v in base.items()}
-        out = selective_scan(**kw, delta_softplus=delta_softplus, backend="reference")
-        g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(device)
-        g = g.to(_dtype(itype)).float() if rounded else g
-        grads[rounded] = dict(zip(names, torch.autograd.grad((out * g).sum(), [kw[k] for k in names])))
+    exact = _scan_grads(base, "reference", delta_softplus, upcast=True)
+    rounded = _scan_grads(base, "reference", delta_softplus, upcast=True, itype=itype)
     ratios = {
-        k: _excess(grads[True][k].to(base[k].dtype), grads[False][k].to(base[k].dtype), *grad_tols(k, itype, has_z))[1]
-        for k in names
+        k: _excess(rounded[k].to(base[k].dtype), exact[k].to(base[k].dtype), *grad_tols(k, itype, has_z))[1]
+        for k in base
     }
     worst = max(ratios, key=ratios.get)
     return ratios[worst], worst
