@@ -119,6 +119,11 @@ def main(argv=None):
     ap.add_argument("--name", default="gpu_check_h100")
     args = ap.parse_args(argv)
     st = stages(args.run_dirs)
+    if st.get("env", {}).get("dry") is not False:  # a dry run's numbers are CPU stand-ins; committed bundles stay
+        raise SystemExit(
+            f"error: {', '.join(map(str, args.run_dirs))} holds no GPU run (its env stage says dry or is missing); "
+            "collect the OUT of `python tools/gpu_check.py OUT` run on a GPU machine."
+        )
     tree = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", args.tree], capture_output=True, text=True)
     if tree.returncode:
         raise SystemExit(f"error: --tree {args.tree!r} is not a commit of this repository.")

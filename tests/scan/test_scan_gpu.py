@@ -112,3 +112,18 @@ def test_tf32_rounding_keeps_ten_mantissa_bits():
     rel = ((t - x).abs() / x.abs()).max().item()
     assert 0 < rel <= 2**-11 and torch.equal(gpu_parity.tf32(t), t)  # rounded, within half a TF32 ulp, idempotent
     assert (t.view(torch.int32) & 0x1FFF).eq(0).all()  # the 13 low mantissa bits are gone
+
+
+def test_collect_refuses_a_dry_run_and_leaves_the_committed_bundles(tmp_path):
+    import json
+
+    import gpu_collect
+
+    from mamba_recall.paths import RESULTS_DIR
+
+    stage = {"env": {"seconds": 1.0, "result": {"exit": 0, "result": {"dry": True}}}}
+    (tmp_path / "gpu_results.json").write_text(json.dumps({"stages": stage}))
+    before = (RESULTS_DIR / "scan_bench_cuda.json").read_bytes()
+    with pytest.raises(SystemExit, match="holds no GPU run"):
+        gpu_collect.main([str(tmp_path), "--tree", "HEAD"])
+    assert (RESULTS_DIR / "scan_bench_cuda.json").read_bytes() == before
