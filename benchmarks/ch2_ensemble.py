@@ -7,7 +7,7 @@ Prints model-steps per second (models × steps / wall seconds) of the simplified
 (default R2, D = 64, N = 32, batch 128) trained (a) as one :class:`LinearMamba` ensemble of n = ``--members``
 members in one process, one torch thread, and (b) as separate single models in P processes (``joblib.Parallel``), one thread
 each, every process training ``members / P`` models one after the other (``P = 1`` is the ``--way separate`` of
-:mod:`mamba_recall.experiments.ch2_scaling`, whose CPU default, ``default_way``, was set from this comparison).
+:mod:`mamba_recall.chapters.ch2_hashing_scaling.runners.scaling`, whose CPU default, ``default_way``, was set from this comparison).
 On a busy machine the numbers move with the load: compare them side by side from one run. A script of the
 repository, not a module of the library; it prints its table and writes no bundle.
 """
@@ -120,7 +120,7 @@ def main(argv=None):
         f"{args.steps} steps (seconds: the training loops; wall_with_startup adds the worker processes' start):"
     )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    from mamba_recall.experiments.ch2_scaling import default_way
+    from mamba_recall.chapters.ch2_hashing_scaling.runners.scaling import default_way
 
     by_wall = table.loc[table["model_steps_per_s"].idxmax()]
     by_cpu = table.loc[table["model_steps_per_cpu_s"].idxmax()]

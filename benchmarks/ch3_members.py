@@ -4,7 +4,7 @@
         [--mixer s6|s4d] [--batch 64] [--device cpu|cuda]
 
 Prints model-steps per second (models × steps / seconds) of paper 003's 1-layer MQAR model (the chapter's recipe,
-:func:`mamba_recall.experiments.ch3_mqar_train.resolved_config`; default Fig. A.3's cpu-hours cell T = 100,
+:func:`mamba_recall.chapters.ch3_selectivity.runners.mqar_train.resolved_config`; default Fig. A.3's cpu-hours cell T = 100,
 |V| = 128, κ = 4, N = 8, d = 64) trained (a) one model at a time (``train_one``, what one run-store job does) and
 (b) as one ensemble of K members (``train_members``, what one ``--members K`` unit does), one torch thread, after
 an untimed warm-up of each. The plan (``python -m mamba_recall plan --estimate``) times the same two ways per
@@ -26,7 +26,7 @@ def ch3_throughput(
     import torch
     from ch2_ensemble import throughput_row  # benchmarks/ (this script's folder is on the path)
 
-    from mamba_recall.experiments.ch3_mqar_train import resolved_config, train_members, train_one
+    from mamba_recall.chapters.ch3_selectivity.runners.mqar_train import resolved_config, train_members, train_one
     from mamba_recall.presets import experiment
 
     torch.set_num_threads(1)

@@ -206,7 +206,7 @@ TRAINING_MODELS = {
 def _training_case(name: str, backend: str):
     """(model, make_batch) of a training-throughput case, as the chapters build them (``ci`` preset)."""
     if name == "ch4 S-model s_small":
-        from mamba_recall.experiments.ch4_train import build_model, make_batch_fn
+        from mamba_recall.chapters.ch4_primacy_recency.runners.train import build_model, make_batch_fn
         from mamba_recall.presets import experiment
         from mamba_recall.tasks.serial_recall import RecallVocab
 

@@ -117,7 +117,8 @@ def setup(
     if preset not in PRESETS:  # one set of presets for notebooks and `python -m mamba_recall run`
         raise ParameterError(
             f"preset {preset!r} is a runners' preset, not a notebook's: run it with "
-            f"`python -m mamba_recall.experiments.<runner> --preset {preset}` (e.g. ch1_cpu_hours); the "
+            f"`python -m mamba_recall.chapters.<chapter>.runners.<runner> --preset {preset}` (e.g. "
+            f"ch1_gradient_dynamics.runners.cpu_hours); the "
             f"notebooks read its committed bundles at -p preset ci. "
             f"Notebooks accept {' or '.join(map(repr, PRESETS))}."
         )

@@ -28,12 +28,11 @@ from typing import Callable
 
 import pandas as pd
 
+from .runners import runner_module
 from .runstore import pending, units
 from .train.selectivity import GPU_PRESETS
 
 __all__ = ["Grid", "grids", "plan", "main"]
-
-EXPERIMENTS = "mamba_recall.experiments."
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ class Grid:
 
 
 def _module(name: str):
-    return importlib.import_module(EXPERIMENTS + name)
+    return importlib.import_module(runner_module(name))
 
 
 def grids() -> list[Grid]:
@@ -62,10 +61,10 @@ def grids() -> list[Grid]:
     ref = _module("ch2_reference_grid")
     dn = _module("ch2_trained_dn")
     ch4 = _module("ch4_edge")
-    from .experiments.ch3_common import measured_estimate
+    from .chapters.ch3_selectivity.runners.common import measured_estimate
 
     def cmd(module: str, extra: str = "") -> str:
-        return f"python -m {EXPERIMENTS}{module} --preset {{preset}}{extra} --allow-long"
+        return f"python -m {runner_module(module)} --preset {{preset}}{extra} --allow-long"
 
     out = [
         Grid(
@@ -95,7 +94,7 @@ def grids() -> list[Grid]:
         mod = _module(name)
 
         def ch3_jobs(preset, mod=mod):
-            from .experiments.ch3_common import STORE_PRESETS
+            from .chapters.ch3_selectivity.runners.common import STORE_PRESETS
 
             if preset not in STORE_PRESETS:
                 raise ValueError(f"{mod.__name__} runs the run store at {', '.join(STORE_PRESETS)} only")

@@ -1,8 +1,10 @@
-"""The experiment runners: the modules of ``mamba_recall.experiments`` that have a ``main``, in run order.
+"""The experiment runners: the modules of the chapters' ``runners`` packages that have a ``main``, in run order.
 
 Each runner regenerates bundles in ``results/`` (``python -m mamba_recall reproduce`` runs them all); the
-other modules of ``experiments`` are shared helpers. The runners are found at run time (``importlib`` on the
-package's files), not imported by name: ``results`` names the runner that remakes a missing bundle and sits
+other modules of a ``runners`` package are that chapter's shared helpers. A runner's short name is its chapter's
+number and its module's name (``chapters/ch3_selectivity/runners/keep_nth.py`` is ``ch3_keep_nth``): the results
+manifest, ``DEPENDS_ON`` lists and bundle file names use it. The runners are found at run time (``importlib`` on
+the package's files), not imported by name: ``results`` names the runner that remakes a missing bundle and sits
 below the runners, which write their bundles with it.
 """
 
@@ -10,16 +12,72 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
+import shlex
+
+CHAPTERS = f"{__package__}.chapters"
+#: a chapter package's name: ``ch<N>_<topic>``
+_CHAPTER = re.compile(r"ch(\d+)_[a-z0-9_]+")
+#: the module path runners had before each chapter got its folder (recorded in older bundles' commands and run
+#: records): ``mamba_recall.experiments.<short name>``
+OLD_RUNNERS = f"{__package__}.experiments."
+
+
+def _runner_modules() -> dict[str, str]:
+    """Short name -> module path, for every module of every chapter's ``runners`` package (helpers too)."""
+    chapters = importlib.import_module(CHAPTERS)
+    out = {}
+    for chapter in sorted(m.name for m in pkgutil.iter_modules(chapters.__path__)):
+        match = _CHAPTER.fullmatch(chapter)
+        if match is None:
+            raise SystemExit(f"error: {CHAPTERS}.{chapter} is not named ch<N>_<topic>; rename it.")
+        try:
+            runners = importlib.import_module(f"{CHAPTERS}.{chapter}.runners")
+        except ModuleNotFoundError:
+            continue  # a chapter without runners (Chapter 0)
+        for m in pkgutil.iter_modules(runners.__path__):
+            if not m.name.startswith("_"):
+                out[f"ch{match.group(1)}_{m.name}"] = f"{runners.__name__}.{m.name}"
+    return out
+
+
+def runner_module(name: str) -> str:
+    """The module path of runner (or runner helper) ``name``: ``ch3_keep_nth`` ->
+    ``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``. ValueError naming the known ones if unknown."""
+    modules = _runner_modules()
+    if name not in modules:
+        raise ValueError(f"no runner named {name!r}; the runners are {', '.join(experiment_runners())}.")
+    return modules[name]
+
+
+def runner_name(module: str) -> str | None:
+    """The short name of a runner's module path, today's (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``)
+    or the one older records hold (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``); None for any other module."""
+    if module.startswith(OLD_RUNNERS):
+        return module[len(OLD_RUNNERS) :]
+    parts = module.split(".")
+    if len(parts) == 5 and parts[:2] == CHAPTERS.split(".") and parts[3] == "runners":
+        match = _CHAPTER.fullmatch(parts[2])
+        return f"ch{match.group(1)}_{parts[4]}" if match else None
+    return None
+
+
+def current_module(module: str) -> str:
+    """``module`` as it is named today: an old runner path (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``, recorded by
+    bundles and run records made before the chapters' folders) becomes the chapter's runner module; any other module
+    is returned as it is."""
+    if module.startswith(OLD_RUNNERS):
+        return runner_module(module[len(OLD_RUNNERS) :])
+    return module
 
 
 def experiment_runners() -> list[str]:
-    """The runner modules of ``mamba_recall.experiments``: those with a ``main`` (each regenerates bundles in
-    ``results/``; the others are shared helpers), ordered so that a runner comes after those in its
-    ``DEPENDS_ON`` (it reads their outputs). SystemExit if the ``DEPENDS_ON`` lists form a cycle."""
-    experiments = importlib.import_module(f"{__package__}.experiments")
-    names = sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if not m.name.startswith("_"))
-    modules = {n: importlib.import_module(f"mamba_recall.experiments.{n}") for n in names}
-    runners = [n for n in names if hasattr(modules[n], "main")]
+    """The short names of the runners (the modules with a ``main``: each regenerates bundles in ``results/``; the
+    others are shared helpers), ordered so that a runner comes after those in its ``DEPENDS_ON`` (it reads their
+    outputs). SystemExit if the ``DEPENDS_ON`` lists form a cycle."""
+    paths = _runner_modules()
+    modules = {n: importlib.import_module(p) for n, p in sorted(paths.items())}
+    runners = [n for n in modules if hasattr(modules[n], "main")]
     # a runner that reads another's outputs lists it in DEPENDS_ON and runs after it
     ordered: list[str] = []
     while len(ordered) < len(runners):
@@ -30,3 +88,16 @@ def experiment_runners() -> list[str]:
             raise SystemExit("error: the runners' DEPENDS_ON lists form a cycle or name a missing runner.")
         ordered.append(ready[0])
     return ordered
+
+
+def current_command(command: str | None) -> str | None:
+    """A recorded ``python -m <module> ...`` command as it is run today: an old runner path becomes the chapter's
+    runner module (:func:`current_module`), the arguments as they are; any other command (or None) as it is."""
+    if not command:
+        return command
+    words = shlex.split(command)
+    if "-m" not in words[:-1]:
+        return command
+    i = words.index("-m") + 1
+    module = current_module(words[i])
+    return command if module == words[i] else shlex.join([*words[:i], module, *words[i + 1 :]])

@@ -305,7 +305,7 @@ def test_statistics_helpers():
 # A9 — determinism of the committed checkpoint, and the training smoke test
 def test_committed_checkpoint_is_deterministic():
     from mamba_recall.analysis.primacy import checkpoint_path, load_checkpoint
-    from mamba_recall.experiments.ch4_train import gate_metrics
+    from mamba_recall.chapters.ch4_primacy_recency.runners.train import gate_metrics
 
     path = checkpoint_path("s_small")
     if not path.exists():
@@ -319,7 +319,7 @@ def test_committed_checkpoint_is_deterministic():
 
 def test_training_smoke(tmp_path):
     from mamba_recall.analysis.primacy import load_checkpoint
-    from mamba_recall.experiments.ch4_train import train_smodel
+    from mamba_recall.chapters.ch4_primacy_recency.runners.train import train_smodel
 
     _, side = train_smodel("s_small", "ci", steps=4, out=tmp_path / "s.pt", log=lambda s: None)
     meta = json.loads(side.read_text())

@@ -23,7 +23,11 @@ from mamba_recall.analysis.reference_curves import (
     summarise,
 )
 from mamba_recall.results import load_bundle
-from mamba_recall.views.reference_curves import authors_chart, authors_vs_ours_chart, comparison_frame
+from mamba_recall.chapters.ch4_primacy_recency.views.reference_curves import (
+    authors_chart,
+    authors_vs_ours_chart,
+    comparison_frame,
+)
 
 SIDECAR = AUTHORS_DIR / "recall_by_position.json"
 # The six result files of README.md's table: (L, relation) -> rows (prompts) in the file.

@@ -186,16 +186,22 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
         ex + "ch4_train --model s_small --preset ci": "2026-11-22T04",
         ex + "ch4_train --model s_mix --preset ci --device cpu": "2026-11-22T06",
     }
+    # one command in today's form (the chapter's runner module): the same runner as its old recorded form
+    commands.append("python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci --device cpu")
     got = manifest.reproduce_commands([entry(c, made.get(c)) for c in commands], order)
+    assert got[1] == "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset ci --device cpu"
     assert got == [
-        "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
-        ex + "ch1_training --preset ci --device cpu",
-        ex + "ch1_training --preset paper --only k1 k1_masked wo",
-        ex + "ch2_scaling --preset ci",
-        ex + "ch4_train --model s_small --preset ci",
-        ex + "ch4_train --model s_mix --preset ci --device cpu",
-        ex + "ch4_edge --preset cpu-hours --allow-long",
-        ex + "ch4_edge --preset cpu-hours --checks --allow-long",
+        manifest.current_command(c)
+        for c in [
+            "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
+            ex + "ch1_training --preset ci --device cpu",
+            ex + "ch1_training --preset paper --only k1 k1_masked wo",
+            ex + "ch2_scaling --preset ci",
+            ex + "ch4_train --model s_small --preset ci",
+            ex + "ch4_train --model s_mix --preset ci --device cpu",
+            ex + "ch4_edge --preset cpu-hours --allow-long",
+            ex + "ch4_edge --preset cpu-hours --checks --allow-long",
+        ]
     ]
 
 
@@ -210,7 +216,7 @@ def test_the_scan_benchmark_is_a_script_and_its_old_recorded_form_still_parses()
     assert manifest.parse_command(old) == ("bench", flags)
     assert manifest.current_command(old) == new
     assert manifest.current_command(new) == new
-    ch2 = "python -m mamba_recall.experiments.ch2_scaling --preset ci"
+    ch2 = "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci"
     assert manifest.current_command(ch2) == ch2 and manifest.current_command(None) is None
 
 

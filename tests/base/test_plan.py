@@ -4,7 +4,7 @@ the command that runs it, and why a runner has no grid at a preset."""
 from __future__ import annotations
 
 from mamba_recall import plan
-from mamba_recall.experiments import ch2_figs_cpu
+from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as ch2_figs_cpu
 
 
 def test_plan_lists_every_grid_with_the_committed_store(tmp_path):
@@ -16,7 +16,8 @@ def test_plan_lists_every_grid_with_the_committed_store(tmp_path):
     assert fig8.jobs == len(ch2_figs_cpu.jobs_for("fig8", "cpu-hours")) == fig8.finished + fig8.left
     assert fig8.finished == fig8.jobs  # the committed grid
     assert (
-        fig8.command == "python -m mamba_recall.experiments.ch2_figs_cpu --preset cpu-hours --parts fig8 --allow-long"
+        fig8.command
+        == "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu --preset cpu-hours --parts fig8 --allow-long"
     )
     empty = plan.plan("cpu-hours", store=tmp_path)  # another store: nothing finished there
     assert (empty.finished == 0).all() and (empty.left == empty.jobs).all()
@@ -28,7 +29,7 @@ def test_a_runner_without_a_grid_at_the_preset_says_why(capsys):
     assert ch3.jobs == 0 and "runs the run store at cpu-hours, paper only" in ch3.note
     table = plan.plan("paper")
     fig8 = table[(table.runner == "ch2_figs_cpu") & (table.part == "fig8")].iloc[0]
-    assert fig8.jobs == 0 and "trains as ensembles" in fig8.note and "ch2_scaling --preset paper" in fig8.note
+    assert fig8.jobs == 0 and "trains as ensembles" in fig8.note and "ch2_hashing_scaling.runners.scaling --preset paper" in fig8.note
     ch1 = ci[ci.runner == "ch1_cpu_hours"].iloc[0]
     assert "this runner runs the entries that declare seeds" in ch1.note
     assert plan.main(["--preset", "paper"]) == 0
@@ -41,12 +42,18 @@ def test_chapter_3_paper_grids_are_planned_and_their_jobs_use_a_gpu_where_there_
     """Chapter 3's paper grids (the largest: Tabs. A.1–A.4, Figs. 2, A.3, 3, A.4) are run-store grids too, so the plan
     lists them (Chapter 1's too); each paper job's config asks for ``device: auto``, resolved where the job runs, while the cpu-hours
     jobs (committed, CPU) keep their configs and keys."""
-    from mamba_recall.experiments import ch3_induction, ch3_keep_nth, ch3_mqar_figa3, ch3_mqar_train
+    from mamba_recall.chapters.ch3_selectivity.runners import (
+        induction as ch3_induction,
+        keep_nth as ch3_keep_nth,
+        mqar_figa3 as ch3_mqar_figa3,
+        mqar_train as ch3_mqar_train,
+    )
+    from mamba_recall.runners import runner_name
     from mamba_recall.runstore import job_device
 
     table = plan.plan("paper")
     for mod in (ch3_keep_nth, ch3_mqar_train, ch3_mqar_figa3, ch3_induction):
-        row = table[table.runner == mod.__name__.rsplit(".", 1)[1]].iloc[0]
+        row = table[table.runner == runner_name(mod.__name__)].iloc[0]
         jobs = mod.jobs_for("paper")
         assert row.jobs == len(jobs) > 0 and row.note == "" and "--preset paper --allow-long" in row.command
         assert {j["config"]["device"] for j in jobs} == {"auto"}
@@ -63,7 +70,7 @@ def test_ensembles_per_job_are_planned_at_the_gpu_preset():
     """Chapter 3's MQAR grids train a config's 7 seeds as one ensemble per job at ``paper`` (``--members 7``: 7× fewer
     units of work), and one model per job at ``cpu-hours`` (on a CPU an ensemble does not pay); the estimate times
     what the command runs."""
-    from mamba_recall.experiments import ch3_mqar_figa3
+    from mamba_recall.chapters.ch3_selectivity.runners import mqar_figa3 as ch3_mqar_figa3
 
     paper, cpu = plan.plan("paper"), plan.plan("cpu-hours")
     for name in ("ch3_mqar_train", "ch3_mqar_figa3"):

@@ -19,8 +19,8 @@ def _values(spec, key):
 
 
 def test_no_chart_text_set_below_10_px():
-    from mamba_recall.views.gradient_dynamics import fig4_chart
-    from mamba_recall.views.hashing import reference_grid_chart
+    from mamba_recall.chapters.ch1_gradient_dynamics.views import fig4_chart
+    from mamba_recall.chapters.ch2_hashing_scaling.views import reference_grid_chart
 
     rows = [
         dict(t=t, panel=p, dim=d, value=0.1 * d, token=str(t), event="noise", half="output" if p == "output" else "")
@@ -37,7 +37,7 @@ def test_no_chart_text_set_below_10_px():
 
 
 def test_facet_charts_wrap_into_rows():
-    from mamba_recall.views.primacy import delta_heatmap, recall_chart
+    from mamba_recall.chapters.ch4_primacy_recency.views.primacy import delta_heatmap, recall_chart
 
     heat = pd.DataFrame([dict(k=k, layer=0, t=t, delta=0.5) for k in (1, 2, 4, 8, 16, 32, 64) for t in range(64)])
     curves = pd.DataFrame([dict(k=1, acc=0.5, lo=0.4, hi=0.6, condition="c", L=f"L = {L}") for L in range(6)])
@@ -46,7 +46,7 @@ def test_facet_charts_wrap_into_rows():
 
 
 def test_training_curves_panels_shrink_with_the_number_of_columns():
-    from mamba_recall.views.selectivity import training_curves_chart
+    from mamba_recall.chapters.ch3_selectivity.views.selectivity import training_curves_chart
 
     def width(ds):
         frame = pd.DataFrame([dict(grid="g", d=d, N=1, seed=0, step=0, loss=1.0, accuracy=0.5) for d in ds])
@@ -58,7 +58,7 @@ def test_training_curves_panels_shrink_with_the_number_of_columns():
 
 
 def test_matrix_charts_share_one_colour_domain():
-    from mamba_recall.views.gradient_dynamics import matrix_charts
+    from mamba_recall.chapters.ch1_gradient_dynamics.views import matrix_charts
 
     mats = {"a": np.eye(3), "b": 4 * np.eye(3)}
     spec = matrix_charts(mats).to_dict()

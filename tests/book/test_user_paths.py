@@ -178,7 +178,9 @@ def test_truncated_bundle_names_its_runner_command(tmp_path):
         results.load_bundle("ch1_table1_ci", directory=tmp_path)
     message = str(info.value)
     assert "not valid JSON" in message and "truncated" in message
-    assert message.endswith("python -m mamba_recall.experiments.ch1_table1 --preset ci --device cpu")
+    assert message.endswith(
+        "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset ci --device cpu"
+    )
     assert "make reproduce" not in message
 
 
@@ -194,7 +196,7 @@ def test_changed_table_names_its_runner_command(tmp_path):
     csv.write_text(csv.read_text()[:-20])
     with pytest.raises(
         results.BundleError,
-        match="does not match its recorded sha256; regenerate it with: python -m mamba_recall.experiments.ch1_table1",
+        match="does not match its recorded sha256; regenerate it with: python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1",
     ):
         results.load_bundle("ch1_table1_ci", directory=tmp_path)
 
@@ -230,7 +232,7 @@ def test_bad_ch4_checkpoint_variable_names_variable_path_and_what_is_valid(tmp_p
         A.load_model("s_small")
     message = str(info.value)
     assert message.startswith(f"MAMBA_RECALL_CH4_CHECKPOINT={path}: ")
-    assert "a .pt written by `python -m mamba_recall.experiments.ch4_train`" in message
+    assert "a .pt written by `python -m mamba_recall.chapters.ch4_primacy_recency.runners.train`" in message
     assert "save_pretrained directory" in message and "unset MAMBA_RECALL_CH4_CHECKPOINT" in message
     assert "--model s_small" not in message and "\n" not in message
 
@@ -375,7 +377,7 @@ def test_explorer_notebook_finishes_under_plain_papermill(tmp_path):
             "from mamba_recall.notebook import setup\nctx = setup('ci', device='cpu')\n"
             "from mamba_recall.widgets import scan_explorer\nscan_explorer()\n"
             "from mamba_recall.presets import experiment\n"
-            "from mamba_recall.views.gradient_dynamics import regime_explorer\n"
+            "from mamba_recall.chapters.ch1_gradient_dynamics.views import regime_explorer\n"
             "regime_explorer(experiment('ch1.k1', 'ci'), steps=50)"
         )
     ]

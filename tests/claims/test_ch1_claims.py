@@ -162,7 +162,7 @@ def test_table1_on_the_committed_bundle():
 def test_fig4_chart_draws_the_first_half_dashed():
     from mamba_recall.analysis.recall_probes import probe_frame
     from mamba_recall.models.simplified_recall import m1
-    from mamba_recall.views.gradient_dynamics import fig4_chart
+    from mamba_recall.chapters.ch1_gradient_dynamics.views import fig4_chart
 
     frame = probe_frame(m1(8, seed=0), latest_value_batch(1, 8, 1, 32, 3, seed=0).inputs[0], 0, 16)
     scales = [d["strokeDash"]["scale"] for d in _find(fig4_chart(frame).to_dict(), "strokeDash")]
@@ -273,7 +273,7 @@ def test_fig4d_on_the_paper_checkpoint(paper_k1):
 
 def test_chapter1_checks_print_their_numbers_with_library_thresholds():
     """A check cell prints the measured quantity next to pass/FAIL, never a bare True/False, and takes its tolerance
-    from mamba_recall.claims.ch1 rather than typing it in."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims rather than typing it in."""
     import json
     import re
     from pathlib import Path
@@ -294,7 +294,7 @@ def test_chapter1_checks_print_their_numbers_with_library_thresholds():
     nb1 = json.loads((book / "01_task_and_model.ipynb").read_text())
     outs = "".join("".join(o.get("text", "")) for c in nb1["cells"] for o in c.get("outputs", []))
     assert "max |logits − reference| ≤ 1e-12 (bound 1e-10): pass" in outs
-    from mamba_recall.claims import ch1
+    from mamba_recall.chapters.ch1_gradient_dynamics import claims as ch1
 
     assert ch1.FLOAT64_AGREE == 1e-10 and ch1.FLOAT32_AGREE == 1e-7
 

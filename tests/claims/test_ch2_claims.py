@@ -14,7 +14,8 @@ import torch
 
 from mamba_recall import claims
 from mamba_recall.analysis.hashing import auroc, selectivity
-from mamba_recall.claims import ch2, judge
+from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2
+from mamba_recall.claims import judge
 from mamba_recall.claims.core import across_seeds
 from mamba_recall.presets import experiment
 
@@ -373,7 +374,7 @@ def test_fig6c_reads_the_reference_grid_at_cpu_hours():
 
 def test_reference_numbers_are_not_printed_numbers():
     """The authors' README grid is reference data, not the paper's text: no claim quotes it as printed."""
-    from mamba_recall.experiments.ch2_reference_grid import AUTHORS
+    from mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid import AUTHORS
 
     distinctive = [f"{AUTHORS[c]:.2f}" for c in ((16, 8), (32, 8), (48, 8), (64, 8))]  # 0.24, 0.64, 0.82, 0.89
     for c in CH2:

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from mamba_recall import claims
-from mamba_recall.claims.ch4 import _common as ch4_common
+from mamba_recall.chapters.ch4_primacy_recency.claims import _common as ch4_common
 from mamba_recall.claims.core import across_seeds, judge
 from test_no_working_notes import find_citations
 
@@ -24,7 +24,7 @@ CTX = SimpleNamespace(preset="ci", device="cpu")
 SIDE = {
     "source": "results/checkpoints/ch4_s_small.pt",
     "gate": {"passed": True},
-    "command": "python -m mamba_recall.experiments.ch4_train --model s_small --preset ci",
+    "command": "python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model s_small --preset ci",
 }
 RNG = np.random.RandomState(0)
 
@@ -244,7 +244,7 @@ def test_unchecked_figures_are_declared():
 
 
 def test_model_checks_judge_through_the_registry():
-    from mamba_recall.experiments import ch4_model_checks as mc
+    from mamba_recall.chapters.ch4_primacy_recency.runners import model_checks as mc
 
     src = inspect.getsource(mc)
     assert "load_claims" not in src and "import papermill" not in src and "scorecard import" not in src

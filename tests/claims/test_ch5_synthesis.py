@@ -1,5 +1,5 @@
 """Chapter 5's hypotheses on synthetic searches: each rule reads the number it declares, flips with it, and no null
-control reaches the claim's verdict (H1-H6, mamba_recall.claims.ch5)."""
+control reaches the claim's verdict (H1-H6, mamba_recall.chapters.ch5_synthesis.claims)."""
 
 import math
 from types import SimpleNamespace
@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from mamba_recall.analysis import synthesis as syn
-from mamba_recall.claims.ch5.synthesis import check_synthesis, untrained_searches
+from mamba_recall.chapters.ch5_synthesis.claims.synthesis import check_synthesis, untrained_searches
 from mamba_recall.theory.capacity import kappa_at
 from mamba_recall.theory.mqar_constructions import construction_kappa
-from mamba_recall.views import synthesis as views
+from mamba_recall.chapters.ch5_synthesis import views as views
 
 LADDER = [2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64]
 CELLS = [(1, d, n) for d in (16, 32, 64) for n in (2, 4, 8)] + [(2, 16, 4), (2, 32, 4), (2, 32, 8)]
@@ -202,7 +202,7 @@ def test_u_shape_and_kappa_at():
 
 def test_the_page_reads_the_committed_search_and_the_strongest_complete_bundle():
     from mamba_recall.analysis.synthesis import evidence_bundles
-    from mamba_recall.experiments.ch5_capacity import first_search
+    from mamba_recall.chapters.ch5_synthesis.runners.capacity import first_search
     from mamba_recall.results import load_bundle
 
     said = []
@@ -224,7 +224,7 @@ def test_the_page_reads_the_committed_search_and_the_strongest_complete_bundle()
     ],
 )
 def test_bad_sizes_stop_before_any_job(change, match):
-    from mamba_recall.experiments.ch5_capacity import check_sizes
+    from mamba_recall.chapters.ch5_synthesis.runners.capacity import check_sizes
     from mamba_recall.presets import experiment
 
     sizes = {**experiment("ch5.capacity", "cpu-hours"), **change}

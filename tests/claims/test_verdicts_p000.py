@@ -151,7 +151,7 @@ def test_one_step_is_an_erratum_with_the_corrected_condition_declared():
 def test_a_last_digit_slip_is_a_note_not_an_erratum():
     """Δ₁ printed 0.743 for 0.7444 (the document's own log(2.105) = 0.7443): every digit but the last is right, so it
     is reproduced with a note; Δ₂ printed 0.803 for 0.7981 has a wrong digit before the last: an erratum."""
-    from mamba_recall.claims import ch0
+    from mamba_recall.chapters.ch0_selective_scan import claims as ch0
     from mamba_recall.theory import worked_example as wx
 
     exact = wx.worked_example()
@@ -187,7 +187,7 @@ def test_k1_claims_carry_the_untrained_null(paper_k1):
 
 
 def test_one_seed_fallback_is_never_stronger_than_its_evidence(paper_k1):
-    from mamba_recall.claims.ch1 import check_over_seeds
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims import check_over_seeds
 
     model, meta = paper_k1
     for cid, args in (("000/Sec3-accuracy", (meta,)), ("000/Fig4c", (model, meta)), ("000/Fig8", (model, meta))):
@@ -200,8 +200,8 @@ def test_seeds_reach_the_verdict_through_core_only():
     seed checkpoints) go to core.check_stored, which combines and judges them."""
     import inspect
 
-    from mamba_recall.claims import ch1
-    from mamba_recall.claims.ch1 import seeds as ch1_seeds
+    from mamba_recall.chapters.ch1_gradient_dynamics import claims as ch1
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims import seeds as ch1_seeds
 
     src = inspect.getsource(ch1_seeds.check_over_seeds) + inspect.getsource(ch1.check_table1)
     for word in ("mean_interval(", "across_seeds(", ".intervals", "judge("):

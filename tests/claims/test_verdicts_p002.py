@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from mamba_recall import claims
-from mamba_recall.claims import ch2, check, core, judge
+from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2
+from mamba_recall.claims import check, core, judge
 from mamba_recall.claims.core import Evidence, Measurement
 from mamba_recall.results import load_bundle, load_preset_bundle
 
@@ -200,7 +201,7 @@ def test_a_constant_variance_is_no_evidence_of_a_decrease():
     """A variance that does not change with the head count has no ranking: p is 1, not scipy's 0 for NaN ρ."""
     import math
 
-    from mamba_recall.claims.ch2 import spearman_p
+    from mamba_recall.chapters.ch2_hashing_scaling.claims import spearman_p
 
     rho, p = spearman_p([1, 2, 4, 8], [1.0, 1.0, 1.0, 1.0])
     assert math.isnan(rho) and p == 1.0

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mamba_recall.claims import ch3, core
+from mamba_recall.chapters.ch3_selectivity import claims as ch3
+from mamba_recall.claims import core
 from mamba_recall.claims.core import get, judge
 from mamba_recall.results import Bundle
 
@@ -169,7 +170,7 @@ def test_s4dpe_erratum_half_is_met_by_chance_and_the_setting_says_so():
 def test_s4dpe_t20_on_the_committed_bundle_is_inconclusive():
     """The book's evidence for Tab. A.1's S4D+PE at T = 20 is the ci bundle, one seed: the symmetric rule needs three
     seeds for an erratum too, so 📝 → inconclusive, its means pointing to the erratum."""
-    from mamba_recall.claims.ch3 import s4dpe_t20_missing
+    from mamba_recall.chapters.ch3_selectivity.claims import s4dpe_t20_missing
 
     keep = committed(s4dpe_t20_missing)("ch3_keep_nth")
     v = judge(get("003/TabA1-S4D+PE"), get("003/TabA1-S4D+PE").measure(keep, EXACT_PE))

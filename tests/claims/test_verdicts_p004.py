@@ -19,8 +19,8 @@ from scipy import stats as sps
 
 from mamba_recall import claims
 from mamba_recall.analysis.primacy import DistractorSweep
-from mamba_recall.claims import ch4
-from mamba_recall.claims.ch4 import periodicity
+from mamba_recall.chapters.ch4_primacy_recency import claims as ch4
+from mamba_recall.chapters.ch4_primacy_recency.claims import periodicity
 from mamba_recall.claims.core import Control, Evidence, Measurement, across_seeds, judge
 
 CTX = SimpleNamespace(preset="cpu-hours", device="cpu")

@@ -1,4 +1,4 @@
-"""Chapter 1's cpu-hours runner (experiments/ch1_cpu_hours.py): a smoke grid that resumes, its bundles' intervals,
+"""Chapter 1's cpu-hours runner (chapters/ch1_gradient_dynamics/runners/cpu_hours.py): a smoke grid that resumes, its bundles' intervals,
 the per-seed claim records, the causal probe, the pair-convolution Transformer and the plateau stop."""
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from mamba_recall.analysis.forgetting_probe import noise_forgetting_probe
-from mamba_recall.claims.ch1 import K1_CLAIMS
-from mamba_recall.experiments import ch1_cpu_hours as c1
-from mamba_recall.experiments import ch1_cpu_hours_jobs as c1_jobs  # where checkpoint_path reads its folder
+from mamba_recall.chapters.ch1_gradient_dynamics.claims import K1_CLAIMS
+from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours as c1
+from mamba_recall.chapters.ch1_gradient_dynamics.runners import (
+    cpu_hours_jobs as c1_jobs,
+)  # where checkpoint_path reads its folder
 from mamba_recall.theory.latest_value_thm2 import thm2_construction_probe
 from mamba_recall.train.latest_value import FULL_NAME
 
@@ -198,8 +200,8 @@ def test_notebook_helpers_fall_back_to_the_one_seed_evidence(smoke_grid, tmp_pat
 
     from mamba_recall import results
     from mamba_recall.claims import check
-    from mamba_recall.claims.ch1 import check_table1, load_seeds
-    from mamba_recall.claims.ch1 import check_over_seeds
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims import check_table1, load_seeds
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims import check_over_seeds
     from mamba_recall.train.latest_value import load_checkpoint
 
     said = []

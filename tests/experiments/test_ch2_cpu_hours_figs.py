@@ -7,7 +7,7 @@ from unittest import mock
 
 import pytest
 
-from mamba_recall.experiments import ch2_figs_cpu as F
+from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as F
 
 
 def test_cpu_hours_sizes_are_the_papers_where_a_cpu_can():
@@ -44,7 +44,7 @@ def test_jobs_record_their_resolved_config_and_preset():
 def test_bad_names_raise_clear_errors():
     with pytest.raises(ValueError, match="unknown part 'fig9'; use one of fig7"):
         F.jobs_for("fig9", "cpu-hours")
-    with pytest.raises(ValueError, match="has no 'multilayer' part; add it in presets/ch2.py"):
+    with pytest.raises(ValueError, match="has no 'multilayer' part; add it in chapters/ch2_hashing_scaling/configs.py"):
         with mock.patch.object(F, "experiment", lambda name, preset, smoke=False: {"batch": 8}):
             F.part_sizes("fig7", "cpu-hours")
     with pytest.raises(ValueError, match="post-query tokens apply to queries"):
@@ -99,7 +99,7 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
 
     from mamba_recall import results
     from mamba_recall.claims import check, get, judge
-    from mamba_recall.claims.ch2 import _common
+    from mamba_recall.chapters.ch2_hashing_scaling.claims import _common
 
     F.main(["--preset", "cpu-hours", "--smoke", "--store", str(smoke_store / "runs"), "--no-estimate"])
     load = {p: results.load_bundle(F.bundle_name(p, "cpu-hours", smoke=True), directory=smoke_store) for p in F.PARTS}
@@ -130,7 +130,7 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
 
 def test_the_ci_bundles_are_read_as_before():
     """With no run-store bundle committed for a part, the claims read the committed ci bundle, unchanged."""
-    from mamba_recall.claims import ch2
+    from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2
 
     for part in ch2.FIG_PARTS:
         b = ch2.strongest_fig_bundle(part)

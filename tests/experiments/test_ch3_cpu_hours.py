@@ -15,7 +15,11 @@ import pytest
 from mamba_recall import results
 from mamba_recall.claims import check
 from mamba_recall.analysis.keep_nth import fig1_decay_pairs
-from mamba_recall.experiments import ch3_induction, ch3_keep_nth, ch3_mqar_train
+from mamba_recall.chapters.ch3_selectivity.runners import (
+    induction as ch3_induction,
+    keep_nth as ch3_keep_nth,
+    mqar_train as ch3_mqar_train,
+)
 from mamba_recall.train import selectivity
 from mamba_recall.runstore import pending, run_grid, t_quantile_975
 

@@ -19,8 +19,8 @@ import torch
 from mamba_recall import results
 from mamba_recall.claims import check, get, judge
 from mamba_recall.analysis import keep_nth as probes
-from mamba_recall.claims.ch3 import fig1_stats, fig1_tables
-from mamba_recall.experiments import ch3_keep_nth as keep
+from mamba_recall.chapters.ch3_selectivity.claims import fig1_stats, fig1_tables
+from mamba_recall.chapters.ch3_selectivity.runners import keep_nth as keep
 from mamba_recall.presets import experiment
 from mamba_recall.results import Bundle
 
@@ -207,7 +207,12 @@ def test_fig1_left_needs_two_T_and_a_baseline():
 
 # ---------------------------------------------------------------- the views
 def test_fig1_charts_name_preset_and_seeds():
-    from mamba_recall.views.keep_nth import fig1_histogram_chart, fig1_histogram_frame, fig1_summary, fig1_trend_chart
+    from mamba_recall.chapters.ch3_selectivity.views.keep_nth import (
+        fig1_histogram_chart,
+        fig1_histogram_frame,
+        fig1_summary,
+        fig1_trend_chart,
+    )
 
     decay, untrained = sweep(rising, flat, seeds=(0, 2))
     tables = {"decay": decay, "decay_untrained": untrained, "fig1": fig1_stats(decay, untrained)}

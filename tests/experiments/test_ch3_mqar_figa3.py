@@ -1,11 +1,11 @@
-"""Fig. A.3 at the paper's T = 100 and |V| = 128 (``experiments/ch3_mqar_figa3.py``): the declared N sweep across κ,
+"""Fig. A.3 at the paper's T = 100 and |V| = 128 (``chapters/ch3_selectivity/runners/mqar_figa3.py``): the declared N sweep across κ,
 7 seeds, judged by ``claims.ch3.check_figa3`` only once every job has finished."""
 
 from __future__ import annotations
 
 import pytest
 
-from mamba_recall.experiments import ch3_mqar_figa3 as M
+from mamba_recall.chapters.ch3_selectivity.runners import mqar_figa3 as M
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import finished_runs, run_grid
 
@@ -35,7 +35,7 @@ def test_smoke_end_to_end(tmp_path):
     """The smoke grid through the run store: an unfinished grid's bundle is *not run* with the resume command; the
     finished one is read through the claim's measurement, whose verdict on a smoke bundle is *not run* (not
     evidence)."""
-    from mamba_recall.claims.ch3 import check_figa3
+    from mamba_recall.chapters.ch3_selectivity.claims import check_figa3
 
     jobs = M.jobs_for("cpu-hours", smoke=True)
     run_grid(M.RUNNER, jobs[:1], store=tmp_path, progress=False, log=lambda _: None)
@@ -53,7 +53,7 @@ def test_smoke_end_to_end(tmp_path):
 
 
 def test_absent_bundle_is_not_run_with_its_command(tmp_path):
-    from mamba_recall.claims.ch3 import check_figa3
+    from mamba_recall.chapters.ch3_selectivity.claims import check_figa3
 
     v, bundle = check_figa3(directory=tmp_path, record=False)
     assert v.status == "not run" and "ch3_mqar_figa3 --preset cpu-hours" in v.reason and bundle is None

@@ -109,7 +109,7 @@ def test_check_seeds_measures_each_seed():
 def test_edge_runner_smoke_end_to_end(tmp_path):
     """One smoke job (a handful of steps): the run store writes its record, a second call skips it, the model
     table and the per-seed claim measurements are produced, and an unconverged model's claims read not run."""
-    from mamba_recall.experiments import ch4_edge as E
+    from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
     from mamba_recall.runstore import finished_runs, run_grid
 
     jobs = E.jobs_for("cpu-hours", smoke=True, recipes=["d2"])[:1]
@@ -128,7 +128,7 @@ def test_edge_runner_smoke_end_to_end(tmp_path):
     (done,) = finished_runs(checks, tmp_path)
     assert done["result"]["probes"] == {}  # an unconverged model: no probe is run, every claim reads not run
     from mamba_recall.analysis.primacy import EdgeFamily
-    from mamba_recall.claims.ch4 import check_family
+    from mamba_recall.chapters.ch4_primacy_recency.claims import check_family
 
     fam = EdgeFamily.from_runs(finished_runs(checks, tmp_path))
     verdicts = [check_family(cid, fam, "d2", record=False) for cid in fam.runs[0]["measurements"]]
@@ -142,10 +142,10 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     stored measurements."""
     from mamba_recall.analysis.primacy import EdgeFamily
     from mamba_recall.claims import STATUSES
-    from mamba_recall.claims.ch4 import check_family
-    from mamba_recall.experiments import ch4_edge as E
-    from mamba_recall.experiments import ch4_edge_checks as C
-    from mamba_recall.experiments.ch4_model_checks import CLAIM_IDS
+    from mamba_recall.chapters.ch4_primacy_recency.claims import check_family
+    from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
+    from mamba_recall.chapters.ch4_primacy_recency.runners import edge_checks as C
+    from mamba_recall.chapters.ch4_primacy_recency.runners.model_checks import CLAIM_IDS
     from mamba_recall.runstore import finished_runs, run_grid
 
     jobs = E.jobs_for("cpu-hours", smoke=True, recipes=["d2"])[:1]
@@ -189,7 +189,7 @@ def test_edge_command_line_stages_share_one_provenance(argv, stages, tmp_path, m
     writes, with the store, preset and smoke flag passed through, every bundle under the command's one git state
     (taken once, before anything is written), and --recipes / --seeds selecting the jobs as before."""
     from mamba_recall import results
-    from mamba_recall.experiments import ch4_edge as E
+    from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
 
     edge_jobs = E.jobs_for("cpu-hours", smoke=True)
     calls, made = [], []

@@ -10,10 +10,10 @@ import pytest
 
 from mamba_recall.analysis.primacy import MAMBA2_RECIPE, EdgeFamily
 from mamba_recall.claims import STATUSES
-from mamba_recall.claims.ch4 import MAMBA2_CLAIMS, check_family, family_table
-from mamba_recall.experiments import ch4_edge as E
-from mamba_recall.experiments import ch4_edge_checks as C
-from mamba_recall.experiments.ch4_model_checks import CLAIM_IDS, CLAIM_IDS_M2
+from mamba_recall.chapters.ch4_primacy_recency.claims import MAMBA2_CLAIMS, check_family, family_table
+from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
+from mamba_recall.chapters.ch4_primacy_recency.runners import edge_checks as C
+from mamba_recall.chapters.ch4_primacy_recency.runners.model_checks import CLAIM_IDS, CLAIM_IDS_M2
 from mamba_recall.runstore import finished_runs, run_grid
 
 

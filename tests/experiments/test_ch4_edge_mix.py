@@ -1,4 +1,4 @@
-"""Chapter 4's Table 1 on the edge family (``experiments/ch4_edge_mix.py``): the primary recipe's evidence seeds,
+"""Chapter 4's Table 1 on the edge family (``chapters/ch4_primacy_recency/runners/edge_mix.py``): the primary recipe's evidence seeds,
 each fine-tuned on s_mix's mixture from its committed checkpoint, measured as the page measures s_mix."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mamba_recall.analysis.primacy import EdgeFamily, checkpoint_path
-from mamba_recall.experiments import ch4_edge_mix as M
+from mamba_recall.chapters.ch4_primacy_recency.runners import edge_mix as M
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.runstore import finished_runs, run_grid
 
@@ -30,7 +30,7 @@ def test_jobs_fine_tune_the_primary_recipes_evidence_seeds():
 
 
 def test_unknown_base_recipe_is_named(monkeypatch):
-    import mamba_recall.experiments.ch4_edge_mix as mod
+    import mamba_recall.chapters.ch4_primacy_recency.runners.edge_mix as mod
 
     real = mod.experiment
     monkeypatch.setattr(
@@ -45,7 +45,7 @@ def test_smoke_end_to_end(tmp_path, monkeypatch):
     decides whether it counts, and a model past it carries Table 1's stored measurement with its swapped null; the
     bundle lists the seed's rows."""
     monkeypatch.setattr(M, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")
-    from mamba_recall.claims.ch4 import check_transfer_family
+    from mamba_recall.chapters.ch4_primacy_recency.claims import check_transfer_family
 
     jobs = M.jobs_for("cpu-hours", smoke=True)
     run_grid(M.RUNNER, jobs[:1], store=tmp_path, progress=False, log=lambda _: None)
@@ -73,7 +73,7 @@ def test_smoke_end_to_end(tmp_path, monkeypatch):
 
 
 def test_absent_bundle_is_not_run_with_its_command(tmp_path):
-    from mamba_recall.claims.ch4 import check_transfer_family
+    from mamba_recall.chapters.ch4_primacy_recency.claims import check_transfer_family
 
     v, bundle = check_transfer_family(directory=tmp_path, record=False)
     assert v.status == "not run" and "ch4_edge_mix --preset cpu-hours" in v.reason and bundle is None

@@ -1,4 +1,4 @@
-"""Chapter 4's edge family: the reserve-seed protocol of the 4-layer recipe d4 (presets/ch4.py, declared before any
+"""Chapter 4's edge family: the reserve-seed protocol of the 4-layer recipe d4 (chapters/ch4_primacy_recency/configs.py, declared before any
 reserve seed ran): a recipe with reserve seeds is judged on the first three seeds, in seed order, past the edge gate,
 an unfinished seed blocking those after it; a recipe without reserves keeps its three seeds, all of which must pass."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from mamba_recall.analysis.primacy import EdgeFamily
-from mamba_recall.claims.ch4 import check_family, family_table
-from mamba_recall.experiments import ch4_edge as E
-from mamba_recall.experiments import ch4_edge_jobs as J  # where jobs_for reads the sizes
+from mamba_recall.chapters.ch4_primacy_recency.claims import check_family, family_table
+from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
+from mamba_recall.chapters.ch4_primacy_recency.runners import edge_jobs as J  # where jobs_for reads the sizes
 from mamba_recall.presets import experiment
 
 SIZES = experiment(E.EXPERIMENT, "cpu-hours")

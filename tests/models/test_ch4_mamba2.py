@@ -217,7 +217,7 @@ def test_check_b14():
 
 def test_determinism_and_training_smoke(tmp_path):
     from mamba_recall.analysis.primacy import build_model, load_checkpoint
-    from mamba_recall.experiments.ch4_train import train_smodel
+    from mamba_recall.chapters.ch4_primacy_recency.runners.train import train_smodel
 
     vocab = RecallVocab(8, 3, 4)
     cfg = {"arch": "mamba2", "d_model": 32, "n_layer": 1, "d_state": 8, "expand": 2, "headdim": 16}
@@ -236,7 +236,7 @@ def test_determinism_and_training_smoke(tmp_path):
 
 def test_committed_s_m2_checkpoint_is_deterministic():
     from mamba_recall.analysis.primacy import checkpoint_path, load_checkpoint
-    from mamba_recall.experiments.ch4_train import gate_metrics
+    from mamba_recall.chapters.ch4_primacy_recency.runners.train import gate_metrics
 
     path = checkpoint_path("s_m2")
     if not path.exists():

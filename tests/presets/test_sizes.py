@@ -1,5 +1,5 @@
 """The presets' sizes: a fingerprint of every experiment at every preset (full and smoke) that a change of layout
-must leave as it is, and the typed sizes (``presets/_sizes.py``): checked when built, read as dicts, each field
+must leave as it is, and the typed sizes (``presets/sizes.py``): checked when built, read as dicts, each field
 capped in a smoke run as it declares.
 
 A preset changed on purpose: regenerate the fingerprints with ``python tests/presets/test_sizes.py --write`` and
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mamba_recall.presets import ALL_PRESETS, EXPERIMENTS, experiment
-from mamba_recall.presets._sizes import AXIS, BATCH, COUNT, SAMPLES, STEPS, Sizes, fixed, size
+from mamba_recall.presets import ALL_PRESETS, all_experiments, experiment
+from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, SAMPLES, STEPS, Sizes, fixed, size
 
 FINGERPRINTS = Path(__file__).resolve().parents[1] / "data" / "preset_fingerprints.json"
 
@@ -25,6 +25,7 @@ def fingerprints() -> dict[str, str]:
     """sha256 of each ``experiment(name, preset, smoke)`` as JSON in its own key order (an order change counts: a
     notebook that prints a preset shows it)."""
     out = {}
+    EXPERIMENTS = all_experiments()
     for name in sorted(EXPERIMENTS):
         for preset in ALL_PRESETS:
             if preset in EXPERIMENTS[name]:
@@ -99,11 +100,21 @@ def test_a_wrong_type_in_a_preset_names_the_field(kw, message):
         _toy(**kw)
 
 
-@pytest.mark.parametrize("chapter", ["ch0", "ch1", "ch2", "ch3", "ch4", "ch5"])
+@pytest.mark.parametrize(
+    "chapter",
+    [
+        "ch0_selective_scan",
+        "ch1_gradient_dynamics",
+        "ch2_hashing_scaling",
+        "ch3_selectivity",
+        "ch4_primacy_recency",
+        "ch5_synthesis",
+    ],
+)
 def test_typed_chapters_read_every_preset_through_its_class(chapter):
     import importlib
 
-    module = importlib.import_module(f"mamba_recall.presets.{chapter}")
+    module = importlib.import_module(f"mamba_recall.chapters.{chapter}.configs")
     assert not hasattr(module, "SMOKE")  # typed sizes declare their smoke caps on their fields
     for name, presets in module.EXPERIMENTS.items():
         for preset, sizes in presets.items():
@@ -113,7 +124,7 @@ def test_typed_chapters_read_every_preset_through_its_class(chapter):
 
 def test_a_plain_dict_preset_or_a_smoke_dict_is_refused_with_the_fix(monkeypatch):
     from mamba_recall import presets
-    from mamba_recall.presets import ch5
+    from mamba_recall.chapters.ch5_synthesis import configs as ch5
 
     monkeypatch.setattr(presets, "EXPERIMENTS", {})
     monkeypatch.setitem(ch5.EXPERIMENTS, "ch5.untyped", {"ci": {"steps": 10}, "paper": {"steps": 100}})

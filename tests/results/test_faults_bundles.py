@@ -117,14 +117,14 @@ def _ch2_fig7_dir(tmp_path, monkeypatch) -> Path:
 
 
 def test_absent_stronger_bundle_still_falls_back_to_ci(tmp_path, monkeypatch):
-    from mamba_recall.claims import ch2
+    from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2
 
     _ch2_fig7_dir(tmp_path, monkeypatch)
     assert ch2.strongest_fig_bundle("fig7").name == "ch2_scaling_ci"
 
 
 def test_corrupt_committed_bundle_stops_instead_of_falling_back(tmp_path, monkeypatch):
-    from mamba_recall.claims import ch2
+    from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2
 
     folder = _ch2_fig7_dir(tmp_path, monkeypatch)
     copy = _copy_bundle("ch2_fig7_cpu-hours", folder)
@@ -134,11 +134,14 @@ def test_corrupt_committed_bundle_stops_instead_of_falling_back(tmp_path, monkey
         ch2.strongest_fig_bundle("fig7")
     assert not isinstance(info.value, results.BundleMissing)
     message = str(info.value)
-    assert str(copy) in message and "python -m mamba_recall.experiments.ch2_figs_cpu --preset cpu-hours" in message
+    assert (
+        str(copy) in message
+        and "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu --preset cpu-hours" in message
+    )
 
 
 def test_one_digit_in_a_committed_table_stops(tmp_path, monkeypatch):
-    from mamba_recall.claims import ch2
+    from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2
 
     folder = _ch2_fig7_dir(tmp_path, monkeypatch)
     _copy_bundle("ch2_fig7_cpu-hours", folder)
@@ -152,7 +155,7 @@ def test_one_digit_in_a_committed_table_stops(tmp_path, monkeypatch):
 
 def test_one_digit_in_a_hashed_bundle_stops(tmp_path, monkeypatch):
     """A bundle written now carries its content hash: a changed digit that still parses is caught."""
-    from mamba_recall.claims import ch2
+    from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2
 
     folder = _ch2_fig7_dir(tmp_path, monkeypatch)
     path = results.save_bundle("ch2_fig7_cpu-hours", {"complete": True, "acc": 0.912}, {"preset": "cpu-hours"},
@@ -291,7 +294,10 @@ def test_half_a_checkpoint_stops_instead_of_training_live(ch1_copy, deleted):
     with pytest.raises(results.BundleError) as info:
         tr.load_or_train("k2", "ci")
     message = str(info.value)
-    assert gone.name in message and "python -m mamba_recall.experiments.ch1_training --preset ci --only k2" in message
+    assert (
+        gone.name in message
+        and "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset ci --only k2" in message
+    )
 
 
 def test_absent_checkpoint_never_made_trains_live(ch1_copy, monkeypatch):
@@ -328,7 +334,15 @@ def test_a_run_of_some_models_keeps_the_other_rows_of_the_checkpoint_bundle(tmp_
     _copy_bundle("ch1_checkpoints_ci", root / "results")
     shutil.copy2(REPO_ROOT / "_toc.yml", root / "_toc.yml")
     env = {**os.environ, "MAMBA_RECALL_ROOT": str(root), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "mamba_recall.experiments.ch1_training", "--preset", "ci", "--only", "k1_masked"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mamba_recall.chapters.ch1_gradient_dynamics.runners.training",
+        "--preset",
+        "ci",
+        "--only",
+        "k1_masked",
+    ]
     subprocess.run(cmd, check=True, env=env, capture_output=True)
     bundle = results.load_bundle(root / "results" / "ch1_checkpoints_ci.json")
     assert list(bundle.data["models"]) == ["k1", "k1_masked", "k2", "k4", "wo"]
@@ -400,7 +414,12 @@ def test_smoke_runners_run_store_defaults_outside_results():
     """The run-store runners' ``--smoke`` run store is under ``_build/smoke/results``, never ``results/runs``."""
     import inspect
 
-    from mamba_recall.experiments import ch1_cpu_hours, ch2_figs_cpu, ch2_reference_grid, ch2_trained_dn
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours as ch1_cpu_hours
+    from mamba_recall.chapters.ch2_hashing_scaling.runners import (
+        figs_cpu as ch2_figs_cpu,
+        reference_grid as ch2_reference_grid,
+        trained_dn as ch2_trained_dn,
+    )
 
     for mod in (ch1_cpu_hours, ch2_figs_cpu, ch2_reference_grid, ch2_trained_dn):
         assert "smoke_run_store(args.smoke)" in inspect.getsource(mod.main), mod.__name__

@@ -497,7 +497,7 @@ def test_ch4_edge_scratch_store_writes_its_bundles_beside_itself(tmp_path):
     beside it too, and the committed bundles are untouched; an empty scratch store aggregates nothing."""
     import shutil
 
-    from mamba_recall.experiments import ch4_edge
+    from mamba_recall.chapters.ch4_primacy_recency.runners import edge as ch4_edge
     from mamba_recall.paths import RESULTS_DIR
 
     names = ("ch4_edge_cpu-hours.json", "ch4_edge_checks_cpu-hours.json")

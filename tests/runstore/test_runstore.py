@@ -137,7 +137,7 @@ def test_ch2_reference_grid_smoke(tmp_path, monkeypatch):
     import inspect
 
     from mamba_recall import results
-    from mamba_recall.experiments import ch2_reference_grid as grid
+    from mamba_recall.chapters.ch2_hashing_scaling.runners import reference_grid as grid
     from mamba_recall.presets import experiment
 
     if "smoke" not in inspect.signature(experiment).parameters:
@@ -193,7 +193,7 @@ def test_bundles_from_uncommitted_code_are_marked_or_refused(tmp_path, monkeypat
 
 def test_ch2_trained_dn_smoke(tmp_path, monkeypatch):
     from mamba_recall import results
-    from mamba_recall.experiments import ch2_trained_dn as dn
+    from mamba_recall.chapters.ch2_hashing_scaling.runners import trained_dn as dn
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)
@@ -228,7 +228,7 @@ def test_dirty_files_as_run_compared_with_head():
 
 def test_reference_grid_comparison_loads_from_the_committed_bundle():
     from mamba_recall.analysis.scaling_grids import load_comparison
-    from mamba_recall.experiments.ch2_reference_grid import AUTHORS
+    from mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid import AUTHORS
 
     table, bundle = load_comparison("cpu-hours", log=lambda m: None)
     assert bundle.name.endswith("_cpu-hours") or bundle.name.endswith("_ci")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from mamba_recall.analysis import primacy as A
-from mamba_recall.experiments import ch4_train as T
+from mamba_recall.chapters.ch4_primacy_recency.runners import train as T
 from mamba_recall.presets import experiment
 from mamba_recall.tasks.mqar import IGNORE_INDEX
 from mamba_recall.tasks.serial_recall import BOS, SEP, RecallVocab, multiquery_batch
@@ -188,7 +188,7 @@ def test_s_mix_smoke_retrain(tmp_path):
 
 
 def test_model_checks_runner_arguments():
-    from mamba_recall.experiments import ch4_model_checks as M
+    from mamba_recall.chapters.ch4_primacy_recency.runners import model_checks as M
 
     with pytest.raises(SystemExit):
         M.main(["--model", "s_small", "--checkpoint", "x.pt"])
@@ -203,7 +203,7 @@ def test_transfer_claim_carries_a_null_that_cannot_pass():
     """Table 1's null control: the random sets in the identified set's place; whatever the data, the rule must not
     read channels that are no more important than random as 'mattering more'."""
     from mamba_recall.claims import get, judge
-    from mamba_recall.claims.ch4 import TRANSFER_NULL, measure_transfer
+    from mamba_recall.chapters.ch4_primacy_recency.claims import TRANSFER_NULL, measure_transfer
 
     tasks = ["a", "b", "c", "d"]
     base = dict.fromkeys(tasks, 0.8)

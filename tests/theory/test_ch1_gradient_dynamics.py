@@ -231,7 +231,7 @@ def test_one_step():
 
 def test_birthday_approximation_of_one_step():
     from mamba_recall.theory.gradient_lemma import one_step_table
-    from mamba_recall.views.gradient_dynamics import no_repeat_probability, one_step_chart
+    from mamba_recall.chapters.ch1_gradient_dynamics.views import no_repeat_probability, one_step_chart
 
     # the approximation against the exact product ∏_{i<T−1}(1 − i/(|V|−1)) and against theory_batch's sequences
     for V, T in ((64, 8), (256, 16), (1024, 8)):
@@ -315,7 +315,7 @@ def test_committed_checkpoints_load_and_solve():
 
 
 def test_checkpoint_errors(tmp_path, monkeypatch):
-    import mamba_recall.experiments.ch1_training as runner
+    import mamba_recall.chapters.ch1_gradient_dynamics.runners.training as runner
     import mamba_recall.train.latest_value as tr
 
     monkeypatch.setattr(tr, "CHECKPOINT_DIR", tmp_path)
@@ -367,7 +367,7 @@ def test_training_is_deterministic():
 
 def test_views_build():
     from mamba_recall.analysis.recall_probes import probe_frame
-    from mamba_recall.views.gradient_dynamics import bc_chart, fig4_chart, matrix_chart, wdelta_heatmap
+    from mamba_recall.chapters.ch1_gradient_dynamics.views import bc_chart, fig4_chart, matrix_chart, wdelta_heatmap
 
     model = m1(8, seed=0)
     ids = latest_value_batch(1, 8, 1, 32, 3, seed=0).inputs[0]
@@ -412,7 +412,7 @@ def test_full_readout_charts_one_heat_map_per_seed_and_clear_errors():
     import pandas as pd
     import pytest
 
-    from mamba_recall.views.gradient_dynamics import full_readout_charts
+    from mamba_recall.chapters.ch1_gradient_dynamics.views import full_readout_charts
 
     V = 3
     rows = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mamba_recall.experiments import ch3_mqar_train as M
+from mamba_recall.chapters.ch3_selectivity.runners import mqar_train as M
 from mamba_recall.presets import experiment
 from mamba_recall.train import Stopping
 

@@ -3,8 +3,13 @@
 import pandas as pd
 
 from mamba_recall.presets import experiment
-from mamba_recall.presets.ch3 import EXPERIMENTS
-from mamba_recall.views.selectivity import haar_slider_chart, haar_slider_frame, mqar_grid, mqar_grid_chart
+from mamba_recall.chapters.ch3_selectivity.configs import EXPERIMENTS
+from mamba_recall.chapters.ch3_selectivity.views.selectivity import (
+    haar_slider_chart,
+    haar_slider_frame,
+    mqar_grid,
+    mqar_grid_chart,
+)
 
 
 def test_haar_slider_frame_fits_row_limit_in_both_presets():
@@ -35,7 +40,7 @@ def test_thm3_state_chart():
     import pytest
 
     from mamba_recall.theory.mqar_constructions import state_for_recall, thm3_state_for_recall
-    from mamba_recall.views.selectivity import thm3_state_chart
+    from mamba_recall.chapters.ch3_selectivity.views.selectivity import thm3_state_chart
 
     need = state_for_recall(thm3_state_for_recall([4, 8], queries=400, draws=1, grid=[4, 8, 16, 32]))
     vl = thm3_state_chart(need).to_dict()  # the Vega-Lite dict

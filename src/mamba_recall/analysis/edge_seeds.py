@@ -1,10 +1,10 @@
 """Which seeds of a recipe of Chapter 4's edge family its verdicts are judged on, and which recipe is primary.
 
-The edge family (:mod:`mamba_recall.experiments.ch4_edge`, preset ``ch4.edge`` in ``presets/ch4.py``) trains every
+The edge family (:mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`, preset ``ch4.edge`` in ``chapters/ch4_primacy_recency/configs.py``) trains every
 recipe on the seeds ``0 … seeds-1``, and some recipes on reserve seeds after them (preset entry ``reserve_seeds``,
 e.g. ``{"d4": [3, 4, 5]}``, declared before any of them ran). The one rule (:func:`evidence_seeds`), used by the
 checks bundle's primary recipe (:func:`primary_recipe`), by :class:`mamba_recall.analysis.primacy.EdgeFamily` and by
-:func:`mamba_recall.claims.ch4.check_family`:
+:func:`mamba_recall.chapters.ch4_primacy_recency.claims.check_family`:
 
 * a recipe **without reserve seeds** is judged on its checked seeds; it can be the primary recipe when all of its
   (≥ 3) seeds are checked and every one passed the edge gate;
@@ -34,20 +34,22 @@ def reserve_seeds(sizes: dict) -> dict[str, tuple[int, ...]]:
     one of the preset's, its reserve seeds distinct integers ≥ ``seeds``, in increasing order."""
     reserves = sizes.get("reserve_seeds") or {}
     if not isinstance(reserves, dict):
-        raise ValueError(f"reserve_seeds must be a dict {{recipe: [seeds]}}, got {reserves!r}; fix presets/ch4.py.")
+        raise ValueError(
+            f"reserve_seeds must be a dict {{recipe: [seeds]}}, got {reserves!r}; fix chapters/ch4_primacy_recency/configs.py."
+        )
     out = {}
     for recipe, seeds in reserves.items():
         if recipe not in sizes["recipes"]:
             raise ValueError(
                 f"reserve_seeds names unknown edge recipe {recipe!r}; choose from {sorted(sizes['recipes'])} "
-                "(presets/ch4.py)."
+                "(chapters/ch4_primacy_recency/configs.py)."
             )
         seeds = list(seeds)
         if not all(isinstance(k, int) and k >= sizes["seeds"] for k in seeds) or seeds != sorted(set(seeds)):
             raise ValueError(
                 f"reserve seeds of {recipe!r} must be distinct integers ≥ seeds = {sizes['seeds']} in increasing "
                 f"order (they are counted in that order after seeds 0 … {sizes['seeds'] - 1}); got {seeds!r} "
-                "(presets/ch4.py)."
+                "(chapters/ch4_primacy_recency/configs.py)."
             )
         out[recipe] = tuple(seeds)
     return out
@@ -141,7 +143,7 @@ def _outcomes(recipe: str, runs: list[dict], order: tuple) -> dict:
         if seed not in outcomes:
             raise ValueError(
                 f"a checks record of {recipe} has seed {seed}, not one of its declared seeds {list(order)}: declare it "
-                "(presets/ch4.py: seeds, reserve_seeds) or remove the record from the run store."
+                "(chapters/ch4_primacy_recency/configs.py: seeds, reserve_seeds) or remove the record from the run store."
             )
         if outcomes[seed] is not None:
             raise ValueError(f"two checks records of {recipe} seed {seed}; keep one (run store ch4.edge_checks).")

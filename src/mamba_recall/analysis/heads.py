@@ -144,7 +144,7 @@ def head_statistic_chart(frame, tau: float = 0.7, title: str = "Head statistic �
 def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
     """Fig. 13b's numbers (App. F): the fraction of long-term heads, δ(1) of the targeted first-triple head
     ablation against the random sets' mean δ(1), and mean_{k≥2} δ(k) of both. What they must show is the claim's
-    declared rule (:mod:`mamba_recall.claims.ch4.mamba2_heads`), not decided here.
+    declared rule (:mod:`mamba_recall.chapters.ch4_primacy_recency.claims.mamba2_heads`), not decided here.
 
     ``eff``: :func:`mamba_recall.analysis.primacy.ablation_effects` output (keys ``base``,
     ``targeted``, ``global``: (n, L) bool arrays), δ(k) = acc_base(k) − acc_ablated(k). The paired

@@ -4,7 +4,7 @@ same histograms of each run's model at initialisation: :func:`untrained_decay_ro
 Fig. 1's trained / untrained pairs on the committed Mamba+PE checkpoints (:func:`fig1_decay_pairs`), and whether a
 model can use its positional encoding at all (:func:`pe_logit_dependence`).
 
-The runs are the ones :mod:`mamba_recall.experiments.ch3_keep_nth` trains: a run is its resolved config
+The runs are the ones :mod:`mamba_recall.chapters.ch3_selectivity.runners.keep_nth` trains: a run is its resolved config
 (:func:`resolved_config`) and init seed, its model before any step :func:`initial_model`, its test sequences
 :func:`keep_test_set`; the models, checkpoints and recipe are :mod:`mamba_recall.train.selectivity`'s.
 """

@@ -1,7 +1,7 @@
 r"""Paper 004, App. F on a Mamba-2 model (Chapter 4, section 6): the serial-recall U, the long-term heads of Eq. 9 and
 their first-triple ablation (Fig. 13), measured as notebook 4.6 measures them (:func:`mamba2_head_tests`). The
-claims' rules are in :mod:`mamba_recall.claims.ch4.mamba2_heads`; the runners
-(:mod:`mamba_recall.experiments.ch4_model_checks`, :mod:`mamba_recall.experiments.ch4_edge`) judge other models with
+claims' rules are in :mod:`mamba_recall.chapters.ch4_primacy_recency.claims.mamba2_heads`; the runners
+(:mod:`mamba_recall.chapters.ch4_primacy_recency.runners.model_checks`, :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`) judge other models with
 the same function.
 """
 
@@ -27,10 +27,10 @@ def mamba2_head_tests(
       indices, against ``n_random`` sets of as many heads drawn over the whole model;
       :func:`mamba_recall.analysis.primacy.ablation_effects`, base = the repeated-relation curve at L), at every
       length of ``Ls`` or, with ``at``, at ``at`` only (the model's pressure length L_p,
-      :mod:`mamba_recall.experiments.ch4_edge`);
+      :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`);
     * ``Ls``, ``L0``: the U-curve lengths and the length Fig. 13b is judged at (the first ablation length).
 
-    :func:`mamba_recall.claims.ch4.mamba2_heads.m2_claim_args` maps these onto the claims' arguments."""
+    :func:`mamba_recall.chapters.ch4_primacy_recency.claims.mamba2_heads.m2_claim_args` maps these onto the claims' arguments."""
     Ls = list(ucurve_Ls or sizes["Ls"])
     if at is not None and at not in Ls:
         raise ValueError(

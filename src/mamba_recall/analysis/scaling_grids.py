@@ -1,6 +1,6 @@
 r"""Chapter 2's trained grids as the book reads them: the run-store bundles of
-:mod:`mamba_recall.experiments.ch2_figs_cpu` (Fig. 7, Figs. 10–11, Fig. 8 + Thm 5, Tab. 10 of paper 002 with 3
-seeds; :func:`describe`) and of :mod:`mamba_recall.experiments.ch2_reference_grid` (the authors' README reference
+:mod:`mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu` (Fig. 7, Figs. 10–11, Fig. 8 + Thm 5, Tab. 10 of paper 002 with 3
+seeds; :func:`describe`) and of :mod:`mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid` (the authors' README reference
 grid, compared with their published accuracies; :func:`load_comparison`).
 """
 

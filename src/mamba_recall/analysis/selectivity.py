@@ -1,5 +1,5 @@
 """Chapter 3 (paper 003, selectivity): the evidence its pages read (:func:`load_evidence`), the committed bundle of a
-Chapter 3 runner (:mod:`mamba_recall.experiments.ch3_keep_nth`, ``ch3_mqar_train``, ``ch3_induction``, ...) at the
+Chapter 3 runner (:mod:`mamba_recall.chapters.ch3_selectivity.runners.keep_nth`, ``ch3_mqar_train``, ``ch3_induction``, ...) at the
 book's preset.
 """
 

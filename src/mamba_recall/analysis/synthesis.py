@@ -1,5 +1,5 @@
 r"""Chapter 5: the four papers' theories of Mamba's recall, each turned into a prediction for the same measurements
-(the ``searches`` and ``probes`` tables of :mod:`mamba_recall.experiments.ch5_capacity`).
+(the ``searches`` and ``probes`` tables of :mod:`mamba_recall.chapters.ch5_synthesis.runners.capacity`).
 
 * **Paper 002** (hashing, scaling laws): capacity grows with the product D·N. :func:`mamba_recall.theory.capacity.kappa_at` inverts each
   law's per-query success probability for the largest κ with p ≥ θ; :func:`power_fit` fits :math:`\log\kappa^* = \alpha\log(DN) + c` (prediction α = 1, Remark 1 /

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..devices import DEVICES
 from ..paths import BUILD_DIR, REPO_ROOT, NoCheckoutError, scorecard_dir
 from ..presets import PRESETS
-from ..runners import experiment_runners
+from ..runners import experiment_runners, runner_module
 from ..scan import BACKENDS
 from ._outputs import check_outputs, refresh_committed_outputs
 from ._run import (
@@ -54,9 +54,7 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
         runs = [shlex.split(c)[1:] for c in commands if not manifest.needs_gpu(c)]
     else:
         runs = [
-            ["-m", f"mamba_recall.experiments.{n}", "--preset", preset, "--device", device]
-            for n in runners
-            if not only or n in only
+            ["-m", runner_module(n), "--preset", preset, "--device", device] for n in runners if not only or n in only
         ]
     for args in runs:
         print("+ python", " ".join(args), flush=True)

@@ -3,10 +3,10 @@
 ``ci``: small enough that a section notebook runs in ≤ 2 minutes on 2 CPU cores.
 ``paper``: the papers' own sizes (a GPU is expected; ``PRESET=paper DEVICE=cuda make book``).
 Chapters read their sizes with ``experiment(name, preset)``; nothing else hard-codes a size.
-Each chapter keeps its sizes in ``presets/chN.py`` (merged below), one file per chapter so that each chapter's
-sizes sit together.
+Each chapter keeps its sizes in its own folder, ``chapters/chN_<topic>/configs.py`` (merged below), so that a
+chapter's sizes sit with its runners and claims.
 
-Typed sizes: every preset is an instance of a frozen dataclass (:class:`~mamba_recall.presets._sizes.Sizes`, one
+Typed sizes: every preset is an instance of a frozen dataclass (:class:`~mamba_recall.presets.sizes.Sizes`, one
 class per kind of sizes in its chapter's file), each field with its type and its smoke cap, checked when built and
 read as a plain dict by :func:`experiment`. A plain dict in a chapter's ``EXPERIMENTS`` is refused at import, with
 the fix.
@@ -14,7 +14,7 @@ the fix.
 ``smoke=True`` (the notebooks' ``smoke`` parameter; ``experiment(name, preset, smoke=True)``) keeps a
 preset's whole structure -- every grid axis, every model and pattern list, every dict of regimes,
 hence every verdict branch, bundle and chart -- with a handful of steps and cells: each field capped as it declares
-(``size(smoke=...)``, ``presets/_sizes.py``):
+(``size(smoke=...)``, ``presets/sizes.py``):
 
 * training length (``STEPS``, ``EVERY``) at most :data:`SMOKE_STEPS`, schedule phases (``SCHEDULE``) at most 1;
 * sample sizes (``SAMPLES``) at most :data:`SMOKE_SAMPLES`, batch sizes (``BATCH``) at most :data:`SMOKE_BATCH`,
@@ -28,7 +28,7 @@ built, only trained and evaluated on a handful of steps and samples.
 
 from __future__ import annotations
 
-from ._sizes import SMOKE_BATCH, SMOKE_COUNT, SMOKE_SAMPLES, SMOKE_STEPS, Sizes
+from .sizes import SMOKE_BATCH, SMOKE_COUNT, SMOKE_SAMPLES, SMOKE_STEPS, Sizes
 
 #: ``ci`` and ``paper`` are required of every experiment; ``cpu-hours`` (the papers' own settings -- sizes,
 #: steps, recipe -- on the subsets of their grids that a 2-core CPU finishes in a few hours, 3 seeds) is optional.
@@ -39,37 +39,53 @@ OPTIONAL_PRESETS = ("cpu-hours",)
 PRESETS = REQUIRED_PRESETS
 ALL_PRESETS = REQUIRED_PRESETS + OPTIONAL_PRESETS
 
-#: every experiment's sizes by name and preset (the chapters' ``presets/chN.py``, merged below)
+#: every experiment's sizes by name and preset (the chapters' ``configs``, merged on first use by
+#: :func:`_merge_chapter_sizes`: a chapter's configs import :mod:`.sizes`, hence this package, so merging them at
+#: import would be a cycle whenever a chapter's configs are the first thing imported)
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {}
 
 
-def _merge_chapter_sizes() -> None:
-    from . import ch0, ch1, ch2, ch3, ch4, ch5
+def all_experiments() -> dict[str, dict[str, Sizes]]:
+    """Every experiment's sizes by name and preset: :data:`EXPERIMENTS`, merged on first use."""
+    return _merge_chapter_sizes()
 
+
+def _merge_chapter_sizes() -> dict[str, dict[str, Sizes]]:
+    """:data:`EXPERIMENTS`, merged from the chapters' ``configs`` on the first call (all or nothing: a chapter that
+    breaks a rule stops it with the fix, and the next call tries again)."""
+    if EXPERIMENTS:
+        return EXPERIMENTS
+    from mamba_recall.chapters.ch0_selective_scan import configs as ch0
+    from mamba_recall.chapters.ch1_gradient_dynamics import configs as ch1
+    from mamba_recall.chapters.ch2_hashing_scaling import configs as ch2
+    from mamba_recall.chapters.ch3_selectivity import configs as ch3
+    from mamba_recall.chapters.ch4_primacy_recency import configs as ch4
+    from mamba_recall.chapters.ch5_synthesis import configs as ch5
+
+    merged: dict[str, dict[str, Sizes]] = {}
     for module in (ch0, ch1, ch2, ch3, ch4, ch5):
         if hasattr(module, "SMOKE"):
             raise RuntimeError(
-                f"presets/{module.__name__} has a SMOKE dict; declare each field's smoke cap on the field instead "
-                "(size(smoke=fixed(...)) or derived(...), presets/_sizes.py)."
+                f"{module.__name__} has a SMOKE dict; declare each field's smoke cap on the field instead "
+                "(size(smoke=fixed(...)) or derived(...), presets/sizes.py)."
             )
         for name, sizes in module.EXPERIMENTS.items():
-            if name in EXPERIMENTS:
-                raise RuntimeError(f"experiment {name!r} is defined twice (presets/{module.__name__}).")
+            if name in merged:
+                raise RuntimeError(f"experiment {name!r} is defined twice ({module.__name__}).")
             if not set(REQUIRED_PRESETS) <= set(sizes) <= set(ALL_PRESETS):
                 raise RuntimeError(
                     f"experiment {name!r} must define the presets {REQUIRED_PRESETS} and may define "
                     f"{OPTIONAL_PRESETS}; it defines {tuple(sizes)}."
                 )
-            EXPERIMENTS[name] = sizes
             untyped = [preset for preset, entry in sizes.items() if not isinstance(entry, Sizes)]
             if untyped:
                 raise RuntimeError(
-                    f"experiment {name!r} (presets/{module.__name__}) gives {untyped} as plain dicts; give each "
-                    "preset as an instance of a Sizes class (presets/_sizes.py), its fields' smoke caps declared."
+                    f"experiment {name!r} ({module.__name__}) gives {untyped} as plain dicts; give each "
+                    "preset as an instance of a Sizes class (presets/sizes.py), its fields' smoke caps declared."
                 )
-
-
-_merge_chapter_sizes()
+            merged[name] = sizes
+    EXPERIMENTS.update(merged)
+    return EXPERIMENTS
 
 
 class PresetError(ValueError):
@@ -89,12 +105,13 @@ def check_preset(preset: str) -> str:
 
 def presets_defining(preset: str) -> list[str]:
     """The experiments that define ``preset`` (every one for ``ci`` and ``paper``)."""
-    return sorted(name for name, sizes in EXPERIMENTS.items() if preset in sizes)
+    return sorted(name for name, sizes in _merge_chapter_sizes().items() if preset in sizes)
 
 
 def experiment(name: str, preset: str, *, smoke: bool = False) -> dict:
     """A copy of the sizes of experiment ``name`` in ``preset``; ``smoke=True``: capped (module docstring)."""
     check_preset(preset)
+    _merge_chapter_sizes()
     if name not in EXPERIMENTS:
         raise PresetError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}.")
     if not isinstance(smoke, bool):

@@ -165,7 +165,9 @@ def regenerate_command(path: Path) -> str:
     found = re.search(r'"command":\s*"((?:[^"\\]|\\.)*)"', text)
     if found:
         try:
-            return json.loads(f'"{found.group(1)}"')
+            from ..runners import current_command
+
+            return current_command(json.loads(f'"{found.group(1)}"'))
         except json.JSONDecodeError:
             pass
     from ..runners import experiment_runners

@@ -61,7 +61,7 @@ models, recipes and checkpoints: :mod:`~mamba_recall.train.latest_value`, :mod:`
 from __future__ import annotations
 
 from ..labels import IGNORE_INDEX, labelled_accuracy
-from ..presets.ch2 import RECIPES
+from mamba_recall.chapters.ch2_hashing_scaling.configs import RECIPES
 from ._loop import dataset_batches, param_groups, train, train_ensemble
 from ._metrics import TrainResult, evaluate, masked_ce_per_member, masked_cross_entropy
 from ._recipe import SCHEDULES, TAB9_DECAY_STEPS, Recipe, Stopping, lr_at

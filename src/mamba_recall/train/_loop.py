@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from ..labels import IGNORE_INDEX
 from ..longrun import PROBE_STEPS, check_steps
-from ..presets.ch2 import RECIPES
+from mamba_recall.chapters.ch2_hashing_scaling.configs import RECIPES
 from ._metrics import TrainResult, evaluate, masked_ce_per_member, masked_cross_entropy
 from ._recipe import Recipe, Stopping, _is_int, _past_target_error, lr_at
 
@@ -362,7 +362,7 @@ def train_ensemble(
     num_threads: int | None = None,
     progress: bool = False,
 ) -> TrainResult:
-    """:func:`train` with ``per_member=True`` and a named recipe of :data:`~mamba_recall.presets.ch2.RECIPES`
+    """:func:`train` with ``per_member=True`` and a named recipe of :data:`~mamba_recall.chapters.ch2_hashing_scaling.configs.RECIPES`
     (``"code"``: the authors' committed recipe for paper 002; ``"tab9"``: the paper's Tab. 9); ``overrides`` replace
     recipe entries (e.g. ``{"warmup": 50, "hold": 50}``; ``batch_size`` is informational: ``make_batch`` sets
     the batch). ``make_batch(step) -> (inputs (B, L) or (n_members, B, L), labels)``. Early stop when *every*

@@ -3,9 +3,9 @@ models, their data, their training and their committed checkpoints.
 
 ``train_recall(sizes, seed, device, backend)`` is what the notebooks call with ``ctx.sizes("ch1.k1")``
 (and ch1.k2, ch1.k4, ch1.wo, ch1.k1_masked); :func:`load_checkpoint` and :func:`load_or_train` read the
-checkpoints that ``python -m mamba_recall.experiments.ch1_training --preset paper`` writes
+checkpoints that ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset paper`` writes
 (``results/checkpoints/ch1_<name>_<preset>.pt`` with a JSON sidecar), and the runners
-(:mod:`mamba_recall.experiments.ch1_training`, :mod:`mamba_recall.experiments.ch1_cpu_hours`) train with the same
+(:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.training`, :mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) train with the same
 functions.
 
 Training [choice]: a fixed training set of ``train_size`` sequences (seed ``seed``), a held-out set of
@@ -120,7 +120,7 @@ def load_checkpoint(name: str, preset: str = "paper"):
     """Load ``results/checkpoints/ch1_<name>_<preset>.pt``: ``(model, sidecar)``; checks the hash."""
     state, meta = results.read_checkpoint(
         checkpoint_path(name, preset),
-        regenerate=f"python -m mamba_recall.experiments.ch1_training --preset {preset} --only {name}",
+        regenerate=f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset {preset} --only {name}",
     )
     model = build_model(meta["config"], meta["seed"])
     model.load_state_dict(state)
@@ -170,7 +170,9 @@ def load_or_train(
     from ..presets import experiment
 
     sizes = experiment(f"ch1.{name}", preset, smoke=smoke)
-    regenerate = f"python -m mamba_recall.experiments.ch1_training --preset {preset} --only {name}"
+    regenerate = (
+        f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset {preset} --only {name}"
+    )
     model = meta = None
     try:
         model, meta = load_checkpoint(name, preset)  # half a pair or a bad hash: BundleError, not caught here

@@ -1,6 +1,6 @@
 """Chapter 3 (paper 003, selectivity): the models its runners train, by name, the checkpoints they save, and the
-recipe every run shares (App. D). The runners (:mod:`mamba_recall.experiments.ch3_keep_nth`,
-:mod:`mamba_recall.experiments.ch3_mqar_train`, :mod:`mamba_recall.experiments.ch3_induction`) train with these,
+recipe every run shares (App. D). The runners (:mod:`mamba_recall.chapters.ch3_selectivity.runners.keep_nth`,
+:mod:`mamba_recall.chapters.ch3_selectivity.runners.mqar_train`, :mod:`mamba_recall.chapters.ch3_selectivity.runners.induction`) train with these,
 and the book's probes of the trained models (:mod:`mamba_recall.analysis.keep_nth`) rebuild and load them.
 """
 
@@ -17,8 +17,8 @@ from ..presets import seeds
 from . import Recipe, Stopping, train
 
 CHECKPOINT_DIR = results.CHECKPOINT_DIR
-REGENERATE = "python -m mamba_recall.experiments.ch3_keep_nth --preset ci"
-REGENERATE_STORE = "python -m mamba_recall.experiments.ch3_keep_nth --preset cpu-hours --allow-long"
+REGENERATE = "python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset ci"
+REGENERATE_STORE = "python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset cpu-hours --allow-long"
 #: the presets that run through the run store (one job per configuration and seed); ``ci`` runs its few models in
 #: one loop (its bundles are the book's quick evidence)
 STORE_PRESETS = ("cpu-hours", "paper")

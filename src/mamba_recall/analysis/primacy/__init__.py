@@ -3,12 +3,12 @@ r"""Chapter 4 analysis pipelines (paper 004): what the notebooks call, one funct
 Every function takes a model (an S-model from :func:`load_model`, or any mamba_ssm-named
 :class:`~mamba_recall.models.mamba.MambaLMHeadModel`) and returns plain numbers / arrays. The ``check_*`` functions compute the summary numbers of each
 experiment (drops, margins, intervals); the verdicts are decided only by the rules declared in
-:mod:`mamba_recall.claims.ch4`, which read those numbers (a ``pass`` key, where present, is the
+:mod:`mamba_recall.chapters.ch4_primacy_recency.claims`, which read those numbers (a ``pass`` key, where present, is the
 chapter's earlier per-check flag, kept for the interactive explorers).
 
 Which model: :func:`load_model` loads ``results/checkpoints/ch4_<name>.pt`` unless the environment
 variable ``MAMBA_RECALL_CH4_CHECKPOINT`` points to another checkpoint — a ``.pt`` written by
-:mod:`mamba_recall.experiments.ch4_train` or :mod:`mamba_recall.experiments.ch4_edge` (e.g. the larger GPU S-model), or a mamba_ssm
+:mod:`mamba_recall.chapters.ch4_primacy_recency.runners.train` or :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge` (e.g. the larger GPU S-model), or a mamba_ssm
 ``save_pretrained`` directory (``config.json`` + ``pytorch_model.bin``) whose vocabulary follows
 :class:`~mamba_recall.tasks.serial_recall.RecallVocab` (``MAMBA_RECALL_CH4_VOCAB="names,relations,filler"``,
 default ``32,8,16``).

@@ -1,4 +1,4 @@
-"""The committed edge family of :mod:`mamba_recall.experiments.ch4_edge` (:class:`EdgeFamily`: three seeds per
+"""The committed edge family of :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge` (:class:`EdgeFamily`: three seeds per
 recipe, their curves, model cards and stored claim measurements) and the recall curves of committed S-models across
 lengths (:func:`committed_model_curves`)."""
 
@@ -9,14 +9,14 @@ from ._models import contexts, load_checkpoint
 
 # --------------------------------------------------------------------- the edge family (3 seeds per recipe)
 
-EDGE_COMMAND = "python -m mamba_recall.experiments.ch4_edge --preset {preset} --allow-long"
-#: The edge family's Mamba-2 recipe (``presets/ch4.py``): App. F's head claims are judged on its seeds, at each
+EDGE_COMMAND = "python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset {preset} --allow-long"
+#: The edge family's Mamba-2 recipe (``chapters/ch4_primacy_recency/configs.py``): App. F's head claims are judged on its seeds, at each
 #: model's pressure length (declared with the recipe, before any of its results).
 MAMBA2_RECIPE = "m2"
 
 
 class EdgeFamily:
-    """The committed edge family of :mod:`mamba_recall.experiments.ch4_edge` (bundles ``ch4_edge_<preset>`` and
+    """The committed edge family of :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge` (bundles ``ch4_edge_<preset>`` and
     ``ch4_edge_checks_<preset>``): ``curves`` (recipe, L, variant, k → mean recall over seeds, 95 % t-interval,
     per-seed values), ``models`` (one row per model: card, gate, L_p), ``runs`` (the per-seed stored claim
     measurements) and ``primary`` (the recipe whose verdicts the scorecard carries). ``missing`` says what is not

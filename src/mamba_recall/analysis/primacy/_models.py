@@ -27,8 +27,8 @@ EVAL_SEED = seeds.PRIMACY_EVAL
 
 def checkpoint_path(model: str) -> Path:
     """``results/checkpoints/ch4_<model>.pt``: where the S-model ``model`` (a recipe name of
-    :mod:`mamba_recall.experiments.ch4_train`, or an edge-family name ``edge_<recipe>_<preset>_seed<k>`` of
-    :mod:`mamba_recall.experiments.ch4_edge`) is kept."""
+    :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.train`, or an edge-family name ``edge_<recipe>_<preset>_seed<k>`` of
+    :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`) is kept."""
     if not model or "/" in model or model.startswith("."):
         raise ValueError(f"S-model name {model!r} must be a plain name such as 's_small'.")
     return CHECKPOINT_DIR / f"ch4_{model}.pt"
@@ -50,8 +50,8 @@ def regenerate_command(model: str) -> str:
     """The command that re-makes the committed S-model ``model``."""
     if model.startswith("edge_"):
         preset = "cpu-hours" if "_cpu-hours_" in model else "paper" if "_paper_" in model else "ci"
-        return f"python -m mamba_recall.experiments.ch4_edge --preset {preset} --allow-long"
-    return f"python -m mamba_recall.experiments.ch4_train --model {model} --preset ci"
+        return f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset {preset} --allow-long"
+    return f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model {model} --preset ci"
 
 
 def read_smodel(path: Path, model: str, verify_hash: bool = True) -> tuple[dict, dict]:
@@ -123,7 +123,7 @@ class CheckpointEnvError(ValueError):
 
 
 VALID_CHECKPOINT = (
-    f"It must name a Chapter 4 checkpoint: a .pt written by `python -m mamba_recall.experiments.ch4_train` "
+    f"It must name a Chapter 4 checkpoint: a .pt written by `python -m mamba_recall.chapters.ch4_primacy_recency.runners.train` "
     "with its .json sidecar beside it (e.g. results/checkpoints/ch4_s_small.pt), or a mamba_ssm "
     f"save_pretrained directory (config.json + pytorch_model.bin); or unset {ENV_CHECKPOINT} to use "
     "the committed model."

@@ -32,7 +32,7 @@ def pressure_length(curves: dict, Ls) -> int | None:
 
 def check_ushape(correct: np.ndarray) -> dict:
     """The numbers of Fig. 2's U for one curve (primacy, recency, middle third, the interior argmin); the rule that
-    reads them is the registry's (:mod:`mamba_recall.claims.ch4.serial_recall`)."""
+    reads them is the registry's (:mod:`mamba_recall.chapters.ch4_primacy_recency.claims.serial_recall`)."""
     s = iv.summary(correct)
     acc = s["acc"]
     L = len(acc)
@@ -43,7 +43,7 @@ def check_ushape(correct: np.ndarray) -> dict:
 
 def check_random_vs_repeated(curves, L, seed=0) -> dict:
     """§4.1, random vs repeated relations at one L: mid(random) − mid(repeated) with its paired-bootstrap interval and
-    each variant's U depth (the rule: :mod:`mamba_recall.claims.ch4.serial_recall`)."""
+    each variant's U depth (the rule: :mod:`mamba_recall.chapters.ch4_primacy_recency.claims.serial_recall`)."""
     rep, rnd = curves[(L, "repeated")], curves[(L, "random")]
     k = np.arange(1, L + 1)
     mid = (k > L / 3) & (k <= 2 * L / 3)

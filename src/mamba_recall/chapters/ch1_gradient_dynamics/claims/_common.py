@@ -1,0 +1,123 @@
+"""What several sections of Chapter 1 share: the declared readings of the paper's words and the notebooks'
+tolerances, the evidence of a committed checkpoint, the untrained null control (:func:`with_untrained_null`), the
+generator's chance level, and the cpu-hours bundle over whose seeds the pages judge (:func:`load_seeds`).
+
+A private module of :mod:`mamba_recall.chapters.ch1_gradient_dynamics.claims`: its section modules import it, and the package re-exports the
+public names that code outside uses.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+from mamba_recall.claims.core import Control, Evidence
+
+SPIKE = 1.5  # a spike: at least 1.5× the noise-pair level of the same quantity
+NEAR_ZERO = 0.1  # "close to zero": at most a tenth of the key-pair level
+MUCH_LARGER = 16  # "|V| ≫ T": |V| ≥ 16 T  (and "|V| ≫ T²": |V| ≥ 16 T²)
+SOLVES = 0.9  # one gradient step "succeeds": ≥ 90 % accuracy on the theory distribution
+EXACT = 1e-9  # two exact float64 computations of the same gradient agree far below this
+# the chapter's notebook checks read their tolerances from here (a check prints its number and this threshold)
+FLOAT64_AGREE = 1e-10  # two float64 computations of the same quantity by different code paths (scan backends, trace vs
+# forward, analytic vs autograd): rounding gives ~1e-16 on these sizes, a bug gives order one
+FLOAT32_AGREE = 1e-7  # the same float32 factor computed twice: at most about one ulp of a number ≤ 1 (6e-8)
+MC_Z = 5.0  # a Monte-Carlo gradient agrees with the exact one within 5 standard errors in every entry
+MC_COSINE = 0.999  # ... and points the same way (cosine ≥ 0.999) at n = 2·10⁵ samples
+
+
+# ------------------------------------------------------------------------------------------ evidence
+def checkpoint_evidence(meta: dict, sample: str) -> Evidence:
+    """Evidence of a committed Chapter 1 checkpoint (its sidecar ``meta``): its preset, device, one seed. A
+    seed's checkpoint of the cpu-hours runner names its own file (``meta["checkpoint"]``)."""
+    from mamba_recall.paths import REPO_ROOT
+    from mamba_recall.results import checkpoint_file
+
+    if "checkpoint" in meta:
+        return Evidence(meta["preset"], str(meta["device"]), 1, sample, str(meta["checkpoint"]))
+    path = checkpoint_file("ch1", meta["name"], meta["preset"]).resolve().relative_to(REPO_ROOT.resolve())
+    return Evidence(meta["preset"], str(meta["device"]), 1, sample, str(path))
+
+
+UNTRAINED = "the same architecture untrained (its initialisation at the same seed), measured the same way"
+
+
+def untrained_like(meta: dict):
+    """The untrained model of a checkpoint's recipe: the same architecture initialised at the same seed (``meta``:
+    the checkpoint's sidecar)."""
+    from mamba_recall.models.simplified_recall import SimplifiedMamba
+
+    return SimplifiedMamba.from_sizes(meta["config"], int(meta.get("seed", 0))).eval()
+
+
+def with_untrained_null(fn):
+    """A measurement ``fn(model, *args)`` whose last argument is the checkpoint's ``meta``, with the null control
+    attached: the same measurement on :func:`untrained_like` (judged by the same rule beside it, see
+    :class:`~mamba_recall.claims.core.Control`). ``null=False``: the measurement alone."""
+
+    @functools.wraps(fn)
+    def measured(model, *args, null: bool = True):
+        m = fn(model, *args)
+        if not null:
+            return m
+        return replace(m, control=Control("null", UNTRAINED, fn(untrained_like(args[-1]), *args)))
+
+    return measured
+
+
+def chance_level(meta: dict) -> float:
+    """The generator's chance level of a query: one value of |V| − |K| guessed uniformly."""
+    cfg = meta["config"]
+    return 1.0 / (cfg["vocab_size"] - cfg["num_keys"])
+
+
+# ------------------------------------------------------------- the cpu-hours seeds (3 seeds, the run store)
+SEEDS_PRESET = "cpu-hours"
+SEEDS_COMMAND = (
+    "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset cpu-hours --allow-long"
+)
+
+
+def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None):
+    """The committed bundle ``results/<stem>_cpu-hours.json`` of :mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`
+    (``stem``: ``ch1_mechanism`` or ``ch1_table1``) when it is complete, else ``None``; says through ``log`` which
+    evidence the page's verdicts rest on. The strongest committed evidence wins: 3 seeds at the paper's settings
+    over the one-seed checkpoints and the ``ci`` runs. (``directory``, ``name``: another folder or bundle name, for
+    tests.)"""
+    from pathlib import Path
+
+    from mamba_recall.paths import RESULTS_DIR
+    from mamba_recall.results import load_bundle
+
+    name = name or f"{stem}_{SEEDS_PRESET}"
+    path = Path(directory or RESULTS_DIR) / f"{name}.json"
+    if not path.exists():
+        log(
+            f"no {name} bundle committed: the verdicts below rest on the one-seed evidence (make it with `{SEEDS_COMMAND}`)"
+        )
+        return None
+    bundle = load_bundle(path)
+    if bundle.config.get("smoke"):
+        log(
+            f"{name} is a smoke run (a handful of steps): not evidence; the verdicts below rest on the one-seed evidence"
+        )
+        return None
+    if bundle.data.get("complete") is not True:
+        log(
+            f"{name} is incomplete ({bundle.data.get('jobs_finished')} of {bundle.data.get('jobs_total')} jobs): the "
+            "verdicts below rest on the one-seed evidence"
+        )
+        return None
+    runs = bundle.data["runs"]
+    log(
+        f"using {name}: preset {SEEDS_PRESET}, {runs['runs']} runs, commit(s) {', '.join(c[:10] for c in runs['commits'])}"
+        f", {runs['cpu_seconds'] / 3600:.1f} CPU-hours; verdicts are judged over the seeds (mean, 95 % t-interval)"
+    )
+    return bundle
+
+
+def seeds_claims_view(seeds, claim_ids):
+    """The bundle's per-claim numbers for ``claim_ids``: mean over seeds, 95 % interval and per-seed values."""
+    claims = seeds.tables["claims"]
+    view = claims[claims.claim.isin(list(claim_ids))].copy()
+    return view.set_index(["claim", "metric"])[["mean", "ci_low", "ci_high", "per_seed", "n_seeds"]]

@@ -1,0 +1,243 @@
+"""Chapter 1, section 5 (``book/01_gradient_dynamics/05_table1``): App. A's Table 1, the latest-value MQAR
+across architectures. Each row is judged on the committed bundle of the notebook's preset, or over the cpu-hours
+seeds (:func:`check_table1`); the rows are each other's controls (a chance-level table, the RoPE Transformer)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
+from ._common import chance_level
+
+SECTION = "01_gradient_dynamics/05_table1"
+
+
+def _origin_evidence(origin, sample: str) -> Evidence:
+    """A committed bundle (its provenance) or a notebook context (a live run)."""
+    if hasattr(origin, "provenance"):
+        return Evidence.from_bundle(origin, sample, seeds=1)
+    return Evidence.live(origin, sample, seeds=1)
+
+
+def _acc(table, model):
+    return table[table.model == model].set_index(["T", "kappa"]).accuracy
+
+
+def _cells(series):
+    return ", ".join(f"T={t} κ={k}: {100 * a:.0f}" for (t, k), a in series.items())
+
+
+def _vocab(origin) -> int | None:
+    """|V| of the Table 1 runs ``origin`` (a bundle's recorded sizes), or None (a live run's context)."""
+    return ((getattr(origin, "config", None) or {}).get("sizes") or {}).get("vocab_size")
+
+
+def _at_chance(table, origin):
+    """``table`` with every cell's accuracy at the generator's chance level (one of |V| − κ values guessed
+    uniformly, :func:`chance_level`), or None where |V| is not recorded."""
+    V = _vocab(origin)
+    if V is None:
+        return None
+    chance = [chance_level({"config": {"vocab_size": V, "num_keys": int(k)}}) for k in table.kappa]
+    return table.assign(accuracy=chance)
+
+
+CHANCE_TABLE = "every model at the generator's chance level in every cell (one of |V| − κ values guessed uniformly)"
+SOLVER_TABLE = (
+    "the 2-layer Transformer with convolution and RoPE of the same runs (a Transformer that does not struggle)"
+)
+
+
+def measure_table1_mamba(table, origin, null: bool = True) -> Measurement:
+    """Row 1: the smallest held-out accuracy of the Mamba cells (and of its κ = 1 cells); the null control: the same
+    on a table at the generator's chance level."""
+    m = _acc(table, "mamba")
+    out = Measurement(
+        {"min_accuracy": float(m.min()), "min_accuracy_kappa1": float(m.xs(1, level="kappa").min())},
+        f"1-layer Mamba: {_cells(m)} %",
+        _origin_evidence(origin, f"{len(m)} cells, held-out query accuracy"),
+    )
+    chance = _at_chance(table, origin) if null else None
+    if chance is None:
+        return out
+    return replace(out, control=Control("null", CHANCE_TABLE, measure_table1_mamba(chance, origin, null=False)))
+
+
+def measure_table1_no_pe(table, origin, model: str, null: bool = True) -> Measurement:
+    """Rows 2–3: the model's best cell and its smallest gap to Mamba; the null control: the same on the RoPE
+    Transformer of the same runs, which must not read as struggling. Where the model's rows carry a ``conv_width``
+    (the size-matched row 3, :func:`check_table1`), every width is a row of its own and the numbers are the worst
+    over them (the best cell, the smallest gap)."""
+    rows = table[table.model == model]
+    if rows.empty:
+        raise NotRun(f"no {model} cell in these runs")
+    widths = sorted(rows.conv_width.dropna().unique()) if "conv_width" in rows else []
+    parts, best, smallest, n = [], -1.0, 2.0, 0
+    for w in widths or [None]:
+        sub = table if w is None else table[(table.model != model) | (table.conv_width == w)]
+        tf, m = _acc(sub, model), _acc(sub, "mamba")
+        gap = (m - tf).dropna()
+        best, smallest, n = max(best, float(tf.max())), min(smallest, float(gap.min())), n + len(tf)
+        parts.append(f"{'' if w is None else f'conv {int(w)}: '}{_cells(tf)} %")
+    m = _acc(table, "mamba")
+    out = Measurement(
+        {"max_accuracy": best, "min_gap_to_mamba": smallest},
+        f"{'; '.join(parts)} (Mamba {_cells(m)} %; smallest gap {100 * smallest:.0f} points)",
+        _origin_evidence(origin, f"{n} cells, held-out query accuracy"),
+    )
+    if not null or _acc(table, "tf2_conv_rope").empty:
+        return out
+    solver = measure_table1_no_pe(table, origin, "tf2_conv_rope", null=False)
+    return replace(out, control=Control("null", SOLVER_TABLE, solver))
+
+
+def measure_table1_rope(table, origin, null: bool = True) -> Measurement:
+    """Row 4: the RoPE Transformer's largest difference to Mamba and its smallest accuracy; the null control: the
+    same on a table at the generator's chance level (where the two are 'similar' without either solving)."""
+    r, m = _acc(table, "tf2_conv_rope"), _acc(table, "mamba")
+    diff = (r - m).abs().dropna()
+    out = Measurement(
+        {"max_diff_to_mamba": float(diff.max()), "min_accuracy": float(r.min())},
+        f"{_cells(r)} % (Mamba {_cells(m)} %; largest difference {100 * diff.max():.0f} points)",
+        _origin_evidence(origin, f"{len(r)} cells, held-out query accuracy"),
+    )
+    chance = _at_chance(table, origin) if null else None
+    if chance is None:
+        return out
+    return replace(out, control=Control("null", CHANCE_TABLE, measure_table1_rope(chance, origin, null=False)))
+
+
+#: the Table 1 claim read on the size-matched runs when they are committed (issue 31: "similar model sizes")
+MATCHED_CLAIM = "000/Table1-tf1-conv"
+
+
+def check_table1(claim_id: str, seeds, table, origin, record: bool = True, matched=None):
+    """A Table 1 claim on the cpu-hours bundle ``seeds`` when there is one (each seed's cells measured alone by the
+    claim's measurement, then judged through :func:`~mamba_recall.claims.core.check_stored`), else on ``table`` from
+    ``origin`` (one seed: *inconclusive*). ``matched``: the size-matched row-3 bundle (``ch1_table1_matched``);
+    with it, row 3's claim (:data:`MATCHED_CLAIM`) reads its Transformers (both conv widths) in place of the
+    d_model-32 ones, beside the same seeds' Mamba and RoPE rows."""
+    import pandas as pd
+
+    from mamba_recall.claims.core import check, check_stored, get, measurement_record
+
+    if seeds is None:
+        return check(claim_id, table, origin, record=record)
+    runs = seeds.tables["runs"]
+    if claim_id == MATCHED_CLAIM and matched is not None:
+        runs = pd.concat([runs[runs.model != "tf1_conv"], matched.tables["runs"]], ignore_index=True)
+    per_seed = sorted(set(runs.seed))
+    measure = get(claim_id).measure
+
+    def record(s):
+        try:
+            return measurement_record(measure(runs[runs.seed == s].reset_index(drop=True), seeds))
+        except NotRun as exc:
+            return {"not_run": f"seed {s}: {exc}"}
+
+    records = [record(s) for s in per_seed]
+    return check_stored(claim_id, records, [f"seed {s}" for s in per_seed], record=record)
+
+
+_TABLE1_NOT_RUN = (
+    "the T = 256 and 512 columns need the paper grid: `python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 "
+    "--preset paper --device cuda` (24 cells × 4000 steps; about an hour on one GPU, not measured)"
+)
+
+_TABLE1_SENTENCE = (
+    "We observe that Mamba (top row) and 2-layer Transformer with convolution layer and RoPE (bottom row) perform "
+    "similarly, whereas Transformers without RoPE (second, third row) struggle to solve the task."
+)
+_TABLE1_CAPTION = (
+    "Table 1: Summary of Performance in MQAR Task, varying across sequence length  $T$ , the number of keys  "
+    "$\\kappa$ , and architectures."
+)
+
+
+#: the section's claims, in the registry's order (each with the paper's sentence it tests, verbatim: pieces joined
+#: by " … ")
+CLAIMS = (
+    Claim(
+        "000/Table1-mamba",
+        "1-layer Mamba solves the latest-value MQAR (99–100 % in every cell)",
+        "App. A, Table 1, row 1",
+        "T=128: 100, 100; T=256: 100, 99; T=512: 100, 99 (κ = 1, 4)",
+        Rule(
+            why="the printed cells are all ≥ 99 %; solving only the single-key column (κ = 1) is partial",
+            reproduced=conds(("min_accuracy", ">=", 0.99)),
+            partially=conds(("min_accuracy_kappa1", ">=", 0.99)),
+            trained=True,
+        ),
+        measure_table1_mamba,
+        SECTION,
+        quote=_TABLE1_CAPTION + " … " + _TABLE1_SENTENCE,
+    ),
+    Claim(
+        "000/Table1-tf2",
+        "a 2-layer Transformer without convolution or positional encoding struggles, far below Mamba",
+        "App. A, Table 1, row 2",
+        "T=128: 30, 42; T=256: 22, 21; T=512: 15, 18 (κ = 1, 4)",
+        Rule(
+            why="'struggle': ≤ 60 % in every cell (the paper's no-PE cells are ≤ 56 %) and ≥ 30 points below Mamba in "
+            "the same cell (the paper's smallest gap is 43)",
+            reproduced=conds(("max_accuracy", "<=", 0.6), ("min_gap_to_mamba", ">=", 0.3)),
+            trained=True,
+        ),
+        lambda table, origin: measure_table1_no_pe(table, origin, "tf2_nope"),
+        SECTION,
+        quote=_TABLE1_SENTENCE,
+    ),
+    Claim(
+        "000/Table1-tf1-conv",
+        "a 1-layer Transformer with convolution but no positional encoding struggles, far below Mamba",
+        "App. A, Table 1, row 3",
+        "T=128: 34, 56; T=256: 26, 42; T=512: 21, 36 (κ = 1, 4)",
+        Rule(
+            why="as for row 2: ≤ 60 % in every cell and ≥ 30 points below Mamba in the same cell; judged on the "
+            "size-matched Transformers (d_model 8, conv widths 2 and 4) where committed, every cell of both widths "
+            "(declared before their runs, issue 31)",
+            reproduced=conds(("max_accuracy", "<=", 0.6), ("min_gap_to_mamba", ">=", 0.3)),
+            trained=True,
+        ),
+        lambda table, origin: measure_table1_no_pe(table, origin, "tf1_conv"),
+        SECTION,
+        setting="T = 128 only (the paper's T = 256 and 512 columns are a GPU run); the Transformer is size-matched "
+        "to the Mamba as the paper's 'similar model sizes' asks (d_model 8, about 1,200 parameters against the "
+        "Mamba's 1,056–1,408), its conv width 2 and 4 (the paper does not give it)",
+        quote=_TABLE1_SENTENCE,
+    ),
+    Claim(
+        "000/Table1-rope",
+        "a 2-layer Transformer with convolution and RoPE performs similarly to Mamba",
+        "App. A, Table 1, row 4 and text",
+        "T=128: 100, 100; T=256: 100, 96; T=512: 77, 90 (κ = 1, 4)",
+        Rule(
+            why="'similar': within 5 points of Mamba in every cell (the paper's own near-equal cells differ by ≤ 4; its "
+            "T = 512 cells, 23 and 9 points apart, would fail this), in a table where both solve the task (the "
+            "RoPE model ≥ 95 % everywhere: two models at chance are 'within 5 points' too, the null control "
+            "showed); the RoPE model solving the task while not within 5 points of Mamba is partial",
+            reproduced=conds(("max_diff_to_mamba", "<=", 0.05), ("min_accuracy", ">=", 0.95)),
+            partially=conds(("min_accuracy", ">=", 0.95)),
+            trained=True,
+        ),
+        measure_table1_rope,
+        SECTION,
+        quote=_TABLE1_SENTENCE
+        + " … It seems that Transformers can also achieve this via RoPE to differentiate the earlier versus later "
+        "positions, and fail to solve the task without positional encoding.",
+    ),
+    Claim(
+        "000/Table1-long",
+        "at T = 256 and 512 Mamba stays at 99–100 % while the RoPE Transformer drops (77 % at "
+        "T = 512, κ = 1) and the no-PE Transformers fall to 15–42 %",
+        "App. A, Table 1, T = 256 and 512 columns",
+        "Mamba 100, 99, 100, 99; TF 2-layer 22, 21, 15, 18; TF 1-layer conv 26, 42, 21, 36; TF RoPE 100, 96, 77, 90",
+        Rule(
+            why="the long-sequence columns: Mamba ≥ 99 % and the RoPE model below it at T = 512",
+            reproduced=conds(("mamba_min_long", ">=", 0.99), ("rope_gap_T512", ">", 0)),
+            trained=True,
+        ),
+        not_run=_TABLE1_NOT_RUN,
+        quote=_TABLE1_CAPTION,
+    ),
+)

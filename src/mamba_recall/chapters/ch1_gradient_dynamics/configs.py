@@ -1,0 +1,449 @@
+"""Sizes of Chapter 1 (paper 000): gradient dynamics of simplified Mamba on associative recall.
+
+Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
+:class:`~mamba_recall.presets.sizes.Sizes` class per kind below, each field with its type and its smoke cap.
+Training sizes are [choice]s of the replication (the paper gives none except |V| = 8, n_ε = 3, T = 256
+and "until 100 % training accuracy"): Adam(W) without weight decay, constant lr, batch 64, a fixed
+training set and a fresh held-out set; accuracy on query positions of the held-out set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, STEPS, Sizes, size
+
+# --------------------------------------------------------------------------------------------- the sizes' kinds
+# One class per kind of sizes (presets/sizes.py): each field's type and its smoke cap (KEEP unless said); the
+# trained models' classes start with the task's fields (TaskSizes, ``_TASK``'s values).
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskSizes(Sizes):
+    """The task and its training set, shared by every trained model of the chapter (``_TASK``): first in their
+    dicts."""
+
+    vocab_size: int = size()
+    max_noise: int = size()
+    train_size: int = size(SAMPLES)
+    test_size: int = size(SAMPLES)
+    batch_size: int = size(BATCH)
+    eval_every: int = size(EVERY)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimplifiedRun(TaskSizes):
+    """One simplified model (§2) trained on the task: |K| keys, state N, identity or masked targets."""
+
+    seeds: int = size(COUNT, optional=True)
+    n_probe: int = size(SAMPLES, optional=True)
+    num_keys: int = size()
+    d_state: int = size()
+    seq_len: int = size()
+    target: str = size()
+    targets: list[str] = size(optional=True)
+    lr: float = size()
+    steps: int = size(STEPS)
+    learn_unembedding: bool = size(optional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FullMamba(TaskSizes):
+    """The full Mamba LM (mamba-ssm's layout) on the task; ``embedding``/``steps_past_target``: App. B's variant."""
+
+    seeds: int = size(COUNT, optional=True)
+    num_keys: int = size()
+    seq_len: int = size()
+    target: str = size()
+    d_model: int = size()
+    n_layer: int = size()
+    d_state: int = size()
+    d_conv: int = size()
+    expand: int = size()
+    lr: float = size()
+    steps: int = size(STEPS)
+    embedding: str = size(optional=True)
+    steps_past_target: int = size(STEPS, optional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LemmaGd(Sizes):
+    V: int = size()
+    T: int = size()
+    lr: float = size()
+    steps: int = size(STEPS)
+    batch: int = size(BATCH)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LemmaSoftplus(Sizes):
+    V: int = size()
+    Ts: list[int] = size(AXIS)
+    steps: int = size(STEPS)
+    lr: float = size()
+    batch: int = size(BATCH)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lemma(Sizes):
+    """Lemma 1 and App. C's checks: exact enumeration, Monte Carlo, the one-step comparison, GD and softplus runs."""
+
+    enumerate: list[list[int]] = size(AXIS)
+    mc: list[list[int]] = size(AXIS)
+    mc_n: int = size(SAMPLES)
+    compare_V: list[int] = size(AXIS)
+    compare_T: list[int] = size(AXIS)
+    onestep_V: list[int] = size(AXIS)
+    onestep_T: list[int] = size(AXIS)
+    onestep_n: int = size(SAMPLES)
+    gd: LemmaGd = size()
+    softplus: LemmaSoftplus = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Table1(TaskSizes):
+    """Table 1's models × lengths × |K|; the run store's adds early stopping, models and seeds; row 3 size-matched
+    replaces ``conv_width`` by ``conv_widths``."""
+
+    seq_lens: list[int] = size(AXIS)
+    num_keys: list[int] = size(AXIS)
+    target: str = size()
+    steps: int = size(STEPS)
+    early_stop: str = size(optional=True)
+    patience: int = size(optional=True)
+    min_delta: float = size(optional=True)
+    mamba_lr: float = size()
+    tf_lr: float = size()
+    tf_d_model: int = size()
+    tf_heads: int = size()
+    conv_width: int = size(optional=True)
+    models: list[str] = size(optional=True)
+    seeds: int = size(COUNT, optional=True)
+    conv_widths: list[int] = size(AXIS, optional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class View(Sizes):
+    window: int = size()
+    explorer_steps: int = size()
+
+
+# ------------------------------------------------------------------------------------------------- the presets
+
+_TASK = {"vocab_size": 8, "max_noise": 3, "train_size": 1024, "test_size": 256, "batch_size": 64, "eval_every": 50}
+
+
+def _task(cls, **sizes):
+    """A preset of ``cls`` on the shared task and training (``_TASK``), with ``sizes`` added or replacing its own."""
+    return cls(**(_TASK | sizes))
+
+
+# The paper entries of Table 1 (and its size-matched row 3) and of the full Mamba LM list seeds (and models) as
+# cpu-hours does, so that chapters/ch1_gradient_dynamics/runners/cpu_hours.py runs them as a run-store grid too (`python -m mamba_recall plan
+# --preset paper`). The simplified models' and W_o's cpu-hours entries are the paper's settings already (seeds added),
+# so their paper entries declare no seeds and have no run-store grid.
+# cpu-hours (chapters/ch1_gradient_dynamics/runners/cpu_hours.py): the paper's settings (|V| = 8, n_ε = 3, T = 256, identity targets,
+# "until 100 % accuracy on the training set", §3) with 3 seeds; n_probe held-out sequences per seed for the
+# mechanism checks. Step times measured on this machine, 1 thread: 19-22 ms (|K| = 1), 58-65 ms (|K| = 2),
+# 105-151 ms (|K| = 4, |V| = 16) at batch 64; the runner prints its own measured estimate before starting
+# (about 2.9 CPU-hours for the whole cpu-hours grid, Table 1 included, every job at its step cap).
+_SEEDS = {"seeds": 3, "n_probe": 64}
+
+EXPERIMENTS: dict[str, dict[str, Sizes]] = {
+    # §3, Figs. 4 and 8, App. C: |K| = 1, N = 1, B = C = 1, identity targets (the paper's).
+    "ch1.k1": {
+        "ci": _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=64, target="identity", lr=3e-2, steps=3000),
+        "paper": _task(
+            SimplifiedRun,
+            num_keys=1,
+            d_state=1,
+            seq_len=256,
+            target="identity",
+            lr=1e-2,
+            steps=6000,
+        ),
+        "cpu-hours": _task(
+            SimplifiedRun,
+            **_SEEDS,
+            num_keys=1,
+            d_state=1,
+            seq_len=256,
+            target="identity",
+            lr=1e-2,
+            steps=6000,
+        ),
+    },
+    # the same with masked loss (standard MQAR), to show which magnitudes need identity targets.
+    "ch1.k1_masked": {
+        "ci": _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=64, target="masked", lr=1e-2, steps=600),
+        "paper": _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=256, target="masked", lr=1e-2, steps=2000),
+    },
+    # Figs. 5, 6: |K| = 2 and 4 with N = |K| and selective B, C.
+    "ch1.k2": {
+        "ci": _task(SimplifiedRun, num_keys=2, d_state=2, seq_len=64, target="masked", lr=1e-2, steps=600),
+        "paper": _task(
+            SimplifiedRun,
+            num_keys=2,
+            d_state=2,
+            seq_len=256,
+            target="identity",
+            lr=1e-2,
+            steps=6000,
+        ),
+        "cpu-hours": _task(
+            SimplifiedRun,
+            **_SEEDS,
+            num_keys=2,
+            d_state=2,
+            seq_len=256,
+            target="identity",
+            lr=1e-2,
+            steps=6000,
+        ),
+    },
+    "ch1.k4": {
+        "ci": _task(SimplifiedRun, num_keys=4, d_state=4, seq_len=64, target="masked", lr=1e-2, steps=500),
+        "paper": _task(
+            SimplifiedRun,
+            vocab_size=16,
+            num_keys=4,
+            d_state=4,
+            seq_len=256,
+            target="identity",
+            lr=1e-2,
+            steps=8000,
+        ),
+        # evaluated every 100 steps (a training-set evaluation costs 1.3 s here, 12 steps' time)
+        "cpu-hours": _task(
+            SimplifiedRun,
+            **_SEEDS,
+            vocab_size=16,
+            num_keys=4,
+            d_state=4,
+            seq_len=256,
+            target="identity",
+            lr=1e-2,
+            steps=8000,
+            eval_every=100,
+        ),
+    },
+    # App. B, Fig. 7: the |K| = 1 model with a learned unembedding W_o.
+    "ch1.wo": {
+        "ci": _task(
+            SimplifiedRun,
+            num_keys=1,
+            d_state=1,
+            seq_len=64,
+            target="identity",
+            lr=3e-2,
+            steps=1500,
+            learn_unembedding=True,
+        ),
+        "paper": _task(
+            SimplifiedRun,
+            num_keys=1,
+            d_state=1,
+            seq_len=256,
+            target="identity",
+            lr=1e-2,
+            steps=6000,
+            learn_unembedding=True,
+        ),
+        # 5 seeds × the two targets at the paper's |V| = 8, T = 256 (issue 31): "often" read over seeds. Each job
+        # trains until 100 % training-set query accuracy or the step cap (as ch1.k1).
+        "cpu-hours": _task(
+            SimplifiedRun,
+            seeds=5,
+            num_keys=1,
+            d_state=1,
+            seq_len=256,
+            target="identity",
+            targets=["identity", "masked"],
+            lr=1e-2,
+            steps=6000,
+            learn_unembedding=True,
+        ),
+    },
+    # App. B, Fig. 7 with "the original Mamba model": the library's full Mamba LM (models/mamba.py:
+    # MambaLMHeadModel; learned embedding tied to the readout, causal conv, gate, selective scan) on the ch1.k1 task
+    # (|V| = 8, |K| = 1, n_ε = 3, T = 256, identity targets, the same training / held-out sets per seed), trained
+    # as ch1.k1 (AdamW without weight decay, constant lr, batch 64, until 100 % training-set query accuracy or the
+    # step cap). The paper gives no size for its original model [choice]: 1 layer (Table 1's "1-layer Mamba"),
+    # mamba-ssm's defaults d_state 16, d_conv 4, expand 2, and d_model 16 (E = 32 inner channels, twice the
+    # simplified model's d = 2|V| = 16), the width cut to what a CPU trains in minutes: 0.57 s per step (1 thread,
+    # batch 64, T = 256, chunked scan, on the busy 2-core machine). Step cap 800 (≤ 10 min a seed with the
+    # evaluations, every 50 steps, about 5 s each on the 1024 training sequences); a run stops at 100 % training
+    # accuracy long before it: seed 0 stopped at step 100 after 75 s (54 CPU-seconds), 1 thread, busy machine.
+    "ch1.full_mamba": {
+        "ci": _task(
+            FullMamba,
+            num_keys=1,
+            seq_len=64,
+            target="identity",
+            d_model=16,
+            n_layer=1,
+            d_state=16,
+            d_conv=4,
+            expand=2,
+            lr=1e-2,
+            steps=600,
+        ),
+        "paper": _task(
+            FullMamba,
+            seeds=3,
+            num_keys=1,
+            seq_len=256,
+            target="identity",
+            d_model=16,
+            n_layer=1,
+            d_state=16,
+            d_conv=4,
+            expand=2,
+            lr=1e-2,
+            steps=6000,
+        ),
+        "cpu-hours": _task(
+            FullMamba,
+            seeds=3,
+            num_keys=1,
+            seq_len=256,
+            target="identity",
+            d_model=16,
+            n_layer=1,
+            d_state=16,
+            d_conv=4,
+            expand=2,
+            lr=1e-2,
+            steps=800,
+        ),
+    },
+    # Sec. 4, Lemma 1: grids of the exact-gradient comparison, one-step accuracy, GD dynamics.
+    "ch1.lemma": {
+        "ci": Lemma(
+            enumerate=[[4, 5], [6, 5], [8, 6]],
+            mc=[[8, 16]],
+            mc_n=200_000,
+            compare_V=[8, 16, 64, 256, 1024],
+            compare_T=[8, 16, 64, 256],
+            onestep_V=[8, 64, 256, 1024],
+            onestep_T=[4, 8, 16, 64],
+            onestep_n=4000,
+            gd=LemmaGd(V=16, T=16, lr=1.0, steps=100, batch=2048),
+            softplus=LemmaSoftplus(V=8, Ts=[16, 64], steps=400, lr=3e-2, batch=64),
+        ),
+        "paper": Lemma(
+            enumerate=[[4, 5], [6, 5], [8, 6], [5, 8]],
+            mc=[[8, 16], [16, 16], [8, 64], [32, 16]],
+            mc_n=400_000,
+            compare_V=[8, 16, 64, 256, 1024, 2048],
+            compare_T=[8, 16, 64, 256, 512],
+            onestep_V=[8, 16, 64, 256, 1024, 2048],
+            onestep_T=[4, 8, 16, 64, 256],
+            onestep_n=20_000,
+            gd=LemmaGd(V=16, T=16, lr=1.0, steps=500, batch=4096),
+            softplus=LemmaSoftplus(V=8, Ts=[16, 64, 256], steps=2000, lr=1e-2, batch=64),
+        ),
+    },
+    # App. A, Table 1: Mamba vs Transformers. TF: d_model 32, 2 heads, MLP, pre-LN [choice];
+    # "conv" = TinyTransformer(short_conv=4); RoPE = positional="rope"; no PE = positional="none".
+    "ch1.table1": {
+        "ci": _task(
+            Table1,
+            vocab_size=8,
+            seq_lens=[128],
+            num_keys=[1, 4],
+            target="masked",
+            train_size=512,
+            test_size=128,
+            steps=150,
+            eval_every=50,
+            mamba_lr=1e-2,
+            tf_lr=3e-3,
+            tf_d_model=32,
+            tf_heads=2,
+            conv_width=4,
+        ),
+        "paper": _task(
+            Table1,
+            vocab_size=16,
+            seq_lens=[128, 256, 512],
+            num_keys=[1, 4],
+            target="masked",
+            train_size=4096,
+            test_size=512,
+            steps=4000,
+            eval_every=100,
+            mamba_lr=1e-2,
+            tf_lr=1e-3,
+            tf_d_model=64,
+            tf_heads=2,
+            conv_width=4,
+            # the paper's four rows (train.table1.TABLE1_MODELS, the loop's default: its 24 cells are unchanged)
+            models=["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope"],
+            seeds=3,
+        ),
+        # T = 128 with 3 seeds, early stopping on the training set as App. A ("until it reaches 100 % accuracy on
+        # the training set", §3): stop at 100 % training-set query accuracy, or once it has not grown by more than
+        # min_delta over `patience` evaluations (a plateau), or at `steps`; then the held-out accuracy. Models: the
+        # four rows of Table 1 and tf1_pair, a 1-layer Transformer whose "convolution" is the simplified Mamba's
+        # fixed pairwise concatenation [e_{x_{t-1}}; e_{x_t}] (App. B) [our control]. d_model 32 (13k-26k
+        # parameters against Mamba's 272-448) and 1000 steps to fit the CPU budget: measured 0.09-0.25 s per
+        # Transformer step and 2-6 s per training-set evaluation, 1 thread, on the busy 2-core machine.
+        "cpu-hours": _task(
+            Table1,
+            vocab_size=16,
+            seq_lens=[128],
+            num_keys=[1, 4],
+            target="masked",
+            train_size=2048,
+            test_size=512,
+            steps=1000,
+            eval_every=100,
+            early_stop="train_plateau",
+            patience=4,
+            min_delta=0.002,
+            mamba_lr=1e-2,
+            tf_lr=1e-3,
+            tf_d_model=32,
+            tf_heads=2,
+            conv_width=4,
+            models=["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope", "tf1_pair"],
+            seeds=3,
+        ),
+    },
+    # Interaction: the step-through window (Fig. 4 view) and the live explorer.
+    "ch1.view": {
+        "ci": View(window=48, explorer_steps=400),
+        "paper": View(window=96, explorer_steps=2000),
+    },
+}
+
+
+def _size_matched(table1: Table1) -> Table1:
+    """A ``ch1.table1`` entry with its row-3 Transformer size-matched to the Mamba (issue 31: the paper compares
+    "similar model sizes"): d_model 8 (1,168 / 1,184 parameters with conv width 2 / 4, against the Mamba's
+    1,056-1,408; at d_model 32 it has 13,952), both conv widths 2 and 4, that model alone where the entry lists its
+    models; everything else (task, training, early stopping, seeds) as Table 1's cells."""
+    models = None if table1.models is None else ["tf1_conv"]
+    return table1.replace(conv_width=None, tf_d_model=8, conv_widths=[2, 4], models=models)
+
+
+# Table 1 row 3 size-matched, in every preset of ch1.table1 (about 1-2 CPU-minutes per cpu-hours cell).
+EXPERIMENTS["ch1.table1_matched"] = {preset: _size_matched(e) for preset, e in EXPERIMENTS["ch1.table1"].items()}
+
+
+# App. B, Fig. 7 where the paper's sentence has a matrix to compare (issue 31): the full Mamba LM of ch1.full_mamba
+# over the fixed doubled one-hot embedding of §2.2 (E[v] = [e_v; e_v], d_model = 2|V|, frozen, so that the mixer reads
+# a token as the simplified model does) with an untied, learned output layer, trained a fixed 2000 steps past 100 %
+# training accuracy (the tied run stopped at 100 steps). Claim 000/Fig7-full reads its 3 seeds (runner
+# ch1_cpu_hours, part full_onehot).
+def _full_onehot(sizes: FullMamba, past: int) -> FullMamba:
+    return sizes.replace(
+        d_model=2 * sizes.vocab_size, embedding="doubled_one_hot", steps=max(sizes.steps, 2000), steps_past_target=past
+    )
+
+
+EXPERIMENTS["ch1.full_onehot"] = {
+    preset: _full_onehot(EXPERIMENTS["ch1.full_mamba"][preset], 200 if preset == "ci" else 2000)
+    for preset in EXPERIMENTS["ch1.full_mamba"]
+}

@@ -1,0 +1,261 @@
+"""The bundles of Chapter 1's cpu-hours runner (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`): :func:`write_bundles`
+aggregates the finished jobs of each part over seeds (mean and 95 % Student-t interval) into its
+``results/ch1_<part>_<preset>.json``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from mamba_recall.paths import BUILD_DIR
+from mamba_recall.presets import experiment
+from mamba_recall.runstore import aggregate, finished_status, save_grid_bundle
+from mamba_recall.train.latest_value import FULL_NAME, ONEHOT_NAME
+from .cpu_hours_jobs import (
+    FULL_EXPERIMENT,
+    FULL_PARTS,
+    MATCHED_EXPERIMENT,
+    MODELS,
+    MODELS_EXPERIMENT,
+    ONEHOT_EXPERIMENT,
+    PARTS,
+    PROBE_METRICS,
+    RUNNER,
+    WO_CLAIM,
+    WO_EXPERIMENT,
+    check_parts,
+    jobs_for,
+)
+
+
+def _claims_table(runs: list[dict]) -> tuple[pd.DataFrame, dict]:
+    """Per claim: the seeds' stored measurements (bundle data) and one row per (claim, number) with its mean,
+    95 % interval and per-seed values (the combination of :func:`~mamba_recall.claims.core.across_seeds`)."""
+
+    stored, rows = {}, []
+    by_model: dict[str, list[dict]] = {}
+    for r in runs:
+        by_model.setdefault(r["config"]["model"], []).append(r)
+    for model, recs in sorted(by_model.items()):
+        recs = sorted(recs, key=lambda r: r["seed"])
+        for cid in recs[0]["result"]["measurements"]:
+            records = [r["result"]["measurements"][cid] for r in recs]
+            names = [f"{model} seed {r['seed']}" for r in recs]
+            stored[cid] = {"model": model, "names": names, "records": records}
+            if any("not_run" in d for d in records):
+                rows.append(dict(claim=cid, model=model, metric="(not run)", n_seeds=len(recs)))
+                continue
+            rows += _claim_rows(cid, model, records, names)
+    return pd.DataFrame(rows), stored
+
+
+def _claim_rows(cid: str, model: str, records: list[dict], names: list[str]) -> list[dict]:
+    """One row per number of claim ``cid`` on ``model``'s per-seed ``records``: its mean over the seeds, 95 % interval
+    and per-seed values, combined by :func:`~mamba_recall.claims.core.across_seeds`."""
+    from mamba_recall.claims.core import across_seeds, measurement_from_record
+
+    m = across_seeds([measurement_from_record(d) for d in records], names)
+    return [
+        dict(
+            claim=cid,
+            model=model,
+            metric=k,
+            mean=float(v),
+            ci_low=m.intervals.get(k, (float("nan"), float("nan")))[0],
+            ci_high=m.intervals.get(k, (float("nan"), float("nan")))[1],
+            per_seed=" ".join(f"{float(x):.4g}" for x in m.per_seed[k]),
+            n_seeds=len(records),
+        )
+        for k, v in m.values.items()
+    ]
+
+
+def _write(name, data, config, tables, log, directory):
+    command = f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset {config['preset']} --allow-long"
+    return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
+
+
+def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
+    """``ch1_wo_<preset>``: per target the accuracies and the 000/Fig7 numbers (mean, interval over seeds), every
+    model's record of 000/Fig7 (``measurements``: both targets' seeds together, the claim's evidence, read by
+    :func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.check_over_seeds`) and the learned matrices (table ``W_o``: target, seed,
+    row, col, value)."""
+    runs = sorted(runs, key=lambda r: (r["config"]["sizes"]["target"], r["seed"]))
+    models = aggregate(
+        [dict(r, config={"model": r["config"]["model"]}) for r in runs],
+        by=["model"],
+        metrics=["test_accuracy", "train_accuracy", "steps_run"],
+    )
+    claims, _ = _claims_table(runs)  # per target
+    records = [r["result"]["measurements"][WO_CLAIM] for r in runs]
+    names = [f"{r['config']['sizes']['target']} targets seed {r['seed']}" for r in runs]
+    stored = {WO_CLAIM: {"model": "wo", "names": names, "records": records}}
+    if not any("not_run" in d for d in records):
+        both = pd.DataFrame(_claim_rows(WO_CLAIM, "both targets", records, names))
+        claims = pd.concat([claims, both], ignore_index=True)
+    matrices = pd.DataFrame(
+        [
+            {"target": r["config"]["sizes"]["target"], "seed": r["seed"], "row": a, "col": c, "value": x}
+            for r in runs
+            for a, row in enumerate(r["result"]["W_o"])
+            for c, x in enumerate(row)
+        ]
+    )
+    data.update(
+        measurements=stored,
+        checkpoints={n: r["result"]["checkpoint"] for n, r in zip(names, runs)},
+        aggregation="000/Fig7 over every model of both targets (claims.core.across_seeds); per target in table claims",
+    )
+    config = {"preset": preset, "smoke": smoke, "sizes": experiment("ch1.wo", preset, smoke=smoke)}
+    tables = {"models": models, "claims": claims, "W_o": matrices}
+    return _write(f"ch1_wo_{preset}{suffix}", data, config, tables, log, directory)
+
+
+def _full_bundle(
+    runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory, part: str = FULL_NAME
+) -> Path:
+    """``ch1_<part>_<preset>`` (``part``: full_mamba or full_onehot): per-seed accuracies (mean, interval), the 000/Fig7-full records per seed and
+    their combination over seeds (``measurements``, read by :func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.check_over_seeds`),
+    and the readout matrices W_o^full at the end and at initialisation (table ``readout``: seed, stage, row a =
+    the logit's token, col = j·|V| + v for token v at lag 1 (j = 0, previous) or lag 0 (j = 1, current), value)."""
+    models = aggregate(
+        [dict(r, config={"model": part}) for r in runs],
+        by=["model"],
+        metrics=["test_accuracy", "train_accuracy", "steps_run"],
+    )
+    claims, stored = _claims_table(runs)
+    readout = pd.DataFrame(
+        [
+            {"seed": r["seed"], "stage": stage, "row": a, "col": c, "value": x}
+            for r in sorted(runs, key=lambda r: r["seed"])
+            for stage, key in (("trained", "readout"), ("init", "readout_init"))
+            for a, row in enumerate(r["result"][key])
+            for c, x in enumerate(row)
+        ]
+    )
+    data.update(
+        measurements=stored,
+        checkpoints={f"{part} seed {r['seed']}": r["result"]["checkpoint"] for r in runs},
+        aggregation="per claim: mean over seeds with a 95 % t-interval (claims.core.across_seeds)",
+        readout_note="W_o^full = [R U_1 | R U_0] (|V| × 2|V|): the full model's readout in the paper's (previous, "
+        "current) token coordinates (analysis.full_mamba_readout.pair_readout)",
+    )
+    config = {
+        "preset": preset,
+        "smoke": smoke,
+        "sizes": experiment(FULL_PARTS[part], preset, smoke=smoke),
+        "runner": RUNNER,
+    }
+    tables = {"models": models, "claims": claims, "readout": readout}
+    command = f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset {preset} --parts {part} --allow-long"
+    return save_grid_bundle(
+        f"ch1_{part}_{preset}{suffix}", data, config, command=command, tables=tables, directory=directory, log=log
+    )
+
+
+def write_bundles(
+    preset: str = "cpu-hours",
+    *,
+    store=None,
+    smoke: bool = False,
+    log=print,
+    directory: Path | None = None,
+    parts=None,
+) -> list[Path]:
+    """Aggregate the finished jobs of ``parts`` (default all) into ``results/ch1_mechanism_<preset>.json``,
+    ``results/ch1_table1_<preset>.json`` and ``results/ch1_full_mamba_<preset>.json`` (a smoke run: ``_smoke``
+    appended, written under ``_build/smoke/results`` unless ``directory`` is given); each says whether it is
+    complete. A part with no finished job writes nothing."""
+    if directory is None and smoke:
+        directory = BUILD_DIR / "smoke" / "results"
+    parts = check_parts(parts)
+    jobs = jobs_for(preset, smoke, parts)
+    suffix = "_smoke" if smoke else ""
+    paths = []
+    for experiment_name in [PARTS[p] for p in PARTS if p in parts]:
+        mine = [j for j in jobs if j["experiment"] == experiment_name]
+        runs, data = finished_status(mine, store, preset=preset, log=log)
+        if not runs:
+            continue
+        if experiment_name in (FULL_EXPERIMENT, ONEHOT_EXPERIMENT):
+            part = FULL_NAME if experiment_name == FULL_EXPERIMENT else ONEHOT_NAME
+            paths.append(_full_bundle(runs, data, preset, smoke, suffix, log, directory, part))
+        elif experiment_name == WO_EXPERIMENT:
+            paths.append(_wo_bundle(runs, data, preset, smoke, suffix, log, directory))
+        elif experiment_name == MODELS_EXPERIMENT:
+            paths.append(_mechanism_bundle(runs, data, preset, smoke, suffix, log, directory))
+        else:  # Table 1 (and its size-matched row 3)
+            paths.append(_table1_bundle(runs, data, preset, smoke, suffix, log, directory, experiment_name))
+    return paths
+
+
+def _mechanism_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
+    """``ch1_mechanism_<preset>``: per model the accuracies (mean, interval over seeds), per claim the seeds'
+    stored measurements and their combination (table ``claims``), and our causal probe on the |K| = 1 models
+    (table ``probe``)."""
+    models = aggregate(
+        [dict(r, config={"model": r["config"]["model"]}) for r in runs],
+        by=["model"],
+        metrics=["test_accuracy", "train_accuracy", "steps_run"],
+    )
+    k1 = [dict(r, config={"model": "k1"}) for r in runs if r["config"]["model"] == "k1"]
+    probe = aggregate(k1, by=["model"], metrics=list(PROBE_METRICS)) if k1 else pd.DataFrame()
+    claims, stored = _claims_table(runs)
+    data.update(
+        measurements=stored,
+        checkpoints={f"{r['config']['model']} seed {r['seed']}": r["result"]["checkpoint"] for r in runs},
+        aggregation="per model and claim: mean over seeds with a 95 % t-interval (claims.core.across_seeds)",
+        probe_note="our causal probe, not a claim of the paper: the forgetting factor set to 1 at noise pairs",
+    )
+    config = {
+        "preset": preset,
+        "smoke": smoke,
+        "sizes": {m: experiment(f"ch1.{m}", preset, smoke=smoke) for m in MODELS},
+        "runner": RUNNER,
+    }
+    tables = {"models": models, "claims": claims, "probe": probe}
+    return _write(f"ch1_mechanism_{preset}{suffix}", data, config, tables, log, directory)
+
+
+def _table1_bundle(
+    runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory, experiment_name: str
+) -> Path:
+    """``ch1_table1_<preset>`` (or ``ch1_table1_matched_<preset>``, the size-matched row 3, by ``experiment_name``):
+    per cell the mean held-out accuracy over seeds with its interval and the paper's number (table ``accuracy``),
+    and every run (table ``runs``)."""
+    from mamba_recall.train.table1 import LABELS, PAPER_TABLE1
+
+    matched = experiment_name == MATCHED_EXPERIMENT
+    keys = ("model", "conv_width", "T", "kappa") if matched else ("model", "T", "kappa")
+
+    def cell(r):  # the run's cell: its config's keys, the conv width from its sizes
+        return {k: r["config"]["sizes"][k] if k == "conv_width" else r["config"][k] for k in keys}
+
+    per_run = pd.DataFrame(
+        [
+            {
+                "seed": r["seed"],
+                **{k: r["result"][k] for k in ("model", "label", "T", "kappa", "accuracy", "paper")},
+                **({"conv_width": r["config"]["sizes"]["conv_width"]} if matched else {}),
+                **{k: r["result"].get(k) for k in ("train_accuracy", "stopped", "steps_run", "params")},
+                "seconds": r["result"]["seconds"],
+            }
+            for r in sorted(runs, key=lambda r: (*cell(r).values(), r["seed"]))
+        ]
+    )
+    # train_accuracy exists where the cells stop on the training set (cpu-hours' train_plateau), not at paper
+    plateau = all(r["result"].get("train_accuracy") is not None for r in runs)
+    cells = aggregate(
+        [dict(r, config=cell(r)) for r in runs],
+        by=list(keys),
+        metrics=["accuracy", "train_accuracy", "steps_run"] if plateau else ["accuracy", "steps_run"],
+    )
+    cells.insert(1, "label", [LABELS[m] for m in cells["model"]])
+    cells["accuracy"] = cells["accuracy_mean"]  # the column the Table 1 claims read (the mean over seeds)
+    cells["paper"] = [PAPER_TABLE1.get(m, {}).get((t, k)) for m, t, k in zip(cells.model, cells["T"], cells.kappa)]
+    data["aggregation"] = "held-out query accuracy per run; mean over seeds with a 95 % t-interval per cell"
+    stem, sizes_name = ("ch1_table1_matched", "ch1.table1_matched") if matched else ("ch1_table1", "ch1.table1")
+    config = {"preset": preset, "smoke": smoke, "sizes": experiment(sizes_name, preset, smoke=smoke)}
+    tables = {"accuracy": cells, "runs": per_run}
+    return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory)

@@ -1,0 +1,273 @@
+"""The grid of Chapter 1's cpu-hours runner (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) and its job functions:
+the run-store experiments and parts, :func:`jobs_for` (one job per config and seed), the checkpoints, and
+:func:`run_job` (a model job, a Table 1 cell, a full-Mamba job or a learned-W_o job), which the runner's
+``RUNNER`` string names at ``mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours:run_job``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mamba_recall.analysis.forgetting_probe import noise_forgetting_probe
+from .. import claims as ch1
+from ..claims.seeds import FULL_CLAIM, measure_model
+from mamba_recall.paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
+from mamba_recall.presets import experiment
+from mamba_recall.runstore import make_job
+from mamba_recall.train.latest_value import FULL_NAME, ONEHOT_NAME, build_full_model, held_out_accuracy
+
+MODELS_EXPERIMENT = "ch1.cpu_hours_models"
+TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
+FULL_EXPERIMENT = "ch1.cpu_hours_full_mamba"
+WO_EXPERIMENT = "ch1.cpu_hours_wo"
+MATCHED_EXPERIMENT = "ch1.cpu_hours_table1_matched"
+ONEHOT_EXPERIMENT = "ch1.cpu_hours_full_onehot"
+#: the runner's parts (``--parts``): name → run-store experiment
+PARTS = {
+    "models": MODELS_EXPERIMENT,
+    "table1": TABLE_EXPERIMENT,
+    "full_mamba": FULL_EXPERIMENT,
+    "wo": WO_EXPERIMENT,
+    "table1_matched": MATCHED_EXPERIMENT,
+    "full_onehot": ONEHOT_EXPERIMENT,
+}
+WO_CLAIM = "000/Fig7"
+#: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
+FULL_PARTS = {FULL_NAME: "ch1.full_mamba", ONEHOT_NAME: "ch1.full_onehot"}
+RUNNER = "mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours:run_job"
+MODELS = ("k1", "k2", "k4")
+PROBE_METRICS = (
+    "probe_accuracy_before",
+    "probe_accuracy_after",
+    "probe_margin_positive_before",
+    "probe_margin_positive_after",
+    "probe_accuracy_no_write_erase",
+)
+CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
+SMOKE_CHECKPOINT_DIR = BUILD_DIR / "smoke" / "checkpoints"  # a smoke run never writes into results/
+
+
+def _sizes(name: str, preset: str, smoke: bool) -> dict:
+    sizes = experiment(name, preset, smoke=smoke)
+    if "seeds" not in sizes:
+        raise ValueError(
+            f"{name} at preset {preset!r} has no 'seeds': this runner runs the entries that declare seeds (every "
+            "cpu-hours one; at paper, Table 1 and the full Mamba LM; the simplified models' cpu-hours entries are at "
+            "the paper's settings)."
+        )
+    return sizes
+
+
+def check_parts(parts) -> tuple[str, ...]:
+    """The parts to run or aggregate: ``parts`` as a tuple, or every part of :data:`PARTS` for None; an unknown
+    or empty selection raises ``ValueError``."""
+    parts = tuple(PARTS) if parts is None else tuple(parts)
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown or not parts:
+        raise ValueError(f"parts={list(parts)}: name one or more of {list(PARTS)} (or None for all).")
+    return parts
+
+
+def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list[dict]:
+    """Every job of the preset's ``parts`` (default all, :data:`PARTS`): the models (k1, k2, k4 × seeds), then the
+    Table 1 cells (T × κ × model × seeds), then the full Mamba LM (× seeds). A part's jobs do not depend on which
+    other parts are picked (the run store's keys are the same)."""
+    parts = check_parts(parts)
+    jobs = []
+    if "models" in parts:
+        for name in MODELS:
+            sizes = _sizes(f"ch1.{name}", preset, smoke)
+            config = {"kind": "model", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
+            jobs += [make_job(MODELS_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    if "table1" in parts:
+        jobs += _table_jobs(preset, smoke)
+    if "full_mamba" in parts:
+        sizes = _sizes("ch1.full_mamba", preset, smoke)
+        config = {"kind": FULL_NAME, "model": FULL_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
+        jobs += [make_job(FULL_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    if "full_onehot" in parts:
+        sizes = _sizes("ch1.full_onehot", preset, smoke)
+        config = {"kind": FULL_NAME, "model": ONEHOT_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
+        jobs += [make_job(ONEHOT_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    if "table1_matched" in parts:
+        base = _sizes("ch1.table1_matched", preset, smoke)
+        for width in base["conv_widths"]:
+            sizes = {**{k: v for k, v in base.items() if k != "conv_widths"}, "conv_width": width}
+            jobs += _table_jobs(preset, smoke, sizes, MATCHED_EXPERIMENT)
+    if "wo" in parts:
+        base = _sizes("ch1.wo", preset, smoke)
+        for target in base["targets"]:
+            sizes = {**{k: v for k, v in base.items() if k != "targets"}, "target": target}
+            config = {"kind": "wo", "model": f"wo_{target}", "preset": preset, "smoke": smoke, "sizes": sizes}
+            jobs += [make_job(WO_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
+    return jobs
+
+
+def _table_jobs(preset: str, smoke: bool, table: dict | None = None, experiment_name: str = TABLE_EXPERIMENT):
+    jobs = []
+    table = table or _sizes("ch1.table1", preset, smoke)
+    for T in table["seq_lens"]:
+        for kappa in table["num_keys"]:
+            for model in table["models"]:
+                config = {
+                    "kind": "table1",
+                    "model": model,
+                    "T": T,
+                    "kappa": kappa,
+                    "preset": preset,
+                    "smoke": smoke,
+                    "sizes": table,
+                }
+                jobs += [make_job(experiment_name, config, s) for s in range(table["seeds"])]
+    return jobs
+
+
+# ---------------------------------------------------------------------------------------------- jobs
+def checkpoint_path(name: str, preset: str, seed: int, smoke: bool = False) -> Path:
+    """``results/checkpoints/ch1_<name>_<preset>_seed<s>.pt`` (a smoke run: under ``_build/smoke/checkpoints``)."""
+    from mamba_recall.results import checkpoint_file
+
+    folder = SMOKE_CHECKPOINT_DIR if smoke else CHECKPOINT_DIR
+    return checkpoint_file("ch1", name, f"{preset}{'_smoke' if smoke else ''}_seed{seed}", folder)
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False):
+    """``(model, sidecar)`` of one seed's checkpoint (its sha256 checked)."""
+    from mamba_recall.results import read_checkpoint
+    from mamba_recall.train.latest_value import build_model
+
+    path = checkpoint_path(name, preset, seed, smoke)
+    state, meta = read_checkpoint(
+        path,
+        regenerate=f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset {preset} --allow-long",
+    )
+    model = build_full_model(meta["config"], seed) if name in FULL_PARTS else build_model(meta["config"], seed)
+    model.load_state_dict(state)
+    return model.eval(), meta
+
+
+def _train_and_save(config: dict, seed: int, command: str, **train_kw):
+    """Train the job's model (:func:`~mamba_recall.train.latest_value.train_recall`, ``train_kw`` passed on), save
+    its checkpoint with its sidecar ``meta`` (what the claims' measurements read) and ``command`` as its regenerate
+    line → (the training's result, ``meta``, the job result's common fields: accuracies, training length, checkpoint
+    and its sha256)."""
+    import hashlib
+
+    from mamba_recall.results import save_checkpoint
+    from mamba_recall.train.latest_value import train_recall
+
+    name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
+    tr = train_recall(sizes, seed=seed, device="cpu", **train_kw)
+    path = checkpoint_path(name, preset, seed, smoke)
+    meta = {
+        "name": name,
+        "preset": preset,
+        "seed": seed,
+        "config": sizes,
+        "device": "cpu",
+        "test_query_accuracy": tr.test_accuracy,
+        "train_query_accuracy": tr.train_accuracy,
+        "steps_run": tr.result.steps_run,
+        "stopped_early": tr.result.stopped_early,
+        "checkpoint": _relative(path),
+    }
+    state = {k: v.detach().cpu() for k, v in tr.model.state_dict().items()}
+    path = save_checkpoint(path, state, meta, command=command, device="cpu", wall_seconds=tr.result.seconds)
+    meta["checkpoint"] = _relative(path)
+    result = {
+        "test_accuracy": tr.test_accuracy,
+        "train_accuracy": tr.train_accuracy,
+        "steps_run": tr.result.steps_run,
+        "stopped_early": tr.result.stopped_early,
+        "train_seconds": tr.result.seconds,
+        "checkpoint": meta["checkpoint"],
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    }
+    return tr, meta, result
+
+
+def run_model_job(config: dict, seed: int) -> dict:
+    """Train one model of ``config["model"]`` (k1, k2, k4) at one seed, save its checkpoint, measure its claims."""
+    from mamba_recall.tasks.latest_value import latest_value_batch
+
+    name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
+    command = f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset {preset} --allow-long"
+    tr, meta, result = _train_and_save(config, seed, command)
+    result["measurements"] = measure_model(name, tr.model, meta, sizes, tr.test_set, tr.test_accuracy, seed, smoke)
+    if name == "k1":
+        held = latest_value_batch(
+            sizes["n_probe"], sizes["vocab_size"], 1, sizes["seq_len"], sizes["max_noise"], seed=1000 + seed
+        )
+        result.update(noise_forgetting_probe(tr.model, held))
+    return result
+
+
+def run_table_job(config: dict, seed: int) -> dict:
+    """One Table 1 cell (model, T, κ) at one seed (:func:`~mamba_recall.train.table1.run_cell`)."""
+    from mamba_recall.train.table1 import run_cell
+
+    return run_cell(config["model"], config["T"], config["kappa"], config["sizes"], seed=seed, device="cpu")
+
+
+def run_full_job(config: dict, seed: int) -> dict:
+    r"""App. B, Fig. 7 on the full Mamba LM, one seed: train it on the ``ch1.k1`` task as
+    :func:`~mamba_recall.train.latest_value.train_recall` trains the simplified model (the same training / held-out sets of this seed, AdamW without weight
+    decay, constant lr, until 100 % training-set query accuracy or ``steps``), save its checkpoint, and measure
+    claim 000/Fig7-full: the readout W_o^full = [R U_1 | R U_0] ∈ R^{|V| × 2|V|} in the paper's (previous token,
+    current token) coordinates (:mod:`~mamba_recall.analysis.full_mamba_readout`) against [−I I], at the end and at
+    initialisation (the same seed's untrained model). Returns the accuracies, the training length, the claim's record
+    and both matrices (``readout``, ``readout_init``: |V| lists of 2|V| floats)."""
+    import copy
+
+    from mamba_recall.analysis.full_mamba_readout import pair_readout
+    from mamba_recall.claims import NotRun, get, measurement_record
+
+    preset, smoke, sizes = config["preset"], config["smoke"], config["sizes"]
+    model = build_full_model(sizes, seed)
+    init = copy.deepcopy(model).eval()
+    part = config["model"]  # full_mamba or full_onehot: the part, the checkpoint's name
+    command = f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset {preset} --parts {part} --allow-long"
+    _, meta, result = _train_and_save(config, seed, command, model=model, desc=f"ch1 {part}")
+    try:
+        record = measurement_record(get(FULL_CLAIM).measure(model, meta, init, held_out_accuracy(init, sizes, seed)))
+        record["evidence"]["smoke"] = bool(smoke)
+    except NotRun as exc:
+        record = {"not_run": str(exc)}
+    return {
+        **result,
+        "measurements": {FULL_CLAIM: record},
+        "readout": pair_readout(model).tolist(),
+        "readout_init": pair_readout(init).tolist(),
+    }
+
+
+def run_wo_job(config: dict, seed: int) -> dict:
+    """App. B, Fig. 7 on the simplified model with a learned unembedding W_o (``ch1.wo``), one target and seed: train
+    it (:func:`~mamba_recall.train.latest_value.train_recall`), save its checkpoint, and measure claim 000/Fig7 on
+    its W_o, with the same seed's W_o at initialisation as the null (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.measure_fig7`)."""
+    from mamba_recall.claims import measurement_record
+
+    command = f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset {config['preset']} --parts wo --allow-long"
+    tr, meta, result = _train_and_save(config, seed, command)
+    record = measurement_record(ch1.measure_fig7(tr.model.W_o.detach(), meta))
+    record["evidence"]["smoke"] = bool(config["smoke"])
+    return {**result, "measurements": {WO_CLAIM: record}, "W_o": tr.model.W_o.detach().tolist()}
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """The run store's job function: a model job, a Table 1 cell, a full-Mamba job or a learned-W_o job."""
+    if config["kind"] == "model":
+        return run_model_job(config, seed)
+    if config["kind"] == "table1":
+        return run_table_job(config, seed)
+    if config["kind"] == FULL_NAME:
+        return run_full_job(config, seed)
+    if config["kind"] == "wo":
+        return run_wo_job(config, seed)
+    raise ValueError(f"unknown job kind {config['kind']!r}; jobs come from jobs_for().")

@@ -1,0 +1,99 @@
+"""Chapter 1: train the simplified Mamba of paper 000 on the latest-value MQAR and save the checkpoints.
+
+``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset paper`` trains the paper-size models with
+:func:`~mamba_recall.train.latest_value.train_recall` and writes ``results/checkpoints/ch1_<name>_<preset>.pt``
+with a JSON sidecar (config, sha256, accuracy, device) plus the bundle ``results/ch1_checkpoints.json``. The
+models, their data, the training recipe and the checkpoints' loaders (:func:`~mamba_recall.train.latest_value.
+load_checkpoint`, :func:`~mamba_recall.train.latest_value.load_or_train`, what the notebooks call) are in
+:mod:`mamba_recall.train.latest_value`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from mamba_recall import results
+from mamba_recall.paths import RESULTS_DIR
+from mamba_recall.results import command_provenance
+from mamba_recall.train.latest_value import Trained, checkpoint_path, train_recall
+
+MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
+
+
+def save_checkpoint(trained: Trained, name: str, preset: str, device: str, seed: int) -> Path:
+    """``results/checkpoints/ch1_<name>_<preset>.pt`` (the state dict) and its sidecar (see ``results``)."""
+    state = {k: v.detach().cpu() for k, v in trained.model.state_dict().items()}
+    sidecar = {
+        "name": name,
+        "preset": preset,
+        "seed": seed,
+        "config": trained.sizes,
+        "device": device,
+        "test_query_accuracy": trained.test_accuracy,
+        "train_query_accuracy": trained.train_accuracy,
+        "steps_run": trained.result.steps_run if trained.result else None,
+    }
+    return results.save_checkpoint(
+        checkpoint_path(name, preset),
+        state,
+        sidecar,
+        device=device,
+        command=f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset {preset} --only {name}",
+    )
+
+
+@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
+def main(argv=None):
+    from mamba_recall.presets import experiment
+    from mamba_recall.results import save_bundle
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="paper", choices=("ci", "paper"))
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", nargs="*", default=list(MODELS), choices=MODELS)
+    args = ap.parse_args(argv)
+    rows = {}
+    start = time.perf_counter()
+    for name in args.only:
+        sizes = experiment(f"ch1.{name}", args.preset)
+        t0 = time.perf_counter()
+        tr = train_recall(sizes, args.seed, args.device, progress=True)
+        path = save_checkpoint(tr, name, args.preset, args.device, args.seed)
+        rows[name] = {
+            "test_query_accuracy": tr.test_accuracy,
+            "train_query_accuracy": tr.train_accuracy,
+            "steps_run": tr.result.steps_run,
+            "seconds": time.perf_counter() - t0,
+            "checkpoint": str(path.relative_to(RESULTS_DIR.parent)),
+        }
+        print(name, rows[name], flush=True)
+    # A run of some models (--only) keeps the rows of the others that the committed bundle lists: the bundle always
+    # names every committed checkpoint of the preset (load_or_train stops on a listed one that is missing).
+    name = f"ch1_checkpoints_{args.preset}"
+    try:
+        kept = results.load_bundle(name).data["models"]
+    except results.BundleMissing:
+        kept = {}
+    rows = {**{m: r for m, r in kept.items() if m not in rows}, **rows}
+    names = [m for m in MODELS if m in rows]
+    save_bundle(
+        name,
+        {"models": {m: rows[m] for m in names}},
+        {
+            "preset": args.preset,
+            "seed": args.seed,
+            "sizes": {n: experiment(f"ch1.{n}", args.preset) for n in names},
+        },
+        command=f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset {args.preset} --device {args.device}"
+        + (f" --seed {args.seed}" if args.seed else "")
+        + ("" if names == list(MODELS) else " --only " + " ".join(names)),
+        device=args.device,
+        wall_seconds=time.perf_counter() - start,
+    )
+
+
+if __name__ == "__main__":
+    main()

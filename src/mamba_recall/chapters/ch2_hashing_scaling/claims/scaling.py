@@ -1,0 +1,548 @@
+"""Chapter 2, section 2.4 (``book/02_hashing_scaling/04_scaling.ipynb``): paper 002's scaling laws measured —
+§5.1's Fig. 6 (theory as a lower bound, trained against designed, the trained D–N trade-off, the full Mamba) and
+Fig. 12, §5.2's Fig. 7 (N_eff = ΛN), App. K's Tab. 10 (which components are needed), and App. D's phase
+transition and L-independence (not run here). The section's App. G claims (Figs. 10–11, Remarks 3 and 5) are in
+:mod:`.scaling_repetition`, kept apart for size.
+
+Each measurement sits above the claim it measures; the package (``ch2/__init__.py``) registers the claims.
+"""
+
+from __future__ import annotations
+
+from mamba_recall.claims.core import MIN_SEEDS, Claim, Control, Evidence, Measurement, NotRun, Rule, across_seeds, conds
+from ._common import (
+    _NEAR,
+    _SE_WHY,
+    PERFECT,
+    S_SCALING,
+    Z,
+    _bundle_ev,
+    _by_seed,
+    _n_near,
+    _nonincreasing,
+    chance_level,
+    se,
+    se_diff,
+)
+
+#: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
+#: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
+CLAIMS: list[Claim] = []
+
+
+# ---------------------------------------------------------------------- §5.1, Fig. 6(a, b): the theory as a lower bound
+def _grid_n(bundle, which: str) -> int:
+    cfg = bundle.config
+    return cfg["designed_n_seq"] if which == "designed" else cfg["n_eval"]
+
+
+def _fig6ab_values(pairs: list) -> dict:
+    """``pairs``: (measured N_f*, Eq. 77's N_f) for every (cell, level) where Eq. 77 predicts at least one fact."""
+    held = [m >= p for m, p in pairs]
+    return {"informative_pairs": len(pairs), "lower_bound_fraction": sum(held) / len(held) if held else 0.0}
+
+
+def measure_fig6ab(bundle=None) -> Measurement:
+    """§5.1's reading of the theory as a lower bound, on the strongest committed designed-capacity bundle
+    (``ch2_designed_capacity``; cpu-hours: V = 8192, 15 (D, N) cells, two accuracy levels): at each (cell, level) the
+    largest number of facts the designed Thm 2 circuit recalls at that accuracy (N_f*, bisection) against the number
+    Eq. 77 (Thm 3) promises at the same accuracy. A (cell, level) where Eq. 77 promises no fact at all (its accuracy
+    is below the level, down to below chance, at every N_f) bounds nothing and is left out. A ``ch2_scaling`` bundle
+    (the V = 64 grid) is not read: there Eq. 77 predicts below chance in most cells, so any model meets it. Null
+    control: a model that is always wrong (N_f* = 0 everywhere)."""
+    from mamba_recall.results import load_strongest_bundle
+
+    if bundle is None or "capacity" not in bundle.tables:
+        bundle = load_strongest_bundle("ch2_designed_capacity", log=lambda m: None)
+    cap, V = bundle.tables["capacity"], bundle.config["V"]
+    cap = cap[cap["readout"] == "values"] if "readout" in cap else cap
+    pairs, parts, excluded = [], [], 0
+    for _, r in cap.iterrows():
+        pred = r["eq77"]
+        if not pred == pred or pred < 1:  # Eq. 77 promises no fact at this accuracy: nothing to bound
+            excluded += 1
+            continue
+        pairs.append((int(r["Nf"]), int(pred)))
+        parts.append(f"({int(r['D'])}, {int(r['N'])}) at {r['level']:.0%}: {int(r['Nf'])} vs {int(pred)}")
+    values = _fig6ab_values(pairs)
+    return Measurement(
+        values,
+        f"V = {V}: facts recalled by the designed circuit vs Eq. 77's promise, per (D, N) and accuracy level: "
+        + "; ".join(parts)
+        + f" — measured ≥ Eq. 77 in {sum(m >= p for m, p in pairs)} of {len(pairs)}, measured / Eq. 77 from "
+        + (f"{min(m / p for m, p in pairs):.2f} to {max(m / p for m, p in pairs):.2f}" if pairs else "—")
+        + f"; {excluded} (cell, level) pairs where Eq. 77 promises no fact left out",
+        _bundle_ev(
+            bundle,
+            f"designed Thm 2 circuit, V = {V}, {len(set(zip(cap['D'], cap['N'])))} (D, N) cells × levels "
+            f"{sorted(set(cap['level']))}, {bundle.config['n_queries']} queries per evaluation",
+            seeds=0,
+            tier="exact",
+        ),
+        control=Control(
+            "null",
+            "a model that is always wrong (recalls no fact at any accuracy level)",
+            Measurement(
+                _fig6ab_values([(0, p) for _, p in pairs]),
+                "N_f* = 0 in every (cell, level)",
+                Evidence.exact("the same (cell, level) pairs"),
+            ),
+        ),
+    )
+
+
+CLAIMS += [
+    Claim(
+        "002/Fig6ab",
+        "the theory (Thm 3's Eq. 77, the analysis of the designed construction) is a lower bound on what the "
+        "construction recalls rather than a direct predictor: wherever it promises facts, the circuit recalls at least "
+        "as many",
+        "§5.1, Fig. 6 columns (a), (b)",
+        'no number given ("should be considered a lower bound rather than a direct predictor")',
+        Rule(
+            why="a lower bound holds wherever it promises something: at every (D, N) cell and accuracy level (50 %, 90 "
+            "%) where Eq. 77 promises at least one fact, the designed circuit recalls at least that many (N_f* by "
+            "bisection); 90 % of those is a partial bound. Changed in the verdict audit (issue 27), for the paper's "
+            "reason, not for our numbers: the earlier rule read the V = 64 ci grid, where Eq. 77 predicts below "
+            "chance in most cells, so a model that is always wrong met the 'bound' in 75 % of them; a cell where Eq. "
+            "77 promises nothing bounds nothing and is left out, the strongest committed evidence (the V = 8192 "
+            "designed-capacity bundle) is read, and an always-wrong model is the null control. The sentence gives the "
+            "construction as the theory's reason for being a lower bound (a construction 'not necessarily optimal "
+            "compared to the trained variant'): its trained half is 002/Fig6bc. Eq. 77 is Thm 3 itself; column (a) "
+            "plots its limit Eq. 15, whose printed constant is a separate claim (002/Eq15)",
+            reproduced=conds(("lower_bound_fraction", ">=", 1.0)),
+            partially=conds(("lower_bound_fraction", ">=", 0.9)),
+            testable=conds(("informative_pairs", ">=", 1)),
+            untestable_why="Eq. 77 promises no fact at any cell and level of the bundle: there is no bound to test",
+        ),
+        measure_fig6ab,
+        S_SCALING,
+    ),
+]
+
+
+# ------------------------------------------------------------------------- §5.1, Fig. 6(b, c): trained against designed
+def measure_fig6bc(bundle) -> Measurement:
+    """Trained simplified (max over seeds) against the designed circuit (full readout, as for trained models)."""
+    g = bundle.tables["grid"]
+    tol = Z * g["Nf"].map(lambda nf: se_diff(_grid_n(bundle, "trained") * nf, _grid_n(bundle, "designed") * nf))
+    frac = float((g["trained"] >= g["designed_full"] - tol).mean())
+    chance = g.apply(lambda r: chance_level(r["V"], r["Nf"], r["L"]), axis=1)
+    null = float((chance >= g["designed_full"] - tol).mean())
+    return Measurement(
+        {"trained_ge_designed_fraction": frac},
+        f"trained ≥ designed − 3 s.e. in {frac:.0%} of {len(g)} cells",
+        _bundle_ev(
+            bundle, f"{len(g)} cells, max over {bundle.config['seeds']} seed(s), {bundle.config['steps']} steps"
+        ),
+        control=Control(
+            "null",
+            "a model at the generator's chance level (a random context value) in every cell",
+            Measurement(
+                {"trained_ge_designed_fraction": null},
+                f"chance ≥ designed − 3 s.e. in {null:.0%} of the cells",
+                Evidence(
+                    "ci", "cpu", MIN_SEEDS, "the generator's chance level (deterministic, stands for any seed)", "live"
+                ),
+                intervals={"trained_ge_designed_fraction": (null, null)},
+            ),
+        ),
+    )
+
+
+CLAIMS += [
+    Claim(
+        "002/Fig6bc",
+        "trained models recall at least as well as the designed construction",
+        '§5.1 ("not necessarily optimal compared to the trained variant"), Fig. 6 columns (b), (c)',
+        "no number given",
+        Rule(
+            why=f"at least as well in every cell, up to {_SE_WHY}; a majority of cells is partial",
+            reproduced=conds(("trained_ge_designed_fraction", ">=", 1.0)),
+            partially=conds(("trained_ge_designed_fraction", ">=", 0.5)),
+            trained=True,
+        ),
+        measure_fig6bc,
+        S_SCALING,
+    ),
+]
+
+
+# --------------------------------------------------------------------------- §5.1, Fig. 6(c): the trained D-N trade-off
+def measure_fig6c(bundle) -> Measurement:
+    """Fig. 6(c): N_90(D) of the trained simplified model in each regime; the trade-off needs N_90 defined
+    for at least two D to say anything."""
+    g = bundle.tables["grid"]
+    shown, defined, mono = [], [], True
+    for regime, r in g.groupby("regime", sort=False):
+        piv = r.pivot(index="D", columns="N", values="trained")
+        n90 = _n_near(piv)
+        defined.append(sum(v is not None for v in n90.values()))
+        mono &= _nonincreasing(list(n90.values()))
+        shown.append(f"{regime}: N_90(D) = {n90}")
+    return Measurement(
+        {"defined_n90": min(defined), "n90_nonincreasing": mono},
+        "; ".join(shown),
+        _bundle_ev(
+            bundle, f"{len(g)} cells, max over {bundle.config['seeds']} seed(s), {bundle.config['steps']} steps"
+        ),
+    )
+
+
+def _reference_cells(bundle=None):
+    """The authors' reference grid (``ch2_reference_grid``): the given bundle, else the strongest committed one
+    (cpu-hours over ci, :func:`~mamba_recall.results.load_strongest_bundle`)."""
+    if bundle is None:
+        from mamba_recall.results import load_strongest_bundle
+
+        bundle = load_strongest_bundle("ch2_reference_grid", log=lambda m: None)
+    return bundle, bundle.tables["cells"]
+
+
+def measure_fig6c_reference(bundle=None) -> Measurement:
+    """Fig. 6(c) on the authors' reference grid at their settings (V = 512, L = 64, N_f = 16, batch 32, 2000 steps):
+    N_90(D) of each seed's grid (a :class:`Measurement` per seed), combined by
+    :func:`~mamba_recall.claims.core.across_seeds`; N_90(D) of the mean grid and the crossing cells' 95 % intervals
+    over seeds are shown beside it."""
+    import dataclasses
+
+    bundle, t = _reference_cells(bundle)
+    seeds = int(t["n_seeds"].min())
+    cfg = bundle.config["sizes"]
+    ev = _bundle_ev(
+        bundle,
+        f"{len(t)} (D, N) cells, batch {cfg['batch']}, ≤ {cfg['steps']} steps, {cfg['n_eval']} validation sequences",
+        seeds=1,
+    )
+    chance = chance_level(cfg["V"], cfg["Nf"], cfg["L"])
+    acc = t.assign(v=t["best_accuracy_per_seed"].map(lambda s: [float(x) for x in str(s).split()]))
+    per_seed = []
+    for i in range(seeds):
+        n = _n_near(acc.assign(a=acc["v"].map(lambda v: v[i])).pivot(index="D", columns="N", values="a").sort_index())
+        per_seed.append(
+            Measurement(
+                {
+                    "defined_n90": sum(v is not None for v in n.values()),
+                    "n90_nonincreasing": _nonincreasing(list(n.values())),
+                },
+                f"N_90(D) = {n}",
+                ev,
+                control=Control(
+                    "null",
+                    f"a model at the generator's chance level ({chance:.4f}) in every cell",
+                    Measurement(
+                        {"defined_n90": 0, "n90_nonincreasing": True},
+                        "no cell reaches 0.9",
+                        Evidence.exact("the generator's chance level"),
+                    ),
+                ),
+            )
+        )
+    m = across_seeds(per_seed, [f"seed {i}" for i in range(seeds)])
+    n90 = _n_near(t.pivot(index="D", columns="N", values="best_accuracy_mean").sort_index())
+    crossing = []
+    for D, n in n90.items():  # the cell at N_90(D) and the one before it: where the 0.9 line is crossed
+        row = t[t["D"] == D].sort_values("N")
+        Ns = list(row["N"])
+        at = Ns.index(n) if n is not None else len(Ns)
+        for _, r in row.iloc[max(0, at - 1) : at + 1].iterrows():
+            if r["best_accuracy_ci_low"] == r["best_accuracy_ci_low"]:
+                crossing.append(
+                    f"D={int(r['D'])}, N={int(r['N'])}: [{r['best_accuracy_ci_low']:.3f}, {r['best_accuracy_ci_high']:.3f}]"
+                )
+    mono = sum(m.per_seed["n90_nonincreasing"])
+    shown = (
+        f"reference grid (V = {cfg['V']}, L = {cfg['L']}, N_f = {cfg['Nf']}): N_90(D) = {n90} from the mean over "
+        f"{seeds} seeds; N_90 non-increasing in {mono} of {seeds} seeds taken alone ({m.shown}); accuracy near the "
+        f"0.9 line, 95 % interval over seeds: {'; '.join(crossing)}"
+    )
+    return dataclasses.replace(m, shown=shown)
+
+
+def measure_fig6c_strongest(bundle=None) -> Measurement:
+    """Fig. 6(c) from the strongest committed evidence: the authors' reference grid (cpu-hours, else ci) when no
+    bundle or a reference-grid bundle is given; a ``ch2_scaling`` bundle (a ``grid`` table) reads as before."""
+    if bundle is not None and "grid" in bundle.tables:
+        return measure_fig6c(bundle)
+    return measure_fig6c_reference(bundle)
+
+
+CLAIMS += [
+    Claim(
+        "002/Fig6c",
+        "the trained simplified model shows the D–N trade-off: the minimal N for near-perfect recall falls as D grows",
+        "§5.1, Fig. 6 column (c)",
+        'no number given ("for larger D, the minimal N required for perfect recall is lower")',
+        Rule(
+            why=f"N_90(D) non-increasing ({_NEAR}); a trade-off needs N_90 defined in at least two D rows",
+            reproduced=conds(("n90_nonincreasing", "true")),
+            testable=conds(("defined_n90", ">=", 2)),
+            untestable_why="fewer than two D rows reach near-perfect recall on this grid, so no trade-off can show",
+            trained=True,
+        ),
+        measure_fig6c_strongest,
+        S_SCALING,
+    ),
+]
+
+
+# ------------------------------------------------------ §5.1, Fig. 6(d), App. I, Fig. 12: the full Mamba (not run here)
+CLAIMS += [
+    Claim(
+        "002/Fig6d",
+        "the trained full Mamba has almost the same near-perfect region as the simplified model",
+        "§5.1, Fig. 6 column (d)",
+        'no number given ("almost identical")',
+        Rule(
+            why="almost identical regions: Jaccard overlap of the near-perfect cells ≥ 0.7",
+            reproduced=conds(("near_perfect_jaccard", ">=", 0.7)),
+            trained=True,
+        ),
+        not_run="the full-model grid: `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --device cuda "
+        "--parts full` (3 regimes × 10 cells × 3 seeds × 10 000 steps, the paper's step count; ≈ 1–1.5 GPU-hours "
+        "on one H100 at an estimated 3–5 ms per step, or ≈ 25–40 CPU-hours). The ci bundle's two 300-step "
+        "CPU cells are a smoke test of the code path, not a measurement",
+        section=S_SCALING,
+    ),
+    Claim(
+        "002/Fig6-anchor",
+        "a 1-layer Mamba perfectly solves MQAR with V_k = V/2 = 512 at N = 32, D = 64",
+        "App. I (Fig. 6, row (iii))",
+        "perfectly solves MQAR with V_k = V/2 = 512 at N = 32, D = 64",
+        Rule(
+            why="perfect = accuracy ≥ 0.99 for both the trained simplified and the full model",
+            reproduced=conds(("min_accuracy", ">=", PERFECT)),
+            trained=True,
+        ),
+        not_run="regime R2 at paper size: `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --device cuda "
+        "--parts grid full` (≈ 2 GPU-hours estimated; the anchor cell alone: 10 seeds × 3000 steps simplified "
+        "and 3 seeds × 10 000 steps full, ≈ 3–4 CPU-hours)",
+        section=S_SCALING,
+    ),
+    Claim(
+        "002/Fig12",
+        "the full single-layer Mamba always performs at least as well as the simplified model, with "
+        "similar scaling trends in D and N",
+        "App. H.1, Fig. 12",
+        'no number given ("full model always perform better")',
+        Rule(
+            why=f"at least as well in every compared cell, up to {_SE_WHY}",
+            reproduced=conds(("full_ge_simplified_fraction", ">=", 1.0)),
+            trained=True,
+        ),
+        not_run="the same full-model run as Fig. 6(d): `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper "
+        "--device cuda --parts full` (≈ 1–1.5 GPU-hours estimated)",
+        section=S_SCALING,
+    ),
+]
+
+
+# ----------------------------------------------------------------------------- §5.2, Fig. 7: depth multiplies the state
+@_by_seed
+def measure_fig7(bundle) -> Measurement:
+    """Fig. 7: spread of accuracy among cells of equal Λ·N, and the largest drop when adding a layer at fixed N,
+    both in standard errors of a difference (a run-store bundle: on each seed, then mean and interval)."""
+    ml, c = bundle.tables["multilayer"], bundle.config["multilayer"]
+    s = se_diff(bundle.config["n_eval"] * c["Nf"])
+    groups = ml.groupby("N_eff")["acc"]
+    multi = [(k, float(v.max() - v.min())) for k, v in groups if len(v) > 1]
+    spread = max((v for _, v in multi), default=0.0)
+    piv = ml.pivot(index="N", columns="layers", values="acc")
+    lam = sorted(piv.columns)
+    drop = max([float((piv[a] - piv[b]).max()) for a, b in zip(lam, lam[1:])] + [0.0])
+    span = float(ml["acc"].max() - ml["acc"].min())
+    chance = chance_level(c["V"], c["Nf"], c.get("L", 4 * c["Nf"]))
+    null = Measurement(
+        {"equal_neff_groups": len(multi), "spread_equal_neff_se": 0.0, "depth_drop_se": 0.0, "accuracy_span_se": 0.0},
+        f"{chance:.4f} in every cell",
+        Evidence.exact("the generator's chance level"),
+    )
+    return Measurement(
+        {
+            "equal_neff_groups": len(multi),
+            "spread_equal_neff_se": spread / s,
+            "depth_drop_se": max(drop, 0.0) / s,
+            "accuracy_span_se": span / s,
+        },
+        f"accuracy spans {span:.3f} ({span / s:.1f} s.e.) over the grid; "
+        f"largest spread among equal Λ·N {spread:.3f} ({spread / s:.1f} s.e.) over {len(multi)} groups; "
+        f"largest loss from adding a layer at fixed N {max(drop, 0.0):.3f}; accuracy by (N, Λ): "
+        + "; ".join(f"N={n}: " + "/".join(f"{piv.loc[n, l]:.3f}" for l in lam) for n in piv.index),
+        _bundle_ev(
+            bundle, f"D = {c['D']}, Λ ∈ {c['layers']}, N ∈ {c['Ns']}, {c['steps']} steps", seeds=int(c["seeds"])
+        ),
+        control=Control("null", f"a model at the generator's chance level ({chance:.4f}) in every cell", null),
+    )
+
+
+CLAIMS += [
+    Claim(
+        "002/Fig7",
+        "the recall of a Λ-layer simplified Mamba is determined by N_eff = ΛN alone",
+        "§5.2, Fig. 7; App. E.1, Theorem 4 (= App. F.1, Theorem 6)",
+        'no number given ("uniquely determined by ΛN")',
+        Rule(
+            why=f"cells of equal ΛN agree within {_SE_WHY}; partially: adding layers never loses accuracy beyond "
+            "that noise",
+            reproduced=conds(("spread_equal_neff_se", "<=", Z), ("depth_drop_se", "<=", Z)),
+            partially=conds(("depth_drop_se", "<=", Z)),
+            testable=conds(("equal_neff_groups", ">=", 1), ("accuracy_span_se", ">", Z)),
+            untestable_why="no two cells of the grid share the same ΛN, or the grid's accuracies all sit within "
+            "noise of each other (a model at chance passes 'determined by ΛN' too: the null control showed it)",
+            trained=True,
+        ),
+        measure_fig7,
+        S_SCALING,
+    ),
+]
+
+
+# ------------------------------------------------------------------------- App. K, Tab. 10: which components are needed
+TAB10 = {
+    "Base": (0.99, 0.01),
+    "A": (1.00, 0.00),
+    "B": (0.98, 0.01),
+    "C": (0.99, 0.01),
+    "D": (0.96, 0.05),
+    "E": (0.00, 0.00),
+}
+
+
+def _ablation(bundle):
+    ab = bundle.tables["ablation"]
+    return dict(zip(ab["row"], ab["mean"])), bundle.config["ablation"]
+
+
+@_by_seed
+def measure_tab10_rows(bundle) -> Measurement:
+    """Rows Base–D: our mean against the printed mean − 2 printed std (std at least 0.01, the printed precision)."""
+    acc, c = _ablation(bundle)
+    missing = [r for r in ("Base", "A", "B", "C", "D") if r not in acc]
+    if missing:
+        raise NotRun(
+            f"rows {missing} are not in the bundle; run `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling "
+            "--preset ci --parts ablation --merge`"
+        )
+    margins = {r: acc[r] - (TAB10[r][0] - 2 * max(TAB10[r][1], 0.01)) for r in ("Base", "A", "B", "C", "D")}
+    chance = chance_level(c["V"], c["Nf"], c.get("L", 4 * c["Nf"]))
+    null = Measurement(
+        {"worst_margin": min(chance - (TAB10[r][0] - 2 * max(TAB10[r][1], 0.01)) for r in margins)},
+        f"{chance:.4f} in every row",
+        Evidence.exact("the generator's chance level"),
+    )
+    return Measurement(
+        {"worst_margin": min(margins.values())},
+        ", ".join(f"{r} {acc[r]:.3f} (floor {TAB10[r][0] - 2 * max(TAB10[r][1], 0.01):.2f})" for r in margins),
+        _bundle_ev(
+            bundle,
+            f"V = {c['V']}, N_f = {c['Nf']}, D = {c['D']}, N = {c['N']}, {c['steps']} "
+            "steps (Base, A: twice at half batch)",
+            seeds=int(c["seeds"]),
+        ),
+        control=Control(
+            "null", f"a model at the generator's chance level, a random context value ({chance:.4f})", null
+        ),
+    )
+
+
+CLAIMS += [
+    Claim(
+        "002/Tab10-Base-to-D",
+        "removing Mamba's components one at a time keeps near-perfect recall down to an SSM with a width-2 Conv1D",
+        "App. K, Tab. 10 rows Base–D",
+        "Base 0.99 ± 0.01, A 1.00 ± 0.00, B 0.98 ± 0.01, C 0.99 ± 0.01, D 0.96 ± 0.05",
+        Rule(
+            why="each row at least its printed mean − 2 printed std (std at least 0.01, the printed precision)",
+            reproduced=conds(("worst_margin", ">=", 0.0)),
+            trained=True,
+        ),
+        measure_tab10_rows,
+        S_SCALING,
+    ),
+]
+
+
+@_by_seed
+def measure_tab10_e(bundle) -> Measurement:
+    """Row E (no Conv1D) against the floor 1/N_f of a model that outputs some context value without knowing
+    which key it belongs to, in standard errors."""
+    acc, c = _ablation(bundle)
+    if "E" not in acc:
+        raise NotRun(
+            "row E is not in the bundle; run `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci "
+            "--parts ablation --merge`"
+        )
+    floor = 1 / c["Nf"]
+    n = bundle.config["n_eval"] * c["Nf"]
+    ev = _bundle_ev(
+        bundle, f"V = {c['V']}, N_f = {c['Nf']}, D = {c['D']}, N = {c['N']}, {c['steps']} steps", seeds=int(c["seeds"])
+    )
+    control = None
+    if "D" in acc:  # the same rule on row D (the Conv1D kept): a model that recalls must not read as failing
+        control = Control(
+            "null",
+            "row D of the same runs (the Conv1D kept), read by the same rule",
+            Measurement({"excess_over_copy_floor_se": (acc["D"] - floor) / se(n)}, f"D {acc['D']:.3f}", ev),
+        )
+    return Measurement(
+        {"excess_over_copy_floor_se": (acc["E"] - floor) / se(n)},
+        f"E {acc['E']:.3f}; a model that copies a context value at random scores 1/N_f = {floor:.4f}",
+        ev,
+        control=control,
+    )
+
+
+CLAIMS += [
+    Claim(
+        "002/Tab10-E",
+        "without Conv1D recall fails completely",
+        "App. K, Tab. 10 row E; §3.2",
+        "E 0.00 ± 0.00",
+        Rule(
+            why="fails completely = no better than outputting a context value without knowing its key, which scores "
+            "1/N_f, within three standard errors (0.00 itself is below what such a model gets)",
+            reproduced=conds(("excess_over_copy_floor_se", "<=", Z)),
+            trained=True,
+        ),
+        measure_tab10_e,
+        S_SCALING,
+    ),
+]
+
+
+# ----------------------------------------------------------- App. D: phase transition, independence of L (not run here)
+CLAIMS += [
+    Claim(
+        "002/AppD-phase-transition",
+        "accuracy over (D, N) shows a large domain ≈ 1, a large domain ≈ 0 and a "
+        "narrow transition between them (a phase transition, sharper for larger V)",
+        'App. D, "Phase transitions"',
+        "no number given",
+        Rule(
+            why="narrow = the 10 %→90 % accuracy band spans at most one doubling of DN in each D column where both "
+            "domains appear",
+            reproduced=conds(("widest_band_octaves", "<=", 1.0)),
+            trained=True,
+        ),
+        not_run="the paper-sized Fig. 6(c) grids, where V = 512 and 1024 make the (Φ)^{V/2} step sharp: "
+        "`python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --device cuda --parts grid` (≈ 45 GPU-"
+        "minutes on one H100, estimated; the ci grid at V = 64 has no D column with both a ≈ 0 and a ≈ 1 domain)",
+        section=S_SCALING,
+    ),
+    Claim(
+        "002/AppD-L-independence",
+        "with key–value selective embeddings the recall capacity depends on N_f and not on the context length L",
+        'App. D, "Key-value selection mechanism"',
+        "no number given",
+        Rule(
+            why="independent of L = accuracy at fixed (V, N_f, D, N) equal within three standard errors as L grows "
+            "fourfold",
+            reproduced=conds(("largest_gap_se", "<=", Z)),
+            trained=True,
+        ),
+        not_run="an L sweep, not yet a part of the runner: trained simplified models at (V, N_f, D, N) = "
+        "(512, 16, 32, 8) for L ∈ {64, 128, 256}, 3 seeds, 2000 steps (≈ 1–2 CPU-hours; the attention form "
+        "costs ∝ L²)",
+        section=S_SCALING,
+    ),
+]

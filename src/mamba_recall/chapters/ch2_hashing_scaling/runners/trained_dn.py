@@ -1,0 +1,108 @@
+r"""Chapter 2 runner: trained simplified models along one row and one column of a paper regime, 3 seeds.
+
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.trained_dn --preset cpu-hours --allow-long [--jobs 1]
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.trained_dn --preset cpu-hours --aggregate-only
+
+Regime R0 of the authors' code (V = 512, N_f = 16, L = 64), their D–N recipe (batch 128, ≤ 2000 steps, AdamW
+lr 1e-2, β = (0.9, 0.95), no weight decay, clip 1.5, label smoothing 0.1, warmup 100 → hold 400 → cosine);
+the row D = 64 with N ∈ {2, 4, 8, 16, 32} and the column N = 16 with D ∈ {16, 24, 32, 48} (and 64 from the row).
+One run-store job per cell and seed (the same job function as :mod:`.ch2_reference_grid`), so the command
+resumes. The bundle ``results/ch2_trained_dn_<preset>.json`` has per cell the mean best accuracy over seeds with
+a 95 % t-interval, the seed-max, and each law's predicted accuracy (Eq. 77, Eq. 15 printed and corrected, the
+authors' later law with a = 5/4 for trained linear models) with its error; and a table of each law's error.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from mamba_recall.presets import experiment
+from mamba_recall.results import command_provenance
+from mamba_recall.runstore import add_grid_args, aggregate, finished_status, grid_main, make_job, save_grid_bundle
+from mamba_recall.theory.capacity import p_success
+from .reference_grid import RUNNER, estimate, resolved_config
+
+EXPERIMENT = "ch2.trained_dn"
+#: (column, law, a): each law's predicted per-query accuracy.
+LAWS = (
+    ("eq77", "eq77", 3.0),
+    ("eq15_printed", "eq15", 3.0),
+    ("eq15_corrected", "eq15_consistent", 3.0),
+    ("rev_a54", "rev_mV", 1.25),
+)
+
+
+def _sizes(preset: str, smoke: bool) -> dict:
+    return experiment(EXPERIMENT, preset, smoke=True) if smoke else experiment(EXPERIMENT, preset)
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    sizes = _sizes(preset, smoke)
+    return [
+        make_job(EXPERIMENT, resolved_config(sizes, d, n), s) for d, n in sizes["cells"] for s in range(sizes["seeds"])
+    ]
+
+
+def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+    sizes = _sizes(preset, smoke)
+    jobs = jobs_for(preset, smoke)
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
+    if not runs:
+        return None
+    table = aggregate(runs, by=["D", "N"], metrics=["best_accuracy", "final_accuracy", "steps_run"])
+    table["DN"] = table["D"] * table["N"]
+    row_D = max(d for d, _ in sizes["cells"])
+    table["line"] = ["row" if d == row_D else "column" for d in table["D"]]
+    errors = []
+    for col, law, a in LAWS:
+        table[col] = [p_success(sizes["V"], sizes["Nf"], d, n, law, a=a) for d, n in zip(table["D"], table["N"])]
+        table[f"err_{col}"] = table[col] - table["best_accuracy_mean"]
+        e = table[f"err_{col}"].abs()
+        errors.append(
+            dict(
+                law=col,
+                a=a,
+                cells=len(table),
+                mean_abs_error=float(e.mean()),
+                max_abs_error=float(e.max()),
+                mean_signed_error=float(table[f"err_{col}"].mean()),
+            )
+        )
+    d0, n0 = sizes["cells"][0]
+    base = resolved_config(sizes, d0, n0)
+    base.pop("D"), base.pop("N")
+    data["aggregation"] = "best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max"
+    config = {
+        "preset": preset,
+        "smoke": smoke,
+        "sizes": sizes,
+        "job_config": base,
+        "runner": RUNNER,
+        "laws": [dict(column=c, law=l, a=a) for c, l, a in LAWS],
+    }
+    name = f"ch2_trained_dn_{preset}" + ("_smoke" if smoke else "")
+    command = f"python -m mamba_recall.chapters.ch2_hashing_scaling.runners.trained_dn --preset {preset} --allow-long"
+    tables = {"cells": table, "law_errors": pd.DataFrame(errors)}
+    return save_grid_bundle(name, data, config, command=command, tables=tables, log=log)
+
+
+@command_provenance()  # one git state for the command, taken before it writes anything
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
+    ap.add_argument("--device", default="cpu", choices=["auto", "cpu"])
+    add_grid_args(ap, aggregate_only=None, no_estimate=None, store=None)
+    args = ap.parse_args(argv)
+    what = f"{EXPERIMENT} at preset {args.preset}"
+    from mamba_recall.results import (
+        smoke_run_store,
+    )  # a smoke run's store is under _build/smoke/results, not results/runs
+
+    jobs = jobs_for(args.preset, args.smoke)
+    grid_main(args, RUNNER, jobs, write_bundle, estimate=estimate, what=what, default_store=smoke_run_store(args.smoke))
+
+
+if __name__ == "__main__":
+    main()

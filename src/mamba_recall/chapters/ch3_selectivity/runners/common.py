@@ -1,0 +1,273 @@
+"""Shared pieces of the Chapter 3 runners: argument parsing, device, bundles, the run store. The models by name, the
+checkpoints (names, saving with a JSON sidecar, loading) and the shared recipe are in
+:mod:`mamba_recall.train.selectivity`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from mamba_recall import results
+from mamba_recall.devices import resolve_device
+from mamba_recall.presets import experiment
+from mamba_recall.runners import runner_module
+from mamba_recall.runstore import add_grid_args, grid_main
+from mamba_recall.train.selectivity import STORE_PRESETS
+
+
+def parse(description: str, name: str, bundle: str, argv=None):
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--preset", default="ci", choices=["ci", "cpu-hours", "paper"])
+    parser.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="ci: the device to train on; a run-store preset's jobs say theirs (cpu-hours: cpu; paper: a GPU where "
+        "the process running the job has one)",
+    )
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
+    add_store_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.smoke and args.preset not in STORE_PRESETS:
+        parser.error(f"--smoke applies to the run-store presets {STORE_PRESETS}; use --preset ci for a quick run.")
+    try:
+        args.device = resolve_device(args.device).type
+    except ValueError as exc:
+        parser.error(str(exc))
+    torch.set_num_threads(args.threads)
+    args.sizes = experiment(name, args.preset, smoke=args.smoke)
+    args.out = args.out or f"{bundle}_{args.preset}"
+    return args
+
+
+def save_runner_bundle(
+    args,
+    runner: str,
+    data: dict,
+    cfg: dict,
+    start: float,
+    tables: dict[str, list | pd.DataFrame],
+    device: str | None = None,
+) -> Path:
+    """Write the bundle ``results/<args.out>.json`` of runner ``ch3_<name>`` (tables: rows → CSV) and say so."""
+    wall = time.time() - start
+    path = results.save_bundle(
+        args.out,
+        data,
+        dict(cfg, preset=args.preset),
+        command=f"python -m {runner_module(runner)} --preset {args.preset}",
+        device=device or args.device,
+        wall_seconds=wall,
+        tables={k: pd.DataFrame(v) for k, v in tables.items()},
+    )
+    print(f"wrote {path} in {wall:.0f} s")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- run store (cpu-hours)
+#
+# A ``cpu-hours`` run is one run-store job per (config, seed) (:mod:`mamba_recall.runstore`): the job function of each
+# runner (``run_job(config, seed)``) trains with the same code as its ``ci``/``paper`` loop (``train_one``), and the
+# bundle ``results/<runner>_cpu-hours.json`` keeps the per-run table ``runs`` (the schema of the ci bundle, so the
+# claims of Chapter 3 read it unchanged), the table ``cells`` (per configuration: mean over seeds with a 95 % Student-t
+# interval, ``runstore.INTERVAL_METHOD``, and the per-seed values) and ``curves`` (every run's training curve).
+
+
+def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run-store options (:func:`mamba_recall.runstore.add_grid_args`), each said to apply to ``cpu-hours``."""
+    add_grid_args(
+        parser,
+        order=("jobs", "allow_long", "aggregate_only", "no_estimate", "smoke", "store"),
+        jobs="cpu-hours: parallel processes, one torch thread each",
+        allow_long="cpu-hours: start even if estimated over an hour",
+        aggregate_only="cpu-hours: only write the bundle",
+        no_estimate="cpu-hours: skip the measured estimate",
+        smoke="cpu-hours: the smoke-capped grid (seconds)",
+        store="cpu-hours: run-store folder (default results/runs)",
+    )
+
+
+def curve_of(res, eval_every: int) -> list[list[float]]:
+    """A run's training curve from :class:`~mamba_recall.train.TrainResult`: one ``[step, loss, accuracy]`` per
+    held-out evaluation, ``loss`` the mean training loss over the ``eval_every`` steps before it (so the curve
+    shows where a run that "fails after N steps" stopped improving)."""
+    out, window = [], []
+    for h in res.history:
+        window.append(float(h["loss"]))
+        if "accuracy" in h:
+            out.append([int(h["step"]), round(sum(window) / len(window), 5), round(float(h["accuracy"]), 5)])
+            window = []
+        window = window[-eval_every:]
+    return out
+
+
+def measured_estimate(
+    left: list[dict], train_one, key=lambda c: c, probe: int = 20, *, members: int = 1, train_members=None
+) -> tuple[float, str]:
+    """Upper bound (no early stop) for the jobs ``left``: for each distinct configuration (``key(config)``, seed
+    ignored) ``train_one(config, 0, steps=…)`` on one thread, once untimed (warm-up), then with 2 and ``2 + probe``
+    steps; seconds per step from the difference of the two. The rest of the short run (data, one held-out evaluation,
+    the test) is paid once per job, and each further held-out evaluation (every ``eval_every`` steps) at its share of
+    that by sequence count. On a machine shared with other jobs the step times, hence the estimate, grow.
+
+    ``members > 1`` (``--members``): a configuration's seeds train ``members`` at a time as one ensemble, so what is
+    timed is ``train_members(config, [0, …, members − 1], steps=…)`` and it is paid once per unit of up to
+    ``members`` seeds (:func:`mamba_recall.runstore.units`)."""
+    import json as _json
+
+    from mamba_recall.runstore import units
+
+    if members > 1:
+        seeds = list(range(members))
+        timed = lambda c, steps: train_members(c, seeds, steps=steps)  # noqa: E731
+    else:
+        timed = lambda c, steps: train_one(c, 0, steps=steps)  # noqa: E731
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    per: dict[str, tuple[float, float]] = {}
+    try:
+        for job in left:
+            k = _json.dumps(key(job["config"]), sort_keys=True)
+            if k in per:
+                continue
+            timed(job["config"], 1)  # warm-up
+            t0 = time.perf_counter()
+            timed(job["config"], 2)
+            t2 = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            timed(job["config"], 2 + probe)
+            step = max((time.perf_counter() - t0 - t2) / probe, 1e-4)
+            per[k] = (step, max(t2 - 2 * step, 0.0))
+    finally:
+        torch.set_num_threads(threads)
+    total = 0.0
+    for unit in units(left, members):
+        c = unit[0]["config"]
+        step, rest = per[_json.dumps(key(c), sort_keys=True)]
+        share = c["eval_sequences"] / (c["eval_sequences"] + c["test_sequences"])
+        total += c["steps"] * step + rest + (c["steps"] // c["eval_every"]) * rest * share
+    steps = sorted(s for s, _ in per.values())
+    what = f"an ensemble of {members} per unit" if members > 1 else "one model per job"
+    basis = (
+        f"measured here, 1 thread, {len(per)} configurations, {what}: {steps[0] * 1e3:.0f}-{steps[-1] * 1e3:.0f} "
+        "ms/step; every job at its full step budget: early stopping makes it shorter"
+    )
+    print(f"step time: {basis}", flush=True)
+    return total, basis
+
+
+def run_store_main(
+    args, experiment_name: str, jobs: list[dict], runner: str, train_one, write_bundle, key=None, *, members=None
+):
+    """The ``cpu-hours`` path of a Chapter 3 runner: run the missing jobs (estimate printed first), then aggregate.
+    ``members``: ``(members_runner, train_members)`` of a runner that trains several seeds as one ensemble
+    (``--members``)."""
+    members_runner, train_members = members or (None, None)
+    k = getattr(args, "members", 1)
+    default_store = None
+    if args.smoke:  # smoke runs never write under results/ (bundle, checkpoints, run store): _build/smoke/results/
+        from mamba_recall.paths import BUILD_DIR
+
+        results.redirect_smoke_outputs(True)
+        default_store = BUILD_DIR / "smoke" / "results" / "runs"
+    try:
+        return grid_main(
+            args,
+            runner,
+            jobs,
+            write_bundle,
+            estimate=lambda left: measured_estimate(
+                left, train_one, key or (lambda c: c), members=k, train_members=train_members
+            ),
+            what=f"{experiment_name} at preset {args.preset}",
+            default_store=default_store,
+            members_runner=members_runner,
+        )
+    finally:
+        if args.smoke:  # the switch (and the environment its workers inherit) ends with the command
+            results.redirect_smoke_outputs(False)
+
+
+def store_bundle_writer(
+    name: str, experiment_name: str, jobs_for, *, by: list[str], metrics: list[str], extra_tables=None
+):
+    """The ``write_bundle(preset, *, store=None, smoke=False, directory=None, log=print)`` of the Chapter 3 runner
+    ``name`` (its module and bundle stem): :func:`write_store_bundle` of the jobs ``jobs_for(preset, smoke)``, with
+    the sizes of the preset experiment ``experiment_name``, cells over ``by`` and the metrics ``metrics``."""
+
+    def write_bundle(preset: str, *, store=None, smoke: bool = False, directory=None, log=print):
+        return write_store_bundle(
+            name,
+            name,
+            jobs_for(preset, smoke),
+            preset=preset,
+            sizes=experiment(experiment_name, preset, smoke=smoke),
+            by=by,
+            metrics=metrics,
+            extra_tables=extra_tables,
+            store=store,
+            smoke=smoke,
+            directory=directory,
+            log=log,
+        )
+
+    write_bundle.__doc__ = f"Aggregate the finished {experiment_name} jobs into ``results/{name}_<preset>.json``."
+    return write_bundle
+
+
+def write_store_bundle(
+    name: str,
+    runner: str,
+    jobs: list[dict],
+    *,
+    preset: str,
+    sizes: dict,
+    by: list[str],
+    metrics: list[str],
+    extra_tables=None,
+    store=None,
+    smoke: bool = False,
+    directory=None,
+    log=print,
+):
+    """Aggregate the finished jobs of one grid into ``results/<name>_<preset>[_smoke].json``: tables ``runs`` (each
+    job's ``result["row"]``), ``cells`` (``runstore.aggregate`` over ``by``: mean, 95 % t-interval, per-seed values of
+    ``metrics``), ``curves`` (``by`` + seed + step, loss, accuracy) and ``extra_tables(runs) -> {name: rows}``.
+    A partial grid is aggregated too (``data.complete`` false; ``load_strongest_bundle`` then skips it)."""
+    from mamba_recall.runstore import aggregate, finished_status, save_grid_bundle
+
+    runs, status = finished_status(jobs, store, preset=preset, log=log)
+    if not runs:
+        return None
+    rows = [dict(r["result"]["row"]) for r in sorted(runs, key=lambda r: (r["key"], r["seed"]))]
+    # the cell keys and metrics are read from each run's row (``aggregate`` reads config[by] and result[metric])
+    flat = [
+        dict(r, config={**r["config"], **{k: r["result"]["row"][k] for k in by}}, result=r["result"]["row"])
+        for r in runs
+    ]
+    cells = aggregate(flat, by=by, metrics=metrics)
+    curves = [
+        dict({k: r["result"]["row"][k] for k in by}, seed=r["seed"], step=s, loss=loss, accuracy=acc)
+        for r in runs
+        for s, loss, acc in r["result"]["curve"]
+    ]
+    tables = {"runs": pd.DataFrame(rows).sort_values(by + ["seed"]), "cells": cells, "curves": pd.DataFrame(curves)}
+    for tname, trows in (extra_tables(runs) if extra_tables else {}).items():
+        tables[tname] = pd.DataFrame(trows)
+    data = {"n_runs": len(runs), **status}
+    bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
+    return save_grid_bundle(
+        bundle,
+        data,
+        {"preset": preset, "smoke": smoke, "sizes": sizes, "experiment": jobs[0]["experiment"]},
+        command=f"python -m {runner_module(runner)} --preset {preset} --allow-long",
+        tables=tables,
+        directory=directory,
+        log=log,
+    )

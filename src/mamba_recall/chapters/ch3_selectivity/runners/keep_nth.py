@@ -1,0 +1,201 @@
+"""Trained KEEP n-TH models (paper 003, Tab. 1, Tabs. A.1–A.4, Fig. 1).
+
+``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset ci [--device cpu|cuda]`` trains every
+(T, d, N, model, seed) of ``presets ch3.keep_train`` on on-the-fly data (a deviation from the paper's
+fixed 10⁵-sample set, App. D.1), Adam (no weight decay), cosine lr, early stop at 100 % held-out
+accuracy, and tests on fresh sequences. It writes ``results/ch3_keep_nth_<preset>.json`` with the tables
+``runs`` (one row per run) and ``decay`` (Fig. 1: 50-bin histograms of e^{−λΔ} of the S6/S4D models, counts in
+``before`` (t < n) and ``after`` (t ≥ n); the extra row with ``bin = −1`` holds frac(< 0.1 | t < n) in ``before`` and
+frac(> 0.9 | t ≥ n) in ``after``; one set per seed), and the checkpoint of the S6+PE model with d = 32, N = 8 (the
+largest T) in ``results/checkpoints/ch3_keep_s6pe.pt`` (first seed; ``_s{seed}`` for the others, ``_T{T}`` per T
+when several T are run).
+
+``--preset cpu-hours|paper --allow-long [--jobs N]`` runs the preset's grid as run-store jobs instead (below); a
+``paper`` job trains on a GPU where the process that runs it has one (``train.selectivity.GPU_PRESETS``), and its
+checkpoints are ``ch3_keep_s6pe_paper_T<T>_s<seed>``, so a run-store preset never overwrites the committed ci files.
+
+``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset cpu-hours --allow-long [--jobs 1]`` runs the ``cpu-hours``
+grid (Tab. 1 at the paper's T = 50, d = 32, N = 8 with all five models; Fig. 1's T ∈ {10, …, 50} for Mamba+PE and
+S4D+PE; 3 seeds) as run-store jobs (``results/runs/ch3.keep_train/``, resumable, estimate printed first), saves every
+Mamba+PE model as ``ch3_keep_s6pe_cpu-hours_T<T>_s<seed>`` and aggregates ``results/ch3_keep_nth_cpu-hours.json``:
+tables ``runs`` and ``decay`` as above, ``cells`` (mean over seeds, 95 % t-interval, per-seed values) and ``curves``
+(each run's training loss and held-out accuracy every 100 steps). ``--aggregate-only`` rewrites the bundle only.
+The aggregation adds Fig. 1's baseline, computed there and not in the jobs (so job configs and keys stay as they
+were): ``decay_untrained`` (the ``decay`` histograms of every S6/S4D run's model at initialisation: same kind, sizes
+and init seed, same 500 test sequences, same pooling; :func:`~mamba_recall.analysis.keep_nth.untrained_decay_rows`) and ``fig1`` (per run and
+``weights`` ∈ {trained, untrained}: frac(e^{−λΔ} > 0.9 | t ≥ n), frac(< 0.1 | t < n) and the histogram mean of
+e^{−λΔ} at t ≥ n; :func:`mamba_recall.chapters.ch3_selectivity.claims.fig1_stats`). :func:`~mamba_recall.chapters.ch3_selectivity.claims.fig1_tables` gives the same three tables for a
+bundle written before they existed (the ``ci`` one), computing the baseline on the spot.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from mamba_recall.analysis.keep_nth import (
+    decay_rows_of,
+    initial_model,
+    keep_test_set,
+    resolved_config,
+    untrained_decay_rows,
+)
+from mamba_recall.results import command_provenance
+from mamba_recall.runstore import job_device
+from mamba_recall.tasks.keep_nth import copy_baseline, keep_nth
+from mamba_recall.train import evaluate
+from mamba_recall.train.selectivity import (
+    REGENERATE_STORE,
+    STORE_PRESETS,
+    checkpoint_name,
+    job_config,
+    save_checkpoint,
+    train_recipe,
+)
+from .common import curve_of, parse, run_store_main, save_runner_bundle, store_bundle_writer
+
+
+def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+    """Train and test one KEEP n-TH model of resolved config ``c``
+    (:func:`~mamba_recall.analysis.keep_nth.resolved_config`) and init seed ``seed`` (``steps`` overrides the budget,
+    for timing). Returns (model on the CPU, TrainResult, the ``runs`` row)."""
+    T, V, nth = c["T"], c["V"], c["nth"]
+    ev = keep_nth(c["eval_sequences"], T, V, nth, seed=c["eval_seed"])
+    test = keep_test_set(c)
+    model = initial_model(c, seed, backend)
+    res = train_recipe(
+        model,
+        lambda n, data_seed: keep_nth(n, T, V, nth, seed=data_seed),
+        c,
+        seed,
+        ev,
+        steps=steps,
+        device=device,
+        desc=f"{c['model']} T={T} d={c['d']} N={c['N']} s={seed}",
+    )
+    acc = evaluate(model, *test, device=device)
+    row = dict(
+        T=T,
+        d=c["d"],
+        N=c["N"],
+        model=c["model"],
+        seed=seed,
+        accuracy=acc,
+        steps=res.steps_run,
+        params=sum(p.numel() for p in model.parameters()),
+        seconds=res.seconds,
+        copy_baseline=copy_baseline(T, nth),
+    )
+    return model.cpu(), res, row, test
+
+
+# ------------------------------------------------------------------------------------------ run store (cpu-hours)
+EXPERIMENT = "ch3.keep_train"
+RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.keep_nth:run_job"
+
+
+def store_cells(sizes: dict) -> list[tuple[int, int, int, str]]:
+    """(T, d, N, model) of a run-store preset: ``table`` (Tab. 1: every model at ``table_T``) and ``sweep`` (Fig. 1:
+    ``sweep_models`` at every T of ``Ts``), each at every (d, N) of ``dN``; the Transformer once per T."""
+    out = []
+    for T in sizes["Ts"]:
+        kinds = sizes["models"] if T == sizes.get("table_T") else sizes.get("sweep_models", sizes["models"])
+        for i, (d, N) in enumerate(sizes["dN"]):
+            out += [(T, d, N, k) for k in kinds if not (k == "transformer" and i)]
+    return out
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    from mamba_recall.presets import experiment
+    from mamba_recall.runstore import make_job
+
+    sizes = experiment(EXPERIMENT, preset, smoke=smoke)
+    return [
+        make_job(EXPERIMENT, job_config(dict(resolved_config(sizes, T, d, N, k), preset=preset), preset), s)
+        for T, d, N, k in store_cells(sizes)
+        for s in sizes["seeds"]
+    ]
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """One run-store job: train, test, the decay histograms (S6/S4D), the training curve; the Mamba+PE model at
+    d = 32, N = 8 is saved as ``ch3_keep_s6pe_<preset>_T<T>_s<seed>``
+    (:func:`~mamba_recall.train.selectivity.checkpoint_name`)."""
+    device = job_device(config)
+    model, res, row, test = train_one(config, seed, device=device)
+    decay = decay_rows_of(model, test[0], config, seed) if config["model"] != "transformer" else []
+    if config["model"] == "s6+pe" and (config["d"], config["N"]) == (32, 8):
+        meta = dict(
+            V=config["V"], d=32, N=8, T=config["T"], nth=config["nth"], kind="s6+pe", seed=seed,
+            preset=config["preset"], device=device,
+        )  # fmt: skip
+        save_checkpoint(
+            model, checkpoint_name("ch3_keep_s6pe", config["preset"], T=config["T"], s=seed), meta, REGENERATE_STORE
+        )
+    return {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
+
+
+def _extra_tables(runs: list[dict]) -> dict:
+    """The bundle's tables beyond runs/cells/curves: ``decay`` (each job's own histograms), ``decay_untrained``
+    (Fig. 1's baseline, computed here at aggregation from each job's config and seed: no job and no key changes)
+    and ``fig1`` (the statistics the Fig. 1 claim reads)."""
+    import pandas as pd
+
+    from ..claims import fig1_stats
+
+    ordered = sorted(runs, key=lambda r: r["key"])
+    decay = [d for r in ordered for d in r["result"]["decay"]]
+    untrained = [u for r in ordered if r["result"]["decay"] for u in untrained_decay_rows(r["config"], r["seed"])]
+    tables = {"decay": decay, "decay_untrained": untrained}
+    if decay:
+        tables["fig1"] = fig1_stats(pd.DataFrame(decay), pd.DataFrame(untrained)).to_dict("records")
+    return tables
+
+
+write_bundle = store_bundle_writer(
+    "ch3_keep_nth",
+    EXPERIMENT,
+    jobs_for,
+    by=["T", "d", "N", "model"],
+    metrics=["accuracy", "steps"],
+    extra_tables=_extra_tables,
+)
+
+
+@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
+def main(argv=None):
+    args = parse(__doc__.splitlines()[0], "ch3.keep_train", "ch3_keep_nth", argv)
+    if args.preset in STORE_PRESETS:
+        return run_store_main(
+            args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle,
+            key=lambda c: {k: c[k] for k in ("T", "d", "N", "model")},
+        )  # fmt: skip
+    cfg = args.sizes
+    rows, decay_rows = [], []
+    start = time.time()
+    for T in cfg["Ts"]:
+        for d, N in cfg["dN"]:
+            for kind in cfg["models"]:
+                if kind == "transformer" and (d, N) != tuple(cfg["dN"][0]):
+                    continue  # the Transformer row does not depend on (d, N)
+                c = resolved_config(cfg, T, d, N, kind)
+                for seed in cfg["seeds"]:
+                    model, res, row, test = train_one(c, seed, device=args.device, backend=args.backend)
+                    rows.append(row)
+                    print(rows[-1], flush=True)
+                    if kind in ("s6+pe", "s4d+pe", "s6", "s4d"):
+                        decay_rows += decay_rows_of(model, test[0], c, seed)
+                    if kind == "s6+pe" and (d, N) == (32, 8):
+                        meta = dict(V=cfg["V"], d=d, N=N, T=T, nth=cfg["nth"], kind=kind, seed=seed, preset=args.preset)
+                        # the largest T wins (Fig. 1 notebook); seeds after the first as ch3_keep_s6pe_s<seed>
+                        first = seed == cfg["seeds"][0]
+                        save_checkpoint(
+                            model, checkpoint_name("ch3_keep_s6pe", args.preset, s=None if first else seed), meta
+                        )
+                        if len(cfg["Ts"]) > 1 and first:
+                            save_checkpoint(model, checkpoint_name("ch3_keep_s6pe", args.preset, T=T), meta)
+    save_runner_bundle(args, "ch3_keep_nth", {"n_runs": len(rows)}, cfg, start, {"runs": rows, "decay": decay_rows})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,74 @@
+"""Fig. A.3 of paper 003 at its T = 100 and |V| = 128: trained 1-layer Mamba on MQAR with the state size N swept
+across κ, best of 7 seeds (preset ``ch3.mqar_figa3``, declared before any run).
+
+    python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset cpu-hours --allow-long [--jobs 2]   # train, aggregate
+    python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset cpu-hours --aggregate-only           # the bundle
+    python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset paper --allow-long --members 7       # 7 seeds a job
+
+Each (κ, N, d, seed) is one run-store job (``results/runs/ch3.mqar_figa3/``), trained and tested by the Fig. 2 runner's
+:func:`~mamba_recall.chapters.ch3_selectivity.runners.mqar_train.train_one` (the same model, data and recipe, so the two bundles are
+comparable); the same command resumes. The bundle ``results/ch3_mqar_figa3_<preset>.json`` has the tables ``runs``
+(the schema of ``ch3_mqar_train``'s, column ``grid`` = ``figa3``), ``cells`` (mean over seeds, 95 % t-interval,
+per-seed values) and ``curves``; :func:`mamba_recall.chapters.ch3_selectivity.claims.check_figa3` judges 003/FigA3 on it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from mamba_recall.results import command_provenance
+from .common import parse, store_bundle_writer
+from mamba_recall.train.selectivity import job_config
+from .mqar_train import (  # noqa: F401 - the job functions (run_job, run_members) and what the plan times
+    CELL_KEYS,
+    METRICS,
+    resolved_config,
+    run_job,
+    run_members,
+    store_main,
+    train_members,
+    train_one,
+)
+
+EXPERIMENT = "ch3.mqar_figa3"
+RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3:run_job"
+MEMBERS_RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3:run_members"
+GRID = "figa3"
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    """One job per mixer of ``mixers`` (mixer → |V|; default Mamba, ``s6`` without gate, at ``V``), (κ, N) cell of
+    ``kappa_N``, width d of ``ds`` and seed, in that order (so that the first κ's cells finish first), at the
+    preset's T."""
+    from mamba_recall.presets import experiment
+    from mamba_recall.runstore import make_job
+
+    sizes = experiment(EXPERIMENT, preset, smoke=smoke)
+    vocab = sizes.get("mixers", {"s6": sizes["V"]})  # mixer → |V|
+    return [
+        make_job(
+            EXPERIMENT, job_config(dict(resolved_config(dict(sizes, V=V), kappa, d, mixer, N), grid=GRID), preset), seed
+        )
+        for mixer, V in vocab.items()
+        for kappa, N in sizes["kappa_N"]
+        for d in sizes["ds"]
+        for seed in sizes["seeds"]
+    ]
+
+
+write_bundle = store_bundle_writer("ch3_mqar_figa3", EXPERIMENT, jobs_for, by=CELL_KEYS, metrics=METRICS)
+
+
+@command_provenance()  # one git state for the command, taken before it writes anything
+def main(argv=None):
+    args = parse(__doc__.splitlines()[0], EXPERIMENT, "ch3_mqar_figa3", argv)
+    if args.preset == "ci":
+        raise SystemExit(
+            "ch3_mqar_figa3 trains nothing at --preset ci (the page reads the committed cpu-hours bundle); "
+            "run --preset cpu-hours --allow-long, or --preset cpu-hours --smoke for a seconds-long check."
+        )
+    return store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, MEMBERS_RUNNER, write_bundle)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,264 @@
+"""The claim checks of Chapter 4's edge family (``python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --checks``): the edge
+gate (:func:`edge_gate`), one run-store job per finished edge model (:func:`checks_jobs`), its job function
+:func:`run_checks_job` (the claims at the model's pressure length, each with its null control), which the runner's
+``CHECKS_RUNNER`` string names at ``mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_checks_job``, and the checks bundle
+(:func:`write_checks_bundle`). Every name is importable from :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mamba_recall.analysis.edge_seeds import PRIMARY_ORDER, primary_recipe
+from mamba_recall.paths import REPO_ROOT
+from mamba_recall.runstore import bundle_directory, finished_runs, make_job, runs_summary
+from .edge_jobs import edge_sizes, jobs_for, smoke_bundle_dir
+
+# ------------------------------------------------------------------------------ claim checks, 3 seeds
+# A Mamba-1 model is measured on the claims of §4.1–§4.4 (ch4_model_checks.claim_inputs) plus our slow-state probe;
+# a Mamba-2 model (recipe m2) on App. F's head claims (ch4_model_checks.claim_inputs_m2), with no Mamba-1 probe.
+#: The edge family's convergence gate. The chapter's gate (recall averaged over positions ≥ 0.95 at L = 4 and
+#: ≥ 0.80 at L = 8) was made for s_small, whose capacity binds far beyond L = 8; a model at its capacity edge fails it
+#: by design: the first edge models (d2 and d4, seed 0, 8,000 steps) recall the first and the last fact of L = 8 at
+#: 0.99 / 0.98 and 0.99 / 0.92 but its middle at 0.26 and 0.77, so their average misses 0.80 although they plainly
+#: bind subjects to objects. This gate was declared after seeing those two models' curves (and before any verdict
+#: on them): the binding is tested where capacity cannot bind, at L = 2 (two facts), averaged over both positions
+#: (so it reads no position's shape): a model that learned nothing but "one of the context's objects" scores 0.5
+#: there. It decides only whether a model counts as evidence; the claims' rules are untouched.
+EDGE_GATE = {"L2_random": 0.95, "L2_repeated": 0.95}
+EDGE_GATE_N = 256
+
+
+def edge_gate(model, vocab) -> dict:
+    """``{"criterion", "thresholds", "metrics", "passed"}``: :data:`EDGE_GATE` on ``EDGE_GATE_N`` held-out contexts."""
+    from .train import gate_metrics
+
+    m = gate_metrics(model, vocab, n=EDGE_GATE_N, Ls=(2,))
+    return {
+        "criterion": f"recall averaged over the two positions of L = 2 ≥ 0.95 on both relation variants, "
+        f"{EDGE_GATE_N} held-out contexts each (the binding, where capacity cannot bind)",
+        "thresholds": EDGE_GATE,
+        "metrics": m,
+        "passed": all(m[k] >= v for k, v in EDGE_GATE.items()),
+    }
+
+
+CHECKS = "ch4.edge_checks"
+CHECKS_RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_checks_job"
+# PRIMARY_ORDER, the seeds each recipe is judged on (evidence_seeds) and primary_recipe live in analysis/edge_seeds.py
+# (imported above), where the book's EdgeFamily and the claims' check_family read the same rule.
+
+
+def is_mamba2(recipe: dict) -> bool:
+    """Whether an edge recipe trains a Mamba-2 (SSD) model (its model config has ``"arch": "mamba2"``)."""
+    return recipe["model"].get("arch") == "mamba2"
+
+
+def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
+    """One job per finished edge model: the claim inputs at its pressure length, measured per claim: §4.1–§4.4's
+    claims on a Mamba-1 model, App. F's head claims on a Mamba-2 one (its job's config says ``"arch": "mamba2"``;
+    a Mamba-1 job's config has no ``arch``, so the keys of the committed Mamba-1 checks stay what they were). Every
+    finished model is checked, reserve seeds and seeds that will not count included: the checks job measures the edge
+    gate that :func:`evidence_seeds` reads, and every seed's outcome is reported."""
+    jobs = []
+    for r in finished_runs(jobs_for(preset, smoke), store):
+        c, res = r["config"], r["result"]
+        Ls = sorted({int(k.split("/")[0]) for k in res["curves"]})
+        inside = [L for L in Ls if L <= res["train_L_max"]]
+        at = res["L_p"] if res["L_p"] is not None else max(inside or Ls)
+        config = {
+            "model_name": c["model_name"],
+            "recipe_name": c["recipe_name"],
+            "checkpoint": c["checkpoint"],
+            "sha256": res["sha256"],
+            "preset": preset,
+            "sizes_preset": "ci" if smoke else "cpu-hours",
+            "smoke": smoke,
+            "at": int(at),
+            "L_p": res["L_p"],
+            "ucurve_Ls": Ls,
+            # every claim's null control: the same measurements on the model's untrained twin (same configuration,
+            # vocabulary and initialisation seed; analysis.primacy.untrained_twin), declared with the checks
+            "null_control": "untrained_twin",
+        }
+        if is_mamba2(c["recipe"]):
+            config["arch"] = "mamba2"
+        else:  # Fig. 5b with the paper's random tokens (names and relations), whatever the model was trained with
+            config["distractor_pool"] = "content"
+        jobs.append(make_job(CHECKS, config, r["seed"]))
+    return jobs
+
+
+def run_checks_job(config: dict, seed: int) -> dict:
+    """Measure every claim of one edge model at its pressure length (the run store's job function): those of
+    §4.1–§4.4 on a Mamba-1 model, App. F's head claims (``CLAIM_IDS_M2``) on a Mamba-2 one →
+    {claim id: the Measurement as a dict, or {"not_run": reason}}, plus our probes (Mamba-1 only)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from mamba_recall.analysis.primacy import load_checkpoint
+    from mamba_recall.models.mamba2 import Mamba2LMHeadModel
+    from .model_checks import CLAIM_IDS, CLAIM_IDS_M2
+
+    path = REPO_ROOT / config["checkpoint"]
+    model, vocab, side = load_checkpoint(path, model=config["model_name"])
+    if side.get("sha256") != config["sha256"]:
+        raise ValueError(f"{path}: its sha256 is not the one the training run recorded; re-run the training job.")
+    mamba2 = config.get("arch") == "mamba2"
+    if mamba2 != isinstance(model, Mamba2LMHeadModel):
+        raise ValueError(
+            f"{path}: the checks job says arch {config.get('arch', 'mamba1')!r} but the checkpoint holds a "
+            f"{type(model).__name__}; rebuild the checks jobs from the training runs (checks_jobs)."
+        )
+    ids = CLAIM_IDS_M2 if mamba2 else CLAIM_IDS  # the claims this model is measured on
+    gate = edge_gate(model, vocab)
+    side = {"source": config["checkpoint"], **side, "gate": gate, "training_gate": side.get("gate")}
+    ctx = SimpleNamespace(preset=config["sizes_preset"], device=torch.device("cpu"), smoke=config["smoke"])
+    if not gate["passed"]:  # no evidence either way: skip the probes
+        why = (
+            f"the model did not pass the edge family's convergence gate ({gate['criterion']}; measured "
+            + ", ".join(f"{k} {v:.3f}" for k, v in gate["metrics"].items())
+            + "): it has not learned the binding"
+        )
+        return {
+            "measurements": {cid: {"not_run": why} for cid in ids},
+            "probes": {},
+            "gate": gate,
+            "at": config["at"],
+            "L_p": config["L_p"],
+        }
+    out = _measure_claims(model, vocab, config, ctx, side)
+    if config.get("null_control") == "untrained_twin":
+        _attach_null(out, config, ctx)
+    if mamba2:  # the slow-state probe reads Mamba-1's per-channel Ā; a Mamba-2 head has one scalar decay
+        return {"measurements": out, "probes": {}, "gate": gate, "at": config["at"], "L_p": config["L_p"]}
+    # our probe (no paper claim): the slow-writing states at the first triple, against layer-matched random states
+    from mamba_recall.analysis.primacy import slow_state_probe
+    from mamba_recall.presets import experiment
+
+    S = experiment("ch4.channels", config["sizes_preset"], smoke=config["smoke"])
+    probes = {
+        "slow_states": slow_state_probe(
+            model,
+            vocab,
+            config["at"],
+            S["n"],
+            n_random=max(5, S["n_random"]),
+            tau=S["tau"],
+            p=S["p"],
+            L_ident=S["L_ident"],
+        )
+    }
+    return {"measurements": out, "probes": probes, "gate": gate, "at": config["at"], "L_p": config["L_p"]}
+
+
+def _measure_claims(model, vocab, config: dict, ctx, side: dict) -> dict:
+    """{claim id: the measurement record, or {"not_run": why}} of one model at the job's length: App. F's head
+    claims on a Mamba-2 model, §4.1–§4.4's on a Mamba-1 one (Fig. 5b with the job's distractor pool)."""
+    from mamba_recall.claims import NotRun, get, measurement_record
+    from mamba_recall.models.mamba2 import Mamba2LMHeadModel
+    from .model_checks import claim_inputs, claim_inputs_m2
+
+    if isinstance(model, Mamba2LMHeadModel):  # App. F: the U, the long-term heads (Eq. 9), their ablation, at L_p
+        inputs = claim_inputs_m2(
+            model, vocab, config["sizes_preset"], "cpu", at=config["at"], ucurve_Ls=config["ucurve_Ls"]
+        )
+    else:
+        inputs = claim_inputs(
+            model,
+            vocab,
+            config["sizes_preset"],
+            "cpu",
+            at=config["at"],
+            ucurve_Ls=config["ucurve_Ls"],
+            distractor_pool=config["distractor_pool"],  # the paper's random tokens (checks_jobs)
+        )
+    out = {}
+    for cid, args in inputs.items():
+        try:
+            out[cid] = measurement_record(get(cid).measure(*args, ctx=ctx, side=side))
+        except NotRun as exc:
+            out[cid] = {"not_run": str(exc)}
+    return out
+
+
+def _attach_null(out: dict, config: dict, ctx) -> None:
+    """Each measured claim's null control, in place: the same measurements, at the same length and sizes, on the
+    model's untrained twin (:func:`mamba_recall.analysis.primacy.untrained_twin`). A rule the twin passes cannot
+    tell the trained model from one that has learned nothing (:class:`mamba_recall.claims.core.Control`)."""
+    from mamba_recall.analysis.primacy import untrained_twin
+    from ..claims import NULL_UNTRAINED
+
+    twin, vocab, side = untrained_twin(config["model_name"], path=REPO_ROOT / config["checkpoint"])
+    side = {"source": f"{config['checkpoint']} (untrained twin)", **side, "gate": {"passed": True}}
+    null = _measure_claims(twin, vocab, config, ctx, side)
+    for cid, rec in out.items():
+        if "not_run" in rec:
+            continue
+        if "not_run" in null[cid]:
+            raise ValueError(
+                f"{config['model_name']}: {cid} measured on the trained model but not on its untrained twin "
+                f"({null[cid]['not_run']}); a null control must be measured like the claim."
+            )
+        rec["control"] = {"kind": "null", "what": NULL_UNTRAINED, "measurement": null[cid]}
+
+
+def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+    """``results/ch4_edge_checks_<preset>.json``: per recipe and claim the verdict over its seeds (table ``claims``)
+    and the per-seed stored measurements (``data["measurements"]``, what the book re-judges)."""
+    from mamba_recall.results import save_bundle
+
+    jobs = checks_jobs(preset, smoke, store)
+    runs = finished_runs(jobs, store)
+    if not runs:
+        log(f"no finished jobs of {CHECKS} at preset {preset}; nothing to aggregate.")
+        return None
+    from mamba_recall.analysis.primacy import EdgeFamily
+    from ..claims import check_family
+
+    fam = EdgeFamily.from_runs(runs, preset, smoke=smoke)  # the family as the book will read it, from these runs
+    rows = []
+    for recipe in sorted({r["config"]["recipe_name"] for r in runs}):
+        # as §4.7's table (claims.ch4.family_table) and the pages: the stored records, each with its null control
+        checked = fam.seeds_of(recipe)[0]["measurements"]
+        for v in (check_family(cid, fam, recipe, record=False) for cid in checked):
+            rows.append(
+                {
+                    "recipe": recipe,
+                    "claim_id": v.claim_id,
+                    "status": v.status,
+                    "ours": v.ours,
+                    "reason": v.reason,
+                    "seeds": (v.evidence or {}).get("seeds", 0),
+                }
+            )
+    summary = runs_summary(runs)
+    data = {
+        "primary_recipe": primary_recipe(runs, edge_sizes(preset, smoke)),
+        "edge_gate": EDGE_GATE,
+        "primary_order": list(PRIMARY_ORDER),
+        "runs": [
+            {
+                "recipe": r["config"]["recipe_name"],
+                "seed": r["seed"],
+                "model": r["config"]["model_name"],
+                "key": r["key"],
+                **r["result"],
+            }
+            for r in runs
+        ],
+        **{k: v for k, v in summary.items() if k != "runs"},  # (the list above is the runs; its length their count)
+    }
+    name = f"ch4_edge_checks_{preset}" + ("_smoke" if smoke else "")
+    path = save_bundle(
+        name,
+        data,
+        {"preset": preset, "experiment": CHECKS, "runner": CHECKS_RUNNER, "smoke": smoke},
+        command=f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset {preset} --checks --allow-long",
+        device="cpu",
+        wall_seconds=summary.get("wall_seconds", 0.0),
+        tables={"claims": pd.DataFrame(rows)},
+        directory=smoke_bundle_dir() if smoke else bundle_directory(store),
+    )
+    log(f"wrote {path} ({len(runs)} models)")
+    return path

@@ -1,0 +1,364 @@
+r"""Train the S-models of Chapter 4 (paper 004) on the serial-recall task and write checkpoints.
+
+Run (one thread is fastest for these tiny models on a CPU)::
+
+    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model s_small --preset ci      # committed CPU run
+    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model s_small --preset paper --device cuda
+    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model s_small --steps 20 --out /tmp/x.pt   # smoke
+
+Recipe (the chapter's; the paper trains nothing): multi-query recall examples (context of ``L`` triples, then ``Q = min(L, 4)``
+query triples ``s r o .``, loss on every queried object), half repeated / half random relation,
+``L ~ U{L_min .. L_max(step)}`` with a curriculum ``L_max(step)`` rising linearly from ``L_min+2`` to
+``L_max`` over the first ``curriculum_frac`` of the steps. AdamW (β = 0.9, 0.95), linear warm-up then
+cosine, weight decay 0.1 (none on A_log, D, biases, norms), gradient clipping 1.0; the training loop
+is :func:`mamba_recall.train.train`.
+
+Outputs: ``results/checkpoints/ch4_<model>.pt`` — ``{"state_dict", "model_config", "vocab",
+"train_config", "history"}`` with mamba_ssm parameter names — and a JSON sidecar
+``ch4_<model>.json`` with the training config, the file's sha256, the learning curve, the
+convergence gate and provenance. An intermediate checkpoint is written every ``checkpoint_every``
+steps so that a stopped run loses little.
+
+Convergence gate: recall averaged over positions ≥ 0.95 at ``L = 4`` and ≥ 0.80 at
+``L = 8`` (random relation), measured on fixed held-out contexts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mamba_recall.analysis.interventions import labelled_scores
+from mamba_recall.analysis.primacy import build_model, checkpoint_path, load_checkpoint, read_smodel
+from mamba_recall.presets import experiment, seeds
+from mamba_recall.results import CHECKPOINT_DIR, command_provenance, save_checkpoint
+from mamba_recall.tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
+from mamba_recall.tasks.transfer import transfer_batch, transfer_sets
+from mamba_recall.train import Recipe, train
+
+MODELS = ("s_small", "s_small_seed1", "s_deep", "s_mix", "s_m2")
+GATE = {"L4_random": 0.95, "L8_random": 0.80}
+
+__all__ = [
+    "CHECKPOINT_DIR",
+    "GATE",
+    "MODELS",
+    "build_model",
+    "checkpoint_path",
+    "curriculum_L",
+    "gate_metrics",
+    "load_checkpoint",
+    "main",
+    "make_batch_fn",
+    "train_smodel",
+]
+
+
+def curriculum_L(step: int, steps: int, L_min: int, L_max: int, frac: float, rng) -> int:
+    """L for a training step: U{L_min .. cap(step)}, cap rising linearly to L_max over ``frac`` of training."""
+    ramp = max(1, int(frac * steps))
+    cap = L_max if step >= ramp else int(round(min(L_min + 2, L_max) + (L_max - min(L_min + 2, L_max)) * step / ramp))
+    return int(rng.randint(L_min, cap + 1))
+
+
+def make_batch_fn(cfg: dict, vocab: RecallVocab, on_step=None):
+    """``make_batch(step)`` for :func:`train`: deterministic in ``step`` (seeded by ``seed·10⁶ + step``).
+
+    With a ``"mix"`` entry in the recipe (the ``s_mix`` model of the Table 1 analogue), a step is a recall batch
+    with probability ``mix["p_recall"]`` and otherwise a batch of one transfer task drawn uniformly
+    from ``mix["tasks"]`` (sizes ``mix["sizes"]``, see :func:`mamba_recall.tasks.transfer.transfer_batch`)."""
+    steps = cfg["steps"]
+    mix = cfg.get("mix")
+
+    def make_batch(step):
+        if on_step is not None:
+            on_step(step)
+        rng = np.random.RandomState(cfg["seed"] * 1_000_000 + step)
+        if mix is not None and rng.rand() >= mix["p_recall"]:
+            task = mix["tasks"][rng.randint(len(mix["tasks"]))]
+            return transfer_batch(task, cfg["batch"], vocab=vocab, seed=int(rng.randint(2**31 - 1)), **mix["sizes"])
+        L = curriculum_L(step, steps, cfg["L_min"], cfg["L_max"], cfg["curriculum_frac"], rng)
+        # Filler gaps (recipes with "gap_max"): 1..gap_max filler tokens + SEP between context and queries in half
+        # of the steps from step gap_from·steps on (the recall binding is learned first, without gaps: with gaps
+        # from step 0 a pilot never left chance level), drawn before the batch seed (recipes without gaps keep
+        # their stream).
+        gaps = cfg.get("gap_max") and step >= cfg.get("gap_from", 0.0) * steps
+        n_gap = int(rng.randint(1, cfg["gap_max"] + 1)) * int(rng.rand() < 0.5) if gaps else 0
+        return multiquery_batch(
+            L, cfg["batch"], n_queries=cfg["n_queries"], vocab=vocab, seed=int(rng.randint(2**31 - 1)), n_gap=n_gap
+        )
+
+    return make_batch
+
+
+@torch.no_grad()
+def gate_metrics(model, vocab: RecallVocab, n: int = 64, seed: int = 12345, device="cpu", Ls=(4, 8)) -> dict:
+    """Recall averaged over positions at each L of ``Ls`` (default 4 and 8), both variants, on fixed held-out
+    contexts: ``{"L<L>_<variant>": recall}``."""
+    was = model.training
+    model.eval()
+    out = {}
+    for L in Ls:
+        for variant in ("random", "repeated"):
+            ctx = recall_contexts(L, n, variant, vocab=vocab, seed=seed + L)
+            correct = 0
+            for k in range(1, L + 1):
+                toks, ans = recall_prompts(ctx, k)
+                pred = model(toks.to(device))[:, -1].argmax(-1).cpu()
+                correct += int((pred == ans).sum())
+            out[f"L{L}_{variant}"] = correct / (n * L)
+    model.train(was)
+    return out
+
+
+def gate_passed(metrics: dict) -> bool:
+    return all(metrics[k] >= v for k, v in GATE.items())
+
+
+TRANSFER_EVAL_SEED = seeds.TRANSFER_TRAIN_EVAL
+
+
+def transfer_metrics(
+    model, vocab: RecallVocab, mix: dict, n: int = 128, seed: int = TRANSFER_EVAL_SEED, device="cpu"
+) -> dict:
+    """Held-out accuracy of every transfer task of the recipe's mixture (fixed contexts, never trained on)."""
+    sets = transfer_sets(vocab, mix, n, seed, seed_step=1)
+    return {task: float(s.mean()) for task, s in labelled_scores(model, sets, device=device).items()}
+
+
+def _held_out(model, vocab, cfg, device):
+    """Gate metrics, plus the transfer tasks' accuracies for a mixture recipe."""
+    metrics = gate_metrics(model, vocab, device=device)
+    if cfg.get("mix"):
+        metrics.update(
+            {f"transfer_{k}": v for k, v in transfer_metrics(model, vocab, cfg["mix"], device=device).items()}
+        )
+    return metrics
+
+
+def _warm_start(model, cfg):
+    """Load the weights of the committed S-model ``cfg["init_from"]`` (hash-checked, same shapes)."""
+    name = cfg["init_from"]
+    blob, _ = read_smodel(checkpoint_path(name), name)
+    if blob["model_config"] != cfg["model"] or blob["vocab"] != cfg["vocab"]:
+        raise ValueError(
+            f"init_from={name!r}: its model/vocabulary config differs from this recipe's; "
+            f"make the recipe's 'model' and 'vocab' equal to {name}'s."
+        )
+    model.load_state_dict(blob["state_dict"])
+
+
+def _save(path: Path, model, cfg, vocab, history, gate, name, command, device, wall, final, stopped_at=None):
+    blob = {
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "model_config": cfg["model"],
+        "vocab": cfg["vocab"],
+        "train_config": cfg,
+        "history": history,
+    }
+    sidecar = {
+        "name": name,
+        "final": final,
+        "stopped_at": stopped_at,
+        "train_config": cfg,
+        "gate": {
+            "criterion": "recall averaged over positions >= 0.95 at L=4 and >= 0.80 at L=8 "
+            "(random relation), 64 held-out contexts per L",
+            "thresholds": GATE,
+            "metrics": gate,
+            "passed": gate_passed(gate) if gate else False,
+        },
+        "learning_curve": [h for h in history if "gate" in h],
+    }
+    save_checkpoint(path, blob, sidecar, command=command, device=device, wall_seconds=wall)
+
+
+class _Stop(Exception):
+    """Raised from ``make_batch`` to end a run at ``stop_at`` (the schedule stays that of ``steps``)."""
+
+
+def train_smodel(
+    model_name: str,
+    preset: str = "ci",
+    *,
+    steps: int | None = None,
+    out: Path | None = None,
+    device="cpu",
+    backend="auto",
+    log=print,
+    num_threads: int | None = 1,
+    progress=False,
+    stop_at: int | None = None,
+):
+    """Train one S-model with the recipe ``ch4.train_<model_name>`` of ``preset``; returns (model, sidecar path).
+
+    ``stop_at``: end after that many steps (checkpoint written there), keeping the learning-rate
+    schedule of the full ``steps`` — the weights equal the intermediate checkpoint of the full run
+    at that step (deterministic on one thread), so a run stopped for lack of time is regenerable."""
+    if model_name not in MODELS:
+        raise ValueError(f"unknown S-model {model_name!r}; choose one of {', '.join(MODELS)}.")
+    cfg = experiment(f"ch4.train_{model_name}", preset)
+    if steps is not None:
+        cfg["steps"] = int(steps)
+        cfg["warmup_steps"] = min(cfg["warmup_steps"], max(0, cfg["steps"] // 10))
+        cfg["checkpoint_every"] = min(cfg["checkpoint_every"], cfg["steps"])
+    command = (
+        "python -m mamba_recall.chapters.ch4_primacy_recency.runners.train " + " ".join(sys.argv[1:])
+        if __name__ == "__main__"
+        else f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"
+    )
+    # the preset is in the name of every checkpoint but the committed ci ones (ch4_<model>.pt), so that a
+    # paper run never overwrites them
+    default = checkpoint_path(model_name if preset == "ci" else f"{model_name}_{preset}")
+    return train_recipe(
+        cfg,
+        model_name,
+        Path(out) if out is not None else default,
+        command=command,
+        device=device,
+        backend=backend,
+        log=log,
+        num_threads=num_threads,
+        progress=progress,
+        stop_at=stop_at,
+    )
+
+
+def train_recipe(
+    cfg: dict,
+    name: str,
+    out: Path,
+    *,
+    command: str,
+    device="cpu",
+    backend="auto",
+    log=print,
+    num_threads: int | None = 1,
+    progress=False,
+    stop_at: int | None = None,
+):
+    """Train one S-model with the fully resolved recipe ``cfg`` (the keys of ``chapters/ch4_primacy_recency/configs.py``'s recipes), write
+    its checkpoint to ``out`` (and intermediate ones every ``checkpoint_every`` steps); returns
+    (model, sidecar path). ``name`` labels the log and the sidecar; ``command`` is recorded as the command that
+    regenerates it."""
+    threads_before = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)  # the held-out evaluations too, not only the loop
+    try:
+        return _train_recipe(dict(cfg), name, Path(out), command, device, backend, log, num_threads, progress, stop_at)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _gate_point(model, vocab, cfg, device, history: list, start: float, step: int) -> dict:
+    """The held-out gate metrics at ``step``, appended to ``history`` with the seconds since ``start`` → the gate."""
+    gate = _held_out(model, vocab, cfg, device)
+    history.append({"step": step, "gate": gate, "seconds": round(time.perf_counter() - start, 1)})
+    return gate
+
+
+def _recipe_of(cfg) -> Recipe:
+    """The optimiser recipe of a model config (cosine schedule with warmup)."""
+    return Recipe(
+        lr=cfg["lr"],
+        weight_decay=cfg["weight_decay"],
+        betas=cfg["betas"],
+        schedule="cosine",
+        warmup_steps=cfg["warmup_steps"],
+        grad_clip=cfg["grad_clip"],
+    )
+
+
+def _loss_history(result) -> list[dict]:
+    """The training losses as history entries: the mean over each block of 100 steps."""
+    losses = [h["loss"] for h in result.history]
+    return [{"step": i + 1, "loss_mean100": float(np.mean(losses[i : i + 100]))} for i in range(0, len(losses), 100)]
+
+
+def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threads, progress, stop_at):
+    vocab = RecallVocab(**cfg["vocab"])
+    torch.manual_seed(cfg["seed"])
+    model = build_model(cfg["model"], vocab, backend=backend)
+    if cfg.get("init_from"):
+        _warm_start(model, cfg)
+    model.to(device)
+    history: list[dict] = []
+    start = time.perf_counter()
+    last_gate: dict = {}
+
+    if stop_at is not None and not 0 < stop_at <= cfg["steps"]:
+        raise ValueError(f"stop_at must be in 1..steps={cfg['steps']}, got {stop_at!r}.")
+
+    def save(final: bool, **extra):  # the checkpoint and its sidecar, with the history so far
+        seconds = time.perf_counter() - start
+        _save(out, model, cfg, vocab, history, last_gate, model_name, command, device, seconds, final=final, **extra)
+
+    def on_step(step):  # checkpoints and held-out gate metrics during training (train() has no callbacks)
+        nonlocal last_gate
+        if stop_at is not None and step == stop_at and stop_at < cfg["steps"]:
+            last_gate = _gate_point(model, vocab, cfg, device, history, start, step)
+            log(f"[{model_name}] stopped at step {step}: gate {json.dumps(last_gate)}")
+            save(True, stopped_at=step)
+            raise _Stop
+        if step > 0 and step % cfg["checkpoint_every"] == 0:
+            last_gate = _gate_point(model, vocab, cfg, device, history, start, step)
+            log(f"[{model_name}] step {step}: gate {json.dumps(last_gate)} ({time.perf_counter() - start:.0f} s)")
+            save(False)
+
+    try:
+        result = train(
+            model,
+            make_batch_fn(cfg, vocab, on_step),
+            steps=cfg["steps"],
+            recipe=_recipe_of(cfg),
+            seed=cfg["seed"],
+            device=device,
+            progress=progress,
+            desc=model_name,
+            num_threads=num_threads,
+        )
+    except _Stop:
+        model.eval()
+        return model, out.with_suffix(".json")
+    history.extend(_loss_history(result))
+    last_gate = _gate_point(model, vocab, cfg, device, history, start, cfg["steps"])
+    log(f"[{model_name}] done: gate {json.dumps(last_gate)} passed={gate_passed(last_gate)}")
+    save(True)
+    return model, out.with_suffix(".json")
+
+
+@command_provenance()  # one git state for the command, taken before it writes anything
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", choices=MODELS, default="s_small")
+    p.add_argument("--preset", choices=("ci", "paper"), default="ci")
+    p.add_argument("--steps", type=int, default=None, help="override the preset's steps (smoke tests)")
+    p.add_argument("--out", default=None, help="checkpoint path (default results/checkpoints/ch4_<model>.pt)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--backend", default="auto")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--stop-at", type=int, default=None, help="end after this many steps, keeping the schedule of --steps"
+    )
+    args = p.parse_args(argv)
+    train_smodel(
+        args.model,
+        args.preset,
+        steps=args.steps,
+        out=args.out,
+        device=args.device,
+        backend=args.backend,
+        num_threads=args.threads,
+        log=lambda s: print(s, flush=True),
+        stop_at=args.stop_at,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,308 @@
+"""Section 5.1, ``01_four_theories``: the book's hypotheses H1–H6 (see the package docstring for the rules as
+declared). Every measurement reads one seed's searches and probes from the ``ch5_capacity`` bundle; the notebook
+combines the seeds with :func:`mamba_recall.claims.core.check_seeds` (mean over seeds, 95 % t-interval), the one way
+the book combines seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from mamba_recall.analysis import synthesis as syn
+from mamba_recall.theory.capacity import kappa_at
+from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
+
+SECTION = "05_synthesis/01_four_theories"
+UNTRAINED = "the same searches' models before training (the untrained twins: recall at chance at every probe)"
+SHUFFLED = "the same edge profiles with the pairs' order shuffled within each probe (seed 0)"
+SETTING = (
+    "the book's own test, not the paper's: the full Mamba LM (mamba-ssm layout) trained on zoology's MQAR "
+    "(V = 512, L = 4κ) with κ searched per (D, N); D·N from 32 to 512, a CPU-sized part of paper 002's range"
+)
+
+
+def _evidence(bundle, sample: str) -> Evidence:
+    return Evidence.from_bundle(bundle, sample, seeds=1)
+
+
+def _one_seed(searches, probes=None):
+    seeds = set(searches.seed) | (set(probes.seed) if probes is not None else set())
+    if len(seeds) != 1:
+        raise ValueError(f"a Chapter 5 measurement reads one seed's rows; got seeds {sorted(seeds)}.")
+
+
+def untrained_searches(searches, probes, ladder, thresholds=(0.5, 0.9)):
+    """The searches' κ* read from their untrained twins' recall at the same probes (the null of H1–H3, H6)."""
+    from mamba_recall.analysis.capacity_search import crossing
+
+    idx = {k: i for i, k in enumerate(ladder)}
+    rows = []
+    for key, g in probes.groupby(["layers", "D", "N", "seed"]):
+        pts = sorted(zip(g.kappa.astype(int), g.untrained_accuracy.astype(float)))
+        row = dict(zip(["layers", "D", "N", "seed"], key))
+        for thr in thresholds:
+            above = [i for i, (_, a) in enumerate(pts) if a >= thr]
+            lo = max(above) if above else -1  # the last probed rung at or above θ, and the next probed one
+            bracket = [idx[pts[lo][0]] if lo >= 0 else -1, idx[pts[lo + 1][0]] if lo + 1 < len(pts) else len(ladder)]
+            row[f"kappa{round(thr * 100)}"] = crossing(pts, ladder, thr, bracket)["kappa"]
+        rows.append(row)
+    import pandas as pd
+
+    out = pd.DataFrame(rows)
+    for c in out.columns:
+        if c.startswith("kappa"):
+            out[c] = out[c].astype(float)
+    return out
+
+
+def _ladder(bundle):
+    return bundle.config["job_config"]["ladder"]
+
+
+def _null(measure, searches, probes, bundle, what=UNTRAINED):
+    twins = untrained_searches(searches, probes, _ladder(bundle))
+    return Control("null", what, measure(twins, probes, bundle, null=False))
+
+
+# --------------------------------------------------------------------------------------------------- H1, H2
+
+
+def measure_dn_exponent(searches, probes, bundle, null: bool = True) -> Measurement:
+    """H1: α of log κ*₅₀ = α log(D·N) + c over this seed's 1-layer cells; the censored share."""
+    _one_seed(searches)
+    fit = syn.power_fit(searches, 0.5, layers=1)
+    total = int((searches.layers == 1).sum())
+    share = fit["censored"] / total if total else float("nan")
+    m = Measurement(
+        {"alpha": fit["alpha"], "censored_share": share},
+        f"α = {fit['alpha']:.3f} over {fit['n']} cells ({fit['censored']} censored)",
+        _evidence(bundle, f"{total} one-layer searches, κ*₅₀ by bisection"),
+    )
+    return replace(m, control=_null(measure_dn_exponent, searches, probes, bundle)) if null else m
+
+
+def measure_n_alone(searches, probes, bundle, null: bool = True) -> Measurement:
+    """H2: a and b of log κ*₅₀ = a log D + b log N + c over this seed's 1-layer cells."""
+    _one_seed(searches)
+    fit = syn.two_factor_fit(searches, 0.5, layers=1)
+    total = int((searches.layers == 1).sum())
+    share = fit["censored"] / total if total else float("nan")
+    m = Measurement(
+        {"a_D": fit["a"], "b_N": fit["b"], "censored_share": share},
+        f"a (D) = {fit['a']:.3f}, b (N) = {fit['b']:.3f} over {fit['n']} cells",
+        _evidence(bundle, f"{total} one-layer searches, κ*₅₀ by bisection"),
+    )
+    return replace(m, control=_null(measure_n_alone, searches, probes, bundle)) if null else m
+
+
+# --------------------------------------------------------------------------------------------------- H3
+
+
+def measure_law_magnitude(searches, probes, bundle, null: bool = True) -> Measurement:
+    """H3: the worst 1-layer cell's |log₂(κ*₅₀ / rev_mV's κ at 50 %)|, a = 5/8 (NaN if any cell is censored)."""
+    _one_seed(searches)
+    V = bundle.config["job_config"]["V"]
+    one = searches[searches.layers == 1]
+    errs = []
+    for _, r in one.iterrows():
+        pred = kappa_at(V, int(r.D), int(r.N), 0.5, "rev_mV", 5 / 8)
+        errs.append(abs(math.log2(r.kappa50 / pred)) if pred > 0 and r.kappa50 == r.kappa50 else float("nan"))
+    worst = max(errs) if errs and not any(e != e for e in errs) else float("nan")
+    m = Measurement(
+        {"worst_abs_log2_error": worst},
+        f"worst |log₂(measured / predicted)| = {worst:.2f} over {len(errs)} cells",
+        _evidence(bundle, f"{len(errs)} one-layer searches against rev_mV (a = 5/8)"),
+    )
+    return replace(m, control=_null(measure_law_magnitude, searches, probes, bundle)) if null else m
+
+
+# --------------------------------------------------------------------------------------------------- H4
+
+
+def _profiles(probes):
+    return [syn.pair_profile(s) for s in probes.by_pair]
+
+
+def measure_u_shape(searches, probes, bundle, null: bool = True, shuffle: bool = False) -> Measurement:
+    """H4: mean primacy and recency over this seed's edge probes (κ ≥ 4, recall nearest 50 %), and their mean
+    recall."""
+    _one_seed(searches, probes)
+    edge = syn.edge_probes(probes, 0.5, min_kappa=4)
+    if edge.empty:
+        raise NotRun("no probe with κ ≥ 4 in these searches")
+    rng = np.random.default_rng(0)
+    shapes = []
+    for prof in _profiles(edge):
+        shapes.append(syn.u_shape(rng.permutation(prof) if shuffle else prof))
+    prim = float(np.mean([s["primacy"] for s in shapes]))
+    rec = float(np.mean([s["recency"] for s in shapes]))
+    m = Measurement(
+        {"primacy": prim, "recency": rec, "edge_accuracy": float(edge.accuracy.mean())},
+        f"primacy {prim:+.3f}, recency {rec:+.3f} at {len(edge)} edge probes (mean recall {edge.accuracy.mean():.2f})",
+        _evidence(bundle, f"{len(edge)} edge probes, recall by pair order"),
+    )
+    if not null:
+        return m
+    return replace(m, control=Control("null", SHUFFLED, measure_u_shape(searches, probes, bundle, False, True)))
+
+
+# --------------------------------------------------------------------------------------------------- H5
+
+
+def measure_delta_keys(searches, probes, bundle, null: bool = True, prefix: str = "delta0") -> Measurement:
+    """H5: mean log(Δ at keys / Δ elsewhere), layer 0, at the edge probes and at each search's best probe with
+    recall ≥ 90 % (``prefix`` ``untrained_delta0``: the untrained twins at the same probes)."""
+    _one_seed(searches, probes)
+    edge = syn.edge_probes(probes, 0.5, min_kappa=2)
+    best = probes[probes.accuracy >= 0.9].sort_values("accuracy").groupby(["layers", "D", "N"]).tail(1)
+    col = f"{prefix}_key_ratio"
+    e = float(np.log(edge[col]).mean()) if len(edge) else float("nan")
+    b = float(np.log(best[col]).mean()) if len(best) else float("nan")
+    m = Measurement(
+        {"log_key_ratio_edge": e, "log_key_ratio_below": b},
+        f"log(Δ keys / Δ others) {e:+.3f} at {len(edge)} edge probes, {b:+.3f} at {len(best)} probes with recall ≥ 90 %",
+        _evidence(bundle, "Δ of layer 0 at keys and at every other token"),
+    )
+    if not null:
+        return m
+    return replace(
+        m, control=Control("null", UNTRAINED, measure_delta_keys(searches, probes, bundle, False, "untrained_delta0"))
+    )
+
+
+# --------------------------------------------------------------------------------------------------- H6
+
+
+def measure_layers_as_n(searches, probes, bundle, null: bool = True) -> Measurement:
+    """H6: mean log₂ of κ*₅₀(2 layers, D, N) / κ*₅₀(1 layer, D, 2N) over this seed's matched cells."""
+    _one_seed(searches)
+    r = syn.layer_ratios(searches, 0.5)
+    if r.empty:
+        raise NotRun("no 2-layer cell (D, N) with a 1-layer cell (D, 2N) in these searches")
+    v = float(r.log2_ratio.mean())
+    m = Measurement(
+        {"log2_ratio": v},
+        f"log₂ ratio {v:+.2f} over {len(r)} matched cells",
+        _evidence(bundle, f"{len(r)} matched cells (2 layers at N, 1 layer at 2N)"),
+    )
+    return replace(m, control=_null(measure_layers_as_n, searches, probes, bundle)) if null else m
+
+
+# --------------------------------------------------------------------------------------------------- claims
+
+_CENSORED = conds(("censored_share", "<=", 1 / 3))
+_CENSORED_WHY = "more than a third of the searches have κ* outside the ladder, so the fit rests on the rest only"
+
+CLAIMS = (
+    Claim(
+        "book/H1-DN",
+        "The 1-layer full Mamba LM's capacity κ*₅₀ grows as (D·N)^α with α = 1, as paper 002's capacity law has it.",
+        "Chapter 5 hypothesis from paper 002, Remark 1 / Eq. 17 (D·N ≥ 2 N_f n_σ²)",
+        "paper 002: capacity linear in D·N (no number for this model)",
+        Rule(
+            "Remark 1 makes the number of facts proportional to D·N at fixed V and δ; a power fit over the grid "
+            "tests that exponent; ±0.2 is the smallest departure we would call a different law",
+            conds(("alpha", ">=", 0.8), ("alpha", "<=", 1.2)),
+            testable=_CENSORED,
+            untestable_why=_CENSORED_WHY,
+            trained=True,
+        ),
+        measure=measure_dn_exponent,
+        section=SECTION,
+        setting=SETTING,
+    ),
+    Claim(
+        "book/H2-N-alone",
+        "The capacity is set by the state size N alone, κ* ∝ N, as paper 003's construction (one key per state column) "
+        "needs, and not by the width D.",
+        "Chapter 5 hypothesis from paper 003, Thm 2 (N = κ)",
+        "paper 003: N = κ suffices for any D it needs (no number for this model)",
+        Rule(
+            "Thm 2's state holds one key per column, so its capacity is N whatever D is: a two-factor fit "
+            "tests a = 0 for D and b = 1 for N, each within ±0.2",
+            conds(("a_D", ">=", -0.2), ("a_D", "<=", 0.2), ("b_N", ">=", 0.8), ("b_N", "<=", 1.2)),
+            testable=_CENSORED,
+            untestable_why=_CENSORED_WHY,
+            trained=True,
+        ),
+        measure=measure_n_alone,
+        section=SECTION,
+        setting=SETTING,
+    ),
+    Claim(
+        "book/H3-law-magnitude",
+        "The authors' revised law for trained full models (a = 5/8) predicts κ*₅₀ within a factor 2 in every cell.",
+        "Chapter 5 hypothesis from paper 002's authors' later revision (p = Φ(1/σ − m_V), a = 5/8)",
+        "no number for this model",
+        Rule(
+            "a law that sets the scale of capacity should land within a factor 2 of it in every cell of the grid",
+            conds(("worst_abs_log2_error", "<=", 1.0)),
+            trained=True,
+        ),
+        measure=measure_law_magnitude,
+        section=SECTION,
+        setting=SETTING,
+    ),
+    Claim(
+        "book/H4-U-at-capacity",
+        "At the edge of capacity the recall profile over the pairs' order is U-shaped: the first and the last pairs "
+        "are recalled better than the middle ones.",
+        "Chapter 5 hypothesis from paper 004 (primacy and recency near capacity)",
+        "paper 004: U-shaped recall in Mamba (no number for MQAR)",
+        Rule(
+            "paper 004 ties the U to a model working near its capacity; at recall near 50 % both ends of the "
+            "profile must sit above its middle",
+            conds(("primacy", ">", 0.0), ("recency", ">", 0.0)),
+            testable=conds(("edge_accuracy", ">=", 0.25), ("edge_accuracy", "<=", 0.75)),
+            untestable_why="the probes nearest 50 % recall are far from it, so they do not sit at the edge of capacity",
+            trained=True,
+        ),
+        measure=measure_u_shape,
+        section=SECTION,
+        setting=SETTING,
+    ),
+    Claim(
+        "book/H5-delta-keys",
+        "In the trained models Δ is larger at key tokens than at the other tokens, below capacity and at its edge.",
+        "Chapter 5 hypothesis from paper 000 (Δ opens at key tokens: the write regime)",
+        "paper 000: Δ at keys above Δ elsewhere (no number for this model)",
+        Rule(
+            "paper 000's mechanism writes at keys by opening Δ there; the log-ratio of Δ at keys to Δ elsewhere "
+            "must be positive in the trained models, below capacity and at its edge",
+            conds(("log_key_ratio_edge", ">", 0.0), ("log_key_ratio_below", ">", 0.0)),
+            trained=True,
+        ),
+        measure=measure_delta_keys,
+        section=SECTION,
+        setting=SETTING,
+    ),
+    Claim(
+        "book/H6-layers-as-N",
+        "A second layer adds state like doubling N: κ*₅₀ of 2 layers at (D, N) equals that of 1 layer at (D, 2N).",
+        "Chapter 5 hypothesis from paper 002, Thms 4/6 (N_eff = Λ N)",
+        "paper 002: N_eff = Λ N (no number for this model)",
+        Rule(
+            "Thms 4/6 give Λ layers the capacity of one layer with Λ N; the log₂ ratio of the two capacities must "
+            "lie within ±0.5 (a factor √2)",
+            conds(("log2_ratio", ">=", -0.5), ("log2_ratio", "<=", 0.5)),
+            trained=True,
+        ),
+        measure=measure_layers_as_n,
+        section=SECTION,
+        setting=SETTING,
+    ),
+)
+
+
+def check_synthesis(claim_id: str, bundle, record: bool = True):
+    """Judge one of H1–H6 on a ``ch5_capacity`` bundle: each seed's searches and probes measured alone, the seeds
+    combined by :func:`~mamba_recall.claims.core.check_seeds` (the book's one way)."""
+    from mamba_recall.claims.core import check_seeds
+
+    searches, probes = bundle.tables["searches"], bundle.tables["probes"]
+    seeds = sorted(set(searches.seed))
+    inputs = [(searches[searches.seed == s], probes[probes.seed == s], bundle) for s in seeds]
+    return check_seeds(claim_id, inputs, [f"seed {s}" for s in seeds], record=record)

@@ -1,0 +1,127 @@
+"""Sizes of Chapter 5 (the book's synthesis): one model family, one task, four theories.
+
+``ch5.capacity``: the full Mamba LM in mamba-ssm's layout (``d_conv`` 4, ``expand`` 2, RMSNorm, tied head) with 1 or
+2 layers, trained on zoology's MQAR (paper 002's regime R0: V = 512, and its ratio L = 4κ: L = 64 at κ = 16) with
+the authors' recipe of paper 002 ("code": AdamW lr 10⁻², β = (0.9, 0.95), no weight decay, warmup 100 → hold 400 →
+cosine to 0, clip 1.5, label smoothing 0.1); for each (layers, D, N) and seed a bisection over the κ ladder finds
+the largest κ with held-out recall ≥ 90 % and ≥ 50 %, one training per probe
+(:mod:`mamba_recall.chapters.ch5_synthesis.runners.capacity`). ``cells`` are ``[layers, D, N]``.
+
+* ``ci``: a 64-token vocabulary, three small cells (one 2-layer cell with its 1-layer match at 2N), one seed, a
+  three-rung ladder, 800 steps (about a minute a search); the notebook shows the first cell's search;
+* ``cpu-hours``: 9 one-layer cells D ∈ {16, 32, 64} × N ∈ {2, 4, 8} and 3 two-layer cells, 3 seeds (about 10
+  CPU-hours on a 2-core CPU, measured: ``--preset cpu-hours`` prints its estimate);
+* ``paper``: the sizes of paper 002's grids (D up to 128, N up to 32, κ up to 181), batch 128, 2000 steps, for a GPU
+  or a Ray cluster.
+
+Typed sizes (``presets/sizes.py``): :class:`Capacity` and its :class:`CapacityRecipe`, each field with its smoke cap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, SCHEDULE, STEPS, Sizes, derived, fixed, size
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityRecipe(Sizes):
+    """The authors' recipe of paper 002 (``mamba_recall.train.Recipe.from_preset`` reads it)."""
+
+    lr: float = size()
+    betas: list[float] = size()
+    weight_decay: float = size()
+    schedule: str = size()
+    warmup: int = size(SCHEDULE)
+    hold: int = size(SCHEDULE)
+    grad_clip: float = size()
+    label_smoothing: float = size()
+
+
+def _smoke_cells(cells: list) -> list:
+    """The smoke pass keeps a preset's first cell and its first 2-layer cell (both layer counts)."""
+    return [cells[0], next(c for c in cells if c[0] == 2)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capacity(Sizes):
+    V: int = size()
+    L_per_kappa: int = size()
+    cells: list[list[int]] = size(derived(_smoke_cells))  # [layers, D, N]
+    ladder: list[int] = size(fixed([2, 4]))  # a two-rung ladder
+    thresholds: list[float] = size(AXIS)
+    seeds: int = size(COUNT)
+    steps: int = size(STEPS)
+    batch: int = size(BATCH)
+    eval_every: int = size(EVERY)
+    patience: int = size()
+    min_delta: float = size()
+    target_accuracy: float = size()
+    n_eval: int = size(SAMPLES)
+    n_delta: int = size()
+    recipe: CapacityRecipe = size()
+
+
+#: √2-spaced κ ladder (rounded): the search's candidate numbers of pairs.
+LADDER = [2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181]
+
+_RECIPE = CapacityRecipe(
+    lr=1e-2, betas=[0.9, 0.95], weight_decay=0.0, schedule="code", warmup=100, hold=400, grad_clip=1.5,
+    label_smoothing=0.1,
+)  # fmt: skip
+
+EXPERIMENTS: dict[str, dict[str, Sizes]] = {
+    "ch5.capacity": {
+        "ci": Capacity(
+            V=64,
+            L_per_kappa=4,
+            cells=[[1, 32, 8], [1, 32, 4], [2, 32, 4]],
+            ladder=[2, 4, 8],
+            thresholds=[0.5, 0.9],
+            seeds=1,
+            steps=800,
+            batch=32,
+            eval_every=100,
+            patience=3,
+            min_delta=0.01,
+            target_accuracy=0.99,
+            n_eval=200,
+            n_delta=32,
+            recipe=_RECIPE,
+        ),
+        "cpu-hours": Capacity(
+            V=512,
+            L_per_kappa=4,
+            cells=[[1, d, n] for d in (16, 32, 64) for n in (2, 4, 8)] + [[2, 16, 4], [2, 32, 4], [2, 32, 8]],
+            ladder=LADDER[:11],
+            thresholds=[0.5, 0.9],
+            seeds=3,
+            steps=1500,
+            batch=64,
+            eval_every=250,
+            patience=3,
+            min_delta=0.01,
+            target_accuracy=0.99,
+            n_eval=500,
+            n_delta=64,
+            recipe=_RECIPE,
+        ),
+        "paper": Capacity(
+            V=512,
+            L_per_kappa=4,
+            cells=[[layers, d, n] for layers in (1, 2) for d in (16, 32, 64, 128) for n in (4, 8, 16, 32)],
+            ladder=LADDER,
+            thresholds=[0.5, 0.9],
+            seeds=3,
+            steps=2000,
+            batch=128,
+            eval_every=250,
+            patience=3,
+            min_delta=0.01,
+            target_accuracy=0.99,
+            n_eval=1000,
+            n_delta=128,
+            recipe=_RECIPE,
+        ),
+    },
+}

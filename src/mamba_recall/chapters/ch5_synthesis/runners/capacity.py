@@ -1,0 +1,321 @@
+r"""Chapter 5 runner: the capacity κ* of the full Mamba LM on zoology's MQAR, by a search over κ, 3 seeds.
+
+    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --aggregate-only
+
+One run-store job per (layers, D, N) and seed (``results/runs/ch5.capacity/``): a bisection over the κ ladder
+(:func:`mamba_recall.analysis.capacity_search.search`) for the largest κ with held-out recall ≥ 50 % and ≥ 90 %,
+one training per probe. Every probe trains ``MambaLMHeadModel(D, layers, V, d_state=N)`` (mamba-ssm's layout:
+``d_conv`` 4, ``expand`` 2) from init seed ``seed`` on MQAR with V = 512 and L = 4κ (paper 002's regime R0 has
+L = 64 at κ = 16), training batch of step s drawn with seed ``seed·100003 + s``, held-out set seed ``10⁶ + κ``;
+the recipe of paper 002's code (AdamW lr 10⁻², β = (0.9, 0.95), no weight decay, warmup 100 → hold 400 → cosine
+to 0, clip 1.5, label smoothing 0.1) for at most ``steps`` steps, stopped at 99 % held-out recall or when the best
+recall has not grown by ``min_delta`` over ``patience`` evaluations. Each probe records its recall, the profile by
+pair order, and the Δ signature of the trained model and of its untrained twin (the control).
+
+The bundle ``results/ch5_capacity_<preset>.json`` holds the table ``probes`` (one row per job and probe) and
+``searches`` (one row per job: κ*₅₀ and κ*₉₀, interpolated and censored, whether the probes were monotone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+from mamba_recall.presets import experiment, seeds
+from mamba_recall.results import command_provenance
+from mamba_recall.runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
+
+EXPERIMENT = "ch5.capacity"
+RUNNER = "mamba_recall.chapters.ch5_synthesis.runners.capacity:run_job"
+EVAL_SEED = seeds.MQAR_EVAL  # held-out set of κ pairs: seed 10⁶ + κ
+
+
+def _sizes(preset: str, smoke: bool) -> dict:
+    return check_sizes(experiment(EXPERIMENT, preset, smoke=smoke))
+
+
+def check_sizes(sizes: dict) -> dict:
+    """The preset's sizes, checked before any job starts: a ladder of increasing κ ≥ 2 that MQAR can hold
+    (keys come from [1, V/2), so κ < V/2), thresholds in (0, 1), cells of positive integers."""
+    from mamba_recall.analysis.capacity_search import check_ladder
+
+    ladder, _ = check_ladder(sizes["ladder"], sizes["thresholds"])
+    if ladder[0] < 2 or ladder[-1] >= sizes["V"] // 2:
+        raise ValueError(
+            f"ch5.capacity: the κ ladder {ladder} must lie in [2, V/2) = [2, {sizes['V'] // 2}) (MQAR draws κ distinct "
+            "keys from the lower half of the vocabulary); shorten the ladder or raise V in chapters/ch5_synthesis/configs.py."
+        )
+    for cell in sizes["cells"]:
+        if len(cell) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in cell):
+            raise ValueError(
+                f"ch5.capacity: a cell is [layers, D, N] of positive integers, got {cell!r} (chapters/ch5_synthesis/configs.py)."
+            )
+    return sizes
+
+
+def resolved_config(sizes: dict, layers: int, D: int, N: int) -> dict:
+    """The fully resolved config of one search: nothing is left to a library default."""
+    return {
+        "model": "MambaLMHeadModel (mamba-ssm layout)",
+        "layers": layers,
+        "D": D,
+        "N": N,
+        "d_conv": 4,
+        "expand": 2,
+        "V": sizes["V"],
+        "L_per_kappa": sizes["L_per_kappa"],
+        "ladder": list(sizes["ladder"]),
+        "thresholds": list(sizes["thresholds"]),
+        "batch": sizes["batch"],
+        "steps": sizes["steps"],
+        "recipe": dict(sizes["recipe"]),
+        "data": {
+            "task": "mqar (zoology, mamba_recall.tasks.mqar variant 'standard', power_a 1, pad 'full')",
+            "train_seed": "seed*100003 + step",
+            "init_seed": "seed",
+        },
+        "eval": {
+            "n": sizes["n_eval"],
+            "seed": f"{EVAL_SEED} + kappa",
+            "every": sizes["eval_every"],
+            "target_accuracy": sizes["target_accuracy"],
+            "patience": sizes["patience"],
+            "min_delta": sizes["min_delta"],
+            "n_delta": sizes["n_delta"],
+            "metric": "per-query accuracy, whole-vocabulary argmax, of the final model",
+        },
+    }
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    sizes = _sizes(preset, smoke)
+    return [
+        make_job(EXPERIMENT, resolved_config(sizes, *cell), s) for cell in sizes["cells"] for s in range(sizes["seeds"])
+    ]
+
+
+def build(config: dict, seed: int):
+    import torch
+
+    from mamba_recall.models.mamba import MambaLMHeadModel
+
+    torch.manual_seed(seed)
+    return MambaLMHeadModel(
+        config["D"],
+        config["layers"],
+        config["V"],
+        d_state=config["N"],
+        d_conv=config["d_conv"],
+        expand=config["expand"],
+    )
+
+
+def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> dict:
+    """Train one model of ``config`` at κ = ``kappa`` pairs and measure it (see the module docstring)."""
+    from mamba_recall.analysis.capacity_search import delta_signature, recall_profile
+    from mamba_recall.tasks.mqar import batch_fn, mqar
+    from mamba_recall.train import Recipe, Stopping, train
+
+    V, L, ev, rec = config["V"], config["L_per_kappa"] * kappa, config["eval"], config["recipe"]
+    held = mqar(V, kappa, L, ev["n"], EVAL_SEED + kappa)
+    sig_x, sig_y = held[0][: ev["n_delta"]], held[1][: ev["n_delta"]]
+    model = build(config, seed)
+    untrained = {"delta": delta_signature(model, sig_x, sig_y, kappa), **recall_profile(model, *held, kappa)}
+    untrained.pop("n_per_pair")
+    t0 = time.perf_counter()
+    r = train(
+        model,
+        batch_fn(V, kappa, L, config["batch"], seed * seeds.TRAIN_STRIDE),
+        steps=steps or config["steps"],
+        recipe=Recipe.from_preset(rec),
+        stop=Stopping(
+            eval_every=ev["every"],
+            target_accuracy=ev["target_accuracy"],
+            patience=ev["patience"],
+            min_delta=ev["min_delta"],
+        ),
+        eval_batch=held,
+        seed=seed,
+        progress=False,
+    )
+    prof = recall_profile(model, *held, kappa)
+    return {
+        "kappa": kappa,
+        "L": L,
+        **prof,
+        "delta": delta_signature(model, sig_x, sig_y, kappa),
+        "untrained": untrained,
+        "steps_run": r.steps_run,
+        "seconds": round(time.perf_counter() - t0, 2),
+        "curve": [[e["step"], e["accuracy"]] for e in r.evals],
+    }
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """One search (the run store's job function): the probes it ran and κ* at each threshold."""
+    from mamba_recall.analysis.capacity_search import crossing, monotone, search
+
+    records = {}
+
+    def acc(kappa: int) -> float:
+        records[kappa] = probe(config, seed, kappa)
+        return records[kappa]["accuracy"]
+
+    found = search(acc, config["ladder"], config["thresholds"])
+    capacity = {
+        f"{thr:g}": crossing(found["probes"], config["ladder"], thr, found["brackets"][thr])
+        for thr in config["thresholds"]
+    }
+    return {
+        "probes": [records[k] for k, _ in found["probes"]],
+        "capacity": capacity,
+        "monotone": monotone(found["probes"]),
+        "n_probes": len(records),
+        "train_seconds": round(sum(p["seconds"] for p in records.values()), 1),
+    }
+
+
+def estimate(left: list[dict]) -> tuple[float, str]:
+    """Upper bound for the jobs left: each search probes about log₂(ladder) + 2 rungs, each at its full step
+    budget; the step time is measured here (one thread) at the smallest and largest cell at κ = 8 and scaled
+    linearly in L = 4κ and in D·N between them."""
+    import torch
+
+    from mamba_recall.tasks.mqar import batch_fn
+    from mamba_recall.train import train
+
+    def step_time(c: dict) -> float:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            model = build(c, 0)
+            mb = batch_fn(c["V"], 8, 4 * 8, c["batch"], 0)
+            train(model, mb, steps=2, progress=False)
+            t0 = time.perf_counter()
+            train(model, mb, steps=5, progress=False)
+            return (time.perf_counter() - t0) / 5
+        finally:
+            torch.set_num_threads(threads)
+
+    by = sorted(left, key=lambda j: j["config"]["layers"] * j["config"]["D"] * j["config"]["N"])
+    lo, hi = by[0]["config"], by[-1]["config"]
+    t_lo, t_hi = step_time(lo), step_time(hi)
+    x = lambda c: c["layers"] * c["D"] * (c["N"] + 8)  # noqa: E731 (the scan and the projections)
+    total = 0.0
+    for j in left:
+        c = j["config"]
+        w = 0.0 if x(hi) == x(lo) else (x(c) - x(lo)) / (x(hi) - x(lo))
+        per_step_at_8 = t_lo + w * (t_hi - t_lo)
+        rungs = c["ladder"]
+        n = math.ceil(math.log2(len(rungs))) + 2
+        mean_L_factor = sum(rungs) / len(rungs) / 8  # a typical probe's L relative to κ = 8
+        total += n * c["steps"] * per_step_at_8 * max(mean_L_factor, 1.0) * 0.6
+    basis = (
+        f"measured here, 1 thread, κ = 8: {t_lo * 1e3:.0f} ms/step at {lo['layers']}×D={lo['D']},N={lo['N']} and "
+        f"{t_hi * 1e3:.0f} ms/step at {hi['layers']}×D={hi['D']},N={hi['N']}; about log₂(ladder) + 2 probes a search "
+        "at 60 % of their step budget (early stop), scaled by the ladder's mean L"
+    )
+    print(f"step time: {basis}", flush=True)
+    return total, basis
+
+
+def tables(runs: list[dict]):
+    """(probes, searches) DataFrames of finished runs."""
+    import pandas as pd
+
+    probes, searches = [], []
+    for r in sorted(runs, key=lambda r: (r["config"]["layers"], r["config"]["D"], r["config"]["N"], r["seed"])):
+        c, res = r["config"], r["result"]
+        cell = {"layers": c["layers"], "D": c["D"], "N": c["N"], "seed": r["seed"]}
+        for p in res["probes"]:
+            row = {
+                **cell,
+                "kappa": p["kappa"],
+                "L": p["L"],
+                "accuracy": p["accuracy"],
+                "untrained_accuracy": p["untrained"]["accuracy"],
+                "steps_run": p["steps_run"],
+                "seconds": p["seconds"],
+                "by_pair": " ".join(f"{a:.4f}" for a in p["by_pair"]),
+            }
+            for i, (tr, un) in enumerate(zip(p["delta"], p["untrained"]["delta"])):
+                for k in ("key", "value", "query", "filler", "key_ratio"):
+                    row[f"delta{i}_{k}"] = tr[k]
+                    row[f"untrained_delta{i}_{k}"] = un[k]
+            probes.append(row)
+        row = {**cell, "n_probes": res["n_probes"], "monotone": res["monotone"], "train_seconds": res["train_seconds"]}
+        for thr, cap in res["capacity"].items():
+            tag = f"{round(float(thr) * 100)}"
+            row[f"kappa{tag}"] = cap["kappa"]
+            row[f"rung{tag}"] = cap["rung"]
+            row[f"censored{tag}"] = cap["censored"]
+        searches.append(row)
+    return pd.DataFrame(probes), pd.DataFrame(searches)
+
+
+def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+    """Aggregate the finished searches of ``preset`` into ``results/ch5_capacity_<preset>.json``."""
+    sizes = _sizes(preset, smoke)
+    jobs = jobs_for(preset, smoke)
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
+    if not runs:
+        return None
+    probes, searches = tables(runs)
+    data["store"] = f"results/runs/{EXPERIMENT}/"
+    base = resolved_config(sizes, *sizes["cells"][0])
+    for k in ("layers", "D", "N"):
+        base.pop(k)
+    config = {
+        "preset": preset,
+        "smoke": smoke,
+        "sizes": sizes,
+        "cells": sizes["cells"],
+        "seeds": list(range(sizes["seeds"])),
+        "job_config": base,
+        "runner": RUNNER,
+    }
+    cmd = f"python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset {preset} --allow-long"
+    name = f"ch5_capacity_{preset}" + ("_smoke" if smoke else "")
+    return save_grid_bundle(name, data, config, command=cmd, tables={"probes": probes, "searches": searches}, log=log)
+
+
+@command_provenance()  # one git state for the command, taken before it writes anything
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
+    add_grid_args(ap)
+    args = ap.parse_args(argv)
+    from mamba_recall.results import smoke_run_store
+
+    jobs = jobs_for(args.preset, args.smoke)
+    grid_main(
+        args,
+        RUNNER,
+        jobs,
+        write_bundle,
+        estimate=estimate,
+        what=f"{EXPERIMENT} at preset {args.preset}",
+        default_store=smoke_run_store(args.smoke),
+    )
+
+
+def first_search(preset: str, seed: int, smoke: bool = False, log=print) -> dict:
+    """The search of ``preset``'s first cell at ``seed``: read from the run store when it holds that job (the same
+    config and seed give the same numbers), else computed now (and not stored: a notebook writes no results)."""
+    from mamba_recall.results import smoke_run_store
+    from mamba_recall.runstore import finished_runs
+
+    sizes = _sizes(preset, smoke)
+    job = make_job(EXPERIMENT, resolved_config(sizes, *sizes["cells"][0]), seed)
+    stored = finished_runs([job], smoke_run_store(smoke))
+    if stored:
+        log(f"from the run store: results/runs/{EXPERIMENT}/{job['key']}.json")
+        return stored[0]["result"]
+    log("not in the run store: computing it now")
+    return run_job(job["config"], seed)
+
+
+if __name__ == "__main__":
+    main()
