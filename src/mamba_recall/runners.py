@@ -64,10 +64,10 @@ def runner_name(module: str) -> str | None:
 
 def current_module(module: str) -> str:
     """``module`` as it is named today: an old runner path (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``, recorded by
-    bundles and run records made before the chapters' folders) becomes the chapter's runner module; any other module
-    is returned as it is."""
+    bundles and run records made before the chapters' folders) becomes the chapter's runner module; any other module,
+    and an old path naming no runner of today, is returned as it is."""
     if module.startswith(OLD_RUNNERS):
-        return runner_module(module[len(OLD_RUNNERS) :])
+        return _runner_modules().get(module[len(OLD_RUNNERS) :], module)
     return module
 
 
@@ -101,3 +101,11 @@ def current_command(command: str | None) -> str | None:
     i = words.index("-m") + 1
     module = current_module(words[i])
     return command if module == words[i] else shlex.join([*words[:i], module, *words[i + 1 :]])
+
+
+def current_job_function(ref: str) -> str:
+    """A run-store job function ``module:function`` as it is named today (:func:`current_module` of its module):
+    the ``runner`` that older run records and bundle configs hold (``mamba_recall.experiments.ch4_edge:run_job``)
+    names the same function as ``mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_job``."""
+    module, sep, func = ref.partition(":")
+    return f"{current_module(module)}{sep}{func}"

@@ -341,7 +341,9 @@ def test_committed_seed_intervals_move_within_the_table_rounding(name, preset):
 
     from mamba_recall import runstore
 
-    mod = importlib.import_module(f"mamba_recall.experiments.{name}")
+    from mamba_recall.runners import runner_module
+
+    mod = importlib.import_module(runner_module(name))
     cells = pd.read_csv(RESULTS_DIR / f"{name}_{preset}.cells.csv")
     runs = runstore.finished_runs(mod.jobs_for(preset))
     assert len(runs) == int(cells["n_seeds"].sum())

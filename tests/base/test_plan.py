@@ -29,7 +29,11 @@ def test_a_runner_without_a_grid_at_the_preset_says_why(capsys):
     assert ch3.jobs == 0 and "runs the run store at cpu-hours, paper only" in ch3.note
     table = plan.plan("paper")
     fig8 = table[(table.runner == "ch2_figs_cpu") & (table.part == "fig8")].iloc[0]
-    assert fig8.jobs == 0 and "trains as ensembles" in fig8.note and "ch2_hashing_scaling.runners.scaling --preset paper" in fig8.note
+    assert (
+        fig8.jobs == 0
+        and "trains as ensembles" in fig8.note
+        and "ch2_hashing_scaling.runners.scaling --preset paper" in fig8.note
+    )
     ch1 = ci[ci.runner == "ch1_cpu_hours"].iloc[0]
     assert "this runner runs the entries that declare seeds" in ch1.note
     assert plan.main(["--preset", "paper"]) == 0

@@ -172,7 +172,7 @@ def test_fig15_without_the_correct_entry_variance_is_not_run_with_the_command():
         tables={**ci.tables, "noise": ci.tables["noise"].drop(columns=["var_correct"])},
     )
     v = check("002/Fig15", bare, record=False)
-    assert v.status == "not run" and "ch2_multihead --preset ci" in v.reason
+    assert v.status == "not run" and "runners.multihead --preset ci" in v.reason
 
 
 # ------------------------------------------------------------------------------------------ null controls

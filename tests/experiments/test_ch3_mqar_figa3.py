@@ -43,7 +43,7 @@ def test_smoke_end_to_end(tmp_path):
     read = {"name": path.stem, "directory": path.parent, "record": False}
     v, bundle = check_figa3(**read)
     assert v.status == "not run" and f"1 of {len(jobs)} runs finished" in v.reason and bundle is None
-    assert "ch3_mqar_figa3 --preset cpu-hours" in v.reason
+    assert "runners.mqar_figa3 --preset cpu-hours" in v.reason
     run_grid(M.RUNNER, jobs, store=tmp_path, progress=False, log=lambda _: None)
     assert len(finished_runs(jobs, tmp_path)) == len(jobs)
     M.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda _: None)
@@ -56,7 +56,7 @@ def test_absent_bundle_is_not_run_with_its_command(tmp_path):
     from mamba_recall.chapters.ch3_selectivity.claims import check_figa3
 
     v, bundle = check_figa3(directory=tmp_path, record=False)
-    assert v.status == "not run" and "ch3_mqar_figa3 --preset cpu-hours" in v.reason and bundle is None
+    assert v.status == "not run" and "runners.mqar_figa3 --preset cpu-hours" in v.reason and bundle is None
 
 
 def test_paper_preset_trains_the_three_mixers_on_the_device_its_config_names(tmp_path):

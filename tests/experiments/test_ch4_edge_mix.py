@@ -76,4 +76,4 @@ def test_absent_bundle_is_not_run_with_its_command(tmp_path):
     from mamba_recall.chapters.ch4_primacy_recency.claims import check_transfer_family
 
     v, bundle = check_transfer_family(directory=tmp_path, record=False)
-    assert v.status == "not run" and "ch4_edge_mix --preset cpu-hours" in v.reason and bundle is None
+    assert v.status == "not run" and "runners.edge_mix --preset cpu-hours" in v.reason and bundle is None

@@ -1,5 +1,5 @@
 """Every runner's command line records one git state, taken before it writes anything: ``main`` of every module in
-``mamba_recall.experiments`` is decorated with ``results.command_provenance()``. Without it a runner that writes an
+a chapter's ``runners`` package is decorated with ``results.command_provenance()``. Without it a runner that writes an
 intermediate checkpoint (``ch4_train``: every ``checkpoint_every`` steps) rewrote a tracked file before its final
 sidecar took the git state, so the committed S-model checkpoints read as made from a dirty tree."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mamba_recall import results
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "src" / "mamba_recall" / "experiments"
+CHAPTERS = Path(__file__).resolve().parents[2] / "src" / "mamba_recall" / "chapters"
 
 
 def _decorators(path: Path) -> list[str] | None:
@@ -22,7 +22,7 @@ def _decorators(path: Path) -> list[str] | None:
 
 
 def test_every_runner_main_takes_one_provenance_for_the_command():
-    runners = {p.stem: _decorators(p) for p in sorted(EXPERIMENTS.glob("ch*.py"))}
+    runners = {f"{p.parts[-3]}.{p.stem}": _decorators(p) for p in sorted(CHAPTERS.glob("ch*/runners/[!_]*.py"))}
     with_main = {name: decs for name, decs in runners.items() if decs is not None}
     assert len(with_main) >= 15, sorted(with_main)
     missing = sorted(name for name, decs in with_main.items() if "command_provenance()" not in decs)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from .. import provenance as _prov
 from ..paths import BUILD_DIR, RESULTS_DIR
+from ..runners import current_command
 from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together
 from ._records import (
     _REQUIRED,
@@ -165,8 +166,6 @@ def regenerate_command(path: Path) -> str:
     found = re.search(r'"command":\s*"((?:[^"\\]|\\.)*)"', text)
     if found:
         try:
-            from ..runners import current_command
-
             return current_command(json.loads(f'"{found.group(1)}"'))
         except json.JSONDecodeError:
             pass
@@ -203,7 +202,7 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
             f"corrupt result bundle {path}: the top level is not a JSON object; delete it and "
             f"regenerate it with: {regenerate_command(path)}"
         )
-    regen = record.get("command") if isinstance(record.get("command"), str) else regenerate_command(path)
+    regen = current_command(record["command"]) if isinstance(record.get("command"), str) else regenerate_command(path)
     _check_content_hash(record, path, "result bundle", regen)  # first: a flipped version digit is corruption
     _restore_nonfinite(record, path, "result bundle", regen)
     version = record.get("schema_version")

@@ -29,6 +29,7 @@ from typing import Callable
 
 from .. import provenance as _prov
 from ..longrun import allow_long_runs
+from ..runners import current_job_function
 from ._errors import RunFileError, StoreNotWritable
 from ._records import (
     FAILURE_SCHEMA,
@@ -77,7 +78,7 @@ def process_provenance(refresh: bool = False) -> dict:
 
 
 def _resolve(runner: str) -> Callable:
-    module, _, func = runner.partition(":")
+    module, _, func = current_job_function(runner).partition(":")
     if not func:
         raise ValueError(f"runner {runner!r} must be 'package.module:function'.")
     return getattr(importlib.import_module(module), func)

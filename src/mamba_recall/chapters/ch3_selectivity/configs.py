@@ -1,12 +1,12 @@
 """Sizes of Chapter 3 (paper 003): input selectivity, Haar wavelets, MQAR constructions.
 
-Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
+Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (merged by :mod:`mamba_recall.presets`): typed sizes, one
 :class:`~mamba_recall.presets.sizes.Sizes` class per shape below, each field with its type and its smoke cap
 (``presets/sizes.py``); :func:`mamba_recall.presets.experiment` reads them as dicts. The trained ones also
 ``"cpu-hours"`` (the paper's settings on what a 2-core CPU finishes in a few hours, 3 seeds, one run-store job per
-run: ``python -m mamba_recall.experiments.ch3_<name> --preset cpu-hours --allow-long``).
+run: ``python -m mamba_recall.chapters.ch3_selectivity.runners.<name> --preset cpu-hours --allow-long``).
 Trained experiments (``ch3.keep_train``, ``ch3.mqar_train``, ``ch3.ih_train``) are run by the runners
-``python -m mamba_recall.experiments.ch3_<name> --preset ci|paper`` and loaded by the notebooks.
+``python -m mamba_recall.chapters.ch3_selectivity.runners.<name> --preset ci|paper`` and loaded by the notebooks.
 The ``paper`` sizes follow a reduced GPU protocol (on-the-fly data, ≤ 20k steps, early stop at 100 %
 held-out accuracy); the paper's own protocol (App. D.1: 600 epochs of 10⁵ samples) is ~10³ GPU-hours.
 """

@@ -19,7 +19,7 @@ for fig8; the comments there say what was cut from the paper's grids and why):
 * ``tab10`` — App. K, Tab. 10: rows Base, A, B (selective, d_conv 4) and C, D, E (linear, d_conv 4 / 2 / none).
 
 Every job trains one model alone (one process, one torch thread) with the functions of the ci runners
-(:func:`.ch2_scaling.train_members`, :func:`.ch2_scaling.train_selective_rows`, :func:`.ch2_multihead.train_heads`):
+(:func:`.scaling.train_members`, :func:`.scaling.train_selective_rows`, :func:`.multihead.train_heads`):
 initialisation seed ``seed``, training stream ``seed · 100003 + step``, the held-out evaluation stream
 ``EVAL_SEED`` (10⁶, shared by every model), best accuracy over the evaluations, early stop at 0.999. Its fully
 resolved config (preset, sizes, recipe, evaluation) is the job's config, so the job key names what ran.
@@ -282,7 +282,7 @@ def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
 
 
 def _train_linear(config: dict, seed: int) -> float:
-    """One simplified model (:func:`.ch2_scaling.train_members` with a single member): best held-out accuracy."""
+    """One simplified model (:func:`.scaling.train_members` with a single member): best held-out accuracy."""
     from .scaling import train_members
 
     rec = config["recipe"]

@@ -6,7 +6,7 @@ r"""Chapter 2 runner: trained simplified models along one row and one column of 
 Regime R0 of the authors' code (V = 512, N_f = 16, L = 64), their D–N recipe (batch 128, ≤ 2000 steps, AdamW
 lr 1e-2, β = (0.9, 0.95), no weight decay, clip 1.5, label smoothing 0.1, warmup 100 → hold 400 → cosine);
 the row D = 64 with N ∈ {2, 4, 8, 16, 32} and the column N = 16 with D ∈ {16, 24, 32, 48} (and 64 from the row).
-One run-store job per cell and seed (the same job function as :mod:`.ch2_reference_grid`), so the command
+One run-store job per cell and seed (the same job function as :mod:`.reference_grid`), so the command
 resumes. The bundle ``results/ch2_trained_dn_<preset>.json`` has per cell the mean best accuracy over seeds with
 a 95 % t-interval, the seed-max, and each law's predicted accuracy (Eq. 77, Eq. 15 printed and corrected, the
 authors' later law with a = 5/4 for trained linear models) with its error; and a table of each law's error.

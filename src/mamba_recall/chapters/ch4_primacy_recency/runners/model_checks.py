@@ -8,7 +8,7 @@ and writes the verdicts to ``results/ch4_checks_<model>_<preset>.json`` (table `
 numbers, the reason where not testable or capped). Section 4.7 of the book compares the models from these
 bundles. On a Mamba-2 model the claims are App. F's (:func:`claim_inputs_m2`: the U, the long-term heads of Eq. 9
 and their first-triple ablation, Fig. 13), measured by :func:`~mamba_recall.analysis.mamba2_heads.mamba2_head_tests`
-as notebook 4.6 measures them; the edge family's checks runner (:mod:`.ch4_edge`) makes them on its Mamba-2 recipe at
+as notebook 4.6 measures them; the edge family's checks runner (:mod:`.edge`) makes them on its Mamba-2 recipe at
 each model's pressure length.
 
 Run::
@@ -132,7 +132,7 @@ def claim_inputs(
 
     ``at``: run every length-dependent test (the channel ablations at the first triple and at all steps, the
     distractor sweep, the initial-state test) at this length, the model's pressure length L_p, instead of the
-    preset's lengths (the edge family, :mod:`.ch4_edge`); the longer-sequence check (Fig. 10) then uses the
+    preset's lengths (the edge family, :mod:`.edge`); the longer-sequence check (Fig. 10) then uses the
     evaluated lengths above ``at``. ``ucurve_Ls``: the lengths of the U-curves (default the preset's);
     ``n_random``: random draws per control (default the preset's). ``distractor_pool``: the tokens of the
     distractor sweep (Fig. 5b): ``"content"`` (default) or ``"filler"`` for a model trained with filler gaps, for which
