@@ -232,7 +232,13 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
             )
         tables[tname] = pd.read_csv(csv)
     return Bundle(
-        record["name"], record["config"], record["data"], record["provenance"], record["command"], tables, path
+        record["name"],
+        record["config"],
+        record["data"],
+        record["provenance"],
+        current_command(record["command"]),
+        tables,
+        path,
     )
 
 

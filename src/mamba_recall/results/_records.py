@@ -63,6 +63,10 @@ class CheckpointMissing(FileNotFoundError):
 
 @dataclass
 class Bundle:
+    """A loaded result bundle. ``command``: the command that remakes it, as it is run today (the recorded one, with a
+    runner's old module path mapped to its chapter's, :func:`mamba_recall.runners.current_command`); the file keeps
+    the command as it was run."""
+
     name: str
     config: dict
     data: dict

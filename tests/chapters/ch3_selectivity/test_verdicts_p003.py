@@ -33,7 +33,7 @@ def committed(lacks=None):
     return lambda stem: load_evidence(stem, "ci", lacks=lacks)
 
 
-EXACT_PE = {"s4d": 1e-15, "s6": 40.0}  # the exact PE check's outcome (tests/claims/test_ch3_claims.py measures it)
+EXACT_PE = {"s4d": 1e-15, "s6": 40.0}  # the exact PE check's outcome (test_ch3_claims.py beside this file measures it)
 
 
 def keep_grid(seeds=(0, 1, 2)):

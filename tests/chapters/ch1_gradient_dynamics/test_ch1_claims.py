@@ -278,7 +278,7 @@ def test_chapter1_checks_print_their_numbers_with_library_thresholds():
     import re
     from pathlib import Path
 
-    book = Path(__file__).resolve().parents[2] / "book" / "01_gradient_dynamics"
+    book = Path(__file__).resolve().parents[3] / "book" / "01_gradient_dynamics"
     for name in ("01_task_and_model.ipynb", "04_gradient_lemma.ipynb"):
         for cell in json.loads((book / name).read_text())["cells"]:
             src = "".join(cell["source"])

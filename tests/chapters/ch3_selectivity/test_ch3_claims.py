@@ -17,7 +17,7 @@ import pytest
 from mamba_recall.claims import get, judge
 from mamba_recall.results import Bundle
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def verdict(claim_id, *args, **kwargs):

@@ -19,7 +19,7 @@ from mamba_recall.claims import judge
 from mamba_recall.claims.core import across_seeds
 from mamba_recall.presets import experiment
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CH2 = [c for c in claims.REGISTRY.values() if c.paper == "002"]
 
 

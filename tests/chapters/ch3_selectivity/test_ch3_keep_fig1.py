@@ -24,7 +24,7 @@ from mamba_recall.chapters.ch3_selectivity.runners import keep_nth as keep
 from mamba_recall.presets import experiment
 from mamba_recall.results import Bundle
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CI = experiment("ch3.keep_train", "ci")
 
 
