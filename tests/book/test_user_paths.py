@@ -224,7 +224,7 @@ def test_missing_bundle_says_how_to_make_it(tmp_path):
     ],
 )
 def test_bad_ch4_checkpoint_variable_names_variable_path_and_what_is_valid(tmp_path, monkeypatch, make, problem):
-    from mamba_recall.analysis import primacy as A
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines import primacy as A
 
     path = make(tmp_path)
     monkeypatch.setenv(A.ENV_CHECKPOINT, str(path))

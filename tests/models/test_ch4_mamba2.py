@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from mamba_recall.analysis import heads as hd
+from mamba_recall.chapters.ch4_primacy_recency.pipelines import heads as hd
 from mamba_recall.analysis import interventions as iv
 from mamba_recall.models.mamba2 import Mamba2LMHeadModel, segsum, ssd_quadratic
 from mamba_recall.tasks.serial_recall import RecallVocab, recall_contexts, recall_prompts
@@ -216,7 +216,7 @@ def test_check_b14():
 
 
 def test_determinism_and_training_smoke(tmp_path):
-    from mamba_recall.analysis.primacy import build_model, load_checkpoint
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import build_model, load_checkpoint
     from mamba_recall.chapters.ch4_primacy_recency.runners.train import train_smodel
 
     vocab = RecallVocab(8, 3, 4)
@@ -235,7 +235,7 @@ def test_determinism_and_training_smoke(tmp_path):
 
 
 def test_committed_s_m2_checkpoint_is_deterministic():
-    from mamba_recall.analysis.primacy import checkpoint_path, load_checkpoint
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, load_checkpoint
     from mamba_recall.chapters.ch4_primacy_recency.runners.train import gate_metrics
 
     path = checkpoint_path("s_m2")

@@ -184,7 +184,7 @@ def _edge_dir(tmp_path) -> Path:
 
 
 def test_edge_family_corrupt_bundle_is_not_uncommitted(tmp_path):
-    from mamba_recall.analysis.primacy import EdgeFamily
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
 
     folder = _edge_dir(tmp_path)
     assert EdgeFamily("cpu-hours", directory=folder).missing == ""  # the intact copies load
@@ -196,7 +196,7 @@ def test_edge_family_corrupt_bundle_is_not_uncommitted(tmp_path):
 
 
 def test_edge_family_absent_bundle_is_uncommitted(tmp_path):
-    from mamba_recall.analysis.primacy import EdgeFamily
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
 
     folder = _edge_dir(tmp_path)
     (folder / "ch4_edge_checks_cpu-hours.json").unlink()

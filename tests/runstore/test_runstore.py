@@ -227,7 +227,7 @@ def test_dirty_files_as_run_compared_with_head():
 
 
 def test_reference_grid_comparison_loads_from_the_committed_bundle():
-    from mamba_recall.analysis.scaling_grids import load_comparison
+    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import load_comparison
     from mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid import AUTHORS
 
     table, bundle = load_comparison("cpu-hours", log=lambda m: None)

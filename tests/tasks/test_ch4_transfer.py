@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from mamba_recall.analysis import primacy as A
+from mamba_recall.chapters.ch4_primacy_recency.pipelines import primacy as A
 from mamba_recall.chapters.ch4_primacy_recency.runners import train as T
 from mamba_recall.presets import experiment
 from mamba_recall.tasks.mqar import IGNORE_INDEX

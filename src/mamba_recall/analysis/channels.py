@@ -142,7 +142,7 @@ def s_threshold(A_row_abs_sorted: torch.Tensor, tau: float, p: float) -> torch.T
 @dataclass
 class LayerStats:
     """The per-layer statistics of one identification pass over recurrent units (Mamba-1 channels here,
-    Mamba-2 heads in :mod:`mamba_recall.analysis.heads`): S cumulative steps Σ_t Δ_t, M cumulative decays
+    Mamba-2 heads in :mod:`mamba_recall.chapters.ch4_primacy_recency.pipelines.heads`): S cumulative steps Σ_t Δ_t, M cumulative decays
     (B, units, …), A the decay rates; T_total the prompt length."""
 
     S: list[torch.Tensor]
@@ -274,7 +274,7 @@ def state_stats(
 ) -> StateStats:
     """Per-state slow-and-writing statistics of ``prompts`` (B, T) over the token range of Eq. (3).
 
-    Mamba-1 only (a Mamba-2 head has one decay for all its states: use :mod:`mamba_recall.analysis.heads`).
+    Mamba-1 only (a Mamba-2 head has one decay for all its states: use :mod:`mamba_recall.chapters.ch4_primacy_recency.pipelines.heads`).
     ``tau`` ∈ [0, 1] the share of a write that must reach the query, ``omega`` ≥ 0 the write floor in units
     of the layer's median write."""
     check_unit("tau", tau)
@@ -282,7 +282,7 @@ def state_stats(
         raise ValueError(f"omega must be a finite number ≥ 0 (the write floor in layer medians), got {omega!r}.")
     if not all(hasattr(layer.mixer, "d_state") and layer.mixer.A_log.dim() == 2 for layer in model.backbone.layers):
         raise ValueError(
-            "state_stats needs Mamba-1 layers (A of shape (E, N)); for Mamba-2 heads use mamba_recall.analysis.heads."
+            "state_stats needs Mamba-1 layers (A of shape (E, N)); for Mamba-2 heads use mamba_recall.chapters.ch4_primacy_recency.pipelines.heads."
         )
     internals = record_internals(model, prompts)
     As = layer_A(model)

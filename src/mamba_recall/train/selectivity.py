@@ -1,7 +1,7 @@
 """Chapter 3 (paper 003, selectivity): the models its runners train, by name, the checkpoints they save, and the
 recipe every run shares (App. D). The runners (:mod:`mamba_recall.chapters.ch3_selectivity.runners.keep_nth`,
 :mod:`mamba_recall.chapters.ch3_selectivity.runners.mqar_train`, :mod:`mamba_recall.chapters.ch3_selectivity.runners.induction`) train with these,
-and the book's probes of the trained models (:mod:`mamba_recall.analysis.keep_nth`) rebuild and load them.
+and the book's probes of the trained models (:mod:`mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth`) rebuild and load them.
 """
 
 from __future__ import annotations

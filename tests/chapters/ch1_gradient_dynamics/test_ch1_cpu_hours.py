@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from mamba_recall.analysis.forgetting_probe import noise_forgetting_probe
+from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe import noise_forgetting_probe
 from mamba_recall.chapters.ch1_gradient_dynamics.claims import K1_CLAIMS
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours as c1
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import (
@@ -275,7 +275,7 @@ def test_full_mamba_smoke_bundle(smoke_grid):
 def test_full_mamba_job_is_deterministic_and_its_numbers_are_its_models(tmp_path, monkeypatch):
     """Two runs of the same smoke job give the same numbers bit for bit; another seed gives other ones; the stored
     readout is the saved checkpoint's pair_readout, and the cosine the claim records is that matrix's."""
-    from mamba_recall.analysis.full_mamba_readout import pair_readout
+    from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout import pair_readout
     from mamba_recall.analysis.recall_probes import wo_centred_cosine
 
     monkeypatch.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", tmp_path)

@@ -120,7 +120,7 @@ def test_recency_is_an_intervention_not_the_training_objective():
 
 def test_recency_intervention_on_the_paper_checkpoint(paper_k1):
     from mamba_recall.analysis.interventions import forgetting_held_at_one
-    from mamba_recall.analysis.forgetting_probe import noise_forgetting_probe
+    from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe import noise_forgetting_probe
     from mamba_recall.tasks.latest_value import latest_value_batch
 
     model, meta = paper_k1

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from mamba_recall import claims
-from mamba_recall.analysis.hashing import auroc, selectivity
+from mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing import auroc, selectivity
 from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2
 from mamba_recall.claims import judge
 from mamba_recall.claims.core import across_seeds

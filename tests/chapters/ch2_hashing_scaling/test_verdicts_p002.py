@@ -102,7 +102,7 @@ def _exact_guess(V: int, Nk: int) -> float:
 @pytest.mark.parametrize("Nk", [2, 3])
 def test_guess_level_comes_from_the_generator(Nk):
     """The ceiling is the closed form of the generator's sampling law, and the generator's own sequences agree."""
-    from mamba_recall.analysis.hashing import superposition_guess_accuracy
+    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing import superposition_guess_accuracy
 
     g = ch2.guess_level(128, 8, Nk)
     assert g == pytest.approx(_exact_guess(128, Nk), abs=1e-12)

@@ -76,7 +76,7 @@ def test_thm3_growth_is_linear_on_the_construction():
 
 # ---------------------------------------------------------------- KEEP n-TH: S4D cannot use the PE
 def test_s4d_pe_is_a_per_position_bias_only():
-    from mamba_recall.analysis.keep_nth import pe_logit_dependence
+    from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import pe_logit_dependence
 
     spread = pe_logit_dependence(sequences=16, seeds=(0, 1))
     assert spread["s4d"] < 1e-10
@@ -124,7 +124,7 @@ def test_keep_t50_needs_the_paper_grid():
 
 # ---------------------------------------------------------------- Fig. 1 against the untrained model
 def test_fig1_untrained_model_does_not_pass():
-    from mamba_recall.analysis.keep_nth import untrained_decay_values
+    from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import untrained_decay_values
     from mamba_recall.tasks.keep_nth import keep_nth
 
     ck = {"V": 128, "d": 32, "N": 8, "T": 20, "nth": 5, "kind": "s6+pe", "seed": 0, "preset": "ci"}

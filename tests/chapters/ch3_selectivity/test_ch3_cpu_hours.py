@@ -14,7 +14,7 @@ import pytest
 
 from mamba_recall import results
 from mamba_recall.claims import check
-from mamba_recall.analysis.keep_nth import fig1_decay_pairs
+from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import fig1_decay_pairs
 from mamba_recall.chapters.ch3_selectivity.runners import (
     induction as ch3_induction,
     keep_nth as ch3_keep_nth,

@@ -18,7 +18,7 @@ import torch
 
 from mamba_recall import results
 from mamba_recall.claims import check, get, judge
-from mamba_recall.analysis import keep_nth as probes
+from mamba_recall.chapters.ch3_selectivity.pipelines import keep_nth as probes
 from mamba_recall.chapters.ch3_selectivity.claims import fig1_stats, fig1_tables
 from mamba_recall.chapters.ch3_selectivity.runners import keep_nth as keep
 from mamba_recall.presets import experiment

@@ -28,7 +28,7 @@ def bundle(tables: dict, preset: str = "paper") -> Bundle:
 
 
 def committed(lacks=None):
-    from mamba_recall.analysis.selectivity import load_evidence
+    from mamba_recall.chapters.ch3_selectivity.pipelines.selectivity import load_evidence
 
     return lambda stem: load_evidence(stem, "ci", lacks=lacks)
 

@@ -127,7 +127,7 @@ def test_edge_runner_smoke_end_to_end(tmp_path):
     run_grid(E.CHECKS_RUNNER, checks, store=tmp_path, progress=False, log=lambda m: None)
     (done,) = finished_runs(checks, tmp_path)
     assert done["result"]["probes"] == {}  # an unconverged model: no probe is run, every claim reads not run
-    from mamba_recall.analysis.primacy import EdgeFamily
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
     from mamba_recall.chapters.ch4_primacy_recency.claims import check_family
 
     fam = EdgeFamily.from_runs(finished_runs(checks, tmp_path))
@@ -140,7 +140,7 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     """The checks job on a (smoke) model let past its gate: every claim of §4.1–§4.4 is measured at the model's
     L_p (or recorded as not measurable with the reason), the slow-state probe is stored, and the registry judges the
     stored measurements."""
-    from mamba_recall.analysis.primacy import EdgeFamily
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
     from mamba_recall.claims import STATUSES
     from mamba_recall.chapters.ch4_primacy_recency.claims import check_family
     from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from mamba_recall.analysis.primacy import MAMBA2_RECIPE, EdgeFamily
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import MAMBA2_RECIPE, EdgeFamily
 from mamba_recall.claims import STATUSES
 from mamba_recall.chapters.ch4_primacy_recency.claims import MAMBA2_CLAIMS, check_family, family_table
 from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mamba_recall.analysis.primacy import EdgeFamily, checkpoint_path
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily, checkpoint_path
 from mamba_recall.chapters.ch4_primacy_recency.runners import edge_mix as M
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.runstore import finished_runs, run_grid

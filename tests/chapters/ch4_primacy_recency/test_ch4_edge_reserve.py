@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mamba_recall.analysis.primacy import EdgeFamily
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
 from mamba_recall.chapters.ch4_primacy_recency.claims import check_family, family_table
 from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
 from mamba_recall.chapters.ch4_primacy_recency.runners import edge_jobs as J  # where jobs_for reads the sizes

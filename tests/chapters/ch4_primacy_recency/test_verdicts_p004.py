@@ -18,7 +18,7 @@ import torch
 from scipy import stats as sps
 
 from mamba_recall import claims
-from mamba_recall.analysis.primacy import DistractorSweep
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import DistractorSweep
 from mamba_recall.chapters.ch4_primacy_recency import claims as ch4
 from mamba_recall.chapters.ch4_primacy_recency.claims import periodicity
 from mamba_recall.claims.core import Control, Evidence, Measurement, across_seeds, judge
@@ -62,7 +62,7 @@ def test_fig4_count_cannot_pass_when_its_untrained_null_passes():
 def test_fig4_count_on_the_committed_family_reads_its_untrained_null():
     """The committed edge family: the untrained twins of the judged seeds pass the rule (their counts fall with τ and
     are 0 at τ = 1), so the verdict is not testable here, never reproduced."""
-    from mamba_recall.analysis.primacy import load_edge_family
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_edge_family
 
     fam = load_edge_family()
     if fam.missing:
@@ -73,7 +73,7 @@ def test_fig4_count_on_the_committed_family_reads_its_untrained_null():
 
 
 def test_untrained_twin_is_the_training_runs_initialisation():
-    from mamba_recall.analysis.primacy import checkpoint_path, untrained_twin
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, untrained_twin
 
     name = "edge_d4_zinit_cpu-hours_seed1"
     if not checkpoint_path(name).exists():
@@ -157,7 +157,7 @@ def test_fig5b_is_not_judged_on_filler_distractors():
 
 
 def test_fig5b_on_the_committed_family_is_measured_with_the_papers_random_tokens():
-    from mamba_recall.analysis.primacy import load_edge_family
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_edge_family
 
     fam = load_edge_family()
     if fam.missing:
@@ -199,7 +199,7 @@ def test_a_stored_record_without_its_null_is_never_judged():
 
 
 def test_every_judged_edge_record_carries_its_untrained_twin():
-    from mamba_recall.analysis.primacy import load_edge_family
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_edge_family
 
     fam = load_edge_family()
     if fam.missing:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mamba_recall.analysis import synthesis as syn
+from mamba_recall.chapters.ch5_synthesis.pipelines import synthesis as syn
 from mamba_recall.chapters.ch5_synthesis.claims.synthesis import check_synthesis, untrained_searches
 from mamba_recall.theory.capacity import kappa_at
 from mamba_recall.theory.mqar_constructions import construction_kappa
@@ -201,7 +201,7 @@ def test_u_shape_and_kappa_at():
 
 
 def test_the_page_reads_the_committed_search_and_the_strongest_complete_bundle():
-    from mamba_recall.analysis.synthesis import evidence_bundles
+    from mamba_recall.chapters.ch5_synthesis.pipelines.synthesis import evidence_bundles
     from mamba_recall.chapters.ch5_synthesis.runners.capacity import first_search
     from mamba_recall.results import load_bundle
 

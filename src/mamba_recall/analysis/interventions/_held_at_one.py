@@ -45,7 +45,7 @@ def k1_recurrence(model, batch, what: str):
 @torch.no_grad()
 def forgetting_held_at_one(model, batch, where: str) -> dict:
     r"""A causal intervention on the |K| = 1 model (N = 1, B = C = 1), in the recurrence of
-    :func:`mamba_recall.analysis.forgetting_probe.noise_forgetting_probe`: the forgetting factor a_t = exp(Λ ⊙ Δ_t) held at 1 ``where`` — ``"noise"`` (at the
+    :func:`mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe.noise_forgetting_probe`: the forgetting factor a_t = exp(Λ ⊙ Δ_t) held at 1 ``where`` — ``"noise"`` (at the
     noise pairs (v₁, v₂): §3's forget regime, "forget all the memories slowly", removed), ``"except_writes"`` (every
     position but the write pairs (k, v): the forget regime and the read pairs' forgetting removed, the erase kept) or
     ``"writes"`` (only the write pairs: the erase removed) — the input terms unchanged.

@@ -302,7 +302,7 @@ def hash_table_explorer(V=64, Nf=8, D=32, N=8, steps=150, seed=0):
     view); see :func:`mamba_recall.widgets.explorer`."""
     import ipywidgets as w
 
-    from mamba_recall.analysis.hashing import hash_tables, ideal_table
+    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing import hash_tables, ideal_table
     from mamba_recall.tasks.mqar import mqar
     from mamba_recall.widgets import explorer
 

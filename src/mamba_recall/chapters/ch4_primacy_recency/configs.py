@@ -384,7 +384,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
 # every seed trained to its full step count; no seed is skipped or reordered, and a seed not finished yet blocks the
 # seeds after it from counting (so which seeds count cannot depend on which run finished first). Every seed's outcome
 # is reported beside the verdicts. A recipe without reserve seeds keeps its 3 seeds, all of which must pass
-# (analysis/edge_seeds.py: evidence_seeds).
+# (chapters/ch4_primacy_recency/pipelines/edge_seeds.py: evidence_seeds).
 _EDGE_VOCAB = {"n_names": 64, "n_relations": 8, "n_filler": 16}
 _EDGE_RUN = {
     **_SHARED,
@@ -437,7 +437,7 @@ EXPERIMENTS["ch4.train_s_small_seed1"] = {
 
 # Table 1 on the edge family (chapters/ch4_primacy_recency/runners/edge_mix.py; issue "fair tests", declared 2026-11-27 before any of its
 # runs): the primary recipe's three evidence seeds (d4_zinit seeds 1, 3 and 5, the first three in seed order past
-# the edge gate: analysis/edge_seeds.py) each fine-tuned on s_mix's mixture, so that the verdict rests on three seeds
+# the edge gate: chapters/ch4_primacy_recency/pipelines/edge_seeds.py) each fine-tuned on s_mix's mixture, so that the verdict rests on three seeds
 # of the chapter's model instead of one ci seed of s_mix. The fine-tune is s_mix's ci recipe (5,000 steps, lr 1e-3,
 # 100 warm-up steps, half recall and half transfer batches, the same task sizes) on the edge recipe's recall task
 # (its vocabulary, L up to 24 with no curriculum, its filler gaps from step 0); the stream seed is

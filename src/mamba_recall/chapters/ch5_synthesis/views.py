@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from mamba_recall.analysis import synthesis as syn
+from mamba_recall.chapters.ch5_synthesis.pipelines import synthesis as syn
 from mamba_recall.theory.capacity import kappa_at
 from mamba_recall.theory.mqar_constructions import construction_kappa
 
@@ -214,7 +214,7 @@ def theory_table(searches: pd.DataFrame, probes: pd.DataFrame, V: int, threshold
 
 
 def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
-    """Recall by relative pair order (:func:`~mamba_recall.analysis.synthesis.profile_bins`), pooled over probes, for the edge probes (recall nearest 50 %,
+    """Recall by relative pair order (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.profile_bins`), pooled over probes, for the edge probes (recall nearest 50 %,
     κ ≥ 4) and the probes with recall in [0.9, 0.99) (below capacity, not at ceiling): mean and 95 % interval over
     probes."""
     from mamba_recall.runstore import mean_interval
@@ -263,7 +263,7 @@ def profile_chart(probes: pd.DataFrame, bins: int = 8) -> alt.LayerChart:
 
 
 def u_band_table(probes: pd.DataFrame, searches: pd.DataFrame) -> pd.DataFrame:
-    """Where a U would sit relative to capacity (:func:`mamba_recall.analysis.synthesis.u_by_recall`), printed:
+    """Where a U would sit relative to capacity (:func:`mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.u_by_recall`), printed:
     one row per recall band, primacy and recency as mean [95 % interval] over searches."""
     t = syn.u_by_recall(probes, searches)
     if t.empty:

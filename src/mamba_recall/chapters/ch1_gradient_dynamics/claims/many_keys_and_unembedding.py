@@ -93,13 +93,13 @@ FULL_ONEHOT_COMMAND = "python -m mamba_recall.chapters.ch1_gradient_dynamics.run
 def measure_fig7_full(model=None, meta: dict | None = None, init_model=None, init_accuracy=None) -> Measurement:
     """App. B, Fig. 7 on the full Mamba LM (learned embedding, conv, gate, readout; one layer) of one seed: its
     readout in the paper's (previous token, current token) coordinates, W_o^full = [R U_1 | R U_0] (|V| × 2|V|,
-    :func:`~mamba_recall.analysis.full_mamba_readout.pair_readout`), against [−I I] by the centred cosine of
+    :func:`~mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout.pair_readout`), against [−I I] by the centred cosine of
     :func:`~mamba_recall.analysis.recall_probes.wo_centred_cosine`; and the seed's held-out query accuracy
     (``meta["test_query_accuracy"]``). ``init_model``: the same seed's untrained model, whose cosine is shown as
     the baseline; with ``init_accuracy`` too (its held-out query accuracy on the same sequences) that model's
     measurement is the claim's null control, judged by the same rule beside it. Without a model (no cpu-hours bundle
     of the full model): *not run*."""
-    from mamba_recall.analysis.full_mamba_readout import full_readout_cosine
+    from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout import full_readout_cosine
 
     if model is None or meta is None:
         raise NotRun(f"the full Mamba LM's 3 seeds are not committed: make them with `{FULL_MAMBA_COMMAND}`")

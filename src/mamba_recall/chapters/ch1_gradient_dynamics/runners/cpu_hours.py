@@ -24,7 +24,7 @@ same command resumes after an interruption:
 * the |K| = 1 jobs also run **our causal probe** (not a claim of the paper): the forgetting factor
   exp(Λ ⊙ Δ_t) set to 1 at every noise pair (x_{t−1}, x_t) = (v₁, v₂), everything else unchanged, and the
   recall of the latest value measured before and after
-  (:func:`~mamba_recall.analysis.forgetting_probe.noise_forgetting_probe`).
+  (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe.noise_forgetting_probe`).
 * ``ch1.cpu_hours_table1``: Table 1 (App. A) at T = 128, κ ∈ {1, 4}, the four rows of the paper and our control
   ``tf1_pair`` (a 1-layer Transformer fed the Mamba's fixed pairwise concatenation), 3 seeds, early stopping on the
   training set (:func:`~mamba_recall.train.table1.run_cell`).
@@ -34,7 +34,7 @@ same command resumes after an interruption:
   training and held-out sets per seed), 3 seeds, trained as ``ch1.k1``. Each job saves its checkpoint
   ``results/checkpoints/ch1_full_mamba_cpu-hours_seed<s>.pt`` and measures claim 000/Fig7-full: the readout in the
   paper's (previous token, current token) coordinates, W_o^full = [R U_1 | R U_0] (|V| × 2|V|,
-  :func:`~mamba_recall.analysis.full_mamba_readout.pair_readout`), against [−I I] by the centred cosine, at the end
+  :func:`~mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout.pair_readout`), against [−I I] by the centred cosine, at the end
   and (baseline) at initialisation, and the held-out query accuracy; the matrix itself is stored (Fig. 7's plot).
 
 * ``ch1.cpu_hours_table1_matched`` (part ``table1_matched``): Table 1's row 3 (1-layer Transformer with convolution,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mamba_recall.analysis.forgetting_probe import noise_forgetting_probe
+from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe import noise_forgetting_probe
 from .. import claims as ch1
 from ..claims.seeds import FULL_CLAIM, measure_model
 from mamba_recall.paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
@@ -220,12 +220,12 @@ def run_full_job(config: dict, seed: int) -> dict:
     :func:`~mamba_recall.train.latest_value.train_recall` trains the simplified model (the same training / held-out sets of this seed, AdamW without weight
     decay, constant lr, until 100 % training-set query accuracy or ``steps``), save its checkpoint, and measure
     claim 000/Fig7-full: the readout W_o^full = [R U_1 | R U_0] ∈ R^{|V| × 2|V|} in the paper's (previous token,
-    current token) coordinates (:mod:`~mamba_recall.analysis.full_mamba_readout`) against [−I I], at the end and at
+    current token) coordinates (:mod:`~mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout`) against [−I I], at the end and at
     initialisation (the same seed's untrained model). Returns the accuracies, the training length, the claim's record
     and both matrices (``readout``, ``readout_init``: |V| lists of 2|V| floats)."""
     import copy
 
-    from mamba_recall.analysis.full_mamba_readout import pair_readout
+    from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout import pair_readout
     from mamba_recall.claims import NotRun, get, measurement_record
 
     preset, smoke, sizes = config["preset"], config["smoke"], config["sizes"]

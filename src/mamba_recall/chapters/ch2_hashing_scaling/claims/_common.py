@@ -56,13 +56,13 @@ def _n_near(piv) -> dict:
 # ------------------------------------------------ the generator's chance level (the null control of the trained claims)
 def chance_level(V: int, Nf: int, L: int) -> float:
     """The chance level of standard MQAR on the generator itself: a reader that answers one of the context's values
-    at random (:func:`~mamba_recall.analysis.hashing.context_guess_accuracy`; 1/N_f for this generator)."""
+    at random (:func:`~mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing.context_guess_accuracy`; 1/N_f for this generator)."""
     return _chance_level(int(V), int(Nf), int(L))
 
 
 @functools.lru_cache(maxsize=None)
 def _chance_level(V: int, Nf: int, L: int) -> float:
-    from mamba_recall.analysis.hashing import context_guess_accuracy
+    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing import context_guess_accuracy
 
     return context_guess_accuracy(V, Nf, L)
 

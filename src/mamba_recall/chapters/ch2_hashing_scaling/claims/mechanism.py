@@ -23,7 +23,7 @@ CLAIMS: list[Claim] = []
 def measure_eq10(V: int = 32, D: int = 16, N: int = 8, seed: int = 0) -> Measurement:
     """Eq. 10 on the designed Thm 2 weights: the share of ‖G_kq‖² in the block the printed matrix marks
     (rows x_τ, columns x_(t−1)) and in its transpose (rows x_(τ−1), columns x_t)."""
-    from mamba_recall.analysis.hashing import invariant_operators
+    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing import invariant_operators
     from mamba_recall.theory.hashing_circuit import thm2_weights
 
     G = invariant_operators(thm2_weights(V, D, N, seed))["G_kq"]
@@ -70,7 +70,7 @@ MECH_NULL = "the same linear Mamba at initialisation (the same seed), probed on 
 def _with_mech_null(fn):
     """A §3.2 mechanism measurement ``fn(d, ctx, acc, steps, n_probe)`` with its null control: given ``null=(d0,
     acc0)``, the probes ``d0`` and held-out accuracy ``acc0`` of the same model at initialisation
-    (:func:`mamba_recall.analysis.hashing.untrained_probes`), measured the same way and judged beside it."""
+    (:func:`mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing.untrained_probes`), measured the same way and judged beside it."""
 
     @functools.wraps(fn)
     def measured(d: dict, ctx, acc: float, steps: int, n_probe: int, null: tuple | None = None) -> Measurement:

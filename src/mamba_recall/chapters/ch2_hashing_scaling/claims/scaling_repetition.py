@@ -65,11 +65,11 @@ def _has_rep(bundle, task: str, reps: int, layers: int, post_query: str = "full"
 def guess_level(V: int, Nf: int, Nk: int) -> float:
     """The accuracy of "guessing one out of N_k options" (App. G.2, Remark 3) on the generator the models are trained
     on: a reader of the superposition of the N_k stored values answers the most frequent one
-    (:func:`~mamba_recall.analysis.hashing.superposition_guess_exact`, the closed form of the generator's sampling law,
-    checked against its sequences by :func:`~mamba_recall.analysis.hashing.superposition_guess_accuracy`). Above 1/N_k
+    (:func:`~mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing.superposition_guess_exact`, the closed form of the generator's sampling law,
+    checked against its sequences by :func:`~mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing.superposition_guess_accuracy`). Above 1/N_k
     because the earlier chunks' fresh values can repeat the last one (0.508 and 0.349 for N_k = 2, 3 at V = 128).
     ``Nf`` does not enter: each key's values are drawn alike whatever the number of facts."""
-    from mamba_recall.analysis.hashing import superposition_guess_exact
+    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing import superposition_guess_exact
 
     return superposition_guess_exact(int(V), int(Nk))
 

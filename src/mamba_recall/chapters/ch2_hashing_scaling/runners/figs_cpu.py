@@ -37,7 +37,7 @@ import time
 
 import pandas as pd
 
-from mamba_recall.analysis.scaling_grids import CELL_COLUMNS
+from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import CELL_COLUMNS
 from mamba_recall.presets import experiment
 from ..configs import RECIPES
 from mamba_recall.results import command_provenance

@@ -157,7 +157,7 @@ def s4dpe_t20_missing(bundle) -> str | None:
 def measure_s4dpe_t20(bundle, pe_spread: dict) -> Measurement:
     """Tab. A.1, S4D+PE at T = 20 (d = 32, N = 8), against S4D without PE in the same bundle (per seed: |S4D+PE −
     0.72| and |S4D+PE − S4D|), with the exact check ``pe_spread``
-    (:func:`mamba_recall.analysis.keep_nth.pe_logit_dependence`: per mixer, how much the PE's effect on the
+    (:func:`mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth.pe_logit_dependence`: per mixer, how much the PE's effect on the
     logits varies across input sequences; 0 means the PE is only a per-position bias), and a null control at the
     generator's chance level (both models at 1/|V|)."""
     missing = s4dpe_t20_missing(bundle)

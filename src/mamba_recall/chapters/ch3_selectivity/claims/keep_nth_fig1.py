@@ -160,9 +160,9 @@ def fig1_stats(decay, decay_untrained):
 def fig1_tables(bundle, backend: str = "auto") -> dict:
     """Fig. 1's three tables for ``bundle`` (a KEEP n-TH bundle of any preset): ``decay`` (trained, with a ``seed``
     column), ``decay_untrained`` (the bundle's own when it has one, else
-    :func:`~mamba_recall.analysis.keep_nth.untrained_decay_table`, computed here in seconds) and ``fig1``
+    :func:`~mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth.untrained_decay_table`, computed here in seconds) and ``fig1``
     (:func:`fig1_stats` of the two)."""
-    from mamba_recall.analysis.keep_nth import untrained_decay_table
+    from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import untrained_decay_table
 
     dec = bundle.tables["decay"]
     dec = dec if "seed" in dec else dec.assign(seed=0)

@@ -22,7 +22,7 @@ tables ``runs`` and ``decay`` as above, ``cells`` (mean over seeds, 95 % t-inter
 (each run's training loss and held-out accuracy every 100 steps). ``--aggregate-only`` rewrites the bundle only.
 The aggregation adds Fig. 1's baseline, computed there and not in the jobs (so job configs and keys stay as they
 were): ``decay_untrained`` (the ``decay`` histograms of every S6/S4D run's model at initialisation: same kind, sizes
-and init seed, same 500 test sequences, same pooling; :func:`~mamba_recall.analysis.keep_nth.untrained_decay_rows`) and ``fig1`` (per run and
+and init seed, same 500 test sequences, same pooling; :func:`~mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth.untrained_decay_rows`) and ``fig1`` (per run and
 ``weights`` ∈ {trained, untrained}: frac(e^{−λΔ} > 0.9 | t ≥ n), frac(< 0.1 | t < n) and the histogram mean of
 e^{−λΔ} at t ≥ n; :func:`mamba_recall.chapters.ch3_selectivity.claims.fig1_stats`). :func:`~mamba_recall.chapters.ch3_selectivity.claims.fig1_tables` gives the same three tables for a
 bundle written before they existed (the ``ci`` one), computing the baseline on the spot.
@@ -33,7 +33,7 @@ from __future__ import annotations
 import sys
 import time
 
-from mamba_recall.analysis.keep_nth import (
+from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import (
     decay_rows_of,
     initial_model,
     keep_test_set,
@@ -57,7 +57,7 @@ from .common import curve_of, parse, run_store_main, save_runner_bundle, store_b
 
 def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
     """Train and test one KEEP n-TH model of resolved config ``c``
-    (:func:`~mamba_recall.analysis.keep_nth.resolved_config`) and init seed ``seed`` (``steps`` overrides the budget,
+    (:func:`~mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth.resolved_config`) and init seed ``seed`` (``steps`` overrides the budget,
     for timing). Returns (model on the CPU, TrainResult, the ``runs`` row)."""
     T, V, nth = c["T"], c["V"], c["nth"]
     ev = keep_nth(c["eval_sequences"], T, V, nth, seed=c["eval_seed"])

@@ -45,7 +45,7 @@ def measure_sparsity(stats, chans, *, ctx=None, side=None) -> Measurement:
 def measure_grid_counts(stats, null_stats=None, *, ctx=None, side=None) -> Measurement:
     """Fig. 4 caption / §4.2: channel counts over the (p, τ) grid fall strictly as τ rises (lower τ recruits
     more channels), and τ = 1 selects none. With ``null_stats`` (the channel statistic of the same architecture
-    untrained, :func:`mamba_recall.analysis.primacy.untrained_twin`, on the same prompt) the same numbers on it are
+    untrained, :func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.untrained_twin`, on the same prompt) the same numbers on it are
     the claim's null :class:`~mamba_recall.claims.core.Control`: the count's fall is partly a matter of construction
     (P(τ) cannot rise with τ), so an untrained model must not pass the rule."""
     m = _grid_counts(stats, ctx, side)
@@ -83,7 +83,7 @@ def measure_first_triplet(first: dict, *, ctx=None, side=None) -> Measurement:
     """Fig. 3b: zeroing Ā of the identified channels of the top layers at the first triple: δ(1) = drop of
     first-position recall, its excess over twice each random control (global and layer-matched), the
     paired-bootstrap lower bound of random − targeted at k = 1, and the mean |δ(k)| at k ≥ 3."""
-    from mamba_recall.analysis.primacy import check_first_triplet
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import check_first_triplet
 
     b = check_first_triplet(first)
     base = first["base"]
@@ -109,7 +109,7 @@ def measure_first_triplet(first: dict, *, ctx=None, side=None) -> Measurement:
 def measure_all_steps(allsteps: dict, *, ctx=None, side=None) -> Measurement:
     """Fig. 9: Ā zeroed at every step on the identified channels: δ(1), how it compares with the later positions'
     δ(k), and the largest δ(k) of any random control."""
-    from mamba_recall.analysis.primacy import check_all_steps
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import check_all_steps
 
     b = check_all_steps(allsteps)
     d = np.asarray(b["delta"])

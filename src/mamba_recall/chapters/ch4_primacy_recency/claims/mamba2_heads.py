@@ -26,7 +26,7 @@ from .serial_recall import measure_ushape
 SECTION = "04_primacy_recency/06_mamba2_heads"
 
 #: App. F's Mamba-2 claims: measured on the edge family's Mamba-2 recipe (``MAMBA2_RECIPE`` of
-#: :mod:`mamba_recall.analysis.primacy`) and judged over its seeds; every other claim of the family is a Mamba-1
+#: :mod:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy`) and judged over its seeds; every other claim of the family is a Mamba-1
 #: claim, judged on the primary recipe.
 MAMBA2_CLAIMS = ("004/AppF-ushape", "004/Fig13a", "004/Fig13b")
 
@@ -61,7 +61,7 @@ def measure_heads(stats, heads, *, ctx=None, side=None) -> Measurement:
 def measure_head_ablation(eff: dict, fraction: float, *, ctx=None, side=None) -> Measurement:
     """Fig. 13b: first-triple ablation of the long-term heads: δ(1), its excess over twice the random heads',
     and the mean δ(k) over the later positions."""
-    from mamba_recall.analysis.heads import check_b14
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.heads import check_b14
 
     b = check_b14(eff, fraction)
     s = _summary(eff["base"])
@@ -80,7 +80,7 @@ def measure_head_ablation(eff: dict, fraction: float, *, ctx=None, side=None) ->
 
 
 def m2_claim_args(tests: dict) -> dict:
-    """{claim id: args} of App. F's claims from :func:`~mamba_recall.analysis.mamba2_heads.mamba2_head_tests`'
+    """{claim id: args} of App. F's claims from :func:`~mamba_recall.chapters.ch4_primacy_recency.pipelines.mamba2_heads.mamba2_head_tests`'
     output: the U on the curves (judged at L_p and the next length, as Fig. 2), the head fraction and its per-layer χ²,
     the ablation at ``L0``."""
     return {

@@ -29,17 +29,17 @@ def stored_measurement(claim_id: str, run: dict) -> dict:
 
 
 def check_family(claim_id: str, family, recipe: str | None = None, *, record: bool = True):
-    """The verdict of ``claim_id`` on the committed edge family (:class:`mamba_recall.analysis.primacy.EdgeFamily`):
+    """The verdict of ``claim_id`` on the committed edge family (:class:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily`):
     each seed's stored measurement (made at that model's pressure length L_p by the family's checks runner),
     combined over the seeds ``recipe`` is judged on (``EdgeFamily.evidence_runs``:
-    :func:`mamba_recall.analysis.edge_seeds.evidence_seeds`) and judged by the declared rule
+    :func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds.evidence_seeds`) and judged by the declared rule
     (:func:`mamba_recall.claims.core.check_stored`). ``recipe`` defaults to the family's primary recipe (Mamba-1) for
     a claim of §4.1–§4.4 and to the Mamba-2 recipe for a claim of App. F (:data:`MAMBA2_CLAIMS`); with fewer than 3
     checked seeds the rule caps the verdict (a trained-model claim needs 3). Recorded for the scorecard unless
     ``record=False``; *not run* with the reason when the family or the recipe's models are not committed, or no
     Mamba-1 recipe converged on every seed. Each seed's record carries its null control, the same measurement on the
     model's untrained twin (:func:`stored_measurement`)."""
-    from mamba_recall.analysis.primacy import EDGE_COMMAND, MAMBA2_RECIPE
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EDGE_COMMAND, MAMBA2_RECIPE
     from mamba_recall.claims.core import check_stored, get, not_run_verdict, record_verdict
 
     mamba2 = claim_id in MAMBA2_CLAIMS

@@ -14,9 +14,9 @@ def measure_distractors(sweeps: dict, *, ctx=None, side=None) -> Measurement:
     distractors): the drop of acc(L) at the largest n, the last quarter's drop minus the first quarter's,
     the fraction of the recency advantage left, and whether every n > 0 lowers the mean recall.
     ``paper_distractors``: every sweep drew its distractors from the task's content tokens, the paper's random tokens
-    (:func:`mamba_recall.analysis.primacy.distractor_sweep`, ``pool="content"``), not from the filler tokens a model
+    (:func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.distractor_sweep`, ``pool="content"``), not from the filler tokens a model
     with filler gaps was trained on (in distribution: a different test in kind)."""
-    from mamba_recall.analysis.primacy import check_distractors
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import check_distractors
 
     cells, parts = {}, []
     for key, sweep in sweeps.items():
@@ -52,9 +52,9 @@ def measure_distractors(sweeps: dict, *, ctx=None, side=None) -> Measurement:
 def measure_state_init(inits: dict, sweep: dict | None = None, *, ctx=None, side=None) -> Measurement:
     """Fig. 5a: the largest middle-third gain over layers of a U(0, 1) initial state (repeated relation) and its
     McNemar p, at the evaluated lengths whose baseline middle third has room to rise. With ``sweep``
-    (:func:`mamba_recall.analysis.primacy.state_scale_sweep`): the same at every U(0, s), s from 1 down to the
+    (:func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.state_scale_sweep`): the same at every U(0, s), s from 1 down to the
     model's typical |h| (the best over scales and layers, its scale and p)."""
-    from mamba_recall.analysis.primacy import check_state_init
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import check_state_init
 
     any_gain, any_p, any_scale, sweep_txt = float("nan"), float("nan"), float("nan"), ""
     if sweep is not None and _summary(sweep["effects"][sweep["scales"][0]]["base"])["mid"] <= CEILING:

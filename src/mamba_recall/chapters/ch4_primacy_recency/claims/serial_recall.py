@@ -13,7 +13,7 @@ def measure_ushape(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
     """Fig. 2 on the repeated relation at the pressure length L_p (the smallest evaluated L whose middle third
     is ≤ 0.80) and the next evaluated L: primacy and recency (the ends minus the middle third), whether each
     end's Wilson band lies above the middle's, and whether the 3-point moving average has its minimum inside."""
-    from mamba_recall.analysis.primacy import check_ushape, pressure_length
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import check_ushape, pressure_length
 
     Lp = pressure_length(curves, Ls)
     lengths = [] if Lp is None else [L for L in Ls if L >= Lp][:2]
@@ -52,7 +52,7 @@ def measure_ushape(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
 def measure_relations(curves: dict, Ls, *, ctx=None, side=None) -> Measurement:
     """§4.1 / Fig. 1: random relations raise the middle third (≥ 0.05, paired-bootstrap CI > 0) and repeated
     relations give the deeper U, at each evaluated L whose repeated-relation middle third has room to rise."""
-    from mamba_recall.analysis.primacy import check_random_vs_repeated
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import check_random_vs_repeated
 
     room, both, mid_only, parts = 0, 0, 0, []
     for L in Ls:

@@ -22,7 +22,7 @@ def measure_transfer(table, *, ctx=None, side=None, null: bool = True) -> Measur
     excess over the random sets' (and over twice theirs), and on which fraction of tasks the identified
     ablation scores below the random one. The null control: the same with the random sets' scores in the identified
     set's place, which a rule must not read as mattering more than random."""
-    from mamba_recall.analysis.primacy import check_transfer
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import check_transfer
 
     if table is None:
         raise NotRun("no long-term channel was identified at τ = p = 0.7, so there is nothing to ablate")

@@ -16,14 +16,14 @@ One run-store job per (recipe, seed) (:mod:`mamba_recall.runstore`): it trains t
 :func:`mamba_recall.chapters.ch4_primacy_recency.runners.train.train_recipe`, writes ``results/checkpoints/ch4_edge_<recipe>_<preset>_
 seed<k>.pt`` (+ sidecar with its learning curve and gate), and records the per-position recall of both relation
 variants at every evaluation length (``eval.Ls``, ``eval.n`` held-out contexts of
-:func:`mamba_recall.analysis.primacy.contexts`). The command resumes: finished jobs are skipped.
+:func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.contexts`). The command resumes: finished jobs are skipped.
 
 The bundle ``results/ch4_edge_<preset>.json`` (:func:`write_bundle`) has, per recipe, L, variant and position,
 the mean recall over seeds with a 95 % t-interval and the per-seed values (table ``curves``), and per model its
-card, gate, training range and its pressure length L_p (table ``models``; :func:`mamba_recall.analysis.primacy.
+card, gate, training range and its pressure length L_p (table ``models``; :func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.
 pressure_length`: the smallest evaluated L whose middle third is ≤ 0.80 on the repeated relation).
 
-Which seeds a recipe is judged on (:func:`mamba_recall.analysis.edge_seeds.evidence_seeds`, the one rule every
+Which seeds a recipe is judged on (:func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds.evidence_seeds`, the one rule every
 consumer uses: the primary recipe, the checks bundle, :func:`mamba_recall.chapters.ch4_primacy_recency.claims.check_family`): a recipe's declared seeds are ``0 … seeds-1``
 then its reserve seeds (preset entry ``reserve_seeds``, e.g. ``{"d4": [3, 4, 5]}``, declared before any of them
 ran). A recipe without reserve seeds is judged on its checked seeds, and counts for the primary recipe when all of
@@ -31,7 +31,7 @@ its (≥ 3) seeds are checked and every one passed the edge gate. A recipe with 
 three seeds, in seed order, that pass the edge gate**, each trained to its full step count: no seed is skipped or
 reordered, and a seed that has not finished yet (no checks run) blocks every seed after it from counting, so which
 seeds count cannot depend on which run finished first. Every seed's outcome (passed or not, with its gate numbers)
-is reported beside the verdicts (:meth:`mamba_recall.analysis.primacy.EdgeFamily.status` and the model cards).
+is reported beside the verdicts (:meth:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily.status` and the model cards).
 
 ``--checks`` runs the claim checks of every finished model (one job per model, experiment ``ch4.edge_checks``) and
 writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`). The one command that regenerates
@@ -57,7 +57,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mamba_recall.analysis.edge_seeds import (  # noqa: F401  (the selection rule, re-exported for the runner's users)
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import (  # noqa: F401  (the selection rule, re-exported for the runner's users)
     EVIDENCE_SEEDS,
     PRIMARY_ORDER,
     SeedSelection,
@@ -67,7 +67,7 @@ from mamba_recall.analysis.edge_seeds import (  # noqa: F401  (the selection rul
     primary_rule,
     reserve_seeds,
 )
-from mamba_recall.analysis.reference_curves import middle_third
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves import middle_third
 from mamba_recall.results import command_provenance
 from mamba_recall.runstore import (
     GridStage,

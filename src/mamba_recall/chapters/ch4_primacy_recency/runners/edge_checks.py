@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mamba_recall.analysis.edge_seeds import PRIMARY_ORDER, primary_recipe
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import PRIMARY_ORDER, primary_recipe
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.runstore import bundle_directory, finished_runs, make_job, runs_summary
 from .edge_jobs import edge_sizes, jobs_for, smoke_bundle_dir
@@ -44,7 +44,7 @@ def edge_gate(model, vocab) -> dict:
 
 CHECKS = "ch4.edge_checks"
 CHECKS_RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_checks_job"
-# PRIMARY_ORDER, the seeds each recipe is judged on (evidence_seeds) and primary_recipe live in analysis/edge_seeds.py
+# PRIMARY_ORDER, the seeds each recipe is judged on (evidence_seeds) and primary_recipe live in chapters/ch4_primacy_recency/pipelines/edge_seeds.py
 # (imported above), where the book's EdgeFamily and the claims' check_family read the same rule.
 
 
@@ -96,7 +96,7 @@ def run_checks_job(config: dict, seed: int) -> dict:
 
     import torch
 
-    from mamba_recall.analysis.primacy import load_checkpoint
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_checkpoint
     from mamba_recall.models.mamba2 import Mamba2LMHeadModel
     from .model_checks import CLAIM_IDS, CLAIM_IDS_M2
 
@@ -133,7 +133,7 @@ def run_checks_job(config: dict, seed: int) -> dict:
     if mamba2:  # the slow-state probe reads Mamba-1's per-channel Ā; a Mamba-2 head has one scalar decay
         return {"measurements": out, "probes": {}, "gate": gate, "at": config["at"], "L_p": config["L_p"]}
     # our probe (no paper claim): the slow-writing states at the first triple, against layer-matched random states
-    from mamba_recall.analysis.primacy import slow_state_probe
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import slow_state_probe
     from mamba_recall.presets import experiment
 
     S = experiment("ch4.channels", config["sizes_preset"], smoke=config["smoke"])
@@ -184,9 +184,9 @@ def _measure_claims(model, vocab, config: dict, ctx, side: dict) -> dict:
 
 def _attach_null(out: dict, config: dict, ctx) -> None:
     """Each measured claim's null control, in place: the same measurements, at the same length and sizes, on the
-    model's untrained twin (:func:`mamba_recall.analysis.primacy.untrained_twin`). A rule the twin passes cannot
+    model's untrained twin (:func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.untrained_twin`). A rule the twin passes cannot
     tell the trained model from one that has learned nothing (:class:`mamba_recall.claims.core.Control`)."""
-    from mamba_recall.analysis.primacy import untrained_twin
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import untrained_twin
     from ..claims import NULL_UNTRAINED
 
     twin, vocab, side = untrained_twin(config["model_name"], path=REPO_ROOT / config["checkpoint"])
@@ -213,7 +213,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
     if not runs:
         log(f"no finished jobs of {CHECKS} at preset {preset}; nothing to aggregate.")
         return None
-    from mamba_recall.analysis.primacy import EdgeFamily
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
     from ..claims import check_family
 
     fam = EdgeFamily.from_runs(runs, preset, smoke=smoke)  # the family as the book will read it, from these runs

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from mamba_recall.analysis.edge_seeds import declared_seeds
-from mamba_recall.analysis.primacy import checkpoint_path, contexts, pressure_length
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import declared_seeds
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, contexts, pressure_length
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import make_job
@@ -80,7 +80,7 @@ def correct_by_position(model, vocab, Ls, n: int, device="cpu") -> dict:
 
 def run_job(config: dict, seed: int) -> dict:
     """Train one edge S-model and measure its curves (the run store's job function)."""
-    from mamba_recall.analysis.primacy import load_checkpoint
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_checkpoint
     from .train import train_recipe
 
     out = REPO_ROOT / config["checkpoint"]
@@ -118,7 +118,7 @@ def step_seconds(recipe: dict) -> float:
     import numpy as np
     import torch
 
-    from mamba_recall.analysis.primacy import build_model
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import build_model
     from mamba_recall.tasks.serial_recall import RecallVocab
     from .train import make_batch_fn
 

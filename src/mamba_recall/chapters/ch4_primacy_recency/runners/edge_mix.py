@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from mamba_recall.analysis.primacy import checkpoint_path
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance
@@ -95,7 +95,7 @@ def measure(model, vocab, side: dict, sizes: dict, mix: dict, *, preset: str, sm
     held-out examples per task, against ``n_random`` random sets of the same count → the channel counts, the table's
     rows and the claim's stored measurement (with its null control), or ``{"not_run": why}``."""
     from mamba_recall.analysis import channels as ch
-    from mamba_recall.analysis import primacy as A
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines import primacy as A
     from mamba_recall.claims import NotRun, get, measurement_record
 
     stats = ch.channel_stats(model, A.identification_prompt(vocab, sizes["L_ident"]))
@@ -116,7 +116,7 @@ def measure(model, vocab, side: dict, sizes: dict, mix: dict, *, preset: str, sm
 
 def run_job(config: dict, seed: int) -> dict:
     """Fine-tune one edge model on the mixture and measure Table 1 on it (the run store's job function)."""
-    from mamba_recall.analysis.primacy import load_checkpoint
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_checkpoint
     from .edge import edge_gate
     from .train import train_recipe
 

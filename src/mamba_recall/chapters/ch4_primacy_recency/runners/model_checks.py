@@ -7,7 +7,7 @@ computes the same inputs with the same library calls on any Chapter 4 checkpoint
 and writes the verdicts to ``results/ch4_checks_<model>_<preset>.json`` (table ``claims``: claim id, status, our
 numbers, the reason where not testable or capped). Section 4.7 of the book compares the models from these
 bundles. On a Mamba-2 model the claims are App. F's (:func:`claim_inputs_m2`: the U, the long-term heads of Eq. 9
-and their first-triple ablation, Fig. 13), measured by :func:`~mamba_recall.analysis.mamba2_heads.mamba2_head_tests`
+and their first-triple ablation, Fig. 13), measured by :func:`~mamba_recall.chapters.ch4_primacy_recency.pipelines.mamba2_heads.mamba2_head_tests`
 as notebook 4.6 measures them; the edge family's checks runner (:mod:`.edge`) makes them on its Mamba-2 recipe at
 each model's pressure length.
 
@@ -28,9 +28,9 @@ from types import SimpleNamespace
 import pandas as pd
 import torch
 
-from mamba_recall.analysis import primacy as A
-from mamba_recall.analysis.mamba2_heads import mamba2_head_tests
-from mamba_recall.analysis.primacy import checkpoint_path, load_checkpoint
+from mamba_recall.chapters.ch4_primacy_recency.pipelines import primacy as A
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.mamba2_heads import mamba2_head_tests
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, load_checkpoint
 from ..claims import MAMBA2_CLAIMS
 from ..claims.mamba2_heads import m2_claim_args
 from mamba_recall.paths import REPO_ROOT
@@ -169,7 +169,7 @@ def claim_inputs_m2(
     """{claim id: args} for App. F's Mamba-2 claims (:data:`CLAIM_IDS_M2`), with the sizes of ``ch4.mamba2_heads``
     in ``preset``; ``at`` and ``ucurve_Ls`` as in :func:`claim_inputs` (the edge family's pressure length and
     evaluated lengths). The same library calls as notebook 4.6
-    (:func:`~mamba_recall.analysis.mamba2_heads.mamba2_head_tests`)."""
+    (:func:`~mamba_recall.chapters.ch4_primacy_recency.pipelines.mamba2_heads.mamba2_head_tests`)."""
     from mamba_recall.models.mamba2 import Mamba2LMHeadModel
 
     if not isinstance(model, Mamba2LMHeadModel):

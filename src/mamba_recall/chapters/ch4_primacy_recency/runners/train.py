@@ -35,7 +35,12 @@ import numpy as np
 import torch
 
 from mamba_recall.analysis.interventions import labelled_scores
-from mamba_recall.analysis.primacy import build_model, checkpoint_path, load_checkpoint, read_smodel
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import (
+    build_model,
+    checkpoint_path,
+    load_checkpoint,
+    read_smodel,
+)
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import CHECKPOINT_DIR, command_provenance, save_checkpoint
 from mamba_recall.tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts

@@ -260,7 +260,7 @@ def transfer_explorer(model, stats: ch.ChannelStats, sets: dict, *, n_random: in
     import ipywidgets as w
     from IPython.display import display
 
-    from mamba_recall.analysis import primacy as A
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines import primacy as A
     from mamba_recall.widgets import explorer
 
     def draw(tau, p):
@@ -345,7 +345,7 @@ def _notice(text: str) -> alt.Chart:
 
 
 def family_curves(fam, variant: str = "repeated") -> alt.Chart:
-    """:func:`family_curves_chart` of a loaded :class:`~mamba_recall.analysis.primacy.EdgeFamily`, or a notice of
+    """:func:`family_curves_chart` of a loaded :class:`~mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily`, or a notice of
     what is not committed yet."""
     if fam.curves is None:
         return _notice(f"not committed yet: {fam.missing}")

@@ -1,6 +1,6 @@
 """Charts of the authors' own recall-by-position curves of paper 004 (Fig. 2), beside the book's S-models.
 
-Both sources are drawn on the relative axis x = (k−1)/(L−1) of :mod:`mamba_recall.analysis.reference_curves`
+Both sources are drawn on the relative axis x = (k−1)/(L−1) of :mod:`mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves`
 (0 = the first fact, 1 = the last), so curves of different lengths L line up; y is recall with its 95 % Wilson
 band. The authors' curves are labelled as theirs ("authors' Falcon Mamba 7B (their result files)"): they are
 external reference data, not this project's runs.
@@ -11,7 +11,11 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from mamba_recall.analysis.reference_curves import AUTHORS_LABEL, OURS_LABEL, on_relative_axis
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves import (
+    AUTHORS_LABEL,
+    OURS_LABEL,
+    on_relative_axis,
+)
 
 __all__ = ["authors_chart", "authors_vs_ours_chart", "comparison_frame"]
 

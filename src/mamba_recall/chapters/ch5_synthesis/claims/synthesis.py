@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from mamba_recall.analysis import synthesis as syn
+from mamba_recall.chapters.ch5_synthesis.pipelines import synthesis as syn
 from mamba_recall.theory.capacity import kappa_at
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
 
@@ -36,7 +36,7 @@ def _one_seed(searches, probes=None):
 
 def untrained_searches(searches, probes, ladder, thresholds=(0.5, 0.9)):
     """The searches' κ* read from their untrained twins' recall at the same probes (the null of H1–H3, H6)."""
-    from mamba_recall.analysis.capacity_search import crossing
+    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import crossing
 
     idx = {k: i for i, k in enumerate(ladder)}
     rows = []

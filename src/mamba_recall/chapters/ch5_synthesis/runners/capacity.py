@@ -4,7 +4,7 @@ r"""Chapter 5 runner: the capacity κ* of the full Mamba LM on zoology's MQAR, b
     python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --aggregate-only
 
 One run-store job per (layers, D, N) and seed (``results/runs/ch5.capacity/``): a bisection over the κ ladder
-(:func:`mamba_recall.analysis.capacity_search.search`) for the largest κ with held-out recall ≥ 50 % and ≥ 90 %,
+(:func:`mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search.search`) for the largest κ with held-out recall ≥ 50 % and ≥ 90 %,
 one training per probe. Every probe trains ``MambaLMHeadModel(D, layers, V, d_state=N)`` (mamba-ssm's layout:
 ``d_conv`` 4, ``expand`` 2) from init seed ``seed`` on MQAR with V = 512 and L = 4κ (paper 002's regime R0 has
 L = 64 at κ = 16), training batch of step s drawn with seed ``seed·100003 + s``, held-out set seed ``10⁶ + κ``;
@@ -39,7 +39,7 @@ def _sizes(preset: str, smoke: bool) -> dict:
 def check_sizes(sizes: dict) -> dict:
     """The preset's sizes, checked before any job starts: a ladder of increasing κ ≥ 2 that MQAR can hold
     (keys come from [1, V/2), so κ < V/2), thresholds in (0, 1), cells of positive integers."""
-    from mamba_recall.analysis.capacity_search import check_ladder
+    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import check_ladder
 
     ladder, _ = check_ladder(sizes["ladder"], sizes["thresholds"])
     if ladder[0] < 2 or ladder[-1] >= sizes["V"] // 2:
@@ -114,7 +114,7 @@ def build(config: dict, seed: int):
 
 def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> dict:
     """Train one model of ``config`` at κ = ``kappa`` pairs and measure it (see the module docstring)."""
-    from mamba_recall.analysis.capacity_search import delta_signature, recall_profile
+    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import delta_signature, recall_profile
     from mamba_recall.tasks.mqar import batch_fn, mqar
     from mamba_recall.train import Recipe, Stopping, train
 
@@ -155,7 +155,7 @@ def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> d
 
 def run_job(config: dict, seed: int) -> dict:
     """One search (the run store's job function): the probes it ran and κ* at each threshold."""
-    from mamba_recall.analysis.capacity_search import crossing, monotone, search
+    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import crossing, monotone, search
 
     records = {}
 

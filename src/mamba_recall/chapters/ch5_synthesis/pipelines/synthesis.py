@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..runstore import mean_interval
+from mamba_recall.runstore import mean_interval
 
 __all__ = [
     "cell_capacity",
@@ -227,7 +227,7 @@ def query_slot_by_pair(kappa: int, V: int, n: int = 2000, seed: int = 0) -> np.n
     generator draws the pairs' query slots in context order with a power law favouring early slots, so a pair
     written later is also queried later, after more of the other queries. Returns the mean query slot (0 … κ−1)
     of the pair at each place of the context, over ``n`` sequences (shape (κ,))."""
-    from ..tasks.mqar import multiquery_ar
+    from mamba_recall.tasks.mqar import multiquery_ar
 
     batch = multiquery_ar(V, n, 4 * kappa, seed, num_kv_pairs=kappa)
     return batch.gaps.double().mean(0).numpy()
@@ -262,7 +262,7 @@ def edge_probes(probes: pd.DataFrame, target: float = 0.5, min_kappa: int = 4) -
 def evidence_bundles(log=print):
     """(the strongest complete committed bundle, the running grid's partial bundle or None): verdicts read the
     first; the page shows the second beside it, labelled partial."""
-    from ..results import RESULTS_DIR, load_bundle, load_strongest_bundle
+    from mamba_recall.results import RESULTS_DIR, load_bundle, load_strongest_bundle
 
     strongest = load_strongest_bundle("ch5_capacity", log=log)
     partial = None

@@ -1,4 +1,4 @@
-"""App. B, Fig. 7 on the full Mamba LM (analysis/full_mamba_readout.py, claim 000/Fig7-full): the readout in the
+"""App. B, Fig. 7 on the full Mamba LM (chapters/ch1_gradient_dynamics/pipelines/full_mamba_readout.py, claim 000/Fig7-full): the readout in the
 paper's (previous, current) token coordinates is what its docstring says, a hand-set [−I I] readout scores 1 and a
 flipped one −1, and the claim's rule passes or fails on synthetic per-seed records."""
 
@@ -7,7 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mamba_recall.analysis.full_mamba_readout import channel_readout, pair_directions, pair_readout
+from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout import (
+    channel_readout,
+    pair_directions,
+    pair_readout,
+)
 from mamba_recall.claims import check, check_stored, get, measurement_record
 from mamba_recall.claims.core import Evidence, Measurement
 from mamba_recall.models.mamba import MambaLMHeadModel

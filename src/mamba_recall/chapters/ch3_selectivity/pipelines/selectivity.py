@@ -5,7 +5,7 @@ book's preset.
 
 from __future__ import annotations
 
-from .. import results
+from mamba_recall import results
 
 
 def load_evidence(stem: str, preset: str, log=print, lacks=None):

@@ -304,7 +304,7 @@ def test_statistics_helpers():
 
 # A9 — determinism of the committed checkpoint, and the training smoke test
 def test_committed_checkpoint_is_deterministic():
-    from mamba_recall.analysis.primacy import checkpoint_path, load_checkpoint
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, load_checkpoint
     from mamba_recall.chapters.ch4_primacy_recency.runners.train import gate_metrics
 
     path = checkpoint_path("s_small")
@@ -318,7 +318,7 @@ def test_committed_checkpoint_is_deterministic():
 
 
 def test_training_smoke(tmp_path):
-    from mamba_recall.analysis.primacy import load_checkpoint
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_checkpoint
     from mamba_recall.chapters.ch4_primacy_recency.runners.train import train_smodel
 
     _, side = train_smodel("s_small", "ci", steps=4, out=tmp_path / "s.pt", log=lambda s: None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import interventions as iv
+from mamba_recall.analysis import interventions as iv
 from ._models import contexts
 
 # --------------------------------------------------------------------- U-curves (§4.1, Fig. 2)

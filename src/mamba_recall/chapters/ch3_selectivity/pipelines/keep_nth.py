@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..tasks.keep_nth import keep_nth
-from ..train.selectivity import REGENERATE_STORE, STORE_PRESETS, build_model, checkpoint_name, recipe_fields
+from mamba_recall.tasks.keep_nth import keep_nth
+from mamba_recall.train.selectivity import REGENERATE_STORE, STORE_PRESETS, build_model, checkpoint_name, recipe_fields
 
 BINS = np.linspace(0.0, 1.0, 51)
 
@@ -122,8 +122,8 @@ def fig1_decay_pairs(
     e^{−λΔ} values, and the first checkpoint's config (plus ``checkpoint``, its path). ``ci``/``paper`` (loop runners): ``ch3_keep_s6pe[_paper]``
     (the largest T) and ``…_s<seed>`` of the same preset and T; a run-store preset (``cpu-hours``): the files
     ``ch3_keep_s6pe_<preset>_T<T>_s<seed>`` at ``T`` (default: the largest T saved)."""
-    from ..models.s6 import MixerLM
-    from ..train.selectivity import CHECKPOINT_DIR, load_checkpoint
+    from mamba_recall.models.s6 import MixerLM
+    from mamba_recall.train.selectivity import CHECKPOINT_DIR, load_checkpoint
 
     def factory(c):
         return MixerLM(c["V"], c["d"], c["N"], "s6", pe=True, backend=backend)

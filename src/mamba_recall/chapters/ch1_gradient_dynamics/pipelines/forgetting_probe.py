@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .interventions import forgetting_held_at_one
+from mamba_recall.analysis.interventions import forgetting_held_at_one
 
 
 @torch.no_grad()

@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..paths import RESULTS_DIR
-from .interventions import wilson
+from mamba_recall.paths import RESULTS_DIR
+from mamba_recall.analysis.interventions import wilson
 
 __all__ = [
     "AUTHORS_DIR",

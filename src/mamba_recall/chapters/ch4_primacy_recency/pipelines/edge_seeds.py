@@ -3,7 +3,7 @@
 The edge family (:mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`, preset ``ch4.edge`` in ``chapters/ch4_primacy_recency/configs.py``) trains every
 recipe on the seeds ``0 … seeds-1``, and some recipes on reserve seeds after them (preset entry ``reserve_seeds``,
 e.g. ``{"d4": [3, 4, 5]}``, declared before any of them ran). The one rule (:func:`evidence_seeds`), used by the
-checks bundle's primary recipe (:func:`primary_recipe`), by :class:`mamba_recall.analysis.primacy.EdgeFamily` and by
+checks bundle's primary recipe (:func:`primary_recipe`), by :class:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily` and by
 :func:`mamba_recall.chapters.ch4_primacy_recency.claims.check_family`:
 
 * a recipe **without reserve seeds** is judged on its checked seeds; it can be the primary recipe when all of its
@@ -126,7 +126,7 @@ def _gate_words(gate: dict) -> str:
 
 def _outcome(run: dict) -> tuple[str, int, dict]:
     """(recipe, seed, edge gate) of a checks record: the run store's (``config``/``result``) or a family's
-    (``recipe``, ``seed``, ``gate``, as :class:`mamba_recall.analysis.primacy.EdgeFamily` keeps them)."""
+    (``recipe``, ``seed``, ``gate``, as :class:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily` keeps them)."""
     if "config" in run:
         return run["config"]["recipe_name"], int(run["seed"]), run["result"].get("gate") or {}
     return run["recipe"], int(run["seed"]), run.get("gate") or {}

@@ -235,7 +235,7 @@ def superposition_guess_accuracy(
     ``n`` sequences drawn from the generator itself, so it includes what the generator does that 1/N_k ignores
     (the earlier chunks' fresh values can repeat the last one: ≈ 0.508 at N_k = 2 and ≈ 0.349 at N_k = 3 for
     V = 128). Exact in expectation up to the sampling of ``n`` sequences (standard error ≤ 0.5/√(n N_f))."""
-    from ..tasks.mqar import mqar
+    from mamba_recall.tasks.mqar import mqar
 
     x, y = mqar(V, Nf, L, n, seed, variant="repeated_keys", Nk=Nk, pad=pad)
     x, y = x.numpy(), y.numpy()
@@ -260,7 +260,7 @@ def context_guess_accuracy(V: int, Nf: int, L: int, *, n: int = 2000, seed: int 
     (the chance level of a model that learned the task's format and nothing of its associations). The generator
     draws a sequence's values without replacement, so this is 1/N_f; it is computed from ``n`` generated sequences
     so that a change of the generator changes it."""
-    from ..tasks.mqar import mqar
+    from mamba_recall.tasks.mqar import mqar
 
     x, y = mqar(V, Nf, L, n, seed)
     x, y = x.numpy(), y.numpy()
@@ -303,8 +303,8 @@ def untrained_probes(V: int, D: int, N: int, seed: int, x, y, Nf: int, held_out)
     """The null control of the §3.2 mechanism claims: the same linear Mamba (``LinearMamba(V, D, N, seed=seed)``)
     at initialisation, probed as a trained one is (:func:`check_d1_to_d5` on the probe sequences ``x, y``), and its
     held-out accuracy on ``held_out`` = (inputs, labels) → (probes, accuracy)."""
-    from ..models.linear_mamba import LinearMamba
-    from ..train import evaluate
+    from mamba_recall.models.linear_mamba import LinearMamba
+    from mamba_recall.train import evaluate
 
     init = LinearMamba(V, D, N, seed=seed).cpu().double()
     acc = float(evaluate(init, *held_out, per_member=True)[0])

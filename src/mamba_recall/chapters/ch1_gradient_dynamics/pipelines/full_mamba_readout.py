@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import torch
 
-from .recall_probes import wo_centred_cosine
+from mamba_recall.analysis.recall_probes import wo_centred_cosine
 
 
 def _check_one_layer_lm(model) -> None:

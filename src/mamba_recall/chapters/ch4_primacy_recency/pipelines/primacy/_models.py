@@ -11,11 +11,11 @@ from pathlib import Path
 
 import torch
 
-from ...models.mamba import MambaLMHeadModel
-from ...presets import seeds
-from ...results import CHECKPOINT_DIR, read_checkpoint
-from ...tasks.serial_recall import RecallVocab, recall_contexts
-from .. import interventions as iv
+from mamba_recall.models.mamba import MambaLMHeadModel
+from mamba_recall.presets import seeds
+from mamba_recall.results import CHECKPOINT_DIR, read_checkpoint
+from mamba_recall.tasks.serial_recall import RecallVocab, recall_contexts
+from mamba_recall.analysis import interventions as iv
 
 ENV_CHECKPOINT = "MAMBA_RECALL_CH4_CHECKPOINT"
 ENV_VOCAB = "MAMBA_RECALL_CH4_VOCAB"
@@ -38,7 +38,7 @@ def build_model(model_config: dict, vocab: RecallVocab, backend="auto", device=N
     """A Mamba-1 LM, or a Mamba-2 (SSD) LM if ``model_config["arch"] == "mamba2"`` (the ``s_m2`` model)."""
     cfg = dict(model_config)
     if cfg.pop("arch", "mamba1") == "mamba2":
-        from ...models.mamba2 import Mamba2LMHeadModel
+        from mamba_recall.models.mamba2 import Mamba2LMHeadModel
 
         return Mamba2LMHeadModel(
             cfg.pop("d_model"), cfg.pop("n_layer"), vocab.size, backend=backend, device=device, **cfg

@@ -1,11 +1,17 @@
-"""The κ search of Chapter 5 (mamba_recall.analysis.capacity_search): bisection, crossings, censoring, profiles."""
+"""The κ search of Chapter 5 (mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search): bisection, crossings, censoring, profiles."""
 
 import math
 
 import pytest
 import torch
 
-from mamba_recall.analysis.capacity_search import check_ladder, crossing, monotone, recall_profile, search
+from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import (
+    check_ladder,
+    crossing,
+    monotone,
+    recall_profile,
+    search,
+)
 from mamba_recall.tasks.mqar import mqar
 
 LADDER = [2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64]

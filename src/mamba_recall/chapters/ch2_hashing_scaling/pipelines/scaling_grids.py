@@ -39,7 +39,7 @@ def load_comparison(preset: str = "cpu-hours", log=print):
     """For the book: the committed bundle's comparison with the authors, one row per cell (D, N, seeds, our mean
     and 95 % interval, per-seed values, seed-max, theirs, differences), and the bundle (preset named in its name;
     ``load_preset_bundle`` falls back to ``ci`` and says so)."""
-    from ..results import load_preset_bundle
+    from mamba_recall.results import load_preset_bundle
 
     bundle = load_preset_bundle("ch2_reference_grid", preset, log=log)
     cols = [

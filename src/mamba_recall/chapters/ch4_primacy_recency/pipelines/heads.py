@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .channels import LayerStats, check_unit, product_range, record_internals
+from mamba_recall.analysis.channels import LayerStats, check_unit, product_range, record_internals
 
 __all__ = [
     "HeadStats",
@@ -146,7 +146,7 @@ def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
     ablation against the random sets' mean δ(1), and mean_{k≥2} δ(k) of both. What they must show is the claim's
     declared rule (:mod:`mamba_recall.chapters.ch4_primacy_recency.claims.mamba2_heads`), not decided here.
 
-    ``eff``: :func:`mamba_recall.analysis.primacy.ablation_effects` output (keys ``base``,
+    ``eff``: :func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.ablation_effects` output (keys ``base``,
     ``targeted``, ``global``: (n, L) bool arrays), δ(k) = acc_base(k) − acc_ablated(k). The paired
     bootstrap CI of (random − targeted) recall at k = 1 is reported, not required."""
     base, tgt = eff["base"], eff["targeted"]
@@ -154,7 +154,7 @@ def check_b14(eff: dict, fraction: float, seed: int = 0) -> dict:
     rand = eff["global"]
     d_rand = np.mean([base.mean(0) - r.mean(0) for r in rand], axis=0) if rand else np.zeros_like(d)
     if rand:
-        from .interventions import paired_bootstrap
+        from mamba_recall.analysis.interventions import paired_bootstrap
 
         _, lo, hi = paired_bootstrap(np.mean([r[:, 0] for r in rand], axis=0), tgt[:, 0], seed=seed)
     else:

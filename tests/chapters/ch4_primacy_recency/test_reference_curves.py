@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mamba_recall.analysis import interventions as iv
-from mamba_recall.analysis.reference_curves import (
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves import (
     AUTHORS_CSV,
     AUTHORS_DIR,
     AUTHORS_LABEL,

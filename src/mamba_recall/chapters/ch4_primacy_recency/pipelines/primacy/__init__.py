@@ -36,8 +36,8 @@ objects, bound once at import.
 
 from __future__ import annotations
 
-from .. import channels as ch
-from .. import interventions as iv
+from mamba_recall.analysis import channels as ch
+from mamba_recall.analysis import interventions as iv
 from ._channels import (
     TRANSFER_SEED,
     ablation_effects,

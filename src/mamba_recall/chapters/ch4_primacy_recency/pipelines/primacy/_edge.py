@@ -4,7 +4,7 @@ lengths (:func:`committed_model_curves`)."""
 
 from __future__ import annotations
 
-from .. import interventions as iv
+from mamba_recall.analysis import interventions as iv
 from ._models import contexts, load_checkpoint
 
 # --------------------------------------------------------------------- the edge family (3 seeds per recipe)
@@ -26,7 +26,7 @@ class EdgeFamily:
     verdicts into "not committed yet"."""
 
     def __init__(self, preset: str = "cpu-hours", *, smoke: bool = False, directory=None):
-        from ...results import BundleMissing, load_bundle
+        from mamba_recall.results import BundleMissing, load_bundle
 
         self.preset, self.smoke = preset, smoke
         tail = "_smoke" if smoke else ""  # the bundles of a smoke run (in _build/smoke_results, never evidence)
@@ -89,13 +89,13 @@ class EdgeFamily:
     @property
     def sizes(self) -> dict:
         """The preset's sizes of the family (experiment ``ch4.edge``: recipes, seeds, reserve seeds)."""
-        from ...presets import experiment
+        from mamba_recall.presets import experiment
 
         return experiment("ch4.edge", self.preset, smoke=self.smoke)
 
     def evidence(self, recipe: str):
         """Which seeds of ``recipe`` its verdicts are judged on and why
-        (:func:`mamba_recall.analysis.edge_seeds.evidence_seeds`, the declared rule)."""
+        (:func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds.evidence_seeds`, the declared rule)."""
         from ..edge_seeds import evidence_seeds
 
         return evidence_seeds(recipe, self.runs, self.sizes)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from ..tasks.mqar import IGNORE_INDEX
+from mamba_recall.tasks.mqar import IGNORE_INDEX
 
 __all__ = ["check_ladder", "crossing", "delta_signature", "monotone", "recall_profile", "search"]
 
@@ -150,7 +150,7 @@ def delta_signature(model, inputs: torch.Tensor, labels: torch.Tensor, kappa: in
     """Per layer, the mean Δ (over channels and sequences) at the context keys, the context values, the queries
     and the filler tokens, and ``key_ratio`` = Δ at keys over Δ at every other token (paper 000: > 1 when Δ opens
     at keys)."""
-    from .channels import record_deltas
+    from mamba_recall.analysis.channels import record_deltas
 
     deltas = record_deltas(model, inputs)  # list of (B, E, T) float64
     B, T = inputs.shape

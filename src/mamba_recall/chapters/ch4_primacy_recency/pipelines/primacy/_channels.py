@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...presets import seeds
-from ...tasks.serial_recall import periodic_sequences, recall_contexts, recall_prompts
-from ...tasks.transfer import LONGBENCH_ANALOGUE
-from ...tasks.transfer import transfer_sets as tasks_transfer_sets
-from .. import channels as ch
-from .. import interventions as iv
+from mamba_recall.presets import seeds
+from mamba_recall.tasks.serial_recall import periodic_sequences, recall_contexts, recall_prompts
+from mamba_recall.tasks.transfer import LONGBENCH_ANALOGUE
+from mamba_recall.tasks.transfer import transfer_sets as tasks_transfer_sets
+from mamba_recall.analysis import channels as ch
+from mamba_recall.analysis import interventions as iv
 from ._models import contexts
 
 # --------------------------------------------------------------------- channels (§4.2, Figs. 3, 4, 9, 10)

@@ -8,7 +8,7 @@ the same function.
 from __future__ import annotations
 
 from . import heads as hd
-from . import interventions as iv
+from mamba_recall.analysis import interventions as iv
 from . import primacy as A
 
 
@@ -19,13 +19,13 @@ def mamba2_head_tests(
     ``ch4.mamba2_heads`` (keys ``Ls``, ``n``, ``L_ident``, ``tau``, ``n_random``):
 
     * ``curves``: {(L, variant): (n, L) bool correct} at every L of ``ucurve_Ls`` (default ``sizes["Ls"]``), the
-      serial-recall probe of §4.1 (prefix-state evaluation, :func:`mamba_recall.analysis.primacy.ucurves`);
+      serial-recall probe of §4.1 (prefix-state evaluation, :func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.ucurves`);
     * ``stats``, ``heads``, ``fraction``: the head statistic 𝓜^(h) = ∏_{t=2}^{T} α_t^(h) = exp(A_h Σ_t Δ_t^(h))
       (Eq. 9 with one scalar decay per head; per layer an (1, H) array) on the identification prompt (repeated
       relation, L = ``L_ident``), the long-term heads 𝓜^(h) ≥ τ per layer, and their share of all heads;
     * ``effects``: {L: the first-triple ablation of the long-term heads} (α_t^(h) ← 0 at the first triple's token
       indices, against ``n_random`` sets of as many heads drawn over the whole model;
-      :func:`mamba_recall.analysis.primacy.ablation_effects`, base = the repeated-relation curve at L), at every
+      :func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.ablation_effects`, base = the repeated-relation curve at L), at every
       length of ``Ls`` or, with ``at``, at ``at`` only (the model's pressure length L_p,
       :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`);
     * ``Ls``, ``L0``: the U-curve lengths and the length Fig. 13b is judged at (the first ablation length).

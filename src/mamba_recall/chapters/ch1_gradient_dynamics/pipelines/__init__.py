@@ -1,0 +1,2 @@
+"""The pipelines of Chapter 1, gradient dynamics: the probes, loaders and statistics that turn its trained
+models and bundles into the numbers its claims and views read (no thresholds: the rules are in ``claims``)."""
