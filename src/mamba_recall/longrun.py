@@ -13,40 +13,29 @@ Estimates come from measured step times, never from guesses:
 * :func:`check_steps` -- the one training loop (:func:`mamba_recall.train.train`) times its first
   steps and stops a single training whose step budget would take over an hour.
 
-Who may start long runs is one switch per process, :func:`allow_long_runs`: ``setup(...,
-allow_long=...)`` sets it from the notebook's parameter (every notebook calls ``setup`` first);
-``python -m mamba_recall reproduce --allow-long`` hands it to the runner processes it starts through
-the environment variable :data:`ENV_ALLOW_LONG` (set only by that command).
+Who may start long runs is the run context's ``allow_long`` (:mod:`mamba_recall.context`): ``setup(...,
+allow_long=...)`` enters it from the notebook's parameter (every notebook calls ``setup`` first); a runner's
+``--allow-long`` runs its command inside it; ``python -m mamba_recall reproduce --allow-long`` hands it to the
+runner processes it starts through the environment variable :data:`mamba_recall.context.ENV_ALLOW_LONG`.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Callable, Sequence
 
-LONG_RUN_S = 3600.0
-ENV_ALLOW_LONG = "MAMBA_RECALL_ALLOW_LONG"
-CONFIRM = "allow_long=True (papermill: -p allow_long True; python -m mamba_recall run|book|reproduce: --allow-long)"
+from .context import current
 
-_allowed: bool | None = None
+LONG_RUN_S = 3600.0
+CONFIRM = "allow_long=True (papermill: -p allow_long True; python -m mamba_recall run|book|reproduce: --allow-long)"
 
 
 class LongRunError(RuntimeError):
     """A run estimated at over an hour on this device was not started (not confirmed)."""
 
 
-def allow_long_runs(allow: bool) -> None:
-    """Allow (or forbid) runs estimated at over an hour in this process."""
-    global _allowed
-    if not isinstance(allow, bool):
-        raise ValueError(f"allow_long must be True or False, got {allow!r}.")
-    _allowed = allow
-
-
 def long_runs_allowed() -> bool:
-    if _allowed is not None:
-        return _allowed
-    return os.environ.get(ENV_ALLOW_LONG) == "1"
+    """Whether a run estimated at over an hour may start here: the run context's ``allow_long``."""
+    return current().allow_long
 
 
 def format_seconds(seconds: float) -> str:

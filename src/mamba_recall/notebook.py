@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from .devices import DEVICES, ParameterError, resolve_device  # noqa: F401  (part of this module's interface)
-from .longrun import allow_long_runs
+from .context import enter
 from .plots import enable_offline_renderer
 from .presets import PRESETS, check_preset, experiment
-from .results import redirect_smoke_outputs
+from .results import smoke_results_dir
 from .scan import BACKENDS, resolve_backend
 
 
@@ -131,8 +131,8 @@ def setup(
             raise ParameterError(f"{name} must be True or False, got {value!r}.")
     dev = resolve_device(device)
     concrete = resolve_backend(backend, dev)
-    allow_long_runs(allow_long)
-    redirect_smoke_outputs(smoke)
+    # the kernel's run context from now on (mamba_recall.context): a notebook has no block to scope it to
+    enter(allow_long=allow_long, smoke_dir=smoke_results_dir() if smoke else None)
     seed_everything(seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
     enable_offline_renderer()

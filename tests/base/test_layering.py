@@ -48,6 +48,11 @@ LAYERS = (
 MODULE_LAYERS = {
     PACKAGE: ("base", "the package docstring and __version__, stamped on bundles by results and runners"),
     f"{PACKAGE}.paths": ("base", "repository, results and build directories; runstore and results read them"),
+    f"{PACKAGE}.context": (
+        "base",
+        "the run context (stdlib only): long-run permission, smoke folder, the command's git state; longrun, "
+        "results, runstore, notebook and the command lines read or set it",
+    ),
     f"{PACKAGE}.longrun": ("base", "the long-run guard (stdlib only); train and models.linear_mamba call it"),
     f"{PACKAGE}.presets": ("base", "sizes as data (no library imports); train is to read the recipes there"),
     f"{PACKAGE}.devices": ("base", "device names and resolve_device (torch only), for runners and notebooks alike"),

@@ -5,6 +5,7 @@ batch run. Every bad input must stop with one clear line naming the problem and 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,17 +13,18 @@ import nbformat
 import pytest
 import torch
 
-from mamba_recall import cli, longrun, results
+from mamba_recall import cli, context, longrun, results
 from mamba_recall.notebook import ParameterError, setup
 from mamba_recall.paths import REPO_ROOT, RESULTS_DIR
-from mamba_recall.presets import EXPERIMENTS, PRESETS, SMOKE_STEPS, experiment
+from mamba_recall.presets import PRESETS, SMOKE_STEPS, all_experiments, experiment
 
 
 @pytest.fixture(autouse=True)
-def _reset_process_switches():
+def _kernel_context():
+    """These tests call ``setup``, which enters the run context for the rest of the process, as a notebook's first
+    cell does for its kernel; the next test starts from the process's own context."""
     yield
-    longrun.allow_long_runs(False)
-    results.redirect_smoke_outputs(False)
+    context.reset()
 
 
 # --------------------------------------------------------------------------- notebook parameters
@@ -253,9 +255,9 @@ def test_grid_over_an_hour_stops_before_any_cell_with_the_estimate():
 
 
 def test_allowed_grid_runs_with_a_progress_bar(capsys):
-    longrun.allow_long_runs(True)
-    grid = longrun.guard_grid("toy grid", [1, 2, 3], probe=lambda cell: 2.0, steps=lambda cell: 4000)
-    assert list(grid) == [1, 2, 3]
+    with context.run_context(allow_long=True):
+        grid = longrun.guard_grid("toy grid", [1, 2, 3], probe=lambda cell: 2.0, steps=lambda cell: 4000)
+        assert list(grid) == [1, 2, 3]
     assert "toy grid: estimated 6.7 h on cpu (3 cells)" in capsys.readouterr().out
 
 
@@ -263,11 +265,13 @@ def test_short_grid_runs_silently():
     assert longrun.guard_grid("toy", [1, 2], probe=lambda c: 0.01, steps=lambda c: 10) == [1, 2]
 
 
-def test_setup_sets_the_switch():
+def test_setup_enters_the_kernels_run_context():
     setup("ci", device="cpu", quiet=True, allow_long=True)
-    assert longrun.long_runs_allowed()
+    assert longrun.long_runs_allowed() and os.environ[context.ENV_ALLOW_LONG] == "1"  # its processes inherit it
+    setup("ci", device="cpu", quiet=True, smoke=True)
+    assert not longrun.long_runs_allowed() and results.smoke_active()
     setup("ci", device="cpu", quiet=True)
-    assert not longrun.long_runs_allowed()
+    assert context.current() == context.RunContext() and context.ENV_ALLOW_LONG not in os.environ
 
 
 def test_training_loop_stops_a_long_budget_after_its_probe_steps(monkeypatch):
@@ -278,8 +282,8 @@ def test_training_loop_stops_a_long_budget_after_its_probe_steps(monkeypatch):
     batch = (torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.long))
     with pytest.raises(longrun.LongRunError, match=r"train \(1000000 steps\): estimated .* over an hour"):
         train(model, lambda step: batch, steps=1_000_000, progress=False)
-    longrun.allow_long_runs(True)
-    assert train(model, lambda step: batch, steps=5, progress=False).steps_run == 5
+    with context.run_context(allow_long=True):
+        assert train(model, lambda step: batch, steps=5, progress=False).steps_run == 5
 
 
 def test_table1_paper_grid_on_cpu_is_refused(monkeypatch):
@@ -308,7 +312,7 @@ def _leaves(value, path=()):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_smoke_keeps_the_structure_and_caps_the_work(preset):
-    for name in EXPERIMENTS:
+    for name in all_experiments():
         full, smoke = experiment(name, preset), experiment(name, preset, smoke=True)
         full_leaves, smoke_leaves = dict(_leaves(full)), dict(_leaves(smoke))
         assert full_leaves.keys() == smoke_leaves.keys(), name

@@ -278,14 +278,11 @@ def test_every_check_in_a_notebook_names_a_declared_claim():
 
 
 def test_smoke_runs_are_never_evidence(tmp_path):
-    from mamba_recall import results
+    from mamba_recall import context, results
     from mamba_recall.theory import worked_example as wx
 
-    results.redirect_smoke_outputs(True)
-    try:
+    with context.run_context(smoke_dir=results.smoke_results_dir()):
         v = claims.check("001/KeyObs2", wx.worked_example(), directory=tmp_path)
-    finally:
-        results.redirect_smoke_outputs(False)
     assert v.status == "not run" and "smoke" in v.reason
     assert core.load_verdicts(tmp_path) == {} and (tmp_path / "smoke" / "001__KeyObs2.json").exists()
     claim = claims.get("001/KeyObs2")

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import torch
 
-from mamba_recall import results
+from mamba_recall import context, results
 from mamba_recall.paths import RESULTS_DIR
 
 REGEN = "python -m mamba_recall.experiments.fake --preset ci"
@@ -357,9 +357,9 @@ def smoke_dirs(tmp_path, monkeypatch):
     real, smoke = tmp_path / "results", tmp_path / "_build" / "smoke" / "results"
     real.mkdir()
     monkeypatch.setattr(results, "RESULTS_DIR", real)  # read by the run store's save_grid_bundle
-    for name, value in (("RESULTS_DIR", real), ("SMOKE_RESULTS_DIR", smoke), ("_smoke_dir", None)):
-        monkeypatch.setattr(results._bundles, name, value)  # where the writers and the smoke switch read them
-    monkeypatch.delenv(results.ENV_SMOKE_OUTPUTS, raising=False)
+    for name, value in (("RESULTS_DIR", real), ("SMOKE_RESULTS_DIR", smoke)):
+        monkeypatch.setattr(results._bundles, name, value)  # where the writers and the smoke folder read them
+    monkeypatch.delenv(context.ENV_SMOKE_OUTPUTS, raising=False)
     return real, smoke
 
 
@@ -385,27 +385,23 @@ def test_runner_save_path_with_smoke_writes_nothing_under_results(smoke_dirs):
     assert results.smoke_run_store(True) == smoke / "runs" and results.smoke_run_store(False) is None
 
 
-def test_smoke_switch_redirects_every_write(smoke_dirs):
+def test_smoke_context_redirects_every_write(smoke_dirs):
     real, smoke = smoke_dirs
-    results.redirect_smoke_outputs(True)
-    try:
+    with context.run_context(smoke_dir=results.smoke_results_dir()):
         path = results.save_bundle("anything_ci", {}, {}, command=REGEN)
         ck = results.save_checkpoint(real / "checkpoints" / "m.pt", {"w": torch.ones(1)}, {}, command=REGEN)
-    finally:
-        results.redirect_smoke_outputs(False)
     assert _files(real) == [] and path.parent == smoke and ck.parent == smoke / "checkpoints"
-    assert results.save_bundle("real_ci", {}, {}, command=REGEN).parent == real  # off again: results/
+    assert results.save_bundle("real_ci", {}, {}, command=REGEN).parent == real  # after the block: results/
 
 
 def test_smoke_worker_process_redirects_too(smoke_dirs, monkeypatch):
     """A run-store worker of a smoke run (``--jobs 2``: another process, e.g. Chapter 3's KEEP job saving its
     checkpoint) knows only the environment its parent set: it writes under the smoke folder too."""
     real, smoke = smoke_dirs
-    results.redirect_smoke_outputs(True)
-    inherited = os.environ[results.ENV_SMOKE_OUTPUTS]
-    results.redirect_smoke_outputs(False)
-    assert results.ENV_SMOKE_OUTPUTS not in os.environ and not results.smoke_active()
-    monkeypatch.setenv(results.ENV_SMOKE_OUTPUTS, inherited)  # the worker: module state fresh, environment inherited
+    with context.run_context(smoke_dir=results.smoke_results_dir()):
+        inherited = os.environ[context.ENV_SMOKE_OUTPUTS]  # what a process started in the block inherits
+    assert context.ENV_SMOKE_OUTPUTS not in os.environ and not results.smoke_active()
+    monkeypatch.setenv(context.ENV_SMOKE_OUTPUTS, inherited)  # the worker: no block of its own, environment inherited
     ck = results.save_checkpoint(real / "checkpoints" / "ch3_m_T10_s0.pt", {"w": torch.ones(1)}, {}, command=REGEN)
     assert results.smoke_active() and _files(real) == [] and ck.parent == smoke / "checkpoints"
 

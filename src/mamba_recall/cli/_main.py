@@ -33,13 +33,13 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
     ``preset``, every runner at that preset on ``device`` (e.g. the papers' sizes on a GPU). ``allow_long``: the
     runner processes may start runs estimated at over an hour (``longrun``)."""
     from .. import manifest
-    from ..longrun import ENV_ALLOW_LONG
+    from ..context import RunContext, child_environment
 
-    env = (
-        {**os.environ, ENV_ALLOW_LONG: "1"}
-        if allow_long
-        else {k: v for k, v in os.environ.items() if k != ENV_ALLOW_LONG}
-    )
+    # the runners run as processes: they get this command's long-run permission (and no smoke folder) through the
+    # environment (mamba_recall.context)
+    handed = child_environment(RunContext(allow_long=allow_long))
+    env = {k: v for k, v in os.environ.items() if k not in handed}
+    env.update({k: v for k, v in handed.items() if v is not None})
 
     runners = experiment_runners()
     known = [*runners, "bench"]

@@ -8,7 +8,7 @@ chapter's sizes sit with its runners and claims.
 
 Typed sizes: every preset is an instance of a frozen dataclass (:class:`~mamba_recall.presets.sizes.Sizes`, one
 class per kind of sizes in its chapter's file), each field with its type and its smoke cap, checked when built and
-read as a plain dict by :func:`experiment`. A plain dict in a chapter's ``EXPERIMENTS`` is refused at import, with
+read as a plain dict by :func:`experiment`. A plain dict in a chapter's ``EXPERIMENTS`` is refused when merged, with
 the fix.
 
 ``smoke=True`` (the notebooks' ``smoke`` parameter; ``experiment(name, preset, smoke=True)``) keeps a
@@ -39,22 +39,29 @@ OPTIONAL_PRESETS = ("cpu-hours",)
 PRESETS = REQUIRED_PRESETS
 ALL_PRESETS = REQUIRED_PRESETS + OPTIONAL_PRESETS
 
-#: every experiment's sizes by name and preset (the chapters' ``configs``, merged on first use by
-#: :func:`_merge_chapter_sizes`: a chapter's configs import :mod:`.sizes`, hence this package, so merging them at
-#: import would be a cycle whenever a chapter's configs are the first thing imported)
-EXPERIMENTS: dict[str, dict[str, Sizes]] = {}
+#: every experiment's sizes by name and preset, merged from the chapters' ``configs`` on first use (a chapter's
+#: configs import :mod:`.sizes`, hence this package, so merging them at import would be a cycle whenever a chapter's
+#: configs are the first thing imported). Read it as ``presets.EXPERIMENTS`` (or :func:`all_experiments`): the
+#: module attribute merges on first access (:func:`__getattr__`).
+_EXPERIMENTS: dict[str, dict[str, Sizes]] = {}
+
+
+def __getattr__(name: str):
+    if name == "EXPERIMENTS":
+        return _merge_chapter_sizes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def all_experiments() -> dict[str, dict[str, Sizes]]:
-    """Every experiment's sizes by name and preset: :data:`EXPERIMENTS`, merged on first use."""
+    """Every experiment's sizes by name and preset (``EXPERIMENTS``), merged on first use."""
     return _merge_chapter_sizes()
 
 
 def _merge_chapter_sizes() -> dict[str, dict[str, Sizes]]:
-    """:data:`EXPERIMENTS`, merged from the chapters' ``configs`` on the first call (all or nothing: a chapter that
+    """``EXPERIMENTS``, merged from the chapters' ``configs`` on the first call (all or nothing: a chapter that
     breaks a rule stops it with the fix, and the next call tries again)."""
-    if EXPERIMENTS:
-        return EXPERIMENTS
+    if _EXPERIMENTS:
+        return _EXPERIMENTS
     from mamba_recall.chapters.ch0_selective_scan import configs as ch0
     from mamba_recall.chapters.ch1_gradient_dynamics import configs as ch1
     from mamba_recall.chapters.ch2_hashing_scaling import configs as ch2
@@ -84,8 +91,8 @@ def _merge_chapter_sizes() -> dict[str, dict[str, Sizes]]:
                     "preset as an instance of a Sizes class (presets/sizes.py), its fields' smoke caps declared."
                 )
             merged[name] = sizes
-    EXPERIMENTS.update(merged)
-    return EXPERIMENTS
+    _EXPERIMENTS.update(merged)
+    return _EXPERIMENTS
 
 
 class PresetError(ValueError):
@@ -111,7 +118,7 @@ def presets_defining(preset: str) -> list[str]:
 def experiment(name: str, preset: str, *, smoke: bool = False) -> dict:
     """A copy of the sizes of experiment ``name`` in ``preset``; ``smoke=True``: capped (module docstring)."""
     check_preset(preset)
-    _merge_chapter_sizes()
+    EXPERIMENTS = _merge_chapter_sizes()
     if name not in EXPERIMENTS:
         raise PresetError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}.")
     if not isinstance(smoke, bool):

@@ -25,7 +25,7 @@ Nothing lost, nothing silently wrong:
   answer with weaker evidence (saying so). A corrupt bundle raises :class:`BundleError` naming the file and the
   command that regenerates it, and one from a newer library raises :class:`BundleTooNew` (update mamba_recall).
 * **Smoke runs** never write under ``results/``: a bundle that says it is one (its name ends in ``_smoke`` or its
-  config has ``smoke: true``), and everything saved while :func:`redirect_smoke_outputs` is on, goes to
+  config has ``smoke: true``), and everything saved while a smoke run is on (the run context's smoke folder, :func:`smoke_results_dir`), goes to
   ``_build/smoke/results/`` (:data:`SMOKE_RESULTS_DIR`).
 
 The modules, this package's internals (import every name from ``mamba_recall.results``):
@@ -34,7 +34,7 @@ The modules, this package's internals (import every name from ``mamba_recall.res
   :class:`CheckpointMissing`), :class:`Bundle`, :func:`provenance` and the command's one git state
   (:func:`command_provenance`, :func:`command_git_state`);
 * ``_files``: atomic writes, strict JSON with the non-finite floats listed, the content hash;
-* ``_bundles``: the smoke-output redirect (:func:`redirect_smoke_outputs`, :func:`smoke_active`,
+* ``_bundles``: the smoke-output redirect (:func:`smoke_results_dir`, :func:`smoke_active`,
   :func:`smoke_run_store`), :func:`save_bundle`, :func:`load_bundle`, :func:`load_preset_bundle`,
   :func:`load_strongest_bundle`, :func:`regenerate_command`;
 * ``_checkpoints``: :func:`checkpoint_file`, :func:`save_checkpoint`, :func:`read_checkpoint`.
@@ -69,15 +69,14 @@ from ._records import (
     provenance,
 )
 from ._bundles import (
-    ENV_SMOKE_OUTPUTS,
     EVIDENCE_ORDER,
     SMOKE_RESULTS_DIR,
     load_bundle,
     load_preset_bundle,
     load_strongest_bundle,
-    redirect_smoke_outputs,
     regenerate_command,
     save_bundle,
+    smoke_results_dir,
     smoke_active,
     smoke_run_store,
 )

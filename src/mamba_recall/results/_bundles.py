@@ -1,7 +1,7 @@
-"""Where bundles go and how they are read: the smoke-output redirect (:func:`redirect_smoke_outputs`: smoke runs
+"""Where bundles go and how they are read: the smoke-output redirect (:func:`smoke_results_dir`: smoke runs
 never write under ``results/``), :func:`save_bundle`, :func:`load_bundle` and the readers that pick a preset's
 bundle (:func:`load_preset_bundle`, :func:`load_strongest_bundle`). The one module that reads ``RESULTS_DIR`` when
-called (and ``SMOKE_RESULTS_DIR``, ``_smoke_dir``): a test that moves the results folder patches it here."""
+called (and ``SMOKE_RESULTS_DIR``): a test that moves the results folder patches it here."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pandas as pd
 
 from .. import provenance as _prov
 from ..paths import BUILD_DIR, RESULTS_DIR
+from ..context import current
 from ..runners import current_command
 from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together
 from ._records import (
@@ -32,33 +33,20 @@ from ._records import (
 #: Where smoke runs write what would go under ``results/`` (the README's promise): bundles, checkpoints, run stores.
 SMOKE_RESULTS_DIR = BUILD_DIR / "smoke" / "results"
 
-#: Where a smoke run (``setup(..., smoke=True)``) writes what would go under ``results/``; None otherwise.
-_smoke_dir: Path | None = None
 
-#: Set by :func:`redirect_smoke_outputs` (to the smoke folder) so that the worker processes of a smoke run (the run
-#: store's ``--jobs``: separate processes, which do not share this module's state) redirect their writes too.
-ENV_SMOKE_OUTPUTS = "MAMBA_RECALL_SMOKE_OUTPUTS"
-
-
-def redirect_smoke_outputs(on: bool) -> None:
-    """Smoke runs never write committed bundles or checkpoints: while ``on``, anything saved under
-    ``results/`` goes to :data:`SMOKE_RESULTS_DIR` (``_build/smoke/results/``) instead (and says so), in this
-    process and in the processes it starts (:data:`ENV_SMOKE_OUTPUTS`). ``setup`` switches it; a bundle that says
-    it is a smoke run is redirected whether or not it is on (:func:`save_bundle`)."""
-    global _smoke_dir
-    _smoke_dir = Path(SMOKE_RESULTS_DIR) if on else None
-    if on:
-        os.environ[ENV_SMOKE_OUTPUTS] = str(_smoke_dir)
-    else:
-        os.environ.pop(ENV_SMOKE_OUTPUTS, None)
+def smoke_results_dir() -> Path:
+    """Where a smoke run writes what would go under ``results/`` (:data:`SMOKE_RESULTS_DIR`, read when called: a test
+    that moves it patches it here). A smoke run is one whose run context has it as ``smoke_dir``
+    (:func:`mamba_recall.context.enter`, ``run_context``): ``setup(..., smoke=True)`` enters it for the kernel, and
+    the processes the kernel starts inherit it. Nothing a smoke run saves lands under ``results/``; a bundle that says
+    it is a smoke run is redirected whether or not a smoke run is on (:func:`save_bundle`)."""
+    return Path(SMOKE_RESULTS_DIR)
 
 
 def _smoke_root() -> Path | None:
-    """The smoke folder while a smoke run is on (here, or in the process that started this one), else None."""
-    if _smoke_dir is not None:
-        return _smoke_dir
-    inherited = os.environ.get(ENV_SMOKE_OUTPUTS)
-    return Path(inherited) if inherited else None
+    """The smoke folder while a smoke run is on (the run context's ``smoke_dir``: here, or inherited from the
+    process that started this one), else None."""
+    return current().smoke_dir
 
 
 def smoke_active() -> bool:
@@ -68,7 +56,7 @@ def smoke_active() -> bool:
 
 def _output_dir(directory: Path, *, smoke: bool = False) -> Path:
     """``directory``, or its place under the smoke folder when it lies under ``results/`` and a smoke run is on
-    (:func:`redirect_smoke_outputs`) or the thing written says it is a smoke run (``smoke``)."""
+    (the run context's smoke folder) or the thing written says it is a smoke run (``smoke``)."""
     directory = Path(directory)
     target_root = _smoke_root()
     if target_root is None and not smoke:
@@ -107,7 +95,7 @@ def save_bundle(
     (NaN and ±inf as ``null``) and carries its :data:`CONTENT_HASH`; the JSON and the CSVs replace the previous
     files together, only once all were written (:func:`_write_together`: a full disk leaves the old bundle
     intact). A smoke bundle (name ending ``_smoke``, or ``config["smoke"]`` true) is never written under
-    ``results/``: it goes to :data:`SMOKE_RESULTS_DIR` (as everything does while :func:`redirect_smoke_outputs`
+    ``results/``: it goes to :data:`SMOKE_RESULTS_DIR` (as everything does while a smoke run's context
     is on).
     """
     if not name or "/" in name or name.startswith("."):

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from .. import provenance as _prov
+from ..context import current, run_context
 from ..provenance import device_description
 from ..provenance import git_state as _git_state
 
@@ -83,14 +84,11 @@ class Bundle:
         return None if files is None else not files
 
 
-#: The git state of the command now running (:func:`command_provenance`), or None: each bundle takes its own.
-_COMMAND_GIT: dict | None = None
-
-
 def command_git_state() -> dict | None:
-    """The git state of the command now running in this process (:func:`command_provenance`), or None: what the run
-    store hands to its worker processes so that their checkpoints record the command's state too."""
-    return _COMMAND_GIT
+    """The git state of the command now running (the run context's ``command_git``, :func:`command_provenance`), or
+    None: what the run store hands to its worker processes so that their checkpoints record the command's state
+    too."""
+    return current().command_git
 
 
 @contextlib.contextmanager
@@ -99,22 +97,20 @@ def command_provenance(state: dict | None = None):
     records the git state taken **once, on entry** (commit, ``git_dirty``, the uncommitted library files), not
     the state at its own writing. Without it, a command writing two bundles records ``git_dirty: true`` in the
     second one because the first one has just rewritten a tracked file. Enter it before the command writes any
-    file (:func:`mamba_recall.runstore.grid_main` does). ``dirty_files`` stays those uncommitted files that the
-    process has imported by the time each bundle is written (a later bundle that used more library code names
-    it too); ``device``, ``created`` and ``wall_seconds`` are each bundle's own. Nested use keeps the outer
-    state. Checkpoint sidecars (:func:`save_checkpoint`) written in this process take the same state (a command
-    writing three checkpoints would otherwise record the second and third as dirty, the first having rewritten
-    a tracked file). ``state``: a state taken elsewhere, by the command that started this process (the run store's
-    worker processes and Ray tasks get their grid command's, :func:`command_git_state`)."""
-    global _COMMAND_GIT
-    if _COMMAND_GIT is not None:  # already inside a command: its state holds
-        yield _COMMAND_GIT
+    file (:func:`mamba_recall.runstore.grid_main` does; a runner's ``main`` is decorated with it). ``dirty_files``
+    stays those uncommitted files that the process has imported by the time each bundle is written (a later bundle
+    that used more library code names it too); ``device``, ``created`` and ``wall_seconds`` are each bundle's own.
+    Nested use keeps the outer state. Checkpoint sidecars (:func:`save_checkpoint`) written in this process take the
+    same state (a command writing three checkpoints would otherwise record the second and third as dirty, the first
+    having rewritten a tracked file). ``state``: a state taken elsewhere, by the command that started this process
+    (the run store's worker processes and Ray tasks get their grid command's, :func:`command_git_state`). The state is
+    the run context's ``command_git`` for the block (:func:`mamba_recall.context.run_context`)."""
+    held = current().command_git
+    if held is not None:  # already inside a command: its state holds
+        yield held
         return
-    _COMMAND_GIT = state if state is not None else _git_state()
-    try:
-        yield _COMMAND_GIT
-    finally:
-        _COMMAND_GIT = None
+    with run_context(command_git=state if state is not None else _git_state()) as ctx:
+        yield ctx.command_git
 
 
 def provenance(

@@ -1,7 +1,7 @@
 """The command line every run-store runner shares.
 
 Every run-store runner has the same command-line flow: ``--allow-long`` (the long-run guard,
-:func:`mamba_recall.longrun.allow_long_runs`), ``--store`` (the folder, default :data:`RUNS_DIR`), then either
+:func:`grid_context`, the run context's ``allow_long``), ``--store`` (the folder, default :data:`RUNS_DIR`), then either
 run the missing jobs (``--jobs`` processes; the measured estimate unless ``--no-estimate``, checked against the
 hour of :func:`mamba_recall.longrun.check_estimate`) or, with ``--aggregate-only``, count the finished ones;
 then write the bundle from what is finished (``--smoke``: the preset's smoke-capped grid). A runner with a second
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from ..longrun import allow_long_runs, check_estimate
+from ..context import current, run_context
+from ..longrun import check_estimate
 from ._engines import ENGINES, run_grid
 from ._errors import BundleNotReplaced, GridExit, JobsFailed
 from ._records import RUNS_DIR, pending
@@ -94,11 +95,14 @@ def _log_stdout(message: str) -> None:
 
 
 def grid_store(args, default: Path | None = None) -> Path | None:
-    """Apply ``--allow-long`` to this process and return the ``--store`` folder (``default`` when not given; None
-    means :data:`RUNS_DIR`)."""
-    if args.allow_long:
-        allow_long_runs(True)
+    """The ``--store`` folder (``default`` when not given; None means :data:`RUNS_DIR`)."""
     return Path(args.store) if args.store else default
+
+
+def grid_context(args):
+    """The run context of a grid command, as a ``with`` block: the context in force, with ``--allow-long`` when
+    given (:func:`mamba_recall.context.run_context`; the worker processes get it too)."""
+    return run_context(allow_long=current().allow_long or bool(args.allow_long))
 
 
 def run_missing(
@@ -191,7 +195,7 @@ def grid_main(
         )
     store = grid_store(args, default_store)
     out, problems = [], []
-    with command_provenance():
+    with grid_context(args), command_provenance():
         for stage in stages:
             todo = stage.jobs(store) if callable(stage.jobs) else stage.jobs
             try:

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ..longrun import allow_long_runs, long_runs_allowed
+from ..context import run_context
+from ..longrun import long_runs_allowed
 from ..longrun import format_seconds as _fmt
 from ._errors import GridInterrupted, JobsFailed
 from ._records import RUNS_DIR, _scan, claim_path, job_path
@@ -245,8 +246,8 @@ def _ray_task(runner: str, jobs: list[dict], allowed: bool, git: dict | None = N
     """A Ray task: one unit of work (a job, or an ensemble of one config's seeds) computed in a worker (one torch
     thread, the driver's long-run permission), each job's record or failure sent back to the driver, which writes
     it (:func:`_store_outcome`)."""
-    allow_long_runs(allowed)
-    return _compute_unit(runner, jobs, 1, git, members=members)
+    with run_context(allow_long=allowed):
+        return _compute_unit(runner, jobs, 1, git, members=members)
 
 
 def _run_on_ray(

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import provenance as _prov
-from ..longrun import allow_long_runs
+from ..context import current, run_context
 from ..runners import current_job_function
 from ._errors import RunFileError, StoreNotWritable
 from ._records import (
@@ -241,9 +241,12 @@ def _run_one(
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if not _pid_alive(parent):
             return [(job, "orphaned", None) for job in jobs]
-    if allow_long is not None:
-        allow_long_runs(allow_long)
-    store = Path(store)
+    with run_context(**({} if allow_long is None else {"allow_long": allow_long})):
+        return _run_one_here(runner, jobs, Path(store), threads, git, members)
+
+
+def _run_one_here(runner: str, jobs: list[dict], store: Path, threads: int, git: dict | None, members: bool) -> list:
+    """:func:`_run_one`'s work, under the run context it set."""
     out, claims, todo = [], [], []
     try:
         for job in jobs:
@@ -391,7 +394,5 @@ def _store_outcome(status: str, detail: dict, job: dict, store: Path) -> tuple[s
 
 
 def _command_git() -> dict | None:
-    """The grid command's git state, handed to the jobs (:func:`_compute`)."""
-    from ..results import command_git_state
-
-    return command_git_state()
+    """The grid command's git state (the run context's ``command_git``), handed to the jobs (:func:`_compute`)."""
+    return current().command_git

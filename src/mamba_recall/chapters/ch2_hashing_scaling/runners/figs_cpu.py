@@ -45,6 +45,7 @@ from mamba_recall.runstore import (
     add_grid_args,
     aggregate,
     finished_status,
+    grid_context,
     grid_store,
     log_stderr,
     make_job,
@@ -475,19 +476,22 @@ def main(argv=None):
     )  # a smoke run's store is under _build/smoke/results, not results/runs
 
     store = grid_store(args, smoke_run_store(args.smoke))
-    all_jobs = {part: jobs_for(part, args.preset, args.smoke) for part in args.parts}
-    if not args.aggregate_only:
-        left = [j for part in args.parts for j in pending(all_jobs[part], store)[1]]
-        if len(args.parts) > 1 and left and not args.no_estimate:
-            total, _ = estimate(left)
-            print(f"all parts {args.parts}: {total / 3600:.2f} CPU-hours estimated for {len(left)} jobs", flush=True)
+    with grid_context(args):
+        all_jobs = {part: jobs_for(part, args.preset, args.smoke) for part in args.parts}
+        if not args.aggregate_only:
+            left = [j for part in args.parts for j in pending(all_jobs[part], store)[1]]
+            if len(args.parts) > 1 and left and not args.no_estimate:
+                total, _ = estimate(left)
+                print(
+                    f"all parts {args.parts}: {total / 3600:.2f} CPU-hours estimated for {len(left)} jobs", flush=True
+                )
+            for part in args.parts:
+                what = f"ch2_figs_cpu {part} at preset {args.preset}"
+                run_missing(RUNNER, all_jobs[part], args, store=store, estimate=estimate, what=what)
         for part in args.parts:
-            what = f"ch2_figs_cpu {part} at preset {args.preset}"
-            run_missing(RUNNER, all_jobs[part], args, store=store, estimate=estimate, what=what)
-    for part in args.parts:
-        done, left = pending(all_jobs[part], store)
-        print(f"{part}: {len(all_jobs[part])} jobs, {len(done)} finished, {len(left)} left", flush=True)
-        write_bundle(part, args.preset, store=store, smoke=args.smoke, log=log_stderr)
+            done, left = pending(all_jobs[part], store)
+            print(f"{part}: {len(all_jobs[part])} jobs, {len(done)} finished, {len(left)} left", flush=True)
+            write_bundle(part, args.preset, store=store, smoke=args.smoke, log=log_stderr)
 
 
 if __name__ == "__main__":

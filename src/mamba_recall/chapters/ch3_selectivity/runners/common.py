@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 
 from mamba_recall import results
+from mamba_recall.context import current, run_context
 from mamba_recall.devices import resolve_device
 from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_module
@@ -170,13 +171,10 @@ def run_store_main(
     (``--members``)."""
     members_runner, train_members = members or (None, None)
     k = getattr(args, "members", 1)
-    default_store = None
-    if args.smoke:  # smoke runs never write under results/ (bundle, checkpoints, run store): _build/smoke/results/
-        from mamba_recall.paths import BUILD_DIR
-
-        results.redirect_smoke_outputs(True)
-        default_store = BUILD_DIR / "smoke" / "results" / "runs"
-    try:
+    # smoke runs never write under results/ (bundle, checkpoints, run store): _build/smoke/results/, for this command
+    # and the workers it starts (the run context's smoke folder, mamba_recall.context)
+    smoke_dir = results.smoke_results_dir() if args.smoke else current().smoke_dir
+    with run_context(smoke_dir=smoke_dir):
         return grid_main(
             args,
             runner,
@@ -186,12 +184,9 @@ def run_store_main(
                 left, train_one, key or (lambda c: c), members=k, train_members=train_members
             ),
             what=f"{experiment_name} at preset {args.preset}",
-            default_store=default_store,
+            default_store=results.smoke_run_store(args.smoke),
             members_runner=members_runner,
         )
-    finally:
-        if args.smoke:  # the switch (and the environment its workers inherit) ends with the command
-            results.redirect_smoke_outputs(False)
 
 
 def store_bundle_writer(
