@@ -218,7 +218,7 @@ def _training_case(name: str, backend: str):
         late = cfg["steps"] - 1000  # past the curriculum ramp: L ~ U{2 .. 16} items
         return model, lambda s: batch_fn(late + s)
     if name == "ch3 s6 KEEP n-TH":
-        from mamba_recall.train.selectivity import build_model
+        from mamba_recall.chapters.ch3_selectivity.training.selectivity import build_model
         from mamba_recall.presets import experiment
         from mamba_recall.tasks.keep_nth import keep_nth
 

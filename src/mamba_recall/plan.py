@@ -30,7 +30,7 @@ import pandas as pd
 
 from .runners import runner_module
 from .runstore import pending, units
-from .train.selectivity import GPU_PRESETS
+from .chapters.ch3_selectivity.training.selectivity import GPU_PRESETS
 
 __all__ = ["Grid", "grids", "plan", "main"]
 

@@ -116,6 +116,7 @@ CHAPTER_PARTS = {
     "": ("views", "the chapter package's docstring"),
     "configs": ("base", "the chapter's sizes as declared data (imports presets.sizes only); presets merges them"),
     "configs_scaling": ("base", "Chapter 2's scaling regimes, declared data beside its configs"),
+    "training": ("train", "the chapter's models, recipes and checkpoints, on the one training loop"),
     "pipelines": ("analysis", "the chapter's probes, loaders and statistics over its models and bundles"),
     "claims": ("claims", "the chapter's claims, one module per book section; claims registers them"),
     "runners": ("experiments", "the runners that train, measure and write the chapter's result bundles"),

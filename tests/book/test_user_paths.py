@@ -288,7 +288,7 @@ def test_training_loop_stops_a_long_budget_after_its_probe_steps(monkeypatch):
 
 def test_table1_paper_grid_on_cpu_is_refused(monkeypatch):
     """Chapter 1's Table 1 at the paper preset on a CPU (about 4.6 h live) stops with its estimate."""
-    from mamba_recall.train import table1
+    from mamba_recall.chapters.ch1_gradient_dynamics.training import table1
 
     monkeypatch.setattr(table1, "probe_cell", lambda *a, **k: 1.0)  # 1 s per step, measured on a real CPU
     with pytest.raises(

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mamba_recall.models.mixer_ensemble import MixerEnsemble
-from mamba_recall.train.selectivity import build_model
+from mamba_recall.chapters.ch3_selectivity.training.selectivity import build_model
 
 
 def _models(mixer="s6", n=3, **kw):

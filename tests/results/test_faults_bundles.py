@@ -266,7 +266,7 @@ def test_checkpoint_sidecar_one_digit_stops(tmp_path):
 @pytest.fixture
 def ch1_copy(tmp_path, monkeypatch):
     """Chapter 1's committed k2 checkpoint copied to tmp, its loader pointed there, and live training forbidden."""
-    import mamba_recall.train.latest_value as tr
+    import mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value as tr
 
     folder = tmp_path / "checkpoints"
     folder.mkdir()

@@ -303,7 +303,7 @@ def test_m2_shapes():
 
 # ----------------------------------------------------------------------------- runners, views, checkpoints
 def test_committed_checkpoints_load_and_solve():
-    from mamba_recall.train.latest_value import load_checkpoint, make_data
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import load_checkpoint, make_data
     from mamba_recall.train import evaluate
 
     model, meta = load_checkpoint("k1", "paper")
@@ -316,7 +316,7 @@ def test_committed_checkpoints_load_and_solve():
 
 def test_checkpoint_errors(tmp_path, monkeypatch):
     import mamba_recall.chapters.ch1_gradient_dynamics.runners.training as runner
-    import mamba_recall.train.latest_value as tr
+    import mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value as tr
 
     monkeypatch.setattr(tr, "CHECKPOINT_DIR", tmp_path)
     with pytest.raises(FileNotFoundError, match="regenerate"):
@@ -345,7 +345,7 @@ def test_checkpoint_errors(tmp_path, monkeypatch):
 
 
 def test_training_is_deterministic():
-    from mamba_recall.train.latest_value import train_recall
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import train_recall
 
     sizes = {
         "vocab_size": 6,
@@ -384,7 +384,7 @@ def test_views_build():
 
 
 def test_table1_cell_tiny():
-    from mamba_recall.train.table1 import build, run_cell
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import build, run_cell
 
     sizes = {
         "vocab_size": 8,

@@ -49,14 +49,13 @@ The model carries a leading member axis of size ``n_members`` on every parameter
 
 With shared labels only the labelled positions are unembedded (``model.hidden`` → ``model.unembed`` on the
 N_f query positions instead of all L: the (·, V) unembedding is the dominant cost). :func:`train_ensemble`
-runs a named recipe (``presets.ch2.RECIPES``) through this loop.
+runs a named recipe (Chapter 2's ``RECIPES``, :mod:`mamba_recall.chapters.ch2_hashing_scaling.configs`) through this
+loop.
 
 The package's parts (the names are all exported here): ``_recipe`` (:class:`Recipe`, :func:`lr_at`,
 :class:`Stopping`), ``_metrics`` (the masked losses, :func:`evaluate`, :class:`TrainResult`) and ``_loop``
-(:func:`train`, :func:`train_ensemble`, :func:`param_groups`, :func:`dataset_batches`). Beside them, the chapters'
-models, recipes and checkpoints: :mod:`~mamba_recall.train.latest_value`, :mod:`~mamba_recall.train.table1`,
-:mod:`~mamba_recall.train.selectivity`.
-"""
+(:func:`train`, :func:`train_ensemble`, :func:`param_groups`, :func:`dataset_batches`). A chapter's own models,
+recipes and checkpoints are in its ``training`` package (``mamba_recall.chapters.chN_<topic>.training``)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from mamba_recall.claims import check, claims_of, get
-from mamba_recall.train.latest_value import load_checkpoint
+from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import load_checkpoint
 from mamba_recall.tasks.latest_value import latest_value_batch
 from mamba_recall.theory import gradient_lemma as gl
 

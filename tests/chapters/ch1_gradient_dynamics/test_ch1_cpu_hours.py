@@ -15,7 +15,7 @@ from mamba_recall.chapters.ch1_gradient_dynamics.runners import (
     cpu_hours_jobs as c1_jobs,
 )  # where checkpoint_path reads its folder
 from mamba_recall.theory.latest_value_thm2 import thm2_construction_probe
-from mamba_recall.train.latest_value import FULL_NAME
+from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_stored_measurements_are_judged_over_seeds_and_a_smoke_run_is_no_evidenc
 def test_noise_forgetting_probe_recomputes_the_model_and_breaks_the_erase():
     """On the committed ci |K| = 1 model: the step-by-step recomputation equals the model's scan, 'before' is the
     model's own query accuracy, and removing the erase at writes costs accuracy."""
-    from mamba_recall.train.latest_value import load_checkpoint
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import load_checkpoint
     from mamba_recall.tasks.latest_value import latest_value_batch
     from mamba_recall.train import evaluate
 
@@ -124,7 +124,7 @@ def test_thm2_construction_returns_the_plurality_value_not_the_latest():
     """Paper 003's Theorem 2 construction on paper 000's task: a hand sequence where the key's latest value (6) is
     not its most frequent one (5) gets 5; on |K| = 1 batches every answer is the plurality value, and the trained ci
     model's accuracy on the same queries is reported beside it."""
-    from mamba_recall.train.latest_value import load_checkpoint
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import load_checkpoint
     from mamba_recall.tasks.latest_value import LatestValueBatch, latest_value_batch, latest_value_labels
 
     x = torch.tensor([[0, 5, 3, 0, 5, 2, 0, 6, 4, 0]])  # key 0 bound to 5, 5, 6, then queried
@@ -144,7 +144,7 @@ def test_thm2_construction_returns_the_plurality_value_not_the_latest():
 def test_pair_transformer_sees_the_mambas_pair():
     """tf1_pair's input at t is W_in [e_{x_{t−1}}; e_{x_t}] (zero before the first token), as App. B's fixed
     convolution."""
-    from mamba_recall.train.table1 import build
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import build
     from mamba_recall.presets import experiment
 
     sizes = experiment("ch1.table1", "cpu-hours")
@@ -202,7 +202,7 @@ def test_notebook_helpers_fall_back_to_the_one_seed_evidence(smoke_grid, tmp_pat
     from mamba_recall.claims import check
     from mamba_recall.chapters.ch1_gradient_dynamics.claims import check_table1, load_seeds
     from mamba_recall.chapters.ch1_gradient_dynamics.claims import check_over_seeds
-    from mamba_recall.train.latest_value import load_checkpoint
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import load_checkpoint
 
     said = []
     assert load_seeds("ch1_mechanism", said.append, directory=tmp_path) is None

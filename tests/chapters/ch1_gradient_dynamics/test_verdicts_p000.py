@@ -19,7 +19,7 @@ ALL = core.claims_of("000") + core.claims_of("001")
 @pytest.fixture(scope="module")
 def paper_k1():
     """The committed paper-size |K| = 1 checkpoint (one seed)."""
-    from mamba_recall.train.latest_value import load_checkpoint
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import load_checkpoint
 
     return load_checkpoint("k1", "paper")
 
@@ -218,7 +218,7 @@ def test_seeds_reach_the_verdict_through_core_only():
 def test_fig7_and_softplus_carry_their_nulls():
     import pandas as pd
 
-    from mamba_recall.train.latest_value import load_checkpoint
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import load_checkpoint
 
     wo, meta = load_checkpoint("wo", "paper")
     m = claims.get("000/Fig7").measure(wo.W_o, meta)

@@ -20,7 +20,7 @@ from mamba_recall.chapters.ch3_selectivity.runners import (
     keep_nth as ch3_keep_nth,
     mqar_train as ch3_mqar_train,
 )
-from mamba_recall.train import selectivity
+from mamba_recall.chapters.ch3_selectivity.training import selectivity
 from mamba_recall.runstore import pending, run_grid, t_quantile_975
 
 

@@ -56,7 +56,7 @@ def test_initial_model_is_the_model_train_one_starts_from(monkeypatch):
 def test_committed_ci_histogram_is_reproduced_on_keep_test_set():
     """The ci bundle's trained Mamba+PE histogram, recomputed from the committed checkpoint on ``keep_test_set``,
     matches bit for bit: the untrained baseline sees the very test inputs the trained histograms were taken on."""
-    from mamba_recall.train.selectivity import load_checkpoint
+    from mamba_recall.chapters.ch3_selectivity.training.selectivity import load_checkpoint
     from mamba_recall.models.s6 import MixerLM
 
     model, ck = load_checkpoint("ch3_keep_s6pe", lambda c: MixerLM(c["V"], c["d"], c["N"], "s6", pe=True))

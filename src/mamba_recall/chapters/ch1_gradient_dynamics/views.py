@@ -273,7 +273,7 @@ def regime_explorer(sizes: dict, seed: int = 0, steps: int = 400, window: int = 
     import ipywidgets as w
 
     from mamba_recall.analysis.recall_probes import pair_table, probe_frame
-    from mamba_recall.train.latest_value import train_recall
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import train_recall
     from mamba_recall.widgets import explorer
 
     trained: dict = {}

@@ -15,7 +15,7 @@ SECTION = "01_gradient_dynamics/03_many_keys_and_unembedding"
 
 
 def sourced_evidence(src, sample: str) -> Evidence:
-    """Evidence of a :class:`~mamba_recall.train.latest_value.Sourced` model (checkpoint or live)."""
+    """Evidence of a :class:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.Sourced` model (checkpoint or live)."""
     return Evidence(src.tier, str(src.device), src.seeds, sample, src.source)
 
 

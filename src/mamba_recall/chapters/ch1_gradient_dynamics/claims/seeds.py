@@ -38,7 +38,7 @@ def measure_model(
     run's records are marked as such (their verdicts read *not run*)."""
     from mamba_recall.claims.core import NotRun, get, measurement_record
     from mamba_recall.tasks.latest_value import latest_value_batch
-    from mamba_recall.train.latest_value import Sourced
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import Sourced
 
     n = sizes["n_probe"]
     out = {}
@@ -87,7 +87,7 @@ def _k1_seed_records(checkpoint: str, n_probe: int) -> dict:
     """Every |K| = 1 claim's measurement record on one committed cpu-hours checkpoint (its sha256 checked), made by
     :func:`measure_model`, as the runner measured it, on the same held-out sequences
     (seed 1000 + s) as when the bundle was made; cached per checkpoint (a page reads ten claims of three seeds)."""
-    from mamba_recall.train.latest_value import build_model
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_model
 
     model, meta = _seed_model(checkpoint, build_model, SEEDS_COMMAND)
     sizes = {**meta["config"], "n_probe": n_probe}
@@ -121,7 +121,7 @@ def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
 def _spike_seed_record(name: str, checkpoint: str, n_probe: int) -> dict:
     """Fig. 5 / Fig. 6's record on one committed |K| = 2 / 4 checkpoint, made by
     :func:`measure_model` (as the runner) on the seed's held-out set (with its null control, the untrained twin)."""
-    from mamba_recall.train.latest_value import build_model, make_data
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_model, make_data
 
     model, meta = _seed_model(checkpoint, build_model, SEEDS_COMMAND)
     _, test_set = make_data(meta["config"], meta["seed"])
@@ -133,8 +133,12 @@ def _spike_seed_record(name: str, checkpoint: str, n_probe: int) -> dict:
 @functools.lru_cache(maxsize=None)
 def _full_seed_record(checkpoint: str) -> dict:
     """000/Fig7-full's record on one committed full-Mamba checkpoint, with its null control: the same seed's model
-    untrained (:func:`~mamba_recall.train.latest_value.build_full_model`) and its held-out accuracy."""
-    from mamba_recall.train.latest_value import ONEHOT_NAME, build_full_model, held_out_accuracy
+    untrained (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.build_full_model`) and its held-out accuracy."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
+        ONEHOT_NAME,
+        build_full_model,
+        held_out_accuracy,
+    )
     from mamba_recall.claims.core import get, measurement_record
 
     command = FULL_ONEHOT_COMMAND if f"ch1_{ONEHOT_NAME}_" in checkpoint else FULL_MAMBA_COMMAND

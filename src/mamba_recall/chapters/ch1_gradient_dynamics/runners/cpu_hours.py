@@ -16,7 +16,7 @@ same command resumes after an interruption:
 
 * ``ch1.cpu_hours_models``: the simplified Mamba (Eq. 3) at |V| = 8, n_ε = 3, T = 256 with identity targets (§3,
   App. A), trained "until it reaches 100 % accuracy on the training set" (or the step cap) by
-  :func:`~mamba_recall.train.latest_value.train_recall` — |K| = 1 (N = 1, B = C = 1), |K| = 2 (N = 2) and |K| = 4
+  :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall` — |K| = 1 (N = 1, B = C = 1), |K| = 2 (N = 2) and |K| = 4
   (|V| = 16, N = 4), 3 seeds each. Each job saves its checkpoint ``results/checkpoints/ch1_<model>_cpu-hours_seed<s>.pt`` and measures,
   on ``n_probe`` held-out sequences (seed 1000 + s), every claim of Section 1.2 (|K| = 1: Sec3-accuracy, Fig4a–d,
   Sec3-Delta, Sec3-regimes, AppC-values, Sec3-recency, Fig8) or Fig5 / Fig6 (|K| = 2 / 4) with the registry's own
@@ -27,7 +27,7 @@ same command resumes after an interruption:
   (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe.noise_forgetting_probe`).
 * ``ch1.cpu_hours_table1``: Table 1 (App. A) at T = 128, κ ∈ {1, 4}, the four rows of the paper and our control
   ``tf1_pair`` (a 1-layer Transformer fed the Mamba's fixed pairwise concatenation), 3 seeds, early stopping on the
-  training set (:func:`~mamba_recall.train.table1.run_cell`).
+  training set (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.table1.run_cell`).
 * ``ch1.cpu_hours_full_mamba`` (part ``full_mamba``): App. B, Fig. 7 with "the original Mamba model": the library's
   full Mamba LM (:class:`~mamba_recall.models.mamba.MambaLMHeadModel`, one layer: learned embedding tied to the
   readout, causal conv, gate, selective scan; sizes ``ch1.full_mamba``) on the |K| = 1 task of ``ch1.k1`` (the same
@@ -73,7 +73,7 @@ import torch
 
 from mamba_recall.results import command_provenance
 from mamba_recall.runstore import add_grid_args, grid_main
-from mamba_recall.train.latest_value import FULL_NAME, build_full_model
+from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, build_full_model
 from .cpu_hours_bundles import write_bundles
 from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, importable from the runner)
     CHECKPOINT_DIR,
@@ -124,8 +124,8 @@ def _time_eval(model, inputs, labels) -> float:
 def measure_job(config: dict) -> tuple[float, float]:
     """(seconds per training step, seconds per training-set evaluation) of a job's model, measured here."""
     from mamba_recall.tasks.latest_value import latest_value_batch
-    from mamba_recall.train.latest_value import build_model
-    from mamba_recall.train.table1 import build
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_model
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import build
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

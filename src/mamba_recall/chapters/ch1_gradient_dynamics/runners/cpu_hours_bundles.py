@@ -11,7 +11,7 @@ import pandas as pd
 from mamba_recall.paths import BUILD_DIR
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import aggregate, finished_status, save_grid_bundle
-from mamba_recall.train.latest_value import FULL_NAME, ONEHOT_NAME
+from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, ONEHOT_NAME
 from .cpu_hours_jobs import (
     FULL_EXPERIMENT,
     FULL_PARTS,
@@ -224,7 +224,7 @@ def _table1_bundle(
     """``ch1_table1_<preset>`` (or ``ch1_table1_matched_<preset>``, the size-matched row 3, by ``experiment_name``):
     per cell the mean held-out accuracy over seeds with its interval and the paper's number (table ``accuracy``),
     and every run (table ``runs``)."""
-    from mamba_recall.train.table1 import LABELS, PAPER_TABLE1
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import LABELS, PAPER_TABLE1
 
     matched = experiment_name == MATCHED_EXPERIMENT
     keys = ("model", "conv_width", "T", "kappa") if matched else ("model", "T", "kappa")

@@ -13,7 +13,12 @@ from ..claims.seeds import FULL_CLAIM, measure_model
 from mamba_recall.paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import make_job
-from mamba_recall.train.latest_value import FULL_NAME, ONEHOT_NAME, build_full_model, held_out_accuracy
+from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
+    FULL_NAME,
+    ONEHOT_NAME,
+    build_full_model,
+    held_out_accuracy,
+)
 
 MODELS_EXPERIMENT = "ch1.cpu_hours_models"
 TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
@@ -140,7 +145,7 @@ def _relative(path: Path) -> str:
 def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False):
     """``(model, sidecar)`` of one seed's checkpoint (its sha256 checked)."""
     from mamba_recall.results import read_checkpoint
-    from mamba_recall.train.latest_value import build_model
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_model
 
     path = checkpoint_path(name, preset, seed, smoke)
     state, meta = read_checkpoint(
@@ -153,14 +158,14 @@ def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False)
 
 
 def _train_and_save(config: dict, seed: int, command: str, **train_kw):
-    """Train the job's model (:func:`~mamba_recall.train.latest_value.train_recall`, ``train_kw`` passed on), save
+    """Train the job's model (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall`, ``train_kw`` passed on), save
     its checkpoint with its sidecar ``meta`` (what the claims' measurements read) and ``command`` as its regenerate
     line → (the training's result, ``meta``, the job result's common fields: accuracies, training length, checkpoint
     and its sha256)."""
     import hashlib
 
     from mamba_recall.results import save_checkpoint
-    from mamba_recall.train.latest_value import train_recall
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import train_recall
 
     name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
     tr = train_recall(sizes, seed=seed, device="cpu", **train_kw)
@@ -209,15 +214,15 @@ def run_model_job(config: dict, seed: int) -> dict:
 
 
 def run_table_job(config: dict, seed: int) -> dict:
-    """One Table 1 cell (model, T, κ) at one seed (:func:`~mamba_recall.train.table1.run_cell`)."""
-    from mamba_recall.train.table1 import run_cell
+    """One Table 1 cell (model, T, κ) at one seed (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.table1.run_cell`)."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import run_cell
 
     return run_cell(config["model"], config["T"], config["kappa"], config["sizes"], seed=seed, device="cpu")
 
 
 def run_full_job(config: dict, seed: int) -> dict:
     r"""App. B, Fig. 7 on the full Mamba LM, one seed: train it on the ``ch1.k1`` task as
-    :func:`~mamba_recall.train.latest_value.train_recall` trains the simplified model (the same training / held-out sets of this seed, AdamW without weight
+    :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall` trains the simplified model (the same training / held-out sets of this seed, AdamW without weight
     decay, constant lr, until 100 % training-set query accuracy or ``steps``), save its checkpoint, and measure
     claim 000/Fig7-full: the readout W_o^full = [R U_1 | R U_0] ∈ R^{|V| × 2|V|} in the paper's (previous token,
     current token) coordinates (:mod:`~mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout`) against [−I I], at the end and at
@@ -249,7 +254,7 @@ def run_full_job(config: dict, seed: int) -> dict:
 
 def run_wo_job(config: dict, seed: int) -> dict:
     """App. B, Fig. 7 on the simplified model with a learned unembedding W_o (``ch1.wo``), one target and seed: train
-    it (:func:`~mamba_recall.train.latest_value.train_recall`), save its checkpoint, and measure claim 000/Fig7 on
+    it (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall`), save its checkpoint, and measure claim 000/Fig7 on
     its W_o, with the same seed's W_o at initialisation as the null (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.measure_fig7`)."""
     from mamba_recall.claims import measurement_record
 

@@ -1,7 +1,7 @@
 """Chapter 1, Table 1 of paper 000: one-layer (simplified) Mamba vs small Transformers on the latest-value MQAR.
 
-The rows' models (paper → ours), the training of one cell and the grid are in :mod:`mamba_recall.train.table1`
-(:func:`~mamba_recall.train.table1.run_cell`, :func:`~mamba_recall.train.table1.run_table`); the paper gives no TF
+The rows' models (paper → ours), the training of one cell and the grid are in :mod:`mamba_recall.chapters.ch1_gradient_dynamics.training.table1`
+(:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.table1.run_cell`, :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.table1.run_table`); the paper gives no TF
 sizes ("similar model sizes"), optimiser, |V| or steps: all [choice]s, in the ``ch1.table1`` preset.
 
 ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset ci|paper [--device cuda]`` writes
@@ -15,7 +15,7 @@ import argparse
 import time
 
 from mamba_recall.results import command_provenance
-from mamba_recall.train.table1 import run_table
+from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import run_table
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything

@@ -1,11 +1,11 @@
 """Chapter 1: train the simplified Mamba of paper 000 on the latest-value MQAR and save the checkpoints.
 
 ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset paper`` trains the paper-size models with
-:func:`~mamba_recall.train.latest_value.train_recall` and writes ``results/checkpoints/ch1_<name>_<preset>.pt``
+:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall` and writes ``results/checkpoints/ch1_<name>_<preset>.pt``
 with a JSON sidecar (config, sha256, accuracy, device) plus the bundle ``results/ch1_checkpoints.json``. The
-models, their data, the training recipe and the checkpoints' loaders (:func:`~mamba_recall.train.latest_value.
-load_checkpoint`, :func:`~mamba_recall.train.latest_value.load_or_train`, what the notebooks call) are in
-:mod:`mamba_recall.train.latest_value`.
+models, their data, the training recipe and the checkpoints' loaders (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.
+load_checkpoint`, :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.load_or_train`, what the notebooks call) are in
+:mod:`mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from mamba_recall import results
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.results import command_provenance
-from mamba_recall.train.latest_value import Trained, checkpoint_path, train_recall
+from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import Trained, checkpoint_path, train_recall
 
 MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 

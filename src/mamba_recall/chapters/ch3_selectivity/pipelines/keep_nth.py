@@ -6,7 +6,7 @@ model can use its positional encoding at all (:func:`pe_logit_dependence`).
 
 The runs are the ones :mod:`mamba_recall.chapters.ch3_selectivity.runners.keep_nth` trains: a run is its resolved config
 (:func:`resolved_config`) and init seed, its model before any step :func:`initial_model`, its test sequences
-:func:`keep_test_set`; the models, checkpoints and recipe are :mod:`mamba_recall.train.selectivity`'s.
+:func:`keep_test_set`; the models, checkpoints and recipe are :mod:`mamba_recall.chapters.ch3_selectivity.training.selectivity`'s.
 """
 
 from __future__ import annotations
@@ -15,7 +15,13 @@ import numpy as np
 import torch
 
 from mamba_recall.tasks.keep_nth import keep_nth
-from mamba_recall.train.selectivity import REGENERATE_STORE, STORE_PRESETS, build_model, checkpoint_name, recipe_fields
+from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
+    REGENERATE_STORE,
+    STORE_PRESETS,
+    build_model,
+    checkpoint_name,
+    recipe_fields,
+)
 
 BINS = np.linspace(0.0, 1.0, 51)
 
@@ -123,7 +129,7 @@ def fig1_decay_pairs(
     (the largest T) and ``…_s<seed>`` of the same preset and T; a run-store preset (``cpu-hours``): the files
     ``ch3_keep_s6pe_<preset>_T<T>_s<seed>`` at ``T`` (default: the largest T saved)."""
     from mamba_recall.models.s6 import MixerLM
-    from mamba_recall.train.selectivity import CHECKPOINT_DIR, load_checkpoint
+    from mamba_recall.chapters.ch3_selectivity.training.selectivity import CHECKPOINT_DIR, load_checkpoint
 
     def factory(c):
         return MixerLM(c["V"], c["d"], c["N"], "s6", pe=True, backend=backend)

@@ -1,6 +1,6 @@
 """Shared pieces of the Chapter 3 runners: argument parsing, device, bundles, the run store. The models by name, the
 checkpoints (names, saving with a JSON sidecar, loading) and the shared recipe are in
-:mod:`mamba_recall.train.selectivity`."""
+:mod:`mamba_recall.chapters.ch3_selectivity.training.selectivity`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from mamba_recall.devices import resolve_device
 from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_module
 from mamba_recall.runstore import add_grid_args, grid_main
-from mamba_recall.train.selectivity import STORE_PRESETS
+from mamba_recall.chapters.ch3_selectivity.training.selectivity import STORE_PRESETS
 
 
 def parse(description: str, name: str, bundle: str, argv=None):

@@ -25,7 +25,13 @@ import torch
 from mamba_recall.results import command_provenance
 from mamba_recall.runstore import job_device
 from mamba_recall.tasks.induction_heads import induction_heads
-from mamba_recall.train.selectivity import STORE_PRESETS, build_model, job_config, recipe_fields, train_recipe
+from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
+    STORE_PRESETS,
+    build_model,
+    job_config,
+    recipe_fields,
+    train_recipe,
+)
 from .common import (
     curve_of,
     parse,

@@ -44,7 +44,7 @@ from mamba_recall.results import command_provenance
 from mamba_recall.runstore import job_device
 from mamba_recall.tasks.keep_nth import copy_baseline, keep_nth
 from mamba_recall.train import evaluate
-from mamba_recall.train.selectivity import (
+from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     REGENERATE_STORE,
     STORE_PRESETS,
     checkpoint_name,
@@ -120,7 +120,7 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
 def run_job(config: dict, seed: int) -> dict:
     """One run-store job: train, test, the decay histograms (S6/S4D), the training curve; the Mamba+PE model at
     d = 32, N = 8 is saved as ``ch3_keep_s6pe_<preset>_T<T>_s<seed>``
-    (:func:`~mamba_recall.train.selectivity.checkpoint_name`)."""
+    (:func:`~mamba_recall.chapters.ch3_selectivity.training.selectivity.checkpoint_name`)."""
     device = job_device(config)
     model, res, row, test = train_one(config, seed, device=device)
     decay = decay_rows_of(model, test[0], config, seed) if config["model"] != "transformer" else []

@@ -18,7 +18,7 @@ import sys
 
 from mamba_recall.results import command_provenance
 from .common import parse, store_bundle_writer
-from mamba_recall.train.selectivity import job_config
+from mamba_recall.chapters.ch3_selectivity.training.selectivity import job_config
 from .mqar_train import (  # noqa: F401 - the job functions (run_job, run_members) and what the plan times
     CELL_KEYS,
     METRICS,

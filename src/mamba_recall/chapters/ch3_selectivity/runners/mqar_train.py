@@ -31,7 +31,7 @@ from mamba_recall.results import command_provenance
 from mamba_recall.runstore import job_device
 from mamba_recall.theory.mqar_constructions import gen_mqar
 from mamba_recall.train import evaluate
-from mamba_recall.train.selectivity import (
+from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     STORE_PRESETS,
     build_model,
     job_config,

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import torch
 
-from .. import results
-from ..models.simplified_recall import SimplifiedMamba
-from ..paths import RESULTS_DIR
-from ..tasks.latest_value import LatestValueBatch, latest_value_batch
-from . import Recipe, Stopping, TrainResult, dataset_batches, evaluate, train
+from mamba_recall import results
+from mamba_recall.models.simplified_recall import SimplifiedMamba
+from mamba_recall.paths import RESULTS_DIR
+from mamba_recall.tasks.latest_value import LatestValueBatch, latest_value_batch
+from mamba_recall.train import Recipe, Stopping, TrainResult, dataset_batches, evaluate, train
 
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 FULL_NAME = "full_mamba"  # the checkpoint name and the jobs' "model"
@@ -167,7 +167,7 @@ def load_or_train(
     at (a smoke run). It never stands in for a damaged one: a ``.pt`` without its sidecar (or the reverse), a
     hash that does not match, or a checkpoint that ``ch1_checkpoints_<preset>`` lists but that is gone, raises
     with the file and the command that regenerates it."""
-    from ..presets import experiment
+    from mamba_recall.presets import experiment
 
     sizes = experiment(f"ch1.{name}", preset, smoke=smoke)
     regenerate = (
@@ -199,7 +199,7 @@ def build_full_model(sizes: dict, seed: int):
     chunked scan. ``sizes["embedding"]``: ``"learned"`` (default; tied to the readout, as upstream) or
     ``"doubled_one_hot"``: the embedding of §2.2 fixed and frozen, E[v] = [e_v; e_v] ∈ R^{2|V|} for v < |V| (the
     padded rows zero; needs d_model = 2|V|), with an untied, learned output layer (``lm_head``)."""
-    from ..models.mamba import MambaLMHeadModel
+    from mamba_recall.models.mamba import MambaLMHeadModel
 
     missing = [k for k in ("d_model", "n_layer", "vocab_size", "d_state", "d_conv", "expand") if k not in sizes]
     if missing:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import torch
 
-from .. import results
-from ..models.s6 import MixerLM
-from ..models.transformer import TinyTransformer
-from ..presets import seeds
-from . import Recipe, Stopping, train
+from mamba_recall import results
+from mamba_recall.models.s6 import MixerLM
+from mamba_recall.models.transformer import TinyTransformer
+from mamba_recall.presets import seeds
+from mamba_recall.train import Recipe, Stopping, train
 
 CHECKPOINT_DIR = results.CHECKPOINT_DIR
 REGENERATE = "python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset ci"
@@ -104,7 +104,7 @@ def train_recipe_members(models, sample, c: dict, seeds_: list[int], eval_batch,
     reaches the target), so each member trains as :func:`train_recipe` trains its model, up to floating-point
     rounding. Adam without weight decay only (the chapter's recipe: a member-axis model decays every parameter).
     Returns (TrainResult of the ensemble, the members as models: ``res.member(e)`` is member e's result)."""
-    from ..models.mixer_ensemble import MixerEnsemble
+    from mamba_recall.models.mixer_ensemble import MixerEnsemble
 
     if len(models) != len(seeds_) or not seeds_:
         raise ValueError(f"train_recipe_members needs one model per seed, got {len(models)} models for {seeds_}.")

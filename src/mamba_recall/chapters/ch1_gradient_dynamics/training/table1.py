@@ -26,11 +26,11 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from ..longrun import PROBE_STEPS, guard_grid
-from ..models.simplified_recall import SimplifiedMamba, pair_embedding
-from ..models.transformer import TinyTransformer
-from ..tasks.latest_value import latest_value_batch
-from . import Recipe, Stopping, dataset_batches, evaluate, train
+from mamba_recall.longrun import PROBE_STEPS, guard_grid
+from mamba_recall.models.simplified_recall import SimplifiedMamba, pair_embedding
+from mamba_recall.models.transformer import TinyTransformer
+from mamba_recall.tasks.latest_value import latest_value_batch
+from mamba_recall.train import Recipe, Stopping, dataset_batches, evaluate, train
 
 PAPER_TABLE1 = {  # accuracy (%) [paper], keyed by (model, T, κ)
     "mamba": {(128, 1): 100, (128, 4): 100, (256, 1): 100, (256, 4): 99, (512, 1): 100, (512, 4): 99},
