@@ -5,6 +5,11 @@ The layers, lowest first (issue 17, "Layers that import downwards only")::
 
     base → scan → models | tasks → train → theory | analysis → claims → experiments → views → entry
 
+``experiments`` and ``views`` are now the layers of a chapter's ``runners`` and ``views``: a chapter's package
+(``chapters/chN_<topic>/``) spans the layers, each of its parts where that part's kind sits (``CHAPTER_PARTS``: its
+``configs`` in base, ``training`` in train, ``pipelines`` in analysis, ``claims`` in claims), and no chapter imports
+another (:func:`test_no_chapter_imports_another_and_nothing_below_reads_a_chapter_but_its_configs`).
+
 ``a | b`` are siblings at one height: each may import what lies below, neither may import the other (the
 issue names ``models.linear_mamba`` importing ``tasks`` and ``theory.gradient_lemma`` importing ``analysis``
 as leaks). Imports inside one layer are allowed; a cycle between modules is not, whatever the layers.
@@ -89,11 +94,7 @@ MODULE_LAYERS = {
     ),
     f"{PACKAGE}.models": ("models", "the networks, built on scan"),
     f"{PACKAGE}.tasks": ("tasks", "the data generators; no model in them"),
-    f"{PACKAGE}.train": (
-        "train",
-        "the training loop over a model and a task's batches (the package), and the chapters' models, recipes and "
-        "checkpoints that runners and notebooks train with (train.latest_value, train.table1, train.selectivity)",
-    ),
+    f"{PACKAGE}.train": ("train", "the one training loop over a model and a task's batches, and its recipes"),
     f"{PACKAGE}.theory": ("theory", "the papers' constructions and closed forms, on models and tasks"),
     f"{PACKAGE}.analysis": ("analysis", "probes and statistics of trained models"),
     f"{PACKAGE}.plots": ("views", "Altair charts (no library imports); widgets and notebook.setup use them"),

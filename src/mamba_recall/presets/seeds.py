@@ -10,7 +10,7 @@ from its stream (and the run store's job keys, where a config records it).
 | :data:`TRAIN_STRIDE` | training batch of step ``s`` drawn with seed ``seed · 100003 + s`` | Chapter 2's runners, Chapter 5 |
 | :data:`MQAR_EVAL` | held-out MQAR set (Chapter 5 adds κ: seed ``10⁶ + κ``) | Chapter 2's runners and views, Chapter 5 |
 | :data:`MQAR_NOISE` | the output-noise draws of Chapter 2's multi-head grid | ``ch2_multihead`` |
-| :data:`CH3_TRAIN_BASE` | Chapter 3's training batch of step ``s``: ``10⁷ · (seed + 1) + s`` | ``train.selectivity``, the benchmark |
+| :data:`CH3_TRAIN_BASE` | Chapter 3's training batch of step ``s``: ``10⁷ · (seed + 1) + s`` | Chapter 3's ``training.selectivity``, the benchmark |
 | :data:`PRIMACY_EVAL` | paper 004's probe contexts (serial recall, distractors, periodicity) | ``analysis.primacy`` |
 | :data:`TRANSFER_PROBE` | the transfer tasks' evaluation sets of Chapter 4's probes | ``analysis.primacy`` |
 | :data:`TRANSFER_TRAIN_EVAL` | the transfer tasks' held-out set during fine-tuning | ``ch4_train`` |

@@ -378,7 +378,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
             tf_d_model=64,
             tf_heads=2,
             conv_width=4,
-            # the paper's four rows (train.table1.TABLE1_MODELS, the loop's default: its 24 cells are unchanged)
+            # the paper's four rows (training.table1.TABLE1_MODELS, the loop's default: its 24 cells are unchanged)
             models=["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope"],
             seeds=3,
         ),

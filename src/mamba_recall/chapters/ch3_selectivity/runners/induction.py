@@ -8,7 +8,7 @@ non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d). Writes ``r
 with the table ``runs``.
 
 ``--preset paper --allow-long [--jobs N]``: the Fig. 3/A.4 grid, best of 5, as run-store jobs (a GPU for each job
-where its process has one: ``train.selectivity.GPU_PRESETS``).
+where its process has one: ``training.selectivity.GPU_PRESETS``).
 
 ``--preset cpu-hours --allow-long [--jobs 1]``: T = 100, |V| = 5 with d ∈ {4, 10, 20} and |V| = 10 with
 d ∈ {8, 20, 40} (each across its Lem. 3 bound d = 2|V|), N = 4|V|, both mixers, 5 seeds, as run-store jobs (``results/runs/ch3.ih_train/``); the bundle adds ``cells`` (mean,

@@ -11,7 +11,7 @@ largest T) in ``results/checkpoints/ch3_keep_s6pe.pt`` (first seed; ``_s{seed}``
 when several T are run).
 
 ``--preset cpu-hours|paper --allow-long [--jobs N]`` runs the preset's grid as run-store jobs instead (below); a
-``paper`` job trains on a GPU where the process that runs it has one (``train.selectivity.GPU_PRESETS``), and its
+``paper`` job trains on a GPU where the process that runs it has one (``training.selectivity.GPU_PRESETS``), and its
 checkpoints are ``ch3_keep_s6pe_paper_T<T>_s<seed>``, so a run-store preset never overwrites the committed ci files.
 
 ``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset cpu-hours --allow-long [--jobs 1]`` runs the ``cpu-hours``

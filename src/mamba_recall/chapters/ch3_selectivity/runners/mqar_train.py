@@ -9,7 +9,7 @@ S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = 
 table ``runs``.
 
 ``--preset paper --allow-long [--jobs N]``: the Fig. 2 grid (κ × d, N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2),
-best of 7 seeds, as run-store jobs (a GPU for each job where its process has one: ``train.selectivity.GPU_PRESETS``).
+best of 7 seeds, as run-store jobs (a GPU for each job where its process has one: ``training.selectivity.GPU_PRESETS``).
 Fig. A.3's N sweep is :mod:`mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3`.
 
 ``--preset cpu-hours --allow-long [--jobs 1]``: the micro-MQAR N ∈ {1, 2, 3, 4, 8} sweep (κ = 4) and the smallest
