@@ -83,6 +83,10 @@ MODULE_LAYERS = {
         "base",
         "the results manifest: committed results, their commands and readers (reads results)",
     ),
+    f"{PACKAGE}.experiments": (
+        "base",
+        "where the runners were: finds nothing, and names the chapter's runner module for an old path (reads runners)",
+    ),
     f"{PACKAGE}.runners": (
         "base",
         "the runner list, found at run time with importlib; results names the "

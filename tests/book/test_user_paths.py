@@ -433,3 +433,28 @@ def test_missing_paper_bundle_names_the_paper_run(tmp_path):
         r"--only ch1_table1$",
     ):
         results.load_bundle("ch1_table1_paper", directory=tmp_path)
+
+
+def test_an_old_runner_command_stops_with_the_command_to_run_instead():
+    """A command recorded before the chapters' folders (older bundles keep them) names its replacement in one line."""
+    import subprocess
+    import sys
+
+    old = subprocess.run(
+        [sys.executable, "-m", "mamba_recall.experiments.ch3_keep_nth", "--preset", "ci"],
+        capture_output=True,
+        text=True,
+    )
+    assert old.returncode != 0 and old.stdout == ""
+    assert (
+        "run `python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth` with the same arguments" in old.stderr
+    )
+    assert len(old.stderr.strip().splitlines()) == 1  # one line, no traceback
+    unknown = subprocess.run(
+        [sys.executable, "-m", "mamba_recall.experiments.ch9_none"], capture_output=True, text=True
+    )
+    assert (
+        unknown.returncode != 0
+        and "no runner is named 'ch9_none'" in unknown.stderr
+        and "ch3_keep_nth" in unknown.stderr
+    )
