@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mamba_recall import longrun, runstore
+from mamba_recall import context, runstore
 from mamba_recall.runstore import (
     GridExit,
     GridInterrupted,
@@ -239,7 +239,7 @@ def test_retried_job_that_succeeds_drops_its_failure_record(tmp_path, monkeypatc
 def test_grid_main_writes_the_finished_jobs_then_exits_nonzero(tmp_path, monkeypatch):
     import argparse
 
-    monkeypatch.setattr(longrun, "_allowed", False)
+    monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)
     jobs = runstore.demo_jobs(2, 1, 0.0, fail_seeds=[0])
     written = []
     ap = argparse.ArgumentParser()
@@ -437,7 +437,7 @@ def committed(tmp_path, monkeypatch):
             for attr, value in (("RESULTS_DIR", res), ("RUNS_DIR", res / "runs")):
                 if hasattr(module, attr):
                     monkeypatch.setattr(module, attr, value)
-    monkeypatch.setattr(longrun, "_allowed", False)
+    monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)
     jobs = runstore.demo_jobs(4, 1, 0.0)
 
     def write(preset, *, store, smoke, log):

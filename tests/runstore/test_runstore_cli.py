@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from mamba_recall import longrun, runstore
+from mamba_recall import context, longrun, runstore
 from mamba_recall.runstore import GRID_OPTIONS, GridExit, add_grid_args, grid_main, make_job, pending, run_grid
 
 RUNNER = "mamba_recall.runstore:demo_job"
@@ -45,12 +45,12 @@ def test_bad_options_are_refused(kw):
 
 
 def test_grid_main_runs_then_counts(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(longrun, "_allowed", False)  # restored after the test (--allow-long sets it)
+    monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)  # a process that inherited no permission
     jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, s) for x in range(2) for s in range(2)]
     written = []
 
     def write(preset, *, store, smoke, log):
-        written.append((preset, store, smoke))
+        written.append((preset, store, smoke, longrun.long_runs_allowed()))
         return len(pending(jobs, store)[0])
 
     ap = _parser()
@@ -60,12 +60,12 @@ def test_grid_main_runs_then_counts(tmp_path, capsys, monkeypatch):
     assert not longrun.long_runs_allowed()
     args = ap.parse_args(["--no-estimate", "--allow-long", "--store", str(tmp_path)])
     assert grid_main(args, RUNNER, jobs, write, estimate=None, what="demo") == 4
-    assert longrun.long_runs_allowed()
-    assert written == [("ci", tmp_path, False)] * 2
+    assert not longrun.long_runs_allowed()  # --allow-long held for that command only
+    assert written == [("ci", tmp_path, False, False), ("ci", tmp_path, False, True)]
 
 
 def test_estimate_over_an_hour_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(longrun, "_allowed", False)
+    monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)
     jobs = [make_job("demo.sleep", {"x": 0, "sleep": 0.0}, 0)]
     args = _parser().parse_args(["--store", str(tmp_path)])
     with pytest.raises(longrun.LongRunError, match="demo grid"):
@@ -114,7 +114,7 @@ def test_one_provenance_per_command(tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     _git_repo(repo)
     monkeypatch.setattr(provenance, "REPO_ROOT", repo)  # provenance.git runs git there
-    monkeypatch.setattr(longrun, "_allowed", False)
+    monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)
     out = repo / "results"
 
     def writer(name):
@@ -150,7 +150,7 @@ def test_one_provenance_per_command(tmp_path, monkeypatch):
 def test_aggregate_only_counts_every_stage(tmp_path, capsys, monkeypatch):
     from mamba_recall.runstore import GridStage
 
-    monkeypatch.setattr(longrun, "_allowed", False)
+    monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)
     first = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, 0) for x in range(2)]
     second = [make_job("demo.second", {"x": 0, "sleep": 0.0}, s) for s in range(3)]
     written = []
@@ -168,9 +168,9 @@ def test_aggregate_only_counts_every_stage(tmp_path, capsys, monkeypatch):
 def test_worker_processes_inherit_allow_long(tmp_path, monkeypatch, allowed):
     """``--allow-long --jobs 2``: the worker processes carry the parent's permission (a job that checks its own
     estimate, as Chapter 4's training does, must not be refused in a worker when the parent allowed it)."""
-    monkeypatch.setattr(longrun, "_allowed", allowed)
     jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, 0) for x in range(2)]
-    recs = run_grid(RUNNER, jobs, n_jobs=2, store=tmp_path, progress=False, log=lambda m: None)
+    with context.run_context(allow_long=allowed):
+        recs = run_grid(RUNNER, jobs, n_jobs=2, store=tmp_path, progress=False, log=lambda m: None)
     assert [r["result"]["long_allowed"] for r in recs] == [allowed, allowed]
 
 
