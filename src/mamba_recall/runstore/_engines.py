@@ -304,7 +304,11 @@ def _run_on_ray(
                 _release(fd, claim_path(job, store))
                 take(job, *outcome)
     except KeyboardInterrupt:
-        cancelled = [ref for ref, mine in refs.items() if any(job["key"] in claims for job in mine)]
+        held = [ref for ref, mine in refs.items() if any(job["key"] in claims for job in mine)]
+        # only the tasks still running are cancelled: force-cancelling one whose result is arriving at that moment
+        # aborts the driver inside Ray ("Tried to complete task that was not pending", task_manager.cc, Ray 2.x; CI,
+        # once). A finished task's result is not stored here: its claim is released below and the job runs again.
+        _, cancelled = ray.wait(held, num_returns=len(held), timeout=0) if held else ([], [])
         for ref in cancelled:
             ray.cancel(ref, force=True)
         if (
