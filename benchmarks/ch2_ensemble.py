@@ -24,7 +24,7 @@ def _train_separate(V, Nf, L, D, N, batch, steps, models, seed=0):
     torch.set_num_threads(1)
     from mamba_recall.models.linear_mamba import LinearMamba
     from mamba_recall.tasks.mqar import batch_fn
-    from mamba_recall.train import train_ensemble
+    from mamba_recall.chapters.ch2_hashing_scaling.training.ensemble import train_ensemble
 
     data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
     start, cpu = time.perf_counter(), time.process_time()
@@ -40,7 +40,7 @@ def _train_ensemble(V, Nf, L, D, N, batch, steps, members):
     torch.set_num_threads(1)
     from mamba_recall.models.linear_mamba import LinearMamba
     from mamba_recall.tasks.mqar import batch_fn
-    from mamba_recall.train import train_ensemble
+    from mamba_recall.chapters.ch2_hashing_scaling.training.ensemble import train_ensemble
 
     data = [batch_fn(V, Nf, L, batch, 0)(s) for s in range(steps)]
     model = LinearMamba(V, D, N, ensemble=members, seed=0)

@@ -8,7 +8,7 @@ The layers, lowest first (issue 17, "Layers that import downwards only")::
 ``experiments`` and ``views`` are now the layers of a chapter's ``runners`` and ``views``: a chapter's package
 (``chapters/chN_<topic>/``) spans the layers, each of its parts where that part's kind sits (``CHAPTER_PARTS``: its
 ``configs`` in base, ``training`` in train, ``pipelines`` in analysis, ``claims`` in claims), and no chapter imports
-another (:func:`test_no_chapter_imports_another_and_nothing_below_reads_a_chapter_but_its_configs`).
+another (:func:`test_no_chapter_imports_another_and_below_them_only_presets_and_claims_import_them`).
 
 ``a | b`` are siblings at one height: each may import what lies below, neither may import the other (the
 issue names ``models.linear_mamba`` importing ``tasks`` and ``theory.gradient_lemma`` importing ``analysis``
@@ -394,10 +394,10 @@ def chapter_of(module: str) -> str | None:
     return parts[2] if len(parts) > 2 and parts[1] == "chapters" else None
 
 
-def test_no_chapter_imports_another_and_nothing_below_reads_a_chapter_but_its_configs():
-    """A chapter imports the layers below it and never another chapter; a module outside ``chapters`` imports a
-    chapter only for its declared data (``configs``), or to find every chapter's claims (``claims``, the registry)
-    and runners (the entry layer's command line, ``plan``)."""
+def test_no_chapter_imports_another_and_below_them_only_presets_and_claims_import_them():
+    """A chapter imports the layers below it and never another chapter. Below the chapters, two modules import every
+    chapter, each for one part: ``presets`` merges their ``configs`` (declared data) and ``claims`` registers their
+    ``claims``; the entry layer (the command line, ``plan``) may import any chapter."""
     bad = []
     for module in MODULES:
         mine = chapter_of(module)
@@ -409,11 +409,14 @@ def test_no_chapter_imports_another_and_nothing_below_reads_a_chapter_but_its_co
             if mine is not None:
                 bad.append(f"{where}: chapter {mine} imports {target} of chapter {theirs}; move what both need below")
             elif not (
-                target.split(".")[3:4] in (["configs"], ["configs_scaling"])
+                (module == f"{PACKAGE}.presets" and target.split(".")[3:] == ["configs"])
                 or (module == f"{PACKAGE}.claims" and target.split(".")[3:] == ["claims"])
                 or layer_of(module) == "entry"
             ):
-                bad.append(f"{where}: {module} imports {target}; a layer below the chapters reads only their configs")
+                bad.append(
+                    f"{where}: {module} imports {target}; below the chapters only presets reads their configs and "
+                    "claims their claims (to merge and register them)"
+                )
     assert not bad, "\n".join(bad)
 
 

@@ -7,7 +7,7 @@ import torch
 
 from mamba_recall.models.linear_mamba import HEAD_PATTERNS, LinearMamba, MultiHeadLinearMamba
 from mamba_recall.tasks.mqar import batch_fn, mqar
-from mamba_recall.train import train_ensemble
+from mamba_recall.chapters.ch2_hashing_scaling.training.ensemble import train_ensemble
 from mamba_recall.theory.capacity import multihead_prediction, p_success, split_value_variance
 
 V, D, L = 32, 8, 16

@@ -10,7 +10,8 @@ import torch
 from mamba_recall.models.linear_mamba import LinearMamba
 from mamba_recall.scan import selective_scan
 from mamba_recall.tasks.mqar import mqar, multiquery_ar
-from mamba_recall.train import masked_ce_per_member, train_ensemble
+from mamba_recall.train import masked_ce_per_member
+from mamba_recall.chapters.ch2_hashing_scaling.training.ensemble import train_ensemble
 from mamba_recall.theory.capacity import (
     LAWS,
     PROB_LAWS,

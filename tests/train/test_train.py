@@ -14,8 +14,9 @@ from mamba_recall.labels import labelled_accuracy, labelled_counts
 from mamba_recall.models.linear_mamba import LinearMamba
 from mamba_recall.tasks.mqar import batch_fn, mqar
 from mamba_recall.presets import experiment
+from mamba_recall.chapters.ch2_hashing_scaling.configs import RECIPES
+from mamba_recall.chapters.ch2_hashing_scaling.training.ensemble import train_ensemble
 from mamba_recall.train import (
-    RECIPES,
     SCHEDULES,
     Recipe,
     Stopping,
@@ -26,7 +27,6 @@ from mamba_recall.train import (
     masked_cross_entropy,
     param_groups,
     train,
-    train_ensemble,
 )
 
 

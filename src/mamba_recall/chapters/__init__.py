@@ -16,9 +16,8 @@ In each chapter package (the parts a chapter has; Chapter 0 has only configs and
 
 - ``configs``: the chapter's experiments' sizes at each preset, as typed frozen dataclasses
   (:mod:`mamba_recall.presets` merges every chapter's ``EXPERIMENTS`` into one table, read with
-  :func:`mamba_recall.presets.experiment`). Declared data: it imports only :mod:`mamba_recall.presets.sizes`, so
-  the layers below (``train`` reads Chapter 2's recipes) may read it.
-- ``training`` (Chapters 1 and 3): the chapter's own models, recipes and checkpoints, on the one training loop of
+  :func:`mamba_recall.presets.experiment`). Declared data: it imports only :mod:`mamba_recall.presets.sizes`.
+- ``training`` (Chapters 1 to 3): the chapter's own models, recipes and checkpoints, on the one training loop of
   :mod:`mamba_recall.train`.
 - ``pipelines``: the chapter's own probes, loaders and statistics over its models and bundles (no thresholds);
   what several chapters use stays in :mod:`mamba_recall.analysis`.

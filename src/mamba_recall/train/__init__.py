@@ -23,7 +23,7 @@ Learning rate at (0-based) step ``s`` with ``W = warmup_steps``, ``H = hold_step
              lr · ½ (1 + cos(π min(1, (s − W − H) / (S − W − H))))   after (no floor: decays to 0, zoology's eta_min=0)
     linear_warmup_cosine  = cosine with W ≥ 1 required
     code     = cosine with warmup and hold allowed to exceed S: the authors' recipe for paper 002's D–N / N–M grids
-               (warmup 100 → hold 400 → cosine to 0; ``presets.ch2.RECIPES["code"]``)
+               (warmup 100 → hold 400 → cosine to 0; Chapter 2's ``RECIPES["code"]``)
     tab9     lr · min(1, (s + 1)/W) · max(0.1, 1 − 0.9 s / 15000)   paper 002, App. J, Tab. 9 (our reading:
              linear warmup, then a linear decay to lr/10 over 15000 steps)
 
@@ -48,26 +48,24 @@ The model carries a leading member axis of size ``n_members`` on every parameter
               reaches the target (its parameters kept from then on; ``TrainResult.member(e)`` is its result)
 
 With shared labels only the labelled positions are unembedded (``model.hidden`` → ``model.unembed`` on the
-N_f query positions instead of all L: the (·, V) unembedding is the dominant cost). :func:`train_ensemble`
-runs a named recipe (Chapter 2's ``RECIPES``, :mod:`mamba_recall.chapters.ch2_hashing_scaling.configs`) through this
-loop.
+N_f query positions instead of all L: the (·, V) unembedding is the dominant cost). Chapter 2's
+:func:`~mamba_recall.chapters.ch2_hashing_scaling.training.ensemble.train_ensemble` runs its named recipes through
+this loop.
 
 The package's parts (the names are all exported here): ``_recipe`` (:class:`Recipe`, :func:`lr_at`,
 :class:`Stopping`), ``_metrics`` (the masked losses, :func:`evaluate`, :class:`TrainResult`) and ``_loop``
-(:func:`train`, :func:`train_ensemble`, :func:`param_groups`, :func:`dataset_batches`). A chapter's own models,
+(:func:`train`, :func:`param_groups`, :func:`dataset_batches`). A chapter's own models,
 recipes and checkpoints are in its ``training`` package (``mamba_recall.chapters.chN_<topic>.training``)."""
 
 from __future__ import annotations
 
 from ..labels import IGNORE_INDEX, labelled_accuracy
-from mamba_recall.chapters.ch2_hashing_scaling.configs import RECIPES
-from ._loop import dataset_batches, param_groups, train, train_ensemble
+from ._loop import dataset_batches, param_groups, train
 from ._metrics import TrainResult, evaluate, masked_ce_per_member, masked_cross_entropy
 from ._recipe import SCHEDULES, TAB9_DECAY_STEPS, Recipe, Stopping, lr_at
 
 __all__ = [
     "IGNORE_INDEX",
-    "RECIPES",
     "SCHEDULES",
     "Recipe",
     "Stopping",
@@ -80,5 +78,4 @@ __all__ = [
     "masked_cross_entropy",
     "param_groups",
     "train",
-    "train_ensemble",
 ]

@@ -1,5 +1,5 @@
 """The training loop itself: :func:`train` (one model or an ensemble, the formulas in the docstring of
-:mod:`mamba_recall.train`), :func:`train_ensemble` (a named recipe on an ensemble), the AdamW parameter groups and
+:mod:`mamba_recall.train`), the AdamW parameter groups and
 :func:`dataset_batches` (a ``make_batch`` over a fixed data set)."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from tqdm.auto import tqdm
 
 from ..labels import IGNORE_INDEX
 from ..longrun import PROBE_STEPS, check_steps
-from mamba_recall.chapters.ch2_hashing_scaling.configs import RECIPES
 from ._metrics import TrainResult, evaluate, masked_ce_per_member, masked_cross_entropy
 from ._recipe import Recipe, Stopping, _is_int, _past_target_error, lr_at
 
@@ -345,41 +344,3 @@ def _show_progress(bar, entry: dict, result: TrainResult, per_member) -> None:
     if result.accuracy:
         postfix["acc"] = f"{min(result.accuracy):.3f}"
     bar.set_postfix(postfix, refresh=False)
-
-
-def train_ensemble(
-    model,
-    make_batch: Callable[[int], tuple],
-    *,
-    steps: int,
-    recipe: str = "code",
-    overrides: dict | None = None,
-    eval_batch=None,
-    eval_every: int = 100,
-    target_accuracy: float | None = None,
-    seed: int = 0,
-    device="cpu",
-    num_threads: int | None = None,
-    progress: bool = False,
-) -> TrainResult:
-    """:func:`train` with ``per_member=True`` and a named recipe of :data:`~mamba_recall.chapters.ch2_hashing_scaling.configs.RECIPES`
-    (``"code"``: the authors' committed recipe for paper 002; ``"tab9"``: the paper's Tab. 9); ``overrides`` replace
-    recipe entries (e.g. ``{"warmup": 50, "hold": 50}``; ``batch_size`` is informational: ``make_batch`` sets
-    the batch). ``make_batch(step) -> (inputs (B, L) or (n_members, B, L), labels)``. Early stop when *every*
-    member reaches ``target_accuracy``."""
-    if recipe not in RECIPES:
-        raise ValueError(f"unknown recipe {recipe!r}; use one of {tuple(RECIPES)}.")
-    return train(
-        model,
-        make_batch,
-        steps=steps,
-        recipe=Recipe.from_preset({**RECIPES[recipe], **(overrides or {})}),
-        stop=Stopping(eval_every=eval_every, target_accuracy=target_accuracy),
-        eval_batch=eval_batch,
-        per_member=True,
-        seed=seed,
-        device=device,
-        progress=progress,
-        desc="train_ensemble",
-        num_threads=num_threads,
-    )

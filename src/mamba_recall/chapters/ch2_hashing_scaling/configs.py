@@ -185,7 +185,7 @@ class DesignedCapacity(Sizes):
 # ------------------------------------------------------------------------------------------------- the presets
 
 
-#: Training recipes of the simplified models (paper 002), run by :func:`mamba_recall.train.train_ensemble`.
+#: Training recipes of the simplified models (paper 002), run by :func:`.training.ensemble.train_ensemble`.
 #: ``warmup`` / ``hold`` are steps; ``schedule`` names a :func:`mamba_recall.train.lr_at` schedule; ``batch_size`` is
 #: informational (the runners build batches of that size).
 RECIPES = {

@@ -287,7 +287,8 @@ def line_chart(frame: pd.DataFrame, x: str, y: str, color: str, title: str, log_
 def _train_tiny(V, Nf, D, N, steps, seed):
     from mamba_recall.models.linear_mamba import LinearMamba
     from mamba_recall.tasks.mqar import batch_fn, mqar
-    from mamba_recall.train import evaluate, train_ensemble
+    from mamba_recall.train import evaluate
+    from .training.ensemble import train_ensemble
 
     L = 4 * Nf
     model = LinearMamba(V, D, N, seed=seed)
@@ -412,7 +413,8 @@ def multihead_explorer(V=64, Nf=8, D=32, steps=150, seed=0):
     from mamba_recall.models.linear_mamba import MultiHeadLinearMamba
     from mamba_recall.tasks.mqar import batch_fn, mqar
     from mamba_recall.theory.capacity import multihead_prediction
-    from mamba_recall.train import evaluate, train_ensemble
+    from mamba_recall.train import evaluate
+    from .training.ensemble import train_ensemble
     from mamba_recall.widgets import explorer
 
     def draw(pattern, M, N, steps):

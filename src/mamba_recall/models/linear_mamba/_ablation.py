@@ -27,7 +27,7 @@ ABLATION_ROWS = {
 class SelectiveAblationMamba(_SingleLayerEnsemble):
     r"""The 1-layer selective Mamba of the Tab. 10 ablation (App. K), rows Base / A / B (and C with Δ), with an
     ensemble axis (members = seeds, all of the same size) so that it trains with
-    :func:`mamba_recall.train.train_ensemble`.
+    :func:`mamba_recall.train.train` with ``per_member=True`` (Chapter 2's ``train_ensemble``).
 
     Row ``Base`` is the mamba-ssm Mamba-1 mixer (§3.2, Eqs. 1–2) without normalisation layers, in the
     [code] ``circuit_minimality_ablation`` layout (``expand=2``, ``d_conv=4``, ``conv_bias=True``, ``bias=False``,
@@ -115,7 +115,7 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
         self.out_proj = uniform((n_members, D, Din), Din)
 
     def apply_masks_(self) -> None:
-        """No masked entries (all members have the same size); kept for :func:`mamba_recall.train.train_ensemble`."""
+        """No masked entries (all members have the same size); kept for :func:`mamba_recall.train.train` with ``per_member=True`` (Chapter 2's ``train_ensemble``)."""
 
     def internals(self, x: torch.Tensor, ssm: str = "auto") -> dict:
         """x (n,B,L,D) → dict x_hat, delta, y_hat (n,B,L,Din), B, C (n,B,L,N), y_out (n,B,L,D).

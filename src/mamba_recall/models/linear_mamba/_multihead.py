@@ -73,7 +73,7 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
 
     Ensembles: members share (D, M, pattern) and may differ in N (``member_states=[N_e, ...]``; the unused
     state dims of every head are masked to zero) and in their initialisation. Same interface as
-    :class:`LinearMamba` for :func:`mamba_recall.train.train_ensemble` (``hidden``, ``unembed``, ``apply_masks_``).
+    :class:`LinearMamba` for :func:`mamba_recall.train.train` with ``per_member=True`` (Chapter 2's ``train_ensemble``) (``hidden``, ``unembed``, ``apply_masks_``).
 
     Parameter shapes (ensemble axis first)::
 

@@ -355,7 +355,7 @@ def measure(config: dict, steps: int = 3) -> float:
 
     from mamba_recall.models.linear_mamba import LinearMamba, MultiHeadLinearMamba, SelectiveAblationMamba
     from mamba_recall.tasks.mqar import batch_fn
-    from mamba_recall.train import train_ensemble
+    from ..training.ensemble import train_ensemble
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

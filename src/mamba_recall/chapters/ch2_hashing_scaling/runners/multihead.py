@@ -32,7 +32,7 @@ from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance, save_bundle
 from mamba_recall.tasks.mqar import batch_fn, mqar
 from mamba_recall.theory.capacity import multihead_prediction
-from mamba_recall.train import train_ensemble
+from ..training.ensemble import train_ensemble
 
 EVAL_SEED = seeds.MQAR_EVAL  # held-out stream, disjoint from the training stream (base 0 + step)
 NOISE_SEED = seeds.MQAR_NOISE

@@ -136,7 +136,7 @@ def _model_and_data(config: dict, seed: int):
 def run_job(config: dict, seed: int) -> dict:
     """One model of one cell and seed (the run store's job function)."""
     from mamba_recall.tasks.mqar import mqar
-    from mamba_recall.train import train_ensemble
+    from ..training.ensemble import train_ensemble
 
     model, make_batch = _model_and_data(config, seed)
     ev = config["eval"]
@@ -170,7 +170,8 @@ def measure(config: dict, steps: int = 20) -> tuple[float, float]:
     import torch
 
     from mamba_recall.tasks.mqar import mqar
-    from mamba_recall.train import evaluate, train_ensemble
+    from mamba_recall.train import evaluate
+    from ..training.ensemble import train_ensemble
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

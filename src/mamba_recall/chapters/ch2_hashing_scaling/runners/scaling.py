@@ -37,7 +37,7 @@ from mamba_recall.results import command_provenance, save_bundle
 from mamba_recall.tasks.mqar import batch_fn, mqar
 from mamba_recall.theory.capacity import p_success
 from mamba_recall.theory.hashing_circuit import designed_accuracy
-from mamba_recall.train import train_ensemble
+from ..training.ensemble import train_ensemble
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 #: How :func:`train_members` trains a group of simplified models: one batched ensemble, or each member alone.
