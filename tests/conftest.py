@@ -1,6 +1,7 @@
 """Shared pytest configuration: tests marked ``gpu`` are skipped, with a reason, on machines without CUDA; the
 verdicts tests record go to a folder of their own, never into the book's ``_build/scorecard``; the repository's
-``tools/`` (scripts the library never imports, such as the browser check) is importable by the tests.
+``tools/`` (scripts the library never imports, such as the browser check) is importable by the tests; what a test's
+``setup`` call entered in the run context ends with the test.
 
 The tests mirror ``src/mamba_recall/`` (``tests/scan/`` tests ``mamba_recall.scan``, ``tests/base/`` the modules at the
 package's top, ``tests/book/`` the book as a reader gets it). Every test folder is on ``sys.path``, so a test file may
@@ -20,6 +21,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 for _folder in sorted(Path(__file__).resolve().parent.iterdir()):
     if _folder.is_dir() and _folder.name.isidentifier() and _folder.name not in {"data", "__pycache__"}:
         sys.path.insert(0, str(_folder))
+
+
+@pytest.fixture(autouse=True)
+def _kernel_context():
+    """A test that calls ``setup`` enters the run context for the rest of its process, as a notebook's first cell does
+    for its kernel (:func:`mamba_recall.context.enter`); the next test starts from the process's own context."""
+    yield
+    from mamba_recall import context
+
+    context.reset()
 
 
 def pytest_configure(config):

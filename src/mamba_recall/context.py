@@ -45,6 +45,8 @@ __all__ = [
 ENV_ALLOW_LONG = "MAMBA_RECALL_ALLOW_LONG"
 #: A folder in a process's environment: a smoke run is on there, and writes under ``results/`` go to it instead.
 ENV_SMOKE_OUTPUTS = "MAMBA_RECALL_SMOKE_OUTPUTS"
+#: the variables a started process inherits the context through
+_INHERITED = (ENV_ALLOW_LONG, ENV_SMOKE_OUTPUTS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +117,7 @@ def run_context(**changes) -> Iterator[RunContext]:
     ``command_git=``); the context before it holds again after the block, however it ends. The processes the block
     starts inherit the inheritable settings (:func:`child_environment`)."""
     ctx = dataclasses.replace(current(), **changes)
-    saved = {name: os.environ.get(name) for name in (ENV_ALLOW_LONG, ENV_SMOKE_OUTPUTS)}
+    saved = {name: os.environ.get(name) for name in _INHERITED}
     token = _BLOCK.set(ctx)
     _export(ctx)
     try:
@@ -141,5 +143,5 @@ def reset() -> None:
     with. For tests, which call ``setup`` in one process many times."""
     global _ENTERED
     _ENTERED = None
-    for name in (ENV_ALLOW_LONG, ENV_SMOKE_OUTPUTS):
+    for name in _INHERITED:
         os.environ.pop(name, None)

@@ -10,6 +10,7 @@ below the runners, which write their bundles with it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import re
@@ -23,8 +24,10 @@ _CHAPTER = re.compile(r"ch(\d+)_[a-z0-9_]+")
 OLD_RUNNERS = f"{__package__}.experiments."
 
 
+@functools.cache
 def _runner_modules() -> dict[str, str]:
-    """Short name -> module path, for every module of every chapter's ``runners`` package (helpers too)."""
+    """Short name -> module path, for every module of every chapter's ``runners`` package (helpers too). Read once
+    per process (every loaded bundle's command goes through :func:`current_command`); callers do not change it."""
     chapters = importlib.import_module(CHAPTERS)
     out = {}
     for chapter in sorted(m.name for m in pkgutil.iter_modules(chapters.__path__)):

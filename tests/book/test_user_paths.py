@@ -16,15 +16,7 @@ import torch
 from mamba_recall import cli, context, longrun, results
 from mamba_recall.notebook import ParameterError, setup
 from mamba_recall.paths import REPO_ROOT, RESULTS_DIR
-from mamba_recall.presets import PRESETS, SMOKE_STEPS, all_experiments, experiment
-
-
-@pytest.fixture(autouse=True)
-def _kernel_context():
-    """These tests call ``setup``, which enters the run context for the rest of the process, as a notebook's first
-    cell does for its kernel; the next test starts from the process's own context."""
-    yield
-    context.reset()
+from mamba_recall.presets import EXPERIMENTS, PRESETS, SMOKE_STEPS, experiment
 
 
 # --------------------------------------------------------------------------- notebook parameters
@@ -312,7 +304,7 @@ def _leaves(value, path=()):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_smoke_keeps_the_structure_and_caps_the_work(preset):
-    for name in all_experiments():
+    for name in EXPERIMENTS:
         full, smoke = experiment(name, preset), experiment(name, preset, smoke=True)
         full_leaves, smoke_leaves = dict(_leaves(full)), dict(_leaves(smoke))
         assert full_leaves.keys() == smoke_leaves.keys(), name

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mamba_recall.presets import ALL_PRESETS, all_experiments, experiment
+from mamba_recall.presets import ALL_PRESETS, EXPERIMENTS, experiment
 from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, SAMPLES, STEPS, Sizes, fixed, size
 
 FINGERPRINTS = Path(__file__).resolve().parents[1] / "data" / "preset_fingerprints.json"
@@ -25,7 +25,6 @@ def fingerprints() -> dict[str, str]:
     """sha256 of each ``experiment(name, preset, smoke)`` as JSON in its own key order (an order change counts: a
     notebook that prints a preset shows it)."""
     out = {}
-    EXPERIMENTS = all_experiments()
     for name in sorted(EXPERIMENTS):
         for preset in ALL_PRESETS:
             if preset in EXPERIMENTS[name]:

@@ -41,7 +41,7 @@ ALL_PRESETS = REQUIRED_PRESETS + OPTIONAL_PRESETS
 
 #: every experiment's sizes by name and preset, merged from the chapters' ``configs`` on first use (a chapter's
 #: configs import :mod:`.sizes`, hence this package, so merging them at import would be a cycle whenever a chapter's
-#: configs are the first thing imported). Read it as ``presets.EXPERIMENTS`` (or :func:`all_experiments`): the
+#: configs are the first thing imported). Read it as ``presets.EXPERIMENTS``: the
 #: module attribute merges on first access (:func:`__getattr__`).
 _EXPERIMENTS: dict[str, dict[str, Sizes]] = {}
 
@@ -50,11 +50,6 @@ def __getattr__(name: str):
     if name == "EXPERIMENTS":
         return _merge_chapter_sizes()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def all_experiments() -> dict[str, dict[str, Sizes]]:
-    """Every experiment's sizes by name and preset (``EXPERIMENTS``), merged on first use."""
-    return _merge_chapter_sizes()
 
 
 def _merge_chapter_sizes() -> dict[str, dict[str, Sizes]]:

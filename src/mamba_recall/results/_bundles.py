@@ -224,7 +224,7 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
         record["config"],
         record["data"],
         record["provenance"],
-        current_command(record["command"]),
+        regen,  # the recorded command (a required field, checked above) as it is run today
         tables,
         path,
     )

@@ -101,8 +101,12 @@ def grid_store(args, default: Path | None = None) -> Path | None:
 
 def grid_context(args):
     """The run context of a grid command, as a ``with`` block: the context in force, with ``--allow-long`` when
-    given (:func:`mamba_recall.context.run_context`; the worker processes get it too)."""
-    return run_context(allow_long=current().allow_long or bool(args.allow_long))
+    given and, with ``--smoke``, the smoke folder, so that nothing the command or its workers save lands under
+    ``results/`` (:func:`mamba_recall.context.run_context`; the worker processes get both)."""
+    from ..results import smoke_results_dir
+
+    smoke = {"smoke_dir": smoke_results_dir()} if getattr(args, "smoke", False) else {}
+    return run_context(allow_long=current().allow_long or bool(args.allow_long), **smoke)
 
 
 def run_missing(

@@ -12,7 +12,6 @@ import pandas as pd
 import torch
 
 from mamba_recall import results
-from mamba_recall.context import current, run_context
 from mamba_recall.devices import resolve_device
 from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_module
@@ -171,22 +170,20 @@ def run_store_main(
     (``--members``)."""
     members_runner, train_members = members or (None, None)
     k = getattr(args, "members", 1)
-    # smoke runs never write under results/ (bundle, checkpoints, run store): _build/smoke/results/, for this command
-    # and the workers it starts (the run context's smoke folder, mamba_recall.context)
-    smoke_dir = results.smoke_results_dir() if args.smoke else current().smoke_dir
-    with run_context(smoke_dir=smoke_dir):
-        return grid_main(
-            args,
-            runner,
-            jobs,
-            write_bundle,
-            estimate=lambda left: measured_estimate(
-                left, train_one, key or (lambda c: c), members=k, train_members=train_members
-            ),
-            what=f"{experiment_name} at preset {args.preset}",
-            default_store=results.smoke_run_store(args.smoke),
-            members_runner=members_runner,
-        )
+    # a smoke run writes nothing under results/ (bundle, checkpoints, run store): grid_main runs it in the smoke
+    # folder's context (runstore.grid_context), its store under _build/smoke/results/runs
+    return grid_main(
+        args,
+        runner,
+        jobs,
+        write_bundle,
+        estimate=lambda left: measured_estimate(
+            left, train_one, key or (lambda c: c), members=k, train_members=train_members
+        ),
+        what=f"{experiment_name} at preset {args.preset}",
+        default_store=results.smoke_run_store(args.smoke),
+        members_runner=members_runner,
+    )
 
 
 def store_bundle_writer(
