@@ -53,6 +53,14 @@ def runner_module(name: str) -> str:
     return modules[name]
 
 
+def runner_command(name: str) -> str:
+    """``python -m <module>`` of runner ``name`` (``ch4_edge`` -> ``python -m
+    mamba_recall.chapters.ch4_primacy_recency.runners.edge``): the one place a runner's command is spelled, for the
+    commands runners record, the regenerate lines of load errors and the "not run" texts of claims. ValueError
+    (:func:`runner_module`) if no runner has that name."""
+    return f"python -m {runner_module(name)}"
+
+
 def runner_name(module: str) -> str | None:
     """The short name of a runner's module path, today's (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``)
     or the one older records hold (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``); None for any other module."""

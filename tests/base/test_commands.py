@@ -5,6 +5,7 @@ naming a module that moved or never was (as the chapters' folders moved 216 of t
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import re
@@ -46,3 +47,19 @@ def test_every_written_runner_command_names_a_runner():
                 bad.append(f"{path.relative_to(ROOT)}: {module} has no main")
     assert seen > 100, seen  # the pattern still finds the commands
     assert not bad, "\n".join(sorted(set(bad)))
+
+
+def test_every_built_runner_command_names_a_runner():
+    """``runner_command("chN_name")`` is how library code spells a command; a name that is no runner's raises only
+    when that line runs (a not-run text, a load error), so each literal name is checked here."""
+    runners = set(experiment_runners())
+    bad, seen = [], 0
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "runner_command":
+                seen += 1
+                arg = node.args[0] if node.args else None
+                if not (isinstance(arg, ast.Constant) and arg.value in runners):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)} names no runner")
+    assert seen > 50, seen
+    assert not bad, "\n".join(bad)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -50,6 +51,22 @@ def test_every_claim_is_as_fingerprinted():
         "python tests/base/test_registry_fingerprint.py --write"
     )
     assert list(got) == list(want), "the registry's order changed (the scorecard and the overviews list claims in it)"
+
+
+def test_the_order_does_not_depend_on_which_chapter_is_imported_first():
+    """A module that imports one chapter's claims before ``mamba_recall.claims`` used to register that chapter last
+    (its package was half-imported while ``mamba_recall.claims`` registered the others), which reordered the
+    scorecard; the order is declared (``REGISTRY_ORDER``), not the import order."""
+    code = (
+        "import importlib, json, sys; importlib.import_module(sys.argv[1]); "
+        "from mamba_recall import claims; print(json.dumps([c.id for c in claims.claims_of()]))"
+    )
+    want = list(json.loads(FINGERPRINT.read_text()))
+    chapters = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "src/mamba_recall/chapters").glob("ch*"))
+    assert len(chapters) == 6, chapters
+    for first in (f"mamba_recall.chapters.{c}.claims" for c in chapters):
+        out = subprocess.run([sys.executable, "-c", code, first], capture_output=True, text=True, check=True).stdout
+        assert json.loads(out) == want, first
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:

@@ -12,6 +12,7 @@ import functools
 from dataclasses import replace
 
 from mamba_recall.claims.core import Control, Evidence
+from mamba_recall.runners import runner_command
 
 SPIKE = 1.5  # a spike: at least 1.5× the noise-pair level of the same quantity
 NEAR_ZERO = 0.1  # "close to zero": at most a tenth of the key-pair level
@@ -73,9 +74,7 @@ def chance_level(meta: dict) -> float:
 
 # ------------------------------------------------------------- the cpu-hours seeds (3 seeds, the run store)
 SEEDS_PRESET = "cpu-hours"
-SEEDS_COMMAND = (
-    "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset cpu-hours --allow-long"
-)
+SEEDS_COMMAND = f"{runner_command('ch1_cpu_hours')} --preset cpu-hours --allow-long"
 
 
 def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None):

@@ -10,6 +10,7 @@ import torch
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
 from ._common import UNTRAINED, checkpoint_evidence, untrained_like
+from mamba_recall.runners import runner_command
 
 SECTION = "01_gradient_dynamics/03_many_keys_and_unembedding"
 
@@ -86,8 +87,8 @@ def measure_fig7(W_o, meta: dict, others: dict | None = None, null: bool = True)
     )
 
 
-FULL_MAMBA_COMMAND = "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset cpu-hours --parts full_mamba --allow-long"
-FULL_ONEHOT_COMMAND = "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset cpu-hours --parts full_onehot --allow-long"
+FULL_MAMBA_COMMAND = f"{runner_command('ch1_cpu_hours')} --preset cpu-hours --parts full_mamba --allow-long"
+FULL_ONEHOT_COMMAND = f"{runner_command('ch1_cpu_hours')} --preset cpu-hours --parts full_onehot --allow-long"
 
 
 def measure_fig7_full(model=None, meta: dict | None = None, init_model=None, init_accuracy=None) -> Measurement:

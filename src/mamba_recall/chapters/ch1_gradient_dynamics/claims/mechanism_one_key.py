@@ -11,6 +11,7 @@ import numpy as np
 
 from mamba_recall.claims.core import Claim, Control, Measurement, Rule, conds
 from ._common import NEAR_ZERO, SOLVES, SPIKE, chance_level, checkpoint_evidence, with_untrained_null
+from mamba_recall.runners import runner_command
 
 SECTION = "01_gradient_dynamics/02_mechanism_one_key"
 
@@ -149,7 +150,7 @@ def measure_regimes(model, meta: dict) -> Measurement:
     )
 
 
-RECENCY_COMMAND = "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset cpu-hours --allow-long (the k1 jobs)"
+RECENCY_COMMAND = f"{runner_command('ch1_cpu_hours')} --preset cpu-hours --allow-long (the k1 jobs)"
 
 
 def measure_recency(model, batch, meta: dict) -> Measurement:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
 from ._common import chance_level
+from mamba_recall.runners import runner_command
 
 SECTION = "01_gradient_dynamics/05_table1"
 
@@ -140,7 +141,7 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
 
 
 _TABLE1_NOT_RUN = (
-    "the T = 256 and 512 columns need the paper grid: `python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 "
+    f"the T = 256 and 512 columns need the paper grid: `{runner_command('ch1_table1')} "
     "--preset paper --device cuda` (24 cells × 4000 steps; about an hour on one GPU, not measured)"
 )
 

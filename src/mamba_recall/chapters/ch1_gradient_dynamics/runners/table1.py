@@ -16,6 +16,7 @@ import time
 
 from mamba_recall.results import command_provenance
 from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import run_table
+from mamba_recall.runners import runner_command
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
@@ -36,7 +37,7 @@ def main(argv=None):
         f"ch1_table1_{args.preset}",
         {"n_cells": len(table)},
         {"preset": args.preset, "seed": args.seed, "sizes": sizes},
-        command=f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset {args.preset} --device {args.device}",
+        command=f"{runner_command('ch1_table1')} --preset {args.preset} --device {args.device}",
         device=args.device,
         wall_seconds=time.perf_counter() - start,
         tables={"accuracy": table},

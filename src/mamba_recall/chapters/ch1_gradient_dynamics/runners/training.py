@@ -18,6 +18,7 @@ from mamba_recall import results
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.results import command_provenance
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import Trained, checkpoint_path, train_recall
+from mamba_recall.runners import runner_command
 
 MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 
@@ -40,7 +41,7 @@ def save_checkpoint(trained: Trained, name: str, preset: str, device: str, seed:
         state,
         sidecar,
         device=device,
-        command=f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset {preset} --only {name}",
+        command=f"{runner_command('ch1_training')} --preset {preset} --only {name}",
     )
 
 
@@ -87,7 +88,7 @@ def main(argv=None):
             "seed": args.seed,
             "sizes": {n: experiment(f"ch1.{n}", args.preset) for n in names},
         },
-        command=f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset {args.preset} --device {args.device}"
+        command=f"{runner_command('ch1_training')} --preset {args.preset} --device {args.device}"
         + (f" --seed {args.seed}" if args.seed else "")
         + ("" if names == list(MODELS) else " --only " + " ".join(names)),
         device=args.device,

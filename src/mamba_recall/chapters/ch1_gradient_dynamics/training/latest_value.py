@@ -26,6 +26,7 @@ from mamba_recall.models.simplified_recall import SimplifiedMamba
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.tasks.latest_value import LatestValueBatch, latest_value_batch
 from mamba_recall.train import Recipe, Stopping, TrainResult, dataset_batches, evaluate, train
+from mamba_recall.runners import runner_command
 
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 FULL_NAME = "full_mamba"  # the checkpoint name and the jobs' "model"
@@ -120,7 +121,7 @@ def load_checkpoint(name: str, preset: str = "paper"):
     """Load ``results/checkpoints/ch1_<name>_<preset>.pt``: ``(model, sidecar)``; checks the hash."""
     state, meta = results.read_checkpoint(
         checkpoint_path(name, preset),
-        regenerate=f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset {preset} --only {name}",
+        regenerate=f"{runner_command('ch1_training')} --preset {preset} --only {name}",
     )
     model = build_model(meta["config"], meta["seed"])
     model.load_state_dict(state)
@@ -170,9 +171,7 @@ def load_or_train(
     from mamba_recall.presets import experiment
 
     sizes = experiment(f"ch1.{name}", preset, smoke=smoke)
-    regenerate = (
-        f"python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset {preset} --only {name}"
-    )
+    regenerate = f"{runner_command('ch1_training')} --preset {preset} --only {name}"
     model = meta = None
     try:
         model, meta = load_checkpoint(name, preset)  # half a pair or a bad hash: BundleError, not caught here

@@ -25,6 +25,7 @@ from ._common import (
     is_run_store_bundle,
     se_diff,
 )
+from mamba_recall.runners import runner_command
 
 #: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
 #: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
@@ -265,9 +266,7 @@ def spearman_p(x, y) -> tuple[float, float]:
 
 
 #: The command that writes a Fig. 8 grid with each run's correct-entry variance (``var_correct``) in its run store.
-FIG15_COMMAND = (
-    "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu --preset cpu-hours --parts fig8 --allow-long"
-)
+FIG15_COMMAND = f"{runner_command('ch2_figs_cpu')} --preset cpu-hours --parts fig8 --allow-long"
 
 
 def _with_entry_variances(bundle):
@@ -283,7 +282,7 @@ def _with_entry_variances(bundle):
         if not {"var_correct", "margin", "rel_var_wrong"} <= set(t.columns):
             raise NotRun(
                 "the bundle has no wrong- and correct-entry variances (Lemma 5, Eq. 132): "
-                "`python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset ci` writes them (its noise table)"
+                f"`{runner_command('ch2_multihead')} --preset ci` writes them (its noise table)"
             )
         t = t.assign(rel_var_correct=t["var_correct"] / t["margin"] ** 2)
         return _replace_tables(bundle, {name: t})

@@ -24,6 +24,7 @@ from ._common import (
     se,
     se_diff,
 )
+from mamba_recall.runners import runner_command
 
 #: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
 #: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
@@ -298,7 +299,7 @@ CLAIMS += [
             reproduced=conds(("near_perfect_jaccard", ">=", 0.7)),
             trained=True,
         ),
-        not_run="the full-model grid: `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --device cuda "
+        not_run=f"the full-model grid: `{runner_command('ch2_scaling')} --preset paper --device cuda "
         "--parts full` (3 regimes × 10 cells × 3 seeds × 10 000 steps, the paper's step count; ≈ 1–1.5 GPU-hours "
         "on one H100 at an estimated 3–5 ms per step, or ≈ 25–40 CPU-hours). The ci bundle's two 300-step "
         "CPU cells are a smoke test of the code path, not a measurement",
@@ -314,7 +315,7 @@ CLAIMS += [
             reproduced=conds(("min_accuracy", ">=", PERFECT)),
             trained=True,
         ),
-        not_run="regime R2 at paper size: `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --device cuda "
+        not_run=f"regime R2 at paper size: `{runner_command('ch2_scaling')} --preset paper --device cuda "
         "--parts grid full` (≈ 2 GPU-hours estimated; the anchor cell alone: 10 seeds × 3000 steps simplified "
         "and 3 seeds × 10 000 steps full, ≈ 3–4 CPU-hours)",
         section=S_SCALING,
@@ -330,7 +331,7 @@ CLAIMS += [
             reproduced=conds(("full_ge_simplified_fraction", ">=", 1.0)),
             trained=True,
         ),
-        not_run="the same full-model run as Fig. 6(d): `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper "
+        not_run=f"the same full-model run as Fig. 6(d): `{runner_command('ch2_scaling')} --preset paper "
         "--device cuda --parts full` (≈ 1–1.5 GPU-hours estimated)",
         section=S_SCALING,
     ),
@@ -420,7 +421,7 @@ def measure_tab10_rows(bundle) -> Measurement:
     missing = [r for r in ("Base", "A", "B", "C", "D") if r not in acc]
     if missing:
         raise NotRun(
-            f"rows {missing} are not in the bundle; run `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling "
+            f"rows {missing} are not in the bundle; run `{runner_command('ch2_scaling')} "
             "--preset ci --parts ablation --merge`"
         )
     margins = {r: acc[r] - (TAB10[r][0] - 2 * max(TAB10[r][1], 0.01)) for r in ("Base", "A", "B", "C", "D")}
@@ -469,8 +470,7 @@ def measure_tab10_e(bundle) -> Measurement:
     acc, c = _ablation(bundle)
     if "E" not in acc:
         raise NotRun(
-            "row E is not in the bundle; run `python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci "
-            "--parts ablation --merge`"
+            f"row E is not in the bundle; run `{runner_command('ch2_scaling')} --preset ci --parts ablation --merge`"
         )
     floor = 1 / c["Nf"]
     n = bundle.config["n_eval"] * c["Nf"]
@@ -525,7 +525,7 @@ CLAIMS += [
             trained=True,
         ),
         not_run="the paper-sized Fig. 6(c) grids, where V = 512 and 1024 make the (Φ)^{V/2} step sharp: "
-        "`python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --device cuda --parts grid` (≈ 45 GPU-"
+        f"`{runner_command('ch2_scaling')} --preset paper --device cuda --parts grid` (≈ 45 GPU-"
         "minutes on one H100, estimated; the ci grid at V = 64 has no D column with both a ≈ 0 and a ≈ 1 domain)",
         section=S_SCALING,
     ),

@@ -26,6 +26,7 @@ from ._common import (
     se_diff,
     strongest_fig_bundle,
 )
+from mamba_recall.runners import runner_command
 
 #: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
 #: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
@@ -43,7 +44,7 @@ def _rep(bundle, task: str, reps: int, layers: int, post_query: str = "full"):
     if not len(s):
         raise NotRun(
             f"the bundle has no {task} run with {reps} repeats and {layers} layer(s); run "
-            "`python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --parts repetition`"
+            f"`{runner_command('ch2_scaling')} --preset paper --parts repetition`"
         )
     return float(s.max())
 
@@ -143,7 +144,7 @@ CLAIMS += [
 
 
 _NK3_NOT_RUN = (
-    "`python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --parts repetition` (N_k, N_q ∈ {2, 3}, "
+    f"`{runner_command('ch2_scaling')} --preset paper --parts repetition` (N_k, N_q ∈ {{2, 3}}, "
     "1–3 layers, 5 state sizes, 3 seeds, 3000 steps: ≈ 3–5 CPU-hours or ≈ 10 GPU-minutes, estimated)"
 )
 
@@ -266,7 +267,7 @@ CLAIMS += [
 
 
 _NQ3_NOT_RUN = (
-    "`python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --parts repetition` (≈ 3–5 CPU-hours "
+    f"`{runner_command('ch2_scaling')} --preset paper --parts repetition` (≈ 3–5 CPU-hours "
     "or ≈ 10 GPU-minutes, estimated)"
 )
 

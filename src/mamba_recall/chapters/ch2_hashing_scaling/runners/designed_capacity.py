@@ -21,6 +21,7 @@ import pandas as pd
 from mamba_recall.presets import experiment
 from mamba_recall.results import command_provenance
 from mamba_recall.theory.designed_capacity import LAWS_COMPARED, facts_capacity, fit_power_law, law_capacities
+from mamba_recall.runners import runner_command
 
 EXPERIMENT = "ch2.designed_capacity"
 
@@ -149,7 +150,7 @@ def main(argv=None):
         f"ch2_designed_capacity_{args.preset}",
         data,
         config,
-        command=f"python -m mamba_recall.chapters.ch2_hashing_scaling.runners.designed_capacity --preset {args.preset}",
+        command=f"{runner_command('ch2_designed_capacity')} --preset {args.preset}",
         device="cpu",
         wall_seconds=round(time.perf_counter() - start, 1),
         tables=tables,

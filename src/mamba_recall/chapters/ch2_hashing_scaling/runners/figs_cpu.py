@@ -53,6 +53,7 @@ from mamba_recall.runstore import (
     run_missing,
     save_grid_bundle,
 )
+from mamba_recall.runners import runner_command
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu:run_job"
 #: part → (preset experiment, key inside it or None, columns of a cell, what it reproduces)
@@ -274,7 +275,7 @@ def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
     except KeyError as exc:  # a preset whose sizes for this figure are ch2_scaling's ensemble grid
         raise ValueError(
             f"{part} at preset {preset!r} has no {exc} entry: at that preset the figure trains as ensembles, "
-            f"`python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset {preset} --device cuda`"
+            f"`{runner_command('ch2_scaling')} --preset {preset} --device cuda`"
         ) from exc
     return [make_job(experiment_name(part), cfg, s) for cfg in configs for s in range(c["seeds"])]
 
@@ -458,7 +459,7 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
         "job_configs": cell_configs(part, preset, smoke),
         "runner": RUNNER,
     }
-    command = f"python -m mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu --preset {preset} --parts {part} --allow-long"
+    command = f"{runner_command('ch2_figs_cpu')} --preset {preset} --parts {part} --allow-long"
     tables = {"cells": cells, "runs": per_run}
     return save_grid_bundle(bundle_name(part, preset, smoke), data, config, command=command, tables=tables, log=log)
 

@@ -33,6 +33,7 @@ from mamba_recall.results import command_provenance, save_bundle
 from mamba_recall.tasks.mqar import batch_fn, mqar
 from mamba_recall.theory.capacity import multihead_prediction
 from ..training.ensemble import train_ensemble
+from mamba_recall.runners import runner_command
 
 EVAL_SEED = seeds.MQAR_EVAL  # held-out stream, disjoint from the training stream (base 0 + step)
 NOISE_SEED = seeds.MQAR_NOISE
@@ -216,7 +217,7 @@ def main(argv=None):
     tables = run(cfg, device, log)
     wall = round(time.perf_counter() - start, 1)
     name = args.out or f"ch2_multihead_{args.preset}"
-    cmd = f"python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset {args.preset} --device {args.device}"
+    cmd = f"{runner_command('ch2_multihead')} --preset {args.preset} --device {args.device}"
     path = save_bundle(
         name,
         {"seconds": wall, "hist_edges": HIST_EDGES},

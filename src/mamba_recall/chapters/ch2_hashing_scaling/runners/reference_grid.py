@@ -34,6 +34,7 @@ from mamba_recall.runstore import (
     make_job,
     save_grid_bundle,
 )
+from mamba_recall.runners import runner_command
 
 EXPERIMENT = "ch2.reference_grid"
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid:run_job"
@@ -253,7 +254,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "job_config": base,
         "runner": RUNNER,
     }
-    cmd = f"python -m mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid --preset {preset} --allow-long"
+    cmd = f"{runner_command('ch2_reference_grid')} --preset {preset} --allow-long"
     name = f"ch2_reference_grid_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(name, data, config, command=cmd, tables={"cells": pd.DataFrame(table)}, log=log)
 

@@ -38,6 +38,7 @@ from mamba_recall.tasks.mqar import batch_fn, mqar
 from mamba_recall.theory.capacity import p_success
 from mamba_recall.theory.hashing_circuit import designed_accuracy
 from ..training.ensemble import train_ensemble
+from mamba_recall.runners import runner_command
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 #: How :func:`train_members` trains a group of simplified models: one batched ensemble, or each member alone.
@@ -508,7 +509,7 @@ def main(argv=None):
         data["seconds"][part] = round(time.perf_counter() - t0, 1)
         log(f"{part}: {data['seconds'][part]} s")
     cmd = (
-        f"python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset {args.preset} --device {args.device} "
+        f"{runner_command('ch2_scaling')} --preset {args.preset} --device {args.device} "
         f"--parts {' '.join(data['parts'] if args.merge else args.parts)}"
     )
     path = save_bundle(

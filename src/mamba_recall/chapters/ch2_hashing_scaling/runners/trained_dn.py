@@ -23,6 +23,7 @@ from mamba_recall.results import command_provenance
 from mamba_recall.runstore import add_grid_args, aggregate, finished_status, grid_main, make_job, save_grid_bundle
 from mamba_recall.theory.capacity import p_success
 from .reference_grid import RUNNER, estimate, resolved_config
+from mamba_recall.runners import runner_command
 
 EXPERIMENT = "ch2.trained_dn"
 #: (column, law, a): each law's predicted per-query accuracy.
@@ -83,7 +84,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "laws": [dict(column=c, law=l, a=a) for c, l, a in LAWS],
     }
     name = f"ch2_trained_dn_{preset}" + ("_smoke" if smoke else "")
-    command = f"python -m mamba_recall.chapters.ch2_hashing_scaling.runners.trained_dn --preset {preset} --allow-long"
+    command = f"{runner_command('ch2_trained_dn')} --preset {preset} --allow-long"
     tables = {"cells": table, "law_errors": pd.DataFrame(errors)}
     return save_grid_bundle(name, data, config, command=command, tables=tables, log=log)
 

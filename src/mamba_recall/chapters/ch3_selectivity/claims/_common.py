@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mamba_recall.claims.core import Control, Measurement, across_seeds
+from mamba_recall.runners import runner_command
 
 
 SECTION = {
@@ -24,7 +25,7 @@ EXACT = 1.0  # a construction is exact: every test query right
 #: the run that makes the paper preset's KEEP n-TH bundles
 #: (Tabs. A.1–A.4, Fig. 1: :mod:`.keep_nth`, :mod:`.keep_nth_fig1`)
 RUN_KEEP = (
-    "`python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset paper --allow-long` (Tabs. A.1–A.4 grid, "
+    f"`{runner_command('ch3_keep_nth')} --preset paper --allow-long` (Tabs. A.1–A.4 grid, "
     "3 seeds; about 10 GPU-hours on one H100 with the reduced protocol)"
 )
 

@@ -13,10 +13,11 @@ from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
 from ._common import EXACT, SECTION, SOLVED, _EXACT_WHY, _chance_null, _per_seed, _summary
+from mamba_recall.runners import runner_command
 
 
 RUN_IH = (
-    "`python -m mamba_recall.chapters.ch3_selectivity.runners.induction --preset paper --allow-long` (Fig. 3 / A.4 grid, "
+    f"`{runner_command('ch3_induction')} --preset paper --allow-long` (Fig. 3 / A.4 grid, "
     "5 seeds, N ∈ {|V|, 2|V|, 4|V|}; about 15 GPU-hours)"
 )
 

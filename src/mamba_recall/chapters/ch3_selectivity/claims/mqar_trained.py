@@ -16,10 +16,11 @@ from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Evidence, Measurement, NotRun, Rule, conds
 from ._common import SECTION, SOLVED, _chance_null, _per_seed, _summary, _vocab
+from mamba_recall.runners import runner_command
 
 
 RUN_MQAR = (
-    "`python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_train --preset paper --allow-long` (Fig. 2's κ × d grid of the "
+    f"`{runner_command('ch3_mqar_train')} --preset paper --allow-long` (Fig. 2's κ × d grid of the "
     "three mixers, 7 seeds, 672 run-store jobs, each on a GPU where its process has one; about 20 GPU-hours)"
 )
 
@@ -178,7 +179,7 @@ def measure_figa3(bundle) -> Measurement:
 
 #: The bundle of Fig. A.3 at the paper's T and |V| (``chapters/ch3_selectivity/runners/mqar_figa3.py``) and the command that makes it.
 FIGA3_BUNDLE = "ch3_mqar_figa3_cpu-hours"
-FIGA3_COMMAND = "python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset cpu-hours --allow-long"
+FIGA3_COMMAND = f"{runner_command('ch3_mqar_figa3')} --preset cpu-hours --allow-long"
 
 
 def check_figa3(*, record: bool = True, name: str = FIGA3_BUNDLE, directory=None):

@@ -15,10 +15,11 @@ from mamba_recall.models.s6 import MixerLM
 from mamba_recall.models.transformer import TinyTransformer
 from mamba_recall.presets import seeds
 from mamba_recall.train import Recipe, Stopping, train
+from mamba_recall.runners import runner_command
 
 CHECKPOINT_DIR = results.CHECKPOINT_DIR
-REGENERATE = "python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset ci"
-REGENERATE_STORE = "python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset cpu-hours --allow-long"
+REGENERATE = f"{runner_command('ch3_keep_nth')} --preset ci"
+REGENERATE_STORE = f"{runner_command('ch3_keep_nth')} --preset cpu-hours --allow-long"
 #: the presets that run through the run store (one job per configuration and seed); ``ci`` runs its few models in
 #: one loop (its bundles are the book's quick evidence)
 STORE_PRESETS = ("cpu-hours", "paper")

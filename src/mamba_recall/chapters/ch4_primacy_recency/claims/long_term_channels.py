@@ -23,6 +23,7 @@ from ._common import (
     _informative,
     _summary,
 )
+from mamba_recall.runners import runner_command
 
 SECTION = "04_primacy_recency/02_long_term_channels"
 
@@ -147,7 +148,7 @@ def measure_lengths(lengths: dict, *, ctx=None, side=None) -> Measurement:
 
 
 # ------------------------------------------------------------------------------ what is not run here
-_SMALL = "`python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model s_deep --preset paper --device cuda` (10–30 min on one H100)"
+_SMALL = f"`{runner_command('ch4_train')} --model s_deep --preset paper --device cuda` (10–30 min on one H100)"
 _GRID_RUN = (
     "first-triple ablations over the 3 × 3 (p, τ) grid with the top-1…top-n layers at L = 8, 16, 32 "
     "(analysis.primacy.ablation_effects on ch.target_set(ch.identify(stats, τ, p), n)), about 5 CPU-minutes per "

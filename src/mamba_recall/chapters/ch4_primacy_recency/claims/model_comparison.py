@@ -6,11 +6,10 @@ family (3 seeds per recipe): a claim judged over the seeds of one recipe from th
 from __future__ import annotations
 
 from .mamba2_heads import MAMBA2_CLAIMS
+from mamba_recall.runners import runner_command
 
 
-EDGE_CHECKS = (
-    "python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset cpu-hours --allow-long --checks"
-)
+EDGE_CHECKS = f"{runner_command('ch4_edge')} --preset cpu-hours --allow-long --checks"
 
 
 def stored_measurement(claim_id: str, run: dict) -> dict:

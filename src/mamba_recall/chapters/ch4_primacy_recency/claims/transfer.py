@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Measurement, NotRun, Rule, conds
 from ._common import RANDOM_FACTOR, _analogues, _evidence
+from mamba_recall.runners import runner_command
 
 SECTION = "04_primacy_recency/05_transfer"
 
@@ -55,9 +56,7 @@ def measure_transfer(table, *, ctx=None, side=None, null: bool = True) -> Measur
 
 #: The bundle of Table 1 on the edge family (``chapters/ch4_primacy_recency/runners/edge_mix.py``) and the command that makes it.
 EDGE_MIX_BUNDLE = "ch4_edge_mix_cpu-hours"
-EDGE_MIX_COMMAND = (
-    "python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge_mix --preset cpu-hours --allow-long"
-)
+EDGE_MIX_COMMAND = f"{runner_command('ch4_edge_mix')} --preset cpu-hours --allow-long"
 
 
 def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, directory=None):

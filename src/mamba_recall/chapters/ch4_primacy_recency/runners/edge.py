@@ -101,6 +101,7 @@ from .edge_jobs import (  # noqa: F401  (the edge grid, importable from the runn
     smoke_bundle_dir,
     step_seconds,
 )
+from mamba_recall.runners import runner_command
 
 
 def estimate(left: list[dict]) -> tuple[float, str]:
@@ -212,7 +213,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     )
     sizes = edge_sizes(preset, smoke)
     summary = runs_summary(runs)
-    cmd = f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset {preset} --allow-long"
+    cmd = f"{runner_command('ch4_edge')} --preset {preset} --allow-long"
     name = f"ch4_edge_{preset}" + ("_smoke" if smoke else "")
     data = {
         "models": int(len(models)),

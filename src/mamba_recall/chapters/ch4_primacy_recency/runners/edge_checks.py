@@ -12,6 +12,7 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import PRIMA
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.runstore import bundle_directory, finished_runs, make_job, runs_summary
 from .edge_jobs import edge_sizes, jobs_for, smoke_bundle_dir
+from mamba_recall.runners import runner_command
 
 # ------------------------------------------------------------------------------ claim checks, 3 seeds
 # A Mamba-1 model is measured on the claims of §4.1–§4.4 (ch4_model_checks.claim_inputs) plus our slow-state probe;
@@ -254,7 +255,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
         name,
         data,
         {"preset": preset, "experiment": CHECKS, "runner": CHECKS_RUNNER, "smoke": smoke},
-        command=f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset {preset} --checks --allow-long",
+        command=f"{runner_command('ch4_edge')} --preset {preset} --checks --allow-long",
         device="cpu",
         wall_seconds=summary.get("wall_seconds", 0.0),
         tables={"claims": pd.DataFrame(rows)},

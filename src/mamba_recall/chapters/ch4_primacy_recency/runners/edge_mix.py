@@ -33,13 +33,14 @@ from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance
 from mamba_recall.runstore import add_grid_args, bundle_directory, finished_runs, grid_main, make_job, runs_summary
 from .edge_jobs import smoke_bundle_dir, step_seconds  # (write_bundle looks smoke_bundle_dir up here)
+from mamba_recall.runners import runner_command
 
 #: it fine-tunes the edge family's checkpoints, so it runs after the edge runner (:mod:`mamba_recall.runners`)
 DEPENDS_ON = ("ch4_edge",)
 EXPERIMENT = "ch4.edge_mix"
 RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge_mix:run_job"
 CLAIM = "004/Table1"
-COMMAND = "python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge_mix --preset {preset} --allow-long"
+COMMAND = runner_command("ch4_edge_mix") + " --preset {preset} --allow-long"
 
 
 def model_name(recipe: str, preset: str, seed: int, smoke: bool = False) -> str:

@@ -36,6 +36,7 @@ from ..claims.mamba2_heads import m2_claim_args
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
 from mamba_recall.results import command_provenance, save_bundle
+from mamba_recall.runners import runner_command
 
 SECTIONS = ("ch4.ucurve", "ch4.channels", "ch4.periodicity", "ch4.recency")  # the sizes of §4.1–§4.4
 #: the claims of §4.1–§4.4 that :func:`claim_inputs` measures, in its order
@@ -233,9 +234,9 @@ def main(argv=None):
             "checkpoint_sha256": side.get("sha256"),
         },
         {"preset": args.preset, "sections": list(SECTIONS), "checkpoint": str(path.name)},
-        command=f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.model_checks --model {name} --preset {args.preset}"
+        command=f"{runner_command('ch4_model_checks')} --model {name} --preset {args.preset}"
         if args.model
-        else f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.model_checks --checkpoint "
+        else f"{runner_command('ch4_model_checks')} --checkpoint "
         f"{args.checkpoint} --name {name} --preset {args.preset}",
         device=args.device,
         wall_seconds=time.perf_counter() - start,

@@ -46,6 +46,7 @@ from mamba_recall.results import CHECKPOINT_DIR, command_provenance, save_checkp
 from mamba_recall.tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
 from mamba_recall.tasks.transfer import transfer_batch, transfer_sets
 from mamba_recall.train import Recipe, train
+from mamba_recall.runners import runner_command
 
 MODELS = ("s_small", "s_small_seed1", "s_deep", "s_mix", "s_m2")
 GATE = {"L4_random": 0.95, "L8_random": 0.80}
@@ -214,7 +215,7 @@ def train_smodel(
         cfg["warmup_steps"] = min(cfg["warmup_steps"], max(0, cfg["steps"] // 10))
         cfg["checkpoint_every"] = min(cfg["checkpoint_every"], cfg["steps"])
     command = (
-        "python -m mamba_recall.chapters.ch4_primacy_recency.runners.train " + " ".join(sys.argv[1:])
+        f"{runner_command('ch4_train')} " + " ".join(sys.argv[1:])
         if __name__ == "__main__"
         else f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"
     )

@@ -26,6 +26,7 @@ import time
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance
 from mamba_recall.runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
+from mamba_recall.runners import runner_command
 
 EXPERIMENT = "ch5.capacity"
 RUNNER = "mamba_recall.chapters.ch5_synthesis.runners.capacity:run_job"
@@ -276,7 +277,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "job_config": base,
         "runner": RUNNER,
     }
-    cmd = f"python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset {preset} --allow-long"
+    cmd = f"{runner_command('ch5_capacity')} --preset {preset} --allow-long"
     name = f"ch5_capacity_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(name, data, config, command=cmd, tables={"probes": probes, "searches": searches}, log=log)
 

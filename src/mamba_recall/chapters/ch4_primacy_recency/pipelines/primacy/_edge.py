@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from mamba_recall.analysis import interventions as iv
 from ._models import contexts, load_checkpoint
+from mamba_recall.runners import runner_command
 
 # --------------------------------------------------------------------- the edge family (3 seeds per recipe)
 
-EDGE_COMMAND = "python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset {preset} --allow-long"
+EDGE_COMMAND = runner_command("ch4_edge") + " --preset {preset} --allow-long"
 #: The edge family's Mamba-2 recipe (``chapters/ch4_primacy_recency/configs.py``): App. F's head claims are judged on its seeds, at each
 #: model's pressure length (declared with the recipe, before any of its results).
 MAMBA2_RECIPE = "m2"

@@ -16,6 +16,7 @@ from mamba_recall.presets import seeds
 from mamba_recall.results import CHECKPOINT_DIR, read_checkpoint
 from mamba_recall.tasks.serial_recall import RecallVocab, recall_contexts
 from mamba_recall.analysis import interventions as iv
+from mamba_recall.runners import runner_command
 
 ENV_CHECKPOINT = "MAMBA_RECALL_CH4_CHECKPOINT"
 ENV_VOCAB = "MAMBA_RECALL_CH4_VOCAB"
@@ -50,8 +51,8 @@ def regenerate_command(model: str) -> str:
     """The command that re-makes the committed S-model ``model``."""
     if model.startswith("edge_"):
         preset = "cpu-hours" if "_cpu-hours_" in model else "paper" if "_paper_" in model else "ci"
-        return f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset {preset} --allow-long"
-    return f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model {model} --preset ci"
+        return f"{runner_command('ch4_edge')} --preset {preset} --allow-long"
+    return f"{runner_command('ch4_train')} --model {model} --preset ci"
 
 
 def read_smodel(path: Path, model: str, verify_hash: bool = True) -> tuple[dict, dict]:
@@ -123,7 +124,7 @@ class CheckpointEnvError(ValueError):
 
 
 VALID_CHECKPOINT = (
-    f"It must name a Chapter 4 checkpoint: a .pt written by `python -m mamba_recall.chapters.ch4_primacy_recency.runners.train` "
+    f"It must name a Chapter 4 checkpoint: a .pt written by `{runner_command('ch4_train')}` "
     "with its .json sidecar beside it (e.g. results/checkpoints/ch4_s_small.pt), or a mamba_ssm "
     f"save_pretrained directory (config.json + pytorch_model.bin); or unset {ENV_CHECKPOINT} to use "
     "the committed model."
