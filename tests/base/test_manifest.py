@@ -13,6 +13,7 @@ import pytest
 from mamba_recall import manifest
 from mamba_recall.results._files import _hashed_json
 from mamba_recall.paths import REPO_ROOT
+from mamba_recall.runners import current_command
 
 # Results made from a tree with uncommitted changes, waiting to be remade by their command from a clean checkout: none
 # since 2026-11-27 (the last five, Chapter 4's S-models and two edge models, were remade then). The test below fails
@@ -51,9 +52,36 @@ def test_run_store_bundles_hold_only_jobs_their_runners_make_today():
         if not isinstance(data, dict) or "run_keys" not in data:
             continue
         stale = set(data["run_keys"]) - today.get(entry.preset, set())
-        assert not stale, f"{entry.name}: {len(stale)} job(s) its runner no longer makes; remake it: {entry.command}"
+        assert not stale, (
+            f"{entry.name}: {len(stale)} job(s) its runner no longer makes; remake it: {current_command(entry.command)}"
+        )
         checked += 1
     assert checked >= 18
+
+
+def test_a_run_store_experiment_has_one_name_for_its_folder_and_its_bundles():
+    """Issue 30, one name per experiment: the runs of a committed run-store bundle ``chN_<name>_<preset>`` sit in
+    ``results/runs/chN.<name>/`` (``ch3_keep_nth_cpu-hours`` reads ``ch3.keep_nth``, once ``ch3.keep_train``), and
+    the bundle records that name. A grid that writes runs under another name than its bundle fails here."""
+    folders = {p.stem: p.parent.name for p in (REPO_ROOT / "results/runs").glob("*/*.json")}
+    checked = 0
+    for entry in manifest.load():
+        if entry.kind != "bundle":
+            continue
+        record = json.loads((REPO_ROOT / f"results/{entry.name}.json").read_text())
+        data = record.get("data")
+        if not isinstance(data, dict) or "run_keys" not in data:
+            continue
+        names = {folders.get(k, "(not in the store)") for k in data["run_keys"]}
+        want = entry.name.removesuffix(f"_{entry.preset}")
+        assert {n.replace(".", "_") for n in names} == {want}, (entry.name, sorted(names))
+        recorded = (record.get("config") or {}).get("experiment")
+        if recorded is not None:
+            assert recorded in names, (
+                f"{entry.name} records experiment {recorded!r}; remake it: {current_command(entry.command)}"
+            )
+        checked += 1
+    assert checked >= 18, checked
 
 
 def _size_checks() -> tuple[list[str], list[str]]:

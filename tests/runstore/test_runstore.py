@@ -318,3 +318,23 @@ def test_members_in_joblib_processes(tmp_path):
     for r in runs:
         by_cell.setdefault(r["config"]["x"], set()).add(r["result"]["pid"])
     assert all(len(p) == 1 for p in by_cell.values())  # a unit's members ran in one process
+
+
+def test_a_renamed_experiment_keeps_its_keys_and_its_old_folder_is_refused(tmp_path):
+    """Issue 30, one name per experiment: ``ch3.keep_train`` became ``ch3.keep_nth``. Its jobs keep the keys they
+    were first given (``KEYED_AS``), so its 39 committed runs stay finished under the new folder; a store that still
+    holds runs under the old folder name stops with the move to make instead of running them all again."""
+    from mamba_recall.runstore import RunFileError
+    from mamba_recall.runstore._records import KEYED_AS
+
+    new = runstore.make_job("ch3.keep_nth", {"T": 10}, 0)
+    old = runstore.make_job("ch3.keep_train", {"T": 10}, 0)
+    assert KEYED_AS["ch3.keep_nth"] == "ch3.keep_train" and new["key"] == old["key"]
+    assert runstore.make_job("ch3.mqar_train", {"T": 10}, 0)["key"] != new["key"]
+    (tmp_path / "ch3.keep_train").mkdir()
+    (tmp_path / "ch3.keep_train" / f"{old['key']}.json").write_text("{}")
+    for call in (lambda: runstore.pending([new], tmp_path), lambda: load_runs("ch3.keep_nth", tmp_path)):
+        with pytest.raises(RunFileError, match=r"old name 'ch3.keep_train'.*git mv .*ch3.keep_train .*ch3.keep_nth"):
+            call()
+    (tmp_path / "ch3.keep_train").rename(tmp_path / "ch3.keep_nth")
+    assert runstore.pending([new], tmp_path)[1] == [new]  # the move made: the (invalid) file is read, not refused

@@ -54,9 +54,28 @@ def make_job(experiment: str, config: dict, seed: int) -> dict:
     return job
 
 
+#: Experiments renamed after their runs were keyed, today's name -> the name their keys hash (issue 30, one name per
+#: experiment: the store folder, the preset and the bundle now share one; ``ch3.keep_nth`` was ``ch3.keep_train``).
+#: A job's key hashes the name it was first keyed with, so a renamed experiment's finished runs stay finished; each
+#: run keeps the name it was written with in its ``experiment`` field. Declared history: never edit an entry, and
+#: add one when an experiment with runs is renamed (then ``git mv`` its folder under ``results/runs``).
+KEYED_AS = {
+    "ch1.mechanism": "ch1.cpu_hours_models",
+    "ch1.table1": "ch1.cpu_hours_table1",
+    "ch1.table1_matched": "ch1.cpu_hours_table1_matched",
+    "ch1.full_mamba": "ch1.cpu_hours_full_mamba",
+    "ch1.full_onehot": "ch1.cpu_hours_full_onehot",
+    "ch1.wo": "ch1.cpu_hours_wo",
+    "ch3.keep_nth": "ch3.keep_train",
+    "ch3.induction": "ch3.ih_train",
+}
+
+
 def job_key(job: dict) -> str:
-    """``joblib.hash`` (md5 of the pickled, key-sorted dict) of (experiment, config, seed)."""
-    return joblib.hash({"experiment": job["experiment"], "config": _plain(job["config"]), "seed": job["seed"]})
+    """``joblib.hash`` (md5 of the pickled, key-sorted dict) of (experiment, config, seed), the experiment by the
+    name it was first keyed with (:data:`KEYED_AS`)."""
+    name = KEYED_AS.get(job["experiment"], job["experiment"])
+    return joblib.hash({"experiment": name, "config": _plain(job["config"]), "seed": job["seed"]})
 
 
 def job_path(job: dict, store: Path | None = None) -> Path:
@@ -185,9 +204,27 @@ def read_run(path: Path, key: str | None = None) -> dict:
     return check_record(rec, path, key)
 
 
+def check_not_renamed(experiment: str, store: Path | None = None) -> None:
+    """RunFileError when ``store`` still holds runs of ``experiment`` under the name it had before it was renamed
+    (:data:`KEYED_AS`): they are finished runs of today's experiment, and a grid that did not see them would run
+    them all again beside them."""
+    old = KEYED_AS.get(experiment)
+    folder = Path(store or RUNS_DIR)
+    if old and any((folder / old).glob("*.json")):
+        raise RunFileError(
+            f"{folder / old} holds runs of {experiment} under its old name {old!r}; move them to the experiment's "
+            f"folder (git mv {folder / old} {folder / experiment}, or mv where the store is not in git) and run "
+            "the same command again (their keys are unchanged, so they stay finished)."
+        )
+
+
 def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict], dict[str, str]]:
     """``(finished, left, damaged)``; ``damaged``: key → why its file is not a valid run (it is run again and
-    replaced). A file written by a newer mamba_recall is not replaced: it raises."""
+    replaced). A file written by a newer mamba_recall is not replaced: it raises, as does a store that still holds
+    a renamed experiment's runs under its old name (:func:`check_not_renamed`)."""
+    jobs = list(jobs)
+    for experiment in sorted({j["experiment"] for j in jobs}):
+        check_not_renamed(experiment, store)
     done, left, damaged = [], [], {}
     for job in jobs:
         path = job_path(job, store)
@@ -216,6 +253,7 @@ def pending(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict]
 def load_runs(experiment: str, store: Path | None = None) -> list[dict]:
     """Every stored run of ``experiment``, each checked (:func:`check_record`); a file that fails raises
     :class:`RunFileError` naming it and the fix."""
+    check_not_renamed(experiment, store)
     folder = Path(store or RUNS_DIR) / experiment
     return [read_run(path) for path in sorted(folder.glob("*.json"))]
 

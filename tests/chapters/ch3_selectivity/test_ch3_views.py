@@ -32,7 +32,7 @@ def test_ch3_presets_have_both_sizes():
         assert name.startswith("ch3.") and {"ci", "paper"} <= set(sizes) <= {"ci", "cpu-hours", "paper"}
         for preset in sizes:
             assert isinstance(experiment(name, preset), dict)
-    trained = {"ch3.keep_train", "ch3.mqar_train", "ch3.mqar_figa3", "ch3.ih_train"}
+    trained = {"ch3.keep_nth", "ch3.mqar_train", "ch3.mqar_figa3", "ch3.induction"}
     assert {n for n, s in EXPERIMENTS.items() if "cpu-hours" in s} == trained
 
 

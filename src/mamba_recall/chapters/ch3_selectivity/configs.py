@@ -5,7 +5,7 @@ Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (merged by :mod:
 (``presets/sizes.py``); :func:`mamba_recall.presets.experiment` reads them as dicts. The trained ones also
 ``"cpu-hours"`` (the paper's settings on what a 2-core CPU finishes in a few hours, 3 seeds, one run-store job per
 run: ``python -m mamba_recall.chapters.ch3_selectivity.runners.<name> --preset cpu-hours --allow-long``).
-Trained experiments (``ch3.keep_train``, ``ch3.mqar_train``, ``ch3.ih_train``) are run by the runners
+Trained experiments (``ch3.keep_nth``, ``ch3.mqar_train``, ``ch3.induction``) are run by the runners
 ``python -m mamba_recall.chapters.ch3_selectivity.runners.<name> --preset ci|paper`` and loaded by the notebooks.
 The ``paper`` sizes follow a reduced GPU protocol (on-the-fly data, ≤ 20k steps, early stop at 100 %
 held-out accuracy); the paper's own protocol (App. D.1: 600 epochs of 10⁵ samples) is ~10³ GPU-hours.
@@ -239,7 +239,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         "paper": KeepConstruction(T=50, nth=5, V=128, real_sequences=1000, token_sequences=100_000),
     },
     # Tab. 1 / A.1-A.4 / Fig. 1: trained KEEP n-TH models (runner ch3_keep_nth).
-    "ch3.keep_train": {
+    "ch3.keep_nth": {
         "ci": KeepTrain(
             Ts=[20],
             dN=[[32, 8]],
@@ -445,7 +445,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         "paper": IhConstruction(T=100, Vs=[5, 10, 20, 40], p=0.75, gamma=0.1, sequences=1000),
     },
     # Fig. 3 / A.4 (smoke test in ci): Mamba vs Mamba-Δ⊤ trained on INDUCTION HEADS.
-    "ch3.ih_train": {
+    "ch3.induction": {
         "ci": IhTrain(
             T=32,
             Vs=[5],

@@ -21,12 +21,12 @@ from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
 )
 from mamba_recall.runners import runner_command
 
-MODELS_EXPERIMENT = "ch1.cpu_hours_models"
-TABLE_EXPERIMENT = "ch1.cpu_hours_table1"
-FULL_EXPERIMENT = "ch1.cpu_hours_full_mamba"
-WO_EXPERIMENT = "ch1.cpu_hours_wo"
-MATCHED_EXPERIMENT = "ch1.cpu_hours_table1_matched"
-ONEHOT_EXPERIMENT = "ch1.cpu_hours_full_onehot"
+MODELS_EXPERIMENT = "ch1.mechanism"
+TABLE_EXPERIMENT = "ch1.table1"
+FULL_EXPERIMENT = "ch1.full_mamba"
+WO_EXPERIMENT = "ch1.wo"
+MATCHED_EXPERIMENT = "ch1.table1_matched"
+ONEHOT_EXPERIMENT = "ch1.full_onehot"
 #: the runner's parts (``--parts``): name → run-store experiment
 PARTS = {
     "models": MODELS_EXPERIMENT,

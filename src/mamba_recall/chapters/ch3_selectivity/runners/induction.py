@@ -11,7 +11,7 @@ with the table ``runs``.
 where its process has one: ``training.selectivity.GPU_PRESETS``).
 
 ``--preset cpu-hours --allow-long [--jobs 1]``: T = 100, |V| = 5 with d ∈ {4, 10, 20} and |V| = 10 with
-d ∈ {8, 20, 40} (each across its Lem. 3 bound d = 2|V|), N = 4|V|, both mixers, 5 seeds, as run-store jobs (``results/runs/ch3.ih_train/``); the bundle adds ``cells`` (mean,
+d ∈ {8, 20, 40} (each across its Lem. 3 bound d = 2|V|), N = 4|V|, both mixers, 5 seeds, as run-store jobs (``results/runs/ch3.induction/``); the bundle adds ``cells`` (mean,
 95 % t-interval, per-seed values) and ``curves``.
 """
 
@@ -105,7 +105,7 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
 
 
 # ------------------------------------------------------------------------------------------ run store (cpu-hours)
-EXPERIMENT = "ch3.ih_train"
+EXPERIMENT = "ch3.induction"
 RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.induction:run_job"
 
 
@@ -152,7 +152,7 @@ write_bundle = store_bundle_writer(
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    args = parse(__doc__.splitlines()[0], "ch3.ih_train", "ch3_induction", argv)
+    args = parse(__doc__.splitlines()[0], "ch3.induction", "ch3_induction", argv)
     if args.preset in STORE_PRESETS:
         return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
     cfg = args.sizes
