@@ -156,18 +156,18 @@ def test_the_check_finds_a_missing_entry_a_lost_table_a_stray_file_a_corrupt_bun
 
     (tmp_path / "results" / "stray.csv").write_text("a\n1\n")
     (tmp_path / "results" / "ch2_thm5_cpu-hours.runs.csv").unlink()
-    _copy(["ch4_s_small"], tmp_path / "more")
-    shutil.copy2(tmp_path / "more/results/checkpoints/ch4_s_small.json", tmp_path / "results/checkpoints")
-    shutil.copy2(tmp_path / "more/results/checkpoints/ch4_s_small.pt", tmp_path / "results/checkpoints")
-    sidecar = tmp_path / "results/checkpoints/ch4_s_small.json"  # made clean; say it was not (hash kept valid)
+    _copy(["ch4_train_s_small_ci"], tmp_path / "more")
+    shutil.copy2(tmp_path / "more/results/checkpoints/ch4_train_s_small_ci.json", tmp_path / "results/checkpoints")
+    shutil.copy2(tmp_path / "more/results/checkpoints/ch4_train_s_small_ci.pt", tmp_path / "results/checkpoints")
+    sidecar = tmp_path / "results/checkpoints/ch4_train_s_small_ci.json"  # made clean; say it was not (hash kept valid)
     record = json.loads(sidecar.read_text())
     record["provenance"]["git_dirty"] = True
     sidecar.write_bytes(_hashed_json({k: v for k, v in record.items() if k != "content_sha256"}, sort_keys=True))
     found = "\n".join(manifest.problems(tmp_path))
-    assert "ch4_s_small: committed under results/ but not in the manifest" in found
+    assert "ch4_train_s_small_ci: committed under results/ but not in the manifest" in found
     assert "results/stray.csv: a file under results/ that no bundle" in found
     assert "ch2_thm5_cpu-hours: its files results/ch2_thm5_cpu-hours.runs.csv are missing" in found
-    assert "ch4_s_small: made from a tree with uncommitted changes" in found
+    assert "ch4_train_s_small_ci: made from a tree with uncommitted changes" in found
 
     shutil.copy2(REPO_ROOT / "results/ch2_thm5_cpu-hours.runs.csv", tmp_path / "results")
     path = tmp_path / "results" / "ch2_thm5_cpu-hours.json"

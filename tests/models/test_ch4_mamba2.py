@@ -240,7 +240,7 @@ def test_committed_s_m2_checkpoint_is_deterministic():
 
     path = checkpoint_path("s_m2")
     if not path.exists():
-        pytest.skip("no committed checkpoint results/checkpoints/ch4_s_m2.pt")
+        pytest.skip("no committed checkpoint results/checkpoints/ch4_train_s_m2_ci.pt")
     model, vocab, side = load_checkpoint(path, model="s_m2")
     assert path.stat().st_size < 5 * 2**20 and isinstance(model, Mamba2LMHeadModel)
     got = gate_metrics(model, vocab)

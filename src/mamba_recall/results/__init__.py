@@ -80,4 +80,4 @@ from ._bundles import (
     smoke_active,
     smoke_run_store,
 )
-from ._checkpoints import CHECKPOINT_DIR, checkpoint_file, read_checkpoint, save_checkpoint
+from ._checkpoints import CHECKPOINT_DIR, checkpoint_file, read_checkpoint, rename_checkpoint, save_checkpoint

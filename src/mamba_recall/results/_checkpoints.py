@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 from pathlib import Path
 
 import torch
@@ -14,6 +15,7 @@ from ..paths import RESULTS_DIR
 from ._bundles import _output_dir
 from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together
 from ._records import (
+    CONTENT_HASH,
     SIDECAR_SCHEMA,
     SIDECAR_SCHEMA_VERSION,
     BundleError,
@@ -26,11 +28,48 @@ from ._records import (
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 
 
-def checkpoint_file(prefix: str, name: str, preset: str, directory: Path | None = None) -> Path:
-    """``<directory>/<prefix>_<name>_<preset>.pt`` (default directory ``results/checkpoints``): the file of a committed
-    checkpoint (prefix: the chapter, e.g. ``ch1``), the preset in its name so that runs of different presets never
-    overwrite each other."""
-    return Path(directory or CHECKPOINT_DIR) / f"{prefix}_{name}_{preset}.pt"
+#: an experiment's name: ``ch<N>.<name>`` (``ch3.keep_nth``), as in the presets and the run store
+_EXPERIMENT = re.compile(r"ch\d+\.[a-z0-9_]+")
+
+
+def checkpoint_file(
+    experiment: str,
+    preset: str,
+    *,
+    model: str | None = None,
+    seed: int | None = None,
+    directory: Path | None = None,
+    **parts,
+) -> Path:
+    """The one name of a committed checkpoint: ``<directory>/<experiment>[_<model>]_<preset>[_<key><value>…][_seed<s>].pt``
+    with the experiment's dot written ``_`` (default directory ``results/checkpoints``). ``ch3.keep_nth``'s Mamba+PE
+    at ``cpu-hours``, T = 10, seed 0 is ``ch3_keep_nth_s6pe_cpu-hours_T10_seed0.pt``; ``ch1.k1`` at ``ci`` is
+    ``ch1_k1_ci.pt``. The preset is in every name, so runs of different presets never overwrite each other; a
+    ``parts`` value of None is left out. ValueError for an experiment not named ``ch<N>.<name>``."""
+    if not _EXPERIMENT.fullmatch(experiment):
+        raise ValueError(f"checkpoint of {experiment!r}: name the experiment as ch<N>.<name>, e.g. 'ch3.keep_nth'.")
+    name = experiment.replace(".", "_") + (f"_{model}" if model else "") + f"_{preset}"
+    name += "".join(f"_{k}{v}" for k, v in parts.items() if v is not None)
+    name += "" if seed is None else f"_seed{seed}"
+    return Path(directory or CHECKPOINT_DIR) / f"{name}.pt"
+
+
+def rename_checkpoint(old: str | Path, new: str | Path) -> Path:
+    """Move the checkpoint ``old`` (``.pt`` and sidecar) to ``new``, checked first (:func:`read_checkpoint`): the
+    sidecar's ``file`` becomes the new name and ``renamed_from`` records the old one; its provenance (how the weights
+    were made) is kept. Both new files are written together before the old pair is removed, so an interruption
+    leaves the old pair or both. ValueError if ``new`` exists. Returns the new ``.pt`` path."""
+    old, new = Path(old), Path(new)
+    if new.exists() or new.with_suffix(".json").exists():
+        raise ValueError(f"cannot rename {old.name} to {new.name}: {new} exists; remove it first.")
+    read_checkpoint(old, regenerate=f"the command in {old.with_suffix('.json').name}")
+    sidecar = json.loads(old.with_suffix(".json").read_text())
+    sidecar.pop(CONTENT_HASH, None)
+    sidecar = {**sidecar, "file": new.name, "renamed_from": sidecar.get("renamed_from", []) + [old.name]}
+    _write_together({new: old.read_bytes(), new.with_suffix(".json"): _hashed_json(sidecar, sort_keys=False)})
+    old.unlink()
+    old.with_suffix(".json").unlink()
+    return new
 
 
 def save_checkpoint(

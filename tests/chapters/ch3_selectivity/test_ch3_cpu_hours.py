@@ -30,11 +30,11 @@ def tmp_checkpoints(tmp_path, monkeypatch):
     return tmp_path / "checkpoints"
 
 
-def test_checkpoint_names_carry_the_preset():
-    assert selectivity.checkpoint_name("ch3_keep_s6pe", "ci") == "ch3_keep_s6pe"  # the committed file keeps its name
-    assert selectivity.checkpoint_name("ch3_keep_s6pe", "ci", s=1) == "ch3_keep_s6pe_s1"
-    assert selectivity.checkpoint_name("ch3_keep_s6pe", "paper", T=20) == "ch3_keep_s6pe_paper_T20"
-    assert selectivity.checkpoint_name("ch3_keep_s6pe", "cpu-hours", T=50, s=2) == "ch3_keep_s6pe_cpu-hours_T50_s2"
+def test_checkpoint_names_follow_the_one_convention_and_carry_the_preset():
+    assert selectivity.keep_checkpoint_name("ci", 20, 0) == "ch3_keep_nth_s6pe_ci_T20_seed0"
+    assert selectivity.keep_checkpoint_name("paper", 20, 1) == "ch3_keep_nth_s6pe_paper_T20_seed1"
+    assert selectivity.keep_checkpoint_name("cpu-hours", 50, 2) == "ch3_keep_nth_s6pe_cpu-hours_T50_seed2"
+    assert selectivity.keep_checkpoint_name("cpu-hours") == "ch3_keep_nth_s6pe_cpu-hours"
 
 
 def test_cpu_hours_grids_cover_the_paper_settings():
@@ -89,7 +89,7 @@ def test_keep_grid_resumes_and_bundles_intervals(tmp_path, tmp_checkpoints):
 
     # Fig. 1: one (trained, untrained) pair per seed from the preset's checkpoints, at the largest T
     saved = sorted(p.name for p in tmp_checkpoints.glob("*.pt"))
-    assert saved and all(n.startswith("ch3_keep_s6pe_cpu-hours_T") for n in saved)
+    assert saved and all(n.startswith("ch3_keep_nth_s6pe_cpu-hours_T") for n in saved)
     pairs, ck = fig1_decay_pairs(20, preset="cpu-hours")
     assert ck["T"] == 50 and ck["preset"] == "cpu-hours" and len(pairs) == 2
 

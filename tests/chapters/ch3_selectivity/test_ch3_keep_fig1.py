@@ -59,7 +59,9 @@ def test_committed_ci_histogram_is_reproduced_on_keep_test_set():
     from mamba_recall.chapters.ch3_selectivity.training.selectivity import load_checkpoint
     from mamba_recall.models.s6 import MixerLM
 
-    model, ck = load_checkpoint("ch3_keep_s6pe", lambda c: MixerLM(c["V"], c["d"], c["N"], "s6", pe=True))
+    model, ck = load_checkpoint(
+        "ch3_keep_nth_s6pe_ci_T20_seed0", lambda c: MixerLM(c["V"], c["d"], c["N"], "s6", pe=True)
+    )
     c = config(T=ck["T"])
     rows = pd.DataFrame(probes.decay_rows_of(model, probes.keep_test_set(c)[0], c, 0))
     committed = results.load_bundle(ROOT / "results" / "ch3_keep_nth_ci.json").tables["decay"]

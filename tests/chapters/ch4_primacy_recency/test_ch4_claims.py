@@ -22,7 +22,7 @@ from test_no_working_notes import find_citations
 
 CTX = SimpleNamespace(preset="ci", device="cpu")
 SIDE = {
-    "source": "results/checkpoints/ch4_s_small.pt",
+    "source": "results/checkpoints/ch4_train_s_small_ci.pt",
     "gate": {"passed": True},
     "command": "python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model s_small --preset ci",
 }
@@ -205,7 +205,7 @@ def test_an_unconverged_model_reads_not_run():
 def test_evidence_tier_is_the_checkpoint_recipe():
     v = _judge("004/Sec4.4-recency", {(16, "random"): _curve(U16)})
     assert v.evidence["tier"] == "ci" and v.evidence["seeds"] == 1
-    assert v.evidence["source"] == "results/checkpoints/ch4_s_small.pt"
+    assert v.evidence["source"] == "results/checkpoints/ch4_train_s_small_ci.pt"
     ev = ch4_common._evidence(SimpleNamespace(preset="paper", device="cuda"), SIDE, "x")
     assert ev.tier == "ci"  # a ci-trained checkpoint evaluated at paper size is still ci evidence
     assert ch4_common._evidence(SimpleNamespace(preset="ci", device="cpu", smoke=True), SIDE, "x").smoke

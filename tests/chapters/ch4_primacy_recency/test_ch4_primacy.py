@@ -309,7 +309,7 @@ def test_committed_checkpoint_is_deterministic():
 
     path = checkpoint_path("s_small")
     if not path.exists():
-        pytest.skip("no committed checkpoint results/checkpoints/ch4_s_small.pt")
+        pytest.skip("no committed checkpoint results/checkpoints/ch4_train_s_small_ci.pt")
     model, vocab, side = load_checkpoint(path)
     assert path.stat().st_size < 5 * 2**20
     got = gate_metrics(model, vocab)

@@ -95,7 +95,7 @@ def test_table1_on_one_ci_model_is_inconclusive_and_says_what_settles_it():
         "excess_over_2x_random": -0.05,
         "worse_fraction": 0.25,
     }  # every condition fails at its point: one seed still decides nothing
-    v = judge(c, Measurement(vals, "s_mix", Evidence("ci", "cpu", 1, "4 synthetic tasks", "ch4_s_mix.pt")))
+    v = judge(c, Measurement(vals, "s_mix", Evidence("ci", "cpu", 1, "4 synthetic tasks", "ch4_train_s_mix_ci.pt")))
     assert v.status == "inconclusive"
     assert "on 1 seed" in v.reason and "'not reproduced'" in v.reason and "what would settle it: 3 seeds" in v.reason
     assert v.analogue and "LongBench" in v.setting

@@ -133,7 +133,7 @@ def checkpoint_path(name: str, preset: str, seed: int, smoke: bool = False) -> P
     from mamba_recall.results import checkpoint_file
 
     folder = SMOKE_CHECKPOINT_DIR if smoke else CHECKPOINT_DIR
-    return checkpoint_file("ch1", name, f"{preset}{'_smoke' if smoke else ''}_seed{seed}", folder)
+    return checkpoint_file(f"ch1.{name}", f"{preset}{'_smoke' if smoke else ''}", seed=seed, directory=folder)
 
 
 def _relative(path: Path) -> str:

@@ -114,7 +114,7 @@ def train_recall(
 
 
 def checkpoint_path(name: str, preset: str) -> Path:
-    return results.checkpoint_file("ch1", name, preset, CHECKPOINT_DIR)
+    return results.checkpoint_file(f"ch1.{name}", preset, directory=CHECKPOINT_DIR)
 
 
 def load_checkpoint(name: str, preset: str = "paper"):

@@ -11,15 +11,18 @@ The runs are the ones :mod:`mamba_recall.chapters.ch3_selectivity.runners.keep_n
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import torch
 
 from mamba_recall.tasks.keep_nth import keep_nth
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
+    REGENERATE,
     REGENERATE_STORE,
     STORE_PRESETS,
     build_model,
-    checkpoint_name,
+    keep_checkpoint_name,
     recipe_fields,
 )
 
@@ -125,29 +128,28 @@ def fig1_decay_pairs(
 ):
     """Fig. 1 for every seed whose Mamba+PE checkpoint (d = 32, N = 8) of ``preset`` exists, on ``sequences`` test
     sequences of the checkpoint's T (data seed ``seed``): a list of ((t < n, t ≥ n) trained, (t < n, t ≥ n) untrained)
-    e^{−λΔ} values, and the first checkpoint's config (plus ``checkpoint``, its path). ``ci``/``paper`` (loop runners): ``ch3_keep_s6pe[_paper]``
-    (the largest T) and ``…_s<seed>`` of the same preset and T; a run-store preset (``cpu-hours``): the files
-    ``ch3_keep_s6pe_<preset>_T<T>_s<seed>`` at ``T`` (default: the largest T saved)."""
+    e^{−λΔ} values, and the first checkpoint's config (plus ``checkpoint``, its path). The files are
+    ``ch3_keep_nth_s6pe_<preset>_T<T>_seed<s>`` (:func:`keep_checkpoint_name`), read at ``T`` (default: the largest T
+    saved), seed by seed."""
     from mamba_recall.models.s6 import MixerLM
     from mamba_recall.chapters.ch3_selectivity.training.selectivity import CHECKPOINT_DIR, load_checkpoint
 
     def factory(c):
         return MixerLM(c["V"], c["d"], c["N"], "s6", pe=True, backend=backend)
 
-    if preset in STORE_PRESETS:
-        stem = checkpoint_name("ch3_keep_s6pe", preset)
-        found = sorted(CHECKPOINT_DIR.glob(f"{stem}_T*_s*.pt"))
-        Ts = sorted({int(p.stem[len(stem) + 2 :].split("_s")[0]) for p in found})
-        if not Ts:
-            raise FileNotFoundError(
-                f"no {stem}_T<T>_s<seed>.pt in {CHECKPOINT_DIR}; make them with `{REGENERATE_STORE}`."
-            )
-        T = T if T is not None else Ts[-1]
-        names = [p.stem for p in found if p.stem.startswith(f"{stem}_T{T}_s")]
-        names.sort(key=lambda n: int(n.rsplit("_s", 1)[1]))
-    else:
-        first = checkpoint_name("ch3_keep_s6pe", preset)
-        names = [first] + [p.stem for p in sorted(CHECKPOINT_DIR.glob(f"{first}_s*.pt"))]
+    stem = keep_checkpoint_name(preset)
+    found = {}  # T -> {seed: name}
+    for path in CHECKPOINT_DIR.glob(f"{stem}_T*_seed*.pt"):
+        match = re.fullmatch(rf"{re.escape(stem)}_T(\d+)_seed(\d+)", path.stem)
+        if match:
+            found.setdefault(int(match.group(1)), {})[int(match.group(2))] = path.stem
+    if not found:
+        regenerate = REGENERATE_STORE if preset in STORE_PRESETS else REGENERATE
+        raise FileNotFoundError(f"no {stem}_T<T>_seed<s>.pt in {CHECKPOINT_DIR}; make them with `{regenerate}`.")
+    T = T if T is not None else max(found)
+    if T not in found:
+        raise FileNotFoundError(f"no {stem}_T{T}_seed<s>.pt in {CHECKPOINT_DIR}; the saved T are {sorted(found)}.")
+    names = [found[T][s] for s in sorted(found[T])]
     model, ck = load_checkpoint(names[0], factory)
     ids, _ = keep_nth(sequences, ck["T"], ck["V"], ck["nth"], seed=seed)
     pairs = [(decay_values(model, ids, ck["nth"]), untrained_decay_values(ck, ids, backend))]

@@ -6,18 +6,17 @@ fixed 10⁵-sample set, App. D.1), Adam (no weight decay), cosine lr, early stop
 accuracy, and tests on fresh sequences. It writes ``results/ch3_keep_nth_<preset>.json`` with the tables
 ``runs`` (one row per run) and ``decay`` (Fig. 1: 50-bin histograms of e^{−λΔ} of the S6/S4D models, counts in
 ``before`` (t < n) and ``after`` (t ≥ n); the extra row with ``bin = −1`` holds frac(< 0.1 | t < n) in ``before`` and
-frac(> 0.9 | t ≥ n) in ``after``; one set per seed), and the checkpoint of the S6+PE model with d = 32, N = 8 (the
-largest T) in ``results/checkpoints/ch3_keep_s6pe.pt`` (first seed; ``_s{seed}`` for the others, ``_T{T}`` per T
-when several T are run).
+frac(> 0.9 | t ≥ n) in ``after``; one set per seed), and the checkpoint of every S6+PE model with d = 32, N = 8 in
+``results/checkpoints/ch3_keep_nth_s6pe_<preset>_T<T>_seed<s>.pt``, named as every preset names them.
 
 ``--preset cpu-hours|paper --allow-long [--jobs N]`` runs the preset's grid as run-store jobs instead (below); a
 ``paper`` job trains on a GPU where the process that runs it has one (``training.selectivity.GPU_PRESETS``), and its
-checkpoints are ``ch3_keep_s6pe_paper_T<T>_s<seed>``, so a run-store preset never overwrites the committed ci files.
+checkpoints are ``ch3_keep_nth_s6pe_paper_T<T>_seed<s>``, so a preset never overwrites another's files.
 
 ``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset cpu-hours --allow-long [--jobs 1]`` runs the ``cpu-hours``
 grid (Tab. 1 at the paper's T = 50, d = 32, N = 8 with all five models; Fig. 1's T ∈ {10, …, 50} for Mamba+PE and
 S4D+PE; 3 seeds) as run-store jobs (``results/runs/ch3.keep_nth/``, resumable, estimate printed first), saves every
-Mamba+PE model as ``ch3_keep_s6pe_cpu-hours_T<T>_s<seed>`` and aggregates ``results/ch3_keep_nth_cpu-hours.json``:
+Mamba+PE model as ``ch3_keep_nth_s6pe_cpu-hours_T<T>_seed<s>`` and aggregates ``results/ch3_keep_nth_cpu-hours.json``:
 tables ``runs`` and ``decay`` as above, ``cells`` (mean over seeds, 95 % t-interval, per-seed values) and ``curves``
 (each run's training loss and held-out accuracy every 100 steps). ``--aggregate-only`` rewrites the bundle only.
 The aggregation adds Fig. 1's baseline, computed there and not in the jobs (so job configs and keys stay as they
@@ -47,7 +46,7 @@ from mamba_recall.train import evaluate
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     REGENERATE_STORE,
     STORE_PRESETS,
-    checkpoint_name,
+    keep_checkpoint_name,
     job_config,
     save_checkpoint,
     train_recipe,
@@ -119,8 +118,8 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
 
 def run_job(config: dict, seed: int) -> dict:
     """One run-store job: train, test, the decay histograms (S6/S4D), the training curve; the Mamba+PE model at
-    d = 32, N = 8 is saved as ``ch3_keep_s6pe_<preset>_T<T>_s<seed>``
-    (:func:`~mamba_recall.chapters.ch3_selectivity.training.selectivity.checkpoint_name`)."""
+    d = 32, N = 8 is saved as ``ch3_keep_nth_s6pe_<preset>_T<T>_seed<s>``
+    (:func:`~mamba_recall.chapters.ch3_selectivity.training.selectivity.keep_checkpoint_name`)."""
     device = job_device(config)
     model, res, row, test = train_one(config, seed, device=device)
     decay = decay_rows_of(model, test[0], config, seed) if config["model"] != "transformer" else []
@@ -129,9 +128,7 @@ def run_job(config: dict, seed: int) -> dict:
             V=config["V"], d=32, N=8, T=config["T"], nth=config["nth"], kind="s6+pe", seed=seed,
             preset=config["preset"], device=device,
         )  # fmt: skip
-        save_checkpoint(
-            model, checkpoint_name("ch3_keep_s6pe", config["preset"], T=config["T"], s=seed), meta, REGENERATE_STORE
-        )
+        save_checkpoint(model, keep_checkpoint_name(config["preset"], config["T"], seed), meta, REGENERATE_STORE)
     return {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
 
 
@@ -187,13 +184,8 @@ def main(argv=None):
                         decay_rows += decay_rows_of(model, test[0], c, seed)
                     if kind == "s6+pe" and (d, N) == (32, 8):
                         meta = dict(V=cfg["V"], d=d, N=N, T=T, nth=cfg["nth"], kind=kind, seed=seed, preset=args.preset)
-                        # the largest T wins (Fig. 1 notebook); seeds after the first as ch3_keep_s6pe_s<seed>
-                        first = seed == cfg["seeds"][0]
-                        save_checkpoint(
-                            model, checkpoint_name("ch3_keep_s6pe", args.preset, s=None if first else seed), meta
-                        )
-                        if len(cfg["Ts"]) > 1 and first:
-                            save_checkpoint(model, checkpoint_name("ch3_keep_s6pe", args.preset, T=T), meta)
+                        # named as the run-store jobs name theirs; Fig. 1's notebook reads the largest T
+                        save_checkpoint(model, keep_checkpoint_name(args.preset, T, seed), meta)
     save_runner_bundle(args, "ch3_keep_nth", {"n_runs": len(rows)}, cfg, start, {"runs": rows, "decay": decay_rows})
 
 

@@ -46,12 +46,11 @@ def build_model(
     return MixerLM(V, d, N, mixer=mixer, pe=pe == "pe", n_classes=n_classes, backend=backend, **kw)
 
 
-def checkpoint_name(stem: str, preset: str, **parts) -> str:
-    """``<stem>`` + ``_<preset>`` (every preset but ``ci``, whose committed files keep their names) + ``_<key><value>``
-    for each of ``parts`` given (e.g. ``T=50, s=1`` → ``_T50_s1``): runs of different presets never overwrite
-    each other's checkpoints."""
-    name = stem if preset == "ci" else f"{stem}_{preset}"
-    return name + "".join(f"_{k}{v}" for k, v in parts.items() if v is not None)
+def keep_checkpoint_name(preset: str, T: int | None = None, seed: int | None = None) -> str:
+    """The KEEP n-TH Mamba+PE model's checkpoint (d = 32, N = 8), at every preset the one convention
+    (:func:`mamba_recall.results.checkpoint_file`): ``ch3_keep_nth_s6pe_<preset>_T<T>_seed<s>``; without ``T`` and
+    ``seed``, the stem they extend."""
+    return results.checkpoint_file("ch3.keep_nth", preset, model="s6pe", T=T, seed=seed).stem
 
 
 def save_checkpoint(model: torch.nn.Module, name: str, config: dict, command: str = REGENERATE) -> Path:

@@ -202,7 +202,7 @@ def main(argv=None):
     p.add_argument(
         "--model",
         default=None,
-        help="a committed S-model (results/checkpoints/ch4_<model>.pt); "
+        help="a committed S-model (results/checkpoints/ch4_train_<model>_ci.pt); "
         "default: every model of the preset's ch4.model_checks list",
     )
     p.add_argument("--checkpoint", default=None, help="or any Chapter 4 checkpoint .pt (then give --name)")

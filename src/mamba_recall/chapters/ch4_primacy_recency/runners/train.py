@@ -13,9 +13,9 @@ query triples ``s r o .``, loss on every queried object), half repeated / half r
 cosine, weight decay 0.1 (none on A_log, D, biases, norms), gradient clipping 1.0; the training loop
 is :func:`mamba_recall.train.train`.
 
-Outputs: ``results/checkpoints/ch4_<model>.pt`` — ``{"state_dict", "model_config", "vocab",
+Outputs: ``results/checkpoints/ch4_train_<model>_<preset>.pt`` — ``{"state_dict", "model_config", "vocab",
 "train_config", "history"}`` with mamba_ssm parameter names — and a JSON sidecar
-``ch4_<model>.json`` with the training config, the file's sha256, the learning curve, the
+``ch4_train_<model>_<preset>.json`` with the training config, the file's sha256, the learning curve, the
 convergence gate and provenance. An intermediate checkpoint is written every ``checkpoint_every``
 steps so that a stopped run loses little.
 
@@ -219,9 +219,8 @@ def train_smodel(
         if __name__ == "__main__"
         else f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"
     )
-    # the preset is in the name of every checkpoint but the committed ci ones (ch4_<model>.pt), so that a
-    # paper run never overwrites them
-    default = checkpoint_path(model_name if preset == "ci" else f"{model_name}_{preset}")
+    # the preset is in every checkpoint's name (ch4_train_<model>_<preset>.pt), so a paper run never overwrites ci's
+    default = checkpoint_path(model_name, preset)
     return train_recipe(
         cfg,
         model_name,
@@ -345,7 +344,9 @@ def main(argv=None):
     p.add_argument("--model", choices=MODELS, default="s_small")
     p.add_argument("--preset", choices=("ci", "paper"), default="ci")
     p.add_argument("--steps", type=int, default=None, help="override the preset's steps (smoke tests)")
-    p.add_argument("--out", default=None, help="checkpoint path (default results/checkpoints/ch4_<model>.pt)")
+    p.add_argument(
+        "--out", default=None, help="checkpoint path (default results/checkpoints/ch4_train_<model>_<preset>.pt)"
+    )
     p.add_argument("--device", default="cpu")
     p.add_argument("--backend", default="auto")
     p.add_argument("--threads", type=int, default=1)

@@ -13,7 +13,7 @@ import torch
 
 from mamba_recall.models.mamba import MambaLMHeadModel
 from mamba_recall.presets import seeds
-from mamba_recall.results import CHECKPOINT_DIR, read_checkpoint
+from mamba_recall.results import CHECKPOINT_DIR, checkpoint_file, read_checkpoint
 from mamba_recall.tasks.serial_recall import RecallVocab, recall_contexts
 from mamba_recall.analysis import interventions as iv
 from mamba_recall.runners import runner_command
@@ -26,13 +26,18 @@ EVAL_SEED = seeds.PRIMACY_EVAL
 # --------------------------------------------------------------------- S-model checkpoints
 
 
-def checkpoint_path(model: str) -> Path:
-    """``results/checkpoints/ch4_<model>.pt``: where the S-model ``model`` (a recipe name of
-    :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.train`, or an edge-family name ``edge_<recipe>_<preset>_seed<k>`` of
-    :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`) is kept."""
+def checkpoint_path(model: str, preset: str = "ci") -> Path:
+    """Where the S-model ``model`` is kept, named by the one convention (:func:`mamba_recall.results.checkpoint_file`):
+    a recipe of :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.train` (``s_small``) is experiment
+    ``ch4.train_<model>`` at ``preset``, ``results/checkpoints/ch4_train_s_small_ci.pt``; an edge-family model is
+    named with its preset and seed already (``edge_<recipe>_<preset>_seed<k>`` of
+    :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`: ``ch4_edge_<recipe>_<preset>_seed<k>.pt``, the
+    same convention, written into those runs' job configs)."""
     if not model or "/" in model or model.startswith("."):
         raise ValueError(f"S-model name {model!r} must be a plain name such as 's_small'.")
-    return CHECKPOINT_DIR / f"ch4_{model}.pt"
+    if model.startswith("edge_"):
+        return CHECKPOINT_DIR / f"ch4_{model}.pt"
+    return checkpoint_file(f"ch4.train_{model}", preset)
 
 
 def build_model(model_config: dict, vocab: RecallVocab, backend="auto", device=None) -> MambaLMHeadModel:
@@ -76,7 +81,7 @@ def read_smodel(path: Path, model: str, verify_hash: bool = True) -> tuple[dict,
 def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device="cpu", verify_hash=True):
     """Load an S-model checkpoint (``.pt`` + JSON sidecar) → ``(model, vocab, sidecar)``.
 
-    ``path`` defaults to the committed ``results/checkpoints/ch4_<model>.pt``. The sidecar's sha256
+    ``path`` defaults to the committed ``results/checkpoints/ch4_train_<model>_ci.pt`` (:func:`checkpoint_path`). The sidecar's sha256
     is checked. A reader's own mamba_ssm-compatible checkpoint is loaded with
     :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead.
     """
@@ -116,7 +121,7 @@ def load_model(name: str = "s_small", *, backend="auto", device="cpu"):
                 f"{ENV_CHECKPOINT}={env}: cannot be loaded ({reason}). {VALID_CHECKPOINT}"
             ) from exc
     model, vocab, side = load_checkpoint(model=name, backend=backend, device=device)
-    return model, vocab, {"source": f"results/checkpoints/ch4_{name}.pt", **side}
+    return model, vocab, {"source": f"results/checkpoints/{checkpoint_path(name).name}", **side}
 
 
 class CheckpointEnvError(ValueError):
@@ -125,7 +130,7 @@ class CheckpointEnvError(ValueError):
 
 VALID_CHECKPOINT = (
     f"It must name a Chapter 4 checkpoint: a .pt written by `{runner_command('ch4_train')}` "
-    "with its .json sidecar beside it (e.g. results/checkpoints/ch4_s_small.pt), or a mamba_ssm "
+    "with its .json sidecar beside it (e.g. results/checkpoints/ch4_train_s_small_ci.pt), or a mamba_ssm "
     f"save_pretrained directory (config.json + pytorch_model.bin); or unset {ENV_CHECKPOINT} to use "
     "the committed model."
 )
