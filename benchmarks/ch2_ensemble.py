@@ -120,14 +120,14 @@ def main(argv=None):
         f"{args.steps} steps (seconds: the training loops; wall_with_startup adds the worker processes' start):"
     )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    from mamba_recall.chapters.ch2_hashing_scaling.runners.scaling import default_way
+    from mamba_recall.chapters.ch2_hashing_scaling.training.ensemble import default_way
 
     by_wall = table.loc[table["model_steps_per_s"].idxmax()]
     by_cpu = table.loc[table["model_steps_per_cpu_s"].idxmax()]
     print(
         f"faster here: {by_wall['way']} ({by_wall['processes']} process(es)) by the wall clock, {by_cpu['way']} "
         f"({by_cpu['processes']}) by CPU time; ch2_scaling's default for this group on the CPU: --way "
-        f"{default_way('cpu', args.members, args.batch, args.L, 2 * args.D)} (ch2_scaling.default_way)."
+        f"{default_way('cpu', args.members, args.batch, args.L, 2 * args.D)} (training.ensemble.default_way)."
     )
     return 0
 

@@ -84,9 +84,9 @@ def _rel(path: Path, root: Path) -> str:
 def current_command(command: str | None) -> str | None:
     """``command`` as it is run today: the scan benchmark's old recorded form (``python -m mamba_recall bench
     ARGS``, from when it was a module of the library) becomes ``python benchmarks/scan.py ARGS``; a runner's old
-    module path (``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth ...``, from before each chapter had its folder)
-    becomes its chapter's runner module (:func:`mamba_recall.runners.current_command`); any other command (or None)
-    is returned as it is."""
+    module path (``python -m mamba_recall.experiments.ch3_keep_nth ...``, from before each chapter had its folder)
+    becomes its chapter's runner module, and a runner merged into another its new runner's
+    (:func:`mamba_recall.runners.current_command`); any other command (or None) is returned as it is."""
     if not command:
         return command
     words = shlex.split(command)
@@ -104,8 +104,9 @@ def needs_gpu(command: str | None) -> bool:
 
 def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str, ...]]]:
     """``(runner, flags)`` of a recorded command: ``python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling
-    --preset ci`` (or its old recorded form ``python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci``) gives
-    ``("ch2_scaling", {"--preset": ("ci",)})``; the scan benchmark, ``python benchmarks/scan.py ...`` (or
+    --preset ci`` (or its old recorded form ``python -m mamba_recall.experiments.ch2_scaling --preset ci``) gives
+    ``("ch2_scaling", {"--preset": ("ci",)})``, a merged runner's command its new runner (``ch2_figs_cpu`` gives
+    ``ch2_scaling``, :data:`mamba_recall.runners.MERGED`); the scan benchmark, ``python benchmarks/scan.py ...`` (or
     its old recorded form ``python -m mamba_recall bench ...``), gives ``"bench"``."""
     if not command:
         return None, {}
@@ -117,7 +118,7 @@ def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str,
     elif module == "mamba_recall" and rest:
         runner, rest = rest[0], rest[1:]
     else:
-        runner = runners.runner_name(module) or module.rsplit(".", 1)[-1] or None
+        runner = runners.runner_name(runners.current_module(module)) or module.rsplit(".", 1)[-1] or None
     flags: dict[str, list[str]] = {}
     current = None
     for word in rest:

@@ -68,21 +68,21 @@ def grids() -> list[Grid]:
 
     out = [
         Grid(
-            "ch1_cpu_hours",
+            "ch1_training",
             part,
             lambda preset, part=part: ch1.jobs_for(preset, parts=[part]),
             ch1.estimate,
-            cmd("ch1_cpu_hours", f" --parts {part}"),
+            cmd("ch1_training", f" --parts {part}"),
         )
         for part in ch1.PARTS
     ]
     out += [
         Grid(
-            "ch2_figs_cpu",
+            "ch2_scaling",
             part,
             lambda preset, part=part: ch2.jobs_for(part, preset),
             ch2.estimate,
-            cmd("ch2_figs_cpu", f" --parts {part}"),
+            cmd("ch2_scaling", f" --parts {part}"),
         )
         for part in ch2.PARTS
     ]

@@ -22,6 +22,11 @@ _CHAPTER = re.compile(r"ch(\d+)_[a-z0-9_]+")
 #: the module path runners had before each chapter got its folder (recorded in older bundles' commands and run
 #: records): ``mamba_recall.experiments.<short name>``
 OLD_RUNNERS = f"{__package__}.experiments."
+#: Runners folded into another (issue 30, one runner per result family), old short name -> the runner whose command
+#: takes the same arguments now: a recorded ``ch2_figs_cpu --preset cpu-hours --parts fig7`` is run today as
+#: ``ch2_scaling --preset cpu-hours --parts fig7``. The old module stays as the new runner's helper (its job function
+#: is still named in run records), without a ``main``.
+MERGED = {"ch2_figs_cpu": "ch2_scaling", "ch1_cpu_hours": "ch1_training"}
 
 
 @functools.cache
@@ -73,13 +78,22 @@ def runner_name(module: str) -> str | None:
     return None
 
 
-def current_module(module: str) -> str:
-    """``module`` as it is named today: an old runner path (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``, recorded by
-    bundles and run records made before the chapters' folders) becomes the chapter's runner module; any other module,
-    and an old path naming no runner of today, is returned as it is."""
+def _today(module: str) -> str:
+    """An old runner path (``mamba_recall.experiments.ch3_keep_nth``) as the module of today's chapter folder; any
+    other module, and an old path naming no module of today, as it is."""
     if module.startswith(OLD_RUNNERS):
         return _runner_modules().get(module[len(OLD_RUNNERS) :], module)
     return module
+
+
+def current_module(module: str) -> str:
+    """The runner module that runs a recorded command of ``module`` today: an old runner path (recorded by bundles
+    and run records made before the chapters' folders) becomes the chapter's runner module, and a runner folded into
+    another (:data:`MERGED`) becomes that runner's; any other module is returned as it is."""
+    name = runner_name(module)
+    if name in MERGED:
+        return runner_module(MERGED[name])
+    return _today(module)
 
 
 def experiment_runners() -> list[str]:
@@ -115,8 +129,9 @@ def current_command(command: str | None) -> str | None:
 
 
 def current_job_function(ref: str) -> str:
-    """A run-store job function ``module:function`` as it is named today (:func:`current_module` of its module):
-    the ``runner`` that older run records and bundle configs hold (``mamba_recall.experiments.ch4_edge:run_job``)
-    names the same function as ``mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_job``."""
+    """A run-store job function ``module:function`` as it is named today: the ``runner`` that older run records and
+    bundle configs hold (``mamba_recall.experiments.ch4_edge:run_job``) names the same function as
+    ``mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_job``. A merged runner's job function stays in its
+    old module (:data:`MERGED` maps commands, not functions)."""
     module, sep, func = ref.partition(":")
-    return f"{current_module(module)}{sep}{func}"
+    return f"{_today(module)}{sep}{func}"

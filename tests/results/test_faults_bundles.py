@@ -136,7 +136,7 @@ def test_corrupt_committed_bundle_stops_instead_of_falling_back(tmp_path, monkey
     message = str(info.value)
     assert (
         str(copy) in message
-        and "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu --preset cpu-hours" in message
+        and "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours" in message
     )
 
 
@@ -417,8 +417,8 @@ def test_smoke_runners_run_store_defaults_outside_results():
         trained_dn as ch2_trained_dn,
     )
 
-    for mod in (ch1_cpu_hours, ch2_figs_cpu, ch2_reference_grid, ch2_trained_dn):
-        assert "smoke_run_store(args.smoke)" in inspect.getsource(mod.main), mod.__name__
+    for command in (ch1_cpu_hours.store_main, ch2_figs_cpu.store_main, ch2_reference_grid.main, ch2_trained_dn.main):
+        assert "smoke_run_store(args.smoke)" in inspect.getsource(command), command.__module__
 
 
 # ------------------------------------------------------------------------- 6. strict JSON

@@ -32,9 +32,10 @@ def _results(store, experiment):
 
 
 def test_a_real_grid_on_ray_is_bit_identical_to_the_local_engine_and_resumes(local_ray, tmp_path):
-    """ch2_figs_cpu's Fig. 7 grid at the smoke cap (8 trained models) through its own command line, local and Ray."""
+    """Chapter 2's Fig. 7 grid at the smoke cap (8 trained models) through its runner's command line (``ch2_scaling
+    --parts fig7``, a run-store part), local and Ray."""
     from mamba_recall import results
-    from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as F
+    from mamba_recall.chapters.ch2_hashing_scaling.runners import scaling as F
 
     args = ["--preset", "cpu-hours", "--smoke", "--no-estimate", "--parts", "fig7"]
     with pytest.MonkeyPatch.context() as mp:

@@ -287,7 +287,7 @@ def test_selective_ablation_rows():
 def test_member_model_and_the_separate_way_give_the_ensemble_numbers():
     """ch2_scaling's two ways: a member trained alone (LinearMamba.member_model) follows its ensemble trajectory, so
     train_members(way="separate") returns the ensemble's accuracies exactly (same machine)."""
-    from mamba_recall.chapters.ch2_hashing_scaling.runners import scaling as S
+    from mamba_recall.chapters.ch2_hashing_scaling.training import ensemble as S
 
     sizes = [(16, 4), (8, 2), (16, 8, 2)]
     kw = dict(steps=40, batch=16, warmup=10, hold=10, n_eval=100, residual=True)

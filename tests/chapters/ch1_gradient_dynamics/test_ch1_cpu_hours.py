@@ -11,6 +11,7 @@ import torch
 from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe import noise_forgetting_probe
 from mamba_recall.chapters.ch1_gradient_dynamics.claims import K1_CLAIMS
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours as c1
+from mamba_recall.chapters.ch1_gradient_dynamics.runners import training
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import (
     cpu_hours_jobs as c1_jobs,
 )  # where checkpoint_path reads its folder
@@ -30,12 +31,12 @@ def smoke_grid(tmp_path_factory):
     logs = []
     mp.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
     try:
-        c1.main(["--smoke", "--store", str(store), "--no-estimate"])
+        training.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])
         files = sorted(store.rglob("*.json"))
         first = {p: p.stat().st_mtime_ns for p in files}
         victim = files[0]
         victim.unlink()
-        c1.main(["--smoke", "--store", str(store), "--no-estimate"])
+        training.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])
     finally:
         mp.undo()
     return dict(root=root, store=store, out=out, logs=logs, first=first, victim=victim)
@@ -301,7 +302,18 @@ def test_full_mamba_part_runs_alone(tmp_path, monkeypatch):
     monkeypatch.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", tmp_path / "checkpoints")
     monkeypatch.setattr(c1, "write_bundles", _writing_into(tmp_path / "results"))
     monkeypatch.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
-    c1.main(["--smoke", "--store", str(tmp_path / "runs"), "--no-estimate", "--parts", "full_mamba"])
+    training.main(
+        [
+            "--preset",
+            "cpu-hours",
+            "--smoke",
+            "--store",
+            str(tmp_path / "runs"),
+            "--no-estimate",
+            "--parts",
+            "full_mamba",
+        ]
+    )
     assert "2 jobs: 0 finished (skipped), 2 left" in "\n".join(logs)
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [c1.FULL_EXPERIMENT]
     assert sorted(p.name for p in (tmp_path / "results").glob("*.json")) == ["ch1_full_mamba_cpu-hours_smoke.json"]

@@ -1,4 +1,4 @@
-"""Runner ch2_figs_cpu (Fig. 7, Figs. 10-11, Fig. 8 + Thm 5, Tab. 10 through the run store) at the smoke cap:
+"""Runner ch2_scaling's run-store parts (:mod:`figs_cpu`: Fig. 7, Figs. 10-11, Fig. 8 + Thm 5, Tab. 10 through the run store) at the smoke cap:
 resumable grids, bundles with the interval columns, and the claims reading such a bundle seed by seed."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from unittest import mock
 import pytest
 
 from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as F
+from mamba_recall.chapters.ch2_hashing_scaling.runners import scaling as S
 
 
 def test_cpu_hours_sizes_are_the_papers_where_a_cpu_can():
@@ -70,7 +71,7 @@ def test_smoke_grid_resumes_and_bundles_have_intervals(smoke_store):
 
     store = smoke_store / "runs"
     args = ["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate", "--parts", "fig7", "tab10"]
-    F.main(args)
+    S.main(args)
     for part in ("fig7", "tab10"):
         b = results.load_bundle(F.bundle_name(part, "cpu-hours", smoke=True), directory=smoke_store)
         cells, runs = b.tables["cells"], b.tables["runs"]
@@ -83,11 +84,11 @@ def test_smoke_grid_resumes_and_bundles_have_intervals(smoke_store):
     folder = store / "ch2.fig7"
     before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
     assert len(before) == 8  # N ∈ {2, 4} × Λ ∈ {1, 4} (smoke: first and last Λ) × 2 seeds
-    F.main(args[:-2] + ["fig7"])  # nothing left: no job runs again
+    S.main(args[:-2] + ["fig7"])  # nothing left: no job runs again
     assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")} == before
     gone = sorted(before)[0]
     (folder / gone).unlink()  # an interrupted grid: only the missing job runs
-    F.main(args[:-2] + ["fig7"])
+    S.main(args[:-2] + ["fig7"])
     after = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
     assert after.keys() == before.keys() and [n for n in after if after[n] != before.get(n)] == [gone]
 
@@ -101,7 +102,7 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
     from mamba_recall.claims import check, get, judge
     from mamba_recall.chapters.ch2_hashing_scaling.claims import _common
 
-    F.main(["--preset", "cpu-hours", "--smoke", "--store", str(smoke_store / "runs"), "--no-estimate"])
+    S.main(["--preset", "cpu-hours", "--smoke", "--store", str(smoke_store / "runs"), "--no-estimate"])
     load = {p: results.load_bundle(F.bundle_name(p, "cpu-hours", smoke=True), directory=smoke_store) for p in F.PARTS}
     for claim, part in (
         ("002/Fig7", "fig7"),

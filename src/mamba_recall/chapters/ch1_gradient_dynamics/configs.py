@@ -436,7 +436,7 @@ EXPERIMENTS["ch1.table1_matched"] = {preset: _size_matched(e) for preset, e in E
 # over the fixed doubled one-hot embedding of §2.2 (E[v] = [e_v; e_v], d_model = 2|V|, frozen, so that the mixer reads
 # a token as the simplified model does) with an untied, learned output layer, trained a fixed 2000 steps past 100 %
 # training accuracy (the tied run stopped at 100 steps). Claim 000/Fig7-full reads its 3 seeds (runner
-# ch1_cpu_hours, part full_onehot).
+# ch1_training, part full_onehot).
 def _full_onehot(sizes: FullMamba, past: int) -> FullMamba:
     return sizes.replace(
         d_model=2 * sizes.vocab_size, embedding="doubled_one_hot", steps=max(sizes.steps, 2000), steps_past_target=past

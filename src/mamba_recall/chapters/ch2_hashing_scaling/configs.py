@@ -363,7 +363,7 @@ EXPERIMENTS["ch2.multihead"] = {
     ),
 }
 
-# Runner ch2_figs_cpu, part heads: Fig. 8 and Thm 5 at the paper's regime (V = 512, N_f = 16, L = 64, D = 60, batch
+# Runner ch2_scaling, run-store part heads: Fig. 8 and Thm 5 at the paper's regime (V = 512, N_f = 16, L = 64, D = 60, batch
 # 128, recipe [code] with clip 5), M ∈ {1, 2, 4, 8}, >= 1000 steps (the paper: 4000), 3 seeds. Cells (pattern,
 # values, M, N), chosen for about 1.3 CPU-hours (65-175 ms per step with one thread, CPU time): MHA with the authors' heads
 # over M × N ∈ {2, 4} and one head at N = 8 (Thm 5's pairs M·N on the grid: (2, 2), (2, 4), (4, 2)); the full-width
@@ -393,7 +393,7 @@ EXPERIMENTS["ch2.multihead"]["cpu-hours"] = Multihead(
     n_noise=1000,
 )
 
-# Runner ch2_figs_cpu, part thm5 (issue 31): Thm 5's MHA pairs at the paper's 4000 steps (hold 1400, the paper's
+# Runner ch2_scaling, run-store part thm5 (issue 31): Thm 5's MHA pairs at the paper's 4000 steps (hold 1400, the paper's
 # schedule), to see whether the split heads' gap at M = 4, N = 2 (−0.19 after 1000 steps) closes with training. The
 # cells are only those Thm 5's rule reads: one head at N ∈ {2, 4, 8} and the MHA pairs with M·N on that grid,
 # (2, 2), (2, 4), (4, 2); the regime and recipe are the fig8 part's. 18 jobs, about 1.6 CPU-hours (80 ms per step).

@@ -1,5 +1,5 @@
-"""Sizes of Chapter 2's scaling laws (paper 002, §5 and Apps. G, K; notebook 04 and the runners ch2_scaling and
-ch2_figs_cpu): experiment ``ch2.scaling``, merged into ``chapters/ch2_hashing_scaling/configs.py``'s ``EXPERIMENTS``. Typed sizes
+"""Sizes of Chapter 2's scaling laws (paper 002, §5 and Apps. G, K; notebook 04 and runner ch2_scaling, its
+ensemble and its run-store parts): experiment ``ch2.scaling``, merged into ``chapters/ch2_hashing_scaling/configs.py``'s ``EXPERIMENTS``. Typed sizes
 (``presets/sizes.py``): each field with its type and its smoke cap (KEEP unless said).
 """
 
@@ -101,7 +101,7 @@ class Scaling(Sizes):
 
 @dataclass(frozen=True, kw_only=True)
 class ScalingStore(Sizes):
-    """Runner ch2_figs_cpu's parts of ch2.scaling (run store): Fig. 7, Figs. 10-11, Tab. 10."""
+    """Runner ch2_scaling's run-store parts of ch2.scaling (run store): Fig. 7, Figs. 10-11, Tab. 10."""
 
     batch: int = size(BATCH)
     warmup: int = size(SCHEDULE)
@@ -234,7 +234,7 @@ SCALING: dict[str, Sizes] = {
     ),
 }
 
-# Runner ch2_figs_cpu (run store, one job per model and seed): Fig. 7, Figs. 10-11 and Tab. 10 at the paper's own
+# Runner ch2_scaling's run-store parts (one job per model and seed): Fig. 7, Figs. 10-11 and Tab. 10 at the paper's own
 # settings (recipe [code], batch 128, the paper's V / N_f / L / D where a CPU can) on the part of each grid that a
 # 2-core CPU trains in about 3 CPU-hours together with Fig. 8 below, 3 seeds, >= 1000 steps (the paper: 3000-4000).
 # Step times measured with one thread (CPU time, AMD EPYC, torch 2.13): V 512, L 64, D 64, batch 128: 55 / 106 /

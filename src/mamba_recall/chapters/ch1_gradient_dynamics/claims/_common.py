@@ -74,7 +74,7 @@ def chance_level(meta: dict) -> float:
 
 # ------------------------------------------------------------- the cpu-hours seeds (3 seeds, the run store)
 SEEDS_PRESET = "cpu-hours"
-SEEDS_COMMAND = f"{runner_command('ch1_cpu_hours')} --preset cpu-hours --allow-long"
+SEEDS_COMMAND = f"{runner_command('ch1_training')} --preset cpu-hours --allow-long"
 
 
 def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None):

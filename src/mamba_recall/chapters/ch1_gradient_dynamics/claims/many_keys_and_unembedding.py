@@ -87,8 +87,8 @@ def measure_fig7(W_o, meta: dict, others: dict | None = None, null: bool = True)
     )
 
 
-FULL_MAMBA_COMMAND = f"{runner_command('ch1_cpu_hours')} --preset cpu-hours --parts full_mamba --allow-long"
-FULL_ONEHOT_COMMAND = f"{runner_command('ch1_cpu_hours')} --preset cpu-hours --parts full_onehot --allow-long"
+FULL_MAMBA_COMMAND = f"{runner_command('ch1_training')} --preset cpu-hours --parts full_mamba --allow-long"
+FULL_ONEHOT_COMMAND = f"{runner_command('ch1_training')} --preset cpu-hours --parts full_onehot --allow-long"
 
 
 def measure_fig7_full(model=None, meta: dict | None = None, init_model=None, init_accuracy=None) -> Measurement:

@@ -150,7 +150,7 @@ def measure_regimes(model, meta: dict) -> Measurement:
     )
 
 
-RECENCY_COMMAND = f"{runner_command('ch1_cpu_hours')} --preset cpu-hours --allow-long (the k1 jobs)"
+RECENCY_COMMAND = f"{runner_command('ch1_training')} --preset cpu-hours --allow-long (the k1 jobs)"
 
 
 def measure_recency(model, batch, meta: dict) -> Measurement:

@@ -1,8 +1,9 @@
-r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), through the run store.
+r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), through the run store: the run-store grid
+of Chapter 1's training runner (:mod:`.training`), run through it:
 
-    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset cpu-hours --allow-long [--jobs 2]
-    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset cpu-hours --aggregate-only
-    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours --preset cpu-hours --parts full_mamba --allow-long
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --aggregate-only
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --parts full_mamba --allow-long
 
 ``--parts`` (default: all) picks the parts below: ``models``, ``table1``, ``full_mamba``, ``wo``,
 ``table1_matched``, ``full_onehot``. ``--preset paper --parts table1 table1_matched full_mamba full_onehot`` runs
@@ -73,6 +74,7 @@ import torch
 
 from mamba_recall.results import command_provenance
 from mamba_recall.runstore import add_grid_args, grid_main
+from mamba_recall.runners import runner_command
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, build_full_model
 from .cpu_hours_bundles import write_bundles
 from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, importable from the runner)
@@ -177,8 +179,11 @@ def estimate(left: list[dict]) -> tuple[float, str]:
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def store_main(argv=None):
+    """The run-store grid's command line (called by :func:`.training.main`)."""
+    ap = argparse.ArgumentParser(
+        prog=f"{runner_command('ch1_training')} (run-store grid)", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours", "paper"])
     ap.add_argument("--device", default="cpu", choices=["cpu"])
     add_grid_args(
@@ -210,4 +215,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(
+        f"error: cpu_hours is the run-store grid of Chapter 1's training runner; run {runner_command('ch1_training')} "
+        "with the same arguments."
+    )

@@ -73,7 +73,7 @@ def _claim_rows(cid: str, model: str, records: list[dict], names: list[str]) -> 
 
 
 def _write(name, data, config, tables, log, directory):
-    command = f"{runner_command('ch1_cpu_hours')} --preset {config['preset']} --allow-long"
+    command = f"{runner_command('ch1_training')} --preset {config['preset']} --allow-long"
     return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
 
 
@@ -149,7 +149,7 @@ def _full_bundle(
         "runner": RUNNER,
     }
     tables = {"models": models, "claims": claims, "readout": readout}
-    command = f"{runner_command('ch1_cpu_hours')} --preset {preset} --parts {part} --allow-long"
+    command = f"{runner_command('ch1_training')} --preset {preset} --parts {part} --allow-long"
     return save_grid_bundle(
         f"ch1_{part}_{preset}{suffix}", data, config, command=command, tables=tables, directory=directory, log=log
     )

@@ -151,7 +151,7 @@ def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False)
     path = checkpoint_path(name, preset, seed, smoke)
     state, meta = read_checkpoint(
         path,
-        regenerate=f"{runner_command('ch1_cpu_hours')} --preset {preset} --allow-long",
+        regenerate=f"{runner_command('ch1_training')} --preset {preset} --allow-long",
     )
     model = build_full_model(meta["config"], seed) if name in FULL_PARTS else build_model(meta["config"], seed)
     model.load_state_dict(state)
@@ -203,7 +203,7 @@ def run_model_job(config: dict, seed: int) -> dict:
     from mamba_recall.tasks.latest_value import latest_value_batch
 
     name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
-    command = f"{runner_command('ch1_cpu_hours')} --preset {preset} --allow-long"
+    command = f"{runner_command('ch1_training')} --preset {preset} --allow-long"
     tr, meta, result = _train_and_save(config, seed, command)
     result["measurements"] = measure_model(name, tr.model, meta, sizes, tr.test_set, tr.test_accuracy, seed, smoke)
     if name == "k1":
@@ -238,7 +238,7 @@ def run_full_job(config: dict, seed: int) -> dict:
     model = build_full_model(sizes, seed)
     init = copy.deepcopy(model).eval()
     part = config["model"]  # full_mamba or full_onehot: the part, the checkpoint's name
-    command = f"{runner_command('ch1_cpu_hours')} --preset {preset} --parts {part} --allow-long"
+    command = f"{runner_command('ch1_training')} --preset {preset} --parts {part} --allow-long"
     _, meta, result = _train_and_save(config, seed, command, model=model, desc=f"ch1 {part}")
     try:
         record = measurement_record(get(FULL_CLAIM).measure(model, meta, init, held_out_accuracy(init, sizes, seed)))
@@ -259,7 +259,7 @@ def run_wo_job(config: dict, seed: int) -> dict:
     its W_o, with the same seed's W_o at initialisation as the null (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.measure_fig7`)."""
     from mamba_recall.claims import measurement_record
 
-    command = f"{runner_command('ch1_cpu_hours')} --preset {config['preset']} --parts wo --allow-long"
+    command = f"{runner_command('ch1_training')} --preset {config['preset']} --parts wo --allow-long"
     tr, meta, result = _train_and_save(config, seed, command)
     record = measurement_record(ch1.measure_fig7(tr.model.W_o.detach(), meta))
     record["evidence"]["smoke"] = bool(config["smoke"])

@@ -6,7 +6,7 @@ sizes ("similar model sizes"), optimiser, |V| or steps: all [choice]s, in the ``
 
 ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset ci|paper [--device cuda]`` writes
 ``results/ch1_table1_<preset>.json`` (+ CSV); the ``cpu-hours`` preset (3 seeds, early stopping on the training
-set) runs through the run store: ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours``.
+set) runs through the run store: ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --parts table1``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,14 @@
-"""Chapter 1: train the simplified Mamba of paper 000 on the latest-value MQAR and save the checkpoints.
+"""Chapter 1 runner: train the models of paper 000 on the latest-value MQAR, at every preset.
 
-``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset paper`` trains the paper-size models with
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset ci|paper [--only k1 wo]
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --parts full_mamba --allow-long
+
+Two ways of training, one command. With ``--preset cpu-hours``, or with ``--parts`` at any preset, it runs the
+**run-store grid** (one job per model and seed, 3 seeds, resumable; parts ``models``, ``table1``, ``full_mamba``,
+``wo``, ``table1_matched``, ``full_onehot``; options ``--allow-long``, ``--jobs``, ``--aggregate-only``, ``--smoke``,
+``--store``): see :mod:`.cpu_hours`. Otherwise it trains **one model of each name** (``--only``) in this process:
+``--preset paper`` trains the paper-size models with
 :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall` and writes ``results/checkpoints/ch1_<name>_<preset>.pt``
 with a JSON sidecar (config, sha256, accuracy, device) plus the bundle ``results/ch1_checkpoints.json``. The
 models, their data, the training recipe and the checkpoints' loaders (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.
@@ -11,6 +19,7 @@ load_checkpoint`, :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.l
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -45,8 +54,23 @@ def save_checkpoint(trained: Trained, name: str, preset: str, device: str, seed:
     )
 
 
-@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
 def main(argv=None):
+    """The run-store grid (:mod:`.cpu_hours`) with ``--preset cpu-hours`` or ``--parts``; the models one by one
+    otherwise."""
+    from . import cpu_hours
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    probe = argparse.ArgumentParser(add_help=False)
+    probe.add_argument("--preset", default="paper")
+    probe.add_argument("--parts", nargs="*", default=None)
+    known, _ = probe.parse_known_args(argv)
+    if known.preset == "cpu-hours" or known.parts is not None:
+        return cpu_hours.store_main(argv)
+    return models_main(argv)
+
+
+@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
+def models_main(argv=None):
     from mamba_recall.presets import experiment
     from mamba_recall.results import save_bundle
 

@@ -68,7 +68,7 @@ def _chance_level(V: int, Nf: int, L: int) -> float:
 
 
 # ----------------------------------------------------- Figs. 7, 8, 10-11, Tab. 10: the strongest evidence, seed by seed
-#: The run-store part (``experiments.ch2_figs_cpu``) of each figure's claims and the ci bundle that stands in for it.
+#: The run-store part (``ch2_scaling --preset cpu-hours``) of each figure's claims and the ci bundle that stands in for it.
 FIG_PARTS = {
     "fig7": "ch2_scaling",
     "fig10_11": "ch2_scaling",
@@ -83,7 +83,7 @@ _PART_TABLE = {"fig7": "multilayer", "fig10_11": "repetition", "tab10": "ablatio
 
 
 def is_run_store_bundle(bundle) -> bool:
-    """A bundle of ``ch2_figs_cpu`` (per-run table ``runs``, one row per model and seed) rather than a ci bundle."""
+    """A bundle of ``ch2_scaling``'s run-store parts (per-run table ``runs``, one row per model and seed) rather than a ci bundle."""
     return "runs" in (getattr(bundle, "tables", None) or {}) and bool(
         (getattr(bundle, "config", None) or {}).get("part")
     )

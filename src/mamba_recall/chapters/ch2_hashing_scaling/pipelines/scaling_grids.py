@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-#: part of ``ch2_figs_cpu`` → the columns that name a cell of its bundle (the runner aggregates its runs by them)
+#: run-store part of ``ch2_scaling`` → the columns that name a cell of its bundle (the runner aggregates its runs by them)
 CELL_COLUMNS = {
     "fig7": ["D", "N", "layers"],
     "fig10_11": ["task", "repeats", "layers", "post_query"],

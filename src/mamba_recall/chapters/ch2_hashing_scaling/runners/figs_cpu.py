@@ -1,11 +1,11 @@
-r"""Chapter 2 runner: Fig. 7, Figs. 10–11, Fig. 8 + Thm 5 and Tab. 10 of paper 002 with 3 seeds, one run-store job
-per model and seed (preset ``cpu-hours``: the paper's settings on the part of each grid a 2-core CPU trains in
-about 3 CPU-hours).
+r"""The run-store parts of Chapter 2's scaling runner (:mod:`.scaling`): Fig. 7, Figs. 10–11, Fig. 8 + Thm 5 and
+Tab. 10 of paper 002 with 3 seeds, one run-store job per model and seed (preset ``cpu-hours``: the paper's settings on
+the part of each grid a 2-core CPU trains in about 3 CPU-hours). Run them through the runner:
 
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu --preset cpu-hours --parts fig7 --allow-long [--jobs 1]
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu --preset cpu-hours --aggregate-only
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --parts fig7 --allow-long [--jobs 1]
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --aggregate-only
 
-Parts (sizes: ``presets.ch2``, ``ch2.scaling[preset]`` for fig7 / fig10_11 / tab10, ``ch2.multihead[preset]``
+Parts (sizes: ``chapters/ch2_hashing_scaling/configs.py``, ``ch2.scaling[preset]`` for fig7 / fig10_11 / tab10, ``ch2.multihead[preset]``
 for fig8; the comments there say what was cut from the paper's grids and why):
 
 * ``fig7`` — §5.2, Fig. 7: the Λ-layer simplified model (Alg. 2, residual) at (N, Λ); Thm 4 / 6: accuracy is a
@@ -19,7 +19,8 @@ for fig8; the comments there say what was cut from the paper's grids and why):
 * ``tab10`` — App. K, Tab. 10: rows Base, A, B (selective, d_conv 4) and C, D, E (linear, d_conv 4 / 2 / none).
 
 Every job trains one model alone (one process, one torch thread) with the functions of the ci runners
-(:func:`.scaling.train_members`, :func:`.scaling.train_selective_rows`, :func:`.multihead.train_heads`):
+(:func:`..training.ensemble.train_members`, :func:`..training.ensemble.train_selective_rows`,
+:func:`.multihead.train_heads`):
 initialisation seed ``seed``, training stream ``seed · 100003 + step``, the held-out evaluation stream
 ``EVAL_SEED`` (10⁶, shared by every model), best accuracy over the evaluations, early stop at 0.999. Its fully
 resolved config (preset, sizes, recipe, evaluation) is the job's config, so the job key names what ran.
@@ -109,7 +110,7 @@ def _recipe(overrides: dict, batch: int) -> dict:
 
 
 def _eval(n: int, steps: int) -> dict:
-    from .scaling import EVAL_SEED
+    from ..training.ensemble import EVAL_SEED
 
     return {
         "n": n,
@@ -284,8 +285,8 @@ def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
 
 
 def _train_linear(config: dict, seed: int) -> float:
-    """One simplified model (:func:`.scaling.train_members` with a single member): best held-out accuracy."""
-    from .scaling import train_members
+    """One simplified model (:func:`..training.ensemble.train_members` with a single member): best held-out accuracy."""
+    from ..training.ensemble import train_members
 
     rec = config["recipe"]
     size = (config["D"], config["N"], config.get("layers", 1))
@@ -317,7 +318,7 @@ def run_job(config: dict, seed: int) -> dict:
     if part in ("fig7", "fig10_11") or (part == "tab10" and not config["selective"]):
         return {"best_accuracy": _train_linear(config, seed)}
     if part == "tab10":
-        from .scaling import train_selective_rows
+        from ..training.ensemble import train_selective_rows
 
         c = config["sizes"]
         accs, curve = train_selective_rows(
@@ -459,15 +460,22 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
         "job_configs": cell_configs(part, preset, smoke),
         "runner": RUNNER,
     }
-    command = f"{runner_command('ch2_figs_cpu')} --preset {preset} --parts {part} --allow-long"
+    command = f"{runner_command('ch2_scaling')} --preset {preset} --parts {part} --allow-long"
     tables = {"cells": cells, "runs": per_run}
     return save_grid_bundle(bundle_name(part, preset, smoke), data, config, command=command, tables=tables, log=log)
 
 
+#: the presets of the run-store parts
+PRESETS = ("ci", "cpu-hours")
+
+
 @command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours"])
+def store_main(argv=None):
+    """The run-store parts' command line (called by :func:`.scaling.main`)."""
+    ap = argparse.ArgumentParser(
+        prog=f"{runner_command('ch2_scaling')} (run-store parts)", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--preset", default="cpu-hours", choices=PRESETS)
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu"], help="CPU only (one model per process)")
     ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS))
     add_grid_args(ap, aggregate_only="write the bundles from the finished jobs")
@@ -487,7 +495,7 @@ def main(argv=None):
                     f"all parts {args.parts}: {total / 3600:.2f} CPU-hours estimated for {len(left)} jobs", flush=True
                 )
             for part in args.parts:
-                what = f"ch2_figs_cpu {part} at preset {args.preset}"
+                what = f"ch2_scaling {part} at preset {args.preset}"
                 run_missing(RUNNER, all_jobs[part], args, store=store, estimate=estimate, what=what)
         for part in args.parts:
             done, left = pending(all_jobs[part], store)
@@ -496,4 +504,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(
+        f"error: figs_cpu is the run-store part of Chapter 2's scaling runner; run {runner_command('ch2_scaling')} "
+        "with the same arguments."
+    )

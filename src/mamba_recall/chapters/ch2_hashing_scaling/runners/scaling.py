@@ -1,9 +1,16 @@
-r"""Chapter 2 runner: the recall scaling-law grids of paper 002, written as one result bundle.
+r"""Chapter 2 runner: the recall scaling-law figures of paper 002, at every preset.
 
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci    [--device cpu] [--parts ...]
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --device cuda
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --parts fig7 --allow-long [--jobs 1]
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --aggregate-only
 
-writes ``results/ch2_scaling_<preset>.json`` (+ CSV tables) with:
+Two ways of training, one command. The **run-store parts** ``fig7``, ``fig10_11``, ``fig8``, ``thm5`` and ``tab10``
+train one model per job and seed (resumable; the default at ``--preset cpu-hours``) and write
+``results/ch2_<part>_<preset>.json``: see :mod:`.figs_cpu`, whose options (``--allow-long``, ``--jobs``,
+``--aggregate-only``, ``--smoke``, ``--store``) they take. The **ensemble parts** below (the default at ``ci`` and
+``paper``) train each group of simplified models as one ensemble and write one bundle,
+``results/ch2_scaling_<preset>.json`` (+ CSV tables), with:
 
 * ``grid``  — Fig. 6 columns per regime and (D, N) cell: (a) Eq. 15 printed, (a′) Eq. 77, (a″) the authors'
   later-revision law (a = 3 / 5/4), (b) the designed Thm 2 circuit (full and values-only readouts),
@@ -30,144 +37,26 @@ import pandas as pd
 import torch
 
 from mamba_recall.devices import resolve_device
-from mamba_recall.models.linear_mamba import LinearMamba, SelectiveAblationMamba
-from mamba_recall.presets import experiment, seeds
-from ..configs import RECIPES
+from mamba_recall.models.linear_mamba import LinearMamba
+from mamba_recall.presets import experiment
 from mamba_recall.results import command_provenance, save_bundle
 from mamba_recall.tasks.mqar import batch_fn, mqar
 from mamba_recall.theory.capacity import p_success
 from mamba_recall.theory.hashing_circuit import designed_accuracy
-from ..training.ensemble import train_ensemble
+from ..training.ensemble import (
+    EVAL_SEED,
+    WAYS,
+    train_ensemble,
+    train_members,
+    train_selective_rows,
+)
 from mamba_recall.runners import runner_command
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
-#: How :func:`train_members` trains a group of simplified models: one batched ensemble, or each member alone.
-WAYS = ("ensemble", "separate")
-#: On the CPU one ensemble is faster while its activations stay in the cache; past that, training the members one
-#: after the other is. Measured with ``python benchmarks/ch2_ensemble.py`` (model-steps per CPU second, one thread,
-#: AMD EPYC with a 32 MiB L3; README, "Speed of the scans"): 12 members of V 64, D 32, N 16, batch 64, L 32
-#: (9 MiB of activations by :func:`activation_bytes`): ensemble 209 vs separate 148; 8 members of V 512, D 32,
-#: batch 128, L 64 (32 MiB): 27 vs 42; 8 members of V 1024, D 64, N 32, batch 128, L 64 (48 MiB): 8.9 vs 15.3.
-CPU_ENSEMBLE_BYTES = 16 * 2**20
-EVAL_SEED = seeds.MQAR_EVAL  # held-out data stream, disjoint from training seeds (base 0 + step)
 
 
 def _cells(cfg):
     return [(d, n) for d in cfg["Ds"] for n in cfg["Ns"] if not (cfg.get("skip_N_gt_D") and n > d)]
-
-
-def _chunks(seq, size):
-    for i in range(0, len(seq), size):
-        yield seq[i : i + size]
-
-
-def activation_bytes(n_members: int, batch: int, L: int, d_inner: int, n_layer: int = 1) -> int:
-    """float32 bytes of the main activations of one training step of an ensemble: per member and layer the
-    (batch, L, d_inner) streams and the (batch, L, L) attention-form scores, ``4 n Λ B L (d_inner + L)``."""
-    return 4 * n_members * n_layer * batch * L * (d_inner + L)
-
-
-def default_way(device, n_members: int = 1, batch: int = 1, L: int = 1, d_inner: int = 1, n_layer: int = 1) -> str:
-    """The faster way (:data:`WAYS`) to train a group of ``n_members`` simplified models on ``device``: always
-    ``"ensemble"`` on a GPU; on the CPU ``"ensemble"`` up to :data:`CPU_ENSEMBLE_BYTES` of activations
-    (:func:`activation_bytes`), ``"separate"`` above."""
-    if torch.device(device).type != "cpu":
-        return "ensemble"
-    small = activation_bytes(n_members, batch, L, d_inner, n_layer) <= CPU_ENSEMBLE_BYTES
-    return "ensemble" if small else "separate"
-
-
-def _train_separately(model, make_batch, *, target_accuracy, **kw) -> list[float]:
-    """Every member of the ensemble ``model`` trained alone (:meth:`LinearMamba.member_model`: same allocated size,
-    same initial parameters, same data stream, all ``steps``), then the ensemble's rule applied to the evaluation
-    records: stop at the first evaluation where *every* member has reached ``target_accuracy``, and return each
-    member's best accuracy over the evaluations up to there -- the numbers :func:`train_ensemble` gives for
-    ``model``, bit for bit on one machine (a member alone computes what it computes inside the ensemble)."""
-    curves = []
-    for e in range(model.n_members):
-        r = train_ensemble(model.member_model(e), make_batch, **kw)
-        curves.append([h["accuracy"][0] for h in r.evals])
-    n_evals = len(curves[0])
-    stop = next((i for i in range(n_evals) if all(c[i] >= target_accuracy for c in curves)), n_evals - 1)
-    return [max(c[: stop + 1]) for c in curves]
-
-
-def train_members(
-    V,
-    Nf,
-    L,
-    sizes,
-    *,
-    steps,
-    batch,
-    warmup,
-    hold,
-    n_eval,
-    seed=0,
-    device="cpu",
-    task="mqar",
-    task_kw=None,
-    d_conv=2,
-    residual=None,
-    max_members=None,
-    recipe="code",
-    memory_gb=None,
-    way=None,
-):
-    """Train one simplified model per entry of ``sizes`` ((D, N[, Λ]) tuples), grouped in ensembles of at most
-    ``max_members``; return the list of held-out accuracies (best over evaluations, as the [code] runs).
-
-    ``way`` (:data:`WAYS`; default: :func:`default_way` for each group on ``device``): ``"ensemble"`` trains a group
-    as one batched :class:`LinearMamba`; ``"separate"`` trains its members one after the other as one-member models
-    (:func:`_train_separately`). Both give the same numbers; they differ in speed only."""
-    if way is not None and way not in WAYS:
-        raise ValueError(f"unknown way {way!r}; use one of {WAYS}.")
-    task_kw = task_kw or {}
-    ev = mqar(V, Nf, L, n_eval, EVAL_SEED, variant="standard" if task == "mqar" else task, **task_kw)
-    accs = []
-    if max_members is None:  # as many members as the activations allow (≈ 4 saved copies, fp32)
-        Dm, Nm = max(s[0] for s in sizes), max(s[1] for s in sizes)
-        Lm = max(s[2] if len(s) > 2 else 1 for s in sizes)
-        per_member = 4 * 4 * batch * (Nf * V + Lm * (L * L + L * (2 * Dm * 4 + 2 * Nm + Dm)))
-        budget = (memory_gb or (20 if torch.device(device).type == "cuda" else 1)) * 2**30
-        max_members = max(1, min(1024, int(budget // per_member)))
-    for k, chunk in enumerate(_chunks(list(sizes), max_members)):
-        Dm = max(s[0] for s in chunk)
-        Nm = max(s[1] for s in chunk)
-        Lm = max(s[2] if len(s) > 2 else 1 for s in chunk)
-        res = residual if residual is not None else (Lm > 1)
-        chunk_way = way or default_way(device, len(chunk), batch, L, 2 * Dm, Lm)
-        model = LinearMamba(
-            V,
-            Dm,
-            Nm,
-            Lm,
-            ensemble=len(chunk),
-            member_sizes=chunk,
-            d_conv=d_conv,
-            residual=res,
-            seed=seed + 7919 * k,
-            device=device,
-        )
-        make_batch = batch_fn(V, Nf, L, batch, seed * seeds.TRAIN_STRIDE, task=task, **task_kw)
-        kw = dict(
-            steps=steps,
-            eval_batch=ev,
-            eval_every=max(50, steps // 6),
-            seed=seed,
-            device=device,
-            recipe=recipe,
-            overrides=dict(
-                warmup=min(warmup, steps - 1),
-                batch_size=batch,
-                **({"hold": hold} if RECIPES[recipe]["schedule"] == "code" else {}),
-            ),
-        )
-        if chunk_way == "separate":
-            accs += _train_separately(model, make_batch, target_accuracy=0.999, **kw)
-        else:
-            accs += train_ensemble(model, make_batch, target_accuracy=0.999, **kw).best_accuracy
-    return accs
 
 
 def run_speed(cfg, device):
@@ -311,33 +200,6 @@ def run_repetition(cfg, device, log, way=None):
     return pd.DataFrame(rows)
 
 
-def train_selective_rows(row, c, cfg, device, seed=0, members=None):
-    """Tab. 10 rows Base / A / B: ``members`` (default ``c["seeds"]``) members of one :class:`SelectiveAblationMamba`
-    ensemble (d_conv 4), trained as the linear rows (:func:`train_members`: same data stream, recipe, schedule, early
-    stop). App. K trains Base and A with half the batch (S = 112 vs 224) for the same 10 epochs, i.e. twice the
-    steps: rows listed in ``c["half_batch_rows"]`` get batch ``c["batch"] // 2`` and ``2 · c["steps"]`` steps (same
-    number of samples). ``seed``: initialisation ``seed`` and training stream ``seed · 100003 + step`` (as
-    :func:`train_members`; the ci bundle's one ensemble is ``seed=0``)."""
-    half = row in c.get("half_batch_rows", ())
-    steps, batch = (2 * c["steps"], c["batch"] // 2) if half else (c["steps"], c["batch"])
-    ev = mqar(c["V"], c["Nf"], c["L"], cfg["n_eval"], EVAL_SEED)
-    n = c["seeds"] if members is None else members
-    model = SelectiveAblationMamba(c["V"], c["D"], c["N"], row, d_conv=4, ensemble=n, seed=seed, device=device)
-    r = train_ensemble(
-        model,
-        batch_fn(c["V"], c["Nf"], c["L"], batch, seed * 100003),
-        steps=steps,
-        eval_batch=ev,
-        eval_every=max(50, steps // 6),
-        target_accuracy=0.999,
-        seed=seed,
-        device=device,
-        overrides=dict(warmup=min(cfg["warmup"], steps - 1), hold=cfg["hold"], batch_size=batch),
-    )
-    curve = [(h["step"], sum(h["accuracy"]) / len(h["accuracy"])) for h in r.history if "accuracy" in h]
-    return r.best_accuracy, curve
-
-
 def run_ablation(cfg, device, log, way=None):
     """Tab. 10: rows Base, A, B (selective :class:`SelectiveAblationMamba`, Δ and d_conv 4) and C, D, E (the linear
     :class:`LinearMamba`, no Δ: d_conv 4 / 2 / none); mean ± std and max over seeds, one row each."""
@@ -459,10 +321,37 @@ def run_full(cfg, device, log, backend="auto"):
     return pd.DataFrame(rows)
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
+    """The run-store parts (:mod:`.figs_cpu`) when ``--parts`` names them or, without ``--parts``, at ``--preset
+    cpu-hours``; the ensemble parts otherwise. Parts of both kinds in one call: an error naming the two commands."""
+    from . import figs_cpu
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    probe = argparse.ArgumentParser(add_help=False)
+    probe.add_argument("--preset", default="ci")
+    probe.add_argument("--parts", nargs="*", default=None)
+    known, _ = probe.parse_known_args(argv)
+    parts = known.parts or []
+    store = [p for p in parts if p in figs_cpu.PARTS]
+    if store and len(store) < len(parts):
+        others = [p for p in parts if p not in figs_cpu.PARTS]
+        raise SystemExit(
+            f"error: --parts {' '.join(store)} run through the run store and --parts {' '.join(others)} as ensembles; "
+            "run them as two commands."
+        )
+    if store or (not parts and known.preset in figs_cpu.PRESETS and known.preset not in ENSEMBLE_PRESETS):
+        return figs_cpu.store_main(argv)
+    return ensemble_main(argv)
+
+
+#: the presets of the ensemble parts (``ch2.scaling``'s ci and paper entries); ``cpu-hours`` is run-store only
+ENSEMBLE_PRESETS = ("ci", "paper")
+
+
+@command_provenance()  # one git state for the command, taken before it writes anything
+def ensemble_main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="ci", choices=["ci", "paper"])
+    ap.add_argument("--preset", default="ci", choices=ENSEMBLE_PRESETS)
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=PARTS)
     ap.add_argument("--threads", type=int, default=1)
