@@ -30,6 +30,16 @@ def test_every_committed_result_is_in_the_manifest_complete_and_clean():
     assert REMAKE_PENDING <= dirty, f"remade clean: drop {sorted(REMAKE_PENDING - dirty)} from REMAKE_PENDING"
 
 
+def _run_store_bundles():
+    """``(entry, bundle record)`` of every committed bundle of a run-store grid (its data lists ``run_keys``)."""
+    for entry in manifest.load():
+        if entry.kind != "bundle":
+            continue
+        record = json.loads((REPO_ROOT / f"results/{entry.name}.json").read_text())
+        if isinstance(record.get("data"), dict) and "run_keys" in record["data"]:
+            yield entry, record
+
+
 def test_run_store_bundles_hold_only_jobs_their_runners_make_today():
     """A bundle of a run-store grid records the keys of its jobs; each key hashes (experiment, resolved config,
     seed), so a key that no runner makes today means the bundle's config is not what its runner would make."""
@@ -44,14 +54,8 @@ def test_run_store_bundles_hold_only_jobs_their_runners_make_today():
                 continue  # no grid at that preset
             today.setdefault(preset, set()).update(j["key"] for j in jobs)
     checked = 0
-    for entry in manifest.load():
-        if entry.kind != "bundle":
-            continue
-        record = json.loads((REPO_ROOT / f"results/{entry.name}.json").read_text())
-        data = record.get("data")
-        if not isinstance(data, dict) or "run_keys" not in data:
-            continue
-        stale = set(data["run_keys"]) - today.get(entry.preset, set())
+    for entry, record in _run_store_bundles():
+        stale = set(record["data"]["run_keys"]) - today.get(entry.preset, set())
         assert not stale, (
             f"{entry.name}: {len(stale)} job(s) its runner no longer makes; remake it: {current_command(entry.command)}"
         )
@@ -65,14 +69,8 @@ def test_a_run_store_experiment_has_one_name_for_its_folder_and_its_bundles():
     the bundle records that name. A grid that writes runs under another name than its bundle fails here."""
     folders = {p.stem: p.parent.name for p in (REPO_ROOT / "results/runs").glob("*/*.json")}
     checked = 0
-    for entry in manifest.load():
-        if entry.kind != "bundle":
-            continue
-        record = json.loads((REPO_ROOT / f"results/{entry.name}.json").read_text())
-        data = record.get("data")
-        if not isinstance(data, dict) or "run_keys" not in data:
-            continue
-        names = {folders.get(k, "(not in the store)") for k in data["run_keys"]}
+    for entry, record in _run_store_bundles():
+        names = {folders.get(k, "(not in the store)") for k in record["data"]["run_keys"]}
         want = entry.name.removesuffix(f"_{entry.preset}")
         assert {n.replace(".", "_") for n in names} == {want}, (entry.name, sorted(names))
         recorded = (record.get("config") or {}).get("experiment")
