@@ -72,7 +72,6 @@ import time
 
 import torch
 
-from mamba_recall.results import command_provenance
 from mamba_recall.runstore import add_grid_args, grid_main
 from mamba_recall.runners import runner_command
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, build_full_model
@@ -178,7 +177,6 @@ def estimate(left: list[dict]) -> tuple[float, str]:
     return total, basis
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
 def store_main(argv=None):
     """The run-store grid's command line (called by :func:`.training.main`)."""
     ap = argparse.ArgumentParser(

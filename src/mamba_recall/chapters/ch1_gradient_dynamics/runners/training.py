@@ -54,6 +54,7 @@ def save_checkpoint(trained: Trained, name: str, preset: str, device: str, seed:
     )
 
 
+@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
 def main(argv=None):
     """The run-store grid (:mod:`.cpu_hours`) with ``--preset cpu-hours`` or ``--parts``; the models one by one
     otherwise."""
@@ -69,7 +70,6 @@ def main(argv=None):
     return models_main(argv)
 
 
-@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
 def models_main(argv=None):
     from mamba_recall.presets import experiment
     from mamba_recall.results import save_bundle

@@ -41,7 +41,6 @@ import pandas as pd
 from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import CELL_COLUMNS
 from mamba_recall.presets import experiment
 from ..configs import RECIPES
-from mamba_recall.results import command_provenance
 from mamba_recall.runstore import (
     add_grid_args,
     aggregate,
@@ -469,7 +468,6 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
 PRESETS = ("ci", "cpu-hours")
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
 def store_main(argv=None):
     """The run-store parts' command line (called by :func:`.scaling.main`)."""
     ap = argparse.ArgumentParser(

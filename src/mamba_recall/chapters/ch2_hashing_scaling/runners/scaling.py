@@ -321,6 +321,7 @@ def run_full(cfg, device, log, backend="auto"):
     return pd.DataFrame(rows)
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     """The run-store parts (:mod:`.figs_cpu`) when ``--parts`` names them or, without ``--parts``, at ``--preset
     cpu-hours``; the ensemble parts otherwise. Parts of both kinds in one call: an error naming the two commands."""
@@ -348,7 +349,6 @@ def main(argv=None):
 ENSEMBLE_PRESETS = ("ci", "paper")
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
 def ensemble_main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="ci", choices=ENSEMBLE_PRESETS)
