@@ -63,3 +63,32 @@ def test_every_built_runner_command_names_a_runner():
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)} names no runner")
     assert seen > 50, seen
     assert not bad, "\n".join(bad)
+
+
+def test_a_merged_runner_s_recorded_commands_run_as_the_runner_it_joined():
+    """``ch2_figs_cpu`` and ``ch1_cpu_hours`` became parts of ``ch2_scaling`` and ``ch1_training`` (one runner per
+    result family): the commands older bundles recorded under their names, in either module path, are run today as the
+    new runner's with the same arguments; their job functions stay where run records name them; and the old names
+    given to ``reproduce --only`` say where they went."""
+    import subprocess
+    import sys
+
+    from mamba_recall.runners import MERGED, current_command, current_job_function, runner_command
+
+    for old, new in MERGED.items():
+        assert new in experiment_runners() and old not in experiment_runners()
+        old_module = f"mamba_recall.experiments.{old}"
+        assert current_command(f"python -m {old_module} --preset cpu-hours --parts p --allow-long") == (
+            f"{runner_command(new)} --preset cpu-hours --parts p --allow-long"
+        )
+    fig = "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu"
+    assert (
+        current_command(f"python -m {fig} --preset cpu-hours") == f"{runner_command('ch2_scaling')} --preset cpu-hours"
+    )
+    assert current_job_function("mamba_recall.experiments.ch2_figs_cpu:run_job") == f"{fig}:run_job"
+    out = subprocess.run(
+        [sys.executable, "-m", "mamba_recall", "reproduce", "--only", "ch2_figs_cpu"], capture_output=True, text=True
+    )
+    assert out.returncode != 0 and "ch2_figs_cpu is part of ch2_scaling now" in out.stderr
+    out = subprocess.run([sys.executable, "-m", fig, "--preset", "cpu-hours"], capture_output=True, text=True)
+    assert out.returncode != 0 and f"run {runner_command('ch2_scaling')} with the same arguments" in out.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..devices import DEVICES
 from ..paths import BUILD_DIR, REPO_ROOT, NoCheckoutError, scorecard_dir
 from ..presets import PRESETS
-from ..runners import experiment_runners, runner_module
+from ..runners import MERGED, experiment_runners, runner_module
 from ..scan import BACKENDS
 from ._outputs import check_outputs, refresh_committed_outputs
 from ._run import (
@@ -44,8 +44,13 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
     runners = experiment_runners()
     known = [*runners, "bench"]
     unknown = sorted(set(only) - set(known))
+    merged = [f"{n} is part of {MERGED[n]} now" for n in unknown if n in MERGED]
     if unknown:
-        raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(known)}.")
+        raise SystemExit(
+            f"error: unknown runner(s) {', '.join(unknown)}"
+            + (f" ({'; '.join(merged)})" if merged else "")
+            + f"; known: {', '.join(known)}."
+        )
     if preset is None:
         commands = manifest.reproduce_commands(manifest.load(), ["bench", *runners])
         commands = [c for c in commands if not only or manifest.parse_command(c)[0] in only]
