@@ -120,9 +120,8 @@ FIGA2 = Claim(
     ),
     None,
     SECTION["mqar"],
-    not_run="add |V| ∈ {256, 512} to the paper preset of ch3.mqar_train and run `python -m "
-    "mamba_recall.chapters.ch3_selectivity.runners.mqar_train --preset paper --allow-long` (about 2× Fig. 2: "
-    "40 GPU-hours)",
+    not_run="add |V| ∈ {256, 512} to the paper preset of ch3.mqar_train and run "
+    f"`{runner_command('ch3_mqar_train')} --preset paper --allow-long` (about 2× Fig. 2: 40 GPU-hours)",
 )
 
 
