@@ -56,7 +56,7 @@ def _module(name: str):
 
 def grids() -> list[Grid]:
     """Every run-store grid of the book's runners, in chapter order."""
-    ch1 = _module("ch1_cpu_hours")
+    ch1 = _module("ch1_cpu_hours")  # the helper of ch1_training and ch1_table1
     ch2 = _module("ch2_figs_cpu")
     ref = _module("ch2_reference_grid")
     dn = _module("ch2_trained_dn")
@@ -68,11 +68,11 @@ def grids() -> list[Grid]:
 
     out = [
         Grid(
-            "ch1_training",
+            ch1.PART_RUNNER[part],
             part,
             lambda preset, part=part: ch1.jobs_for(preset, parts=[part]),
             ch1.estimate,
-            cmd("ch1_training", f" --parts {part}"),
+            cmd(ch1.PART_RUNNER[part], f" --parts {part}"),
         )
         for part in ch1.PARTS
     ]

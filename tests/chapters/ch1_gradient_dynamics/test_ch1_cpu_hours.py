@@ -11,7 +11,7 @@ import torch
 from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe import noise_forgetting_probe
 from mamba_recall.chapters.ch1_gradient_dynamics.claims import K1_CLAIMS
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours as c1
-from mamba_recall.chapters.ch1_gradient_dynamics.runners import training
+from mamba_recall.chapters.ch1_gradient_dynamics.runners import table1, training
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import (
     cpu_hours_jobs as c1_jobs,
 )  # where checkpoint_path reads its folder
@@ -30,13 +30,16 @@ def smoke_grid(tmp_path_factory):
     mp.setattr(c1, "write_bundles", _writing_into(out))
     logs = []
     mp.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
+    args = ["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"]
     try:
-        training.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])
+        training.main(args)  # the models and their analyses
+        table1.main(args)  # Table 1 and its size-matched row 3: the same grid, its other runner
         files = sorted(store.rglob("*.json"))
         first = {p: p.stat().st_mtime_ns for p in files}
         victim = files[0]
         victim.unlink()
-        training.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])
+        training.main(args)
+        table1.main(args)
     finally:
         mp.undo()
     return dict(root=root, store=store, out=out, logs=logs, first=first, victim=victim)
@@ -57,8 +60,15 @@ def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
     # + the learned W_o × 2 targets × 2 seeds + row 3 size-matched × 2 conv widths × κ ∈ {1, 4} × 2 seeds
     # + the full Mamba over the doubled one-hot embedding × 2 seeds
     assert len(jobs) == 3 * 2 + 2 * 5 * 2 + 2 + 2 * 2 + 2 * 2 * 2 + 2
-    assert f"{len(jobs)} jobs: 0 finished (skipped), {len(jobs)} left" in "\n".join(smoke_grid["logs"])
-    assert f"{len(jobs)} jobs: {len(jobs) - 1} finished (skipped), 1 left" in "\n".join(smoke_grid["logs"])
+    logs = "\n".join(smoke_grid["logs"])
+    n_table = len(c1.jobs_for("cpu-hours", smoke=True, parts=c1.runner_parts("ch1_table1")))
+    n_models = len(jobs) - n_table
+    assert n_table == 2 * 5 * 2 + 2 * 2 * 2 and c1.runner_parts("ch1_table1") == ("table1", "table1_matched")
+    assert f"{n_models} jobs: 0 finished (skipped), {n_models} left" in logs
+    assert f"{n_table} jobs: 0 finished (skipped), {n_table} left" in logs
+    victim_is_table = smoke_grid["victim"].parent.name.startswith("ch1.table1")
+    n_victim = n_table if victim_is_table else n_models
+    assert f"{n_victim} jobs: {n_victim - 1} finished (skipped), 1 left" in logs
     for path, mtime in smoke_grid["first"].items():
         if path != smoke_grid["victim"]:
             assert path.stat().st_mtime_ns == mtime, f"{path.name} was run again"

@@ -75,6 +75,7 @@ def chance_level(meta: dict) -> float:
 # ------------------------------------------------------------- the cpu-hours seeds (3 seeds, the run store)
 SEEDS_PRESET = "cpu-hours"
 SEEDS_COMMAND = f"{runner_command('ch1_training')} --preset cpu-hours --allow-long"
+TABLE1_SEEDS_COMMAND = f"{runner_command('ch1_table1')} --preset cpu-hours --allow-long"
 
 
 def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None):
@@ -92,7 +93,8 @@ def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None)
     path = Path(directory or RESULTS_DIR) / f"{name}.json"
     if not path.exists():
         log(
-            f"no {name} bundle committed: the verdicts below rest on the one-seed evidence (make it with `{SEEDS_COMMAND}`)"
+            f"no {name} bundle committed: the verdicts below rest on the one-seed evidence (make it with "
+            f"`{TABLE1_SEEDS_COMMAND if stem.startswith('ch1_table1') else SEEDS_COMMAND}`)"
         )
         return None
     bundle = load_bundle(path)

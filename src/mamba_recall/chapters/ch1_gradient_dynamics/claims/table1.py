@@ -141,8 +141,9 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
 
 
 _TABLE1_NOT_RUN = (
-    f"the T = 256 and 512 columns need the paper grid: `{runner_command('ch1_table1')} "
-    "--preset paper --device cuda` (24 cells × 4000 steps; about an hour on one GPU, not measured)"
+    f"the T = 256 and 512 columns need the paper grid: `{runner_command('ch1_table1')} --preset paper "
+    "--allow-long` (24 cells × 3 seeds, one run-store job each on the CPU; at most about 80 CPU-hours with every job at "
+    "its step cap, measured on a shared 2-core machine)"
 )
 
 _TABLE1_SENTENCE = (

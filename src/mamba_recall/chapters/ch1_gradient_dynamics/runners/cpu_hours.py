@@ -1,15 +1,17 @@
 r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), through the run store: the run-store grid
-of Chapter 1's training runner (:mod:`.training`), run through it:
+of Chapter 1's two runners, run through them. ``ch1_training`` (:mod:`.training`) runs the parts ``models``,
+``full_mamba``, ``wo`` and ``full_onehot``; ``ch1_table1`` (:mod:`.table1`) runs ``table1`` and ``table1_matched``
+(:data:`PART_RUNNER`):
 
     python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --allow-long [--jobs 2]
-    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --aggregate-only
     python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --parts full_mamba --allow-long
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset cpu-hours --allow-long
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset cpu-hours --aggregate-only
 
-``--parts`` (default: all) picks the parts below: ``models``, ``table1``, ``full_mamba``, ``wo``,
-``table1_matched``, ``full_onehot``. ``--preset paper --parts table1 table1_matched full_mamba full_onehot`` runs
-those parts at their ``paper`` entries (Table 1 at T ∈ {128, 256, 512} with d_model 64, every model trained to its
-full step budget or 100 % held-out accuracy; the full Mamba LM to 6,000 steps) as their own run-store grid
-(``python -m mamba_recall plan --preset paper`` lists it), on the CPU like ``cpu-hours``. The simplified models and
+``--parts`` (default: all of that runner's) picks among the parts below. At ``--preset paper``, ``ch1_table1`` runs
+Table 1 (T ∈ {128, 256, 512} with d_model 64, every model trained to its full step budget or 100 % held-out accuracy)
+and ``ch1_training --parts full_mamba full_onehot`` the full Mamba LM to 6,000 steps, as their own run-store grids
+(``python -m mamba_recall plan --preset paper`` lists them), on the CPU like ``cpu-hours``. The simplified models and
 W_o have no paper grid: their cpu-hours entries are the paper's settings.
 
 What it runs (sizes in ``chapters/ch1_gradient_dynamics/configs.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
@@ -84,6 +86,7 @@ from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, im
     MODELS,
     MODELS_EXPERIMENT,
     ONEHOT_EXPERIMENT,
+    PART_RUNNER,
     PARTS,
     PROBE_METRICS,
     RUNNER,
@@ -100,6 +103,7 @@ from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, im
     run_model_job,
     run_table_job,
     run_wo_job,
+    runner_parts,
 )
 
 
@@ -177,11 +181,11 @@ def estimate(left: list[dict]) -> tuple[float, str]:
     return total, basis
 
 
-def store_main(argv=None):
-    """The run-store grid's command line (called by :func:`.training.main`)."""
-    ap = argparse.ArgumentParser(
-        prog=f"{runner_command('ch1_training')} (run-store grid)", description=__doc__.split("\n")[0]
-    )
+def store_main(argv=None, runner: str = "ch1_training"):
+    """The run-store grid's command line for ``runner``'s parts (:func:`runner_parts`: ``ch1_training``'s models and
+    their analyses, ``ch1_table1``'s Table 1 and its size-matched row 3); called by those runners' ``main``."""
+    mine = runner_parts(runner)
+    ap = argparse.ArgumentParser(prog=f"{runner_command(runner)} (run-store grid)", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours", "paper"])
     ap.add_argument("--device", default="cpu", choices=["cpu"])
     add_grid_args(
@@ -194,12 +198,12 @@ def store_main(argv=None):
     ap.add_argument(
         "--parts",
         nargs="+",
-        default=list(PARTS),
-        choices=list(PARTS),
-        help="which parts to run / aggregate (default all); e.g. --parts full_mamba runs the full Mamba LM alone",
+        default=list(mine),
+        choices=list(mine),
+        help=f"which of {runner}'s parts to run / aggregate (default all); e.g. --parts {mine[-1]} runs that one alone",
     )
     args = ap.parse_args(argv)
-    what = f"ch1 ({' '.join(args.parts)}) at preset {args.preset}"
+    what = f"{runner} ({' '.join(args.parts)}) at preset {args.preset}"
 
     def write(preset, **kw):
         return write_bundles(preset, parts=args.parts, **kw)

@@ -72,8 +72,8 @@ def _claim_rows(cid: str, model: str, records: list[dict], names: list[str]) -> 
     ]
 
 
-def _write(name, data, config, tables, log, directory):
-    command = f"{runner_command('ch1_training')} --preset {config['preset']} --allow-long"
+def _write(name, data, config, tables, log, directory, runner: str = "ch1_training"):
+    command = f"{runner_command(runner)} --preset {config['preset']} --allow-long"
     return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
 
 
@@ -259,4 +259,4 @@ def _table1_bundle(
     stem, sizes_name = ("ch1_table1_matched", "ch1.table1_matched") if matched else ("ch1_table1", "ch1.table1")
     config = {"preset": preset, "smoke": smoke, "sizes": experiment(sizes_name, preset, smoke=smoke)}
     tables = {"accuracy": cells, "runs": per_run}
-    return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory)
+    return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory, runner="ch1_table1")

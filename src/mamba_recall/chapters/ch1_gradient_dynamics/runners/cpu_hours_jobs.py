@@ -36,6 +36,28 @@ PARTS = {
     "table1_matched": MATCHED_EXPERIMENT,
     "full_onehot": ONEHOT_EXPERIMENT,
 }
+#: which runner runs each part (one runner per result family): Table 1 and its size-matched row 3 are ``ch1_table1``'s
+#: run-store parts, the models and their analyses ``ch1_training``'s
+PART_RUNNER = {
+    "models": "ch1_training",
+    "table1": "ch1_table1",
+    "full_mamba": "ch1_training",
+    "wo": "ch1_training",
+    "table1_matched": "ch1_table1",
+    "full_onehot": "ch1_training",
+}
+
+
+def runner_parts(runner: str) -> tuple[str, ...]:
+    """The run-store parts of ``runner`` (``ch1_training`` or ``ch1_table1``), in :data:`PARTS` order."""
+    return tuple(p for p in PARTS if PART_RUNNER[p] == runner)
+
+
+def part_command(part: str, preset: str) -> str:
+    """The command that runs ``part`` at ``preset`` through its runner (:data:`PART_RUNNER`)."""
+    return f"{runner_command(PART_RUNNER[part])} --preset {preset} --parts {part} --allow-long"
+
+
 WO_CLAIM = "000/Fig7"
 #: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
 FULL_PARTS = {FULL_NAME: "ch1.full_mamba", ONEHOT_NAME: "ch1.full_onehot"}

@@ -4,14 +4,22 @@ The rows' models (paper → ours), the training of one cell and the grid are in 
 (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.table1.run_cell`, :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.table1.run_table`); the paper gives no TF
 sizes ("similar model sizes"), optimiser, |V| or steps: all [choice]s, in the ``ch1.table1`` preset.
 
-``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset ci|paper [--device cuda]`` writes
-``results/ch1_table1_<preset>.json`` (+ CSV); the ``cpu-hours`` preset (3 seeds, early stopping on the training
-set) runs through the run store: ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --parts table1``.
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset ci
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset paper --parts table1 --allow-long
+
+The one runner of Table 1, two ways. At ``ci`` it trains each cell once in this process and writes
+``results/ch1_table1_ci.json`` (+ CSV). At ``cpu-hours`` and ``paper`` (or with ``--parts``) it runs Table 1 as
+run-store jobs, one per cell and seed (3 seeds; parts ``table1`` and ``table1_matched``, the size-matched row 3;
+options ``--allow-long``, ``--jobs``, ``--aggregate-only``, ``--smoke``, ``--store``; :mod:`.cpu_hours`), and writes
+``results/ch1_table1_<preset>.json`` and ``results/ch1_table1_matched_<preset>.json`` with every run and each cell's
+mean over seeds and its 95 % interval.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from mamba_recall.results import command_provenance
@@ -21,11 +29,26 @@ from mamba_recall.runners import runner_command
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
+    """The run-store parts (:mod:`.cpu_hours`) at ``cpu-hours`` and ``paper`` or with ``--parts``; the cells one by
+    one at ``ci``."""
+    from . import cpu_hours
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    probe = argparse.ArgumentParser(add_help=False)
+    probe.add_argument("--preset", default="ci")
+    probe.add_argument("--parts", nargs="*", default=None)
+    known, _ = probe.parse_known_args(argv)
+    if known.preset != "ci" or known.parts is not None:
+        return cpu_hours.store_main(argv, runner="ch1_table1")
+    return cells_main(argv)
+
+
+def cells_main(argv=None):
     from mamba_recall.presets import experiment
     from mamba_recall.results import save_bundle
 
     ap = argparse.ArgumentParser(description="Table 1 of paper 000")
-    ap.add_argument("--preset", default="ci", choices=("ci", "paper"))
+    ap.add_argument("--preset", default="ci", choices=("ci",))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)

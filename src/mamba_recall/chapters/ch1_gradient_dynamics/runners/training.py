@@ -5,9 +5,9 @@
     python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --parts full_mamba --allow-long
 
 Two ways of training, one command. With ``--preset cpu-hours``, or with ``--parts`` at any preset, it runs the
-**run-store grid** (one job per model and seed, 3 seeds, resumable; parts ``models``, ``table1``, ``full_mamba``,
-``wo``, ``table1_matched``, ``full_onehot``; options ``--allow-long``, ``--jobs``, ``--aggregate-only``, ``--smoke``,
-``--store``): see :mod:`.cpu_hours`. Otherwise it trains **one model of each name** (``--only``) in this process:
+**run-store grid** (one job per model and seed, 3 seeds, resumable; parts ``models``, ``full_mamba``, ``wo``,
+``full_onehot``; options ``--allow-long``, ``--jobs``, ``--aggregate-only``, ``--smoke``, ``--store``): see
+:mod:`.cpu_hours`. Table 1's run-store parts are :mod:`.table1`'s. Otherwise it trains **one model of each name** (``--only``) in this process:
 ``--preset paper`` trains the paper-size models with
 :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall` and writes ``results/checkpoints/ch1_<name>_<preset>.pt``
 with a JSON sidecar (config, sha256, accuracy, device) plus the bundle ``results/ch1_checkpoints.json``. The
@@ -66,7 +66,7 @@ def main(argv=None):
     probe.add_argument("--parts", nargs="*", default=None)
     known, _ = probe.parse_known_args(argv)
     if known.preset == "cpu-hours" or known.parts is not None:
-        return cpu_hours.store_main(argv)
+        return cpu_hours.store_main(argv, runner="ch1_training")
     return models_main(argv)
 
 
