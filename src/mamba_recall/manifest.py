@@ -236,12 +236,18 @@ def load(path: Path | None = None) -> list[Entry]:
 
 def write(claims: dict[str, tuple[str, ...]] | None = None, root: Path | None = None) -> Path:
     """Rewrite ``results/manifest.json`` from the committed files; ``claims`` (entry → claim ids) from a
-    scorecard, else each entry keeps the claims the committed manifest gives it."""
+    scorecard, else each entry keeps the claims the committed manifest gives it (a renamed checkpoint those of the
+    name its sidecar's ``renamed_from`` records)."""
     root = Path(REPO_ROOT if root is None else root)
     path = root / "results" / MANIFEST_NAME
+    scanned = scan(root)
     if claims is None:
         claims = {e.name: e.claims for e in load(path)} if path.exists() else {}
-    entries = [Entry(**{**e.plain(), "files": e.files, "claims": tuple(claims.get(e.name, ()))}) for e in scan(root)]
+        for e in scanned:  # a checkpoint renamed since (results.rename_checkpoint) keeps the claims of its old name
+            if e.kind == "checkpoint" and e.name not in claims:
+                was = json.loads((root / e.files[0]).read_text()).get("renamed_from", [])
+                claims[e.name] = next((claims[Path(w).stem] for w in reversed(was) if Path(w).stem in claims), ())
+    entries = [Entry(**{**e.plain(), "files": e.files, "claims": tuple(claims.get(e.name, ()))}) for e in scanned]
     record = {
         "schema": SCHEMA,
         "regenerate": FIX,

@@ -65,3 +65,17 @@ def test_the_committed_renames_are_recorded_in_their_sidecars():
     ):
         sidecar = json.loads((REPO_ROOT / f"results/checkpoints/{name}.json").read_text())
         assert sidecar["renamed_from"] == [was] and sidecar["file"] == f"{name}.pt"
+
+
+def test_the_manifest_keeps_a_renamed_checkpoint_s_claims(tmp_path):
+    """``manifest --write`` without a scorecard keeps each entry's claims by name; a checkpoint renamed since keeps
+    those of its old name (its sidecar's ``renamed_from``), instead of silently losing them."""
+    (tmp_path / "results" / "checkpoints").mkdir(parents=True)
+    old = results.save_checkpoint(
+        tmp_path / "results/checkpoints/ch9_old_ci.pt", {"w": torch.ones(1)}, {}, command="python -m x --preset ci"
+    )
+    manifest.write({"ch9_old_ci": ("009/Claim",)}, root=tmp_path)
+    results.rename_checkpoint(old, results.checkpoint_file("ch9.new", "ci", directory=old.parent))
+    manifest.write(root=tmp_path)
+    entries = {e.name: e for e in manifest.load(tmp_path / "results" / "manifest.json")}
+    assert set(entries) == {"ch9_new_ci"} and entries["ch9_new_ci"].claims == ("009/Claim",)
