@@ -11,7 +11,8 @@ import numpy as np
 
 from mamba_recall.claims.core import Claim, Evidence, Measurement, Rule, conds
 
-SECTION_SCAN = "00_selective_scan/02_parallel_scan"
+#: this module's book section (its claims are judged on that page)
+SECTION = "00_selective_scan/02_parallel_scan"
 
 
 #: This section's claims, each declared below its measurement; ``ch0/__init__.py`` registers them with their
@@ -44,7 +45,7 @@ CLAIMS += [
             reproduced=conds(("worst_rel_error_fp64", "<=", 1e-10)),
         ),
         measure_scan_agreement,
-        SECTION_SCAN,
+        SECTION,
     ),
 ]
 
@@ -78,6 +79,6 @@ CLAIMS += [
             ),
         ),
         measure_memory_scaling,
-        SECTION_SCAN,
+        SECTION,
     ),
 ]

@@ -25,7 +25,9 @@ import numpy as np
 
 from mamba_recall.claims.core import Claim, Evidence, Measurement, Rule, conds
 
-SECTION_WX = "00_selective_scan/01_worked_example"
+#: this module's book section (its claims are judged on that page)
+SECTION = "00_selective_scan/01_worked_example"
+
 LAST_DIGIT = 1e-3  # one unit of the last printed digit (three decimals)
 ROUNDING = 1.5 * LAST_DIGIT  # the precision rule of the module docstring: rounding (0.5) + the last digit (1)
 
@@ -115,7 +117,7 @@ CLAIMS += [
         "0.743",
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "delta", 0),
-        SECTION_WX,
+        SECTION,
     ),
     Claim(
         "001/Delta2",
@@ -124,7 +126,7 @@ CLAIMS += [
         "0.803 (via log(1.221))",
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "delta", 1),
-        SECTION_WX,
+        SECTION,
     ),
     Claim(
         "001/Delta3",
@@ -133,7 +135,7 @@ CLAIMS += [
         "0.693 (via log(1.041))",
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "delta", 2),
-        SECTION_WX,
+        SECTION,
     ),
     Claim(
         "001/Abar",
@@ -142,7 +144,7 @@ CLAIMS += [
         "(0.475, 0.690), (0.448, 0.668), (0.500, 0.706)",
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "decay"),
-        SECTION_WX,
+        SECTION,
     ),
     Claim(
         "001/Bbar",
@@ -151,7 +153,7 @@ CLAIMS += [
         "(0.297, 0.223), (0.642, 0.482), (0.111, 0.083)",
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "B_bar"),
-        SECTION_WX,
+        SECTION,
     ),
     Claim(
         "001/states",
@@ -160,7 +162,7 @@ CLAIMS += [
         "(0.149, 0.112), (0.709, 0.557), (0.377, 0.410)",
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "state"),
-        SECTION_WX,
+        SECTION,
     ),
     Claim(
         "001/outputs",
@@ -169,7 +171,7 @@ CLAIMS += [
         "0.074, 0.719, 0.086",
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "y"),
-        SECTION_WX,
+        SECTION,
     ),
 ]
 
@@ -201,7 +203,7 @@ CLAIMS += [
             reproduced=conds(("max_abs_error_printed", "<=", ROUNDING)),
         ),
         measure_own_delta,
-        SECTION_WX,
+        SECTION,
     ),
 ]
 
@@ -231,7 +233,7 @@ CLAIMS += [
         "(0.475, 0.690), (0.448, 0.668), (0.500, 0.706)",
         _printed_value_rule(),
         measure_own_delta_decay,
-        SECTION_WX,
+        SECTION,
     ),
 ]
 
@@ -271,7 +273,7 @@ CLAIMS += [
             erratum=conds(("fraction_decreasing", ">=", 1.0), ("tokens_fraction_increasing", "<=", 0.0)),
         ),
         measure_decay_direction,
-        SECTION_WX,
+        SECTION,
     ),
 ]
 
@@ -298,7 +300,7 @@ CLAIMS += [
             reproduced=conds(("peak_at_cat", "true"), ("shrinks_after_sat", "true")),
         ),
         measure_accumulation,
-        SECTION_WX,
+        SECTION,
     ),
 ]
 
@@ -326,6 +328,6 @@ CLAIMS += [
             reproduced=conds(("strongest_input_gives_strongest_output", "true")),
         ),
         measure_output_ordering,
-        SECTION_WX,
+        SECTION,
     ),
 ]

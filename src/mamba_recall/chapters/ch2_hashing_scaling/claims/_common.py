@@ -12,10 +12,6 @@ import math
 
 from mamba_recall.claims.core import Claim, Evidence, across_seeds
 
-CH = "02_hashing_scaling/"
-S_CIRCUIT, S_THEORY, S_MECH, S_SCALING, S_HEADS = (
-    CH + s for s in ("01_circuit", "02_theory", "03_mechanism", "04_scaling", "05_multihead")
-)
 PERFECT = 0.99  # δ = 0.01
 NEAR_PERFECT = 0.9
 Z = 3.0  # three standard errors

@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from mamba_recall.claims.core import Claim, Evidence, Measurement, Rule, conds
-from ._common import _NEAR, _SE_WHY, S_CIRCUIT, Z, _n_near, _nonincreasing, se_diff
+from ._common import _NEAR, _SE_WHY, Z, _n_near, _nonincreasing, se_diff
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "02_hashing_scaling/01_circuit"
 
 #: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
 #: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
@@ -43,7 +46,7 @@ CLAIMS += [
             reproduced=conds(("values_readout_accuracy", ">=", 1.0), ("zero_padding_accuracy", ">=", 1.0)),
         ),
         measure_thm1,
-        S_CIRCUIT,
+        SECTION,
     ),
 ]
 
@@ -87,7 +90,7 @@ CLAIMS += [
             untestable_why="fewer than two D rows reach near-perfect recall on this grid, so no trade-off can show",
         ),
         measure_fig6b,
-        S_CIRCUIT,
+        SECTION,
     ),
 ]
 
@@ -129,6 +132,6 @@ CLAIMS += [
             untestable_why="the tested point lies outside N < D < V or does not satisfy the condition",
         ),
         measure_lemma1,
-        S_CIRCUIT,
+        SECTION,
     ),
 ]

@@ -12,7 +12,10 @@ import functools
 from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, Rule, conds
-from ._common import NEAR_PERFECT, S_MECH
+from ._common import NEAR_PERFECT
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "02_hashing_scaling/03_mechanism"
 
 #: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
 #: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
@@ -49,7 +52,7 @@ CLAIMS += [
             erratum=conds(("corrected_layout_share", ">=", 0.999)),
         ),
         measure_eq10,
-        S_MECH,
+        SECTION,
     ),
 ]
 
@@ -120,7 +123,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig2,
-        S_MECH,
+        SECTION,
     ),
 ]
 
@@ -158,7 +161,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_selectivity,
-        S_MECH,
+        SECTION,
     ),
 ]
 
@@ -189,7 +192,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig3,
-        S_MECH,
+        SECTION,
     ),
 ]
 
@@ -219,7 +222,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig4,
-        S_MECH,
+        SECTION,
     ),
 ]
 
@@ -247,6 +250,6 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig5,
-        S_MECH,
+        SECTION,
     ),
 ]

@@ -17,7 +17,6 @@ from ._common import (
     _SE_WHY,
     NEAR_PERFECT,
     PERFECT,
-    S_HEADS,
     Z,
     _bundle_ev,
     _by_seed,
@@ -26,6 +25,9 @@ from ._common import (
     se_diff,
 )
 from mamba_recall.runners import runner_command
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "02_hashing_scaling/05_multihead"
 
 #: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
 #: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
@@ -53,7 +55,7 @@ CLAIMS += [
             reproduced=conds(("mva_rel_diff", "<=", 1e-5), ("mha_rel_diff", "<=", 1e-5)),
         ),
         measure_thm5_algebra,
-        S_HEADS,
+        SECTION,
     ),
 ]
 
@@ -131,7 +133,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig8_shared,
-        S_HEADS,
+        SECTION,
     ),
 ]
 
@@ -174,7 +176,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig8_mha,
-        S_HEADS,
+        SECTION,
     ),
 ]
 
@@ -239,7 +241,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_thm5_mn,
-        S_HEADS,
+        SECTION,
     ),
 ]
 
@@ -426,6 +428,6 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig15,
-        S_HEADS,
+        SECTION,
     ),
 ]

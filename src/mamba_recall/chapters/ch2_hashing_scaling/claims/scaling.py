@@ -14,7 +14,6 @@ from ._common import (
     _NEAR,
     _SE_WHY,
     PERFECT,
-    S_SCALING,
     Z,
     _bundle_ev,
     _by_seed,
@@ -25,6 +24,9 @@ from ._common import (
     se_diff,
 )
 from mamba_recall.runners import runner_command
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "02_hashing_scaling/04_scaling"
 
 #: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
 #: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
@@ -117,7 +119,7 @@ CLAIMS += [
             untestable_why="Eq. 77 promises no fact at any cell and level of the bundle: there is no bound to test",
         ),
         measure_fig6ab,
-        S_SCALING,
+        SECTION,
     ),
 ]
 
@@ -164,7 +166,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig6bc,
-        S_SCALING,
+        SECTION,
     ),
 ]
 
@@ -282,7 +284,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig6c_strongest,
-        S_SCALING,
+        SECTION,
     ),
 ]
 
@@ -303,7 +305,7 @@ CLAIMS += [
         "--parts full` (3 regimes × 10 cells × 3 seeds × 10 000 steps, the paper's step count; ≈ 1–1.5 GPU-hours "
         "on one H100 at an estimated 3–5 ms per step, or ≈ 25–40 CPU-hours). The ci bundle's two 300-step "
         "CPU cells are a smoke test of the code path, not a measurement",
-        section=S_SCALING,
+        section=SECTION,
     ),
     Claim(
         "002/Fig6-anchor",
@@ -318,7 +320,7 @@ CLAIMS += [
         not_run=f"regime R2 at paper size: `{runner_command('ch2_scaling')} --preset paper --device cuda "
         "--parts grid full` (≈ 2 GPU-hours estimated; the anchor cell alone: 10 seeds × 3000 steps simplified "
         "and 3 seeds × 10 000 steps full, ≈ 3–4 CPU-hours)",
-        section=S_SCALING,
+        section=SECTION,
     ),
     Claim(
         "002/Fig12",
@@ -333,7 +335,7 @@ CLAIMS += [
         ),
         not_run=f"the same full-model run as Fig. 6(d): `{runner_command('ch2_scaling')} --preset paper "
         "--device cuda --parts full` (≈ 1–1.5 GPU-hours estimated)",
-        section=S_SCALING,
+        section=SECTION,
     ),
 ]
 
@@ -393,7 +395,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig7,
-        S_SCALING,
+        SECTION,
     ),
 ]
 
@@ -458,7 +460,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_tab10_rows,
-        S_SCALING,
+        SECTION,
     ),
 ]
 
@@ -505,7 +507,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_tab10_e,
-        S_SCALING,
+        SECTION,
     ),
 ]
 
@@ -527,7 +529,7 @@ CLAIMS += [
         not_run="the paper-sized Fig. 6(c) grids, where V = 512 and 1024 make the (Φ)^{V/2} step sharp: "
         f"`{runner_command('ch2_scaling')} --preset paper --device cuda --parts grid` (≈ 45 GPU-"
         "minutes on one H100, estimated; the ci grid at V = 64 has no D column with both a ≈ 0 and a ≈ 1 domain)",
-        section=S_SCALING,
+        section=SECTION,
     ),
     Claim(
         "002/AppD-L-independence",
@@ -543,6 +545,6 @@ CLAIMS += [
         not_run="an L sweep, not yet a part of the runner: trained simplified models at (V, N_f, D, N) = "
         "(512, 16, 32, 8) for L ∈ {64, 128, 256}, 3 seeds, 2000 steps (≈ 1–2 CPU-hours; the attention form "
         "costs ∝ L²)",
-        section=S_SCALING,
+        section=SECTION,
     ),
 ]

@@ -16,7 +16,6 @@ from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotR
 from ._common import (
     _SE_WHY,
     PERFECT,
-    S_SCALING,
     Z,
     _bundle_ev,
     _by_seed,
@@ -27,6 +26,9 @@ from ._common import (
     strongest_fig_bundle,
 )
 from mamba_recall.runners import runner_command
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "02_hashing_scaling/04_scaling"
 
 #: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
 #: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
@@ -138,7 +140,7 @@ CLAIMS += [
             trained=True,
         ),
         lambda bundle: measure_fig10(bundle, 2),
-        S_SCALING,
+        SECTION,
     ),
 ]
 
@@ -181,7 +183,7 @@ CLAIMS += [
             trained=True,
         ),
         measure_fig10_nk3,
-        S_SCALING,
+        SECTION,
         not_run=_NK3_NOT_RUN,
     ),
 ]
@@ -261,7 +263,7 @@ CLAIMS += [
             trained=True,
         ),
         lambda bundle: measure_fig11(bundle, 2),
-        S_SCALING,
+        SECTION,
     ),
 ]
 
@@ -289,7 +291,7 @@ CLAIMS += [
         "1 layer < 1; 2 and 3 layers perfect",
         Rule(why="perfect = ≥ 0.99", reproduced=conds(("two_layer_accuracy", ">=", PERFECT)), trained=True),
         measure_fig11_nq3,
-        S_SCALING,
+        SECTION,
         not_run=_NQ3_NOT_RUN,
     ),
 ]
@@ -348,7 +350,7 @@ CLAIMS += [
             reproduced=conds(("gap_se", "<=", Z)),
         ),
         lambda **kw: measure_remark("keys", **kw),
-        S_SCALING,
+        SECTION,
     ),
     Claim(
         "002/Remark5",
@@ -361,6 +363,6 @@ CLAIMS += [
             reproduced=conds(("gap_se", "<=", Z)),
         ),
         lambda **kw: measure_remark("queries", **kw),
-        S_SCALING,
+        SECTION,
     ),
 ]

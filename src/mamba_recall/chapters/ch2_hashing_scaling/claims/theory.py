@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 
 from mamba_recall.claims.core import Claim, Evidence, Measurement, Rule, conds
-from ._common import PERFECT, S_THEORY, _bundle_ev
+from ._common import PERFECT, _bundle_ev
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "02_hashing_scaling/02_theory"
 
 #: This section's claims, each declared below its measurement; ``ch2/__init__.py`` registers them with their
 #: quotes, in the chapter's order (:data:`mamba_recall.chapters.ch2_hashing_scaling.claims.ORDER`).
@@ -51,7 +54,7 @@ CLAIMS += [
             untestable_why="the sweep never reaches V ≥ 10 D, so it cannot separate O(log V) from O(V)",
         ),
         measure_thm2,
-        S_THEORY,
+        SECTION,
     ),
 ]
 
@@ -87,7 +90,7 @@ CLAIMS += [
             erratum=conds(("consistent_log_ratio", ">=", 0.95), ("consistent_log_ratio", "<=", 1.05)),
         ),
         lambda: measure_limit(1024, 10**4, 32, 32),
-        S_THEORY,
+        SECTION,
     ),
     Claim(
         "002/Remark2",
@@ -101,7 +104,7 @@ CLAIMS += [
             erratum=conds(("consistent_log_ratio", ">=", 0.95), ("consistent_log_ratio", "<=", 1.05)),
         ),
         lambda: measure_limit(1024, 10**4, 32, 16, layers=2),
-        S_THEORY,
+        SECTION,
     ),
 ]
 
@@ -179,7 +182,7 @@ CLAIMS += [
             untestable_why="no cell of the sweep has a positive prediction that the swept V range can bracket",
         ),
         measure_vmax,
-        S_THEORY,
+        SECTION,
     ),
 ]
 
@@ -230,6 +233,6 @@ CLAIMS += [
             untestable_why="fewer than four (D, N) cells with an uncensored facts count: no slope with an interval",
         ),
         measure_remark1,
-        S_THEORY,
+        SECTION,
     ),
 ]

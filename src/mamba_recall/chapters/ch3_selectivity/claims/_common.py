@@ -11,14 +11,6 @@ from dataclasses import replace
 from mamba_recall.claims.core import Control, Measurement, across_seeds
 from mamba_recall.runners import runner_command
 
-
-SECTION = {
-    "approx": "03_selectivity/01_approximation",
-    "keep": "03_selectivity/02_keep_nth",
-    "sens": "03_selectivity/03_sensitivity",
-    "mqar": "03_selectivity/04_mqar_constructions",
-    "ih": "03_selectivity/05_induction_heads",
-}
 SOLVED = 0.99  # a trained model solves a task (paper: 1.00)
 EXACT = 1.0  # a construction is exact: every test query right
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from mamba_recall.claims.core import Claim, Evidence, Measurement, Rule, conds
-from ._common import SECTION
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "03_selectivity/01_approximation"
 
 
 def measure_thm1(errors: dict, l2: list, widths: list, sup_all: float, sup_away: float, w_sup: float) -> Measurement:
@@ -62,7 +64,7 @@ THM1 = Claim(
         erratum=_THM1_ERRATUM,
     ),
     measure_thm1,
-    SECTION["approx"],
+    SECTION,
 )
 
 
@@ -77,7 +79,7 @@ FIGA1 = Claim(
         reproduced=conds(("l2_decreasing", "true"), ("sup_error_away_from_jumps", "<=", 1e-6)),
     ),
     measure_thm1,
-    SECTION["approx"],
+    SECTION,
 )
 
 
@@ -97,7 +99,7 @@ PROP1 = Claim(
     "h(t) = t exactly",
     Rule(why="h_t = Σ_{s≤t} 1 is exact in float64 for t ≤ 2⁵³", reproduced=conds(("max_error", "<=", 1e-12))),
     measure_prop1,
-    SECTION["approx"],
+    SECTION,
 )
 
 
@@ -152,7 +154,7 @@ COR1 = Claim(
         ),
     ),
     measure_cor1,
-    SECTION["approx"],
+    SECTION,
 )
 
 
@@ -176,7 +178,7 @@ REMARK1 = Claim(
         reproduced=conds(("max_error_ssd", "<=", 1e-6)),
     ),
     measure_remark1,
-    SECTION["approx"],
+    SECTION,
 )
 
 

@@ -12,8 +12,11 @@ import numpy as np
 from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
-from ._common import EXACT, SECTION, SOLVED, _EXACT_WHY, _chance_null, _per_seed, _summary
+from ._common import EXACT, SOLVED, _EXACT_WHY, _chance_null, _per_seed, _summary
 from mamba_recall.runners import runner_command
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "03_selectivity/05_induction_heads"
 
 
 RUN_IH = (
@@ -43,7 +46,7 @@ LEMMA3 = Claim(
         reproduced=conds(("fixed_min_accuracy", ">=", EXACT), ("worked_example_matches", "true")),
     ),
     measure_lemma3,
-    SECTION["ih"],
+    SECTION,
 )
 
 
@@ -70,7 +73,7 @@ LEMMA3_DELTA = Claim(
         erratum=conds(("fixed_min_accuracy", ">=", EXACT)),
     ),
     measure_lemma3_delta,
-    SECTION["ih"],
+    SECTION,
 )
 
 
@@ -155,7 +158,7 @@ FIG3 = Claim(
         trained=True,
     ),
     measure_fig3,
-    SECTION["ih"],
+    SECTION,
     not_run=RUN_IH,
 )
 
@@ -192,7 +195,7 @@ FIGA4 = Claim(
         trained=True,
     ),
     measure_figa4,
-    SECTION["ih"],
+    SECTION,
     not_run=RUN_IH,
 )
 

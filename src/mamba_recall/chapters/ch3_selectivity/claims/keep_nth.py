@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
-from ._common import EXACT, RUN_KEEP, SECTION, SOLVED, _chance_null, _per_seed, _summary, _vocab
+from ._common import EXACT, RUN_KEEP, SOLVED, _chance_null, _per_seed, _summary, _vocab
 from .keep_nth_fig1 import FIG1_LEFT, FIG1_RIGHT
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "03_selectivity/02_keep_nth"
 
 
 KEEP_TS = (10, 20, 30, 40, 50)  # the T grid of Tabs. A.1–A.4
@@ -45,7 +48,7 @@ COR2 = Claim(
         reproduced=conds(("max_error_real", "<=", 1e-9), ("token_accuracy", ">=", EXACT)),
     ),
     measure_cor2,
-    SECTION["keep"],
+    SECTION,
 )
 
 
@@ -94,7 +97,7 @@ TAB1 = Claim(
         trained=True,
     ),
     measure_tab1,
-    SECTION["keep"],
+    SECTION,
     not_run=RUN_KEEP,
 )
 
@@ -140,7 +143,7 @@ TABA1_A2 = Claim(
         trained=True,
     ),
     measure_keep_solved,
-    SECTION["keep"],
+    SECTION,
     not_run=RUN_KEEP,
 )
 
@@ -208,7 +211,7 @@ TABA1_S4DPE = Claim(
         trained=True,
     ),
     measure_s4dpe_t20,
-    SECTION["keep"],
+    SECTION,
     not_run=RUN_KEEP,
     setting="the architecture as the paper describes it (embedding → depthwise S4D → linear, App. D.2), in which "
     "the PE can only add a per-position bias to the logits (exact, for any weights). What this can conclude: that "
@@ -297,7 +300,7 @@ TABA2_S4DPE = Claim(
         trained=True,
     ),
     measure_s4dpe_decline,
-    SECTION["keep"],
+    SECTION,
     not_run=RUN_KEEP,
 )
 
@@ -352,7 +355,7 @@ TABA3_A4 = Claim(
         trained=True,
     ),
     measure_keep_failing,
-    SECTION["keep"],
+    SECTION,
     not_run=RUN_KEEP,
 )
 

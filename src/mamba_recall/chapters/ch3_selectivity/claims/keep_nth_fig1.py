@@ -14,7 +14,10 @@ import numpy as np
 from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, across_seeds, conds
-from ._common import RUN_KEEP, SECTION, _summary
+from ._common import RUN_KEEP, _summary
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "03_selectivity/02_keep_nth"
 
 
 # ============================================================================ Fig. 1
@@ -97,7 +100,7 @@ FIG1_RIGHT = Claim(
         trained=True,
     ),
     measure_fig1_split,
-    SECTION["keep"],
+    SECTION,
 )
 
 
@@ -280,6 +283,6 @@ FIG1_LEFT = Claim(
         trained=True,
     ),
     measure_fig1_trend,
-    SECTION["keep"],
+    SECTION,
     not_run=RUN_KEEP,
 )

@@ -15,8 +15,11 @@ import math
 import numpy as np
 
 from mamba_recall.claims.core import Claim, Evidence, Measurement, NotRun, Rule, conds
-from ._common import EXACT, SECTION, SOLVED, _EXACT_WHY
+from ._common import EXACT, SOLVED, _EXACT_WHY
 from .mqar_trained import FIG2, FIGA2, FIGA3
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "03_selectivity/04_mqar_constructions"
 
 
 # ============================================================================ §5.1 MQAR constructions (exact)
@@ -53,7 +56,7 @@ THM2 = Claim(
         reproduced=conds(("step1_min", ">=", EXACT), ("step2_V128_p16", ">=", EXACT), ("step2_V512_p24", ">=", EXACT)),
     ),
     measure_thm2,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -81,7 +84,7 @@ THM2_BIAS = Claim(
         erratum=conds(("corrected_bias_best", ">=", EXACT)),
     ),
     measure_thm2_bias,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -138,7 +141,7 @@ THM3 = Claim(
         ),
     ),
     measure_thm3,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -193,7 +196,7 @@ THM3_RECALL99 = Claim(
         untestable_why="the sweep spans less than 16× in κ, too little to tell log κ from a power of κ",
     ),
     measure_thm3_recall,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -226,7 +229,7 @@ REMARK3 = Claim(
         partially=conds(("fraction_kappa_below_thm2", ">", 0.0)),
     ),
     measure_remark3,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -284,7 +287,7 @@ REMARK7 = Claim(
         ),
     ),
     measure_remark7,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -310,7 +313,7 @@ THM4 = Claim(
         reproduced=conds(("step1_min", ">=", EXACT), ("step2_centered_p16", ">=", EXACT)),
     ),
     measure_thm4,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -337,7 +340,7 @@ THM4_READOUT = Claim(
         erratum=conds(("centered_readout_best", ">=", EXACT)),
     ),
     measure_thm4_readout,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -364,7 +367,7 @@ TAB2 = Claim(
         erratum=conds(("corrected_gate_accuracy", ">=", EXACT)),
     ),
     measure_tab2_gate,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -391,7 +394,7 @@ TAB3 = Claim(
         reproduced=conds(("min_accuracy", ">=", EXACT)),
     ),
     measure_tab3,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -418,7 +421,7 @@ LEMMA4 = Claim(
         reproduced=conds(("eps_sqrt_p_over_log_d_max", "<=", 3.0), ("norm_error", "<=", 1e-12)),
     ),
     measure_lemma4,
-    SECTION["mqar"],
+    SECTION,
 )
 
 
@@ -456,7 +459,7 @@ APP_I = Claim(
         ),
     ),
     measure_app_i,
-    SECTION["mqar"],
+    SECTION,
 )
 
 

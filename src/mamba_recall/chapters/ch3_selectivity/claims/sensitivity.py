@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from mamba_recall.claims.core import Claim, Evidence, Measurement, Rule, conds
-from ._common import SECTION
+
+#: this module's book section (its claims are judged on that page)
+SECTION = "03_selectivity/03_sensitivity"
 
 
 def measure_lemma1(rel: dict, slope_s6: float, slope_s4d: float, lam: float) -> Measurement:
@@ -40,7 +42,7 @@ LEMMA1 = Claim(
         ),
     ),
     measure_lemma1,
-    SECTION["sens"],
+    SECTION,
 )
 
 
@@ -63,7 +65,7 @@ LEMMA2 = Claim(
         reproduced=conds(("sensitivity_over_bound", ">=", 1.0), ("s4d_factor", "<=", 1e-100)),
     ),
     measure_lemma2,
-    SECTION["sens"],
+    SECTION,
 )
 
 
@@ -93,7 +95,7 @@ EQ45 = Claim(
         reproduced=conds(("loglog_slope", ">=", -1.2), ("loglog_slope", "<=", -0.8)),
     ),
     measure_eq45,
-    SECTION["sens"],
+    SECTION,
 )
 
 
