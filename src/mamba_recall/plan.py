@@ -57,7 +57,7 @@ def _module(name: str):
 def grids() -> list[Grid]:
     """Every run-store grid of the book's runners, in chapter order."""
     ch1 = _module("ch1_cpu_hours")  # the helper of ch1_training and ch1_table1
-    ch2 = _module("ch2_figs_cpu")
+    ch2 = _module("ch2_figs_cpu")  # the helper of ch2_scaling and ch2_multihead
     ref = _module("ch2_reference_grid")
     dn = _module("ch2_trained_dn")
     ch4 = _module("ch4_edge")
@@ -78,11 +78,11 @@ def grids() -> list[Grid]:
     ]
     out += [
         Grid(
-            "ch2_scaling",
+            ch2.PART_RUNNER[part],
             part,
             lambda preset, part=part: ch2.jobs_for(part, preset),
             ch2.estimate,
-            cmd("ch2_scaling", f" --parts {part}"),
+            cmd(ch2.PART_RUNNER[part], f" --parts {part}"),
         )
         for part in ch2.PARTS
     ]

@@ -54,6 +54,7 @@ def test_every_built_runner_command_names_a_runner():
     when that line runs (a not-run text, a load error), so each literal name is checked here (and Chapter 1's table of
     which runner runs each run-store part, whose names are passed as variables)."""
     from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import PART_RUNNER
+    from mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu import PART_RUNNER as CH2_PART_RUNNER
 
     runners = set(experiment_runners())
     bad, seen = [], 0
@@ -68,7 +69,7 @@ def test_every_built_runner_command_names_a_runner():
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)} names no runner")
     assert seen > 50, seen
     assert not bad, "\n".join(bad)
-    assert set(PART_RUNNER.values()) <= runners
+    assert set(PART_RUNNER.values()) | set(CH2_PART_RUNNER.values()) <= runners
 
 
 def test_a_merged_runner_s_recorded_commands_run_as_the_runner_it_joined():
@@ -97,4 +98,24 @@ def test_a_merged_runner_s_recorded_commands_run_as_the_runner_it_joined():
     )
     assert out.returncode != 0 and "ch2_figs_cpu is part of ch2_scaling now" in out.stderr
     out = subprocess.run([sys.executable, "-m", fig, "--preset", "cpu-hours"], capture_output=True, text=True)
-    assert out.returncode != 0 and f"run {runner_command('ch2_scaling')} with the same arguments" in out.stderr
+    assert out.returncode != 0 and f"run {runner_command('ch2_scaling')} (parts fig7" in out.stderr
+    assert f"or {runner_command('ch2_multihead')} (parts fig8, thm5) with the same arguments" in out.stderr
+
+
+def test_every_committed_result_s_command_names_parts_its_runner_runs():
+    """The runners that share a run-store grid (Chapter 1's ``cpu_hours``, Chapter 2's ``figs_cpu``) each run only
+    their own parts (``PART_RUNNER``); the command that remakes each committed result, as run today, names only parts
+    of its runner, so ``make reproduce`` cannot stop on a part that moved to another runner."""
+    from mamba_recall import manifest
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import PART_RUNNER as CH1
+    from mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu import PART_RUNNER as CH2
+    from mamba_recall.chapters.ch2_hashing_scaling.runners.scaling import PARTS as ENSEMBLE_PARTS
+
+    owner = {**CH1, **CH2, **{p: "ch2_scaling" for p in ENSEMBLE_PARTS}}
+    checked = 0
+    for entry in manifest.load():
+        runner, flags = manifest.parse_command(manifest.current_command(entry.command))
+        for part in flags.get("--parts", ()):
+            assert owner.get(part) == runner, f"{entry.name}: --parts {part} is {owner.get(part)}'s, not {runner}'s"
+            checked += 1
+    assert checked >= 20, checked

@@ -12,12 +12,12 @@ def test_plan_lists_every_grid_with_the_committed_store(tmp_path):
     runners = set(table.runner)
     assert {"ch1_training", "ch2_scaling", "ch2_reference_grid", "ch2_trained_dn", "ch4_edge"} <= runners
     assert {"ch3_keep_nth", "ch3_mqar_train", "ch3_induction"} <= runners
-    fig8 = table[(table.runner == "ch2_scaling") & (table.part == "fig8")].iloc[0]
+    fig8 = table[(table.runner == "ch2_multihead") & (table.part == "fig8")].iloc[0]
     assert fig8.jobs == len(ch2_figs_cpu.jobs_for("fig8", "cpu-hours")) == fig8.finished + fig8.left
     assert fig8.finished == fig8.jobs  # the committed grid
     assert (
         fig8.command
-        == "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --parts fig8 --allow-long"
+        == "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset cpu-hours --parts fig8 --allow-long"
     )
     empty = plan.plan("cpu-hours", store=tmp_path)  # another store: nothing finished there
     assert (empty.finished == 0).all() and (empty.left == empty.jobs).all()
@@ -28,11 +28,11 @@ def test_a_runner_without_a_grid_at_the_preset_says_why(capsys):
     ch3 = ci[ci.runner == "ch3_induction"].iloc[0]
     assert ch3.jobs == 0 and "runs the run store at cpu-hours, paper only" in ch3.note
     table = plan.plan("paper")
-    fig8 = table[(table.runner == "ch2_scaling") & (table.part == "fig8")].iloc[0]
+    fig8 = table[(table.runner == "ch2_multihead") & (table.part == "fig8")].iloc[0]
     assert (
         fig8.jobs == 0
         and "trains as ensembles" in fig8.note
-        and "ch2_hashing_scaling.runners.scaling --preset paper" in fig8.note
+        and "ch2_hashing_scaling.runners.multihead --preset paper" in fig8.note
     )
     ch1 = ci[ci.runner == "ch1_training"].iloc[0]
     assert "this runner runs the entries that declare seeds" in ch1.note

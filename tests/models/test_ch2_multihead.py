@@ -121,7 +121,7 @@ def test_theorem5_prediction():
 
 
 def test_logit_noise_statistics():
-    from mamba_recall.chapters.ch2_hashing_scaling.runners.multihead import logit_noise
+    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.heads import logit_noise
 
     m = MultiHeadLinearMamba(V, D, 2, 2, "MHA", ensemble=2, seed=0)
     x, y = mqar(V, 4, L, 8, 0)

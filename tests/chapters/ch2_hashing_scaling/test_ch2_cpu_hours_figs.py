@@ -8,6 +8,7 @@ from unittest import mock
 import pytest
 
 from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as F
+from mamba_recall.chapters.ch2_hashing_scaling.runners import multihead as M
 from mamba_recall.chapters.ch2_hashing_scaling.runners import scaling as S
 
 
@@ -102,7 +103,10 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
     from mamba_recall.claims import check, get, judge
     from mamba_recall.chapters.ch2_hashing_scaling.claims import _common
 
-    S.main(["--preset", "cpu-hours", "--smoke", "--store", str(smoke_store / "runs"), "--no-estimate"])
+    args = ["--preset", "cpu-hours", "--smoke", "--store", str(smoke_store / "runs"), "--no-estimate"]
+    S.main(args)  # Figs. 7, 10-11 and Tab. 10: ch2_scaling's run-store parts
+    M.main(args)  # Fig. 8 and Thm 5: ch2_multihead's
+    assert F.runner_parts("ch2_multihead") == ("fig8", "thm5")
     load = {p: results.load_bundle(F.bundle_name(p, "cpu-hours", smoke=True), directory=smoke_store) for p in F.PARTS}
     for claim, part in (
         ("002/Fig7", "fig7"),

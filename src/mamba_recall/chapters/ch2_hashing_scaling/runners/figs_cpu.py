@@ -1,8 +1,10 @@
-r"""The run-store parts of Chapter 2's scaling runner (:mod:`.scaling`): Fig. 7, Figs. 10–11, Fig. 8 + Thm 5 and
-Tab. 10 of paper 002 with 3 seeds, one run-store job per model and seed (preset ``cpu-hours``: the paper's settings on
-the part of each grid a 2-core CPU trains in about 3 CPU-hours). Run them through the runner:
+r"""The run-store parts of Chapter 2's runners: Fig. 7, Figs. 10–11 and Tab. 10 (:mod:`.scaling`'s), Fig. 8 and Thm 5
+(:mod:`.multihead`'s) of paper 002 with 3 seeds, one run-store job per model and seed (preset ``cpu-hours``: the
+paper's settings on the part of each grid a 2-core CPU trains in about 3 CPU-hours). Run them through their runner
+(:data:`PART_RUNNER`):
 
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --parts fig7 --allow-long [--jobs 1]
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset cpu-hours --parts fig8 --allow-long
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --aggregate-only
 
 Parts (sizes: ``chapters/ch2_hashing_scaling/configs.py``, ``ch2.scaling[preset]`` for fig7 / fig10_11 / tab10, ``ch2.multihead[preset]``
@@ -20,7 +22,7 @@ for fig8; the comments there say what was cut from the paper's grids and why):
 
 Every job trains one model alone (one process, one torch thread) with the functions of the ci runners
 (:func:`..training.ensemble.train_members`, :func:`..training.ensemble.train_selective_rows`,
-:func:`.multihead.train_heads`):
+:func:`..training.heads.train_heads`):
 initialisation seed ``seed``, training stream ``seed · 100003 + step``, the held-out evaluation stream
 ``EVAL_SEED`` (10⁶, shared by every model), best accuracy over the evaluations, early stop at 0.999. Its fully
 resolved config (preset, sizes, recipe, evaluation) is the job's config, so the job key names what ran.
@@ -75,6 +77,16 @@ TAB10_ROWS = (
 )
 #: the parts whose jobs train the multi-head model of Alg. 3 (one job function, one per-run layout)
 HEAD_PARTS = ("fig8", "thm5")
+#: which runner runs each part (one runner per result family): Fig. 8 and Thm 5 are ``ch2_multihead``'s run-store
+#: parts, beside its ensembles at ci/paper; Figs. 7, 10–11 and Tab. 10 are ``ch2_scaling``'s
+PART_RUNNER = {part: "ch2_multihead" if part in HEAD_PARTS else "ch2_scaling" for part in PARTS}
+
+
+def runner_parts(runner: str) -> tuple[str, ...]:
+    """The run-store parts of ``runner`` (``ch2_scaling`` or ``ch2_multihead``), in :data:`PARTS` order."""
+    return tuple(p for p in PARTS if PART_RUNNER[p] == runner)
+
+
 EVAL_EVERY_MIN = 50  # evaluations every max(50, steps // 6) steps, as the ci runners
 
 
@@ -272,10 +284,10 @@ def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
     c, _ = part_sizes(part, preset, smoke)
     try:
         configs = list(cell_configs(part, preset, smoke))
-    except KeyError as exc:  # a preset whose sizes for this figure are ch2_scaling's ensemble grid
+    except KeyError as exc:  # a preset whose sizes for this figure are its runner's ensemble grid
         raise ValueError(
             f"{part} at preset {preset!r} has no {exc} entry: at that preset the figure trains as ensembles, "
-            f"`{runner_command('ch2_scaling')} --preset {preset} --device cuda`"
+            f"`{runner_command(PART_RUNNER[part])} --preset {preset} --device cuda`"
         ) from exc
     return [make_job(experiment_name(part), cfg, s) for cfg in configs for s in range(c["seeds"])]
 
@@ -326,7 +338,8 @@ def run_job(config: dict, seed: int) -> dict:
         return {"best_accuracy": float(accs[0]), "eval_curve": [[s, a] for s, a in curve]}
     if part in HEAD_PARTS:
         from mamba_recall.tasks.mqar import mqar
-        from .multihead import NOISE_SEED, logit_noise, train_heads
+        from ..pipelines.heads import NOISE_SEED, logit_noise
+        from ..training.heads import train_heads
 
         V, Nf, L = config["V"], config["Nf"], config["L"]
         ev = mqar(V, Nf, L, config["eval"]["n"], config["eval"]["seed"])
@@ -459,7 +472,7 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
         "job_configs": cell_configs(part, preset, smoke),
         "runner": RUNNER,
     }
-    command = f"{runner_command('ch2_scaling')} --preset {preset} --parts {part} --allow-long"
+    command = f"{runner_command(PART_RUNNER[part])} --preset {preset} --parts {part} --allow-long"
     tables = {"cells": cells, "runs": per_run}
     return save_grid_bundle(bundle_name(part, preset, smoke), data, config, command=command, tables=tables, log=log)
 
@@ -468,14 +481,14 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
 PRESETS = ("ci", "cpu-hours")
 
 
-def store_main(argv=None):
-    """The run-store parts' command line (called by :func:`.scaling.main`)."""
-    ap = argparse.ArgumentParser(
-        prog=f"{runner_command('ch2_scaling')} (run-store parts)", description=__doc__.split("\n")[0]
-    )
+def store_main(argv=None, runner: str = "ch2_scaling"):
+    """The run-store parts' command line for ``runner``'s parts (:func:`runner_parts`); called by the ``main`` of
+    :mod:`.scaling` and :mod:`.multihead`."""
+    mine = runner_parts(runner)
+    ap = argparse.ArgumentParser(prog=f"{runner_command(runner)} (run-store parts)", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=PRESETS)
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu"], help="CPU only (one model per process)")
-    ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS))
+    ap.add_argument("--parts", nargs="*", default=list(mine), choices=list(mine))
     add_grid_args(ap, aggregate_only="write the bundles from the finished jobs")
     args = ap.parse_args(argv)
     from mamba_recall.results import (
@@ -493,7 +506,7 @@ def store_main(argv=None):
                     f"all parts {args.parts}: {total / 3600:.2f} CPU-hours estimated for {len(left)} jobs", flush=True
                 )
             for part in args.parts:
-                what = f"ch2_scaling {part} at preset {args.preset}"
+                what = f"{runner} {part} at preset {args.preset}"
                 run_missing(RUNNER, all_jobs[part], args, store=store, estimate=estimate, what=what)
         for part in args.parts:
             done, left = pending(all_jobs[part], store)
@@ -503,6 +516,7 @@ def store_main(argv=None):
 
 if __name__ == "__main__":
     raise SystemExit(
-        f"error: figs_cpu is the run-store part of Chapter 2's scaling runner; run {runner_command('ch2_scaling')} "
-        "with the same arguments."
+        f"error: figs_cpu holds the run-store parts of Chapter 2's runners; run {runner_command('ch2_scaling')} "
+        f"(parts {', '.join(runner_parts('ch2_scaling'))}) or {runner_command('ch2_multihead')} (parts "
+        f"{', '.join(runner_parts('ch2_multihead'))}) with the same arguments."
     )

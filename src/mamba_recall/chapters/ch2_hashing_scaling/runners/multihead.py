@@ -2,7 +2,11 @@ r"""Chapter 2 runner, multi-head part: the head patterns MQA / MKA / MVA / MHA o
 
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset ci    [--device cpu]
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset paper --device cuda
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset cpu-hours --allow-long [--jobs 2]
 
+Two ways of training, one command. At ``--preset cpu-hours``, or with ``--parts fig8 thm5``, it runs the run-store
+parts (:mod:`.figs_cpu`: one model per job and seed, 3 seeds, resumable; bundles ``results/ch2_fig8_<preset>.json``
+and ``results/ch2_thm5_<preset>.json``). At ``ci`` and ``paper`` it trains the ensembles below and
 writes ``results/ch2_multihead_<preset>.json`` with tables
 
 * ``grid``  — per (pattern, M, N): trained accuracy (max over seeds, best over evaluations), the Eq. 77
@@ -27,118 +31,18 @@ import pandas as pd
 import torch
 
 from mamba_recall.devices import resolve_device
-from mamba_recall.models.linear_mamba import MultiHeadLinearMamba
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance, save_bundle
-from mamba_recall.tasks.mqar import batch_fn, mqar
+from mamba_recall.tasks.mqar import mqar
 from mamba_recall.theory.capacity import multihead_prediction
-from ..training.ensemble import train_ensemble
+from ..pipelines.heads import NOISE_SEED, logit_noise
+from ..training.heads import train_heads
 from mamba_recall.runners import runner_command
 
 EVAL_SEED = seeds.MQAR_EVAL  # held-out stream, disjoint from the training stream (base 0 + step)
-NOISE_SEED = seeds.MQAR_NOISE
 HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit in [-1, 2]
 
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
-
-
-@torch.no_grad()
-def logit_noise(model: MultiHeadLinearMamba, x: torch.Tensor, y: torch.Tensor, V: int, Nf: int) -> list[dict]:
-    """Per member: logit statistics at the query positions (Fig. 14/15). x, y (B, L) from :func:`mqar`.
-
-    correct = logit of the target value; wrong = logits of the other N_f − 1 context values; empty = logits of
-    the V/2 − N_f value tokens absent from the context. Returns one dict per member (raw moments, variances
-    relative to the squared margin, and normalised values for the histograms)."""
-    model.eval()
-    logits = model(x) if model.ensemble is not None else model(x)[None]  # (n_members, B, L, V)
-    model.train()
-    ctx_vals = x[:, 1 : 2 * Nf : 2]  # (B, N_f)
-    in_ctx = torch.zeros(x.shape[0], V, dtype=torch.bool)
-    in_ctx.scatter_(1, ctx_vals, True)
-    b_idx, t_idx = (y != -100).nonzero(as_tuple=True)
-    target = y[b_idx, t_idx]
-    out = []
-    for e in range(logits.shape[0]):
-        q = logits[e, b_idx, t_idx].double()  # (Q, V)
-        correct = q.gather(1, target[:, None])[:, 0]
-        is_val = torch.zeros(V, dtype=torch.bool)
-        is_val[V // 2 :] = True
-        ctx = in_ctx[b_idx]
-        wrong_mask = ctx & is_val[None]
-        wrong_mask[torch.arange(len(target)), target] = False
-        empty_mask = (~ctx) & is_val[None]
-        wrong, empty = q[wrong_mask], q[empty_mask]
-        margin = float(correct.mean() - empty.mean())
-        scale = margin if abs(margin) > 1e-9 else 1.0
-        norm = {
-            k: ((v - empty.mean()) / scale).float()
-            for k, v in (("correct", correct), ("wrong", wrong), ("empty", empty))
-        }
-        out.append(
-            dict(
-                mean_correct=float(correct.mean()),
-                mean_wrong=float(wrong.mean()),
-                mean_empty=float(empty.mean()),
-                var_correct=float(correct.var()),
-                var_wrong=float(wrong.var()),
-                var_empty=float(empty.var()),
-                margin=margin,
-                rel_var_wrong=float(wrong.var()) / scale**2,
-                rel_var_empty=float(empty.var()) / scale**2,
-                norm=norm,
-            )
-        )
-    return out
-
-
-def train_heads(
-    cfg: dict,
-    pattern: str,
-    M: int,
-    states: list[int],
-    ev,
-    *,
-    init_seed: int,
-    seed: int = 0,
-    values: str | None = None,
-    device="cpu",
-):
-    """Train one :class:`MultiHeadLinearMamba` ensemble of ``pattern`` with ``M`` heads, one member per entry of
-    ``states`` (its N), with the N–M recipe of ``cfg`` (the [code] schedule warmup → hold → cosine, clip
-    ``cfg["grad_clip"]``, batch ``cfg["batch"]``, early stop at 0.999 on ``ev``); return ``(model on the CPU, result
-    of train_ensemble)``. Initialisation ``init_seed``; training stream ``seed · 100003 + step`` (``seed=0``: the ci
-    grid's one stream shared by every ensemble); ``values`` (default ``cfg["values"]``): how heads read the values."""
-    V, Nf, L, D = cfg["V"], cfg["Nf"], cfg["L"], cfg["D"]
-    model = MultiHeadLinearMamba(
-        V,
-        D,
-        max(states),
-        M,
-        pattern,
-        values=cfg["values"] if values is None else values,
-        ensemble=len(states),
-        member_states=states,
-        seed=init_seed,
-        device=device,
-    )
-    r = train_ensemble(
-        model,
-        batch_fn(V, Nf, L, cfg["batch"], seed * seeds.TRAIN_STRIDE),
-        steps=cfg["steps"],
-        eval_batch=ev,
-        eval_every=max(50, cfg["steps"] // 6),
-        target_accuracy=0.999,
-        seed=seed,
-        device=device,
-        recipe="code",
-        overrides=dict(
-            warmup=min(cfg["warmup"], cfg["steps"] - 1),
-            hold=cfg["hold"],
-            grad_clip=cfg["grad_clip"],
-            batch_size=cfg["batch"],
-        ),
-    )
-    return model.cpu(), r
 
 
 def run(cfg: dict, device, log) -> dict[str, pd.DataFrame]:
@@ -201,6 +105,21 @@ def run(cfg: dict, device, log) -> dict[str, pd.DataFrame]:
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
+    """The run-store parts ``fig8`` and ``thm5`` (:mod:`.figs_cpu`) at ``--preset cpu-hours`` or with ``--parts``;
+    the ensembles of :func:`run` at ``ci`` and ``paper``."""
+    from . import figs_cpu
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    probe = argparse.ArgumentParser(add_help=False)
+    probe.add_argument("--preset", default="ci")
+    probe.add_argument("--parts", nargs="*", default=None)
+    known, _ = probe.parse_known_args(argv)
+    if known.preset == "cpu-hours" or known.parts is not None:
+        return figs_cpu.store_main(argv, runner="ch2_multihead")
+    return ensemble_main(argv)
+
+
+def ensemble_main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="ci", choices=["ci", "paper"])
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])

@@ -5,8 +5,8 @@ r"""Chapter 2 runner: the recall scaling-law figures of paper 002, at every pres
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --parts fig7 --allow-long [--jobs 1]
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --aggregate-only
 
-Two ways of training, one command. The **run-store parts** ``fig7``, ``fig10_11``, ``fig8``, ``thm5`` and ``tab10``
-train one model per job and seed (resumable; the default at ``--preset cpu-hours``) and write
+Two ways of training, one command. The **run-store parts** ``fig7``, ``fig10_11`` and ``tab10`` (Fig. 8 and Thm 5's are
+:mod:`.multihead`'s) train one model per job and seed (resumable; the default at ``--preset cpu-hours``) and write
 ``results/ch2_<part>_<preset>.json``: see :mod:`.figs_cpu`, whose options (``--allow-long``, ``--jobs``,
 ``--aggregate-only``, ``--smoke``, ``--store``) they take. The **ensemble parts** below (the default at ``ci`` and
 ``paper``) train each group of simplified models as one ensemble and write one bundle,
@@ -333,15 +333,16 @@ def main(argv=None):
     probe.add_argument("--parts", nargs="*", default=None)
     known, _ = probe.parse_known_args(argv)
     parts = known.parts or []
-    store = [p for p in parts if p in figs_cpu.PARTS]
+    mine = figs_cpu.runner_parts("ch2_scaling")
+    store = [p for p in parts if p in mine]
     if store and len(store) < len(parts):
-        others = [p for p in parts if p not in figs_cpu.PARTS]
+        others = [p for p in parts if p not in mine]
         raise SystemExit(
             f"error: --parts {' '.join(store)} run through the run store and --parts {' '.join(others)} as ensembles; "
             "run them as two commands."
         )
     if store or (not parts and known.preset in figs_cpu.PRESETS and known.preset not in ENSEMBLE_PRESETS):
-        return figs_cpu.store_main(argv)
+        return figs_cpu.store_main(argv, runner="ch2_scaling")
     return ensemble_main(argv)
 
 
