@@ -147,7 +147,7 @@ def test_the_check_finds_a_missing_entry_a_lost_table_a_stray_file_a_corrupt_bun
     manifest.write({"ch2_thm5_cpu-hours": ("002/Thm5-MHA-MN",)}, root=tmp_path)
     assert manifest.problems(tmp_path) == []
     entries = {e.name: e for e in manifest.load(tmp_path / "results" / "manifest.json")}
-    assert entries["ch2_thm5_cpu-hours"].runner == "ch2_scaling"  # recorded as ch2_figs_cpu, merged into it
+    assert entries["ch2_thm5_cpu-hours"].runner == "ch2_multihead"  # its part's runner (figs_cpu.PART_RUNNER)
     assert entries["ch2_thm5_cpu-hours"].cpu_seconds == pytest.approx(5127.1)
     assert entries["ch2_thm5_cpu-hours"].claims == ("002/Thm5-MHA-MN",)
     assert entries["ch1_k1_ci"].files == ("results/checkpoints/ch1_k1_ci.json", "results/checkpoints/ch1_k1_ci.pt")
