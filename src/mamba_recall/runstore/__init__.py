@@ -94,6 +94,7 @@ from ._cli import (
     log_stderr,
     run_missing,
     run_or_count,
+    way_of,
 )
 from ._demo import demo_job, demo_jobs, demo_members, main
 
@@ -121,6 +122,7 @@ __all__ = [
     "grid_store",
     "run_missing",
     "run_or_count",
+    "way_of",
     "grid_main",
     "GridStage",
     "log_stderr",

@@ -56,6 +56,18 @@ def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_O
     add_engine_args(parser)
 
 
+def way_of(argv: Sequence[str] | None, default_preset: str) -> tuple[list[str], str, list[str] | None]:
+    """``(argv, preset, parts)`` of a runner's command line, read before its parser is chosen: a runner with two ways
+    (its one-process way and its run-store parts, e.g. ``ch2_scaling``) picks the way from ``--preset`` and
+    ``--parts`` (None when not given); ``argv`` defaults to ``sys.argv[1:]``."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    probe = argparse.ArgumentParser(add_help=False)
+    probe.add_argument("--preset", default=default_preset)
+    probe.add_argument("--parts", nargs="*", default=None)
+    known, _ = probe.parse_known_args(argv)
+    return argv, known.preset, known.parts
+
+
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
     """``--engine local|ray``, ``--ray-address`` and ``--gpus-per-job`` (:func:`run_grid`'s engine options)."""
     parser.add_argument(

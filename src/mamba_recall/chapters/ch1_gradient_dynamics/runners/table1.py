@@ -19,12 +19,12 @@ mean over seeds and its 95 % interval.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from mamba_recall.results import command_provenance
 from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import run_table
 from mamba_recall.runners import runner_command
+from mamba_recall.runstore import way_of
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
@@ -33,12 +33,8 @@ def main(argv=None):
     one at ``ci``."""
     from . import cpu_hours
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    probe = argparse.ArgumentParser(add_help=False)
-    probe.add_argument("--preset", default="ci")
-    probe.add_argument("--parts", nargs="*", default=None)
-    known, _ = probe.parse_known_args(argv)
-    if known.preset != "ci" or known.parts is not None:
+    argv, preset, parts = way_of(argv, "ci")
+    if preset != "ci" or parts is not None:
         return cpu_hours.store_main(argv, runner="ch1_table1")
     return cells_main(argv)
 

@@ -19,7 +19,6 @@ load_checkpoint`, :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.l
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.results import command_provenance
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import Trained, checkpoint_path, train_recall
 from mamba_recall.runners import runner_command
+from mamba_recall.runstore import way_of
 
 MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 
@@ -60,12 +60,8 @@ def main(argv=None):
     otherwise."""
     from . import cpu_hours
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    probe = argparse.ArgumentParser(add_help=False)
-    probe.add_argument("--preset", default="paper")
-    probe.add_argument("--parts", nargs="*", default=None)
-    known, _ = probe.parse_known_args(argv)
-    if known.preset == "cpu-hours" or known.parts is not None:
+    argv, preset, parts = way_of(argv, "paper")
+    if preset == "cpu-hours" or parts is not None:
         return cpu_hours.store_main(argv, runner="ch1_training")
     return models_main(argv)
 

@@ -38,6 +38,7 @@ from mamba_recall.theory.capacity import multihead_prediction
 from ..pipelines.heads import NOISE_SEED, logit_noise
 from ..training.heads import train_heads
 from mamba_recall.runners import runner_command
+from mamba_recall.runstore import way_of
 
 EVAL_SEED = seeds.MQAR_EVAL  # held-out stream, disjoint from the training stream (base 0 + step)
 HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit in [-1, 2]
@@ -109,12 +110,8 @@ def main(argv=None):
     the ensembles of :func:`run` at ``ci`` and ``paper``."""
     from . import figs_cpu
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    probe = argparse.ArgumentParser(add_help=False)
-    probe.add_argument("--preset", default="ci")
-    probe.add_argument("--parts", nargs="*", default=None)
-    known, _ = probe.parse_known_args(argv)
-    if known.preset == "cpu-hours" or known.parts is not None:
+    argv, preset, parts = way_of(argv, "ci")
+    if preset == "cpu-hours" or parts is not None:
         return figs_cpu.store_main(argv, runner="ch2_multihead")
     return ensemble_main(argv)
 

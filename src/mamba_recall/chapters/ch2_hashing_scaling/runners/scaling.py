@@ -51,6 +51,7 @@ from ..training.ensemble import (
     train_selective_rows,
 )
 from mamba_recall.runners import runner_command
+from mamba_recall.runstore import way_of
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 
@@ -327,12 +328,8 @@ def main(argv=None):
     cpu-hours``; the ensemble parts otherwise. Parts of both kinds in one call: an error naming the two commands."""
     from . import figs_cpu
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    probe = argparse.ArgumentParser(add_help=False)
-    probe.add_argument("--preset", default="ci")
-    probe.add_argument("--parts", nargs="*", default=None)
-    known, _ = probe.parse_known_args(argv)
-    parts = known.parts or []
+    argv, preset, parts = way_of(argv, "ci")
+    parts = parts or []
     mine = figs_cpu.runner_parts("ch2_scaling")
     store = [p for p in parts if p in mine]
     if store and len(store) < len(parts):
@@ -341,7 +338,7 @@ def main(argv=None):
             f"error: --parts {' '.join(store)} run through the run store and --parts {' '.join(others)} as ensembles; "
             "run them as two commands."
         )
-    if store or (not parts and known.preset in figs_cpu.PRESETS and known.preset not in ENSEMBLE_PRESETS):
+    if store or (not parts and preset in figs_cpu.PRESETS and preset not in ENSEMBLE_PRESETS):
         return figs_cpu.store_main(argv, runner="ch2_scaling")
     return ensemble_main(argv)
 
