@@ -9,7 +9,12 @@ import time
 from pathlib import Path
 
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import declared_seeds
-from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, contexts, pressure_length
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import (
+    checkpoint_path,
+    contexts,
+    edge_model_name,
+    pressure_length,
+)
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import make_job
@@ -21,8 +26,9 @@ VARIANTS = ("repeated", "random")
 
 
 def model_name(recipe: str, preset: str, seed: int, smoke: bool = False) -> str:
-    """``edge_<recipe>_<preset>_seed<k>`` (``_smoke`` appended for a smoke run, whose checkpoint is not kept)."""
-    return f"edge_{recipe}_{preset}_seed{seed}" + ("_smoke" if smoke else "")
+    """``edge_<recipe>_<preset>_seed<k>`` (``_smoke`` appended for a smoke run, whose checkpoint is not kept):
+    :func:`~mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.edge_model_name` of ``ch4.edge``."""
+    return edge_model_name(EXPERIMENT, recipe, preset, seed, smoke)
 
 
 def edge_sizes(preset: str, smoke: bool) -> dict:

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path
+from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, edge_model_name
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance
@@ -46,7 +46,7 @@ COMMAND = runner_command("ch4_edge_mix") + " --preset {preset} --allow-long"
 def model_name(recipe: str, preset: str, seed: int, smoke: bool = False) -> str:
     """``edge_mix_<recipe>_<preset>_seed<k>``: the fine-tuned twin of the edge model ``edge_<recipe>_<preset>_seed<k>``
     (``preset``: the base models' preset)."""
-    return f"edge_mix_{recipe}_{preset}_seed{seed}" + ("_smoke" if smoke else "")
+    return edge_model_name(EXPERIMENT, recipe, preset, seed, smoke)
 
 
 def base_name(recipe: str, preset: str, seed: int) -> str:

@@ -63,6 +63,7 @@ from ._models import (
     CheckpointEnvError,
     build_model,
     checkpoint_path,
+    edge_model_name,
     contexts,
     converged,
     learning_curve,

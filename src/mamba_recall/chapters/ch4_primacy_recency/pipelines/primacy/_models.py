@@ -40,6 +40,15 @@ def checkpoint_path(model: str, preset: str = "ci") -> Path:
     return checkpoint_file(f"ch4.train_{model}", preset)
 
 
+def edge_model_name(experiment: str, recipe: str, preset: str, seed: int, smoke: bool = False) -> str:
+    """The name of an edge-family model (``ch4.edge``'s ``edge_<recipe>_<preset>_seed<k>``, ``ch4.edge_mix``'s
+    ``edge_mix_…``): its checkpoint's name by the one convention (:func:`mamba_recall.results.checkpoint_file`)
+    without the chapter's ``ch4_``, so that :func:`checkpoint_path` of it is that checkpoint; ``_smoke`` appended for
+    a smoke run, whose checkpoint is not kept. These names are in the edge jobs' configs, hence in their keys."""
+    stem = checkpoint_file(experiment, preset, model=recipe, seed=seed).stem
+    return stem.removeprefix("ch4_") + ("_smoke" if smoke else "")
+
+
 def build_model(model_config: dict, vocab: RecallVocab, backend="auto", device=None) -> MambaLMHeadModel:
     """A Mamba-1 LM, or a Mamba-2 (SSD) LM if ``model_config["arch"] == "mamba2"`` (the ``s_m2`` model)."""
     cfg = dict(model_config)
