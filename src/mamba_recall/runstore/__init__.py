@@ -84,6 +84,7 @@ from ._bundles import (
 )
 from ._cli import (
     GRID_OPTIONS,
+    ONE_PROCESS_EPILOG,
     GridStage,
     add_engine_args,
     add_grid_args,
@@ -117,6 +118,7 @@ __all__ = [
     "finished_status",
     "save_grid_bundle",
     "GRID_OPTIONS",
+    "ONE_PROCESS_EPILOG",
     "add_grid_args",
     "grid_context",
     "grid_store",

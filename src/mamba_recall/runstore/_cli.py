@@ -56,6 +56,13 @@ def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_O
     add_engine_args(parser)
 
 
+#: the help's last line of a two-way runner's one-process parser (:func:`way_of`)
+ONE_PROCESS_EPILOG = (
+    "This is the runner's one-process way. With --preset cpu-hours (or --parts naming its run-store parts) it runs "
+    "them through the run store instead; add --help there for those options."
+)
+
+
 def way_of(argv: Sequence[str] | None, default_preset: str) -> tuple[list[str], str, list[str] | None]:
     """``(argv, preset, parts)`` of a runner's command line, read before its parser is chosen: a runner with two ways
     (its one-process way and its run-store parts, e.g. ``ch2_scaling``) picks the way from ``--preset`` and

@@ -27,7 +27,7 @@ from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.results import command_provenance
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import Trained, checkpoint_path, train_recall
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import way_of
+from mamba_recall.runstore import ONE_PROCESS_EPILOG, way_of
 
 MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 
@@ -70,7 +70,11 @@ def models_main(argv=None):
     from mamba_recall.presets import experiment
     from mamba_recall.results import save_bundle
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog=runner_command("ch1_training"),
+        description=__doc__.splitlines()[0],
+        epilog=ONE_PROCESS_EPILOG,
+    )
     ap.add_argument("--preset", default="paper", choices=("ci", "paper"))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)

@@ -38,7 +38,7 @@ from mamba_recall.theory.capacity import multihead_prediction
 from ..pipelines.heads import NOISE_SEED, logit_noise
 from ..training.heads import train_heads
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import way_of
+from mamba_recall.runstore import ONE_PROCESS_EPILOG, way_of
 
 EVAL_SEED = seeds.MQAR_EVAL  # held-out stream, disjoint from the training stream (base 0 + step)
 HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit in [-1, 2]
@@ -117,7 +117,11 @@ def main(argv=None):
 
 
 def ensemble_main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog=runner_command("ch2_multihead"),
+        description=__doc__.split("\n")[0],
+        epilog=ONE_PROCESS_EPILOG,
+    )
     ap.add_argument("--preset", default="ci", choices=["ci", "paper"])
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=1)

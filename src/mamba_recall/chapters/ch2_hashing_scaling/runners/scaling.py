@@ -51,7 +51,7 @@ from ..training.ensemble import (
     train_selective_rows,
 )
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import way_of
+from mamba_recall.runstore import ONE_PROCESS_EPILOG, way_of
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 
@@ -348,7 +348,11 @@ ENSEMBLE_PRESETS = ("ci", "paper")
 
 
 def ensemble_main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog=runner_command("ch2_scaling"),
+        description=__doc__.split("\n")[0],
+        epilog=ONE_PROCESS_EPILOG,
+    )
     ap.add_argument("--preset", default="ci", choices=ENSEMBLE_PRESETS)
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=PARTS)
