@@ -1,4 +1,4 @@
-"""Chapter 1's cpu-hours runner (chapters/ch1_gradient_dynamics/runners/cpu_hours.py): a smoke grid that resumes, its bundles' intervals,
+"""Chapter 1's run-store grid (chapters/ch1_gradient_dynamics/runners/cpu_hours.py, run by ch1_training and ch1_table1): a smoke grid that resumes, its bundles' intervals,
 the per-seed claim records, the causal probe, the pair-convolution Transformer and the plateau stop."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ MC_COSINE = 0.999  # ... and points the same way (cosine ≥ 0.999) at n = 2·10
 # ------------------------------------------------------------------------------------------ evidence
 def checkpoint_evidence(meta: dict, sample: str) -> Evidence:
     """Evidence of a committed Chapter 1 checkpoint (its sidecar ``meta``): its preset, device, one seed. A
-    seed's checkpoint of the cpu-hours runner names its own file (``meta["checkpoint"]``)."""
+    seed's checkpoint of the run-store grid names its own file (``meta["checkpoint"]``)."""
     from mamba_recall.paths import REPO_ROOT
     from mamba_recall.results import checkpoint_file
 

@@ -197,7 +197,7 @@ CLAIMS = (
         quote=_FIG7,
     ),
     # Fig. 7 as App. B words it ("when training the original Mamba model"): the library's full Mamba LM, 3 seeds
-    # of the cpu-hours runner; its readout expressed in the simplified model's (previous, current) token
+    # of the run-store grid; its readout expressed in the simplified model's (previous, current) token
     # coordinates (analysis.full_mamba_readout). The rule was written before any trained full model was measured
     # and is unchanged; issue 31 moved its evidence to the model in which the sentence has a matrix to compare
     # (the fixed doubled one-hot embedding, a learned output layer, 2000 steps past 100 %).

@@ -1,4 +1,4 @@
-"""The bundles of Chapter 1's cpu-hours runner (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`): :func:`write_bundles`
+"""The bundles of Chapter 1's run-store grid (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`): :func:`write_bundles`
 aggregates the finished jobs of each part over seeds (mean and 95 % Student-t interval) into its
 ``results/ch1_<part>_<preset>.json``."""
 
