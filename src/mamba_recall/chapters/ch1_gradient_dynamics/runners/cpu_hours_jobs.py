@@ -53,11 +53,6 @@ def runner_parts(runner: str) -> tuple[str, ...]:
     return tuple(p for p in PARTS if PART_RUNNER[p] == runner)
 
 
-def part_command(part: str, preset: str) -> str:
-    """The command that runs ``part`` at ``preset`` through its runner (:data:`PART_RUNNER`)."""
-    return f"{runner_command(PART_RUNNER[part])} --preset {preset} --parts {part} --allow-long"
-
-
 WO_CLAIM = "000/Fig7"
 #: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
 FULL_PARTS = {FULL_NAME: "ch1.full_mamba", ONEHOT_NAME: "ch1.full_onehot"}
