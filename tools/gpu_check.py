@@ -1,6 +1,7 @@
 """The GPU check: mamba-ssm built offline for the local GPU and verified, and the GPU path measured, in one command.
 
     python tools/gpu_check.py OUT [--deadline-s 540] [--jobs 12] [--dry]
+    python tools/gpu_check.py OUT --wheels BACK [--stages a,b,...] [--parallel]   # a second run
 
 For a lent GPU machine (torch with CUDA, nvcc, ninja, no package index) with the two source archives carried in
 ``.gpu/src`` (``scripts/gpu_offline_build.sh fetch`` downloads them where PyPI is reachable). One run:
@@ -27,6 +28,12 @@ For a lent GPU machine (torch with CUDA, nvcc, ninja, no package index) with the
    under 16 MiB (``OUT/wheels.tar.NN``), so that a second run can skip the build (``--wheels DIR``; the device tool
    brings back at most 8 files, so the last pieces of a large build may stay behind).
 
+A second run: ``--wheels BACK`` (the folder of files an earlier run brought back) installs the complete wheels found
+there (``*.whl``, or inside the ``wheels.tar.NN`` pieces: :func:`reusable_wheels` keeps a wheel only if its zip reads
+whole) and builds only the packages without one, with every core when no stage runs beside the build. ``--stages``
+picks the stages (``parity_L<n>``: one length of the grid), and ``--parallel`` runs those after the build at once: the
+comparisons are not timings, and a stage that is one (``TIMED``) is refused with it.
+
 ``tools/gpu_collect.py OUT --tree COMMIT`` turns what came back into the committed bundles. A single stage runs
 alone with ``--stage NAME --deadline-at EPOCH`` (its JSON goes to ``$GPU_CHECK_WORK/stage_NAME.json``), which is how
 the first run's second call finished the stages the first call's deadline had cut.
@@ -46,16 +53,24 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 import time
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gpu_parity import block_parity, dispatch_overhead, scan_parity, ssd_parity  # tools/, beside this file
+from gpu_parity import MS_LENGTHS, block_parity, dispatch_overhead, scan_parity, ssd_parity  # tools/, beside this file
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = Path(os.environ.get("GPU_CHECK_WORK", "/tmp/gpu_check"))
 PACKAGES = ("causal_conv1d", "mamba_ssm")
 FORCE_BUILD = {"causal_conv1d": "CAUSAL_CONV1D_FORCE_BUILD", "mamba_ssm": "MAMBA_FORCE_BUILD"}
 PIECE_BYTES = 15 * 2**20
+# The stages, in the order a whole run takes them: before the build (on the cores it leaves), then after it.
+PRE_STAGES = ("pytest_nobuild", "ensemble_chunked")
+POST_STAGES = ("dispatch", "block", "ssd", "ssd_ieee", "bench", "ensemble_mamba_ssm", "pytest_built", "parity_quick")
+PARITY_STAGES = ("parity_quick", "parity_rest", *(f"parity_L{n}" for n in MS_LENGTHS))  # parity_L<n>: one length
+TIMED = frozenset({"dispatch", "bench", "ensemble_chunked", "ensemble_mamba_ssm"})  # they must have the GPU alone
 
 
 # ------------------------------------------------------------------------------------------------ the build
@@ -86,10 +101,10 @@ def patch_gencode(setup_py: str) -> tuple[str, list[str]]:
     return text, dropped
 
 
-def unpack_and_patch(src: Path, work: Path) -> dict[str, Path]:
+def unpack_and_patch(src: Path, work: Path, packages=PACKAGES) -> dict[str, Path]:
     """Unpack each package's source archive from ``src`` into ``work/src`` and patch its setup.py."""
     dirs = {}
-    for pkg in PACKAGES:
+    for pkg in packages:
         archives = sorted(src.glob(f"{pkg}-*.tar.gz"))
         if not archives:
             raise SystemExit(
@@ -108,14 +123,17 @@ def unpack_and_patch(src: Path, work: Path) -> dict[str, Path]:
     return dirs
 
 
-def build_all(work: Path, src: Path, jobs: int, arch: str, dry: bool) -> dict:
-    """Build both wheels into ``work/wheels`` at once (causal-conv1d with a quarter of ``jobs``, mamba-ssm with the
-    rest); returns ``{pkg: {"seconds", "rc"}}``. The ninja/nvcc output goes to stdout."""
-    dirs = unpack_and_patch(src, work)
+def build_all(work: Path, src: Path, jobs: int, arch: str, dry: bool, packages=PACKAGES) -> dict:
+    """Build the wheels of ``packages`` into ``work/wheels`` at once (with both, causal-conv1d gets a quarter of
+    ``jobs`` and mamba-ssm the rest; alone, a package gets them all); returns ``{pkg: {"seconds", "rc"}}``. The
+    ninja/nvcc output goes to stdout."""
+    dirs = unpack_and_patch(src, work, packages)
     (work / "wheels").mkdir(parents=True, exist_ok=True)
     split = {"causal_conv1d": max(1, jobs // 4), "mamba_ssm": max(1, jobs - jobs // 4)}
+    if len(packages) == 1:
+        split = {packages[0]: jobs}
     procs, out = {}, {}
-    for pkg in PACKAGES:
+    for pkg in packages:
         env = dict(os.environ, TORCH_CUDA_ARCH_LIST=arch, MAX_JOBS=str(split[pkg]), **{FORCE_BUILD[pkg]: "TRUE"})
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # ninja, not distutils
         cmd = [sys.executable, "-m", "pip", "wheel", "-v", "--no-build-isolation", "--no-deps", "--no-index"]
@@ -129,6 +147,63 @@ def build_all(work: Path, src: Path, jobs: int, arch: str, dry: bool) -> dict:
         print(f"built {pkg}: rc {rc} in {out[pkg]['seconds']} s", flush=True)
     out["wheels"] = sorted(p.name for p in (work / "wheels").glob("*.whl"))
     return out
+
+
+def reusable_wheels(folder: Path, work: Path) -> tuple[dict[str, Path], dict[str, str]]:
+    """The complete wheels an earlier run brought back in ``folder``: ``*.whl`` files, and the wheels inside its
+    ``wheels.tar.NN`` pieces (joined in order). The device tool brings back at most 8 files, so the last pieces of a
+    large build can stay behind and the last wheel in the tar is then cut short: each wheel is kept only if its zip
+    reads whole (every member's CRC). Returns ({package: wheel}, {what was not used: why})."""
+    found, skipped = {}, {}
+    candidates = sorted(folder.glob("*.whl"))
+    pieces = sorted(folder.glob("wheels.tar.[0-9][0-9]"))
+    if pieces:
+        (work / "reuse").mkdir(parents=True, exist_ok=True)
+        joined = work / "reuse" / "wheels.tar"
+        with open(joined, "wb") as f:
+            for piece in pieces:
+                f.write(piece.read_bytes())
+        with tarfile.open(joined, "r|") as tar:  # a stream: the members before a cut are read, the cut one is short
+            try:
+                for member in tar:
+                    tar.extract(member, work / "reuse", filter="data")
+            except (tarfile.ReadError, EOFError, OSError) as exc:
+                skipped["wheels.tar"] = f"{len(pieces)} pieces end inside a member ({exc})"
+        candidates += sorted((work / "reuse").glob("*.whl"))
+    for whl in candidates:
+        pkg = whl.name.split("-")[0]
+        try:
+            with zipfile.ZipFile(whl) as z:
+                bad = z.testzip()
+        except (zipfile.BadZipFile, OSError) as exc:
+            skipped[whl.name] = f"not a whole wheel ({exc})"
+            continue
+        if bad is not None:
+            skipped[whl.name] = f"member {bad} fails its CRC"
+        elif pkg in PACKAGES:
+            found[pkg] = whl
+    return found, skipped
+
+
+def parse_stages(text: str | None, parallel: bool) -> tuple[list[str], list[str]]:
+    """``--stages a,b``: (the chosen stages before the build, after it), each list in the run's order; every stage
+    when ``text`` is None. Refuses an unknown name, and a timed stage with ``--parallel``."""
+    known = tuple(dict.fromkeys((*PRE_STAGES, *POST_STAGES, *PARITY_STAGES)))
+    if text is None:
+        chosen = [*PRE_STAGES, *POST_STAGES, "parity_rest"]
+    else:
+        chosen = [x.strip() for x in text.split(",") if x.strip()]
+        unknown = [x for x in chosen if x not in known]
+        if unknown:
+            raise SystemExit(f"error: unknown stage(s) {', '.join(unknown)}; --stages takes {', '.join(known)}.")
+    if parallel and TIMED & set(chosen):
+        raise SystemExit(
+            f"error: --parallel runs the stages after the build at once, which would share the GPU among the timed "
+            f"stage(s) {', '.join(sorted(TIMED & set(chosen)))}; leave them out of --stages or drop --parallel."
+        )
+    order = {name: i for i, name in enumerate(known)}
+    pre = sorted((x for x in chosen if x in PRE_STAGES), key=order.get)
+    return pre, sorted(dict.fromkeys(x for x in chosen if x not in PRE_STAGES), key=order.get)
 
 
 def ensemble_throughput(device, dry, backend_note):
@@ -157,11 +232,12 @@ class Results:
     """``OUT/gpu_results.json``, rewritten whole (temp file, then rename) after every stage."""
 
     def __init__(self, out: Path):
-        self.path, self.data = out / "gpu_results.json", {"stages": {}}
+        self.path, self.data, self.lock = out / "gpu_results.json", {"stages": {}}, threading.Lock()
 
     def stage(self, name, value, seconds):
-        self.data["stages"][name] = {"seconds": round(seconds, 1), "result": value}
-        self.save()
+        with self.lock:  # stages may finish at once (--parallel)
+            self.data["stages"][name] = {"seconds": round(seconds, 1), "result": value}
+            self.save()
 
     def save(self):
         tmp = self.path.with_suffix(".tmp")
@@ -226,6 +302,9 @@ def one_stage(name, out, deadline, dry):
         res = scan_parity(mono_deadline, device, stand_in, lengths=(128, 4096) if not dry else (16, 64))
     elif name == "parity_rest":
         res = scan_parity(mono_deadline, device, stand_in, lengths=(256, 512, 1024, 2048) if not dry else (32,))
+    elif name.startswith("parity_L"):  # one length of the grid (dry: an eighth of it, on the CPU)
+        L = int(name[len("parity_L") :])
+        res = scan_parity(mono_deadline, device, stand_in, lengths=(L if not dry else max(16, L // 8),))
     elif name == "block":
         res = block_parity(device, dry)
     elif name in ("ssd", "ssd_ieee"):  # ssd_ieee: TRITON_F32_DEFAULT=ieee (run_stage sets it), no TF32 in tl.dot
@@ -311,20 +390,30 @@ def main(argv=None):
     ap.add_argument("--deadline-s", type=float, default=540, help="seconds from start after which nothing new starts")
     ap.add_argument("--jobs", type=int, default=None, help="cores for the build (default: all but 3)")
     ap.add_argument("--arch", default="9.0", help="TORCH_CUDA_ARCH_LIST for the build (9.0: H100, H200)")
-    ap.add_argument("--wheels", type=Path, default=None, help="wheels of an earlier run: skip the build")
+    ap.add_argument(
+        "--wheels", type=Path, default=None,
+        help="what an earlier run brought back (*.whl, wheels.tar.NN): its complete wheels are installed, and only "
+        "the packages without one are built",
+    )  # fmt: skip
+    ap.add_argument("--stages", help="comma-separated stages to run (default: all); parity_L<n> is one length")
+    ap.add_argument(
+        "--parallel", action="store_true",
+        help="run the stages after the build at once (comparisons only: refused with a timed stage)",
+    )  # fmt: skip
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--deadline-at", type=float, help=argparse.SUPPRESS)
-    ap.add_argument("--build", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--build", help=argparse.SUPPRESS)  # the packages to build, comma-separated
     args = ap.parse_args(argv)
     WORK.mkdir(parents=True, exist_ok=True)
     if args.stage:
         return one_stage(args.stage, args.out, args.deadline_at, args.dry)
     cpus = os.cpu_count() or 4
-    jobs = args.jobs or max(1, cpus - 3)
     if args.build:
-        res = build_all(WORK, REPO / ".gpu" / "src", jobs, args.arch, args.dry)
+        packages = tuple(args.build.split(","))
+        res = build_all(WORK, REPO / ".gpu" / "src", args.jobs or max(1, cpus - 3), args.arch, args.dry, packages)
         (WORK / "build.json").write_text(json.dumps(res))
-        return 0 if all(res[p]["rc"] == 0 for p in PACKAGES) else 1
+        return 0 if all(res[p]["rc"] == 0 for p in packages) else 1
+    pre, post = parse_stages(args.stages, args.parallel)
 
     t_start = time.time()
     deadline = t_start + args.deadline_s
@@ -332,8 +421,14 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     results = Results(out)
     results.data.update(started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), deadline_s=args.deadline_s)
+    results.data.update(stages_chosen={"before_build": pre, "after_build": post, "parallel": args.parallel})
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
     env["PYTHONUNBUFFERED"] = "1"
+    reused, not_reused = reusable_wheels(args.wheels, WORK) if args.wheels else ({}, {})
+    to_build = tuple(p for p in PACKAGES if p not in reused)
+    results.data["reused_wheels"] = {"used": sorted(w.name for w in reused.values()), "not_used": not_reused}
+    # the build's cores: all but 3 while stages run beside it; every core when none does
+    jobs = args.jobs or (max(1, cpus - 3) if pre else cpus)
     build_cpus, other_cpus = set(range(jobs)), set(range(jobs, cpus)) or {cpus - 1}
 
     def stage(name, cpus_=None, env_=env):
@@ -343,19 +438,17 @@ def main(argv=None):
     stage("env")
     build = None
     wheels = WORK / "wheels"
-    if args.wheels:
-        wheels = args.wheels
-    else:
+    if to_build:
         log = open(out / "build.log", "w")  # noqa: SIM115 - open for the child's lifetime
         build = subprocess.Popen(
-            [sys.executable, __file__, str(out), "--build", "--jobs", str(jobs), "--arch", args.arch]
+            [sys.executable, __file__, str(out), "--build", ",".join(to_build), "--jobs", str(jobs), "--arch", args.arch]
             + (["--dry"] if args.dry else []),
             stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env,
             preexec_fn=lambda: os.sched_setaffinity(0, build_cpus),
         )  # fmt: skip
     t_build = time.perf_counter()
-    stage("pytest_nobuild", other_cpus)
-    stage("ensemble_chunked", other_cpus)
+    for name in pre:
+        stage(name, other_cpus)
     if build is not None:
         try:
             rc = build.wait(timeout=max(1, deadline - time.time()))
@@ -366,7 +459,7 @@ def main(argv=None):
         results.stage(
             "build", {"rc": rc, **info, "wall_to_here": time.perf_counter() - t_build}, time.perf_counter() - t_build
         )
-    whls = sorted(wheels.glob("*.whl"))
+    whls = sorted(wheels.glob("*.whl")) + sorted(reused.values())
     site = WORK / "site"
     if whls and not args.dry:
         p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
@@ -375,13 +468,22 @@ def main(argv=None):
     env2 = dict(env, PYTHONPATH=os.pathsep.join([str(site), env["PYTHONPATH"]]))
     all_cpus = build_cpus | other_cpus
     _trim(out / "build.log")
+
+    def env_of(name):
+        e = dict(env2, TRITON_F32_DEFAULT="ieee") if name == "ssd_ieee" else dict(env2)
+        if args.parallel:  # the stages share the cores: one thread each for torch's CPU work
+            e["OMP_NUM_THREADS"] = "1"
+        return e
+
     # cheapest and most telling first: each stage has the run's deadline, and the pytest pass repeats a corner of the
     # parity grid that the 2026-11-27 run found slow (134 s)
-    stages = ("dispatch", "block", "ssd", "ssd_ieee", "bench", "ensemble_mamba_ssm", "pytest_built", "parity_quick")
-    for name in (*stages, "parity_rest"):
-        env_ = dict(env2, TRITON_F32_DEFAULT="ieee") if name == "ssd_ieee" else env2
-        stage(name, all_cpus, env_)
-    if not args.wheels:
+    if args.parallel:
+        with ThreadPoolExecutor(max_workers=max(1, len(post))) as pool:
+            list(pool.map(lambda name: stage(name, all_cpus, env_of(name)), post))
+    else:
+        for name in post:
+            stage(name, all_cpus, env_of(name))
+    if to_build:  # only what this run built: reused wheels are already where they came from
         results.data["wheel_pieces"] = save_wheels(wheels, out)
     results.data["wall_s"] = round(time.time() - t_start, 1)
     results.save()

@@ -127,3 +127,62 @@ def test_collect_refuses_a_dry_run_and_leaves_the_committed_bundles(tmp_path):
     with pytest.raises(SystemExit, match="holds no GPU run"):
         gpu_collect.main([str(tmp_path), "--tree", "HEAD"])
     assert (RESULTS_DIR / "scan_bench_cuda.json").read_bytes() == before
+
+
+def _wheel(path, payload: bytes):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
+        z.writestr("ext.so", payload)
+    return path
+
+
+def test_a_second_run_reuses_the_whole_wheels_of_cut_pieces_and_builds_the_rest(tmp_path):
+    """The first GPU run brought back 4 of its 5 wheel pieces (the device tool's 8-file limit): causal-conv1d's wheel
+    was whole in them and mamba-ssm's cut short. ``--wheels`` must install the first and build only the second."""
+    import random
+
+    src, back = tmp_path / "built", tmp_path / "back"
+    src.mkdir(), back.mkdir()
+    rnd = random.Random(0)
+    a = _wheel(src / "causal_conv1d-1.7.0-cp312-cp312-linux_x86_64.whl", rnd.randbytes(3000))
+    b = _wheel(src / "mamba_ssm-2.3.2-cp312-cp312-linux_x86_64.whl", rnd.randbytes(9000))
+    with tarfile.open(tmp_path / "wheels.tar", "w") as tar:
+        tar.add(a, arcname=a.name), tar.add(b, arcname=b.name)
+    data = (tmp_path / "wheels.tar").read_bytes()
+    pieces = [data[i : i + 2048] for i in range(0, len(data), 2048)]
+    cut = (data.index(b.read_bytes()[:64]) + 4000) // 2048  # the pieces from inside mamba-ssm's wheel on stayed behind
+    for k, piece in enumerate(pieces[:cut]):
+        (back / f"wheels.tar.{k:02d}").write_bytes(piece)
+    found, skipped = gpu_check.reusable_wheels(back, tmp_path / "work")
+    assert set(found) == {"causal_conv1d"} and found["causal_conv1d"].read_bytes() == a.read_bytes()
+    assert "wheels.tar" in skipped and any(k.startswith("mamba_ssm") for k in skipped)
+    # all pieces back: both reused, nothing to build
+    for k, piece in enumerate(pieces):
+        (back / f"wheels.tar.{k:02d}").write_bytes(piece)
+    found, skipped = gpu_check.reusable_wheels(back, tmp_path / "work2")
+    assert set(found) == {"causal_conv1d", "mamba_ssm"} and not skipped
+    # a wheel whose bytes were damaged is not used
+    bad = bytearray(b.read_bytes())
+    bad[100] ^= 0xFF
+    (back / "mamba_ssm-2.3.2-cp312-cp312-linux_x86_64.whl").write_bytes(bytes(bad))
+    for f in back.glob("wheels.tar.*"):
+        f.unlink()
+    found, skipped = gpu_check.reusable_wheels(back, tmp_path / "work3")
+    assert not found and "CRC" in next(iter(skipped.values()))
+
+
+def test_stage_choice_keeps_the_run_s_order_and_refuses_timed_stages_in_parallel():
+    pre, post = gpu_check.parse_stages(None, parallel=False)
+    assert pre == ["pytest_nobuild", "ensemble_chunked"] and post[0] == "dispatch" and post[-1] == "parity_rest"
+    pre, post = gpu_check.parse_stages("parity_L4096,ssd_ieee,parity_L128,pytest_built", parallel=True)
+    assert pre == [] and post == ["ssd_ieee", "pytest_built", "parity_L128", "parity_L4096"]
+    with pytest.raises(SystemExit, match="unknown stage"):
+        gpu_check.parse_stages("parity_L100", parallel=False)
+    with pytest.raises(SystemExit, match="timed"):
+        gpu_check.parse_stages("bench,ssd", parallel=True)
+
+
+def test_one_length_of_the_grid_is_run_once():
+    cases = list(gpu_parity.scan_cases((256,)))
+    assert len(cases) == 96 and len({tuple(c.items()) for c in cases}) == 96
