@@ -45,9 +45,10 @@ def stages(run_dirs: list[Path]) -> dict:
     for d in run_dirs:
         found = {}
         if (d / "gpu_results.json").exists():
-            found.update(
-                {k: v["result"] for k, v in json.loads((d / "gpu_results.json").read_text())["stages"].items()}
-            )
+            run = json.loads((d / "gpu_results.json").read_text())
+            found.update({k: v["result"] for k, v in run["stages"].items()})
+            if "install" in run:  # the wheels installed, built by this run or reused from an earlier one (--wheels)
+                found["install"] = {"result": {**run["install"], "reused": run.get("reused_wheels")}}
         for f in sorted(d.glob("stage_*.json")):
             found[f.stem[len("stage_") :]] = json.loads(f.read_text())
         for name, res in found.items():
@@ -60,18 +61,28 @@ def _rows(res) -> list:
     return res if isinstance(res, list) else res.get("rows", [])
 
 
+def parity_stages(st: dict) -> list[str]:
+    """The stages that ran mamba-ssm's scan grid (``parity_quick``, ``parity_rest``, ``parity_L<n>``), by length."""
+    first = {"parity_quick": 128, "parity_rest": 256}
+    ran = [k for k in st if k.startswith("parity") and isinstance(st[k], dict) and "cases" in st[k]]
+    return sorted(ran, key=lambda k: (first.get(k) or int(k[len("parity_L") :]), k))
+
+
 def tables(st: dict) -> dict[str, pd.DataFrame]:
     t = {}
-    parity = [r for name in ("parity_quick", "parity_rest") if name in st for r in _rows(st[name])]
+    names = parity_stages(st)
+    parity = [r for name in names for r in _rows(st[name])]
     if parity:
         t["parity"] = pd.DataFrame(parity)
         maxima = []
-        for name in ("parity_quick", "parity_rest"):
-            for itype, per in (st.get(name, {}).get("max_abs_and_ratio_per_dtype") or {}).items():
+        for name in names:
+            for itype, per in (st[name].get("max_abs_and_ratio_per_dtype") or {}).items():
                 for tensor, (diff, ratio) in per.items():
                     maxima.append(dict(stage=name, itype=itype, tensor=tensor, max_abs=diff, max_ratio=ratio))
         t["parity_maxima"] = pd.DataFrame(maxima).groupby(["itype", "tensor"], as_index=False).max(numeric_only=True)
-        failed = t["parity"][~t["parity"]["ok"]]
+        old_g = [r for name in names if "output_grad" not in st[name] for r in _rows(st[name])]
+        failed = pd.DataFrame(old_g)
+        failed = failed[~failed["ok"]] if len(failed) else failed
         if len(failed):  # the first run's g in float32 (see gpu_parity.g_rounding_artifact), replayed on this CPU
             keys = ["L", "itype", "groups", "has_D", "has_z", "has_delta_bias", "delta_softplus"]
             replay = [g_rounding_artifact(**{k: r[k] for k in keys}) for r in failed[keys].to_dict(orient="records")]
@@ -97,7 +108,7 @@ def tables(st: dict) -> dict[str, pd.DataFrame]:
 
 def measured_on(st: dict, bench_config: dict | None) -> dict:
     env = st.get("env", {})
-    built = st.get("build", {}).get("wheels", [])
+    built = st.get("install", {}).get("wheels") or st.get("build", {}).get("wheels", [])
     return {
         "device": env.get("device"),
         "nvidia_smi": env.get("nvidia_smi"),
@@ -159,9 +170,8 @@ def main(argv=None):
         "ssd_ok": st.get("ssd", {}).get("ok"),
         "ssd_ieee_ok": st.get("ssd_ieee", {}).get("ok"),
         "parity": {
-            name: {k: st[name].get(k) for k in ("cases", "passed", "not_run_deadline")}
-            for name in ("parity_quick", "parity_rest")
-            if name in st and "cases" in st[name]
+            name: {k: st[name][k] for k in ("cases", "passed", "not_run_deadline", "output_grad") if k in st[name]}
+            for name in parity_stages(st)
         },
         "not_run": sorted(k for k, v in st.items() if isinstance(v, dict) and ("not_run" in v or "no_result" in v)),
     }
