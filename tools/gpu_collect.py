@@ -128,6 +128,7 @@ def main(argv=None):
     ap.add_argument("run_dirs", type=Path, nargs="+")
     ap.add_argument("--tree", required=True, help="the commit whose tree the GPU ran (committed before the run)")
     ap.add_argument("--name", default="gpu_check_h100")
+    ap.add_argument("--command", default=COMMAND, help="the commands the GPU ran, as recorded in the bundle")
     args = ap.parse_args(argv)
     st = stages(args.run_dirs)
     if st.get("env", {}).get("dry") is not False:  # a dry run's numbers are CPU stand-ins; committed bundles stay
@@ -194,7 +195,7 @@ def main(argv=None):
             "max_ratio_A": float(sens.loc[sens["tensor"] == "A", "ratio"].max()),
         }
     config = {"measured_on": on, "tree": tree, "tree_note": note, "tolerances": "mamba-ssm's test_selective_scan"}
-    path = save_bundle(args.name, data, config, command=COMMAND, device="cpu", tables=tbl)
+    path = save_bundle(args.name, data, config, command=args.command, device="cpu", tables=tbl)
     print(f"wrote {path} and results/scan_bench_cuda.json" if bench else f"wrote {path}")
     return 0
 

@@ -626,6 +626,27 @@ def test_mamba_ssm_backend_on_cpu_tensors_is_unavailable():
         assert "chunked" in msg and "CUDA" in msg and "mamba_recall[gpu]" in msg
 
 
+def test_a_last_state_with_invariant_b_is_refused_by_mamba_ssm_and_run_by_chunked_under_auto(monkeypatch):
+    """mamba-ssm's kernel returns h/B as the last state when B is time-invariant (see the gpu test below): the backend
+    refuses that call by name, and ``auto`` (on CUDA, simulated here) gives it to ``chunked``."""
+    import mamba_recall.scan as scan
+    from mamba_recall.scan.mamba_ssm_backend import selective_scan_mamba_ssm
+
+    kw = make_scan_inputs(L=16, bc="invariant", dtype=torch.float32, seed=3)
+    with pytest.raises(BackendUnavailableError, match=r"time-invariant B .*h/B, not h.*backend='chunked'"):
+        selective_scan_mamba_ssm(**kw, return_last_state=True)
+    assert scan.mamba_ssm_unsupported(kw["B"]) == []  # outputs only: the kernel runs it
+    assert scan.mamba_ssm_unsupported(make_scan_inputs(L=16, seed=3)["B"], return_last_state=True) == []
+    assert scan.mamba_ssm_unsupported(kw["B"], True, "zoh", torch.zeros(1))[:2] == ["discretization", "initial_state"]
+
+    monkeypatch.setattr(scan, "resolve_backend", lambda backend, device, discretization="euler": "mamba_ssm")
+    want = selective_scan_chunked(**kw, return_last_state=True)
+    got = scan.selective_scan(**kw, return_last_state=True, backend="auto")
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    with pytest.raises(BackendUnavailableError, match="time-invariant B"):
+        scan.selective_scan(**kw, return_last_state=True, backend="mamba_ssm")
+
+
 @pytest.mark.parametrize("chunk_size", [-1, 2.5, "8"])
 def test_chunk_size_invalid_raises(chunk_size):
     with pytest.raises(ScanInputError, match="chunk_size must be a positive integer"):
@@ -746,18 +767,25 @@ def _grad_tols(name, has_z):
 
 
 def _compare_mamba_ssm(kw):
+    """Outputs, last states and every gradient; the last state only with a selective B (the backend refuses it with
+    a time-invariant B: see test_gpu_mamba_ssm_invariant_b_last_state_is_the_state_without_b)."""
     names = [k for k in TENSOR_ARGS if k in kw and k != "initial_state"]
+    selective_b = kw["B"].dim() > 2
     results = {}
     for backend in ("reference", "mamba_ssm"):
         kwb = _cuda(kw)
-        out, last = selective_scan(**kwb, return_last_state=True, backend=backend)
+        if selective_b:
+            out, last = selective_scan(**kwb, return_last_state=True, backend=backend)
+        else:
+            out, last = selective_scan(**kwb, backend=backend), None
         gen = torch.Generator().manual_seed(0)
         g_out = torch.randn(out.shape, generator=gen).cuda()
         grads = torch.autograd.grad((out * g_out).sum(), [kwb[k] for k in names])
         results[backend] = (out, last, dict(zip(names, grads)))
     ref, ms = results["reference"], results["mamba_ssm"]
     torch.testing.assert_close(ms[0], ref[0], rtol=MS_RTOL, atol=MS_ATOL)
-    torch.testing.assert_close(ms[1], ref[1], rtol=MS_RTOL, atol=MS_ATOL)
+    if selective_b:
+        torch.testing.assert_close(ms[1], ref[1], rtol=MS_RTOL, atol=MS_ATOL)
     for name in names:
         rtol, atol = _grad_tols(name, "z" in kw)
         torch.testing.assert_close(ms[2][name], ref[2][name], rtol=rtol, atol=atol, msg=lambda m: f"grad {name}: {m}")
@@ -791,6 +819,26 @@ def test_gpu_mamba_ssm_random(bc):
         b=2, d=4, n=8, L=128, bc=bc, dtype=torch.float32, seed=0, D=True, z=True, delta_bias=True, delta_softplus=True
     )
     _compare_mamba_ssm(kw)
+
+
+@pytest.mark.gpu
+def test_gpu_mamba_ssm_invariant_b_last_state_is_the_state_without_b():
+    """With a time-invariant B (d, n), mamba-ssm's kernel scans Δ·u without B and multiplies B in at the output
+    (selective_scan_fwd_kernel.cuh, kIsVariableB), so the last state it stores is h/B: on the 2026-11-28 H100 run the
+    outputs agreed and the last state was off by up to 5.7. The backend refuses that last state; this test pins the
+    kernel's behaviour that the refusal is for (the day it returns h, the refusal can go)."""
+    _need_mamba_ssm()
+    from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
+
+    kw = _cuda(make_scan_inputs(b=2, d=4, n=8, L=128, bc="invariant", dtype=torch.float32, seed=0, delta_softplus=True))
+    _, h = selective_scan(**kw, return_last_state=True, backend="reference")
+    _, theirs = selective_scan_fn(kw["u"], kw["delta"], kw["A"], kw["B"], kw["C"], delta_softplus=True,
+                                  return_last_state=True)  # fmt: skip
+    torch.testing.assert_close(theirs * kw["B"].detach(), h.detach(), rtol=MS_RTOL, atol=MS_ATOL)
+    with pytest.raises(BackendUnavailableError, match="time-invariant B"):
+        selective_scan(**kw, return_last_state=True, backend="mamba_ssm")
+    out, last = selective_scan(**kw, return_last_state=True)  # auto: chunked runs this call
+    torch.testing.assert_close(last, h, rtol=MS_RTOL, atol=MS_ATOL)
 
 
 @pytest.mark.gpu

@@ -41,6 +41,7 @@ from .mamba2 import ssd_scan_chunked, ssd_scan_reference
 from .mamba_ssm_backend import (
     BackendUnavailableError,
     mamba_ssm_available,
+    mamba_ssm_unsupported,
     require_mamba_ssm,
     selective_scan_mamba_ssm,
     ssd_scan_mamba_ssm,
@@ -60,6 +61,7 @@ __all__ = [
     "fused_available",
     "linear_recurrence_chunked",
     "mamba_ssm_available",
+    "mamba_ssm_unsupported",
     "prepare_scan",
     "resolve_backend",
     "selective_scan",
@@ -98,8 +100,7 @@ def resolve_backend(backend: str, device: torch.device | str = "cpu", *, discret
     return backend
 
 
-def _only_on_pytorch_backends(name, extras):
-    used = [k for k, v in extras.items() if v is not None and v != "euler"]
+def _only_on_pytorch_backends(used):
     if used:
         # fused takes an initial state but implements the Euler rule only; chunked and reference take both
         others = "'chunked' or 'reference'" if "discretization" in used else "'fused', 'chunked' or 'reference'"
@@ -128,13 +129,19 @@ def selective_scan(
     Returns out (b, d, l), plus the last state (b, d, n) if ``return_last_state``.
     ``discretization="zoh"`` uses the exact zero-order hold for B̄ (PyTorch backends only);
     ``initial_state`` (b, d, n) starts the recurrence from a given state (PyTorch backends only).
+    On CUDA, ``auto`` takes ``chunked`` for a call mamba-ssm's kernel does not run as asked (``zoh``, an initial
+    state, or a last state with a time-invariant B: :func:`mamba_ssm_unsupported`); ``backend="mamba_ssm"`` refuses it.
     """
     check_tensor_arg("u", u)  # before u.device is read: a list gets the message, not an AttributeError
     name = resolve_backend(backend, u.device, discretization=discretization)
     args = (u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state)
     if name == "mamba_ssm":
-        _only_on_pytorch_backends(name, {"discretization": discretization, "initial_state": initial_state})
-        return selective_scan_mamba_ssm(*args)
+        unsupported = mamba_ssm_unsupported(B, return_last_state, discretization, initial_state)
+        if unsupported and backend == "auto":  # auto: the fastest backend that runs the call, here chunked
+            name = "chunked"
+        else:
+            _only_on_pytorch_backends(unsupported)
+            return selective_scan_mamba_ssm(*args)
     if name == "reference":
         return selective_scan_reference(*args, discretization=discretization, initial_state=initial_state)
     if name == "fused":

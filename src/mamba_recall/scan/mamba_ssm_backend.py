@@ -53,11 +53,33 @@ def require_mamba_ssm(device: torch.device | None = None) -> None:
         raise BackendUnavailableError(f"backend='mamba_ssm' could not import mamba_ssm ({err}). " + INSTALL_HINT)
 
 
+INVARIANT_B_LAST_STATE = (
+    "return_last_state with a time-invariant B (shape (d, n)): mamba-ssm's kernel then scans Δ·u without B and "
+    "multiplies B in at the output (csrc/selective_scan/selective_scan_fwd_kernel.cuh, kIsVariableB), so the state it "
+    "returns is h/B, not h (on an H100, 2026-11-28: the outputs within tolerance, the last state off by up to 5.7)"
+)
+
+
+def mamba_ssm_unsupported(B, return_last_state=False, discretization="euler", initial_state=None) -> list[str]:
+    """What a selective-scan call asks that mamba-ssm's kernel does not give (empty: it runs the call)."""
+    unsupported = [name for name, v in (("discretization", discretization), ("initial_state", initial_state))
+                   if v is not None and v != "euler"]  # fmt: skip
+    if return_last_state and isinstance(B, torch.Tensor) and B.dim() == 2:
+        unsupported.append(INVARIANT_B_LAST_STATE)
+    return unsupported
+
+
 def selective_scan_mamba_ssm(
     u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, return_last_state=False
 ):
-    """``mamba_ssm.ops.selective_scan_interface.selective_scan_fn`` (the CUDA kernel)."""
+    """``mamba_ssm.ops.selective_scan_interface.selective_scan_fn`` (the CUDA kernel). Refuses, with
+    :class:`BackendUnavailableError`, a last state with a time-invariant B (:data:`INVARIANT_B_LAST_STATE`)."""
     validate_scan_args(u, delta, A, B, C, D, z, delta_bias)
+    if mamba_ssm_unsupported(B, return_last_state):
+        raise BackendUnavailableError(
+            f"backend='mamba_ssm' does not support {INVARIANT_B_LAST_STATE}; use backend='chunked' (CUDA) or ask "
+            "for no last state."
+        )
     require_mamba_ssm(u.device)
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
 
