@@ -251,7 +251,7 @@ def test_the_committed_manifest_gives_make_reproduce_its_commands():
 
     commands = manifest.reproduce_commands(manifest.load(), ["bench", *experiment_runners()])
     gpu = [c for c in commands if manifest.needs_gpu(c)]  # listed by `make reproduce`, not run (a GPU machine's)
-    assert gpu and all("tools/gpu_check.py" in c for c in gpu)  # the GPU check's two bundles
+    assert gpu and all("tools/gpu_check.py" in c for c in gpu)  # the GPU check's bundles
     commands = [c for c in commands if c not in gpu]
     assert manifest.needs_gpu("python benchmarks/scan.py --device cuda") and not manifest.needs_gpu(commands[0])
     runners = [manifest.parse_command(c)[0] for c in commands]
