@@ -94,10 +94,11 @@ def grids() -> list[Grid]:
         mod = _module(name)
 
         def ch3_jobs(preset, mod=mod):
-            from .chapters.ch3_selectivity.runners.common import STORE_PRESETS
+            from .chapters.ch3_selectivity.training.selectivity import STORE_PRESETS
 
-            if preset not in STORE_PRESETS:
-                raise ValueError(f"{mod.__name__} runs the run store at {', '.join(STORE_PRESETS)} only")
+            presets = getattr(mod, "PRESETS", STORE_PRESETS)
+            if preset not in presets:
+                raise ValueError(f"{mod.__name__} runs the run store at {', '.join(presets)} only")
             return mod.jobs_for(preset)
 
         together = hasattr(mod, "MEMBERS_RUNNER")

@@ -18,6 +18,7 @@ from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import fig1_decay_
 from mamba_recall.chapters.ch3_selectivity.runners import (
     induction as ch3_induction,
     keep_nth as ch3_keep_nth,
+    mqar_figa3 as ch3_mqar_figa3,
     mqar_train as ch3_mqar_train,
 )
 from mamba_recall.chapters.ch3_selectivity.training import selectivity
@@ -109,9 +110,13 @@ def test_mqar_and_induction_grids_bundle(tmp_path, runner):
     assert len(b.tables["curves"]) >= len(jobs)
 
 
-def test_smoke_flag_needs_a_run_store_preset():
-    with pytest.raises(SystemExit):
-        ch3_keep_nth.main(["--preset", "ci", "--smoke"])
+def test_ci_runs_through_the_run_store_like_every_preset(tmp_path):
+    """``--preset ci`` is run-store jobs too (one bundle format at every preset): its jobs are the ci grid's cells."""
+    jobs = ch3_keep_nth.jobs_for("ci")
+    assert [j["config"]["model"] for j in jobs] == ["s6+pe", "s6", "s4d+pe", "s4d", "transformer"]
+    assert {j["config"]["preset"] for j in jobs} == {"ci"} and all("device" not in j["config"] for j in jobs)
+    with pytest.raises(SystemExit, match="trains nothing at --preset ci"):
+        ch3_mqar_figa3.main(["--preset", "ci"])
 
 
 def test_figa3_reads_the_n_sweep_grid_of_a_run_store_bundle():

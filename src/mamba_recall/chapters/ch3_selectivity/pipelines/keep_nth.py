@@ -18,9 +18,7 @@ import torch
 
 from mamba_recall.tasks.keep_nth import keep_nth
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
-    REGENERATE,
-    REGENERATE_STORE,
-    STORE_PRESETS,
+    regenerate_command,
     build_model,
     keep_checkpoint_name,
     recipe_fields,
@@ -144,8 +142,9 @@ def fig1_decay_pairs(
         if match:
             found.setdefault(int(match.group(1)), {})[int(match.group(2))] = path.stem
     if not found:
-        regenerate = REGENERATE_STORE if preset in STORE_PRESETS else REGENERATE
-        raise FileNotFoundError(f"no {stem}_T<T>_seed<s>.pt in {CHECKPOINT_DIR}; make them with `{regenerate}`.")
+        raise FileNotFoundError(
+            f"no {stem}_T<T>_seed<s>.pt in {CHECKPOINT_DIR}; make them with `{regenerate_command(preset)}`."
+        )
     T = T if T is not None else max(found)
     if T not in found:
         raise FileNotFoundError(f"no {stem}_T{T}_seed<s>.pt in {CHECKPOINT_DIR}; the saved T are {sorted(found)}.")

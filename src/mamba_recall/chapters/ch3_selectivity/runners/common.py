@@ -16,7 +16,6 @@ from mamba_recall.devices import resolve_device
 from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_module
 from mamba_recall.runstore import add_grid_args, grid_main
-from mamba_recall.chapters.ch3_selectivity.training.selectivity import STORE_PRESETS
 
 
 def parse(description: str, name: str, bundle: str, argv=None):
@@ -26,16 +25,14 @@ def parse(description: str, name: str, bundle: str, argv=None):
         "--device",
         default="auto",
         choices=["auto", "cpu", "cuda"],
-        help="ci: the device to train on; a run-store preset's jobs say theirs (cpu-hours: cpu; paper: a GPU where "
-        "the process running the job has one)",
+        help="checked only: every preset runs as run-store jobs, which say their device (ci, cpu-hours: cpu; paper: "
+        "a GPU where the process running the job has one)",
     )
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
     add_store_arguments(parser)
     args = parser.parse_args(argv)
-    if args.smoke and args.preset not in STORE_PRESETS:
-        parser.error(f"--smoke applies to the run-store presets {STORE_PRESETS}; use --preset ci for a quick run.")
     try:
         args.device = resolve_device(args.device).type
     except ValueError as exc:
@@ -70,13 +67,13 @@ def save_runner_bundle(
     return path
 
 
-# ---------------------------------------------------------------------------------------------- run store (cpu-hours)
+# ------------------------------------------------------------------------------------------------------- run store
 #
-# A ``cpu-hours`` run is one run-store job per (config, seed) (:mod:`mamba_recall.runstore`): the job function of each
-# runner (``run_job(config, seed)``) trains with the same code as its ``ci``/``paper`` loop (``train_one``), and the
-# bundle ``results/<runner>_cpu-hours.json`` keeps the per-run table ``runs`` (the schema of the ci bundle, so the
-# claims of Chapter 3 read it unchanged), the table ``cells`` (per configuration: mean over seeds with a 95 % Student-t
-# interval, ``runstore.INTERVAL_METHOD``, and the per-seed values) and ``curves`` (every run's training curve).
+# A run at every preset (ci, cpu-hours, paper) is one run-store job per (config, seed) (:mod:`mamba_recall.runstore`):
+# the job function of each runner (``run_job(config, seed)``) trains with ``train_one``, and the bundle
+# ``results/<runner>_<preset>.json`` keeps the per-run table ``runs``, the table ``cells`` (per configuration: mean
+# over seeds with a 95 % Student-t interval, ``runstore.INTERVAL_METHOD``, and the per-seed values) and ``curves``
+# (every run's training curve): one format at every preset.
 
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:

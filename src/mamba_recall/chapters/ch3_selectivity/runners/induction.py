@@ -1,24 +1,23 @@
 """Trained Mamba vs Mamba-Δ⊤ on INDUCTION HEADS (paper 003, Fig. 3, Fig. A.4).
 
-``python -m mamba_recall.chapters.ch3_selectivity.runners.induction --preset ci [--device cpu|cuda]``.
+``python -m mamba_recall.chapters.ch3_selectivity.runners.induction --preset ci``.
 1-layer models without gate (size-4 conv, SiLU): ``s6`` (Mamba, Δ per channel) and ``s6_dT`` (Mamba-Δ⊤,
 Δ per state, Eq. 15), N = N_factor·|V|; data from :func:`~mamba_recall.tasks.induction_heads.induction_heads`
 (hard-case probability p, range γ) on the fly; accuracy over all positions (blank class included) and over
-non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d). Writes ``results/ch3_induction_<preset>.json``
-with the table ``runs``.
+non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d). Every preset runs as run-store jobs
+(``results/runs/ch3.induction/``, resumable) and writes ``results/ch3_induction_<preset>.json`` with the tables
+``runs``, ``cells`` (mean, 95 % t-interval, per-seed values) and ``curves``.
 
 ``--preset paper --allow-long [--jobs N]``: the Fig. 3/A.4 grid, best of 5, as run-store jobs (a GPU for each job
 where its process has one: ``training.selectivity.GPU_PRESETS``).
 
 ``--preset cpu-hours --allow-long [--jobs 1]``: T = 100, |V| = 5 with d ∈ {4, 10, 20} and |V| = 10 with
-d ∈ {8, 20, 40} (each across its Lem. 3 bound d = 2|V|), N = 4|V|, both mixers, 5 seeds, as run-store jobs (``results/runs/ch3.induction/``); the bundle adds ``cells`` (mean,
-95 % t-interval, per-seed values) and ``curves``.
+d ∈ {8, 20, 40} (each across its Lem. 3 bound d = 2|V|), N = 4|V|, both mixers, 5 seeds.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 
 import torch
 
@@ -26,7 +25,6 @@ from mamba_recall.results import command_provenance
 from mamba_recall.runstore import job_device
 from mamba_recall.tasks.induction_heads import induction_heads
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
-    STORE_PRESETS,
     build_model,
     job_config,
     recipe_fields,
@@ -36,7 +34,6 @@ from .common import (
     curve_of,
     parse,
     run_store_main,
-    save_runner_bundle,
     store_bundle_writer,
 )
 
@@ -153,17 +150,7 @@ write_bundle = store_bundle_writer(
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.induction", "ch3_induction", argv)
-    if args.preset in STORE_PRESETS:
-        return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
-    cfg = args.sizes
-    rows, start = [], time.time()
-    for V, d, N, mixer in _cells(cfg):
-        c = resolved_config(cfg, V, d, N, mixer)
-        for seed in cfg["seeds"]:
-            _, row = train_one(c, seed, device=args.device, backend=args.backend)
-            rows.append(row)
-            print(rows[-1], flush=True)
-    save_runner_bundle(args, "ch3_induction", {"n_runs": len(rows)}, cfg, start, {"runs": rows})
+    return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,16 @@
 """Trained KEEP n-TH models (paper 003, Tab. 1, Tabs. A.1–A.4, Fig. 1).
 
-``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset ci [--device cpu|cuda]`` trains every
+``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset ci`` trains every
 (T, d, N, model, seed) of ``presets ch3.keep_nth`` on on-the-fly data (a deviation from the paper's
 fixed 10⁵-sample set, App. D.1), Adam (no weight decay), cosine lr, early stop at 100 % held-out
-accuracy, and tests on fresh sequences. It writes ``results/ch3_keep_nth_<preset>.json`` with the tables
+accuracy, and tests on fresh sequences, one run-store job per run at every preset (``results/runs/ch3.keep_nth/``,
+resumable). It writes ``results/ch3_keep_nth_<preset>.json`` with the tables
 ``runs`` (one row per run) and ``decay`` (Fig. 1: 50-bin histograms of e^{−λΔ} of the S6/S4D models, counts in
 ``before`` (t < n) and ``after`` (t ≥ n); the extra row with ``bin = −1`` holds frac(< 0.1 | t < n) in ``before`` and
 frac(> 0.9 | t ≥ n) in ``after``; one set per seed), and the checkpoint of every S6+PE model with d = 32, N = 8 in
 ``results/checkpoints/ch3_keep_nth_s6pe_<preset>_T<T>_seed<s>.pt``, named as every preset names them.
 
-``--preset cpu-hours|paper --allow-long [--jobs N]`` runs the preset's grid as run-store jobs instead (below); a
-``paper`` job trains on a GPU where the process that runs it has one (``training.selectivity.GPU_PRESETS``), and its
+``--preset cpu-hours|paper --allow-long [--jobs N]`` runs the larger grids (below); a ``paper`` job trains on a GPU where the process that runs it has one (``training.selectivity.GPU_PRESETS``), and its
 checkpoints are ``ch3_keep_nth_s6pe_paper_T<T>_seed<s>``, so a preset never overwrites another's files.
 
 ``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset cpu-hours --allow-long [--jobs 1]`` runs the ``cpu-hours``
@@ -23,14 +23,12 @@ The aggregation adds Fig. 1's baseline, computed there and not in the jobs (so j
 were): ``decay_untrained`` (the ``decay`` histograms of every S6/S4D run's model at initialisation: same kind, sizes
 and init seed, same 500 test sequences, same pooling; :func:`~mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth.untrained_decay_rows`) and ``fig1`` (per run and
 ``weights`` ∈ {trained, untrained}: frac(e^{−λΔ} > 0.9 | t ≥ n), frac(< 0.1 | t < n) and the histogram mean of
-e^{−λΔ} at t ≥ n; :func:`mamba_recall.chapters.ch3_selectivity.claims.fig1_stats`). :func:`~mamba_recall.chapters.ch3_selectivity.claims.fig1_tables` gives the same three tables for a
-bundle written before they existed (the ``ci`` one), computing the baseline on the spot.
+e^{−λΔ} at t ≥ n; :func:`mamba_recall.chapters.ch3_selectivity.claims.fig1_stats`), at every preset.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 
 from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import (
     decay_rows_of,
@@ -44,14 +42,13 @@ from mamba_recall.runstore import job_device
 from mamba_recall.tasks.keep_nth import copy_baseline, keep_nth
 from mamba_recall.train import evaluate
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
-    REGENERATE_STORE,
-    STORE_PRESETS,
     keep_checkpoint_name,
+    regenerate_command,
     job_config,
     save_checkpoint,
     train_recipe,
 )
-from .common import curve_of, parse, run_store_main, save_runner_bundle, store_bundle_writer
+from .common import curve_of, parse, run_store_main, store_bundle_writer
 
 
 def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
@@ -128,7 +125,8 @@ def run_job(config: dict, seed: int) -> dict:
             V=config["V"], d=32, N=8, T=config["T"], nth=config["nth"], kind="s6+pe", seed=seed,
             preset=config["preset"], device=device,
         )  # fmt: skip
-        save_checkpoint(model, keep_checkpoint_name(config["preset"], config["T"], seed), meta, REGENERATE_STORE)
+        name = keep_checkpoint_name(config["preset"], config["T"], seed)
+        save_checkpoint(model, name, meta, regenerate_command(config["preset"]))
     return {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
 
 
@@ -162,31 +160,10 @@ write_bundle = store_bundle_writer(
 @command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.keep_nth", "ch3_keep_nth", argv)
-    if args.preset in STORE_PRESETS:
-        return run_store_main(
-            args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle,
-            key=lambda c: {k: c[k] for k in ("T", "d", "N", "model")},
-        )  # fmt: skip
-    cfg = args.sizes
-    rows, decay_rows = [], []
-    start = time.time()
-    for T in cfg["Ts"]:
-        for d, N in cfg["dN"]:
-            for kind in cfg["models"]:
-                if kind == "transformer" and (d, N) != tuple(cfg["dN"][0]):
-                    continue  # the Transformer row does not depend on (d, N)
-                c = resolved_config(cfg, T, d, N, kind)
-                for seed in cfg["seeds"]:
-                    model, res, row, test = train_one(c, seed, device=args.device, backend=args.backend)
-                    rows.append(row)
-                    print(rows[-1], flush=True)
-                    if kind in ("s6+pe", "s4d+pe", "s6", "s4d"):
-                        decay_rows += decay_rows_of(model, test[0], c, seed)
-                    if kind == "s6+pe" and (d, N) == (32, 8):
-                        meta = dict(V=cfg["V"], d=d, N=N, T=T, nth=cfg["nth"], kind=kind, seed=seed, preset=args.preset)
-                        # named as the run-store jobs name theirs; Fig. 1's notebook reads the largest T
-                        save_checkpoint(model, keep_checkpoint_name(args.preset, T, seed), meta)
-    save_runner_bundle(args, "ch3_keep_nth", {"n_runs": len(rows)}, cfg, start, {"runs": rows, "decay": decay_rows})
+    return run_store_main(
+        args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle,
+        key=lambda c: {k: c[k] for k in ("T", "d", "N", "model")},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

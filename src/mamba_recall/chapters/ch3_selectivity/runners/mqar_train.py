@@ -1,28 +1,26 @@
 """Trained 1-layer models on MQAR against the construction bounds (paper 003, Fig. 2, Figs. A.2–A.3).
 
-``python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_train --preset ci [--device cpu|cuda]``.
+``python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_train --preset ci``.
 Data: paper 003's MQAR of App. D.3 (:func:`~mamba_recall.theory.mqar_constructions.gen_mqar`: κ distinct
 keys, each queried once), on the fly. Models: ``s6`` = 1-layer Mamba without gate (size-4 conv, SiLU,
 S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = single-head Mamba-2 without gate
 (its own three convs, ``models.s6.Mamba2Mixer``, N = round(8 ln κ)). ``ci``: micro-MQAR (κ = 4,
-|V| = 16, T = 24, d = 32) with N below and above κ. Writes ``results/ch3_mqar_train_<preset>.json`` with the
-table ``runs``.
+|V| = 16, T = 24, d = 32) with N below and above κ. Every preset runs as run-store jobs
+(``results/runs/ch3.mqar_train/``, resumable) and writes ``results/ch3_mqar_train_<preset>.json`` with the tables
+``runs``, ``cells`` (mean, 95 % t-interval, per-seed values; column ``grid`` names the grid) and ``curves``.
 
 ``--preset paper --allow-long [--jobs N]``: the Fig. 2 grid (κ × d, N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2),
 best of 7 seeds, as run-store jobs (a GPU for each job where its process has one: ``training.selectivity.GPU_PRESETS``).
 Fig. A.3's N sweep is :mod:`mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3`.
 
 ``--preset cpu-hours --allow-long [--jobs 1]``: the micro-MQAR N ∈ {1, 2, 3, 4, 8} sweep (κ = 4) and the smallest
-paper cell (T = 100, |V| = 128, κ = 4, N = 2κ, d ∈ {8, 16, 64} across Thm. 2’s d = κ + log₂|V|), 3 seeds, as run-store jobs
-(``results/runs/ch3.mqar_train/``); the bundle adds ``cells`` (mean, 95 % t-interval, per-seed values; column
-``grid`` names the grid) and ``curves``.
+paper cell (T = 100, |V| = 128, κ = 4, N = 2κ, d ∈ {8, 16, 64} across Thm. 2’s d = κ + log₂|V|), 3 seeds.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-import time
 
 import torch
 
@@ -32,7 +30,6 @@ from mamba_recall.runstore import job_device
 from mamba_recall.theory.mqar_constructions import gen_mqar
 from mamba_recall.train import evaluate
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
-    STORE_PRESETS,
     build_model,
     job_config,
     recipe_fields,
@@ -43,7 +40,6 @@ from .common import (
     curve_of,
     parse,
     run_store_main,
-    save_runner_bundle,
     store_bundle_writer,
 )
 
@@ -195,17 +191,7 @@ write_bundle = store_bundle_writer("ch3_mqar_train", EXPERIMENT, jobs_for, by=CE
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     args = parse(__doc__.splitlines()[0], "ch3.mqar_train", "ch3_mqar_train", argv)
-    if args.preset in STORE_PRESETS:
-        return store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, MEMBERS_RUNNER, write_bundle)
-    cfg = args.sizes
-    rows, start = [], time.time()
-    for kappa, d, mixer, N in dict.fromkeys(configs(cfg)):
-        c = resolved_config(cfg, kappa, d, mixer, N)
-        for seed in cfg["seeds"]:
-            _, row = train_one(c, seed, device=args.device, backend=args.backend)
-            rows.append(row)
-            print(rows[-1], flush=True)
-    save_runner_bundle(args, "ch3_mqar_train", {"n_runs": len(rows)}, cfg, start, {"runs": rows})
+    return store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, MEMBERS_RUNNER, write_bundle)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,17 @@ from mamba_recall.train import Recipe, Stopping, train
 from mamba_recall.runners import runner_command
 
 CHECKPOINT_DIR = results.CHECKPOINT_DIR
-REGENERATE = f"{runner_command('ch3_keep_nth')} --preset ci"
-REGENERATE_STORE = f"{runner_command('ch3_keep_nth')} --preset cpu-hours --allow-long"
-#: the presets that run through the run store (one job per configuration and seed); ``ci`` runs its few models in
-#: one loop (its bundles are the book's quick evidence)
-STORE_PRESETS = ("cpu-hours", "paper")
+#: the presets of the Chapter 3 runners, every one through the run store (one job per configuration and seed,
+#: ``results/runs/<experiment>/``): ``ci``'s few models too, so that a bundle has one format at every preset
+STORE_PRESETS = ("ci", "cpu-hours", "paper")
+
+
+def regenerate_command(preset: str) -> str:
+    """The command that makes the KEEP n-TH checkpoints of ``preset`` (``--allow-long`` beyond ``ci``)."""
+    return f"{runner_command('ch3_keep_nth')} --preset {preset}" + ("" if preset == "ci" else " --allow-long")
+
+
+REGENERATE = regenerate_command("ci")
 #: the store presets sized for a GPU: their jobs carry ``"device": "auto"`` in their config, resolved in the process
 #: that runs the job (:func:`mamba_recall.runstore.job_device`: a GPU when that process sees one, e.g. one Ray
 #: assigned it). ``cpu-hours`` jobs train on the
