@@ -255,7 +255,7 @@ def write_store_bundle(
         bundle,
         data,
         {"preset": preset, "smoke": smoke, "sizes": sizes, "experiment": jobs[0]["experiment"]},
-        command=f"python -m {runner_module(runner)} --preset {preset} --allow-long",
+        command=f"python -m {runner_module(runner)} --preset {preset}" + ("" if preset == "ci" else " --allow-long"),
         tables=tables,
         directory=directory,
         log=log,
