@@ -95,6 +95,7 @@ from ._cli import (
     log_stderr,
     run_missing,
     run_or_count,
+    parts_of,
     way_of,
 )
 from ._demo import demo_job, demo_jobs, demo_members, main
@@ -124,6 +125,7 @@ __all__ = [
     "grid_store",
     "run_missing",
     "run_or_count",
+    "parts_of",
     "way_of",
     "grid_main",
     "GridStage",

@@ -75,6 +75,11 @@ def way_of(argv: Sequence[str] | None, default_preset: str) -> tuple[list[str], 
     return argv, known.preset, known.parts
 
 
+def parts_of(part_runner: dict[str, str], runner: str) -> tuple[str, ...]:
+    """The run-store parts that ``runner`` owns in a chapter's ``PART_RUNNER`` table (part → runner), in its order."""
+    return tuple(part for part, owner in part_runner.items() if owner == runner)
+
+
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
     """``--engine local|ray``, ``--ray-address`` and ``--gpus-per-job`` (:func:`run_grid`'s engine options)."""
     parser.add_argument(

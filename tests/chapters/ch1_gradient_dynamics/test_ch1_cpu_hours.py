@@ -15,6 +15,7 @@ from mamba_recall.chapters.ch1_gradient_dynamics.runners import table1, training
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import (
     cpu_hours_jobs as c1_jobs,
 )  # where checkpoint_path reads its folder
+from mamba_recall.runstore import parts_of
 from mamba_recall.theory.latest_value_thm2 import thm2_construction_probe
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME
 
@@ -61,9 +62,9 @@ def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
     # + the full Mamba over the doubled one-hot embedding × 2 seeds
     assert len(jobs) == 3 * 2 + 2 * 5 * 2 + 2 + 2 * 2 + 2 * 2 * 2 + 2
     logs = "\n".join(smoke_grid["logs"])
-    n_table = len(c1.jobs_for("cpu-hours", smoke=True, parts=c1.runner_parts("ch1_table1")))
+    n_table = len(c1.jobs_for("cpu-hours", smoke=True, parts=parts_of(c1.PART_RUNNER, "ch1_table1")))
     n_models = len(jobs) - n_table
-    assert n_table == 2 * 5 * 2 + 2 * 2 * 2 and c1.runner_parts("ch1_table1") == ("table1", "table1_matched")
+    assert n_table == 2 * 5 * 2 + 2 * 2 * 2 and parts_of(c1.PART_RUNNER, "ch1_table1") == ("table1", "table1_matched")
     assert f"{n_models} jobs: 0 finished (skipped), {n_models} left" in logs
     assert f"{n_table} jobs: 0 finished (skipped), {n_table} left" in logs
     victim_is_table = smoke_grid["victim"].parent.name.startswith("ch1.table1")

@@ -10,6 +10,7 @@ import pytest
 from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as F
 from mamba_recall.chapters.ch2_hashing_scaling.runners import multihead as M
 from mamba_recall.chapters.ch2_hashing_scaling.runners import scaling as S
+from mamba_recall.runstore import parts_of
 
 
 def test_cpu_hours_sizes_are_the_papers_where_a_cpu_can():
@@ -106,7 +107,7 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
     args = ["--preset", "cpu-hours", "--smoke", "--store", str(smoke_store / "runs"), "--no-estimate"]
     S.main(args)  # Figs. 7, 10-11 and Tab. 10: ch2_scaling's run-store parts
     M.main(args)  # Fig. 8 and Thm 5: ch2_multihead's
-    assert F.runner_parts("ch2_multihead") == ("fig8", "thm5")
+    assert parts_of(F.PART_RUNNER, "ch2_multihead") == ("fig8", "thm5")
     load = {p: results.load_bundle(F.bundle_name(p, "cpu-hours", smoke=True), directory=smoke_store) for p in F.PARTS}
     for claim, part in (
         ("002/Fig7", "fig7"),

@@ -74,7 +74,7 @@ import time
 
 import torch
 
-from mamba_recall.runstore import add_grid_args, grid_main
+from mamba_recall.runstore import add_grid_args, grid_main, parts_of
 from mamba_recall.runners import runner_command
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, build_full_model
 from .cpu_hours_bundles import write_bundles
@@ -103,7 +103,6 @@ from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, im
     run_model_job,
     run_table_job,
     run_wo_job,
-    runner_parts,
 )
 
 
@@ -182,9 +181,9 @@ def estimate(left: list[dict]) -> tuple[float, str]:
 
 
 def store_main(argv=None, runner: str = "ch1_training"):
-    """The run-store grid's command line for ``runner``'s parts (:func:`runner_parts`: ``ch1_training``'s models and
+    """The run-store grid's command line for ``runner``'s parts (:func:`~mamba_recall.runstore.parts_of`: ``ch1_training``'s models and
     their analyses, ``ch1_table1``'s Table 1 and its size-matched row 3); called by those runners' ``main``."""
-    mine = runner_parts(runner)
+    mine = parts_of(PART_RUNNER, runner)
     ap = argparse.ArgumentParser(prog=f"{runner_command(runner)} (run-store grid)", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours", "paper"])
     ap.add_argument("--device", default="cpu", choices=["cpu"])

@@ -48,11 +48,6 @@ PART_RUNNER = {
 }
 
 
-def runner_parts(runner: str) -> tuple[str, ...]:
-    """The run-store parts of ``runner`` (``ch1_training`` or ``ch1_table1``), in :data:`PARTS` order."""
-    return tuple(p for p in PARTS if PART_RUNNER[p] == runner)
-
-
 WO_CLAIM = "000/Fig7"
 #: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
 FULL_PARTS = {FULL_NAME: "ch1.full_mamba", ONEHOT_NAME: "ch1.full_onehot"}

@@ -51,6 +51,7 @@ from mamba_recall.runstore import (
     grid_store,
     log_stderr,
     make_job,
+    parts_of,
     pending,
     run_missing,
     save_grid_bundle,
@@ -80,11 +81,6 @@ HEAD_PARTS = ("fig8", "thm5")
 #: which runner runs each part (one runner per result family): Fig. 8 and Thm 5 are ``ch2_multihead``'s run-store
 #: parts, beside its ensembles at ci/paper; Figs. 7, 10–11 and Tab. 10 are ``ch2_scaling``'s
 PART_RUNNER = {part: "ch2_multihead" if part in HEAD_PARTS else "ch2_scaling" for part in PARTS}
-
-
-def runner_parts(runner: str) -> tuple[str, ...]:
-    """The run-store parts of ``runner`` (``ch2_scaling`` or ``ch2_multihead``), in :data:`PARTS` order."""
-    return tuple(p for p in PARTS if PART_RUNNER[p] == runner)
 
 
 EVAL_EVERY_MIN = 50  # evaluations every max(50, steps // 6) steps, as the ci runners
@@ -482,9 +478,9 @@ PRESETS = ("ci", "cpu-hours")
 
 
 def store_main(argv=None, runner: str = "ch2_scaling"):
-    """The run-store parts' command line for ``runner``'s parts (:func:`runner_parts`); called by the ``main`` of
+    """The run-store parts' command line for ``runner``'s parts (:func:`~mamba_recall.runstore.parts_of`); called by the ``main`` of
     :mod:`.scaling` and :mod:`.multihead`."""
-    mine = runner_parts(runner)
+    mine = parts_of(PART_RUNNER, runner)
     ap = argparse.ArgumentParser(prog=f"{runner_command(runner)} (run-store parts)", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=PRESETS)
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu"], help="CPU only (one model per process)")
@@ -517,6 +513,6 @@ def store_main(argv=None, runner: str = "ch2_scaling"):
 if __name__ == "__main__":
     raise SystemExit(
         f"error: figs_cpu holds the run-store parts of Chapter 2's runners; run {runner_command('ch2_scaling')} "
-        f"(parts {', '.join(runner_parts('ch2_scaling'))}) or {runner_command('ch2_multihead')} (parts "
-        f"{', '.join(runner_parts('ch2_multihead'))}) with the same arguments."
+        f"(parts {', '.join(parts_of(PART_RUNNER, 'ch2_scaling'))}) or {runner_command('ch2_multihead')} (parts "
+        f"{', '.join(parts_of(PART_RUNNER, 'ch2_multihead'))}) with the same arguments."
     )

@@ -51,7 +51,7 @@ from ..training.ensemble import (
     train_selective_rows,
 )
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import ONE_PROCESS_EPILOG, way_of
+from mamba_recall.runstore import ONE_PROCESS_EPILOG, parts_of, way_of
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 
@@ -330,7 +330,7 @@ def main(argv=None):
 
     argv, preset, parts = way_of(argv, "ci")
     parts = parts or []
-    mine = figs_cpu.runner_parts("ch2_scaling")
+    mine = parts_of(figs_cpu.PART_RUNNER, "ch2_scaling")
     store = [p for p in parts if p in mine]
     if store and len(store) < len(parts):
         others = [p for p in parts if p not in mine]
