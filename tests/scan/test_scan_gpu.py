@@ -64,7 +64,7 @@ def _ssd_rows_in_a_fresh_process(device, backend, **env):
 @pytest.mark.gpu
 def test_gpu_ssd_scan_matches_mamba_chunk_scan_combined_in_ieee_float32():
     """In IEEE float32 products (``TRITON_F32_DEFAULT=ieee``): within the fp32 tolerance on the 2026-11-28 H100 run
-    (largest ratio 0.35). Under Triton's default, TF32 in ``tl.dot``, the same comparison is off by up to 26.6×
+    (largest ratio 0.35). Under Triton's default, TF32 in ``tl.dot``, the same comparison is off by up to 26.5×
     (results/gpu_parity_h100.json, tables ``ssd`` and ``ssd_ieee``)."""
     _need_mamba_ssm()
     rows = _ssd_rows_in_a_fresh_process("cuda", "mamba_ssm", TRITON_F32_DEFAULT="ieee")
