@@ -60,7 +60,7 @@ def test_run_store_bundles_hold_only_jobs_their_runners_make_today():
             f"{entry.name}: {len(stale)} job(s) its runner no longer makes; remake it: {current_command(entry.command)}"
         )
         checked += 1
-    assert checked >= 18
+    assert checked >= 21  # 18, and Chapter 3's three ci bundles since they come from the run store
 
 
 def test_a_run_store_experiment_has_one_name_for_its_folder_and_its_bundles():
@@ -121,7 +121,8 @@ def _size_checks() -> tuple[list[str], list[str]]:
 def test_other_bundles_record_the_sizes_their_presets_give_today():
     checked, problems = _size_checks()
     assert problems == []
-    assert len(checked) >= 11, checked
+    # 10 since Chapter 3's three ci bundles came from the run store (their keys are checked above)
+    assert len(checked) >= 10, checked
 
 
 def test_a_preset_changed_after_its_bundle_was_made_is_found(monkeypatch):

@@ -90,10 +90,10 @@ def test_untrained_rows_equal_a_run_trained_for_no_step():
 
 def test_committed_run_store_jobs_keep_their_keys():
     """The baseline lives in the aggregation: every finished job in results/runs/ch3.keep_nth/ is still a job of
-    the cpu-hours grid (same config, same key), so the runner's finished count is unchanged."""
+    the cpu-hours or the ci grid (same config, same key), so the runner's finished count is unchanged."""
     from mamba_recall.runstore import pending
 
-    jobs = keep.jobs_for("cpu-hours")
+    jobs = keep.jobs_for("cpu-hours") + keep.jobs_for("ci")
     keys = {j["key"] for j in jobs}
     stored = [json.loads(p.read_text()) for p in (ROOT / "results" / "runs" / keep.EXPERIMENT).glob("*.json")]
     assert stored and all(r["key"] in keys for r in stored)
