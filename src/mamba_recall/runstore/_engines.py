@@ -205,6 +205,13 @@ def _run_grid(work, jobs, n_jobs, store, estimate, log, progress, check_long, ra
     return records
 
 
+#: loky's resource tracker, a process of its own started with this process's ``-W`` options, warns at its exit about
+#: the semaphores of workers that Ctrl-C stopped ("resource_tracker: /loky-…: FileNotFoundError", once in about ten
+#: interrupted ``--jobs 2`` grids on a busy 2-core machine): a line of joblib's own clean-up after the one line an
+#: interrupted grid prints, about no job and no result, so the tracker is started with it ignored
+QUIET_RESOURCE_TRACKER = "ignore:resource_tracker:UserWarning"
+
+
 def _run_locally(runner, todo: list[list[dict]], store: Path, take, n_jobs: int, members: bool = False) -> None:
     """Run the units ``todo`` (:func:`units`) in this process (``n_jobs`` 1) or in ``n_jobs`` joblib processes (the
     loky backend, one torch thread each; the parent's long-run permission, pid and git state handed to
@@ -216,6 +223,8 @@ def _run_locally(runner, todo: list[list[dict]], store: Path, take, n_jobs: int,
         return
     from joblib import Parallel, delayed
 
+    if QUIET_RESOURCE_TRACKER not in sys.warnoptions:  # before loky starts its tracker, which takes our -W options
+        sys.warnoptions.append(QUIET_RESOURCE_TRACKER)
     par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", inner_max_num_threads=1)
     allowed, me, git = long_runs_allowed(), os.getpid(), _command_git()
 
