@@ -421,6 +421,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     results = Results(out)
     results.data.update(started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), deadline_s=args.deadline_s)
+    results.data["command"] = " ".join(["python tools/gpu_check.py", *(argv if argv is not None else sys.argv[1:])])
     results.data.update(stages_chosen={"before_build": pre, "after_build": post, "parallel": args.parallel})
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
     env["PYTHONUNBUFFERED"] = "1"

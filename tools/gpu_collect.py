@@ -1,6 +1,6 @@
 """Turn what a GPU check run brought back into committed bundles.
 
-    python tools/gpu_collect.py RUN_DIR [RUN_DIR ...] --tree COMMIT [--name gpu_check_h100]
+    python tools/gpu_collect.py RUN_DIR [RUN_DIR ...] --tree COMMIT [--name gpu_check_h100] [--command TEXT]
 
 ``RUN_DIR``: a folder of files from ``tools/gpu_check.py OUT`` (``gpu_results.json``, ``scan_bench_cuda.tar``) or
 of single stages (``stage_<name>.json``, ``scan_bench_cuda.tar``, from ``gpu_check.py OUT --stage NAME``); a later
@@ -59,6 +59,17 @@ def stages(run_dirs: list[Path]) -> dict:
 
 def _rows(res) -> list:
     return res if isinstance(res, list) else res.get("rows", [])
+
+
+def ran_commands(run_dirs: list[Path], name: str) -> str:
+    """What made the bundle: the commands the runs recorded (``gpu_results.json``'s ``command``), then this
+    collection; :data:`COMMAND` for runs that recorded none."""
+    ran = [json.loads((d / "gpu_results.json").read_text()).get("command") for d in run_dirs
+           if (d / "gpu_results.json").exists()]  # fmt: skip
+    if not ran or None in ran:
+        return COMMAND
+    dirs = " ".join(f"OUT{i + 1}" for i in range(len(run_dirs)))
+    return "; ".join(ran) + f" (on a GPU machine, OUT1 …); then python tools/gpu_collect.py {dirs} --name {name}"
 
 
 def parity_stages(st: dict) -> list[str]:
@@ -128,7 +139,11 @@ def main(argv=None):
     ap.add_argument("run_dirs", type=Path, nargs="+")
     ap.add_argument("--tree", required=True, help="the commit whose tree the GPU ran (committed before the run)")
     ap.add_argument("--name", default="gpu_check_h100")
-    ap.add_argument("--command", default=COMMAND, help="the commands the GPU ran, as recorded in the bundle")
+    ap.add_argument(
+        "--command",
+        help="the commands the GPU ran, as recorded in the bundle (default: the ones the runs recorded, each followed "
+        "by this collection; runs from before 2026-11-28 recorded none, and then COMMAND stands)",
+    )
     args = ap.parse_args(argv)
     st = stages(args.run_dirs)
     if st.get("env", {}).get("dry") is not False:  # a dry run's numbers are CPU stand-ins; committed bundles stay
@@ -195,7 +210,8 @@ def main(argv=None):
             "max_ratio_A": float(sens.loc[sens["tensor"] == "A", "ratio"].max()),
         }
     config = {"measured_on": on, "tree": tree, "tree_note": note, "tolerances": "mamba-ssm's test_selective_scan"}
-    path = save_bundle(args.name, data, config, command=args.command, device="cpu", tables=tbl)
+    path = save_bundle(args.name, data, config, command=args.command or ran_commands(args.run_dirs, args.name),
+                       device="cpu", tables=tbl)  # fmt: skip
     print(f"wrote {path} and results/scan_bench_cuda.json" if bench else f"wrote {path}")
     return 0
 

@@ -213,3 +213,19 @@ def test_stage_choice_keeps_the_run_s_order_and_refuses_timed_stages_in_parallel
 def test_one_length_of_the_grid_is_run_once():
     cases = list(gpu_parity.scan_cases((256,)))
     assert len(cases) == 96 and len({tuple(c.items()) for c in cases}) == 96
+
+
+def test_a_collected_bundle_records_the_commands_its_runs_recorded(tmp_path):
+    import json
+
+    import gpu_collect
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, cmd in ((a, "python tools/gpu_check.py OUT --stages ssd"), (b, "python tools/gpu_check.py OUT --stage x")):
+        d.mkdir()
+        (d / "gpu_results.json").write_text(json.dumps({"stages": {}, "command": cmd}))
+    got = gpu_collect.ran_commands([a, b], "gpu_x")
+    assert got.startswith("python tools/gpu_check.py OUT --stages ssd; python tools/gpu_check.py OUT --stage x")
+    assert got.endswith("then python tools/gpu_collect.py OUT1 OUT2 --name gpu_x")
+    (b / "gpu_results.json").write_text(json.dumps({"stages": {}}))  # a run from before commands were recorded
+    assert gpu_collect.ran_commands([a, b], "gpu_x") == gpu_collect.COMMAND
