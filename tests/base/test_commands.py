@@ -49,6 +49,32 @@ def test_every_written_runner_command_names_a_runner():
     assert not bad, "\n".join(sorted(set(bad)))
 
 
+#: ``--parts a b`` after a written command (up to the end of its line, a backtick or a quote)
+PARTS = re.compile(r"--parts((?:\s+[a-z][\w]*)+)")
+
+
+def test_every_written_command_with_parts_names_parts_its_runner_runs():
+    """A written ``--parts`` names parts of that runner: a part another runner owns (``PART_RUNNER``) is refused by
+    the runner's parser, so the command a reader copies would stop (05_table1 named ch1_training's for Table 1's)."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import PART_RUNNER
+    from mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu import PART_RUNNER as CH2_PART_RUNNER
+
+    owner = {**PART_RUNNER, **CH2_PART_RUNNER}
+    bad, seen = [], 0
+    for path, text in _texts():
+        for match in COMMAND.finditer(text):
+            name = runner_name(match.group(1).rstrip("."))
+            rest = re.split(r"[`\n\"']", text[match.end() :], maxsplit=1)[0]
+            for parts in PARTS.findall(rest):
+                for part in parts.split():
+                    if part in owner:
+                        seen += 1
+                        if owner[part] != name:
+                            bad.append(f"{path.relative_to(ROOT)}: --parts {part} is {owner[part]}'s, not {name}'s")
+    assert seen > 10, seen  # the pattern still finds them
+    assert not bad, "\n".join(sorted(set(bad)))
+
+
 def test_every_built_runner_command_names_a_runner():
     """``runner_command("chN_name")`` is how library code spells a command; a name that is no runner's raises only
     when that line runs (a not-run text, a load error), so each literal name is checked here (and Chapter 1's table of
