@@ -127,6 +127,45 @@ def test_a_failing_notebook_stops_the_cli_with_its_one_line_error(tmp_path, monk
     assert "full traceback" in second and "Traceback" not in first
 
 
+def test_a_kernel_that_does_not_start_is_started_once_more_and_then_named(tmp_path, monkeypatch, capsys):
+    """Two kernels started at once can draw the same free port (zmq "Address already in use"; once in a fresh-clone
+    CI of 2026-11-28): the kernel dies before any cell runs and jupyter_client says "Kernel didn't respond". The
+    notebook is started once more, saying so; a second failure stops with one line."""
+    import papermill
+
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(args[1])
+        if len(calls) == 1:
+            raise RuntimeError("Kernel didn't respond in 60 seconds")
+        Path(args[1]).write_text("{}")
+
+    monkeypatch.setattr(papermill, "execute_notebook", flaky)
+    nb = Path("book/99_tiny/01_tiny.ipynb")
+    assert cli._run._execute_one(nb, tmp_path, {}, None) == tmp_path / nb and len(calls) == 2
+    said = capsys.readouterr().out  # tqdm.write: stdout
+    assert "its kernel did not start (Kernel didn't respond in 60 seconds); starting the notebook once more" in said
+
+    def never(*args, **kwargs):
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(papermill, "execute_notebook", never)
+    with pytest.raises(
+        cli.NotebookFailed, match=r"^error: book/99_tiny/01_tiny.ipynb: its kernel did not start, twice"
+    ):
+        cli._run._execute_one(nb, tmp_path, {}, None)
+
+    def other(*args, **kwargs):  # any other error is the notebook's own: not retried
+        calls.append("other")
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(papermill, "execute_notebook", other)
+    with pytest.raises(RuntimeError, match="boom"):
+        cli._run._execute_one(nb, tmp_path, {}, None)
+    assert calls.count("other") == 1
+
+
 def test_notebooks_run_two_at_a_time_into_a_relative_folder_and_fail_in_reading_order(tmp_path, monkeypatch):
     """``--jobs 2`` (what ``make test`` uses): each notebook from its own process (papermill changes the working
     directory while it runs one), so a relative output folder holds every executed notebook; a failure names the

@@ -141,6 +141,10 @@ def execute(
     return [done[nb] for nb in notebooks if nb in done]
 
 
+#: how jupyter_client says a kernel never answered at its start (``KernelClient.wait_for_ready``)
+KERNEL_NOT_STARTED = ("Kernel didn't respond", "Kernel died before replying to kernel_info")
+
+
 def _execute_one(nb: Path, out_dir: Path, parameters: dict, limit: float | None, threads: int | None = None) -> Path:
     """One notebook under papermill into ``out_dir / nb``; :class:`NotebookFailed` with its one-line error.
     ``threads``: the kernel's CPU threads (``OMP_NUM_THREADS``, read by torch and numba at start), set in this
@@ -155,15 +159,31 @@ def _execute_one(nb: Path, out_dir: Path, parameters: dict, limit: float | None,
     target.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     try:
-        papermill.execute_notebook(
-            str(REPO_ROOT / nb),
-            str(target),
-            parameters=parameters,
-            cwd=str((REPO_ROOT / nb).parent),
-            kernel_name="python3",
-            progress_bar=False,
-            execution_timeout=limit,
-        )
+        for attempt in (1, 2):
+            try:
+                papermill.execute_notebook(
+                    str(REPO_ROOT / nb),
+                    str(target),
+                    parameters=parameters,
+                    cwd=str((REPO_ROOT / nb).parent),
+                    kernel_name="python3",
+                    progress_bar=False,
+                    execution_timeout=limit,
+                )
+                break
+            except RuntimeError as exc:
+                if not str(exc).startswith(KERNEL_NOT_STARTED) or attempt == 2:
+                    raise
+                # no cell ran: the kernel died at its start (two kernels started at once can draw the same free
+                # port: zmq "Address already in use"), so the notebook is started once more, and says so
+                tqdm.write(f"  {nb}: its kernel did not start ({exc}); starting the notebook once more")
+    except RuntimeError as exc:
+        if not str(exc).startswith(KERNEL_NOT_STARTED):
+            raise
+        raise NotebookFailed(
+            f"error: {nb}: its kernel did not start, twice ({exc}); no cell ran. Is another Jupyter using the "
+            "ports, or is the machine out of memory?"
+        ) from None
     except PapermillExecutionError as exc:
         evalue = str(exc.evalue).strip().splitlines()
         raise NotebookFailed(
