@@ -95,7 +95,9 @@ from ._cli import (
     log_stderr,
     run_missing,
     run_or_count,
+    one_process_parser,
     parts_of,
+    two_way,
     way_of,
 )
 from ._demo import demo_job, demo_jobs, demo_members, main
@@ -125,7 +127,9 @@ __all__ = [
     "grid_store",
     "run_missing",
     "run_or_count",
+    "one_process_parser",
     "parts_of",
+    "two_way",
     "way_of",
     "grid_main",
     "GridStage",

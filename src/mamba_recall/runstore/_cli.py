@@ -75,6 +75,19 @@ def way_of(argv: Sequence[str] | None, default_preset: str) -> tuple[list[str], 
     return argv, known.preset, known.parts
 
 
+def two_way(argv, default_preset: str, store, one_process, *, store_presets: Sequence[str] = ("cpu-hours",)):
+    """Run a two-way runner's command line: ``store(argv)`` (its run-store parts) when ``--parts`` is given or the
+    preset (:func:`way_of`) is one of ``store_presets``, else ``one_process(argv)`` (its one-process way)."""
+    argv, preset, parts = way_of(argv, default_preset)
+    return store(argv) if parts is not None or preset in store_presets else one_process(argv)
+
+
+def one_process_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """The parser of a two-way runner's one-process way, named ``prog`` (the runner's command); its help ends with
+    how to reach the run-store way (:data:`ONE_PROCESS_EPILOG`)."""
+    return argparse.ArgumentParser(prog=prog, description=description, epilog=ONE_PROCESS_EPILOG)
+
+
 def parts_of(part_runner: dict[str, str], runner: str) -> tuple[str, ...]:
     """The run-store parts that ``runner`` owns in a chapter's ``PART_RUNNER`` table (part → runner), in its order."""
     return tuple(part for part, owner in part_runner.items() if owner == runner)

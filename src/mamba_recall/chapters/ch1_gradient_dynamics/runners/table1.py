@@ -18,13 +18,12 @@ mean over seeds and its 95 % interval.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from mamba_recall.results import command_provenance
 from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import run_table
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import ONE_PROCESS_EPILOG, way_of
+from mamba_recall.runstore import one_process_parser, way_of
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
@@ -43,11 +42,7 @@ def cells_main(argv=None):
     from mamba_recall.presets import experiment
     from mamba_recall.results import save_bundle
 
-    ap = argparse.ArgumentParser(
-        prog=runner_command("ch1_table1"),
-        description="Table 1 of paper 000",
-        epilog=ONE_PROCESS_EPILOG,
-    )
+    ap = one_process_parser(runner_command("ch1_table1"), "Table 1 of paper 000")
     ap.add_argument("--preset", default="ci", choices=("ci",))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)

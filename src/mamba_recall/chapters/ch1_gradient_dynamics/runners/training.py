@@ -18,7 +18,6 @@ load_checkpoint`, :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.l
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.results import command_provenance
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import Trained, checkpoint_path, train_recall
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import ONE_PROCESS_EPILOG, way_of
+from mamba_recall.runstore import one_process_parser, two_way
 
 MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 
@@ -60,21 +59,14 @@ def main(argv=None):
     otherwise."""
     from . import cpu_hours
 
-    argv, preset, parts = way_of(argv, "paper")
-    if preset == "cpu-hours" or parts is not None:
-        return cpu_hours.store_main(argv, runner="ch1_training")
-    return models_main(argv)
+    return two_way(argv, "paper", lambda a: cpu_hours.store_main(a, runner="ch1_training"), models_main)
 
 
 def models_main(argv=None):
     from mamba_recall.presets import experiment
     from mamba_recall.results import save_bundle
 
-    ap = argparse.ArgumentParser(
-        prog=runner_command("ch1_training"),
-        description=__doc__.splitlines()[0],
-        epilog=ONE_PROCESS_EPILOG,
-    )
+    ap = one_process_parser(runner_command("ch1_training"), __doc__.splitlines()[0])
     ap.add_argument("--preset", default="paper", choices=("ci", "paper"))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)

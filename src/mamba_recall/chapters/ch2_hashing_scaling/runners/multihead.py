@@ -23,7 +23,6 @@ and seed; the same data stream, seeds change the initialisation [ours]) with the
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -38,7 +37,7 @@ from mamba_recall.theory.capacity import multihead_prediction
 from ..pipelines.heads import NOISE_SEED, logit_noise
 from ..training.heads import train_heads
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import ONE_PROCESS_EPILOG, way_of
+from mamba_recall.runstore import one_process_parser, two_way
 
 EVAL_SEED = seeds.MQAR_EVAL  # held-out stream, disjoint from the training stream (base 0 + step)
 HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit in [-1, 2]
@@ -110,18 +109,11 @@ def main(argv=None):
     the ensembles of :func:`run` at ``ci`` and ``paper``."""
     from . import figs_cpu
 
-    argv, preset, parts = way_of(argv, "ci")
-    if preset == "cpu-hours" or parts is not None:
-        return figs_cpu.store_main(argv, runner="ch2_multihead")
-    return ensemble_main(argv)
+    return two_way(argv, "ci", lambda a: figs_cpu.store_main(a, runner="ch2_multihead"), ensemble_main)
 
 
 def ensemble_main(argv=None):
-    ap = argparse.ArgumentParser(
-        prog=runner_command("ch2_multihead"),
-        description=__doc__.split("\n")[0],
-        epilog=ONE_PROCESS_EPILOG,
-    )
+    ap = one_process_parser(runner_command("ch2_multihead"), __doc__.split("\n")[0])
     ap.add_argument("--preset", default="ci", choices=["ci", "paper"])
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=1)

@@ -29,7 +29,6 @@ ensemble see the same data stream; seeds differ in the initialisation [ours].
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -51,7 +50,7 @@ from ..training.ensemble import (
     train_selective_rows,
 )
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import ONE_PROCESS_EPILOG, parts_of, way_of
+from mamba_recall.runstore import one_process_parser, parts_of, way_of
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 
@@ -348,11 +347,7 @@ ENSEMBLE_PRESETS = ("ci", "paper")
 
 
 def ensemble_main(argv=None):
-    ap = argparse.ArgumentParser(
-        prog=runner_command("ch2_scaling"),
-        description=__doc__.split("\n")[0],
-        epilog=ONE_PROCESS_EPILOG,
-    )
+    ap = one_process_parser(runner_command("ch2_scaling"), __doc__.split("\n")[0])
     ap.add_argument("--preset", default="ci", choices=ENSEMBLE_PRESETS)
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=PARTS)
