@@ -42,6 +42,7 @@ from .mamba_ssm_backend import (
     BackendUnavailableError,
     mamba_ssm_available,
     mamba_ssm_unsupported,
+    refuse_unsupported,
     require_mamba_ssm,
     selective_scan_mamba_ssm,
     ssd_scan_mamba_ssm,
@@ -100,13 +101,6 @@ def resolve_backend(backend: str, device: torch.device | str = "cpu", *, discret
     return backend
 
 
-def _only_on_pytorch_backends(used):
-    if used:
-        # fused takes an initial state but implements the Euler rule only; chunked and reference take both
-        others = "'chunked' or 'reference'" if "discretization" in used else "'fused', 'chunked' or 'reference'"
-        raise BackendUnavailableError(f"backend='mamba_ssm' does not support {', '.join(used)}; use backend={others}.")
-
-
 def selective_scan(
     u,
     delta,
@@ -140,7 +134,7 @@ def selective_scan(
         if unsupported and backend == "auto":  # auto: the fastest backend that runs the call, here chunked
             name = "chunked"
         else:
-            _only_on_pytorch_backends(unsupported)
+            refuse_unsupported(unsupported)
             return selective_scan_mamba_ssm(*args)
     if name == "reference":
         return selective_scan_reference(*args, discretization=discretization, initial_state=initial_state)

@@ -69,17 +69,29 @@ def mamba_ssm_unsupported(B, return_last_state=False, discretization="euler", in
     return unsupported
 
 
+def refuse_unsupported(unsupported: list[str]) -> None:
+    """Raise :class:`BackendUnavailableError` naming what of a call (:func:`mamba_ssm_unsupported`) mamba-ssm's kernel
+    does not give, and the backends that do; nothing when ``unsupported`` is empty."""
+    if not unsupported:
+        return
+    if "discretization" in unsupported:  # fused takes an initial state but implements the Euler rule only
+        others = "'chunked' or 'reference'"
+    elif "initial_state" in unsupported:
+        others = "'fused', 'chunked' or 'reference'"
+    else:  # the invariant-B last state, on CUDA tensors
+        others = "'chunked' (CUDA) or ask for no last state"
+    raise BackendUnavailableError(
+        f"backend='mamba_ssm' does not support {', '.join(unsupported)}; use backend={others}."
+    )
+
+
 def selective_scan_mamba_ssm(
     u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, return_last_state=False
 ):
     """``mamba_ssm.ops.selective_scan_interface.selective_scan_fn`` (the CUDA kernel). Refuses, with
     :class:`BackendUnavailableError`, a last state with a time-invariant B (:data:`INVARIANT_B_LAST_STATE`)."""
     validate_scan_args(u, delta, A, B, C, D, z, delta_bias)
-    if mamba_ssm_unsupported(B, return_last_state):
-        raise BackendUnavailableError(
-            f"backend='mamba_ssm' does not support {INVARIANT_B_LAST_STATE}; use backend='chunked' (CUDA) or ask "
-            "for no last state."
-        )
+    refuse_unsupported(mamba_ssm_unsupported(B, return_last_state))
     require_mamba_ssm(u.device)
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
 
