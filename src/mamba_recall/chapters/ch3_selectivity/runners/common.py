@@ -18,7 +18,9 @@ from mamba_recall.runners import runner_module
 from mamba_recall.runstore import add_grid_args, grid_main
 
 
-def parse(description: str, name: str, bundle: str, argv=None):
+def parse(description: str, name: str, bundle: str, argv=None, *, one_process: bool = False):
+    """The command line of a Chapter 3 runner. ``one_process``: a runner that writes its bundle itself
+    (``ch3_mqar_constructions``), which also takes ``--out``; the run-store runners' bundles are named by the store."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--preset", default="ci", choices=["ci", "cpu-hours", "paper"])
     parser.add_argument(
@@ -28,8 +30,8 @@ def parse(description: str, name: str, bundle: str, argv=None):
         help="checked only: every preset runs as run-store jobs, which say their device (ci, cpu-hours: cpu; paper: "
         "a GPU where the process running the job has one)",
     )
-    parser.add_argument("--backend", default="auto")
-    parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
+    if one_process:
+        parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
     add_store_arguments(parser)
     args = parser.parse_args(argv)
@@ -39,7 +41,8 @@ def parse(description: str, name: str, bundle: str, argv=None):
         parser.error(str(exc))
     torch.set_num_threads(args.threads)
     args.sizes = experiment(name, args.preset, smoke=args.smoke)
-    args.out = args.out or f"{bundle}_{args.preset}"
+    if one_process:
+        args.out = args.out or f"{bundle}_{args.preset}"
     return args
 
 
