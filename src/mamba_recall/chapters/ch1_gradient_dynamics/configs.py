@@ -138,10 +138,10 @@ def _task(cls, **sizes):
     return cls(**(_TASK | sizes))
 
 
-# The paper entries of Table 1 (and its size-matched row 3) and of the full Mamba LM list seeds (and models) as
-# cpu-hours does, so that chapters/ch1_gradient_dynamics/runners/cpu_hours.py runs them as a run-store grid too (`python -m mamba_recall plan
-# --preset paper`). The simplified models' and W_o's cpu-hours entries are the paper's settings already (seeds added),
-# so their paper entries declare no seeds and have no run-store grid.
+# Table 1's entries (and its size-matched row 3's) list seeds and models at every preset, and the full Mamba LM's
+# paper entry lists seeds as cpu-hours does, so that chapters/ch1_gradient_dynamics/runners/cpu_hours.py runs them as
+# run-store grids (`python -m mamba_recall plan --preset paper`). The simplified models' and W_o's cpu-hours entries are
+# the paper's settings already (seeds added); at ci and paper they are one model each at seed 0 (part "checkpoints").
 # cpu-hours (chapters/ch1_gradient_dynamics/runners/cpu_hours.py): the paper's settings (|V| = 8, n_ε = 3, T = 256, identity targets,
 # "until 100 % accuracy on the training set", §3) with 3 seeds; n_probe held-out sequences per seed for the
 # mechanism checks. Step times measured on this machine, 1 thread: 19-22 ms (|K| = 1), 58-65 ms (|K| = 2),
@@ -362,6 +362,9 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
             tf_d_model=32,
             tf_heads=2,
             conv_width=4,
+            # the paper's four rows, one seed: each cell one run-store job (ch1_table1 --preset ci)
+            models=["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope"],
+            seeds=1,
         ),
         "paper": _task(
             Table1,

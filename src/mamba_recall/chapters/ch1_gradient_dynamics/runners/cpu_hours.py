@@ -80,6 +80,9 @@ from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FU
 from .cpu_hours_bundles import write_bundles
 from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, importable from the runner)
     CHECKPOINT_DIR,
+    CHECKPOINT_MODELS,
+    CHECKPOINTS_EXPERIMENT,
+    DEFAULT_PARTS,
     FULL_EXPERIMENT,
     FULL_PARTS,
     MATCHED_EXPERIMENT,
@@ -98,6 +101,7 @@ from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, im
     checkpoint_path,
     jobs_for,
     load_seed_checkpoint,
+    run_checkpoint_job,
     run_full_job,
     run_job,
     run_model_job,
@@ -135,7 +139,7 @@ def measure_job(config: dict) -> tuple[float, float]:
     torch.set_num_threads(1)
     try:
         s = config["sizes"]
-        if config["kind"] in ("model", "wo"):
+        if config["kind"] in ("checkpoint", "model", "wo"):
             V, K, T, lr = s["vocab_size"], s["num_keys"], s["seq_len"], s["lr"]
             model = build_model(s, 0)
         elif config["kind"] == FULL_NAME:
@@ -180,12 +184,14 @@ def estimate(left: list[dict]) -> tuple[float, str]:
     return total, basis
 
 
-def store_main(argv=None, runner: str = "ch1_training"):
-    """The run-store grid's command line for ``runner``'s parts (:func:`~mamba_recall.runstore.parts_of`: ``ch1_training``'s models and
-    their analyses, ``ch1_table1``'s Table 1 and its size-matched row 3); called by those runners' ``main``."""
+def store_main(argv=None, runner: str = "ch1_training", default_preset: str = "cpu-hours"):
+    """The run-store grid's command line for ``runner``'s parts (:func:`~mamba_recall.runstore.parts_of`:
+    ``ch1_training``'s models and their analyses, ``ch1_table1``'s Table 1 and its size-matched row 3), at every
+    preset; without ``--parts``, the runner's parts of :data:`DEFAULT_PARTS` at that preset. Called by those runners'
+    ``main``."""
     mine = parts_of(PART_RUNNER, runner)
-    ap = argparse.ArgumentParser(prog=f"{runner_command(runner)} (run-store grid)", description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours", "paper"])
+    ap = argparse.ArgumentParser(prog=runner_command(runner), description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default=default_preset, choices=["ci", "cpu-hours", "paper"])
     ap.add_argument("--device", default="cpu", choices=["cpu"])
     add_grid_args(
         ap,
@@ -197,20 +203,36 @@ def store_main(argv=None, runner: str = "ch1_training"):
     ap.add_argument(
         "--parts",
         nargs="+",
-        default=list(mine),
+        default=None,
         choices=list(mine),
-        help=f"which of {runner}'s parts to run / aggregate (default all); e.g. --parts {mine[-1]} runs that one alone",
+        help=f"which of {runner}'s parts to run / aggregate (default: those of the preset, "
+        + "; ".join(f"{p}: {' '.join(x for x in d if x in mine)}" for p, d in DEFAULT_PARTS.items())
+        + f"); e.g. --parts {mine[-1]} runs that one alone",
     )
+    if "checkpoints" in mine:
+        ap.add_argument(
+            "--only",
+            nargs="+",
+            default=None,
+            choices=list(CHECKPOINT_MODELS),
+            help="part checkpoints: train these models only (the bundle still lists every finished one)",
+        )
     args = ap.parse_args(argv)
+    if args.parts is None:
+        args.parts = [p for p in DEFAULT_PARTS[args.preset] if p in mine]
+    only = getattr(args, "only", None)
+    if only and "checkpoints" not in args.parts:
+        ap.error("--only picks models of part checkpoints (presets ci and paper); add --parts checkpoints or drop it.")
     what = f"{runner} ({' '.join(args.parts)}) at preset {args.preset}"
+    try:
+        jobs = jobs_for(args.preset, args.smoke, args.parts, only)
+    except ValueError as exc:
+        ap.error(str(exc))
 
     def write(preset, **kw):
         return write_bundles(preset, parts=args.parts, **kw)
 
-    jobs = jobs_for(args.preset, args.smoke, args.parts)
-    from mamba_recall.results import (
-        smoke_run_store,
-    )  # a smoke run's store is under _build/smoke/results, not results/runs
+    from mamba_recall.results import smoke_run_store  # a smoke run's store is under _build/smoke/results
 
     grid_main(args, RUNNER, jobs, write, estimate=estimate, what=what, default_store=smoke_run_store(args.smoke))
 

@@ -13,6 +13,8 @@ from mamba_recall.presets import experiment
 from mamba_recall.runstore import aggregate, finished_status, save_grid_bundle
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, ONEHOT_NAME
 from .cpu_hours_jobs import (
+    CHECKPOINT_MODELS,
+    CHECKPOINTS_EXPERIMENT,
     FULL_EXPERIMENT,
     FULL_PARTS,
     MATCHED_EXPERIMENT,
@@ -179,7 +181,9 @@ def write_bundles(
         runs, data = finished_status(mine, store, preset=preset, log=log)
         if not runs:
             continue
-        if experiment_name in (FULL_EXPERIMENT, ONEHOT_EXPERIMENT):
+        if experiment_name == CHECKPOINTS_EXPERIMENT:
+            paths.append(_checkpoints_bundle(runs, data, preset, smoke, suffix, log, directory))
+        elif experiment_name in (FULL_EXPERIMENT, ONEHOT_EXPERIMENT):
             part = FULL_NAME if experiment_name == FULL_EXPERIMENT else ONEHOT_NAME
             paths.append(_full_bundle(runs, data, preset, smoke, suffix, log, directory, part))
         elif experiment_name == WO_EXPERIMENT:
@@ -189,6 +193,28 @@ def write_bundles(
         else:  # Table 1 (and its size-matched row 3)
             paths.append(_table1_bundle(runs, data, preset, smoke, suffix, log, directory, experiment_name))
     return paths
+
+
+def _checkpoints_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
+    """``ch1_checkpoints_<preset>``: per model of part ``checkpoints`` (seed 0) its accuracies, training length, time
+    and checkpoint (``data["models"]``, what :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.
+    latest_value.committed_checkpoint` reads: a listed checkpoint that is gone stops a notebook instead of being
+    trained live). Every finished model is listed; the command names ``--only`` while some are not run."""
+    by_name = {r["config"]["model"]: r["result"] for r in runs}
+    names = [m for m in CHECKPOINT_MODELS if m in by_name]
+    data["models"] = {m: by_name[m] for m in names}
+    config = {
+        "preset": preset,
+        "smoke": smoke,
+        "seed": 0,
+        "sizes": {m: experiment(f"ch1.{m}", preset, smoke=smoke) for m in names},
+    }
+    command = f"{runner_command('ch1_training')} --preset {preset}"
+    if names != list(CHECKPOINT_MODELS):
+        command += " --only " + " ".join(names)
+    return save_grid_bundle(
+        f"ch1_checkpoints_{preset}{suffix}", data, config, command=command, tables={}, directory=directory, log=log
+    )
 
 
 def _mechanism_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:

@@ -27,8 +27,10 @@ FULL_EXPERIMENT = "ch1.full_mamba"
 WO_EXPERIMENT = "ch1.wo"
 MATCHED_EXPERIMENT = "ch1.table1_matched"
 ONEHOT_EXPERIMENT = "ch1.full_onehot"
+CHECKPOINTS_EXPERIMENT = "ch1.checkpoints"
 #: the runner's parts (``--parts``): name → run-store experiment
 PARTS = {
+    "checkpoints": CHECKPOINTS_EXPERIMENT,
     "models": MODELS_EXPERIMENT,
     "table1": TABLE_EXPERIMENT,
     "full_mamba": FULL_EXPERIMENT,
@@ -39,6 +41,7 @@ PARTS = {
 #: which runner runs each part (one runner per result family): Table 1 and its size-matched row 3 are ``ch1_table1``'s
 #: run-store parts, the models and their analyses ``ch1_training``'s
 PART_RUNNER = {
+    "checkpoints": "ch1_training",
     "models": "ch1_training",
     "table1": "ch1_table1",
     "full_mamba": "ch1_training",
@@ -53,6 +56,16 @@ WO_CLAIM = "000/Fig7"
 FULL_PARTS = {FULL_NAME: "ch1.full_mamba", ONEHOT_NAME: "ch1.full_onehot"}
 RUNNER = "mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours:run_job"
 MODELS = ("k1", "k2", "k4")
+#: the models of part ``checkpoints`` (``ch1_training --preset ci|paper``, ``--only`` picks among them): one model of
+#: each name at seed 0, its checkpoint ``results/checkpoints/ch1_<name>_<preset>.pt``, what the notebooks load
+CHECKPOINT_MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
+#: the parts a runner runs at each preset when ``--parts`` is not given: at ``ci`` and ``paper`` the one-seed models
+#: whose checkpoints the notebooks load and Table 1; at ``cpu-hours`` every part but ``checkpoints`` (3 seeds each)
+DEFAULT_PARTS = {
+    "ci": ("checkpoints", "table1"),
+    "paper": ("checkpoints", "table1", "table1_matched"),
+    "cpu-hours": ("models", "table1", "full_mamba", "wo", "table1_matched", "full_onehot"),
+}
 PROBE_METRICS = (
     "probe_accuracy_before",
     "probe_accuracy_after",
@@ -68,9 +81,9 @@ def _sizes(name: str, preset: str, smoke: bool) -> dict:
     sizes = experiment(name, preset, smoke=smoke)
     if "seeds" not in sizes:
         raise ValueError(
-            f"{name} at preset {preset!r} has no 'seeds': this runner runs the entries that declare seeds (every "
-            "cpu-hours one; at paper, Table 1 and the full Mamba LM; the simplified models' cpu-hours entries are at "
-            "the paper's settings)."
+            f"{name} at preset {preset!r} has no 'seeds': this part runs the entries that declare seeds (every "
+            "cpu-hours one; Table 1 at every preset; at paper, the full Mamba LM; the simplified models' cpu-hours "
+            "entries are at the paper's settings). At ci and paper the simplified models are part 'checkpoints'."
         )
     return sizes
 
@@ -85,12 +98,18 @@ def check_parts(parts) -> tuple[str, ...]:
     return parts
 
 
-def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list[dict]:
-    """Every job of the preset's ``parts`` (default all, :data:`PARTS`): the models (k1, k2, k4 × seeds), then the
-    Table 1 cells (T × κ × model × seeds), then the full Mamba LM (× seeds). A part's jobs do not depend on which
-    other parts are picked (the run store's keys are the same)."""
+def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None, only=None) -> list[dict]:
+    """Every job of the preset's ``parts`` (default all, :data:`PARTS`): the one-seed models whose checkpoints the
+    notebooks load (``checkpoints``: :data:`CHECKPOINT_MODELS`, or those of ``only``), the models (k1, k2, k4 ×
+    seeds), then the Table 1 cells (T × κ × model × seeds), then the full Mamba LM (× seeds). A part's jobs do not
+    depend on which other parts are picked (the run store's keys are the same)."""
     parts = check_parts(parts)
     jobs = []
+    if "checkpoints" in parts:
+        for name in only or CHECKPOINT_MODELS:
+            sizes = experiment(f"ch1.{name}", preset, smoke=smoke)
+            config = {"kind": "checkpoint", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
+            jobs.append(make_job(CHECKPOINTS_EXPERIMENT, config, 0))
     if "models" in parts:
         for name in MODELS:
             sizes = _sizes(f"ch1.{name}", preset, smoke)
@@ -278,8 +297,51 @@ def run_wo_job(config: dict, seed: int) -> dict:
     return {**result, "measurements": {WO_CLAIM: record}, "W_o": tr.model.W_o.detach().tolist()}
 
 
+def run_checkpoint_job(config: dict, seed: int) -> dict:
+    """One model of part ``checkpoints`` (``config["model"]`` of :data:`CHECKPOINT_MODELS`, seed 0): train it
+    (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall`) and save
+    ``results/checkpoints/ch1_<name>_<preset>.pt`` with its sidecar, what the notebooks load
+    (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.load_or_train`); the row of the
+    bundle ``ch1_checkpoints_<preset>``."""
+    import hashlib
+
+    from mamba_recall import results
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
+        checkpoint_path as model_checkpoint,
+        train_recall,
+    )
+
+    name, preset, smoke = config["model"], config["preset"], config["smoke"]
+    tr = train_recall(config["sizes"], seed, "cpu")
+    sidecar = {
+        "name": name,
+        "preset": preset,
+        "seed": seed,
+        "config": tr.sizes,
+        "device": "cpu",
+        "test_query_accuracy": tr.test_accuracy,
+        "train_query_accuracy": tr.train_accuracy,
+        "steps_run": tr.result.steps_run,
+    }
+    state = {k: v.detach().cpu() for k, v in tr.model.state_dict().items()}
+    target = (SMOKE_CHECKPOINT_DIR / f"ch1_{name}_{preset}_smoke.pt") if smoke else model_checkpoint(name, preset)
+    command = f"{runner_command('ch1_training')} --preset {preset} --only {name}"
+    path = results.save_checkpoint(target, state, sidecar, device="cpu", command=command)
+    return {
+        "test_query_accuracy": tr.test_accuracy,
+        "train_query_accuracy": tr.train_accuracy,
+        "steps_run": tr.result.steps_run,
+        "seconds": tr.result.seconds,
+        "checkpoint": _relative(path),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    }
+
+
 def run_job(config: dict, seed: int) -> dict:
-    """The run store's job function: a model job, a Table 1 cell, a full-Mamba job or a learned-W_o job."""
+    """The run store's job function: a checkpoint model, a model job, a Table 1 cell, a full-Mamba job or a
+    learned-W_o job."""
+    if config["kind"] == "checkpoint":
+        return run_checkpoint_job(config, seed)
     if config["kind"] == "model":
         return run_model_job(config, seed)
     if config["kind"] == "table1":
