@@ -36,8 +36,9 @@ def test_a_runner_without_a_grid_at_the_preset_says_why(capsys):
         and "trains as ensembles" in fig8.note
         and "ch2_hashing_scaling.runners.multihead --preset paper" in fig8.note
     )
-    ch1 = ci[ci.runner == "ch1_training"].iloc[0]
-    assert "this runner runs the entries that declare seeds" in ch1.note
+    ch1 = ci[ci.runner == "ch1_training"].set_index("part")
+    assert ch1.loc["checkpoints"].jobs == 5 and not ch1.loc["checkpoints"].note  # one model of each name at ci
+    assert ch1.loc["models"].jobs == 0 and "this part runs the entries that declare seeds" in ch1.loc["models"].note
     assert plan.main(["--preset", "paper"]) == 0
     out = capsys.readouterr().out
     assert "no run-store grid at preset 'paper'" in out and "jobs at preset 'paper'" in out

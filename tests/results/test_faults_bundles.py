@@ -321,32 +321,61 @@ def test_absent_checkpoint_a_committed_bundle_lists_stops(tmp_path, monkeypatch,
         tr.load_or_train("k2", "ci")
 
 
-def test_a_run_of_some_models_keeps_the_other_rows_of_the_checkpoint_bundle(tmp_path):
-    """``ch1_training --only k1_masked`` rewrites that checkpoint and the bundle, which still lists the four others
-    (a bundle that forgot them would let a missing committed checkpoint be trained live instead of stopping)."""
-    import os
+def _ch1_ci_copy(root: Path, keep) -> None:
+    """A repository copy under ``root`` with the committed ``ch1_checkpoints_ci`` bundle, the ci checkpoints and
+    the run-store records of the models ``keep(name)`` says to keep (part ``checkpoints``)."""
+    from mamba_recall.paths import REPO_ROOT
+
+    _copy_bundle("ch1_checkpoints_ci", root / "results")
+    shutil.copy2(REPO_ROOT / "_toc.yml", root / "_toc.yml")
+    (root / "results" / "checkpoints").mkdir()
+    for f in (RESULTS_DIR / "checkpoints").glob("ch1_*_ci.*"):
+        shutil.copy2(f, root / "results" / "checkpoints" / f.name)
+    runs = root / "results" / "runs" / "ch1.checkpoints"
+    runs.mkdir(parents=True)
+    for f in (RESULTS_DIR / "runs" / "ch1.checkpoints").glob("*.json"):
+        rec = json.loads(f.read_text())
+        if rec["config"]["preset"] == "ci" and keep(rec["config"]["model"]):
+            shutil.copy2(f, runs / f.name)
+
+
+def _ch1_training(root: Path, *args: str):
     import subprocess
     import sys
 
-    from mamba_recall.paths import REPO_ROOT
-
-    root = tmp_path / "repo"
-    _copy_bundle("ch1_checkpoints_ci", root / "results")
-    shutil.copy2(REPO_ROOT / "_toc.yml", root / "_toc.yml")
     env = {**os.environ, "MAMBA_RECALL_ROOT": str(root), "OMP_NUM_THREADS": "1"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "mamba_recall.chapters.ch1_gradient_dynamics.runners.training",
-        "--preset",
-        "ci",
-        "--only",
-        "k1_masked",
-    ]
-    subprocess.run(cmd, check=True, env=env, capture_output=True)
+    cmd = [sys.executable, "-m", "mamba_recall.chapters.ch1_gradient_dynamics.runners.training", *args]
+    return subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+
+
+def test_a_run_of_some_models_keeps_the_other_rows_of_the_checkpoint_bundle(tmp_path):
+    """``ch1_training --only k1_masked`` trains that model's run-store job and rewrites its checkpoint and the bundle,
+    which still lists the four others, whose jobs are finished (a bundle that forgot them would let a missing
+    committed checkpoint be trained live instead of stopping)."""
+    root = tmp_path / "repo"
+    _ch1_ci_copy(root, keep=lambda name: name != "k1_masked")
+    before = (root / "results/checkpoints/ch1_k1_masked_ci.json").read_text()
+    _ch1_training(root, "--preset", "ci", "--only", "k1_masked")
     bundle = results.load_bundle(root / "results" / "ch1_checkpoints_ci.json")
     assert list(bundle.data["models"]) == ["k1", "k1_masked", "k2", "k4", "wo"]
-    assert "--only" not in bundle.command and (root / "results/checkpoints/ch1_k1_masked_ci.pt").exists()
+    assert bundle.data["complete"] and "--only" not in bundle.command
+    assert (root / "results/checkpoints/ch1_k1_masked_ci.json").read_text() != before  # made again, by this run
+
+
+def test_the_command_a_missing_checkpoint_names_makes_it_again(tmp_path):
+    """A checkpoint whose run-store job is finished but whose file is gone: ``load_or_train``'s error names
+    ``ch1_training --preset ci --only k2``, and that command runs the job again (the store checks the checkpoint its
+    record names, :func:`mamba_recall.runstore.output_gone`) and writes the file back, with the same weights."""
+    root = tmp_path / "repo"
+    _ch1_ci_copy(root, keep=lambda name: True)
+    pt = root / "results/checkpoints/ch1_k2_ci.pt"
+    weights = torch.load(pt)
+    pt.unlink()
+    (root / "results/checkpoints/ch1_k2_ci.json").unlink()
+    out = _ch1_training(root, "--preset", "ci", "--only", "k2")
+    assert "its checkpoint results/checkpoints/ch1_k2_ci.pt is missing: it is run again" in out.stdout + out.stderr
+    again = torch.load(pt)
+    assert all(torch.equal(weights[k], again[k]) for k in weights)
 
 
 # ------------------------------------------------------------------------- 5. smoke runs stay out of results/

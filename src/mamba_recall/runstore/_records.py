@@ -16,7 +16,7 @@ from typing import Iterable
 
 import joblib
 
-from ..paths import RESULTS_DIR
+from ..paths import REPO_ROOT, RESULTS_DIR
 from ._errors import RunFileError
 
 SCHEMA = "mamba_recall.run"
@@ -232,15 +232,37 @@ def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], 
             left.append(job)
             continue
         try:
-            read_run(path, job["key"])
+            rec = read_run(path, job["key"])
         except RunFileError as exc:
             if "newer mamba_recall" in str(exc):
                 raise
             damaged[job["key"]] = str(exc)
             left.append(job)
             continue
+        gone = output_gone(rec)
+        if gone:
+            damaged[job["key"]] = f"run {path.name} of {job['experiment']}: {gone}"
+            left.append(job)
+            continue
         done.append(job)
     return done, left, damaged
+
+
+def output_gone(rec: dict) -> str | None:
+    """Why the file a finished run wrote is not there as it wrote it, or None. A run whose result names its
+    ``checkpoint`` (repository-relative) with its ``sha256`` is finished only while that file exists with that hash:
+    a job that saved a checkpoint is run again (and its record replaced) when the checkpoint is gone or changed, so the
+    command that made a checkpoint also remakes it."""
+    result = rec.get("result")
+    if not isinstance(result, dict) or not {"checkpoint", "sha256"} <= result.keys():
+        return None
+    path = Path(result["checkpoint"])
+    path = path if path.is_absolute() else REPO_ROOT / path
+    if not path.is_file():
+        return f"its checkpoint {result['checkpoint']} is missing"
+    if hashlib.sha256(path.read_bytes()).hexdigest() != result["sha256"]:
+        return f"its checkpoint {result['checkpoint']} is not the file it wrote (sha256 differs)"
+    return None
 
 
 def pending(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict]]:

@@ -41,6 +41,7 @@ from ._records import (
     claim_path,
     failure_path,
     job_path,
+    output_gone,
     read_run,
     record_hash,
 )
@@ -258,9 +259,9 @@ def _run_one_here(runner: str, jobs: list[dict], store: Path, threads: int, git:
             path = job_path(job, store)
             if path.is_file():
                 try:
-                    read_run(path, job["key"])
-                    out.append((job, "finished", None))
-                    continue
+                    if output_gone(read_run(path, job["key"])) is None:  # else its checkpoint is made again
+                        out.append((job, "finished", None))
+                        continue
                 except RunFileError as exc:
                     if "newer mamba_recall" in str(exc):
                         raise

@@ -172,7 +172,7 @@ def write_bundles(
     complete. A part with no finished job writes nothing."""
     if directory is None and smoke:
         directory = BUILD_DIR / "smoke" / "results"
-    parts = check_parts(parts)
+    parts = check_parts(parts, preset)
     jobs = jobs_for(preset, smoke, parts)
     suffix = "_smoke" if smoke else ""
     paths = []

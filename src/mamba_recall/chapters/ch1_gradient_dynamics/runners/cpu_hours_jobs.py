@@ -60,9 +60,10 @@ MODELS = ("k1", "k2", "k4")
 #: each name at seed 0, its checkpoint ``results/checkpoints/ch1_<name>_<preset>.pt``, what the notebooks load
 CHECKPOINT_MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 #: the parts a runner runs at each preset when ``--parts`` is not given: at ``ci`` and ``paper`` the one-seed models
-#: whose checkpoints the notebooks load and Table 1; at ``cpu-hours`` every part but ``checkpoints`` (3 seeds each)
+#: whose checkpoints the notebooks load and Table 1 with its size-matched row 3 (ci: one seed; paper: 3); at
+#: ``cpu-hours`` every part but ``checkpoints`` (3 seeds each, 5 for W_o)
 DEFAULT_PARTS = {
-    "ci": ("checkpoints", "table1"),
+    "ci": ("checkpoints", "table1", "table1_matched"),
     "paper": ("checkpoints", "table1", "table1_matched"),
     "cpu-hours": ("models", "table1", "full_mamba", "wo", "table1_matched", "full_onehot"),
 }
@@ -88,24 +89,29 @@ def _sizes(name: str, preset: str, smoke: bool) -> dict:
     return sizes
 
 
-def check_parts(parts) -> tuple[str, ...]:
-    """The parts to run or aggregate: ``parts`` as a tuple, or every part of :data:`PARTS` for None; an unknown
-    or empty selection raises ``ValueError``."""
-    parts = tuple(PARTS) if parts is None else tuple(parts)
+def check_parts(parts, preset: str = "cpu-hours") -> tuple[str, ...]:
+    """The parts to run or aggregate: ``parts`` as a tuple, or for None the preset's (:data:`DEFAULT_PARTS`; every
+    part but ``checkpoints`` at ``cpu-hours``); an unknown or empty selection raises ``ValueError``."""
+    parts = DEFAULT_PARTS.get(preset, tuple(PARTS)) if parts is None else tuple(parts)
     unknown = [p for p in parts if p not in PARTS]
     if unknown or not parts:
-        raise ValueError(f"parts={list(parts)}: name one or more of {list(PARTS)} (or None for all).")
+        raise ValueError(f"parts={list(parts)}: name one or more of {list(PARTS)} (or None for the preset's).")
     return parts
 
 
 def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None, only=None) -> list[dict]:
-    """Every job of the preset's ``parts`` (default all, :data:`PARTS`): the one-seed models whose checkpoints the
+    """Every job of the preset's ``parts`` (default the preset's, :data:`DEFAULT_PARTS`): the one-seed models whose checkpoints the
     notebooks load (``checkpoints``: :data:`CHECKPOINT_MODELS`, or those of ``only``), the models (k1, k2, k4 ×
     seeds), then the Table 1 cells (T × κ × model × seeds), then the full Mamba LM (× seeds). A part's jobs do not
     depend on which other parts are picked (the run store's keys are the same)."""
-    parts = check_parts(parts)
+    parts = check_parts(parts, preset)
     jobs = []
     if "checkpoints" in parts:
+        if preset not in ("ci", "paper"):
+            raise ValueError(
+                f"part checkpoints (one model of each name at seed 0) runs at ci and paper, not {preset!r}; at "
+                "cpu-hours the models are part models (3 seeds each)."
+            )
         for name in only or CHECKPOINT_MODELS:
             sizes = experiment(f"ch1.{name}", preset, smoke=smoke)
             config = {"kind": "checkpoint", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
