@@ -86,6 +86,17 @@ def grids() -> list[Grid]:
         )
         for part in ch2.PARTS
     ]
+    ens = _module("ch2_ensembles")  # the ensembles of ch2_scaling and ch2_multihead at ci and paper
+    out += [
+        Grid(
+            runner,
+            "ensembles",
+            lambda preset, runner=runner: ens.jobs_for(runner, preset),
+            lambda left, runner=runner: ens.recorded_estimate(runner, left[0]["config"]["preset"])(left),
+            cmd(runner),
+        )
+        for runner in ens.EXPERIMENTS
+    ]
     out += [
         Grid("ch2_reference_grid", "", ref.jobs_for, ref.estimate, cmd("ch2_reference_grid")),
         Grid("ch2_trained_dn", "", dn.jobs_for, dn.estimate, cmd("ch2_trained_dn")),

@@ -423,8 +423,7 @@ def measure_tab10_rows(bundle) -> Measurement:
     missing = [r for r in ("Base", "A", "B", "C", "D") if r not in acc]
     if missing:
         raise NotRun(
-            f"rows {missing} are not in the bundle; run `{runner_command('ch2_scaling')} "
-            "--preset ci --parts ablation --merge`"
+            f"rows {missing} are not in the bundle; run `{runner_command('ch2_scaling')} --preset ci --parts ablation`"
         )
     margins = {r: acc[r] - (TAB10[r][0] - 2 * max(TAB10[r][1], 0.01)) for r in ("Base", "A", "B", "C", "D")}
     chance = chance_level(c["V"], c["Nf"], c.get("L", 4 * c["Nf"]))
@@ -471,9 +470,7 @@ def measure_tab10_e(bundle) -> Measurement:
     which key it belongs to, in standard errors."""
     acc, c = _ablation(bundle)
     if "E" not in acc:
-        raise NotRun(
-            f"row E is not in the bundle; run `{runner_command('ch2_scaling')} --preset ci --parts ablation --merge`"
-        )
+        raise NotRun(f"row E is not in the bundle; run `{runner_command('ch2_scaling')} --preset ci --parts ablation`")
     floor = 1 / c["Nf"]
     n = bundle.config["n_eval"] * c["Nf"]
     ev = _bundle_ev(

@@ -282,8 +282,8 @@ def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
         configs = list(cell_configs(part, preset, smoke))
     except KeyError as exc:  # a preset whose sizes for this figure are its runner's ensemble grid
         raise ValueError(
-            f"{part} at preset {preset!r} has no {exc} entry: at that preset the figure trains as ensembles, "
-            f"`{runner_command(PART_RUNNER[part])} --preset {preset} --device cuda`"
+            f"{part} at preset {preset!r} has no {exc} entry: at that preset the figure trains as ensembles "
+            f"(part ensembles): `{runner_command(PART_RUNNER[part])} --preset {preset}`"
         ) from exc
     return [make_job(experiment_name(part), cfg, s) for cfg in configs for s in range(c["seeds"])]
 

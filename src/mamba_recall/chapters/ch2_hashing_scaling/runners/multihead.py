@@ -1,13 +1,14 @@
 r"""Chapter 2 runner, multi-head part: the head patterns MQA / MKA / MVA / MHA of paper 002 (Fig. 8, 13–15, Thm 5).
 
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset ci    [--device cpu]
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset paper --device cuda
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset ci    [--jobs 2]
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset paper --allow-long   (a GPU)
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset cpu-hours --allow-long [--jobs 2]
 
-Two ways of training, one command. At ``--preset cpu-hours``, or with ``--parts fig8 thm5``, it runs the run-store
-parts (:mod:`.figs_cpu`: one model per job and seed, 3 seeds, resumable; bundles ``results/ch2_fig8_<preset>.json``
-and ``results/ch2_thm5_<preset>.json``). At ``ci`` and ``paper`` it trains the ensembles below and
-writes ``results/ch2_multihead_<preset>.json`` with tables
+Run-store jobs at every preset (resumable; ``--jobs``, ``--allow-long``, ``--aggregate-only``, ``--smoke``,
+``--store``). At ``--preset cpu-hours``, or with ``--parts fig8 thm5``, the one-model parts (:mod:`.figs_cpu`: one
+model per job and seed, 3 seeds; bundles ``results/ch2_fig8_<preset>.json`` and ``results/ch2_thm5_<preset>.json``).
+At ``ci`` and ``paper`` one job per (pattern, M) ensemble below (:mod:`.ensembles`; at ``paper`` on a GPU where the
+process running the job has one), and the bundle ``results/ch2_multihead_<preset>.json`` with tables
 
 * ``grid``  — per (pattern, M, N): trained accuracy (max over seeds, best over evaluations), the Eq. 77
   prediction with the Thm 5 effective state (N' = M N for MHA, N otherwise) and N';
@@ -23,21 +24,18 @@ and seed; the same data stream, seeds change the initialisation [ours]) with the
 
 from __future__ import annotations
 
-import sys
 import time
 
 import pandas as pd
 import torch
 
-from mamba_recall.devices import resolve_device
-from mamba_recall.presets import experiment, seeds
-from mamba_recall.results import command_provenance, save_bundle
+from mamba_recall.presets import seeds
+from mamba_recall.results import command_provenance
 from mamba_recall.tasks.mqar import mqar
 from mamba_recall.theory.capacity import multihead_prediction
 from ..pipelines.heads import NOISE_SEED, logit_noise
 from ..training.heads import train_heads
-from mamba_recall.runners import runner_command
-from mamba_recall.runstore import one_process_parser, two_way
+from mamba_recall.runstore import two_way
 
 EVAL_SEED = seeds.MQAR_EVAL  # held-out stream, disjoint from the training stream (base 0 + step)
 HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit in [-1, 2]
@@ -45,102 +43,100 @@ HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit i
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
 
 
-def run(cfg: dict, device, log) -> dict[str, pd.DataFrame]:
+def ensemble_units(sizes: dict, parts=None) -> list[dict]:
+    """The run-store units: one per (head pattern, M) ensemble, in the preset's order (``parts``: none here)."""
+    return [{"pattern": pattern, "M": M} for pattern in sizes["patterns"] for M in sizes["Ms"]]
+
+
+def unit_name(config: dict) -> str:
+    return f"{config['pattern']} M={config['M']}"
+
+
+def run_unit(cfg: dict, unit: dict, device, log) -> dict[str, pd.DataFrame]:
+    """One (pattern, M) ensemble (a run-store job of :mod:`.ensembles`): every N and seed of the preset trained as one
+    :class:`MultiHeadLinearMamba` (init seed 1000 · pattern index + 10 · M index), its rows of ``grid``, ``noise``
+    and ``hist``."""
     V, Nf, L, D = cfg["V"], cfg["Nf"], cfg["L"], cfg["D"]
+    pattern, M = unit["pattern"], unit["M"]
+    pi, mi = cfg["patterns"].index(pattern), cfg["Ms"].index(M)
     ev = mqar(V, Nf, L, cfg["n_eval"], EVAL_SEED)
     xn, yn = mqar(V, Nf, L, cfg["n_noise"], NOISE_SEED)
     grid, noise, hist = [], [], []
     edges = torch.tensor(HIST_EDGES)
-    for pi, pattern in enumerate(cfg["patterns"]):
-        for mi, M in enumerate(cfg["Ms"]):
-            t0 = time.perf_counter()
-            states = [n for n in cfg["Ns"] for _ in range(cfg["seeds"])]
-            model, r = train_heads(cfg, pattern, M, states, ev, init_seed=1000 * pi + 10 * mi, device=device)
-            stats = logit_noise(model, xn, yn, V, Nf)
-            for i, N in enumerate(cfg["Ns"]):
-                sl = slice(i * cfg["seeds"], (i + 1) * cfg["seeds"])
-                accs = r.best_accuracy[sl]
-                best = max(range(sl.start, sl.stop), key=lambda j: r.best_accuracy[j])
-                pred = multihead_prediction(V, Nf, D, N, M, pattern)
-                grid.append(
-                    dict(
-                        pattern=pattern,
-                        M=M,
-                        N=N,
-                        D=D,
-                        V=V,
-                        Nf=Nf,
-                        L=L,
-                        acc=max(accs),
-                        acc_mean=sum(accs) / len(accs),
-                        N_eff=pred["N_eff"],
-                        eq77=pred["p_eq77"],
-                        steps_run=r.steps_run,
-                    )
-                )
-                st = stats[best]
-                noise.append(
-                    dict(pattern=pattern, M=M, N=N, acc=max(accs), **{k: v for k, v in st.items() if k != "norm"})
-                )
-                for kind, vals in st["norm"].items():
-                    counts = torch.histogram(vals.clamp(HIST_EDGES[0], HIST_EDGES[-1]), bins=edges)[0]
-                    frac = (counts / max(1, vals.numel())).tolist()
-                    for b, f in enumerate(frac):
-                        hist.append(
-                            dict(
-                                pattern=pattern,
-                                M=M,
-                                N=N,
-                                entry=kind,
-                                bin=round(HIST_EDGES[b] + 0.05, 2),
-                                frac=round(f, 5),
-                            )
-                        )
-            log(
-                f"{pattern} M={M}: {len(states)} members, {r.steps_run} steps, {time.perf_counter() - t0:.0f} s, "
-                f"acc " + " ".join(f"{a:.2f}" for a in r.best_accuracy)
+    t0 = time.perf_counter()
+    states = [n for n in cfg["Ns"] for _ in range(cfg["seeds"])]
+    model, r = train_heads(cfg, pattern, M, states, ev, init_seed=1000 * pi + 10 * mi, device=device)
+    stats = logit_noise(model, xn, yn, V, Nf)
+    for i, N in enumerate(cfg["Ns"]):
+        sl = slice(i * cfg["seeds"], (i + 1) * cfg["seeds"])
+        accs = r.best_accuracy[sl]
+        best = max(range(sl.start, sl.stop), key=lambda j: r.best_accuracy[j])
+        pred = multihead_prediction(V, Nf, D, N, M, pattern)
+        grid.append(
+            dict(
+                pattern=pattern,
+                M=M,
+                N=N,
+                D=D,
+                V=V,
+                Nf=Nf,
+                L=L,
+                acc=max(accs),
+                acc_mean=sum(accs) / len(accs),
+                N_eff=pred["N_eff"],
+                eq77=pred["p_eq77"],
+                steps_run=r.steps_run,
             )
+        )
+        st = stats[best]
+        noise.append(dict(pattern=pattern, M=M, N=N, acc=max(accs), **{k: v for k, v in st.items() if k != "norm"}))
+        for kind, vals in st["norm"].items():
+            counts = torch.histogram(vals.clamp(HIST_EDGES[0], HIST_EDGES[-1]), bins=edges)[0]
+            frac = (counts / max(1, vals.numel())).tolist()
+            for b, f in enumerate(frac):
+                hist.append(
+                    dict(pattern=pattern, M=M, N=N, entry=kind, bin=round(HIST_EDGES[b] + 0.05, 2), frac=round(f, 5))
+                )
+    log(
+        f"{pattern} M={M}: {len(states)} members, {r.steps_run} steps, {time.perf_counter() - t0:.0f} s, "
+        f"acc " + " ".join(f"{a:.2f}" for a in r.best_accuracy)
+    )
     return dict(grid=pd.DataFrame(grid), noise=pd.DataFrame(noise), hist=pd.DataFrame(hist))
+
+
+def bundle_data(runs: list[dict]) -> dict:
+    """The bundle's ``seconds`` (the ensembles' sum), ``unit_seconds`` (per ensemble) and ``hist_edges``."""
+    return {
+        "seconds": round(sum(r["result"]["seconds"] for r in runs), 1),
+        "unit_seconds": {unit_name(r["config"]): r["result"]["seconds"] for r in runs},
+        "hist_edges": HIST_EDGES,
+    }
+
+
+def command_parts(runs: list[dict]) -> str:
+    return ""
+
+
+def recorded_seconds(bundle) -> dict[str, float]:
+    """Per ensemble: the seconds the bundle records for it, or (an older bundle) its total shared out evenly."""
+    if "unit_seconds" in bundle.data:
+        return dict(bundle.data["unit_seconds"])
+    units = ensemble_units(bundle.config)
+    return {unit_name(u): float(bundle.data.get("seconds", 0.0)) / max(1, len(units)) for u in units}
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    """The run-store parts ``fig8`` and ``thm5`` (:mod:`.figs_cpu`) at ``--preset cpu-hours`` or with ``--parts``;
-    the ensembles of :func:`run` at ``ci`` and ``paper``."""
-    from . import figs_cpu
+    """The one-model parts ``fig8`` and ``thm5`` (:mod:`.figs_cpu`) at ``--preset cpu-hours`` or with ``--parts``;
+    the (pattern, M) ensembles of :func:`run_unit` (:mod:`.ensembles`) at ``ci`` and ``paper``."""
+    from . import ensembles, figs_cpu
 
-    return two_way(argv, "ci", lambda a: figs_cpu.store_main(a, runner="ch2_multihead"), ensemble_main)
-
-
-def ensemble_main(argv=None):
-    ap = one_process_parser(runner_command("ch2_multihead"), __doc__.split("\n")[0])
-    ap.add_argument("--preset", default="ci", choices=["ci", "paper"])
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--out", default=None, help="bundle name (default ch2_multihead_<preset>)")
-    args = ap.parse_args(argv)
-    device = resolve_device(args.device)
-    torch.set_num_threads(args.threads)
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-    cfg = experiment("ch2.multihead", args.preset)
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    start = time.perf_counter()
-    tables = run(cfg, device, log)
-    wall = round(time.perf_counter() - start, 1)
-    name = args.out or f"ch2_multihead_{args.preset}"
-    cmd = f"{runner_command('ch2_multihead')} --preset {args.preset} --device {args.device}"
-    path = save_bundle(
-        name,
-        {"seconds": wall, "hist_edges": HIST_EDGES},
-        {"preset": args.preset, **cfg},
-        command=cmd,
-        device=device,
-        wall_seconds=wall,
-        tables=tables,
+    return two_way(
+        argv,
+        "ci",
+        lambda a: figs_cpu.store_main(a, runner="ch2_multihead"),
+        lambda a: ensembles.store_main(a, "ch2_multihead"),
     )
-    log(f"done in {wall} s")
-    print(path)
 
 
 if __name__ == "__main__":

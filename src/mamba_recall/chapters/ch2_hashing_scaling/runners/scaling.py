@@ -1,16 +1,17 @@
-r"""Chapter 2 runner: the recall scaling-law figures of paper 002, at every preset.
+r"""Chapter 2 runner: the recall scaling-law figures of paper 002, at every preset, through the run store.
 
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci    [--device cpu] [--parts ...]
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --device cuda
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci    [--parts grid ...] [--jobs 2]
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --allow-long   (a GPU)
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --parts fig7 --allow-long [--jobs 1]
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --aggregate-only
 
-Two ways of training, one command. The **run-store parts** ``fig7``, ``fig10_11`` and ``tab10`` (Fig. 8 and Thm 5's are
-:mod:`.multihead`'s) train one model per job and seed (resumable; the default at ``--preset cpu-hours``) and write
-``results/ch2_<part>_<preset>.json``: see :mod:`.figs_cpu`, whose options (``--allow-long``, ``--jobs``,
-``--aggregate-only``, ``--smoke``, ``--store``) they take. The **ensemble parts** below (the default at ``ci`` and
-``paper``) train each group of simplified models as one ensemble and write one bundle,
-``results/ch2_scaling_<preset>.json`` (+ CSV tables), with:
+Two kinds of parts, both run-store jobs (resumable; options ``--jobs``, ``--allow-long``, ``--aggregate-only``,
+``--smoke``, ``--store``). The **one-model parts** ``fig7``, ``fig10_11`` and ``tab10`` (Fig. 8 and Thm 5's are
+:mod:`.multihead`'s) train one model per job and seed (the default at ``--preset cpu-hours``) and write
+``results/ch2_<part>_<preset>.json``: see :mod:`.figs_cpu`. The **ensemble parts** below (the default at ``ci`` and
+``paper``; ``--parts`` picks some) are one job each, which trains each group of simplified models as one ensemble
+(:mod:`.ensembles`; at ``paper`` on a GPU where the process running the job has one), and the finished parts make
+one bundle, ``results/ch2_scaling_<preset>.json`` (+ CSV tables), with:
 
 * ``grid``  — Fig. 6 columns per regime and (D, N) cell: (a) Eq. 15 printed, (a′) Eq. 77, (a″) the authors'
   later-revision law (a = 3 / 5/4), (b) the designed Thm 2 circuit (full and values-only readouts),
@@ -29,28 +30,23 @@ ensemble see the same data stream; seeds differ in the initialisation [ours].
 
 from __future__ import annotations
 
-import sys
 import time
 
 import pandas as pd
 import torch
 
-from mamba_recall.devices import resolve_device
 from mamba_recall.models.linear_mamba import LinearMamba
-from mamba_recall.presets import experiment
-from mamba_recall.results import command_provenance, save_bundle
+from mamba_recall.results import command_provenance
 from mamba_recall.tasks.mqar import batch_fn, mqar
 from mamba_recall.theory.capacity import p_success
 from mamba_recall.theory.hashing_circuit import designed_accuracy
 from ..training.ensemble import (
     EVAL_SEED,
-    WAYS,
     train_ensemble,
     train_members,
     train_selective_rows,
 )
-from mamba_recall.runners import runner_command
-from mamba_recall.runstore import one_process_parser, parts_of, way_of
+from mamba_recall.runstore import parts_of, way_of
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 
@@ -321,11 +317,55 @@ def run_full(cfg, device, log, backend="auto"):
     return pd.DataFrame(rows)
 
 
+#: what each ensemble part runs: ``function(sizes, device, log)`` → its table
+PART_FUNCTIONS = {
+    "speed": lambda cfg, device, log: run_speed(cfg, device),
+    "grid": run_grid,
+    "multilayer": run_multilayer,
+    "repetition": run_repetition,
+    "ablation": run_ablation,
+    "full": run_full,
+}
+#: the ensemble parts (``--parts`` at ci and paper), each one run-store job (:mod:`.ensembles`)
+ENSEMBLE_PARTS = PARTS
+
+
+def ensemble_units(sizes: dict, parts=None) -> list[dict]:
+    """The run-store units of the ensemble parts: one per part of ``parts`` (default all), in :data:`PARTS` order."""
+    return [{"part": p} for p in PARTS if parts is None or p in parts]
+
+
+def unit_name(config: dict) -> str:
+    return config["part"]
+
+
+def run_unit(cfg: dict, unit: dict, device, log) -> dict[str, pd.DataFrame]:
+    """One ensemble part (a run-store job of :mod:`.ensembles`): its table, named by the part."""
+    return {unit["part"]: PART_FUNCTIONS[unit["part"]](cfg, device, log)}
+
+
+def bundle_data(runs: list[dict]) -> dict:
+    """The bundle's ``parts`` (finished, in :data:`PARTS` order) and ``seconds`` per part."""
+    done = {r["config"]["part"]: r["result"]["seconds"] for r in runs}
+    return {"parts": [p for p in PARTS if p in done], "seconds": {p: done[p] for p in PARTS if p in done}}
+
+
+def command_parts(runs: list[dict]) -> str:
+    """`` --parts …`` naming the finished parts while some are not, else nothing."""
+    done = [p for p in PARTS if p in {r["config"]["part"] for r in runs}]
+    return "" if len(done) == len(PARTS) else " --parts " + " ".join(done)
+
+
+def recorded_seconds(bundle) -> dict[str, float]:
+    return dict(bundle.data.get("seconds", {}))
+
+
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    """The run-store parts (:mod:`.figs_cpu`) when ``--parts`` names them or, without ``--parts``, at ``--preset
-    cpu-hours``; the ensemble parts otherwise. Parts of both kinds in one call: an error naming the two commands."""
-    from . import figs_cpu
+    """The one-model-per-job parts (:mod:`.figs_cpu`) when ``--parts`` names them or, without ``--parts``, at
+    ``--preset cpu-hours``; the ensemble parts (:mod:`.ensembles`) at ``ci`` and ``paper``. Parts of both kinds in one
+    call: an error naming the two commands."""
+    from . import ensembles, figs_cpu
 
     argv, preset, parts = way_of(argv, "ci")
     parts = parts or []
@@ -334,80 +374,12 @@ def main(argv=None):
     if store and len(store) < len(parts):
         others = [p for p in parts if p not in mine]
         raise SystemExit(
-            f"error: --parts {' '.join(store)} run through the run store and --parts {' '.join(others)} as ensembles; "
+            f"error: --parts {' '.join(store)} train one model per job and --parts {' '.join(others)} as ensembles; "
             "run them as two commands."
         )
-    if store or (not parts and preset in figs_cpu.PRESETS and preset not in ENSEMBLE_PRESETS):
+    if store or (not parts and preset not in ensembles.PRESETS):
         return figs_cpu.store_main(argv, runner="ch2_scaling")
-    return ensemble_main(argv)
-
-
-#: the presets of the ensemble parts (``ch2.scaling``'s ci and paper entries); ``cpu-hours`` is run-store only
-ENSEMBLE_PRESETS = ("ci", "paper")
-
-
-def ensemble_main(argv=None):
-    ap = one_process_parser(runner_command("ch2_scaling"), __doc__.split("\n")[0])
-    ap.add_argument("--preset", default="ci", choices=ENSEMBLE_PRESETS)
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=PARTS)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument(
-        "--way",
-        default="auto",
-        choices=("auto",) + WAYS,
-        help="train each group of simplified models as one ensemble or member by member (same numbers; "
-        "auto = the faster way for each group on the device, default_way)",
-    )
-    ap.add_argument("--out", default=None, help="bundle name (default ch2_scaling_<preset>)")
-    ap.add_argument(
-        "--merge", action="store_true", help="keep the other parts of an existing bundle and replace only --parts"
-    )
-    args = ap.parse_args(argv)
-    device = resolve_device(args.device)
-    torch.set_num_threads(args.threads)
-    if device.type == "cuda":  # TF32 matmuls: the ensemble einsums are the whole cost
-        torch.backends.cuda.matmul.allow_tf32 = True
-    cfg = experiment("ch2.scaling", args.preset)
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    start = time.perf_counter()
-    tables, data = {}, {"parts": list(args.parts), "seconds": {}}
-    name = args.out or f"ch2_scaling_{args.preset}"
-    if args.merge:
-        from mamba_recall.results import load_bundle
-
-        old = load_bundle(name)
-        tables = {k: v for k, v in old.tables.items() if k not in args.parts}
-        data["parts"] = sorted(set(old.data.get("parts", [])) | set(args.parts))
-        data["seconds"] = {k: v for k, v in old.data.get("seconds", {}).items() if k not in args.parts}
-    way = None if args.way == "auto" else args.way
-    runners = dict(
-        speed=lambda: run_speed(cfg, device),
-        grid=lambda: run_grid(cfg, device, log, way),
-        multilayer=lambda: run_multilayer(cfg, device, log, way),
-        repetition=lambda: run_repetition(cfg, device, log, way),
-        ablation=lambda: run_ablation(cfg, device, log, way),
-        full=lambda: run_full(cfg, device, log),
-    )
-    for part in args.parts:
-        t0 = time.perf_counter()
-        tables[part] = runners[part]()
-        data["seconds"][part] = round(time.perf_counter() - t0, 1)
-        log(f"{part}: {data['seconds'][part]} s")
-    cmd = (
-        f"{runner_command('ch2_scaling')} --preset {args.preset} --device {args.device} "
-        f"--parts {' '.join(data['parts'] if args.merge else args.parts)}"
-    )
-    path = save_bundle(
-        name,
-        data,
-        {"preset": args.preset, **cfg},
-        command=cmd,
-        device=device,
-        wall_seconds=round(sum(data["seconds"].values()) if args.merge else time.perf_counter() - start, 1),
-        tables=tables,
-    )
-    print(path)
+    return ensembles.store_main(argv, "ch2_scaling")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,190 @@
+r"""The ensemble parts of Chapter 2's runners through the run store, at ``ci`` and ``paper``: one run-store job per
+ensemble (what trains together as one :class:`~mamba_recall.models.linear_mamba.LinearMamba` or
+:class:`~mamba_recall.models.multihead_linear_mamba.MultiHeadLinearMamba`), so an interrupted run resumes at the
+ensemble it stopped in and ``--parts`` adds a part to the bundle without training the others again.
+
+* ``ch2_scaling`` (:mod:`.scaling`): experiment ``ch2.scaling``, one job per part (``speed``, ``grid``,
+  ``multilayer``, ``repetition``, ``ablation``, ``full``), each the part's function of :mod:`.scaling`
+  (:data:`.scaling.PART_FUNCTIONS`); bundle ``results/ch2_scaling_<preset>.json`` with one table per finished part
+  (``data.parts``, ``data.seconds`` per part);
+* ``ch2_multihead`` (:mod:`.multihead`): experiment ``ch2.multihead``, one job per (head pattern, M) ensemble
+  (:func:`.multihead.run_unit`); bundle ``results/ch2_multihead_<preset>.json`` with tables ``grid``, ``noise`` and
+  ``hist``, each the jobs' rows in the pattern × M order of the preset.
+
+A job's config is the runner, its unit (part, or pattern and M), the preset and the preset's whole entry (the
+sizes), seed 0 (the seeds of an ensemble are its members, in the sizes); at ``paper`` it adds ``"device": "auto"``
+(:func:`mamba_recall.runstore.job_device`: a GPU where the process running the job has one, with TF32 matmuls as the
+ensemble einsums' cost). A job's result holds its tables in pandas' ``split`` form (columns, rows), so the bundle's
+tables have the columns, the order and the numbers the one-process runners wrote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import time
+
+import pandas as pd
+
+from mamba_recall.presets import experiment
+from mamba_recall.runners import runner_command, runner_module
+from mamba_recall.runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
+
+RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.ensembles:run_job"
+#: the ensemble runners: runner → its preset experiment (= its run-store experiment, the stem of its bundle)
+EXPERIMENTS = {"ch2_scaling": "ch2.scaling", "ch2_multihead": "ch2.multihead"}
+#: the presets of the ensemble parts (``cpu-hours`` is the one-model-per-job parts of :mod:`.figs_cpu`)
+PRESETS = ("ci", "paper")
+#: presets whose jobs train on a GPU where the process running them has one
+GPU_PRESETS = ("paper",)
+
+
+def _module(runner: str):
+    return importlib.import_module(runner_module(runner))
+
+
+def frame_record(frame: pd.DataFrame) -> dict:
+    """A table as a job result keeps it: ``{"columns": [...], "data": [[row], ...]}`` (pandas ``split``, plain
+    Python numbers), so the order of columns and rows survives the run file (whose keys are sorted)."""
+    split = frame.to_dict("split")
+    return {"columns": [str(c) for c in split["columns"]], "data": split["data"]}
+
+
+def record_frame(record: dict) -> pd.DataFrame:
+    """The table of :func:`frame_record`."""
+    return pd.DataFrame(record["data"], columns=record["columns"])
+
+
+def jobs_for(runner: str, preset: str, smoke: bool = False, parts=None) -> list[dict]:
+    """One job per ensemble of ``runner`` at ``preset`` (``parts``: ``ch2_scaling``'s parts to run, default all)."""
+    if runner not in EXPERIMENTS:
+        raise ValueError(f"{runner!r} has no ensemble parts; use one of {', '.join(EXPERIMENTS)}.")
+    if preset not in PRESETS:
+        raise ValueError(
+            f"the ensembles of {runner} run at {', '.join(PRESETS)}, not {preset!r}; at cpu-hours its parts train one "
+            "model per job (--parts)."
+        )
+    sizes = experiment(EXPERIMENTS[runner], preset, smoke=smoke)
+    base = {"runner": runner, "preset": preset, "smoke": smoke, "sizes": sizes}
+    if preset in GPU_PRESETS:
+        base["device"] = "auto"
+    units = _module(runner).ensemble_units(sizes, parts)
+    return [make_job(EXPERIMENTS[runner], {**base, **unit}, 0) for unit in units]
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """One ensemble: the runner's ``run_unit(sizes, unit, device, log)`` (tables as DataFrames), its tables kept as
+    :func:`frame_record`, and its seconds."""
+    import sys
+
+    import torch
+
+    from mamba_recall.runstore import job_device
+
+    device = torch.device(job_device(config))
+    if device.type == "cuda":  # TF32 matmuls: the ensemble einsums are the whole cost
+        torch.backends.cuda.matmul.allow_tf32 = True
+    unit = {k: v for k, v in config.items() if k not in ("runner", "preset", "smoke", "sizes", "device")}
+    t0 = time.perf_counter()
+    tables = _module(config["runner"]).run_unit(
+        config["sizes"], unit, device, lambda msg: print(msg, file=sys.stderr, flush=True)
+    )
+    return {
+        "tables": {name: frame_record(frame) for name, frame in tables.items()},
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, log=print, parts=None):
+    """Aggregate ``runner``'s finished ensembles at ``preset`` into ``results/<runner>_<preset>.json``: each table the
+    jobs' rows in the preset's order, plus the runner's ``bundle_data(finished runs)``; every finished job of the
+    preset counts, whichever ``parts`` this command ran."""
+    jobs = jobs_for(runner, preset, smoke)
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
+    if not runs:
+        return None
+    order = {j["key"]: i for i, j in enumerate(jobs)}
+    runs = sorted(runs, key=lambda r: order[r["key"]])
+    names = list(dict.fromkeys(t for r in runs for t in r["result"]["tables"]))
+    tables = {
+        t: pd.concat(
+            [record_frame(r["result"]["tables"][t]) for r in runs if t in r["result"]["tables"]], ignore_index=True
+        )
+        for t in names
+    }
+    mod = _module(runner)
+    data.update(mod.bundle_data(runs))
+    sizes = experiment(EXPERIMENTS[runner], preset, smoke=smoke)
+    command = f"{runner_command(runner)} --preset {preset}" + mod.command_parts(runs)
+    name = f"{runner}_{preset}" + ("_smoke" if smoke else "")
+    return save_grid_bundle(
+        name, data, {"preset": preset, "smoke": smoke, **sizes}, command=command, tables=tables, log=log
+    )
+
+
+def recorded_estimate(runner: str, preset: str):
+    """The ``estimate(left)`` of ``runner``'s ensembles: each job at the seconds the committed bundle of the preset
+    records for its unit (not measured here: an ensemble is timed by running it), none where none is recorded."""
+
+    def estimate(left: list[dict]) -> tuple[float, str]:
+        from mamba_recall.results import BundleError, load_bundle
+
+        try:
+            recorded = _module(runner).recorded_seconds(load_bundle(f"{runner}_{preset}"))
+        except BundleError:
+            recorded = {}
+        known = [recorded.get(_module(runner).unit_name(j["config"])) for j in left]
+        total = sum(s for s in known if s is not None)
+        missing = sum(s is None for s in known)
+        basis = f"the seconds the committed {runner}_{preset} records per ensemble" + (
+            f"; {missing} of {len(left)} without a recorded time, counted as 0" if missing else ""
+        )
+        return total, basis
+
+    return estimate
+
+
+def store_main(argv, runner: str) -> object:
+    """The command line of ``runner``'s ensembles (called by its ``main`` at ``ci`` and ``paper``)."""
+    mod = _module(runner)
+    ap = argparse.ArgumentParser(prog=runner_command(runner), description=mod.__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="ci", choices=PRESETS)
+    ap.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="checked only: the jobs say their device (ci: cpu; paper: a GPU where the process running a job has one)",
+    )
+    if getattr(mod, "ENSEMBLE_PARTS", None):
+        ap.add_argument("--parts", nargs="+", default=None, choices=list(mod.ENSEMBLE_PARTS), help="default: all")
+    add_grid_args(ap, aggregate_only="write the bundle from the finished jobs")
+    args = ap.parse_args(argv)
+    from mamba_recall.devices import resolve_device
+    from mamba_recall.results import smoke_run_store
+
+    try:
+        resolve_device(args.device)
+    except ValueError as exc:
+        ap.error(str(exc))
+    parts = getattr(args, "parts", None)
+    jobs = jobs_for(runner, args.preset, args.smoke, parts)
+
+    def write(preset, **kw):
+        return write_bundle(runner, preset, **kw)
+
+    return grid_main(
+        args,
+        RUNNER,
+        jobs,
+        write,
+        estimate=recorded_estimate(runner, args.preset),
+        what=f"{runner} ensembles at preset {args.preset}",
+        default_store=smoke_run_store(args.smoke),
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(
+        f"error: ensembles holds the run-store ensembles of Chapter 2's runners; run {runner_command('ch2_scaling')} "
+        f"or {runner_command('ch2_multihead')} --preset ci|paper."
+    )
