@@ -211,9 +211,7 @@ def test_truncated_bundle_names_its_runner_command(tmp_path):
         results.load_bundle("ch1_table1_ci", directory=tmp_path)
     message = str(info.value)
     assert "not valid JSON" in message and "truncated" in message
-    assert message.endswith(
-        "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset ci --device cpu"
-    )
+    assert message.endswith("python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset ci")
     assert "make reproduce" not in message
 
 

@@ -315,7 +315,7 @@ def test_committed_checkpoints_load_and_solve():
 
 
 def test_checkpoint_errors(tmp_path, monkeypatch):
-    import mamba_recall.chapters.ch1_gradient_dynamics.runners.training as runner
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import run_checkpoint_job
     import mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value as tr
 
     monkeypatch.setattr(tr, "CHECKPOINT_DIR", tmp_path)
@@ -336,9 +336,11 @@ def test_checkpoint_errors(tmp_path, monkeypatch):
         "eval_every": 5,
     }
     trained = tr.train_recall(sizes, seed=0)
-    path = runner.save_checkpoint(trained, "k1", "ci", "cpu", 0)
+    result = run_checkpoint_job({"model": "k1", "preset": "ci", "smoke": False, "sizes": sizes}, 0)
+    path = tr.checkpoint_path("k1", "ci")
+    assert path.parent == tmp_path and result["checkpoint"].endswith("ch1_k1_ci.pt")
     model, meta = tr.load_checkpoint("k1", "ci")
-    assert torch.equal(model.W_delta, trained.model.W_delta)
+    assert torch.equal(model.W_delta, trained.model.W_delta)  # the job trains what train_recall trains
     path.write_bytes(path.read_bytes() + b"x")
     with pytest.raises(ValueError, match="hash"):
         tr.load_checkpoint("k1", "ci")

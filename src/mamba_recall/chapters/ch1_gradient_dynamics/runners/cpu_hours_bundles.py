@@ -75,7 +75,9 @@ def _claim_rows(cid: str, model: str, records: list[dict], names: list[str]) -> 
 
 
 def _write(name, data, config, tables, log, directory, runner: str = "ch1_training"):
-    command = f"{runner_command(runner)} --preset {config['preset']} --allow-long"
+    command = f"{runner_command(runner)} --preset {config['preset']}" + (
+        "" if config["preset"] == "ci" else " --allow-long"
+    )
     return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
 
 

@@ -1,0 +1,76 @@
+"""Chapter 2's ensembles through the run store (runners/ensembles.py): ``ch2_scaling``'s parts and ``ch2_multihead``'s
+(pattern, M) ensembles at ci and paper are run-store jobs, their tables survive the run file, a later ``--parts`` adds
+a part to the bundle without training the others again (what ``--merge`` did), and the bundle's tables are the jobs'
+rows in the preset's order."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from mamba_recall import results
+from mamba_recall.chapters.ch2_hashing_scaling.runners import ensembles, multihead, scaling
+from mamba_recall.runstore import job_key, pending
+
+
+def test_a_table_survives_the_run_file_with_its_columns_order_and_numbers():
+    frame = pd.DataFrame({"z": [1, 2], "a": [0.1 + 0.2, float("nan")], "m": ["x", "y"], "b": [True, False]})
+    back = ensembles.record_frame(ensembles.frame_record(frame))
+    assert list(back.columns) == ["z", "a", "m", "b"] and back["a"][0] == 0.1 + 0.2 and math.isnan(back["a"][1])
+    assert list(back.dtypes) == list(frame.dtypes)
+
+
+def test_one_job_per_ensemble_at_ci_and_paper_and_none_at_cpu_hours():
+    parts = [j["config"]["part"] for j in ensembles.jobs_for("ch2_scaling", "ci")]
+    assert parts == list(scaling.PARTS)
+    heads = ensembles.jobs_for("ch2_multihead", "ci")
+    sizes = heads[0]["config"]["sizes"]
+    assert [(j["config"]["pattern"], j["config"]["M"]) for j in heads] == [
+        (p, m) for p in sizes["patterns"] for m in sizes["Ms"]
+    ]
+    assert all("device" not in j["config"] for j in heads)  # ci trains on the CPU
+    assert {j["config"]["device"] for j in ensembles.jobs_for("ch2_multihead", "paper")} == {"auto"}
+    with pytest.raises(ValueError, match="at cpu-hours its parts train one model per job"):
+        ensembles.jobs_for("ch2_scaling", "cpu-hours")
+    # a part's job does not depend on which other parts are asked for
+    assert job_key(ensembles.jobs_for("ch2_scaling", "ci", parts=["grid"])[0]) == job_key(
+        [j for j in ensembles.jobs_for("ch2_scaling", "ci") if j["config"]["part"] == "grid"][0]
+    )
+
+
+def _bundle(store, name):
+    (path,) = [p for p in store.parent.rglob(f"{name}.json")]
+    return results.load_bundle(path)
+
+
+def test_a_later_part_joins_the_bundle_without_training_the_others_again(tmp_path, capsys):
+    store = tmp_path / "runs"
+    args = ["--preset", "ci", "--smoke", "--store", str(store), "--no-estimate"]
+    scaling.main([*args, "--parts", "speed", "grid"])
+    first = {p: p.stat().st_mtime_ns for p in store.rglob("*.json")}
+    b = _bundle(store, "ch2_scaling_ci_smoke")
+    assert b.data["parts"] == ["speed", "grid"] and "--parts speed grid" in b.command and not b.data["complete"]
+    scaling.main([*args, "--parts", "multilayer"])
+    assert all(p.stat().st_mtime_ns == t for p, t in first.items())  # the finished ensembles were not run again
+    b = _bundle(store, "ch2_scaling_ci_smoke")
+    assert b.data["parts"] == ["speed", "grid", "multilayer"] and set(b.tables) == {"speed", "grid", "multilayer"}
+    jobs = ensembles.jobs_for("ch2_scaling", "ci", smoke=True)
+    assert len(pending(jobs, store)[0]) == 3
+
+
+def test_the_multihead_bundle_is_its_ensembles_rows_in_order(tmp_path):
+    store = tmp_path / "runs"
+    multihead.main(["--preset", "ci", "--smoke", "--store", str(store), "--no-estimate", "--jobs", "1"])
+    b = _bundle(store, "ch2_multihead_ci_smoke")
+    assert b.data["complete"] and set(b.tables) == {"grid", "noise", "hist"}
+    sizes = b.config
+    pattern, M = sizes["patterns"][-1], sizes["Ms"][-1]  # the last ensemble, trained again here: the same rows
+    import torch
+
+    again = multihead.run_unit(sizes, {"pattern": pattern, "M": M}, torch.device("cpu"), lambda m: None)
+    got = b.tables["grid"][(b.tables["grid"].pattern == pattern) & (b.tables["grid"].M == M)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, again["grid"], check_dtype=False)
+    order = list(dict.fromkeys(zip(b.tables["grid"].pattern, b.tables["grid"].M)))
+    assert order == [(p, m) for p in sizes["patterns"] for m in sizes["Ms"]]
