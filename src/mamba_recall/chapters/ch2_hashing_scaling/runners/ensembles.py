@@ -127,11 +127,11 @@ def recorded_estimate(runner: str, preset: str):
     records for its unit (not measured here: an ensemble is timed by running it), none where none is recorded."""
 
     def estimate(left: list[dict]) -> tuple[float, str]:
-        from mamba_recall.results import BundleError, load_bundle
+        from mamba_recall.results import BundleMissing, load_bundle
 
-        try:
+        try:  # a damaged bundle raises: it is named, not taken for an absent one
             recorded = _module(runner).recorded_seconds(load_bundle(f"{runner}_{preset}"))
-        except BundleError:
+        except BundleMissing:
             recorded = {}
         known = [recorded.get(_module(runner).unit_name(j["config"])) for j in left]
         total = sum(s for s in known if s is not None)
