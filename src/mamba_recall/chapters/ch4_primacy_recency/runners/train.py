@@ -1,10 +1,12 @@
-r"""Train the S-models of Chapter 4 (paper 004) on the serial-recall task and write checkpoints.
+r"""Train the S-models of Chapter 4 (paper 004) on the serial-recall task and write checkpoints, as run-store jobs.
 
-Run (one thread is fastest for these tiny models on a CPU)::
+Run (one job per S-model, one torch thread each; resumable; ``--jobs``, ``--allow-long``, ``--aggregate-only``,
+``--smoke``, ``--store``)::
 
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model s_small --preset ci      # committed CPU run
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model s_small --preset paper --device cuda
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --model s_small --steps 20 --out /tmp/x.pt   # smoke
+    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset ci --jobs 2            # the four ci S-models
+    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset ci --models s_small    # one of them
+    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset paper --allow-long     # all five (a GPU)
+    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset ci --smoke             # a few steps
 
 Recipe (the chapter's; the paper trains nothing): multi-query recall examples (context of ``L`` triples, then ``Q = min(L, 4)``
 query triples ``s r o .``, loss on every queried object), half repeated / half random relation,
@@ -16,8 +18,9 @@ is :func:`mamba_recall.train.train`.
 Outputs: ``results/checkpoints/ch4_train_<model>_<preset>.pt`` — ``{"state_dict", "model_config", "vocab",
 "train_config", "history"}`` with mamba_ssm parameter names — and a JSON sidecar
 ``ch4_train_<model>_<preset>.json`` with the training config, the file's sha256, the learning curve, the
-convergence gate and provenance. An intermediate checkpoint is written every ``checkpoint_every``
-steps so that a stopped run loses little.
+convergence gate and provenance (an intermediate checkpoint is written every ``checkpoint_every`` steps), and
+the bundle ``results/ch4_train_<preset>.json`` (table ``models``: each finished model's final gate). A job whose
+checkpoint is gone or changed is run again (:func:`mamba_recall.runstore.output_gone`).
 
 Convergence gate: recall averaged over positions ≥ 0.95 at ``L = 4`` and ≥ 0.80 at
 ``L = 8`` (random relation), measured on fixed held-out contexts.
@@ -148,10 +151,11 @@ def _held_out(model, vocab, cfg, device):
     return metrics
 
 
-def _warm_start(model, cfg):
-    """Load the weights of the committed S-model ``cfg["init_from"]`` (hash-checked, same shapes)."""
+def _warm_start(model, cfg, path: Path):
+    """Load the weights of the S-model ``cfg["init_from"]`` from ``path`` (its checkpoint at the same preset;
+    hash-checked, same shapes)."""
     name = cfg["init_from"]
-    blob, _ = read_smodel(checkpoint_path(name), name)
+    blob, _ = read_smodel(path, name)
     if blob["model_config"] != cfg["model"] or blob["vocab"] != cfg["vocab"]:
         raise ValueError(
             f"init_from={name!r}: its model/vocabulary config differs from this recipe's; "
@@ -232,6 +236,7 @@ def train_smodel(
         num_threads=num_threads,
         progress=progress,
         stop_at=stop_at,
+        init_path=checkpoint_path(cfg["init_from"], preset) if cfg.get("init_from") else None,
     )
 
 
@@ -247,16 +252,21 @@ def train_recipe(
     num_threads: int | None = 1,
     progress=False,
     stop_at: int | None = None,
+    init_path: Path | None = None,
 ):
     """Train one S-model with the fully resolved recipe ``cfg`` (the keys of ``chapters/ch4_primacy_recency/configs.py``'s recipes), write
     its checkpoint to ``out`` (and intermediate ones every ``checkpoint_every`` steps); returns
     (model, sidecar path). ``name`` labels the log and the sidecar; ``command`` is recorded as the command that
-    regenerates it."""
+    regenerates it. ``init_path``: the checkpoint of ``cfg["init_from"]`` (a recipe that warm-starts)."""
+    if cfg.get("init_from") and init_path is None:
+        raise ValueError(f"{name} warm-starts from {cfg['init_from']}: give init_path, that model's checkpoint.")
     threads_before = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(num_threads)  # the held-out evaluations too, not only the loop
     try:
-        return _train_recipe(dict(cfg), name, Path(out), command, device, backend, log, num_threads, progress, stop_at)
+        return _train_recipe(
+            dict(cfg), name, Path(out), command, device, backend, log, num_threads, progress, stop_at, init_path
+        )
     finally:
         torch.set_num_threads(threads_before)
 
@@ -286,12 +296,12 @@ def _loss_history(result) -> list[dict]:
     return [{"step": i + 1, "loss_mean100": float(np.mean(losses[i : i + 100]))} for i in range(0, len(losses), 100)]
 
 
-def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threads, progress, stop_at):
+def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threads, progress, stop_at, init_path):
     vocab = RecallVocab(**cfg["vocab"])
     torch.manual_seed(cfg["seed"])
     model = build_model(cfg["model"], vocab, backend=backend)
     if cfg.get("init_from"):
-        _warm_start(model, cfg)
+        _warm_start(model, cfg, init_path)
     model.to(device)
     history: list[dict] = []
     start = time.perf_counter()
@@ -338,32 +348,185 @@ def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threa
     return model, out.with_suffix(".json")
 
 
+# ------------------------------------------------------------------------------------------------------ run store
+#
+# Every preset through the run store (experiment ``ch4.train``: ``results/runs/ch4.train/``): one job per S-model,
+# its config the model's name, the preset and the resolved recipe, its seed the recipe's. A recipe that warm-starts
+# (``init_from``: ``s_mix`` from ``s_small``) runs in a second stage, after the models it starts from. The bundle
+# ``results/ch4_train_<preset>.json`` lists every finished model with its final gate (table ``models``).
+
+EXPERIMENT = "ch4.train"
+RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.train:run_job"
+#: the models a preset trains without ``--models``: at ``ci`` the four the chapter reads (``s_deep``'s CPU recipe
+#: stayed at 0.24 recall at L = 4 after half its steps: it runs with ``--models s_deep`` only), at ``paper`` all five
+DEFAULT_MODELS = {"ci": ("s_small", "s_small_seed1", "s_mix", "s_m2"), "paper": MODELS}
+#: presets whose jobs train on a GPU where the process running them has one
+GPU_PRESETS = ("paper",)
+
+
+def model_file(name: str, preset: str, smoke: bool = False) -> Path:
+    """The checkpoint a job writes: :func:`checkpoint_path` (``results/checkpoints/ch4_train_<model>_<preset>.pt``), or
+    for a smoke run ``_build/smoke/results/checkpoints/ch4_train_<model>_<preset>_smoke.pt`` (never under results/)."""
+    from mamba_recall.results import SMOKE_RESULTS_DIR
+
+    path = checkpoint_path(name, preset)
+    return Path(SMOKE_RESULTS_DIR) / "checkpoints" / f"{path.stem}_smoke.pt" if smoke else path
+
+
+def regenerate_command(preset: str, name: str) -> str:
+    return f"{runner_command('ch4_train')} --preset {preset} --models {name}"
+
+
+def jobs_for(preset: str, models=None, smoke: bool = False) -> list[dict]:
+    """One job per S-model of ``models`` (default :data:`DEFAULT_MODELS` of the preset)."""
+    from mamba_recall.runstore import make_job
+
+    if preset not in DEFAULT_MODELS:
+        raise ValueError(f"the S-models train at {', '.join(DEFAULT_MODELS)}, not {preset!r}.")
+    jobs = []
+    for name in models or DEFAULT_MODELS[preset]:
+        recipe = experiment(f"ch4.train_{name}", preset, smoke=smoke)
+        config = {"model": name, "preset": preset, "smoke": smoke, "recipe": recipe}
+        if preset in GPU_PRESETS:
+            config["device"] = "auto"
+        jobs.append(make_job(EXPERIMENT, config, recipe["seed"]))
+    return jobs
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """Train one S-model (:func:`train_recipe`, one thread on a CPU) and write its checkpoint (and intermediate ones);
+    the bundle's row: its final gate, whether it passed, steps, seconds, the checkpoint and its sha256."""
+    import hashlib
+
+    from mamba_recall.runstore import job_device
+
+    device = job_device(config)
+    name, preset, smoke, recipe = config["model"], config["preset"], config["smoke"], config["recipe"]
+    out = model_file(name, preset, smoke)
+    init = model_file(recipe["init_from"], preset, smoke) if recipe.get("init_from") else None
+    t0 = time.perf_counter()
+    _, sidecar = train_recipe(
+        recipe,
+        name,
+        out,
+        command=regenerate_command(preset, name),
+        device=device,
+        log=lambda msg: print(msg, file=sys.stderr, flush=True),
+        num_threads=1 if device == "cpu" else None,
+        init_path=init,
+    )
+    gate = json.loads(sidecar.read_text())["gate"]
+    try:
+        where = str(out.resolve().relative_to(CHECKPOINT_DIR.parent.parent.resolve()))
+    except ValueError:
+        where = str(out)
+    return {
+        "model": name,
+        "seed": seed,
+        "steps": recipe["steps"],
+        **{k: float(v) for k, v in gate["metrics"].items()},
+        "passed": bool(gate["passed"]),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "checkpoint": where,
+        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+    }
+
+
+def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+    """Aggregate the finished S-model jobs of ``preset`` (every model of :data:`MODELS` that has one) into
+    ``results/ch4_train_<preset>.json``: table ``models``, one row per model."""
+    import pandas as pd
+
+    from mamba_recall.runstore import finished_status, save_grid_bundle
+
+    from mamba_recall.runstore import pending
+
+    extra = [j for n in MODELS if n not in DEFAULT_MODELS[preset] for j in _maybe_jobs(preset, n, smoke)]
+    jobs = jobs_for(preset, None, smoke) + pending(extra, store)[0]  # the preset's models, and others once run
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
+    if not runs:
+        return None
+    order = {name: i for i, name in enumerate(MODELS)}
+    runs = sorted(runs, key=lambda r: order[r["config"]["model"]])
+    table = pd.DataFrame([r["result"] for r in runs])
+    data["gate"] = {"thresholds": GATE, "criterion": "recall averaged over positions at L = 4 and 8, random relation"}
+    names = [r["config"]["model"] for r in runs]
+    config = {"preset": preset, "smoke": smoke, "recipes": {r["config"]["model"]: r["config"]["recipe"] for r in runs}}
+    command = f"{runner_command('ch4_train')} --preset {preset}"
+    extra = [n for n in names if n not in DEFAULT_MODELS[preset]]
+    if extra:
+        command += " --models " + " ".join(names)
+    name = f"ch4_train_{preset}" + ("_smoke" if smoke else "")
+    return save_grid_bundle(name, data, config, command=command, tables={"models": table}, log=log)
+
+
+def _maybe_jobs(preset: str, name: str, smoke: bool) -> list[dict]:
+    try:
+        return jobs_for(preset, [name], smoke)
+    except (KeyError, ValueError):
+        return []  # no recipe of that model at this preset
+
+
+def recorded_estimate(left: list[dict]) -> tuple[float, str]:
+    """Each model at the seconds its committed checkpoint's sidecar records (not measured here), none if absent."""
+    total, missing = 0.0, 0
+    for job in left:
+        c = job["config"]
+        if c["smoke"]:
+            continue  # a handful of steps
+        side = checkpoint_path(c["model"], c["preset"]).with_suffix(".json")
+        try:
+            total += float(json.loads(side.read_text())["provenance"]["wall_seconds"])
+        except (OSError, KeyError, TypeError, ValueError):
+            missing += 1
+    basis = "the seconds each committed checkpoint's sidecar records" + (
+        f"; {missing} of {len(left)} without one, counted as 0" if missing else ""
+    )
+    return total, basis
+
+
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=MODELS, default="s_small")
-    p.add_argument("--preset", choices=("ci", "paper"), default="ci")
-    p.add_argument("--steps", type=int, default=None, help="override the preset's steps (smoke tests)")
+    from mamba_recall.devices import resolve_device
+    from mamba_recall.results import smoke_run_store
+    from mamba_recall.runstore import GridStage, add_grid_args, grid_main
+
+    p = argparse.ArgumentParser(prog=runner_command("ch4_train"), description=__doc__.split("\n")[0])
+    p.add_argument("--preset", choices=tuple(DEFAULT_MODELS), default="ci")
     p.add_argument(
-        "--out", default=None, help="checkpoint path (default results/checkpoints/ch4_train_<model>_<preset>.pt)"
-    )
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--backend", default="auto")
-    p.add_argument("--threads", type=int, default=1)
+        "--models", nargs="+", action="extend", choices=MODELS, default=None,
+        help="the S-models to train (default: ci " + " ".join(DEFAULT_MODELS["ci"]) + "; paper all five)",
+    )  # fmt: skip
+    p.add_argument("--model", dest="models", action="append", choices=MODELS, help="one S-model (same as --models)")
     p.add_argument(
-        "--stop-at", type=int, default=None, help="end after this many steps, keeping the schedule of --steps"
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="checked only: the jobs say their device (ci: cpu; paper: a GPU where the process running a job has one)",
     )
+    add_grid_args(p, aggregate_only="write the bundle from the finished jobs")
     args = p.parse_args(argv)
-    train_smodel(
-        args.model,
-        args.preset,
-        steps=args.steps,
-        out=args.out,
-        device=args.device,
-        backend=args.backend,
-        num_threads=args.threads,
-        log=lambda s: print(s, flush=True),
-        stop_at=args.stop_at,
+    try:
+        resolve_device(args.device)
+    except ValueError as exc:
+        p.error(str(exc))
+    try:
+        jobs = jobs_for(args.preset, args.models, args.smoke)
+    except (KeyError, ValueError) as exc:
+        p.error(str(exc))
+    first = [j for j in jobs if not j["config"]["recipe"].get("init_from")]
+    warm = [j for j in jobs if j["config"]["recipe"].get("init_from")]
+    what = f"{EXPERIMENT} at preset {args.preset}"
+    then = [GridStage(RUNNER, warm, write_bundle, recorded_estimate, f"{what} (warm-started)")] if warm else []
+    return grid_main(
+        args,
+        RUNNER,
+        first,
+        (lambda preset, **kw: None) if warm else write_bundle,  # the bundle once, after the last stage
+        estimate=recorded_estimate,
+        what=what,
+        default_store=smoke_run_store(args.smoke),
+        then=then,
     )
 
 
