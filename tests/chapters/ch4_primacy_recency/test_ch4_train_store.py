@@ -1,0 +1,40 @@
+"""``ch4_train`` through the run store: one job per S-model at ci and paper, the warm-started recipe in a second
+stage after the model it starts from, the bundle of every finished model, and a second run that trains nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from mamba_recall import results
+from mamba_recall.chapters.ch4_primacy_recency.runners import train as T
+
+
+def test_the_jobs_of_each_preset():
+    ci = T.jobs_for("ci")
+    assert [j["config"]["model"] for j in ci] == ["s_small", "s_small_seed1", "s_mix", "s_m2"]
+    assert [j["seed"] for j in ci] == [j["config"]["recipe"]["seed"] for j in ci] == [0, 1, 1, 0]
+    assert all("device" not in j["config"] for j in ci)  # ci trains on the CPU
+    paper = T.jobs_for("paper")
+    assert {j["config"]["model"] for j in paper} == set(T.MODELS) and {j["config"]["device"] for j in paper} == {"auto"}
+    assert [j["config"]["model"] for j in T.jobs_for("ci", ["s_deep"])] == ["s_deep"]  # on request only
+    with pytest.raises(ValueError, match="train at ci, paper"):
+        T.jobs_for("cpu-hours")
+    assert T.model_file("s_small", "ci", smoke=True).name == "ch4_train_s_small_ci_smoke.pt"
+    assert T.model_file("s_small", "ci", smoke=True).is_relative_to(results.BUILD_DIR / "smoke")  # never results/
+
+
+def test_a_smoke_grid_trains_the_warm_start_after_its_source_and_resumes(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", tmp_path / "smoke")
+    store = tmp_path / "runs"
+    args = ["--preset", "ci", "--smoke", "--store", str(store), "--jobs", "1", "--models", "s_small", "s_mix"]
+    T.main(args)
+    out = capsys.readouterr()
+    log = out.out + out.err
+    assert log.index("[s_small] done") < log.index("[s_mix] done")  # s_mix's stage comes after s_small's
+    assert (tmp_path / "smoke/checkpoints/ch4_train_s_mix_ci_smoke.pt").is_file()
+    (bundle,) = store.parent.rglob("ch4_train_ci_smoke.json")
+    b = results.load_bundle(bundle)
+    assert list(b.tables["models"].model) == ["s_small", "s_mix"] and not b.data["complete"]  # 2 of the 4
+    files = {p: p.stat().st_mtime_ns for p in store.rglob("*.json")}
+    T.main(args)
+    assert {p: p.stat().st_mtime_ns for p in store.rglob("*.json")} == files  # nothing trained again
