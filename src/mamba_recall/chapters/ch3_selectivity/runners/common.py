@@ -27,14 +27,19 @@ def parse(description: str, name: str, bundle: str, argv=None, *, one_process: b
         "--device",
         default="auto",
         choices=["auto", "cpu", "cuda"],
-        help="checked only: every preset runs as run-store jobs, which say their device (ci, cpu-hours: cpu; paper: "
+        help="checked only: the sweeps run on the CPU"
+        if one_process
+        else "checked only: every preset runs as run-store jobs, which say their device (ci, cpu-hours: cpu; paper: "
         "a GPU where the process running the job has one)",
     )
-    if one_process:
+    if one_process:  # no run-store options: a --smoke or --jobs it took and ignored would mislead
         parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
-    add_store_arguments(parser)
+    if not one_process:
+        add_store_arguments(parser)
     args = parser.parse_args(argv)
+    if one_process:
+        args.smoke = False
     try:
         args.device = resolve_device(args.device).type
     except ValueError as exc:
