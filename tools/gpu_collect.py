@@ -39,13 +39,19 @@ from mamba_recall.results import command_provenance, load_bundle, save_bundle
 COMMAND = "python tools/gpu_check.py OUT --deadline-s 500 (on a GPU machine), then python tools/gpu_collect.py OUT"
 
 
+def run_record(d: Path) -> dict | None:
+    """A run folder's ``gpu_results.json``, or None where it has none (a run cut off before writing it)."""
+    path = d / "gpu_results.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def stages(run_dirs: list[Path]) -> dict:
     """Every stage's result, a later folder's replacing an earlier one's only where that did not run."""
     out: dict = {}
     for d in run_dirs:
         found = {}
-        if (d / "gpu_results.json").exists():
-            run = json.loads((d / "gpu_results.json").read_text())
+        run = run_record(d)
+        if run is not None:
             found.update({k: v["result"] for k, v in run["stages"].items()})
             if "install" in run:  # the wheels installed, built by this run or reused from an earlier one (--wheels)
                 found["install"] = {"result": {**run["install"], "reused": run.get("reused_wheels")}}
@@ -64,8 +70,7 @@ def _rows(res) -> list:
 def ran_commands(run_dirs: list[Path], name: str) -> str:
     """What made the bundle: the commands the runs recorded (``gpu_results.json``'s ``command``), then this
     collection; :data:`COMMAND` for runs that recorded none."""
-    ran = [json.loads((d / "gpu_results.json").read_text()).get("command") for d in run_dirs
-           if (d / "gpu_results.json").exists()]  # fmt: skip
+    ran = [run.get("command") for run in map(run_record, run_dirs) if run is not None]
     if not ran or None in ran:
         return COMMAND
     dirs = " ".join(f"OUT{i + 1}" for i in range(len(run_dirs)))
