@@ -96,7 +96,10 @@ def versions(*, extra: tuple[str, ...] = ()) -> dict:
 
 def device_description(device="cpu") -> str:
     """A human-readable name of the device the numbers were made on: the GPU's name, or the CPU with the number of
-    torch threads (torch is only read if loaded, or imported for a CUDA device)."""
+    torch threads (torch is only read if loaded, or imported for a CUDA device). A description already (``"cuda:
+    NVIDIA H100 80GB HBM3"``, what a run record holds) is returned as it is."""
+    if isinstance(device, str) and ": " in device:
+        return device
     kind = str(device).split(":")[0]
     torch = sys.modules.get("torch")
     if kind == "cuda":

@@ -89,6 +89,12 @@ def test_finished_status_and_save_grid_bundle(tmp_path):
         "demo_grid", data, {"preset": "ci"}, command="demo", tables={}, directory=tmp_path, log=said.append
     )
     assert path == tmp_path / "demo_grid.json" and said[-1] == f"wrote {path} (2 of 3 jobs)"
+    from mamba_recall import results
+
+    assert results.load_bundle(path).provenance["device"] == data["runs"]["devices"][0]  # the runs' device
+    data["runs"]["devices"] = ["cuda: NVIDIA H100 80GB HBM3"]  # a grid run on a GPU, aggregated on a CPU
+    path = save_grid_bundle("demo_gpu", data, {"preset": "paper"}, command="demo", tables={}, directory=tmp_path)
+    assert results.load_bundle(path).provenance["device"] == "cuda: NVIDIA H100 80GB HBM3"
 
 
 def _git_repo(root):

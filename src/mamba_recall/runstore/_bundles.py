@@ -89,8 +89,9 @@ def _replaces_evidence(path: Path, data: dict) -> str | None:
 def save_grid_bundle(
     name: str, data: dict, config: dict, *, command: str, tables: dict, directory: Path | None = None, log=print
 ) -> Path:
-    """Write a run-store bundle (:func:`mamba_recall.results.save_bundle`, device ``cpu``, wall time the runs'
-    summed ``data["runs"]["wall_seconds"]``; ``data`` as :func:`finished_status` starts it) and log how many of
+    """Write a run-store bundle (:func:`mamba_recall.results.save_bundle`; its device the one its runs name, e.g. a
+    GPU's for a paper grid run there, or ``cpu`` where they name none; wall time the runs' summed
+    ``data["runs"]["wall_seconds"]``; ``data`` as :func:`finished_status` starts it) and log how many of
     the grid's jobs it aggregates.
 
     ``directory`` None: the results folder for the committed store, beside the store for a scratch one
@@ -106,12 +107,13 @@ def save_grid_bundle(
     if why:
         log(why)
         raise BundleNotReplaced(why)
+    devices = (data.get("runs") or {}).get("devices") or []
     path = results.save_bundle(
         name,
         data,
         config,
         command=command,
-        device="cpu",
+        device="; ".join(devices) if devices and "?" not in devices else "cpu",
         wall_seconds=data["runs"]["wall_seconds"],
         tables=tables,
         directory=directory,
