@@ -42,7 +42,7 @@ __all__ = [
 SCHEMA = "mamba_recall.manifest"
 MANIFEST_NAME = "manifest.json"
 #: Flags that pick a subset of a runner's grid; a command without one (or with a superset) makes the subset too.
-RESTRICTING = ("--only", "--parts", "--recipes")
+RESTRICTING = ("--only", "--parts", "--recipes", "--models")
 #: Flags that do not change what a command makes.
 NEUTRAL = ("--device", "--allow-long", "--jobs", "--threads")
 FIX = "python -m mamba_recall manifest --write"
