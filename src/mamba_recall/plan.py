@@ -120,6 +120,8 @@ def grids() -> list[Grid]:
             )
 
         out.append(Grid(name, "", ch3_jobs, ch3_estimate, cmd(name), members=together))
+    s_models = _module("ch4_train")
+    out.append(Grid("ch4_train", "", s_models.jobs_for, s_models.recorded_estimate, cmd("ch4_train")))
     out.append(Grid("ch4_edge", "models", ch4.jobs_for, ch4.estimate, cmd("ch4_edge")))
     mix = _module("ch4_edge_mix")
     out.append(Grid("ch4_edge_mix", "", mix.jobs_for, mix.estimate, cmd("ch4_edge_mix")))
