@@ -176,7 +176,7 @@ def test_warm_start_rejects_a_different_architecture():
     cfg = experiment("ch4.train_s_mix", "ci")
     cfg["model"] = {**cfg["model"], "d_model": 32}
     with pytest.raises(ValueError, match="init_from"):
-        T._warm_start(T.build_model(cfg["model"], V), cfg)
+        T._warm_start(T.build_model(cfg["model"], V), cfg, T.checkpoint_path(cfg["init_from"], "ci"))
 
 
 def test_s_mix_smoke_retrain(tmp_path):

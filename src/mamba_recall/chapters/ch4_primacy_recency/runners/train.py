@@ -257,9 +257,11 @@ def train_recipe(
     """Train one S-model with the fully resolved recipe ``cfg`` (the keys of ``chapters/ch4_primacy_recency/configs.py``'s recipes), write
     its checkpoint to ``out`` (and intermediate ones every ``checkpoint_every`` steps); returns
     (model, sidecar path). ``name`` labels the log and the sidecar; ``command`` is recorded as the command that
-    regenerates it. ``init_path``: the checkpoint of ``cfg["init_from"]`` (a recipe that warm-starts)."""
+    regenerates it. ``init_path``: the checkpoint of ``cfg["init_from"]`` (a recipe that warm-starts); default
+    :func:`checkpoint_path` of that name (an edge-family name carries its preset; an S-model's is read at ci, so
+    :func:`train_smodel` and the run-store jobs give the recipe's own preset's)."""
     if cfg.get("init_from") and init_path is None:
-        raise ValueError(f"{name} warm-starts from {cfg['init_from']}: give init_path, that model's checkpoint.")
+        init_path = checkpoint_path(cfg["init_from"])
     threads_before = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(num_threads)  # the held-out evaluations too, not only the loop
