@@ -248,6 +248,17 @@ def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], 
     return done, left, damaged
 
 
+def output_record(path) -> dict:
+    """The fields of a job's result that name a file it wrote (what :func:`output_gone` checks): ``checkpoint``, its
+    path relative to the repository (absolute outside it), and ``sha256``, its content's."""
+    path = Path(path)
+    try:
+        where = str(path.resolve().relative_to(REPO_ROOT.resolve()))
+    except ValueError:
+        where = str(path)
+    return {"checkpoint": where, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
 def output_gone(rec: dict) -> str | None:
     """Why the file a finished run wrote is not there as it wrote it, or None. A run whose result names its
     ``checkpoint`` (repository-relative) with its ``sha256`` is finished only while that file exists with that hash:

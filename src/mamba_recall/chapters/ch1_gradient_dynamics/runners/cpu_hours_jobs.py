@@ -12,7 +12,7 @@ from .. import claims as ch1
 from ..claims.seeds import FULL_CLAIM, measure_model
 from mamba_recall.paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
 from mamba_recall.presets import experiment
-from mamba_recall.runstore import make_job
+from mamba_recall.runstore import make_job, output_record
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
     FULL_NAME,
     ONEHOT_NAME,
@@ -200,7 +200,6 @@ def _train_and_save(config: dict, seed: int, command: str, **train_kw):
     its checkpoint with its sidecar ``meta`` (what the claims' measurements read) and ``command`` as its regenerate
     line → (the training's result, ``meta``, the job result's common fields: accuracies, training length, checkpoint
     and its sha256)."""
-    import hashlib
 
     from mamba_recall.results import save_checkpoint
     from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import train_recall
@@ -229,8 +228,7 @@ def _train_and_save(config: dict, seed: int, command: str, **train_kw):
         "steps_run": tr.result.steps_run,
         "stopped_early": tr.result.stopped_early,
         "train_seconds": tr.result.seconds,
-        "checkpoint": meta["checkpoint"],
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        **output_record(path),  # checkpoint and sha256: a job whose checkpoint is gone is run again
     }
     return tr, meta, result
 
@@ -309,7 +307,6 @@ def run_checkpoint_job(config: dict, seed: int) -> dict:
     ``results/checkpoints/ch1_<name>_<preset>.pt`` with its sidecar, what the notebooks load
     (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.load_or_train`); the row of the
     bundle ``ch1_checkpoints_<preset>``."""
-    import hashlib
 
     from mamba_recall import results
     from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
@@ -338,8 +335,7 @@ def run_checkpoint_job(config: dict, seed: int) -> dict:
         "train_query_accuracy": tr.train_accuracy,
         "steps_run": tr.result.steps_run,
         "seconds": tr.result.seconds,
-        "checkpoint": _relative(path),
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        **output_record(path),
     }
 
 

@@ -38,7 +38,7 @@ from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import (
     untrained_decay_rows,
 )
 from mamba_recall.results import command_provenance
-from mamba_recall.runstore import job_device
+from mamba_recall.runstore import job_device, output_record
 from mamba_recall.tasks.keep_nth import copy_baseline, keep_nth
 from mamba_recall.train import evaluate
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
@@ -120,14 +120,16 @@ def run_job(config: dict, seed: int) -> dict:
     device = job_device(config)
     model, res, row, test = train_one(config, seed, device=device)
     decay = decay_rows_of(model, test[0], config, seed) if config["model"] != "transformer" else []
+    out = {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
     if config["model"] == "s6+pe" and (config["d"], config["N"]) == (32, 8):
         meta = dict(
             V=config["V"], d=32, N=8, T=config["T"], nth=config["nth"], kind="s6+pe", seed=seed,
             preset=config["preset"], device=device,
         )  # fmt: skip
         name = keep_checkpoint_name(config["preset"], config["T"], seed)
-        save_checkpoint(model, name, meta, regenerate_command(config["preset"]))
-    return {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
+        # checkpoint and sha256: a job whose checkpoint is gone is run again (the runs committed before name none)
+        out.update(output_record(save_checkpoint(model, name, meta, regenerate_command(config["preset"]))))
+    return out
 
 
 def _extra_tables(runs: list[dict]) -> dict:

@@ -398,9 +398,7 @@ def jobs_for(preset: str, models=None, smoke: bool = False) -> list[dict]:
 def run_job(config: dict, seed: int) -> dict:
     """Train one S-model (:func:`train_recipe`, one thread on a CPU) and write its checkpoint (and intermediate ones);
     the bundle's row: its final gate, whether it passed, steps, seconds, the checkpoint and its sha256."""
-    import hashlib
-
-    from mamba_recall.runstore import job_device
+    from mamba_recall.runstore import job_device, output_record
 
     device = job_device(config)
     name, preset, smoke, recipe = config["model"], config["preset"], config["smoke"], config["recipe"]
@@ -418,10 +416,6 @@ def run_job(config: dict, seed: int) -> dict:
         init_path=init,
     )
     gate = json.loads(sidecar.read_text())["gate"]
-    try:
-        where = str(out.resolve().relative_to(CHECKPOINT_DIR.parent.parent.resolve()))
-    except ValueError:
-        where = str(out)
     return {
         "model": name,
         "seed": seed,
@@ -429,8 +423,7 @@ def run_job(config: dict, seed: int) -> dict:
         **{k: float(v) for k, v in gate["metrics"].items()},
         "passed": bool(gate["passed"]),
         "seconds": round(time.perf_counter() - t0, 1),
-        "checkpoint": where,
-        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        **output_record(out),  # checkpoint and sha256: a job whose checkpoint is gone is run again
     }
 
 
