@@ -86,9 +86,11 @@ from ._bundles import (
 )
 from ._cli import (
     GRID_OPTIONS,
+    JOB_DEVICE_HELP,
     ONE_PROCESS_EPILOG,
     GridStage,
     add_engine_args,
+    add_device_arg,
     add_grid_args,
     engine_options,
     grid_main,
@@ -125,7 +127,9 @@ __all__ = [
     "finished_status",
     "save_grid_bundle",
     "GRID_OPTIONS",
+    "JOB_DEVICE_HELP",
     "ONE_PROCESS_EPILOG",
+    "add_device_arg",
     "add_grid_args",
     "grid_context",
     "grid_store",

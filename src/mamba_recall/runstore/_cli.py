@@ -33,6 +33,29 @@ _GRID_HELP = {
 }
 
 
+#: the ``--device`` of a runner whose jobs say their device (:func:`add_device_arg`)
+JOB_DEVICE_HELP = (
+    "checked only: the jobs say their device (ci, cpu-hours: cpu; paper: a GPU where the process running a job has one)"
+)
+
+
+def add_device_arg(parser: argparse.ArgumentParser, help: str = JOB_DEVICE_HELP) -> None:
+    """``--device auto|cpu|cuda`` (default auto), resolved when parsed (:func:`mamba_recall.devices.resolve_device`:
+    auto is a GPU where there is one), so ``cuda`` on a machine without one stops with argparse's one line."""
+
+    def checked(value: str) -> str:
+        from ..devices import resolve_device
+
+        if value not in ("auto", "cpu", "cuda"):
+            raise argparse.ArgumentTypeError(f"{value!r}: use auto, cpu or cuda")
+        try:
+            return resolve_device(value).type
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parser.add_argument("--device", default="auto", type=checked, metavar="{auto,cpu,cuda}", help=help)
+
+
 def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_OPTIONS, **helps: str | None) -> None:
     """Add the run-store options ``--jobs`` (int, 1), ``--smoke``, ``--allow-long``, ``--aggregate-only``,
     ``--no-estimate`` (flags) and ``--store`` (folder, None) to ``parser`` in ``order`` (names as in

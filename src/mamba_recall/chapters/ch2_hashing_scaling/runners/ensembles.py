@@ -28,7 +28,14 @@ import pandas as pd
 
 from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_command, runner_module
-from mamba_recall.runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
+from mamba_recall.runstore import (
+    add_device_arg,
+    add_grid_args,
+    finished_status,
+    grid_main,
+    make_job,
+    save_grid_bundle,
+)
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.ensembles:run_job"
 #: the ensemble runners: runner → its preset experiment (= its run-store experiment, the stem of its bundle)
@@ -149,23 +156,13 @@ def store_main(argv, runner: str) -> object:
     mod = _module(runner)
     ap = argparse.ArgumentParser(prog=runner_command(runner), description=mod.__doc__.split("\n")[0])
     ap.add_argument("--preset", default="ci", choices=PRESETS)
-    ap.add_argument(
-        "--device",
-        default="auto",
-        choices=["auto", "cpu", "cuda"],
-        help="checked only: the jobs say their device (ci: cpu; paper: a GPU where the process running a job has one)",
-    )
+    add_device_arg(ap)
     if getattr(mod, "ENSEMBLE_PARTS", None):
         ap.add_argument("--parts", nargs="+", default=None, choices=list(mod.ENSEMBLE_PARTS), help="default: all")
     add_grid_args(ap, aggregate_only="write the bundle from the finished jobs")
     args = ap.parse_args(argv)
-    from mamba_recall.devices import resolve_device
     from mamba_recall.results import smoke_run_store
 
-    try:
-        resolve_device(args.device)
-    except ValueError as exc:
-        ap.error(str(exc))
     parts = getattr(args, "parts", None)
     jobs = jobs_for(runner, args.preset, args.smoke, parts)
 

@@ -12,10 +12,9 @@ import pandas as pd
 import torch
 
 from mamba_recall import results
-from mamba_recall.devices import resolve_device
 from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_module
-from mamba_recall.runstore import add_grid_args, grid_main
+from mamba_recall.runstore import JOB_DEVICE_HELP, add_device_arg, add_grid_args, grid_main
 
 
 def parse(description: str, name: str, bundle: str, argv=None, *, one_process: bool = False):
@@ -23,15 +22,7 @@ def parse(description: str, name: str, bundle: str, argv=None, *, one_process: b
     (``ch3_mqar_constructions``), which also takes ``--out``; the run-store runners' bundles are named by the store."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--preset", default="ci", choices=["ci", "cpu-hours", "paper"])
-    parser.add_argument(
-        "--device",
-        default="auto",
-        choices=["auto", "cpu", "cuda"],
-        help="checked only: the sweeps run on the CPU"
-        if one_process
-        else "checked only: every preset runs as run-store jobs, which say their device (ci, cpu-hours: cpu; paper: "
-        "a GPU where the process running the job has one)",
-    )
+    add_device_arg(parser, "checked only: the sweeps run on the CPU" if one_process else JOB_DEVICE_HELP)
     if one_process:  # no run-store options: a --smoke or --jobs it took and ignored would mislead
         parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
@@ -40,10 +31,6 @@ def parse(description: str, name: str, bundle: str, argv=None, *, one_process: b
     args = parser.parse_args(argv)
     if one_process:
         args.smoke = False
-    try:
-        args.device = resolve_device(args.device).type
-    except ValueError as exc:
-        parser.error(str(exc))
     torch.set_num_threads(args.threads)
     args.sizes = experiment(name, args.preset, smoke=args.smoke)
     if one_process:

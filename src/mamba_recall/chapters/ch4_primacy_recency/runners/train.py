@@ -482,9 +482,8 @@ def recorded_estimate(left: list[dict]) -> tuple[float, str]:
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    from mamba_recall.devices import resolve_device
     from mamba_recall.results import smoke_run_store
-    from mamba_recall.runstore import GridStage, add_grid_args, grid_main
+    from mamba_recall.runstore import GridStage, add_device_arg, add_grid_args, grid_main
 
     p = argparse.ArgumentParser(prog=runner_command("ch4_train"), description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=tuple(DEFAULT_MODELS), default="ci")
@@ -493,18 +492,9 @@ def main(argv=None):
         help="the S-models to train (default: ci " + " ".join(DEFAULT_MODELS["ci"]) + "; paper all five)",
     )  # fmt: skip
     p.add_argument("--model", dest="models", action="append", choices=MODELS, help="one S-model (same as --models)")
-    p.add_argument(
-        "--device",
-        default="auto",
-        choices=["auto", "cpu", "cuda"],
-        help="checked only: the jobs say their device (ci: cpu; paper: a GPU where the process running a job has one)",
-    )
+    add_device_arg(p)
     add_grid_args(p, aggregate_only="write the bundle from the finished jobs")
     args = p.parse_args(argv)
-    try:
-        resolve_device(args.device)
-    except ValueError as exc:
-        p.error(str(exc))
     try:
         jobs = jobs_for(args.preset, args.models, args.smoke)
     except (KeyError, ValueError) as exc:
