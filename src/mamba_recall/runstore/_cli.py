@@ -79,16 +79,9 @@ def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_O
     add_engine_args(parser)
 
 
-#: the help's last line of a two-way runner's one-process parser (:func:`way_of`)
-ONE_PROCESS_EPILOG = (
-    "This is the runner's one-process way. With --preset cpu-hours (or --parts naming its run-store parts) it runs "
-    "them through the run store instead; add --help there for those options."
-)
-
-
 def way_of(argv: Sequence[str] | None, default_preset: str) -> tuple[list[str], str, list[str] | None]:
     """``(argv, preset, parts)`` of a runner's command line, read before its parser is chosen: a runner with two ways
-    (its one-process way and its run-store parts, e.g. ``ch2_scaling``) picks the way from ``--preset`` and
+    (its ensembles and its one-model parts, e.g. ``ch2_scaling``) picks the way from ``--preset`` and
     ``--parts`` (None when not given); ``argv`` defaults to ``sys.argv[1:]``."""
     argv = sys.argv[1:] if argv is None else list(argv)
     probe = argparse.ArgumentParser(add_help=False)
@@ -98,17 +91,12 @@ def way_of(argv: Sequence[str] | None, default_preset: str) -> tuple[list[str], 
     return argv, known.preset, known.parts
 
 
-def two_way(argv, default_preset: str, store, one_process, *, store_presets: Sequence[str] = ("cpu-hours",)):
-    """Run a two-way runner's command line: ``store(argv)`` (its run-store parts) when ``--parts`` is given or the
-    preset (:func:`way_of`) is one of ``store_presets``, else ``one_process(argv)`` (its one-process way)."""
+def two_way(argv, default_preset: str, parts_way, other_way, *, store_presets: Sequence[str] = ("cpu-hours",)):
+    """Run a two-way runner's command line: ``parts_way(argv)`` (its one-model parts) when ``--parts`` is given or the
+    preset (:func:`way_of`) is one of ``store_presets``, else ``other_way(argv)`` (e.g. ``ch2_multihead``'s ensembles
+    at ci and paper; both ways are run-store grids)."""
     argv, preset, parts = way_of(argv, default_preset)
-    return store(argv) if parts is not None or preset in store_presets else one_process(argv)
-
-
-def one_process_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """The parser of a two-way runner's one-process way, named ``prog`` (the runner's command); its help ends with
-    how to reach the run-store way (:data:`ONE_PROCESS_EPILOG`)."""
-    return argparse.ArgumentParser(prog=prog, description=description, epilog=ONE_PROCESS_EPILOG)
+    return parts_way(argv) if parts is not None or preset in store_presets else other_way(argv)
 
 
 def parts_of(part_runner: dict[str, str], runner: str) -> tuple[str, ...]:

@@ -154,7 +154,12 @@ def recorded_estimate(runner: str, preset: str):
 def store_main(argv, runner: str) -> object:
     """The command line of ``runner``'s ensembles (called by its ``main`` at ``ci`` and ``paper``)."""
     mod = _module(runner)
-    ap = argparse.ArgumentParser(prog=runner_command(runner), description=mod.__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog=runner_command(runner),
+        description=mod.__doc__.split("\n")[0],
+        epilog="These are the ensembles at ci and paper. At --preset cpu-hours (or with --parts naming a one-model part) "
+        "it trains one model per job and seed; add --help there for those options.",
+    )
     ap.add_argument("--preset", default="ci", choices=PRESETS)
     add_device_arg(ap)
     if getattr(mod, "ENSEMBLE_PARTS", None):
