@@ -195,18 +195,18 @@ def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False)
     return model.eval(), meta
 
 
-def _train_and_save(config: dict, seed: int, command: str, **train_kw):
+def _train_and_save(config: dict, seed: int, command: str, path: Path | None = None, **train_kw):
     """Train the job's model (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall`, ``train_kw`` passed on), save
-    its checkpoint with its sidecar ``meta`` (what the claims' measurements read) and ``command`` as its regenerate
-    line → (the training's result, ``meta``, the job result's common fields: accuracies, training length, checkpoint
-    and its sha256)."""
+    its checkpoint (at ``path``, default :func:`checkpoint_path` of its name, preset and seed) with its sidecar ``meta``
+    (what the claims' measurements read) and ``command`` as its regenerate line → (the training's result, ``meta``,
+    the job result's common fields: accuracies, training length, checkpoint and its sha256)."""
 
     from mamba_recall.results import save_checkpoint
     from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import train_recall
 
     name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
     tr = train_recall(sizes, seed=seed, device="cpu", **train_kw)
-    path = checkpoint_path(name, preset, seed, smoke)
+    path = checkpoint_path(name, preset, seed, smoke) if path is None else path
     meta = {
         "name": name,
         "preset": preset,
@@ -302,40 +302,23 @@ def run_wo_job(config: dict, seed: int) -> dict:
 
 
 def run_checkpoint_job(config: dict, seed: int) -> dict:
-    """One model of part ``checkpoints`` (``config["model"]`` of :data:`CHECKPOINT_MODELS`, seed 0): train it
-    (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall`) and save
-    ``results/checkpoints/ch1_<name>_<preset>.pt`` with its sidecar, what the notebooks load
-    (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.load_or_train`); the row of the
-    bundle ``ch1_checkpoints_<preset>``."""
-
-    from mamba_recall import results
-    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
-        checkpoint_path as model_checkpoint,
-        train_recall,
-    )
+    """One model of part ``checkpoints`` (``config["model"]`` of :data:`CHECKPOINT_MODELS`, seed 0): train and save it
+    as every job does (:func:`_train_and_save`), at ``results/checkpoints/ch1_<name>_<preset>.pt``, what the notebooks
+    load (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.load_or_train`); the row of the
+    bundle ``ch1_checkpoints_<preset>``, in the fields that bundle has always listed."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import checkpoint_path as model_checkpoint
 
     name, preset, smoke = config["model"], config["preset"], config["smoke"]
-    tr = train_recall(config["sizes"], seed, "cpu")
-    sidecar = {
-        "name": name,
-        "preset": preset,
-        "seed": seed,
-        "config": tr.sizes,
-        "device": "cpu",
-        "test_query_accuracy": tr.test_accuracy,
-        "train_query_accuracy": tr.train_accuracy,
-        "steps_run": tr.result.steps_run,
-    }
-    state = {k: v.detach().cpu() for k, v in tr.model.state_dict().items()}
     target = (SMOKE_CHECKPOINT_DIR / f"ch1_{name}_{preset}_smoke.pt") if smoke else model_checkpoint(name, preset)
     command = f"{runner_command('ch1_training')} --preset {preset} --only {name}"
-    path = results.save_checkpoint(target, state, sidecar, device="cpu", command=command)
+    tr, _, result = _train_and_save(config, seed, command, path=target)
     return {
         "test_query_accuracy": tr.test_accuracy,
         "train_query_accuracy": tr.train_accuracy,
         "steps_run": tr.result.steps_run,
         "seconds": tr.result.seconds,
-        **output_record(path),
+        "checkpoint": result["checkpoint"],
+        "sha256": result["sha256"],
     }
 
 

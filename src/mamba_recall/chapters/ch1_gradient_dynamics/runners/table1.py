@@ -10,8 +10,8 @@ sizes ("similar model sizes"), optimiser, |V| or steps: all [choice]s, in the ``
 
 The one runner of Table 1, one way at every preset: run-store jobs, one per cell and seed (resumable;
 ``results/runs/ch1.table1/``; options ``--allow-long``, ``--jobs``, ``--aggregate-only``, ``--smoke``, ``--store``;
-:mod:`.cpu_hours`). Parts ``table1`` and ``table1_matched`` (the size-matched row 3); without ``--parts``, ``ci``
-runs ``table1`` (seed 0) and ``cpu-hours`` and ``paper`` both (3 seeds). It writes ``results/ch1_table1_<preset>.json``
+:mod:`.cpu_hours`). Parts ``table1`` and ``table1_matched`` (the size-matched row 3); without ``--parts`` every preset
+runs both (``ci``: seed 0; ``cpu-hours`` and ``paper``: 3 seeds). It writes ``results/ch1_table1_<preset>.json``
 and ``results/ch1_table1_matched_<preset>.json``: every run (table ``runs``) and per cell the mean over seeds with its
 95 % interval, the column ``accuracy`` (that mean) and the paper's number (table ``accuracy``).
 """
