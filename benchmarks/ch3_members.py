@@ -30,7 +30,7 @@ def ch3_throughput(
     from mamba_recall.presets import experiment
 
     torch.set_num_threads(1)
-    cfg = dict(experiment("ch3.mqar_figa3", "cpu-hours"), T=T, V=V, batch=batch, steps=steps)
+    cfg = dict(experiment("ch3_mqar_figa3", "cpu-hours"), T=T, V=V, batch=batch, steps=steps)
     c = resolved_config(cfg, kappa, d, mixer, N)
     seeds = list(range(members))
     ways = {

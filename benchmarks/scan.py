@@ -210,7 +210,7 @@ def _training_case(name: str, backend: str):
         from mamba_recall.presets import experiment
         from mamba_recall.tasks.serial_recall import RecallVocab
 
-        cfg = experiment("ch4.train_s_small", "ci")
+        cfg = experiment("ch4_train_s_small", "ci")
         vocab = RecallVocab(**cfg["vocab"])
         torch.manual_seed(cfg["seed"])
         model = build_model(cfg["model"], vocab, backend=backend)
@@ -222,7 +222,7 @@ def _training_case(name: str, backend: str):
         from mamba_recall.presets import experiment
         from mamba_recall.tasks.keep_nth import keep_nth
 
-        cfg = experiment("ch3.keep_nth", "ci")
+        cfg = experiment("ch3_keep_nth", "ci")
         (d, N), T = cfg["dN"][0], cfg["Ts"][0]
         torch.manual_seed(0)
         model = build_model("s6", V=cfg["V"], d=d, N=N, T=T, backend=backend)

@@ -82,9 +82,9 @@ def test_committed_bundles_load():
 
 
 def test_presets_and_notebook_parameters():
-    assert experiment("scan.agreement", "ci")["lengths"]
+    assert experiment("ch0_agreement", "ci")["lengths"]
     with pytest.raises(PresetError, match="unknown preset 'full'.*'ci'.*'paper'"):
-        experiment("scan.agreement", "full")
+        experiment("ch0_agreement", "full")
     with pytest.raises(PresetError, match="unknown experiment"):
         experiment("nope", "ci")
     with pytest.raises(ParameterError, match="unknown preset"):

@@ -66,14 +66,14 @@ def test_run_store_bundles_hold_only_jobs_their_runners_make_today():
 
 def test_a_run_store_experiment_has_one_name_for_its_folder_and_its_bundles():
     """Issue 30, one name per experiment: the runs of a committed run-store bundle ``chN_<name>_<preset>`` sit in
-    ``results/runs/chN.<name>/`` (``ch3_keep_nth_cpu-hours`` reads ``ch3.keep_nth``, once ``ch3.keep_train``), and
+    ``results/runs/chN_<name>/`` (``ch3_keep_nth_cpu-hours`` reads ``ch3_keep_nth``, once ``ch3.keep_train``), and
     the bundle records that name. A grid that writes runs under another name than its bundle fails here."""
     folders = {p.stem: p.parent.name for p in (REPO_ROOT / "results/runs").glob("*/*.json")}
     checked = 0
     for entry, record in _run_store_bundles():
         names = {folders.get(k, "(not in the store)") for k in record["data"]["run_keys"]}
         want = entry.name.removesuffix(f"_{entry.preset}")
-        assert {n.replace(".", "_") for n in names} == {want}, (entry.name, sorted(names))
+        assert names == {want}, (entry.name, sorted(names))
         recorded = (record.get("config") or {}).get("experiment")
         if recorded is not None:
             assert recorded in names, (
@@ -99,7 +99,7 @@ def _size_checks() -> tuple[list[str], list[str]]:
         if not config or (isinstance(data, dict) and "run_keys" in data):
             continue
         per_model = config.get("sizes") if isinstance(config.get("sizes"), dict) else {}
-        targets = [(f"ch1.{m}", sizes) for m, sizes in per_model.items() if f"ch1.{m}" in EXPERIMENTS]
+        targets = [(f"ch1_{m}", sizes) for m, sizes in per_model.items() if f"ch1_{m}" in EXPERIMENTS]
         if not targets:
             fits = [
                 (len(sizes), name, held)
@@ -130,11 +130,11 @@ def test_other_bundles_record_the_sizes_their_presets_give_today():
 def test_a_preset_changed_after_its_bundle_was_made_is_found(monkeypatch):
     from mamba_recall.presets import EXPERIMENTS
 
-    entry = EXPERIMENTS["ch2.designed_capacity"]["ci"]
-    monkeypatch.setitem(EXPERIMENTS["ch2.designed_capacity"], "ci", entry.replace(n_queries=entry.n_queries + 1))
+    entry = EXPERIMENTS["ch2_designed_capacity"]["ci"]
+    monkeypatch.setitem(EXPERIMENTS["ch2_designed_capacity"], "ci", entry.replace(n_queries=entry.n_queries + 1))
     _, problems = _size_checks()
     assert len(problems) == 1 and problems[0].startswith(
-        "ch2_designed_capacity_ci: ch2.designed_capacity sizes changed"
+        "ch2_designed_capacity_ci: ch2_designed_capacity sizes changed"
     )
 
 

@@ -86,7 +86,7 @@ def test_a_toy_claim_with_its_preset_and_runner_as_the_page_says(tmp_path):
         )
         assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
         outputs.append(done.stdout)
-    assert len(list((root / "results" / "runs" / "ch2.toy").glob("*.json"))) == 3
+    assert len(list((root / "results" / "runs" / "ch2_toy").glob("*.json"))) == 3
     assert outputs[1].strip() == "reproduced"
     assert "results manifest: 1 entries" in outputs[2]
     (entry,) = json.loads((root / "results" / "manifest.json").read_text())["entries"]

@@ -325,7 +325,7 @@ def test_table1_paper_grid_on_cpu_is_refused(monkeypatch):
         match=r"Table 1 grid \(24 cells, up to 4000 steps each\): estimated "
         r"at least .* on cpu, over an hour; not started",
     ):
-        table1.run_table(experiment("ch1.table1", "paper"), device="cpu")
+        table1.run_table(experiment("ch1_table1", "paper"), device="cpu")
 
 
 # --------------------------------------------------------------------------- the smoke cap
@@ -356,12 +356,12 @@ def test_smoke_keeps_the_structure_and_caps_the_work(preset):
 
 
 def test_smoke_examples():
-    table1 = experiment("ch1.table1", "paper", smoke=True)
+    table1 = experiment("ch1_table1", "paper", smoke=True)
     assert table1["seq_lens"] == [128, 512] and table1["num_keys"] == [1, 4] and table1["steps"] == 4
     assert table1["train_size"] == 16 and table1["batch_size"] == 8
-    scaling = experiment("ch2.scaling", "paper", smoke=True)
-    assert scaling["regimes"] == experiment("ch2.scaling", "paper")["regimes"]  # (V, N_f, L) triples: not axes
-    assert experiment("ch1.table1", "paper")["steps"] == 4000  # the uncapped sizes are untouched
+    scaling = experiment("ch2_scaling", "paper", smoke=True)
+    assert scaling["regimes"] == experiment("ch2_scaling", "paper")["regimes"]  # (V, N_f, L) triples: not axes
+    assert experiment("ch1_table1", "paper")["steps"] == 4000  # the uncapped sizes are untouched
 
 
 def test_smoke_runs_never_write_into_results(tmp_path):
@@ -411,7 +411,7 @@ def test_explorer_notebook_finishes_under_plain_papermill(tmp_path):
             "from mamba_recall.widgets import scan_explorer\nscan_explorer()\n"
             "from mamba_recall.presets import experiment\n"
             "from mamba_recall.chapters.ch1_gradient_dynamics.views import regime_explorer\n"
-            "regime_explorer(experiment('ch1.k1', 'ci'), steps=50)"
+            "regime_explorer(experiment('ch1_k1', 'ci'), steps=50)"
         )
     ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -130,7 +130,7 @@ def test_a_plain_dict_preset_or_a_smoke_dict_is_refused_with_the_fix(monkeypatch
     with pytest.raises(RuntimeError, match=r"'ch5.untyped' .* gives \['ci', 'paper'\] as plain dicts; give each"):
         presets._merge_chapter_sizes()
     monkeypatch.delitem(ch5.EXPERIMENTS, "ch5.untyped")
-    monkeypatch.setattr(ch5, "SMOKE", {"ch5.capacity": {"steps": 1}}, raising=False)
+    monkeypatch.setattr(ch5, "SMOKE", {"ch5_capacity": {"steps": 1}}, raising=False)
     monkeypatch.setattr(presets, "_EXPERIMENTS", {})
     with pytest.raises(RuntimeError, match="has a SMOKE dict; declare each field's smoke cap on the field"):
         presets._merge_chapter_sizes()

@@ -19,18 +19,19 @@ PRESETS = ("ci", "cpu-hours", "paper")
 
 def test_the_one_convention():
     f = results.checkpoint_file
-    assert f("ch1.k1", "ci").name == "ch1_k1_ci.pt"
-    assert f("ch1.wo", "cpu-hours", model="identity", seed=3).name == "ch1_wo_identity_cpu-hours_seed3.pt"
-    assert f("ch3.keep_nth", "cpu-hours", model="s6pe", T=50, seed=0).name == "ch3_keep_nth_s6pe_cpu-hours_T50_seed0.pt"
-    assert f("ch3.keep_nth", "ci", model="s6pe", T=None).name == "ch3_keep_nth_s6pe_ci.pt"
-    with pytest.raises(ValueError, match="ch<N>.<name>"):
-        f("ch3_keep", "ci")
+    assert f("ch1_k1", "ci").name == "ch1_k1_ci.pt"
+    assert f("ch1_wo", "cpu-hours", model="identity", seed=3).name == "ch1_wo_identity_cpu-hours_seed3.pt"
+    assert f("ch3_keep_nth", "cpu-hours", model="s6pe", T=50, seed=0).name == "ch3_keep_nth_s6pe_cpu-hours_T50_seed0.pt"
+    assert f("ch3_keep_nth", "ci", model="s6pe", T=None).name == "ch3_keep_nth_s6pe_ci.pt"
+    for bad in ("ch3.keep_nth", "keep_nth", "ch3"):
+        with pytest.raises(ValueError, match="ch<N>_<name>, e.g. 'ch3_keep_nth'"):
+            f(bad, "ci")
 
 
 def test_every_committed_checkpoint_is_named_by_an_experiment_and_a_preset():
-    """The stem of each checkpoint in the manifest starts with a known experiment's name (dot as ``_``), followed
+    """The stem of each checkpoint in the manifest starts with a known experiment's name, followed
     by an optional model and the preset it was made at (then its other parts and its seed)."""
-    experiments = sorted({e.replace(".", "_") for e in EXPERIMENTS} | {"ch4_edge", "ch4_edge_mix"}, key=len)
+    experiments = sorted(set(EXPERIMENTS) | {"ch4_edge", "ch4_edge_mix"}, key=len)
     checked = 0
     for entry in manifest.load():
         if entry.kind != "checkpoint":
@@ -48,7 +49,7 @@ def test_a_renamed_checkpoint_loads_under_its_new_name_and_keeps_its_provenance(
         tmp_path / "ch9_old_ci.pt", {"w": torch.ones(2)}, {"config": {"a": 1}}, command="python -m x --preset ci"
     )
     before = json.loads(old.with_suffix(".json").read_text())
-    new = results.rename_checkpoint(old, results.checkpoint_file("ch9.new", "ci", directory=tmp_path))
+    new = results.rename_checkpoint(old, results.checkpoint_file("ch9_new", "ci", directory=tmp_path))
     assert not old.exists() and not old.with_suffix(".json").exists()
     payload, sidecar = results.read_checkpoint(new, regenerate="x")  # its sha256 and content hash check out
     assert torch.equal(payload["w"], torch.ones(2))
@@ -73,7 +74,7 @@ def test_the_manifest_keeps_a_renamed_checkpoint_s_claims(tmp_path):
         tmp_path / "results/checkpoints/ch9_old_ci.pt", {"w": torch.ones(1)}, {}, command="python -m x --preset ci"
     )
     manifest.write({"ch9_old_ci": ("009/Claim",)}, root=tmp_path)
-    results.rename_checkpoint(old, results.checkpoint_file("ch9.new", "ci", directory=old.parent))
+    results.rename_checkpoint(old, results.checkpoint_file("ch9_new", "ci", directory=old.parent))
     manifest.write(root=tmp_path)
     entries = {e.name: e for e in manifest.load(tmp_path / "results" / "manifest.json")}
     assert set(entries) == {"ch9_new_ci"} and entries["ch9_new_ci"].claims == ("009/Claim",)

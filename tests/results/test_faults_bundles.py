@@ -331,9 +331,9 @@ def _ch1_ci_copy(root: Path, keep) -> None:
     (root / "results" / "checkpoints").mkdir()
     for f in (RESULTS_DIR / "checkpoints").glob("ch1_*_ci.*"):
         shutil.copy2(f, root / "results" / "checkpoints" / f.name)
-    runs = root / "results" / "runs" / "ch1.checkpoints"
+    runs = root / "results" / "runs" / "ch1_checkpoints"
     runs.mkdir(parents=True)
-    for f in (RESULTS_DIR / "runs" / "ch1.checkpoints").glob("*.json"):
+    for f in (RESULTS_DIR / "runs" / "ch1_checkpoints").glob("*.json"):
         rec = json.loads(f.read_text())
         if rec["config"]["preset"] == "ci" and keep(rec["config"]["model"]):
             shutil.copy2(f, runs / f.name)

@@ -519,7 +519,7 @@ def test_ch4_edge_scratch_store_writes_its_bundles_beside_itself(tmp_path):
     names = ("ch4_edge_cpu-hours.json", "ch4_edge_checks_cpu-hours.json")
     before = {n: (RESULTS_DIR / n).read_bytes() for n in names}
     store = tmp_path / "runs"
-    for experiment in ("ch4.edge", "ch4.edge_checks"):
+    for experiment in ("ch4_edge", "ch4_edge_checks"):
         shutil.copytree(RESULTS_DIR / "runs" / experiment, store / experiment)
     ch4_edge.main(["--preset", "cpu-hours", "--aggregate-only", "--store", str(store)])
     assert all((tmp_path / n).exists() for n in names)

@@ -44,17 +44,17 @@ def test_a_real_grid_on_ray_is_bit_identical_to_the_local_engine_and_resumes(loc
         mp.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)
         F.main(args + ["--store", str(tmp_path / "local")])
         F.main(args + ["--store", str(tmp_path / "ray"), "--engine", "ray", "--jobs", "2"])
-        a, b = _results(tmp_path / "local", "ch2.fig7"), _results(tmp_path / "ray", "ch2.fig7")
+        a, b = _results(tmp_path / "local", "ch2_fig7"), _results(tmp_path / "ray", "ch2_fig7")
         assert len(a) == 8 and a == b  # every number of every result, exactly
         assert not list((tmp_path / "ray").rglob("*.claim")), "every claim is released"
-        folder = tmp_path / "ray" / "ch2.fig7"
+        folder = tmp_path / "ray" / "ch2_fig7"
         before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
         gone = sorted(before)[0]
         (folder / gone).unlink()  # an interrupted grid: only the missing job runs again
         F.main(args + ["--store", str(tmp_path / "ray"), "--engine", "ray", "--jobs", "2"])
         after = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
         assert after.keys() == before.keys() and [n for n in after if after[n] != before[n]] == [gone]
-        assert _results(tmp_path / "ray", "ch2.fig7") == a
+        assert _results(tmp_path / "ray", "ch2_fig7") == a
 
 
 def test_a_failing_job_on_ray_is_recorded_and_named(local_ray, tmp_path):

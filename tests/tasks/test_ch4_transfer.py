@@ -106,7 +106,7 @@ def _tiny_model():
 
 def test_transfer_scores_ablation_semantics():
     model = _tiny_model().eval()
-    mix = experiment("ch4.train_s_mix", "ci")["mix"]
+    mix = experiment("ch4_train_s_mix", "ci")["mix"]
     sets = A.transfer_sets(V, mix, 8)
     base = A.iv.labelled_scores(model, sets)
     none = A.iv.labelled_scores(model, sets, {})
@@ -154,7 +154,7 @@ def test_check_transfer_decision_rule():
 
 
 def test_mixture_batches_are_deterministic_and_keep_recall_batches():
-    cfg = experiment("ch4.train_s_mix", "ci")
+    cfg = experiment("ch4_train_s_mix", "ci")
     make = T.make_batch_fn(cfg, V)
     kinds = []
     for step in range(40):
@@ -164,16 +164,16 @@ def test_mixture_batches_are_deterministic_and_keep_recall_batches():
         kinds.append(bool((x >= V.fill0).any()))  # transfer batches contain filler, recall batches never
     assert 8 <= sum(kinds) <= 32
     # without a mixture, batches are exactly the s_small recall batches (the committed checkpoint's data)
-    plain = T.make_batch_fn(experiment("ch4.train_s_small", "ci"), V)
+    plain = T.make_batch_fn(experiment("ch4_train_s_small", "ci"), V)
     rng = np.random.RandomState(0 * 1_000_000 + 7)
-    cfg0 = experiment("ch4.train_s_small", "ci")
+    cfg0 = experiment("ch4_train_s_small", "ci")
     L = T.curriculum_L(7, cfg0["steps"], cfg0["L_min"], cfg0["L_max"], cfg0["curriculum_frac"], rng)
     ref = multiquery_batch(L, cfg0["batch"], n_queries=cfg0["n_queries"], vocab=V, seed=int(rng.randint(2**31 - 1)))
     assert torch.equal(plain(7)[0], ref[0])
 
 
 def test_warm_start_rejects_a_different_architecture():
-    cfg = experiment("ch4.train_s_mix", "ci")
+    cfg = experiment("ch4_train_s_mix", "ci")
     cfg["model"] = {**cfg["model"], "d_model": 32}
     with pytest.raises(ValueError, match="init_from"):
         T._warm_start(T.build_model(cfg["model"], V), cfg, T.checkpoint_path(cfg["init_from"], "ci"))
@@ -196,7 +196,7 @@ def test_model_checks_runner_arguments():
         M.main(["--checkpoint", "x.pt"])  # needs --name
     with pytest.raises(FileNotFoundError, match="regenerate"):
         M.judge_model(Path("/nonexistent/ch4_x.pt"))
-    assert set(experiment("ch4.model_checks", "ci")["models"]) <= set(T.MODELS)
+    assert set(experiment("ch4_model_checks", "ci")["models"]) <= set(T.MODELS)
 
 
 def test_transfer_claim_carries_a_null_that_cannot_pass():

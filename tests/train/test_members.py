@@ -12,7 +12,7 @@ from mamba_recall.train import Stopping
 
 
 def _config(mixer: str, target: float) -> dict:
-    cfg = experiment("ch3.mqar_train", "ci")
+    cfg = experiment("ch3_mqar_train", "ci")
     return dict(M.resolved_config(dict(cfg, steps=600), 4, 32, mixer, 8), target_accuracy=target)
 
 

@@ -240,7 +240,7 @@ def test_recipe_from_preset_reads_the_presets_dicts():
         label_smoothing=0.1,
     )
     assert hash(code) == hash(Recipe.from_preset(dict(RECIPES["code"])))  # frozen: hashable, equal by value
-    ch5 = experiment("ch5.capacity", "ci")["recipe"]  # betas as a list (JSON): read as a tuple
+    ch5 = experiment("ch5_capacity", "ci")["recipe"]  # betas as a list (JSON): read as a tuple
     assert Recipe.from_preset(ch5) == code
     assert Recipe.from_preset({**RECIPES["tab9"], "grad_clip": 0}).grad_clip is None  # 0: no clipping
     assert Recipe.from_preset({"lr": 0.5}) == Recipe(lr=0.5)  # a missing entry keeps the default

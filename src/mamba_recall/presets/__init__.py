@@ -90,6 +90,10 @@ def _merge_chapter_sizes() -> dict[str, dict[str, Sizes]]:
     return _EXPERIMENTS
 
 
+#: Experiments whose name changed other than by its dot (``chN.x`` became ``chN_x``): the old name -> today's.
+RENAMED = {"scan.agreement": "ch0_agreement", "scan.explorer": "ch0_explorer"}
+
+
 class PresetError(ValueError):
     """An unknown preset or experiment name."""
 
@@ -115,6 +119,9 @@ def experiment(name: str, preset: str, *, smoke: bool = False) -> dict:
     check_preset(preset)
     EXPERIMENTS = _merge_chapter_sizes()
     if name not in EXPERIMENTS:
+        renamed = RENAMED.get(name, name.replace(".", "_", 1))
+        if renamed in EXPERIMENTS:
+            raise PresetError(f"experiment {name!r} is now called {renamed!r} (one name per experiment, issue 30).")
         raise PresetError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}.")
     if not isinstance(smoke, bool):
         raise PresetError(f"smoke must be True or False, got {smoke!r}.")

@@ -26,6 +26,6 @@ CH3_TRAIN_BASE = 10_000_000
 PRIMACY_EVAL = 20250
 TRANSFER_PROBE = 31337
 TRANSFER_TRAIN_EVAL = 777
-#: The transfer fine-tune of edge model seed k (``ch4.edge_mix``) draws its training stream with seed
+#: The transfer fine-tune of edge model seed k (``ch4_edge_mix``) draws its training stream with seed
 #: ``EDGE_MIX_OFFSET + k`` (far from the edge family's seeds 0–5, so no batch of the base model's training recurs).
 EDGE_MIX_OFFSET = 1000

@@ -28,8 +28,8 @@ from ._records import (
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 
 
-#: an experiment's name: ``ch<N>.<name>`` (``ch3.keep_nth``), as in the presets and the run store
-_EXPERIMENT = re.compile(r"ch\d+\.[a-z0-9_]+")
+#: an experiment's name: ``ch<N>_<name>`` (``ch3_keep_nth``), as in the presets and the run store
+_EXPERIMENT = re.compile(r"ch\d+_[a-z0-9_]+")
 
 
 def checkpoint_file(
@@ -42,13 +42,13 @@ def checkpoint_file(
     **parts,
 ) -> Path:
     """The one name of a committed checkpoint: ``<directory>/<experiment>[_<model>]_<preset>[_<key><value>…][_seed<s>].pt``
-    with the experiment's dot written ``_`` (default directory ``results/checkpoints``). ``ch3.keep_nth``'s Mamba+PE
-    at ``cpu-hours``, T = 10, seed 0 is ``ch3_keep_nth_s6pe_cpu-hours_T10_seed0.pt``; ``ch1.k1`` at ``ci`` is
+    (default directory ``results/checkpoints``). ``ch3_keep_nth``'s Mamba+PE
+    at ``cpu-hours``, T = 10, seed 0 is ``ch3_keep_nth_s6pe_cpu-hours_T10_seed0.pt``; ``ch1_k1`` at ``ci`` is
     ``ch1_k1_ci.pt``. The preset is in every name, so runs of different presets never overwrite each other; a
-    ``parts`` value of None is left out. ValueError for an experiment not named ``ch<N>.<name>``."""
+    ``parts`` value of None is left out. ValueError for an experiment not named ``ch<N>_<name>``."""
     if not _EXPERIMENT.fullmatch(experiment):
-        raise ValueError(f"checkpoint of {experiment!r}: name the experiment as ch<N>.<name>, e.g. 'ch3.keep_nth'.")
-    name = experiment.replace(".", "_") + (f"_{model}" if model else "") + f"_{preset}"
+        raise ValueError(f"checkpoint of {experiment!r}: name the experiment as ch<N>_<name>, e.g. 'ch3_keep_nth'.")
+    name = experiment + (f"_{model}" if model else "") + f"_{preset}"
     name += "".join(f"_{k}{v}" for k, v in parts.items() if v is not None)
     name += "" if seed is None else f"_seed{seed}"
     return Path(directory or CHECKPOINT_DIR) / f"{name}.pt"

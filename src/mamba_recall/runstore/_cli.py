@@ -161,7 +161,7 @@ def run_missing(
     runner: str, jobs: list[dict], args, *, store: Path | None, estimate, what: str, members_runner: str | None = None
 ) -> list[dict]:
     """:func:`run_grid` of ``jobs`` with ``--jobs`` processes, the ``estimate`` unless ``--no-estimate``, and the
-    long-run guard naming ``what`` (e.g. ``"ch2.trained_dn at preset cpu-hours"``); the log on stdout."""
+    long-run guard naming ``what`` (e.g. ``"ch2_trained_dn at preset cpu-hours"``); the log on stdout."""
     return run_grid(
         runner,
         jobs,

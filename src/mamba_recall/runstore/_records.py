@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -40,7 +41,7 @@ def _plain(obj):
 def make_job(experiment: str, config: dict, seed: int) -> dict:
     """A job: ``{"experiment", "config", "seed"}`` in plain JSON form, with its ``key``."""
     if not experiment or "/" in experiment or experiment.startswith("."):
-        raise ValueError(f"experiment name {experiment!r} must be a plain name such as 'ch2.reference_grid'.")
+        raise ValueError(f"experiment name {experiment!r} must be a plain name such as 'ch2_reference_grid'.")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, got {seed!r}.")
     job = {"experiment": experiment, "config": _plain(config), "seed": seed}
@@ -55,11 +56,14 @@ def make_job(experiment: str, config: dict, seed: int) -> dict:
 
 
 #: Experiments renamed after their runs were keyed, today's name -> the name their keys hash (issue 30, one name per
-#: experiment: the store folder, the preset and the bundle now share one; ``ch3.keep_nth`` was ``ch3.keep_train``).
+#: experiment, used for its preset, runner, store folder, bundle and checkpoints). Two renames so far: some
+#: experiments took the name of their runner (``ch3.keep_train`` became ``ch3.keep_nth``), then every name's dot
+#: became ``_`` (``ch3.keep_nth`` became ``ch3_keep_nth``, as its runner, bundle and checkpoints were already spelled).
 #: A job's key hashes the name it was first keyed with, so a renamed experiment's finished runs stay finished; each
 #: run keeps the name it was written with in its ``experiment`` field. Declared history: never edit an entry, and
 #: add one when an experiment with runs is renamed (then ``git mv`` its folder under ``results/runs``).
 KEYED_AS = {
+    # the first rename (an experiment took its runner's name); runs written under these names keep them
     "ch1.mechanism": "ch1.cpu_hours_models",
     "ch1.table1": "ch1.cpu_hours_table1",
     "ch1.table1_matched": "ch1.cpu_hours_table1_matched",
@@ -68,7 +72,40 @@ KEYED_AS = {
     "ch1.wo": "ch1.cpu_hours_wo",
     "ch3.keep_nth": "ch3.keep_train",
     "ch3.induction": "ch3.ih_train",
+    # the dot became "_" (2026-11-28)
+    "ch1_checkpoints": "ch1.checkpoints",
+    "ch1_full_mamba": "ch1.cpu_hours_full_mamba",
+    "ch1_full_onehot": "ch1.cpu_hours_full_onehot",
+    "ch1_mechanism": "ch1.cpu_hours_models",
+    "ch1_table1": "ch1.cpu_hours_table1",
+    "ch1_table1_matched": "ch1.cpu_hours_table1_matched",
+    "ch1_wo": "ch1.cpu_hours_wo",
+    "ch2_fig10_11": "ch2.fig10_11",
+    "ch2_fig7": "ch2.fig7",
+    "ch2_fig8": "ch2.fig8",
+    "ch2_multihead": "ch2.multihead",
+    "ch2_reference_grid": "ch2.reference_grid",
+    "ch2_scaling": "ch2.scaling",
+    "ch2_tab10": "ch2.tab10",
+    "ch2_thm5": "ch2.thm5",
+    "ch2_trained_dn": "ch2.trained_dn",
+    "ch3_induction": "ch3.ih_train",
+    "ch3_keep_nth": "ch3.keep_train",
+    "ch3_mqar_figa3": "ch3.mqar_figa3",
+    "ch3_mqar_train": "ch3.mqar_train",
+    "ch4_edge": "ch4.edge",
+    "ch4_edge_checks": "ch4.edge_checks",
+    "ch4_edge_mix": "ch4.edge_mix",
+    "ch4_train": "ch4.train",
+    "ch5_capacity": "ch5.capacity",
 }
+
+
+def former_names(experiment: str) -> list[str]:
+    """The names ``experiment``'s runs were kept under before (:data:`KEYED_AS`): the name its keys hash and, for a
+    name of the dotted era, ``chN.x``; today's name excluded."""
+    dotted = re.sub(r"^(ch\d)_", r"\1.", experiment)
+    return [n for n in dict.fromkeys((KEYED_AS.get(experiment, experiment), dotted)) if n != experiment]
 
 
 def job_key(job: dict) -> str:
@@ -205,17 +242,17 @@ def read_run(path: Path, key: str | None = None) -> dict:
 
 
 def check_not_renamed(experiment: str, store: Path | None = None) -> None:
-    """RunFileError when ``store`` still holds runs of ``experiment`` under the name it had before it was renamed
-    (:data:`KEYED_AS`): they are finished runs of today's experiment, and a grid that did not see them would run
+    """RunFileError when ``store`` still holds runs of ``experiment`` under a name it had before it was renamed
+    (:func:`former_names`): they are finished runs of today's experiment, and a grid that did not see them would run
     them all again beside them."""
-    old = KEYED_AS.get(experiment)
     folder = Path(store or RUNS_DIR)
-    if old and any((folder / old).glob("*.json")):
-        raise RunFileError(
-            f"{folder / old} holds runs of {experiment} under its old name {old!r}; move them to the experiment's "
-            f"folder (git mv {folder / old} {folder / experiment}, or mv where the store is not in git) and run "
-            "the same command again (their keys are unchanged, so they stay finished)."
-        )
+    for old in former_names(experiment):
+        if any((folder / old).glob("*.json")):
+            raise RunFileError(
+                f"{folder / old} holds runs of {experiment} under its old name {old!r}; move them to the "
+                f"experiment's folder (git mv {folder / old} {folder / experiment}, or mv where the store is not in "
+                "git) and run the same command again (their keys are unchanged, so they stay finished)."
+            )
 
 
 def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict], dict[str, str]]:

@@ -67,7 +67,7 @@ def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
     assert n_table == 2 * 5 * 2 + 2 * 2 * 2 and parts_of(c1.PART_RUNNER, "ch1_table1") == ("table1", "table1_matched")
     assert f"{n_models} jobs: 0 finished (skipped), {n_models} left" in logs
     assert f"{n_table} jobs: 0 finished (skipped), {n_table} left" in logs
-    victim_is_table = smoke_grid["victim"].parent.name.startswith("ch1.table1")
+    victim_is_table = smoke_grid["victim"].parent.name.startswith("ch1_table1")
     n_victim = n_table if victim_is_table else n_models
     assert f"{n_victim} jobs: {n_victim - 1} finished (skipped), 1 left" in logs
     for path, mtime in smoke_grid["first"].items():
@@ -128,7 +128,7 @@ def test_noise_forgetting_probe_recomputes_the_model_and_breaks_the_erase():
     assert p["probe_accuracy_no_write_erase"] < p["probe_accuracy_before"] - 0.1
     from mamba_recall.models.simplified_recall import m2
 
-    with pytest.raises(ValueError, match="ch1.k1"):
+    with pytest.raises(ValueError, match="ch1_k1"):
         noise_forgetting_probe(m2(8, 2), batch)
 
 
@@ -159,7 +159,7 @@ def test_pair_transformer_sees_the_mambas_pair():
     from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import build
     from mamba_recall.presets import experiment
 
-    sizes = experiment("ch1.table1", "cpu-hours")
+    sizes = experiment("ch1_table1", "cpu-hours")
     model = build("tf1_pair", 16, 1, 32, sizes, 0)
     ids = torch.tensor([[3, 5, 5, 0, 9]])
     W = model.embedding.proj.weight  # (d_model, 2|V|)
@@ -197,10 +197,10 @@ def test_cpu_hours_sizes_are_the_papers():
     from mamba_recall.presets import experiment
 
     for name, keys in (("k1", 1), ("k2", 2), ("k4", 4)):
-        s = experiment(f"ch1.{name}", "cpu-hours")
+        s = experiment(f"ch1_{name}", "cpu-hours")
         assert (s["seq_len"], s["target"], s["num_keys"], s["max_noise"], s["seeds"]) == (256, "identity", keys, 3, 3)
-    assert experiment("ch1.k4", "cpu-hours")["vocab_size"] == 16
-    t = experiment("ch1.table1", "cpu-hours")
+    assert experiment("ch1_k4", "cpu-hours")["vocab_size"] == 16
+    t = experiment("ch1_table1", "cpu-hours")
     assert t["seq_lens"] == [128] and t["early_stop"] == "train_plateau" and t["seeds"] == 3
     json.dumps(c1.jobs_for())  # every job is plain JSON (the run store's key)
 

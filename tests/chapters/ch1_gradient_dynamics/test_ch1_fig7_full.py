@@ -140,12 +140,12 @@ def test_rule_over_three_seeds_both_ways():
 
 
 def test_the_doubled_one_hot_full_model_reads_tokens_as_the_simplified_one():
-    """ch1.full_onehot's model: the embedding of §2.2 fixed (row v = [e_v; e_v], padded rows 0, no gradient), an
+    """ch1_full_onehot's model: the embedding of §2.2 fixed (row v = [e_v; e_v], padded rows 0, no gradient), an
     untied learned readout; its readout in (previous, current) coordinates is defined (Fig. 7's matrix)."""
     from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_full_model
     from mamba_recall.presets import experiment
 
-    sizes = experiment("ch1.full_onehot", "cpu-hours")
+    sizes = experiment("ch1_full_onehot", "cpu-hours")
     assert sizes["embedding"] == "doubled_one_hot" and sizes["d_model"] == 2 * sizes["vocab_size"] == 16
     assert sizes["steps_past_target"] == 2000
     model = build_full_model(sizes, 0)

@@ -56,7 +56,7 @@ def test_eq15_is_an_erratum_with_both_numbers():
 
 def test_lemma1_is_tested_inside_its_domain():
     for preset in ("ci", "paper"):
-        s = experiment("ch2.circuit", preset)["lemma1"]
+        s = experiment("ch2_circuit", preset)["lemma1"]
         assert s["N"] < s["D"] < s["V"], preset
         from mamba_recall.theory.capacity import lemma1_condition
 

@@ -37,7 +37,7 @@ def test_jobs_record_their_resolved_config_and_preset():
         assert len({j["key"] for j in jobs}) == len(jobs)
         for j in jobs:
             c = j["config"]
-            assert c["preset"] == "cpu-hours" and c["part"] == part and j["experiment"] == f"ch2.{part}"
+            assert c["preset"] == "cpu-hours" and c["part"] == part and j["experiment"] == f"ch2_{part}"
             assert c["recipe"]["name"] == "code" and c["recipe"]["batch_size"] == c["batch"]
             assert c["eval"]["seed"] == 10**6 and c["eval"]["target_accuracy"] == 0.999
     smoke = {j["key"] for j in F.jobs_for("fig7", "cpu-hours", smoke=True)}
@@ -83,7 +83,7 @@ def test_smoke_grid_resumes_and_bundles_have_intervals(smoke_store):
         assert set(cells["n_seeds"]) == {2} and len(runs) == 2 * len(cells) and b.data["complete"]
         assert b.config["preset"] == "cpu-hours" and "Student-t" in b.data["interval_method"]
         assert (cells["acc"] == cells["best_accuracy_mean"]).all()
-    folder = store / "ch2.fig7"
+    folder = store / "ch2_fig7"
     before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
     assert len(before) == 8  # N ∈ {2, 4} × Λ ∈ {1, 4} (smoke: first and last Λ) × 2 seeds
     S.main(args[:-2] + ["fig7"])  # nothing left: no job runs again

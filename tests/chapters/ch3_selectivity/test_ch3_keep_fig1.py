@@ -25,7 +25,7 @@ from mamba_recall.presets import experiment
 from mamba_recall.results import Bundle
 
 ROOT = Path(__file__).resolve().parents[3]
-CI = experiment("ch3.keep_nth", "ci")
+CI = experiment("ch3_keep_nth", "ci")
 
 
 def config(T=10, kind="s6+pe"):
@@ -89,7 +89,7 @@ def test_untrained_rows_equal_a_run_trained_for_no_step():
 
 
 def test_committed_run_store_jobs_keep_their_keys():
-    """The baseline lives in the aggregation: every finished job in results/runs/ch3.keep_nth/ is still a job of
+    """The baseline lives in the aggregation: every finished job in results/runs/ch3_keep_nth/ is still a job of
     the cpu-hours or the ci grid (same config, same key), so the runner's finished count is unchanged."""
     from mamba_recall.runstore import pending
 

@@ -14,7 +14,7 @@ from mamba_recall.chapters.ch3_selectivity.views.selectivity import (
 
 def test_haar_slider_frame_fits_row_limit_in_both_presets():
     for preset in ("ci", "paper"):
-        hs = experiment("ch3.haar", preset)
+        hs = experiment("ch3_haar", preset)
         frame = haar_slider_frame(hs["slider_js"], hs["slider_sharpness"], points=hs["slider_points"], quad_points=2001)
         assert len(frame) <= 5000
         spec = haar_slider_chart(frame).to_dict()
@@ -29,10 +29,10 @@ def test_mqar_grid_chart():
 
 def test_ch3_presets_have_both_sizes():
     for name, sizes in EXPERIMENTS.items():
-        assert name.startswith("ch3.") and {"ci", "paper"} <= set(sizes) <= {"ci", "cpu-hours", "paper"}
+        assert name.startswith("ch3_") and {"ci", "paper"} <= set(sizes) <= {"ci", "cpu-hours", "paper"}
         for preset in sizes:
             assert isinstance(experiment(name, preset), dict)
-    trained = {"ch3.keep_nth", "ch3.mqar_train", "ch3.mqar_figa3", "ch3.induction"}
+    trained = {"ch3_keep_nth", "ch3_mqar_train", "ch3_mqar_figa3", "ch3_induction"}
     assert {n for n, s in EXPERIMENTS.items() if "cpu-hours" in s} == trained
 
 

@@ -19,13 +19,13 @@ def test_jobs_fine_tune_the_primary_recipes_evidence_seeds():
     S = experiment(M.EXPERIMENT, "cpu-hours")
     assert S["base_recipe"] == fam.primary
     assert S["base_seeds"] == [r["seed"] for r in fam.evidence_runs(fam.primary)]
-    edge = experiment("ch4.edge", "cpu-hours")["recipes"][S["base_recipe"]]
+    edge = experiment("ch4_edge", "cpu-hours")["recipes"][S["base_recipe"]]
     for job in M.jobs_for("cpu-hours"):
         r = job["config"]["recipe"]
         assert checkpoint_path(r["init_from"]).exists()
         assert r["init_from"] == f"edge_{S['base_recipe']}_cpu-hours_seed{job['seed']}"
         assert r["model"] == edge["model"] and r["vocab"] == edge["vocab"]
-        assert r["mix"] == experiment("ch4.train_s_mix", "ci")["mix"] and r["steps"] == 5000
+        assert r["mix"] == experiment("ch4_train_s_mix", "ci")["mix"] and r["steps"] == 5000
         assert r["seed"] == seeds.EDGE_MIX_OFFSET + job["seed"] and r["seed"] not in range(10)
 
 

@@ -207,7 +207,7 @@ def test_the_page_reads_the_committed_search_and_the_strongest_complete_bundle()
 
     said = []
     result = first_search("ci", 0, log=said.append)
-    assert said and said[0].startswith("from the run store: results/runs/ch5.capacity/")
+    assert said and said[0].startswith("from the run store: results/runs/ch5_capacity/")
     row = load_bundle("ch5_capacity_ci").tables["searches"].query("layers == 1 and D == 32 and N == 8").iloc[0]
     assert result["capacity"]["0.5"]["kappa"] == pytest.approx(row.kappa50)  # the preset's first cell, (1, 32, 8)
     strongest, partial = evidence_bundles(log=said.append)
@@ -227,6 +227,6 @@ def test_bad_sizes_stop_before_any_job(change, match):
     from mamba_recall.chapters.ch5_synthesis.runners.capacity import check_sizes
     from mamba_recall.presets import experiment
 
-    sizes = {**experiment("ch5.capacity", "cpu-hours"), **change}
+    sizes = {**experiment("ch5_capacity", "cpu-hours"), **change}
     with pytest.raises(ValueError, match=match):
         check_sizes(sizes)

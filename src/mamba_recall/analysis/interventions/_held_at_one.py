@@ -36,7 +36,7 @@ def k1_recurrence(model, batch, what: str):
     from ...tasks.latest_value import pair_events
 
     if model.d_state != 1 or model.selective_bc:
-        raise ValueError(f"{what} is defined for the |K| = 1 model (N = 1, B = C = 1); use ch1.k1.")
+        raise ValueError(f"{what} is defined for the |K| = 1 model (N = 1, B = C = 1); use ch1_k1.")
     logits, it = model(batch.inputs, return_internals=True)
     events = pair_events(batch.inputs.numpy(), batch.num_keys)
     return logits, it["forget"][..., 0], it["input_term"][..., 0], events

@@ -41,15 +41,15 @@ class Explorer(Sizes):
 
 
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {
-    "scan.agreement": {
+    "ch0_agreement": {
         "ci": Agreement(batch=2, channels=8, d_state=4, lengths=[1, 7, 64, 300, 2048], seed_count=3),
         "paper": Agreement(batch=4, channels=64, d_state=16, lengths=[1, 7, 64, 512, 4096, 8192], seed_count=5),
     },
-    "scan.bench": {
+    "scan_bench": {
         "ci": Bench(sizes=[[4, 64, 16, 128], [8, 128, 16, 256]], repeats=2, reference=True),
         "paper": Bench(sizes=[[16, 256, 16, 512], [16, 1536, 16, 2048]], repeats=3, reference=True),
     },
-    "scan.explorer": {
+    "ch0_explorer": {
         "ci": Explorer(deltas=[0.05, 0.1, 0.2, 0.5, 1.0, 2.0], a_values=[-0.25, -0.5, -1.0, -2.0, -4.0], length=24),
         "paper": Explorer(
             deltas=[0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0],

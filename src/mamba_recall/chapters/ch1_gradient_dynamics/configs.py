@@ -1,6 +1,6 @@
 """Sizes of Chapter 1 (paper 000): gradient dynamics of simplified Mamba on associative recall.
 
-Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
+Each entry: ``"chN_experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
 :class:`~mamba_recall.presets.sizes.Sizes` class per kind below, each field with its type and its smoke cap.
 Training sizes are [choice]s of the replication (the paper gives none except |V| = 8, n_ε = 3, T = 256
 and "until 100 % training accuracy"): Adam(W) without weight decay, constant lr, batch 64, a fixed
@@ -151,7 +151,7 @@ _SEEDS = {"seeds": 3, "n_probe": 64}
 
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # §3, Figs. 4 and 8, App. C: |K| = 1, N = 1, B = C = 1, identity targets (the paper's).
-    "ch1.k1": {
+    "ch1_k1": {
         "ci": _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=64, target="identity", lr=3e-2, steps=3000),
         "paper": _task(
             SimplifiedRun,
@@ -174,12 +174,12 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # the same with masked loss (standard MQAR), to show which magnitudes need identity targets.
-    "ch1.k1_masked": {
+    "ch1_k1_masked": {
         "ci": _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=64, target="masked", lr=1e-2, steps=600),
         "paper": _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=256, target="masked", lr=1e-2, steps=2000),
     },
     # Figs. 5, 6: |K| = 2 and 4 with N = |K| and selective B, C.
-    "ch1.k2": {
+    "ch1_k2": {
         "ci": _task(SimplifiedRun, num_keys=2, d_state=2, seq_len=64, target="masked", lr=1e-2, steps=600),
         "paper": _task(
             SimplifiedRun,
@@ -201,7 +201,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
             steps=6000,
         ),
     },
-    "ch1.k4": {
+    "ch1_k4": {
         "ci": _task(SimplifiedRun, num_keys=4, d_state=4, seq_len=64, target="masked", lr=1e-2, steps=500),
         "paper": _task(
             SimplifiedRun,
@@ -228,7 +228,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # App. B, Fig. 7: the |K| = 1 model with a learned unembedding W_o.
-    "ch1.wo": {
+    "ch1_wo": {
         "ci": _task(
             SimplifiedRun,
             num_keys=1,
@@ -250,7 +250,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
             learn_unembedding=True,
         ),
         # 5 seeds × the two targets at the paper's |V| = 8, T = 256 (issue 31): "often" read over seeds. Each job
-        # trains until 100 % training-set query accuracy or the step cap (as ch1.k1).
+        # trains until 100 % training-set query accuracy or the step cap (as ch1_k1).
         "cpu-hours": _task(
             SimplifiedRun,
             seeds=5,
@@ -265,16 +265,16 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # App. B, Fig. 7 with "the original Mamba model": the library's full Mamba LM (models/mamba.py:
-    # MambaLMHeadModel; learned embedding tied to the readout, causal conv, gate, selective scan) on the ch1.k1 task
+    # MambaLMHeadModel; learned embedding tied to the readout, causal conv, gate, selective scan) on the ch1_k1 task
     # (|V| = 8, |K| = 1, n_ε = 3, T = 256, identity targets, the same training / held-out sets per seed), trained
-    # as ch1.k1 (AdamW without weight decay, constant lr, batch 64, until 100 % training-set query accuracy or the
+    # as ch1_k1 (AdamW without weight decay, constant lr, batch 64, until 100 % training-set query accuracy or the
     # step cap). The paper gives no size for its original model [choice]: 1 layer (Table 1's "1-layer Mamba"),
     # mamba-ssm's defaults d_state 16, d_conv 4, expand 2, and d_model 16 (E = 32 inner channels, twice the
     # simplified model's d = 2|V| = 16), the width cut to what a CPU trains in minutes: 0.57 s per step (1 thread,
     # batch 64, T = 256, chunked scan, on the busy 2-core machine). Step cap 800 (≤ 10 min a seed with the
     # evaluations, every 50 steps, about 5 s each on the 1024 training sequences); a run stops at 100 % training
     # accuracy long before it: seed 0 stopped at step 100 after 75 s (54 CPU-seconds), 1 thread, busy machine.
-    "ch1.full_mamba": {
+    "ch1_full_mamba": {
         "ci": _task(
             FullMamba,
             num_keys=1,
@@ -318,7 +318,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Sec. 4, Lemma 1: grids of the exact-gradient comparison, one-step accuracy, GD dynamics.
-    "ch1.lemma": {
+    "ch1_lemma": {
         "ci": Lemma(
             enumerate=[[4, 5], [6, 5], [8, 6]],
             mc=[[8, 16]],
@@ -346,7 +346,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     },
     # App. A, Table 1: Mamba vs Transformers. TF: d_model 32, 2 heads, MLP, pre-LN [choice];
     # "conv" = TinyTransformer(short_conv=4); RoPE = positional="rope"; no PE = positional="none".
-    "ch1.table1": {
+    "ch1_table1": {
         "ci": _task(
             Table1,
             vocab_size=8,
@@ -415,7 +415,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Interaction: the step-through window (Fig. 4 view) and the live explorer.
-    "ch1.view": {
+    "ch1_view": {
         "ci": View(window=48, explorer_steps=400),
         "paper": View(window=96, explorer_steps=2000),
     },
@@ -423,7 +423,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
 
 
 def _size_matched(table1: Table1) -> Table1:
-    """A ``ch1.table1`` entry with its row-3 Transformer size-matched to the Mamba (issue 31: the paper compares
+    """A ``ch1_table1`` entry with its row-3 Transformer size-matched to the Mamba (issue 31: the paper compares
     "similar model sizes"): d_model 8 (1,168 / 1,184 parameters with conv width 2 / 4, against the Mamba's
     1,056-1,408; at d_model 32 it has 13,952), both conv widths 2 and 4, that model alone where the entry lists its
     models; everything else (task, training, early stopping, seeds) as Table 1's cells."""
@@ -431,11 +431,11 @@ def _size_matched(table1: Table1) -> Table1:
     return table1.replace(conv_width=None, tf_d_model=8, conv_widths=[2, 4], models=models)
 
 
-# Table 1 row 3 size-matched, in every preset of ch1.table1 (about 1-2 CPU-minutes per cpu-hours cell).
-EXPERIMENTS["ch1.table1_matched"] = {preset: _size_matched(e) for preset, e in EXPERIMENTS["ch1.table1"].items()}
+# Table 1 row 3 size-matched, in every preset of ch1_table1 (about 1-2 CPU-minutes per cpu-hours cell).
+EXPERIMENTS["ch1_table1_matched"] = {preset: _size_matched(e) for preset, e in EXPERIMENTS["ch1_table1"].items()}
 
 
-# App. B, Fig. 7 where the paper's sentence has a matrix to compare (issue 31): the full Mamba LM of ch1.full_mamba
+# App. B, Fig. 7 where the paper's sentence has a matrix to compare (issue 31): the full Mamba LM of ch1_full_mamba
 # over the fixed doubled one-hot embedding of §2.2 (E[v] = [e_v; e_v], d_model = 2|V|, frozen, so that the mixer reads
 # a token as the simplified model does) with an untied, learned output layer, trained a fixed 2000 steps past 100 %
 # training accuracy (the tied run stopped at 100 steps). Claim 000/Fig7-full reads its 3 seeds (runner
@@ -446,7 +446,7 @@ def _full_onehot(sizes: FullMamba, past: int) -> FullMamba:
     )
 
 
-EXPERIMENTS["ch1.full_onehot"] = {
-    preset: _full_onehot(EXPERIMENTS["ch1.full_mamba"][preset], 200 if preset == "ci" else 2000)
-    for preset in EXPERIMENTS["ch1.full_mamba"]
+EXPERIMENTS["ch1_full_onehot"] = {
+    preset: _full_onehot(EXPERIMENTS["ch1_full_mamba"][preset], 200 if preset == "ci" else 2000)
+    for preset in EXPERIMENTS["ch1_full_mamba"]
 }

@@ -1,6 +1,6 @@
 """Sizes of Chapter 2 (paper 002): hashing circuits and recall scaling laws.
 
-Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
+Each entry: ``"chN_experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
 :class:`~mamba_recall.presets.sizes.Sizes` class per kind below, each field with its type and its smoke cap.
 Regimes (V, N_f, L): R0 (512, 16, 64), R1 (512, 32, 128), R2 (1024, 16, 64) [authors' code];
 R-ci (64, 8, 32), R-a (128, 16, 64, App. K's setting), R-b (256, 16, 64) [ours: CPU-sized].
@@ -127,7 +127,7 @@ class Multihead(Regime):
 
 @dataclass(frozen=True, kw_only=True)
 class Thm5(Regime):
-    """Thm 5's MHA pairs in the regime of a ch2.multihead preset."""
+    """Thm 5's MHA pairs in the regime of a ch2_multihead preset."""
 
     D: int = size()
     batch: int = size(BATCH)
@@ -219,7 +219,7 @@ RECIPES = {
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # Notebook 01: Thm 1 exactness, Lemma 1 inside its domain N < D < V (V = 1024, N_f = 4: the condition holds at
     # D = 1000, N = 900), the designed Thm 2 grid (Fig. 6b).
-    "ch2.circuit": {
+    "ch2_circuit": {
         "ci": Circuit(
             thm1=CircuitThm1(V=128, Nf=16, L=64, n_seq=1000),
             lemma1=CircuitLemma1(V=1024, Nf=4, L=16, D=1000, N=900, n_seq=256),
@@ -248,7 +248,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Notebook 02: the laws on (D, N) grids with sliders over V and N_f.
-    "ch2.theory": {
+    "ch2_theory": {
         "ci": Theory(
             Ds=[4, 8, 16, 32, 64, 128, 256],
             Ns=[2, 4, 8, 16, 32, 64, 128, 256],
@@ -263,7 +263,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Notebook 02: Thm 2 and Thm 3's V_max: the designed model's accuracy vs V at fixed (D, N, N_f).
-    "ch2.vsweep": {
+    "ch2_vsweep": {
         "ci": Vsweep(
             cells=[[128, 64], [64, 32]],
             Nf=16,
@@ -280,7 +280,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Notebook 03: one trained model read as a hash table (Figs. 2-5, 9). R-a, D=64, N=16.
-    "ch2.mech": {
+    "ch2_mech": {
         "ci": Mech(
             V=128,
             Nf=16,
@@ -311,18 +311,18 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Notebook 04 / runner ch2_scaling: Fig. 6 (a, a', a'', b, c, d), Fig. 7, Figs. 10-11, Tab. 10 (chapters/ch2_hashing_scaling/configs_scaling.py).
-    "ch2.scaling": SCALING,
+    "ch2_scaling": SCALING,
 }
 
 # Notebook 04: Remarks 3 and 5, the designed single-layer circuit on repeating keys / queries (App. G).
-EXPERIMENTS["ch2.remarks"] = {
+EXPERIMENTS["ch2_remarks"] = {
     "ci": Remarks(V=256, D=128, N=128, Nf=8, n_seq=500),
     "paper": Remarks(V=256, D=128, N=128, Nf=8, n_seq=5000),
 }
 
 # Section 05 / runner ch2_multihead: Fig. 8 (head patterns over (N, M) at fixed D), Fig. 15 (logit noise vs M),
 # and Thm 5. Paper: the authors' MQAR__N_M__linear_trained__regime_0 (R-mh, D=60).
-EXPERIMENTS["ch2.multihead"] = {
+EXPERIMENTS["ch2_multihead"] = {
     "ci": Multihead(
         V=64,
         Nf=8,
@@ -370,7 +370,7 @@ EXPERIMENTS["ch2.multihead"] = {
 # value ablation (values="full", every head reads the whole value vector as Lemma 5's proof) at N = 2;
 # MQA, MKA, MVA at M ∈ {1, 2, 4, 8}, N = 4 (where one head is mid-transition), so that every pattern has the four head
 # counts a rank test over M needs (Fig. 15's shared patterns, MVA its null; M = 2, 4 added for issue 31, ~50 CPU-min).
-EXPERIMENTS["ch2.multihead"]["cpu-hours"] = Multihead(
+EXPERIMENTS["ch2_multihead"]["cpu-hours"] = Multihead(
     V=512,
     Nf=16,
     L=64,
@@ -402,13 +402,13 @@ _THM5_SHARED = ("V", "Nf", "L", "D", "batch", "warmup", "hold", "grad_clip", "n_
 
 
 def _thm5(preset: str, **sizes) -> Thm5:
-    """Thm 5's cells in the regime of ch2.multihead's ``preset`` entry, with ``sizes`` (seeds, steps, ...) on top."""
-    base = EXPERIMENTS["ch2.multihead"][preset].as_dict()
+    """Thm 5's cells in the regime of ch2_multihead's ``preset`` entry, with ``sizes`` (seeds, steps, ...) on top."""
+    base = EXPERIMENTS["ch2_multihead"][preset].as_dict()
     shared = {k: base[k] for k in _THM5_SHARED}
     return Thm5(**(shared | {"Ns": [2, 4, 8], "Ms": [1, 2, 4], "cells": _THM5_CELLS} | sizes))
 
 
-EXPERIMENTS["ch2.thm5"] = {
+EXPERIMENTS["ch2_thm5"] = {
     "ci": _thm5("ci", seeds=1, steps=300),  # a check that the part runs; the claim reads the cpu-hours bundle
     "paper": _thm5("paper", seeds=3, steps=4000),  # the paper's evaluation size (2000 sequences)
     "cpu-hours": _thm5("cpu-hours", seeds=3, steps=4000, hold=1400),
@@ -418,7 +418,7 @@ EXPERIMENTS["ch2.thm5"] = {
 # (config MQAR__D_N__linear_trained__example: R0, D ∈ {16..64} × N ∈ {8..32}, batch 32, ≤ 2000 steps, [code]
 # recipe, validation set of 1000 sequences, evaluated every 250 steps). ``cpu-hours`` is that grid with 3 seeds;
 # ``paper`` the same with the paper's 10 seeds (§5.1); ``ci`` a tiny version of it.
-EXPERIMENTS["ch2.reference_grid"] = {
+EXPERIMENTS["ch2_reference_grid"] = {
     "ci": TrainedGrid(
         V=64,
         Nf=8,
@@ -472,7 +472,7 @@ EXPERIMENTS["ch2.reference_grid"] = {
 # Runner ch2_designed_capacity: facts recalled at 50 % and 90 % by the designed Thm 2 circuit against D·N (the
 # D·N scaling law of Remark 1 / Eq. 15 measured; theory/designed_capacity.py). L = 4 N_f, V fixed, N ≤ D ≤ V.
 _DC_SQUARE = [16, 24, 32, 48, 64, 96, 128, 192, 256]
-EXPERIMENTS["ch2.designed_capacity"] = {
+EXPERIMENTS["ch2_designed_capacity"] = {
     "ci": DesignedCapacity(
         V=2048,
         cells=[[d, d] for d in (16, 32, 64, 128)] + [[128, 32]],
@@ -504,7 +504,7 @@ EXPERIMENTS["ch2.designed_capacity"] = {
 
 # Runner ch2_trained_dn (run store): trained simplified models along one row (D = 64, N varies) and one column
 # (N = 16, D varies) of regime R0 at the [code] D–N recipe (batch 128, ≤ 2000 steps), 3 seeds, beside each law's p.
-EXPERIMENTS["ch2.trained_dn"] = {
+EXPERIMENTS["ch2_trained_dn"] = {
     "ci": TrainedGrid(
         V=64,
         Nf=8,

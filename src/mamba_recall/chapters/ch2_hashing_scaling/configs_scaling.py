@@ -1,5 +1,5 @@
 """Sizes of Chapter 2's scaling laws (paper 002, §5 and Apps. G, K; notebook 04 and runner ch2_scaling, its
-ensemble and its run-store parts): experiment ``ch2.scaling``, merged into ``chapters/ch2_hashing_scaling/configs.py``'s ``EXPERIMENTS``. Typed sizes
+ensemble and its run-store parts): experiment ``ch2_scaling``, merged into ``chapters/ch2_hashing_scaling/configs.py``'s ``EXPERIMENTS``. Typed sizes
 (``presets/sizes.py``): each field with its type and its smoke cap (KEEP unless said).
 """
 
@@ -101,7 +101,7 @@ class Scaling(Sizes):
 
 @dataclass(frozen=True, kw_only=True)
 class ScalingStore(Sizes):
-    """Runner ch2_scaling's run-store parts of ch2.scaling (run store): Fig. 7, Figs. 10-11, Tab. 10."""
+    """Runner ch2_scaling's run-store parts of ch2_scaling (run store): Fig. 7, Figs. 10-11, Tab. 10."""
 
     batch: int = size(BATCH)
     warmup: int = size(SCHEDULE)

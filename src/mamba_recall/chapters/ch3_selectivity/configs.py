@@ -1,11 +1,11 @@
 """Sizes of Chapter 3 (paper 003): input selectivity, Haar wavelets, MQAR constructions.
 
-Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (merged by :mod:`mamba_recall.presets`): typed sizes, one
+Each entry: ``"chN_experiment": {"ci": Sizes, "paper": Sizes}`` (merged by :mod:`mamba_recall.presets`): typed sizes, one
 :class:`~mamba_recall.presets.sizes.Sizes` class per shape below, each field with its type and its smoke cap
 (``presets/sizes.py``); :func:`mamba_recall.presets.experiment` reads them as dicts. The trained ones also
 ``"cpu-hours"`` (the paper's settings on what a 2-core CPU finishes in a few hours, 3 seeds, one run-store job per
 run: ``python -m mamba_recall.chapters.ch3_selectivity.runners.<name> --preset cpu-hours --allow-long``).
-Trained experiments (``ch3.keep_nth``, ``ch3.mqar_train``, ``ch3.induction``) are run by the runners
+Trained experiments (``ch3_keep_nth``, ``ch3_mqar_train``, ``ch3_induction``) are run by the runners
 ``python -m mamba_recall.chapters.ch3_selectivity.runners.<name> --preset ci|paper`` and loaded by the notebooks.
 The ``paper`` sizes follow a reduced GPU protocol (on-the-fly data, ≤ 20k steps, early stop at 100 %
 held-out accuracy); the paper's own protocol (App. D.1: 600 epochs of 10⁵ samples) is ~10³ GPU-hours.
@@ -206,7 +206,7 @@ class MqarFigA3(Sizes):
 
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # Thm. 1 / Fig. A.1: discrete constructions on random inputs, continuous quadrature, sliders.
-    "ch3.haar": {
+    "ch3_haar": {
         "ci": Haar(
             lengths=[16, 64, 256],
             max_j=4,
@@ -229,17 +229,17 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Cor. 1: best-N Haar (Mamba) vs Fourier (S4D) squared errors.
-    "ch3.cor1": {
+    "ch3_cor1": {
         "ci": Cor1(ms=[1, 2, 4], n_wavelets=36, draws=10),
         "paper": Cor1(ms=[1, 2, 4, 8], n_wavelets=64, draws=50),
     },
     # Cor. 2: hand-built KEEP n-TH S6 (real-valued and token versions).
-    "ch3.keep_construction": {
+    "ch3_keep_construction": {
         "ci": KeepConstruction(T=50, nth=5, V=128, real_sequences=50, token_sequences=2000),
         "paper": KeepConstruction(T=50, nth=5, V=128, real_sequences=1000, token_sequences=100_000),
     },
     # Tab. 1 / A.1-A.4 / Fig. 1: trained KEEP n-TH models (runner ch3_keep_nth).
-    "ch3.keep_nth": {
+    "ch3_keep_nth": {
         "ci": KeepTrain(
             Ts=[20],
             dN=[[32, 8]],
@@ -291,12 +291,12 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Lemmas 1-2: sensitivities.
-    "ch3.sensitivity": {
+    "ch3_sensitivity": {
         "ci": Sensitivity(T=64, lam=0.7, long_T=10_000, attention_T=4096),
         "paper": Sensitivity(T=256, lam=0.7, long_T=100_000, attention_T=16384),
     },
     # Thms. 2-4: construction checks and sweeps (sequences per point, JL draws).
-    "ch3.mqar_constructions": {
+    "ch3_mqar_constructions": {
         "ci": MqarConstructions(
             T=100,
             kappas=[4, 8, 16, 32],
@@ -329,7 +329,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Thm. 3 / Remark 3: the state size N = p_k the JL-key construction needs, against κ (theory.mqar_constructions.thm3_key_growth).
-    "ch3.thm3_growth": {
+    "ch3_thm3_growth": {
         "ci": Thm3Growth(
             kappas=[4, 8, 16, 32, 64],
             pks=[4, 8, 16, 32, 64, 128, 256],
@@ -348,14 +348,14 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Thm. 3: smallest N = p_k with 99 % recall against κ (theory.mqar_constructions.thm3_state_for_recall).
-    "ch3.thm3_recall99": {
+    "ch3_thm3_recall99": {
         "ci": Thm3Recall99(kappas=[4, 8, 16, 32, 64, 128, 256], V=128, pv=32, draws=3, queries=3200),
         "paper": Thm3Recall99(kappas=[4, 8, 16, 32, 64, 128, 256], V=128, pv=32, draws=5, queries=12800),
     },
     # Remark 7: Thm. 3 (JL keys) on the adversarial input [k1, v1, k2, v, ..., kκ, v] (theory.mqar_constructions.remark7_sweep).
     # Its worst case (theory.mqar_constructions.remark7_worst_case): key codes with one same-sign overlap ε, the
     # product ε(κ − 1) swept across the remark's threshold 1 at several κ (seconds; no training).
-    "ch3.remark7": {
+    "ch3_remark7": {
         "ci": Remark7(
             kappa=16,
             pks=[4, 8, 16, 32, 64],
@@ -374,13 +374,13 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Lemma 4: JL inner products against d and p (theory.mqar_constructions.jl_inner_products).
-    "ch3.jl_lemma": {
+    "ch3_jl_lemma": {
         "ci": JLLemma(ds=[128, 512, 2048], ps=[16, 64, 256]),
         "paper": JLLemma(ds=[128, 512, 2048, 8192], ps=[16, 64, 256, 1024]),
     },
     # Fig. 2 (micro version in ci): trained 1-layer Mamba without gate, N below/above κ; the paper preset is Fig. 2's
-    # (κ × d) grid of the three mixers. Fig. A.3's N sweep is experiment ch3.mqar_figa3 (below).
-    "ch3.mqar_train": {
+    # (κ × d) grid of the three mixers. Fig. A.3's N sweep is experiment ch3_mqar_figa3 (below).
+    "ch3_mqar_train": {
         "ci": MqarTrain(
             T=24,
             V=16,
@@ -440,12 +440,12 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
     },
     # Lemma 3: construction checks.
-    "ch3.ih_construction": {
+    "ch3_ih_construction": {
         "ci": IhConstruction(T=100, Vs=[5, 10, 20, 40], p=0.75, gamma=0.1, sequences=200),
         "paper": IhConstruction(T=100, Vs=[5, 10, 20, 40], p=0.75, gamma=0.1, sequences=1000),
     },
     # Fig. 3 / A.4 (smoke test in ci): Mamba vs Mamba-Δ⊤ trained on INDUCTION HEADS.
-    "ch3.induction": {
+    "ch3_induction": {
         "ci": IhTrain(
             T=32,
             Vs=[5],
@@ -515,7 +515,7 @@ _FIGA3 = MqarFigA3(
     steps=2000,
     **_FIGA3_RECIPE,
 )
-EXPERIMENTS["ch3.mqar_figa3"] = {
+EXPERIMENTS["ch3_mqar_figa3"] = {
     # the ci preset names the same grid (the page loads the cpu-hours bundle; nothing is trained in ci)
     "ci": _FIGA3,
     "cpu-hours": _FIGA3,

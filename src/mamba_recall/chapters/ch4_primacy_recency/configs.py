@@ -1,6 +1,6 @@
 """Sizes of Chapter 4 (paper 004): primacy and recency, long-term channels.
 
-Each entry: ``"chN.experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
+Each entry: ``"chN_experiment": {"ci": Sizes, "paper": Sizes}`` (see ``presets/__init__.py``): typed sizes, one
 :class:`~mamba_recall.presets.sizes.Sizes` class per kind below, each field with its type and its smoke cap.
 
 S-models: small Mamba-1 LMs trained from scratch on the serial-recall task.
@@ -211,10 +211,10 @@ def _recipe(model: dict, run: dict, **changes) -> SModelRecipe:
 
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # Training recipes of the S-models (chapters/ch4_primacy_recency/runners/train.py).
-    "ch4.train_s_small": {"ci": _recipe(_S_SMALL, _CPU_RUN), "paper": _recipe(_S_SMALL, _GPU_RUN)},
+    "ch4_train_s_small": {"ci": _recipe(_S_SMALL, _CPU_RUN), "paper": _recipe(_S_SMALL, _GPU_RUN)},
     # The deeper S-model: its "ci" recipe stalled on the CPU (0.24 recall at L = 4 after 3,000 steps) and is
     # not committed; its "paper" recipe is the larger GPU S-model.
-    "ch4.train_s_deep": {
+    "ch4_train_s_deep": {
         "ci": _recipe({"d_model": 32, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 2}, _CPU_RUN),
         "paper": _recipe(
             {"d_model": 128, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 8},
@@ -226,7 +226,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     },
     # The transfer S-model (Table 1 analogue, paper §4.2): s_small fine-tuned on a 50/50 mixture of the
     # recall task and the four synthetic downstream tasks of tasks/transfer.py (filler contexts).
-    "ch4.train_s_mix": {
+    "ch4_train_s_mix": {
         "ci": _recipe(
             _S_SMALL,
             _CPU_RUN,
@@ -263,19 +263,19 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # d_state: 32 and then 16 (s_small's N) were trained first; both recalled perfectly up to L = 32 (no
     # serial-position effect to analyse: the task must exceed the state's capacity), so the
     # committed recipe uses d_state 8 (state 8 heads x 16 x 8 per layer, half of s_small's 128 x 16).
-    "ch4.train_s_m2": {
+    "ch4_train_s_m2": {
         "ci": _recipe(_S_M2, _CPU_RUN),
         "paper": _recipe(_S_M2, _GPU_RUN),
     },
     # Notebook sizes (evaluation only; the models are loaded from results/checkpoints/).
     # cpu-hours: the claim checks of the edge family (chapters/ch4_primacy_recency/runners/edge.py --checks), each test at the model's
     # pressure length L_p; more contexts and ≥ 5 random draws per control (issue: a fair test).
-    "ch4.ucurve": {
+    "ch4_ucurve": {
         "ci": Ucurve(model="s_small", Ls=[8, 16, 32], n=100),
         "cpu-hours": Ucurve(model="edge", Ls=[8, 12, 16, 20, 24, 32], n=200),
         "paper": Ucurve(model="s_small", Ls=[8, 12, 16, 24, 32], n=200),
     },
-    "ch4.channels": {
+    "ch4_channels": {
         "ci": Channels(
             model="s_small",
             L_ident=8,
@@ -307,7 +307,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
             transfer_L=16,
         ),
     },
-    "ch4.mamba2_heads": {
+    "ch4_mamba2_heads": {
         "ci": Mamba2Heads(model="s_m2", L_ident=8, Ls=[8, 16, 32], n=100, n_random=5, tau=0.7),
         # cpu-hours: App. F's head claims on the edge family's Mamba-2 recipe m2 (chapters/ch4_primacy_recency/runners/edge.py --checks),
         # the ablation at each model's pressure length L_p and the U-curves at its evaluated lengths; 200 contexts and
@@ -322,21 +322,21 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         ),
         "paper": Mamba2Heads(model="s_m2", L_ident=8, Ls=[8, 16, 32], n=200, n_random=10, tau=0.7),
     },
-    "ch4.periodicity": {
+    "ch4_periodicity": {
         "ci": Periodicity(model="s_small", periods=[1, 4, 16, 64], n=64, length=64, bridge_L=16),
         "cpu-hours": Periodicity(model="edge", periods=[1, 2, 4, 8, 16, 32, 64], n=128, length=64, bridge_L=16),
         "paper": Periodicity(model="s_small", periods=[1, 2, 4, 8, 16, 32, 64], n=256, length=64, bridge_L=16),
     },
     # Section 4.7: the claim checks of §4.1-4.4 on every committed Mamba-1 S-model (bundles of ch4_model_checks).
-    "ch4.model_checks": {
+    "ch4_model_checks": {
         "ci": ModelChecks(models=["s_small", "s_small_seed1", "s_mix"]),
         "paper": ModelChecks(models=["s_small", "s_small_seed1", "s_mix"]),
     },
-    "ch4.transfer": {
+    "ch4_transfer": {
         "ci": Transfer(model="s_mix", n=128, n_random=5, L_ident=8, tau=0.7, p=0.7),
         "paper": Transfer(model="s_mix", n=512, n_random=10, L_ident=8, tau=0.7, p=0.7),
     },
-    "ch4.recency": {
+    "ch4_recency": {
         "ci": Recency(model="s_small", Ls=[8, 16], ns=[0, 4, 16, 64, 256], n=100, init_Ls=[8]),
         "cpu-hours": Recency(model="edge", Ls=[16], ns=[0, 4, 16, 64, 256], n=200, init_Ls=[16]),
         "paper": Recency(model="s_small", Ls=[8, 16], ns=[0, 4, 16, 64, 256], n=200, init_Ls=[8, 16]),
@@ -418,7 +418,7 @@ _EDGE_RECIPES = {
 _EDGE_EVAL = EdgeEval(Ls=[8, 12, 16, 20, 24, 32], n=200)
 #: Seeds trained after the 3 seeds ``range(seeds)``, per recipe, counted in seed order (the protocol above).
 _EDGE_RESERVE = {"d4": [3, 4, 5], "d4_zinit": [3, 4, 5]}
-EXPERIMENTS["ch4.edge"] = {
+EXPERIMENTS["ch4_edge"] = {
     # The ci preset names the same committed models (the notebooks load them; nothing is trained in ci).
     "ci": Edge(recipes=_EDGE_RECIPES, seeds=3, eval=_EDGE_EVAL),
     "cpu-hours": Edge(recipes=_EDGE_RECIPES, seeds=3, reserve_seeds=_EDGE_RESERVE, eval=_EDGE_EVAL),
@@ -431,8 +431,8 @@ EXPERIMENTS["ch4.edge"] = {
 }
 
 # A second training run of s_small (same recipe, another seed): do the chapter's verdicts survive a re-training?
-EXPERIMENTS["ch4.train_s_small_seed1"] = {
-    preset: recipe.replace(seed=1) for preset, recipe in EXPERIMENTS["ch4.train_s_small"].items()
+EXPERIMENTS["ch4_train_s_small_seed1"] = {
+    preset: recipe.replace(seed=1) for preset, recipe in EXPERIMENTS["ch4_train_s_small"].items()
 }
 
 # Table 1 on the edge family (chapters/ch4_primacy_recency/runners/edge_mix.py; issue "fair tests", declared 2026-11-27 before any of its
@@ -456,11 +456,11 @@ _EDGE_MIX = EdgeMix(
         curriculum_frac=0.0,
         gap_from=0.0,
         checkpoint_every=1000,
-        mix=EXPERIMENTS["ch4.train_s_mix"]["ci"].mix,
+        mix=EXPERIMENTS["ch4_train_s_mix"]["ci"].mix,
     ),
     measure=EdgeMixMeasure(n=256, n_random=10, L_ident=8, tau=0.7, p=0.7),
 )
-EXPERIMENTS["ch4.edge_mix"] = {
+EXPERIMENTS["ch4_edge_mix"] = {
     # the ci preset names the same committed models (the page loads the cpu-hours bundle; nothing is trained in ci)
     "ci": _EDGE_MIX,
     "cpu-hours": _EDGE_MIX,
@@ -468,7 +468,7 @@ EXPERIMENTS["ch4.edge_mix"] = {
     "paper": _EDGE_MIX.replace(
         base_preset="paper",
         finetune=_EDGE_MIX.finetune.replace(
-            steps=10000, batch=128, warmup_steps=300, mix=EXPERIMENTS["ch4.train_s_mix"]["paper"].mix
+            steps=10000, batch=128, warmup_steps=300, mix=EXPERIMENTS["ch4_train_s_mix"]["paper"].mix
         ),
         measure=_EDGE_MIX.measure.replace(n=512),
     ),

@@ -1,6 +1,6 @@
 """Sizes of Chapter 5 (the book's synthesis): one model family, one task, four theories.
 
-``ch5.capacity``: the full Mamba LM in mamba-ssm's layout (``d_conv`` 4, ``expand`` 2, RMSNorm, tied head) with 1 or
+``ch5_capacity``: the full Mamba LM in mamba-ssm's layout (``d_conv`` 4, ``expand`` 2, RMSNorm, tied head) with 1 or
 2 layers, trained on zoology's MQAR (paper 002's regime R0: V = 512, and its ratio L = 4κ: L = 64 at κ = 16) with
 the authors' recipe of paper 002 ("code": AdamW lr 10⁻², β = (0.9, 0.95), no weight decay, warmup 100 → hold 400 →
 cosine to 0, clip 1.5, label smoothing 0.1); for each (layers, D, N) and seed a bisection over the κ ladder finds
@@ -71,7 +71,7 @@ _RECIPE = CapacityRecipe(
 )  # fmt: skip
 
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {
-    "ch5.capacity": {
+    "ch5_capacity": {
         "ci": Capacity(
             V=64,
             L_per_kappa=4,

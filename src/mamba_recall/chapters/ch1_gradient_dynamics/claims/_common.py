@@ -36,7 +36,7 @@ def checkpoint_evidence(meta: dict, sample: str) -> Evidence:
 
     if "checkpoint" in meta:
         return Evidence(meta["preset"], str(meta["device"]), 1, sample, str(meta["checkpoint"]))
-    path = checkpoint_file(f"ch1.{meta['name']}", meta["preset"]).resolve().relative_to(REPO_ROOT.resolve())
+    path = checkpoint_file(f"ch1_{meta['name']}", meta["preset"]).resolve().relative_to(REPO_ROOT.resolve())
     return Evidence(meta["preset"], str(meta["device"]), 1, sample, str(path))
 
 

@@ -92,7 +92,7 @@ def measure_one_step(steps) -> Measurement:
     with |V| ≥ 16 T."""
     rows, share = _one_step_cells(steps, lambda s: s.V >= MUCH_LARGER * s["T"])
     if rows.empty:
-        raise NotRun("the one-step grid has no cell with |V| ≥ 16 T; add one to ch1.lemma's onestep_V / onestep_T")
+        raise NotRun("the one-step grid has no cell with |V| ≥ 16 T; add one to ch1_lemma's onestep_V / onestep_T")
     worst = rows.loc[rows.full_step.idxmin()]
     t2 = steps[steps.V >= MUCH_LARGER * steps["T"] ** 2]
     t2_min = float(t2.full_step.min()) if len(t2) else float("nan")

@@ -187,7 +187,7 @@ CLAIMS = (
             why="one model is close to [−I I] up to the softmax's column shift when its centred cosine is ≥ 0.8, "
             "with a negative first-half and a positive second-half diagonal; 'often' = more than half of the "
             "trained models are close (close_share, the share over seeds: > 0.5 over its whole interval). Declared "
-            "for the 5 seeds × 2 targets of ch1.wo's cpu-hours preset before they ran (issue 31); the earlier "
+            "for the 5 seeds × 2 targets of ch1_wo's cpu-hours preset before they ran (issue 31); the earlier "
             "rule asked every model to be close",
             reproduced=conds(("close_share", ">", 0.5)),
             trained=True,

@@ -17,7 +17,7 @@ W_o have no paper grid: their cpu-hours entries are the paper's settings.
 What it runs (sizes in ``chapters/ch1_gradient_dynamics/configs.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
 same command resumes after an interruption:
 
-* ``ch1.mechanism``: the simplified Mamba (Eq. 3) at |V| = 8, n_ε = 3, T = 256 with identity targets (§3,
+* ``ch1_mechanism``: the simplified Mamba (Eq. 3) at |V| = 8, n_ε = 3, T = 256 with identity targets (§3,
   App. A), trained "until it reaches 100 % accuracy on the training set" (or the step cap) by
   :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall` — |K| = 1 (N = 1, B = C = 1), |K| = 2 (N = 2) and |K| = 4
   (|V| = 16, N = 4), 3 seeds each. Each job saves its checkpoint ``results/checkpoints/ch1_<model>_cpu-hours_seed<s>.pt`` and measures,
@@ -28,28 +28,28 @@ same command resumes after an interruption:
   exp(Λ ⊙ Δ_t) set to 1 at every noise pair (x_{t−1}, x_t) = (v₁, v₂), everything else unchanged, and the
   recall of the latest value measured before and after
   (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe.noise_forgetting_probe`).
-* ``ch1.table1``: Table 1 (App. A) at T = 128, κ ∈ {1, 4}, the four rows of the paper and our control
+* ``ch1_table1``: Table 1 (App. A) at T = 128, κ ∈ {1, 4}, the four rows of the paper and our control
   ``tf1_pair`` (a 1-layer Transformer fed the Mamba's fixed pairwise concatenation), 3 seeds, early stopping on the
   training set (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.table1.run_cell`).
-* ``ch1.full_mamba`` (part ``full_mamba``): App. B, Fig. 7 with "the original Mamba model": the library's
+* ``ch1_full_mamba`` (part ``full_mamba``): App. B, Fig. 7 with "the original Mamba model": the library's
   full Mamba LM (:class:`~mamba_recall.models.mamba.MambaLMHeadModel`, one layer: learned embedding tied to the
-  readout, causal conv, gate, selective scan; sizes ``ch1.full_mamba``) on the |K| = 1 task of ``ch1.k1`` (the same
-  training and held-out sets per seed), 3 seeds, trained as ``ch1.k1``. Each job saves its checkpoint
+  readout, causal conv, gate, selective scan; sizes ``ch1_full_mamba``) on the |K| = 1 task of ``ch1_k1`` (the same
+  training and held-out sets per seed), 3 seeds, trained as ``ch1_k1``. Each job saves its checkpoint
   ``results/checkpoints/ch1_full_mamba_cpu-hours_seed<s>.pt`` and measures claim 000/Fig7-full: the readout in the
   paper's (previous token, current token) coordinates, W_o^full = [R U_1 | R U_0] (|V| × 2|V|,
   :func:`~mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout.pair_readout`), against [−I I] by the centred cosine, at the end
   and (baseline) at initialisation, and the held-out query accuracy; the matrix itself is stored (Fig. 7's plot).
 
-* ``ch1.table1_matched`` (part ``table1_matched``): Table 1's row 3 (1-layer Transformer with convolution,
+* ``ch1_table1_matched`` (part ``table1_matched``): Table 1's row 3 (1-layer Transformer with convolution,
   no PE) size-matched to the Mamba (d_model 8: about 1,200 parameters against the Mamba's 1,056-1,408), conv widths 2
   and 4, T = 128, κ ∈ {1, 4}, 3 seeds, trained as the Table 1 cells; bundle ``results/ch1_table1_matched_cpu-hours.json``.
-* ``ch1.full_onehot`` (part ``full_onehot``): App. B, Fig. 7 where the paper's sentence has a matrix to
+* ``ch1_full_onehot`` (part ``full_onehot``): App. B, Fig. 7 where the paper's sentence has a matrix to
   compare: the same full Mamba LM over the fixed doubled one-hot embedding of §2.2 (E[v] = [e_v; e_v], d_model = 2|V|,
-  frozen) with an untied, learned output layer (sizes ``ch1.full_onehot``), trained a fixed 2000 steps past 100 %
+  frozen) with an untied, learned output layer (sizes ``ch1_full_onehot``), trained a fixed 2000 steps past 100 %
   training accuracy, 3 seeds; measured as ``full_mamba`` (claim 000/Fig7-full); bundle
   ``results/ch1_full_onehot_cpu-hours.json``.
-* ``ch1.wo`` (part ``wo``): App. B, Fig. 7 on the simplified model with a learned unembedding W_o
-  (``ch1.wo``: |V| = 8, T = 256, the paper's sizes), 5 seeds × identity and masked targets; each job saves
+* ``ch1_wo`` (part ``wo``): App. B, Fig. 7 on the simplified model with a learned unembedding W_o
+  (``ch1_wo``: |V| = 8, T = 256, the paper's sizes), 5 seeds × identity and masked targets; each job saves
   ``results/checkpoints/ch1_wo_<target>_cpu-hours_seed<s>.pt`` and measures claim 000/Fig7 with its null (the same
   seed's W_o at initialisation); bundle ``results/ch1_wo_cpu-hours.json``.
 

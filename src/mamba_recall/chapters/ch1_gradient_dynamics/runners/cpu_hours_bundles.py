@@ -112,7 +112,7 @@ def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: s
         checkpoints={n: r["result"]["checkpoint"] for n, r in zip(names, runs)},
         aggregation="000/Fig7 over every model of both targets (claims.core.across_seeds); per target in table claims",
     )
-    config = {"preset": preset, "smoke": smoke, "sizes": experiment("ch1.wo", preset, smoke=smoke)}
+    config = {"preset": preset, "smoke": smoke, "sizes": experiment("ch1_wo", preset, smoke=smoke)}
     tables = {"models": models, "claims": claims, "W_o": matrices}
     return _write(f"ch1_wo_{preset}{suffix}", data, config, tables, log, directory)
 
@@ -209,7 +209,7 @@ def _checkpoints_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, 
         "preset": preset,
         "smoke": smoke,
         "seed": 0,
-        "sizes": {m: experiment(f"ch1.{m}", preset, smoke=smoke) for m in names},
+        "sizes": {m: experiment(f"ch1_{m}", preset, smoke=smoke) for m in names},
     }
     command = f"{runner_command('ch1_training')} --preset {preset}"
     if names != list(CHECKPOINT_MODELS):
@@ -240,7 +240,7 @@ def _mechanism_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, su
     config = {
         "preset": preset,
         "smoke": smoke,
-        "sizes": {m: experiment(f"ch1.{m}", preset, smoke=smoke) for m in MODELS},
+        "sizes": {m: experiment(f"ch1_{m}", preset, smoke=smoke) for m in MODELS},
         "runner": RUNNER,
     }
     tables = {"models": models, "claims": claims, "probe": probe}
@@ -284,7 +284,7 @@ def _table1_bundle(
     cells["accuracy"] = cells["accuracy_mean"]  # the column the Table 1 claims read (the mean over seeds)
     cells["paper"] = [PAPER_TABLE1.get(m, {}).get((t, k)) for m, t, k in zip(cells.model, cells["T"], cells.kappa)]
     data["aggregation"] = "held-out query accuracy per run; mean over seeds with a 95 % t-interval per cell"
-    stem, sizes_name = ("ch1_table1_matched", "ch1.table1_matched") if matched else ("ch1_table1", "ch1.table1")
+    stem, sizes_name = ("ch1_table1_matched", "ch1_table1_matched") if matched else ("ch1_table1", "ch1_table1")
     config = {"preset": preset, "smoke": smoke, "sizes": experiment(sizes_name, preset, smoke=smoke)}
     tables = {"accuracy": cells, "runs": per_run}
     return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory, runner="ch1_table1")

@@ -21,13 +21,13 @@ from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
 )
 from mamba_recall.runners import runner_command
 
-MODELS_EXPERIMENT = "ch1.mechanism"
-TABLE_EXPERIMENT = "ch1.table1"
-FULL_EXPERIMENT = "ch1.full_mamba"
-WO_EXPERIMENT = "ch1.wo"
-MATCHED_EXPERIMENT = "ch1.table1_matched"
-ONEHOT_EXPERIMENT = "ch1.full_onehot"
-CHECKPOINTS_EXPERIMENT = "ch1.checkpoints"
+MODELS_EXPERIMENT = "ch1_mechanism"
+TABLE_EXPERIMENT = "ch1_table1"
+FULL_EXPERIMENT = "ch1_full_mamba"
+WO_EXPERIMENT = "ch1_wo"
+MATCHED_EXPERIMENT = "ch1_table1_matched"
+ONEHOT_EXPERIMENT = "ch1_full_onehot"
+CHECKPOINTS_EXPERIMENT = "ch1_checkpoints"
 #: the runner's parts (``--parts``): name → run-store experiment
 PARTS = {
     "checkpoints": CHECKPOINTS_EXPERIMENT,
@@ -53,7 +53,7 @@ PART_RUNNER = {
 
 WO_CLAIM = "000/Fig7"
 #: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
-FULL_PARTS = {FULL_NAME: "ch1.full_mamba", ONEHOT_NAME: "ch1.full_onehot"}
+FULL_PARTS = {FULL_NAME: "ch1_full_mamba", ONEHOT_NAME: "ch1_full_onehot"}
 RUNNER = "mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours:run_job"
 MODELS = ("k1", "k2", "k4")
 #: the models of part ``checkpoints`` (``ch1_training --preset ci|paper``, ``--only`` picks among them): one model of
@@ -113,31 +113,31 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None, only=No
                 "cpu-hours the models are part models (3 seeds each)."
             )
         for name in only or CHECKPOINT_MODELS:
-            sizes = experiment(f"ch1.{name}", preset, smoke=smoke)
+            sizes = experiment(f"ch1_{name}", preset, smoke=smoke)
             config = {"kind": "checkpoint", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
             jobs.append(make_job(CHECKPOINTS_EXPERIMENT, config, 0))
     if "models" in parts:
         for name in MODELS:
-            sizes = _sizes(f"ch1.{name}", preset, smoke)
+            sizes = _sizes(f"ch1_{name}", preset, smoke)
             config = {"kind": "model", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
             jobs += [make_job(MODELS_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
     if "table1" in parts:
         jobs += _table_jobs(preset, smoke)
     if "full_mamba" in parts:
-        sizes = _sizes("ch1.full_mamba", preset, smoke)
+        sizes = _sizes("ch1_full_mamba", preset, smoke)
         config = {"kind": FULL_NAME, "model": FULL_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
         jobs += [make_job(FULL_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
     if "full_onehot" in parts:
-        sizes = _sizes("ch1.full_onehot", preset, smoke)
+        sizes = _sizes("ch1_full_onehot", preset, smoke)
         config = {"kind": FULL_NAME, "model": ONEHOT_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
         jobs += [make_job(ONEHOT_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
     if "table1_matched" in parts:
-        base = _sizes("ch1.table1_matched", preset, smoke)
+        base = _sizes("ch1_table1_matched", preset, smoke)
         for width in base["conv_widths"]:
             sizes = {**{k: v for k, v in base.items() if k != "conv_widths"}, "conv_width": width}
             jobs += _table_jobs(preset, smoke, sizes, MATCHED_EXPERIMENT)
     if "wo" in parts:
-        base = _sizes("ch1.wo", preset, smoke)
+        base = _sizes("ch1_wo", preset, smoke)
         for target in base["targets"]:
             sizes = {**{k: v for k, v in base.items() if k != "targets"}, "target": target}
             config = {"kind": "wo", "model": f"wo_{target}", "preset": preset, "smoke": smoke, "sizes": sizes}
@@ -147,7 +147,7 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None, only=No
 
 def _table_jobs(preset: str, smoke: bool, table: dict | None = None, experiment_name: str = TABLE_EXPERIMENT):
     jobs = []
-    table = table or _sizes("ch1.table1", preset, smoke)
+    table = table or _sizes("ch1_table1", preset, smoke)
     for T in table["seq_lens"]:
         for kappa in table["num_keys"]:
             for model in table["models"]:
@@ -170,7 +170,7 @@ def checkpoint_path(name: str, preset: str, seed: int, smoke: bool = False) -> P
     from mamba_recall.results import checkpoint_file
 
     folder = SMOKE_CHECKPOINT_DIR if smoke else CHECKPOINT_DIR
-    return checkpoint_file(f"ch1.{name}", f"{preset}{'_smoke' if smoke else ''}", seed=seed, directory=folder)
+    return checkpoint_file(f"ch1_{name}", f"{preset}{'_smoke' if smoke else ''}", seed=seed, directory=folder)
 
 
 def _relative(path: Path) -> str:
@@ -257,7 +257,7 @@ def run_table_job(config: dict, seed: int) -> dict:
 
 
 def run_full_job(config: dict, seed: int) -> dict:
-    r"""App. B, Fig. 7 on the full Mamba LM, one seed: train it on the ``ch1.k1`` task as
+    r"""App. B, Fig. 7 on the full Mamba LM, one seed: train it on the ``ch1_k1`` task as
     :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall` trains the simplified model (the same training / held-out sets of this seed, AdamW without weight
     decay, constant lr, until 100 % training-set query accuracy or ``steps``), save its checkpoint, and measure
     claim 000/Fig7-full: the readout W_o^full = [R U_1 | R U_0] ∈ R^{|V| × 2|V|} in the paper's (previous token,
@@ -289,7 +289,7 @@ def run_full_job(config: dict, seed: int) -> dict:
 
 
 def run_wo_job(config: dict, seed: int) -> dict:
-    """App. B, Fig. 7 on the simplified model with a learned unembedding W_o (``ch1.wo``), one target and seed: train
+    """App. B, Fig. 7 on the simplified model with a learned unembedding W_o (``ch1_wo``), one target and seed: train
     it (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall`), save its checkpoint, and measure claim 000/Fig7 on
     its W_o, with the same seed's W_o at initialisation as the null (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.measure_fig7`)."""
     from mamba_recall.claims import measurement_record

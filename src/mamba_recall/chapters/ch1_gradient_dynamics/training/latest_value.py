@@ -1,8 +1,8 @@
 """Chapter 1: the simplified Mamba of paper 000 (and the full Mamba LM of App. B) on the latest-value MQAR: the
 models, their data, their training and their committed checkpoints.
 
-``train_recall(sizes, seed, device, backend)`` is what the notebooks call with ``ctx.sizes("ch1.k1")``
-(and ch1.k2, ch1.k4, ch1.wo, ch1.k1_masked); :func:`load_checkpoint` and :func:`load_or_train` read the
+``train_recall(sizes, seed, device, backend)`` is what the notebooks call with ``ctx.sizes("ch1_k1")``
+(and ch1_k2, ch1_k4, ch1_wo, ch1_k1_masked); :func:`load_checkpoint` and :func:`load_or_train` read the
 checkpoints that ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset paper`` writes
 (``results/checkpoints/ch1_<name>_<preset>.pt`` with a JSON sidecar), and the runners
 (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.training`, :mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) train with the same
@@ -114,7 +114,7 @@ def train_recall(
 
 
 def checkpoint_path(name: str, preset: str) -> Path:
-    return results.checkpoint_file(f"ch1.{name}", preset, directory=CHECKPOINT_DIR)
+    return results.checkpoint_file(f"ch1_{name}", preset, directory=CHECKPOINT_DIR)
 
 
 def load_checkpoint(name: str, preset: str = "paper"):
@@ -144,7 +144,7 @@ class Sourced:
 
 
 def committed_checkpoint(name: str, preset: str) -> Path | None:
-    """The checkpoint of ``ch1.<name>`` at ``preset`` that the committed bundle ``ch1_checkpoints_<preset>`` lists
+    """The checkpoint of ``ch1_<name>`` at ``preset`` that the committed bundle ``ch1_checkpoints_<preset>`` lists
     (so a claim expects it), or None: not listed, or no such bundle (absent; a corrupt one raises)."""
     try:
         bundle = results.load_bundle(f"ch1_checkpoints_{preset}", directory=RESULTS_DIR)
@@ -160,7 +160,7 @@ def committed_checkpoint(name: str, preset: str) -> Path | None:
 def load_or_train(
     name: str, preset: str, seed: int = 0, device="cpu", backend: str = "chunked", smoke: bool = False
 ) -> Sourced:
-    """The ``ch1.<name>`` model at ``preset``'s sizes: the committed checkpoint when it matches those sizes,
+    """The ``ch1_<name>`` model at ``preset``'s sizes: the committed checkpoint when it matches those sizes,
     else trained live (and said so in ``source``).
 
     Training live is by design for a checkpoint never made at this preset (e.g. ``k2`` at ``paper``: neither the
@@ -170,7 +170,7 @@ def load_or_train(
     with the file and the command that regenerates it."""
     from mamba_recall.presets import experiment
 
-    sizes = experiment(f"ch1.{name}", preset, smoke=smoke)
+    sizes = experiment(f"ch1_{name}", preset, smoke=smoke)
     regenerate = f"{runner_command('ch1_training')} --preset {preset} --only {name}"
     model = meta = None
     try:
@@ -193,7 +193,7 @@ def load_or_train(
 
 
 def build_full_model(sizes: dict, seed: int):
-    r"""The full Mamba LM of ``sizes`` (a ``ch1.full_mamba`` or ``ch1.full_onehot`` entry: ``d_model``, ``n_layer``,
+    r"""The full Mamba LM of ``sizes`` (a ``ch1_full_mamba`` or ``ch1_full_onehot`` entry: ``d_model``, ``n_layer``,
     ``vocab_size``, ``d_state``, ``d_conv``, ``expand``), initialised after ``torch.manual_seed(seed)``, PyTorch's
     chunked scan. ``sizes["embedding"]``: ``"learned"`` (default; tied to the readout, as upstream) or
     ``"doubled_one_hot"``: the embedding of §2.2 fixed and frozen, E[v] = [e_v; e_v] ∈ R^{2|V|} for v < |V| (the
@@ -202,7 +202,7 @@ def build_full_model(sizes: dict, seed: int):
 
     missing = [k for k in ("d_model", "n_layer", "vocab_size", "d_state", "d_conv", "expand") if k not in sizes]
     if missing:
-        raise ValueError(f"the full Mamba's sizes lack {missing}; take them from experiment('ch1.full_mamba', ...).")
+        raise ValueError(f"the full Mamba's sizes lack {missing}; take them from experiment('ch1_full_mamba', ...).")
     embedding = sizes.get("embedding", "learned")
     if embedding not in ("learned", "doubled_one_hot"):
         raise ValueError(f"embedding={embedding!r}: use 'learned' (tied, upstream's) or 'doubled_one_hot' (§2.2).")
@@ -210,7 +210,7 @@ def build_full_model(sizes: dict, seed: int):
     if embedding == "doubled_one_hot" and sizes["d_model"] != 2 * V:
         raise ValueError(
             f"the doubled one-hot embedding [e_v; e_v] has 2|V| = {2 * V} coordinates, got d_model={sizes['d_model']}; "
-            "set d_model = 2 * vocab_size (experiment('ch1.full_onehot', ...))."
+            "set d_model = 2 * vocab_size (experiment('ch1_full_onehot', ...))."
         )
     torch.manual_seed(seed)
     model = MambaLMHeadModel(

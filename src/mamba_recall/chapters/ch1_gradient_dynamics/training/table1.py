@@ -14,7 +14,7 @@ Rows (paper → ours):
   W_in (d_model, 2|V|): the Transformer sees exactly the pair the Mamba sees, and no position.
 
 The paper gives no TF sizes ("similar model sizes"), optimiser, |V| or steps: all [choice]s, in the
-``ch1.table1`` preset. Same data, loss mode and step budget for every model; accuracy = held-out
+``ch1_table1`` preset. Same data, loss mode and step budget for every model; accuracy = held-out
 query accuracy (all queries, not only the final ones).
 
 ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1`` runs the grid (:func:`run_table`) and writes its bundle; the

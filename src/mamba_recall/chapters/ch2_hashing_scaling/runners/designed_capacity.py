@@ -23,7 +23,7 @@ from mamba_recall.results import command_provenance
 from mamba_recall.theory.designed_capacity import LAWS_COMPARED, facts_capacity, fit_power_law, law_capacities
 from mamba_recall.runners import runner_command
 
-EXPERIMENT = "ch2.designed_capacity"
+EXPERIMENT = "ch2_designed_capacity"
 
 
 def run(cfg: dict, log=print) -> dict[str, pd.DataFrame]:

@@ -3,11 +3,11 @@ ensemble (what trains together as one :class:`~mamba_recall.models.linear_mamba.
 :class:`~mamba_recall.models.multihead_linear_mamba.MultiHeadLinearMamba`), so an interrupted run resumes at the
 ensemble it stopped in and ``--parts`` adds a part to the bundle without training the others again.
 
-* ``ch2_scaling`` (:mod:`.scaling`): experiment ``ch2.scaling``, one job per part (``speed``, ``grid``,
+* ``ch2_scaling`` (:mod:`.scaling`): experiment ``ch2_scaling``, one job per part (``speed``, ``grid``,
   ``multilayer``, ``repetition``, ``ablation``, ``full``), each the part's function of :mod:`.scaling`
   (:data:`.scaling.PART_FUNCTIONS`); bundle ``results/ch2_scaling_<preset>.json`` with one table per finished part
   (``data.parts``, ``data.seconds`` per part);
-* ``ch2_multihead`` (:mod:`.multihead`): experiment ``ch2.multihead``, one job per (head pattern, M) ensemble
+* ``ch2_multihead`` (:mod:`.multihead`): experiment ``ch2_multihead``, one job per (head pattern, M) ensemble
   (:func:`.multihead.run_unit`); bundle ``results/ch2_multihead_<preset>.json`` with tables ``grid``, ``noise`` and
   ``hist``, each the jobs' rows in the pattern × M order of the preset.
 
@@ -39,7 +39,7 @@ from mamba_recall.runstore import (
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.ensembles:run_job"
 #: the ensemble runners: runner → its preset experiment (= its run-store experiment, the stem of its bundle)
-EXPERIMENTS = {"ch2_scaling": "ch2.scaling", "ch2_multihead": "ch2.multihead"}
+EXPERIMENTS = {"ch2_scaling": "ch2_scaling", "ch2_multihead": "ch2_multihead"}
 #: the presets of the ensemble parts (``cpu-hours`` is the one-model-per-job parts of :mod:`.figs_cpu`)
 PRESETS = ("ci", "paper")
 #: presets whose jobs train on a GPU where the process running them has one

@@ -7,7 +7,7 @@ paper's settings on the part of each grid a 2-core CPU trains in about 3 CPU-hou
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset cpu-hours --parts fig8 --allow-long
     python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --aggregate-only
 
-Parts (sizes: ``chapters/ch2_hashing_scaling/configs.py``, ``ch2.scaling[preset]`` for fig7 / fig10_11 / tab10, ``ch2.multihead[preset]``
+Parts (sizes: ``chapters/ch2_hashing_scaling/configs.py``, ``ch2_scaling[preset]`` for fig7 / fig10_11 / tab10, ``ch2_multihead[preset]``
 for fig8; the comments there say what was cut from the paper's grids and why):
 
 * ``fig7`` — §5.2, Fig. 7: the Λ-layer simplified model (Alg. 2, residual) at (N, Λ); Thm 4 / 6: accuracy is a
@@ -26,7 +26,7 @@ Every job trains one model alone (one process, one torch thread) with the functi
 initialisation seed ``seed``, training stream ``seed · 100003 + step``, the held-out evaluation stream
 ``EVAL_SEED`` (10⁶, shared by every model), best accuracy over the evaluations, early stop at 0.999. Its fully
 resolved config (preset, sizes, recipe, evaluation) is the job's config, so the job key names what ran.
-Jobs live in ``results/runs/ch2.<part>/``; the command skips finished jobs (resumable). The bundle
+Jobs live in ``results/runs/ch2_<part>/``; the command skips finished jobs (resumable). The bundle
 ``results/ch2_<part>_<preset>.json`` has the table ``cells`` (per cell the mean best accuracy over seeds with a 95 %
 t-interval, the per-seed values and the seed-max; ``acc`` = the mean) and ``runs`` (one row per job, exact
 per-seed numbers, which the claims read seed by seed).
@@ -61,11 +61,11 @@ from mamba_recall.runners import runner_command
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu:run_job"
 #: part → (preset experiment, key inside it or None, columns of a cell, what it reproduces)
 PARTS = {
-    "fig7": ("ch2.scaling", "multilayer", CELL_COLUMNS["fig7"], "§5.2, Fig. 7"),
-    "fig10_11": ("ch2.scaling", "repetition", CELL_COLUMNS["fig10_11"], "App. G, Figs. 10-11"),
-    "fig8": ("ch2.multihead", None, CELL_COLUMNS["fig8"], "§5.2, Fig. 8; Thm 5"),
-    "thm5": ("ch2.thm5", None, CELL_COLUMNS["thm5"], "App. E.2, Thm 5 at the paper's 4000 steps"),
-    "tab10": ("ch2.scaling", "ablation", CELL_COLUMNS["tab10"], "App. K, Tab. 10"),
+    "fig7": ("ch2_scaling", "multilayer", CELL_COLUMNS["fig7"], "§5.2, Fig. 7"),
+    "fig10_11": ("ch2_scaling", "repetition", CELL_COLUMNS["fig10_11"], "App. G, Figs. 10-11"),
+    "fig8": ("ch2_multihead", None, CELL_COLUMNS["fig8"], "§5.2, Fig. 8; Thm 5"),
+    "thm5": ("ch2_thm5", None, CELL_COLUMNS["thm5"], "App. E.2, Thm 5 at the paper's 4000 steps"),
+    "tab10": ("ch2_scaling", "ablation", CELL_COLUMNS["tab10"], "App. K, Tab. 10"),
 }
 #: Tab. 10's rows: (row, label, selective, d_conv).
 TAB10_ROWS = (
@@ -88,7 +88,7 @@ EVAL_EVERY_MIN = 50  # evaluations every max(50, steps // 6) steps, as the ci ru
 
 def experiment_name(part: str) -> str:
     _check_part(part)
-    return f"ch2.{part}"
+    return f"ch2_{part}"
 
 
 def _check_part(part: str) -> None:

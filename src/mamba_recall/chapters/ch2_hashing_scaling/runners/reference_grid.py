@@ -9,7 +9,7 @@ L = 64, N_f = 16, D ∈ {16, 32, 48, 64} × N ∈ {8, 16, 24, 32} (cells with N 
 at most 2000 steps of their recipe (AdamW lr 1e-2, β = (0.9, 0.95), no weight decay, clip 1.5, label
 smoothing 0.1, warmup 100 → hold 400 → cosine to 0), a validation set of 1000 sequences evaluated every
 250 steps. Each model trains alone (one process, one torch thread: on a CPU separate models are faster per
-model-step than an ensemble). Jobs live in ``results/runs/ch2.reference_grid/`` (:mod:`mamba_recall.runstore`):
+model-step than an ensemble). Jobs live in ``results/runs/ch2_reference_grid/`` (:mod:`mamba_recall.runstore`):
 the command skips finished jobs and resumes after an interruption.
 
 Then it writes ``results/ch2_reference_grid_<preset>.json`` (+ CSV): per cell the mean best accuracy over
@@ -36,7 +36,7 @@ from mamba_recall.runstore import (
 )
 from mamba_recall.runners import runner_command
 
-EXPERIMENT = "ch2.reference_grid"
+EXPERIMENT = "ch2_reference_grid"
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid:run_job"
 EVAL_SEED = seeds.MQAR_EVAL  # the held-out stream of ch2_scaling (training streams are seed·100003 + step)
 

@@ -25,7 +25,7 @@ from mamba_recall.theory.capacity import p_success
 from .reference_grid import RUNNER, estimate, resolved_config
 from mamba_recall.runners import runner_command
 
-EXPERIMENT = "ch2.trained_dn"
+EXPERIMENT = "ch2_trained_dn"
 #: (column, law, a): each law's predicted per-query accuracy.
 LAWS = (
     ("eq77", "eq77", 3.0),

@@ -247,7 +247,7 @@ def measure_remark7(sweep, worst) -> Measurement:
     below = worst[worst.eps_kappa <= R7_BELOW]
     above = worst[worst.eps_kappa >= R7_ABOVE]
     if below.empty or above.empty:
-        raise NotRun(f"the sweep needs products ε(κ − 1) ≤ {R7_BELOW} and ≥ {R7_ABOVE} (preset ch3.remark7)")
+        raise NotRun(f"the sweep needs products ε(κ − 1) ≤ {R7_BELOW} and ≥ {R7_ABOVE} (preset ch3_remark7)")
     f = sweep.sort_values("pk")
     cells = "; ".join(
         f"κ={int(k)}: " + ", ".join(f"{r.eps_kappa:g} → {r.adversarial:.2f}" for r in g.itertuples())

@@ -123,7 +123,7 @@ FIGA2 = Claim(
     ),
     None,
     SECTION,
-    not_run="add |V| ∈ {256, 512} to the paper preset of ch3.mqar_train and run "
+    not_run="add |V| ∈ {256, 512} to the paper preset of ch3_mqar_train and run "
     f"`{runner_command('ch3_mqar_train')} --preset paper --allow-long` (about 2× Fig. 2: 40 GPU-hours)",
 )
 

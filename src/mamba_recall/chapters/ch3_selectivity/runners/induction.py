@@ -5,7 +5,7 @@
 Δ per state, Eq. 15), N = N_factor·|V|; data from :func:`~mamba_recall.tasks.induction_heads.induction_heads`
 (hard-case probability p, range γ) on the fly; accuracy over all positions (blank class included) and over
 non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d). Every preset runs as run-store jobs
-(``results/runs/ch3.induction/``, resumable) and writes ``results/ch3_induction_<preset>.json`` with the tables
+(``results/runs/ch3_induction/``, resumable) and writes ``results/ch3_induction_<preset>.json`` with the tables
 ``runs``, ``cells`` (mean, 95 % t-interval, per-seed values) and ``curves``.
 
 ``--preset paper --allow-long [--jobs N]``: the Fig. 3/A.4 grid, best of 5, as run-store jobs (a GPU for each job
@@ -102,7 +102,7 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
 
 
 # ------------------------------------------------------------------------------------------ run store (cpu-hours)
-EXPERIMENT = "ch3.induction"
+EXPERIMENT = "ch3_induction"
 RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.induction:run_job"
 
 
@@ -149,7 +149,7 @@ write_bundle = store_bundle_writer(
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    args = parse(__doc__.splitlines()[0], "ch3.induction", "ch3_induction", argv)
+    args = parse(__doc__.splitlines()[0], "ch3_induction", "ch3_induction", argv)
     return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
 
 

@@ -1,9 +1,9 @@
 """Trained KEEP n-TH models (paper 003, Tab. 1, Tabs. A.1–A.4, Fig. 1).
 
 ``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset ci`` trains every
-(T, d, N, model, seed) of ``presets ch3.keep_nth`` on on-the-fly data (a deviation from the paper's
+(T, d, N, model, seed) of ``presets ch3_keep_nth`` on on-the-fly data (a deviation from the paper's
 fixed 10⁵-sample set, App. D.1), Adam (no weight decay), cosine lr, early stop at 100 % held-out
-accuracy, and tests on fresh sequences, one run-store job per run at every preset (``results/runs/ch3.keep_nth/``,
+accuracy, and tests on fresh sequences, one run-store job per run at every preset (``results/runs/ch3_keep_nth/``,
 resumable). It writes ``results/ch3_keep_nth_<preset>.json`` with the tables
 ``runs`` (one row per run) and ``decay`` (Fig. 1: 50-bin histograms of e^{−λΔ} of the S6/S4D models, counts in
 ``before`` (t < n) and ``after`` (t ≥ n); the extra row with ``bin = −1`` holds frac(< 0.1 | t < n) in ``before`` and
@@ -15,7 +15,7 @@ checkpoints are ``ch3_keep_nth_s6pe_paper_T<T>_seed<s>``, so a preset never over
 
 ``python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth --preset cpu-hours --allow-long [--jobs 1]`` runs the ``cpu-hours``
 grid (Tab. 1 at the paper's T = 50, d = 32, N = 8 with all five models; Fig. 1's T ∈ {10, …, 50} for Mamba+PE and
-S4D+PE; 3 seeds) as run-store jobs (``results/runs/ch3.keep_nth/``, resumable, estimate printed first), saves every
+S4D+PE; 3 seeds) as run-store jobs (``results/runs/ch3_keep_nth/``, resumable, estimate printed first), saves every
 Mamba+PE model as ``ch3_keep_nth_s6pe_cpu-hours_T<T>_seed<s>`` and aggregates ``results/ch3_keep_nth_cpu-hours.json``:
 tables ``runs`` and ``decay`` as above, ``cells`` (mean over seeds, 95 % t-interval, per-seed values) and ``curves``
 (each run's training loss and held-out accuracy every 100 steps). ``--aggregate-only`` rewrites the bundle only.
@@ -86,7 +86,7 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
 
 
 # ------------------------------------------------------------------------------------------ run store (cpu-hours)
-EXPERIMENT = "ch3.keep_nth"
+EXPERIMENT = "ch3_keep_nth"
 RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.keep_nth:run_job"
 
 
@@ -161,7 +161,7 @@ write_bundle = store_bundle_writer(
 
 @command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
 def main(argv=None):
-    args = parse(__doc__.splitlines()[0], "ch3.keep_nth", "ch3_keep_nth", argv)
+    args = parse(__doc__.splitlines()[0], "ch3_keep_nth", "ch3_keep_nth", argv)
     return run_store_main(
         args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle,
         key=lambda c: {k: c[k] for k in ("T", "d", "N", "model")},

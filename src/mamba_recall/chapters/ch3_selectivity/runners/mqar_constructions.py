@@ -24,7 +24,7 @@ from .common import parse, save_runner_bundle
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    args = parse(__doc__.splitlines()[0], "ch3.mqar_constructions", "ch3_mqar_constructions", argv, one_process=True)
+    args = parse(__doc__.splitlines()[0], "ch3_mqar_constructions", "ch3_mqar_constructions", argv, one_process=True)
     cfg = args.sizes
     T, n, draws = cfg["T"], cfg["sweep_sequences"], cfg["draws"]
     start = time.time()

@@ -1,11 +1,11 @@
 """Fig. A.3 of paper 003 at its T = 100 and |V| = 128: trained 1-layer Mamba on MQAR with the state size N swept
-across κ, best of 7 seeds (preset ``ch3.mqar_figa3``, declared before any run).
+across κ, best of 7 seeds (preset ``ch3_mqar_figa3``, declared before any run).
 
     python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset cpu-hours --allow-long [--jobs 2]   # train, aggregate
     python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset cpu-hours --aggregate-only           # the bundle
     python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset paper --allow-long --members 7       # 7 seeds a job
 
-Each (κ, N, d, seed) is one run-store job (``results/runs/ch3.mqar_figa3/``), trained and tested by the Fig. 2 runner's
+Each (κ, N, d, seed) is one run-store job (``results/runs/ch3_mqar_figa3/``), trained and tested by the Fig. 2 runner's
 :func:`~mamba_recall.chapters.ch3_selectivity.runners.mqar_train.train_one` (the same model, data and recipe, so the two bundles are
 comparable); the same command resumes. The bundle ``results/ch3_mqar_figa3_<preset>.json`` has the tables ``runs``
 (the schema of ``ch3_mqar_train``'s, column ``grid`` = ``figa3``), ``cells`` (mean over seeds, 95 % t-interval,
@@ -30,7 +30,7 @@ from .mqar_train import (  # noqa: F401 - the job functions (run_job, run_member
     train_one,
 )
 
-EXPERIMENT = "ch3.mqar_figa3"
+EXPERIMENT = "ch3_mqar_figa3"
 RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3:run_job"
 MEMBERS_RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3:run_members"
 GRID = "figa3"

@@ -6,7 +6,7 @@ keys, each queried once), on the fly. Models: ``s6`` = 1-layer Mamba without gat
 S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = single-head Mamba-2 without gate
 (its own three convs, ``models.s6.Mamba2Mixer``, N = round(8 ln κ)). ``ci``: micro-MQAR (κ = 4,
 |V| = 16, T = 24, d = 32) with N below and above κ. Every preset runs as run-store jobs
-(``results/runs/ch3.mqar_train/``, resumable) and writes ``results/ch3_mqar_train_<preset>.json`` with the tables
+(``results/runs/ch3_mqar_train/``, resumable) and writes ``results/ch3_mqar_train_<preset>.json`` with the tables
 ``runs``, ``cells`` (mean, 95 % t-interval, per-seed values; column ``grid`` names the grid) and ``curves``.
 
 ``--preset paper --allow-long [--jobs N]``: the Fig. 2 grid (κ × d, N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2),
@@ -137,7 +137,7 @@ def train_members(c: dict, seeds: list[int], *, steps: int | None = None, device
 
 
 # ------------------------------------------------------------------------------------------ run store (cpu-hours)
-EXPERIMENT = "ch3.mqar_train"
+EXPERIMENT = "ch3_mqar_train"
 RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.mqar_train:run_job"
 #: ``--members K``: K seeds of one config trained as one ensemble (:func:`run_members`), for the store's units
 MEMBERS_RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.mqar_train:run_members"
@@ -190,7 +190,7 @@ write_bundle = store_bundle_writer("ch3_mqar_train", EXPERIMENT, jobs_for, by=CE
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    args = parse(__doc__.splitlines()[0], "ch3.mqar_train", "ch3_mqar_train", argv)
+    args = parse(__doc__.splitlines()[0], "ch3_mqar_train", "ch3_mqar_train", argv)
     return store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, MEMBERS_RUNNER, write_bundle)
 
 

@@ -56,7 +56,7 @@ def keep_checkpoint_name(preset: str, T: int | None = None, seed: int | None = N
     """The KEEP n-TH Mamba+PE model's checkpoint (d = 32, N = 8), at every preset the one convention
     (:func:`mamba_recall.results.checkpoint_file`): ``ch3_keep_nth_s6pe_<preset>_T<T>_seed<s>``; without ``T`` and
     ``seed``, the stem they extend."""
-    return results.checkpoint_file("ch3.keep_nth", preset, model="s6pe", T=T, seed=seed).stem
+    return results.checkpoint_file("ch3_keep_nth", preset, model="s6pe", T=T, seed=seed).stem
 
 
 def save_checkpoint(model: torch.nn.Module, name: str, config: dict, command: str = REGENERATE) -> Path:

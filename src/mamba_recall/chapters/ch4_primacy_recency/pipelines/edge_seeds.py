@@ -1,6 +1,6 @@
 """Which seeds of a recipe of Chapter 4's edge family its verdicts are judged on, and which recipe is primary.
 
-The edge family (:mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`, preset ``ch4.edge`` in ``chapters/ch4_primacy_recency/configs.py``) trains every
+The edge family (:mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`, preset ``ch4_edge`` in ``chapters/ch4_primacy_recency/configs.py``) trains every
 recipe on the seeds ``0 … seeds-1``, and some recipes on reserve seeds after them (preset entry ``reserve_seeds``,
 e.g. ``{"d4": [3, 4, 5]}``, declared before any of them ran). The one rule (:func:`evidence_seeds`), used by the
 checks bundle's primary recipe (:func:`primary_recipe`), by :class:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily` and by
@@ -146,7 +146,7 @@ def _outcomes(recipe: str, runs: list[dict], order: tuple) -> dict:
                 "(chapters/ch4_primacy_recency/configs.py: seeds, reserve_seeds) or remove the record from the run store."
             )
         if outcomes[seed] is not None:
-            raise ValueError(f"two checks records of {recipe} seed {seed}; keep one (run store ch4.edge_checks).")
+            raise ValueError(f"two checks records of {recipe} seed {seed}; keep one (run store ch4_edge_checks).")
         outcomes[seed] = gate
     return outcomes
 
@@ -214,7 +214,7 @@ def _reserve_selection(recipe: str, order, reserve, outcomes: dict, failed: list
 def evidence_seeds(recipe: str, runs: list[dict], sizes: dict) -> SeedSelection:
     """The seeds of ``recipe`` whose checks its verdicts are judged on, from the checks records ``runs`` (one per
     finished model: its training job ran every step of the recipe, then its checks job measured its edge gate) and
-    the preset's ``sizes`` (experiment ``ch4.edge``). The rule, declared before any reserve seed ran:
+    the preset's ``sizes`` (experiment ``ch4_edge``). The rule, declared before any reserve seed ran:
 
     * a recipe **without reserve seeds** is judged on its checked seeds (those of ``0 … seeds-1``), and is complete
       (may be the primary recipe) when all of them are checked, they are ≥ :data:`EVIDENCE_SEEDS`, and every one

@@ -16,7 +16,7 @@ def mamba2_head_tests(
     model, vocab, sizes: dict, device: str = "cpu", *, at: int | None = None, ucurve_Ls: list[int] | None = None
 ) -> dict:
     """App. F's measurements on a Mamba-2 model (paper 004, App. F, Eq. 9, Fig. 13), with the sizes ``sizes`` of
-    ``ch4.mamba2_heads`` (keys ``Ls``, ``n``, ``L_ident``, ``tau``, ``n_random``):
+    ``ch4_mamba2_heads`` (keys ``Ls``, ``n``, ``L_ident``, ``tau``, ``n_random``):
 
     * ``curves``: {(L, variant): (n, L) bool correct} at every L of ``ucurve_Ls`` (default ``sizes["Ls"]``), the
       serial-recall probe of §4.1 (prefix-state evaluation, :func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.ucurves`);

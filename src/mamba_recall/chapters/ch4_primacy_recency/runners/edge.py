@@ -10,7 +10,7 @@ chapter recall every position at 1.00 at L = 8, so an ablation there has no prim
 trained on more names (64), longer contexts (L up to ``L_max`` ≥ 24, with a curriculum), at least 4 layers and with
 the variants the paper points to as sources of primacy (a BOS token, a small-Δ initialisation), and with filler
 gaps between the facts and the queries so that filler distractors are in distribution. The recipes are in
-``chapters/ch4_primacy_recency/configs.py`` (experiment ``ch4.edge``); every recipe tried is listed there, the failed ones too.
+``chapters/ch4_primacy_recency/configs.py`` (experiment ``ch4_edge``); every recipe tried is listed there, the failed ones too.
 
 One run-store job per (recipe, seed) (:mod:`mamba_recall.runstore`): it trains the model with
 :func:`mamba_recall.chapters.ch4_primacy_recency.runners.train.train_recipe`, writes ``results/checkpoints/ch4_edge_<recipe>_<preset>_
@@ -33,7 +33,7 @@ reordered, and a seed that has not finished yet (no checks run) blocks every see
 seeds count cannot depend on which run finished first. Every seed's outcome (passed or not, with its gate numbers)
 is reported beside the verdicts (:meth:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily.status` and the model cards).
 
-``--checks`` runs the claim checks of every finished model (one job per model, experiment ``ch4.edge_checks``) and
+``--checks`` runs the claim checks of every finished model (one job per model, experiment ``ch4_edge_checks``) and
 writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`). The one command that regenerates
 **both** bundles from the run store, training nothing, is the third line above (``--aggregate-only`` without
 ``--checks``): it counts both grids and writes the edge bundle, then the checks bundle, with one provenance taken

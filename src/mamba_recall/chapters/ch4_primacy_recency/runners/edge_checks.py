@@ -43,7 +43,7 @@ def edge_gate(model, vocab) -> dict:
     }
 
 
-CHECKS = "ch4.edge_checks"
+CHECKS = "ch4_edge_checks"
 CHECKS_RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_checks_job"
 # PRIMARY_ORDER, the seeds each recipe is judged on (evidence_seeds) and primary_recipe live in chapters/ch4_primacy_recency/pipelines/edge_seeds.py
 # (imported above), where the book's EdgeFamily and the claims' check_family read the same rule.
@@ -137,7 +137,7 @@ def run_checks_job(config: dict, seed: int) -> dict:
     from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import slow_state_probe
     from mamba_recall.presets import experiment
 
-    S = experiment("ch4.channels", config["sizes_preset"], smoke=config["smoke"])
+    S = experiment("ch4_channels", config["sizes_preset"], smoke=config["smoke"])
     probes = {
         "slow_states": slow_state_probe(
             model,

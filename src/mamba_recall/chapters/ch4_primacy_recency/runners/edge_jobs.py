@@ -20,19 +20,19 @@ from mamba_recall.presets import experiment
 from mamba_recall.runstore import make_job
 from mamba_recall.runners import runner_command
 
-EXPERIMENT = "ch4.edge"
+EXPERIMENT = "ch4_edge"
 RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_job"
 VARIANTS = ("repeated", "random")
 
 
 def model_name(recipe: str, preset: str, seed: int, smoke: bool = False) -> str:
     """``edge_<recipe>_<preset>_seed<k>`` (``_smoke`` appended for a smoke run, whose checkpoint is not kept):
-    :func:`~mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.edge_model_name` of ``ch4.edge``."""
+    :func:`~mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.edge_model_name` of ``ch4_edge``."""
     return edge_model_name(EXPERIMENT, recipe, preset, seed, smoke)
 
 
 def edge_sizes(preset: str, smoke: bool) -> dict:
-    """The sizes of experiment ``ch4.edge`` at ``preset`` (``chapters/ch4_primacy_recency/configs.py``): its recipes, reserve seeds and
+    """The sizes of experiment ``ch4_edge`` at ``preset`` (``chapters/ch4_primacy_recency/configs.py``): its recipes, reserve seeds and
     evaluation."""
     return experiment(EXPERIMENT, preset, smoke=smoke)
 

@@ -5,7 +5,7 @@ r"""Chapter 4 runner: Table 1 of paper 004 on the edge family, three seeds.
 
 Why: the page's first Table 1 analogue rests on one model (``s_mix``, one ``ci`` seed); a trained-model verdict
 needs three. Here the edge family's primary recipe's evidence seeds (``chapters/ch4_primacy_recency/configs.py``, experiment
-``ch4.edge_mix``, declared before any run: ``d4_zinit`` seeds 1, 3 and 5) are each fine-tuned on ``s_mix``'s
+``ch4_edge_mix``, declared before any run: ``d4_zinit`` seeds 1, 3 and 5) are each fine-tuned on ``s_mix``'s
 mixture of the recall task and the four synthetic long-context tasks (:mod:`mamba_recall.tasks.transfer`), then
 measured as the page measures ``s_mix``: long-term channels identified on one recall prompt (Eqs. 3–4, τ = p = 0.7),
 Ā = 0 on them in all layers at every step, against as many random channels (paper §4.2).
@@ -37,7 +37,7 @@ from mamba_recall.runners import runner_command
 
 #: it fine-tunes the edge family's checkpoints, so it runs after the edge runner (:mod:`mamba_recall.runners`)
 DEPENDS_ON = ("ch4_edge",)
-EXPERIMENT = "ch4.edge_mix"
+EXPERIMENT = "ch4_edge_mix"
 RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge_mix:run_job"
 CLAIM = "004/Table1"
 COMMAND = runner_command("ch4_edge_mix") + " --preset {preset} --allow-long"
@@ -60,7 +60,7 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     """One job per declared base seed: the edge recipe's own config with the fine-tune's changes, warm-started from
     the committed edge checkpoint, and the measurement sizes."""
     S = experiment(EXPERIMENT, preset, smoke=smoke)
-    recipes = experiment("ch4.edge", S["base_preset"])["recipes"]
+    recipes = experiment("ch4_edge", S["base_preset"])["recipes"]
     if S["base_recipe"] not in recipes:
         raise ValueError(f"{EXPERIMENT}: base recipe {S['base_recipe']!r} is not an edge recipe ({sorted(recipes)}).")
     jobs = []

@@ -38,7 +38,7 @@ from mamba_recall.presets import experiment
 from mamba_recall.results import command_provenance, save_bundle
 from mamba_recall.runners import runner_command
 
-SECTIONS = ("ch4.ucurve", "ch4.channels", "ch4.periodicity", "ch4.recency")  # the sizes of §4.1–§4.4
+SECTIONS = ("ch4_ucurve", "ch4_channels", "ch4_periodicity", "ch4_recency")  # the sizes of §4.1–§4.4
 #: the claims of §4.1–§4.4 that :func:`claim_inputs` measures, in its order
 CLAIM_IDS = (
     "004/Fig2",
@@ -64,12 +64,12 @@ DEPENDS_ON = ("ch4_train",)  # `reproduce` retrains the checkpoints first
 
 
 def _channel_ablations(model, vocab, preset, device, at, ucurve_Ls, n_random) -> tuple:
-    """The channel statistics and ablations of :func:`claim_inputs` (sizes of ``ch4.channels``) → (stats, the
+    """The channel statistics and ablations of :func:`claim_inputs` (sizes of ``ch4_channels``) → (stats, the
     identified channels, the ablation at the first triple, at all steps, {length: ablation at the first triple})."""
     from mamba_recall.analysis import channels as ch
     from mamba_recall.analysis import interventions as iv
 
-    S = experiment("ch4.channels", preset)
+    S = experiment("ch4_channels", preset)
     stats = ch.channel_stats(model, A.identification_prompt(vocab, S["L_ident"]))
     chans = ch.identify(stats, S["tau"], S["p"])
     targets = ch.target_set(chans, max(1, min(3, stats.n_layers // 2)))
@@ -101,9 +101,9 @@ def _channel_ablations(model, vocab, preset, device, at, ucurve_Ls, n_random) ->
 
 
 def _recency_tests(model, vocab, preset, device, at, distractor_pool) -> tuple:
-    """The recency tests of :func:`claim_inputs` (sizes of ``ch4.recency``) → ({(L, variant): distractor sweep},
+    """The recency tests of :func:`claim_inputs` (sizes of ``ch4_recency``) → ({(L, variant): distractor sweep},
     {L: initial-state effects}, the scale sweep or None)."""
-    S = experiment("ch4.recency", preset)
+    S = experiment("ch4_recency", preset)
     sweeps = {
         (L, v): A.distractor_sweep(model, vocab, L, S["n"], S["ns"], variant=v, device=device, pool=distractor_pool)
         for L in (S["Ls"] if at is None else [at])
@@ -139,7 +139,7 @@ def claim_inputs(
     distractor sweep (Fig. 5b): ``"content"`` (default) or ``"filler"`` for a model trained with filler gaps, for which
     those are in distribution."""
     out = {}
-    S = experiment("ch4.ucurve", preset)
+    S = experiment("ch4_ucurve", preset)
     curves = A.ucurves(model, vocab, ucurve_Ls or S["Ls"], S["n"], device=device)
     out["004/Fig2"] = (curves, ucurve_Ls or S["Ls"])
     out["004/Sec4.1-relations"] = (curves, ucurve_Ls or S["Ls"])
@@ -152,7 +152,7 @@ def claim_inputs(
     out["004/Fig9"] = (all_steps,)
     out["004/Fig10"] = (lengths,)
 
-    S = experiment("ch4.periodicity", preset)
+    S = experiment("ch4_periodicity", preset)
     res = A.periodic_deltas(model, vocab, S["periods"], n=S["n"], length=S["length"])
     for cid in ("004/Fig6a", "004/Sec1-delta-direction", "004/Fig6b", "004/Fig7"):
         out[cid] = (res,)
@@ -167,7 +167,7 @@ def claim_inputs(
 def claim_inputs_m2(
     model, vocab, preset: str = "ci", device: str = "cpu", *, at: int | None = None, ucurve_Ls=None
 ) -> dict:
-    """{claim id: args} for App. F's Mamba-2 claims (:data:`CLAIM_IDS_M2`), with the sizes of ``ch4.mamba2_heads``
+    """{claim id: args} for App. F's Mamba-2 claims (:data:`CLAIM_IDS_M2`), with the sizes of ``ch4_mamba2_heads``
     in ``preset``; ``at`` and ``ucurve_Ls`` as in :func:`claim_inputs` (the edge family's pressure length and
     evaluated lengths). The same library calls as notebook 4.6
     (:func:`~mamba_recall.chapters.ch4_primacy_recency.pipelines.mamba2_heads.mamba2_head_tests`)."""
@@ -177,7 +177,7 @@ def claim_inputs_m2(
         raise ValueError(
             "claim_inputs_m2 measures App. F's head claims on a Mamba-2 model; this one is Mamba-1: use claim_inputs."
         )
-    tests = mamba2_head_tests(model, vocab, experiment("ch4.mamba2_heads", preset), device, at=at, ucurve_Ls=ucurve_Ls)
+    tests = mamba2_head_tests(model, vocab, experiment("ch4_mamba2_heads", preset), device, at=at, ucurve_Ls=ucurve_Ls)
     return m2_claim_args(tests)
 
 
@@ -203,7 +203,7 @@ def main(argv=None):
         "--model",
         default=None,
         help="a committed S-model (results/checkpoints/ch4_train_<model>_ci.pt); "
-        "default: every model of the preset's ch4.model_checks list",
+        "default: every model of the preset's ch4_model_checks list",
     )
     p.add_argument("--checkpoint", default=None, help="or any Chapter 4 checkpoint .pt (then give --name)")
     p.add_argument("--name", default=None, help="bundle name part for --checkpoint")
@@ -213,7 +213,7 @@ def main(argv=None):
     if args.model is not None and args.checkpoint is not None:
         p.error("give one of --model NAME or --checkpoint PATH (with --name), not both.")
     if args.model is None and args.checkpoint is None:
-        for model in experiment("ch4.model_checks", args.preset)["models"]:
+        for model in experiment("ch4_model_checks", args.preset)["models"]:
             main(["--model", model, "--preset", args.preset, "--device", args.device])
         return
     if args.checkpoint and not args.name:

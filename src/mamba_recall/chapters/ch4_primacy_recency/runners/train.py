@@ -206,14 +206,14 @@ def train_smodel(
     progress=False,
     stop_at: int | None = None,
 ):
-    """Train one S-model with the recipe ``ch4.train_<model_name>`` of ``preset``; returns (model, sidecar path).
+    """Train one S-model with the recipe ``ch4_train_<model_name>`` of ``preset``; returns (model, sidecar path).
 
     ``stop_at``: end after that many steps (checkpoint written there), keeping the learning-rate
     schedule of the full ``steps`` — the weights equal the intermediate checkpoint of the full run
     at that step (deterministic on one thread), so a run stopped for lack of time is regenerable."""
     if model_name not in MODELS:
         raise ValueError(f"unknown S-model {model_name!r}; choose one of {', '.join(MODELS)}.")
-    cfg = experiment(f"ch4.train_{model_name}", preset)
+    cfg = experiment(f"ch4_train_{model_name}", preset)
     if steps is not None:
         cfg["steps"] = int(steps)
         cfg["warmup_steps"] = min(cfg["warmup_steps"], max(0, cfg["steps"] // 10))
@@ -352,12 +352,12 @@ def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threa
 
 # ------------------------------------------------------------------------------------------------------ run store
 #
-# Every preset through the run store (experiment ``ch4.train``: ``results/runs/ch4.train/``): one job per S-model,
+# Every preset through the run store (experiment ``ch4_train``: ``results/runs/ch4_train/``): one job per S-model,
 # its config the model's name, the preset and the resolved recipe, its seed the recipe's. A recipe that warm-starts
 # (``init_from``: ``s_mix`` from ``s_small``) runs in a second stage, after the models it starts from. The bundle
 # ``results/ch4_train_<preset>.json`` lists every finished model with its final gate (table ``models``).
 
-EXPERIMENT = "ch4.train"
+EXPERIMENT = "ch4_train"
 RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.train:run_job"
 #: the models a preset trains without ``--models``: at ``ci`` the four the chapter reads (``s_deep``'s CPU recipe
 #: stayed at 0.24 recall at L = 4 after half its steps: it runs with ``--models s_deep`` only), at ``paper`` all five
@@ -387,7 +387,7 @@ def jobs_for(preset: str, models=None, smoke: bool = False) -> list[dict]:
         raise ValueError(f"the S-models train at {', '.join(DEFAULT_MODELS)}, not {preset!r}.")
     jobs = []
     for name in models or DEFAULT_MODELS[preset]:
-        recipe = experiment(f"ch4.train_{name}", preset, smoke=smoke)
+        recipe = experiment(f"ch4_train_{name}", preset, smoke=smoke)
         config = {"model": name, "preset": preset, "smoke": smoke, "recipe": recipe}
         if preset in GPU_PRESETS:
             config["device"] = "auto"

@@ -3,7 +3,7 @@ r"""Chapter 5 runner: the capacity κ* of the full Mamba LM on zoology's MQAR, b
     python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --allow-long [--jobs 2]
     python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --aggregate-only
 
-One run-store job per (layers, D, N) and seed (``results/runs/ch5.capacity/``): a bisection over the κ ladder
+One run-store job per (layers, D, N) and seed (``results/runs/ch5_capacity/``): a bisection over the κ ladder
 (:func:`mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search.search`) for the largest κ with held-out recall ≥ 50 % and ≥ 90 %,
 one training per probe. Every probe trains ``MambaLMHeadModel(D, layers, V, d_state=N)`` (mamba-ssm's layout:
 ``d_conv`` 4, ``expand`` 2) from init seed ``seed`` on MQAR with V = 512 and L = 4κ (paper 002's regime R0 has
@@ -28,7 +28,7 @@ from mamba_recall.results import command_provenance
 from mamba_recall.runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
 from mamba_recall.runners import runner_command
 
-EXPERIMENT = "ch5.capacity"
+EXPERIMENT = "ch5_capacity"
 RUNNER = "mamba_recall.chapters.ch5_synthesis.runners.capacity:run_job"
 EVAL_SEED = seeds.MQAR_EVAL  # held-out set of κ pairs: seed 10⁶ + κ
 
@@ -45,13 +45,13 @@ def check_sizes(sizes: dict) -> dict:
     ladder, _ = check_ladder(sizes["ladder"], sizes["thresholds"])
     if ladder[0] < 2 or ladder[-1] >= sizes["V"] // 2:
         raise ValueError(
-            f"ch5.capacity: the κ ladder {ladder} must lie in [2, V/2) = [2, {sizes['V'] // 2}) (MQAR draws κ distinct "
+            f"ch5_capacity: the κ ladder {ladder} must lie in [2, V/2) = [2, {sizes['V'] // 2}) (MQAR draws κ distinct "
             "keys from the lower half of the vocabulary); shorten the ladder or raise V in chapters/ch5_synthesis/configs.py."
         )
     for cell in sizes["cells"]:
         if len(cell) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in cell):
             raise ValueError(
-                f"ch5.capacity: a cell is [layers, D, N] of positive integers, got {cell!r} (chapters/ch5_synthesis/configs.py)."
+                f"ch5_capacity: a cell is [layers, D, N] of positive integers, got {cell!r} (chapters/ch5_synthesis/configs.py)."
             )
     return sizes
 

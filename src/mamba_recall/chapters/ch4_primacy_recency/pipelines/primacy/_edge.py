@@ -89,10 +89,10 @@ class EdgeFamily:
 
     @property
     def sizes(self) -> dict:
-        """The preset's sizes of the family (experiment ``ch4.edge``: recipes, seeds, reserve seeds)."""
+        """The preset's sizes of the family (experiment ``ch4_edge``: recipes, seeds, reserve seeds)."""
         from mamba_recall.presets import experiment
 
-        return experiment("ch4.edge", self.preset, smoke=self.smoke)
+        return experiment("ch4_edge", self.preset, smoke=self.smoke)
 
     def evidence(self, recipe: str):
         """Which seeds of ``recipe`` its verdicts are judged on and why

@@ -29,7 +29,7 @@ EVAL_SEED = seeds.PRIMACY_EVAL
 def checkpoint_path(model: str, preset: str = "ci") -> Path:
     """Where the S-model ``model`` is kept, named by the one convention (:func:`mamba_recall.results.checkpoint_file`):
     a recipe of :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.train` (``s_small``) is experiment
-    ``ch4.train_<model>`` at ``preset``, ``results/checkpoints/ch4_train_s_small_ci.pt``; an edge-family model is
+    ``ch4_train_<model>`` at ``preset``, ``results/checkpoints/ch4_train_s_small_ci.pt``; an edge-family model is
     named with its preset and seed already (``edge_<recipe>_<preset>_seed<k>`` of
     :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`: ``ch4_edge_<recipe>_<preset>_seed<k>.pt``, the
     same convention, written into those runs' job configs)."""
@@ -37,11 +37,11 @@ def checkpoint_path(model: str, preset: str = "ci") -> Path:
         raise ValueError(f"S-model name {model!r} must be a plain name such as 's_small'.")
     if model.startswith("edge_"):
         return CHECKPOINT_DIR / f"ch4_{model}.pt"
-    return checkpoint_file(f"ch4.train_{model}", preset)
+    return checkpoint_file(f"ch4_train_{model}", preset)
 
 
 def edge_model_name(experiment: str, recipe: str, preset: str, seed: int, smoke: bool = False) -> str:
-    """The name of an edge-family model (``ch4.edge``'s ``edge_<recipe>_<preset>_seed<k>``, ``ch4.edge_mix``'s
+    """The name of an edge-family model (``ch4_edge``'s ``edge_<recipe>_<preset>_seed<k>``, ``ch4_edge_mix``'s
     ``edge_mix_…``): its checkpoint's name by the one convention (:func:`mamba_recall.results.checkpoint_file`)
     without the chapter's ``ch4_``, so that :func:`checkpoint_path` of it is that checkpoint; ``_smoke`` appended for
     a smoke run, whose checkpoint is not kept. These names are in the edge jobs' configs, hence in their keys."""
