@@ -4,8 +4,11 @@ For each grid of the run-store runners (one row per runner and part) at preset `
 finished in the store and how many are left, with ``--estimate`` the CPU-hours of the jobs left as the runner's
 own estimator measures them on this machine (one thread, every job at its full step budget: an upper bound, since
 early stopping shortens jobs; on a machine shared with other work the step times, hence the estimate, grow), and
-the command that runs it (``--engine ray`` puts it on a GPU box or a cluster; the appendix "Engineering notes", "Grids on Ray"). A grid whose
-runner has no run-store grid at ``P`` says so instead of a number. No GPU timing is committed, so every estimate
+the command that runs it (``--engine ray`` puts it on a GPU box or a cluster; the appendix "Engineering notes", "Grids on Ray"), and
+the bundle it writes (``results/<experiment>_<P>.json``, one name per experiment) with whether one is committed: the
+jobs left of a grid whose bundle is not committed are not missing from the book, they are a grid nobody has run at
+``P`` (Chapter 2's one-model figure grids and Chapter 4's edge family at ``ci``, for instance, whose ``ci`` sizes
+serve tests and smoke runs). A grid whose runner has no run-store grid at ``P`` says so instead of a number. No GPU timing is committed, so every estimate
 is a CPU's; the scorecard's "not run" lines point here.
 
 Many small models per job: a grid whose runner trains the seeds of one config as one ensemble (``--members``:
@@ -28,6 +31,7 @@ from typing import Callable
 
 import pandas as pd
 
+from .paths import RESULTS_DIR
 from .runners import runner_module
 from .runstore import pending, units
 from .chapters.ch3_selectivity.training.selectivity import GPU_PRESETS
@@ -132,8 +136,9 @@ def grids() -> list[Grid]:
 
 def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.DataFrame:
     """The table of :func:`grids` at ``preset``: runner, part, jobs, finished, left, the estimated CPU-hours of the
-    jobs left (``estimate=True``: measured here by the runner's estimator) and the command; ``note`` says why a
-    grid has no jobs at this preset."""
+    jobs left (``estimate=True``: measured here by the runner's estimator), the command, the bundle(s) it writes
+    (``bundle``: ``<experiment>_<preset>``) and whether each is committed under ``results/`` (``committed``);
+    ``note`` says why a grid has no jobs at this preset."""
     rows = []
     for g in grids():
         row = {"runner": g.runner, "part": g.part}
@@ -142,7 +147,19 @@ def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.Da
         except Exception as exc:  # noqa: BLE001 - a runner without a grid at this preset: named, not fatal
             why = f"its {preset} sizes have no {exc} entry" if isinstance(exc, KeyError) else str(exc)
             rows.append(
-                dict(row, jobs=0, finished=0, left=0, members=1, units=0, cpu_hours_left=None, command="", note=why)
+                dict(
+                    row,
+                    jobs=0,
+                    finished=0,
+                    left=0,
+                    members=1,
+                    units=0,
+                    cpu_hours_left=None,
+                    command="",
+                    bundle="",
+                    committed=False,
+                    note=why,
+                )
             )
             continue
         done, left = pending(jobs, store)
@@ -152,6 +169,7 @@ def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.Da
             log(f"measuring {g.runner} {g.part} ({len(left)} jobs left) ...")
             hours = (g.estimate(left, k) if g.members else g.estimate(left))[0] / 3600
         command = g.command.format(preset=preset) + (f" --members {k}" if k > 1 else "")
+        bundles = sorted({f"{j['experiment']}_{preset}" for j in jobs})
         rows.append(
             dict(
                 row,
@@ -162,6 +180,8 @@ def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.Da
                 units=len(units(left, k)),
                 cpu_hours_left=hours,
                 command=command,
+                bundle=" ".join(bundles),
+                committed=bool(bundles) and all((RESULTS_DIR / f"{b}.json").is_file() for b in bundles),
                 note="",
             )
         )
@@ -196,9 +216,16 @@ def main(argv=None) -> int:
         for r in missing.itertuples():
             print(f"  {r.runner} {r.part}: {r.note}")
     have = table[table["note"] == ""]
+    unmade = have[~have.committed & (have.left > 0)]
     print(
         f"\n{int(have.jobs.sum())} jobs at preset {args.preset!r}: {int(have.finished.sum())} finished, "
         f"{int(have.left.sum())} left in {int(have.units.sum())} units of work"
+        + (
+            f" ({int(unmade.left.sum())} of them in grids whose bundle is not committed at {args.preset}, "
+            f"{', '.join(unmade.bundle)}: grids nobody has run at this preset, not missing evidence)"
+            if len(unmade)
+            else ""
+        )
         + (
             f"; about {have.cpu_hours_left.fillna(0).sum():.1f} CPU-hours left (measured here, one thread)"
             if args.estimate

@@ -90,3 +90,27 @@ def test_ensembles_per_job_are_planned_at_the_gpu_preset():
     left = ch3_mqar_figa3.jobs_for("cpu-hours", smoke=True)
     seconds, basis = grid.estimate(left, 2)
     assert seconds > 0 and "an ensemble of 2 per unit" in basis
+
+
+def test_plan_names_each_grid_s_bundle_and_says_which_left_jobs_belong_to_no_committed_bundle(capsys):
+    """One name per experiment: a grid's bundle is ``<experiment>_<preset>``. At ``ci`` every job left belongs to a
+    grid whose bundle is not committed (Chapter 2's one-model figure grids, Chapter 4's edge family), and the summary
+    says so; every grid with a committed bundle there is finished."""
+    from mamba_recall.paths import RESULTS_DIR
+
+    ci = plan.plan("ci")
+    have = ci[ci.note == ""]
+    assert (have.bundle != "").all()
+    assert set(have[have.committed].bundle) >= {"ch3_keep_nth_ci", "ch2_scaling_ci", "ch4_train_ci", "ch1_table1_ci"}
+    for row in have.itertuples():
+        assert row.committed == all((RESULTS_DIR / f"{b}.json").is_file() for b in row.bundle.split())
+    assert (have[have.committed].left == 0).all()
+    left = have[have.left > 0]
+    assert len(left) and not left.committed.any()
+    assert {"ch2_fig7_ci", "ch4_edge_ci"} <= set(left.bundle)
+    assert plan.main(["--preset", "ci"]) == 0
+    out = capsys.readouterr().out
+    assert f"{int(left.left.sum())} of them in grids whose bundle is not committed at ci" in out
+    cpu = plan.plan("cpu-hours")
+    fig7 = cpu[(cpu.runner == "ch2_scaling") & (cpu.part == "fig7")].iloc[0]
+    assert fig7.bundle == "ch2_fig7_cpu-hours" and fig7.committed and fig7.left == 0
