@@ -378,6 +378,40 @@ def test_the_command_a_missing_checkpoint_names_makes_it_again(tmp_path):
     assert all(torch.equal(weights[k], again[k]) for k in weights)
 
 
+def test_a_committed_chapter3_checkpoint_whose_record_names_none_is_made_again_by_its_command(tmp_path):
+    """Chapter 3's committed KEEP n-TH runs were written before run records named their checkpoint. Their jobs
+    declare it (``output``), so ``keep_nth --preset ci``, the command a missing checkpoint's error names, runs the
+    job whose checkpoint is gone again (and only that one), writes the file back, and its new record names it."""
+    import subprocess
+    import sys
+
+    from mamba_recall.paths import REPO_ROOT
+    from mamba_recall.runstore import read_run
+
+    root = tmp_path / "repo"
+    _copy_bundle("ch3_keep_nth_ci", root / "results")
+    shutil.copy2(REPO_ROOT / "_toc.yml", root / "_toc.yml")
+    runs = root / "results" / "runs" / "ch3_keep_nth"
+    runs.mkdir(parents=True)
+    for f in (RESULTS_DIR / "runs" / "ch3_keep_nth").glob("*.json"):
+        if json.loads(f.read_text())["config"]["preset"] == "ci":
+            shutil.copy2(f, runs / f.name)
+    assert len(list(runs.glob("*.json"))) == 5
+    assert not any("checkpoint" in read_run(f)["result"] for f in runs.glob("*.json"))  # as committed
+    pt = root / "results/checkpoints/ch3_keep_nth_s6pe_ci_T20_seed0.pt"
+    env = {**os.environ, "MAMBA_RECALL_ROOT": str(root), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "mamba_recall.chapters.ch3_selectivity.runners.keep_nth", "--preset", "ci"]
+    out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+    log = out.stdout + out.stderr
+    assert "its checkpoint results/checkpoints/ch3_keep_nth_s6pe_ci_T20_seed0.pt is missing: it is run again" in log
+    assert "1 to run" in log or "1 left" in log, log
+    assert pt.is_file() and results.read_checkpoint(pt, regenerate="keep_nth --preset ci")
+    named = [read_run(f)["result"] for f in runs.glob("*.json") if "checkpoint" in read_run(f)["result"]]
+    assert [r["checkpoint"] for r in named] == ["results/checkpoints/ch3_keep_nth_s6pe_ci_T20_seed0.pt"]
+    again = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+    assert "is missing" not in again.stdout + again.stderr  # finished now, by its record's own checkpoint
+
+
 # ------------------------------------------------------------------------- 5. smoke runs stay out of results/
 
 

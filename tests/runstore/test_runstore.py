@@ -366,3 +366,18 @@ def test_the_dotted_names_folders_are_refused_too_and_every_committed_run_still_
             assert rec["experiment"] in [*former_names(folder.name), folder.name], path
             written_as.add(rec["experiment"])
     assert {"ch3.keep_train", "ch3.keep_nth", "ch2.fig7"} <= written_as
+
+
+def test_a_job_s_declared_output_is_not_part_of_its_key_and_decides_a_record_that_names_no_file(tmp_path):
+    """``make_job(..., output=)``: the file a job writes, outside its key; a finished record that names no checkpoint
+    of its own counts as finished only while that file exists (a record that names one is checked by its own)."""
+    from mamba_recall.runstore import output_gone
+
+    plain = make_job("ch9_toy", {"x": 1}, 0)
+    out = tmp_path / "model.pt"
+    job = make_job("ch9_toy", {"x": 1}, 0, output=str(out))
+    assert job["key"] == plain["key"] and job["output"] == str(out) and "output" not in plain
+    rec = {"result": {"accuracy": 1.0}}
+    assert output_gone(rec, job) == f"its checkpoint {out} is missing" and output_gone(rec, plain) is None
+    out.write_bytes(b"weights")
+    assert output_gone(rec, job) is None

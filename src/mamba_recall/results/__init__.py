@@ -79,5 +79,6 @@ from ._bundles import (
     smoke_results_dir,
     smoke_active,
     smoke_run_store,
+    written_path,
 )
 from ._checkpoints import CHECKPOINT_DIR, checkpoint_file, read_checkpoint, rename_checkpoint, save_checkpoint

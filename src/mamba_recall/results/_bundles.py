@@ -54,7 +54,7 @@ def smoke_active() -> bool:
     return _smoke_root() is not None
 
 
-def _output_dir(directory: Path, *, smoke: bool = False) -> Path:
+def _redirected(directory: Path, *, smoke: bool = False) -> Path:
     """``directory``, or its place under the smoke folder when it lies under ``results/`` and a smoke run is on
     (the run context's smoke folder) or the thing written says it is a smoke run (``smoke``)."""
     directory = Path(directory)
@@ -65,11 +65,23 @@ def _output_dir(directory: Path, *, smoke: bool = False) -> Path:
     results = Path(RESULTS_DIR).resolve()
     resolved = directory.resolve()
     if resolved == results or results in resolved.parents:
-        target = target_root / resolved.relative_to(results)
-        if target.resolve() != resolved:
-            print(f"smoke run: writing into {target} instead of {directory} (results/ holds real runs only)")
-        return target
+        return target_root / resolved.relative_to(results)
     return directory
+
+
+def _output_dir(directory: Path, *, smoke: bool = False) -> Path:
+    """:func:`_redirected`, saying so when a smoke run writes elsewhere than ``directory``."""
+    target = _redirected(directory, smoke=smoke)
+    if target.resolve() != Path(directory).resolve():
+        print(f"smoke run: writing into {target} instead of {directory} (results/ holds real runs only)")
+    return target
+
+
+def written_path(path: Path) -> Path:
+    """Where a writer puts ``path`` in the run context in force (:func:`_redirected`): itself, or its place under
+    the smoke folder during a smoke run."""
+    path = Path(path)
+    return _redirected(path.parent) / path.name
 
 
 def smoke_run_store(smoke: bool) -> Path | None:

@@ -71,6 +71,7 @@ from ._records import (
     pending,
     read_run,
     record_hash,
+    repo_relative,
 )
 from ._store import UNSAVED_DIR, check_writable, claimed_by, job_device, process_provenance
 from ._engines import ENGINES, run_grid, this_command, units
@@ -113,6 +114,7 @@ __all__ = [
     "load_runs",
     "output_gone",
     "output_record",
+    "repo_relative",
     "pending",
     "run_grid",
     "units",

@@ -38,8 +38,11 @@ def _plain(obj):
     return json.loads(json.dumps(obj, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
 
 
-def make_job(experiment: str, config: dict, seed: int) -> dict:
-    """A job: ``{"experiment", "config", "seed"}`` in plain JSON form, with its ``key``."""
+def make_job(experiment: str, config: dict, seed: int, *, output: str | None = None) -> dict:
+    """A job: ``{"experiment", "config", "seed"}`` in plain JSON form, with its ``key``. ``output``: the file the job
+    writes, repository-relative (``results/checkpoints/<name>.pt``), kept as the job's ``output`` and not part of its
+    key; a finished job whose record names no file of its own is run again while that file is missing
+    (:func:`output_gone`)."""
     if not experiment or "/" in experiment or experiment.startswith("."):
         raise ValueError(f"experiment name {experiment!r} must be a plain name such as 'ch2_reference_grid'.")
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -52,6 +55,8 @@ def make_job(experiment: str, config: dict, seed: int) -> dict:
             "(give the setting as a number or a string)."
         )
     job["key"] = job_key(job)
+    if output is not None:
+        job["output"] = str(output)
     return job
 
 
@@ -276,7 +281,7 @@ def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], 
             damaged[job["key"]] = str(exc)
             left.append(job)
             continue
-        gone = output_gone(rec)
+        gone = output_gone(rec, job)
         if gone:
             damaged[job["key"]] = f"run {path.name} of {job['experiment']}: {gone}"
             left.append(job)
@@ -285,24 +290,33 @@ def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], 
     return done, left, damaged
 
 
+def repo_relative(path) -> str:
+    """``path`` relative to the repository, as run records and job outputs name files (absolute outside it)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
 def output_record(path) -> dict:
     """The fields of a job's result that name a file it wrote (what :func:`output_gone` checks): ``checkpoint``, its
-    path relative to the repository (absolute outside it), and ``sha256``, its content's."""
+    path relative to the repository (:func:`repo_relative`), and ``sha256``, its content's."""
     path = Path(path)
-    try:
-        where = str(path.resolve().relative_to(REPO_ROOT.resolve()))
-    except ValueError:
-        where = str(path)
-    return {"checkpoint": where, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return {"checkpoint": repo_relative(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
-def output_gone(rec: dict) -> str | None:
+def output_gone(rec: dict, job: dict | None = None) -> str | None:
     """Why the file a finished run wrote is not there as it wrote it, or None. A run whose result names its
     ``checkpoint`` (repository-relative) with its ``sha256`` is finished only while that file exists with that hash:
     a job that saved a checkpoint is run again (and its record replaced) when the checkpoint is gone or changed, so the
-    command that made a checkpoint also remakes it."""
+    command that made a checkpoint also remakes it. A record that names none (written before records did) is checked
+    against the file its ``job`` declares (:func:`make_job`'s ``output``): finished only while that file exists
+    (where the run context writes it: a smoke run's under the smoke folder)."""
     result = rec.get("result")
     if not isinstance(result, dict) or not {"checkpoint", "sha256"} <= result.keys():
+        declared = (job or {}).get("output")
+        if declared and not _written_path(declared).is_file():
+            return f"its checkpoint {declared} is missing"
         return None
     path = Path(result["checkpoint"])
     path = path if path.is_absolute() else REPO_ROOT / path
@@ -311,6 +325,15 @@ def output_gone(rec: dict) -> str | None:
     if hashlib.sha256(path.read_bytes()).hexdigest() != result["sha256"]:
         return f"its checkpoint {result['checkpoint']} is not the file it wrote (sha256 differs)"
     return None
+
+
+def _written_path(declared: str) -> Path:
+    """Where a run writes the repository-relative file ``declared``: under the repository, or under the smoke folder
+    when the run context's smoke run is on (:func:`mamba_recall.results.written_path`)."""
+    from ..results import written_path
+
+    path = Path(declared)
+    return written_path(path if path.is_absolute() else REPO_ROOT / path)
 
 
 def pending(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict]]:

@@ -259,7 +259,7 @@ def _run_one_here(runner: str, jobs: list[dict], store: Path, threads: int, git:
             path = job_path(job, store)
             if path.is_file():
                 try:
-                    if output_gone(read_run(path, job["key"])) is None:  # else its checkpoint is made again
+                    if output_gone(read_run(path, job["key"]), job) is None:  # else its checkpoint is made again
                         out.append((job, "finished", None))
                         continue
                 except RunFileError as exc:

@@ -10,9 +10,9 @@ from pathlib import Path
 from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe import noise_forgetting_probe
 from .. import claims as ch1
 from ..claims.seeds import FULL_CLAIM, measure_model
-from mamba_recall.paths import BUILD_DIR, REPO_ROOT, RESULTS_DIR
+from mamba_recall.paths import BUILD_DIR, RESULTS_DIR
 from mamba_recall.presets import experiment
-from mamba_recall.runstore import make_job, output_record
+from mamba_recall.runstore import make_job, output_record, repo_relative
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
     FULL_NAME,
     ONEHOT_NAME,
@@ -173,13 +173,6 @@ def checkpoint_path(name: str, preset: str, seed: int, smoke: bool = False) -> P
     return checkpoint_file(f"ch1_{name}", f"{preset}{'_smoke' if smoke else ''}", seed=seed, directory=folder)
 
 
-def _relative(path: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(REPO_ROOT.resolve()))
-    except ValueError:
-        return str(path)
-
-
 def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False):
     """``(model, sidecar)`` of one seed's checkpoint (its sha256 checked)."""
     from mamba_recall.results import read_checkpoint
@@ -217,11 +210,11 @@ def _train_and_save(config: dict, seed: int, command: str, path: Path | None = N
         "train_query_accuracy": tr.train_accuracy,
         "steps_run": tr.result.steps_run,
         "stopped_early": tr.result.stopped_early,
-        "checkpoint": _relative(path),
+        "checkpoint": repo_relative(path),
     }
     state = {k: v.detach().cpu() for k, v in tr.model.state_dict().items()}
     path = save_checkpoint(path, state, meta, command=command, device="cpu", wall_seconds=tr.result.seconds)
-    meta["checkpoint"] = _relative(path)
+    meta["checkpoint"] = repo_relative(path)
     result = {
         "test_accuracy": tr.test_accuracy,
         "train_accuracy": tr.train_accuracy,

@@ -38,10 +38,11 @@ from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import (
     untrained_decay_rows,
 )
 from mamba_recall.results import command_provenance
-from mamba_recall.runstore import job_device, output_record
+from mamba_recall.runstore import job_device, output_record, repo_relative
 from mamba_recall.tasks.keep_nth import copy_baseline, keep_nth
 from mamba_recall.train import evaluate
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
+    CHECKPOINT_DIR,
     keep_checkpoint_name,
     regenerate_command,
     job_config,
@@ -106,11 +107,25 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     from mamba_recall.runstore import make_job
 
     sizes = experiment(EXPERIMENT, preset, smoke=smoke)
-    return [
-        make_job(EXPERIMENT, job_config(dict(resolved_config(sizes, T, d, N, k), preset=preset), preset), s)
-        for T, d, N, k in store_cells(sizes)
-        for s in sizes["seeds"]
-    ]
+    jobs = []
+    for T, d, N, k in store_cells(sizes):
+        config = job_config(dict(resolved_config(sizes, T, d, N, k), preset=preset), preset)
+        jobs += [make_job(EXPERIMENT, config, s, output=_checkpoint_of(config, s)) for s in sizes["seeds"]]
+    return jobs
+
+
+def _saves_checkpoint(config: dict) -> bool:
+    """The job's model is the one whose checkpoint is kept: Mamba+PE at d = 32, N = 8."""
+    return config["model"] == "s6+pe" and (config["d"], config["N"]) == (32, 8)
+
+
+def _checkpoint_of(config: dict, seed: int) -> str | None:
+    """The checkpoint the job writes, repository-relative (the job's ``output``: the run store runs a finished job
+    again while it is missing, committed records naming none), or None."""
+    if not _saves_checkpoint(config):
+        return None
+    name = keep_checkpoint_name(config["preset"], config["T"], seed)
+    return repo_relative(CHECKPOINT_DIR / f"{name}.pt")
 
 
 def run_job(config: dict, seed: int) -> dict:
@@ -121,13 +136,14 @@ def run_job(config: dict, seed: int) -> dict:
     model, res, row, test = train_one(config, seed, device=device)
     decay = decay_rows_of(model, test[0], config, seed) if config["model"] != "transformer" else []
     out = {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
-    if config["model"] == "s6+pe" and (config["d"], config["N"]) == (32, 8):
+    if _saves_checkpoint(config):
         meta = dict(
             V=config["V"], d=32, N=8, T=config["T"], nth=config["nth"], kind="s6+pe", seed=seed,
             preset=config["preset"], device=device,
         )  # fmt: skip
         name = keep_checkpoint_name(config["preset"], config["T"], seed)
-        # checkpoint and sha256: a job whose checkpoint is gone is run again (the runs committed before name none)
+        # checkpoint and sha256: a job whose checkpoint is gone or changed is run again (runs committed before name
+        # none: for them the store checks the job's declared output, :func:`_checkpoint_of`)
         out.update(output_record(save_checkpoint(model, name, meta, regenerate_command(config["preset"]))))
     return out
 
