@@ -134,6 +134,11 @@ def grids() -> list[Grid]:
     return out
 
 
+#: the columns of a grid that has no jobs at the preset (its ``note`` says why)
+_NO_GRID = dict.fromkeys(("jobs", "finished", "left", "units"), 0) | dict.fromkeys(("command", "bundle"), "")
+_NO_GRID |= {"members": 1, "cpu_hours_left": None, "committed": False}
+
+
 def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.DataFrame:
     """The table of :func:`grids` at ``preset``: runner, part, jobs, finished, left, the estimated CPU-hours of the
     jobs left (``estimate=True``: measured here by the runner's estimator), the command, the bundle(s) it writes
@@ -146,21 +151,7 @@ def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.Da
             jobs = g.jobs(preset)
         except Exception as exc:  # noqa: BLE001 - a runner without a grid at this preset: named, not fatal
             why = f"its {preset} sizes have no {exc} entry" if isinstance(exc, KeyError) else str(exc)
-            rows.append(
-                dict(
-                    row,
-                    jobs=0,
-                    finished=0,
-                    left=0,
-                    members=1,
-                    units=0,
-                    cpu_hours_left=None,
-                    command="",
-                    bundle="",
-                    committed=False,
-                    note=why,
-                )
-            )
+            rows.append({**row, **_NO_GRID, "note": why})
             continue
         done, left = pending(jobs, store)
         k = _members(jobs) if g.members and preset in GPU_PRESETS else 1
