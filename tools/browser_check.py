@@ -655,12 +655,20 @@ def _set_viewport(driver: Any, width: int, height: int) -> None:
 
 _SETTLE_JS = """
 const done = arguments[arguments.length - 1];
-requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+const finite = (a) => a.playState === "running" && isFinite(a.effect?.getComputedTiming().endTime ?? Infinity);
+requestAnimationFrame(() => requestAnimationFrame(() => {
+  const running = document.getAnimations().filter(finite);
+  Promise.all(running.map((a) => a.finished.catch(() => null)))
+    .then(() => requestAnimationFrame(() => requestAnimationFrame(() => done(running.length))));
+}));
 """
 
 
 def _settle(driver: Any) -> None:
-    """Wait until the page has been laid out and painted at the current viewport (two animation frames)."""
+    """Wait until the page has been laid out and painted at the current viewport: two animation frames, then the
+    end of every finite CSS transition and animation that the resize started (the theme slides its sidebar out of
+    view when the window narrows: checked or photographed before it ends, the page is drawn half-way, its text
+    pushed off the left edge), then two frames more."""
     with contextlib.suppress(Exception):
         driver.execute_async_script(_SETTLE_JS)
 

@@ -352,6 +352,21 @@ def test_browser_wide_table_scrolls_in_its_container_only_at_400(browser_site):
 
 
 @pytest.mark.browser
+def test_browser_waits_for_a_transition_the_narrow_window_starts(browser_site):
+    """The book's theme slides its sidebar out when the window narrows, over a CSS transition. The 400 px check and
+    screenshot come after it ends: a block that is 700 px wide at 1300 px and shrinks to the window over 0.6 s is
+    not caught half-way, wider than the window, and the picture shows it at its final width."""
+    style = (
+        "<style>.slide{width:700px;height:40px;background:#123;transition:width .6s linear}"
+        "@media (max-width:960px){.slide{width:100%}}</style>"
+    )
+    result, shots = _check(browser_site, "transition.html", style + '<div class="slide"></div><p>text</p>')
+    assert result.ok, result.failures
+    w, _ = _png_size((shots / "400" / "transition.png").read_bytes())
+    assert w == 400
+
+
+@pytest.mark.browser
 def test_browser_page_wider_than_the_window_fails_at_400(browser_site):
     result, _ = _check(browser_site, "wide.html", '<div style="width:700px">a block of fixed width</div>')
     page = _failures(result, "scrolls sideways")
