@@ -77,7 +77,7 @@ def run_speed(cfg, device):
     return pd.DataFrame(rows)
 
 
-def run_grid(cfg, device, log, way=None):
+def run_grid(cfg, device, log):
     rows = []
     cells = _cells(cfg)
     for name, (V, Nf, L) in cfg["regimes"].items():
@@ -94,7 +94,6 @@ def run_grid(cfg, device, log, way=None):
             hold=cfg["hold"],
             n_eval=cfg["n_eval"],
             device=device,
-            way=way,
         )
         for i, (d, n) in enumerate(cells):
             per_seed = accs[i * cfg["seeds"] : (i + 1) * cfg["seeds"]]
@@ -133,7 +132,7 @@ def run_grid(cfg, device, log, way=None):
     return pd.DataFrame(rows)
 
 
-def run_multilayer(cfg, device, log, way=None):
+def run_multilayer(cfg, device, log):
     c = cfg["multilayer"]
     sizes = [(c["D"], n, lam) for lam in c["layers"] for n in c["Ns"] for _ in range(c["seeds"])]
     t0 = time.perf_counter()
@@ -148,7 +147,6 @@ def run_multilayer(cfg, device, log, way=None):
         hold=cfg["hold"],
         n_eval=cfg["n_eval"],
         device=device,
-        way=way,
         residual=True,
     )
     rows = []
@@ -159,7 +157,7 @@ def run_multilayer(cfg, device, log, way=None):
     return pd.DataFrame(rows)
 
 
-def run_repetition(cfg, device, log, way=None):
+def run_repetition(cfg, device, log):
     c = cfg["repetition"]
     Ns = c["N"] if isinstance(c["N"], list) else [c["N"]]
     rows = []
@@ -182,7 +180,6 @@ def run_repetition(cfg, device, log, way=None):
                 hold=cfg["hold"],
                 n_eval=cfg["n_eval"],
                 device=device,
-                way=way,
                 task=kind,
                 task_kw=kw,
                 residual=True,
@@ -196,7 +193,7 @@ def run_repetition(cfg, device, log, way=None):
     return pd.DataFrame(rows)
 
 
-def run_ablation(cfg, device, log, way=None):
+def run_ablation(cfg, device, log):
     """Tab. 10: rows Base, A, B (selective :class:`SelectiveAblationMamba`, Δ and d_conv 4) and C, D, E (the linear
     :class:`LinearMamba`, no Δ: d_conv 4 / 2 / none); mean ± std and max over seeds, one row each."""
     c = cfg["ablation"]
@@ -241,7 +238,6 @@ def run_ablation(cfg, device, log, way=None):
             hold=cfg["hold"],
             n_eval=cfg["n_eval"],
             device=device,
-            way=way,
             d_conv=d_conv,
             residual=False,
         )
