@@ -77,11 +77,11 @@ def _output_dir(directory: Path, *, smoke: bool = False) -> Path:
     return target
 
 
-def written_path(path: Path) -> Path:
+def written_path(path: Path, *, smoke: bool = False) -> Path:
     """Where a writer puts ``path`` in the run context in force (:func:`_redirected`): itself, or its place under
-    the smoke folder during a smoke run."""
+    the smoke folder during a smoke run or when the thing written says it is one (``smoke``)."""
     path = Path(path)
-    return _redirected(path.parent) / path.name
+    return _redirected(path.parent, smoke=smoke) / path.name
 
 
 def smoke_run_store(smoke: bool) -> Path | None:

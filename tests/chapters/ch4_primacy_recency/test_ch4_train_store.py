@@ -25,6 +25,7 @@ def test_the_jobs_of_each_preset():
 
 def test_a_smoke_grid_trains_the_warm_start_after_its_source_and_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(results, "SMOKE_RESULTS_DIR", tmp_path / "smoke")
+    monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path / "smoke")  # where the writers read it
     store = tmp_path / "runs"
     args = ["--preset", "ci", "--smoke", "--store", str(store), "--jobs", "1", "--models", "s_small", "s_mix"]
     T.main(args)

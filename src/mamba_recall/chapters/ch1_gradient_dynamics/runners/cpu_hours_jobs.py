@@ -165,8 +165,9 @@ def _table_jobs(preset: str, smoke: bool, table: dict | None = None, experiment_
 
 
 # ---------------------------------------------------------------------------------------------- jobs
-def checkpoint_path(name: str, preset: str, seed: int, smoke: bool = False) -> Path:
-    """``results/checkpoints/ch1_<name>_<preset>_seed<s>.pt`` (a smoke run: under ``_build/smoke/checkpoints``)."""
+def checkpoint_path(name: str, preset: str, seed: int | None, smoke: bool = False) -> Path:
+    """``results/checkpoints/ch1_<name>_<preset>_seed<s>.pt`` (seed None: ``ch1_<name>_<preset>.pt``, the one-seed
+    models of part ``checkpoints``; a smoke run: under ``_build/smoke/checkpoints``, ``_smoke`` after the preset)."""
     from mamba_recall.results import checkpoint_file
 
     folder = SMOKE_CHECKPOINT_DIR if smoke else CHECKPOINT_DIR
@@ -299,10 +300,8 @@ def run_checkpoint_job(config: dict, seed: int) -> dict:
     as every job does (:func:`_train_and_save`), at ``results/checkpoints/ch1_<name>_<preset>.pt``, what the notebooks
     load (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.load_or_train`); the row of the
     bundle ``ch1_checkpoints_<preset>``, in the fields that bundle has always listed."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import checkpoint_path as model_checkpoint
-
     name, preset, smoke = config["model"], config["preset"], config["smoke"]
-    target = (SMOKE_CHECKPOINT_DIR / f"ch1_{name}_{preset}_smoke.pt") if smoke else model_checkpoint(name, preset)
+    target = checkpoint_path(name, preset, None, smoke)
     command = f"{runner_command('ch1_training')} --preset {preset} --only {name}"
     tr, _, result = _train_and_save(config, seed, command, path=target)
     return {

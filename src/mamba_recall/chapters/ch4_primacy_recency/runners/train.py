@@ -368,11 +368,12 @@ GPU_PRESETS = ("paper",)
 
 def model_file(name: str, preset: str, smoke: bool = False) -> Path:
     """The checkpoint a job writes: :func:`checkpoint_path` (``results/checkpoints/ch4_train_<model>_<preset>.pt``), or
-    for a smoke run ``_build/smoke/results/checkpoints/ch4_train_<model>_<preset>_smoke.pt`` (never under results/)."""
-    from mamba_recall.results import SMOKE_RESULTS_DIR
+    for a smoke run ``_build/smoke/results/checkpoints/ch4_train_<model>_<preset>_smoke.pt`` (never under results/:
+    where the checkpoint writer puts a smoke file, :func:`mamba_recall.results.written_path`)."""
+    from mamba_recall.results import written_path
 
     path = checkpoint_path(name, preset)
-    return Path(SMOKE_RESULTS_DIR) / "checkpoints" / f"{path.stem}_smoke.pt" if smoke else path
+    return written_path(path.with_name(f"{path.stem}_smoke.pt"), smoke=True) if smoke else path
 
 
 def regenerate_command(preset: str, name: str) -> str:
@@ -432,12 +433,10 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     ``results/ch4_train_<preset>.json``: table ``models``, one row per model."""
     import pandas as pd
 
-    from mamba_recall.runstore import finished_status, save_grid_bundle
+    from mamba_recall.runstore import finished_status, pending, save_grid_bundle
 
-    from mamba_recall.runstore import pending
-
-    extra = [j for n in MODELS if n not in DEFAULT_MODELS[preset] for j in _maybe_jobs(preset, n, smoke)]
-    jobs = jobs_for(preset, None, smoke) + pending(extra, store)[0]  # the preset's models, and others once run
+    others = [j for n in MODELS if n not in DEFAULT_MODELS[preset] for j in _maybe_jobs(preset, n, smoke)]
+    jobs = jobs_for(preset, None, smoke) + pending(others, store)[0]  # the preset's models, and others once run
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None
