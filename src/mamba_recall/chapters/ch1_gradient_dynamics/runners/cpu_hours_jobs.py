@@ -166,8 +166,8 @@ def _table_jobs(preset: str, smoke: bool, table: dict | None = None, experiment_
 
 # ---------------------------------------------------------------------------------------------- jobs
 def checkpoint_path(name: str, preset: str, seed: int | None, smoke: bool = False) -> Path:
-    """``results/checkpoints/ch1_<name>_<preset>_seed<s>.pt`` (seed None: ``ch1_<name>_<preset>.pt``, the one-seed
-    models of part ``checkpoints``; a smoke run: under ``_build/smoke/checkpoints``, ``_smoke`` after the preset)."""
+    """``results/checkpoints/ch1_<name>_<preset>_seed<s>.pt`` (a smoke run: under ``_build/smoke/checkpoints``,
+    ``_smoke`` after the preset; seed None: no seed, as part ``checkpoints``'s smoke files)."""
     from mamba_recall.results import checkpoint_file
 
     folder = SMOKE_CHECKPOINT_DIR if smoke else CHECKPOINT_DIR
@@ -300,8 +300,11 @@ def run_checkpoint_job(config: dict, seed: int) -> dict:
     as every job does (:func:`_train_and_save`), at ``results/checkpoints/ch1_<name>_<preset>.pt``, what the notebooks
     load (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.load_or_train`); the row of the
     bundle ``ch1_checkpoints_<preset>``, in the fields that bundle has always listed."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import checkpoint_path as model_checkpoint
+
     name, preset, smoke = config["model"], config["preset"], config["smoke"]
-    target = checkpoint_path(name, preset, None, smoke)
+    # the file the notebooks load (latest_value's folder); a smoke run's under _build/smoke
+    target = checkpoint_path(name, preset, None, smoke=True) if smoke else model_checkpoint(name, preset)
     command = f"{runner_command('ch1_training')} --preset {preset} --only {name}"
     tr, _, result = _train_and_save(config, seed, command, path=target)
     return {
