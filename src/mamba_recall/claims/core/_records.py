@@ -3,7 +3,10 @@ that was not run, and the scorecard's files (:func:`record_verdict`, :func:`load
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import secrets
 from dataclasses import asdict
 from pathlib import Path
 
@@ -68,8 +71,39 @@ def record_verdict(v: Verdict, directory: Path | None = None) -> Path:
     folder = _dir(directory) / ("smoke" if smoke_active() or (v.evidence or {}).get("smoke") else "")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (v.claim_id.replace("/", "__") + ".json")
-    path.write_text(json.dumps(asdict(v), indent=1, ensure_ascii=False) + "\n")
+    _replace_atomically(path, (json.dumps(asdict(v), indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
     return path
+
+
+#: the errors of a full disk or an exhausted quota
+_DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def _replace_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` (UTF-8 text, whatever the locale) to a temporary file beside ``path``, fsync it and move it
+    over ``path`` with ``os.replace``: ``path`` is the previous record or the complete new one, never a truncated
+    file. On a failure the temporary file goes and the previous record stays; a full disk (``ENOSPC``, or a quota:
+    ``EDQUOT``) raises an :class:`OSError` with one line naming the file and the fix."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.errno in _DISK_FULL:
+            kept = f"the previous record {path} is unchanged" if path.exists() else f"nothing was written to {path}"
+            raise OSError(
+                exc.errno,
+                f"no space left to record the verdict in {path.parent} ({exc.strerror or exc}); {kept}. Free some "
+                "disk space (or point MAMBA_RECALL_SCORECARD_DIR at a disk with room) and re-run the notebook.",
+            ) from exc
+        raise
+    except BaseException:  # an interrupt between the write and the rename: no temporary file is left behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def load_verdicts(directory: Path | None = None) -> dict[str, Verdict]:
@@ -78,11 +112,11 @@ def load_verdicts(directory: Path | None = None) -> dict[str, Verdict]:
     folder = _dir(directory)
     for path in sorted(folder.glob("*__*.json")):
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
             data["checks"] = [tuple(c) for c in data["checks"]]
             data["intervals"] = {k: tuple(v) for k, v in data.get("intervals", {}).items()}
             v = Verdict(**data)
-        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as exc:
             raise ClaimError(f"recorded verdict {path} is corrupt ({exc}); delete it and re-run its notebook.") from exc
         out[v.claim_id] = v
     return out
