@@ -432,10 +432,10 @@ def _files(folder: Path) -> list[str]:
 
 def test_runner_save_path_with_smoke_writes_nothing_under_results(smoke_dirs):
     """The run-store runners' save path (``save_grid_bundle``, directory None: ``results/``) of a smoke run."""
-    from mamba_recall.runstore import save_grid_bundle
+    from mamba_recall.runstore import GridStatus, save_grid_bundle
 
     real, smoke = smoke_dirs
-    data = {"jobs_finished": 1, "jobs_total": 1, "runs": {"wall_seconds": 1.0}}
+    data = GridStatus(jobs_finished=1, jobs_total=1, runs={"wall_seconds": 1.0})  # counted in the committed store
     table = {"cells": pd.DataFrame({"acc": [0.5]})}
     path = save_grid_bundle("ch2_fig7_cpu-hours_smoke", data, {"smoke": True}, command=REGEN, tables=table)
     path2 = results.save_bundle("unmarked_name", {}, {"smoke": True}, command=REGEN)  # said by its config

@@ -48,6 +48,13 @@ class GridStatus(dict):
 
     store: Path | None = None
 
+    def with_fields(self, **first) -> GridStatus:
+        """A copy with the keys ``first`` ahead of this status's own, remembering the same store (a plain
+        ``{**status}`` copy forgets it, and :func:`save_grid_bundle` refuses such a copy)."""
+        out = GridStatus({**first, **self})
+        out.store = self.store
+        return out
+
 
 def is_default_store(store: Path | None) -> bool:
     """Whether ``store`` is the committed run store :data:`RUNS_DIR` (None means it)."""
@@ -101,7 +108,14 @@ def save_grid_bundle(
     from .. import results
 
     if directory is None:
-        directory = bundle_directory(getattr(data, "store", None))
+        if not isinstance(data, GridStatus):
+            # a plain dict has lost the store its jobs were counted in: defaulting to results/ would let a scratch
+            # ``--store`` rewrite the committed bundles (the fault of issue 50, Chapter 3's runners)
+            raise TypeError(
+                "save_grid_bundle needs the GridStatus finished_status returned (it remembers the run store), or an "
+                "explicit directory; a plain dict copy of it forgets the store. Copy it with GridStatus.with_fields."
+            )
+        directory = bundle_directory(data.store)
     target = Path(directory or results.RESULTS_DIR) / f"{name}.json"
     why = _replaces_evidence(target, data)
     if why:

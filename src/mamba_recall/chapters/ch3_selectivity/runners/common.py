@@ -244,7 +244,8 @@ def write_store_bundle(
     tables = {"runs": pd.DataFrame(rows).sort_values(by + ["seed"]), "cells": cells, "curves": pd.DataFrame(curves)}
     for tname, trows in (extra_tables(runs) if extra_tables else {}).items():
         tables[tname] = pd.DataFrame(trows)
-    data = {"n_runs": len(runs), **status}
+    data = status.with_fields(n_runs=len(runs))  # keeps the store it was counted in (a scratch --store's bundle
+    # goes beside that store, never over the committed one)
     bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(
         bundle,
