@@ -60,6 +60,11 @@ MODULE_LAYERS = {
     ),
     f"{PACKAGE}.longrun": ("base", "the long-run guard (stdlib only); train and models.linear_mamba call it"),
     f"{PACKAGE}.presets": ("base", "sizes as data (no library imports); train is to read the recipes there"),
+    f"{PACKAGE}.determinism": (
+        "base",
+        "what is promised about repeating a computation, the cross-CPU tolerance and the CPU fingerprint (stdlib, "
+        "torch inside functions); provenance and the tests read it",
+    ),
     f"{PACKAGE}.devices": ("base", "device names and resolve_device (torch only), for runners and notebooks alike"),
     f"{PACKAGE}.labels": (
         "base",

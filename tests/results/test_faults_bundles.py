@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import torch
 
-from mamba_recall import context, results
+from mamba_recall import context, determinism, results
 from mamba_recall.paths import RESULTS_DIR
 
 REGEN = "python -m mamba_recall.experiments.fake --preset ci"
@@ -374,8 +374,9 @@ def test_the_command_a_missing_checkpoint_names_makes_it_again(tmp_path):
     (root / "results/checkpoints/ch1_k2_ci.json").unlink()
     out = _ch1_training(root, "--preset", "ci", "--only", "k2")
     assert "its checkpoint results/checkpoints/ch1_k2_ci.pt is missing: it is run again" in out.stdout + out.stderr
-    again = torch.load(pt)
-    assert all(torch.equal(weights[k], again[k]) for k in weights)
+    # the committed file was made on another machine: within the cross-CPU tolerance, never compared bit for bit
+    # (tests/base/test_determinism.py compares a retrain bit for bit with a retrain on the same machine)
+    assert determinism.compare_weights(weights, torch.load(pt)).within
 
 
 def test_a_committed_chapter3_checkpoint_whose_record_names_none_is_made_again_by_its_command(tmp_path):
