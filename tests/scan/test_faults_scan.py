@@ -57,7 +57,8 @@ def _patterns(backend: str, kw: dict):
 def test_nonfinite_inputs_propagate_as_in_the_reference(name, value, softplus, bc, dtype):
     """One NaN/±inf in any argument gives the reference's NaN/inf pattern in the output, the last state and
     every gradient, on every CPU backend. Before: the fused float32 kernel's exp clamped its argument, so a
-    NaN in A (a diverged A_log) came out finite and training went on with a finite loss."""
+    NaN in A (a diverged A_log) came out finite and training went on with a finite loss. A = +inf is no decay
+    rate: every backend refuses it (``test_positive_A_is_refused``)."""
     expected = None
     for backend in CPU_BACKENDS:
         kw = make_scan_inputs(
@@ -75,6 +76,10 @@ def test_nonfinite_inputs_propagate_as_in_the_reference(name, value, softplus, b
             initial_state=True,
         )
         _poison(kw, name, value)
+        if name == "A" and value > 0:
+            with pytest.raises(ScanInputError, match=re.escape("A has 1 entry > 0 (largest inf)")):
+                _patterns(backend, kw)
+            continue
         got, what = _patterns(backend, kw)
         if expected is None:
             expected = got
@@ -83,15 +88,24 @@ def test_nonfinite_inputs_propagate_as_in_the_reference(name, value, softplus, b
             assert torch.equal(a, b), f"{backend}: {w} has another NaN/inf pattern than the reference"
 
 
+def exp_probe(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(Δ, A) of a (1, K, 1) scan whose Δ·A is ``x`` exactly, with A ≤ 0 (a positive x through Δ = −1): the way
+    to reach exp's whole range inside the kernels now that a positive A is refused."""
+    K = x.numel()
+    delta = torch.where(x > 0, -1.0, 1.0).to(x.dtype).view(1, K, 1)
+    return delta, -x.abs()[:, None]
+
+
 def test_fused_float32_exp_special_values():
-    """exp inside the fused kernel (through a (1, K, 1) scan with h_0 = 1, u = 0: out = exp(A)) follows libm:
+    """exp inside the fused kernel (through a (1, K, 1) scan with h_0 = 1, u = 0: out = exp(Δ·A)) follows libm:
     NaN → NaN, −inf → 0, +inf and x > ln(FLT_MAX) → inf, and stays finite just below the overflow."""
     x = torch.tensor([float("nan"), float("-inf"), float("inf"), 88.8, 1e30, -1e30, 88.7, 0.0])
     K = x.numel()
+    delta, A = exp_probe(x)
     out = selective_scan(
         torch.zeros(1, K, 1),
-        torch.ones(1, K, 1),
-        x[:, None],
+        delta,
+        A,
         torch.ones(K, 1),
         torch.ones(K, 1),
         initial_state=torch.ones(1, K, 1),
@@ -433,3 +447,99 @@ def test_mamba_lm_rejects_out_of_vocabulary_ids(ids, fragment):
     with pytest.raises(ValueError, match=re.escape("input_ids must hold integer token ids, got dtype torch.float32")):
         model(torch.tensor([[1.0, 2.0]]))
     assert model(torch.tensor([[0, 9]])).shape == (1, 2, 16)  # the edges of the vocabulary are fine
+
+
+# ----------------------------------------------------------------------------- 7. A = 0 under ZOH, A > 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
+@pytest.mark.parametrize("backend", ["reference", "chunked"])
+def test_zoh_with_a_zero_entry_of_A_takes_the_limit(backend, dtype):
+    """Before: the exact ZOH's B̄ = (exp(ΔA) − 1)/A·B is 0/0 where an entry of A is exactly 0, so that channel's
+    output, its last state and every gradient came out NaN. Now B̄ takes its limit ΔB there: a state whose A is 0
+    is Euler's h_t = h_{t−1} + Δ_t B_t u_t exactly, the gradients are finite, and the gradient in A at 0 is the
+    limit's (Δ²/2 · B u summed, the small-A value)."""
+    kw = make_scan_inputs(b=2, d=3, n=4, L=6, bc="selective", dtype=dtype, seed=3, initial_state=True)
+    with torch.no_grad():
+        kw["A"][1, 2] = 0.0
+        kw["A"][0, :] = 0.0
+    out, last = selective_scan(**kw, backend=backend, discretization="zoh", return_last_state=True)
+    grads = torch.autograd.grad(out.sum() + last.sum(), [kw[k] for k in ("u", "delta", "A", "B", "C")])
+    assert torch.isfinite(out).all() and torch.isfinite(last).all()
+    assert all(torch.isfinite(g).all() for g in grads)
+    euler_out, euler_last = selective_scan(**kw, backend=backend, discretization="euler", return_last_state=True)
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out[:, 0], euler_out[:, 0], **tol)  # channel 0: A ≡ 0, ZOH is Euler
+    torch.testing.assert_close(last[:, 1, 2], euler_last[:, 1, 2], **tol)
+    # the same scan in float64 with the zeros replaced by a tiny negative A: its limit (values and the gradient in
+    # A; in float32 that gradient's quotient would lose its digits to cancellation at a small A, not at A = 0)
+    tiny = {k: v.detach().double().requires_grad_(True) if torch.is_tensor(v) else v for k, v in kw.items()}
+    with torch.no_grad():
+        tiny["A"][tiny["A"] == 0] = -1e-8
+    out_t, last_t = selective_scan(**tiny, backend=backend, discretization="zoh", return_last_state=True)
+    (dA_t,) = torch.autograd.grad(out_t.sum() + last_t.sum(), [tiny["A"]])
+    loose = dict(rtol=1e-6, atol=1e-6) if dtype == torch.float64 else dict(rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out.double(), out_t, **loose)
+    torch.testing.assert_close(grads[2].double(), dA_t, **loose)
+
+
+def test_zoh_for_nonzero_A_is_unchanged():
+    """Where no entry of A is 0, the ZOH input term is bit for bit the quotient it was before the A = 0 case."""
+    from mamba_recall.scan import discretize, prepare_scan
+
+    kw = make_scan_inputs(b=2, d=4, n=3, L=9, bc="grouped", seed=5)
+    kw = {k: v.detach() if torch.is_tensor(v) else v for k, v in kw.items()}
+    for time_major in (False, True):
+        p = prepare_scan(**kw, discretization="zoh")
+        log_decay, term = discretize(p, time_major=time_major)
+        if time_major:
+            delta, u, A, B = p.delta.transpose(1, 2), p.u.transpose(1, 2), p.A, p.B.permute(0, 3, 1, 2)
+        else:
+            delta, u, A, B = p.delta, p.u, p.A[:, None, :], p.B.transpose(-1, -2)
+        assert torch.equal(term, (torch.expm1(delta[..., None] * A) / A) * B * u[..., None])
+
+
+POSITIVE_A = [
+    ("one entry", (1, 2), 0.5, "A has 1 entry > 0 (largest 0.5)"),
+    ("+inf", (0, 0), float("inf"), "(largest inf)"),
+]
+
+
+@pytest.mark.parametrize("case, where, value, fragment", POSITIVE_A, ids=[c[0] for c in POSITIVE_A])
+@pytest.mark.parametrize("backend", ("auto",) + CPU_BACKENDS)
+def test_positive_A_is_refused(backend, case, where, value, fragment):
+    """Before: A > 0 (documented as < 0) was accepted: exp(ΔA) > 1 and the state grew without bound, silently.
+    Now every public scan refuses it with one line naming the largest entry, the rule and the fix; A = 0 (the
+    theory's counters: Prop. 1, the MQAR constructions) is still accepted."""
+    kw = _kw()
+    kw["A"][where] = value
+    with pytest.raises(ScanInputError, match=re.escape(fragment)) as info:
+        selective_scan(**kw, backend=backend)
+    assert "must be ≤ 0" in str(info.value) and "-torch.exp(A_log)" in str(info.value)
+    kw["A"][where] = 0.0
+    assert torch.isfinite(selective_scan(**kw, backend=backend)).all()
+
+
+def test_positive_A_is_refused_by_the_trace_and_the_mamba2_scans():
+    from mamba_recall.scan import selective_scan_trace, ssd_scan_chunked, ssd_scan_reference
+    from test_scan import make_ssd_inputs
+
+    kw = _kw()
+    kw["A"][0, 0] = 2.0
+    with pytest.raises(ScanInputError, match=re.escape("A has 1 entry > 0 (largest 2)")):
+        selective_scan_trace(**kw)
+    ssd = make_ssd_inputs()
+    ssd["A"] = ssd["A"].detach().clone()
+    ssd["A"][1] = 0.25
+    for fn in (ssd_scan_reference, ssd_scan_chunked):
+        with pytest.raises(ScanInputError, match=re.escape("A has 1 entry > 0 (largest 0.25)")):
+            fn(**ssd)
+    ssd["A"][1] = 0.0
+    torch.testing.assert_close(ssd_scan_chunked(**ssd), ssd_scan_reference(**ssd))
+
+
+def test_theory_with_A_zero_still_runs():
+    """The constructions that use A = 0 (Prop. 1's time counter h_t = t) are unchanged by the sign check."""
+    from mamba_recall.theory.haar import prop1_time_counter
+
+    assert torch.equal(torch.as_tensor(prop1_time_counter(6, backend="reference")), torch.arange(1.0, 7.0).double())

@@ -155,13 +155,14 @@ def test_fused_matches_reference_fp32(bc, L):
 
 
 def test_fused_exp_kernel_accuracy_dense():
-    """Dense check of the float32 exp through a (1, K, 1) scan: out = Ā·h_0 with B = C = 1, u = 0."""
+    """Dense check of the float32 exp through a (1, K, 1) scan: out = Ā·h_0 with B = C = 1, u = 0 (Δ·A = x, the
+    positive x through Δ = −1 since A must be ≤ 0)."""
     x = torch.linspace(-87.0, 88.0, 100_003)
     K = x.numel()
     out = selective_scan_fused(
         torch.zeros(1, K, 1),
-        torch.ones(1, K, 1),
-        x[:, None],
+        torch.where(x > 0, -1.0, 1.0).view(1, K, 1),
+        -x.abs()[:, None],
         torch.ones(K, 1),
         torch.ones(K, 1),
         initial_state=torch.ones(1, K, 1),

@@ -8,7 +8,7 @@ argument       shape                                                  meaning
 =============  =====================================================  =========================
 ``u``          (batch, channels, length)                              input x̂_t of the SSM
 ``delta``      (batch, channels, length)                              step Δ_t before bias/softplus
-``A``          (channels, N)                                          diagonal state matrix (real, < 0)
+``A``          (channels, N)                                          diagonal state matrix (real, ≤ 0)
 ``B``, ``C``   (channels, N) | (batch, N, length) | (batch, G, N, L)  input / output maps
 ``D``          (channels,)                                            skip connection
 ``z``          (batch, channels, length)                              gate, ``out *= silu(z)``
@@ -19,7 +19,8 @@ The recurrence (Mamba paper, Eqs. 2a–2b and 4 with the Euler rule for B that t
 
     Δ_t  = softplus(delta_t + delta_bias)          (if delta_softplus)
     Ā_t  = exp(Δ_t · A)                            (zero-order hold for A)
-    B̄_t  = Δ_t · B_t                               (Euler;  exact ZOH: (Δ_t A)⁻¹(exp(Δ_t A) − 1) Δ_t B_t)
+    B̄_t  = Δ_t · B_t                               (Euler;  exact ZOH: (Δ_t A)⁻¹(exp(Δ_t A) − 1) Δ_t B_t,
+                                                    Δ_t B_t where A = 0: the limit)
     h_t  = Ā_t ⊙ h_{t−1} + B̄_t · u_t               h: (batch, channels, N)
     y_t  = ⟨C_t, h_t⟩ + D · u_t,  then  y_t *= silu(z_t)
 """
@@ -208,12 +209,52 @@ def discretize(p: PreparedScan, time_major: bool = False) -> tuple[torch.Tensor,
         delta, u, A, B = p.delta.transpose(1, 2), p.u.transpose(1, 2), p.A, p.B.permute(0, 3, 1, 2)
     else:
         delta, u, A, B = p.delta, p.u, p.A[:, None, :], p.B.transpose(-1, -2)
-    log_decay = delta[..., None] * A  # ≤ 0 for A < 0
+    log_decay = delta[..., None] * A  # ≤ 0 for A ≤ 0
     if p.discretization == "euler":
         input_term = (delta * u)[..., None] * B
     else:
-        input_term = (torch.expm1(log_decay) / A) * B * u[..., None]
+        input_term = zoh_input_scale(log_decay, delta[..., None], A) * B * u[..., None]
     return log_decay, input_term
+
+
+def zoh_input_scale(log_decay: torch.Tensor, delta: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+    """The exact zero-order hold's factor of B: (exp(ΔA) − 1)/A, and where A = 0 its limit Δ (the quotient is 0/0
+    there: NaN before), written Δ·(1 + ΔA/2) so that its gradient in A is the limit's too (Δ²/2). Bit for bit the
+    quotient wherever A ≠ 0; the division by A = 0 is never evaluated (divided by 1 instead, then discarded), so no
+    NaN reaches the gradients. Elementwise, without reading any value (no wait on an accelerator)."""
+    zero = A == 0
+    quotient = torch.expm1(log_decay) / torch.where(zero, torch.ones_like(A), A)
+    limit = delta * (1 + torch.where(zero, log_decay, torch.zeros_like(log_decay)) / 2)  # finite where discarded
+    return torch.where(zero, limit, quotient)
+
+
+def _values_unread(t: torch.Tensor) -> bool:
+    """Whether reading ``t``'s values here would wait on an accelerator inside training: ``t`` carries a gradient
+    on a device other than the CPU (a model's A = −exp(A_log), negative by construction), or a CUDA graph is being
+    captured (no values can be read then)."""
+    if t.device.type == "cpu":
+        return False
+    if t.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return True
+    return t.requires_grad and torch.is_grad_enabled()
+
+
+def check_decay_rates(A: torch.Tensor, name: str = "A") -> None:
+    """A is a decay rate: every entry ≤ 0 (exp(ΔA) ≤ 1; A = 0 keeps the state, as the theory's counters use).
+    A > 0 (or +inf) makes the state grow as exp(ΔA·t) and was accepted silently; it raises a ScanInputError
+    naming the largest entry and the fix. Called once per call by the public scan functions (not by
+    :func:`prepare_scan`, which a model's step-by-step path calls per token). Skipped where reading A would
+    wait on an accelerator during training (:func:`_values_unread`)."""
+    if _values_unread(A):
+        return
+    positive = A > 0
+    if bool(positive.any()):
+        count, worst = int(positive.sum()), A[positive].max().item()
+        raise ScanInputError(
+            f"{name} has {count} entr{'y' if count == 1 else 'ies'} > 0 (largest {worst:g}); the scan's {name} is a "
+            f"decay rate and must be ≤ 0 (exp(Δ·{name}) ≤ 1), else the state grows without bound. Pass "
+            f"{name} = -torch.exp({name}_log) (as the models do) or -{name}.abs()."
+        )
 
 
 def finish_output(p: PreparedScan, y: torch.Tensor) -> torch.Tensor:

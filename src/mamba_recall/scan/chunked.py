@@ -29,7 +29,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._common import ScanInputError, discretize, finish_output, prepare_scan
+from ._common import ScanInputError, check_decay_rates, discretize, finish_output, prepare_scan
 
 
 def default_chunk_size(length: int) -> int:
@@ -126,6 +126,7 @@ def selective_scan_chunked(
 ):
     """Chunked selective scan with ``selective_scan_fn``'s signature (see module docstring)."""
     p = prepare_scan(u, delta, A, B, C, D, z, delta_bias, delta_softplus, discretization, initial_state)
+    check_decay_rates(A)
     log_decay, input_term = discretize(p, time_major=True)  # (b, l, d, n)
     states = linear_recurrence_chunked(log_decay, input_term, initial_state, chunk_size)
     C_t = p.C.permute(0, 3, 1, 2)  # (b|1, l, d|1, n)

@@ -54,7 +54,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._common import validate_scan_args
+from ._common import check_decay_rates, validate_scan_args
 from .mamba_ssm_backend import BackendUnavailableError
 
 NUMBA_INSTALL_HINT = (
@@ -295,6 +295,7 @@ def selective_scan_fused(
     raises, use backend='chunked' or 'reference' for it.
     """
     validate_scan_args(u, delta, A, B, C, D, z, delta_bias, discretization, initial_state)
+    check_decay_rates(A)
     require_fused(u.device)
     if discretization != "euler":
         raise BackendUnavailableError(

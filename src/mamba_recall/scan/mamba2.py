@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._common import ScanInputError
+from ._common import ScanInputError, check_decay_rates
 
 
 def _prepare(x, dt, A, B, C, D, z, dt_bias, dt_softplus):
@@ -34,6 +34,7 @@ def _prepare(x, dt, A, B, C, D, z, dt_bias, dt_softplus):
         raise ScanInputError(f"dt has shape {tuple(dt.shape)}; expected (batch, length, heads) = {(b, l, h)}.")
     if tuple(A.shape) != (h,):
         raise ScanInputError(f"A has shape {tuple(A.shape)}; Mamba-2 takes one scalar per head, shape ({h},).")
+    check_decay_rates(A)
     for name, M in (("B", B), ("C", C)):
         if M.dim() != 4 or M.shape[:2] != (b, l) or h % M.shape[2] != 0:
             raise ScanInputError(

@@ -13,7 +13,7 @@ import functools
 
 import torch
 
-from ._common import validate_scan_args
+from ._common import check_decay_rates, validate_scan_args
 
 INSTALL_HINT = (
     "Install the GPU extra on a CUDA machine: pip install 'mamba_recall[gpu]' --no-build-isolation "
@@ -91,6 +91,7 @@ def selective_scan_mamba_ssm(
     """``mamba_ssm.ops.selective_scan_interface.selective_scan_fn`` (the CUDA kernel). Refuses, with
     :class:`BackendUnavailableError`, a last state with a time-invariant B (:data:`INVARIANT_B_LAST_STATE`)."""
     validate_scan_args(u, delta, A, B, C, D, z, delta_bias)
+    check_decay_rates(A)
     refuse_unsupported(mamba_ssm_unsupported(B, return_last_state))
     require_mamba_ssm(u.device)
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
@@ -113,6 +114,8 @@ def ssd_scan_mamba_ssm(
     return_final_states=False,
 ):
     """``mamba_ssm.ops.triton.ssd_combined.mamba_chunk_scan_combined`` (Triton)."""
+    if isinstance(A, torch.Tensor):
+        check_decay_rates(A)
     require_mamba_ssm(x.device)
     from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._common import discretize, finish_output, prepare_scan
+from ._common import check_decay_rates, discretize, finish_output, prepare_scan
 
 
 @dataclass
@@ -68,6 +68,7 @@ def selective_scan_reference(
     """Sequential selective scan with ``selective_scan_fn``'s signature; returns out (b, d, l)
     and, if asked, the last state (b, d, n). ``initial_state`` (b, d, n) replaces h_0 = 0."""
     p = prepare_scan(u, delta, A, B, C, D, z, delta_bias, delta_softplus, discretization, initial_state)
+    check_decay_rates(A)
     _, _, states, y = _run(p, initial_state)
     out = finish_output(p, y)
     return (out, states[:, :, -1]) if return_last_state else out
@@ -78,5 +79,6 @@ def selective_scan_trace(
 ) -> ScanTrace:
     """Run the reference scan and keep Δ, Ā, B̄u, every state h_t and the outputs."""
     p = prepare_scan(u, delta, A, B, C, D, z, delta_bias, delta_softplus, discretization)
+    check_decay_rates(A)
     decay, input_term, states, y = _run(p)
     return ScanTrace(p.delta, decay, input_term, states, y, finish_output(p, y))
