@@ -15,6 +15,14 @@ Nothing lost, nothing silently wrong:
 * **Atomic writes.** A bundle's JSON and CSVs (and a checkpoint's ``.pt`` and sidecar) are written to temporary
   files in the same folder, fsynced, and renamed over the old files only after all of them were written
   (:func:`_write_together`): a full disk or a crash midway leaves the previous good files byte-identical.
+* **One state per read.** Writers hold an exclusive ``flock`` on the folder while they write and rename, readers a
+  shared one while they read (:func:`_files.folder_lock`); each file is read once, its hash checked on those bytes and
+  the same bytes parsed: a bundle read while it is rewritten is the old one or the new one, never a mix.
+* **The code that ran.** Provenance records a package imported from outside the checkout (its folder and source
+  hash, dirty when its files differ from the checkout's) and why there is no commit (``git_reason``: no git, no
+  ``.git``); ``MAMBA_RECALL_REQUIRE_CLEAN=1`` refuses a bundle or checkpoint whose code is not a clean commit.
+* **A checkpoint pair is its own.** A sidecar naming another ``.pt`` than the one beside it (a pair copied over
+  another) is an error naming both.
 * **A content hash.** Bundles (and sidecars) written now carry ``content_sha256``, the sha256 of their canonical
   JSON without that field (:func:`_content_sha256`), checked when loaded: a flipped digit that still parses is
   caught. Committed bundles written before it have none and load as before (legacy).

@@ -6,20 +6,19 @@ called (and ``SMOKE_RESULTS_DIR``): a test that moves the results folder patches
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
+import time
 from pathlib import Path
 
 import pandas as pd
 
-from .. import provenance as _prov
 from ..paths import BUILD_DIR, RESULTS_DIR
 from ..context import current
 from ..runners import current_command
-from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together
+from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together, read_together
 from ._records import (
     _REQUIRED,
-    ENV_REQUIRE_CLEAN,
     SCHEMA,
     SCHEMA_VERSION,
     Bundle,
@@ -28,6 +27,7 @@ from ._records import (
     BundleTooNew,
     command_git_state,
     provenance,
+    require_clean,
 )
 
 #: Where smoke runs write what would go under ``results/`` (the README's promise): bundles, checkpoints, run stores.
@@ -133,20 +133,7 @@ def save_bundle(
         "tables": table_index,
         "provenance": prov,
     }
-    dirty = record["provenance"]["dirty_files"]
-    if dirty:
-        import sys
-
-        if os.environ.get(ENV_REQUIRE_CLEAN) == "1":
-            raise BundleError(
-                f"bundle {name!r} not written: the library has uncommitted changes ({', '.join(dirty)}); "
-                f"commit them first (or unset {ENV_REQUIRE_CLEAN})."
-            )
-        print(
-            f"note: bundle {name!r} is made from uncommitted library code ({len(dirty)} files); its provenance "
-            "lists them (dirty_files) and Bundle.clean is False.",
-            file=sys.stderr,
-        )
+    require_clean(f"bundle {name!r}", record["provenance"])
     path = directory / f"{name}.json"
     files[path] = _hashed_json(record, sort_keys=True)  # last: the JSON names the tables' hashes
     _write_together(files)
@@ -179,19 +166,37 @@ def regenerate_command(path: Path) -> str:
     return "`make reproduce` (no runner's name starts the file's name)"
 
 
-def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), directory: Path | None = None) -> Bundle:
-    """Load and validate a bundle; raise :class:`BundleError` naming the problem and the fix:
-    :class:`BundleMissing` when there is no file (the only error a reader may answer with a fallback),
-    :class:`BundleTooNew` when a newer mamba_recall wrote it, plain :class:`BundleError` when it is corrupt (not
-    JSON, a field missing, its :data:`CONTENT_HASH` or a table's sha256 not matching). Legacy bundles (no content
-    hash, a bare ``NaN``) load as before."""
-    path = Path(name_or_path)
-    if path.suffix != ".json":
-        path = (Path(directory) if directory else RESULTS_DIR) / f"{name_or_path}.json"
-    if not path.exists():
-        raise BundleMissing(f"no result bundle at {path}; make it with: {regenerate_command(path)}")
+#: How often :func:`load_bundle` reads a bundle whose table does not match its JSON before calling it corrupt (a
+#: writer that takes no lock can replace the files between two reads; one that locks never lets a reader see that).
+_READ_ATTEMPTS = 4
+
+
+class _Changed(BundleError):
+    """A table did not match the JSON read beside it: corrupt, or replaced while it was read (read again)."""
+
+
+def _table_paths(path: Path, raw: bytes) -> list[Path]:
+    """The table files a bundle's JSON text names (none when it does not parse: the caller reports that)."""
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return []
+    tables = record.get("tables") if isinstance(record, dict) else None
+    if not isinstance(tables, dict):
+        return []
+    return [path.parent / str(t.get("file", "")) for t in tables.values() if isinstance(t, dict) and t.get("file")]
+
+
+def _load_once(path: Path, data_keys: tuple[str, ...]) -> tuple[dict, dict, str]:
+    """One consistent read of the bundle (its JSON and tables under the folder's shared lock, each file once,
+    :func:`read_together`), checked and parsed from those bytes: ``(record, {table: DataFrame}, the command that
+    regenerates it)``."""
+    try:
+        raw, blobs = read_together(path, lambda raw: _table_paths(path, raw))
+    except FileNotFoundError:
+        raise BundleMissing(f"no result bundle at {path}; make it with: {regenerate_command(path)}") from None
+    try:
+        record = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BundleError(
             f"corrupt result bundle {path}: not valid JSON ({exc}; truncated?); delete it and "
@@ -224,13 +229,36 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
         raise BundleError(f"result bundle {path} lacks data {missing}; regenerate it with: {regen}")
     tables = {}
     for tname, entry in record["tables"].items():
-        csv = path.parent / str(entry.get("file", ""))
-        if not csv.is_file() or _prov.sha256(csv) != entry.get("sha256"):
-            raise BundleError(
+        csv = path.parent / str(entry.get("file", "") if isinstance(entry, dict) else "")
+        blob = blobs.get(csv)
+        if blob is None or hashlib.sha256(blob).hexdigest() != entry.get("sha256"):
+            raise _Changed(
                 f"result bundle {path}: table {tname!r} ({csv.name}) is missing or does not match "
                 f"its recorded sha256; regenerate it with: {regen}"
             )
-        tables[tname] = pd.read_csv(csv)
+        tables[tname] = pd.read_csv(io.BytesIO(blob))  # the very bytes whose hash was checked
+    return record, tables, regen
+
+
+def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), directory: Path | None = None) -> Bundle:
+    """Load and validate a bundle; raise :class:`BundleError` naming the problem and the fix:
+    :class:`BundleMissing` when there is no file (the only error a reader may answer with a fallback),
+    :class:`BundleTooNew` when a newer mamba_recall wrote it, plain :class:`BundleError` when it is corrupt (not
+    JSON, a field missing, its :data:`CONTENT_HASH` or a table's sha256 not matching). Legacy bundles (no content
+    hash, a bare ``NaN``) load as before."""
+    path = Path(name_or_path)
+    if path.suffix != ".json":
+        path = (Path(directory) if directory else RESULTS_DIR) / f"{name_or_path}.json"
+    if not path.exists():
+        raise BundleMissing(f"no result bundle at {path}; make it with: {regenerate_command(path)}")
+    for attempt in range(_READ_ATTEMPTS):
+        try:
+            record, tables, regen = _load_once(path, data_keys)
+            break
+        except _Changed as exc:  # a writer that does not lock replaced a file between two reads: read again
+            if attempt == _READ_ATTEMPTS - 1:
+                raise BundleError(str(exc)) from None
+            time.sleep(0.05 * (attempt + 1))
     return Bundle(
         record["name"],
         record["config"],

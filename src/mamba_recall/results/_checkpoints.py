@@ -10,10 +10,9 @@ from pathlib import Path
 
 import torch
 
-from .. import provenance as _prov
 from ..paths import RESULTS_DIR
 from ._bundles import _output_dir
-from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together
+from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together, read_together
 from ._records import (
     CONTENT_HASH,
     SIDECAR_SCHEMA,
@@ -23,6 +22,7 @@ from ._records import (
     CheckpointMissing,
     command_git_state,
     provenance,
+    require_clean,
 )
 
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
@@ -100,6 +100,7 @@ def save_checkpoint(
         "command": command,
         "provenance": provenance(device, wall_seconds, git=command_git_state()),
     }
+    require_clean(f"checkpoint {path.name}", record["provenance"], note=False)
     _write_together({path: blob, path.with_suffix(".json"): _hashed_json(record, sort_keys=False)})
     return path
 
@@ -126,10 +127,25 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
             f"interrupted), so it cannot be checked or loaded; delete {there.name} and regenerate both with "
             f"`{regenerate}`."
         )
+    try:  # the pair as one writer left it (the folder's shared lock), each file read once
+        raw, blobs = read_together(side, lambda raw: [path])
+    except FileNotFoundError:
+        raise BundleError(
+            f"incomplete checkpoint: {side.name} vanished while {path} was read; regenerate both with `{regenerate}`."
+        ) from None
+    blob = blobs[path]
+    if blob is None:
+        raise BundleError(
+            f"incomplete checkpoint: {side} is there but {path.name} is missing (deleted, or a write was "
+            f"interrupted); delete {side.name} and regenerate both with `{regenerate}`."
+        )
     try:
-        sidecar = json.loads(side.read_text())
+        sidecar = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BundleError(f"corrupt checkpoint sidecar {side} ({exc}); regenerate it with `{regenerate}`.") from exc
+        raise BundleError(
+            f"corrupt checkpoint sidecar {side} (not valid JSON: {exc}; truncated?); delete {side.name} and "
+            f"{path.name} and regenerate both with `{regenerate}`."
+        ) from exc
     if not isinstance(sidecar, dict):
         raise BundleError(f"corrupt checkpoint sidecar {side} (not a JSON object); regenerate it with `{regenerate}`.")
     _check_content_hash(sidecar, side, "checkpoint sidecar", f"`{regenerate}`")
@@ -137,9 +153,25 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
     version = sidecar.get("schema_version")
     if sidecar.get("schema") == SIDECAR_SCHEMA and isinstance(version, int) and version > SIDECAR_SCHEMA_VERSION:
         raise BundleTooNew(_too_new(f"checkpoint sidecar {side}", sidecar, version, SIDECAR_SCHEMA_VERSION))
-    if _prov.sha256(path) != sidecar.get("sha256"):
+    named = sidecar.get("file")
+    if named is not None and named != path.name:
+        raise BundleError(
+            f"checkpoint sidecar {side} belongs to {named!r}, not to {path.name!r} beside which it sits (the expected "
+            f"checkpoint): a pair copied or renamed by hand (a rename goes through results.rename_checkpoint); "
+            f"restore {path.name} and {side.name} (`git checkout {_shown(path)} {_shown(side)}`) or regenerate both "
+            f"with `{regenerate}`."
+        )
+    if hashlib.sha256(blob).hexdigest() != sidecar.get("sha256"):
         raise BundleError(
             f"checkpoint {path} does not match the sha256 hash in {side.name} (changed or truncated); "
             f"regenerate it with `{regenerate}`."
         )
-    return torch.load(path, map_location="cpu", weights_only=True), sidecar
+    return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True), sidecar
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the results folder's parent (``results/checkpoints/x.pt``) where it lies under it."""
+    try:
+        return Path(path).resolve().relative_to(Path(RESULTS_DIR).resolve().parent).as_posix()
+    except (ValueError, OSError):
+        return str(path)

@@ -12,6 +12,11 @@ import os
 import secrets
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: no locks (each file is still replaced atomically)
+    fcntl = None
+
 import torch
 
 from .. import __version__
@@ -43,30 +48,74 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def folder_lock(folder: Path, *, shared: bool = False):
+    """Hold an ``fcntl.flock`` on ``folder`` itself for the block: exclusive for a writer (:func:`_write_together`),
+    shared for a reader (:func:`read_together`). Two writers of the same folder take turns, and a reader never reads
+    while a writer replaces a bundle's files, so it never sees the new tables beside the old JSON. The folder, not a
+    lock file beside each bundle, is locked: no file is ever left in ``results/`` (nor in a folder a caller lists).
+    Where a folder cannot be locked (no ``fcntl``, a filesystem without flock) the block runs unlocked."""
+    fd = None
+    if fcntl is not None:
+        try:
+            fd = os.open(folder, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        except OSError:
+            if fd is not None:
+                os.close(fd)
+            fd = None
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
+
+
+def read_together(path: Path, others) -> tuple[bytes, dict[Path, bytes | None]]:
+    """``(bytes of path, {other: bytes or None when absent})`` read under the folder's shared lock (:func:`folder_lock`):
+    one consistent state of a bundle (its JSON, then the tables ``others(json bytes)`` names) or of a checkpoint. Each
+    file is read once; the caller checks the hashes on these very bytes and parses them."""
+    path = Path(path)
+    with folder_lock(path.parent, shared=True):
+        raw = path.read_bytes()
+        out: dict[Path, bytes | None] = {}
+        for other in others(raw):
+            try:
+                out[other] = Path(other).read_bytes()
+            except (FileNotFoundError, IsADirectoryError):
+                out[other] = None
+    return raw, out
+
+
 def _write_together(files: dict[Path, bytes]) -> None:
     """Write every ``{path: bytes}`` without ever leaving a half-written file: each goes to a temporary file in its
     own folder (``.<name>.<random>.tmp``), fsynced; only when all were written are they renamed over the old files
     (``os.replace``, atomic within a folder), in the order given (the JSON that names the others' hashes last). A
     failure while writing (a full disk: ``OSError(ENOSPC)``) removes the temporary files and re-raises, leaving
-    the previous files byte-identical. The renames take microseconds; a crash between two of them leaves new
-    tables beside the old JSON, which loading reports (their sha256 does not match), never a silently wrong
-    bundle."""
+    the previous files byte-identical. The writes and renames happen under the folder's exclusive lock
+    (:func:`folder_lock`): two writers of one bundle take turns (never the tables of one beside the JSON of the other),
+    and readers (:func:`read_together`) wait for the renames. A crash between two renames leaves new tables beside
+    the old JSON, which loading reports (their sha256 does not match), never a silently wrong bundle."""
     temps: list[tuple[Path, Path]] = []
-    try:
-        for path, data in files.items():
-            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-            temps.append((tmp, path))
-            _write_file(tmp, data)
-        while temps:
-            tmp, path = temps[0]
-            os.replace(tmp, path)
-            temps.pop(0)
-    finally:
-        for tmp, _ in temps:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-    for folder in {p.parent for p in files}:
-        _fsync_dir(folder)
+    folders = sorted({Path(p).parent for p in files}, key=str)
+    with contextlib.ExitStack() as locks:
+        for folder in folders:  # in one order: two writers never wait on each other's second folder
+            locks.enter_context(folder_lock(folder))
+        try:
+            for path, data in files.items():
+                tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+                temps.append((tmp, path))
+                _write_file(tmp, data)
+            while temps:
+                tmp, path = temps[0]
+                os.replace(tmp, path)
+                temps.pop(0)
+        finally:
+            for tmp, _ in temps:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+        for folder in folders:
+            _fsync_dir(folder)
 
 
 def _plain(obj):

@@ -121,13 +121,46 @@ def provenance(
     command's, :func:`command_provenance`); default: now."""
     state = git if git is not None else _git_state()
     status, code = state["status"], state["code"]
-    return {
+    origin = state.get("origin") or _prov.code_origin()
+    dirty = [_prov.relative(p) for p in _prov.uncommitted_imported(code)] if code is not None else None
+    outside = _prov.outside_differences(origin)  # a package imported from elsewhere than the checkout's src/
+    if outside:
+        dirty = sorted({*(dirty or []), *outside})
+    git_dirty = bool(status) if status is not None else None
+    if outside or (dirty and not origin.get("in_checkout", True)):
+        git_dirty = True
+    out = {
         "git_commit": state["commit"],
-        "git_dirty": bool(status) if status is not None else None,
-        "dirty_files": [_prov.relative(p) for p in _prov.uncommitted_imported(code)] if code is not None else None,
+        "git_dirty": git_dirty,
+        "dirty_files": dirty,
         "device": device_description(device),
         "platform": platform.platform(),
         "versions": _prov.versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_seconds": wall_seconds,
     }
+    if not state["commit"]:
+        out["git_reason"] = state.get("reason") or _prov.git_missing_reason()
+    if not origin.get("in_checkout", True):  # the code that ran, named without git
+        out["code"] = origin
+    return out
+
+
+def require_clean(what: str, prov: dict, *, note: bool = True) -> None:
+    """With ``MAMBA_RECALL_REQUIRE_CLEAN=1``: raise :class:`BundleError` when ``prov`` does not name committed code
+    (:func:`mamba_recall.provenance.unclean_reason`: uncommitted or outside code, no commit); else say so on stderr
+    when the code is uncommitted."""
+    import os
+    import sys
+
+    reason = _prov.unclean_reason(prov)
+    if reason is None:
+        return
+    if os.environ.get(ENV_REQUIRE_CLEAN) == "1":
+        raise BundleError(f"{what} not written: {reason} ({ENV_REQUIRE_CLEAN}=1 refuses it; unset it to write anyway).")
+    if note and prov.get("dirty_files"):
+        print(
+            f"note: {what} is made from uncommitted library code ({len(prov['dirty_files'])} files); its provenance "
+            "lists them (dirty_files) and Bundle.clean is False.",
+            file=sys.stderr,
+        )
