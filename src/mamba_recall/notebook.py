@@ -40,6 +40,24 @@ class NotebookContext:
         return experiment(name, self.preset, smoke=self.smoke)
 
 
+#: Seeds a notebook accepts: [0, SEED_LIMIT), the range that ``np.random.seed`` takes (torch's is wider, [0, 2**64)).
+SEED_LIMIT = 2**32
+
+
+def check_seed(seed, name: str = "seed") -> None:
+    """A notebook's seed is an integer in [0, 2**32) (:func:`seed_everything` hands it to NumPy's legacy seeding,
+    whose range that is); anything else raises a one-line :class:`ParameterError` naming the parameter, the value
+    and the range (``-p seed 4294967296`` gave NumPy's ValueError and a traceback)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ParameterError(f"{name} must be a non-negative integer, got {seed!r}.")
+    if seed >= SEED_LIMIT:
+        raise ParameterError(
+            f"{name} must be in [0, 2**32) = [0, {SEED_LIMIT - 1}] (np.random.seed's range, the narrowest of the "
+            f"seeds setup sets), "
+            f"got {name}={seed}; pass e.g. -p {name} {seed % SEED_LIMIT} ({name} % 2**32)."
+        )
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -122,8 +140,7 @@ def setup(
             f"notebooks read its committed bundles at -p preset ci. "
             f"Notebooks accept {' or '.join(map(repr, PRESETS))}."
         )
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ParameterError(f"seed must be a non-negative integer, got {seed!r}.")
+    check_seed(seed)
     if backend not in BACKENDS:
         raise ParameterError(f"unknown backend {backend!r}; use one of {BACKENDS}.")
     for name, value in (("smoke", smoke), ("allow_long", allow_long)):
