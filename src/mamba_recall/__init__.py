@@ -62,7 +62,7 @@ and the modules above as attributes (``mamba_recall.claims``, ``mamba_recall.tra
 from ``MAMBA_RECALL_ROOT`` (see that module).
 """
 
-import importlib
+import importlib as _importlib
 
 __version__ = "0.1.0"
 
@@ -100,9 +100,9 @@ def __getattr__(name: str):
     # importlib with strings, not ``from .scan import ...``: this package is the lowest layer
     # (tests/base/test_layering.py) and must not import the layers above it when it is imported.
     if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        value = getattr(_importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
     elif name in _MODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
+        value = _importlib.import_module(f"{__name__}.{name}")
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
@@ -110,4 +110,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted({*globals(), *__all__})
+    return sorted({*(n for n in globals() if not n.startswith("_") or n.startswith("__")), *__all__})
