@@ -13,9 +13,12 @@ result lives at::
 
 Faults (tests/runstore/test_faults_store.py): the store is checked writable before any job; a result that still cannot be
 written is kept under :data:`UNSAVED_DIR` and named; a runner that raises is recorded in ``<key>.failed`` and the
-grid goes on, listing the failures and the command that retries them at the end (exit status 1); each job is
-claimed (``<key>.claim``, a ``flock`` the kernel releases when its process dies) so two grids on one store, or the
-workers of a killed one, never run a job twice; Ctrl-C prints one line and exits with status 130.
+grid goes on, listing the failures and the command that retries them at the end (exit status 1), and so is a job whose
+worker process dies (SIGKILL from the OOM killer, a segfault), one that raises ``SystemExit`` and one whose result
+JSON cannot keep (never stored as a ``str()``); each job is claimed (``<key>.claim``, a ``flock`` the kernel releases
+when its process dies) so two grids on one store, or the workers of a killed one, never run a job twice; Ctrl-C
+prints one line and exits with status 130, SIGTERM likewise with 143; a full disk stops the grid with one message
+(:class:`StoreFull`); a run file without a valid ``sha256`` is refused (tests/runstore/test_faults_grid.py).
 
 :func:`run_grid` runs the jobs whose file is missing and skips the others, so the same command resumes a
 grid after an interruption (Ctrl-C, a killed session, another day or another machine: the files are
@@ -42,7 +45,9 @@ The modules, this package's internals (import every name from ``mamba_recall.run
 * ``_aggregate``: mean and 95 % interval over seeds (:func:`mean_interval`, :func:`aggregate`);
 * ``_bundles``: a grid's bundle (:func:`finished_status`, :func:`runs_summary`, :func:`save_grid_bundle`);
 * ``_cli``: the command line every run-store runner shares (:func:`add_grid_args`, :func:`grid_main`);
-* ``_demo``: the demo grid (:func:`demo_job`; ``python -m mamba_recall.runstore demo``).
+* ``_demo``: the demo grid (:func:`demo_job`; ``python -m mamba_recall.runstore demo``);
+* ``_migrate``: a store's run files rewritten to the current schema once, recorded in its ``MIGRATIONS.json``
+  (:func:`migrate_store`; ``python -m mamba_recall.runstore migrate``).
 
 The job functions are found by their runner strings at run time (``"mamba_recall.runstore:demo_job"`` is this
 package's :func:`demo_job`). A test that patches a constant (``RUNS_DIR``, ``UNSAVED_DIR``) or a helper patches it
@@ -51,7 +56,17 @@ in the module that reads it: the names here are the same objects, bound once at 
 
 from __future__ import annotations
 
-from ._errors import BundleNotReplaced, GridExit, GridInterrupted, JobsFailed, RunFileError, StoreNotWritable
+from ._errors import (
+    BundleNotReplaced,
+    GridExit,
+    GridInterrupted,
+    GridTerminated,
+    JobsFailed,
+    RunFileError,
+    StoreFull,
+    StoreNotWritable,
+    UnhashedRunFile,
+)
 from ._records import (
     FAILURE_SCHEMA,
     READABLE_SCHEMA_VERSIONS,
@@ -64,6 +79,7 @@ from ._records import (
     finished_runs,
     job_key,
     job_path,
+    json_result,
     load_runs,
     make_job,
     output_gone,
@@ -97,6 +113,7 @@ from ._cli import (
     grid_context,
     grid_store,
     log_stderr,
+    positive_int,
     run_missing,
     run_or_count,
     parts_of,
@@ -104,6 +121,7 @@ from ._cli import (
     way_of,
 )
 from ._demo import demo_job, demo_jobs, demo_members, main
+from ._migrate import MIGRATIONS_NAME, migrate_store, upgrade_record
 
 __all__ = [
     "RUNS_DIR",

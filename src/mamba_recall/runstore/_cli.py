@@ -39,6 +39,19 @@ JOB_DEVICE_HELP = (
 )
 
 
+def positive_int(value: str) -> int:
+    """``--jobs``: a whole number >= 1 (argparse's one-line error otherwise)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or number < 1:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not allowed: give the number of parallel processes, a whole number >= 1 (1: this process)"
+        )
+    return number
+
+
 def add_device_arg(parser: argparse.ArgumentParser, help: str = JOB_DEVICE_HELP) -> None:
     """``--device auto|cpu|cuda`` (default auto), resolved when parsed (:func:`mamba_recall.devices.resolve_device`:
     auto is a GPU where there is one), so ``cuda`` on a machine without one stops with argparse's one line."""
@@ -69,7 +82,7 @@ def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_O
         flag = "--" + name.replace("_", "-")
         help_ = helps.get(name, _GRID_HELP.get(name))
         if name == "jobs":
-            parser.add_argument(flag, type=int, default=1, help=help_)
+            parser.add_argument(flag, type=positive_int, default=1, help=help_)
         elif name == "store":
             parser.add_argument(flag, default=None, help=help_)
         else:

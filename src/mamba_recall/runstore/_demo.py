@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 
 from ..longrun import long_runs_allowed
-from ._cli import add_engine_args, engine_options
+from ._cli import add_engine_args, engine_options, positive_int
 from ._engines import run_grid
 from ._records import make_job
 
@@ -19,12 +21,22 @@ def demo_job(config: dict, seed: int) -> dict:
     returns a number that depends on the config and the seed, its process and whether it may run long.
 
     Optional entries, for the fault tests: ``log`` (a file: one line ``x seed pid`` is appended when the job
-    starts, so a test can count how often each job ran), ``fail_seeds`` (these seeds raise after the sleep) and
-    ``nan_seeds`` (these seeds return ``value`` NaN)."""
+    starts, so a test can count how often each job ran), ``fail_seeds`` (these seeds raise after the sleep),
+    ``nan_seeds`` (these seeds return ``value`` NaN), ``exit_seeds`` (these seeds call ``sys.exit(2)``) and
+    ``die_seeds`` with ``die`` (these seeds end their process at once: ``"kill"`` SIGKILL as from the OOM killer,
+    ``"segv"`` SIGSEGV, ``"exit"`` ``os._exit(3)``)."""
     if config.get("log"):
         with open(config["log"], "a") as f:
             f.write(f"{config['x']} {seed} {os.getpid()}\n")
+    if seed in config.get("die_seeds", ()):
+        how = config.get("die", "kill")
+        if how == "exit":
+            os._exit(3)
+        os.kill(os.getpid(), {"kill": signal.SIGKILL, "segv": signal.SIGSEGV}[how])
+        time.sleep(60)  # the signal ends the process before this
     time.sleep(float(config["sleep"]))
+    if seed in config.get("exit_seeds", ()):
+        sys.exit(2)
     if seed in config.get("fail_seeds", ()):
         raise RuntimeError(f"demo failure: seed {seed} is in fail_seeds")
     value = float("nan") if seed in config.get("nan_seeds", ()) else config["x"] * 10 + seed
@@ -39,12 +51,19 @@ def demo_members(config: dict, seeds: list[int]) -> list[dict]:
     return results
 
 
-def demo_jobs(seeds: int = 3, cells: int = 2, sleep: float = 0.2, fail_seeds=(), log: str | None = None) -> list[dict]:
+def demo_jobs(
+    seeds: int = 3, cells: int = 2, sleep: float = 0.2, fail_seeds=(), log: str | None = None, *, exit_seeds=(),
+    die_seeds=(), die: str = "kill",
+) -> list[dict]:  # fmt: skip
     """The demo grid: ``cells`` × ``seeds`` jobs of :func:`demo_job` (optional entries only when given, so the
     keys of the plain grid do not change)."""
     extra = {}
     if fail_seeds:
         extra["fail_seeds"] = sorted(fail_seeds)
+    if exit_seeds:
+        extra["exit_seeds"] = sorted(exit_seeds)
+    if die_seeds:
+        extra.update(die_seeds=sorted(die_seeds), die=die)
     if log:
         extra["log"] = str(log)
     return [make_job("demo.sleep", {"x": x, "sleep": sleep, **extra}, s) for x in range(cells) for s in range(seeds)]
@@ -56,13 +75,19 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--cells", type=int, default=2)
     ap.add_argument("--sleep", type=float, default=0.2)
-    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--jobs", type=positive_int, default=1)
     ap.add_argument("--store", default=None)
     ap.add_argument("--fail-seed", type=int, action="append", default=[], help="this seed's jobs raise")
+    ap.add_argument("--exit-seed", type=int, action="append", default=[], help="this seed's jobs call sys.exit(2)")
+    ap.add_argument("--die-seed", type=int, action="append", default=[], help="this seed's jobs kill their process")
+    ap.add_argument("--die", choices=["kill", "segv", "exit"], default="kill", help="how --die-seed's jobs die")
     ap.add_argument("--log", default=None, help="append 'x seed pid' to this file as each job starts")
     add_engine_args(ap)
     args = ap.parse_args(argv)
-    jobs = demo_jobs(args.seeds, args.cells, args.sleep, args.fail_seed, args.log)
+    jobs = demo_jobs(
+        args.seeds, args.cells, args.sleep, args.fail_seed, args.log, exit_seeds=args.exit_seed,
+        die_seeds=args.die_seed, die=args.die,
+    )  # fmt: skip
     store = Path(args.store) if args.store else None
     recs = run_grid(
         "mamba_recall.runstore:demo_job",

@@ -1,22 +1,25 @@
 """The grid engines of :func:`run_grid`: this process, ``n_jobs`` joblib processes (the loky backend,
 :func:`_run_locally`) or Ray tasks (:func:`_run_on_ray`). With each, the driver claims the jobs and writes their
-outcomes (:mod:`._store`); a runner that raises is listed at the end with the command that retries it; Ctrl-C
-ends the grid with one line (:class:`GridInterrupted`)."""
+outcomes (:mod:`._store`); a runner that raises, or whose worker process dies, is listed at the end with the command
+that retries it; Ctrl-C and SIGTERM end the grid with one line (:class:`GridInterrupted`, :class:`GridTerminated`); a
+full disk ends it with one message (:class:`StoreFull`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Callable
 
 from ..context import run_context
 from ..longrun import long_runs_allowed
 from ..longrun import format_seconds as _fmt
-from ._errors import GridInterrupted, JobsFailed
-from ._records import RUNS_DIR, _scan, claim_path, job_path
+from ._errors import GridInterrupted, GridTerminated, JobsFailed, RunFileError, StoreFull
+from ._records import RUNS_DIR, _scan, claim_path, job_path, output_gone, read_run
 from ._store import (
     _claim,
     _command_git,
@@ -27,6 +30,10 @@ from ._store import (
     _store_outcome,
     check_writable,
     claimed_by,
+    disk_full,
+    full_detail,
+    full_fix,
+    ignore_stop_signals,
 )
 
 
@@ -101,10 +108,20 @@ def run_grid(
       are listed with the command that retries them, as :class:`JobsFailed` (exit status 1);
     * a job claimed by another live process (a second grid on this store, or a worker of a killed one) is skipped
       and named; a run file damaged or edited by hand is named and run again;
+    * a job whose worker process dies (``os._exit``, SIGSEGV, SIGKILL from the OOM killer) is recorded as that
+      job's failure (``worker died: signal 9 (SIGKILL, ...)``), the other workers' jobs go on
+      (:func:`_run_locally`), and it is listed at the end like a job that raised; so is a job function that raises
+      ``SystemExit``, or returns a result JSON cannot keep (:func:`json_result`);
+    * a full disk (ENOSPC) stops the grid with one message naming the folder and the fix (:class:`StoreFull`);
+      the files written so far are whole (atomic writes), a finished result that could not be written is kept
+      elsewhere and named;
     * Ctrl-C prints one line, ``interrupted: N of M jobs finished; the same command resumes``, and ends with
-      :class:`GridInterrupted` (exit status 130).
+      :class:`GridInterrupted` (exit status 130); SIGTERM likewise stops the workers, prints one line naming the
+      command that resumes and ends with :class:`GridTerminated` (exit status 143).
     """
     store = Path(store or RUNS_DIR)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ValueError(f"n_jobs={n_jobs!r}: the number of parallel processes, a whole number >= 1.")
     keys = [j["key"] for j in jobs]
     if len(set(keys)) != len(keys):
         raise ValueError("the grid lists the same job twice (same experiment, config and seed).")
@@ -121,20 +138,56 @@ def run_grid(
         )
     ray_opts = {"address": address, "gpus_per_job": float(gpus_per_job)} if engine == "ray" else None
     work = (members_runner, members) if members > 1 else (runner, 1)
+    previous_term = _catch_sigterm()
     try:
         return _run_grid(work, jobs, n_jobs, store, estimate, log, progress, check_long, ray_opts)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not interrupt the count
         try:
             done = len(_scan(jobs, store)[0])
         except Exception:  # noqa: BLE001 - the count is a courtesy; the line is printed anyway
             done = "?"
+        if isinstance(exc, Terminated):
+            message = (
+                f"terminated (SIGTERM): {done} of {len(jobs)} jobs finished, the workers stopped; resume with the same "
+                f"command: {this_command()}"
+            )
+            print(message, file=sys.stderr, flush=True)
+            raise GridTerminated(message) from None
         message = f"interrupted: {done} of {len(jobs)} jobs finished; the same command resumes"
         print(message, file=sys.stderr, flush=True)
         raise GridInterrupted(message) from None
     finally:
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+        _restore_sigterm(previous_term)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the grid's main thread by :func:`_on_sigterm`: it takes Ctrl-C's way out (the workers
+    stopped, the claims released, one line), then :class:`GridTerminated`. A ``KeyboardInterrupt``, so that no
+    ``except Exception`` of a job function (or :func:`_compute_unit`) takes it for the job's own failure."""
+
+
+_NOT_SET = object()
+
+
+def _on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not interrupt the way out
+    raise Terminated()
+
+
+def _catch_sigterm():
+    """Route SIGTERM to :class:`Terminated` while a grid runs (in the main thread only, where Python runs signal
+    handlers); returns the handler to restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return _NOT_SET
+    return signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _restore_sigterm(previous) -> None:
+    if previous is not _NOT_SET:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def units(jobs: list[dict], members: int) -> list[list[dict]]:
@@ -178,6 +231,8 @@ def _run_grid(work, jobs, n_jobs, store, estimate, log, progress, check_long, ra
         bar = tqdm(total=len(left), desc=left[0]["experiment"], unit="job", disable=not progress, smoothing=0.1)
 
         def take(job, status, detail):
+            if status == "full":
+                raise _store_full(detail, jobs, store)
             if status == "done":
                 records.append(detail)
             elif status in ("failed", "unsaved"):
@@ -213,27 +268,152 @@ QUIET_RESOURCE_TRACKER = "ignore:resource_tracker:UserWarning"
 
 
 def _run_locally(runner, todo: list[list[dict]], store: Path, take, n_jobs: int, members: bool = False) -> None:
-    """Run the units ``todo`` (:func:`units`) in this process (``n_jobs`` 1) or in ``n_jobs`` joblib processes (the
-    loky backend, one torch thread each; the parent's long-run permission, pid and git state handed to
-    :func:`_run_one`) and hand each job's outcome to ``take`` as it arrives."""
+    """Run the units ``todo`` (:func:`units`) in this process (``n_jobs`` 1) or in ``n_jobs`` worker processes and
+    hand each job's outcome to ``take`` as it arrives.
+
+    The workers: one loky executor of one process per slot (one torch thread and one BLAS thread each; the parent's
+    long-run permission, pid and git state handed to :func:`_run_one`), each given one unit at a time. A worker that
+    dies running a unit (``os._exit``, SIGSEGV, SIGKILL from the OOM killer) breaks only its own executor, so the
+    job that killed it is known: it is recorded as failed (:func:`_worker_died`), a fresh worker takes the slot, and
+    the other workers' jobs go on (one shared pool, as ``joblib.Parallel``'s, stops every job with a
+    ``TerminatedWorkerError`` that names none). Ctrl-C and SIGTERM kill the workers (they ignore both:
+    :func:`ignore_stop_signals`); their claims end with them."""
     if n_jobs == 1:
         for unit in todo:
             for job, status, detail in _run_one(runner, unit, str(store), members=members):
                 take(job, status, detail)
         return
-    from joblib import Parallel, delayed
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from joblib.externals.loky.process_executor import BrokenProcessPool  # TerminatedWorkerError's base
 
     if QUIET_RESOURCE_TRACKER not in sys.warnoptions:  # before loky starts its tracker, which takes our -W options
         sys.warnoptions.append(QUIET_RESOURCE_TRACKER)
-    par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", inner_max_num_threads=1)
     allowed, me, git = long_runs_allowed(), os.getpid(), _command_git()
+    queue = list(reversed(todo))
+    running: dict = {}  # future -> (executor, unit)
+    executors: list = []
 
-    def one(unit):
-        return _run_one(runner, unit, str(store), 1, allowed, me, git, members)
+    def submit(ex):
+        unit = queue.pop()
+        running[ex.submit(_run_one, runner, unit, str(store), 1, allowed, me, git, members)] = (ex, unit)
 
-    for outcomes in par(delayed(one)(unit) for unit in todo):
-        for job, status, detail in outcomes:
-            take(job, status, detail)
+    try:
+        for _ in range(min(n_jobs, len(todo))):
+            executors.append(_worker_executor())
+            submit(executors[-1])
+        while running:
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in finished:
+                ex, unit = running.pop(future)
+                try:
+                    outcomes = future.result()
+                except BrokenProcessPool as exc:  # this unit's worker died: its jobs failed, the others go on
+                    codes = _exit_codes(ex, exc)
+                    ex.shutdown(wait=False, kill_workers=True)
+                    executors.remove(ex)
+                    outcomes = _worker_died(runner, unit, store, codes, exc)
+                    ex = None
+                for job, status, detail in outcomes:
+                    take(job, status, detail)
+                if queue:
+                    if ex is None:
+                        ex = _worker_executor()
+                        executors.append(ex)
+                    submit(ex)
+    finally:
+        for ex in executors:
+            ex.shutdown(wait=False, kill_workers=True)
+
+
+#: thread limits of a worker process (one BLAS / OpenMP thread each, as joblib's ``inner_max_num_threads=1``)
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS", "NUMEXPR_NUM_THREADS")  # fmt: skip
+
+
+def _worker_executor():
+    """A loky executor of one worker process (one thread each; Ctrl-C and SIGTERM ignored: the grid's process
+    handles them)."""
+    from joblib.externals.loky import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=1, initializer=ignore_stop_signals, env={name: "1" for name in _THREAD_VARS})
+
+
+_SIGNAL_NOTES = {
+    "SIGKILL": "SIGKILL, e.g. the OOM killer: the job may need more memory than was free",
+    "SIGSEGV": "SIGSEGV, a segmentation fault in native code",
+    "SIGABRT": "SIGABRT, an abort in native code",
+    "SIGBUS": "SIGBUS, a bus error in native code",
+    "SIGTERM": "SIGTERM, sent to the worker",
+}
+
+
+def _exit_codes(ex, exc) -> list[int]:
+    """The exit codes of ``ex``'s dead worker (negative: the signal that killed it), from the process itself or else
+    from loky's message (``The exit codes of the workers are {SIGKILL(-9)}``)."""
+    codes = [p.exitcode for p in getattr(ex, "_processes", {}).values() if getattr(p, "exitcode", None) is not None]
+    return codes or [int(c) for c in re.findall(r"\w+\((-?\d+)\)", str(exc))]
+
+
+def describe_exit(codes: list[int]) -> str:
+    """``worker died: signal 9 (SIGKILL, e.g. the OOM killer ...)``, ``worker died: exit status 3 (...)``."""
+    if not codes:
+        return "worker died (its exit status is unknown)"
+    code = codes[0]
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"worker died: signal {-code} ({_SIGNAL_NOTES.get(name, name)})"
+    return f"worker died: exit status {code} (os._exit, or a crash that bypassed Python's exceptions)"
+
+
+def _worker_died(runner, unit: list[dict], store: Path, codes: list[int], exc) -> list[tuple]:
+    """The outcomes of a unit whose worker died: each job failed (its ``.failed`` record names the cause), unless
+    its run file was written before the worker died (then it is finished). The dead worker's claims are taken over
+    and removed (the kernel released their locks); a job another process claimed meanwhile is left to it."""
+    cause = describe_exit(codes)
+    error = f"{cause} while running this job"
+    trace = f"{type(exc).__name__}: {exc}\n(the job's own traceback died with its process)"
+    out = []
+    for job in unit:
+        fd, holder = _claim(claim_path(job, store))
+        if fd is None:
+            out.append((job, "claimed", holder))
+            continue
+        try:
+            path = job_path(job, store)
+            try:
+                if path.is_file() and output_gone(rec := read_run(path, job["key"]), job) is None:
+                    out.append((job, "done", rec))
+                    continue
+            except RunFileError:
+                pass
+            out.append((job, *_store_outcome("failed", _failure(runner, job, error, trace), job, store)))
+        finally:
+            _release(fd, claim_path(job, store))
+    return out
+
+
+def _store_full(detail: dict, jobs: list[dict], store: Path) -> StoreFull:
+    """The one error of a grid whose store filled: the folder, what finished, where a finished result was kept, the
+    fix and the command that resumes."""
+    try:
+        done = len(_scan(jobs, store)[0])
+    except Exception:  # noqa: BLE001 - the count is a courtesy
+        done = "?"
+    kept = (
+        f" The finished result of job {detail['key']} could not be written; it is kept at {detail['saved_at']}: copy "
+        f"it to {detail['file']} once there is space."
+        if "saved_at" in detail
+        else ""
+    )
+    return StoreFull(
+        f"the run store's disk is full: no space left to write in {detail['folder']} ({detail['error']}). "
+        f"{done} of {len(jobs)} jobs are finished and kept whole; no further job was started.{kept} To go on, "
+        f"{full_fix(detail['folder'])}: {this_command()}"
+    )
 
 
 #: the grid engines: local processes (joblib, nothing to install) or Ray tasks (``pip install -e '.[cluster]'``)
@@ -278,6 +458,8 @@ def _run_on_ray(
     if started:
         kw = {"address": address} if address else {"num_cpus": n_jobs}
         ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False, **kw)
+        if threading.current_thread() is threading.main_thread():  # ray.init set its own (sys.exit): ours again
+            signal.signal(signal.SIGTERM, _on_sigterm)
         log(f"ray: {'joined ' + address if address else f'a local instance with {n_jobs} CPUs'}")
     task = ray.remote(num_cpus=1, num_gpus=gpus_per_job, max_retries=3)(_ray_task)
     claims, refs = {}, {}
@@ -287,7 +469,12 @@ def _run_on_ray(
         for unit in todo:
             mine = []
             for job in unit:
-                fd, holder = _claim(claim_path(job, store))
+                try:
+                    fd, holder = _claim(claim_path(job, store))
+                except OSError as exc:
+                    if not disk_full(exc):
+                        raise
+                    take(job, "full", full_detail(job, claim_path(job, store), exc))  # raises StoreFull
                 if fd is None:
                     take(job, "claimed", holder)
                     continue

@@ -3,7 +3,8 @@
 ``sha256`` covers the whole record (:func:`record_hash`), so a result edited by hand is refused when read
 (:func:`check_record`: schema, version, fields and types too, each error naming the file and the fix). NaN and
 infinities of a result are stored as ``null`` and listed in ``nonfinite`` (bare ``NaN`` is not JSON), and restored
-when read. Version 1 files (the committed runs written before the hash) are read as they are.
+when read. Version 1 files (runs written before the hash) are refused, naming the migration that hashes a store of
+them once (:mod:`._migrate`); the committed ones were migrated (``results/runs/MIGRATIONS.json``).
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from typing import Iterable
 import joblib
 
 from ..paths import REPO_ROOT, RESULTS_DIR
-from ._errors import RunFileError
+from ._errors import RunFileError, UnhashedRunFile
 
 SCHEMA = "mamba_recall.run"
-#: version 2 adds ``sha256`` (over the whole record) and ``nonfinite``; version 1 files (the committed runs written
-#: before them) are read as they are, without a hash to check
+#: version 2 adds ``sha256`` (over the whole record) and ``nonfinite``; version 1 files (runs written before them, with
+#: no hash to check) are refused (:class:`UnhashedRunFile`): the committed ones were migrated to version 2 once,
+#: recorded in ``results/runs/MIGRATIONS.json`` (:func:`mamba_recall.runstore.migrate_store`)
 SCHEMA_VERSION = 2
-READABLE_SCHEMA_VERSIONS = (1, 2)
+READABLE_SCHEMA_VERSIONS = (2,)
 FAILURE_SCHEMA = "mamba_recall.run_failure"
 RUNS_DIR = RESULTS_DIR / "runs"
 
@@ -36,6 +38,78 @@ def _plain(obj):
     """The JSON form of ``obj`` (tuples → lists, numpy/torch scalars → numbers), so that the key of a job
     built in memory equals the key of the same job read back from its file."""
     return json.loads(json.dumps(obj, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+#: the most numbers an array in a result may hold (a run file is a small, reviewable JSON): a bigger array belongs in a
+#: file the job writes (a checkpoint, :func:`output_record`), its summary in the result
+MAX_ARRAY_SIZE = 10_000
+
+
+def _result_fix(runner: str) -> str:
+    return (
+        f"make {runner} return plain JSON values (numbers, strings, booleans, None, lists and dicts with string "
+        "keys; numpy and torch scalars and arrays of up to "
+        f"{MAX_ARRAY_SIZE} numbers are converted), e.g. float(x), sorted(s), or save a large array to a file"
+    )
+
+
+def json_result(result, runner: str = "the runner", where: str = "result"):
+    """``result`` as plain JSON values, converted faithfully or refused (never a silent ``str()``):
+
+    * ``dict`` (string keys; an ``int`` key becomes its decimal string, as JSON writes it), ``list``, ``tuple``;
+    * ``bool``, ``int``, ``float``, ``str``, ``None`` as they are (NaN and infinities are handled by the record's
+      ``nonfinite``);
+    * numpy scalars and torch 0-d tensors: their Python number (``.item()``); numpy arrays and torch tensors of a
+      boolean, integer or real dtype with at most :data:`MAX_ARRAY_SIZE` numbers: nested lists (``.tolist()``);
+    * anything else (a ``set``, a complex number, an object, a bigger array) raises ``TypeError`` naming where it
+      is in the result, its type and the fix: the job fails with a ``.failed`` record instead of storing a string
+      that reads back as something else (a ``set`` is refused rather than ordered silently: return ``sorted(s)``)."""
+    if result is None or isinstance(result, (bool, int, str)):
+        return result
+    if isinstance(result, float):
+        return float(result)
+    if isinstance(result, dict):
+        out = {}
+        for k, v in result.items():
+            if isinstance(k, bool) or not isinstance(k, (str, int)):
+                raise TypeError(
+                    f"runner {runner} returned {where} with the key {k!r} ({type(k).__name__}), which JSON cannot "
+                    f"keep; {_result_fix(runner)}."
+                )
+            out[str(k)] = json_result(v, runner, f"{where}[{k!r}]")
+        return out
+    if isinstance(result, (list, tuple)):
+        return [json_result(v, runner, f"{where}[{i}]") for i, v in enumerate(result)]
+    kind = type(result)
+    module = kind.__module__.split(".")[0]
+    array = None
+    if module == "torch" and hasattr(result, "detach") and hasattr(result, "numel"):  # a tensor (or Parameter)
+        array, dtype = result.detach().cpu(), result.dtype
+        real = not (dtype.is_complex or result.is_quantized)
+        size = array.numel()
+    elif module == "numpy":  # a numpy scalar or array (anything else of numpy's becomes an object array: refused)
+        import numpy as np
+
+        array = np.asarray(result)
+        dtype, real = array.dtype, array.dtype.kind in "biuf"
+        size = array.size
+    if array is not None:
+        if not real:
+            raise TypeError(
+                f"runner {runner} returned {where} as a {kind.__name__} of dtype {dtype}, which JSON cannot keep "
+                f"faithfully; {_result_fix(runner)}."
+            )
+        if size > MAX_ARRAY_SIZE:
+            raise TypeError(
+                f"runner {runner} returned {where} as a {kind.__name__} of {size} numbers (more than "
+                f"{MAX_ARRAY_SIZE}); a run file keeps a result's small numbers: {_result_fix(runner)}."
+            )
+        return json_result(array.tolist(), runner, where)  # 0-d: a Python number; else nested lists
+    what = "a set (its order is not kept)" if isinstance(result, (set, frozenset)) else f"a {kind.__qualname__}"
+    raise TypeError(
+        f"runner {runner} returned {where} as {what} ({module}.{kind.__qualname__}), which a run file cannot keep "
+        f"(it would be stored as its str()); {_result_fix(runner)}."
+    )
 
 
 def make_job(experiment: str, config: dict, seed: int, *, output: str | None = None) -> dict:
@@ -191,12 +265,39 @@ _FIELDS = {
 _FIELDS_V2 = {"sha256": str, "nonfinite": list}
 
 
+MIGRATE_COMMAND = "python -m mamba_recall.runstore migrate"
+
+
+def _unhashed(path: Path) -> str:
+    return (
+        f"run file {path} has schema_version 1 and no sha256: nothing shows that its result was not edited after it "
+        "was written, and unhashed run files are no longer read (the committed runs of version 1 were migrated once, "
+        "recorded in results/runs/MIGRATIONS.json). If it is a run edited by hand or given an old version, "
+        f"{_fix(path)}; if it is a genuine run of a store written before the hash, run `{MIGRATE_COMMAND} --store "
+        f"{Path(path).parent.parent}` once (it rewrites that store's version 1 files with their hash and records it)."
+    )
+
+
+def _check_fields(rec, path: Path, fields: dict, key: str | None) -> None:
+    """Every field of ``fields`` present with its type, and the key matching the content, the file name and ``key``."""
+    for name, kind in fields.items():
+        if name not in rec:
+            raise RunFileError(f"run file {path} lacks the field {name!r}; {_fix(path)}.")
+        value = rec[name]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise RunFileError(
+                f"run file {path}: field {name!r} is a {type(value).__name__}, not a {kind.__name__}; {_fix(path)}."
+            )
+    if job_key(rec) != rec["key"] or Path(path).stem != rec["key"] or (key is not None and rec["key"] != key):
+        raise RunFileError(f"run file {path} does not match its key (edited by hand?); {_fix(path)}.")
+
+
 def check_record(rec, path: Path, key: str | None = None) -> dict:
     """The run read from ``path`` (its JSON ``rec``), checked: a dict of schema :data:`SCHEMA`, a version this
-    library reads (a newer one: update mamba_recall), every field present with its type, the key matching the
-    content and the file name (and ``key`` when given), and (version 2) the ``sha256`` over the whole record, so a
-    result edited by hand is refused. NaN and infinities stored as ``null`` (``nonfinite``) are restored. Raises
-    :class:`RunFileError` naming the file and the fix."""
+    library reads (a newer one: update mamba_recall; version 1, unhashed: :class:`UnhashedRunFile`), every field
+    present with its type, the key matching the content and the file name (and ``key`` when given), and the
+    ``sha256`` over the whole record, so a result edited by hand is refused. NaN and infinities stored as ``null``
+    (``nonfinite``) are restored. Raises :class:`RunFileError` naming the file and the fix."""
     if not isinstance(rec, dict):
         raise RunFileError(f"run file {path} holds a JSON {type(rec).__name__}, not a run record; {_fix(path)}.")
     if rec.get("schema") != SCHEMA:
@@ -208,32 +309,36 @@ def check_record(rec, path: Path, key: str | None = None) -> dict:
             f"versions {', '.join(map(str, READABLE_SCHEMA_VERSIONS))}); update mamba_recall (git pull, then "
             "pip install -e .) and run the command again."
         )
+    if version == 1 and not isinstance(version, bool):  # read until the committed runs are migrated
+        check_legacy_record(rec, path)
+        if key is not None and rec["key"] != key:
+            raise RunFileError(f"run file {path} does not match its key (edited by hand?); {_fix(path)}.")
+        return rec
     if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
         raise RunFileError(
             f"run file {path} has schema_version {version!r}, which no mamba_recall wrote; {_fix(path)}."
         )
-    fields = dict(_FIELDS, **(_FIELDS_V2 if version >= 2 else {}))
-    for name, kind in fields.items():
-        if name not in rec:
-            raise RunFileError(f"run file {path} lacks the field {name!r}; {_fix(path)}.")
-        value = rec[name]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise RunFileError(
-                f"run file {path}: field {name!r} is a {type(value).__name__}, not a {kind.__name__}; {_fix(path)}."
-            )
-    if job_key(rec) != rec["key"] or Path(path).stem != rec["key"] or (key is not None and rec["key"] != key):
-        raise RunFileError(f"run file {path} does not match its key (edited by hand?); {_fix(path)}.")
-    if version >= 2:
-        if record_hash(rec) != rec["sha256"]:
-            raise RunFileError(
-                f"run file {path} does not match its sha256: edited after it was written (a result changed by "
-                f"hand is not a run); {_fix(path)}."
-            )
-        try:
-            for entry in rec["nonfinite"]:
-                _set_path(rec["result"], entry["path"], float(entry["value"]))
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise RunFileError(f"run file {path} has a malformed 'nonfinite' list ({exc}); {_fix(path)}.") from exc
+    _check_fields(rec, path, dict(_FIELDS, **_FIELDS_V2), key)
+    if record_hash(rec) != rec["sha256"]:
+        raise RunFileError(
+            f"run file {path} does not match its sha256: edited after it was written (a result changed by "
+            f"hand is not a run); {_fix(path)}."
+        )
+    try:
+        for entry in rec["nonfinite"]:
+            _set_path(rec["result"], entry["path"], float(entry["value"]))
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise RunFileError(f"run file {path} has a malformed 'nonfinite' list ({exc}); {_fix(path)}.") from exc
+    return rec
+
+
+def check_legacy_record(rec: dict, path: Path) -> dict:
+    """The checks a version 1 record passed when it was still read (fields and their types, the key against its
+    content and file name; it has no hash): what :func:`mamba_recall.runstore.migrate_store` requires of a file
+    before it rewrites it with its hash."""
+    if rec.get("schema") != SCHEMA or rec.get("schema_version") != 1:
+        raise RunFileError(f"run file {path} is not a version 1 run record; {_fix(path)}.")
+    _check_fields(rec, path, _FIELDS, None)
     return rec
 
 
@@ -276,7 +381,7 @@ def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], 
         try:
             rec = read_run(path, job["key"])
         except RunFileError as exc:
-            if "newer mamba_recall" in str(exc):
+            if "newer mamba_recall" in str(exc) or isinstance(exc, UnhashedRunFile):  # never replaced unasked
                 raise
             damaged[job["key"]] = str(exc)
             left.append(job)

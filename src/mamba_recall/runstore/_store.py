@@ -13,6 +13,7 @@ the runner is imported (the code in memory is the code on disk at that moment). 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import fcntl
 import importlib
 import json
@@ -30,7 +31,7 @@ from typing import Callable
 from .. import provenance as _prov
 from ..context import current, run_context
 from ..runners import current_job_function
-from ._errors import RunFileError, StoreNotWritable
+from ._errors import RunFileError, StoreNotWritable, UnhashedRunFile
 from ._records import (
     FAILURE_SCHEMA,
     SCHEMA,
@@ -38,6 +39,7 @@ from ._records import (
     _encode_result,
     _plain,
     check_record,
+    json_result,
     claim_path,
     failure_path,
     job_path,
@@ -85,28 +87,75 @@ def _resolve(runner: str) -> Callable:
     return getattr(importlib.import_module(module), func)
 
 
+#: the errors of a full disk (ENOSPC) or of a full quota (EDQUOT)
+FULL_ERRNOS = tuple(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if e is not None)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or the quota) is full."""
+    return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at ``fd``'s position: every byte the store writes goes through here (the fault tests
+    make it raise ENOSPC)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a temporary file beside it, fsync'd, then ``os.replace`` (a full disk or a
+    kill leaves the old file, or none, and no temporary file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, text.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
+#: bytes the writable check writes (and fsyncs) in the store: a full disk refuses them, where an empty file passes
+PROBE_BYTES = 4096
+
+
+def full_fix(folder) -> str:
+    """What to do about a full run store at ``folder``."""
+    return (
+        f"free space on its disk (df -h {folder}; e.g. delete _build/ or old checkpoints) or pass --store <a folder "
+        "on another disk>, then run the same command (it runs only the missing jobs)"
+    )
+
+
 def check_writable(folder: Path) -> None:
-    """Create ``folder`` and a probe file in it (then remove it), or raise :class:`StoreNotWritable` naming the
-    folder and the fix: run before any job starts, so a read-only store is not found after hours of training.
-    (A real write, not ``os.access``: that says yes to root on a read-only folder.)"""
+    """Create ``folder`` and a probe file in it (:data:`PROBE_BYTES` written and fsync'd, then removed), or raise
+    :class:`StoreNotWritable` naming the folder and the fix: run before any job starts, so a read-only or full store
+    is not found after hours of training. (A real write, not ``os.access``: that says yes to root on a read-only
+    folder; and not an empty one, which a full disk accepts.)"""
     folder = Path(folder)
     probe = folder / f".write-probe.{os.getpid()}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe.write_text("")
-        probe.unlink()
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, b"\0" * PROBE_BYTES)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            probe.unlink()
     except OSError as exc:
+        if disk_full(exc):
+            raise StoreNotWritable(
+                f"run store folder {folder} has no space left ({exc.strerror or exc}); no job was started. "
+                f"{full_fix(folder)[0].upper()}{full_fix(folder)[1:]}."
+            ) from exc
         raise StoreNotWritable(
             f"run store folder {folder} is not writable ({exc.strerror or exc}); no job was started. Make it "
             f"writable (e.g. chmod -R u+w {folder}) or pass --store <a writable folder>, then run the same command."
@@ -156,8 +205,13 @@ def _claim(path: Path) -> tuple[int | None, dict | None]:
             break
         os.close(fd)
     me = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now()}
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(me).encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        _write_all(fd, json.dumps(me).encode())
+    except OSError:  # a full disk: the caller names it (StoreFull); the lock ends with the close
+        _release(fd, path)
+        raise
     return fd, None
 
 
@@ -237,21 +291,41 @@ def _run_one(
 
     ``allow_long``: the parent's long-run permission, set in a worker process (a fresh process would otherwise
     refuse a job that the parent's ``--allow-long`` allowed). In a worker (``parent`` given) Ctrl-C is ignored: the
-    grid's process handles it (one line, not a traceback per worker)."""
+    grid's process handles it (one line, not a traceback per worker), and so is SIGTERM (the grid's process stops its
+    workers: :func:`ignore_stop_signals`)."""
     if parent is not None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ignore_stop_signals()
         if not _pid_alive(parent):
             return [(job, "orphaned", None) for job in jobs]
     with run_context(**({} if allow_long is None else {"allow_long": allow_long})):
         return _run_one_here(runner, jobs, Path(store), threads, git, members)
 
 
+def ignore_stop_signals() -> None:
+    """In a worker process: Ctrl-C (SIGINT) and SIGTERM are the grid's process's to handle (it stops its workers,
+    prints one line and exits); a worker that ended on them would be taken for a job that killed its worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def full_detail(job: dict, path: Path, exc: OSError) -> dict:
+    """The ``("full", detail)`` outcome of a job whose claim or record could not be written for want of space."""
+    return {"key": job["key"], "config": job["config"], "seed": job["seed"], "file": str(path),
+            "folder": str(path.parent), "error": f"{type(exc).__name__}: {exc}"}  # fmt: skip
+
+
 def _run_one_here(runner: str, jobs: list[dict], store: Path, threads: int, git: dict | None, members: bool) -> list:
-    """:func:`_run_one`'s work, under the run context it set."""
+    """:func:`_run_one`'s work, under the run context it set. A claim that cannot be written because the disk is full
+    ends the unit at once: ``("full", detail)`` for that job (:func:`full_detail`), nothing run."""
     out, claims, todo = [], [], []
     try:
         for job in jobs:
-            fd, holder = _claim(claim_path(job, store))
+            try:
+                fd, holder = _claim(claim_path(job, store))
+            except OSError as exc:
+                if not disk_full(exc):
+                    raise
+                return [(job, "full", full_detail(job, claim_path(job, store), exc))]
             if fd is None:
                 out.append((job, "claimed", holder))
                 continue
@@ -263,7 +337,7 @@ def _run_one_here(runner: str, jobs: list[dict], store: Path, threads: int, git:
                         out.append((job, "finished", None))
                         continue
                 except RunFileError as exc:
-                    if "newer mamba_recall" in str(exc):
+                    if "newer mamba_recall" in str(exc) or isinstance(exc, UnhashedRunFile):
                         raise
             todo.append(job)
         if todo:
@@ -319,9 +393,12 @@ def _compute_unit(runner: str, jobs: list[dict], threads: int, git: dict | None,
         for result in results:
             if not isinstance(result, dict):
                 raise TypeError(f"runner {runner} returned a {type(result).__name__}, not a dict of results.")
-    except Exception as exc:  # noqa: BLE001 - recorded with its traceback, reported at the end of the grid
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM in the grid's process (GridTerminated): the grid's, not the job's
+        raise
+    except BaseException as exc:  # noqa: BLE001 - recorded with its traceback, reported at the end of the grid
+        # SystemExit (sys.exit, argparse's error, a GridExit of a nested grid) too: it ends the job, not the grid
         trace = traceback.format_exc()
-        return [("failed", _failure(runner, job, f"{type(exc).__name__}: {exc}", trace)) for job in jobs]
+        return [("failed", _failure(runner, job, describe_error(exc), trace)) for job in jobs]
     prov.update(
         device=_prov.device_description(job_device(jobs[0]["config"])),
         wall_seconds=round(wall, 2),
@@ -330,11 +407,30 @@ def _compute_unit(runner: str, jobs: list[dict], threads: int, git: dict | None,
     )
     if members:
         prov["members"] = [j["seed"] for j in jobs]
-    return [("done", _record(runner, job, result, prov)) for job, result in zip(jobs, results)]
+    out = []
+    for job, result in zip(jobs, results):
+        try:  # a result that JSON cannot keep fails its job (recorded), never stored as a str() or lost
+            out.append(("done", _record(runner, job, result, prov)))
+        except Exception as exc:  # noqa: BLE001 - recorded with its traceback
+            out.append(("failed", _failure(runner, job, describe_error(exc), traceback.format_exc())))
+    return out
+
+
+def describe_error(exc: BaseException) -> str:
+    """What a job's failure record and the grid's summary say about ``exc``."""
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        said = "" if code is None or isinstance(code, int) else f" ({code})"
+        status = code if isinstance(code, int) else (0 if code is None else 1)
+        return (
+            f"SystemExit: the job function ended its process (sys.exit, exit status {status}){said}; a job function "
+            "returns its result or raises an exception"
+        )
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _record(runner: str, job: dict, result: dict, prov: dict) -> dict:
-    clean, nonfinite = _encode_result(_plain(result))
+    clean, nonfinite = _encode_result(json_result(result, runner))
     record = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -384,7 +480,11 @@ def _store_outcome(status: str, detail: dict, job: dict, store: Path) -> tuple[s
     try:
         _write_atomic(path, text)
     except OSError as exc:
-        return "unsaved", dict(_save_unsaved(path, text, exc), key=job["key"], config=job["config"], seed=job["seed"])
+        kept = dict(_save_unsaved(path, text, exc), key=job["key"], config=job["config"], seed=job["seed"])
+        if disk_full(exc):  # the grid stops: every further result would be lost the same way
+            kept["folder"] = str(path.parent)
+            return "full", kept
+        return "unsaved", kept
     stale = failure_path(job, store)
     if stale.exists():
         try:
