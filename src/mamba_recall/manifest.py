@@ -12,13 +12,20 @@ a command dropped when a broader one of the same runner and preset makes its res
 line of every missing or corrupt result, and the integrity check (:func:`problems`, run by
 ``tests/base/test_manifest.py``; :func:`claim_problems`, run by ``check-outputs`` after the book pass).
 
-``python -m mamba_recall manifest --write [--scorecard DIR]`` rewrites it after a result changes (the claims
+What ``reproduce`` runs is stored as data, not as a command line: each entry's ``run`` is the runner module (or the
+benchmark script) and its arguments (:func:`invocation`), and ``reproduce`` runs it only once it is checked against
+the registry of runners found on disk (:func:`checked_argv`); ``command`` stays for people to read.
+
+``python -m mamba_recall manifest --write [--scorecard DIR] [--drop NAME ...]`` rewrites it after a result changes (the claims
 from ``DIR``, by default the book pass's ``_build/scorecard``; without a scorecard the committed claims stay).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,6 +44,10 @@ __all__ = [
     "reproduce_commands",
     "current_command",
     "needs_gpu",
+    "ManifestError",
+    "invocation",
+    "checked_argv",
+    "reproduce_runs",
 ]
 
 SCHEMA = "mamba_recall.manifest"
@@ -46,10 +57,17 @@ RESTRICTING = ("--only", "--parts", "--recipes", "--models")
 #: Flags that do not change what a command makes.
 NEUTRAL = ("--device", "--allow-long", "--jobs", "--threads")
 FIX = "python -m mamba_recall manifest --write"
+#: How to get the committed manifest back when it is damaged or gone (its claims cannot be remade without a scorecard).
+RESTORE = "git checkout results/manifest.json"
 #: The scan benchmark, a script of the repository (not a module of the library), as its bundles record it; runner
 #: ``"bench"``. Bundles made before it left the library record ``python -m mamba_recall bench ...`` instead.
 BENCH_SCRIPT = "benchmarks/scan.py"
 _OLD_BENCH = ("python", "-m", "mamba_recall", "bench")
+
+
+class ManifestError(ValueError):
+    """The manifest, or a file it is made from, cannot be read or written; the message is one line naming the file and
+    the fix."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +88,10 @@ class Entry:
     why: str = ""
     created: str | None = None  # when it was made (its provenance), which orders a runner's commands
     claims: tuple[str, ...] = field(default=())
+    #: what ``reproduce`` runs, as data (:func:`invocation`): ``{"module": <runner module>, "args": [...]}`` or
+    #: ``{"script": "benchmarks/scan.py", "args": [...]}``; None when nothing is run (a record, data, a GPU recipe).
+    #: ``command`` stays for people to read; ``reproduce`` runs only this, checked (:func:`checked_argv`).
+    run: dict | None = None
 
     def plain(self) -> dict:
         d = asdict(self)
@@ -100,6 +122,99 @@ def needs_gpu(command: str | None) -> bool:
     ``tools/gpu_collect.py`` writes) and anything run with ``--device cuda``. ``make reproduce`` lists them instead of
     running them."""
     return bool(command) and ("tools/gpu_check.py" in command or "--device cuda" in command)
+
+
+#: Scripts of the repository that ``reproduce`` may run (by their runner name), besides the registered runner modules.
+SCRIPTS = {"bench": BENCH_SCRIPT}
+#: Flags whose value names a file or folder: ``reproduce`` never passes them (the runners' defaults write under
+#: ``results/``), except the scan benchmark's ``--out results/<name>.json``.
+PATH_FLAGS = ("--store", "--out", "--checkpoint", "--log", "--scorecard")
+_FLAG = re.compile(r"--[a-z][a-z0-9-]*")
+_VALUE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,:=+-]*")
+_BENCH_OUT = re.compile(r"results/[A-Za-z0-9_][A-Za-z0-9_.-]*\.json")
+
+
+def invocation(command: str | None) -> dict | None:
+    """What ``reproduce`` runs for a recorded ``command``, as data: ``python -m <module> ARGS`` (as it is run today,
+    :func:`current_command`) gives ``{"module": <module>, "args": [ARGS]}``, ``python benchmarks/scan.py ARGS`` gives
+    ``{"script": "benchmarks/scan.py", "args": [ARGS]}``; anything else (a GPU recipe in words, None) gives None."""
+    command = current_command(command)
+    if not command or needs_gpu(command):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) >= 3 and words[0] == "python" and words[1] == "-m":
+        return {"module": words[2], "args": words[3:]}
+    if len(words) >= 2 and words[0] == "python" and words[1] in SCRIPTS.values():
+        return {"script": words[1], "args": words[2:]}
+    return None
+
+
+def _refuse(name: str, why: str) -> ManifestError:
+    return ManifestError(
+        f"refusing to run {name}: {why}. reproduce runs only the registered runners (and {BENCH_SCRIPT}) with plain "
+        f"arguments; restore the manifest (`{RESTORE}`) or remake it from the results (`{FIX}`)."
+    )
+
+
+def checked_argv(run: dict | None, name: str = "an entry") -> list[str]:
+    """The arguments after ``python`` that run ``run`` (an :attr:`Entry.run`), once it is checked: a module must be a
+    registered runner (:func:`mamba_recall.runners.experiment_runners`, found on disk, never named by the manifest
+    alone), a script one of :data:`SCRIPTS`; every argument a ``--flag`` or a plain value (no path, no option of
+    Python's), ``--preset`` a preset and ``--device`` a device, no flag naming a file (:data:`PATH_FLAGS`) but the
+    benchmark's ``--out results/<name>.json``. ManifestError (a one-line refusal) otherwise: a manifest is data, never
+    a command line to run as written."""
+    from .devices import DEVICES
+    from .presets import ALL_PRESETS
+
+    if not isinstance(run, dict) or set(run) not in ({"module", "args"}, {"script", "args"}):
+        raise _refuse(name, f"its run is not {{'module' or 'script', 'args'}} ({run!r})")
+    args = run["args"]
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise _refuse(name, f"its arguments are not a list of words ({args!r})")
+    if "module" in run:
+        registered = {runners.runner_module(n) for n in runners.experiment_runners()}
+        if run["module"] not in registered:
+            raise _refuse(name, f"module {run['module']!r} is not a registered runner")
+        head, script = ["-m", run["module"]], None
+    else:
+        if run["script"] not in SCRIPTS.values():
+            raise _refuse(name, f"script {run['script']!r} is not one of {sorted(SCRIPTS.values())}")
+        head, script = [run["script"]], run["script"]
+    flag = None
+    for word in args:
+        if word.startswith("-"):
+            if not _FLAG.fullmatch(word):
+                raise _refuse(name, f"argument {word!r} is not a --flag")
+            if word in PATH_FLAGS and not (script == BENCH_SCRIPT and word == "--out"):
+                raise _refuse(name, f"flag {word} names a file or folder")
+            flag = word
+            continue
+        if flag is None:
+            raise _refuse(name, f"argument {word!r} comes before any --flag")
+        if flag == "--out":
+            if not _BENCH_OUT.fullmatch(word):
+                raise _refuse(name, f"--out {word!r} is not results/<name>.json")
+        elif not _VALUE.fullmatch(word):
+            raise _refuse(name, f"value {word!r} of {flag} is not a plain word")
+        elif flag == "--preset" and word not in ALL_PRESETS:
+            raise _refuse(name, f"--preset {word!r} is not one of {list(ALL_PRESETS)}")
+        elif flag == "--device" and word not in DEVICES:
+            raise _refuse(name, f"--device {word!r} is not one of {list(DEVICES)}")
+    return [*head, *args]
+
+
+def reproduce_runs(entries: list[Entry], order: list[str]) -> list[tuple[str, dict | None]]:
+    """``(command to show, run)`` for each command of :func:`reproduce_commands`, in its order: the run (the data
+    ``reproduce`` executes, checked by :func:`checked_argv`) of the entries that record that command, else the command
+    read as one (:func:`invocation`; None for a GPU recipe in words)."""
+    out = []
+    for command in reproduce_commands(entries, order):
+        runs = [e.run for e in entries if current_command(e.command) == command and e.run is not None]
+        out.append((command, runs[0] if runs else invocation(command)))
+    return out
 
 
 def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str, ...]]]:
@@ -157,22 +272,65 @@ def _entry(name: str, kind: str, files: list[str], record: dict) -> Entry:
         commit=prov.get("git_commit"),
         clean=None if dirty is None else not dirty,
         created=prov.get("created"),
+        run=invocation(command),
     )
 
 
-def scan(root: Path | None = None) -> list[Entry]:
-    """The entries the committed files under ``<root>/results`` make today (claims empty), sorted by name."""
+def _record(path: Path, what: str, errors: list[str] | None) -> dict | None:
+    """The JSON object in ``path`` (a bundle, a sidecar, a pilot record); when it is not one (truncated, not JSON):
+    a ManifestError naming the file and the command that regenerates it, or, with ``errors``, that message appended
+    there and None."""
+    try:
+        record = json.loads(path.read_bytes())
+        if not isinstance(record, dict):
+            raise ValueError("the top level is not a JSON object")
+        return record
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        from .results import regenerate_command
+
+        known = _committed_commands(path.parents[2] if what == "checkpoint sidecar" else path.parents[1])
+        command = current_command(known.get(path.stem)) or regenerate_command(path)
+        regen = f"regenerate it with: {command}" if what != "record" else "no command makes it"
+        message = (
+            f"{path}: a corrupt {what} (not valid JSON: {exc}; truncated?); restore it (`git checkout {path.name}` in "
+            f"its folder) or {regen}"
+        )
+        if errors is None:
+            raise ManifestError(message) from None
+        errors.append(message)
+        return None
+
+
+def _committed_commands(root: Path) -> dict[str, str]:
+    """``{entry name: its recorded command}`` of the committed manifest under ``root`` ({} when it cannot be read):
+    the command that remakes a file too damaged to say it itself."""
+    try:
+        return {e.name: e.command for e in _entries(_read(root / "results" / MANIFEST_NAME)) if e.command}
+    except ManifestError:
+        return {}
+
+
+def scan(root: Path | None = None, errors: list[str] | None = None) -> list[Entry]:
+    """The entries the committed files under ``<root>/results`` make today (claims empty), sorted by name. A file
+    that is not valid JSON raises ManifestError naming it and its regenerate command, or, with ``errors``, is
+    listed there and left out."""
     root = Path(REPO_ROOT if root is None else root)
     results = root / "results"
     entries: list[Entry] = []
     for path in sorted(results.glob("*.json")):
         if path.name == MANIFEST_NAME:
             continue
-        record = json.loads(path.read_text())
-        tables = [results / t["file"] for t in (record.get("tables") or {}).values()]
+        record = _record(path, "result bundle", errors)
+        if record is None:
+            continue
+        tables = [
+            results / t["file"] for t in (record.get("tables") or {}).values() if isinstance(t, dict) and t.get("file")
+        ]
         entries.append(_entry(path.stem, "bundle", [_rel(p, root) for p in [path, *tables]], record))
     for path in sorted((results / "checkpoints").glob("*.json")):
-        record = json.loads(path.read_text())
+        record = _record(path, "checkpoint sidecar", errors)
+        if record is None:
+            continue
         files = [path] + ([path.parent / record["file"]] if record.get("file") else [])
         entries.append(_entry(path.stem, "checkpoint", [_rel(p, root) for p in files], record))
     # a training log next to the checkpoint it made: <runner>_<model>.log (ch4_train_s_mix.log)
@@ -192,11 +350,14 @@ def scan(root: Path | None = None) -> list[Entry]:
                 wall_seconds=None,
                 commit=base.get("commit"),
                 clean=base.get("clean"),
+                run=base.get("run"),
                 why=f"the training log of checkpoint {owner.name}" if owner else "a log no checkpoint claims",
             )
         )
     for path in sorted((results / "pilots").glob("*.json")):
-        record = json.loads(path.read_text())
+        record = _record(path, "record", errors)
+        if record is None:
+            continue
         entries.append(
             Entry(path.stem, "record", (_rel(path, root),), None, None, None, None, None, None, None, record["what"])
         )
@@ -215,18 +376,33 @@ def stores(root: Path | None = None) -> dict[str, int]:
 
 
 def _read(path: Path | None = None) -> dict:
-    """The committed manifest as written; a clear error when it is missing or not a manifest."""
+    """The committed manifest as written; a clear error (ManifestError, one line naming the file and the fix) when it
+    is missing, not JSON (truncated) or not a manifest."""
     path = Path(path) if path else RESULTS_DIR / MANIFEST_NAME
+    fix = f"restore it with `{RESTORE}` (then `{FIX}` if results changed since)"
     if not path.exists():
-        raise FileNotFoundError(f"no results manifest at {path}; make it with `{FIX}`.")
-    record = json.loads(path.read_text())
-    if record.get("schema") != SCHEMA:
-        raise ValueError(f"{path} is not a results manifest (schema {record.get('schema')!r}); remake it: `{FIX}`.")
+        raise ManifestError(f"no results manifest at {path}; {fix}.")
+    try:
+        record = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"the results manifest {path} is not valid JSON ({exc}; truncated?); {fix}.") from None
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+        got = record.get("schema") if isinstance(record, dict) else type(record).__name__
+        raise ManifestError(f"{path} is not a results manifest (schema {got!r}); {fix}.")
+    if not isinstance(record.get("entries"), list):
+        raise ManifestError(f"the results manifest {path} has no list of entries; {fix}.")
+    record["_path"] = str(path)
     return record
 
 
 def _entries(record: dict) -> list[Entry]:
-    return [Entry(**{**e, "files": tuple(e["files"]), "claims": tuple(e["claims"])}) for e in record["entries"]]
+    try:
+        return [Entry(**{**e, "files": tuple(e["files"]), "claims": tuple(e["claims"])}) for e in record["entries"]]
+    except (TypeError, KeyError) as exc:
+        path = record.get("_path", RESULTS_DIR / MANIFEST_NAME)
+        raise ManifestError(
+            f"the results manifest {path} has a malformed entry ({exc!r}); restore it with `{RESTORE}`."
+        ) from None
 
 
 def load(path: Path | None = None) -> list[Entry]:
@@ -234,30 +410,98 @@ def load(path: Path | None = None) -> list[Entry]:
     return _entries(_read(path))
 
 
-def write(claims: dict[str, tuple[str, ...]] | None = None, root: Path | None = None) -> Path:
+def write(
+    claims: dict[str, tuple[str, ...]] | None = None, root: Path | None = None, *, drop: tuple[str, ...] = ()
+) -> Path:
     """Rewrite ``results/manifest.json`` from the committed files; ``claims`` (entry → claim ids) from a
     scorecard, else each entry keeps the claims the committed manifest gives it (a renamed checkpoint those of the
-    name its sidecar's ``renamed_from`` records)."""
+    name its sidecar's ``renamed_from`` records).
+
+    Nothing is dropped silently: without ``claims`` the committed manifest must be readable (its claims cannot be
+    remade otherwise: ManifestError naming ``git checkout`` and ``--scorecard``), unless git says none was ever
+    committed (a new repository: a new manifest with no claims, said on stdout); an entry whose files are gone stays,
+    as it was, and :func:`problems` reports it as missing with its command, unless its name is in ``drop`` (a result
+    removed on purpose). A file under ``results/`` that is not valid JSON stops the write (ManifestError naming it).
+    The new manifest replaces the old one only once wholly written (a full disk: ManifestError, the old one intact,
+    no temporary file left)."""
     root = Path(REPO_ROOT if root is None else root)
     path = root / "results" / MANIFEST_NAME
     scanned = scan(root)
+    try:
+        old = _entries(_read(path))
+    except ManifestError as exc:
+        if claims is None and not path.exists() and _committed(root, path) is False:
+            print(f"note: no results manifest yet at {path} (none committed): writing a new one, with no claims.")
+            claims = {}
+        if claims is None:
+            raise ManifestError(
+                f"{exc} Without it the manifest cannot be rewritten: the claims each result serves come from it (or "
+                f"from a book pass's scorecard: `{FIX} --scorecard _build/scorecard` after `make book`)."
+            ) from None
+        old = []
     if claims is None:
-        claims = {e.name: e.claims for e in load(path)} if path.exists() else {}
+        claims = {e.name: e.claims for e in old}
         for e in scanned:  # a checkpoint renamed since (results.rename_checkpoint) keeps the claims of its old name
             if e.kind == "checkpoint" and e.name not in claims:
-                was = json.loads((root / e.files[0]).read_text()).get("renamed_from", [])
+                was = (_record(root / e.files[0], "checkpoint sidecar", None) or {}).get("renamed_from", [])
                 claims[e.name] = next((claims[Path(w).stem] for w in reversed(was) if Path(w).stem in claims), ())
     entries = [Entry(**{**e.plain(), "files": e.files, "claims": tuple(claims.get(e.name, ()))}) for e in scanned]
+    found = {e.name for e in scanned}
+    renamed = {Path(w).stem for e in scanned if e.kind == "checkpoint" for w in _renamed_from(root, e)}
+    kept = [e for e in old if e.name not in found and e.name not in renamed and e.name not in drop]
+    entries = sorted([*entries, *kept], key=lambda e: (e.kind, e.name))
     record = {
         "schema": SCHEMA,
         "regenerate": FIX,
         "entries": [e.plain() for e in entries],
         "stores": stores(root),
     }
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    _replace(path, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
     return path
+
+
+def _committed(root: Path, path: Path) -> bool | None:
+    """Whether git's HEAD under ``root`` holds ``path`` (a manifest deleted since, not one never made); None without
+    git (then a missing manifest is treated as deleted: its claims may exist)."""
+    import subprocess
+
+    try:
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+        done = subprocess.run(
+            ["git", "-C", str(root), "cat-file", "-e", f"HEAD:{rel}"], capture_output=True, timeout=20, check=False
+        )
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    if done.returncode == 0:
+        return True
+    inside = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, check=False)
+    return False if inside.returncode == 0 else None
+
+
+def _renamed_from(root: Path, entry: Entry) -> list[str]:
+    """The names a checkpoint's sidecar says it had (``renamed_from``): its old entries are not missing results."""
+    record = _record(root / entry.files[0], "checkpoint sidecar", None) if entry.files else None
+    was = (record or {}).get("renamed_from", [])
+    return [w for w in was if isinstance(w, str)] if isinstance(was, list) else []
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, fsync it and rename it over ``path``; on any OSError (a
+    full disk) remove the temporary file, leave ``path`` as it was and raise ManifestError (one line)."""
+    tmp = path.with_suffix(".json.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise ManifestError(
+            f"could not write {path} ({exc.strerror or exc}); it is unchanged. Free the space (or fix the folder's "
+            f"permissions) and run `{FIX}` again."
+        ) from None
 
 
 def claims_from_scorecard(scorecard: Path, entries: list[Entry]) -> tuple[dict[str, tuple[str, ...]], list[str]]:
@@ -287,16 +531,26 @@ def problems(root: Path | None = None) -> list[str]:
     root = Path(REPO_ROOT if root is None else root)
     try:
         record = _read(root / "results" / MANIFEST_NAME)
-    except (FileNotFoundError, ValueError) as exc:
+        committed = {e.name: e for e in _entries(record)}
+    except ManifestError as exc:
         return [str(exc)]
-    committed = {e.name: e for e in _entries(record)}
-    found = {e.name: e for e in scan(root)}
-    out = [
+    corrupt: list[str] = []
+    found = {e.name: e for e in scan(root, errors=corrupt)}
+    unreadable = {Path(line.split(":", 1)[0]).stem for line in corrupt}
+    out = list(corrupt)
+    out += [
         f"{n}: committed under results/ but not in the manifest; run `{FIX}`."
         for n in sorted(set(found) - set(committed))
     ]
     out += [
-        f"{n}: in the manifest but no longer under results/; run `{FIX}`." for n in sorted(set(committed) - set(found))
+        f"{n}: in the manifest but its files ({', '.join(committed[n].files)}) are missing; "
+        + (
+            f"make it with `{current_command(committed[n].command)}`"
+            if committed[n].command
+            else f"restore them with `git checkout {' '.join(committed[n].files)}`"
+        )
+        + f" (or, if it was removed on purpose, `{FIX} --drop {n}`)."
+        for n in sorted(set(committed) - set(found) - unreadable)
     ]
     for name in sorted(set(found) & set(committed)):
         now, then = found[name].plain(), committed[name].plain()
@@ -307,6 +561,7 @@ def problems(root: Path | None = None) -> list[str]:
     if recorded != held_runs:
         out.append(f"results/runs/: the manifest counts {recorded}, the store holds {held_runs}; run `{FIX}`.")
     held = {f for e in found.values() for f in e.files}
+    held |= {f for n in unreadable if n in committed for f in committed[n].files}  # reported above
     for path in sorted((root / "results").rglob("*")):
         rel = _rel(path, root)
         if path.is_file() and rel not in held and not rel.startswith("results/runs/") and path.name != MANIFEST_NAME:

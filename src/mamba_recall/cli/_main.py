@@ -51,18 +51,30 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
             + (f" ({'; '.join(merged)})" if merged else "")
             + f"; known: {', '.join(known)}."
         )
+    if device != "auto":  # a device this machine lacks (cuda on a CPU machine): one line, before any runner starts
+        from ..devices import ParameterError, resolve_device
+
+        try:
+            resolve_device(device)
+        except ParameterError as exc:
+            raise NotebookFailed(f"error: {exc}") from None
     if preset is None:
-        commands = manifest.reproduce_commands(manifest.load(), ["bench", *runners])
-        commands = [c for c in commands if not only or manifest.parse_command(c)[0] in only]
-        for c in filter(manifest.needs_gpu, commands):
-            print(f"not run here (a GPU machine remakes it, by hand): {c}", flush=True)
-        runs = [shlex.split(c)[1:] for c in commands if not manifest.needs_gpu(c)]
+        try:
+            planned = manifest.reproduce_runs(manifest.load(), ["bench", *runners])
+            planned = [(c, r) for c, r in planned if not only or manifest.parse_command(c)[0] in only]
+            for c, _ in planned:
+                if manifest.needs_gpu(c):
+                    print(f"not run here (a GPU machine remakes it, by hand): {c}", flush=True)
+            # the manifest is data: each run is checked against the registered runners before anything starts
+            runs = [manifest.checked_argv(r, c) for c, r in planned if not manifest.needs_gpu(c)]
+        except manifest.ManifestError as exc:
+            raise NotebookFailed(f"error: {exc}") from None
     else:
         runs = [
             ["-m", runner_module(n), "--preset", preset, "--device", device] for n in runners if not only or n in only
         ]
     for args in runs:
-        print("+ python", " ".join(args), flush=True)
+        print("+ python", shlex.join(args), flush=True)
         if args[0] == manifest.BENCH_SCRIPT:  # a script of the repository: its --out is relative to the root
             subprocess.run([sys.executable, *args], check=True, env=env, cwd=REPO_ROOT)
         else:
@@ -140,6 +152,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="with --write: take the claims each result serves from this scorecard (a book pass's _build/scorecard)",
     )
+    p_manifest.add_argument(
+        "--drop",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="with --write: remove these entries whose results were deleted on purpose (others stay, reported missing)",
+    )
     sub.add_parser("plan", help="every run-store grid at a preset: jobs finished and left, CPU-hours, command")
     return parser
 
@@ -179,6 +198,16 @@ def main(argv: list[str] | None = None) -> int:
     except NoCheckoutError as exc:  # a plain `pip install .` used outside a checkout: the fix, on one line
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def _claim_ids() -> set[str]:
+    """The claim ids the committed manifest names (empty when it cannot be read)."""
+    from .. import manifest
+
+    try:
+        return {c for e in manifest.load() for c in e.claims}
+    except manifest.ManifestError:
+        return set()
 
 
 def _fail_on(problems: list[str], message: str) -> None:
@@ -224,15 +253,23 @@ def _dispatch(args) -> int:
     elif args.command == "manifest":
         from .. import manifest
 
-        if args.write:
-            claims = None
-            if args.scorecard is not None:
-                claims, unknown = manifest.claims_from_scorecard(args.scorecard, manifest.scan())
-                _fail_on(unknown, f"error: the scorecard reads {len(unknown)} result(s) no entry holds.")
-            print(f"results manifest written: {manifest.write(claims)}")
-        problems = manifest.problems()
-        _fail_on(problems, f"error: {len(problems)} problem(s) with the committed results (results/manifest.json).")
-        print(f"results manifest: {len(manifest.load())} entries, every one complete and made from a clean tree")
+        try:
+            if args.write:
+                claims = None
+                if args.scorecard is not None:
+                    claims, unknown = manifest.claims_from_scorecard(args.scorecard, manifest.scan())
+                    _fail_on(unknown, f"error: the scorecard reads {len(unknown)} result(s) no entry holds.")
+                before = _claim_ids()
+                print(f"results manifest written: {manifest.write(claims, drop=tuple(args.drop))}")
+                lost = sorted(before - _claim_ids())
+                if lost:  # said, never silent (a scorecard that no longer reads a result, or a dropped entry)
+                    print(f"note: {len(lost)} claim id(s) no longer read from a committed result: {', '.join(lost)}")
+            manifest.load()  # a manifest that cannot be read: its one line, before the problems of the results
+            problems = manifest.problems()
+            _fail_on(problems, f"error: {len(problems)} problem(s) with the committed results (results/manifest.json).")
+            print(f"results manifest: {len(manifest.load())} entries, every one complete and made from a clean tree")
+        except manifest.ManifestError as exc:
+            raise NotebookFailed(f"error: {exc}") from None
     elif args.command == "check-outputs":
         notebooks = toc_notebooks()
         missing = [str(nb) for nb in notebooks if not (args.executed / nb).exists()]
