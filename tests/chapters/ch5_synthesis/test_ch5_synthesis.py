@@ -18,13 +18,16 @@ LADDER = [2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64]
 CELLS = [(1, d, n) for d in (16, 32, 64) for n in (2, 4, 8)] + [(2, 16, 4), (2, 32, 4), (2, 32, 8)]
 
 
-def fake_bundle(kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2)):
+TASK = "mqar (zoology, mamba_recall.tasks.mqar variant 'standard', power_a 1, pad 'full')"
+
+
+def fake_bundle(kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2), at_cap=lambda i: False):
     """Searches with κ*₅₀ = kappa_of(layers, D, N, seed) and κ*₉₀ = κ*₅₀/2; each search has an edge probe (κ = 8,
     recall 0.5, profile ``profile(κ)``), a probe at 95 % (κ = 4) and one at 10 % (κ = 16); untrained twins at chance
-    with Δ ratio 1."""
+    with Δ ratio 1. Every probe converged (stopped at step 500 of 1500) except search ``i``'s where ``at_cap(i)``."""
     profile = profile or (lambda k: [0.5] * k)
     searches, probes = [], []
-    for layers, D, N in CELLS:
+    for i, (layers, D, N) in enumerate(CELLS):
         for s in seeds:
             k50 = kappa_of(layers, D, N, s)
             searches.append(dict(layers=layers, D=D, N=N, seed=s, kappa50=k50, kappa90=k50 / 2, censored50=None))
@@ -42,9 +45,20 @@ def fake_bundle(kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2)):
                         by_pair=" ".join(f"{a:.4f}" for a in prof),
                         delta0_key_ratio=key_ratio,
                         untrained_delta0_key_ratio=1.0 + 0.001 * (s - 1),
+                        steps_run=1500 if at_cap(i) else 500,
                     )
                 )
-    config = {"preset": "cpu-hours", "job_config": {"V": 512, "ladder": LADDER}}
+    config = {
+        "preset": "cpu-hours",
+        "job_config": {
+            "V": 512,
+            "L_per_kappa": 4,
+            "ladder": LADDER,
+            "steps": 1500,
+            "eval": {"target_accuracy": 0.99},
+            "data": {"task": TASK},
+        },
+    }
     return SimpleNamespace(
         tables={"searches": pd.DataFrame(searches), "probes": pd.DataFrame(probes)},
         config=config,
@@ -69,11 +83,54 @@ def test_h1_reads_the_exponent_of_D_times_N():
     assert status("book/H1-DN", sqrt).status == "not reproduced"
 
 
-def test_h2_reads_D_and_N_apart():
-    n_only = fake_bundle(noisy(lambda l, D, N: 2 * N * l))
-    assert status("book/H2-N-alone", n_only).status == "reproduced"
-    both = fake_bundle(noisy(lambda l, D, N: D * N * l / 16))
-    assert status("book/H2-N-alone", both).status == "not reproduced"
+def test_h2_reads_thm2_as_a_sufficient_size_in_the_cells_wide_enough_for_it():
+    """H2 restated: where D ≥ 2(N + log₂ V), κ*₉₀ ≥ N (a lower bound, whatever D adds beyond it); the narrow cells
+    (D = 16 here, and D = 32 at N = 8) are not read, and the untrained twins never pass."""
+    above = fake_bundle(noisy(lambda l, D, N: 3 * N))  # κ*₉₀ = 1.5 N
+    v = status("book/H2-N-alone", above)
+    assert v.status == "reproduced" and v.control_status not in ("reproduced", "")
+    assert "over 5 cells" in v.ours and "D16" not in v.ours and "D32N8" not in v.ours
+    assert status("book/H2-N-alone", fake_bundle(noisy(lambda l, D, N: N))).status == "not reproduced"  # κ*₉₀ = N/2
+    narrow_only = fake_bundle(noisy(lambda l, D, N: 3 * N if D == 16 else N))  # the narrow cells are not read
+    assert status("book/H2-N-alone", narrow_only).status == "not reproduced"
+
+
+def test_the_budget_rule_reads_inconclusive_where_more_than_a_tenth_of_the_probes_are_at_the_cap():
+    """The convergence rule (revised after the data, so each record says so with the earlier verdict): a hypothesis
+    with more than 10 % of its probes at the step cap reads inconclusive, budget-bound, whatever its rule says; at
+    10 % or less it is judged on its converged probes only."""
+    from mamba_recall.chapters.ch5_synthesis.claims.synthesis import budget_reading
+
+    linear = noisy(lambda l, D, N: D * N * l / 16)
+    bound = fake_bundle(linear, at_cap=lambda i: True)
+    v = status("book/H1-DN", bound)
+    assert v.status == "inconclusive"
+    assert v.reason.startswith("budget-bound (81 of 81 probes at the step cap")
+    assert "rule revised after the data" in v.note and "Under the earlier rule this verdict read 'reproduced'" in v.note
+    assert "at most 10 % of its probes stopped at the step cap" in v.rule
+    one = fake_bundle(linear, at_cap=lambda i: i == 0)  # the first cell's 3 searches: 9 of 81 one-layer probes
+    r = budget_reading("book/H1-DN", one)
+    assert (r["at_cap"], r["probes"], r["bound"]) == (9, 81, True)
+    h6 = budget_reading("book/H6-layers-as-N", one)
+    assert h6["at_cap"] == 0 and not h6["bound"]  # its probes: the 2-layer cells and their 1-layer matches
+    few = fake_bundle(linear, at_cap=lambda i: i == 9)  # a 2-layer cell: none of H1's probes
+    assert status("book/H1-DN", few).status == "reproduced"
+    assert "Convergence: 0 of 81 probes at the step cap (0%)" in status("book/H1-DN", few).note
+    h4 = fake_bundle(noisy(lambda l, D, N: 8.0), profile=u, at_cap=lambda i: i < 1)
+    assert budget_reading("book/H4-U-at-capacity", h4)["share"] == pytest.approx(3 / 36)
+    assert status("book/H4-U-at-capacity", h4).status == "reproduced"  # 8 % at the cap: judged, on the others
+
+
+def test_a_search_with_a_probe_at_the_cap_leaves_the_kappa_fits_and_a_probe_at_it_leaves_the_profiles():
+    from mamba_recall.chapters.ch5_synthesis.claims.synthesis import converged_only
+
+    b = fake_bundle(noisy(lambda l, D, N: 8.0), at_cap=lambda i: i == 0)
+    s, p = b.tables["searches"], b.tables["probes"]
+    ks, kp = converged_only("book/H1-DN", s, p, b)
+    assert len(ks) == len(s) - 3 and not ((ks.D == 16) & (ks.N == 2) & (ks.layers == 1)).any()
+    assert len(kp) == len(p) - 9
+    ps, pp = converged_only("book/H4-U-at-capacity", s, p, b)
+    assert len(ps) == len(s) and len(pp) == len(p) - 9
 
 
 def test_h1_null_control_never_passes_and_censored_grids_are_not_testable():
@@ -146,10 +203,50 @@ def test_budget_bound_counts_the_probes_still_learning_at_the_cap():
     assert t.loc[2, "at_cap"] == 1 and t.loc[2, "probes"] == 2 and t.loc[2, "recall_k4"] == 0.2
 
 
-def test_mqar_at_l_4_kappa_queries_later_pairs_later():
-    """The task's own order effect that the page names beside H4: the mean query slot grows with the pair's place."""
-    slots = syn.query_slot_by_pair(16, 512, n=500)
-    assert slots.shape == (16,) and slots[-1] - slots[0] > 4 and (np.diff(slots) > -0.5).all()
+def test_the_query_order_is_measured_on_the_generator_the_runs_config_names():
+    """The page's statement about a run's data comes from that run's config, not from a default: the runs' generator
+    (variant 'standard', power_a 1) queries the pairs in an order independent of theirs; zoology's own (power_a 0.01)
+    queries later pairs later. The same function, two configs, two statements."""
+    runs = {"V": 512, "L_per_kappa": 4, "data": {"task": TASK}}
+    r = syn.query_slot_by_pair(runs, 16, n=1000)
+    assert (r["variant"], r["power_a"], r["L"]) == ("standard", 1.0, 64)
+    assert np.ptp(r["mean_slot"]) < 1.0 and -0.05 < r["rho_ci"][0] < r["rho_ci"][1] < 0.05
+    said = syn.query_order_statement(runs, 16, n=1000)
+    assert "variant 'standard', power_a 1" in said and "does not depend on the pairs' order" in said
+    zoo = {**runs, "data": {"task": TASK.replace("'standard', power_a 1", "'zoology', power_a 0.01")}}
+    z = syn.query_slot_by_pair(zoo, 16, n=1000)
+    assert z["mean_slot"][-1] - z["mean_slot"][0] > 4 and z["rho_ci"][0] > 0.3
+    assert "confounded" in syn.query_order_statement(zoo, 16, n=1000)
+    with pytest.raises(ValueError, match="does not name the generator"):
+        syn.query_slot_by_pair({**runs, "data": {"task": "mqar"}}, 16)
+
+
+def test_the_committed_bundle_names_the_generator_its_probes_use():
+    """The runner passes the generator its config names to mqar and batch_fn (the data are the config's, bit for
+    bit the defaults' where the config names them), and the committed bundle's config names variant 'standard',
+    power_a 1."""
+    import torch
+
+    from mamba_recall.chapters.ch5_synthesis.runners.capacity import data_options
+    from mamba_recall.results import load_bundle
+    from mamba_recall.tasks.mqar import mqar
+
+    opts = data_options(load_bundle("ch5_capacity_cpu-hours").config["job_config"])
+    assert opts == {"variant": "standard", "power_a": 1.0, "pad": "full"}
+    assert all(torch.equal(a, b) for a, b in zip(mqar(512, 16, 64, 8, 3), mqar(512, 16, 64, 8, 3, **opts)))
+
+
+def test_the_long_budget_stretches_the_schedule_with_the_steps():
+    from mamba_recall.chapters.ch5_synthesis.runners.capacity import jobs_for, long_command
+    from mamba_recall.presets import experiment
+
+    short, long = experiment("ch5_capacity", "cpu-hours"), experiment("ch5_capacity_long", "cpu-hours")
+    assert long["steps"] == 4 * short["steps"] == 6000 and long["cells"] == short["cells"]
+    assert (long["recipe"]["warmup"], long["recipe"]["hold"]) == (400, 1600) and long["eval_every"] == 500
+    jobs = jobs_for("cpu-hours", budget="long")
+    assert len(jobs) == 36 and {j["experiment"] for j in jobs} == {"ch5_capacity_long"}
+    assert not {j["key"] for j in jobs} & {j["key"] for j in jobs_for("cpu-hours")}
+    assert long_command().endswith("runners.capacity --preset cpu-hours --budget long --allow-long --jobs 2")
 
 
 def test_h5_reads_delta_at_keys_against_the_untrained_twins():

@@ -14,6 +14,14 @@ the largest κ with held-out recall ≥ 90 % and ≥ 50 %, one training per prob
 * ``paper``: the sizes of paper 002's grids (D up to 128, N up to 32, κ up to 181), batch 128, 2000 steps, for a GPU
   or a Ray cluster.
 
+``ch5_capacity_long``: the same grids and recipe at a training budget that does not bind (declared 2026-12-04, before
+any of its runs, when the ``cpu-hours`` grid showed 82 % of its one-layer probes still learning at the step cap):
+every preset's steps ×4 (:data:`LONG_FACTOR`), the schedule stretched with it (warm-up and hold ×4, then the cosine
+to 0 over the rest), the plateau rule scaled to it (an evaluation every 500 steps instead of 250, so a plateau is
+no gain of 0.01 over 1,500 steps, the whole of the shorter budget). It is a variant of Chapter 5's runner, not a
+preset of the book (the presets stay ci, cpu-hours, paper):
+``python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --allow-long``.
+
 Typed sizes (``presets/sizes.py``): :class:`Capacity` and its :class:`CapacityRecipe`, each field with its smoke cap.
 """
 
@@ -70,58 +78,77 @@ _RECIPE = CapacityRecipe(
     label_smoothing=0.1,
 )  # fmt: skip
 
-EXPERIMENTS: dict[str, dict[str, Sizes]] = {
-    "ch5_capacity": {
-        "ci": Capacity(
-            V=64,
-            L_per_kappa=4,
-            cells=[[1, 32, 8], [1, 32, 4], [2, 32, 4]],
-            ladder=[2, 4, 8],
-            thresholds=[0.5, 0.9],
-            seeds=1,
-            steps=800,
-            batch=32,
-            eval_every=100,
-            patience=3,
-            min_delta=0.01,
-            target_accuracy=0.99,
-            n_eval=200,
-            n_delta=32,
-            recipe=_RECIPE,
-        ),
-        "cpu-hours": Capacity(
-            V=512,
-            L_per_kappa=4,
-            cells=[[1, d, n] for d in (16, 32, 64) for n in (2, 4, 8)] + [[2, 16, 4], [2, 32, 4], [2, 32, 8]],
-            ladder=LADDER[:11],
-            thresholds=[0.5, 0.9],
-            seeds=3,
-            steps=1500,
-            batch=64,
-            eval_every=250,
-            patience=3,
-            min_delta=0.01,
-            target_accuracy=0.99,
-            n_eval=500,
-            n_delta=64,
-            recipe=_RECIPE,
-        ),
-        "paper": Capacity(
-            V=512,
-            L_per_kappa=4,
-            cells=[[layers, d, n] for layers in (1, 2) for d in (16, 32, 64, 128) for n in (4, 8, 16, 32)],
-            ladder=LADDER,
-            thresholds=[0.5, 0.9],
-            seeds=3,
-            steps=2000,
-            batch=128,
-            eval_every=250,
-            patience=3,
-            min_delta=0.01,
-            target_accuracy=0.99,
-            n_eval=1000,
-            n_delta=128,
-            recipe=_RECIPE,
-        ),
-    },
+_SIZES: dict[str, Capacity] = {
+    "ci": Capacity(
+        V=64,
+        L_per_kappa=4,
+        cells=[[1, 32, 8], [1, 32, 4], [2, 32, 4]],
+        ladder=[2, 4, 8],
+        thresholds=[0.5, 0.9],
+        seeds=1,
+        steps=800,
+        batch=32,
+        eval_every=100,
+        patience=3,
+        min_delta=0.01,
+        target_accuracy=0.99,
+        n_eval=200,
+        n_delta=32,
+        recipe=_RECIPE,
+    ),
+    "cpu-hours": Capacity(
+        V=512,
+        L_per_kappa=4,
+        cells=[[1, d, n] for d in (16, 32, 64) for n in (2, 4, 8)] + [[2, 16, 4], [2, 32, 4], [2, 32, 8]],
+        ladder=LADDER[:11],
+        thresholds=[0.5, 0.9],
+        seeds=3,
+        steps=1500,
+        batch=64,
+        eval_every=250,
+        patience=3,
+        min_delta=0.01,
+        target_accuracy=0.99,
+        n_eval=500,
+        n_delta=64,
+        recipe=_RECIPE,
+    ),
+    "paper": Capacity(
+        V=512,
+        L_per_kappa=4,
+        cells=[[layers, d, n] for layers in (1, 2) for d in (16, 32, 64, 128) for n in (4, 8, 16, 32)],
+        ladder=LADDER,
+        thresholds=[0.5, 0.9],
+        seeds=3,
+        steps=2000,
+        batch=128,
+        eval_every=250,
+        patience=3,
+        min_delta=0.01,
+        target_accuracy=0.99,
+        n_eval=1000,
+        n_delta=128,
+        recipe=_RECIPE,
+    ),
 }
+
+#: the long budget's factor on steps and on the schedule's phases (``ch5_capacity_long``)
+LONG_FACTOR = 4
+#: its evaluation interval's factor (the plateau window, ``patience`` evaluations, grows with it)
+LONG_EVAL_FACTOR = 2
+
+
+def long_budget(sizes: Capacity) -> Capacity:
+    """``sizes`` at the long budget: steps ×:data:`LONG_FACTOR` with warm-up and hold stretched alike (the cosine
+    takes the rest), evaluations ×:data:`LONG_EVAL_FACTOR` apart; the grid, the recipe's other numbers and the
+    stopping thresholds unchanged."""
+    recipe = sizes.recipe.replace(warmup=sizes.recipe.warmup * LONG_FACTOR, hold=sizes.recipe.hold * LONG_FACTOR)
+    return sizes.replace(steps=sizes.steps * LONG_FACTOR, eval_every=sizes.eval_every * LONG_EVAL_FACTOR, recipe=recipe)
+
+
+EXPERIMENTS: dict[str, dict[str, Sizes]] = {
+    "ch5_capacity": dict(_SIZES),
+    "ch5_capacity_long": {preset: long_budget(sizes) for preset, sizes in _SIZES.items()},
+}
+#: the experiment of each training budget (the runner's ``--budget``): paper 002's code schedule, and the long one
+BUDGETS = {"paper002": "ch5_capacity", "long": "ch5_capacity_long"}

@@ -12,7 +12,8 @@ Declared on 2026-11-27, in the commit that started the ``cpu-hours`` runs and be
   (*reproduced*); the interval wholly outside → *not reproduced*; straddling → *inconclusive*. Testable only when
   at most a third of the searches are censored (κ* outside the ladder).
 * **book/H2-N-alone** (paper 003, Thm 2: one key per state column, N = κ, whatever D is): in
-  log κ*₅₀ = a log D + b log N + c, a ∈ [−0.2, 0.2] and b ∈ [0.8, 1.2] over their whole intervals.
+  log κ*₅₀ = a log D + b log N + c, a ∈ [−0.2, 0.2] and b ∈ [0.8, 1.2] over their whole intervals. *Restated on
+  2026-12-04 (below).*
 * **book/H3-law-magnitude** (paper 002's authors' revision for full models, a = 5/8): per seed, the worst cell's
   |log₂(κ*₅₀ / predicted)| ≤ 1 (within a factor 2 in every 1-layer cell), over the interval across seeds.
 * **book/H4-U-at-capacity** (paper 004: primacy and recency near capacity): at each search's edge probe (κ ≥ 4,
@@ -25,6 +26,21 @@ Declared on 2026-11-27, in the commit that started the ``cpu-hours`` runs and be
   needs κ ≥ 4 for a profile to have a middle. Clarified after the first results, no rule changed.)
 * **book/H6-layers-as-N** (paper 002, Thms 4/6: Λ layers act as N_eff = Λ N): log₂ of κ*₅₀(2 layers, D, N) over
   κ*₅₀(1 layer, D, 2N), over matched cells and seeds, lies in [−0.5, 0.5] over its interval.
+
+Revised on 2026-12-04, after the ``cpu-hours`` results and before any run at the long budget (``ch5_capacity_long``):
+a rule revised after the data, so every record says so, with the verdict under the earlier rule
+(:func:`~mamba_recall.chapters.ch5_synthesis.claims.synthesis.check_synthesis`):
+
+* **the convergence rule**, for every hypothesis: a probe counts only where its training converged (it reached the
+  target recall, or stopped on the declared plateau before the step cap); a hypothesis is testable only where at most
+  10 % of its probes (the probes of the searches behind its κ*, or the probes it measures) stopped at the step cap,
+  otherwise it reads *inconclusive* with the reason "budget-bound (X of Y probes at the step cap)". Where it is
+  testable, a κ* search with a probe at the cap and a profile or Δ probe at the cap are left out.
+* **book/H2-N-alone restated** as paper 003's Thm 2 says it: a sufficient size (N = κ columns with
+  d = O(κ + log|V|)), not "capacity set by N alone". Over the 1-layer cells with D ≥ 2(N + log₂|V|) (the O(·)'s
+  constant taken as 2), the mean of log₂(κ*₉₀ / N) (a censored κ*₉₀ at its bound: below the ladder one √2 step under
+  its first rung, above it its last rung) is ≥ 0 over its whole interval (*reproduced*), wholly below 0 (*not
+  reproduced*); testable with at least two such cells. Null: the untrained twins.
 
 Controls (judged by the same rules beside each claim): H1–H3 and H6, the untrained twins (every probe's model
 before training: recall at chance, so every κ* is censored and no fit exists); H4, the same profiles with the

@@ -222,15 +222,130 @@ def budget_bound(probes: pd.DataFrame, max_steps: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def query_slot_by_pair(kappa: int, V: int, n: int = 2000, seed: int = 0) -> np.ndarray:
-    """The task's own order effect: in zoology's MQAR at L = 4κ the query region has exactly κ slots, and the
-    generator draws the pairs' query slots in context order with a power law favouring early slots, so a pair
-    written later is also queried later, after more of the other queries. Returns the mean query slot (0 … κ−1)
-    of the pair at each place of the context, over ``n`` sequences (shape (κ,))."""
-    from mamba_recall.tasks.mqar import multiquery_ar
+def query_slots(job_config: dict, kappa: int, n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """The order of the queries against the order of the pairs, in the data a run trained and was evaluated on:
+    ``n`` sequences drawn at ``kappa`` pairs from the generator ``job_config`` names
+    (:func:`~mamba_recall.chapters.ch5_synthesis.runners.capacity.data_options`: its variant, ``power_a`` and pad),
+    with its V and L = L_per_kappa·κ. One row per query: ``sequence``, ``pair`` (the queried pair's place in the
+    context, 0 = first written) and ``slot`` (its place among the κ queries, 0 = first asked)."""
+    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import _pair_index
+    from mamba_recall.chapters.ch5_synthesis.runners.capacity import data_options
+    from mamba_recall.tasks.mqar import IGNORE_INDEX, mqar
 
-    batch = multiquery_ar(V, n, 4 * kappa, seed, num_kv_pairs=kappa)
-    return batch.gaps.double().mean(0).numpy()
+    inputs, labels = mqar(
+        job_config["V"], kappa, job_config["L_per_kappa"] * kappa, n, seed, **data_options(job_config)
+    )
+    rows, pos, pair = _pair_index(inputs, labels, kappa)
+    queried = (labels != IGNORE_INDEX).long()
+    slot = (queried.cumsum(dim=1) - 1)[rows, pos]  # the query's rank among its sequence's queries
+    return pd.DataFrame({"sequence": rows.numpy(), "pair": pair.numpy(), "slot": slot.numpy()})
+
+
+def query_slot_by_pair(job_config: dict, kappa: int, n: int = 2000, seed: int = 0) -> dict:
+    """Whether the queries' order depends on the pairs' order in a run's own data (:func:`query_slots`): the mean
+    query slot of the pair at each place of the context (``mean_slot``, shape (κ,)), the generator's options, and
+    the rank correlation of pair place and query slot within each sequence (both are orderings of the κ pairs),
+    as its mean over the ``n`` sequences with the 95 % t-interval (``rho``, ``rho_ci``; 0 when the queries come in
+    an order independent of the pairs'). Paper 004's U is drawn over the order in which pairs are written; where the
+    query order follows it, the two orders are confounded."""
+    from mamba_recall.chapters.ch5_synthesis.runners.capacity import data_options
+
+    q = query_slots(job_config, kappa, n, seed)
+    rho = q.groupby("sequence")[["pair", "slot"]].apply(lambda g: stats.spearmanr(g.pair, g.slot).statistic)
+    st = mean_interval(rho.to_numpy(dtype=float).tolist())
+    return {
+        **data_options(job_config),
+        "kappa": kappa,
+        "L": job_config["L_per_kappa"] * kappa,
+        "n": n,
+        "mean_slot": q.groupby("pair").slot.mean().reindex(range(kappa)).to_numpy(),
+        "rho": st["mean"],
+        "rho_ci": (st["ci_low"], st["ci_high"]),
+    }
+
+
+#: the query order counts as independent of the pairs' where the rank correlation's whole 95 % interval lies
+#: within ±this (a descriptive threshold of the page, declared with it; no verdict reads it)
+INDEPENDENT_RHO = 0.05
+
+
+def query_order_statement(job_config: dict, kappa: int = 16, n: int = 2000, seed: int = 0) -> str:
+    """The page's sentence on the order of the queries in a run's data, every number computed from the run's own
+    config (:func:`query_slot_by_pair`)."""
+    r = query_slot_by_pair(job_config, kappa, n, seed)
+    m, (lo, hi) = r["mean_slot"], r["rho_ci"]
+    said = (
+        f"the runs' generator (mqar variant '{r['variant']}', power_a {r['power_a']:g}, pad '{r['pad']}'; V = "
+        f"{job_config['V']}, κ = {kappa}, L = {r['L']}, {n} sequences): mean query slot (0–{kappa - 1}) of each pair "
+        f"from {m.min():.1f} to {m.max():.1f} (first pair {m[0]:.1f}, last {m[-1]:.1f}); rank correlation of pair "
+        f"place and query slot {r['rho']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+    )
+    independent = -INDEPENDENT_RHO <= lo and hi <= INDEPENDENT_RHO
+    return said + (
+        ": the queries' order does not depend on the pairs' order"
+        if independent
+        else ": later pairs are queried later, so the pairs' order is confounded with the queries' order"
+    )
+
+
+def probe_at_cap(probes: pd.DataFrame, steps: int, target: float) -> pd.Series:
+    """Per probe, whether it stopped at the step cap: ran all ``steps`` steps without reaching ``target`` recall.
+    Every other probe converged: it reached the target, or stopped on the plateau rule before the cap."""
+    return (probes.steps_run >= steps) & (probes.accuracy < target)
+
+
+KEYS = ["layers", "D", "N", "seed"]
+
+
+def budget_by_cell(probes: pd.DataFrame, steps: int, target: float) -> pd.DataFrame:
+    """Per (layers, D, N): the probes over every seed, how many stopped at the step cap (:func:`probe_at_cap`) and
+    the share that converged."""
+    p = probes.assign(at_cap=probe_at_cap(probes, steps, target))
+    g = p.groupby(["layers", "D", "N"]).at_cap.agg(["size", "sum"]).reset_index()
+    g = g.rename(columns={"size": "probes", "sum": "at_cap"})
+    return g.assign(at_cap=g.at_cap.astype(int), converged_share=1 - g.at_cap / g.probes)
+
+
+def thm2_cells(searches: pd.DataFrame, V: int, d_factor: float) -> pd.DataFrame:
+    """The 1-layer searches whose width is enough for paper 003's Thm 2 construction at κ = N pairs:
+    D ≥ ``d_factor`` · (N + log₂ V) (Thm 2's d = O(κ + log|V|), its constant taken as ``d_factor``)."""
+    one = searches[searches.layers == 1]
+    return one[one.D >= d_factor * (one.N + np.log2(V))]
+
+
+def kappa_with_bounds(searches: pd.DataFrame, ladder, threshold: float) -> pd.Series:
+    """κ*_θ of each search with a censored one read at its bound: below the ladder, one √2 step below its first
+    rung; above it, its last rung (a lower bound)."""
+    tag = round(threshold * 100)
+    k = searches[f"kappa{tag}"].astype(float)
+    cens = searches.get(f"censored{tag}", pd.Series([None] * len(searches), index=searches.index))
+    low, high = ladder[0] / math.sqrt(2), float(ladder[-1])
+    return k.where(k.notna(), np.where(cens == "above", high, low))
+
+
+def probes_of_searches(probes: pd.DataFrame, searches: pd.DataFrame) -> pd.DataFrame:
+    """The probes of the given searches (matched on layers, D, N, seed)."""
+    return probes.merge(searches[KEYS].drop_duplicates(), on=KEYS, how="inner")
+
+
+def layer_pair_searches(searches: pd.DataFrame) -> pd.DataFrame:
+    """The searches :func:`layer_ratios` reads: each 2-layer search (D, N) with a 1-layer search (D, 2N) of the same
+    seed, and that match."""
+    have = set(map(tuple, searches[KEYS].to_numpy().tolist()))
+    keep = set()
+    for layers, D, N, seed in have:
+        if layers == 2 and (1, D, 2 * N, seed) in have:
+            keep |= {(2, D, N, seed), (1, D, 2 * N, seed)}
+    mask = [tuple(r) in keep for r in searches[KEYS].to_numpy().tolist()]
+    return searches[mask]
+
+
+def delta_probes(probes: pd.DataFrame) -> pd.DataFrame:
+    """The probes H5 reads: each search's edge probe (recall nearest 50 %, any κ) and its best probe with recall
+    ≥ 90 %."""
+    edge = edge_probes(probes, 0.5, min_kappa=2)
+    best = probes[probes.accuracy >= 0.9].sort_values("accuracy").groupby(KEYS).tail(1)
+    return pd.concat([edge, best]).drop_duplicates(subset=[*KEYS, "kappa"])
 
 
 def u_shape(by_pair) -> dict:

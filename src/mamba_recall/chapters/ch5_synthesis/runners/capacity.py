@@ -2,6 +2,12 @@ r"""Chapter 5 runner: the capacity κ* of the full Mamba LM on zoology's MQAR, b
 
     python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --allow-long [--jobs 2]
     python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --aggregate-only
+    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --allow-long
+
+``--budget paper002`` (the default) trains each probe with paper 002's code schedule (experiment ``ch5_capacity``);
+``--budget long`` with the same grid at 4× the steps, the schedule stretched with them (experiment
+``ch5_capacity_long``, its own store folder and bundle ``results/ch5_capacity_long_<preset>.json``; see
+:mod:`mamba_recall.chapters.ch5_synthesis.configs`).
 
 One run-store job per (layers, D, N) and seed (``results/runs/ch5_capacity/``): a bisection over the κ ladder
 (:func:`mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search.search`) for the largest κ with held-out recall ≥ 50 % and ≥ 90 %,
@@ -20,7 +26,9 @@ The bundle ``results/ch5_capacity_<preset>.json`` holds the table ``probes`` (on
 from __future__ import annotations
 
 import argparse
+import functools
 import math
+import re
 import time
 
 from mamba_recall.presets import experiment, seeds
@@ -28,13 +36,32 @@ from mamba_recall.results import command_provenance
 from mamba_recall.runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
 from mamba_recall.runners import runner_command
 
+from mamba_recall.chapters.ch5_synthesis.configs import BUDGETS
+
 EXPERIMENT = "ch5_capacity"
 RUNNER = "mamba_recall.chapters.ch5_synthesis.runners.capacity:run_job"
 EVAL_SEED = seeds.MQAR_EVAL  # held-out set of κ pairs: seed 10⁶ + κ
 
 
-def _sizes(preset: str, smoke: bool) -> dict:
-    return check_sizes(experiment(EXPERIMENT, preset, smoke=smoke))
+#: the long budget's cost as :func:`estimate` measured it here (one thread, 2 shared cores) before any of its runs:
+#: the page shows it until the bundle exists (``plan`` lists only the paper002 budget's grid)
+LONG_ESTIMATE = {
+    "preset": "cpu-hours",
+    "jobs": 36,
+    "cpu_hours": None,
+    "measured": "",
+}
+
+
+def experiment_of(budget: str) -> str:
+    """The experiment of a training budget (``paper002`` → ``ch5_capacity``, ``long`` → ``ch5_capacity_long``)."""
+    if budget not in BUDGETS:
+        raise ValueError(f"unknown budget {budget!r}; use one of {', '.join(BUDGETS)}.")
+    return BUDGETS[budget]
+
+
+def _sizes(preset: str, smoke: bool, budget: str = "paper002") -> dict:
+    return check_sizes(experiment(experiment_of(budget), preset, smoke=smoke))
 
 
 def check_sizes(sizes: dict) -> dict:
@@ -90,11 +117,24 @@ def resolved_config(sizes: dict, layers: int, D: int, N: int) -> dict:
     }
 
 
-def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
-    sizes = _sizes(preset, smoke)
-    return [
-        make_job(EXPERIMENT, resolved_config(sizes, *cell), s) for cell in sizes["cells"] for s in range(sizes["seeds"])
-    ]
+def jobs_for(preset: str, smoke: bool = False, budget: str = "paper002") -> list[dict]:
+    sizes, name = _sizes(preset, smoke, budget), experiment_of(budget)
+    return [make_job(name, resolved_config(sizes, *cell), s) for cell in sizes["cells"] for s in range(sizes["seeds"])]
+
+
+#: what the ``data.task`` line of :func:`resolved_config` says, read back: the generator and its options
+_TASK = re.compile(r"variant '(?P<variant>\w+)', power_a (?P<power_a>[0-9.eE+-]+), pad '(?P<pad>\w+)'")
+
+
+def data_options(config: dict) -> dict:
+    """The MQAR generator a search's config names (``config["data"]["task"]``): ``{"variant", "power_a", "pad"}``,
+    the options :func:`probe` passes to :func:`mamba_recall.tasks.mqar.mqar` and :func:`batch_fn` (so the data are
+    what the config says, not a library default). ValueError if the config does not name them."""
+    text = (config.get("data") or {}).get("task", "")
+    m = _TASK.search(text)
+    if m is None:
+        raise ValueError(f"the config's data.task {text!r} does not name the generator (variant, power_a, pad).")
+    return {"variant": m["variant"], "power_a": float(m["power_a"]), "pad": m["pad"]}
 
 
 def build(config: dict, seed: int):
@@ -120,7 +160,8 @@ def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> d
     from mamba_recall.train import Recipe, Stopping, train
 
     V, L, ev, rec = config["V"], config["L_per_kappa"] * kappa, config["eval"], config["recipe"]
-    held = mqar(V, kappa, L, ev["n"], EVAL_SEED + kappa)
+    data = data_options(config)
+    held = mqar(V, kappa, L, ev["n"], EVAL_SEED + kappa, **data)
     sig_x, sig_y = held[0][: ev["n_delta"]], held[1][: ev["n_delta"]]
     model = build(config, seed)
     untrained = {"delta": delta_signature(model, sig_x, sig_y, kappa), **recall_profile(model, *held, kappa)}
@@ -128,7 +169,16 @@ def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> d
     t0 = time.perf_counter()
     r = train(
         model,
-        batch_fn(V, kappa, L, config["batch"], seed * seeds.TRAIN_STRIDE),
+        batch_fn(
+            V,
+            kappa,
+            L,
+            config["batch"],
+            seed * seeds.TRAIN_STRIDE,
+            task=data["variant"],
+            power_a=data["power_a"],
+            pad=data["pad"],
+        ),
         steps=steps or config["steps"],
         recipe=Recipe.from_preset(rec),
         stop=Stopping(
@@ -256,15 +306,16 @@ def tables(runs: list[dict]):
     return pd.DataFrame(probes), pd.DataFrame(searches)
 
 
-def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
-    """Aggregate the finished searches of ``preset`` into ``results/ch5_capacity_<preset>.json``."""
-    sizes = _sizes(preset, smoke)
-    jobs = jobs_for(preset, smoke)
+def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print, budget: str = "paper002"):
+    """Aggregate the finished searches of ``preset`` into ``results/<experiment>_<preset>.json`` (``ch5_capacity``,
+    or ``ch5_capacity_long`` at the long budget)."""
+    sizes, name = _sizes(preset, smoke, budget), experiment_of(budget)
+    jobs = jobs_for(preset, smoke, budget)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None
     probes, searches = tables(runs)
-    data["store"] = f"results/runs/{EXPERIMENT}/"
+    data["store"] = f"results/runs/{name}/"
     base = resolved_config(sizes, *sizes["cells"][0])
     for k in ("layers", "D", "N"):
         base.pop(k)
@@ -276,28 +327,42 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "seeds": list(range(sizes["seeds"])),
         "job_config": base,
         "runner": RUNNER,
+        "budget": budget,
     }
-    cmd = f"{runner_command('ch5_capacity')} --preset {preset} --allow-long"
-    name = f"ch5_capacity_{preset}" + ("_smoke" if smoke else "")
-    return save_grid_bundle(name, data, config, command=cmd, tables={"probes": probes, "searches": searches}, log=log)
+    cmd = f"{runner_command('ch5_capacity')} --preset {preset}" + (" --budget long" if budget == "long" else "")
+    cmd += " --allow-long"
+    bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
+    return save_grid_bundle(bundle, data, config, command=cmd, tables={"probes": probes, "searches": searches}, log=log)
+
+
+def long_command(preset: str = "cpu-hours") -> str:
+    """The command that runs the long budget's grid at ``preset``."""
+    return f"{runner_command('ch5_capacity')} --preset {preset} --budget long --allow-long --jobs 2"
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
+    ap.add_argument(
+        "--budget",
+        default="paper002",
+        choices=list(BUDGETS),
+        help="paper002: paper 002's code schedule (ch5_capacity); long: 4x the steps, the schedule stretched "
+        "(ch5_capacity_long)",
+    )
     add_grid_args(ap)
     args = ap.parse_args(argv)
     from mamba_recall.results import smoke_run_store
 
-    jobs = jobs_for(args.preset, args.smoke)
+    jobs = jobs_for(args.preset, args.smoke, args.budget)
     grid_main(
         args,
         RUNNER,
         jobs,
-        write_bundle,
+        functools.partial(write_bundle, budget=args.budget),
         estimate=estimate,
-        what=f"{EXPERIMENT} at preset {args.preset}",
+        what=f"{experiment_of(args.budget)} at preset {args.preset}",
         default_store=smoke_run_store(args.smoke),
     )
 
