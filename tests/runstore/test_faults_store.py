@@ -179,23 +179,37 @@ def test_malformed_run_files_get_a_clear_error(tmp_path, edit, match):
             pending([job], store)
 
 
-def test_legacy_version_1_runs_still_load(tmp_path):
-    """Runs written before the hash (schema_version 1, as committed under results/runs/) load unchanged, a bare
-    NaN included; a copy of a committed run file is read from tmp_path (the committed tree is only read)."""
+def test_an_unhashed_version_1_run_is_refused_naming_the_file_and_the_fix(tmp_path):
+    """The bypass of the hash (issue: 0.328 became 0.123 in ``ch1_table1_matched_cpu-hours``): an edited result,
+    ``"schema_version": 1`` and no ``sha256``. It is refused when read, naming the file and the fix, and a grid does
+    not run its job again over it (a store of genuine old runs is migrated, not recomputed); the committed store holds
+    no version 1 file since its migration (tests/runstore/test_migrate.py), and every committed run reads."""
     store, job, path, rec = _one_run(tmp_path)
     legacy = {k: v for k, v in rec.items() if k not in ("sha256", "nonfinite")}
     legacy.update(schema_version=1)
-    legacy["result"]["value"] = float("nan")
-    path.write_text(json.dumps(legacy))  # json.dumps writes the bare NaN old files may hold
-    (run,) = load_runs("demo.sleep", store)
-    assert run["schema_version"] == 1 and math.isnan(run["result"]["value"])
+    legacy["result"]["value"] = 0.123
+    path.write_text(json.dumps(legacy))
+    for read in (
+        lambda: load_runs("demo.sleep", store),
+        lambda: runstore.read_run(path),
+        lambda: pending([job], store),
+    ):
+        with pytest.raises(runstore.UnhashedRunFile) as err:
+            read()
+        msg = str(err.value)
+        assert f"run file {path} has schema_version 1 and no sha256" in msg and "no longer read" in msg
+        assert f"delete {path} and run the same grid command again" in msg
+        assert f"python -m mamba_recall.runstore migrate --store {store}" in msg
+    with pytest.raises(runstore.UnhashedRunFile):
+        run_grid(RUNNER, [job], store=store, **QUIET)
+    assert json.loads(path.read_text())["result"]["value"] == 0.123  # not replaced behind the user's back
     committed = sorted(runstore.RUNS_DIR.glob("*/*.json"))
-    if committed:
-        src = committed[0]
-        dst = tmp_path / "copy" / src.parent.name / src.name
-        dst.parent.mkdir(parents=True)
-        dst.write_bytes(src.read_bytes())
-        assert load_runs(src.parent.name, tmp_path / "copy")[0]["key"] == src.stem
+    assert committed and all(json.loads(p.read_text())["schema_version"] == runstore.SCHEMA_VERSION for p in committed)
+    src = committed[0]
+    dst = tmp_path / "copy" / src.parent.name / src.name
+    dst.parent.mkdir(parents=True)
+    dst.write_bytes(src.read_bytes())
+    assert load_runs(src.parent.name, tmp_path / "copy")[0]["key"] == src.stem
 
 
 # ------------------------------------------------------------------ 3. a runner that raises

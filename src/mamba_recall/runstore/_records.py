@@ -309,11 +309,8 @@ def check_record(rec, path: Path, key: str | None = None) -> dict:
             f"versions {', '.join(map(str, READABLE_SCHEMA_VERSIONS))}); update mamba_recall (git pull, then "
             "pip install -e .) and run the command again."
         )
-    if version == 1 and not isinstance(version, bool):  # read until the committed runs are migrated
-        check_legacy_record(rec, path)
-        if key is not None and rec["key"] != key:
-            raise RunFileError(f"run file {path} does not match its key (edited by hand?); {_fix(path)}.")
-        return rec
+    if version == 1 and not isinstance(version, bool):
+        raise UnhashedRunFile(_unhashed(path))
     if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
         raise RunFileError(
             f"run file {path} has schema_version {version!r}, which no mamba_recall wrote; {_fix(path)}."
