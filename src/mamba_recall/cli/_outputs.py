@@ -15,7 +15,17 @@ import nbformat
 from tqdm.auto import tqdm
 
 from ..paths import BUILD_DIR, REPO_ROOT
-from ._run import DEFAULT_TIMEOUT_S, WIDGET_VIEW, Interrupted, NotebookFailed, chapter_notebooks, toc_notebooks
+from ._run import (
+    DEFAULT_TIMEOUT_S,
+    DISK_FULL,
+    WIDGET_VIEW,
+    Interrupted,
+    NotebookFailed,
+    call_interruptibly,
+    chapter_notebooks,
+    toc_notebooks,
+    tracked_kernel_manager,
+)
 
 
 def refresh_targets(targets: list[str]) -> list[Path]:
@@ -41,46 +51,80 @@ def refresh_committed_outputs(targets: list[str] | None = None) -> None:
     Each notebook is executed into ``_build/refresh/`` (papermill writes its output as it goes, so an
     interrupt or a failing cell leaves a partial notebook there, never in ``book/``); the cleaned result
     is written to a temporary file beside the committed notebook and moved over it with ``os.replace``
-    (atomic on one file system). An interrupt or a failure stops at once with one line saying which
-    notebooks were refreshed, which was not and where its partial execution is."""
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
+    (atomic on one file system). An interrupt (at any point, the kernel's start included: papermill runs in a
+    worker thread, :func:`~._run.call_interruptibly`, and the kernel is killed), a failure or a full disk stops at
+    once with one line saying which notebooks were refreshed, which was not and what it left."""
+    try:
+        import papermill  # noqa: F401  (loaded here, where Ctrl-C gets its one line)
+        from papermill.exceptions import PapermillExecutionError
 
-    notebooks = refresh_targets(targets or [])
+        notebooks = refresh_targets(targets or [])
+    except KeyboardInterrupt:
+        raise Interrupted("error: refresh interrupted before any notebook ran; nothing was changed.") from None
     scratch = BUILD_DIR / "refresh"
     done: list[Path] = []
     for nb in tqdm(notebooks, desc="refresh", unit="notebook"):
         path = REPO_ROOT / nb  # nb itself where it lies outside the repository
         executed = scratch / (nb.relative_to(nb.anchor) if nb.is_absolute() else nb)
-        executed.parent.mkdir(parents=True, exist_ok=True)
         kernel_log = executed.with_suffix(".kernel.log")
+
+        def stop(why: str, exc_type=NotebookFailed, fix: str = ""):
+            left = (
+                f"its partial execution: {executed}; the kernel's log: {kernel_log}"
+                if executed.exists()
+                else f"no execution of it was written yet; the kernel's log: {kernel_log}"
+            )
+            return exc_type(
+                f"error: refresh {why} at {nb}; {nb} is unchanged ({left}); {len(done)} of {len(notebooks)} "
+                f"notebook(s) refreshed before it.{fix}"
+            )
+
+        writing_to = executed.parent  # where a full disk stops it: the scratch copy, then beside the notebook
         try:
-            with _stderr_to(kernel_log):  # the kernel's own messages (and its teardown on Ctrl-C) go to its log
-                papermill.execute_notebook(
-                    str(path),
-                    str(executed),
-                    cwd=str(path.parent),
-                    kernel_name="python3",
-                    progress_bar=False,
-                    execution_timeout=DEFAULT_TIMEOUT_S,
-                )
-        except (KeyboardInterrupt, PapermillExecutionError, TimeoutError) as exc:
-            interrupted = isinstance(exc, KeyboardInterrupt)
-            why = "interrupted" if interrupted else f"failed ({type(exc).__name__})"
-            raise (Interrupted if interrupted else NotebookFailed)(
-                f"error: refresh {why} at {nb}; {nb} is unchanged (its partial execution: {executed}; the "
-                f"kernel's log: {kernel_log}); {len(done)} of {len(notebooks)} notebook(s) refreshed before it."
+            executed.parent.mkdir(parents=True, exist_ok=True)
+            executed.unlink(missing_ok=True)  # an earlier run's partial execution is not this one's
+            book_nb = _execute_for_refresh(path, executed, kernel_log)
+            writing_to = path.parent
+            write_atomic_notebook(book_nb, path)
+        except KeyboardInterrupt:
+            raise stop("interrupted", Interrupted) from None
+        except (PapermillExecutionError, TimeoutError) as exc:
+            raise stop(f"failed ({type(exc).__name__})") from None
+        except OSError as exc:
+            if exc.errno not in DISK_FULL:
+                raise
+            raise stop(
+                f"stopped, no space left on the device (writing to {writing_to})",
+                fix=" Free some disk space and run refresh again.",
             ) from None
-        book_nb = nbformat.read(executed, as_version=4)
-        book_nb.metadata.pop("papermill", None)
-        book_nb.metadata.pop("widgets", None)
-        for cell in book_nb.cells:
-            cell.metadata.pop("papermill", None)
-            cell.metadata.pop("execution", None)
-            if cell.cell_type == "code":  # widget views without their (dropped) state would show as errors
-                cell.outputs = coalesce_streams([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})])
-        write_atomic_notebook(book_nb, path)
         done.append(nb)
+
+
+def _execute_for_refresh(path: Path, executed: Path, kernel_log: Path):
+    """Execute ``path`` into ``executed`` with papermill (the kernel's stderr to ``kernel_log``), in a worker thread
+    that Ctrl-C does not wait on; return the executed notebook cleaned for ``book/``."""
+    import papermill
+
+    with _stderr_to(kernel_log):  # the kernel's own messages (and its teardown on Ctrl-C) go to its log
+        call_interruptibly(
+            papermill.execute_notebook,
+            str(path),
+            str(executed),
+            cwd=str(path.parent),
+            kernel_name="python3",
+            progress_bar=False,
+            execution_timeout=DEFAULT_TIMEOUT_S,
+            kernel_manager_class=tracked_kernel_manager(),
+        )
+    book_nb = nbformat.read(executed, as_version=4)
+    book_nb.metadata.pop("papermill", None)
+    book_nb.metadata.pop("widgets", None)
+    for cell in book_nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":  # widget views without their (dropped) state would show as errors
+            cell.outputs = coalesce_streams([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})])
+    return book_nb
 
 
 @contextlib.contextmanager

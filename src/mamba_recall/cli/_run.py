@@ -3,11 +3,14 @@ time or several at once, a time limit per cell, one-line errors) and the HTML bo
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from ..paths import BUILD_DIR, REPO_ROOT, scorecard_dir
 
 def toc_notebooks(root: Path = REPO_ROOT) -> list[Path]:
     """Every notebook listed in ``_toc.yml``, in reading order (paths relative to the repository)."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
     files: list[str] = []
 
     def walk(node):
@@ -70,6 +73,73 @@ class NotebookFailed(SystemExit):
 class Interrupted(NotebookFailed):
     """Ctrl-C stopped a run: once ``main`` has printed its line (the committed notebooks are untouched, the partial
     execution is on disk), the process exits at once, without waiting on the interrupted kernel's cleanup."""
+
+
+#: the errors of a full disk or an exhausted quota (``refresh`` and the verdicts name them in one line)
+DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+
+#: the kernel managers :func:`tracked_kernel_manager` made in this process (their kernels are killed on Ctrl-C)
+_KERNEL_MANAGERS: list = []
+
+
+def tracked_kernel_manager():
+    """nbclient's kernel manager class (``AsyncKernelManager``), each instance recorded, so that Ctrl-C can kill the
+    kernel it starts (:func:`kill_started_kernels`) instead of waiting on nbclient's graceful shutdown. Passed to
+    papermill as ``kernel_manager_class``; it changes nothing else."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class TrackedKernelManager(AsyncKernelManager):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            _KERNEL_MANAGERS.append(self)
+
+    return TrackedKernelManager
+
+
+def kill_started_kernels() -> None:
+    """Kill (SIGKILL, the kernel's whole process group: jupyter_client starts each kernel in its own session) every
+    kernel started through :func:`tracked_kernel_manager` that still runs; safe from any thread, it waits on
+    nothing. A kernel whose process is not yet spawned exits by itself once it finds its parent gone (ipykernel's
+    parent poller)."""
+    while _KERNEL_MANAGERS:
+        km = _KERNEL_MANAGERS.pop()
+        pid = getattr(getattr(km, "provisioner", None), "pid", None)
+        if not pid:
+            continue
+        for kill, target in ((os.killpg, pid), (os.kill, pid)):
+            try:
+                kill(target, signal.SIGKILL)
+                break
+            except (ProcessLookupError, PermissionError, OSError):
+                continue
+
+
+def call_interruptibly(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in a worker thread, its result returned (its exception raised) here. The main thread
+    only waits, in short joins, so Ctrl-C is acted on within a fraction of a second whatever ``fn`` is doing:
+    papermill's nbclient replaces the SIGINT handler while it starts a kernel and, on Ctrl-C, only queues a graceful
+    shutdown of the kernel (5 s, or never while the kernel is still starting) instead of raising. On Ctrl-C the
+    kernels ``fn`` started are killed (:func:`kill_started_kernels`) and KeyboardInterrupt is raised here; the worker
+    is a daemon thread, left to end with the process."""
+    outcome: dict = {}
+
+    def work():
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name=f"{getattr(fn, '__name__', 'call')}-worker", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+    except KeyboardInterrupt:
+        kill_started_kernels()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def cell_timeout(parameters: dict, timeout: float | None) -> float | None:
