@@ -1,6 +1,7 @@
 # The Mamba recall book. Each of these sets everything up on a fresh machine:
 #   make lab    open the chapters in JupyterLab (from .venv, on book/) to read and explore
 #   make book   execute every chapter (papermill) and build the HTML book into _build/html
+#   make test-isa  the same checked outputs with another instruction set forced (torch scalar, numba generic)
 #   make test   ruff (lint, format), library tests (with the live-widget test in JupyterLab), the capped paper pass (smoke), the book
 #               build (plain papermill on every notebook), its checked outputs against book/ (nbval-lax's own comparison)
 #               and the browser check
@@ -21,7 +22,7 @@ CELL_TIMEOUT ?= 900
 # then gets one CPU thread (OMP_NUM_THREADS=1: on 2 cores, two processes of two threads each are no faster than one).
 JOBS ?= 2
 
-.PHONY: book test lint pytest nbval smoke browser bench reproduce refresh venv lab clean
+.PHONY: book test test-isa lint pytest nbval smoke browser bench reproduce refresh venv lab clean
 
 venv: $(STAMP)
 
@@ -83,6 +84,14 @@ test: lint pytest smoke
 	$(MAKE) book PRESET=ci DEVICE=cpu BACKEND=auto
 	$(PY) -m mamba_recall check-outputs _build/executed
 	$(MAKE) browser
+
+# Another CPU type on this machine (mamba_recall.determinism): every notebook executed with torch's scalar kernels
+# and the fused scan's kernels compiled for a generic CPU, its checked outputs compared with book/'s (made with
+# AVX-512 kernels). About 10 minutes on 2 cores; make test runs two notebooks and the retraining this way.
+ISA_ENV ?= ATEN_CPU_CAPABILITY=default NUMBA_CPU_NAME=generic
+test-isa: $(STAMP)
+	$(ISA_ENV) $(PY) -m mamba_recall run all --preset ci --device cpu --out _build/isa --timeout $(CELL_TIMEOUT) --jobs $(JOBS)
+	$(PY) -m mamba_recall check-outputs _build/isa
 
 bench: $(STAMP)
 	$(PY) benchmarks/scan.py --device $(DEVICE) --out results/scan_bench_$(DEVICE).json
