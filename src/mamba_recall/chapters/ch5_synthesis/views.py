@@ -24,7 +24,10 @@ CONSTRUCTION = "construction (003, Thm 2)"
 
 __all__ = [
     "LAWS",
+    "budgets_chart",
     "capacity_chart",
+    "convergence_chart",
+    "convergence_frame",
     "cell_explorer",
     "delta_chart",
     "law_table",
@@ -55,7 +58,9 @@ def law_table(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> pd.Data
     return pd.DataFrame(rows)
 
 
-def capacity_chart(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> alt.LayerChart:
+def capacity_chart(
+    searches: pd.DataFrame, V: int, threshold: float = 0.5, *, width: int = 420, title: str | None = None
+) -> alt.LayerChart:
     """κ*_θ against D·N on log axes: each cell's geometric mean over seeds with its 95 % interval (black; 1 and 2
     layers by shape, 2 layers at N_eff = 2N), the seeds (grey), each law of paper 002 (dashed lines) and paper 003's
     construction κ* = Λ N (crosses)."""
@@ -103,7 +108,67 @@ def capacity_chart(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> al
                 tooltip=["layers", "D", "N", alt.Tooltip("kappa:Q", format=".2f"), "per_seed", "censored"],
             )
         )
-    return alt.layer(*parts).properties(width=420, height=300, title=f"capacity at {threshold:.0%} recall against D·N")
+    return alt.layer(*parts).properties(
+        width=width, height=300, title=title or f"capacity at {threshold:.0%} recall against D·N"
+    )
+
+
+def budgets_chart(short, long=None, threshold: float = 0.5) -> alt.HConcatChart:
+    """κ*_θ against D·N at the two training budgets side by side: paper 002's code schedule (``short``, a
+    ``ch5_capacity`` bundle) and the long one (``long``, a ``ch5_capacity_long`` bundle; None: a panel saying it has
+    not run yet, the command and its cost printed beside the chart)."""
+    steps = short.config["job_config"]["steps"]
+    left = capacity_chart(
+        short.tables["searches"], short.config["job_config"]["V"], threshold, width=300, title=f"{steps} steps"
+    )
+    if long is not None:
+        right = capacity_chart(
+            long.tables["searches"],
+            long.config["job_config"]["V"],
+            threshold,
+            width=300,
+            title=f"{long.config['job_config']['steps']} steps",
+        )
+    else:
+        note = pd.DataFrame({"y": [0, 1], "text": ["long budget (4× the steps):", "not run yet"]})
+        right = (
+            alt.Chart(note)
+            .mark_text(size=13, align="center")
+            .encode(y=alt.Y("y:O", axis=None), text="text:N")
+            .properties(width=200, height=300, title="long budget")
+        )
+    return alt.hconcat(left, right).resolve_scale(color="shared")
+
+
+def convergence_frame(probes: pd.DataFrame, steps: int, target: float) -> pd.DataFrame:
+    """Per cell (layers, D, N): probes, how many stopped at the step cap and the share that converged (reached the
+    target recall or stopped on the plateau rule before the cap), over every seed."""
+    t = syn.budget_by_cell(probes, steps, target)
+    return t.assign(converged=t.converged_share.map(lambda x: f"{x:.0%}")).drop(columns="converged_share")
+
+
+def convergence_chart(probes: pd.DataFrame, steps: int, target: float) -> alt.Chart:
+    """The share of converged probes in each cell, as a D × N grid per number of layers (text: converged of all)."""
+    t = syn.budget_by_cell(probes, steps, target)
+    t = t.assign(
+        label=(t.probes - t.at_cap).astype(str) + " of " + t.probes.astype(str),
+        layers=t.layers.astype(str) + " layer(s)",
+    )
+    base = alt.Chart(t).encode(x=alt.X("D:O", title="D"), y=alt.Y("N:O", title="N", sort="descending"))
+    cells = base.mark_rect().encode(
+        color=alt.Color("converged_share:Q", title="converged", scale=alt.Scale(domain=[0, 1], scheme="blues")),
+        tooltip=["layers", "D", "N", "probes", "at_cap", alt.Tooltip("converged_share:Q", format=".0%")],
+    )
+    text = base.mark_text(size=11).encode(
+        text="label:N",
+        color=alt.condition(alt.datum.converged_share > 0.6, alt.value("white"), alt.value("black")),
+    )
+    return (
+        (cells + text)
+        .properties(width=180, height=140)
+        .facet(column=alt.Column("layers:N", title=None))
+        .properties(title=f"probes converged before the {steps}-step cap, per cell")
+    )
 
 
 def state_chart(searches: pd.DataFrame, threshold: float = 0.5) -> alt.LayerChart:
@@ -160,7 +225,11 @@ def theory_table(searches: pd.DataFrame, probes: pd.DataFrame, V: int, threshold
     for theory, g in t.groupby("theory", sort=False):
         e = g.log2_error.replace([np.inf, -np.inf], np.nan)
         off = g[(e.abs() > 1) | (g.predicted < 1)]
-        what = "κ* = N (one key per state column)" if theory == CONSTRUCTION else "κ* where p(κ) falls to 50 %"
+        what = (
+            "κ* = N (one key per state column: a sufficient size, H2 reads κ*₉₀ ≥ N)"
+            if theory == CONSTRUCTION
+            else "κ* where p(κ) falls to 50 %"
+        )
         measured = "κ*₅₀ " + ", ".join(
             f"D{int(r.D)}N{int(r.N)} {r.kappa:.1f}" for r in g.itertuples() if r.kappa == r.kappa
         )

@@ -7,9 +7,11 @@ the book combines seeds.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 
 from mamba_recall.chapters.ch5_synthesis.pipelines import synthesis as syn
 from mamba_recall.theory.capacity import kappa_at
@@ -50,8 +52,6 @@ def untrained_searches(searches, probes, ladder, thresholds=(0.5, 0.9)):
             c = crossing(pts, ladder, thr, bracket)
             row[f"kappa{round(thr * 100)}"], row[f"censored{round(thr * 100)}"] = c["kappa"], c["censored"]
         rows.append(row)
-    import pandas as pd
-
     out = pd.DataFrame(rows)
     for c in out.columns:
         if c.startswith("kappa") and c[5:].isdigit():
@@ -366,7 +366,8 @@ _KAPPA_CLAIMS = ("book/H1-DN", "book/H2-N-alone", "book/H3-law-magnitude", "book
 
 #: the revision on every record: when, why, on what evidence
 REVISED = (
-    "rule revised after the data (2026-12-04, on the cpu-hours bundle committed at 70303d8): the convergence rule "
+    "rule revised after the data (2026-12-04, commit 2aeecea, on the cpu-hours bundle committed at 70303d8): the "
+    "convergence rule "
     "(" + CONVERGENCE_RULE + ") was added once that bundle showed 110 of 134 one-layer probes and 23 of 34 "
     "two-layer probes still learning at the 1,500-step cap, so that κ* there measures the training budget as much "
     "as the state"
@@ -450,6 +451,27 @@ def _judged(claim, searches, probes, bundle):
         return not_run_verdict(claim, str(exc))
 
 
+def budget_summary(verdicts: dict, bundle) -> pd.DataFrame:
+    """Per hypothesis: its probes, how many stopped at the step cap, the share that converged, its verdict and, for
+    a budget-bound one, the verdict its declared rule alone gives (``verdicts``: claim id → Verdict of
+    :func:`check_synthesis` on ``bundle``)."""
+    rows = []
+    for cid, v in verdicts.items():
+        r = budget_reading(cid, bundle)
+        alone = re.search(r"the declared rule alone would read '([^']+)'", v.reason)
+        rows.append(
+            {
+                "hypothesis": cid,
+                "probes": r["probes"],
+                "at the step cap": r["at_cap"],
+                "converged": f"{1 - r['share']:.0%}",
+                "verdict": v.status + (" (budget-bound)" if v.reason.startswith("budget-bound") else ""),
+                "the declared rule alone": alone.group(1) if alone else v.status,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def check_synthesis(claim_id: str, bundle, record: bool = True):
     """Judge one of H1–H6 on a ``ch5_capacity`` bundle: each seed's searches and probes measured alone, the seeds
     combined by :func:`~mamba_recall.claims.core.across_seeds` (the book's one way), then the convergence rule
@@ -487,7 +509,11 @@ def check_synthesis(claim_id: str, bundle, record: bool = True):
     v = _replace(
         v,
         rule=f"{v.rule}; {CONVERGENCE_RULE} (added 2026-12-04, after the data)",
-        note=" ".join(x for x in (v.note, f"Convergence: {budget} ({reading['share']:.0%}).", history) if x),
+        note=" ".join(
+            x if x.endswith(".") else x + "."
+            for x in (v.note, f"Convergence: {budget} ({reading['share']:.0%})", history)
+            if x
+        ),
     )
     if record:
         record_verdict(v)
