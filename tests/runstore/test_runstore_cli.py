@@ -120,6 +120,8 @@ def test_one_provenance_per_command(tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     _git_repo(repo)
     monkeypatch.setattr(provenance, "REPO_ROOT", repo)  # provenance.git runs git there
+    # the code that runs counts as that checkout's own (else, imported from outside it, it would read as dirty)
+    monkeypatch.setattr(provenance, "checkout_package_dir", provenance.package_dir)
     monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)
     out = repo / "results"
 
