@@ -5,8 +5,12 @@ r"""Chapter 5: the four papers' theories of Mamba's recall, each turned into a p
   law's per-query success probability for the largest κ with p ≥ θ; :func:`power_fit` fits :math:`\log\kappa^* = \alpha\log(DN) + c` (prediction α = 1, Remark 1 /
   Eq. 17: D·N ≥ 2 N_f n_σ²), :func:`two_factor_fit` fits :math:`\log\kappa^* = a\log D + b\log N + c`
   (D·N: a = b = 1). Λ layers act as N_eff = Λ N (Thms 4/6): :func:`layer_ratios`.
-* **Paper 003** (constructions): Thm 2 writes one key per state column, so it recalls κ pairs with N = κ whatever
-  D is beyond what it needs: κ* = N, i.e. a = 0 and b = 1 in the two-factor fit.
+* **Paper 003** (constructions): Thm 2 writes one key per state column, so a model with N = κ columns and width
+  d = O(κ + log|V|) recalls κ pairs: a sufficient size, read for trained models as κ*₉₀ ≥ N in the cells wide enough
+  for the construction (:func:`thm2_cells`, :func:`kappa_with_bounds`).
+* **The training budget**: :func:`probe_at_cap` (a probe that ran every step short of the target) and
+  :func:`budget_by_cell`; the order of the queries in a run's own data (:func:`query_slot_by_pair`, from the
+  generator its config names).
 * **Paper 004** (primacy and recency): near capacity the serial-position profile is a U: :func:`u_shape` reads
   primacy (first quarter minus middle) and recency (last quarter minus middle) from a probe's recall by pair order.
 * **Paper 000** (gradient dynamics): Δ opens at key tokens: the probes' ``delta0_key_ratio`` (Δ at keys over Δ
