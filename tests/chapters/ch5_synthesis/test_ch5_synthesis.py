@@ -227,7 +227,7 @@ def test_the_committed_bundle_names_the_generator_its_probes_use():
     power_a 1."""
     import torch
 
-    from mamba_recall.chapters.ch5_synthesis.runners.capacity import data_options
+    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import data_options
     from mamba_recall.results import load_bundle
     from mamba_recall.tasks.mqar import mqar
 

@@ -30,13 +30,38 @@ The data is zoology's MQAR (:func:`mamba_recall.tasks.mqar.mqar`, ``variant="sta
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 
 import torch
 
 from mamba_recall.tasks.mqar import IGNORE_INDEX
 
-__all__ = ["check_ladder", "crossing", "delta_signature", "monotone", "recall_profile", "search"]
+__all__ = [
+    "check_ladder",
+    "crossing",
+    "data_options",
+    "delta_signature",
+    "monotone",
+    "pair_index",
+    "recall_profile",
+    "search",
+]
+
+
+#: what the ``data.task`` line of a search's resolved config says, read back: the generator and its options
+_TASK = re.compile(r"variant '(?P<variant>\w+)', power_a (?P<power_a>[0-9.eE+-]+), pad '(?P<pad>\w+)'")
+
+
+def data_options(config: dict) -> dict:
+    """The MQAR generator a search's config names (``config["data"]["task"]``): ``{"variant", "power_a", "pad"}``,
+    the options a probe passes to :func:`mamba_recall.tasks.mqar.mqar` and ``batch_fn`` (so the data are what the
+    config says, not a library default). ValueError if the config does not name them."""
+    text = (config.get("data") or {}).get("task", "")
+    m = _TASK.search(text)
+    if m is None:
+        raise ValueError(f"the config's data.task {text!r} does not name the generator (variant, power_a, pad).")
+    return {"variant": m["variant"], "power_a": float(m["power_a"]), "pad": m["pad"]}
 
 
 def check_ladder(ladder: Sequence[int], thresholds: Sequence[float]) -> tuple[list[int], list[float]]:
@@ -112,9 +137,9 @@ def monotone(probes: Sequence[Sequence[float]]) -> bool:
     return all(b[1] <= a[1] for a, b in zip(pts, pts[1:]))
 
 
-def _pair_index(inputs: torch.Tensor, labels: torch.Tensor, kappa: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(rows, positions, pair index) of every query: the query token is a key; its pair is where that key sits in
-    the context (keys at positions 0, 2, …, 2κ − 2)."""
+def pair_index(inputs: torch.Tensor, labels: torch.Tensor, kappa: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(rows, positions, pair index) of every query of a batch of zoology's MQAR with ``kappa`` pairs: the query
+    token is a key; its pair is where that key sits in the context (keys at positions 0, 2, …, 2κ − 2)."""
     rows, pos = torch.nonzero(labels != IGNORE_INDEX, as_tuple=True)
     keys = inputs[:, 0 : 2 * kappa : 2]  # (B, κ)
     match = keys[rows] == inputs[rows, pos].unsqueeze(1)  # (Q, κ)
@@ -135,7 +160,7 @@ def recall_profile(model, inputs: torch.Tensor, labels: torch.Tensor, kappa: int
         preds = torch.cat([model(inputs[i : i + batch_size]).argmax(-1) for i in range(0, len(inputs), batch_size)])
     finally:
         model.train(was)
-    rows, pos, pair = _pair_index(inputs, labels, kappa)
+    rows, pos, pair = pair_index(inputs, labels, kappa)
     correct = (preds[rows, pos] == labels[rows, pos]).double()
     hits = torch.zeros(kappa, dtype=torch.float64).index_add_(0, pair, correct)
     counts = torch.zeros(kappa, dtype=torch.float64).index_add_(0, pair, torch.ones_like(correct))

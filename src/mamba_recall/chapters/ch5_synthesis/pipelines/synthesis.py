@@ -229,18 +229,17 @@ def budget_bound(probes: pd.DataFrame, max_steps: int) -> pd.DataFrame:
 
 def query_slots(job_config: dict, kappa: int, n: int = 2000, seed: int = 0) -> pd.DataFrame:
     """The order of the queries against the order of the pairs, in the data a run trained and was evaluated on:
-    ``n`` sequences drawn at ``kappa`` pairs from the generator ``job_config`` names
-    (:func:`~mamba_recall.chapters.ch5_synthesis.runners.capacity.data_options`: its variant, ``power_a`` and pad),
-    with its V and L = L_per_kappa·κ. One row per query: ``sequence``, ``pair`` (the queried pair's place in the
+    ``n`` sequences drawn at ``kappa`` pairs from the generator ``job_config`` names (its variant, ``power_a`` and
+    pad: :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search.data_options`), with its V and
+    L = L_per_kappa·κ. One row per query: ``sequence``, ``pair`` (the queried pair's place in the
     context, 0 = first written) and ``slot`` (its place among the κ queries, 0 = first asked)."""
-    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import _pair_index
-    from mamba_recall.chapters.ch5_synthesis.runners.capacity import data_options
+    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import data_options, pair_index
     from mamba_recall.tasks.mqar import IGNORE_INDEX, mqar
 
     inputs, labels = mqar(
         job_config["V"], kappa, job_config["L_per_kappa"] * kappa, n, seed, **data_options(job_config)
     )
-    rows, pos, pair = _pair_index(inputs, labels, kappa)
+    rows, pos, pair = pair_index(inputs, labels, kappa)
     queried = (labels != IGNORE_INDEX).long()
     slot = (queried.cumsum(dim=1) - 1)[rows, pos]  # the query's rank among its sequence's queries
     return pd.DataFrame({"sequence": rows.numpy(), "pair": pair.numpy(), "slot": slot.numpy()})
@@ -253,7 +252,7 @@ def query_slot_by_pair(job_config: dict, kappa: int, n: int = 2000, seed: int = 
     as its mean over the ``n`` sequences with the 95 % t-interval (``rho``, ``rho_ci``; 0 when the queries come in
     an order independent of the pairs'). Paper 004's U is drawn over the order in which pairs are written; where the
     query order follows it, the two orders are confounded."""
-    from mamba_recall.chapters.ch5_synthesis.runners.capacity import data_options
+    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import data_options
 
     q = query_slots(job_config, kappa, n, seed)
     rho = q.groupby("sequence")[["pair", "slot"]].apply(lambda g: stats.spearmanr(g.pair, g.slot).statistic)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-import re
 import time
 
 from mamba_recall.presets import experiment, seeds
@@ -127,21 +126,6 @@ def jobs_for(preset: str, smoke: bool = False, budget: str = "paper002") -> list
     return [make_job(name, resolved_config(sizes, *cell), s) for cell in sizes["cells"] for s in range(sizes["seeds"])]
 
 
-#: what the ``data.task`` line of :func:`resolved_config` says, read back: the generator and its options
-_TASK = re.compile(r"variant '(?P<variant>\w+)', power_a (?P<power_a>[0-9.eE+-]+), pad '(?P<pad>\w+)'")
-
-
-def data_options(config: dict) -> dict:
-    """The MQAR generator a search's config names (``config["data"]["task"]``): ``{"variant", "power_a", "pad"}``,
-    the options :func:`probe` passes to :func:`mamba_recall.tasks.mqar.mqar` and :func:`batch_fn` (so the data are
-    what the config says, not a library default). ValueError if the config does not name them."""
-    text = (config.get("data") or {}).get("task", "")
-    m = _TASK.search(text)
-    if m is None:
-        raise ValueError(f"the config's data.task {text!r} does not name the generator (variant, power_a, pad).")
-    return {"variant": m["variant"], "power_a": float(m["power_a"]), "pad": m["pad"]}
-
-
 def build(config: dict, seed: int):
     import torch
 
@@ -160,7 +144,11 @@ def build(config: dict, seed: int):
 
 def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> dict:
     """Train one model of ``config`` at κ = ``kappa`` pairs and measure it (see the module docstring)."""
-    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import delta_signature, recall_profile
+    from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import (
+        data_options,
+        delta_signature,
+        recall_profile,
+    )
     from mamba_recall.tasks.mqar import batch_fn, mqar
     from mamba_recall.train import Recipe, Stopping, train
 
