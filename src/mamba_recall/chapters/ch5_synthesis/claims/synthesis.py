@@ -488,6 +488,11 @@ def check_synthesis(claim_id: str, bundle, record: bool = True):
     every_probe = _judged(claim, searches, probes, bundle) if claim_id == "book/H2-N-alone" else earlier
     reading = budget_reading(claim_id, bundle)
     budget = f"{reading['at_cap']} of {reading['probes']} probes at the step cap"
+    settle = (
+        "a still longer budget would settle it"
+        if bundle.config.get("budget") == "long"
+        else "the long budget (ch5_capacity_long) would settle it"
+    )
     if reading["bound"]:
         v = every_probe
         if v.status in DECIDED:
@@ -496,7 +501,7 @@ def check_synthesis(claim_id: str, bundle, record: bool = True):
                 status="inconclusive",
                 reason=f"budget-bound ({budget}, {reading['share']:.0%} > 10 %): at {reading['steps']} steps κ* and "
                 "the profiles measure what this budget learns, not what the model holds; the declared rule alone "
-                f"would read '{every_probe.status}'; the long budget (ch5_capacity_long) would settle it",
+                f"would read '{every_probe.status}'; {settle}",
             )
     else:
         kept_s, kept_p = converged_only(claim_id, searches, probes, bundle)
