@@ -3,15 +3,19 @@
 The book build executes every notebook (each :func:`~mamba_recall.claims.core.check` records its verdict),
 then :func:`fill_pages` replaces the markers in the staged Markdown:
 
-* ``<!-- SCORECARD -->`` (``book/scorecard.md``): counts per status and per evidence tier, then one row
-  per claim of the four papers, linked to the section that checks it; a claim no notebook checked in
-  this build reads *not run* with what it would take;
-* ``<!-- CHAPTER_STATUS -->`` (``book/intro.md``): per chapter, the counts of each status;
+* ``<!-- SCORECARD_SUMMARY -->`` (``book/scorecard.md``, the page's first screen): per chapter, the counts of each
+  status, with the verdicts resting on an analogue counted apart (:func:`counts_table`); without that marker the
+  summary opens the ``<!-- SCORECARD -->`` text instead;
+* ``<!-- SCORECARD -->`` (``book/scorecard.md``): counts per evidence tier, then per chapter one row per claim
+  of the four papers (its id, linked to the section that checks it, and its statement on one line), a claim no
+  notebook checked in this build reading *not run* with what it would take;
+* ``<!-- CHAPTER_STATUS -->`` (``book/intro.md``): the same per-chapter counts as the scorecard's summary;
 * ``<!-- VERDICTS -->`` (each ``book/NN_*/overview.md``): that chapter's table.
 """
 
 from __future__ import annotations
 
+import html
 from collections import Counter
 from pathlib import Path
 
@@ -26,6 +30,10 @@ CHAPTERS = {
     5: ("5. Synthesis: four theories on one model", "book"),
 }
 MARKERS = {"scorecard": "<!-- SCORECARD -->", "status": "<!-- CHAPTER_STATUS -->", "verdicts": "<!-- VERDICTS -->"}
+#: Optional marker of the scorecard's summary table (the page's first screen, above its explanation).
+SUMMARY_MARKER = "<!-- SCORECARD_SUMMARY -->"
+#: Longest statement shown beside a claim's id in a verdict table (longer ones are cut at a word, with "…").
+STATEMENT_CHARS = 90
 
 
 def verdicts_for(chapter: int | None = None, recorded: dict[str, Verdict] | None = None) -> list[Verdict]:
@@ -56,6 +64,17 @@ def _link(v: Verdict, prefix: str) -> str:
     return f"{{doc}}`{v.claim_id} <{prefix}{v.section}>`" if v.section else v.claim_id
 
 
+def one_line(text: str, limit: int = STATEMENT_CHARS) -> str:
+    """``text`` on one line, cut at the last space before ``limit`` characters (with "…") when longer."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:—-") + "…"
+
+
 def counts_line(verdicts: list[Verdict]) -> str:
     """Counts per status as badges; the verdicts resting on an analogue are counted apart."""
     c = Counter(v.status for v in verdicts)
@@ -67,6 +86,57 @@ def counts_line(verdicts: list[Verdict]) -> str:
             + ", ".join(f"{s} {analogue[s]}" for s in STATUSES if analogue[s])
         )
     return line
+
+
+def _html(text: str) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def counts_table(verdicts: list[Verdict], link: bool = False) -> str:
+    """Per chapter, the number of claims in each status, as one HTML table (a row per chapter, a column per status
+    that some claim has, and the total); a count's verdicts resting on an analogue (a stand-in for the paper's
+    model) are counted apart under it ("2 analogue"). ``link``: each chapter's title links to its section of the
+    scorecard page (the table is on that page).
+
+    Wide screens read it as a table; on a narrow one (``book/_static/scorecard.css``) each chapter is a block of
+    its non-zero counts, each beside its status's badge, so the table never scrolls sideways. Its lines: the
+    header and ``<tbody>``, one per chapter, the total row and the closing tags."""
+    by_chapter = {ch: [v for v in verdicts if PAPERS[v.claim_id.split("/")[0]] == ch] for ch in CHAPTERS}
+    shown = [s for s in STATUSES if any(v.status == s for v in verdicts)]
+    head = "".join(f'<th scope="col">{badge(s)}</th>' for s in shown)
+    lines = [
+        '<table class="mr-counts"><thead><tr><th scope="col">chapter</th><th scope="col">claims</th>'
+        f"{head}</tr></thead><tbody>"
+    ]
+    for ch, (title, paper) in CHAPTERS.items():
+        vs = by_chapter[ch]
+        c = Counter(v.status for v in vs)
+        a = Counter(v.status for v in vs if v.analogue)
+        name = f'<a href="#{_label(paper)}">{_html(title)}</a>' if link else _html(title)
+        cells = [
+            f'<th scope="row" class="mr-chapter">{name}</th>',
+            f'<td class="mr-total">{len(vs)}<span class="mr-unit"> claims</span></td>',
+        ]
+        for s in shown:
+            extra = f'<span class="mr-analogue">{a[s]} analogue</span>' if a[s] else ""
+            zero = " mr-zero" if not c[s] else ""
+            cells.append(
+                f'<td class="mr-count{zero}"><span class="mr-label">{badge(s)} </span>'
+                f'<span class="mr-n">{c[s] if c[s] else "–"}</span>{extra}</td>'
+            )
+        lines.append("<tr>" + "".join(cells) + "</tr>")
+    c = Counter(v.status for v in verdicts)
+    a = Counter(v.status for v in verdicts if v.analogue)
+    total = [
+        '<th scope="row" class="mr-chapter">all chapters</th>',
+        f'<td class="mr-total">{len(verdicts)}<span class="mr-unit"> claims</span></td>',
+    ]
+    for s in shown:
+        extra = f'<span class="mr-analogue">{a[s]} analogue</span>' if a[s] else ""
+        total.append(
+            f'<td class="mr-count"><span class="mr-label">{badge(s)} </span><span class="mr-n">{c[s]}</span>{extra}</td>'
+        )
+    return "\n".join(lines) + '\n<tr class="mr-all">' + "".join(total) + "</tr></tbody></table>\n"
 
 
 def status_bar(verdicts: list[Verdict]) -> str:
@@ -83,12 +153,14 @@ def status_bar(verdicts: list[Verdict]) -> str:
 
 
 def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
-    """One compact row per claim (claim, verdict, evidence), then the whole record of each claim one click away
-    (a dropdown: the paper's sentence, its numbers, ours with intervals, the rule, the checks, the control,
-    the evidence, the setting)."""
+    """One compact row per claim (its id, linked to the section that checks it, with its statement on one line;
+    verdict; evidence), then the whole record of each claim one click away (a dropdown: the statement in full,
+    the paper's sentence, its numbers, ours with intervals, the rule, the checks, the control, the evidence, the
+    setting)."""
     lines = ["| claim | verdict | evidence |", "|---|---|---|"]
     for v in verdicts:
-        lines.append("| " + " | ".join((_cell(_link(v, prefix)), badge(v.status), _cell(_evidence(v)))) + " |")
+        claim = _cell(_link(v, prefix)) + " — " + _cell(one_line(v.statement))
+        lines.append("| " + " | ".join((claim, badge(v.status), _cell(_evidence(v)))) + " |")
     lines.append("")
     for v in verdicts:
         lines += [f":::{{dropdown}} {v.claim_id} — {v.status}", *_details(v, prefix), ":::", ""]
@@ -96,15 +168,25 @@ def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
 
 
 def _details(v: Verdict, prefix: str) -> list[str]:
-    return v.record_lines() + ([f"- checked in {{doc}}`{prefix}{v.section}`"] if v.section else [])
+    return [f"- **claim**: {' '.join(v.statement.split())}", *v.record_lines()] + (
+        [f"- checked in {{doc}}`{prefix}{v.section}`"] if v.section else []
+    )
 
 
-def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
+def scorecard_summary(recorded: dict[str, Verdict] | None = None) -> str:
+    """The scorecard's first screen: per chapter, the counts of each status (:func:`counts_table`, each chapter
+    linked to its section below, and the total)."""
+    return counts_table(verdicts_for(None, recorded), link=True)
+
+
+def scorecard_page(recorded: dict[str, Verdict] | None = None, summary: bool = True) -> str:
+    """The scorecard's generated text: (``summary``: :func:`scorecard_summary` first), the counts per evidence tier,
+    what the *not run* claims would take, then each chapter's section (its status bar and counts, its verdict
+    table)."""
     everything = verdicts_for(None, recorded)
     tiers = Counter((v.evidence or {}).get("tier", "none") for v in everything)
-    out = [
-        counts_line(everything) + ".",
-        "",
+    out = [scorecard_summary(recorded)] if summary else []
+    out += [
         "By evidence tier: "
         + ", ".join(f"{t} {tiers[t]}" for t in (*TIERS, "none") if tiers[t])
         + " (*none*: not run).",
@@ -113,13 +195,7 @@ def scorecard_page(recorded: dict[str, Verdict] | None = None) -> str:
         "--estimate` lists every run-store grid with its jobs finished and left, the CPU-hours left measured on the "
         "machine that runs it, and the command (with `--engine ray` on a GPU box or a cluster).",
         "",
-        "| chapter | statuses |",
-        "|---|---|",
     ]
-    for ch, (title, paper) in CHAPTERS.items():
-        vs = [v for v in everything if PAPERS[v.claim_id.split("/")[0]] == ch]
-        out.append(f"| [{title}](#{_label(paper)}) | {status_bar(vs)} |")
-    out.append("")
     for ch, (title, paper) in CHAPTERS.items():
         vs = [v for v in everything if PAPERS[v.claim_id.split("/")[0]] == ch]
         out += [
@@ -147,18 +223,17 @@ def _label(paper: str) -> str:
 
 
 def chapter_status_table(recorded: dict[str, Verdict] | None = None) -> str:
-    lines = ["| chapter | " + " | ".join(badge(s) for s in STATUSES) + " |", "|---|" + "---|" * len(STATUSES)]
-    for ch, (title, _) in CHAPTERS.items():
-        c = Counter(v.status for v in verdicts_for(ch, recorded))
-        lines.append(f"| {title} | " + " | ".join(str(c[s]) for s in STATUSES) + " |")
-    return "\n".join(lines) + "\n"
+    """The intro's table: per chapter, the counts of each status (:func:`counts_table`, analogues apart)."""
+    return counts_table(verdicts_for(None, recorded))
 
 
 def fill_pages(book_dir: Path, recorded: dict[str, Verdict] | None = None) -> None:
     """Replace the markers in the staged book's Markdown (``book_dir`` = the staged ``book/``)."""
     recorded = load_verdicts() if recorded is None else recorded
+    scorecard = book_dir / "scorecard.md"
+    split = SUMMARY_MARKER in scorecard.read_text(encoding="utf-8")  # the summary above the page's explanation
     pages = {
-        book_dir / "scorecard.md": ("scorecard", scorecard_page(recorded)),
+        scorecard: ("scorecard", scorecard_page(recorded, summary=not split)),
         book_dir / "intro.md": ("status", chapter_status_table(recorded)),
     }
     for ch in CHAPTERS:
@@ -168,9 +243,12 @@ def fill_pages(book_dir: Path, recorded: dict[str, Verdict] | None = None) -> No
                 counts_line(verdicts_for(ch, recorded)) + ".\n\n" + verdict_table(verdicts_for(ch, recorded)),
             )
     for path, (kind, _) in pages.items():  # check every page before writing any
-        if MARKERS[kind] not in path.read_text():
+        if MARKERS[kind] not in path.read_text(encoding="utf-8"):
             raise SystemExit(
                 f"error: {path} lost its {MARKERS[kind]} line; put it back where the generated table belongs."
             )
     for path, (kind, text) in pages.items():
-        path.write_text(path.read_text().replace(MARKERS[kind], text))
+        page = path.read_text(encoding="utf-8").replace(MARKERS[kind], text)
+        if split and path == scorecard:
+            page = page.replace(SUMMARY_MARKER, scorecard_summary(recorded))
+        path.write_text(page, encoding="utf-8")
