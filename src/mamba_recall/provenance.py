@@ -43,7 +43,14 @@ def git(*args: str, timeout: float = 20) -> str | None:
     fails or this is not a checkout (an installed package)."""
     try:
         out = subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=timeout
+            ["git", *args],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",  # git's paths and messages, whatever the locale (a C locale decodes ASCII only)
+            errors="replace",
+            check=True,
+            timeout=timeout,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None

@@ -14,6 +14,7 @@ import torch
 
 from .. import provenance as _prov
 from ..context import current, run_context
+from ..determinism import cpu_fingerprint
 from ..provenance import device_description
 from ..provenance import git_state as _git_state
 
@@ -134,6 +135,7 @@ def provenance(
         "git_dirty": git_dirty,
         "dirty_files": dirty,
         "device": device_description(device),
+        "cpu": cpu_fingerprint(),  # which bits to expect: the same CPU type gives the same bits (determinism)
         "platform": platform.platform(),
         "versions": _prov.versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -144,7 +144,10 @@ def dirty_files_committed_since(runs: list[dict], rev: str = "HEAD") -> dict[str
         for path, sha in rec["provenance"].get("dirty_files", {}).items():
             if out.get(path) is False:
                 continue
-            blob = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO_ROOT, capture_output=True).stdout
+            try:
+                blob = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO_ROOT, capture_output=True).stdout
+            except OSError:  # no git on PATH: the committed content cannot be read, so it is not shown to match
+                blob = b""
             out[path] = bool(blob) and hashlib.sha256(blob).hexdigest() == sha
     return dict(sorted(out.items()))
 

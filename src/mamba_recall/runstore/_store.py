@@ -30,6 +30,7 @@ from typing import Callable
 
 from .. import provenance as _prov
 from ..context import current, run_context
+from ..determinism import cpu_fingerprint
 from ..runners import current_job_function
 from ._errors import RunFileError, StoreNotWritable, UnhashedRunFile
 from ._records import (
@@ -66,14 +67,22 @@ def process_provenance(refresh: bool = False) -> dict:
     state = _prov.git_state()
     code = state["code"]
     dirty = {_prov.relative(p): _prov.sha256(p) for p in _prov.uncommitted_imported(code or "") if p.suffix == ".py"}
+    origin = state.get("origin") or _prov.code_origin()
+    for path in _prov.outside_differences(origin):  # a package imported from outside the checkout that differs from it
+        dirty[path] = _prov.sha256(Path(path))
     _PROCESS_PROVENANCE = {
         "git_commit": state["commit"],
         "git_clean": (not dirty) if code is not None else None,
         "dirty_files": dirty,
         "versions": _prov.versions(extra=("joblib",)),
         "platform": platform.platform(),
+        "cpu": cpu_fingerprint(),  # which bits to expect (mamba_recall.determinism)
         "host_cpus": os.cpu_count(),
     }
+    if not state["commit"]:
+        _PROCESS_PROVENANCE["git_reason"] = state.get("reason") or _prov.git_missing_reason()
+    if not origin.get("in_checkout", True):  # the code that ran, named without git
+        _PROCESS_PROVENANCE["code"] = origin
     return _PROCESS_PROVENANCE
 
 
