@@ -22,6 +22,8 @@ used) with the network switched off, and checks for each page that
   height, as bars from 0 on a log axis, does not count);
 * every math element (``.math.notranslate`` written by Sphinx) was typeset by
   the vendored MathJax (contains an ``mjx-container``);
+* no raw TeX shows in the page's text outside math, code and charts: no ``\\frac``, ``\\ll`` or other
+  backslash command, no ``$...$`` pair (a paper's quote whose math was not turned into math);
 
 and then, at each window width of ``--widths`` (default :data:`WIDTHS`: 1300 and 400 pixels; the page is loaded
 at the first and the window set to each width in turn):
@@ -37,8 +39,15 @@ at the first and the window set to each width in turn):
   spaces) is split between two letters or digits over lines (as ``overflow-wrap: anywhere``
   does: "errat / um", "sy mb ol"; the browser's own line breaking after a hyphen or at
   punctuation such as ``/`` or ``_`` is allowed), and no word sticks out of its cell;
-* at 1300 pixels, no chart text is drawn below :data:`MIN_CHART_FONT_PX` pixels (its
-  font size times the scale its svg is drawn at, e.g. a wide chart shrunk to the column);
+* no chart text is drawn below :data:`MIN_CHART_FONT_PX` pixels at 1300 pixels, nor below
+  :data:`MIN_CHART_FONT_PX_NARROW` at a narrower window (its font size times the scale it is drawn at on the
+  screen, read from the text's ``getScreenCTM()``: a wide chart shrunk to the column by CSS draws its 11-pixel
+  labels at 4 pixels on a phone). Below 1300 pixels a chart may be wider than its room if it scrolls sideways
+  in its own box (``overflow-x: auto`` inside or on ``div.mamba-recall-chart``), which must fit;
+* no two texts of a chart overlap (facet titles written over each other): the boxes of its visible ``<text>``
+  elements, turned as drawn (rotated axis labels too), may not intersect by more than
+  :data:`TEXT_OVERLAP_PX` pixels; a chart drawn on a ``<canvas`` fails (its text cannot be read: the book
+  embeds every chart with ``renderer: "svg"``);
 
 and saves a whole-page screenshot of every page at every width into ``--screenshots``
 (default ``<html_dir>/../screenshots``), as ``<width>/<page>.png``, for review (captured in
@@ -112,6 +121,11 @@ WIDTHS = (WINDOW_WIDTH, NARROW_WIDTH)
 WINDOW_HEIGHT = 1000
 #: Smallest chart text allowed at :data:`WINDOW_WIDTH` (font size x the scale the svg is drawn at).
 MIN_CHART_FONT_PX = 10.0
+#: Smallest chart text allowed at a narrower window (a phone's: the chart scrolls in its box rather than shrink).
+MIN_CHART_FONT_PX_NARROW = 7.0
+#: How far (pixels) two texts of a chart may run into each other before they count as overlapping: the boxes
+#: of a text include the font's ascent and descent, so neighbouring lines may touch.
+TEXT_OVERLAP_PX = 2.0
 #: Height of one screenshot tile; Chromium cannot capture much more than 16384 pixels in one go, so a page
 #: is captured in tiles of this height and the tiles are joined into one PNG.
 SCREENSHOT_TILE_HEIGHT = 8000
@@ -399,12 +413,28 @@ tables.forEach((t, i) => {
   out.overflow.push(label(t, 'table', i) + ': ' + px(width) + ' px wide, room ' + px(space) + ' px');
 });
 const charts = Array.from(column.querySelectorAll(chartSel));
+function ownScroller(drawn, chart) {
+  // the box between the chart's svg and the chart's div (or the div itself) that scrolls sideways
+  for (let a = drawn.parentElement; a; a = a.parentElement) {
+    if (scrolls(a)) return a;
+    if (a === chart) break;
+  }
+  return null;
+}
 charts.forEach(c => {
   const drawn = c.querySelector('svg, canvas');
   if (!drawn) return;
   const width = drawn.getBoundingClientRect().width;
   const space = room(c);
-  if (width > space + 2) out.overflow.push('chart ' + c.id + ': ' + px(width) + ' px wide, room ' + px(space) + ' px');
+  if (width <= space + 2) return;
+  const box = narrow ? ownScroller(drawn, c) : null;
+  if (box) {
+    const bw = box.getBoundingClientRect().width, bspace = room(box);
+    if (bw > bspace + 2) out.overflow.push('chart ' + c.id + ': its scroll box is ' + px(bw) + ' px wide, room '
+                                           + px(bspace) + ' px');
+    return;
+  }
+  out.overflow.push('chart ' + c.id + ': ' + px(width) + ' px wide, room ' + px(space) + ' px');
 });
 const docWidth = document.documentElement.scrollWidth, winWidth = window.innerWidth;
 if (docWidth > winWidth + 2) {
@@ -546,17 +576,101 @@ charts.forEach(c => {
   if (!visible) out.marks.push('chart ' + c.id + ': no data mark drawn (' + marks.length + ' mark group(s), '
                                + items + ' item(s), none with a visible size)');
   if (!(minFont > 0)) return;
-  const attr = svg.width && svg.width.baseVal ? svg.width.baseVal.value : 0;
-  const scale = attr > 0 ? svg.getBoundingClientRect().width / attr : 1;
-  let least = Infinity, what = '';
-  for (const t of Array.from(svg.querySelectorAll('text'))) {
-    if (!t.textContent.trim()) continue;
+  const texts = chartTexts(svg);
+  let least = Infinity, what = '', at = 1;
+  for (const [t, , scale] of texts) {
     const size = parseFloat(getComputedStyle(t).fontSize) * scale;
-    if (size < least) { least = size; what = t.textContent; }
+    if (size < least) { least = size; what = t.textContent; at = scale; }
   }
   if (least < minFont) out.fonts.push('chart ' + c.id + ': text "' + short(what, 30) + '" drawn at '
-      + least.toFixed(1) + ' px (svg scaled to ' + scale.toFixed(2) + '), below ' + minFont + ' px');
+      + least.toFixed(1) + ' px (scaled to ' + at.toFixed(2) + '), below ' + minFont + ' px');
 });
+return out;
+"""
+
+# The chart text helpers shared by the layout and the overlap checks (prepended to both scripts).
+_CHART_TEXT_JS = r"""
+function chartTexts(svg) {
+  // [element, its box's four corners on the screen, the scale it is drawn at] for every visible, non-empty
+  // <text> of a chart's svg (Vega hides labels that would collide with opacity 0)
+  const found = [];
+  for (const t of Array.from(svg.querySelectorAll('text'))) {
+    if (!t.textContent.trim()) continue;
+    if (t.checkVisibility && !t.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
+    let b, m;
+    try { b = t.getBBox(); m = t.getScreenCTM(); } catch (err) { continue; }
+    if (!m || !(b.width > 0) || !(b.height > 0)) continue;
+    const corners = [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+        .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+    found.push([t, corners, Math.sqrt(Math.abs(m.a * m.d - m.b * m.c))]);
+  }
+  return found;
+}
+function overlapDepth(p, q) {
+  // how far two convex polygons run into each other (the least overlap of their projections over the edges'
+  // normals; 0 when an axis separates them)
+  let depth = Infinity;
+  for (const poly of [p, q]) {
+    for (let i = 0; i < poly.length; i++) {
+      const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % poly.length];
+      const len = Math.hypot(x2 - x1, y2 - y1);
+      if (!len) continue;
+      const nx = (y2 - y1) / len, ny = (x1 - x2) / len;
+      const a = p.map(([x, y]) => x * nx + y * ny), b = q.map(([x, y]) => x * nx + y * ny);
+      const o = Math.min(Math.max(...a), Math.max(...b)) - Math.max(Math.min(...a), Math.min(...b));
+      if (o <= 0) return 0;
+      depth = Math.min(depth, o);
+    }
+  }
+  return depth;
+}
+"""
+
+# The page's text checks (once per page): chart texts that overlap, charts drawn on a canvas, raw TeX outside
+# math. Arguments: the chart selector and the overlap allowed (pixels).
+_TEXT_JS = r"""
+const chartSel = arguments[0], allowed = arguments[1];
+const column = document.querySelector('article.bd-article, main article, article, main') || document.body;
+const out = {overlaps: [], canvas: [], tex: []};
+function short(text, n) { text = text.replace(/\s+/g, ' ').trim(); return text.length > n ? text.slice(0, n - 1) + '…' : text; }
+for (const c of Array.from(column.querySelectorAll(chartSel))) {
+  const svg = c.querySelector('svg');
+  if (!svg) { if (c.querySelector('canvas')) out.canvas.push(c.id); continue; }
+  const texts = chartTexts(svg);
+  const boxes = texts.map(([, q]) => [Math.min(...q.map(p => p[0])), Math.max(...q.map(p => p[0])),
+                                      Math.min(...q.map(p => p[1])), Math.max(...q.map(p => p[1]))]);
+  const pairs = [];
+  for (let i = 0; i < texts.length; i++) {
+    for (let j = i + 1; j < texts.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      if (a[1] <= b[0] + allowed || b[1] <= a[0] + allowed || a[3] <= b[2] + allowed || b[3] <= a[2] + allowed) continue;
+      const d = overlapDepth(texts[i][1], texts[j][1]);
+      if (d > allowed) pairs.push('"' + short(texts[i][0].textContent, 30) + '" and "' + short(texts[j][0].textContent, 30)
+                                  + '" (' + d.toFixed(0) + ' px)');
+    }
+  }
+  if (pairs.length) out.overlaps.push('chart ' + c.id + ': ' + pairs.length + ' pair(s) of texts drawn over each other: '
+                                      + pairs.slice(0, 3).join('; '));
+}
+// Raw TeX: a backslash command (\frac, \ll) or a $...$ pair in the text a reader sees, outside math (MathJax's
+// output and Sphinx's math elements), code, charts and notebook inputs.
+const skip = 'script, style, code, pre, kbd, samp, textarea, svg, mjx-container, .math, .MathJax, '
+             + '.cell_input, .highlight, ' + chartSel;
+const texRe = /\\[A-Za-z]{2,}|\\[{}]|\$[^$\n]{1,300}\$/;
+const blocks = new Map();
+const walker = document.createTreeWalker(column, NodeFilter.SHOW_TEXT);
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  const parent = n.parentElement;
+  if (!parent || parent.closest(skip) || !n.data.trim()) continue;
+  const block = parent.closest('p, li, td, th, dd, dt, h1, h2, h3, h4, h5, h6, blockquote, figcaption, summary, div') || column;
+  blocks.set(block, (blocks.get(block) || '') + n.data);
+}
+for (const [block, text] of blocks) {
+  const m = texRe.exec(text);
+  if (!m) continue;
+  const from = Math.max(0, m.index - 30);
+  out.tex.push('"' + short((from ? '…' : '') + text.slice(from, m.index + m[0].length + 30), 90) + '"');
+}
 return out;
 """
 
@@ -733,13 +847,30 @@ def _console_problems(entries: Iterable[dict], origin: str) -> list[str]:
 def check_layout(driver: Any, width: int) -> list[str]:
     """The layout checks of the page as drawn now, at a ``width``-pixel window (see the module docstring)."""
     narrow = width < WINDOW_WIDTH
-    found = driver.execute_script(_LAYOUT_JS, CHART_SELECTOR, narrow, 0 if narrow else MIN_CHART_FONT_PX) or {}
+    least = MIN_CHART_FONT_PX_NARROW if narrow else MIN_CHART_FONT_PX
+    found = driver.execute_script(_CHART_TEXT_JS + _LAYOUT_JS, CHART_SELECTOR, narrow, least) or {}
     failures = [f"overflows its container horizontally: {item}" for item in found.get("overflow", [])]
     if found.get("page"):
         failures.append(found["page"])
     failures += [f"column narrower than its longest word: {item}" for item in found.get("words", [])]
     failures += [f"chart data not drawn: {item}" for item in found.get("marks", [])]
     failures += [f"chart text too small: {item}" for item in found.get("fonts", [])]
+    return failures
+
+
+def check_text(driver: Any) -> list[str]:
+    """The page's text checks, once per page (see the module docstring): chart texts drawn over each other, charts
+    on a canvas, raw TeX outside math."""
+    found = driver.execute_script(_CHART_TEXT_JS + _TEXT_JS, CHART_SELECTOR, TEXT_OVERLAP_PX) or {}
+    failures = [f"chart text overlaps: {item}" for item in found.get("overlaps", [])]
+    failures += [
+        f"chart drawn on a canvas (its text cannot be checked; embed it with renderer 'svg'): {item}"
+        for item in found.get("canvas", [])
+    ]
+    tex = found.get("tex", [])
+    if tex:
+        more = f" (and {len(tex) - 3} more)" if len(tex) > 3 else ""
+        failures.append(f"raw TeX outside math in {len(tex)} place(s): " + "; ".join(tex[:3]) + more)
     return failures
 
 
@@ -801,6 +932,7 @@ def check_page(
     if result.typeset < result.math:
         why = "" if state.get("mathjax") else " (MathJax not loaded)"
         result.failures.append(f"math not typeset: {result.typeset}/{result.math}{why}")
+    result.failures += check_text(driver)
     for i, width in enumerate(widths):
         if i:
             _set_viewport(driver, width, WINDOW_HEIGHT)

@@ -11,7 +11,8 @@ already has, offline:
   (registered under the ``myst_nb.mime_renderers`` entry point), which writes :func:`chart_html`: a
   ``<div class="mamba-recall-chart">`` and a script calling ``vegaEmbed`` from the Vega JavaScript the book
   serves itself (``book/_static/vendor/``, loaded on every page through ``html_js_files``), with no
-  ``<script src=...>`` to any URL.
+  ``<script src=...>`` to any URL. Under each drawn chart a line of buttons saves it as PNG or SVG (Vega's own
+  ``view.toImageURL``) and its data as CSV (the rows inlined in its spec), all made in the browser.
 
 Chart builders go below the renderer section.
 """
@@ -78,9 +79,80 @@ _HTML_TEMPLATE = string.Template(
            + "(strip metadata.widgets from notebooks, or set nb_ipywidgets_js: {})");
       return;
     }
-    window.vegaEmbed(el, spec, opt).catch(function(err) {
+    window.vegaEmbed(el, spec, opt).then(function(result) {
+      tools(result.view);
+    }).catch(function(err) {
       fail("Vega error: " + (err && err.message ? err.message : err));
     });
+  }
+  function tables() {
+    // every table of rows inlined in the spec: Vega-Lite's top-level datasets, any data.values (Vega's too)
+    var found = [], seen = [];
+    function add(name, rows) {
+      if (!Array.isArray(rows) || !rows.length || typeof rows[0] !== "object" || seen.indexOf(rows) >= 0) return;
+      seen.push(rows);
+      found.push([name, rows]);
+    }
+    (function walk(node, key) {
+      if (!node || typeof node !== "object") return;
+      if (Array.isArray(node)) { node.forEach(function(n) { walk(n, key); }); return; }
+      if (key === "datasets") {
+        Object.keys(node).forEach(function(k) { add(k, node[k]); });
+        return;
+      }
+      if (key === "data" && Array.isArray(node.values)) add(node.name || "data", node.values);
+      Object.keys(node).forEach(function(k) { walk(node[k], k); });
+    })(spec, "");
+    return found;
+  }
+  function csv(rows) {
+    var cols = [];
+    rows.forEach(function(r) { Object.keys(r).forEach(function(k) { if (cols.indexOf(k) < 0) cols.push(k); }); });
+    function cell(v) {
+      if (v === null || v === undefined) return "";
+      var t = typeof v === "object" ? JSON.stringify(v) : String(v);
+      return /[",\\n\\r]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t;
+    }
+    return [cols.map(cell).join(",")].concat(rows.map(function(r) {
+      return cols.map(function(k) { return cell(r[k]); }).join(",");
+    })).join("\\r\\n") + "\\r\\n";
+  }
+  function save(url, name) {
+    var a = document.createElement("a");
+    a.href = url;
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+  }
+  function tools(view) {
+    var bar = document.createElement("div");
+    bar.className = "$css_class-tools";
+    bar.appendChild(document.createTextNode("Save: "));
+    function button(text, title, act) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.textContent = text;
+      b.title = title;
+      b.addEventListener("click", act);
+      bar.appendChild(b);
+    }
+    button("PNG", "the chart as a PNG image", function() {
+      view.toImageURL("png", 2).then(function(url) { save(url, "$div_id.png"); });
+    });
+    button("SVG", "the chart as an SVG image", function() {
+      view.toImageURL("svg").then(function(url) { save(url, "$div_id.svg"); });
+    });
+    var data = tables();
+    data.forEach(function(t, i) {
+      var name = data.length > 1 ? "CSV " + (i + 1) : "CSV";
+      button(name, "the chart's data (" + t[1].length + " rows) as CSV", function() {
+        var url = URL.createObjectURL(new Blob([csv(t[1])], {type: "text/csv"}));
+        save(url, "$div_id" + (data.length > 1 ? "-" + (i + 1) : "") + ".csv");
+        setTimeout(function() { URL.revokeObjectURL(url); }, 1000);
+      });
+    });
+    el.parentNode.insertBefore(bar, el.nextSibling);
   }
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", draw);
@@ -191,11 +263,26 @@ import altair as alt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def _index_slider(name: str, values: list, default, label: str) -> alt.Parameter:
-    """A slider over the positions of a (possibly non-uniform) grid of values."""
-    return alt.param(
-        name=name, value=values.index(default), bind=alt.binding_range(min=0, max=len(values) - 1, step=1, name=label)
-    )
+def grid_param(name: str, values, default, label: str) -> tuple[alt.Parameter, str]:
+    """A browser-side control over a grid of values that shows the value chosen, not its position: a slider over
+    the values when they are evenly spaced (Vega prints the value beside it), else one radio button per value.
+    Returns the parameter and a filter expression for rows that carry the grid position in a field: call it with
+    the field's name (``transform_filter(match("delta_i"))``) to keep the rows at the chosen value."""
+    values = [v.item() if hasattr(v, "item") else v for v in values]
+    gaps = [b - a for a, b in zip(values, values[1:])]
+    even = len(values) > 2 and all(g > 0 for g in gaps) and max(gaps) - min(gaps) <= 1e-9 * max(abs(v) for v in values)
+    if even:
+        bind = alt.binding_range(min=values[0], max=values[-1], step=round(gaps[0], 12), name=label)
+    else:
+        bind = alt.binding_radio(options=values, name=label)
+    param = alt.param(name=name, value=default.item() if hasattr(default, "item") else default, bind=bind)
+    tol = (min(gaps) / 2 if gaps else 1.0) * (1 - 1e-6) if all(g > 0 for g in gaps) else 0
+    grid = json.dumps(values)
+
+    def match(index_field: str) -> str:
+        return f"abs({grid}[datum.{index_field}] - {name}) <= {tol!r}"
+
+    return param, match
 
 
 def state_chart(frame: pd.DataFrame, title: str) -> alt.Chart:
@@ -218,12 +305,12 @@ def scan_explorer_chart(frame: pd.DataFrame, deltas: list, a_values: list, delta
 
     ``frame`` columns: delta_i, a_i (grid positions), t, series (e.g. 'state (Euler)'), value.
     """
-    d_slider = _index_slider("delta_i", deltas, delta0, f"Δ index (values {deltas})")
-    a_slider = _index_slider("a_i", a_values, a0, f"A index (values {a_values})")
+    d_param, d_match = grid_param("delta", deltas, delta0, "Δ ")
+    a_param, a_match = grid_param("A", a_values, a0, "A ")
     return (
-        state_chart(frame, "Inputs u_t and the state h_t (slide Δ and A)")
-        .add_params(d_slider, a_slider)
-        .transform_filter((alt.datum.delta_i == d_slider) & (alt.datum.a_i == a_slider))
+        state_chart(frame, "Inputs u_t and the state h_t (choose Δ and A)")
+        .add_params(d_param, a_param)
+        .transform_filter(f"{d_match('delta_i')} && {a_match('a_i')}")
     )
 
 

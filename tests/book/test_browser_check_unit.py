@@ -472,3 +472,189 @@ def test_book_renderer_draws_chart_outputs_with_the_vendored_vega():
     div_id = re.search(r'id="([^"]+)"', html).group(1)
     assert re.fullmatch(plots.CHART_CLASS + r"-[0-9a-f]{12}-3-0", div_id)  # deterministic, unique per page
     assert VegaLiteHTML.handle_mime(None, MimeData("text/html", "<p>x</p>"), False) is None
+
+
+# --- text the reader cannot read: overlapping chart texts, shrunk charts, raw TeX ---------------------------
+
+#: Table 1's chart as the book drew it before (page 1.5): four facet columns 70 px wide titled with the models'
+#: names (about 170 px each), written over each other.
+TABLE1_LABELS = (
+    "1-layer Mamba (conv ✓)",
+    "1-layer TF (conv ✓, no PE)",
+    "2-layer TF (conv ✗, no PE)",
+    "2-layer TF w/ RoPE (conv ✓)",
+)
+
+
+def _table1_rows():
+    return [
+        {"label": label, "kappa": kappa, "T": 128, "source": source, "value": value}
+        for label in TABLE1_LABELS
+        for kappa in (1, 4)
+        for source, value in (("ours", 80.0), ("paper", 100.0))
+    ]
+
+
+TABLE1_BEFORE = {
+    "data": {"values": _table1_rows()},
+    "mark": "bar",
+    "width": 70,
+    "height": 120,
+    "encoding": {
+        "x": {"field": "source", "type": "nominal", "title": None},
+        "y": {"field": "value", "type": "quantitative", "title": "query accuracy (%)"},
+        "color": {"field": "source", "type": "nominal"},
+        "column": {"field": "label", "type": "nominal", "title": None},
+        "row": {"field": "kappa", "type": "nominal", "title": "κ"},
+    },
+}
+#: The book's chart CSS before the narrow layout: every chart shrunk to the column, whatever the window.
+SHRINK_CSS = "<style>div.mamba-recall-chart svg{max-width:100%!important;height:auto}div.mamba-recall-chart{overflow:visible!important}</style>"
+
+
+def _wide_chart(width: int) -> dict:
+    """A chart ``width`` pixels wide with 10-11 px axis text (as 4.1's serial-recall panels in a row)."""
+    values = [{"x": i, "y": i % 3} for i in range(10)]
+    spec = {"data": {"values": values}, "mark": "point", "width": width, "height": 100}
+    spec["encoding"] = {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"}}
+    return spec
+
+
+@pytest.mark.browser
+def test_browser_table1_before_fails_overlapping_titles_and_4px_text(browser_site):
+    """Today's Table 1 chart (its four facet titles drawn over each other) fails the overlap check; a wide chart
+    shrunk to a 400 px column by the old CSS draws its text at about 4 px and fails below 7 px at 400 px."""
+    result, _ = _check(browser_site, "table1_before.html", _chart(TABLE1_BEFORE, "table1"))
+    overlaps = _failures(result, "chart text overlaps: chart mamba-recall-chart-table1")
+    assert overlaps and "pair(s) of texts drawn over each other" in overlaps[0], result.failures
+    assert TABLE1_LABELS[0] in overlaps[0] and TABLE1_LABELS[1] in overlaps[0], overlaps
+
+    result, _ = _check(browser_site, "shrunk.html", SHRINK_CSS + _chart(_wide_chart(900), "shrunk"))
+    small = _failures(result, "[400 px] chart text too small: chart mamba-recall-chart-shrunk")
+    assert small, result.failures
+    size = float(re.search(r"drawn at ([0-9.]+) px", small[0]).group(1))
+    assert size < bc.MIN_CHART_FONT_PX_NARROW and size < 5, small
+    assert not _failures(result, "[1300 px] chart text too small"), result.failures  # 900 px fits at 1300
+
+
+@pytest.mark.browser
+def test_browser_table1_after_and_wide_chart_at_400_pass(browser_site):
+    """The fixed Table 1 chart (models named on the y axis, a panel per κ) has no overlapping text; with the book's
+    CSS a wide chart keeps its size at 400 px and scrolls sideways in its own box, which fits the column."""
+    pd = pytest.importorskip("pandas")
+    from mamba_recall.chapters.ch1_gradient_dynamics.views import table1_chart
+
+    spec = table1_chart(pd.DataFrame(_table1_rows())).to_dict()
+    body = _chart(spec, "table1after") + _chart(_wide_chart(900), "wide")
+    result, shots = _check(browser_site, "table1_after.html", body)
+    assert result.ok, result.failures
+    site, _, driver = browser_site
+    bc._set_viewport(driver, 400, bc.WINDOW_HEIGHT)
+    bc._settle(driver)
+    box = driver.execute_script(
+        "const c = document.getElementById('mamba-recall-chart-wide'), s = c.querySelector('svg');"
+        "return [getComputedStyle(c).overflowX, c.clientWidth, c.scrollWidth, s.getBoundingClientRect().width];"
+    )
+    assert box[0] == "auto" and box[1] < 400 < box[2] and box[3] > 900, box
+
+
+@pytest.mark.browser
+def test_browser_rotated_axis_labels_do_not_count_as_overlap(browser_site):
+    """Axis labels turned by -45 degrees sit close, their upright boxes would overlap; the turned boxes do not."""
+    values = [{"b": f"backend number {i}", "s": i + 1} for i in range(8)]
+    spec = {"data": {"values": values}, "mark": "bar", "width": 300, "height": 100}
+    spec["encoding"] = {
+        "x": {"field": "b", "type": "nominal", "axis": {"labelAngle": -45}},
+        "y": {"field": "s", "type": "quantitative"},
+    }
+    result, _ = _check(browser_site, "rotated.html", _chart(spec, "rotated"))
+    assert result.ok, result.failures
+
+
+@pytest.mark.browser
+def test_browser_raw_tex_outside_math_fails(browser_site):
+    """A paper's quote with its TeX left raw ($V_k = \\frac{V}{2}$, \\ll) fails; the same TeX in code, in a
+    notebook input, or typeset as math does not."""
+    raw = "<p>“an MQAR task of $V_k = \\frac{V}{2} = 512$ given $N = 32 \\ll V_k$”</p>"
+    result, _ = _check(browser_site, "tex.html", raw)
+    tex = _failures(result, "raw TeX outside math in 1 place(s)")
+    assert tex and "\\frac{V}{2}" in tex[0], result.failures
+    result, _ = _check(browser_site, "tex_ll.html", "<p>dimensions N = 32 \\ll V_k</p>")
+    assert _failures(result, "raw TeX outside math"), result.failures
+    fine = (
+        "<p>a price of $5 and <code>$x = \\frac{1}{2}$</code></p>"
+        '<div class="cell_input"><pre>s = "$\\\\alpha$"</pre></div>'
+        '<p><span class="math notranslate nohighlight">\\(\\frac{V}{2}\\)</span></p>'
+    )
+    result, _ = _check(browser_site, "tex_fine.html", fine)
+    assert not _failures(result, "raw TeX"), result.failures
+
+
+@pytest.mark.browser
+def test_browser_chart_saves_png_svg_and_csv(browser_site):
+    """Under each chart a line of buttons saves it as PNG and SVG and its inline data as CSV (made in the
+    browser: nothing leaves the machine)."""
+    spec = {"data": {"values": [{"x": 1, "y": 2, "name": "a, b"}, {"x": 2, "y": 3, "name": 'say "hi"'}]}}
+    spec.update(
+        mark="point",
+        encoding={"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"}},
+    )
+    result, _ = _check(browser_site, "tools.html", _chart(spec, "tools"))
+    assert result.ok, result.failures
+    _, _, driver = browser_site
+    saved = driver.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        const saved = [];
+        HTMLAnchorElement.prototype.click = function() { saved.push([this.download, this.href]); };
+        const bar = document.querySelector('.mamba-recall-chart-tools');
+        const buttons = Array.from(bar.querySelectorAll('button'));
+        buttons.forEach(b => b.click());
+        setTimeout(async () => {
+          const out = [];
+          for (const [name, href] of saved) {
+            out.push([name, href.slice(0, 30), href.startsWith('blob:') ? await (await fetch(href)).text() : '']);
+          }
+          done([buttons.map(b => b.textContent), out]);
+        }, 300);
+        """
+    )
+    names, files = saved
+    assert names == ["PNG", "SVG", "CSV"], names
+    by_name = {f[0].rsplit(".", 1)[1]: f for f in files}
+    assert by_name["png"][1].startswith("data:image/png"), files
+    assert by_name["svg"][1].startswith(("data:image/svg", "blob:")), files
+    # the spec is inlined with its keys sorted: the columns come in that order
+    assert by_name["csv"][2] == 'name,x,y\r\n"a, b",1,2\r\n"say ""hi""",2,3\r\n', files
+
+
+@pytest.mark.browser
+def test_browser_grid_slider_shows_the_value(browser_site):
+    """A control over a grid of values shows the value chosen (not "Δ index 3"): a slider over an evenly spaced
+    grid, radio buttons over an uneven one; the chart keeps the rows at that value."""
+    pd = pytest.importorskip("pandas")
+    from mamba_recall import plots
+
+    frame = pd.DataFrame(
+        [
+            {"t": t, "series": "state", "value": d * t, "delta_i": i, "a_i": j}
+            for i, d in enumerate([0.01, 0.1, 1.0])
+            for j in range(3)
+            for t in range(3)
+        ]
+    )
+    spec = plots.scan_explorer_chart(frame, [0.01, 0.1, 1.0], [-2.0, -1.0, 0.0], 0.1, -1.0).to_dict()
+    result, _ = _check(browser_site, "slider.html", _chart(spec, "slider"))
+    assert result.ok, result.failures
+    _, _, driver = browser_site
+    binds = driver.execute_script(
+        "return Array.from(document.querySelectorAll('.vega-bind')).map(b => b.textContent.replace(/\\s+/g, ' ').trim());"
+    )
+    assert len(binds) == 2 and "index" not in " ".join(binds), binds
+    assert binds[0].startswith("Δ") and "0.01" in binds[0] and "0.1" in binds[0], binds  # radio buttons, uneven
+    assert binds[1].startswith("A") and "-1" in binds[1], binds  # a slider showing its value, even
+    points = driver.execute_script(
+        "return document.querySelectorAll('#mamba-recall-chart-slider g.role-mark path, "
+        "#mamba-recall-chart-slider g.role-mark .mark-symbol path').length"
+    )
+    assert points > 0

@@ -15,7 +15,29 @@ HALF_DASH = alt.StrokeDash(
     "half:N",
     title=None,
     scale=alt.Scale(domain=["first half (d < |V|)", "second half (d ≥ |V|)", "output"], range=[[4, 3], [1, 0], [1, 0]]),
+    legend=alt.Legend(labelLimit=0),  # no cut: "second half (d ≥ |V|)" whole
 )
+
+
+def table1_chart(long: pd.DataFrame) -> alt.FacetChart:
+    """Table 1 (App. A): query accuracy (%) of each model, ours beside the paper's, one panel per κ.
+
+    ``long``: one row per (model ``label``, ``kappa``, ``source`` "ours" / "paper") with ``value`` in %, and ``T``.
+    The models are named on the y axis (read across, never written over each other as column titles are),
+    their two bars side by side; the panels stand next to each other."""
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=0)),
+            yOffset=alt.YOffset("source:N", sort=["ours", "paper"]),
+            x=alt.X("value:Q", title="query accuracy (%)", scale=alt.Scale(domain=[0, 100])),
+            color=alt.Color("source:N", title=None, sort=["ours", "paper"]),
+            tooltip=["label", "T", "kappa", "source", alt.Tooltip("value:Q", format=".1f")],
+        )
+        .properties(width=220, height=alt.Step(11))
+        .facet(column=alt.Column("kappa:N", title=None, header=alt.Header(labelExpr="'κ = ' + datum.value")))
+    )
 
 
 def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 model") -> alt.VConcatChart:
@@ -56,7 +78,11 @@ def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 mo
     strip = (
         alt.Chart(tokens)
         .mark_text(fontSize=10)
-        .encode(x="t:Q", text="token:N", color=alt.Color("event:N", title="pair (x_{t-1}, x_t)"))
+        .encode(
+            x="t:Q",
+            text="token:N",
+            color=alt.Color("event:N", title="pair (x_{t-1}, x_t)", legend=alt.Legend(labelLimit=0)),
+        )
         .properties(width=480, height=18)
     )
     return alt.vconcat(strip, *panels).add_params(t_sel).properties(title=title)

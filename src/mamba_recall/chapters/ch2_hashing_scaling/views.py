@@ -11,6 +11,7 @@ import torch
 from IPython.display import display
 
 from mamba_recall.presets import seeds
+from mamba_recall.plots import grid_param
 
 __all__ = [
     "matrix_heatmap",
@@ -85,6 +86,31 @@ def matrices_row(mats: dict, **kw) -> alt.HConcatChart:
     return alt.hconcat(*[matrix_heatmap(M, t, **kw) for t, M in mats.items()]).resolve_scale(color="independent")
 
 
+#: Plain titles of the laws' and the grids' code names (the columns of the run-store tables), for panels and legends.
+PLAIN = {
+    "eq15": "Eq. 15 as printed",
+    "eq15_printed": "Eq. 15 as printed",
+    "eq15_consistent": "Eq. 15 corrected",
+    "eq15_corrected": "Eq. 15 corrected",
+    "eq77": "Eq. 77 (Thm 3)",
+    "eq17": "Eq. 17",
+    "remark1": "Remark 1",
+    "rev_mV": "authors' later law",
+    "rev_a3": "later law, a = 3",
+    "rev_a54": "later law, a = 5/4",
+    "designed_full": "designed, full",
+    "designed_values": "designed, values",
+    "trained": "trained",
+    "full": "full Mamba",
+    "acc": "measured",
+}
+
+
+def plain(name: str) -> str:
+    """The plain title of a law's or a grid's code name (:data:`PLAIN`); other names as they are."""
+    return PLAIN.get(name, name)
+
+
 def theory_grid_frame(Vs, Nfs, Ds, Ns, laws=("eq15", "eq15_consistent", "eq77", "rev_mV")) -> pd.DataFrame:
     """Long frame (V_i, Nf_i, D, N, law, p) of the probabilistic laws over the grid (V_i, Nf_i: positions in
     ``Vs``, ``Nfs``)."""
@@ -106,20 +132,15 @@ def theory_slider_chart(frame: pd.DataFrame, Vs, Nfs, V0, Nf0, measured: pd.Data
     """(D, N) heatmaps of every law (columns), sliders over V and N_f (positions in ``Vs``/``Nfs``).
     ``frame`` from :func:`theory_grid_frame`.
     ``measured`` (optional; columns V, Nf, D, N, source, p) adds the measured grids as more columns."""
-    v_sl = alt.param(
-        name="V_i", value=Vs.index(V0), bind=alt.binding_range(min=0, max=len(Vs) - 1, step=1, name=f"V index {Vs}")
-    )
-    f_sl = alt.param(
-        name="Nf_i",
-        value=Nfs.index(Nf0),
-        bind=alt.binding_range(min=0, max=len(Nfs) - 1, step=1, name=f"N_f index {Nfs}"),
-    )
+    v_sl, v_match = grid_param("V", Vs, V0, "V ")
+    f_sl, f_match = grid_param("Nf", Nfs, Nf0, "N_f ")
     data = frame.rename(columns={"law": "source"})
     if measured is not None and len(measured):
         m = measured.copy()
         m["V_i"] = m["V"].map(lambda v: Vs.index(v) if v in Vs else -1)
         m["Nf_i"] = m["Nf"].map(lambda v: Nfs.index(v) if v in Nfs else -1)
         data = pd.concat([data, m[data.columns]], ignore_index=True)
+    data = data.assign(source=data["source"].map(plain))
     return (
         alt.Chart(data)
         .mark_rect()
@@ -132,7 +153,7 @@ def theory_slider_chart(frame: pd.DataFrame, Vs, Nfs, V0, Nf0, measured: pd.Data
             tooltip=["source", "D", "N", alt.Tooltip("p:Q", format=".3f")],
         )
         .add_params(v_sl, f_sl)
-        .transform_filter((alt.datum.V_i == v_sl) & (alt.datum.Nf_i == f_sl))
+        .transform_filter(f"{v_match('V_i')} && {f_match('Nf_i')}")
         .properties(width=150, height=150, title="predicted p(success) and measured accuracy over (D, N)")
     )
 
@@ -140,6 +161,7 @@ def theory_slider_chart(frame: pd.DataFrame, Vs, Nfs, V0, Nf0, measured: pd.Data
 def grid_heatmaps(frame: pd.DataFrame, columns: list[str], title: str) -> alt.Chart:
     """(D, N) heatmaps of several accuracy columns of one regime (Fig. 6 layout)."""
     long = frame.melt(id_vars=["D", "N"], value_vars=columns, var_name="column", value_name="acc")
+    long["column"] = long["column"].map(plain)
     size = 130 if len(columns) <= 5 else 100
     return (
         alt.Chart(long)
@@ -148,7 +170,7 @@ def grid_heatmaps(frame: pd.DataFrame, columns: list[str], title: str) -> alt.Ch
             x=alt.X("D:O"),
             y=alt.Y("N:O", sort="descending"),
             color=alt.Color("acc:Q", scale=alt.Scale(domain=[0, 1], scheme="viridis")),
-            column=alt.Column("column:N", sort=columns, title=None),
+            column=alt.Column("column:N", sort=[plain(c) for c in columns], title=None),
             tooltip=["column", "D", "N", alt.Tooltip("acc:Q", format=".3f")],
         )
         # one row (Fig. 6 layout) within the book's column: six or seven panels are drawn smaller
@@ -209,14 +231,14 @@ def capacity_loglog_chart(
         )
         for law in laws:
             if r.get(law) == r.get(law) and r.get(law, 0) > 0:
-                rows.append(dict(DN=r["DN"], level=f"{r['level']:.0%}", series=law, Nf=r[law], censored=False))
+                rows.append(dict(DN=r["DN"], level=f"{r['level']:.0%}", series=plain(law), Nf=r[law], censored=False))
     long = pd.DataFrame(rows)
     long = long[long["Nf"] > 0]
     long = long.groupby(["DN", "level", "series"], as_index=False).agg(Nf=("Nf", "mean"), censored=("censored", "max"))
     enc = dict(
         x=alt.X("DN:Q", scale=alt.Scale(type="log", base=2), title="D·N"),
         y=alt.Y("Nf:Q", scale=alt.Scale(type="log", base=2), title="facts recalled N_f*"),
-        color=alt.Color("series:N", sort=["measured", *laws]),
+        color=alt.Color("series:N", sort=["measured", *map(plain, laws)], legend=alt.Legend(labelLimit=0)),
         tooltip=["series", "DN", alt.Tooltip("Nf:Q", format=".1f"), "censored"],
     )
     base = alt.Chart(long)
@@ -241,13 +263,14 @@ def trained_dn_chart(
     t = cells.copy()
     enc_x = alt.X("DN:Q", scale=alt.Scale(type="log", base=2), title="D·N")
     long = t.melt(id_vars=["DN", "line"], value_vars=[c for c in laws if c in t], var_name="law", value_name="p")
+    long["law"] = long["law"].map(plain)
     lines = (
         alt.Chart(long)
         .mark_line(strokeDash=[4, 2], point=True)
         .encode(
             x=enc_x,
             y=alt.Y("p:Q", scale=alt.Scale(domain=[0, 1]), title="accuracy"),
-            color="law:N",
+            color=alt.Color("law:N", legend=alt.Legend(labelLimit=0)),
             detail="line:N",
             tooltip=["law", "DN", alt.Tooltip("p:Q", format=".3f")],
         )

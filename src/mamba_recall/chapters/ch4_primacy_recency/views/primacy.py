@@ -14,6 +14,7 @@ import pandas as pd
 
 from mamba_recall.analysis import channels as ch
 from mamba_recall.analysis.interventions import summary
+from mamba_recall.plots import grid_param
 
 __all__ = [
     "ablation_explorer",
@@ -61,14 +62,12 @@ def recall_chart(
 def recall_explorer_chart(frame: pd.DataFrame, Ls: list[int], conditions: list[str]) -> alt.Chart:
     """Recall explorer: a slider over L and a dropdown over the condition, filtering a
     precomputed table with columns L, condition, variant, k, acc, lo, hi."""
-    L_slider = alt.param(
-        name="L_i", value=0, bind=alt.binding_range(min=0, max=len(Ls) - 1, step=1, name=f"L index (values {Ls})")
-    )
+    L_slider, L_match = grid_param("L", list(Ls), Ls[0], "L ")
     cond = alt.param(name="cond", value=conditions[0], bind=alt.binding_select(options=conditions, name="condition "))
     frame = frame.assign(L_i=frame["L"].map({L: i for i, L in enumerate(Ls)}))
     base = (
         alt.Chart(frame)
-        .transform_filter((alt.datum.L_i == L_slider) & (alt.datum.condition == cond))
+        .transform_filter(f"{L_match('L_i')} && datum.condition == cond")
         .encode(x=alt.X("k:Q", title="queried position k"), color=alt.Color("variant:N"))
     )
     band = base.mark_area(opacity=0.18).encode(
@@ -80,7 +79,7 @@ def recall_explorer_chart(frame: pd.DataFrame, Ls: list[int], conditions: list[s
     return (
         (band + line)
         .add_params(L_slider, cond)
-        .properties(width=480, height=240, title="Recall by position (slide L, pick a condition)")
+        .properties(width=480, height=240, title="Recall by position (choose L and a condition)")
     )
 
 
@@ -116,16 +115,8 @@ def channel_map_chart(frame: pd.DataFrame, grid=ch.GRID, tau0=0.7, p0=0.7) -> al
     """Channel map: layer × channel (sorted by S = ΣΔ), coloured by long-term membership;
     sliders for τ and p re-select from the precomputed closed-form table."""
     grid = list(grid)
-    t = alt.param(
-        name="tau_i",
-        value=grid.index(tau0),
-        bind=alt.binding_range(min=0, max=len(grid) - 1, step=1, name=f"τ index (values {grid})"),
-    )
-    q = alt.param(
-        name="p_i",
-        value=grid.index(p0),
-        bind=alt.binding_range(min=0, max=len(grid) - 1, step=1, name=f"p index (values {grid})"),
-    )
+    t, t_match = grid_param("tau", grid, tau0, "τ ")
+    q, q_match = grid_param("p", grid, p0, "p ")
     frame = frame.assign(
         tau_i=frame["tau"].map({v: i for i, v in enumerate(grid)}),
         p_i=frame["p"].map({v: i for i, v in enumerate(grid)}),
@@ -133,7 +124,7 @@ def channel_map_chart(frame: pd.DataFrame, grid=ch.GRID, tau0=0.7, p0=0.7) -> al
     )
     return (
         alt.Chart(frame)
-        .transform_filter((alt.datum.tau_i == t) & (alt.datum.p_i == q))
+        .transform_filter(f"{t_match('tau_i')} && {q_match('p_i')}")
         .mark_rect()
         .encode(
             x=alt.X("rank:O", title="channel (sorted by S = ΣΔ within the layer)", axis=None),
