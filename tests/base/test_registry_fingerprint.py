@@ -14,7 +14,6 @@ runners' old module paths in "not run" texts read as today's (the only text the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -24,21 +23,11 @@ FINGERPRINT = Path(__file__).resolve().parents[1] / "data" / "registry_fingerpri
 
 
 def fingerprint() -> dict[str, str]:
+    """Claim id -> :func:`mamba_recall.claims.review.rule_fingerprint` (the open review records the same hash)."""
     from mamba_recall import claims
+    from mamba_recall.claims.review import rule_fingerprint
 
-    def one(c) -> str:
-        body = {
-            "statement": c.statement,
-            "where": c.where,
-            "printed": c.printed,
-            "section": c.section,
-            "rule": repr(c.rule),
-            "not_run": c.not_run or "",
-            "measure": None if c.measure is None else c.measure.__name__,
-        }
-        return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-    return {c.id: one(c) for c in claims.claims_of()}
+    return {c.id: rule_fingerprint(c) for c in claims.claims_of()}
 
 
 def test_every_claim_is_as_fingerprinted():

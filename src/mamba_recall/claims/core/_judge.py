@@ -199,6 +199,7 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
         control,
         m.control.kind if m.control is not None else "",
         c_status,
+        [asdict(r) for r in claim.revisions],
     )
 
 

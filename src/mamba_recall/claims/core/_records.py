@@ -31,6 +31,7 @@ def not_run_verdict(claim: Claim, reason: str | None = None) -> Verdict:
         quote=claim.quote,
         setting=claim.setting,
         analogue=claim.analogue,
+        revisions=[asdict(r) for r in claim.revisions],
     )
 
 

@@ -256,6 +256,33 @@ class Control:
 
 
 @dataclass(frozen=True)
+class Revision:
+    """A rule revised after its evidence was committed (the page says rules are declared before the result; where
+    one was not, the record says so): when (``date``, and the ``commit`` that revised it where known), why
+    (``reason``, e.g. an open-review objection), the rule before (``rule_before``, its words) and the verdict the
+    earlier rule gave on the same evidence (``status_before``, one of :data:`STATUSES`)."""
+
+    date: str
+    reason: str
+    rule_before: str
+    status_before: str
+    commit: str = ""
+
+    def __post_init__(self):
+        if self.status_before not in STATUSES:
+            raise ClaimError(f"a rule revision's status_before must be one of {STATUSES}, got {self.status_before!r}.")
+        if not self.reason.strip() or not self.rule_before.strip():
+            raise ClaimError("a rule revision says why (reason) and what the rule was (rule_before).")
+
+    def text(self) -> str:
+        at = f" at {self.commit[:7]}" if self.commit else ""
+        return (
+            f"rule revised after the data ({self.date}{at}): {self.reason} Under the earlier rule "
+            f"(“{self.rule_before}”) the verdict was {self.status_before}."
+        )
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str  # "<paper>/<the paper's own name>", e.g. "002/Fig6c"
     statement: str  # the claim in one sentence
@@ -268,6 +295,7 @@ class Claim:
     quote: str = ""  # the paper's sentence this claim tests, verbatim (its rule tests that proposition)
     setting: str = ""  # how our setting differs from the paper's in kind, named on the claim and the scorecard
     analogue: bool = False  # evidence on a stand-in (a small model trained here for a pretrained LLM)
+    revisions: tuple[Revision, ...] = ()  # the rule's revisions after its evidence was committed, oldest first
 
     def __post_init__(self):
         if self.analogue and not self.setting.strip():
@@ -312,6 +340,7 @@ class Verdict:
     control: str = ""  # the control's numbers and what the same rule reads on them
     control_kind: str = ""  # "null" | "positive" | "" (none measured)
     control_status: str = ""  # the status the claim's rule gives the control ("" when none)
+    revisions: list = field(default_factory=list)  # Revision fields as dicts (Claim.revisions), oldest first
 
     def record_lines(self) -> list[str]:
         """The claim's whole record as Markdown bullets (the notebook's display and the scorecard's dropdown):
@@ -328,7 +357,11 @@ class Verdict:
                 "- **95 % intervals over seeds**: "
                 + "; ".join(f"{k} [{fmt(lo)}, {fmt(hi)}]" for k, (lo, hi) in self.intervals.items())
             )
-        out.append(f"- **rule** (declared before the result): {self.rule}")
+        if self.revisions:
+            out.append(f"- **rule**: {self.rule}")
+            out += [f"- **{Revision(**r).text()}**" for r in self.revisions]
+        else:
+            out.append(f"- **rule** (declared before the result): {self.rule}")
         if self.checks:
             out.append(
                 "- **checks**: " + "; ".join(f"{c} (ours {x}) {'holds' if ok else 'fails'}" for c, x, ok in self.checks)
