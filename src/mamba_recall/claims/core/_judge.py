@@ -200,6 +200,7 @@ def judge(claim: Claim, m: Measurement) -> Verdict:
         m.control.kind if m.control is not None else "",
         c_status,
         [asdict(r) for r in claim.revisions],
+        claim.cause,
     )
 
 

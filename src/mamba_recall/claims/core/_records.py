@@ -32,6 +32,7 @@ def not_run_verdict(claim: Claim, reason: str | None = None) -> Verdict:
         setting=claim.setting,
         analogue=claim.analogue,
         revisions=[asdict(r) for r in claim.revisions],
+        cause=claim.cause,
     )
 
 

@@ -296,6 +296,9 @@ class Claim:
     setting: str = ""  # how our setting differs from the paper's in kind, named on the claim and the scorecard
     analogue: bool = False  # evidence on a stand-in (a small model trained here for a pretrained LLM)
     revisions: tuple[Revision, ...] = ()  # the rule's revisions after its evidence was committed, oldest first
+    #: for a claim that can read "erratum confirmed": its root cause, one short id shared by every claim the same
+    #: slip produces ("001-delta-drops-one-plus"); the scorecard counts errata by cause (issue 51)
+    cause: str = ""
 
     def __post_init__(self):
         if self.analogue and not self.setting.strip():
@@ -341,6 +344,7 @@ class Verdict:
     control_kind: str = ""  # "null" | "positive" | "" (none measured)
     control_status: str = ""  # the status the claim's rule gives the control ("" when none)
     revisions: list = field(default_factory=list)  # Revision fields as dicts (Claim.revisions), oldest first
+    cause: str = ""  # an erratum's root cause (Claim.cause)
 
     def record_lines(self) -> list[str]:
         """The claim's whole record as Markdown bullets (the notebook's display and the scorecard's dropdown):
@@ -373,6 +377,8 @@ class Verdict:
         if self.setting:
             out.append(f"- **setting**: {'analogue — ' if self.analogue else ''}{self.setting}")
         out.append(f"- **verdict**: {badge(self.status)}" + (f" — {self.reason}" if self.reason else ""))
+        if self.cause and self.status == "erratum confirmed":
+            out.append(f"- **erratum's root cause**: `{self.cause}`")
         if self.note:
             out.append(f"- **note**: {self.note}")
         return [line.replace("\n", " ") for line in out]
