@@ -65,3 +65,55 @@ def test_matrix_charts_share_one_colour_domain():
     domains = [c["encoding"]["color"]["scale"]["domain"] for c in spec["hconcat"]]
     assert domains == [[-4.0, 4.0], [-4.0, 4.0]]
     assert matrix_charts(mats, shared=False).to_dict()["resolve"]["scale"]["color"] == "independent"
+
+
+def test_table1_chart_names_the_models_on_its_axis_not_in_column_titles():
+    from mamba_recall.chapters.ch1_gradient_dynamics.views import table1_chart
+
+    long = pd.DataFrame(
+        [
+            dict(label=m, kappa=k, T=128, source=s, value=50.0)
+            for m in ("a", "b")
+            for k in (1, 4)
+            for s in ("ours", "paper")
+        ]
+    )
+    spec = table1_chart(long).to_dict()
+    assert spec["facet"]["column"]["field"] == "kappa"
+    assert spec["spec"]["encoding"]["y"]["field"] == "label"
+    assert spec["spec"]["encoding"]["y"]["axis"]["labelLimit"] == 0  # the names whole
+
+
+def test_chapter_2_panels_and_legends_have_plain_titles():
+    from mamba_recall.chapters.ch2_hashing_scaling.views import grid_heatmaps, trained_dn_chart
+
+    cols = ["eq15", "eq77", "rev_a3", "designed_full", "designed_values", "trained"]
+    frame = pd.DataFrame([dict(D=d, N=n, **{c: 0.5 for c in cols}) for d in (8, 16) for n in (8, 16)])
+    spec = grid_heatmaps(frame, cols, "t").to_dict()
+    shown = {r["column"] for r in next(iter(spec["datasets"].values()))}
+    assert shown == {
+        "Eq. 15 as printed",
+        "Eq. 77 (Thm 3)",
+        "later law, a = 3",
+        "designed, full",
+        "designed, values",
+        "trained",
+    }
+    assert spec["encoding"]["column"]["sort"][0] == "Eq. 15 as printed"
+    cells = pd.DataFrame(
+        dict(DN=[64, 128], line=["row", "row"], eq77=[0.5, 0.9], rev_a54=[0.4, 0.8], D=[8, 8], N=[8, 16])
+    ).assign(best_accuracy_mean=0.5, best_accuracy_ci_low=0.4, best_accuracy_ci_high=0.6)
+    laws = {r.get("law") for d in trained_dn_chart(cells).to_dict()["datasets"].values() for r in d} - {None}
+    assert laws == {"Eq. 77 (Thm 3)", "later law, a = 5/4"}
+
+
+def test_grid_param_binds_the_value():
+    from mamba_recall.plots import grid_param
+
+    even, match = grid_param("tau", [0.5, 0.7, 0.9], 0.7, "τ ")
+    d = even.param.to_dict()
+    assert d["value"] == 0.7 and d["bind"]["input"] == "range" and d["bind"]["step"] == 0.2
+    assert match("tau_i").startswith("abs([0.5, 0.7, 0.9][datum.tau_i] - tau) <= 0.0999")
+    uneven, _ = grid_param("V", [256, 512, 1024], 512, "V ")
+    d = uneven.param.to_dict()
+    assert d["value"] == 512 and d["bind"]["input"] == "radio" and d["bind"]["options"] == [256, 512, 1024]
