@@ -1,5 +1,5 @@
 # The Mamba recall book. Each of these sets everything up on a fresh machine:
-#   make lab    open the chapters in JupyterLab (from .venv, on book/) to read and explore
+#   make lab    open the chapters in JupyterLab (from .venv, on copies of book/ in _build/lab) to read and explore
 #   make book   execute every chapter (papermill) and build the HTML book into _build/html
 #   make test-isa  the same checked outputs with another instruction set forced (torch scalar, numba generic)
 #   make test   ruff (lint, format), library tests (with the live-widget test in JupyterLab), the capped paper pass (smoke), the book
@@ -42,10 +42,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[book,test,bench,cluster]'
 	touch $(STAMP)
 
-# Explore: JupyterLab from the project's .venv, opened on book/ (the chapters' notebooks, live explorers).
-# LAB_ARGS passes options on, e.g. make lab LAB_ARGS="--no-browser --port 8899".
+# Explore: JupyterLab from the project's .venv on copies of book/ in _build/lab (the chapters' notebooks, live
+# explorers): Run All and JupyterLab's autosave change the copies, never the committed notebooks. A copy stays as
+# you left it until its committed page changes; LAB_ARGS=--fresh replaces them all. --allow-root is added when
+# run as root (containers). LAB_ARGS passes options on, e.g. make lab LAB_ARGS="--no-browser --port 8899".
 lab: $(STAMP)
-	$(PY) -m jupyterlab --notebook-dir=book $(LAB_ARGS)
+	$(PY) -m mamba_recall lab $(LAB_ARGS)
 
 # Executes every notebook with papermill (no environment variable; the README's plain papermill run),
 # then builds the HTML book.

@@ -16,11 +16,15 @@ models, tasks, training, claims checked with ``record=False`` or a ``directory``
 naming the fix, as soon as a file under them is read, written or listed. Nothing is ever written next to the
 installed package: a placeholder's string form lies under this very file (``.../paths.py/...``), where no
 folder can be created, so even code that turns it back into a plain path cannot write there.
+
+Caches that are no file of the book (the fused scan's compiled kernels) go to :func:`user_cache_dir` when the
+package is installed (not in a checkout): the user's cache folder, never ``site-packages``.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 #: The environment variable that names the root explicitly (the fix every :class:`NoCheckoutError` names).
@@ -115,6 +119,27 @@ CHECKOUT_FOUND = _ROOT is not None
 REPO_ROOT = _ROOT if _ROOT is not None else _NoCheckoutPath(_PLACEHOLDER)
 RESULTS_DIR = REPO_ROOT / "results"
 BUILD_DIR = REPO_ROOT / "_build"
+
+
+#: True when this package's own files lie in a checkout (``pip install -e .``, as ``make`` installs it), whatever
+#: ``MAMBA_RECALL_ROOT`` says; False for a plain ``pip install .`` (the package under ``site-packages``).
+PACKAGE_IN_CHECKOUT = is_checkout(Path(__file__).resolve().parents[2])
+
+
+def user_cache_dir(*parts: str, env: dict | None = None, platform: str = sys.platform) -> Path:
+    """The user's cache folder for this library, joined with ``parts`` (created by whoever writes there):
+    ``$XDG_CACHE_HOME/mamba_recall`` (default ``~/.cache/mamba_recall``) on Linux and other POSIX systems,
+    ``~/Library/Caches/mamba_recall`` on macOS, ``%LOCALAPPDATA%\\mamba_recall`` on Windows (the folders the
+    ``platformdirs`` package names, found with the standard library only)."""
+    env = os.environ if env is None else env
+    if platform.startswith("win"):
+        base = Path(env.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        xdg = env.get("XDG_CACHE_HOME", "").strip()
+        base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base.joinpath("mamba_recall", *parts)
 
 
 def require_checkout(needed: str = "") -> Path:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import textwrap
 from dataclasses import dataclass
 from typing import Callable
 
@@ -36,7 +37,7 @@ from .runners import runner_module
 from .runstore import pending, units
 from .chapters.ch3_selectivity.training.selectivity import GPU_PRESETS
 
-__all__ = ["Grid", "grids", "plan", "main"]
+__all__ = ["Grid", "grids", "plan", "format_plan", "main"]
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,80 @@ def _members(jobs: list[dict]) -> int:
     return max(len(u) for u in units(jobs, len(jobs))) if jobs else 1
 
 
+#: the widest line ``plan`` prints (a terminal's 100 columns): the table's numbers, then each command wrapped
+WIDTH = 100
+
+
+def _wrap(text: str, indent: str = "", first: str = "") -> list[str]:
+    """``text`` in lines of at most :data:`WIDTH` characters, the first starting with ``first``, the rest with
+    ``indent`` (words are never split: a path or an option stays whole)."""
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def _command_lines(command: str, indent: str) -> list[str]:
+    """A shell command wrapped at :data:`WIDTH` with `` \\`` continuations (the lines after the first indented two
+    more), so it can be copied as it is."""
+    lines = textwrap.wrap(
+        command,
+        WIDTH - 2,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [line + (" \\" if i < len(lines) - 1 else "") for i, line in enumerate(lines)]
+
+
+def format_plan(table: pd.DataFrame, preset: str, estimate: bool = False) -> str:
+    """What ``plan`` prints, no line wider than :data:`WIDTH`: the numbers of each grid (one row each), the
+    command and bundle of each grid, the grids with no run-store grid at ``preset`` and why, and the totals."""
+    have = table[table["note"] == ""]
+    numbers = ["runner", "part", "jobs", "finished", "left", "units", "members"]
+    shown = have[numbers].copy()
+    shown["committed"] = have["committed"].map({True: "yes", False: "no"})
+    if estimate:
+        shown["cpu_hours_left"] = have["cpu_hours_left"].map(lambda h: "" if pd.isna(h) else f"{h:.1f}")
+    out = [shown.to_string(index=False)] if len(shown) else []
+    if len(have):
+        out += ["", "the command of each grid (and the bundle it writes, committed or not):"]
+        for r in have.itertuples():
+            what = f"{r.runner}{' ' + r.part if r.part else ''}"
+            state = "committed" if r.committed else "not committed"
+            out += _wrap(f"{what} -> {r.bundle} ({state})", indent="    ", first="  ")
+            out += _command_lines(r.command, "    ")
+    missing = table[table["note"] != ""]
+    if len(missing):
+        out += ["", f"no run-store grid at preset {preset!r}:"]
+        for r in missing.itertuples():
+            out += _wrap(f"{r.runner} {r.part}: {r.note}", indent="    ", first="  ")
+    unmade = have[~have.committed & (have.left > 0)]
+    out += [
+        "",
+        f"{int(have.jobs.sum())} jobs at preset {preset!r}: {int(have.finished.sum())} finished, "
+        f"{int(have.left.sum())} left in {int(have.units.sum())} units of work;",
+    ]
+    if len(unmade):
+        out.append(f"{int(unmade.left.sum())} of them in grids whose bundle is not committed at {preset}")
+        out += _wrap(
+            "(grids nobody has run at this preset, not missing evidence): " + ", ".join(unmade.bundle),
+            indent="  ",
+            first="  ",
+        )
+    out.append(
+        f"about {have.cpu_hours_left.fillna(0).sum():.1f} CPU-hours left (measured here, one thread)"
+        if estimate
+        else "--estimate measures the CPU-hours left"
+    )
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="mamba-recall plan", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="cpu-hours", help="the preset whose grids to list (cpu-hours, paper, ci)")
@@ -198,29 +273,5 @@ def main(argv=None) -> int:
 
     check_preset(args.preset)
     table = plan(args.preset, estimate=args.estimate, store=args.store)
-    with pd.option_context("display.max_colwidth", 200, "display.width", 250, "display.max_rows", 200):
-        shown = table.drop(columns=["note"] + ([] if args.estimate else ["cpu_hours_left"]))
-        print(shown[table["note"] == ""].to_string(index=False))
-    missing = table[table["note"] != ""]
-    if len(missing):
-        print(f"\nno run-store grid at preset {args.preset!r}:")
-        for r in missing.itertuples():
-            print(f"  {r.runner} {r.part}: {r.note}")
-    have = table[table["note"] == ""]
-    unmade = have[~have.committed & (have.left > 0)]
-    print(
-        f"\n{int(have.jobs.sum())} jobs at preset {args.preset!r}: {int(have.finished.sum())} finished, "
-        f"{int(have.left.sum())} left in {int(have.units.sum())} units of work"
-        + (
-            f" ({int(unmade.left.sum())} of them in grids whose bundle is not committed at {args.preset}, "
-            f"{', '.join(unmade.bundle)}: grids nobody has run at this preset, not missing evidence)"
-            if len(unmade)
-            else ""
-        )
-        + (
-            f"; about {have.cpu_hours_left.fillna(0).sum():.1f} CPU-hours left (measured here, one thread)"
-            if args.estimate
-            else "; --estimate measures the CPU-hours left"
-        )
-    )
+    print(format_plan(table, args.preset, estimate=args.estimate))
     return 0

@@ -13,6 +13,9 @@ Everything then runs in subprocesses whose working directory is not a checkout, 
 variable: a scan, a few training steps on MQAR, a claim checked without a committed bundle, nothing written under
 site-packages, the library core importing no notebook package, and ``mamba-recall run 0`` stopping with one line
 that names ``MAMBA_RECALL_ROOT``. The resolution rules themselves (``paths.find_root``) are tested in-process.
+The command line as installed: every command that needs the book's files is one line without a checkout,
+``--version`` works, ``run`` without the ``book`` extra names it in one line, and the fused scan caches its
+compiled kernels in the user's cache folder, never under ``site-packages``.
 """
 
 from __future__ import annotations
@@ -288,3 +291,85 @@ def test_placeholder_paths_refuse_every_file_operation(tmp_path):
     with pytest.raises(OSError):
         Path(results).mkdir(parents=True)
     assert not Path(results).exists()
+
+
+# ------------------------------------------------------------------------------ the command line, installed
+
+
+def test_every_command_outside_a_checkout_is_one_line_and_version_works(installed):
+    """``plan`` printed a NoCheckoutError traceback and ``manifest`` a path under ``.../paths.py/`` with a
+    ``--write`` that crashed: every command that needs the book's files stops with one line naming
+    MAMBA_RECALL_ROOT; ``--version`` needs none."""
+    python, bin_dir, site_packages, work = installed
+    script = bin_dir / ("mamba-recall.exe" if os.name == "nt" else "mamba-recall")
+    before = _listing(site_packages.parent)
+    for argv, needed in (
+        (["plan"], "results/runs"),
+        (["manifest"], "results/manifest.json"),
+        (["manifest", "--write"], "results/manifest.json"),
+        (["reproduce"], "results/manifest.json"),
+        (["book"], "_toc.yml"),
+        (["lab"], "book/"),
+    ):
+        done = subprocess.run(
+            [str(script), *argv], cwd=work, capture_output=True, text=True, timeout=240, env=_clean_env()
+        )
+        lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        assert done.returncode == 1, (argv, lines)
+        assert len(lines) == 1 and "Traceback" not in lines[0], (argv, lines)
+        assert lines[0].startswith(f"error: no checkout of the Mamba recall book found for {needed} "), lines
+        assert "set MAMBA_RECALL_ROOT=" in lines[0] and "paths.py" not in lines[0]
+    version = subprocess.run(
+        [str(python), "-m", "mamba_recall", "--version"], cwd=work, capture_output=True, text=True, env=_clean_env()
+    )
+    from mamba_recall import __version__
+
+    assert version.returncode == 0 and version.stdout.strip() == f"mamba_recall {__version__}"
+    assert sorted(work.iterdir()) == [] or [p.name for p in work.iterdir()] == ["my-bundles"]
+    assert _listing(site_packages.parent) == before
+
+
+def test_run_without_the_book_extra_names_it_in_one_line(installed):
+    """``run 0`` without papermill (the ``book`` extra) gave a raw ModuleNotFoundError and a progress bar at
+    33 %: the extra's modules are checked first, one line with the install command, nothing started."""
+    done = _run(  # the prelude makes the notebook packages unimportable, as in a base install
+        installed,
+        """
+        import sys
+        del sys.modules["nbformat"]  # a base dependency (the command line reads notebooks with it)
+        from mamba_recall.cli import main
+        sys.exit(main(["run", "0"]))
+        """,
+        MAMBA_RECALL_ROOT=str(REPO),
+    )
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert done.returncode == 1, lines
+    assert len(lines) == 1 and lines[0].startswith("error: `mamba-recall run` needs the book extra, and papermill, ")
+    assert lines[0].endswith(
+        "not installed here: pip install 'mamba_recall[book]' (in a checkout: pip install -e '.[book]')."
+    )
+
+
+def test_fused_scan_caches_its_kernels_in_the_user_cache_not_site_packages(installed, tmp_path):
+    """The fused scan's numba cache wrote its files into ``site-packages/mamba_recall/scan/__pycache__``; an
+    installed package now caches them under the user's cache folder (``$XDG_CACHE_HOME/mamba_recall/numba``), and
+    NUMBA_CACHE_DIR, when set, wins."""
+    _, _, site_packages, _ = installed
+    before = _listing(site_packages.parent)
+    code = """
+        import torch
+        from mamba_recall import selective_scan
+        g = torch.Generator().manual_seed(0)
+        u, delta = torch.randn(1, 2, 8, generator=g), torch.rand(1, 2, 8, generator=g)
+        A, B, C = -torch.rand(2, 3, generator=g), torch.randn(1, 3, 8, generator=g), torch.randn(1, 3, 8, generator=g)
+        print(selective_scan(u, delta, A, B, C, backend="fused").shape)
+        """
+    cache_home = tmp_path / "xdg"
+    done = _run(installed, code, XDG_CACHE_HOME=str(cache_home), OMP_NUM_THREADS="1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert any((cache_home / "mamba_recall" / "numba").rglob("*.nbi")), "no kernel was cached in the user cache"
+    assert _listing(site_packages.parent) == before, "the numba cache wrote under site-packages"
+    numba_dir = tmp_path / "numba-dir"
+    done = _run(installed, code, XDG_CACHE_HOME=str(tmp_path / "other"), NUMBA_CACHE_DIR=str(numba_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert any(numba_dir.rglob("*.nbi")) and not (tmp_path / "other").exists()

@@ -1,17 +1,24 @@
-"""The command line itself: ``reproduce`` (the results' recorded commands, or every runner at a preset), the parser
-of every subcommand and the dispatch to them, with the one-line errors it prints."""
+"""The command line itself: ``reproduce`` (the results' recorded commands, or every runner at a preset), ``lab``
+(JupyterLab on copies of the book's pages under ``_build/lab``), the parser of every subcommand and the dispatch to
+them, with the one-line errors it prints: a command that needs the book's files stops with one line when there is no
+checkout, and one that runs notebooks when the ``book`` extra is missing, before anything starts."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
+import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from ..devices import DEVICES
-from ..paths import BUILD_DIR, REPO_ROOT, NoCheckoutError, scorecard_dir
+from .. import __version__
+from ..paths import BUILD_DIR, REPO_ROOT, NoCheckoutError, require_checkout, scorecard_dir
 from ..presets import PRESETS
 from ..runners import MERGED, experiment_runners, runner_module
 from ..scan import BACKENDS
@@ -81,11 +88,137 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
             subprocess.run([sys.executable, *args], check=True, env=env)
 
 
+#: what each command needs of a checkout (the file named in its one-line error when there is none)
+NEEDS_CHECKOUT = {
+    "run": "_toc.yml",
+    "book": "_toc.yml",
+    "refresh": "_toc.yml",
+    "check-outputs": "_toc.yml",
+    "lab": "book/",
+    "reproduce": "results/manifest.json",
+    "manifest": "results/manifest.json",
+    "plan": "results/runs",
+}
+#: the modules of the ``book`` extra each notebook command imports (papermill starts ipykernel's kernels)
+NEEDS_BOOK_EXTRA = {
+    "run": ("papermill", "nbclient", "jupyter_client", "ipykernel"),
+    "refresh": ("papermill", "nbclient", "jupyter_client", "ipykernel"),
+    "book": ("papermill", "nbclient", "jupyter_client", "ipykernel", "jupyter_book"),
+    "lab": ("jupyterlab", "ipykernel", "ipywidgets"),
+}
+BOOK_EXTRA_HINT = "pip install 'mamba_recall[book]' (in a checkout: pip install -e '.[book]')"
+
+
+def missing_modules(names) -> list[str]:
+    """The names among ``names`` that cannot be imported here (found without importing them)."""
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a parent package missing, or a module set to None in sys.modules
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def check_ready(command: str) -> None:
+    """Stop ``command`` with one line (:class:`NoCheckoutError`, :class:`NotebookFailed`) before it starts when it
+    needs a checkout and none was found, or needs the ``book`` extra and a module of it is missing."""
+    if command in NEEDS_CHECKOUT:
+        require_checkout(NEEDS_CHECKOUT[command])
+    missing = missing_modules(NEEDS_BOOK_EXTRA.get(command, ()))
+    if missing:
+        raise NotebookFailed(
+            f"error: `mamba-recall {command}` needs the book extra, and {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not installed here: {BOOK_EXTRA_HINT}."
+        )
+
+
+#: the lab folder's record of the committed file each copy was made from (its sha256)
+LAB_RECORD = ".mamba_recall_lab.json"
+#: names never copied into the lab folder
+LAB_SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def prepare_lab(source: Path, lab_dir: Path, fresh: bool = False) -> dict[str, list[str]]:
+    """Copy the book's pages (``source``: ``book/``, notebooks, Markdown, ``_static``) into ``lab_dir``, where
+    JupyterLab opens them: its autosave and a reader's Run All then change the copies, never the committed
+    notebooks (whose outputs ``check-outputs`` compares against). A copy is made where none is; a copy whose
+    committed file changed since it was made (a ``git pull``) is replaced; the others stay as the reader left
+    them, unless ``fresh``. Returns the relative paths ``{"new": [...], "updated": [...], "kept": [...]}``."""
+    source, lab_dir = Path(source), Path(lab_dir)
+    record_path = lab_dir / LAB_RECORD
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, ValueError):
+        record = {}
+    done: dict[str, list[str]] = {"new": [], "updated": [], "kept": []}
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if not path.is_file() or LAB_SKIP(str(path.parent), list(rel.parts)):
+            continue
+        key, target = rel.as_posix(), lab_dir / rel
+        digest = _sha256(path)
+        if target.exists() and not fresh and record.get(key) == digest:
+            done["kept"].append(key)
+            continue
+        done["updated" if target.exists() else "new"].append(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+        record[key] = digest
+    record_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return done
+
+
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def lab_command(lab_dir: Path, extra: list[str], as_root: bool | None = None) -> list[str]:
+    """JupyterLab's command line on ``lab_dir``, with ``--allow-root`` when this process runs as root (common in
+    containers: JupyterLab otherwise exits with "Running as root is not recommended") and ``extra`` passed on."""
+    as_root = running_as_root() if as_root is None else as_root
+    root_flag = ["--allow-root"] if as_root and "--allow-root" not in extra else []
+    return [sys.executable, "-m", "jupyterlab", f"--notebook-dir={lab_dir}", *root_flag, *extra]
+
+
+def lab(argv: list[str]) -> int:
+    """``mamba-recall lab [--fresh] [JupyterLab options]``: :func:`prepare_lab` of ``book/`` into ``_build/lab``,
+    then JupyterLab there (:func:`lab_command`)."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(
+            "usage: python -m mamba_recall lab [--fresh] [JupyterLab options]\n\nJupyterLab on copies of book/ "
+            "under _build/lab (Run All and autosave change the copies,\nnever book/); --fresh replaces every copy "
+            "by the committed page."
+        )
+        return 0
+    fresh = "--fresh" in argv
+    extra = [a for a in argv if a != "--fresh"]
+    lab_dir = BUILD_DIR / "lab"
+    done = prepare_lab(REPO_ROOT / "book", lab_dir, fresh=fresh)
+    print(
+        f"JupyterLab on {lab_dir}: copies of book/ ({len(done['new'])} new, {len(done['updated'])} replaced by "
+        f"the committed page, {len(done['kept'])} kept as you left them; --fresh replaces them all); book/ "
+        "itself is never written.",
+        flush=True,
+    )
+    try:
+        return subprocess.run(lab_command(lab_dir, extra)).returncode
+    except KeyboardInterrupt:
+        return 130
+
+
 def _parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (``plan`` parses its own options; its entry here is for ``--help``), described
     by the first paragraph of the package's docstring."""
     description = sys.modules[__package__].__doc__.split("\n\n")[0]
     parser = argparse.ArgumentParser(prog="python -m mamba_recall", description=description)
+    parser.add_argument("--version", action="version", version=f"mamba_recall {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p):
@@ -160,16 +293,30 @@ def _parser() -> argparse.ArgumentParser:
         help="with --write: remove these entries whose results were deleted on purpose (others stay, reported missing)",
     )
     sub.add_parser("plan", help="every run-store grid at a preset: jobs finished and left, CPU-hours, command")
+    sub.add_parser(
+        "lab", help="JupyterLab on copies of book/ under _build/lab ([--fresh] [JupyterLab options]; book/ unchanged)"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["plan"]:  # parses its own options
-        from .. import plan
+    if argv[:1] in (["plan"], ["lab"]):  # parse their own options
+        try:
+            if "-h" not in argv and "--help" not in argv:
+                check_ready(argv[0])
+            if argv[0] == "lab":
+                return lab(argv[1:])
+            from .. import plan
 
-        return plan.main(argv[1:])
+            return plan.main(argv[1:])
+        except NotebookFailed as exc:
+            print(exc.code, file=sys.stderr)
+            return 1
+        except NoCheckoutError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     if argv[:1] == ["bench"]:  # a script of the repository now, not of the library
         print(
             "error: the scan benchmark moved out of the library: run `python benchmarks/scan.py --device cpu --out "
@@ -187,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = parser.parse_args(argv)
     try:
+        check_ready(args.command)  # no checkout, or no book extra: one line, before anything starts
         return _dispatch(args)
     except NotebookFailed as exc:
         print(exc.code, file=sys.stderr)
@@ -232,9 +380,13 @@ def _dispatch(args) -> int:
     if args.command in ("run", "book"):
         from ..devices import ParameterError, resolve_device
 
-        try:  # the notebooks' own check, before any kernel starts
-            resolve_device(args.device)
-        except ParameterError as exc:
+        from ..scan import BackendUnavailableError, resolve_backend
+
+        try:  # the notebooks' own checks, before any kernel starts
+            device = resolve_device(args.device)
+            if args.backend != "auto":  # mamba_ssm on a CPU, fused without numba: the error's one line
+                resolve_backend(args.backend, device)
+        except (ParameterError, BackendUnavailableError) as exc:
             raise NotebookFailed(f"error: {exc}") from None
     if args.command == "run":
         out = args.out or BUILD_DIR / "runs" / (args.preset + ("-smoke" if args.smoke else ""))

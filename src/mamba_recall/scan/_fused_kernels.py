@@ -20,7 +20,10 @@ import warnings
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
+from numba.core import config as numba_config
 from numba.extending import intrinsic, overload
+
+from ..paths import PACKAGE_IN_CHECKOUT, user_cache_dir
 
 # fastmath flags: FMA contraction and reassociation (vectorises ⟨C_t, h_t⟩ over N); no 'nnan'/'ninf',
 # so inf and NaN propagate as in the reference.
@@ -220,8 +223,11 @@ def _renamed(fn, name):
 
 # ----------------------------------------------------------------------------- the on-disk cache
 #
-# numba keeps the compiled kernels in its cache folder (NUMBA_CACHE_DIR if set and writable, else this
-# package's __pycache__, else ~/.cache/numba). Two faults used to stop every fused call:
+# numba keeps the compiled kernels in its cache folder: NUMBA_CACHE_DIR if set and writable; else, for an
+# installed package (``pip install .``: no checkout around it), the user's cache folder
+# (``paths.user_cache_dir("numba")``, ~/.cache/mamba_recall/numba on Linux), never site-packages; else (in a
+# checkout, or that folder unwritable) this package's __pycache__, else ~/.cache/numba. Two faults used to stop
+# every fused call:
 #
 # * a corrupt cache file (an interrupted write, a disk error, files copied between machines) made every
 #   call raise a ~35-line pickle traceback naming no file, until the folder was deleted by hand. A failed
@@ -280,11 +286,32 @@ def _guard_cache(dispatcher, name: str) -> None:
     cache.load_overload, cache.save_overload = load_overload, save_overload
 
 
+def user_cache_folder() -> str | None:
+    """Where the kernels are cached when NUMBA_CACHE_DIR is unset and the package is installed (no checkout
+    around it): ``paths.user_cache_dir("numba")``, made here; None (numba's own order) in a checkout, when
+    NUMBA_CACHE_DIR is set, or when that folder cannot be made."""
+    if os.environ.get("NUMBA_CACHE_DIR") or PACKAGE_IN_CHECKOUT:
+        return None
+    folder = user_cache_dir("numba")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return str(folder) if os.access(folder, os.W_OK) else None
+
+
+_USER_CACHE = user_cache_folder()
+
+
 def _jit(fn, name: str, **flags):
     """``numba.njit(cache=True, **flags)`` of ``fn`` renamed ``name``, its cache guarded (above); compiled
-    without a disk cache, with a warning, when no cache folder is writable."""
+    without a disk cache, with a warning, when no cache folder is writable. numba picks the cache folder when
+    the dispatcher is made, so :data:`_USER_CACHE` is numba's ``CACHE_DIR`` for that moment only."""
     renamed = _renamed(fn, name)
+    before = numba_config.CACHE_DIR
     try:
+        if _USER_CACHE is not None:
+            numba_config.CACHE_DIR = _USER_CACHE
         dispatcher = njit(cache=True, **flags)(renamed)
     except RuntimeError as exc:
         if _UNCACHEABLE not in str(exc):
@@ -297,6 +324,8 @@ def _jit(fn, name: str, **flags):
                 "time). Fix: set NUMBA_CACHE_DIR to a writable folder."
             )
         return njit(**flags)(renamed)
+    finally:
+        numba_config.CACHE_DIR = before
     _guard_cache(dispatcher, name)
     return dispatcher
 

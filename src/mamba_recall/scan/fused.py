@@ -40,7 +40,10 @@ that LLVM runs the N-loop in SIMD lanes, with numba's ``fastmath`` (FMA contract
 arithmetic, so that float64 results are bit-identical whether the kernels were compiled in this process
 or loaded from the on-disk cache (``_fused_kernels``). The compiled kernels are
 cached on disk (``cache=True``): the first call in a fresh environment compiles them (see the
-README, "Speed of the scans", for the measured cost), later processes load them.
+book's appendix "Speed of the scans and of training" for the measured cost), later processes load them. The
+cache folder: ``NUMBA_CACHE_DIR`` when set; for an installed package (no checkout around it) the user's cache
+folder (``~/.cache/mamba_recall/numba`` on Linux), never ``site-packages``; in a checkout this package's
+``__pycache__``.
 """
 
 from __future__ import annotations

@@ -16,14 +16,20 @@ import torch
 from ._common import check_decay_rates, validate_scan_args
 
 INSTALL_HINT = (
-    "Install the GPU extra on a CUDA machine: pip install 'mamba_recall[gpu]' --no-build-isolation "
-    "(offline clusters: see the book's appendix 'Engineering notes', section 'The GPU build'), or pick backend='fused' (the CPU default), 'chunked' (CPU "
-    "and CUDA) or 'reference'."
+    "mamba-ssm runs only on a CUDA machine, compiled there against its torch: pip install mamba-ssm "
+    "causal-conv1d --no-build-isolation (the packages of mamba_recall[gpu]; from a checkout pip install -e "
+    "'.[gpu]' --no-build-isolation; offline: scripts/gpu_offline_build.sh; the book's appendix 'Engineering "
+    "notes', 'The GPU build'). Without it pick backend='fused' (the CPU default), 'chunked' (CPU and CUDA) or "
+    "'reference'."
 )
 
 
 class BackendUnavailableError(RuntimeError):
-    """The requested scan backend cannot run here (missing package or no CUDA device)."""
+    """The requested scan backend cannot run here (missing package or no CUDA device). In Jupyter (and under
+    papermill) the error shows as its one line, not a traceback: the message names the problem and the fix."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook for an exception's shown traceback
+        return [f"{type(self).__name__}: {self}"]
 
 
 @functools.lru_cache(maxsize=1)
