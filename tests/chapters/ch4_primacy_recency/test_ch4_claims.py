@@ -143,8 +143,10 @@ def test_recency_and_u_shape_ignore_ceiling_cells():
     assert _one_seed(_judge("004/Sec4.4-recency", curves), "reproduced")
     assert _judge3("004/Fig2", curves, [8, 16, 32]).status == "partially"  # the recency arm only
     assert _one_seed(_judge("004/Fig2", curves, [8, 16, 32]), "partially")
-    assert _judge3("004/Sec4.1-relations", curves, [8, 16, 32]).status == "not reproduced"
-    assert _one_seed(_judge("004/Sec4.1-relations", curves, [8, 16, 32]), "not reproduced")
+    # the analogue's relation token carries no information (open review, issue 51): no positive control, so a
+    # null reads not testable here
+    assert _judge3("004/Sec4.1-relations", curves, [8, 16, 32]).status == "not testable here"
+    assert _judge("004/Sec4.1-relations", curves, [8, 16, 32]).status == "not testable here"
 
 
 def test_distractors_are_judged_where_there_is_recency_to_lose():

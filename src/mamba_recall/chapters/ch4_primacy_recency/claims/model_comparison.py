@@ -24,7 +24,52 @@ def stored_measurement(claim_id: str, run: dict) -> dict:
             "not_run": "the stored measurement has no null control (the same measurement on the untrained twin): "
             "re-run the edge family's checks (`" + EDGE_CHECKS + "`)"
         }
-    return rec
+    return _derived(claim_id, rec)
+
+
+def _derive_values(claim_id: str, m: dict) -> dict:
+    """The numbers a claim's revised rule reads that a stored measurement record predates, from what it stored."""
+    from .serial_recall import RELATION_NEEDED, ends_from_shown, recency_from_shown
+
+    v = m["values"]
+    if claim_id == "004/Sec4.4-recency" and "recency_cells_fraction" not in v:
+        return recency_from_shown(m["shown"])
+    if claim_id == "004/AppF-ushape" and "recency_longest" not in v:
+        return ends_from_shown(m["shown"])
+    if claim_id == "004/Sec4.1-relations" and "relation_needed" not in v:
+        return {"relation_needed": RELATION_NEEDED}
+    return {}
+
+
+def _derived(claim_id: str, rec: dict) -> dict:
+    """``rec`` (a stored measurement record and its control) with :func:`_derive_values` filled in (a copy)."""
+    extra = _derive_values(claim_id, rec)
+    if not extra:
+        return rec
+    out = {**rec, "values": {**rec["values"], **extra}}
+    ctl = rec.get("control")
+    if ctl:
+        cm = ctl["measurement"]
+        out["control"] = {**ctl, "measurement": {**cm, "values": {**cm["values"], **_derive_values(claim_id, cm)}}}
+    return out
+
+
+def check_seed_records(claim_id: str, stored: list[dict], names: list[str], *, record: bool = True):
+    """As :func:`mamba_recall.claims.core.check_stored`, with every interval over seeds clipped to its metric's
+    range (:func:`~._common.clip_intervals`: a p-value or a fraction in [0, 1], a ratio or count ≥ 0)."""
+    from mamba_recall.claims.core import across_seeds, get, judge, measurement_from_record, not_run_verdict
+    from mamba_recall.claims.core import record_verdict
+    from ._common import clip_intervals
+
+    claim = get(claim_id)
+    missing = [f"{n}: {d['not_run']}" for n, d in zip(names, stored) if "not_run" in d]
+    if missing:
+        v = not_run_verdict(claim, "; ".join(missing))
+    else:
+        v = judge(claim, clip_intervals(across_seeds([measurement_from_record(d) for d in stored], names)))
+    if record:
+        record_verdict(v)
+    return v
 
 
 def check_family(claim_id: str, family, recipe: str | None = None, *, record: bool = True):
@@ -39,7 +84,7 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
     Mamba-1 recipe converged on every seed. Each seed's record carries its null control, the same measurement on the
     model's untrained twin (:func:`stored_measurement`)."""
     from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EDGE_COMMAND, MAMBA2_RECIPE
-    from mamba_recall.claims.core import check_stored, get, not_run_verdict, record_verdict
+    from mamba_recall.claims.core import get, not_run_verdict, record_verdict
 
     mamba2 = claim_id in MAMBA2_CLAIMS
     recipe = recipe or (MAMBA2_RECIPE if mamba2 else family.primary)
@@ -76,7 +121,7 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
         for r in seeds
     ]
     stored = [stored_measurement(claim_id, r) for r in seeds]
-    return check_stored(claim_id, stored, names, record=record)
+    return check_seed_records(claim_id, stored, names, record=record)
 
 
 def family_table(family):

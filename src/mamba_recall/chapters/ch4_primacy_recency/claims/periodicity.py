@@ -128,6 +128,7 @@ DECLARED = (
         ),
         measure_period_delta,
         SECTION,
+        cause="004-delta-direction",
     ),
     Claim(
         "004/Fig6b",

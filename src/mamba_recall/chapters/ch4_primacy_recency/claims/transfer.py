@@ -68,7 +68,7 @@ def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, d
     :class:`~mamba_recall.results.BundleError`. ``name`` and ``directory``: which bundle is read (by default the
     committed one). Recorded for the scorecard unless ``record=False``."""
     from mamba_recall.results import BundleMissing, load_bundle
-    from mamba_recall.claims.core import check_stored, get, not_run_verdict, record_verdict
+    from mamba_recall.claims.core import get, not_run_verdict, record_verdict
 
     try:
         bundle = load_bundle(name, directory=directory)
@@ -83,7 +83,9 @@ def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, d
             record_verdict(v)
         return v, None
     names = [f"{r['model']} (fine-tuned {r['base']})" for r in runs]
-    return check_stored("004/Table1", [r["measurement"] for r in runs], names, record=record), bundle
+    from .model_comparison import check_seed_records
+
+    return check_seed_records("004/Table1", [r["measurement"] for r in runs], names, record=record), bundle
 
 
 #: the section's claims as declared (each registered with its quote and setting, as an analogue:
