@@ -64,7 +64,7 @@ from ``MAMBA_RECALL_ROOT`` (see that module).
 
 import importlib as _importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: public name -> module that defines it (imported on first access: PEP 562)
 _EXPORTS = {
