@@ -33,6 +33,19 @@ ROUNDING = 1.5 * LAST_DIGIT  # the precision rule of the module docstring: round
 
 INDEPENDENT = 1e-9  # two float64 computations of the same 3-step recurrence agree to ~1e-15
 
+# Errata are counted by root cause (Claim.cause): one id for every claim one slip produces.
+#: Steps 2a and 3a write softplus(x) = log(1 + e^x) as log(e^x) ("log(1.221)", "log(1.041)": the "1 +" dropped) and
+#: carry values that follow from neither (0.803 for 0.7981, 0.693 for 0.7133). Every later printed number that
+#: fails (Ā, B̄, states, outputs) follows from these two Δ: with the printed Δ they all hold (001/own-delta,
+#: 001/own-delta-Abar), so they are this erratum carried forward, not errata of their own.
+DELTA_CAUSE = "001-delta-drops-one-plus"
+#: Step 1a's chain is right (log(2.105)); a slip there would be its own
+DELTA1_CAUSE = "001-delta1-softplus"
+#: exp(ΔA) evaluated from the printed Δ (Steps 1b–3b); a slip there would be its own
+OWN_DELTA_ABAR_CAUSE = "001-abar-exp"
+#: Key observation 1 reads the decay backwards: for A < 0 a larger Δ gives a smaller Ā (faster decay)
+DECAY_DIRECTION_CAUSE = "001-decay-direction"
+
 
 _ROUNDING_RULE = (
     "the document prints three decimals: a printed number within 1.5 units of its last digit (1.5e-3: half a unit "
@@ -118,6 +131,7 @@ CLAIMS += [
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "delta", 0),
         SECTION,
+        cause=DELTA1_CAUSE,
     ),
     Claim(
         "001/Delta2",
@@ -127,6 +141,7 @@ CLAIMS += [
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "delta", 1),
         SECTION,
+        cause=DELTA_CAUSE,
     ),
     Claim(
         "001/Delta3",
@@ -136,6 +151,7 @@ CLAIMS += [
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "delta", 2),
         SECTION,
+        cause=DELTA_CAUSE,
     ),
     Claim(
         "001/Abar",
@@ -145,6 +161,7 @@ CLAIMS += [
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "decay"),
         SECTION,
+        cause=DELTA_CAUSE,
     ),
     Claim(
         "001/Bbar",
@@ -154,6 +171,7 @@ CLAIMS += [
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "B_bar"),
         SECTION,
+        cause=DELTA_CAUSE,
     ),
     Claim(
         "001/states",
@@ -163,6 +181,7 @@ CLAIMS += [
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "state"),
         SECTION,
+        cause=DELTA_CAUSE,
     ),
     Claim(
         "001/outputs",
@@ -172,6 +191,7 @@ CLAIMS += [
         _printed_value_rule(),
         lambda exact: measure_printed(exact, "y"),
         SECTION,
+        cause=DELTA_CAUSE,
     ),
 ]
 
@@ -234,6 +254,7 @@ CLAIMS += [
         _printed_value_rule(),
         measure_own_delta_decay,
         SECTION,
+        cause=OWN_DELTA_ABAR_CAUSE,
     ),
 ]
 
@@ -274,6 +295,7 @@ CLAIMS += [
         ),
         measure_decay_direction,
         SECTION,
+        cause=DECAY_DIRECTION_CAUSE,
     ),
 ]
 
