@@ -139,8 +139,10 @@ QUOTES = {
         r"\kappa + \log |V|$ , and $N = \log \kappa < \kappa$ ."
     ),
     "003/Remark7": (
-        "Such construction may fail in the adversarial case where most values are the same and the number of "
-        r"keys $\kappa$ is large. … This can be counteracted by decreasing $\epsilon$ ;"
+        r"The above construction with $N = \log \kappa$ works for generic inputs where the values are drawn "
+        "randomly from the vocabulary with sufficient size. Such construction may fail in the adversarial case where "
+        r"most values are the same and the number of keys $\kappa$ is large. … This can be counteracted by "
+        r"decreasing $\epsilon$ ; … without however impacting its logarithmic behavior"
     ),
     "003/Thm4": (
         r"There exists a 1-layer Mamba model with an S4D mixer that solves MQAR with $\kappa$ pairs, using "

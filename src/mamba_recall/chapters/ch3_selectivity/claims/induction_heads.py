@@ -11,7 +11,7 @@ import numpy as np
 
 from dataclasses import replace
 
-from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
+from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
 from ._common import EXACT, SOLVED, _EXACT_WHY, _chance_null, _per_seed, _summary
 from mamba_recall.runners import runner_command
 
@@ -74,6 +74,7 @@ LEMMA3_DELTA = Claim(
     ),
     measure_lemma3_delta,
     SECTION,
+    cause="003-lemma3-delta-softplus-of-zero",
 )
 
 
@@ -114,10 +115,37 @@ def _ih_null(runs, one) -> Control:
     )
 
 
+GAP_TOL = -0.02  # 'equal or better' up to 0.02 of test noise
+
+
+def _paired_gaps(runs) -> dict:
+    """Per (|V|, d) cell, Mamba-Δ⊤ − Mamba paired on the seed (the two mixers of one seed share the cell's data and
+    recipe): the mean over seeds and its 95 % Student-t interval (:func:`mamba_recall.runstore.mean_interval`)."""
+    from mamba_recall.runstore import mean_interval
+
+    wide = runs.pivot_table(index=["V", "d", "seed"], columns="mixer", values="accuracy").dropna()
+    diff = (wide["s6_dT"] - wide["s6"]).groupby(level=["V", "d"])
+    return {cell: mean_interval(list(g.values)) for cell, g in diff}
+
+
+def _gap_cells(gaps: dict) -> tuple[float, tuple[float, float]]:
+    """The share of cells whose paired gap is ≥ GAP_TOL, as a value (share of cells whose mean is) and an interval:
+    from the share whose whole interval is at or above it to the share whose interval reaches it (a cell with one
+    seed, or a NaN, counts as undecided)."""
+    n = len(gaps)
+    held = sum(1 for g in gaps.values() if g["mean"] >= GAP_TOL)
+    sure = sum(1 for g in gaps.values() if g["ci_low"] >= GAP_TOL)  # NaN compares False: undecided
+    refuted = sum(1 for g in gaps.values() if g["ci_high"] < GAP_TOL)
+    return held / n, (sure / n, (n - refuted) / n)
+
+
 def measure_fig3(bundle) -> Measurement:
-    """Fig. 3 (N = 4|V|): Mamba-Δ⊤ ≥ Mamba − 0.02 at every (|V|, d); Mamba-Δ⊤ hits 0.99 only above the
-    Lemma 3 bound d = 2|V| (one grid step of tolerance) and does hit it at d ≥ 4|V|: each seed's own cells (the
-    paper's are the best of 5 seeds: module docstring), combined over seeds; a null control at chance."""
+    """Fig. 3 (N = 4|V|): Mamba-Δ⊤ ≥ Mamba − 0.02 at every (|V|, d), read on the difference of the two mixers paired
+    per seed in each cell (its mean and 95 % interval over seeds; ``gap_cells_equal_or_better`` is the share of
+    cells that hold, its interval from the cells decided to hold to the cells not decided to fail); Mamba-Δ⊤ hits
+    0.99 only above the Lemma 3 bound d = 2|V| (one grid step of tolerance) and does hit it at d ≥ 4|V|: each
+    seed's own cells (the paper's are the best of 5 seeds: module docstring), combined over seeds; a null control
+    at chance."""
     runs, best = _ih_cells(bundle)
     best = best[[n == 4 * V for V, d, n in best.index]]
     if best.empty:
@@ -125,16 +153,33 @@ def measure_fig3(bundle) -> Measurement:
     sub = runs[runs.N == 4 * runs.V]
 
     def one(r):
+        v = _ih_values(r)
         return Measurement(
-            _ih_values(r),
-            "min gap {min_gap_dT_minus_mamba:+.3f}".format(**_ih_values(r)),
+            {k: v[k] for k in ("fraction_V_threshold_as_bound", "dT_best_accuracy")},
+            "min gap {min_gap_dT_minus_mamba:+.3f}".format(**v),
             Evidence.from_bundle(bundle, f"|V| ∈ {sorted(set(runs.V))}, d ∈ {sorted(set(runs.d))}", 1),
         )
 
-    m = replace(_per_seed(sub, one), control=_ih_null(sub, one))
+    def with_gaps(m: Measurement, r) -> Measurement:
+        gaps = _paired_gaps(r)
+        share, (lo, hi) = _gap_cells(gaps)
+        return replace(
+            m,
+            values={**m.values, "gap_cells_equal_or_better": share},
+            intervals={**m.intervals, "gap_cells_equal_or_better": (lo, hi)},
+        )
+
+    null = _ih_null(sub, one)
+    null = replace(null, measurement=with_gaps(null.measurement, sub.assign(accuracy=1 / (sub.V + 1))))
+    m = replace(with_gaps(_per_seed(sub, one), sub), control=null)
+    gaps = _paired_gaps(sub)
     return _summary(
         m,
-        "best of seeds: "
+        "Mamba-Δ⊤ − Mamba paired per seed, mean [95 % interval]: "
+        + "; ".join(
+            f"|V|={V} d={d}: {g['mean']:+.3f} [{g['ci_low']:+.3f}, {g['ci_high']:+.3f}]" for (V, d), g in gaps.items()
+        )
+        + "; best of seeds: "
         + "; ".join(f"|V|={V} d={d}: Mamba {r.s6:.3f}, Mamba-Δ⊤ {r.s6_dT:.3f}" for (V, d, N), r in best.iterrows()),
         "" if best.reset_index().d.nunique() >= 3 else "one value of d: the d threshold is not measured",
     )
@@ -147,19 +192,31 @@ FIG3 = Claim(
     "§5.2, Fig. 3",
     "best of 5 seeds, N = 4|V|, T = 100 (no numbers given)",
     Rule(
-        why="'equal or better' up to 0.02 of test noise at every (|V|, d); 'only above the bound' means 0.99 is "
-        "reached at no d below |V| (one grid step of tolerance under 2|V|) and is reached at some d ≥ 4|V|; "
-        "the ordering alone is partial, and only among models that learn the task (Mamba-Δ⊤ reaching 0.99 "
-        "somewhere): two models at chance are 'equal', so without that the partial level passed the null control "
-        "(declared after the chance null reached it, not after our numbers). The paper's values are the best of 5 "
-        "seeds; the rule reads each seed's own and their mean over seeds (module docstring)",
-        reproduced=conds(("min_gap_dT_minus_mamba", ">=", -0.02), ("fraction_V_threshold_as_bound", ">=", 1.0)),
-        partially=conds(("min_gap_dT_minus_mamba", ">=", -0.02), ("dT_best_accuracy", ">=", SOLVED)),
+        why="'equal or better' up to 0.02 of test noise at every (|V|, d) ('for all model sizes considered', §5.2), "
+        "each cell read on the two mixers' difference paired per seed, its mean and 95 % interval over seeds (a "
+        "cell holds when its whole interval is ≥ −0.02; the share of cells that hold is decided only when every "
+        "cell is); 'only above the bound' means 0.99 is reached at no d below |V| (one grid step of tolerance "
+        "under 2|V|) and is reached at some d ≥ 4|V|; the ordering alone is partial, and only among models that "
+        "learn the task (Mamba-Δ⊤ reaching 0.99 somewhere): two models at chance are 'equal'. The paper's values "
+        "are the best of 5 seeds; the rule reads each seed's own (module docstring)",
+        reproduced=conds(("gap_cells_equal_or_better", ">=", 1.0), ("fraction_V_threshold_as_bound", ">=", 1.0)),
+        partially=conds(("gap_cells_equal_or_better", ">=", 1.0), ("dT_best_accuracy", ">=", SOLVED)),
         trained=True,
     ),
     measure_fig3,
     SECTION,
     not_run=RUN_IH,
+    revisions=(
+        Revision(
+            date="2026-12-04",
+            reason="Open review (review of d645e6c, issue 51): the ordering was read as each seed's minimum gap over "
+            "six unpaired noisy cells, a statistic biased downwards whose minimum always came from the cells below "
+            "the bound; it is now read per cell on the mixers' difference paired per seed.",
+            rule_before="reproduced if min_gap_dT_minus_mamba ≥ -0.02 and fraction_V_threshold_as_bound ≥ 1; "
+            "partially if min_gap_dT_minus_mamba ≥ -0.02 and dT_best_accuracy ≥ 0.99; otherwise not reproduced",
+            status_before="inconclusive",
+        ),
+    ),
 )
 
 

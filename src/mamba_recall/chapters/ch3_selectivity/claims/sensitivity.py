@@ -5,9 +5,11 @@ and only like 1/t for softmax attention (Eq. 45). Computed exactly (tier ``exact
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from mamba_recall.claims.core import Claim, Evidence, Measurement, Rule, conds
+from mamba_recall.claims.core import Claim, Evidence, Measurement, Revision, Rule, conds
 
 #: this module's book section (its claims are judged on that page)
 SECTION = "03_selectivity/03_sensitivity"
@@ -46,26 +48,88 @@ LEMMA1 = Claim(
 )
 
 
+#: Lemma 2 at j = 2 (the open review's case): scalar S6 with λ = 1, B = 1, Δ = softplus(x), x₂ = 0 and fillers
+#: x_r = −(r + 10) (ΣΔ converges, so Eq. 12 holds); x₁ over a window where the two terms of ∂h_T/∂x₂ nearly cancel
+LEMMA2_J2_X1 = (1.52, 1.5736, 1.62)
+
+
+def lemma2_second_input(x1: float, T: int, lam: float = 1.0) -> dict:
+    """|∂h_T/∂x₂| by autograd (float64) on the sequence [x1, 0, −13, −14, …] against the printed bound
+    e^(−c)|∂(BΔx)₂/∂x₂| and the corrected one e^(−c)|∂h₂/∂x₂| (Eq. 38's second factor, which keeps the term
+    −λΔ'(x₂)e^(−λΔ₂)h₁ by which x₂ also scales what the state already holds); c = λΣ_rΔ_r."""
+    import torch
+
+    x = torch.tensor([x1, 0.0] + [-(r + 10.0) for r in range(3, T + 1)], dtype=torch.float64, requires_grad=True)
+    d = torch.nn.functional.softplus(x)
+    after = torch.flip(torch.cumsum(torch.flip(d, [0]), 0), [0]) - d  # Σ_{r>s} Δ_r
+    (g,) = torch.autograd.grad((torch.exp(-lam * after) * d * x).sum(), x)
+    x, d = x.detach(), d.detach()
+    c = lam * float(d.sum())
+    dd, x2, d2 = float(torch.sigmoid(x[1])), float(x[1]), float(d[1])
+    printed = d2 + dd * x2  # ∂(BΔx)/∂x₂ with B = 1
+    local = printed - lam * dd * math.exp(-lam * d2) * float(d[0] * x[0])  # ∂h₂/∂x₂
+    return {"sens": abs(float(g[1])), "printed": math.exp(-c) * abs(printed), "corrected": math.exp(-c) * abs(local)}
+
+
 def measure_lemma2(sens: float, bound: float, c: float, s4d_factor: float, T: int) -> Measurement:
+    """Lemma 2 at j = 1 (the notebook's numbers: the sum over s < j of Eq. 38 is empty) and at j = 2
+    (:func:`lemma2_second_input`, computed here for x₁ ∈ :data:`LEMMA2_J2_X1`): the printed bound and the corrected
+    one, whose second factor is |∂h_j/∂x_j| (Eq. 38) instead of |∂(BΔx)/∂x_j|."""
+    j2 = {x1: lemma2_second_input(x1, T) for x1 in LEMMA2_J2_X1}
+    printed_j2 = max(r["sens"] / r["printed"] for r in j2.values())
+    corrected_j2 = min(r["sens"] / r["corrected"] for r in j2.values())
     return Measurement(
-        {"sensitivity_over_bound": sens / bound, "s4d_factor": s4d_factor},
-        f"T = {T}: |∂h_T/∂x₁| = {sens:.1f} ≥ e^−c|∂(BΔx)| = {bound:.2f} (c = {c:.2f}); S4D factor "
-        f"e^−(T−1) = {s4d_factor:.1e}",
-        Evidence.exact(f"T = {T}, Δ ≈ 0 on fillers"),
+        {
+            "sensitivity_over_bound": sens / bound,
+            "s4d_factor": s4d_factor,
+            "j2_sensitivity_over_printed_bound_max": printed_j2,
+            "j2_sensitivity_over_corrected_bound_min": corrected_j2,
+        },
+        f"T = {T}: j = 1: |∂h_T/∂x₁| = {sens:.1f} ≥ e^−c|∂(BΔx)| = {bound:.2f} (c = {c:.2f}); j = 2 (x₂ = 0, "
+        "x₁ = "
+        + ", ".join(
+            f"{x1}: |∂h_T/∂x₂| {r['sens']:.2g} vs printed bound {r['printed']:.3g}, corrected {r['corrected']:.2g}"
+            for x1, r in j2.items()
+        )
+        + f"); S4D factor e^−(T−1) = {s4d_factor:.1e}",
+        Evidence.exact(f"T = {T}, Δ ≈ 0 on fillers; j = 2 at x₁ ∈ {list(LEMMA2_J2_X1)}, float64 autograd"),
+        note="for j ≥ 2, x_j also sets the decay of what the state already holds (−λΔ'(x_j)e^(−λΔ_j)h_{j−1} in Eq. 38), "
+        "which can cancel ∂(BΔx)/∂x_j; the step from Eq. 43 (an inequality) to Eq. 13 differentiates an inequality",
     )
 
 
 LEMMA2 = Claim(
     "003/Lemma2",
-    "if λΣΔ stays bounded by c, the S6 sensitivity stays above e^(−c)|∂(BΔx)| as t → ∞",
+    "if λΣΔ stays bounded by c, the S6 sensitivity stays above e^(−c)|∂(BΔx)| as t → ∞, for any input x_j",
     "§4.2, Lemma 2, Eqs. 12–13",
     "lim |∂h_t/∂x_j| ≥ e^(−c)|∂_{x_j}(B Δ x)| (no number given)",
     Rule(
-        why="the bound must hold at T = 10⁴, where the time-invariant factor e^(−(T−1)) is below 1e-100",
-        reproduced=conds(("sensitivity_over_bound", ">=", 1.0), ("s4d_factor", "<=", 1e-100)),
+        why="the bound must hold at T = 10⁴, where the time-invariant factor e^(−(T−1)) is below 1e-100, for the "
+        "first input (j = 1) and for a later one (j = 2, at every x₁ of a window); the corrected statement puts "
+        "|∂h_j/∂x_j| (Eq. 38's second factor) in place of |∂(BΔx)/∂x_j|, which is the printed bound at j = 1",
+        reproduced=conds(
+            ("sensitivity_over_bound", ">=", 1.0),
+            ("s4d_factor", "<=", 1e-100),
+            ("j2_sensitivity_over_printed_bound_max", ">=", 1.0),
+        ),
+        erratum=conds(
+            ("sensitivity_over_bound", ">=", 1.0),
+            ("s4d_factor", "<=", 1e-100),
+            ("j2_sensitivity_over_corrected_bound_min", ">=", 1.0),
+        ),
     ),
     measure_lemma2,
     SECTION,
+    revisions=(
+        Revision(
+            date="2026-12-04",
+            reason="Open review (referee-D): the lemma claims the bound for any input x_j, but the rule tested only "
+            "j = 1, where the sum over s < j of Eq. 38 is empty; at j = 2 that term can cancel ∂(BΔx)/∂x_j.",
+            rule_before="reproduced if sensitivity_over_bound ≥ 1 and s4d_factor ≤ 1e-100; otherwise not reproduced",
+            status_before="reproduced",
+        ),
+    ),
+    cause="003-lemma2-drops-the-state-term",
 )
 
 
