@@ -14,6 +14,13 @@ from dataclasses import replace
 from mamba_recall.claims.core import Control, Evidence
 from mamba_recall.runners import runner_command
 
+#: the date of the open review's rule revisions (Claim.revisions) and the words the records show for a trained rule's
+#: burden (the tail of Rule.text(), quoted in each revision's rule_before)
+DATE = "2026-12-04"
+TRAINED_TEXT = (
+    "a trained-model verdict, in either direction, needs ≥ 3 seeds and an interval: a condition holds or fails only "
+    "over its number's whole 95 % interval, else inconclusive"
+)
 SPIKE = 1.5  # a spike: at least 1.5× the noise-pair level of the same quantity
 NEAR_ZERO = 0.1  # "close to zero": at most a tenth of the key-pair level
 MUCH_LARGER = 16  # "|V| ≫ T": |V| ≥ 16 T  (and "|V| ≫ T²": |V| ≥ 16 T²)

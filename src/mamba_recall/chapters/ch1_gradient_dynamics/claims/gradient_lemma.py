@@ -9,8 +9,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
-from ._common import EXACT, MUCH_LARGER, SOLVES
+from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
+from ._common import DATE, EXACT, MUCH_LARGER, SEEDS_COMMAND, SOLVES, TRAINED_TEXT, chance_level, load_seeds
 
 SECTION = "01_gradient_dynamics/04_gradient_lemma"
 
@@ -117,8 +117,67 @@ def measure_one_step_t2(steps) -> Measurement:
     )
 
 
+def _softplus_k1_seed(meta: dict) -> Measurement:
+    """One §3 |K| = 1 seed (softplus, |V| = 8 ≤ T = 256) as Sec4-softplus reads it: its held-out query accuracy, with
+    the generator's chance level as the null."""
+    from ._common import checkpoint_evidence
+
+    acc, chance, cfg = float(meta["test_query_accuracy"]), chance_level(meta), meta["config"]
+    evidence = checkpoint_evidence(meta, f"held-out {cfg['test_size']} sequences (§3's |K| = 1 task)")
+    null = Measurement(
+        {"min_accuracy": chance},
+        f"chance: 1/{round(1 / chance)} = {chance:.4f}",
+        replace(evidence, sample="the generator's chance level (no model)"),
+    )
+    return Measurement(
+        {"min_accuracy": acc},
+        f"§3's simplified model with softplus, |V| = {cfg['vocab_size']} ≤ T = {cfg['seq_len']}: held-out query "
+        f"accuracy {acc:.5f} after {meta['steps_run']} Adam steps",
+        evidence,
+        control=Control("null", "the generator's chance level (one of |V| − |K| values guessed uniformly)", null),
+    )
+
+
+def _softplus_on_seeds(frame) -> Measurement | None:
+    """Sec4-softplus on §3's own runs, the committed cpu-hours |K| = 1 seeds (``ch1_mechanism_cpu-hours``: the
+    simplified model with Δ = Softplus(W_Δ x̂), |V| = 8 ≤ T = 256, 3 seeds), combined by core's one method; the live
+    theory-task runs of ``frame`` in the note. ``None`` without that bundle."""
+    from mamba_recall.claims.core import across_seeds
+    from mamba_recall.paths import REPO_ROOT
+    from mamba_recall.results import read_checkpoint
+
+    seeds = load_seeds("ch1_mechanism", log=lambda *_: None)
+    stored = None if seeds is None else seeds.data.get("measurements", {}).get("000/Sec3-accuracy")
+    if stored is None or any("not_run" in r for r in stored["records"]):
+        return None
+    metas = [
+        {
+            **read_checkpoint(REPO_ROOT / r["evidence"]["source"], regenerate=SEEDS_COMMAND)[1],
+            "checkpoint": r["evidence"]["source"],
+        }
+        for r in stored["records"]
+    ]
+    if not all(m["config"]["vocab_size"] <= m["config"]["seq_len"] for m in metas):
+        return None
+    m = across_seeds([_softplus_k1_seed(meta) for meta in metas], stored["names"])
+    live = ""
+    if frame is not None and len(frame):
+        rows = frame[frame.V <= frame["T"]]
+        live = "; the theory task's live runs (1 seed): " + "; ".join(
+            f"V={int(r.V)}, T={int(r.T)}: accuracy {r.accuracy:.3f} after {int(r.steps_run)} Adam steps"
+            for r in rows.itertuples()
+        )
+    return replace(m, note=m.note + live)
+
+
 def measure_softplus(frame, ctx) -> Measurement:
-    """§4 remark: with softplus (and learnable Λ) the simplified model also succeeds for |V| ≤ T."""
+    """§4 remark: with softplus the simplified model also succeeds for |V| ≤ T. "In practice" is §3's own runs (the
+    simplified model with Δ = Softplus(W_Δ x̂), |V| = 8 ≤ T = 256): judged on their committed cpu-hours seeds where
+    committed (:func:`_softplus_on_seeds`); else on ``frame``, the live theory-task runs (softplus, learnable Λ),
+    one seed."""
+    on_seeds = _softplus_on_seeds(frame)
+    if on_seeds is not None:
+        return on_seeds
     rows = frame[frame.V <= frame["T"]]
     evidence = Evidence.live(ctx, f"{len(rows)} (V, T) cells, 1024 held-out theory sequences each")
     chance = float((1.0 / (rows.V - 1)).max()) if len(rows) else float("nan")
@@ -137,6 +196,10 @@ def measure_softplus(frame, ctx) -> Measurement:
         control=Control("null", "the theory task's chance level (one of |V| − 1 values guessed uniformly)", null),
     )
 
+
+#: one slip, one corrected Eq. (5): App. D's evaluation of Eqs. (22)→(23) gives the key entries −1/T, 2/T (for
+#: −1/|V|, 2/|V|) and flips the sign of the other entries; 000/Lemma1-key and 000/Lemma1-other are its two symptoms
+EQ5_CAUSE = "000-eq5-evaluation"
 
 _ONE_STEP = (
     "For  $|V| \\gg T$ , we see that one gradient step mostly updates the weights on the  $0, |V|$ -th rows in  "
@@ -160,6 +223,7 @@ CLAIMS = (
         ),
         measure_lemma_key,
         SECTION,
+        cause=EQ5_CAUSE,
         quote="The gradient of the loss with respect to  $W_\\Delta \\in \\mathbb{R}^{2|V| \\times 2|V|}$  in "
         "(4) takes the form: … \\frac{\\partial L}{\\partial W_{\\Delta_{i,j}}} = \\begin{cases} \\frac{-1}{T} & \\text{if } "
         "i = 0 \\\\ \\frac{2}{T} & \\text{if } i = |V|",
@@ -178,6 +242,7 @@ CLAIMS = (
         ),
         measure_lemma_other,
         SECTION,
+        cause=EQ5_CAUSE,
         quote="\\approx \\frac{T}{|V|^2} - \\frac{1}{|V|} & \\text{if } 0 < i < |V| \\\\ \\approx "
         "\\frac{-T}{|V|^2} + \\frac{1}{|V|} & \\text{if } i > |V|",
     ),
@@ -198,6 +263,7 @@ CLAIMS = (
         ),
         measure_one_step,
         SECTION,
+        cause="000-one-step-needs-V-over-T2",
         quote=_ONE_STEP,
     ),
     Claim(
@@ -223,12 +289,25 @@ CLAIMS = (
         "§4, remark after Lemma 1",
         "no number given ('also succeeds for |V| ≤ T')",
         Rule(
-            why="succeeding is solving the theory task: ≥ 99 % held-out accuracy in every |V| ≤ T cell",
+            why="'in practice' is the paper's own training of the simplified model with softplus, §3's |V| = 8 ≤ "
+            "T = 256 runs: succeeding is solving the task, ≥ 99 % held-out query accuracy, over their 3 committed "
+            "seeds (the live theory-task runs, one seed, shown beside)",
             reproduced=conds(("min_accuracy", ">=", 0.99)),
             trained=True,
         ),
         measure_softplus,
         SECTION,
+        revisions=(
+            Revision(
+                date=DATE,
+                reason="Open review (referee-B): 'in practice the simplified Mamba model also succeeds for |V| ≤ T "
+                "with Softplus' refers to the paper's own §3 runs (softplus, |V| = 8 ≤ T = 256), whose 3 committed "
+                "cpu-hours seeds were not read; the verdict rested on a one-seed live run of the theory task.",
+                rule_before="reproduced if min_accuracy ≥ 0.99 (on the live theory-task runs, one seed); otherwise "
+                "not reproduced; " + TRAINED_TEXT,
+                status_before="inconclusive",
+            ),
+        ),
         quote="We remark that in practice the simplified Mamba model also succeeds for  $|V| \\leq T$  with  "
         "$\\Delta_t = \\text{Softplus}(W_\\Delta \\hat{\\mathbf{x}}_t)$ , suggesting that analyzing the role of the "
         "softplus nonlinearity could extend the theory to more general settings.",

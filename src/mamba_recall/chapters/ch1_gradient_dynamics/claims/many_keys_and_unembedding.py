@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import torch
 
-from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
-from ._common import UNTRAINED, checkpoint_evidence, untrained_like
+from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
+from ._common import DATE, TRAINED_TEXT, UNTRAINED, checkpoint_evidence, untrained_like
 from mamba_recall.runners import runner_command
 
 SECTION = "01_gradient_dynamics/03_many_keys_and_unembedding"
@@ -133,7 +133,9 @@ def measure_fig7_full(model=None, meta: dict | None = None, init_model=None, ini
 
 # Figs. 5 and 6 state the same spiking behaviour for |K| = 2 and |K| = 4: one declared rule serves both.
 SPIKE_RULE = Rule(
-    why="a spike: ≥ 3× the typical deviation at noise pairs, and larger at its own event than at the other",
+    why="a spike: ≥ 3× the typical deviation at noise pairs, and larger at its own event than at the other; the "
+    "paper probes trained models, so the gate (held-out accuracy ≥ 0.95) applies per seed: the verdict is judged on "
+    "the seeds that learned (seeds.learned_seeds), and reads inconclusive with fewer than 3 of them",
     reproduced=conds(
         ("B_write_over_noise", ">=", 3),
         ("C_read_over_noise", ">=", 3),
@@ -141,9 +143,24 @@ SPIKE_RULE = Rule(
         ("C_read_minus_write", ">", 0),
     ),
     testable=conds(("accuracy", ">=", 0.95)),
-    untestable_why="the model did not learn the task (< 95 % query accuracy); the paper probes trained models",
+    untestable_why="no seed learned the task (< 95 % query accuracy); the paper probes trained models",
     trained=True,
 )
+
+
+def _spike_revision(before: str) -> Revision:
+    """Figs. 5–6 share one rule, so one revision: the learned gate per seed (open review of Fig. 6)."""
+    return Revision(
+        date=DATE,
+        reason="Open review (referee-B, on Fig. 6): the learned gate (accuracy ≥ 0.95) was applied to the mean over "
+        "seeds (0.943, interval [0.849, 1]), which straddles it, so 'did not learn' was not decided; the gate now "
+        "applies per seed and the spikes are judged on the seeds that learned (Fig. 6: 2 of 3, Fig. 5: 1 of 3), "
+        "which reads inconclusive below 3 seeds. Figs. 5 and 6 share the rule.",
+        rule_before="testable only if accuracy ≥ 0.95 (on the mean over all seeds); reproduced if B_write_over_noise ≥ 3 "
+        "and C_read_over_noise ≥ 3 and B_write_minus_read > 0 and C_read_minus_write > 0; otherwise not reproduced; "
+        + TRAINED_TEXT,
+        status_before=before,
+    )
 
 
 _FIG7 = (
@@ -163,6 +180,7 @@ CLAIMS = (
         SPIKE_RULE,
         measure_bc_spikes,
         SECTION,
+        revisions=(_spike_revision("not testable here"),),
         quote="We empirically observe the spikes in  $B(\\hat{\\mathbf{x}}_t)$  upon encountering new key-value pairs "
         "(i.e. when  $(x_{t-1}, x_t) = (k, v)$ ) and  $C(\\hat{\\mathbf{x}}_t)$  upon query (i.e., when  $(x_{t-1}, x_t) "
         "= (x, k)$ ), corresponding to the write and read mechanisms identified in the case  $|K| = 1$ .",
@@ -175,6 +193,7 @@ CLAIMS = (
         SPIKE_RULE,
         measure_bc_spikes,
         SECTION,
+        revisions=(_spike_revision("not testable here"),),
         quote="Figure 6 shows the evolution patterns of  $B(\\hat{\\mathbf{x}}_t), C(\\hat{\\mathbf{x}}_t)$  and the "
         "output for the case  $|K| = 4$ , with similar spiking behavior.",
     ),

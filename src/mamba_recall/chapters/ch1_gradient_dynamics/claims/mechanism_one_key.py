@@ -9,8 +9,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from mamba_recall.claims.core import Claim, Control, Measurement, Rule, conds
-from ._common import NEAR_ZERO, SOLVES, SPIKE, chance_level, checkpoint_evidence, with_untrained_null
+from mamba_recall.claims.core import Claim, Control, Measurement, Revision, Rule, conds
+from ._common import (
+    DATE,
+    NEAR_ZERO,
+    SOLVES,
+    SPIKE,
+    TRAINED_TEXT,
+    chance_level,
+    checkpoint_evidence,
+    with_untrained_null,
+)
 from mamba_recall.runners import runner_command
 
 SECTION = "01_gradient_dynamics/02_mechanism_one_key"
@@ -302,16 +311,29 @@ CLAIMS = (
             why="'erase the hidden state' read on the state's value coordinates (both halves; the key coordinates 0 and "
             "|V| aside, App. C gives them 0.5 and 1): a write keeps at most half of them (factor ≤ 0.5; App. C's own "
             "0.05 and 0.3 'drop close to 0') and forgets at least 0.1 more than the forget regime on the same "
-            "coordinates (the margin of 000/Sec3-regimes, App. C's own second-half gap 0.4 − 0.3); the erase on the "
-            "second half alone (App. C's 'especially on the second half') is partial. Null: the untrained model keeps "
-            "0.5 everywhere, so the margin, not the factor, tells it apart. (Replaces a rule on the regimes' ordering "
-            "alone, which never tested 'erase', and before it an 'F_write ≤ 0.5' set after seeing our 0.41.)",
+            "coordinates (the margin of 000/Sec3-regimes, App. C's own second-half gap 0.4 − 0.3). No partial level: "
+            "an erase on the second half alone is another proposition (000/Sec3-regimes orders it), not a weaker "
+            "reading of 'all the rows drop close to 0'. Null: the untrained model keeps 0.5 everywhere, so the "
+            "margin, not the factor, tells it apart. (Replaces a rule on the regimes' ordering alone, which never "
+            "tested 'erase', and before it an 'F_write ≤ 0.5' set after seeing our 0.41.)",
             reproduced=conds(("value_write_factor", "<=", 0.5), ("value_forget_minus_write", ">=", 0.1)),
-            partially=conds(("F_write", "<=", 0.5), ("forget_minus_write", ">=", 0.1)),
             trained=True,
         ),
         measure_fig4_forget,
         SECTION,
+        revisions=(
+            Revision(
+                date=DATE,
+                reason="Open review (referee-B; review of d645e6c, issue 51): the partial level (second half only, "
+                "F_write ≤ 0.5 and forget − write ≥ 0.1) tests another proposition, a moderate second-half erase, "
+                "while the quoted 'erase … all the rows drop close to 0' is refuted beyond its interval (value "
+                "coordinates 0.649 [0.634, 0.664] at writes against 0.64 at noise pairs; the untrained model passes "
+                "the 0.5 level bars at 0.4997); the partial level is dropped.",
+                rule_before="reproduced if value_write_factor ≤ 0.5 and value_forget_minus_write ≥ 0.1; partially "
+                "if F_write ≤ 0.5 and forget_minus_write ≥ 0.1; otherwise not reproduced; " + TRAINED_TEXT,
+                status_before="partially",
+            ),
+        ),
         quote="Fig. 4d shows the forgetting factor, which seems to erase the hidden state as the new value is written. "
         "… (write) When  $(x_{t-1}, x_t) = (k, v)$ , erase and write the new value. … so basically all the rows drop "
         "close to 0 in the hidden state.",
@@ -388,14 +410,26 @@ CLAIMS = (
         "App. C, Fig. 8",
         "no number given",
         Rule(
-            why="'close to zero elsewhere' means that block (2|V| of 4|V|² entries) holds most of Σ|W_Δ|; the block "
-            "standing out (the key column the largest, ≥ 1.5× mean |W_Δ|) without that is partial",
+            why="'close to zero elsewhere' means that block (2|V| of 4|V|² entries) holds most of Σ|W_Δ|. No partial "
+            "level: the key column standing out (the largest, ≥ 1.5× mean |W_Δ|) is a statement about one column, "
+            "not a weaker reading of a sparse block structure; it is shown in the checks' numbers, not judged",
             reproduced=conds(("second_part_share", ">=", 0.5)),
-            partially=conds(("key_column_is_largest", "true"), ("key_column_over_mean_abs", ">=", 1.5)),
             trained=True,
         ),
         measure_fig8,
         SECTION,
+        revisions=(
+            Revision(
+                date=DATE,
+                reason="Open review (referee-B): the partial level (the key column the largest, ≥ 1.5× mean |W_Δ|) "
+                "is another proposition, about one column, while the sentence 'close to zero almost everywhere' is "
+                "refuted beyond its interval (the block holds 0.089 [0.088, 0.090] of Σ|W_Δ| against 0.5; mean "
+                "|W_Δ| ≈ 6); the partial level is dropped.",
+                rule_before="reproduced if second_part_share ≥ 0.5; partially if key_column_is_largest is true and "
+                "key_column_over_mean_abs ≥ 1.5; otherwise not reproduced; " + TRAINED_TEXT,
+                status_before="partially",
+            ),
+        ),
         quote="After training, the matrix  $W_\\Delta$  exhibits a clear block structure (see Fig. 8). In fact, its "
         "weights are close to zero almost everywhere, except in the second part of rows 0 and  $V$ .",
     ),
@@ -406,14 +440,27 @@ CLAIMS = (
         "write: forgetting 0.5 e₀ + 1 e_|V| + 0.05 / 0.3 elsewhere, input 15 e₀ + 30 e_{|V|+v}; read: 0.9 (e₀, e_|V|), "
         "0.4 / 0.8 elsewhere, input 10 e_v + 10 e_{k+|V|}; forget: 0.6 / 0.4, input 10 e_{v₁} + 10 e_{v₂+|V|}",
         Rule(
-            why="'≈' read as within 25 % (absolute 0.25 for factors below 1) for all 16 printed values; at least "
-            "half of them is partial",
+            why="'≈' read as within 25 % (absolute 0.25 for factors below 1) for all 16 printed values, per seed. No "
+            "partial level: a share of the values is coverage, not a weaker reading of the printed list; which values "
+            "match is shown in our numbers",
             reproduced=conds(("fraction_within", ">=", 1.0)),
-            partially=conds(("fraction_within", ">=", 0.5)),
             trained=True,
         ),
         measure_appc,
         SECTION,
+        revisions=(
+            Revision(
+                date=DATE,
+                reason="Open review (referee-B): 'partially if ≥ half of the 16 values lie within 25 %' measures "
+                "coverage, not a weaker reading of the same statement, and the unmatched values are refuted far "
+                "beyond their seed spread (write forgetting on e_|V| 0.12–0.13 against 1, first half 0.84–0.86 "
+                "against 0.05, read forgetting on e_|V| 0.00 against 0.9, write input on e₀ 6.4–6.95 against 15; "
+                "fraction_within 0.646 [0.556, 0.735]); the partial level is dropped.",
+                rule_before="reproduced if fraction_within ≥ 1; partially if fraction_within ≥ 0.5; otherwise not "
+                "reproduced; " + TRAINED_TEXT,
+                status_before="partially",
+            ),
+        ),
         quote="(write) When  $(x_{t-1}, x_t) = (k, v)$ , erase and write the new value. In this case the "
         "forgetting term is equal to … (read) When  $(x_{t-1}, x_t) = (v, k)$ , retrieve stored value from memory. … "
         "When  $(x_{t-1}, x_t) = (v_1, v_2)$ , forget all the memories slowly:",

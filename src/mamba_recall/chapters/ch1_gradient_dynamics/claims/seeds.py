@@ -159,4 +159,30 @@ def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs)
     found = None if seeds is None else seed_records(claim_id, seeds)
     if found is None:
         return check(claim_id, *args, record=record, **kwargs)
+    if claim_id in SPIKE_CLAIM.values():
+        found = learned_seeds(*found)
     return check_stored(claim_id, *found, record=record)
+
+
+#: Figs. 5–6 probe trained models: a seed enters the spike verdict when it learned the task (held-out query accuracy
+#: ≥ this), the gate applied per seed (open review, 2026-12-04), not to the mean over seeds
+LEARNED = 0.95
+
+
+def learned_seeds(records: list[dict], names: list[str]) -> tuple[list[dict], list[str]]:
+    """The seeds of a Fig. 5 / 6 verdict: those whose held-out query accuracy is ≥ :data:`LEARNED` (each seed's
+    testability gate; the others are named, with their accuracy, in the seeds' names of the first kept seed). With no
+    seed learned, every seed (the gate then reads *not testable here*); with fewer than 3 learned, the verdict reads
+    *inconclusive* (core: a trained verdict needs 3 seeds)."""
+    if any("not_run" in r for r in records):
+        return records, names
+    acc = [float(r["values"]["accuracy"]) for r in records]
+    keep = [i for i, a in enumerate(acc) if a >= LEARNED]
+    if not keep or len(keep) == len(records):
+        return records, names
+    left = ", ".join(
+        f"{names[i]} (held-out accuracy {acc[i]:.4f} < {LEARNED})" for i in range(len(records)) if i not in keep
+    )
+    kept_names = [names[i] for i in keep]
+    kept_names[0] = f"[seeds that did not learn, left out: {left}] {kept_names[0]}"
+    return [records[i] for i in keep], kept_names
