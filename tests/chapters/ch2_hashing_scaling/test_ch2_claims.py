@@ -82,7 +82,7 @@ def test_vmax_with_zero_prediction_and_capped_sweep_is_not_a_pass():
     # (128, 64): predicted 944, measured ≥ 8192: a lower bound, but not tight
     both = _sweep({(128, 64): [1.0] * 7, (64, 32): [1.0] * 7})
     v = verdict("002/Thm3-Vmax", both, 16, 64)
-    assert v.status == "partially" and "944" in v.ours
+    assert v.status == "not reproduced" and "944" in v.ours  # loose by ≥ 8.7×: not tight (no partial level)
     # a failure inside the sweep below the prediction refutes the bound
     broken = _sweep({(128, 64): [1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5]})
     assert verdict("002/Thm3-Vmax", broken, 16, 64).status == "not reproduced"

@@ -66,27 +66,26 @@ def _capacity(rows, V=8192):
     )
 
 
-def test_fig6ab_reads_the_v8192_bundle_and_the_bound_fails_there():
+def test_fig6ab_reads_the_trained_reference_grid_as_the_sentence_means():
+    """§5.1 (i): the construction-based theory is a lower bound on the *trained* model (open review, issue 51)."""
     v = check("002/Fig6ab", record=False)
-    assert v.evidence["source"].endswith("ch2_designed_capacity_cpu-hours.json") and "V = 8192" in v.ours
-    assert v.status == "not reproduced"  # measured N_f* below Eq. 77's promise in 5 of 13 (cell, level) pairs
-    assert "measured ≥ Eq. 77 in 8 of 13" in v.ours and "from 0.61 to" in v.ours
-    assert "not reproduced" in v.control and v.control.startswith("null")
-    # the V = 64 grid the old rule read is not evidence for it: handing it over still reads the capacity bundle
+    assert v.evidence["source"].endswith("ch2_reference_grid_cpu-hours.json") and v.evidence["seeds"] == 3
+    assert v.status == "reproduced" and "Eq. 77 exceeds chance (0.0625) in 5 cells" in v.ours
+    assert v.control.startswith("null") and v.control.endswith("not reproduced")
+    # handing over the V = 64 ci grid still reads the reference grid; Fig6bc reads its construction half
     assert check("002/Fig6ab", load_preset_bundle("ch2_scaling", "ci"), record=False).ours == v.ours
+    bc = check("002/Fig6bc", load_preset_bundle("ch2_scaling", "ci"), record=False)
+    assert bc.status == "reproduced" and bc.evidence["seeds"] == 3 and bc.control.endswith("not reproduced")
+    assert claims.get("002/Fig6ab").revisions and claims.get("002/Fig6bc").revisions
 
 
-def test_fig6ab_leaves_out_cells_where_eq77_promises_nothing_and_an_always_wrong_model_fails():
-    claim = claims.get("002/Fig6ab")
+def test_the_eq77_against_circuit_observation_leaves_out_cells_where_eq77_promises_nothing():
     nothing = _capacity([(16, 16, 0.5, 5, 0), (16, 16, 0.9, 2, 0)])  # Eq. 77 below the level at every N_f
-    assert judge(claim, ch2.measure_fig6ab(nothing)).status == "not testable here"
+    assert ch2.scaling.measure_designed_vs_eq77(nothing).values["informative_pairs"] == 0
     holds = _capacity([(16, 16, 0.5, 5, 0), (96, 96, 0.5, 222, 116), (128, 128, 0.9, 198, 175)])
-    m = ch2.measure_fig6ab(holds)
-    assert m.values == {"informative_pairs": 2, "lower_bound_fraction": 1.0}
-    assert judge(claim, m).status == "reproduced"
-    always_wrong = _capacity([(16, 16, 0.5, 0, 0), (96, 96, 0.5, 0, 116), (128, 128, 0.9, 0, 175)])
-    assert judge(claim, ch2.measure_fig6ab(always_wrong)).status == "not reproduced"
-    assert m.control.kind == "null" and judge(claim, m.control.measurement).status == "not reproduced"
+    assert ch2.scaling.measure_designed_vs_eq77(holds).values == {"informative_pairs": 2, "lower_bound_fraction": 1.0}
+    m = ch2.scaling.measure_designed_vs_eq77(load_preset_bundle("ch2_designed_capacity", "cpu-hours"))
+    assert m.values["informative_pairs"] == 13 and m.values["lower_bound_fraction"] == pytest.approx(8 / 13)
 
 
 # ------------------------------------------------------------------------------------------------ Fig. 10
@@ -117,14 +116,15 @@ def test_fig10_nk3_judges_two_layers_not_perfect_against_the_guessing_level():
         "two_layer_accuracy",
         "three_layer_accuracy",
     }
-    base = {"one_layer_excess_se": 0.0, "two_layer_accuracy": 0.95, "three_layer_accuracy": 0.999}
-    assert judge(claim, _seeded(base)).status == "reproduced"
-    assert judge(claim, _seeded({**base, "two_layer_accuracy": 0.995})).status == "not reproduced"
+    base = {"one_layer_excess_se": 0.0, "two_layer_accuracy": 0.995, "three_layer_accuracy": 0.9995}
+    assert judge(claim, _seeded(base)).status == "reproduced"  # perfect = the runs' own target 0.999 (issue 51)
+    assert judge(claim, _seeded({**base, "two_layer_accuracy": 0.9995})).status == "not reproduced"
     v = check("002/Fig10-Nk3", ch2.strongest_fig_bundle("fig10_11"), record=False)
     assert v.evidence["seeds"] == 3 and "0.349" in v.ours and "1/N_k = 0.333" in v.ours
-    assert v.status == "not reproduced"  # two layers reach ≥ 0.99 on every seed, which the paper says they do not
-    assert any(c.startswith("two_layer_accuracy <") and not ok for c, _, ok in v.checks)
-    assert v.control.startswith("null") and v.control.endswith("not reproduced")
+    # two layers stay below the target on every seed (0.9956); three layers' interval and one layer's straddle
+    assert v.status == "inconclusive" and "three_layer_accuracy" in v.reason
+    assert any(c.startswith("two_layer_accuracy <") and ok for c, _, ok in v.checks)
+    assert v.control.startswith("null")
 
 
 def test_fig10_nk2_ceiling_is_the_guessing_level():

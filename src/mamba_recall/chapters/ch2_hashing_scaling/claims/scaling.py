@@ -9,7 +9,20 @@ Each measurement sits above the claim it measures; the package (``ch2/__init__.p
 
 from __future__ import annotations
 
-from mamba_recall.claims.core import MIN_SEEDS, Claim, Control, Evidence, Measurement, NotRun, Rule, across_seeds, conds
+import functools
+
+from mamba_recall.claims.core import (
+    MIN_SEEDS,
+    Claim,
+    Control,
+    Evidence,
+    Measurement,
+    NotRun,
+    Revision,
+    Rule,
+    across_seeds,
+    conds,
+)
 from ._common import (
     _NEAR,
     _SE_WHY,
@@ -24,6 +37,11 @@ from ._common import (
     se_diff,
 )
 from mamba_recall.runners import runner_command
+
+TRAINED_TAIL = (
+    "a trained-model verdict, in either direction, needs ≥ 3 seeds and an interval: a condition holds or fails only "
+    "over its number's whole 95 % interval, else inconclusive"
+)
 
 #: this module's book section (its claims are judged on that page)
 SECTION = "02_hashing_scaling/04_scaling"
@@ -40,19 +58,17 @@ def _grid_n(bundle, which: str) -> int:
 
 
 def _fig6ab_values(pairs: list) -> dict:
-    """``pairs``: (measured N_f*, Eq. 77's N_f) for every (cell, level) where Eq. 77 predicts at least one fact."""
+    """``pairs``: (measured N_f*, Eq. 77's N_f) for every (cell, level) where Eq. 77 promises at least one fact."""
     held = [m >= p for m, p in pairs]
     return {"informative_pairs": len(pairs), "lower_bound_fraction": sum(held) / len(held) if held else 0.0}
 
 
-def measure_fig6ab(bundle=None) -> Measurement:
-    """§5.1's reading of the theory as a lower bound, on the strongest committed designed-capacity bundle
-    (``ch2_designed_capacity``; cpu-hours: V = 8192, 15 (D, N) cells, two accuracy levels): at each (cell, level) the
-    largest number of facts the designed Thm 2 circuit recalls at that accuracy (N_f*, bisection) against the number
-    Eq. 77 (Thm 3) promises at the same accuracy. A (cell, level) where Eq. 77 promises no fact at all (its accuracy
-    is below the level, down to below chance, at every N_f) bounds nothing and is left out. A ``ch2_scaling`` bundle
-    (the V = 64 grid) is not read: there Eq. 77 predicts below chance in most cells, so any model meets it. Null
-    control: a model that is always wrong (N_f* = 0 everywhere)."""
+def measure_designed_vs_eq77(bundle=None) -> Measurement:
+    """Eq. 77 (Thm 3) against the designed Thm 2 circuit it analyses, on the strongest committed designed-capacity
+    bundle (``ch2_designed_capacity``; cpu-hours: V = 8192, 15 (D, N) cells, two accuracy levels): at each (cell,
+    level) the facts the circuit recalls (N_f*, bisection) against the facts Eq. 77 promises. Until the open review
+    (issue 51) this was 002/Fig6ab's test; §5.1's sentence compares the construction with the *trained* models, so it
+    is kept as the book's own observation, not scored as the paper's claim."""
     from mamba_recall.results import load_strongest_bundle
 
     if bundle is None or "capacity" not in bundle.tables:
@@ -67,66 +83,177 @@ def measure_fig6ab(bundle=None) -> Measurement:
             continue
         pairs.append((int(r["Nf"]), int(pred)))
         parts.append(f"({int(r['D'])}, {int(r['N'])}) at {r['level']:.0%}: {int(r['Nf'])} vs {int(pred)}")
-    values = _fig6ab_values(pairs)
     return Measurement(
-        values,
+        _fig6ab_values(pairs),
         f"V = {V}: facts recalled by the designed circuit vs Eq. 77's promise, per (D, N) and accuracy level: "
         + "; ".join(parts)
-        + f" — measured ≥ Eq. 77 in {sum(m >= p for m, p in pairs)} of {len(pairs)}, measured / Eq. 77 from "
-        + (f"{min(m / p for m, p in pairs):.2f} to {max(m / p for m, p in pairs):.2f}" if pairs else "—")
+        + f" — measured ≥ Eq. 77 in {sum(m >= p for m, p in pairs)} of {len(pairs)}"
         + f"; {excluded} (cell, level) pairs where Eq. 77 promises no fact left out",
-        _bundle_ev(
-            bundle,
-            f"designed Thm 2 circuit, V = {V}, {len(set(zip(cap['D'], cap['N'])))} (D, N) cells × levels "
-            f"{sorted(set(cap['level']))}, {bundle.config['n_queries']} queries per evaluation",
-            seeds=0,
-            tier="exact",
+        _bundle_ev(bundle, f"designed Thm 2 circuit, V = {V}", seeds=0, tier="exact"),
+    )
+
+
+#: queries of the designed circuit per reference-grid cell (n sequences × N_f): its standard error enters the
+#: comparison with the trained models beside the trained models' own
+DESIGNED_N_SEQ = 256
+
+
+@functools.lru_cache(maxsize=4)
+def _designed_on_reference(path: str, n_seq: int = DESIGNED_N_SEQ) -> tuple:
+    """The designed Thm 2 circuit (full-vocabulary readout, as the trained models are read) and Eq. 77's accuracy
+    at every (D, N) cell of the reference grid at ``path``, at its (V, N_f, L): ((D, N, designed, eq77), …)."""
+    import math as _m
+
+    from mamba_recall.results import load_bundle
+    from mamba_recall.theory.capacity import log_p_success
+    from mamba_recall.theory.hashing_circuit import designed_accuracy
+
+    b = load_bundle(path)
+    cfg, t = b.config["sizes"], b.tables["cells"].sort_values(["D", "N"])
+    V, Nf, L = cfg["V"], cfg["Nf"], cfg["L"]
+    out = []
+    for i, (D, N) in enumerate(zip(t["D"], t["N"])):
+        D, N = int(D), int(N)
+        con = "code" if V >= D >= N else "iid"
+        des = designed_accuracy(V, D, N, Nf, L, n_seq=n_seq, seed=1000 + i, construction=con, readout="full")
+        out.append((D, N, float(des), float(_m.exp(log_p_success(V, Nf, D, N, "eq77")))))
+    return tuple(out)
+
+
+def _reference_with_designed(bundle=None):
+    """The strongest committed reference grid (trained, per seed) beside the designed circuit and Eq. 77 at its
+    cells: (bundle, rows [(D, N, [trained per seed], designed, eq77)], sizes, chance)."""
+    bundle, t = _reference_cells(bundle if bundle is not None and "cells" in bundle.tables else None)
+    cfg = bundle.config["sizes"]
+    des = {(D, N): (d, e) for D, N, d, e in _designed_on_reference(str(bundle.path))}
+    rows = []
+    for _, r in t.sort_values(["D", "N"]).iterrows():
+        D, N = int(r["D"]), int(r["N"])
+        rows.append((D, N, [float(x) for x in str(r["best_accuracy_per_seed"]).split()], *des[(D, N)]))
+    return bundle, rows, cfg, chance_level(cfg["V"], cfg["Nf"], cfg["L"])
+
+
+def _per_seed_fractions(rows, cfg, key, seeds: int, cells=None) -> list:
+    """Per seed: the fraction of ``cells`` (default all rows) where the trained accuracy is at least the bound
+    ``key(row)`` minus three standard errors of the comparison (the designed circuit's and the trained model's
+    sampling noise; Eq. 77 is exact)."""
+    n_t = cfg["n_eval"] * cfg["Nf"]
+    n_d = DESIGNED_N_SEQ * cfg["Nf"]
+    out = []
+    for i in range(seeds):
+        held = []
+        for row in cells if cells is not None else rows:
+            bound, tol = key(row)
+            tol = Z * (se_diff(n_t, n_d) if tol == "designed" else se(n_t))
+            held.append(row[2][i] >= bound - tol)
+        out.append(sum(held) / len(held) if held else 0.0)
+    return out
+
+
+def measure_fig6ab(bundle=None) -> Measurement:
+    """§5.1 (i) as the paper means it: the theory, built on one construction (column b), is a lower bound on the
+    *trained* model (column c) rather than a direct predictor. On the strongest committed reference grid (trained at
+    the authors' settings, V = 512, 3 seeds), per seed: in every cell where Eq. 77 promises more than the generator's
+    chance level, trained ≥ Eq. 77's accuracy (− 3 s.e.); and in every cell, trained ≥ the designed construction
+    (− 3 s.e. of the difference), the construction evaluated here (exact tier, CPU seconds). Seeds combined by
+    :func:`~mamba_recall.claims.core.across_seeds`. Null control: a model at the generator's chance level."""
+    import dataclasses
+
+    bundle, rows, cfg, chance = _reference_with_designed(bundle)
+    seeds = min(len(r[2]) for r in rows)
+    informative = [r for r in rows if r[4] > chance]
+    eq = _per_seed_fractions(rows, cfg, lambda r: (r[4], "eq77"), seeds, informative)
+    des = _per_seed_fractions(rows, cfg, lambda r: (r[3], "designed"), seeds)
+    ev = _bundle_ev(
+        bundle,
+        f"{len(rows)} (D, N) cells at V = {cfg['V']}, N_f = {cfg['Nf']}, L = {cfg['L']}, batch {cfg['batch']}, "
+        f"≤ {cfg['steps']} steps; designed circuit live, {DESIGNED_N_SEQ * cfg['Nf']} queries per cell",
+        seeds=1,
+    )
+    per = [
+        Measurement(
+            {
+                "informative_cells": len(informative),
+                "eq77_lower_fraction": e,
+                "designed_lower_fraction": d,
+                "trained_ge_designed_fraction": d,  # the construction half alone: 002/Fig6bc's metric
+            },
+            f"seed {i}",
+            ev,
+        )
+        for i, (e, d) in enumerate(zip(eq, des))
+    ]
+    m = across_seeds(per, [f"seed {i}" for i in range(seeds)])
+    mean = lambda v: sum(v) / len(v)  # noqa: E731
+    shown = (
+        "trained (mean over seeds) vs Eq. 77 and vs the designed circuit, per (D, N): "
+        + "; ".join(f"({D}, {N}): {mean(a):.3f} vs {e:.3g} / {d:.3f}" for D, N, a, d, e in rows)
+        + f" — Eq. 77 exceeds chance ({chance:.4f}) in {len(informative)} cells; trained ≥ Eq. 77 there in "
+        f"{m.values['eq77_lower_fraction']:.0%} and ≥ the construction in {m.values['designed_lower_fraction']:.0%} "
+        "of cells (mean over seeds)"
+    )
+    nv = {
+        "informative_cells": len(informative),
+        "eq77_lower_fraction": sum(chance >= r[4] for r in informative) / max(len(informative), 1),
+        "designed_lower_fraction": sum(chance >= r[3] - Z * se(DESIGNED_N_SEQ * cfg["Nf"]) for r in rows) / len(rows),
+    }
+    nv["trained_ge_designed_fraction"] = nv["designed_lower_fraction"]
+    null = Measurement(
+        nv,
+        f"{chance:.4f} in every cell",
+        Evidence(
+            "exact", "cpu", MIN_SEEDS, "the generator's chance level (deterministic, stands for any seed)", "live"
         ),
-        control=Control(
-            "null",
-            "a model that is always wrong (recalls no fact at any accuracy level)",
-            Measurement(
-                _fig6ab_values([(0, p) for _, p in pairs]),
-                "N_f* = 0 in every (cell, level)",
-                Evidence.exact("the same (cell, level) pairs"),
-            ),
-        ),
+        intervals={k: (v, v) for k, v in nv.items()},
+    )
+    return dataclasses.replace(
+        m,
+        shown=shown,
+        control=Control("null", f"a model at the generator's chance level ({chance:.4f}) in every cell", null),
+        note="the earlier test of this claim (Eq. 77 against the designed circuit at V = 8192) is kept as the "
+        "book's observation beside it (measure_designed_vs_eq77), not scored as the paper's sentence",
     )
 
 
 CLAIMS += [
     Claim(
         "002/Fig6ab",
-        "the theory (Thm 3's Eq. 77, the analysis of the designed construction) is a lower bound on what the "
-        "construction recalls rather than a direct predictor: wherever it promises facts, the circuit recalls at least "
-        "as many",
-        "§5.1, Fig. 6 columns (a), (b)",
+        "the theory, built on one construction with fixed weights, is a lower bound on the trained model rather "
+        "than a direct predictor: wherever Eq. 77 promises more than chance, and in every cell for the construction "
+        "itself, the trained model recalls at least as well",
+        "§5.1 (i), Fig. 6 columns (a)–(c)",
         'no number given ("should be considered a lower bound rather than a direct predictor")',
         Rule(
-            why="a lower bound holds wherever it promises something: at every (D, N) cell and accuracy level (50 %, 90 "
-            "%) where Eq. 77 promises at least one fact, the designed circuit recalls at least that many (N_f* by "
-            "bisection); 90 % of those is a partial bound. Changed in the verdict audit (issue 27), for the paper's "
-            "reason, not for our numbers: the earlier rule read the V = 64 ci grid, where Eq. 77 predicts below "
-            "chance in most cells, so a model that is always wrong met the 'bound' in 75 % of them; a cell where Eq. "
-            "77 promises nothing bounds nothing and is left out, the strongest committed evidence (the V = 8192 "
-            "designed-capacity bundle) is read, and an always-wrong model is the null control. The sentence gives the "
-            "construction as the theory's reason for being a lower bound (a construction 'not necessarily optimal "
-            "compared to the trained variant'): its trained half is 002/Fig6bc. Eq. 77 is Thm 3 itself; column (a) "
-            "plots its limit Eq. 15, whose printed constant is a separate claim (002/Eq15)",
-            reproduced=conds(("lower_bound_fraction", ">=", 1.0)),
-            partially=conds(("lower_bound_fraction", ">=", 0.9)),
-            testable=conds(("informative_pairs", ">=", 1)),
-            untestable_why="Eq. 77 promises no fact at any cell and level of the bundle: there is no bound to test",
+            why="a lower bound on the trained variant, as the sentence says ('not necessarily optimal compared to "
+            f"the trained variant'): trained ≥ Eq. 77's accuracy in every cell where Eq. 77 exceeds chance, and "
+            f"trained ≥ the designed construction in every cell, each up to {_SE_WHY}; read over 3 seeds. Revised "
+            "in the open review (issue 51): the earlier rule compared Eq. 77 with the designed circuit, which the "
+            "sentence does not claim (its point (iii) calls Eq. 77 a coarse approximation)",
+            reproduced=conds(("eq77_lower_fraction", ">=", 1.0), ("designed_lower_fraction", ">=", 1.0)),
+            testable=conds(("informative_cells", ">=", 1)),
+            untestable_why="Eq. 77 exceeds chance in no cell of the grid: there is no theory bound to test",
+            trained=True,
         ),
         measure_fig6ab,
         SECTION,
+        revisions=(
+            Revision(
+                date="2026-12-04",
+                reason="Open review (referee-C; review of d645e6c, issue 51): the rule tested Eq. 77 against the "
+                "designed circuit, while §5.1 (i) says the construction-based theory is a lower bound on the "
+                "trained models, and its point (iii) calls Eq. 77 a coarse approximation.",
+                rule_before="testable only if informative_pairs ≥ 1; reproduced if lower_bound_fraction ≥ 1; "
+                "partially if lower_bound_fraction ≥ 0.9; otherwise not reproduced",
+                status_before="not reproduced",
+            ),
+        ),
     ),
 ]
 
 
 # ------------------------------------------------------------------------- §5.1, Fig. 6(b, c): trained against designed
-def measure_fig6bc(bundle) -> Measurement:
-    """Trained simplified (max over seeds) against the designed circuit (full readout, as for trained models)."""
+def _measure_fig6bc_grid(bundle) -> Measurement:
+    """The ci grid's reading (one seed, max over seeds): trained ≥ designed (full readout) − 3 s.e. per cell."""
     g = bundle.tables["grid"]
     tol = Z * g["Nf"].map(lambda nf: se_diff(_grid_n(bundle, "trained") * nf, _grid_n(bundle, "designed") * nf))
     frac = float((g["trained"] >= g["designed_full"] - tol).mean())
@@ -153,6 +280,24 @@ def measure_fig6bc(bundle) -> Measurement:
     )
 
 
+def measure_fig6bc(bundle=None) -> Measurement:
+    """Trained against the designed circuit, from the strongest committed evidence: the reference grid (3 seeds,
+    the authors' settings) beside the designed circuit evaluated at its cells (:func:`measure_fig6ab`'s reading,
+    the construction half), per seed then combined; the ci ``ch2_scaling`` grid (one seed) only when no reference
+    grid is committed."""
+    import dataclasses
+
+    from mamba_recall.results import BundleMissing
+
+    try:
+        m = measure_fig6ab(bundle if bundle is not None and "cells" in bundle.tables else None)
+    except BundleMissing:
+        if bundle is None or "grid" not in bundle.tables:
+            raise
+        return _measure_fig6bc_grid(bundle)
+    return dataclasses.replace(m, note="")
+
+
 CLAIMS += [
     Claim(
         "002/Fig6bc",
@@ -160,13 +305,25 @@ CLAIMS += [
         '§5.1 ("not necessarily optimal compared to the trained variant"), Fig. 6 columns (b), (c)',
         "no number given",
         Rule(
-            why=f"at least as well in every cell, up to {_SE_WHY}; a majority of cells is partial",
+            why=f"at least as well in every cell, up to {_SE_WHY}, over 3 seeds of the reference grid beside the "
+            "designed circuit at its cells; no partial level (a majority of cells is not a weaker reading of 'the "
+            "trained variant does at least as well', open review issue 51)",
             reproduced=conds(("trained_ge_designed_fraction", ">=", 1.0)),
-            partially=conds(("trained_ge_designed_fraction", ">=", 0.5)),
             trained=True,
         ),
         measure_fig6bc,
         SECTION,
+        revisions=(
+            Revision(
+                date="2026-12-04",
+                reason="Review of d645e6c (issue 51): the claim read one ci seed (300 steps) while the committed "
+                "reference grid has 3 seeds at the authors' settings; it now reads that grid beside the designed "
+                "circuit evaluated at its cells, and the majority-of-cells partial level is dropped.",
+                rule_before="reproduced if trained_ge_designed_fraction ≥ 1; partially if "
+                "trained_ge_designed_fraction ≥ 0.5; otherwise not reproduced; " + TRAINED_TAIL,
+                status_before="inconclusive",
+            ),
+        ),
     ),
 ]
 
@@ -313,8 +470,11 @@ CLAIMS += [
         "App. I (Fig. 6, row (iii))",
         "perfectly solves MQAR with V_k = V/2 = 512 at N = 32, D = 64",
         Rule(
-            why="perfect = accuracy ≥ 0.99 for both the trained simplified and the full model",
-            reproduced=conds(("min_accuracy", ">=", PERFECT)),
+            why="perfect = accuracy ≥ 0.99, for each model on its own (the trained simplified and the full model): "
+            "its mean over ≥ 3 seeds, the whole 95 % interval on the deciding side. Not a minimum over seeds or "
+            "models (a biased statistic, open review issue 51); the paper's best-of-10-seeds existence reading (App. "
+            "J.5) is shown beside it, labelled, not judged. Declared before any run",
+            reproduced=conds(("simplified_accuracy", ">=", PERFECT), ("full_accuracy", ">=", PERFECT)),
             trained=True,
         ),
         not_run=f"regime R2 at paper size: `{runner_command('ch2_scaling')} --preset paper --device cuda "
@@ -329,8 +489,17 @@ CLAIMS += [
         "App. H.1, Fig. 12",
         'no number given ("full model always perform better")',
         Rule(
-            why=f"at least as well in every compared cell, up to {_SE_WHY}",
-            reproduced=conds(("full_ge_simplified_fraction", ">=", 1.0)),
+            why="both parts of the sentence, declared before any run (revised in the open review, issue 51): 'always "
+            "performs better' = in no compared cell is the paired-by-seed difference full − simplified below 0 "
+            "over its whole 95 % interval (a cell fails only when its interval lies below 0; no minimum over noisy "
+            "cells), read as the fraction of cells not failing; 'similar scaling trends' = the near-perfect "
+            "(≥ 0.9) regions of the two models overlap with Jaccard ≥ 0.7 (as 002/Fig6d) and N_90(D) is "
+            "non-increasing for both",
+            reproduced=conds(
+                ("full_not_below_fraction", ">=", 1.0),
+                ("near_perfect_jaccard", ">=", 0.7),
+                ("n90_nonincreasing_both", "true"),
+            ),
             trained=True,
         ),
         not_run=f"the same full-model run as Fig. 6(d): `{runner_command('ch2_scaling')} --preset paper "
@@ -356,13 +525,20 @@ def measure_fig7(bundle) -> Measurement:
     span = float(ml["acc"].max() - ml["acc"].min())
     chance = chance_level(c["V"], c["Nf"], c.get("L", 4 * c["Nf"]))
     null = Measurement(
-        {"equal_neff_groups": len(multi), "spread_equal_neff_se": 0.0, "depth_drop_se": 0.0, "accuracy_span_se": 0.0},
+        {
+            "equal_neff_groups": len(multi),
+            "spread_equal_neff": 0.0,
+            "spread_equal_neff_se": 0.0,
+            "depth_drop_se": 0.0,
+            "accuracy_span_se": 0.0,
+        },
         f"{chance:.4f} in every cell",
         Evidence.exact("the generator's chance level"),
     )
     return Measurement(
         {
             "equal_neff_groups": len(multi),
+            "spread_equal_neff": spread,
             "spread_equal_neff_se": spread / s,
             "depth_drop_se": max(drop, 0.0) / s,
             "accuracy_span_se": span / s,
@@ -385,10 +561,12 @@ CLAIMS += [
         "§5.2, Fig. 7; App. E.1, Theorem 4 (= App. F.1, Theorem 6)",
         'no number given ("uniquely determined by ΛN")',
         Rule(
-            why=f"cells of equal ΛN agree within {_SE_WHY}; partially: adding layers never loses accuracy beyond "
-            "that noise",
-            reproduced=conds(("spread_equal_neff_se", "<=", Z), ("depth_drop_se", "<=", Z)),
-            partially=conds(("depth_drop_se", "<=", Z)),
+            why="uniquely determined by ΛN, as Fig. 7 shows it: cells of equal ΛN agree within 0.05 accuracy "
+            "(absolute), a practical-equivalence margin about a seventh of the change between adjacent ΛN levels "
+            "that the figure contrasts (ΛN doubling moves accuracy by ≈ 0.3); a bar in standard errors would tighten "
+            "without end as the evaluation set grows, stricter than the figure's resolution. No partial level: "
+            "'adding layers never loses accuracy' is another proposition (open review, issue 51)",
+            reproduced=conds(("spread_equal_neff", "<=", 0.05)),
             testable=conds(("equal_neff_groups", ">=", 1), ("accuracy_span_se", ">", Z)),
             untestable_why="no two cells of the grid share the same ΛN, or the grid's accuracies all sit within "
             "noise of each other (a model at chance passes 'determined by ΛN' too: the null control showed it)",
@@ -396,6 +574,19 @@ CLAIMS += [
         ),
         measure_fig7,
         SECTION,
+        revisions=(
+            Revision(
+                date="2026-12-04",
+                reason="Open review (referee-C): the partial level ('adding a layer never lowers accuracy') is "
+                "another proposition than 'uniquely determined by ΛN', and the 3-s.e. bar on the equal-ΛN spread "
+                "(0.018–0.020 accuracy, 3.0–3.8 s.e.) tightens with the evaluation set beyond the figure's "
+                "resolution; the rule now reads the spread against a declared absolute margin.",
+                rule_before="testable only if equal_neff_groups ≥ 1 and accuracy_span_se > 3; reproduced if "
+                "spread_equal_neff_se ≤ 3 and depth_drop_se ≤ 3; partially if depth_drop_se ≤ 3; otherwise not "
+                "reproduced; " + TRAINED_TAIL,
+                status_before="partially",
+            ),
+        ),
     ),
 ]
 
@@ -518,9 +709,17 @@ CLAIMS += [
         'App. D, "Phase transitions"',
         "no number given",
         Rule(
-            why="narrow = the 10 %→90 % accuracy band spans at most one doubling of DN in each D column where both "
-            "domains appear",
-            reproduced=conds(("widest_band_octaves", "<=", 1.0)),
+            why="every part of the sentence, declared before any run (revised in the open review, issue 51): a large "
+            "domain ≈ 1 and a large domain ≈ 0 = at least a quarter of the grid's cells at ≥ 0.95 and at least a "
+            "quarter at ≤ 0.05 (≈ 0 measured above the generator's chance level: accuracy − chance ≤ 0.05); narrow "
+            "= the 10 %→90 % band spans at most one doubling of DN in each D column where both domains appear; "
+            "sharper for larger V = the band at V = 1024 no wider than at V = 512, paired over the same D columns",
+            reproduced=conds(
+                ("share_near_one", ">=", 0.25),
+                ("share_near_zero", ">=", 0.25),
+                ("widest_band_octaves", "<=", 1.0),
+                ("band_widening_with_V_octaves", "<=", 0.0),
+            ),
             trained=True,
         ),
         not_run="the paper-sized Fig. 6(c) grids, where V = 512 and 1024 make the (Φ)^{V/2} step sharp: "
@@ -534,9 +733,17 @@ CLAIMS += [
         'App. D, "Key-value selection mechanism"',
         "no number given",
         Rule(
-            why="independent of L = accuracy at fixed (V, N_f, D, N) equal within three standard errors as L grows "
-            "fourfold",
-            reproduced=conds(("largest_gap_se", "<=", Z)),
+            why="the sentence is conditional ('if a … model is able to perfectly ignore non-key-value pairs'), so it "
+            "is testable only where its premise holds: the models learned (accuracy ≥ 0.9 at the smallest L) and are "
+            "key–value selective (G_kq's key×key and G_vv's value×value shares ≥ 0.8, as 002/Fig2-selectivity "
+            "reads them); then independent of L = the paired-by-seed accuracy difference between the largest and "
+            "the smallest L within ± 0.02 (absolute, over its whole 95 % interval) as L grows fourfold. A model at "
+            "chance fails the premise and reads not testable here (its null). Declared before any run (revised in "
+            "the open review, issue 51)",
+            reproduced=conds(("accuracy_change_over_L", ">=", -0.02), ("accuracy_change_over_L", "<=", 0.02)),
+            testable=conds(("accuracy_smallest_L", ">=", 0.9), ("kk_share", ">=", 0.8), ("vv_share", ">=", 0.8)),
+            untestable_why="the premise fails: the models do not recall at the smallest L, or are not key–value "
+            "selective, so the sentence's condition is not met",
             trained=True,
         ),
         not_run="an L sweep, not yet a part of the runner: trained simplified models at (V, N_f, D, N) = "

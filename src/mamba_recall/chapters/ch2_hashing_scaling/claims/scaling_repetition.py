@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, conds
+from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
 from ._common import (
     _SE_WHY,
     PERFECT,
@@ -26,6 +26,16 @@ from ._common import (
     strongest_fig_bundle,
 )
 from mamba_recall.runners import runner_command
+
+#: the repetition runs' own target accuracy (their training stops once held-out accuracy reaches it; the
+#: ``target_accuracy`` of the ``ch2_fig10_11`` runs): "perfect" where the paper contrasts depths at N_k = 3
+RUN_TARGET = 0.999
+
+#: the words Rule.text() appends to a trained rule (quoted in the revisions' earlier rules)
+TRAINED_TAIL = (
+    "a trained-model verdict, in either direction, needs ≥ 3 seeds and an interval: a condition holds or fails only "
+    "over its number's whole 95 % interval, else inconclusive"
+)
 
 #: this module's book section (its claims are judged on that page)
 SECTION = "02_hashing_scaling/04_scaling"
@@ -169,22 +179,37 @@ CLAIMS += [
         "App. G.2, Fig. 10",
         "1 layer ≈ 1/3; 2 layers not perfect; 3 layers perfect",
         Rule(
-            why=f"bounded by the guessing level within {_SE_WHY}; perfect = ≥ 0.99, so 'does not achieve perfect "
-            "performance' = below 0.99. Changed in the verdict audit (issue 27), for the paper's reasons: the ceiling "
+            why=f"bounded by the guessing level within {_SE_WHY}; perfect = the runs' own target accuracy "
+            f"(≥ {RUN_TARGET}, where training stops), so 'does not achieve perfect performance' = below it: the "
+            "sentence contrasts two layers with three, which the chapter's 0.99 bar cannot separate (both reach "
+            "it), revised in the open review (issue 51). Changed in the verdict audit (issue 27), for the paper's reasons: the ceiling "
             "is 'guessing one out of N_k options' computed on the generator the models are trained on (≈ 0.349 at "
             "N_k = 3, V = 128, where a repeated value makes the guess right more often than 1/3), not 1/3; and the "
             "sentence's 'the 2-layer model does not achieve perfect performance' was not tested before. A reader at "
             "the guessing level at every depth is the null control",
             reproduced=conds(
                 ("one_layer_excess_se", "<=", Z),
-                ("two_layer_accuracy", "<", PERFECT),
-                ("three_layer_accuracy", ">=", PERFECT),
+                ("two_layer_accuracy", "<", RUN_TARGET),
+                ("three_layer_accuracy", ">=", RUN_TARGET),
             ),
             trained=True,
         ),
         measure_fig10_nk3,
         SECTION,
         not_run=_NK3_NOT_RUN,
+        revisions=(
+            Revision(
+                date="2026-12-04",
+                reason="Review of d645e6c (issue 51): the sentence contrasts two layers ('does not achieve perfect "
+                "performance') with three ('required for perfect recall'); at the chapter's 0.99 bar both read "
+                "perfect, while the runs' own target is 0.999, which two layers never reach in 1000 steps (0.9956 "
+                "[0.9946, 0.9966]) and three layers reach on average (0.9991); the contrast is now read at that "
+                "target.",
+                rule_before="reproduced if one_layer_excess_se ≤ 3 and two_layer_accuracy < 0.99 and "
+                "three_layer_accuracy ≥ 0.99; otherwise not reproduced; " + TRAINED_TAIL,
+                status_before="not reproduced",
+            ),
+        ),
     ),
 ]
 
@@ -227,8 +252,26 @@ def measure_fig11(bundle, Nq: int = 2) -> Measurement:
                 f"; with whole-vocabulary post-query tokens 1 layer {_rep(bundle, 'repeated_queries', Nq, 1):.3f} "
                 f"(predicted {remark5_prediction(Nq, 'full'):.3f})"
             )
+    three = _rep(bundle, "repeated_queries", Nq, 3, post) if _has_rep(bundle, "repeated_queries", Nq, 3, post) else None
+    if three is not None:
+        shown += f", 3 layers {three:.3f}"
+    extra = {
+        "one_layer_accuracy": one,
+        "three_layer_accuracy": math.nan if three is None else three,
+        # Fig. 11's "almost independently of state dimension N": the bundles hold one N per task, so it is unmeasured
+        "state_sizes_compared": 1,
+        "largest_gap_over_N": math.nan,
+    }
     null = Measurement(
-        {"one_layer_gap_se": 0.0, "two_layer_accuracy": pred, "two_layer_gain_se": 0.0},
+        {
+            "one_layer_gap_se": 0.0,
+            "two_layer_accuracy": pred,
+            "two_layer_gain_se": 0.0,
+            "one_layer_accuracy": pred,
+            "three_layer_accuracy": pred,
+            "state_sizes_compared": 1,
+            "largest_gap_over_N": math.nan,
+        },
         f"{pred:.3f} at every depth",
         Evidence.exact("Remark 5's superposition prediction for these sequences"),
     )
@@ -237,6 +280,7 @@ def measure_fig11(bundle, Nq: int = 2) -> Measurement:
             "one_layer_gap_se": abs(one - pred) / se(n),
             "two_layer_accuracy": two,
             "two_layer_gain_se": (two - one) / se_diff(n),
+            **extra,
         },
         shown,
         _bundle_ev(
@@ -270,7 +314,8 @@ CLAIMS += [
 
 _NQ3_NOT_RUN = (
     f"`{runner_command('ch2_scaling')} --preset paper --parts repetition` (≈ 3–5 CPU-hours "
-    "or ≈ 10 GPU-minutes, estimated)"
+    "or ≈ 10 GPU-minutes, estimated; it adds the 3-layer N_q = 3 models and the state sizes N that Fig. 11's "
+    "'almost independently of N' needs)"
 )
 
 
@@ -289,10 +334,33 @@ CLAIMS += [
         "with queries repeated three times one layer is not perfect and two or three layers recall perfectly",
         "App. G.3, Fig. 11",
         "1 layer < 1; 2 and 3 layers perfect",
-        Rule(why="perfect = ≥ 0.99", reproduced=conds(("two_layer_accuracy", ">=", PERFECT)), trained=True),
+        Rule(
+            why="every part of the sentence: one layer not perfect, two and three layers perfect (≥ 0.99), and "
+            "'almost independently of state dimension N' = the 2- and 3-layer accuracies over the state sizes run "
+            "differ by at most 0.01 (a part the committed bundle, one N and no 3-layer run, leaves unmeasured: "
+            "its number is missing, so the claim reads inconclusive until it is run). Revised in the open review "
+            "(issue 51): the earlier rule tested the 2-layer part only",
+            reproduced=conds(
+                ("one_layer_accuracy", "<", PERFECT),
+                ("two_layer_accuracy", ">=", PERFECT),
+                ("three_layer_accuracy", ">=", PERFECT),
+                ("largest_gap_over_N", "<=", 0.01),
+            ),
+            trained=True,
+        ),
         measure_fig11_nq3,
         SECTION,
         not_run=_NQ3_NOT_RUN,
+        revisions=(
+            Revision(
+                date="2026-12-04",
+                reason="Open review (referee-C): the sentence also says the 1-layer model fails and that the 3-layer "
+                "model solves it, almost independently of N; the rule tested only the 2-layer part, and the bundle "
+                "has no 3-layer N_q = 3 run and one N.",
+                rule_before="reproduced if two_layer_accuracy ≥ 0.99; otherwise not reproduced; " + TRAINED_TAIL,
+                status_before="reproduced",
+            ),
+        ),
     ),
 ]
 

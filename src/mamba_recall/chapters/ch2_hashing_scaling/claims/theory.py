@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from mamba_recall.claims.core import Claim, Evidence, Measurement, Rule, conds
+from mamba_recall.claims.core import Claim, Evidence, Measurement, Revision, Rule, conds
 from ._common import PERFECT, _bundle_ev
 
 #: this module's book section (its claims are judged on that page)
@@ -76,6 +76,11 @@ def measure_limit(V: int, Nf: int, D: int, N: int, layers: int = 1) -> Measureme
     )
 
 
+#: the root cause both claims below inherit (issue 51, errata counted by cause): App. D's reduction of Eq. 77 in the
+#: N_f ≫ N, D limit (Eq. 78) writes the argument √(2ND/N_f) for √(ND/(2N_f)) (a factor 4 in ND); Eq. 15 prints that
+#: limit and Remark 2 is the same formula with N → ΛN (Theorem 4), so one slip, one erratum, two occurrences
+EQ78_CAUSE = "002-eq78-limit-factor4"
+
 CLAIMS += [
     Claim(
         "002/Eq15",
@@ -91,6 +96,7 @@ CLAIMS += [
         ),
         lambda: measure_limit(1024, 10**4, 32, 32),
         SECTION,
+        cause=EQ78_CAUSE,
     ),
     Claim(
         "002/Remark2",
@@ -105,6 +111,7 @@ CLAIMS += [
         ),
         lambda: measure_limit(1024, 10**4, 32, 16, layers=2),
         SECTION,
+        cause=EQ78_CAUSE,
     ),
 ]
 
@@ -175,14 +182,26 @@ CLAIMS += [
         Rule(
             why="Eq. 77's V_max (δ = 0.01) must not exceed the designed circuit's measured largest V with perfect "
             "recall (the lower-bound reading of §5.1), and tight means within one sweep step (×2); cells where "
-            "the law predicts nothing, or the sweep cannot decide, cannot test it",
+            "the law predicts nothing, or the sweep cannot decide, cannot test it. No partial level: 'tight and "
+            "predictive' is the sentence's point, and a bound that holds only as a loose lower bound is another "
+            "proposition (the one §5.1 concedes), not a weaker reading of this one (open review, issue 51)",
             reproduced=conds(("lower_bound_fraction", ">=", 1.0), ("tight_within_2x", "true")),
-            partially=conds(("lower_bound_fraction", ">=", 1.0)),
             testable=conds(("informative_cells", ">=", 1)),
             untestable_why="no cell of the sweep has a positive prediction that the swept V range can bracket",
         ),
         measure_vmax,
         SECTION,
+        revisions=(
+            Revision(
+                date="2026-12-04",
+                reason="Open review (referee-C): the partial level ('the law holds as a lower bound') is another "
+                "proposition than the abstract's 'upper bound … tight and predictive', which fails beyond its ×2 bar "
+                "(predicted 944, measured ≥ 8192 at (D, N) = (128, 64)); so it reads not reproduced, never partially.",
+                rule_before="testable only if informative_cells ≥ 1; reproduced if lower_bound_fraction ≥ 1 and "
+                "tight_within_2x is true; partially if lower_bound_fraction ≥ 1; otherwise not reproduced",
+                status_before="partially",
+            ),
+        ),
     ),
 ]
 
