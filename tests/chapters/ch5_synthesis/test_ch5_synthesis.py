@@ -21,10 +21,14 @@ CELLS = [(1, d, n) for d in (16, 32, 64) for n in (2, 4, 8)] + [(2, 16, 4), (2, 
 TASK = "mqar (zoology, mamba_recall.tasks.mqar variant 'standard', power_a 1, pad 'full')"
 
 
-def fake_bundle(kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2), at_cap=lambda i: False):
+def fake_bundle(
+    kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2), at_cap=lambda i: False, key_set=None, plateau=None
+):
     """Searches with κ*₅₀ = kappa_of(layers, D, N, seed) and κ*₉₀ = κ*₅₀/2; each search has an edge probe (κ = 8,
     recall 0.5, profile ``profile(κ)``), a probe at 95 % (κ = 4) and one at 10 % (κ = 16); untrained twins at chance
-    with Δ ratio 1. Every probe converged (stopped at step 500 of 1500) except search ``i``'s where ``at_cap(i)``."""
+    with Δ ratio 1. Every probe converged (stopped at step 500 of 1500) except search ``i``'s where ``at_cap(i)``,
+    and where ``plateau(i)`` its κ = 16 probe stopped early on the ≈ 1/κ plateau (recall 0.05 ≤ 1.5/16).
+    ``key_set="kappa"``: the data's keys drawn from a key set of size κ (paper 003's MQAR), else zoology's."""
     profile = profile or (lambda k: [0.5] * k)
     searches, probes = [], []
     for i, (layers, D, N) in enumerate(CELLS):
@@ -40,7 +44,7 @@ def fake_bundle(kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2), at_ca
                         N=N,
                         seed=s,
                         kappa=kappa,
-                        accuracy=float(np.mean(prof)),
+                        accuracy=0.05 if plateau is not None and plateau(i) and kappa == 16 else float(np.mean(prof)),
                         untrained_accuracy=0.002,
                         by_pair=" ".join(f"{a:.4f}" for a in prof),
                         delta0_key_ratio=key_ratio,
@@ -56,7 +60,7 @@ def fake_bundle(kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2), at_ca
             "ladder": LADDER,
             "steps": 1500,
             "eval": {"target_accuracy": 0.99},
-            "data": {"task": TASK},
+            "data": {"task": TASK, **({"key_set": key_set} if key_set else {})},
         },
     }
     return SimpleNamespace(
@@ -83,16 +87,48 @@ def test_h1_reads_the_exponent_of_D_times_N():
     assert status("book/H1-DN", sqrt).status == "not reproduced"
 
 
-def test_h2_reads_thm2_as_a_sufficient_size_in_the_cells_wide_enough_for_it():
-    """H2 restated: where D ≥ 2(N + log₂ V), κ*₉₀ ≥ N (a lower bound, whatever D adds beyond it); the narrow cells
-    (D = 16 here, and D = 32 at N = 8) are not read, and the untrained twins never pass."""
-    above = fake_bundle(noisy(lambda l, D, N: 3 * N))  # κ*₉₀ = 1.5 N
+def test_h2_is_not_testable_on_zoologys_mqar_whose_keys_do_not_fit_one_column_each():
+    """Thm 2's construction gives each key of a key set of size κ its own column; zoology's MQAR draws keys from
+    V/2 − 1 = 255 tokens, so H2 reads not testable here whatever the capacities."""
+    v = status("book/H2-N-alone", fake_bundle(noisy(lambda l, D, N: 3 * N)))
+    assert v.status == "not testable here" and "255 tokens" in v.reason
+    assert dict((c, x) for c, x, _ in v.checks)["key_set_over_N ≤ 1"] == "127.5"
+
+
+def test_h2_judges_each_wide_cell_on_its_own_interval_where_the_keys_fit():
+    """Where the keys come from a key set of size κ: κ*₉₀ ≥ N in every cell wide enough (D ≥ 2(N + log₂ V)), each
+    cell judged on its own interval (a failing cell is not hidden by a mean); the narrow cells are not read; a
+    censored κ*₉₀ is never replaced by a number (its cell stays undecided); the untrained twins never pass."""
+    above = fake_bundle(noisy(lambda l, D, N: 3 * N), key_set="kappa")  # κ*₉₀ = 1.5 N
     v = status("book/H2-N-alone", above)
     assert v.status == "reproduced" and v.control_status not in ("reproduced", "")
-    assert "over 5 cells" in v.ours and "D16" not in v.ours and "D32N8" not in v.ours
-    assert status("book/H2-N-alone", fake_bundle(noisy(lambda l, D, N: N))).status == "not reproduced"  # κ*₉₀ = N/2
-    narrow_only = fake_bundle(noisy(lambda l, D, N: 3 * N if D == 16 else N))  # the narrow cells are not read
+    assert "D16" not in v.ours and "D32N8" not in v.ours and "D64N8" in v.ours
+    assert status("book/H2-N-alone", fake_bundle(noisy(lambda l, D, N: N), key_set="kappa")).status == "not reproduced"
+    narrow_only = fake_bundle(noisy(lambda l, D, N: 3 * N if D == 16 else N), key_set="kappa")
     assert status("book/H2-N-alone", narrow_only).status == "not reproduced"
+    # one wide cell below N on every seed, the others well above: the mean would pass, the cell fails
+    one_fails = fake_bundle(noisy(lambda l, D, N: N if (D, N) == (32, 4) else 8 * N), key_set="kappa")
+    v = status("book/H2-N-alone", one_fails)
+    assert v.status == "not reproduced" and v.intervals["log2_kappa90_over_N_D32N4"][1] < 0
+    censored = fake_bundle(
+        lambda l, D, N, s: float("nan") if (D, N, s) == (64, 2, 0) else 3 * N * math.exp(0.02 * (s - 1)),
+        key_set="kappa",
+    )
+    v = status("book/H2-N-alone", censored)
+    assert v.status == "inconclusive" and ("D64N2 censored" in v.ours or "D64N2 left out" in v.ours)
+
+
+def test_the_hypotheses_carry_their_rule_history():
+    from mamba_recall.chapters.ch5_synthesis.claims import ORDER
+    from mamba_recall.claims.core import get
+
+    for cid in ORDER:
+        revs = get(cid).revisions
+        assert [r.commit for r in revs][:1] == ["2aeecea"] and len(revs) == 2
+        assert revs[1].reason.startswith("Open review (referee-F)") and revs[1].status_before == "inconclusive"
+    assert get("book/H2-N-alone").revisions[0].status_before == "not reproduced"
+    v = status("book/H1-DN", fake_bundle(noisy(lambda l, D, N: D * N * l / 16)))
+    assert len(v.revisions) == 2 and "rule revised after the data" not in v.note
 
 
 def test_the_budget_rule_reads_inconclusive_where_more_than_a_tenth_of_the_probes_are_at_the_cap():
@@ -105,17 +141,22 @@ def test_the_budget_rule_reads_inconclusive_where_more_than_a_tenth_of_the_probe
     bound = fake_bundle(linear, at_cap=lambda i: True)
     v = status("book/H1-DN", bound)
     assert v.status == "inconclusive"
-    assert v.reason.startswith("budget-bound (81 of 81 probes at the step cap")
-    assert "rule revised after the data" in v.note and "Under the earlier rule this verdict read 'reproduced'" in v.note
-    assert "at most 10 % of its probes stopped at the step cap" in v.rule
-    one = fake_bundle(linear, at_cap=lambda i: i == 0)  # the first cell's 3 searches: 9 of 81 one-layer probes
+    assert v.reason.startswith("budget-bound (27 of 27 probes not converged: 27 at the step cap, 0 stopped on")
+    assert "at most 10 % of its probes did not converge" in v.rule
+    one = fake_bundle(linear, at_cap=lambda i: i == 8)  # the cell (1, 64, 8)'s 3 searches: 9 of H1's 27 probes
     r = budget_reading("book/H1-DN", one)
-    assert (r["at_cap"], r["probes"], r["bound"]) == (9, 81, True)
+    assert (r["at_cap"], r["probes"], r["bound"]) == (9, 27, True)
+    assert budget_reading("book/H3-law-magnitude", one)["probes"] == 81  # H3 reads every 1-layer cell
     h6 = budget_reading("book/H6-layers-as-N", one)
     assert h6["at_cap"] == 0 and not h6["bound"]  # its probes: the 2-layer cells and their 1-layer matches
     few = fake_bundle(linear, at_cap=lambda i: i == 9)  # a 2-layer cell: none of H1's probes
     assert status("book/H1-DN", few).status == "reproduced"
-    assert "Convergence: 0 of 81 probes at the step cap (0%)" in status("book/H1-DN", few).note
+    assert "Convergence: 0 of 27 probes not converged" in status("book/H1-DN", few).note
+    # a probe stopped on the ≈ 1/κ plateau before the cap did not converge (open review, on H6)
+    flat = fake_bundle(linear, plateau=lambda i: i == 8)  # (1, 64, 8): its 3 κ = 16 probes stop at recall 0.05
+    r = budget_reading("book/H1-DN", flat)
+    assert (r["at_cap"], r["plateau"], r["unconverged"], r["bound"]) == (0, 3, 3, True)
+    assert status("book/H1-DN", flat).status == "inconclusive"
     h4 = fake_bundle(noisy(lambda l, D, N: 8.0), profile=u, at_cap=lambda i: i < 1)
     assert budget_reading("book/H4-U-at-capacity", h4)["share"] == pytest.approx(3 / 36)
     assert status("book/H4-U-at-capacity", h4).status == "reproduced"  # 8 % at the cap: judged, on the others

@@ -8,7 +8,8 @@ r"""Chapter 5: the four papers' theories of Mamba's recall, each turned into a p
 * **Paper 003** (constructions): Thm 2 writes one key per state column, so a model with N = κ columns and width
   d = O(κ + log|V|) recalls κ pairs: a sufficient size, read for trained models as κ*₉₀ ≥ N in the cells wide enough
   for the construction (:func:`thm2_cells`, :func:`kappa_with_bounds`).
-* **The training budget**: :func:`probe_at_cap` (a probe that ran every step short of the target) and
+* **The training budget**: :func:`probe_at_cap` (a probe that ran every step short of the target),
+  :func:`probe_unconverged` (at the cap, or stopped on the ≈ 1/κ plateau before the transition) and
   :func:`budget_by_cell`; the order of the queries in a run's own data (:func:`query_slot_by_pair`, from the
   generator its config names).
 * **Paper 004** (primacy and recency): near capacity the serial-position profile is a U: :func:`u_shape` reads
@@ -293,9 +294,28 @@ def query_order_statement(job_config: dict, kappa: int = 16, n: int = 2000, seed
 
 
 def probe_at_cap(probes: pd.DataFrame, steps: int, target: float) -> pd.Series:
-    """Per probe, whether it stopped at the step cap: ran all ``steps`` steps without reaching ``target`` recall.
-    Every other probe converged: it reached the target, or stopped on the plateau rule before the cap."""
+    """Per probe, whether it stopped at the step cap: ran all ``steps`` steps without reaching ``target`` recall."""
     return (probes.steps_run >= steps) & (probes.accuracy < target)
+
+
+#: a probe stopped by the plateau rule with recall at most this many times 1/κ sits on the pre-transition plateau
+#: (the model guesses among the κ values in its context and has not yet learned which one): not converged
+#: (declared 2026-12-04 on the open review, before any run at the long budget)
+CHANCE_PLATEAU = 1.5
+
+
+def probe_on_chance_plateau(probes: pd.DataFrame, steps: int, target: float) -> pd.Series:
+    """Per probe, whether the plateau rule stopped it before the step cap short of ``target`` with recall at most
+    :data:`CHANCE_PLATEAU`/κ: the ≈ 1/κ plateau that comes before the transition, not a converged capacity."""
+    early = (probes.steps_run < steps) & (probes.accuracy < target)
+    return early & (probes.accuracy <= CHANCE_PLATEAU / probes.kappa)
+
+
+def probe_unconverged(probes: pd.DataFrame, steps: int, target: float) -> pd.Series:
+    """Per probe, whether its training did not converge: at the step cap (:func:`probe_at_cap`) or stopped on the
+    ≈ 1/κ plateau (:func:`probe_on_chance_plateau`). Every other probe converged: it reached ``target``, or the
+    plateau rule stopped it above that plateau before the cap."""
+    return probe_at_cap(probes, steps, target) | probe_on_chance_plateau(probes, steps, target)
 
 
 KEYS = ["layers", "D", "N", "seed"]
@@ -308,6 +328,21 @@ def budget_by_cell(probes: pd.DataFrame, steps: int, target: float) -> pd.DataFr
     g = p.groupby(["layers", "D", "N"]).at_cap.agg(["size", "sum"]).reset_index()
     g = g.rename(columns={"size": "probes", "sum": "at_cap"})
     return g.assign(at_cap=g.at_cap.astype(int), converged_share=1 - g.at_cap / g.probes)
+
+
+def jl_cells(searches: pd.DataFrame, V: int) -> pd.DataFrame:
+    """The 1-layer searches inside paper 002's stated regime for Remark 1's law: D ≥ ln V and N ≥ ln V (the JL
+    condition, "D, N ≳ log V")."""
+    one = searches[searches.layers == 1]
+    return one[(one.D >= np.log(V)) & (one.N >= np.log(V))]
+
+
+def key_set_size(job_config: dict, kappa: int) -> int:
+    """How many keys the runs' generator draws a sequence's κ keys from: ``kappa`` for paper 003's MQAR (keys from
+    a key set of size κ, ``data.key_set`` ``"kappa"``), else zoology's [1, V/2), V/2 − 1 keys."""
+    if (job_config.get("data") or {}).get("key_set") == "kappa":
+        return int(kappa)
+    return int(job_config["V"]) // 2 - 1
 
 
 def thm2_cells(searches: pd.DataFrame, V: int, d_factor: float) -> pd.DataFrame:
