@@ -111,6 +111,19 @@ def test_trained_claims_need_three_seeds_and_an_interval_in_either_direction():
     assert judge(claim, _measure({"acc": 0.2})).status == "not reproduced"
 
 
+def test_the_partial_level_is_consulted_when_the_printed_statement_straddles():
+    """Issue 51, "the judge": training accuracy 1, 1 and 0.999987 against "= 1" straddles the printed statement,
+    but the declared weaker reading (≥ 0.99) holds over its whole interval: partially, not inconclusive. Where
+    the weaker reading straddles too, inconclusive; where the printed statement is refuted, the partial level as
+    before."""
+    rule = Rule(why="t", reproduced=conds(("acc", ">=", 1.0)), partially=conds(("acc", ">=", 0.99)), trained=True)
+    claim = Claim("000/test-straddle-partial", "s", "w", "p", rule, lambda: None, section="x")
+    v = judge(claim, Measurement({"acc": 0.999996}, "x", SEEDED, {"acc": (0.99998, 1.00001)}))
+    assert v.status == "partially" and "not decided; the partial statement holds" in v.reason
+    assert judge(claim, Measurement({"acc": 0.99}, "x", SEEDED, {"acc": (0.98, 1.001)})).status == "inconclusive"
+    assert judge(claim, Measurement({"acc": 0.995}, "x", SEEDED, {"acc": (0.992, 0.998)})).status == "partially"
+
+
 def test_a_condition_must_hold_over_the_whole_interval():
     """Declared rule (claims.core): a mean that clears a threshold while its 95 % interval straddles it is
     inconclusive; an interval wholly past the threshold is reproduced. Same for the erratum level."""

@@ -128,9 +128,17 @@ def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
     if stated is True:
         return "reproduced", printed, ""
     if stated is None:
+        undecided = interval_crossings(rule.reproduced, m)
+        # the weaker reading of the same sentence is still consulted: where it holds over its whole interval while
+        # the printed statement is undecided (not refuted), the claim reads partially (issue 51, "the judge")
+        if rule.partially and decide_all(rule.partially, m) is True:
+            return (
+                "partially",
+                printed + partial,
+                f"{undecided}: the statement as printed is not decided; the partial statement holds",
+            )
         reason = (
-            interval_crossings(rule.reproduced, m)
-            + f": the evidence does not decide the statement (the means alone would read "
+            undecided + f": the evidence does not decide the statement (the means alone would read "
             f"'{_point_status(rule, m)}'); more seeds would settle it"
         )
         return "inconclusive", printed, reason
