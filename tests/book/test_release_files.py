@@ -96,3 +96,24 @@ def test_environment_yml_installs_the_extras_make_installs():
     assert set(make_extras) == set(
         tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     ) - {"gpu"}
+
+
+def test_readme_is_a_short_page_that_links_where_the_details_went():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.split()) <= 900, len(readme.split())  # a two-minute page, the chapter table and tree included
+    headings = re.findall(r"^## (.+)$", readme, re.M)
+    assert headings == ["The two commands", "Where to start", "Layout", "How to cite"], headings
+    assert "JOBS=2" not in readme  # make test's long paragraph lives in the appendix now
+    for fact in ("2.1 GB", "about 8 minutes", "about 17 minutes", "_build/lab/", "--allow-root", "--version"):
+        assert fact in readme, fact
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    assert all(f"`{extra}`" in readme.split("## Where to start", 1)[1] for extra in extras), extras
+    # the appendix section it names holds what the README used to say, with the facts of today
+    appendix = (ROOT / "book" / "appendix_engineering.md").read_text()
+    assert "The details the README leaves out" in readme
+    details = appendix.split("\n## The details the README leaves out\n", 1)[1]
+    assert "`.ci/run` (venv install included) takes about 17 min" in details and "about 2.1 GB" in details
+    assert "'.[book,test,bench,cluster]'" in details
+    preset_row = next(line for line in details.splitlines() if line.startswith("| `preset` |"))
+    assert "cpu-hours" in preset_row
+    assert "Executed notebooks go to `_build/`, never into `book/`, and `make lab` opens copies" in details
