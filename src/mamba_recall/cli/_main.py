@@ -448,6 +448,20 @@ def _dispatch(args) -> int:
         )
         trained = sum(1 for cid, v in verdicts.items() if cid in core.REGISTRY and core.REGISTRY[cid].rule.trained)
         print(f"controls of the scorecard's {trained} trained claims checked (claims.core.audit_controls)")
+        from ..claims import review
+
+        kinds = review.audit_kinds(verdicts)
+        _fail_on(
+            kinds,
+            f"error: {len(kinds)} verdict(s) of a kind the open review forbids (claims.review.audit_kinds); fix the rule.",
+        )
+        moved = review.stale_reviews() + review.audit_reviews(verdicts)
+        _fail_on(
+            moved,
+            f"error: {len(moved)} claim(s) not reviewed under their current rule and verdict (book appendix 'Open "
+            "review', results/review/): referee them again.",
+        )
+        print(f"open review: every one of the {len(verdicts)} verdicts is refereed under its current rule and reading")
         from .. import manifest
 
         wrong = manifest.claim_problems(scorecard_dir())
