@@ -412,7 +412,8 @@ CLAIMS = (
                 "zoology's MQAR with 255 keys (H2 now tests that premise and reads not testable here on these runs); "
                 "a mean over cells hid D32N4 failing on every seed ([-0.67, -0.09]): each cell is now judged on its "
                 "own interval; the censored κ*₉₀ of D64N2 on seeds 0 and 1 are no longer entered as 1.41; and "
-                + _PLATEAU_WHY,
+                + _PLATEAU_WHY
+                + ".",
                 _H2_RESTATED + "; " + _CONVERGENCE_FIRST,
                 "inconclusive",
             ),
