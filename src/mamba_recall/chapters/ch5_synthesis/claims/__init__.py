@@ -42,6 +42,19 @@ a rule revised after the data, so every record says so, with the verdict under t
   its first rung, above it its last rung) is ≥ 0 over its whole interval (*reproduced*), wholly below 0 (*not
   reproduced*); testable with at least two such cells. Null: the untrained twins.
 
+Revised again on 2026-12-04 in the open review (referee-F), before any run at the long budget; each claim's
+``revisions`` carry both revisions (the first at commit 2aeecea), shown on its record in place of "declared before
+the result":
+
+* **the convergence rule**: a probe the plateau rule stopped on the ≈ 1/κ plateau (recall ≤ 1.5/κ, short of the
+  target) did not converge; it counts with the probes at the step cap.
+* **book/H1-DN**: the fit reads only the cells inside paper 002's stated regime, D, N ≥ ln V (Remark 1's JL
+  condition); testable with at least three distinct D·N; the fit over every cell is a description only.
+* **book/H2-N-alone**: each wide cell judged on its own interval across seeds (no mean over cells); a censored κ*₉₀
+  is never replaced by a number (its cell stays undecided); testable only where the task's keys come from at most N
+  tokens, Thm 2's premise (a key set of size κ): zoology's MQAR draws them from V/2 − 1, so not testable here.
+* **book/H4-U-at-capacity**: the shuffled-order null draws each seed's permutations from that seed.
+
 Controls (judged by the same rules beside each claim): H1–H3 and H6, the untrained twins (every probe's model
 before training: recall at chance, so every κ* is censored and no fit exists); H4, the same profiles with the
 pairs' order shuffled (seeded) within each probe; H5, the untrained twins' Δ at the same probes.
