@@ -79,3 +79,14 @@ def test_one_line():
     text = "word " * 40
     cut = render.one_line(text, 30)
     assert cut.endswith("…") and len(cut) <= 30 and "  " not in cut and not cut[:-1].endswith(" ")
+
+
+def test_quotes_on_the_scorecard_show_no_raw_tex():
+    """A paper's quote beside its verdict is text, not math: its simple TeX is written as the characters it prints
+    (the browser check fails raw ``\\frac``, ``\\ll`` or ``$...$`` outside math)."""
+    quote = "an MQAR task of $V_k = \\frac{V}{2} = 512$ given $N = 32 \\ll V_k$ and $\\frac{1}{\\sqrt{p}}$"
+    assert render.tex_to_unicode(quote) == "an MQAR task of Vₖ = V/2 = 512 given N = 32 ≪ Vₖ and 1/√p"
+    assert render.tex_to_unicode("no math here") == "no math here"
+    page = render.scorecard_page(_verdicts())
+    quotes = re.findall(r"- \*\*the paper\*\* [^\n]*", page)
+    assert quotes and not [q for q in quotes if re.search(r"\\[A-Za-z]{2,}|\$[^$]+\$", q)]
