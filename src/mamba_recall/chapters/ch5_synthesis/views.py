@@ -148,16 +148,17 @@ def convergence_frame(probes: pd.DataFrame, steps: int, target: float) -> pd.Dat
 
 
 def convergence_chart(probes: pd.DataFrame, steps: int, target: float) -> alt.Chart:
-    """The share of converged probes in each cell, as a D × N grid per number of layers (text: converged of all)."""
+    """The share of converged probes in each cell (the verdicts' count: neither at the step cap nor stopped on the
+    ≈ 1/κ plateau), as a D × N grid per number of layers (text: converged of all)."""
     t = syn.budget_by_cell(probes, steps, target)
     t = t.assign(
-        label=(t.probes - t.at_cap).astype(str) + " of " + t.probes.astype(str),
+        label=(t.probes - t.unconverged).astype(str) + " of " + t.probes.astype(str),
         layers=t.layers.astype(str) + " layer(s)",
     )
     base = alt.Chart(t).encode(x=alt.X("D:O", title="D"), y=alt.Y("N:O", title="N", sort="descending"))
     cells = base.mark_rect().encode(
         color=alt.Color("converged_share:Q", title="converged", scale=alt.Scale(domain=[0, 1], scheme="blues")),
-        tooltip=["layers", "D", "N", "probes", "at_cap", alt.Tooltip("converged_share:Q", format=".0%")],
+        tooltip=["layers", "D", "N", "probes", "at_cap", "unconverged", alt.Tooltip("converged_share:Q", format=".0%")],
     )
     text = base.mark_text(size=11).encode(
         text="label:N",
@@ -167,7 +168,7 @@ def convergence_chart(probes: pd.DataFrame, steps: int, target: float) -> alt.Ch
         (cells + text)
         .properties(width=180, height=140)
         .facet(column=alt.Column("layers:N", title=None))
-        .properties(title=f"probes converged before the {steps}-step cap, per cell")
+        .properties(title=f"probes converged (not at the {steps}-step cap, not on the 1/κ plateau), per cell")
     )
 
 

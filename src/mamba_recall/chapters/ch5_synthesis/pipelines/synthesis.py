@@ -322,12 +322,15 @@ KEYS = ["layers", "D", "N", "seed"]
 
 
 def budget_by_cell(probes: pd.DataFrame, steps: int, target: float) -> pd.DataFrame:
-    """Per (layers, D, N): the probes over every seed, how many stopped at the step cap (:func:`probe_at_cap`) and
+    """Per (layers, D, N): the probes over every seed, how many stopped at the step cap (:func:`probe_at_cap`), how
+    many did not converge (:func:`probe_unconverged`: at the cap or on the ≈ 1/κ plateau, the verdicts' count) and
     the share that converged."""
-    p = probes.assign(at_cap=probe_at_cap(probes, steps, target))
-    g = p.groupby(["layers", "D", "N"]).at_cap.agg(["size", "sum"]).reset_index()
-    g = g.rename(columns={"size": "probes", "sum": "at_cap"})
-    return g.assign(at_cap=g.at_cap.astype(int), converged_share=1 - g.at_cap / g.probes)
+    p = probes.assign(at_cap=probe_at_cap(probes, steps, target), unconverged=probe_unconverged(probes, steps, target))
+    g = p.groupby(["layers", "D", "N"]).agg(
+        probes=("at_cap", "size"), at_cap=("at_cap", "sum"), unconverged=("unconverged", "sum")
+    )
+    g = g.reset_index().astype({"at_cap": int, "unconverged": int})
+    return g.assign(converged_share=1 - g.unconverged / g.probes)
 
 
 def jl_cells(searches: pd.DataFrame, V: int) -> pd.DataFrame:
