@@ -84,7 +84,7 @@ CLAIMS += [
 def _mech_ev(ctx, acc: float, steps: int, n_probe: int) -> Evidence:
     return Evidence.live(
         ctx,
-        f"one model trained {steps} steps (held-out accuracy {acc:.3f}), {n_probe} probe sequences",
+        f"a model trained {steps} steps (held-out accuracy {acc:.3f}), {n_probe} probe sequences",
         seeds=1,
         source="trained in the notebook",
     )
