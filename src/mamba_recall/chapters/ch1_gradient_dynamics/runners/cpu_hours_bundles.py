@@ -17,7 +17,7 @@ from .cpu_hours_jobs import (
     CHECKPOINTS_EXPERIMENT,
     FULL_EXPERIMENT,
     FULL_PARTS,
-    MATCHED_EXPERIMENT,
+    TABLE_EXPERIMENT,
     MODELS,
     MODELS_EXPERIMENT,
     ONEHOT_EXPERIMENT,
@@ -255,7 +255,7 @@ def _table1_bundle(
     and every run (table ``runs``)."""
     from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import LABELS, PAPER_TABLE1
 
-    matched = experiment_name == MATCHED_EXPERIMENT
+    matched = experiment_name != TABLE_EXPERIMENT  # the size-matched rows: their conv width is a cell's key
     keys = ("model", "conv_width", "T", "kappa") if matched else ("model", "T", "kappa")
 
     def cell(r):  # the run's cell: its config's keys, the conv width from its sizes
@@ -284,7 +284,7 @@ def _table1_bundle(
     cells["accuracy"] = cells["accuracy_mean"]  # the column the Table 1 claims read (the mean over seeds)
     cells["paper"] = [PAPER_TABLE1.get(m, {}).get((t, k)) for m, t, k in zip(cells.model, cells["T"], cells.kappa)]
     data["aggregation"] = "held-out query accuracy per run; mean over seeds with a 95 % t-interval per cell"
-    stem, sizes_name = ("ch1_table1_matched", "ch1_table1_matched") if matched else ("ch1_table1", "ch1_table1")
+    stem = sizes_name = experiment_name
     config = {"preset": preset, "smoke": smoke, "sizes": experiment(sizes_name, preset, smoke=smoke)}
     tables = {"accuracy": cells, "runs": per_run}
     return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory, runner="ch1_table1")

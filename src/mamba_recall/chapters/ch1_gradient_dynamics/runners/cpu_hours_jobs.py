@@ -26,6 +26,8 @@ TABLE_EXPERIMENT = "ch1_table1"
 FULL_EXPERIMENT = "ch1_full_mamba"
 WO_EXPERIMENT = "ch1_wo"
 MATCHED_EXPERIMENT = "ch1_table1_matched"
+ROPE_EXPERIMENT = "ch1_table1_rope"
+SEEDS_EXPERIMENT = "ch1_table1_seeds"
 ONEHOT_EXPERIMENT = "ch1_full_onehot"
 CHECKPOINTS_EXPERIMENT = "ch1_checkpoints"
 #: the runner's parts (``--parts``): name → run-store experiment
@@ -37,6 +39,8 @@ PARTS = {
     "wo": WO_EXPERIMENT,
     "table1_matched": MATCHED_EXPERIMENT,
     "full_onehot": ONEHOT_EXPERIMENT,
+    "table1_rope": ROPE_EXPERIMENT,
+    "table1_seeds": SEEDS_EXPERIMENT,
 }
 #: which runner runs each part (one runner per result family): Table 1 and its size-matched row 3 are ``ch1_table1``'s
 #: run-store parts, the models and their analyses ``ch1_training``'s
@@ -48,6 +52,8 @@ PART_RUNNER = {
     "wo": "ch1_training",
     "table1_matched": "ch1_table1",
     "full_onehot": "ch1_training",
+    "table1_rope": "ch1_table1",
+    "table1_seeds": "ch1_table1",
 }
 
 
@@ -65,7 +71,16 @@ CHECKPOINT_MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 DEFAULT_PARTS = {
     "ci": ("checkpoints", "table1", "table1_matched"),
     "paper": ("checkpoints", "table1", "table1_matched"),
-    "cpu-hours": ("models", "table1", "full_mamba", "wo", "table1_matched", "full_onehot"),
+    "cpu-hours": (
+        "models",
+        "table1",
+        "full_mamba",
+        "wo",
+        "table1_matched",
+        "full_onehot",
+        "table1_rope",
+        "table1_seeds",
+    ),
 }
 PROBE_METRICS = (
     "probe_accuracy_before",
@@ -136,6 +151,9 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None, only=No
         for width in base["conv_widths"]:
             sizes = {**{k: v for k, v in base.items() if k != "conv_widths"}, "conv_width": width}
             jobs += _table_jobs(preset, smoke, sizes, MATCHED_EXPERIMENT)
+    for part in ("table1_rope", "table1_seeds"):
+        if part in parts:
+            jobs += _table_jobs(preset, smoke, _sizes(PARTS[part], preset, smoke), PARTS[part])
     if "wo" in parts:
         base = _sizes("ch1_wo", preset, smoke)
         for target in base["targets"]:
@@ -160,7 +178,8 @@ def _table_jobs(preset: str, smoke: bool, table: dict | None = None, experiment_
                     "smoke": smoke,
                     "sizes": table,
                 }
-                jobs += [make_job(experiment_name, config, s) for s in range(table["seeds"])]
+                first = table.get("first_seed", 0)
+                jobs += [make_job(experiment_name, config, s) for s in range(first, first + table["seeds"])]
     return jobs
 
 
