@@ -160,6 +160,18 @@ def measure_table1_rope(table, origin, null: bool = True) -> Measurement:
 
 #: the Table 1 claim read on the size-matched runs when they are committed (issue 31: "similar model sizes")
 MATCHED_CLAIM = "000/Table1-tf1-conv"
+#: row 4 read on the size-matched RoPE Transformer (``ch1_table1_rope``, d_model 8, 2,096 parameters) when committed
+ROPE_CLAIM = "000/Table1-rope"
+ROPE_BUNDLE = "ch1_table1_rope"
+#: row 3's deciding cell (conv width 4, κ = 1) on seeds 3-5, each with the seed's Mamba and size-matched RoPE rows
+MORE_SEEDS_BUNDLE = "ch1_table1_seeds"
+
+
+def _extra_bundle(stem: str):
+    """The complete committed cpu-hours bundle ``stem`` (:func:`load_seeds`, quiet), or None."""
+    from ._common import load_seeds
+
+    return load_seeds(stem, log=lambda *args, **kwargs: None)
 
 
 def check_table1(claim_id: str, seeds, table, origin, record: bool = True, matched=None):
@@ -167,7 +179,9 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
     claim's measurement, then judged through :func:`~mamba_recall.claims.core.check_stored`), else on ``table`` from
     ``origin`` (one seed: *inconclusive*). ``matched``: the size-matched row-3 bundle (``ch1_table1_matched``);
     with it, row 3's claim (:data:`MATCHED_CLAIM`) reads its Transformers (both conv widths) in place of the
-    d_model-32 ones, beside the same seeds' Mamba and RoPE rows."""
+    d_model-32 ones, beside the same seeds' Mamba and RoPE rows, plus seeds 3-5 of its deciding cell where
+    ``ch1_table1_seeds`` is committed (:data:`MORE_SEEDS_BUNDLE`). Row 4 (:data:`ROPE_CLAIM`) reads the size-matched
+    RoPE Transformer of ``ch1_table1_rope`` in place of the d_model-32 one where that bundle is committed."""
     import pandas as pd
 
     from mamba_recall.claims.core import check, check_stored, get, measurement_record
@@ -175,8 +189,15 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
     if seeds is None:
         return check(claim_id, table, origin, record=record)
     runs = seeds.tables["runs"]
+    if claim_id == ROPE_CLAIM:
+        rope = _extra_bundle(ROPE_BUNDLE)
+        if rope is not None:  # row 4 at similar model sizes, beside the same seeds' Mamba
+            runs = pd.concat([runs[runs.model != "tf2_conv_rope"], rope.tables["runs"]], ignore_index=True)
     if claim_id == MATCHED_CLAIM and matched is not None:
         runs = pd.concat([runs[runs.model != "tf1_conv"], matched.tables["runs"]], ignore_index=True)
+        more = _extra_bundle(MORE_SEEDS_BUNDLE)
+        if more is not None:  # seeds 3-5 of the deciding cell, each with its own Mamba and RoPE rows
+            runs = pd.concat([runs, more.tables["runs"]], ignore_index=True)
     per_seed = sorted(set(runs.seed))
     measure = get(claim_id).measure
 
@@ -274,7 +295,9 @@ CLAIMS = (
         SECTION,
         setting="T = 128 only (the paper's T = 256 and 512 columns are a GPU run); the Transformer is size-matched "
         "to the Mamba as the paper's 'similar model sizes' asks (d_model 8, about 1,200 parameters against the "
-        "Mamba's 1,056–1,408), its conv width 2 and 4 (the paper does not give it)",
+        "Mamba's 1,056–1,408), its conv width 2 and 4 (the paper does not give it); the deciding cell (conv 4, "
+        "κ = 1) on 3 more seeds where committed (ch1_table1_seeds: seeds 3–5, each with its own Mamba and "
+        "size-matched RoPE rows)",
         quote=_TABLE1_SENTENCE,
     ),
     Claim(
@@ -294,7 +317,8 @@ CLAIMS = (
         measure_table1_rope,
         SECTION,
         setting=T128 + "; read only at App. A's 'similar model sizes' (the RoPE Transformer at most 2× the Mamba's "
-        "parameters): a larger one's numbers are shown, undecided",
+        "parameters): a larger one's numbers are shown, undecided; read on the size-matched RoPE Transformer "
+        "(d_model 8, 2,096 parameters, 1.5–2.0× the Mamba's: ch1_table1_rope) where committed",
         revisions=(
             Revision(
                 date=DATE,
