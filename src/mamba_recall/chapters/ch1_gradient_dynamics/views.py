@@ -15,7 +15,6 @@ HALF_DASH = alt.StrokeDash(
     "half:N",
     title=None,
     scale=alt.Scale(domain=["first half (d < |V|)", "second half (d ≥ |V|)", "output"], range=[[4, 3], [1, 0], [1, 0]]),
-    legend=alt.Legend(labelLimit=0),  # no cut: "second half (d ≥ |V|)" whole
 )
 
 
@@ -73,7 +72,7 @@ def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 mo
             .transform_filter(alt.datum.t == t_sel)
             .properties(width=200, height=120)
         )
-        panels.append(alt.hconcat((lines + rule).properties(width=480, height=120), bars))
+        panels.append(alt.hconcat((lines + rule).properties(width=460, height=120), bars))
     tokens = frame[(frame.panel == "output") & (frame.dim == 0)][["t", "token", "event"]]
     strip = (
         alt.Chart(tokens)
@@ -81,11 +80,12 @@ def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 mo
         .encode(
             x="t:Q",
             text="token:N",
-            color=alt.Color("event:N", title="pair (x_{t-1}, x_t)", legend=alt.Legend(labelLimit=0)),
+            color=alt.Color("event:N", title="pair (x_{t-1}, x_t)"),
         )
-        .properties(width=480, height=18)
+        .properties(width=460, height=18)
     )
-    return alt.vconcat(strip, *panels).add_params(t_sel).properties(title=title)
+    # legends uncut ("second half (d ≥ |V|)" whole; set once for the chart: per encoding, Vega warns of conflicts)
+    return alt.vconcat(strip, *panels).add_params(t_sel).properties(title=title).configure_legend(labelLimit=0)
 
 
 def wdelta_heatmap(W: torch.Tensor, title: str, transposed: bool = False) -> alt.Chart:
