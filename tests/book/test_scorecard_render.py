@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 
 from mamba_recall.claims import core, render
+from mamba_recall.claims.core import tex_to_unicode
 
 
 def _verdicts():
@@ -85,8 +86,8 @@ def test_quotes_on_the_scorecard_show_no_raw_tex():
     """A paper's quote beside its verdict is text, not math: its simple TeX is written as the characters it prints
     (the browser check fails raw ``\\frac``, ``\\ll`` or ``$...$`` outside math)."""
     quote = "an MQAR task of $V_k = \\frac{V}{2} = 512$ given $N = 32 \\ll V_k$ and $\\frac{1}{\\sqrt{p}}$"
-    assert render.tex_to_unicode(quote) == "an MQAR task of Vₖ = V/2 = 512 given N = 32 ≪ Vₖ and 1/√p"
-    assert render.tex_to_unicode("no math here") == "no math here"
+    assert tex_to_unicode(quote) == "an MQAR task of Vₖ = V/2 = 512 given N = 32 ≪ Vₖ and 1/√p"
+    assert tex_to_unicode("no math here") == "no math here"
     page = render.scorecard_page(_verdicts())
     quotes = re.findall(r"- \*\*the paper\*\* [^\n]*", page)
     assert quotes and not [q for q in quotes if re.search(r"\\[A-Za-z]{2,}|\$[^$]+\$", q)]

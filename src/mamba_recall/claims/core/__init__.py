@@ -60,6 +60,7 @@ from ._judge import (
     interval_crossings,
     judge,
 )
+from ._tex import tex_to_unicode
 from ._records import load_verdicts, measurement_from_record, measurement_record, not_run_verdict, record_verdict
 from ._types import (
     MARK,
@@ -97,6 +98,7 @@ __all__ = [
     "OPS",
     "PAPERS",
     "REGISTRY",
+    "tex_to_unicode",
     "STATUSES",
     "TIER_NOTE",
     "TIERS",

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ._tex import tex_to_unicode
+
 STATUSES = (
     "reproduced",
     "partially",
@@ -350,7 +352,8 @@ class Verdict:
         """The claim's whole record as Markdown bullets (the notebook's display and the scorecard's dropdown):
         the paper's sentence and numbers, ours with the intervals, the rule, the checks, the control, the
         evidence, the setting and the verdict."""
-        said = f"“{self.quote}”" if self.quote else self.statement
+        # the paper's sentence as text: its TeX would show raw outside math (a notebook's Markdown output, a page)
+        said = f"“{tex_to_unicode(self.quote)}”" if self.quote else self.statement
         if self.claim_id.startswith("book/"):  # the book's own hypothesis: no paper sentence to quote
             out = [f"- **rests on**: {self.where}", f"- **the theory's numbers**: {self.printed}"]
         else:
