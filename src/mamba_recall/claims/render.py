@@ -178,15 +178,46 @@ def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
 
 
 def _details(v: Verdict, prefix: str) -> list[str]:
-    return [f"- **claim**: {' '.join(v.statement.split())}", *v.record_lines()] + (
-        [f"- checked in {{doc}}`{prefix}{v.section}`"] if v.section else []
+    from . import review
+
+    reviews = review.load_reviews()
+    entry = reviews.get(v.claim_id)
+    target = f"review-{v.claim_id.replace('/', '-')}" if entry is not None and entry.objections else ""
+    link = (
+        f"{{ref}}`the objections and answers <{target}>`"
+        if target
+        else f"{{doc}}`the open review <{prefix}appendix_review>`"
+    )
+    return (
+        [f"- **claim**: {' '.join(v.statement.split())}", *v.record_lines()]
+        + ([f"- checked in {{doc}}`{prefix}{v.section}`"] if v.section else [])
+        + [f"- **{review.review_line(v.claim_id, reviews)}** ({link})"]
     )
 
 
 def scorecard_summary(recorded: dict[str, Verdict] | None = None) -> str:
     """The scorecard's first screen: per chapter, the counts of each status (:func:`counts_table`, each chapter
-    linked to its section below, and the total)."""
-    return counts_table(verdicts_for(None, recorded), link=True)
+    linked to its section below, and the total), then one line each: the errata counted by root cause, the rules
+    revised after their data, and the open review's count."""
+    from . import review
+
+    everything = verdicts_for(None, recorded)
+    errata = [v for v in everything if v.status == "erratum confirmed"]
+    causes = sorted({v.cause or v.claim_id for v in errata})
+    revised = [v.claim_id for v in everything if v.revisions]
+    reviews = review.load_reviews()
+    objected = sum(1 for e in reviews.values() if e.objections)
+    changed = sum(1 for e in reviews.values() for o in e.objections if o.answer.action == "changed")
+    lines = [
+        f"**Errata by root cause:** {len(causes)} causes behind the {len(errata)} claims that read erratum confirmed"
+        + (f" ({', '.join(f'`{c}`' for c in causes)})." if causes else "."),
+        f"**Rules revised after their data:** {len(revised)} claims; each record says so, with the verdict under the "
+        "earlier rule" + (f" ({', '.join(revised)})." if revised else "."),
+        f"**Open review:** {len(reviews)} of {len(everything)} claims refereed by a reviewer who did not write their "
+        f"rule; {objected} drew objections, {changed} answered by a changed verdict ({{doc}}`the objections and "
+        "answers </book/appendix_review>`).",
+    ]
+    return counts_table(everything, link=True) + "\n" + "\n\n".join(lines) + "\n"
 
 
 def scorecard_page(recorded: dict[str, Verdict] | None = None, summary: bool = True) -> str:
