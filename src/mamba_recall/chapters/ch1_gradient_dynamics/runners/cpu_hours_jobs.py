@@ -67,20 +67,12 @@ MODELS = ("k1", "k2", "k4")
 CHECKPOINT_MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 #: the parts a runner runs at each preset when ``--parts`` is not given: at ``ci`` and ``paper`` the one-seed models
 #: whose checkpoints the notebooks load and Table 1 with its size-matched row 3 (ci: one seed; paper: 3); at
-#: ``cpu-hours`` every part but ``checkpoints`` (3 seeds each, 5 for W_o)
+#: ``cpu-hours`` every part but ``checkpoints`` (3 seeds each, 5 for W_o) and the open review's added Table 1 rows
+#: (``table1_rope``, ``table1_seeds``: run them with ``--parts table1_rope table1_seeds``)
 DEFAULT_PARTS = {
     "ci": ("checkpoints", "table1", "table1_matched"),
     "paper": ("checkpoints", "table1", "table1_matched"),
-    "cpu-hours": (
-        "models",
-        "table1",
-        "full_mamba",
-        "wo",
-        "table1_matched",
-        "full_onehot",
-        "table1_rope",
-        "table1_seeds",
-    ),
+    "cpu-hours": ("models", "table1", "full_mamba", "wo", "table1_matched", "full_onehot"),
 }
 PROBE_METRICS = (
     "probe_accuracy_before",
