@@ -22,15 +22,14 @@ from ``DIR``, by default the book pass's ``_build/scorecard``; without a scoreca
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import runners
+from .atomic import replace_file
 from .paths import REPO_ROOT, RESULTS_DIR
 
 __all__ = [
@@ -486,18 +485,11 @@ def _renamed_from(root: Path, entry: Entry) -> list[str]:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, fsync it and rename it over ``path``; on any OSError (a
-    full disk) remove the temporary file, leave ``path`` as it was and raise ManifestError (one line)."""
-    tmp = path.with_suffix(".json.tmp")
+    """Write ``data`` over ``path`` whole or not at all (:func:`mamba_recall.atomic.replace_file`); on any OSError
+    (a full disk) ``path`` stays as it was and ManifestError says so (one line)."""
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        replace_file(path, data)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise ManifestError(
             f"could not write {path} ({exc.strerror or exc}); it is unchanged. Free the space (or fix the folder's "
             f"permissions) and run `{FIX}` again."

@@ -60,6 +60,10 @@ MODULE_LAYERS = {
     ),
     f"{PACKAGE}.longrun": ("base", "the long-run guard (stdlib only); train and models.linear_mamba call it"),
     f"{PACKAGE}.presets": ("base", "sizes as data (no library imports); train is to read the recipes there"),
+    f"{PACKAGE}.atomic": (
+        "base",
+        "the one atomic file replacement (stdlib only); runstore, claims, manifest, cli use it",
+    ),
     f"{PACKAGE}.determinism": (
         "base",
         "what is promised about repeating a computation, the cross-CPU tolerance and the CPU fingerprint (stdlib, "

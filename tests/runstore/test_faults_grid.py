@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from mamba_recall import runstore
+from mamba_recall import atomic, runstore
 from mamba_recall.runstore import JobsFailed, StoreFull, StoreNotWritable, load_runs, pending, run_grid
 
 RUNNER = "mamba_recall.runstore:demo_job"
@@ -214,7 +214,15 @@ def _full_after(monkeypatch, allowed: int):
             raise OSError(errno.ENOSPC, "No space left on device")
         real(fd, data)
 
+    def write(fh, data):  # the run records' writer (mamba_recall.atomic), on the same full disk
+        calls.append(len(data))
+        if len(calls) > allowed:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_write(fh, data)
+
+    real_write = atomic._write
     monkeypatch.setattr(runstore._store, "_write_all", write_all)
+    monkeypatch.setattr(atomic, "_write", write)
     return calls
 
 

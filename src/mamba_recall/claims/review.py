@@ -30,6 +30,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..atomic import replace_file
 from ..paths import RESULTS_DIR
 from .core import REGISTRY, STATUSES, Claim, Verdict
 
@@ -385,9 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     want = page_text(text[: text.index(PAGE_MARKER) + len(PAGE_MARKER)], reviews)
     if args.write:
-        tmp = path.with_suffix(".md.tmp")
-        tmp.write_text(want, encoding="utf-8")
-        tmp.replace(path)
+        replace_file(path, want.encode("utf-8"))
         print(f"wrote {path}")
     elif want != text:
         print(f"error: {path} is not the review's page; python -m mamba_recall.claims.review --write", file=sys.stderr)

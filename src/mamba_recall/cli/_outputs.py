@@ -14,10 +14,10 @@ from pathlib import Path
 import nbformat
 from tqdm.auto import tqdm
 
+from ..atomic import DISK_FULL, replace_file
 from ..paths import BUILD_DIR, REPO_ROOT
 from ._run import (
     DEFAULT_TIMEOUT_S,
-    DISK_FULL,
     WIDGET_VIEW,
     Interrupted,
     NotebookFailed,
@@ -145,17 +145,10 @@ def _stderr_to(log: Path):
 
 
 def write_atomic_notebook(nb, path: Path) -> None:
-    """Write ``nb`` to ``path`` through a temporary file in the same folder and ``os.replace``: the
-    notebook at ``path`` is either the old one or the complete new one, never a partial write."""
-    tmp = path.with_name(f".{path.name}.refresh-tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            nbformat.write(nb, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Write ``nb`` over ``path`` whole or not at all (:func:`mamba_recall.atomic.replace_file`, its temporary file
+    ``.<name>.<random>.refresh-tmp``): the notebook at ``path`` is the old one or the complete new one."""
+    text = nbformat.writes(nb)
+    replace_file(path, (text if text.endswith("\n") else text + "\n").encode("utf-8"), tag="refresh-tmp")
 
 
 def coalesce_streams(outputs: list) -> list:

@@ -3,7 +3,6 @@ time or several at once, a time limit per cell, one-line errors) and the HTML bo
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import shutil
@@ -74,9 +73,6 @@ class Interrupted(NotebookFailed):
     """Ctrl-C stopped a run: once ``main`` has printed its line (the committed notebooks are untouched, the partial
     execution is on disk), the process exits at once, without waiting on the interrupted kernel's cleanup."""
 
-
-#: the errors of a full disk or an exhausted quota (``refresh`` and the verdicts name them in one line)
-DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 
 #: the kernel managers :func:`tracked_kernel_manager` made in this process (their kernels are killed on Ctrl-C)
 _KERNEL_MANAGERS: list = []

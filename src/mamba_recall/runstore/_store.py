@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import provenance as _prov
+from ..atomic import replace_file
 from ..context import current, run_context
 from ..determinism import cpu_fingerprint
 from ..runners import current_job_function
@@ -114,21 +115,10 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary file beside it, fsync'd, then ``os.replace`` (a full disk or a
-    kill leaves the old file, or none, and no temporary file)."""
+    """Write ``path`` whole or not at all (:func:`mamba_recall.atomic.replace_file`: a full disk or a kill leaves
+    the old file, or none, and no temporary file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            _write_all(fd, text.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    replace_file(path, text.encode())
 
 
 #: bytes the writable check writes (and fsyncs) in the store: a full disk refuses them, where an empty file passes

@@ -3,13 +3,11 @@ that was not run, and the scorecard's files (:func:`record_verdict`, :func:`load
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import secrets
 from dataclasses import asdict
 from pathlib import Path
 
+from ...atomic import disk_full, replace_file
 from ...results import smoke_active
 from ._types import Claim, ClaimError, Control, Evidence, Measurement, Verdict
 
@@ -77,34 +75,20 @@ def record_verdict(v: Verdict, directory: Path | None = None) -> Path:
     return path
 
 
-#: the errors of a full disk or an exhausted quota
-_DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
-
-
 def _replace_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` (UTF-8 text, whatever the locale) to a temporary file beside ``path``, fsync it and move it
-    over ``path`` with ``os.replace``: ``path`` is the previous record or the complete new one, never a truncated
-    file. On a failure the temporary file goes and the previous record stays; a full disk (``ENOSPC``, or a quota:
+    """Write ``data`` over ``path`` whole or not at all (:func:`mamba_recall.atomic.replace_file`): ``path`` is the
+    previous record or the complete new one, never a truncated file. A full disk (``ENOSPC``, or a quota:
     ``EDQUOT``) raises an :class:`OSError` with one line naming the file and the fix."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        replace_file(path, data)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        if exc.errno in _DISK_FULL:
+        if disk_full(exc):
             kept = f"the previous record {path} is unchanged" if path.exists() else f"nothing was written to {path}"
             raise OSError(
                 exc.errno,
                 f"no space left to record the verdict in {path.parent} ({exc.strerror or exc}); {kept}. Free some "
                 "disk space (or point MAMBA_RECALL_SCORECARD_DIR at a disk with room) and re-run the notebook.",
             ) from exc
-        raise
-    except BaseException:  # an interrupt between the write and the rename: no temporary file is left behind
-        tmp.unlink(missing_ok=True)
         raise
 
 
