@@ -27,7 +27,7 @@ Typed sizes (``presets/sizes.py``): :class:`Capacity` and its :class:`CapacityRe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, SCHEDULE, STEPS, Sizes, derived, fixed, size
 
@@ -78,58 +78,48 @@ _RECIPE = CapacityRecipe(
     label_smoothing=0.1,
 )  # fmt: skip
 
+#: the cpu-hours preset; the others state only what differs from it
+_CPU_HOURS = Capacity(
+    V=512,
+    L_per_kappa=4,
+    cells=[[1, d, n] for d in (16, 32, 64) for n in (2, 4, 8)] + [[2, 16, 4], [2, 32, 4], [2, 32, 8]],
+    ladder=LADDER[:11],
+    thresholds=[0.5, 0.9],
+    seeds=3,
+    steps=1500,
+    batch=64,
+    eval_every=250,
+    patience=3,
+    min_delta=0.01,
+    target_accuracy=0.99,
+    n_eval=500,
+    n_delta=64,
+    recipe=_RECIPE,
+)
+
 _SIZES: dict[str, Capacity] = {
-    "ci": Capacity(
+    "ci": replace(
+        _CPU_HOURS,
         V=64,
-        L_per_kappa=4,
         cells=[[1, 32, 8], [1, 32, 4], [2, 32, 4]],
         ladder=[2, 4, 8],
-        thresholds=[0.5, 0.9],
         seeds=1,
         steps=800,
         batch=32,
         eval_every=100,
-        patience=3,
-        min_delta=0.01,
-        target_accuracy=0.99,
         n_eval=200,
         n_delta=32,
-        recipe=_RECIPE,
-    ),
-    "cpu-hours": Capacity(
-        V=512,
-        L_per_kappa=4,
-        cells=[[1, d, n] for d in (16, 32, 64) for n in (2, 4, 8)] + [[2, 16, 4], [2, 32, 4], [2, 32, 8]],
-        ladder=LADDER[:11],
-        thresholds=[0.5, 0.9],
-        seeds=3,
-        steps=1500,
-        batch=64,
-        eval_every=250,
-        patience=3,
-        min_delta=0.01,
-        target_accuracy=0.99,
-        n_eval=500,
-        n_delta=64,
-        recipe=_RECIPE,
-    ),
-    "paper": Capacity(
-        V=512,
-        L_per_kappa=4,
+    ),  # fmt: skip
+    "cpu-hours": _CPU_HOURS,
+    "paper": replace(
+        _CPU_HOURS,
         cells=[[layers, d, n] for layers in (1, 2) for d in (16, 32, 64, 128) for n in (4, 8, 16, 32)],
         ladder=LADDER,
-        thresholds=[0.5, 0.9],
-        seeds=3,
         steps=2000,
         batch=128,
-        eval_every=250,
-        patience=3,
-        min_delta=0.01,
-        target_accuracy=0.99,
         n_eval=1000,
         n_delta=128,
-        recipe=_RECIPE,
-    ),
+    ),  # fmt: skip
 }
 
 #: the long budget's factor on steps and on the schedule's phases (``ch5_capacity_long``)
