@@ -86,7 +86,7 @@ _HTML_TEMPLATE = string.Template(
     });
   }
   function tables() {
-    // every table of rows inlined in the spec: Vega-Lite's top-level datasets, any data.values (Vega's too)
+    // every table of rows inlined in the chart's spec: Vega-Lite's top-level datasets, any data.values (Vega's too)
     var found = [], seen = [];
     function add(name, rows) {
       if (!Array.isArray(rows) || !rows.length || typeof rows[0] !== "object" || seen.indexOf(rows) >= 0) return;

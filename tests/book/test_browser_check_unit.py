@@ -624,7 +624,7 @@ def test_browser_chart_saves_png_svg_and_csv(browser_site):
     by_name = {f[0].rsplit(".", 1)[1]: f for f in files}
     assert by_name["png"][1].startswith("data:image/png"), files
     assert by_name["svg"][1].startswith(("data:image/svg", "blob:")), files
-    # the spec is inlined with its keys sorted: the columns come in that order
+    # the chart's spec is inlined with its keys sorted: the columns come in that order
     assert by_name["csv"][2] == 'name,x,y\r\n"a, b",1,2\r\n"say ""hi""",2,3\r\n', files
 
 
