@@ -14,6 +14,7 @@ from mamba_recall.runstore import aggregate, finished_status, save_grid_bundle
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, ONEHOT_NAME
 from .cpu_hours_jobs import (
     CHECKPOINT_MODELS,
+    DEFAULT_PARTS,
     CHECKPOINTS_EXPERIMENT,
     FULL_EXPERIMENT,
     FULL_PARTS,
@@ -74,8 +75,11 @@ def _claim_rows(cid: str, model: str, records: list[dict], names: list[str]) -> 
     ]
 
 
-def _write(name, data, config, tables, log, directory, runner: str = "ch1_training"):
-    command = f"{runner_command(runner)} --preset {config['preset']}" + (
+def _write(name, data, config, tables, log, directory, runner: str = "ch1_training", part: str | None = None):
+    """``part``: a part the runner runs only when named (not among its preset's DEFAULT_PARTS), which the bundle's
+    regenerate command then names (``--parts table1_rope``)."""
+    named = f" --parts {part}" if part is not None and part not in DEFAULT_PARTS.get(config["preset"], ()) else ""
+    command = f"{runner_command(runner)} --preset {config['preset']}{named}" + (
         "" if config["preset"] == "ci" else " --allow-long"
     )
     return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
@@ -287,4 +291,5 @@ def _table1_bundle(
     stem = sizes_name = experiment_name
     config = {"preset": preset, "smoke": smoke, "sizes": experiment(sizes_name, preset, smoke=smoke)}
     tables = {"accuracy": cells, "runs": per_run}
-    return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory, runner="ch1_table1")
+    part = next(p for p, e in PARTS.items() if e == experiment_name)
+    return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory, runner="ch1_table1", part=part)
