@@ -25,6 +25,7 @@ This module sits above the experiment runners (it imports them; nothing below im
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import textwrap
 from dataclasses import dataclass
@@ -132,6 +133,8 @@ def grids() -> list[Grid]:
     out.append(Grid("ch4_edge_mix", "", mix.jobs_for, mix.estimate, cmd("ch4_edge_mix")))
     ch5 = _module("ch5_capacity")
     out.append(Grid("ch5_capacity", "", ch5.jobs_for, ch5.estimate, cmd("ch5_capacity")))
+    long_jobs = functools.partial(ch5.jobs_for, budget="long")  # the same grid at 4x the steps (issue 52)
+    out.append(Grid("ch5_capacity", "long", long_jobs, ch5.estimate, cmd("ch5_capacity", " --budget long")))
     return out
 
 

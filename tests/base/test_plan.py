@@ -67,7 +67,12 @@ def test_chapter_3_paper_grids_are_planned_and_their_jobs_use_a_gpu_where_there_
         assert all("device" not in j["config"] for j in mod.jobs_for("cpu-hours"))
     ch1 = table[table.runner.isin(["ch1_training", "ch1_table1"])].set_index("part")
     assert (ch1.loc[["table1", "table1_matched", "full_mamba", "full_onehot"]].jobs > 0).all()
-    assert set(table[table.runner == "ch1_table1"].part) == {"table1", "table1_matched"}  # Table 1's one runner
+    assert set(table[table.runner == "ch1_table1"].part) == {
+        "table1",
+        "table1_matched",
+        "table1_rope",
+        "table1_seeds",
+    }  # Table 1's one runner
     assert ch1.loc["models"].jobs == 0 and "declare seeds" in ch1.loc["models"].note  # cpu-hours is the paper's
     assert job_device({"device": "auto"}) in ("cpu", "cuda") and job_device({}) == "cpu"
     fig_a3 = ch3_mqar_figa3.jobs_for("paper")

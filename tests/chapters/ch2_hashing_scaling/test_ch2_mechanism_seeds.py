@@ -1,5 +1,6 @@
 """Chapter 2's §3.2 mechanism claims judged over seeds (pipelines.mechanism): three tiny models, one verdict each."""
 
+from mamba_recall.chapters.ch2_hashing_scaling.claims.mechanism import check_mechanism
 from mamba_recall.chapters.ch2_hashing_scaling.pipelines import mechanism as mech
 from mamba_recall.notebook import setup
 
@@ -13,7 +14,7 @@ def test_mechanism_claims_read_three_seeds():
     assert runs[0].d != runs[1].d  # different seeds train different models
     assert "seed 2:" in mech.seed_lines(runs)
     for claim in ("002/Fig2", "002/Fig2-selectivity", "002/Fig3", "002/Fig4", "002/Fig5"):
-        v = mech.check_mechanism(claim, runs, ctx, TINY["n_probe"], record=False)
+        v = check_mechanism(claim, runs, ctx, TINY["n_probe"], record=False)
         assert v.evidence["seeds"] == 3
         # three steps do not make a model that recalls: untestable, never reproduced
         assert v.status != "reproduced"

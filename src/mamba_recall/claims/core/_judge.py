@@ -85,6 +85,14 @@ def interval_crossings(conds, m: Measurement) -> str:
     return "; ".join(bad)
 
 
+def _measured(x) -> bool:
+    """Whether a value was measured (a part of a sentence left unmeasured is NaN: undecided, not straddling)."""
+    try:
+        return not math.isnan(float(x))
+    except (TypeError, ValueError):
+        return True
+
+
 def _point_status(rule: Rule, m: Measurement) -> str:
     """The status the point values (means) alone would give: what an inconclusive verdict's means point to."""
     held = lambda cs: all(c.holds(m.values[c.metric]) for c in cs)  # noqa: E731
@@ -130,8 +138,10 @@ def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
     if stated is None:
         undecided = interval_crossings(rule.reproduced, m)
         # the weaker reading of the same sentence is still consulted: where it holds over its whole interval while
-        # the printed statement is undecided (not refuted), the claim reads partially (issue 51, "the judge")
-        if rule.partially and decide_all(rule.partially, m) is True:
+        # the printed statement straddles (measured, not refuted), the claim reads partially (issue 51, "the
+        # judge"); a part left unmeasured (NaN) keeps it inconclusive
+        measured = all(_measured(m.values[c.metric]) for c in rule.reproduced if decide(c, m) is None)
+        if rule.partially and measured and decide_all(rule.partially, m) is True:
             return (
                 "partially",
                 printed + partial,

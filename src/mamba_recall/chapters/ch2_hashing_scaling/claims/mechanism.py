@@ -276,3 +276,13 @@ CLAIMS += [
         SECTION,
     ),
 ]
+
+
+def check_mechanism(claim_id: str, runs: list, ctx, n_probe: int, *, record: bool = True):
+    """Judge the §3.2 claim ``claim_id`` over the seeds of ``runs`` (the ``MechRun`` of
+    :func:`~mamba_recall.chapters.ch2_hashing_scaling.pipelines.mechanism.train_seeds`, each with its null control),
+    combined by :func:`mamba_recall.claims.check_seeds`; recorded for the scorecard unless ``record=False``."""
+    from mamba_recall.claims.core import check_seeds
+
+    inputs = [(r.d, ctx, r.acc, r.steps, n_probe, r.null) for r in runs]
+    return check_seeds(claim_id, inputs, [f"seed {r.seed}" for r in runs], record=record)

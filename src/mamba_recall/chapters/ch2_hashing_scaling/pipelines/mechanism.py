@@ -1,7 +1,7 @@
 """Chapter 2's §3.2 mechanism runs (paper 002, Figs. 2–5): :func:`train_seeds` trains the ``ch2_mech`` linear Mamba
 on several seeds (each seed sets the initialisation, the training stream and the loop's own seed), probes each as
 :func:`~mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing.check_d1_to_d5` does, with the same model at
-initialisation as its null control; :func:`check_mechanism` judges a claim over the seeds by the library's one way
+initialisation as its null control; :func:`~mamba_recall.chapters.ch2_hashing_scaling.claims.mechanism.check_mechanism` judges a claim over the seeds by the library's one way
 of combining seeds (:func:`mamba_recall.claims.check_seeds`). No thresholds here: the rules are in ``claims``."""
 
 from __future__ import annotations
@@ -82,12 +82,3 @@ def seed_lines(runs: list[MechRun]) -> str:
             f"key shift {d['d5_key_shift']:.3f}"
         )
     return "\n".join(out)
-
-
-def check_mechanism(claim_id: str, runs: list[MechRun], ctx, n_probe: int, *, record: bool = True):
-    """Judge the §3.2 claim ``claim_id`` over the seeds of ``runs`` (each with its null control), combined by
-    :func:`mamba_recall.claims.check_seeds`; recorded for the scorecard unless ``record=False``."""
-    from mamba_recall.claims import check_seeds
-
-    inputs = [(r.d, ctx, r.acc, r.steps, n_probe, r.null) for r in runs]
-    return check_seeds(claim_id, inputs, [f"seed {r.seed}" for r in runs], record=record)

@@ -43,7 +43,7 @@ EVAL_SEED = seeds.MQAR_EVAL  # held-out set of κ pairs: seed 10⁶ + κ
 
 
 #: the long budget's cost as :func:`estimate` measured it here (one thread, 2 shared cores) before any of its runs:
-#: the page shows it until the bundle exists (``plan`` lists only the paper002 budget's grid)
+#: the page shows it until the bundle exists (``plan`` lists both budgets' grids)
 LONG_ESTIMATE = {
     "preset": "cpu-hours",
     "jobs": 36,
