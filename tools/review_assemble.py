@@ -40,7 +40,7 @@ def _load(path: Path) -> dict:
 
 def _objection(raw: dict, by: str, answers: list[dict]) -> dict:
     """The referee's objection with the book's answer to it (matched by who objected)."""
-    mine = [a for a in answers if a.get("by") == by] or [a for a in answers if a.get("by") != EARLIER]
+    mine = [a for a in answers if a.get("by") == by]
     answer = mine[0]["answer"] if mine else {"action": "open", "why": "not yet answered", "status_after": ""}
     return {
         "by": by,
@@ -68,7 +68,10 @@ def assemble(raw_dir: Path, old_fingerprints: dict[str, str], out_dir: Path) -> 
             now = rule_fingerprint(claim)
             e1, e2 = first.get(cid), second.get(cid)
             mine = answers.get(cid, [])
-            latest, referee = (e2, r2.get("referee")) if e2 is not None else (e1, r1.get("referee"))
+            if e2 is not None:  # an entry may name its own referee (a later pass merged into the round's file)
+                latest, referee = e2, e2.get("referee") or r2.get("referee")
+            else:
+                latest, referee = e1, e1.get("referee") if e1 else r1.get("referee")
             if latest is None:
                 continue  # never refereed: the test names it
             read_now = e2 is not None or old_fingerprints.get(cid) == now
@@ -86,8 +89,10 @@ def assemble(raw_dir: Path, old_fingerprints: dict[str, str], out_dir: Path) -> 
                 o = _objection(latest, referee, mine)
                 entry.update({k: o[k] for k in ("kind", "objection", "proposed_status", "settle", "answer")})
             if e2 is not None and e1 is not None and e1["decision"] == "objection":
-                earlier.append(_objection(e1, r1.get("referee"), mine))
-            earlier += [a for a in mine if a.get("by") == EARLIER]
+                earlier.append(_objection(e1, e1.get("referee") or r1.get("referee"), mine))
+            first_referee = (e1 or {}).get("referee") or r1.get("referee")
+            # the earlier round's objections and the audit's (issue 51's kinds over every verdict), answered
+            earlier += [a for a in mine if a.get("by") not in (referee, first_referee)]
             if earlier:
                 entry["earlier_objections"] = earlier
             entries.append(entry)

@@ -75,7 +75,7 @@ class Entry:
     data (``why`` says what it is instead). ``clean``: the recorded tree had no uncommitted change."""
 
     name: str
-    kind: str  # bundle | checkpoint | log | record | external
+    kind: str  # bundle | checkpoint | log | record (the pilots, the open review) | external
     files: tuple[str, ...]
     command: str | None
     runner: str | None
@@ -365,6 +365,14 @@ def scan(root: Path | None = None, errors: list[str] | None = None) -> list[Entr
         files = tuple(sorted(_rel(p, root) for p in folder.rglob("*") if p.is_file()))
         why = f"data from the papers' authors; provenance in {_rel(folder / 'README.md', root)}"
         entries.append(Entry(folder.name, "external", files, None, None, None, None, None, None, None, why))
+    review = results / "review"
+    if review.is_dir():  # the open review: referees' readings and the book's answers, not computed by a command
+        files = tuple(sorted(_rel(p, root) for p in review.rglob("*") if p.is_file()))
+        why = (
+            "the open review: per claim the referee's signature or objection and the book's answer "
+            "(mamba_recall.claims.review; made by tools/review_assemble.py from the referees' files kept in raw/)"
+        )
+        entries.append(Entry("open_review", "record", files, None, None, None, None, None, None, None, why))
     return sorted(entries, key=lambda e: (e.kind, e.name))
 
 

@@ -277,8 +277,10 @@ def review_page(reviews: dict[str, ReviewEntry] | None = None) -> str:
         by_chapter.setdefault(claim.chapter if claim else -1, []).append(e)
     for ch in sorted(by_chapter):
         entries = by_chapter[ch]
-        referees = ", ".join(sorted({e.referee for e in entries}))
-        lines += ["", f"## Chapter {ch} (referee: {referees})", ""]
+        earlier = "review of d645e6c (issue 51)"
+        named = {e.referee for e in entries} | {o.by for e in entries for o in e.objections if o.by != earlier}
+        referees = ", ".join(sorted(named))
+        lines += ["", f"## Chapter {ch} (referees: {referees})", ""]
         for e in (e for e in entries if e.objections):
             after = e.status_now
             verdict = e.status_reviewed if after == e.status_reviewed else f"{e.status_reviewed} → {after}"
@@ -310,6 +312,30 @@ def _refuted_beyond_interval(cond, interval) -> bool:
         return False
     lo, hi = interval
     return not cond.holds(lo) and not cond.holds(hi)
+
+
+#: the objection kind each offence of :func:`audit_kinds` is published under
+OFFENCE_KINDS = {
+    "never partially": ("partial-other-proposition",),
+    "root cause": ("errata-by-symptom",),
+    "a trained failure": ("fails-without-positive-control",),
+    "an analogue negative": ("analogue-without-positive-control",),
+}
+
+
+def unpublished_offences(verdicts: dict[str, Verdict], reviews: dict[str, ReviewEntry] | None = None) -> list[str]:
+    """The offences of :func:`audit_kinds` that the open review does not publish: an offence stands in the book
+    only as an objection of its kind on its claim, answered (kept, with numbers, or open, with what would settle it),
+    so that a reader sees it in the claim's record and the appendix; any other fails ``check-outputs``."""
+    reviews = load_reviews() if reviews is None else reviews
+    out = []
+    for line in audit_kinds(verdicts):
+        cid = line.split(":", 1)[0]
+        kinds = next(k for marker, k in OFFENCE_KINDS.items() if marker in line)
+        e = reviews.get(cid)
+        if e is None or not any(o.kind in kinds for o in e.objections):
+            out.append(line)
+    return out
 
 
 def audit_kinds(verdicts: dict[str, Verdict]) -> list[str]:

@@ -450,18 +450,23 @@ def _dispatch(args) -> int:
         print(f"controls of the scorecard's {trained} trained claims checked (claims.core.audit_controls)")
         from ..claims import review
 
-        kinds = review.audit_kinds(verdicts)
+        kinds = review.unpublished_offences(verdicts)
         _fail_on(
             kinds,
-            f"error: {len(kinds)} verdict(s) of a kind the open review forbids (claims.review.audit_kinds); fix the rule.",
+            f"error: {len(kinds)} verdict(s) of a kind the open review forbids (claims.review.audit_kinds), not "
+            "published as an answered objection; fix the rule, or publish and answer it in results/review/.",
         )
+        published = len(review.audit_kinds(verdicts))
         moved = review.stale_reviews() + review.audit_reviews(verdicts)
         _fail_on(
             moved,
             f"error: {len(moved)} claim(s) not reviewed under their current rule and verdict (book appendix 'Open "
             "review', results/review/): referee them again.",
         )
-        print(f"open review: every one of the {len(verdicts)} verdicts is refereed under its current rule and reading")
+        print(
+            f"open review: every one of the {len(verdicts)} verdicts is refereed under its current rule and reading; "
+            f"{published} offence(s) of the review's kinds, each published with its answer"
+        )
         from .. import manifest
 
         wrong = manifest.claim_problems(scorecard_dir())
