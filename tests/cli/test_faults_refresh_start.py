@@ -7,7 +7,6 @@ from an IPython startup file in a temporary ``IPYTHONDIR``."""
 from __future__ import annotations
 
 import builtins
-import errno
 import io
 import os
 import signal
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_faults_verdicts import _FullDisk  # a file on a full disk: one helper for both tests
 
 from mamba_recall import cli
 from mamba_recall.paths import BUILD_DIR, REPO_ROOT
@@ -122,28 +122,6 @@ def test_interrupt_while_the_command_loads_gives_one_line(tmp_path):
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "interrupted" in lines[0] and ("nothing" in lines[0] or "unchanged" in lines[0]), err
     assert nb.read_bytes() == before
-
-
-class _FullDisk:
-    """A file opened for writing on a full disk: half of the first write lands, then ``OSError(ENOSPC)``."""
-
-    def __init__(self, fh):
-        self._fh = fh
-
-    def write(self, data):
-        self._fh.write(data[: len(data) // 2])
-        self._fh.flush()
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def __getattr__(self, name):
-        return getattr(self._fh, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._fh.close()
-        return False
 
 
 def _fill_disk_for(monkeypatch, hit) -> None:

@@ -20,6 +20,7 @@ except ImportError:  # not POSIX: no locks (each file is still replaced atomical
 import torch
 
 from .. import __version__
+from ..atomic import fsync_dir
 from ._records import CONTENT_HASH, NONFINITE, BundleError
 
 # ------------------------------------------------------------------------------------------ writing files
@@ -32,20 +33,6 @@ def _write_file(path: Path, data: bytes) -> None:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the renames in ``directory`` durable (where the platform can open a folder)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -115,7 +102,7 @@ def _write_together(files: dict[Path, bytes]) -> None:
                 with contextlib.suppress(OSError):
                     tmp.unlink()
         for folder in folders:
-            _fsync_dir(folder)
+            fsync_dir(folder)
 
 
 def _plain(obj):
