@@ -15,17 +15,20 @@ from ..labels import IGNORE_INDEX, labelled_counts
 class TrainResult:
     """Outcome of :func:`train` (one model or an ensemble).
 
-    history: one dict per step ``{"step", "loss", "lr"}`` (``step`` counts steps done, 1-based), plus
-        ``"accuracy"`` (held-out) on evaluated steps and ``"grad_norm"`` when ``grad_clip`` is set. For an
-        ensemble ``loss``, ``accuracy`` and ``grad_norm`` are lists over the members.
-    final_accuracy: the last held-out accuracy of a single model (None without ``eval_batch`` or for an ensemble).
-    accuracy: the last held-out accuracy per member (``[final_accuracy]`` for one model; [] without evaluations).
-    best_accuracy: the best held-out accuracy per member over the evaluations (0 where none was made).
-    steps_run: optimiser steps taken.  stopped_early: True if the target was reached before ``steps``.
-    target_step: the step at which the held-out accuracy first reached ``target_accuracy`` (None if it did not).
-    seconds: wall time of the loop.
-    member_target_steps: an ensemble with ``Stopping.freeze_reached``: per member, the step at which it reached the
-        target and stopped (None where it did not: it trained ``steps_run`` steps); [] otherwise.
+    * ``history``: one dict per step ``{"step", "loss", "lr"}`` (``step`` counts steps done, 1-based), plus
+      ``"accuracy"`` (held-out) on evaluated steps and ``"grad_norm"`` when ``grad_clip`` is set. For an
+      ensemble ``loss``, ``accuracy`` and ``grad_norm`` are lists over the members.
+    * ``final_accuracy``: the last held-out accuracy of a single model (None without ``eval_batch`` or for an
+      ensemble).
+    * ``accuracy``: the last held-out accuracy per member (``[final_accuracy]`` for one model; [] without
+      evaluations).
+    * ``best_accuracy``: the best held-out accuracy per member over the evaluations (0 where none was made).
+    * ``steps_run``: optimiser steps taken. ``stopped_early``: True if the target was reached before ``steps``.
+    * ``target_step``: the step at which the held-out accuracy first reached ``target_accuracy`` (None if it did
+      not).
+    * ``seconds``: wall time of the loop.
+    * ``member_target_steps``: an ensemble with ``Stopping.freeze_reached``: per member, the step at which it
+      reached the target and stopped (None where it did not: it trained ``steps_run`` steps); [] otherwise.
     """
 
     history: list[dict] = field(default_factory=list)

@@ -57,20 +57,14 @@ class MQARConfig:
 class MQARBatch:
     """A generated MQAR segment. ``n = num_examples``, ``L = input_seq_len``, ``K = num_kv_pairs``.
 
-    Attributes
-    ----------
-    inputs : torch.LongTensor, shape (n, L)
-        Token ids.
-    labels : torch.LongTensor, shape (n, L)
-        ``IGNORE_INDEX`` (-100) except ``labels[b, query_positions[b, i]] = values[b, i]``.
-    keys, values : torch.LongTensor, shape (n, K)
-        Key ``i`` and its bound value, in context order.
-    gaps : torch.LongTensor, shape (n, K)
-        Query slot of key ``i`` (index into ``arange(num_slots)``).
-    query_positions : torch.LongTensor, shape (n, K)
-        Input position of the query of key ``i``: ``context_len + 2 * gaps``.
-    config : MQARConfig
-    seed : int
+    * ``inputs`` (torch.LongTensor, shape (n, L)): token ids.
+    * ``labels`` (torch.LongTensor, shape (n, L)): ``IGNORE_INDEX`` (-100) except
+      ``labels[b, query_positions[b, i]] = values[b, i]``.
+    * ``keys``, ``values`` (torch.LongTensor, shape (n, K)): key ``i`` and its bound value, in context order.
+    * ``gaps`` (torch.LongTensor, shape (n, K)): query slot of key ``i`` (index into ``arange(num_slots)``).
+    * ``query_positions`` (torch.LongTensor, shape (n, K)): input position of the query of key ``i``:
+      ``context_len + 2 * gaps``.
+    * ``config`` (MQARConfig) and ``seed`` (int): what generated it.
     """
 
     inputs: torch.Tensor
