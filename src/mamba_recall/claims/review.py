@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -231,7 +232,15 @@ def review_line(claim_id: str, reviews: dict[str, ReviewEntry] | None = None) ->
 
 
 def _md(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """One line of Markdown: whitespace folded, ``|`` escaped (table cells), and a break opportunity (``<wbr>``)
+    after the ``/``, ``_`` and ``-`` of a long token (a file path, a metric name), which would otherwise make the page
+    wider than a 400 px screen; a word is never split between letters."""
+    words = []
+    for w in str(text).split():
+        if len(w) > 24:
+            w = re.sub(r"([/_\-])", r"\1<wbr>", w)
+        words.append(w)
+    return " ".join(words).replace("|", "\\|")
 
 
 def review_summary(reviews: dict[str, ReviewEntry]) -> list[dict]:
