@@ -25,6 +25,7 @@ machine: ``ATEN_CPU_CAPABILITY=default`` (torch's scalar kernels; ``avx2`` where
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from dataclasses import dataclass
@@ -39,19 +40,23 @@ WEIGHT_RTOL = 1e-3
 PRINTED_DIGITS = 3
 
 
+@functools.cache
+def _cpu_model() -> str | None:
+    """The CPU's model name (``/proc/cpuinfo``, else ``platform.processor()``): read once per process."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or None
+
+
 def cpu_fingerprint() -> dict:
     """The CPU a computation ran on, as far as it decides the last bits: the model name (``/proc/cpuinfo``, or
     ``platform.processor()``), the machine (``x86_64``, ``arm64``), torch's kernel instruction set
     (``torch.backends.cpu.get_cpu_capability()``: ``AVX512``, ``AVX2``, ``DEFAULT``) and the environment variables
     that force one (:data:`ISA_ENV`, only those set)."""
-    model = None
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.lower().startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    out = {"model": model or platform.processor() or None, "machine": platform.machine()}
+    out = {"model": _cpu_model(), "machine": platform.machine()}
     try:
         import torch
 

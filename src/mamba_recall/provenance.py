@@ -131,6 +131,18 @@ def code_origin() -> dict:
     return out
 
 
+def naming_fields(state: dict, origin: dict) -> dict:
+    """What a record adds when git cannot name the code that ran: ``git_reason`` (why no commit was read, with the
+    fix) and ``code`` (a package imported from outside the checkout: its folder and the sha256 of its sources).
+    Bundles, checkpoints and run records all add these (:func:`unclean_reason` reads them)."""
+    out = {}
+    if not state["commit"]:
+        out["git_reason"] = state.get("reason") or git_missing_reason()
+    if not origin.get("in_checkout", True):
+        out["code"] = origin
+    return out
+
+
 def outside_differences(origin: dict | None = None) -> list[str]:
     """For a package imported from outside the checkout (:func:`code_origin`): its imported source files that are not
     byte-identical to the checkout's file of the same name (``<package>/<path>``, sorted); [] when it is the

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_faults_bundles import _ch1_ci_copy
+from test_faults_bundles import _ch1_ci_copy, _ch1_training
 
 from mamba_recall import determinism
 from mamba_recall.results import RESULTS_DIR
@@ -32,17 +32,12 @@ FORCED = {"ATEN_CPU_CAPABILITY": "default", "NUMBA_CPU_NAME": "generic"}
 
 def _retrain(root, extra_env: dict) -> tuple[dict, dict]:
     """Retrain ``ch1_k2_ci`` from its run-store command in a fresh repository copy under ``root``; return its
-    weights and its sidecar."""
+    weights and its sidecar. The instruction-set variables are unset unless ``extra_env`` forces them."""
     _ch1_ci_copy(root, keep=lambda name: True)
     pt = root / "results/checkpoints/ch1_k2_ci.pt"
     pt.unlink()
     pt.with_suffix(".json").unlink()
-    env = {**os.environ, "MAMBA_RECALL_ROOT": str(root), "OMP_NUM_THREADS": "1", **extra_env}
-    for k in determinism.ISA_ENV:
-        if k not in extra_env:
-            env.pop(k, None)
-    cmd = [sys.executable, "-m", "mamba_recall.chapters.ch1_gradient_dynamics.runners.training"]
-    subprocess.run([*cmd, "--preset", "ci", "--only", "k2"], check=True, env=env, capture_output=True, text=True)
+    _ch1_training(root, "--preset", "ci", "--only", "k2", env={**dict.fromkeys(determinism.ISA_ENV), **extra_env})
     return torch.load(pt), json.loads(pt.with_suffix(".json").read_text(encoding="utf-8"))
 
 

@@ -339,11 +339,14 @@ def _ch1_ci_copy(root: Path, keep) -> None:
             shutil.copy2(f, runs / f.name)
 
 
-def _ch1_training(root: Path, *args: str):
+def _ch1_training(root: Path, *args: str, env: dict | None = None):
+    """``ch1_training`` in the repository copy ``root`` (one thread); ``env`` overrides the environment (a value of
+    None unsets that variable)."""
     import subprocess
     import sys
 
-    env = {**os.environ, "MAMBA_RECALL_ROOT": str(root), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "MAMBA_RECALL_ROOT": str(root), "OMP_NUM_THREADS": "1", **(env or {})}
+    env = {k: v for k, v in env.items() if v is not None}
     cmd = [sys.executable, "-m", "mamba_recall.chapters.ch1_gradient_dynamics.runners.training", *args]
     return subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
 

@@ -20,22 +20,7 @@ import torch
 
 from mamba_recall import atomic, runstore
 from mamba_recall.runstore import JobsFailed, StoreFull, StoreNotWritable, load_runs, pending, run_grid
-
-RUNNER = "mamba_recall.runstore:demo_job"
-QUIET = dict(progress=False, log=lambda m: None)
-
-
-def _demo(store, *extra, seeds=3, cells=2, sleep=0.0, jobs=1):
-    return [
-        sys.executable, "-m", "mamba_recall.runstore", "demo", "--seeds", str(seeds), "--cells", str(cells),
-        "--sleep", str(sleep), "--jobs", str(jobs), "--store", str(store), *extra,
-    ]  # fmt: skip
-
-
-def _ran(log: Path) -> list[tuple[int, int]]:
-    if not log.exists():
-        return []
-    return sorted((int(x), int(s)) for x, s, _ in (line.split() for line in log.read_text().splitlines()))
+from test_faults_store import QUIET, RUNNER, _demo, _ran  # the demo grid's command and log, one helper for both
 
 
 def _leftovers(store: Path) -> list[str]:

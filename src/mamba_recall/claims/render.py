@@ -19,6 +19,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
+from . import review
 from .core import (
     PAPERS,
     STATUSES,
@@ -172,20 +173,17 @@ def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
         claim = _cell(_link(v, prefix)) + " — " + _cell(one_line(v.statement))
         lines.append("| " + " | ".join((claim, badge(v.status), _cell(_evidence(v)))) + " |")
     lines.append("")
+    reviews = review.load_reviews()  # read once for the whole table
     for v in verdicts:
-        lines += [f":::{{dropdown}} {v.claim_id} — {v.status}", *_details(v, prefix), ":::", ""]
+        lines += [f":::{{dropdown}} {v.claim_id} — {v.status}", *_details(v, prefix, reviews), ":::", ""]
     return "\n".join(lines) + "\n"
 
 
-def _details(v: Verdict, prefix: str) -> list[str]:
-    from . import review
-
-    reviews = review.load_reviews()
+def _details(v: Verdict, prefix: str, reviews: dict) -> list[str]:
     entry = reviews.get(v.claim_id)
-    target = f"review-{v.claim_id.replace('/', '-')}" if entry is not None and entry.objections else ""
     link = (
-        f"{{ref}}`the objections and answers <{target}>`"
-        if target
+        f"{{ref}}`the objections and answers <{review.anchor(v.claim_id)}>`"
+        if entry is not None and entry.objections
         else f"{{doc}}`the open review <{prefix}appendix_review>`"
     )
     return (
@@ -199,8 +197,6 @@ def scorecard_summary(recorded: dict[str, Verdict] | None = None) -> str:
     """The scorecard's first screen: per chapter, the counts of each status (:func:`counts_table`, each chapter
     linked to its section below, and the total), then one line each: the errata counted by root cause, the rules
     revised after their data, and the open review's count."""
-    from . import review
-
     everything = verdicts_for(None, recorded)
     errata = [v for v in everything if v.status == "erratum confirmed"]
     causes = sorted({v.cause or v.claim_id for v in errata})

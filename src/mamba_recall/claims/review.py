@@ -216,6 +216,11 @@ def audit_reviews(verdicts: dict[str, Verdict], reviews: dict[str, ReviewEntry] 
     return out
 
 
+def anchor(claim_id: str) -> str:
+    """The appendix's label of a claim's objections (``review-002-Fig6ab``), which its scorecard record links to."""
+    return "review-" + claim_id.replace("/", "-")
+
+
 def review_line(claim_id: str, reviews: dict[str, ReviewEntry] | None = None) -> str:
     """One line for a claim's record: who signed it, or the objections and their answers (a verdict kept against
     an objection says so)."""
@@ -293,7 +298,7 @@ def review_page(reviews: dict[str, ReviewEntry] | None = None) -> str:
         for e in (e for e in entries if e.objections):
             after = e.status_now
             verdict = e.status_reviewed if after == e.status_reviewed else f"{e.status_reviewed} → {after}"
-            lines += [f"(review-{e.claim_id.replace('/', '-')})=", f"### {e.claim_id}: {verdict}", ""]
+            lines += [f"({anchor(e.claim_id)})=", f"### {e.claim_id}: {verdict}", ""]
             if e.decision == "signed":
                 lines.append(f"- **Signed by {e.referee}:** {_md(e.note)}")
             for o in e.objections:
@@ -323,32 +328,18 @@ def _refuted_beyond_interval(cond, interval) -> bool:
     return not cond.holds(lo) and not cond.holds(hi)
 
 
-#: the objection kind each offence of :func:`audit_kinds` is published under
-OFFENCE_KINDS = {
-    "never partially": ("partial-other-proposition",),
-    "root cause": ("errata-by-symptom",),
-    "a trained failure": ("fails-without-positive-control",),
-    "an analogue negative": ("analogue-without-positive-control",),
-}
+@dataclass(frozen=True)
+class Offence:
+    """One verdict of a kind the open review forbids: its claim, the objection kind it is published under
+    (:data:`KINDS`) and the line that says what is wrong."""
+
+    claim_id: str
+    kind: str
+    text: str
 
 
-def unpublished_offences(verdicts: dict[str, Verdict], reviews: dict[str, ReviewEntry] | None = None) -> list[str]:
-    """The offences of :func:`audit_kinds` that the open review does not publish: an offence stands in the book
-    only as an objection of its kind on its claim, answered (kept, with numbers, or open, with what would settle it),
-    so that a reader sees it in the claim's record and the appendix; any other fails ``check-outputs``."""
-    reviews = load_reviews() if reviews is None else reviews
-    out = []
-    for line in audit_kinds(verdicts):
-        cid = line.split(":", 1)[0]
-        kinds = next(k for marker, k in OFFENCE_KINDS.items() if marker in line)
-        e = reviews.get(cid)
-        if e is None or not any(o.kind in kinds for o in e.objections):
-            out.append(line)
-    return out
-
-
-def audit_kinds(verdicts: dict[str, Verdict]) -> list[str]:
-    """The open review's kinds of mistake, checked over every recorded verdict (one line per offence):
+def offences(verdicts: dict[str, Verdict]) -> list[Offence]:
+    """The open review's kinds of mistake, checked over every recorded verdict:
 
     * a *partially* whose printed statement (a ``reproduced`` condition) is refuted beyond its interval: that reads
       not reproduced (or erratum), never partially;
@@ -366,25 +357,45 @@ def audit_kinds(verdicts: dict[str, Verdict]) -> list[str]:
             for cond in claim.rule.reproduced:
                 if _refuted_beyond_interval(cond, v.intervals.get(cond.metric)):
                     lo, hi = v.intervals[cond.metric]
-                    out.append(
+                    why = (
                         f"{cid}: partially, but its printed statement {cond.text()} is refuted over its whole "
                         f"interval [{lo:.4g}, {hi:.4g}]: that is not reproduced (or an erratum), never partially"
                     )
+                    out.append(Offence(cid, "partial-other-proposition", why))
         if v.status == "erratum confirmed" and not claim.cause:
-            out.append(f"{cid}: erratum confirmed without a root cause (Claim.cause)")
+            out.append(
+                Offence(cid, "errata-by-symptom", f"{cid}: erratum confirmed without a root cause (Claim.cause)")
+            )
         if v.status == "not reproduced" and (claim.rule.trained or claim.analogue):
             # the failing model learned where it should: a positive control that shows the effect, or the rule's
             # declared learning gate (its ``testable`` conditions, which held, or the verdict would read not
             # testable here)
             positive = (v.control_kind == "positive" and v.control_status == "reproduced") or bool(claim.rule.testable)
             if not positive:
-                what = "an analogue negative" if claim.analogue else "a trained failure"
+                what, kind = (
+                    ("an analogue negative", "analogue-without-positive-control")
+                    if claim.analogue
+                    else ("a trained failure", "fails-without-positive-control")
+                )
+                control = f"{v.control_kind or 'none'} {v.control_status or ''}".rstrip()
                 out.append(
-                    f"{cid}: {what} without a positive control that shows the effect (control: "
-                    f"{v.control_kind or 'none'} {v.control_status or ''}".rstrip()
-                    + ")"
+                    Offence(cid, kind, f"{cid}: {what} without a positive control that shows the effect ({control})")
                 )
     return out
+
+
+def audit_kinds(verdicts: dict[str, Verdict]) -> list[str]:
+    """:func:`offences`, one line each."""
+    return [o.text for o in offences(verdicts)]
+
+
+def unpublished_offences(verdicts: dict[str, Verdict], reviews: dict[str, ReviewEntry] | None = None) -> list[str]:
+    """The :func:`offences` that the open review does not publish: an offence stands in the book only as an
+    objection of its kind on its claim, answered (kept, with numbers, or open, with what would settle it), so that a
+    reader sees it in the claim's record and the appendix; any other fails ``check-outputs``."""
+    reviews = load_reviews() if reviews is None else reviews
+    published = {(cid, o.kind) for cid, e in reviews.items() for o in e.objections}
+    return [o.text for o in offences(verdicts) if (o.claim_id, o.kind) not in published]
 
 
 #: The appendix page: the text above the marker is written by hand, below it is :func:`review_page`'s.

@@ -141,11 +141,7 @@ def provenance(
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_seconds": wall_seconds,
     }
-    if not state["commit"]:
-        out["git_reason"] = state.get("reason") or _prov.git_missing_reason()
-    if not origin.get("in_checkout", True):  # the code that ran, named without git
-        out["code"] = origin
-    return out
+    return {**out, **_prov.naming_fields(state, origin)}
 
 
 def require_clean(what: str, prov: dict, *, note: bool = True) -> None:

@@ -80,10 +80,7 @@ def process_provenance(refresh: bool = False) -> dict:
         "cpu": cpu_fingerprint(),  # which bits to expect (mamba_recall.determinism)
         "host_cpus": os.cpu_count(),
     }
-    if not state["commit"]:
-        _PROCESS_PROVENANCE["git_reason"] = state.get("reason") or _prov.git_missing_reason()
-    if not origin.get("in_checkout", True):  # the code that ran, named without git
-        _PROCESS_PROVENANCE["code"] = origin
+    _PROCESS_PROVENANCE.update(_prov.naming_fields(state, origin))
     return _PROCESS_PROVENANCE
 
 
