@@ -9,7 +9,7 @@ training set and a fresh held-out set; accuracy on query positions of the held-o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, STEPS, Sizes, size
 
@@ -150,120 +150,77 @@ def _task(cls, **sizes):
 # (about 2.9 CPU-hours for the whole cpu-hours grid, Table 1 included, every job at its step cap).
 _SEEDS = {"seeds": 3, "n_probe": 64}
 
+# The simplified models: ch1_k1's ci and paper entries, the others state what differs from them.
+_K1_CI = _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=64, target="identity", lr=3e-2, steps=3000)
+_K1_PAPER = replace(_K1_CI, seq_len=256, lr=1e-2, steps=6000)
+_MASKED_CI = replace(_K1_CI, target="masked", lr=1e-2, steps=600)
+_K2_PAPER = replace(_K1_PAPER, num_keys=2, d_state=2)
+_K4_PAPER = replace(_K1_PAPER, vocab_size=16, num_keys=4, d_state=4, steps=8000)
+_WO_PAPER = replace(_K1_PAPER, learn_unembedding=True)
+
+# The full Mamba LM (ch1_full_mamba's comment below).
+_FULL_CI = _task(
+    FullMamba, num_keys=1, seq_len=64, target="identity", d_model=16, n_layer=1, d_state=16, d_conv=4, expand=2,
+    lr=1e-2, steps=600,
+)  # fmt: skip
+_FULL_PAPER = replace(_FULL_CI, seeds=3, seq_len=256, steps=6000)
+
+# Table 1 (ch1_table1's comment below).
+_TABLE1_CI = _task(
+    Table1,
+    seq_lens=[128],
+    num_keys=[1, 4],
+    target="masked",
+    train_size=512,
+    test_size=128,
+    steps=150,
+    mamba_lr=1e-2,
+    tf_lr=3e-3,
+    tf_d_model=32,
+    tf_heads=2,
+    conv_width=4,
+    # the paper's four rows, one seed: each cell one run-store job (ch1_table1 --preset ci)
+    models=["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope"],
+    seeds=1,
+)
+# the paper's four rows (training.table1.TABLE1_MODELS, the loop's default: its 24 cells are unchanged)
+_TABLE1_PAPER = replace(
+    _TABLE1_CI,
+    vocab_size=16,
+    seq_lens=[128, 256, 512],
+    train_size=4096,
+    test_size=512,
+    steps=4000,
+    eval_every=100,
+    tf_lr=1e-3,
+    tf_d_model=64,
+    seeds=3,
+)
+
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # §3, Figs. 4 and 8, App. C: |K| = 1, N = 1, B = C = 1, identity targets (the paper's).
-    "ch1_k1": {
-        "ci": _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=64, target="identity", lr=3e-2, steps=3000),
-        "paper": _task(
-            SimplifiedRun,
-            num_keys=1,
-            d_state=1,
-            seq_len=256,
-            target="identity",
-            lr=1e-2,
-            steps=6000,
-        ),
-        "cpu-hours": _task(
-            SimplifiedRun,
-            **_SEEDS,
-            num_keys=1,
-            d_state=1,
-            seq_len=256,
-            target="identity",
-            lr=1e-2,
-            steps=6000,
-        ),
-    },
+    "ch1_k1": {"ci": _K1_CI, "paper": _K1_PAPER, "cpu-hours": replace(_K1_PAPER, **_SEEDS)},
     # the same with masked loss (standard MQAR), to show which magnitudes need identity targets.
-    "ch1_k1_masked": {
-        "ci": _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=64, target="masked", lr=1e-2, steps=600),
-        "paper": _task(SimplifiedRun, num_keys=1, d_state=1, seq_len=256, target="masked", lr=1e-2, steps=2000),
-    },
+    "ch1_k1_masked": {"ci": _MASKED_CI, "paper": replace(_K1_PAPER, target="masked", steps=2000)},
     # Figs. 5, 6: |K| = 2 and 4 with N = |K| and selective B, C.
     "ch1_k2": {
-        "ci": _task(SimplifiedRun, num_keys=2, d_state=2, seq_len=64, target="masked", lr=1e-2, steps=600),
-        "paper": _task(
-            SimplifiedRun,
-            num_keys=2,
-            d_state=2,
-            seq_len=256,
-            target="identity",
-            lr=1e-2,
-            steps=6000,
-        ),
-        "cpu-hours": _task(
-            SimplifiedRun,
-            **_SEEDS,
-            num_keys=2,
-            d_state=2,
-            seq_len=256,
-            target="identity",
-            lr=1e-2,
-            steps=6000,
-        ),
+        "ci": replace(_MASKED_CI, num_keys=2, d_state=2),
+        "paper": _K2_PAPER,
+        "cpu-hours": replace(_K2_PAPER, **_SEEDS),
     },
     "ch1_k4": {
-        "ci": _task(SimplifiedRun, num_keys=4, d_state=4, seq_len=64, target="masked", lr=1e-2, steps=500),
-        "paper": _task(
-            SimplifiedRun,
-            vocab_size=16,
-            num_keys=4,
-            d_state=4,
-            seq_len=256,
-            target="identity",
-            lr=1e-2,
-            steps=8000,
-        ),
+        "ci": replace(_MASKED_CI, num_keys=4, d_state=4, steps=500),
+        "paper": _K4_PAPER,
         # evaluated every 100 steps (a training-set evaluation costs 1.3 s here, 12 steps' time)
-        "cpu-hours": _task(
-            SimplifiedRun,
-            **_SEEDS,
-            vocab_size=16,
-            num_keys=4,
-            d_state=4,
-            seq_len=256,
-            target="identity",
-            lr=1e-2,
-            steps=8000,
-            eval_every=100,
-        ),
+        "cpu-hours": replace(_K4_PAPER, **_SEEDS, eval_every=100),
     },
     # App. B, Fig. 7: the |K| = 1 model with a learned unembedding W_o.
     "ch1_wo": {
-        "ci": _task(
-            SimplifiedRun,
-            num_keys=1,
-            d_state=1,
-            seq_len=64,
-            target="identity",
-            lr=3e-2,
-            steps=1500,
-            learn_unembedding=True,
-        ),
-        "paper": _task(
-            SimplifiedRun,
-            num_keys=1,
-            d_state=1,
-            seq_len=256,
-            target="identity",
-            lr=1e-2,
-            steps=6000,
-            learn_unembedding=True,
-        ),
+        "ci": replace(_K1_CI, steps=1500, learn_unembedding=True),
+        "paper": _WO_PAPER,
         # 5 seeds × the two targets at the paper's |V| = 8, T = 256 (issue 31): "often" read over seeds. Each job
         # trains until 100 % training-set query accuracy or the step cap (as ch1_k1).
-        "cpu-hours": _task(
-            SimplifiedRun,
-            seeds=5,
-            num_keys=1,
-            d_state=1,
-            seq_len=256,
-            target="identity",
-            targets=["identity", "masked"],
-            lr=1e-2,
-            steps=6000,
-            learn_unembedding=True,
-        ),
+        "cpu-hours": replace(_WO_PAPER, seeds=5, targets=["identity", "masked"]),
     },
     # App. B, Fig. 7 with "the original Mamba model": the library's full Mamba LM (models/mamba.py:
     # MambaLMHeadModel; learned embedding tied to the readout, causal conv, gate, selective scan) on the ch1_k1 task
@@ -275,49 +232,7 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # batch 64, T = 256, chunked scan, on the busy 2-core machine). Step cap 800 (≤ 10 min a seed with the
     # evaluations, every 50 steps, about 5 s each on the 1024 training sequences); a run stops at 100 % training
     # accuracy long before it: seed 0 stopped at step 100 after 75 s (54 CPU-seconds), 1 thread, busy machine.
-    "ch1_full_mamba": {
-        "ci": _task(
-            FullMamba,
-            num_keys=1,
-            seq_len=64,
-            target="identity",
-            d_model=16,
-            n_layer=1,
-            d_state=16,
-            d_conv=4,
-            expand=2,
-            lr=1e-2,
-            steps=600,
-        ),
-        "paper": _task(
-            FullMamba,
-            seeds=3,
-            num_keys=1,
-            seq_len=256,
-            target="identity",
-            d_model=16,
-            n_layer=1,
-            d_state=16,
-            d_conv=4,
-            expand=2,
-            lr=1e-2,
-            steps=6000,
-        ),
-        "cpu-hours": _task(
-            FullMamba,
-            seeds=3,
-            num_keys=1,
-            seq_len=256,
-            target="identity",
-            d_model=16,
-            n_layer=1,
-            d_state=16,
-            d_conv=4,
-            expand=2,
-            lr=1e-2,
-            steps=800,
-        ),
-    },
+    "ch1_full_mamba": {"ci": _FULL_CI, "paper": _FULL_PAPER, "cpu-hours": replace(_FULL_PAPER, steps=800)},
     # Sec. 4, Lemma 1: grids of the exact-gradient comparison, one-step accuracy, GD dynamics.
     "ch1_lemma": {
         "ci": Lemma(
@@ -348,44 +263,8 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # App. A, Table 1: Mamba vs Transformers. TF: d_model 32, 2 heads, MLP, pre-LN [choice];
     # "conv" = TinyTransformer(short_conv=4); RoPE = positional="rope"; no PE = positional="none".
     "ch1_table1": {
-        "ci": _task(
-            Table1,
-            vocab_size=8,
-            seq_lens=[128],
-            num_keys=[1, 4],
-            target="masked",
-            train_size=512,
-            test_size=128,
-            steps=150,
-            eval_every=50,
-            mamba_lr=1e-2,
-            tf_lr=3e-3,
-            tf_d_model=32,
-            tf_heads=2,
-            conv_width=4,
-            # the paper's four rows, one seed: each cell one run-store job (ch1_table1 --preset ci)
-            models=["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope"],
-            seeds=1,
-        ),
-        "paper": _task(
-            Table1,
-            vocab_size=16,
-            seq_lens=[128, 256, 512],
-            num_keys=[1, 4],
-            target="masked",
-            train_size=4096,
-            test_size=512,
-            steps=4000,
-            eval_every=100,
-            mamba_lr=1e-2,
-            tf_lr=1e-3,
-            tf_d_model=64,
-            tf_heads=2,
-            conv_width=4,
-            # the paper's four rows (training.table1.TABLE1_MODELS, the loop's default: its 24 cells are unchanged)
-            models=["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope"],
-            seeds=3,
-        ),
+        "ci": _TABLE1_CI,
+        "paper": _TABLE1_PAPER,
         # T = 128 with 3 seeds, early stopping on the training set as App. A ("until it reaches 100 % accuracy on
         # the training set", §3): stop at 100 % training-set query accuracy, or once it has not grown by more than
         # min_delta over `patience` evaluations (a plateau), or at `steps`; then the held-out accuracy. Models: the
@@ -393,26 +272,16 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
         # fixed pairwise concatenation [e_{x_{t-1}}; e_{x_t}] (App. B) [our control]. d_model 32 (13k-26k
         # parameters against Mamba's 272-448) and 1000 steps to fit the CPU budget: measured 0.09-0.25 s per
         # Transformer step and 2-6 s per training-set evaluation, 1 thread, on the busy 2-core machine.
-        "cpu-hours": _task(
-            Table1,
-            vocab_size=16,
+        "cpu-hours": replace(
+            _TABLE1_PAPER,
             seq_lens=[128],
-            num_keys=[1, 4],
-            target="masked",
             train_size=2048,
-            test_size=512,
             steps=1000,
-            eval_every=100,
             early_stop="train_plateau",
             patience=4,
             min_delta=0.002,
-            mamba_lr=1e-2,
-            tf_lr=1e-3,
             tf_d_model=32,
-            tf_heads=2,
-            conv_width=4,
             models=["mamba", "tf2_nope", "tf1_conv", "tf2_conv_rope", "tf1_pair"],
-            seeds=3,
         ),
     },
     # Interaction: the step-through window (Fig. 4 view) and the live explorer.
@@ -429,7 +298,7 @@ def _size_matched(table1: Table1) -> Table1:
     1,056-1,408; at d_model 32 it has 13,952), both conv widths 2 and 4, that model alone where the entry lists its
     models; everything else (task, training, early stopping, seeds) as Table 1's cells."""
     models = None if table1.models is None else ["tf1_conv"]
-    return table1.replace(conv_width=None, tf_d_model=8, conv_widths=[2, 4], models=models)
+    return replace(table1, conv_width=None, tf_d_model=8, conv_widths=[2, 4], models=models)
 
 
 # Table 1 row 3 size-matched, in every preset of ch1_table1 (about 1-2 CPU-minutes per cpu-hours cell).
@@ -442,7 +311,7 @@ def _rope_matched(table1: Table1) -> Table1:
     d_model 32 it has 26,816, 19-25x); that model alone where the entry lists its models; everything else (task,
     training, early stopping, seeds) as Table 1's cells."""
     models = None if table1.models is None else ["tf2_conv_rope"]
-    return table1.replace(tf_d_model=8, conv_width=4, models=models)
+    return replace(table1, tf_d_model=8, conv_width=4, models=models)
 
 
 def _more_seeds(table1: Table1) -> Table1:
@@ -451,8 +320,8 @@ def _more_seeds(table1: Table1) -> Table1:
     size-matched RoPE Transformer (``_rope_matched``) of the same cell beside it (the claim's gap and its control);
     everything else as ``ch1_table1_matched``."""
     models = None if table1.models is None else ["mamba", "tf1_conv", "tf2_conv_rope"]
-    return table1.replace(
-        tf_d_model=8, conv_width=4, seq_lens=[128], num_keys=[1], models=models, first_seed=3, seeds=3
+    return replace(
+        table1, tf_d_model=8, conv_width=4, seq_lens=[128], num_keys=[1], models=models, first_seed=3, seeds=3
     )
 
 
@@ -469,8 +338,12 @@ EXPERIMENTS["ch1_table1_seeds"] = {preset: _more_seeds(e) for preset, e in EXPER
 # training accuracy (the tied run stopped at 100 steps). Claim 000/Fig7-full reads its 3 seeds (runner
 # ch1_training, part full_onehot).
 def _full_onehot(sizes: FullMamba, past: int) -> FullMamba:
-    return sizes.replace(
-        d_model=2 * sizes.vocab_size, embedding="doubled_one_hot", steps=max(sizes.steps, 2000), steps_past_target=past
+    return replace(
+        sizes,
+        d_model=2 * sizes.vocab_size,
+        embedding="doubled_one_hot",
+        steps=max(sizes.steps, 2000),
+        steps_past_target=past,
     )
 
 
