@@ -1,6 +1,10 @@
-"""Aggregation (:func:`aggregate`): per cell the mean over seeds, a 95 % Student-t interval
-``mean ± t_{0.975, n-1} · s / √n`` (quantile :func:`t_quantile_975` from ``scipy.stats.t``; no interval for one
-seed) and the per-seed values.
+"""Seeds to an interval, in one place: :func:`mean_interval` combines per-seed values (mean over seeds, 95 %
+Student-t interval ``mean ± t_{0.975, n-1} · s / √n`` with the quantile :func:`t_quantile_975` from
+``scipy.stats.t``, no interval for one seed, the per-seed values; optionally clipped to the quantity's range and
+optionally over paired differences), :func:`regression_interval` fits a line with 95 % t-intervals on its slope and
+intercept, and :func:`aggregate` applies :func:`mean_interval` to every cell of a grid. Every other module of the
+library that turns seeds into an interval (``claims.core.across_seeds``, the chapters) calls these; no other module
+computes a t quantile (tests/claims/test_seeds.py).
 """
 
 from __future__ import annotations
@@ -31,36 +35,137 @@ def t_quantile_975(df: int) -> float:
     return float(_t.ppf(0.975, df))
 
 
-def mean_interval(values: list[float]) -> dict:
-    """``{"n", "n_nan", "mean", "std", "ci_low", "ci_high"}`` (see :data:`INTERVAL_METHOD`). A NaN on any seed
-    makes the mean, the std and the interval NaN (``n_nan`` says how many seeds were NaN): a failed seed is never
-    averaged away."""
+def t_interval(estimate: float, se: float, df: int) -> tuple[float, float]:
+    """The 95 % t-interval ``estimate ± t_{0.975, df} · se`` of an estimate with standard error ``se`` and ``df``
+    degrees of freedom; ``(nan, nan)`` for df < 1 or a non-finite ``se`` (no interval, never a made-up one)."""
+    nan = float("nan")
+    if df < 1 or not math.isfinite(se):
+        return (nan, nan)
+    half = t_quantile_975(df) * se
+    return (estimate - half, estimate + half)
+
+
+def _check_bounds(bounds) -> tuple[float, float] | None:
+    if bounds is None:
+        return None
+    try:
+        if isinstance(bounds, (str, bytes)):
+            raise TypeError(bounds)
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"bounds={bounds!r}: give the quantity's range as a pair (lo, hi), e.g. (0.0, 1.0) for an accuracy."
+        ) from None
+    if not lo <= hi:
+        raise ValueError(f"bounds={bounds!r}: the lower end is above the upper one; give (lo, hi) with lo ≤ hi.")
+    return lo, hi
+
+
+def mean_interval(values, *, bounds=None, paired_with=None) -> dict:
+    """Per-seed ``values`` combined: ``{"n", "n_nan", "mean", "std", "ci_low", "ci_high", "per_seed"}`` (see
+    :data:`INTERVAL_METHOD`), the one function by which the library turns seeds into an interval.
+
+    * A NaN on any seed makes the mean, the std and the interval NaN (``n_nan`` says how many seeds were NaN): a
+      failed seed is never averaged away. One seed has a mean and no interval (NaN bounds).
+    * ``bounds=(lo, hi)``: the quantity's declared range (an accuracy or a fraction: ``(0, 1)``); the interval is
+      clipped to it (a bound past the range is a value the quantity cannot take). The mean is not changed.
+    * ``paired_with``: the other arm's per-seed values, seed for seed (same length, same order): the result is the
+      mean paired difference ``values − paired_with`` and its interval, and ``per_seed`` holds the differences.
+      ``bounds`` then is the range of the difference.
+    """
     vals = [float(v) for v in values]
+    if paired_with is not None:
+        other = [float(v) for v in paired_with]
+        if len(other) != len(vals):
+            raise ValueError(
+                f"paired_with has {len(other)} values for {len(vals)} seeds: pair the two arms seed for seed "
+                "(the same seeds, in the same order)."
+            )
+        vals = [a - b for a, b in zip(vals, other)]
+    rng = _check_bounds(bounds)
     n = len(vals)
     n_nan = sum(math.isnan(v) for v in vals)
     nan = float("nan")
-    if n == 0:
-        return dict(n=0, n_nan=0, mean=nan, std=nan, ci_low=nan, ci_high=nan)
-    if n_nan:
-        return dict(n=n, n_nan=n_nan, mean=nan, std=nan, ci_low=nan, ci_high=nan)
+    out = dict(n=n, n_nan=n_nan, mean=nan, std=nan, ci_low=nan, ci_high=nan, per_seed=vals)
+    if n == 0 or n_nan:
+        return out
     mean = sum(vals) / n
+    out["mean"] = mean
     if n == 1:
-        return dict(n=1, n_nan=0, mean=mean, std=nan, ci_low=nan, ci_high=nan)
+        return out
     std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
     half = t_quantile_975(n - 1) * std / math.sqrt(n)
-    return dict(n=n, n_nan=0, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half)
+    lo, hi = mean - half, mean + half
+    if rng is not None:
+        lo, hi = min(max(lo, rng[0]), rng[1]), max(min(hi, rng[1]), rng[0])
+    out.update(std=std, ci_low=lo, ci_high=hi)
+    return out
 
 
-def aggregate(runs: list[dict], by: list[str], metrics: list[str]):
+def regression_interval(x, y) -> dict:
+    """Ordinary least squares of ``y`` on ``x`` (a line, ``y ≈ slope · x + intercept``), the one regression with
+    t-intervals of the library: ``{"slope", "slope_se", "slope_ci", "intercept", "intercept_se", "intercept_ci",
+    "n", "r2"}``, the 95 % intervals with n − 2 degrees of freedom (:func:`t_interval`). Fewer than 3 points or a
+    constant ``x``: every number NaN (no fit, never a made-up one). Take logs before the call for a power law."""
+    xs, ys = [float(v) for v in x], [float(v) for v in y]
+    if len(xs) != len(ys):
+        raise ValueError(f"regression_interval: {len(xs)} x values for {len(ys)} y values; give one y per x.")
+    n = len(xs)
+    nan = float("nan")
+    out = dict(
+        slope=nan,
+        slope_se=nan,
+        slope_ci=(nan, nan),
+        intercept=nan,
+        intercept_se=nan,
+        intercept_ci=(nan, nan),
+        n=n,
+        r2=nan,
+    )
+    if n < 3:
+        return out
+    mx = sum(xs) / n
+    my = sum(ys) / n
+    sxx = sum((a - mx) ** 2 for a in xs)
+    if sxx == 0:
+        return out
+    sxy = sum((a - mx) * (b - my) for a, b in zip(xs, ys))
+    slope = sxy / sxx
+    icpt = my - slope * mx
+    resid = [b - (icpt + slope * a) for a, b in zip(xs, ys)]
+    sse = sum(r * r for r in resid)
+    syy = sum((b - my) ** 2 for b in ys)
+    s2 = sse / (n - 2)
+    se = math.sqrt(s2 / sxx)
+    ise = math.sqrt(s2 * (1 / n + mx * mx / sxx))
+    out.update(
+        slope=slope,
+        slope_se=se,
+        slope_ci=t_interval(slope, se, n - 2),
+        intercept=icpt,
+        intercept_se=ise,
+        intercept_ci=t_interval(icpt, ise, n - 2),
+        r2=1 - sse / syy if syy else nan,
+    )
+    return out
+
+
+def aggregate(runs: list[dict], by: list[str], metrics: list[str], *, bounds: dict | None = None):
     """One row per cell (the values of config keys ``by``): for each metric (a key of ``result``) the mean,
     95 % interval, min, max and the per-seed values (``"<metric>_per_seed"``, ordered by seed), plus the
-    seeds and the keys of the runs. Runs of one cell must agree on every other config entry.
+    seeds and the keys of the runs, each metric combined by :func:`mean_interval`. Runs of one cell must agree on
+    every other config entry. ``bounds``: ``{metric: (lo, hi)}``, the declared range of a metric whose interval is
+    clipped to it (:func:`mean_interval`); a metric not named there is not clipped.
 
     A NaN on any seed shows: that cell's mean, interval, min and max are NaN (Python's ``min``/``max`` would pass
     over it or not depending on its place), and a ``"<metric>_n_nan"`` column counts the NaN seeds of each cell
     (present when any cell has one). A missing or non-numeric value raises, naming the run."""
     import pandas as pd
 
+    bounds = dict(bounds or {})
+    unknown = sorted(set(bounds) - set(metrics))
+    if unknown:
+        raise ValueError(f"bounds name {unknown}, which are not among the metrics aggregated {metrics}.")
     cells: dict[tuple, list[dict]] = {}
     for rec in runs:
         cell = tuple(rec["config"][k] for k in by)
@@ -88,7 +193,7 @@ def aggregate(runs: list[dict], by: list[str], metrics: list[str]):
                         "metrics only (a NaN is stored as NaN, never as null)."
                     )
                 vals.append(v)
-            st = mean_interval(vals)
+            st = mean_interval(vals, bounds=bounds.get(m))
             row.update(
                 {
                     f"{m}_mean": st["mean"],

@@ -152,37 +152,19 @@ def law_capacities(V: int, D: int, N: int, level: float) -> dict:
 
 
 def fit_power_law(x, y) -> dict:
-    """OLS of log y on log x: ``{"exponent", "ci_low", "ci_high", "prefactor", "n", "r2"}`` (95 % t-interval on the
-    slope, n − 2 degrees of freedom; natural logs; prefactor = exp(intercept))."""
-    from ..runstore import t_quantile_975
+    """OLS of log y on log x (:func:`mamba_recall.runstore.regression_interval`, the library's one regression with
+    t-intervals) over the points with x, y > 0: ``{"exponent", "ci_low", "ci_high", "prefactor", "n", "r2"}`` (95 %
+    t-interval on the slope, n − 2 degrees of freedom; natural logs; prefactor = exp(intercept)); NaN with fewer
+    than 3 points."""
+    from ..runstore import regression_interval
 
     pts = [(math.log(a), math.log(b)) for a, b in zip(x, y) if a > 0 and b > 0]
-    n = len(pts)
-    if n < 3:
-        return dict(
-            exponent=float("nan"),
-            ci_low=float("nan"),
-            ci_high=float("nan"),
-            prefactor=float("nan"),
-            n=n,
-            r2=float("nan"),
-        )
-    mx = sum(p[0] for p in pts) / n
-    my = sum(p[1] for p in pts) / n
-    sxx = sum((p[0] - mx) ** 2 for p in pts)
-    sxy = sum((p[0] - mx) * (p[1] - my) for p in pts)
-    slope = sxy / sxx
-    icpt = my - slope * mx
-    resid = [p[1] - (icpt + slope * p[0]) for p in pts]
-    sse = sum(r * r for r in resid)
-    syy = sum((p[1] - my) ** 2 for p in pts)
-    se = math.sqrt(sse / (n - 2) / sxx)
-    half = t_quantile_975(n - 2) * se
+    fit = regression_interval([p[0] for p in pts], [p[1] for p in pts])
     return dict(
-        exponent=slope,
-        ci_low=slope - half,
-        ci_high=slope + half,
-        prefactor=math.exp(icpt),
-        n=n,
-        r2=1 - sse / syy if syy else float("nan"),
+        exponent=fit["slope"],
+        ci_low=fit["slope_ci"][0],
+        ci_high=fit["slope_ci"][1],
+        prefactor=math.exp(fit["intercept"]),
+        n=fit["n"],
+        r2=fit["r2"],
     )

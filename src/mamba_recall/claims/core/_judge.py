@@ -305,17 +305,37 @@ def check_inputs(claim: Claim, args: tuple, kwargs: dict) -> None:
         return
 
 
-def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measurement:
+def _range_of(bounds):
+    """``bounds`` of :func:`across_seeds` as a function of a metric's name (``None``: no declared range)."""
+    if bounds is None:
+        return lambda metric: None
+    if callable(bounds):
+        return bounds
+    if isinstance(bounds, dict):
+        return bounds.get
+    raise ClaimError(
+        f"bounds={bounds!r}: give the metrics' ranges as {{metric: (lo, hi)}} or a function of the metric's name."
+    )
+
+
+def across_seeds(ms: list[Measurement], names: list[str] | None = None, *, bounds=None) -> Measurement:
     """One measurement of a claim from its measurements on several independently trained models (seeds) of one
     recipe, combined by a rule fixed here for every claim (before any result):
 
-    * a number: the mean over seeds, with its 95 % Student-t interval over seeds and the per-seed values (a NaN
-      on any seed, e.g. a length at which the model has no room for the effect, makes the mean NaN, so every
-      condition on it fails);
+    * a number: the mean over seeds, with its 95 % Student-t interval over seeds and the per-seed values
+      (:func:`mamba_recall.runstore.mean_interval`, the library's one way from seeds to an interval; a NaN on any
+      seed, e.g. a length at which the model has no room for the effect, makes the mean NaN, so every condition
+      on it fails);
     * a boolean: holds only if it holds on every seed (so a testability condition fails when any seed fails it);
     * the evidence: the weakest tier of the seeds, the number of seeds, and each seed's sample and source.
+
+    ``bounds``: the declared range of a metric, ``{metric: (lo, hi)}`` or a function of the metric's name giving
+    ``(lo, hi)`` or ``None``; each interval is clipped to its metric's range (its control's too). Without it,
+    nothing is clipped.
     """
     from ...runstore import mean_interval
+
+    range_of = _range_of(bounds)
 
     if not ms:
         raise ClaimError("across_seeds needs at least one measurement.")
@@ -337,7 +357,7 @@ def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measu
         if any(math.isnan(x) for x in xs):
             values[k] = float("nan")
             continue
-        st = mean_interval(xs)
+        st = mean_interval(xs, bounds=range_of(k))
         values[k] = st["mean"]
         if len(xs) > 1:
             intervals[k] = (st["ci_low"], st["ci_high"])
@@ -358,7 +378,9 @@ def across_seeds(ms: list[Measurement], names: list[str] | None = None) -> Measu
     ):
         raise ClaimError("across_seeds: every seed's measurement carries the same control, or none does.")
     control = (
-        Control(controls[0].kind, controls[0].what, across_seeds([c.measurement for c in controls], names))
+        Control(
+            controls[0].kind, controls[0].what, across_seeds([c.measurement for c in controls], names, bounds=bounds)
+        )
         if controls[0] is not None
         else None
     )
@@ -380,16 +402,18 @@ def check_seeds(
     *,
     record: bool = False,
     directory: Path | None = None,
+    bounds=None,
     **kwargs,
 ) -> Verdict:
     """Measure ``claim_id`` on each seed's inputs (``inputs[i]`` = the positional arguments of its measurement),
-    combine them with :func:`across_seeds` and judge the result by the declared rule."""
+    combine them with :func:`across_seeds` (``bounds``: the metrics' declared ranges) and judge the result by the
+    declared rule."""
     claim = get(claim_id)
     if claim.measure is None:
         v = not_run_verdict(claim)
     else:
         try:
-            v = judge(claim, across_seeds([claim.measure(*args, **kwargs) for args in inputs], names))
+            v = judge(claim, across_seeds([claim.measure(*args, **kwargs) for args in inputs], names, bounds=bounds))
         except NotRun as exc:
             v = not_run_verdict(claim, str(exc))
     if record:
@@ -398,17 +422,24 @@ def check_seeds(
 
 
 def check_stored(
-    claim_id: str, stored: list[dict], names: list[str], *, record: bool = True, directory: Path | None = None
+    claim_id: str,
+    stored: list[dict],
+    names: list[str],
+    *,
+    record: bool = True,
+    directory: Path | None = None,
+    bounds=None,
 ) -> Verdict:
     """Judge ``claim_id`` from measurements stored per seed (:func:`measurement_record`, or ``{"not_run": why}``
-    where the seed could not be measured): combined by :func:`across_seeds`, judged by the declared rule,
+    where the seed could not be measured): combined by :func:`across_seeds` (``bounds``: the metrics' declared
+    ranges), judged by the declared rule,
     recorded for the scorecard unless ``record=False``. A seed that could not be measured makes it *not run*."""
     claim = get(claim_id)
     missing = [f"{n}: {d['not_run']}" for n, d in zip(names, stored) if "not_run" in d]
     if missing:
         v = not_run_verdict(claim, "; ".join(missing))
     else:
-        v = judge(claim, across_seeds([measurement_from_record(d) for d in stored], names))
+        v = judge(claim, across_seeds([measurement_from_record(d) for d in stored], names, bounds=bounds))
     if record:
         record_verdict(v, directory)
     return v

@@ -226,12 +226,11 @@ CLAIMS += [
 
 def _time_exponent(table) -> tuple[float, tuple[float, float]]:
     """The exponent b of seconds ∝ L^b in a benchmark table (columns ``L``, ``seconds``) and its 95 % interval
-    (least squares on log–log, Student t with n − 2 degrees of freedom, ``scipy.stats.linregress``)."""
-    from scipy import stats
+    (least squares on log–log, Student t with n − 2 degrees of freedom, :func:`mamba_recall.runstore.regression_interval`)."""
+    from mamba_recall.runstore import regression_interval
 
-    fit = stats.linregress(np.log(table["L"].astype(float)), np.log(table["seconds"].astype(float)))
-    half = float(stats.t.ppf(0.975, len(table) - 2) * fit.stderr)
-    return float(fit.slope), (float(fit.slope) - half, float(fit.slope) + half)
+    fit = regression_interval(np.log(table["L"].astype(float)), np.log(table["seconds"].astype(float)))
+    return fit["slope"], fit["slope_ci"]
 
 
 def measure_time_scaling(bench) -> Measurement:

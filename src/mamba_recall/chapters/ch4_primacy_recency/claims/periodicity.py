@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as sps
 
 from mamba_recall.claims.core import Claim, Measurement, Rule, conds
 from ._common import _S_MODEL, EFFECT, _analogues, _evidence
@@ -18,22 +17,23 @@ def _per_sequence_delta(res: dict, t0: int = 4) -> dict:
 
 
 def period_trend(res: dict) -> dict:
-    """Least-squares slope of the per-sequence mean Δ on log k over every sequence (``scipy.stats.linregress``),
-    with its 95 % interval slope ± t_{0.975, n−2}·se (Student t, n = all sequences), the relative change from the
-    smallest to the largest period, and the means."""
+    """Least-squares slope of the per-sequence mean Δ on log k over every sequence
+    (:func:`mamba_recall.runstore.regression_interval`), with its 95 % interval slope ± t_{0.975, n−2}·se (Student
+    t, n = all sequences), the relative change from the smallest to the largest period, and the means."""
+    from mamba_recall.runstore import regression_interval
+
     per = _per_sequence_delta(res)
     x = np.concatenate([np.full(len(v), np.log(k)) for k, v in per.items()])
     y = np.concatenate(list(per.values()))
-    fit = sps.linregress(x, y)
-    slope, half = float(fit.slope), float(sps.t.ppf(0.975, len(y) - 2) * fit.stderr)
+    fit = regression_interval(x, y)
     ks = sorted(per)
     means = [float(per[k].mean()) for k in ks]
     return {
         "periods": ks,
         "means": means,
-        "slope": slope,
-        "slope_lo": slope - half,
-        "slope_hi": slope + half,
+        "slope": fit["slope"],
+        "slope_lo": fit["slope_ci"][0],
+        "slope_hi": fit["slope_ci"][1],
         "rel_change": (means[-1] - means[0]) / means[0],
         "n": int(len(per[ks[0]])),
     }

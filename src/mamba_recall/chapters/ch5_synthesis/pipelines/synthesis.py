@@ -17,7 +17,8 @@ r"""Chapter 5: the four papers' theories of Mamba's recall, each turned into a p
 * **Paper 000** (gradient dynamics): Δ opens at key tokens: the probes' ``delta0_key_ratio`` (Δ at keys over Δ
   elsewhere, layer 0) against the untrained twin's.
 
-Intervals are 95 % t-intervals (:func:`scipy.stats.t`), over seeds or regression residuals as each function says.
+Intervals are 95 % t-intervals, over seeds (:func:`mamba_recall.runstore.mean_interval`) or regression residuals
+(:func:`mamba_recall.runstore.regression_interval`, :func:`mamba_recall.runstore.t_interval`) as each function says.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mamba_recall.runstore import mean_interval
+from mamba_recall.runstore import mean_interval, regression_interval, t_interval
 
 __all__ = [
     "cell_capacity",
@@ -48,13 +49,6 @@ def _uncensored(searches: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame,
     return searches[ok].assign(kappa=searches.loc[ok, col].astype(float)), int((~ok).sum())
 
 
-def _t_interval(est: float, se: float, dof: int) -> tuple[float, float]:
-    if dof < 1 or not math.isfinite(se):
-        return (float("nan"), float("nan"))
-    q = stats.t.ppf(0.975, dof)
-    return (est - q * se, est + q * se)
-
-
 def power_fit(searches: pd.DataFrame, threshold: float = 0.5, layers: int = 1) -> dict:
     """Least squares :math:`\\log\\kappa^*_\\theta = \\alpha\\log(DN) + c` over every uncensored search of
     ``layers`` (each seed a point): α, its standard error and 95 % t-interval (n − 2 dof), the intercept, n, and
@@ -63,13 +57,13 @@ def power_fit(searches: pd.DataFrame, threshold: float = 0.5, layers: int = 1) -
     n = len(sub)
     if n < 3 or sub.eval("D * N").nunique() < 2:
         return {"alpha": float("nan"), "alpha_ci": (float("nan"),) * 2, "n": n, "censored": censored}
-    r = stats.linregress(np.log(sub.D * sub.N), np.log(sub.kappa))
+    r = regression_interval(np.log(sub.D * sub.N), np.log(sub.kappa))
     return {
-        "alpha": float(r.slope),
-        "alpha_se": float(r.stderr),
-        "alpha_ci": _t_interval(r.slope, r.stderr, n - 2),
-        "intercept": float(r.intercept),
-        "r2": float(r.rvalue**2),
+        "alpha": r["slope"],
+        "alpha_se": r["slope_se"],
+        "alpha_ci": r["slope_ci"],
+        "intercept": r["intercept"],
+        "r2": r["r2"],
         "n": n,
         "censored": censored,
     }
@@ -95,8 +89,8 @@ def two_factor_fit(searches: pd.DataFrame, threshold: float = 0.5, layers: int =
         "b": float(coef[1]),
         "a_se": float(se[0]),
         "b_se": float(se[1]),
-        "a_ci": _t_interval(coef[0], se[0], dof),
-        "b_ci": _t_interval(coef[1], se[1], dof),
+        "a_ci": t_interval(float(coef[0]), float(se[0]), dof),
+        "b_ci": t_interval(float(coef[1]), float(se[1]), dof),
         "n": n,
         "censored": censored,
     }
