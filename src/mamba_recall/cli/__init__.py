@@ -4,6 +4,7 @@
     python -m mamba_recall book [--preset ci] [--device auto]     # execute every chapter, build _build/html
     python -m mamba_recall refresh [chapter|notebook.ipynb ...]   # re-execute book/ notebooks in place (ci)
     python -m mamba_recall reproduce [--only NAME ...] [--preset paper --device cuda]  # regenerate results/
+    python -m mamba_recall dataset [--write]                      # every committed run as one table: check/rewrite
 
 Executed notebooks of ``run`` and ``book`` go to ``_build/`` (never into ``book/``); ``refresh`` is
 the one command that rewrites the committed outputs that nbval compares against. The scan benchmark is a script

@@ -98,6 +98,7 @@ NEEDS_CHECKOUT = {
     "reproduce": "results/manifest.json",
     "manifest": "results/manifest.json",
     "plan": "results/runs",
+    "dataset": "results/runs",
 }
 #: the modules of the ``book`` extra each notebook command imports (papermill starts ipykernel's kernels)
 NEEDS_BOOK_EXTRA = {
@@ -293,6 +294,10 @@ def _parser() -> argparse.ArgumentParser:
         help="with --write: remove these entries whose results were deleted on purpose (others stay, reported missing)",
     )
     sub.add_parser("plan", help="every run-store grid at a preset: jobs finished and left, CPU-hours, command")
+    p_dataset = sub.add_parser(
+        "dataset", help="check that results/dataset (every committed run as one Parquet table) matches results/runs"
+    )
+    p_dataset.add_argument("--write", action="store_true", help="rewrite it and its data card from the committed runs")
     sub.add_parser(
         "lab", help="JupyterLab on copies of book/ under _build/lab ([--fresh] [JupyterLab options]; book/ unchanged)"
     )
@@ -376,6 +381,22 @@ def notebook_parameters(args) -> dict:
     return params
 
 
+def dataset(write: bool) -> None:
+    """``dataset --write``: every committed run into ``results/dataset`` (its size and time printed); ``dataset``: stop
+    with one line per difference when the committed dataset does not match the committed runs."""
+    from .. import runstore
+
+    if write:
+        done = runstore.write_dataset()
+        print(
+            f"{runstore.repo_relative(done['path'])}: {done['rows']} runs x {done['columns']} columns, "
+            f"{done['bytes'] / 1024:.0f} KiB, written in {done['seconds']:.1f} s (with its DATACARD.md)"
+        )
+        return
+    _fail_on(runstore.check_dataset(), "error: the committed dataset (results/dataset) is not current.")
+    print(f"results/dataset matches the committed runs ({runstore.DATASET_COMMAND} rewrites it)")
+
+
 def _dispatch(args) -> int:
     if args.command in ("run", "book"):
         from ..devices import ParameterError, resolve_device
@@ -422,6 +443,8 @@ def _dispatch(args) -> int:
             print(f"results manifest: {len(manifest.load())} entries, every one complete and made from a clean tree")
         except manifest.ManifestError as exc:
             raise NotebookFailed(f"error: {exc}") from None
+    elif args.command == "dataset":
+        dataset(args.write)
     elif args.command == "check-outputs":
         notebooks = toc_notebooks()
         missing = [str(nb) for nb in notebooks if not (args.executed / nb).exists()]

@@ -49,7 +49,9 @@ The modules, this package's internals (import every name from ``mamba_recall.run
 * ``_cli``: the command line every run-store runner shares (:func:`add_grid_args`, :func:`grid_main`);
 * ``_demo``: the demo grid (:func:`demo_job`; ``python -m mamba_recall.runstore demo``);
 * ``_migrate``: a store's run files rewritten to the current schema once, recorded in its ``MIGRATIONS.json``
-  (:func:`migrate_store`; ``python -m mamba_recall.runstore migrate``).
+  (:func:`migrate_store`; ``python -m mamba_recall.runstore migrate``);
+* ``_dataset``: every committed run as one table, ``results/dataset/runs.parquet`` with its data card
+  (:func:`write_dataset`, :func:`check_dataset`; ``python -m mamba_recall dataset [--write]``).
 
 The job functions are found by their runner strings at run time (``"mamba_recall.runstore:demo_job"`` is this
 package's :func:`demo_job`). A test that patches a constant (``RUNS_DIR``, ``UNSAVED_DIR``) or a helper patches it
@@ -124,6 +126,7 @@ from ._cli import (
 )
 from ._demo import demo_job, demo_jobs, demo_members, main
 from ._migrate import MIGRATIONS_NAME, migrate_store, upgrade_record
+from ._dataset import DATASET_DIR, WRITE_COMMAND as DATASET_COMMAND, build_table, check_dataset, write_dataset
 
 __all__ = [
     "RUNS_DIR",
@@ -162,4 +165,9 @@ __all__ = [
     "grid_main",
     "GridStage",
     "log_stderr",
+    "DATASET_DIR",
+    "DATASET_COMMAND",
+    "build_table",
+    "write_dataset",
+    "check_dataset",
 ]
