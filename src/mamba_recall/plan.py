@@ -19,24 +19,22 @@ per unit and the command carries ``--members``. On this CPU an ensemble of 7 tra
 d = 64 cell) to 1.33x (the micro-MQAR) the model-steps per second of one model at a time
 (``benchmarks/ch3_members.py``), so the ``cpu-hours`` grids keep one model per job.
 
-This module sits above the experiment runners (it imports them; nothing below imports it).
+The grids are the declared experiments (:mod:`mamba_recall.experiment`'s one registry); nothing below imports this
+module.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib
 import textwrap
 from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
 
+from .experiment import experiments
 from .paths import RESULTS_DIR
-from .runners import runner_module
 from .runstore import pending, units
-from .chapters.ch3_selectivity.training.selectivity import GPU_PRESETS
 
 __all__ = ["Grid", "grids", "plan", "format_plan", "main"]
 
@@ -46,7 +44,8 @@ class Grid:
     """One run-store grid: ``jobs(preset)`` (raises when the runner has no grid at that preset), the runner's
     ``estimate(jobs_left) -> (cpu_seconds, basis)`` and the command that runs it (``{preset}`` filled in).
     ``members``: the runner trains a config's seeds as one ensemble, and ``estimate(jobs_left, members)`` times
-    that."""
+    that, planned at the presets ``members_presets`` (a GPU's, where an ensemble pays). ``experiment``: the declared
+    experiment (its run-store folder and bundle stem)."""
 
     runner: str
     part: str
@@ -54,88 +53,26 @@ class Grid:
     estimate: Callable[..., tuple[float, str]]
     command: str
     members: bool = False
-
-
-def _module(name: str):
-    return importlib.import_module(runner_module(name))
+    experiment: str = ""
+    members_presets: tuple[str, ...] = ()
 
 
 def grids() -> list[Grid]:
-    """Every run-store grid of the book's runners, in chapter order."""
-    ch1 = _module("ch1_cpu_hours")  # the helper of ch1_training and ch1_table1
-    ch2 = _module("ch2_figs_cpu")  # the helper of ch2_scaling and ch2_multihead
-    ref = _module("ch2_reference_grid")
-    dn = _module("ch2_trained_dn")
-    ch4 = _module("ch4_edge")
-    from .chapters.ch3_selectivity.runners.common import measured_estimate
-
-    def cmd(module: str, extra: str = "") -> str:
-        return f"python -m {runner_module(module)} --preset {{preset}}{extra} --allow-long"
-
-    out = [
+    """Every run-store grid: the declared experiments (:func:`mamba_recall.experiment.experiments`), in chapter
+    order, each with the runner and part that ran it before the registry."""
+    return [
         Grid(
-            ch1.PART_RUNNER[part],
-            part,
-            lambda preset, part=part: ch1.jobs_for(preset, parts=[part]),
-            ch1.estimate,
-            cmd(ch1.PART_RUNNER[part], f" --parts {part}"),
+            e.runner or e.name,
+            e.part,
+            e.grid_jobs,
+            e.estimate,
+            e.runner_command("{preset}"),
+            members=e.members_job is not None,
+            experiment=e.name,
+            members_presets=e.members_presets,
         )
-        for part in ch1.PARTS
+        for e in experiments()
     ]
-    out += [
-        Grid(
-            ch2.PART_RUNNER[part],
-            part,
-            lambda preset, part=part: ch2.jobs_for(part, preset),
-            ch2.estimate,
-            cmd(ch2.PART_RUNNER[part], f" --parts {part}"),
-        )
-        for part in ch2.PARTS
-    ]
-    ens = _module("ch2_ensembles")  # the ensembles of ch2_scaling and ch2_multihead at ci and paper
-    out += [
-        Grid(
-            runner,
-            "ensembles",
-            lambda preset, runner=runner: ens.jobs_for(runner, preset),
-            lambda left, runner=runner: ens.recorded_estimate(runner, left[0]["config"]["preset"])(left),
-            cmd(runner),
-        )
-        for runner in ens.EXPERIMENTS
-    ]
-    out += [
-        Grid("ch2_reference_grid", "", ref.jobs_for, ref.estimate, cmd("ch2_reference_grid")),
-        Grid("ch2_trained_dn", "", dn.jobs_for, dn.estimate, cmd("ch2_trained_dn")),
-    ]
-    for name in ("ch3_keep_nth", "ch3_mqar_train", "ch3_mqar_figa3", "ch3_induction"):
-        mod = _module(name)
-
-        def ch3_jobs(preset, mod=mod):
-            from .chapters.ch3_selectivity.training.selectivity import STORE_PRESETS
-
-            presets = getattr(mod, "PRESETS", STORE_PRESETS)
-            if preset not in presets:
-                raise ValueError(f"{mod.__name__} runs the run store at {', '.join(presets)} only")
-            return mod.jobs_for(preset)
-
-        together = hasattr(mod, "MEMBERS_RUNNER")
-
-        def ch3_estimate(left, members=1, mod=mod):
-            return measured_estimate(
-                left, mod.train_one, members=members, train_members=getattr(mod, "train_members", None)
-            )
-
-        out.append(Grid(name, "", ch3_jobs, ch3_estimate, cmd(name), members=together))
-    s_models = _module("ch4_train")
-    out.append(Grid("ch4_train", "", s_models.jobs_for, s_models.recorded_estimate, cmd("ch4_train")))
-    out.append(Grid("ch4_edge", "models", ch4.jobs_for, ch4.estimate, cmd("ch4_edge")))
-    mix = _module("ch4_edge_mix")
-    out.append(Grid("ch4_edge_mix", "", mix.jobs_for, mix.estimate, cmd("ch4_edge_mix")))
-    ch5 = _module("ch5_capacity")
-    out.append(Grid("ch5_capacity", "", ch5.jobs_for, ch5.estimate, cmd("ch5_capacity")))
-    long_jobs = functools.partial(ch5.jobs_for, budget="long")  # the same grid at 4x the steps (issue 52)
-    out.append(Grid("ch5_capacity", "long", long_jobs, ch5.estimate, cmd("ch5_capacity", " --budget long")))
-    return out
 
 
 #: the columns of a grid that has no jobs at the preset (its ``note`` says why)
@@ -158,7 +95,7 @@ def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.Da
             rows.append({**row, **_NO_GRID, "note": why})
             continue
         done, left = pending(jobs, store)
-        k = _members(jobs) if g.members and preset in GPU_PRESETS else 1
+        k = _members(jobs) if g.members and preset in g.members_presets else 1
         hours = None
         if estimate and left:
             log(f"measuring {g.runner} {g.part} ({len(left)} jobs left) ...")

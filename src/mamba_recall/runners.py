@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import pkgutil
 import re
 import shlex
@@ -29,23 +30,32 @@ OLD_RUNNERS = f"{__package__}.experiments."
 MERGED = {"ch2_figs_cpu": "ch2_scaling", "ch1_cpu_hours": "ch1_training"}
 
 
+def chapter_modules(part: str) -> dict:
+    """Chapter package name -> its module ``part`` (``runners``, ``experiments``), imported, in chapter order; a
+    chapter without that part is left out. The one scan of the chapter packages (``importlib`` at run time, so
+    that the registries below the chapters never import them by name). SystemExit if a chapter package is not named
+    ``ch<N>_<topic>``."""
+    chapters = importlib.import_module(CHAPTERS)
+    out = {}
+    for chapter in sorted(m.name for m in pkgutil.iter_modules(chapters.__path__)):
+        if _CHAPTER.fullmatch(chapter) is None:
+            raise SystemExit(f"error: {CHAPTERS}.{chapter} is not named ch<N>_<topic>; rename it.")
+        name = f"{CHAPTERS}.{chapter}.{part}"
+        if importlib.util.find_spec(name) is not None:
+            out[chapter] = importlib.import_module(name)
+    return out
+
+
 @functools.cache
 def _runner_modules() -> dict[str, str]:
     """Short name -> module path, for every module of every chapter's ``runners`` package (helpers too). Read once
     per process (every loaded bundle's command goes through :func:`current_command`); callers do not change it."""
-    chapters = importlib.import_module(CHAPTERS)
     out = {}
-    for chapter in sorted(m.name for m in pkgutil.iter_modules(chapters.__path__)):
-        match = _CHAPTER.fullmatch(chapter)
-        if match is None:
-            raise SystemExit(f"error: {CHAPTERS}.{chapter} is not named ch<N>_<topic>; rename it.")
-        try:
-            runners = importlib.import_module(f"{CHAPTERS}.{chapter}.runners")
-        except ModuleNotFoundError:
-            continue  # a chapter without runners (Chapter 0)
+    for chapter, runners in chapter_modules("runners").items():
+        number = _CHAPTER.fullmatch(chapter).group(1)
         for m in pkgutil.iter_modules(runners.__path__):
             if not m.name.startswith("_"):
-                out[f"ch{match.group(1)}_{m.name}"] = f"{runners.__name__}.{m.name}"
+                out[f"ch{number}_{m.name}"] = f"{runners.__name__}.{m.name}"
     return out
 
 

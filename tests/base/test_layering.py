@@ -96,6 +96,11 @@ MODULE_LAYERS = {
         "base",
         "where the runners were: finds nothing, and names the chapter's runner module for an old path (reads runners)",
     ),
+    f"{PACKAGE}.experiment": (
+        "base",
+        "Experiment and the one registry of the chapters' declared experiments, found at run time with importlib "
+        "(runners.chapter_modules); plan and the grid command read it",
+    ),
     f"{PACKAGE}.runners": (
         "base",
         "the runner list, found at run time with importlib; results names the "
@@ -134,6 +139,7 @@ CHAPTER_PARTS = {
     "pipelines": ("analysis", "the chapter's probes, loaders and statistics over its models and bundles"),
     "claims": ("claims", "the chapter's claims, one module per book section; claims registers them"),
     "runners": ("experiments", "the runners that train, measure and write the chapter's result bundles"),
+    "experiments": ("experiments", "the chapter's run-store experiments, declared once over its runners' functions"),
     "views": ("views", "the chapter's charts and explorers, over its runners' outputs"),
 }
 CHAPTERS = sorted(p.name for p in (SRC / "chapters").iterdir() if (p / "__init__.py").exists())

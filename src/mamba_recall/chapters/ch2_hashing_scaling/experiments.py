@@ -1,0 +1,64 @@
+"""Chapter 2's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
+run-store folder and bundle: the one-model-per-job figure grids (:mod:`.runners.figs_cpu`, parts of ``ch2_scaling``
+and ``ch2_multihead`` before), the ensembles of ``ch2_scaling`` and ``ch2_multihead`` at ci and paper
+(:mod:`.runners.ensembles`), the reference grid and the trained D–N grid. Their jobs, job functions, estimates and
+bundles are the runners'."""
+
+from __future__ import annotations
+
+import functools
+
+from mamba_recall.experiment import Experiment, sizes_from
+
+from .configs import EXPERIMENTS as SIZES
+from .runners import ensembles, figs_cpu, reference_grid, trained_dn
+
+
+def _figure(part: str) -> Experiment:
+    return Experiment(
+        name=figs_cpu.experiment_name(part),
+        sizes=sizes_from(SIZES, figs_cpu.PARTS[part][0]),
+        make_jobs=functools.partial(figs_cpu.jobs_for, part),
+        run_job=figs_cpu.RUNNER,
+        write=functools.partial(figs_cpu.write_bundle, part),
+        estimate=figs_cpu.estimate,
+        metrics=tuple(figs_cpu.METRICS.get(part, ["best_accuracy"])),
+        runner=figs_cpu.PART_RUNNER[part],
+        part=part,
+        extra_args=f" --parts {part}",
+    )
+
+
+def _ensembles(runner: str) -> Experiment:
+    return Experiment(
+        name=ensembles.EXPERIMENTS[runner],
+        sizes=sizes_from(SIZES, ensembles.EXPERIMENTS[runner]),
+        make_jobs=functools.partial(ensembles.jobs_for, runner),
+        run_job=ensembles.RUNNER,
+        write=functools.partial(ensembles.write_bundle, runner),
+        estimate=lambda left: ensembles.recorded_estimate(runner, left[0]["config"]["preset"])(left),
+        metrics=("seconds",),
+        runner=runner,
+        part="ensembles",
+    )
+
+
+def _grid(module, metrics: tuple[str, ...]) -> Experiment:
+    return Experiment(
+        name=module.EXPERIMENT,
+        sizes=sizes_from(SIZES, module.EXPERIMENT),
+        make_jobs=module.jobs_for,
+        run_job=module.RUNNER,
+        write=module.write_bundle,
+        estimate=module.estimate,
+        metrics=metrics,
+    )
+
+
+_TRAINED = ("best_accuracy", "final_accuracy", "steps_run")
+EXPERIMENTS = (
+    *(_figure(part) for part in figs_cpu.PARTS),
+    *(_ensembles(runner) for runner in ensembles.EXPERIMENTS),
+    _grid(reference_grid, _TRAINED),
+    _grid(trained_dn, _TRAINED),
+)

@@ -1,0 +1,51 @@
+"""Chapter 3's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
+runner, run-store folder and bundle: keep-every-n-th, MQAR (Fig. 4 and Fig. A.3) and induction heads. Their jobs,
+job functions, estimators and bundles are the runners' (:mod:`.runners`); the MQAR grids can train a config's seeds
+as one ensemble (``--members``)."""
+
+from __future__ import annotations
+
+from mamba_recall.experiment import Experiment, sizes_from
+
+from .configs import EXPERIMENTS as SIZES
+from .runners import induction, keep_nth, mqar_figa3, mqar_train
+from .runners.common import measured_estimate
+from .training.selectivity import GPU_PRESETS, STORE_PRESETS
+
+#: the configuration that sets a keep-every-n-th job's step time (its estimate times one job of each)
+_KEEP_TIMING = ("T", "d", "N", "model")
+
+
+def _declare(module, metrics, *, key=None, members: bool = False) -> Experiment:
+    presets = getattr(module, "PRESETS", STORE_PRESETS)
+
+    def make_jobs(preset: str, smoke: bool = False) -> list[dict]:
+        if preset not in presets:
+            raise ValueError(f"{module.__name__} runs the run store at {', '.join(presets)} only")
+        return module.jobs_for(preset, smoke)
+
+    def estimate(left: list[dict], members: int = 1) -> tuple[float, str]:
+        train_members = getattr(module, "train_members", None)
+        return measured_estimate(
+            left, module.train_one, key or (lambda c: c), members=members, train_members=train_members
+        )
+
+    return Experiment(
+        name=module.EXPERIMENT,
+        sizes=sizes_from(SIZES, module.EXPERIMENT),
+        make_jobs=make_jobs,
+        run_job=module.RUNNER,
+        write=module.write_bundle,
+        estimate=estimate,
+        metrics=tuple(metrics),
+        members_job=module.MEMBERS_RUNNER if members else None,
+        members_presets=GPU_PRESETS if members else (),
+    )
+
+
+EXPERIMENTS = (
+    _declare(keep_nth, ("accuracy", "steps"), key=lambda c: {k: c[k] for k in _KEEP_TIMING}),
+    _declare(mqar_train, mqar_train.METRICS, members=True),
+    _declare(mqar_figa3, mqar_figa3.METRICS, members=True),
+    _declare(induction, ("accuracy", "accuracy_nonblank", "steps")),
+)

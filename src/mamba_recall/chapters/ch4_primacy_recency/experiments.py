@@ -1,0 +1,56 @@
+"""Chapter 4's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
+runner, run-store folder and bundle: the S-models (``ch4_train``, at ci and paper), the edge family (``ch4_edge``)
+and its mixed-channel model (``ch4_edge_mix``). Their jobs, job functions, estimates and bundles are the runners'
+(:mod:`.runners`). The edge family's claim checks (``ch4_edge_checks``, ``ch4_edge --checks``) are made from its
+finished runs, hence not declared here; ``ch4_model_checks`` writes its ``ch4_checks_*`` bundles in one process."""
+
+from __future__ import annotations
+
+from mamba_recall.experiment import Experiment, sizes_from
+
+from .configs import EXPERIMENTS as SIZES
+from .runners import edge, edge_jobs, edge_mix, train
+
+
+def _s_models_jobs(preset: str, smoke: bool = False) -> list[dict]:
+    return train.jobs_for(preset, None, smoke)
+
+
+def _warm_last(jobs: list[dict]) -> list[list[dict]]:
+    """The S-models' stages: the models trained from scratch, then those warm-started from one of them."""
+    first = [j for j in jobs if not j["config"]["recipe"].get("init_from")]
+    warm = [j for j in jobs if j["config"]["recipe"].get("init_from")]
+    return [first, warm] if warm else [first]
+
+
+EXPERIMENTS = (
+    Experiment(
+        name=train.EXPERIMENT,
+        sizes=sizes_from(SIZES, *(f"ch4_train_{m}" for m in train.MODELS)),
+        make_jobs=_s_models_jobs,
+        run_job=train.RUNNER,
+        write=train.write_bundle,
+        estimate=train.recorded_estimate,
+        metrics=("L4_random", "L4_repeated", "L8_random", "L8_repeated", "steps"),
+        stages=_warm_last,
+    ),
+    Experiment(
+        name=edge_jobs.EXPERIMENT,
+        sizes=sizes_from(SIZES, edge_jobs.EXPERIMENT),
+        make_jobs=edge_jobs.jobs_for,
+        run_job=edge_jobs.RUNNER,
+        write=edge.write_bundle,
+        estimate=edge.estimate,
+        metrics=("L_p", "train_L_max"),
+        part="models",
+    ),
+    Experiment(
+        name=edge_mix.EXPERIMENT,
+        sizes=sizes_from(SIZES, edge_mix.EXPERIMENT),
+        make_jobs=edge_mix.jobs_for,
+        run_job=edge_mix.RUNNER,
+        write=edge_mix.write_bundle,
+        estimate=edge_mix.estimate,
+        metrics=("n_channels",),
+    ),
+)

@@ -1,0 +1,136 @@
+"""Experiments declared once: :class:`Experiment` and the one registry of them (:func:`experiments`).
+
+An experiment is one run-store grid: its name (the run-store folder ``results/runs/<name>/`` and the bundle
+``results/<name>_<preset>.json``), its typed sizes per preset, its jobs as ``(config, seed)`` pairs, the job
+function ``run_job(config, seed) -> dict``, the metrics its runs record, and how its bundle is written from the
+finished runs. Each chapter lists its experiments in one place, ``chapters/<chapter>/experiments.py``, as a tuple
+``EXPERIMENTS``; :func:`experiments` reads those lists, in chapter order, by the same ``importlib`` scan of the
+chapter packages that finds the runners (:func:`mamba_recall.runners.chapter_modules`), so nothing imports upwards.
+``python -m mamba_recall plan`` lists the registry's grids, ``python -m mamba_recall grid <name> --preset P`` runs
+one (:mod:`mamba_recall.cli._grid`).
+
+Where an experiment's name and the runner that ran it before the registry differ (``ch1_training`` runs
+``ch1_mechanism``, ``ch1_wo``, ``ch1_full_mamba``, ``ch1_full_onehot`` and ``ch1_checkpoints``; ``ch2_scaling`` and
+``ch2_multihead`` run Figure 7 to Table 10's ``ch2_fig7`` ... ``ch2_thm5``), ``runner`` and ``part`` keep that
+runner's short name and its ``--parts`` name: the grid's older command, and the runner column of ``plan``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+__all__ = ["Experiment", "experiments", "experiment_named", "sizes_from"]
+
+
+def sizes_from(table: Mapping[str, Mapping[str, Any]], *names: str) -> dict[str, Any]:
+    """An experiment's ``sizes`` from its chapter's configs table (``configs.EXPERIMENTS``: entry -> preset ->
+    typed sizes): preset -> sizes for one entry; preset -> {entry: sizes} for an experiment made from several (the
+    presets they all define)."""
+    missing = [n for n in names if n not in table]
+    if not names or missing:
+        raise ValueError(f"sizes_from: name entries of the chapter's configs; {missing or 'none'} given are not there.")
+    if len(names) == 1:
+        return dict(table[names[0]])
+    presets = [p for p in table[names[0]] if all(p in table[n] for n in names)]
+    return {p: {n: table[n][p] for n in names} for p in presets}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One run-store grid, declared once.
+
+    ``make_jobs(preset, smoke=False)``: the run-store jobs (``runstore.make_job``, each named ``name``) at
+    ``preset``; a ValueError or KeyError saying why when the experiment has no grid at that preset. ``run_job``:
+    the job function ``run_job(config, seed) -> dict`` as the run store and its run records name it,
+    ``"module:function"`` (a worker process imports it by that name). ``write(preset, *, store, smoke, log)``: the
+    bundle from the finished runs. ``estimate(jobs_left) -> (cpu_seconds, basis)`` (with ``members_job``:
+    ``estimate(jobs_left, members)``). ``members_job``: ``"module:function"`` of ``(config, seeds) -> [result per
+    seed]``, which trains a config's seeds as one ensemble (``--members``).
+    ``sizes``: preset -> the typed sizes the jobs are made from (an experiment made from several entries of its
+    chapter's configs: preset -> {entry: sizes}). ``runner`` and ``part``: the runner command and part that ran
+    this grid before the registry (module docstring)."""
+
+    name: str
+    sizes: Mapping[str, Any]
+    make_jobs: Callable[..., list[dict]]
+    run_job: str
+    write: Callable[..., Any]
+    estimate: Callable[..., tuple[float, str]]
+    metrics: tuple[str, ...] = ()
+    runner: str = ""
+    part: str = ""
+    extra_args: str = ""
+    members_job: str | None = None
+    stages: Callable[[list[dict]], list[list[dict]]] | None = None
+    members_presets: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not self.name or not self.name.replace("_", "").isalnum():
+            raise ValueError(f"experiment name {self.name!r}: a plain name such as 'ch2_reference_grid'.")
+        for field in ("make_jobs", "write", "estimate"):
+            if not callable(getattr(self, field)):
+                raise TypeError(f"experiment {self.name}: {field} must be callable, got {getattr(self, field)!r}.")
+        for field in ("run_job", "members_job"):
+            ref = getattr(self, field)
+            if ref is not None and (not isinstance(ref, str) or ref.count(":") != 1):
+                raise TypeError(f"experiment {self.name}: {field} must be 'module:function', got {ref!r}.")
+
+    def grid_jobs(self, preset: str, smoke: bool = False) -> list[dict]:
+        """The run-store jobs at ``preset`` (``smoke``: the preset's smoke-capped grid); ValueError if one of them
+        is not this experiment's (its store folder and bundle would drift from its name)."""
+        jobs = self.make_jobs(preset, smoke=smoke) if smoke else self.make_jobs(preset)
+        stray = sorted({j["experiment"] for j in jobs} - {self.name})
+        if stray:
+            raise ValueError(
+                f"experiment {self.name} at preset {preset} makes jobs named {stray}; a declared experiment's jobs "
+                "carry its own name (fix its make_jobs)."
+            )
+        return jobs
+
+    def jobs(self, preset: str) -> list[tuple[dict, int]]:
+        """The grid at ``preset`` as ``(config, seed)`` pairs, each config fully resolved (its run key hashes it)."""
+        return [(j["config"], j["seed"]) for j in self.grid_jobs(preset)]
+
+    def bundle(self, preset: str) -> str:
+        """The bundle's name at ``preset``: ``results/<bundle>.json``."""
+        return f"{self.name}_{preset}"
+
+    def command(self, preset: str) -> str:
+        """The one command that runs this grid at ``preset`` and writes its bundle."""
+        return f"python -m mamba_recall grid {self.name} --preset {preset} --allow-long"
+
+    def runner_command(self, preset: str) -> str:
+        """The runner command that ran this grid before the registry (bundles and the manifest record it)."""
+        from .runners import runner_command
+
+        return f"{runner_command(self.runner or self.name)} --preset {preset}{self.extra_args} --allow-long"
+
+
+@functools.cache
+def experiments() -> tuple[Experiment, ...]:
+    """Every declared experiment, in chapter order then each chapter's ``EXPERIMENTS`` order. RuntimeError naming
+    the chapter if a chapter's list holds something else or a name is declared twice."""
+    from .runners import chapter_modules
+
+    out: dict[str, Experiment] = {}
+    for chapter, module in chapter_modules("experiments").items():
+        declared = getattr(module, "EXPERIMENTS", None)
+        if not isinstance(declared, tuple) or not all(isinstance(e, Experiment) for e in declared):
+            raise RuntimeError(f"{module.__name__}.EXPERIMENTS must be a tuple of Experiment; fix {chapter}.")
+        for e in declared:
+            if e.name in out:
+                raise RuntimeError(f"experiment {e.name!r} is declared twice (again in {module.__name__}).")
+            if not e.name.startswith(chapter.split("_", 1)[0] + "_"):
+                raise RuntimeError(f"experiment {e.name!r} of {chapter}: name it {chapter.split('_', 1)[0]}_<what>.")
+            out[e.name] = e
+    return tuple(out.values())
+
+
+def experiment_named(name: str) -> Experiment:
+    """The declared experiment ``name``; ValueError listing the declared ones if there is none."""
+    for e in experiments():
+        if e.name == name:
+            return e
+    raise ValueError(f"no experiment named {name!r}; the declared ones are {', '.join(e.name for e in experiments())}.")
