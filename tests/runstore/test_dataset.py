@@ -15,19 +15,17 @@ import pytest
 
 from mamba_recall import cli, runstore
 from mamba_recall.runstore import DATASET_COMMAND, DATASET_DIR, RUNS_DIR, check_dataset, write_dataset
+from mamba_recall.runstore._dataset import IDENTITY, column_type
 
 RUN_FILES = sorted(RUNS_DIR.glob("*/*.json"))
 
 
 @pytest.fixture(scope="module")
-def committed():
+def committed(tmp_path_factory):
     """The dataset of the committed runs, written once into a temporary folder, read back with pandas."""
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as folder:
-        done = write_dataset(out=Path(folder))
-        yield done, pd.read_parquet(done["path"]), (Path(folder) / "DATACARD.md").read_text()
+    folder = tmp_path_factory.mktemp("dataset")
+    done = write_dataset(out=folder)
+    return done, pd.read_parquet(done["path"]), (folder / "DATACARD.md").read_text()
 
 
 def test_one_row_per_committed_run_file_and_every_experiment(committed):
@@ -72,10 +70,24 @@ def test_values_read_back_equal_the_run_files(committed):
     assert json.loads(rows.loc[rec["key"], "nonfinite"]) == rec["nonfinite"]
 
 
+def test_column_types_follow_their_values():
+    assert column_type([True, None, False]) == "bool" and column_type([1, None, 2]) == "int64"
+    assert column_type([1, 0.5, None]) == "float64" and column_type(["a", None]) == "string"
+    assert column_type([None, None]) == "string"
+    assert column_type([1, "a"]) == column_type([[1, 2], 3]) == column_type([{}]) == "json"  # mixed, lists, dicts
+    assert column_type([0.5, 2**53 + 1]) == "json"  # as a float the integer would change
+
+
+def test_an_empty_store_is_refused_with_the_fix(tmp_path):
+    (tmp_path / "runs" / "ch2_fig7").mkdir(parents=True)
+    with pytest.raises(ValueError, match="holds no run files .* run a grid first"):
+        write_dataset(tmp_path / "runs", tmp_path / "dataset")
+
+
 def test_columns_are_typed_and_sorted_by_group(committed):
     _, runs, _ = committed
     names = list(runs.columns)
-    assert names[:8] == list(runstore._dataset.IDENTITY)
+    assert names[:8] == list(IDENTITY)
     groups = [n.split(".")[0] for n in names[8:]]
     assert groups == sorted(groups, key=["config", "result", "result_json", "provenance"].index)
     for group in ("config", "result", "provenance"):

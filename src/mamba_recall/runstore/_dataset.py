@@ -134,9 +134,16 @@ _TYPES = {
 }
 
 
+#: the largest integer a float64 holds exactly: a column mixing floats with a bigger integer keeps JSON texts
+EXACT_INT = 2**53
+
+
 def column_type(values: list) -> str:
     """``bool``, ``int64``, ``float64``, ``string`` or ``json`` (a string column of JSON texts) for ``values``."""
-    return _TYPES.get(frozenset(_kind(v) for v in values if v is not None), "json")
+    kind = _TYPES.get(frozenset(_kind(v) for v in values if v is not None), "json")
+    if kind == "float64" and any(type(v) is int and abs(v) > EXACT_INT for v in values):
+        return "json"  # as floats they would change
+    return kind
 
 
 def _array(kind: str, values: list):
@@ -178,6 +185,10 @@ def build_table(store: Path | None = None):
         folder = store / experiment
         for rec in load_runs(experiment, store):
             rows.append(_row(rec, experiment, folder / f"{rec['key']}.json"))
+    if not rows:
+        raise ValueError(
+            f"{repo_relative(store)} holds no run files (results/runs/<experiment>/<key>.json); run a grid first."
+        )
     rows.sort(key=lambda r: (r["experiment"], r["key"]))
     names = sorted({name for row in rows for name in row}, key=_order)
     kinds, arrays = {}, []
