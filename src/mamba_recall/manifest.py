@@ -564,7 +564,9 @@ def problems(root: Path | None = None) -> list[str]:
     held |= {f for n in unreadable if n in committed for f in committed[n].files}  # reported above
     for path in sorted((root / "results").rglob("*")):
         rel = _rel(path, root)
-        if path.is_file() and rel not in held and not rel.startswith("results/runs/") and path.name != MANIFEST_NAME:
+        # the run store, and the dataset made from it (checked by `python -m mamba_recall dataset`), hold no bundle
+        derived = rel.startswith(("results/runs/", "results/dataset/"))
+        if path.is_file() and rel not in held and not derived and path.name != MANIFEST_NAME:
             out.append(f"{rel}: a file under results/ that no bundle, checkpoint, log or record holds.")
     for e in found.values():
         missing = [f for f in e.files if not (root / f).is_file()]
