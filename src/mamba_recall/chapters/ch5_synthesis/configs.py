@@ -22,6 +22,22 @@ no gain of 0.01 over 1,500 steps, the whole of the shorter budget). It is a vari
 preset of the book (the presets stay ci, cpu-hours, paper):
 ``python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --allow-long``.
 
+``ch5_capacity_lr_sweep`` (declared 2026-12-05, before any of its runs, when 14 of the long grid's 36 searches had
+finished with 21 of their 74 probes (28 %) still at the 6,000-step cap and many at κ = 6–11 stopped on the ≈ 1/κ
+plateau in the D = 16 and 32 cells): a learning rate chosen per cell by a sweep on one seed (issue 52). Every cell of
+the grid (the 9 one-layer cells and the 3 two-layer cells), seed 0, the long schedule, learning rates
+{3·10⁻³, 10⁻², 3·10⁻²} (:data:`SWEEP_LRS`: the rates the papers' own recipes use, paper 002's code 10⁻² for its
+D–N grids and 3·10⁻³ for its Λ–N_k and V–L runs, paper 003's initial η = 0.03; a factor √10 apart), one probe per
+cell and rate at the κ of :data:`SWEEP_KAPPA` (the smallest ladder rung ≥ 1.5 × the cell's κ*₅₀ at paper 002's budget,
+:func:`mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep.sweep_kappa`: where the long budget's probes split
+between the ≈ 1/κ plateau and learning, so where the rates differ). The rule that picks a cell's rate
+(:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep.pick_rate`): the rate whose probe reaches the highest
+held-out recall, the default 10⁻² kept wherever its recall is within 0.01 of the best. ``ch5_capacity_tuned`` then
+re-runs the long grid (3 seeds) with each cell at its picked rate:
+``... runners.capacity --preset cpu-hours --budget long --lr-sweep --allow-long``, then ``--budget tuned``. Declared,
+not run (``plan`` lists both with their cost). The ``paper`` preset declares no κ table (no complete bundle at paper
+002's budget to read it from): its sweep has no jobs until one is declared.
+
 Typed sizes (``presets/sizes.py``): :class:`Capacity` and its :class:`CapacityRecipe`, each field with its smoke cap.
 """
 
@@ -136,9 +152,54 @@ def long_budget(sizes: Capacity) -> Capacity:
     return sizes.replace(steps=sizes.steps * LONG_FACTOR, eval_every=sizes.eval_every * LONG_EVAL_FACTOR, recipe=recipe)
 
 
+#: the learning rates of the per-cell sweep (``ch5_capacity_lr_sweep``) and the default one (paper 002's code)
+SWEEP_LRS = [3e-3, 1e-2, 3e-2]
+SWEEP_DEFAULT_LR = 1e-2
+
+#: the sweep's probe of each cell, ``[layers, D, N, κ]``: κ the smallest ladder rung ≥ 1.5 × the cell's κ*₅₀ in the
+#: complete ``ch5_capacity`` bundle of the preset (its geometric mean over uncensored seeds; a test recomputes it)
+SWEEP_KAPPA = {
+    "ci": [[1, 32, 8, 8], [1, 32, 4, 8], [2, 32, 4, 8]],
+    "cpu-hours": [
+        [1, 16, 2, 6], [1, 16, 4, 6], [1, 16, 8, 6], [1, 32, 2, 8], [1, 32, 4, 11], [1, 32, 8, 11],
+        [1, 64, 2, 16], [1, 64, 4, 16], [1, 64, 8, 23], [2, 16, 4, 4], [2, 32, 4, 6], [2, 32, 8, 6],
+    ],
+    "paper": [],
+}  # fmt: skip
+
+
+def _smoke_sweep_cells(cells: list) -> list:
+    """The smoke pass keeps the sweep's first cell and its first 2-layer cell (none where none is declared)."""
+    return _smoke_cells(cells) if cells else []
+
+
+@dataclass(frozen=True, kw_only=True)
+class LrSweep(Capacity):
+    """The long budget's sizes with the sweep's rates and its one probe per cell (``ch5_capacity_lr_sweep``)."""
+
+    lrs: list[float] = size()
+    default_lr: float = size()
+    sweep_cells: list[list[int]] = size(derived(_smoke_sweep_cells))  # [layers, D, N, κ]
+
+
+def lr_sweep(sizes: Capacity, preset: str) -> LrSweep:
+    """The sweep's sizes at ``preset``: the long budget of ``sizes``, one seed (0), :data:`SWEEP_LRS` and the
+    preset's :data:`SWEEP_KAPPA`."""
+    long = long_budget(sizes)
+    fields = {f: getattr(long, f) for f in Capacity.__dataclass_fields__}
+    return LrSweep(
+        **{**fields, "seeds": 1}, lrs=list(SWEEP_LRS), default_lr=SWEEP_DEFAULT_LR, sweep_cells=SWEEP_KAPPA[preset]
+    )
+
+
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     "ch5_capacity": dict(_SIZES),
     "ch5_capacity_long": {preset: long_budget(sizes) for preset, sizes in _SIZES.items()},
+    "ch5_capacity_lr_sweep": {preset: lr_sweep(sizes, preset) for preset, sizes in _SIZES.items()},
+    "ch5_capacity_tuned": {preset: long_budget(sizes) for preset, sizes in _SIZES.items()},
 }
-#: the experiment of each training budget (the runner's ``--budget``): paper 002's code schedule, and the long one
-BUDGETS = {"paper002": "ch5_capacity", "long": "ch5_capacity_long"}
+#: the experiment of each training budget (the runner's ``--budget``): paper 002's code schedule, the long one, and
+#: the long one at each cell's learning rate picked by the sweep (``ch5_capacity_lr_sweep``)
+BUDGETS = {"paper002": "ch5_capacity", "long": "ch5_capacity_long", "tuned": "ch5_capacity_tuned"}
+#: the experiment of the per-cell learning-rate sweep (the runner's ``--budget long --lr-sweep``)
+LR_SWEEP = "ch5_capacity_lr_sweep"

@@ -1,6 +1,8 @@
 """Chapter 5's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`): the capacity grid
-at paper 002's step budget (``ch5_capacity``) and at 4x the steps (``ch5_capacity_long``, issue 52), each named as
-its run-store folder and bundle. Their jobs, job function, estimate and bundles are :mod:`.runners.capacity`'s."""
+at paper 002's step budget (``ch5_capacity``) and at 4x the steps (``ch5_capacity_long``, issue 52), the per-cell
+learning-rate sweep at the long budget (``ch5_capacity_lr_sweep``) and the long grid at the rates it picks
+(``ch5_capacity_tuned``, whose jobs exist once the sweep's bundle is committed), each named as its run-store folder
+and bundle. Their jobs, job function, estimate and bundles are :mod:`.runners.capacity`'s."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import functools
 
 from mamba_recall.experiment import Experiment, sizes_from
 
-from .configs import EXPERIMENTS as SIZES
+from .configs import EXPERIMENTS as SIZES, LR_SWEEP
 from .runners import capacity
 
 
@@ -28,4 +30,19 @@ def _budget(budget: str) -> Experiment:
     )
 
 
-EXPERIMENTS = (_budget("paper002"), _budget("long"))
+def _lr_sweep() -> Experiment:
+    return Experiment(
+        name=LR_SWEEP,
+        sizes=sizes_from(SIZES, LR_SWEEP),
+        make_jobs=capacity.sweep_jobs,
+        run_job=capacity.SWEEP_RUNNER,
+        write=capacity.write_sweep_bundle,
+        estimate=capacity.sweep_estimate,
+        metrics=("probe",),
+        runner="ch5_capacity",
+        part="lr-sweep",
+        extra_args=" --budget long --lr-sweep",
+    )
+
+
+EXPERIMENTS = (_budget("paper002"), _budget("long"), _lr_sweep(), _budget("tuned"))

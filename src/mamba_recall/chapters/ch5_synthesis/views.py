@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from mamba_recall.chapters.ch5_synthesis.pipelines import synthesis as syn
+from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import budget_label
 from mamba_recall.theory.capacity import kappa_at
 from mamba_recall.theory.mqar_constructions import construction_kappa
 
@@ -26,8 +27,13 @@ __all__ = [
     "LAWS",
     "budgets_chart",
     "capacity_chart",
+    "capacity_table",
     "convergence_chart",
+    "convergence_charts",
     "convergence_frame",
+    "fits_table",
+    "law_error_table",
+    "law_errors",
     "cell_explorer",
     "delta_chart",
     "law_table",
@@ -115,19 +121,16 @@ def capacity_chart(
 
 def budgets_chart(short, long=None, threshold: float = 0.5) -> alt.HConcatChart:
     """κ*_θ against D·N at the two training budgets side by side: paper 002's code schedule (``short``, a
-    ``ch5_capacity`` bundle) and the long one (``long``, a ``ch5_capacity_long`` bundle; None: a panel saying it has
-    not run yet, the command and its cost printed beside the chart)."""
-    steps = short.config["job_config"]["steps"]
+    ``ch5_capacity`` bundle) and the long one (``long``, a ``ch5_capacity_long`` bundle, its finished cells only
+    and titled PARTIAL with its job count while its grid runs; None: a panel saying it has not run yet, the command
+    and its cost printed beside the chart). Each panel's title is its bundle's
+    :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`."""
     left = capacity_chart(
-        short.tables["searches"], short.config["job_config"]["V"], threshold, width=300, title=f"{steps} steps"
+        short.tables["searches"], short.config["job_config"]["V"], threshold, width=300, title=budget_label(short)
     )
     if long is not None:
         right = capacity_chart(
-            long.tables["searches"],
-            long.config["job_config"]["V"],
-            threshold,
-            width=300,
-            title=f"{long.config['job_config']['steps']} steps",
+            long.tables["searches"], long.config["job_config"]["V"], threshold, width=300, title=budget_label(long)
         )
     else:
         note = pd.DataFrame({"y": [0, 1], "text": ["long budget (4× the steps):", "not run yet"]})
@@ -145,6 +148,100 @@ def convergence_frame(probes: pd.DataFrame, steps: int, target: float) -> pd.Dat
     target recall or stopped on the plateau rule before the cap), over every seed."""
     t = syn.budget_by_cell(probes, steps, target)
     return t.assign(converged=t.converged_share.map(lambda x: f"{x:.0%}")).drop(columns="converged_share")
+
+
+def law_errors(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+    """Per budget and theory, over the 1-layer cells of each bundle (its own V): the cells, and the error
+    log₂(measured κ*_θ / predicted) as mean, min and max over cells (:func:`law_table`; a law predicting less than
+    one pair has no finite error). While the long grid is partial, the short budget is also read on the searches the
+    long grid has finished (as :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.fits_by_budget`)."""
+    from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import partial_label
+
+    keys = ["layers", "D", "N", "seed"]
+    sets = [(budget_label(b), b.tables["searches"], b) for b in (short, long) if b is not None]
+    if long is not None and partial_label(long):
+        same = short.tables["searches"].merge(long.tables["searches"][keys], on=keys)
+        sets.insert(1, (f"{budget_label(short)}, the same searches", same, short))
+    frames = []
+    for label, searches, b in sets:
+        t = law_table(searches, b.config["job_config"]["V"], threshold)
+        t = t[t.layers == 1].assign(err=lambda d: d.log2_error.replace([np.inf, -np.inf], np.nan))
+        out = t.groupby("theory", sort=False).err.agg(cells="size", mean="mean", low="min", high="max")
+        frames.append(out.reset_index().assign(budget=label))
+    return pd.concat(frames, ignore_index=True)[["budget", "theory", "cells", "mean", "low", "high"]]
+
+
+def _interval(x: float, ci) -> str:
+    lo, hi = ci
+    return f"{x:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else (f"{x:.2f} (no interval)" if np.isfinite(x) else "—")
+
+
+def capacity_table(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+    """:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.capacity_by_budget`, printed: per budget and
+    cell with finished searches, the searches (seeds), κ*_θ with its 95 % interval over seeds (censored seeds
+    named), and the probes that converged."""
+    from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import capacity_by_budget
+
+    t = capacity_by_budget(short, long, threshold)
+    return pd.DataFrame(
+        {
+            "budget": t.budget,
+            "cell (Λ, D, N)": [f"({r.layers}, {r.D}, {r.N})" for r in t.itertuples()],
+            "D·N": t.D * t.N,
+            "seeds": t.seeds,
+            f"κ*{round(threshold * 100)} [95 %]": [
+                _interval(r.kappa, (r.kappa_ci_low, r.kappa_ci_high))
+                + (f", {r.censored} censored" if r.censored else "")
+                for r in t.itertuples()
+            ],
+            "converged": [
+                f"{r.probes - r.unconverged} of {r.probes} ({r.converged_share:.0%})" for r in t.itertuples()
+            ],
+        }
+    )
+
+
+def fits_table(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+    """:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.fits_by_budget`, printed: α and (a, b) with
+    their 95 % intervals per budget."""
+    from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import fits_by_budget
+
+    t = fits_by_budget(short, long, threshold)
+    return pd.DataFrame(
+        {
+            "budget": t.budget,
+            "searches (cells)": [f"{r.searches} ({r.cells})" for r in t.itertuples()],
+            "α (D·N)": [_interval(r.alpha, r.alpha_ci) for r in t.itertuples()],
+            "a (D)": [_interval(r.a, r.a_ci) for r in t.itertuples()],
+            "b (N)": [_interval(r.b, r.b_ci) for r in t.itertuples()],
+        }
+    )
+
+
+def law_error_table(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+    """:func:`law_errors`, printed: per theory (rows) and budget (columns), the mean log₂ error over the 1-layer
+    cells with its range."""
+    t = law_errors(short, long, threshold)
+    t = t.assign(
+        error=[
+            f"{r.mean:+.2f} ({r.low:+.2f} to {r.high:+.2f}), {r.cells} cells" if np.isfinite(r.mean) else "< 1 pair"
+            for r in t.itertuples()
+        ]
+    )
+    order = list(dict.fromkeys(t.budget))
+    return t.pivot(index="theory", columns="budget", values="error")[order].reindex(list(dict.fromkeys(t.theory)))
+
+
+def convergence_charts(short, long=None) -> alt.VConcatChart:
+    """:func:`convergence_chart` of each budget's bundle, one above the other, each at its own steps and target
+    and titled by its :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`."""
+    charts = []
+    for b in (short, long):
+        if b is not None:
+            job = b.config["job_config"]
+            chart = convergence_chart(b.tables["probes"], job["steps"], job["eval"]["target_accuracy"])
+            charts.append(chart.properties(title=f"probes converged per cell, {budget_label(b)}"))
+    return alt.vconcat(*charts)
 
 
 def convergence_chart(probes: pd.DataFrame, steps: int, target: float) -> alt.Chart:

@@ -592,24 +592,32 @@ def _judged(claim, searches, probes, bundle):
         return not_run_verdict(claim, str(exc))
 
 
-def budget_summary(verdicts: dict, bundle) -> pd.DataFrame:
+def budget_summary(verdicts: dict, bundle, other=None) -> pd.DataFrame:
     """Per hypothesis: its probes, how many stopped at the step cap, the share that converged, its verdict and, for
     a budget-bound one, the verdict its declared rule alone gives (``verdicts``: claim id → Verdict of
-    :func:`check_synthesis` on ``bundle``)."""
+    :func:`check_synthesis` on ``bundle``). ``other``: a second budget's bundle (the long one, perhaps partial), whose
+    share of converged probes per hypothesis is added, descriptively (no verdict is read from it), in a column named
+    by its budget (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`)."""
+    from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import budget_label
+
     rows = []
     for cid, v in verdicts.items():
         r = budget_reading(cid, bundle)
         alone = re.search(r"the declared rule alone would read '([^']+)'", v.reason)
-        rows.append(
-            {
-                "hypothesis": cid,
-                "probes": r["probes"],
-                "not converged": r["unconverged"],
-                "converged": f"{1 - r['share']:.0%}",
-                "verdict": v.status + (" (budget-bound)" if v.reason.startswith("budget-bound") else ""),
-                "the declared rule alone": alone.group(1) if alone else v.status,
-            }
-        )
+        row = {
+            "hypothesis": cid,
+            "probes": r["probes"],
+            "not converged": r["unconverged"],
+            "converged": f"{1 - r['share']:.0%}",
+            "verdict": v.status + (" (budget-bound)" if v.reason.startswith("budget-bound") else ""),
+            "the declared rule alone": alone.group(1) if alone else v.status,
+        }
+        if other is not None:
+            o = budget_reading(cid, other)
+            row[f"converged at {budget_label(other)}"] = (
+                f"{1 - o['share']:.0%} of {o['probes']}" if o["probes"] else "no probe yet"
+            )
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

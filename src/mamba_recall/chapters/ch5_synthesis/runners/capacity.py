@@ -3,6 +3,9 @@ r"""Chapter 5 runner: the capacity κ* of the full Mamba LM on zoology's MQAR, b
     python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --allow-long [--jobs 2]
     python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --aggregate-only
     python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --allow-long
+    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --aggregate-only --partial
+    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --lr-sweep --allow-long
+    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget tuned --allow-long
 
 ``--budget paper002`` (the default) trains each probe with paper 002's code schedule (experiment ``ch5_capacity``);
 ``--budget long`` with the same grid at 4× the steps, the schedule stretched with them (experiment
@@ -20,7 +23,15 @@ recall has not grown by ``min_delta`` over ``patience`` evaluations. Each probe 
 pair order, and the Δ signature of the trained model and of its untrained twin (the control).
 
 The bundle ``results/ch5_capacity_<preset>.json`` holds the table ``probes`` (one row per job and probe) and
-``searches`` (one row per job: κ*₅₀ and κ*₉₀, interpolated and censored, whether the probes were monotone).
+``searches`` (one row per job: κ*₅₀ and κ*₉₀, interpolated and censored, whether the probes were monotone). A grid
+with jobs left writes its bundle only when asked with ``--partial``: the bundle is then marked partial (``data.partial``,
+"k of n jobs"), and the same command writes the complete bundle over it once every job has finished.
+
+``--budget long --lr-sweep``: the per-cell learning-rate sweep (experiment ``ch5_capacity_lr_sweep``, declared before
+its runs in :mod:`~mamba_recall.chapters.ch5_synthesis.configs`): one probe per cell and rate, seed 0, at the long
+schedule, at the cell's declared κ; its bundle holds ``rates`` (one row per probe) and ``picked`` (each cell's rate,
+:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep.pick_rate`). ``--budget tuned``: the long grid with
+each cell at its picked rate (``ch5_capacity_tuned``), made from the sweep's committed bundle.
 """
 
 from __future__ import annotations
@@ -35,10 +46,11 @@ from mamba_recall.results import command_provenance
 from mamba_recall.runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
 from mamba_recall.runners import runner_command
 
-from mamba_recall.chapters.ch5_synthesis.configs import BUDGETS
+from mamba_recall.chapters.ch5_synthesis.configs import BUDGETS, LR_SWEEP
 
 EXPERIMENT = "ch5_capacity"
 RUNNER = "mamba_recall.chapters.ch5_synthesis.runners.capacity:run_job"
+SWEEP_RUNNER = "mamba_recall.chapters.ch5_synthesis.runners.capacity:run_sweep_job"
 EVAL_SEED = seeds.MQAR_EVAL  # held-out set of κ pairs: seed 10⁶ + κ
 
 
@@ -53,6 +65,21 @@ LONG_ESTIMATE = {
         "measured 2026-12-04 by this runner's estimate() on a shared 2-core x86_64 CPU under load; its paper002 "
         "estimate under the same load was 11, where the committed grid's record says 2.4; the committed probes' own "
         "time per step, each probe run to 6,000 steps, gives 22"
+    ),
+}
+
+
+#: the learning-rate sweep's cost as :func:`sweep_estimate` measured it here before any of its runs (one thread, 2
+#: shared cores under a load of about 7): the page and ``plan`` show it until its bundle exists
+SWEEP_ESTIMATE = {
+    "preset": "cpu-hours",
+    "jobs": 36,
+    "cpu_hours": 8,
+    "cpu_hours_from_committed_steps": 4.6,
+    "measured": (
+        "measured 2026-12-05 by this runner's sweep_estimate() on a shared 2-core x86_64 CPU under load (53 ms/step "
+        "at 1×D=16,N=2 and 153 ms/step at 2×D=32,N=8, κ = 8), every probe at its full 6,000 steps; the committed "
+        "cpu-hours probes' own time per step and token, each sweep probe run to 6,000 steps, gives 4.6"
     ),
 }
 
@@ -122,8 +149,141 @@ def resolved_config(sizes: dict, layers: int, D: int, N: int) -> dict:
 
 
 def jobs_for(preset: str, smoke: bool = False, budget: str = "paper002") -> list[dict]:
+    """One job per cell and seed; at ``budget`` ``tuned`` each cell's recipe at the rate the sweep picked
+    (:func:`tuned_rates`)."""
     sizes, name = _sizes(preset, smoke, budget), experiment_of(budget)
-    return [make_job(name, resolved_config(sizes, *cell), s) for cell in sizes["cells"] for s in range(sizes["seeds"])]
+    rates = tuned_rates(preset, smoke) if budget == "tuned" else {}
+    jobs = []
+    for cell in sizes["cells"]:
+        config = resolved_config(sizes, *cell)
+        if rates:
+            config["recipe"]["lr"] = rates[tuple(cell)]
+        jobs += [make_job(name, config, s) for s in range(sizes["seeds"])]
+    return jobs
+
+
+def sweep_command(preset: str = "cpu-hours") -> str:
+    """The command that runs the per-cell learning-rate sweep at ``preset``."""
+    return f"{runner_command('ch5_capacity')} --preset {preset} --budget long --lr-sweep --allow-long"
+
+
+def sweep_jobs(preset: str, smoke: bool = False) -> list[dict]:
+    """The sweep's jobs (``ch5_capacity_lr_sweep``): for each declared ``[layers, D, N, κ]`` and rate, one probe at
+    κ with seed 0 at the long schedule, the recipe's rate set to it (``probe_kappa`` in the config)."""
+    sizes = check_sizes(experiment(LR_SWEEP, preset, smoke=smoke))
+    declared = sizes["sweep_cells"]
+    if not declared:
+        raise ValueError(
+            f"{LR_SWEEP} declares no κ per cell at preset {preset} (it reads them from a complete ch5_capacity "
+            f"bundle at that preset); declare SWEEP_KAPPA[{preset!r}] in chapters/ch5_synthesis/configs.py first."
+        )
+    cells = [c[:3] for c in declared]
+    if sorted(map(tuple, cells)) != sorted(map(tuple, sizes["cells"])) or any(
+        c[3] not in sizes["ladder"] and not smoke for c in declared
+    ):
+        raise ValueError(
+            f"{LR_SWEEP} at preset {preset}: SWEEP_KAPPA must give each cell of the grid {sizes['cells']} one κ of its "
+            f"ladder {sizes['ladder']}, got {declared} (chapters/ch5_synthesis/configs.py)."
+        )
+    if sizes["default_lr"] not in sizes["lrs"]:
+        raise ValueError(f"{LR_SWEEP}: the default rate {sizes['default_lr']} must be one of the swept {sizes['lrs']}.")
+    jobs = []
+    for layers, D, N, kappa in declared:
+        for lr in sizes["lrs"]:
+            config = resolved_config(sizes, layers, D, N)
+            config["recipe"]["lr"] = lr
+            config["probe_kappa"] = kappa
+            jobs.append(make_job(LR_SWEEP, config, 0))
+    return jobs
+
+
+def run_sweep_job(config: dict, seed: int) -> dict:
+    """One probe of the sweep (the run store's job function): :func:`probe` at the config's ``probe_kappa``."""
+    return {"probe": probe(config, seed, config["probe_kappa"])}
+
+
+def sweep_tables(runs: list[dict], sizes: dict):
+    """(rates, picked) DataFrames of a sweep's finished runs (``sizes``: the sweep's): one row per probe (cell, κ, rate, recall, steps run,
+    whether it converged: :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.probe_unconverged`) and,
+    for every cell with all its rates finished, the rate :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.
+    lr_sweep.pick_rate` picks."""
+    import pandas as pd
+
+    from mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep import picked_rates
+    from mamba_recall.chapters.ch5_synthesis.pipelines.synthesis import probe_unconverged
+
+    rows = []
+    for r in sorted(runs, key=lambda r: (r["config"]["layers"], r["config"]["D"], r["config"]["N"])):
+        c, p = r["config"], r["result"]["probe"]
+        rows.append(
+            {
+                "layers": c["layers"],
+                "D": c["D"],
+                "N": c["N"],
+                "seed": r["seed"],
+                "kappa": p["kappa"],
+                "lr": c["recipe"]["lr"],
+                "accuracy": p["accuracy"],
+                "untrained_accuracy": p["untrained"]["accuracy"],
+                "steps_run": p["steps_run"],
+                "seconds": p["seconds"],
+            }
+        )
+    rates = pd.DataFrame(rows)
+    rates["converged"] = ~probe_unconverged(rates, sizes["steps"], sizes["target_accuracy"])
+    full = rates.groupby(["layers", "D", "N"]).lr.transform("nunique") == len(sizes["lrs"])
+    return rates, picked_rates(rates[full], sizes["default_lr"])
+
+
+def write_sweep_bundle(preset: str, *, store=None, smoke: bool = False, log=print, partial: bool = False):
+    """Aggregate the sweep's finished probes into ``results/ch5_capacity_lr_sweep_<preset>.json`` (``rates`` and
+    ``picked``); an unfinished sweep only with ``partial`` (:func:`partial_status`)."""
+    sizes = check_sizes(experiment(LR_SWEEP, preset, smoke=smoke))
+    runs, data = finished_status(sweep_jobs(preset, smoke), store, preset=preset, log=log)
+    if not runs:
+        return None
+    data = partial_status(data, LR_SWEEP, preset, partial, log)
+    if data is None:
+        return None
+    rates, picked = sweep_tables(runs, sizes)
+    config = {
+        "preset": preset,
+        "smoke": smoke,
+        "sizes": sizes,
+        "cells": sizes["sweep_cells"],
+        "seeds": [0],
+        "runner": SWEEP_RUNNER,
+        "budget": "long",
+        "rule": "the rate with the highest held-out recall at the cell's probe; the default kept within 0.01 of it",
+    }
+    cmd = sweep_command(preset) + (" --partial" if "partial" in data else "")
+    return save_grid_bundle(
+        f"{LR_SWEEP}_{preset}" + ("_smoke" if smoke else ""),
+        data,
+        config,
+        command=cmd,
+        tables={"rates": rates, "picked": picked},
+        log=log,
+    )
+
+
+def tuned_rates(preset: str, smoke: bool = False) -> dict[tuple, float]:
+    """``{(layers, D, N): rate}`` the complete committed sweep picked at ``preset``; ValueError naming the command that
+    makes it when there is none (the tuned grid is made from the sweep, never from a default)."""
+    from mamba_recall.results import BundleMissing, load_bundle, smoke_results_dir
+
+    name = f"{LR_SWEEP}_{preset}" + ("_smoke" if smoke else "")
+    try:
+        sweep = load_bundle(name, directory=smoke_results_dir() if smoke else None)
+    except BundleMissing:
+        sweep = None
+    if sweep is None or not sweep.data.get("complete"):
+        raise ValueError(
+            f"ch5_capacity_tuned at preset {preset}: its rates come from the complete sweep {name}, "
+            f"{'not complete' if sweep is not None else 'not there'}; run the sweep first: "
+            f"{sweep_command(preset)}{' --smoke' if smoke else ''}"
+        )
+    return {(int(r.layers), int(r.D), int(r.N)): float(r.lr) for r in sweep.tables["picked"].itertuples()}
 
 
 def build(config: dict, seed: int):
@@ -221,10 +381,10 @@ def run_job(config: dict, seed: int) -> dict:
     }
 
 
-def estimate(left: list[dict]) -> tuple[float, str]:
-    """Upper bound for the jobs left: each search probes about log₂(ladder) + 2 rungs, each at its full step
-    budget; the step time is measured here (one thread) at the smallest and largest cell at κ = 8 and scaled
-    linearly in L = 4κ and in D·N between them."""
+def _step_times(left: list[dict]):
+    """``(per_step, basis)``: ``per_step(config)`` the seconds of one training step at κ = 8, measured here (one
+    thread) at the smallest and the largest cell of ``left`` and interpolated linearly in layers·D·(N + 8) between
+    them."""
     import torch
 
     from mamba_recall.tasks.mqar import batch_fn
@@ -247,20 +407,45 @@ def estimate(left: list[dict]) -> tuple[float, str]:
     lo, hi = by[0]["config"], by[-1]["config"]
     t_lo, t_hi = step_time(lo), step_time(hi)
     x = lambda c: c["layers"] * c["D"] * (c["N"] + 8)  # noqa: E731 (the scan and the projections)
+
+    def per_step(c: dict) -> float:
+        w = 0.0 if x(hi) == x(lo) else (x(c) - x(lo)) / (x(hi) - x(lo))
+        return t_lo + w * (t_hi - t_lo)
+
+    basis = (
+        f"measured here, 1 thread, κ = 8: {t_lo * 1e3:.0f} ms/step at {lo['layers']}×D={lo['D']},N={lo['N']} and "
+        f"{t_hi * 1e3:.0f} ms/step at {hi['layers']}×D={hi['D']},N={hi['N']}"
+    )
+    return per_step, basis
+
+
+def estimate(left: list[dict]) -> tuple[float, str]:
+    """Upper bound for the jobs left: each search probes about log₂(ladder) + 2 rungs, each at its full step
+    budget; the step time is measured here (one thread) at the smallest and largest cell at κ = 8 and scaled
+    linearly in L = 4κ and in D·N between them (:func:`_step_times`)."""
+    per_step, measured = _step_times(left)
     total = 0.0
     for j in left:
         c = j["config"]
-        w = 0.0 if x(hi) == x(lo) else (x(c) - x(lo)) / (x(hi) - x(lo))
-        per_step_at_8 = t_lo + w * (t_hi - t_lo)
+        per_step_at_8 = per_step(c)
         rungs = c["ladder"]
         n = math.ceil(math.log2(len(rungs))) + 2
         mean_L_factor = sum(rungs) / len(rungs) / 8  # a typical probe's L relative to κ = 8
         total += n * c["steps"] * per_step_at_8 * max(mean_L_factor, 1.0) * 0.6
     basis = (
-        f"measured here, 1 thread, κ = 8: {t_lo * 1e3:.0f} ms/step at {lo['layers']}×D={lo['D']},N={lo['N']} and "
-        f"{t_hi * 1e3:.0f} ms/step at {hi['layers']}×D={hi['D']},N={hi['N']}; about log₂(ladder) + 2 probes a search "
-        "at 60 % of their step budget (early stop), scaled by the ladder's mean L"
+        f"{measured}; about log₂(ladder) + 2 probes a search at 60 % of their step budget (early stop), scaled by the "
+        "ladder's mean L"
     )
+    print(f"step time: {basis}", flush=True)
+    return total, basis
+
+
+def sweep_estimate(left: list[dict]) -> tuple[float, str]:
+    """Upper bound for the sweep's probes left: each one probe at its full step budget, its step time
+    (:func:`_step_times`) scaled linearly in L = 4κ from κ = 8."""
+    per_step, measured = _step_times(left)
+    total = sum(j["config"]["steps"] * per_step(j["config"]) * j["config"]["probe_kappa"] / 8 for j in left)
+    basis = f"{measured}; one probe a job at its full step budget, scaled by its L = 4κ"
     print(f"step time: {basis}", flush=True)
     return total, basis
 
@@ -299,13 +484,35 @@ def tables(runs: list[dict]):
     return pd.DataFrame(probes), pd.DataFrame(searches)
 
 
-def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print, budget: str = "paper002"):
+def partial_status(data, name: str, preset: str, partial: bool, log=print):
+    """``data`` (:func:`~mamba_recall.runstore.finished_status`) as a bundle may record it: a complete grid's as it is;
+    an unfinished one's only with ``partial`` (the runner's ``--partial``), marked ``partial: "k of n jobs"``; else
+    None, logged with the option that writes it."""
+    if data["complete"]:
+        return data
+    done = f"{data['jobs_finished']} of {data['jobs_total']} jobs"
+    if not partial:
+        log(
+            f"{name} at preset {preset}: {done} finished; a bundle of an unfinished grid is written only when asked "
+            "(--partial), and is then marked partial; none written."
+        )
+        return None
+    return data.with_fields(partial=done)
+
+
+def write_bundle(
+    preset: str, *, store=None, smoke: bool = False, log=print, budget: str = "paper002", partial: bool = False
+):
     """Aggregate the finished searches of ``preset`` into ``results/<experiment>_<preset>.json`` (``ch5_capacity``,
-    or ``ch5_capacity_long`` at the long budget)."""
+    ``ch5_capacity_long`` at the long budget, ``ch5_capacity_tuned`` at the sweep's rates); a grid with jobs left only
+    with ``partial`` (:func:`partial_status`)."""
     sizes, name = _sizes(preset, smoke, budget), experiment_of(budget)
     jobs = jobs_for(preset, smoke, budget)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
+        return None
+    data = partial_status(data, name, preset, partial, log)
+    if data is None:
         return None
     probes, searches = tables(runs)
     data["store"] = f"results/runs/{name}/"
@@ -322,8 +529,10 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print, bud
         "runner": RUNNER,
         "budget": budget,
     }
-    cmd = f"{runner_command('ch5_capacity')} --preset {preset}" + (" --budget long" if budget == "long" else "")
-    cmd += " --allow-long"
+    cmd = f"{runner_command('ch5_capacity')} --preset {preset}" + (
+        f" --budget {budget}" if budget != "paper002" else ""
+    )
+    cmd += " --allow-long" + (" --partial" if "partial" in data else "")
     bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(bundle, data, config, command=cmd, tables={"probes": probes, "searches": searches}, log=log)
 
@@ -342,22 +551,40 @@ def main(argv=None):
         default="paper002",
         choices=list(BUDGETS),
         help="paper002: paper 002's code schedule (ch5_capacity); long: 4x the steps, the schedule stretched "
-        "(ch5_capacity_long)",
+        "(ch5_capacity_long); tuned: the long one at each cell's rate picked by the sweep (ch5_capacity_tuned)",
+    )
+    ap.add_argument(
+        "--lr-sweep",
+        action="store_true",
+        help="with --budget long: the per-cell learning-rate sweep (ch5_capacity_lr_sweep), one seed",
+    )
+    ap.add_argument(
+        "--partial",
+        action="store_true",
+        help="write the bundle even if jobs are left, marked partial ('k of n jobs'); without it only a complete "
+        "grid's bundle is written",
     )
     add_grid_args(ap)
     args = ap.parse_args(argv)
     from mamba_recall.results import smoke_run_store
 
-    jobs = jobs_for(args.preset, args.smoke, args.budget)
-    grid_main(
-        args,
-        RUNNER,
-        jobs,
-        functools.partial(write_bundle, budget=args.budget),
-        estimate=estimate,
-        what=f"{experiment_of(args.budget)} at preset {args.preset}",
-        default_store=smoke_run_store(args.smoke),
-    )
+    if args.lr_sweep and args.budget != "long":
+        ap.error(f"--lr-sweep runs at the long budget: give --budget long (got --budget {args.budget}).")
+    try:
+        if args.lr_sweep:
+            jobs, runner, what = (
+                sweep_jobs(args.preset, args.smoke),
+                SWEEP_RUNNER,
+                f"{LR_SWEEP} at preset {args.preset}",
+            )
+            write, est = functools.partial(write_sweep_bundle, partial=args.partial), sweep_estimate
+        else:
+            jobs, runner = jobs_for(args.preset, args.smoke, args.budget), RUNNER
+            what = f"{experiment_of(args.budget)} at preset {args.preset}"
+            write, est = functools.partial(write_bundle, budget=args.budget, partial=args.partial), estimate
+    except ValueError as exc:  # a grid with nothing declared at this preset, or a tuned grid before its sweep
+        ap.exit(2, f"{exc}\n")
+    grid_main(args, runner, jobs, write, estimate=est, what=what, default_store=smoke_run_store(args.smoke))
 
 
 def first_search(preset: str, seed: int, smoke: bool = False, log=print) -> dict:

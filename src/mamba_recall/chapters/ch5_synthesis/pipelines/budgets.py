@@ -1,0 +1,116 @@
+"""Chapter 5 at its two training budgets, side by side: paper 002's code schedule (``ch5_capacity``, the bundle the
+verdicts read) and the long one (``ch5_capacity_long``), whose committed bundle may be *partial* (a grid still
+running: written only when asked, ``--partial``, and marked ``data.partial`` = "k of n jobs").
+
+Every number here is read from a bundle and from its own config (its steps, target recall, V), never from a
+default: the same function gives the short and the long budget's."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mamba_recall.chapters.ch5_synthesis.pipelines import synthesis as syn
+
+__all__ = [
+    "budget_label",
+    "capacity_by_budget",
+    "fits_by_budget",
+    "judged_bundle",
+    "long_bundle",
+    "partial_label",
+]
+
+
+def long_bundle(log=print):
+    """The long budget's committed bundle (``ch5_capacity_long``: ``paper``, then ``cpu-hours``), complete or
+    partial, or None when none is committed (the page then shows its command and cost). An incomplete bundle that
+    does not say it is partial was not written by ``--partial`` and is refused with the command that remakes it."""
+    from mamba_recall.results import RESULTS_DIR, load_bundle
+
+    for preset in ("paper", "cpu-hours"):
+        path = RESULTS_DIR / f"ch5_capacity_long_{preset}.json"
+        if path.exists():
+            b = load_bundle(path)
+            partial_label(b)  # an unmarked incomplete bundle stops here
+            log(f"long budget: ch5_capacity_long_{preset}" + (f", {partial_label(b)}" if partial_label(b) else ""))
+            return b
+    return None
+
+
+def partial_label(bundle) -> str:
+    """``"PARTIAL: k of n jobs"`` for a partial bundle, ``""`` for a complete one. ValueError for an incomplete
+    bundle without its ``partial`` mark (one written implicitly), naming the command that writes it marked."""
+    data = bundle.data
+    if data.get("complete"):
+        return ""
+    if not data.get("partial"):
+        raise ValueError(
+            f"{bundle.path}: {data.get('jobs_finished')} of {data.get('jobs_total')} jobs, not marked partial; "
+            "rewrite it with the runner's --aggregate-only --partial (a grid's unfinished bundle is written only "
+            "when asked)."
+        )
+    return f"PARTIAL: {data['partial']}"
+
+
+def budget_label(bundle) -> str:
+    """The budget of a bundle as the page names it, from its own config: ``"1500 steps"``, or ``"6000 steps,
+    PARTIAL: 14 of 36 jobs"``."""
+    label = partial_label(bundle)
+    return f"{bundle.config['job_config']['steps']} steps" + (f", {label}" if label else "")
+
+
+def judged_bundle(short, long):
+    """The bundle the verdicts read: the long budget's once it is complete, else paper 002's budget's (a partial
+    grid is shown, never judged)."""
+    return long if long is not None and long.data.get("complete") else short
+
+
+def _cells(bundle, threshold: float) -> pd.DataFrame:
+    job = bundle.config["job_config"]
+    searches, probes = bundle.tables["searches"], bundle.tables["probes"]
+    cap = syn.cell_capacity(searches, threshold)
+    seeds = searches.groupby(["layers", "D", "N"]).seed.nunique().rename("seeds").reset_index()
+    conv = syn.budget_by_cell(probes, int(job["steps"]), float(job["eval"]["target_accuracy"]))
+    return cap.merge(seeds, on=["layers", "D", "N"]).merge(conv, on=["layers", "D", "N"])
+
+
+def capacity_by_budget(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+    """Per budget and cell with finished searches: the searches (seeds) finished, κ*_θ (geometric mean over
+    uncensored seeds, 95 % interval: :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.cell_capacity`),
+    the probes and the share that converged (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.
+    budget_by_cell`, each bundle at its own steps and target)."""
+    frames = [_cells(b, threshold).assign(budget=budget_label(b)) for b in (short, long) if b is not None]
+    t = pd.concat(frames, ignore_index=True)
+    cols = ["budget", "layers", "D", "N", "seeds", "censored", "kappa", "kappa_ci_low", "kappa_ci_high", "per_seed"]
+    return t[cols + ["probes", "at_cap", "unconverged", "converged_share"]]
+
+
+def fits_by_budget(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+    """Per budget: the one-layer fits over every finished uncensored search,
+    log κ*_θ = α log(D·N) + c and log κ*_θ = a log D + b log N + c, with their 95 % intervals
+    (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.power_fit`, ``two_factor_fit``), the number
+    of searches and of one-layer cells they rest on. While the long grid is partial, a middle row fits the short
+    budget on the same searches (cells and seeds) the long grid has finished, so the two compare like with like."""
+    keys = ["layers", "D", "N", "seed"]
+    sets = [(budget_label(b), b.tables["searches"]) for b in (short, long) if b is not None]
+    if long is not None and partial_label(long):  # the short budget on the searches the partial grid has finished
+        done = long.tables["searches"][keys]
+        sets.insert(1, (f"{budget_label(short)}, the same searches", short.tables["searches"].merge(done, on=keys)))
+    rows = []
+    for label, s in sets:
+        p, two = syn.power_fit(s, threshold, layers=1), syn.two_factor_fit(s, threshold, layers=1)
+        one = s[s.layers == 1]
+        rows.append(
+            {
+                "budget": label,
+                "searches": p["n"],
+                "cells": len(one.groupby(["D", "N"])),
+                "alpha": p["alpha"],
+                "alpha_ci": p["alpha_ci"],
+                "a": two["a"],
+                "a_ci": two["a_ci"],
+                "b": two["b"],
+                "b_ci": two["b_ci"],
+            }
+        )
+    return pd.DataFrame(rows)

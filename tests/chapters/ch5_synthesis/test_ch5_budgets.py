@@ -1,0 +1,200 @@
+"""Chapter 5 at both training budgets (issue 52): a running grid's bundle is written only when asked and says it is
+partial with its job count wherever it is shown; every number the page gives about a budget is computed from that
+bundle's own config (its steps, target, V), not from a default; the per-cell learning-rate sweep picks its rate by
+the declared rule and its smoke grid runs end to end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from mamba_recall import results
+from mamba_recall.chapters.ch5_synthesis import views
+from mamba_recall.chapters.ch5_synthesis.configs import SWEEP_DEFAULT_LR, SWEEP_KAPPA, SWEEP_LRS
+from mamba_recall.chapters.ch5_synthesis.pipelines import budgets
+from mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep import pick_rate, picked_rates, sweep_kappa, sweep_kappas
+from mamba_recall.chapters.ch5_synthesis.runners import capacity
+from mamba_recall.paths import RESULTS_DIR
+from mamba_recall.runstore import finished_runs
+
+TASK = "mqar (zoology, mamba_recall.tasks.mqar variant 'standard', power_a 1, pad 'full')"
+
+
+# --- the partial bundle -------------------------------------------------------------------------------------------
+
+
+def _scratch_store(tmp_path, n: int):
+    """A scratch run store holding ``n`` of the long grid's committed runs."""
+    jobs = capacity.jobs_for("cpu-hours", budget="long")
+    runs = finished_runs(jobs)
+    if len(runs) < n:
+        pytest.skip(f"fewer than {n} committed runs of ch5_capacity_long")
+    store = tmp_path / "scratch" / "runs"
+    (store / "ch5_capacity_long").mkdir(parents=True)
+    for r in runs[:n]:
+        src = RESULTS_DIR / "runs" / "ch5_capacity_long" / f"{r['key']}.json"
+        shutil.copy2(src, store / "ch5_capacity_long" / src.name)
+    return store, len(jobs)
+
+
+def test_an_unfinished_grid_writes_its_bundle_only_when_asked_and_marked_partial(tmp_path):
+    store, total = _scratch_store(tmp_path, 3)
+    said = []
+    assert capacity.write_bundle("cpu-hours", store=store, budget="long", log=said.append) is None
+    assert not list((tmp_path / "scratch").glob("*.json"))
+    assert any(f"3 of {total} jobs finished" in s and "--partial" in s for s in said), said
+    path = capacity.write_bundle("cpu-hours", store=store, budget="long", partial=True, log=said.append)
+    b = results.load_bundle(path)
+    assert path.parent == tmp_path / "scratch"  # beside the scratch store, never into results/
+    assert b.data["partial"] == f"3 of {total} jobs" and b.data["complete"] is False
+    assert b.command.endswith("--budget long --allow-long --partial")
+    assert budgets.partial_label(b) == f"PARTIAL: 3 of {total} jobs"
+    assert budgets.budget_label(b) == f"6000 steps, PARTIAL: 3 of {total} jobs"
+    assert budgets.judged_bundle("short", b) == "short"  # a partial grid is shown, never judged
+    # the charts and tables that show it carry the label
+    assert f"PARTIAL: 3 of {total} jobs" in json.dumps(views.budgets_chart(b, b).to_dict())
+    assert set(views.capacity_table(b).budget) == {f"6000 steps, PARTIAL: 3 of {total} jobs"}
+
+
+def test_an_incomplete_bundle_without_its_mark_is_refused():
+    b = SimpleNamespace(data={"complete": False, "jobs_finished": 3, "jobs_total": 36}, path="x.json", config={})
+    with pytest.raises(ValueError, match="not marked partial.*--partial"):
+        budgets.partial_label(b)
+    assert budgets.partial_label(SimpleNamespace(data={"complete": True})) == ""
+
+
+def test_the_committed_long_bundle_says_how_many_jobs_it_holds():
+    path = RESULTS_DIR / "ch5_capacity_long_cpu-hours.json"
+    if not path.exists():
+        pytest.skip("no long-budget bundle committed")
+    b = results.load_bundle(path)
+    n = b.data["jobs_finished"]
+    assert n == len(b.tables["searches"]) and b.data["jobs_total"] == 36
+    if not b.data["complete"]:
+        assert b.data["partial"] == f"{n} of 36 jobs" and budgets.partial_label(b) == f"PARTIAL: {n} of 36 jobs"
+
+
+# --- numbers from each bundle's own config ------------------------------------------------------------------------
+
+
+def _bundle(steps: int, V: int, steps_run: int, *, complete=True, partial=None):
+    """Cells (1, 16, 4), (1, 32, 8) and (1, 16, 8) with 3 seeds; every probe stopped at ``steps_run`` with recall 0.8 (above the 1/κ plateau)."""
+    searches, probes = [], []
+    for D, N in ((16, 4), (32, 8), (16, 8)):
+        for s in range(3):
+            searches.append(dict(layers=1, D=D, N=N, seed=s, kappa50=D * N / 16 * (1 + 0.01 * s), kappa90=2.0))
+            for k in (2, 4, 8):
+                probes.append(dict(layers=1, D=D, N=N, seed=s, kappa=k, accuracy=0.8, steps_run=steps_run))
+    data = {"complete": complete, "jobs_finished": 6, "jobs_total": 6 if complete else 36}
+    if partial:
+        data["partial"] = partial
+    config = {"job_config": {"V": V, "steps": steps, "eval": {"target_accuracy": 0.99}, "data": {"task": TASK}}}
+    tables = {"searches": pd.DataFrame(searches), "probes": pd.DataFrame(probes)}
+    return SimpleNamespace(tables=tables, config=config, data=data, path=None)
+
+
+def test_convergence_is_read_at_each_bundles_own_step_budget():
+    short = _bundle(1500, 512, 1500)  # every probe at the 1,500-step cap: none converged
+    long = _bundle(6000, 512, 1500, complete=False, partial="6 of 36 jobs")  # the same stop is early at 6,000
+    t = budgets.capacity_by_budget(short, long)
+    assert set(t[t.budget == "1500 steps"].converged_share) == {0.0}
+    assert set(t[t.budget == "6000 steps, PARTIAL: 6 of 36 jobs"].converged_share) == {1.0}
+    assert set(t.seeds) == {3}
+
+
+def test_the_hypotheses_convergence_at_the_long_budget_is_read_at_its_steps():
+    from mamba_recall.chapters.ch5_synthesis.claims.synthesis import budget_summary
+
+    short, long = _bundle(1500, 512, 1500), _bundle(6000, 512, 1500, complete=False, partial="6 of 36 jobs")
+    verdict = SimpleNamespace(status="inconclusive", reason="budget-bound (...)")
+    t = budget_summary({"book/H3-law-magnitude": verdict}, short, long)
+    assert t.loc[0, "converged"] == "0%"
+    assert t.loc[0, "converged at 6000 steps, PARTIAL: 6 of 36 jobs"] == "100% of 27"
+
+
+def test_the_laws_are_inverted_at_each_bundles_own_vocabulary():
+    small, large = _bundle(1500, 64, 500), _bundle(1500, 512, 500)
+    a, b = views.law_errors(small), views.law_errors(large)
+    eq15 = lambda t: t[t.theory == "Eq. 15 corrected"]["mean"].iloc[0]  # noqa: E731
+    assert eq15(a) != pytest.approx(eq15(b))  # same κ*, another V: another prediction
+
+
+def test_the_fits_compare_the_long_budget_with_the_short_one_on_the_same_searches():
+    short = _bundle(1500, 512, 500)
+    long = _bundle(6000, 512, 500, complete=False, partial="3 of 36 jobs")
+    long.tables["searches"] = long.tables["searches"][long.tables["searches"].seed < 2]
+    t = budgets.fits_by_budget(short, long)
+    assert list(t.budget) == ["1500 steps", "1500 steps, the same searches", "6000 steps, PARTIAL: 3 of 36 jobs"]
+    assert list(t.searches) == [9, 6, 6]
+
+
+# --- the learning-rate sweep ---------------------------------------------------------------------------------------
+
+
+def test_the_sweep_picks_the_best_rate_and_keeps_the_default_on_a_tie():
+    assert pick_rate({0.003: 0.40, 0.01: 0.55, 0.03: 0.80}, 0.01) == 0.03
+    assert pick_rate({0.003: 0.90, 0.01: 0.30, 0.03: 0.10}, 0.01) == 0.003
+    assert pick_rate({0.003: 0.805, 0.01: 0.80, 0.03: 0.81}, 0.01) == 0.01  # within 0.01 of the best: the default
+    assert pick_rate({0.003: 0.70, 0.01: 0.50, 0.03: 0.70}, 0.01) == 0.003  # an exact tie elsewhere: the smaller
+    assert pick_rate({0.003: 0.05, 0.01: 0.05, 0.03: 0.05}, 0.01) == 0.01
+    with pytest.raises(ValueError, match="default rate"):
+        pick_rate({0.003: 0.5, 0.03: 0.6}, 0.01)
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        pick_rate({0.003: 1.5, 0.01: 0.6}, 0.01)
+    rates = pd.DataFrame(
+        [dict(layers=1, D=16, N=2, kappa=6, lr=lr, accuracy=a) for lr, a in ((0.003, 0.2), (0.01, 0.3), (0.03, 0.6))]
+    )
+    row = picked_rates(rates, 0.01).iloc[0]
+    assert (row.lr, row.accuracy, row.default_accuracy, row.kappa) == (0.03, 0.6, 0.3, 6)
+
+
+def test_the_sweeps_probe_sits_at_the_declared_rung():
+    ladder = [2, 3, 4, 6, 8, 11, 16]
+    assert sweep_kappa(2.97, ladder) == 6  # 1.5 × 2.97 = 4.45
+    assert sweep_kappa(4.0, ladder) == 6  # 6.0 exactly: that rung
+    assert sweep_kappa(20.0, ladder) == 16  # beyond the ladder: its last rung
+    with pytest.raises(ValueError, match="censored"):
+        sweep_kappa(float("nan"), ladder)
+
+
+@pytest.mark.parametrize("preset", ["ci", "cpu-hours"])
+def test_the_declared_kappa_table_is_the_rule_read_on_the_committed_short_budget(preset):
+    from mamba_recall.chapters.ch5_synthesis.pipelines.synthesis import cell_capacity
+
+    short = results.load_bundle(f"ch5_capacity_{preset}")
+    assert short.data["complete"]
+    want = sweep_kappas(cell_capacity(short.tables["searches"], 0.5), short.config["job_config"]["ladder"])
+    assert {tuple(c[:3]): c[3] for c in SWEEP_KAPPA[preset]} == want
+
+
+def test_the_sweep_is_declared_over_every_cell_at_three_rates_on_seed_0():
+    jobs = capacity.sweep_jobs("cpu-hours")
+    assert len(jobs) == 12 * 3 and {j["seed"] for j in jobs} == {0}
+    assert {j["experiment"] for j in jobs} == {"ch5_capacity_lr_sweep"}
+    assert sorted({j["config"]["recipe"]["lr"] for j in jobs}) == SWEEP_LRS and SWEEP_DEFAULT_LR in SWEEP_LRS
+    assert {j["config"]["steps"] for j in jobs} == {6000}
+    assert {(j["config"]["recipe"]["warmup"], j["config"]["recipe"]["hold"]) for j in jobs} == {(400, 1600)}
+    with pytest.raises(ValueError, match="no κ per cell at preset paper"):
+        capacity.sweep_jobs("paper")
+
+
+def test_the_smoke_sweep_runs_and_the_tuned_grid_takes_its_rates(tmp_path, monkeypatch):
+    monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path / "smoke")
+    with pytest.raises(ValueError, match="run the sweep first"):
+        capacity.jobs_for("ci", smoke=True, budget="tuned")
+    with pytest.raises(SystemExit):
+        capacity.main(["--preset", "ci", "--lr-sweep", "--smoke", "--no-estimate"])  # the sweep runs at --budget long
+    capacity.main(["--preset", "ci", "--budget", "long", "--lr-sweep", "--smoke", "--no-estimate"])
+    b = results.load_bundle("ch5_capacity_lr_sweep_ci_smoke", directory=tmp_path / "smoke")
+    rates, picked = b.tables["rates"], b.tables["picked"]
+    assert b.data["complete"] and len(rates) == 2 * 3 and set(rates.lr) == set(SWEEP_LRS)
+    assert set(rates.kappa) == {8} and (rates.steps_run <= 4).all()
+    assert len(picked) == 2 and set(picked.lr) <= set(SWEEP_LRS)
+    tuned = capacity.jobs_for("ci", smoke=True, budget="tuned")
+    got = {(j["config"]["layers"], j["config"]["D"], j["config"]["N"]): j["config"]["recipe"]["lr"] for j in tuned}
+    assert got == {(int(r.layers), int(r.D), int(r.N)): float(r.lr) for r in picked.itertuples()}
+    assert {j["experiment"] for j in tuned} == {"ch5_capacity_tuned"}
