@@ -10,7 +10,7 @@ S-models: small Mamba-1 LMs trained from scratch on the serial-recall task.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, EVERY, SAMPLES, SCHEDULE, STEPS, Sizes, size
@@ -44,27 +44,12 @@ class SModelRecipe(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class EdgeRecipe(Sizes):
-    """A recipe of the edge family (``ch4_edge``): the S-model recipe's fields with filler gaps (``gap_max`` tokens,
-    from the ``gap_from`` fraction of training), the model config last."""
+class EdgeRecipe(SModelRecipe):
+    """A recipe of the edge family (``ch4_edge``): an S-model recipe with filler gaps (``gap_max`` tokens, from the
+    ``gap_from`` fraction of training)."""
 
-    vocab: dict[str, Any] = size()
-    lr: float = size()
-    weight_decay: float = size()
-    betas: list[float] = size()
-    grad_clip: float = size()
-    L_min: int = size()
-    L_max: int = size()
-    curriculum_frac: float = size()
-    n_queries: int = size()
-    seed: int = size()
-    steps: int = size(STEPS)
-    batch: int = size(BATCH)
-    warmup_steps: int = size(SCHEDULE)
-    checkpoint_every: int = size(EVERY)
     gap_max: int = size()
     gap_from: float = size()
-    model: dict[str, Any] = size()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,43 +167,63 @@ class Recency(Sizes):
 
 _VOCAB = {"n_names": 32, "n_relations": 8, "n_filler": 16}
 
-# What every S-model recipe shares: AdamW (β = 0.9, 0.95, weight decay 0.1, clip 1.0), the
-# curriculum over L, multi-query recall batches; and the two run lengths (CPU "ci", GPU "paper").
-_SHARED = {
-    "vocab": _VOCAB,
-    "lr": 3e-3,
-    "weight_decay": 0.1,
-    "betas": [0.9, 0.95],
-    "grad_clip": 1.0,
-    "L_min": 2,
-    "L_max": 16,
-    "curriculum_frac": 0.3,
-    "n_queries": 4,
-    "seed": 0,
-}
-_CPU_RUN = {"steps": 6000, "batch": 32, "warmup_steps": 300, "checkpoint_every": 500}
+# s_small's recipe on the CPU ("ci", the committed checkpoints), the base of every S-model recipe: AdamW (β = 0.9,
+# 0.95, weight decay 0.1, clip 1.0), the curriculum over L, multi-query recall batches, a CPU run length. The GPU
+# run length ("paper") is _GPU_RUN.
+_S_SMALL = SModelRecipe(
+    model={"d_model": 64, "n_layer": 2, "d_state": 16, "expand": 2, "dt_rank": 4},
+    vocab=_VOCAB,
+    lr=3e-3,
+    weight_decay=0.1,
+    betas=[0.9, 0.95],
+    grad_clip=1.0,
+    L_min=2,
+    L_max=16,
+    curriculum_frac=0.3,
+    n_queries=4,
+    seed=0,
+    steps=6000,
+    batch=32,
+    warmup_steps=300,
+    checkpoint_every=500,
+)
 _GPU_RUN = {"steps": 20000, "batch": 256, "warmup_steps": 1000, "checkpoint_every": 1000}
 
-_S_SMALL = {"d_model": 64, "n_layer": 2, "d_state": 16, "expand": 2, "dt_rank": 4}
 _S_M2 = {"arch": "mamba2", "d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "headdim": 16}
 _TRANSFER_TASKS = ["needle_qa", "mqar", "two_hop", "selective_copy"]
-
-
-def _recipe(model: dict, run: dict, **changes) -> SModelRecipe:
-    """A training recipe of ``ch4_train``: ``model`` config, the shared settings, a run length, then ``changes``."""
-    return SModelRecipe(**{"model": model, **_SHARED, **run, **changes})
-
+_S_MIX = replace(
+    _S_SMALL,
+    init_from="s_small",
+    steps=5000,
+    lr=1e-3,
+    warmup_steps=100,
+    curriculum_frac=0.0,
+    seed=1,
+    mix={
+        "p_recall": 0.5,
+        "tasks": _TRANSFER_TASKS,
+        "sizes": {"n_filler": 48, "n_facts": 4, "n_distract": 4, "n_copy": 8},
+    },
+)
+_UCURVE = Ucurve(model="s_small", Ls=[8, 16, 32], n=100)
+_CHANNELS = Channels(model="s_small", L_ident=8, Ls=[8, 16], n=100, n_random=3, tau=0.7, p=0.7, transfer_L=16)
+_MAMBA2_HEADS = Mamba2Heads(model="s_m2", L_ident=8, Ls=[8, 16, 32], n=100, n_random=5, tau=0.7)
+_PERIODICITY = Periodicity(model="s_small", periods=[1, 4, 16, 64], n=64, length=64, bridge_L=16)
+_MODEL_CHECKS = ModelChecks(models=["s_small", "s_small_seed1", "s_mix"])
+_TRANSFER = Transfer(model="s_mix", n=128, n_random=5, L_ident=8, tau=0.7, p=0.7)
+_RECENCY = Recency(model="s_small", Ls=[8, 16], ns=[0, 4, 16, 64, 256], n=100, init_Ls=[8])
 
 EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # Training recipes of the S-models (chapters/ch4_primacy_recency/runners/train.py).
-    "ch4_train_s_small": {"ci": _recipe(_S_SMALL, _CPU_RUN), "paper": _recipe(_S_SMALL, _GPU_RUN)},
+    "ch4_train_s_small": {"ci": _S_SMALL, "paper": replace(_S_SMALL, **_GPU_RUN)},
     # The deeper S-model: its "ci" recipe stalled on the CPU (0.24 recall at L = 4 after 3,000 steps) and is
     # not committed; its "paper" recipe is the larger GPU S-model.
     "ch4_train_s_deep": {
-        "ci": _recipe({"d_model": 32, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 2}, _CPU_RUN),
-        "paper": _recipe(
-            {"d_model": 128, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 8},
-            _GPU_RUN,
+        "ci": replace(_S_SMALL, model={"d_model": 32, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 2}),
+        "paper": replace(
+            _S_SMALL,
+            **_GPU_RUN,
+            model={"d_model": 128, "n_layer": 4, "d_state": 16, "expand": 2, "dt_rank": 8},
             vocab={"n_names": 128, "n_relations": 16, "n_filler": 16},
             lr=1e-3,
             L_max=48,
@@ -227,31 +232,13 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # The transfer S-model (Table 1 analogue, paper §4.2): s_small fine-tuned on a 50/50 mixture of the
     # recall task and the four synthetic downstream tasks of tasks/transfer.py (filler contexts).
     "ch4_train_s_mix": {
-        "ci": _recipe(
-            _S_SMALL,
-            _CPU_RUN,
-            init_from="s_small",
-            steps=5000,
-            lr=1e-3,
-            warmup_steps=100,
-            curriculum_frac=0.0,
-            seed=1,
-            mix={
-                "p_recall": 0.5,
-                "tasks": _TRANSFER_TASKS,
-                "sizes": {"n_filler": 48, "n_facts": 4, "n_distract": 4, "n_copy": 8},
-            },
-        ),
-        "paper": _recipe(
-            _S_SMALL,
-            _GPU_RUN,
-            init_from="s_small",
+        "ci": _S_MIX,
+        "paper": replace(
+            _S_MIX,
             steps=10000,
             batch=128,
-            lr=1e-3,
             warmup_steps=300,
-            curriculum_frac=0.0,
-            seed=1,
+            checkpoint_every=1000,
             mix={
                 "p_recall": 0.5,
                 "tasks": _TRANSFER_TASKS,
@@ -264,82 +251,42 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # serial-position effect to analyse: the task must exceed the state's capacity), so the
     # committed recipe uses d_state 8 (state 8 heads x 16 x 8 per layer, half of s_small's 128 x 16).
     "ch4_train_s_m2": {
-        "ci": _recipe(_S_M2, _CPU_RUN),
-        "paper": _recipe(_S_M2, _GPU_RUN),
+        "ci": replace(_S_SMALL, model=_S_M2),
+        "paper": replace(_S_SMALL, **_GPU_RUN, model=_S_M2),
     },
     # Notebook sizes (evaluation only; the models are loaded from results/checkpoints/).
     # cpu-hours: the claim checks of the edge family (chapters/ch4_primacy_recency/runners/edge.py --checks), each test at the model's
     # pressure length L_p; more contexts and ≥ 5 random draws per control (issue: a fair test).
     "ch4_ucurve": {
-        "ci": Ucurve(model="s_small", Ls=[8, 16, 32], n=100),
-        "cpu-hours": Ucurve(model="edge", Ls=[8, 12, 16, 20, 24, 32], n=200),
-        "paper": Ucurve(model="s_small", Ls=[8, 12, 16, 24, 32], n=200),
+        "ci": _UCURVE,
+        "cpu-hours": replace(_UCURVE, model="edge", Ls=[8, 12, 16, 20, 24, 32], n=200),
+        "paper": replace(_UCURVE, Ls=[8, 12, 16, 24, 32], n=200),
     },
     "ch4_channels": {
-        "ci": Channels(
-            model="s_small",
-            L_ident=8,
-            Ls=[8, 16],
-            n=100,
-            n_random=3,
-            tau=0.7,
-            p=0.7,
-            transfer_L=16,
-        ),
-        "cpu-hours": Channels(
-            model="edge",
-            L_ident=8,
-            Ls=[16, 24],
-            n=200,
-            n_random=5,
-            tau=0.7,
-            p=0.7,
-            transfer_L=16,
-        ),
-        "paper": Channels(
-            model="s_small",
-            L_ident=8,
-            Ls=[8, 16, 32],
-            n=200,
-            n_random=10,
-            tau=0.7,
-            p=0.7,
-            transfer_L=16,
-        ),
+        "ci": _CHANNELS,
+        "cpu-hours": replace(_CHANNELS, model="edge", Ls=[16, 24], n=200, n_random=5),
+        "paper": replace(_CHANNELS, Ls=[8, 16, 32], n=200, n_random=10),
     },
     "ch4_mamba2_heads": {
-        "ci": Mamba2Heads(model="s_m2", L_ident=8, Ls=[8, 16, 32], n=100, n_random=5, tau=0.7),
+        "ci": _MAMBA2_HEADS,
         # cpu-hours: App. F's head claims on the edge family's Mamba-2 recipe m2 (chapters/ch4_primacy_recency/runners/edge.py --checks),
         # the ablation at each model's pressure length L_p and the U-curves at its evaluated lengths; 200 contexts and
         # 10 random head sets per control. Declared before any result of the m2 recipe.
-        "cpu-hours": Mamba2Heads(
-            model="edge",
-            L_ident=8,
-            Ls=[8, 12, 16, 20, 24, 32],
-            n=200,
-            n_random=10,
-            tau=0.7,
-        ),
-        "paper": Mamba2Heads(model="s_m2", L_ident=8, Ls=[8, 16, 32], n=200, n_random=10, tau=0.7),
+        "cpu-hours": replace(_MAMBA2_HEADS, model="edge", Ls=[8, 12, 16, 20, 24, 32], n=200, n_random=10),
+        "paper": replace(_MAMBA2_HEADS, n=200, n_random=10),
     },
     "ch4_periodicity": {
-        "ci": Periodicity(model="s_small", periods=[1, 4, 16, 64], n=64, length=64, bridge_L=16),
-        "cpu-hours": Periodicity(model="edge", periods=[1, 2, 4, 8, 16, 32, 64], n=128, length=64, bridge_L=16),
-        "paper": Periodicity(model="s_small", periods=[1, 2, 4, 8, 16, 32, 64], n=256, length=64, bridge_L=16),
+        "ci": _PERIODICITY,
+        "cpu-hours": replace(_PERIODICITY, model="edge", periods=[1, 2, 4, 8, 16, 32, 64], n=128),
+        "paper": replace(_PERIODICITY, periods=[1, 2, 4, 8, 16, 32, 64], n=256),
     },
     # Section 4.7: the claim checks of §4.1-4.4 on every committed Mamba-1 S-model (bundles of ch4_model_checks).
-    "ch4_model_checks": {
-        "ci": ModelChecks(models=["s_small", "s_small_seed1", "s_mix"]),
-        "paper": ModelChecks(models=["s_small", "s_small_seed1", "s_mix"]),
-    },
-    "ch4_transfer": {
-        "ci": Transfer(model="s_mix", n=128, n_random=5, L_ident=8, tau=0.7, p=0.7),
-        "paper": Transfer(model="s_mix", n=512, n_random=10, L_ident=8, tau=0.7, p=0.7),
-    },
+    "ch4_model_checks": {"ci": _MODEL_CHECKS, "paper": _MODEL_CHECKS},
+    "ch4_transfer": {"ci": _TRANSFER, "paper": replace(_TRANSFER, n=512, n_random=10)},
     "ch4_recency": {
-        "ci": Recency(model="s_small", Ls=[8, 16], ns=[0, 4, 16, 64, 256], n=100, init_Ls=[8]),
-        "cpu-hours": Recency(model="edge", Ls=[16], ns=[0, 4, 16, 64, 256], n=200, init_Ls=[16]),
-        "paper": Recency(model="s_small", Ls=[8, 16], ns=[0, 4, 16, 64, 256], n=200, init_Ls=[8, 16]),
+        "ci": _RECENCY,
+        "cpu-hours": replace(_RECENCY, model="edge", Ls=[16], n=200, init_Ls=[16]),
+        "paper": replace(_RECENCY, n=200, init_Ls=[8, 16]),
     },
 }
 
@@ -386,32 +333,31 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
 # is reported beside the verdicts. A recipe without reserve seeds keeps its 3 seeds, all of which must pass
 # (chapters/ch4_primacy_recency/pipelines/edge_seeds.py: evidence_seeds).
 _EDGE_VOCAB = {"n_names": 64, "n_relations": 8, "n_filler": 16}
-_EDGE_RUN = {
-    **_SHARED,
-    "vocab": _EDGE_VOCAB,
-    "L_max": 24,
-    "curriculum_frac": 0.5,
-    "steps": 8000,
-    "batch": 32,
-    "warmup_steps": 300,
-    "checkpoint_every": 1000,
-    "gap_max": 8,
-    "gap_from": 0.5,
-}
-_EDGE_D2 = {"d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "dt_rank": 4}
-_EDGE_D4 = {"d_model": 64, "n_layer": 4, "d_state": 8, "expand": 2, "dt_rank": 4}
+# d2: s_small's CPU recipe with the family's vocabulary, lengths, curriculum, steps and gaps; the others state
+# what differs from d2 (or d4).
+_EDGE_D2 = EdgeRecipe(
+    **_S_SMALL.as_dict()
+    | dict(
+        vocab=_EDGE_VOCAB,
+        L_max=24,
+        curriculum_frac=0.5,
+        steps=8000,
+        checkpoint_every=1000,
+        model={"d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "dt_rank": 4},
+        gap_max=8,
+        gap_from=0.5,
+    )
+)
+_EDGE_D4 = replace(_EDGE_D2, model=_EDGE_D2.model | {"n_layer": 4})
 _EDGE_RECIPES = {
-    "d2": EdgeRecipe(**_EDGE_RUN, model=_EDGE_D2),
-    "d4": EdgeRecipe(**_EDGE_RUN, model=_EDGE_D4),
-    "d2_bos": EdgeRecipe(**(_EDGE_RUN | {"vocab": {**_EDGE_VOCAB, "bos": True}}), model=_EDGE_D2),
+    "d2": _EDGE_D2,
+    "d4": _EDGE_D4,
+    "d2_bos": replace(_EDGE_D2, vocab={**_EDGE_VOCAB, "bos": True}),
     # d4 trained twice as long (added when d2 seed 0 ended below the gate after 8,000 steps: 0.84 at L = 4)
-    "d4_long": EdgeRecipe(**(_EDGE_RUN | {"steps": 16000, "checkpoint_every": 2000}), model=_EDGE_D4),
-    "d2_smalldt": EdgeRecipe(**_EDGE_RUN, model={**_EDGE_D2, "dt_min": 1e-4, "dt_max": 1e-2}),
-    "d4_zinit": EdgeRecipe(**_EDGE_RUN, model={**_EDGE_D4, "zero_out_proj_from": 2}),
-    "m2": EdgeRecipe(
-        **_EDGE_RUN,
-        model={"arch": "mamba2", "d_model": 64, "n_layer": 2, "d_state": 8, "expand": 2, "headdim": 16},
-    ),
+    "d4_long": replace(_EDGE_D4, steps=16000, checkpoint_every=2000),
+    "d2_smalldt": replace(_EDGE_D2, model={**_EDGE_D2.model, "dt_min": 1e-4, "dt_max": 1e-2}),
+    "d4_zinit": replace(_EDGE_D4, model={**_EDGE_D4.model, "zero_out_proj_from": 2}),
+    "m2": replace(_EDGE_D2, model=_S_M2),
 }
 #: Where the edge models are evaluated: every length from inside the training range to beyond it (L_max = 24),
 #: 200 held-out contexts per (L, relation variant).
@@ -423,7 +369,7 @@ EXPERIMENTS["ch4_edge"] = {
     "ci": Edge(recipes=_EDGE_RECIPES, seeds=3, eval=_EDGE_EVAL),
     "cpu-hours": Edge(recipes=_EDGE_RECIPES, seeds=3, reserve_seeds=_EDGE_RESERVE, eval=_EDGE_EVAL),
     "paper": Edge(
-        recipes={name: r.replace(steps=20000, batch=256, warmup_steps=1000) for name, r in _EDGE_RECIPES.items()},
+        recipes={name: replace(r, steps=20000, batch=256, warmup_steps=1000) for name, r in _EDGE_RECIPES.items()},
         seeds=3,
         reserve_seeds=_EDGE_RESERVE,
         eval=EdgeEval(Ls=[8, 12, 16, 20, 24, 32, 48], n=500),
@@ -432,7 +378,7 @@ EXPERIMENTS["ch4_edge"] = {
 
 # A second training run of s_small (same recipe, another seed): do the chapter's verdicts survive a re-training?
 EXPERIMENTS["ch4_train_s_small_seed1"] = {
-    preset: recipe.replace(seed=1) for preset, recipe in EXPERIMENTS["ch4_train_s_small"].items()
+    preset: replace(recipe, seed=1) for preset, recipe in EXPERIMENTS["ch4_train_s_small"].items()
 }
 
 # Table 1 on the edge family (chapters/ch4_primacy_recency/runners/edge_mix.py; issue "fair tests", declared 2026-11-27 before any of its
@@ -465,11 +411,16 @@ EXPERIMENTS["ch4_edge_mix"] = {
     "ci": _EDGE_MIX,
     "cpu-hours": _EDGE_MIX,
     # the GPU size: the paper preset's edge models, fine-tuned as s_mix's paper recipe (its steps, batch and sizes)
-    "paper": _EDGE_MIX.replace(
+    "paper": replace(
+        _EDGE_MIX,
         base_preset="paper",
-        finetune=_EDGE_MIX.finetune.replace(
-            steps=10000, batch=128, warmup_steps=300, mix=EXPERIMENTS["ch4_train_s_mix"]["paper"].mix
+        finetune=replace(
+            _EDGE_MIX.finetune,
+            steps=10000,
+            batch=128,
+            warmup_steps=300,
+            mix=EXPERIMENTS["ch4_train_s_mix"]["paper"].mix,
         ),
-        measure=_EDGE_MIX.measure.replace(n=512),
+        measure=replace(_EDGE_MIX.measure, n=512),
     ),
 }
