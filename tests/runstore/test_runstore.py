@@ -227,35 +227,13 @@ def test_dirty_files_as_run_compared_with_head():
 
 
 def test_reference_grid_comparison_loads_from_the_committed_bundle():
-    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import load_comparison
+    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import comparison
     from mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid import AUTHORS
+    from mamba_recall.results import evidence
 
-    table, bundle = load_comparison("cpu-hours", log=lambda m: None)
-    assert bundle.name.endswith("_cpu-hours") or bundle.name.endswith("_ci")
-    if bundle.name.endswith("_cpu-hours"):
-        assert {(int(d), int(n)) for d, n in zip(table["D"], table["N"])} == set(AUTHORS)
-        assert {"best_accuracy_ci_low", "authors", "diff_mean"} <= set(table)
-
-
-def test_strongest_evidence_is_loaded_and_named(tmp_path):
-    from mamba_recall import results
-
-    msgs = []
-    results.save_bundle("x_ci", {"complete": True}, {"preset": "ci"}, command="c", directory=tmp_path)
-    assert results.load_strongest_bundle("x", directory=tmp_path, log=msgs.append).name == "x_ci"
-    results.save_bundle(
-        "x_cpu-hours",
-        {"complete": False, "jobs_finished": 3, "jobs_total": 9},
-        {"preset": "cpu-hours"},
-        command="c",
-        directory=tmp_path,
-    )
-    assert results.load_strongest_bundle("x", directory=tmp_path, log=msgs.append).name == "x_ci"
-    assert "incomplete: 3 of 9 jobs" in msgs[-1]
-    results.save_bundle("x_cpu-hours", {"complete": True}, {"preset": "cpu-hours"}, command="c", directory=tmp_path)
-    assert results.load_strongest_bundle("x", directory=tmp_path, log=msgs.append).name == "x_cpu-hours"
-    with pytest.raises(results.BundleError, match="no complete bundle"):
-        results.load_strongest_bundle("y", directory=tmp_path)
+    table = comparison(evidence("ch2_reference_grid", preset="cpu-hours"))
+    assert {(int(d), int(n)) for d, n in zip(table["D"], table["N"])} == set(AUTHORS)
+    assert {"best_accuracy_ci_low", "authors", "diff_mean"} <= set(table)
 
 
 # ------------------------------------------------------------------------------------- members: seeds as one unit

@@ -29,8 +29,9 @@ Nothing lost, nothing silently wrong:
 * **Strict JSON.** Non-finite floats (NaN, ±inf) are written as ``null`` (``allow_nan=False``) and listed with
   their place in ``nonfinite``, so loading gives back the same NaN (a None stays None); legacy bundles with a
   bare ``NaN`` still load.
-* **Absent vs. corrupt.** Only an absent bundle raises :class:`BundleMissing`, the one failure a reader may
-  answer with weaker evidence (saying so). A corrupt bundle raises :class:`BundleError` naming the file and the
+* **Absent vs. corrupt.** Only an absent bundle raises :class:`BundleMissing` (and an incomplete one, asked for
+  by :func:`evidence`, its subclass :class:`BundleIncomplete`), the one failure a reader may answer with weaker
+  evidence (saying so). A corrupt bundle raises :class:`BundleError` naming the file and the
   command that regenerates it, and one from a newer library raises :class:`BundleTooNew` (update mamba_recall).
 * **Smoke runs** never write under ``results/``: a bundle that says it is one (its name ends in ``_smoke`` or its
   config has ``smoke: true``), and everything saved while a smoke run is on (the run context's smoke folder, :func:`smoke_results_dir`), goes to
@@ -43,8 +44,11 @@ The modules, this package's internals (import every name from ``mamba_recall.res
   (:func:`command_provenance`, :func:`command_git_state`);
 * ``_files``: atomic writes, strict JSON with the non-finite floats listed, the content hash;
 * ``_bundles``: the smoke-output redirect (:func:`smoke_results_dir`, :func:`smoke_active`,
-  :func:`smoke_run_store`), :func:`save_bundle`, :func:`load_bundle`, :func:`load_preset_bundle`,
-  :func:`load_strongest_bundle`, :func:`regenerate_command`;
+  :func:`smoke_run_store`), :func:`save_bundle`, :func:`load_bundle` (one file), :func:`regenerate_command`;
+* ``_evidence``: :func:`evidence`, **the one loader of an experiment's evidence** (the strongest complete
+  committed bundle, or that preset's; else :class:`BundleMissing` / :class:`BundleIncomplete` naming the command
+  that makes it, :func:`make_command`). Chapters read their bundles through it, never through ``load_bundle``;
+  :func:`load_preset_bundle` is it at the run's preset, falling back to ``ci`` and saying so (a page's own figures);
 * ``_checkpoints``: :func:`checkpoint_file`, :func:`save_checkpoint`, :func:`read_checkpoint`.
 
 Process state lives in one place each: the command's git state in ``_records`` (read through
@@ -77,11 +81,8 @@ from ._records import (
     provenance,
 )
 from ._bundles import (
-    EVIDENCE_ORDER,
     SMOKE_RESULTS_DIR,
     load_bundle,
-    load_preset_bundle,
-    load_strongest_bundle,
     regenerate_command,
     save_bundle,
     smoke_results_dir,
@@ -89,4 +90,5 @@ from ._bundles import (
     smoke_run_store,
     written_path,
 )
+from ._evidence import EVIDENCE_ORDER, BundleIncomplete, evidence, load_preset_bundle, make_command
 from ._checkpoints import CHECKPOINT_DIR, checkpoint_file, read_checkpoint, rename_checkpoint, save_checkpoint

@@ -1,6 +1,6 @@
-"""Where bundles go and how they are read: the smoke-output redirect (:func:`smoke_results_dir`: smoke runs
-never write under ``results/``), :func:`save_bundle`, :func:`load_bundle` and the readers that pick a preset's
-bundle (:func:`load_preset_bundle`, :func:`load_strongest_bundle`). The one module that reads ``RESULTS_DIR`` when
+"""Where bundles go and how one is read: the smoke-output redirect (:func:`smoke_results_dir`: smoke runs
+never write under ``results/``), :func:`save_bundle` and :func:`load_bundle` (one file; an experiment's evidence is
+read through :func:`mamba_recall.results.evidence`, which calls it). The one module that reads ``RESULTS_DIR`` when
 called (and ``SMOKE_RESULTS_DIR``): a test that moves the results folder patches it here."""
 
 from __future__ import annotations
@@ -267,60 +267,4 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
         regen,  # the recorded command (a required field, checked above) as it is run today
         tables,
         path,
-    )
-
-
-def load_preset_bundle(
-    stem: str, preset: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None, log=print
-) -> Bundle:
-    """Load the bundle ``<stem>_<preset>`` of a runner; if that preset's bundle was never made (a paper-size
-    run needs a GPU) load ``<stem>_ci`` instead **and say so** through ``log``. A bundle that exists but is
-    corrupt raises :class:`BundleError` (never replaced by another one)."""
-    directory = Path(directory) if directory else RESULTS_DIR
-    if preset != "ci" and not (directory / f"{stem}_{preset}.json").exists():
-        log(
-            f"no {stem}_{preset} bundle in {directory} (regenerate it with "
-            f"`python -m mamba_recall reproduce --preset {preset} --only {stem}`); using the committed ci bundle "
-            f"{stem}_ci"
-        )
-        preset = "ci"
-    return load_bundle(f"{stem}_{preset}", data_keys=data_keys, directory=directory)
-
-
-#: The presets in order of the strength of their evidence (the papers' whole grids, their settings on part of the
-#: grid with 3 seeds, the small CI version).
-EVIDENCE_ORDER = ("paper", "cpu-hours", "ci")
-
-
-def load_strongest_bundle(
-    stem: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None, log=print, lacks=None
-) -> Bundle:
-    """The committed bundle ``<stem>_<preset>`` with the strongest evidence (:data:`EVIDENCE_ORDER`), skipping
-    bundles that say they are incomplete (``data.complete`` false: a grid still running) and **saying which one it
-    uses** through ``log``; the bundle's ``config["preset"]`` (or its name) names the preset for the page.
-    ``lacks(bundle) -> str | None``: what a bundle lacks for the caller's check (None: nothing), e.g. a grid cell a
-    stronger preset's grid does not have; such a bundle is skipped too, with that reason in the log."""
-    directory = Path(directory) if directory else RESULTS_DIR
-    skipped = []
-    for preset in EVIDENCE_ORDER:
-        if not (directory / f"{stem}_{preset}.json").exists():
-            continue
-        bundle = load_bundle(f"{stem}_{preset}", data_keys=data_keys, directory=directory)
-        if bundle.data.get("complete") is False:
-            skipped.append(
-                f"{stem}_{preset} (incomplete: {bundle.data.get('jobs_finished')} of "
-                f"{bundle.data.get('jobs_total')} jobs)"
-            )
-            continue
-        missing = lacks(bundle) if lacks is not None else None
-        if missing:
-            skipped.append(f"{stem}_{preset} ({missing})")
-            continue
-        log(f"using {stem}_{preset}" + (f"; skipped {', '.join(skipped)}" if skipped else ""))
-        return bundle
-    raise BundleMissing(
-        f"no complete bundle {stem}_<preset> for any of {EVIDENCE_ORDER} in {directory}"
-        + (f" (incomplete: {', '.join(skipped)})" if skipped else "")
-        + "; regenerate one with "
-        f"`python -m mamba_recall reproduce --only {stem}`."
     )

@@ -17,7 +17,7 @@ from mamba_recall import claims
 from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2
 from mamba_recall.claims import check, core, judge
 from mamba_recall.claims.core import Evidence, Measurement
-from mamba_recall.results import load_bundle, load_preset_bundle
+from mamba_recall.results import evidence, load_bundle
 
 SEEDED = Evidence("cpu-hours", "cpu", 3, "test", "test")
 
@@ -73,8 +73,8 @@ def test_fig6ab_reads_the_trained_reference_grid_as_the_sentence_means():
     assert v.status == "reproduced" and "Eq. 77 exceeds chance (0.0625) in 5 cells" in v.ours
     assert v.control.startswith("null") and v.control.endswith("not reproduced")
     # handing over the V = 64 ci grid still reads the reference grid; Fig6bc reads its construction half
-    assert check("002/Fig6ab", load_preset_bundle("ch2_scaling", "ci"), record=False).ours == v.ours
-    bc = check("002/Fig6bc", load_preset_bundle("ch2_scaling", "ci"), record=False)
+    assert check("002/Fig6ab", evidence("ch2_scaling", preset="ci"), record=False).ours == v.ours
+    bc = check("002/Fig6bc", evidence("ch2_scaling", preset="ci"), record=False)
     assert bc.status == "reproduced" and bc.evidence["seeds"] == 3 and bc.control.endswith("not reproduced")
     assert claims.get("002/Fig6ab").revisions and claims.get("002/Fig6bc").revisions
 
@@ -84,7 +84,7 @@ def test_the_eq77_against_circuit_observation_leaves_out_cells_where_eq77_promis
     assert ch2.scaling.measure_designed_vs_eq77(nothing).values["informative_pairs"] == 0
     holds = _capacity([(16, 16, 0.5, 5, 0), (96, 96, 0.5, 222, 116), (128, 128, 0.9, 198, 175)])
     assert ch2.scaling.measure_designed_vs_eq77(holds).values == {"informative_pairs": 2, "lower_bound_fraction": 1.0}
-    m = ch2.scaling.measure_designed_vs_eq77(load_preset_bundle("ch2_designed_capacity", "cpu-hours"))
+    m = ch2.scaling.measure_designed_vs_eq77(evidence("ch2_designed_capacity", preset="cpu-hours"))
     assert m.values["informative_pairs"] == 13 and m.values["lower_bound_fraction"] == pytest.approx(8 / 13)
 
 
@@ -136,7 +136,7 @@ def test_fig10_nk2_ceiling_is_the_guessing_level():
 
 # ------------------------------------------------------------------------------------------------ Fig. 15
 def _fig8():
-    return ch2.strongest_fig_bundle("fig8", load_preset_bundle("ch2_multihead", "ci"))
+    return ch2.strongest_fig_bundle("fig8", evidence("ch2_multihead", preset="ci"))
 
 
 def test_fig15_reads_the_wrong_and_correct_entries_not_the_empty_ones():
@@ -180,7 +180,7 @@ def test_fig15_without_the_correct_entry_variance_is_not_run_with_the_command():
     "cid, bundle",
     [
         ("002/Fig6ab", lambda: None),
-        ("002/Fig6bc", lambda: load_preset_bundle("ch2_scaling", "ci")),
+        ("002/Fig6bc", lambda: evidence("ch2_scaling", preset="ci")),
         ("002/Fig6c", lambda: None),
         ("002/Fig10-Nk2", lambda: ch2.strongest_fig_bundle("fig10_11")),
         ("002/Fig10-Nk3", lambda: ch2.strongest_fig_bundle("fig10_11")),

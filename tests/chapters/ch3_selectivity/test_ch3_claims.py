@@ -422,23 +422,3 @@ def test_fig1_evidence_does_not_guess_the_device():
     assert dev({"T": 50, "preset": "paper"}) == "not recorded"
     assert dev({"T": 20, "preset": "ci"}) == "cpu"
     assert dev({"T": 50, "preset": "paper", "device": "cuda"}) == "cuda"
-
-
-def test_strongest_bundle_skips_one_that_lacks_the_checked_cell(tmp_path):
-    """``lacks``: a stronger bundle without the cells a check needs is skipped for the next one, and the log says why
-    (Tab. A.1's S4D±PE at T = 20 is in the ci grid, not in the cpu-hours one)."""
-    from mamba_recall import results
-
-    for preset in ("cpu-hours", "ci"):
-        results.save_bundle(
-            f"demo_{preset}", {"complete": True}, {"preset": preset}, command="demo", directory=tmp_path
-        )
-    said = []
-    b = results.load_strongest_bundle(
-        "demo",
-        directory=tmp_path,
-        log=said.append,
-        lacks=lambda b: "no T = 20 cell" if b.config["preset"] == "cpu-hours" else None,
-    )
-    assert b.config["preset"] == "ci" and said == ["using demo_ci; skipped demo_cpu-hours (no T = 20 cell)"]
-    assert results.load_strongest_bundle("demo", directory=tmp_path, log=said.append).config["preset"] == "cpu-hours"

@@ -89,22 +89,22 @@ def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None)
     """The committed bundle ``results/<stem>_cpu-hours.json`` of :mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`
     (``stem``: ``ch1_mechanism`` or ``ch1_table1``) when it is complete, else ``None``; says through ``log`` which
     evidence the page's verdicts rest on. The strongest committed evidence wins: 3 seeds at the paper's settings
-    over the one-seed checkpoints and the ``ci`` runs. (``directory``, ``name``: another folder or bundle name, for
-    tests.)"""
-    from pathlib import Path
-
-    from mamba_recall.paths import RESULTS_DIR
-    from mamba_recall.results import load_bundle
+    over the one-seed checkpoints and the ``ci`` runs. The bundle is read by :func:`~mamba_recall.results.evidence`;
+    this adds the chapter's answer to its absence (None: the one-seed evidence, said through ``log``). (``directory``,
+    ``name``: another folder, or a bundle name ``<stem>_<preset>`` such as a smoke run's, for tests.)"""
+    from mamba_recall.results import BundleMissing, evidence
 
     name = name or f"{stem}_{SEEDS_PRESET}"
-    path = Path(directory or RESULTS_DIR) / f"{name}.json"
-    if not path.exists():
+    if not name.startswith(f"{stem}_"):
+        raise ValueError(f"load_seeds: bundle name {name!r} is not one of {stem!r}'s (<stem>_<preset>).")
+    try:
+        bundle = evidence(stem, preset=name[len(stem) + 1 :], directory=directory, complete=False)
+    except BundleMissing:
         log(
             f"no {name} bundle committed: the verdicts below rest on the one-seed evidence (make it with "
             f"`{TABLE1_SEEDS_COMMAND if stem.startswith('ch1_table1') else SEEDS_COMMAND}`)"
         )
         return None
-    bundle = load_bundle(path)
     if bundle.config.get("smoke"):
         log(
             f"{name} is a smoke run (a handful of steps): not evidence; the verdicts below rest on the one-seed evidence"

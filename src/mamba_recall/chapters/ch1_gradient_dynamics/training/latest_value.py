@@ -147,7 +147,7 @@ def committed_checkpoint(name: str, preset: str) -> Path | None:
     """The checkpoint of ``ch1_<name>`` at ``preset`` that the committed bundle ``ch1_checkpoints_<preset>`` lists
     (so a claim expects it), or None: not listed, or no such bundle (absent; a corrupt one raises)."""
     try:
-        bundle = results.load_bundle(f"ch1_checkpoints_{preset}", directory=RESULTS_DIR)
+        bundle = results.evidence("ch1_checkpoints", preset=preset, directory=RESULTS_DIR)
     except results.BundleMissing:
         return None
     recorded = (bundle.data.get("models") or {}).get(name, {}).get("checkpoint")

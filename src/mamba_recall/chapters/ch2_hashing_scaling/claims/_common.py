@@ -87,19 +87,19 @@ def is_run_store_bundle(bundle) -> bool:
 
 def strongest_fig_bundle(part: str, fallback=None, log=lambda m: None):
     """The strongest committed evidence for ``part`` (a key of :data:`FIG_PARTS`): the complete ``ch2_<part>_<preset>``
-    bundle with the strongest preset (``results.load_strongest_bundle``: paper, then cpu-hours), else ``fallback``
-    (default: the committed ci bundle of :data:`FIG_PARTS`, which says ci in its config). Only absence falls
-    back (:class:`~mamba_recall.results.BundleMissing`): a stronger bundle that exists but is corrupt raises its
-    :class:`~mamba_recall.results.BundleError` (file and regenerate command) instead of being replaced by weaker
-    evidence."""
-    from mamba_recall.results import BundleMissing, load_bundle, load_strongest_bundle
+    bundle with the strongest preset (:func:`~mamba_recall.results.evidence`: paper, then cpu-hours), else ``fallback``
+    (default: the committed ci bundle of the runner :data:`FIG_PARTS` names, whose layout the parts' readers share:
+    the chapter logic this adds to ``evidence``). Only absence falls back (:class:`~mamba_recall.results.BundleMissing`):
+    a stronger bundle that exists but is corrupt raises its :class:`~mamba_recall.results.BundleError` (file and
+    regenerate command) instead of being replaced by weaker evidence."""
+    from mamba_recall.results import BundleMissing, evidence
 
     if part not in FIG_PARTS:
         raise ValueError(f"unknown part {part!r}; use one of {', '.join(FIG_PARTS)}.")
     try:
-        return load_strongest_bundle(f"ch2_{part}", log=log)
+        return evidence(f"ch2_{part}", log=log)
     except BundleMissing:
-        return fallback if fallback is not None else load_bundle(f"{FIG_PARTS[part]}_ci")
+        return fallback if fallback is not None else evidence(FIG_PARTS[part], preset="ci")
 
 
 def _seed_views(bundle) -> list:

@@ -69,10 +69,10 @@ def measure_designed_vs_eq77(bundle=None) -> Measurement:
     level) the facts the circuit recalls (N_f*, bisection) against the facts Eq. 77 promises. Until the open review
     (issue 51) this was 002/Fig6ab's test; §5.1's sentence compares the construction with the *trained* models, so it
     is kept as the book's own observation, not scored as the paper's claim."""
-    from mamba_recall.results import load_strongest_bundle
+    from mamba_recall.results import evidence
 
     if bundle is None or "capacity" not in bundle.tables:
-        bundle = load_strongest_bundle("ch2_designed_capacity", log=lambda m: None)
+        bundle = evidence("ch2_designed_capacity")
     cap, V = bundle.tables["capacity"], bundle.config["V"]
     cap = cap[cap["readout"] == "values"] if "readout" in cap else cap
     pairs, parts, excluded = [], [], 0
@@ -99,21 +99,17 @@ DESIGNED_N_SEQ = 256
 
 
 @functools.lru_cache(maxsize=4)
-def _designed_on_reference(path: str, n_seq: int = DESIGNED_N_SEQ) -> tuple:
+def _designed_on_reference(V: int, Nf: int, L: int, cells: tuple, n_seq: int = DESIGNED_N_SEQ) -> tuple:
     """The designed Thm 2 circuit (full-vocabulary readout, as the trained models are read) and Eq. 77's accuracy
-    at every (D, N) cell of the reference grid at ``path``, at its (V, N_f, L): ((D, N, designed, eq77), …)."""
+    at every (D, N) of ``cells`` (the reference grid's, sorted by D then N: the i-th one's circuit is drawn with
+    seed 1000 + i), at the grid's (V, N_f, L): ((D, N, designed, eq77), …)."""
     import math as _m
 
-    from mamba_recall.results import load_bundle
     from mamba_recall.theory.capacity import log_p_success
     from mamba_recall.theory.hashing_circuit import designed_accuracy
 
-    b = load_bundle(path)
-    cfg, t = b.config["sizes"], b.tables["cells"].sort_values(["D", "N"])
-    V, Nf, L = cfg["V"], cfg["Nf"], cfg["L"]
     out = []
-    for i, (D, N) in enumerate(zip(t["D"], t["N"])):
-        D, N = int(D), int(N)
+    for i, (D, N) in enumerate(cells):
         con = "code" if V >= D >= N else "iid"
         des = designed_accuracy(V, D, N, Nf, L, n_seq=n_seq, seed=1000 + i, construction=con, readout="full")
         out.append((D, N, float(des), float(_m.exp(log_p_success(V, Nf, D, N, "eq77")))))
@@ -125,7 +121,8 @@ def _reference_with_designed(bundle=None):
     cells: (bundle, rows [(D, N, [trained per seed], designed, eq77)], sizes, chance)."""
     bundle, t = _reference_cells(bundle if bundle is not None and "cells" in bundle.tables else None)
     cfg = bundle.config["sizes"]
-    des = {(D, N): (d, e) for D, N, d, e in _designed_on_reference(str(bundle.path))}
+    cells = tuple(sorted((int(D), int(N)) for D, N in zip(t["D"], t["N"])))
+    des = {(D, N): (d, e) for D, N, d, e in _designed_on_reference(cfg["V"], cfg["Nf"], cfg["L"], cells)}
     rows = []
     for _, r in t.sort_values(["D", "N"]).iterrows():
         D, N = int(r["D"]), int(r["N"])
@@ -351,11 +348,11 @@ def measure_fig6c(bundle) -> Measurement:
 
 def _reference_cells(bundle=None):
     """The authors' reference grid (``ch2_reference_grid``): the given bundle, else the strongest committed one
-    (cpu-hours over ci, :func:`~mamba_recall.results.load_strongest_bundle`)."""
+    (cpu-hours over ci, :func:`~mamba_recall.results.evidence`)."""
     if bundle is None:
-        from mamba_recall.results import load_strongest_bundle
+        from mamba_recall.results import evidence
 
-        bundle = load_strongest_bundle("ch2_reference_grid", log=lambda m: None)
+        bundle = evidence("ch2_reference_grid")
     return bundle, bundle.tables["cells"]
 
 

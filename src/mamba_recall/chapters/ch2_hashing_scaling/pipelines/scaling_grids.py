@@ -1,7 +1,8 @@
 r"""Chapter 2's trained grids as the book reads them: the run-store bundles of
 :mod:`mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu` (Fig. 7, Figs. 10–11, Fig. 8 + Thm 5, Tab. 10 of paper 002 with 3
 seeds; :func:`describe`) and of :mod:`mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid` (the authors' README reference
-grid, compared with their published accuracies; :func:`load_comparison`).
+grid, compared with their published accuracies; :func:`comparison`). Both read a bundle the page loaded with
+:func:`mamba_recall.results.evidence`.
 """
 
 from __future__ import annotations
@@ -35,13 +36,9 @@ def describe(bundle) -> tuple[str, pd.DataFrame]:
     return head, bundle.tables["cells"][cols]
 
 
-def load_comparison(preset: str = "cpu-hours", log=print):
-    """For the book: the committed bundle's comparison with the authors, one row per cell (D, N, seeds, our mean
-    and 95 % interval, per-seed values, seed-max, theirs, differences), and the bundle (preset named in its name;
-    ``load_preset_bundle`` falls back to ``ci`` and says so)."""
-    from mamba_recall.results import load_preset_bundle
-
-    bundle = load_preset_bundle("ch2_reference_grid", preset, log=log)
+def comparison(bundle) -> pd.DataFrame:
+    """For the book: a ``ch2_reference_grid`` bundle's comparison with the authors, one row per cell (D, N, seeds,
+    our mean and 95 % interval, per-seed values, seed-max, theirs, differences)."""
     cols = [
         "D",
         "N",
@@ -57,4 +54,4 @@ def load_comparison(preset: str = "cpu-hours", log=print):
         "authors_within_rounding",
     ]
     table = bundle.tables["cells"]
-    return table[[c for c in cols if c in table]], bundle
+    return table[[c for c in cols if c in table]]

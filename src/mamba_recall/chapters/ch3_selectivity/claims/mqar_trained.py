@@ -180,7 +180,8 @@ def measure_figa3(bundle) -> Measurement:
 
 
 #: The bundle of Fig. A.3 at the paper's T and |V| (``chapters/ch3_selectivity/runners/mqar_figa3.py``) and the command that makes it.
-FIGA3_BUNDLE = "ch3_mqar_figa3_cpu-hours"
+FIGA3_EXPERIMENT = "ch3_mqar_figa3"
+FIGA3_BUNDLE = f"{FIGA3_EXPERIMENT}_cpu-hours"
 FIGA3_COMMAND = f"{runner_command('ch3_mqar_figa3')} --preset cpu-hours --allow-long"
 
 
@@ -190,11 +191,15 @@ def check_figa3(*, record: bool = True, name: str = FIGA3_BUNDLE, directory=None
     run*, with the command, while the bundle is absent or its grid unfinished (``bundle`` None then); a corrupt
     bundle raises its :class:`~mamba_recall.results.BundleError`. ``name`` and ``directory``: which bundle is read
     (by default the committed one). Recorded for the scorecard unless ``record=False``."""
-    from mamba_recall.results import BundleMissing, load_bundle
+    from mamba_recall.results import BundleMissing, evidence
     from mamba_recall.claims.core import check, get, not_run_verdict, record_verdict
 
-    try:
-        bundle = load_bundle(name, directory=directory)
+    if not name.startswith(f"{FIGA3_EXPERIMENT}_"):
+        raise ValueError(f"check_figa3: {name!r} is not a bundle of {FIGA3_EXPERIMENT} (<experiment>_<preset>).")
+    try:  # an incomplete grid is read too: its verdict is *not run*, saying how many runs finished
+        bundle = evidence(
+            FIGA3_EXPERIMENT, preset=name[len(FIGA3_EXPERIMENT) + 1 :], directory=directory, complete=False
+        )
     except BundleMissing:
         bundle, why = None, f"the N sweep at T = 100, |V| = 128 is not committed yet (make it: `{FIGA3_COMMAND}`)"
     else:

@@ -9,11 +9,14 @@ from mamba_recall import results
 
 
 def load_evidence(stem: str, preset: str, log=print, lacks=None):
-    """The bundle a Chapter 3 page reads for runner ``stem``: at ``ci`` (the book's default) the strongest committed one
-    (:func:`~mamba_recall.results.load_strongest_bundle`: a complete ``paper``, then ``cpu-hours``, then the ``ci``
-    bundle; the page prints the bundle's preset), at another preset that preset's bundle (the ci one, saying so, where
-    it was never made). ``lacks``: at ``ci``, skip a stronger bundle that lacks what the check needs (see
-    ``load_strongest_bundle``); the verdict's evidence line names the preset used."""
-    if preset == "ci":
-        return results.load_strongest_bundle(stem, log=lambda m: None, lacks=lacks)
-    return results.load_preset_bundle(stem, preset, log=log)
+    """The bundle a Chapter 3 page reads for runner ``stem`` (:func:`~mamba_recall.results.evidence`): at ``ci`` (the
+    book's default) the strongest complete committed one (``paper``, then ``cpu-hours``, then ``ci``; the page prints
+    the bundle's preset), skipping one that ``lacks`` what the check needs; at another preset that preset's bundle,
+    or where it was never made (or is incomplete) the strongest one, saying so through ``log``: the chapter logic
+    this adds to ``evidence``. The verdict's evidence line names the preset used."""
+    if preset != "ci":
+        try:
+            return results.evidence(stem, preset=preset)
+        except results.BundleMissing as exc:
+            log(f"{exc}; using the strongest committed bundle instead")
+    return results.evidence(stem, lacks=lacks)

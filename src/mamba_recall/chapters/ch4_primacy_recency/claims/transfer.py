@@ -55,7 +55,8 @@ def measure_transfer(table, *, ctx=None, side=None, null: bool = True) -> Measur
 
 
 #: The bundle of Table 1 on the edge family (``chapters/ch4_primacy_recency/runners/edge_mix.py``) and the command that makes it.
-EDGE_MIX_BUNDLE = "ch4_edge_mix_cpu-hours"
+EDGE_MIX = "ch4_edge_mix"
+EDGE_MIX_BUNDLE = f"{EDGE_MIX}_cpu-hours"
 EDGE_MIX_COMMAND = f"{runner_command('ch4_edge_mix')} --preset cpu-hours --allow-long"
 
 
@@ -64,14 +65,16 @@ def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, d
     seeds, each fine-tuned on s_mix's mixture: :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge_mix`), each seed's stored
     measurement with its swapped null combined by the registry's rule over seeds
     (:func:`mamba_recall.claims.core.check_stored`). *Not run*, with the command, while the bundle is absent or holds
-    fewer seeds than its jobs (``bundle`` None then); a corrupt bundle raises its
+    fewer seeds than its jobs (``bundle`` None then; read by :func:`~mamba_recall.results.evidence`); a corrupt bundle raises its
     :class:`~mamba_recall.results.BundleError`. ``name`` and ``directory``: which bundle is read (by default the
     committed one). Recorded for the scorecard unless ``record=False``."""
-    from mamba_recall.results import BundleMissing, load_bundle
+    from mamba_recall.results import BundleMissing, evidence
     from mamba_recall.claims.core import get, not_run_verdict, record_verdict
 
+    if not name.startswith(f"{EDGE_MIX}_"):
+        raise ValueError(f"check_transfer_family: {name!r} is not a bundle of {EDGE_MIX} (<experiment>_<preset>).")
     try:
-        bundle = load_bundle(name, directory=directory)
+        bundle = evidence(EDGE_MIX, preset=name[len(EDGE_MIX) + 1 :], directory=directory)
     except BundleMissing:
         bundle, why = None, f"the edge family's Table 1 runs are not committed yet (make them: `{EDGE_MIX_COMMAND}`)"
     else:

@@ -412,18 +412,20 @@ def edge_probes(probes: pd.DataFrame, target: float = 0.5, min_kappa: int = 4) -
 
 def evidence_bundles(log=print):
     """(the strongest complete committed bundle, the running grid's partial bundle or None): verdicts read the
-    first; the page shows the second beside it, labelled partial."""
-    from mamba_recall.results import RESULTS_DIR, load_bundle, load_strongest_bundle
+    first; the page shows the second beside it, labelled partial (both through :func:`~mamba_recall.results.evidence`,
+    the second with ``complete=False``)."""
+    from mamba_recall.results import BundleMissing, evidence
 
-    strongest = load_strongest_bundle("ch5_capacity", log=log)
+    strongest = evidence("ch5_capacity", log=log)
     partial = None
     for preset in ("paper", "cpu-hours"):
-        path = RESULTS_DIR / f"ch5_capacity_{preset}.json"
-        if path.exists():
-            b = load_bundle(path)
-            if not b.data.get("complete"):
-                partial = b
-                break
+        try:
+            b = evidence("ch5_capacity", preset=preset, complete=False)
+        except BundleMissing:
+            continue
+        if not b.data.get("complete"):
+            partial = b
+            break
     return strongest, partial
 
 

@@ -22,26 +22,28 @@ class EdgeFamily:
     per-seed values), ``models`` (one row per model: card, gate, L_p), ``runs`` (the per-seed stored claim
     measurements) and ``primary`` (the recipe whose verdicts the scorecard carries). ``missing`` says what is not
     committed yet and the command that makes it (empty when both bundles exist). Only an absent bundle counts as
-    not committed (:class:`~mamba_recall.results.BundleMissing`); one that exists but is corrupt raises its
+    not committed (:class:`~mamba_recall.results.BundleMissing` from :func:`~mamba_recall.results.evidence`, which
+    reads both); one that exists but is corrupt raises its
     :class:`~mamba_recall.results.BundleError` (file and regenerate command) rather than turning the chapter's
     verdicts into "not committed yet"."""
 
     def __init__(self, preset: str = "cpu-hours", *, smoke: bool = False, directory=None):
-        from mamba_recall.results import BundleMissing, load_bundle
+        from mamba_recall.results import BundleMissing, evidence
 
         self.preset, self.smoke = preset, smoke
-        tail = "_smoke" if smoke else ""  # the bundles of a smoke run (in _build/smoke_results, never evidence)
+        # a smoke run's bundles (``<name>_<preset>_smoke``, in _build/smoke_results, never evidence)
+        asked = f"{preset}_smoke" if smoke else preset
         self.curves = self.models = self.bundle = self.checks = None
         self.runs: list[dict] = []
         self.primary: str | None = None
         missing = []
         try:
-            self.bundle = load_bundle(f"ch4_edge_{preset}{tail}", directory=directory)
+            self.bundle = evidence("ch4_edge", preset=asked, directory=directory)
             self.curves, self.models = self.bundle.tables["curves"], self.bundle.tables["models"]
         except BundleMissing:
             missing.append(f"the models (`{EDGE_COMMAND.format(preset=preset)}`)")
         try:
-            self.checks = load_bundle(f"ch4_edge_checks_{preset}{tail}", directory=directory)
+            self.checks = evidence("ch4_edge_checks", preset=asked, directory=directory)
             self.runs = self.checks.data["runs"]
             self.primary = self.checks.data["primary_recipe"]
         except BundleMissing:

@@ -1,0 +1,128 @@
+"""``results.evidence(name)``, the one loader of an experiment's evidence: the strongest complete committed bundle wins,
+an incomplete one is refused (or skipped for weaker evidence, saying so), a missing one names the command that makes
+it; and no chapter module reads a bundle with ``load_bundle`` behind its back."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mamba_recall import results
+
+SRC = Path(results.__file__).resolve().parents[1]
+COMMAND = "python -m mamba_recall.chapters.ch9_demo.runners.grid --preset {preset} --allow-long"
+
+
+def _save(directory: Path, preset: str, *, complete: bool = True, **data) -> None:
+    results.save_bundle(
+        f"ch9_grid_{preset}",
+        {"complete": complete, "jobs_finished": 9 if complete else 3, "jobs_total": 9, **data},
+        {"preset": preset},
+        command=COMMAND.format(preset=preset),
+        directory=directory,
+    )
+
+
+def test_the_strongest_complete_preset_wins_and_is_named(tmp_path):
+    said = []
+    _save(tmp_path, "ci")
+    assert results.evidence("ch9_grid", directory=tmp_path, log=said.append).name == "ch9_grid_ci"
+    _save(tmp_path, "cpu-hours")
+    assert results.evidence("ch9_grid", directory=tmp_path, log=said.append).name == "ch9_grid_cpu-hours"
+    _save(tmp_path, "paper")
+    assert results.evidence("ch9_grid", directory=tmp_path, log=said.append).name == "ch9_grid_paper"
+    assert said == ["using ch9_grid_ci", "using ch9_grid_cpu-hours", "using ch9_grid_paper"]
+    # a preset asked for is that preset's bundle, not the strongest one
+    assert results.evidence("ch9_grid", preset="ci", directory=tmp_path).name == "ch9_grid_ci"
+    assert results.evidence("ch9_grid", directory=tmp_path).name == "ch9_grid_paper"  # quiet by default
+
+
+def test_an_incomplete_bundle_is_refused_or_skipped_saying_so(tmp_path):
+    _save(tmp_path, "ci")
+    _save(tmp_path, "cpu-hours", complete=False)
+    with pytest.raises(results.BundleIncomplete, match=r"ch9_grid_cpu-hours is incomplete: 3 of 9 jobs") as info:
+        results.evidence("ch9_grid", preset="cpu-hours", directory=tmp_path)
+    assert COMMAND.format(preset="cpu-hours") in str(info.value)  # how to finish it
+    assert isinstance(info.value, results.BundleMissing)  # a reader may answer it with weaker evidence, saying so
+    said = []
+    assert results.evidence("ch9_grid", directory=tmp_path, log=said.append).name == "ch9_grid_ci"
+    assert said == ["using ch9_grid_ci; skipped ch9_grid_cpu-hours (incomplete: 3 of 9 jobs)"]
+    # a page that shows a running grid beside the evidence asks for it, and gets it as it is
+    partial = results.evidence("ch9_grid", preset="cpu-hours", directory=tmp_path, complete=False)
+    assert partial.data["complete"] is False
+    # nothing complete at all: refused, naming what was skipped and the command that finishes it
+    (tmp_path / "ch9_grid_ci.json").unlink()
+    with pytest.raises(results.BundleMissing, match="no complete bundle ch9_grid_<preset>") as info:
+        results.evidence("ch9_grid", directory=tmp_path)
+    assert "ch9_grid_cpu-hours (incomplete: 3 of 9 jobs)" in str(info.value)
+    assert COMMAND.format(preset="cpu-hours") in str(info.value)
+
+
+def test_lacks_skips_a_stronger_bundle_without_the_checked_cell(tmp_path):
+    """Tab. A.1's S4D±PE at T = 20 is in Chapter 3's ci grid, not in the cpu-hours one: the check asks for the cell."""
+    _save(tmp_path, "ci")
+    _save(tmp_path, "cpu-hours")
+    said = []
+    lacks = lambda b: "no T = 20 cell" if b.config["preset"] == "cpu-hours" else None  # noqa: E731
+    assert results.evidence("ch9_grid", directory=tmp_path, log=said.append, lacks=lacks).name == "ch9_grid_ci"
+    assert said == ["using ch9_grid_ci; skipped ch9_grid_cpu-hours (no T = 20 cell)"]
+
+
+def test_a_missing_bundle_names_the_command_that_makes_it(tmp_path):
+    _save(tmp_path, "ci")
+    with pytest.raises(results.BundleMissing, match="no result bundle ch9_grid_paper") as info:
+        results.evidence("ch9_grid", preset="paper", directory=tmp_path)
+    assert COMMAND.format(preset="paper") in str(info.value)  # the sibling's recorded command, its preset swapped
+    with pytest.raises(results.BundleMissing, match="no complete bundle ch9_other_<preset>.*make one with: "):
+        results.evidence("ch9_other", directory=tmp_path)
+    # the committed results: a preset never run names its runner's command at that preset
+    with pytest.raises(results.BundleMissing) as info:
+        results.evidence("ch2_fig7", preset="paper")
+    assert "runners.scaling --preset paper --parts fig7" in str(info.value)
+
+
+def test_a_corrupt_bundle_stops_instead_of_weaker_evidence(tmp_path):
+    _save(tmp_path, "ci")
+    _save(tmp_path, "cpu-hours")
+    (tmp_path / "ch9_grid_cpu-hours.json").write_text("{not json")
+    with pytest.raises(results.BundleError, match="corrupt") as info:
+        results.evidence("ch9_grid", directory=tmp_path)
+    assert not isinstance(info.value, results.BundleMissing)
+
+
+def test_data_keys_are_required(tmp_path):
+    _save(tmp_path, "ci", acc=0.5)
+    assert results.evidence("ch9_grid", preset="ci", directory=tmp_path, data_keys=("acc",)).data["acc"] == 0.5
+    with pytest.raises(results.BundleError, match=r"lacks data \['kappa'\]"):
+        results.evidence("ch9_grid", directory=tmp_path, data_keys=("kappa",))
+
+
+#: chapter modules that still read one bundle file directly, and why (the rest read through ``evidence``)
+LOAD_BUNDLE_ALLOWED = {
+    # a runner reads its own previous bundle's recorded seconds to estimate a grid (runners/ belong to the run-store
+    # refactor of issue 54, not to the loaders)
+    "chapters/ch2_hashing_scaling/runners/ensembles.py": "the runner's own recorded seconds",
+    # Chapter 5's long-budget and learning-rate-sweep readers were being rewritten by another change of issue 54 while
+    # the loaders moved to evidence(); they move to it next (long_budget_bundle is evidence("ch5_capacity_long"))
+    "chapters/ch5_synthesis/pipelines/synthesis.py": "long_budget_bundle (Chapter 5's rewrite)",
+    "chapters/ch5_synthesis/pipelines/budgets.py": "Chapter 5's rewrite",
+    "chapters/ch5_synthesis/runners/capacity.py": "the runner reads its learning-rate sweep (Chapter 5's rewrite)",
+}
+
+
+def test_no_chapter_module_reads_a_bundle_behind_evidence():
+    calls = {}
+    for path in sorted((SRC / "chapters").rglob("*.py")):
+        text = path.read_text()
+        found = re.findall(r"\b(load_bundle|load_strongest_bundle|load_preset_bundle)\(", text)
+        if found:
+            calls[path.relative_to(SRC).as_posix()] = sorted(set(found))
+    unlisted = {p: f for p, f in calls.items() if p not in LOAD_BUNDLE_ALLOWED or f != ["load_bundle"]}
+    assert not unlisted, (
+        f"chapter modules read bundles directly: {unlisted}; read them with mamba_recall.results.evidence(name) "
+        "(or list the module here with the reason)"
+    )
+    # the claims never do
+    assert not [p for p in calls if "/claims/" in p]
