@@ -98,6 +98,7 @@ NEEDS_CHECKOUT = {
     "reproduce": "results/manifest.json",
     "manifest": "results/manifest.json",
     "plan": "results/runs",
+    "grid": "results/runs",
     "dataset": "results/runs",
 }
 #: the modules of the ``book`` extra each notebook command imports (papermill starts ipykernel's kernels)
@@ -215,8 +216,8 @@ def lab(argv: list[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The parser of every subcommand (``plan`` parses its own options; its entry here is for ``--help``), described
-    by the first paragraph of the package's docstring."""
+    """The parser of every subcommand (``plan`` and ``grid`` parse their own options; their entries here are for
+    ``--help``), described by the first paragraph of the package's docstring."""
     description = sys.modules[__package__].__doc__.split("\n\n")[0]
     parser = argparse.ArgumentParser(prog="python -m mamba_recall", description=description)
     parser.add_argument("--version", action="version", version=f"mamba_recall {__version__}")
@@ -294,6 +295,9 @@ def _parser() -> argparse.ArgumentParser:
         help="with --write: remove these entries whose results were deleted on purpose (others stay, reported missing)",
     )
     sub.add_parser("plan", help="every run-store grid at a preset: jobs finished and left, CPU-hours, command")
+    sub.add_parser(
+        "grid", help="run one declared experiment through the run store and write its bundle (grid NAME --preset P)"
+    )
     p_dataset = sub.add_parser(
         "dataset", help="check that results/dataset (every committed run as one Parquet table) matches results/runs"
     )
@@ -307,12 +311,16 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["plan"], ["lab"]):  # parse their own options
+    if argv[:1] in (["plan"], ["lab"], ["grid"]):  # parse their own options
         try:
             if "-h" not in argv and "--help" not in argv:
                 check_ready(argv[0])
             if argv[0] == "lab":
                 return lab(argv[1:])
+            if argv[0] == "grid":
+                from ._grid import main as grid
+
+                return grid(argv[1:])
             from .. import plan
 
             return plan.main(argv[1:])

@@ -1,0 +1,152 @@
+"""Experiments declared once (issue 54): the one registry (:mod:`mamba_recall.experiment`), what ``plan`` lists and
+the one command ``python -m mamba_recall grid``."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import joblib
+import pytest
+
+from mamba_recall import experiment as registry
+from mamba_recall import plan
+from mamba_recall.cli import _grid
+from mamba_recall.experiment import Experiment, experiments
+from mamba_recall.paths import RESULTS_DIR
+from mamba_recall.presets import ALL_PRESETS
+from mamba_recall.runners import chapter_modules
+from mamba_recall.runstore import make_job
+
+
+def _grids_at(e: Experiment) -> dict[str, list[dict]]:
+    """The experiment's run-store jobs at each preset where it has a grid."""
+    out = {}
+    for preset in ALL_PRESETS:
+        try:
+            out[preset] = e.grid_jobs(preset)
+        except (KeyError, ValueError):
+            continue
+    return out
+
+
+def test_every_declared_experiment_has_a_unique_name_and_comes_from_its_chapter_s_list():
+    names = [e.name for e in experiments()]
+    assert len(names) == len(set(names)) > 20
+    declared = [e.name for m in chapter_modules("experiments").values() for e in m.EXPERIMENTS]
+    assert names == declared  # the registry is the chapters' lists, in chapter order, nothing else
+    assert {"ch1_mechanism", "ch2_trained_dn", "ch3_keep_nth", "ch4_edge", "ch5_capacity"} <= set(names)
+    for e in experiments():
+        assert e.bundle("cpu-hours") == f"{e.name}_cpu-hours"
+        assert e.command("ci") == f"python -m mamba_recall grid {e.name} --preset ci --allow-long"
+
+
+def test_every_experiment_s_jobs_are_config_seed_pairs_keyed_as_the_run_store_keys_them():
+    with_grids = 0
+    for e in experiments():
+        grids = _grids_at(e)  # none yet for a grid made from another's committed bundle (ch5_capacity_tuned)
+        with_grids += bool(grids)
+        assert set(grids) <= set(e.sizes), f"{e.name}: a grid at a preset its sizes do not declare"
+        for preset, jobs in grids.items():
+            pairs = e.jobs(preset)
+            assert len(pairs) == len(jobs) > 0
+            for (config, seed), job in zip(pairs, jobs):
+                assert isinstance(config, dict) and isinstance(seed, int) and not isinstance(seed, bool)
+                json.dumps(config)  # resolved: plain JSON, nothing left to a default object
+                joblib.hash(config)
+                assert make_job(e.name, config, seed)["key"] == job["key"]
+            assert len({j["key"] for j in jobs}) == len(jobs), f"{e.name} at {preset} lists a job twice"
+    assert with_grids >= 25
+
+
+def test_every_job_function_resolves_and_every_metric_is_in_a_committed_run():
+    def keys(obj):
+        if isinstance(obj, dict):
+            return set(obj) | {k for v in obj.values() for k in keys(v)}
+        if isinstance(obj, list):
+            return {k for v in obj for k in keys(v)}
+        return set()
+
+    checked = 0
+    for e in experiments():
+        for ref in filter(None, (e.run_job, e.members_job)):
+            module, _, name = ref.partition(":")
+            assert callable(getattr(importlib.import_module(module), name)), ref
+        assert e.metrics, f"{e.name} declares no metrics"
+        runs = sorted((RESULTS_DIR / "runs" / e.name).glob("*.json"))
+        if runs:
+            recorded = set().union(*(keys(json.loads(r.read_text())["result"]) for r in runs))
+            missing = set(e.metrics) - recorded
+            assert not missing, f"{e.name}: metrics {sorted(missing)} are in none of its committed runs"
+            checked += 1
+    assert checked >= 20
+
+
+def test_plan_lists_exactly_the_registry():
+    grids = plan.grids()
+    assert [g.experiment for g in grids] == [e.name for e in experiments()]
+    table = plan.plan("cpu-hours", store=RESULTS_DIR / "runs")
+    planned = table[table.note == ""]
+    assert set(planned.bundle) == {e.bundle("cpu-hours") for e in experiments() if "cpu-hours" in _grids_at(e)}
+
+
+def _demo_experiment(written: list) -> Experiment:
+    def make_jobs(preset: str, smoke: bool = False) -> list[dict]:
+        if preset != "ci":
+            raise ValueError("the demo grid runs at ci only")
+        return [make_job("demo_grid", {"x": x, "sleep": 0}, s) for x in range(2) for s in range(2)]
+
+    def write(preset, *, store=None, smoke=False, log=print):
+        written.append((preset, store))
+        return "bundle"
+
+    return Experiment(
+        name="demo_grid",
+        sizes={"ci": {}},
+        make_jobs=make_jobs,
+        run_job="mamba_recall.runstore:demo_job",
+        write=write,
+        estimate=lambda left: (0.0, "the demo sleeps 0 s"),
+        metrics=("value",),
+    )
+
+
+def test_grid_runs_an_experiment_into_a_store_writes_its_bundle_and_resumes(tmp_path, monkeypatch, capsys):
+    written: list = []
+    demo = _demo_experiment(written)
+    monkeypatch.setattr(_grid, "experiment_named", lambda name: demo if name == "demo_grid" else None)
+    monkeypatch.setattr(_grid, "experiments", lambda: (demo,))
+    store = tmp_path / "runs"
+    argv = ["demo_grid", "--preset", "ci", "--store", str(store), "--no-estimate"]
+    assert _grid.main(argv) == 0
+    assert "4 jobs: 0 finished (skipped), 4 left" in capsys.readouterr().out
+    files = sorted((store / "demo_grid").glob("*.json"))
+    assert [f.stem for f in files] == sorted(j["key"] for j in demo.grid_jobs("ci"))
+    assert json.loads(files[0].read_text())["runner"] == "mamba_recall.runstore:demo_job"
+    mtimes = [f.stat().st_mtime_ns for f in files]
+    assert _grid.main(argv) == 0  # the same command again: nothing left to run, the bundle rewritten
+    assert "4 jobs: 4 finished (skipped), 0 left" in capsys.readouterr().out
+    assert [f.stat().st_mtime_ns for f in files] == mtimes
+    assert written == [("ci", store), ("ci", store)]
+    with pytest.raises(SystemExit):
+        _grid.main(["demo_grid", "--preset", "paper", "--store", str(store)])
+    assert "demo_grid has no run-store grid at preset paper: the demo grid runs at ci only" in capsys.readouterr().err
+
+
+def test_grid_runs_a_chapter_s_ci_experiment_smoke_capped_and_resumes(tmp_path, capsys):
+    store = tmp_path / "runs"
+    argv = ["ch2_trained_dn", "--preset", "ci", "--smoke", "--store", str(store), "--no-estimate"]
+    assert _grid.main(argv) == 0
+    jobs = registry.experiment_named("ch2_trained_dn").grid_jobs("ci", smoke=True)
+    assert f"{len(jobs)} jobs: 0 finished (skipped), {len(jobs)} left" in capsys.readouterr().out
+    assert sorted(f.stem for f in (store / "ch2_trained_dn").glob("*.json")) == sorted(j["key"] for j in jobs)
+    assert (tmp_path / "ch2_trained_dn_ci_smoke.json").is_file()  # the bundle beside the scratch store
+    assert _grid.main(argv) == 0
+    assert f"{len(jobs)} jobs: {len(jobs)} finished (skipped), 0 left" in capsys.readouterr().out
+
+
+def test_grid_names_the_declared_experiments_for_an_unknown_one(capsys):
+    with pytest.raises(SystemExit):
+        _grid.main(["ch9_nothing", "--preset", "ci"])
+    err = capsys.readouterr().err
+    assert "no experiment named 'ch9_nothing'" in err and "ch2_trained_dn" in err
