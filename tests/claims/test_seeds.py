@@ -141,3 +141,22 @@ def test_no_other_module_computes_a_t_quantile():
         "\n".join(offenders)
     )
     assert pattern.search(SHARED.read_text())  # the check looks for what the shared module does use
+
+
+def test_over_seeds_measures_each_seed_of_a_table_and_combines_them():
+    import pandas as pd
+
+    from mamba_recall.claims.core import over_seeds
+
+    runs = pd.DataFrame({"seed": [2, 0, 1, 0, 1, 2], "accuracy": [0.9, 1.0, 0.98, 1.0, 0.98, 0.9]})
+    seen = []
+
+    def one(t):
+        seen.append(sorted(set(t.seed)))
+        return _m(acc=float(t.accuracy.mean()))
+
+    m = over_seeds(runs, one, bounds={"acc": (0, 1)})
+    assert seen == [[0], [1], [2]] and m.per_seed["acc"] == [1.0, 0.98, 0.9] and m.evidence.seeds == 3
+    assert m.intervals["acc"] == (mean_interval([1.0, 0.98, 0.9])["ci_low"], 1.0)
+    whole = over_seeds(runs.drop(columns="seed"), lambda t: _m(acc=float(t.accuracy.mean())))
+    assert whole.intervals == {} and whole.per_seed["acc"] == [pytest.approx(0.96)]  # no seed column: one seed

@@ -38,9 +38,10 @@ inconclusive from either side.
 The code is split by responsibility; import every name from here (``from mamba_recall.claims.core import judge``):
 ``_types`` holds the data and the condition language (:class:`Cond`, :class:`Rule`, :class:`Evidence`,
 :class:`Measurement`, :class:`Control`, :class:`Claim`, :class:`Verdict`), the printing helpers and the registry;
-``_judge`` the judging (:func:`decide`, :func:`judge`, :func:`audit_controls`, :func:`across_seeds`, :func:`check`,
-:func:`check_seeds`, :func:`check_stored`); ``_records`` the records (:func:`measurement_record`,
-:func:`measurement_from_record`, :func:`not_run_verdict`, :func:`record_verdict`, :func:`load_verdicts`).
+``_judge`` the judging (:func:`decide`, :func:`judge`, :func:`audit_controls`, :func:`across_seeds`,
+:func:`over_seeds`, :func:`check`, :func:`check_seeds`, :func:`check_stored`); ``_records`` the records
+(:func:`measurement_record`, :func:`measurement_from_record`, :func:`not_run_verdict`, :func:`record_verdict`,
+:func:`load_verdicts`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from ._judge import (
     inputs_of,
     interval_crossings,
     judge,
+    over_seeds,
 )
 from ._tex import tex_to_unicode
 from ._records import load_verdicts, measurement_from_record, measurement_record, not_run_verdict, record_verdict
@@ -115,6 +117,7 @@ __all__ = [
     "Rule",
     "Verdict",
     "across_seeds",
+    "over_seeds",
     "audit_controls",
     "badge",
     "below",

@@ -395,6 +395,17 @@ def across_seeds(ms: list[Measurement], names: list[str] | None = None, *, bound
     )
 
 
+def over_seeds(runs, measure_one, *, bounds=None) -> Measurement:
+    """A claim's measurement on a table of runs with a ``seed`` column: ``measure_one`` (a table of one seed's runs
+    → its :class:`Measurement`) on each seed's rows, in seed order, combined by :func:`across_seeds` (``bounds``: the
+    metrics' declared ranges). A table without ``seed`` is one seed (``seed 0``)."""
+    if "seed" not in runs:
+        return across_seeds([measure_one(runs)], ["seed 0"], bounds=bounds)
+    seeds = sorted(set(runs.seed))
+    ms = [measure_one(runs[runs.seed == s]) for s in seeds]
+    return across_seeds(ms, [f"seed {s}" for s in seeds], bounds=bounds)
+
+
 def check_seeds(
     claim_id: str,
     inputs: list[tuple],

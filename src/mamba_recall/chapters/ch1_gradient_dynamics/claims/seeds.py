@@ -29,6 +29,12 @@ K1_CLAIMS = (
     "000/Fig8",
 )
 SPIKE_CLAIM = {"k2": "000/Fig5", "k4": "000/Fig6"}
+#: The declared range of the numbers of these claims that are accuracies or fractions (in [0, 1]): each one's 95 %
+#: interval over seeds is clipped to it (core's ``across_seeds``); the others (ratios, differences) are not clipped.
+RANGES = {
+    m: (0.0, 1.0)
+    for m in ("accuracy", "train_accuracy", "accuracy_held_except_writes", "accuracy_intervened", "fraction_within")
+}
 
 
 def measure_model(
@@ -150,7 +156,8 @@ def _full_seed_record(checkpoint: str) -> dict:
 
 def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs):
     """The verdict of ``claim_id`` on the strongest committed evidence, through core's one path
-    (:func:`~mamba_recall.claims.core.check_stored` → ``across_seeds`` → ``judge``): the per-seed records of the
+    (:func:`~mamba_recall.claims.core.check_stored` → ``across_seeds``, with the ranges of :data:`RANGES` → ``judge``):
+    the per-seed records of the
     cpu-hours bundle ``seeds`` (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.load_seeds`, :func:`seed_records`). Without a bundle (``None``) or without this
     claim in it, the one-seed measurement on ``args`` (:func:`~mamba_recall.claims.core.check`), which core reads
     *inconclusive* for a trained claim whichever way its numbers point."""
@@ -161,7 +168,7 @@ def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs)
         return check(claim_id, *args, record=record, **kwargs)
     if claim_id in SPIKE_CLAIM.values():
         found = learned_seeds(*found)
-    return check_stored(claim_id, *found, record=record)
+    return check_stored(claim_id, *found, record=record, bounds=RANGES)
 
 
 #: Figs. 5–6 probe trained models: a seed enters the spike verdict when it learned the task (held-out query accuracy

@@ -56,10 +56,12 @@ def _claims_table(runs: list[dict]) -> tuple[pd.DataFrame, dict]:
 
 def _claim_rows(cid: str, model: str, records: list[dict], names: list[str]) -> list[dict]:
     """One row per number of claim ``cid`` on ``model``'s per-seed ``records``: its mean over the seeds, 95 % interval
-    and per-seed values, combined by :func:`~mamba_recall.claims.core.across_seeds`."""
+    and per-seed values, combined as the verdict combines them (:func:`~mamba_recall.claims.core.across_seeds` with
+    the chapter's declared ranges, :data:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.RANGES`)."""
     from mamba_recall.claims.core import across_seeds, measurement_from_record
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds import RANGES
 
-    m = across_seeds([measurement_from_record(d) for d in records], names)
+    m = across_seeds([measurement_from_record(d) for d in records], names, bounds=RANGES)
     return [
         dict(
             claim=cid,

@@ -103,10 +103,12 @@ def strongest_fig_bundle(part: str, fallback=None, log=lambda m: None):
 
 
 def _seed_views(bundle) -> list:
-    """One view of a run-store bundle per seed, in the layout of the ci bundle (the per-run accuracy as ``acc``, or
-    ``mean`` for Tab. 10; MHA heads with full-width values as pattern ``MHA-full``), so each seed is read by the
-    same function as the ci grid."""
-    from types import SimpleNamespace
+    """``(seed, bundle)`` per seed of a run-store bundle: a :class:`~mamba_recall.results.Bundle` with the bundle's
+    name, data, provenance, path and command holding that seed's runs alone, in the layout of the ci bundle (the
+    per-run accuracy as ``acc``, or ``mean`` for Tab. 10; MHA heads with full-width values as pattern ``MHA-full``),
+    so each seed is read by the same function as the ci grid and the seeds are combined by core's
+    ``across_seeds``."""
+    from mamba_recall.results import Bundle
 
     part, runs = bundle.config["part"], bundle.tables["runs"]
     table = runs.rename(columns={"best_accuracy": "mean" if part == "tab10" else "acc"})
@@ -120,13 +122,14 @@ def _seed_views(bundle) -> list:
     return [
         (
             int(seed),
-            SimpleNamespace(
+            Bundle(
                 name=bundle.name,
                 config=cfg,
-                tables={_PART_TABLE[part]: t.drop(columns="seed").reset_index(drop=True)},
-                provenance=bundle.provenance,
-                path=bundle.path,
                 data=bundle.data,
+                provenance=bundle.provenance,
+                command=getattr(bundle, "command", ""),
+                tables={_PART_TABLE[part]: t.drop(columns="seed").reset_index(drop=True)},
+                path=bundle.path,
             ),
         )
         for seed, t in table.groupby("seed", sort=True)

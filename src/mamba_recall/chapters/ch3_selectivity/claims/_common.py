@@ -1,5 +1,6 @@
 """What several sections of Chapter 3 share: the book sections the claims name, the thresholds, the one path from
-trained models to a verdict (:func:`_per_seed`, :func:`_chance_null`, :func:`_summary`), and the paper's sentence
+trained models to a verdict (:func:`_per_seed`, core's :func:`~mamba_recall.claims.core.over_seeds`;
+:func:`_chance_null`, :func:`_summary`), and the paper's sentence
 each claim tests (:data:`QUOTES`, one table, attached to every claim when :mod:`mamba_recall.chapters.ch3_selectivity.claims` registers
 them). Private to the package: its modules import these names; code outside imports the package's public names.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mamba_recall.claims.core import Control, Measurement, across_seeds
+from mamba_recall.claims.core import Control, Measurement, over_seeds
 from mamba_recall.runners import runner_command
 
 SOLVED = 0.99  # a trained model solves a task (paper: 1.00)
@@ -22,14 +23,10 @@ RUN_KEEP = (
 )
 
 
-def _per_seed(runs, measure_one) -> Measurement:
-    """The claim's measurement on each seed's runs alone (``measure_one(runs of one seed)``, a Measurement with that
-    model's numbers), combined by :func:`~mamba_recall.claims.core.across_seeds`: the chapter's single path from
-    trained models to a verdict. A table without ``seed`` is one seed."""
-    if "seed" not in runs:
-        return across_seeds([measure_one(runs)], ["seed 0"])
-    seeds = sorted(set(runs.seed))
-    return across_seeds([measure_one(runs[runs.seed == s]) for s in seeds], [f"seed {s}" for s in seeds])
+#: The claim's measurement on each seed's runs alone (``measure_one(runs of one seed)``, a Measurement with that
+#: model's numbers), combined over seeds by core (:func:`~mamba_recall.claims.core.over_seeds` →
+#: ``across_seeds``): the chapter's single path from trained models to a verdict. A table without ``seed`` is one seed.
+_per_seed = over_seeds
 
 
 def _chance_null(runs, chance, measure_one, what: str) -> Control:
