@@ -7,6 +7,7 @@ say why in the commit."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -73,7 +74,7 @@ def test_typed_sizes_read_as_dicts_and_cap_each_field_as_declared():
                                draws=2, n=16, max_j=2)  # fmt: skip
     d = toy.as_dict()
     d["ds"].append(32)  # a copy: the preset is not changed through what a caller reads
-    assert toy.ds == [4, 8, 16] and toy.replace(steps=10).steps == 10 and toy.steps == 2000
+    assert toy.ds == [4, 8, 16] and dataclasses.replace(toy, steps=10).steps == 10 and toy.steps == 2000
     assert _toy(lr=1).lr == 1  # a float field takes an int
 
 

@@ -9,8 +9,9 @@ annotation, so a typo or a wrong type in a preset fails at import with the field
 
 Why frozen dataclasses and not pydantic models: a preset is a handful of numbers and lists whose checks are a few
 lines (:func:`_check`), the training recipe (:class:`mamba_recall.train.Recipe`) is a frozen dataclass already, and
-the library takes no dependency for what the standard library does; ``dataclasses.replace`` gives the variants
-(one preset from another) that the chapters' dict literals built with ``{**base, ...}``.
+the library takes no dependency for what the standard library does. A preset states only what differs from another:
+``dataclasses.replace(base, <the fields that differ>)`` (checked like a new preset), and a kind of sizes that adds
+fields to another extends its class (Chapter 4's ``EdgeRecipe`` is an ``SModelRecipe`` with filler gaps).
 
 The smoke caps (the rule of the module docstring of :mod:`mamba_recall.presets`, declared per field instead of
 guessed from the key's name):
@@ -28,7 +29,6 @@ guessed from the key's name):
 from __future__ import annotations
 
 import copy
-import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field, fields
@@ -169,7 +169,3 @@ class Sizes:
     def smoke(self) -> dict:
         """:meth:`as_dict` with every field capped as it declares (``size(smoke=...)``)."""
         return {f.name: _plain(_cap(f.metadata.get("smoke", KEEP), getattr(self, f.name))) for f in self._given()}
-
-    def replace(self, **changes) -> Sizes:
-        """A copy with ``changes`` (``dataclasses.replace``, checked like a new preset)."""
-        return dataclasses.replace(self, **changes)

@@ -148,8 +148,10 @@ def long_budget(sizes: Capacity) -> Capacity:
     """``sizes`` at the long budget: steps ×:data:`LONG_FACTOR` with warm-up and hold stretched alike (the cosine
     takes the rest), evaluations ×:data:`LONG_EVAL_FACTOR` apart; the grid, the recipe's other numbers and the
     stopping thresholds unchanged."""
-    recipe = sizes.recipe.replace(warmup=sizes.recipe.warmup * LONG_FACTOR, hold=sizes.recipe.hold * LONG_FACTOR)
-    return sizes.replace(steps=sizes.steps * LONG_FACTOR, eval_every=sizes.eval_every * LONG_EVAL_FACTOR, recipe=recipe)
+    recipe = replace(sizes.recipe, warmup=sizes.recipe.warmup * LONG_FACTOR, hold=sizes.recipe.hold * LONG_FACTOR)
+    return replace(
+        sizes, steps=sizes.steps * LONG_FACTOR, eval_every=sizes.eval_every * LONG_EVAL_FACTOR, recipe=recipe
+    )
 
 
 #: the learning rates of the per-cell sweep (``ch5_capacity_lr_sweep``) and the default one (paper 002's code)
