@@ -217,26 +217,18 @@ SCALING["cpu-hours"] = ScalingStore(
     # L = 320: the (B, L, L) attention form makes a step at L = 320 ≈ 11x dearer (0.6 s at Λ = 1), which would
     # leave one cell. At N_f = 16 and D = 64 one layer crosses from 0.24 (N = 2) to 0.90 (N = 8) (ch2_trained_dn),
     # so N ∈ {2, 4} × Λ ∈ {1, 2, 4} puts two groups of equal Λ·N (4 and 8) inside the transition.
-    multilayer=ScalingMultilayer(
-        V=512,
-        Nf=16,
-        L=64,
-        D=64,
-        Ns=[2, 4],
-        layers=[1, 2, 4],
-        steps=1000,
-        seeds=3,
-    ),
+    multilayer=replace(SCALING["paper"].multilayer, Nf=16, L=64, Ns=[2, 4], layers=[1, 2, 4], steps=1000),
     # Figs. 10-11 (App. G): the paper's V = 128, N_f = 8, D = 64, batch 128; one state size N = 16 of its five
     # (4-64); cells (task, repeats, layers, post-query tokens): N_k, N_q = 2 with 1-2 layers, N_k = 3 with 1-3 layers
     # (Fig. 10 needs 3 layers there), N_q = 3 with 1-2 layers (Fig. 11: 2 layers already recall), and N_q = 2 with
     # value tokens after every query, the sequences Remark 5's 3/4 assumes (the generator's default pads with
     # tokens from the whole vocabulary); L = 2 N_f (repeats + 1).
-    repetition=ScalingRepetition(
-        V=128,
-        Nf=8,
-        D=64,
+    repetition=replace(
+        SCALING["paper"].repetition,
         N=16,
+        layers=None,
+        Nk=None,
+        Nq=None,
         cells=[
             ["repeated_keys", 2, 1, "full"],
             ["repeated_keys", 2, 2, "full"],
@@ -251,8 +243,6 @@ SCALING["cpu-hours"] = ScalingStore(
             ["repeated_queries", 2, 2, "values"],
         ],
         steps=1000,
-        seeds=3,
-        batch=128,
     ),
     # Tab. 10 (App. K): every row at the paper's V = 128, N_f = 16, L = 64, D = 64, N = 16, batch 128 (Base and A at
     # half batch for twice the steps, as App. K), 3 seeds; 1000 steps instead of 4000 (early stop at 0.999).

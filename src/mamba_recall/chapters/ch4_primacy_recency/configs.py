@@ -108,25 +108,25 @@ class Ucurve(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Channels(Sizes):
+class Mamba2Heads(Sizes):
+    """An ablation probe (App. F's heads): the model, the identification length, the lengths, contexts per length,
+    random controls per ablation and the identification threshold."""
+
     model: str = size()
     L_ident: int = size()
     Ls: list[int] = size(AXIS)
     n: int = size(SAMPLES)
     n_random: int = size(COUNT)
     tau: float = size()
-    p: float = size()
-    transfer_L: int = size()
 
 
 @dataclass(frozen=True, kw_only=True)
-class Mamba2Heads(Sizes):
-    model: str = size()
-    L_ident: int = size()
-    Ls: list[int] = size(AXIS)
-    n: int = size(SAMPLES)
-    n_random: int = size(COUNT)
-    tau: float = size()
+class Channels(Mamba2Heads):
+    """The long-term channels' probe (§4.1-4.2): the ablation probe with the channels' threshold ``p`` and the
+    transfer tasks' length."""
+
+    p: float = size()
+    transfer_L: int = size()
 
 
 @dataclass(frozen=True, kw_only=True)
