@@ -126,3 +126,22 @@ def test_no_chapter_module_reads_a_bundle_behind_evidence():
     )
     # the claims never do
     assert not [p for p in calls if "/claims/" in p]
+
+
+def test_load_model_is_the_one_checkpoint_model_loader(tmp_path):
+    """A checkpoint's model: the pair checked, built by the chapter's constructor from its sidecar, weights loaded."""
+    import torch
+
+    torch.manual_seed(0)
+    saved = torch.nn.Linear(3, 2)
+    path = results.save_checkpoint(
+        tmp_path / "ch9_demo_ci.pt", saved.state_dict(), {"config": {"d_in": 3, "d_out": 2}}, command="make ch9"
+    )
+    build = lambda m: torch.nn.Linear(m["config"]["d_in"], m["config"]["d_out"])  # noqa: E731
+    model, meta = results.load_model(path, build, regenerate="x")
+    assert not model.training and meta["config"] == {"d_in": 3, "d_out": 2}
+    assert torch.equal(model.weight, saved.weight) and torch.equal(model.bias, saved.bias)
+    with pytest.raises(RuntimeError, match="size mismatch"):  # a constructor that does not fit the weights stops
+        results.load_model(path, lambda m: torch.nn.Linear(4, 2), regenerate="x")
+    with pytest.raises(results.CheckpointMissing, match="make ch9 --again"):
+        results.load_model(tmp_path / "ch9_other_ci.pt", lambda m: None, regenerate="make ch9 --again")

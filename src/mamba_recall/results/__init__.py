@@ -49,7 +49,8 @@ The modules, this package's internals (import every name from ``mamba_recall.res
   committed bundle, or that preset's; else :class:`BundleMissing` / :class:`BundleIncomplete` naming the command
   that makes it, :func:`make_command`). Chapters read their bundles through it, never through ``load_bundle``;
   :func:`load_preset_bundle` is it at the run's preset, falling back to ``ci`` and saying so (a page's own figures);
-* ``_checkpoints``: :func:`checkpoint_file`, :func:`save_checkpoint`, :func:`read_checkpoint`.
+* ``_checkpoints``: :func:`checkpoint_file` (the one name), :func:`save_checkpoint`, :func:`read_checkpoint` (a checked
+  pair) and :func:`load_model` (the model of a checkpoint, built by the chapter's constructor: the one model loader).
 
 Process state lives in one place each: the command's git state in ``_records`` (read through
 :func:`command_git_state`), the smoke folder in ``_bundles`` (read through :func:`smoke_active`). A test that patches
@@ -91,4 +92,11 @@ from ._bundles import (
     written_path,
 )
 from ._evidence import EVIDENCE_ORDER, BundleIncomplete, evidence, load_preset_bundle, make_command
-from ._checkpoints import CHECKPOINT_DIR, checkpoint_file, read_checkpoint, rename_checkpoint, save_checkpoint
+from ._checkpoints import (
+    CHECKPOINT_DIR,
+    checkpoint_file,
+    load_model,
+    read_checkpoint,
+    rename_checkpoint,
+    save_checkpoint,
+)

@@ -169,6 +169,18 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
     return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True), sidecar
 
 
+def load_model(path: str | Path, build, *, regenerate: str) -> tuple[torch.nn.Module, dict]:
+    """The model of a committed checkpoint whose ``.pt`` is its state dict: ``(model in eval mode, sidecar)``. The
+    pair is checked by :func:`read_checkpoint` (errors name ``regenerate``, the command that makes it), the model is
+    made by ``build(sidecar)`` (the chapter's constructor, from the config and seed its sidecar records) and loaded
+    with the saved weights, every key matching. The one model loader of the chapters' checkpoints: they differ only
+    in their path (:func:`checkpoint_file`) and constructor."""
+    state, sidecar = read_checkpoint(path, regenerate=regenerate)
+    model = build(sidecar)
+    model.load_state_dict(state)
+    return model.eval(), sidecar
+
+
 def _shown(path: Path) -> str:
     """``path`` relative to the results folder's parent (``results/checkpoints/x.pt``) where it lies under it."""
     try:

@@ -72,11 +72,12 @@ def save_checkpoint(model: torch.nn.Module, name: str, config: dict, command: st
 
 
 def load_checkpoint(name: str, model_factory):
-    """Load results/checkpoints/<name>.pt after checking its hash against the sidecar; returns (model, config)."""
-    state, meta = results.read_checkpoint(CHECKPOINT_DIR / f"{name}.pt", regenerate=REGENERATE)
-    model = model_factory(meta["config"])
-    model.load_state_dict(state)
-    return model.eval(), meta["config"]
+    """Load results/checkpoints/<name>.pt after checking its hash against the sidecar
+    (:func:`~mamba_recall.results.load_model`); returns (model, config)."""
+    model, meta = results.load_model(
+        CHECKPOINT_DIR / f"{name}.pt", lambda meta: model_factory(meta["config"]), regenerate=REGENERATE
+    )
+    return model, meta["config"]
 
 
 def recipe_fields(cfg: dict, data_key: int, *, lr: float | None = None) -> dict:
