@@ -40,6 +40,7 @@ __all__ = [
     "live_capacity_explorer",
     "profile_chart",
     "state_chart",
+    "sweep_table",
     "profile_frame",
     "theory_table",
 ]
@@ -230,6 +231,29 @@ def law_error_table(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
     )
     order = list(dict.fromkeys(t.budget))
     return t.pivot(index="theory", columns="budget", values="error")[order].reindex(list(dict.fromkeys(t.theory)))
+
+
+def sweep_table(preset: str = "cpu-hours") -> pd.DataFrame:
+    """The learning-rate sweep as declared at ``preset`` (``ch5_capacity_lr_sweep``'s sizes): per cell, the κ of its
+    one probe, its L, the rates swept and the steps (the long schedule)."""
+    from mamba_recall.chapters.ch5_synthesis.configs import LR_SWEEP
+    from mamba_recall.presets import experiment
+
+    s = experiment(LR_SWEEP, preset)
+    rates = ", ".join(f"{lr:g}" + (" (default)" if lr == s["default_lr"] else "") for lr in s["lrs"])
+    return pd.DataFrame(
+        [
+            {
+                "cell (Λ, D, N)": f"({layers}, {D}, {N})",
+                "probe at κ": kappa,
+                "L": s["L_per_kappa"] * kappa,
+                "rates": rates,
+                "seed": 0,
+                "steps": s["steps"],
+            }
+            for layers, D, N, kappa in s["sweep_cells"]
+        ]
+    )
 
 
 def convergence_charts(short, long=None) -> alt.VConcatChart:

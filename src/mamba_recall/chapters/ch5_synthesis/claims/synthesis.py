@@ -612,7 +612,7 @@ def budget_summary(verdicts: dict, bundle, other=None) -> pd.DataFrame:
             "verdict": v.status + (" (budget-bound)" if v.reason.startswith("budget-bound") else ""),
             "the declared rule alone": alone.group(1) if alone else v.status,
         }
-        if other is not None:
+        if other is not None and other is not bundle:
             o = budget_reading(cid, other)
             row[f"converged at {budget_label(other)}"] = (
                 f"{1 - o['share']:.0%} of {o['probes']}" if o["probes"] else "no probe yet"

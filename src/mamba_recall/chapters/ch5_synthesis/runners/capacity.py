@@ -162,6 +162,11 @@ def jobs_for(preset: str, smoke: bool = False, budget: str = "paper002") -> list
     return jobs
 
 
+def tuned_command(preset: str = "cpu-hours") -> str:
+    """The command that runs the long grid at the rates the sweep picked, at ``preset``."""
+    return f"{runner_command('ch5_capacity')} --preset {preset} --budget tuned --allow-long --jobs 2"
+
+
 def sweep_command(preset: str = "cpu-hours") -> str:
     """The command that runs the per-cell learning-rate sweep at ``preset``."""
     return f"{runner_command('ch5_capacity')} --preset {preset} --budget long --lr-sweep --allow-long"
