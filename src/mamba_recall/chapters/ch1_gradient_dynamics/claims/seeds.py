@@ -79,13 +79,11 @@ def measure_model(
 
 def _seed_model(checkpoint: str, build, regenerate: str):
     """(model in eval mode, sidecar with its ``checkpoint``) of one committed seed checkpoint (its sha256 checked),
-    the model made by ``build(config, seed)`` and loaded with the saved weights."""
-    from mamba_recall.results import read_checkpoint
+    the model made by ``build(config, seed)`` and loaded with the saved weights (:func:`~mamba_recall.results.load_model`)."""
+    from mamba_recall.results import load_model
 
-    state, meta = read_checkpoint(REPO_ROOT / checkpoint, regenerate=regenerate)
-    model = build(meta["config"], meta["seed"])
-    model.load_state_dict(state)
-    return model.eval(), {**meta, "checkpoint": checkpoint}
+    model, meta = load_model(REPO_ROOT / checkpoint, lambda m: build(m["config"], m["seed"]), regenerate=regenerate)
+    return model, {**meta, "checkpoint": checkpoint}
 
 
 @functools.lru_cache(maxsize=None)
