@@ -22,19 +22,19 @@ __all__ = [
 
 
 def long_bundle(log=print):
-    """The long budget's committed bundle (``ch5_capacity_long``: ``paper``, then ``cpu-hours``), complete or
-    partial, or None when none is committed (the page then shows its command and cost). An incomplete bundle that
-    does not say it is partial was not written by ``--partial`` and is refused with the command that remakes it."""
-    from mamba_recall.results import RESULTS_DIR, load_bundle
+    """The long budget's committed bundle (``ch5_capacity_long``, the strongest preset's, through
+    :func:`mamba_recall.results.evidence`), complete or partial, or None when none is committed (the page then shows
+    its command and cost). An incomplete bundle that does not say it is partial was not written by ``--partial`` and
+    is refused with the command that remakes it (:func:`partial_label`)."""
+    from mamba_recall.results import BundleMissing, evidence
 
-    for preset in ("paper", "cpu-hours"):
-        path = RESULTS_DIR / f"ch5_capacity_long_{preset}.json"
-        if path.exists():
-            b = load_bundle(path)
-            partial_label(b)  # an unmarked incomplete bundle stops here
-            log(f"long budget: ch5_capacity_long_{preset}" + (f", {partial_label(b)}" if partial_label(b) else ""))
-            return b
-    return None
+    try:
+        b = evidence("ch5_capacity_long", complete=False)
+    except BundleMissing:
+        return None
+    label = partial_label(b)  # an unmarked incomplete bundle stops here
+    log(f"long budget: {b.path.stem}" + (f", {label}" if label else ""))
+    return b
 
 
 def partial_label(bundle) -> str:

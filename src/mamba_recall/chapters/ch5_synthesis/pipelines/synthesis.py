@@ -35,7 +35,6 @@ __all__ = [
     "cell_capacity",
     "edge_probes",
     "evidence_bundles",
-    "long_budget_bundle",
     "layer_ratios",
     "power_fit",
     "two_factor_fit",
@@ -427,18 +426,3 @@ def evidence_bundles(log=print):
             partial = b
             break
     return strongest, partial
-
-
-def long_budget_bundle(log=print):
-    """The long budget's bundle (``ch5_capacity_long``; ``paper``, then ``cpu-hours``) if one is committed and
-    complete, else None (the page then shows the long budget as not run, with its command and cost)."""
-    from mamba_recall.results import RESULTS_DIR, load_bundle
-
-    for preset in ("paper", "cpu-hours"):
-        path = RESULTS_DIR / f"ch5_capacity_long_{preset}.json"
-        if path.exists():
-            b = load_bundle(path)
-            if b.data.get("complete"):
-                log(f"using ch5_capacity_long_{preset}")
-                return b
-    return None

@@ -275,19 +275,17 @@ def write_sweep_bundle(preset: str, *, store=None, smoke: bool = False, log=prin
 def tuned_rates(preset: str, smoke: bool = False) -> dict[tuple, float]:
     """``{(layers, D, N): rate}`` the complete committed sweep picked at ``preset``; ValueError naming the command that
     makes it when there is none (the tuned grid is made from the sweep, never from a default)."""
-    from mamba_recall.results import BundleMissing, load_bundle, smoke_results_dir
+    from mamba_recall.results import BundleMissing, evidence, smoke_results_dir
 
     name = f"{LR_SWEEP}_{preset}" + ("_smoke" if smoke else "")
-    try:
-        sweep = load_bundle(name, directory=smoke_results_dir() if smoke else None)
-    except BundleMissing:
-        sweep = None
-    if sweep is None or not sweep.data.get("complete"):
+    try:  # a smoke sweep's bundle is <name>_<preset>_smoke in the smoke folder
+        sweep = evidence(LR_SWEEP, preset=f"{preset}_smoke" if smoke else preset,
+                         directory=smoke_results_dir() if smoke else None)  # fmt: skip
+    except BundleMissing as exc:  # none, or not complete
         raise ValueError(
-            f"ch5_capacity_tuned at preset {preset}: its rates come from the complete sweep {name}, "
-            f"{'not complete' if sweep is not None else 'not there'}; run the sweep first: "
-            f"{sweep_command(preset)}{' --smoke' if smoke else ''}"
-        )
+            f"ch5_capacity_tuned at preset {preset}: its rates come from the complete sweep {name} ({exc}); run the "
+            f"sweep first: {sweep_command(preset)}{' --smoke' if smoke else ''}"
+        ) from None
     return {(int(r.layers), int(r.D), int(r.N)): float(r.lr) for r in sweep.tables["picked"].itertuples()}
 
 
