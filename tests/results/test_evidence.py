@@ -104,11 +104,6 @@ LOAD_BUNDLE_ALLOWED = {
     # a runner reads its own previous bundle's recorded seconds to estimate a grid (runners/ belong to the run-store
     # refactor of issue 54, not to the loaders)
     "chapters/ch2_hashing_scaling/runners/ensembles.py": "the runner's own recorded seconds",
-    # Chapter 5's long-budget and learning-rate-sweep readers were being rewritten by another change of issue 54 while
-    # the loaders moved to evidence(); they move to it next (long_budget_bundle is evidence("ch5_capacity_long"))
-    "chapters/ch5_synthesis/pipelines/synthesis.py": "long_budget_bundle (Chapter 5's rewrite)",
-    "chapters/ch5_synthesis/pipelines/budgets.py": "Chapter 5's rewrite",
-    "chapters/ch5_synthesis/runners/capacity.py": "the runner reads its learning-rate sweep (Chapter 5's rewrite)",
 }
 
 
@@ -124,8 +119,7 @@ def test_no_chapter_module_reads_a_bundle_behind_evidence():
         f"chapter modules read bundles directly: {unlisted}; read them with mamba_recall.results.evidence(name) "
         "(or list the module here with the reason)"
     )
-    # the claims never do
-    assert not [p for p in calls if "/claims/" in p]
+    assert not [p for p in calls if "/claims/" in p]  # no claim loads its own evidence
 
 
 def test_load_model_is_the_one_checkpoint_model_loader(tmp_path):
