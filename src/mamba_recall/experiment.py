@@ -6,8 +6,19 @@ function ``run_job(config, seed) -> dict``, the metrics its runs record, and how
 finished runs. Each chapter lists its experiments in one place, ``chapters/<chapter>/experiments.py``, as a tuple
 ``EXPERIMENTS``; :func:`experiments` reads those lists, in chapter order, by the same ``importlib`` scan of the
 chapter packages that finds the runners (:func:`mamba_recall.runners.chapter_modules`), so nothing imports upwards.
-``python -m mamba_recall plan`` lists the registry's grids, ``python -m mamba_recall grid <name> --preset P`` runs
-one (:mod:`mamba_recall.cli._grid`).
+``python -m mamba_recall plan`` lists the registry's grids; ``python -m mamba_recall grid <name> --preset P`` runs
+one (:func:`grid_command`)::
+
+    python -m mamba_recall grid ch2_trained_dn --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall grid ch3_mqar_figa3 --preset paper --allow-long --members 7 --engine ray
+    python -m mamba_recall grid ch4_edge_mix --preset ci --aggregate-only
+
+The jobs whose run file is missing run (``--jobs`` processes, or Ray tasks with ``--engine ray``), the finished ones
+are skipped, so the same command resumes; then the bundle ``results/<name>_<preset>.json`` is written from what is
+finished (:func:`mamba_recall.runstore.grid_main`: ``--smoke``, ``--aggregate-only``, ``--no-estimate``,
+``--store`` as every run-store runner). The jobs are the experiment's, so their run keys are those of the runner
+that ran it before: finished runs stay finished. A runner with one experiment is this command under its old name
+(:func:`grid_command` with ``name``).
 
 Where an experiment's name and the runner that ran it before the registry differ (``ch1_training`` runs
 ``ch1_mechanism``, ``ch1_wo``, ``ch1_full_mamba``, ``ch1_full_onehot`` and ``ch1_checkpoints``; ``ch2_scaling`` and
@@ -17,11 +28,13 @@ runner's short name and its ``--parts`` name: the grid's older command, and the 
 
 from __future__ import annotations
 
+import argparse
 import functools
+import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["Experiment", "experiments", "experiment_named", "sizes_from"]
+__all__ = ["Experiment", "experiments", "experiment_named", "grid_command", "run_experiment", "sizes_from"]
 
 
 def sizes_from(table: Mapping[str, Mapping[str, Any]], *names: str) -> dict[str, Any]:
@@ -134,3 +147,96 @@ def experiment_named(name: str) -> Experiment:
         if e.name == name:
             return e
     raise ValueError(f"no experiment named {name!r}; the declared ones are {', '.join(e.name for e in experiments())}.")
+
+
+def _no_bundle(preset, **kw) -> None:
+    """The bundle of a stage that is not the last: none (the experiment's bundle is written once, at the end)."""
+    return None
+
+
+def run_experiment(experiment: Experiment, args) -> object:
+    """Run ``experiment`` with the parsed options ``args`` (``--preset`` and the run store's,
+    :func:`mamba_recall.runstore.add_grid_args`): its stages in order (:attr:`Experiment.stages`, one by default),
+    then its bundle; returns what its ``write`` returns. A ``--smoke`` run's store is under ``_build/smoke/results``,
+    never ``results/runs``. ValueError (from its ``make_jobs``) when it has no grid at ``args.preset``."""
+    from .results import smoke_run_store
+    from .runstore import GridStage, grid_main
+
+    jobs = experiment.grid_jobs(args.preset, smoke=args.smoke)
+    stages = experiment.stages(jobs) if experiment.stages else [jobs]
+    members = getattr(args, "members", 1)
+    estimate = experiment.estimate
+    if experiment.members_job:
+        estimate = lambda left: experiment.estimate(left, members)  # noqa: E731 - times --members ensembles
+    what = f"{experiment.name} at preset {args.preset}"
+    last = len(stages) - 1
+    then = [
+        GridStage(
+            experiment.run_job,
+            stage,
+            experiment.write if i == last else _no_bundle,
+            estimate,
+            f"{what} (stage {i + 1} of {len(stages)})",
+            experiment.members_job,
+        )
+        for i, stage in enumerate(stages)
+        if i > 0
+    ]
+    return grid_main(
+        args,
+        experiment.run_job,
+        stages[0],
+        experiment.write if last == 0 else _no_bundle,
+        estimate=estimate,
+        what=what,
+        default_store=smoke_run_store(args.smoke),
+        then=then,
+        members_runner=experiment.members_job,
+    )
+
+
+def grid_command(
+    argv: Sequence[str] | None = None,
+    *,
+    name: str | None = None,
+    prog: str = "python -m mamba_recall grid",
+    default_preset: str | None = None,
+) -> int:
+    """The command line that runs one declared experiment (module docstring): ``EXPERIMENT --preset P`` and the run
+    store's options; with ``name``, that experiment's runner under its old command (no positional name, ``--preset``
+    defaulting to ``default_preset``, ``--device`` accepted and checked: the jobs say their device). An unknown
+    name, or a preset at which the experiment has no grid, stops with one line; so does the long-run guard (exit
+    status 2)."""
+    from .longrun import LongRunError
+    from .presets import ALL_PRESETS
+    from .runstore import add_device_arg, add_grid_args
+
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    if name is None:
+        known = ", ".join(e.name for e in experiments())
+        ap.add_argument("experiment", metavar="EXPERIMENT", help=f"a declared experiment: {known}")
+    else:
+        add_device_arg(ap)
+    ap.add_argument(
+        "--preset",
+        required=default_preset is None,
+        default=default_preset,
+        choices=ALL_PRESETS,
+        help="the sizes to run (ci, cpu-hours, paper)",
+    )
+    add_grid_args(ap, smoke="the preset's grid with a handful of steps (written under _build/smoke)")
+    args = ap.parse_args(argv)
+    try:
+        experiment = experiment_named(name or args.experiment)
+    except ValueError as exc:
+        ap.error(str(exc))
+    try:  # a preset at which the experiment has no grid: one line saying where it has one
+        experiment.grid_jobs(args.preset, smoke=args.smoke)
+    except (KeyError, ValueError) as exc:
+        ap.error(f"{experiment.name} has no run-store grid at preset {args.preset}: {exc}")
+    try:
+        run_experiment(experiment, args)
+    except LongRunError as exc:  # the long-run guard refused to start: one line, with what to do
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -11,8 +11,7 @@ import pytest
 
 from mamba_recall import experiment as registry
 from mamba_recall import plan
-from mamba_recall.cli import _grid
-from mamba_recall.experiment import Experiment, experiments
+from mamba_recall.experiment import Experiment, experiments, grid_command
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.presets import ALL_PRESETS
 from mamba_recall.runners import chapter_modules
@@ -114,39 +113,38 @@ def _demo_experiment(written: list) -> Experiment:
 def test_grid_runs_an_experiment_into_a_store_writes_its_bundle_and_resumes(tmp_path, monkeypatch, capsys):
     written: list = []
     demo = _demo_experiment(written)
-    monkeypatch.setattr(_grid, "experiment_named", lambda name: demo if name == "demo_grid" else None)
-    monkeypatch.setattr(_grid, "experiments", lambda: (demo,))
+    monkeypatch.setattr(registry, "experiments", lambda: (demo,))
     store = tmp_path / "runs"
     argv = ["demo_grid", "--preset", "ci", "--store", str(store), "--no-estimate"]
-    assert _grid.main(argv) == 0
+    assert grid_command(argv) == 0
     assert "4 jobs: 0 finished (skipped), 4 left" in capsys.readouterr().out
     files = sorted((store / "demo_grid").glob("*.json"))
     assert [f.stem for f in files] == sorted(j["key"] for j in demo.grid_jobs("ci"))
     assert json.loads(files[0].read_text())["runner"] == "mamba_recall.runstore:demo_job"
     mtimes = [f.stat().st_mtime_ns for f in files]
-    assert _grid.main(argv) == 0  # the same command again: nothing left to run, the bundle rewritten
+    assert grid_command(argv) == 0  # the same command again: nothing left to run, the bundle rewritten
     assert "4 jobs: 4 finished (skipped), 0 left" in capsys.readouterr().out
     assert [f.stat().st_mtime_ns for f in files] == mtimes
     assert written == [("ci", store), ("ci", store)]
     with pytest.raises(SystemExit):
-        _grid.main(["demo_grid", "--preset", "paper", "--store", str(store)])
+        grid_command(["demo_grid", "--preset", "paper", "--store", str(store)])
     assert "demo_grid has no run-store grid at preset paper: the demo grid runs at ci only" in capsys.readouterr().err
 
 
 def test_grid_runs_a_chapter_s_ci_experiment_smoke_capped_and_resumes(tmp_path, capsys):
     store = tmp_path / "runs"
     argv = ["ch2_trained_dn", "--preset", "ci", "--smoke", "--store", str(store), "--no-estimate"]
-    assert _grid.main(argv) == 0
+    assert grid_command(argv) == 0
     jobs = registry.experiment_named("ch2_trained_dn").grid_jobs("ci", smoke=True)
     assert f"{len(jobs)} jobs: 0 finished (skipped), {len(jobs)} left" in capsys.readouterr().out
     assert sorted(f.stem for f in (store / "ch2_trained_dn").glob("*.json")) == sorted(j["key"] for j in jobs)
     assert (tmp_path / "ch2_trained_dn_ci_smoke.json").is_file()  # the bundle beside the scratch store
-    assert _grid.main(argv) == 0
+    assert grid_command(argv) == 0
     assert f"{len(jobs)} jobs: {len(jobs)} finished (skipped), 0 left" in capsys.readouterr().out
 
 
 def test_grid_names_the_declared_experiments_for_an_unknown_one(capsys):
     with pytest.raises(SystemExit):
-        _grid.main(["ch9_nothing", "--preset", "ci"])
+        grid_command(["ch9_nothing", "--preset", "ci"])
     err = capsys.readouterr().err
     assert "no experiment named 'ch9_nothing'" in err and "ch2_trained_dn" in err

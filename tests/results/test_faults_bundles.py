@@ -484,8 +484,12 @@ def test_smoke_runners_run_store_defaults_outside_results():
         trained_dn as ch2_trained_dn,
     )
 
-    for command in (ch1_cpu_hours.store_main, ch2_figs_cpu.store_main, ch2_reference_grid.main, ch2_trained_dn.main):
+    from mamba_recall.experiment import run_experiment  # the one grid command's (ch2_reference_grid, ch2_trained_dn)
+
+    for command in (ch1_cpu_hours.store_main, ch2_figs_cpu.store_main, run_experiment):
         assert "smoke_run_store(args.smoke)" in inspect.getsource(command), command.__module__
+    for runner in (ch2_reference_grid, ch2_trained_dn):
+        assert "grid_command(" in inspect.getsource(runner.main), runner.__name__
 
 
 # ------------------------------------------------------------------------- 6. strict JSON

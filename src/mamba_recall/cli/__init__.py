@@ -6,7 +6,7 @@
     python -m mamba_recall reproduce [--only NAME ...] [--preset paper --device cuda]  # regenerate results/
     python -m mamba_recall dataset [--write]                      # every committed run as one table: check/rewrite
     python -m mamba_recall plan --preset cpu-hours [--estimate]   # every run-store grid: jobs finished and left
-    python -m mamba_recall grid <experiment> --preset P [--jobs N] [--engine local|ray]  # run one, write its bundle
+    python -m mamba_recall grid <experiment> --preset P [--jobs N] [--engine local|ray]  # run one (mamba_recall.experiment)
 
 Executed notebooks of ``run`` and ``book`` go to ``_build/`` (never into ``book/``); ``refresh`` is
 the one command that rewrites the committed outputs that nbval compares against. The scan benchmark is a script
@@ -17,7 +17,6 @@ The modules, this package's internals (import every name from ``mamba_recall.cli
 * ``_run``: the notebooks (:func:`toc_notebooks`, :func:`chapter_notebooks`), their execution (:func:`execute`,
   :class:`NotebookFailed`) and the book (:func:`build_book`, :func:`build_html`, :func:`clean_for_book`);
 * ``_outputs``: the committed outputs (:func:`refresh_committed_outputs`, :func:`check_outputs`);
-* ``_grid``: ``grid``, any declared experiment through the run store (:func:`grid_main_of`);
 * ``_main``: :func:`reproduce`, the parser and :func:`main` (``mamba_recall.cli:main``, the ``mamba-recall`` script).
 
 A test that patches a constant (``REPO_ROOT``) patches it in the module that reads it: the names here are the same

@@ -318,9 +318,9 @@ def main(argv: list[str] | None = None) -> int:
             if argv[0] == "lab":
                 return lab(argv[1:])
             if argv[0] == "grid":
-                from ._grid import main as grid
+                from ..experiment import grid_command
 
-                return grid(argv[1:])
+                return grid_command(argv[1:])
             from .. import plan
 
             return plan.main(argv[1:])

@@ -44,13 +44,14 @@ def _ensembles(runner: str) -> Experiment:
 
 
 def _grid(module, metrics: tuple[str, ...]) -> Experiment:
+    """A trained grid of regime R0's cells: the reference grid's job function and estimator, the module's cells."""
     return Experiment(
         name=module.EXPERIMENT,
         sizes=sizes_from(SIZES, module.EXPERIMENT),
         make_jobs=module.jobs_for,
-        run_job=module.RUNNER,
+        run_job=reference_grid.RUNNER,
         write=module.write_bundle,
-        estimate=module.estimate,
+        estimate=reference_grid.estimate,
         metrics=metrics,
     )
 

@@ -20,20 +20,17 @@ is in the bundle's config. A partial grid is aggregated too (``data.complete`` s
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
 from mamba_recall.presets import experiment, seeds
-from mamba_recall.results import command_provenance
 from mamba_recall.runstore import (
-    add_grid_args,
     aggregate,
     finished_status,
-    grid_main,
     make_job,
     save_grid_bundle,
 )
+from mamba_recall.experiment import grid_command
 from mamba_recall.runners import runner_command
 
 EXPERIMENT = "ch2_reference_grid"
@@ -259,26 +256,11 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return save_grid_bundle(name, data, config, command=cmd, tables={"cells": pd.DataFrame(table)}, log=log)
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
-    ap.add_argument(
-        "--device",
-        default="cpu",
-        choices=["auto", "cpu"],
-        help="CPU only (one model per process); a GPU runs ch2_scaling's ensembles instead",
-    )
-    add_grid_args(ap)
-    args = ap.parse_args(argv)
-    what = f"{EXPERIMENT} at preset {args.preset}"
-    from mamba_recall.results import (
-        smoke_run_store,
-    )  # a smoke run's store is under _build/smoke/results, not results/runs
-
-    jobs = jobs_for(args.preset, args.smoke)
-    grid_main(args, RUNNER, jobs, write_bundle, estimate=estimate, what=what, default_store=smoke_run_store(args.smoke))
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch2_reference_grid --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

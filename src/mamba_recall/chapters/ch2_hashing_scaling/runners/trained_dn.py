@@ -14,15 +14,13 @@ authors' later law with a = 5/4 for trained linear models) with its error; and a
 
 from __future__ import annotations
 
-import argparse
-
 import pandas as pd
 
 from mamba_recall.presets import experiment
-from mamba_recall.results import command_provenance
-from mamba_recall.runstore import add_grid_args, aggregate, finished_status, grid_main, make_job, save_grid_bundle
+from mamba_recall.runstore import aggregate, finished_status, make_job, save_grid_bundle
 from mamba_recall.theory.capacity import p_success
-from .reference_grid import RUNNER, estimate, resolved_config
+from .reference_grid import RUNNER, resolved_config
+from mamba_recall.experiment import grid_command
 from mamba_recall.runners import runner_command
 
 EXPERIMENT = "ch2_trained_dn"
@@ -89,21 +87,11 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return save_grid_bundle(name, data, config, command=command, tables=tables, log=log)
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
-    ap.add_argument("--device", default="cpu", choices=["auto", "cpu"])
-    add_grid_args(ap, aggregate_only=None, no_estimate=None, store=None)
-    args = ap.parse_args(argv)
-    what = f"{EXPERIMENT} at preset {args.preset}"
-    from mamba_recall.results import (
-        smoke_run_store,
-    )  # a smoke run's store is under _build/smoke/results, not results/runs
-
-    jobs = jobs_for(args.preset, args.smoke)
-    grid_main(args, RUNNER, jobs, write_bundle, estimate=estimate, what=what, default_store=smoke_run_store(args.smoke))
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch2_trained_dn --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

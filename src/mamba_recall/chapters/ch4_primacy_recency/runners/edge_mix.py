@@ -20,7 +20,6 @@ which the page judges with :func:`mamba_recall.claims.core.check_stored`.
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,9 +29,9 @@ import pandas as pd
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, edge_model_name
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment, seeds
-from mamba_recall.results import command_provenance
-from mamba_recall.runstore import add_grid_args, bundle_directory, finished_runs, grid_main, make_job, runs_summary
+from mamba_recall.runstore import bundle_directory, finished_runs, make_job, runs_summary
 from .edge_jobs import smoke_bundle_dir, step_seconds  # (write_bundle looks smoke_bundle_dir up here)
+from mamba_recall.experiment import grid_command
 from mamba_recall.runners import runner_command
 
 #: it fine-tunes the edge family's checkpoints, so it runs after the edge runner (:mod:`mamba_recall.runners`)
@@ -211,23 +210,11 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return path
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    """The command line (module docstring), on the shared run-store flow (:func:`mamba_recall.runstore.grid_main`)."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="cpu-hours", choices=["cpu-hours", "paper"])
-    add_grid_args(ap)
-    args = ap.parse_args(argv)
-    grid_main(
-        args,
-        RUNNER,
-        jobs_for(args.preset, args.smoke),
-        write_bundle,
-        estimate=estimate,
-        what=f"{EXPERIMENT} at preset {args.preset}",
-        default_store=Path("_build/smoke_runs") if args.smoke else None,
-    )
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch4_edge_mix --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
