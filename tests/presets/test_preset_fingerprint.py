@@ -14,8 +14,7 @@ Four sections, one sha256 each entry (``tests/presets/preset_fingerprint.json``)
   run-store grid (``plan.grids()``) at every preset it runs, by experiment and preset: a key that changes leaves a
   finished run unfinished.
 
-``tests/presets/test_sizes.py`` keeps the older, per-dict fingerprint; this one adds the jobs and the constants and
-tells a changed value from a changed order. A preset changed on purpose: rewrite the file in the same commit, with
+The one fingerprint of the presets (it replaced an older per-dict one in ``tests/data``). A preset changed on purpose: rewrite the file in the same commit, with
 the reason in its message::
 
     python tests/presets/test_preset_fingerprint.py --write

@@ -1,48 +1,16 @@
-"""The presets' sizes: a fingerprint of every experiment at every preset (full and smoke) that a change of layout
-must leave as it is, and the typed sizes (``presets/sizes.py``): checked when built, read as dicts, each field
-capped in a smoke run as it declares.
-
-A preset changed on purpose: regenerate the fingerprints with ``python tests/presets/test_sizes.py --write`` and
-say why in the commit."""
+"""The typed sizes (``presets/sizes.py``): checked when built, read as dicts, each field capped in a smoke run as it
+declares. The fingerprint of every preset (values, order, constants, run-store keys) is
+``tests/presets/test_preset_fingerprint.py``."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from mamba_recall.presets import ALL_PRESETS, EXPERIMENTS, experiment
+from mamba_recall.presets import experiment
 from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, SAMPLES, STEPS, Sizes, fixed, size
-
-FINGERPRINTS = Path(__file__).resolve().parents[1] / "data" / "preset_fingerprints.json"
-
-
-def fingerprints() -> dict[str, str]:
-    """sha256 of each ``experiment(name, preset, smoke)`` as JSON in its own key order (an order change counts: a
-    notebook that prints a preset shows it)."""
-    out = {}
-    for name in sorted(EXPERIMENTS):
-        for preset in ALL_PRESETS:
-            if preset in EXPERIMENTS[name]:
-                for smoke in (False, True):
-                    text = json.dumps(experiment(name, preset, smoke=smoke))
-                    out[f"{name} {preset}{' smoke' if smoke else ''}"] = hashlib.sha256(text.encode()).hexdigest()
-    return out
-
-
-def test_every_preset_is_as_fingerprinted():
-    want = json.loads(FINGERPRINTS.read_text())
-    got = fingerprints()
-    changed = sorted(k for k in want.keys() & got.keys() if want[k] != got[k])
-    assert not changed, f"these sizes changed: {changed} (on purpose? python tests/presets/test_sizes.py --write)"
-    assert got.keys() == want.keys(), (
-        f"added {sorted(got.keys() - want.keys())}, gone {sorted(want.keys() - got.keys())}"
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,8 +103,3 @@ def test_a_plain_dict_preset_or_a_smoke_dict_is_refused_with_the_fix(monkeypatch
     monkeypatch.setattr(presets, "_EXPERIMENTS", {})
     with pytest.raises(RuntimeError, match="has a SMOKE dict; declare each field's smoke cap on the field"):
         presets._merge_chapter_sizes()
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
-    FINGERPRINTS.write_text(json.dumps(fingerprints(), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {FINGERPRINTS}")
