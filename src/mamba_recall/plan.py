@@ -59,14 +59,15 @@ class Grid:
 
 def grids() -> list[Grid]:
     """Every run-store grid: the declared experiments (:func:`mamba_recall.experiment.experiments`), in chapter
-    order, each with the runner and part that ran it before the registry."""
+    order, each with the runner and part that ran it before the registry (the runner column) and the one command
+    that runs it now (``python -m mamba_recall grid <experiment> --preset P``)."""
     return [
         Grid(
             e.runner or e.name,
             e.part,
             e.grid_jobs,
             e.estimate,
-            e.runner_command("{preset}"),
+            e.command("{preset}"),
             members=e.members_job is not None,
             experiment=e.name,
             members_presets=e.members_presets,

@@ -15,10 +15,7 @@ def test_plan_lists_every_grid_with_the_committed_store(tmp_path):
     fig8 = table[(table.runner == "ch2_multihead") & (table.part == "fig8")].iloc[0]
     assert fig8.jobs == len(ch2_figs_cpu.jobs_for("fig8", "cpu-hours")) == fig8.finished + fig8.left
     assert fig8.finished == fig8.jobs  # the committed grid
-    assert (
-        fig8.command
-        == "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset cpu-hours --parts fig8 --allow-long"
-    )
+    assert fig8.command == "python -m mamba_recall grid ch2_fig8 --preset cpu-hours --allow-long"
     empty = plan.plan("cpu-hours", store=tmp_path)  # another store: nothing finished there
     assert (empty.finished == 0).all() and (empty.left == empty.jobs).all()
 
