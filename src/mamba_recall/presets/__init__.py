@@ -57,15 +57,10 @@ def _merge_chapter_sizes() -> dict[str, dict[str, Sizes]]:
     breaks a rule stops it with the fix, and the next call tries again)."""
     if _EXPERIMENTS:
         return _EXPERIMENTS
-    from mamba_recall.chapters.ch0_selective_scan import configs as ch0
-    from mamba_recall.chapters.ch1_gradient_dynamics import configs as ch1
-    from mamba_recall.chapters.ch2_hashing_scaling import configs as ch2
-    from mamba_recall.chapters.ch3_selectivity import configs as ch3
-    from mamba_recall.chapters.ch4_primacy_recency import configs as ch4
-    from mamba_recall.chapters.ch5_synthesis import configs as ch5
+    from mamba_recall.runners import chapter_modules  # the one scan of the chapter packages, at run time
 
     merged: dict[str, dict[str, Sizes]] = {}
-    for module in (ch0, ch1, ch2, ch3, ch4, ch5):
+    for module in chapter_modules("configs").values():
         if hasattr(module, "SMOKE"):
             raise RuntimeError(
                 f"{module.__name__} has a SMOKE dict; declare each field's smoke cap on the field instead "
