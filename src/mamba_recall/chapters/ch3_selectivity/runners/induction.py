@@ -17,11 +17,9 @@ d ∈ {8, 20, 40} (each across its Lem. 3 bound d = 2|V|), N = 4|V|, both mixers
 
 from __future__ import annotations
 
-import sys
 
 import torch
 
-from mamba_recall.results import command_provenance
 from mamba_recall.runstore import job_device
 from mamba_recall.tasks.induction_heads import induction_heads
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
@@ -30,10 +28,10 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     recipe_fields,
     train_recipe,
 )
+from mamba_recall.experiment import grid_command
+from mamba_recall.runners import runner_command
 from .common import (
     curve_of,
-    parse,
-    run_store_main,
     store_bundle_writer,
 )
 
@@ -147,11 +145,11 @@ write_bundle = store_bundle_writer(
 )
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    args = parse(__doc__.splitlines()[0], "ch3_induction", "ch3_induction", argv)
-    return run_store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle)
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch3_induction --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main())

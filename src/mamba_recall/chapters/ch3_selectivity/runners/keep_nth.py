@@ -28,7 +28,6 @@ e^{−λΔ} at t ≥ n; :func:`mamba_recall.chapters.ch3_selectivity.claims.fig1
 
 from __future__ import annotations
 
-import sys
 
 from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import (
     decay_rows_of,
@@ -37,7 +36,6 @@ from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import (
     resolved_config,
     untrained_decay_rows,
 )
-from mamba_recall.results import command_provenance
 from mamba_recall.runstore import job_device, output_record, repo_relative
 from mamba_recall.tasks.keep_nth import copy_baseline, keep_nth
 from mamba_recall.train import evaluate
@@ -49,7 +47,9 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     save_checkpoint,
     train_recipe,
 )
-from .common import curve_of, parse, run_store_main, store_bundle_writer
+from mamba_recall.experiment import grid_command
+from mamba_recall.runners import runner_command
+from .common import curve_of, store_bundle_writer
 
 
 def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
@@ -175,14 +175,11 @@ write_bundle = store_bundle_writer(
 )
 
 
-@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
-def main(argv=None):
-    args = parse(__doc__.splitlines()[0], "ch3_keep_nth", "ch3_keep_nth", argv)
-    return run_store_main(
-        args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, train_one, write_bundle,
-        key=lambda c: {k: c[k] for k in ("T", "d", "N", "model")},
-    )  # fmt: skip
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch3_keep_nth --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main())

@@ -20,12 +20,10 @@ paper cell (T = 100, |V| = 128, κ = 4, N = 2κ, d ∈ {8, 16, 64} across Thm. 2
 from __future__ import annotations
 
 import math
-import sys
 
 import torch
 
 from mamba_recall.models.mixer_ensemble import ENSEMBLE_MIXERS
-from mamba_recall.results import command_provenance
 from mamba_recall.runstore import job_device
 from mamba_recall.theory.mqar_constructions import gen_mqar
 from mamba_recall.train import evaluate
@@ -36,9 +34,10 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     train_recipe,
     train_recipe_members,
 )
+from mamba_recall.experiment import grid_command
+from mamba_recall.runners import runner_command
 from .common import (
     curve_of,
-    parse,
     run_store_main,
     store_bundle_writer,
 )
@@ -188,11 +187,11 @@ METRICS = ["accuracy", "steps"]
 write_bundle = store_bundle_writer("ch3_mqar_train", EXPERIMENT, jobs_for, by=CELL_KEYS, metrics=METRICS)
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    args = parse(__doc__.splitlines()[0], "ch3_mqar_train", "ch3_mqar_train", argv)
-    return store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, MEMBERS_RUNNER, write_bundle)
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch3_mqar_train --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main())
