@@ -46,7 +46,9 @@ def test_an_unfinished_grid_writes_its_bundle_only_when_asked_and_marked_partial
     said = []
     assert capacity.write_bundle("cpu-hours", store=store, budget="long", log=said.append) is None
     assert not list((tmp_path / "scratch").glob("*.json"))
-    assert any(f"3 of {total} jobs finished" in s and "--partial" in s for s in said), said
+    assert any(
+        f"3 of {total} jobs finished" in s and s.endswith("--budget long --aggregate-only --partial") for s in said
+    ), said
     path = capacity.write_bundle("cpu-hours", store=store, budget="long", partial=True, log=said.append)
     b = results.load_bundle(path)
     assert path.parent == tmp_path / "scratch"  # beside the scratch store, never into results/

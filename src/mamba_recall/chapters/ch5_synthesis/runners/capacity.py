@@ -247,7 +247,7 @@ def write_sweep_bundle(preset: str, *, store=None, smoke: bool = False, log=prin
     runs, data = finished_status(sweep_jobs(preset, smoke), store, preset=preset, log=log)
     if not runs:
         return None
-    data = partial_status(data, LR_SWEEP, preset, partial, log)
+    data = partial_status(data, LR_SWEEP, preset, partial, log, sweep_command(preset).removesuffix(" --allow-long"))
     if data is None:
         return None
     rates, picked = sweep_tables(runs, sizes)
@@ -487,17 +487,17 @@ def tables(runs: list[dict]):
     return pd.DataFrame(probes), pd.DataFrame(searches)
 
 
-def partial_status(data, name: str, preset: str, partial: bool, log=print):
+def partial_status(data, name: str, preset: str, partial: bool, log=print, command: str = ""):
     """``data`` (:func:`~mamba_recall.runstore.finished_status`) as a bundle may record it: a complete grid's as it is;
     an unfinished one's only with ``partial`` (the runner's ``--partial``), marked ``partial: "k of n jobs"``; else
-    None, logged with the option that writes it."""
+    None, logged with the ``command`` that writes it (the grid's runner command)."""
     if data["complete"]:
         return data
     done = f"{data['jobs_finished']} of {data['jobs_total']} jobs"
     if not partial:
         log(
             f"{name} at preset {preset}: {done} finished; a bundle of an unfinished grid is written only when asked "
-            "(--partial), and is then marked partial; none written."
+            f"(--partial), and is then marked partial; none written. To write one: {command} --aggregate-only --partial"
         )
         return None
     return data.with_fields(partial=done)
@@ -514,7 +514,9 @@ def write_bundle(
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None
-    data = partial_status(data, name, preset, partial, log)
+    budget_arg = f" --budget {budget}" if budget != "paper002" else ""
+    command = f"{runner_command('ch5_capacity')} --preset {preset}{budget_arg}"
+    data = partial_status(data, name, preset, partial, log, command)
     if data is None:
         return None
     probes, searches = tables(runs)
@@ -532,10 +534,7 @@ def write_bundle(
         "runner": RUNNER,
         "budget": budget,
     }
-    cmd = f"{runner_command('ch5_capacity')} --preset {preset}" + (
-        f" --budget {budget}" if budget != "paper002" else ""
-    )
-    cmd += " --allow-long" + (" --partial" if "partial" in data else "")
+    cmd = command + " --allow-long" + (" --partial" if "partial" in data else "")
     bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(bundle, data, config, command=cmd, tables={"probes": probes, "searches": searches}, log=log)
 
