@@ -4,6 +4,8 @@ jobs their runners make today. Its reproduce list runs each command once."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import shutil
 from pathlib import Path
@@ -131,7 +133,9 @@ def test_a_preset_changed_after_its_bundle_was_made_is_found(monkeypatch):
     from mamba_recall.presets import EXPERIMENTS
 
     entry = EXPERIMENTS["ch2_designed_capacity"]["ci"]
-    monkeypatch.setitem(EXPERIMENTS["ch2_designed_capacity"], "ci", entry.replace(n_queries=entry.n_queries + 1))
+    monkeypatch.setitem(
+        EXPERIMENTS["ch2_designed_capacity"], "ci", dataclasses.replace(entry, n_queries=entry.n_queries + 1)
+    )
     _, problems = _size_checks()
     assert len(problems) == 1 and problems[0].startswith(
         "ch2_designed_capacity_ci: ch2_designed_capacity sizes changed"
