@@ -91,3 +91,18 @@ def test_quotes_on_the_scorecard_show_no_raw_tex():
     page = render.scorecard_page(_verdicts())
     quotes = re.findall(r"- \*\*the paper\*\* [^\n]*", page)
     assert quotes and not [q for q in quotes if re.search(r"\\[A-Za-z]{2,}|\$[^$]+\$", q)]
+
+
+def test_an_undecided_row_says_why_beside_its_badge():
+    """A scorecard row of an inconclusive claim carries its reason's first clause (Chapter 5's budget reading), a
+    decided one only its badge; the whole reason stays in the record."""
+    v = core.not_run_verdict(core.claims_of(chapter=5)[0])
+    why = (
+        "budget-bound (42 of 47 probes not converged: 38 at the step cap, 4 stopped on the ≈ 1/κ plateau; 89% > 10 %)"
+        ": at 1500 steps κ* measures what this budget learns"
+    )
+    cell = render.verdict_cell(replace(v, status="inconclusive", reason=why))
+    assert cell == core.badge("inconclusive") + "<br><small>budget-bound (42 of 47 probes not converged)</small>"
+    assert render.verdict_cell(replace(v, status="reproduced", reason=why)) == core.badge("reproduced")
+    table = render.verdict_table([replace(v, status="inconclusive", reason=why)])
+    assert "budget-bound (42 of 47 probes not converged)</small> |" in table.splitlines()[2]

@@ -163,6 +163,23 @@ def status_bar(verdicts: list[Verdict]) -> str:
     return f'<div class="mr-bar" role="img" aria-label="{label}">{parts}</div>'
 
 
+#: the statuses whose row says why beside the badge (a reader scanning the table sees *why* a claim is undecided)
+WHY_STATUSES = ("inconclusive", "not testable here", "not run")
+#: the characters of that reason shown in the row (the whole reason is in the claim's record, one click away)
+WHY_CHARS = 60
+
+
+def verdict_cell(v: Verdict) -> str:
+    """A row's verdict: the badge, and for an undecided claim (:data:`WHY_STATUSES`) its reason's first clause
+    (up to the first colon, at most :data:`WHY_CHARS` characters), e.g. Chapter 5's "budget-bound (42 of 47 probes
+    not converged"."""
+    if v.status not in WHY_STATUSES or not v.reason.strip():
+        return badge(v.status)
+    why = one_line(v.reason.split(":")[0], WHY_CHARS)
+    why += ")" * max(0, why.count("(") - why.count(")"))  # a clause cut inside its parenthesis closes it
+    return f"{badge(v.status)}<br><small>{_html(why)}</small>"
+
+
 def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
     """One compact row per claim (its id, linked to the section that checks it, with its statement on one line;
     verdict; evidence), then the whole record of each claim one click away (a dropdown: the statement in full,
@@ -171,7 +188,7 @@ def verdict_table(verdicts: list[Verdict], prefix: str = "/book/") -> str:
     lines = ["| claim | verdict | evidence |", "|---|---|---|"]
     for v in verdicts:
         claim = _cell(_link(v, prefix)) + " — " + _cell(one_line(v.statement))
-        lines.append("| " + " | ".join((claim, badge(v.status), _cell(_evidence(v)))) + " |")
+        lines.append("| " + " | ".join((claim, _cell(verdict_cell(v)), _cell(_evidence(v)))) + " |")
     lines.append("")
     reviews = review.load_reviews()  # read once for the whole table
     for v in verdicts:
