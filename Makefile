@@ -6,7 +6,7 @@
 #               build (plain papermill on every notebook), its checked outputs against book/ (nbval-lax's own comparison)
 #               and the browser check
 # Variables: PRESET=ci|paper  DEVICE=auto|cpu|cuda  BACKEND=auto|reference|chunked|mamba_ssm|fused  PYTHON=python3
-#            JOBS=2 (test files and notebooks run at once; outputs do not depend on it)
+#            JOBS=2 (test files, notebooks and the browser check's pages run at once; outputs do not depend on it)
 
 PYTHON ?= python3
 PRESET ?= ci
@@ -18,8 +18,9 @@ STAMP := $(VENV)/.installed
 
 # Seconds any one cell may run in the batch passes (a hang stops there with an error).
 CELL_TIMEOUT ?= 900
-# Processes that run test files (pytest-xdist, one file per process) and notebooks (one kernel each) at once; each
-# then gets one CPU thread (OMP_NUM_THREADS=1: on 2 cores, two processes of two threads each are no faster than one).
+# Processes that run test files (pytest-xdist, one file per process), notebooks (one kernel each) and the browser
+# check's pages (one headless Chromium each) at once; each then gets one CPU thread (OMP_NUM_THREADS=1: on 2 cores,
+# two processes of two threads each are no faster than one).
 JOBS ?= 2
 
 .PHONY: book test test-isa lint pytest nbval smoke browser bench reproduce refresh venv lab clean
@@ -66,7 +67,7 @@ lint: $(STAMP)
 PAPERS ?= $(wildcard $(abspath ../shared/papers))
 
 pytest: $(STAMP)
-	$(if $(PAPERS),MAMBA_RECALL_PAPERS=$(PAPERS)) $(if $(filter-out 1,$(JOBS)),OMP_NUM_THREADS=1) $(PY) -m pytest -ra --durations=12 -n $(JOBS) --dist loadfile tests
+	$(if $(PAPERS),MAMBA_RECALL_PAPERS=$(PAPERS)) $(if $(filter-out 1,$(JOBS)),OMP_NUM_THREADS=1) $(PY) -m pytest -ra --durations=12 -n $(JOBS) --dist loadfile --no-loadscope-reorder tests
 
 nbval: $(STAMP)
 	$(PY) -m pytest -ra --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider book
@@ -77,7 +78,7 @@ smoke: $(STAMP)
 	$(PY) -m mamba_recall run all --preset paper --smoke --device cpu --out _build/smoke --timeout $(CELL_TIMEOUT) --jobs $(JOBS)
 
 browser: $(STAMP)
-	$(PY) tools/browser_check.py _build/html --toc _toc.yml
+	$(PY) tools/browser_check.py _build/html --toc _toc.yml --jobs $(JOBS)
 
 # The book pass executes every notebook once (plain papermill, ci); check-outputs then compares its
 # NBVAL_CHECK_OUTPUT cells with book/'s committed outputs (what `make nbval` checks, without a second

@@ -9,6 +9,7 @@ import a helper from another by its basename (basenames are unique across folder
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import tempfile
@@ -38,9 +39,11 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # The live-widget tests first: the longest file (minutes of JupyterLab) then runs on one process while the other
-    # takes the rest (make test: pytest-xdist, one file per process, handed out in this order).
-    items.sort(key=lambda item: "live" not in item.keywords)
+    # make test hands whole files to its pytest-xdist processes in this order (--dist loadfile --no-loadscope-reorder):
+    # the live-widget files first, a minute or two of JupyterLab each, one per process from the start; then the others
+    # by their number of tests, most first (xdist's own order, which would hand out the live files near the end).
+    per_file = collections.Counter(item.path for item in items)
+    items.sort(key=lambda item: ("live" not in item.keywords, -per_file[item.path]))
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="no CUDA device")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tools/browser_check.py _build/html --toc _toc.yml [--widths 1300,400]
+    python tools/browser_check.py _build/html --toc _toc.yml [--widths 1300,400] [--jobs 2]
 
 Serves ``<html_dir>`` on 127.0.0.1 (random free port), opens every page listed
 in the Jupyter Book 1.x ``_toc.yml`` in headless Chromium (selenium 4, system
@@ -53,13 +53,15 @@ and saves a whole-page screenshot of every page at every width into ``--screensh
 (default ``<html_dir>/../screenshots``), as ``<width>/<page>.png``, for review (captured in
 tiles of :data:`SCREENSHOT_TILE_HEIGHT` pixels and joined by :func:`stack_pngs`).
 
-Prints one line per page and exits 1 with a summary of all failures (0 if all
+With ``--jobs N``, N browsers check pages at once (one thread each, every page still loaded by one browser from
+start to end). Prints one line per page and exits 1 with a summary of all failures (0 if all
 pages pass, 2 on a usage/setup error such as missing Chromium).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import functools
 import http.server
@@ -755,7 +757,7 @@ def stack_pngs(tiles: list[bytes]) -> bytes:
     return (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", ihdr)
-        + chunk(b"IDAT", zlib.compress(b"".join(rows), 6))
+        + chunk(b"IDAT", zlib.compress(b"".join(rows), 1))  # level 1: a third of level 6's time, 8 % larger
         + chunk(b"IEND", b"")
     )
 
@@ -812,7 +814,10 @@ def save_screenshot(driver: Any, path: Path, width: int = WINDOW_WIDTH) -> int:
         tiles = []
         for top in range(0, height, SCREENSHOT_TILE_HEIGHT):
             clip = {"x": 0, "y": top, "width": width, "height": min(SCREENSHOT_TILE_HEIGHT, height - top), "scale": 1}
-            shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "clip": clip})
+            # optimizeForSpeed: Chromium's fast PNG encoding (about a third less time, files a quarter larger)
+            shot = driver.execute_cdp_cmd(
+                "Page.captureScreenshot", {"format": "png", "clip": clip, "optimizeForSpeed": True}
+            )
             tiles.append(base64.b64decode(shot["data"]))
     finally:
         _set_viewport(driver, width, WINDOW_HEIGHT)
@@ -969,21 +974,45 @@ def run_check(
     out=sys.stdout,
     screenshots: Path | None = None,
     widths: Iterable[int] = WIDTHS,
+    jobs: int = 1,
 ) -> list[PageResult]:
-    results: list[PageResult] = []
+    """Check ``pages`` (in :func:`check_page`'s way) with ``jobs`` browsers at once, each taking the next page left;
+    a line per page as it is done, and the results in the order of ``pages``."""
+    if jobs < 1:
+        raise SetupError(f"--jobs needs at least 1 browser, not {jobs}")
+    widths = list(widths)
+    results: dict[str, PageResult] = {}
     width = max((len(p) for p in pages), default=10)
-    with serve(html_dir) as origin, chromium_driver(chromium, chromedriver) as driver:
-        for page in pages:
+    left = list(reversed(pages))
+    lock = threading.Lock()
+
+    def worker(origin: str, driver: Any) -> None:
+        while True:
+            with lock:
+                if not left:
+                    return
+                page = left.pop()
             res = check_page(driver, origin, html_dir, page, wait_s, screenshots, widths)
-            results.append(res)
             status = "ok" if res.ok else f"FAIL ({len(res.failures)})"
             math = f"  math {res.typeset}/{res.math}" if res.math else ""
-            print(
-                f"{page:<{width}}  charts {res.drawn}/{res.charts}{math}  {res.seconds:4.1f}s  {status}",
-                file=out,
-                flush=True,
-            )
-    return results
+            with lock:
+                results[page] = res
+                print(
+                    f"{page:<{width}}  charts {res.drawn}/{res.charts}{math}  {res.seconds:4.1f}s  {status}",
+                    file=out,
+                    flush=True,
+                )
+
+    with serve(html_dir) as origin, contextlib.ExitStack() as stack:
+        drivers = [stack.enter_context(chromium_driver(chromium, chromedriver)) for _ in range(min(jobs, len(pages)))]
+        if len(drivers) <= 1:
+            for driver in drivers:
+                worker(origin, driver)
+        else:
+            with concurrent.futures.ThreadPoolExecutor(len(drivers)) as pool:
+                for done in [pool.submit(worker, origin, driver) for driver in drivers]:
+                    done.result()
+    return [results[page] for page in pages]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1012,6 +1041,12 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(map(str, WIDTHS)),
         help=f"window widths in pixels to check every page at, comma-separated (default {','.join(map(str, WIDTHS))})",
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="browsers checking pages at once, each in a thread of its own (default 1; make test: its JOBS)",
+    )
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -1035,6 +1070,7 @@ def main(argv: list[str] | None = None) -> int:
             chromedriver=args.chromedriver,
             screenshots=screenshots,
             widths=widths,
+            jobs=args.jobs,
         )
     except SetupError as exc:
         print(f"browser_check: error: {exc}", file=sys.stderr)

@@ -591,6 +591,28 @@ def test_browser_raw_tex_outside_math_fails(browser_site):
 
 
 @pytest.mark.browser
+def test_browser_jobs_check_every_page_once_and_report_in_page_order(browser_site, tmp_path):
+    """``--jobs 2``: two browsers share the pages; every page is checked once, with the failures it has alone, a
+    line printed for each, and the results come back in the toc's order."""
+    import io
+
+    site = browser_site[0]
+    pages = [f"jobs_{i}.html" for i in range(4)] + ["jobs_missing.html"]
+    for i, name in enumerate(pages[:-1]):
+        body = "<p>a quote with $V_k = \\frac{V}{2}$ left raw</p>" if i == 2 else f"<p>page {i}</p>"
+        (site / name).write_text(_page(body), encoding="utf-8")
+    out = io.StringIO()
+    results = bc.run_check(site, pages, out=out, screenshots=tmp_path / "shots", jobs=2)
+    assert [r.page for r in results] == pages
+    assert [r.ok for r in results] == [True, True, False, True, False]
+    assert _failures(results[2], "raw TeX outside math") and _failures(results[4], "page missing")
+    assert sorted(line.split()[0] for line in out.getvalue().splitlines()) == sorted(pages)
+    assert all((tmp_path / "shots" / "400" / name).with_suffix(".png").is_file() for name in pages[:-1])
+    with pytest.raises(bc.SetupError, match="--jobs"):
+        bc.run_check(site, pages, jobs=0)
+
+
+@pytest.mark.browser
 def test_browser_chart_saves_png_svg_and_csv(browser_site):
     """Under each chart a line of buttons saves it as PNG and SVG and its inline data as CSV (made in the
     browser: nothing leaves the machine)."""

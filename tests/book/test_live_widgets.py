@@ -47,6 +47,9 @@ EXPLORERS_B = [
 EXPLORERS = EXPLORERS_A + EXPLORERS_B
 RUN_TIMEOUT_S = 420  # one notebook, Run All (the slowest ci notebook takes about a minute on 2 cores)
 REDRAW_TIMEOUT_S = 180  # an explorer's redraw (the Chapter 1 one trains 400 steps)
+# How long a redrawn output must stay the same, with the kernel idle, to count as the redraw's end: a control
+# and a button send two messages, and the kernel is idle for a moment between them.
+REDRAW_HOLD_S = 1.0
 
 
 def _missing() -> str | None:
@@ -153,6 +156,21 @@ const prompts = Array.from(document.querySelectorAll('.jp-Notebook .jp-InputArea
 return prompts.some(p => p.indexOf('*') >= 0) ? 'busy' : 'idle';
 """
 
+# Run All through JupyterLab's command, whose promise settles when the last cell has finished executing.
+_RUN_ALL_JS = """
+window.mambaRecallRunAll = 'running';
+window.jupyterapp.commands.execute('notebook:run-all-cells').then(
+  ok => { window.mambaRecallRunAll = ok ? 'done' : 'failed'; },
+  err => { window.mambaRecallRunAll = 'error: ' + err; });
+return 0;
+"""
+
+# The notebook's kernel shut down once its test has seen what it needs (it would hold its memory until the end).
+_SHUTDOWN_JS = """
+const done = arguments[arguments.length - 1];
+window.jupyterapp.serviceManager.sessions.shutdownAll().then(() => done(true), () => done(false));
+"""
+
 _ERRORS_JS = """
 const nb = window.jupyterapp.shell.currentWidget.content;
 const errors = [];
@@ -214,18 +232,26 @@ def _console_errors(driver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
 
 
-def _wait(predicate, timeout: float, what: str):
+#: How often a wait polls the page (seconds).
+POLL_S = 0.25
+
+
+def _wait(predicate, timeout: float, what: str, hold: float = 0.0):
+    """Poll ``predicate`` every :data:`POLL_S` seconds until it has held for ``hold`` seconds on end (0: the first
+    time it holds; a state that can flicker, such as an idle kernel between two messages, is given a hold)."""
     deadline = time.monotonic() + timeout
-    stable = 0
-    while time.monotonic() < deadline:
+    since = None
+    while True:
+        now = time.monotonic()
         if predicate():
-            stable += 1
-            if stable >= 3:
+            since = now if since is None else since
+            if now - since >= hold:
                 return
         else:
-            stable = 0
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout:g} s: {what}")
+            since = None
+        if now > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s: {what}")
+        time.sleep(POLL_S)
 
 
 def _explorer_cell(path: Path) -> int:
@@ -278,9 +304,19 @@ def check_explorer(lab, notebook, control, how, button):
     )
     driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")[0].click()
     _wait(lambda: driver.execute_script(_BUSY_JS) == "idle", 120, f"{notebook}: no idle kernel")
-    driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells'); return 0;")
-    time.sleep(2)
-    _wait(lambda: driver.execute_script(_BUSY_JS) == "idle", RUN_TIMEOUT_S, f"{notebook}: Run All did not finish")
+    opened = time.monotonic()
+    driver.execute_script(_RUN_ALL_JS)
+    _wait(
+        lambda: (
+            driver.execute_script("return window.mambaRecallRunAll;") != "running"
+            and driver.execute_script(_BUSY_JS) == "idle"
+        ),
+        RUN_TIMEOUT_S,
+        f"{notebook}: Run All did not finish",
+    )
+    ran = time.monotonic()
+    status = driver.execute_script("return window.mambaRecallRunAll;")
+    assert status in ("done", "failed"), f"{notebook}: Run All could not run: {status}"
     errors = driver.execute_script(_ERRORS_JS)
     assert errors == [], f"{notebook}: cells ended in errors: {errors}"
     _wait(
@@ -297,6 +333,15 @@ def check_explorer(lab, notebook, control, how, button):
         60,
         f"{notebook}: the explorer's controls were not drawn",
     )
+    # the explorer's first drawing is asynchronous: its output must stay the same a while, the kernel idle, before it
+    # is taken as what the control has to change
+    seen = [None]
+
+    def settled() -> bool:
+        last, seen[0] = seen[0], _output_text(cell)
+        return seen[0] == last and driver.execute_script(_BUSY_JS) == "idle"
+
+    _wait(settled, 60, f"{notebook}: the explorer's first output did not settle", hold=REDRAW_HOLD_S)
     before = _output_text(cell)
     explorer_charts = len(_charts(driver, cell)["charts"])
     if explorer_charts:
@@ -315,10 +360,12 @@ def check_explorer(lab, notebook, control, how, button):
         buttons = [b for b in cell.find_elements(By.CSS_SELECTOR, "button") if b.text.strip() == button]
         assert buttons, f"{notebook}: no {button!r} button"
         buttons[0].click()
+    moved = time.monotonic()
     _wait(
         lambda: _output_text(cell) != before and driver.execute_script(_BUSY_JS) == "idle",
         REDRAW_TIMEOUT_S,
         f"{notebook}: the explorer's output did not change after moving {control!r}",
+        hold=REDRAW_HOLD_S,
     )
     after = _output_text(cell)
     assert after.strip() and "Traceback" not in after, f"{notebook}: the redraw failed: {after[:2000]}"
@@ -332,4 +379,9 @@ def check_explorer(lab, notebook, control, how, button):
     assert state["errors"] == [], f"{notebook}: chart errors on the page: {state['errors']}"
     console = _console_errors(driver)
     assert console == [], f"{notebook}: browser console errors: {console}"
-    print(f"{notebook}: run + redraw in {time.monotonic() - start:.0f} s")
+    driver.execute_async_script(_SHUTDOWN_JS)
+    end = time.monotonic()
+    print(
+        f"{notebook}: {end - start:.0f} s (open and saved charts {opened - start:.0f} s, Run All {ran - opened:.0f} s,"
+        f" redraw {end - moved:.0f} s)"
+    )
