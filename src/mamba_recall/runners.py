@@ -5,7 +5,9 @@ other modules of a ``runners`` package are that chapter's shared helpers. A runn
 number and its module's name (``chapters/ch3_selectivity/runners/keep_nth.py`` is ``ch3_keep_nth``): the results
 manifest, ``DEPENDS_ON`` lists and bundle file names use it. The runners are found at run time (``importlib`` on
 the package's files), not imported by name: ``results`` names the runner that remakes a missing bundle and sits
-below the runners, which write their bundles with it.
+below the runners, which write their bundles with it. :func:`chapter_modules` is that one scan of the chapter
+packages; the presets' sizes (``configs``) and the declared experiments (``experiments``,
+:mod:`mamba_recall.experiment`) are collected with it too.
 """
 
 from __future__ import annotations

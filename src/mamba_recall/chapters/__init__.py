@@ -28,6 +28,10 @@ In each chapter package (the parts a chapter has; Chapter 0 has only configs and
   shared runner code. A runner's short name, used by the results manifest, ``DEPENDS_ON`` and ``make reproduce``,
   is the chapter's number and the module's name: ``runners/keep_nth.py`` of Chapter 3 is ``ch3_keep_nth``
   (:mod:`mamba_recall.runners`).
+- ``experiments``: the chapter's run-store experiments, each declared once (``EXPERIMENTS``, a tuple of
+  :class:`mamba_recall.experiment.Experiment` over its runners' job lists, job functions and bundle writers);
+  :func:`mamba_recall.experiment.experiments` reads every chapter's list, and ``python -m mamba_recall grid <name>
+  --preset P`` runs any of them (``plan`` lists them).
 - ``views``: the chapter's charts and live explorers over its bundles (one module, or a package of two).
 
 A chapter imports the layers below it and never another chapter (``tests/base/test_layering.py``).
