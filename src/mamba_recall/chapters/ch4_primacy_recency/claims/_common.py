@@ -141,7 +141,9 @@ def _analogues(declared, quote: dict, setting: dict | None = None) -> tuple:
 def metric_range(metric: str) -> tuple[float, float] | None:
     """The range a metric of this chapter can take, by its name, to clip its 95 % interval over seeds to (a
     p-value, a fraction or a share in [0, 1]; a ratio of non-negative masses, a count in [0, ∞)); None where the
-    name does not fix it."""
+    name does not fix it. Passed as ``bounds`` to core's :func:`~mamba_recall.claims.core.check_stored`, which clips
+    each interval (its control's too); clipping moves no decision: a bound past the range's edge is a value the
+    quantity cannot take."""
     if metric.endswith("_p") or "_p_" in metric or "fraction" in metric:
         return (0.0, 1.0)
     if (
@@ -151,19 +153,3 @@ def metric_range(metric: str) -> tuple[float, float] | None:
     ):
         return (0.0, float("inf"))
     return None
-
-
-def clip_intervals(m):
-    """``m`` (a :class:`~mamba_recall.claims.core.Measurement` combined over seeds) with every interval clipped to its
-    metric's range (:func:`metric_range`), its control's too. Clipping moves no decision: a bound past the range's
-    edge is a value the quantity cannot take."""
-    from mamba_recall.claims.core import Control
-
-    def clip(k, lo, hi):
-        r = metric_range(k)
-        return (lo, hi) if r is None else (min(max(lo, r[0]), r[1]), max(min(hi, r[1]), r[0]))
-
-    ctl = m.control
-    if ctl is not None:
-        ctl = Control(ctl.kind, ctl.what, clip_intervals(ctl.measurement))
-    return replace(m, intervals={k: clip(k, *v) for k, v in m.intervals.items()}, control=ctl)

@@ -54,37 +54,21 @@ def _derived(claim_id: str, rec: dict) -> dict:
     return out
 
 
-def check_seed_records(claim_id: str, stored: list[dict], names: list[str], *, record: bool = True):
-    """As :func:`mamba_recall.claims.core.check_stored`, with every interval over seeds clipped to its metric's
-    range (:func:`~._common.clip_intervals`: a p-value or a fraction in [0, 1], a ratio or count ≥ 0)."""
-    from mamba_recall.claims.core import across_seeds, get, judge, measurement_from_record, not_run_verdict
-    from mamba_recall.claims.core import record_verdict
-    from ._common import clip_intervals
-
-    claim = get(claim_id)
-    missing = [f"{n}: {d['not_run']}" for n, d in zip(names, stored) if "not_run" in d]
-    if missing:
-        v = not_run_verdict(claim, "; ".join(missing))
-    else:
-        v = judge(claim, clip_intervals(across_seeds([measurement_from_record(d) for d in stored], names)))
-    if record:
-        record_verdict(v)
-    return v
-
-
 def check_family(claim_id: str, family, recipe: str | None = None, *, record: bool = True):
     """The verdict of ``claim_id`` on the committed edge family (:class:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily`):
     each seed's stored measurement (made at that model's pressure length L_p by the family's checks runner),
     combined over the seeds ``recipe`` is judged on (``EdgeFamily.evidence_runs``:
     :func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds.evidence_seeds`) and judged by the declared rule
-    (:func:`mamba_recall.claims.core.check_stored`). ``recipe`` defaults to the family's primary recipe (Mamba-1) for
+    (:func:`mamba_recall.claims.core.check_stored`, each interval clipped to its metric's range:
+    :func:`~._common.metric_range`). ``recipe`` defaults to the family's primary recipe (Mamba-1) for
     a claim of §4.1–§4.4 and to the Mamba-2 recipe for a claim of App. F (:data:`MAMBA2_CLAIMS`); with fewer than 3
     checked seeds the rule caps the verdict (a trained-model claim needs 3). Recorded for the scorecard unless
     ``record=False``; *not run* with the reason when the family or the recipe's models are not committed, or no
     Mamba-1 recipe converged on every seed. Each seed's record carries its null control, the same measurement on the
     model's untrained twin (:func:`stored_measurement`)."""
     from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EDGE_COMMAND, MAMBA2_RECIPE
-    from mamba_recall.claims.core import get, not_run_verdict, record_verdict
+    from mamba_recall.claims.core import check_stored, get, not_run_verdict, record_verdict
+    from ._common import metric_range
 
     mamba2 = claim_id in MAMBA2_CLAIMS
     recipe = recipe or (MAMBA2_RECIPE if mamba2 else family.primary)
@@ -121,7 +105,7 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
         for r in seeds
     ]
     stored = [stored_measurement(claim_id, r) for r in seeds]
-    return check_seed_records(claim_id, stored, names, record=record)
+    return check_stored(claim_id, stored, names, record=record, bounds=metric_range)
 
 
 def family_table(family):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Measurement, NotRun, Rule, conds
-from ._common import RANDOM_FACTOR, _analogues, _evidence
+from ._common import RANDOM_FACTOR, _analogues, _evidence, metric_range
 from mamba_recall.runners import runner_command
 
 SECTION = "04_primacy_recency/05_transfer"
@@ -64,12 +64,13 @@ def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, d
     """``(verdict, bundle)``: 004/Table1 judged on the edge family's fine-tuned seeds (the primary recipe's evidence
     seeds, each fine-tuned on s_mix's mixture: :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge_mix`), each seed's stored
     measurement with its swapped null combined by the registry's rule over seeds
-    (:func:`mamba_recall.claims.core.check_stored`). *Not run*, with the command, while the bundle is absent or holds
+    (:func:`mamba_recall.claims.core.check_stored`, each interval clipped to its metric's range:
+    :func:`~._common.metric_range`). *Not run*, with the command, while the bundle is absent or holds
     fewer seeds than its jobs (``bundle`` None then; read by :func:`~mamba_recall.results.evidence`); a corrupt bundle raises its
     :class:`~mamba_recall.results.BundleError`. ``name`` and ``directory``: which bundle is read (by default the
     committed one). Recorded for the scorecard unless ``record=False``."""
     from mamba_recall.results import BundleMissing, evidence
-    from mamba_recall.claims.core import get, not_run_verdict, record_verdict
+    from mamba_recall.claims.core import check_stored, get, not_run_verdict, record_verdict
 
     if not name.startswith(f"{EDGE_MIX}_"):
         raise ValueError(f"check_transfer_family: {name!r} is not a bundle of {EDGE_MIX} (<experiment>_<preset>).")
@@ -86,9 +87,8 @@ def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, d
             record_verdict(v)
         return v, None
     names = [f"{r['model']} (fine-tuned {r['base']})" for r in runs]
-    from .model_comparison import check_seed_records
-
-    return check_seed_records("004/Table1", [r["measurement"] for r in runs], names, record=record), bundle
+    stored = [r["measurement"] for r in runs]
+    return check_stored("004/Table1", stored, names, record=record, bounds=metric_range), bundle
 
 
 #: the section's claims as declared (each registered with its quote and setting, as an analogue:
