@@ -154,44 +154,46 @@ def _no_bundle(preset, **kw) -> None:
     return None
 
 
-def run_experiment(experiment: Experiment, args) -> object:
-    """Run ``experiment`` with the parsed options ``args`` (``--preset`` and the run store's,
-    :func:`mamba_recall.runstore.add_grid_args`): its stages in order (:attr:`Experiment.stages`, one by default),
-    then its bundle; returns what its ``write`` returns. A ``--smoke`` run's store is under ``_build/smoke/results``,
-    never ``results/runs``. ValueError (from its ``make_jobs``) when it has no grid at ``args.preset``."""
+def run_experiment(experiment: Experiment | Sequence[Experiment], args) -> object:
+    """Run ``experiment`` (or several, one after another, in one command: one provenance for all their bundles) with
+    the parsed options ``args`` (``--preset`` and the run store's, :func:`mamba_recall.runstore.add_grid_args`):
+    each one's stages in order (:attr:`Experiment.stages`, one by default), then its bundle; returns what the first
+    one's ``write`` returns. A ``--smoke`` run's store is under ``_build/smoke/results``, never ``results/runs``.
+    ValueError (from a ``make_jobs``) when one has no grid at ``args.preset``."""
     from .results import smoke_run_store
     from .runstore import GridStage, grid_main
 
-    jobs = experiment.grid_jobs(args.preset, smoke=args.smoke)
-    stages = experiment.stages(jobs) if experiment.stages else [jobs]
     members = getattr(args, "members", 1)
-    estimate = experiment.estimate
-    if experiment.members_job:
-        estimate = lambda left: experiment.estimate(left, members)  # noqa: E731 - times --members ensembles
-    what = f"{experiment.name} at preset {args.preset}"
-    last = len(stages) - 1
-    then = [
-        GridStage(
-            experiment.run_job,
-            stage,
-            experiment.write if i == last else _no_bundle,
-            estimate,
-            f"{what} (stage {i + 1} of {len(stages)})",
-            experiment.members_job,
-        )
-        for i, stage in enumerate(stages)
-        if i > 0
-    ]
+    stages: list[GridStage] = []
+    for e in [experiment] if isinstance(experiment, Experiment) else list(experiment):
+        jobs = e.grid_jobs(args.preset, smoke=args.smoke)
+        parts = e.stages(jobs) if e.stages else [jobs]
+        estimate = e.estimate
+        if e.members_job:
+            estimate = functools.partial(lambda left, e: e.estimate(left, members), e=e)
+        what = f"{e.name} at preset {args.preset}"
+        for i, part in enumerate(parts):
+            stages.append(
+                GridStage(
+                    e.run_job,
+                    part,
+                    e.write if i == len(parts) - 1 else _no_bundle,
+                    estimate,
+                    what if len(parts) == 1 else f"{what} (stage {i + 1} of {len(parts)})",
+                    e.members_job,
+                )
+            )
+    first, *then = stages
     return grid_main(
         args,
-        experiment.run_job,
-        stages[0],
-        experiment.write if last == 0 else _no_bundle,
-        estimate=estimate,
-        what=what,
+        first.runner,
+        first.jobs,
+        first.write,
+        estimate=first.estimate,
+        what=first.what,
         default_store=smoke_run_store(args.smoke),
         then=then,
-        members_runner=experiment.members_job,
+        members_runner=first.members_runner,
     )
 
 
@@ -202,8 +204,8 @@ def grid_command(
     prog: str = "python -m mamba_recall grid",
     default_preset: str | None = None,
 ) -> int:
-    """The command line that runs one declared experiment (module docstring): ``EXPERIMENT --preset P`` and the run
-    store's options; with ``name``, that experiment's runner under its old command (no positional name, ``--preset``
+    """The command line that runs declared experiments (module docstring): ``EXPERIMENT [EXPERIMENT ...] --preset
+    P`` and the run store's options (several: one after another, in one command); with ``name``, that experiment's runner under its old command (no positional name, ``--preset``
     defaulting to ``default_preset``, ``--device`` accepted and checked: the jobs say their device). An unknown
     name, or a preset at which the experiment has no grid, stops with one line; so does the long-run guard (exit
     status 2)."""
@@ -214,7 +216,9 @@ def grid_command(
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     if name is None:
         known = ", ".join(e.name for e in experiments())
-        ap.add_argument("experiment", metavar="EXPERIMENT", help=f"a declared experiment: {known}")
+        ap.add_argument(
+            "experiment", metavar="EXPERIMENT", nargs="+", help=f"declared experiments, run in order: {known}"
+        )
     else:
         add_device_arg(ap)
     ap.add_argument(
@@ -227,15 +231,16 @@ def grid_command(
     add_grid_args(ap, smoke="the preset's grid with a handful of steps (written under _build/smoke)")
     args = ap.parse_args(argv)
     try:
-        experiment = experiment_named(name or args.experiment)
+        chosen = [experiment_named(n) for n in ([name] if name else dict.fromkeys(args.experiment))]
     except ValueError as exc:
         ap.error(str(exc))
-    try:  # a preset at which the experiment has no grid: one line saying where it has one
-        experiment.grid_jobs(args.preset, smoke=args.smoke)
-    except (KeyError, ValueError) as exc:
-        ap.error(f"{experiment.name} has no run-store grid at preset {args.preset}: {exc}")
+    for experiment in chosen:
+        try:  # a preset at which the experiment has no grid: one line saying where it has one
+            experiment.grid_jobs(args.preset, smoke=args.smoke)
+        except (KeyError, ValueError) as exc:
+            ap.error(f"{experiment.name} has no run-store grid at preset {args.preset}: {exc}")
     try:
-        run_experiment(experiment, args)
+        run_experiment(chosen, args)
     except LongRunError as exc:  # the long-run guard refused to start: one line, with what to do
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -148,3 +148,20 @@ def test_grid_names_the_declared_experiments_for_an_unknown_one(capsys):
         grid_command(["ch9_nothing", "--preset", "ci"])
     err = capsys.readouterr().err
     assert "no experiment named 'ch9_nothing'" in err and "ch2_trained_dn" in err
+
+
+def test_grid_runs_several_experiments_in_one_command_each_into_its_own_folder(tmp_path, monkeypatch, capsys):
+    written: list = []
+    one, two = _demo_experiment(written), _demo_experiment(written)
+    two = Experiment(**{**two.__dict__, "name": "demo_other", "make_jobs": lambda preset, smoke=False: [
+        make_job("demo_other", {"x": 9, "sleep": 0}, 0)
+    ]})  # fmt: skip
+    monkeypatch.setattr(registry, "experiments", lambda: (one, two))
+    store = tmp_path / "runs"
+    assert grid_command(["demo_grid", "demo_other", "--preset", "ci", "--store", str(store), "--no-estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "4 jobs: 0 finished (skipped), 4 left" in out and "1 jobs: 0 finished (skipped), 1 left" in out
+    assert (
+        len(list((store / "demo_grid").glob("*.json"))) == 4 and len(list((store / "demo_other").glob("*.json"))) == 1
+    )
+    assert written == [("ci", store), ("ci", store)]  # each experiment's bundle, once
