@@ -62,8 +62,9 @@ class Experiment:
     ``estimate(jobs_left, members)``). ``members_job``: ``"module:function"`` of ``(config, seeds) -> [result per
     seed]``, which trains a config's seeds as one ensemble (``--members``).
     ``sizes``: preset -> the typed sizes the jobs are made from (an experiment made from several entries of its
-    chapter's configs: preset -> {entry: sizes}). ``runner`` and ``part``: the runner command and part that ran
-    this grid before the registry (module docstring)."""
+    chapter's configs: preset -> {entry: sizes}). ``metrics``: the result fields its bundle aggregates over seeds.
+    ``runner``, ``part`` and ``extra_args``: the runner, its ``--parts`` name and the arguments that ran this grid
+    before the registry (:meth:`runner_command`, module docstring); ``stages`` and ``members_presets`` below."""
 
     name: str
     sizes: Mapping[str, Any]
@@ -158,8 +159,9 @@ def run_experiment(experiment: Experiment | Sequence[Experiment], args) -> objec
     """Run ``experiment`` (or several, one after another, in one command: one provenance for all their bundles) with
     the parsed options ``args`` (``--preset`` and the run store's, :func:`mamba_recall.runstore.add_grid_args`):
     each one's stages in order (:attr:`Experiment.stages`, one by default), then its bundle; returns what the first
-    one's ``write`` returns. A ``--smoke`` run's store is under ``_build/smoke/results``, never ``results/runs``.
-    ValueError (from a ``make_jobs``) when one has no grid at ``args.preset``."""
+    stage's ``write`` returns (None when that stage is not an experiment's last). A ``--smoke`` run's store is under
+    ``_build/smoke/results``, never ``results/runs``. ValueError (from a ``make_jobs``) when one has no grid at
+    ``args.preset``."""
     from .results import smoke_run_store
     from .runstore import GridStage, grid_main
 

@@ -14,7 +14,7 @@ from mamba_recall import plan
 from mamba_recall.experiment import Experiment, experiments, grid_command
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.presets import ALL_PRESETS
-from mamba_recall.runners import chapter_modules
+from mamba_recall.runners import chapter_modules, runner_command
 from mamba_recall.runstore import make_job
 
 
@@ -36,6 +36,7 @@ def test_every_declared_experiment_has_a_unique_name_and_comes_from_its_chapter_
     assert names == declared  # the registry is the chapters' lists, in chapter order, nothing else
     assert {"ch1_mechanism", "ch2_trained_dn", "ch3_keep_nth", "ch4_edge", "ch5_capacity"} <= set(names)
     for e in experiments():
+        assert e.runner_command("ci").startswith(f"{runner_command(e.runner or e.name)} --preset ci")  # a real runner
         assert e.bundle("cpu-hours") == f"{e.name}_cpu-hours"
         assert e.command("ci") == f"python -m mamba_recall grid {e.name} --preset ci --allow-long"
 
