@@ -335,21 +335,26 @@ def test_remark7_worst_case_codes_have_the_declared_overlap():
 
 
 # ---------------------------------------------------------------- trained claims: a t-interval over per-seed statistics
-def _t_interval(xs):
-    """The 95 % Student-t interval of the mean of ``xs`` (computed here with scipy, independently of the library)."""
+def _t_interval(xs, clip=(0.0, 1.0)):
+    """The 95 % Student-t interval of the mean of ``xs`` (computed here with scipy, independently of the library),
+    clipped to ``clip``: the range of an accuracy or a fraction, which the chapter declares for the numbers its
+    trained claims combine (``ch3.RANGES``)."""
     from scipy import stats
 
     xs = np.asarray(xs, dtype=float)
     half = stats.t.ppf(0.975, len(xs) - 1) * xs.std(ddof=1) / math.sqrt(len(xs))
-    return xs.mean() - half, xs.mean() + half
+    return max(xs.mean() - half, clip[0]), min(xs.mean() + half, clip[1])
 
 
 def test_seed_interval_is_a_student_t_interval_of_the_per_seed_statistic_the_rule_judges():
     """Fig. 3 reads each seed's own statistic (the paper's values are the best of 5 seeds; a best-of-k value has no
     interval over seeds), combined over seeds by core.across_seeds: the mean with its 95 % Student-t interval. The
-    interval must be keyed by the metric the rule reads and be the t-interval of that metric's per-seed values, so a
-    lucky seed in five cannot carry the verdict: the typical seed's value decides."""
+    interval must be keyed by the metric the rule reads and be the t-interval of that metric's per-seed values (clipped
+    to the metric's range [0, 1], ch3.RANGES), so a lucky seed in five cannot carry the verdict: the typical seed's
+    value decides."""
     from pytest import approx
+
+    from mamba_recall.chapters.ch3_selectivity import claims as ch3
 
     rows = []
     for s in range(5):
@@ -374,6 +379,8 @@ def test_seed_interval_is_a_student_t_interval_of_the_per_seed_statistic_the_rul
     assert m.intervals["gap_cells_equal_or_better"] == (0.5, 1.0)
     assert m.per_seed["dT_best_accuracy"] == [1.0, 0.5, 0.5, 0.5, 0.5]  # seed 0's best is not the value judged
     assert m.per_seed["fraction_V_threshold_as_bound"] == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert set(m.per_seed) <= set(ch3.RANGES)  # every number this claim combines is a fraction or an accuracy
+    assert m.intervals["fraction_V_threshold_as_bound"][0] == 0.0  # the unclipped t-interval starts at -0.355
     for k, xs in m.per_seed.items():
         assert m.values[k] == approx(np.mean(xs)), k
         assert m.intervals[k] == approx(_t_interval(xs)), k
@@ -399,8 +406,8 @@ def test_seed_interval_is_a_student_t_interval_of_the_per_seed_statistic_the_rul
     assert km.values["N_coverage_mamba_pe"] == approx(1 / 3)  # N = 8 only: partial at best
     lo2, hi2 = km.intervals["min_accuracy"]
     assert (lo2, hi2) == approx(_t_interval([1.0, 1.0, 0.97]))
-    assert (lo2, hi2) == approx((0.947, 1.033), abs=5e-4)
-    # the t-interval straddles 0.99 (the interval is not clipped to a best or a worst seed): undecided
+    assert (lo2, hi2) == approx((0.947, 1.0), abs=5e-4)  # unclipped: (0.947, 1.033), past an accuracy's range
+    # the t-interval straddles 0.99 (the interval is not cut to a best or a worst seed): undecided
     assert judge(tab, km).status == "inconclusive" and "straddles" in judge(tab, km).reason
 
     # two seeds carry a t-interval too; the three-seed requirement is core's, so the trained claim stays inconclusive

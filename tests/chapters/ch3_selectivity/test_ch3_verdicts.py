@@ -120,7 +120,8 @@ def test_p003_has_no_interval_method_of_its_own():
 
 def test_intervals_are_the_rules_own_metrics_over_seeds():
     """Every interval is keyed by a metric the rule reads (the old bootstrap keys were not, so judge ignored them),
-    and every number the rule reads has its Student-t interval over the three seeds."""
+    and every number the rule reads has its Student-t interval over the three seeds, clipped to the number's declared
+    range (an accuracy or a fraction: [0, 1], ch3.RANGES)."""
     from mamba_recall.runstore import mean_interval
 
     for cid, m in synthetic_measurements().items():
@@ -136,8 +137,11 @@ def test_intervals_are_the_rules_own_metrics_over_seeds():
             xs = m.per_seed[metric]
             if any(np.isnan(xs)):
                 continue
-            st = mean_interval(xs)
+            st = mean_interval(xs, bounds=ch3.RANGES.get(metric))  # clipped to the number's declared range
             assert m.intervals[metric] == pytest.approx((st["ci_low"], st["ci_high"]), nan_ok=True), (cid, metric)
+            if metric in ch3.RANGES:
+                lo, hi = ch3.RANGES[metric]
+                assert lo <= m.intervals[metric][0] <= m.intervals[metric][1] <= hi, (cid, metric)
 
 
 # ------------------------------------------------------------------------------------------ null controls

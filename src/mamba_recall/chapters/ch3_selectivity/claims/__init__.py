@@ -11,8 +11,9 @@ first is judged on the corrected construction, the second reads *erratum confirm
 step fails and the corrected one is exact.
 
 Seeds. Every trained claim takes the one path of :mod:`~mamba_recall.claims.core`: the claim's statistic is computed on
-each trained model (seed) alone (:func:`._common._per_seed`), and :func:`~mamba_recall.claims.core.across_seeds`
-combines the seeds (mean with its 95 % Student-t interval over seeds; a boolean holds when it holds on every seed),
+each trained model (seed) alone (:func:`~mamba_recall.claims.core.over_seeds`), and :func:`~mamba_recall.claims.core.across_seeds`
+combines the seeds (mean with its 95 % Student-t interval over seeds, clipped to the number's declared range,
+:data:`._common.RANGES`: an accuracy or a fraction in [0, 1]; a boolean holds when it holds on every seed),
 which :func:`~mamba_recall.claims.core.judge` reads with the same burden both ways. Where the paper reports a mean over
 seeds (Tab. 1, Tabs. A.1–A.4) this is its statistic. Where it reports the best of several seeds (Figs. 2, 3, A.2–A.4:
 "best of 7 seeds", "best of 5 seeds") the rule reads each seed's own value, averaged with its interval: a best-of-k
@@ -58,7 +59,7 @@ from dataclasses import replace
 
 from mamba_recall.claims.core import register
 from . import approximation, induction_heads, keep_nth, mqar_constructions, sensitivity
-from ._common import QUOTES, SOLVED
+from ._common import QUOTES, RANGES, SOLVED
 from .keep_nth import SOLVER_NULL, s4dpe_t20_missing
 from .keep_nth_fig1 import FIG1_MODELS, decay_summary, fig1_stats, fig1_tables
 from .mqar_trained import FIGA3_BUNDLE, check_figa3
@@ -81,6 +82,7 @@ register(
 __all__ = [
     "FIG1_MODELS",
     "FIGA3_BUNDLE",
+    "RANGES",
     "SOLVED",
     "SOLVER_NULL",
     "check_figa3",

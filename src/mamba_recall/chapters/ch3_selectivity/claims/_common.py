@@ -1,6 +1,6 @@
-"""What several sections of Chapter 3 share: the book sections the claims name, the thresholds, the one path from
-trained models to a verdict (:func:`_per_seed`, core's :func:`~mamba_recall.claims.core.over_seeds`;
-:func:`_chance_null`, :func:`_summary`), and the paper's sentence
+"""What several sections of Chapter 3 share: the book sections the claims name, the thresholds, the declared ranges of
+the numbers combined over seeds (:data:`RANGES`, for core's :func:`~mamba_recall.claims.core.over_seeds`, the one path
+from trained models to a verdict), :func:`_chance_null`, :func:`_summary`, and the paper's sentence
 each claim tests (:data:`QUOTES`, one table, attached to every claim when :mod:`mamba_recall.chapters.ch3_selectivity.claims` registers
 them). Private to the package: its modules import these names; code outside imports the package's public names.
 """
@@ -23,17 +23,46 @@ RUN_KEEP = (
 )
 
 
-#: The claim's measurement on each seed's runs alone (``measure_one(runs of one seed)``, a Measurement with that
-#: model's numbers), combined over seeds by core (:func:`~mamba_recall.claims.core.over_seeds` →
-#: ``across_seeds``): the chapter's single path from trained models to a verdict. A table without ``seed`` is one seed.
-_per_seed = over_seeds
+#: The declared range of the chapter's numbers that are accuracies, fractions or shares of cells (in [0, 1]): each
+#: one's 95 % interval over seeds is clipped to it wherever the chapter combines seeds (core's
+#: :func:`~mamba_recall.claims.core.over_seeds` and ``across_seeds``, ``bounds=RANGES``; a bound past the range is a
+#: value the quantity cannot take); the others (differences, rises, distances) are not clipped.
+RANGES = {
+    m: (0.0, 1.0)
+    for m in (
+        # KEEP n-TH (Tab. 1, Tabs. A.1-A.4): accuracies and the grid's shares
+        "solved_min",
+        "failing_max",
+        "min_accuracy",
+        "max_accuracy",
+        "max_accuracy_T40_50",
+        "s4dpe_accuracy_T10",
+        "recipe_solves_with_pe",
+        "T_coverage",
+        "N_coverage_mamba_pe",
+        # Fig. 1: fractions of the e^{-λΔ} mass
+        "frac_below_0.1_before_n",
+        "frac_above_0.9_from_n",
+        # MQAR (Figs. 2, A.3): shares of cells and best accuracies
+        "fraction_cells_tracking_bound",
+        "mamba_best_below_kappa",
+        "mamba_best_above_kappa_min",
+        "mamba2_best_below_4lnk",
+        # INDUCTION HEADS (Figs. 3, A.4): shares and best accuracies
+        "fraction_V_threshold_as_bound",
+        "dT_best_accuracy",
+        "gap_cells_equal_or_better",
+    )
+}
+#: The range of a difference of two accuracies (Fig. 3's Mamba-Δ⊤ − Mamba paired per seed).
+GAP_RANGE = (-1.0, 1.0)
 
 
 def _chance_null(runs, chance, measure_one, what: str) -> Control:
     """A null control: the same per-seed measurement with every run's accuracy replaced by ``chance`` (a number, or
     one per row), the accuracy of a model that learned nothing about the task (a uniform guess over the generator's
     targets)."""
-    return Control("null", what, _per_seed(runs.assign(accuracy=chance), measure_one))
+    return Control("null", what, over_seeds(runs.assign(accuracy=chance), measure_one, bounds=RANGES))
 
 
 def _vocab(bundle, default: int = 128) -> int:

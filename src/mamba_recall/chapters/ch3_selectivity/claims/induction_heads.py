@@ -11,8 +11,8 @@ import numpy as np
 
 from dataclasses import replace
 
-from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
-from ._common import EXACT, SOLVED, _EXACT_WHY, _chance_null, _per_seed, _summary
+from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds, over_seeds
+from ._common import EXACT, GAP_RANGE, RANGES, SOLVED, _EXACT_WHY, _chance_null, _summary
 from mamba_recall.runners import runner_command
 
 #: this module's book section (its claims are judged on that page)
@@ -120,12 +120,15 @@ GAP_TOL = -0.02  # 'equal or better' up to 0.02 of test noise
 
 def _paired_gaps(runs) -> dict:
     """Per (|V|, d) cell, Mamba-Δ⊤ − Mamba paired on the seed (the two mixers of one seed share the cell's data and
-    recipe): the mean over seeds and its 95 % Student-t interval (:func:`mamba_recall.runstore.mean_interval`)."""
+    recipe): the mean paired difference over seeds and its 95 % Student-t interval, clipped to a difference's range
+    [−1, 1] (:func:`mamba_recall.runstore.mean_interval` with ``paired_with``)."""
     from mamba_recall.runstore import mean_interval
 
     wide = runs.pivot_table(index=["V", "d", "seed"], columns="mixer", values="accuracy").dropna()
-    diff = (wide["s6_dT"] - wide["s6"]).groupby(level=["V", "d"])
-    return {cell: mean_interval(list(g.values)) for cell, g in diff}
+    return {
+        cell: mean_interval(list(g["s6_dT"]), paired_with=list(g["s6"]), bounds=GAP_RANGE)
+        for cell, g in wide.groupby(level=["V", "d"])
+    }
 
 
 def _gap_cells(gaps: dict) -> tuple[float, tuple[float, float]]:
@@ -171,7 +174,7 @@ def measure_fig3(bundle) -> Measurement:
 
     null = _ih_null(sub, one)
     null = replace(null, measurement=with_gaps(null.measurement, sub.assign(accuracy=1 / (sub.V + 1))))
-    m = replace(with_gaps(_per_seed(sub, one), sub), control=null)
+    m = replace(with_gaps(over_seeds(sub, one, bounds=RANGES), sub), control=null)
     gaps = _paired_gaps(sub)
     return _summary(
         m,
@@ -234,7 +237,7 @@ def measure_figa4(bundle) -> Measurement:
             Evidence.from_bundle(bundle, "N ∈ {|V|, 2|V|, 4|V|}", 1),
         )
 
-    m = replace(_per_seed(runs, one), control=_ih_null(runs, one))
+    m = replace(over_seeds(runs, one, bounds=RANGES), control=_ih_null(runs, one))
     gap = float((best["s6_dT"] - best["s6"]).min())
     return _summary(m, f"N factors {factors}: min(Mamba-Δ⊤ − Mamba) of the best of seeds {gap:.3f}")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
-from ._common import EXACT, RUN_KEEP, SOLVED, _chance_null, _per_seed, _summary, _vocab
+from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds, over_seeds
+from ._common import EXACT, RANGES, RUN_KEEP, SOLVED, _chance_null, _summary, _vocab
 from .keep_nth_fig1 import FIG1_LEFT, FIG1_RIGHT
 
 #: this module's book section (its claims are judged on that page)
@@ -87,7 +87,7 @@ def measure_tab1(bundle) -> Measurement:
 
     V = _vocab(bundle)
     acc = sub.groupby("model").accuracy.mean()
-    m = _per_seed(sub, one)
+    m = over_seeds(sub, one, bounds=RANGES)
     m = replace(m, control=_chance_null(sub, 1 / V, one, f"every model at chance, 1/|V| = 1/{V}"))
     return _summary(m, ", ".join(f"{k} {a:.2f}" for k, a in acc.items()) + " (T = 50, d = 32, N = 8; means over seeds)")
 
@@ -142,7 +142,7 @@ def measure_keep_solved(bundle) -> Measurement:
     null = _chance_null(sub, 1 / V, one, f"every model at chance, 1/|V| = 1/{V}")
     shares = ("T_coverage", "N_coverage_mamba_pe")
     null = replace(null, measurement=_grid_shares(null.measurement, *shares))
-    m = replace(_grid_shares(_per_seed(sub, one), *shares), control=null)
+    m = replace(_grid_shares(over_seeds(sub, one, bounds=RANGES), *shares), control=null)
     return _summary(
         m,
         "; ".join(f"{k} T={T} d={d} N={N}: {a:.4f}" for (T, d, N, k), a in cell.items()) + " (means over seeds)",
@@ -227,7 +227,7 @@ def measure_s4dpe_t20(bundle, pe_spread: dict) -> Measurement:
     acc = sub.groupby("model").accuracy.mean()
     ours_s4d = f", our S4D without PE {acc['s4d']:.3f}" if "s4d" in acc else ""
     m = replace(
-        _per_seed(sub, one),
+        over_seeds(sub, one, bounds=RANGES),
         control=_chance_null(sub, 1 / V, one, f"every model at chance, 1/|V| = 1/{V} (the PE check as measured)"),
     )
     return _summary(
@@ -309,7 +309,7 @@ def _solver_null(runs, failing: tuple, measure_one) -> Control | None:
     if pe.empty:
         return None
     solver = pd.concat([pe.assign(model=m) for m in failing] + [pe], ignore_index=True)
-    return Control("null", SOLVER_NULL, _per_seed(solver, measure_one))
+    return Control("null", SOLVER_NULL, over_seeds(solver, measure_one, bounds=RANGES))
 
 
 S4DPE_T10_PRINTED = 0.94  # Tab. A.1, S4D+PE at T = 10, d = 32, N = 8: where the paper's S4D+PE learns the task
@@ -343,7 +343,7 @@ def measure_s4dpe_decline(bundle) -> Measurement:
     first = runs[(runs.model == "s4d+pe") & (runs["T"] == min(runs["T"]))].accuracy.mean()
     both = runs[runs.model.isin(["s4d+pe", "s6+pe"]) & runs["T"].isin([10, 40, 50])]
     return _summary(
-        replace(_per_seed(both, one), control=_solver_null(both, ("s4d+pe",), one)),
+        replace(over_seeds(both, one, bounds=RANGES), control=_solver_null(both, ("s4d+pe",), one)),
         f"S4D+PE at T ∈ {{40, 50}}: max {cell.max():.3f} (at T = {min(runs['T'])}: {first:.3f}, where the paper "
         f"prints {S4DPE_T10_PRINTED} at d = 32; means over seeds)",
     )
@@ -416,7 +416,7 @@ def measure_keep_failing(bundle) -> Measurement:
     if null is not None:
         null = replace(null, measurement=_grid_shares(null.measurement, "T_coverage"))
     return _summary(
-        replace(_grid_shares(_per_seed(both, one), "T_coverage"), control=null),
+        replace(_grid_shares(over_seeds(both, one, bounds=RANGES), "T_coverage"), control=null),
         "; ".join(f"{k} T={T} d={d} N={N}: {a:.3f}" for (T, d, N, k), a in cell.items()) + " (means over seeds)",
         f"T covered: {Ts} of {list(KEEP_TS)}",
     )

@@ -14,7 +14,7 @@ import numpy as np
 from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Rule, across_seeds, conds
-from ._common import RUN_KEEP, _summary
+from ._common import RANGES, RUN_KEEP, _summary
 
 #: this module's book section (its claims are judged on that page)
 SECTION = "03_selectivity/02_keep_nth"
@@ -57,8 +57,8 @@ def measure_fig1_split(pairs: list, ck: dict, checkpoint: str) -> Measurement:
 
     stats = [(decay_summary(*trained), decay_summary(*untrained)) for trained, untrained in pairs]
     names = [f"seed {i}" for i in range(len(stats))]
-    m = across_seeds([one(tr, un) for tr, un in stats], names)
-    null = across_seeds([one(un, un) for _, un in stats], names)
+    m = across_seeds([one(tr, un) for tr, un in stats], names, bounds=RANGES)
+    null = across_seeds([one(un, un) for _, un in stats], names, bounds=RANGES)
     tr, un = stats[0]
     shown = "; ".join(
         f"{name}: frac(e^−λΔ < 0.1 | t < n) {d['frac_below_0.1_before_n']:.2f}, frac(> 0.9 | t ≥ n) "
@@ -236,8 +236,8 @@ def measure_fig1_trend(bundle, untrained=None) -> Measurement:
         return Measurement(values, ", ".join(f"{k} {x:+.2f}" for k, x in values.items()), evidence)
 
     names = [f"seed {s}" for s in seeds]
-    combined = across_seeds([one(s, "trained") for s in seeds], names)
-    null = across_seeds([one(s, "untrained") for s in seeds], names)
+    combined = across_seeds([one(s, "trained") for s in seeds], names, bounds=RANGES)
+    null = across_seeds([one(s, "untrained") for s in seeds], names, bounds=RANGES)
     v = combined.values
     means = (
         stats[stats["T"].isin(Ts)].groupby(["model", "weights", "T"])[["frac_above_0_9_from_n", "mean_from_n"]].mean()

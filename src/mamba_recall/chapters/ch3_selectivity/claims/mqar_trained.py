@@ -14,8 +14,8 @@ import numpy as np
 
 from dataclasses import replace
 
-from mamba_recall.claims.core import Claim, Evidence, Measurement, NotRun, Rule, conds
-from ._common import SOLVED, _chance_null, _per_seed, _summary, _vocab
+from mamba_recall.claims.core import Claim, Evidence, Measurement, NotRun, Rule, conds, over_seeds
+from ._common import RANGES, SOLVED, _chance_null, _summary, _vocab
 from mamba_recall.runners import runner_command
 
 #: this module's book section (its claims are judged on that page)
@@ -63,7 +63,10 @@ def measure_fig2(bundle) -> Measurement:
         )
 
     dstar = _fig2_metrics(main, V)[2]
-    m = replace(_per_seed(main, one), control=_chance_null(main, 1 / V, one, f"every model at chance, 1/|V| = 1/{V}"))
+    m = replace(
+        over_seeds(main, one, bounds=RANGES),
+        control=_chance_null(main, 1 / V, one, f"every model at chance, 1/|V| = 1/{V}"),
+    )
     return _summary(
         m, "d* (best of seeds ≥ 0.99): " + ", ".join(f"{m} κ={k}: {d:g}" for (m, k), d in sorted(dstar.items()))
     )
@@ -170,7 +173,9 @@ def measure_figa3(bundle) -> Measurement:
         )
 
     chance = 1 / runs.V if "V" in runs else 1 / _vocab(bundle)
-    m = replace(_per_seed(runs, one), control=_chance_null(runs, chance, one, "every model at chance, 1/|V|"))
+    m = replace(
+        over_seeds(runs, one, bounds=RANGES), control=_chance_null(runs, chance, one, "every model at chance, 1/|V|")
+    )
     has_both = len(best[best.mixer == "mamba2"]) and len(best[best.mixer == "s4d"])
     return _summary(
         m,
