@@ -136,11 +136,42 @@ def _seed_views(bundle) -> list:
     ]
 
 
+#: The declared range of the chapter's numbers that are accuracies, fractions or shares (in [0, 1]): each one's 95 %
+#: interval over seeds is clipped to it where :func:`_by_seed` combines the seeds (core's ``across_seeds``); the
+#: others (standard errors, gaps, octaves, counts) are not clipped.
+RANGES = {
+    m: (0.0, 1.0)
+    for m in (
+        "one_layer_accuracy",
+        "two_layer_accuracy",
+        "three_layer_accuracy",
+        "full_accuracy",
+        "simplified_accuracy",
+        "designed_accuracy",
+        "best_cell_min_accuracy",
+        "trained_ge_designed_fraction",
+        "lower_bound_fraction",
+        "designed_lower_fraction",
+        "eq77_lower_fraction",
+        "full_not_below_fraction",
+        "correct_significant_fraction",
+        "wrong_significant_fraction",
+        "either_significant_fraction",
+        "share_near_one",
+        "share_near_zero",
+        "kk_share",
+        "vv_share",
+        "near_perfect_jaccard",
+    )
+}
+
+
 def _by_seed(measure):
     """``measure`` (a reader of one ci-layout bundle) applied to a run-store bundle: one :class:`Measurement` per seed
-    (:func:`_seed_views`), combined by :func:`~mamba_recall.claims.core.across_seeds`, the single path by which every
-    claim turns seeds into a number with an interval; the combined evidence names the preset and the run store. A ci
-    bundle (one seed) is read as it is."""
+    (:func:`_seed_views`), combined by :func:`~mamba_recall.claims.core.across_seeds` (each accuracy's and
+    fraction's interval clipped to [0, 1]: :data:`RANGES`), the single path by which every claim turns seeds into a
+    number with an interval; the combined evidence names the preset and the run store. A ci bundle (one seed) is
+    read as it is."""
     import dataclasses
     import functools
 
@@ -149,7 +180,8 @@ def _by_seed(measure):
         if not is_run_store_bundle(bundle):
             return measure(bundle, *args, **kwargs)
         views = _seed_views(bundle)
-        m = across_seeds([measure(v, *args, **kwargs) for _, v in views], [f"seed {s}" for s, _ in views])
+        ms = [measure(v, *args, **kwargs) for _, v in views]
+        m = across_seeds(ms, [f"seed {s}" for s, _ in views], bounds=RANGES)
         return dataclasses.replace(
             m,
             evidence=dataclasses.replace(
