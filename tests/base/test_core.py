@@ -10,7 +10,7 @@ import torch
 from mamba_recall import cli
 from mamba_recall.notebook import ParameterError, setup
 from mamba_recall.presets import PresetError, experiment
-from mamba_recall.results import BundleError, load_bundle, load_preset_bundle, save_bundle
+from mamba_recall.results import BundleError, load_bundle, save_bundle
 
 
 def test_bundle_roundtrip_with_provenance(tmp_path):
@@ -51,19 +51,6 @@ def test_bundle_missing_data_table_and_file(tmp_path):
         load_bundle(path)
     with pytest.raises(BundleError, match="no result bundle"):
         load_bundle("nothing_here", directory=tmp_path)
-
-
-def test_preset_bundle_falls_back_to_ci_only_when_absent_and_says_so(tmp_path):
-    save_bundle("run_ci", {"n": 1}, {"preset": "ci"}, command="python -m x", directory=tmp_path)
-    said = []
-    assert load_preset_bundle("run", "ci", directory=tmp_path, log=said.append).data == {"n": 1} and not said
-    bundle = load_preset_bundle("run", "paper", directory=tmp_path, log=said.append)
-    assert bundle.name == "run_ci" and len(said) == 1 and "no run_paper bundle" in said[0] and "--only run" in said[0]
-    (tmp_path / "run_paper.json").write_text("{not json")  # a corrupt paper bundle is an error, not a fallback
-    with pytest.raises(BundleError, match="corrupt"):
-        load_preset_bundle("run", "paper", directory=tmp_path, log=said.append)
-    with pytest.raises(BundleError, match="no result bundle"):
-        load_preset_bundle("other", "ci", directory=tmp_path)
 
 
 def test_committed_bundles_load():

@@ -83,6 +83,42 @@ def test_a_missing_bundle_names_the_command_that_makes_it(tmp_path):
     assert "runners.scaling --preset paper --parts fig7" in str(info.value)
 
 
+def test_weaker_falls_back_only_when_absent_and_says_so(tmp_path):
+    """A page shows the run's own preset: that bundle, or where it was never made the next weaker one, saying so."""
+    _save(tmp_path, "ci")
+    said = []
+    assert results.evidence("ch9_grid", preset="ci", weaker=True, directory=tmp_path, log=said.append).name == (
+        "ch9_grid_ci"
+    )
+    assert not said  # the asked preset's own bundle: nothing to say
+    assert results.evidence("ch9_grid", preset="paper", weaker=True, directory=tmp_path, log=said.append).name == (
+        "ch9_grid_ci"
+    )
+    assert len(said) == 1 and "no ch9_grid_paper bundle" in said[0] and "using the committed ci bundle" in said[0]
+    assert COMMAND.format(preset="paper") in said[0]  # the command that makes the asked one
+    _save(tmp_path, "cpu-hours")  # the strongest weaker one wins
+    assert results.evidence("ch9_grid", preset="paper", weaker=True, directory=tmp_path, log=said.append).name == (
+        "ch9_grid_cpu-hours"
+    )
+    with pytest.raises(results.BundleMissing, match="no result bundle ch9_grid_paper"):  # never without weaker
+        results.evidence("ch9_grid", preset="paper", directory=tmp_path)
+    _save(tmp_path, "paper", complete=False)  # an incomplete one is refused, not replaced
+    with pytest.raises(results.BundleIncomplete):
+        results.evidence("ch9_grid", preset="paper", weaker=True, directory=tmp_path, log=said.append)
+    (tmp_path / "ch9_grid_paper.json").write_text("{not json")  # a corrupt one is an error, not a fallback
+    with pytest.raises(results.BundleError, match="corrupt"):
+        results.evidence("ch9_grid", preset="paper", weaker=True, directory=tmp_path, log=said.append)
+    with pytest.raises(results.BundleMissing, match="no result bundle ch9_other_ci"):  # nothing weaker than ci
+        results.evidence("ch9_other", preset="ci", weaker=True, directory=tmp_path)
+    assert len(said) == 2
+
+
+def test_weaker_without_a_log_prints(tmp_path, capsys):
+    _save(tmp_path, "ci")
+    assert results.evidence("ch9_grid", preset="cpu-hours", weaker=True, directory=tmp_path).name == "ch9_grid_ci"
+    assert "no ch9_grid_cpu-hours bundle" in capsys.readouterr().out  # never silently
+
+
 def test_a_corrupt_bundle_stops_instead_of_weaker_evidence(tmp_path):
     _save(tmp_path, "ci")
     _save(tmp_path, "cpu-hours")
@@ -99,27 +135,60 @@ def test_data_keys_are_required(tmp_path):
         results.evidence("ch9_grid", directory=tmp_path, data_keys=("kappa",))
 
 
-#: chapter modules that still read one bundle file directly, and why (the rest read through ``evidence``)
-LOAD_BUNDLE_ALLOWED = {
-    # a runner reads its own previous bundle's recorded seconds to estimate a grid (runners/ belong to the run-store
-    # refactor of issue 54, not to the loaders)
-    "chapters/ch2_hashing_scaling/runners/ensembles.py": "the runner's own recorded seconds",
-}
-
-
 def test_no_chapter_module_reads_a_bundle_behind_evidence():
     calls = {}
     for path in sorted((SRC / "chapters").rglob("*.py")):
-        text = path.read_text()
-        found = re.findall(r"\b(load_bundle|load_strongest_bundle|load_preset_bundle)\(", text)
+        found = re.findall(r"\b(load_bundle|load_strongest_bundle|load_preset_bundle)\(", path.read_text())
         if found:
             calls[path.relative_to(SRC).as_posix()] = sorted(set(found))
-    unlisted = {p: f for p, f in calls.items() if p not in LOAD_BUNDLE_ALLOWED or f != ["load_bundle"]}
-    assert not unlisted, (
-        f"chapter modules read bundles directly: {unlisted}; read them with mamba_recall.results.evidence(name) "
-        "(or list the module here with the reason)"
+    assert not calls, (
+        f"chapter modules read bundles directly: {calls}; read them with mamba_recall.results.evidence(name)"
     )
-    assert not [p for p in calls if "/claims/" in p]  # no claim loads its own evidence
+
+
+def test_an_ensembles_estimate_reads_its_bundle_through_evidence():
+    """Chapter 2's ensembles time a grid by the seconds their committed bundle at that preset records per ensemble."""
+    from mamba_recall.chapters.ch2_hashing_scaling.runners import ensembles
+
+    jobs = ensembles.jobs_for("ch2_multihead", "ci")
+    total, basis = ensembles.recorded_estimate("ch2_multihead", "ci")(jobs)
+    recorded = ensembles._module("ch2_multihead").recorded_seconds(results.evidence("ch2_multihead", preset="ci"))
+    assert total == pytest.approx(sum(recorded.values())) and total > 0 and "without a recorded time" not in basis
+    paper = ensembles.jobs_for("ch2_multihead", "paper")  # never run: nothing recorded, said so
+    assert ensembles.recorded_estimate("ch2_multihead", "paper")(paper) == (
+        0,
+        f"the seconds the committed ch2_multihead_paper records per ensemble; {len(paper)} of {len(paper)} without "
+        "a recorded time, counted as 0",
+    )
+
+
+#: the loaders issue 54 removed, by where they were (the one bundle loader is ``evidence``, the one model loader
+#: ``load_model``; Chapter 4's edge family is ``EdgeFamily(preset)``)
+GONE = {
+    "mamba_recall.results": "load_preset_bundle",
+    "mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy": "load_edge_family",
+}
+#: the Chapter 4 pages that read the edge family through the removed one-line alias ``load_edge_family()``, whose
+#: preset defaulted to cpu-hours: the same call, ``EdgeFamily("cpu-hours")``
+EDGE_PAGES = ("01_serial_recall", "02_long_term_channels", "03_periodicity", "04_recency_state_init")
+EDGE_PAGES += ("06_mamba2_heads", "07_model_comparison")
+
+
+def test_the_removed_loaders_are_gone_and_nothing_calls_them():
+    import importlib
+    import json
+
+    root = SRC.parents[1]
+    for module, name in GONE.items():
+        assert not hasattr(importlib.import_module(module), name), f"{module}.{name} is back"
+    files = [*(root / "src").rglob("*.py"), *(root / "tests").rglob("*.py"), *(root / "tools").rglob("*.py")]
+    files += list((root / "book").rglob("*.ipynb"))
+    pattern = re.compile(r"\b(" + "|".join(GONE.values()) + r")\(")
+    assert not [f for f in files if f != Path(__file__).resolve() and pattern.search(f.read_text())]
+    for page in EDGE_PAGES:
+        cells = json.loads((root / "book" / "04_primacy_recency" / f"{page}.ipynb").read_text())["cells"]
+        code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        assert 'A.EdgeFamily("cpu-hours")' in code, f"{page} does not read the edge family with EdgeFamily"
 
 
 def test_load_model_is_the_one_checkpoint_model_loader(tmp_path):

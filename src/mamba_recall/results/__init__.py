@@ -47,8 +47,9 @@ The modules, this package's internals (import every name from ``mamba_recall.res
   :func:`smoke_run_store`), :func:`save_bundle`, :func:`load_bundle` (one file), :func:`regenerate_command`;
 * ``_evidence``: :func:`evidence`, **the one loader of an experiment's evidence** (the strongest complete
   committed bundle, or that preset's; else :class:`BundleMissing` / :class:`BundleIncomplete` naming the command
-  that makes it, :func:`make_command`). Chapters read their bundles through it, never through ``load_bundle``;
-  :func:`load_preset_bundle` is it at the run's preset, falling back to ``ci`` and saying so (a page's own figures);
+  that makes it, :func:`make_command`). Chapters read their bundles through it, never through ``load_bundle``; a
+  page's own figures read it at the run's preset, falling back to the next weaker one and saying so
+  (``evidence(name, preset=ctx.preset, weaker=True)``);
 * ``_checkpoints``: :func:`checkpoint_file` (the one name), :func:`save_checkpoint`, :func:`read_checkpoint` (a checked
   pair) and :func:`load_model` (the model of a checkpoint, built by the chapter's constructor: the one model loader).
 
@@ -91,7 +92,7 @@ from ._bundles import (
     smoke_run_store,
     written_path,
 )
-from ._evidence import EVIDENCE_ORDER, BundleIncomplete, evidence, load_preset_bundle, make_command
+from ._evidence import EVIDENCE_ORDER, BundleIncomplete, evidence, make_command
 from ._checkpoints import (
     CHECKPOINT_DIR,
     checkpoint_file,

@@ -82,6 +82,7 @@ def evidence(
     directory: Path | None = None,
     lacks: Callable[[Bundle], str | None] | None = None,
     complete: bool = True,
+    weaker: bool = False,
     log: Callable[[str], object] | None = None,
 ) -> Bundle:
     """The evidence of experiment ``name``: its committed bundle ``<name>_<preset>`` (``results/``, or
@@ -90,7 +91,11 @@ def evidence(
     ``preset`` None: the strongest complete one (:data:`EVIDENCE_ORDER`: paper, then cpu-hours, then ci), skipping a
     bundle that says it is incomplete (``data.complete`` false: a grid still running) or that ``lacks(bundle)`` says
     lacks what the caller's check needs (a string: what; None: nothing); ``log`` (default: quiet) is told which
-    bundle is used and which were skipped. ``preset`` given: that preset's bundle and no other.
+    bundle is used and which were skipped. ``preset`` given: that preset's bundle and no other; with ``weaker``, where
+    that preset's bundle was never made (absent: a paper-size run needs a GPU), the next weaker preset's that was
+    (:data:`EVIDENCE_ORDER` after ``preset``), **saying so** through ``log`` (``print`` where none is given): what a
+    page shows for the run's own preset (``evidence(name, preset=ctx.preset, weaker=True)``); an incomplete or corrupt
+    bundle still raises, never replaced by a weaker one.
 
     Errors name the problem and the command that makes the bundle (:func:`make_command`: the command the bundle's
     siblings or the manifest record): :class:`~mamba_recall.results.BundleMissing` when there is none (for
@@ -101,6 +106,8 @@ def evidence(
     directory = Path(directory) if directory else Path(_bundles.RESULTS_DIR)
     if preset is not None:
         path = directory / f"{name}_{preset}.json"
+        if weaker and not path.exists():
+            path = _weaker(name, preset, directory, log if log is not None else print)
         if not path.exists():
             raise BundleMissing(
                 f"no result bundle {path.stem} in {directory}; make it with: {make_command(name, preset, directory)}"
@@ -133,19 +140,20 @@ def evidence(
     )
 
 
-def load_preset_bundle(
-    stem: str, preset: str, *, data_keys: tuple[str, ...] = (), directory: Path | None = None, log=print
-) -> Bundle:
-    """A page's bundle at the run's preset: :func:`evidence` at ``preset``; where that preset's bundle was never made
-    (a paper-size run needs a GPU) the ``ci`` one instead, **saying so** through ``log``. An incomplete or corrupt
-    bundle raises (never replaced by another one). Notebooks whose figures show the run's own preset read through
-    it; verdicts read the strongest evidence (:func:`evidence` with no preset)."""
-    directory = Path(directory) if directory else Path(_bundles.RESULTS_DIR)
-    if preset != "ci" and not (directory / f"{stem}_{preset}.json").exists():
-        log(
-            f"no {stem}_{preset} bundle in {directory} (regenerate it with "
-            f"`python -m mamba_recall reproduce --preset {preset} --only {stem}`); using the committed ci bundle "
-            f"{stem}_ci"
+def _weaker(name: str, preset: str, directory: Path, log: Callable[[str], object]) -> Path:
+    """The path of the strongest bundle of ``name`` weaker than ``preset`` that exists (told to ``log``), else the
+    absent ``<name>_<preset>`` (the caller names the command that makes it)."""
+    if preset not in EVIDENCE_ORDER:
+        raise ValueError(
+            f"evidence({name!r}, preset={preset!r}, weaker=True): weaker than what? name one of {EVIDENCE_ORDER}."
         )
-        preset = "ci"
-    return evidence(stem, preset=preset, data_keys=data_keys, directory=directory)
+    asked = directory / f"{name}_{preset}.json"
+    for other in EVIDENCE_ORDER[EVIDENCE_ORDER.index(preset) + 1 :]:
+        path = directory / f"{name}_{other}.json"
+        if path.exists():
+            log(
+                f"no {asked.stem} bundle in {directory} (make it with `{make_command(name, preset, directory)}`); "
+                f"using the committed {other} bundle {path.stem}"
+            )
+            return path
+    return asked

@@ -62,9 +62,9 @@ def test_fig4_count_cannot_pass_when_its_untrained_null_passes():
 def test_fig4_count_on_the_committed_family_reads_its_untrained_null():
     """The committed edge family: the untrained twins of the judged seeds pass the rule (their counts fall with τ and
     are 0 at τ = 1), so the verdict is not testable here, never reproduced."""
-    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_edge_family
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
 
-    fam = load_edge_family()
+    fam = EdgeFamily("cpu-hours")
     if fam.missing:
         pytest.skip(f"edge family not committed: {fam.missing}")
     v = ch4.check_family("004/Fig4-count", fam, record=False)
@@ -157,9 +157,9 @@ def test_fig5b_is_not_judged_on_filler_distractors():
 
 
 def test_fig5b_on_the_committed_family_is_measured_with_the_papers_random_tokens():
-    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_edge_family
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
 
-    fam = load_edge_family()
+    fam = EdgeFamily("cpu-hours")
     if fam.missing:
         pytest.skip(f"edge family not committed: {fam.missing}")
     recs = [r["measurements"]["004/Fig5b"] for r in fam.runs if "004/Fig5b" in r["measurements"]]
@@ -199,9 +199,9 @@ def test_a_stored_record_without_its_null_is_never_judged():
 
 
 def test_every_judged_edge_record_carries_its_untrained_twin():
-    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_edge_family
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
 
-    fam = load_edge_family()
+    fam = EdgeFamily("cpu-hours")
     if fam.missing:
         pytest.skip(f"edge family not committed: {fam.missing}")
     for r in fam.runs:

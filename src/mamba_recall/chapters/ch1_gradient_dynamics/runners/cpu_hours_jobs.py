@@ -186,18 +186,18 @@ def checkpoint_path(name: str, preset: str, seed: int | None, smoke: bool = Fals
 
 
 def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False):
-    """``(model, sidecar)`` of one seed's checkpoint (its sha256 checked)."""
-    from mamba_recall.results import read_checkpoint
+    """``(model in eval mode, sidecar)`` of one seed's checkpoint (its sha256 checked): the one model loader
+    (:func:`~mamba_recall.results.load_model`) at :func:`checkpoint_path`, the part's constructor (the full Mamba's
+    for :data:`FULL_PARTS`, the simplified model's otherwise)."""
+    from mamba_recall.results import load_model
     from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_model
 
-    path = checkpoint_path(name, preset, seed, smoke)
-    state, meta = read_checkpoint(
-        path,
+    build = build_full_model if name in FULL_PARTS else build_model
+    return load_model(
+        checkpoint_path(name, preset, seed, smoke),
+        lambda meta: build(meta["config"], seed),
         regenerate=f"{runner_command('ch1_training')} --preset {preset} --allow-long",
     )
-    model = build_full_model(meta["config"], seed) if name in FULL_PARTS else build_model(meta["config"], seed)
-    model.load_state_dict(state)
-    return model.eval(), meta
 
 
 def _train_and_save(config: dict, seed: int, command: str, path: Path | None = None, **train_kw):

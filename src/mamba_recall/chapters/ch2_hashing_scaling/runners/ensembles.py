@@ -134,10 +134,10 @@ def recorded_estimate(runner: str, preset: str):
     records for its unit (not measured here: an ensemble is timed by running it), none where none is recorded."""
 
     def estimate(left: list[dict]) -> tuple[float, str]:
-        from mamba_recall.results import BundleMissing, load_bundle
+        from mamba_recall.results import BundleMissing, evidence
 
-        try:  # a damaged bundle raises: it is named, not taken for an absent one
-            recorded = _module(runner).recorded_seconds(load_bundle(f"{runner}_{preset}"))
+        try:  # a damaged bundle raises: it is named, not taken for an absent one; a partial one's seconds count too
+            recorded = _module(runner).recorded_seconds(evidence(runner, preset=preset, complete=False))
         except BundleMissing:
             recorded = {}
         known = [recorded.get(_module(runner).unit_name(j["config"])) for j in left]

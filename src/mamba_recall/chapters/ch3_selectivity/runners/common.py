@@ -223,7 +223,7 @@ def write_store_bundle(
     """Aggregate the finished jobs of one grid into ``results/<name>_<preset>[_smoke].json``: tables ``runs`` (each
     job's ``result["row"]``), ``cells`` (``runstore.aggregate`` over ``by``: mean, 95 % t-interval, per-seed values of
     ``metrics``), ``curves`` (``by`` + seed + step, loss, accuracy) and ``extra_tables(runs) -> {name: rows}``.
-    A partial grid is aggregated too (``data.complete`` false; ``load_strongest_bundle`` then skips it)."""
+    A partial grid is aggregated too (``data.complete`` false; :func:`~mamba_recall.results.evidence` then skips it)."""
     from mamba_recall.runstore import aggregate, finished_status, save_grid_bundle
 
     runs, status = finished_status(jobs, store, preset=preset, log=log)

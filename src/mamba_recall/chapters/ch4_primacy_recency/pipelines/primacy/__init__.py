@@ -25,7 +25,7 @@ then ``A.<name>``):
 * ``_channels``: the long-term channels of §4.2 (:func:`identification_prompt`, :func:`write_strength`,
   :func:`check_sparsity`, :func:`ablation_effects`), :func:`periodic_deltas` (§4.3), Table 1's transfer
   (:func:`transfer_sets`, :func:`transfer_effects`, :func:`transfer_table`, :func:`transfer_ablation`) and :func:`slow_state_probe`;
-* ``_edge``: the committed edge family (:class:`EdgeFamily`, :func:`load_edge_family`) and
+* ``_edge``: the committed edge family (:class:`EdgeFamily`) and
   :func:`committed_model_curves`.
 
 ``A.iv`` and ``A.ch`` are :mod:`mamba_recall.analysis.interventions` and :mod:`mamba_recall.analysis.channels`. A test
@@ -54,7 +54,7 @@ from ._channels import (
     transfer_table,
     write_strength,
 )
-from ._edge import EDGE_COMMAND, MAMBA2_RECIPE, EdgeFamily, committed_model_curves, load_edge_family
+from ._edge import EDGE_COMMAND, MAMBA2_RECIPE, EdgeFamily, committed_model_curves
 from ._models import (
     ENV_CHECKPOINT,
     ENV_VOCAB,

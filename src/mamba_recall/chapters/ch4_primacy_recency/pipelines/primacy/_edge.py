@@ -166,10 +166,6 @@ class EdgeFamily:
         return ", ".join(parts) + (f". {primary_rule(self.sizes)}" if reserves else "")
 
 
-def load_edge_family(preset: str = "cpu-hours") -> EdgeFamily:
-    return EdgeFamily(preset)
-
-
 def committed_model_curves(names, Ls, n: int, variant: str = "repeated", device="cpu"):
     """Recall by position of committed S-models (``results/checkpoints/ch4_<name>.pt``) at every length of ``Ls``:
     a long table (model, L, k, acc, lo, hi, trained) where ``trained`` says whether L was inside the model's

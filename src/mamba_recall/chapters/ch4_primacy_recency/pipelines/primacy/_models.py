@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 from pathlib import Path
@@ -69,33 +68,31 @@ def regenerate_command(model: str) -> str:
     return f"{runner_command('ch4_train')} --model {model} --preset ci"
 
 
-def read_smodel(path: Path, model: str, verify_hash: bool = True) -> tuple[dict, dict]:
-    """(payload, sidecar) of an S-model checkpoint, hash-checked unless ``verify_hash`` is False; errors name
-    the command that regenerates ``model``."""
-    regenerate = regenerate_command(model)
-    if verify_hash:
-        blob, sidecar = read_checkpoint(path, regenerate=regenerate)
-    else:
-        if not path.exists():
-            raise FileNotFoundError(f"no checkpoint at {path}; regenerate it with `{regenerate}`.")
-        side_path = path.with_suffix(".json")
-        sidecar = json.loads(side_path.read_text()) if side_path.exists() else {}
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+def read_smodel(path: Path, model: str) -> tuple[dict, dict]:
+    """(payload, sidecar) of an S-model checkpoint: the pair checked by the shared reader
+    (:func:`~mamba_recall.results.read_checkpoint`; errors name the command that regenerates ``model``), its payload
+    the S-model's own (``state_dict`` with the ``model_config`` and ``vocab`` that build it, plus ``train_config`` and
+    ``history``), not a bare state dict: what :func:`load_checkpoint` and :func:`untrained_twin` build from and the
+    warm start of :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.train` compares."""
+    blob, sidecar = read_checkpoint(path, regenerate=regenerate_command(model))
     for key in ("state_dict", "model_config", "vocab"):
         if key not in blob:
             raise ValueError(f"{path} is not a Chapter 4 checkpoint: key {key!r} is missing.")
     return blob, sidecar
 
 
-def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device="cpu", verify_hash=True):
+def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device="cpu"):
     """Load an S-model checkpoint (``.pt`` + JSON sidecar) → ``(model, vocab, sidecar)``.
 
     ``path`` defaults to the committed ``results/checkpoints/ch4_train_<model>_ci.pt`` (:func:`checkpoint_path`). The sidecar's sha256
     is checked. A reader's own mamba_ssm-compatible checkpoint is loaded with
-    :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead.
+    :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead. Not
+    :func:`~mamba_recall.results.load_model` (the one loader of a ``.pt`` that is a bare state dict, its model built
+    from the sidecar): an S-model's ``.pt`` holds the config and vocabulary that build it beside its weights
+    (:func:`read_smodel`), and the vocabulary is returned with the model.
     """
     path = Path(path) if path is not None else checkpoint_path(model)
-    blob, sidecar = read_smodel(path, model, verify_hash)
+    blob, sidecar = read_smodel(path, model)
     vocab = RecallVocab(**blob["vocab"])
     net = build_model(blob["model_config"], vocab, backend=backend)
     net.load_state_dict(blob["state_dict"])
