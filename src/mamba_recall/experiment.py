@@ -215,7 +215,11 @@ def grid_command(
     from .presets import ALL_PRESETS
     from .runstore import add_device_arg, add_grid_args
 
-    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog=prog,
+        description="Run declared experiments through the run store (the finished jobs are skipped, so the same "
+        "command resumes) and write each one's bundle results/<experiment>_<preset>.json.",
+    )
     if name is None:
         known = ", ".join(e.name for e in experiments())
         ap.add_argument(
