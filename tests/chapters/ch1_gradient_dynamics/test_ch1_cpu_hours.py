@@ -95,7 +95,11 @@ def test_bundles_have_interval_columns(smoke_grid):
     assert len(table.tables["runs"]) == 20
     mech = results.load_bundle("ch1_mechanism_cpu-hours_smoke", directory=smoke_grid["out"])
     assert {"test_accuracy_ci_low", "test_accuracy_ci_high"} <= set(mech.tables["models"])
-    claims = mech.tables["claims"]
+    # the bundle holds the seeds' measurements only; the page combines them at check time (seeds_claims_view)
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims import seeds_claims_view
+
+    assert "claims" not in mech.tables and set(mech.data["measurements"]) == set(K1_CLAIMS) | {"000/Fig5", "000/Fig6"}
+    claims = seeds_claims_view(mech, [*K1_CLAIMS, "000/Fig5", "000/Fig6"]).reset_index()
     assert {"mean", "ci_low", "ci_high", "per_seed"} <= set(claims)
     assert set(claims.claim) == set(K1_CLAIMS) | {"000/Fig5", "000/Fig6"}
     assert {"probe_accuracy_after_ci_low", "probe_accuracy_after_ci_high"} <= set(mech.tables["probe"])
@@ -283,8 +287,13 @@ def test_full_mamba_smoke_bundle(smoke_grid):
         assert -1 <= v["centred_cosine"] <= 1 and -1 <= v["init_centred_cosine"] <= 1 and 0 <= v["accuracy"] <= 1
     verdict = check_stored("000/Fig7-full", stored["records"], stored["names"], record=False)
     assert verdict.status == "not run" and "smoke" in verdict.reason and "centred_cosine" in verdict.intervals
-    claims = b.tables["claims"]
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims import seeds_claims_view
+
+    claims = seeds_claims_view(b, ["000/Fig7-full"]).reset_index()
+    assert "claims" not in b.tables  # combined at check time, never while the bundle is written
     assert set(claims.metric) >= {"centred_cosine", "first_half_diag", "second_half_diag", "accuracy"}
+    acc = claims.set_index("metric").loc["accuracy"]
+    assert 0 <= acc.ci_low <= acc.ci_high <= 1  # an accuracy's interval is clipped to its range
 
 
 def test_full_mamba_job_is_deterministic_and_its_numbers_are_its_models(tmp_path, monkeypatch):

@@ -32,6 +32,22 @@ FLOAT64_AGREE = 1e-10  # two float64 computations of the same quantity by differ
 FLOAT32_AGREE = 1e-7  # the same float32 factor computed twice: at most about one ulp of a number ≤ 1 (6e-8)
 MC_Z = 5.0  # a Monte-Carlo gradient agrees with the exact one within 5 standard errors in every entry
 MC_COSINE = 0.999  # ... and points the same way (cosine ≥ 0.999) at n = 2·10⁵ samples
+#: The declared range of the chapter's numbers that are accuracies or fractions (in [0, 1]): each one's 95 % interval
+#: over seeds is clipped to it wherever seeds are combined (core's ``across_seeds``: :func:`~.seeds.check_over_seeds`,
+#: :func:`~.table1.check_table1`, :func:`seeds_claims_view`); the others (ratios, differences) are not clipped.
+RANGES = {
+    m: (0.0, 1.0)
+    for m in (
+        "accuracy",
+        "train_accuracy",
+        "accuracy_held_except_writes",
+        "accuracy_intervened",
+        "fraction_within",
+        "min_accuracy",
+        "min_accuracy_kappa1",
+        "max_accuracy",
+    )
+}
 
 
 # ------------------------------------------------------------------------------------------ evidence
@@ -125,7 +141,40 @@ def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None)
 
 
 def seeds_claims_view(seeds, claim_ids):
-    """The bundle's per-claim numbers for ``claim_ids``: mean over seeds, 95 % interval and per-seed values."""
-    claims = seeds.tables["claims"]
-    view = claims[claims.claim.isin(list(claim_ids))].copy()
-    return view.set_index(["claim", "metric"])[["mean", "ci_low", "ci_high", "per_seed", "n_seeds"]]
+    """Per claim of ``claim_ids`` (in the bundle's order) and number: its mean over the bundle's seeds, 95 % interval (clipped to the
+    number's range, :data:`RANGES`) and per-seed values, combined now from the seeds' stored measurements
+    (``seeds.data["measurements"]``) as the verdict combines them (core's ``across_seeds``): the bundle holds the
+    per-seed measurements only, never numbers combined while it was written."""
+    import pandas as pd
+
+    from mamba_recall.claims.core import across_seeds, measurement_from_record
+
+    stored = seeds.data["measurements"]
+    unknown = [cid for cid in claim_ids if cid not in stored]
+    if unknown:
+        raise ValueError(
+            f"seeds_claims_view: {unknown} not measured in bundle {seeds.name} (it measures {sorted(stored)}); "
+            "name claims its jobs measured."
+        )
+    rows = []
+    for cid in (c for c in stored if c in set(claim_ids)):  # in the bundle's order
+        records, names = stored[cid]["records"], stored[cid]["names"]
+        if any("not_run" in d for d in records):
+            rows.append(dict(claim=cid, metric="(not run)", n_seeds=len(records)))
+            continue
+        m = across_seeds([measurement_from_record(d) for d in records], names, bounds=RANGES)
+        nan = (float("nan"), float("nan"))
+        rows += [
+            dict(
+                claim=cid,
+                metric=k,
+                mean=float(v),
+                ci_low=m.intervals.get(k, nan)[0],
+                ci_high=m.intervals.get(k, nan)[1],
+                per_seed=" ".join(f"{float(x):.4g}" for x in m.per_seed[k]),
+                n_seeds=len(records),
+            )
+            for k, v in sorted(m.values.items())
+        ]
+    view = pd.DataFrame(rows, columns=["claim", "metric", "mean", "ci_low", "ci_high", "per_seed", "n_seeds"])
+    return view.set_index(["claim", "metric"])

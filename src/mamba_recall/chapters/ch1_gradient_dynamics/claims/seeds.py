@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from mamba_recall.paths import REPO_ROOT
-from ._common import SEEDS_COMMAND
+from ._common import RANGES, SEEDS_COMMAND
 from .many_keys_and_unembedding import FULL_MAMBA_COMMAND, FULL_ONEHOT_COMMAND
 
 FULL_CLAIM = "000/Fig7-full"
@@ -29,12 +29,6 @@ K1_CLAIMS = (
     "000/Fig8",
 )
 SPIKE_CLAIM = {"k2": "000/Fig5", "k4": "000/Fig6"}
-#: The declared range of the numbers of these claims that are accuracies or fractions (in [0, 1]): each one's 95 %
-#: interval over seeds is clipped to it (core's ``across_seeds``); the others (ratios, differences) are not clipped.
-RANGES = {
-    m: (0.0, 1.0)
-    for m in ("accuracy", "train_accuracy", "accuracy_held_except_writes", "accuracy_intervened", "fraction_within")
-}
 
 
 def measure_model(
@@ -154,7 +148,7 @@ def _full_seed_record(checkpoint: str) -> dict:
 
 def check_over_seeds(claim_id: str, seeds, *args, record: bool = True, **kwargs):
     """The verdict of ``claim_id`` on the strongest committed evidence, through core's one path
-    (:func:`~mamba_recall.claims.core.check_stored` → ``across_seeds``, with the ranges of :data:`RANGES` → ``judge``):
+    (:func:`~mamba_recall.claims.core.check_stored` → ``across_seeds``, with the ranges of :data:`._common.RANGES` → ``judge``):
     the per-seed records of the
     cpu-hours bundle ``seeds`` (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.load_seeds`, :func:`seed_records`). Without a bundle (``None``) or without this
     claim in it, the one-seed measurement on ``args`` (:func:`~mamba_recall.claims.core.check`), which core reads

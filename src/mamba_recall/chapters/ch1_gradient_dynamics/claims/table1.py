@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
-from ._common import DATE, TRAINED_TEXT, chance_level
+from ._common import DATE, RANGES, TRAINED_TEXT, chance_level
 from mamba_recall.runners import runner_command
 
 SECTION = "01_gradient_dynamics/05_table1"
@@ -176,7 +176,8 @@ def _extra_bundle(stem: str):
 
 def check_table1(claim_id: str, seeds, table, origin, record: bool = True, matched=None):
     """A Table 1 claim on the cpu-hours bundle ``seeds`` when there is one (each seed's cells measured alone by the
-    claim's measurement, then judged through :func:`~mamba_recall.claims.core.check_stored`), else on ``table`` from
+    claim's measurement, then judged through :func:`~mamba_recall.claims.core.check_stored`, each accuracy's interval
+    clipped to [0, 1]: :data:`._common.RANGES`), else on ``table`` from
     ``origin`` (one seed: *inconclusive*). ``matched``: the size-matched row-3 bundle (``ch1_table1_matched``);
     with it, row 3's claim (:data:`MATCHED_CLAIM`) reads its Transformers (both conv widths) in place of the
     d_model-32 ones, beside the same seeds' Mamba and RoPE rows, plus seeds 3-5 of its deciding cell where
@@ -201,14 +202,15 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
     per_seed = sorted(set(runs.seed))
     measure = get(claim_id).measure
 
-    def record(s):
+    def stored(s):
         try:
             return measurement_record(measure(runs[runs.seed == s].reset_index(drop=True), seeds))
         except NotRun as exc:
             return {"not_run": f"seed {s}: {exc}"}
 
-    records = [record(s) for s in per_seed]
-    return check_stored(claim_id, records, [f"seed {s}" for s in per_seed], record=record)
+    records = [stored(s) for s in per_seed]
+    names = [f"seed {s}" for s in per_seed]
+    return check_stored(claim_id, records, names, record=record, bounds=RANGES)
 
 
 T128 = "T = 128 only (the paper's T = 256 and 512 columns are a GPU run: 000/Table1-long)"

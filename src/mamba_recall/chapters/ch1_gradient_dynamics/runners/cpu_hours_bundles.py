@@ -33,11 +33,12 @@ from .cpu_hours_jobs import (
 from mamba_recall.runners import runner_command
 
 
-def _claims_table(runs: list[dict]) -> tuple[pd.DataFrame, dict]:
-    """Per claim: the seeds' stored measurements (bundle data) and one row per (claim, number) with its mean,
-    95 % interval and per-seed values (the combination of :func:`~mamba_recall.claims.core.across_seeds`)."""
-
-    stored, rows = {}, []
+def _stored_measurements(runs: list[dict]) -> dict:
+    """Per claim: the seeds' stored measurements (bundle data ``measurements``: model, names, records), one entry per
+    claim of each model's jobs. Nothing is combined here: the verdicts and the pages combine the seeds at check time
+    (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.check_over_seeds`,
+    :func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds_claims_view`)."""
+    stored = {}
     by_model: dict[str, list[dict]] = {}
     for r in runs:
         by_model.setdefault(r["config"]["model"], []).append(r)
@@ -47,34 +48,7 @@ def _claims_table(runs: list[dict]) -> tuple[pd.DataFrame, dict]:
             records = [r["result"]["measurements"][cid] for r in recs]
             names = [f"{model} seed {r['seed']}" for r in recs]
             stored[cid] = {"model": model, "names": names, "records": records}
-            if any("not_run" in d for d in records):
-                rows.append(dict(claim=cid, model=model, metric="(not run)", n_seeds=len(recs)))
-                continue
-            rows += _claim_rows(cid, model, records, names)
-    return pd.DataFrame(rows), stored
-
-
-def _claim_rows(cid: str, model: str, records: list[dict], names: list[str]) -> list[dict]:
-    """One row per number of claim ``cid`` on ``model``'s per-seed ``records``: its mean over the seeds, 95 % interval
-    and per-seed values, combined as the verdict combines them (:func:`~mamba_recall.claims.core.across_seeds` with
-    the chapter's declared ranges, :data:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.RANGES`)."""
-    from mamba_recall.claims.core import across_seeds, measurement_from_record
-    from mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds import RANGES
-
-    m = across_seeds([measurement_from_record(d) for d in records], names, bounds=RANGES)
-    return [
-        dict(
-            claim=cid,
-            model=model,
-            metric=k,
-            mean=float(v),
-            ci_low=m.intervals.get(k, (float("nan"), float("nan")))[0],
-            ci_high=m.intervals.get(k, (float("nan"), float("nan")))[1],
-            per_seed=" ".join(f"{float(x):.4g}" for x in m.per_seed[k]),
-            n_seeds=len(records),
-        )
-        for k, v in m.values.items()
-    ]
+    return stored
 
 
 def _write(name, data, config, tables, log, directory, runner: str = "ch1_training", part: str | None = None):
@@ -88,8 +62,8 @@ def _write(name, data, config, tables, log, directory, runner: str = "ch1_traini
 
 
 def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
-    """``ch1_wo_<preset>``: per target the accuracies and the 000/Fig7 numbers (mean, interval over seeds), every
-    model's record of 000/Fig7 (``measurements``: both targets' seeds together, the claim's evidence, read by
+    """``ch1_wo_<preset>``: per target the accuracies (mean, interval over seeds), every model's record of 000/Fig7
+    (``measurements``: both targets' seeds together, the claim's evidence, combined and judged at check time by
     :func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.check_over_seeds`) and the learned matrices (table ``W_o``: target, seed,
     row, col, value)."""
     runs = sorted(runs, key=lambda r: (r["config"]["sizes"]["target"], r["seed"]))
@@ -98,13 +72,9 @@ def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: s
         by=["model"],
         metrics=["test_accuracy", "train_accuracy", "steps_run"],
     )
-    claims, _ = _claims_table(runs)  # per target
     records = [r["result"]["measurements"][WO_CLAIM] for r in runs]
     names = [f"{r['config']['sizes']['target']} targets seed {r['seed']}" for r in runs]
     stored = {WO_CLAIM: {"model": "wo", "names": names, "records": records}}
-    if not any("not_run" in d for d in records):
-        both = pd.DataFrame(_claim_rows(WO_CLAIM, "both targets", records, names))
-        claims = pd.concat([claims, both], ignore_index=True)
     matrices = pd.DataFrame(
         [
             {"target": r["config"]["sizes"]["target"], "seed": r["seed"], "row": a, "col": c, "value": x}
@@ -116,18 +86,18 @@ def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: s
     data.update(
         measurements=stored,
         checkpoints={n: r["result"]["checkpoint"] for n, r in zip(names, runs)},
-        aggregation="000/Fig7 over every model of both targets (claims.core.across_seeds); per target in table claims",
+        aggregation="000/Fig7 over every model of both targets, combined at check time (claims.core.across_seeds)",
     )
     config = {"preset": preset, "smoke": smoke, "sizes": experiment("ch1_wo", preset, smoke=smoke)}
-    tables = {"models": models, "claims": claims, "W_o": matrices}
+    tables = {"models": models, "W_o": matrices}
     return _write(f"ch1_wo_{preset}{suffix}", data, config, tables, log, directory)
 
 
 def _full_bundle(
     runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory, part: str = FULL_NAME
 ) -> Path:
-    """``ch1_<part>_<preset>`` (``part``: full_mamba or full_onehot): per-seed accuracies (mean, interval), the 000/Fig7-full records per seed and
-    their combination over seeds (``measurements``, read by :func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.check_over_seeds`),
+    """``ch1_<part>_<preset>`` (``part``: full_mamba or full_onehot): per-seed accuracies (mean, interval), the 000/Fig7-full records per seed
+    (``measurements``, combined and judged at check time by :func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.check_over_seeds`),
     and the readout matrices W_o^full at the end and at initialisation (table ``readout``: seed, stage, row a =
     the logit's token, col = j·|V| + v for token v at lag 1 (j = 0, previous) or lag 0 (j = 1, current), value)."""
     models = aggregate(
@@ -135,7 +105,7 @@ def _full_bundle(
         by=["model"],
         metrics=["test_accuracy", "train_accuracy", "steps_run"],
     )
-    claims, stored = _claims_table(runs)
+    stored = _stored_measurements(runs)
     readout = pd.DataFrame(
         [
             {"seed": r["seed"], "stage": stage, "row": a, "col": c, "value": x}
@@ -148,7 +118,7 @@ def _full_bundle(
     data.update(
         measurements=stored,
         checkpoints={f"{part} seed {r['seed']}": r["result"]["checkpoint"] for r in runs},
-        aggregation="per claim: mean over seeds with a 95 % t-interval (claims.core.across_seeds)",
+        aggregation="per claim: the seeds' measurements, combined at check time (claims.core.across_seeds)",
         readout_note="W_o^full = [R U_1 | R U_0] (|V| × 2|V|): the full model's readout in the paper's (previous, "
         "current) token coordinates (analysis.full_mamba_readout.pair_readout)",
     )
@@ -158,7 +128,7 @@ def _full_bundle(
         "sizes": experiment(FULL_PARTS[part], preset, smoke=smoke),
         "runner": RUNNER,
     }
-    tables = {"models": models, "claims": claims, "readout": readout}
+    tables = {"models": models, "readout": readout}
     command = f"{runner_command('ch1_training')} --preset {preset} --parts {part} --allow-long"
     return save_grid_bundle(
         f"ch1_{part}_{preset}{suffix}", data, config, command=command, tables=tables, directory=directory, log=log
@@ -227,7 +197,7 @@ def _checkpoints_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, 
 
 def _mechanism_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
     """``ch1_mechanism_<preset>``: per model the accuracies (mean, interval over seeds), per claim the seeds'
-    stored measurements and their combination (table ``claims``), and our causal probe on the |K| = 1 models
+    stored measurements (data ``measurements``, combined at check time), and our causal probe on the |K| = 1 models
     (table ``probe``)."""
     models = aggregate(
         [dict(r, config={"model": r["config"]["model"]}) for r in runs],
@@ -236,11 +206,11 @@ def _mechanism_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, su
     )
     k1 = [dict(r, config={"model": "k1"}) for r in runs if r["config"]["model"] == "k1"]
     probe = aggregate(k1, by=["model"], metrics=list(PROBE_METRICS)) if k1 else pd.DataFrame()
-    claims, stored = _claims_table(runs)
+    stored = _stored_measurements(runs)
     data.update(
         measurements=stored,
         checkpoints={f"{r['config']['model']} seed {r['seed']}": r["result"]["checkpoint"] for r in runs},
-        aggregation="per model and claim: mean over seeds with a 95 % t-interval (claims.core.across_seeds)",
+        aggregation="per model and claim: the seeds' measurements, combined at check time (claims.core.across_seeds)",
         probe_note="our causal probe, not a claim of the paper: the forgetting factor set to 1 at noise pairs",
     )
     config = {
@@ -249,7 +219,7 @@ def _mechanism_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, su
         "sizes": {m: experiment(f"ch1_{m}", preset, smoke=smoke) for m in MODELS},
         "runner": RUNNER,
     }
-    tables = {"models": models, "claims": claims, "probe": probe}
+    tables = {"models": models, "probe": probe}
     return _write(f"ch1_mechanism_{preset}{suffix}", data, config, tables, log, directory)
 
 
