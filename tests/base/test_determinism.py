@@ -30,15 +30,16 @@ from mamba_recall.results import RESULTS_DIR
 FORCED = {"ATEN_CPU_CAPABILITY": "default", "NUMBA_CPU_NAME": "generic"}
 
 
-def _retrain(root, extra_env: dict) -> tuple[dict, dict]:
-    """Retrain ``ch1_k2_ci`` from its run-store command in a fresh repository copy under ``root``; return its
-    weights and its sidecar. The instruction-set variables are unset unless ``extra_env`` forces them."""
+def _retrain(root, extra_env: dict) -> tuple[dict, dict, str]:
+    """Retrain ``ch1_k2_ci`` from its run-store command in a fresh repository copy under ``root``, its checkpoint
+    deleted while its run-store job is finished; return its weights, its sidecar and what the command printed. The
+    instruction-set variables are unset unless ``extra_env`` forces them."""
     _ch1_ci_copy(root, keep=lambda name: True)
     pt = root / "results/checkpoints/ch1_k2_ci.pt"
     pt.unlink()
     pt.with_suffix(".json").unlink()
-    _ch1_training(root, "--preset", "ci", "--only", "k2", env={**dict.fromkeys(determinism.ISA_ENV), **extra_env})
-    return torch.load(pt), json.loads(pt.with_suffix(".json").read_text(encoding="utf-8"))
+    out = _ch1_training(root, "--preset", "ci", "--only", "k2", env={**dict.fromkeys(determinism.ISA_ENV), **extra_env})
+    return torch.load(pt), json.loads(pt.with_suffix(".json").read_text(encoding="utf-8")), out.stdout + out.stderr
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +52,17 @@ def retrains(tmp_path_factory):
     }
 
 
+def test_the_command_a_missing_checkpoint_names_makes_it_again(retrains):
+    """A checkpoint whose run-store job is finished but whose file is gone: ``load_or_train``'s error names
+    ``ch1_training --preset ci --only k2``, and that command runs the job again (the store checks the checkpoint its
+    record names, :func:`mamba_recall.runstore.output_gone`) and writes the file back (with the committed weights
+    within the cross-CPU tolerance: the test below)."""
+    for _, _, said in retrains.values():
+        assert "its checkpoint results/checkpoints/ch1_k2_ci.pt is missing: it is run again" in said
+
+
 def test_a_retrain_is_bit_identical_to_a_retrain_on_the_same_machine(retrains):
-    (a, meta_a), (b, meta_b) = retrains["here"], retrains["here again"]
+    (a, meta_a, _), (b, meta_b, _) = retrains["here"], retrains["here again"]
     assert determinism.compare_weights(a, b).identical
     for k in ("test_query_accuracy", "train_query_accuracy", "steps_run"):
         assert meta_a[k] == meta_b[k]
@@ -73,12 +83,12 @@ def test_a_forced_instruction_set_takes_effect():
 
 @pytest.mark.parametrize("other", ["forced isa", "committed"])
 def test_another_cpu_type_is_within_the_tolerance_with_the_same_printed_accuracies(retrains, other):
-    here, meta_here = retrains["here"]
+    here, meta_here, _ = retrains["here"]
     if other == "committed":  # made on another machine: compared within the tolerance, never bit for bit
         pt = RESULTS_DIR / "checkpoints" / "ch1_k2_ci.pt"
         weights, meta = torch.load(pt), json.loads(pt.with_suffix(".json").read_text(encoding="utf-8"))
     else:
-        weights, meta = retrains[other]
+        weights, meta, _ = retrains[other]
     cmp = determinism.compare_weights(weights, here)
     assert cmp.within, str(cmp)
     for k in ("test_query_accuracy", "train_query_accuracy"):
