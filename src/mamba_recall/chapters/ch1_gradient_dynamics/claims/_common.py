@@ -34,7 +34,8 @@ MC_Z = 5.0  # a Monte-Carlo gradient agrees with the exact one within 5 standard
 MC_COSINE = 0.999  # ... and points the same way (cosine ≥ 0.999) at n = 2·10⁵ samples
 #: The declared range of the chapter's numbers that are accuracies or fractions (in [0, 1]): each one's 95 % interval
 #: over seeds is clipped to it wherever seeds are combined (core's ``across_seeds``: :func:`~.seeds.check_over_seeds`,
-#: :func:`~.table1.check_table1`, :func:`seeds_claims_view`); the others (ratios, differences) are not clipped.
+#: :func:`~.table1.check_table1`, :func:`seeds_claims_view`, the cpu-hours bundles' tables); the others (ratios,
+#: differences, step counts) are not clipped.
 RANGES = {
     m: (0.0, 1.0)
     for m in (
@@ -46,6 +47,13 @@ RANGES = {
         "min_accuracy",
         "min_accuracy_kappa1",
         "max_accuracy",
+        # the bundles' per-model tables (runners.cpu_hours_bundles) and our causal probe's accuracies and fractions
+        "test_accuracy",
+        "probe_accuracy_before",
+        "probe_accuracy_after",
+        "probe_margin_positive_before",
+        "probe_margin_positive_after",
+        "probe_accuracy_no_write_erase",
     )
 }
 

@@ -33,6 +33,15 @@ from .cpu_hours_jobs import (
 from mamba_recall.runners import runner_command
 
 
+def _aggregate(runs: list[dict], by: list[str], metrics: list[str]) -> pd.DataFrame:
+    """Per cell of ``by`` the metrics' mean over seeds and 95 % interval (:func:`~mamba_recall.runstore.aggregate`),
+    each accuracy's and fraction's interval clipped to [0, 1] (the chapter's declared ranges,
+    :data:`~mamba_recall.chapters.ch1_gradient_dynamics.claims._common.RANGES`)."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims._common import RANGES
+
+    return aggregate(runs, by=by, metrics=metrics, bounds={m: RANGES[m] for m in metrics if m in RANGES})
+
+
 def _stored_measurements(runs: list[dict]) -> dict:
     """Per claim: the seeds' stored measurements (bundle data ``measurements``: model, names, records), one entry per
     claim of each model's jobs. Nothing is combined here: the verdicts and the pages combine the seeds at check time
@@ -67,7 +76,7 @@ def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: s
     :func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.check_over_seeds`) and the learned matrices (table ``W_o``: target, seed,
     row, col, value)."""
     runs = sorted(runs, key=lambda r: (r["config"]["sizes"]["target"], r["seed"]))
-    models = aggregate(
+    models = _aggregate(
         [dict(r, config={"model": r["config"]["model"]}) for r in runs],
         by=["model"],
         metrics=["test_accuracy", "train_accuracy", "steps_run"],
@@ -100,7 +109,7 @@ def _full_bundle(
     (``measurements``, combined and judged at check time by :func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds.check_over_seeds`),
     and the readout matrices W_o^full at the end and at initialisation (table ``readout``: seed, stage, row a =
     the logit's token, col = j·|V| + v for token v at lag 1 (j = 0, previous) or lag 0 (j = 1, current), value)."""
-    models = aggregate(
+    models = _aggregate(
         [dict(r, config={"model": part}) for r in runs],
         by=["model"],
         metrics=["test_accuracy", "train_accuracy", "steps_run"],
@@ -199,13 +208,13 @@ def _mechanism_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, su
     """``ch1_mechanism_<preset>``: per model the accuracies (mean, interval over seeds), per claim the seeds'
     stored measurements (data ``measurements``, combined at check time), and our causal probe on the |K| = 1 models
     (table ``probe``)."""
-    models = aggregate(
+    models = _aggregate(
         [dict(r, config={"model": r["config"]["model"]}) for r in runs],
         by=["model"],
         metrics=["test_accuracy", "train_accuracy", "steps_run"],
     )
     k1 = [dict(r, config={"model": "k1"}) for r in runs if r["config"]["model"] == "k1"]
-    probe = aggregate(k1, by=["model"], metrics=list(PROBE_METRICS)) if k1 else pd.DataFrame()
+    probe = _aggregate(k1, by=["model"], metrics=list(PROBE_METRICS)) if k1 else pd.DataFrame()
     stored = _stored_measurements(runs)
     data.update(
         measurements=stored,
@@ -251,7 +260,7 @@ def _table1_bundle(
     )
     # train_accuracy exists where the cells stop on the training set (cpu-hours' train_plateau), not at paper
     plateau = all(r["result"].get("train_accuracy") is not None for r in runs)
-    cells = aggregate(
+    cells = _aggregate(
         [dict(r, config=cell(r)) for r in runs],
         by=list(keys),
         metrics=["accuracy", "train_accuracy", "steps_run"] if plateau else ["accuracy", "steps_run"],
