@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from mamba_recall.claims import core
 from mamba_recall.claims.core import ClaimError, Evidence, Measurement, across_seeds
 from mamba_recall.runstore import aggregate, mean_interval, regression_interval, t_interval
 
@@ -163,41 +164,10 @@ def test_over_seeds_measures_each_seed_of_a_table_and_combines_them():
 
 
 # ------------------------------------------------------------------ every recorded interval within its quantity's range
-def _declared_ranges() -> dict:
-    """Each chapter's declared ranges (its ``RANGES`` table, Chapter 4's ``metric_range``), by the book folder of its
-    claims' sections: a function of a metric's name giving ``(lo, hi)``, or None where nothing is declared."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.claims.seeds import RANGES as ch1
-    from mamba_recall.chapters.ch2_hashing_scaling.claims._common import RANGES as ch2
-    from mamba_recall.chapters.ch3_selectivity.claims import RANGES as ch3
-    from mamba_recall.chapters.ch4_primacy_recency.claims._common import metric_range
-
-    return {
-        "01_gradient_dynamics": ch1.get,
-        "02_hashing_scaling": ch2.get,
-        "03_selectivity": ch3.get,
-        "04_primacy_recency": metric_range,
-    }
-
-
-def _outside_range(verdicts: dict) -> list[str]:
-    """One line per recorded 95 % interval of a number that a chapter declares in its ranges and that leaves them."""
-    from mamba_recall.claims.core import REGISTRY
-
-    ranges = _declared_ranges()
-    out = []
-    for cid, v in sorted(verdicts.items()):
-        section = v.section or (REGISTRY[cid].section if cid in REGISTRY else "") or ""
-        range_of = ranges.get(section.split("/")[0])
-        for metric, (lo, hi) in sorted((v.intervals or {}).items()):
-            r = range_of(metric) if range_of else None
-            if r is not None and not (math.isnan(lo) or math.isnan(hi)) and not r[0] <= lo <= hi <= r[1]:
-                out.append(f"{cid} ({section}): {metric} [{lo:.6g}, {hi:.6g}] leaves its range [{r[0]}, {r[1]}]")
-    return out
-
-
 def test_the_range_walk_names_an_interval_past_its_range_and_only_that():
-    """The walk below fails where it should: an accuracy's interval past 1 and a Chapter 4 ratio's below 0 are named;
-    a clipped one, a number without a declared range and a one-seed NaN interval are not."""
+    """``claims.core.audit_ranges`` (what ``check-outputs`` runs on the book's recorded verdicts after the book pass)
+    names an accuracy's interval past 1 and a Chapter 4 ratio's below 0; a clipped one, a number without a declared
+    range and a one-seed NaN interval it does not."""
     from dataclasses import replace
 
     from mamba_recall.claims.core import REGISTRY, not_run_verdict
@@ -210,7 +180,7 @@ def test_the_range_walk_names_an_interval_past_its_range_and_only_that():
         ),
         fig6b.id: replace(not_run_verdict(fig6b), intervals={"early_kernel_ratio": (-0.099, 1.08)}),
     }
-    found = _outside_range(bad)
+    found = core.audit_ranges(bad)
     assert len(found) == 2, found
     assert found[0].startswith("000/Table1-rope (01_gradient_dynamics/05_table1): min_accuracy [-0.003, 1.128]")
     assert "004/Fig6b" in found[1] and "early_kernel_ratio" in found[1]
@@ -218,26 +188,6 @@ def test_the_range_walk_names_an_interval_past_its_range_and_only_that():
         table1.id: replace(bad[table1.id], intervals={"min_accuracy": (0.0, 1.0), "x": (-5.0, 5.0)}),
         fig6b.id: replace(bad[fig6b.id], intervals={"early_kernel_ratio": (float("nan"), float("nan"))}),
     }
-    assert _outside_range(good) == []
-    for table in _declared_ranges().values():  # every accuracy and fraction declared lies in [0, 1]
+    assert core.audit_ranges(good) == []
+    for table in core.declared_ranges().values():  # every accuracy and fraction declared lies in [0, 1]
         assert table("min_accuracy") in (None, (0.0, 1.0)) and table("fraction_within") in (None, (0.0, 1.0))
-
-
-def test_no_recorded_verdict_has_an_interval_outside_its_quantitys_range():
-    """Every claim's recorded verdict in the book's scorecard (``_build/scorecard``: what a notebook's execution
-    records, what ``check-outputs`` audits and the scorecard page shows; the tests record into a folder of their own,
-    tests/conftest.py): no 95 % interval of a number declared in a chapter's ranges lies outside them (issue 54: an
-    accuracy's interval past 1, or a fraction's below 0, is a value the quantity cannot take). A record written
-    before its chapter clipped shows here until its notebook runs again."""
-    from mamba_recall.claims.core import load_verdicts
-    from mamba_recall.paths import BUILD_DIR
-
-    folder = BUILD_DIR / "scorecard"
-    recorded = load_verdicts(folder) if folder.is_dir() else {}
-    if not recorded:
-        pytest.skip(f"no verdict recorded in {folder} (the book's notebooks have not run here)")
-    bad = _outside_range(recorded)
-    assert bad == [], (
-        f"{len(bad)} recorded interval(s) outside the quantity's range; re-run the claim's notebook "
-        "(python -m mamba_recall refresh book/<section>.ipynb) or clip the chapter's combination:\n" + "\n".join(bad)
-    )

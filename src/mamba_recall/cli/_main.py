@@ -477,8 +477,17 @@ def _dispatch(args) -> int:
             f"error: {len(bad)} trained claim(s) of the scorecard lack a control or are passed by their null "
             "(claims.core.audit_controls); give each measurement its Control, or fix the rule.",
         )
+        outside = core.audit_ranges(verdicts)
+        _fail_on(
+            outside,
+            f"error: {len(outside)} recorded interval(s) outside the quantity's range (claims.core.audit_ranges); "
+            "clip the chapter's combination of seeds (bounds=) and re-run its notebook.",
+        )
         trained = sum(1 for cid, v in verdicts.items() if cid in core.REGISTRY and core.REGISTRY[cid].rule.trained)
-        print(f"controls of the scorecard's {trained} trained claims checked (claims.core.audit_controls)")
+        print(
+            f"controls of the scorecard's {trained} trained claims checked (claims.core.audit_controls); every "
+            "interval within its quantity's range (claims.core.audit_ranges)"
+        )
         from ..claims import review
 
         kinds = review.unpublished_offences(verdicts)

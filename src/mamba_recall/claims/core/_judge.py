@@ -231,6 +231,36 @@ DECIDED = ("reproduced", "partially", "not reproduced", "erratum confirmed", "in
 NULL_PASSES: dict[str, str] = {}
 
 
+def declared_ranges() -> dict:
+    """Each chapter's declared ranges, by its book folder (``ch3_selectivity`` -> ``03_selectivity``): the
+    ``metric_range(metric) -> (lo, hi) | None`` its claims package exports (an accuracy or a fraction in [0, 1], ...;
+    None where the name fixes no range), found by the one scan of the chapter packages."""
+    from ...runners import chapter_modules
+
+    out = {}
+    for chapter, claims in chapter_modules("claims").items():
+        number, topic = chapter[2:].split("_", 1)
+        if hasattr(claims, "metric_range"):
+            out[f"{int(number):02d}_{topic}"] = claims.metric_range
+    return out
+
+
+def audit_ranges(verdicts: dict, ranges: dict | None = None) -> list[str]:
+    """One line per recorded 95 % interval of a number whose chapter declares its range (:func:`declared_ranges`)
+    and that leaves it (an accuracy's interval past 1: a value the quantity cannot take; issue 54 clips every
+    combination of seeds to its range). Empty when every interval lies in its range."""
+    ranges = declared_ranges() if ranges is None else ranges
+    out = []
+    for cid, v in sorted(verdicts.items()):
+        section = v.section or (REGISTRY[cid].section if cid in REGISTRY else "") or ""
+        range_of = ranges.get(section.split("/")[0])
+        for metric, (lo, hi) in sorted((v.intervals or {}).items()):
+            r = range_of(metric) if range_of else None
+            if r is not None and not (math.isnan(lo) or math.isnan(hi)) and not r[0] <= lo <= hi <= r[1]:
+                out.append(f"{cid} ({section}): {metric} [{lo:.6g}, {hi:.6g}] leaves its range [{r[0]}, {r[1]}]")
+    return out
+
+
 def audit_controls(verdicts: dict) -> list[str]:
     """What is wrong with the controls of the recorded ``verdicts`` ({claim id: Verdict}), one line each: a
     trained-model claim (``Rule.trained``) judged on evidence (any status but *not run* and *not testable here*)

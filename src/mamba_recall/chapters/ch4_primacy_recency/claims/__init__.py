@@ -49,6 +49,7 @@ from __future__ import annotations
 from mamba_recall.claims.core import register
 from . import long_term_channels, mamba2_heads, periodicity, recency_state_init, serial_recall, transfer
 from ._common import (
+    metric_range,
     CAUSAL_DROP,
     CEILING,
     CLUSTER_P,
@@ -86,6 +87,7 @@ register(
 )
 
 __all__ = [
+    "metric_range",
     "CAUSAL_DROP",
     "CEILING",
     "CLUSTER_P",
