@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["Experiment", "experiments", "experiment_named", "grid_command", "run_experiment", "sizes_from"]
+__all__ = ["Experiment", "experiments", "experiment_named", "grid_command", "run_experiment", "sizes_at", "sizes_from"]
 
 
 def sizes_from(table: Mapping[str, Mapping[str, Any]], *names: str) -> dict[str, Any]:
@@ -50,6 +50,16 @@ def sizes_from(table: Mapping[str, Mapping[str, Any]], *names: str) -> dict[str,
     return {p: {n: table[n][p] for n in names} for p in presets}
 
 
+def sizes_at(sizes: Mapping[str, Any], preset: str, *, smoke: bool = False) -> dict[str, Any]:
+    """The plain dict of an experiment's typed sizes at ``preset`` (``sizes``: preset -> a
+    :class:`~mamba_recall.presets.sizes.Sizes`), each field capped as it declares with ``smoke``: what a
+    ``make_jobs`` declared beside its sizes reads. ValueError naming the presets it has when ``preset`` is not one
+    (the experiment has no grid there: ``plan`` and the fingerprints pass over it)."""
+    if preset not in sizes:
+        raise ValueError(f"no sizes at preset {preset!r}; this experiment has {', '.join(sizes) or 'none'}.")
+    return sizes[preset].smoke() if smoke else sizes[preset].as_dict()
+
+
 @dataclass(frozen=True)
 class Experiment:
     """One run-store grid, declared once.
@@ -58,21 +68,24 @@ class Experiment:
     ``preset``; a ValueError or KeyError saying why when the experiment has no grid at that preset. ``run_job``:
     the job function ``run_job(config, seed) -> dict`` as the run store and its run records name it,
     ``"module:function"`` (a worker process imports it by that name). ``write(preset, *, store, smoke, log)``: the
-    bundle from the finished runs. ``estimate(jobs_left) -> (cpu_seconds, basis)`` (with ``members_job``:
+    bundle from the finished runs; None (the default): :meth:`write_runs`, the one layout (per-seed runs and cells
+    over seeds of ``metrics``). ``estimate(jobs_left) -> (cpu_seconds, basis)`` (with ``members_job``:
     ``estimate(jobs_left, members)``). ``members_job``: ``"module:function"`` of ``(config, seeds) -> [result per
     seed]``, which trains a config's seeds as one ensemble (``--members``).
     ``sizes``: preset -> the typed sizes the jobs are made from (an experiment made from several entries of its
     chapter's configs: preset -> {entry: sizes}). ``metrics``: the result fields its bundle aggregates over seeds.
     ``runner``, ``part`` and ``extra_args``: the runner, its ``--parts`` name and the arguments that ran this grid
-    before the registry (:meth:`runner_command`, module docstring); ``stages`` and ``members_presets`` below."""
+    before the registry (:meth:`runner_command`, module docstring); an experiment declared after the registry has
+    none (``runner`` empty and no runner module of its name): its one command is :meth:`command`. ``stages`` and
+    ``members_presets`` below."""
 
     name: str
     sizes: Mapping[str, Any]
     make_jobs: Callable[..., list[dict]]
     run_job: str
-    write: Callable[..., Any]
     estimate: Callable[..., tuple[float, str]]
     metrics: tuple[str, ...] = ()
+    write: Callable[..., Any] | None = None
     runner: str = ""
     part: str = ""
     extra_args: str = ""
@@ -84,7 +97,7 @@ class Experiment:
         if not self.name or not self.name.replace("_", "").isalnum():
             raise ValueError(f"experiment name {self.name!r}: a plain name such as 'ch2_reference_grid'.")
         for field in ("make_jobs", "write", "estimate"):
-            if not callable(getattr(self, field)):
+            if not callable(getattr(self, field)) and not (field == "write" and self.write is None):
                 raise TypeError(f"experiment {self.name}: {field} must be callable, got {getattr(self, field)!r}.")
         for field in ("run_job", "members_job"):
             ref = getattr(self, field)
@@ -116,10 +129,46 @@ class Experiment:
         return f"python -m mamba_recall grid {self.name} --preset {preset} --allow-long"
 
     def runner_command(self, preset: str) -> str:
-        """The runner command that ran this grid before the registry (bundles and the manifest record it)."""
+        """The runner command that ran this grid before the registry (bundles and the manifest record it); for an
+        experiment that no runner ever ran (``runner`` empty and no runner module of its name), :meth:`command`."""
         from .runners import runner_command
 
-        return f"{runner_command(self.runner or self.name)} --preset {preset}{self.extra_args} --allow-long"
+        try:
+            command = runner_command(self.runner or self.name)
+        except ValueError:  # no runner module of that name: a declared runner must exist, a name need not
+            if self.runner:
+                raise
+            return self.command(preset)
+        return f"{command} --preset {preset}{self.extra_args} --allow-long"
+
+    def bundle_writer(self) -> Callable[..., Any]:
+        """What writes the bundle from the finished runs: the declared ``write``, else :meth:`write_runs`."""
+        return self.write if self.write is not None else self.write_runs
+
+    def write_runs(self, preset: str, *, store=None, smoke: bool = False, log=print):
+        """The bundle ``results/<name>_<preset>.json`` (``_smoke`` appended for a smoke run; beside a scratch
+        ``store``) in the one layout, from the finished runs of the grid at ``preset``: the table ``runs`` (one row
+        per run: its config's fields, ``seed`` and each of ``metrics``) and the table ``cells`` (one row per config,
+        each metric's mean over seeds with its 95 % interval, :func:`mamba_recall.runstore.aggregate`); the
+        bundle records :meth:`command`. None when no job has finished. ValueError if ``metrics`` is empty."""
+        import pandas as pd
+
+        from .runstore import aggregate, finished_status, save_grid_bundle
+
+        if not self.metrics:
+            raise ValueError(f"experiment {self.name}: declare its metrics (the result fields its bundle aggregates).")
+        runs, data = finished_status(self.grid_jobs(preset, smoke=smoke), store, preset=preset, log=log)
+        if not runs:
+            return None
+        by = sorted({k for r in runs for k in r["config"]})
+        rows = [{**r["config"], "seed": r["seed"], **{m: r["result"][m] for m in self.metrics}} for r in runs]
+        tables = {
+            "runs": pd.DataFrame(rows).sort_values([*by, "seed"], ignore_index=True),
+            "cells": aggregate(runs, by=by, metrics=list(self.metrics)),
+        }
+        config = {"preset": preset, "smoke": smoke, "runner": self.run_job}
+        name = self.bundle(preset) + ("_smoke" if smoke else "")
+        return save_grid_bundle(name, data, config, command=self.command(preset), tables=tables, log=log)
 
 
 @functools.cache
@@ -179,7 +228,7 @@ def run_experiment(experiment: Experiment | Sequence[Experiment], args) -> objec
                 GridStage(
                     e.run_job,
                     part,
-                    e.write if i == len(parts) - 1 else _no_bundle,
+                    e.bundle_writer() if i == len(parts) - 1 else _no_bundle,
                     estimate,
                     what if len(parts) == 1 else f"{what} (stage {i + 1} of {len(parts)})",
                     e.members_job,

@@ -22,6 +22,7 @@ from ``DIR``, by default the book pass's ``_build/scorecard``; without a scoreca
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shlex
@@ -151,6 +152,11 @@ def invocation(command: str | None) -> dict | None:
     return None
 
 
+def _grid_names(args: list[str]) -> list[str]:
+    """The experiments ``grid NAME [NAME ...] --flags`` names (the words after ``grid`` up to the first flag)."""
+    return list(itertools.takewhile(lambda w: not w.startswith("-"), args[1:]))
+
+
 def _refuse(name: str, why: str) -> ManifestError:
     return ManifestError(
         f"refusing to run {name}: {why}. reproduce runs only the registered runners (and {BENCH_SCRIPT}) with plain "
@@ -161,7 +167,8 @@ def _refuse(name: str, why: str) -> ManifestError:
 def checked_argv(run: dict | None, name: str = "an entry") -> list[str]:
     """The arguments after ``python`` that run ``run`` (an :attr:`Entry.run`), once it is checked: a module must be a
     registered runner (:func:`mamba_recall.runners.experiment_runners`, found on disk, never named by the manifest
-    alone), a script one of :data:`SCRIPTS`; every argument a ``--flag`` or a plain value (no path, no option of
+    alone) or ``mamba_recall grid`` naming declared experiments (:func:`mamba_recall.experiment.experiments`), a
+    script one of :data:`SCRIPTS`; every argument a ``--flag`` or a plain value (no path, no option of
     Python's), ``--preset`` a preset and ``--device`` a device, no flag naming a file (:data:`PATH_FLAGS`) but the
     benchmark's ``--out results/<name>.json``. ManifestError (a one-line refusal) otherwise: a manifest is data, never
     a command line to run as written."""
@@ -173,7 +180,16 @@ def checked_argv(run: dict | None, name: str = "an entry") -> list[str]:
     args = run["args"]
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise _refuse(name, f"its arguments are not a list of words ({args!r})")
-    if "module" in run:
+    if "module" in run and run["module"] == "mamba_recall" and args[:1] == ["grid"]:
+        # the one command of the declared experiments: python -m mamba_recall grid NAME [NAME ...] --preset P ...
+        from .experiment import experiments
+
+        names = _grid_names(args)
+        unknown = sorted(set(names) - {e.name for e in experiments()})
+        if not names or unknown:
+            raise _refuse(name, f"grid names no declared experiment ({', '.join(unknown) or 'none given'})")
+        head, script, args = ["-m", "mamba_recall", "grid", *names], None, args[1 + len(names) :]
+    elif "module" in run:
         registered = {runners.runner_module(n) for n in runners.experiment_runners()}
         if run["module"] not in registered:
             raise _refuse(name, f"module {run['module']!r} is not a registered runner")
@@ -229,6 +245,9 @@ def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str,
     rest = words[words.index("-m") + 2 :] if "-m" in words else words
     if len(words) > 1 and words[1] == BENCH_SCRIPT:
         runner, rest = "bench", words[2:]
+    elif module == "mamba_recall" and rest[:1] == ["grid"] and _grid_names(rest):
+        names = _grid_names(rest)  # the declared experiments it runs name it, as a runner names its command
+        runner, rest = " ".join(names), rest[1 + len(names) :]
     elif module == "mamba_recall" and rest:
         runner, rest = rest[0], rest[1:]
     else:
