@@ -647,7 +647,8 @@ def _covers(a: tuple[str | None, dict], b: tuple[str | None, dict]) -> bool:
 def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
     """The commands that remake every entry, as they are run today (:func:`current_command`): each once, a command
     dropped when another of the list covers it (:func:`_covers`), grouped by runner in ``order`` (the runners'
-    ``DEPENDS_ON`` order; others first), and within a runner in the order their results were first made."""
+    ``DEPENDS_ON`` order; others first, and the declared experiments' ``python -m mamba_recall grid`` commands
+    last), and within a runner in the order their results were first made."""
     commands = sorted({current_command(e.command) for e in entries if e.command})
     parsed = {c: parse_command(c) for c in commands}
     kept = [
@@ -662,4 +663,6 @@ def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
     first = {
         c: min((e.created for e in entries if current_command(e.command) == c and e.created), default="") for c in kept
     }
-    return sorted(kept, key=lambda c: (rank.get(parsed[c][0], -1), first[c], c))
+    last = len(order)  # a grid command of declared experiments: after every runner (it reads no runner's outputs)
+    grid = {c: shlex.split(c)[1:4] == ["-m", "mamba_recall", "grid"] for c in kept}
+    return sorted(kept, key=lambda c: (last if grid[c] else rank.get(parsed[c][0], -1), first[c], c))
