@@ -147,6 +147,7 @@ def test_a_claim_with_its_experiment_as_the_page_says(tmp_path):
         "claim_section": "01_gradient_dynamics/01_task_and_model",
         "plan": [EXPERIMENT, 6, 0, True],
         "status": "reproduced",
+        "evidence": ["ci", 3, f"results/{EXPERIMENT}_ci.json"],
         "scorecard": True,
         "reproduce": [["-m", "mamba_recall", "grid", EXPERIMENT, "--preset", "ci", "--allow-long"]],
     }
@@ -178,6 +179,7 @@ print(json.dumps({{
     "claim_section": claims.get("{CLAIM}").section,
     "plan": [row.bundle.removesuffix("_ci"), int(row.jobs), int(row.left), bool(row.committed)],
     "status": verdicts["{CLAIM}"].status,
+    "evidence": [verdicts["{CLAIM}"].evidence[k] for k in ("tier", "seeds", "source")],
     "scorecard": "{CLAIM}" in render.scorecard_page(),
     "reproduce": [manifest.checked_argv(r, c) for c, r in manifest.reproduce_runs(manifest.load(), []) if r],
 }}))
