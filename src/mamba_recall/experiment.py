@@ -148,8 +148,9 @@ class Experiment:
     def write_runs(self, preset: str, *, store=None, smoke: bool = False, log=print):
         """The bundle ``results/<name>_<preset>.json`` (``_smoke`` appended for a smoke run; beside a scratch
         ``store``) in the one layout, from the finished runs of the grid at ``preset``: the table ``runs`` (one row
-        per run: its config's fields, ``seed`` and each of ``metrics``) and the table ``cells`` (one row per config,
-        each metric's mean over seeds with its 95 % interval, :func:`mamba_recall.runstore.aggregate`); the
+        per run: its config's fields, ``seed`` and each of ``metrics``) and the table ``cells`` (one row per value
+        of the config's plain fields, numbers and strings, each metric's mean over seeds with its 95 % interval,
+        :func:`mamba_recall.runstore.aggregate`, which refuses a cell whose runs differ in another field); the
         bundle records :meth:`command`. None when no job has finished. ValueError if ``metrics`` is empty."""
         import pandas as pd
 
@@ -160,7 +161,9 @@ class Experiment:
         runs, data = finished_status(self.grid_jobs(preset, smoke=smoke), store, preset=preset, log=log)
         if not runs:
             return None
-        by = sorted({k for r in runs for k in r["config"]})
+        plain = (str, int, float, bool, type(None))
+        nested = {k for r in runs for k, v in r["config"].items() if not isinstance(v, plain)}
+        by = sorted({k for r in runs for k in r["config"]} - nested)
         rows = [{**r["config"], "seed": r["seed"], **{m: r["result"][m] for m in self.metrics}} for r in runs]
         tables = {
             "runs": pd.DataFrame(rows).sort_values([*by, "seed"], ignore_index=True),

@@ -169,3 +169,31 @@ def test_grid_runs_several_experiments_in_one_command_each_into_its_own_folder(t
         len(list((store / "demo_grid").glob("*.json"))) == 4 and len(list((store / "demo_other").glob("*.json"))) == 1
     )
     assert written == [("ci", store), ("ci", store)]  # each experiment's bundle, once
+
+
+def test_an_experiment_without_write_gets_the_one_bundle_layout(tmp_path, monkeypatch):
+    """No ``write`` declared: the bundle has a ``runs`` table (one row per seed) and a ``cells`` table (the mean over
+    seeds per config, cells keyed by the config's plain fields; a nested field rides along), and records the grid
+    command; an experiment no runner ran has that command as its runner command too."""
+    demo = Experiment(
+        name="demo_grid",
+        sizes={"ci": {}},
+        make_jobs=lambda preset, smoke=False: [
+            make_job("demo_grid", {"x": x, "sleep": 0, "extra": {"k": [1, 2]}}, s) for x in range(2) for s in range(3)
+        ],
+        run_job="mamba_recall.runstore:demo_job",
+        estimate=lambda left: (0.0, "the demo sleeps 0 s"),
+        metrics=("value",),
+    )
+    monkeypatch.setattr(registry, "experiments", lambda: (demo,))
+    store = tmp_path / "runs"
+    assert grid_command(["demo_grid", "--preset", "ci", "--store", str(store), "--no-estimate"]) == 0
+    bundle = json.loads((tmp_path / "demo_grid_ci.json").read_text())
+    assert bundle["command"] == demo.command("ci") == demo.runner_command("ci")
+    from mamba_recall.results import load_bundle
+
+    loaded = load_bundle(tmp_path / "demo_grid_ci.json")
+    runs, cells = loaded.tables["runs"], loaded.tables["cells"]
+    assert len(runs) == 6 and list(runs.seed) == [0, 1, 2, 0, 1, 2] and list(cells.x) == [0, 1]
+    for _, cell in cells.iterrows():
+        assert cell.value_mean == pytest.approx(runs[runs.x == cell.x].value.mean())
