@@ -186,6 +186,13 @@ print(json.dumps({{
 """
 
 
+def test_every_other_grid_command_on_the_page_names_a_declared_experiment():
+    from mamba_recall.experiment import experiments
+
+    named = set(re.findall(r"python -m mamba_recall grid (\w+)", PAGE.read_text())) - {EXPERIMENT}
+    assert named and named <= {e.name for e in experiments()}, named
+
+
 def test_the_example_s_library_calls_refuse_what_they_cannot_do():
     """What the example leans on says so when it is misused: sizes at a preset the experiment lacks, and a
     manifest entry whose grid command names no declared experiment (``make reproduce`` runs nothing of it)."""
