@@ -160,6 +160,9 @@ def test_a_claim_with_its_experiment_as_the_page_says(tmp_path):
     assert "ch1_orthogonality" in (root / "results" / "dataset" / "DATACARD.md").read_text()
     assert CLAIM in json.loads((root / "tests/data/registry_fingerprint.json").read_text())
     assert f"{EXPERIMENT}/ci" in json.loads((root / "tests/presets/preset_fingerprint.json").read_text())["jobs"]
+    # the page's second command prints the verdict's status, as the page says
+    (printed,) = [o for c, o in out.items() if c.startswith("python -c") and "check(" in c and c != seen_command]
+    assert printed.strip().splitlines()[-1] == "reproduced", printed
     # the open review lists the claim as not refereed (the page's last step: a referee's entry)
     assert f"{CLAIM}: no review entry (results/review/000.json)" in out["python -m mamba_recall.claims.review"]
 
