@@ -31,6 +31,7 @@ from mamba_recall.runstore import (
     save_grid_bundle,
 )
 from mamba_recall.experiment import grid_command
+from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 
 EXPERIMENT = "ch2_reference_grid"
@@ -256,6 +257,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return save_grid_bundle(name, data, config, command=cmd, tables={"cells": pd.DataFrame(table)}, log=log)
 
 
+@command_provenance()
 def main(argv=None) -> int:
     """``python -m mamba_recall grid ch2_reference_grid --preset P`` under this runner's command
     (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""

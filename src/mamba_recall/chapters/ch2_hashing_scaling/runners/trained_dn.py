@@ -21,6 +21,7 @@ from mamba_recall.runstore import aggregate, finished_status, make_job, save_gri
 from mamba_recall.theory.capacity import p_success
 from .reference_grid import RUNNER, resolved_config
 from mamba_recall.experiment import grid_command
+from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 
 EXPERIMENT = "ch2_trained_dn"
@@ -87,6 +88,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return save_grid_bundle(name, data, config, command=command, tables=tables, log=log)
 
 
+@command_provenance()
 def main(argv=None) -> int:
     """``python -m mamba_recall grid ch2_trained_dn --preset P`` under this runner's command
     (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""

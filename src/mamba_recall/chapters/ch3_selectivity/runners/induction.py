@@ -29,6 +29,7 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     train_recipe,
 )
 from mamba_recall.experiment import grid_command
+from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 from .common import (
     curve_of,
@@ -145,6 +146,7 @@ write_bundle = store_bundle_writer(
 )
 
 
+@command_provenance()
 def main(argv=None) -> int:
     """``python -m mamba_recall grid ch3_induction --preset P`` under this runner's command
     (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""

@@ -35,6 +35,7 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     train_recipe_members,
 )
 from mamba_recall.experiment import grid_command
+from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 from .common import (
     curve_of,
@@ -187,6 +188,7 @@ METRICS = ["accuracy", "steps"]
 write_bundle = store_bundle_writer("ch3_mqar_train", EXPERIMENT, jobs_for, by=CELL_KEYS, metrics=METRICS)
 
 
+@command_provenance()
 def main(argv=None) -> int:
     """``python -m mamba_recall grid ch3_mqar_train --preset P`` under this runner's command
     (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""

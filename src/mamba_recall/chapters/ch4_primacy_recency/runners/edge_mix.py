@@ -32,6 +32,7 @@ from mamba_recall.presets import experiment, seeds
 from mamba_recall.runstore import bundle_directory, finished_runs, make_job, runs_summary
 from .edge_jobs import smoke_bundle_dir, step_seconds  # (write_bundle looks smoke_bundle_dir up here)
 from mamba_recall.experiment import grid_command
+from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 
 #: it fine-tunes the edge family's checkpoints, so it runs after the edge runner (:mod:`mamba_recall.runners`)
@@ -210,6 +211,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return path
 
 
+@command_provenance()
 def main(argv=None) -> int:
     """``python -m mamba_recall grid ch4_edge_mix --preset P`` under this runner's command
     (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
