@@ -232,16 +232,19 @@ NULL_PASSES: dict[str, str] = {}
 
 
 def declared_ranges() -> dict:
-    """Each chapter's declared ranges, by its book folder (``ch3_selectivity`` -> ``03_selectivity``): the
-    ``metric_range(metric) -> (lo, hi) | None`` its claims package exports (an accuracy or a fraction in [0, 1], ...;
-    None where the name fixes no range), found by the one scan of the chapter packages."""
+    """Each chapter's declared ranges, by its book folder (``ch3_selectivity`` -> ``03_selectivity``), as a function
+    ``metric -> (lo, hi) | None`` (None where the name fixes no range): its claims package's ``RANGES`` table
+    ({metric: (lo, hi)}: an accuracy or a fraction in [0, 1], ...) or, where names decide, its ``metric_range``
+    function; found by the one scan of the chapter packages."""
     from ...runners import chapter_modules
 
     out = {}
     for chapter, claims in chapter_modules("claims").items():
         number, topic = chapter[2:].split("_", 1)
-        if hasattr(claims, "metric_range"):
-            out[f"{int(number):02d}_{topic}"] = claims.metric_range
+        declared = getattr(claims, "RANGES", None)
+        range_of = declared.get if declared is not None else getattr(claims, "metric_range", None)
+        if range_of is not None:
+            out[f"{int(number):02d}_{topic}"] = range_of
     return out
 
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 from mamba_recall.claims.core import register
 from . import gradient_lemma, many_keys_and_unembedding, mechanism_one_key, table1, task_and_model
 from ._common import (
-    metric_range,
+    RANGES,
     EXACT,
     FLOAT32_AGREE,
     FLOAT64_AGREE,
@@ -78,7 +78,7 @@ register(
 )
 
 __all__ = [
-    "metric_range",
+    "RANGES",
     "EXACT",
     "FLOAT32_AGREE",
     "FLOAT64_AGREE",

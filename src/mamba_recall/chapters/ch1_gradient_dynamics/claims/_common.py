@@ -58,12 +58,6 @@ RANGES = {
 }
 
 
-def metric_range(metric: str) -> tuple[float, float] | None:
-    """The range a metric of this chapter can take (:data:`RANGES`), or None where its name fixes none: what core's
-    ``bounds`` clips an interval over seeds to, and what ``claims.core.audit_ranges`` checks every record against."""
-    return RANGES.get(metric)
-
-
 # ------------------------------------------------------------------------------------------ evidence
 def checkpoint_evidence(meta: dict, sample: str) -> Evidence:
     """Evidence of a committed Chapter 1 checkpoint (its sidecar ``meta``): its preset, device, one seed. A

@@ -36,11 +36,10 @@ from mamba_recall.runners import runner_command
 def _aggregate(runs: list[dict], by: list[str], metrics: list[str]) -> pd.DataFrame:
     """Per cell of ``by`` the metrics' mean over seeds and 95 % interval (:func:`~mamba_recall.runstore.aggregate`),
     each accuracy's and fraction's interval clipped to [0, 1] (the chapter's declared ranges,
-    :func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.metric_range`)."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.claims import metric_range
+    :data:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.RANGES`)."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.claims import RANGES
 
-    bounds = {m: metric_range(m) for m in metrics if metric_range(m) is not None}
-    return aggregate(runs, by=by, metrics=metrics, bounds=bounds)
+    return aggregate(runs, by=by, metrics=metrics, bounds={m: RANGES[m] for m in metrics if m in RANGES})
 
 
 def _stored_measurements(runs: list[dict]) -> dict:

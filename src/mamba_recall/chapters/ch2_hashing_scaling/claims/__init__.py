@@ -37,7 +37,7 @@ from __future__ import annotations
 from mamba_recall.claims.core import ClaimError, register
 from . import circuit, mechanism, multihead, scaling, scaling_repetition, theory
 from ._common import (
-    metric_range,
+    RANGES,
     FIG_PARTS,
     NEAR_PERFECT,
     PERFECT,
@@ -103,7 +103,7 @@ if sorted(_declared) != sorted(ORDER):
 register(*_quoted(*(_declared[i] for i in ORDER)))
 
 __all__ = [
-    "metric_range",
+    "RANGES",
     "FIG15_COMMAND",
     "FIG_PARTS",
     "NEAR_PERFECT",

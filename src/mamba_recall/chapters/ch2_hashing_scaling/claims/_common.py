@@ -166,12 +166,6 @@ RANGES = {
 }
 
 
-def metric_range(metric: str) -> tuple[float, float] | None:
-    """The range a metric of this chapter can take (:data:`RANGES`), or None where its name fixes none: what core's
-    ``bounds`` clips an interval over seeds to, and what ``claims.core.audit_ranges`` checks every record against."""
-    return RANGES.get(metric)
-
-
 def _by_seed(measure):
     """``measure`` (a reader of one ci-layout bundle) applied to a run-store bundle: one :class:`Measurement` per seed
     (:func:`_seed_views`), combined by :func:`~mamba_recall.claims.core.across_seeds` (each accuracy's and

@@ -59,7 +59,7 @@ from dataclasses import replace
 
 from mamba_recall.claims.core import register
 from . import approximation, induction_heads, keep_nth, mqar_constructions, sensitivity
-from ._common import QUOTES, RANGES, SOLVED, metric_range
+from ._common import QUOTES, RANGES, SOLVED
 from .keep_nth import SOLVER_NULL, s4dpe_t20_missing
 from .keep_nth_fig1 import FIG1_MODELS, decay_summary, fig1_stats, fig1_tables
 from .mqar_trained import FIGA3_BUNDLE, check_figa3
@@ -80,7 +80,6 @@ register(
 )
 
 __all__ = [
-    "metric_range",
     "FIG1_MODELS",
     "FIGA3_BUNDLE",
     "RANGES",

@@ -56,12 +56,6 @@ RANGES = {
 }
 
 
-def metric_range(metric: str) -> tuple[float, float] | None:
-    """The range a metric of this chapter can take (:data:`RANGES`), or None where its name fixes none: what core's
-    ``bounds`` clips an interval over seeds to, and what ``claims.core.audit_ranges`` checks every record against."""
-    return RANGES.get(metric)
-
-
 #: The range of a difference of two accuracies (Fig. 3's Mamba-Δ⊤ − Mamba paired per seed).
 GAP_RANGE = (-1.0, 1.0)
 
