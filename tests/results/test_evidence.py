@@ -163,7 +163,7 @@ def test_an_ensembles_estimate_reads_its_bundle_through_evidence():
 
 
 #: the loaders issue 54 removed, by where they were (the one bundle loader is ``evidence``, the one model loader
-#: ``load_model``; Chapter 4's edge family is ``EdgeFamily(preset)``)
+#: ``model_from_checkpoint``; Chapter 4's edge family is ``EdgeFamily(preset)``)
 GONE = {
     "mamba_recall.results": "load_preset_bundle",
     "mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy": "load_edge_family",
@@ -191,7 +191,7 @@ def test_the_removed_loaders_are_gone_and_nothing_calls_them():
         assert 'A.EdgeFamily("cpu-hours")' in code, f"{page} does not read the edge family with EdgeFamily"
 
 
-def test_load_model_is_the_one_checkpoint_model_loader(tmp_path):
+def test_model_from_checkpoint_is_the_one_checkpoint_model_loader(tmp_path):
     """A checkpoint's model: the pair checked, built by the chapter's constructor from its sidecar, weights loaded."""
     import torch
 
@@ -201,10 +201,10 @@ def test_load_model_is_the_one_checkpoint_model_loader(tmp_path):
         tmp_path / "ch9_demo_ci.pt", saved.state_dict(), {"config": {"d_in": 3, "d_out": 2}}, command="make ch9"
     )
     build = lambda m: torch.nn.Linear(m["config"]["d_in"], m["config"]["d_out"])  # noqa: E731
-    model, meta = results.load_model(path, build, regenerate="x")
+    model, meta = results.model_from_checkpoint(path, build, regenerate="x")
     assert not model.training and meta["config"] == {"d_in": 3, "d_out": 2}
     assert torch.equal(model.weight, saved.weight) and torch.equal(model.bias, saved.bias)
     with pytest.raises(RuntimeError, match="size mismatch"):  # a constructor that does not fit the weights stops
-        results.load_model(path, lambda m: torch.nn.Linear(4, 2), regenerate="x")
+        results.model_from_checkpoint(path, lambda m: torch.nn.Linear(4, 2), regenerate="x")
     with pytest.raises(results.CheckpointMissing, match="make ch9 --again"):
-        results.load_model(tmp_path / "ch9_other_ci.pt", lambda m: None, regenerate="make ch9 --again")
+        results.model_from_checkpoint(tmp_path / "ch9_other_ci.pt", lambda m: None, regenerate="make ch9 --again")

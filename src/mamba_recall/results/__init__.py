@@ -51,7 +51,7 @@ The modules, this package's internals (import every name from ``mamba_recall.res
   page's own figures read it at the run's preset, falling back to the next weaker one and saying so
   (``evidence(name, preset=ctx.preset, weaker=True)``);
 * ``_checkpoints``: :func:`checkpoint_file` (the one name), :func:`save_checkpoint`, :func:`read_checkpoint` (a checked
-  pair) and :func:`load_model` (the model of a checkpoint, built by the chapter's constructor: the one model loader).
+  pair) and :func:`model_from_checkpoint` (the model of a checkpoint, built by the chapter's constructor: the one model loader).
 
 Process state lives in one place each: the command's git state in ``_records`` (read through
 :func:`command_git_state`), the smoke folder in ``_bundles`` (read through :func:`smoke_active`). A test that patches
@@ -96,7 +96,7 @@ from ._evidence import EVIDENCE_ORDER, BundleIncomplete, evidence, make_command
 from ._checkpoints import (
     CHECKPOINT_DIR,
     checkpoint_file,
-    load_model,
+    model_from_checkpoint,
     read_checkpoint,
     rename_checkpoint,
     save_checkpoint,

@@ -169,7 +169,7 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
     return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True), sidecar
 
 
-def load_model(path: str | Path, build, *, regenerate: str) -> tuple[torch.nn.Module, dict]:
+def model_from_checkpoint(path: str | Path, build, *, regenerate: str) -> tuple[torch.nn.Module, dict]:
     """The model of a committed checkpoint whose ``.pt`` is its state dict: ``(model in eval mode, sidecar)``. The
     pair is checked by :func:`read_checkpoint` (errors name ``regenerate``, the command that makes it), the model is
     made by ``build(sidecar)`` (the chapter's constructor, from the config and seed its sidecar records) and loaded

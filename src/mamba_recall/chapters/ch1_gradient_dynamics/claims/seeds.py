@@ -73,10 +73,12 @@ def measure_model(
 
 def _seed_model(checkpoint: str, build, regenerate: str):
     """(model in eval mode, sidecar with its ``checkpoint``) of one committed seed checkpoint (its sha256 checked),
-    the model made by ``build(config, seed)`` and loaded with the saved weights (:func:`~mamba_recall.results.load_model`)."""
-    from mamba_recall.results import load_model
+    the model made by ``build(config, seed)`` and loaded with the saved weights (:func:`~mamba_recall.results.model_from_checkpoint`)."""
+    from mamba_recall.results import model_from_checkpoint
 
-    model, meta = load_model(REPO_ROOT / checkpoint, lambda m: build(m["config"], m["seed"]), regenerate=regenerate)
+    model, meta = model_from_checkpoint(
+        REPO_ROOT / checkpoint, lambda m: build(m["config"], m["seed"]), regenerate=regenerate
+    )
     return model, {**meta, "checkpoint": checkpoint}
 
 

@@ -187,13 +187,13 @@ def checkpoint_path(name: str, preset: str, seed: int | None, smoke: bool = Fals
 
 def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False):
     """``(model in eval mode, sidecar)`` of one seed's checkpoint (its sha256 checked): the one model loader
-    (:func:`~mamba_recall.results.load_model`) at :func:`checkpoint_path`, the part's constructor (the full Mamba's
+    (:func:`~mamba_recall.results.model_from_checkpoint`) at :func:`checkpoint_path`, the part's constructor (the full Mamba's
     for :data:`FULL_PARTS`, the simplified model's otherwise)."""
-    from mamba_recall.results import load_model
+    from mamba_recall.results import model_from_checkpoint
     from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_model
 
     build = build_full_model if name in FULL_PARTS else build_model
-    return load_model(
+    return model_from_checkpoint(
         checkpoint_path(name, preset, seed, smoke),
         lambda meta: build(meta["config"], seed),
         regenerate=f"{runner_command('ch1_training')} --preset {preset} --allow-long",

@@ -119,8 +119,8 @@ def checkpoint_path(name: str, preset: str) -> Path:
 
 def load_checkpoint(name: str, preset: str = "paper"):
     """Load ``results/checkpoints/ch1_<name>_<preset>.pt``: ``(model, sidecar)``; checks the hash
-    (:func:`~mamba_recall.results.load_model`)."""
-    return results.load_model(
+    (:func:`~mamba_recall.results.model_from_checkpoint`)."""
+    return results.model_from_checkpoint(
         checkpoint_path(name, preset),
         lambda meta: build_model(meta["config"], meta["seed"]),
         regenerate=f"{runner_command('ch1_training')} --preset {preset} --only {name}",

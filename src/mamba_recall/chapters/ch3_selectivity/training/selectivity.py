@@ -73,8 +73,8 @@ def save_checkpoint(model: torch.nn.Module, name: str, config: dict, command: st
 
 def load_checkpoint(name: str, model_factory):
     """Load results/checkpoints/<name>.pt after checking its hash against the sidecar
-    (:func:`~mamba_recall.results.load_model`); returns (model, config)."""
-    model, meta = results.load_model(
+    (:func:`~mamba_recall.results.model_from_checkpoint`); returns (model, config)."""
+    model, meta = results.model_from_checkpoint(
         CHECKPOINT_DIR / f"{name}.pt", lambda meta: model_factory(meta["config"]), regenerate=REGENERATE
     )
     return model, meta["config"]
