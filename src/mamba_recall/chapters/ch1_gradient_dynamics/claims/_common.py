@@ -149,10 +149,12 @@ def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None)
 
 
 def seeds_claims_view(seeds, claim_ids):
-    """Per claim of ``claim_ids`` (in the bundle's order) and number: its mean over the bundle's seeds, 95 % interval (clipped to the
-    number's range, :data:`RANGES`) and per-seed values, combined now from the seeds' stored measurements
-    (``seeds.data["measurements"]``) as the verdict combines them (core's ``across_seeds``): the bundle holds the
-    per-seed measurements only, never numbers combined while it was written."""
+    """Per claim of ``claim_ids`` (in the bundle's order), model and number: its mean over the bundle's seeds, 95 %
+    interval (clipped to the number's range, :data:`RANGES`) and per-seed values, combined now from the seeds' stored
+    measurements (``seeds.data["measurements"]``) as the verdict combines them (core's ``across_seeds``): the bundle
+    holds the per-seed measurements only, never numbers combined while it was written. A claim measured on several
+    models (its seeds named ``"<model> seed <i>"``, e.g. Fig. 7's identity and masked targets) has a row per model and
+    then ``all`` (every seed: what its verdict judges)."""
     import pandas as pd
 
     from mamba_recall.claims.core import across_seeds, measurement_from_record
@@ -165,24 +167,31 @@ def seeds_claims_view(seeds, claim_ids):
             "name claims its jobs measured."
         )
     rows = []
+    nan = (float("nan"), float("nan"))
     for cid in (c for c in stored if c in set(claim_ids)):  # in the bundle's order
         records, names = stored[cid]["records"], stored[cid]["names"]
         if any("not_run" in d for d in records):
-            rows.append(dict(claim=cid, metric="(not run)", n_seeds=len(records)))
+            rows.append(dict(claim=cid, model="all", metric="(not run)", n_seeds=len(records)))
             continue
-        m = across_seeds([measurement_from_record(d) for d in records], names, bounds=RANGES)
-        nan = (float("nan"), float("nan"))
-        rows += [
-            dict(
-                claim=cid,
-                metric=k,
-                mean=float(v),
-                ci_low=m.intervals.get(k, nan)[0],
-                ci_high=m.intervals.get(k, nan)[1],
-                per_seed=" ".join(f"{float(x):.4g}" for x in m.per_seed[k]),
-                n_seeds=len(records),
-            )
-            for k, v in sorted(m.values.items())
-        ]
-    view = pd.DataFrame(rows, columns=["claim", "metric", "mean", "ci_low", "ci_high", "per_seed", "n_seeds"])
-    return view.set_index(["claim", "metric"])
+        groups: dict[str, list[int]] = {}
+        for i, name in enumerate(names):
+            groups.setdefault(name.rsplit(" seed ", 1)[0], []).append(i)
+        if len(groups) > 1:
+            groups["all"] = list(range(len(records)))
+        for model, idx in groups.items():
+            m = across_seeds([measurement_from_record(records[i]) for i in idx], [names[i] for i in idx], bounds=RANGES)
+            rows += [
+                dict(
+                    claim=cid,
+                    model=model,
+                    metric=k,
+                    mean=float(v),
+                    ci_low=m.intervals.get(k, nan)[0],
+                    ci_high=m.intervals.get(k, nan)[1],
+                    per_seed=" ".join(f"{float(x):.4g}" for x in m.per_seed[k]),
+                    n_seeds=len(idx),
+                )
+                for k, v in sorted(m.values.items())
+            ]
+    view = pd.DataFrame(rows, columns=["claim", "model", "metric", "mean", "ci_low", "ci_high", "per_seed", "n_seeds"])
+    return view.set_index(["claim", "model", "metric"])
