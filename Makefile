@@ -67,7 +67,7 @@ lint: $(STAMP)
 PAPERS ?= $(wildcard $(abspath ../shared/papers))
 
 pytest: $(STAMP)
-	$(if $(PAPERS),MAMBA_RECALL_PAPERS=$(PAPERS)) $(if $(filter-out 1,$(JOBS)),OMP_NUM_THREADS=1) $(PY) -m pytest -ra --durations=25 -n $(JOBS) --dist loadfile --no-loadscope-reorder tests
+	$(if $(PAPERS),MAMBA_RECALL_PAPERS=$(PAPERS)) $(if $(filter-out 1,$(JOBS)),OMP_NUM_THREADS=1) $(PY) -m pytest -ra --durations=25 -n $(JOBS) --dist loadfile tests
 
 nbval: $(STAMP)
 	$(PY) -m pytest -ra --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider book

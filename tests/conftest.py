@@ -39,9 +39,10 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # make test hands whole files to its pytest-xdist processes in this order (--dist loadfile --no-loadscope-reorder):
-    # the live-widget files first, a minute or two of JupyterLab each, one per process from the start; then the others
-    # by their number of tests, most first (xdist's own order, which would hand out the live files near the end).
+    # the live-widget files first, then the others by their number of tests, most first. make test's xdist
+    # (--dist loadfile) reorders files by their number of tests, so there the two live files start near the end, as
+    # in the CI runs that passed: started together at the beginning (--no-loadscope-reorder), a fresh clone's run once
+    # starved page 1.2's live training into its long-run guard (estimate 2.5 h > 1 h).
     per_file = collections.Counter(item.path for item in items)
     items.sort(key=lambda item: ("live" not in item.keywords, -per_file[item.path]))
     if torch.cuda.is_available():
