@@ -81,30 +81,34 @@ CLAIMS += [
 
 
 # -------------------------------------------- Figs. 2-5: a trained model, with the same model at initialisation as null
-def _mech_ev(ctx, acc: float, steps: int, n_probe: int) -> Evidence:
-    return Evidence.live(
-        ctx,
-        f"a model trained {steps} steps (held-out accuracy {acc:.3f}), {n_probe} probe sequences",
-        seeds=1,
-        source="trained in the notebook",
-    )
-
-
 MECH_NULL = "the same linear Mamba at initialisation (the same seed), probed on the same sequences"
 
 
 def _with_mech_null(fn):
-    """A §3.2 mechanism measurement ``fn(d, ctx, acc, steps, n_probe)`` with its null control: given ``null=(d0,
-    acc0)``, the probes ``d0`` and held-out accuracy ``acc0`` of the same model at initialisation
-    (:func:`mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing.untrained_probes`), measured the same way and judged beside it."""
+    """The §3.2 mechanism measurement ``measured(d, ctx, acc, steps, n_probe, null=None)`` of ``fn(d) -> (values,
+    text)``, which reads the probes ``d`` of a model trained ``steps`` steps (held-out accuracy ``acc``, kept beside
+    the values as ``"accuracy"``, the gate of :func:`_mech_rule`) on ``n_probe`` sequences. Its null control: given
+    ``null=(d0, acc0)``, the probes ``d0`` and held-out accuracy ``acc0`` of the same model at initialisation
+    (:func:`mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing.untrained_probes`), measured the same way and
+    judged beside it."""
+
+    def measure(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
+        values, text = fn(d)
+        ev = Evidence.live(
+            ctx,
+            f"a model trained {steps} steps (held-out accuracy {acc:.3f}), {n_probe} probe sequences",
+            seeds=1,
+            source="trained in the notebook",
+        )
+        return Measurement({**values, "accuracy": acc}, text, ev)
 
     @functools.wraps(fn)
     def measured(d: dict, ctx, acc: float, steps: int, n_probe: int, null: tuple | None = None) -> Measurement:
-        m = fn(d, ctx, acc, steps, n_probe)
+        m = measure(d, ctx, acc, steps, n_probe)
         if null is None:
             return m
         d0, acc0 = null
-        return replace(m, control=Control("null", MECH_NULL, fn(d0, ctx, acc0, 0, n_probe)))
+        return replace(m, control=Control("null", MECH_NULL, measure(d0, ctx, acc0, 0, n_probe)))
 
     del measured.__wrapped__  # its signature (with ``null``) is the one check() binds the notebook's inputs to
     return measured
@@ -121,13 +125,24 @@ _MECH_UNTESTABLE = (
 )
 
 
+def _mech_rule(why: str, *reproduced: tuple) -> Rule:
+    """The rule of a §3.2 mechanism claim on a trained model: reproduced when every condition of ``reproduced``
+    holds, testable only when the probed model recalls (held-out accuracy ≥ :data:`NEAR_PERFECT`)."""
+    return Rule(
+        why=why + _MECH_WHY,
+        reproduced=conds(*reproduced),
+        testable=_MECH_TESTABLE,
+        untestable_why=_MECH_UNTESTABLE,
+        trained=True,
+    )
+
+
 @_with_mech_null
-def measure_fig2(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement(
-        {**{"kq_block_share": d["kq_block_share"], "vv_half_share": d["vv_half_share"]}, "accuracy": acc},
+def measure_fig2(d: dict) -> tuple[dict, str]:
+    return (
+        {"kq_block_share": d["kq_block_share"], "vv_half_share": d["vv_half_share"]},
         f"‖G_kq‖² in the (x_(τ−1), x_t) block {d['kq_block_share']:.3f}; ‖G_vv‖² in the x_τ half "
         f"{d['vv_half_share']:.3f}",
-        _mech_ev(ctx, acc, steps, n_probe),
     )
 
 
@@ -138,12 +153,10 @@ CLAIMS += [
         "and G_vv only on the stored value x_τ; all other entries ≈ 0",
         "§3.2, Eq. 10, Fig. 2; App. C.1, Fig. 9",
         'no number given ("satisfy this structure almost precisely … all other matrix entries are ≈ 0")',
-        Rule(
-            why="≈ 0 elsewhere read as at least 90 % of the Frobenius energy in the predicted block" + _MECH_WHY,
-            reproduced=conds(("kq_block_share", ">=", 0.9), ("vv_half_share", ">=", 0.9)),
-            testable=_MECH_TESTABLE,
-            untestable_why=_MECH_UNTESTABLE,
-            trained=True,
+        _mech_rule(
+            "≈ 0 elsewhere read as at least 90 % of the Frobenius energy in the predicted block",
+            ("kq_block_share", ">=", 0.9),
+            ("vv_half_share", ">=", 0.9),
         ),
         measure_fig2,
         SECTION,
@@ -152,14 +165,13 @@ CLAIMS += [
 
 
 @_with_mech_null
-def measure_selectivity(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement(
-        {**{k: d[k] for k in ("kk_share", "vv_share", "key_diag_hit", "value_diag_hit")}, "accuracy": acc},
+def measure_selectivity(d: dict) -> tuple[dict, str]:
+    return (
+        {k: d[k] for k in ("kk_share", "vv_share", "key_diag_hit", "value_diag_hit")},
         f"on the trained columns: key×key share {d['kk_share']:.3f}, value×value share "
         f"{d['vv_share']:.3f} (all columns, untrained ones included: {d['kk_share_all_columns']:.3f} / "
         f"{d['vv_share_all_columns']:.3f}); diagonal argmax hits keys {d['key_diag_hit']:.2f}, values "
         f"{d['value_diag_hit']:.2f}",
-        _mech_ev(ctx, acc, steps, n_probe),
     )
 
 
@@ -170,18 +182,13 @@ CLAIMS += [
         "key × key (value × value) part dominates, with a diagonal (E_k ⊥ E_v)",
         '§3.2 ("more complex patterns than ≈ I_V … responsible for key and value selectivity"); App. D, Fig. 2',
         "no number given",
-        Rule(
-            why="dominates = at least 80 % of the energy of the columns the loss trains, and a diagonal: the column "
-            "argmax on the diagonal for 90 % of keys and values" + _MECH_WHY,
-            reproduced=conds(
-                ("kk_share", ">=", 0.8),
-                ("vv_share", ">=", 0.8),
-                ("key_diag_hit", ">=", 0.9),
-                ("value_diag_hit", ">=", 0.9),
-            ),
-            testable=_MECH_TESTABLE,
-            untestable_why=_MECH_UNTESTABLE,
-            trained=True,
+        _mech_rule(
+            "dominates = at least 80 % of the energy of the columns the loss trains, and a diagonal: the column "
+            "argmax on the diagonal for 90 % of keys and values",
+            ("kk_share", ">=", 0.8),
+            ("vv_share", ">=", 0.8),
+            ("key_diag_hit", ">=", 0.9),
+            ("value_diag_hit", ">=", 0.9),
         ),
         measure_selectivity,
         SECTION,
@@ -190,13 +197,12 @@ CLAIMS += [
 
 
 @_with_mech_null
-def measure_fig3(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement(
-        {**{"fact_hit": d["d3_fact_hit"], "auroc": d["d3_auroc"]}, "accuracy": acc},
+def measure_fig3(d: dict) -> tuple[dict, str]:
+    return (
+        {"fact_hit": d["d3_fact_hit"], "auroc": d["d3_auroc"]},
         f"per-fact argmax over values at the fact's value {d['d3_fact_hit']:.3f}; AUROC of the fact "
         f"entries in the values × keys block {d['d3_auroc']:.3f} (Pearson r over the whole V × V table, "
         f"mostly its zero background: {d['d3_corr_full_table']:.3f})",
-        _mech_ev(ctx, acc, steps, n_probe),
     )
 
 
@@ -206,13 +212,11 @@ CLAIMS += [
         "projected back to vocabulary space the trained state is the ideal key → value table, H''_t ≈ H_t",
         "§3.2, Eq. 13, Fig. 3; App. C.3",
         "no number given (visual)",
-        Rule(
-            why="H''_t ≈ H_t on the values × keys block the figure draws: each fact's column peaks at its value "
-            "(95 % of facts) and the fact entries outrank the rest of the block (AUROC ≥ 0.95)" + _MECH_WHY,
-            reproduced=conds(("fact_hit", ">=", 0.95), ("auroc", ">=", 0.95)),
-            testable=_MECH_TESTABLE,
-            untestable_why=_MECH_UNTESTABLE,
-            trained=True,
+        _mech_rule(
+            "H''_t ≈ H_t on the values × keys block the figure draws: each fact's column peaks at its value "
+            "(95 % of facts) and the fact entries outrank the rest of the block (AUROC ≥ 0.95)",
+            ("fact_hit", ">=", 0.95),
+            ("auroc", ">=", 0.95),
         ),
         measure_fig3,
         SECTION,
@@ -221,11 +225,10 @@ CLAIMS += [
 
 
 @_with_mech_null
-def measure_fig4(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement(
-        {**{"peak_hit": d["d4_hit"]}, "accuracy": acc},
+def measure_fig4(d: dict) -> tuple[dict, str]:
+    return (
+        {"peak_hit": d["d4_hit"]},
         f"{d['d4_hit']:.3f} of query rows peak at the matching key + 1",
-        _mech_ev(ctx, acc, steps, n_probe),
     )
 
 
@@ -236,13 +239,10 @@ CLAIMS += [
         "attends to the position after its key",
         "§3.2, Fig. 4",
         "no number given (visual)",
-        Rule(
-            why="approximates the ideal map = the row maximum sits where the ideal map's single 1 is, for 95 % of "
-            "query rows" + _MECH_WHY,
-            reproduced=conds(("peak_hit", ">=", 0.95)),
-            testable=_MECH_TESTABLE,
-            untestable_why=_MECH_UNTESTABLE,
-            trained=True,
+        _mech_rule(
+            "approximates the ideal map = the row maximum sits where the ideal map's single 1 is, for 95 % of "
+            "query rows",
+            ("peak_hit", ">=", 0.95),
         ),
         measure_fig4,
         SECTION,
@@ -251,11 +251,10 @@ CLAIMS += [
 
 
 @_with_mech_null
-def measure_fig5(d: dict, ctx, acc: float, steps: int, n_probe: int) -> Measurement:
-    return Measurement(
-        {**{"value_copy": d["d5_value_copy"], "key_shift": d["d5_key_shift"]}, "accuracy": acc},
+def measure_fig5(d: dict) -> tuple[dict, str]:
+    return (
+        {"value_copy": d["d5_value_copy"], "key_shift": d["d5_key_shift"]},
         f"values copied (main diagonal) {d['d5_value_copy']:.3f}; keys shifted (τ = t + 1) {d['d5_key_shift']:.3f}",
-        _mech_ev(ctx, acc, steps, n_probe),
     )
 
 
@@ -265,12 +264,10 @@ CLAIMS += [
         "Conv1D copies values (main diagonal) and shifts keys (second diagonal)",
         "§3.2, Fig. 5",
         'no number given ("dominant main diagonal … dominant second diagonal")',
-        Rule(
-            why="dominant diagonal = the argmax on that diagonal in 90 % of value (key) positions" + _MECH_WHY,
-            reproduced=conds(("value_copy", ">=", 0.9), ("key_shift", ">=", 0.9)),
-            testable=_MECH_TESTABLE,
-            untestable_why=_MECH_UNTESTABLE,
-            trained=True,
+        _mech_rule(
+            "dominant diagonal = the argmax on that diagonal in 90 % of value (key) positions",
+            ("value_copy", ">=", 0.9),
+            ("key_shift", ">=", 0.9),
         ),
         measure_fig5,
         SECTION,
