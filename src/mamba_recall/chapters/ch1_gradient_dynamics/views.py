@@ -91,35 +91,29 @@ def fig4_chart(frame: pd.DataFrame, title: str = "Fig. 4: probing the |K| = 1 mo
 def wdelta_heatmap(W: torch.Tensor, title: str, transposed: bool = False) -> alt.Chart:
     """Heat-map of W_Δ (2V × 2V). ``transposed=False``: PyTorch (out, in) — row = output channel,
     column = input coordinate; ``True``: the paper's Fig. 8 orientation (rows = input coordinates)."""
-    A = W.detach().cpu().numpy()
+    A = _as_array(W)
     if transposed:
-        A = A.T
-    n = A.shape[0]
-    rows, cols = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    frame = pd.DataFrame({"row": rows.ravel(), "col": cols.ravel(), "value": A.ravel()})
-    lim = float(np.abs(A).max()) or 1.0
-    ylab = "input coordinate (paper's row)" if transposed else "output channel (our row)"
-    xlab = "output channel" if transposed else "input coordinate (our column)"
-    return (
-        alt.Chart(frame)
-        .mark_rect()
-        .encode(
-            x=alt.X("col:O", title=xlab),
-            y=alt.Y("row:O", title=ylab),
-            color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
-            tooltip=["row", "col", alt.Tooltip("value:Q", format=".3f")],
-        )
-        .properties(width=220, height=220, title=title)
-    )
+        return matrix_chart(A.T, title, "input coordinate (paper's row)", "output channel", height=220, fmt=".3f")
+    return matrix_chart(A, title, "output channel (our row)", "input coordinate (our column)", height=220, fmt=".3f")
 
 
 def _as_array(M) -> np.ndarray:
     return np.asarray(M.detach().cpu() if isinstance(M, torch.Tensor) else M, dtype=float)
 
 
-def matrix_chart(M, title: str, row_title="row", col_title="column", width=220, lim: float | None = None) -> alt.Chart:
-    """A diverging heat-map of any matrix (for gradients, W_o); its colour scale runs over ± ``lim`` (default: the
-    largest |entry| of ``M``)."""
+def matrix_chart(
+    M,
+    title: str,
+    row_title="row",
+    col_title="column",
+    width=220,
+    lim: float | None = None,
+    *,
+    height: float | None = None,
+    fmt: str = ".4f",
+) -> alt.Chart:
+    """A diverging heat-map of any matrix (for gradients, W_o, W_Δ); its colour scale runs over ± ``lim`` (default:
+    the largest |entry| of ``M``), ``height`` defaults to ``width`` × rows / columns, tooltips show ``fmt``."""
     A = _as_array(M)
     rows, cols = np.meshgrid(np.arange(A.shape[0]), np.arange(A.shape[1]), indexing="ij")
     frame = pd.DataFrame({"row": rows.ravel(), "col": cols.ravel(), "value": A.ravel()})
@@ -131,9 +125,9 @@ def matrix_chart(M, title: str, row_title="row", col_title="column", width=220, 
             x=alt.X("col:O", title=col_title),
             y=alt.Y("row:O", title=row_title),
             color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
-            tooltip=["row", "col", alt.Tooltip("value:Q", format=".4f")],
+            tooltip=["row", "col", alt.Tooltip("value:Q", format=fmt)],
         )
-        .properties(width=width, height=width * A.shape[0] / A.shape[1], title=title)
+        .properties(width=width, height=width * A.shape[0] / A.shape[1] if height is None else height, title=title)
     )
 
 
