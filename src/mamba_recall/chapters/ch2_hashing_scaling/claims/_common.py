@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 
-from mamba_recall.claims.core import Claim, Evidence, across_seeds
+from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, across_seeds
 
 PERFECT = 0.99  # δ = 0.01
 NEAR_PERFECT = 0.9
@@ -61,6 +61,17 @@ def _chance_level(V: int, Nf: int, L: int) -> float:
     from mamba_recall.chapters.ch2_hashing_scaling.pipelines.hashing import context_guess_accuracy
 
     return context_guess_accuracy(V, Nf, L)
+
+
+def chance_null(chance: float, values: dict, shown: str, where: str = "in every cell", *, label: str = "") -> Control:
+    """The null control of a trained claim: a model at the generator's chance level ``chance`` (:func:`chance_level`)
+    ``where`` ("in every cell", "for every M"), with the ``values`` its rule reads there, shown as ``shown``;
+    ``label`` replaces the control's default description."""
+    return Control(
+        "null",
+        label or f"a model at the generator's chance level ({chance:.4f}) {where}",
+        Measurement(values, shown, Evidence.exact("the generator's chance level")),
+    )
 
 
 # ----------------------------------------------------- Figs. 7, 8, 10-11, Tab. 10: the strongest evidence, seed by seed

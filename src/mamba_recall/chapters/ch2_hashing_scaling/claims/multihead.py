@@ -21,6 +21,7 @@ from ._common import (
     _bundle_ev,
     _by_seed,
     chance_level,
+    chance_null,
     is_run_store_bundle,
     se_diff,
 )
@@ -110,7 +111,8 @@ def measure_fig8_shared(bundle) -> Measurement:
     mha_gain = max(mha) / s if mha else 0.0
     flat = sum(v <= Z * s for v in dev.values())
     span = _span_se(A, ("MQA", "MKA", "MVA"), s)
-    null = Measurement(
+    null = chance_null(
+        _chance_of(c),
         {
             "flat_patterns": 3,
             "largest_gain_se": 0.0,
@@ -121,7 +123,7 @@ def measure_fig8_shared(bundle) -> Measurement:
             "mha_gain_se": 0.0,
         },
         f"{_chance_of(c):.4f} at every (M, N): no gain, no loss",
-        Evidence.exact("the generator's chance level"),
+        "for every M",
     )
     return Measurement(
         {
@@ -138,7 +140,7 @@ def measure_fig8_shared(bundle) -> Measurement:
         + f" (3 s.e. = {Z * s:.3f}); largest gain from heads {gain:+.3f}; accuracies span {span:.1f} s.e. over N; "
         f"positive control: MHA trained alike gains up to {max(mha, default=0.0):+.3f} from M = 1 to {Ms[-1]}",
         _heads_ev(bundle, c),
-        control=Control("null", f"a model at the generator's chance level ({_chance_of(c):.4f}) for every M", null),
+        control=null,
     )
 
 
@@ -187,10 +189,11 @@ def measure_fig8_mha(bundle) -> Measurement:
     room = [N for N in Ns if ("MHA", 1, N) in A and ("MHA", Ms[-1], N) in A and A[("MHA", 1, N)] < NEAR_PERFECT]
     gains = {N: float(A[("MHA", Ms[-1], N)] - A[("MHA", 1, N)]) for N in room}
     chance = chance_level(c["V"], c["Nf"], c["L"])
-    null = Measurement(
+    null = chance_null(
+        chance,
         {"room_cells": len([N for N in Ns if ("MHA", 1, N) in A]), "smallest_gain_se": 0.0},
         f"{chance:.4f} at every (M, N): no gain",
-        Evidence.exact("the generator's chance level"),
+        "for every M",
     )
     return Measurement(
         {"room_cells": len(room), "smallest_gain_se": min(gains.values()) / s if gains else 0.0},
@@ -198,7 +201,7 @@ def measure_fig8_mha(bundle) -> Measurement:
         + ", ".join(f"N = {N}: {g:+.3f}" for N, g in gains.items())
         + f" (3 s.e. = {Z * s:.3f})",
         _heads_ev(bundle, c),
-        control=Control("null", f"a model at the generator's chance level ({chance:.4f}) for every M", null),
+        control=null,
     )
 
 
@@ -252,16 +255,17 @@ def measure_thm5_mn(bundle) -> Measurement:
     if full:
         values.update(pairs_full=len(full), worst_gap_full_se=max(abs(v) for v in full.values()) / s)
         shown += "; full-width value heads: " + ", ".join(f"M={M}, N={N}: {v:+.3f}" for (M, N), v in full.items())
-    null = Measurement(
+    null = chance_null(
+        _chance_of(c),
         {"pairs": len(gaps), "worst_gap_se": 0.0, "accuracy_span_se": 0.0},
         f"{_chance_of(c):.4f} at every (M, N)",
-        Evidence.exact("the generator's chance level"),
+        "for every M",
     )
     return Measurement(
         values,
         shown,
         _heads_ev(bundle, c),
-        control=Control("null", f"a model at the generator's chance level ({_chance_of(c):.4f}) for every M", null),
+        control=null,
         note="Lemma 5's proof lets every head read the full value vector; these heads (the authors' "
         f"code, values={c.get('values', 'code')!r}) read learned projections of D_in/M channels",
     )

@@ -33,6 +33,7 @@ from ._common import (
     _n_near,
     _nonincreasing,
     chance_level,
+    chance_null,
     se,
     se_diff,
 )
@@ -384,15 +385,7 @@ def measure_fig6c_reference(bundle=None) -> Measurement:
                 },
                 f"N_90(D) = {n}",
                 ev,
-                control=Control(
-                    "null",
-                    f"a model at the generator's chance level ({chance:.4f}) in every cell",
-                    Measurement(
-                        {"defined_n90": 0, "n90_nonincreasing": True},
-                        "no cell reaches 0.9",
-                        Evidence.exact("the generator's chance level"),
-                    ),
-                ),
+                control=chance_null(chance, {"defined_n90": 0, "n90_nonincreasing": True}, "no cell reaches 0.9"),
             )
         )
     m = across_seeds(per_seed, [f"seed {i}" for i in range(seeds)])
@@ -521,7 +514,8 @@ def measure_fig7(bundle) -> Measurement:
     drop = max([float((piv[a] - piv[b]).max()) for a, b in zip(lam, lam[1:])] + [0.0])
     span = float(ml["acc"].max() - ml["acc"].min())
     chance = chance_level(c["V"], c["Nf"], c.get("L", 4 * c["Nf"]))
-    null = Measurement(
+    null = chance_null(
+        chance,
         {
             "equal_neff_groups": len(multi),
             "spread_equal_neff": 0.0,
@@ -530,7 +524,6 @@ def measure_fig7(bundle) -> Measurement:
             "accuracy_span_se": 0.0,
         },
         f"{chance:.4f} in every cell",
-        Evidence.exact("the generator's chance level"),
     )
     return Measurement(
         {
@@ -547,7 +540,7 @@ def measure_fig7(bundle) -> Measurement:
         _bundle_ev(
             bundle, f"D = {c['D']}, Λ ∈ {c['layers']}, N ∈ {c['Ns']}, {c['steps']} steps", seeds=int(c["seeds"])
         ),
-        control=Control("null", f"a model at the generator's chance level ({chance:.4f}) in every cell", null),
+        control=null,
     )
 
 
@@ -615,10 +608,11 @@ def measure_tab10_rows(bundle) -> Measurement:
         )
     margins = {r: acc[r] - (TAB10[r][0] - 2 * max(TAB10[r][1], 0.01)) for r in ("Base", "A", "B", "C", "D")}
     chance = chance_level(c["V"], c["Nf"], c.get("L", 4 * c["Nf"]))
-    null = Measurement(
+    null = chance_null(
+        chance,
         {"worst_margin": min(chance - (TAB10[r][0] - 2 * max(TAB10[r][1], 0.01)) for r in margins)},
         f"{chance:.4f} in every row",
-        Evidence.exact("the generator's chance level"),
+        label=f"a model at the generator's chance level, a random context value ({chance:.4f})",
     )
     return Measurement(
         {"worst_margin": min(margins.values())},
@@ -629,9 +623,7 @@ def measure_tab10_rows(bundle) -> Measurement:
             "steps (Base, A: twice at half batch)",
             seeds=int(c["seeds"]),
         ),
-        control=Control(
-            "null", f"a model at the generator's chance level, a random context value ({chance:.4f})", null
-        ),
+        control=null,
     )
 
 
