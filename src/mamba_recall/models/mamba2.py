@@ -37,7 +37,6 @@ All randomness of the initialisation comes from PyTorch's global RNG: call
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -45,7 +44,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..scan.mamba2 import segsum
-from .mamba import LayerState, MambaLMHeadModel, RMSNorm, at_least_fp32, check_positive_int
+from .mamba import LayerState, MambaLMHeadModel, RMSNorm, at_least_fp32, check_positive_int, dt_bias_init
 
 __all__ = [
     "Mamba2",
@@ -204,11 +203,7 @@ class Mamba2(nn.Module):
             bias=conv_bias,
             **factory_kwargs,
         )
-        dt = torch.exp(
-            torch.rand(self.nheads, **factory_kwargs) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
-        ).clamp(min=dt_init_floor)
-        inv_dt = dt + torch.log(-torch.expm1(-dt))
-        self.dt_bias = nn.Parameter(inv_dt)
+        self.dt_bias = nn.Parameter(dt_bias_init(self.nheads, dt_min, dt_max, dt_init_floor, **factory_kwargs))
         self.dt_bias._no_weight_decay = True
         ssm_dtype = torch.float64 if dtype == torch.float64 else torch.float32
         A = torch.empty(self.nheads, dtype=ssm_dtype, device=device).uniform_(*A_init_range)

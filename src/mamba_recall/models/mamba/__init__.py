@@ -20,7 +20,7 @@ All randomness of the initialisation comes from PyTorch's global RNG: call
 The modules, this package's internals (import every name from ``mamba_recall.models.mamba``):
 
 * ``_mixer``: the argument checks every model shares (:func:`check_positive_int`, :func:`check_token_ids`,
-  :func:`at_least_fp32`), the recurrent state :class:`LayerState`, :class:`MambaInternals` and the mixer
+  :func:`at_least_fp32`), the initial Δ bias of both mixers (:func:`dt_bias_init`), the recurrent state :class:`LayerState`, :class:`MambaInternals` and the mixer
   :class:`Mamba` (with the mixer's equations);
 * ``_lm``: the model around the mixer: :class:`RMSNorm`, :class:`Block`, :func:`init_weights`,
   :class:`MixerModel` and :class:`MambaLMHeadModel`.
@@ -29,7 +29,7 @@ The modules, this package's internals (import every name from ``mamba_recall.mod
 from __future__ import annotations
 
 from ._lm import Block, MambaLMHeadModel, MixerModel, RMSNorm, init_weights
-from ._mixer import LayerState, Mamba, MambaInternals, at_least_fp32, check_positive_int, check_token_ids
+from ._mixer import LayerState, Mamba, MambaInternals, at_least_fp32, check_positive_int, check_token_ids, dt_bias_init
 
 __all__ = [
     "Block",
@@ -42,6 +42,7 @@ __all__ = [
     "at_least_fp32",
     "check_positive_int",
     "check_token_ids",
+    "dt_bias_init",
     "init_weights",
 ]
 

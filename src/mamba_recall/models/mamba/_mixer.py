@@ -57,6 +57,16 @@ def check_positive_int(name: str, value) -> int:
     return value
 
 
+def dt_bias_init(n: int, dt_min: float, dt_max: float, dt_init_floor: float, **factory_kwargs) -> torch.Tensor:
+    """The initial bias of Δ, (n,): softplus⁻¹(dt) with dt = max(exp(U(log dt_min, log dt_max)), dt_init_floor), so
+    that softplus(bias) is log-uniform in [dt_min, dt_max] (mamba-ssm's init, Mamba-1 per channel and Mamba-2 per
+    head). Draws n numbers from torch's generator."""
+    dt = torch.exp(torch.rand(n, **factory_kwargs) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)).clamp(
+        min=dt_init_floor
+    )
+    return dt + torch.log(-torch.expm1(-dt))  # inverse of softplus
+
+
 def check_token_ids(input_ids, vocab_size: int) -> None:
     """Token ids must be an integer tensor with values in [0, vocab_size): an id ≥ vocab_size below the padded
     vocabulary (``V_pad``) would silently read an untrained embedding row, one above it (or < 0) raise a bare
@@ -203,12 +213,8 @@ class Mamba(nn.Module):
         else:
             nn.init.uniform_(self.dt_proj.weight, -dt_init_std, dt_init_std)
         # dt bias so that softplus(dt_bias) is log-uniform in [dt_min, dt_max]
-        dt = torch.exp(
-            torch.rand(self.d_inner, **factory_kwargs) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
-        ).clamp(min=dt_init_floor)
-        inv_dt = dt + torch.log(-torch.expm1(-dt))  # inverse of softplus
         with torch.no_grad():
-            self.dt_proj.bias.copy_(inv_dt)
+            self.dt_proj.bias.copy_(dt_bias_init(self.d_inner, dt_min, dt_max, dt_init_floor, **factory_kwargs))
         self.dt_proj.bias._no_reinit = True
 
         # S4D-real initialisation, A = −(1, …, N) per channel; fp32 unless float64 was asked for
