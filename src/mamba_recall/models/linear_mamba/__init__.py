@@ -13,22 +13,13 @@ at the largest ``(D, N, Λ)`` and ``member_sizes=[(D_e, N_e, Λ_e), ...]`` masks
 dims, channels, state dims and layers to exactly zero (and initialises each member with its own
 fan-in), so member ``e`` computes exactly what an independent model of size ``(D_e, N_e, Λ_e)`` would.
 A whole (D, N) grid × seeds then trains in one forward on a GPU. Inputs may be shared ``(B, L)``
-or per member ``(n_members, B, L)``; logits are ``(n_members, B, L, V)``. Compact shapes below write
-``(n,B,L,D)`` with ``n = n_members``.
-
-Parameter shapes (ensemble axis first)::
-
-    embedding     (n_members, V, D)          token rows (the paper's W_E ∈ R^{D×V}, its E, transposed)
-    in_proj[l]    (n_members, D_in, D)       P_in
-    conv[l]       (n_members, D_in, d_conv)  W_conv
-    x_proj_B[l]   (n_members, N, D_in)       S_B
-    x_proj_C[l]   (n_members, N, D_in)       S_C
-    out_proj[l]   (n_members, D, D_in)       P_out
+or per member ``(n_members, B, L)``; logits are ``(n_members, B, L, V)``. Compact shapes write ``(n,B,L,D)``
+with ``n = n_members``; every parameter's shape (ensemble axis first) is listed in ``_linear.py``.
 
 The modules, this package's internals (import every name from ``mamba_recall.models.linear_mamba``):
 
-* ``_linear``: :class:`LinearMamba`, Alg. 1 / Alg. 2 with the ensemble axis (its docstring repeats the equations
-  and parameter shapes above, next to the code);
+* ``_linear``: :class:`LinearMamba`, Alg. 1 / Alg. 2 with the ensemble axis (its docstring writes out the equations
+  and the parameter shapes, next to the code);
 * ``_multihead``: the multi-head model of Alg. 3, :class:`MultiHeadLinearMamba` (:data:`HEAD_PATTERNS`), and the
   base it shares with the ablation model (token-id checks, tied (un)embedding, ``forward``);
 * ``_ablation``: the selective rows of the Tab. 10 ablation, :class:`SelectiveAblationMamba` (:data:`ABLATION_ROWS`).
