@@ -45,35 +45,46 @@ def measure_train_accuracy(meta: dict) -> Measurement:
     )
 
 
-@with_untrained_null
-def measure_fig4_output(model, inputs, meta: dict) -> Measurement:
-    """Fig. 4(a): the written value's logit at writes against the top logit at noise pairs."""
+def _fig4_spike(model, inputs, meta: dict, spike: tuple, noise: tuple, hit: tuple) -> Measurement:
+    """A Fig. 4 spike over the writes of ``inputs``: the probed quantity at writes (``spike = (what, its key in``
+    :func:`~mamba_recall.analysis.recall_probes.fig4_spikes`)) over its level at noise pairs (``noise = (what,
+    key)``), ``write_over_noise``, and the share of writes where the written coordinate is the largest (``hit =
+    (value name, key, what it says)``)."""
     from mamba_recall.analysis.recall_probes import fig4_spikes
 
     s = fig4_spikes(model, inputs)
-    ratio = s["output_write"] / s["output_noise_top"]
+    ratio = s[spike[1]] / s[noise[1]]
     return Measurement(
-        {"write_over_noise": ratio, "written_value_is_argmax": s["written_value_is_argmax"]},
-        f"written value's logit at writes {s['output_write']:.1f} vs top logit at noise pairs "
-        f"{s['output_noise_top']:.1f} (× {ratio:.2f}); the written value is the argmax at "
-        f"{s['written_value_is_argmax']:.1%} of {s['n_writes']} writes",
+        {"write_over_noise": ratio, hit[0]: s[hit[1]]},
+        f"{spike[0]} at writes {s[spike[1]]:.1f} vs {noise[0]} at noise pairs {s[noise[1]]:.1f} (× {ratio:.2f}); "
+        f"{hit[2]} at {s[hit[1]]:.1%} of {s['n_writes']} writes",
         checkpoint_evidence(meta, f"{len(inputs)} held-out sequences"),
+    )
+
+
+@with_untrained_null
+def measure_fig4_output(model, inputs, meta: dict) -> Measurement:
+    """Fig. 4(a): the written value's logit at writes against the top logit at noise pairs."""
+    return _fig4_spike(
+        model,
+        inputs,
+        meta,
+        ("written value's logit", "output_write"),
+        ("top logit", "output_noise_top"),
+        ("written_value_is_argmax", "written_value_is_argmax", "the written value is the argmax"),
     )
 
 
 @with_untrained_null
 def measure_fig4_state(model, inputs, meta: dict) -> Measurement:
     """Fig. 4(b): the state on |V| + v at a write (k, v) against what a noise token leaves on its coordinate."""
-    from mamba_recall.analysis.recall_probes import fig4_spikes
-
-    s = fig4_spikes(model, inputs)
-    ratio = s["state_write"] / s["state_noise"]
-    return Measurement(
-        {"write_over_noise": ratio, "written_is_largest": s["state_write_is_second_half_argmax"]},
-        f"h_t[|V| + v] at writes {s['state_write']:.1f} vs h_t[|V| + x_t] at noise pairs "
-        f"{s['state_noise']:.1f} (× {ratio:.2f}); |V| + v is the largest second-half coordinate at "
-        f"{s['state_write_is_second_half_argmax']:.1%} of {s['n_writes']} writes",
-        checkpoint_evidence(meta, f"{len(inputs)} held-out sequences"),
+    return _fig4_spike(
+        model,
+        inputs,
+        meta,
+        ("h_t[|V| + v]", "state_write"),
+        ("h_t[|V| + x_t]", "state_noise"),
+        ("written_is_largest", "state_write_is_second_half_argmax", "|V| + v is the largest second-half coordinate"),
     )
 
 
