@@ -103,6 +103,18 @@ NULL_UNTRAINED = (
 _PRIMACY_TESTABLE = conds(("baseline_informative", "true"))
 
 
+def _primacy_rule(why: str, *reproduced: tuple) -> Rule:
+    """The rule of a trained primacy-ablation claim: reproduced when every condition of ``reproduced`` holds,
+    testable only where the baseline leaves primacy to remove (``baseline_informative``; :data:`_CEILING_WHY`)."""
+    return Rule(
+        why=why,
+        reproduced=conds(*reproduced),
+        testable=_PRIMACY_TESTABLE,
+        untestable_why=_CEILING_WHY,
+        trained=True,
+    )
+
+
 def _ushape_rule() -> Rule:
     return Rule(
         why="a U needs both ends ≥ 10 points above the middle third, outside its Wilson band, with the minimum "

@@ -11,7 +11,7 @@ import numpy as np
 from mamba_recall.claims.core import NULL_PASSES, Claim, Control, Measurement, Revision, Rule, conds
 from ._common import (
     _CEILING_WHY,
-    _PRIMACY_TESTABLE,
+    _primacy_rule,
     CAUSAL_DROP,
     CLUSTER_P,
     NULL_UNTRAINED,
@@ -195,20 +195,15 @@ DECLARED = (
         "first-position recall, while the same number of random channels leaves it intact",
         "§4.2, Fig. 3b",
         "no number given",
-        Rule(
-            why=f"a causal drop δ(1) ≥ {CAUSAL_DROP}, at least {RANDOM_FACTOR:g}× each random control (global and "
+        _primacy_rule(
+            f"a causal drop δ(1) ≥ {CAUSAL_DROP}, at least {RANDOM_FACTOR:g}× each random control (global and "
             "layer-matched) with a paired-bootstrap CI above 0, and specific: mean |δ(k ≥ 3)| ≤ 0.05",
-            reproduced=conds(
-                ("delta1", ">=", CAUSAL_DROP),
-                ("excess_over_2x_global", ">=", 0),
-                ("excess_over_2x_layer_matched", ">=", 0),
-                ("ci_low_global", ">", 0),
-                ("ci_low_layer_matched", ">", 0),
-                ("mean_abs_delta_k3", "<=", 0.05),
-            ),
-            testable=_PRIMACY_TESTABLE,
-            untestable_why=_CEILING_WHY,
-            trained=True,
+            ("delta1", ">=", CAUSAL_DROP),
+            ("excess_over_2x_global", ">=", 0),
+            ("excess_over_2x_layer_matched", ">=", 0),
+            ("ci_low_global", ">", 0),
+            ("ci_low_layer_matched", ">", 0),
+            ("mean_abs_delta_k3", "<=", 0.05),
         ),
         measure_first_triplet,
         SECTION,
@@ -238,12 +233,10 @@ DECLARED = (
         "first-position recall; the effect grows with L and the best τ falls with L",
         "§4.2, Fig. 4",
         "no number given",
-        Rule(
-            why=f"δ(1) ≥ {CAUSAL_DROP} at (p, τ) = (0.9, 0.7) with the top-1 layer, and larger at the longer L",
-            reproduced=conds(("delta1_p09_t07", ">=", CAUSAL_DROP), ("delta1_grows_with_L", "true")),
-            testable=_PRIMACY_TESTABLE,
-            untestable_why=_CEILING_WHY,
-            trained=True,
+        _primacy_rule(
+            f"δ(1) ≥ {CAUSAL_DROP} at (p, τ) = (0.9, 0.7) with the top-1 layer, and larger at the longer L",
+            ("delta1_p09_t07", ">=", CAUSAL_DROP),
+            ("delta1_grows_with_L", "true"),
         ),
         not_run=_GRID_RUN,
     ),
@@ -253,12 +246,10 @@ DECLARED = (
         "drop, and ablating more layers amplifies it",
         "App. C, Fig. 8",
         "no number given",
-        Rule(
-            why="the (0.9, 0.5) cell has the largest δ(1) of the grid, and δ(1) grows with the number of layers",
-            reproduced=conds(("best_is_p09_t05", "true"), ("delta1_grows_with_layers", "true")),
-            testable=_PRIMACY_TESTABLE,
-            untestable_why=_CEILING_WHY,
-            trained=True,
+        _primacy_rule(
+            "the (0.9, 0.5) cell has the largest δ(1) of the grid, and δ(1) grows with the number of layers",
+            ("best_is_p09_t05", "true"),
+            ("delta1_grows_with_layers", "true"),
         ),
         not_run=_GRID_RUN,
     ),
@@ -268,17 +259,12 @@ DECLARED = (
         "any other position; random channels degrade recall only mildly",
         "App. D, Fig. 9",
         "first position 0.80 → 0.28 (Falcon Mamba 7B)",
-        Rule(
-            why="δ(1) ≥ 0.20 (the paper's is 0.52), no later position hurt more than δ(1) + 0.05, and no random "
+        _primacy_rule(
+            "δ(1) ≥ 0.20 (the paper's is 0.52), no later position hurt more than δ(1) + 0.05, and no random "
             "control's δ(k) above half of δ(1)",
-            reproduced=conds(
-                ("delta1", ">=", 0.20),
-                ("delta1_minus_max_later", ">=", -0.05),
-                ("max_random_minus_half_delta1", "<=", 0),
-            ),
-            testable=_PRIMACY_TESTABLE,
-            untestable_why=_CEILING_WHY,
-            trained=True,
+            ("delta1", ">=", 0.20),
+            ("delta1_minus_max_later", ">=", -0.05),
+            ("max_random_minus_half_delta1", "<=", 0),
         ),
         measure_all_steps,
         SECTION,
@@ -304,13 +290,11 @@ DECLARED = (
         "stronger effects need more ablated layers",
         "App. E1, Fig. 11",
         "no number given",
-        Rule(
-            why="the Fig. 4/8 grid on a second Mamba-1 model size: δ(1) ≥ 0.15 at p = 0.9 and growing with the "
+        _primacy_rule(
+            "the Fig. 4/8 grid on a second Mamba-1 model size: δ(1) ≥ 0.15 at p = 0.9 and growing with the "
             "number of layers",
-            reproduced=conds(("delta1_p09", ">=", CAUSAL_DROP), ("delta1_grows_with_layers", "true")),
-            testable=_PRIMACY_TESTABLE,
-            untestable_why=_CEILING_WHY,
-            trained=True,
+            ("delta1_p09", ">=", CAUSAL_DROP),
+            ("delta1_grows_with_layers", "true"),
         ),
         not_run="a second Mamba-1 S-model of another size (every committed one has s_small's size): train "
         + _SMALL
@@ -322,12 +306,10 @@ DECLARED = (
         "recall, less so at L = 32",
         "App. E2, Fig. 12",
         "no number given",
-        Rule(
-            why="δ(1) ≥ 0.15 at L = 8 and 16, and smaller at L = 32 than at L = 16",
-            reproduced=conds(("min_delta1_short", ">=", CAUSAL_DROP), ("smaller_at_32", "true")),
-            testable=_PRIMACY_TESTABLE,
-            untestable_why=_CEILING_WHY,
-            trained=True,
+        _primacy_rule(
+            "δ(1) ≥ 0.15 at L = 8 and 16, and smaller at L = 32 than at L = 16",
+            ("min_delta1_short", ">=", CAUSAL_DROP),
+            ("smaller_at_32", "true"),
         ),
         not_run="a second S-model size (train " + _SMALL + "), then §4.2's first-triple ablation with p = τ = 0.5 "
         "and the top-3 layers at L = 8, 16, 32 on it (analysis.primacy.ablation_effects), a few CPU-minutes",
