@@ -44,7 +44,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..scan.mamba2 import segsum
-from .mamba import LayerState, MambaLMHeadModel, RMSNorm, at_least_fp32, check_positive_int, dt_bias_init
+from .mamba import Block, LayerState, MambaLMHeadModel, at_least_fp32, check_positive_int, dt_bias_init
 
 __all__ = [
     "Mamba2",
@@ -307,21 +307,15 @@ class Mamba2(nn.Module):
         return result[0] if len(result) == 1 else result
 
 
-class Mamba2Block(nn.Module):
-    """mamba-ssm's ``Block`` around a :class:`Mamba2` mixer: Add → RMSNorm → Mixer → (hidden, residual)."""
+class Mamba2Block(Block):
+    """mamba-ssm's ``Block`` around a :class:`Mamba2` mixer: Add → RMSNorm (:meth:`Block.add_norm`) → Mixer →
+    (hidden, residual)."""
 
-    def __init__(self, d_model, norm_epsilon=1e-5, residual_in_fp32=True, device=None, dtype=None, **mixer_kwargs):
-        super().__init__()
-        self.residual_in_fp32 = residual_in_fp32
-        self.norm = RMSNorm(d_model, eps=norm_epsilon, device=device, dtype=dtype)
-        self.mixer = Mamba2(d_model, device=device, dtype=dtype, **mixer_kwargs)
+    mixer_cls = Mamba2
 
     def forward(self, hidden_states, residual=None, return_internals=False, *, state=None, return_state=False):
         """Returns ``(hidden_states, residual)`` [+ internals] [+ new :class:`Mamba2State` last]."""
-        residual = hidden_states + residual if residual is not None else hidden_states
-        hidden_states = self.norm(residual.to(dtype=self.norm.weight.dtype))
-        if self.residual_in_fp32:
-            residual = at_least_fp32(residual)
+        hidden_states, residual = self.add_norm(hidden_states, residual)
         out = self.mixer(hidden_states, return_internals=return_internals, state=state, return_state=return_state)
         if not isinstance(out, tuple):
             return out, residual

@@ -40,23 +40,33 @@ class Block(nn.Module):
         hidden_states = mixer(norm(residual))
         residual      kept in fp32 if residual_in_fp32 (float64 stays float64)
 
-    Parameters: ``norm.weight``, ``mixer.*`` (a :class:`Mamba` built from ``mixer_kwargs``).
+    Parameters: ``norm.weight``, ``mixer.*`` (a :attr:`mixer_cls`, :class:`Mamba` here, built from ``mixer_kwargs``).
     """
+
+    #: the mixer class the block wraps (``models.mamba2.Mamba2Block`` wraps a ``Mamba2``)
+    mixer_cls = Mamba
 
     def __init__(self, d_model, norm_epsilon=1e-5, residual_in_fp32=True, device=None, dtype=None, **mixer_kwargs):
         super().__init__()
         self.residual_in_fp32 = residual_in_fp32
         self.norm = RMSNorm(d_model, eps=norm_epsilon, device=device, dtype=dtype)
-        self.mixer = Mamba(d_model, device=device, dtype=dtype, **mixer_kwargs)
+        self.mixer = self.mixer_cls(d_model, device=device, dtype=dtype, **mixer_kwargs)
+
+    def add_norm(self, hidden_states, residual):
+        """Add → RMSNorm: ``(normed, residual)`` with ``residual = hidden_states + residual`` (``hidden_states``
+        alone in the first layer), kept in fp32 if ``residual_in_fp32``, and ``normed = norm(residual)``, the
+        mixer's input; (B, L, d_model) each."""
+        residual = hidden_states + residual if residual is not None else hidden_states
+        hidden_states = self.norm(residual.to(dtype=self.norm.weight.dtype))
+        if self.residual_in_fp32:
+            residual = at_least_fp32(residual)
+        return hidden_states, residual
 
     def forward(self, hidden_states, residual=None, return_internals=False, *, state=None, return_state=False):
         """Returns ``(hidden_states, residual)`` (+ the mixer's :class:`MambaInternals` if asked)
         (+ the mixer's new :class:`LayerState` last, if ``return_state``). ``state``: a
         :class:`LayerState` to continue from (prefix-state evaluation)."""
-        residual = hidden_states + residual if residual is not None else hidden_states
-        hidden_states = self.norm(residual.to(dtype=self.norm.weight.dtype))
-        if self.residual_in_fp32:
-            residual = at_least_fp32(residual)
+        hidden_states, residual = self.add_norm(hidden_states, residual)
         if state is None and not return_state:
             out = self.mixer(hidden_states, return_internals=return_internals)
             if return_internals:
