@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -10,7 +11,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..mamba import check_positive_int
-from ._multihead import _SingleLayerEnsemble
+from ._linear import n_members_of
+from ._multihead import _SingleLayerEnsemble, uniform_init
 
 
 # ====================================================================== Tab. 10 ablation rows Base, A, B
@@ -78,9 +80,7 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
         check_positive_int("d_conv", d_conv)
         if row not in ABLATION_ROWS:
             raise ValueError(f"unknown ablation row {row!r}; use one of {tuple(ABLATION_ROWS)}.")
-        if ensemble is not None:
-            check_positive_int("ensemble", ensemble)
-        n_members = 1 if ensemble is None else ensemble
+        n_members = n_members_of(ensemble)
         self.vocab_size, self.d_model, self.d_state, self.row = V, D, N, row
         self.expand, self.d_conv, self.d_inner = expand, d_conv, expand * D
         self.dt_rank = math.ceil(D / 16)
@@ -91,8 +91,7 @@ class SelectiveAblationMamba(_SingleLayerEnsemble):
         if seed is not None:
             torch.manual_seed(seed)
 
-        def uniform(shape, fan):
-            return nn.Parameter((torch.rand(shape, **kw) * 2 - 1) / math.sqrt(fan))
+        uniform = functools.partial(uniform_init, **kw)
 
         self.embedding = nn.Parameter(torch.randn(n_members, V, D, **kw))
         self.in_proj = uniform((n_members, Din, D), D)

@@ -43,6 +43,12 @@ from ..mamba import check_positive_int
 SSM_FORMS = ("attention", "scan")
 
 
+def n_members_of(ensemble: int | None) -> int:
+    """The size of the ensemble axis: 1 for one model without it (``ensemble=None``), else ``ensemble``, which must be
+    a positive int (ValueError naming it otherwise)."""
+    return 1 if ensemble is None else check_positive_int("ensemble", ensemble)
+
+
 def _member_sizes(member_sizes, ensemble, n_members: int, D: int, N: int, Lam: int) -> list:
     """``member_sizes`` of :class:`LinearMamba` checked and completed: one ``(D_e, N_e, Λ_e)`` per member, each
     ≤ the maxima ``(D, N, Λ)`` (a pair ``(D_e, N_e)`` gets ``Λ_e = Λ``; None: every member at the maxima)."""
@@ -108,9 +114,7 @@ class LinearMamba(nn.Module):
             raise ValueError(f"d_conv must be an integer >= 0 (0 = no Conv1D), got {d_conv!r}.")
         if ssm not in SSM_FORMS:
             raise ValueError(f"unknown ssm form {ssm!r}; use one of {SSM_FORMS}.")
-        if ensemble is not None:
-            check_positive_int("ensemble", ensemble)
-        n_members = 1 if ensemble is None else ensemble
+        n_members = n_members_of(ensemble)
         sizes = _member_sizes(member_sizes, ensemble, n_members, D, N, Lam)
         self.vocab_size, self.d_model, self.d_state, self.n_layer = V, D, N, Lam
         self.expand, self.d_conv, self.d_inner = expand, d_conv, expand * D

@@ -3,6 +3,7 @@ models; see :mod:`mamba_recall.models.linear_mamba`."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -10,13 +11,18 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..mamba import check_positive_int
-from ._linear import LinearMamba
+from ._linear import LinearMamba, n_members_of
 
 
 # ====================================================================== multi-head (Alg. 3)
 
 HEAD_PATTERNS = ("MHA", "MQA", "MKA", "MVA")
 HEAD_VALUES = ("code", "split", "full")
+
+
+def uniform_init(shape, fan: int, **kw) -> nn.Parameter:
+    """A parameter of ``shape`` drawn from PyTorch's default Linear init, U(±1/√fan) (``kw``: dtype, device)."""
+    return nn.Parameter((torch.rand(shape, **kw) * 2 - 1) / math.sqrt(fan))
 
 
 class _SingleLayerEnsemble(nn.Module):
@@ -120,9 +126,7 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
                 f"D_in = expand·D = {Din} must be divisible by n_heads = {M}; pick D so that "
                 "expand·D is a multiple of every head count (the paper uses D = 60)."
             )
-        if ensemble is not None:
-            check_positive_int("ensemble", ensemble)
-        n_members = 1 if ensemble is None else ensemble
+        n_members = n_members_of(ensemble)
         member_states = [N] * n_members if member_states is None else [int(n) for n in member_states]
         if len(member_states) != n_members or not all(1 <= n <= N for n in member_states):
             raise ValueError(f"member_states must list {n_members} state sizes in [1, {N}], got {member_states}.")
@@ -139,8 +143,7 @@ class MultiHeadLinearMamba(_SingleLayerEnsemble):
         if seed is not None:
             torch.manual_seed(seed)
 
-        def uniform(shape, fan):
-            return nn.Parameter((torch.rand(shape, **kw) * 2 - 1) / math.sqrt(fan))
+        uniform = functools.partial(uniform_init, **kw)
 
         P = Din // M
         self.embedding = nn.Parameter(torch.randn(n_members, V, D, **kw))
