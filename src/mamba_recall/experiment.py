@@ -142,8 +142,18 @@ class Experiment:
         return f"{command} --preset {preset}{self.extra_args} --allow-long"
 
     def bundle_writer(self) -> Callable[..., Any]:
-        """What writes the bundle from the finished runs: the declared ``write``, else :meth:`write_runs`."""
-        return self.write if self.write is not None else self.write_runs
+        """What writes the bundle from the finished runs: the declared ``write``, else :meth:`write_runs`; the
+        bundle ``<name>_<preset>`` records :meth:`command`, the one command of this grid, whichever runner code writes
+        it (:func:`mamba_recall.results.recorded_command`)."""
+        write = self.write if self.write is not None else self.write_runs
+
+        def write_recording_command(preset: str, **kw):
+            from .results import recorded_command
+
+            with recorded_command(self.bundle(preset), self.command(preset)):
+                return write(preset, **kw)
+
+        return write_recording_command
 
     def write_runs(self, preset: str, *, store=None, smoke: bool = False, log=print):
         """The bundle ``results/<name>_<preset>.json`` (``_smoke`` appended for a smoke run; beside a scratch

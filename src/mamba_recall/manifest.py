@@ -232,6 +232,20 @@ def reproduce_runs(entries: list[Entry], order: list[str]) -> list[tuple[str, di
     return out
 
 
+def command_runner(command: str | None) -> str | None:
+    """The runner family of a recorded command (the ``runner`` of its manifest entry, what ``reproduce --only``
+    selects and its order follows): :func:`parse_command`'s runner, where a ``python -m mamba_recall grid NAME``
+    command gives the runner of its declared experiment (:attr:`mamba_recall.experiment.Experiment.runner`, else
+    the experiment's own name: ``grid ch2_thm5`` is ``ch2_multihead``'s)."""
+    runner = parse_command(command)[0]
+    if runner is None or not command or shlex.split(command)[1:4] != ["-m", "mamba_recall", "grid"]:
+        return runner
+    from .experiment import experiments
+
+    declared = {e.name: e.runner or e.name for e in experiments()}
+    return " ".join(dict.fromkeys(declared.get(n, n) for n in runner.split()))
+
+
 def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str, ...]]]:
     """``(runner, flags)`` of a recorded command: ``python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling
     --preset ci`` (or its old recorded form ``python -m mamba_recall.experiments.ch2_scaling --preset ci``) gives
@@ -272,7 +286,7 @@ def _cost(record: dict) -> tuple[float | None, float | None]:
 
 def _entry(name: str, kind: str, files: list[str], record: dict) -> Entry:
     command = record.get("command") if isinstance(record.get("command"), str) else None
-    runner, flags = parse_command(command)
+    runner, flags = command_runner(command), parse_command(command)[1]
     config = record.get("config") if isinstance(record.get("config"), dict) else {}
     preset = config.get("preset") or record.get("preset") or (flags.get("--preset") or (None,))[0]
     prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
@@ -647,8 +661,8 @@ def _covers(a: tuple[str | None, dict], b: tuple[str | None, dict]) -> bool:
 def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
     """The commands that remake every entry, as they are run today (:func:`current_command`): each once, a command
     dropped when another of the list covers it (:func:`_covers`), grouped by runner in ``order`` (the runners'
-    ``DEPENDS_ON`` order; others first, and the declared experiments' ``python -m mamba_recall grid`` commands
-    last), and within a runner in the order their results were first made."""
+    ``DEPENDS_ON`` order, a declared experiment's ``python -m mamba_recall grid`` command at its runner's place,
+    :func:`parse_command`; others first), and within a runner in the order their results were first made."""
     commands = sorted({current_command(e.command) for e in entries if e.command})
     parsed = {c: parse_command(c) for c in commands}
     kept = [
@@ -663,6 +677,5 @@ def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
     first = {
         c: min((e.created for e in entries if current_command(e.command) == c and e.created), default="") for c in kept
     }
-    last = len(order)  # a grid command of declared experiments: after every runner (it reads no runner's outputs)
-    grid = {c: shlex.split(c)[1:4] == ["-m", "mamba_recall", "grid"] for c in kept}
-    return sorted(kept, key=lambda c: (last if grid[c] else rank.get(parsed[c][0], -1), first[c], c))
+    family = {c: command_runner(c) for c in kept}
+    return sorted(kept, key=lambda c: (rank.get(family[c], -1), first[c], c))

@@ -135,11 +135,19 @@ def test_every_committed_result_s_command_names_parts_its_runner_runs():
     from mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu import PART_RUNNER as CH2
     from mamba_recall.chapters.ch2_hashing_scaling.runners.scaling import PARTS as ENSEMBLE_PARTS
 
+    from mamba_recall.experiment import experiment_named
+
     owner = {**CH1, **CH2, **{p: "ch2_scaling" for p in ENSEMBLE_PARTS}}
-    checked = 0
+    checked = grids = 0
     for entry in manifest.load():
-        runner, flags = manifest.parse_command(manifest.current_command(entry.command))
+        runner, flags = manifest.parse_command(entry.command)
         for part in flags.get("--parts", ()):
             assert owner.get(part) == runner, f"{entry.name}: --parts {part} is {owner.get(part)}'s, not {runner}'s"
             checked += 1
-    assert checked >= 20, checked
+        if entry.kind == "bundle" and entry.command.startswith("python -m mamba_recall grid "):
+            # a declared experiment's grid command: the one experiment whose bundle this is, its command exactly
+            experiment = experiment_named(runner)
+            assert entry.name == experiment.bundle(entry.preset), (entry.name, entry.command)
+            assert entry.command == experiment.command(entry.preset), entry.name
+            grids += 1
+    assert checked + grids >= 20 and grids >= 30, (checked, grids)

@@ -298,54 +298,6 @@ def test_members_in_joblib_processes(tmp_path):
     assert all(len(p) == 1 for p in by_cell.values())  # a unit's members ran in one process
 
 
-def test_a_renamed_experiment_keeps_its_keys_and_its_old_folder_is_refused(tmp_path):
-    """Issue 30, one name per experiment: ``ch3.keep_train`` became ``ch3_keep_nth``. Its jobs keep the keys they
-    were first given (``KEYED_AS``), so its 39 committed runs stay finished under the new folder; a store that still
-    holds runs under the old folder name stops with the move to make instead of running them all again."""
-    from mamba_recall.runstore import RunFileError
-    from mamba_recall.runstore._records import KEYED_AS
-
-    new = runstore.make_job("ch3_keep_nth", {"T": 10}, 0)
-    old = runstore.make_job("ch3.keep_train", {"T": 10}, 0)
-    assert KEYED_AS["ch3_keep_nth"] == "ch3.keep_train" and new["key"] == old["key"]
-    assert runstore.make_job("ch3_mqar_train", {"T": 10}, 0)["key"] != new["key"]
-    (tmp_path / "ch3.keep_train").mkdir()
-    (tmp_path / "ch3.keep_train" / f"{old['key']}.json").write_text("{}")
-    for call in (lambda: runstore.pending([new], tmp_path), lambda: load_runs("ch3_keep_nth", tmp_path)):
-        with pytest.raises(RunFileError, match=r"old name 'ch3.keep_train'.*git mv .*ch3.keep_train .*ch3_keep_nth"):
-            call()
-    (tmp_path / "ch3.keep_train").rename(tmp_path / "ch3_keep_nth")
-    assert runstore.pending([new], tmp_path)[1] == [new]  # the move made: the (invalid) file is read, not refused
-
-
-def test_the_dotted_names_folders_are_refused_too_and_every_committed_run_still_reads(tmp_path):
-    """The second rename of issue 30 (``ch2.fig7`` became ``ch2_fig7``): a store with runs in the dotted folder stops
-    with the move to make, and every committed run, whatever name it was written under (``ch3.keep_train``, then
-    ``ch3.keep_nth``, now ``ch3_keep_nth``), is still a valid run of the folder it sits in."""
-    from mamba_recall.paths import REPO_ROOT
-    from mamba_recall.runstore import RunFileError, read_run
-    from mamba_recall.runstore._records import former_names
-
-    assert former_names("ch3_keep_nth") == ["ch3.keep_train", "ch3.keep_nth"] and former_names("ch2_fig7") == [
-        "ch2.fig7"
-    ]
-    job = runstore.make_job("ch2_fig7", {"T": 10}, 0)
-    assert job["key"] == runstore.make_job("ch2.fig7", {"T": 10}, 0)["key"]
-    (tmp_path / "ch2.fig7").mkdir()
-    (tmp_path / "ch2.fig7" / f"{job['key']}.json").write_text("{}")
-    with pytest.raises(RunFileError, match=r"old name 'ch2.fig7'.*git mv .*ch2.fig7 .*ch2_fig7"):
-        runstore.pending([job], tmp_path)
-    folders = sorted(p for p in (REPO_ROOT / "results" / "runs").iterdir() if p.is_dir())
-    assert len(folders) >= 25 and all("." not in p.name for p in folders)
-    written_as = set()
-    for folder in folders:
-        for path in folder.glob("*.json"):
-            rec = read_run(path)
-            assert rec["experiment"] in [*former_names(folder.name), folder.name], path
-            written_as.add(rec["experiment"])
-    assert {"ch3.keep_train", "ch3.keep_nth", "ch2.fig7"} <= written_as
-
-
 def test_a_job_s_declared_output_is_not_part_of_its_key_and_decides_a_record_that_names_no_file(tmp_path):
     """``make_job(..., output=)``: the file a job writes, outside its key; a finished record that names no checkpoint
     of its own counts as finished only while that file exists (a record that names one is checked by its own)."""

@@ -85,7 +85,10 @@ from ._records import (
 from ._bundles import (
     SMOKE_RESULTS_DIR,
     load_bundle,
+    read_bundle_record,
+    recorded_command,
     regenerate_command,
+    rewrite_bundle,
     save_bundle,
     smoke_results_dir,
     smoke_active,

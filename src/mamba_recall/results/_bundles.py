@@ -5,6 +5,8 @@ called (and ``SMOKE_RESULTS_DIR``): a test that moves the results folder patches
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import io
 import json
@@ -19,6 +21,7 @@ from ..runners import current_command
 from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together, read_together
 from ._records import (
     _REQUIRED,
+    CONTENT_HASH,
     SCHEMA,
     SCHEMA_VERSION,
     Bundle,
@@ -90,6 +93,23 @@ def smoke_run_store(smoke: bool) -> Path | None:
     return Path(SMOKE_RESULTS_DIR) / "runs" if smoke else None
 
 
+#: ``(bundle name, command)`` while a declared experiment's grid writes its bundle (:func:`recorded_command`)
+_RECORDED: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("recorded_command", default=None)
+
+
+@contextlib.contextmanager
+def recorded_command(name: str, command: str):
+    """While in this block, the bundle ``name`` is saved recording ``command``, whatever command its writer passes
+    (:func:`save_bundle`): the grid of a declared experiment (:func:`mamba_recall.experiment.run_experiment`) records
+    the one command that runs it, ``python -m mamba_recall grid <name> --preset P ...``, though its bundle is
+    written by the runner code that wrote it before the registry. Other bundles are not affected."""
+    token = _RECORDED.set((name, command))
+    try:
+        yield
+    finally:
+        _RECORDED.reset(token)
+
+
 def save_bundle(
     name: str,
     data: dict,
@@ -103,7 +123,8 @@ def save_bundle(
 ) -> Path:
     """Write ``<directory>/<name>.json`` (and one CSV per table) with provenance; return the JSON path.
 
-    ``command`` is the one command that regenerates the bundle (shown when loading fails). The JSON is strict
+    ``command`` is the one command that regenerates the bundle (shown when loading fails; inside
+    :func:`recorded_command` for this ``name``, the command given there). The JSON is strict
     (NaN and ±inf as ``null``) and carries its :data:`CONTENT_HASH`; the JSON and the CSVs replace the previous
     files together, only once all were written (:func:`_write_together`: a full disk leaves the old bundle
     intact). A smoke bundle (name ending ``_smoke``, or ``config["smoke"]`` true) is never written under
@@ -112,6 +133,9 @@ def save_bundle(
     """
     if not name or "/" in name or name.startswith("."):
         raise BundleError(f"bundle name {name!r} must be a plain file stem such as 'scan_bench_cpu'.")
+    recorded = _RECORDED.get()
+    if recorded is not None and recorded[0] == name:
+        command = recorded[1]
     smoke = name.endswith("_smoke") or (isinstance(config, dict) and config.get("smoke") is True)
     directory = _output_dir((Path(directory) if directory else RESULTS_DIR), smoke=smoke)
     directory.mkdir(parents=True, exist_ok=True)
@@ -138,6 +162,25 @@ def save_bundle(
     files[path] = _hashed_json(record, sort_keys=True)  # last: the JSON names the tables' hashes
     _write_together(files)
     return path
+
+
+def read_bundle_record(path: Path) -> dict:
+    """The JSON record of the bundle at ``path`` as written, its content hash checked and dropped and its non-finite
+    values restored (NaN, not ``null``): what :func:`rewrite_bundle` takes back after a change (the migration of old
+    names, :func:`mamba_recall.runstore.migrate_names`). :class:`BundleError` when its hash does not match."""
+    path = Path(path)
+    record = json.loads(path.read_text())
+    regen = regenerate_command(path)
+    _check_content_hash(record, path, "result bundle", regen)
+    record.pop(CONTENT_HASH, None)
+    return _restore_nonfinite(record, path, "result bundle", regen)
+
+
+def rewrite_bundle(path: Path, record: dict, tables: dict[Path, bytes]) -> None:
+    """Replace the bundle at ``path`` by ``record`` (as :func:`read_bundle_record` gives it, changed; its
+    ``tables`` entries naming each table's sha256) and the table files ``tables`` (path -> new bytes), all together
+    or none (:func:`_write_together`), the JSON written as :func:`save_bundle` writes it, with its content hash."""
+    _write_together({**tables, Path(path): _hashed_json(record, sort_keys=True)})
 
 
 def regenerate_command(path: Path) -> str:

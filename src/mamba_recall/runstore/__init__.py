@@ -48,8 +48,9 @@ The modules, this package's internals (import every name from ``mamba_recall.run
 * ``_bundles``: a grid's bundle (:func:`finished_status`, :func:`runs_summary`, :func:`save_grid_bundle`);
 * ``_cli``: the command line every run-store runner shares (:func:`add_grid_args`, :func:`grid_main`);
 * ``_demo``: the demo grid (:func:`demo_job`; ``python -m mamba_recall.runstore demo``);
-* ``_migrate``: a store's run files rewritten to the current schema once, recorded in its ``MIGRATIONS.json``
-  (:func:`migrate_store`; ``python -m mamba_recall.runstore migrate``);
+* ``_migrate``: a store's run files rewritten to the current schema once (:func:`migrate_store`), and the runs and
+  bundles of renamed experiments under today's names and keys (:func:`migrate_names`), each recorded in its
+  ``MIGRATIONS.json`` (``python -m mamba_recall.runstore migrate``);
 * ``_dataset``: every committed run as one table, ``results/dataset/runs.parquet`` with its data card
   (:func:`write_dataset`, :func:`check_dataset`; ``python -m mamba_recall dataset [--write]``).
 
@@ -125,7 +126,7 @@ from ._cli import (
     way_of,
 )
 from ._demo import demo_job, demo_jobs, demo_members, main
-from ._migrate import MIGRATIONS_NAME, migrate_store, upgrade_record
+from ._migrate import MIGRATIONS_NAME, migrate_names, migrate_store, upgrade_record
 from ._dataset import DATASET_DIR, WRITE_COMMAND as DATASET_COMMAND, build_table, check_dataset, write_dataset
 
 __all__ = [

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from pathlib import Path
 from typing import Iterable
 
@@ -134,64 +133,11 @@ def make_job(experiment: str, config: dict, seed: int, *, output: str | None = N
     return job
 
 
-#: Experiments renamed after their runs were keyed, today's name -> the name their keys hash (issue 30, one name per
-#: experiment, used for its preset, runner, store folder, bundle and checkpoints). Two renames so far: some
-#: experiments took the name of their runner (``ch3.keep_train`` became ``ch3.keep_nth``), then every name's dot
-#: became ``_`` (``ch3.keep_nth`` became ``ch3_keep_nth``, as its runner, bundle and checkpoints were already spelled).
-#: A job's key hashes the name it was first keyed with, so a renamed experiment's finished runs stay finished; each
-#: run keeps the name it was written with in its ``experiment`` field. Declared history: never edit an entry, and
-#: add one when an experiment with runs is renamed (then ``git mv`` its folder under ``results/runs``).
-KEYED_AS = {
-    # the first rename (an experiment took its runner's name); runs written under these names keep them
-    "ch1.mechanism": "ch1.cpu_hours_models",
-    "ch1.table1": "ch1.cpu_hours_table1",
-    "ch1.table1_matched": "ch1.cpu_hours_table1_matched",
-    "ch1.full_mamba": "ch1.cpu_hours_full_mamba",
-    "ch1.full_onehot": "ch1.cpu_hours_full_onehot",
-    "ch1.wo": "ch1.cpu_hours_wo",
-    "ch3.keep_nth": "ch3.keep_train",
-    "ch3.induction": "ch3.ih_train",
-    # the dot became "_" (2026-11-28)
-    "ch1_checkpoints": "ch1.checkpoints",
-    "ch1_full_mamba": "ch1.cpu_hours_full_mamba",
-    "ch1_full_onehot": "ch1.cpu_hours_full_onehot",
-    "ch1_mechanism": "ch1.cpu_hours_models",
-    "ch1_table1": "ch1.cpu_hours_table1",
-    "ch1_table1_matched": "ch1.cpu_hours_table1_matched",
-    "ch1_wo": "ch1.cpu_hours_wo",
-    "ch2_fig10_11": "ch2.fig10_11",
-    "ch2_fig7": "ch2.fig7",
-    "ch2_fig8": "ch2.fig8",
-    "ch2_multihead": "ch2.multihead",
-    "ch2_reference_grid": "ch2.reference_grid",
-    "ch2_scaling": "ch2.scaling",
-    "ch2_tab10": "ch2.tab10",
-    "ch2_thm5": "ch2.thm5",
-    "ch2_trained_dn": "ch2.trained_dn",
-    "ch3_induction": "ch3.ih_train",
-    "ch3_keep_nth": "ch3.keep_train",
-    "ch3_mqar_figa3": "ch3.mqar_figa3",
-    "ch3_mqar_train": "ch3.mqar_train",
-    "ch4_edge": "ch4.edge",
-    "ch4_edge_checks": "ch4.edge_checks",
-    "ch4_edge_mix": "ch4.edge_mix",
-    "ch4_train": "ch4.train",
-    "ch5_capacity": "ch5.capacity",
-}
-
-
-def former_names(experiment: str) -> list[str]:
-    """The names ``experiment``'s runs were kept under before (:data:`KEYED_AS`): the name its keys hash and, for a
-    name of the dotted era, ``chN.x``; today's name excluded."""
-    dotted = re.sub(r"^(ch\d)_", r"\1.", experiment)
-    return [n for n in dict.fromkeys((KEYED_AS.get(experiment, experiment), dotted)) if n != experiment]
-
-
 def job_key(job: dict) -> str:
-    """``joblib.hash`` (md5 of the pickled, key-sorted dict) of (experiment, config, seed), the experiment by the
-    name it was first keyed with (:data:`KEYED_AS`)."""
-    name = KEYED_AS.get(job["experiment"], job["experiment"])
-    return joblib.hash({"experiment": name, "config": _plain(job["config"]), "seed": job["seed"]})
+    """``joblib.hash`` (md5 of the pickled, key-sorted dict) of (experiment, config, seed): a run's key hashes its
+    experiment's name of today, the name of its folder (the runs of renamed experiments were rewritten under it
+    once, recorded in ``results/runs/MIGRATIONS.json``: :func:`mamba_recall.runstore.migrate_names`)."""
+    return joblib.hash({"experiment": job["experiment"], "config": _plain(job["config"]), "seed": job["seed"]})
 
 
 def job_path(job: dict, store: Path | None = None) -> Path:
@@ -348,27 +294,10 @@ def read_run(path: Path, key: str | None = None) -> dict:
     return check_record(rec, path, key)
 
 
-def check_not_renamed(experiment: str, store: Path | None = None) -> None:
-    """RunFileError when ``store`` still holds runs of ``experiment`` under a name it had before it was renamed
-    (:func:`former_names`): they are finished runs of today's experiment, and a grid that did not see them would run
-    them all again beside them."""
-    folder = Path(store or RUNS_DIR)
-    for old in former_names(experiment):
-        if any((folder / old).glob("*.json")):
-            raise RunFileError(
-                f"{folder / old} holds runs of {experiment} under its old name {old!r}; move them to the "
-                f"experiment's folder (git mv {folder / old} {folder / experiment}, or mv where the store is not in "
-                "git) and run the same command again (their keys are unchanged, so they stay finished)."
-            )
-
-
 def _scan(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict], list[dict], dict[str, str]]:
     """``(finished, left, damaged)``; ``damaged``: key → why its file is not a valid run (it is run again and
-    replaced). A file written by a newer mamba_recall is not replaced: it raises, as does a store that still holds
-    a renamed experiment's runs under its old name (:func:`check_not_renamed`)."""
+    replaced). A file written by a newer mamba_recall is not replaced: it raises."""
     jobs = list(jobs)
-    for experiment in sorted({j["experiment"] for j in jobs}):
-        check_not_renamed(experiment, store)
     done, left, damaged = [], [], {}
     for job in jobs:
         path = job_path(job, store)
@@ -448,7 +377,6 @@ def pending(jobs: Iterable[dict], store: Path | None = None) -> tuple[list[dict]
 def load_runs(experiment: str, store: Path | None = None) -> list[dict]:
     """Every stored run of ``experiment``, each checked (:func:`check_record`); a file that fails raises
     :class:`RunFileError` naming it and the fix."""
-    check_not_renamed(experiment, store)
     folder = Path(store or RUNS_DIR) / experiment
     return [read_run(path) for path in sorted(folder.glob("*.json"))]
 

@@ -1,0 +1,181 @@
+"""The one migration of renamed experiments' runs and bundles to today's names and keys
+(:func:`mamba_recall.runstore.migrate_names`): on a scratch store, an old-named run becomes a finished run of today's
+job, recorded, once; a run of no declared job stops it before any write. On the committed tree: every run sits in
+the folder of its experiment under the key today's name gives, every bundle's ``run_keys`` are runs of the store,
+and the committed name migration is reversible byte for byte (each file as it was before is rebuilt from the
+migrated one and the record)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import joblib
+import pandas as pd
+import pytest
+
+from mamba_recall import runstore
+from mamba_recall.experiment import Experiment
+from mamba_recall.paths import RESULTS_DIR
+from mamba_recall.results import load_bundle, save_bundle
+from mamba_recall.runstore import RunFileError, job_key, migrate_names, pending, read_run, record_hash, run_grid
+from mamba_recall.runstore._migrate import KEYED_BEFORE
+
+RUNNER = "mamba_recall.runstore:demo_job"
+NAME = "ch3_keep_nth"  # keyed as "ch3.keep_train" before the migration
+OLD_RUNNER = "mamba_recall.experiments.ch3_keep_nth:run_job"
+
+
+def _jobs(preset: str, smoke: bool = False) -> list[dict]:
+    if preset != "ci":
+        raise ValueError("only ci")
+    return [runstore.make_job(NAME, {"x": x, "sleep": 0}, 0) for x in range(2)]
+
+
+EXPERIMENT = Experiment(
+    name=NAME, sizes={"ci": None}, make_jobs=_jobs, run_job=RUNNER, estimate=lambda left: (0.0, "none")
+)
+
+
+def _old_store(tmp_path, xs=(0, 1)):
+    """A store holding the demo runs of ``xs`` as they were written before the migration: in today's folder, under
+    the old name ``ch3.keep_train`` (their ``experiment`` and the name their keys hash) and an old runner path."""
+    store = tmp_path / "runs"
+    old_jobs = [runstore.make_job(KEYED_BEFORE[NAME], {"x": x, "sleep": 0}, 0) for x in xs]
+    run_grid(RUNNER, old_jobs, store=store, n_jobs=1, progress=False, log=lambda m: None)
+    (store / KEYED_BEFORE[NAME]).rename(store / NAME)
+    for path in (store / NAME).glob("*.json"):  # the old runner path, hashed as the old writer hashed it
+        rec = json.loads(path.read_text())
+        rec["runner"] = OLD_RUNNER
+        rec["sha256"] = record_hash(rec)
+        path.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+    return store, old_jobs
+
+
+def _snapshot(folder):
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_old_named_run_migrates_to_today_s_key_name_and_runner_once(tmp_path):
+    store, old_jobs = _old_store(tmp_path)
+    new_jobs = EXPERIMENT.grid_jobs("ci")
+    assert pending(new_jobs, store)[0] == []  # before: today's keys find nothing
+    # a bundle of the grid as the old runner wrote it: the old keys in its data and its cells table
+    keys = [j["key"] for j in old_jobs]
+    cells = pd.DataFrame({"x": [0, 1], "run_keys": keys})
+    save_bundle(
+        f"{NAME}_ci",
+        {"run_keys": keys},
+        {"preset": "ci", "runner": OLD_RUNNER},
+        command="python -m mamba_recall.experiments.ch3_keep_nth --preset ci",
+        tables={"cells": cells},
+        directory=tmp_path,
+    )
+    before = (tmp_path / f"{NAME}_ci.json").read_text()
+
+    entry = migrate_names(store, tmp_path, experiments=[EXPERIMENT], derived={}, log=lambda m: None)
+
+    done, left = pending(new_jobs, store)
+    assert done == new_jobs and left == []  # the grid counts them finished
+    for job, old in zip(new_jobs, old_jobs):
+        rec = read_run(store / NAME / f"{job['key']}.json", job["key"])
+        assert rec["experiment"] == NAME and rec["runner"] == RUNNER and rec["key"] == job_key(rec)
+        assert rec["result"]["value"] == 10 * job["config"]["x"] + job["seed"]  # the demo job's result, unchanged
+        assert rec["provenance"]["name_migration"]["record"].endswith("MIGRATIONS.json")
+        assert not (store / NAME / f"{old['key']}.json").exists()
+    record = json.loads((store / runstore.MIGRATIONS_NAME).read_text())
+    (names,) = [m for m in record["migrations"] if m.get("kind") == "names"]
+    assert names == entry and names["n_files"] == 2
+    assert {(f["file"], f["new_file"]) for f in names["files"]} == {
+        (f"{NAME}/{o['key']}.json", f"{NAME}/{n['key']}.json") for o, n in zip(old_jobs, new_jobs)
+    }
+    assert {f["experiment_before"] for f in names["files"]} == {"ch3.keep_train"}
+    assert {f["runner_before"] for f in names["files"]} == {OLD_RUNNER}
+
+    bundle = load_bundle(tmp_path / f"{NAME}_ci.json")  # its content hash and table hash recomputed
+    assert bundle.data["run_keys"] == [j["key"] for j in new_jobs]
+    assert list(bundle.tables["cells"]["run_keys"]) == [j["key"] for j in new_jobs]
+    assert bundle.config["runner"] == RUNNER
+    assert (
+        bundle.command
+        == EXPERIMENT.command("ci")
+        == "python -m mamba_recall grid ch3_keep_nth --preset ci --allow-long"
+    )
+    after = json.loads((tmp_path / f"{NAME}_ci.json").read_text())
+    assert after["provenance"]["command_before_migration"] == json.loads(before)["command"]
+    assert [b["file"] for b in names["bundles"]] == [str(tmp_path / f"{NAME}_ci.json")]
+
+    frozen = _snapshot(tmp_path)
+    assert migrate_names(store, tmp_path, experiments=[EXPERIMENT], derived={}, log=lambda m: None) is None
+    assert _snapshot(tmp_path) == frozen  # a second run migrates nothing
+
+
+def test_a_run_of_no_declared_job_stops_the_migration_before_any_write(tmp_path):
+    store, _ = _old_store(tmp_path, xs=(0, 1, 7))  # x=7: a job the experiment does not declare
+    frozen = _snapshot(tmp_path)
+    with pytest.raises(RunFileError, match=r"(?s)1 run file\(s\).*cannot be migrated.*matches no job ch3_keep_nth"):
+        migrate_names(store, tmp_path, experiments=[EXPERIMENT], derived={}, log=lambda m: None)
+    assert _snapshot(tmp_path) == frozen and not (store / runstore.MIGRATIONS_NAME).exists()
+
+
+def test_a_run_edited_after_it_was_written_stops_the_migration_before_any_write(tmp_path):
+    store, _ = _old_store(tmp_path)
+    path = sorted((store / NAME).glob("*.json"))[0]
+    rec = json.loads(path.read_text())
+    rec["result"]["value"] = 12345  # edited, its sha256 left as it was
+    path.write_text(json.dumps(rec))
+    frozen = _snapshot(tmp_path)
+    with pytest.raises(RunFileError, match=r"does not match its sha256"):
+        migrate_names(store, tmp_path, experiments=[EXPERIMENT], derived={}, log=lambda m: None)
+    assert _snapshot(tmp_path) == frozen
+
+
+def test_every_committed_run_has_today_s_name_and_key_and_every_bundle_s_runs_exist():
+    runs = sorted(runstore.RUNS_DIR.glob("*/*.json"))
+    assert len(runs) > 600
+    for path in runs:
+        rec = read_run(path)
+        assert rec["experiment"] == path.parent.name, path
+        assert (
+            path.stem
+            == job_key(rec)
+            == joblib.hash({"experiment": path.parent.name, "config": rec["config"], "seed": rec["seed"]})
+        ), path
+        assert not rec["runner"].startswith("mamba_recall.experiments."), path
+    keys = {p.stem: p.parent.name for p in runs}
+    checked = 0
+    for path in sorted(RESULTS_DIR.glob("*.json")):
+        record = json.loads(path.read_text())
+        data = record.get("data") if isinstance(record, dict) else None
+        if not isinstance(data, dict) or "run_keys" not in data:
+            continue
+        missing = [k for k in data["run_keys"] if k not in keys]
+        assert not missing, f"{path.name}: {len(missing)} run key(s) not in results/runs"
+        assert "mamba_recall.experiments." not in record["command"], path.name
+        checked += 1
+    assert checked >= 25
+
+
+def test_the_committed_name_migration_is_recorded_and_reversible():
+    """Each run file the name migration wrote still holds the record it wrote (or a later run of its job), and the
+    file it replaced, rebuilt from it and the record (old name, key and runner; no ``name_migration``), has the
+    sha256 recorded before the migration, byte for byte."""
+    record = json.loads((runstore.RUNS_DIR / runstore.MIGRATIONS_NAME).read_text())
+    (names,) = [m for m in record["migrations"] if m.get("kind") == "names"]
+    assert names["n_files"] == len(names["files"]) == 623 and names["code_commit"] and names["date"]
+    assert len(names["bundles"]) >= 25
+    checked = 0
+    for entry in names["files"]:
+        rec = json.loads((runstore.RUNS_DIR / entry["new_file"]).read_text())
+        if rec["sha256"] != entry["sha256"]:  # its job was run again since
+            continue
+        assert rec["provenance"]["name_migration"]["record"] == "results/runs/MIGRATIONS.json"
+        old = json.loads(json.dumps(rec))
+        old["experiment"], old["runner"] = entry["experiment_before"], entry["runner_before"]
+        old["key"] = entry["file"].split("/")[-1].removesuffix(".json")
+        del old["provenance"]["name_migration"]
+        old["sha256"] = record_hash(old)
+        text = json.dumps(old, indent=1, sort_keys=True, allow_nan=False) + "\n"
+        assert hashlib.sha256(text.encode()).hexdigest() == entry["sha256_before"], entry["file"]
+        checked += 1
+    assert checked == 623
