@@ -92,6 +92,7 @@ from ._types import (
     fmt,
     get,
     pass_fail,
+    quoted,
     register,
     status_class,
 )
@@ -144,6 +145,7 @@ __all__ = [
     "not_run_verdict",
     "pass_fail",
     "record_verdict",
+    "quoted",
     "register",
     "status_class",
 ]

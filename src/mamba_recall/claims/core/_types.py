@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -443,6 +443,15 @@ REGISTRY: dict[str, Claim] = {}
 REGISTRY_ORDER = (1, 0, 2, 3, 4, 5)
 _CHAPTER_MODULE = re.compile(r"mamba_recall\.chapters\.ch(\d+)_")
 _RANK: dict[str, tuple[int, int]] = {}
+
+
+def quoted(quotes: dict[str, str], *claims: Claim) -> tuple[Claim, ...]:
+    """``claims`` each with its source's sentence ``quotes[claim.id]`` as its ``quote`` (a chapter keeps the sentences
+    its claims test in one ``QUOTES`` table); ClaimError naming a claim the table has no sentence for."""
+    missing = [c.id for c in claims if c.id not in quotes]
+    if missing:
+        raise ClaimError(f"no quoted sentence for claims {missing}; add each one's sentence, verbatim, to QUOTES.")
+    return tuple(replace(c, quote=quotes[c.id]) for c in claims)
 
 
 def register(*claims: Claim) -> None:

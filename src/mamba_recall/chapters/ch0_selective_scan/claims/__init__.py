@@ -15,11 +15,11 @@ Importing this package registers every claim of the chapter, with its quote, in 
 
 from __future__ import annotations
 
-from mamba_recall.claims.core import register
+from mamba_recall.claims.core import quoted, register
 from . import parallel_scan, worked_example
-from ._common import QUOTES, _quoted
+from ._common import QUOTES
 from .worked_example import LAST_DIGIT, ROUNDING
 
-register(*_quoted(*worked_example.CLAIMS, *parallel_scan.CLAIMS))
+register(*quoted(QUOTES, *worked_example.CLAIMS, *parallel_scan.CLAIMS))
 
 __all__ = ["LAST_DIGIT", "QUOTES", "ROUNDING", "parallel_scan", "worked_example"]

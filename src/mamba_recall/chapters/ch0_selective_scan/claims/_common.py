@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from mamba_recall.claims.core import Claim
 
 # The document's sentence each claim tests, verbatim (pieces joined by " … ").
 QUOTES = {
@@ -23,7 +20,3 @@ QUOTES = {
     "001/linear-time-scan": "But the core mechanism — selective memory, input-dependent decay, and efficient linear-time processing — is captured in this simple example.",
     "001/linear-memory": "But the core mechanism — selective memory, input-dependent decay, and efficient linear-time processing — is captured in this simple example.",
 }
-
-
-def _quoted(*claims: Claim) -> tuple[Claim, ...]:
-    return tuple(replace(c, quote=QUOTES[c.id]) for c in claims)

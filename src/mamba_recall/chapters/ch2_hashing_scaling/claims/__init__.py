@@ -34,7 +34,7 @@ The paper's figures carry no numbers in its text, so ``printed`` quotes what the
 
 from __future__ import annotations
 
-from mamba_recall.claims.core import ClaimError, register
+from mamba_recall.claims.core import ClaimError, quoted, register
 from . import circuit, mechanism, multihead, scaling, scaling_repetition, theory
 from ._common import (
     RANGES,
@@ -43,7 +43,6 @@ from ._common import (
     PERFECT,
     QUOTES,
     Z,
-    _quoted,
     chance_level,
     is_run_store_bundle,
     se,
@@ -100,7 +99,7 @@ if sorted(_declared) != sorted(ORDER):
         f"Chapter 2: claims declared but not in ORDER: {sorted(set(_declared) - set(ORDER))}; in ORDER but declared "
         f"in no section module: {sorted(set(ORDER) - set(_declared))}. Add each claim to ORDER (ch2/__init__.py)."
     )
-register(*_quoted(*(_declared[i] for i in ORDER)))
+register(*quoted(QUOTES, *(_declared[i] for i in ORDER)))
 
 __all__ = [
     "RANGES",

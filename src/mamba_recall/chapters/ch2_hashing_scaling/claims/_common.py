@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 
-from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, across_seeds
+from mamba_recall.claims.core import Control, Evidence, Measurement, across_seeds
 
 PERFECT = 0.99  # δ = 0.01
 NEAR_PERFECT = 0.9
@@ -249,10 +249,3 @@ QUOTES = {
     "002/Remark3": r'with dimensions $D, N = O(\log V)$ and weights designed as specified in Theorem 2 **fails** to solve *MQAR with repeating keys*. … This aligns with our intuition (see Remark 3) of "guessing" one out of $N_k$ options, when the 1-layer model can only access a linear combination of the $N_k$ stored values.',
     "002/Remark5": r"A single-layer simplified Mamba with dimensions $D, N = O(\log V)$ and weights designed as specified in Theorem 2 fails to solve MQAR with repeating queries.",
 }
-
-
-def _quoted(*claims: Claim) -> tuple:
-    """The claims with their :data:`QUOTES` sentence."""
-    import dataclasses
-
-    return tuple(dataclasses.replace(c, quote=QUOTES[c.id]) for c in claims)

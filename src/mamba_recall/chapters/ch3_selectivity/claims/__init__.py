@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mamba_recall.claims.core import register
+from mamba_recall.claims.core import quoted, register
 from . import approximation, induction_heads, keep_nth, mqar_constructions, sensitivity
 from ._common import QUOTES, RANGES, SOLVED
 from .keep_nth import SOLVER_NULL, s4dpe_t20_missing
@@ -65,17 +65,15 @@ from .keep_nth_fig1 import FIG1_MODELS, decay_summary, fig1_stats, fig1_tables
 from .mqar_trained import FIGA3_BUNDLE, check_figa3
 
 register(
-    *(
-        replace(c, quote=QUOTES[c.id])
-        for c in (
-            *approximation.CLAIMS,  # §4.1, App. A.2
-            *keep_nth.CLAIMS,  # §4.1 (KEEP n-TH), §4.2 (Fig. 1)
-            *sensitivity.CLAIMS,  # §4.2, App. B
-            approximation.REMARK1,  # §4.2, Remark 1
-            *mqar_constructions.CLAIMS,  # §5.1, Apps. C.1, D.3
-            *induction_heads.CLAIMS,  # §5.2, Apps. C.2, D.4
-            mqar_constructions.APP_I,  # paper 002's Appendix I
-        )
+    *quoted(
+        QUOTES,
+        *approximation.CLAIMS,  # §4.1, App. A.2
+        *keep_nth.CLAIMS,  # §4.1 (KEEP n-TH), §4.2 (Fig. 1)
+        *sensitivity.CLAIMS,  # §4.2, App. B
+        approximation.REMARK1,  # §4.2, Remark 1
+        *mqar_constructions.CLAIMS,  # §5.1, Apps. C.1, D.3
+        *induction_heads.CLAIMS,  # §5.2, Apps. C.2, D.4
+        mqar_constructions.APP_I,  # paper 002's Appendix I
     )
 )
 
