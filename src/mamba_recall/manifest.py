@@ -42,7 +42,6 @@ __all__ = [
     "claim_problems",
     "claims_from_scorecard",
     "reproduce_commands",
-    "current_command",
     "needs_gpu",
     "ManifestError",
     "invocation",
@@ -60,9 +59,8 @@ FIX = "python -m mamba_recall manifest --write"
 #: How to get the committed manifest back when it is damaged or gone (its claims cannot be remade without a scorecard).
 RESTORE = "git checkout results/manifest.json"
 #: The scan benchmark, a script of the repository (not a module of the library), as its bundles record it; runner
-#: ``"bench"``. Bundles made before it left the library record ``python -m mamba_recall bench ...`` instead.
+#: ``"bench"``.
 BENCH_SCRIPT = "benchmarks/scan.py"
-_OLD_BENCH = ("python", "-m", "mamba_recall", "bench")
 
 
 class ManifestError(ValueError):
@@ -103,20 +101,6 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def current_command(command: str | None) -> str | None:
-    """``command`` as it is run today: the scan benchmark's old recorded form (``python -m mamba_recall bench
-    ARGS``, from when it was a module of the library) becomes ``python benchmarks/scan.py ARGS``; a runner's old
-    module path (``python -m mamba_recall.experiments.ch3_keep_nth ...``, from before each chapter had its folder)
-    becomes its chapter's runner module, and a runner merged into another its new runner's
-    (:func:`mamba_recall.runners.current_command`); any other command (or None) is returned as it is."""
-    if not command:
-        return command
-    words = shlex.split(command)
-    if tuple(words[: len(_OLD_BENCH)]) == _OLD_BENCH:
-        return shlex.join(["python", BENCH_SCRIPT, *words[len(_OLD_BENCH) :]])
-    return runners.current_command(command)
-
-
 def needs_gpu(command: str | None) -> bool:
     """A command that only a CUDA machine runs: the GPU check (``tools/gpu_check.py``, whose bundles
     ``tools/gpu_collect.py`` writes) and anything run with ``--device cuda``. ``make reproduce`` lists them instead of
@@ -135,10 +119,8 @@ _BENCH_OUT = re.compile(r"results/[A-Za-z0-9_][A-Za-z0-9_.-]*\.json")
 
 
 def invocation(command: str | None) -> dict | None:
-    """What ``reproduce`` runs for a recorded ``command``, as data: ``python -m <module> ARGS`` (as it is run today,
-    :func:`current_command`) gives ``{"module": <module>, "args": [ARGS]}``, ``python benchmarks/scan.py ARGS`` gives
+    """What ``reproduce`` runs for a recorded ``command``, as data: ``python -m <module> ARGS`` gives ``{"module": <module>, "args": [ARGS]}``, ``python benchmarks/scan.py ARGS`` gives
     ``{"script": "benchmarks/scan.py", "args": [ARGS]}``; anything else (a GPU recipe in words, None) gives None."""
-    command = current_command(command)
     if not command or needs_gpu(command):
         return None
     try:
@@ -227,7 +209,7 @@ def reproduce_runs(entries: list[Entry], order: list[str]) -> list[tuple[str, di
     read as one (:func:`invocation`; None for a GPU recipe in words)."""
     out = []
     for command in reproduce_commands(entries, order):
-        runs = [e.run for e in entries if current_command(e.command) == command and e.run is not None]
+        runs = [e.run for e in entries if e.command == command and e.run is not None]
         out.append((command, runs[0] if runs else invocation(command)))
     return out
 
@@ -248,10 +230,9 @@ def command_runner(command: str | None) -> str | None:
 
 def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str, ...]]]:
     """``(runner, flags)`` of a recorded command: ``python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling
-    --preset ci`` (or its old recorded form ``python -m mamba_recall.experiments.ch2_scaling --preset ci``) gives
-    ``("ch2_scaling", {"--preset": ("ci",)})``, a merged runner's command its new runner (``ch2_figs_cpu`` gives
-    ``ch2_scaling``, :data:`mamba_recall.runners.MERGED`); the scan benchmark, ``python benchmarks/scan.py ...`` (or
-    its old recorded form ``python -m mamba_recall bench ...``), gives ``"bench"``."""
+    --preset ci`` gives ``("ch2_scaling", {"--preset": ("ci",)})``; ``python -m mamba_recall grid ch2_thm5 --preset
+    ci`` gives ``("ch2_thm5", ...)`` (the experiments it names; :func:`command_runner` gives their runner); the scan
+    benchmark, ``python benchmarks/scan.py ...``, gives ``"bench"``."""
     if not command:
         return None, {}
     words = shlex.split(command)
@@ -265,7 +246,7 @@ def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str,
     elif module == "mamba_recall" and rest:
         runner, rest = rest[0], rest[1:]
     else:
-        runner = runners.runner_name(runners.current_module(module)) or module.rsplit(".", 1)[-1] or None
+        runner = runners.runner_name(module) or module.rsplit(".", 1)[-1] or None
     flags: dict[str, list[str]] = {}
     current = None
     for word in rest:
@@ -321,7 +302,7 @@ def _record(path: Path, what: str, errors: list[str] | None) -> dict | None:
         from .results import regenerate_command
 
         known = _committed_commands(path.parents[2] if what == "checkpoint sidecar" else path.parents[1])
-        command = current_command(known.get(path.stem)) or regenerate_command(path)
+        command = known.get(path.stem) or regenerate_command(path)
         regen = f"regenerate it with: {command}" if what != "record" else "no command makes it"
         message = (
             f"{path}: a corrupt {what} (not valid JSON: {exc}; truncated?); restore it (`git checkout {path.name}` in "
@@ -578,7 +559,7 @@ def problems(root: Path | None = None) -> list[str]:
     out += [
         f"{n}: in the manifest but its files ({', '.join(committed[n].files)}) are missing; "
         + (
-            f"make it with `{current_command(committed[n].command)}`"
+            f"make it with `{committed[n].command}`"
             if committed[n].command
             else f"restore them with `git checkout {' '.join(committed[n].files)}`"
         )
@@ -604,16 +585,14 @@ def problems(root: Path | None = None) -> list[str]:
     for e in found.values():
         missing = [f for f in e.files if not (root / f).is_file()]
         if missing:
-            out.append(
-                f"{e.name}: its files {', '.join(missing)} are missing; make it with `{current_command(e.command)}`."
-            )
+            out.append(f"{e.name}: its files {', '.join(missing)} are missing; make it with `{e.command}`.")
             continue
         try:
             if e.kind == "bundle":
                 res.load_bundle(root / "results" / f"{e.name}.json")
             elif e.kind == "checkpoint":
                 pt = next(f for f in e.files if not f.endswith(".json"))
-                res.read_checkpoint(root / pt, regenerate=current_command(e.command) or FIX)
+                res.read_checkpoint(root / pt, regenerate=e.command or FIX)
         except Exception as exc:  # noqa: BLE001 - every failure is reported with the entry's command
             out.append(f"{e.name}: does not load ({str(exc).splitlines()[0][:300]})")
         if e.kind in ("bundle", "checkpoint") and not e.command:
@@ -621,7 +600,7 @@ def problems(root: Path | None = None) -> list[str]:
         if e.kind in ("bundle", "checkpoint") and e.clean is not True:
             out.append(
                 f"{e.name}: made from a tree with uncommitted changes ({e.commit}); remake it from a clean "
-                f"checkout with `{current_command(e.command)}`."
+                f"checkout with `{e.command}`."
             )
     return out
 
@@ -659,11 +638,11 @@ def _covers(a: tuple[str | None, dict], b: tuple[str | None, dict]) -> bool:
 
 
 def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
-    """The commands that remake every entry, as they are run today (:func:`current_command`): each once, a command
+    """The commands that remake every entry, as they record them: each once, a command
     dropped when another of the list covers it (:func:`_covers`), grouped by runner in ``order`` (the runners'
     ``DEPENDS_ON`` order, a declared experiment's ``python -m mamba_recall grid`` command at its runner's place,
     :func:`parse_command`; others first), and within a runner in the order their results were first made."""
-    commands = sorted({current_command(e.command) for e in entries if e.command})
+    commands = sorted({e.command for e in entries if e.command})
     parsed = {c: parse_command(c) for c in commands}
     kept = [
         c
@@ -674,8 +653,6 @@ def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
     ]
     rank = {r: i for i, r in enumerate(order)}
     # within a runner, in the order the results were first made (ch4_train's s_mix starts from s_small's weights)
-    first = {
-        c: min((e.created for e in entries if current_command(e.command) == c and e.created), default="") for c in kept
-    }
+    first = {c: min((e.created for e in entries if e.command == c and e.created), default="") for c in kept}
     family = {c: command_runner(c) for c in kept}
     return sorted(kept, key=lambda c: (rank.get(family[c], -1), first[c], c))

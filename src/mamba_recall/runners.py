@@ -17,19 +17,10 @@ import importlib
 import importlib.util
 import pkgutil
 import re
-import shlex
 
 CHAPTERS = f"{__package__}.chapters"
 #: a chapter package's name: ``ch<N>_<topic>``
 _CHAPTER = re.compile(r"ch(\d+)_[a-z0-9_]+")
-#: the module path runners had before each chapter got its folder (recorded in older bundles' commands and run
-#: records): ``mamba_recall.experiments.<short name>``
-OLD_RUNNERS = f"{__package__}.experiments."
-#: Runners folded into another (issue 30, one runner per result family), old short name -> the runner whose command
-#: takes the same arguments now: a recorded ``ch2_figs_cpu --preset cpu-hours --parts fig7`` is run today as
-#: ``ch2_scaling --preset cpu-hours --parts fig7``. The old module stays as the new runner's helper (its job function
-#: is still named in run records), without a ``main``.
-MERGED = {"ch2_figs_cpu": "ch2_scaling", "ch1_cpu_hours": "ch1_training"}
 
 
 def chapter_modules(part: str) -> dict:
@@ -51,7 +42,7 @@ def chapter_modules(part: str) -> dict:
 @functools.cache
 def _runner_modules() -> dict[str, str]:
     """Short name -> module path, for every module of every chapter's ``runners`` package (helpers too). Read once
-    per process (every loaded bundle's command goes through :func:`current_command`); callers do not change it."""
+    per process; callers do not change it."""
     out = {}
     for chapter, runners in chapter_modules("runners").items():
         number = _CHAPTER.fullmatch(chapter).group(1)
@@ -79,33 +70,13 @@ def runner_command(name: str) -> str:
 
 
 def runner_name(module: str) -> str | None:
-    """The short name of a runner's module path, today's (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``)
-    or the one older records hold (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth``); None for any other module."""
-    if module.startswith(OLD_RUNNERS):
-        return module[len(OLD_RUNNERS) :]
+    """The short name of a runner's module path (``mamba_recall.chapters.ch3_selectivity.runners.keep_nth`` ->
+    ``ch3_keep_nth``); None for any other module."""
     parts = module.split(".")
     if len(parts) == 5 and parts[:2] == CHAPTERS.split(".") and parts[3] == "runners":
         match = _CHAPTER.fullmatch(parts[2])
         return f"ch{match.group(1)}_{parts[4]}" if match else None
     return None
-
-
-def _today(module: str) -> str:
-    """An old runner path (``mamba_recall.experiments.ch3_keep_nth``) as the module of today's chapter folder; any
-    other module, and an old path naming no module of today, as it is."""
-    if module.startswith(OLD_RUNNERS):
-        return _runner_modules().get(module[len(OLD_RUNNERS) :], module)
-    return module
-
-
-def current_module(module: str) -> str:
-    """The runner module that runs a recorded command of ``module`` today: an old runner path (recorded by bundles
-    and run records made before the chapters' folders) becomes the chapter's runner module, and a runner folded into
-    another (:data:`MERGED`) becomes that runner's; any other module is returned as it is."""
-    name = runner_name(module)
-    if name in MERGED:
-        return runner_module(MERGED[name])
-    return _today(module)
 
 
 def experiment_runners() -> list[str]:
@@ -125,25 +96,3 @@ def experiment_runners() -> list[str]:
             raise SystemExit("error: the runners' DEPENDS_ON lists form a cycle or name a missing runner.")
         ordered.append(ready[0])
     return ordered
-
-
-def current_command(command: str | None) -> str | None:
-    """A recorded ``python -m <module> ...`` command as it is run today: an old runner path becomes the chapter's
-    runner module (:func:`current_module`), the arguments as they are; any other command (or None) as it is."""
-    if not command:
-        return command
-    words = shlex.split(command)
-    if "-m" not in words[:-1]:
-        return command
-    i = words.index("-m") + 1
-    module = current_module(words[i])
-    return command if module == words[i] else shlex.join([*words[:i], module, *words[i + 1 :]])
-
-
-def current_job_function(ref: str) -> str:
-    """A run-store job function ``module:function`` as it is named today: the ``runner`` that older run records and
-    bundle configs hold (``mamba_recall.experiments.ch4_edge:run_job``) names the same function as
-    ``mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_job``. A merged runner's job function stays in its
-    old module (:data:`MERGED` maps commands, not functions)."""
-    module, sep, func = ref.partition(":")
-    return f"{_today(module)}{sep}{func}"

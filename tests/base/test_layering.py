@@ -92,10 +92,6 @@ MODULE_LAYERS = {
         "base",
         "the results manifest: committed results, their commands and readers (reads results)",
     ),
-    f"{PACKAGE}.experiments": (
-        "base",
-        "where the runners were: finds nothing, and names the chapter's runner module for an old path (reads runners)",
-    ),
     f"{PACKAGE}.experiment": (
         "base",
         "Experiment and the one registry of the chapters' declared experiments, found at run time with importlib "

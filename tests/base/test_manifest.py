@@ -15,7 +15,6 @@ import pytest
 from mamba_recall import manifest
 from mamba_recall.results._files import _hashed_json
 from mamba_recall.paths import REPO_ROOT
-from mamba_recall.runners import current_command
 
 # Results made from a tree with uncommitted changes, waiting to be remade by their command from a clean checkout: none
 # since 2026-11-27 (the last five, Chapter 4's S-models and two edge models, were remade then). The test below fails
@@ -58,9 +57,7 @@ def test_run_store_bundles_hold_only_jobs_their_runners_make_today():
     checked = 0
     for entry, record in _run_store_bundles():
         stale = set(record["data"]["run_keys"]) - today.get(entry.preset, set())
-        assert not stale, (
-            f"{entry.name}: {len(stale)} job(s) its runner no longer makes; remake it: {current_command(entry.command)}"
-        )
+        assert not stale, f"{entry.name}: {len(stale)} job(s) its runner no longer makes; remake it: {entry.command}"
         checked += 1
     # 18, Chapter 3's three ci bundles since they come from the run store, and Chapter 1's four ci and paper ones
     assert checked >= 25
@@ -78,9 +75,7 @@ def test_a_run_store_experiment_has_one_name_for_its_folder_and_its_bundles():
         assert names == {want}, (entry.name, sorted(names))
         recorded = (record.get("config") or {}).get("experiment")
         if recorded is not None:
-            assert recorded in names, (
-                f"{entry.name} records experiment {recorded!r}; remake it: {current_command(entry.command)}"
-            )
+            assert recorded in names, f"{entry.name} records experiment {recorded!r}; remake it: {entry.command}"
         checked += 1
     assert checked >= 18, checked
 
@@ -197,63 +192,59 @@ def test_claims_come_from_a_scorecard_and_a_disagreement_is_named(tmp_path):
 
 
 def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
+    from mamba_recall.runners import runner_command
+
     def entry(command, created=None):
         return manifest.Entry("x", "bundle", (), command, None, None, None, None, None, True, created=created)
 
-    ex = "python -m mamba_recall.experiments."
+    def ex(runner, args):
+        return f"{runner_command(runner)} {args}"
+
     commands = [
-        ex + "ch1_training --preset ci --device cpu",
-        ex + "ch1_training --preset ci --only k2",  # covered by the first
-        ex + "ch1_training --preset paper --only k1 k1_masked wo",
-        ex + "ch1_training --preset paper --only k1",  # covered by the one above
-        ex + "ch4_edge --preset cpu-hours --allow-long",
-        ex + "ch4_edge --preset cpu-hours --recipes d2 --allow-long",  # covered: the whole grid
-        ex + "ch4_edge --preset cpu-hours --checks --allow-long",  # not covered: another output
-        ex + "ch4_train --model s_small --preset ci",
-        ex + "ch4_train --model s_mix --preset ci --device cpu",  # another model, made after s_small (its start)
-        ex + "ch2_scaling --preset ci",
-        ex + "ch2_scaling --preset ci --device cpu",  # the same run: one of the two is kept
+        ex("ch1_training", "--preset ci --device cpu"),
+        ex("ch1_training", "--preset ci --only k2"),  # covered by the first
+        ex("ch1_training", "--preset paper --only k1 k1_masked wo"),
+        ex("ch1_training", "--preset paper --only k1"),  # covered by the one above
+        ex("ch4_edge", "--preset cpu-hours --allow-long"),
+        ex("ch4_edge", "--preset cpu-hours --recipes d2 --allow-long"),  # covered: the whole grid
+        ex("ch4_edge", "--preset cpu-hours --checks --allow-long"),  # not covered: another output
+        ex("ch4_train", "--model s_small --preset ci"),
+        ex("ch4_train", "--model s_mix --preset ci --device cpu"),  # another model, made after s_small (its start)
+        ex("ch2_scaling", "--preset ci"),
+        ex("ch2_scaling", "--preset ci --device cpu"),  # the same run: one of the two is kept
         "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
-        # the form a bundle recorded when the benchmark was in the library: run as today's script, once
-        "python -m mamba_recall bench --device cpu --out results/scan_bench_cpu.json",
+        # a declared experiment's grid command, at its runner's place (ch2_multihead's)
+        "python -m mamba_recall grid ch2_thm5 --preset ci --allow-long",
     ]
-    order = ["bench", "ch1_training", "ch2_scaling", "ch4_train", "ch4_edge"]
+    order = ["bench", "ch1_training", "ch2_scaling", "ch2_multihead", "ch4_train", "ch4_edge"]
     made = {
-        ex + "ch4_train --model s_small --preset ci": "2026-11-22T04",
-        ex + "ch4_train --model s_mix --preset ci --device cpu": "2026-11-22T06",
+        ex("ch4_train", "--model s_small --preset ci"): "2026-11-22T04",
+        ex("ch4_train", "--model s_mix --preset ci --device cpu"): "2026-11-22T06",
     }
-    # one command in today's form (the chapter's runner module): the same runner as its old recorded form
-    commands.append("python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci --device cpu")
     got = manifest.reproduce_commands([entry(c, made.get(c)) for c in commands], order)
-    assert got[1] == "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset ci --device cpu"
     assert got == [
-        manifest.current_command(c)
-        for c in [
-            "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
-            ex + "ch1_training --preset ci --device cpu",
-            ex + "ch1_training --preset paper --only k1 k1_masked wo",
-            ex + "ch2_scaling --preset ci",
-            ex + "ch4_train --model s_small --preset ci",
-            ex + "ch4_train --model s_mix --preset ci --device cpu",
-            ex + "ch4_edge --preset cpu-hours --allow-long",
-            ex + "ch4_edge --preset cpu-hours --checks --allow-long",
-        ]
+        "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
+        ex("ch1_training", "--preset ci --device cpu"),
+        ex("ch1_training", "--preset paper --only k1 k1_masked wo"),
+        ex("ch2_scaling", "--preset ci"),
+        "python -m mamba_recall grid ch2_thm5 --preset ci --allow-long",
+        ex("ch4_train", "--model s_small --preset ci"),
+        ex("ch4_train", "--model s_mix --preset ci --device cpu"),
+        ex("ch4_edge", "--preset cpu-hours --allow-long"),
+        ex("ch4_edge", "--preset cpu-hours --checks --allow-long"),
     ]
 
 
-def test_the_scan_benchmark_is_a_script_and_its_old_recorded_form_still_parses():
-    """The benchmark left the library (``benchmarks/scan.py``); bundles made before still record
-    ``python -m mamba_recall bench ...``: both forms are runner "bench" with the same flags, and the old one is run
-    as the script."""
+def test_the_scan_benchmark_is_a_script_and_a_grid_command_names_its_experiment_s_runner():
     new = "python benchmarks/scan.py --device cpu --repeats 5 --out results/scan_bench_cpu.json"
-    old = "python -m mamba_recall bench --device cpu --repeats 5 --out results/scan_bench_cpu.json"
     flags = {"--device": ("cpu",), "--repeats": ("5",), "--out": ("results/scan_bench_cpu.json",)}
     assert manifest.parse_command(new) == ("bench", flags)
-    assert manifest.parse_command(old) == ("bench", flags)
-    assert manifest.current_command(old) == new
-    assert manifest.current_command(new) == new
+    assert manifest.command_runner(new) == "bench"
+    grid = "python -m mamba_recall grid ch2_thm5 --preset ci --allow-long"
+    assert manifest.parse_command(grid) == ("ch2_thm5", {"--preset": ("ci",), "--allow-long": ()})
+    assert manifest.command_runner(grid) == "ch2_multihead"  # its part's runner, for reproduce --only
     ch2 = "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci"
-    assert manifest.current_command(ch2) == ch2 and manifest.current_command(None) is None
+    assert manifest.command_runner(ch2) == "ch2_scaling" and manifest.command_runner(None) is None
 
 
 def test_the_committed_manifest_gives_make_reproduce_its_commands():

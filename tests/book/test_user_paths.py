@@ -203,7 +203,7 @@ def _copy_bundle(stem: str, target: Path) -> Path:
     return target / f"{stem}.json"
 
 
-def test_truncated_bundle_names_its_runner_command(tmp_path):
+def test_truncated_bundle_names_its_command(tmp_path):
     path = _copy_bundle("ch1_table1_ci", tmp_path)
     text = path.read_text()
     path.write_text(text[: len(text) // 3])
@@ -211,7 +211,7 @@ def test_truncated_bundle_names_its_runner_command(tmp_path):
         results.load_bundle("ch1_table1_ci", directory=tmp_path)
     message = str(info.value)
     assert "not valid JSON" in message and "truncated" in message
-    assert message.endswith("python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset ci")
+    assert message.endswith("regenerate it with: python -m mamba_recall grid ch1_table1 --preset ci --allow-long")
     assert "make reproduce" not in message
 
 
@@ -221,13 +221,13 @@ def test_bundle_truncated_before_its_command_names_the_runner(tmp_path):
         results.load_bundle("ch2_multihead_ci", directory=tmp_path)
 
 
-def test_changed_table_names_its_runner_command(tmp_path):
+def test_changed_table_names_its_command(tmp_path):
     path = _copy_bundle("ch1_table1_ci", tmp_path)
     csv = tmp_path / json.loads(path.read_text())["tables"]["accuracy"]["file"]
     csv.write_text(csv.read_text()[:-20])
     with pytest.raises(
         results.BundleError,
-        match="does not match its recorded sha256; regenerate it with: python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1",
+        match="does not match its recorded sha256; regenerate it with: python -m mamba_recall grid ch1_table1 --preset ci",
     ):
         results.load_bundle("ch1_table1_ci", directory=tmp_path)
 
@@ -462,28 +462,3 @@ def test_missing_paper_bundle_names_the_paper_run(tmp_path):
         r"--only ch1_table1$",
     ):
         results.load_bundle("ch1_table1_paper", directory=tmp_path)
-
-
-def test_an_old_runner_command_stops_with_the_command_to_run_instead():
-    """A command recorded before the chapters' folders (older bundles keep them) names its replacement in one line."""
-    import subprocess
-    import sys
-
-    old = subprocess.run(
-        [sys.executable, "-m", "mamba_recall.experiments.ch3_keep_nth", "--preset", "ci"],
-        capture_output=True,
-        text=True,
-    )
-    assert old.returncode != 0 and old.stdout == ""
-    assert (
-        "run `python -m mamba_recall.chapters.ch3_selectivity.runners.keep_nth` with the same arguments" in old.stderr
-    )
-    assert len(old.stderr.strip().splitlines()) == 1  # one line, no traceback
-    unknown = subprocess.run(
-        [sys.executable, "-m", "mamba_recall.experiments.ch9_none"], capture_output=True, text=True
-    )
-    assert (
-        unknown.returncode != 0
-        and "no runner is named 'ch9_none'" in unknown.stderr
-        and "ch3_keep_nth" in unknown.stderr
-    )

@@ -77,10 +77,10 @@ def test_a_missing_bundle_names_the_command_that_makes_it(tmp_path):
     assert COMMAND.format(preset="paper") in str(info.value)  # the sibling's recorded command, its preset swapped
     with pytest.raises(results.BundleMissing, match="no complete bundle ch9_other_<preset>.*make one with: "):
         results.evidence("ch9_other", directory=tmp_path)
-    # the committed results: a preset never run names its runner's command at that preset
+    # the committed results: a preset never run names its experiment's grid command at that preset
     with pytest.raises(results.BundleMissing) as info:
         results.evidence("ch2_fig7", preset="paper")
-    assert "runners.scaling --preset paper --parts fig7" in str(info.value)
+    assert "make it with: python -m mamba_recall grid ch2_fig7 --preset paper --allow-long" in str(info.value)
 
 
 def test_weaker_falls_back_only_when_absent_and_says_so(tmp_path):

@@ -136,7 +136,7 @@ def test_corrupt_committed_bundle_stops_instead_of_falling_back(tmp_path, monkey
     message = str(info.value)
     assert (
         str(copy) in message
-        and "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours" in message
+        and "regenerate it with: python -m mamba_recall grid ch2_fig7 --preset cpu-hours --allow-long" in message
     )
 
 

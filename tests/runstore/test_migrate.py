@@ -42,7 +42,7 @@ def test_the_committed_migration_changed_no_value():
     assert migration["to_schema_version"] == 2 and migration["n_files"] == len(migration["files"]) == 355
     assert migration["code_commit"] and migration["date"]
     # the files the name migration rewrote since (tests/runstore/test_migrate_names.py): the record each replaced
-    (names,) = [m for m in record["migrations"] if m.get("kind") == "names"]
+    names = next(m for m in record["migrations"] if m.get("kind") == "names" and m["n_files"])
     renamed = {f["file"]: f for f in names["files"]}
     checked = 0
     for entry in migration["files"]:

@@ -84,7 +84,7 @@ def test_an_old_named_run_migrates_to_today_s_key_name_and_runner_once(tmp_path)
         assert rec["provenance"]["name_migration"]["record"].endswith("MIGRATIONS.json")
         assert not (store / NAME / f"{old['key']}.json").exists()
     record = json.loads((store / runstore.MIGRATIONS_NAME).read_text())
-    (names,) = [m for m in record["migrations"] if m.get("kind") == "names"]
+    names = next(m for m in record["migrations"] if m.get("kind") == "names" and m["n_files"])
     assert names == entry and names["n_files"] == 2
     assert {(f["file"], f["new_file"]) for f in names["files"]} == {
         (f"{NAME}/{o['key']}.json", f"{NAME}/{n['key']}.json") for o, n in zip(old_jobs, new_jobs)
@@ -154,6 +154,10 @@ def test_every_committed_run_has_today_s_name_and_key_and_every_bundle_s_runs_ex
         assert "mamba_recall.experiments." not in record["command"], path.name
         checked += 1
     assert checked >= 25
+    sidecars = sorted((RESULTS_DIR / "checkpoints").glob("*.json"))
+    assert len(sidecars) > 60
+    for path in sidecars:  # the commands that made the checkpoints name modules of today
+        assert "mamba_recall.experiments." not in json.loads(path.read_text())["command"], path.name
 
 
 def test_the_committed_name_migration_is_recorded_and_reversible():
@@ -161,7 +165,7 @@ def test_the_committed_name_migration_is_recorded_and_reversible():
     file it replaced, rebuilt from it and the record (old name, key and runner; no ``name_migration``), has the
     sha256 recorded before the migration, byte for byte."""
     record = json.loads((runstore.RUNS_DIR / runstore.MIGRATIONS_NAME).read_text())
-    (names,) = [m for m in record["migrations"] if m.get("kind") == "names"]
+    names = next(m for m in record["migrations"] if m.get("kind") == "names" and m["n_files"])
     assert names["n_files"] == len(names["files"]) == 623 and names["code_commit"] and names["date"]
     assert len(names["bundles"]) >= 25
     checked = 0

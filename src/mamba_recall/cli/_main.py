@@ -20,7 +20,7 @@ from ..devices import DEVICES
 from .. import __version__
 from ..paths import BUILD_DIR, REPO_ROOT, NoCheckoutError, require_checkout, scorecard_dir
 from ..presets import PRESETS
-from ..runners import MERGED, experiment_runners, runner_module
+from ..runners import experiment_runners, runner_module
 from ..scan import BACKENDS
 from ._outputs import check_outputs, refresh_committed_outputs
 from ._run import (
@@ -51,13 +51,8 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
     runners = experiment_runners()
     known = [*runners, "bench"]
     unknown = sorted(set(only) - set(known))
-    merged = [f"{n} is part of {MERGED[n]} now" for n in unknown if n in MERGED]
     if unknown:
-        raise SystemExit(
-            f"error: unknown runner(s) {', '.join(unknown)}"
-            + (f" ({'; '.join(merged)})" if merged else "")
-            + f"; known: {', '.join(known)}."
-        )
+        raise SystemExit(f"error: unknown runner(s) {', '.join(unknown)}; known: {', '.join(known)}.")
     if device != "auto":  # a device this machine lacks (cuda on a CPU machine): one line, before any runner starts
         from ..devices import ParameterError, resolve_device
 

@@ -17,7 +17,6 @@ import pandas as pd
 
 from ..paths import BUILD_DIR, RESULTS_DIR
 from ..context import current
-from ..runners import current_command
 from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together, read_together
 from ._records import (
     _REQUIRED,
@@ -165,22 +164,24 @@ def save_bundle(
 
 
 def read_bundle_record(path: Path) -> dict:
-    """The JSON record of the bundle at ``path`` as written, its content hash checked and dropped and its non-finite
-    values restored (NaN, not ``null``): what :func:`rewrite_bundle` takes back after a change (the migration of old
-    names, :func:`mamba_recall.runstore.migrate_names`). :class:`BundleError` when its hash does not match."""
+    """The JSON record of the bundle (or checkpoint sidecar) at ``path`` as written, its content hash checked and
+    dropped and its non-finite values restored (NaN, not ``null``): what :func:`rewrite_bundle` takes back after a
+    change (the migration of old names, :func:`mamba_recall.runstore.migrate_names`). :class:`BundleError` when its
+    hash does not match."""
     path = Path(path)
     record = json.loads(path.read_text())
     regen = regenerate_command(path)
-    _check_content_hash(record, path, "result bundle", regen)
+    _check_content_hash(record, path, "result file", regen)
     record.pop(CONTENT_HASH, None)
-    return _restore_nonfinite(record, path, "result bundle", regen)
+    return _restore_nonfinite(record, path, "result file", regen)
 
 
-def rewrite_bundle(path: Path, record: dict, tables: dict[Path, bytes]) -> None:
+def rewrite_bundle(path: Path, record: dict, tables: dict[Path, bytes], *, sort_keys: bool = True) -> None:
     """Replace the bundle at ``path`` by ``record`` (as :func:`read_bundle_record` gives it, changed; its
     ``tables`` entries naming each table's sha256) and the table files ``tables`` (path -> new bytes), all together
-    or none (:func:`_write_together`), the JSON written as :func:`save_bundle` writes it, with its content hash."""
-    _write_together({**tables, Path(path): _hashed_json(record, sort_keys=True)})
+    or none (:func:`_write_together`), the JSON written as :func:`save_bundle` writes it, with its content hash
+    (``sort_keys=False``: as a checkpoint's sidecar is written, its keys in their order)."""
+    _write_together({**tables, Path(path): _hashed_json(record, sort_keys=sort_keys)})
 
 
 def regenerate_command(path: Path) -> str:
@@ -196,7 +197,7 @@ def regenerate_command(path: Path) -> str:
     found = re.search(r'"command":\s*"((?:[^"\\]|\\.)*)"', text)
     if found:
         try:
-            return current_command(json.loads(f'"{found.group(1)}"'))
+            return json.loads(f'"{found.group(1)}"')
         except json.JSONDecodeError:
             pass
     from ..runners import experiment_runners
@@ -250,7 +251,7 @@ def _load_once(path: Path, data_keys: tuple[str, ...]) -> tuple[dict, dict, str]
             f"corrupt result bundle {path}: the top level is not a JSON object; delete it and "
             f"regenerate it with: {regenerate_command(path)}"
         )
-    regen = current_command(record["command"]) if isinstance(record.get("command"), str) else regenerate_command(path)
+    regen = record["command"] if isinstance(record.get("command"), str) else regenerate_command(path)
     _check_content_hash(record, path, "result bundle", regen)  # first: a flipped version digit is corruption
     _restore_nonfinite(record, path, "result bundle", regen)
     version = record.get("schema_version")
@@ -307,7 +308,7 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
         record["config"],
         record["data"],
         record["provenance"],
-        regen,  # the recorded command (a required field, checked above) as it is run today
+        regen,  # the recorded command (a required field, checked above)
         tables,
         path,
     )

@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from ..runners import current_command
 from . import _bundles
 from ._records import Bundle, BundleMissing
 
@@ -44,7 +43,7 @@ def _manifest_command(directory: Path, bundle: str) -> str | None:
         return None
     for e in entries if isinstance(entries, list) else []:
         if isinstance(e, dict) and e.get("name") == bundle and isinstance(e.get("command"), str):
-            return current_command(e["command"])
+            return e["command"]
     return None
 
 

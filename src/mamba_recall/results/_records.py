@@ -65,9 +65,7 @@ class CheckpointMissing(FileNotFoundError):
 
 @dataclass
 class Bundle:
-    """A loaded result bundle. ``command``: the command that remakes it, as it is run today (the recorded one, with a
-    runner's old module path mapped to its chapter's, :func:`mamba_recall.runners.current_command`); the file keeps
-    the command as it was run."""
+    """A loaded result bundle. ``command``: the command that remakes it, as the bundle records it."""
 
     name: str
     config: dict

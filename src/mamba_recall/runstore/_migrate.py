@@ -300,6 +300,44 @@ def today_command(command):
     return command if module == words[i] else shlex.join([*words[:i], module, *words[i + 1 :]])
 
 
+def canonical_command(command, experiments):
+    """The one command of today for a recorded ``command``: the declared experiment's grid command
+    (:meth:`Experiment.command`) when ``command`` (as today's runner module, :func:`today_command`) is the runner
+    command that ran that grid before the registry (:meth:`Experiment.runner_command`, ``--allow-long`` aside);
+    else :func:`today_command` (a runner that makes several experiments' results, or none)."""
+    today = today_command(command)
+    if not isinstance(today, str):
+        return today
+    words = [w for w in shlex.split(today) if w != "--allow-long"]
+    for e in experiments:
+        for preset in PRESETS:
+            try:
+                older = e.runner_command(preset)
+            except ValueError:  # its runner is not a module of today
+                continue
+            if [w for w in shlex.split(older) if w != "--allow-long"] == words:
+                return e.command(preset)
+    return today
+
+
+def _sidecar_change(path: Path, experiments):
+    """The checkpoint sidecar at ``path`` with today's command (:func:`canonical_command`; the old one kept as
+    ``provenance.command_before_migration``), or None when its command is today's already."""
+    from ..results import read_bundle_record
+
+    record = read_bundle_record(path)
+    command = canonical_command(record.get("command"), experiments)
+    if command == record.get("command"):
+        return None
+    new = json.loads(json.dumps(record))
+    new["command"] = command
+    if isinstance(new.get("provenance"), dict):
+        new["provenance"]["command_before_migration"] = record["command"]
+    else:
+        new["command_before_migration"] = record["command"]
+    return new
+
+
 def _check_old(rec, path: Path, folder: str) -> str | None:
     """Why the run file ``path`` (JSON ``rec``) of folder ``folder`` is not a valid run of the old or new naming
     (schema version 2, its fields, its sha256, its key under the name it was keyed with), or None."""
@@ -496,7 +534,12 @@ def migrate_names(
         changed = _bundle_changes(path, keys, runners, commands)
         if changed is not None:
             bundles.append((path, *changed))
-    if not todo and not bundles:
+    sidecars = []
+    for path in sorted((results / "checkpoints").glob("*.json")):
+        changed = _sidecar_change(path, experiments)
+        if changed is not None:
+            sidecars.append((path, changed))
+    if not todo and not bundles and not sidecars:
         log(f"{store}: every run file has today's name and key, and no bundle names an old one; nothing to migrate.")
         return None
     files = []
@@ -528,9 +571,20 @@ def migrate_names(
             }
             for p, r, _ in bundles
         ],
+        "checkpoint_sidecars": [
+            {
+                "file": repo_relative(p),
+                "command_before": json.loads(p.read_text()).get("command"),
+                "command": r["command"],
+            }
+            for p, r in sidecars
+        ],
     }
     if dry_run:
-        log(f"{store}: {len(files)} run file(s) and {len(bundles)} bundle(s) would be migrated (dry run).")
+        log(
+            f"{store}: {len(files)} run file(s), {len(bundles)} bundle(s) and {len(sidecars)} checkpoint sidecar(s) "
+            "would be migrated (dry run)."
+        )
         return entry
     record = {"schema": MIGRATIONS_SCHEMA, "migrations": []}
     if record_path.is_file():
@@ -550,8 +604,10 @@ def migrate_names(
         path.unlink()
     for path, new, tables in bundles:
         rewrite_bundle(path, new, tables)
+    for path, new in sidecars:
+        rewrite_bundle(path, new, {}, sort_keys=False)
     log(
-        f"{store}: migrated {len(files)} run file(s) to today's experiment names and keys, and {len(bundles)} "
-        f"bundle(s) of {results}; recorded in {record_path}."
+        f"{store}: migrated {len(files)} run file(s) to today's experiment names and keys, {len(bundles)} bundle(s) "
+        f"and {len(sidecars)} checkpoint sidecar(s) of {results}; recorded in {record_path}."
     )
     return entry

@@ -32,7 +32,6 @@ from .. import provenance as _prov
 from ..atomic import replace_file
 from ..context import current, run_context
 from ..determinism import cpu_fingerprint
-from ..runners import current_job_function
 from ._errors import RunFileError, StoreNotWritable, UnhashedRunFile
 from ._records import (
     FAILURE_SCHEMA,
@@ -88,7 +87,7 @@ def process_provenance(refresh: bool = False) -> dict:
 
 
 def _resolve(runner: str) -> Callable:
-    module, _, func = current_job_function(runner).partition(":")
+    module, _, func = runner.partition(":")
     if not func:
         raise ValueError(f"runner {runner!r} must be 'package.module:function'.")
     return getattr(importlib.import_module(module), func)
