@@ -241,8 +241,9 @@ def test_reproduce_runs_the_registered_runner_module_with_its_arguments(root, ca
     entries = {e.name: e for e in manifest.load()}
     want = {tuple([sys.executable, "-m", e.run["module"], *e.run["args"]]) for e in entries.values() if e.run}
     assert {tuple(c) for c in calls} == want and len(calls) == len(want) >= 1
-    assert all(c[1] == "-m" and "runners" in c[2] for c in calls)
-    assert "+ python -m mamba_recall.chapters." in out
+    # a runner module, or the grid command of declared experiments (what their bundles record)
+    assert all(c[1] == "-m" and ("runners" in c[2] or c[2:4] == ["mamba_recall", "grid"]) for c in calls)
+    assert "+ python -m mamba_recall.chapters." in out and "+ python -m mamba_recall grid " in out
 
 
 def test_every_committed_run_is_a_registered_runner_that_passes_the_check():
