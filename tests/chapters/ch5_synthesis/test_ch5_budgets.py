@@ -200,3 +200,26 @@ def test_the_smoke_sweep_runs_and_the_tuned_grid_takes_its_rates(tmp_path, monke
     got = {(j["config"]["layers"], j["config"]["D"], j["config"]["N"]): j["config"]["recipe"]["lr"] for j in tuned}
     assert got == {(int(r.layers), int(r.D), int(r.N)): float(r.lr) for r in picked.itertuples()}
     assert {j["experiment"] for j in tuned} == {"ch5_capacity_tuned"}
+
+
+def test_the_sweep_table_shows_each_rates_probe_and_the_rule_s_pick_only_for_finished_cells():
+    rates = pd.DataFrame(
+        [
+            # a finished cell: 0.03 beats the default by more than the tie
+            (1, 16, 4, 6, 0.003, 0.086, 3000, False),
+            (1, 16, 4, 6, 0.01, 0.079, 2500, False),
+            (1, 16, 4, 6, 0.03, 0.251, 3500, True),
+            # a cell still running: one rate in
+            (1, 64, 2, 16, 0.003, 0.060, 2500, False),
+        ],
+        columns=["layers", "D", "N", "kappa", "lr", "accuracy", "steps_run", "converged"],
+    )
+    full = rates.groupby(["layers", "D", "N"]).lr.transform("nunique") == 3
+    sweep = SimpleNamespace(tables={"rates": rates, "picked": picked_rates(rates[full], 0.01)})
+    t = views.sweep_results_table(sweep).set_index("cell (Λ, D, N)")
+    assert t.loc["(1, 16, 4)", "picked"] == "0.03"
+    assert t.loc["(1, 16, 4)", "lr 0.03: recall (steps)"] == "0.251 (3500*)"
+    assert t.loc["(1, 16, 4)", "lr 0.01: recall (steps)"] == "0.079 (2500)"
+    assert t.loc["(1, 64, 2)", "picked"] == "(not all rates run)"
+    assert t.loc["(1, 64, 2)", "lr 0.01: recall (steps)"] == "not run yet"
+    assert t.loc["(1, 64, 2)", "probe at κ"] == 16

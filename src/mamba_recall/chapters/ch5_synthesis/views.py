@@ -256,6 +256,26 @@ def sweep_table(preset: str = "cpu-hours") -> pd.DataFrame:
     )
 
 
+def sweep_results_table(sweep) -> pd.DataFrame:
+    """The sweep's probes as run (``sweep``: a ``ch5_capacity_lr_sweep`` bundle, complete or partial): per cell
+    (Λ, D, N) and its probe's κ, each rate's held-out recall with the steps it ran (``*``: converged, neither at the
+    step cap nor on the ≈ 1/κ plateau), and the rate the declared rule picks
+    (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep.pick_rate`; "(not all rates run)" for a cell
+    still running)."""
+    rates, picked = sweep.tables["rates"], sweep.tables["picked"]
+    cell = ["layers", "D", "N"]
+    rates = rates.assign(
+        shown=[f"{r.accuracy:.3f} ({r.steps_run}{'*' if r.converged else ''})" for r in rates.itertuples()]
+    )
+    t = rates.pivot_table(index=cell + ["kappa"], columns="lr", values="shown", aggfunc="first")
+    t.columns = [f"lr {lr:g}: recall (steps)" for lr in t.columns]
+    t = t.reset_index()
+    pick = {(int(r.layers), int(r.D), int(r.N)): f"{r.lr:g}" for r in picked.itertuples()}
+    t["picked"] = [pick.get((int(r.layers), int(r.D), int(r.N)), "(not all rates run)") for r in t.itertuples()]
+    t.insert(0, "cell (Λ, D, N)", [f"({r.layers}, {r.D}, {r.N})" for r in t.itertuples()])
+    return t.drop(columns=cell).rename(columns={"kappa": "probe at κ"}).fillna("not run yet")
+
+
 def convergence_charts(short, long=None) -> alt.VConcatChart:
     """:func:`convergence_chart` of each budget's bundle, one above the other, each at its own steps and target
     and titled by its :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`."""

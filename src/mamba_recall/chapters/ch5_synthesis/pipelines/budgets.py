@@ -37,6 +37,22 @@ def long_bundle(log=print):
     return b
 
 
+def sweep_bundle(log=print):
+    """The learning-rate sweep's committed bundle (``ch5_capacity_lr_sweep``, through
+    :func:`mamba_recall.results.evidence`), complete or partial (:func:`partial_label`), or None when none is
+    committed (the page then shows the declared sweep, its command and cost)."""
+    from mamba_recall.chapters.ch5_synthesis.configs import LR_SWEEP
+    from mamba_recall.results import BundleMissing, evidence
+
+    try:
+        b = evidence(LR_SWEEP, complete=False)
+    except BundleMissing:
+        return None
+    label = partial_label(b)
+    log(f"learning-rate sweep: {b.path.stem}" + (f", {label}" if label else ""))
+    return b
+
+
 def partial_label(bundle) -> str:
     """``"PARTIAL: k of n jobs"`` for a partial bundle, ``""`` for a complete one. ValueError for an incomplete
     bundle without its ``partial`` mark (one written implicitly), naming the command that writes it marked."""
