@@ -20,10 +20,9 @@ finished (:func:`mamba_recall.runstore.grid_main`: ``--smoke``, ``--aggregate-on
 that ran it before: finished runs stay finished. A runner with one experiment is this command under its old name
 (:func:`grid_command` with ``name``).
 
-Where an experiment's name and the runner that ran it before the registry differ (``ch1_training`` runs
-``ch1_mechanism``, ``ch1_wo``, ``ch1_full_mamba``, ``ch1_full_onehot`` and ``ch1_checkpoints``; ``ch2_scaling`` and
-``ch2_multihead`` run Figure 7 to Table 10's ``ch2_fig7`` ... ``ch2_thm5``), ``runner`` and ``part`` keep that
-runner's short name and its ``--parts`` name: the grid's older command, and the runner column of ``plan``.
+Every experiment of Chapters 1 and 2 runs only by its name: a runner given one of them (``--parts fig8``, ``--preset
+cpu-hours``) stops naming this command. Chapter 5's capacity runner still runs its grids through ``--budget``:
+``runner``, ``part`` and ``extra_args`` keep that runner's command for them (:meth:`Experiment.runner_command`).
 """
 
 from __future__ import annotations
@@ -74,9 +73,9 @@ class Experiment:
     seed]``, which trains a config's seeds as one ensemble (``--members``).
     ``sizes``: preset -> the typed sizes the jobs are made from (an experiment made from several entries of its
     chapter's configs: preset -> {entry: sizes}). ``metrics``: the result fields its bundle aggregates over seeds.
-    ``runner``, ``part`` and ``extra_args``: the runner, its ``--parts`` name and the arguments that ran this grid
-    before the registry (:meth:`runner_command`, module docstring); an experiment declared after the registry has
-    none (``runner`` empty and no runner module of its name): its one command is :meth:`command`. ``stages`` and
+    ``runner``, ``part`` and ``extra_args``: a runner that still runs this grid under its own options (Chapter 5's
+    ``--budget``; :meth:`runner_command`, module docstring); empty for every other experiment, whose one command is
+    :meth:`command`. ``stages`` and
     ``members_presets`` below."""
 
     name: str
@@ -269,7 +268,8 @@ def grid_command(
     default_preset: str | None = None,
 ) -> int:
     """The command line that runs declared experiments (module docstring): ``EXPERIMENT [EXPERIMENT ...] --preset
-    P`` and the run store's options (several: one after another, in one command); with ``name``, that experiment's runner under its old command (no positional name, ``--preset``
+    P`` and the run store's options (several: one after another, in one command); with ``name``, that experiment's runner
+    under its own command (no positional name, ``--preset``
     defaulting to ``default_preset``, ``--device`` accepted and checked: the jobs say their device). An unknown
     name, or a preset at which the experiment has no grid, stops with one line; so does the long-run guard (exit
     status 2)."""

@@ -217,8 +217,8 @@ def reproduce_runs(entries: list[Entry], order: list[str]) -> list[tuple[str, di
 def command_runner(command: str | None) -> str | None:
     """The runner family of a recorded command (the ``runner`` of its manifest entry, what ``reproduce --only``
     selects and its order follows): :func:`parse_command`'s runner, where a ``python -m mamba_recall grid NAME``
-    command gives the runner of its declared experiment (:attr:`mamba_recall.experiment.Experiment.runner`, else
-    the experiment's own name: ``grid ch2_thm5`` is ``ch2_multihead``'s)."""
+    command gives the runner of its declared experiment (:attr:`mamba_recall.experiment.Experiment.runner`, Chapter 5's
+    ``--budget`` grids), else the experiment's own name (``grid ch2_thm5`` is ``ch2_thm5``'s)."""
     runner = parse_command(command)[0]
     if runner is None or not command or shlex.split(command)[1:4] != ["-m", "mamba_recall", "grid"]:
         return runner
@@ -640,8 +640,8 @@ def _covers(a: tuple[str | None, dict], b: tuple[str | None, dict]) -> bool:
 def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
     """The commands that remake every entry, as they record them: each once, a command
     dropped when another of the list covers it (:func:`_covers`), grouped by runner in ``order`` (the runners'
-    ``DEPENDS_ON`` order, a declared experiment's ``python -m mamba_recall grid`` command at its runner's place,
-    :func:`parse_command`; others first), and within a runner in the order their results were first made."""
+    ``DEPENDS_ON`` order; a declared experiment's ``python -m mamba_recall grid`` command at its runner's place, or
+    just before its chapter's first runner where no runner runs it, :func:`_rank`; others first), and within a runner in the order their results were first made."""
     commands = sorted({e.command for e in entries if e.command})
     parsed = {c: parse_command(c) for c in commands}
     kept = [
@@ -651,8 +651,18 @@ def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
             o != c and _covers(parsed[o], parsed[c]) and not (_covers(parsed[c], parsed[o]) and o > c) for o in commands
         )
     ]
-    rank = {r: i for i, r in enumerate(order)}
+    rank = {r: float(i) for i, r in enumerate(order)}
     # within a runner, in the order the results were first made (ch4_train's s_mix starts from s_small's weights)
     first = {c: min((e.created for e in entries if e.command == c and e.created), default="") for c in kept}
     family = {c: command_runner(c) for c in kept}
-    return sorted(kept, key=lambda c: (rank.get(family[c], -1), first[c], c))
+    return sorted(kept, key=lambda c: (_rank(family[c], rank), first[c], c))
+
+
+def _rank(family: str | None, rank: dict[str, float]) -> float:
+    """The place of a command's runner family in ``rank``; a declared experiment that no runner runs (``grid
+    ch1_mechanism``) comes just before its chapter's first runner; anything else first (-1)."""
+    if family in rank:
+        return rank[family]
+    chapter = (family or "").split()[0].split("_", 1)[0] + "_" if (family or "").startswith("ch") else None
+    at = [i for r, i in rank.items() if chapter and r.startswith(chapter)]
+    return min(at) - 0.5 if at else -1.0

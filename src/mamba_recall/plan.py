@@ -1,14 +1,14 @@
 """A plan of every run-store grid before anyone pays for a device: ``python -m mamba_recall plan --preset P``.
 
-For each grid of the run-store runners (one row per runner and part) at preset ``P``: its jobs, how many are
-finished in the store and how many are left, with ``--estimate`` the CPU-hours of the jobs left as the runner's
+For each run-store grid (one row per declared experiment, by its name) at preset ``P``: its jobs, how many are
+finished in the store and how many are left, with ``--estimate`` the CPU-hours of the jobs left as the experiment's
 own estimator measures them on this machine (one thread, every job at its full step budget: an upper bound, since
 early stopping shortens jobs; on a machine shared with other work the step times, hence the estimate, grow), and
 the command that runs it (``--engine ray`` puts it on a GPU box or a cluster; the appendix "Engineering notes", "Grids on Ray"), and
 the bundle it writes (``results/<experiment>_<P>.json``, one name per experiment) with whether one is committed: the
 jobs left of a grid whose bundle is not committed are not missing from the book, they are a grid nobody has run at
 ``P`` (Chapter 2's one-model figure grids and Chapter 4's edge family at ``ci``, for instance, whose ``ci`` sizes
-serve tests and smoke runs). A grid whose runner has no run-store grid at ``P`` says so instead of a number. No GPU timing is committed, so every estimate
+serve tests and smoke runs). An experiment with no run-store grid at ``P`` says so instead of a number. No GPU timing is committed, so every estimate
 is a CPU's; the scorecard's "not run" lines point here.
 
 Many small models per job: a grid whose runner trains the seeds of one config as one ensemble (``--members``:
@@ -41,35 +41,30 @@ __all__ = ["Grid", "grids", "plan", "format_plan", "main"]
 
 @dataclass(frozen=True)
 class Grid:
-    """One run-store grid: ``jobs(preset)`` (raises when the runner has no grid at that preset), the runner's
+    """One run-store grid: ``jobs(preset)`` (raises when the experiment has no grid at that preset), its
     ``estimate(jobs_left) -> (cpu_seconds, basis)`` and the command that runs it (``{preset}`` filled in).
     ``members``: the runner trains a config's seeds as one ensemble, and ``estimate(jobs_left, members)`` times
     that, planned at the presets ``members_presets`` (a GPU's, where an ensemble pays). ``experiment``: the declared
-    experiment (its run-store folder and bundle stem)."""
+    experiment's name (its run-store folder, its bundle stem and the word of its grid command)."""
 
-    runner: str
-    part: str
+    experiment: str
     jobs: Callable[[str], list[dict]]
     estimate: Callable[..., tuple[float, str]]
     command: str
     members: bool = False
-    experiment: str = ""
     members_presets: tuple[str, ...] = ()
 
 
 def grids() -> list[Grid]:
     """Every run-store grid: the declared experiments (:func:`mamba_recall.experiment.experiments`), in chapter
-    order, each with the runner and part that ran it before the registry (the runner column) and the one command
-    that runs it now (``python -m mamba_recall grid <experiment> --preset P``)."""
+    order, each with the one command that runs it (``python -m mamba_recall grid <experiment> --preset P``)."""
     return [
         Grid(
-            e.runner or e.name,
-            e.part,
+            e.name,
             e.grid_jobs,
             e.estimate,
             e.command("{preset}"),
             members=e.members_job is not None,
-            experiment=e.name,
             members_presets=e.members_presets,
         )
         for e in experiments()
@@ -82,16 +77,16 @@ _NO_GRID |= {"members": 1, "cpu_hours_left": None, "committed": False}
 
 
 def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.DataFrame:
-    """The table of :func:`grids` at ``preset``: runner, part, jobs, finished, left, the estimated CPU-hours of the
-    jobs left (``estimate=True``: measured here by the runner's estimator), the command, the bundle(s) it writes
+    """The table of :func:`grids` at ``preset``: experiment, jobs, finished, left, the estimated CPU-hours of the
+    jobs left (``estimate=True``: measured here by the experiment's estimator), the command, the bundle(s) it writes
     (``bundle``: ``<experiment>_<preset>``) and whether each is committed under ``results/`` (``committed``);
     ``note`` says why a grid has no jobs at this preset."""
     rows = []
     for g in grids():
-        row = {"runner": g.runner, "part": g.part}
+        row = {"experiment": g.experiment}
         try:
             jobs = g.jobs(preset)
-        except Exception as exc:  # noqa: BLE001 - a runner without a grid at this preset: named, not fatal
+        except Exception as exc:  # noqa: BLE001 - an experiment without a grid at this preset: named, not fatal
             why = f"its {preset} sizes have no {exc} entry" if isinstance(exc, KeyError) else str(exc)
             rows.append({**row, **_NO_GRID, "note": why})
             continue
@@ -99,7 +94,7 @@ def plan(preset: str, *, estimate: bool = False, store=None, log=print) -> pd.Da
         k = _members(jobs) if g.members and preset in g.members_presets else 1
         hours = None
         if estimate and left:
-            log(f"measuring {g.runner} {g.part} ({len(left)} jobs left) ...")
+            log(f"measuring {g.experiment} ({len(left)} jobs left) ...")
             hours = (g.estimate(left, k) if g.members else g.estimate(left))[0] / 3600
         command = g.command.format(preset=preset) + (f" --members {k}" if k > 1 else "")
         bundles = sorted({f"{j['experiment']}_{preset}" for j in jobs})
@@ -161,7 +156,7 @@ def format_plan(table: pd.DataFrame, preset: str, estimate: bool = False) -> str
     """What ``plan`` prints, no line wider than :data:`WIDTH`: the numbers of each grid (one row each), the
     command and bundle of each grid, the grids with no run-store grid at ``preset`` and why, and the totals."""
     have = table[table["note"] == ""]
-    numbers = ["runner", "part", "jobs", "finished", "left", "units", "members"]
+    numbers = ["experiment", "jobs", "finished", "left", "units", "members"]
     shown = have[numbers].copy()
     shown["committed"] = have["committed"].map({True: "yes", False: "no"})
     if estimate:
@@ -170,15 +165,14 @@ def format_plan(table: pd.DataFrame, preset: str, estimate: bool = False) -> str
     if len(have):
         out += ["", "the command of each grid (and the bundle it writes, committed or not):"]
         for r in have.itertuples():
-            what = f"{r.runner}{' ' + r.part if r.part else ''}"
             state = "committed" if r.committed else "not committed"
-            out += _wrap(f"{what} -> {r.bundle} ({state})", indent="    ", first="  ")
+            out += _wrap(f"{r.experiment} -> {r.bundle} ({state})", indent="    ", first="  ")
             out += _command_lines(r.command, "    ")
     missing = table[table["note"] != ""]
     if len(missing):
         out += ["", f"no run-store grid at preset {preset!r}:"]
         for r in missing.itertuples():
-            out += _wrap(f"{r.runner} {r.part}: {r.note}", indent="    ", first="  ")
+            out += _wrap(f"{r.experiment}: {r.note}", indent="    ", first="  ")
     unmade = have[~have.committed & (have.left > 0)]
     out += [
         "",

@@ -1,5 +1,6 @@
 """Every runner command the book and the library print names a runner that exists: ``python -m
-mamba_recall.chapters.<chapter>.runners.<name>`` in the library's strings and docstrings, the book's pages and the
+mamba_recall.chapters.<chapter>.runners.<name>`` (and every grid command a declared experiment) in the library's
+strings and docstrings, the book's pages and the
 notebooks' sources (and the README). The commands are written out where a reader meets them; this keeps them from
 naming a module that moved or never was (as the chapters' folders moved 216 of them)."""
 
@@ -43,7 +44,28 @@ def test_every_written_runner_command_names_a_runner():
                 bad.append(f"{path.relative_to(ROOT)}: `python -m {module}` names no runner")
             elif not hasattr(importlib.import_module(module), "main"):
                 bad.append(f"{path.relative_to(ROOT)}: {module} has no main")
-    assert seen > 100, seen  # the pattern still finds the commands
+    assert seen > 50, seen  # the pattern still finds the commands (most results now run by their grid command)
+    assert not bad, "\n".join(sorted(set(bad)))
+
+
+#: a written grid command and the names after it (a placeholder such as ``<experiment>`` is not one)
+GRID = re.compile(r"python -m mamba_recall grid((?: +ch\d+_\w+)+)")
+
+
+def test_every_written_grid_command_names_declared_experiments():
+    """Each ``python -m mamba_recall grid NAME ...`` the book and the library print names declared experiments only
+    (a name that is not one stops the command with the list of the declared ones)."""
+    from mamba_recall.experiment import experiments
+
+    declared = {e.name for e in experiments()} | {"ch1_orthogonality"}  # + the contributing guide's worked example
+    bad, seen = [], 0
+    for path, text in _texts():
+        for match in GRID.finditer(text):
+            for name in match.group(1).split():
+                seen += 1
+                if name not in declared:
+                    bad.append(f"{path.relative_to(ROOT)}: grid {name} is no declared experiment")
+    assert seen > 40, seen  # the pattern still finds them
     assert not bad, "\n".join(sorted(set(bad)))
 
 
@@ -51,34 +73,43 @@ def test_every_written_runner_command_names_a_runner():
 PARTS = re.compile(r"--parts((?:\s+[a-z][\w]*)+)")
 
 
-def test_every_written_command_with_parts_names_parts_its_runner_runs():
-    """A written ``--parts`` names parts of that runner: a part another runner owns (``PART_RUNNER``) is refused by
-    the runner's parser, so the command a reader copies would stop (05_table1 named ch1_training's for Table 1's)."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import PART_RUNNER
-    from mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu import PART_RUNNER as CH2_PART_RUNNER
+def _declared_parts() -> dict[str, str]:
+    """The ``--parts`` names of the old routes (Chapter 1's grid parts, Chapter 2's one-model figures) -> the declared
+    experiment each is now, run only by ``python -m mamba_recall grid <experiment>``."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import PARTS as CH1
+    from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu
 
-    owner = {**PART_RUNNER, **CH2_PART_RUNNER}
-    bad, seen = [], 0
+    return {**CH1, **{p: figs_cpu.experiment_name(p) for p in figs_cpu.PARTS}}
+
+
+def test_every_written_command_with_parts_names_parts_its_runner_runs():
+    """A written ``--parts`` after a runner command names that runner's own parts (Chapter 2's ensemble parts), never
+    a declared experiment's (a runner given one stops naming the grid command, so the command a reader copies would
+    stop): those are written as ``python -m mamba_recall grid <experiment>``."""
+    from mamba_recall.chapters.ch2_hashing_scaling.runners.scaling import ENSEMBLE_PARTS
+
+    declared = _declared_parts()
+    bad, seen = [], set()
     for path, text in _texts():
         for match in COMMAND.finditer(text):
             name = runner_name(match.group(1).rstrip("."))
             rest = re.split(r"[`\n\"']", text[match.end() :], maxsplit=1)[0]
             for parts in PARTS.findall(rest):
                 for part in parts.split():
-                    if part in owner:
-                        seen += 1
-                        if owner[part] != name:
-                            bad.append(f"{path.relative_to(ROOT)}: --parts {part} is {owner[part]}'s, not {name}'s")
-    assert seen > 10, seen  # the pattern still finds them
+                    seen.add((name, part))
+                    if part in declared:
+                        bad.append(f"{path.relative_to(ROOT)}: {name} --parts {part}: write grid {declared[part]}")
+                    elif name == "ch2_scaling" and part not in ENSEMBLE_PARTS:
+                        bad.append(f"{path.relative_to(ROOT)}: --parts {part} is no part of {name}")
+    assert {("ch2_scaling", "grid"), ("ch2_scaling", "ablation")} <= seen, seen  # the runner's docstring: still found
     assert not bad, "\n".join(sorted(set(bad)))
 
 
 def test_every_built_runner_command_names_a_runner():
     """``runner_command("chN_name")`` is how library code spells a command; a name that is no runner's raises only
     when that line runs (a not-run text, a load error), so each literal name is checked here (and Chapter 1's table of
-    which runner runs each run-store part, whose names are passed as variables)."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import PART_RUNNER
-    from mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu import PART_RUNNER as CH2_PART_RUNNER
+    the ensembles' runners, whose names are passed as variables)."""
+    from mamba_recall.chapters.ch2_hashing_scaling.runners.ensembles import EXPERIMENTS as ENSEMBLE_RUNNERS
 
     runners = set(experiment_runners())
     bad, seen = [], 0
@@ -93,47 +124,73 @@ def test_every_built_runner_command_names_a_runner():
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)} names no runner")
     assert seen > 50, seen
     assert not bad, "\n".join(bad)
-    assert set(PART_RUNNER.values()) | set(CH2_PART_RUNNER.values()) <= runners
+    assert set(ENSEMBLE_RUNNERS) <= runners
 
 
-def test_a_merged_runner_s_module_names_the_runner_it_joined():
-    """``ch2_figs_cpu`` became parts of ``ch2_scaling`` and ``ch2_multihead`` (one runner per result family): run as a
-    command, its module (the home of the job function the run records name) says which runner to run instead, and
-    ``reproduce --only`` refuses its old name, listing the runners."""
+def _run(module: str, *args: str):
     import subprocess
     import sys
 
-    from mamba_recall.runners import runner_command
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True)
 
-    fig = "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu"
-    out = subprocess.run(
-        [sys.executable, "-m", "mamba_recall", "reproduce", "--only", "ch2_figs_cpu"], capture_output=True, text=True
-    )
-    assert (
-        out.returncode != 0 and "unknown runner(s) ch2_figs_cpu; known:" in out.stderr and "ch2_scaling" in out.stderr
-    )
-    out = subprocess.run([sys.executable, "-m", fig, "--preset", "cpu-hours"], capture_output=True, text=True)
-    assert out.returncode != 0 and f"run {runner_command('ch2_scaling')} (parts fig7" in out.stderr
-    assert f"or {runner_command('ch2_multihead')} (parts fig8, thm5) with the same arguments" in out.stderr
+
+CH1 = "mamba_recall.chapters.ch1_gradient_dynamics.runners."
+CH2 = "mamba_recall.chapters.ch2_hashing_scaling.runners."
+
+
+def test_a_runner_given_a_declared_experiment_stops_naming_its_grid_command():
+    """One route per result: a runner given the part of a declared experiment (``--parts``), or a preset at which its
+    work is declared experiments, stops with one line naming the exact grid command(s) to run instead, and runs
+    nothing; the helper modules of the old routes say the same when run."""
+    cases = [
+        (
+            CH2 + "scaling",
+            ["--preset", "cpu-hours", "--parts", "fig8"],
+            "grid ch2_fig8 --preset cpu-hours --allow-long",
+        ),
+        (CH2 + "scaling", ["--parts", "fig7", "tab10"], "grid ch2_fig7 ch2_tab10 --preset cpu-hours --allow-long"),
+        (CH2 + "scaling", ["--preset", "cpu-hours"], "grid ch2_fig7 ch2_fig10_11 ch2_tab10 --preset cpu-hours"),
+        (CH2 + "multihead", ["--preset", "cpu-hours"], "grid ch2_fig8 ch2_thm5 --preset cpu-hours --allow-long"),
+        (CH1 + "training", ["--preset", "cpu-hours", "--parts", "wo"], "grid ch1_wo --preset cpu-hours --allow-long"),
+        (
+            CH1 + "training",
+            ["--preset", "cpu-hours"],
+            "grid ch1_mechanism ch1_table1 ch1_full_mamba ch1_wo ch1_table1_matched ch1_full_onehot --preset cpu-hours",
+        ),
+        (CH1 + "table1", ["--preset", "ci"], "grid ch1_table1 ch1_table1_matched --preset ci --allow-long"),
+        (CH1 + "table1", ["--preset", "paper", "--parts", "table1"], "grid ch1_table1 --preset paper --allow-long"),
+        (CH2 + "figs_cpu", [], "grid ch2_fig7 ch2_fig10_11 ch2_fig8 ch2_thm5 ch2_tab10 --preset cpu-hours"),
+    ]
+    for module, args, grid in cases:
+        out = _run(module, *args, "--store", "/nonexistent-store")
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 1 and len(lines) == 1, (module, args, out.stderr)
+        assert lines[0].startswith("error: ") and f"python -m mamba_recall {grid}" in lines[0], (module, args, lines)
+        assert out.stdout == "", (module, args)  # nothing ran
+
+
+def test_a_runner_s_help_lists_only_its_own_work():
+    """``ch1_training`` keeps ``--only`` (retraining some of ``ch1_checkpoints``' models); ``--parts`` is there only
+    to be refused."""
+    out = _run(CH1 + "training", "--help")
+    assert out.returncode == 0 and "--only" in out.stdout and "refused" in out.stdout
 
 
 def test_every_committed_result_s_command_names_parts_its_runner_runs():
-    """The runners that share a run-store grid (Chapter 1's ``cpu_hours``, Chapter 2's ``figs_cpu``) each run only
-    their own parts (``PART_RUNNER``); the command that remakes each committed result, as run today, names only parts
-    of its runner, so ``make reproduce`` cannot stop on a part that moved to another runner."""
+    """The command that remakes each committed result names ``--parts`` only of its runner's own (Chapter 2's
+    ensemble parts), never a declared experiment's; a bundle of a declared experiment records its grid command
+    exactly, so ``make reproduce`` runs each result by its one route."""
     from mamba_recall import manifest
-    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import PART_RUNNER as CH1
-    from mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu import PART_RUNNER as CH2
     from mamba_recall.chapters.ch2_hashing_scaling.runners.scaling import PARTS as ENSEMBLE_PARTS
-
     from mamba_recall.experiment import experiment_named
 
-    owner = {**CH1, **CH2, **{p: "ch2_scaling" for p in ENSEMBLE_PARTS}}
+    declared = _declared_parts()
     checked = grids = 0
     for entry in manifest.load():
         runner, flags = manifest.parse_command(entry.command)
         for part in flags.get("--parts", ()):
-            assert owner.get(part) == runner, f"{entry.name}: --parts {part} is {owner.get(part)}'s, not {runner}'s"
+            assert part not in declared, f"{entry.name}: --parts {part} is grid {declared[part]}"
+            assert runner == "ch2_scaling" and part in ENSEMBLE_PARTS, f"{entry.name}: --parts {part} of {runner}"
             checked += 1
         if entry.kind == "bundle" and entry.command.startswith("python -m mamba_recall grid "):
             # a declared experiment's grid command: the one experiment whose bundle this is, its command exactly
@@ -141,4 +198,4 @@ def test_every_committed_result_s_command_names_parts_its_runner_runs():
             assert entry.name == experiment.bundle(entry.preset), (entry.name, entry.command)
             assert entry.command == experiment.command(entry.preset), entry.name
             grids += 1
-    assert checked + grids >= 20 and grids >= 30, (checked, grids)
+    assert grids >= 30, (checked, grids)

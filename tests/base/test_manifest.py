@@ -152,7 +152,7 @@ def test_the_check_finds_a_missing_entry_a_lost_table_a_stray_file_a_corrupt_bun
     manifest.write({"ch2_thm5_cpu-hours": ("002/Thm5-MHA-MN",)}, root=tmp_path)
     assert manifest.problems(tmp_path) == []
     entries = {e.name: e for e in manifest.load(tmp_path / "results" / "manifest.json")}
-    assert entries["ch2_thm5_cpu-hours"].runner == "ch2_multihead"  # its part's runner (figs_cpu.PART_RUNNER)
+    assert entries["ch2_thm5_cpu-hours"].runner == "ch2_thm5"  # a declared experiment: its own name
     assert entries["ch2_thm5_cpu-hours"].cpu_seconds == pytest.approx(5127.1)
     assert entries["ch2_thm5_cpu-hours"].claims == ("002/Thm5-MHA-MN",)
     assert entries["ch1_k1_ci"].files == ("results/checkpoints/ch1_k1_ci.json", "results/checkpoints/ch1_k1_ci.pt")
@@ -213,10 +213,12 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
         ex("ch2_scaling", "--preset ci"),
         ex("ch2_scaling", "--preset ci --device cpu"),  # the same run: one of the two is kept
         "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
-        # a declared experiment's grid command, at its runner's place (ch2_multihead's)
+        # a declared experiment's grid command, no runner's: just before its chapter's first runner
         "python -m mamba_recall grid ch2_thm5 --preset ci --allow-long",
+        # one a runner still runs (Chapter 5's --budget grids): at that runner's place
+        "python -m mamba_recall grid ch5_capacity_long --preset ci --allow-long",
     ]
-    order = ["bench", "ch1_training", "ch2_scaling", "ch2_multihead", "ch4_train", "ch4_edge"]
+    order = ["bench", "ch1_training", "ch2_scaling", "ch2_multihead", "ch4_train", "ch4_edge", "ch5_capacity"]
     made = {
         ex("ch4_train", "--model s_small --preset ci"): "2026-11-22T04",
         ex("ch4_train", "--model s_mix --preset ci --device cpu"): "2026-11-22T06",
@@ -226,12 +228,13 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
         "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
         ex("ch1_training", "--preset ci --device cpu"),
         ex("ch1_training", "--preset paper --only k1 k1_masked wo"),
-        ex("ch2_scaling", "--preset ci"),
         "python -m mamba_recall grid ch2_thm5 --preset ci --allow-long",
+        ex("ch2_scaling", "--preset ci"),
         ex("ch4_train", "--model s_small --preset ci"),
         ex("ch4_train", "--model s_mix --preset ci --device cpu"),
         ex("ch4_edge", "--preset cpu-hours --allow-long"),
         ex("ch4_edge", "--preset cpu-hours --checks --allow-long"),
+        "python -m mamba_recall grid ch5_capacity_long --preset ci --allow-long",
     ]
 
 
@@ -242,7 +245,9 @@ def test_the_scan_benchmark_is_a_script_and_a_grid_command_names_its_experiment_
     assert manifest.command_runner(new) == "bench"
     grid = "python -m mamba_recall grid ch2_thm5 --preset ci --allow-long"
     assert manifest.parse_command(grid) == ("ch2_thm5", {"--preset": ("ci",), "--allow-long": ()})
-    assert manifest.command_runner(grid) == "ch2_multihead"  # its part's runner, for reproduce --only
+    assert manifest.command_runner(grid) == "ch2_thm5"  # its own name, for reproduce --only (no runner runs it)
+    budget = "python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --allow-long"
+    assert manifest.command_runner(budget) == "ch5_capacity"  # the runner that still runs it (--budget long)
     ch2 = "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci"
     assert manifest.command_runner(ch2) == "ch2_scaling" and manifest.command_runner(None) is None
 

@@ -1,5 +1,6 @@
 """``python -m mamba_recall plan``: every run-store grid at a preset, its jobs finished and left (from the store),
-the command that runs it, and why a runner has no grid at a preset."""
+the command that runs it, and why an experiment has no grid at a preset: one row per declared experiment, by its
+name."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as ch2_fi
 
 def test_plan_lists_every_grid_with_the_committed_store(tmp_path):
     table = plan.plan("cpu-hours")
-    runners = set(table.runner)
-    assert {"ch1_training", "ch2_scaling", "ch2_reference_grid", "ch2_trained_dn", "ch4_edge"} <= runners
-    assert {"ch3_keep_nth", "ch3_mqar_train", "ch3_induction"} <= runners
-    fig8 = table[(table.runner == "ch2_multihead") & (table.part == "fig8")].iloc[0]
+    from mamba_recall.experiment import experiments
+
+    assert list(table.columns[:2]) == ["experiment", "jobs"]  # one column names the grid: the experiment
+    assert list(table.experiment) == [e.name for e in experiments()]  # each once, by its name, in chapter order
+    assert {"ch1_mechanism", "ch1_table1", "ch2_fig8", "ch2_reference_grid", "ch4_edge", "ch3_keep_nth"} <= set(
+        table.experiment
+    )
+    fig8 = table.set_index("experiment").loc["ch2_fig8"]
     assert fig8.jobs == len(ch2_figs_cpu.jobs_for("fig8", "cpu-hours")) == fig8.finished + fig8.left
     assert fig8.finished == fig8.jobs  # the committed grid
     assert fig8.command == "python -m mamba_recall grid ch2_fig8 --preset cpu-hours --allow-long"
@@ -22,20 +27,17 @@ def test_plan_lists_every_grid_with_the_committed_store(tmp_path):
 
 def test_a_runner_without_a_grid_at_the_preset_says_why(capsys):
     ci = plan.plan("ci")
-    ch3 = ci[ci.runner == "ch3_mqar_figa3"].iloc[0]  # at ci it trains nothing (the page reads cpu-hours)
+    ci = ci.set_index("experiment")
+    ch3 = ci.loc["ch3_mqar_figa3"]  # at ci it trains nothing (the page reads cpu-hours)
     assert ch3.jobs == 0 and "runs the run store at cpu-hours, paper only" in ch3.note
-    induction = ci[ci.runner == "ch3_induction"].iloc[0]  # every preset of the other Chapter 3 runners is a grid
+    induction = ci.loc["ch3_induction"]  # every preset of the other Chapter 3 runners is a grid
     assert induction.jobs == 2 and not induction.note
-    table = plan.plan("paper")
-    fig8 = table[(table.runner == "ch2_multihead") & (table.part == "fig8")].iloc[0]
-    assert (
-        fig8.jobs == 0
-        and "trains as ensembles" in fig8.note
-        and "ch2_hashing_scaling.runners.multihead --preset paper" in fig8.note
-    )
-    ch1 = ci[ci.runner == "ch1_training"].set_index("part")
-    assert ch1.loc["checkpoints"].jobs == 5 and not ch1.loc["checkpoints"].note  # one model of each name at ci
-    assert ch1.loc["models"].jobs == 0 and "this part runs the entries that declare seeds" in ch1.loc["models"].note
+    fig8 = plan.plan("paper").set_index("experiment").loc["ch2_fig8"]
+    assert fig8.jobs == 0 and "trains as ensembles" in fig8.note
+    assert "python -m mamba_recall grid ch2_multihead --preset paper" in fig8.note
+    assert ci.loc["ch1_checkpoints"].jobs == 5 and not ci.loc["ch1_checkpoints"].note  # one model of each name at ci
+    mechanism = ci.loc["ch1_mechanism"]
+    assert mechanism.jobs == 0 and "this part runs the entries that declare seeds" in mechanism.note
     assert plan.main(["--preset", "paper"]) == 0
     out = capsys.readouterr().out
     assert "no run-store grid at preset 'paper'" in out and "jobs at preset 'paper'" in out
@@ -55,22 +57,17 @@ def test_chapter_3_paper_grids_are_planned_and_their_jobs_use_a_gpu_where_there_
     from mamba_recall.runners import runner_name
     from mamba_recall.runstore import job_device
 
-    table = plan.plan("paper")
+    table = plan.plan("paper").set_index("experiment")
     for mod in (ch3_keep_nth, ch3_mqar_train, ch3_mqar_figa3, ch3_induction):
-        row = table[table.runner == runner_name(mod.__name__)].iloc[0]
+        row = table.loc[runner_name(mod.__name__)]
         jobs = mod.jobs_for("paper")
         assert row.jobs == len(jobs) > 0 and row.note == "" and "--preset paper --allow-long" in row.command
         assert {j["config"]["device"] for j in jobs} == {"auto"}
         assert all("device" not in j["config"] for j in mod.jobs_for("cpu-hours"))
-    ch1 = table[table.runner.isin(["ch1_training", "ch1_table1"])].set_index("part")
-    assert (ch1.loc[["table1", "table1_matched", "full_mamba", "full_onehot"]].jobs > 0).all()
-    assert set(table[table.runner == "ch1_table1"].part) == {
-        "table1",
-        "table1_matched",
-        "table1_rope",
-        "table1_seeds",
-    }  # Table 1's one runner
-    assert ch1.loc["models"].jobs == 0 and "declare seeds" in ch1.loc["models"].note  # cpu-hours is the paper's
+    ch1 = table.loc[["ch1_table1", "ch1_table1_matched", "ch1_full_mamba", "ch1_full_onehot"]]
+    assert (ch1.jobs > 0).all()
+    assert all(ch1.command.str.startswith("python -m mamba_recall grid ch1_"))
+    assert table.loc["ch1_mechanism"].jobs == 0 and "declare seeds" in table.loc["ch1_mechanism"].note  # cpu-hours
     assert job_device({"device": "auto"}) in ("cpu", "cuda") and job_device({}) == "cpu"
     fig_a3 = ch3_mqar_figa3.jobs_for("paper")
     assert {(j["config"]["mixer"], j["config"]["V"]) for j in fig_a3} == {("s6", 512), ("mamba2", 512), ("s4d", 256)}
@@ -84,11 +81,11 @@ def test_ensembles_per_job_are_planned_at_the_gpu_preset():
 
     paper, cpu = plan.plan("paper"), plan.plan("cpu-hours")
     for name in ("ch3_mqar_train", "ch3_mqar_figa3"):
-        row = paper[paper.runner == name].iloc[0]
+        row = paper[paper.experiment == name].iloc[0]
         assert row.members == 7 and row.units * 7 == row.left and row.command.endswith("--allow-long --members 7")
-        assert cpu[cpu.runner == name].iloc[0].members == 1
-    assert set(paper[~paper.runner.isin(["ch3_mqar_train", "ch3_mqar_figa3"])].members) == {1}
-    grid = next(g for g in plan.grids() if g.runner == "ch3_mqar_figa3")
+        assert cpu[cpu.experiment == name].iloc[0].members == 1
+    assert set(paper[~paper.experiment.isin(["ch3_mqar_train", "ch3_mqar_figa3"])].members) == {1}
+    grid = next(g for g in plan.grids() if g.experiment == "ch3_mqar_figa3")
     left = ch3_mqar_figa3.jobs_for("cpu-hours", smoke=True)
     seconds, basis = grid.estimate(left, 2)
     assert seconds > 0 and "an ensemble of 2 per unit" in basis
@@ -114,5 +111,5 @@ def test_plan_names_each_grid_s_bundle_and_says_which_left_jobs_belong_to_no_com
     out = capsys.readouterr().out
     assert f"{int(left.left.sum())} of them in grids whose bundle is not committed at ci" in out
     cpu = plan.plan("cpu-hours")
-    fig7 = cpu[(cpu.runner == "ch2_scaling") & (cpu.part == "fig7")].iloc[0]
+    fig7 = cpu.set_index("experiment").loc["ch2_fig7"]
     assert fig7.bundle == "ch2_fig7_cpu-hours" and fig7.committed and fig7.left == 0

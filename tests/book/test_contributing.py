@@ -174,7 +174,7 @@ from mamba_recall import claims, manifest, plan
 from mamba_recall.claims import render
 from mamba_recall.experiment import experiments
 
-table = plan.plan("ci", log=lambda *a: None).set_index("runner")
+table = plan.plan("ci", log=lambda *a: None).set_index("experiment")
 row = table.loc["{EXPERIMENT}"]
 verdicts = {{v.claim_id: v for v in render.verdicts_for(1)}}
 print(json.dumps({{

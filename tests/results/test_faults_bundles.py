@@ -460,16 +460,15 @@ def test_smoke_runners_run_store_defaults_outside_results():
     """The run-store runners' ``--smoke`` run store is under ``_build/smoke/results``, never ``results/runs``."""
     import inspect
 
-    from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours as ch1_cpu_hours
     from mamba_recall.chapters.ch2_hashing_scaling.runners import (
-        figs_cpu as ch2_figs_cpu,
+        ensembles as ch2_ensembles,
         reference_grid as ch2_reference_grid,
         trained_dn as ch2_trained_dn,
     )
 
-    from mamba_recall.experiment import run_experiment  # the one grid command's (ch2_reference_grid, ch2_trained_dn)
+    from mamba_recall.experiment import run_experiment  # the one grid command's (and ch1_training --only's)
 
-    for command in (ch1_cpu_hours.store_main, ch2_figs_cpu.store_main, run_experiment):
+    for command in (ch2_ensembles.store_main, run_experiment):
         assert "smoke_run_store(args.smoke)" in inspect.getsource(command), command.__module__
     for runner in (ch2_reference_grid, ch2_trained_dn):
         assert "grid_command(" in inspect.getsource(runner.main), runner.__name__

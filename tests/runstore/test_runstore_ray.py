@@ -32,18 +32,21 @@ def _results(store, experiment):
 
 
 def test_a_real_grid_on_ray_is_bit_identical_to_the_local_engine_and_resumes(local_ray, tmp_path):
-    """Chapter 2's Fig. 7 grid at the smoke cap (8 trained models) through its runner's command line (``ch2_scaling
-    --parts fig7``, a run-store part), local and Ray."""
+    """Chapter 2's Fig. 7 grid at the smoke cap (8 trained models) through its one command line (``python -m
+    mamba_recall grid ch2_fig7``), local and Ray."""
     from mamba_recall import results
-    from mamba_recall.chapters.ch2_hashing_scaling.runners import scaling as F
+    from mamba_recall.experiment import grid_command
 
-    args = ["--preset", "cpu-hours", "--smoke", "--no-estimate", "--parts", "fig7"]
+    def fig7(argv):
+        assert grid_command(["ch2_fig7", *argv]) == 0
+
+    args = ["--preset", "cpu-hours", "--smoke", "--no-estimate"]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(results, "RESULTS_DIR", tmp_path)
         mp.setattr(results._bundles, "RESULTS_DIR", tmp_path)
         mp.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)
-        F.main(args + ["--store", str(tmp_path / "local")])
-        F.main(args + ["--store", str(tmp_path / "ray"), "--engine", "ray", "--jobs", "2"])
+        fig7(args + ["--store", str(tmp_path / "local")])
+        fig7(args + ["--store", str(tmp_path / "ray"), "--engine", "ray", "--jobs", "2"])
         a, b = _results(tmp_path / "local", "ch2_fig7"), _results(tmp_path / "ray", "ch2_fig7")
         assert len(a) == 8 and a == b  # every number of every result, exactly
         assert not list((tmp_path / "ray").rglob("*.claim")), "every claim is released"
@@ -51,7 +54,7 @@ def test_a_real_grid_on_ray_is_bit_identical_to_the_local_engine_and_resumes(loc
         before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
         gone = sorted(before)[0]
         (folder / gone).unlink()  # an interrupted grid: only the missing job runs again
-        F.main(args + ["--store", str(tmp_path / "ray"), "--engine", "ray", "--jobs", "2"])
+        fig7(args + ["--store", str(tmp_path / "ray"), "--engine", "ray", "--jobs", "2"])
         after = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
         assert after.keys() == before.keys() and [n for n in after if after[n] != before[n]] == [gone]
         assert _results(tmp_path / "ray", "ch2_fig7") == a

@@ -121,9 +121,6 @@ from ._cli import (
     positive_int,
     run_missing,
     run_or_count,
-    parts_of,
-    two_way,
-    way_of,
 )
 from ._demo import demo_job, demo_jobs, demo_members, main
 from ._migrate import MIGRATIONS_NAME, migrate_names, migrate_store, upgrade_record
@@ -160,9 +157,6 @@ __all__ = [
     "grid_store",
     "run_missing",
     "run_or_count",
-    "parts_of",
-    "two_way",
-    "way_of",
     "grid_main",
     "GridStage",
     "log_stderr",

@@ -90,31 +90,6 @@ def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_O
     add_engine_args(parser)
 
 
-def way_of(argv: Sequence[str] | None, default_preset: str) -> tuple[list[str], str, list[str] | None]:
-    """``(argv, preset, parts)`` of a runner's command line, read before its parser is chosen: a runner with two ways
-    (its ensembles and its one-model parts, e.g. ``ch2_scaling``) picks the way from ``--preset`` and
-    ``--parts`` (None when not given); ``argv`` defaults to ``sys.argv[1:]``."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    probe = argparse.ArgumentParser(add_help=False)
-    probe.add_argument("--preset", default=default_preset)
-    probe.add_argument("--parts", nargs="*", default=None)
-    known, _ = probe.parse_known_args(argv)
-    return argv, known.preset, known.parts
-
-
-def two_way(argv, default_preset: str, parts_way, other_way, *, store_presets: Sequence[str] = ("cpu-hours",)):
-    """Run a two-way runner's command line: ``parts_way(argv)`` (its one-model parts) when ``--parts`` is given or the
-    preset (:func:`way_of`) is one of ``store_presets``, else ``other_way(argv)`` (e.g. ``ch2_multihead``'s ensembles
-    at ci and paper; both ways are run-store grids)."""
-    argv, preset, parts = way_of(argv, default_preset)
-    return parts_way(argv) if parts is not None or preset in store_presets else other_way(argv)
-
-
-def parts_of(part_runner: dict[str, str], runner: str) -> tuple[str, ...]:
-    """The run-store parts that ``runner`` owns in a chapter's ``PART_RUNNER`` table (part → runner), in its order."""
-    return tuple(part for part, owner in part_runner.items() if owner == runner)
-
-
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
     """``--engine local|ray``, ``--ray-address`` and ``--gpus-per-job`` (:func:`run_grid`'s engine options)."""
     parser.add_argument(

@@ -1,4 +1,5 @@
-"""Chapter 1's run-store grid (chapters/ch1_gradient_dynamics/runners/cpu_hours.py, run by ch1_training and ch1_table1): a smoke grid that resumes, its bundles' intervals,
+"""Chapter 1's run-store grid (chapters/ch1_gradient_dynamics/runners/cpu_hours.py, its parts the declared experiments
+run by ``python -m mamba_recall grid <experiment>``): a smoke grid that resumes, its bundles' intervals,
 the per-seed claim records, the causal probe, the pair-convolution Transformer and the plateau stop."""
 
 from __future__ import annotations
@@ -11,48 +12,49 @@ import torch
 from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe import noise_forgetting_probe
 from mamba_recall.chapters.ch1_gradient_dynamics.claims import K1_CLAIMS
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours as c1
-from mamba_recall.chapters.ch1_gradient_dynamics.runners import table1, training
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import (
     cpu_hours_jobs as c1_jobs,
 )  # where checkpoint_path reads its folder
-from mamba_recall.runstore import parts_of
+from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours_bundles as c1_bundles
+from mamba_recall.experiment import grid_command
 from mamba_recall.theory.latest_value_thm2 import thm2_construction_probe
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME
 
 
-@pytest.fixture(scope="module")
-def smoke_grid(tmp_path_factory):
-    """The whole cpu-hours structure at smoke size (4 steps, 16 sequences, 2 seeds): run, then delete one job's
-    file and run the same command again."""
-    root = tmp_path_factory.mktemp("c1")
-    store, out = root / "runs", root / "results"
+#: Chapter 1's experiments at cpu-hours (its grid's parts there), run by their names
+CPU_HOURS = [c1_jobs.PARTS[p] for p in c1_jobs.DEFAULT_PARTS["cpu-hours"]]
+
+
+def _smoke(root, *experiments, part_logs=None):
+    """``python -m mamba_recall grid <experiments> --preset cpu-hours --smoke`` into ``root`` (store ``runs``,
+    checkpoints ``checkpoints``, bundles ``smoke/results``); the printed lines appended to ``part_logs``."""
     mp = pytest.MonkeyPatch()
     mp.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", root / "checkpoints")
-    mp.setattr(c1, "write_bundles", _writing_into(out))
-    logs = []
+    mp.setattr(c1_bundles, "BUILD_DIR", root)  # a smoke bundle goes to BUILD_DIR / smoke / results
+    logs = [] if part_logs is None else part_logs
     mp.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
-    args = ["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"]
     try:
-        training.main(args)  # the models and their analyses
-        table1.main(args)  # Table 1 and its size-matched row 3: the same grid, its other runner
-        files = sorted(store.rglob("*.json"))
-        first = {p: p.stat().st_mtime_ns for p in files}
-        victim = files[0]
-        victim.unlink()
-        training.main(args)
-        table1.main(args)
+        args = [*experiments, "--preset", "cpu-hours", "--smoke", "--store", str(root / "runs"), "--no-estimate"]
+        assert grid_command(args) == 0
     finally:
         mp.undo()
-    return dict(root=root, store=store, out=out, logs=logs, first=first, victim=victim)
+    return logs
 
 
-def _writing_into(out):
-    original = c1.write_bundles
-
-    def write(preset, **kw):
-        return original(preset, **{**kw, "directory": out})
-
-    return write
+@pytest.fixture(scope="module")
+def smoke_grid(tmp_path_factory):
+    """The whole cpu-hours structure at smoke size (4 steps, 16 sequences, 2 seeds), run by the grid command of its
+    experiments: run, then delete one job's file and run the same command again."""
+    root = tmp_path_factory.mktemp("c1")
+    store, out = root / "runs", root / "smoke" / "results"
+    logs = _smoke(root, *CPU_HOURS)
+    n_first = len(logs)
+    files = sorted(store.rglob("*.json"))
+    first = {p: p.stat().st_mtime_ns for p in files}
+    victim = files[0]
+    victim.unlink()
+    _smoke(root, *CPU_HOURS, part_logs=logs)
+    return dict(root=root, store=store, out=out, logs=logs, n_first=n_first, first=first, victim=victim)
 
 
 def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
@@ -61,18 +63,22 @@ def test_smoke_grid_resumes_only_the_missing_job(smoke_grid):
     # + the learned W_o × 2 targets × 2 seeds + row 3 size-matched × 2 conv widths × κ ∈ {1, 4} × 2 seeds
     # + the full Mamba over the doubled one-hot embedding × 2 seeds
     assert len(jobs) == 3 * 2 + 2 * 5 * 2 + 2 + 2 * 2 + 2 * 2 * 2 + 2
-    logs = "\n".join(smoke_grid["logs"])
-    # the Table 1 runner's default parts at cpu-hours (its added rows table1_rope and table1_seeds run when named)
-    table_parts = tuple(p for p in parts_of(c1.PART_RUNNER, "ch1_table1") if p in c1_jobs.DEFAULT_PARTS["cpu-hours"])
-    n_table = len(c1.jobs_for("cpu-hours", smoke=True, parts=table_parts))
-    n_models = len(jobs) - n_table
-    assert n_table == 2 * 5 * 2 + 2 * 2 * 2 and table_parts == ("table1", "table1_matched")
-    assert parts_of(c1.PART_RUNNER, "ch1_table1") == ("table1", "table1_matched", "table1_rope", "table1_seeds")
-    assert f"{n_models} jobs: 0 finished (skipped), {n_models} left" in logs
-    assert f"{n_table} jobs: 0 finished (skipped), {n_table} left" in logs
-    victim_is_table = smoke_grid["victim"].parent.name.startswith("ch1_table1")
-    n_victim = n_table if victim_is_table else n_models
-    assert f"{n_victim} jobs: {n_victim - 1} finished (skipped), 1 left" in logs
+    logs = smoke_grid["logs"]
+    assert CPU_HOURS == [
+        "ch1_mechanism",
+        "ch1_table1",
+        "ch1_full_mamba",
+        "ch1_wo",
+        "ch1_table1_matched",
+        "ch1_full_onehot",
+    ]  # the open review's added Table 1 rows (ch1_table1_rope, ch1_table1_seeds) run when named
+    counts = {e: sum(j["experiment"] == e for j in jobs) for e in CPU_HOURS}
+    assert sum(counts.values()) == len(jobs) and counts["ch1_table1"] == 2 * 5 * 2
+    first_run = "\n".join(logs[: smoke_grid["n_first"]])  # each experiment: a stage of the one command, counted alone
+    for n in counts.values():
+        assert f"{n} jobs: 0 finished (skipped), {n} left" in first_run
+    n_victim = counts[smoke_grid["victim"].parent.name]
+    assert f"{n_victim} jobs: {n_victim - 1} finished (skipped), 1 left" in "\n".join(logs)
     for path, mtime in smoke_grid["first"].items():
         if path != smoke_grid["victim"]:
             assert path.stat().st_mtime_ns == mtime, f"{path.name} was run again"
@@ -319,27 +325,37 @@ def test_full_mamba_job_is_deterministic_and_its_numbers_are_its_models(tmp_path
     assert step > 0 and ev > 0
 
 
-def test_full_mamba_part_runs_alone(tmp_path, monkeypatch):
-    """``--parts full_mamba`` runs its 2 smoke jobs and writes its bundle only."""
-    logs = []
-    monkeypatch.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", tmp_path / "checkpoints")
-    monkeypatch.setattr(c1, "write_bundles", _writing_into(tmp_path / "results"))
-    monkeypatch.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
-    training.main(
-        [
-            "--preset",
-            "cpu-hours",
-            "--smoke",
-            "--store",
-            str(tmp_path / "runs"),
-            "--no-estimate",
-            "--parts",
-            "full_mamba",
-        ]
-    )
+def test_full_mamba_runs_alone_by_its_name(tmp_path):
+    """``grid ch1_full_mamba`` runs its 2 smoke jobs and writes its bundle only, recording that grid command."""
+    import json as json_
+
+    logs = _smoke(tmp_path, "ch1_full_mamba")
     assert "2 jobs: 0 finished (skipped), 2 left" in "\n".join(logs)
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [c1.FULL_EXPERIMENT]
-    assert sorted(p.name for p in (tmp_path / "results").glob("*.json")) == ["ch1_full_mamba_cpu-hours_smoke.json"]
+    bundles = sorted((tmp_path / "smoke" / "results").glob("*.json"))
+    assert [p.name for p in bundles] == ["ch1_full_mamba_cpu-hours_smoke.json"]
+    command = json_.loads(bundles[0].read_text())["command"]
+    assert command == "python -m mamba_recall grid ch1_full_mamba --preset cpu-hours --allow-long"
+
+
+def test_the_training_runner_retrains_only_checkpoints_and_names_the_grid_for_the_rest(tmp_path, monkeypatch):
+    """``ch1_training --only k1`` runs one job of ``ch1_checkpoints`` (the others' jobs are not made) through the
+    grid's flow; ``--parts`` or ``--preset cpu-hours`` stops with one line naming the grid command, running nothing."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners import training
+
+    logs = []
+    monkeypatch.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setattr(c1_bundles, "BUILD_DIR", tmp_path)
+    monkeypatch.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
+    store = ["--smoke", "--store", str(tmp_path / "runs"), "--no-estimate"]
+    training.main(["--preset", "ci", "--only", "k1", *store])
+    assert "1 jobs: 0 finished (skipped), 1 left" in "\n".join(logs)
+    assert [p.parent.name for p in (tmp_path / "runs").rglob("*.json")] == [c1.CHECKPOINTS_EXPERIMENT]
+    with pytest.raises(SystemExit, match=r"python -m mamba_recall grid ch1_wo --preset cpu-hours --allow-long$"):
+        training.main(["--preset", "cpu-hours", "--parts", "wo", *store])
+    with pytest.raises(SystemExit, match=r"^error: ch1_training --preset cpu-hours: ch1_mechanism ch1_table1 "):
+        training.main(["--preset", "cpu-hours", *store])
+    assert len(list((tmp_path / "runs").rglob("*.json"))) == 1  # nothing more ran
 
 
 def test_wo_and_matched_smoke_bundles(smoke_grid):

@@ -1,5 +1,6 @@
-"""Runner ch2_scaling's run-store parts (:mod:`figs_cpu`: Fig. 7, Figs. 10-11, Fig. 8 + Thm 5, Tab. 10 through the run store) at the smoke cap:
-resumable grids, bundles with the interval columns, and the claims reading such a bundle seed by seed."""
+"""Chapter 2's one-model figure grids (:mod:`figs_cpu`: Fig. 7, Figs. 10-11, Fig. 8 + Thm 5, Tab. 10 through the run
+store), the declared experiments ``ch2_fig7`` ... ``ch2_thm5`` run by ``python -m mamba_recall grid <experiment>``, at
+the smoke cap: resumable grids, bundles with the interval columns, and the claims reading such a bundle seed by seed."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from unittest import mock
 import pytest
 
 from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as F
-from mamba_recall.chapters.ch2_hashing_scaling.runners import multihead as M
-from mamba_recall.chapters.ch2_hashing_scaling.runners import scaling as S
-from mamba_recall.runstore import parts_of
+from mamba_recall.experiment import grid_command
+
+
+def _grid(*args: str) -> None:
+    assert grid_command(list(args)) == 0
 
 
 def test_cpu_hours_sizes_are_the_papers_where_a_cpu_can():
@@ -72,8 +75,8 @@ def test_smoke_grid_resumes_and_bundles_have_intervals(smoke_store):
     from mamba_recall import results
 
     store = smoke_store / "runs"
-    args = ["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate", "--parts", "fig7", "tab10"]
-    S.main(args)
+    args = ["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"]
+    _grid("ch2_fig7", "ch2_tab10", *args)
     for part in ("fig7", "tab10"):
         b = results.load_bundle(F.bundle_name(part, "cpu-hours", smoke=True), directory=smoke_store)
         cells, runs = b.tables["cells"], b.tables["runs"]
@@ -83,14 +86,15 @@ def test_smoke_grid_resumes_and_bundles_have_intervals(smoke_store):
         assert set(cells["n_seeds"]) == {2} and len(runs) == 2 * len(cells) and b.data["complete"]
         assert b.config["preset"] == "cpu-hours" and "Student-t" in b.data["interval_method"]
         assert (cells["acc"] == cells["best_accuracy_mean"]).all()
+        assert b.command == f"python -m mamba_recall grid ch2_{part} --preset cpu-hours --allow-long"
     folder = store / "ch2_fig7"
     before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
     assert len(before) == 8  # N ∈ {2, 4} × Λ ∈ {1, 4} (smoke: first and last Λ) × 2 seeds
-    S.main(args[:-2] + ["fig7"])  # nothing left: no job runs again
+    _grid("ch2_fig7", *args)  # nothing left: no job runs again
     assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")} == before
     gone = sorted(before)[0]
     (folder / gone).unlink()  # an interrupted grid: only the missing job runs
-    S.main(args[:-2] + ["fig7"])
+    _grid("ch2_fig7", *args)
     after = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
     assert after.keys() == before.keys() and [n for n in after if after[n] != before.get(n)] == [gone]
 
@@ -105,9 +109,7 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
     from mamba_recall.chapters.ch2_hashing_scaling.claims import _common
 
     args = ["--preset", "cpu-hours", "--smoke", "--store", str(smoke_store / "runs"), "--no-estimate"]
-    S.main(args)  # Figs. 7, 10-11 and Tab. 10: ch2_scaling's run-store parts
-    M.main(args)  # Fig. 8 and Thm 5: ch2_multihead's
-    assert parts_of(F.PART_RUNNER, "ch2_multihead") == ("fig8", "thm5")
+    _grid(*(F.experiment_name(p) for p in F.PARTS), *args)  # every figure grid, by its name, in one command
     load = {p: results.load_bundle(F.bundle_name(p, "cpu-hours", smoke=True), directory=smoke_store) for p in F.PARTS}
     for claim, part in (
         ("002/Fig7", "fig7"),

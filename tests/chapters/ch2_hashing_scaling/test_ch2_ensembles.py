@@ -32,7 +32,11 @@ def test_one_job_per_ensemble_at_ci_and_paper_and_none_at_cpu_hours():
     ]
     assert all("device" not in j["config"] for j in heads)  # ci trains on the CPU
     assert {j["config"]["device"] for j in ensembles.jobs_for("ch2_multihead", "paper")} == {"auto"}
-    with pytest.raises(ValueError, match="at cpu-hours its parts train one model per job"):
+    with pytest.raises(
+        ValueError,
+        match="at cpu-hours its figures train one model per job, declared experiments run by name: python -m "
+        "mamba_recall grid ch2_fig7 ch2_fig10_11 ch2_tab10 --preset cpu-hours",
+    ):
         ensembles.jobs_for("ch2_scaling", "cpu-hours")
     # a part's job does not depend on which other parts are asked for
     assert job_key(ensembles.jobs_for("ch2_scaling", "ci", parts=["grid"])[0]) == job_key(

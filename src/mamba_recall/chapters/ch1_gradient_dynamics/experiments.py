@@ -1,7 +1,7 @@
 """Chapter 1's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`): one per part of
 its grid (:data:`.runners.cpu_hours_jobs.PARTS`), each named as its run-store folder and bundle. Their jobs, job
 function, estimate and bundles are the runners' (:mod:`.runners.cpu_hours_jobs`, :mod:`.runners.cpu_hours`,
-:mod:`.runners.cpu_hours_bundles`); ``ch1_training`` and ``ch1_table1`` ran them as parts before."""
+:mod:`.runners.cpu_hours_bundles`); each runs by its name, ``python -m mamba_recall grid <experiment> --preset P``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mamba_recall.experiment import Experiment, sizes_from
 from .configs import EXPERIMENTS as SIZES
 from .runners.cpu_hours import estimate
 from .runners.cpu_hours_bundles import write_bundles
-from .runners.cpu_hours_jobs import CHECKPOINT_MODELS, MODELS, PART_RUNNER, PARTS, PROBE_METRICS, RUNNER, jobs_for
+from .runners.cpu_hours_jobs import CHECKPOINT_MODELS, MODELS, PARTS, PROBE_METRICS, RUNNER, jobs_for
 
 #: the configs entries each part's jobs are made from (a part named as its entry is made from that one)
 _SIZES = {
@@ -38,9 +38,6 @@ def _part(part: str) -> Experiment:
         write=functools.partial(write_bundles, parts=[part]),
         estimate=estimate,
         metrics=_METRICS.get(part, ("accuracy", "steps_run")),
-        runner=PART_RUNNER[part],
-        part=part,
-        extra_args=f" --parts {part}",
     )
 
 

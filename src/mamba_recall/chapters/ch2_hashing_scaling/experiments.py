@@ -1,6 +1,6 @@
 """Chapter 2's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
-run-store folder and bundle: the one-model-per-job figure grids (:mod:`.runners.figs_cpu`, parts of ``ch2_scaling``
-and ``ch2_multihead`` before), the ensembles of ``ch2_scaling`` and ``ch2_multihead`` at ci and paper
+run-store folder and bundle and run by that name (``python -m mamba_recall grid <experiment> --preset P``): the
+one-model-per-job figure grids (:mod:`.runners.figs_cpu`), the ensembles of ``ch2_scaling`` and ``ch2_multihead`` at ci and paper
 (:mod:`.runners.ensembles`), the reference grid and the trained D–N grid. Their jobs, job functions, estimates and
 bundles are the runners'."""
 
@@ -23,9 +23,6 @@ def _figure(part: str) -> Experiment:
         write=functools.partial(figs_cpu.write_bundle, part),
         estimate=figs_cpu.estimate,
         metrics=tuple(figs_cpu.METRICS.get(part, ["best_accuracy"])),
-        runner=figs_cpu.PART_RUNNER[part],
-        part=part,
-        extra_args=f" --parts {part}",
     )
 
 
@@ -38,8 +35,6 @@ def _ensembles(runner: str) -> Experiment:
         write=functools.partial(ensembles.write_bundle, runner),
         estimate=lambda left: ensembles.recorded_estimate(runner, left[0]["config"]["preset"])(left),
         metrics=("seconds",),
-        runner=runner,
-        part="ensembles",
     )
 
 

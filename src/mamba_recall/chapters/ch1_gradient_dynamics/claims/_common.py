@@ -12,7 +12,6 @@ import functools
 from dataclasses import replace
 
 from mamba_recall.claims.core import Control, Evidence
-from mamba_recall.runners import runner_command
 
 #: the date of the open review's rule revisions (Claim.revisions) and the words the records show for a trained rule's
 #: burden (the tail of Rule.text(), quoted in each revision's rule_before)
@@ -105,8 +104,8 @@ def chance_level(meta: dict) -> float:
 
 # ------------------------------------------------------------- the cpu-hours seeds (3 seeds, the run store)
 SEEDS_PRESET = "cpu-hours"
-SEEDS_COMMAND = f"{runner_command('ch1_training')} --preset cpu-hours --allow-long"
-TABLE1_SEEDS_COMMAND = f"{runner_command('ch1_table1')} --preset cpu-hours --allow-long"
+SEEDS_COMMAND = "python -m mamba_recall grid ch1_mechanism --preset cpu-hours --allow-long"
+TABLE1_SEEDS_COMMAND = "python -m mamba_recall grid ch1_table1 --preset cpu-hours --allow-long"
 
 
 def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None):

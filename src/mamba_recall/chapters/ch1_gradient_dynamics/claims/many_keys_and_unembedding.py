@@ -10,7 +10,6 @@ import torch
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
 from ._common import DATE, TRAINED_TEXT, UNTRAINED, checkpoint_evidence, untrained_like
-from mamba_recall.runners import runner_command
 
 SECTION = "01_gradient_dynamics/03_many_keys_and_unembedding"
 
@@ -87,8 +86,8 @@ def measure_fig7(W_o, meta: dict, others: dict | None = None, null: bool = True)
     )
 
 
-FULL_MAMBA_COMMAND = f"{runner_command('ch1_training')} --preset cpu-hours --parts full_mamba --allow-long"
-FULL_ONEHOT_COMMAND = f"{runner_command('ch1_training')} --preset cpu-hours --parts full_onehot --allow-long"
+FULL_MAMBA_COMMAND = "python -m mamba_recall grid ch1_full_mamba --preset cpu-hours --allow-long"
+FULL_ONEHOT_COMMAND = "python -m mamba_recall grid ch1_full_onehot --preset cpu-hours --allow-long"
 
 
 def measure_fig7_full(model=None, meta: dict | None = None, init_model=None, init_accuracy=None) -> Measurement:

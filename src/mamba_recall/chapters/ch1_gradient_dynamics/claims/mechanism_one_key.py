@@ -20,7 +20,6 @@ from ._common import (
     checkpoint_evidence,
     with_untrained_null,
 )
-from mamba_recall.runners import runner_command
 
 SECTION = "01_gradient_dynamics/02_mechanism_one_key"
 
@@ -170,7 +169,7 @@ def measure_regimes(model, meta: dict) -> Measurement:
     )
 
 
-RECENCY_COMMAND = f"{runner_command('ch1_training')} --preset cpu-hours --allow-long (the k1 jobs)"
+RECENCY_COMMAND = "python -m mamba_recall grid ch1_mechanism --preset cpu-hours --allow-long (the k1 jobs)"
 
 
 def measure_recency(model, batch, meta: dict) -> Measurement:

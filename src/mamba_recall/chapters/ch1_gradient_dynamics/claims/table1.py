@@ -8,7 +8,6 @@ from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
 from ._common import DATE, RANGES, TRAINED_TEXT, chance_level
-from mamba_recall.runners import runner_command
 
 SECTION = "01_gradient_dynamics/05_table1"
 
@@ -216,7 +215,7 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
 T128 = "T = 128 only (the paper's T = 256 and 512 columns are a GPU run: 000/Table1-long)"
 
 _TABLE1_NOT_RUN = (
-    f"the T = 256 and 512 columns need the paper grid: `{runner_command('ch1_table1')} --preset paper "
+    "the T = 256 and 512 columns need the paper grid: `python -m mamba_recall grid ch1_table1 --preset paper "
     "--allow-long` (24 cells × 3 seeds, one run-store job each on the CPU; at most about 80 CPU-hours with every job at "
     "its step cap, measured on a shared 2-core machine)"
 )

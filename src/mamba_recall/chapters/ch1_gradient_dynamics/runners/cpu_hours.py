@@ -1,18 +1,18 @@
-r"""Chapter 1 at the paper's settings with 3 seeds (preset ``cpu-hours``), through the run store: the run-store grid
-of Chapter 1's two runners, run through them. ``ch1_training`` (:mod:`.training`) runs the parts ``models``,
-``full_mamba``, ``wo`` and ``full_onehot``; ``ch1_table1`` (:mod:`.table1`) runs ``table1`` and ``table1_matched``
-(:data:`PART_RUNNER`):
+r"""Chapter 1's run-store grid, one declared experiment per part (:mod:`..experiments`, named as its run-store
+folder and bundle), each run by its name:
 
-    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --allow-long [--jobs 2]
-    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --parts full_mamba --allow-long
-    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset cpu-hours --allow-long
-    python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1 --preset cpu-hours --aggregate-only
+    python -m mamba_recall grid ch1_mechanism ch1_table1 ch1_full_mamba ch1_wo ch1_table1_matched ch1_full_onehot --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall grid ch1_full_mamba --preset cpu-hours --allow-long
+    python -m mamba_recall grid ch1_checkpoints ch1_table1 ch1_table1_matched --preset ci
+    python -m mamba_recall grid ch1_table1 --preset cpu-hours --aggregate-only
 
-``--parts`` (default: all of that runner's) picks among the parts below. At ``--preset paper``, ``ch1_table1`` runs
-Table 1 (T ∈ {128, 256, 512} with d_model 64, every model trained to its full step budget or 100 % held-out accuracy)
-and ``ch1_training --parts full_mamba full_onehot`` the full Mamba LM to 6,000 steps, as their own run-store grids
-(``python -m mamba_recall plan --preset paper`` lists them), on the CPU like ``cpu-hours``. The simplified models and
-W_o have no paper grid: their cpu-hours entries are the paper's settings.
+At ``--preset paper``, ``grid ch1_table1`` runs Table 1 (T ∈ {128, 256, 512} with d_model 64, every model trained to
+its full step budget or 100 % held-out accuracy) and ``grid ch1_full_mamba ch1_full_onehot`` the full Mamba LM to
+6,000 steps (``python -m mamba_recall plan --preset paper`` lists them), on the CPU like ``cpu-hours``. The simplified
+models and W_o have no paper grid: their cpu-hours entries are the paper's settings. The runner ``ch1_training``
+(:mod:`.training`, :func:`checkpoints_main`) retrains some of ``ch1_checkpoints``' models (``--only k1``); given
+another part, or a preset without checkpoints, it stops naming the grid command, as ``ch1_table1`` (:mod:`.table1`)
+always does (:func:`refuse`).
 
 What it runs (sizes in ``chapters/ch1_gradient_dynamics/configs.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
 same command resumes after an interruption:
@@ -60,10 +60,10 @@ every run), and ``results/ch1_full_mamba_cpu-hours.json`` (accuracies, the 000/F
 mean and interval, the readout matrices). The notebooks of Chapter 1 judge the claims over the seeds from them
 (:func:`~mamba_recall.claims.core.check_stored`) and fall back to the ``ci`` evidence when they are not committed.
 
-The runner's parts: :mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs` (the grid, :func:`jobs_for`, and the job
+The grid's parts: :mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs` (the grid, :func:`jobs_for`, and the job
 functions, :func:`run_job` among them), :mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_bundles` (:func:`write_bundles`)
-and this module (the time estimate, :func:`estimate`, and the command line, :func:`main`); every name is importable
-from here.
+and this module (the time estimate, :func:`estimate`, and ``ch1_training``'s command line, :func:`checkpoints_main`);
+every name is importable from here.
 """
 
 from __future__ import annotations
@@ -74,10 +74,10 @@ import time
 
 import torch
 
-from mamba_recall.runstore import add_grid_args, grid_main, parts_of
+from mamba_recall.runstore import add_grid_args
 from mamba_recall.runners import runner_command
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, build_full_model
-from .cpu_hours_bundles import write_bundles
+from .cpu_hours_bundles import write_bundles  # noqa: F401  (importable from the runner)
 from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, importable from the runner)
     CHECKPOINT_DIR,
     CHECKPOINT_MODELS,
@@ -89,7 +89,6 @@ from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, im
     MODELS,
     MODELS_EXPERIMENT,
     ONEHOT_EXPERIMENT,
-    PART_RUNNER,
     PARTS,
     PROBE_METRICS,
     RUNNER,
@@ -98,6 +97,8 @@ from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, im
     WO_CLAIM,
     WO_EXPERIMENT,
     check_parts,
+    grid_command,
+    seed_experiment,
     checkpoint_path,
     jobs_for,
     load_seed_checkpoint,
@@ -184,14 +185,37 @@ def estimate(left: list[dict]) -> tuple[float, str]:
     return total, basis
 
 
-def store_main(argv=None, runner: str = "ch1_training", default_preset: str = "cpu-hours"):
-    """The run-store grid's command line for ``runner``'s parts (:func:`~mamba_recall.runstore.parts_of`:
-    ``ch1_training``'s models and their analyses, ``ch1_table1``'s Table 1 and its size-matched row 3), at every
-    preset; without ``--parts``, the runner's parts of :data:`DEFAULT_PARTS` at that preset. Called by those runners'
-    ``main``."""
-    mine = parts_of(PART_RUNNER, runner)
-    ap = argparse.ArgumentParser(prog=runner_command(runner), description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default=default_preset, choices=["ci", "cpu-hours", "paper"])
+#: the presets of ``ch1_checkpoints`` (one model of each name at seed 0, what the notebooks load)
+CHECKPOINT_PRESETS = ("ci", "paper")
+
+
+def refuse(runner: str, preset: str, parts, default=None) -> SystemExit:
+    """The one-line error of a runner given work that is now a declared experiment: ``parts`` (None: ``default``,
+    else the preset's :data:`DEFAULT_PARTS` other than ``checkpoints``) and the grid command that runs them, e.g.
+    ``error: ch1_training --parts full_mamba: ch1_full_mamba is a declared experiment; run it by name: python -m
+    mamba_recall grid ch1_full_mamba --preset paper --allow-long``."""
+    asked = f"--parts {' '.join(parts)}" if parts else f"--preset {preset}"
+    chosen = list(parts or default or [p for p in DEFAULT_PARTS[preset] if p != "checkpoints"])
+    names = " ".join(PARTS[p] for p in chosen)
+    what = (
+        f"{names} is a declared experiment; run it"
+        if len(chosen) == 1
+        else f"{names} are declared experiments; run them"
+    )
+    return SystemExit(f"error: {runner} {asked}: {what} by name: {grid_command(names, preset)}")
+
+
+def checkpoints_main(argv=None):
+    """``ch1_training``'s command line: the run-store grid of ``ch1_checkpoints`` at ``ci`` or ``paper`` (default
+    ``paper``), ``--only`` picking models (the bundle still lists every finished one), run and written as the grid
+    command does (:func:`mamba_recall.experiment.run_experiment`: the bundle records that command). ``--parts``, or a
+    preset without checkpoints, stops with :func:`refuse`."""
+    import dataclasses
+
+    from mamba_recall.experiment import experiment_named, run_experiment
+
+    ap = argparse.ArgumentParser(prog=runner_command("ch1_training"), description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="paper", choices=["ci", "cpu-hours", "paper"])
     ap.add_argument("--device", default="cpu", choices=["cpu"])
     add_grid_args(
         ap,
@@ -204,41 +228,29 @@ def store_main(argv=None, runner: str = "ch1_training", default_preset: str = "c
         "--parts",
         nargs="+",
         default=None,
-        choices=list(mine),
-        help=f"which of {runner}'s parts to run / aggregate (default: those of the preset, "
-        + "; ".join(f"{p}: {' '.join(x for x in d if x in mine)}" for p, d in DEFAULT_PARTS.items())
-        + f"); e.g. --parts {mine[-1]} runs that one alone",
+        choices=[p for p in PARTS if p != "checkpoints"],
+        help="refused: each part is a declared experiment, run by python -m mamba_recall grid <experiment>",
     )
-    if "checkpoints" in mine:
-        ap.add_argument(
-            "--only",
-            nargs="+",
-            default=None,
-            choices=list(CHECKPOINT_MODELS),
-            help="part checkpoints: train these models only (the bundle still lists every finished one)",
-        )
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        choices=list(CHECKPOINT_MODELS),
+        help="train these models of ch1_checkpoints only (the bundle still lists every finished one)",
+    )
     args = ap.parse_args(argv)
-    if args.parts is None:
-        args.parts = [p for p in DEFAULT_PARTS[args.preset] if p in mine]
-    only = getattr(args, "only", None)
-    if only and "checkpoints" not in args.parts:
-        ap.error("--only picks models of part checkpoints (presets ci and paper); add --parts checkpoints or drop it.")
-    what = f"{runner} ({' '.join(args.parts)}) at preset {args.preset}"
-    try:
-        jobs = jobs_for(args.preset, args.smoke, args.parts, only)
-    except ValueError as exc:
-        ap.error(str(exc))
+    if args.parts or args.preset not in CHECKPOINT_PRESETS:
+        raise refuse("ch1_training", args.preset, args.parts)
+    only = args.only
 
-    def write(preset, **kw):
-        return write_bundles(preset, parts=args.parts, **kw)
+    def make_jobs(preset, smoke=False):
+        return jobs_for(preset, smoke, ["checkpoints"], only)
 
-    from mamba_recall.results import smoke_run_store  # a smoke run's store is under _build/smoke/results
-
-    grid_main(args, RUNNER, jobs, write, estimate=estimate, what=what, default_store=smoke_run_store(args.smoke))
+    return run_experiment(dataclasses.replace(experiment_named(CHECKPOINTS_EXPERIMENT), make_jobs=make_jobs), args)
 
 
 if __name__ == "__main__":
     raise SystemExit(
-        f"error: cpu_hours is the run-store grid of Chapter 1's training runner; run {runner_command('ch1_training')} "
-        "with the same arguments."
+        "error: cpu_hours is Chapter 1's run-store grid; run its experiments by name: python -m mamba_recall grid "
+        f"{' '.join(PARTS.values())} --preset P (or {runner_command('ch1_training')} --only <model>)."
     )

@@ -14,7 +14,6 @@ from mamba_recall.runstore import aggregate, finished_status, save_grid_bundle
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, ONEHOT_NAME
 from .cpu_hours_jobs import (
     CHECKPOINT_MODELS,
-    DEFAULT_PARTS,
     CHECKPOINTS_EXPERIMENT,
     FULL_EXPERIMENT,
     FULL_PARTS,
@@ -27,10 +26,10 @@ from .cpu_hours_jobs import (
     RUNNER,
     WO_CLAIM,
     WO_EXPERIMENT,
+    grid_command,
     check_parts,
     jobs_for,
 )
-from mamba_recall.runners import runner_command
 
 
 def _aggregate(runs: list[dict], by: list[str], metrics: list[str]) -> pd.DataFrame:
@@ -60,13 +59,9 @@ def _stored_measurements(runs: list[dict]) -> dict:
     return stored
 
 
-def _write(name, data, config, tables, log, directory, runner: str = "ch1_training", part: str | None = None):
-    """``part``: a part the runner runs only when named (not among its preset's DEFAULT_PARTS), which the bundle's
-    regenerate command then names (``--parts table1_rope``)."""
-    named = f" --parts {part}" if part is not None and part not in DEFAULT_PARTS.get(config["preset"], ()) else ""
-    command = f"{runner_command(runner)} --preset {config['preset']}{named}" + (
-        "" if config["preset"] == "ci" else " --allow-long"
-    )
+def _write(name, data, config, tables, log, directory, experiment_name: str):
+    """The bundle ``name`` of ``experiment_name``, recording its grid command (:func:`.cpu_hours_jobs.grid_command`)."""
+    command = grid_command(experiment_name, config["preset"])
     return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
 
 
@@ -99,7 +94,7 @@ def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: s
     )
     config = {"preset": preset, "smoke": smoke, "sizes": experiment("ch1_wo", preset, smoke=smoke)}
     tables = {"models": models, "W_o": matrices}
-    return _write(f"ch1_wo_{preset}{suffix}", data, config, tables, log, directory)
+    return _write(f"ch1_wo_{preset}{suffix}", data, config, tables, log, directory, WO_EXPERIMENT)
 
 
 def _full_bundle(
@@ -138,7 +133,7 @@ def _full_bundle(
         "runner": RUNNER,
     }
     tables = {"models": models, "readout": readout}
-    command = f"{runner_command('ch1_training')} --preset {preset} --parts {part} --allow-long"
+    command = grid_command(FULL_PARTS[part], preset)
     return save_grid_bundle(
         f"ch1_{part}_{preset}{suffix}", data, config, command=command, tables=tables, directory=directory, log=log
     )
@@ -186,7 +181,7 @@ def _checkpoints_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, 
     """``ch1_checkpoints_<preset>``: per model of part ``checkpoints`` (seed 0) its accuracies, training length, time
     and checkpoint (``data["models"]``, what :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.
     latest_value.committed_checkpoint` reads: a listed checkpoint that is gone stops a notebook instead of being
-    trained live). Every finished model is listed; the command names ``--only`` while some are not run."""
+    trained live). Every finished model is listed."""
     by_name = {r["config"]["model"]: r["result"] for r in runs}
     names = [m for m in CHECKPOINT_MODELS if m in by_name]
     data["models"] = {m: by_name[m] for m in names}
@@ -196,9 +191,7 @@ def _checkpoints_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, 
         "seed": 0,
         "sizes": {m: experiment(f"ch1_{m}", preset, smoke=smoke) for m in names},
     }
-    command = f"{runner_command('ch1_training')} --preset {preset}"
-    if names != list(CHECKPOINT_MODELS):
-        command += " --only " + " ".join(names)
+    command = grid_command(CHECKPOINTS_EXPERIMENT, preset)
     return save_grid_bundle(
         f"ch1_checkpoints_{preset}{suffix}", data, config, command=command, tables={}, directory=directory, log=log
     )
@@ -229,7 +222,7 @@ def _mechanism_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, su
         "runner": RUNNER,
     }
     tables = {"models": models, "probe": probe}
-    return _write(f"ch1_mechanism_{preset}{suffix}", data, config, tables, log, directory)
+    return _write(f"ch1_mechanism_{preset}{suffix}", data, config, tables, log, directory, MODELS_EXPERIMENT)
 
 
 def _table1_bundle(
@@ -272,5 +265,4 @@ def _table1_bundle(
     stem = sizes_name = experiment_name
     config = {"preset": preset, "smoke": smoke, "sizes": experiment(sizes_name, preset, smoke=smoke)}
     tables = {"accuracy": cells, "runs": per_run}
-    part = next(p for p, e in PARTS.items() if e == experiment_name)
-    return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory, runner="ch1_table1", part=part)
+    return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory, experiment_name)

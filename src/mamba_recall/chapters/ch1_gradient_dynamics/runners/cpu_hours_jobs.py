@@ -42,33 +42,18 @@ PARTS = {
     "table1_rope": ROPE_EXPERIMENT,
     "table1_seeds": SEEDS_EXPERIMENT,
 }
-#: which runner runs each part (one runner per result family): Table 1 and its size-matched row 3 are ``ch1_table1``'s
-#: run-store parts, the models and their analyses ``ch1_training``'s
-PART_RUNNER = {
-    "checkpoints": "ch1_training",
-    "models": "ch1_training",
-    "table1": "ch1_table1",
-    "full_mamba": "ch1_training",
-    "wo": "ch1_training",
-    "table1_matched": "ch1_table1",
-    "full_onehot": "ch1_training",
-    "table1_rope": "ch1_table1",
-    "table1_seeds": "ch1_table1",
-}
-
-
 WO_CLAIM = "000/Fig7"
 #: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
 FULL_PARTS = {FULL_NAME: "ch1_full_mamba", ONEHOT_NAME: "ch1_full_onehot"}
 RUNNER = "mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours:run_job"
 MODELS = ("k1", "k2", "k4")
-#: the models of part ``checkpoints`` (``ch1_training --preset ci|paper``, ``--only`` picks among them): one model of
+#: the models of part ``checkpoints`` (``grid ch1_checkpoints --preset ci|paper``; ``ch1_training --only`` picks some): one model of
 #: each name at seed 0, its checkpoint ``results/checkpoints/ch1_<name>_<preset>.pt``, what the notebooks load
 CHECKPOINT_MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
-#: the parts a runner runs at each preset when ``--parts`` is not given: at ``ci`` and ``paper`` the one-seed models
-#: whose checkpoints the notebooks load and Table 1 with its size-matched row 3 (ci: one seed; paper: 3); at
-#: ``cpu-hours`` every part but ``checkpoints`` (3 seeds each, 5 for W_o) and the open review's added Table 1 rows
-#: (``table1_rope``, ``table1_seeds``: run them with ``--parts table1_rope table1_seeds``)
+#: the parts of Chapter 1 at each preset (``jobs_for(parts=None)``; the experiments a runner names when it refuses a
+#: preset): at ``ci`` and ``paper`` the one-seed models whose checkpoints the notebooks load and Table 1 with its
+#: size-matched row 3 (ci: one seed; paper: 3); at ``cpu-hours`` every part but ``checkpoints`` (3 seeds each, 5 for
+#: W_o), not the open review's added Table 1 rows (``grid ch1_table1_rope ch1_table1_seeds``)
 DEFAULT_PARTS = {
     "ci": ("checkpoints", "table1", "table1_matched"),
     "paper": ("checkpoints", "table1", "table1_matched"),
@@ -83,6 +68,20 @@ PROBE_METRICS = (
 )
 CHECKPOINT_DIR = RESULTS_DIR / "checkpoints"
 SMOKE_CHECKPOINT_DIR = BUILD_DIR / "smoke" / "checkpoints"  # a smoke run never writes into results/
+
+
+def grid_command(experiment_name: str, preset: str) -> str:
+    """The one command that runs the declared experiment ``experiment_name`` at ``preset`` (what its bundle and its
+    checkpoints' sidecars record): ``python -m mamba_recall grid <experiment> --preset P --allow-long``."""
+    return f"python -m mamba_recall grid {experiment_name} --preset {preset} --allow-long"
+
+
+def seed_experiment(name: str) -> str:
+    """The experiment whose jobs save the per-seed checkpoint of model ``name`` (k1 ..., wo_<target>, full_mamba,
+    full_onehot)."""
+    if name in FULL_PARTS:
+        return FULL_PARTS[name]
+    return WO_EXPERIMENT if name.startswith("wo_") else MODELS_EXPERIMENT
 
 
 def _sizes(name: str, preset: str, smoke: bool) -> dict:
@@ -196,7 +195,7 @@ def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False)
     return model_from_checkpoint(
         checkpoint_path(name, preset, seed, smoke),
         lambda meta: build(meta["config"], seed),
-        regenerate=f"{runner_command('ch1_training')} --preset {preset} --allow-long",
+        regenerate=grid_command(seed_experiment(name), preset),
     )
 
 
@@ -243,8 +242,7 @@ def run_model_job(config: dict, seed: int) -> dict:
     from mamba_recall.tasks.latest_value import latest_value_batch
 
     name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
-    command = f"{runner_command('ch1_training')} --preset {preset} --allow-long"
-    tr, meta, result = _train_and_save(config, seed, command)
+    tr, meta, result = _train_and_save(config, seed, grid_command(MODELS_EXPERIMENT, preset))
     result["measurements"] = measure_model(name, tr.model, meta, sizes, tr.test_set, tr.test_accuracy, seed, smoke)
     if name == "k1":
         held = latest_value_batch(
@@ -278,7 +276,7 @@ def run_full_job(config: dict, seed: int) -> dict:
     model = build_full_model(sizes, seed)
     init = copy.deepcopy(model).eval()
     part = config["model"]  # full_mamba or full_onehot: the part, the checkpoint's name
-    command = f"{runner_command('ch1_training')} --preset {preset} --parts {part} --allow-long"
+    command = grid_command(FULL_PARTS[part], preset)
     _, meta, result = _train_and_save(config, seed, command, model=model, desc=f"ch1 {part}")
     try:
         record = measurement_record(get(FULL_CLAIM).measure(model, meta, init, held_out_accuracy(init, sizes, seed)))
@@ -299,8 +297,7 @@ def run_wo_job(config: dict, seed: int) -> dict:
     its W_o, with the same seed's W_o at initialisation as the null (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.measure_fig7`)."""
     from mamba_recall.claims import measurement_record
 
-    command = f"{runner_command('ch1_training')} --preset {config['preset']} --parts wo --allow-long"
-    tr, meta, result = _train_and_save(config, seed, command)
+    tr, meta, result = _train_and_save(config, seed, grid_command(WO_EXPERIMENT, config["preset"]))
     record = measurement_record(ch1.measure_fig7(tr.model.W_o.detach(), meta))
     record["evidence"]["smoke"] = bool(config["smoke"])
     return {**result, "measurements": {WO_CLAIM: record}, "W_o": tr.model.W_o.detach().tolist()}

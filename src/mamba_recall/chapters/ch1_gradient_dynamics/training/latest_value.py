@@ -3,7 +3,7 @@ models, their data, their training and their committed checkpoints.
 
 ``train_recall(sizes, seed, device, backend)`` is what the notebooks call with ``ctx.sizes("ch1_k1")``
 (and ch1_k2, ch1_k4, ch1_wo, ch1_k1_masked); :func:`load_checkpoint` and :func:`load_or_train` read the
-checkpoints that ``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset paper`` writes
+checkpoints that ``python -m mamba_recall grid ch1_checkpoints --preset paper`` writes
 (``results/checkpoints/ch1_<name>_<preset>.pt`` with a JSON sidecar), and the runners
 (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.training`, :mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) train with the same
 functions.

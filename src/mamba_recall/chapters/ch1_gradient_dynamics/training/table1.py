@@ -17,8 +17,8 @@ The paper gives no TF sizes ("similar model sizes"), optimiser, |V| or steps: al
 ``ch1_table1`` preset. Same data, loss mode and step budget for every model; accuracy = held-out
 query accuracy (all queries, not only the final ones).
 
-``python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.table1`` runs the grid (:func:`run_table`) and writes its bundle; the
-``cpu-hours`` runner (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) trains one cell per job (:func:`run_cell`).
+``python -m mamba_recall grid ch1_table1 --preset P`` runs the grid, one cell and seed per run-store job (:func:`run_cell`,
+:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`), and writes its bundle.
 """
 
 from __future__ import annotations

@@ -68,8 +68,8 @@ def jobs_for(runner: str, preset: str, smoke: bool = False, parts=None) -> list[
         raise ValueError(f"{runner!r} has no ensemble parts; use one of {', '.join(EXPERIMENTS)}.")
     if preset not in PRESETS:
         raise ValueError(
-            f"the ensembles of {runner} run at {', '.join(PRESETS)}, not {preset!r}; at cpu-hours its parts train one "
-            "model per job (--parts)."
+            f"the ensembles of {runner} run at {', '.join(PRESETS)}, not {preset!r}; at {preset} its figures train one "
+            f"model per job, declared experiments run by name: {figure_grids(runner, preset, None)}"
         )
     sizes = experiment(EXPERIMENTS[runner], preset, smoke=smoke)
     base = {"runner": runner, "preset": preset, "smoke": smoke, "sizes": sizes}
@@ -102,10 +102,16 @@ def run_job(config: dict, seed: int) -> dict:
     }
 
 
+def grid_command(runner: str, preset: str) -> str:
+    """The one command of the declared experiment ``runner`` (its ensembles) at ``preset``."""
+    return f"python -m mamba_recall grid {EXPERIMENTS[runner]} --preset {preset} --allow-long"
+
+
 def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, log=print, parts=None):
     """Aggregate ``runner``'s finished ensembles at ``preset`` into ``results/<runner>_<preset>.json``: each table the
     jobs' rows in the preset's order, plus the runner's ``bundle_data(finished runs)``; every finished job of the
-    preset counts, whichever ``parts`` this command ran."""
+    preset counts, whichever ``parts`` this command ran. It records the grid command (:func:`grid_command`), or the
+    runner's ``--parts`` while some ensemble parts are not finished."""
     jobs = jobs_for(runner, preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
@@ -122,7 +128,8 @@ def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, l
     mod = _module(runner)
     data.update(mod.bundle_data(runs))
     sizes = experiment(EXPERIMENTS[runner], preset, smoke=smoke)
-    command = f"{runner_command(runner)} --preset {preset}" + mod.command_parts(runs)
+    some = mod.command_parts(runs)  # the grid command when every part is finished, else the runner's --parts
+    command = f"{runner_command(runner)} --preset {preset}{some}" if some else grid_command(runner, preset)
     name = f"{runner}_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(
         name, data, {"preset": preset, "smoke": smoke, **sizes}, command=command, tables=tables, log=log
@@ -151,24 +158,75 @@ def recorded_estimate(runner: str, preset: str):
     return estimate
 
 
+def figures(runner: str) -> tuple[str, ...]:
+    """The one-model-per-job figure grids of :mod:`.figs_cpu` that ``runner``'s ensembles have at ``cpu-hours``: Fig. 8
+    and Thm 5 for ``ch2_multihead``, Figs. 7, 10–11 and Tab. 10 for ``ch2_scaling``; each is the declared experiment
+    ``ch2_<part>``."""
+    from . import figs_cpu
+
+    return tuple(p for p in figs_cpu.PARTS if (p in figs_cpu.HEAD_PARTS) == (runner == "ch2_multihead"))
+
+
+def figure_grids(runner: str, preset: str | None, parts) -> str:
+    """The grid command of the one-model-per-job figures ``parts`` (None: :func:`figures`) at ``preset`` (None, or
+    one without figure grids: ``cpu-hours``, the figures' preset)."""
+    from . import figs_cpu
+
+    names = " ".join(figs_cpu.experiment_name(p) for p in parts or figures(runner))
+    at = preset if preset in ("ci", "cpu-hours") else "cpu-hours"  # the presets of the one-model figure grids
+    return f"python -m mamba_recall grid {names} --preset {at} --allow-long"
+
+
+def refusal(runner: str, preset: str | None, parts) -> str:
+    """The one line of a runner given a one-model-per-job figure (``parts``, those of :data:`.figs_cpu.PARTS`) or a
+    preset without ensembles (``parts`` None: :func:`figures`), naming the grid command that runs them instead
+    (:func:`figure_grids`)."""
+    from . import figs_cpu
+
+    asked = f"--parts {' '.join(parts)}" if parts else f"--preset {preset}"
+    parts = list(parts or figures(runner))
+    names = " ".join(figs_cpu.experiment_name(p) for p in parts)
+    what = (
+        f"{names} is a declared experiment; run it"
+        if len(parts) == 1
+        else f"{names} are declared experiments; run them"
+    )
+    return f"{runner} {asked}: {what} by name: {figure_grids(runner, preset, parts)}"
+
+
 def store_main(argv, runner: str) -> object:
-    """The command line of ``runner``'s ensembles (called by its ``main`` at ``ci`` and ``paper``)."""
+    """The command line of ``runner``'s ensembles (called by its ``main``) at ``ci`` and ``paper``; ``--parts``
+    naming a one-model-per-job figure, or another preset, stops with :func:`refusal` (those are declared experiments,
+    run by ``python -m mamba_recall grid <experiment>``)."""
+    from . import figs_cpu
+
     mod = _module(runner)
     ap = argparse.ArgumentParser(
         prog=runner_command(runner),
         description=mod.__doc__.split("\n")[0],
-        epilog="These are the ensembles at ci and paper. At --preset cpu-hours (or with --parts naming a one-model part) "
-        "it trains one model per job and seed; add --help there for those options.",
+        epilog="These are the ensembles at ci and paper; the one-model-per-job figures (cpu-hours) run by name: "
+        + " ".join(f"python -m mamba_recall grid {figs_cpu.experiment_name(p)}" for p in figures(runner)),
     )
-    ap.add_argument("--preset", default="ci", choices=PRESETS)
+    ap.add_argument("--preset", default=None, choices=[*PRESETS, "cpu-hours"], help="default: ci")
     add_device_arg(ap)
-    if getattr(mod, "ENSEMBLE_PARTS", None):
-        ap.add_argument("--parts", nargs="+", default=None, choices=list(mod.ENSEMBLE_PARTS), help="default: all")
+    ensemble_parts = list(getattr(mod, "ENSEMBLE_PARTS", None) or [])
+    ap.add_argument(
+        "--parts",
+        nargs="+",
+        default=None,
+        choices=ensemble_parts + list(figs_cpu.PARTS),
+        help=f"default: all{'' if ensemble_parts else ' (none here)'}; a one-model figure ({', '.join(figs_cpu.PARTS)}) is "
+        "refused, naming its grid command",
+    )
     add_grid_args(ap, aggregate_only="write the bundle from the finished jobs")
     args = ap.parse_args(argv)
+    figure_parts = [p for p in args.parts or [] if p in figs_cpu.PARTS]
+    if figure_parts or args.preset not in (None, *PRESETS):
+        raise SystemExit(f"error: {refusal(runner, args.preset, figure_parts or None)}")
+    args.preset = args.preset or "ci"
     from mamba_recall.results import smoke_run_store
 
-    parts = getattr(args, "parts", None)
+    parts = args.parts
     jobs = jobs_for(runner, args.preset, args.smoke, parts)
 
     def write(preset, **kw):
@@ -187,6 +245,6 @@ def store_main(argv, runner: str) -> object:
 
 if __name__ == "__main__":
     raise SystemExit(
-        f"error: ensembles holds the run-store ensembles of Chapter 2's runners; run {runner_command('ch2_scaling')} "
-        f"or {runner_command('ch2_multihead')} --preset ci|paper."
+        "error: ensembles holds the run-store ensembles of Chapter 2's runners; run python -m mamba_recall grid "
+        "ch2_scaling ch2_multihead --preset ci|paper."
     )

@@ -1,15 +1,14 @@
-r"""The run-store parts of Chapter 2's runners: Fig. 7, Figs. 10–11 and Tab. 10 (:mod:`.scaling`'s), Fig. 8 and Thm 5
-(:mod:`.multihead`'s) of paper 002 with 3 seeds, one run-store job per model and seed (preset ``cpu-hours``: the
-paper's settings on the part of each grid a 2-core CPU trains in about 3 CPU-hours). Run them through their runner
-(:data:`PART_RUNNER`):
+r"""Chapter 2's one-model-per-job figure grids: Fig. 7, Figs. 10–11 and Tab. 10, Fig. 8 and Thm 5 of paper 002 with
+3 seeds, one run-store job per model and seed (preset ``cpu-hours``: the paper's settings on the part of each grid a
+2-core CPU trains in about 3 CPU-hours). Each is the declared experiment ``ch2_<part>``
+(:mod:`..experiments`), run by its name:
 
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --parts fig7 --allow-long [--jobs 1]
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset cpu-hours --parts fig8 --allow-long
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --aggregate-only
+    python -m mamba_recall grid ch2_fig7 --preset cpu-hours --allow-long [--jobs 1]
+    python -m mamba_recall grid ch2_fig8 ch2_thm5 --preset cpu-hours --allow-long
+    python -m mamba_recall grid ch2_fig7 --preset cpu-hours --aggregate-only
 
 Parts (sizes: ``chapters/ch2_hashing_scaling/configs.py``, ``ch2_scaling[preset]`` for fig7 / fig10_11 / tab10, ``ch2_multihead[preset]``
 for fig8; the comments there say what was cut from the paper's grids and why):
-
 * ``fig7`` — §5.2, Fig. 7: the Λ-layer simplified model (Alg. 2, residual) at (N, Λ); Thm 4 / 6: accuracy is a
   function of N_eff = Λ N;
 * ``fig10_11`` — App. G, Figs. 10–11: repeating keys (N_k) and queries (N_q) against 1–3 layers, and N_q = 2 with
@@ -34,7 +33,6 @@ per-seed numbers, which the claims read seed by seed).
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
@@ -44,19 +42,11 @@ from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import CE
 from mamba_recall.presets import experiment
 from ..configs import RECIPES
 from mamba_recall.runstore import (
-    add_grid_args,
     aggregate,
     finished_status,
-    grid_context,
-    grid_store,
-    log_stderr,
     make_job,
-    parts_of,
-    pending,
-    run_missing,
     save_grid_bundle,
 )
-from mamba_recall.runners import runner_command
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu:run_job"
 #: part → (preset experiment, key inside it or None, columns of a cell, what it reproduces)
@@ -78,9 +68,6 @@ TAB10_ROWS = (
 )
 #: the parts whose jobs train the multi-head model of Alg. 3 (one job function, one per-run layout)
 HEAD_PARTS = ("fig8", "thm5")
-#: which runner runs each part (one runner per result family): Fig. 8 and Thm 5 are ``ch2_multihead``'s run-store
-#: parts, beside its ensembles at ci/paper; Figs. 7, 10–11 and Tab. 10 are ``ch2_scaling``'s
-PART_RUNNER = {part: "ch2_multihead" if part in HEAD_PARTS else "ch2_scaling" for part in PARTS}
 
 
 EVAL_EVERY_MIN = 50  # evaluations every max(50, steps // 6) steps, as the ci runners
@@ -280,10 +267,11 @@ def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
     c, _ = part_sizes(part, preset, smoke)
     try:
         configs = list(cell_configs(part, preset, smoke))
-    except KeyError as exc:  # a preset whose sizes for this figure are its runner's ensemble grid
+    except KeyError as exc:  # a preset whose sizes for this figure are an ensemble grid
+        ensembles = "ch2_multihead" if part in HEAD_PARTS else "ch2_scaling"
         raise ValueError(
-            f"{part} at preset {preset!r} has no {exc} entry: at that preset the figure trains as ensembles "
-            f"(part ensembles): `{runner_command(PART_RUNNER[part])} --preset {preset}`"
+            f"{part} at preset {preset!r} has no {exc} entry: at that preset the figure trains as ensembles: "
+            f"`python -m mamba_recall grid {ensembles} --preset {preset}`"
         ) from exc
     return [make_job(experiment_name(part), cfg, s) for cfg in configs for s in range(c["seeds"])]
 
@@ -468,51 +456,13 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
         "job_configs": cell_configs(part, preset, smoke),
         "runner": RUNNER,
     }
-    command = f"{runner_command(PART_RUNNER[part])} --preset {preset} --parts {part} --allow-long"
+    command = f"python -m mamba_recall grid {experiment_name(part)} --preset {preset} --allow-long"
     tables = {"cells": cells, "runs": per_run}
     return save_grid_bundle(bundle_name(part, preset, smoke), data, config, command=command, tables=tables, log=log)
 
 
-#: the presets of the run-store parts
-PRESETS = ("ci", "cpu-hours")
-
-
-def store_main(argv=None, runner: str = "ch2_scaling"):
-    """The run-store parts' command line for ``runner``'s parts (:func:`~mamba_recall.runstore.parts_of`); called by the ``main`` of
-    :mod:`.scaling` and :mod:`.multihead`."""
-    mine = parts_of(PART_RUNNER, runner)
-    ap = argparse.ArgumentParser(prog=f"{runner_command(runner)} (run-store parts)", description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="cpu-hours", choices=PRESETS)
-    ap.add_argument("--device", default="cpu", choices=["auto", "cpu"], help="CPU only (one model per process)")
-    ap.add_argument("--parts", nargs="*", default=list(mine), choices=list(mine))
-    add_grid_args(ap, aggregate_only="write the bundles from the finished jobs")
-    args = ap.parse_args(argv)
-    from mamba_recall.results import (
-        smoke_run_store,
-    )  # a smoke run's store is under _build/smoke/results, not results/runs
-
-    store = grid_store(args, smoke_run_store(args.smoke))
-    with grid_context(args):
-        all_jobs = {part: jobs_for(part, args.preset, args.smoke) for part in args.parts}
-        if not args.aggregate_only:
-            left = [j for part in args.parts for j in pending(all_jobs[part], store)[1]]
-            if len(args.parts) > 1 and left and not args.no_estimate:
-                total, _ = estimate(left)
-                print(
-                    f"all parts {args.parts}: {total / 3600:.2f} CPU-hours estimated for {len(left)} jobs", flush=True
-                )
-            for part in args.parts:
-                what = f"{runner} {part} at preset {args.preset}"
-                run_missing(RUNNER, all_jobs[part], args, store=store, estimate=estimate, what=what)
-        for part in args.parts:
-            done, left = pending(all_jobs[part], store)
-            print(f"{part}: {len(all_jobs[part])} jobs, {len(done)} finished, {len(left)} left", flush=True)
-            write_bundle(part, args.preset, store=store, smoke=args.smoke, log=log_stderr)
-
-
 if __name__ == "__main__":
     raise SystemExit(
-        f"error: figs_cpu holds the run-store parts of Chapter 2's runners; run {runner_command('ch2_scaling')} "
-        f"(parts {', '.join(parts_of(PART_RUNNER, 'ch2_scaling'))}) or {runner_command('ch2_multihead')} (parts "
-        f"{', '.join(parts_of(PART_RUNNER, 'ch2_multihead'))}) with the same arguments."
+        "error: figs_cpu holds the jobs of Chapter 2's one-model figure grids, declared experiments run by name: "
+        f"python -m mamba_recall grid {' '.join(experiment_name(p) for p in PARTS)} --preset cpu-hours --allow-long"
     )

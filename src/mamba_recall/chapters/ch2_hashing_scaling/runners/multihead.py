@@ -1,14 +1,13 @@
 r"""Chapter 2 runner, multi-head part: the head patterns MQA / MKA / MVA / MHA of paper 002 (Fig. 8, 13–15, Thm 5).
 
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset ci    [--jobs 2]
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset paper --allow-long   (a GPU)
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.multihead --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall grid ch2_multihead --preset ci [--jobs 2]
+    python -m mamba_recall grid ch2_multihead --preset paper --allow-long   (a GPU)
+    python -m mamba_recall grid ch2_fig8 ch2_thm5 --preset cpu-hours --allow-long [--jobs 2]
 
-Run-store jobs at every preset (resumable; ``--jobs``, ``--allow-long``, ``--aggregate-only``, ``--smoke``,
-``--store``). At ``--preset cpu-hours``, or with ``--parts fig8 thm5``, the one-model parts (:mod:`.figs_cpu`: one
-model per job and seed, 3 seeds; bundles ``results/ch2_fig8_<preset>.json`` and ``results/ch2_thm5_<preset>.json``).
-At ``ci`` and ``paper`` one job per (pattern, M) ensemble below (:mod:`.ensembles`; at ``paper`` on a GPU where the
-process running the job has one), and the bundle ``results/ch2_multihead_<preset>.json`` with tables
+The experiment ``ch2_multihead`` (:mod:`..experiments`), run-store jobs at ``ci`` and ``paper`` (resumable;
+``--jobs``, ``--allow-long``, ``--aggregate-only``, ``--smoke``, ``--store``): one job per (pattern, M) ensemble below
+(:mod:`.ensembles`; at ``paper`` on a GPU where the process running the job has one), and the bundle
+``results/ch2_multihead_<preset>.json`` with tables
 
 * ``grid``  — per (pattern, M, N): trained accuracy (max over seeds, best over evaluations), the Eq. 77
   prediction with the Thm 5 effective state (N' = M N for MHA, N otherwise) and N';
@@ -20,6 +19,10 @@ process running the job has one), and the bundle ``results/ch2_multihead_<preset
 All models of one (pattern, M) train together as one :class:`MultiHeadLinearMamba` ensemble (members differ in N
 and seed; the same data stream, seeds change the initialisation [ours]) with the authors' N–M recipe
 (AdamW lr 1e-2, β = (0.9, 0.95), wd 0, warmup → hold → cosine, clip 5, label smoothing 0.1).
+
+Fig. 8 and Thm 5 with one model per job and seed (3 seeds, preset ``cpu-hours``) are the declared experiments
+``ch2_fig8`` and ``ch2_thm5`` (:mod:`.figs_cpu`), run only by their names; this runner given ``--parts fig8`` or
+``--preset cpu-hours`` stops naming those grid commands.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from mamba_recall.tasks.mqar import mqar
 from mamba_recall.theory.capacity import multihead_prediction
 from ..pipelines.heads import NOISE_SEED, logit_noise
 from ..training.heads import train_heads
-from mamba_recall.runstore import two_way
 
 EVAL_SEED = seeds.MQAR_EVAL  # held-out stream, disjoint from the training stream (base 0 + step)
 HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit in [-1, 2]
@@ -127,16 +129,11 @@ def recorded_seconds(bundle) -> dict[str, float]:
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    """The one-model parts ``fig8`` and ``thm5`` (:mod:`.figs_cpu`) at ``--preset cpu-hours`` or with ``--parts``;
-    the (pattern, M) ensembles of :func:`run_unit` (:mod:`.ensembles`) at ``ci`` and ``paper``."""
-    from . import ensembles, figs_cpu
+    """The (pattern, M) ensembles of :func:`run_unit` (:mod:`.ensembles`) at ``ci`` and ``paper``; ``--parts fig8``
+    / ``thm5`` or ``--preset cpu-hours`` stops naming the grid commands of those experiments."""
+    from . import ensembles
 
-    return two_way(
-        argv,
-        "ci",
-        lambda a: figs_cpu.store_main(a, runner="ch2_multihead"),
-        lambda a: ensembles.store_main(a, "ch2_multihead"),
-    )
+    return ensembles.store_main(argv, "ch2_multihead")
 
 
 if __name__ == "__main__":

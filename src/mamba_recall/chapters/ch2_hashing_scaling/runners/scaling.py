@@ -1,17 +1,14 @@
 r"""Chapter 2 runner: the recall scaling-law figures of paper 002, at every preset, through the run store.
 
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci    [--parts grid ...] [--jobs 2]
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset paper --allow-long   (a GPU)
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --parts fig7 --allow-long [--jobs 1]
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset cpu-hours --aggregate-only
+    python -m mamba_recall grid ch2_scaling --preset ci [--jobs 2]
+    python -m mamba_recall grid ch2_scaling --preset paper --allow-long   (a GPU)
+    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci --parts grid ablation
 
-Two kinds of parts, both run-store jobs (resumable; options ``--jobs``, ``--allow-long``, ``--aggregate-only``,
-``--smoke``, ``--store``). The **one-model parts** ``fig7``, ``fig10_11`` and ``tab10`` (Fig. 8 and Thm 5's are
-:mod:`.multihead`'s) train one model per job and seed (the default at ``--preset cpu-hours``) and write
-``results/ch2_<part>_<preset>.json``: see :mod:`.figs_cpu`. The **ensemble parts** below (the default at ``ci`` and
-``paper``; ``--parts`` picks some) are one job each, which trains each group of simplified models as one ensemble
-(:mod:`.ensembles`; at ``paper`` on a GPU where the process running the job has one), and the finished parts make
-one bundle, ``results/ch2_scaling_<preset>.json`` (+ CSV tables), with:
+The experiment ``ch2_scaling`` (:mod:`..experiments`): its **ensemble parts** below, at ``ci`` and ``paper``, are one
+run-store job each (resumable; options ``--jobs``, ``--allow-long``, ``--aggregate-only``, ``--smoke``, ``--store``),
+which trains each group of simplified models as one ensemble (:mod:`.ensembles`; at ``paper`` on a GPU where the
+process running the job has one); this runner runs some of them (``--parts``), the grid command all. The finished
+parts make one bundle, ``results/ch2_scaling_<preset>.json`` (+ CSV tables), with:
 
 * ``grid``  — Fig. 6 columns per regime and (D, N) cell: (a) Eq. 15 printed, (a′) Eq. 77, (a″) the authors'
   later-revision law (a = 3 / 5/4), (b) the designed Thm 2 circuit (full and values-only readouts),
@@ -21,6 +18,11 @@ one bundle, ``results/ch2_scaling_<preset>.json`` (+ CSV tables), with:
 * ``ablation`` — Tab. 10: rows Base, A, B with the selective model (Δ, d_conv 4; Ā learned / Ā = I / no gate)
   and rows C, D, E with the linear model (d_conv 4 / 2 / none);
 * ``speed`` — training steps/s of the simplified model and the speed-up from ensembling.
+
+Figures 7, 10–11 and Tab. 10 with one model per job and seed (preset ``cpu-hours``) are the declared experiments
+``ch2_fig7``, ``ch2_fig10_11`` and ``ch2_tab10`` (:mod:`.figs_cpu`), run only by their names (``python -m mamba_recall
+grid ch2_fig7 --preset cpu-hours --allow-long``); this runner given one of them, or ``--preset cpu-hours``, stops
+naming those commands.
 
 All trained simplified models of one experiment train **together** as one :class:`LinearMamba` ensemble
 (members of different sizes are masked; see :mod:`mamba_recall.models.linear_mamba`), which is what
@@ -46,7 +48,6 @@ from ..training.ensemble import (
     train_members,
     train_selective_rows,
 )
-from mamba_recall.runstore import parts_of, way_of
 
 PARTS = ("speed", "grid", "multilayer", "repetition", "ablation", "full")
 
@@ -358,23 +359,11 @@ def recorded_seconds(bundle) -> dict[str, float]:
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    """The one-model-per-job parts (:mod:`.figs_cpu`) when ``--parts`` names them or, without ``--parts``, at
-    ``--preset cpu-hours``; the ensemble parts (:mod:`.ensembles`) at ``ci`` and ``paper``. Parts of both kinds in one
-    call: an error naming the two commands."""
-    from . import ensembles, figs_cpu
+    """The ensemble parts (:mod:`.ensembles`) at ``ci`` and ``paper``; ``--parts`` naming a one-model-per-job
+    figure, or a preset without ensembles (``cpu-hours``), stops naming the grid commands that run those
+    (:func:`.ensembles.refuse_figures`)."""
+    from . import ensembles
 
-    argv, preset, parts = way_of(argv, "ci")
-    parts = parts or []
-    mine = parts_of(figs_cpu.PART_RUNNER, "ch2_scaling")
-    store = [p for p in parts if p in mine]
-    if store and len(store) < len(parts):
-        others = [p for p in parts if p not in mine]
-        raise SystemExit(
-            f"error: --parts {' '.join(store)} train one model per job and --parts {' '.join(others)} as ensembles; "
-            "run them as two commands."
-        )
-    if store or (not parts and preset not in ensembles.PRESETS):
-        return figs_cpu.store_main(argv, runner="ch2_scaling")
     return ensembles.store_main(argv, "ch2_scaling")
 
 
