@@ -55,7 +55,8 @@ def test_values_read_back_equal_the_run_files(committed):
     rec = json.loads(path.read_text())
     row = rows.loc[rec["key"]]
     assert row["experiment"] == "ch2_reference_grid" and row["seed"] == rec["seed"]
-    assert row["experiment_recorded"] == rec["experiment"] and row["sha256"] == rec["sha256"]
+    assert rec["experiment"] == "ch2_reference_grid" and row["sha256"] == rec["sha256"]
+    assert "experiment_recorded" not in rows.columns  # every run records today's name: one column holds it
     assert row["config.recipe.lr"] == rec["config"]["recipe"]["lr"]
     assert row["config.N"] == rec["config"]["N"]
     assert json.loads(row["config.recipe.betas"]) == rec["config"]["recipe"]["betas"]  # a list: its JSON text
@@ -88,11 +89,34 @@ def test_an_empty_store_is_refused_with_the_fix(tmp_path):
         write_dataset(tmp_path / "runs", tmp_path / "dataset")
 
 
+def test_every_run_records_today_s_name_and_job_function(committed):
+    """The data card's caveat: each run's recorded experiment is its folder's name and its ``runner`` a job function
+    that imports today (the runs of older names and module paths were migrated)."""
+    import importlib
+
+    _, runs, card = committed
+    for runner in set(runs["runner"]):
+        module, function = runner.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), runner
+    assert "every run records today's name of its experiment" in card
+
+
+def test_a_run_in_another_experiment_s_folder_is_refused_with_the_fix(tmp_path):
+    src = next(p for p in RUN_FILES if p.parent.name == "ch2_reference_grid")
+    (tmp_path / "ch2_trained_dn").mkdir()
+    shutil.copy2(src, tmp_path / "ch2_trained_dn" / src.name)
+    with pytest.raises(
+        ValueError, match="records experiment 'ch2_reference_grid' but sits in results/runs/ch2_trained"
+    ):
+        write_dataset(store=tmp_path, out=tmp_path / "out")
+
+
 def test_columns_are_typed_and_sorted_by_group(committed):
     _, runs, _ = committed
     names = list(runs.columns)
-    assert names[:8] == list(IDENTITY)
-    groups = [n.split(".")[0] for n in names[8:]]
+    k = len(IDENTITY)
+    assert names[:k] == list(IDENTITY) and "experiment_recorded" not in names
+    groups = [n.split(".")[0] for n in names[k:]]
     assert groups == sorted(groups, key=["config", "result", "result_json", "provenance"].index)
     for group in ("config", "result", "provenance"):
         mine = [n for n in names if n.startswith(group + ".")]

@@ -35,11 +35,9 @@ CHECK_COMMAND = "python -m mamba_recall dataset"
 IDENTITY = {
     "experiment": "the experiment's name today: its folder `results/runs/<experiment>/`, also the name of its runner, "
     "bundles and checkpoints",
-    "experiment_recorded": "the name the run file records: the experiment's name when the run was written (several "
-    "were renamed since; the key hashes that name)",
     "key": "the job's key, `joblib.hash` of (experiment, config, seed): the run file is `<experiment>/<key>.json`",
     "seed": "the job's seed (training and data; the config holds any other seed)",
-    "runner": "the function that ran the job (`module:function`, as named when the run was written)",
+    "runner": "the job function (`module:function`) that runs the job today, as the run file records it",
     "schema_version": "the run file's schema version",
     "sha256": "the run file's hash over its whole record: a row comes from an untouched file",
     "nonfinite": "JSON text: where the result held NaN or an infinity (the run file stores them as null; the "
@@ -82,10 +80,16 @@ def json_text(value) -> str:
 
 
 def _row(rec: dict, experiment: str, where: Path) -> dict:
-    """One run record as ``{column: value}``; raises ValueError when two record paths name one column."""
+    """One run record as ``{column: value}``; raises ValueError when two record paths name one column, or when the
+    record names another experiment than the folder it sits in (a run renamed by hand, not migrated)."""
+    if rec["experiment"] != experiment:
+        raise ValueError(
+            f"{repo_relative(where)} records experiment {rec['experiment']!r} but sits in results/runs/{experiment}/; "
+            "a renamed experiment's runs are rewritten under its new name by `python -m mamba_recall.runstore "
+            "migrate` (runstore._migrate.KEYED_BEFORE), never moved by hand."
+        )
     row = {
         "experiment": experiment,
-        "experiment_recorded": rec["experiment"],
         "key": rec["key"],
         "seed": rec["seed"],
         "runner": rec["runner"],
@@ -219,7 +223,7 @@ def _canonical(table) -> str:
 def _card(table, kinds: dict) -> str:
     """The data card of ``table`` (generated: every count is read from the runs)."""
     names = table.column_names
-    columns = {n: table.column(n).to_pylist() for n in ("experiment", "experiment_recorded", "seed")}
+    columns = {n: table.column(n).to_pylist() for n in ("experiment", "seed")}
     columns["created"] = table.column("provenance.created").to_pylist()
     config_names = [n for n in names if n.startswith("config.")]
     config_values = [table.column(n).to_pylist() for n in config_names]
@@ -234,7 +238,6 @@ def _card(table, kinds: dict) -> str:
     groups = {g: sum(1 for n in names if n.startswith(g + ".")) for g in GROUPS}
     migration = "provenance.schema_migration.from_schema_version"
     migrated = sum(v is not None for v in table.column(migration).to_pylist()) if migration in names else 0
-    renamed = sum(a != b for a, b in zip(columns["experiment"], columns["experiment_recorded"]))
     versions = sorted(set(table.column("schema_version").to_pylist()))
     lines = [
         "# Data card: every committed run as one table",
@@ -316,8 +319,9 @@ def _card(table, kinds: dict) -> str:
         f"- Schema versions: every row is of version {', '.join(map(str, versions))}; {migrated} runs were written "
         "as version 1 and rewritten once with their hash (`provenance.schema_migration.*`, "
         "`results/runs/MIGRATIONS.json`).",
-        f"- Names: {renamed} runs record an older name of their experiment (`experiment_recorded`); `experiment` is "
-        "today's. `runner` keeps the module path of the day the run was made, some of which have moved since.",
+        "- Names: every run records today's name of its experiment (`experiment`, its folder) and today's job "
+        "function (`runner`); the runs written under older names or module paths were rewritten once under today's "
+        "(`results/runs/MIGRATIONS.json`).",
         "- A grid still running is partial: its finished jobs only (the long Chapter 5 grid, `ch5_capacity_long`, "
         "grows as its jobs finish). `python -m mamba_recall plan` says how many jobs each grid has left.",
         "- Runs of several presets (`ci`, `cpu-hours`) and devices sit in one table: group by the config, never by "
