@@ -136,7 +136,9 @@ def test_rule_over_three_seeds_both_ways():
     low = check_stored("000/Fig7-full", _records([0.9, 0.91, 0.92], [-1] * 3, [1] * 3, [0.5] * 3), names, record=False)
     assert low.status == "not testable here"
     assert check("000/Fig7-full", record=False).status == "not run"
-    assert "--parts full_mamba" in check("000/Fig7-full", record=False).reason
+    assert (
+        "python -m mamba_recall grid ch1_full_mamba --preset cpu-hours" in check("000/Fig7-full", record=False).reason
+    )
 
 
 def test_the_doubled_one_hot_full_model_reads_tokens_as_the_simplified_one():
