@@ -327,7 +327,7 @@ def _more_seeds(table1: Table1) -> Table1:
 
 # Table 1 row 4 at similar model sizes, and row 3's deciding cell on 3 more seeds, in every preset of ch1_table1
 # (about 1-2 CPU-minutes per cpu-hours cell):
-# ch1_table1 --preset cpu-hours --parts table1_rope table1_seeds (not among the default parts).
+# python -m mamba_recall grid ch1_table1_rope ch1_table1_seeds --preset cpu-hours (not among the default ones).
 EXPERIMENTS["ch1_table1_rope"] = {preset: _rope_matched(e) for preset, e in EXPERIMENTS["ch1_table1"].items()}
 EXPERIMENTS["ch1_table1_seeds"] = {preset: _more_seeds(e) for preset, e in EXPERIMENTS["ch1_table1"].items()}
 

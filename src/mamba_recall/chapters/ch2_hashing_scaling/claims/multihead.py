@@ -313,7 +313,7 @@ def spearman_p(x, y) -> tuple[float, float]:
 
 
 #: The command that writes a Fig. 8 grid with each run's correct-entry variance (``var_correct``) in its run store.
-FIG15_COMMAND = f"{runner_command('ch2_multihead')} --preset cpu-hours --parts fig8 --allow-long"
+FIG15_COMMAND = "python -m mamba_recall grid ch2_fig8 --preset cpu-hours --allow-long"
 
 
 def _with_entry_variances(bundle):
