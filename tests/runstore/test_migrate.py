@@ -150,3 +150,19 @@ def test_migrate_command(tmp_path):
     assert len(load_runs("ch1_table1_matched", store)) == len(before)
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "nothing to migrate" in again.stdout
+
+
+def test_a_checkpoint_made_by_a_several_experiment_command_gets_its_own_experiments_grid_command(tmp_path):
+    from pathlib import Path
+
+    from mamba_recall.experiment import experiments
+    from mamba_recall.runstore._migrate import sidecar_command
+
+    old = "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours --allow-long"
+    declared = experiments()
+    assert (
+        sidecar_command(Path("ch1_k2_cpu-hours_seed1.json"), old, declared)
+        == "python -m mamba_recall grid ch1_mechanism --preset cpu-hours --allow-long"
+    )
+    # another checkpoint of that command is not guessed: it keeps what canonical_command gives
+    assert sidecar_command(Path("ch1_other_cpu-hours_seed0.json"), old, declared) == old

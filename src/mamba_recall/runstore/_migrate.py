@@ -320,21 +320,44 @@ def canonical_command(command, experiments):
     return today
 
 
+#: Checkpoints that one runner command of several experiments made before every declared experiment ran only by its
+#: name (issue 54): (that command without ``--allow-long``, the start of the checkpoint's file name) -> the declared
+#: experiment whose jobs write that checkpoint, and its preset. ``ch1_training --preset cpu-hours`` trained Chapter 1's
+#: parts in one command; the ``ch1_<k1|k2|k4>_cpu-hours_seed<s>`` checkpoints are its models part, ``ch1_mechanism``.
+#: Declared history: never edit an entry.
+SIDECAR_EXPERIMENT_BEFORE = {
+    ("python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours", "ch1_k"): (
+        "ch1_mechanism",
+        "cpu-hours",
+    ),
+}
+
+
+def sidecar_command(path: Path, command, experiments):
+    """Today's command of the checkpoint sidecar at ``path`` that records ``command``: the grid command of the
+    experiment :data:`SIDECAR_EXPERIMENT_BEFORE` names for it, else :func:`canonical_command`."""
+    if isinstance(command, str):
+        bare = shlex.join(w for w in shlex.split(command) if w != "--allow-long")
+        for (before, prefix), (name, preset) in SIDECAR_EXPERIMENT_BEFORE.items():
+            if bare == before and path.name.startswith(prefix):
+                return next(e for e in experiments if e.name == name).command(preset)
+    return canonical_command(command, experiments)
+
+
 def _sidecar_change(path: Path, experiments):
-    """The checkpoint sidecar at ``path`` with today's command (:func:`canonical_command`; the old one kept as
+    """The checkpoint sidecar at ``path`` with today's command (:func:`sidecar_command`; the old one kept as
     ``provenance.command_before_migration``), or None when its command is today's already."""
     from ..results import read_bundle_record
 
     record = read_bundle_record(path)
-    command = canonical_command(record.get("command"), experiments)
+    command = sidecar_command(path, record.get("command"), experiments)
     if command == record.get("command"):
         return None
     new = json.loads(json.dumps(record))
     new["command"] = command
-    if isinstance(new.get("provenance"), dict):
-        new["provenance"]["command_before_migration"] = record["command"]
-    else:
-        new["command_before_migration"] = record["command"]
+    # the command first recorded stays (a later migration's: in MIGRATIONS.json, with the file's sha256 before)
+    keep = new["provenance"] if isinstance(new.get("provenance"), dict) else new
+    keep.setdefault("command_before_migration", record["command"])
     return new
 
 
