@@ -166,3 +166,12 @@ def test_a_checkpoint_made_by_a_several_experiment_command_gets_its_own_experime
     )
     # another checkpoint of that command is not guessed: it keeps what canonical_command gives
     assert sidecar_command(Path("ch1_other_cpu-hours_seed0.json"), old, declared) == old
+
+
+def test_no_committed_checkpoint_records_a_command_its_runner_now_refuses():
+    from mamba_recall.paths import RESULTS_DIR
+
+    refused = "mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours"
+    recorded = {p.name: json.loads(p.read_text()).get("command") for p in (RESULTS_DIR / "checkpoints").glob("*.json")}
+    assert recorded, "no committed checkpoint sidecar found"
+    assert [n for n, c in recorded.items() if isinstance(c, str) and refused in c] == []
