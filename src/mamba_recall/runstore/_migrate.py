@@ -64,6 +64,18 @@ def _same(a, b) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
+def _append_migration(record_path: Path, entry: dict) -> None:
+    """Append ``entry`` to the store's migration record ``record_path`` (created if absent), written atomically;
+    RunFileError when the file there is not a migration record."""
+    record = {"schema": MIGRATIONS_SCHEMA, "migrations": []}
+    if record_path.is_file():
+        record = json.loads(record_path.read_text())
+        if record.get("schema") != MIGRATIONS_SCHEMA:
+            raise RunFileError(f"{record_path} is not a migration record ({record.get('schema')!r}); move it away.")
+    record["migrations"].append(entry)
+    _write_atomic(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
 def upgrade_record(rec: dict, note: dict) -> dict:
     """The version :data:`SCHEMA_VERSION` record of the checked version 1 record ``rec``: the same fields, NaN and
     infinities of the result in ``nonfinite``, ``note`` as ``provenance.schema_migration``, and the ``sha256``."""
@@ -148,14 +160,8 @@ def migrate_store(store: Path | None = None, *, dry_run: bool = False, log=print
     if dry_run:
         log(f"{store}: {len(files)} version 1 run file(s) would be migrated to version {SCHEMA_VERSION} (dry run).")
         return entry
-    record = {"schema": MIGRATIONS_SCHEMA, "migrations": []}
-    if record_path.is_file():
-        record = json.loads(record_path.read_text())
-        if record.get("schema") != MIGRATIONS_SCHEMA:
-            raise RunFileError(f"{record_path} is not a migration record ({record.get('schema')!r}); move it away.")
-    record["migrations"].append(entry)
     # the record first: a migration interrupted half-way is recorded, and the same command migrates the rest
-    _write_atomic(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    _append_migration(record_path, entry)
     for path, new in upgraded:
         _write_atomic(path, json.dumps(new, indent=1, sort_keys=True, allow_nan=False) + "\n")
     log(
@@ -609,13 +615,7 @@ def migrate_names(
             "would be migrated (dry run)."
         )
         return entry
-    record = {"schema": MIGRATIONS_SCHEMA, "migrations": []}
-    if record_path.is_file():
-        record = json.loads(record_path.read_text())
-        if record.get("schema") != MIGRATIONS_SCHEMA:
-            raise RunFileError(f"{record_path} is not a migration record ({record.get('schema')!r}); move it away.")
-    record["migrations"].append(entry)
-    _write_atomic(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    _append_migration(record_path, entry)
     for path, _, rec in todo:
         target = path.with_name(f"{_key(path.parent.name, rec)}.json")
         new = staged[target]
