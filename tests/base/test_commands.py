@@ -157,8 +157,6 @@ def test_a_runner_given_a_declared_experiment_stops_naming_its_grid_command():
             ["--preset", "cpu-hours"],
             "grid ch1_mechanism ch1_table1 ch1_full_mamba ch1_wo ch1_table1_matched ch1_full_onehot --preset cpu-hours",
         ),
-        (CH1 + "table1", ["--preset", "ci"], "grid ch1_table1 ch1_table1_matched --preset ci --allow-long"),
-        (CH1 + "table1", ["--preset", "paper", "--parts", "table1"], "grid ch1_table1 --preset paper --allow-long"),
         (CH2 + "figs_cpu", [], "grid ch2_fig7 ch2_fig10_11 ch2_fig8 ch2_thm5 ch2_tab10 --preset cpu-hours"),
     ]
     for module, args, grid in cases:

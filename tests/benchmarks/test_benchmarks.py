@@ -75,9 +75,10 @@ def test_the_bundle_records_the_script_command(tmp_path, capsys):
 
 
 def test_reproduce_runs_the_benchmark_script_from_the_repository(monkeypatch):
-    """``make reproduce --only bench`` runs the script (also for a bundle that records the old library command)."""
-    old = "python -m mamba_recall bench --device cpu --repeats 5 --out results/scan_bench_cpu.json"
-    entry = manifest.Entry("scan_bench_cpu", "bundle", (), old, "bench", None, None, None, None, True)
+    """``make reproduce --only bench`` runs the script, as the committed benchmark bundle records it, from the
+    repository."""
+    recorded = "python benchmarks/scan.py --device cpu --repeats 5 --out results/scan_bench_cpu.json"
+    entry = manifest.Entry("scan_bench_cpu", "bundle", (), recorded, "bench", None, None, None, None, True)
     monkeypatch.setattr(manifest, "load", lambda path=None: [entry])
     calls = []
     monkeypatch.setattr(cli._main.subprocess, "run", lambda cmd, **kw: calls.append((cmd, kw.get("cwd"))))

@@ -144,7 +144,7 @@ def run_grid(
     except KeyboardInterrupt as exc:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not interrupt the count
         try:
-            done = len(_scan(jobs, store)[0])
+            done = _count_when_settled(jobs, store)
         except Exception:  # noqa: BLE001 - the count is a courtesy; the line is printed anyway
             done = "?"
         if isinstance(exc, Terminated):
@@ -161,6 +161,31 @@ def run_grid(
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         _restore_sigterm(previous_term)
+
+
+def _is_our_worker(pid) -> bool:
+    """Whether ``pid`` is a worker process this one started (its parent, read from ``/proc``; False where there is
+    no ``/proc`` or the process is gone)."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, ValueError, TypeError):
+        return False
+    return int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid()
+
+
+def _count_when_settled(jobs: list[dict], store, timeout: float = 10.0) -> int:
+    """The finished jobs of the grid once its own workers have let go of their jobs (Ctrl-C reaches them too: a
+    worker that had finished its job still writes its run, after this process took the interrupt), waiting at most
+    ``timeout`` seconds; claims held by other processes (another command on the same store) are not waited for."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        holders = (claimed_by(j, store) for j in jobs)
+        if not any(h is not None and _is_our_worker(h.get("pid")) for h in holders):
+            break
+        time.sleep(0.05)
+    return len(_scan(jobs, store)[0])
 
 
 class Terminated(KeyboardInterrupt):

@@ -11,8 +11,7 @@ its full step budget or 100 % held-out accuracy) and ``grid ch1_full_mamba ch1_f
 6,000 steps (``python -m mamba_recall plan --preset paper`` lists them), on the CPU like ``cpu-hours``. The simplified
 models and W_o have no paper grid: their cpu-hours entries are the paper's settings. The runner ``ch1_training``
 (:mod:`.training`, :func:`checkpoints_main`) retrains some of ``ch1_checkpoints``' models (``--only k1``); given
-another part, or a preset without checkpoints, it stops naming the grid command, as ``ch1_table1`` (:mod:`.table1`)
-always does (:func:`refuse`).
+another part, or a preset without checkpoints, it stops naming the grid command (:func:`refuse`).
 
 What it runs (sizes in ``chapters/ch1_gradient_dynamics/configs.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
 same command resumes after an interruption:
@@ -189,13 +188,13 @@ def estimate(left: list[dict]) -> tuple[float, str]:
 CHECKPOINT_PRESETS = ("ci", "paper")
 
 
-def refuse(runner: str, preset: str, parts, default=None) -> SystemExit:
-    """The one-line error of a runner given work that is now a declared experiment: ``parts`` (None: ``default``,
-    else the preset's :data:`DEFAULT_PARTS` other than ``checkpoints``) and the grid command that runs them, e.g.
+def refuse(runner: str, preset: str, parts) -> SystemExit:
+    """The one-line error of a runner given work that is now a declared experiment: ``parts`` (None: the preset's
+    :data:`DEFAULT_PARTS` other than ``checkpoints``) and the grid command that runs them, e.g.
     ``error: ch1_training --parts full_mamba: ch1_full_mamba is a declared experiment; run it by name: python -m
     mamba_recall grid ch1_full_mamba --preset paper --allow-long``."""
     asked = f"--parts {' '.join(parts)}" if parts else f"--preset {preset}"
-    chosen = list(parts or default or [p for p in DEFAULT_PARTS[preset] if p != "checkpoints"])
+    chosen = list(parts or [p for p in DEFAULT_PARTS[preset] if p != "checkpoints"])
     names = " ".join(PARTS[p] for p in chosen)
     what = (
         f"{names} is a declared experiment; run it"

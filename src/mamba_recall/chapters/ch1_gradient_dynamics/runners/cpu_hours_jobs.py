@@ -1,4 +1,4 @@
-"""Chapter 1's run-store grid, run by ``ch1_training`` and ``ch1_table1`` (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) and its job functions:
+"""Chapter 1's run-store grid, run by ``python -m mamba_recall grid <experiment>`` and ``ch1_training`` (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) and its job functions:
 the run-store experiments and parts, :func:`jobs_for` (one job per config and seed), the checkpoints, and
 :func:`run_job` (a model job, a Table 1 cell, a full-Mamba job or a learned-W_o job), which the grid's
 ``RUNNER`` string names at ``mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours:run_job``."""
