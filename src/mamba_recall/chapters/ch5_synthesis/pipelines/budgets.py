@@ -21,36 +21,34 @@ __all__ = [
 ]
 
 
-def long_bundle(log=print):
-    """The long budget's committed bundle (``ch5_capacity_long``, the strongest preset's, through
-    :func:`mamba_recall.results.evidence`), complete or partial, or None when none is committed (the page then shows
-    its command and cost). An incomplete bundle that does not say it is partial was not written by ``--partial`` and
-    is refused with the command that remakes it (:func:`partial_label`)."""
+def _running_bundle(name: str, what: str, log):
+    """The committed bundle of ``name`` (the strongest preset's, through :func:`mamba_recall.results.evidence`),
+    complete or partial, or None when none is committed; an incomplete bundle that does not say it is partial was not
+    written by ``--partial`` and is refused with the command that remakes it (:func:`partial_label`). ``log`` is told
+    ``"<what>: <bundle>[, PARTIAL: k of n jobs]"``."""
     from mamba_recall.results import BundleMissing, evidence
 
     try:
-        b = evidence("ch5_capacity_long", complete=False)
+        b = evidence(name, complete=False)
     except BundleMissing:
         return None
     label = partial_label(b)  # an unmarked incomplete bundle stops here
-    log(f"long budget: {b.path.stem}" + (f", {label}" if label else ""))
+    log(f"{what}: {b.path.stem}" + (f", {label}" if label else ""))
     return b
+
+
+def long_bundle(log=print):
+    """The long budget's committed bundle (``ch5_capacity_long``), complete or partial, or None when none is
+    committed (the page then shows its command and cost): :func:`_running_bundle`."""
+    return _running_bundle("ch5_capacity_long", "long budget", log)
 
 
 def sweep_bundle(log=print):
-    """The learning-rate sweep's committed bundle (``ch5_capacity_lr_sweep``, through
-    :func:`mamba_recall.results.evidence`), complete or partial (:func:`partial_label`), or None when none is
-    committed (the page then shows the declared sweep, its command and cost)."""
+    """The learning-rate sweep's committed bundle (``ch5_capacity_lr_sweep``), complete or partial, or None when
+    none is committed (the page then shows the declared sweep, its command and cost): :func:`_running_bundle`."""
     from mamba_recall.chapters.ch5_synthesis.configs import LR_SWEEP
-    from mamba_recall.results import BundleMissing, evidence
 
-    try:
-        b = evidence(LR_SWEEP, complete=False)
-    except BundleMissing:
-        return None
-    label = partial_label(b)
-    log(f"learning-rate sweep: {b.path.stem}" + (f", {label}" if label else ""))
-    return b
+    return _running_bundle(LR_SWEEP, "learning-rate sweep", log)
 
 
 def partial_label(bundle) -> str:
