@@ -1,8 +1,8 @@
 """Chapter 2's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
 run-store folder and bundle and run by that name (``python -m mamba_recall grid <experiment> --preset P``): the
 one-model-per-job figure grids (:mod:`.runners.figs_cpu`), the ensembles of ``ch2_scaling`` and ``ch2_multihead`` at ci and paper
-(:mod:`.runners.ensembles`), the reference grid and the trained D–N grid. Their jobs, job functions, estimates and
-bundles are the runners'."""
+(:mod:`.runners.ensembles`), the reference grid, the trained D–N grid and the designed circuit's capacity per (D, N)
+cell (:mod:`.runners.designed_capacity`). Their jobs, job functions, estimates and bundles are the runners'."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import functools
 from mamba_recall.experiment import Experiment, sizes_from
 
 from .configs import EXPERIMENTS as SIZES
-from .runners import ensembles, figs_cpu, reference_grid, trained_dn
+from .runners import designed_capacity, ensembles, figs_cpu, reference_grid, trained_dn
 
 
 def _figure(part: str) -> Experiment:
@@ -57,4 +57,13 @@ EXPERIMENTS = (
     *(_ensembles(runner) for runner in ensembles.EXPERIMENTS),
     _grid(reference_grid, _TRAINED),
     _grid(trained_dn, _TRAINED),
+    Experiment(
+        name=designed_capacity.EXPERIMENT,
+        sizes=sizes_from(SIZES, designed_capacity.EXPERIMENT),
+        make_jobs=designed_capacity.jobs_for,
+        run_job=designed_capacity.RUNNER,
+        write=designed_capacity.write_bundle,
+        estimate=designed_capacity.estimate,
+        metrics=designed_capacity.METRICS,
+    ),
 )

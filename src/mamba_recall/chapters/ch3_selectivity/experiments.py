@@ -1,14 +1,15 @@
 """Chapter 3's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
 runner, run-store folder and bundle: keep-every-n-th, MQAR (Fig. 4 and Fig. A.3) and induction heads. Their jobs,
 job functions, estimators and bundles are the runners' (:mod:`.runners`); the MQAR grids can train a config's seeds
-as one ensemble (``--members``)."""
+as one ensemble (``--members``). The sweeps of the hand-set MQAR constructions (:mod:`.runners.mqar_constructions`,
+one job per (κ, |V|) pair, nothing trained) are declared as they are."""
 
 from __future__ import annotations
 
 from mamba_recall.experiment import Experiment, sizes_from
 
 from .configs import EXPERIMENTS as SIZES
-from .runners import induction, keep_nth, mqar_figa3, mqar_train
+from .runners import induction, keep_nth, mqar_constructions, mqar_figa3, mqar_train
 from .runners.common import measured_estimate
 from .training.selectivity import GPU_PRESETS, STORE_PRESETS
 
@@ -48,4 +49,13 @@ EXPERIMENTS = (
     _declare(mqar_train, mqar_train.METRICS, members=True),
     _declare(mqar_figa3, mqar_figa3.METRICS, members=True),
     _declare(induction, ("accuracy", "accuracy_nonblank", "steps")),
+    Experiment(
+        name=mqar_constructions.EXPERIMENT,
+        sizes=sizes_from(SIZES, mqar_constructions.EXPERIMENT),
+        make_jobs=mqar_constructions.jobs_for,
+        run_job=mqar_constructions.RUNNER,
+        write=mqar_constructions.write_bundle,
+        estimate=mqar_constructions.estimate,
+        metrics=mqar_constructions.METRICS,
+    ),
 )

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import pandas as pd
 import torch
@@ -17,49 +16,19 @@ from mamba_recall.runners import runner_module
 from mamba_recall.runstore import JOB_DEVICE_HELP, add_device_arg, add_grid_args, grid_main
 
 
-def parse(description: str, name: str, bundle: str, argv=None, *, one_process: bool = False):
-    """The command line of a Chapter 3 runner. ``one_process``: a runner that writes its bundle itself
-    (``ch3_mqar_constructions``), which also takes ``--out``; the run-store runners' bundles are named by the store."""
+def parse(description: str, name: str, argv=None):
+    """The command line of a Chapter 3 runner that runs the run store under its own options (``ch3_mqar_figa3``):
+    ``--preset``, ``--device``, ``--threads`` and the run store's options; ``args.sizes`` the preset's sizes of
+    ``name`` (smoke-capped with ``--smoke``)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--preset", default="ci", choices=["ci", "cpu-hours", "paper"])
-    add_device_arg(parser, "checked only: the sweeps run on the CPU" if one_process else JOB_DEVICE_HELP)
-    if one_process:  # no run-store options: a --smoke or --jobs it took and ignored would mislead
-        parser.add_argument("--out", default=None, help="bundle name (default: <runner>_<preset>)")
+    add_device_arg(parser, JOB_DEVICE_HELP)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
-    if not one_process:
-        add_store_arguments(parser)
+    add_store_arguments(parser)
     args = parser.parse_args(argv)
-    if one_process:
-        args.smoke = False
     torch.set_num_threads(args.threads)
     args.sizes = experiment(name, args.preset, smoke=args.smoke)
-    if one_process:
-        args.out = args.out or f"{bundle}_{args.preset}"
     return args
-
-
-def save_runner_bundle(
-    args,
-    runner: str,
-    data: dict,
-    cfg: dict,
-    start: float,
-    tables: dict[str, list | pd.DataFrame],
-    device: str | None = None,
-) -> Path:
-    """Write the bundle ``results/<args.out>.json`` of runner ``ch3_<name>`` (tables: rows → CSV) and say so."""
-    wall = time.time() - start
-    path = results.save_bundle(
-        args.out,
-        data,
-        dict(cfg, preset=args.preset),
-        command=f"python -m {runner_module(runner)} --preset {args.preset}",
-        device=device or args.device,
-        wall_seconds=wall,
-        tables={k: pd.DataFrame(v) for k, v in tables.items()},
-    )
-    print(f"wrote {path} in {wall:.0f} s")
-    return path
 
 
 # ------------------------------------------------------------------------------------------------------- run store

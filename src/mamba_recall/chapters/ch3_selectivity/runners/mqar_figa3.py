@@ -64,7 +64,7 @@ write_bundle = store_bundle_writer("ch3_mqar_figa3", EXPERIMENT, jobs_for, by=CE
 
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None):
-    args = parse(__doc__.splitlines()[0], EXPERIMENT, "ch3_mqar_figa3", argv)
+    args = parse(__doc__.splitlines()[0], EXPERIMENT, argv)
     if args.preset not in PRESETS:
         raise SystemExit(
             "ch3_mqar_figa3 trains nothing at --preset ci (the page reads the committed cpu-hours bundle); "
