@@ -20,15 +20,18 @@ finished (:func:`mamba_recall.runstore.grid_main`: ``--smoke``, ``--aggregate-on
 that ran it before: finished runs stay finished. A runner with one experiment is this command under its old name
 (:func:`grid_command` with ``name``).
 
-Every experiment of Chapters 1 and 2 runs only by its name: a runner given one of them (``--parts fig8``, ``--preset
-cpu-hours``) stops naming this command. Chapter 5's capacity runner still runs its grids through ``--budget``:
-``runner``, ``part`` and ``extra_args`` keep that runner's command for them (:meth:`Experiment.runner_command`).
+Every declared experiment runs by its name: a runner given one of them (``--parts fig8``, ``--preset cpu-hours``)
+stops naming this command. ``--partial`` writes the bundle of a grid still running from its finished runs, marked
+partial (``data.partial``: "k of n jobs"), where the experiment's writer takes it (Chapter 5's)::
+
+    python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --aggregate-only --partial
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -140,11 +143,24 @@ class Experiment:
             return self.command(preset)
         return f"{command} --preset {preset}{self.extra_args} --allow-long"
 
-    def bundle_writer(self) -> Callable[..., Any]:
+    def writes_partial(self) -> bool:
+        """Whether its declared ``write`` takes ``partial``: with jobs left, a bundle from the finished runs marked
+        partial (:func:`mamba_recall.runstore.partial_status`; the grid command's ``--partial``)."""
+        return self.write is not None and "partial" in inspect.signature(self.write).parameters
+
+    def bundle_writer(self, partial: bool = False) -> Callable[..., Any]:
         """What writes the bundle from the finished runs: the declared ``write``, else :meth:`write_runs`; the
         bundle ``<name>_<preset>`` records :meth:`command`, the one command of this grid, whichever runner code writes
-        it (:func:`mamba_recall.results.recorded_command`)."""
+        it (:func:`mamba_recall.results.recorded_command`). ``partial``: the bundle of an unfinished grid too, marked
+        partial (only a ``write`` that takes it, :meth:`writes_partial`; ValueError otherwise)."""
         write = self.write if self.write is not None else self.write_runs
+        if partial:
+            if not self.writes_partial():
+                raise ValueError(
+                    f"experiment {self.name}: its bundle writer writes no partial bundle; drop --partial (an "
+                    "unfinished grid's bundle says complete: false)."
+                )
+            write = functools.partial(write, partial=True)
 
         def write_recording_command(preset: str, **kw):
             from .results import recorded_command
@@ -218,15 +234,16 @@ def _no_bundle(preset, **kw) -> None:
 
 def run_experiment(experiment: Experiment | Sequence[Experiment], args) -> object:
     """Run ``experiment`` (or several, one after another, in one command: one provenance for all their bundles) with
-    the parsed options ``args`` (``--preset`` and the run store's, :func:`mamba_recall.runstore.add_grid_args`):
-    each one's stages in order (:attr:`Experiment.stages`, one by default), then its bundle; returns what the first
+    the parsed options ``args`` (``--preset`` and the run store's, :func:`mamba_recall.runstore.add_grid_args`;
+    ``--partial``, :meth:`Experiment.bundle_writer`): each one's stages in order (:attr:`Experiment.stages`, one by
+    default), then its bundle; returns what the first
     stage's ``write`` returns (None when that stage is not an experiment's last). A ``--smoke`` run's store is under
     ``_build/smoke/results``, never ``results/runs``. ValueError (from a ``make_jobs``) when one has no grid at
     ``args.preset``."""
     from .results import smoke_run_store
     from .runstore import GridStage, grid_main
 
-    members = getattr(args, "members", 1)
+    members, partial = getattr(args, "members", 1), getattr(args, "partial", False)
     stages: list[GridStage] = []
     for e in [experiment] if isinstance(experiment, Experiment) else list(experiment):
         jobs = e.grid_jobs(args.preset, smoke=args.smoke)
@@ -240,7 +257,7 @@ def run_experiment(experiment: Experiment | Sequence[Experiment], args) -> objec
                 GridStage(
                     e.run_job,
                     part,
-                    e.bundle_writer() if i == len(parts) - 1 else _no_bundle,
+                    e.bundle_writer(partial) if i == len(parts) - 1 else _no_bundle,
                     estimate,
                     what if len(parts) == 1 else f"{what} (stage {i + 1} of {len(parts)})",
                     e.members_job,
@@ -270,9 +287,11 @@ def grid_command(
     """The command line that runs declared experiments (module docstring): ``EXPERIMENT [EXPERIMENT ...] --preset
     P`` and the run store's options (several: one after another, in one command); with ``name``, that experiment's runner
     under its own command (no positional name, ``--preset``
-    defaulting to ``default_preset``, ``--device`` accepted and checked: the jobs say their device). An unknown
-    name, or a preset at which the experiment has no grid, stops with one line; so does the long-run guard (exit
-    status 2)."""
+    defaulting to ``default_preset``, ``--device`` accepted and checked: the jobs say their device). ``--partial``:
+    the bundle of an unfinished grid, marked partial (:meth:`Experiment.bundle_writer`). An unknown name, a preset at
+    which the experiment has no grid (a grid made from another's bundle that is not complete yet, as
+    ``ch5_capacity_tuned`` from its sweep, names the command that finishes that one), or ``--partial`` for an
+    experiment whose writer does not take it stops with one line; so does the long-run guard (exit status 2)."""
     from .longrun import LongRunError
     from .presets import ALL_PRESETS
     from .runstore import add_device_arg, add_grid_args
@@ -297,12 +316,23 @@ def grid_command(
         help="the sizes to run (ci, cpu-hours, paper)",
     )
     add_grid_args(ap, smoke="the preset's grid with a handful of steps (written under _build/smoke)")
+    ap.add_argument(
+        "--partial",
+        action="store_true",
+        help="with jobs left, write the bundle from the finished ones, marked partial ('k of n jobs'; a complete "
+        "bundle is never replaced by one), for the experiments whose bundle writer takes it (without it they write "
+        "only a complete grid's bundle): " + (", ".join(e.name for e in experiments() if e.writes_partial()) or "none"),
+    )
     args = ap.parse_args(argv)
     try:
         chosen = [experiment_named(n) for n in ([name] if name else dict.fromkeys(args.experiment))]
     except ValueError as exc:
         ap.error(str(exc))
     for experiment in chosen:
+        if args.partial and not experiment.writes_partial():
+            ap.error(
+                f"{experiment.name} writes no partial bundle (its bundle writer does not take one): drop --partial."
+            )
         try:  # a preset at which the experiment has no grid: one line saying where it has one
             experiment.grid_jobs(args.preset, smoke=args.smoke)
         except (KeyError, ValueError) as exc:

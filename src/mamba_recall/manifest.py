@@ -214,25 +214,12 @@ def reproduce_runs(entries: list[Entry], order: list[str]) -> list[tuple[str, di
     return out
 
 
-def command_runner(command: str | None) -> str | None:
-    """The runner family of a recorded command (the ``runner`` of its manifest entry, what ``reproduce --only``
-    selects and its order follows): :func:`parse_command`'s runner, where a ``python -m mamba_recall grid NAME``
-    command gives the runner of its declared experiment (:attr:`mamba_recall.experiment.Experiment.runner`, Chapter 5's
-    ``--budget`` grids), else the experiment's own name (``grid ch2_thm5`` is ``ch2_thm5``'s)."""
-    runner = parse_command(command)[0]
-    if runner is None or not command or shlex.split(command)[1:4] != ["-m", "mamba_recall", "grid"]:
-        return runner
-    from .experiment import experiments
-
-    declared = {e.name: e.runner or e.name for e in experiments()}
-    return " ".join(dict.fromkeys(declared.get(n, n) for n in runner.split()))
-
-
 def parse_command(command: str | None) -> tuple[str | None, dict[str, tuple[str, ...]]]:
     """``(runner, flags)`` of a recorded command: ``python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling
     --preset ci`` gives ``("ch2_scaling", {"--preset": ("ci",)})``; ``python -m mamba_recall grid ch2_thm5 --preset
-    ci`` gives ``("ch2_thm5", ...)`` (the experiments it names; :func:`command_runner` gives their runner); the scan
-    benchmark, ``python benchmarks/scan.py ...``, gives ``"bench"``."""
+    ci`` gives ``("ch2_thm5", ...)`` (the experiments it names: every declared experiment runs by its own name); the
+    scan benchmark, ``python benchmarks/scan.py ...``, gives ``"bench"``. The runner is a command's family: its
+    manifest entry's ``runner``, what ``reproduce --only`` selects and its order follows."""
     if not command:
         return None, {}
     words = shlex.split(command)
@@ -267,7 +254,7 @@ def _cost(record: dict) -> tuple[float | None, float | None]:
 
 def _entry(name: str, kind: str, files: list[str], record: dict) -> Entry:
     command = record.get("command") if isinstance(record.get("command"), str) else None
-    runner, flags = command_runner(command), parse_command(command)[1]
+    runner, flags = parse_command(command)
     config = record.get("config") if isinstance(record.get("config"), dict) else {}
     preset = config.get("preset") or record.get("preset") or (flags.get("--preset") or (None,))[0]
     prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
@@ -654,7 +641,7 @@ def reproduce_commands(entries: list[Entry], order: list[str]) -> list[str]:
     rank = {r: float(i) for i, r in enumerate(order)}
     # within a runner, in the order the results were first made (ch4_train's s_mix starts from s_small's weights)
     first = {c: min((e.created for e in entries if e.command == c and e.created), default="") for c in kept}
-    family = {c: command_runner(c) for c in kept}
+    family = {c: parse_command(c)[0] for c in kept}
     return sorted(kept, key=lambda c: (_rank(family[c], rank), first[c], c))
 
 

@@ -80,10 +80,11 @@ def test_a_run_store_experiment_has_one_name_for_its_folder_and_its_bundles():
     assert checked >= 18, checked
 
 
-def _size_checks() -> tuple[list[str], list[str]]:
-    """``(bundles checked, problems)``: a bundle of a runner without a run store records its experiment's preset
-    sizes in its config (flat, or per model under ``sizes``); they must equal what ``presets.experiment`` gives
-    today, or the bundle is stale. The experiment is the one whose sizes (at least three keys) it holds most of."""
+def _size_checks() -> tuple[list[tuple[str, str]], list[str]]:
+    """``((bundle, experiment) pairs checked, problems)``: a bundle of a runner without a run store records its
+    experiment's preset sizes in its config (flat, or per model under ``sizes``); they must equal what
+    ``presets.experiment`` gives today, or the bundle is stale. The experiment is the one whose sizes (at least three
+    keys) it holds most of."""
     from mamba_recall.presets import EXPERIMENTS, experiment
 
     def plain(x):
@@ -112,7 +113,7 @@ def _size_checks() -> tuple[list[str], list[str]]:
             stale = {k: (recorded[k], v) for k, v in today.items() if recorded.get(k) != v}
             if stale:
                 problems.append(f"{entry.name}: {name} sizes changed since it was made (recorded, today): {stale}")
-            checked.append(entry.name)
+            checked.append((entry.name, name))
     return sorted(set(checked)), problems
 
 
@@ -120,21 +121,37 @@ def test_other_bundles_record_the_sizes_their_presets_give_today():
     checked, problems = _size_checks()
     assert problems == []
     # 10 since Chapter 3's three ci bundles came from the run store, 7 since Chapter 1's ci and paper ones did, 5 since
-    # Chapter 2's ensembles did (their keys are checked above)
-    assert len(checked) >= 5, checked
+    # Chapter 2's ensembles did, 2 since Chapter 2's designed capacity and Chapter 3's construction sweeps did (their
+    # keys are checked above)
+    assert len(checked) >= 2, checked
 
 
 def test_a_preset_changed_after_its_bundle_was_made_is_found(monkeypatch):
     from mamba_recall.presets import EXPERIMENTS
 
+    (bundle, name), *_ = _size_checks()[0]
+    preset = json.loads((REPO_ROOT / f"results/{bundle}.json").read_text())["config"]["preset"]
+    entry = EXPERIMENTS[name][preset]
+    field = next(f.name for f in dataclasses.fields(entry) if type(getattr(entry, f.name)) is int)
+    monkeypatch.setitem(EXPERIMENTS[name], preset, dataclasses.replace(entry, **{field: getattr(entry, field) + 1}))
+    _, problems = _size_checks()
+    assert len(problems) == 1 and problems[0].startswith(f"{bundle}: {name} sizes changed"), problems
+
+
+def test_a_run_store_bundle_made_before_its_preset_changed_is_found(monkeypatch):
+    """A run-store bundle records its run keys, which hash each job's config: a preset changed after the bundle was
+    made gives other keys (:func:`test_run_store_bundles_hold_only_jobs_their_runners_make_today` then fails)."""
+    from mamba_recall.experiment import experiment_named
+    from mamba_recall.presets import EXPERIMENTS
+
+    grid = experiment_named("ch2_designed_capacity")
+    recorded = set(json.loads((REPO_ROOT / "results/ch2_designed_capacity_ci.json").read_text())["data"]["run_keys"])
+    assert recorded == {j["key"] for j in grid.grid_jobs("ci")}
     entry = EXPERIMENTS["ch2_designed_capacity"]["ci"]
     monkeypatch.setitem(
         EXPERIMENTS["ch2_designed_capacity"], "ci", dataclasses.replace(entry, n_queries=entry.n_queries + 1)
     )
-    _, problems = _size_checks()
-    assert len(problems) == 1 and problems[0].startswith(
-        "ch2_designed_capacity_ci: ch2_designed_capacity sizes changed"
-    )
+    assert not recorded & {j["key"] for j in grid.grid_jobs("ci")}
 
 
 def _copy(names: list[str], root: Path) -> None:
@@ -215,7 +232,7 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
         "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
         # a declared experiment's grid command, no runner's: just before its chapter's first runner
         "python -m mamba_recall grid ch2_thm5 --preset ci --allow-long",
-        # one a runner still runs (Chapter 5's --budget grids): at that runner's place
+        # another declared experiment's: just before its chapter's first runner (the last chapter here)
         "python -m mamba_recall grid ch5_capacity_long --preset ci --allow-long",
     ]
     order = ["bench", "ch1_training", "ch2_scaling", "ch2_multihead", "ch4_train", "ch4_edge", "ch5_capacity"]
@@ -238,18 +255,18 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
     ]
 
 
-def test_the_scan_benchmark_is_a_script_and_a_grid_command_names_its_experiment_s_runner():
+def test_the_scan_benchmark_is_a_script_and_a_grid_command_names_its_experiment():
     new = "python benchmarks/scan.py --device cpu --repeats 5 --out results/scan_bench_cpu.json"
     flags = {"--device": ("cpu",), "--repeats": ("5",), "--out": ("results/scan_bench_cpu.json",)}
     assert manifest.parse_command(new) == ("bench", flags)
-    assert manifest.command_runner(new) == "bench"
     grid = "python -m mamba_recall grid ch2_thm5 --preset ci --allow-long"
+    # its own name, the entry's runner family (reproduce --only, its order)
     assert manifest.parse_command(grid) == ("ch2_thm5", {"--preset": ("ci",), "--allow-long": ()})
-    assert manifest.command_runner(grid) == "ch2_thm5"  # its own name, for reproduce --only (no runner runs it)
-    budget = "python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --allow-long"
-    assert manifest.command_runner(budget) == "ch5_capacity"  # the runner that still runs it (--budget long)
+    budget = "python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --aggregate-only --partial"
+    want = ("ch5_capacity_long", {"--preset": ("cpu-hours",), "--aggregate-only": (), "--partial": ()})
+    assert manifest.parse_command(budget) == want  # Chapter 5's grids too: no runner of theirs runs them
     ch2 = "python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci"
-    assert manifest.command_runner(ch2) == "ch2_scaling" and manifest.command_runner(None) is None
+    assert manifest.parse_command(ch2)[0] == "ch2_scaling" and manifest.parse_command(None) == (None, {})
 
 
 def test_the_committed_manifest_gives_make_reproduce_its_commands():

@@ -63,7 +63,7 @@ def reproduce(preset: str | None, device: str, only: list[str], allow_long: bool
     if preset is None:
         try:
             planned = manifest.reproduce_runs(manifest.load(), ["bench", *runners])
-            planned = [(c, r) for c, r in planned if not only or manifest.command_runner(c) in only]
+            planned = [(c, r) for c, r in planned if not only or manifest.parse_command(c)[0] in only]
             for c, _ in planned:
                 if manifest.needs_gpu(c):
                     print(f"not run here (a GPU machine remakes it, by hand): {c}", flush=True)

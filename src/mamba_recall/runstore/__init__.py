@@ -45,7 +45,8 @@ The modules, this package's internals (import every name from ``mamba_recall.run
 * ``_aggregate``: the one way from seeds to an interval (:func:`mean_interval`: mean, 95 % interval, clipped to a
   declared range, paired differences), the one regression with t-intervals (:func:`regression_interval`) and
   :func:`aggregate`;
-* ``_bundles``: a grid's bundle (:func:`finished_status`, :func:`runs_summary`, :func:`save_grid_bundle`);
+* ``_bundles``: a grid's bundle (:func:`finished_status`, :func:`partial_status`, :func:`runs_summary`,
+  :func:`save_grid_bundle`);
 * ``_cli``: the command line every run-store runner shares (:func:`add_grid_args`, :func:`grid_main`);
 * ``_demo``: the demo grid (:func:`demo_job`; ``python -m mamba_recall.runstore demo``);
 * ``_migrate``: a store's run files rewritten to the current schema once (:func:`migrate_store`), and the runs and
@@ -103,6 +104,7 @@ from ._bundles import (
     dirty_files_committed_since,
     finished_status,
     is_default_store,
+    partial_status,
     runs_summary,
     save_grid_bundle,
 )
@@ -148,6 +150,7 @@ __all__ = [
     "job_device",
     "runs_summary",
     "finished_status",
+    "partial_status",
     "save_grid_bundle",
     "GRID_OPTIONS",
     "JOB_DEVICE_HELP",

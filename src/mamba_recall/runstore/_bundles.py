@@ -1,7 +1,7 @@
 """A grid's bundle: the status fields and the summary of its runs that its ``data`` starts with
-(:func:`finished_status`, :func:`runs_summary`), where it goes (:func:`bundle_directory`: a scratch store's
-beside that store, never into the committed results) and writing it without losing evidence
-(:func:`save_grid_bundle`)."""
+(:func:`finished_status`, :func:`runs_summary`; an unfinished grid's marked partial, :func:`partial_status`), where
+it goes (:func:`bundle_directory`: a scratch store's beside that store, never into the committed results) and writing
+it without losing evidence (:func:`save_grid_bundle`)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,24 @@ class GridStatus(dict):
         out = GridStatus({**first, **self})
         out.store = self.store
         return out
+
+
+def partial_status(data: GridStatus, partial: bool, *, what: str, command: str, log=print) -> GridStatus | None:
+    """``data`` (:func:`finished_status`) as a bundle may record it: a complete grid's as it is; an unfinished one's
+    only when asked (``partial``: the grid command's ``--partial``), then marked ``partial: "k of n jobs"`` first in
+    its ``data`` (what a page that shows a running grid reads and labels); else None, logged with the command that
+    writes it marked (``command`` and ``--aggregate-only --partial``). ``what`` names the grid (``"ch5_capacity_long
+    at preset cpu-hours"``). A partial bundle never replaces a complete one (:func:`save_grid_bundle` refuses it)."""
+    if data["complete"]:
+        return data
+    done = f"{data['jobs_finished']} of {data['jobs_total']} jobs"
+    if not partial:
+        log(
+            f"{what}: {done} finished; a bundle of an unfinished grid is written only when asked (--partial), and is "
+            f"then marked partial; none written. To write one: {command} --aggregate-only --partial"
+        )
+        return None
+    return data.with_fields(partial=done)
 
 
 def is_default_store(store: Path | None) -> bool:

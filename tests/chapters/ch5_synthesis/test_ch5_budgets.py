@@ -18,6 +18,7 @@ from mamba_recall.chapters.ch5_synthesis.configs import SWEEP_DEFAULT_LR, SWEEP_
 from mamba_recall.chapters.ch5_synthesis.pipelines import budgets
 from mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep import pick_rate, picked_rates, sweep_kappa, sweep_kappas
 from mamba_recall.chapters.ch5_synthesis.runners import capacity
+from mamba_recall.experiment import grid_command
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.runstore import finished_runs
 
@@ -41,25 +42,63 @@ def _scratch_store(tmp_path, n: int):
     return store, len(jobs)
 
 
-def test_an_unfinished_grid_writes_its_bundle_only_when_asked_and_marked_partial(tmp_path):
+def test_an_unfinished_grid_writes_its_bundle_only_when_asked_and_marked_partial(tmp_path, capsys):
+    """Through the one grid command: ``--aggregate-only`` on a grid with jobs left writes nothing and names the
+    command that writes it marked; ``--aggregate-only --partial`` writes it beside the scratch store, marked partial,
+    recording the experiment's grid command."""
     store, total = _scratch_store(tmp_path, 3)
-    said = []
-    assert capacity.write_bundle("cpu-hours", store=store, budget="long", log=said.append) is None
+    base = ["ch5_capacity_long", "--preset", "cpu-hours", "--aggregate-only", "--store", str(store)]
+    assert grid_command(base) == 0
     assert not list((tmp_path / "scratch").glob("*.json"))
-    assert any(
-        f"3 of {total} jobs finished" in s and s.endswith("--budget long --aggregate-only --partial") for s in said
-    ), said
-    path = capacity.write_bundle("cpu-hours", store=store, budget="long", partial=True, log=said.append)
+    err = capsys.readouterr().err
+    want = "python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --aggregate-only --partial"
+    assert f"3 of {total} jobs finished" in err and want in err, err
+    assert grid_command([*base, "--partial"]) == 0
+    path = tmp_path / "scratch" / "ch5_capacity_long_cpu-hours.json"  # beside the scratch store, never into results/
     b = results.load_bundle(path)
-    assert path.parent == tmp_path / "scratch"  # beside the scratch store, never into results/
     assert b.data["partial"] == f"3 of {total} jobs" and b.data["complete"] is False
-    assert b.command.endswith("--budget long --allow-long --partial")
+    assert b.command == "python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --allow-long"
     assert budgets.partial_label(b) == f"PARTIAL: 3 of {total} jobs"
     assert budgets.budget_label(b) == f"6000 steps, PARTIAL: 3 of {total} jobs"
     assert budgets.judged_bundle("short", b) == "short"  # a partial grid is shown, never judged
     # the charts and tables that show it carry the label
     assert f"PARTIAL: 3 of {total} jobs" in json.dumps(views.budgets_chart(b, b).to_dict())
     assert set(views.capacity_table(b).budget) == {f"6000 steps, PARTIAL: 3 of {total} jobs"}
+    # the bundle writer called directly says and does the same
+    said = []
+    assert capacity.write_bundle("cpu-hours", store=store, budget="long", log=said.append) is None
+    assert any(s.endswith(want) for s in said), said
+
+
+def test_a_partial_bundle_never_replaces_a_complete_one(tmp_path, capsys):
+    """A complete bundle beside the scratch store (the committed ``ch5_capacity`` one) is kept when the grid
+    aggregates 3 of its jobs with ``--partial``: the command stops (status 1) naming both counts."""
+    jobs = capacity.jobs_for("cpu-hours")
+    runs = finished_runs(jobs)[:3]
+    if len(runs) < 3:
+        pytest.skip("fewer than 3 committed runs of ch5_capacity")
+    store = tmp_path / "scratch" / "runs"
+    (store / "ch5_capacity").mkdir(parents=True)
+    for r in runs:
+        shutil.copy2(RESULTS_DIR / "runs" / "ch5_capacity" / f"{r['key']}.json", store / "ch5_capacity")
+    for path in RESULTS_DIR.glob("ch5_capacity_cpu-hours.*"):
+        shutil.copy2(path, tmp_path / "scratch" / path.name)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "scratch").glob("ch5_capacity_cpu-hours.*")}
+    assert json.loads(before["ch5_capacity_cpu-hours.json"])["data"]["complete"] is True
+    argv = ["ch5_capacity", "--preset", "cpu-hours", "--aggregate-only", "--partial", "--store", str(store)]
+    with pytest.raises(SystemExit) as stopped:
+        grid_command(argv)
+    assert stopped.value.code not in (0, None) and "not replacing" in str(stopped.value.code), stopped.value.code
+    assert f"by a bundle of 3 of {len(jobs)} jobs" in str(stopped.value.code)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "scratch").glob("ch5_capacity_cpu-hours.*")} == before
+
+
+def test_the_old_budget_options_name_the_experiment_s_grid_command(capsys):
+    """The runner's ``--budget`` and ``--lr-sweep`` are gone: each stops with the grid command it meant."""
+    assert capacity.main(["--preset", "ci", "--budget", "long", "--aggregate-only"]) == 2
+    assert "python -m mamba_recall grid ch5_capacity_long --preset ci --allow-long" in capsys.readouterr().err
+    assert capacity.main(["--budget", "long", "--lr-sweep"]) == 2
+    assert "python -m mamba_recall grid ch5_capacity_lr_sweep --preset cpu-hours" in capsys.readouterr().err
 
 
 def test_an_incomplete_bundle_without_its_mark_is_refused():
@@ -184,22 +223,61 @@ def test_the_sweep_is_declared_over_every_cell_at_three_rates_on_seed_0():
         capacity.sweep_jobs("paper")
 
 
-def test_the_smoke_sweep_runs_and_the_tuned_grid_takes_its_rates(tmp_path, monkeypatch):
+def _sweep_runs(tmp_path):
+    return sorted((tmp_path / "smoke" / "runs" / "ch5_capacity_lr_sweep").glob("*.json"))
+
+
+def test_the_smoke_sweep_runs_and_the_tuned_grid_takes_its_rates_once_the_sweep_is_complete(
+    tmp_path, monkeypatch, capsys
+):
+    """All through the grid command: the tuned grid stops naming the sweep's grid command while the sweep has no
+    bundle or only a partial one; the sweep's smoke grid runs; once complete, the tuned grid takes its picked rates
+    (and a partial sweep bundle never replaces the complete one)."""
     monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path / "smoke")
-    with pytest.raises(ValueError, match="run the sweep first"):
-        capacity.jobs_for("ci", smoke=True, budget="tuned")
-    with pytest.raises(SystemExit):
-        capacity.main(["--preset", "ci", "--lr-sweep", "--smoke", "--no-estimate"])  # the sweep runs at --budget long
-    capacity.main(["--preset", "ci", "--budget", "long", "--lr-sweep", "--smoke", "--no-estimate"])
-    b = results.load_bundle("ch5_capacity_lr_sweep_ci_smoke", directory=tmp_path / "smoke")
+    sweep = ["ch5_capacity_lr_sweep", "--preset", "ci", "--smoke", "--no-estimate"]
+    tuned = ["ch5_capacity_tuned", "--preset", "ci", "--smoke", "--aggregate-only"]
+    first = "run the sweep first: python -m mamba_recall grid ch5_capacity_lr_sweep --preset ci --allow-long --smoke"
+    with pytest.raises(SystemExit) as stopped:
+        grid_command(tuned)  # no sweep bundle
+    assert stopped.value.code == 2 and first in capsys.readouterr().err
+
+    assert grid_command(sweep) == 0
+    path = tmp_path / "smoke" / "ch5_capacity_lr_sweep_ci_smoke.json"
+    b = results.load_bundle(path)
     rates, picked = b.tables["rates"], b.tables["picked"]
     assert b.data["complete"] and len(rates) == 2 * 3 and set(rates.lr) == set(SWEEP_LRS)
+    assert b.command == "python -m mamba_recall grid ch5_capacity_lr_sweep --preset ci --allow-long"
     assert set(rates.kappa) == {8} and (rates.steps_run <= 4).all()
     assert len(picked) == 2 and set(picked.lr) <= set(SWEEP_LRS)
-    tuned = capacity.jobs_for("ci", smoke=True, budget="tuned")
-    got = {(j["config"]["layers"], j["config"]["D"], j["config"]["N"]): j["config"]["recipe"]["lr"] for j in tuned}
+
+    # two probes gone: a partial bundle does not replace the complete one
+    complete = path.read_bytes()
+    for run in _sweep_runs(tmp_path)[:2]:
+        run.unlink()
+    with pytest.raises(SystemExit) as stopped:
+        grid_command([*sweep, "--aggregate-only", "--partial"])
+    assert stopped.value.code not in (0, None) and "not replacing" in str(stopped.value.code)
+    assert path.read_bytes() == complete
+
+    # with only the partial bundle there, the tuned grid still stops naming the sweep's grid command
+    path.unlink()
+    assert grid_command([*sweep, "--aggregate-only", "--partial"]) == 0
+    assert results.load_bundle(path).data["partial"] == "4 of 6 jobs"
+    with pytest.raises(SystemExit) as stopped:
+        grid_command(tuned)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "incomplete: 4 of 6 jobs" in err and first in err, err
+
+    # the same sweep command finishes it; then the tuned grid's jobs carry the picked rates
+    assert grid_command(sweep) == 0
+    picked = results.load_bundle(path).tables["picked"]
+    capsys.readouterr()
+    assert grid_command(tuned) == 0  # its grid exists now: counted (nothing run with --aggregate-only)
+    tuned_jobs = capacity.jobs_for("ci", smoke=True, budget="tuned")
+    assert f"{len(tuned_jobs)} jobs: 0 finished, {len(tuned_jobs)} left" in capsys.readouterr().out
+    got = {(j["config"]["layers"], j["config"]["D"], j["config"]["N"]): j["config"]["recipe"]["lr"] for j in tuned_jobs}
     assert got == {(int(r.layers), int(r.D), int(r.N)): float(r.lr) for r in picked.itertuples()}
-    assert {j["experiment"] for j in tuned} == {"ch5_capacity_tuned"}
+    assert {j["experiment"] for j in tuned_jobs} == {"ch5_capacity_tuned"}
 
 
 def test_the_sweep_table_shows_each_rates_probe_and_the_rule_s_pick_only_for_finished_cells():

@@ -287,7 +287,7 @@ def test_the_long_budget_stretches_the_schedule_with_the_steps():
     jobs = jobs_for("cpu-hours", budget="long")
     assert len(jobs) == 36 and {j["experiment"] for j in jobs} == {"ch5_capacity_long"}
     assert not {j["key"] for j in jobs} & {j["key"] for j in jobs_for("cpu-hours")}
-    assert long_command().endswith("runners.capacity --preset cpu-hours --budget long --allow-long --jobs 2")
+    assert long_command() == "python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --allow-long --jobs 2"
 
 
 def test_h5_reads_delta_at_keys_against_the_untrained_twins():

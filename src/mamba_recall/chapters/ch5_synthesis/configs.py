@@ -18,9 +18,9 @@ the largest κ with held-out recall ≥ 90 % and ≥ 50 %, one training per prob
 any of its runs, when the ``cpu-hours`` grid showed 82 % of its one-layer probes still learning at the step cap):
 every preset's steps ×4 (:data:`LONG_FACTOR`), the schedule stretched with it (warm-up and hold ×4, then the cosine
 to 0 over the rest), the plateau rule scaled to it (an evaluation every 500 steps instead of 250, so a plateau is
-no gain of 0.01 over 1,500 steps, the whole of the shorter budget). It is a variant of Chapter 5's runner, not a
-preset of the book (the presets stay ci, cpu-hours, paper):
-``python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --allow-long``.
+no gain of 0.01 over 1,500 steps, the whole of the shorter budget). It is an experiment of its own, not a preset of
+the book (the presets stay ci, cpu-hours, paper):
+``python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --allow-long``.
 
 ``ch5_capacity_lr_sweep`` (declared 2026-12-05, before any of its runs, when 14 of the long grid's 36 searches had
 finished with 21 of their 74 probes (28 %) still at the 6,000-step cap and many at κ = 6–11 stopped on the ≈ 1/κ
@@ -34,7 +34,8 @@ between the ≈ 1/κ plateau and learning, so where the rates differ). The rule 
 (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep.pick_rate`): the rate whose probe reaches the highest
 held-out recall, the default 10⁻² kept wherever its recall is within 0.01 of the best. ``ch5_capacity_tuned`` then
 re-runs the long grid (3 seeds) with each cell at its picked rate:
-``... runners.capacity --preset cpu-hours --budget long --lr-sweep --allow-long``, then ``--budget tuned``. Declared,
+``python -m mamba_recall grid ch5_capacity_lr_sweep --preset cpu-hours --allow-long``, then ``grid
+ch5_capacity_tuned``. Declared,
 not run (``plan`` lists both with their cost). The ``paper`` preset declares no κ table (no complete bundle at paper
 002's budget to read it from): its sweep has no jobs until one is declared.
 
@@ -200,8 +201,8 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     "ch5_capacity_lr_sweep": {preset: lr_sweep(sizes, preset) for preset, sizes in _SIZES.items()},
     "ch5_capacity_tuned": {preset: long_budget(sizes) for preset, sizes in _SIZES.items()},
 }
-#: the experiment of each training budget (the runner's ``--budget``): paper 002's code schedule, the long one, and
+#: the experiment of each training budget (its jobs' schedule): paper 002's code schedule, the long one, and
 #: the long one at each cell's learning rate picked by the sweep (``ch5_capacity_lr_sweep``)
 BUDGETS = {"paper002": "ch5_capacity", "long": "ch5_capacity_long", "tuned": "ch5_capacity_tuned"}
-#: the experiment of the per-cell learning-rate sweep (the runner's ``--budget long --lr-sweep``)
+#: the experiment of the per-cell learning-rate sweep (at the long budget)
 LR_SWEEP = "ch5_capacity_lr_sweep"

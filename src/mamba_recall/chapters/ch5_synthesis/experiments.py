@@ -1,8 +1,10 @@
 """Chapter 5's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`): the capacity grid
 at paper 002's step budget (``ch5_capacity``) and at 4x the steps (``ch5_capacity_long``, issue 52), the per-cell
 learning-rate sweep at the long budget (``ch5_capacity_lr_sweep``) and the long grid at the rates it picks
-(``ch5_capacity_tuned``, whose jobs exist once the sweep's bundle is committed), each named as its run-store folder
-and bundle. Their jobs, job function, estimate and bundles are :mod:`.runners.capacity`'s."""
+(``ch5_capacity_tuned``, whose jobs exist once the sweep's bundle is committed complete), each named as its run-store
+folder and bundle and run by that name (``python -m mamba_recall grid ch5_capacity_long --preset cpu-hours
+--allow-long``; ``--aggregate-only --partial``: the bundle of a grid still running, marked partial). Their jobs, job
+functions, estimates and bundle writers (which take ``partial``) are :mod:`.runners.capacity`'s."""
 
 from __future__ import annotations
 
@@ -24,9 +26,6 @@ def _budget(budget: str) -> Experiment:
         write=functools.partial(capacity.write_bundle, budget=budget),
         estimate=capacity.estimate,
         metrics=("n_probes", "train_seconds"),
-        runner="ch5_capacity",
-        part="" if budget == "paper002" else budget,
-        extra_args="" if budget == "paper002" else f" --budget {budget}",
     )
 
 
@@ -39,9 +38,6 @@ def _lr_sweep() -> Experiment:
         write=capacity.write_sweep_bundle,
         estimate=capacity.sweep_estimate,
         metrics=("probe",),
-        runner="ch5_capacity",
-        part="lr-sweep",
-        extra_args=" --budget long --lr-sweep",
     )
 
 

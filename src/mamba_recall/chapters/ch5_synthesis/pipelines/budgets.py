@@ -1,6 +1,6 @@
 """Chapter 5 at its two training budgets, side by side: paper 002's code schedule (``ch5_capacity``, the bundle the
 verdicts read) and the long one (``ch5_capacity_long``), whose committed bundle may be *partial* (a grid still
-running: written only when asked, ``--partial``, and marked ``data.partial`` = "k of n jobs").
+running: written only when asked, the grid command's ``--partial``, and marked ``data.partial`` = "k of n jobs").
 
 Every number here is read from a bundle and from its own config (its steps, target recall, V), never from a
 default: the same function gives the short and the long budget's."""
@@ -60,8 +60,9 @@ def partial_label(bundle) -> str:
     if not data.get("partial"):
         raise ValueError(
             f"{bundle.path}: {data.get('jobs_finished')} of {data.get('jobs_total')} jobs, not marked partial; "
-            "rewrite it with the runner's --aggregate-only --partial (a grid's unfinished bundle is written only "
-            "when asked)."
+            "rewrite it with its experiment's grid command and --aggregate-only --partial (python -m mamba_recall "
+            "grid <experiment> --preset P --aggregate-only --partial: a grid's unfinished bundle is written only when "
+            "asked)."
         )
     return f"PARTIAL: {data['partial']}"
 

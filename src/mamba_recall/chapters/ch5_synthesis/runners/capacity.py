@@ -1,16 +1,20 @@
 r"""Chapter 5 runner: the capacity κ* of the full Mamba LM on zoology's MQAR, by a search over κ, 3 seeds.
 
-    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --allow-long [--jobs 2]
-    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --aggregate-only
-    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --allow-long
-    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --aggregate-only --partial
-    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget long --lr-sweep --allow-long
-    python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset cpu-hours --budget tuned --allow-long
+Chapter 5's four grids are declared experiments (:mod:`mamba_recall.chapters.ch5_synthesis.experiments`), each run
+by its name; this module holds their jobs, job functions, estimates and bundle writers::
 
-``--budget paper002`` (the default) trains each probe with paper 002's code schedule (experiment ``ch5_capacity``);
-``--budget long`` with the same grid at 4× the steps, the schedule stretched with them (experiment
-``ch5_capacity_long``, its own store folder and bundle ``results/ch5_capacity_long_<preset>.json``; see
-:mod:`mamba_recall.chapters.ch5_synthesis.configs`).
+    python -m mamba_recall grid ch5_capacity --preset cpu-hours --allow-long [--jobs 2]
+    python -m mamba_recall grid ch5_capacity --preset cpu-hours --aggregate-only
+    python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --allow-long
+    python -m mamba_recall grid ch5_capacity_long --preset cpu-hours --aggregate-only --partial
+    python -m mamba_recall grid ch5_capacity_lr_sweep --preset cpu-hours --allow-long
+    python -m mamba_recall grid ch5_capacity_tuned --preset cpu-hours --allow-long
+
+``ch5_capacity`` trains each probe with paper 002's code schedule (the budget ``paper002``); ``ch5_capacity_long``
+the same grid at 4× the steps, the schedule stretched with them (the budget ``long``, its own store folder and
+bundle ``results/ch5_capacity_long_<preset>.json``; see :mod:`mamba_recall.chapters.ch5_synthesis.configs`). This
+runner's own command, ``python -m mamba_recall.chapters.ch5_synthesis.runners.capacity --preset P``, is the grid of
+``ch5_capacity`` under the runner's name (:func:`main`).
 
 One run-store job per (layers, D, N) and seed (``results/runs/ch5_capacity/``): a bisection over the κ ladder
 (:func:`mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search.search`) for the largest κ with held-out recall ≥ 50 % and ≥ 90 %,
@@ -24,26 +28,27 @@ pair order, and the Δ signature of the trained model and of its untrained twin 
 
 The bundle ``results/ch5_capacity_<preset>.json`` holds the table ``probes`` (one row per job and probe) and
 ``searches`` (one row per job: κ*₅₀ and κ*₉₀, interpolated and censored, whether the probes were monotone). A grid
-with jobs left writes its bundle only when asked with ``--partial``: the bundle is then marked partial (``data.partial``,
-"k of n jobs"), and the same command writes the complete bundle over it once every job has finished.
+with jobs left writes its bundle only when asked with the grid's ``--partial``: the bundle is then marked partial
+(``data.partial``, "k of n jobs", :func:`mamba_recall.runstore.partial_status`), and the same grid command writes
+the complete bundle over it once every job has finished (a complete bundle is never replaced by a partial one).
 
-``--budget long --lr-sweep``: the per-cell learning-rate sweep (experiment ``ch5_capacity_lr_sweep``, declared before
-its runs in :mod:`~mamba_recall.chapters.ch5_synthesis.configs`): one probe per cell and rate, seed 0, at the long
-schedule, at the cell's declared κ; its bundle holds ``rates`` (one row per probe) and ``picked`` (each cell's rate,
-:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep.pick_rate`). ``--budget tuned``: the long grid with
-each cell at its picked rate (``ch5_capacity_tuned``), made from the sweep's committed bundle.
+``ch5_capacity_lr_sweep``: the per-cell learning-rate sweep (declared before its runs in
+:mod:`~mamba_recall.chapters.ch5_synthesis.configs`): one probe per cell and rate, seed 0, at the long schedule, at
+the cell's declared κ; its bundle holds ``rates`` (one row per probe) and ``picked`` (each cell's rate,
+:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.lr_sweep.pick_rate`). ``ch5_capacity_tuned``: the long grid
+with each cell at its picked rate (the budget ``tuned``), made from the sweep's complete committed bundle: until it
+is complete its grid stops naming the sweep's command (:func:`tuned_rates`).
 """
 
 from __future__ import annotations
 
-import argparse
-import functools
 import math
 import time
 
+from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance
-from mamba_recall.runstore import add_grid_args, finished_status, grid_main, make_job, save_grid_bundle
+from mamba_recall.runstore import finished_status, make_job, partial_status, save_grid_bundle
 from mamba_recall.runners import runner_command
 
 from mamba_recall.chapters.ch5_synthesis.configs import BUDGETS, LR_SWEEP
@@ -162,14 +167,20 @@ def jobs_for(preset: str, smoke: bool = False, budget: str = "paper002") -> list
     return jobs
 
 
+def _grid(name: str, preset: str) -> str:
+    """The grid command of the declared experiment ``name`` at ``preset`` (:meth:`~mamba_recall.experiment.
+    Experiment.command`): what its bundle records and what the page prints."""
+    return experiment_named(name).command(preset)
+
+
 def tuned_command(preset: str = "cpu-hours") -> str:
     """The command that runs the long grid at the rates the sweep picked, at ``preset``."""
-    return f"{runner_command('ch5_capacity')} --preset {preset} --budget tuned --allow-long --jobs 2"
+    return f"{_grid(BUDGETS['tuned'], preset)} --jobs 2"
 
 
 def sweep_command(preset: str = "cpu-hours") -> str:
     """The command that runs the per-cell learning-rate sweep at ``preset``."""
-    return f"{runner_command('ch5_capacity')} --preset {preset} --budget long --lr-sweep --allow-long"
+    return _grid(LR_SWEEP, preset)
 
 
 def sweep_jobs(preset: str, smoke: bool = False) -> list[dict]:
@@ -242,12 +253,15 @@ def sweep_tables(runs: list[dict], sizes: dict):
 
 def write_sweep_bundle(preset: str, *, store=None, smoke: bool = False, log=print, partial: bool = False):
     """Aggregate the sweep's finished probes into ``results/ch5_capacity_lr_sweep_<preset>.json`` (``rates`` and
-    ``picked``); an unfinished sweep only with ``partial`` (:func:`partial_status`)."""
+    ``picked``); an unfinished sweep only with ``partial`` (:func:`mamba_recall.runstore.partial_status`). The bundle
+    records the sweep's grid command."""
     sizes = check_sizes(experiment(LR_SWEEP, preset, smoke=smoke))
     runs, data = finished_status(sweep_jobs(preset, smoke), store, preset=preset, log=log)
     if not runs:
         return None
-    data = partial_status(data, LR_SWEEP, preset, partial, log, sweep_command(preset).removesuffix(" --allow-long"))
+    command = sweep_command(preset)
+    what = f"{LR_SWEEP} at preset {preset}"
+    data = partial_status(data, partial, what=what, command=command.removesuffix(" --allow-long"), log=log)
     if data is None:
         return None
     rates, picked = sweep_tables(runs, sizes)
@@ -261,12 +275,11 @@ def write_sweep_bundle(preset: str, *, store=None, smoke: bool = False, log=prin
         "budget": "long",
         "rule": "the rate with the highest held-out recall at the cell's probe; the default kept within 0.01 of it",
     }
-    cmd = sweep_command(preset) + (" --partial" if "partial" in data else "")
     return save_grid_bundle(
         f"{LR_SWEEP}_{preset}" + ("_smoke" if smoke else ""),
         data,
         config,
-        command=cmd,
+        command=command,
         tables={"rates": rates, "picked": picked},
         log=log,
     )
@@ -487,36 +500,21 @@ def tables(runs: list[dict]):
     return pd.DataFrame(probes), pd.DataFrame(searches)
 
 
-def partial_status(data, name: str, preset: str, partial: bool, log=print, command: str = ""):
-    """``data`` (:func:`~mamba_recall.runstore.finished_status`) as a bundle may record it: a complete grid's as it is;
-    an unfinished one's only with ``partial`` (the runner's ``--partial``), marked ``partial: "k of n jobs"``; else
-    None, logged with the ``command`` that writes it (the grid's runner command)."""
-    if data["complete"]:
-        return data
-    done = f"{data['jobs_finished']} of {data['jobs_total']} jobs"
-    if not partial:
-        log(
-            f"{name} at preset {preset}: {done} finished; a bundle of an unfinished grid is written only when asked "
-            f"(--partial), and is then marked partial; none written. To write one: {command} --aggregate-only --partial"
-        )
-        return None
-    return data.with_fields(partial=done)
-
-
 def write_bundle(
     preset: str, *, store=None, smoke: bool = False, log=print, budget: str = "paper002", partial: bool = False
 ):
     """Aggregate the finished searches of ``preset`` into ``results/<experiment>_<preset>.json`` (``ch5_capacity``,
     ``ch5_capacity_long`` at the long budget, ``ch5_capacity_tuned`` at the sweep's rates); a grid with jobs left only
-    with ``partial`` (:func:`partial_status`)."""
+    with ``partial`` (:func:`mamba_recall.runstore.partial_status`). The bundle records the experiment's grid
+    command."""
     sizes, name = _sizes(preset, smoke, budget), experiment_of(budget)
     jobs = jobs_for(preset, smoke, budget)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None
-    budget_arg = f" --budget {budget}" if budget != "paper002" else ""
-    command = f"{runner_command('ch5_capacity')} --preset {preset}{budget_arg}"
-    data = partial_status(data, name, preset, partial, log, command)
+    command = _grid(name, preset)
+    what = f"{name} at preset {preset}"
+    data = partial_status(data, partial, what=what, command=command.removesuffix(" --allow-long"), log=log)
     if data is None:
         return None
     probes, searches = tables(runs)
@@ -534,59 +532,43 @@ def write_bundle(
         "runner": RUNNER,
         "budget": budget,
     }
-    cmd = command + " --allow-long" + (" --partial" if "partial" in data else "")
     bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
-    return save_grid_bundle(bundle, data, config, command=cmd, tables={"probes": probes, "searches": searches}, log=log)
+    out = {"probes": probes, "searches": searches}
+    return save_grid_bundle(bundle, data, config, command=command, tables=out, log=log)
 
 
 def long_command(preset: str = "cpu-hours") -> str:
     """The command that runs the long budget's grid at ``preset``."""
-    return f"{runner_command('ch5_capacity')} --preset {preset} --budget long --allow-long --jobs 2"
+    return f"{_grid(BUDGETS['long'], preset)} --jobs 2"
+
+
+#: this runner's options before each of Chapter 5's grids ran by its name: ``--budget B`` -> the experiment of
+#: budget B, ``--lr-sweep`` -> the sweep (a command that still gives one stops naming that experiment's grid command)
+_GONE = ("--budget", "--lr-sweep")
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
-    ap.add_argument(
-        "--budget",
-        default="paper002",
-        choices=list(BUDGETS),
-        help="paper002: paper 002's code schedule (ch5_capacity); long: 4x the steps, the schedule stretched "
-        "(ch5_capacity_long); tuned: the long one at each cell's rate picked by the sweep (ch5_capacity_tuned)",
-    )
-    ap.add_argument(
-        "--lr-sweep",
-        action="store_true",
-        help="with --budget long: the per-cell learning-rate sweep (ch5_capacity_lr_sweep), one seed",
-    )
-    ap.add_argument(
-        "--partial",
-        action="store_true",
-        help="write the bundle even if jobs are left, marked partial ('k of n jobs'); without it only a complete "
-        "grid's bundle is written",
-    )
-    add_grid_args(ap)
-    args = ap.parse_args(argv)
-    from mamba_recall.results import smoke_run_store
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch5_capacity --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle). ``--budget``
+    or ``--lr-sweep`` (its options before the other budgets ran by their names) stop with one line naming the grid
+    command of the experiment they meant (exit status 2)."""
+    import sys
 
-    if args.lr_sweep and args.budget != "long":
-        ap.error(f"--lr-sweep runs at the long budget: give --budget long (got --budget {args.budget}).")
-    try:
-        if args.lr_sweep:
-            jobs, runner, what = (
-                sweep_jobs(args.preset, args.smoke),
-                SWEEP_RUNNER,
-                f"{LR_SWEEP} at preset {args.preset}",
-            )
-            write, est = functools.partial(write_sweep_bundle, partial=args.partial), sweep_estimate
-        else:
-            jobs, runner = jobs_for(args.preset, args.smoke, args.budget), RUNNER
-            what = f"{experiment_of(args.budget)} at preset {args.preset}"
-            write, est = functools.partial(write_bundle, budget=args.budget, partial=args.partial), estimate
-    except ValueError as exc:  # a grid with nothing declared at this preset, or a tuned grid before its sweep
-        ap.exit(2, f"{exc}\n")
-    grid_main(args, runner, jobs, write, estimate=est, what=what, default_store=smoke_run_store(args.smoke))
+    args = sys.argv[1:] if argv is None else list(argv)
+    gone = [a for a in args if a.split("=", 1)[0] in _GONE]
+    if gone:
+        after = lambda flag, default: next((args[i + 1] for i, a in enumerate(args[:-1]) if a == flag), default)  # noqa: E731
+        budget = after("--budget", "paper002")
+        name = LR_SWEEP if "--lr-sweep" in args else BUDGETS.get(budget, f"<one of {', '.join(BUDGETS.values())}>")
+        print(
+            f"error: {' '.join(gone)}: each of Chapter 5's grids runs by its experiment's name now; run "
+            f"python -m mamba_recall grid {name} --preset {after('--preset', 'cpu-hours')} --allow-long "
+            "(--jobs, --aggregate-only, --partial as before).",
+            file=sys.stderr,
+        )
+        return 2
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
 
 
 def first_search(preset: str, seed: int, smoke: bool = False, log=print) -> dict:
@@ -606,4 +588,4 @@ def first_search(preset: str, seed: int, smoke: bool = False, log=print) -> dict
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
