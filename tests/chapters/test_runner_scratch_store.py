@@ -43,6 +43,8 @@ _DRIVER = textwrap.dedent(
                     said = "no store option"
                 elif "invalid choice" in text or "trains nothing at --preset" in text:
                     said = "no such preset"
+                elif "has no run-store grid at preset" in text:  # a grid command under a runner's name
+                    said = "no such preset"
                 elif "by name: python -m mamba_recall grid " in text:  # a declared experiment's own command
                     said = "declared experiment"
                 else:

@@ -535,10 +535,12 @@ def test_ch4_edge_scratch_store_writes_its_bundles_beside_itself(tmp_path):
     store = tmp_path / "runs"
     for experiment in ("ch4_edge", "ch4_edge_checks"):
         shutil.copytree(RESULTS_DIR / "runs" / experiment, store / experiment)
-    ch4_edge.main(["--preset", "cpu-hours", "--aggregate-only", "--store", str(store)])
+    ch4_edge.main(["--preset", "cpu-hours", "--aggregate-only", "--store", str(store)])  # the grid of ch4_edge
+    ch4_edge.main(["--checks", "--preset", "cpu-hours", "--aggregate-only", "--store", str(store)])
     assert all((tmp_path / n).exists() for n in names)
     assert {n: (RESULTS_DIR / n).read_bytes() for n in names} == before
     empty = tmp_path / "empty" / "runs"
     empty.mkdir(parents=True)
     ch4_edge.main(["--preset", "cpu-hours", "--aggregate-only", "--store", str(empty)])
+    ch4_edge.main(["--checks", "--preset", "cpu-hours", "--aggregate-only", "--store", str(empty)])
     assert not list((tmp_path / "empty").glob("*.json"))

@@ -1,8 +1,6 @@
 """Chapter 4, Table 1 analogue (paper §4.2, Table 1): the synthetic downstream tasks, their scoring under
 all-step ablation, the decision rule, and the s_mix training recipe (mixture batches, warm start)."""
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -187,15 +185,9 @@ def test_s_mix_smoke_retrain(tmp_path):
     assert {f"transfer_{t}" for t in TRANSFER_TASKS} <= set(sidecar["gate"]["metrics"])
 
 
-def test_model_checks_runner_arguments():
-    from mamba_recall.chapters.ch4_primacy_recency.runners import model_checks as M
-
-    with pytest.raises(SystemExit):
-        M.main(["--model", "s_small", "--checkpoint", "x.pt"])
-    with pytest.raises(SystemExit):
-        M.main(["--checkpoint", "x.pt"])  # needs --name
-    with pytest.raises(FileNotFoundError, match="regenerate"):
-        M.judge_model(Path("/nonexistent/ch4_x.pt"))
+def test_model_checks_judge_s_models():
+    """The models ch4_model_checks judges are S-models of the training runner (its command line and jobs:
+    tests/chapters/ch4_primacy_recency/test_ch4_model_checks.py)."""
     assert set(experiment("ch4_model_checks", "ci")["models"]) <= set(T.MODELS)
 
 

@@ -330,12 +330,22 @@ def canonical_command(command, experiments):
 #: name (issue 54): (that command without ``--allow-long``, the start of the checkpoint's file name) -> the declared
 #: experiment whose jobs write that checkpoint, and its preset. ``ch1_training --preset cpu-hours`` trained Chapter 1's
 #: parts in one command; the ``ch1_<k1|k2|k4>_cpu-hours_seed<s>`` checkpoints are its models part, ``ch1_mechanism``.
+#: ``ch4_edge --preset cpu-hours --recipes R`` trained one recipe's seeds of ``ch4_edge``.
 #: Declared history: never edit an entry.
 SIDECAR_EXPERIMENT_BEFORE = {
     ("python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset cpu-hours", "ch1_k"): (
         "ch1_mechanism",
         "cpu-hours",
     ),
+    # the edge family's checkpoints, trained one recipe per command (``ch4_edge --recipes R``) before ``ch4_edge``
+    # ran by its name only: each is a job of ``ch4_edge`` at cpu-hours (``grid ch4_edge`` runs every recipe's)
+    **{
+        (
+            f"python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset cpu-hours --recipes {recipe}",
+            f"ch4_edge_{recipe}_cpu-hours_seed",
+        ): ("ch4_edge", "cpu-hours")
+        for recipe in ("d2", "d2_bos", "d2_smalldt", "d4", "d4_long", "d4_zinit", "m2")
+    },
 }
 
 
@@ -365,6 +375,15 @@ def _sidecar_change(path: Path, experiments):
     keep = new["provenance"] if isinstance(new.get("provenance"), dict) else new
     keep.setdefault("command_before_migration", record["command"])
     return new
+
+
+def _sidecar_bytes(record: dict) -> bytes:
+    """The bytes a checkpoint sidecar ``record`` is written as (:func:`mamba_recall.results.rewrite_bundle` with
+    ``sort_keys=False``: its keys in their order, its content hash added): what the migration record's ``sha256``
+    of a rewritten sidecar hashes."""
+    from ..results._files import _hashed_json
+
+    return _hashed_json(record, sort_keys=False)
 
 
 def _check_old(rec, path: Path, folder: str) -> str | None:
@@ -605,6 +624,8 @@ def migrate_names(
                 "file": repo_relative(p),
                 "command_before": json.loads(p.read_text()).get("command"),
                 "command": r["command"],
+                "sha256_before": hashlib.sha256(p.read_bytes()).hexdigest(),
+                "sha256": hashlib.sha256(_sidecar_bytes(r)).hexdigest(),
             }
             for p, r in sidecars
         ],
@@ -627,8 +648,14 @@ def migrate_names(
         path.unlink()
     for path, new, tables in bundles:
         rewrite_bundle(path, new, tables)
+    written = {e["file"]: e["sha256"] for e in entry["checkpoint_sidecars"]}
     for path, new in sidecars:
         rewrite_bundle(path, new, {}, sort_keys=False)
+        if hashlib.sha256(path.read_bytes()).hexdigest() != written[repo_relative(path)]:
+            raise RunFileError(
+                f"{path} does not hash as {record_path} records its rewrite; restore it (git checkout -- {path}) and "
+                f"run `{COMMAND}` again."
+            )
     log(
         f"{store}: migrated {len(files)} run file(s) to today's experiment names and keys, {len(bundles)} bundle(s) "
         f"and {len(sidecars)} checkpoint sidecar(s) of {results}; recorded in {record_path}."

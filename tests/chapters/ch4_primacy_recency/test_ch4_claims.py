@@ -263,11 +263,13 @@ def test_model_checks_judge_through_the_registry():
 
 @pytest.mark.parametrize("model", ["s_small", "s_small_seed1", "s_mix"])
 def test_committed_model_checks_use_the_registry(model):
-    """The committed §4.7 bundles hold registry verdicts: every claim id declared, and the primacy ablations at
+    """The committed §4.7 bundle holds registry verdicts: every claim id declared, and the primacy ablations at
     L = 8 (all positions ≈ 1 on every committed model) not testable."""
     from mamba_recall.results import load_bundle
 
-    t = load_bundle(f"ch4_checks_{model}_ci").tables["claims"]
+    t = load_bundle("ch4_model_checks_ci").tables["claims"]
+    t = t[t["model"] == model]
+    assert len(t) == 15
     assert set(t["claim_id"]) <= set(claims.REGISTRY)
     status = dict(zip(t["claim_id"], t["status"]))
     for cid in ("004/Fig3b", "004/Fig9", "004/Fig5a"):

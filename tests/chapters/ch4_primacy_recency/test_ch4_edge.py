@@ -175,19 +175,11 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     assert len(loaded.probe_table("slow_states")) == 1
 
 
-@pytest.mark.parametrize(
-    "argv, stages",
-    [
-        (["--aggregate-only"], ["edge", "checks"]),  # the one command that rewrites both bundles
-        (["--checks", "--aggregate-only"], ["checks"]),
-        (["--checks", "--no-estimate"], ["checks"]),
-        (["--no-estimate"], ["edge"]),  # training never starts the checks
-    ],
-)
-def test_edge_command_line_stages_share_one_provenance(argv, stages, tmp_path, monkeypatch, capsys):
-    """The command line on the shared run-store flow: which grids a command counts or runs and which bundles it
-    writes, with the store, preset and smoke flag passed through, every bundle under the command's one git state
-    (taken once, before anything is written), and --recipes / --seeds selecting the jobs as before."""
+@pytest.mark.parametrize("argv", [["--aggregate-only"], ["--no-estimate"]])
+def test_edge_checks_command_line_on_the_shared_flow(argv, tmp_path, monkeypatch, capsys):
+    """``--checks``: the checks grid on the shared run-store flow, with the store, preset and smoke flag passed
+    through, the bundle under the command's one git state (taken once, before anything is written), and --recipes
+    selecting the models checked; the edge grid is neither counted nor run (it runs by name, ``grid ch4_edge``)."""
     from mamba_recall import results
     from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
 
@@ -198,24 +190,45 @@ def test_edge_command_line_stages_share_one_provenance(argv, stages, tmp_path, m
         made.append((preset, smoke, store))
         return [j for j in edge_jobs if j["config"]["recipe_name"] == "d2"]  # stand-ins, filtered out by --recipes
 
-    def writer(name):
-        def write(preset, *, store, smoke, log):
-            calls.append((name, preset, store, smoke, results.command_git_state()))
-
-        return write
+    def write(preset, *, store, smoke, log):
+        calls.append((preset, store, smoke, results.command_git_state()))
 
     monkeypatch.setattr(E, "checks_jobs", fake_checks_jobs)
-    monkeypatch.setattr(E, "write_bundle", writer("edge"))
-    monkeypatch.setattr(E, "write_checks_bundle", writer("checks"))
-    # --recipes names no recipe of the stand-in checks and --seeds no edge seed: the grids that would run are empty
-    E.main(["--preset", "cpu-hours", "--smoke", "--store", str(tmp_path), "--recipes", "d4", "--seeds", "9", *argv])
-    assert [c[0] for c in calls] == stages
-    assert all(c[1:4] == ("cpu-hours", tmp_path, True) for c in calls)
-    assert calls[0][4] is not None and all(c[4] is calls[0][4] for c in calls)  # one provenance per command
-    assert results.command_git_state() is None  # and only while the command runs
+    monkeypatch.setattr(E, "write_checks_bundle", write)
+    monkeypatch.setattr(E, "grid_command", lambda *a, **k: pytest.fail("--checks ran the edge grid"))
+    E.main(["--checks", "--preset", "cpu-hours", "--smoke", "--store", str(tmp_path), "--recipes", "d4", *argv])
+    assert [c[:3] for c in calls] == [("cpu-hours", tmp_path, True)] and calls[0][3] is not None
+    assert results.command_git_state() is None  # the provenance only while the command runs
     out = capsys.readouterr().out.splitlines()
-    if "--aggregate-only" in argv:  # counted, one line per grid
-        assert out == ["0 jobs: 0 finished, 0 left"] * len(stages)
+    if "--aggregate-only" in argv:  # counted, one line
+        assert out == ["0 jobs: 0 finished, 0 left"]
     else:
         assert out == [f"0 jobs: 0 finished (skipped), 0 left; store {tmp_path}"]
-    assert len(made) == ("checks" in stages)  # (without the --recipes / --seeds selection, these would train)
+    assert made == [("cpu-hours", True, tmp_path)]
+    with pytest.raises(SystemExit):  # a recipe the preset does not declare: one line naming those it does
+        E.main(["--checks", "--preset", "cpu-hours", "--recipes", "d9"])
+    assert "unknown edge recipe(s) ['d9']; choose from" in capsys.readouterr().err
+
+
+def test_the_edge_runner_without_checks_is_the_grid_command_of_ch4_edge(monkeypatch):
+    """Training the edge family is the declared experiment's grid (``python -m mamba_recall grid ch4_edge``): the
+    runner without ``--checks`` is that command under its own name, and its recipe / seed selection is gone."""
+    from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
+    from mamba_recall.experiment import experiment_named
+
+    seen = []
+    monkeypatch.setattr(E, "grid_command", lambda argv, **kw: seen.append((argv, kw)) or 0)
+    assert E.main(["--preset", "cpu-hours", "--aggregate-only"]) == 0
+    assert seen == [
+        (
+            ["--preset", "cpu-hours", "--aggregate-only"],
+            {"name": "ch4_edge", "prog": E.runner_command("ch4_edge"), "default_preset": "cpu-hours"},
+        )
+    ]
+    monkeypatch.undo()
+    with pytest.raises(SystemExit) as exc:
+        E.main(["--preset", "cpu-hours", "--recipes", "d4", "--aggregate-only"])
+    assert exc.value.code == 2
+    e = experiment_named("ch4_edge")
+    assert e.write is E.write_bundle and e.run_job == E.RUNNER
+    assert e.command("cpu-hours") == "python -m mamba_recall grid ch4_edge --preset cpu-hours --allow-long"

@@ -185,7 +185,8 @@ def test_committed_jobs_and_bundle_keep_their_numbers():
 
 
 def test_aggregation_with_the_protocol_reproduces_the_committed_bundles(tmp_path, monkeypatch):
-    """Both bundles re-aggregated from the committed run store with this code (into a temporary directory): every
+    """Both bundles re-aggregated from the committed run store with this code (into a temporary directory; the edge
+    bundle by the grid, the checks bundle by the runner's --checks): every
     table byte-for-byte the committed CSV, the data and the config the same apart from the command's git state."""
     import json
 
@@ -194,7 +195,8 @@ def test_aggregation_with_the_protocol_reproduces_the_committed_bundles(tmp_path
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)  # where save_bundle reads it
-    E.main(["--preset", "cpu-hours", "--aggregate-only"])
+    E.main(["--preset", "cpu-hours", "--aggregate-only"])  # the edge bundle (grid ch4_edge --aggregate-only)
+    E.main(["--checks", "--preset", "cpu-hours", "--aggregate-only"])  # the checks bundle
     git = {"HEAD", "all_clean", "dirty_files", "dirty_files_as_run_equal_HEAD"}
     for name in ("ch4_edge_cpu-hours", "ch4_edge_checks_cpu-hours"):
         ours, committed = (  # data and config as loaded: a NaN is written as null (listed in "nonfinite"), read as NaN

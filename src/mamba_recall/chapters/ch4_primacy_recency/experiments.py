@@ -1,15 +1,16 @@
 """Chapter 4's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
-runner, run-store folder and bundle: the S-models (``ch4_train``, at ci and paper), the edge family (``ch4_edge``)
-and its mixed-channel model (``ch4_edge_mix``). Their jobs, job functions, estimates and bundles are the runners'
-(:mod:`.runners`). The edge family's claim checks (``ch4_edge_checks``, ``ch4_edge --checks``) are made from its
-finished runs, hence not declared here; ``ch4_model_checks`` writes its ``ch4_checks_*`` bundles in one process."""
+runner, run-store folder and bundle: the S-models (``ch4_train``, at ci and paper), the claims of §4.1–§4.4 judged on
+each of them (``ch4_model_checks``, one job per model), the edge family (``ch4_edge``) and its mixed-channel model
+(``ch4_edge_mix``). Each runs by ``python -m mamba_recall grid <name> --preset P``. Their jobs, job functions,
+estimates and bundles are the runners' (:mod:`.runners`). The edge family's claim checks (``ch4_edge_checks``,
+``ch4_edge --checks``) are made from its finished runs, hence not declared here."""
 
 from __future__ import annotations
 
 from mamba_recall.experiment import Experiment, sizes_from
 
 from .configs import EXPERIMENTS as SIZES
-from .runners import edge, edge_jobs, edge_mix, train
+from .runners import edge, edge_jobs, edge_mix, model_checks, train
 
 
 def _s_models_jobs(preset: str, smoke: bool = False) -> list[dict]:
@@ -35,6 +36,15 @@ EXPERIMENTS = (
         stages=_warm_last,
     ),
     Experiment(
+        name=model_checks.EXPERIMENT,
+        sizes=sizes_from(SIZES, model_checks.EXPERIMENT),
+        make_jobs=model_checks.jobs_for,
+        run_job=model_checks.RUNNER,
+        write=model_checks.write_bundle,
+        estimate=model_checks.estimate,
+        metrics=("converged",),
+    ),
+    Experiment(
         name=edge_jobs.EXPERIMENT,
         sizes=sizes_from(SIZES, edge_jobs.EXPERIMENT),
         make_jobs=edge_jobs.jobs_for,
@@ -42,7 +52,6 @@ EXPERIMENTS = (
         write=edge.write_bundle,
         estimate=edge.estimate,
         metrics=("L_p", "train_L_max"),
-        part="models",
     ),
     Experiment(
         name=edge_mix.EXPERIMENT,

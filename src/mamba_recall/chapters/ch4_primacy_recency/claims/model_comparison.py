@@ -66,7 +66,11 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
     ``record=False``; *not run* with the reason when the family or the recipe's models are not committed, or no
     Mamba-1 recipe converged on every seed. Each seed's record carries its null control, the same measurement on the
     model's untrained twin (:func:`stored_measurement`)."""
-    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EDGE_COMMAND, MAMBA2_RECIPE
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import (
+        EDGE_CHECKS_COMMAND,
+        EDGE_COMMAND,
+        MAMBA2_RECIPE,
+    )
     from mamba_recall.claims.core import check_stored, get, not_run_verdict, record_verdict
     from ._common import metric_range
 
@@ -76,7 +80,8 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
     # the first 3 in seed order past the edge gate)
     seeds = [] if family.missing or recipe is None else family.evidence_runs(recipe)
     if not seeds:
-        cmd = EDGE_COMMAND.format(preset=family.preset) + f" --recipes {recipe}"
+        train = EDGE_COMMAND.format(preset=family.preset)
+        checks = EDGE_CHECKS_COMMAND.format(preset=family.preset) + f" --recipes {recipe}"
         why = (
             f"the edge family is not committed yet: {family.missing}"
             if family.missing
@@ -86,8 +91,8 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
             else f"no checked seed of the edge family's recipe {recipe} counts yet "
             f"({family.evidence(recipe).summary()})"
             if family.seeds_of(recipe)
-            else f"the edge family's recipe {recipe} has no checked model committed yet (train it: `{cmd}`, then "
-            f"measure it at each model's L_p: `{cmd} --checks`)"
+            else f"the edge family's recipe {recipe} has no checked model committed yet (train it: `{train}`, then "
+            f"measure it at each model's L_p: `{checks}`)"
         )
         v = not_run_verdict(get(claim_id), why)
         if record:

@@ -1,9 +1,15 @@
 r"""Chapter 4 runner: the *edge* S-models, whose recall capacity binds inside their training range, 3 seeds each
-(more where reserve seeds are declared).
+(more where reserve seeds are declared), and their claim checks.
 
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset cpu-hours --allow-long [--jobs 2]          # train
+    python -m mamba_recall grid ch4_edge --preset cpu-hours --allow-long [--jobs 2]                                      # train
     python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset cpu-hours --checks --allow-long [--jobs 2] # claim checks
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset cpu-hours --aggregate-only                 # both bundles
+    python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset cpu-hours --checks --aggregate-only        # checks bundle
+
+The edge family is the declared experiment ``ch4_edge`` (``chapters/ch4_primacy_recency/experiments.py``): it trains
+and writes its bundle by its name, as every declared experiment (the first line; this module's ``main`` without
+``--checks`` is that command under this runner's name, :func:`mamba_recall.experiment.grid_command`). This runner
+keeps what the grid cannot do: ``--checks``, the claim checks of the finished models, whose jobs are made from the
+edge grid's finished runs (experiment ``ch4_edge_checks``, not declared for that reason).
 
 Why (paper 004, §4.1 and §4.2): a serial-position effect needs a model that *forgets*: the first S-models of the
 chapter recall every position at 1.00 at L = 8, so an ablation there has no primacy to remove. The edge family is
@@ -34,14 +40,11 @@ seeds count cannot depend on which run finished first. Every seed's outcome (pas
 is reported beside the verdicts (:meth:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily.status` and the model cards).
 
 ``--checks`` runs the claim checks of every finished model (one job per model, experiment ``ch4_edge_checks``) and
-writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`). The one command that regenerates
-**both** bundles from the run store, training nothing, is the third line above (``--aggregate-only`` without
-``--checks``): it counts both grids and writes the edge bundle, then the checks bundle, with one provenance taken
-before it writes anything (:func:`mamba_recall.results.command_provenance`), so the second bundle does not read the
-first one's rewrite as a dirty tree. ``--checks --aggregate-only`` writes the checks bundle alone. The command line
-is the run store's shared one (:func:`mamba_recall.runstore.grid_main`: ``--jobs``, ``--smoke``, ``--allow-long``,
-``--aggregate-only``, ``--no-estimate``, ``--store``) plus ``--recipes`` and ``--seeds`` (which jobs it runs or
-counts; the bundles always aggregate every finished job of the preset).
+writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`); ``--checks --aggregate-only`` writes
+that bundle from the finished checks, ``--recipes`` limits the checks run to those recipes' models (the bundle always
+counts every finished check of the preset). The command line is the run store's shared one
+(:func:`mamba_recall.runstore.grid_main`: ``--jobs``, ``--smoke``, ``--allow-long``, ``--aggregate-only``,
+``--no-estimate``, ``--store``).
 
 The runner's parts: :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.edge_jobs` (the edge grid and its job function
 :func:`run_job`), :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.edge_checks` (the edge gate and the claim checks, with
@@ -52,7 +55,7 @@ The runner's parts: :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.edg
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import sys
 
 import numpy as np
 import pandas as pd
@@ -68,9 +71,9 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import (  # 
     reserve_seeds,
 )
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves import middle_third
-from mamba_recall.results import command_provenance
+from mamba_recall.experiment import grid_command
+from mamba_recall.results import command_provenance, smoke_run_store
 from mamba_recall.runstore import (
-    GridStage,
     add_grid_args,
     aggregate,
     bundle_directory,
@@ -213,7 +216,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     )
     sizes = edge_sizes(preset, smoke)
     summary = runs_summary(runs)
-    cmd = f"{runner_command('ch4_edge')} --preset {preset} --allow-long"
+    cmd = f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long"
     name = f"ch4_edge_{preset}" + ("_smoke" if smoke else "")
     data = {
         "models": int(len(models)),
@@ -238,32 +241,22 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return path
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    """The command line (module docstring): the edge grid, or with ``--checks`` the checks grid, on the shared
-    run-store flow (:func:`mamba_recall.runstore.grid_main`); ``--aggregate-only`` without ``--checks`` writes both
-    bundles, edge then checks, under one provenance."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def _checks_main(argv: list[str]) -> None:
+    """``--checks``: the checks grid of the finished edge models (:func:`checks_jobs`, of ``--recipes`` only if
+    given) on the shared run-store flow (:func:`mamba_recall.runstore.grid_main`), then the checks bundle."""
+    ap = argparse.ArgumentParser(
+        prog=f"{runner_command('ch4_edge')} --checks",
+        description="The claim checks of every finished edge model at its pressure length (after training: "
+        "python -m mamba_recall grid ch4_edge --preset P).",
+    )
+    ap.add_argument("--checks", action="store_true", required=True, help="the claim checks (this command's one task)")
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
-    ap.add_argument("--recipes", nargs="*", default=None, help="only these recipes (default: all of the preset)")
-    ap.add_argument(
-        "--seeds",
-        nargs="*",
-        type=int,
-        default=None,
-        help="only these seeds (to run the seeds of a recipe in separate processes, each its own store)",
-    )
-    add_grid_args(
-        ap,
-        aggregate_only="write the bundles from the finished jobs (both, edge and checks, unless --checks: its one)",
-    )
-    ap.add_argument(
-        "--checks",
-        action="store_true",
-        help="the claim checks of every finished model at its pressure length (after training)",
-    )
+    ap.add_argument("--recipes", nargs="*", default=None, help="only these recipes' models (default: every one)")
+    add_grid_args(ap, aggregate_only="write the checks bundle from the finished checks")
     args = ap.parse_args(argv)
-    default_store = Path("_build/smoke_runs") if args.smoke else None  # None: RUNS_DIR
+    known = sorted(edge_sizes(args.preset, args.smoke)["recipes"])
+    if set(args.recipes or []) - set(known):
+        ap.error(f"unknown edge recipe(s) {sorted(set(args.recipes) - set(known))}; choose from {known}.")
 
     def checks(store):  # the checks of the finished models (all seeds), of --recipes only if given
         return [
@@ -272,26 +265,28 @@ def main(argv=None):
             if not args.recipes or j["config"]["recipe_name"] in args.recipes
         ]
 
-    checks_stage = GridStage(CHECKS_RUNNER, checks, write_checks_bundle, what=f"{CHECKS} at preset {args.preset}")
-    if args.checks:
-        first, then = checks_stage, ()
-    else:
-        edge = [
-            j for j in jobs_for(args.preset, args.smoke, args.recipes) if args.seeds is None or j["seed"] in args.seeds
-        ]
-        first = GridStage(RUNNER, edge, write_bundle, estimate, f"{EXPERIMENT} at preset {args.preset}")
-        then = (checks_stage,) if args.aggregate_only else ()  # training never starts the checks: its own command
     grid_main(
         args,
-        first.runner,
-        first.jobs,
-        first.write,
-        estimate=first.estimate,
-        what=first.what,
-        default_store=default_store,
-        then=then,
+        CHECKS_RUNNER,
+        checks,
+        write_checks_bundle,
+        estimate=None,  # about a minute of inference per model: no estimate printed, no long-run check
+        what=f"{CHECKS} at preset {args.preset}",
+        default_store=smoke_run_store(args.smoke),  # where the grid's smoke run of ch4_edge keeps its runs
     )
 
 
+@command_provenance()  # one git state for the command, taken before it writes anything
+def main(argv=None) -> int:
+    """With ``--checks``, the checks grid (:func:`_checks_main`); without, ``python -m mamba_recall grid ch4_edge
+    --preset P`` under this runner's command (:func:`mamba_recall.experiment.grid_command`: the run store's options,
+    the same jobs and bundle)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--checks" in argv:
+        _checks_main(argv)
+        return 0
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
+
+
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

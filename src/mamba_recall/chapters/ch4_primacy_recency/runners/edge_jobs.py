@@ -18,7 +18,6 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import (
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import make_job
-from mamba_recall.runners import runner_command
 
 EXPERIMENT = "ch4_edge"
 RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_job"
@@ -92,7 +91,7 @@ def run_job(config: dict, seed: int) -> dict:
 
     out = REPO_ROOT / config["checkpoint"]
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = f"{runner_command('ch4_edge')} --preset {config['preset']} --recipes {config['recipe_name']} --allow-long"
+    cmd = f"python -m mamba_recall grid {EXPERIMENT} --preset {config['preset']} --allow-long"  # the sidecar's
     start = time.perf_counter()
     train_recipe(config["recipe"], config["model_name"], out, command=cmd, log=lambda s: print(s, flush=True))
     model, vocab, side = load_checkpoint(out, model=config["model_name"])  # hash-checked, as the book loads it

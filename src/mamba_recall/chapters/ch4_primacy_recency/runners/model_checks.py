@@ -1,26 +1,37 @@
-r"""Judge Chapter 4's claims on another S-model and keep the verdicts as a result bundle.
+r"""Chapter 4's claims of §4.1–§4.4 judged on other S-models: the run-store experiment ``ch4_model_checks``.
 
 The claims of paper 004 and their rules are declared once, in :mod:`mamba_recall.chapters.ch4_primacy_recency.claims`; the chapter's
-notebooks (§4.1–§4.4) compute their inputs on the committed ``s_small`` and call the registry. This runner
-computes the same inputs with the same library calls on any Chapter 4 checkpoint, judges every claim of
-§4.1–§4.4 with the registry's measurement functions and rules (nothing is recorded for the book's scorecard),
-and writes the verdicts to ``results/ch4_checks_<model>_<preset>.json`` (table ``claims``: claim id, status, our
-numbers, the reason where not testable or capped). Section 4.7 of the book compares the models from these
-bundles. On a Mamba-2 model the claims are App. F's (:func:`claim_inputs_m2`: the U, the long-term heads of Eq. 9
+notebooks (§4.1–§4.4) compute their inputs on the committed ``s_small`` and call the registry. This experiment
+computes the same inputs with the same library calls on each committed Mamba-1 S-model of its preset's list (sizes
+``ch4_model_checks``: ``s_small``, ``s_small_seed1``, ``s_mix`` at ci), one run-store job per model
+(:func:`jobs_for`, :func:`run_job`), judges every claim of §4.1–§4.4 with the registry's measurement functions and
+rules (nothing is recorded for the book's scorecard), and writes one bundle, ``results/ch4_model_checks_<preset>.json``
+(:func:`write_bundle`): table ``claims`` (model, claim id, status, our numbers, the reason where not testable or
+capped) and table ``models`` (each model's card, whether it passed its convergence gate, the checkpoint and its
+sha256). Section 4.7 of the book compares the models from it. A job's config names the checkpoint with the sha256 its
+sidecar records, so a retrained checkpoint is a new job (judged again), never read under the old verdicts.
+
+On a Mamba-2 model the claims are App. F's (:func:`claim_inputs_m2`: the U, the long-term heads of Eq. 9
 and their first-triple ablation, Fig. 13), measured by :func:`~mamba_recall.chapters.ch4_primacy_recency.pipelines.mamba2_heads.mamba2_head_tests`
-as notebook 4.6 measures them; the edge family's checks runner (:mod:`.edge`) makes them on its Mamba-2 recipe at
+as notebook 4.6 measures them; the edge family's checks (:mod:`.edge_checks`) make them on its Mamba-2 recipe at
 each model's pressure length.
 
 Run::
 
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.model_checks --model s_small_seed1 --preset ci
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.model_checks --model s_small --preset ci
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.model_checks --checkpoint path/to/ch4_x.pt --name x   # any .pt
+    python -m mamba_recall grid ch4_model_checks --preset ci          # the declared experiment (one job per model)
+    python -m mamba_recall.chapters.ch4_primacy_recency.runners.model_checks --checkpoint path/to/ch4_x.pt --name x
+
+The first is the one command of the experiment (this module's ``main`` without ``--checkpoint`` is that command under
+this runner's name, :func:`mamba_recall.experiment.grid_command`). The second is what the grid cannot do: judge any
+Chapter 4 checkpoint ``.pt`` outside the declared list (:func:`check_checkpoint`), written to
+``results/ch4_model_checks_<name>_<preset>.json`` in the same layout; it is a researcher's bundle, not the book's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,10 +44,15 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.mamba2_heads import mam
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, load_checkpoint
 from ..claims import MAMBA2_CLAIMS
 from ..claims.mamba2_heads import m2_claim_args
+from mamba_recall.experiment import grid_command
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
 from mamba_recall.results import command_provenance, save_bundle
 from mamba_recall.runners import runner_command
+from mamba_recall.runstore import finished_status, make_job, save_grid_bundle
+
+EXPERIMENT = "ch4_model_checks"
+RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.model_checks:run_job"
 
 SECTIONS = ("ch4_ucurve", "ch4_channels", "ch4_periodicity", "ch4_recency")  # the sizes of §4.1–§4.4
 #: the claims of §4.1–§4.4 that :func:`claim_inputs` measures, in its order
@@ -196,54 +212,143 @@ def judge_model(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", lo
     return verdicts, side
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument(
-        "--model",
-        default=None,
-        help="a committed S-model (results/checkpoints/ch4_train_<model>_ci.pt); "
-        "default: every model of the preset's ch4_model_checks list",
+# ------------------------------------------------------------------------------------------------------ run store
+
+
+def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
+    """One job per model of the preset's ``ch4_model_checks`` list (``smoke``: the first model only, at the ci
+    sizes): its config names the model, the preset, the sizes' preset, the committed checkpoint
+    (``results/checkpoints/ch4_train_<model>_ci.pt``, :func:`checkpoint_path`) and the sha256 its sidecar records.
+    ValueError (naming the command that trains it) when a checkpoint's sidecar is missing; the preset's error when
+    the experiment has no sizes there."""
+    models = experiment(EXPERIMENT, preset)["models"]
+    jobs = []
+    for model in models[:1] if smoke else models:
+        path = checkpoint_path(model)
+        sidecar = path.with_suffix(".json")
+        if not sidecar.is_file():
+            raise ValueError(
+                f"{EXPERIMENT}: the checkpoint of {model} is missing ({sidecar.relative_to(REPO_ROOT)}); train it "
+                f"first: python -m mamba_recall grid ch4_train --preset ci."
+            )
+        config = {
+            "model": model,
+            "preset": preset,
+            "sizes_preset": "ci" if smoke else preset,
+            "smoke": smoke,
+            "checkpoint": str(path.relative_to(REPO_ROOT)),
+            "checkpoint_sha256": json.loads(sidecar.read_text())["sha256"],
+        }
+        jobs.append(make_job(EXPERIMENT, config, 0))  # one run per model: the checks draw from their own seeds
+    return jobs
+
+
+def check_checkpoint(path: Path, name: str, preset: str = "ci", *, device: str = "cpu", log=print) -> dict:
+    """Judge every claim of §4.1–§4.4 on the checkpoint ``path`` (:func:`judge_model`) → the result of one model:
+    ``claims`` (one row per claim: model ``name``, claim id, status, our numbers, reason), ``model_card``,
+    ``converged``, ``checkpoint_sha256`` (the sidecar's, checked on loading) and ``seconds``."""
+    start = time.perf_counter()
+    verdicts, side = judge_model(Path(path), preset, device=device, log=log)
+    return {
+        "model": name,
+        "claims": [
+            {"model": name, "claim_id": v.claim_id, "status": v.status, "ours": v.ours, "reason": v.reason}
+            for v in verdicts
+        ],
+        "model_card": A.model_card(side),
+        "converged": A.converged(side),
+        "checkpoint_sha256": side.get("sha256"),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def run_job(config: dict, seed: int) -> dict:
+    """Judge one declared model (the run store's job function): :func:`check_checkpoint` on its committed checkpoint
+    at the sizes of ``config["sizes_preset"]``; ValueError if the checkpoint is not the one the job names."""
+    out = check_checkpoint(REPO_ROOT / config["checkpoint"], config["model"], config["sizes_preset"])
+    if out["checkpoint_sha256"] != config["checkpoint_sha256"]:
+        raise ValueError(
+            f"{config['checkpoint']}: its sha256 is not the one this job was made for; make the jobs again "
+            f"(python -m mamba_recall grid {EXPERIMENT} --preset {config['preset']})."
+        )
+    return out
+
+
+def estimate(left: list[dict]) -> tuple[float, str]:
+    """About 10 s per model: the ci checks took 8.5–9.3 s per model on one thread (the first per-model bundles,
+    2026-11-28); the paper sizes are not measured."""
+    return 10.0 * len(left), "about 10 s per model (measured at ci on one thread; paper sizes not measured)"
+
+
+def _tables(results: list[dict]) -> dict[str, pd.DataFrame]:
+    """The bundle's tables from the results of :func:`check_checkpoint` (each with its ``checkpoint`` added), in the
+    order given."""
+    claims = pd.DataFrame([row for r in results for row in r["claims"]])
+    claims = claims[["model", "claim_id", "status", "ours", "reason"]]  # a run record keeps its keys sorted
+    columns = ("model", "model_card", "converged", "checkpoint", "checkpoint_sha256", "seconds")
+    models = pd.DataFrame([{k: r[k] for k in columns} for r in results])
+    return {"claims": claims, "models": models}
+
+
+def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+    """``results/ch4_model_checks_<preset>.json`` (``_smoke`` for a smoke run; beside a scratch ``store``) from the
+    finished jobs: tables ``claims`` and ``models`` (module docstring), the models in the order of the preset's
+    list; None when no job has finished."""
+    jobs = jobs_for(preset, smoke)
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
+    if not runs:
+        return None
+    order = {j["key"]: i for i, j in enumerate(jobs)}
+    runs = sorted(runs, key=lambda r: order[r["key"]])
+    results = [{**r["result"], "checkpoint": r["config"]["checkpoint"]} for r in runs]
+    config = {"preset": preset, "smoke": smoke, "sections": list(SECTIONS), "runner": RUNNER}
+    name = f"{EXPERIMENT}_{preset}" + ("_smoke" if smoke else "")
+    command = f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long"
+    return save_grid_bundle(name, data, config, command=command, tables=_tables(results), log=log)
+
+
+def _checkpoint_main(argv: list[str]) -> int:
+    """``--checkpoint PATH --name X [--preset P] [--device D]``: :func:`check_checkpoint` on any checkpoint, written
+    to ``results/ch4_model_checks_<X>_<P>.json`` (a researcher's bundle, in the experiment's layout)."""
+    p = argparse.ArgumentParser(
+        prog=runner_command(EXPERIMENT),
+        description="Judge the claims of §4.1–§4.4 on any Chapter 4 checkpoint (the declared models: "
+        f"python -m mamba_recall grid {EXPERIMENT} --preset ci).",
     )
-    p.add_argument("--checkpoint", default=None, help="or any Chapter 4 checkpoint .pt (then give --name)")
-    p.add_argument("--name", default=None, help="bundle name part for --checkpoint")
-    p.add_argument("--preset", choices=("ci", "paper"), default="ci")
+    p.add_argument("--checkpoint", required=True, help="a Chapter 4 checkpoint .pt (its JSON sidecar beside it)")
+    p.add_argument("--name", required=True, help="the model's name: the bundle is ch4_model_checks_<name>_<preset>")
+    p.add_argument("--preset", choices=("ci", "paper"), default="ci", help="the sizes of §4.1–§4.4 to judge at")
     p.add_argument("--device", default="cpu")
     args = p.parse_args(argv)
-    if args.model is not None and args.checkpoint is not None:
-        p.error("give one of --model NAME or --checkpoint PATH (with --name), not both.")
-    if args.model is None and args.checkpoint is None:
-        for model in experiment("ch4_model_checks", args.preset)["models"]:
-            main(["--model", model, "--preset", args.preset, "--device", args.device])
-        return
-    if args.checkpoint and not args.name:
-        p.error("--checkpoint needs --name (the bundle is results/ch4_checks_<name>_<preset>.json).")
-    path = checkpoint_path(args.model) if args.model else Path(args.checkpoint)
-    name = args.model or args.name
+    if not args.name.replace("_", "").isalnum():
+        p.error(f"--name {args.name!r}: a plain name such as 's_wide' (it names the bundle).")
     start = time.perf_counter()
-    verdicts, side = judge_model(path, args.preset, device=args.device)
-    table = pd.DataFrame(
-        [{"claim_id": v.claim_id, "status": v.status, "ours": v.ours, "reason": v.reason} for v in verdicts]
-    )
+    result = check_checkpoint(Path(args.checkpoint), args.name, args.preset, device=args.device)
+    result["checkpoint"] = args.checkpoint
     out = save_bundle(
-        f"ch4_checks_{name}_{args.preset}",
-        {
-            "model": name,
-            "model_card": A.model_card(side),
-            "converged": A.converged(side),
-            "checkpoint_sha256": side.get("sha256"),
-        },
-        {"preset": args.preset, "sections": list(SECTIONS), "checkpoint": str(path.name)},
-        command=f"{runner_command('ch4_model_checks')} --model {name} --preset {args.preset}"
-        if args.model
-        else f"{runner_command('ch4_model_checks')} --checkpoint "
-        f"{args.checkpoint} --name {name} --preset {args.preset}",
+        f"{EXPERIMENT}_{args.name}_{args.preset}",
+        {"model": args.name},
+        {"preset": args.preset, "sections": list(SECTIONS), "checkpoint": args.checkpoint},
+        command=f"{runner_command(EXPERIMENT)} --checkpoint {args.checkpoint} --name {args.name} "
+        f"--preset {args.preset}",
         device=args.device,
         wall_seconds=time.perf_counter() - start,
-        tables={"claims": table},
+        tables=_tables([result]),
     )
-    print(f"wrote {out}: " + ", ".join(f"{r.claim_id} {r.status}" for r in table.itertuples()))
+    print(f"wrote {out}: " + ", ".join(f"{r['claim_id']} {r['status']}" for r in result["claims"]))
+    return 0
+
+
+@command_provenance()  # one git state for the command, taken before it writes anything
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch4_model_checks --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle); with
+    ``--checkpoint PATH --name X``, the claims judged on that checkpoint (:func:`_checkpoint_main`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a.split("=", 1)[0] in ("--checkpoint", "--name") for a in argv):
+        return _checkpoint_main(argv)
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -54,7 +54,7 @@ from ._channels import (
     transfer_table,
     write_strength,
 )
-from ._edge import EDGE_COMMAND, MAMBA2_RECIPE, EdgeFamily, committed_model_curves
+from ._edge import EDGE_CHECKS_COMMAND, EDGE_COMMAND, MAMBA2_RECIPE, EdgeFamily, committed_model_curves
 from ._models import (
     ENV_CHECKPOINT,
     ENV_VOCAB,

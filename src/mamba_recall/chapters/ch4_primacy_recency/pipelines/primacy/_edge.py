@@ -10,7 +10,10 @@ from mamba_recall.runners import runner_command
 
 # --------------------------------------------------------------------- the edge family (3 seeds per recipe)
 
-EDGE_COMMAND = runner_command("ch4_edge") + " --preset {preset} --allow-long"
+#: The command that trains the edge family (every recipe's seeds; the declared experiment ``ch4_edge``) and writes its
+#: bundle, and the one that measures the claims on its finished models (``ch4_edge_checks``, the runner's ``--checks``)
+EDGE_COMMAND = "python -m mamba_recall grid ch4_edge --preset {preset} --allow-long"
+EDGE_CHECKS_COMMAND = runner_command("ch4_edge") + " --preset {preset} --checks --allow-long"
 #: The edge family's Mamba-2 recipe (``chapters/ch4_primacy_recency/configs.py``): App. F's head claims are judged on its seeds, at each
 #: model's pressure length (declared with the recipe, before any of its results).
 MAMBA2_RECIPE = "m2"
@@ -47,7 +50,7 @@ class EdgeFamily:
             self.runs = self.checks.data["runs"]
             self.primary = self.checks.data["primary_recipe"]
         except BundleMissing:
-            missing.append(f"their claim checks (`{EDGE_COMMAND.format(preset=preset)} --checks`)")
+            missing.append(f"their claim checks (`{EDGE_CHECKS_COMMAND.format(preset=preset)}`)")
         self.missing = "; ".join(missing)
 
     @classmethod
@@ -80,9 +83,7 @@ class EdgeFamily:
         fam.missing = self.missing
         if not fam.missing and (fam.models is None or fam.models.empty):
             fam.curves = fam.models = None
-            fam.missing = (
-                f"the models of recipe {recipe} (`{EDGE_COMMAND.format(preset=self.preset)} --recipes {recipe}`)"
-            )
+            fam.missing = f"the models of recipe {recipe} (`{EDGE_COMMAND.format(preset=self.preset)}`)"
         return fam
 
     def seeds_of(self, recipe: str) -> list[dict]:

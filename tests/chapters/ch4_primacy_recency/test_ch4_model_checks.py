@@ -1,0 +1,90 @@
+"""``ch4_model_checks``, the claims of §4.1–§4.4 judged on each committed S-model, as a declared experiment: one
+run-store job per model (``python -m mamba_recall grid ch4_model_checks --preset ci``), one bundle
+``results/ch4_model_checks_<preset>.json``, and the runner's own ``--checkpoint PATH --name X`` on any checkpoint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mamba_recall import results
+from mamba_recall.chapters.ch4_primacy_recency.runners import model_checks as M
+from mamba_recall.experiment import experiment_named, grid_command
+from mamba_recall.paths import REPO_ROOT
+from mamba_recall.presets import PresetError, experiment
+
+COMMITTED = "ch4_model_checks_ci"
+
+
+def test_one_job_per_model_naming_its_checkpoint_and_hash():
+    jobs = experiment_named(M.EXPERIMENT).grid_jobs("ci")
+    assert [j["config"]["model"] for j in jobs] == experiment(M.EXPERIMENT, "ci")["models"]
+    for job in jobs:
+        c = job["config"]
+        sidecar = json.loads((REPO_ROOT / c["checkpoint"]).with_suffix(".json").read_text())
+        assert c["checkpoint"] == f"results/checkpoints/ch4_train_{c['model']}_ci.pt"
+        assert c["checkpoint_sha256"] == sidecar["sha256"] and c["sizes_preset"] == "ci" and not c["smoke"]
+    (smoke,) = M.jobs_for("ci", smoke=True)  # a smoke run: the first model, at the ci sizes
+    assert smoke["config"]["model"] == jobs[0]["config"]["model"] and smoke["key"] != jobs[0]["key"]
+    with pytest.raises(PresetError, match="no 'cpu-hours' preset"):
+        M.jobs_for("cpu-hours")
+
+
+def test_the_committed_bundle_is_the_grid_s_one_layout_of_every_model():
+    b = results.load_bundle(COMMITTED)
+    models = experiment(M.EXPERIMENT, "ci")["models"]
+    assert b.command == "python -m mamba_recall grid ch4_model_checks --preset ci --allow-long"
+    assert b.data["complete"] and b.data["jobs_finished"] == len(models) == 3
+    claims, cards = b.tables["claims"], b.tables["models"]
+    assert list(claims.columns) == ["model", "claim_id", "status", "ours", "reason"]
+    assert list(cards.model) == models and cards.converged.all()
+    for m in models:  # every claim of §4.1–§4.4, in the order claim_inputs measures them
+        assert list(claims[claims.model == m].claim_id) == list(M.CLAIM_IDS)
+
+
+def test_the_grid_judges_one_model_into_a_scratch_store_and_resumes(tmp_path, capsys):
+    """The grid route on one model (a smoke run: the first model of the list at the ci sizes) into a scratch store:
+    the bundle beside the store, our numbers those of the committed bundle for that model (the same library calls),
+    every status *not run* (a smoke run is never evidence); the same command again judges nothing."""
+    store = tmp_path / "runs"
+    argv = [M.EXPERIMENT, "--preset", "ci", "--smoke", "--store", str(store), "--no-estimate"]
+    assert grid_command(argv) == 0
+    (run,) = store.glob(f"{M.EXPERIMENT}/*.json")
+    b = results.load_bundle(tmp_path / f"{COMMITTED}_smoke.json")
+    claims = b.tables["claims"]
+    assert set(claims.model) == {"s_small"} and set(claims.status) == {"not run"}
+    committed = results.load_bundle(COMMITTED).tables["claims"]
+    ours = committed[committed.model == "s_small"].reset_index(drop=True)
+    assert claims["ours"].equals(ours["ours"]) and claims["claim_id"].equals(ours["claim_id"])
+    written = run.stat().st_mtime_ns
+    capsys.readouterr()
+    assert grid_command(argv) == 0
+    assert run.stat().st_mtime_ns == written and "1 finished (skipped), 0 left" in capsys.readouterr().out
+
+
+def test_the_runner_judges_any_checkpoint_by_its_own_option(tmp_path, monkeypatch):
+    """``--checkpoint PATH --name X``: any checkpoint judged, the bundle ``ch4_model_checks_<X>_<preset>`` in the
+    experiment's layout; on a committed model its verdicts are the committed bundle's rows for it."""
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)  # where save_bundle reads it
+    path = "results/checkpoints/ch4_train_s_mix_ci.pt"
+    assert M.main(["--checkpoint", str(REPO_ROOT / path), "--name", "mixed"]) == 0
+    b = results.load_bundle(tmp_path / "ch4_model_checks_mixed_ci.json")
+    assert b.command.startswith(f"{M.runner_command(M.EXPERIMENT)} --checkpoint ") and "--name mixed" in b.command
+    committed = results.load_bundle(COMMITTED).tables["claims"]
+    theirs = committed[committed.model == "s_mix"].drop(columns="model").reset_index(drop=True)
+    assert b.tables["claims"].drop(columns="model").equals(theirs) and set(b.tables["claims"].model) == {"mixed"}
+
+
+def test_the_runner_s_command_line():
+    with pytest.raises(SystemExit):
+        M.main(["--checkpoint", "x.pt"])  # needs --name
+    with pytest.raises(SystemExit):
+        M.main(["--checkpoint", "x.pt", "--name", "../x"])  # the name names a bundle
+    with pytest.raises(SystemExit):
+        M.main(["--model", "s_small"])  # the declared models run by the grid: no per-model option
+    with pytest.raises(SystemExit):
+        M.main(["--preset", "cpu-hours", "--aggregate-only"])  # no grid at that preset: one line saying so
+    with pytest.raises(FileNotFoundError, match="regenerate"):
+        M.check_checkpoint(REPO_ROOT / "nonexistent" / "ch4_x.pt", "x")
