@@ -70,16 +70,14 @@ class Experiment:
     ``preset``; a ValueError or KeyError saying why when the experiment has no grid at that preset. ``run_job``:
     the job function ``run_job(config, seed) -> dict`` as the run store and its run records name it,
     ``"module:function"`` (a worker process imports it by that name). ``write(preset, *, store, smoke, log)``: the
-    bundle from the finished runs; None (the default): :meth:`write_runs`, the one layout (per-seed runs and cells
-    over seeds of ``metrics``). ``estimate(jobs_left) -> (cpu_seconds, basis)`` (with ``members_job``:
+    bundle from the finished runs (a ``write`` that also takes ``partial`` writes an unfinished grid's, marked
+    partial: the grid's ``--partial``, :meth:`writes_partial`); None (the default): :meth:`write_runs`, the one
+    layout (per-seed runs and cells over seeds of ``metrics``). ``estimate(jobs_left) -> (cpu_seconds, basis)`` (with ``members_job``:
     ``estimate(jobs_left, members)``). ``members_job``: ``"module:function"`` of ``(config, seeds) -> [result per
     seed]``, which trains a config's seeds as one ensemble (``--members``).
     ``sizes``: preset -> the typed sizes the jobs are made from (an experiment made from several entries of its
     chapter's configs: preset -> {entry: sizes}). ``metrics``: the result fields its bundle aggregates over seeds.
-    ``runner``, ``part`` and ``extra_args``: a runner that still runs this grid under its own options (Chapter 5's
-    ``--budget``; :meth:`runner_command`, module docstring); empty for every other experiment, whose one command is
-    :meth:`command`. ``stages`` and
-    ``members_presets`` below."""
+    Its one command is :meth:`command`. ``stages`` and ``members_presets`` below."""
 
     name: str
     sizes: Mapping[str, Any]
@@ -88,9 +86,6 @@ class Experiment:
     estimate: Callable[..., tuple[float, str]]
     metrics: tuple[str, ...] = ()
     write: Callable[..., Any] | None = None
-    runner: str = ""
-    part: str = ""
-    extra_args: str = ""
     members_job: str | None = None
     stages: Callable[[list[dict]], list[list[dict]]] | None = None
     members_presets: tuple[str, ...] = ()
@@ -129,19 +124,6 @@ class Experiment:
     def command(self, preset: str) -> str:
         """The one command that runs this grid at ``preset`` and writes its bundle."""
         return f"python -m mamba_recall grid {self.name} --preset {preset} --allow-long"
-
-    def runner_command(self, preset: str) -> str:
-        """The runner command that ran this grid before the registry (bundles and the manifest record it); for an
-        experiment that no runner ever ran (``runner`` empty and no runner module of its name), :meth:`command`."""
-        from .runners import runner_command
-
-        try:
-            command = runner_command(self.runner or self.name)
-        except ValueError:  # no runner module of that name: a declared runner must exist, a name need not
-            if self.runner:
-                raise
-            return self.command(preset)
-        return f"{command} --preset {preset}{self.extra_args} --allow-long"
 
     def writes_partial(self) -> bool:
         """Whether its declared ``write`` takes ``partial``: with jobs left, a bundle from the finished runs marked

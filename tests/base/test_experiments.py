@@ -14,7 +14,7 @@ from mamba_recall import plan
 from mamba_recall.experiment import Experiment, experiments, grid_command
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.presets import ALL_PRESETS
-from mamba_recall.runners import chapter_modules, runner_command
+from mamba_recall.runners import chapter_modules
 from mamba_recall.runstore import make_job
 
 
@@ -36,10 +36,6 @@ def test_every_declared_experiment_has_a_unique_name_and_comes_from_its_chapter_
     assert names == declared  # the registry is the chapters' lists, in chapter order, nothing else
     assert {"ch1_mechanism", "ch2_trained_dn", "ch3_keep_nth", "ch4_edge", "ch5_capacity"} <= set(names)
     for e in experiments():
-        try:  # a runner that ran it before the registry: that runner's command, a real runner's
-            assert e.runner_command("ci").startswith(f"{runner_command(e.runner or e.name)} --preset ci")
-        except ValueError:  # declared after the registry (no runner of its name): the grid command is its one
-            assert not e.runner and e.runner_command("ci") == e.command("ci")
         assert e.bundle("cpu-hours") == f"{e.name}_cpu-hours"
         assert e.command("ci") == f"python -m mamba_recall grid {e.name} --preset ci --allow-long"
 
@@ -174,7 +170,7 @@ def test_grid_runs_several_experiments_in_one_command_each_into_its_own_folder(t
 def test_an_experiment_without_write_gets_the_one_bundle_layout(tmp_path, monkeypatch):
     """No ``write`` declared: the bundle has a ``runs`` table (one row per seed) and a ``cells`` table (the mean over
     seeds per config, cells keyed by the config's plain fields; a nested field rides along), and records the grid
-    command; an experiment no runner ran has that command as its runner command too."""
+    command."""
     demo = Experiment(
         name="demo_grid",
         sizes={"ci": {}},
@@ -189,7 +185,7 @@ def test_an_experiment_without_write_gets_the_one_bundle_layout(tmp_path, monkey
     store = tmp_path / "runs"
     assert grid_command(["demo_grid", "--preset", "ci", "--store", str(store), "--no-estimate"]) == 0
     bundle = json.loads((tmp_path / "demo_grid_ci.json").read_text())
-    assert bundle["command"] == demo.command("ci") == demo.runner_command("ci")
+    assert bundle["command"] == demo.command("ci")
     from mamba_recall.results import load_bundle
 
     loaded = load_bundle(tmp_path / "demo_grid_ci.json")

@@ -308,20 +308,23 @@ def today_command(command):
 
 def canonical_command(command, experiments):
     """The one command of today for a recorded ``command``: the declared experiment's grid command
-    (:meth:`Experiment.command`) when ``command`` (as today's runner module, :func:`today_command`) is the runner
-    command that ran that grid before the registry (:meth:`Experiment.runner_command`, ``--allow-long`` aside);
-    else :func:`today_command` (a runner that makes several experiments' results, or none)."""
+    (:meth:`Experiment.command`) when ``command`` (as today's runner module, :func:`today_command`) is the command of
+    the runner of the experiment's own name that ran that grid before the registry (``python -m <runner of NAME>
+    --preset P``, ``--allow-long`` aside; :func:`mamba_recall.runners.runner_command`); else :func:`today_command` (a
+    runner that makes several experiments' results, or none)."""
+    from ..runners import runner_command
+
     today = today_command(command)
     if not isinstance(today, str):
         return today
     words = [w for w in shlex.split(today) if w != "--allow-long"]
     for e in experiments:
+        try:
+            runner = runner_command(e.name)
+        except ValueError:  # no runner module of its name: its grid command is the only one it ever had
+            continue
         for preset in PRESETS:
-            try:
-                older = e.runner_command(preset)
-            except ValueError:  # its runner is not a module of today
-                continue
-            if [w for w in shlex.split(older) if w != "--allow-long"] == words:
+            if shlex.split(f"{runner} --preset {preset}") == words:
                 return e.command(preset)
     return today
 
@@ -428,7 +431,8 @@ def _bundle_changes(path: Path, keys: dict[str, str], runners: dict[str, str], c
     """``(record, {table file: bytes})`` of the bundle at ``path`` rewritten, or None when it needs no change: old
     run keys -> new (``keys``) anywhere in its JSON and its tables, its ``config.runner`` today's job function, its
     ``command`` today's (``commands``: a declared experiment's bundle -> :meth:`Experiment.command`, except a partial
-    bundle, which the grid does not write; else the runner module of today, :func:`today_command`), the old command
+    bundle, which is remade, never renamed: ``grid <name> --aggregate-only --partial``; else the runner module of
+    today, :func:`today_command`), the old command
     kept as ``provenance.command_before_migration``; the table hashes recomputed (the content hash is, by
     ``_hashed_json`` when it is written)."""
     from ..results import read_bundle_record
@@ -461,7 +465,7 @@ def _bundle_changes(path: Path, keys: dict[str, str], runners: dict[str, str], c
             entry["sha256"] = hashlib.sha256(after).hexdigest()
     name = record.get("name", path.stem)
     partial = isinstance(record.get("data"), dict) and "partial" in record["data"]
-    # a partial bundle keeps the runner command that wrote it (the grid writes complete bundles only)
+    # a partial bundle keeps the command that wrote it: it is remade by the grid's --aggregate-only --partial
     command = (None if partial else commands.get(name)) or today_command(record["command"])
     config = new.get("config")
     if isinstance(config, dict) and isinstance(config.get("runner"), str):
