@@ -66,13 +66,13 @@ def test_the_grid_judges_one_model_into_a_scratch_store_and_resumes(tmp_path, ca
 def test_the_runner_judges_any_checkpoint_by_its_own_option(tmp_path, monkeypatch):
     """``--checkpoint PATH --name X``: any checkpoint judged, the bundle ``ch4_model_checks_<X>_<preset>`` in the
     experiment's layout; on a committed model its verdicts are the committed bundle's rows for it."""
+    committed = results.load_bundle(COMMITTED).tables["claims"]
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)  # where save_bundle reads it
     path = "results/checkpoints/ch4_train_s_mix_ci.pt"
     assert M.main(["--checkpoint", str(REPO_ROOT / path), "--name", "mixed"]) == 0
     b = results.load_bundle(tmp_path / "ch4_model_checks_mixed_ci.json")
     assert b.command.startswith(f"{M.runner_command(M.EXPERIMENT)} --checkpoint ") and "--name mixed" in b.command
-    committed = results.load_bundle(COMMITTED).tables["claims"]
     theirs = committed[committed.model == "s_mix"].drop(columns="model").reset_index(drop=True)
     assert b.tables["claims"].drop(columns="model").equals(theirs) and set(b.tables["claims"].model) == {"mixed"}
 
