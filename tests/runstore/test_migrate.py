@@ -175,3 +175,32 @@ def test_no_committed_checkpoint_records_a_command_its_runner_now_refuses():
     recorded = {p.name: json.loads(p.read_text()).get("command") for p in (RESULTS_DIR / "checkpoints").glob("*.json")}
     assert recorded, "no committed checkpoint sidecar found"
     assert [n for n, c in recorded.items() if isinstance(c, str) and refused in c] == []
+
+
+def test_the_edge_family_s_sidecars_name_the_grid_command_by_a_recorded_reversible_rewrite():
+    """The edge family's checkpoints were trained one recipe per command (``edge --recipes R``, which ``reproduce``
+    would have run); the name migration rewrote each sidecar's command to the grid command of ``ch4_edge``
+    (SIDECAR_EXPERIMENT_BEFORE), recorded with the file's sha256 before and after: each sidecar hashes as recorded,
+    and set back to its command before it is, byte for byte, the file it replaced."""
+    from mamba_recall.paths import REPO_ROOT, RESULTS_DIR
+    from mamba_recall.runstore import MIGRATIONS_NAME, RUNS_DIR
+    from mamba_recall.runstore._migrate import _sidecar_bytes
+
+    grid = "python -m mamba_recall grid ch4_edge --preset cpu-hours --allow-long"
+    record = json.loads((RUNS_DIR / MIGRATIONS_NAME).read_text())
+    rewrites = [s for m in record["migrations"] for s in m.get("checkpoint_sidecars", []) if "sha256_before" in s]
+    edge = [s for s in rewrites if s["file"].startswith("results/checkpoints/ch4_edge_")]
+    assert len(edge) == 26 and {s["command"] for s in edge} == {grid}
+    assert {s["command_before"].split("--recipes ")[1] for s in edge} == {
+        "d2 --allow-long", "d2_bos --allow-long", "d2_smalldt --allow-long", "d4 --allow-long",
+        "d4_long --allow-long", "d4_zinit --allow-long", "m2 --allow-long",
+    }  # fmt: skip
+    for s in edge:
+        text = (REPO_ROOT / s["file"]).read_bytes()
+        assert hashlib.sha256(text).hexdigest() == s["sha256"], s["file"]
+        old = json.loads(text)
+        old["command"] = s["command_before"]  # its command_before_migration is the first one's, kept as it was
+        assert hashlib.sha256(_sidecar_bytes(old)).hexdigest() == s["sha256_before"], s["file"]
+    trained = sorted(p.name for p in (RESULTS_DIR / "checkpoints").glob("ch4_edge_*_seed*.json"))
+    recorded = {p: json.loads((RESULTS_DIR / "checkpoints" / p).read_text())["command"] for p in trained}
+    assert not [p for p, c in recorded.items() if "--recipes" in c]  # no committed sidecar names the old command
