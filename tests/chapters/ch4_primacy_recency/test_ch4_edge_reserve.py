@@ -212,3 +212,23 @@ def test_aggregation_with_the_protocol_reproduces_the_committed_bundles(tmp_path
         assert changed == set() and ours["config"] == committed["config"]
         if name == "ch4_edge_cpu-hours":
             assert ours["config"]["sizes"]["reserve_seeds"] == {"d4": [3, 4, 5], "d4_zinit": [3, 4, 5]}
+
+
+def test_plan_counts_the_edge_family_as_its_committed_bundle_does():
+    """``plan`` at cpu-hours reads ch4_edge as its committed bundle records it, 26 of its 27 jobs: the one left is
+    d4_long's seed 2, a run genuinely missing (stopped at step 12,000 of 16,000 and never finished, so no run file
+    and no checkpoint; the overview says so), about an hour on one thread (seeds 0 and 1 took 3,721 s and 2,982 s).
+    The grid command that would run it is the experiment's own."""
+    from mamba_recall import plan
+    from mamba_recall.paths import RESULTS_DIR
+    from mamba_recall.results import load_bundle
+    from mamba_recall.runstore import pending
+
+    row = plan.plan("cpu-hours", log=lambda *a: None).set_index("experiment").loc["ch4_edge"]
+    data = load_bundle("ch4_edge_cpu-hours").data
+    assert (row.jobs, row.finished, row.left) == (data["jobs"], data["finished"], 1) == (27, 26, 1)
+    assert row.committed and row.command == "python -m mamba_recall grid ch4_edge --preset cpu-hours --allow-long"
+    _, left = pending(E.jobs_for("cpu-hours"))
+    assert [(j["config"]["recipe_name"], j["seed"]) for j in left] == [("d4_long", 2)]
+    assert not (RESULTS_DIR / "checkpoints" / "ch4_edge_d4_long_cpu-hours_seed2.json").exists()
+    assert data["seeds_per_recipe"]["d4_long"] == 2

@@ -88,3 +88,14 @@ def test_the_runner_s_command_line():
         M.main(["--preset", "cpu-hours", "--aggregate-only"])  # no grid at that preset: one line saying so
     with pytest.raises(FileNotFoundError, match="regenerate"):
         M.check_checkpoint(REPO_ROOT / "nonexistent" / "ch4_x.pt", "x")
+
+
+def test_plan_lists_the_grid_complete_at_ci():
+    from mamba_recall import plan
+
+    row = plan.plan("ci", log=lambda *a: None).set_index("experiment").loc[M.EXPERIMENT]
+    assert (row.jobs, row.finished, row.left, row.committed) == (3, 3, 0, True)
+    assert (
+        row.bundle == COMMITTED
+        and row.command == f"python -m mamba_recall grid {M.EXPERIMENT} --preset ci --allow-long"
+    )
