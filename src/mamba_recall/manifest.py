@@ -506,11 +506,21 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def claims_from_scorecard(scorecard: Path, entries: list[Entry]) -> tuple[dict[str, tuple[str, ...]], list[str]]:
-    """``({entry name: claim ids}, [sources no entry holds])`` from the evidence sources of a scorecard."""
+    """``({entry name: claim ids}, [sources no entry holds])`` from the evidence sources of a scorecard; a folder that
+    is missing or holds no claim record is refused (ManifestError naming ``make book``), never read as a scorecard with
+    no claims (which would strip every entry of its claims)."""
     owner = {f: e.name for e in entries for f in e.files}
     found: dict[str, set[str]] = {}
     unknown = []
-    for path in sorted(Path(scorecard).glob("*.json")):
+    records = sorted(Path(scorecard).glob("*.json"))
+    if not records:
+        why = "does not exist" if not Path(scorecard).is_dir() else "holds no claim record (*.json)"
+        raise ManifestError(
+            f"scorecard {scorecard} {why}: the claims each result serves cannot be read from it. Run `make book` "
+            f"(it writes _build/scorecard) and pass that folder, or leave out --scorecard to keep the committed "
+            "manifest's claims."
+        )
+    for path in records:
         record = json.loads(path.read_text())
         source = ((record.get("evidence") or {}).get("source")) or ""
         for src in (s.strip() for s in source.split(";")):

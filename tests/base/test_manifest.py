@@ -208,6 +208,16 @@ def test_claims_come_from_a_scorecard_and_a_disagreement_is_named(tmp_path):
     assert any("ch2_thm5_cpu-hours: the manifest says claims [], the scorecard ['002/Thm5-MHA-MN']" in p for p in found)
 
 
+def test_a_missing_or_empty_scorecard_is_refused_not_read_as_no_claims(tmp_path):
+    """`manifest --write --scorecard DIR` with a DIR a book pass never wrote once stripped every entry of its claims."""
+    entries = manifest.scan()
+    with pytest.raises(manifest.ManifestError, match=r"does not exist.*make book.*leave out --scorecard"):
+        manifest.claims_from_scorecard(tmp_path / "nowhere", entries)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(manifest.ManifestError, match=r"holds no claim record"):
+        manifest.claims_from_scorecard(tmp_path / "empty", entries)
+
+
 def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
     from mamba_recall.runners import runner_command
 
