@@ -89,6 +89,7 @@ from ._bundles import (
     recorded_command,
     regenerate_command,
     rewrite_bundle,
+    rewritten_bytes,
     save_bundle,
     smoke_results_dir,
     smoke_active,

@@ -176,12 +176,19 @@ def read_bundle_record(path: Path) -> dict:
     return _restore_nonfinite(record, path, "result file", regen)
 
 
+def rewritten_bytes(record: dict, *, sort_keys: bool = True) -> bytes:
+    """The bytes :func:`rewrite_bundle` writes for ``record``: strict JSON with its content hash (``sort_keys=False``:
+    a checkpoint's sidecar, its keys in their order). What a migration that rewrites a file records as its sha256
+    after, before it writes it."""
+    return _hashed_json(record, sort_keys=sort_keys)
+
+
 def rewrite_bundle(path: Path, record: dict, tables: dict[Path, bytes], *, sort_keys: bool = True) -> None:
     """Replace the bundle at ``path`` by ``record`` (as :func:`read_bundle_record` gives it, changed; its
     ``tables`` entries naming each table's sha256) and the table files ``tables`` (path -> new bytes), all together
     or none (:func:`_write_together`), the JSON written as :func:`save_bundle` writes it, with its content hash
-    (``sort_keys=False``: as a checkpoint's sidecar is written, its keys in their order)."""
-    _write_together({**tables, Path(path): _hashed_json(record, sort_keys=sort_keys)})
+    (``sort_keys=False``: as a checkpoint's sidecar is written, its keys in their order; :func:`rewritten_bytes`)."""
+    _write_together({**tables, Path(path): rewritten_bytes(record, sort_keys=sort_keys)})
 
 
 def regenerate_command(path: Path) -> str:

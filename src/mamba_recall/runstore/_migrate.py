@@ -381,12 +381,12 @@ def _sidecar_change(path: Path, experiments):
 
 
 def _sidecar_bytes(record: dict) -> bytes:
-    """The bytes a checkpoint sidecar ``record`` is written as (:func:`mamba_recall.results.rewrite_bundle` with
+    """The bytes a checkpoint sidecar ``record`` is written as (:func:`mamba_recall.results.rewritten_bytes` with
     ``sort_keys=False``: its keys in their order, its content hash added): what the migration record's ``sha256``
     of a rewritten sidecar hashes."""
-    from ..results._files import _hashed_json
+    from ..results import rewritten_bytes
 
-    return _hashed_json(record, sort_keys=False)
+    return rewritten_bytes(record, sort_keys=False)
 
 
 def _check_old(rec, path: Path, folder: str) -> str | None:
