@@ -139,39 +139,45 @@ CH2 = "mamba_recall.chapters.ch2_hashing_scaling.runners."
 
 
 def test_a_runner_given_a_declared_experiment_stops_naming_its_grid_command():
-    """One route per result: a runner given the part of a declared experiment (``--parts``), or a preset at which its
-    work is declared experiments, stops with one line naming the exact grid command(s) to run instead, and runs
-    nothing; the helper modules of the old routes say the same when run."""
+    """One route per result: a runner given the part of a declared experiment (``--only fig8``, or ``--parts fig8`` as
+    committed pages print it), or a preset at which its work is declared experiments, stops with one line naming the
+    exact grid command(s) to run instead (a runner that is a grid: argparse's usage, then that line, status 2), and
+    runs nothing; the helper modules of the old routes say the same when run."""
     cases = [
         (
             CH2 + "scaling",
             ["--preset", "cpu-hours", "--parts", "fig8"],
             "grid ch2_fig8 --preset cpu-hours --allow-long",
+            1,
         ),
-        (CH2 + "scaling", ["--parts", "fig7", "tab10"], "grid ch2_fig7 ch2_tab10 --preset cpu-hours --allow-long"),
-        (CH2 + "scaling", ["--preset", "cpu-hours"], "grid ch2_fig7 ch2_fig10_11 ch2_tab10 --preset cpu-hours"),
-        (CH2 + "multihead", ["--preset", "cpu-hours"], "grid ch2_fig8 ch2_thm5 --preset cpu-hours --allow-long"),
-        (CH1 + "training", ["--preset", "cpu-hours", "--parts", "wo"], "grid ch1_wo --preset cpu-hours --allow-long"),
+        (CH2 + "scaling", ["--only", "fig7", "tab10"], "grid ch2_fig7 ch2_tab10 --preset cpu-hours --allow-long", 1),
+        (CH2 + "scaling", ["--preset", "cpu-hours"], "grid ch2_fig7 ch2_fig10_11 ch2_tab10 --preset cpu-hours", 2),
+        (CH2 + "multihead", ["--preset", "cpu-hours"], "grid ch2_fig8 ch2_thm5 --preset cpu-hours --allow-long", 2),
         (
             CH1 + "training",
             ["--preset", "cpu-hours"],
             "grid ch1_mechanism ch1_table1 ch1_full_mamba ch1_wo ch1_table1_matched ch1_full_onehot --preset cpu-hours",
+            2,
         ),
-        (CH2 + "figs_cpu", [], "grid ch2_fig7 ch2_fig10_11 ch2_fig8 ch2_thm5 ch2_tab10 --preset cpu-hours"),
+        (CH2 + "figs_cpu", [], "grid ch2_fig7 ch2_fig10_11 ch2_fig8 ch2_thm5 ch2_tab10 --preset cpu-hours", 1),
     ]
-    for module, args, grid in cases:
+    for module, args, grid, status in cases:
         out = _run(module, *args, "--store", "/nonexistent-store")
         lines = out.stderr.strip().splitlines()
-        assert out.returncode == 1 and len(lines) == 1, (module, args, out.stderr)
-        assert lines[0].startswith("error: ") and f"python -m mamba_recall {grid}" in lines[0], (module, args, lines)
+        assert out.returncode == status, (module, args, out.stderr)
+        if status == 1:  # the runner's own line
+            assert len(lines) == 1 and lines[0].startswith("error: "), (module, args, lines)
+        else:  # argparse's: the usage, then the one line
+            assert lines[0].startswith("usage: ") and ": error: " in lines[-1], (module, args, lines)
+        assert f"python -m mamba_recall {grid}" in lines[-1], (module, args, lines)
         assert out.stdout == "", (module, args)  # nothing ran
 
 
-def test_a_runner_s_help_lists_only_its_own_work():
-    """``ch1_training`` keeps ``--only`` (retraining some of ``ch1_checkpoints``' models); ``--parts`` is there only
-    to be refused."""
+def test_a_runner_that_is_a_grid_has_the_run_store_s_only_and_no_parts_of_its_own():
+    """``ch1_training`` is the grid of ``ch1_checkpoints`` under its name: ``--only`` (the run store's, which the
+    checkpoints' recorded ``--only k1`` is) picks its models; it has no ``--parts``."""
     out = _run(CH1 + "training", "--help")
-    assert out.returncode == 0 and "--only" in out.stdout and "refused" in out.stdout
+    assert out.returncode == 0 and "--only VALUE|FIELD=VALUE" in out.stdout and "--parts" not in out.stdout
 
 
 def test_every_committed_result_s_command_names_parts_its_runner_runs():

@@ -28,8 +28,13 @@ def test_options_defaults_order_and_help():
     )  # fmt: skip
     flags = [a.option_strings[0] for a in ap._actions][2:]
     engine = ["--engine", "--ray-address", "--gpus-per-job", "--members"]  # the engine options follow the ordered ones
-    assert flags == ["--jobs", "--allow-long", "--aggregate-only", "--no-estimate", "--smoke", "--store", *engine]
-    assert (args.engine, args.ray_address, args.gpus_per_job, args.members) == ("local", None, 0.0, 1)
+    order = ["--jobs", "--allow-long", "--aggregate-only", "--no-estimate", "--smoke", "--store"]
+    assert flags == [*order, *engine, "--only"]  # then the subset of the jobs
+    assert (args.engine, args.ray_address, args.gpus_per_job, args.members, args.only) == ("local", None, 0.0, 1, None)
+    assert ap.parse_args(["--only", "a", "x=1", "--only", "b"]).only == ["a", "x=1", "b"]  # the words add up
+    without = argparse.ArgumentParser()
+    add_grid_args(without, only=False)  # a runner whose own option picks its jobs (ch4_train --models)
+    assert "only" not in vars(without.parse_args([]))
     helps = {a.dest: a.help for a in ap._actions}
     assert helps["jobs"] == "parallel processes, one torch thread each"
     assert helps["store"] == "folder" and helps["smoke"] is None
@@ -210,3 +215,96 @@ def test_members_on_a_runner_that_trains_one_model_per_job_is_refused(tmp_path, 
     with pytest.raises(GridExit, match="--members 2: .*mamba_recall.runstore trains one model per job: drop --members"):
         grid_main(args, "mamba_recall.runstore:demo_job", jobs, lambda *a, **k: None, estimate=None, what="demo")
     assert not list(tmp_path.rglob("*.json"))
+
+
+def _stages():
+    """Two stages of demo jobs: cells x in {0, 1, 2} with seeds 0, 1, then a stage of the cells ``x = 10, 11``."""
+    first = [make_job("demo.sleep", {"x": x, "sleep": 0.0, "name": f"c{x}"}, s) for x in range(3) for s in range(2)]
+    second = [make_job("demo.second", {"x": x, "sleep": 0.0, "name": f"c{x}"}, 0) for x in (10, 11)]
+    return first, second
+
+
+def test_only_picks_jobs_by_their_config_values_in_every_stage(tmp_path, capsys, monkeypatch):
+    """``--only``: a bare value of one plain config field, or FIELD=VALUE; values of one field: any of them, of
+    several fields: all of them; resolved over every stage's jobs, so a value of the second stage only picks nothing of
+    the first. Only the picked jobs run or are counted; the bundle writer is called as without it (it reads every
+    finished job of its grid: with jobs left, the bundle is unfinished as any grid's)."""
+    from mamba_recall.runstore import GridStage, only_selection, select_jobs
+
+    monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)
+    first, second = _stages()
+    both = first + second
+    assert only_selection(None, both, "demo") is None and select_jobs(both, None) is both
+    picked = select_jobs(first, only_selection(["c1", "c2"], both, "demo"))
+    assert [(j["config"]["x"], j["seed"]) for j in picked] == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    picked = select_jobs(first, only_selection(["x=2", "name=c2", "name=c0"], both, "demo"))  # x = 2 and a name
+    assert [(j["config"]["x"], j["seed"]) for j in picked] == [(2, 0), (2, 1)]
+    assert select_jobs(first, only_selection(["c10"], both, "demo")) == []
+    written = []
+
+    def write(preset, *, store, smoke, log):
+        written.append(len(pending(first, store)[1]))  # the writer's own jobs: the whole first grid
+
+    args = _parser().parse_args(["--no-estimate", "--store", str(tmp_path), "--only", "c1", "c11"])
+    grid_main(args, RUNNER, first, write, estimate=None, what="demo", then=[GridStage(RUNNER, second, write)])
+    done = {(r["config"]["x"], r["seed"]) for r in pending(both, tmp_path)[0]}
+    assert done == {(1, 0), (1, 1), (11, 0)}  # only the picked jobs ran, in both stages
+    assert written == [4, 4]  # each bundle writer called as without --only (4 of the 6 first-stage jobs left)
+    args = _parser().parse_args(["--aggregate-only", "--store", str(tmp_path), "--only", "x=0", "x=1"])
+    capsys.readouterr()
+    grid_main(args, RUNNER, first, write, estimate=None, what="demo", then=[GridStage(RUNNER, second, write)])
+    assert capsys.readouterr().out.splitlines() == ["4 jobs: 2 finished, 2 left", "0 jobs: 0 finished, 0 left"]
+
+
+@pytest.mark.parametrize(
+    "words, message",
+    [
+        (
+            ["c7"],
+            r"--only c7: no job of demo grid has the value 'c7'; the fields that tell its jobs apart: .*"
+            r"name \(c0, c1, c2, c10, c11\)",
+        ),
+        (
+            ["x=7"],
+            r"--only x=7: no job of demo grid has x = '7'; the fields that tell its jobs apart: .*x \(0, 1, 2, 10, 11\)",
+        ),
+        (["nope=1"], r"--only nope=1: no job of demo grid has nope = '1'"),
+        (["c1", "c8"], r"--only c8: no job of demo grid"),  # every word must pick something
+        (["x=1", "name=c2"], r"--only x=1 name=c2: no job of demo grid has all of these values"),  # nor all together
+    ],
+)
+def test_only_that_picks_nothing_stops_before_any_job_naming_the_values(tmp_path, words, message):
+    """A word that no job's config has stops the command before any job runs, naming the fields that tell the jobs
+    apart and their values; a bare value of several fields asks for FIELD=VALUE."""
+    first, second = _stages()
+    from mamba_recall.runstore import GridStage
+
+    args = _parser().parse_args(["--no-estimate", "--store", str(tmp_path), "--only", *words])
+    with pytest.raises(GridExit, match=message):
+        grid_main(args, RUNNER, first, lambda *a, **k: None, estimate=None, what="demo grid",
+                  then=[GridStage(RUNNER, second, lambda *a, **k: None)])  # fmt: skip
+    assert not list(tmp_path.rglob("*.json"))  # nothing ran
+
+
+def test_only_a_value_of_several_fields_asks_for_the_field(tmp_path):
+    jobs = [make_job("demo.sleep", {"x": x, "y": 1 - x, "sleep": 0.0}, 0) for x in range(2)]
+    args = _parser().parse_args(["--no-estimate", "--store", str(tmp_path), "--only", "1"])
+    with pytest.raises(
+        GridExit, match=r"--only 1: '1' is a value of the fields x, y of demo's jobs; write one of x=1, y=1"
+    ):
+        grid_main(args, RUNNER, jobs, lambda *a, **k: None, estimate=None, what="demo")
+    args = _parser().parse_args(["--aggregate-only", "--store", str(tmp_path), "--only", "y=1"])
+    grid_main(args, RUNNER, jobs, lambda *a, **k: None, estimate=None, what="demo")  # counts x = 0's job
+    assert not list(tmp_path.rglob("*.json"))
+
+
+def test_only_on_jobs_made_from_the_store_is_resolved_once_they_are_made(tmp_path):
+    """A stage whose jobs are made from the store when it starts (Chapter 4's claim checks) has its ``--only``
+    resolved against those jobs."""
+    jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, 0) for x in range(3)]
+    args = _parser().parse_args(["--no-estimate", "--store", str(tmp_path), "--only", "x=2"])
+    grid_main(args, RUNNER, lambda store: jobs, lambda *a, **k: None, estimate=None, what="demo")
+    assert [r["config"]["x"] for r in pending(jobs, tmp_path)[0]] == [2]
+    args = _parser().parse_args(["--no-estimate", "--store", str(tmp_path), "--only", "x=5"])
+    with pytest.raises(GridExit, match="--only x=5: no job of demo has x = '5'"):
+        grid_main(args, RUNNER, lambda store: jobs, lambda *a, **k: None, estimate=None, what="demo")

@@ -4,7 +4,9 @@ Every run-store runner has the same command-line flow: ``--allow-long`` (the lon
 :func:`grid_context`, the run context's ``allow_long``), ``--store`` (the folder, default :data:`RUNS_DIR`), then either
 run the missing jobs (``--jobs`` processes; the measured estimate unless ``--no-estimate``, checked against the
 hour of :func:`mamba_recall.longrun.check_estimate`) or, with ``--aggregate-only``, count the finished ones;
-then write the bundle from what is finished (``--smoke``: the preset's smoke-capped grid). A runner with a second
+then write the bundle from what is finished (``--smoke``: the preset's smoke-capped grid). ``--only`` runs (or
+counts) a subset of the jobs, picked by their configs' values (:func:`select_jobs`); the bundle is still written from
+every finished job of the grid, so a subset leaves it as unfinished as any grid with jobs left. A runner with a second
 grid made from the first one's runs passes it as a :class:`GridStage`; a command's bundles share one provenance.
 """
 
@@ -14,7 +16,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ..context import current, run_context
 from ..longrun import check_estimate
@@ -67,10 +69,14 @@ def add_device_arg(parser: argparse.ArgumentParser, help: str = JOB_DEVICE_HELP)
     parser.add_argument("--device", default="auto", type=checked, metavar="{auto,cpu,cuda}", help=help)
 
 
-def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_OPTIONS, **helps: str | None) -> None:
+def add_grid_args(
+    parser: argparse.ArgumentParser, order: Iterable[str] = GRID_OPTIONS, *, only: bool = True, **helps: str | None
+) -> None:
     """Add the run-store options ``--jobs`` (int, 1), ``--smoke``, ``--allow-long``, ``--aggregate-only``,
     ``--no-estimate`` (flags) and ``--store`` (folder, None) to ``parser`` in ``order`` (names as in
-    :data:`GRID_OPTIONS`); ``helps[name]`` overrides an option's help text (None: none)."""
+    :data:`GRID_OPTIONS`), then the engine options (:func:`add_engine_args`) and ``--only`` (:func:`add_only_arg`;
+    ``only=False``: not, for a runner whose own option picks jobs beyond its declared grid, Chapter 4's
+    ``ch4_train --models``); ``helps[name]`` overrides an option's help text (None: none)."""
     order = tuple(order)
     unknown = (set(order) | set(helps)) - set(GRID_OPTIONS)
     if unknown or sorted(order) != sorted(GRID_OPTIONS):
@@ -88,6 +94,103 @@ def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_O
         else:
             parser.add_argument(flag, action="store_true", help=help_)
     add_engine_args(parser)
+    if only:
+        add_only_arg(parser)
+
+
+#: ``--only``'s help: what it picks and what the bundle then is
+ONLY_HELP = (
+    "run only the jobs whose config has these values: VALUE (the value of one config field, e.g. a model or part "
+    "name) or FIELD=VALUE; values of one field: any of them, of several fields: all. The bundle is still written "
+    "from every finished job (with jobs left it is unfinished, as any grid's)"
+)
+
+
+def add_only_arg(parser: argparse.ArgumentParser) -> None:
+    """``--only VALUE|FIELD=VALUE ...`` (repeatable, the words add up; None when absent): the jobs :func:`grid_main`
+    runs or counts, picked by :func:`select_jobs`."""
+    parser.add_argument("--only", nargs="+", action="extend", default=None, metavar="VALUE|FIELD=VALUE", help=ONLY_HELP)
+
+
+def as_only(argv: Sequence[str] | None, *flags: str) -> list[str]:
+    """``argv`` (None: ``sys.argv[1:]``) with each of ``flags`` written ``--only``: the spelling of a runner's subset
+    option that committed files record (a checkpoint's sidecar, a printed command) kept runnable as the grid's
+    ``--only`` (e.g. ``ch4_train --models s_small`` is ``--only s_small``)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    return ["--only" if w in flags else w for w in words]
+
+
+_PLAIN = (str, int, float, bool)
+
+
+def _values(jobs: Sequence[Mapping]) -> dict[str, list[str]]:
+    """Config field -> its distinct values (as ``str`` writes them, in job order) over ``jobs``' plain fields."""
+    out: dict[str, dict[str, None]] = {}
+    for job in jobs:
+        for field, value in job["config"].items():
+            if isinstance(value, _PLAIN):
+                out.setdefault(field, {})[str(value)] = None
+    return {f: list(v) for f, v in out.items()}
+
+
+def _fields_apart(values: Mapping[str, list[str]]) -> str:
+    """The fields whose values tell the jobs apart, with their values (what ``--only`` can pick)."""
+    apart = {f: v for f, v in values.items() if len(v) > 1}
+    shown = [f"{f} ({', '.join(v[:12])}{', …' if len(v) > 12 else ''})" for f, v in apart.items()]
+    return "; ".join(shown) or "none (every job has the same plain fields)"
+
+
+def only_selection(only: Sequence[str] | None, jobs: Sequence[Mapping], what: str) -> dict[str, set[str]] | None:
+    """``--only``'s words resolved against ``jobs`` (those of the whole command): config field -> the values picked
+    (None: no ``--only``). A word is ``FIELD=VALUE`` or a ``VALUE`` of exactly one plain field (str, int, float,
+    bool; compared as ``str`` writes them). GridExit naming ``what``, the word and the fields and values that tell
+    the jobs apart when a word matches no job, a bare value is in several fields (write ``FIELD=VALUE``), or the
+    words together pick no job (``x=1 y=2`` where no job has both)."""
+    if only is None:
+        return None
+    values = _values(jobs)
+    chosen: dict[str, set[str]] = {}
+    for word in only:
+        field, sep, value = word.partition("=")
+        if sep:
+            if value not in values.get(field, ()):
+                raise GridExit(
+                    f"--only {word}: no job of {what} has {field} = {value!r}; the fields that tell its jobs apart: "
+                    f"{_fields_apart(values)}."
+                )
+        else:
+            value = word
+            fields = [f for f, v in values.items() if value in v]
+            if not fields:
+                raise GridExit(
+                    f"--only {word}: no job of {what} has the value {word!r}; the fields that tell its jobs apart: "
+                    f"{_fields_apart(values)}."
+                )
+            if len(fields) > 1:
+                raise GridExit(
+                    f"--only {word}: {word!r} is a value of the fields {', '.join(fields)} of {what}'s jobs; write "
+                    f"one of {', '.join(f + '=' + word for f in fields)}."
+                )
+            field = fields[0]
+        chosen.setdefault(field, set()).add(value)
+    if not select_jobs(list(jobs), chosen):
+        raise GridExit(
+            f"--only {' '.join(only)}: no job of {what} has all of these values (values of one field: any, of several "
+            f"fields: all); the fields that tell its jobs apart: {_fields_apart(values)}."
+        )
+    return chosen
+
+
+def select_jobs(jobs: list[dict], selection: Mapping[str, set[str]] | None) -> list[dict]:
+    """The jobs of ``jobs`` that ``selection`` (:func:`only_selection`) picks: for every field of it, the job's value
+    is one of its values (a job without that field is not picked); all of them when ``selection`` is None."""
+    if selection is None:
+        return jobs
+    return [
+        j
+        for j in jobs
+        if all(isinstance(j["config"].get(f), _PLAIN) and str(j["config"][f]) in v for f, v in selection.items())
+    ]
 
 
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
@@ -214,6 +317,11 @@ def grid_main(
     from the finished jobs), whose value it returns; then the same for each stage of ``then``, in order.
     ``jobs`` may be ``jobs(store)``.
 
+    ``--only`` (``args.only``, :func:`add_only_arg`) runs or counts only the jobs it picks, in every stage
+    (:func:`select_jobs`); its words are resolved against the jobs of every stage whose jobs are a list, before any
+    runs (when every stage's jobs are made from the store, against the first stage's, once made): a word that picks
+    nothing stops the command (:func:`only_selection`). The bundles are written as without it.
+
     A stage whose jobs fail (:class:`JobsFailed`) or whose bundle is refused (:class:`BundleNotReplaced`) does not
     stop the later stages; at the end the command exits with status 1 and repeats what went wrong (with the
     command that retries). Ctrl-C ends it at once (:class:`GridInterrupted`, status 130).
@@ -232,10 +340,16 @@ def grid_main(
             "per job: drop --members."
         )
     store = grid_store(args, default_store)
+    only = getattr(args, "only", None)
+    listed = [j for s in stages if not callable(s.jobs) for j in s.jobs]
+    selection = only_selection(only, listed, what) if listed else None
     out, problems = [], []
     with grid_context(args), command_provenance():
         for stage in stages:
             todo = stage.jobs(store) if callable(stage.jobs) else stage.jobs
+            if only is not None and selection is None:  # jobs made from the store: resolved against the first's
+                selection = only_selection(only, todo, stage.what or what)
+            todo = select_jobs(todo, selection)
             try:
                 run_or_count(
                     stage.runner,

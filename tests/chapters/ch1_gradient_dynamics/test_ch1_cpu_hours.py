@@ -338,9 +338,11 @@ def test_full_mamba_runs_alone_by_its_name(tmp_path):
     assert command == "python -m mamba_recall grid ch1_full_mamba --preset cpu-hours --allow-long"
 
 
-def test_the_training_runner_retrains_only_checkpoints_and_names_the_grid_for_the_rest(tmp_path, monkeypatch):
-    """``ch1_training --only k1`` runs one job of ``ch1_checkpoints`` (the others' jobs are not made) through the
-    grid's flow; ``--parts`` or ``--preset cpu-hours`` stops with one line naming the grid command, running nothing."""
+def test_the_training_runner_retrains_only_checkpoints_and_names_the_grid_for_the_rest(tmp_path, monkeypatch, capsys):
+    """``ch1_training --only k1`` (the command each checkpoint's sidecar records) is the grid of ``ch1_checkpoints``
+    with the run store's ``--only``: one of its jobs runs, the others are left as they are; ``--preset cpu-hours``
+    stops with argparse's one line naming the grid command of Chapter 1's cpu-hours experiments, running nothing; the
+    runner has no ``--parts``."""
     from mamba_recall.chapters.ch1_gradient_dynamics.runners import training
 
     logs = []
@@ -350,11 +352,18 @@ def test_the_training_runner_retrains_only_checkpoints_and_names_the_grid_for_th
     store = ["--smoke", "--store", str(tmp_path / "runs"), "--no-estimate"]
     training.main(["--preset", "ci", "--only", "k1", *store])
     assert "1 jobs: 0 finished (skipped), 1 left" in "\n".join(logs)
-    assert [p.parent.name for p in (tmp_path / "runs").rglob("*.json")] == [c1.CHECKPOINTS_EXPERIMENT]
-    with pytest.raises(SystemExit, match=r"python -m mamba_recall grid ch1_wo --preset cpu-hours --allow-long$"):
-        training.main(["--preset", "cpu-hours", "--parts", "wo", *store])
-    with pytest.raises(SystemExit, match=r"^error: ch1_training --preset cpu-hours: ch1_mechanism ch1_table1 "):
+    runs = list((tmp_path / "runs").rglob("*.json"))
+    assert [p.parent.name for p in runs] == [c1.CHECKPOINTS_EXPERIMENT]
+    assert json.loads(runs[0].read_text())["config"]["model"] == "k1"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
         training.main(["--preset", "cpu-hours", *store])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "ch1_checkpoints has no run-store grid at preset cpu-hours" in err
+    assert "python -m mamba_recall grid ch1_mechanism ch1_table1 ch1_full_mamba ch1_wo" in err
+    with pytest.raises(SystemExit) as exc:
+        training.main(["--preset", "ci", "--parts", "wo", *store])
+    assert exc.value.code == 2 and "unrecognized arguments: --parts wo" in capsys.readouterr().err
     assert len(list((tmp_path / "runs").rglob("*.json"))) == 1  # nothing more ran
 
 

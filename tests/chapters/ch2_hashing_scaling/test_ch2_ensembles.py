@@ -38,10 +38,13 @@ def test_one_job_per_ensemble_at_ci_and_paper_and_none_at_cpu_hours():
         "mamba_recall grid ch2_fig7 ch2_fig10_11 ch2_tab10 --preset cpu-hours",
     ):
         ensembles.jobs_for("ch2_scaling", "cpu-hours")
-    # a part's job does not depend on which other parts are asked for
-    assert job_key(ensembles.jobs_for("ch2_scaling", "ci", parts=["grid"])[0]) == job_key(
-        [j for j in ensembles.jobs_for("ch2_scaling", "ci") if j["config"]["part"] == "grid"][0]
-    )
+    # the grid's --only picks a part's job out of the grid: the same job, whichever parts are asked for
+    from mamba_recall.runstore import only_selection, select_jobs
+
+    jobs = ensembles.jobs_for("ch2_scaling", "ci")
+    picked = select_jobs(jobs, only_selection(["grid", "ablation"], jobs, "ch2_scaling at preset ci"))
+    assert [j["config"]["part"] for j in picked] == ["grid", "ablation"]
+    assert [job_key(j) for j in picked] == [job_key(j) for j in jobs if j["config"]["part"] in ("grid", "ablation")]
 
 
 def _bundle(store, name):
@@ -50,13 +53,16 @@ def _bundle(store, name):
 
 
 def test_a_later_part_joins_the_bundle_without_training_the_others_again(tmp_path, capsys):
+    """The runner is the grid of ``ch2_scaling``; ``--parts`` (as committed pages print it) is the grid's ``--only``:
+    the parts picked run, and the bundle is the grid's, from every finished part, unfinished while parts are left."""
     store = tmp_path / "runs"
     args = ["--preset", "ci", "--smoke", "--store", str(store), "--no-estimate"]
     scaling.main([*args, "--parts", "speed", "grid"])
     first = {p: p.stat().st_mtime_ns for p in store.rglob("*.json")}
     b = _bundle(store, "ch2_scaling_ci_smoke")
-    assert b.data["parts"] == ["speed", "grid"] and "--parts speed grid" in b.command and not b.data["complete"]
-    scaling.main([*args, "--parts", "multilayer"])
+    assert b.data["parts"] == ["speed", "grid"] and not b.data["complete"] and b.data["jobs_finished"] == 2
+    assert b.command == "python -m mamba_recall grid ch2_scaling --preset ci --allow-long"
+    scaling.main([*args, "--only", "multilayer"])
     assert all(p.stat().st_mtime_ns == t for p, t in first.items())  # the finished ensembles were not run again
     b = _bundle(store, "ch2_scaling_ci_smoke")
     assert b.data["parts"] == ["speed", "grid", "multilayer"] and set(b.tables) == {"speed", "grid", "multilayer"}

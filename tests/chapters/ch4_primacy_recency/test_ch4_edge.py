@@ -178,17 +178,19 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
 @pytest.mark.parametrize("argv", [["--aggregate-only"], ["--no-estimate"]])
 def test_edge_checks_command_line_on_the_shared_flow(argv, tmp_path, monkeypatch, capsys):
     """``--checks``: the checks grid on the shared run-store flow, with the store, preset and smoke flag passed
-    through, the bundle under the command's one git state (taken once, before anything is written), and --recipes
-    selecting the models checked; the edge grid is neither counted nor run (it runs by name, ``grid ch4_edge``)."""
+    through, the bundle under the command's one git state (taken once, before anything is written), and the run
+    store's ``--only`` selecting the models checked (``--only d4``: a recipe's); the edge grid is neither counted nor
+    run (it runs by name, ``grid ch4_edge``)."""
     from mamba_recall import results
     from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
+    from mamba_recall.runstore import _cli
 
     edge_jobs = E.jobs_for("cpu-hours", smoke=True)
-    calls, made = [], []
+    calls, made, ran = [], [], []
 
     def fake_checks_jobs(preset, smoke, store):
         made.append((preset, smoke, store))
-        return [j for j in edge_jobs if j["config"]["recipe_name"] == "d2"]  # stand-ins, filtered out by --recipes
+        return [j for j in edge_jobs if j["config"]["recipe_name"] in ("d2", "d4")]  # stand-ins: --only keeps d4's
 
     def write(preset, *, store, smoke, log):
         calls.append((preset, store, smoke, results.command_git_state()))
@@ -196,18 +198,24 @@ def test_edge_checks_command_line_on_the_shared_flow(argv, tmp_path, monkeypatch
     monkeypatch.setattr(E, "checks_jobs", fake_checks_jobs)
     monkeypatch.setattr(E, "write_checks_bundle", write)
     monkeypatch.setattr(E, "grid_command", lambda *a, **k: pytest.fail("--checks ran the edge grid"))
-    E.main(["--checks", "--preset", "cpu-hours", "--smoke", "--store", str(tmp_path), "--recipes", "d4", *argv])
+    monkeypatch.setattr(_cli, "run_grid", lambda runner, jobs, **kw: ran.append((runner, jobs)))
+    d4 = [j for j in edge_jobs if j["config"]["recipe_name"] == "d4"]
+    assert d4 and len(d4) < len(fake_checks_jobs("cpu-hours", True, None))
+    made.clear()
+    E.main(["--checks", "--preset", "cpu-hours", "--smoke", "--store", str(tmp_path), "--only", "d4", *argv])
     assert [c[:3] for c in calls] == [("cpu-hours", tmp_path, True)] and calls[0][3] is not None
     assert results.command_git_state() is None  # the provenance only while the command runs
     out = capsys.readouterr().out.splitlines()
-    if "--aggregate-only" in argv:  # counted, one line
-        assert out == ["0 jobs: 0 finished, 0 left"]
-    else:
-        assert out == [f"0 jobs: 0 finished (skipped), 0 left; store {tmp_path}"]
+    if "--aggregate-only" in argv:  # counted, one line: d4's models only
+        assert out == [f"{len(d4)} jobs: 0 finished, {len(d4)} left"] and ran == []
+    else:  # d4's models only are run
+        assert ran == [(E.CHECKS_RUNNER, d4)]
     assert made == [("cpu-hours", True, tmp_path)]
-    with pytest.raises(SystemExit):  # a recipe the preset does not declare: one line naming those it does
-        E.main(["--checks", "--preset", "cpu-hours", "--recipes", "d9"])
-    assert "unknown edge recipe(s) ['d9']; choose from" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match=r"--only d9: no job of ch4_edge_checks at preset cpu-hours has the value "):
+        E.main(["--checks", "--preset", "cpu-hours", "--only", "d9"])  # no model of that recipe: names the fields
+    with pytest.raises(SystemExit) as exc:
+        E.main(["--checks", "--preset", "cpu-hours", "--recipes", "d4"])  # the grid's --only, not --recipes
+    assert exc.value.code == 2
 
 
 def test_the_edge_runner_without_checks_is_the_grid_command_of_ch4_edge(monkeypatch):

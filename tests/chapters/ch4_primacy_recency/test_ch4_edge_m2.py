@@ -113,7 +113,7 @@ def test_m2_not_committed_reads_not_run_naming_the_command():
         v = check_family(cid, fam, record=False)
         assert v.status == "not run"
         assert "`python -m mamba_recall grid ch4_edge --preset cpu-hours --allow-long`" in v.reason
-        assert "--checks --allow-long --recipes m2`" in v.reason
+        assert "--checks --allow-long --only m2`" in v.reason
     fam.primary = None
     v = check_family("004/Fig2", fam, record=False)  # Mamba-1: the primary rule, as before
     assert v.status == "not run" and "3 seeds" in v.reason

@@ -10,8 +10,8 @@ At ``--preset paper``, ``grid ch1_table1`` runs Table 1 (T ∈ {128, 256, 512} w
 its full step budget or 100 % held-out accuracy) and ``grid ch1_full_mamba ch1_full_onehot`` the full Mamba LM to
 6,000 steps (``python -m mamba_recall plan --preset paper`` lists them), on the CPU like ``cpu-hours``. The simplified
 models and W_o have no paper grid: their cpu-hours entries are the paper's settings. The runner ``ch1_training``
-(:mod:`.training`, :func:`checkpoints_main`) retrains some of ``ch1_checkpoints``' models (``--only k1``); given
-another part, or a preset without checkpoints, it stops naming the grid command (:func:`refuse`).
+(:mod:`.training`) is the grid of ``ch1_checkpoints`` under its name; the grid's ``--only k1`` retrains some of its
+models.
 
 What it runs (sizes in ``chapters/ch1_gradient_dynamics/configs.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
 same command resumes after an interruption:
@@ -61,19 +61,16 @@ mean and interval, the readout matrices). The notebooks of Chapter 1 judge the c
 
 The grid's parts: :mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs` (the grid, :func:`jobs_for`, and the job
 functions, :func:`run_job` among them), :mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_bundles` (:func:`write_bundles`)
-and this module (the time estimate, :func:`estimate`, and ``ch1_training``'s command line, :func:`checkpoints_main`);
-every name is importable from here.
+and this module (the time estimate, :func:`estimate`); every name is importable from here.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
 import torch
 
-from mamba_recall.runstore import add_grid_args
 from mamba_recall.runners import runner_command
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, build_full_model
 from .cpu_hours_bundles import write_bundles  # noqa: F401  (importable from the runner)
@@ -182,70 +179,6 @@ def estimate(left: list[dict]) -> tuple[float, str]:
     basis = f"measured here, 1 thread, every job at its step cap (early stopping makes it shorter): {lines}"
     print(f"step times: {basis}", flush=True)
     return total, basis
-
-
-#: the presets of ``ch1_checkpoints`` (one model of each name at seed 0, what the notebooks load)
-CHECKPOINT_PRESETS = ("ci", "paper")
-
-
-def refuse(runner: str, preset: str, parts) -> SystemExit:
-    """The one-line error of a runner given work that is now a declared experiment: ``parts`` (None: the preset's
-    :data:`DEFAULT_PARTS` other than ``checkpoints``) and the grid command that runs them, e.g.
-    ``error: ch1_training --parts full_mamba: ch1_full_mamba is a declared experiment; run it by name: python -m
-    mamba_recall grid ch1_full_mamba --preset paper --allow-long``."""
-    asked = f"--parts {' '.join(parts)}" if parts else f"--preset {preset}"
-    chosen = list(parts or [p for p in DEFAULT_PARTS[preset] if p != "checkpoints"])
-    names = " ".join(PARTS[p] for p in chosen)
-    what = (
-        f"{names} is a declared experiment; run it"
-        if len(chosen) == 1
-        else f"{names} are declared experiments; run them"
-    )
-    return SystemExit(f"error: {runner} {asked}: {what} by name: {grid_command(names, preset)}")
-
-
-def checkpoints_main(argv=None):
-    """``ch1_training``'s command line: the run-store grid of ``ch1_checkpoints`` at ``ci`` or ``paper`` (default
-    ``paper``), ``--only`` picking models (the bundle still lists every finished one), run and written as the grid
-    command does (:func:`mamba_recall.experiment.run_experiment`: the bundle records that command). ``--parts``, or a
-    preset without checkpoints, stops with :func:`refuse`."""
-    import dataclasses
-
-    from mamba_recall.experiment import experiment_named, run_experiment
-
-    ap = argparse.ArgumentParser(prog=runner_command("ch1_training"), description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="paper", choices=["ci", "cpu-hours", "paper"])
-    ap.add_argument("--device", default="cpu", choices=["cpu"])
-    add_grid_args(
-        ap,
-        smoke="the preset's structure with a handful of steps",
-        aggregate_only=None,
-        no_estimate=None,
-        store="run store folder (default results/runs)",
-    )
-    ap.add_argument(
-        "--parts",
-        nargs="+",
-        default=None,
-        choices=[p for p in PARTS if p != "checkpoints"],
-        help="refused: each part is a declared experiment, run by python -m mamba_recall grid <experiment>",
-    )
-    ap.add_argument(
-        "--only",
-        nargs="+",
-        default=None,
-        choices=list(CHECKPOINT_MODELS),
-        help="train these models of ch1_checkpoints only (the bundle still lists every finished one)",
-    )
-    args = ap.parse_args(argv)
-    if args.parts or args.preset not in CHECKPOINT_PRESETS:
-        raise refuse("ch1_training", args.preset, args.parts)
-    only = args.only
-
-    def make_jobs(preset, smoke=False):
-        return jobs_for(preset, smoke, ["checkpoints"], only)
-
-    return run_experiment(dataclasses.replace(experiment_named(CHECKPOINTS_EXPERIMENT), make_jobs=make_jobs), args)
 
 
 if __name__ == "__main__":

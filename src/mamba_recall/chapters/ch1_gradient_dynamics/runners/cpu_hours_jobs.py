@@ -47,7 +47,7 @@ WO_CLAIM = "000/Fig7"
 FULL_PARTS = {FULL_NAME: "ch1_full_mamba", ONEHOT_NAME: "ch1_full_onehot"}
 RUNNER = "mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours:run_job"
 MODELS = ("k1", "k2", "k4")
-#: the models of part ``checkpoints`` (``grid ch1_checkpoints --preset ci|paper``; ``ch1_training --only`` picks some): one model of
+#: the models of part ``checkpoints`` (``grid ch1_checkpoints --preset ci|paper``; its ``--only`` picks some): one model of
 #: each name at seed 0, its checkpoint ``results/checkpoints/ch1_<name>_<preset>.pt``, what the notebooks load
 CHECKPOINT_MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 #: the parts of Chapter 1 at each preset (``jobs_for(parts=None)``; the experiments a runner names when it refuses a
@@ -105,20 +105,22 @@ def check_parts(parts, preset: str = "cpu-hours") -> tuple[str, ...]:
     return parts
 
 
-def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None, only=None) -> list[dict]:
+def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list[dict]:
     """Every job of the preset's ``parts`` (default the preset's, :data:`DEFAULT_PARTS`): the one-seed models whose checkpoints the
-    notebooks load (``checkpoints``: :data:`CHECKPOINT_MODELS`, or those of ``only``), the models (k1, k2, k4 ×
+    notebooks load (``checkpoints``: :data:`CHECKPOINT_MODELS`), the models (k1, k2, k4 ×
     seeds), then the Table 1 cells (T × κ × model × seeds), then the full Mamba LM (× seeds). A part's jobs do not
     depend on which other parts are picked (the run store's keys are the same)."""
     parts = check_parts(parts, preset)
     jobs = []
     if "checkpoints" in parts:
         if preset not in ("ci", "paper"):
+            others = " ".join(PARTS[p] for p in DEFAULT_PARTS.get(preset, ()) if p != "checkpoints")
             raise ValueError(
                 f"part checkpoints (one model of each name at seed 0) runs at ci and paper, not {preset!r}; at "
-                "cpu-hours the models are part models (3 seeds each)."
+                f"{preset} Chapter 1's models are declared experiments (3 seeds each), run by name: "
+                f"{grid_command(others or MODELS_EXPERIMENT, preset)}"
             )
-        for name in only or CHECKPOINT_MODELS:
+        for name in CHECKPOINT_MODELS:
             sizes = experiment(f"ch1_{name}", preset, smoke=smoke)
             config = {"kind": "checkpoint", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
             jobs.append(make_job(CHECKPOINTS_EXPERIMENT, config, 0))

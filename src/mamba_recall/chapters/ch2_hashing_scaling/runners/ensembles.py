@@ -1,7 +1,9 @@
 r"""The ensemble parts of Chapter 2's runners through the run store, at ``ci`` and ``paper``: one run-store job per
 ensemble (what trains together as one :class:`~mamba_recall.models.linear_mamba.LinearMamba` or
 :class:`~mamba_recall.models.multihead_linear_mamba.MultiHeadLinearMamba`), so an interrupted run resumes at the
-ensemble it stopped in and ``--parts`` adds a part to the bundle without training the others again.
+ensemble it stopped in and ``--only <part>`` adds a part to the bundle without training the others again. Each is
+the declared experiment of its name (:mod:`..experiments`), run by ``python -m mamba_recall grid <experiment>``; the
+runner's ``main`` is that grid under the runner's name (:func:`command`).
 
 * ``ch2_scaling`` (:mod:`.scaling`): experiment ``ch2_scaling``, one job per part (``speed``, ``grid``,
   ``multilayer``, ``repetition``, ``ablation``, ``full``), each the part's function of :mod:`.scaling`
@@ -20,7 +22,6 @@ tables have the columns, the order and the numbers the one-process runners wrote
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import time
 
@@ -28,14 +29,7 @@ import pandas as pd
 
 from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_command, runner_module
-from mamba_recall.runstore import (
-    add_device_arg,
-    add_grid_args,
-    finished_status,
-    grid_main,
-    make_job,
-    save_grid_bundle,
-)
+from mamba_recall.runstore import finished_status, make_job, save_grid_bundle
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.ensembles:run_job"
 #: the ensemble runners: runner → its preset experiment (= its run-store experiment, the stem of its bundle)
@@ -62,8 +56,9 @@ def record_frame(record: dict) -> pd.DataFrame:
     return pd.DataFrame(record["data"], columns=record["columns"])
 
 
-def jobs_for(runner: str, preset: str, smoke: bool = False, parts=None) -> list[dict]:
-    """One job per ensemble of ``runner`` at ``preset`` (``parts``: ``ch2_scaling``'s parts to run, default all)."""
+def jobs_for(runner: str, preset: str, smoke: bool = False) -> list[dict]:
+    """One job per ensemble of ``runner`` at ``preset`` (the grid's ``--only`` picks some, e.g. ``ch2_scaling``'s
+    parts)."""
     if runner not in EXPERIMENTS:
         raise ValueError(f"{runner!r} has no ensemble parts; use one of {', '.join(EXPERIMENTS)}.")
     if preset not in PRESETS:
@@ -75,7 +70,7 @@ def jobs_for(runner: str, preset: str, smoke: bool = False, parts=None) -> list[
     base = {"runner": runner, "preset": preset, "smoke": smoke, "sizes": sizes}
     if preset in GPU_PRESETS:
         base["device"] = "auto"
-    units = _module(runner).ensemble_units(sizes, parts)
+    units = _module(runner).ensemble_units(sizes)
     return [make_job(EXPERIMENTS[runner], {**base, **unit}, 0) for unit in units]
 
 
@@ -107,11 +102,10 @@ def grid_command(runner: str, preset: str) -> str:
     return f"python -m mamba_recall grid {EXPERIMENTS[runner]} --preset {preset} --allow-long"
 
 
-def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, log=print, parts=None):
+def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, log=print):
     """Aggregate ``runner``'s finished ensembles at ``preset`` into ``results/<runner>_<preset>.json``: each table the
     jobs' rows in the preset's order, plus the runner's ``bundle_data(finished runs)``; every finished job of the
-    preset counts, whichever ``parts`` this command ran. It records the grid command (:func:`grid_command`), or the
-    runner's ``--parts`` while some ensemble parts are not finished."""
+    preset counts, whichever ones this command ran (``--only``). It records the grid command (:func:`grid_command`)."""
     jobs = jobs_for(runner, preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
@@ -128,8 +122,7 @@ def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, l
     mod = _module(runner)
     data.update(mod.bundle_data(runs))
     sizes = experiment(EXPERIMENTS[runner], preset, smoke=smoke)
-    some = mod.command_parts(runs)  # the grid command when every part is finished, else the runner's --parts
-    command = f"{runner_command(runner)} --preset {preset}{some}" if some else grid_command(runner, preset)
+    command = grid_command(runner, preset)
     name = f"{runner}_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(
         name, data, {"preset": preset, "smoke": smoke, **sizes}, command=command, tables=tables, log=log
@@ -183,7 +176,7 @@ def refusal(runner: str, preset: str | None, parts) -> str:
     (:func:`figure_grids`)."""
     from . import figs_cpu
 
-    asked = f"--parts {' '.join(parts)}" if parts else f"--preset {preset}"
+    asked = f"--only {' '.join(parts)}" if parts else f"--preset {preset}"
     parts = list(parts or figures(runner))
     names = " ".join(figs_cpu.experiment_name(p) for p in parts)
     what = (
@@ -194,53 +187,28 @@ def refusal(runner: str, preset: str | None, parts) -> str:
     return f"{runner} {asked}: {what} by name: {figure_grids(runner, preset, parts)}"
 
 
-def store_main(argv, runner: str) -> object:
-    """The command line of ``runner``'s ensembles (called by its ``main``) at ``ci`` and ``paper``; ``--parts``
-    naming a one-model-per-job figure, or another preset, stops with :func:`refusal` (those are declared experiments,
-    run by ``python -m mamba_recall grid <experiment>``)."""
+def command(runner: str, argv=None) -> int:
+    """The command line of ``runner``'s ensembles (its ``main``): ``python -m mamba_recall grid <runner> --preset P``
+    under the runner's name (:func:`mamba_recall.experiment.grid_command`, default ``--preset ci``), ``--only``
+    picking ensembles (``ch2_scaling``'s parts: ``--only grid ablation``). ``--parts`` is ``--only`` written as the
+    committed pages and verdicts print it (:func:`mamba_recall.runstore.as_only`). A one-model-per-job figure among
+    them stops with :func:`refusal` (those are declared experiments of their own, run by name), as a preset without
+    ensembles does (:func:`jobs_for`'s error)."""
+    from mamba_recall.experiment import grid_command as run_grid_command
+    from mamba_recall.runstore import as_only
+
     from . import figs_cpu
 
-    mod = _module(runner)
-    ap = argparse.ArgumentParser(
-        prog=runner_command(runner),
-        description=mod.__doc__.split("\n")[0],
-        epilog="These are the ensembles at ci and paper; the one-model-per-job figures (cpu-hours) run by name: "
-        + " ".join(f"python -m mamba_recall grid {figs_cpu.experiment_name(p)}" for p in figures(runner)),
-    )
-    ap.add_argument("--preset", default=None, choices=[*PRESETS, "cpu-hours"], help="default: ci")
-    add_device_arg(ap)
-    ensemble_parts = list(getattr(mod, "ENSEMBLE_PARTS", None) or [])
-    ap.add_argument(
-        "--parts",
-        nargs="+",
-        default=None,
-        choices=ensemble_parts + list(figs_cpu.PARTS),
-        help=f"default: all{'' if ensemble_parts else ' (none here)'}; a one-model figure ({', '.join(figs_cpu.PARTS)}) is "
-        "refused, naming its grid command",
-    )
-    add_grid_args(ap, aggregate_only="write the bundle from the finished jobs")
-    args = ap.parse_args(argv)
-    figure_parts = [p for p in args.parts or [] if p in figs_cpu.PARTS]
-    if figure_parts or args.preset not in (None, *PRESETS):
-        raise SystemExit(f"error: {refusal(runner, args.preset, figure_parts or None)}")
-    args.preset = args.preset or "ci"
-    from mamba_recall.results import smoke_run_store
-
-    parts = args.parts
-    jobs = jobs_for(runner, args.preset, args.smoke, parts)
-
-    def write(preset, **kw):
-        return write_bundle(runner, preset, **kw)
-
-    return grid_main(
-        args,
-        RUNNER,
-        jobs,
-        write,
-        estimate=recorded_estimate(runner, args.preset),
-        what=f"{runner} ensembles at preset {args.preset}",
-        default_store=smoke_run_store(args.smoke),
-    )
+    words = as_only(argv, "--parts")
+    picked, on = [], False
+    for w in words:
+        on = w == "--only" or (on and not w.startswith("-"))
+        if on and w != "--only":
+            picked.append(w)
+    figure_parts = [p for p in picked if p in figs_cpu.PARTS]
+    if figure_parts:
+        raise SystemExit(f"error: {refusal(runner, None, figure_parts)}")
+    return run_grid_command(words, name=runner, prog=runner_command(runner), default_preset="ci")
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ and seed; the same data stream, seeds change the initialisation [ours]) with the
 (AdamW lr 1e-2, β = (0.9, 0.95), wd 0, warmup → hold → cosine, clip 5, label smoothing 0.1).
 
 Fig. 8 and Thm 5 with one model per job and seed (3 seeds, preset ``cpu-hours``) are the declared experiments
-``ch2_fig8`` and ``ch2_thm5`` (:mod:`.figs_cpu`), run only by their names; this runner given ``--parts fig8`` or
-``--preset cpu-hours`` stops naming those grid commands.
+``ch2_fig8`` and ``ch2_thm5`` (:mod:`.figs_cpu`), run only by their names. This runner's ``main`` is the grid of
+``ch2_multihead`` under its name (:func:`.ensembles.command`); given ``--only fig8`` (or ``--parts fig8``) or
+``--preset cpu-hours`` it stops naming those grid commands.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ HIST_EDGES = [round(-1.0 + 0.1 * i, 2) for i in range(31)]  # normalised logit i
 # The runs whose outputs are committed in results/ (``make reproduce`` repeats them).
 
 
-def ensemble_units(sizes: dict, parts=None) -> list[dict]:
-    """The run-store units: one per (head pattern, M) ensemble, in the preset's order (``parts``: none here)."""
+def ensemble_units(sizes: dict) -> list[dict]:
+    """The run-store units: one per (head pattern, M) ensemble, in the preset's order."""
     return [{"pattern": pattern, "M": M} for pattern in sizes["patterns"] for M in sizes["Ms"]]
 
 
@@ -115,10 +116,6 @@ def bundle_data(runs: list[dict]) -> dict:
     }
 
 
-def command_parts(runs: list[dict]) -> str:
-    return ""
-
-
 def recorded_seconds(bundle) -> dict[str, float]:
     """Per ensemble: the seconds the bundle records for it, or (an older bundle) its total shared out evenly."""
     if "unit_seconds" in bundle.data:
@@ -128,13 +125,13 @@ def recorded_seconds(bundle) -> dict[str, float]:
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    """The (pattern, M) ensembles of :func:`run_unit` (:mod:`.ensembles`) at ``ci`` and ``paper``; ``--parts fig8``
-    / ``thm5`` or ``--preset cpu-hours`` stops naming the grid commands of those experiments."""
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch2_multihead --preset P`` under this runner's command (:func:`.ensembles.command`;
+    ``--only fig8`` / ``thm5`` or ``--preset cpu-hours`` stops naming the grid commands of those experiments)."""
     from . import ensembles
 
-    return ensembles.store_main(argv, "ch2_multihead")
+    return ensembles.command("ch2_multihead", argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

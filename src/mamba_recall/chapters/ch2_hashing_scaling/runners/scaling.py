@@ -2,13 +2,15 @@ r"""Chapter 2 runner: the recall scaling-law figures of paper 002, at every pres
 
     python -m mamba_recall grid ch2_scaling --preset ci [--jobs 2]
     python -m mamba_recall grid ch2_scaling --preset paper --allow-long   (a GPU)
-    python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci --parts grid ablation
+    python -m mamba_recall grid ch2_scaling --preset ci --only grid ablation
 
 The experiment ``ch2_scaling`` (:mod:`..experiments`): its **ensemble parts** below, at ``ci`` and ``paper``, are one
-run-store job each (resumable; options ``--jobs``, ``--allow-long``, ``--aggregate-only``, ``--smoke``, ``--store``),
-which trains each group of simplified models as one ensemble (:mod:`.ensembles`; at ``paper`` on a GPU where the
-process running the job has one); this runner runs some of them (``--parts``), the grid command all. The finished
-parts make one bundle, ``results/ch2_scaling_<preset>.json`` (+ CSV tables), with:
+run-store job each (resumable; options ``--jobs``, ``--allow-long``, ``--aggregate-only``, ``--smoke``, ``--store``,
+``--only``), which trains each group of simplified models as one ensemble (:mod:`.ensembles`; at ``paper`` on a GPU
+where the process running the job has one); ``--only`` runs some of them, the grid without it all. This runner's
+``main`` is that grid under its name (:func:`.ensembles.command`), where ``--parts`` (as the committed pages print
+it, e.g. ``python -m mamba_recall.chapters.ch2_hashing_scaling.runners.scaling --preset ci --parts grid ablation``)
+is ``--only``. The finished parts make one bundle, ``results/ch2_scaling_<preset>.json`` (+ CSV tables), with:
 
 * ``grid``  — Fig. 6 columns per regime and (D, N) cell: (a) Eq. 15 printed, (a′) Eq. 77, (a″) the authors'
   later-revision law (a = 3 / 5/4), (b) the designed Thm 2 circuit (full and values-only readouts),
@@ -323,13 +325,13 @@ PART_FUNCTIONS = {
     "ablation": run_ablation,
     "full": run_full,
 }
-#: the ensemble parts (``--parts`` at ci and paper), each one run-store job (:mod:`.ensembles`)
+#: the ensemble parts (``--only`` picks some, at ci and paper), each one run-store job (:mod:`.ensembles`)
 ENSEMBLE_PARTS = PARTS
 
 
-def ensemble_units(sizes: dict, parts=None) -> list[dict]:
-    """The run-store units of the ensemble parts: one per part of ``parts`` (default all), in :data:`PARTS` order."""
-    return [{"part": p} for p in PARTS if parts is None or p in parts]
+def ensemble_units(sizes: dict) -> list[dict]:
+    """The run-store units of the ensemble parts: one per part, in :data:`PARTS` order."""
+    return [{"part": p} for p in PARTS]
 
 
 def unit_name(config: dict) -> str:
@@ -347,25 +349,18 @@ def bundle_data(runs: list[dict]) -> dict:
     return {"parts": [p for p in PARTS if p in done], "seconds": {p: done[p] for p in PARTS if p in done}}
 
 
-def command_parts(runs: list[dict]) -> str:
-    """`` --parts …`` naming the finished parts while some are not, else nothing."""
-    done = [p for p in PARTS if p in {r["config"]["part"] for r in runs}]
-    return "" if len(done) == len(PARTS) else " --parts " + " ".join(done)
-
-
 def recorded_seconds(bundle) -> dict[str, float]:
     return dict(bundle.data.get("seconds", {}))
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    """The ensemble parts (:mod:`.ensembles`) at ``ci`` and ``paper``; ``--parts`` naming a one-model-per-job
-    figure, or a preset without ensembles (``cpu-hours``), stops naming the grid commands that run those
-    (:func:`.ensembles.refuse_figures`)."""
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch2_scaling --preset P`` under this runner's command (:func:`.ensembles.command`:
+    ``--parts`` is ``--only``; a one-model-per-job figure, or ``--preset cpu-hours``, stops naming its grid command)."""
     from . import ensembles
 
-    return ensembles.store_main(argv, "ch2_scaling")
+    return ensembles.command("ch2_scaling", argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

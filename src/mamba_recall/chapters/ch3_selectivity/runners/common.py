@@ -1,34 +1,17 @@
-"""Shared pieces of the Chapter 3 runners: argument parsing, device, bundles, the run store. The models by name, the
+"""Shared pieces of the Chapter 3 runners: the training curve, the measured estimate and the bundle of their
+run-store grids (each runner's command is the grid of its declared experiment, :mod:`..experiments`). The models by name, the
 checkpoints (names, saving with a JSON sidecar, loading) and the shared recipe are in
 :mod:`mamba_recall.chapters.ch3_selectivity.training.selectivity`."""
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import pandas as pd
 import torch
 
-from mamba_recall import results
 from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_module
-from mamba_recall.runstore import JOB_DEVICE_HELP, add_device_arg, add_grid_args, grid_main
-
-
-def parse(description: str, name: str, argv=None):
-    """The command line of a Chapter 3 runner that runs the run store under its own options (``ch3_mqar_figa3``):
-    ``--preset``, ``--device``, ``--threads`` and the run store's options; ``args.sizes`` the preset's sizes of
-    ``name`` (smoke-capped with ``--smoke``)."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--preset", default="ci", choices=["ci", "cpu-hours", "paper"])
-    add_device_arg(parser, JOB_DEVICE_HELP)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for tiny models)")
-    add_store_arguments(parser)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    args.sizes = experiment(name, args.preset, smoke=args.smoke)
-    return args
 
 
 # ------------------------------------------------------------------------------------------------------- run store
@@ -38,20 +21,6 @@ def parse(description: str, name: str, argv=None):
 # ``results/<runner>_<preset>.json`` keeps the per-run table ``runs``, the table ``cells`` (per configuration: mean
 # over seeds with a 95 % Student-t interval, ``runstore.INTERVAL_METHOD``, and the per-seed values) and ``curves``
 # (every run's training curve): one format at every preset.
-
-
-def add_store_arguments(parser: argparse.ArgumentParser) -> None:
-    """The run-store options (:func:`mamba_recall.runstore.add_grid_args`), each said to apply to ``cpu-hours``."""
-    add_grid_args(
-        parser,
-        order=("jobs", "allow_long", "aggregate_only", "no_estimate", "smoke", "store"),
-        jobs="cpu-hours: parallel processes, one torch thread each",
-        allow_long="cpu-hours: start even if estimated over an hour",
-        aggregate_only="cpu-hours: only write the bundle",
-        no_estimate="cpu-hours: skip the measured estimate",
-        smoke="cpu-hours: the smoke-capped grid (seconds)",
-        store="cpu-hours: run-store folder (default results/runs)",
-    )
 
 
 def curve_of(res, eval_every: int) -> list[list[float]]:
@@ -121,30 +90,6 @@ def measured_estimate(
     )
     print(f"step time: {basis}", flush=True)
     return total, basis
-
-
-def run_store_main(
-    args, experiment_name: str, jobs: list[dict], runner: str, train_one, write_bundle, key=None, *, members=None
-):
-    """The ``cpu-hours`` path of a Chapter 3 runner: run the missing jobs (estimate printed first), then aggregate.
-    ``members``: ``(members_runner, train_members)`` of a runner that trains several seeds as one ensemble
-    (``--members``)."""
-    members_runner, train_members = members or (None, None)
-    k = getattr(args, "members", 1)
-    # a smoke run writes nothing under results/ (bundle, checkpoints, run store): grid_main runs it in the smoke
-    # folder's context (runstore.grid_context), its store under _build/smoke/results/runs
-    return grid_main(
-        args,
-        runner,
-        jobs,
-        write_bundle,
-        estimate=lambda left: measured_estimate(
-            left, train_one, key or (lambda c: c), members=k, train_members=train_members
-        ),
-        what=f"{experiment_name} at preset {args.preset}",
-        default_store=results.smoke_run_store(args.smoke),
-        members_runner=members_runner,
-    )
 
 
 def store_bundle_writer(

@@ -1,11 +1,13 @@
 """Fig. A.3 of paper 003 at its T = 100 and |V| = 128: trained 1-layer Mamba on MQAR with the state size N swept
 across κ, best of 7 seeds (preset ``ch3_mqar_figa3``, declared before any run).
 
-    python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset cpu-hours --allow-long [--jobs 2]   # train, aggregate
-    python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset cpu-hours --aggregate-only           # the bundle
-    python -m mamba_recall.chapters.ch3_selectivity.runners.mqar_figa3 --preset paper --allow-long --members 7       # 7 seeds a job
+    python -m mamba_recall grid ch3_mqar_figa3 --preset cpu-hours --allow-long [--jobs 2]   # train, aggregate
+    python -m mamba_recall grid ch3_mqar_figa3 --preset cpu-hours --aggregate-only           # the bundle
+    python -m mamba_recall grid ch3_mqar_figa3 --preset paper --allow-long --members 7       # 7 seeds a job
 
-Each (κ, N, d, seed) is one run-store job (``results/runs/ch3_mqar_figa3/``), trained and tested by the Fig. 2 runner's
+The declared experiment ``ch3_mqar_figa3`` (:mod:`..experiments`); this runner's ``main`` is that grid command under
+the runner's name (:func:`mamba_recall.experiment.grid_command`, default ``--preset cpu-hours``: at ``ci`` it trains
+nothing, the page reads the committed cpu-hours bundle). Each (κ, N, d, seed) is one run-store job (``results/runs/ch3_mqar_figa3/``), trained and tested by the Fig. 2 runner's
 :func:`~mamba_recall.chapters.ch3_selectivity.runners.mqar_train.train_one` (the same model, data and recipe, so the two bundles are
 comparable); the same command resumes. The bundle ``results/ch3_mqar_figa3_<preset>.json`` has the tables ``runs``
 (the schema of ``ch3_mqar_train``'s, column ``grid`` = ``figa3``), ``cells`` (mean over seeds, 95 % t-interval,
@@ -14,18 +16,18 @@ per-seed values) and ``curves``; :func:`mamba_recall.chapters.ch3_selectivity.cl
 
 from __future__ import annotations
 
-import sys
-
-from mamba_recall.results import command_provenance
-from .common import parse, store_bundle_writer
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import job_config
+from mamba_recall.experiment import grid_command
+from mamba_recall.results import command_provenance
+from mamba_recall.runners import runner_command
+
+from .common import store_bundle_writer
 from .mqar_train import (  # noqa: F401 - the job functions (run_job, run_members) and what the plan times
     CELL_KEYS,
     METRICS,
     resolved_config,
     run_job,
     run_members,
-    store_main,
     train_members,
     train_one,
 )
@@ -63,15 +65,11 @@ write_bundle = store_bundle_writer("ch3_mqar_figa3", EXPERIMENT, jobs_for, by=CE
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    args = parse(__doc__.splitlines()[0], EXPERIMENT, argv)
-    if args.preset not in PRESETS:
-        raise SystemExit(
-            "ch3_mqar_figa3 trains nothing at --preset ci (the page reads the committed cpu-hours bundle); "
-            "run --preset cpu-hours --allow-long, or --preset cpu-hours --smoke for a seconds-long check."
-        )
-    return store_main(args, EXPERIMENT, jobs_for(args.preset, args.smoke), RUNNER, MEMBERS_RUNNER, write_bundle)
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch3_mqar_figa3 --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main())

@@ -39,7 +39,6 @@ from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 from .common import (
     curve_of,
-    run_store_main,
     store_bundle_writer,
 )
 
@@ -173,12 +172,6 @@ def run_members(config: dict, seeds: list[int]) -> list[dict]:
         {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"]), **together}
         for res, row in train_members(config, seeds, device=job_device(config))
     ]
-
-
-def store_main(args, experiment: str, jobs: list[dict], runner: str, members_runner: str, write):
-    """The run-store path of an MQAR runner (this one, Fig. A.3's): its ``jobs`` trained by :func:`train_one`, or
-    ``--members K`` seeds at a time by :func:`train_members`, then the bundle ``write``."""
-    return run_store_main(args, experiment, jobs, runner, train_one, write, members=(members_runner, train_members))
 
 
 #: an MQAR bundle's cells (mean over seeds) and their metrics, shared by the Fig. A.3 runner

@@ -81,7 +81,7 @@ def check_family(claim_id: str, family, recipe: str | None = None, *, record: bo
     seeds = [] if family.missing or recipe is None else family.evidence_runs(recipe)
     if not seeds:
         train = EDGE_COMMAND.format(preset=family.preset)
-        checks = EDGE_CHECKS_COMMAND.format(preset=family.preset) + f" --recipes {recipe}"
+        checks = EDGE_CHECKS_COMMAND.format(preset=family.preset) + f" --only {recipe}"
         why = (
             f"the edge family is not committed yet: {family.missing}"
             if family.missing

@@ -8,8 +8,11 @@ r"""Chapter 4 runner: the *edge* S-models, whose recall capacity binds inside th
 The edge family is the declared experiment ``ch4_edge`` (``chapters/ch4_primacy_recency/experiments.py``): it trains
 and writes its bundle by its name, as every declared experiment (the first line; this module's ``main`` without
 ``--checks`` is that command under this runner's name, :func:`mamba_recall.experiment.grid_command`). This runner
-keeps what the grid cannot do: ``--checks``, the claim checks of the finished models, whose jobs are made from the
-edge grid's finished runs (experiment ``ch4_edge_checks``, not declared for that reason).
+keeps what the grid cannot do: ``--checks``, a separate command that is not a grid of its own: the claim checks of
+the finished models, whose jobs are made from the edge grid's finished runs when it starts (experiment
+``ch4_edge_checks``, not declared for that reason: it has no jobs to list before ``ch4_edge`` has run), and its
+bundle ``results/ch4_edge_checks_<preset>.json``. It has the run store's options as every grid, ``--only`` among
+them (``--only d4``: the checks of that recipe's models).
 
 Why (paper 004, §4.1 and §4.2): a serial-position effect needs a model that *forgets*: the first S-models of the
 chapter recall every position at 1.00 at L = 8, so an ablation there has no primacy to remove. The edge family is
@@ -41,8 +44,8 @@ is reported beside the verdicts (:meth:`mamba_recall.chapters.ch4_primacy_recenc
 
 ``--checks`` runs the claim checks of every finished model (one job per model, experiment ``ch4_edge_checks``) and
 writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`); ``--checks --aggregate-only`` writes
-that bundle from the finished checks, ``--recipes`` limits the checks run to those recipes' models (the bundle always
-counts every finished check of the preset). The command line is the run store's shared one
+that bundle from the finished checks, ``--only <recipe>`` limits the checks run to those recipes' models (the bundle
+always counts every finished check of the preset). The command line is the run store's shared one
 (:func:`mamba_recall.runstore.grid_main`: ``--jobs``, ``--smoke``, ``--allow-long``, ``--aggregate-only``,
 ``--no-estimate``, ``--store``).
 
@@ -242,8 +245,9 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
 
 
 def _checks_main(argv: list[str]) -> None:
-    """``--checks``: the checks grid of the finished edge models (:func:`checks_jobs`, of ``--recipes`` only if
-    given) on the shared run-store flow (:func:`mamba_recall.runstore.grid_main`), then the checks bundle."""
+    """``--checks``: the checks grid of the finished edge models (:func:`checks_jobs`, made from the store when the
+    command starts; the run store's ``--only`` picks some, e.g. ``--only d4``) on the shared run-store flow
+    (:func:`mamba_recall.runstore.grid_main`), then the checks bundle."""
     ap = argparse.ArgumentParser(
         prog=f"{runner_command('ch4_edge')} --checks",
         description="The claim checks of every finished edge model at its pressure length (after training: "
@@ -251,24 +255,13 @@ def _checks_main(argv: list[str]) -> None:
     )
     ap.add_argument("--checks", action="store_true", required=True, help="the claim checks (this command's one task)")
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
-    ap.add_argument("--recipes", nargs="*", default=None, help="only these recipes' models (default: every one)")
     add_grid_args(ap, aggregate_only="write the checks bundle from the finished checks")
     args = ap.parse_args(argv)
-    known = sorted(edge_sizes(args.preset, args.smoke)["recipes"])
-    if set(args.recipes or []) - set(known):
-        ap.error(f"unknown edge recipe(s) {sorted(set(args.recipes) - set(known))}; choose from {known}.")
-
-    def checks(store):  # the checks of the finished models (all seeds), of --recipes only if given
-        return [
-            j
-            for j in checks_jobs(args.preset, args.smoke, store)
-            if not args.recipes or j["config"]["recipe_name"] in args.recipes
-        ]
 
     grid_main(
         args,
         CHECKS_RUNNER,
-        checks,
+        lambda store: checks_jobs(args.preset, args.smoke, store),  # the checks of the finished models (all seeds)
         write_checks_bundle,
         estimate=None,  # about a minute of inference per model: no estimate printed, no long-run check
         what=f"{CHECKS} at preset {args.preset}",

@@ -8,6 +8,11 @@ Run (one job per S-model, one torch thread each; resumable; ``--jobs``, ``--allo
     python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset paper --allow-long     # all five (a GPU)
     python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset ci --smoke             # a few steps
 
+The declared experiment ``ch4_train`` is the preset's models, ``python -m mamba_recall grid ch4_train --preset ci``
+(the same jobs, stages and bundle). This runner keeps its own command line for ``--models``, which the grid's
+``--only`` is not: it also trains a model outside the preset's grid (``s_deep`` at ``ci``, whose bundle then lists
+it), and each committed checkpoint's sidecar records ``--models <name>`` as the command that remakes it.
+
 Recipe (the chapter's; the paper trains nothing): multi-query recall examples (context of ``L`` triples, then ``Q = min(L, 4)``
 query triples ``s r o .``, loss on every queried object), half repeated / half random relation,
 ``L ~ U{L_min .. L_max(step)}`` with a curriculum ``L_max(step)`` rising linearly from ``L_min+2`` to
@@ -492,7 +497,9 @@ def main(argv=None):
     )  # fmt: skip
     p.add_argument("--model", dest="models", action="append", choices=MODELS, help="one S-model (same as --models)")
     add_device_arg(p)
-    add_grid_args(p, aggregate_only="write the bundle from the finished jobs")
+    # --models, not the grid's --only: it also trains a model outside the preset's grid (s_deep at ci), and the
+    # committed checkpoints' sidecars record it (regenerate_command)
+    add_grid_args(p, only=False, aggregate_only="write the bundle from the finished jobs")
     args = p.parse_args(argv)
     try:
         jobs = jobs_for(args.preset, args.models, args.smoke)
