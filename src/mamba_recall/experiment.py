@@ -6,6 +6,9 @@ function ``run_job(config, seed) -> dict``, the metrics its runs record, and how
 finished runs. Each chapter lists its experiments in one place, ``chapters/<chapter>/experiments.py``, as a tuple
 ``EXPERIMENTS``; :func:`experiments` reads those lists, in chapter order, by the same ``importlib`` scan of the
 chapter packages that finds the runners (:func:`mamba_recall.runners.chapter_modules`), so nothing imports upwards.
+A runner module that declares one experiment names its parts as :meth:`Experiment.of` reads them (``EXPERIMENT``,
+``jobs_for``, ``RUNNER``, ``write_bundle``, ``estimate``, ``METRICS``), and its bundle writer ends in
+:meth:`Experiment.save_bundle`.
 ``python -m mamba_recall plan`` lists the registry's grids; ``python -m mamba_recall grid <name> --preset P`` runs
 one (:func:`grid_command`)::
 
@@ -62,6 +65,17 @@ def sizes_at(sizes: Mapping[str, Any], preset: str, *, smoke: bool = False) -> d
     return sizes[preset].smoke() if smoke else sizes[preset].as_dict()
 
 
+#: the fields :meth:`Experiment.of` reads from a runner module, each -> the module attribute it is declared as
+_MODULE_ATTRIBUTES = {
+    "name": "EXPERIMENT",
+    "make_jobs": "jobs_for",
+    "run_job": "RUNNER",
+    "write": "write_bundle",
+    "estimate": "estimate",
+    "metrics": "METRICS",
+}
+
+
 @dataclass(frozen=True)
 class Experiment:
     """One run-store grid, declared once.
@@ -89,6 +103,31 @@ class Experiment:
     members_job: str | None = None
     stages: Callable[[list[dict]], list[list[dict]]] | None = None
     members_presets: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, module, sizes_table: Mapping[str, Mapping[str, Any]], *entries: str, **fields: Any) -> Experiment:
+        """The experiment a runner ``module`` declares: ``name`` its ``EXPERIMENT``, ``make_jobs`` its ``jobs_for``,
+        ``run_job`` its ``RUNNER``, ``write`` its ``write_bundle``, ``estimate`` its ``estimate``, ``metrics`` its
+        ``METRICS`` (as a tuple) (:data:`_MODULE_ATTRIBUTES`), ``sizes`` :func:`sizes_from` its chapter's configs table
+        ``sizes_table`` at ``entries`` (default: the one entry named as the experiment). ``fields``: any field of
+        :class:`Experiment` given here instead (the module's attribute is then not read; ``sizes`` is always made
+        from ``entries``). AttributeError naming the module and the attribute when one not given here is missing."""
+        if "sizes" in fields:
+            raise TypeError(
+                f"Experiment.of({module.__name__}): sizes come from the configs table; name its entries instead "
+                "(Experiment.of(module, SIZES, 'entry', ...))."
+            )
+        for field, attribute in _MODULE_ATTRIBUTES.items():
+            if field in fields:
+                continue
+            if not hasattr(module, attribute):
+                raise AttributeError(
+                    f"Experiment.of: {module.__name__} declares no {attribute} (the experiment's {field}); declare "
+                    f"it there or pass {field}= to Experiment.of."
+                )
+            value = getattr(module, attribute)
+            fields[field] = tuple(value) if field == "metrics" else value
+        return cls(sizes=sizes_from(sizes_table, *(entries or (fields["name"],))), **fields)
 
     def __post_init__(self):
         if not self.name or not self.name.replace("_", "").isalnum():
@@ -161,7 +200,7 @@ class Experiment:
         bundle records :meth:`command`. None when no job has finished. ValueError if ``metrics`` is empty."""
         import pandas as pd
 
-        from .runstore import aggregate, finished_status, save_grid_bundle
+        from .runstore import aggregate, finished_status
 
         if not self.metrics:
             raise ValueError(f"experiment {self.name}: declare its metrics (the result fields its bundle aggregates).")
@@ -177,6 +216,16 @@ class Experiment:
             "cells": aggregate(runs, by=by, metrics=list(self.metrics)),
         }
         config = {"preset": preset, "smoke": smoke, "runner": self.run_job}
+        return self.save_bundle(preset, data, config, tables, smoke=smoke, log=log)
+
+    def save_bundle(self, preset: str, data, config: dict, tables: dict, *, smoke: bool = False, log=print):
+        """Save the bundle ``results/<name>_<preset>.json`` (``_smoke`` appended for a smoke run; beside a scratch
+        store) from ``data`` (the :class:`~mamba_recall.runstore.GridStatus` that ``finished_status`` returned,
+        copied with ``with_fields``), ``config`` and ``tables`` (name -> DataFrame), recording :meth:`command`, the
+        one command of this grid, a smoke run's too (:func:`mamba_recall.runstore.save_grid_bundle`): the tail of
+        every bundle writer of a declared experiment, :meth:`write_runs`'s too. Returns the JSON's path."""
+        from .runstore import save_grid_bundle
+
         name = self.bundle(preset) + ("_smoke" if smoke else "")
         return save_grid_bundle(name, data, config, command=self.command(preset), tables=tables, log=log)
 

@@ -61,16 +61,6 @@ def test_bad_names_raise_clear_errors():
             F.cell_configs("fig10_11", "cpu-hours")
 
 
-@pytest.fixture
-def smoke_store(tmp_path, monkeypatch):
-    from mamba_recall import results
-
-    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)  # smoke bundles go there, never into results/
-    return tmp_path
-
-
 def test_smoke_grid_resumes_and_bundles_have_intervals(smoke_store):
     from mamba_recall import results
 

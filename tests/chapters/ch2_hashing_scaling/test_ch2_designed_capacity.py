@@ -14,16 +14,6 @@ from mamba_recall.presets import experiment
 from mamba_recall.theory.designed_capacity import LAWS_COMPARED, facts_capacity, fit_power_law, law_capacities
 
 
-@pytest.fixture
-def smoke_store(tmp_path, monkeypatch):
-    from mamba_recall import results
-
-    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)  # smoke bundles go there, never into results/
-    return tmp_path
-
-
 def test_jobs_are_one_per_cell_and_readout_with_the_preset_s_seed():
     for preset in ("ci", "cpu-hours", "paper"):
         sizes = experiment(DC.EXPERIMENT, preset)

@@ -13,16 +13,6 @@ from mamba_recall.presets import experiment
 from mamba_recall.theory.mqar_constructions import VARIANTS, construction_accuracy
 
 
-@pytest.fixture
-def smoke_store(tmp_path, monkeypatch):
-    from mamba_recall import results
-
-    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)  # smoke bundles go there, never into results/
-    return tmp_path
-
-
 def test_jobs_are_the_sweep_s_kappa_v_pairs():
     for preset in ("ci", "paper"):
         s = experiment(MC.EXPERIMENT, preset)

@@ -40,14 +40,8 @@ def _ensembles(runner: str) -> Experiment:
 
 def _grid(module, metrics: tuple[str, ...]) -> Experiment:
     """A trained grid of regime R0's cells: the reference grid's job function and estimator, the module's cells."""
-    return Experiment(
-        name=module.EXPERIMENT,
-        sizes=sizes_from(SIZES, module.EXPERIMENT),
-        make_jobs=module.jobs_for,
-        run_job=reference_grid.RUNNER,
-        write=module.write_bundle,
-        estimate=reference_grid.estimate,
-        metrics=metrics,
+    return Experiment.of(
+        module, SIZES, run_job=reference_grid.RUNNER, estimate=reference_grid.estimate, metrics=metrics
     )
 
 
@@ -57,13 +51,5 @@ EXPERIMENTS = (
     *(_ensembles(runner) for runner in ensembles.EXPERIMENTS),
     _grid(reference_grid, _TRAINED),
     _grid(trained_dn, _TRAINED),
-    Experiment(
-        name=designed_capacity.EXPERIMENT,
-        sizes=sizes_from(SIZES, designed_capacity.EXPERIMENT),
-        make_jobs=designed_capacity.jobs_for,
-        run_job=designed_capacity.RUNNER,
-        write=designed_capacity.write_bundle,
-        estimate=designed_capacity.estimate,
-        metrics=designed_capacity.METRICS,
-    ),
+    Experiment.of(designed_capacity, SIZES),
 )

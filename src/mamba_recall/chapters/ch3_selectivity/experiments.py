@@ -6,7 +6,7 @@ one job per (κ, |V|) pair, nothing trained) are declared as they are."""
 
 from __future__ import annotations
 
-from mamba_recall.experiment import Experiment, sizes_from
+from mamba_recall.experiment import Experiment
 
 from .configs import EXPERIMENTS as SIZES
 from .runners import induction, keep_nth, mqar_constructions, mqar_figa3, mqar_train
@@ -17,7 +17,11 @@ from .training.selectivity import GPU_PRESETS, STORE_PRESETS
 _KEEP_TIMING = ("T", "d", "N", "model")
 
 
-def _declare(module, metrics, *, key=None, members: bool = False) -> Experiment:
+def _declare(module, *, key=None, members: bool = False, **fields) -> Experiment:
+    """A trained grid of a runner ``module`` (:meth:`Experiment.of`): its jobs at the run store's presets only
+    (``PRESETS``, else :data:`STORE_PRESETS`), its estimate measured (:func:`measured_estimate`, a step of one job
+    per ``key`` of the configs); ``members``: a config's seeds can train as one ensemble (``MEMBERS_RUNNER``) at the
+    GPU presets; ``fields``: those given instead of the module's (``metrics``)."""
     presets = getattr(module, "PRESETS", STORE_PRESETS)
 
     def make_jobs(preset: str, smoke: bool = False) -> list[dict]:
@@ -31,31 +35,21 @@ def _declare(module, metrics, *, key=None, members: bool = False) -> Experiment:
             left, module.train_one, key or (lambda c: c), members=members, train_members=train_members
         )
 
-    return Experiment(
-        name=module.EXPERIMENT,
-        sizes=sizes_from(SIZES, module.EXPERIMENT),
+    return Experiment.of(
+        module,
+        SIZES,
         make_jobs=make_jobs,
-        run_job=module.RUNNER,
-        write=module.write_bundle,
         estimate=estimate,
-        metrics=tuple(metrics),
         members_job=module.MEMBERS_RUNNER if members else None,
         members_presets=GPU_PRESETS if members else (),
+        **fields,
     )
 
 
 EXPERIMENTS = (
-    _declare(keep_nth, ("accuracy", "steps"), key=lambda c: {k: c[k] for k in _KEEP_TIMING}),
-    _declare(mqar_train, mqar_train.METRICS, members=True),
-    _declare(mqar_figa3, mqar_figa3.METRICS, members=True),
-    _declare(induction, ("accuracy", "accuracy_nonblank", "steps")),
-    Experiment(
-        name=mqar_constructions.EXPERIMENT,
-        sizes=sizes_from(SIZES, mqar_constructions.EXPERIMENT),
-        make_jobs=mqar_constructions.jobs_for,
-        run_job=mqar_constructions.RUNNER,
-        write=mqar_constructions.write_bundle,
-        estimate=mqar_constructions.estimate,
-        metrics=mqar_constructions.METRICS,
-    ),
+    _declare(keep_nth, metrics=("accuracy", "steps"), key=lambda c: {k: c[k] for k in _KEEP_TIMING}),
+    _declare(mqar_train, members=True),
+    _declare(mqar_figa3, members=True),
+    _declare(induction, metrics=("accuracy", "accuracy_nonblank", "steps")),
+    Experiment.of(mqar_constructions, SIZES),
 )

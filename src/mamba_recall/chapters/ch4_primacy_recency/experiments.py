@@ -7,7 +7,7 @@ estimates and bundles are the runners' (:mod:`.runners`). The edge family's clai
 
 from __future__ import annotations
 
-from mamba_recall.experiment import Experiment, sizes_from
+from mamba_recall.experiment import Experiment
 
 from .configs import EXPERIMENTS as SIZES
 from .runners import edge, edge_jobs, edge_mix, model_checks, train
@@ -25,41 +25,16 @@ def _warm_last(jobs: list[dict]) -> list[list[dict]]:
 
 
 EXPERIMENTS = (
-    Experiment(
-        name=train.EXPERIMENT,
-        sizes=sizes_from(SIZES, *(f"ch4_train_{m}" for m in train.MODELS)),
+    Experiment.of(
+        train,
+        SIZES,
+        *(f"ch4_train_{m}" for m in train.MODELS),
         make_jobs=_s_models_jobs,
-        run_job=train.RUNNER,
-        write=train.write_bundle,
         estimate=train.recorded_estimate,
         metrics=("L4_random", "L4_repeated", "L8_random", "L8_repeated", "steps"),
         stages=_warm_last,
     ),
-    Experiment(
-        name=model_checks.EXPERIMENT,
-        sizes=sizes_from(SIZES, model_checks.EXPERIMENT),
-        make_jobs=model_checks.jobs_for,
-        run_job=model_checks.RUNNER,
-        write=model_checks.write_bundle,
-        estimate=model_checks.estimate,
-        metrics=("converged",),
-    ),
-    Experiment(
-        name=edge_jobs.EXPERIMENT,
-        sizes=sizes_from(SIZES, edge_jobs.EXPERIMENT),
-        make_jobs=edge_jobs.jobs_for,
-        run_job=edge_jobs.RUNNER,
-        write=edge.write_bundle,
-        estimate=edge.estimate,
-        metrics=("L_p", "train_L_max"),
-    ),
-    Experiment(
-        name=edge_mix.EXPERIMENT,
-        sizes=sizes_from(SIZES, edge_mix.EXPERIMENT),
-        make_jobs=edge_mix.jobs_for,
-        run_job=edge_mix.RUNNER,
-        write=edge_mix.write_bundle,
-        estimate=edge_mix.estimate,
-        metrics=("n_channels",),
-    ),
+    Experiment.of(model_checks, SIZES, metrics=("converged",)),
+    Experiment.of(edge_jobs, SIZES, write=edge.write_bundle, estimate=edge.estimate, metrics=("L_p", "train_L_max")),
+    Experiment.of(edge_mix, SIZES, metrics=("n_channels",)),
 )

@@ -24,7 +24,7 @@ from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.presets import experiment
 from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import finished_status, make_job, save_grid_bundle
+from mamba_recall.runstore import finished_status, make_job
 from mamba_recall.theory.designed_capacity import LAWS_COMPARED, facts_capacity, fit_power_law, law_capacities
 
 EXPERIMENT = "ch2_designed_capacity"
@@ -222,9 +222,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "smoke": smoke,
         "runner": RUNNER,
     }
-    cmd = experiment_named(EXPERIMENT).command(preset)  # the one command of this grid, a smoke run's too
-    name = f"{EXPERIMENT}_{preset}" + ("_smoke" if smoke else "")
-    return save_grid_bundle(name, data, config, command=cmd, tables=tables, log=log)
+    return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, log=log)
 
 
 @command_provenance()
