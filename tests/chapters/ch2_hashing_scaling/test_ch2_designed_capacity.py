@@ -9,7 +9,7 @@ import math
 import pytest
 
 from mamba_recall.chapters.ch2_hashing_scaling.runners import designed_capacity as DC
-from mamba_recall.experiment import experiment_named, grid_command
+from mamba_recall.experiment import experiment_named
 from mamba_recall.presets import experiment
 from mamba_recall.theory.designed_capacity import LAWS_COMPARED, facts_capacity, fit_power_law, law_capacities
 
@@ -29,16 +29,10 @@ def test_jobs_are_one_per_cell_and_readout_with_the_preset_s_seed():
     assert 15 * 6.9 == pytest.approx(seconds) and "recorded, not measured here" in basis
 
 
-def test_the_grid_writes_the_bundle_from_its_jobs_and_resumes(smoke_store):
-    from mamba_recall.results import load_bundle
-
-    store = smoke_store / "runs"
-    args = ["ch2_designed_capacity", "--preset", "ci", "--smoke", "--store", str(store), "--no-estimate"]
-    assert grid_command(args) == 0
-    b = load_bundle("ch2_designed_capacity_ci_smoke", directory=smoke_store)
+def test_the_grid_writes_the_bundle_from_its_jobs_and_resumes(smoke_store, smoke_grid):
+    b = smoke_grid(DC.EXPERIMENT, "ci")
     sizes = experiment(DC.EXPERIMENT, "ci", smoke=True)
     assert b.data["complete"] and b.data["jobs_total"] == len(sizes["cells"]) == 2
-    assert b.command == "python -m mamba_recall grid ch2_designed_capacity --preset ci --allow-long"
     assert set(b.tables) == {"capacity", "fits", "law_errors"}
     cap = b.tables["capacity"]
     assert list(cap.columns[: len(DC.ROW_FIELDS)]) == list(DC.ROW_FIELDS)
@@ -61,10 +55,10 @@ def test_the_grid_writes_the_bundle_from_its_jobs_and_resumes(smoke_store):
         assert int(got["n"].iloc[0]) == want["n"] == len(usable)
     assert len(b.tables["law_errors"]) == len(sizes["levels"]) * len(LAWS_COMPARED)
     assert set(b.data["exponents"]) == {f"{level:g}/values" for level in sizes["levels"]}
-    folder = store / DC.EXPERIMENT
+    folder = smoke_store / "runs" / DC.EXPERIMENT
     before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
     assert len(before) == 2
-    assert grid_command(args) == 0  # the same command again: nothing runs
+    smoke_grid(DC.EXPERIMENT, "ci")  # the same command again: nothing runs
     assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")} == before
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mamba_recall.chapters.ch3_selectivity.runners import mqar_constructions as MC
-from mamba_recall.experiment import experiment_named, grid_command
+from mamba_recall.experiment import experiment_named
 from mamba_recall.presets import experiment
 from mamba_recall.theory.mqar_constructions import VARIANTS, construction_accuracy
 
@@ -27,16 +27,10 @@ def test_jobs_are_the_sweep_s_kappa_v_pairs():
     assert seconds == pytest.approx(14.1) and "recorded, not measured here" in basis
 
 
-def test_the_grid_writes_the_bundle_from_its_jobs(smoke_store):
-    from mamba_recall.results import load_bundle
-
-    store = smoke_store / "runs"
-    args = ["ch3_mqar_constructions", "--preset", "ci", "--smoke", "--store", str(store), "--no-estimate"]
-    assert grid_command(args) == 0
-    b = load_bundle("ch3_mqar_constructions_ci_smoke", directory=smoke_store)
+def test_the_grid_writes_the_bundle_from_its_jobs(smoke_grid):
+    b = smoke_grid(MC.EXPERIMENT, "ci")
     s = experiment(MC.EXPERIMENT, "ci", smoke=True)
     assert b.data["complete"] and b.data["variants"] == list(VARIANTS)
-    assert b.command == "python -m mamba_recall grid ch3_mqar_constructions --preset ci --allow-long"
     assert {t: list(b.tables[t].columns) for t in MC.TABLES} == {t: list(c) for t, c in MC.TABLES.items()}
     jl, keys, cols = b.tables["jl"], b.tables["thm3_keys"], b.tables["thm2_N"]
     # one point of each table against the library function it measures
