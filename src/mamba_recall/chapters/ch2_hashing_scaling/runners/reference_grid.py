@@ -28,9 +28,8 @@ from mamba_recall.runstore import (
     aggregate,
     finished_status,
     make_job,
-    save_grid_bundle,
 )
-from mamba_recall.experiment import grid_command
+from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 
@@ -252,9 +251,8 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "job_config": base,
         "runner": RUNNER,
     }
-    cmd = f"{runner_command('ch2_reference_grid')} --preset {preset} --allow-long"
-    name = f"ch2_reference_grid_{preset}" + ("_smoke" if smoke else "")
-    return save_grid_bundle(name, data, config, command=cmd, tables={"cells": pd.DataFrame(table)}, log=log)
+    tables = {"cells": pd.DataFrame(table)}
+    return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, log=log)
 
 
 @command_provenance()

@@ -17,10 +17,10 @@ from __future__ import annotations
 import pandas as pd
 
 from mamba_recall.presets import experiment
-from mamba_recall.runstore import aggregate, finished_status, make_job, save_grid_bundle
+from mamba_recall.runstore import aggregate, finished_status, make_job
 from mamba_recall.theory.capacity import p_success
 from .reference_grid import RUNNER, resolved_config
-from mamba_recall.experiment import grid_command
+from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 
@@ -82,10 +82,8 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "runner": RUNNER,
         "laws": [dict(column=c, law=l, a=a) for c, l, a in LAWS],
     }
-    name = f"ch2_trained_dn_{preset}" + ("_smoke" if smoke else "")
-    command = f"{runner_command('ch2_trained_dn')} --preset {preset} --allow-long"
     tables = {"cells": table, "law_errors": pd.DataFrame(errors)}
-    return save_grid_bundle(name, data, config, command=command, tables=tables, log=log)
+    return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, log=log)
 
 
 @command_provenance()

@@ -44,12 +44,12 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.mamba2_heads import mam
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, load_checkpoint
 from ..claims import MAMBA2_CLAIMS
 from ..claims.mamba2_heads import m2_claim_args
-from mamba_recall.experiment import grid_command
+from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
 from mamba_recall.results import command_provenance, save_bundle
 from mamba_recall.runners import runner_command
-from mamba_recall.runstore import finished_status, make_job, save_grid_bundle
+from mamba_recall.runstore import finished_status, make_job
 
 EXPERIMENT = "ch4_model_checks"
 RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.model_checks:run_job"
@@ -302,9 +302,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     runs = sorted(runs, key=lambda r: order[r["key"]])
     results = [{**r["result"], "checkpoint": r["config"]["checkpoint"]} for r in runs]
     config = {"preset": preset, "smoke": smoke, "sections": list(SECTIONS), "runner": RUNNER}
-    name = f"{EXPERIMENT}_{preset}" + ("_smoke" if smoke else "")
-    command = f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long"
-    return save_grid_bundle(name, data, config, command=command, tables=_tables(results), log=log)
+    return experiment_named(EXPERIMENT).save_bundle(preset, data, config, _tables(results), smoke=smoke, log=log)
 
 
 def _checkpoint_main(argv: list[str]) -> int:
