@@ -213,14 +213,15 @@ def test_edge_checks_command_line_on_the_shared_flow(argv, tmp_path, monkeypatch
     assert made == [("cpu-hours", True, tmp_path)]
     with pytest.raises(SystemExit, match=r"--only d9: no job of ch4_edge_checks at preset cpu-hours has the value "):
         E.main(["--checks", "--preset", "cpu-hours", "--only", "d9"])  # no model of that recipe: names the fields
-    with pytest.raises(SystemExit) as exc:
-        E.main(["--checks", "--preset", "cpu-hours", "--recipes", "d4"])  # the grid's --only, not --recipes
-    assert exc.value.code == 2
+    calls.clear()
+    made.clear()
+    E.main(["--checks", "--preset", "cpu-hours", "--smoke", "--store", str(tmp_path), "--recipes", "d4", *argv])
+    assert made == [("cpu-hours", True, tmp_path)] and len(calls) == 1  # --recipes d4: the grid's --only d4
 
 
 def test_the_edge_runner_without_checks_is_the_grid_command_of_ch4_edge(monkeypatch):
     """Training the edge family is the declared experiment's grid (``python -m mamba_recall grid ch4_edge``): the
-    runner without ``--checks`` is that command under its own name, and its recipe / seed selection is gone."""
+    runner without ``--checks`` is that command under its own name; its ``--recipes`` is the grid's ``--only``."""
     from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
     from mamba_recall.experiment import experiment_named
 
@@ -234,9 +235,17 @@ def test_the_edge_runner_without_checks_is_the_grid_command_of_ch4_edge(monkeypa
         )
     ]
     monkeypatch.undo()
-    with pytest.raises(SystemExit) as exc:
-        E.main(["--preset", "cpu-hours", "--recipes", "d4", "--aggregate-only"])
-    assert exc.value.code == 2
     e = experiment_named("ch4_edge")
     assert e.write is E.write_bundle and e.run_job == E.RUNNER
     assert e.command("cpu-hours") == "python -m mamba_recall grid ch4_edge --preset cpu-hours --allow-long"
+
+
+def test_the_edge_runners_recipes_spelling_is_the_grids_only(monkeypatch):
+    """The review's records print ``runners.edge ... --recipes d4_zinit``: it runs as the grid's ``--only d4_zinit``
+    (the same jobs), not an argparse error."""
+    from mamba_recall.chapters.ch4_primacy_recency.runners import edge
+
+    seen = {}
+    monkeypatch.setattr(edge, "grid_command", lambda argv, **kw: seen.setdefault("argv", argv) and 0)
+    edge.main(["--preset", "cpu-hours", "--allow-long", "--recipes", "d4_zinit"])
+    assert seen["argv"] == ["--preset", "cpu-hours", "--allow-long", "--only", "d4_zinit"]

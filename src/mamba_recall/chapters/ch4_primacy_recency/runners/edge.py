@@ -58,7 +58,6 @@ The runner's parts: :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.edg
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
 import pandas as pd
@@ -77,6 +76,7 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves import
 from mamba_recall.experiment import grid_command
 from mamba_recall.results import command_provenance, smoke_run_store
 from mamba_recall.runstore import (
+    as_only,
     add_grid_args,
     aggregate,
     bundle_directory,
@@ -272,9 +272,9 @@ def _checks_main(argv: list[str]) -> None:
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None) -> int:
     """With ``--checks``, the checks grid (:func:`_checks_main`); without, ``python -m mamba_recall grid ch4_edge
-    --preset P`` under this runner's command (:func:`mamba_recall.experiment.grid_command`: the run store's options,
+    --preset P`` under this runner's command (``--recipes R`` is ``--only R``) (:func:`mamba_recall.experiment.grid_command`: the run store's options,
     the same jobs and bundle)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = as_only(argv, "--recipes")  # the spelling the review's records and older notes print: the grid's --only
     if "--checks" in argv:
         _checks_main(argv)
         return 0
