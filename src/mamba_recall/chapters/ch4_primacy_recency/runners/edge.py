@@ -272,8 +272,8 @@ def _checks_main(argv: list[str]) -> None:
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None) -> int:
     """With ``--checks``, the checks grid (:func:`_checks_main`); without, ``python -m mamba_recall grid ch4_edge
-    --preset P`` under this runner's command (``--recipes R`` is ``--only R``) (:func:`mamba_recall.experiment.grid_command`: the run store's options,
-    the same jobs and bundle)."""
+    --preset P`` under this runner's command (:func:`mamba_recall.experiment.grid_command`: the run store's options,
+    the same jobs and bundle). ``--recipes R`` is the grid's ``--only R``."""
     argv = as_only(argv, "--recipes")  # the spelling the review's records and older notes print: the grid's --only
     if "--checks" in argv:
         _checks_main(argv)
