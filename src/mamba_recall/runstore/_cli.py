@@ -115,7 +115,7 @@ def add_only_arg(parser: argparse.ArgumentParser) -> None:
 def as_only(argv: Sequence[str] | None, *flags: str) -> list[str]:
     """``argv`` (None: ``sys.argv[1:]``) with each of ``flags`` written ``--only``: the spelling of a runner's subset
     option that committed files record (a checkpoint's sidecar, a printed command) kept runnable as the grid's
-    ``--only`` (e.g. ``ch4_train --models s_small`` is ``--only s_small``)."""
+    ``--only`` (e.g. ``ch2_scaling --parts grid`` is ``--only grid``, ``ch4_edge --recipes d4`` is ``--only d4``)."""
     words = list(sys.argv[1:] if argv is None else argv)
     return ["--only" if w in flags else w for w in words]
 
