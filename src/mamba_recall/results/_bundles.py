@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..paths import BUILD_DIR, RESULTS_DIR
 from ..context import current
-from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together, read_together
+from ._files import _check_content_hash, _hashed_json, _read_record, _restore_nonfinite, _write_together, read_together
 from ._records import (
     _REQUIRED,
     CONTENT_HASH,
@@ -26,7 +26,6 @@ from ._records import (
     Bundle,
     BundleError,
     BundleMissing,
-    BundleTooNew,
     command_git_state,
     provenance,
     require_clean,
@@ -246,24 +245,15 @@ def _load_once(path: Path, data_keys: tuple[str, ...]) -> tuple[dict, dict, str]
         raw, blobs = read_together(path, lambda raw: _table_paths(path, raw))
     except FileNotFoundError:
         raise BundleMissing(f"no result bundle at {path}; make it with: {regenerate_command(path)}") from None
-    try:
-        record = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BundleError(
-            f"corrupt result bundle {path}: not valid JSON ({exc}; truncated?); delete it and "
-            f"regenerate it with: {regenerate_command(path)}"
-        ) from exc
-    if not isinstance(record, dict):
-        raise BundleError(
-            f"corrupt result bundle {path}: the top level is not a JSON object; delete it and "
-            f"regenerate it with: {regenerate_command(path)}"
-        )
-    regen = record["command"] if isinstance(record.get("command"), str) else regenerate_command(path)
-    _check_content_hash(record, path, "result bundle", regen)  # first: a flipped version digit is corruption
-    _restore_nonfinite(record, path, "result bundle", regen)
-    version = record.get("schema_version")
-    if record.get("schema") == SCHEMA and isinstance(version, int) and version > SCHEMA_VERSION:
-        raise BundleTooNew(_too_new(f"result bundle {path}", record, version, SCHEMA_VERSION))
+    record, regen = _read_record(
+        raw,
+        path,
+        "result bundle",
+        SCHEMA,
+        SCHEMA_VERSION,
+        fix=f"delete it and regenerate it with: {regenerate_command(path)}",
+        regen=lambda record: record["command"] if isinstance(record.get("command"), str) else regenerate_command(path),
+    )
     for key, typ in _REQUIRED.items():
         if not isinstance(record.get(key), typ):
             raise BundleError(

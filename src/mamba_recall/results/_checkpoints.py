@@ -12,13 +12,12 @@ import torch
 
 from ..paths import RESULTS_DIR
 from ._bundles import _output_dir
-from ._files import _check_content_hash, _hashed_json, _restore_nonfinite, _too_new, _write_together, read_together
+from ._files import _hashed_json, _read_record, _write_together, read_together
 from ._records import (
     CONTENT_HASH,
     SIDECAR_SCHEMA,
     SIDECAR_SCHEMA_VERSION,
     BundleError,
-    BundleTooNew,
     CheckpointMissing,
     command_git_state,
     provenance,
@@ -139,20 +138,15 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
             f"incomplete checkpoint: {side} is there but {path.name} is missing (deleted, or a write was "
             f"interrupted); delete {side.name} and regenerate both with `{regenerate}`."
         )
-    try:
-        sidecar = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BundleError(
-            f"corrupt checkpoint sidecar {side} (not valid JSON: {exc}; truncated?); delete {side.name} and "
-            f"{path.name} and regenerate both with `{regenerate}`."
-        ) from exc
-    if not isinstance(sidecar, dict):
-        raise BundleError(f"corrupt checkpoint sidecar {side} (not a JSON object); regenerate it with `{regenerate}`.")
-    _check_content_hash(sidecar, side, "checkpoint sidecar", f"`{regenerate}`")
-    _restore_nonfinite(sidecar, side, "checkpoint sidecar", f"`{regenerate}`")
-    version = sidecar.get("schema_version")
-    if sidecar.get("schema") == SIDECAR_SCHEMA and isinstance(version, int) and version > SIDECAR_SCHEMA_VERSION:
-        raise BundleTooNew(_too_new(f"checkpoint sidecar {side}", sidecar, version, SIDECAR_SCHEMA_VERSION))
+    sidecar, _ = _read_record(
+        raw,
+        side,
+        "checkpoint sidecar",
+        SIDECAR_SCHEMA,
+        SIDECAR_SCHEMA_VERSION,
+        fix=f"delete {side.name} and {path.name} and regenerate both with `{regenerate}`.",
+        regen=lambda _: f"`{regenerate}`",
+    )
     named = sidecar.get("file")
     if named is not None and named != path.name:
         raise BundleError(

@@ -21,7 +21,7 @@ import torch
 
 from .. import __version__
 from ..atomic import fsync_dir
-from ._records import CONTENT_HASH, NONFINITE, BundleError
+from ._records import CONTENT_HASH, NONFINITE, BundleError, BundleTooNew
 
 # ------------------------------------------------------------------------------------------ writing files
 
@@ -213,6 +213,28 @@ def _jsonable(obj):
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"cannot store {type(obj).__name__} in a bundle; convert it to numbers, lists or dicts.")
+
+
+def _read_record(raw: bytes, path: Path, what: str, schema: str, ours: int, *, fix: str, regen) -> tuple[dict, str]:
+    """The JSON object of a bundle or checkpoint sidecar from its bytes ``raw``, checked as both are: text that is
+    not JSON, or whose top level is not an object, raises :class:`BundleError` ending in ``fix`` (what to delete and
+    how to remake it); then its content hash (:func:`_check_content_hash`), its non-finite values restored
+    (:func:`_restore_nonfinite`), and :class:`BundleTooNew` when it is ``schema`` at a version above ``ours``.
+    ``regen(record)``: the command that remakes it, named by those errors (a bundle records its own) and returned
+    with the record: ``(record, command)``."""
+    try:
+        record = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BundleError(f"corrupt {what} {path}: not valid JSON ({exc}; truncated?); {fix}") from exc
+    if not isinstance(record, dict):
+        raise BundleError(f"corrupt {what} {path}: the top level is not a JSON object; {fix}")
+    command = regen(record)
+    _check_content_hash(record, path, what, command)  # first: a flipped version digit is corruption
+    _restore_nonfinite(record, path, what, command)
+    version = record.get("schema_version")
+    if record.get("schema") == schema and isinstance(version, int) and version > ours:
+        raise BundleTooNew(_too_new(f"{what} {path}", record, version, ours))
+    return record, command
 
 
 def _too_new(what: str, record: dict, version: int, ours: int) -> str:
