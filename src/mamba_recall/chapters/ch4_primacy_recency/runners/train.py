@@ -1,17 +1,19 @@
 r"""Train the S-models of Chapter 4 (paper 004) on the serial-recall task and write checkpoints, as run-store jobs.
 
-Run (one job per S-model, one torch thread each; resumable; ``--jobs``, ``--allow-long``, ``--aggregate-only``,
-``--smoke``, ``--store``)::
+Run: the declared experiment ``ch4_train``, one job per S-model of the preset, one torch thread each (resumable; the
+run store's options, ``--only``, ``--jobs``, ``--allow-long``, ``--aggregate-only``, ``--smoke``, ``--store``)::
 
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset ci --jobs 2            # the four ci S-models
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset ci --models s_small    # one of them
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset paper --allow-long     # all five (a GPU)
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.train --preset ci --smoke             # a few steps
+    python -m mamba_recall grid ch4_train --preset ci --jobs 2                  # the four ci S-models
+    python -m mamba_recall grid ch4_train --preset ci --only s_small            # one of them
+    python -m mamba_recall grid ch4_train --preset paper --allow-long           # all five (a GPU)
+    python -m mamba_recall grid ch4_train --preset ci --smoke                   # a few steps
 
-The declared experiment ``ch4_train`` is the preset's models, ``python -m mamba_recall grid ch4_train --preset ci``
-(the same jobs, stages and bundle). This runner keeps its own command line for ``--models``, which the grid's
-``--only`` is not: it also trains a model outside the preset's grid (``s_deep`` at ``ci``, whose bundle then lists
-it), and each committed checkpoint's sidecar records ``--models <name>`` as the command that remakes it.
+This runner's ``main`` is that grid under its own command; its ``--models NAME ...`` (and ``--model NAME``) is the
+grid's ``--only NAME ...``, the spelling the committed checkpoints' sidecars, the checkpoint reader's regenerate line
+and a claim's "not run" text record. ``s_deep`` is in the ``paper`` grid only: its ``ci`` recipe (4 layers of
+d_model = 32) stayed at 0.24 recall at L = 4 after 3,000 of its 6,000 steps, was stopped and is not committed, so
+the ci grid is the four models the chapter reads (``--only s_deep`` at ci stops with one line listing them);
+:func:`train_smodel` ``("s_deep", "ci")`` trains that recipe outside the run store.
 
 Recipe (the chapter's; the paper trains nothing): multi-query recall examples (context of ``L`` triples, then ``Q = min(L, 4)``
 query triples ``s r o .``, loss on every queried object), half repeated / half random relation,
@@ -33,7 +35,6 @@ Convergence gate: recall averaged over positions ≥ 0.95 at ``L = 4`` and ≥ 0
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -49,8 +50,10 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import (
     load_checkpoint,
     read_smodel,
 )
+from mamba_recall.experiment import grid_command
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import CHECKPOINT_DIR, command_provenance, save_checkpoint
+from mamba_recall.runstore import as_only
 from mamba_recall.tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
 from mamba_recall.tasks.transfer import transfer_batch, transfer_sets
 from mamba_recall.train import Recipe, train
@@ -223,11 +226,7 @@ def train_smodel(
         cfg["steps"] = int(steps)
         cfg["warmup_steps"] = min(cfg["warmup_steps"], max(0, cfg["steps"] // 10))
         cfg["checkpoint_every"] = min(cfg["checkpoint_every"], cfg["steps"])
-    command = (
-        f"{runner_command('ch4_train')} " + " ".join(sys.argv[1:])
-        if __name__ == "__main__"
-        else f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"
-    )
+    command = f"train_smodel({model_name!r}, preset={preset!r}, steps={cfg['steps']})"  # the call that remakes it
     # the preset is in every checkpoint's name (ch4_train_<model>_<preset>.pt), so a paper run never overwrites ci's
     default = checkpoint_path(model_name, preset)
     return train_recipe(
@@ -364,8 +363,9 @@ def _train_recipe(cfg, model_name, out, command, device, backend, log, num_threa
 
 EXPERIMENT = "ch4_train"
 RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.train:run_job"
-#: the models a preset trains without ``--models``: at ``ci`` the four the chapter reads (``s_deep``'s CPU recipe
-#: stayed at 0.24 recall at L = 4 after half its steps: it runs with ``--models s_deep`` only), at ``paper`` all five
+#: the models of a preset's grid: at ``ci`` the four the chapter reads (``s_deep``'s CPU recipe stayed at 0.24 recall
+#: at L = 4 after half its steps and is not committed: it is in no ci grid, :func:`train_smodel` trains it), at
+#: ``paper`` all five
 DEFAULT_MODELS = {"ci": ("s_small", "s_small_seed1", "s_mix", "s_m2"), "paper": MODELS}
 #: presets whose jobs train on a GPU where the process running them has one
 GPU_PRESETS = ("paper",)
@@ -382,7 +382,8 @@ def model_file(name: str, preset: str, smoke: bool = False) -> Path:
 
 
 def regenerate_command(preset: str, name: str) -> str:
-    return f"{runner_command('ch4_train')} --preset {preset} --models {name}"
+    """The command a job's checkpoint records as the one that remakes it: the grid's, picking its model."""
+    return f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long --only {name}"
 
 
 def jobs_for(preset: str, models=None, smoke: bool = False) -> list[dict]:
@@ -434,14 +435,13 @@ def run_job(config: dict, seed: int) -> dict:
 
 
 def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
-    """Aggregate the finished S-model jobs of ``preset`` (every model of :data:`MODELS` that has one) into
+    """Aggregate the finished S-model jobs of ``preset``'s grid (:data:`DEFAULT_MODELS`) into
     ``results/ch4_train_<preset>.json``: table ``models``, one row per model."""
     import pandas as pd
 
-    from mamba_recall.runstore import finished_status, pending, save_grid_bundle
+    from mamba_recall.runstore import finished_status, save_grid_bundle
 
-    others = [j for n in MODELS if n not in DEFAULT_MODELS[preset] for j in _maybe_jobs(preset, n, smoke)]
-    jobs = jobs_for(preset, None, smoke) + pending(others, store)[0]  # the preset's models, and others once run
+    jobs = jobs_for(preset, None, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None
@@ -449,21 +449,10 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     runs = sorted(runs, key=lambda r: order[r["config"]["model"]])
     table = pd.DataFrame([r["result"] for r in runs])
     data["gate"] = {"thresholds": GATE, "criterion": "recall averaged over positions at L = 4 and 8, random relation"}
-    names = [r["config"]["model"] for r in runs]
     config = {"preset": preset, "smoke": smoke, "recipes": {r["config"]["model"]: r["config"]["recipe"] for r in runs}}
-    command = f"{runner_command('ch4_train')} --preset {preset}"
-    extra = [n for n in names if n not in DEFAULT_MODELS[preset]]
-    if extra:
-        command += " --models " + " ".join(names)
+    command = f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long"
     name = f"ch4_train_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(name, data, config, command=command, tables={"models": table}, log=log)
-
-
-def _maybe_jobs(preset: str, name: str, smoke: bool) -> list[dict]:
-    try:
-        return jobs_for(preset, [name], smoke)
-    except (KeyError, ValueError):
-        return []  # no recipe of that model at this preset
 
 
 def recorded_estimate(left: list[dict]) -> tuple[float, str]:
@@ -485,41 +474,13 @@ def recorded_estimate(left: list[dict]) -> tuple[float, str]:
 
 
 @command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None):
-    from mamba_recall.results import smoke_run_store
-    from mamba_recall.runstore import GridStage, add_device_arg, add_grid_args, grid_main
-
-    p = argparse.ArgumentParser(prog=runner_command("ch4_train"), description=__doc__.split("\n")[0])
-    p.add_argument("--preset", choices=tuple(DEFAULT_MODELS), default="ci")
-    p.add_argument(
-        "--models", nargs="+", action="extend", choices=MODELS, default=None,
-        help="the S-models to train (default: ci " + " ".join(DEFAULT_MODELS["ci"]) + "; paper all five)",
-    )  # fmt: skip
-    p.add_argument("--model", dest="models", action="append", choices=MODELS, help="one S-model (same as --models)")
-    add_device_arg(p)
-    # --models, not the grid's --only: it also trains a model outside the preset's grid (s_deep at ci), and the
-    # committed checkpoints' sidecars record it (regenerate_command)
-    add_grid_args(p, only=False, aggregate_only="write the bundle from the finished jobs")
-    args = p.parse_args(argv)
-    try:
-        jobs = jobs_for(args.preset, args.models, args.smoke)
-    except (KeyError, ValueError) as exc:
-        p.error(str(exc))
-    first = [j for j in jobs if not j["config"]["recipe"].get("init_from")]
-    warm = [j for j in jobs if j["config"]["recipe"].get("init_from")]
-    what = f"{EXPERIMENT} at preset {args.preset}"
-    then = [GridStage(RUNNER, warm, write_bundle, recorded_estimate, f"{what} (warm-started)")] if warm else []
-    return grid_main(
-        args,
-        RUNNER,
-        first,
-        (lambda preset, **kw: None) if warm else write_bundle,  # the bundle once, after the last stage
-        estimate=recorded_estimate,
-        what=what,
-        default_store=smoke_run_store(args.smoke),
-        then=then,
-    )
+def main(argv=None) -> int:
+    """``python -m mamba_recall grid ch4_train --preset P`` under this runner's command
+    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs, stages and bundle).
+    ``--models NAME ...`` and ``--model NAME``, as committed sidecars and texts record them, are the grid's ``--only``."""
+    argv = as_only(argv, "--models", "--model")  # the spellings the committed sidecars and texts print
+    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
