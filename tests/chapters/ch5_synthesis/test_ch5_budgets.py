@@ -168,9 +168,89 @@ def test_the_fits_compare_the_long_budget_with_the_short_one_on_the_same_searche
     short = _bundle(1500, 512, 500)
     long = _bundle(6000, 512, 500, complete=False, partial="3 of 36 jobs")
     long.tables["searches"] = long.tables["searches"][long.tables["searches"].seed < 2]
+    long.config["budget"] = "long"
     t = budgets.fits_by_budget(short, long)
-    assert list(t.budget) == ["1500 steps", "1500 steps, the same searches", "6000 steps, PARTIAL: 3 of 36 jobs"]
+    same = "1500 steps, the long grid's searches"
+    assert list(t.budget) == ["1500 steps", same, "6000 steps, PARTIAL: 3 of 36 jobs"]
     assert list(t.searches) == [9, 6, 6]
+
+
+def _three_budgets(long_complete=False, tuned_complete=False):
+    short = _bundle(1500, 512, 1500)  # every probe at the cap
+    long = _bundle(6000, 512, 6000, complete=long_complete, partial=None if long_complete else "6 of 36 jobs")
+    tuned = _bundle(6000, 512, 500, complete=tuned_complete, partial=None if tuned_complete else "3 of 36 jobs")
+    long.config["budget"], tuned.config["budget"] = "long", "tuned"
+    tuned.tables["searches"] = tuned.tables["searches"][tuned.tables["searches"].seed < 1]
+    return short, long, tuned
+
+
+def test_three_budgets_side_by_side_and_the_verdicts_read_the_last_complete_one():
+    """The tuned budget is named as such (its steps equal the long one's); each partial grid gets the short budget on
+    its own searches before it; the verdicts read the tuned grid once complete, else the long one, else the short."""
+    short, long, tuned = _three_budgets()
+    assert budgets.budget_label(tuned) == "6000 steps, rate per cell, PARTIAL: 3 of 36 jobs"
+    t = budgets.fits_by_budget(short, long, tuned)
+    same = "1500 steps, the {} grid's searches".format
+    assert list(t.budget) == [
+        "1500 steps",
+        same("long"),
+        budgets.budget_label(long),
+        same("tuned"),
+        budgets.budget_label(tuned),
+    ]
+    assert list(t.searches) == [9, 9, 9, 3, 3]
+    assert list(views.law_errors(short, long, tuned).budget.unique()) == list(t.budget)
+    assert set(views.capacity_table(short, long, tuned).budget) == {
+        "1500 steps",
+        *map(budgets.budget_label, (long, tuned)),
+    }
+    assert budgets.judged_bundle(short, long, tuned) is short
+    assert budgets.judged_bundle(short, *_three_budgets(long_complete=True)[1:]).config["budget"] == "long"
+    both = _three_budgets(long_complete=True, tuned_complete=True)
+    assert budgets.judged_bundle(*both) is both[2]
+    assert budgets.judged_bundle(short, None, None) is short
+    assert len(views.budgets_chart(short, long, tuned).to_dict()["hconcat"]) == 3
+
+
+def test_a_budget_bound_reason_states_what_converged_at_the_other_budgets():
+    """No prediction ("the long budget would settle it"): the measured share at each longer budget, on the committed
+    bundles (the short budget complete, the longer ones partial while they run)."""
+    from mamba_recall.chapters.ch5_synthesis.claims.synthesis import budget_reading, budget_summary, check_synthesis
+
+    short = results.evidence("ch5_capacity", preset="cpu-hours")
+    longer = [b for b in (budgets.long_bundle(), budgets.tuned_bundle()) if b is not None]
+    if len(longer) < 2:
+        pytest.skip("the long and tuned bundles are not both committed")
+    v = check_synthesis("book/H3-law-magnitude", short, record=False, longer=longer)
+    assert v.status == "inconclusive" and v.reason.startswith("budget-bound")
+    assert "would settle" not in v.reason
+    for b in longer:
+        r = budget_reading("book/H3-law-magnitude", b)
+        assert (
+            0 < r["probes"] and f"{budgets.budget_label(b)}: {1 - r['share']:.0%} of {r['probes']} probes" in v.reason
+        )
+    alone = check_synthesis("book/H3-law-magnitude", short, record=False)
+    assert "no longer budget is committed" in alone.reason
+    t = budget_summary({"book/H3-law-magnitude": v}, short, *longer)
+    assert [c for c in t.columns if c.startswith("converged at")] == [
+        f"converged at {budgets.budget_label(b)}" for b in longer
+    ]
+
+
+def test_each_search_records_the_rate_its_run_trained_at():
+    """The tuned grid's cells train at different rates: the bundle's searches carry each run's own rate, and its
+    shared config names no single rate (a reader of the bundle is never told 10⁻² for a cell run at 3·10⁻²)."""
+    runs = finished_runs(capacity.jobs_for("cpu-hours", budget="tuned"))
+    if not runs:
+        pytest.skip("no committed run of ch5_capacity_tuned")
+    _, searches = capacity.tables(runs)
+    want = {(r["config"]["D"], r["config"]["N"], r["seed"]): r["config"]["recipe"]["lr"] for r in runs}
+    assert {(s.D, s.N, s.seed): s.lr for s in searches.itertuples()} == want
+    assert len(set(want.values())) > 1  # the sweep picked 3·10⁻² and 10⁻² in the first cells
+    b = results.load_bundle(RESULTS_DIR / "ch5_capacity_tuned_cpu-hours.json")
+    assert "per cell" in b.config["job_config"]["recipe"]["lr"]
+    rates = {tuple(c[:3]): c[3] for c in b.config["rates"]}
+    assert all(rates[(1, D, N)] == lr for (D, N, _), lr in want.items())
 
 
 # --- the learning-rate sweep ---------------------------------------------------------------------------------------

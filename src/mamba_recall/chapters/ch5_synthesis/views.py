@@ -120,28 +120,27 @@ def capacity_chart(
     )
 
 
-def budgets_chart(short, long=None, threshold: float = 0.5) -> alt.HConcatChart:
-    """κ*_θ against D·N at the two training budgets side by side: paper 002's code schedule (``short``, a
-    ``ch5_capacity`` bundle) and the long one (``long``, a ``ch5_capacity_long`` bundle, its finished cells only
-    and titled PARTIAL with its job count while its grid runs; None: a panel saying it has not run yet, the command
-    and its cost printed beside the chart). Each panel's title is its bundle's
-    :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`."""
-    left = capacity_chart(
-        short.tables["searches"], short.config["job_config"]["V"], threshold, width=300, title=budget_label(short)
-    )
-    if long is not None:
-        right = capacity_chart(
-            long.tables["searches"], long.config["job_config"]["V"], threshold, width=300, title=budget_label(long)
-        )
-    else:
+def budgets_chart(short, *longer, threshold: float = 0.5) -> alt.HConcatChart:
+    """κ*_θ against D·N at each training budget side by side: paper 002's code schedule (``short``, a
+    ``ch5_capacity`` bundle) and each longer one committed (``longer``: ``ch5_capacity_long``, ``ch5_capacity_tuned``
+    bundles, their finished cells only and titled PARTIAL with the job count while their grid runs; none: a panel
+    saying the long budget has not run yet, its command and cost printed beside the chart). Each panel's title is its
+    bundle's :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`."""
+    bundles = [short, *(b for b in longer if b is not None)]
+    width = 300 if len(bundles) <= 2 else 230
+    panels = [
+        capacity_chart(b.tables["searches"], b.config["job_config"]["V"], threshold, width=width, title=budget_label(b))
+        for b in bundles
+    ]
+    if len(bundles) == 1:
         note = pd.DataFrame({"y": [0, 1], "text": ["long budget (4× the steps):", "not run yet"]})
-        right = (
+        panels.append(
             alt.Chart(note)
             .mark_text(size=13, align="center")
             .encode(y=alt.Y("y:O", axis=None), text="text:N")
             .properties(width=200, height=300, title="long budget")
         )
-    return alt.hconcat(left, right).resolve_scale(color="shared")
+    return alt.hconcat(*panels).resolve_scale(color="shared")
 
 
 def convergence_frame(probes: pd.DataFrame, steps: int, target: float) -> pd.DataFrame:
@@ -151,20 +150,15 @@ def convergence_frame(probes: pd.DataFrame, steps: int, target: float) -> pd.Dat
     return t.assign(converged=t.converged_share.map(lambda x: f"{x:.0%}")).drop(columns="converged_share")
 
 
-def law_errors(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+def law_errors(short, *longer, threshold: float = 0.5) -> pd.DataFrame:
     """Per budget and theory, over the 1-layer cells of each bundle (its own V): the cells, and the error
     log₂(measured κ*_θ / predicted) as mean, min and max over cells (:func:`law_table`; a law predicting less than
-    one pair has no finite error). While the long grid is partial, the short budget is also read on the searches the
-    long grid has finished (as :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.fits_by_budget`)."""
-    from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import partial_label
+    one pair has no finite error). Before each partial grid, the short budget is also read on the searches that grid
+    has finished (as :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.fits_by_budget`)."""
+    from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import budget_searches
 
-    keys = ["layers", "D", "N", "seed"]
-    sets = [(budget_label(b), b.tables["searches"], b) for b in (short, long) if b is not None]
-    if long is not None and partial_label(long):
-        same = short.tables["searches"].merge(long.tables["searches"][keys], on=keys)
-        sets.insert(1, (f"{budget_label(short)}, the same searches", same, short))
     frames = []
-    for label, searches, b in sets:
+    for label, searches, b in budget_searches(short, longer):
         t = law_table(searches, b.config["job_config"]["V"], threshold)
         t = t[t.layers == 1].assign(err=lambda d: d.log2_error.replace([np.inf, -np.inf], np.nan))
         out = t.groupby("theory", sort=False).err.agg(cells="size", mean="mean", low="min", high="max")
@@ -177,13 +171,13 @@ def _interval(x: float, ci) -> str:
     return f"{x:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else (f"{x:.2f} (no interval)" if np.isfinite(x) else "—")
 
 
-def capacity_table(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+def capacity_table(short, *longer, threshold: float = 0.5) -> pd.DataFrame:
     """:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.capacity_by_budget`, printed: per budget and
     cell with finished searches, the searches (seeds), κ*_θ with its 95 % interval over seeds (censored seeds
     named), and the probes that converged."""
     from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import capacity_by_budget
 
-    t = capacity_by_budget(short, long, threshold)
+    t = capacity_by_budget(short, *longer, threshold=threshold)
     return pd.DataFrame(
         {
             "budget": t.budget,
@@ -202,12 +196,12 @@ def capacity_table(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
     )
 
 
-def fits_table(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+def fits_table(short, *longer, threshold: float = 0.5) -> pd.DataFrame:
     """:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.fits_by_budget`, printed: α and (a, b) with
     their 95 % intervals per budget."""
     from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import fits_by_budget
 
-    t = fits_by_budget(short, long, threshold)
+    t = fits_by_budget(short, *longer, threshold=threshold)
     return pd.DataFrame(
         {
             "budget": t.budget,
@@ -219,10 +213,10 @@ def fits_table(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
     )
 
 
-def law_error_table(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+def law_error_table(short, *longer, threshold: float = 0.5) -> pd.DataFrame:
     """:func:`law_errors`, printed: per theory (rows) and budget (columns), the mean log₂ error over the 1-layer
     cells with its range."""
-    t = law_errors(short, long, threshold)
+    t = law_errors(short, *longer, threshold=threshold)
     t = t.assign(
         error=[
             f"{r.mean:+.2f} ({r.low:+.2f} to {r.high:+.2f}), {r.cells} cells" if np.isfinite(r.mean) else "< 1 pair"
@@ -276,11 +270,11 @@ def sweep_results_table(sweep) -> pd.DataFrame:
     return t.drop(columns=cell).rename(columns={"kappa": "probe at κ"}).fillna("not run yet")
 
 
-def convergence_charts(short, long=None) -> alt.VConcatChart:
+def convergence_charts(short, *longer) -> alt.VConcatChart:
     """:func:`convergence_chart` of each budget's bundle, one above the other, each at its own steps and target
     and titled by its :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`."""
     charts = []
-    for b in (short, long):
+    for b in (short, *longer):
         if b is not None:
             job = b.config["job_config"]
             chart = convergence_chart(b.tables["probes"], job["steps"], job["eval"]["target_accuracy"])

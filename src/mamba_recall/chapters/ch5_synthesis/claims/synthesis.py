@@ -592,12 +592,20 @@ def _judged(claim, searches, probes, bundle):
         return not_run_verdict(claim, str(exc))
 
 
-def budget_summary(verdicts: dict, bundle, other=None) -> pd.DataFrame:
-    """Per hypothesis: its probes, how many stopped at the step cap, the share that converged, its verdict and, for
-    a budget-bound one, the verdict its declared rule alone gives (``verdicts``: claim id → Verdict of
-    :func:`check_synthesis` on ``bundle``). ``other``: a second budget's bundle (the long one, perhaps partial), whose
-    share of converged probes per hypothesis is added, descriptively (no verdict is read from it), in a column named
-    by its budget (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`)."""
+def _converged_at(claim_id: str, bundle) -> str:
+    """``"41 % of 17 probes"`` (or ``"no probe yet"``): the share of ``claim_id``'s probes that converged on
+    ``bundle`` (:func:`budget_reading`)."""
+    o = budget_reading(claim_id, bundle)
+    return f"{1 - o['share']:.0%} of {o['probes']}" if o["probes"] else "no probe yet"
+
+
+def budget_summary(verdicts: dict, bundle, *longer) -> pd.DataFrame:
+    """Per hypothesis: its probes, how many did not converge, the share that converged, its verdict and, for a
+    budget-bound one, the verdict its declared rule alone gives (``verdicts``: claim id → Verdict of
+    :func:`check_synthesis` on ``bundle``). ``longer``: the other budgets' bundles (the long and tuned ones, perhaps
+    partial), whose share of converged probes per hypothesis is added, descriptively (no verdict is read from them),
+    in a column named by each one's budget (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.
+    budget_label`)."""
     from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import budget_label
 
     rows = []
@@ -612,21 +620,21 @@ def budget_summary(verdicts: dict, bundle, other=None) -> pd.DataFrame:
             "verdict": v.status + (" (budget-bound)" if v.reason.startswith("budget-bound") else ""),
             "the declared rule alone": alone.group(1) if alone else v.status,
         }
-        if other is not None and other is not bundle:
-            o = budget_reading(cid, other)
-            row[f"converged at {budget_label(other)}"] = (
-                f"{1 - o['share']:.0%} of {o['probes']}" if o["probes"] else "no probe yet"
-            )
+        for other in longer:
+            if other is not None and other is not bundle:
+                row[f"converged at {budget_label(other)}"] = _converged_at(cid, other)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def check_synthesis(claim_id: str, bundle, record: bool = True):
+def check_synthesis(claim_id: str, bundle, record: bool = True, longer=()):
     """Judge one of H1–H6 on a ``ch5_capacity`` bundle: each seed's searches and probes measured alone, the seeds
     combined by :func:`~mamba_recall.claims.core.across_seeds` (the book's one way), then the convergence rule
     (:data:`MAX_AT_CAP`): a hypothesis more than 10 % of whose probes did not converge reads inconclusive,
     budget-bound, with the numbers the declared rule gave; otherwise it is judged on its converged probes. The rule's
-    history (revised after the data) is each claim's ``revisions``, shown on its record."""
+    history (revised after the data) is each claim's ``revisions``, shown on its record. ``longer``: the other
+    budgets' bundles (complete or partial); a budget-bound reason states the share of the claim's probes that
+    converged on each, as measured (no prediction of what a budget would settle)."""
     from dataclasses import replace as _replace
 
     from mamba_recall.claims.core import DECIDED, get, record_verdict
@@ -639,10 +647,14 @@ def check_synthesis(claim_id: str, bundle, record: bool = True):
         f"{reading['unconverged']} of {reading['probes']} probes not converged: {reading['at_cap']} at the step cap, "
         f"{reading['plateau']} stopped on the ≈ 1/κ plateau"
     )
+    from mamba_recall.chapters.ch5_synthesis.pipelines.budgets import budget_label
+
+    shown = [b for b in longer if b is not None and b is not bundle]
     settle = (
-        "a still longer budget would settle it"
-        if bundle.config.get("budget") == "long"
-        else "the long budget (ch5_capacity_long) would settle it"
+        "converged at the other budgets: "
+        + "; ".join(f"{budget_label(b)}: {_converged_at(claim_id, b)} probes" for b in shown)
+        if shown
+        else "no longer budget is committed"
     )
     if reading["bound"]:
         v = every_probe

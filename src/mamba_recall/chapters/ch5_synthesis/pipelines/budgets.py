@@ -1,9 +1,11 @@
-"""Chapter 5 at its two training budgets, side by side: paper 002's code schedule (``ch5_capacity``, the bundle the
-verdicts read) and the long one (``ch5_capacity_long``), whose committed bundle may be *partial* (a grid still
-running: written only when asked, the grid command's ``--partial``, and marked ``data.partial`` = "k of n jobs").
+"""Chapter 5 at its training budgets, side by side: paper 002's code schedule (``ch5_capacity``, 1,500 steps), the
+long one (``ch5_capacity_long``, 4× the steps, the schedule stretched) and the long one at the learning rate the
+declared sweep picked per cell (``ch5_capacity_tuned``). The longer budgets' committed bundles may be *partial* (a
+grid still running: written only when asked, the grid command's ``--partial``, and marked ``data.partial`` = "k of n
+jobs"). The verdicts read the last of these budgets whose grid is complete (:func:`judged_bundle`).
 
-Every number here is read from a bundle and from its own config (its steps, target recall, V), never from a
-default: the same function gives the short and the long budget's."""
+Every number here is read from a bundle and from its own config (its steps, target recall, V, its runs' rates), never
+from a default: the same function gives every budget's."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ from mamba_recall.chapters.ch5_synthesis.pipelines import synthesis as syn
 
 __all__ = [
     "budget_label",
+    "budget_searches",
     "capacity_by_budget",
     "fits_by_budget",
     "judged_bundle",
     "long_bundle",
     "partial_label",
+    "sweep_bundle",
+    "tuned_bundle",
 ]
 
 
@@ -41,6 +46,12 @@ def long_bundle(log=print):
     """The long budget's committed bundle (``ch5_capacity_long``), complete or partial, or None when none is
     committed (the page then shows its command and cost): :func:`_running_bundle`."""
     return _running_bundle("ch5_capacity_long", "long budget", log)
+
+
+def tuned_bundle(log=print):
+    """The tuned budget's committed bundle (``ch5_capacity_tuned``: the long schedule at the sweep's rate per cell),
+    complete or partial, or None when none is committed: :func:`_running_bundle`."""
+    return _running_bundle("ch5_capacity_tuned", "tuned budget", log)
 
 
 def sweep_bundle(log=print):
@@ -67,17 +78,39 @@ def partial_label(bundle) -> str:
     return f"PARTIAL: {data['partial']}"
 
 
+#: how the page names each budget (``config.budget`` of a ``ch5_capacity*`` bundle) after its steps
+_BUDGET_NAMES = {"paper002": "", "long": "", "tuned": "rate per cell"}
+
+
 def budget_label(bundle) -> str:
-    """The budget of a bundle as the page names it, from its own config: ``"1500 steps"``, or ``"6000 steps,
-    PARTIAL: 14 of 36 jobs"``."""
-    label = partial_label(bundle)
-    return f"{bundle.config['job_config']['steps']} steps" + (f", {label}" if label else "")
+    """The budget of a bundle as the page names it, from its own config: ``"1500 steps"``, ``"6000 steps, PARTIAL: 14
+    of 36 jobs"``, or ``"6000 steps, rate per cell, PARTIAL: 9 of 36 jobs"`` at the tuned budget."""
+    parts = [f"{bundle.config['job_config']['steps']} steps", _BUDGET_NAMES.get(bundle.config.get("budget"), ""),
+             partial_label(bundle)]  # fmt: skip
+    return ", ".join(p for p in parts if p)
 
 
-def judged_bundle(short, long):
-    """The bundle the verdicts read: the long budget's once it is complete, else paper 002's budget's (a partial
-    grid is shown, never judged)."""
-    return long if long is not None and long.data.get("complete") else short
+def judged_bundle(short, *longer):
+    """The bundle the verdicts read: the last of the ``longer`` budgets (in declared order: long, tuned) whose grid is
+    complete, else paper 002's budget's (``short``); a partial grid is shown, never judged."""
+    done = [b for b in longer if b is not None and b.data.get("complete")]
+    return done[-1] if done else short
+
+
+def budget_searches(short, longer):
+    """``[(label, searches, bundle)]``: each budget's searches, and before each partial longer budget the short
+    budget's searches on the same (layers, D, N, seed) as that grid has finished (like with like while it runs),
+    labelled by that grid's budget name (every label unique: the law table pivots on it)."""
+    keys = ["layers", "D", "N", "seed"]
+    sets = [(budget_label(short), short.tables["searches"], short)]
+    for b in longer:
+        if b is None:
+            continue
+        if partial_label(b):
+            same = short.tables["searches"].merge(b.tables["searches"][keys], on=keys)
+            sets.append((f"{budget_label(short)}, the {b.config.get('budget', 'longer')} grid's searches", same, short))
+        sets.append((budget_label(b), b.tables["searches"], b))
+    return sets
 
 
 def _cells(bundle, threshold: float) -> pd.DataFrame:
@@ -89,30 +122,26 @@ def _cells(bundle, threshold: float) -> pd.DataFrame:
     return cap.merge(seeds, on=["layers", "D", "N"]).merge(conv, on=["layers", "D", "N"])
 
 
-def capacity_by_budget(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
-    """Per budget and cell with finished searches: the searches (seeds) finished, κ*_θ (geometric mean over
-    uncensored seeds, 95 % interval: :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.cell_capacity`),
-    the probes and the share that converged (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.
-    budget_by_cell`, each bundle at its own steps and target)."""
-    frames = [_cells(b, threshold).assign(budget=budget_label(b)) for b in (short, long) if b is not None]
-    t = pd.concat(frames, ignore_index=True)
+def capacity_by_budget(short, *longer, threshold: float = 0.5) -> pd.DataFrame:
+    """Per budget (``short`` then each of ``longer``) and cell with finished searches: the searches (seeds)
+    finished, κ*_θ (geometric mean over uncensored seeds, 95 % interval:
+    :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.cell_capacity`), the probes and the share that
+    converged (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.budget_by_cell`, each bundle at its
+    own steps and target)."""
+    bundles = [short, *(b for b in longer if b is not None)]
+    t = pd.concat([_cells(b, threshold).assign(budget=budget_label(b)) for b in bundles], ignore_index=True)
     cols = ["budget", "layers", "D", "N", "seeds", "censored", "kappa", "kappa_ci_low", "kappa_ci_high", "per_seed"]
     return t[cols + ["probes", "at_cap", "unconverged", "converged_share"]]
 
 
-def fits_by_budget(short, long=None, threshold: float = 0.5) -> pd.DataFrame:
+def fits_by_budget(short, *longer, threshold: float = 0.5) -> pd.DataFrame:
     """Per budget: the one-layer fits over every finished uncensored search,
     log κ*_θ = α log(D·N) + c and log κ*_θ = a log D + b log N + c, with their 95 % intervals
     (:func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.power_fit`, ``two_factor_fit``), the number
-    of searches and of one-layer cells they rest on. While the long grid is partial, a middle row fits the short
-    budget on the same searches (cells and seeds) the long grid has finished, so the two compare like with like."""
-    keys = ["layers", "D", "N", "seed"]
-    sets = [(budget_label(b), b.tables["searches"]) for b in (short, long) if b is not None]
-    if long is not None and partial_label(long):  # the short budget on the searches the partial grid has finished
-        done = long.tables["searches"][keys]
-        sets.insert(1, (f"{budget_label(short)}, the same searches", short.tables["searches"].merge(done, on=keys)))
+    of searches and of one-layer cells they rest on. Before each partial grid, a row fits the short budget on the
+    same searches (cells and seeds) that grid has finished, so the two compare like with like."""
     rows = []
-    for label, s in sets:
+    for label, s, _ in budget_searches(short, longer):
         p, two = syn.power_fit(s, threshold, layers=1), syn.two_factor_fit(s, threshold, layers=1)
         one = s[s.layers == 1]
         rows.append(

@@ -467,7 +467,8 @@ def sweep_estimate(left: list[dict]) -> tuple[float, str]:
 
 
 def tables(runs: list[dict]):
-    """(probes, searches) DataFrames of finished runs."""
+    """(probes, searches) DataFrames of finished runs; each search carries the learning rate its run trained at
+    (``lr``, from the run's own recipe: one rate per cell at the tuned budget)."""
     import pandas as pd
 
     probes, searches = [], []
@@ -490,7 +491,13 @@ def tables(runs: list[dict]):
                     row[f"delta{i}_{k}"] = tr[k]
                     row[f"untrained_delta{i}_{k}"] = un[k]
             probes.append(row)
-        row = {**cell, "n_probes": res["n_probes"], "monotone": res["monotone"], "train_seconds": res["train_seconds"]}
+        row = {
+            **cell,
+            "lr": c["recipe"]["lr"],
+            "n_probes": res["n_probes"],
+            "monotone": res["monotone"],
+            "train_seconds": res["train_seconds"],
+        }
         for thr, cap in res["capacity"].items():
             tag = f"{round(float(thr) * 100)}"
             row[f"kappa{tag}"] = cap["kappa"]
@@ -522,6 +529,9 @@ def write_bundle(
     base = resolved_config(sizes, *sizes["cells"][0])
     for k in ("layers", "D", "N"):
         base.pop(k)
+    rates = tuned_rates(preset, smoke) if budget == "tuned" else {}
+    if rates:  # the jobs' rates differ by cell: the shared config names where they are, never one cell's rate
+        base["recipe"]["lr"] = "per cell: config['rates'] and the searches' lr column (the sweep's picks)"
     config = {
         "preset": preset,
         "smoke": smoke,
@@ -532,6 +542,8 @@ def write_bundle(
         "runner": RUNNER,
         "budget": budget,
     }
+    if rates:
+        config["rates"] = [[*cell, rates[tuple(cell)]] for cell in sizes["cells"]]
     bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
     out = {"probes": probes, "searches": searches}
     return save_grid_bundle(bundle, data, config, command=command, tables=out, log=log)
