@@ -3,7 +3,11 @@
 An experiment is one run-store grid: its name (the run-store folder ``results/runs/<name>/`` and the bundle
 ``results/<name>_<preset>.json``), its typed sizes per preset, its jobs as ``(config, seed)`` pairs, the job
 function ``run_job(config, seed) -> dict``, the metrics its runs record, and how its bundle is written from the
-finished runs. Each chapter lists its experiments in one place, ``chapters/<chapter>/experiments.py``, as a tuple
+finished runs. A job's config is typed: a frozen dataclass (:class:`mamba_recall.runstore.JobConfig`, declared beside
+the job function), which the job function receives as it is (``config.D``) and the run store turns into the record
+its key hashes (:meth:`~mamba_recall.runstore.JobConfig.to_record`: the dict the job had before, so every key
+stayed). Both kinds are accepted until every chapter is converted: Chapter 5's jobs are still plain dicts, which
+their job functions receive as dicts (:func:`mamba_recall.runstore.make_job`). Each chapter lists its experiments in one place, ``chapters/<chapter>/experiments.py``, as a tuple
 ``EXPERIMENTS``; :func:`experiments` reads those lists, in chapter order, by the same ``importlib`` scan of the
 chapter packages that finds the runners (:func:`mamba_recall.runners.chapter_modules`), so nothing imports upwards.
 A runner module that declares one experiment names its parts as :meth:`Experiment.of` reads them (``EXPERIMENT``,
@@ -37,7 +41,10 @@ import functools
 import inspect
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .runstore import JobConfig
 
 __all__ = ["Experiment", "experiments", "experiment_named", "grid_command", "run_experiment", "sizes_at", "sizes_from"]
 
@@ -152,9 +159,13 @@ class Experiment:
             )
         return jobs
 
-    def jobs(self, preset: str) -> list[tuple[dict, int]]:
-        """The grid at ``preset`` as ``(config, seed)`` pairs, each config fully resolved (its run key hashes it)."""
-        return [(j["config"], j["seed"]) for j in self.grid_jobs(preset)]
+    def jobs(self, preset: str) -> list[tuple[JobConfig | dict, int]]:
+        """The grid at ``preset`` as ``(config, seed)`` pairs, each config fully resolved (its run key hashes its
+        record) and as the job function receives it: typed (a :class:`~mamba_recall.runstore.JobConfig`), or a
+        plain dict for an experiment whose jobs are not typed yet (Chapter 5's)."""
+        from .runstore import job_config
+
+        return [(job_config(j), j["seed"]) for j in self.grid_jobs(preset)]
 
     def bundle(self, preset: str) -> str:
         """The bundle's name at ``preset``: ``results/<bundle>.json``."""

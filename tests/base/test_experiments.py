@@ -15,7 +15,7 @@ from mamba_recall.experiment import Experiment, experiments, grid_command
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.presets import ALL_PRESETS
 from mamba_recall.runners import chapter_modules
-from mamba_recall.runstore import make_job
+from mamba_recall.runstore import JobConfig, config_record, make_job
 
 
 def _grids_at(e: Experiment) -> dict[str, list[dict]]:
@@ -50,10 +50,13 @@ def test_every_experiment_s_jobs_are_config_seed_pairs_keyed_as_the_run_store_ke
             pairs = e.jobs(preset)
             assert len(pairs) == len(jobs) > 0
             for (config, seed), job in zip(pairs, jobs):
-                assert isinstance(config, dict) and isinstance(seed, int) and not isinstance(seed, bool)
-                json.dumps(config)  # resolved: plain JSON, nothing left to a default object
-                joblib.hash(config)
-                assert make_job(e.name, config, seed)["key"] == job["key"]
+                assert isinstance(seed, int) and not isinstance(seed, bool)
+                # typed (what the job function receives), or a plain dict where a chapter is not converted yet
+                assert isinstance(config, (JobConfig, dict)), f"{e.name}: a config of {type(config).__name__}"
+                record = config_record(config)
+                json.dumps(record)  # resolved: plain JSON, nothing left to a default object
+                joblib.hash(record)
+                assert record == job["config"] and make_job(e.name, config, seed)["key"] == job["key"]
             assert len({j["key"] for j in jobs}) == len(jobs), f"{e.name} at {preset} lists a job twice"
     assert with_grids >= 25
 

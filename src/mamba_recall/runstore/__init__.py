@@ -38,6 +38,7 @@ function's source, so any edit to a runner would silently orphan every finished 
 The modules, this package's internals (import every name from ``mamba_recall.runstore``):
 
 * ``_errors``: the exceptions (:class:`RunFileError`; :class:`GridExit` and the ones that end a grid command);
+* ``_config``: typed job configs (:class:`JobConfig`) and the record a job's key hashes (:func:`config_record`);
 * ``_records``: jobs, their keys and file paths, and reading a run file back (its checks, ``sha256``, NaN);
 * ``_store``: writing into the store: one job's claim, its computation and provenance, its atomic write or its
   recorded failure (:func:`process_provenance`, :func:`check_writable`, :func:`claimed_by`);
@@ -73,6 +74,7 @@ from ._errors import (
     StoreNotWritable,
     UnhashedRunFile,
 )
+from ._config import JobConfig, config_record, omitted_if_none
 from ._records import (
     FAILURE_SCHEMA,
     READABLE_SCHEMA_VERSIONS,
@@ -83,6 +85,7 @@ from ._records import (
     claim_path,
     failure_path,
     finished_runs,
+    job_config,
     job_key,
     job_path,
     json_result,
@@ -135,6 +138,10 @@ from ._dataset import DATASET_DIR, WRITE_COMMAND as DATASET_COMMAND, build_table
 __all__ = [
     "RUNS_DIR",
     "SCHEMA",
+    "JobConfig",
+    "config_record",
+    "omitted_if_none",
+    "job_config",
     "job_key",
     "make_job",
     "job_path",

@@ -18,6 +18,7 @@ from typing import Iterable
 import joblib
 
 from ..paths import REPO_ROOT, RESULTS_DIR
+from ._config import JobConfig, config_class, config_record, config_type
 from ._errors import RunFileError, UnhashedRunFile
 
 SCHEMA = "mamba_recall.run"
@@ -111,8 +112,14 @@ def json_result(result, runner: str = "the runner", where: str = "result"):
     )
 
 
-def make_job(experiment: str, config: dict, seed: int, *, output: str | None = None) -> dict:
-    """A job: ``{"experiment", "config", "seed"}`` in plain JSON form, with its ``key``. ``output``: the file the job
+def make_job(experiment: str, config: JobConfig | dict, seed: int, *, output: str | None = None) -> dict:
+    """A job: ``{"experiment", "config", "seed"}`` in plain JSON form, with its ``key``. ``config``: a typed
+    :class:`~mamba_recall.runstore.JobConfig`, whose record (:meth:`~mamba_recall.runstore.JobConfig.to_record`) is
+    the job's ``config`` (what its key hashes and its run file keeps) and whose class is the job's ``config_type``
+    (``"module:Class"``, not part of the key), so that the job function receives the config typed
+    (:func:`job_config`); or a plain dict (the jobs of a chapter not converted to typed configs yet, Chapter 5's),
+    which the job function receives as it is. ValueError when a typed config does not read back from its record as
+    itself (:meth:`~mamba_recall.runstore.JobConfig.from_record`). ``output``: the file the job
     writes, repository-relative (``results/checkpoints/<name>.pt``), kept as the job's ``output`` and not part of its
     key; a finished job whose record names no file of its own is run again while that file is missing
     (:func:`output_gone`)."""
@@ -120,7 +127,7 @@ def make_job(experiment: str, config: dict, seed: int, *, output: str | None = N
         raise ValueError(f"experiment name {experiment!r} must be a plain name such as 'ch2_reference_grid'.")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, got {seed!r}.")
-    job = {"experiment": experiment, "config": _plain(config), "seed": seed}
+    job = {"experiment": experiment, "config": _plain(config_record(config)), "seed": seed}
     bad = _nonfinite_paths(job["config"])
     if bad:
         raise ValueError(
@@ -128,9 +135,24 @@ def make_job(experiment: str, config: dict, seed: int, *, output: str | None = N
             "(give the setting as a number or a string)."
         )
     job["key"] = job_key(job)
+    if isinstance(config, JobConfig):
+        if type(config).from_record(job["config"]) != config:
+            raise ValueError(
+                f"job config of {experiment}: {config!r} does not read back from its record {job['config']} as "
+                "itself; declare the fields that hold tuples as tuple[...] (inside a list or dict, give lists)."
+            )
+        job["config_type"] = config_type(config)
     if output is not None:
         job["output"] = str(output)
     return job
+
+
+def job_config(job: dict) -> JobConfig | dict:
+    """What a job's function receives as its config: the typed config the job was made from, read back from its
+    record by its ``config_type`` (:func:`make_job`), else its plain ``config`` (a job made from a dict)."""
+    if "config_type" in job:
+        return config_class(job["config_type"]).from_record(job["config"])
+    return job["config"]
 
 
 def job_key(job: dict) -> str:

@@ -43,6 +43,7 @@ from ._records import (
     json_result,
     claim_path,
     failure_path,
+    job_config,
     job_path,
     output_gone,
     read_run,
@@ -379,9 +380,9 @@ def _compute_unit(runner: str, jobs: list[dict], threads: int, git: dict | None,
         cpu0 = time.process_time()
         with command_provenance(git):
             if members:
-                results = fn(jobs[0]["config"], [j["seed"] for j in jobs])
+                results = fn(job_config(jobs[0]), [j["seed"] for j in jobs])
             else:
-                results = [fn(jobs[0]["config"], jobs[0]["seed"])]
+                results = [fn(job_config(jobs[0]), jobs[0]["seed"])]
         wall = time.perf_counter() - start
         if not (isinstance(results, list) and len(results) == len(jobs)):
             raise TypeError(f"runner {runner} returned {type(results).__name__}, not a list of {len(jobs)} results.")

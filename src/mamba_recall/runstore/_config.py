@@ -1,0 +1,171 @@
+"""Typed job configs: a job's config as a frozen dataclass (:class:`JobConfig`), turned into the record its key hashes.
+
+A declared experiment's jobs are ``(config, seed)`` pairs whose config is an instance of a :class:`JobConfig`
+subclass (``@dataclass(frozen=True, kw_only=True)``, one per kind of job, declared beside the job function that
+reads it). :func:`mamba_recall.runstore.make_job` turns it into its record, :meth:`JobConfig.to_record` (the plain
+dict of JSON values that the job's key hashes and its run file keeps, in field order; a field declared
+:func:`omitted_if_none` and left None is absent, so a record keeps the keys its dict had), and keeps
+the class's name beside it (the job's ``config_type``); the job function receives the config read back from the
+record, typed: ``run_job(config, seed)`` with ``config.D``, not ``config["D"]``. The key is that of the record, so
+a config written as a dataclass keeps the key its dict had, and a job stays plain JSON.
+
+Building an instance checks every field against its annotation (``int``, ``float`` (an ``int`` too), ``str``,
+``bool``, ``list[...]``, ``tuple[...]``, ``dict[str, ...]``, unions, ``Any``, a nested :class:`JobConfig`), so a
+wrong type fails where the config is made, naming the field; :meth:`JobConfig.from_record` builds one from a
+record (a run file's ``config``) and names an unknown or a missing field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+__all__ = ["JobConfig", "omitted_if_none", "config_record", "config_type", "config_class"]
+
+
+def omitted_if_none(default: Any = None):
+    """A :class:`JobConfig` field that only some jobs have: default None, and absent from the record when None (the
+    key of a job whose dict had no such entry)."""
+    return field(default=default, metadata={"omitted_if_none": True})
+
+
+def _matches(value, hint) -> bool:
+    """Whether ``value`` fits the annotation ``hint``; a float field takes an int (``1e-2`` and ``100`` alike), a
+    bool is not an int."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, h) for h in typing.get_args(hint))
+    if origin in (list, tuple):
+        args = [a for a in typing.get_args(hint) if a is not Ellipsis] or [Any]
+        if not isinstance(value, origin):
+            return False
+        if origin is tuple and len(args) > 1 and Ellipsis not in typing.get_args(hint):
+            return len(value) == len(args) and all(_matches(v, a) for v, a in zip(value, args))
+        return all(_matches(v, args[0]) for v in value)
+    if origin is dict:
+        key, item = typing.get_args(hint) or (Any, Any)
+        return isinstance(value, dict) and all(_matches(k, key) and _matches(v, item) for k, v in value.items())
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _record(value):
+    """``value`` as a record's value: a nested :class:`JobConfig` as its record, a tuple as a list, dicts and lists
+    item by item."""
+    if isinstance(value, JobConfig):
+        return value.to_record()
+    if isinstance(value, dict):
+        return {k: _record(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_record(v) for v in value]
+    return value
+
+
+def _nested_class(hint) -> type[JobConfig] | None:
+    """The :class:`JobConfig` class an annotation names (alone or in a union with None), else None."""
+    for h in typing.get_args(hint) or (hint,):
+        if isinstance(h, type) and issubclass(h, JobConfig):
+            return h
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobConfig:
+    """Base of the typed job configs (module docstring): checked when built, recorded by :meth:`to_record`."""
+
+    def __post_init__(self):
+        hints = typing.get_type_hints(type(self))
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get("omitted_if_none"):
+                continue
+            if not _matches(value, hints[f.name]):
+                raise TypeError(
+                    f"{type(self).__name__}.{f.name} must be {hints[f.name]}, got {value!r} "
+                    f"({type(value).__name__}); give it that type where the config is made "
+                    f"({type(self).__module__})."
+                )
+
+    def to_record(self) -> dict:
+        """The record of this config: the plain dict the job's key hashes and its run file keeps (fields in
+        declaration order; a field declared :func:`omitted_if_none` and None is absent)."""
+        return {
+            f.name: _record(getattr(self, f.name))
+            for f in fields(self)
+            if not (f.metadata.get("omitted_if_none") and getattr(self, f.name) is None)
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]):
+        """The config whose :meth:`to_record` is ``record`` (a run file's ``config``); lists stay lists (a field
+        declared a tuple takes the tuple of the list). TypeError naming the fields not declared, or missing, and the
+        class's fields."""
+        if not isinstance(record, Mapping):
+            raise TypeError(f"{cls.__name__}.from_record: a dict of its fields, got {type(record).__name__}.")
+        declared = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(record) - set(declared))
+        required = {
+            n
+            for n, f in declared.items()
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        }
+        missing = sorted(required - set(record))
+        if unknown or missing:
+            raise TypeError(
+                f"{cls.__name__}.from_record: unknown fields {unknown}, missing fields {missing}; its fields are "
+                f"{', '.join(declared)} (a field a job needs is declared on {cls.__name__} in {cls.__module__})."
+            )
+        hints = typing.get_type_hints(cls)
+        kw = {}
+        for name, value in record.items():
+            nested = _nested_class(hints[name])
+            if nested is not None and isinstance(value, Mapping):
+                value = nested.from_record(value)
+            elif typing.get_origin(hints[name]) is tuple and isinstance(value, list):
+                value = tuple(value)
+            kw[name] = value
+        return cls(**kw)
+
+
+def config_record(config) -> dict:
+    """The record of a job's ``config``: a :class:`JobConfig`'s :meth:`~JobConfig.to_record`, or a dict as it is
+    (a chapter whose jobs are still dicts: Chapter 5's). TypeError naming the fix for anything else (another
+    dataclass: make it a :class:`JobConfig`)."""
+    if isinstance(config, JobConfig):
+        return config.to_record()
+    if isinstance(config, dict):
+        return config
+    raise TypeError(
+        f"a job's config is a JobConfig (mamba_recall.runstore.JobConfig, a frozen dataclass) or a dict, got "
+        f"{type(config).__name__}; declare it as a JobConfig subclass."
+    )
+
+
+def config_type(config: JobConfig) -> str:
+    """``"module:Class"`` of a typed config: what a job records to read its config back (:func:`config_class`)."""
+    cls = type(config)
+    if "<locals>" in cls.__qualname__:
+        raise TypeError(f"{cls.__qualname__}: declare a JobConfig class at module level (a job's worker imports it).")
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def config_class(ref: str) -> type[JobConfig]:
+    """The :class:`JobConfig` class ``"module:Class"`` names (:func:`config_type`); TypeError when it is not one."""
+    module, _, name = ref.partition(":")
+    cls = importlib.import_module(module)
+    for part in name.split("."):
+        cls = getattr(cls, part)
+    if not (isinstance(cls, type) and issubclass(cls, JobConfig)):
+        raise TypeError(f"config_type {ref!r} names {cls!r}, not a JobConfig class.")
+    return cls
