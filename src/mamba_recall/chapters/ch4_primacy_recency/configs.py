@@ -82,6 +82,10 @@ class EdgeMixFinetune(Sizes):
 
 @dataclass(frozen=True, kw_only=True)
 class EdgeMixMeasure(Sizes):
+    """Table 1's measurement (``runners.edge_mix.measure``, page 4.5): the long-term channels identified on one
+    L = ``L_ident`` prompt (thresholds ``tau``, ``p``), ablated on ``n`` held-out examples per transfer task against
+    ``n_random`` random sets of the same count."""
+
     n: int = size(SAMPLES)
     n_random: int = size(COUNT)
     L_ident: int = size()
@@ -101,18 +105,23 @@ class EdgeMix(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Ucurve(Sizes):
+class Probe(Sizes):
+    """A measurement on one committed S-model: ``model``, its name (``s_small``, ``s_mix`` ...), first in the dict."""
+
     model: str = size()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ucurve(Probe):
     Ls: list[int] = size(AXIS)
     n: int = size(SAMPLES)
 
 
 @dataclass(frozen=True, kw_only=True)
-class Mamba2Heads(Sizes):
+class Mamba2Heads(Probe):
     """An ablation probe (App. F's heads): the model, the identification length, the lengths, contexts per length,
     random controls per ablation and the identification threshold."""
 
-    model: str = size()
     L_ident: int = size()
     Ls: list[int] = size(AXIS)
     n: int = size(SAMPLES)
@@ -130,8 +139,7 @@ class Channels(Mamba2Heads):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Periodicity(Sizes):
-    model: str = size()
+class Periodicity(Probe):
     periods: list[int] = size(AXIS)
     n: int = size(SAMPLES)
     length: int = size()
@@ -144,18 +152,13 @@ class ModelChecks(Sizes):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Transfer(Sizes):
-    model: str = size()
-    n: int = size(SAMPLES)
-    n_random: int = size(COUNT)
-    L_ident: int = size()
-    tau: float = size()
-    p: float = size()
+class Transfer(EdgeMixMeasure, Probe):
+    """Table 1 on one committed model (``ch4_transfer``, page 4.5): :class:`EdgeMixMeasure`'s sizes, after the model
+    (:class:`Probe`'s field comes first: a dataclass orders its fields from the last base to the first)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class Recency(Sizes):
-    model: str = size()
+class Recency(Probe):
     Ls: list[int] = size(AXIS)
     ns: list[int] = size(AXIS)
     n: int = size(SAMPLES)
