@@ -44,7 +44,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..scan.mamba2 import segsum
-from .mamba import Block, LayerState, MambaLMHeadModel, at_least_fp32, check_positive_int, dt_bias_init
+from .mamba import (
+    Block,
+    LayerState,
+    MambaLMHeadModel,
+    at_least_fp32,
+    causal_conv1d,
+    check_positive_int,
+    dt_bias_init,
+    mixer_sizes,
+)
 
 __all__ = [
     "Mamba2",
@@ -172,21 +181,16 @@ class Mamba2(nn.Module):
     ):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
-        self.d_model = check_positive_int("d_model", d_model)
-        self.d_state = check_positive_int("d_state", d_state)
-        self.d_conv = check_positive_int("d_conv", d_conv)
+        self.d_model, self.d_state, self.d_conv, self.d_inner = mixer_sizes(d_model, d_state, d_conv, expand)
         self.headdim = check_positive_int("headdim", headdim)
         if ngroups != 1:
             raise ValueError(f"only ngroups=1 is implemented, got ngroups={ngroups!r}.")
         self.ngroups = 1
         self.expand = expand
-        self.d_inner = int(expand * d_model)
         self.d_ssm = self.d_inner
-        if self.d_inner < 1 or self.d_ssm % self.headdim:
+        if self.d_ssm % self.headdim:
             raise ValueError(f"expand * d_model = {self.d_inner} must be a positive multiple of headdim={headdim}.")
         self.nheads = self.d_ssm // self.headdim
-        if not 0 < dt_min <= dt_max:
-            raise ValueError(f"need 0 < dt_min <= dt_max, got dt_min={dt_min}, dt_max={dt_max}.")
         self.backend = backend  # kept for the Mamba-1 interface; the SSD always runs in PyTorch (quadratic form)
         self.layer_idx = layer_idx
 
@@ -194,15 +198,7 @@ class Mamba2(nn.Module):
         self.in_proj = nn.Linear(self.d_model, d_in_proj, bias=bias, **factory_kwargs)
         conv_dim = self.d_ssm + 2 * self.ngroups * self.d_state
         self.conv_dim = conv_dim
-        self.conv1d = nn.Conv1d(
-            conv_dim,
-            conv_dim,
-            kernel_size=d_conv,
-            groups=conv_dim,
-            padding=d_conv - 1,
-            bias=conv_bias,
-            **factory_kwargs,
-        )
+        self.conv1d = causal_conv1d(conv_dim, d_conv, conv_bias, **factory_kwargs)
         self.dt_bias = nn.Parameter(dt_bias_init(self.nheads, dt_min, dt_max, dt_init_floor, **factory_kwargs))
         self.dt_bias._no_weight_decay = True
         ssm_dtype = torch.float64 if dtype == torch.float64 else torch.float32

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..scan import linear_recurrence_chunked, selective_scan, ssd_scan
+from .mamba import causal_conv1d
 from .s4d import S4DMixer
 
 MIXERS = ("s6", "s4d", "s6_dT", "mamba2")
@@ -134,7 +135,7 @@ class Mamba2Mixer(nn.Module):
             raise ValueError(f"Mamba2Mixer needs d >= 1 and N >= 1, got d={d}, N={N}.")
         self.d, self.N, self.backend, self.d_conv = d, N, backend, d_conv
         self.in_proj = nn.Linear(d, d + 2 * N + 1, bias=False)  # u, B, C, Δ
-        self.conv1d = nn.Conv1d(d + 2 * N, d + 2 * N, d_conv, groups=d + 2 * N, padding=d_conv - 1)
+        self.conv1d = causal_conv1d(d + 2 * N, d_conv, bias=True)
         self.dt_bias = nn.Parameter(_dt_bias(1))
         self.A_log = nn.Parameter(torch.zeros(1))
         self.D = nn.Parameter(torch.ones(1))
@@ -205,7 +206,7 @@ class MixerLM(nn.Module):
             activation,
         )
         self.embedding = nn.Embedding(vocab_size, d - 1 if pe else d)
-        self.conv1d = nn.Conv1d(d, d, d_conv, groups=d, padding=d_conv - 1) if use_conv else None
+        self.conv1d = causal_conv1d(d, d_conv, bias=True) if use_conv else None
         if mixer == "s6":
             self.mixer = S6Mixer(d, N, backend=backend)
         elif mixer == "s4d":

@@ -23,6 +23,8 @@ import math
 import torch
 import torch.nn as nn
 
+from .mamba import causal_conv1d
+
 POSITIONAL = ("none", "learned", "sinusoidal", "rope")
 
 
@@ -72,9 +74,7 @@ class CausalSelfAttention(nn.Module):
 class TransformerLayer(nn.Module):
     def __init__(self, d_model: int, n_head: int, rope: bool, short_conv: int, mlp: bool):
         super().__init__()
-        self.conv = (
-            nn.Conv1d(d_model, d_model, short_conv, groups=d_model, padding=short_conv - 1) if short_conv else None
-        )
+        self.conv = causal_conv1d(d_model, short_conv, bias=True) if short_conv else None
         self.norm_attn = nn.LayerNorm(d_model)
         self.attn = CausalSelfAttention(d_model, n_head, rope)
         self.norm_mlp = nn.LayerNorm(d_model) if mlp else None

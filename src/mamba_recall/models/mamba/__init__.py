@@ -29,7 +29,17 @@ The modules, this package's internals (import every name from ``mamba_recall.mod
 from __future__ import annotations
 
 from ._lm import Block, MambaLMHeadModel, MixerModel, RMSNorm, init_weights
-from ._mixer import LayerState, Mamba, MambaInternals, at_least_fp32, check_positive_int, check_token_ids, dt_bias_init
+from ._mixer import (
+    LayerState,
+    Mamba,
+    MambaInternals,
+    at_least_fp32,
+    causal_conv1d,
+    check_positive_int,
+    check_token_ids,
+    dt_bias_init,
+    mixer_sizes,
+)
 
 __all__ = [
     "Block",
@@ -40,10 +50,12 @@ __all__ = [
     "MixerModel",
     "RMSNorm",
     "at_least_fp32",
+    "causal_conv1d",
     "check_positive_int",
     "check_token_ids",
     "dt_bias_init",
     "init_weights",
+    "mixer_sizes",
 ]
 
 # the old private name of check_positive_int, kept importable at this path

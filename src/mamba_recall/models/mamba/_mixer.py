@@ -57,10 +57,32 @@ def check_positive_int(name: str, value) -> int:
     return value
 
 
+def mixer_sizes(d_model, d_state, d_conv, expand) -> tuple[int, int, int, int]:
+    """The checked sizes of a Mamba or Mamba-2 mixer: ``(d_model, d_state, d_conv, d_inner)``, the first three
+    positive ints (:func:`check_positive_int`) and d_inner = int(expand · d_model) ≥ 1, else ValueError naming them."""
+    d_model = check_positive_int("d_model", d_model)
+    d_state = check_positive_int("d_state", d_state)
+    d_conv = check_positive_int("d_conv", d_conv)
+    d_inner = int(expand * d_model)
+    if d_inner < 1:
+        raise ValueError(f"expand * d_model must be >= 1, got expand={expand!r}, d_model={d_model}.")
+    return d_model, d_state, d_conv, d_inner
+
+
+def causal_conv1d(channels: int, d_conv: int, bias: bool, **factory_kwargs) -> nn.Conv1d:
+    """The mixers' causal depthwise convolution over time: ``channels`` → ``channels``, kernel ``d_conv``, one group per
+    channel, ``d_conv − 1`` zeros of padding on each side (the forward keeps the first L outputs: causal)."""
+    return nn.Conv1d(
+        channels, channels, kernel_size=d_conv, groups=channels, padding=d_conv - 1, bias=bias, **factory_kwargs
+    )
+
+
 def dt_bias_init(n: int, dt_min: float, dt_max: float, dt_init_floor: float, **factory_kwargs) -> torch.Tensor:
     """The initial bias of Δ, (n,): softplus⁻¹(dt) with dt = max(exp(U(log dt_min, log dt_max)), dt_init_floor), so
     that softplus(bias) is log-uniform in [dt_min, dt_max] (mamba-ssm's init, Mamba-1 per channel and Mamba-2 per
-    head). Draws n numbers from torch's generator."""
+    head). Draws n numbers from torch's generator; ValueError unless 0 < dt_min <= dt_max."""
+    if not 0 < dt_min <= dt_max:
+        raise ValueError(f"need 0 < dt_min <= dt_max, got dt_min={dt_min}, dt_max={dt_max}.")
     dt = torch.exp(torch.rand(n, **factory_kwargs) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)).clamp(
         min=dt_init_floor
     )
@@ -178,31 +200,16 @@ class Mamba(nn.Module):
     ):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
-        self.d_model = check_positive_int("d_model", d_model)
-        self.d_state = check_positive_int("d_state", d_state)
-        self.d_conv = check_positive_int("d_conv", d_conv)
+        self.d_model, self.d_state, self.d_conv, self.d_inner = mixer_sizes(d_model, d_state, d_conv, expand)
         self.expand = expand
-        self.d_inner = int(expand * d_model)
-        if self.d_inner < 1:
-            raise ValueError(f"expand * d_model must be >= 1, got expand={expand!r}, d_model={d_model}.")
         self.dt_rank = math.ceil(d_model / 16) if dt_rank == "auto" else check_positive_int("dt_rank", dt_rank)
         if dt_init not in ("random", "constant"):
             raise ValueError(f"dt_init must be 'random' or 'constant', got {dt_init!r}.")
-        if not 0 < dt_min <= dt_max:
-            raise ValueError(f"need 0 < dt_min <= dt_max, got dt_min={dt_min}, dt_max={dt_max}.")
         self.backend = _check_backend(backend)
         self.layer_idx = layer_idx
 
         self.in_proj = nn.Linear(self.d_model, self.d_inner * 2, bias=bias, **factory_kwargs)
-        self.conv1d = nn.Conv1d(
-            self.d_inner,
-            self.d_inner,
-            kernel_size=d_conv,
-            groups=self.d_inner,
-            padding=d_conv - 1,
-            bias=conv_bias,
-            **factory_kwargs,
-        )
+        self.conv1d = causal_conv1d(self.d_inner, d_conv, conv_bias, **factory_kwargs)
         self.x_proj = nn.Linear(self.d_inner, self.dt_rank + self.d_state * 2, bias=False, **factory_kwargs)
         self.dt_proj = nn.Linear(self.dt_rank, self.d_inner, bias=True, **factory_kwargs)
 
