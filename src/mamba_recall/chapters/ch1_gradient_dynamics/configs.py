@@ -250,7 +250,8 @@ EXPERIMENTS: dict[str, dict[str, Sizes]] = {
     # Sec. 4, Lemma 1: grids of the exact-gradient comparison, one-step accuracy, GD dynamics.
     "ch1_lemma": {
         "ci": _LEMMA_CI,
-        # every grid larger; the GD and softplus runs as ci's, longer (GD on larger batches; softplus to T = 256 at a lower rate)
+        # every grid larger; the GD and softplus runs as ci's, longer (GD on larger batches; softplus to T = 256
+        # at a lower rate)
         "paper": replace(
             _LEMMA_CI,
             enumerate=[[4, 5], [6, 5], [8, 6], [5, 8]],
