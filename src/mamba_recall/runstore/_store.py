@@ -33,6 +33,7 @@ from ..atomic import replace_file
 from ..context import current, run_context
 from ..determinism import cpu_fingerprint
 from ._errors import RunFileError, StoreNotWritable, UnhashedRunFile
+from ._config import JobConfig, config_record
 from ._records import (
     FAILURE_SCHEMA,
     SCHEMA,
@@ -345,13 +346,14 @@ def _run_one_here(runner: str, jobs: list[dict], store: Path, threads: int, git:
             _release(fd, claim_path(job, store))
 
 
-def job_device(config: dict) -> str:
+def job_device(config: JobConfig | dict) -> str:
     """The device a job trains on: its config's ``device`` (``"auto"``: a GPU when the process running the job sees
-    one, e.g. one Ray assigned it), resolved here, in that process; ``"cpu"`` when the config names none. A job
-    function passes it to its training, and the job's record names it (``provenance.device``)."""
+    one, e.g. one Ray assigned it), resolved here, in that process; ``"cpu"`` when the config names none (a typed
+    config's record has none). A job function passes it to its training, and the job's record names it
+    (``provenance.device``)."""
     from ..devices import resolve_device
 
-    return resolve_device(config.get("device", "cpu")).type
+    return resolve_device(config_record(config).get("device", "cpu")).type
 
 
 def _compute(runner: str, job: dict, threads: int, git: dict | None = None) -> tuple[str, dict]:

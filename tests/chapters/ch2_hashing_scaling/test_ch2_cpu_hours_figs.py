@@ -10,6 +10,7 @@ import pytest
 
 from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as F
 from mamba_recall.experiment import grid_command
+from mamba_recall.runstore import job_config
 
 
 def _grid(*args: str) -> None:
@@ -31,7 +32,7 @@ def test_cpu_hours_sizes_are_the_papers_where_a_cpu_can():
     assert any(v == "full" for _, v, _, _ in heads["cells"])  # the full-width value ablation
     tab, _ = F.part_sizes("tab10", "cpu-hours")
     assert (tab["V"], tab["Nf"], tab["L"], tab["D"], tab["N"], tab["seeds"]) == (128, 16, 64, 64, 16, 3)
-    assert [c["row"] for c in F.cell_configs("tab10", "cpu-hours")] == ["Base", "A", "B", "C", "D", "E"]
+    assert [c.row for c in F.cell_configs("tab10", "cpu-hours")] == ["Base", "A", "B", "C", "D", "E"]
 
 
 def test_jobs_record_their_resolved_config_and_preset():
@@ -43,6 +44,8 @@ def test_jobs_record_their_resolved_config_and_preset():
             assert c["preset"] == "cpu-hours" and c["part"] == part and j["experiment"] == f"ch2_{part}"
             assert c["recipe"]["name"] == "code" and c["recipe"]["batch_size"] == c["batch"]
             assert c["eval"]["seed"] == 10**6 and c["eval"]["target_accuracy"] == 0.999
+            typed = job_config(j)  # what run_job receives: the cell's class, its record the job's config
+            assert type(typed).__name__.endswith("Cell") and typed.to_record() == c and typed.eval.seed == 10**6
     smoke = {j["key"] for j in F.jobs_for("fig7", "cpu-hours", smoke=True)}
     assert not smoke & {j["key"] for j in F.jobs_for("fig7", "cpu-hours")}
 

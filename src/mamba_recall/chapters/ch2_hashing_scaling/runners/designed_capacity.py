@@ -27,6 +27,8 @@ from mamba_recall.runners import runner_command
 from mamba_recall.runstore import finished_status, make_job
 from mamba_recall.theory.designed_capacity import LAWS_COMPARED, facts_capacity, fit_power_law, law_capacities
 
+from .job_configs import CapacityCell
+
 EXPERIMENT = "ch2_designed_capacity"
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.designed_capacity:run_job"
 #: the measured fields of a job's rows (``Experiment.metrics``)
@@ -56,18 +58,18 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     return [
         make_job(
             EXPERIMENT,
-            {
-                "V": s["V"],
-                "D": D,
-                "N": N,
-                "readout": readout,
-                "levels": list(s["levels"]),
-                "n_queries": s["n_queries"],
-                "construction": "code",
-                "L": "4 N_f",
-                "task": "mqar, power_a 1, pad full",
-                "data_seed": "12345 + N_f",
-            },
+            CapacityCell(
+                V=s["V"],
+                D=D,
+                N=N,
+                readout=readout,
+                levels=list(s["levels"]),
+                n_queries=s["n_queries"],
+                construction="code",
+                L="4 N_f",
+                task="mqar, power_a 1, pad full",
+                data_seed="12345 + N_f",
+            ),
             s["seed"],
         )
         for D, N in s["cells"]
@@ -75,14 +77,14 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     ]
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: CapacityCell, seed: int) -> dict:
     """One cell and readout: ``rows``, one per level (D, N, DN, level, readout, N_f*, censored, the accuracy at
     N_f* and at N_f* + 1, the evaluations of the bisection, its seconds), and the bisection's ``evaluations``."""
-    if config["construction"] != "code":
-        raise ValueError(f"construction {config['construction']!r}: the jobs measure the 'code' circuit only.")
-    V, D, N, levels = config["V"], config["D"], config["N"], config["levels"]
+    if config.construction != "code":
+        raise ValueError(f"construction {config.construction!r}: the jobs measure the 'code' circuit only.")
+    V, D, N, levels = config.V, config.D, config.N, config.levels
     t0 = time.perf_counter()
-    res = facts_capacity(V, D, N, tuple(levels), n_queries=config["n_queries"], seed=seed, readout=config["readout"])
+    res = facts_capacity(V, D, N, tuple(levels), n_queries=config.n_queries, seed=seed, readout=config.readout)
     secs = time.perf_counter() - t0
     rows = []
     for level in levels:
@@ -93,7 +95,7 @@ def run_job(config: dict, seed: int) -> dict:
                 N=N,
                 DN=D * N,
                 level=level,
-                readout=config["readout"],
+                readout=config.readout,
                 Nf=c["Nf"],
                 censored=c["censored"],
                 acc_at=c["acc_at"],

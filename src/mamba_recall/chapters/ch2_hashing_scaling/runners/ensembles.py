@@ -31,6 +31,8 @@ from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_command, runner_module
 from mamba_recall.runstore import finished_status, make_job, save_grid_bundle
 
+from .job_configs import EnsembleUnit
+
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.ensembles:run_job"
 #: the ensemble runners: runner → its preset experiment (= its run-store experiment, the stem of its bundle)
 EXPERIMENTS = {"ch2_scaling": "ch2_scaling", "ch2_multihead": "ch2_multihead"}
@@ -67,14 +69,19 @@ def jobs_for(runner: str, preset: str, smoke: bool = False) -> list[dict]:
             f"model per job, declared experiments run by name: {figure_grids(runner, preset, None)}"
         )
     sizes = experiment(EXPERIMENTS[runner], preset, smoke=smoke)
-    base = {"runner": runner, "preset": preset, "smoke": smoke, "sizes": sizes}
-    if preset in GPU_PRESETS:
-        base["device"] = "auto"
+    device = "auto" if preset in GPU_PRESETS else None
     units = _module(runner).ensemble_units(sizes)
-    return [make_job(EXPERIMENTS[runner], {**base, **unit}, 0) for unit in units]
+    return [
+        make_job(
+            EXPERIMENTS[runner],
+            EnsembleUnit(runner=runner, preset=preset, smoke=smoke, sizes=sizes, device=device, **unit),
+            0,
+        )
+        for unit in units
+    ]
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: EnsembleUnit, seed: int) -> dict:
     """One ensemble: the runner's ``run_unit(sizes, unit, device, log)`` (tables as DataFrames), its tables kept as
     :func:`frame_record`, and its seconds."""
     import sys
@@ -86,10 +93,9 @@ def run_job(config: dict, seed: int) -> dict:
     device = torch.device(job_device(config))
     if device.type == "cuda":  # TF32 matmuls: the ensemble einsums are the whole cost
         torch.backends.cuda.matmul.allow_tf32 = True
-    unit = {k: v for k, v in config.items() if k not in ("runner", "preset", "smoke", "sizes", "device")}
     t0 = time.perf_counter()
-    tables = _module(config["runner"]).run_unit(
-        config["sizes"], unit, device, lambda msg: print(msg, file=sys.stderr, flush=True)
+    tables = _module(config.runner).run_unit(
+        config.sizes, config.unit(), device, lambda msg: print(msg, file=sys.stderr, flush=True)
     )
     return {
         "tables": {name: frame_record(frame) for name, frame in tables.items()},

@@ -40,13 +40,14 @@ import pandas as pd
 
 from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import CELL_COLUMNS
 from mamba_recall.presets import experiment
-from ..configs import RECIPES
 from mamba_recall.runstore import (
     aggregate,
     finished_status,
     make_job,
     save_grid_bundle,
 )
+
+from .job_configs import CodeRecipe, Evaluation, Fig7Cell, Fig10Cell, FigData, HeadCell, Tab10Cell
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu:run_job"
 #: part → (preset experiment, key inside it or None, columns of a cell, what it reproduces)
@@ -97,23 +98,17 @@ def part_sizes(part: str, preset: str, smoke: bool = False) -> tuple[dict, dict]
     return cfg[key], cfg
 
 
-def _recipe(overrides: dict, batch: int) -> dict:
-    rec = {"name": "code", **RECIPES["code"], **overrides, "batch_size": batch}
-    rec["betas"] = list(rec["betas"])
-    return rec
-
-
-def _eval(n: int, steps: int) -> dict:
+def _eval(n: int, steps: int) -> Evaluation:
     from ..training.ensemble import EVAL_SEED
 
-    return {
-        "n": n,
-        "seed": EVAL_SEED,
-        "every": max(EVAL_EVERY_MIN, steps // 6),
-        "target_accuracy": 0.999,
-        "metric": "per-query accuracy, full-vocabulary argmax; best over the evaluations; training stops once it "
+    return Evaluation(
+        n=n,
+        seed=EVAL_SEED,
+        every=max(EVAL_EVERY_MIN, steps // 6),
+        target_accuracy=0.999,
+        metric="per-query accuracy, full-vocabulary argmax; best over the evaluations; training stops once it "
         "reaches target_accuracy",
-    }
+    )
 
 
 def _schedule(entry: dict, steps: int, batch: int, **recipe) -> dict:
@@ -121,7 +116,7 @@ def _schedule(entry: dict, steps: int, batch: int, **recipe) -> dict:
     1)`` and ``entry["hold"]`` (``recipe``: further overrides, e.g. ``grad_clip``) and the held-out schedule of
     ``entry["n_eval"]`` sequences (``entry``: the preset entry that carries them)."""
     overrides = {"warmup": min(entry["warmup"], steps - 1), "hold": entry["hold"], **recipe}
-    return {"recipe": _recipe(overrides, batch), "eval": _eval(entry["n_eval"], steps)}
+    return {"recipe": CodeRecipe.of("code", batch, **overrides), "eval": _eval(entry["n_eval"], steps)}
 
 
 def _regime(c: dict) -> dict:
@@ -129,19 +124,19 @@ def _regime(c: dict) -> dict:
     return {"V": c["V"], "Nf": c["Nf"], "L": c["L"], "D": c["D"]}
 
 
-def _data(task: str, task_kw: dict) -> dict:
-    return {"task": task, "task_kw": task_kw, "train_seed": "seed*100003 + step", "init_seed": "seed"}
+def _data(task: str, task_kw: dict) -> FigData:
+    return FigData(task=task, task_kw=task_kw, train_seed="seed*100003 + step", init_seed="seed")
 
 
-def _fig7_cells(c: dict, top: dict, base: dict) -> list[dict]:
+def _fig7_cells(c: dict, top: dict, base: dict) -> list[Fig7Cell]:
     """The fig7 cells: one per layer count and state size N (LinearMamba, Alg. 2, residual)."""
     out = []
     steps, batch = c["steps"], top["batch"]
     for lam in c["layers"]:
         for n in c["Ns"]:
             out.append(
-                dict(
-                    base,
+                Fig7Cell(
+                    **base,
                     model="LinearMamba (Alg. 2, residual)",
                     **_regime(c),
                     N=n,
@@ -158,7 +153,7 @@ def _fig7_cells(c: dict, top: dict, base: dict) -> list[dict]:
     return out
 
 
-def _fig10_11_cells(c: dict, top: dict, base: dict) -> list[dict]:
+def _fig10_11_cells(c: dict, top: dict, base: dict) -> list[Fig10Cell]:
     """The fig10_11 cells: one per (task, repeats, layers, post-query) entry of the part's ``cells``."""
     out = []
     steps, batch = c["steps"], c["batch"]
@@ -175,8 +170,8 @@ def _fig10_11_cells(c: dict, top: dict, base: dict) -> list[dict]:
         else:
             raise ValueError(f"fig10_11 cell task {task!r}: use 'repeated_keys' or 'repeated_queries'.")
         out.append(
-            dict(
-                base,
+            Fig10Cell(
+                **base,
                 model="LinearMamba (Alg. 2, residual)",
                 task=task,
                 repeats=reps,
@@ -198,14 +193,14 @@ def _fig10_11_cells(c: dict, top: dict, base: dict) -> list[dict]:
     return out
 
 
-def _head_cells(c: dict, base: dict) -> list[dict]:
+def _head_cells(c: dict, base: dict) -> list[HeadCell]:
     """The cells of a multi-head part (fig8, thm5): one per (pattern, values, M, N) entry of its ``cells``."""
     out = []
     steps, batch = c["steps"], c["batch"]
     for pattern, values, M, n in c["cells"]:
         out.append(
-            dict(
-                base,
+            HeadCell(
+                **base,
                 model="MultiHeadLinearMamba (Alg. 3)",
                 pattern=pattern,
                 values=values,
@@ -223,15 +218,15 @@ def _head_cells(c: dict, base: dict) -> list[dict]:
     return out
 
 
-def _tab10_cells(c: dict, top: dict, base: dict) -> list[dict]:
+def _tab10_cells(c: dict, top: dict, base: dict) -> list[Tab10Cell]:
     """The tab10 cells: one per row of :data:`TAB10_ROWS`."""
     out = []
     for row, label, selective, d_conv in TAB10_ROWS:
         half = selective and row in c.get("half_batch_rows", ())
         steps, batch = (2 * c["steps"], c["batch"] // 2) if half else (c["steps"], c["batch"])
         out.append(
-            dict(
-                base,
+            Tab10Cell(
+                **base,
                 model=("SelectiveAblationMamba" if selective else "LinearMamba (Alg. 1)") + f", row {row}",
                 row=row,
                 label=label,
@@ -250,7 +245,7 @@ def _tab10_cells(c: dict, top: dict, base: dict) -> list[dict]:
     return out
 
 
-def cell_configs(part: str, preset: str, smoke: bool = False) -> list[dict]:
+def cell_configs(part: str, preset: str, smoke: bool = False) -> list[Fig7Cell | Fig10Cell | HeadCell | Tab10Cell]:
     """The fully resolved config of every cell of ``part`` (one job per cell and seed)."""
     c, top = part_sizes(part, preset, smoke)
     base = {"part": part, "preset": preset, "smoke": smoke, "reproduces": PARTS[part][3]}
@@ -279,68 +274,57 @@ def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
 # ---------------------------------------------------------------------------------------------- one job
 
 
-def _train_linear(config: dict, seed: int) -> float:
-    """One simplified model (:func:`..training.ensemble.train_members` with a single member): best held-out accuracy."""
-    from ..training.ensemble import train_members
-
-    rec = config["recipe"]
-    size = (config["D"], config["N"], config.get("layers", 1))
-    task = config["data"]["task"]
-    (acc,) = train_members(
-        config["V"],
-        config["Nf"],
-        config["L"],
-        [size],
-        steps=config["steps"],
-        batch=config["batch"],
-        warmup=rec["warmup"],
-        hold=rec["hold"],
-        n_eval=config["eval"]["n"],
-        seed=seed,
-        device="cpu",
-        task=task,
-        task_kw=config["data"]["task_kw"],
-        d_conv=config["d_conv"],
-        residual=config["residual"],
-        way="ensemble",
-    )
-    return float(acc)
-
-
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: Fig7Cell | Fig10Cell | HeadCell | Tab10Cell, seed: int) -> dict:
     """One model of one cell and seed (the run store's job function): ``{"best_accuracy", ...}``."""
-    part = config["part"]
-    if part in ("fig7", "fig10_11") or (part == "tab10" and not config["selective"]):
-        return {"best_accuracy": _train_linear(config, seed)}
-    if part == "tab10":
+    if isinstance(config, (Fig7Cell, Fig10Cell)) or (isinstance(config, Tab10Cell) and not config.selective):
+        from ..training.ensemble import train_members  # one simplified model: a single member
+
+        (acc,) = train_members(
+            config.V,
+            config.Nf,
+            config.L,
+            [(config.D, config.N, getattr(config, "layers", 1))],
+            steps=config.steps,
+            batch=config.batch,
+            warmup=config.recipe.warmup,
+            hold=config.recipe.hold,
+            n_eval=config.eval.n,
+            seed=seed,
+            device="cpu",
+            task=config.data.task,
+            task_kw=config.data.task_kw,
+            d_conv=config.d_conv,
+            residual=config.residual,
+            way="ensemble",
+        )
+        return {"best_accuracy": float(acc)}
+    if isinstance(config, Tab10Cell):
         from ..training.ensemble import train_selective_rows
 
-        c = config["sizes"]
-        accs, curve = train_selective_rows(
-            config["row"], c, {"n_eval": config["eval"]["n"], **config["recipe"]}, "cpu", seed=seed, members=1
-        )
+        recipe = {"n_eval": config.eval.n, **config.recipe.to_record()}
+        accs, curve = train_selective_rows(config.row, config.sizes, recipe, "cpu", seed=seed, members=1)
         return {"best_accuracy": float(accs[0]), "eval_curve": [[s, a] for s, a in curve]}
-    if part in HEAD_PARTS:
+    if isinstance(config, HeadCell):
         from mamba_recall.tasks.mqar import mqar
         from ..pipelines.heads import NOISE_SEED, logit_noise
         from ..training.heads import train_heads
 
-        V, Nf, L = config["V"], config["Nf"], config["L"]
-        ev = mqar(V, Nf, L, config["eval"]["n"], config["eval"]["seed"])
-        rec = config["recipe"]
+        V, Nf, L = config.V, config.Nf, config.L
+        ev = mqar(V, Nf, L, config.eval.n, config.eval.seed)
+        rec = config.recipe
         cfg = dict(
-            V=V, Nf=Nf, L=L, D=config["D"], values=config["values"], batch=config["batch"], steps=config["steps"],
-            warmup=rec["warmup"], hold=rec["hold"], grad_clip=rec["grad_clip"],
+            V=V, Nf=Nf, L=L, D=config.D, values=config.values, batch=config.batch, steps=config.steps,
+            warmup=rec.warmup, hold=rec.hold, grad_clip=rec.grad_clip,
         )  # fmt: skip
-        model, r = train_heads(cfg, config["pattern"], config["M"], [config["N"]], ev, init_seed=seed, seed=seed)
-        xn, yn = mqar(V, Nf, L, config["n_noise"], NOISE_SEED)
+        model, r = train_heads(cfg, config.pattern, config.M, [config.N], ev, init_seed=seed, seed=seed)
+        xn, yn = mqar(V, Nf, L, config.n_noise, NOISE_SEED)
         st = logit_noise(model, xn, yn, V, Nf)[0]
         return {
             "best_accuracy": float(r.best_accuracy[0]),
             "steps_run": r.steps_run,
             **{k: v for k, v in st.items() if k != "norm"},
         }
-    raise ValueError(f"job config of unknown part {part!r}.")
+    raise TypeError(f"figs_cpu.run_job: a config of the figure grids (Fig7Cell, ...), got {type(config).__name__}.")
 
 
 # ---------------------------------------------------------------------------------------------- estimate
@@ -453,7 +437,7 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
         "sizes": c,
         "n_eval": top["n_eval"],
         "seeds": c["seeds"],
-        "job_configs": cell_configs(part, preset, smoke),
+        "job_configs": [cell.to_record() for cell in cell_configs(part, preset, smoke)],
         "runner": RUNNER,
     }
     command = f"python -m mamba_recall grid {experiment_name(part)} --preset {preset} --allow-long"

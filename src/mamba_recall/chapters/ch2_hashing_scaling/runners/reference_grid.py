@@ -27,11 +27,14 @@ from mamba_recall.presets import experiment, seeds
 from mamba_recall.runstore import (
     aggregate,
     finished_status,
+    job_config,
     make_job,
 )
 from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
+
+from .job_configs import CodeRecipe, Evaluation, ReferenceCell, ReferenceData
 
 EXPERIMENT = "ch2_reference_grid"
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid:run_job"
@@ -57,44 +60,41 @@ AUTHORS = {
 }
 
 
-def resolved_config(sizes: dict, D: int, N: int) -> dict:
+def resolved_config(sizes: dict, D: int, N: int) -> ReferenceCell:
     """The fully resolved config of one cell: nothing is left to a library default."""
-    from ..configs import RECIPES
-
-    recipe = {"name": sizes["recipe"], **RECIPES[sizes["recipe"]], **sizes["overrides"], "batch_size": sizes["batch"]}
-    recipe["betas"] = list(recipe["betas"])
-    return {
-        "model": "LinearMamba (Alg. 1)",
-        "V": sizes["V"],
-        "Nf": sizes["Nf"],
-        "L": sizes["L"],
-        "D": D,
-        "N": N,
-        "layers": 1,
-        "expand": 2,
-        "d_conv": 2,
-        "ssm": "attention",
-        "residual": False,
-        "batch": sizes["batch"],
-        "steps": sizes["steps"],
-        "recipe": recipe,
-        "warmup_effective": min(recipe["warmup"], sizes["steps"] - 1),
-        "data": {
-            "task": "mqar (mamba_recall.tasks.mqar_variants)",
-            "train_seed": "seed*100003 + step",
-            "power_a": 1.0,
-            "pad": "full",
-            "init_seed": "seed",
-        },
-        "eval": {
-            "n": sizes["n_eval"],
-            "seed": EVAL_SEED,
-            "every": sizes["eval_every"],
-            "target_accuracy": sizes["target_accuracy"],
-            "metric": "per-query accuracy, full-vocabulary argmax; best over the evaluations (the [code] runs'); "
+    recipe = CodeRecipe.of(sizes["recipe"], sizes["batch"], **sizes["overrides"])
+    return ReferenceCell(
+        model="LinearMamba (Alg. 1)",
+        V=sizes["V"],
+        Nf=sizes["Nf"],
+        L=sizes["L"],
+        D=D,
+        N=N,
+        layers=1,
+        expand=2,
+        d_conv=2,
+        ssm="attention",
+        residual=False,
+        batch=sizes["batch"],
+        steps=sizes["steps"],
+        recipe=recipe,
+        warmup_effective=min(recipe.warmup, sizes["steps"] - 1),
+        data=ReferenceData(
+            task="mqar (mamba_recall.tasks.mqar_variants)",
+            train_seed="seed*100003 + step",
+            power_a=1.0,
+            pad="full",
+            init_seed="seed",
+        ),
+        eval=Evaluation(
+            n=sizes["n_eval"],
+            seed=EVAL_SEED,
+            every=sizes["eval_every"],
+            target_accuracy=sizes["target_accuracy"],
+            metric="per-query accuracy, full-vocabulary argmax; best over the evaluations (the [code] runs'); "
             "training stops once it reaches target_accuracy",
-        },
-    }
+        ),
+    )
 
 
 def cells(sizes: dict) -> list[tuple[int, int]]:
@@ -112,44 +112,44 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     ]
 
 
-def _model_and_data(config: dict, seed: int):
+def _model_and_data(config: ReferenceCell, seed: int):
     from mamba_recall.models.linear_mamba import LinearMamba
     from mamba_recall.tasks.mqar import batch_fn
 
     model = LinearMamba(
-        config["V"],
-        config["D"],
-        config["N"],
-        config["layers"],
-        expand=config["expand"],
-        d_conv=config["d_conv"],
-        residual=config["residual"],
+        config.V,
+        config.D,
+        config.N,
+        config.layers,
+        expand=config.expand,
+        d_conv=config.d_conv,
+        residual=config.residual,
         ensemble=1,
-        ssm=config["ssm"],
+        ssm=config.ssm,
         seed=seed,
     )
-    return model, batch_fn(config["V"], config["Nf"], config["L"], config["batch"], seed * seeds.TRAIN_STRIDE)
+    return model, batch_fn(config.V, config.Nf, config.L, config.batch, seed * seeds.TRAIN_STRIDE)
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: ReferenceCell, seed: int) -> dict:
     """One model of one cell and seed (the run store's job function)."""
     from mamba_recall.tasks.mqar import mqar
     from ..training.ensemble import train_ensemble
 
     model, make_batch = _model_and_data(config, seed)
-    ev = config["eval"]
-    eval_batch = mqar(config["V"], config["Nf"], config["L"], ev["n"], ev["seed"])
-    rec = {k: v for k, v in config["recipe"].items() if k != "name"}
-    rec["warmup"] = config["warmup_effective"]
+    ev = config.eval
+    eval_batch = mqar(config.V, config.Nf, config.L, ev.n, ev.seed)
+    rec = {k: v for k, v in config.recipe.to_record().items() if k != "name"}
+    rec["warmup"] = config.warmup_effective
     r = train_ensemble(
         model,
         make_batch,
-        steps=config["steps"],
-        recipe=config["recipe"]["name"],
+        steps=config.steps,
+        recipe=config.recipe.name,
         overrides=rec,
         eval_batch=eval_batch,
-        eval_every=ev["every"],
-        target_accuracy=ev["target_accuracy"],
+        eval_every=ev.every,
+        target_accuracy=ev.target_accuracy,
         seed=seed,
     )
     curve = [[h["step"], h["accuracy"][0]] for h in r.history if "accuracy" in h]
@@ -163,7 +163,7 @@ def run_job(config: dict, seed: int) -> dict:
     }
 
 
-def measure(config: dict, steps: int = 20) -> tuple[float, float]:
+def measure(config: ReferenceCell, steps: int = 20) -> tuple[float, float]:
     """(seconds per training step, seconds per evaluation) of one cell, measured here with one thread."""
     import torch
 
@@ -175,9 +175,9 @@ def measure(config: dict, steps: int = 20) -> tuple[float, float]:
     torch.set_num_threads(1)
     try:
         model, make_batch = _model_and_data(config, 0)
-        train_ensemble(model, make_batch, steps=3, overrides={"batch_size": config["batch"]})  # warm-up
-        r = train_ensemble(model, make_batch, steps=steps, overrides={"batch_size": config["batch"]})
-        ev = mqar(config["V"], config["Nf"], config["L"], config["eval"]["n"], config["eval"]["seed"])
+        train_ensemble(model, make_batch, steps=3, overrides={"batch_size": config.batch})  # warm-up
+        r = train_ensemble(model, make_batch, steps=steps, overrides={"batch_size": config.batch})
+        ev = mqar(config.V, config.Nf, config.L, config.eval.n, config.eval.seed)
         t0 = time.perf_counter()
         evaluate(model, *ev, per_member=True)
         return r.seconds / r.steps_run, time.perf_counter() - t0
@@ -188,20 +188,19 @@ def measure(config: dict, steps: int = 20) -> tuple[float, float]:
 def estimate(left: list[dict]) -> tuple[float, str]:
     """Upper bound (no early stop) for the jobs left: step and evaluation times measured on the smallest and the
     largest cell left, interpolated linearly in D·N."""
-    by_size = sorted(left, key=lambda j: j["config"]["D"] * j["config"]["N"])
-    lo, hi = by_size[0]["config"], by_size[-1]["config"]
+    by_size = sorted((job_config(j) for j in left), key=lambda c: c.D * c.N)
+    lo, hi = by_size[0], by_size[-1]
     (s_lo, e_lo), (s_hi, e_hi) = measure(lo), (measure(hi) if hi is not lo else measure(lo))
-    x_lo, x_hi = lo["D"] * lo["N"], hi["D"] * hi["N"]
+    x_lo, x_hi = lo.D * lo.N, hi.D * hi.N
     total = 0.0
-    for j in left:
-        c = j["config"]
-        w = 0.0 if x_hi == x_lo else (c["D"] * c["N"] - x_lo) / (x_hi - x_lo)
+    for c in by_size:
+        w = 0.0 if x_hi == x_lo else (c.D * c.N - x_lo) / (x_hi - x_lo)
         step, ev = s_lo + w * (s_hi - s_lo), e_lo + w * (e_hi - e_lo)
-        total += c["steps"] * step + math.ceil(c["steps"] / c["eval"]["every"]) * ev
+        total += c.steps * step + math.ceil(c.steps / c.eval.every) * ev
     basis = (
-        f"measured here, 1 thread: {s_lo * 1e3:.0f} ms/step at D={lo['D']}, N={lo['N']} and "
-        f"{s_hi * 1e3:.0f} ms/step at D={hi['D']}, N={hi['N']} (batch {lo['batch']}), an evaluation "
-        f"{e_lo:.2f}-{e_hi:.2f} s; every job at its full {lo['steps']} steps: early stopping makes it shorter"
+        f"measured here, 1 thread: {s_lo * 1e3:.0f} ms/step at D={lo.D}, N={lo.N} and "
+        f"{s_hi * 1e3:.0f} ms/step at D={hi.D}, N={hi.N} (batch {lo.batch}), an evaluation "
+        f"{e_lo:.2f}-{e_hi:.2f} s; every job at its full {lo.steps} steps: early stopping makes it shorter"
     )
     print(f"step time: {basis}", flush=True)
     return total, basis
@@ -231,7 +230,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
             for lo, hi, a in zip(table["best_accuracy_ci_low"], table["best_accuracy_ci_high"], table["authors"])
         ]
     d0, n0 = cells(sizes)[0]
-    base = resolved_config(sizes, d0, n0)
+    base = resolved_config(sizes, d0, n0).to_record()
     base.pop("D"), base.pop("N")
     data.update(
         store=f"results/runs/{EXPERIMENT}/",

@@ -71,7 +71,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
             )
         )
     d0, n0 = sizes["cells"][0]
-    base = resolved_config(sizes, d0, n0)
+    base = resolved_config(sizes, d0, n0).to_record()
     base.pop("D"), base.pop("N")
     data["aggregation"] = "best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max"
     config = {
