@@ -20,8 +20,10 @@ All randomness of the initialisation comes from PyTorch's global RNG: call
 The modules, this package's internals (import every name from ``mamba_recall.models.mamba``):
 
 * ``_mixer``: the argument checks every model shares (:func:`check_positive_int`, :func:`check_token_ids`,
-  :func:`at_least_fp32`), the initial Δ bias of both mixers (:func:`dt_bias_init`), the recurrent state :class:`LayerState`, :class:`MambaInternals` and the mixer
-  :class:`Mamba` (with the mixer's equations);
+  :func:`at_least_fp32`), what both mixers build alike (their checked sizes :func:`mixer_sizes`, the initial Δ
+  bias :func:`dt_bias_init`, the causal depthwise convolution :func:`causal_conv1d`, also S6's and the
+  Transformer's), the recurrent state :class:`LayerState`, :class:`MambaInternals` and the mixer :class:`Mamba`
+  (with the mixer's equations);
 * ``_lm``: the model around the mixer: :class:`RMSNorm`, :class:`Block`, :func:`init_weights`,
   :class:`MixerModel` and :class:`MambaLMHeadModel`.
 """
