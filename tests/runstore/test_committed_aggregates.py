@@ -192,15 +192,18 @@ def scratch_store(root: Path, experiment: str, run_keys=None) -> Path:
     return store
 
 
-def remake(agg: Aggregate, root: Path, *, store: Path | None = None):
+def remake(agg: Aggregate, root: Path, *, store: Path | None = None, like: Path | None = None):
     """The bundle ``agg``'s writer makes from the committed runs (or ``store``), written under ``root`` (never into
-    ``results/``): ``(Bundle, the scratch store)``. A partial bundle is remade from the runs it records."""
+    ``results/``): ``(Bundle, the scratch store)``. When the bundle at ``like`` (default: the committed one) is
+    partial, it is remade from the runs that bundle records."""
     if store is None:
         keys = None
-        committed = json.loads(agg.path.read_text())["data"]
-        if "partial" in committed:
-            keys = committed.get("run_keys")
-            assert keys, f"{agg.bundle} is partial but records no run_keys: remake it with {agg.command}"
+        recorded = json.loads(Path(like or agg.path).read_text())["data"]
+        if "partial" in recorded:
+            keys = recorded.get("run_keys")
+            assert keys, f"{agg.bundle} is partial but records no run_keys; remake it with: {agg.command}"
+            gone = sorted(k for k in keys if not (Path(RUNS_DIR) / agg.experiment / f"{k}.json").is_file())
+            assert not gone, f"{agg.bundle} records runs not in the store: {gone}; remake it with: {agg.command}"
         store = scratch_store(root, agg.experiment, keys)
     written = agg.write(agg.preset, store=store, log=lambda *a, **k: None)
     paths = [Path(p) for p in (written if isinstance(written, (list, tuple)) else [written]) if p is not None]
@@ -320,7 +323,7 @@ def check_aggregate(agg: Aggregate, committed_path: Path, root: Path, *, store: 
     """AssertionError naming the bundle, its differences and the command that remakes it, when the bundle at
     ``committed_path`` is not what ``agg``'s writer makes from the committed runs (or ``store``), or differs from it
     otherwise than :data:`KNOWN_STALE` says."""
-    remade, scratch = remake(agg, root, store=store)
+    remade, scratch = remake(agg, root, store=store, like=committed_path)
     found = differences(load_bundle(committed_path), remade, scratch, agg.experiment)
     why, expected = KNOWN_STALE.get(agg.bundle, ("", []))
     if found == expected:
