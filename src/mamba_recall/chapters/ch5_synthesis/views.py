@@ -125,9 +125,10 @@ def budgets_chart(short, *longer, threshold: float = 0.5) -> alt.HConcatChart:
     ``ch5_capacity`` bundle) and each longer one committed (``longer``: ``ch5_capacity_long``, ``ch5_capacity_tuned``
     bundles, their finished cells only and titled PARTIAL with the job count while their grid runs; none: a panel
     saying the long budget has not run yet, its command and cost printed beside the chart). Each panel's title is its
-    bundle's :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`."""
+    bundle's :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`; the panels share their
+    axes' scales."""
     bundles = [short, *(b for b in longer if b is not None)]
-    width = 300 if len(bundles) <= 2 else 230
+    width = 300 if len(bundles) <= 2 else 180  # three panels fit the 1300-px page unscaled (tools/browser_check.py)
     panels = [
         capacity_chart(b.tables["searches"], b.config["job_config"]["V"], threshold, width=width, title=budget_label(b))
         for b in bundles
@@ -140,7 +141,8 @@ def budgets_chart(short, *longer, threshold: float = 0.5) -> alt.HConcatChart:
             .encode(y=alt.Y("y:O", axis=None), text="text:N")
             .properties(width=200, height=300, title="long budget")
         )
-    return alt.hconcat(*panels).resolve_scale(color="shared")
+    # one x and one y scale for every panel: the budgets compare by eye at the same place on the page
+    return alt.hconcat(*panels).resolve_scale(color="shared", x="shared", y="shared")
 
 
 def convergence_frame(probes: pd.DataFrame, steps: int, target: float) -> pd.DataFrame:
