@@ -233,12 +233,11 @@ def _records(value) -> bool:
 def _diff_values(a, b, where: str, out: list[str], scratch: str) -> None:
     """The differences of two JSON values (``a`` committed, ``b`` remade) into ``out``, each naming its place."""
     if where.endswith(".run_keys") and isinstance(a, list) and isinstance(b, list):
-        a, b = (
-            sorted(a),
-            sorted(b),
-        )  # a set of keys: bundles written before finished_status sorted them list them unsorted
+        # a set of keys: bundles written before finished_status sorted them list them in another order
+        a, b = sorted(a), sorted(b)
     if _records(a) and _records(b):
-        a, b = {r["key"]: r for r in a}, {r["key"]: r for r in b}  # the runs a bundle lists, by key (module docstring)
+        # the runs a bundle lists, compared by key (module docstring)
+        a, b = {r["key"]: r for r in a}, {r["key"]: r for r in b}
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b), key=str):
             if k in WRITING_STATE:
