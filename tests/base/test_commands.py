@@ -122,7 +122,7 @@ def test_every_built_runner_command_names_a_runner():
                     continue  # a name computed at run time (a part's runner): runner_command raises on a bad one
                 if arg.value not in runners:
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)} names no runner")
-    assert seen > 50, seen
+    assert seen > 45, seen  # 50 now (ch4_train's recorded commands are its grid's, Experiment.command)
     assert not bad, "\n".join(bad)
     assert set(ENSEMBLE_RUNNERS) <= runners
 

@@ -32,9 +32,6 @@ def test_options_defaults_order_and_help():
     assert flags == [*order, *engine, "--only"]  # then the subset of the jobs
     assert (args.engine, args.ray_address, args.gpus_per_job, args.members, args.only) == ("local", None, 0.0, 1, None)
     assert ap.parse_args(["--only", "a", "x=1", "--only", "b"]).only == ["a", "x=1", "b"]  # the words add up
-    without = argparse.ArgumentParser()
-    add_grid_args(without, only=False)  # a runner whose own option picks its jobs (ch4_train --models)
-    assert "only" not in vars(without.parse_args([]))
     helps = {a.dest: a.help for a in ap._actions}
     assert helps["jobs"] == "parallel processes, one torch thread each"
     assert helps["store"] == "folder" and helps["smoke"] is None

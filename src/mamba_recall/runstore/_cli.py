@@ -69,14 +69,11 @@ def add_device_arg(parser: argparse.ArgumentParser, help: str = JOB_DEVICE_HELP)
     parser.add_argument("--device", default="auto", type=checked, metavar="{auto,cpu,cuda}", help=help)
 
 
-def add_grid_args(
-    parser: argparse.ArgumentParser, order: Iterable[str] = GRID_OPTIONS, *, only: bool = True, **helps: str | None
-) -> None:
+def add_grid_args(parser: argparse.ArgumentParser, order: Iterable[str] = GRID_OPTIONS, **helps: str | None) -> None:
     """Add the run-store options ``--jobs`` (int, 1), ``--smoke``, ``--allow-long``, ``--aggregate-only``,
     ``--no-estimate`` (flags) and ``--store`` (folder, None) to ``parser`` in ``order`` (names as in
-    :data:`GRID_OPTIONS`), then the engine options (:func:`add_engine_args`) and ``--only`` (:func:`add_only_arg`;
-    ``only=False``: not, for a runner whose own option picks jobs beyond its declared grid, Chapter 4's
-    ``ch4_train --models``); ``helps[name]`` overrides an option's help text (None: none)."""
+    :data:`GRID_OPTIONS`), then the engine options (:func:`add_engine_args`) and ``--only`` (:func:`add_only_arg`);
+    ``helps[name]`` overrides an option's help text (None: none)."""
     order = tuple(order)
     unknown = (set(order) | set(helps)) - set(GRID_OPTIONS)
     if unknown or sorted(order) != sorted(GRID_OPTIONS):
@@ -94,8 +91,7 @@ def add_grid_args(
         else:
             parser.add_argument(flag, action="store_true", help=help_)
     add_engine_args(parser)
-    if only:
-        add_only_arg(parser)
+    add_only_arg(parser)
 
 
 #: ``--only``'s help: what it picks and what the bundle then is
@@ -115,7 +111,8 @@ def add_only_arg(parser: argparse.ArgumentParser) -> None:
 def as_only(argv: Sequence[str] | None, *flags: str) -> list[str]:
     """``argv`` (None: ``sys.argv[1:]``) with each of ``flags`` written ``--only``: the spelling of a runner's subset
     option that committed files record (a checkpoint's sidecar, a printed command) kept runnable as the grid's
-    ``--only`` (e.g. ``ch2_scaling --parts grid`` is ``--only grid``, ``ch4_edge --recipes d4`` is ``--only d4``)."""
+    ``--only`` (e.g. ``ch2_scaling --parts grid`` is ``--only grid``, ``ch4_edge --recipes d4`` is ``--only d4``,
+    ``ch4_train --models s_small`` is ``--only s_small``)."""
     words = list(sys.argv[1:] if argv is None else argv)
     return ["--only" if w in flags else w for w in words]
 

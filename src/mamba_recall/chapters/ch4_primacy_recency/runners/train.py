@@ -50,7 +50,7 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import (
     load_checkpoint,
     read_smodel,
 )
-from mamba_recall.experiment import grid_command
+from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import CHECKPOINT_DIR, command_provenance, save_checkpoint
 from mamba_recall.runstore import as_only
@@ -382,8 +382,9 @@ def model_file(name: str, preset: str, smoke: bool = False) -> Path:
 
 
 def regenerate_command(preset: str, name: str) -> str:
-    """The command a job's checkpoint records as the one that remakes it: the grid's, picking its model."""
-    return f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long --only {name}"
+    """The command a job's checkpoint records as the one that remakes it: the grid's
+    (:meth:`mamba_recall.experiment.Experiment.command`), picking its model."""
+    return f"{experiment_named(EXPERIMENT).command(preset)} --only {name}"
 
 
 def jobs_for(preset: str, models=None, smoke: bool = False) -> list[dict]:
@@ -450,7 +451,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     table = pd.DataFrame([r["result"] for r in runs])
     data["gate"] = {"thresholds": GATE, "criterion": "recall averaged over positions at L = 4 and 8, random relation"}
     config = {"preset": preset, "smoke": smoke, "recipes": {r["config"]["model"]: r["config"]["recipe"] for r in runs}}
-    command = f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long"
+    command = experiment_named(EXPERIMENT).command(preset)
     name = f"ch4_train_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(name, data, config, command=command, tables={"models": table}, log=log)
 
