@@ -19,8 +19,9 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-for _folder in sorted(Path(__file__).resolve().parent.iterdir()):
-    if _folder.is_dir() and _folder.name.isidentifier() and _folder.name not in {"data", "__pycache__"}:
+for _folder in sorted(Path(__file__).resolve().parent.rglob("*")):  # nested folders too (tests/chapters/ch4_…)
+    parts = _folder.relative_to(Path(__file__).resolve().parent).parts
+    if _folder.is_dir() and all(p.isidentifier() and p not in {"data", "__pycache__"} for p in parts):
         sys.path.insert(0, str(_folder))
 
 
