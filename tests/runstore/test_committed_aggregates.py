@@ -81,23 +81,7 @@ MACHINE_DEPENDENT = {
 #: committed bundles known to differ from their re-aggregation until the lead remakes them: bundle -> (why, the
 #: differences, exactly as :func:`differences` words them). The check asserts exactly these differences, so once a
 #: bundle is remade (or differs in anything else) its case fails until it leaves this list.
-KNOWN_STALE = {
-    "ch2_scaling_ci": (
-        "the same runs' wall times summed in another order (the store's file order, i.e. their keys, before the "
-        "experiments were renamed) round to the other side of .x5",
-        [
-            "data.runs.wall_seconds: committed 278.9, remade 278.8",
-            "provenance.wall_seconds: committed 278.9, remade 278.8",
-        ],
-    ),
-    "ch2_tab10_cpu-hours": (
-        "as ch2_scaling_ci's",
-        [
-            "data.runs.wall_seconds: committed 2867.4, remade 2867.3",
-            "provenance.wall_seconds: committed 2867.4, remade 2867.3",
-        ],
-    ),
-}
+KNOWN_STALE: dict[str, tuple[str, list[str]]] = {}
 
 #: bundles of a run store that cannot be re-aggregated here: bundle name -> why (none: every one can)
 NOT_REAGGREGATED: dict[str, str] = {}
