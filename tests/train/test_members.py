@@ -3,17 +3,20 @@ step) and Chapter 3's ``train_members`` against ``train_one``, seed by seed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from mamba_recall.chapters.ch3_selectivity.runners import mqar_train as M
+from mamba_recall.chapters.ch3_selectivity.training.job_configs import MqarRun
 from mamba_recall.presets import experiment
 from mamba_recall.train import Stopping
 
 
-def _config(mixer: str, target: float) -> dict:
+def _config(mixer: str, target: float) -> MqarRun:
     cfg = experiment("ch3_mqar_train", "ci")
-    return dict(M.resolved_config(dict(cfg, steps=600), 4, 32, mixer, 8), target_accuracy=target)
+    return replace(M.resolved_config(dict(cfg, steps=600), 4, 32, mixer, 8), target_accuracy=target)
 
 
 @pytest.fixture(scope="module")
@@ -49,12 +52,12 @@ def test_a_stopped_member_is_frozen(config):
     c = config
     models = [M._model(c, s, "auto") for s in (0, 1)]
     ens = MixerEnsemble.from_members(models)
-    ev = gen_mqar(200, c["T"], 4, c["V"], seed=5)
+    ev = gen_mqar(200, c.T, 4, c.V, seed=5)
     seen = []
 
     def batch(step):
         seen.append({n: p.detach().clone() for n, p in ens.named_parameters()})
-        pairs = [gen_mqar(32, c["T"], 4, c["V"], seed=100 * k + step) for k in (1, 2)]
+        pairs = [gen_mqar(32, c.T, 4, c.V, seed=100 * k + step) for k in (1, 2)]
         return torch.stack([x for x, _ in pairs]), torch.stack([y for _, y in pairs])
 
     res = train(

@@ -23,6 +23,7 @@ from mamba_recall.chapters.ch3_selectivity.claims import fig1_stats, fig1_tables
 from mamba_recall.chapters.ch3_selectivity.runners import keep_nth as keep
 from mamba_recall.presets import experiment
 from mamba_recall.results import Bundle
+from mamba_recall.runstore import job_config
 
 ROOT = Path(__file__).resolve().parents[3]
 CI = experiment("ch3_keep_nth", "ci")
@@ -76,7 +77,7 @@ def test_untrained_rows_equal_a_run_trained_for_no_step():
     jobs = [j for j in keep.jobs_for("cpu-hours", smoke=True) if j["config"]["model"] in ("s6+pe", "s4d+pe")][:2]
     runs = []
     for j in jobs:
-        c = j["config"]
+        c = job_config(j)  # typed, as the job function receives it
         decay = probes.decay_rows_of(probes.initial_model(c, j["seed"]), probes.keep_test_set(c)[0], c, j["seed"])
         runs.append(dict(j, result={"decay": decay}))
     runs.append(dict(jobs[0], key="z-transformer", result={"decay": []}))  # no e^(−λΔ): no baseline rows

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from mamba_recall.chapters.ch3_selectivity.runners import mqar_figa3 as M
 from mamba_recall.presets import experiment
-from mamba_recall.runstore import finished_runs, run_grid
+from mamba_recall.runstore import finished_runs, job_config, run_grid
 
 
 def test_jobs_sweep_N_across_kappa_at_the_papers_T_and_V():
@@ -109,7 +111,7 @@ def test_members_of_a_mixer_without_ensemble_train_one_after_another():
     """Mamba-2 has no ensemble (its own convolutions, scalar Δ): ``run_members`` trains its seeds one at a time,
     exactly as ``run_job`` does, and says nothing of an ensemble."""
     job = next(j for j in M.jobs_for("paper", smoke=True) if j["config"]["mixer"] == "mamba2")
-    c = dict(job["config"], device="cpu")
+    c = replace(job_config(job), device="cpu")  # typed, as the job functions receive it
     got = M.run_members(c, [0, 1])
     assert [r["row"] for r in got] == [
         M.run_job(c, s)["row"] | {"seconds": r["row"]["seconds"]} for s, r in zip([0, 1], got)

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from mamba_recall.tasks.keep_nth import keep_nth
+from mamba_recall.chapters.ch3_selectivity.training.job_configs import KeepRun
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     regenerate_command,
     build_model,
@@ -96,20 +97,18 @@ def _logits_from_embedding(model, x):
     return model.head(y)
 
 
-def initial_model(c: dict, seed: int, backend: str = "auto"):
+def initial_model(c: KeepRun, seed: int, backend: str = "auto"):
     """The model a KEEP n-TH run of resolved config ``c`` (:func:`resolved_config`) and init seed ``seed`` starts from,
     before any training step: :func:`train_one` builds its model with this very call (the global torch seed is set,
     then the model is built, so nothing drawn before it changes the initial weights)."""
     torch.manual_seed(seed)
-    return build_model(
-        c["model"], V=c["V"], d=c["d"], N=c["N"], T=c["T"], backend=backend, transformer_d=c["transformer_d"]
-    )
+    return build_model(c.model, V=c.V, d=c.d, N=c.N, T=c.T, backend=backend, transformer_d=c.transformer_d)
 
 
-def keep_test_set(c: dict):
+def keep_test_set(c: KeepRun):
     """The test sequences ``(ids, labels)`` of resolved config ``c``: ``test_sequences`` of length T drawn with seed
     ``test_seed``; the ``decay`` histograms use the first 500 (:func:`decay_rows_of`)."""
-    return keep_nth(c["test_sequences"], c["T"], c["V"], c["nth"], seed=c["test_seed"])
+    return keep_nth(c.test_sequences, c.T, c.V, c.nth, seed=c.test_seed)
 
 
 @torch.no_grad()
@@ -159,29 +158,29 @@ def fig1_decay_pairs(
     return pairs, dict(ck, checkpoint=f"results/checkpoints/{names[0]}.pt")
 
 
-def resolved_config(cfg: dict, T: int, d: int, N: int, kind: str) -> dict:
+def resolved_config(cfg: dict, T: int, d: int, N: int, kind: str) -> KeepRun:
     """The fully resolved configuration of one KEEP n-TH run (a run-store job's config; nothing left to a
     default): task sizes, model, recipe (Adam without weight decay, cosine lr to 0, early stop at 100 % held-out
     accuracy, evaluated every 100 steps), data seeds (training batch of step s: ``10⁷·(seed + 1) + s``; held-out
     ``10⁶ + T``; test ``2·10⁶ + T``)."""
-    return {
-        "task": "keep_nth",
-        "T": T,
-        "V": cfg["V"],
-        "nth": cfg["nth"],
-        "d": d,
-        "N": N,
-        "model": kind,
-        "transformer_d": cfg["transformer_d"],
+    return KeepRun(
+        task="keep_nth",
+        T=T,
+        V=cfg["V"],
+        nth=cfg["nth"],
+        d=d,
+        N=N,
+        model=kind,
+        transformer_d=cfg["transformer_d"],
         **recipe_fields(cfg, T, lr=cfg["lr_transformer"] if kind == "transformer" else cfg["lr"]),
-    }
+    )
 
 
-def decay_rows_of(model, test_ids, c: dict, seed: int) -> list[dict]:
+def decay_rows_of(model, test_ids, c: KeepRun, seed: int) -> list[dict]:
     """The ``decay`` table rows of one S6/S4D model (module docstring): 50-bin histograms of e^{−λΔ} on the first 500
     test sequences, before and from n, plus the bin = −1 row of fractions."""
-    b, a = decay_values(model, test_ids[:500], c["nth"])
-    return histogram_rows(dict(T=c["T"], d=c["d"], N=c["N"], model=c["model"], seed=seed), b, a)
+    b, a = decay_values(model, test_ids[:500], c.nth)
+    return histogram_rows(dict(T=c.T, d=c.d, N=c.N, model=c.model, seed=seed), b, a)
 
 
 def histogram_rows(cell: dict, before, after) -> list[dict]:
@@ -196,14 +195,14 @@ def histogram_rows(cell: dict, before, after) -> list[dict]:
     return rows
 
 
-def untrained_decay_rows(c: dict, seed: int, backend: str = "auto") -> list[dict]:
+def untrained_decay_rows(c: KeepRun, seed: int, backend: str = "auto") -> list[dict]:
     """Fig. 1's baseline for one run: the ``decay`` rows (:func:`decay_rows_of`: 50-bin histograms of e^{−λΔ_t} at
     t < n and t ≥ n, pooled over the first 500 test sequences, every channel, state and position, plus the bin = −1
     row of fractions) of the model that the run of resolved config ``c`` and init seed ``seed`` starts from
     (:func:`initial_model`), on the run's own test sequences (:func:`keep_test_set`). No training step: a forward
     pass of 500 sequences."""
-    if c["model"] not in ("s6+pe", "s6", "s4d+pe", "s4d"):
-        raise ValueError(f"untrained_decay_rows: model {c['model']!r} has no e^(−λΔ); use an S6 or S4D kind.")
+    if c.model not in ("s6+pe", "s6", "s4d+pe", "s4d"):
+        raise ValueError(f"untrained_decay_rows: model {c.model!r} has no e^(−λΔ); use an S6 or S4D kind.")
     return decay_rows_of(initial_model(c, seed, backend), keep_test_set(c)[0], c, seed)
 
 

@@ -51,7 +51,7 @@ def measured_estimate(
     ``members`` seeds (:func:`mamba_recall.runstore.units`)."""
     import json as _json
 
-    from mamba_recall.runstore import units
+    from mamba_recall.runstore import job_config, units
 
     if members > 1:
         seeds = list(range(members))
@@ -66,12 +66,13 @@ def measured_estimate(
             k = _json.dumps(key(job["config"]), sort_keys=True)
             if k in per:
                 continue
-            timed(job["config"], 1)  # warm-up
+            config = job_config(job)  # typed, as the job function receives it
+            timed(config, 1)  # warm-up
             t0 = time.perf_counter()
-            timed(job["config"], 2)
+            timed(config, 2)
             t2 = time.perf_counter() - t0
             t0 = time.perf_counter()
-            timed(job["config"], 2 + probe)
+            timed(config, 2 + probe)
             step = max((time.perf_counter() - t0 - t2) / probe, 1e-4)
             per[k] = (step, max(t2 - 2 * step, 0.0))
     finally:

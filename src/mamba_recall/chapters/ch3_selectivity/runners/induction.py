@@ -31,6 +31,7 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
 from mamba_recall.experiment import grid_command
 from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
+from ..training.job_configs import InductionRun
 from .common import (
     curve_of,
     store_bundle_writer,
@@ -46,36 +47,36 @@ def accuracies(model, ids, labels, V, device):
     return float(ok.double().mean()), float(ok[nonblank].double().mean())
 
 
-def resolved_config(cfg: dict, V: int, d: int, N: int, mixer: str) -> dict:
+def resolved_config(cfg: dict, V: int, d: int, N: int, mixer: str) -> InductionRun:
     """The fully resolved configuration of one INDUCTION HEADS run (a run-store job's config): task (T, |V|, hard-case
     probability p, range γ), model (1 layer, size-4 conv, SiLU, no gate), recipe (Adam without weight decay, cosine
     lr to 0, early stop at 100 % held-out accuracy, evaluated every 100 steps), data seeds (training batch of step s:
     ``10⁷·(seed + 1) + s``; held-out ``10⁶ + |V|``; test ``2·10⁶ + |V|``)."""
-    return {
-        "task": "induction_heads (paper 003, App. D.4)",
-        "T": cfg["T"],
-        "V": V,
-        "p": cfg["p"],
-        "gamma": cfg["gamma"],
-        "d": d,
-        "N": N,
-        "mixer": mixer,
+    return InductionRun(
+        task="induction_heads (paper 003, App. D.4)",
+        T=cfg["T"],
+        V=V,
+        p=cfg["p"],
+        gamma=cfg["gamma"],
+        d=d,
+        N=N,
+        mixer=mixer,
         **recipe_fields(cfg, V),
-    }
+    )
 
 
-def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+def train_one(c: InductionRun, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
     """Train and test one model of resolved config ``c`` and init seed ``seed`` (``steps`` overrides the budget, for
     timing). Returns (TrainResult, the ``runs`` row)."""
-    T, V = c["T"], c["V"]
-    ev = induction_heads(c["eval_sequences"], T, V, c["p"], c["gamma"], seed=c["eval_seed"])
-    test = induction_heads(c["test_sequences"], T, V, c["p"], c["gamma"], seed=c["test_seed"])
+    T, V = c.T, c.V
+    ev = induction_heads(c.eval_sequences, T, V, c.p, c.gamma, seed=c.eval_seed)
+    test = induction_heads(c.test_sequences, T, V, c.p, c.gamma, seed=c.test_seed)
     torch.manual_seed(seed)
     model = build_model(
-        c["mixer"],
+        c.mixer,
         V=V,
-        d=c["d"],
-        N=c["N"],
+        d=c.d,
+        N=c.N,
         T=T,
         n_classes=V + 1,
         backend=backend,
@@ -85,7 +86,7 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
     )
     res = train_recipe(
         model,
-        lambda n, data_seed: induction_heads(n, T, V, c["p"], c["gamma"], seed=data_seed),
+        lambda n, data_seed: induction_heads(n, T, V, c.p, c.gamma, seed=data_seed),
         c,
         seed,
         ev,
@@ -94,7 +95,7 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
     )
     acc, acc_nb = accuracies(model, *test, V, device)
     row = dict(
-        V=V, T=T, d=c["d"], N=c["N"], mixer=c["mixer"], seed=seed, accuracy=acc, accuracy_nonblank=acc_nb,
+        V=V, T=T, d=c.d, N=c.N, mixer=c.mixer, seed=seed, accuracy=acc, accuracy_nonblank=acc_nb,
         steps=res.steps_run, seconds=res.seconds,
     )  # fmt: skip
     return res, row
@@ -132,9 +133,9 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     ]
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: InductionRun, seed: int) -> dict:
     res, row = train_one(config, seed, device=job_device(config))
-    return {"row": row, "curve": curve_of(res, config["eval_every"])}
+    return {"row": row, "curve": curve_of(res, config.eval_every)}
 
 
 write_bundle = store_bundle_writer(

@@ -28,6 +28,8 @@ e^{−λΔ} at t ≥ n; :func:`mamba_recall.chapters.ch3_selectivity.claims.fig1
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 
 from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import (
     decay_rows_of,
@@ -51,14 +53,15 @@ from mamba_recall.experiment import grid_command
 from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 from .common import curve_of, store_bundle_writer
+from ..training.job_configs import KeepRun
 
 
-def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+def train_one(c: KeepRun, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
     """Train and test one KEEP n-TH model of resolved config ``c``
     (:func:`~mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth.resolved_config`) and init seed ``seed`` (``steps`` overrides the budget,
     for timing). Returns (model on the CPU, TrainResult, the ``runs`` row)."""
-    T, V, nth = c["T"], c["V"], c["nth"]
-    ev = keep_nth(c["eval_sequences"], T, V, nth, seed=c["eval_seed"])
+    T, V, nth = c.T, c.V, c.nth
+    ev = keep_nth(c.eval_sequences, T, V, nth, seed=c.eval_seed)
     test = keep_test_set(c)
     model = initial_model(c, seed, backend)
     res = train_recipe(
@@ -69,14 +72,14 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
         ev,
         steps=steps,
         device=device,
-        desc=f"{c['model']} T={T} d={c['d']} N={c['N']} s={seed}",
+        desc=f"{c.model} T={T} d={c.d} N={c.N} s={seed}",
     )
     acc = evaluate(model, *test, device=device)
     row = dict(
         T=T,
-        d=c["d"],
-        N=c["N"],
-        model=c["model"],
+        d=c.d,
+        N=c.N,
+        model=c.model,
         seed=seed,
         accuracy=acc,
         steps=res.steps_run,
@@ -110,42 +113,42 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     sizes = experiment(EXPERIMENT, preset, smoke=smoke)
     jobs = []
     for T, d, N, k in store_cells(sizes):
-        config = job_config(dict(resolved_config(sizes, T, d, N, k), preset=preset), preset)
+        config = job_config(replace(resolved_config(sizes, T, d, N, k), preset=preset), preset)
         jobs += [make_job(EXPERIMENT, config, s, output=_checkpoint_of(config, s)) for s in sizes["seeds"]]
     return jobs
 
 
-def _saves_checkpoint(config: dict) -> bool:
+def _saves_checkpoint(config: KeepRun) -> bool:
     """The job's model is the one whose checkpoint is kept: Mamba+PE at d = 32, N = 8."""
-    return config["model"] == "s6+pe" and (config["d"], config["N"]) == (32, 8)
+    return config.model == "s6+pe" and (config.d, config.N) == (32, 8)
 
 
-def _checkpoint_of(config: dict, seed: int) -> str | None:
+def _checkpoint_of(config: KeepRun, seed: int) -> str | None:
     """The checkpoint the job writes, repository-relative (the job's ``output``: the run store runs a finished job
     again while it is missing, committed records naming none), or None."""
     if not _saves_checkpoint(config):
         return None
-    name = keep_checkpoint_name(config["preset"], config["T"], seed)
+    name = keep_checkpoint_name(config.preset, config.T, seed)
     return repo_relative(CHECKPOINT_DIR / f"{name}.pt")
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: KeepRun, seed: int) -> dict:
     """One run-store job: train, test, the decay histograms (S6/S4D), the training curve; the Mamba+PE model at
     d = 32, N = 8 is saved as ``ch3_keep_nth_s6pe_<preset>_T<T>_seed<s>``
     (:func:`~mamba_recall.chapters.ch3_selectivity.training.selectivity.keep_checkpoint_name`)."""
     device = job_device(config)
     model, res, row, test = train_one(config, seed, device=device)
-    decay = decay_rows_of(model, test[0], config, seed) if config["model"] != "transformer" else []
-    out = {"row": row, "decay": decay, "curve": curve_of(res, config["eval_every"])}
+    decay = decay_rows_of(model, test[0], config, seed) if config.model != "transformer" else []
+    out = {"row": row, "decay": decay, "curve": curve_of(res, config.eval_every)}
     if _saves_checkpoint(config):
         meta = dict(
-            V=config["V"], d=32, N=8, T=config["T"], nth=config["nth"], kind="s6+pe", seed=seed,
-            preset=config["preset"], device=device,
+            V=config.V, d=32, N=8, T=config.T, nth=config.nth, kind="s6+pe", seed=seed,
+            preset=config.preset, device=device,
         )  # fmt: skip
-        name = keep_checkpoint_name(config["preset"], config["T"], seed)
+        name = keep_checkpoint_name(config.preset, config.T, seed)
         # checkpoint and sha256: a job whose checkpoint is gone or changed is run again (runs committed before name
         # none: for them the store checks the job's declared output, :func:`_checkpoint_of`)
-        out.update(output_record(save_checkpoint(model, name, meta, regenerate_command(config["preset"]))))
+        out.update(output_record(save_checkpoint(model, name, meta, regenerate_command(config.preset))))
     return out
 
 
@@ -159,7 +162,12 @@ def _extra_tables(runs: list[dict]) -> dict:
 
     ordered = sorted(runs, key=lambda r: r["key"])
     decay = [d for r in ordered for d in r["result"]["decay"]]
-    untrained = [u for r in ordered if r["result"]["decay"] for u in untrained_decay_rows(r["config"], r["seed"])]
+    untrained = [
+        u
+        for r in ordered
+        if r["result"]["decay"]
+        for u in untrained_decay_rows(KeepRun.from_record(r["config"]), r["seed"])
+    ]
     tables = {"decay": decay, "decay_untrained": untrained}
     if decay:
         tables["fig1"] = fig1_stats(pd.DataFrame(decay), pd.DataFrame(untrained)).to_dict("records")

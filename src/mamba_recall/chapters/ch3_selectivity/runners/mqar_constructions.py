@@ -27,6 +27,8 @@ from mamba_recall.runners import runner_command
 from mamba_recall.runstore import finished_status, make_job
 from mamba_recall.theory.mqar_constructions import VARIANTS, construction_accuracy, theory_dims
 
+from ..training.job_configs import ConstructionPair
+
 EXPERIMENT = "ch3_mqar_constructions"
 RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.mqar_constructions:run_job"
 #: the measured fields of a job's rows (``Experiment.metrics``)
@@ -61,47 +63,47 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     return [
         make_job(
             EXPERIMENT,
-            {
-                "kappa": kappa,
-                "V": V,
-                "T": s["T"],
-                "sequences": s["sweep_sequences"],
-                "draws": s["draws"],
-                "ps": list(s["ps"]),
-                "variants": list(VARIANTS),
-                "thm4_max_kappa_p": THM4_MAX_KAPPA_P,
-                "keys_and_columns": V == s["Vs"][0],
-                "pks": list(s["pks"]),
-                "thm3_keys_pv": 32,
-            },
+            ConstructionPair(
+                kappa=kappa,
+                V=V,
+                T=s["T"],
+                sequences=s["sweep_sequences"],
+                draws=s["draws"],
+                ps=list(s["ps"]),
+                variants=list(VARIANTS),
+                thm4_max_kappa_p=THM4_MAX_KAPPA_P,
+                keys_and_columns=V == s["Vs"][0],
+                pks=list(s["pks"]),
+                thm3_keys_pv=32,
+            ),
             DATA_SEED,
         )
         for kappa, V in dict.fromkeys(pairs)
     ]
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: ConstructionPair, seed: int) -> dict:
     """The rows of one (κ, |V|) pair: ``jl`` (per code size p and variant: max and mean accuracy over the JL draws
     and the construction's dimensions d, N), and at the first |V| ``thm3_keys`` (per key size p_k) and ``thm2_N``
     (per number of state columns N); empty lists elsewhere."""
-    unknown = [v for v in config["variants"] if v not in VARIANTS]
+    unknown = [v for v in config.variants if v not in VARIANTS]
     if unknown:
         raise ValueError(f"variants {unknown} are not in theory.mqar_constructions.VARIANTS ({', '.join(VARIANTS)}).")
-    kappa, V, T, n, draws = config["kappa"], config["V"], config["T"], config["sequences"], config["draws"]
+    kappa, V, T, n, draws = config.kappa, config.V, config.T, config.sequences, config.draws
     jl, keys, cols = [], [], []
-    for p in config["ps"]:
-        for name in config["variants"]:
+    for p in config.ps:
+        for name in config.variants:
             cons, kw = VARIANTS[name]
-            if cons == "thm4" and kappa * p > config["thm4_max_kappa_p"]:
+            if cons == "thm4" and kappa * p > config.thm4_max_kappa_p:
                 continue
             accs = [
                 construction_accuracy(cons, kappa, V, n=n, T=T, seed=seed, jl_seed=s, **kw(p)) for s in range(draws)
             ]
             dims = theory_dims(cons, kappa, V, p=p)
             jl.append(dict(kappa=kappa, V=V, p=p, variant=name, max=max(accs), mean=float(np.mean(accs)), **dims))
-    if config["keys_and_columns"]:
-        pv = config["thm3_keys_pv"]
-        for pk in config["pks"]:
+    if config.keys_and_columns:
+        pv = config.thm3_keys_pv
+        for pk in config.pks:
             accs = [
                 construction_accuracy("thm3", kappa, V, n=n, T=T, seed=seed, jl_seed=s, pk=pk, pv=pv)
                 for s in range(draws)

@@ -16,6 +16,8 @@ per-seed values) and ``curves``; :func:`mamba_recall.chapters.ch3_selectivity.cl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import job_config
 from mamba_recall.experiment import grid_command
 from mamba_recall.results import command_provenance
@@ -49,7 +51,9 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     vocab = sizes.get("mixers", {"s6": sizes["V"]})  # mixer → |V|
     return [
         make_job(
-            EXPERIMENT, job_config(dict(resolved_config(dict(sizes, V=V), kappa, d, mixer, N), grid=GRID), preset), seed
+            EXPERIMENT,
+            job_config(replace(resolved_config(dict(sizes, V=V), kappa, d, mixer, N), grid=GRID), preset),
+            seed,
         )
         for mixer, V in vocab.items()
         for kappa, N in sizes["kappa_N"]

@@ -20,6 +20,7 @@ paper cell (T = 100, |V| = 128, κ = 4, N = 2κ, d ∈ {8, 16, 64} across Thm. 2
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 
@@ -37,6 +38,7 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
 from mamba_recall.experiment import grid_command
 from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
+from ..training.job_configs import MqarRun
 from .common import (
     curve_of,
     store_bundle_writer,
@@ -56,32 +58,32 @@ def configs(cfg):
                     yield kappa, d, mixer, N
 
 
-def resolved_config(cfg: dict, kappa: int, d: int, mixer: str, N: int) -> dict:
+def resolved_config(cfg: dict, kappa: int, d: int, mixer: str, N: int) -> MqarRun:
     """The fully resolved configuration of one MQAR run (a run-store job's config): task, model (1 layer, size-4
     conv, SiLU; gate only for S4D, Thm. 4), recipe (Adam without weight decay, cosine lr to 0, early stop at 100 %
     held-out accuracy, evaluated every 100 steps) and data seeds (training batch of step s: ``10⁷·(seed + 1) + s``;
     held-out ``10⁶ + κ``; test ``2·10⁶ + κ``)."""
-    return {
-        "task": "mqar (paper 003, App. D.3)",
-        "T": cfg["T"],
-        "V": cfg["V"],
-        "kappa": kappa,
-        "d": d,
-        "N": N,
-        "mixer": mixer,
+    return MqarRun(
+        task="mqar (paper 003, App. D.3)",
+        T=cfg["T"],
+        V=cfg["V"],
+        kappa=kappa,
+        d=d,
+        N=N,
+        mixer=mixer,
         **recipe_fields(cfg, kappa),
-    }
+    )
 
 
-def _model(c: dict, seed: int, backend: str):
+def _model(c: MqarRun, seed: int, backend: str):
     """The MQAR model of resolved config ``c``, initialised after ``torch.manual_seed(seed)``."""
-    T, V, kappa, mixer = c["T"], c["V"], c["kappa"], c["mixer"]
+    T, V, kappa, mixer = c.T, c.V, c.kappa, c.mixer
     torch.manual_seed(seed)
     return build_model(
         mixer,
         V=kappa + V,
-        d=c["d"],
-        N=c["N"],
+        d=c.d,
+        N=c.N,
         T=T,
         n_classes=V,
         backend=backend,
@@ -92,23 +94,23 @@ def _model(c: dict, seed: int, backend: str):
     )
 
 
-def _held_out(c: dict):
+def _held_out(c: MqarRun):
     """(held-out batch, test batch) of resolved config ``c``, and the training sampler ``(n, data_seed) → batch``."""
-    T, V, kappa = c["T"], c["V"], c["kappa"]
-    ev = gen_mqar(c["eval_sequences"], T, kappa, V, seed=c["eval_seed"])
-    test = gen_mqar(c["test_sequences"], T, kappa, V, seed=c["test_seed"])
+    T, V, kappa = c.T, c.V, c.kappa
+    ev = gen_mqar(c.eval_sequences, T, kappa, V, seed=c.eval_seed)
+    test = gen_mqar(c.test_sequences, T, kappa, V, seed=c.test_seed)
     return ev, test, lambda n, data_seed: gen_mqar(n, T, kappa, V, seed=data_seed)
 
 
-def _row(c: dict, seed: int, model, test, res, device) -> dict:
+def _row(c: MqarRun, seed: int, model, test, res, device) -> dict:
     acc = evaluate(model, *test, device=device)
     return dict(
-        kappa=c["kappa"], V=c["V"], T=c["T"], d=c["d"], N=c["N"], mixer=c["mixer"], seed=seed, accuracy=acc,
+        kappa=c.kappa, V=c.V, T=c.T, d=c.d, N=c.N, mixer=c.mixer, seed=seed, accuracy=acc,
         steps=res.steps_run, seconds=res.seconds,
     )  # fmt: skip
 
 
-def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+def train_one(c: MqarRun, seed: int, *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
     """Train and test one MQAR model of resolved config ``c`` and init seed ``seed`` (``steps`` overrides the budget,
     for timing). Returns (TrainResult, the ``runs`` row)."""
     ev, test, sample = _held_out(c)
@@ -117,13 +119,15 @@ def train_one(c: dict, seed: int, *, steps: int | None = None, device: str = "cp
     return res, _row(c, seed, model, test, res, device)
 
 
-def train_members(c: dict, seeds: list[int], *, steps: int | None = None, device: str = "cpu", backend: str = "auto"):
+def train_members(
+    c: MqarRun, seeds: list[int], *, steps: int | None = None, device: str = "cpu", backend: str = "auto"
+):
     """:func:`train_one` for every seed of ``seeds`` at once, as one ensemble (``train_recipe_members``: each member
     draws its own seed's batches and stops alone; its ``seconds`` are the ensemble's) where the mixer has one
     (:data:`~mamba_recall.models.mixer_ensemble.ENSEMBLE_MIXERS`: s6, s4d); Mamba-2's seeds train one after another,
     by :func:`train_one`. Returns a list of (TrainResult, ``runs`` row), one per seed, as :func:`train_one` returns
     for that seed."""
-    if c["mixer"] not in ENSEMBLE_MIXERS:
+    if c.mixer not in ENSEMBLE_MIXERS:
         return [train_one(c, s, steps=steps, device=device, backend=backend) for s in seeds]
     ev, test, sample = _held_out(c)
     models = [_model(c, s, backend) for s in seeds]
@@ -151,25 +155,25 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     sizes = experiment(EXPERIMENT, preset, smoke=smoke)
     grids = sizes["grids"] if "grids" in sizes else {preset: sizes}  # the paper preset is one grid
     return [
-        make_job(EXPERIMENT, job_config(dict(resolved_config(g, *cell), grid=name), preset), s)
+        make_job(EXPERIMENT, job_config(replace(resolved_config(g, *cell), grid=name), preset), s)
         for name, g in grids.items()
         for cell in dict.fromkeys(configs(g))
         for s in sizes["seeds"]
     ]
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: MqarRun, seed: int) -> dict:
     res, row = train_one(config, seed, device=job_device(config))
-    return {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"])}
+    return {"row": dict(row, grid=config.grid), "curve": curve_of(res, config.eval_every)}
 
 
-def run_members(config: dict, seeds: list[int]) -> list[dict]:
+def run_members(config: MqarRun, seeds: list[int]) -> list[dict]:
     """The results of :func:`run_job` for each of ``seeds`` (``--members``): trained as one ensemble where the mixer
     has one (:data:`~mamba_recall.models.mixer_ensemble.ENSEMBLE_MIXERS`; each result then names the seeds it
     trained with, ``ensemble``), else one after another exactly as :func:`run_job` trains them (Mamba-2)."""
-    together = {"ensemble": list(seeds)} if config["mixer"] in ENSEMBLE_MIXERS else {}
+    together = {"ensemble": list(seeds)} if config.mixer in ENSEMBLE_MIXERS else {}
     return [
-        {"row": dict(row, grid=config["grid"]), "curve": curve_of(res, config["eval_every"]), **together}
+        {"row": dict(row, grid=config.grid), "curve": curve_of(res, config.eval_every), **together}
         for res, row in train_members(config, seeds, device=job_device(config))
     ]
 

@@ -6,7 +6,9 @@ and the book's probes of the trained models (:mod:`mamba_recall.chapters.ch3_sel
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
@@ -16,6 +18,11 @@ from mamba_recall.models.transformer import TinyTransformer
 from mamba_recall.presets import seeds
 from mamba_recall.train import Recipe, Stopping, train
 from mamba_recall.runners import runner_command
+
+from .job_configs import InductionRun, KeepRun, MqarRun
+
+#: a trained run's typed config (:mod:`.job_configs`)
+Run = TypeVar("Run", KeepRun, MqarRun, InductionRun)
 
 CHECKPOINT_DIR = results.CHECKPOINT_DIR
 #: the presets of the Chapter 3 runners, every one through the run store (one job per configuration and seed,
@@ -36,10 +43,10 @@ REGENERATE = regenerate_command("ci")
 GPU_PRESETS = ("paper",)
 
 
-def job_config(config: dict, preset: str) -> dict:
-    """A run-store job's config at ``preset``: ``config``, plus ``"device": "auto"`` at a :data:`GPU_PRESETS` preset
+def job_config(config: Run, preset: str) -> Run:
+    """A run-store job's config at ``preset``: ``config``, with ``device="auto"`` at a :data:`GPU_PRESETS` preset
     (cpu-hours configs, hence their job keys, are unchanged)."""
-    return dict(config, device="auto") if preset in GPU_PRESETS else config
+    return replace(config, device="auto") if preset in GPU_PRESETS else config
 
 
 def build_model(
@@ -103,10 +110,10 @@ def recipe_fields(cfg: dict, data_key: int, *, lr: float | None = None) -> dict:
     }
 
 
-def train_recipe_members(models, sample, c: dict, seeds_: list[int], eval_batch, *, steps=None, device="cpu", **kw):
+def train_recipe_members(models, sample, c: Run, seeds_: list[int], eval_batch, *, steps=None, device="cpu", **kw):
     """:func:`train_recipe` for several models of one shape at once, one per seed of ``seeds_`` (built alike, each
     after ``torch.manual_seed`` of its seed), trained as one :class:`~mamba_recall.models.mixer_ensemble.MixerEnsemble`:
-    member e draws the training batch of step s that its model would draw alone, ``sample(c["batch"],
+    member e draws the training batch of step s that its model would draw alone, ``sample(c.batch,
     10⁷·(seeds_[e] + 1) + s)``, and stops alone (``Stopping.freeze_reached``: at the first evaluation at which it
     reaches the target), so each member trains as :func:`train_recipe` trains its model, up to floating-point
     rounding. Adam without weight decay only (the chapter's recipe: a member-axis model decays every parameter).
@@ -115,10 +122,10 @@ def train_recipe_members(models, sample, c: dict, seeds_: list[int], eval_batch,
 
     if len(models) != len(seeds_) or not seeds_:
         raise ValueError(f"train_recipe_members needs one model per seed, got {len(models)} models for {seeds_}.")
-    if c["weight_decay"]:
+    if c.weight_decay:
         raise ValueError(
             f"train_recipe_members trains without weight decay (the Chapter 3 recipe), got weight_decay="
-            f"{c['weight_decay']}; train such models one at a time with train_recipe."
+            f"{c.weight_decay}; train such models one at a time with train_recipe."
         )
     ens = MixerEnsemble.from_members(models)
     alone = [_batches(sample, c, s) for s in seeds_]
@@ -134,26 +141,26 @@ def train_recipe_members(models, sample, c: dict, seeds_: list[int], eval_batch,
     return res, [ens.member(e) for e in range(len(seeds_))]
 
 
-def _batches(sample, c: dict, seed: int):
-    """``step → sample(c["batch"], 10⁷·(seed + 1) + step)``: the training batches of a run of ``seed``."""
-    return lambda step: sample(c["batch"], seeds.CH3_TRAIN_BASE * (seed + 1) + step)
+def _batches(sample, c: Run, seed: int):
+    """``step → sample(c.batch, 10⁷·(seed + 1) + step)``: the training batches of a run of ``seed``."""
+    return lambda step: sample(c.batch, seeds.CH3_TRAIN_BASE * (seed + 1) + step)
 
 
-def _recipe_args(c: dict, steps: int | None, **stop) -> dict:
+def _recipe_args(c: Run, steps: int | None, **stop) -> dict:
     """:func:`~mamba_recall.train.train`'s budget, recipe and stopping for resolved config ``c`` (``steps`` overrides
-    ``c["steps"]``; ``stop`` adds to the :class:`~mamba_recall.train.Stopping`)."""
+    ``c.steps``; ``stop`` adds to the :class:`~mamba_recall.train.Stopping`)."""
     return dict(
-        steps=steps or c["steps"],
-        recipe=Recipe.from_preset({k: c[k] for k in ("lr", "weight_decay", "schedule")}),
-        stop=Stopping(eval_every=c["eval_every"], target_accuracy=c["target_accuracy"], **stop),
+        steps=steps or c.steps,
+        recipe=Recipe.from_preset({"lr": c.lr, "weight_decay": c.weight_decay, "schedule": c.schedule}),
+        stop=Stopping(eval_every=c.eval_every, target_accuracy=c.target_accuracy, **stop),
         progress=False,
     )
 
 
-def train_recipe(model, sample, c: dict, seed: int, eval_batch, *, steps: int | None = None, device="cpu", **kw):
+def train_recipe(model, sample, c: Run, seed: int, eval_batch, *, steps: int | None = None, device="cpu", **kw):
     """:func:`~mamba_recall.train.train` of ``model`` with the recipe of resolved config ``c``
     (:func:`recipe_fields`): ``sample(n, data_seed) -> (ids, labels)`` draws the training batch of step s as
-    ``sample(c["batch"], 10⁷·(seed + 1) + s)``; held-out ``eval_batch``; ``steps`` overrides ``c["steps"]``
+    ``sample(c.batch, 10⁷·(seed + 1) + s)``; held-out ``eval_batch``; ``steps`` overrides ``c["steps"]``
     (timing); ``kw`` goes to ``train`` (e.g. ``desc``). Returns the TrainResult."""
     return train(
         model,
