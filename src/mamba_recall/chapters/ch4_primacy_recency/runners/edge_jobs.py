@@ -19,6 +19,8 @@ from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import make_job
 
+from .job_configs import EdgeEvaluation, EdgeJob
+
 EXPERIMENT = "ch4_edge"
 RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_job"
 VARIANTS = ("repeated", "random")
@@ -60,14 +62,14 @@ def jobs_for(preset: str, smoke: bool = False, recipes: list[str] | None = None)
                 if smoke
                 else checkpoint_path(name).relative_to(REPO_ROOT)
             )
-            config = {
-                "recipe_name": recipe,
-                "preset": preset,
-                "model_name": name,
-                "checkpoint": str(out),
-                "recipe": {**cfg, "seed": seed},
-                "eval": sizes["eval"],
-            }
+            config = EdgeJob(
+                recipe_name=recipe,
+                preset=preset,
+                model_name=name,
+                checkpoint=str(out),
+                recipe={**cfg, "seed": seed},
+                eval=EdgeEvaluation(**sizes["eval"]),
+            )
             jobs.append(make_job(EXPERIMENT, config, seed))
     return jobs
 
@@ -84,30 +86,30 @@ def correct_by_position(model, vocab, Ls, n: int, device="cpu") -> dict:
     }
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: EdgeJob, seed: int) -> dict:
     """Train one edge S-model and measure its curves (the run store's job function)."""
     from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_checkpoint
     from .train import train_recipe
 
-    out = REPO_ROOT / config["checkpoint"]
+    out = REPO_ROOT / config.checkpoint
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = f"python -m mamba_recall grid {EXPERIMENT} --preset {config['preset']} --allow-long"  # the sidecar's
+    cmd = f"python -m mamba_recall grid {EXPERIMENT} --preset {config.preset} --allow-long"  # the sidecar's
     start = time.perf_counter()
-    train_recipe(config["recipe"], config["model_name"], out, command=cmd, log=lambda s: print(s, flush=True))
-    model, vocab, side = load_checkpoint(out, model=config["model_name"])  # hash-checked, as the book loads it
-    ev = config["eval"]
-    correct = correct_by_position(model, vocab, ev["Ls"], ev["n"])
+    train_recipe(config.recipe, config.model_name, out, command=cmd, log=lambda s: print(s, flush=True))
+    model, vocab, side = load_checkpoint(out, model=config.model_name)  # hash-checked, as the book loads it
+    ev = config.eval
+    correct = correct_by_position(model, vocab, ev.Ls, ev.n)
     Ls = sorted({L for L, _ in correct})
     curves = {f"{L}/{v}": c.mean(0).tolist() for (L, v), c in correct.items()}
     return {
-        "checkpoint": config["checkpoint"],
+        "checkpoint": config.checkpoint,
         "sha256": side.get("sha256"),
         "gate": side["gate"],
         "learning_curve": side.get("learning_curve", []),
         "curves": curves,
-        "n": ev["n"],
+        "n": ev.n,
         "L_p": pressure_length(correct, Ls),
-        "train_L_max": config["recipe"]["L_max"],
+        "train_L_max": config.recipe["L_max"],
         "seconds": round(time.perf_counter() - start, 1),
     }
 

@@ -30,6 +30,8 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoi
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.runstore import bundle_directory, finished_runs, make_job, runs_summary
+
+from .job_configs import EdgeMixJob
 from .edge_jobs import smoke_bundle_dir, step_seconds  # (write_bundle looks smoke_bundle_dir up here)
 from mamba_recall.experiment import grid_command
 from mamba_recall.results import command_provenance
@@ -77,15 +79,15 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
             "init_from": base_name(S["base_recipe"], S["base_preset"], seed),
             "seed": seeds.EDGE_MIX_OFFSET + seed,
         }
-        config = {
-            "preset": preset,
-            "base_recipe": S["base_recipe"],
-            "model_name": name,
-            "checkpoint": str(out),
-            "recipe": recipe,
-            "measure": S["measure"],
-            "smoke": smoke,
-        }
+        config = EdgeMixJob(
+            preset=preset,
+            base_recipe=S["base_recipe"],
+            model_name=name,
+            checkpoint=str(out),
+            recipe=recipe,
+            measure=S["measure"],
+            smoke=smoke,
+        )
         jobs.append(make_job(EXPERIMENT, config, seed))
     return jobs
 
@@ -115,29 +117,27 @@ def measure(model, vocab, side: dict, sizes: dict, mix: dict, *, preset: str, sm
     }
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: EdgeMixJob, seed: int) -> dict:
     """Fine-tune one edge model on the mixture and measure Table 1 on it (the run store's job function)."""
     from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import load_checkpoint
     from .edge import edge_gate
     from .train import train_recipe
 
-    out = REPO_ROOT / config["checkpoint"]
+    out = REPO_ROOT / config.checkpoint
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    cmd = COMMAND.format(preset=config["preset"])
-    train_recipe(config["recipe"], config["model_name"], out, command=cmd, log=lambda s: print(s, flush=True))
-    model, vocab, side = load_checkpoint(out, model=config["model_name"])  # hash-checked, as the book loads it
+    cmd = COMMAND.format(preset=config.preset)
+    train_recipe(config.recipe, config.model_name, out, command=cmd, log=lambda s: print(s, flush=True))
+    model, vocab, side = load_checkpoint(out, model=config.model_name)  # hash-checked, as the book loads it
     # whether the model counts as evidence: the edge family's gate (binding at L = 2, ch4_edge.EDGE_GATE), as for
     # every edge model; the chapter's gate (L = 4 and 8) fails a model at its capacity edge by design
     gate = edge_gate(model, vocab)
-    side = {"source": config["checkpoint"], **side, "gate": gate, "training_gate": side.get("gate")}
-    m = measure(
-        model, vocab, side, config["measure"], config["recipe"]["mix"], preset=config["preset"], smoke=config["smoke"]
-    )
+    side = {"source": config.checkpoint, **side, "gate": gate, "training_gate": side.get("gate")}
+    m = measure(model, vocab, side, config.measure, config.recipe["mix"], preset=config.preset, smoke=config.smoke)
     return {
-        "checkpoint": config["checkpoint"],
+        "checkpoint": config.checkpoint,
         "sha256": side.get("sha256"),
-        "base": config["recipe"]["init_from"],
+        "base": config.recipe["init_from"],
         "gate": gate,
         "training_gate": side["training_gate"],
         "learning_curve": side.get("learning_curve", []),

@@ -51,6 +51,8 @@ from mamba_recall.results import command_provenance, save_bundle
 from mamba_recall.runners import runner_command
 from mamba_recall.runstore import finished_status, make_job
 
+from .job_configs import ModelCheckJob
+
 EXPERIMENT = "ch4_model_checks"
 RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.model_checks:run_job"
 
@@ -231,14 +233,14 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
                 f"{EXPERIMENT}: the checkpoint of {model} is missing ({sidecar.relative_to(REPO_ROOT)}); train it "
                 f"first: python -m mamba_recall grid ch4_train --preset ci."
             )
-        config = {
-            "model": model,
-            "preset": preset,
-            "sizes_preset": "ci" if smoke else preset,
-            "smoke": smoke,
-            "checkpoint": str(path.relative_to(REPO_ROOT)),
-            "checkpoint_sha256": json.loads(sidecar.read_text())["sha256"],
-        }
+        config = ModelCheckJob(
+            model=model,
+            preset=preset,
+            sizes_preset="ci" if smoke else preset,
+            smoke=smoke,
+            checkpoint=str(path.relative_to(REPO_ROOT)),
+            checkpoint_sha256=json.loads(sidecar.read_text())["sha256"],
+        )
         jobs.append(make_job(EXPERIMENT, config, 0))  # one run per model: the checks draw from their own seeds
     return jobs
 
@@ -262,14 +264,14 @@ def check_checkpoint(path: Path, name: str, preset: str = "ci", *, device: str =
     }
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: ModelCheckJob, seed: int) -> dict:
     """Judge one declared model (the run store's job function): :func:`check_checkpoint` on its committed checkpoint
-    at the sizes of ``config["sizes_preset"]``; ValueError if the checkpoint is not the one the job names."""
-    out = check_checkpoint(REPO_ROOT / config["checkpoint"], config["model"], config["sizes_preset"])
-    if out["checkpoint_sha256"] != config["checkpoint_sha256"]:
+    at the sizes of ``config.sizes_preset``; ValueError if the checkpoint is not the one the job names."""
+    out = check_checkpoint(REPO_ROOT / config.checkpoint, config.model, config.sizes_preset)
+    if out["checkpoint_sha256"] != config.checkpoint_sha256:
         raise ValueError(
-            f"{config['checkpoint']}: its sha256 is not the one this job was made for; make the jobs again "
-            f"(python -m mamba_recall grid {EXPERIMENT} --preset {config['preset']})."
+            f"{config.checkpoint}: its sha256 is not the one this job was made for; make the jobs again "
+            f"(python -m mamba_recall grid {EXPERIMENT} --preset {config.preset})."
         )
     return out
 

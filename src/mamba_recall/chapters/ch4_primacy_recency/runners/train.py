@@ -59,6 +59,8 @@ from mamba_recall.tasks.transfer import transfer_batch, transfer_sets
 from mamba_recall.train import Recipe, train
 from mamba_recall.runners import runner_command
 
+from .job_configs import SModelJob
+
 MODELS = ("s_small", "s_small_seed1", "s_deep", "s_mix", "s_m2")
 GATE = {"L4_random": 0.95, "L8_random": 0.80}
 
@@ -396,20 +398,19 @@ def jobs_for(preset: str, models=None, smoke: bool = False) -> list[dict]:
     jobs = []
     for name in models or DEFAULT_MODELS[preset]:
         recipe = experiment(f"ch4_train_{name}", preset, smoke=smoke)
-        config = {"model": name, "preset": preset, "smoke": smoke, "recipe": recipe}
-        if preset in GPU_PRESETS:
-            config["device"] = "auto"
+        device = "auto" if preset in GPU_PRESETS else None
+        config = SModelJob(model=name, preset=preset, smoke=smoke, recipe=recipe, device=device)
         jobs.append(make_job(EXPERIMENT, config, recipe["seed"]))
     return jobs
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: SModelJob, seed: int) -> dict:
     """Train one S-model (:func:`train_recipe`, one thread on a CPU) and write its checkpoint (and intermediate ones);
     the bundle's row: its final gate, whether it passed, steps, seconds, the checkpoint and its sha256."""
     from mamba_recall.runstore import job_device, output_record
 
     device = job_device(config)
-    name, preset, smoke, recipe = config["model"], config["preset"], config["smoke"], config["recipe"]
+    name, preset, smoke, recipe = config.model, config.preset, config.smoke, config.recipe
     out = model_file(name, preset, smoke)
     init = model_file(recipe["init_from"], preset, smoke) if recipe.get("init_from") else None
     t0 = time.perf_counter()

@@ -1,0 +1,81 @@
+"""Chapter 4's typed job configs (:class:`mamba_recall.runstore.JobConfig`): what each of its run-store experiments'
+job functions receives, ``run_job(config, seed)``. Each record (``to_record``) is the dict these jobs had before
+they were typed, field for field in the same order, so every job keeps its key (``tests/presets/`` fingerprints
+them). A ``recipe`` is the S-model recipe as the preset resolves it (``configs.SModelRecipe`` and its kinds, as the
+dict :func:`.train.train_recipe` reads, smoke-capped in a smoke run), with the job's seed.
+
+* :class:`SModelJob`: one S-model of ``ch4_train`` (:mod:`.train`);
+* :class:`ModelCheckJob`: the claims judged on one committed S-model (``ch4_model_checks``, :mod:`.model_checks`);
+* :class:`EdgeEvaluation`, :class:`EdgeJob`: one edge model and seed (``ch4_edge``, :mod:`.edge_jobs`);
+* :class:`EdgeMixJob`: one mixed-channel fine-tune of an edge model (``ch4_edge_mix``, :mod:`.edge_mix`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mamba_recall.runstore import JobConfig, omitted_if_none
+
+__all__ = ["EdgeEvaluation", "EdgeJob", "EdgeMixJob", "ModelCheckJob", "SModelJob"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SModelJob(JobConfig):
+    """The S-model ``model`` at ``preset`` (``smoke``: a handful of steps), trained by ``recipe``; ``device``
+    ("auto") at the GPU presets."""
+
+    model: str
+    preset: str
+    smoke: bool
+    recipe: dict[str, Any]
+    device: str | None = omitted_if_none()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCheckJob(JobConfig):
+    """The claims of §4.1–§4.4 judged on the committed ``checkpoint`` of ``model`` (its sidecar's
+    ``checkpoint_sha256``), at the sizes of ``sizes_preset``."""
+
+    model: str
+    preset: str
+    sizes_preset: str
+    smoke: bool
+    checkpoint: str
+    checkpoint_sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeEvaluation(JobConfig):
+    """The edge curves' evaluation: ``n`` contexts at each length of ``Ls``."""
+
+    Ls: list[int]
+    n: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeJob(JobConfig):
+    """One edge model: recipe ``recipe_name`` at ``preset`` and its seed, named ``model_name``, written to
+    ``checkpoint`` (repository-relative), evaluated by ``eval``."""
+
+    recipe_name: str
+    preset: str
+    model_name: str
+    checkpoint: str
+    recipe: dict[str, Any]
+    eval: EdgeEvaluation
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeMixJob(JobConfig):
+    """One edge model of ``base_recipe`` fine-tuned on the mixture (``recipe``: the edge recipe with the fine-tune's
+    changes, ``init_from`` the base model), written to ``checkpoint``, then measured (``measure``: the Table 1
+    sizes)."""
+
+    preset: str
+    base_recipe: str
+    model_name: str
+    checkpoint: str
+    recipe: dict[str, Any]
+    measure: dict[str, Any]
+    smoke: bool
