@@ -316,6 +316,7 @@ def test_committed_checkpoints_load_and_solve():
 
 def test_checkpoint_errors(tmp_path, monkeypatch):
     from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import run_checkpoint_job
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners.job_configs import ModelJob
     import mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value as tr
 
     monkeypatch.setattr(tr, "CHECKPOINT_DIR", tmp_path)
@@ -336,7 +337,7 @@ def test_checkpoint_errors(tmp_path, monkeypatch):
         "eval_every": 5,
     }
     trained = tr.train_recall(sizes, seed=0)
-    result = run_checkpoint_job({"model": "k1", "preset": "ci", "smoke": False, "sizes": sizes}, 0)
+    result = run_checkpoint_job(ModelJob(kind="checkpoint", model="k1", preset="ci", smoke=False, sizes=sizes), 0)
     path = tr.checkpoint_path("k1", "ci")
     assert path.parent == tmp_path and result["checkpoint"].endswith("ch1_k1_ci.pt")
     model, meta = tr.load_checkpoint("k1", "ci")

@@ -19,6 +19,7 @@ from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours_bundle
 from mamba_recall.experiment import grid_command
 from mamba_recall.theory.latest_value_thm2 import thm2_construction_probe
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME
+from mamba_recall.runstore import job_config
 
 
 #: Chapter 1's experiments at cpu-hours (its grid's parts there), run by their names
@@ -310,9 +311,10 @@ def test_full_mamba_job_is_deterministic_and_its_numbers_are_its_models(tmp_path
 
     monkeypatch.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", tmp_path)
     job = c1.jobs_for(smoke=True, parts=["full_mamba"])[0]
-    a = c1.run_full_job(job["config"], 0)
-    b = c1.run_full_job(job["config"], 0)
-    other = c1.run_full_job(job["config"], 1)
+    config = job_config(job)  # typed, as the job function receives it
+    a = c1.run_full_job(config, 0)
+    b = c1.run_full_job(config, 0)
+    other = c1.run_full_job(config, 1)
     assert a["readout"] == b["readout"] and a["test_accuracy"] == b["test_accuracy"] and a["sha256"] == b["sha256"]
     assert a["readout"] != other["readout"] and a["readout_init"] != other["readout_init"]
     M = torch.tensor(a["readout"], dtype=torch.float64)

@@ -102,7 +102,6 @@ from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, im
     run_full_job,
     run_job,
     run_model_job,
-    run_table_job,
     run_wo_job,
 )
 

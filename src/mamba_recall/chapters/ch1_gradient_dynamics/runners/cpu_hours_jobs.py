@@ -13,6 +13,8 @@ from ..claims.seeds import FULL_CLAIM, measure_model
 from mamba_recall.paths import BUILD_DIR, RESULTS_DIR
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import make_job, output_record, repo_relative
+
+from .job_configs import ModelJob, Table1Cell
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import (
     FULL_NAME,
     ONEHOT_NAME,
@@ -122,22 +124,22 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list
             )
         for name in CHECKPOINT_MODELS:
             sizes = experiment(f"ch1_{name}", preset, smoke=smoke)
-            config = {"kind": "checkpoint", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
+            config = ModelJob(kind="checkpoint", model=name, preset=preset, smoke=smoke, sizes=sizes)
             jobs.append(make_job(CHECKPOINTS_EXPERIMENT, config, 0))
     if "models" in parts:
         for name in MODELS:
             sizes = _sizes(f"ch1_{name}", preset, smoke)
-            config = {"kind": "model", "model": name, "preset": preset, "smoke": smoke, "sizes": sizes}
+            config = ModelJob(kind="model", model=name, preset=preset, smoke=smoke, sizes=sizes)
             jobs += [make_job(MODELS_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
     if "table1" in parts:
         jobs += _table_jobs(preset, smoke)
     if "full_mamba" in parts:
         sizes = _sizes("ch1_full_mamba", preset, smoke)
-        config = {"kind": FULL_NAME, "model": FULL_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
+        config = ModelJob(kind=FULL_NAME, model=FULL_NAME, preset=preset, smoke=smoke, sizes=sizes)
         jobs += [make_job(FULL_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
     if "full_onehot" in parts:
         sizes = _sizes("ch1_full_onehot", preset, smoke)
-        config = {"kind": FULL_NAME, "model": ONEHOT_NAME, "preset": preset, "smoke": smoke, "sizes": sizes}
+        config = ModelJob(kind=FULL_NAME, model=ONEHOT_NAME, preset=preset, smoke=smoke, sizes=sizes)
         jobs += [make_job(ONEHOT_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
     if "table1_matched" in parts:
         base = _sizes("ch1_table1_matched", preset, smoke)
@@ -151,7 +153,7 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list
         base = _sizes("ch1_wo", preset, smoke)
         for target in base["targets"]:
             sizes = {**{k: v for k, v in base.items() if k != "targets"}, "target": target}
-            config = {"kind": "wo", "model": f"wo_{target}", "preset": preset, "smoke": smoke, "sizes": sizes}
+            config = ModelJob(kind="wo", model=f"wo_{target}", preset=preset, smoke=smoke, sizes=sizes)
             jobs += [make_job(WO_EXPERIMENT, config, s) for s in range(sizes["seeds"])]
     return jobs
 
@@ -162,15 +164,9 @@ def _table_jobs(preset: str, smoke: bool, table: dict | None = None, experiment_
     for T in table["seq_lens"]:
         for kappa in table["num_keys"]:
             for model in table["models"]:
-                config = {
-                    "kind": "table1",
-                    "model": model,
-                    "T": T,
-                    "kappa": kappa,
-                    "preset": preset,
-                    "smoke": smoke,
-                    "sizes": table,
-                }
+                config = Table1Cell(
+                    kind="table1", model=model, T=T, kappa=kappa, preset=preset, smoke=smoke, sizes=table
+                )
                 first = table.get("first_seed", 0)
                 jobs += [make_job(experiment_name, config, s) for s in range(first, first + table["seeds"])]
     return jobs
@@ -201,7 +197,7 @@ def load_seed_checkpoint(name: str, preset: str, seed: int, smoke: bool = False)
     )
 
 
-def _train_and_save(config: dict, seed: int, command: str, path: Path | None = None, **train_kw):
+def _train_and_save(config: ModelJob, seed: int, command: str, path: Path | None = None, **train_kw):
     """Train the job's model (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall`, ``train_kw`` passed on), save
     its checkpoint (at ``path``, default :func:`checkpoint_path` of its name, preset and seed) with its sidecar ``meta``
     (what the claims' measurements read) and ``command`` as its regenerate line → (the training's result, ``meta``,
@@ -210,7 +206,7 @@ def _train_and_save(config: dict, seed: int, command: str, path: Path | None = N
     from mamba_recall.results import save_checkpoint
     from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import train_recall
 
-    name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
+    name, preset, smoke, sizes = config.model, config.preset, config.smoke, config.sizes
     tr = train_recall(sizes, seed=seed, device="cpu", **train_kw)
     path = checkpoint_path(name, preset, seed, smoke) if path is None else path
     meta = {
@@ -239,11 +235,11 @@ def _train_and_save(config: dict, seed: int, command: str, path: Path | None = N
     return tr, meta, result
 
 
-def run_model_job(config: dict, seed: int) -> dict:
-    """Train one model of ``config["model"]`` (k1, k2, k4) at one seed, save its checkpoint, measure its claims."""
+def run_model_job(config: ModelJob, seed: int) -> dict:
+    """Train one model of ``config.model`` (k1, k2, k4) at one seed, save its checkpoint, measure its claims."""
     from mamba_recall.tasks.latest_value import latest_value_batch
 
-    name, preset, smoke, sizes = config["model"], config["preset"], config["smoke"], config["sizes"]
+    name, preset, smoke, sizes = config.model, config.preset, config.smoke, config.sizes
     tr, meta, result = _train_and_save(config, seed, grid_command(MODELS_EXPERIMENT, preset))
     result["measurements"] = measure_model(name, tr.model, meta, sizes, tr.test_set, tr.test_accuracy, seed, smoke)
     if name == "k1":
@@ -254,14 +250,7 @@ def run_model_job(config: dict, seed: int) -> dict:
     return result
 
 
-def run_table_job(config: dict, seed: int) -> dict:
-    """One Table 1 cell (model, T, κ) at one seed (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.table1.run_cell`)."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import run_cell
-
-    return run_cell(config["model"], config["T"], config["kappa"], config["sizes"], seed=seed, device="cpu")
-
-
-def run_full_job(config: dict, seed: int) -> dict:
+def run_full_job(config: ModelJob, seed: int) -> dict:
     r"""App. B, Fig. 7 on the full Mamba LM, one seed: train it on the ``ch1_k1`` task as
     :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall` trains the simplified model (the same training / held-out sets of this seed, AdamW without weight
     decay, constant lr, until 100 % training-set query accuracy or ``steps``), save its checkpoint, and measure
@@ -274,10 +263,10 @@ def run_full_job(config: dict, seed: int) -> dict:
     from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.full_mamba_readout import pair_readout
     from mamba_recall.claims import NotRun, get, measurement_record
 
-    preset, smoke, sizes = config["preset"], config["smoke"], config["sizes"]
+    preset, smoke, sizes = config.preset, config.smoke, config.sizes
     model = build_full_model(sizes, seed)
     init = copy.deepcopy(model).eval()
-    part = config["model"]  # full_mamba or full_onehot: the part, the checkpoint's name
+    part = config.model  # full_mamba or full_onehot: the part, the checkpoint's name
     command = grid_command(FULL_PARTS[part], preset)
     _, meta, result = _train_and_save(config, seed, command, model=model, desc=f"ch1 {part}")
     try:
@@ -293,26 +282,26 @@ def run_full_job(config: dict, seed: int) -> dict:
     }
 
 
-def run_wo_job(config: dict, seed: int) -> dict:
+def run_wo_job(config: ModelJob, seed: int) -> dict:
     """App. B, Fig. 7 on the simplified model with a learned unembedding W_o (``ch1_wo``), one target and seed: train
     it (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall`), save its checkpoint, and measure claim 000/Fig7 on
     its W_o, with the same seed's W_o at initialisation as the null (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.claims.measure_fig7`)."""
     from mamba_recall.claims import measurement_record
 
-    tr, meta, result = _train_and_save(config, seed, grid_command(WO_EXPERIMENT, config["preset"]))
+    tr, meta, result = _train_and_save(config, seed, grid_command(WO_EXPERIMENT, config.preset))
     record = measurement_record(ch1.measure_fig7(tr.model.W_o.detach(), meta))
-    record["evidence"]["smoke"] = bool(config["smoke"])
+    record["evidence"]["smoke"] = bool(config.smoke)
     return {**result, "measurements": {WO_CLAIM: record}, "W_o": tr.model.W_o.detach().tolist()}
 
 
-def run_checkpoint_job(config: dict, seed: int) -> dict:
-    """One model of part ``checkpoints`` (``config["model"]`` of :data:`CHECKPOINT_MODELS`, seed 0): train and save it
+def run_checkpoint_job(config: ModelJob, seed: int) -> dict:
+    """One model of part ``checkpoints`` (``config.model`` of :data:`CHECKPOINT_MODELS`, seed 0): train and save it
     as every job does (:func:`_train_and_save`), at ``results/checkpoints/ch1_<name>_<preset>.pt``, what the notebooks
     load (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.load_or_train`); the row of the
     bundle ``ch1_checkpoints_<preset>``, in the fields that bundle has always listed."""
     from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import checkpoint_path as model_checkpoint
 
-    name, preset, smoke = config["model"], config["preset"], config["smoke"]
+    name, preset, smoke = config.model, config.preset, config.smoke
     # the file the notebooks load (latest_value's folder); a smoke run's under _build/smoke
     target = checkpoint_path(name, preset, None, smoke=True) if smoke else model_checkpoint(name, preset)
     command = f"{runner_command('ch1_training')} --preset {preset} --only {name}"
@@ -327,17 +316,20 @@ def run_checkpoint_job(config: dict, seed: int) -> dict:
     }
 
 
-def run_job(config: dict, seed: int) -> dict:
-    """The run store's job function: a checkpoint model, a model job, a Table 1 cell, a full-Mamba job or a
+def run_job(config: ModelJob | Table1Cell, seed: int) -> dict:
+    """The run store's job function: a checkpoint model, a model job, a Table 1 cell (model, T, κ) at one seed
+    (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.table1.run_cell`), a full-Mamba job or a
     learned-W_o job."""
-    if config["kind"] == "checkpoint":
+    if isinstance(config, Table1Cell):
+        from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import run_cell
+
+        return run_cell(config.model, config.T, config.kappa, config.sizes, seed=seed, device="cpu")
+    if config.kind == "checkpoint":
         return run_checkpoint_job(config, seed)
-    if config["kind"] == "model":
+    if config.kind == "model":
         return run_model_job(config, seed)
-    if config["kind"] == "table1":
-        return run_table_job(config, seed)
-    if config["kind"] == FULL_NAME:
+    if config.kind == FULL_NAME:
         return run_full_job(config, seed)
-    if config["kind"] == "wo":
+    if config.kind == "wo":
         return run_wo_job(config, seed)
-    raise ValueError(f"unknown job kind {config['kind']!r}; jobs come from jobs_for().")
+    raise ValueError(f"unknown job kind {config.kind!r}; jobs come from jobs_for().")
