@@ -15,7 +15,7 @@ from mamba_recall.experiment import Experiment, experiments, grid_command
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.presets import ALL_PRESETS
 from mamba_recall.runners import chapter_modules
-from mamba_recall.runstore import JobConfig, config_record, make_job
+from mamba_recall.runstore import JobConfig, config_record, job_config, make_job
 
 
 def _grids_at(e: Experiment) -> dict[str, list[dict]]:
@@ -59,6 +59,31 @@ def test_every_experiment_s_jobs_are_config_seed_pairs_keyed_as_the_run_store_ke
                 assert record == job["config"] and make_job(e.name, config, seed)["key"] == job["key"]
             assert len({j["key"] for j in jobs}) == len(jobs), f"{e.name} at {preset} lists a job twice"
     assert with_grids >= 25
+
+
+#: the chapters whose jobs are still plain dicts (issue 54: Chapter 5 is converted by its own change)
+UNTYPED_CHAPTERS = ("ch5",)
+
+
+def test_the_converted_chapters_jobs_are_typed_and_their_job_functions_receive_them_so():
+    """Chapters 1-4: every job of every grid (smoke too) is made from a typed config (its ``config_type``), which
+    reads back from the job's record as itself; only :data:`UNTYPED_CHAPTERS` still make jobs from dicts."""
+    typed = 0
+    for e in experiments():
+        if e.name.split("_")[0] in UNTYPED_CHAPTERS:
+            continue
+        for preset in ALL_PRESETS:
+            for smoke in (False, True):
+                try:
+                    jobs = e.grid_jobs(preset, smoke=smoke)
+                except (KeyError, ValueError):
+                    continue
+                for job in jobs:
+                    assert "config_type" in job, f"{e.name} at {preset}: a job made from a dict ({job['config']})"
+                    config = job_config(job)
+                    assert isinstance(config, JobConfig) and config.to_record() == job["config"]
+                    typed += 1
+    assert typed > 1000
 
 
 def test_every_job_function_resolves_and_every_metric_is_in_a_committed_run():
