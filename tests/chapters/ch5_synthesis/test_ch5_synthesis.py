@@ -272,7 +272,7 @@ def test_the_committed_bundle_names_the_generator_its_probes_use():
     from mamba_recall.results import load_bundle
     from mamba_recall.tasks.mqar import mqar
 
-    opts = data_options(load_bundle("ch5_capacity_cpu-hours").config["job_config"])
+    opts = data_options(load_bundle("ch5_capacity_cpu-hours").config["job_config"]["data"]["task"])
     assert opts == {"variant": "standard", "power_a": 1.0, "pad": "full"}
     assert all(torch.equal(a, b) for a, b in zip(mqar(512, 16, 64, 8, 3), mqar(512, 16, 64, 8, 3, **opts)))
 

@@ -53,14 +53,13 @@ __all__ = [
 _TASK = re.compile(r"variant '(?P<variant>\w+)', power_a (?P<power_a>[0-9.eE+-]+), pad '(?P<pad>\w+)'")
 
 
-def data_options(config: dict) -> dict:
-    """The MQAR generator a search's config names (``config["data"]["task"]``): ``{"variant", "power_a", "pad"}``,
+def data_options(task: str) -> dict:
+    """The MQAR generator a search's config names in words (its ``data.task``): ``{"variant", "power_a", "pad"}``,
     the options a probe passes to :func:`mamba_recall.tasks.mqar.mqar` and ``batch_fn`` (so the data are what the
-    config says, not a library default). ValueError if the config does not name them."""
-    text = (config.get("data") or {}).get("task", "")
-    m = _TASK.search(text)
+    config says, not a library default). ValueError if ``task`` does not name them."""
+    m = _TASK.search(task)
     if m is None:
-        raise ValueError(f"the config's data.task {text!r} does not name the generator (variant, power_a, pad).")
+        raise ValueError(f"the config's data.task {task!r} does not name the generator (variant, power_a, pad).")
     return {"variant": m["variant"], "power_a": float(m["power_a"]), "pad": m["pad"]}
 
 

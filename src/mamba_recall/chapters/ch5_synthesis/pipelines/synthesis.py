@@ -231,7 +231,7 @@ def query_slots(job_config: dict, kappa: int, n: int = 2000, seed: int = 0) -> p
     from mamba_recall.tasks.mqar import IGNORE_INDEX, mqar
 
     inputs, labels = mqar(
-        job_config["V"], kappa, job_config["L_per_kappa"] * kappa, n, seed, **data_options(job_config)
+        job_config["V"], kappa, job_config["L_per_kappa"] * kappa, n, seed, **data_options(job_config["data"]["task"])
     )
     rows, pos, pair = pair_index(inputs, labels, kappa)
     queried = (labels != IGNORE_INDEX).long()
@@ -252,7 +252,7 @@ def query_slot_by_pair(job_config: dict, kappa: int, n: int = 2000, seed: int = 
     rho = q.groupby("sequence")[["pair", "slot"]].apply(lambda g: stats.spearmanr(g.pair, g.slot).statistic)
     st = mean_interval(rho.to_numpy(dtype=float).tolist())
     return {
-        **data_options(job_config),
+        **data_options(job_config["data"]["task"]),
         "kappa": kappa,
         "L": job_config["L_per_kappa"] * kappa,
         "n": n,

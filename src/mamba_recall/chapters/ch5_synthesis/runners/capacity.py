@@ -44,14 +44,17 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance
-from mamba_recall.runstore import finished_status, make_job, partial_status, save_grid_bundle
+from mamba_recall.runstore import finished_status, job_config, make_job, partial_status, save_grid_bundle
 from mamba_recall.runners import runner_command
 
 from mamba_recall.chapters.ch5_synthesis.configs import BUDGETS, LR_SWEEP
+
+from .job_configs import CapacitySearch, RateProbe, SearchData, SearchEvaluation, SearchRecipe
 
 EXPERIMENT = "ch5_capacity"
 RUNNER = "mamba_recall.chapters.ch5_synthesis.runners.capacity:run_job"
@@ -119,38 +122,40 @@ def check_sizes(sizes: dict) -> dict:
     return sizes
 
 
-def resolved_config(sizes: dict, layers: int, D: int, N: int) -> dict:
-    """The fully resolved config of one search: nothing is left to a library default."""
-    return {
-        "model": "MambaLMHeadModel (mamba-ssm layout)",
-        "layers": layers,
-        "D": D,
-        "N": N,
-        "d_conv": 4,
-        "expand": 2,
-        "V": sizes["V"],
-        "L_per_kappa": sizes["L_per_kappa"],
-        "ladder": list(sizes["ladder"]),
-        "thresholds": list(sizes["thresholds"]),
-        "batch": sizes["batch"],
-        "steps": sizes["steps"],
-        "recipe": dict(sizes["recipe"]),
-        "data": {
-            "task": "mqar (zoology, mamba_recall.tasks.mqar variant 'standard', power_a 1, pad 'full')",
-            "train_seed": "seed*100003 + step",
-            "init_seed": "seed",
-        },
-        "eval": {
-            "n": sizes["n_eval"],
-            "seed": f"{EVAL_SEED} + kappa",
-            "every": sizes["eval_every"],
-            "target_accuracy": sizes["target_accuracy"],
-            "patience": sizes["patience"],
-            "min_delta": sizes["min_delta"],
-            "n_delta": sizes["n_delta"],
-            "metric": "per-query accuracy, whole-vocabulary argmax, of the final model",
-        },
-    }
+def resolved_config(sizes: dict, layers: int, D: int, N: int, *, lr: float | None = None) -> CapacitySearch:
+    """The fully resolved config of one search (nothing is left to a library default); ``lr``: the recipe's rate
+    when not the preset's (the tuned budget's pick, a swept rate)."""
+    recipe = SearchRecipe(**sizes["recipe"])
+    return CapacitySearch(
+        model="MambaLMHeadModel (mamba-ssm layout)",
+        layers=layers,
+        D=D,
+        N=N,
+        d_conv=4,
+        expand=2,
+        V=sizes["V"],
+        L_per_kappa=sizes["L_per_kappa"],
+        ladder=list(sizes["ladder"]),
+        thresholds=list(sizes["thresholds"]),
+        batch=sizes["batch"],
+        steps=sizes["steps"],
+        recipe=recipe if lr is None else replace(recipe, lr=lr),
+        data=SearchData(
+            task="mqar (zoology, mamba_recall.tasks.mqar variant 'standard', power_a 1, pad 'full')",
+            train_seed="seed*100003 + step",
+            init_seed="seed",
+        ),
+        eval=SearchEvaluation(
+            n=sizes["n_eval"],
+            seed=f"{EVAL_SEED} + kappa",
+            every=sizes["eval_every"],
+            target_accuracy=sizes["target_accuracy"],
+            patience=sizes["patience"],
+            min_delta=sizes["min_delta"],
+            n_delta=sizes["n_delta"],
+            metric="per-query accuracy, whole-vocabulary argmax, of the final model",
+        ),
+    )
 
 
 def jobs_for(preset: str, smoke: bool = False, budget: str = "paper002") -> list[dict]:
@@ -160,9 +165,7 @@ def jobs_for(preset: str, smoke: bool = False, budget: str = "paper002") -> list
     rates = tuned_rates(preset, smoke) if budget == "tuned" else {}
     jobs = []
     for cell in sizes["cells"]:
-        config = resolved_config(sizes, *cell)
-        if rates:
-            config["recipe"]["lr"] = rates[tuple(cell)]
+        config = resolved_config(sizes, *cell, lr=rates[tuple(cell)] if rates else None)
         jobs += [make_job(name, config, s) for s in range(sizes["seeds"])]
     return jobs
 
@@ -203,19 +206,16 @@ def sweep_jobs(preset: str, smoke: bool = False) -> list[dict]:
         )
     if sizes["default_lr"] not in sizes["lrs"]:
         raise ValueError(f"{LR_SWEEP}: the default rate {sizes['default_lr']} must be one of the swept {sizes['lrs']}.")
-    jobs = []
-    for layers, D, N, kappa in declared:
-        for lr in sizes["lrs"]:
-            config = resolved_config(sizes, layers, D, N)
-            config["recipe"]["lr"] = lr
-            config["probe_kappa"] = kappa
-            jobs.append(make_job(LR_SWEEP, config, 0))
-    return jobs
+    return [
+        make_job(LR_SWEEP, RateProbe.of(resolved_config(sizes, layers, D, N, lr=lr), kappa), 0)
+        for layers, D, N, kappa in declared
+        for lr in sizes["lrs"]
+    ]
 
 
-def run_sweep_job(config: dict, seed: int) -> dict:
+def run_sweep_job(config: RateProbe, seed: int) -> dict:
     """One probe of the sweep (the run store's job function): :func:`probe` at the config's ``probe_kappa``."""
-    return {"probe": probe(config, seed, config["probe_kappa"])}
+    return {"probe": probe(config, seed, config.probe_kappa)}
 
 
 def sweep_tables(runs: list[dict], sizes: dict):
@@ -229,16 +229,17 @@ def sweep_tables(runs: list[dict], sizes: dict):
     from mamba_recall.chapters.ch5_synthesis.pipelines.synthesis import probe_unconverged
 
     rows = []
-    for r in sorted(runs, key=lambda r: (r["config"]["layers"], r["config"]["D"], r["config"]["N"])):
-        c, p = r["config"], r["result"]["probe"]
+    read = [(RateProbe.from_record(r["config"]), r) for r in runs]  # each run's config, typed
+    for c, r in sorted(read, key=lambda cr: (cr[0].layers, cr[0].D, cr[0].N)):
+        p = r["result"]["probe"]
         rows.append(
             {
-                "layers": c["layers"],
-                "D": c["D"],
-                "N": c["N"],
+                "layers": c.layers,
+                "D": c.D,
+                "N": c.N,
                 "seed": r["seed"],
                 "kappa": p["kappa"],
-                "lr": c["recipe"]["lr"],
+                "lr": c.recipe.lr,
                 "accuracy": p["accuracy"],
                 "untrained_accuracy": p["untrained"]["accuracy"],
                 "steps_run": p["steps_run"],
@@ -302,23 +303,19 @@ def tuned_rates(preset: str, smoke: bool = False) -> dict[tuple, float]:
     return {(int(r.layers), int(r.D), int(r.N)): float(r.lr) for r in sweep.tables["picked"].itertuples()}
 
 
-def build(config: dict, seed: int):
+def build(config: CapacitySearch, seed: int):
+    """The untrained model of ``config`` from init seed ``seed``."""
     import torch
 
     from mamba_recall.models.mamba import MambaLMHeadModel
 
     torch.manual_seed(seed)
     return MambaLMHeadModel(
-        config["D"],
-        config["layers"],
-        config["V"],
-        d_state=config["N"],
-        d_conv=config["d_conv"],
-        expand=config["expand"],
+        config.D, config.layers, config.V, d_state=config.N, d_conv=config.d_conv, expand=config.expand
     )
 
 
-def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> dict:
+def probe(config: CapacitySearch, seed: int, kappa: int, *, steps: int | None = None) -> dict:
     """Train one model of ``config`` at κ = ``kappa`` pairs and measure it (see the module docstring)."""
     from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import (
         data_options,
@@ -328,10 +325,10 @@ def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> d
     from mamba_recall.tasks.mqar import batch_fn, mqar
     from mamba_recall.train import Recipe, Stopping, train
 
-    V, L, ev, rec = config["V"], config["L_per_kappa"] * kappa, config["eval"], config["recipe"]
-    data = data_options(config)
-    held = mqar(V, kappa, L, ev["n"], EVAL_SEED + kappa, **data)
-    sig_x, sig_y = held[0][: ev["n_delta"]], held[1][: ev["n_delta"]]
+    V, L, ev = config.V, config.L_per_kappa * kappa, config.eval
+    data = data_options(config.data.task)
+    held = mqar(V, kappa, L, ev.n, EVAL_SEED + kappa, **data)
+    sig_x, sig_y = held[0][: ev.n_delta], held[1][: ev.n_delta]
     model = build(config, seed)
     untrained = {"delta": delta_signature(model, sig_x, sig_y, kappa), **recall_profile(model, *held, kappa)}
     untrained.pop("n_per_pair")
@@ -342,19 +339,16 @@ def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> d
             V,
             kappa,
             L,
-            config["batch"],
+            config.batch,
             seed * seeds.TRAIN_STRIDE,
             task=data["variant"],
             power_a=data["power_a"],
             pad=data["pad"],
         ),
-        steps=steps or config["steps"],
-        recipe=Recipe.from_preset(rec),
+        steps=steps or config.steps,
+        recipe=Recipe.from_preset(config.recipe.to_record()),
         stop=Stopping(
-            eval_every=ev["every"],
-            target_accuracy=ev["target_accuracy"],
-            patience=ev["patience"],
-            min_delta=ev["min_delta"],
+            eval_every=ev.every, target_accuracy=ev.target_accuracy, patience=ev.patience, min_delta=ev.min_delta
         ),
         eval_batch=held,
         seed=seed,
@@ -373,7 +367,7 @@ def probe(config: dict, seed: int, kappa: int, *, steps: int | None = None) -> d
     }
 
 
-def run_job(config: dict, seed: int) -> dict:
+def run_job(config: CapacitySearch, seed: int) -> dict:
     """One search (the run store's job function): the probes it ran and κ* at each threshold."""
     from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import crossing, monotone, search
 
@@ -383,10 +377,9 @@ def run_job(config: dict, seed: int) -> dict:
         records[kappa] = probe(config, seed, kappa)
         return records[kappa]["accuracy"]
 
-    found = search(acc, config["ladder"], config["thresholds"])
+    found = search(acc, config.ladder, config.thresholds)
     capacity = {
-        f"{thr:g}": crossing(found["probes"], config["ladder"], thr, found["brackets"][thr])
-        for thr in config["thresholds"]
+        f"{thr:g}": crossing(found["probes"], config.ladder, thr, found["brackets"][thr]) for thr in config.thresholds
     }
     return {
         "probes": [records[k] for k, _ in found["probes"]],
@@ -398,20 +391,20 @@ def run_job(config: dict, seed: int) -> dict:
 
 
 def _step_times(left: list[dict]):
-    """``(per_step, basis)``: ``per_step(config)`` the seconds of one training step at κ = 8, measured here (one
-    thread) at the smallest and the largest cell of ``left`` and interpolated linearly in layers·D·(N + 8) between
-    them."""
+    """``(per_step, basis)``: ``per_step(config)`` the seconds of one training step at κ = 8 of a typed config,
+    measured here (one thread) at the smallest and the largest cell of the jobs ``left`` and interpolated linearly
+    in layers·D·(N + 8) between them."""
     import torch
 
     from mamba_recall.tasks.mqar import batch_fn
     from mamba_recall.train import train
 
-    def step_time(c: dict) -> float:
+    def step_time(c: CapacitySearch) -> float:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
             model = build(c, 0)
-            mb = batch_fn(c["V"], 8, 4 * 8, c["batch"], 0)
+            mb = batch_fn(c.V, 8, 4 * 8, c.batch, 0)
             train(model, mb, steps=2, progress=False)
             t0 = time.perf_counter()
             train(model, mb, steps=5, progress=False)
@@ -419,18 +412,18 @@ def _step_times(left: list[dict]):
         finally:
             torch.set_num_threads(threads)
 
-    by = sorted(left, key=lambda j: j["config"]["layers"] * j["config"]["D"] * j["config"]["N"])
-    lo, hi = by[0]["config"], by[-1]["config"]
+    by = sorted((job_config(j) for j in left), key=lambda c: c.layers * c.D * c.N)
+    lo, hi = by[0], by[-1]
     t_lo, t_hi = step_time(lo), step_time(hi)
-    x = lambda c: c["layers"] * c["D"] * (c["N"] + 8)  # noqa: E731 (the scan and the projections)
+    x = lambda c: c.layers * c.D * (c.N + 8)  # noqa: E731 (the scan and the projections)
 
-    def per_step(c: dict) -> float:
+    def per_step(c: CapacitySearch) -> float:
         w = 0.0 if x(hi) == x(lo) else (x(c) - x(lo)) / (x(hi) - x(lo))
         return t_lo + w * (t_hi - t_lo)
 
     basis = (
-        f"measured here, 1 thread, κ = 8: {t_lo * 1e3:.0f} ms/step at {lo['layers']}×D={lo['D']},N={lo['N']} and "
-        f"{t_hi * 1e3:.0f} ms/step at {hi['layers']}×D={hi['D']},N={hi['N']}"
+        f"measured here, 1 thread, κ = 8: {t_lo * 1e3:.0f} ms/step at {lo.layers}×D={lo.D},N={lo.N} and "
+        f"{t_hi * 1e3:.0f} ms/step at {hi.layers}×D={hi.D},N={hi.N}"
     )
     return per_step, basis
 
@@ -441,13 +434,12 @@ def estimate(left: list[dict]) -> tuple[float, str]:
     linearly in L = 4κ and in D·N between them (:func:`_step_times`)."""
     per_step, measured = _step_times(left)
     total = 0.0
-    for j in left:
-        c = j["config"]
+    for c in map(job_config, left):
         per_step_at_8 = per_step(c)
-        rungs = c["ladder"]
+        rungs = c.ladder
         n = math.ceil(math.log2(len(rungs))) + 2
         mean_L_factor = sum(rungs) / len(rungs) / 8  # a typical probe's L relative to κ = 8
-        total += n * c["steps"] * per_step_at_8 * max(mean_L_factor, 1.0) * 0.6
+        total += n * c.steps * per_step_at_8 * max(mean_L_factor, 1.0) * 0.6
     basis = (
         f"{measured}; about log₂(ladder) + 2 probes a search at 60 % of their step budget (early stop), scaled by the "
         "ladder's mean L"
@@ -460,7 +452,7 @@ def sweep_estimate(left: list[dict]) -> tuple[float, str]:
     """Upper bound for the sweep's probes left: each one probe at its full step budget, its step time
     (:func:`_step_times`) scaled linearly in L = 4κ from κ = 8."""
     per_step, measured = _step_times(left)
-    total = sum(j["config"]["steps"] * per_step(j["config"]) * j["config"]["probe_kappa"] / 8 for j in left)
+    total = sum(c.steps * per_step(c) * c.probe_kappa / 8 for c in map(job_config, left))
     basis = f"{measured}; one probe a job at its full step budget, scaled by its L = 4κ"
     print(f"step time: {basis}", flush=True)
     return total, basis
@@ -472,9 +464,10 @@ def tables(runs: list[dict]):
     import pandas as pd
 
     probes, searches = [], []
-    for r in sorted(runs, key=lambda r: (r["config"]["layers"], r["config"]["D"], r["config"]["N"], r["seed"])):
-        c, res = r["config"], r["result"]
-        cell = {"layers": c["layers"], "D": c["D"], "N": c["N"], "seed": r["seed"]}
+    read = [(CapacitySearch.from_record(r["config"]), r) for r in runs]  # each run's config, typed
+    for c, r in sorted(read, key=lambda cr: (cr[0].layers, cr[0].D, cr[0].N, cr[1]["seed"])):
+        res = r["result"]
+        cell = {"layers": c.layers, "D": c.D, "N": c.N, "seed": r["seed"]}
         for p in res["probes"]:
             row = {
                 **cell,
@@ -493,7 +486,7 @@ def tables(runs: list[dict]):
             probes.append(row)
         row = {
             **cell,
-            "lr": c["recipe"]["lr"],
+            "lr": c.recipe.lr,
             "n_probes": res["n_probes"],
             "monotone": res["monotone"],
             "train_seconds": res["train_seconds"],
@@ -526,7 +519,7 @@ def write_bundle(
         return None
     probes, searches = tables(runs)
     data["store"] = f"results/runs/{name}/"
-    base = resolved_config(sizes, *sizes["cells"][0])
+    base = resolved_config(sizes, *sizes["cells"][0]).to_record()  # the bundle's shared config: a dict
     for k in ("layers", "D", "N"):
         base.pop(k)
     rates = tuned_rates(preset, smoke) if budget == "tuned" else {}
@@ -590,13 +583,14 @@ def first_search(preset: str, seed: int, smoke: bool = False, log=print) -> dict
     from mamba_recall.runstore import finished_runs
 
     sizes = _sizes(preset, smoke)
-    job = make_job(EXPERIMENT, resolved_config(sizes, *sizes["cells"][0]), seed)
+    config = resolved_config(sizes, *sizes["cells"][0])
+    job = make_job(EXPERIMENT, config, seed)
     stored = finished_runs([job], smoke_run_store(smoke))
     if stored:
         log(f"from the run store: results/runs/{EXPERIMENT}/{job['key']}.json")
         return stored[0]["result"]
     log("not in the run store: computing it now")
-    return run_job(job["config"], seed)
+    return run_job(config, seed)
 
 
 if __name__ == "__main__":
