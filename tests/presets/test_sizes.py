@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from mamba_recall.presets import experiment
-from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, SAMPLES, STEPS, Sizes, fixed, size
+from mamba_recall.presets.sizes import AXIS, BATCH, COUNT, SAMPLES, STEPS, Sizes, fixed, matches, size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +57,7 @@ def test_an_optional_field_left_out_is_absent_from_the_dict():
 @pytest.mark.parametrize(
     "kw, message",
     [
-        (dict(T="100"), r"Toy.T must be <class 'int'>, got '100'"),
+        (dict(T="100"), rf"Toy.T must be <class 'int'>, got '100' \(str\); fix the preset in {__name__}\.$"),
         (dict(ds=[4, "8"]), r"Toy.ds must be list\[int\]"),
         (dict(steps=True), r"Toy.steps must be <class 'int'>, got True"),
         (dict(Ns={"s6": 3}), r"Toy.Ns must be dict\[str, list\[int\] \| str\]"),
@@ -66,6 +66,18 @@ def test_an_optional_field_left_out_is_absent_from_the_dict():
 def test_a_wrong_type_in_a_preset_names_the_field(kw, message):
     with pytest.raises(TypeError, match=message):
         _toy(**kw)
+
+
+def test_one_checker_matches_every_annotation_the_sizes_and_the_job_configs_declare():
+    """``matches``, the checker of both the typed sizes and the typed job configs (``runstore.JobConfig``): a float
+    takes an int, a bool is no int, a tuple is checked item by item (and by length where it lists its items)."""
+    from typing import Any
+
+    assert matches(3, float) and not matches(True, int) and matches(None, int | None) and matches("x", Any)
+    assert matches([1, 2], list[int]) and not matches((1, 2), list[int]) and not matches([1, 2.5], list[int])
+    assert matches((1, 2, 3), tuple[int, ...]) and not matches((1, "2"), tuple[int, ...])
+    assert matches((1, "a"), tuple[int, str]) and not matches((1, "a", 2), tuple[int, str])
+    assert matches({"a": [1]}, dict[str, list[int]]) and not matches({1: [1]}, dict[str, list[int]])
 
 
 @pytest.mark.parametrize(

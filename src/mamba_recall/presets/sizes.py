@@ -8,7 +8,7 @@ A chapter declares one class per kind of sizes (a subclass of :class:`Sizes` dec
 annotation, so a typo or a wrong type in a preset fails at import with the field named.
 
 Why frozen dataclasses and not pydantic models: a preset is a handful of numbers and lists whose checks are a few
-lines (:func:`_check`), the training recipe (:class:`mamba_recall.train.Recipe`) is a frozen dataclass already, and
+lines (:func:`check_fields`), the training recipe (:class:`mamba_recall.train.Recipe`) is a frozen dataclass already, and
 the library takes no dependency for what the standard library does. A preset states only what differs from another:
 ``dataclasses.replace(base, <the fields that differ>)`` (checked like a new preset), and a kind of sizes that adds
 fields to another extends its class (Chapter 4's ``EdgeRecipe`` is an ``SModelRecipe`` with filler gaps).
@@ -43,8 +43,10 @@ __all__ = [
     "SCHEDULE",
     "STEPS",
     "Sizes",
+    "check_fields",
     "derived",
     "fixed",
+    "matches",
     "size",
 ]
 
@@ -121,20 +123,28 @@ def _plain(value):
     return value
 
 
-def _matches(value, hint) -> bool:
-    """Whether ``value`` fits the annotation ``hint`` (int, float, str, bool, list[...], dict[str, ...], unions,
-    :class:`Sizes` subclasses); a float field takes an int (``1e-2`` and ``100`` alike)."""
+def matches(value, hint) -> bool:
+    """Whether ``value`` fits the annotation ``hint``: ``int``, ``float``, ``str``, ``bool``, ``None``, ``list[T]``,
+    ``tuple[T, ...]`` and ``tuple[A, B]`` (its length too), ``dict[K, V]``, unions, ``Any``, a class (a nested
+    :class:`Sizes` or :class:`mamba_recall.runstore.JobConfig`: an instance of it). A float field takes an int
+    (``1e-2`` and ``100`` alike); a bool is not an int."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, h) for h in typing.get_args(hint))
-    if origin is list:
-        (item,) = typing.get_args(hint) or (typing.Any,)
-        return isinstance(value, list) and all(_matches(v, item) for v in value)
+        return any(matches(value, h) for h in typing.get_args(hint))
+    if origin in (list, tuple):
+        args = [a for a in typing.get_args(hint) if a is not Ellipsis] or [typing.Any]
+        if not isinstance(value, origin):
+            return False
+        if origin is tuple and len(args) > 1 and Ellipsis not in typing.get_args(hint):
+            return len(value) == len(args) and all(matches(v, a) for v, a in zip(value, args))
+        return all(matches(v, args[0]) for v in value)
     if origin is dict:
         key, item = typing.get_args(hint) or (typing.Any, typing.Any)
-        return isinstance(value, dict) and all(_matches(k, key) and _matches(v, item) for k, v in value.items())
+        return isinstance(value, dict) and all(matches(k, key) and matches(v, item) for k, v in value.items())
     if hint is typing.Any:
         return True
+    if hint is type(None):
+        return value is None
     if hint is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if hint is int:
@@ -142,21 +152,32 @@ def _matches(value, hint) -> bool:
     return isinstance(value, hint)
 
 
+def check_fields(instance, *, optional: str, fix: str) -> None:
+    """Check every field of the dataclass ``instance`` against its annotation (:func:`matches`), where it is built
+    (its ``__post_init__``): the typed sizes' (:class:`Sizes`) and the typed job configs'
+    (:class:`mamba_recall.runstore.JobConfig`) one checker. A field whose metadata sets ``optional`` may be None.
+    TypeError naming the class, the field, its annotation, the value and its type, and ``fix`` (where to give the
+    field that type; ``{module}`` in it: the class's module)."""
+    cls = type(instance)
+    hints = typing.get_type_hints(cls)
+    for f in fields(instance):
+        value = getattr(instance, f.name)
+        if value is None and f.metadata.get(optional):
+            continue
+        if not matches(value, hints[f.name]):
+            raise TypeError(
+                f"{cls.__name__}.{f.name} must be {hints[f.name]}, got {value!r} ({type(value).__name__}); "
+                + fix.format(module=cls.__module__)
+            )
+
+
 @dataclass(frozen=True, kw_only=True)
 class Sizes:
-    """Base of the typed sizes (see the module docstring): checked when built, read as a dict."""
+    """Base of the typed sizes (see the module docstring): checked when built (:func:`check_fields`), read as a
+    dict."""
 
     def __post_init__(self):
-        hints = typing.get_type_hints(type(self))
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.metadata.get("optional"):
-                continue
-            if not _matches(value, hints[f.name]):
-                raise TypeError(
-                    f"{type(self).__name__}.{f.name} must be {hints[f.name]}, got {value!r}; fix the preset in "
-                    f"{type(self).__module__}."
-                )
+        check_fields(self, optional="optional", fix="fix the preset in {module}.")
 
     def _given(self):
         return [f for f in fields(self) if not (f.metadata.get("optional") and getattr(self, f.name) is None)]

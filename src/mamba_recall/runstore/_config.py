@@ -10,8 +10,9 @@ record, typed: ``run_job(config, seed)`` with ``config.D``, not ``config["D"]``.
 a config written as a dataclass keeps the key its dict had, and a job stays plain JSON.
 
 Building an instance checks every field against its annotation (``int``, ``float`` (an ``int`` too), ``str``,
-``bool``, ``list[...]``, ``tuple[...]``, ``dict[str, ...]``, unions, ``Any``, a nested :class:`JobConfig`), so a
-wrong type fails where the config is made, naming the field; :meth:`JobConfig.from_record` builds one from a
+``bool``, ``list[...]``, ``tuple[...]``, ``dict[str, ...]``, unions, ``Any``, a nested :class:`JobConfig`) by the
+typed sizes' checker (:func:`mamba_recall.presets.sizes.check_fields`), so a wrong type fails where the config is
+made, naming the field; :meth:`JobConfig.from_record` builds one from a
 record (a run file's ``config``) and names an unknown or a missing field.
 """
 
@@ -19,10 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import types
 import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
+
+from ..presets.sizes import check_fields
 
 __all__ = ["JobConfig", "omitted_if_none", "config_record", "config_type", "config_class"]
 
@@ -31,33 +33,6 @@ def omitted_if_none(default: Any = None):
     """A :class:`JobConfig` field that only some jobs have: default None, and absent from the record when None (the
     key of a job whose dict had no such entry)."""
     return field(default=default, metadata={"omitted_if_none": True})
-
-
-def _matches(value, hint) -> bool:
-    """Whether ``value`` fits the annotation ``hint``; a float field takes an int (``1e-2`` and ``100`` alike), a
-    bool is not an int."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, h) for h in typing.get_args(hint))
-    if origin in (list, tuple):
-        args = [a for a in typing.get_args(hint) if a is not Ellipsis] or [Any]
-        if not isinstance(value, origin):
-            return False
-        if origin is tuple and len(args) > 1 and Ellipsis not in typing.get_args(hint):
-            return len(value) == len(args) and all(_matches(v, a) for v, a in zip(value, args))
-        return all(_matches(v, args[0]) for v in value)
-    if origin is dict:
-        key, item = typing.get_args(hint) or (Any, Any)
-        return isinstance(value, dict) and all(_matches(k, key) and _matches(v, item) for k, v in value.items())
-    if hint is Any:
-        return True
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
 
 
 def _record(value):
@@ -85,17 +60,7 @@ class JobConfig:
     """Base of the typed job configs (module docstring): checked when built, recorded by :meth:`to_record`."""
 
     def __post_init__(self):
-        hints = typing.get_type_hints(type(self))
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.metadata.get("omitted_if_none"):
-                continue
-            if not _matches(value, hints[f.name]):
-                raise TypeError(
-                    f"{type(self).__name__}.{f.name} must be {hints[f.name]}, got {value!r} "
-                    f"({type(value).__name__}); give it that type where the config is made "
-                    f"({type(self).__module__})."
-                )
+        check_fields(self, optional="omitted_if_none", fix="give it that type where the config is made ({module}).")
 
     def to_record(self) -> dict:
         """The record of this config: the plain dict the job's key hashes and its run file keeps (fields in
