@@ -25,7 +25,7 @@ are skipped, so the same command resumes; then the bundle ``results/<name>_<pres
 finished (:func:`mamba_recall.runstore.grid_main`: ``--smoke``, ``--aggregate-only``, ``--no-estimate``,
 ``--store`` as every run-store runner). The jobs are the experiment's, so their run keys are those of the runner
 that ran it before: finished runs stay finished. A runner with one experiment is this command under its old name
-(:func:`grid_command` with ``name``).
+(:func:`grid_command` with ``name``; its ``main`` is ``runner_main(EXPERIMENT, default_preset)``, :func:`runner_main`).
 
 Every declared experiment runs by its name: a runner given one of them (``--parts fig8``, ``--preset cpu-hours``)
 stops naming this command. ``--partial`` writes the bundle of a grid still running from its finished runs, marked
@@ -46,7 +46,16 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 if TYPE_CHECKING:
     from .runstore import JobConfig
 
-__all__ = ["Experiment", "experiments", "experiment_named", "grid_command", "run_experiment", "sizes_at", "sizes_from"]
+__all__ = [
+    "Experiment",
+    "experiments",
+    "experiment_named",
+    "grid_command",
+    "runner_main",
+    "run_experiment",
+    "sizes_at",
+    "sizes_from",
+]
 
 
 def sizes_from(table: Mapping[str, Mapping[str, Any]], *names: str) -> dict[str, Any]:
@@ -385,3 +394,26 @@ def grid_command(
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def runner_main(name: str, default_preset: str, *, runner: str | None = None) -> Callable[..., int]:
+    """The ``main(argv=None) -> int`` of a runner module whose command is experiment ``name``'s grid command: the
+    run store's options, the same jobs and bundle (:func:`grid_command` with ``name``), under the runner's own command
+    (:func:`mamba_recall.runners.runner_command` of ``runner``, default ``name``: the runner named as its experiment),
+    ``--preset`` defaulting to ``default_preset``. It takes one git state for the command, before it writes anything
+    (:func:`mamba_recall.results.command_provenance`), as every runner's ``main``. A runner module declares it as
+    ``main = runner_main(EXPERIMENT, "ci")`` and keeps its ``if __name__ == "__main__"`` guard (``python -m``)."""
+    from .results import command_provenance
+    from .runners import runner_command
+
+    @command_provenance()
+    def main(argv: Sequence[str] | None = None) -> int:
+        return grid_command(argv, name=name, prog=runner_command(runner or name), default_preset=default_preset)
+
+    main.__doc__ = (
+        f"``python -m mamba_recall grid {name} --preset P`` under this runner's command, default preset "
+        f"``{default_preset}`` (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs "
+        "and bundle; made by :func:`mamba_recall.experiment.runner_main`)."
+    )
+    main.__qualname__ = "main"
+    return main

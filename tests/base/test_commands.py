@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from mamba_recall.runners import experiment_runners, runner_name
+from mamba_recall.runners import experiment_runners, runner_module, runner_name
 
 ROOT = Path(__file__).resolve().parents[2]
 #: a chapter's runner command (a placeholder such as ``runners.<name>``, followed by ``<``, is not one)
@@ -115,9 +115,15 @@ def test_every_built_runner_command_names_a_runner():
     bad, seen = [], 0
     for path in sorted((ROOT / "src").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "runner_command":
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("runner_command", "runner_main"):
                 seen += 1
-                arg = node.args[0] if node.args else None
+                if node.func.id == "runner_main":  # its runner= (default: the experiment's name, checked below)
+                    given = [k.value for k in node.keywords if k.arg == "runner"]
+                    if not given:
+                        continue
+                    arg = given[0]
+                else:
+                    arg = node.args[0] if node.args else None
                 if not isinstance(arg, ast.Constant):
                     continue  # a name computed at run time (a part's runner): runner_command raises on a bad one
                 if arg.value not in runners:
@@ -125,6 +131,26 @@ def test_every_built_runner_command_names_a_runner():
     assert seen > 45, seen  # 50 now (ch4_train's recorded commands are its grid's, Experiment.command)
     assert not bad, "\n".join(bad)
     assert set(ENSEMBLE_RUNNERS) <= runners
+
+
+def test_every_runner_main_made_by_runner_main_is_its_own_modules_command(capsys):
+    """A runner's ``main = runner_main(EXPERIMENT, preset)`` names its command by the experiment (``runner=``
+    otherwise): its usage line is ``python -m`` of the runner's own module, so a runner whose experiment is named
+    otherwise and that does not say ``runner=`` fails here, not when its ``--help`` first runs."""
+    made = []
+    for name in experiment_runners():
+        module = importlib.import_module(runner_module(name))
+        main = module.main
+        if getattr(getattr(main, "__wrapped__", None), "__qualname__", "") != "runner_main.<locals>.main":
+            continue
+        made.append(name)
+        try:
+            main(["--help"])
+        except SystemExit as exc:
+            assert exc.code == 0, (name, exc.code)
+        usage = capsys.readouterr().out.split()
+        assert usage[:4] == ["usage:", "python", "-m", module.__name__], (name, usage[:4])
+    assert len(made) >= 11, made  # Chapters 1-4's runners whose command is their one experiment's grid
 
 
 def _run(module: str, *args: str):

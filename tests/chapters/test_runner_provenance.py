@@ -15,9 +15,19 @@ CHAPTERS = Path(__file__).resolve().parents[2] / "src" / "mamba_recall" / "chapt
 
 
 def _decorators(path: Path) -> list[str] | None:
+    """The decorators of the module's ``main``; a ``main = runner_main(...)`` counts as decorated with
+    ``command_provenance()`` (:func:`mamba_recall.experiment.runner_main` decorates the ``main`` it makes, tested
+    below)."""
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.FunctionDef) and node.name == "main":
             return [ast.unparse(d) for d in node.decorator_list]
+        if (
+            isinstance(node, ast.Assign)
+            and [ast.unparse(t) for t in node.targets] == ["main"]
+            and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func) == "runner_main"
+        ):
+            return ["command_provenance()"]
     return None
 
 
@@ -42,6 +52,30 @@ def test_a_decorated_command_records_the_state_from_before_its_first_write(tmp_p
 
     main()
     assert json.loads((tmp_path / "a.json").read_text())["provenance"]["git_dirty"] is False
+
+
+def test_a_runner_main_made_by_runner_main_runs_its_grid_inside_one_provenance(monkeypatch):
+    """``main = runner_main(EXPERIMENT, preset)``: the experiment's grid command under the runner's own command,
+    ``--preset`` defaulting to the given one, run inside the command's one git state."""
+    from mamba_recall import experiment
+    from mamba_recall.context import current
+
+    state = {"commit": "abc", "status": "", "code": ""}
+    monkeypatch.setattr(results._records, "_git_state", lambda: state)
+    seen = []
+
+    def grid_command(argv, *, name, prog, default_preset):
+        seen.append((argv, name, prog, default_preset, current().command_git))
+        return 0
+
+    monkeypatch.setattr(experiment, "grid_command", grid_command)
+    main = experiment.runner_main("ch1_checkpoints", "paper", runner="ch1_training")
+    assert main(["--smoke"]) == 0
+    prog = "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training"
+    assert seen == [(["--smoke"], "ch1_checkpoints", prog, "paper", state)]
+    assert main.__name__ == main.__qualname__ == "main"
+    assert "grid ch1_checkpoints --preset P" in main.__doc__ and "default preset ``paper``" in main.__doc__
+    assert current().command_git is None  # the state is the command's only
 
 
 def write_two_checkpoints(config: dict, seed: int) -> dict:

@@ -14,18 +14,12 @@ and ``ch1_table1_seeds``, run by name (``python -m mamba_recall grid ch1_table1_
 
 from __future__ import annotations
 
-from mamba_recall.experiment import grid_command
-from mamba_recall.results import command_provenance
-from mamba_recall.runners import runner_command
+from mamba_recall.experiment import runner_main
 
 EXPERIMENT = "ch1_table1"
 
 
-@command_provenance()
-def main(argv=None) -> int:
-    """``python -m mamba_recall grid ch1_table1 --preset P`` under this runner's command
-    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
-    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
+main = runner_main(EXPERIMENT, "ci")
 
 
 if __name__ == "__main__":

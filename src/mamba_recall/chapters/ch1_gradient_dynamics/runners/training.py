@@ -20,19 +20,13 @@ are in :mod:`mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value`.
 
 from __future__ import annotations
 
-from mamba_recall.experiment import grid_command
-from mamba_recall.results import command_provenance
-from mamba_recall.runners import runner_command
+from mamba_recall.experiment import runner_main
 
 from .cpu_hours_jobs import CHECKPOINTS_EXPERIMENT
 
 
-@command_provenance()  # one git state for the command: the bundle's, from before the checkpoints were written
-def main(argv=None) -> int:
-    """``python -m mamba_recall grid ch1_checkpoints --preset P`` under this runner's command
-    (:func:`mamba_recall.experiment.grid_command`: the run store's options with ``--only``, the same jobs and
-    bundle), default preset ``paper``."""
-    return grid_command(argv, name=CHECKPOINTS_EXPERIMENT, prog=runner_command("ch1_training"), default_preset="paper")
+# one git state for the command (runner_main's): the bundle's, from before the checkpoints were written
+main = runner_main(CHECKPOINTS_EXPERIMENT, "paper", runner="ch1_training")
 
 
 if __name__ == "__main__":

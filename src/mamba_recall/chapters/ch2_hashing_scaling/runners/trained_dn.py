@@ -20,9 +20,7 @@ from mamba_recall.presets import experiment
 from mamba_recall.runstore import aggregate, finished_status, make_job
 from mamba_recall.theory.capacity import p_success
 from .reference_grid import RUNNER, resolved_config
-from mamba_recall.experiment import experiment_named, grid_command
-from mamba_recall.results import command_provenance
-from mamba_recall.runners import runner_command
+from mamba_recall.experiment import experiment_named, runner_main
 
 EXPERIMENT = "ch2_trained_dn"
 #: (column, law, a): each law's predicted per-query accuracy.
@@ -86,11 +84,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, log=log)
 
 
-@command_provenance()
-def main(argv=None) -> int:
-    """``python -m mamba_recall grid ch2_trained_dn --preset P`` under this runner's command
-    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
-    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
+main = runner_main(EXPERIMENT, "cpu-hours")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from mamba_recall.experiment import runner_main
 from mamba_recall.runstore import job_device
 from mamba_recall.tasks.induction_heads import induction_heads
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
@@ -28,9 +29,6 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     recipe_fields,
     train_recipe,
 )
-from mamba_recall.experiment import grid_command
-from mamba_recall.results import command_provenance
-from mamba_recall.runners import runner_command
 from ..training.job_configs import InductionRun
 from .common import (
     curve_of,
@@ -147,11 +145,7 @@ write_bundle = store_bundle_writer(
 )
 
 
-@command_provenance()
-def main(argv=None) -> int:
-    """``python -m mamba_recall grid ch3_induction --preset P`` under this runner's command
-    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
-    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
+main = runner_main(EXPERIMENT, "ci")
 
 
 if __name__ == "__main__":

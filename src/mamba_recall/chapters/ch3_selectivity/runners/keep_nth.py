@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 
+from mamba_recall.experiment import runner_main
 from mamba_recall.chapters.ch3_selectivity.pipelines.keep_nth import (
     decay_rows_of,
     initial_model,
@@ -49,9 +50,6 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     save_checkpoint,
     train_recipe,
 )
-from mamba_recall.experiment import grid_command
-from mamba_recall.results import command_provenance
-from mamba_recall.runners import runner_command
 from .common import curve_of, store_bundle_writer
 from ..training.job_configs import KeepRun
 
@@ -184,11 +182,7 @@ write_bundle = store_bundle_writer(
 )
 
 
-@command_provenance()
-def main(argv=None) -> int:
-    """``python -m mamba_recall grid ch3_keep_nth --preset P`` under this runner's command
-    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
-    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
+main = runner_main(EXPERIMENT, "ci")
 
 
 if __name__ == "__main__":

@@ -20,10 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mamba_recall.experiment import experiment_named, grid_command
+from mamba_recall.experiment import experiment_named, runner_main
 from mamba_recall.presets import experiment
-from mamba_recall.results import command_provenance
-from mamba_recall.runners import runner_command
 from mamba_recall.runstore import finished_status, make_job
 from mamba_recall.theory.mqar_constructions import VARIANTS, construction_accuracy, theory_dims
 
@@ -159,11 +157,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, log=log)
 
 
-@command_provenance()
-def main(argv=None) -> int:
-    """``python -m mamba_recall grid ch3_mqar_constructions --preset P`` under this runner's command
-    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
-    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
+main = runner_main(EXPERIMENT, "ci")
 
 
 if __name__ == "__main__":

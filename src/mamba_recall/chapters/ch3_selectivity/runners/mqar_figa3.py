@@ -18,10 +18,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from mamba_recall.experiment import runner_main
 from mamba_recall.chapters.ch3_selectivity.training.selectivity import job_config
-from mamba_recall.experiment import grid_command
-from mamba_recall.results import command_provenance
-from mamba_recall.runners import runner_command
 
 from .common import store_bundle_writer
 from .mqar_train import (  # noqa: F401 - the job functions (run_job, run_members) and what the plan times
@@ -68,11 +66,7 @@ PRESETS = ("cpu-hours", "paper")
 write_bundle = store_bundle_writer("ch3_mqar_figa3", EXPERIMENT, jobs_for, by=CELL_KEYS, metrics=METRICS)
 
 
-@command_provenance()  # one git state for the command, taken before it writes anything
-def main(argv=None) -> int:
-    """``python -m mamba_recall grid ch3_mqar_figa3 --preset P`` under this runner's command
-    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
-    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
+main = runner_main(EXPERIMENT, "cpu-hours")
 
 
 if __name__ == "__main__":

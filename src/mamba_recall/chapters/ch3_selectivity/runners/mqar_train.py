@@ -24,6 +24,7 @@ from dataclasses import replace
 
 import torch
 
+from mamba_recall.experiment import runner_main
 from mamba_recall.models.mixer_ensemble import ENSEMBLE_MIXERS
 from mamba_recall.runstore import job_device
 from mamba_recall.theory.mqar_constructions import gen_mqar
@@ -35,9 +36,6 @@ from mamba_recall.chapters.ch3_selectivity.training.selectivity import (
     train_recipe,
     train_recipe_members,
 )
-from mamba_recall.experiment import grid_command
-from mamba_recall.results import command_provenance
-from mamba_recall.runners import runner_command
 from ..training.job_configs import MqarRun
 from .common import (
     curve_of,
@@ -185,11 +183,7 @@ METRICS = ["accuracy", "steps"]
 write_bundle = store_bundle_writer("ch3_mqar_train", EXPERIMENT, jobs_for, by=CELL_KEYS, metrics=METRICS)
 
 
-@command_provenance()
-def main(argv=None) -> int:
-    """``python -m mamba_recall grid ch3_mqar_train --preset P`` under this runner's command
-    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
-    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="ci")
+main = runner_main(EXPERIMENT, "ci")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
+from mamba_recall.experiment import runner_main
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, edge_model_name
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment, seeds
@@ -33,8 +34,6 @@ from mamba_recall.runstore import bundle_directory, finished_runs, make_job, run
 
 from .job_configs import EdgeMixJob
 from .edge_jobs import smoke_bundle_dir, step_seconds  # (write_bundle looks smoke_bundle_dir up here)
-from mamba_recall.experiment import grid_command
-from mamba_recall.results import command_provenance
 from mamba_recall.runners import runner_command
 
 #: it fine-tunes the edge family's checkpoints, so it runs after the edge runner (:mod:`mamba_recall.runners`)
@@ -211,11 +210,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     return path
 
 
-@command_provenance()
-def main(argv=None) -> int:
-    """``python -m mamba_recall grid ch4_edge_mix --preset P`` under this runner's command
-    (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same jobs and bundle)."""
-    return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
+main = runner_main(EXPERIMENT, "cpu-hours")
 
 
 if __name__ == "__main__":
