@@ -204,16 +204,34 @@ def estimate(left: list[dict]) -> tuple[float, str]:
     return total, basis
 
 
+def finished_cells(jobs: list[dict], store=None, *, preset: str, log=print):
+    """``(table, data)``: the finished runs of ``jobs`` (reference runs) aggregated per cell ``(D, N)``, each of
+    best accuracy, final accuracy and steps run as its mean over seeds with a 95 % interval, and seed-max
+    (:func:`mamba_recall.runstore.aggregate`); ``data`` the grid's status
+    (:func:`~mamba_recall.runstore.finished_status`). ``table`` is None when no job has finished. The start of this
+    runner's and ``ch2_trained_dn``'s bundle writers."""
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
+    if not runs:
+        return None, data
+    return aggregate(runs, by=["D", "N"], metrics=["best_accuracy", "final_accuracy", "steps_run"]), data
+
+
+def shared_config(sizes: dict, cell: tuple[int, int]) -> dict:
+    """The record every cell's job config shares: :func:`resolved_config` at ``cell`` less its ``D`` and ``N``
+    (a bundle's ``config.job_config``)."""
+    base = resolved_config(sizes, *cell).to_record()
+    base.pop("D"), base.pop("N")
+    return base
+
+
 def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     """Aggregate the finished jobs of ``preset`` into ``results/ch2_reference_grid_<preset>.json``."""
     import pandas as pd
 
     sizes = _sizes(preset, smoke)
-    jobs = jobs_for(preset, smoke)
-    runs, data = finished_status(jobs, store, preset=preset, log=log)
-    if not runs:
+    table, data = finished_cells(jobs_for(preset, smoke), store, preset=preset, log=log)
+    if table is None:
         return None
-    table = aggregate(runs, by=["D", "N"], metrics=["best_accuracy", "final_accuracy", "steps_run"])
     if sizes["V"] == 512 and sizes["Nf"] == 16 and sizes["L"] == 64:  # the authors' regime: compare
         table["authors"] = [AUTHORS.get((d, n), float("nan")) for d, n in zip(table["D"], table["N"])]
         table["diff_mean"] = table["best_accuracy_mean"] - table["authors"]
@@ -227,9 +245,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
             bool(lo <= a + 0.005 and hi >= a - 0.005) if not math.isnan(lo) else None
             for lo, hi, a in zip(table["best_accuracy_ci_low"], table["best_accuracy_ci_high"], table["authors"])
         ]
-    d0, n0 = cells(sizes)[0]
-    base = resolved_config(sizes, d0, n0).to_record()
-    base.pop("D"), base.pop("N")
+    base = shared_config(sizes, cells(sizes)[0])
     data.update(
         store=f"results/runs/{EXPERIMENT}/",
         authors_source="code README example (config MQAR__D_N__linear_trained__example), 1 seed, "

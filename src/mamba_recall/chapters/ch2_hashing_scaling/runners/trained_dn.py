@@ -17,9 +17,9 @@ from __future__ import annotations
 import pandas as pd
 
 from mamba_recall.presets import experiment
-from mamba_recall.runstore import aggregate, finished_status, make_job
+from mamba_recall.runstore import make_job
 from mamba_recall.theory.capacity import p_success
-from .reference_grid import RUNNER, resolved_config
+from .reference_grid import RUNNER, finished_cells, resolved_config, shared_config
 from mamba_recall.experiment import experiment_named, runner_main
 
 EXPERIMENT = "ch2_trained_dn"
@@ -45,11 +45,9 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
 
 def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     sizes = _sizes(preset, smoke)
-    jobs = jobs_for(preset, smoke)
-    runs, data = finished_status(jobs, store, preset=preset, log=log)
-    if not runs:
+    table, data = finished_cells(jobs_for(preset, smoke), store, preset=preset, log=log)
+    if table is None:
         return None
-    table = aggregate(runs, by=["D", "N"], metrics=["best_accuracy", "final_accuracy", "steps_run"])
     table["DN"] = table["D"] * table["N"]
     row_D = max(d for d, _ in sizes["cells"])
     table["line"] = ["row" if d == row_D else "column" for d in table["D"]]
@@ -68,9 +66,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
                 mean_signed_error=float(table[f"err_{col}"].mean()),
             )
         )
-    d0, n0 = sizes["cells"][0]
-    base = resolved_config(sizes, d0, n0).to_record()
-    base.pop("D"), base.pop("N")
+    base = shared_config(sizes, sizes["cells"][0])
     data["aggregation"] = "best accuracy over evaluations per run; mean and 95 % interval over seeds, and seed-max"
     config = {
         "preset": preset,
