@@ -165,10 +165,15 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     assert any(v.evidence and v.evidence["seeds"] == 1 for v in verdicts)
     # the bundles the book reads: written, loaded, and the same verdicts re-judged from them
 
-    E.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda m: None)
-    E.write_checks_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda m: None)
+    # one of the grid's smoke jobs ran: the edge bundle only when asked, marked partial (the grid's --partial)
+    assert E.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda m: None) is None
+    E.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda m: None, partial=True)
+    E.write_checks_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda m: None)  # its one check: complete
     loaded = EdgeFamily("cpu-hours", smoke=True, directory=E.smoke_bundle_dir())
     assert not loaded.missing and loaded.primary is None  # one seed: no recipe can be the primary one
+    edge_jobs = E.jobs_for("cpu-hours", smoke=True)
+    assert loaded.partial_label().startswith(f"models PARTIAL: 1 of {len(edge_jobs)} jobs (not finished: ")
+    assert loaded.status().startswith(loaded.partial_label() + "; ")
     assert len(loaded.cards()) == 1 and set(loaded.curves["recipe"]) == {"d2"}
     again = [check_family(cid, loaded, "d2", record=False) for cid in CLAIM_IDS]
     assert [v.status for v in again] == [v.status for v in verdicts]
@@ -192,7 +197,8 @@ def test_edge_checks_command_line_on_the_shared_flow(argv, tmp_path, monkeypatch
         made.append((preset, smoke, store))
         return [j for j in edge_jobs if j["config"]["recipe_name"] in ("d2", "d4")]  # stand-ins: --only keeps d4's
 
-    def write(preset, *, store, smoke, log):
+    def write(preset, *, store, smoke, log, partial):
+        assert partial is False  # no --partial given
         calls.append((preset, store, smoke, results.command_git_state()))
 
     monkeypatch.setattr(E, "checks_jobs", fake_checks_jobs)

@@ -8,6 +8,7 @@ import pytest
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily, checkpoint_path
 from mamba_recall.chapters.ch4_primacy_recency.runners import edge_mix as M
 from mamba_recall.presets import experiment, seeds
+from mamba_recall.results import load_bundle
 from mamba_recall.runstore import finished_runs, run_grid
 
 
@@ -59,16 +60,21 @@ def test_smoke_end_to_end(tmp_path, monkeypatch):
     else:
         assert "not_run" in rec
     read = {"name": "ch4_edge_mix_cpu-hours_smoke", "directory": tmp_path / "smoke_results", "record": False}
-    path = M.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda _: None)
+    said = []
+    assert M.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=said.append) is None  # unfinished: not asked
+    assert not (tmp_path / "smoke_results").exists() and "--aggregate-only --partial" in said[-1]
+    path = M.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda _: None, partial=True)
     assert path.parent == tmp_path / "smoke_results"
-    v, bundle = check_transfer_family(**read)  # one of the jobs' seeds finished: not judged
+    assert load_bundle(path).data["partial"] == f"1 of {len(jobs)} jobs"
+    v, bundle = check_transfer_family(**read)  # one of the jobs' seeds finished: a partial bundle, not judged
     assert v.status == "not run" and f"1 of {len(jobs)} seeds finished" in v.reason and bundle is None
     run_grid(M.RUNNER, jobs, store=tmp_path, progress=False, log=lambda _: None)
     M.write_bundle("cpu-hours", store=tmp_path, smoke=True, log=lambda _: None)
     v, bundle = check_transfer_family(**read)
-    assert len(bundle.data["runs"]) == len(jobs) and not set(bundle.tables["transfer"]["seed"]) - {
-        j["seed"] for j in jobs
-    }
+    assert bundle.data["complete"] and "partial" not in bundle.data
+    assert len(bundle.data["records"]) == bundle.data["jobs_finished"] == len(jobs) and not set(
+        bundle.tables["transfer"]["seed"]
+    ) - {j["seed"] for j in jobs}
     assert v.status in ("not run", "inconclusive", "not testable here")  # a smoke model (a few steps) decides nothing
 
 

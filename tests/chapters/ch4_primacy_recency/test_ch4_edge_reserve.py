@@ -171,7 +171,7 @@ def test_committed_jobs_and_bundle_keep_their_numbers():
     checks = E.checks_jobs("cpu-hours")
     assert len(checks) == 26 and len(finished_runs(checks)) == 26
     bundle = json.loads((RESULTS_DIR / "ch4_edge_checks_cpu-hours.json").read_text())
-    runs = [{"recipe": r["recipe"], "seed": r["seed"], "gate": r["gate"]} for r in bundle["data"]["runs"]]
+    runs = [{"recipe": r["recipe"], "seed": r["seed"], "gate": r["gate"]} for r in bundle["data"]["records"]]
     assert E.primary_recipe(runs, SIZES) == bundle["data"]["primary_recipe"] == "d4_zinit"
     sel = E.evidence_seeds("d4", runs, SIZES)
     assert sel.evidence == (0, 3) and not sel.complete
@@ -195,7 +195,9 @@ def test_aggregation_with_the_protocol_reproduces_the_committed_bundles(tmp_path
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)  # where save_bundle reads it
-    E.main(["--preset", "cpu-hours", "--aggregate-only"])  # the edge bundle (grid ch4_edge --aggregate-only)
+    E.main(["--preset", "cpu-hours", "--aggregate-only"])  # 26 of 27 jobs: no bundle unless asked for a partial one
+    assert not (tmp_path / "ch4_edge_cpu-hours.json").exists()
+    E.main(["--preset", "cpu-hours", "--aggregate-only", "--partial"])  # the edge bundle, marked partial
     E.main(["--checks", "--preset", "cpu-hours", "--aggregate-only"])  # the checks bundle
     git = {"HEAD", "all_clean", "dirty_files", "dirty_files_as_run_equal_HEAD"}
     for name in ("ch4_edge_cpu-hours", "ch4_edge_checks_cpu-hours"):
@@ -207,8 +209,10 @@ def test_aggregation_with_the_protocol_reproduces_the_committed_bundles(tmp_path
         assert sorted(ours["tables"]) == sorted(committed["tables"])
         for table in committed["tables"]:
             assert (tmp_path / f"{name}.{table}.csv").read_bytes() == (RESULTS_DIR / f"{name}.{table}.csv").read_bytes()
-        changed = {k for k in committed["data"] if committed["data"][k] != ours["data"].get(k)} - git
-        assert set(ours["data"]) == set(committed["data"])
+        for b in (ours, committed):  # the runs' summary (data["runs"]) holds the command's git state too
+            b["data"]["runs"] = {k: v for k, v in b["data"]["runs"].items() if k not in git}
+        changed = {k for k in committed["data"] if committed["data"][k] != ours["data"].get(k)}
+        assert list(ours["data"]) == list(committed["data"])
         assert changed == set() and ours["config"] == committed["config"]
         if name == "ch4_edge_cpu-hours":
             assert ours["config"]["sizes"]["reserve_seeds"] == {"d4": [3, 4, 5], "d4_zinit": [3, 4, 5]}
@@ -226,7 +230,8 @@ def test_plan_counts_the_edge_family_as_its_committed_bundle_does():
 
     row = plan.plan("cpu-hours", log=lambda *a: None).set_index("experiment").loc["ch4_edge"]
     data = load_bundle("ch4_edge_cpu-hours").data
-    assert (row.jobs, row.finished, row.left) == (data["jobs"], data["finished"], 1) == (27, 26, 1)
+    assert (row.jobs, row.finished, row.left) == (data["jobs_total"], data["jobs_finished"], 1) == (27, 26, 1)
+    assert data["partial"] == "26 of 27 jobs" and data["complete"] is False  # written marked (the grid's --partial)
     assert row.committed and row.command == "python -m mamba_recall grid ch4_edge --preset cpu-hours --allow-long"
     _, left = pending(E.jobs_for("cpu-hours"))
     assert [(j["config"]["recipe_name"], j["seed"]) for j in left] == [("d4_long", 2)]

@@ -66,8 +66,8 @@ def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, d
     measurement with its swapped null combined by the registry's rule over seeds
     (:func:`mamba_recall.claims.core.check_stored`, each interval clipped to its metric's range:
     :func:`~._common.metric_range`). *Not run*, with the command, while the bundle is absent or holds
-    fewer seeds than its jobs (``bundle`` None then; read by :func:`~mamba_recall.results.evidence`); a corrupt bundle raises its
-    :class:`~mamba_recall.results.BundleError`. ``name`` and ``directory``: which bundle is read (by default the
+    fewer seeds than its jobs (a partial one, ``data.complete`` false; ``bundle`` None then; read by
+    :func:`~mamba_recall.results.evidence`); a corrupt bundle raises its :class:`~mamba_recall.results.BundleError`. ``name`` and ``directory``: which bundle is read (by default the
     committed one). Recorded for the scorecard unless ``record=False``."""
     from mamba_recall.results import BundleMissing, evidence
     from mamba_recall.claims.core import check_stored, get, not_run_verdict, record_verdict
@@ -75,12 +75,15 @@ def check_transfer_family(*, record: bool = True, name: str = EDGE_MIX_BUNDLE, d
     if not name.startswith(f"{EDGE_MIX}_"):
         raise ValueError(f"check_transfer_family: {name!r} is not a bundle of {EDGE_MIX} (<experiment>_<preset>).")
     try:
-        bundle = evidence(EDGE_MIX, preset=name[len(EDGE_MIX) + 1 :], directory=directory)
+        # complete=False: a partial bundle (--partial) is read here to say how far it is, and never judged
+        bundle = evidence(EDGE_MIX, preset=name[len(EDGE_MIX) + 1 :], directory=directory, complete=False)
     except BundleMissing:
         bundle, why = None, f"the edge family's Table 1 runs are not committed yet (make them: `{EDGE_MIX_COMMAND}`)"
     else:
-        runs, jobs = sorted(bundle.data["runs"], key=lambda r: r["seed"]), bundle.data["jobs"]
-        why = None if len(runs) == jobs else f"{len(runs)} of {jobs} seeds finished (resume: `{EDGE_MIX_COMMAND}`)"
+        data = bundle.data
+        runs = sorted(data["records"], key=lambda r: r["seed"])  # each seed's stored record (edge_mix.write_bundle)
+        done = f"{data['jobs_finished']} of {data['jobs_total']}"
+        why = None if data["complete"] else f"{done} seeds finished (resume: `{EDGE_MIX_COMMAND}`)"
     if why:
         v = not_run_verdict(get("004/Table1"), why)
         if record:

@@ -44,7 +44,7 @@ is reported beside the verdicts (:meth:`mamba_recall.chapters.ch4_primacy_recenc
 
 ``--checks`` runs the claim checks of every finished model (one job per model, experiment ``ch4_edge_checks``) and
 writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`); ``--checks --aggregate-only`` writes
-that bundle from the finished checks, ``--only <recipe>`` limits the checks run to those recipes' models (the bundle
+that bundle from the finished checks (with checks left only with ``--partial``, marked partial), ``--only <recipe>`` limits the checks run to those recipes' models (the bundle
 always counts every finished check of the preset). The command line is the run store's shared one
 (:func:`mamba_recall.runstore.grid_main`: ``--jobs``, ``--smoke``, ``--allow-long``, ``--aggregate-only``,
 ``--no-estimate``, ``--store``).
@@ -58,6 +58,7 @@ The runner's parts: :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.edg
 from __future__ import annotations
 
 import argparse
+import functools
 
 import numpy as np
 import pandas as pd
@@ -79,10 +80,10 @@ from mamba_recall.runstore import (
     as_only,
     add_grid_args,
     aggregate,
-    bundle_directory,
-    finished_runs,
+    finished_status,
     grid_main,
-    runs_summary,
+    partial_status,
+    save_grid_bundle,
 )
 from .edge_checks import (  # noqa: F401  (the claim checks, importable from the runner; CHECKS_RUNNER names it)
     CHECKS,
@@ -163,14 +164,24 @@ def _models_table(runs: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
-    """Aggregate the finished jobs into ``results/ch4_edge_<preset>.json`` (curves over seeds, model table)."""
-    from mamba_recall.results import save_bundle
-
+def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print, partial: bool = False):
+    """Aggregate the finished jobs into ``results/ch4_edge_<preset>.json`` (curves over seeds, model table) through
+    the run store's one bundle writer (:func:`mamba_recall.runstore.save_grid_bundle`): ``data`` starts with the
+    status of every run-store bundle (:func:`~mamba_recall.runstore.finished_status`: ``complete``,
+    ``jobs_finished``, ``jobs_total``, ``runs``, ``run_keys``), then ``recipes_done`` and ``seeds_per_recipe``. A
+    grid with jobs left is written only with ``partial`` (the grid's ``--partial``), marked ``partial: "k of n
+    jobs"`` (:func:`~mamba_recall.runstore.partial_status`); the committed cpu-hours bundle is such a one (26 of 27:
+    ``d4_long`` seed 2 never finished). A bundle of fewer finished jobs never replaces one of more
+    (:class:`~mamba_recall.runstore.BundleNotReplaced`)."""
     jobs = jobs_for(preset, smoke)
-    runs = finished_runs(jobs, store)
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
-        log(f"no finished jobs of {EXPERIMENT} at preset {preset}; nothing to aggregate.")
+        return None
+    cmd = f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long"
+    data = partial_status(
+        data, partial, what=f"{EXPERIMENT} at preset {preset}", command=cmd.removesuffix(" --allow-long"), log=log
+    )
+    if data is None:
         return None
     long = []
     for r in runs:
@@ -218,30 +229,19 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         ]
     )
     sizes = edge_sizes(preset, smoke)
-    summary = runs_summary(runs)
-    cmd = f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long"
     name = f"ch4_edge_{preset}" + ("_smoke" if smoke else "")
-    data = {
-        "models": int(len(models)),
-        "jobs": len(jobs),
-        "finished": len(runs),
-        "recipes_done": sorted(models["recipe"].unique().tolist()),
-        "seeds_per_recipe": models.groupby("recipe")["seed"].count().to_dict(),
-        **summary,
-    }
+    data["recipes_done"] = sorted(models["recipe"].unique().tolist())
+    data["seeds_per_recipe"] = models.groupby("recipe")["seed"].count().to_dict()
     config = {"preset": preset, "experiment": EXPERIMENT, "sizes": sizes, "runner": RUNNER, "smoke": smoke}
-    path = save_bundle(
+    return save_grid_bundle(
         name,
         data,
         config,
         command=cmd,
-        device="cpu",
-        wall_seconds=summary.get("wall_seconds", 0.0),
         tables={"curves": curves, "models": models, "learning": learning},
-        directory=smoke_bundle_dir() if smoke else bundle_directory(store),
+        directory=smoke_bundle_dir() if smoke else None,  # else the results folder, or beside a scratch store
+        log=log,
     )
-    log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
-    return path
 
 
 def _checks_main(argv: list[str]) -> None:
@@ -256,13 +256,19 @@ def _checks_main(argv: list[str]) -> None:
     ap.add_argument("--checks", action="store_true", required=True, help="the claim checks (this command's one task)")
     ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
     add_grid_args(ap, aggregate_only="write the checks bundle from the finished checks")
+    ap.add_argument(
+        "--partial",
+        action="store_true",
+        help="with checks left, write the bundle from the finished ones, marked partial ('k of n jobs'; a complete "
+        "bundle is never replaced by it)",
+    )
     args = ap.parse_args(argv)
 
     grid_main(
         args,
         CHECKS_RUNNER,
         lambda store: checks_jobs(args.preset, args.smoke, store),  # the checks of the finished models (all seeds)
-        write_checks_bundle,
+        functools.partial(write_checks_bundle, partial=args.partial),
         estimate=None,  # about a minute of inference per model: no estimate printed, no long-run check
         what=f"{CHECKS} at preset {args.preset}",
         default_store=smoke_run_store(args.smoke),  # where the grid's smoke run of ch4_edge keeps its runs

@@ -10,7 +10,7 @@ import pandas as pd
 
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import PRIMARY_ORDER, primary_recipe
 from mamba_recall.paths import REPO_ROOT
-from mamba_recall.runstore import bundle_directory, finished_runs, make_job, runs_summary
+from mamba_recall.runstore import finished_runs, finished_status, make_job, partial_status, save_grid_bundle
 from .edge_jobs import edge_sizes, jobs_for, smoke_bundle_dir
 from mamba_recall.runners import runner_command
 
@@ -204,15 +204,24 @@ def _attach_null(out: dict, config: dict, ctx) -> None:
         rec["control"] = {"kind": "null", "what": NULL_UNTRAINED, "measurement": null[cid]}
 
 
-def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print, partial: bool = False):
     """``results/ch4_edge_checks_<preset>.json``: per recipe and claim the verdict over its seeds (table ``claims``)
-    and the per-seed stored measurements (``data["measurements"]``, what the book re-judges)."""
-    from mamba_recall.results import save_bundle
-
+    and the per-seed stored measurements (``data["records"]``: one record per checked model, its recipe, seed,
+    model, run key and stored result, what the book re-judges), written through the run store's one bundle writer
+    (:func:`mamba_recall.runstore.save_grid_bundle`): ``data`` starts with the status of every run-store bundle
+    (:func:`~mamba_recall.runstore.finished_status`), then ``primary_recipe``, ``edge_gate``, ``primary_order`` and
+    ``records``. With checks left, written only with ``partial`` (``--checks --partial``), marked partial
+    (:func:`~mamba_recall.runstore.partial_status`); a bundle of fewer finished checks never replaces one of more
+    (:class:`~mamba_recall.runstore.BundleNotReplaced`)."""
     jobs = checks_jobs(preset, smoke, store)
-    runs = finished_runs(jobs, store)
+    runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
-        log(f"no finished jobs of {CHECKS} at preset {preset}; nothing to aggregate.")
+        return None
+    command = f"{runner_command('ch4_edge')} --preset {preset} --checks --allow-long"
+    data = partial_status(
+        data, partial, what=f"{CHECKS} at preset {preset}", command=command.removesuffix(" --allow-long"), log=log
+    )
+    if data is None:
         return None
     from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
     from ..claims import check_family
@@ -233,33 +242,26 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
                     "seeds": (v.evidence or {}).get("seeds", 0),
                 }
             )
-    summary = runs_summary(runs)
-    data = {
-        "primary_recipe": primary_recipe(runs, edge_sizes(preset, smoke)),
-        "edge_gate": EDGE_GATE,
-        "primary_order": list(PRIMARY_ORDER),
-        "runs": [
-            {
-                "recipe": r["config"]["recipe_name"],
-                "seed": r["seed"],
-                "model": r["config"]["model_name"],
-                "key": r["key"],
-                **r["result"],
-            }
-            for r in runs
-        ],
-        **{k: v for k, v in summary.items() if k != "runs"},  # (the list above is the runs; its length their count)
-    }
+    data["primary_recipe"] = primary_recipe(runs, edge_sizes(preset, smoke))
+    data["edge_gate"] = EDGE_GATE
+    data["primary_order"] = list(PRIMARY_ORDER)
+    data["records"] = [
+        {
+            "recipe": r["config"]["recipe_name"],
+            "seed": r["seed"],
+            "model": r["config"]["model_name"],
+            "key": r["key"],
+            **r["result"],
+        }
+        for r in runs
+    ]
     name = f"ch4_edge_checks_{preset}" + ("_smoke" if smoke else "")
-    path = save_bundle(
+    return save_grid_bundle(
         name,
         data,
         {"preset": preset, "experiment": CHECKS, "runner": CHECKS_RUNNER, "smoke": smoke},
-        command=f"{runner_command('ch4_edge')} --preset {preset} --checks --allow-long",
-        device="cpu",
-        wall_seconds=summary.get("wall_seconds", 0.0),
+        command=command,
         tables={"claims": pd.DataFrame(rows)},
-        directory=smoke_bundle_dir() if smoke else bundle_directory(store),
+        directory=smoke_bundle_dir() if smoke else None,  # else the results folder, or beside a scratch store
+        log=log,
     )
-    log(f"wrote {path} ({len(runs)} models)")
-    return path

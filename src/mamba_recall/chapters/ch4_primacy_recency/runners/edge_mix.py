@@ -14,7 +14,7 @@ One run-store job per base seed: :func:`mamba_recall.chapters.ch4_primacy_recenc
 committed edge checkpoint (``init_from``, hash-checked), which writes ``results/checkpoints/ch4_edge_mix_<recipe>_
 <preset>_seed<k>.pt`` (+ sidecar with its learning curve), then the claim's measurement (:func:`measure`). The
 bundle ``results/ch4_edge_mix_<preset>.json`` has per seed the Table 1 rows (table ``transfer``), the model cards
-(table ``models``) and each seed's stored measurement of ``004/Table1`` with its null control (``data["runs"]``),
+(table ``models``) and each seed's stored measurement of ``004/Table1`` with its null control (``data["records"]``),
 which the page judges with :func:`mamba_recall.claims.core.check_stored`.
 """
 
@@ -30,7 +30,7 @@ from mamba_recall.experiment import runner_main
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, edge_model_name
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment, seeds
-from mamba_recall.runstore import bundle_directory, finished_runs, make_job, runs_summary
+from mamba_recall.runstore import finished_status, make_job, partial_status, save_grid_bundle
 
 from .job_configs import EdgeMixJob
 from .edge_jobs import smoke_bundle_dir, step_seconds  # (write_bundle looks smoke_bundle_dir up here)
@@ -156,15 +156,22 @@ def estimate(left: list[dict]) -> tuple[float, str]:
     return total, f"{per_step:.2f} s per step measured on the mixture (median of 3, one thread), + 10 %"
 
 
-def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
+def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print, partial: bool = False):
     """``results/ch4_edge_mix_<preset>.json``: the Table 1 rows per seed (``transfer``), the model cards
-    (``models``) and each seed's stored measurement (``data["runs"]``)."""
-    from mamba_recall.results import save_bundle
-
-    jobs = jobs_for(preset, smoke)
-    runs = finished_runs(jobs, store)
+    (``models``) and each seed's stored measurement (``data["records"]``: its seed, model, run key and stored
+    result), written through the run store's one bundle writer (:func:`mamba_recall.runstore.save_grid_bundle`):
+    ``data`` starts with the status of every run-store bundle (:func:`~mamba_recall.runstore.finished_status`), then
+    ``records``. A grid with jobs left is written only with ``partial`` (the grid's ``--partial``), marked partial
+    (:func:`~mamba_recall.runstore.partial_status`); a bundle of fewer finished jobs never replaces one of more
+    (:class:`~mamba_recall.runstore.BundleNotReplaced`)."""
+    runs, data = finished_status(jobs_for(preset, smoke), store, preset=preset, log=log)
     if not runs:
-        log(f"no finished jobs of {EXPERIMENT} at preset {preset}; nothing to aggregate.")
+        return None
+    command = COMMAND.format(preset=preset)
+    data = partial_status(
+        data, partial, what=f"{EXPERIMENT} at preset {preset}", command=command.removesuffix(" --allow-long"), log=log
+    )
+    if data is None:
         return None
     transfer = pd.DataFrame([{"seed": r["seed"], **row} for r in runs for row in r["result"]["table"]])
     models = pd.DataFrame(
@@ -182,12 +189,9 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
             for r in runs
         ]
     )
-    summary = runs_summary(runs)
-    data = {
-        "jobs": len(jobs),
-        "runs": [{"seed": r["seed"], "model": r["config"]["model_name"], "key": r["key"], **r["result"]} for r in runs],
-        **{k: v for k, v in summary.items() if k != "runs"},
-    }
+    data["records"] = [
+        {"seed": r["seed"], "model": r["config"]["model_name"], "key": r["key"], **r["result"]} for r in runs
+    ]
     config = {
         "preset": preset,
         "experiment": EXPERIMENT,
@@ -196,18 +200,15 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "smoke": smoke,
     }
     name = f"ch4_edge_mix_{preset}" + ("_smoke" if smoke else "")
-    path = save_bundle(
+    return save_grid_bundle(
         name,
         data,
         config,
-        command=COMMAND.format(preset=preset),
-        device="cpu",
-        wall_seconds=summary.get("wall_seconds", 0.0),
+        command=command,
         tables={"transfer": transfer, "models": models},
-        directory=smoke_bundle_dir() if smoke else bundle_directory(store),
+        directory=smoke_bundle_dir() if smoke else None,  # else the results folder, or beside a scratch store
+        log=log,
     )
-    log(f"wrote {path} ({len(runs)} of {len(jobs)} jobs)")
-    return path
 
 
 main = runner_main(EXPERIMENT, "cpu-hours")
