@@ -8,10 +8,10 @@ A chapter declares one class per kind of sizes (a subclass of :class:`Sizes` dec
 annotation, so a typo or a wrong type in a preset fails at import with the field named.
 
 Why frozen dataclasses and not pydantic models: a preset is a handful of numbers and lists whose checks are a few
-lines (:func:`check_fields`), the training recipe (:class:`mamba_recall.train.Recipe`) is a frozen dataclass already, and
-the library takes no dependency for what the standard library does. A preset states only what differs from another:
-``dataclasses.replace(base, <the fields that differ>)`` (checked like a new preset), and a kind of sizes that adds
-fields to another extends its class (Chapter 4's ``EdgeRecipe`` is an ``SModelRecipe`` with filler gaps).
+lines (:func:`check_fields`), the training recipe (:class:`mamba_recall.train.Recipe`) is a frozen dataclass
+already, and the library takes no dependency for what the standard library does. A preset states only what differs
+from another: ``dataclasses.replace(base, <the fields that differ>)`` (checked like a new preset), and a kind of sizes
+that adds fields to another extends its class (Chapter 4's ``EdgeRecipe`` is an ``SModelRecipe`` with filler gaps).
 
 The smoke caps (the rule of the module docstring of :mod:`mamba_recall.presets`, declared per field instead of
 guessed from the key's name):

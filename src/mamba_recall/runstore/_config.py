@@ -105,8 +105,8 @@ class JobConfig:
 
 def config_record(config) -> dict:
     """The record of a job's ``config``: a :class:`JobConfig`'s :meth:`~JobConfig.to_record`, or a dict as it is
-    (a chapter whose jobs are still dicts: Chapter 5's). TypeError naming the fix for anything else (another
-    dataclass: make it a :class:`JobConfig`)."""
+    (jobs still made from dicts: Chapter 4's derived ``ch4_edge_checks`` and the run store's demo grid,
+    :mod:`._demo`). TypeError naming the fix for anything else (another dataclass: make it a :class:`JobConfig`)."""
     if isinstance(config, JobConfig):
         return config.to_record()
     if isinstance(config, dict):

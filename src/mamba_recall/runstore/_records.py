@@ -117,9 +117,9 @@ def make_job(experiment: str, config: JobConfig | dict, seed: int, *, output: st
     :class:`~mamba_recall.runstore.JobConfig`, whose record (:meth:`~mamba_recall.runstore.JobConfig.to_record`) is
     the job's ``config`` (what its key hashes and its run file keeps) and whose class is the job's ``config_type``
     (``"module:Class"``, not part of the key), so that the job function receives the config typed
-    (:func:`job_config`); or a plain dict (the jobs of a chapter not converted to typed configs yet, Chapter 5's),
-    which the job function receives as it is. ValueError when a typed config does not read back from its record as
-    itself (:meth:`~mamba_recall.runstore.JobConfig.from_record`). ``output``: the file the job
+    (:func:`job_config`); or a plain dict (jobs not typed yet: Chapter 4's derived ``ch4_edge_checks`` and the run
+    store's demo grid), which the job function receives as it is. ValueError when a typed config does not read back
+    from its record as itself (:meth:`~mamba_recall.runstore.JobConfig.from_record`). ``output``: the file the job
     writes, repository-relative (``results/checkpoints/<name>.pt``), kept as the job's ``output`` and not part of its
     key; a finished job whose record names no file of its own is run again while that file is missing
     (:func:`output_gone`)."""
