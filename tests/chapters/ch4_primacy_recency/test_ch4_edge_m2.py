@@ -14,7 +14,7 @@ from mamba_recall.chapters.ch4_primacy_recency.claims import MAMBA2_CLAIMS, chec
 from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
 from mamba_recall.chapters.ch4_primacy_recency.runners import edge_checks as C
 from mamba_recall.chapters.ch4_primacy_recency.runners.model_checks import CLAIM_IDS, CLAIM_IDS_M2
-from mamba_recall.runstore import finished_runs, run_grid
+from mamba_recall.runstore import finished_runs, job_config, run_grid
 
 
 def _quiet(_):
@@ -56,14 +56,15 @@ def test_m2_smoke_end_to_end(tmp_path, monkeypatch):
     assert job["config"]["arch"] == "mamba2" and job["config"]["recipe_name"] == "m2"
 
     # the real gate: an untrained model has not learned the binding, so every App. F claim reads not run
-    failed = E.run_checks_job(job["config"], job["seed"])
+    config = job_config(job)  # typed, as the job function receives it
+    failed = E.run_checks_job(config, job["seed"])
     assert failed["gate"]["passed"] is False and failed["probes"] == {}
     assert set(failed["measurements"]) == set(CLAIM_IDS_M2)
     assert all("convergence gate" in m["not_run"] for m in failed["measurements"].values())
 
     # a Mamba-2 checkpoint under a Mamba-1 checks job (no arch) is refused, naming the fix
     with pytest.raises(ValueError, match="checks_jobs"):
-        E.run_checks_job({k: v for k, v in job["config"].items() if k != "arch"}, job["seed"])
+        E.run_checks_job(replace(config, arch=None), job["seed"])
 
     gate = E.edge_gate  # the point here is the pipeline past the gate
     monkeypatch.setattr(C, "edge_gate", lambda model, vocab: {**gate(model, vocab), "passed": True})

@@ -12,6 +12,7 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import PRIMA
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.runstore import finished_runs, finished_status, make_job, partial_status, save_grid_bundle
 from .edge_jobs import edge_sizes, jobs_for, smoke_bundle_dir
+from .job_configs import EdgeChecksJob
 from mamba_recall.runners import runner_command
 
 # ------------------------------------------------------------------------------ claim checks, 3 seeds
@@ -66,30 +67,30 @@ def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
         Ls = sorted({int(k.split("/")[0]) for k in res["curves"]})
         inside = [L for L in Ls if L <= res["train_L_max"]]
         at = res["L_p"] if res["L_p"] is not None else max(inside or Ls)
-        config = {
-            "model_name": c["model_name"],
-            "recipe_name": c["recipe_name"],
-            "checkpoint": c["checkpoint"],
-            "sha256": res["sha256"],
-            "preset": preset,
-            "sizes_preset": "ci" if smoke else "cpu-hours",
-            "smoke": smoke,
-            "at": int(at),
-            "L_p": res["L_p"],
-            "ucurve_Ls": Ls,
+        mamba2 = is_mamba2(c["recipe"])
+        config = EdgeChecksJob(
+            model_name=c["model_name"],
+            recipe_name=c["recipe_name"],
+            checkpoint=c["checkpoint"],
+            sha256=res["sha256"],
+            preset=preset,
+            sizes_preset="ci" if smoke else "cpu-hours",
+            smoke=smoke,
+            at=int(at),
+            L_p=res["L_p"],
+            ucurve_Ls=Ls,
             # every claim's null control: the same measurements on the model's untrained twin (same configuration,
             # vocabulary and initialisation seed; analysis.primacy.untrained_twin), declared with the checks
-            "null_control": "untrained_twin",
-        }
-        if is_mamba2(c["recipe"]):
-            config["arch"] = "mamba2"
-        else:  # Fig. 5b with the paper's random tokens (names and relations), whatever the model was trained with
-            config["distractor_pool"] = "content"
+            null_control="untrained_twin",
+            arch="mamba2" if mamba2 else None,
+            # Fig. 5b with the paper's random tokens (names and relations), whatever the model was trained with
+            distractor_pool=None if mamba2 else "content",
+        )
         jobs.append(make_job(CHECKS, config, r["seed"]))
     return jobs
 
 
-def run_checks_job(config: dict, seed: int) -> dict:
+def run_checks_job(config: EdgeChecksJob, seed: int) -> dict:
     """Measure every claim of one edge model at its pressure length (the run store's job function): those of
     §4.1–§4.4 on a Mamba-1 model, App. F's head claims (``CLAIM_IDS_M2``) on a Mamba-2 one →
     {claim id: the Measurement as a dict, or {"not_run": reason}}, plus our probes (Mamba-1 only)."""
@@ -101,20 +102,20 @@ def run_checks_job(config: dict, seed: int) -> dict:
     from mamba_recall.models.mamba2 import Mamba2LMHeadModel
     from .model_checks import CLAIM_IDS, CLAIM_IDS_M2
 
-    path = REPO_ROOT / config["checkpoint"]
-    model, vocab, side = load_checkpoint(path, model=config["model_name"])
-    if side.get("sha256") != config["sha256"]:
+    path = REPO_ROOT / config.checkpoint
+    model, vocab, side = load_checkpoint(path, model=config.model_name)
+    if side.get("sha256") != config.sha256:
         raise ValueError(f"{path}: its sha256 is not the one the training run recorded; re-run the training job.")
-    mamba2 = config.get("arch") == "mamba2"
+    mamba2 = config.arch == "mamba2"
     if mamba2 != isinstance(model, Mamba2LMHeadModel):
         raise ValueError(
-            f"{path}: the checks job says arch {config.get('arch', 'mamba1')!r} but the checkpoint holds a "
+            f"{path}: the checks job says arch {config.arch or 'mamba1'!r} but the checkpoint holds a "
             f"{type(model).__name__}; rebuild the checks jobs from the training runs (checks_jobs)."
         )
     ids = CLAIM_IDS_M2 if mamba2 else CLAIM_IDS  # the claims this model is measured on
     gate = edge_gate(model, vocab)
-    side = {"source": config["checkpoint"], **side, "gate": gate, "training_gate": side.get("gate")}
-    ctx = SimpleNamespace(preset=config["sizes_preset"], device=torch.device("cpu"), smoke=config["smoke"])
+    side = {"source": config.checkpoint, **side, "gate": gate, "training_gate": side.get("gate")}
+    ctx = SimpleNamespace(preset=config.sizes_preset, device=torch.device("cpu"), smoke=config.smoke)
     if not gate["passed"]:  # no evidence either way: skip the probes
         why = (
             f"the model did not pass the edge family's convergence gate ({gate['criterion']}; measured "
@@ -125,24 +126,24 @@ def run_checks_job(config: dict, seed: int) -> dict:
             "measurements": {cid: {"not_run": why} for cid in ids},
             "probes": {},
             "gate": gate,
-            "at": config["at"],
-            "L_p": config["L_p"],
+            "at": config.at,
+            "L_p": config.L_p,
         }
     out = _measure_claims(model, vocab, config, ctx, side)
-    if config.get("null_control") == "untrained_twin":
+    if config.null_control == "untrained_twin":
         _attach_null(out, config, ctx)
     if mamba2:  # the slow-state probe reads Mamba-1's per-channel Ā; a Mamba-2 head has one scalar decay
-        return {"measurements": out, "probes": {}, "gate": gate, "at": config["at"], "L_p": config["L_p"]}
+        return {"measurements": out, "probes": {}, "gate": gate, "at": config.at, "L_p": config.L_p}
     # our probe (no paper claim): the slow-writing states at the first triple, against layer-matched random states
     from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import slow_state_probe
     from mamba_recall.presets import experiment
 
-    S = experiment("ch4_channels", config["sizes_preset"], smoke=config["smoke"])
+    S = experiment("ch4_channels", config.sizes_preset, smoke=config.smoke)
     probes = {
         "slow_states": slow_state_probe(
             model,
             vocab,
-            config["at"],
+            config.at,
             S["n"],
             n_random=max(5, S["n_random"]),
             tau=S["tau"],
@@ -150,10 +151,10 @@ def run_checks_job(config: dict, seed: int) -> dict:
             L_ident=S["L_ident"],
         )
     }
-    return {"measurements": out, "probes": probes, "gate": gate, "at": config["at"], "L_p": config["L_p"]}
+    return {"measurements": out, "probes": probes, "gate": gate, "at": config.at, "L_p": config.L_p}
 
 
-def _measure_claims(model, vocab, config: dict, ctx, side: dict) -> dict:
+def _measure_claims(model, vocab, config: EdgeChecksJob, ctx, side: dict) -> dict:
     """{claim id: the measurement record, or {"not_run": why}} of one model at the job's length: App. F's head
     claims on a Mamba-2 model, §4.1–§4.4's on a Mamba-1 one (Fig. 5b with the job's distractor pool)."""
     from mamba_recall.claims import NotRun, get, measurement_record
@@ -161,18 +162,16 @@ def _measure_claims(model, vocab, config: dict, ctx, side: dict) -> dict:
     from .model_checks import claim_inputs, claim_inputs_m2
 
     if isinstance(model, Mamba2LMHeadModel):  # App. F: the U, the long-term heads (Eq. 9), their ablation, at L_p
-        inputs = claim_inputs_m2(
-            model, vocab, config["sizes_preset"], "cpu", at=config["at"], ucurve_Ls=config["ucurve_Ls"]
-        )
+        inputs = claim_inputs_m2(model, vocab, config.sizes_preset, "cpu", at=config.at, ucurve_Ls=config.ucurve_Ls)
     else:
         inputs = claim_inputs(
             model,
             vocab,
-            config["sizes_preset"],
+            config.sizes_preset,
             "cpu",
-            at=config["at"],
-            ucurve_Ls=config["ucurve_Ls"],
-            distractor_pool=config["distractor_pool"],  # the paper's random tokens (checks_jobs)
+            at=config.at,
+            ucurve_Ls=config.ucurve_Ls,
+            distractor_pool=config.distractor_pool,  # the paper's random tokens (checks_jobs)
         )
     out = {}
     for cid, args in inputs.items():
@@ -183,22 +182,22 @@ def _measure_claims(model, vocab, config: dict, ctx, side: dict) -> dict:
     return out
 
 
-def _attach_null(out: dict, config: dict, ctx) -> None:
+def _attach_null(out: dict, config: EdgeChecksJob, ctx) -> None:
     """Each measured claim's null control, in place: the same measurements, at the same length and sizes, on the
     model's untrained twin (:func:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.untrained_twin`). A rule the twin passes cannot
     tell the trained model from one that has learned nothing (:class:`mamba_recall.claims.core.Control`)."""
     from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import untrained_twin
     from ..claims import NULL_UNTRAINED
 
-    twin, vocab, side = untrained_twin(config["model_name"], path=REPO_ROOT / config["checkpoint"])
-    side = {"source": f"{config['checkpoint']} (untrained twin)", **side, "gate": {"passed": True}}
+    twin, vocab, side = untrained_twin(config.model_name, path=REPO_ROOT / config.checkpoint)
+    side = {"source": f"{config.checkpoint} (untrained twin)", **side, "gate": {"passed": True}}
     null = _measure_claims(twin, vocab, config, ctx, side)
     for cid, rec in out.items():
         if "not_run" in rec:
             continue
         if "not_run" in null[cid]:
             raise ValueError(
-                f"{config['model_name']}: {cid} measured on the trained model but not on its untrained twin "
+                f"{config.model_name}: {cid} measured on the trained model but not on its untrained twin "
                 f"({null[cid]['not_run']}); a null control must be measured like the claim."
             )
         rec["control"] = {"kind": "null", "what": NULL_UNTRAINED, "measurement": null[cid]}

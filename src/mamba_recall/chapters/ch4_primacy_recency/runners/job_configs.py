@@ -7,7 +7,8 @@ dict :func:`.train.train_recipe` reads, smoke-capped in a smoke run), with the j
 * :class:`SModelJob`: one S-model of ``ch4_train`` (:mod:`.train`);
 * :class:`ModelCheckJob`: the claims judged on one committed S-model (``ch4_model_checks``, :mod:`.model_checks`);
 * :class:`EdgeEvaluation`, :class:`EdgeJob`: one edge model and seed (``ch4_edge``, :mod:`.edge_jobs`);
-* :class:`EdgeMixJob`: one mixed-channel fine-tune of an edge model (``ch4_edge_mix``, :mod:`.edge_mix`).
+* :class:`EdgeMixJob`: one mixed-channel fine-tune of an edge model (``ch4_edge_mix``, :mod:`.edge_mix`);
+* :class:`EdgeChecksJob`: the claims measured on one finished edge model (``ch4_edge_checks``, :mod:`.edge_checks`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from mamba_recall.runstore import JobConfig, omitted_if_none
 
-__all__ = ["EdgeEvaluation", "EdgeJob", "EdgeMixJob", "ModelCheckJob", "SModelJob"]
+__all__ = ["EdgeChecksJob", "EdgeEvaluation", "EdgeJob", "EdgeMixJob", "ModelCheckJob", "SModelJob"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,3 +80,27 @@ class EdgeMixJob(JobConfig):
     recipe: dict[str, Any]
     measure: dict[str, Any]
     smoke: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeChecksJob(JobConfig):
+    """The claims measured on one finished edge model ``model_name`` of recipe ``recipe_name``: its ``checkpoint``
+    (repository-relative; ``sha256`` the one its training run recorded) at the length ``at`` (its pressure length
+    ``L_p``, None when the model has none), its U-curve at ``ucurve_Ls``, with the sizes of ``sizes_preset``
+    (``smoke``: the smoke-capped ones); ``null_control`` names every claim's null control (``"untrained_twin"``). A
+    Mamba-2 model's job says ``arch="mamba2"`` (App. F's head claims); a Mamba-1 one's has no ``arch`` (so the keys of
+    the committed Mamba-1 checks stay what they were) and says ``distractor_pool`` (Fig. 5b's distractors)."""
+
+    model_name: str
+    recipe_name: str
+    checkpoint: str
+    sha256: str
+    preset: str
+    sizes_preset: str
+    smoke: bool
+    at: int
+    L_p: int | None
+    ucurve_Ls: list[int]
+    null_control: str
+    arch: str | None = omitted_if_none()
+    distractor_pool: str | None = omitted_if_none()
