@@ -1,15 +1,16 @@
 """Experiments declared once: :class:`Experiment` and the one registry of them (:func:`experiments`).
 
 An experiment is one run-store grid: its name (the run-store folder ``results/runs/<name>/`` and the bundle
-``results/<name>_<preset>.json``), its typed sizes per preset, its jobs as ``(config, seed)`` pairs, the job
-function ``run_job(config, seed) -> dict``, the metrics its runs record, and how its bundle is written from the
-finished runs. A job's config is typed: a frozen dataclass (:class:`mamba_recall.runstore.JobConfig`, declared beside
-the job function), which the job function receives as it is (``config.D``) and the run store turns into the record
-its key hashes (:meth:`~mamba_recall.runstore.JobConfig.to_record`: the dict the job had before, so every key
-stayed). Both kinds are accepted until every chapter is converted: Chapter 5's jobs are still plain dicts, which
-their job functions receive as dicts (:func:`mamba_recall.runstore.make_job`). Each chapter lists its experiments in one place, ``chapters/<chapter>/experiments.py``, as a tuple
-``EXPERIMENTS``; :func:`experiments` reads those lists, in chapter order, by the same ``importlib`` scan of the
-chapter packages that finds the runners (:func:`mamba_recall.runners.chapter_modules`), so nothing imports upwards.
+``results/<name>_<preset>.json``), its typed sizes per preset, its jobs as ``(config, seed)`` pairs, the job function
+``run_job(config, seed) -> dict``, the metrics its runs record, and how its bundle is written from the finished runs.
+Every job's config is typed: a frozen dataclass (:class:`mamba_recall.runstore.JobConfig`, declared beside the job
+function: a runner's in its chapter's ``runners/job_configs.py``), which the job function receives as it is
+(``config.D``) and the run store turns into the record its key hashes
+(:meth:`~mamba_recall.runstore.JobConfig.to_record`: the dict the job had before it was typed, so every key stayed);
+:func:`mamba_recall.runstore.make_job` refuses a dict. Each chapter lists its experiments in one place,
+``chapters/<chapter>/experiments.py``, as a tuple ``EXPERIMENTS``; :func:`experiments` reads those lists, in chapter
+order, by the same ``importlib`` scan of the chapter packages that finds the runners
+(:func:`mamba_recall.runners.chapter_modules`), so nothing imports upwards.
 A runner module that declares one experiment names its parts as :meth:`Experiment.of` reads them (``EXPERIMENT``,
 ``jobs_for``, ``RUNNER``, ``write_bundle``, ``estimate``, ``METRICS``), and its bundle writer ends in
 :meth:`Experiment.save_bundle`.
@@ -168,10 +169,9 @@ class Experiment:
             )
         return jobs
 
-    def jobs(self, preset: str) -> list[tuple[JobConfig | dict, int]]:
+    def jobs(self, preset: str) -> list[tuple[JobConfig, int]]:
         """The grid at ``preset`` as ``(config, seed)`` pairs, each config fully resolved (its run key hashes its
-        record) and as the job function receives it: typed (a :class:`~mamba_recall.runstore.JobConfig`), or a
-        plain dict for an experiment whose jobs are not typed yet (Chapter 5's)."""
+        record) and as the job function receives it: typed, a :class:`~mamba_recall.runstore.JobConfig`."""
         from .runstore import job_config
 
         return [(job_config(j), j["seed"]) for j in self.grid_jobs(preset)]

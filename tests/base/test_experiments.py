@@ -15,7 +15,8 @@ from mamba_recall.experiment import Experiment, experiments, grid_command
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.presets import ALL_PRESETS
 from mamba_recall.runners import chapter_modules
-from mamba_recall.runstore import JobConfig, config_record, job_config, make_job
+from mamba_recall.runstore import DemoConfig, JobConfig, job_config, make_job
+from demo_cells import DemoCell  # the demo cell with a nested field (tests/runstore/demo_cells.py)
 
 
 def _grids_at(e: Experiment) -> dict[str, list[dict]]:
@@ -51,9 +52,9 @@ def test_every_experiment_s_jobs_are_config_seed_pairs_keyed_as_the_run_store_ke
             assert len(pairs) == len(jobs) > 0
             for (config, seed), job in zip(pairs, jobs):
                 assert isinstance(seed, int) and not isinstance(seed, bool)
-                # typed (what the job function receives), or a plain dict where a chapter is not converted yet
-                assert isinstance(config, (JobConfig, dict)), f"{e.name}: a config of {type(config).__name__}"
-                record = config_record(config)
+                # typed: what the job function receives (make_job refuses a dict)
+                assert isinstance(config, JobConfig), f"{e.name}: a config of {type(config).__name__}"
+                record = config.to_record()
                 json.dumps(record)  # resolved: plain JSON, nothing left to a default object
                 joblib.hash(record)
                 assert record == job["config"] and make_job(e.name, config, seed)["key"] == job["key"]
@@ -61,17 +62,11 @@ def test_every_experiment_s_jobs_are_config_seed_pairs_keyed_as_the_run_store_ke
     assert with_grids >= 25
 
 
-#: the chapters whose jobs are still plain dicts (issue 54: Chapter 5 is converted by its own change)
-UNTYPED_CHAPTERS: tuple[str, ...] = ()
-
-
-def test_the_converted_chapters_jobs_are_typed_and_their_job_functions_receive_them_so():
-    """Chapters 1-4: every job of every grid (smoke too) is made from a typed config (its ``config_type``), which
-    reads back from the job's record as itself; only :data:`UNTYPED_CHAPTERS` still make jobs from dicts."""
+def test_every_chapter_s_jobs_are_typed_and_their_job_functions_receive_them_so():
+    """Every job of every grid (smoke too) is made from a typed config (its ``config_type``), which reads back from
+    the job's record as itself; a dict is refused, naming where a job config is declared."""
     typed = 0
     for e in experiments():
-        if e.name.split("_")[0] in UNTYPED_CHAPTERS:
-            continue
         for preset in ALL_PRESETS:
             for smoke in (False, True):
                 try:
@@ -79,11 +74,12 @@ def test_the_converted_chapters_jobs_are_typed_and_their_job_functions_receive_t
                 except (KeyError, ValueError):
                     continue
                 for job in jobs:
-                    assert "config_type" in job, f"{e.name} at {preset}: a job made from a dict ({job['config']})"
                     config = job_config(job)
                     assert isinstance(config, JobConfig) and config.to_record() == job["config"]
                     typed += 1
     assert typed > 1000
+    with pytest.raises(TypeError, match=r"a job's config is a JobConfig .* got dict; .*runners/job_configs\.py"):
+        make_job("demo_grid", {"x": 0, "sleep": 0}, 0)
 
 
 def test_every_job_function_resolves_and_every_metric_is_in_a_committed_run():
@@ -121,7 +117,7 @@ def _demo_experiment(written: list) -> Experiment:
     def make_jobs(preset: str, smoke: bool = False) -> list[dict]:
         if preset != "ci":
             raise ValueError("the demo grid runs at ci only")
-        return [make_job("demo_grid", {"x": x, "sleep": 0}, s) for x in range(2) for s in range(2)]
+        return [make_job("demo_grid", DemoConfig(x=x, sleep=0), s) for x in range(2) for s in range(2)]
 
     def write(preset, *, store=None, smoke=False, log=print):
         written.append((preset, store))
@@ -182,7 +178,7 @@ def test_grid_runs_several_experiments_in_one_command_each_into_its_own_folder(t
     written: list = []
     one, two = _demo_experiment(written), _demo_experiment(written)
     two = Experiment(**{**two.__dict__, "name": "demo_other", "make_jobs": lambda preset, smoke=False: [
-        make_job("demo_other", {"x": 9, "sleep": 0}, 0)
+        make_job("demo_other", DemoConfig(x=9, sleep=0), 0)
     ]})  # fmt: skip
     monkeypatch.setattr(registry, "experiments", lambda: (one, two))
     store = tmp_path / "runs"
@@ -203,7 +199,7 @@ def test_an_experiment_without_write_gets_the_one_bundle_layout(tmp_path, monkey
         name="demo_grid",
         sizes={"ci": {}},
         make_jobs=lambda preset, smoke=False: [
-            make_job("demo_grid", {"x": x, "sleep": 0, "extra": {"k": [1, 2]}}, s) for x in range(2) for s in range(3)
+            make_job("demo_grid", DemoCell(x=x, sleep=0, extra={"k": [1, 2]}), s) for x in range(2) for s in range(3)
         ],
         run_job="mamba_recall.runstore:demo_job",
         estimate=lambda left: (0.0, "the demo sleeps 0 s"),

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import ast
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from mamba_recall import results
+from mamba_recall.runstore import JobConfig
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "src" / "mamba_recall" / "chapters"
 
@@ -78,9 +80,16 @@ def test_a_runner_main_made_by_runner_main_runs_its_grid_inside_one_provenance(m
     assert current().command_git is None  # the state is the command's only
 
 
-def write_two_checkpoints(config: dict, seed: int) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class CheckpointAt(JobConfig):
+    """The job config of :func:`write_two_checkpoints`: the checkpoint file ``out``."""
+
+    out: str
+
+
+def write_two_checkpoints(config: CheckpointAt, seed: int) -> dict:
     """A run-store job that writes an intermediate and a final checkpoint, as ch4_edge's do."""
-    out = Path(config["out"])
+    out = Path(config.out)
     results.save_checkpoint(out, {"w": seed}, {}, command="c")
     results.save_checkpoint(out, {"w": seed + 1}, {}, command="c")
     return {"ok": 1}
@@ -94,7 +103,7 @@ def test_a_run_store_job_records_its_grid_commands_state_not_its_own(tmp_path, m
     monkeypatch.setattr(
         results._records, "_git_state", lambda: {"commit": "abc", "status": " M results/x.pt", "code": ""}
     )
-    job = runstore.make_job("demo.ckpt", {"out": str(tmp_path / "a.pt")}, 0)
+    job = runstore.make_job("demo.ckpt", CheckpointAt(out=str(tmp_path / "a.pt")), 0)
     status, _ = runstore._store._compute(
         "test_runner_provenance:write_two_checkpoints", job, 1, {"commit": "abc", "status": "", "code": ""}
     )

@@ -19,6 +19,7 @@ import pytest
 
 from mamba_recall import context, runstore
 from mamba_recall.runstore import (
+    DemoConfig,
     GridExit,
     GridInterrupted,
     JobsFailed,
@@ -438,7 +439,7 @@ def test_null_metric_is_refused_naming_the_run():
 
 def test_store_writes_no_bare_nan(tmp_path):
     store = tmp_path / "runs"
-    jobs = [make_job("demo.sleep", {"x": 0, "sleep": 0.0, "nan_seeds": [1]}, s) for s in range(2)]
+    jobs = [make_job("demo.sleep", DemoConfig(x=0, sleep=0.0, nan_seeds=[1]), s) for s in range(2)]
     run_grid(RUNNER, jobs, store=store, **QUIET)
     text = runstore.job_path(jobs[1], store).read_text()
     assert "NaN" not in text and json.loads(text)["nonfinite"] == [{"path": ["value"], "value": "nan"}]
@@ -447,7 +448,7 @@ def test_store_writes_no_bare_nan(tmp_path):
     assert math.isnan(runs[1]["result"]["value"]) and runs[0]["result"]["value"] == 0
     assert aggregate(runs, by=["x"], metrics=["value"]).loc[0, "value_n_nan"] == 1
     with pytest.raises(ValueError, match="NaN or infinite value"):
-        make_job("demo.sleep", {"x": float("inf")}, 0)
+        make_job("demo.sleep", DemoConfig(x=0, sleep=float("inf")), 0)
 
 
 # ------------------------------------------------------------------ 7. a scratch store's bundle

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mamba_recall.runstore import JobConfig, job_config, make_job, omitted_if_none, run_grid
+from mamba_recall.runstore import JobConfig, job_config, job_key, make_job, omitted_if_none, run_grid
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,11 +42,13 @@ _DICT = {
 
 
 def test_a_typed_config_keys_and_records_as_its_dict_and_reads_back_typed():
-    typed, plain = make_job("demo_typed", _CELL, 3), make_job("demo_typed", _DICT, 3)
-    assert typed["key"] == plain["key"] and typed["config"] == plain["config"] == _DICT
+    typed = make_job("demo_typed", _CELL, 3)
+    assert typed["config"] == _DICT and typed["key"] == job_key(
+        {"experiment": "demo_typed", "config": _DICT, "seed": 3}
+    )
     assert list(typed["config"]) == list(_DICT)  # field order: the record's key order
     json.dumps(typed)  # a job stays plain JSON
-    assert job_config(typed) == _CELL and job_config(plain) == _DICT
+    assert job_config(typed) == _CELL and typed["config_type"] == f"{__name__}:Cell"
     with_layers = make_job("demo_typed", Cell(**{**_CELL.__dict__, "layers": 2}), 3)
     assert with_layers["config"] == {**_DICT, "layers": 2}
     assert Cell.from_record(with_layers["config"]).layers == 2
@@ -74,7 +76,17 @@ def test_bad_input_names_the_field_and_the_fix():
         Cell.from_record({**{k: v for k, v in _DICT.items() if k != "D"}, "Dd": 8})
     with pytest.raises(TypeError, match=r"Schedule\.every must be <class 'int'>, got True"):
         Cell.from_record({**_DICT, "eval": {"n": 4, "every": True}})
-    with pytest.raises(TypeError, match="a JobConfig .* or a dict, got list; declare it as a JobConfig subclass"):
-        make_job("demo_typed", [1, 2], 0)
+    for bad in ([1, 2], _DICT):  # every job is typed: a dict too names the class to declare and where
+        with pytest.raises(
+            TypeError,
+            match=rf"a job's config is a JobConfig .*, got {type(bad).__name__}; declare its fields as a JobConfig "
+            r"subclass .* beside the job function that reads it \(a chapter's runners declare theirs in "
+            r"chapters/<chapter>/runners/job_configs\.py\)",
+        ):
+            make_job("demo_typed", bad, 0)
+    with pytest.raises(
+        TypeError, match=r"a job of demo_typed \(config \{'D': 8, .*\) names no config_type: make jobs with .*make_job"
+    ):
+        job_config({"experiment": "demo_typed", "config": _DICT, "seed": 3})  # a record is not a job
     with pytest.raises(ValueError, match="does not read back from its record"):
         make_job("demo_typed", Cell(**{**_CELL.__dict__, "recipe": {"betas": (0.9, 0.99)}}), 0)

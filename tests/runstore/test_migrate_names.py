@@ -18,7 +18,16 @@ from mamba_recall import runstore
 from mamba_recall.experiment import Experiment
 from mamba_recall.paths import RESULTS_DIR
 from mamba_recall.results import load_bundle, save_bundle
-from mamba_recall.runstore import RunFileError, job_key, migrate_names, pending, read_run, record_hash, run_grid
+from mamba_recall.runstore import (
+    DemoConfig,
+    RunFileError,
+    job_key,
+    migrate_names,
+    pending,
+    read_run,
+    record_hash,
+    run_grid,
+)
 from mamba_recall.runstore._migrate import KEYED_BEFORE
 
 RUNNER = "mamba_recall.runstore:demo_job"
@@ -29,7 +38,7 @@ OLD_RUNNER = "mamba_recall.experiments.ch3_keep_nth:run_job"
 def _jobs(preset: str, smoke: bool = False) -> list[dict]:
     if preset != "ci":
         raise ValueError("only ci")
-    return [runstore.make_job(NAME, {"x": x, "sleep": 0}, 0) for x in range(2)]
+    return [runstore.make_job(NAME, DemoConfig(x=x, sleep=0), 0) for x in range(2)]
 
 
 EXPERIMENT = Experiment(
@@ -41,7 +50,7 @@ def _old_store(tmp_path, xs=(0, 1)):
     """A store holding the demo runs of ``xs`` as they were written before the migration: in today's folder, under
     the old name ``ch3.keep_train`` (their ``experiment`` and the name their keys hash) and an old runner path."""
     store = tmp_path / "runs"
-    old_jobs = [runstore.make_job(KEYED_BEFORE[NAME], {"x": x, "sleep": 0}, 0) for x in xs]
+    old_jobs = [runstore.make_job(KEYED_BEFORE[NAME], DemoConfig(x=x, sleep=0), 0) for x in xs]
     run_grid(RUNNER, old_jobs, store=store, n_jobs=1, progress=False, log=lambda m: None)
     (store / KEYED_BEFORE[NAME]).rename(store / NAME)
     for path in (store / NAME).glob("*.json"):  # the old runner path, hashed as the old writer hashed it

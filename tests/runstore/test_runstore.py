@@ -9,27 +9,49 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 import pytest
 
 from mamba_recall import runstore
-from mamba_recall.runstore import aggregate, load_runs, make_job, mean_interval, pending, run_grid
+from mamba_recall.runstore import (
+    DemoConfig,
+    JobConfig,
+    aggregate,
+    job_key,
+    load_runs,
+    make_job,
+    mean_interval,
+    omitted_if_none,
+    pending,
+    run_grid,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toy(JobConfig):
+    """A job config of the key tests: ``x``, and ``betas`` (a tuple, recorded as a list) when given."""
+
+    x: int
+    betas: tuple[float, ...] | None = omitted_if_none()
 
 
 def test_key_ignores_dict_order_and_tuple_vs_list():
-    a = make_job("demo.sleep", {"x": 1, "sleep": 0.0, "betas": (0.9, 0.95)}, 0)
-    b = make_job("demo.sleep", {"betas": [0.9, 0.95], "sleep": 0.0, "x": 1}, 0)
-    assert a["key"] == b["key"]
+    """A job's key is that of its record read back from its file: key order and tuple vs list do not change it."""
+    a = make_job("demo.sleep", Toy(x=1, betas=(0.9, 0.95)), 0)
+    assert a["config"] == {"x": 1, "betas": [0.9, 0.95]}
+    for config in ({"betas": [0.9, 0.95], "x": 1}, {"x": 1, "betas": (0.9, 0.95)}):  # a record, as written or read
+        assert job_key({"experiment": "demo.sleep", "config": config, "seed": 0}) == a["key"]
     assert (
-        make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 1)["key"]
-        != make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 0)["key"]
+        make_job("demo.sleep", DemoConfig(x=1, sleep=0.0), 1)["key"]
+        != make_job("demo.sleep", DemoConfig(x=1, sleep=0.0), 0)["key"]
     )
     assert (
-        make_job("demo.sleep", {"x": 1, "sleep": 0.0}, 0)["key"]
-        != make_job("demo.other", {"x": 1, "sleep": 0.0}, 0)["key"]
+        make_job("demo.sleep", DemoConfig(x=1, sleep=0.0), 0)["key"]
+        != make_job("demo.other", DemoConfig(x=1, sleep=0.0), 0)["key"]
     )
     with pytest.raises(ValueError, match="seed must be an integer"):
-        make_job("demo.sleep", {}, 1.5)
+        make_job("demo.sleep", DemoConfig(x=1, sleep=0.0), 1.5)
 
 
 def _demo_cmd(store, seeds=4, cells=2, sleep=0.4):
@@ -88,7 +110,7 @@ def test_interrupted_grid_resumes_only_missing_jobs(tmp_path):
 
 
 def test_parallel_processes_and_aggregate(tmp_path):
-    jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.05}, s) for x in range(2) for s in range(3)]
+    jobs = [make_job("demo.sleep", DemoConfig(x=x, sleep=0.05), s) for x in range(2) for s in range(3)]
     recs = run_grid(
         "mamba_recall.runstore:demo_job", jobs, n_jobs=2, store=tmp_path, progress=False, log=lambda m: None
     )
@@ -107,7 +129,7 @@ def test_mean_interval_and_corrupt_file(tmp_path):
     st = mean_interval([0.2, 0.4])  # t_{0.975, 1} = tan(0.475 π) = 12.7062 (Cauchy quantile)
     assert st["ci_high"] == pytest.approx(0.3 + math.tan(0.475 * math.pi) * math.sqrt(0.02) / math.sqrt(2), rel=1e-13)
     assert st["std"] == pytest.approx(math.sqrt(0.02)) and "scipy.stats.t" in runstore.INTERVAL_METHOD
-    job = make_job("demo.sleep", {"x": 0, "sleep": 0.0}, 0)
+    job = make_job("demo.sleep", DemoConfig(x=0, sleep=0.0), 0)
     path = runstore.job_path(job, tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text("{truncated")
@@ -303,9 +325,9 @@ def test_a_job_s_declared_output_is_not_part_of_its_key_and_decides_a_record_tha
     of its own counts as finished only while that file exists (a record that names one is checked by its own)."""
     from mamba_recall.runstore import output_gone
 
-    plain = make_job("ch9_toy", {"x": 1}, 0)
+    plain = make_job("ch9_toy", Toy(x=1), 0)
     out = tmp_path / "model.pt"
-    job = make_job("ch9_toy", {"x": 1}, 0, output=str(out))
+    job = make_job("ch9_toy", Toy(x=1), 0, output=str(out))
     assert job["key"] == plain["key"] and job["output"] == str(out) and "output" not in plain
     rec = {"result": {"accuracy": 1.0}}
     assert output_gone(rec, job) == f"its checkpoint {out} is missing" and output_gone(rec, plain) is None

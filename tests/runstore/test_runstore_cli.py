@@ -8,7 +8,17 @@ import argparse
 import pytest
 
 from mamba_recall import context, longrun, runstore
-from mamba_recall.runstore import GRID_OPTIONS, GridExit, add_grid_args, grid_main, make_job, pending, run_grid
+from mamba_recall.runstore import (
+    GRID_OPTIONS,
+    DemoConfig,
+    GridExit,
+    add_grid_args,
+    grid_main,
+    make_job,
+    pending,
+    run_grid,
+)
+from demo_cells import DemoCell  # the demo cell with the fields these tests add
 
 RUNNER = "mamba_recall.runstore:demo_job"
 
@@ -48,7 +58,7 @@ def test_bad_options_are_refused(kw):
 
 def test_grid_main_runs_then_counts(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)  # a process that inherited no permission
-    jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, s) for x in range(2) for s in range(2)]
+    jobs = [make_job("demo.sleep", DemoConfig(x=x, sleep=0.0), s) for x in range(2) for s in range(2)]
     written = []
 
     def write(preset, *, store, smoke, log):
@@ -68,7 +78,7 @@ def test_grid_main_runs_then_counts(tmp_path, capsys, monkeypatch):
 
 def test_estimate_over_an_hour_is_refused(tmp_path, monkeypatch):
     monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)
-    jobs = [make_job("demo.sleep", {"x": 0, "sleep": 0.0}, 0)]
+    jobs = [make_job("demo.sleep", DemoConfig(x=0, sleep=0.0), 0)]
     args = _parser().parse_args(["--store", str(tmp_path)])
     with pytest.raises(longrun.LongRunError, match="demo grid"):
         grid_main(args, RUNNER, jobs, lambda *a, **k: None, estimate=lambda left: (7200.0, "said"), what="demo grid")
@@ -78,7 +88,7 @@ def test_estimate_over_an_hour_is_refused(tmp_path, monkeypatch):
 def test_finished_status_and_save_grid_bundle(tmp_path):
     from mamba_recall.runstore import finished_status, run_grid, save_grid_bundle
 
-    jobs = [make_job("demo.sleep", {"x": 0, "sleep": 0.0}, s) for s in range(3)]
+    jobs = [make_job("demo.sleep", DemoConfig(x=0, sleep=0.0), s) for s in range(3)]
     said = []
     assert finished_status(jobs, tmp_path / "runs", preset="ci", log=said.append) == ([], {})
     assert said == ["no finished jobs of demo.sleep at preset ci; nothing to aggregate."]
@@ -133,12 +143,12 @@ def test_one_provenance_per_command(tmp_path, monkeypatch):
 
         return write
 
-    first = [make_job("demo.sleep", {"x": 0, "sleep": 0.0}, 0)]
+    first = [make_job("demo.sleep", DemoConfig(x=0, sleep=0.0), 0)]
     seen_store = []
 
     def second_jobs(store):  # made from the first stage's finished runs
         seen_store.append(store)
-        return [make_job("demo.second", {"of": j["key"], "x": 1, "sleep": 0.0}, 0) for j in pending(first, store)[0]]
+        return [make_job("demo.second", DemoCell(of=j["key"], x=1, sleep=0.0), 0) for j in pending(first, store)[0]]
 
     from mamba_recall.runstore import GridStage
 
@@ -161,8 +171,8 @@ def test_aggregate_only_counts_every_stage(tmp_path, capsys, monkeypatch):
     from mamba_recall.runstore import GridStage
 
     monkeypatch.delenv(context.ENV_ALLOW_LONG, raising=False)
-    first = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, 0) for x in range(2)]
-    second = [make_job("demo.second", {"x": 0, "sleep": 0.0}, s) for s in range(3)]
+    first = [make_job("demo.sleep", DemoConfig(x=x, sleep=0.0), 0) for x in range(2)]
+    second = [make_job("demo.second", DemoConfig(x=0, sleep=0.0), s) for s in range(3)]
     written = []
 
     def write(preset, *, store, smoke, log):
@@ -178,7 +188,7 @@ def test_aggregate_only_counts_every_stage(tmp_path, capsys, monkeypatch):
 def test_worker_processes_inherit_allow_long(tmp_path, monkeypatch, allowed):
     """``--allow-long --jobs 2``: the worker processes carry the parent's permission (a job that checks its own
     estimate, as Chapter 4's training does, must not be refused in a worker when the parent allowed it)."""
-    jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, 0) for x in range(2)]
+    jobs = [make_job("demo.sleep", DemoConfig(x=x, sleep=0.0), 0) for x in range(2)]
     with context.run_context(allow_long=allowed):
         recs = run_grid(RUNNER, jobs, n_jobs=2, store=tmp_path, progress=False, log=lambda m: None)
     assert [r["result"]["long_allowed"] for r in recs] == [allowed, allowed]
@@ -216,8 +226,8 @@ def test_members_on_a_runner_that_trains_one_model_per_job_is_refused(tmp_path, 
 
 def _stages():
     """Two stages of demo jobs: cells x in {0, 1, 2} with seeds 0, 1, then a stage of the cells ``x = 10, 11``."""
-    first = [make_job("demo.sleep", {"x": x, "sleep": 0.0, "name": f"c{x}"}, s) for x in range(3) for s in range(2)]
-    second = [make_job("demo.second", {"x": x, "sleep": 0.0, "name": f"c{x}"}, 0) for x in (10, 11)]
+    first = [make_job("demo.sleep", DemoCell(x=x, sleep=0.0, name=f"c{x}"), s) for x in range(3) for s in range(2)]
+    second = [make_job("demo.second", DemoCell(x=x, sleep=0.0, name=f"c{x}"), 0) for x in (10, 11)]
     return first, second
 
 
@@ -284,7 +294,7 @@ def test_only_that_picks_nothing_stops_before_any_job_naming_the_values(tmp_path
 
 
 def test_only_a_value_of_several_fields_asks_for_the_field(tmp_path):
-    jobs = [make_job("demo.sleep", {"x": x, "y": 1 - x, "sleep": 0.0}, 0) for x in range(2)]
+    jobs = [make_job("demo.sleep", DemoCell(x=x, y=1 - x, sleep=0.0), 0) for x in range(2)]
     args = _parser().parse_args(["--no-estimate", "--store", str(tmp_path), "--only", "1"])
     with pytest.raises(
         GridExit, match=r"--only 1: '1' is a value of the fields x, y of demo's jobs; write one of x=1, y=1"
@@ -298,7 +308,7 @@ def test_only_a_value_of_several_fields_asks_for_the_field(tmp_path):
 def test_only_on_jobs_made_from_the_store_is_resolved_once_they_are_made(tmp_path):
     """A stage whose jobs are made from the store when it starts (Chapter 4's claim checks) has its ``--only``
     resolved against those jobs."""
-    jobs = [make_job("demo.sleep", {"x": x, "sleep": 0.0}, 0) for x in range(3)]
+    jobs = [make_job("demo.sleep", DemoConfig(x=x, sleep=0.0), 0) for x in range(3)]
     args = _parser().parse_args(["--no-estimate", "--store", str(tmp_path), "--only", "x=2"])
     grid_main(args, RUNNER, lambda store: jobs, lambda *a, **k: None, estimate=None, what="demo")
     assert [r["config"]["x"] for r in pending(jobs, tmp_path)[0]] == [2]

@@ -1,9 +1,9 @@
 r"""The run store: every training run is a *job*, its result a small JSON file written the moment it ends.
 
-A job is ``(experiment, config, seed)`` with ``config`` **fully resolved** (sizes, steps, optimiser recipe,
-evaluation seed and schedule: nothing left to a default that could change later). Its key is
-``joblib.hash`` of the three (dict keys sorted, so the key does not depend on the order of entries), and its
-result lives at::
+A job is ``(experiment, config, seed)`` with ``config`` a typed :class:`JobConfig` **fully resolved** (sizes, steps,
+optimiser recipe, evaluation seed and schedule: nothing left to a default that could change later). Its key is
+``joblib.hash`` of the three, the config as its record (:meth:`JobConfig.to_record`, a dict; keys sorted, so the key
+does not depend on the order of entries), and its result lives at::
 
     results/runs/<experiment>/<key>.json
       {"schema": "mamba_recall.run", "schema_version": 2, "key", "experiment", "config", "seed", "runner",
@@ -49,7 +49,8 @@ The modules, this package's internals (import every name from ``mamba_recall.run
 * ``_bundles``: a grid's bundle (:func:`finished_status`, :func:`partial_status`, :func:`runs_summary`,
   :func:`save_grid_bundle`);
 * ``_cli``: the command line every run-store runner shares (:func:`add_grid_args`, :func:`grid_main`);
-* ``_demo``: the demo grid (:func:`demo_job`; ``python -m mamba_recall.runstore demo``);
+* ``_demo``: the demo grid (:func:`demo_job`, its typed config :class:`DemoConfig`; ``python -m mamba_recall.runstore
+  demo``);
 * ``_migrate``: a store's run files rewritten to the current schema once (:func:`migrate_store`), and the runs and
   bundles of renamed experiments under today's names and keys (:func:`migrate_names`), each recorded in its
   ``MIGRATIONS.json`` (``python -m mamba_recall.runstore migrate``);
@@ -131,7 +132,7 @@ from ._cli import (
     run_or_count,
     select_jobs,
 )
-from ._demo import demo_job, demo_jobs, demo_members, main
+from ._demo import DemoConfig, demo_job, demo_jobs, demo_members, main
 from ._migrate import MIGRATIONS_NAME, migrate_names, migrate_store, upgrade_record
 from ._dataset import DATASET_DIR, WRITE_COMMAND as DATASET_COMMAND, build_table, check_dataset, write_dataset
 

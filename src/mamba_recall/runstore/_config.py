@@ -1,13 +1,16 @@
 """Typed job configs: a job's config as a frozen dataclass (:class:`JobConfig`), turned into the record its key hashes.
 
-A declared experiment's jobs are ``(config, seed)`` pairs whose config is an instance of a :class:`JobConfig`
-subclass (``@dataclass(frozen=True, kw_only=True)``, one per kind of job, declared beside the job function that
-reads it). :func:`mamba_recall.runstore.make_job` turns it into its record, :meth:`JobConfig.to_record` (the plain
-dict of JSON values that the job's key hashes and its run file keeps, in field order; a field declared
-:func:`omitted_if_none` and left None is absent, so a record keeps the keys its dict had), and keeps
-the class's name beside it (the job's ``config_type``); the job function receives the config read back from the
-record, typed: ``run_job(config, seed)`` with ``config.D``, not ``config["D"]``. The key is that of the record, so
-a config written as a dataclass keeps the key its dict had, and a job stays plain JSON.
+Every job is typed: its config is an instance of a :class:`JobConfig` subclass (``@dataclass(frozen=True,
+kw_only=True)``, one per kind of job, declared beside the job function that reads it: a chapter's runners' in
+``chapters/<chapter>/runners/job_configs.py``, the run store's demo grid's in :mod:`._demo`), and a declared
+experiment's jobs are ``(config, seed)`` pairs of them; a dict is refused (:func:`config_record`).
+:func:`mamba_recall.runstore.make_job` turns a config into its record, :meth:`JobConfig.to_record` (the plain dict of
+JSON values that the job's key hashes and its run file keeps, in field order; a field declared :func:`omitted_if_none`
+and left None is absent, so a record keeps the keys its dict had before the job was typed), and keeps the class's name
+beside it (the job's ``config_type``); the job function receives the config read back from the record, typed:
+``run_job(config, seed)`` with ``config.D``, not ``config["D"]``. The key is that of the record, so a config written as
+a dataclass keeps the key its dict had, and a job stays plain JSON. A run read back from its file has that record as its
+``config``, a dict, as it was written.
 
 Building an instance checks every field against its annotation (``int``, ``float`` (an ``int`` too), ``str``,
 ``bool``, ``list[...]``, ``tuple[...]``, ``dict[str, ...]``, unions, ``Any``, a nested :class:`JobConfig`) by the
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import types
 import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
@@ -55,6 +59,13 @@ def _nested_class(hint) -> type[JobConfig] | None:
     return None
 
 
+def _is_tuple(hint) -> bool:
+    """Whether an annotation is a ``tuple[...]``, alone or in a union with None (a field declared
+    :func:`omitted_if_none`)."""
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return any(typing.get_origin(h) is tuple for h in (typing.get_args(hint) if union else (hint,)))
+
+
 @dataclass(frozen=True, kw_only=True)
 class JobConfig:
     """Base of the typed job configs (module docstring): checked when built, recorded by :meth:`to_record`."""
@@ -74,8 +85,8 @@ class JobConfig:
     @classmethod
     def from_record(cls, record: Mapping[str, Any]):
         """The config whose :meth:`to_record` is ``record`` (a run file's ``config``); lists stay lists (a field
-        declared a tuple takes the tuple of the list). TypeError naming the fields not declared, or missing, and the
-        class's fields."""
+        declared a tuple, or a tuple or None, takes the tuple of the list). TypeError naming the fields not declared,
+        or missing, and the class's fields."""
         if not isinstance(record, Mapping):
             raise TypeError(f"{cls.__name__}.from_record: a dict of its fields, got {type(record).__name__}.")
         declared = {f.name: f for f in fields(cls)}
@@ -97,23 +108,24 @@ class JobConfig:
             nested = _nested_class(hints[name])
             if nested is not None and isinstance(value, Mapping):
                 value = nested.from_record(value)
-            elif typing.get_origin(hints[name]) is tuple and isinstance(value, list):
+            elif isinstance(value, list) and _is_tuple(hints[name]):
                 value = tuple(value)
             kw[name] = value
         return cls(**kw)
 
 
-def config_record(config) -> dict:
-    """The record of a job's ``config``: a :class:`JobConfig`'s :meth:`~JobConfig.to_record`, or a dict as it is
-    (jobs still made from dicts: Chapter 4's derived ``ch4_edge_checks`` and the run store's demo grid,
-    :mod:`._demo`). TypeError naming the fix for anything else (another dataclass: make it a :class:`JobConfig`)."""
+def config_record(config: JobConfig) -> dict:
+    """The record of a job's ``config``, a :class:`JobConfig`: its :meth:`~JobConfig.to_record`. TypeError naming the
+    fix for anything else: a dict (every job is typed: declare its config as a :class:`JobConfig` subclass in its
+    chapter's ``runners/job_configs.py``; a run read back from its file has its record, ``config``, already), another
+    dataclass (make it a :class:`JobConfig`)."""
     if isinstance(config, JobConfig):
         return config.to_record()
-    if isinstance(config, dict):
-        return config
     raise TypeError(
-        f"a job's config is a JobConfig (mamba_recall.runstore.JobConfig, a frozen dataclass) or a dict, got "
-        f"{type(config).__name__}; declare it as a JobConfig subclass."
+        f"a job's config is a JobConfig (mamba_recall.runstore.JobConfig, a frozen dataclass), got "
+        f"{type(config).__name__}; declare its fields as a JobConfig subclass (@dataclass(frozen=True, "
+        "kw_only=True)) beside the job function that reads it (a chapter's runners declare theirs in "
+        "chapters/<chapter>/runners/job_configs.py) and make the job from an instance of it."
     )
 
 

@@ -112,17 +112,17 @@ def json_result(result, runner: str = "the runner", where: str = "result"):
     )
 
 
-def make_job(experiment: str, config: JobConfig | dict, seed: int, *, output: str | None = None) -> dict:
+def make_job(experiment: str, config: JobConfig, seed: int, *, output: str | None = None) -> dict:
     """A job: ``{"experiment", "config", "seed"}`` in plain JSON form, with its ``key``. ``config``: a typed
-    :class:`~mamba_recall.runstore.JobConfig`, whose record (:meth:`~mamba_recall.runstore.JobConfig.to_record`) is
-    the job's ``config`` (what its key hashes and its run file keeps) and whose class is the job's ``config_type``
-    (``"module:Class"``, not part of the key), so that the job function receives the config typed
-    (:func:`job_config`); or a plain dict (jobs not typed yet: Chapter 4's derived ``ch4_edge_checks`` and the run
-    store's demo grid), which the job function receives as it is. ValueError when a typed config does not read back
-    from its record as itself (:meth:`~mamba_recall.runstore.JobConfig.from_record`). ``output``: the file the job
-    writes, repository-relative (``results/checkpoints/<name>.pt``), kept as the job's ``output`` and not part of its
-    key; a finished job whose record names no file of its own is run again while that file is missing
-    (:func:`output_gone`)."""
+    :class:`~mamba_recall.runstore.JobConfig` (every job is typed), whose record
+    (:meth:`~mamba_recall.runstore.JobConfig.to_record`) is the job's ``config`` (what its key hashes and its run file
+    keeps) and whose class is the job's ``config_type`` (``"module:Class"``, not part of the key), so that the job
+    function receives the config typed (:func:`job_config`). TypeError for a dict or anything else not a
+    :class:`~mamba_recall.runstore.JobConfig`, naming where to declare one (:func:`config_record`); ValueError when the
+    config does not read back from its record as itself (:meth:`~mamba_recall.runstore.JobConfig.from_record`).
+    ``output``: the file the job writes, repository-relative (``results/checkpoints/<name>.pt``), kept as the job's
+    ``output`` and not part of its key; a finished job whose record names no file of its own is run again while that
+    file is missing (:func:`output_gone`)."""
     if not experiment or "/" in experiment or experiment.startswith("."):
         raise ValueError(f"experiment name {experiment!r} must be a plain name such as 'ch2_reference_grid'.")
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -135,24 +135,27 @@ def make_job(experiment: str, config: JobConfig | dict, seed: int, *, output: st
             "(give the setting as a number or a string)."
         )
     job["key"] = job_key(job)
-    if isinstance(config, JobConfig):
-        if type(config).from_record(job["config"]) != config:
-            raise ValueError(
-                f"job config of {experiment}: {config!r} does not read back from its record {job['config']} as "
-                "itself; declare the fields that hold tuples as tuple[...] (inside a list or dict, give lists)."
-            )
-        job["config_type"] = config_type(config)
+    if type(config).from_record(job["config"]) != config:
+        raise ValueError(
+            f"job config of {experiment}: {config!r} does not read back from its record {job['config']} as "
+            "itself; declare the fields that hold tuples as tuple[...] (inside a list or dict, give lists)."
+        )
+    job["config_type"] = config_type(config)
     if output is not None:
         job["output"] = str(output)
     return job
 
 
-def job_config(job: dict) -> JobConfig | dict:
+def job_config(job: dict) -> JobConfig:
     """What a job's function receives as its config: the typed config the job was made from, read back from its
-    record by its ``config_type`` (:func:`make_job`), else its plain ``config`` (a job made from a dict)."""
-    if "config_type" in job:
-        return config_class(job["config_type"]).from_record(job["config"])
-    return job["config"]
+    record by its ``config_type`` (:func:`make_job`). TypeError for a job that names none (a job is made by
+    :func:`make_job`; a run read back from its file is a record, whose ``config`` is the dict it keeps)."""
+    if "config_type" not in job:
+        raise TypeError(
+            f"a job of {job.get('experiment')} (config {job.get('config')}) names no config_type: make jobs with "
+            "mamba_recall.runstore.make_job from a JobConfig (a run file's record is not a job)."
+        )
+    return config_class(job["config_type"]).from_record(job["config"])
 
 
 def job_key(job: dict) -> str:

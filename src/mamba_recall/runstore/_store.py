@@ -349,11 +349,13 @@ def _run_one_here(runner: str, jobs: list[dict], store: Path, threads: int, git:
 def job_device(config: JobConfig | dict) -> str:
     """The device a job trains on: its config's ``device`` (``"auto"``: a GPU when the process running the job sees
     one, e.g. one Ray assigned it), resolved here, in that process; ``"cpu"`` when the config names none (a typed
-    config's record has none). A job function passes it to its training, and the job's record names it
-    (``provenance.device``)."""
+    config's record has none). ``config``: the typed config a job function receives, or a job's record (its
+    ``config``, a dict: a run read back from its file). A job function passes it to its training, and the job's record
+    names it (``provenance.device``)."""
     from ..devices import resolve_device
 
-    return resolve_device(config_record(config).get("device", "cpu")).type
+    record = config_record(config) if isinstance(config, JobConfig) else config
+    return resolve_device(record.get("device", "cpu")).type
 
 
 def _compute(runner: str, job: dict, threads: int, git: dict | None = None) -> tuple[str, dict]:
