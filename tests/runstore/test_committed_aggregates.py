@@ -13,18 +13,17 @@ never into ``results/``), and the bundle it writes is compared with the committe
   shortest repr, so a re-aggregation of the same runs by the same code is exact; a stale number differs far more),
   except the git state at the writing that ``runs_summary`` records (``HEAD`` and ``dirty_files_as_run_equal_HEAD``,
   :data:`WRITING_STATE`): they say which commit wrote the bundle, not what the runs hold. ``data["run_keys"]`` is
-  compared as a set and a list of run records (``ch4_edge_mix``'s ``data["runs"]``) by their keys: bundles written
-  before the keys were sorted, or before the experiments were renamed (which changed the keys, hence the store's file
-  order), list the same runs in another order. ``data["store"]`` (Chapter 5's: the folder its runs were read from)
+  compared as a set and a list of run records (Chapter 4's edge bundles' ``data["records"]``) by their keys:
+  bundles written before the keys were sorted, or before the experiments were renamed (which changed the keys, hence
+  the store's file order), list the same runs in another order. ``data["store"]`` (Chapter 5's: the folder its runs were read from)
   names the scratch store's folder as ``results/runs/<experiment>/``;
 * ``provenance["wall_seconds"]`` (the runs' summed wall time); the rest of the provenance is the writing's own (its
-  commit, time, machine, versions) and is not compared. Computing it costs ~0.6 s a bundle (it resolves the file of
-  every imported module: 25 of the 45 CPU seconds of re-aggregating all bundles in one process), so the
-  re-aggregation is written with a stub (:func:`_fast_provenance`);
+  commit, time, machine, versions) and is not compared. It is not needed here, so the re-aggregation is written with a
+  stub (:func:`_fast_provenance`);
 * the set of tables and each table (``pandas.testing.assert_frame_equal``, same 1e-12; the tables a writer computes
   from a model, not from the runs, to :data:`MACHINE_DEPENDENT`'s tolerance), both sorted by all their columns
-  first: row order is not compared. Chapter 3's curves/decay tables and ``ch4_edge_mix``'s were written in another
-  row order than their writers' today, with the same rows.
+  first: row order is not compared (every committed bundle was remade on 2026-12-05 in its writer's order, runs
+  read in key order, so today the orders agree too).
 
 A bundle that differs is reported with its differences (the first 12) and the command that remakes it; those known
 to differ until the lead remakes them are :data:`KNOWN_STALE`, with exactly the differences expected.
