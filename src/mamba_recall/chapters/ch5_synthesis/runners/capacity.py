@@ -522,8 +522,11 @@ def write_bundle(
     base = resolved_config(sizes, *sizes["cells"][0]).to_record()  # the bundle's shared config: a dict
     for k in ("layers", "D", "N"):
         base.pop(k)
-    rates = tuned_rates(preset, smoke) if budget == "tuned" else {}
-    if rates:  # the jobs' rates differ by cell: the shared config names where they are, never one cell's rate
+    # at the tuned budget the jobs' rates differ by cell (the sweep's picks, as jobs_for set them): read from the jobs
+    # themselves, and the shared config names where they are, never one cell's rate
+    configs = [j["config"] for j in jobs] if budget == "tuned" else []
+    rates = {(c["layers"], c["D"], c["N"]): c["recipe"]["lr"] for c in configs}
+    if rates:
         base["recipe"]["lr"] = "per cell: config['rates'] and the searches' lr column (the sweep's picks)"
     config = {
         "preset": preset,
