@@ -8,7 +8,7 @@ The layers, lowest first (issue 17, "Layers that import downwards only")::
 ``experiments`` and ``views`` are now the layers of a chapter's ``runners`` and ``views``: a chapter's package
 (``chapters/chN_<topic>/``) spans the layers, each of its parts where that part's kind sits (``CHAPTER_PARTS``: its
 ``configs`` in base, ``training`` in train, ``pipelines`` in analysis, ``claims`` in claims), and no chapter imports
-another (:func:`test_no_chapter_imports_another_and_below_them_only_presets_and_claims_import_them`).
+another (:func:`test_no_chapter_imports_another_and_below_them_none_is_imported_by_name`).
 
 ``a | b`` are siblings at one height: each may import what lies below, neither may import the other (the
 issue names ``models.linear_mamba`` importing ``tasks`` and ``theory.gradient_lemma`` importing ``analysis``
@@ -405,10 +405,12 @@ def chapter_of(module: str) -> str | None:
     return parts[2] if len(parts) > 2 and parts[1] == "chapters" else None
 
 
-def test_no_chapter_imports_another_and_below_them_only_presets_and_claims_import_them():
-    """A chapter imports the layers below it and never another chapter. Below the chapters, two modules import every
-    chapter, each for one part: ``presets`` merges their ``configs`` (declared data) and ``claims`` registers their
-    ``claims``; the entry layer (the command line, ``plan``) may import any chapter."""
+def test_no_chapter_imports_another_and_below_them_none_is_imported_by_name():
+    """A chapter imports the layers below it and never another chapter. Below the chapters no module names one: the
+    registries that read every chapter (``presets`` their ``configs``, ``claims`` their ``claims``, ``experiment``
+    their ``experiments``, ``runners`` their ``runners``) find them with the one scan of the chapter packages
+    (:func:`mamba_recall.runners.chapter_modules`, ``importlib`` at run time), so nothing imports upwards; only the
+    entry layer (the command line, ``plan``) may import a chapter."""
     bad = []
     for module in MODULES:
         mine = chapter_of(module)
@@ -419,14 +421,10 @@ def test_no_chapter_imports_another_and_below_them_only_presets_and_claims_impor
             where = f"{MODULES[module].relative_to(SRC.parent)}:{line}"
             if mine is not None:
                 bad.append(f"{where}: chapter {mine} imports {target} of chapter {theirs}; move what both need below")
-            elif not (
-                (module == f"{PACKAGE}.presets" and target.split(".")[3:] == ["configs"])
-                or (module == f"{PACKAGE}.claims" and target.split(".")[3:] == ["claims"])
-                or layer_of(module) == "entry"
-            ):
+            elif layer_of(module) != "entry":
                 bad.append(
-                    f"{where}: {module} imports {target}; below the chapters only presets reads their configs and "
-                    "claims their claims (to merge and register them)"
+                    f"{where}: {module} imports {target}; below the chapters no module names a chapter: find its "
+                    "parts with mamba_recall.runners.chapter_modules(part), as presets, claims and experiment do"
                 )
     assert not bad, "\n".join(bad)
 

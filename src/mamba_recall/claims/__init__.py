@@ -6,6 +6,7 @@ One package per chapter (``mamba_recall.chapters.chN_<topic>.claims``), one modu
 Notebooks call ``check("002/Fig6c", ...)`` and display what it returns.
 """
 
+from ..runners import chapter_modules as _chapter_modules
 from .core import (
     MARK,
     MIN_SEEDS,
@@ -38,14 +39,10 @@ from .core import (
     register,
 )
 
-# importing each chapter's claims (chapters/chN_<topic>/claims) registers them, in this order, which the registry
-# keeps; the one import of the chapters' claims from below them (tests/base/test_layering.py allows it)
-from mamba_recall.chapters.ch1_gradient_dynamics import claims as ch1  # noqa: E402,F401  Chapter 1
-from mamba_recall.chapters.ch0_selective_scan import claims as ch0  # noqa: E402,F401  Chapter 0
-from mamba_recall.chapters.ch2_hashing_scaling import claims as ch2  # noqa: E402,F401  Chapter 2
-from mamba_recall.chapters.ch3_selectivity import claims as ch3  # noqa: E402,F401  Chapter 3
-from mamba_recall.chapters.ch4_primacy_recency import claims as ch4  # noqa: E402,F401  Chapter 4
-from mamba_recall.chapters.ch5_synthesis import claims as ch5  # noqa: E402,F401  Chapter 5 (the book's hypotheses)
+# importing each chapter's claims package (chapters/chN_<topic>/claims) registers its claims; the packages are found by
+# the one scan of the chapter packages (runners.chapter_modules, at run time), so none is named here and nothing imports
+# upwards. The registry's order is declared (core.REGISTRY_ORDER), not the import order.
+_chapter_modules("claims")
 
 __all__ = [
     "MARK",
