@@ -15,7 +15,7 @@ from scipy import stats
 
 from mamba_recall.claims import core
 from mamba_recall.claims.core import ClaimError, Evidence, Measurement, across_seeds
-from mamba_recall.runstore import aggregate, mean_interval, regression_interval, t_interval
+from mamba_recall.runstore import aggregate, least_squares, mean_interval, regression_interval, t_interval
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "mamba_recall"
 SHARED = SRC / "runstore" / "_aggregate.py"
@@ -125,6 +125,42 @@ def test_regression_interval_against_scipy():
         regression_interval([1.0, 2.0, 3.0], [1.0, 2.0])
     assert t_interval(1.0, 0.5, 4) == pytest.approx((1 - stats.t.ppf(0.975, 4) * 0.5, 1 + stats.t.ppf(0.975, 4) * 0.5))
     assert all(math.isnan(v) for v in (*t_interval(1.0, 0.5, 0), *t_interval(1.0, float("inf"), 3)))
+
+
+def test_least_squares_two_regressors_against_scipy_by_frisch_waugh_lovell():
+    """Each coefficient of a two-regressor fit is the slope of y on that regressor once both are residualised on the
+    other (Frisch–Waugh–Lovell), a one-regressor fit scipy checks; its standard error is that slope's times
+    √((n − 2)/(n − 3)) (the residuals are the same, the degrees of freedom one fewer)."""
+    rng = np.random.default_rng(1)
+    D = np.log(np.repeat([16.0, 32.0, 64.0], 6))
+    N = np.log(np.tile([2.0, 4.0, 8.0], 6))
+    y = 0.9 * D + 0.3 * N - 1.0 + rng.normal(0, 0.2, len(D))
+    fit = least_squares({"a": D, "b": N}, y)
+    n = len(y)
+    q = stats.t.ppf(0.975, n - 3)
+    assert fit["n"] == n and fit["dof"] == n - 3
+    for name, x, other in (("a", D, N), ("b", N, D)):
+        resid = lambda v: v - stats.linregress(other, v).intercept - stats.linregress(other, v).slope * other  # noqa: E731
+        ref = stats.linregress(resid(x), resid(y))
+        se = ref.stderr * math.sqrt((n - 2) / (n - 3))
+        assert fit["coef"][name] == pytest.approx(ref.slope, rel=1e-10)
+        assert fit["se"][name] == pytest.approx(se, rel=1e-10)
+        assert fit["ci"][name] == pytest.approx((ref.slope - q * se, ref.slope + q * se), rel=1e-10)
+    one = least_squares({"x": D}, y)  # one regressor: the line of regression_interval
+    line = regression_interval(D, y)
+    assert (one["coef"]["x"], one["ci"]["x"], one["coef"]["intercept"]) == (
+        line["slope"],
+        line["slope_ci"],
+        line["intercept"],
+    )
+    # proportional regressors or too few points: no fit, every number NaN
+    for cols, ys in (({"a": D, "b": 2 * D}, y), ({"a": D[:3], "b": N[:3]}, y[:3])):
+        bad = least_squares(cols, ys)
+        assert all(math.isnan(v) for v in (*bad["coef"].values(), *bad["ci"]["a"], bad["r2"]))
+    with pytest.raises(ValueError, match="one y per point"):
+        least_squares({"a": D[:5]}, y)
+    with pytest.raises(ValueError, match="intercept"):
+        least_squares({"intercept": D}, y)
 
 
 def test_no_other_module_computes_a_t_quantile():

@@ -44,8 +44,8 @@ The modules, this package's internals (import every name from ``mamba_recall.run
   recorded failure (:func:`process_provenance`, :func:`check_writable`, :func:`claimed_by`);
 * ``_engines``: :func:`run_grid`, in this process, in joblib (loky) processes or as Ray tasks, and Ctrl-C;
 * ``_aggregate``: the one way from seeds to an interval (:func:`mean_interval`: mean, 95 % interval, clipped to a
-  declared range, paired differences), the one regression with t-intervals (:func:`regression_interval`) and
-  :func:`aggregate`;
+  declared range, paired differences), the one regression with t-intervals (:func:`least_squares`; a line:
+  :func:`regression_interval`) and :func:`aggregate`;
 * ``_bundles``: a grid's bundle (:func:`finished_status`, :func:`partial_status`, :func:`runs_summary`,
   :func:`save_grid_bundle`);
 * ``_cli``: the command line every run-store runner shares (:func:`add_grid_args`, :func:`grid_main`);
@@ -101,7 +101,15 @@ from ._records import (
 )
 from ._store import UNSAVED_DIR, check_writable, claimed_by, job_device, process_provenance
 from ._engines import ENGINES, run_grid, this_command, units
-from ._aggregate import INTERVAL_METHOD, aggregate, mean_interval, regression_interval, t_interval, t_quantile_975
+from ._aggregate import (
+    INTERVAL_METHOD,
+    aggregate,
+    least_squares,
+    mean_interval,
+    regression_interval,
+    t_interval,
+    t_quantile_975,
+)
 from ._bundles import (
     GridStatus,
     bundle_directory,
@@ -156,6 +164,7 @@ __all__ = [
     "aggregate",
     "t_quantile_975",
     "t_interval",
+    "least_squares",
     "regression_interval",
     "INTERVAL_METHOD",
     "process_provenance",

@@ -1,8 +1,8 @@
 """Seeds to an interval, in one place: :func:`mean_interval` combines per-seed values (mean over seeds, 95 %
 Student-t interval ``mean ± t_{0.975, n-1} · s / √n`` with the quantile :func:`t_quantile_975` from
 ``scipy.stats.t``, no interval for one seed, the per-seed values; optionally clipped to the quantity's range and
-optionally over paired differences), :func:`regression_interval` fits a line with 95 % t-intervals on its slope and
-intercept, and :func:`aggregate` applies :func:`mean_interval` to every cell of a grid. Every other module of the
+optionally over paired differences), :func:`least_squares` fits y on several regressors with 95 % t-intervals on
+each coefficient (:func:`regression_interval`: a line, its slope and intercept), and :func:`aggregate` applies :func:`mean_interval` to every cell of a grid. Every other module of the
 library that turns seeds into an interval (``claims.core.across_seeds``, the chapters) calls these; no other module
 computes a t quantile (tests/claims/test_seeds.py).
 """
@@ -102,52 +102,75 @@ def mean_interval(values, *, bounds=None, paired_with=None) -> dict:
     return out
 
 
-def regression_interval(x, y) -> dict:
-    """Ordinary least squares of ``y`` on ``x`` (a line, ``y ≈ slope · x + intercept``), the one regression with
-    t-intervals of the library: ``{"slope", "slope_se", "slope_ci", "intercept", "intercept_se", "intercept_ci",
-    "n", "r2"}``, the 95 % intervals with n − 2 degrees of freedom (:func:`t_interval`). Fewer than 3 points or a
-    constant ``x``: every number NaN (no fit, never a made-up one). Take logs before the call for a power law."""
-    xs, ys = [float(v) for v in x], [float(v) for v in y]
-    if len(xs) != len(ys):
-        raise ValueError(f"regression_interval: {len(xs)} x values for {len(ys)} y values; give one y per x.")
-    n = len(xs)
+def least_squares(columns, y) -> dict:
+    r"""Ordinary least squares of ``y`` on the named regressors ``columns`` (``{name: values}``, one value per point)
+    and an intercept, :math:`y \approx \sum_j \beta_j x_j + c`, the one regression with t-intervals of the library:
+    ``{"coef": {name: β_j, "intercept": c}, "se": {...}, "ci": {...}, "n", "dof", "r2"}``. With design matrix
+    :math:`X` (n × (p + 1), the columns then a column of ones) the fit is :math:`\hat\beta = (X^\top X)^{-1}X^\top y`
+    (``numpy.linalg.lstsq``), the residual variance :math:`s^2 = \lVert y - X\hat\beta\rVert^2/(n-p-1)`, the standard
+    errors :math:`\sqrt{s^2\,[(X^\top X)^{-1}]_{jj}}`, and each 95 % interval :math:`\hat\beta_j \pm t_{0.975,
+    n-p-1}\,\mathrm{se}_j` (:func:`t_interval`). Fewer than p + 2 points, or regressors that do not determine the fit
+    (a constant column, two proportional ones: :math:`X` of rank below p + 1): every number NaN (no fit, never a
+    made-up one). Take logs before the call for a power law."""
+    import numpy as np
+
+    names = list(columns)
+    if "intercept" in names:
+        raise ValueError("least_squares: 'intercept' is the fit's own term; name the regressor otherwise.")
+    cols = [[float(v) for v in columns[k]] for k in names]
+    ys = [float(v) for v in y]
+    for k, c in zip(names, cols):
+        if len(c) != len(ys):
+            raise ValueError(f"least_squares: {len(c)} values of {k!r} for {len(ys)} y values; give one y per point.")
+    n, p = len(ys), len(names)
     nan = float("nan")
+    terms = [*names, "intercept"]
     out = dict(
-        slope=nan,
-        slope_se=nan,
-        slope_ci=(nan, nan),
-        intercept=nan,
-        intercept_se=nan,
-        intercept_ci=(nan, nan),
+        coef=dict.fromkeys(terms, nan),
+        se=dict.fromkeys(terms, nan),
+        ci={k: (nan, nan) for k in terms},
         n=n,
+        dof=n - p - 1,
         r2=nan,
     )
-    if n < 3:
+    if n < p + 2:
         return out
-    mx = sum(xs) / n
-    my = sum(ys) / n
-    sxx = sum((a - mx) ** 2 for a in xs)
-    if sxx == 0:
+    X = np.column_stack([*(np.asarray(c) for c in cols), np.ones(n)])
+    Y = np.asarray(ys)
+    if np.linalg.matrix_rank(X) < p + 1:
         return out
-    sxy = sum((a - mx) * (b - my) for a, b in zip(xs, ys))
-    slope = sxy / sxx
-    icpt = my - slope * mx
-    resid = [b - (icpt + slope * a) for a, b in zip(xs, ys)]
-    sse = sum(r * r for r in resid)
-    syy = sum((b - my) ** 2 for b in ys)
-    s2 = sse / (n - 2)
-    se = math.sqrt(s2 / sxx)
-    ise = math.sqrt(s2 * (1 / n + mx * mx / sxx))
-    out.update(
-        slope=slope,
-        slope_se=se,
-        slope_ci=t_interval(slope, se, n - 2),
-        intercept=icpt,
-        intercept_se=ise,
-        intercept_ci=t_interval(icpt, ise, n - 2),
-        r2=1 - sse / syy if syy else nan,
-    )
+    coef, *_ = np.linalg.lstsq(X, Y, rcond=None)
+    resid = Y - X @ coef
+    sse = float(resid @ resid)
+    dof = n - p - 1
+    se = np.sqrt(np.diag(sse / dof * np.linalg.inv(X.T @ X)))
+    syy = float(((Y - Y.mean()) ** 2).sum())
+    for k, b, s in zip(terms, coef, se):
+        out["coef"][k], out["se"][k] = float(b), float(s)
+        out["ci"][k] = t_interval(float(b), float(s), dof)
+    out["r2"] = 1 - sse / syy if syy else nan
     return out
+
+
+def regression_interval(x, y) -> dict:
+    """A line ``y ≈ slope · x + intercept`` by :func:`least_squares` (one regressor): ``{"slope", "slope_se",
+    "slope_ci", "intercept", "intercept_se", "intercept_ci", "n", "r2"}``, the 95 % intervals with n − 2 degrees of
+    freedom. Fewer than 3 points or a constant ``x``: every number NaN (no fit, never a made-up one). Take logs
+    before the call for a power law."""
+    xs, ys = list(x), list(y)
+    if len(xs) != len(ys):
+        raise ValueError(f"regression_interval: {len(xs)} x values for {len(ys)} y values; give one y per x.")
+    fit = least_squares({"slope": xs}, ys)
+    return dict(
+        slope=fit["coef"]["slope"],
+        slope_se=fit["se"]["slope"],
+        slope_ci=fit["ci"]["slope"],
+        intercept=fit["coef"]["intercept"],
+        intercept_se=fit["se"]["intercept"],
+        intercept_ci=fit["ci"]["intercept"],
+        n=fit["n"],
+        r2=fit["r2"],
+    )
 
 
 def aggregate(runs: list[dict], by: list[str], metrics: list[str], *, bounds: dict | None = None):

@@ -437,7 +437,7 @@ def profile_frame(probes: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
         return f
     rows = []
     for (where, b), g in f.groupby(["where", "bin"]):
-        st = mean_interval(g.recall.tolist())  # the book's one mean and t-interval, over probes
+        st = mean_interval(g.recall.tolist(), bounds=(0.0, 1.0))  # the book's one mean and t-interval, over probes
         lo, hi = (st["ci_low"], st["ci_high"]) if st["n"] > 1 else (st["mean"], st["mean"])
         rows.append({"where": where, "bin": b, "mean": st["mean"], "count": st["n"], "ci_low": lo, "ci_high": hi})
     out = pd.DataFrame(rows)

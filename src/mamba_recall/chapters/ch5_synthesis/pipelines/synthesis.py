@@ -18,7 +18,7 @@ r"""Chapter 5: the four papers' theories of Mamba's recall, each turned into a p
   elsewhere, layer 0) against the untrained twin's.
 
 Intervals are 95 % t-intervals, over seeds (:func:`mamba_recall.runstore.mean_interval`) or regression residuals
-(:func:`mamba_recall.runstore.regression_interval`, :func:`mamba_recall.runstore.t_interval`) as each function says.
+(:func:`mamba_recall.runstore.regression_interval`, :func:`mamba_recall.runstore.least_squares`) as each function says.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mamba_recall.runstore import mean_interval, regression_interval, t_interval
+from mamba_recall.runstore import least_squares, mean_interval, regression_interval
 
 __all__ = [
     "cell_capacity",
@@ -70,26 +70,20 @@ def power_fit(searches: pd.DataFrame, threshold: float = 0.5, layers: int = 1) -
 
 def two_factor_fit(searches: pd.DataFrame, threshold: float = 0.5, layers: int = 1) -> dict:
     """Least squares :math:`\\log\\kappa^* = a\\log D + b\\log N + c` (each uncensored search a point): a and b
-    with standard errors and 95 % t-intervals (n − 3 dof)."""
+    with standard errors and 95 % t-intervals (n − 3 dof; :func:`mamba_recall.runstore.least_squares`)."""
     sub, censored = _uncensored(searches[searches.layers == layers], threshold)
     n = len(sub)
     nan2 = (float("nan"), float("nan"))
     if n < 4 or sub.D.nunique() < 2 or sub.N.nunique() < 2:
         return {"a": float("nan"), "b": float("nan"), "a_ci": nan2, "b_ci": nan2, "n": n, "censored": censored}
-    X = np.column_stack([np.log(sub.D), np.log(sub.N), np.ones(n)])
-    y = np.log(sub.kappa.to_numpy())
-    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
-    resid = y - X @ coef
-    dof = n - 3
-    s2 = float(resid @ resid) / dof
-    se = np.sqrt(np.diag(s2 * np.linalg.inv(X.T @ X)))
+    fit = least_squares({"a": np.log(sub.D), "b": np.log(sub.N)}, np.log(sub.kappa))
     return {
-        "a": float(coef[0]),
-        "b": float(coef[1]),
-        "a_se": float(se[0]),
-        "b_se": float(se[1]),
-        "a_ci": t_interval(float(coef[0]), float(se[0]), dof),
-        "b_ci": t_interval(float(coef[1]), float(se[1]), dof),
+        "a": fit["coef"]["a"],
+        "b": fit["coef"]["b"],
+        "a_se": fit["se"]["a"],
+        "b_se": fit["se"]["b"],
+        "a_ci": fit["ci"]["a"],
+        "b_ci": fit["ci"]["b"],
         "n": n,
         "censored": censored,
     }
@@ -250,7 +244,7 @@ def query_slot_by_pair(job_config: dict, kappa: int, n: int = 2000, seed: int = 
 
     q = query_slots(job_config, kappa, n, seed)
     rho = q.groupby("sequence")[["pair", "slot"]].apply(lambda g: stats.spearmanr(g.pair, g.slot).statistic)
-    st = mean_interval(rho.to_numpy(dtype=float).tolist())
+    st = mean_interval(rho.to_numpy(dtype=float).tolist(), bounds=(-1.0, 1.0))  # a rank correlation's range
     return {
         **data_options(job_config["data"]["task"]),
         "kappa": kappa,
