@@ -232,8 +232,18 @@ def test_notebook_helpers_fall_back_to_the_one_seed_evidence(smoke_grid, tmp_pat
 
     said = []
     assert load_seeds("ch1_mechanism", said.append, directory=tmp_path) is None
-    assert "no ch1_mechanism_cpu-hours bundle committed" in said[-1]
-    smoke = load_seeds("ch1_mechanism", said.append, directory=smoke_grid["out"], name="ch1_mechanism_cpu-hours_smoke")
+    assert said[-1].startswith("no result bundle ch1_mechanism_cpu-hours") and "one-seed evidence" in said[-1]
+    # a grid still running (results.evidence's BundleIncomplete): the one-seed evidence, with the command finishing it
+    running = "python -m mamba_recall grid ch1_mechanism --preset cpu-hours --allow-long"
+    data = {"complete": False, "jobs_finished": 3, "jobs_total": 9}
+    results.save_bundle("ch1_mechanism_cpu-hours", data, {"preset": "cpu-hours"}, command=running, directory=tmp_path)
+    assert load_seeds("ch1_mechanism", said.append, directory=tmp_path) is None
+    assert "incomplete: 3 of 9 jobs" in said[-1] and running in said[-1] and "one-seed evidence" in said[-1]
+    (tmp_path / "ch1_mechanism_cpu-hours.json").write_text("{")  # corrupt: stops, never the weaker evidence
+    with pytest.raises(results.BundleError) as err:
+        load_seeds("ch1_mechanism", said.append, directory=tmp_path)
+    assert not isinstance(err.value, results.BundleMissing)
+    smoke = load_seeds("ch1_mechanism", said.append, directory=smoke_grid["out"], preset="cpu-hours_smoke")
     assert smoke is None and "smoke run" in said[-1]
     _, meta = load_checkpoint("k1", "paper")
     assert check_over_seeds("000/Sec3-accuracy", None, meta, record=False) == check(

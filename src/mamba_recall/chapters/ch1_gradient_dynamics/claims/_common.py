@@ -105,38 +105,28 @@ def chance_level(meta: dict) -> float:
 # ------------------------------------------------------------- the cpu-hours seeds (3 seeds, the run store)
 SEEDS_PRESET = "cpu-hours"
 SEEDS_COMMAND = "python -m mamba_recall grid ch1_mechanism --preset cpu-hours --allow-long"
-TABLE1_SEEDS_COMMAND = "python -m mamba_recall grid ch1_table1 --preset cpu-hours --allow-long"
 
 
-def load_seeds(stem: str, log=print, *, directory=None, name: str | None = None):
-    """The committed bundle ``results/<stem>_cpu-hours.json`` of :mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`
-    (``stem``: ``ch1_mechanism`` or ``ch1_table1``) when it is complete, else ``None``; says through ``log`` which
-    evidence the page's verdicts rest on. The strongest committed evidence wins: 3 seeds at the paper's settings
-    over the one-seed checkpoints and the ``ci`` runs. The bundle is read by :func:`~mamba_recall.results.evidence`;
-    this adds the chapter's answer to its absence (None: the one-seed evidence, said through ``log``). (``directory``,
-    ``name``: another folder, or a bundle name ``<stem>_<preset>`` such as a smoke run's, for tests.)"""
+def load_seeds(stem: str, log=print, *, directory=None, preset: str = SEEDS_PRESET):
+    """The complete committed bundle ``results/<stem>_cpu-hours.json`` of experiment ``stem`` (``ch1_mechanism``,
+    ``ch1_table1``, ...: 3 seeds or more at the paper's settings), read by :func:`~mamba_recall.results.evidence`,
+    else ``None``: the one-seed checkpoints and the ``ci`` runs are then the evidence. This adds the chapter's answer
+    to its absence (``evidence``'s :class:`~mamba_recall.results.BundleMissing`: no bundle, or an incomplete one, a
+    grid still running; its message names the command that makes or finishes it) and to a smoke bundle (a handful of
+    steps: not evidence), and says through ``log`` which evidence the page's verdicts rest on. A corrupt bundle
+    raises :class:`~mamba_recall.results.BundleError` (never replaced by the weaker evidence). (``directory``,
+    ``preset``: another folder, or another bundle ``<stem>_<preset>`` such as a smoke run's, for tests.)"""
     from mamba_recall.results import BundleMissing, evidence
 
-    name = name or f"{stem}_{SEEDS_PRESET}"
-    if not name.startswith(f"{stem}_"):
-        raise ValueError(f"load_seeds: bundle name {name!r} is not one of {stem!r}'s (<stem>_<preset>).")
     try:
-        bundle = evidence(stem, preset=name[len(stem) + 1 :], directory=directory, complete=False)
-    except BundleMissing:
-        log(
-            f"no {name} bundle committed: the verdicts below rest on the one-seed evidence (make it with "
-            f"`{TABLE1_SEEDS_COMMAND if stem.startswith('ch1_table1') else SEEDS_COMMAND}`)"
-        )
+        bundle = evidence(stem, preset=preset, directory=directory)
+    except BundleMissing as exc:
+        log(f"{exc}: the verdicts below rest on the one-seed evidence")
         return None
+    name = bundle.path.stem
     if bundle.config.get("smoke"):
         log(
             f"{name} is a smoke run (a handful of steps): not evidence; the verdicts below rest on the one-seed evidence"
-        )
-        return None
-    if bundle.data.get("complete") is not True:
-        log(
-            f"{name} is incomplete ({bundle.data.get('jobs_finished')} of {bundle.data.get('jobs_total')} jobs): the "
-            "verdicts below rest on the one-seed evidence"
         )
         return None
     runs = bundle.data["runs"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
-from ._common import DATE, RANGES, TRAINED_TEXT, chance_level
+from ._common import DATE, RANGES, TRAINED_TEXT, chance_level, load_seeds
 
 SECTION = "01_gradient_dynamics/05_table1"
 
@@ -166,13 +166,6 @@ ROPE_BUNDLE = "ch1_table1_rope"
 MORE_SEEDS_BUNDLE = "ch1_table1_seeds"
 
 
-def _extra_bundle(stem: str):
-    """The complete committed cpu-hours bundle ``stem`` (:func:`load_seeds`, quiet), or None."""
-    from ._common import load_seeds
-
-    return load_seeds(stem, log=lambda *args, **kwargs: None)
-
-
 def check_table1(claim_id: str, seeds, table, origin, record: bool = True, matched=None):
     """A Table 1 claim on the cpu-hours bundle ``seeds`` when there is one (each seed's cells measured alone by the
     claim's measurement, then judged through :func:`~mamba_recall.claims.core.check_stored`, each accuracy's interval
@@ -190,12 +183,12 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
         return check(claim_id, table, origin, record=record)
     runs = seeds.tables["runs"]
     if claim_id == ROPE_CLAIM:
-        rope = _extra_bundle(ROPE_BUNDLE)
+        rope = load_seeds(ROPE_BUNDLE, log=lambda *_: None)
         if rope is not None:  # row 4 at similar model sizes, beside the same seeds' Mamba
             runs = pd.concat([runs[runs.model != "tf2_conv_rope"], rope.tables["runs"]], ignore_index=True)
     if claim_id == MATCHED_CLAIM and matched is not None:
         runs = pd.concat([runs[runs.model != "tf1_conv"], matched.tables["runs"]], ignore_index=True)
-        more = _extra_bundle(MORE_SEEDS_BUNDLE)
+        more = load_seeds(MORE_SEEDS_BUNDLE, log=lambda *_: None)
         if more is not None:  # seeds 3-5 of the deciding cell, each with its own Mamba and RoPE rows
             runs = pd.concat([runs, more.tables["runs"]], ignore_index=True)
     per_seed = sorted(set(runs.seed))
