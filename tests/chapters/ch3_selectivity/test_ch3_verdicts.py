@@ -28,9 +28,10 @@ def bundle(tables: dict, preset: str = "paper") -> Bundle:
 
 
 def committed(lacks=None):
-    from mamba_recall.chapters.ch3_selectivity.pipelines.selectivity import load_evidence
+    """The strongest complete committed bundle of an experiment, as the pages read it (``results.evidence``)."""
+    from mamba_recall.results import evidence
 
-    return lambda stem: load_evidence(stem, "ci", lacks=lacks)
+    return lambda stem: evidence(stem, lacks=lacks)
 
 
 #: metrics read per cell on paired differences (their interval spans the cells decided either way), not per seed
