@@ -4,6 +4,8 @@ name."""
 
 from __future__ import annotations
 
+import pytest
+
 from mamba_recall import plan
 from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as ch2_figs_cpu
 
@@ -93,7 +95,7 @@ def test_ensembles_per_job_are_planned_at_the_gpu_preset():
 
 def test_plan_names_each_grid_s_bundle_and_says_which_left_jobs_belong_to_no_committed_bundle(capsys):
     """One name per experiment: a grid's bundle is ``<experiment>_<preset>``. At ``ci`` every job left belongs to a
-    grid whose bundle is not committed (Chapter 2's one-model figure grids, Chapter 4's edge family), and the summary
+    grid whose bundle is not committed (Chapter 2's Thm 5 grid, Chapter 4's edge family), and the summary
     says so; every grid with a committed bundle there is finished."""
     from mamba_recall.paths import RESULTS_DIR
 
@@ -106,10 +108,38 @@ def test_plan_names_each_grid_s_bundle_and_says_which_left_jobs_belong_to_no_com
     assert (have[have.committed].left == 0).all()
     left = have[have.left > 0]
     assert len(left) and not left.committed.any()
-    assert {"ch2_fig7_ci", "ch4_edge_ci"} <= set(left.bundle)
+    assert {"ch2_thm5_ci", "ch4_edge_ci"} <= set(left.bundle)
     assert plan.main(["--preset", "ci"]) == 0
     out = capsys.readouterr().out
     assert f"{int(left.left.sum())} of them in grids whose bundle is not committed at ci" in out
     cpu = plan.plan("cpu-hours")
     fig7 = cpu.set_index("experiment").loc["ch2_fig7"]
     assert fig7.bundle == "ch2_fig7_cpu-hours" and fig7.committed and fig7.left == 0
+
+
+def test_each_chapter_2_figure_has_one_route_at_each_preset():
+    """Figs. 7, 8, 10-11 and Tab. 10 are made at ``ci`` and ``paper`` by the ensembles of ``ch2_scaling`` (its parts
+    ``multilayer``, ``repetition``, ``ablation``) and ``ch2_multihead`` (its grid) and at ``cpu-hours`` by the one-model
+    grids ``ch2_<part>``: at each preset the plan gives each figure one grid with jobs, and the refused one's note names
+    the exact command of the other."""
+    routes = {
+        "ch2_fig7": ("ch2_scaling", " --only multilayer"),
+        "ch2_fig10_11": ("ch2_scaling", " --only repetition"),
+        "ch2_tab10": ("ch2_scaling", " --only ablation"),
+        "ch2_fig8": ("ch2_multihead", ""),
+    }
+    for preset in ("ci", "paper"):
+        table = plan.plan(preset).set_index("experiment")
+        for figure, (ensemble, only) in routes.items():
+            row = table.loc[figure]
+            assert row.jobs == 0 and row.bundle == "", (figure, preset)
+            command = f"python -m mamba_recall grid {ensemble} --preset {preset} --allow-long{only}"
+            want = f"at preset {preset!r} the figure trains as ensembles, made only by `{command}`"
+            assert row.note == want, (figure, preset, row.note)
+            assert table.loc[ensemble].jobs > 0 and not table.loc[ensemble].note
+        assert table.loc["ch2_thm5"].jobs > 0  # Thm 5 at 4000 steps has sizes of its own: a grid at every preset
+    cpu = plan.plan("cpu-hours").set_index("experiment")
+    assert (cpu.loc[list(routes)].jobs > 0).all() and (cpu.loc[["ch2_scaling", "ch2_multihead"]].jobs == 0).all()
+    for figure in routes:  # the job function refuses too, not only the plan
+        with pytest.raises(ValueError, match="at preset 'paper' the figure trains as ensembles, made only by `python"):
+            ch2_figs_cpu.jobs_for(figure.removeprefix("ch2_"), "paper")

@@ -1,7 +1,7 @@
 """Chapter 2's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
 run-store folder and bundle and run by that name (``python -m mamba_recall grid <experiment> --preset P``): the
 one-model-per-job figure grids (:mod:`.runners.figs_cpu`), the ensembles of ``ch2_scaling`` and ``ch2_multihead`` at ci and paper
-(:mod:`.runners.ensembles`), the reference grid, the trained D–N grid and the designed circuit's capacity per (D, N)
+(:mod:`.runners.ensembles`; there the one route to Figs. 7, 8, 10–11 and Tab. 10), the reference grid, the trained D–N grid and the designed circuit's capacity per (D, N)
 cell (:mod:`.runners.designed_capacity`). Their jobs, job functions, estimates and bundles are the runners'."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def _figure(part: str) -> Experiment:
 
 def _ensembles(runner: str) -> Experiment:
     return Experiment(
-        name=ensembles.EXPERIMENTS[runner],
-        sizes=sizes_from(SIZES, ensembles.EXPERIMENTS[runner]),
+        name=runner,
+        sizes=sizes_from(SIZES, runner),
         make_jobs=functools.partial(ensembles.jobs_for, runner),
         run_job=ensembles.RUNNER,
         write=functools.partial(ensembles.write_bundle, runner),

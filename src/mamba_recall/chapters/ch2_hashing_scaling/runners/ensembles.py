@@ -14,7 +14,8 @@ runner's ``main`` is that grid under the runner's name (:func:`command`).
   ``hist``, each the jobs' rows in the pattern × M order of the preset.
 
 A job's config is the runner, its unit (part, or pattern and M), the preset and the preset's whole entry (the
-sizes), seed 0 (the seeds of an ensemble are its members, in the sizes); at ``paper`` it adds ``"device": "auto"``
+sizes), seed 0 (the seeds of an ensemble are its members, in the sizes: they share one initialisation draw, one data
+stream and one joint early stop, so a unit is one job, never one per (config, seed); :mod:`.scaling`); at ``paper`` it adds ``"device": "auto"``
 (:func:`mamba_recall.runstore.job_device`: a GPU where the process running the job has one, with TF32 matmuls as the
 ensemble einsums' cost). A job's result holds its tables in pandas' ``split`` form (columns, rows), so the bundle's
 tables have the columns, the order and the numbers the one-process runners wrote.
@@ -34,9 +35,11 @@ from mamba_recall.runstore import finished_status, make_job, save_grid_bundle
 from .job_configs import EnsembleUnit
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.ensembles:run_job"
-#: the ensemble runners: runner → its preset experiment (= its run-store experiment, the stem of its bundle)
-EXPERIMENTS = {"ch2_scaling": "ch2_scaling", "ch2_multihead": "ch2_multihead"}
-#: the presets of the ensemble parts (``cpu-hours`` is the one-model-per-job parts of :mod:`.figs_cpu`)
+#: the ensemble experiments, each the name of its runner, its sizes (``presets.experiment``), its run-store folder
+#: and the stem of its bundle
+EXPERIMENTS = ("ch2_scaling", "ch2_multihead")
+#: the presets of the ensembles, at which they are the one route to Figs. 7, 8, 10–11 and Tab. 10 (``cpu-hours``:
+#: the one-model-per-job figure grids of :mod:`.figs_cpu`, which refuse these presets for those figures)
 PRESETS = ("ci", "paper")
 #: presets whose jobs train on a GPU where the process running them has one
 GPU_PRESETS = ("paper",)
@@ -66,14 +69,14 @@ def jobs_for(runner: str, preset: str, smoke: bool = False) -> list[dict]:
     if preset not in PRESETS:
         raise ValueError(
             f"the ensembles of {runner} run at {', '.join(PRESETS)}, not {preset!r}; at {preset} its figures train one "
-            f"model per job, declared experiments run by name: {figure_grids(runner, preset, None)}"
+            f"model per job, declared experiments run by name: {figure_grids(runner, None)}"
         )
-    sizes = experiment(EXPERIMENTS[runner], preset, smoke=smoke)
+    sizes = experiment(runner, preset, smoke=smoke)
     device = "auto" if preset in GPU_PRESETS else None
     units = _module(runner).ensemble_units(sizes)
     return [
         make_job(
-            EXPERIMENTS[runner],
+            runner,
             EnsembleUnit(runner=runner, preset=preset, smoke=smoke, sizes=sizes, device=device, **unit),
             0,
         )
@@ -105,7 +108,7 @@ def run_job(config: EnsembleUnit, seed: int) -> dict:
 
 def grid_command(runner: str, preset: str) -> str:
     """The one command of the declared experiment ``runner`` (its ensembles) at ``preset``."""
-    return f"python -m mamba_recall grid {EXPERIMENTS[runner]} --preset {preset} --allow-long"
+    return f"python -m mamba_recall grid {runner} --preset {preset} --allow-long"
 
 
 def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, log=print):
@@ -127,7 +130,7 @@ def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, l
     }
     mod = _module(runner)
     data.update(mod.bundle_data(runs))
-    sizes = experiment(EXPERIMENTS[runner], preset, smoke=smoke)
+    sizes = experiment(runner, preset, smoke=smoke)
     command = grid_command(runner, preset)
     name = f"{runner}_{preset}" + ("_smoke" if smoke else "")
     return save_grid_bundle(
@@ -166,14 +169,13 @@ def figures(runner: str) -> tuple[str, ...]:
     return tuple(p for p in figs_cpu.PARTS if (p in figs_cpu.HEAD_PARTS) == (runner == "ch2_multihead"))
 
 
-def figure_grids(runner: str, preset: str | None, parts) -> str:
-    """The grid command of the one-model-per-job figures ``parts`` (None: :func:`figures`) at ``preset`` (None, or
-    one without figure grids: ``cpu-hours``, the figures' preset)."""
+def figure_grids(runner: str, parts) -> str:
+    """The grid command of the one-model-per-job figures ``parts`` (None: :func:`figures`) at ``cpu-hours``, the one
+    preset at which they are all one-model grids (at :data:`PRESETS` the ensembles make Figs. 7, 8, 10–11 and Tab. 10)."""
     from . import figs_cpu
 
     names = " ".join(figs_cpu.experiment_name(p) for p in parts or figures(runner))
-    at = preset if preset in ("ci", "cpu-hours") else "cpu-hours"  # the presets of the one-model figure grids
-    return f"python -m mamba_recall grid {names} --preset {at} --allow-long"
+    return f"python -m mamba_recall grid {names} --preset cpu-hours --allow-long"
 
 
 def refusal(runner: str, preset: str | None, parts) -> str:
@@ -190,7 +192,7 @@ def refusal(runner: str, preset: str | None, parts) -> str:
         if len(parts) == 1
         else f"{names} are declared experiments; run them"
     )
-    return f"{runner} {asked}: {what} by name: {figure_grids(runner, preset, parts)}"
+    return f"{runner} {asked}: {what} by name: {figure_grids(runner, parts)}"
 
 
 def command(runner: str, argv=None) -> int:

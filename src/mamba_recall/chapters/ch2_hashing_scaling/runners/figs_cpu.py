@@ -7,6 +7,11 @@ r"""Chapter 2's one-model-per-job figure grids: Fig. 7, Figs. 10–11 and Tab. 1
     python -m mamba_recall grid ch2_fig8 ch2_thm5 --preset cpu-hours --allow-long
     python -m mamba_recall grid ch2_fig7 --preset cpu-hours --aggregate-only
 
+One route per figure and preset: at ``ci`` and ``paper`` Fig. 7, Figs. 10–11 and Tab. 10 are parts of the ensembles
+of ``ch2_scaling`` and Fig. 8 is the grid of ``ch2_multihead`` (:mod:`.ensembles`), so :func:`jobs_for` refuses those
+presets for them, naming that command (:func:`ensemble_route`); ``thm5`` (its own sizes, ``ch2_thm5``) runs at every
+preset.
+
 Parts (sizes: ``chapters/ch2_hashing_scaling/configs.py``, ``ch2_scaling[preset]`` for fig7 / fig10_11 / tab10, ``ch2_multihead[preset]``
 for fig8; the comments there say what was cut from the paper's grids and why):
 * ``fig7`` — §5.2, Fig. 7: the Λ-layer simplified model (Alg. 2, residual) at (N, Λ); Thm 4 / 6: accuracy is a
@@ -47,6 +52,7 @@ from mamba_recall.runstore import (
     save_grid_bundle,
 )
 
+from . import ensembles
 from .job_configs import CodeRecipe, Evaluation, Fig7Cell, Fig10Cell, FigData, HeadCell, Tab10Cell
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu:run_job"
@@ -258,17 +264,28 @@ def cell_configs(part: str, preset: str, smoke: bool = False) -> list[Fig7Cell |
     return _tab10_cells(c, top, base)  # tab10
 
 
+def ensemble_route(part: str, preset: str) -> str | None:
+    """The grid command that makes ``part``'s figure at ``preset`` where Chapter 2's ensembles make it (the part
+    lives in ``ch2_scaling``'s or ``ch2_multihead``'s sizes and ``preset`` is one of :data:`.ensembles.PRESETS`:
+    ``ch2_scaling``'s part ``--only multilayer`` / ``repetition`` / ``ablation``, ``ch2_multihead``'s grid), else
+    None (this module's one-model grid makes it: ``cpu-hours``, and ``thm5`` at every preset)."""
+    _check_part(part)
+    name, key, _, _ = PARTS[part]
+    if name not in ensembles.EXPERIMENTS or preset not in ensembles.PRESETS:
+        return None
+    return ensembles.grid_command(name, preset) + (f" --only {key}" if key else "")
+
+
 def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
+    """One job per cell of ``part`` and seed at ``preset``; a preset at which the figure is an ensemble part (one
+    route per figure and preset: :func:`ensemble_route`) raises, naming that route's command."""
+    route = ensemble_route(part, preset)
+    if route is not None:
+        raise ValueError(f"at preset {preset!r} the figure trains as ensembles, made only by `{route}`")
     c, _ = part_sizes(part, preset, smoke)
-    try:
-        configs = list(cell_configs(part, preset, smoke))
-    except KeyError as exc:  # a preset whose sizes for this figure are an ensemble grid
-        ensembles = "ch2_multihead" if part in HEAD_PARTS else "ch2_scaling"
-        raise ValueError(
-            f"{part} at preset {preset!r} has no {exc} entry: at that preset the figure trains as ensembles: "
-            f"`python -m mamba_recall grid {ensembles} --preset {preset}`"
-        ) from exc
-    return [make_job(experiment_name(part), cfg, s) for cfg in configs for s in range(c["seeds"])]
+    return [
+        make_job(experiment_name(part), cfg, s) for cfg in cell_configs(part, preset, smoke) for s in range(c["seeds"])
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- one job

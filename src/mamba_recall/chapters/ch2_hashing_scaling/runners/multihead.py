@@ -16,9 +16,13 @@ The experiment ``ch2_multihead`` (:mod:`..experiments`), run-store jobs at ``ci`
   from the context); raw variances and variances relative to the squared margin (mean correct − mean empty);
 * ``hist``  — Fig. 14: histograms of the normalised logits ``(y − mean_empty) / (mean_correct − mean_empty)``.
 
-All models of one (pattern, M) train together as one :class:`MultiHeadLinearMamba` ensemble (members differ in N
-and seed; the same data stream, seeds change the initialisation [ours]) with the authors' N–M recipe
-(AdamW lr 1e-2, β = (0.9, 0.95), wd 0, warmup → hold → cosine, clip 5, label smoothing 0.1).
+All models of one (pattern, M) train together as one :class:`MultiHeadLinearMamba` ensemble with the authors' N–M
+recipe (AdamW lr 1e-2, β = (0.9, 0.95), wd 0, warmup → hold → cosine, clip 5, label smoothing 0.1). Its members
+(every N, ``seeds`` adjacent members each) share one initialisation draw (seed 1000 · pattern index + 10 · M index,
+then tensors of shape (n_members, …): a "seed" is a member's slice of it, not a seed of its own [ours]), one data
+stream (training seed 0, held-out set ``EVAL_SEED``) and one joint early stop (every member at 0.999), so a member's
+numbers depend on its ensemble and one (pattern, M) is one run-store job, never one per (N, seed) (see
+:mod:`.scaling`). At ``ci`` and ``paper`` this grid is Fig. 8's one route (``ch2_fig8`` refuses those presets).
 
 Fig. 8 and Thm 5 with one model per job and seed (3 seeds, preset ``cpu-hours``) are the declared experiments
 ``ch2_fig8`` and ``ch2_thm5`` (:mod:`.figs_cpu`), run only by their names. This runner's ``main`` is the grid of

@@ -24,12 +24,28 @@ is ``--only``. The finished parts make one bundle, ``results/ch2_scaling_<preset
 Figures 7, 10–11 and Tab. 10 with one model per job and seed (preset ``cpu-hours``) are the declared experiments
 ``ch2_fig7``, ``ch2_fig10_11`` and ``ch2_tab10`` (:mod:`.figs_cpu`), run only by their names (``python -m mamba_recall
 grid ch2_fig7 --preset cpu-hours --allow-long``); this runner given one of them, or ``--preset cpu-hours``, stops
-naming those commands.
+naming those commands. At ``ci`` and ``paper`` the parts above are those figures' one route (those experiments refuse
+these presets, naming ``--only multilayer`` / ``repetition`` / ``ablation`` here).
 
-All trained simplified models of one experiment train **together** as one :class:`LinearMamba` ensemble
-(members of different sizes are masked; see :mod:`mamba_recall.models.linear_mamba`), which is what
-makes the paper preset (32×31 cells × 10 seeds × 3 regimes) fit a single GPU. All members of an
-ensemble see the same data stream; seeds differ in the initialisation [ours].
+The trained simplified models of one call of :func:`..training.ensemble.train_members` (a regime of ``grid``, all of
+``multilayer``, one (task, repeats) of ``repetition``, one linear row of ``ablation``) train **together** as
+:class:`LinearMamba` ensembles (members of different sizes are masked; see :mod:`mamba_recall.models.linear_mamba`),
+which is what makes the paper preset (32×31 cells × 10 seeds × 3 regimes) fit a single GPU. The members are cut into
+chunks of as many as a memory budget holds (1 GiB on the CPU, 20 GiB on CUDA: at ``paper`` 6 against 1 for
+``multilayer``; at ``ci`` each call is one chunk), and the members of chunk ``k``:
+
+* share **one initialisation draw**, ``torch.manual_seed(seed + 7919 k)`` then tensors of shape (n_members, V,
+  D_max), …: a member's initial weights are its slice, set by its place in the chunk and the chunk's maxima (D, N,
+  Λ); a cell's "seeds" are adjacent members (seed 0 for every part), not seeds of their own;
+* see **one data stream** (training batches ``seed · 100003 + step``, the held-out set ``EVAL_SEED``);
+* **stop together**, at the first evaluation where every member has reached 0.999 (its best accuracy up to there).
+
+So a member's numbers depend on its chunk and on the device, and a part is one run-store job (:mod:`.ensembles`),
+never one job per (config, seed): that would train other models, change the committed ``ci`` numbers of every part
+whose ensembles have more than one member, and make a member's result depend on which other jobs were left to run
+(the appendix "Engineering notes", "Chapter 2's ensembles"). The per-seed evidence is the one-model grids at
+``cpu-hours``. Tab. 10's rows Base, A, B train as one :class:`SelectiveAblationMamba` ensemble of ``seeds`` members
+each (:func:`..training.ensemble.train_selective_rows`), with the same data stream and joint stop.
 """
 
 from __future__ import annotations
