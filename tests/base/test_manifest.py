@@ -41,25 +41,13 @@ def _run_store_bundles():
             yield entry, record
 
 
-#: run-store grids that are no declared experiment (their jobs are made from another grid's finished runs, so
-#: ``plan`` lists none): experiment -> ``"module:function"`` of ``(preset) -> jobs`` (as OTHER_STORE_BUNDLES in
-#: tests/runstore/test_committed_aggregates.py: Chapter 4's edge checks, made from ch4_edge's finished models)
-OTHER_GRIDS = {"ch4_edge_checks": "mamba_recall.chapters.ch4_primacy_recency.runners.edge:checks_jobs"}
-
-
 def test_run_store_bundles_hold_only_jobs_their_runners_make_today():
     """A bundle of a run-store grid records the keys of its jobs; each key hashes (experiment, resolved config,
     seed), so a key that no runner makes today means the bundle's config is not what its runner would make."""
-    import importlib
-
     from mamba_recall import plan
 
     today: dict[str, set[str]] = {}
-    makers = [grid.jobs for grid in plan.grids()]
-    for ref in OTHER_GRIDS.values():
-        module, function = ref.split(":")
-        makers.append(getattr(importlib.import_module(module), function))
-    for make in makers:
+    for make in (grid.jobs for grid in plan.grids()):  # every run-store grid is a declared experiment
         for preset in ("ci", "cpu-hours", "paper"):
             try:
                 jobs = make(preset)

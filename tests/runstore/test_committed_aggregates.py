@@ -4,8 +4,8 @@ A run-store bundle ``results/<experiment>_<preset>.json`` (and its table CSVs) i
 ``results/runs/<experiment>/`` by the experiment's bundle writer (``python -m mamba_recall grid <experiment> --preset
 P --aggregate-only``). A change to an aggregator, or a run added without re-aggregating, leaves the committed bundle
 stale with nothing else noticing; this file notices. For each committed bundle of a declared experiment
-(:func:`mamba_recall.experiment.experiments`, every preset whose bundle is in ``results/``) and of the one run-store
-bundle written outside the grid command (:data:`OTHER_STORE_BUNDLES`, Chapter 4's edge checks), its writer runs again
+(:func:`mamba_recall.experiment.experiments`, every preset whose bundle is in ``results/``; every run-store bundle
+is one, Chapter 4's edge checks too), its writer runs again
 on a scratch store whose folders link to the committed ones (``tmp_path/runs``; its bundle is written beside it,
 never into ``results/``), and the bundle it writes is compared with the committed one (:func:`differences`):
 
@@ -45,7 +45,6 @@ loadfile``). Reading the run records is not where the time goes (733 files, < 1 
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import math
 import shutil
@@ -93,14 +92,6 @@ NOT_FROM_RUNS = {
     "scan_bench_cuda": "the scan benchmark on a GPU (tools/gpu_check.py), no run store",
 }
 
-#: run-store bundles written outside ``grid`` (no declared experiment): stem prefix -> (writer, remaking command)
-OTHER_STORE_BUNDLES = {
-    "ch4_edge_checks": (
-        "mamba_recall.chapters.ch4_primacy_recency.runners.edge:write_checks_bundle",
-        "python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset {preset} --checks --aggregate-only",
-    ),
-}
-
 
 @dataclass(frozen=True)
 class Aggregate:
@@ -120,8 +111,7 @@ class Aggregate:
 
 @functools.cache
 def committed_aggregates() -> dict[str, Aggregate]:
-    """Every run-store bundle in ``results/``: the declared experiments' at each preset whose bundle is there, and
-    :data:`OTHER_STORE_BUNDLES`' at each preset whose bundle is there."""
+    """Every run-store bundle in ``results/``: the declared experiments' at each preset whose bundle is there."""
     out = {}
     for e in experiments():
         for preset in e.sizes:
@@ -137,12 +127,6 @@ def committed_aggregates() -> dict[str, Aggregate]:
                 e.bundle_writer(partial),
                 command + (" --partial" if partial else ""),
             )
-    for prefix, (writer, command) in OTHER_STORE_BUNDLES.items():
-        module, function = writer.split(":")
-        for path in sorted(Path(RESULTS_DIR).glob(f"{prefix}_*.json")):
-            preset = path.stem[len(prefix) + 1 :]
-            write = getattr(importlib.import_module(module), function)
-            out[path.stem] = Aggregate(path.stem, prefix, preset, write, command.format(preset=preset))
     return out
 
 

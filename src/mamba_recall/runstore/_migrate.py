@@ -240,13 +240,8 @@ MERGED_BEFORE = {"ch2_figs_cpu": "ch2_scaling", "ch1_cpu_hours": "ch1_training"}
 #: Run-store experiments that are not declared (:func:`mamba_recall.experiment.experiments`) because their jobs are
 #: made from another grid's finished runs: name -> ``(jobs, runner)``, ``jobs`` the ``"module:function"`` of
 #: ``(preset, smoke, store) -> jobs`` (found at run time, as the run store's job functions are), ``runner`` their job
-#: function
-DERIVED = {
-    "ch4_edge_checks": (
-        "mamba_recall.chapters.ch4_primacy_recency.runners.edge_checks:checks_jobs",
-        "mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_checks_job",
-    ),
-}
+#: function. None today: Chapter 4's edge checks, the one such grid, is declared (``ch4_edge_checks``).
+DERIVED: dict[str, tuple[str, str]] = {}
 PRESETS = ("ci", "cpu-hours", "paper")
 NAMES_WHY = (
     "runs and bundles of renamed experiments kept their old names and keys (read through a table of old names): "

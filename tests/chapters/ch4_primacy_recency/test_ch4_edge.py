@@ -154,7 +154,8 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
     monkeypatch.setattr(C, "edge_gate", lambda model, vocab: {**gate(model, vocab), "passed": True})
     for module in (E, C):  # each bundle writer's module (the edge bundle's, the checks bundle's)
         monkeypatch.setattr(module, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")  # not the shared _build/
-    checks = E.checks_jobs("cpu-hours", smoke=True, store=tmp_path)
+    monkeypatch.setattr(C, "smoke_run_store", lambda smoke: tmp_path)  # the checks grid's smoke store: this one
+    checks = E.checks_jobs("cpu-hours", smoke=True)
     run_grid(E.CHECKS_RUNNER, checks, store=tmp_path, progress=False, log=lambda m: None)
     (rec,) = finished_runs(checks, tmp_path)
     assert set(rec["result"]["measurements"]) == set(CLAIM_IDS)  # (run files store keys sorted)
@@ -181,48 +182,74 @@ def test_edge_checks_measure_every_claim_on_a_model_past_its_gate(tmp_path, monk
 
 
 @pytest.mark.parametrize("argv", [["--aggregate-only"], ["--no-estimate"]])
-def test_edge_checks_command_line_on_the_shared_flow(argv, tmp_path, monkeypatch, capsys):
-    """``--checks``: the checks grid on the shared run-store flow, with the store, preset and smoke flag passed
-    through, the bundle under the command's one git state (taken once, before anything is written), and the run
-    store's ``--only`` selecting the models checked (``--only d4``: a recipe's); the edge grid is neither counted nor
-    run (it runs by name, ``grid ch4_edge``)."""
-    from mamba_recall import results
+def test_edge_checks_run_as_the_declared_grid(argv, tmp_path, monkeypatch, capsys):
+    """``ch4_edge_checks`` is a declared experiment: ``grid ch4_edge_checks`` runs (or, ``--aggregate-only``, counts)
+    its jobs, one per finished edge model of the grid's store (the committed ones), the run store's ``--only``
+    selecting the models checked (``--only d4``: a recipe's), ``--store`` only where the checks' runs go (a scratch
+    store holding none of them: no bundle); the edge grid is neither counted nor run. At a preset where no edge model
+    has finished, the grid stops naming the command that trains them."""
     from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
+    from mamba_recall.experiment import experiment_named, grid_command
     from mamba_recall.runstore import _cli
 
-    edge_jobs = E.jobs_for("cpu-hours", smoke=True)
-    calls, made, ran = [], [], []
-
-    def fake_checks_jobs(preset, smoke, store):
-        made.append((preset, smoke, store))
-        return [j for j in edge_jobs if j["config"]["recipe_name"] in ("d2", "d4")]  # stand-ins: --only keeps d4's
-
-    def write(preset, *, store, smoke, log, partial):
-        assert partial is False  # no --partial given
-        calls.append((preset, store, smoke, results.command_git_state()))
-
-    monkeypatch.setattr(E, "checks_jobs", fake_checks_jobs)
-    monkeypatch.setattr(E, "write_checks_bundle", write)
-    monkeypatch.setattr(E, "grid_command", lambda *a, **k: pytest.fail("--checks ran the edge grid"))
+    e = experiment_named("ch4_edge_checks")
+    assert (e.make_jobs, e.run_job, e.write) == (E.checks_jobs, E.CHECKS_RUNNER, E.write_checks_bundle)
+    assert e.command("cpu-hours") == "python -m mamba_recall grid ch4_edge_checks --preset cpu-hours --allow-long"
+    jobs = e.grid_jobs("cpu-hours")
+    d4 = [j for j in jobs if j["config"]["recipe_name"] == "d4"]
+    assert 0 < len(d4) < len(jobs) and {j["experiment"] for j in jobs} == {"ch4_edge_checks"}
+    ran = []
     monkeypatch.setattr(_cli, "run_grid", lambda runner, jobs, **kw: ran.append((runner, jobs)))
-    d4 = [j for j in edge_jobs if j["config"]["recipe_name"] == "d4"]
-    assert d4 and len(d4) < len(fake_checks_jobs("cpu-hours", True, None))
-    made.clear()
-    E.main(["--checks", "--preset", "cpu-hours", "--smoke", "--store", str(tmp_path), "--only", "d4", *argv])
-    assert [c[:3] for c in calls] == [("cpu-hours", tmp_path, True)] and calls[0][3] is not None
-    assert results.command_git_state() is None  # the provenance only while the command runs
+    grid_command(["ch4_edge_checks", "--preset", "cpu-hours", "--store", str(tmp_path), "--only", "d4", *argv])
     out = capsys.readouterr().out.splitlines()
     if "--aggregate-only" in argv:  # counted, one line: d4's models only
         assert out == [f"{len(d4)} jobs: 0 finished, {len(d4)} left"] and ran == []
     else:  # d4's models only are run
         assert ran == [(E.CHECKS_RUNNER, d4)]
-    assert made == [("cpu-hours", True, tmp_path)]
+    assert not list(tmp_path.glob("*.json"))  # no check finished in the scratch store: nothing to aggregate
     with pytest.raises(SystemExit, match=r"--only d9: no job of ch4_edge_checks at preset cpu-hours has the value "):
-        E.main(["--checks", "--preset", "cpu-hours", "--only", "d9"])  # no model of that recipe: names the fields
-    calls.clear()
-    made.clear()
-    E.main(["--checks", "--preset", "cpu-hours", "--smoke", "--store", str(tmp_path), "--recipes", "d4", *argv])
-    assert made == [("cpu-hours", True, tmp_path)] and len(calls) == 1  # --recipes d4: the grid's --only d4
+        grid_command(["ch4_edge_checks", "--preset", "cpu-hours", "--only", "d9"])  # no model of that recipe
+    with pytest.raises(SystemExit):
+        grid_command(["ch4_edge_checks", "--preset", "ci"])
+    err = capsys.readouterr().err
+    assert "ch4_edge_checks has no run-store grid at preset ci: its jobs are the checks of ch4_edge's finished" in err
+    assert "train them first: python -m mamba_recall grid ch4_edge --preset ci --allow-long" in err
+
+
+def test_the_edge_runner_s_checks_are_the_grid_command_of_ch4_edge_checks(monkeypatch):
+    """``runners.edge --checks`` (the spelling committed pages print) and ``runners.edge_checks`` are ``python -m
+    mamba_recall grid ch4_edge_checks`` under their own commands, default preset ``cpu-hours``; ``--recipes R`` is
+    the grid's ``--only R``."""
+    from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E, edge_checks as C
+
+    seen = []
+    monkeypatch.setattr(E, "grid_command", lambda argv, **kw: seen.append((argv, kw)) or 0)
+    assert E.main(["--checks", "--preset", "cpu-hours", "--recipes", "d4", "--aggregate-only"]) == 0
+    prog = f"{E.runner_command('ch4_edge')} --checks"
+    assert seen == [
+        (
+            ["--preset", "cpu-hours", "--only", "d4", "--aggregate-only"],
+            {"name": "ch4_edge_checks", "prog": prog, "default_preset": "cpu-hours"},
+        )
+    ]
+    assert C.DEPENDS_ON == ("ch4_edge",)  # reproduce checks the edge models after training them
+    assert "ch4_edge_checks" in C.main.__doc__ and "``cpu-hours``" in C.main.__doc__
+
+
+def test_the_checks_of_another_store_s_edge_models_are_refused(tmp_path):
+    """The grid's jobs are the checks of its own store's edge models: a ``--store`` holding other finished edge
+    models (here one of the committed 26) stops the checks bundle, naming both and what to do, instead of
+    aggregating checks of models it does not hold."""
+    from mamba_recall.chapters.ch4_primacy_recency.runners import edge as E
+    from mamba_recall.runstore import RUNS_DIR
+
+    store = tmp_path / "runs"
+    (store / "ch4_edge").mkdir(parents=True)
+    one = sorted((RUNS_DIR / "ch4_edge").glob("*.json"))[0]
+    (store / "ch4_edge" / one.name).symlink_to(one)
+    with pytest.raises(ValueError, match=r"holds 1 finished ch4_edge models at preset cpu-hours, other than the 26"):
+        E.write_checks_bundle("cpu-hours", store=store, log=lambda m: None)
+    assert not list(tmp_path.glob("*.json"))
 
 
 def test_the_edge_runner_without_checks_is_the_grid_command_of_ch4_edge(monkeypatch):

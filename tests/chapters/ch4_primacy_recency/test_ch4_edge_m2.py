@@ -70,6 +70,7 @@ def test_m2_smoke_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setattr(C, "edge_gate", lambda model, vocab: {**gate(model, vocab), "passed": True})
     for module in (E, C):  # each bundle writer's module (the edge bundle's, the checks bundle's)
         monkeypatch.setattr(module, "smoke_bundle_dir", lambda: tmp_path / "smoke_results")  # not the shared _build/
+    monkeypatch.setattr(C, "smoke_run_store", lambda smoke: tmp_path)  # the checks grid's smoke store: this one
     run_grid(E.CHECKS_RUNNER, [job], store=tmp_path, progress=False, log=_quiet)
     (rec,) = finished_runs([job], tmp_path)
     res = rec["result"]

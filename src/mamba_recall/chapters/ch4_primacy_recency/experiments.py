@@ -1,16 +1,17 @@
 """Chapter 4's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
 runner, run-store folder and bundle: the S-models (``ch4_train``, at ci and paper), the claims of §4.1–§4.4 judged on
-each of them (``ch4_model_checks``, one job per model), the edge family (``ch4_edge``) and its mixed-channel model
-(``ch4_edge_mix``). Each runs by ``python -m mamba_recall grid <name> --preset P``. Their jobs, job functions,
-estimates and bundles are the runners' (:mod:`.runners`). The edge family's claim checks (``ch4_edge_checks``,
-``ch4_edge --checks``) are made from its finished runs, hence not declared here."""
+each of them (``ch4_model_checks``, one job per model), the edge family (``ch4_edge``), its claim checks
+(``ch4_edge_checks``, one job per finished edge model: its jobs are made from the edge grid's finished runs, so it has
+a grid at a preset once one has finished there) and its mixed-channel model (``ch4_edge_mix``). Each runs by
+``python -m mamba_recall grid <name> --preset P``. Their jobs, job functions, estimates and bundles are the runners'
+(:mod:`.runners`)."""
 
 from __future__ import annotations
 
 from mamba_recall.experiment import Experiment
 
 from .configs import EXPERIMENTS as SIZES
-from .runners import edge, edge_jobs, edge_mix, model_checks, train
+from .runners import edge, edge_checks, edge_jobs, edge_mix, model_checks, train
 
 
 def _s_models_jobs(preset: str, smoke: bool = False) -> list[dict]:
@@ -36,5 +37,15 @@ EXPERIMENTS = (
     ),
     Experiment.of(model_checks, SIZES, metrics=("converged",)),
     Experiment.of(edge_jobs, SIZES, write=edge.write_bundle, estimate=edge.estimate, metrics=("L_p", "train_L_max")),
+    # sized as the edge family, whose finished models its jobs check (at the claims' cpu-hours sizes)
+    Experiment.of(
+        edge_checks,
+        SIZES,
+        "ch4_edge",
+        name=edge_checks.CHECKS,
+        make_jobs=edge_checks.checks_jobs,
+        run_job=edge_checks.CHECKS_RUNNER,
+        write=edge_checks.write_checks_bundle,
+    ),
     Experiment.of(edge_mix, SIZES, metrics=("n_channels",)),
 )

@@ -1,18 +1,17 @@
 r"""Chapter 4 runner: the *edge* S-models, whose recall capacity binds inside their training range, 3 seeds each
 (more where reserve seeds are declared), and their claim checks.
 
-    python -m mamba_recall grid ch4_edge --preset cpu-hours --allow-long [--jobs 2]                                      # train
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset cpu-hours --checks --allow-long [--jobs 2] # claim checks
-    python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset cpu-hours --checks --aggregate-only        # checks bundle
+    python -m mamba_recall grid ch4_edge --preset cpu-hours --allow-long [--jobs 2]               # train
+    python -m mamba_recall grid ch4_edge_checks --preset cpu-hours --allow-long [--jobs 2]        # claim checks
+    python -m mamba_recall grid ch4_edge_checks --preset cpu-hours --aggregate-only               # checks bundle
 
-The edge family is the declared experiment ``ch4_edge`` (``chapters/ch4_primacy_recency/experiments.py``): it trains
-and writes its bundle by its name, as every declared experiment (the first line; this module's ``main`` without
-``--checks`` is that command under this runner's name, :func:`mamba_recall.experiment.grid_command`). This runner
-keeps what the grid cannot do: ``--checks``, a separate command that is not a grid of its own: the claim checks of
-the finished models, whose jobs are made from the edge grid's finished runs when it starts (experiment
-``ch4_edge_checks``, not declared for that reason: it has no jobs to list before ``ch4_edge`` has run), and its
-bundle ``results/ch4_edge_checks_<preset>.json``. It has the run store's options as every grid, ``--only`` among
-them (``--only d4``: the checks of that recipe's models).
+The edge family is the declared experiment ``ch4_edge`` and its claim checks the declared experiment
+``ch4_edge_checks`` (``chapters/ch4_primacy_recency/experiments.py``), whose jobs are made from the edge grid's
+finished runs (:func:`checks_jobs`); each trains or checks and writes its bundle by its name, as every declared
+experiment. This module's ``main`` is the first command under this runner's name, and with ``--checks`` the second
+(``python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --preset cpu-hours --checks --allow-long``, the
+spelling committed pages print; :func:`mamba_recall.experiment.grid_command`). Both have the run store's options as
+every grid, ``--only`` among them (``--only d4``: that recipe's models, or their checks).
 
 Why (paper 004, §4.1 and §4.2): a serial-position effect needs a model that *forgets*: the first S-models of the
 chapter recall every position at 1.00 at L = 8, so an ablation there has no primacy to remove. The edge family is
@@ -42,12 +41,12 @@ reordered, and a seed that has not finished yet (no checks run) blocks every see
 seeds count cannot depend on which run finished first. Every seed's outcome (passed or not, with its gate numbers)
 is reported beside the verdicts (:meth:`mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy.EdgeFamily.status` and the model cards).
 
-``--checks`` runs the claim checks of every finished model (one job per model, experiment ``ch4_edge_checks``) and
-writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`); ``--checks --aggregate-only`` writes
-that bundle from the finished checks (with checks left only with ``--partial``, marked partial), ``--only <recipe>`` limits the checks run to those recipes' models (the bundle
-always counts every finished check of the preset). The command line is the run store's shared one
-(:func:`mamba_recall.runstore.grid_main`: ``--jobs``, ``--smoke``, ``--allow-long``, ``--aggregate-only``,
-``--no-estimate``, ``--store``).
+The checks grid (``ch4_edge_checks``, :mod:`.edge_checks`) runs the claim checks of every finished model (one job
+per model) and writes ``results/ch4_edge_checks_<preset>.json`` (:func:`write_checks_bundle`); its
+``--aggregate-only`` writes that bundle from the finished checks (with checks left only with ``--partial``, marked
+partial), ``--only <recipe>`` limits the checks run to those recipes' models (the bundle always counts every finished
+check of the preset). The command line is the run store's shared one (:func:`mamba_recall.runstore.grid_main`:
+``--jobs``, ``--smoke``, ``--allow-long``, ``--aggregate-only``, ``--no-estimate``, ``--store``).
 
 The runner's parts: :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.edge_jobs` (the edge grid and its job function
 :func:`run_job`), :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.edge_checks` (the edge gate and the claim checks, with
@@ -56,9 +55,6 @@ The runner's parts: :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.edg
 """
 
 from __future__ import annotations
-
-import argparse
-import functools
 
 import numpy as np
 import pandas as pd
@@ -75,16 +71,8 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import (  # 
 )
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves import middle_third
 from mamba_recall.experiment import grid_command
-from mamba_recall.results import command_provenance, smoke_run_store
-from mamba_recall.runstore import (
-    as_only,
-    add_grid_args,
-    aggregate,
-    finished_status,
-    grid_main,
-    partial_status,
-    save_grid_bundle,
-)
+from mamba_recall.results import command_provenance
+from mamba_recall.runstore import as_only, aggregate, finished_status, partial_status, save_grid_bundle
 from .edge_checks import (  # noqa: F401  (the claim checks, importable from the runner; CHECKS_RUNNER names it)
     CHECKS,
     CHECKS_RUNNER,
@@ -244,46 +232,17 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print, par
     )
 
 
-def _checks_main(argv: list[str]) -> None:
-    """``--checks``: the checks grid of the finished edge models (:func:`checks_jobs`, made from the store when the
-    command starts; the run store's ``--only`` picks some, e.g. ``--only d4``) on the shared run-store flow
-    (:func:`mamba_recall.runstore.grid_main`), then the checks bundle."""
-    ap = argparse.ArgumentParser(
-        prog=f"{runner_command('ch4_edge')} --checks",
-        description="The claim checks of every finished edge model at its pressure length (after training: "
-        "python -m mamba_recall grid ch4_edge --preset P).",
-    )
-    ap.add_argument("--checks", action="store_true", required=True, help="the claim checks (this command's one task)")
-    ap.add_argument("--preset", default="cpu-hours", choices=["ci", "cpu-hours", "paper"])
-    add_grid_args(ap, aggregate_only="write the checks bundle from the finished checks")
-    ap.add_argument(
-        "--partial",
-        action="store_true",
-        help="with checks left, write the bundle from the finished ones, marked partial ('k of n jobs'; a complete "
-        "bundle is never replaced by it)",
-    )
-    args = ap.parse_args(argv)
-
-    grid_main(
-        args,
-        CHECKS_RUNNER,
-        lambda store: checks_jobs(args.preset, args.smoke, store),  # the checks of the finished models (all seeds)
-        functools.partial(write_checks_bundle, partial=args.partial),
-        estimate=None,  # about a minute of inference per model: no estimate printed, no long-run check
-        what=f"{CHECKS} at preset {args.preset}",
-        default_store=smoke_run_store(args.smoke),  # where the grid's smoke run of ch4_edge keeps its runs
-    )
-
-
 @command_provenance()  # one git state for the command, taken before it writes anything
 def main(argv=None) -> int:
-    """With ``--checks``, the checks grid (:func:`_checks_main`); without, ``python -m mamba_recall grid ch4_edge
-    --preset P`` under this runner's command (:func:`mamba_recall.experiment.grid_command`: the run store's options,
-    the same jobs and bundle). ``--recipes R`` is the grid's ``--only R``."""
+    """``python -m mamba_recall grid ch4_edge --preset P`` under this runner's command; with ``--checks``, the grid
+    of ``ch4_edge_checks`` instead, under ``<this command> --checks`` (the spelling committed pages print; its own
+    runner is :mod:`.edge_checks`) (:func:`mamba_recall.experiment.grid_command`: the run store's options, the same
+    jobs and bundle; default preset ``cpu-hours``). ``--recipes R`` is the grid's ``--only R``."""
     argv = as_only(argv, "--recipes")  # the spelling the review's records and older notes print: the grid's --only
     if "--checks" in argv:
-        _checks_main(argv)
-        return 0
+        rest = [a for a in argv if a != "--checks"]
+        prog = f"{runner_command(EXPERIMENT)} --checks"
+        return grid_command(rest, name=CHECKS, prog=prog, default_preset="cpu-hours")
     return grid_command(argv, name=EXPERIMENT, prog=runner_command(EXPERIMENT), default_preset="cpu-hours")
 
 

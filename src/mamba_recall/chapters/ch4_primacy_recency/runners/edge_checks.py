@@ -1,19 +1,42 @@
-"""The claim checks of Chapter 4's edge family (``python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge --checks``): the edge
-gate (:func:`edge_gate`), one run-store job per finished edge model (:func:`checks_jobs`), its job function
-:func:`run_checks_job` (the claims at the model's pressure length, each with its null control), which the runner's
-``CHECKS_RUNNER`` string names at ``mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_checks_job``, and the checks bundle
-(:func:`write_checks_bundle`). Every name is importable from :mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`."""
+r"""Chapter 4 runner: the claim checks of the edge family, the declared experiment ``ch4_edge_checks``
+(``chapters/ch4_primacy_recency/experiments.py``), one run-store job per finished edge model::
+
+    python -m mamba_recall grid ch4_edge_checks --preset cpu-hours --allow-long [--jobs 2] [--only d4]
+    python -m mamba_recall grid ch4_edge_checks --preset cpu-hours --aggregate-only   # the checks bundle
+
+Its jobs (:func:`checks_jobs`, the experiment's ``make_jobs``) are made from the finished runs of ``ch4_edge`` in the
+grid's store (``results/runs/``; with ``--smoke`` the smoke store), so the grid exists at a preset once a model of the
+edge family has finished there (before that, asking for it names the command that trains them). This module's
+``main`` is that grid under the runner's name, and ``python -m mamba_recall.chapters.ch4_primacy_recency.runners.edge
+--checks``, the spelling committed pages print, is the same grid again. Its parts: the edge gate (:func:`edge_gate`),
+the job function :func:`run_checks_job` (the claims at the model's pressure length, each with its null control),
+which ``CHECKS_RUNNER`` names at ``mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_checks_job``, the time
+estimate (:func:`estimate`) and the checks bundle (:func:`write_checks_bundle`). Every name is importable from
+:mod:`mamba_recall.chapters.ch4_primacy_recency.runners.edge`."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from statistics import median
 
 import pandas as pd
 
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import PRIMARY_ORDER, primary_recipe
+from mamba_recall.experiment import runner_main
 from mamba_recall.paths import REPO_ROOT
-from mamba_recall.runstore import finished_runs, finished_status, make_job, partial_status, save_grid_bundle
-from .edge_jobs import edge_sizes, jobs_for, smoke_bundle_dir
+from mamba_recall.results import smoke_run_store
+from mamba_recall.runstore import (
+    RUNS_DIR,
+    finished_runs,
+    finished_status,
+    load_runs,
+    make_job,
+    partial_status,
+    repo_relative,
+    save_grid_bundle,
+)
+from .edge_jobs import EXPERIMENT as EDGE, edge_sizes, jobs_for, smoke_bundle_dir
 from .job_configs import EdgeChecksJob
-from mamba_recall.runners import runner_command
 
 # ------------------------------------------------------------------------------ claim checks, 3 seeds
 # A Mamba-1 model is measured on the claims of §4.1–§4.4 (ch4_model_checks.claim_inputs) plus our slow-state probe;
@@ -46,6 +69,10 @@ def edge_gate(model, vocab) -> dict:
 
 CHECKS = "ch4_edge_checks"
 CHECKS_RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_checks_job"
+#: ``reproduce`` checks the edge models once they are trained
+DEPENDS_ON = ("ch4_edge",)
+#: the result field the checks bundle judges over seeds, per claim (``Experiment.metrics``)
+METRICS = ("measurements",)
 # PRIMARY_ORDER, the seeds each recipe is judged on (evidence_seeds) and primary_recipe live in chapters/ch4_primacy_recency/pipelines/edge_seeds.py
 # (imported above), where the book's EdgeFamily and the claims' check_family read the same rule.
 
@@ -55,14 +82,31 @@ def is_mamba2(recipe: dict) -> bool:
     return recipe["model"].get("arch") == "mamba2"
 
 
-def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
-    """One job per finished edge model: the claim inputs at its pressure length, measured per claim: §4.1–§4.4's
-    claims on a Mamba-1 model, App. F's head claims on a Mamba-2 one (its job's config says ``"arch": "mamba2"``;
-    a Mamba-1 job's config has no ``arch``, so the keys of the committed Mamba-1 checks stay what they were). Every
-    finished model is checked, reserve seeds and seeds that will not count included: the checks job measures the edge
-    gate that :func:`evidence_seeds` reads, and every seed's outcome is reported."""
+def _edge_store(smoke: bool) -> Path:
+    """Where the checks grid reads the edge models' runs: the grid's own store, ``results/runs/`` (with ``smoke``,
+    the smoke store ``_build/smoke/results/runs/``, where ``grid ch4_edge --smoke`` keeps them)."""
+    return smoke_run_store(smoke) or Path(RUNS_DIR)
+
+
+def checks_jobs(preset: str, smoke: bool = False, store: Path | None = None) -> list[dict]:
+    """The grid of ``ch4_edge_checks`` at ``preset`` (the experiment's ``make_jobs``): one job per finished edge
+    model of the run store ``store`` (default: the grid's own, :func:`_edge_store`), the claim inputs at its
+    pressure length, measured per claim: §4.1–§4.4's claims on a Mamba-1 model, App. F's head claims on a Mamba-2
+    one (its job's config says ``"arch": "mamba2"``; a Mamba-1 job's config has no ``arch``, so the keys of the
+    committed Mamba-1 checks stay what they were). Every finished model is checked, reserve seeds and seeds that will
+    not count included: the checks job measures the edge gate that :func:`evidence_seeds` reads, and every seed's
+    outcome is reported. ValueError naming the command that trains them when no edge model has finished at
+    ``preset`` (the grid has no jobs there yet)."""
+    store = _edge_store(smoke) if store is None else Path(store)
+    runs = finished_runs(jobs_for(preset, smoke), store)
+    if not runs:
+        train = f"python -m mamba_recall grid {EDGE} --preset {preset}" + (" --smoke" if smoke else " --allow-long")
+        raise ValueError(
+            f"its jobs are the checks of {EDGE}'s finished models, and none has finished at preset {preset} in "
+            f"{repo_relative(store)}/; train them first: {train}"
+        )
     jobs = []
-    for r in finished_runs(jobs_for(preset, smoke), store):
+    for r in runs:
         c, res = r["config"], r["result"]
         Ls = sorted({int(k.split("/")[0]) for k in res["curves"]})
         inside = [L for L in Ls if L <= res["train_L_max"]]
@@ -88,6 +132,26 @@ def checks_jobs(preset: str, smoke: bool = False, store=None) -> list[dict]:
         )
         jobs.append(make_job(CHECKS, config, r["seed"]))
     return jobs
+
+
+def estimate(left: list[dict]) -> tuple[float, str]:
+    """Seconds for the checks left: each job at the median wall seconds of the committed checks runs of its
+    architecture (``results/runs/ch4_edge_checks/``, Mamba-1 and Mamba-2 apart; inference only, one thread), an
+    architecture with none at the median of all of them (the basis says so); 0 with none committed at all."""
+    recorded: dict[str, list[float]] = {}
+    for r in load_runs(CHECKS):
+        recorded.setdefault(r["config"].get("arch") or "mamba1", []).append(float(r["provenance"]["wall_seconds"]))
+    every = [s for seconds in recorded.values() for s in seconds]
+    if not every:
+        return 0.0, "no committed checks run to time (results/runs/ch4_edge_checks/ is empty): not estimated"
+    total, unseen = 0.0, set()
+    for job in left:
+        arch = job["config"].get("arch") or "mamba1"
+        if arch not in recorded:
+            unseen.add(arch)
+        total += median(recorded.get(arch, every))
+    basis = f"the median wall seconds of the {len(every)} committed checks runs per architecture, per job"
+    return total, basis + (f" ({', '.join(sorted(unseen))}: none committed, the median of all)" if unseen else "")
 
 
 def run_checks_job(config: EdgeChecksJob, seed: int) -> dict:
@@ -203,20 +267,42 @@ def _attach_null(out: dict, config: EdgeChecksJob, ctx) -> None:
         rec["control"] = {"kind": "null", "what": NULL_UNTRAINED, "measurement": null[cid]}
 
 
+def _same_models(preset: str, smoke: bool, store) -> None:
+    """ValueError when the run store ``store`` holds finished edge models at ``preset`` other than the grid's own
+    store does: the grid's jobs are the checks of its own store's models (the experiment's ``make_jobs`` takes no
+    store), so the checks of another store's models are neither run nor aggregated. A store holding none (a scratch
+    store for the checks alone) or the same ones (a copy of the committed store) is the grid's."""
+    if store is None:
+        return
+    edge = jobs_for(preset, smoke)
+    theirs = {r["key"] for r in finished_runs(edge, store)}
+    ours = {r["key"] for r in finished_runs(edge, _edge_store(smoke))}
+    if theirs and theirs != ours:
+        raise ValueError(
+            f"{store} holds {len(theirs)} finished {EDGE} models at preset {preset}, other than the {len(ours)} of "
+            f"the grid's store {repo_relative(_edge_store(smoke))}/: {CHECKS}'s jobs are the checks of the grid's "
+            f"store's models, so those of {store} are not checked; train and check them in the grid's store (without "
+            "--store)."
+        )
+
+
 def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print, partial: bool = False):
-    """``results/ch4_edge_checks_<preset>.json``: per recipe and claim the verdict over its seeds (table ``claims``)
-    and the per-seed stored measurements (``data["records"]``: one record per checked model, its recipe, seed,
-    model, run key and stored result, what the book re-judges), written through the run store's one bundle writer
-    (:func:`mamba_recall.runstore.save_grid_bundle`): ``data`` starts with the status of every run-store bundle
-    (:func:`~mamba_recall.runstore.finished_status`), then ``primary_recipe``, ``edge_gate``, ``primary_order`` and
-    ``records``. With checks left, written only with ``partial`` (``--checks --partial``), marked partial
-    (:func:`~mamba_recall.runstore.partial_status`); a bundle of fewer finished checks never replaces one of more
-    (:class:`~mamba_recall.runstore.BundleNotReplaced`)."""
-    jobs = checks_jobs(preset, smoke, store)
+    """``results/ch4_edge_checks_<preset>.json`` (the experiment's ``write``) from the finished runs in ``store`` of
+    the grid's jobs (:func:`checks_jobs`: the checks of the models of the grid's own store; ValueError from
+    :func:`_same_models` when ``store`` holds other edge models): per recipe and claim the verdict over its seeds
+    (table ``claims``) and the per-seed stored measurements (``data["records"]``: one record per checked model, its
+    recipe, seed, model, run key and stored result, what the book re-judges), written through the run store's one
+    bundle writer (:func:`mamba_recall.runstore.save_grid_bundle`), recording the grid's command: ``data`` starts
+    with the status of every run-store bundle (:func:`~mamba_recall.runstore.finished_status`), then
+    ``primary_recipe``, ``edge_gate``, ``primary_order`` and ``records``. With checks left, written only with
+    ``partial`` (the grid's ``--partial``), marked partial (:func:`~mamba_recall.runstore.partial_status`); a bundle
+    of fewer finished checks never replaces one of more (:class:`~mamba_recall.runstore.BundleNotReplaced`)."""
+    _same_models(preset, smoke, store)
+    jobs = checks_jobs(preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None
-    command = f"{runner_command('ch4_edge')} --preset {preset} --checks --allow-long"
+    command = f"python -m mamba_recall grid {CHECKS} --preset {preset} --allow-long"
     data = partial_status(
         data, partial, what=f"{CHECKS} at preset {preset}", command=command.removesuffix(" --allow-long"), log=log
     )
@@ -264,3 +350,11 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
         directory=smoke_bundle_dir() if smoke else None,  # else the results folder, or beside a scratch store
         log=log,
     )
+
+
+#: ``python -m mamba_recall grid ch4_edge_checks --preset P`` under this runner's command (default ``cpu-hours``)
+main = runner_main(CHECKS, "cpu-hours")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
