@@ -248,9 +248,19 @@ def test_missing_bundle_says_how_to_make_it(tmp_path):
         (lambda d: (d / "text.pt").write_text("hello") and d / "text.pt", "its sidecar text.json is not beside it"),
         (
             lambda d: (
-                ((d / "text.pt").write_text("hello"), (d / "text.json").write_text('{"sha256": "0"}')) and d / "text.pt"
+                (
+                    (d / "text.pt").write_text("hello"),
+                    (d / "text.json").write_bytes(results.rewritten_bytes({"sha256": "0"}, sort_keys=False)),
+                )
+                and d / "text.pt"
             ),
             r"cannot be loaded \(checkpoint .* does not match the sha256 hash",
+        ),
+        (
+            lambda d: (
+                ((d / "text.pt").write_text("hello"), (d / "text.json").write_text('{"sha256": "0"}')) and d / "text.pt"
+            ),
+            r"cannot be loaded \(checkpoint sidecar .* carries no content hash",
         ),
     ],
 )

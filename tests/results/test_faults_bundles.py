@@ -168,12 +168,37 @@ def test_one_digit_in_a_hashed_bundle_stops(tmp_path, monkeypatch):
         ch2.strongest_fig_bundle("fig7")
 
 
-def test_legacy_bundle_without_hash_still_loads(tmp_path):
-    path = results.save_bundle("legacy", {"v": 1}, {}, command=REGEN, directory=tmp_path)
+def test_a_bundle_or_sidecar_without_a_content_hash_is_refused_naming_its_command(tmp_path):
+    """Every bundle and sidecar this library writes carries its content hash, and every committed one does
+    (:func:`test_every_committed_bundle_and_sidecar_is_strict_and_hashed`): one without it cannot be checked, so it is
+    refused, naming the problem and the command that remakes it (no legacy reading)."""
+    path = results.save_bundle("unhashed", {"v": 1}, {}, command=REGEN, directory=tmp_path)
     record = json.loads(path.read_text())
     del record[results.CONTENT_HASH]
     path.write_text(json.dumps(record))
-    assert results.load_bundle(path).data == {"v": 1}
+    with pytest.raises(results.BundleError, match=f"carries no content hash .*regenerate it with: {re.escape(REGEN)}$"):
+        results.load_bundle(path)
+    with pytest.raises(results.BundleError, match="carries no content hash"):
+        results.read_bundle_record(path)  # the migration's reader refuses it too
+    pt = results.save_checkpoint(tmp_path / "m.pt", {"w": torch.ones(1)}, {"loss": 0.5}, command=REGEN)
+    side = json.loads(pt.with_suffix(".json").read_text())
+    del side[results.CONTENT_HASH]
+    pt.with_suffix(".json").write_text(json.dumps(side))
+    with pytest.raises(
+        results.BundleError, match=f"checkpoint sidecar .*m.json carries no content hash.*{re.escape(REGEN)}"
+    ):
+        results.read_checkpoint(pt, regenerate=REGEN)
+
+
+def test_a_bare_nan_is_refused_as_corrupt(tmp_path):
+    """A non-finite float is written as null and listed in ``nonfinite``; a bare ``NaN`` (not strict JSON) is
+    refused before its hash is read, naming the fix."""
+    path = results.save_bundle("bare", {"v": float("nan")}, {}, command=REGEN, directory=tmp_path)
+    text = path.read_text()
+    assert '"v": null' in text and '"NaN"' in text  # the value as null, its place listed
+    path.write_text(text.replace('"v": null', '"v": NaN'))
+    with pytest.raises(results.BundleError, match=f"a bare NaN in it, not strict JSON.*{re.escape(REGEN)}"):
+        results.load_bundle(path)
 
 
 def _edge_dir(tmp_path) -> Path:
@@ -504,12 +529,25 @@ def test_nan_in_a_checkpoint_sidecar_round_trips(tmp_path):
     assert math.isnan(results.read_checkpoint(path, regenerate=REGEN)[1]["loss"])
 
 
-def _committed_with_nan() -> list[Path]:
-    return [p for p in sorted(RESULTS_DIR.glob("*.json")) if "NaN" in p.read_text()]
+def test_every_committed_bundle_and_sidecar_is_strict_and_hashed():
+    """What lets the loader refuse a file without a content hash or with a bare NaN: every committed bundle (the
+    external reference data's too) and checkpoint sidecar is strict JSON with its content hash, and loads."""
+    bundles = sorted(RESULTS_DIR.glob("*.json")) + sorted(RESULTS_DIR.glob("external/*/*.json"))
+    sidecars = sorted(RESULTS_DIR.glob("checkpoints/*.json"))
+    assert len(bundles) > 40 and len(sidecars) > 40, (len(bundles), len(sidecars))
 
+    def refuse(constant):
+        raise ValueError(f"bare {constant}")
 
-def test_committed_bundles_with_bare_nan_still_load():
-    paths = _committed_with_nan()
-    assert paths, "expected committed legacy bundles with a bare NaN"
-    for path in paths:
-        assert results.load_bundle(path).name == path.stem
+    nonfinite = 0
+    for path in bundles + sidecars:
+        record = json.loads(path.read_text(), parse_constant=refuse)
+        if record.get("schema") == "mamba_recall.manifest":
+            continue  # the manifest is no bundle (results/manifest.json, tests/base/test_manifest.py)
+        assert results.CONTENT_HASH in record, path
+        nonfinite += results.NONFINITE in record
+        if path.parent.name == "checkpoints":
+            results.read_checkpoint(path.with_suffix(".pt"), regenerate="x")
+        else:
+            assert results.load_bundle(path).name == record["name"], path
+    assert nonfinite, "expected committed files with non-finite values (listed in nonfinite)"

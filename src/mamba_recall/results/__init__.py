@@ -25,10 +25,11 @@ Nothing lost, nothing silently wrong:
   another) is an error naming both.
 * **A content hash.** Bundles (and sidecars) written now carry ``content_sha256``, the sha256 of their canonical
   JSON without that field (:func:`_content_sha256`), checked when loaded: a flipped digit that still parses is
-  caught. Committed bundles written before it have none and load as before (legacy).
+  caught. A file without one is refused (:class:`BundleError` naming the command that remakes it): every
+  committed bundle and sidecar has one.
 * **Strict JSON.** Non-finite floats (NaN, ±inf) are written as ``null`` (``allow_nan=False``) and listed with
-  their place in ``nonfinite``, so loading gives back the same NaN (a None stays None); legacy bundles with a
-  bare ``NaN`` still load.
+  their place in ``nonfinite``, so loading gives back the same NaN (a None stays None); a file with a bare ``NaN``
+  is refused as corrupt.
 * **Absent vs. corrupt.** Only an absent bundle raises :class:`BundleMissing` (and an incomplete one, asked for
   by :func:`evidence`, its subclass :class:`BundleIncomplete`), the one failure a reader may answer with weaker
   evidence (saying so). A corrupt bundle raises :class:`BundleError` naming the file and the

@@ -17,7 +17,15 @@ import pandas as pd
 
 from ..paths import BUILD_DIR, RESULTS_DIR
 from ..context import current
-from ._files import _check_content_hash, _hashed_json, _read_record, _restore_nonfinite, _write_together, read_together
+from ._files import (
+    _check_content_hash,
+    _hashed_json,
+    _parse,
+    _read_record,
+    _restore_nonfinite,
+    _write_together,
+    read_together,
+)
 from ._records import (
     _REQUIRED,
     CONTENT_HASH,
@@ -165,11 +173,11 @@ def save_bundle(
 def read_bundle_record(path: Path) -> dict:
     """The JSON record of the bundle (or checkpoint sidecar) at ``path`` as written, its content hash checked and
     dropped and its non-finite values restored (NaN, not ``null``): what :func:`rewrite_bundle` takes back after a
-    change (the migration of old names, :func:`mamba_recall.runstore.migrate_names`). :class:`BundleError` when its
-    hash does not match."""
+    change (the migration of old names, :func:`mamba_recall.runstore.migrate_names`). :class:`BundleError` when it is
+    not strict JSON or its hash is missing or does not match."""
     path = Path(path)
-    record = json.loads(path.read_text())
     regen = regenerate_command(path)
+    record = _parse(path.read_bytes(), path, "result file", f"regenerate it with: {regen}")
     _check_content_hash(record, path, "result file", regen)
     record.pop(CONTENT_HASH, None)
     return _restore_nonfinite(record, path, "result file", regen)
@@ -285,8 +293,8 @@ def load_bundle(name_or_path: str | Path, *, data_keys: tuple[str, ...] = (), di
     """Load and validate a bundle; raise :class:`BundleError` naming the problem and the fix:
     :class:`BundleMissing` when there is no file (the only error a reader may answer with a fallback),
     :class:`BundleTooNew` when a newer mamba_recall wrote it, plain :class:`BundleError` when it is corrupt (not
-    JSON, a field missing, its :data:`CONTENT_HASH` or a table's sha256 not matching). Legacy bundles (no content
-    hash, a bare ``NaN``) load as before."""
+    JSON, a bare ``NaN``, a field missing, its :data:`CONTENT_HASH` missing or not matching, a table's sha256 not
+    matching)."""
     path = Path(name_or_path)
     if path.suffix != ".json":
         path = (Path(directory) if directory else RESULTS_DIR) / f"{name_or_path}.json"

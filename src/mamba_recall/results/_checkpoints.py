@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import re
 from pathlib import Path
 
@@ -61,9 +60,8 @@ def rename_checkpoint(old: str | Path, new: str | Path) -> Path:
     old, new = Path(old), Path(new)
     if new.exists() or new.with_suffix(".json").exists():
         raise ValueError(f"cannot rename {old.name} to {new.name}: {new} exists; remove it first.")
-    read_checkpoint(old, regenerate=f"the command in {old.with_suffix('.json').name}")
-    sidecar = json.loads(old.with_suffix(".json").read_text())
-    sidecar.pop(CONTENT_HASH, None)
+    _, sidecar = read_checkpoint(old, regenerate=f"the command in {old.with_suffix('.json').name}")
+    sidecar.pop(CONTENT_HASH)  # checked on reading; its non-finite values are restored, so none is lost here
     sidecar = {**sidecar, "file": new.name, "renamed_from": sidecar.get("renamed_from", []) + [old.name]}
     _write_together({new: old.read_bytes(), new.with_suffix(".json"): _hashed_json(sidecar, sort_keys=False)})
     old.unlink()
@@ -163,13 +161,25 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
     return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True), sidecar
 
 
-def model_from_checkpoint(path: str | Path, build, *, regenerate: str) -> tuple[torch.nn.Module, dict]:
-    """The model of a committed checkpoint whose ``.pt`` is its state dict: ``(model in eval mode, sidecar)``. The
-    pair is checked by :func:`read_checkpoint` (errors name ``regenerate``, the command that makes it), the model is
-    made by ``build(sidecar)`` (the chapter's constructor, from the config and seed its sidecar records) and loaded
-    with the saved weights, every key matching. The one model loader of the chapters' checkpoints: they differ only
-    in their path (:func:`checkpoint_file`) and constructor."""
+def model_from_checkpoint(
+    path: str | Path, build, *, regenerate: str, weights: str | None = None
+) -> tuple[torch.nn.Module, dict]:
+    """The model of a committed checkpoint: ``(model in eval mode, sidecar)``. The pair is checked by
+    :func:`read_checkpoint` (errors name ``regenerate``, the command that makes it), the model is made by
+    ``build(sidecar)`` (the chapter's constructor, from the config and seed its sidecar records) and loaded with the
+    saved weights, every key matching. The ``.pt`` is the state dict itself, or (``weights`` given) a dict that holds
+    it under the key ``weights`` beside what else its trainer kept (Chapter 4's S-models: ``state_dict`` with their
+    model config, vocabulary and training history); :class:`BundleError` naming ``regenerate`` when it has no such
+    key. The one model loader of the chapters' checkpoints: they differ only in their path (:func:`checkpoint_file`),
+    constructor and ``weights``."""
     state, sidecar = read_checkpoint(path, regenerate=regenerate)
+    if weights is not None:
+        if not isinstance(state, dict) or weights not in state:
+            raise BundleError(
+                f"checkpoint {path} holds no {weights!r} entry (its weights), so it is not a checkpoint of this kind; "
+                f"regenerate it with `{regenerate}`."
+            )
+        state = state[weights]
     model = build(sidecar)
     model.load_state_dict(state)
     return model.eval(), sidecar

@@ -144,18 +144,14 @@ def _strict(record: dict) -> dict:
     return out
 
 
-#: The floats ``null`` entries of :data:`NONFINITE` become: the very objects ``json`` gives a bare ``NaN`` in a
-#: legacy file, so a value read from either compares equal to the other (``[nan] == [nan]`` holds by identity).
-_NONFINITE_FLOATS = {
-    "NaN": getattr(json.decoder, "NaN", float("nan")),
-    "Infinity": getattr(json.decoder, "PosInf", float("inf")),
-    "-Infinity": getattr(json.decoder, "NegInf", float("-inf")),
-}
+#: The floats ``null`` entries of :data:`NONFINITE` become: one object each, so two reads of a file compare equal
+#: (``[nan] == [nan]`` holds by identity).
+_NONFINITE_FLOATS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 
 def _restore_nonfinite(record: dict, path: Path, what: str, regen: str) -> dict:
-    """Put back the non-finite floats that :func:`_strict` wrote as ``null`` (legacy files have no list: a bare
-    ``NaN`` in them is read as NaN by ``json``)."""
+    """Put back the non-finite floats that :func:`_strict` wrote as ``null`` and listed in :data:`NONFINITE` (the
+    only way a file holds one: a bare ``NaN`` is refused when it is parsed, :func:`_parse`)."""
     entries = record.pop(NONFINITE, None) or []
     try:
         for where, text in entries:
@@ -193,11 +189,15 @@ def _hashed_json(record: dict, *, sort_keys: bool) -> bytes:
 
 
 def _check_content_hash(record: dict, path: Path, what: str, regen: str) -> None:
-    """Raise :class:`BundleError` when ``record`` carries a content hash that its values do not match (legacy
-    files without one pass)."""
+    """Raise :class:`BundleError` when ``record`` carries no content hash (every bundle and sidecar this library
+    writes has one, so its values could not be checked: written by hand or by a version before hashes) or one that
+    its values do not match."""
     recorded = record.get(CONTENT_HASH)
     if recorded is None:
-        return
+        raise BundleError(
+            f"{what} {path} carries no content hash ({CONTENT_HASH}), so its values cannot be checked (written by "
+            f"hand, or by a mamba_recall before hashes, which this one no longer reads); regenerate it with: {regen}"
+        )
     if recorded != _content_sha256(record):
         raise BundleError(
             f"corrupt {what} {path}: its values do not match the sha256 recorded in it ({CONTENT_HASH}; changed "
@@ -215,19 +215,38 @@ def _jsonable(obj):
     raise TypeError(f"cannot store {type(obj).__name__} in a bundle; convert it to numbers, lists or dicts.")
 
 
+def _bare_constant(constant: str):
+    """``json``'s hook for a bare ``NaN``, ``Infinity`` or ``-Infinity``: refused (:func:`_parse`)."""
+    raise ValueError(f"a bare {constant}")
+
+
+def _parse(raw: bytes | str, path: Path, what: str, fix: str) -> dict:
+    """The JSON object in ``raw`` (the bytes of a bundle or checkpoint sidecar), as strict JSON: :class:`BundleError`
+    ending in ``fix`` (what to delete and how to remake it) when it is not JSON, holds a bare ``NaN`` or
+    ``Infinity`` (this library writes a non-finite float as ``null`` listed in :data:`NONFINITE`, :func:`_strict`) or
+    its top level is not an object."""
+    try:
+        record = json.loads(raw, parse_constant=_bare_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BundleError(f"corrupt {what} {path}: not valid JSON ({exc}; truncated?); {fix}") from exc
+    except ValueError as exc:
+        raise BundleError(
+            f"corrupt {what} {path}: {exc} in it, not strict JSON (a non-finite number is written as null and "
+            f"listed in {NONFINITE}; written by hand or by an old mamba_recall); {fix}"
+        ) from exc
+    if not isinstance(record, dict):
+        raise BundleError(f"corrupt {what} {path}: the top level is not a JSON object; {fix}")
+    return record
+
+
 def _read_record(raw: bytes, path: Path, what: str, schema: str, ours: int, *, fix: str, regen) -> tuple[dict, str]:
-    """The JSON object of a bundle or checkpoint sidecar from its bytes ``raw``, checked as both are: text that is
-    not JSON, or whose top level is not an object, raises :class:`BundleError` ending in ``fix`` (what to delete and
-    how to remake it); then its content hash (:func:`_check_content_hash`), its non-finite values restored
+    """The JSON object of a bundle or checkpoint sidecar from its bytes ``raw``, checked as both are: strict JSON
+    whose top level is an object (:func:`_parse`; else :class:`BundleError` ending in ``fix``, what to delete and how
+    to remake it); then its content hash, required (:func:`_check_content_hash`), its non-finite values restored
     (:func:`_restore_nonfinite`), and :class:`BundleTooNew` when it is ``schema`` at a version above ``ours``.
     ``regen(record)``: the command that remakes it, named by those errors (a bundle records its own) and returned
     with the record: ``(record, command)``."""
-    try:
-        record = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BundleError(f"corrupt {what} {path}: not valid JSON ({exc}; truncated?); {fix}") from exc
-    if not isinstance(record, dict):
-        raise BundleError(f"corrupt {what} {path}: the top level is not a JSON object; {fix}")
+    record = _parse(raw, path, what, fix)
     command = regen(record)
     _check_content_hash(record, path, what, command)  # first: a flipped version digit is corruption
     _restore_nonfinite(record, path, what, command)

@@ -22,7 +22,7 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves import
     relative_position,
     summarise,
 )
-from mamba_recall.results import load_bundle
+from mamba_recall.results import BundleError, load_bundle
 from mamba_recall.chapters.ch4_primacy_recency.views.reference_curves import (
     authors_chart,
     authors_vs_ours_chart,
@@ -153,6 +153,20 @@ def test_altered_or_missing_files_name_the_fix(tmp_path):
         load_authors_curves(copy)
     with pytest.raises(ReferenceDataError, match="no reference file"):
         load_authors_curves(tmp_path / "absent.csv")
+
+
+def test_a_sidecar_edited_to_match_an_edited_file_is_refused(tmp_path):
+    """The sidecar is read by the results layer's record reader (``results.read_bundle_record``): its content hash
+    catches a sidecar whose recorded sha256 was changed to fit an edited table."""
+    for name in ("recall_by_position.csv", "recall_by_position.json"):
+        shutil.copy(AUTHORS_DIR / name, tmp_path / name)
+    copy, side = tmp_path / "recall_by_position.csv", tmp_path / "recall_by_position.json"
+    copy.write_text(copy.read_text().replace(",13,0.6500", ",14,0.7000", 1))
+    record = json.loads(side.read_text())
+    record["tables"]["recall_by_position"]["sha256"] = hashlib.sha256(copy.read_bytes()).hexdigest()
+    side.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    with pytest.raises(BundleError, match="content_sha256.*git checkout -- results/external/paper-004-authors"):
+        load_authors_curves(copy)
 
 
 def test_charts_label_both_sources():

@@ -25,13 +25,13 @@ paper's *repeated relation*, ``varied`` (a different verb per fact) its *random 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mamba_recall.paths import RESULTS_DIR
+from mamba_recall.results import read_bundle_record
 from mamba_recall.analysis.interventions import wilson
 
 __all__ = [
@@ -92,18 +92,19 @@ def _sha256(path: Path) -> str:
 
 
 def _check_hash(path: Path) -> None:
+    """ReferenceDataError unless ``path`` is the table its sidecar ``<path>.json`` (a result bundle) names, with the
+    sha256 recorded there; the sidecar is read by the results layer's reader of a bundle's record
+    (:func:`~mamba_recall.results.read_bundle_record`: strict JSON, its content hash checked, else its
+    :class:`~mamba_recall.results.BundleError` naming the restore command it records)."""
     side = path.with_suffix(".json")
     if not side.is_file():
         raise ReferenceDataError(
             f"{path} has no sidecar {side.name} recording its sha256; {_RESTORE}, or pass "
             "check_hash=False to read a file of your own."
         )
-    try:
-        entry = json.loads(side.read_text())["tables"]["recall_by_position"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ReferenceDataError(
-            f"sidecar {side} is corrupt or lacks tables.recall_by_position ({exc!r}); {_RESTORE}."
-        ) from exc
+    entry = (read_bundle_record(side).get("tables") or {}).get("recall_by_position")
+    if not isinstance(entry, dict):
+        raise ReferenceDataError(f"sidecar {side} lacks tables.recall_by_position; {_RESTORE}.")
     if entry.get("file") != path.name or entry.get("sha256") != _sha256(path):
         raise ReferenceDataError(
             f"{path} does not match the sha256 recorded in {side.name} (edited or truncated); {_RESTORE}."
