@@ -208,3 +208,48 @@ def test_model_from_checkpoint_is_the_one_checkpoint_model_loader(tmp_path):
         results.model_from_checkpoint(path, lambda m: torch.nn.Linear(4, 2), regenerate="x")
     with pytest.raises(results.CheckpointMissing, match="make ch9 --again"):
         results.model_from_checkpoint(tmp_path / "ch9_other_ci.pt", lambda m: None, regenerate="make ch9 --again")
+
+
+def test_model_from_checkpoint_reads_the_weights_of_a_payload(tmp_path):
+    """A ``.pt`` that keeps its state dict beside what built it (Chapter 4's S-models: ``state_dict``, config,
+    vocabulary, history) loads through the same loader with ``weights``; one without that key is refused, naming
+    the command that remakes it."""
+    import torch
+
+    torch.manual_seed(0)
+    saved = torch.nn.Linear(3, 2)
+    payload = {"state_dict": saved.state_dict(), "model_config": {"d_in": 3}, "history": [1, 2]}
+    path = results.save_checkpoint(tmp_path / "ch9_payload_ci.pt", payload, {"d_in": 3}, command="make ch9")
+    model, meta = results.model_from_checkpoint(
+        path, lambda m: torch.nn.Linear(m["d_in"], 2), regenerate="x", weights="state_dict"
+    )
+    assert meta["d_in"] == 3 and torch.equal(model.weight, saved.weight) and torch.equal(model.bias, saved.bias)
+    with pytest.raises(results.BundleError, match="holds no 'weights' entry.*regenerate it with `make ch9 again`"):
+        results.model_from_checkpoint(path, lambda m: None, regenerate="make ch9 again", weights="weights")
+
+
+def test_ch4_load_checkpoint_goes_through_the_one_loader_and_builds_the_pt_s_own_model():
+    """Chapter 4's ``load_checkpoint`` builds its S-model through ``model_from_checkpoint`` from the config and
+    vocabulary its sidecar records: the ``.pt``'s own (the trainer writes the same into both), its weights every one."""
+    import torch
+
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines import primacy as A
+    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import _models
+
+    calls = []
+    real = _models.model_from_checkpoint
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("weights"))
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_models, "model_from_checkpoint", spy)
+        for name in ("s_small", "s_m2"):
+            model, vocab, side = A.load_checkpoint(model=name)
+            blob, _ = A.read_smodel(A.checkpoint_path(name), name)
+            assert side["train_config"]["model"] == blob["model_config"] and vocab == type(vocab)(**blob["vocab"])
+            state = model.state_dict()
+            assert state.keys() == blob["state_dict"].keys()
+            assert all(torch.equal(state[k], blob["state_dict"][k]) for k in state) and not model.training
+    assert calls == ["state_dict", "state_dict"]

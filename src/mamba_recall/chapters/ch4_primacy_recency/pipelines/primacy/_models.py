@@ -12,7 +12,7 @@ import torch
 
 from mamba_recall.models.mamba import MambaLMHeadModel
 from mamba_recall.presets import seeds
-from mamba_recall.results import CHECKPOINT_DIR, checkpoint_file, read_checkpoint
+from mamba_recall.results import CHECKPOINT_DIR, checkpoint_file, model_from_checkpoint, read_checkpoint
 from mamba_recall.tasks.serial_recall import RecallVocab, recall_contexts
 from mamba_recall.analysis import interventions as iv
 from mamba_recall.runners import runner_command
@@ -81,23 +81,38 @@ def read_smodel(path: Path, model: str) -> tuple[dict, dict]:
     return blob, sidecar
 
 
+def _architecture(side: dict, path: Path, model: str) -> tuple[dict, RecallVocab]:
+    """(model config, vocabulary) of the S-model whose training sidecar is ``side``: its ``train_config``'s ``model``
+    and ``vocab`` (the trainer writes the same two into the ``.pt`` beside the weights). ValueError naming the command
+    that regenerates ``model`` when the sidecar records neither."""
+    cfg = side.get("train_config")
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("model"), dict) or not isinstance(cfg.get("vocab"), dict):
+        raise ValueError(
+            f"{path} is not a Chapter 4 checkpoint: its sidecar records no train_config with a model and a vocab; "
+            f"regenerate it with `{regenerate_command(model)}`."
+        )
+    return cfg["model"], RecallVocab(**cfg["vocab"])
+
+
 def load_checkpoint(path=None, *, model: str = "s_small", backend="auto", device="cpu"):
     """Load an S-model checkpoint (``.pt`` + JSON sidecar) → ``(model, vocab, sidecar)``.
 
-    ``path`` defaults to the committed ``results/checkpoints/ch4_train_<model>_ci.pt`` (:func:`checkpoint_path`). The sidecar's sha256
-    is checked. A reader's own mamba_ssm-compatible checkpoint is loaded with
-    :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead. Not
-    :func:`~mamba_recall.results.load_model` (the one loader of a ``.pt`` that is a bare state dict, its model built
-    from the sidecar): an S-model's ``.pt`` holds the config and vocabulary that build it beside its weights
-    (:func:`read_smodel`), and the vocabulary is returned with the model.
+    ``path`` defaults to the committed ``results/checkpoints/ch4_train_<model>_ci.pt`` (:func:`checkpoint_path`).
+    Through the one model loader, :func:`mamba_recall.results.model_from_checkpoint`: the pair checked (the sidecar's
+    sha256; errors name the command that regenerates ``model``), the network built by :func:`build_model` from the
+    model config and vocabulary the sidecar's ``train_config`` records, and loaded with the ``.pt``'s ``state_dict``
+    (an S-model's ``.pt`` keeps its config, vocabulary and history beside its weights); the vocabulary is returned
+    with the model. A reader's own mamba_ssm-compatible checkpoint is loaded with
+    :func:`mamba_recall.analysis.interventions.load_mamba_ssm_checkpoint` instead.
     """
     path = Path(path) if path is not None else checkpoint_path(model)
-    blob, sidecar = read_smodel(path, model)
-    vocab = RecallVocab(**blob["vocab"])
-    net = build_model(blob["model_config"], vocab, backend=backend)
-    net.load_state_dict(blob["state_dict"])
-    net.to(device).eval()
-    return net, vocab, sidecar
+
+    def build(side: dict) -> MambaLMHeadModel:
+        config, vocab = _architecture(side, path, model)
+        return build_model(config, vocab, backend=backend)
+
+    net, sidecar = model_from_checkpoint(path, build, regenerate=regenerate_command(model), weights="state_dict")
+    return net.to(device), _architecture(sidecar, path, model)[1], sidecar
 
 
 def load_model(name: str = "s_small", *, backend="auto", device="cpu"):
@@ -207,8 +222,9 @@ def untrained_twin(model_name: str, *, backend="auto", path=None):
     initialised as its training run started (``torch.manual_seed`` of its recorded training seed, then the same
     constructor). The null control of a statistic that could hold by construction (a claim's rule must not pass it).
     ``path``: the checkpoint file, where it is not the committed one (``checkpoint_path(model_name)``)."""
-    blob, side = read_smodel(path or checkpoint_path(model_name), model_name)
-    vocab = RecallVocab(**blob["vocab"])
-    torch.manual_seed(int((side.get("train_config") or {}).get("seed", 0)))
-    net = build_model(blob["model_config"], vocab, backend=backend)
+    path = path or checkpoint_path(model_name)
+    _, side = read_smodel(path, model_name)
+    config, vocab = _architecture(side, path, model_name)
+    torch.manual_seed(int(side["train_config"].get("seed", 0)))
+    net = build_model(config, vocab, backend=backend)
     return net.eval(), vocab, side
