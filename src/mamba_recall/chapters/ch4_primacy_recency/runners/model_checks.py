@@ -30,7 +30,6 @@ Chapter 4 checkpoint ``.pt`` outside the declared list (:func:`check_checkpoint`
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -47,7 +46,7 @@ from ..claims.mamba2_heads import m2_claim_args
 from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
-from mamba_recall.results import command_provenance, save_bundle
+from mamba_recall.results import command_provenance, read_checkpoint, save_bundle
 from mamba_recall.runners import runner_command
 from mamba_recall.runstore import finished_status, make_job
 
@@ -220,10 +219,12 @@ def judge_model(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", lo
 def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     """One job per model of the preset's ``ch4_model_checks`` list (``smoke``: the first model only, at the ci
     sizes): its config names the model, the preset, the sizes' preset, the committed checkpoint
-    (``results/checkpoints/ch4_train_<model>_ci.pt``, :func:`checkpoint_path`) and the sha256 its sidecar records.
-    ValueError (naming the command that trains it) when a checkpoint's sidecar is missing; the preset's error when
-    the experiment has no sizes there."""
+    (``results/checkpoints/ch4_train_<model>_ci.pt``, :func:`checkpoint_path`) and the sha256 its sidecar records
+    (the pair checked by :func:`mamba_recall.results.read_checkpoint`, the one reader of a checkpoint and its
+    sidecar). ValueError (naming the command that trains it) when a checkpoint's sidecar is missing, the reader's
+    ``BundleError`` when the pair does not check out; the preset's error when the experiment has no sizes there."""
     models = experiment(EXPERIMENT, preset)["models"]
+    train_it = "python -m mamba_recall grid ch4_train --preset ci"
     jobs = []
     for model in models[:1] if smoke else models:
         path = checkpoint_path(model)
@@ -231,7 +232,7 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
         if not sidecar.is_file():
             raise ValueError(
                 f"{EXPERIMENT}: the checkpoint of {model} is missing ({sidecar.relative_to(REPO_ROOT)}); train it "
-                f"first: python -m mamba_recall grid ch4_train --preset ci."
+                f"first: {train_it}."
             )
         config = ModelCheckJob(
             model=model,
@@ -239,7 +240,7 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
             sizes_preset="ci" if smoke else preset,
             smoke=smoke,
             checkpoint=str(path.relative_to(REPO_ROOT)),
-            checkpoint_sha256=json.loads(sidecar.read_text())["sha256"],
+            checkpoint_sha256=read_checkpoint(path, regenerate=f"{train_it} --only {model}")[1]["sha256"],
         )
         jobs.append(make_job(EXPERIMENT, config, 0))  # one run per model: the checks draw from their own seeds
     return jobs

@@ -52,7 +52,7 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import (
 )
 from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.presets import experiment, seeds
-from mamba_recall.results import CHECKPOINT_DIR, command_provenance, save_checkpoint
+from mamba_recall.results import CHECKPOINT_DIR, CheckpointMissing, command_provenance, read_checkpoint, save_checkpoint
 from mamba_recall.runstore import as_only
 from mamba_recall.tasks.serial_recall import RecallVocab, multiquery_batch, recall_contexts, recall_prompts
 from mamba_recall.tasks.transfer import transfer_batch, transfer_sets
@@ -414,17 +414,18 @@ def run_job(config: SModelJob, seed: int) -> dict:
     out = model_file(name, preset, smoke)
     init = model_file(recipe["init_from"], preset, smoke) if recipe.get("init_from") else None
     t0 = time.perf_counter()
+    command = regenerate_command(preset, name)
     _, sidecar = train_recipe(
         recipe,
         name,
         out,
-        command=regenerate_command(preset, name),
+        command=command,
         device=device,
         log=lambda msg: print(msg, file=sys.stderr, flush=True),
         num_threads=1 if device == "cpu" else None,
         init_path=init,
     )
-    gate = json.loads(sidecar.read_text())["gate"]
+    gate = read_checkpoint(sidecar.with_suffix(".pt"), regenerate=command)[1]["gate"]  # the pair just written, checked
     return {
         "model": name,
         "seed": seed,
@@ -458,17 +459,26 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
 
 
 def recorded_estimate(left: list[dict]) -> tuple[float, str]:
-    """Each model at the seconds its committed checkpoint's sidecar records (not measured here), none if absent."""
+    """Each model at the seconds its committed checkpoint's sidecar records (not measured here; the pair read by
+    :func:`mamba_recall.results.read_checkpoint`), none if the checkpoint or its recorded time is absent; a pair that
+    does not check out raises the reader's ``BundleError`` (naming the command that remakes it), not a guess of 0."""
     total, missing = 0.0, 0
     for job in left:
         c = job["config"]
         if c["smoke"]:
             continue  # a handful of steps
-        side = checkpoint_path(c["model"], c["preset"]).with_suffix(".json")
         try:
-            total += float(json.loads(side.read_text())["provenance"]["wall_seconds"])
-        except (OSError, KeyError, TypeError, ValueError):
+            _, side = read_checkpoint(
+                checkpoint_path(c["model"], c["preset"]), regenerate=regenerate_command(c["preset"], c["model"])
+            )
+        except CheckpointMissing:
             missing += 1
+            continue
+        seconds = (side.get("provenance") or {}).get("wall_seconds")
+        if seconds is None:
+            missing += 1
+        else:
+            total += float(seconds)
     basis = "the seconds each committed checkpoint's sidecar records" + (
         f"; {missing} of {len(left)} without one, counted as 0" if missing else ""
     )
