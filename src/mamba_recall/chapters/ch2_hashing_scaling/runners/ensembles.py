@@ -32,15 +32,10 @@ from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_command, runner_module
 from mamba_recall.runstore import finished_status, make_job, save_grid_bundle
 
+from .ensemble_presets import EXPERIMENTS, PRESETS, grid_command
 from .job_configs import EnsembleUnit
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.ensembles:run_job"
-#: the ensemble experiments, each the name of its runner, its sizes (``presets.experiment``), its run-store folder
-#: and the stem of its bundle
-EXPERIMENTS = ("ch2_scaling", "ch2_multihead")
-#: the presets of the ensembles, at which they are the one route to Figs. 7, 8, 10–11 and Tab. 10 (``cpu-hours``:
-#: the one-model-per-job figure grids of :mod:`.figs_cpu`, which refuse these presets for those figures)
-PRESETS = ("ci", "paper")
 #: presets whose jobs train on a GPU where the process running them has one
 GPU_PRESETS = ("paper",)
 
@@ -104,11 +99,6 @@ def run_job(config: EnsembleUnit, seed: int) -> dict:
         "tables": {name: frame_record(frame) for name, frame in tables.items()},
         "seconds": round(time.perf_counter() - t0, 1),
     }
-
-
-def grid_command(runner: str, preset: str) -> str:
-    """The one command of the declared experiment ``runner`` (its ensembles) at ``preset``."""
-    return f"python -m mamba_recall grid {runner} --preset {preset} --allow-long"
 
 
 def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, log=print):

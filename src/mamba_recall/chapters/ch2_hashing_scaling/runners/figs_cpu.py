@@ -52,7 +52,7 @@ from mamba_recall.runstore import (
     save_grid_bundle,
 )
 
-from . import ensembles
+from . import ensemble_presets
 from .job_configs import CodeRecipe, Evaluation, Fig7Cell, Fig10Cell, FigData, HeadCell, Tab10Cell
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu:run_job"
@@ -266,14 +266,14 @@ def cell_configs(part: str, preset: str, smoke: bool = False) -> list[Fig7Cell |
 
 def ensemble_route(part: str, preset: str) -> str | None:
     """The grid command that makes ``part``'s figure at ``preset`` where Chapter 2's ensembles make it (the part
-    lives in ``ch2_scaling``'s or ``ch2_multihead``'s sizes and ``preset`` is one of :data:`.ensembles.PRESETS`:
+    lives in ``ch2_scaling``'s or ``ch2_multihead``'s sizes and ``preset`` is one of :data:`.ensemble_presets.PRESETS`:
     ``ch2_scaling``'s part ``--only multilayer`` / ``repetition`` / ``ablation``, ``ch2_multihead``'s grid), else
     None (this module's one-model grid makes it: ``cpu-hours``, and ``thm5`` at every preset)."""
     _check_part(part)
     name, key, _, _ = PARTS[part]
-    if name not in ensembles.EXPERIMENTS or preset not in ensembles.PRESETS:
+    if name not in ensemble_presets.EXPERIMENTS or preset not in ensemble_presets.PRESETS:
         return None
-    return ensembles.grid_command(name, preset) + (f" --only {key}" if key else "")
+    return ensemble_presets.grid_command(name, preset) + (f" --only {key}" if key else "")
 
 
 def jobs_for(part: str, preset: str, smoke: bool = False) -> list[dict]:
