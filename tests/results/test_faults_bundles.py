@@ -217,7 +217,8 @@ def test_edge_family_corrupt_bundle_is_not_uncommitted(tmp_path):
     _flip(copy, copy.read_bytes().rindex(b"}"), b")")  # the last brace: truncated-looking JSON
     with pytest.raises(results.BundleError) as info:
         EdgeFamily("cpu-hours", directory=folder)
-    assert str(copy) in str(info.value) and "runners.edge " in str(info.value).split("regenerate it with:")[1]
+    assert str(copy) in str(info.value)
+    assert "grid ch4_edge_checks --preset cpu-hours" in str(info.value).split("regenerate it with:")[1]
 
 
 def test_edge_family_absent_bundle_is_uncommitted(tmp_path):
