@@ -7,8 +7,9 @@ early stopping shortens jobs; on a machine shared with other work the step times
 the command that runs it (``--engine ray`` puts it on a GPU box or a cluster; the appendix "Engineering notes", "Grids on Ray"), and
 the bundle it writes (``results/<experiment>_<P>.json``, one name per experiment) with whether one is committed: the
 jobs left of a grid whose bundle is not committed are not missing from the book, they are a grid nobody has run at
-``P`` (Chapter 2's one-model figure grids and Chapter 4's edge family at ``ci``, for instance, whose ``ci`` sizes
-serve tests and smoke runs). An experiment with no run-store grid at ``P`` says so instead of a number. No GPU timing is committed, so every estimate
+``P`` (Chapter 2's Thm 5 grid and Chapter 4's edge family at ``ci``, for instance, whose ``ci`` sizes serve tests
+and smoke runs; Chapter 2's other one-model figure grids have none at ``ci`` or ``paper``, where the ensembles of
+``ch2_scaling`` and ``ch2_multihead`` make those figures). An experiment with no run-store grid at ``P`` says so instead of a number. No GPU timing is committed, so every estimate
 is a CPU's; the scorecard's "not run" lines point here.
 
 Many small models per job: a grid whose runner trains the seeds of one config as one ensemble (``--members``:

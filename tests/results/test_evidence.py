@@ -79,8 +79,8 @@ def test_a_missing_bundle_names_the_command_that_makes_it(tmp_path):
         results.evidence("ch9_other", directory=tmp_path)
     # the committed results: a preset never run names its experiment's grid command at that preset
     with pytest.raises(results.BundleMissing) as info:
-        results.evidence("ch2_fig7", preset="paper")
-    assert "make it with: python -m mamba_recall grid ch2_fig7 --preset paper --allow-long" in str(info.value)
+        results.evidence("ch2_reference_grid", preset="paper")
+    assert "make it with: python -m mamba_recall grid ch2_reference_grid --preset paper --allow-long" in str(info.value)
 
 
 def test_weaker_falls_back_only_when_absent_and_says_so(tmp_path):
