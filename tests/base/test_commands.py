@@ -44,7 +44,7 @@ def test_every_written_runner_command_names_a_runner():
                 bad.append(f"{path.relative_to(ROOT)}: `python -m {module}` names no runner")
             elif not hasattr(importlib.import_module(module), "main"):
                 bad.append(f"{path.relative_to(ROOT)}: {module} has no main")
-    assert seen > 40, seen  # the pattern still finds the commands (most results now run by their grid command)
+    assert seen > 30, seen  # the pattern still finds the commands (most results now run by their grid command: 40 left)
     assert not bad, "\n".join(sorted(set(bad)))
 
 

@@ -11,6 +11,7 @@ from mamba_recall import cli
 from mamba_recall.notebook import ParameterError, setup
 from mamba_recall.presets import PresetError, experiment
 from mamba_recall.results import BundleError, load_bundle, save_bundle
+from mamba_recall.results._files import _hashed_json
 
 
 def test_bundle_roundtrip_with_provenance(tmp_path):
@@ -30,7 +31,9 @@ def test_bundle_roundtrip_with_provenance(tmp_path):
     [
         ("{not json", "not valid JSON"),
         ("[1, 2]", "not a JSON object"),
-        (json.dumps({"schema": "mamba_recall.bundle"}), "field 'schema_version' is missing"),
+        (json.dumps({"schema": "mamba_recall.bundle"}), "carries no content hash"),
+        # hashed as the library writes, but no schema version: the field is named
+        (_hashed_json({"schema": "mamba_recall.bundle"}, sort_keys=True).decode(), "field 'schema_version' is missing"),
     ],
 )
 def test_corrupt_bundle_says_what_and_how_to_fix(tmp_path, corrupt, message):
