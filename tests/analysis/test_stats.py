@@ -365,7 +365,9 @@ def test_committed_seed_intervals_move_within_the_table_rounding(name, preset):
 @pytest.mark.parametrize("preset", ["ci", "cpu-hours"])
 def test_committed_power_law_fits_move_within_the_table_rounding(preset):
     """The designed-capacity slopes (results/ch2_designed_capacity_*.fits.csv) refitted from the committed
-    capacity table: slopes bit for bit, interval bounds within 4.8e-4 · se, equal at the printed 3 decimals."""
+    capacity table: slopes within a relative 1e-12 (the one least squares goes through the machine's LAPACK, whose
+    last bits differ between machines: the committed fits were made on another CPU than the one checking them), interval
+    bounds within 4.8e-4 · se (the t quantile's table before scipy), equal at the printed 3 decimals."""
     from mamba_recall.theory.designed_capacity import LAWS_COMPARED, fit_power_law
 
     cfg = json.loads((RESULTS_DIR / f"ch2_designed_capacity_{preset}.json").read_text())["config"]
@@ -386,7 +388,7 @@ def test_committed_power_law_fits_move_within_the_table_rounding(preset):
         f = fit_power_law(list(pts["DN"]), list(pts[col]))
         if f["n"] < 3:
             continue
-        assert f["exponent"] == row.exponent
+        assert f["exponent"] == pytest.approx(row.exponent, rel=1e-12, abs=0)
         se = (row.ci_high - row.ci_low) / 2 / t_quantile_975(f["n"] - 2)
         for side in ("ci_low", "ci_high"):
             assert abs(f[side] - getattr(row, side)) <= 4.8e-4 * se + 1e-12

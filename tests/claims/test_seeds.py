@@ -157,6 +157,14 @@ def test_least_squares_two_regressors_against_scipy_by_frisch_waugh_lovell():
     for cols, ys in (({"a": D, "b": 2 * D}, y), ({"a": D[:3], "b": N[:3]}, y[:3])):
         bad = least_squares(cols, ys)
         assert all(math.isnan(v) for v in (*bad["coef"].values(), *bad["ci"]["a"], bad["r2"]))
+    # centred: a line far from the origin is as well determined as one at it; a nearly constant regressor still
+    # fits (no crash); a non-finite value gives no fit
+    far = least_squares({"x": [1e8, 1e8 + 1, 1e8 + 2, 1e8 + 3]}, [1.0, 2.0, 3.5, 4.0])
+    near = least_squares({"x": [0.0, 1.0, 2.0, 3.0]}, [1.0, 2.0, 3.5, 4.0])
+    assert far["coef"]["x"] == pytest.approx(near["coef"]["x"], rel=1e-9)
+    assert far["se"]["x"] == pytest.approx(near["se"]["x"], rel=1e-6)
+    assert math.isfinite(least_squares({"x": [1.0, 1 + 1e-13, 1 + 2e-13]}, [1.0, 2.0, 3.5])["coef"]["x"])
+    assert all(math.isnan(v) for v in least_squares({"x": [1.0, float("nan"), 3.0]}, [1.0, 2.0, 3.0])["coef"].values())
     with pytest.raises(ValueError, match="one y per point"):
         least_squares({"a": D[:5]}, y)
     with pytest.raises(ValueError, match="intercept"):

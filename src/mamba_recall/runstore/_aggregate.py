@@ -105,13 +105,18 @@ def mean_interval(values, *, bounds=None, paired_with=None) -> dict:
 def least_squares(columns, y) -> dict:
     r"""Ordinary least squares of ``y`` on the named regressors ``columns`` (``{name: values}``, one value per point)
     and an intercept, :math:`y \approx \sum_j \beta_j x_j + c`, the one regression with t-intervals of the library:
-    ``{"coef": {name: β_j, "intercept": c}, "se": {...}, "ci": {...}, "n", "dof", "r2"}``. With design matrix
-    :math:`X` (n × (p + 1), the columns then a column of ones) the fit is :math:`\hat\beta = (X^\top X)^{-1}X^\top y`
-    (``numpy.linalg.lstsq``), the residual variance :math:`s^2 = \lVert y - X\hat\beta\rVert^2/(n-p-1)`, the standard
-    errors :math:`\sqrt{s^2\,[(X^\top X)^{-1}]_{jj}}`, and each 95 % interval :math:`\hat\beta_j \pm t_{0.975,
-    n-p-1}\,\mathrm{se}_j` (:func:`t_interval`). Fewer than p + 2 points, or regressors that do not determine the fit
-    (a constant column, two proportional ones: :math:`X` of rank below p + 1): every number NaN (no fit, never a
-    made-up one). Take logs before the call for a power law."""
+    ``{"coef": {name: β_j, "intercept": c}, "se": {...}, "ci": {...}, "n", "dof", "r2"}``.
+
+    Fitted on centred data (each regressor minus its mean :math:`\bar x`, shape (p,), and :math:`y - \bar y`), which
+    keeps a fit far from the origin as well conditioned as one at it: with :math:`X_c` (n × p) the centred regressors,
+    :math:`\hat\beta = (X_c^\top X_c)^{-1}X_c^\top y_c` (``numpy.linalg.lstsq``), :math:`c = \bar y - \bar x^\top
+    \hat\beta`, the residual variance :math:`s^2 = \lVert y_c - X_c\hat\beta\rVert^2/(n-p-1)`,
+    :math:`\mathrm{Cov}(\hat\beta) = s^2 (X_c^\top X_c)^{-1}`, :math:`\mathrm{Var}(c) = s^2/n + \bar x^\top
+    \mathrm{Cov}(\hat\beta)\,\bar x`, and each 95 % interval :math:`\hat\beta_j \pm t_{0.975, n-p-1}\,\mathrm{se}_j`
+    (:func:`t_interval`). No fit, every number NaN (never a made-up one): fewer than p + 2 points, a non-finite value,
+    or regressors that do not determine the fit (a constant column, two proportional ones: :math:`X_c` of rank below p).
+    Its last bits depend on the machine's LAPACK (compare fits made elsewhere at a relative 1e-12, not bit for bit).
+    Take logs before the call for a power law."""
     import numpy as np
 
     names = list(columns)
@@ -133,21 +138,32 @@ def least_squares(columns, y) -> dict:
         dof=n - p - 1,
         r2=nan,
     )
-    if n < p + 2:
+    X = np.array(cols, dtype=float).reshape(p, n).T
+    Y = np.asarray(ys, dtype=float)
+    if n < p + 2 or not (np.isfinite(X).all() and np.isfinite(Y).all()):
         return out
-    X = np.column_stack([*(np.asarray(c) for c in cols), np.ones(n)])
-    Y = np.asarray(ys)
-    if np.linalg.matrix_rank(X) < p + 1:
+    xbar, ybar = X.mean(axis=0), Y.mean()
+    Xc, Yc = X - xbar, Y - ybar
+    if np.linalg.matrix_rank(Xc) < p:
         return out
-    coef, *_ = np.linalg.lstsq(X, Y, rcond=None)
-    resid = Y - X @ coef
+    try:
+        beta, *_ = np.linalg.lstsq(Xc, Yc, rcond=None)
+        cov_unit = np.linalg.inv(Xc.T @ Xc)
+    except np.linalg.LinAlgError:  # singular to working precision: the regressors do not determine the fit
+        return out
+    resid = Yc - Xc @ beta
     sse = float(resid @ resid)
     dof = n - p - 1
-    se = np.sqrt(np.diag(sse / dof * np.linalg.inv(X.T @ X)))
-    syy = float(((Y - Y.mean()) ** 2).sum())
-    for k, b, s in zip(terms, coef, se):
-        out["coef"][k], out["se"][k] = float(b), float(s)
-        out["ci"][k] = t_interval(float(b), float(s), dof)
+    s2 = sse / dof
+    cov = s2 * cov_unit
+    icpt = float(ybar - xbar @ beta)
+    isd = math.sqrt(s2 / n + float(xbar @ cov @ xbar))
+    for k, b, v in zip(names, beta, np.diag(cov)):
+        out["coef"][k], out["se"][k] = float(b), math.sqrt(float(v))
+        out["ci"][k] = t_interval(float(b), out["se"][k], dof)
+    out["coef"]["intercept"], out["se"]["intercept"] = icpt, isd
+    out["ci"]["intercept"] = t_interval(icpt, isd, dof)
+    syy = float(Yc @ Yc)
     out["r2"] = 1 - sse / syy if syy else nan
     return out
 
