@@ -108,7 +108,10 @@ class Experiment:
     seed]``, which trains a config's seeds as one ensemble (``--members``).
     ``sizes``: preset -> the typed sizes the jobs are made from (an experiment made from several entries of its
     chapter's configs: preset -> {entry: sizes}). ``metrics``: the result fields its bundle aggregates over seeds.
-    Its one command is :meth:`command`. ``stages`` and ``members_presets`` below."""
+    ``check_store(preset, smoke, store)``: raises (a ValueError naming the problem and the fix) when a grid run on
+    ``--store`` cannot be this experiment's, called before any of its jobs runs (``ch4_edge_checks``: a store holding
+    other finished edge models than the grid's own). Its one command is :meth:`command`. ``stages`` and
+    ``members_presets`` below."""
 
     name: str
     sizes: Mapping[str, Any]
@@ -120,6 +123,7 @@ class Experiment:
     members_job: str | None = None
     stages: Callable[[list[dict]], list[list[dict]]] | None = None
     members_presets: tuple[str, ...] = ()
+    check_store: Callable[[str, bool, Any], None] | None = None
 
     @classmethod
     def of(cls, module, sizes_table: Mapping[str, Mapping[str, Any]], *entries: str, **fields: Any) -> Experiment:
@@ -297,6 +301,8 @@ def run_experiment(experiment: Experiment | Sequence[Experiment], args) -> objec
     members, partial = getattr(args, "members", 1), getattr(args, "partial", False)
     stages: list[GridStage] = []
     for e in [experiment] if isinstance(experiment, Experiment) else list(experiment):
+        if e.check_store is not None:  # before any job runs: a store this grid cannot use is refused first
+            e.check_store(args.preset, args.smoke, getattr(args, "store", None))
         jobs = e.grid_jobs(args.preset, smoke=args.smoke)
         parts = e.stages(jobs) if e.stages else [jobs]
         estimate = e.estimate
@@ -388,6 +394,11 @@ def grid_command(
             experiment.grid_jobs(args.preset, smoke=args.smoke)
         except (KeyError, ValueError) as exc:
             ap.error(f"{experiment.name} has no run-store grid at preset {args.preset}: {exc}")
+        if experiment.check_store is not None:  # a store it cannot use: one line, before any job of any grid runs
+            try:
+                experiment.check_store(args.preset, args.smoke, args.store)
+            except ValueError as exc:
+                ap.error(f"{experiment.name} --store {args.store}: {exc}")
     try:
         run_experiment(chosen, args)
     except LongRunError as exc:  # the long-run guard refused to start: one line, with what to do

@@ -10,8 +10,7 @@ import torch
 from mamba_recall import cli
 from mamba_recall.notebook import ParameterError, setup
 from mamba_recall.presets import PresetError, experiment
-from mamba_recall.results import BundleError, load_bundle, save_bundle
-from mamba_recall.results._files import _hashed_json
+from mamba_recall.results import BundleError, load_bundle, rewritten_bytes, save_bundle
 
 
 def test_bundle_roundtrip_with_provenance(tmp_path):
@@ -33,7 +32,7 @@ def test_bundle_roundtrip_with_provenance(tmp_path):
         ("[1, 2]", "not a JSON object"),
         (json.dumps({"schema": "mamba_recall.bundle"}), "carries no content hash"),
         # hashed as the library writes, but no schema version: the field is named
-        (_hashed_json({"schema": "mamba_recall.bundle"}, sort_keys=True).decode(), "field 'schema_version' is missing"),
+        (rewritten_bytes({"schema": "mamba_recall.bundle"}).decode(), "field 'schema_version' is missing"),
     ],
 )
 def test_corrupt_bundle_says_what_and_how_to_fix(tmp_path, corrupt, message):

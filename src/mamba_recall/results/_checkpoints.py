@@ -109,7 +109,8 @@ def read_checkpoint(path: str | Path, *, regenerate: str) -> tuple[dict, dict]:
     :class:`CheckpointMissing` (a ``FileNotFoundError``: never made here; a caller may train live, saying so).
     One of the pair without the other, a sidecar that is not JSON or does not match its content hash, or a
     ``.pt`` that does not match the sidecar's sha256: :class:`BundleError` (corrupt: stop). A sidecar from a
-    newer mamba_recall: :class:`BundleTooNew`. Legacy sidecars (no schema, no content hash) load as before.
+    newer mamba_recall: :class:`BundleTooNew`. A sidecar without its content hash, or with a bare NaN, is refused as
+    corrupt (:class:`BundleError` naming ``regenerate``): every committed one is hashed and strict.
     """
     path = Path(path)
     side = path.with_suffix(".json")

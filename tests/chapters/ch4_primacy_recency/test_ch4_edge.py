@@ -252,6 +252,24 @@ def test_the_checks_of_another_store_s_edge_models_are_refused(tmp_path):
     assert not list(tmp_path.glob("*.json"))
 
 
+def test_the_grid_refuses_another_store_s_edge_models_before_any_check_runs(tmp_path, monkeypatch, capsys):
+    """``grid ch4_edge_checks --store S`` with S holding other finished edge models stops with one line before any
+    job runs (the experiment's ``check_store``), not after its checks have run into S."""
+    from mamba_recall.experiment import experiment_named, grid_command
+    from mamba_recall.runstore import RUNS_DIR, _cli
+
+    assert experiment_named("ch4_edge_checks").check_store is not None
+    store = tmp_path / "runs"
+    (store / "ch4_edge").mkdir(parents=True)
+    one = sorted((RUNS_DIR / "ch4_edge").glob("*.json"))[0]
+    (store / "ch4_edge" / one.name).symlink_to(one)
+    ran = []
+    monkeypatch.setattr(_cli, "run_grid", lambda runner, jobs, **kw: ran.append(jobs))
+    with pytest.raises(SystemExit):
+        grid_command(["ch4_edge_checks", "--preset", "cpu-hours", "--store", str(store), "--no-estimate"])
+    assert ran == [] and "other than the 26" in capsys.readouterr().err
+
+
 def test_the_edge_runner_without_checks_is_the_grid_command_of_ch4_edge(monkeypatch):
     """Training the edge family is the declared experiment's grid (``python -m mamba_recall grid ch4_edge``): the
     runner without ``--checks`` is that command under its own name; its ``--recipes`` is the grid's ``--only``."""

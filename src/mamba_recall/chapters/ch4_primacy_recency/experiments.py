@@ -46,6 +46,7 @@ EXPERIMENTS = (
         make_jobs=edge_checks.checks_jobs,
         run_job=edge_checks.CHECKS_RUNNER,
         write=edge_checks.write_checks_bundle,
+        check_store=edge_checks.same_models,
     ),
     Experiment.of(edge_mix, SIZES, metrics=("n_channels",)),
 )

@@ -131,7 +131,7 @@ def load_seeds(stem: str, log=print, *, directory=None, preset: str = SEEDS_PRES
         return None
     runs = bundle.data["runs"]
     log(
-        f"using {name}: preset {SEEDS_PRESET}, {runs['runs']} runs, commit(s) {', '.join(c[:10] for c in runs['commits'])}"
+        f"using {name}: preset {preset}, {runs['runs']} runs, commit(s) {', '.join(c[:10] for c in runs['commits'])}"
         f", {runs['cpu_seconds'] / 3600:.1f} CPU-hours; verdicts are judged over the seeds (mean, 95 % t-interval)"
     )
     return bundle

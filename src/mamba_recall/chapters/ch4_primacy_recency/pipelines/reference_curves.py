@@ -119,7 +119,8 @@ def load_authors_curves(path: str | Path | None = None, *, check_hash: bool = Tr
     ``lo``/``hi`` (95 % Wilson), ``source_file``, ``source_commit``. ``path`` defaults to the committed file,
     whose sha256 is checked against its sidecar unless ``check_hash`` is False.
 
-    Raises :class:`ReferenceDataError` naming what is wrong and the fix: a missing or altered file, missing or
+    Raises :class:`ReferenceDataError` naming what is wrong and the fix: a missing or altered file (a sidecar
+    that is not strict JSON or fails its own content hash: :class:`~mamba_recall.results.BundleError`), missing or
     unexpected columns, non-integer counts, positions outside 1..L or not each present once, ``correct``
     outside 0..n, an ``accuracy`` that is not correct/n to four decimals, an unknown relation.
     """

@@ -267,11 +267,12 @@ def _attach_null(out: dict, config: EdgeChecksJob, ctx) -> None:
         rec["control"] = {"kind": "null", "what": NULL_UNTRAINED, "measurement": null[cid]}
 
 
-def _same_models(preset: str, smoke: bool, store) -> None:
+def same_models(preset: str, smoke: bool, store) -> None:
     """ValueError when the run store ``store`` holds finished edge models at ``preset`` other than the grid's own
     store does: the grid's jobs are the checks of its own store's models (the experiment's ``make_jobs`` takes no
     store), so the checks of another store's models are neither run nor aggregated. A store holding none (a scratch
-    store for the checks alone) or the same ones (a copy of the committed store) is the grid's."""
+    store for the checks alone) or the same ones (a copy of the committed store) is the grid's. The experiment's
+    ``check_store``: the grid command calls it before any job runs."""
     if store is None:
         return
     edge = jobs_for(preset, smoke)
@@ -289,7 +290,7 @@ def _same_models(preset: str, smoke: bool, store) -> None:
 def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print, partial: bool = False):
     """``results/ch4_edge_checks_<preset>.json`` (the experiment's ``write``) from the finished runs in ``store`` of
     the grid's jobs (:func:`checks_jobs`: the checks of the models of the grid's own store; ValueError from
-    :func:`_same_models` when ``store`` holds other edge models): per recipe and claim the verdict over its seeds
+    :func:`same_models` when ``store`` holds other edge models): per recipe and claim the verdict over its seeds
     (table ``claims``) and the per-seed stored measurements (``data["records"]``: one record per checked model, its
     recipe, seed, model, run key and stored result, what the book re-judges), written through the run store's one
     bundle writer (:func:`mamba_recall.runstore.save_grid_bundle`), recording the grid's command: ``data`` starts
@@ -297,7 +298,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
     ``primary_recipe``, ``edge_gate``, ``primary_order`` and ``records``. With checks left, written only with
     ``partial`` (the grid's ``--partial``), marked partial (:func:`~mamba_recall.runstore.partial_status`); a bundle
     of fewer finished checks never replaces one of more (:class:`~mamba_recall.runstore.BundleNotReplaced`)."""
-    _same_models(preset, smoke, store)
+    same_models(preset, smoke, store)  # the grid checked it before its jobs ran; a direct call is checked here
     jobs = checks_jobs(preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:

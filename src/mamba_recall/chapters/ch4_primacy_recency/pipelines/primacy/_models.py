@@ -72,8 +72,8 @@ def read_smodel(path: Path, model: str) -> tuple[dict, dict]:
     """(payload, sidecar) of an S-model checkpoint: the pair checked by the shared reader
     (:func:`~mamba_recall.results.read_checkpoint`; errors name the command that regenerates ``model``), its payload
     the S-model's own (``state_dict`` with the ``model_config`` and ``vocab`` that build it, plus ``train_config`` and
-    ``history``), not a bare state dict: what :func:`load_checkpoint` and :func:`untrained_twin` build from and the
-    warm start of :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.train` compares."""
+    ``history``), not a bare state dict; :func:`load_checkpoint` and :func:`untrained_twin` build the model from the
+    sidecar's ``train_config`` (:func:`~mamba_recall.results.model_from_checkpoint`), and the warm start of :mod:`~mamba_recall.chapters.ch4_primacy_recency.runners.train` compares."""
     blob, sidecar = read_checkpoint(path, regenerate=regenerate_command(model))
     for key in ("state_dict", "model_config", "vocab"):
         if key not in blob:
