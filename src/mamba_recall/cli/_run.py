@@ -308,6 +308,31 @@ def build_book(parameters: dict, timeout: float | None = None, jobs: int = 1) ->
     return build_html(executed, notebooks)
 
 
+def fill_chapter_blocks(book_dir: Path) -> None:
+    """Replace, in the staged ``book_dir``, each chapter's generated blocks: a chapter whose package has an
+    ``overview`` module declares ``BLOCKS`` (marker → a function returning Markdown, computed from the committed
+    bundles, e.g. :mod:`mamba_recall.chapters.ch5_synthesis.overview`), each marker a line of its
+    ``NN_*/overview.md``. SystemExit naming the page and the marker when one is missing (every page is checked
+    before any is written)."""
+    from ..runners import chapter_modules
+
+    pages = {}
+    for chapter, module in chapter_modules("overview").items():
+        number = int(chapter.removeprefix("ch").split("_", 1)[0])
+        (page,) = book_dir.glob(f"{number:02d}_*/overview.md")
+        text = page.read_text(encoding="utf-8")
+        for marker, make in module.BLOCKS.items():
+            if marker not in text:
+                raise SystemExit(
+                    f"error: {page} lost its {marker} line; put it back where {module.__name__} writes its block."
+                )
+        pages[page] = (text, module.BLOCKS)
+    for page, (text, blocks) in pages.items():
+        for marker, make in blocks.items():
+            text = text.replace(marker, make())
+        page.write_text(text, encoding="utf-8")
+
+
 def build_html(executed: Path, notebooks: list[Path]) -> Path:
     """Stage the book's sources with the executed ``notebooks`` (under ``executed``) and build ``_build/html``."""
     stage = BUILD_DIR / "stage"
@@ -324,6 +349,7 @@ def build_html(executed: Path, notebooks: list[Path]) -> Path:
     from ..claims.render import fill_pages
 
     fill_pages(stage / "book")  # the scorecard page, the intro's status table, each overview's verdicts
+    fill_chapter_blocks(stage / "book")  # what a chapter's overview computes from its committed bundles
     html = BUILD_DIR / "html"
     shutil.rmtree(html, ignore_errors=True)
     cmd = [
