@@ -137,6 +137,7 @@ CHAPTER_PARTS = {
     "runners": ("experiments", "the runners that train, measure and write the chapter's result bundles"),
     "experiments": ("experiments", "the chapter's run-store experiments, declared once over its runners' functions"),
     "views": ("views", "the chapter's charts and explorers, over its runners' outputs"),
+    "overview": ("views", "its overview page's blocks, computed from the committed bundles when the book is built"),
 }
 CHAPTERS = sorted(p.name for p in (SRC / "chapters").iterdir() if (p / "__init__.py").exists())
 MODULE_LAYERS[f"{PACKAGE}.chapters"] = ("views", "the chapters' package docstring")
