@@ -290,9 +290,11 @@ def same_models(preset: str, smoke: bool, store) -> None:
 def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print, partial: bool = False):
     """``results/ch4_edge_checks_<preset>.json`` (the experiment's ``write``) from the finished runs in ``store`` of
     the grid's jobs (:func:`checks_jobs`: the checks of the models of the grid's own store; ValueError from
-    :func:`same_models` when ``store`` holds other edge models): per recipe and claim the verdict over its seeds
-    (table ``claims``) and the per-seed stored measurements (``data["records"]``: one record per checked model, its
-    recipe, seed, model, run key and stored result, what the book re-judges), written through the run store's one
+    :func:`same_models` when ``store`` holds other edge models): one row per checked model (table ``runs``: its
+    recipe, seed, model, run key, the length ``at`` it was checked at, ``L_p``, whether it passed the edge gate and
+    how many claims were measured or not run) and the per-seed stored measurements (``data["records"]``: one record
+    per checked model, its recipe, seed, model, run key and stored result, what the book judges when a page runs;
+    the bundle holds no verdict), written through the run store's one
     bundle writer (:func:`mamba_recall.runstore.save_grid_bundle`), recording the grid's command: ``data`` starts
     with the status of every run-store bundle (:func:`~mamba_recall.runstore.finished_status`), then
     ``primary_recipe``, ``edge_gate``, ``primary_order`` and ``records``. With checks left, written only with
@@ -309,25 +311,22 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
     )
     if data is None:
         return None
-    from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import EdgeFamily
-    from ..claims import check_family
-
-    fam = EdgeFamily.from_runs(runs, preset, smoke=smoke)  # the family as the book will read it, from these runs
-    rows = []
-    for recipe in sorted({r["config"]["recipe_name"] for r in runs}):
-        # as §4.7's table (claims.ch4.family_table) and the pages: the stored records, each with its null control
-        checked = fam.seeds_of(recipe)[0]["measurements"]
-        for v in (check_family(cid, fam, recipe, record=False) for cid in checked):
-            rows.append(
-                {
-                    "recipe": recipe,
-                    "claim_id": v.claim_id,
-                    "status": v.status,
-                    "ours": v.ours,
-                    "reason": v.reason,
-                    "seeds": (v.evidence or {}).get("seeds", 0),
-                }
-            )
+    # one row per checked model: what was measured, never a verdict (the book judges the stored records with the
+    # claims registry when a page runs, so a bundle holds no status a rule revised later would contradict)
+    rows = [
+        {
+            "recipe": r["config"]["recipe_name"],
+            "seed": r["seed"],
+            "model": r["config"]["model_name"],
+            "key": r["key"],
+            "at": r["result"]["at"],
+            "L_p": r["result"]["L_p"],
+            "gate_passed": bool((r["result"].get("gate") or {}).get("passed")),
+            "claims_measured": sum("not_run" not in m for m in r["result"]["measurements"].values()),
+            "claims_not_run": sum("not_run" in m for m in r["result"]["measurements"].values()),
+        }
+        for r in sorted(runs, key=lambda r: (r["config"]["recipe_name"], r["seed"]))
+    ]
     data["primary_recipe"] = primary_recipe(runs, edge_sizes(preset, smoke))
     data["edge_gate"] = EDGE_GATE
     data["primary_order"] = list(PRIMARY_ORDER)
@@ -347,7 +346,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
         data,
         {"preset": preset, "experiment": CHECKS, "runner": CHECKS_RUNNER, "smoke": smoke},
         command=command,
-        tables={"claims": pd.DataFrame(rows)},
+        tables={"runs": pd.DataFrame(rows)},
         directory=smoke_bundle_dir() if smoke else None,  # else the results folder, or beside a scratch store
         log=log,
     )
