@@ -151,13 +151,10 @@ def run_job(config: KeepRun, seed: int) -> dict:
 
 
 def _extra_tables(runs: list[dict]) -> dict:
-    """The bundle's tables beyond runs/cells/curves: ``decay`` (each job's own histograms), ``decay_untrained``
-    (Fig. 1's baseline, computed here at aggregation from each job's config and seed: no job and no key changes)
-    and ``fig1`` (the statistics the Fig. 1 claim reads)."""
-    import pandas as pd
-
-    from ..claims import fig1_stats
-
+    """The bundle's tables beyond runs/cells/curves: ``decay`` (each job's own histograms) and ``decay_untrained``
+    (Fig. 1's baseline, computed here at aggregation from each job's config and seed: no job and no key changes).
+    No claim statistic: the Fig. 1 claims compute theirs from these two tables when they are checked
+    (:func:`~mamba_recall.chapters.ch3_selectivity.claims.fig1_tables`)."""
     ordered = sorted(runs, key=lambda r: r["key"])
     decay = [d for r in ordered for d in r["result"]["decay"]]
     untrained = [
@@ -166,10 +163,7 @@ def _extra_tables(runs: list[dict]) -> dict:
         if r["result"]["decay"]
         for u in untrained_decay_rows(KeepRun.from_record(r["config"]), r["seed"])
     ]
-    tables = {"decay": decay, "decay_untrained": untrained}
-    if decay:
-        tables["fig1"] = fig1_stats(pd.DataFrame(decay), pd.DataFrame(untrained)).to_dict("records")
-    return tables
+    return {"decay": decay, "decay_untrained": untrained}
 
 
 write_bundle = store_bundle_writer(
