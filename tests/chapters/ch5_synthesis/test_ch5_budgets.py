@@ -154,7 +154,7 @@ def test_the_hypotheses_convergence_at_the_long_budget_is_read_at_its_steps():
     verdict = SimpleNamespace(status="inconclusive", reason="budget-bound (...)")
     t = budget_summary({"book/H3-law-magnitude": verdict}, short, long)
     assert t.loc[0, "converged"] == "0%"
-    assert t.loc[0, "converged at 6000 steps, PARTIAL: 6 of 36 jobs"] == "100% of 27"
+    assert t.loc[0, "converged at 6000 steps, PARTIAL: 6 of 36 jobs"] == "100% of 27 probes"
 
 
 def test_the_laws_are_inverted_at_each_bundles_own_vocabulary():

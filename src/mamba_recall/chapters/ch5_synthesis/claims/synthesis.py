@@ -596,7 +596,7 @@ def _converged_at(claim_id: str, bundle) -> str:
     """``"41 % of 17 probes"`` (or ``"no probe yet"``): the share of ``claim_id``'s probes that converged on
     ``bundle`` (:func:`budget_reading`)."""
     o = budget_reading(claim_id, bundle)
-    return f"{1 - o['share']:.0%} of {o['probes']}" if o["probes"] else "no probe yet"
+    return f"{1 - o['share']:.0%} of {o['probes']} probes" if o["probes"] else "no probe yet"
 
 
 def budget_summary(verdicts: dict, bundle, *longer) -> pd.DataFrame:
@@ -652,7 +652,7 @@ def check_synthesis(claim_id: str, bundle, record: bool = True, longer=()):
     shown = [b for b in longer if b is not None and b is not bundle]
     settle = (
         "converged at the other budgets: "
-        + "; ".join(f"{budget_label(b)}: {_converged_at(claim_id, b)} probes" for b in shown)
+        + "; ".join(f"{budget_label(b)}: {_converged_at(claim_id, b)}" for b in shown)
         if shown
         else "no longer budget is committed"
     )
