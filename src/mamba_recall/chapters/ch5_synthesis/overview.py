@@ -142,18 +142,16 @@ def longer_budgets(log=lambda *_: None) -> str:
 
 
 def _converged(bundle) -> str:
-    """``"40 of 88 (45 %): 30 at the cap, 18 on the plateau"`` over every probe of ``bundle``."""
+    """``"40 of 88 (45%): 30 at the cap, 18 on the plateau"`` over every probe of ``bundle``: the per-cell counts of
+    :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.synthesis.budget_by_cell` summed (a probe that did not
+    converge stopped at the cap or on the ≈ 1/κ plateau)."""
     from .pipelines import synthesis as syn
 
     job = bundle.config["job_config"]
-    steps, target = int(job["steps"]), float(job["eval"]["target_accuracy"])
-    probes = bundle.tables["probes"]
-    cap = int(syn.probe_at_cap(probes, steps, target).sum())
-    plateau = int(syn.probe_on_chance_plateau(probes, steps, target).sum())
-    n = len(probes)
-    done = n - cap - plateau
-    share = done / n if n else np.nan
-    return f"{done} of {n} ({share:.0%}): {cap} at the cap, {plateau} on the plateau"
+    cells = syn.budget_by_cell(bundle.tables["probes"], int(job["steps"]), float(job["eval"]["target_accuracy"]))
+    n, cap, unconverged = (int(cells[c].sum()) for c in ("probes", "at_cap", "unconverged"))
+    share = (n - unconverged) / n if n else np.nan
+    return f"{n - unconverged} of {n} ({share:.0%}): {cap} at the cap, {unconverged - cap} on the plateau"
 
 
 #: marker → the function that writes its block (the build's :func:`mamba_recall.cli._run.fill_chapter_blocks`)
