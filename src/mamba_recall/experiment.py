@@ -13,7 +13,9 @@ order, by the same ``importlib`` scan of the chapter packages that finds the run
 (:func:`mamba_recall.runners.chapter_modules`), so nothing imports upwards.
 A runner module that declares one experiment names its parts as :meth:`Experiment.of` reads them (``EXPERIMENT``,
 ``jobs_for``, ``RUNNER``, ``write_bundle``, ``estimate``, ``METRICS``), and its bundle writer ends in
-:meth:`Experiment.save_bundle`.
+:meth:`Experiment.save_bundle`. Every bundle starts with one layout: the table ``runs`` (one row per run: key, seed,
+its cell's config entries, its metrics) and the table ``cells`` (each metric's mean over seeds and 95 % interval per
+cell), made from the finished runs (:func:`mamba_recall.runstore.run_tables`); the writer's own tables follow.
 ``python -m mamba_recall plan`` lists the registry's grids; ``python -m mamba_recall grid <name> --preset P`` runs
 one (:func:`grid_command`)::
 
@@ -41,7 +43,7 @@ import argparse
 import functools
 import inspect
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field as _field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 if TYPE_CHECKING:
@@ -107,7 +109,11 @@ class Experiment:
     ``estimate(jobs_left, members)``). ``members_job``: ``"module:function"`` of ``(config, seeds) -> [result per
     seed]``, which trains a config's seeds as one ensemble (``--members``).
     ``sizes``: preset -> the typed sizes the jobs are made from (an experiment made from several entries of its
-    chapter's configs: preset -> {entry: sizes}). ``metrics``: the result fields its bundle aggregates over seeds.
+    chapter's configs: preset -> {entry: sizes}). ``metrics``: what its runs record that its bundle's one layout
+    shows, dotted paths into a run's result (``row.accuracy``; a path to a dict: each of its leaves), each numeric
+    one aggregated over seeds (:func:`mamba_recall.runstore.run_tables`); ``bounds``: ``{metric leaf: (lo, hi)}``,
+    the range its interval is clipped to (an accuracy's [0, 1]); ``run_entries``: the config entries that name one
+    run's own model and differ between the seeds of a cell (a checkpoint, a model name), not cell coordinates.
     ``check_store(preset, smoke, store)``: raises (a ValueError naming the problem and the fix) when a grid run on
     ``--store`` cannot be this experiment's, called before any of its jobs runs (``ch4_edge_checks``: a store holding
     other finished edge models than the grid's own). Its one command is :meth:`command`. ``stages`` and
@@ -124,6 +130,8 @@ class Experiment:
     stages: Callable[[list[dict]], list[list[dict]]] | None = None
     members_presets: tuple[str, ...] = ()
     check_store: Callable[[str, bool, Any], None] | None = None
+    bounds: Mapping[str, tuple[float, float]] = _field(default_factory=dict)
+    run_entries: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, module, sizes_table: Mapping[str, Mapping[str, Any]], *entries: str, **fields: Any) -> Experiment:
@@ -217,41 +225,56 @@ class Experiment:
 
     def write_runs(self, preset: str, *, store=None, smoke: bool = False, log=print):
         """The bundle ``results/<name>_<preset>.json`` (``_smoke`` appended for a smoke run; beside a scratch
-        ``store``) in the one layout, from the finished runs of the grid at ``preset``: the table ``runs`` (one row
-        per run: its config's fields, ``seed`` and each of ``metrics``) and the table ``cells`` (one row per value
-        of the config's plain fields, numbers and strings, each metric's mean over seeds with its 95 % interval,
-        :func:`mamba_recall.runstore.aggregate`, which refuses a cell whose runs differ in another field); the
-        bundle records :meth:`command`. None when no job has finished. ValueError if ``metrics`` is empty."""
-        import pandas as pd
+        ``store``) of an experiment that declares no ``write``: the one layout alone (:meth:`save_bundle`), from the
+        finished runs of the grid at ``preset``. None when no job has finished."""
+        from .runstore import finished_status
 
-        from .runstore import aggregate, finished_status
-
-        if not self.metrics:
-            raise ValueError(f"experiment {self.name}: declare its metrics (the result fields its bundle aggregates).")
         runs, data = finished_status(self.grid_jobs(preset, smoke=smoke), store, preset=preset, log=log)
         if not runs:
             return None
-        plain = (str, int, float, bool, type(None))
-        nested = {k for r in runs for k, v in r["config"].items() if not isinstance(v, plain)}
-        by = sorted({k for r in runs for k in r["config"]} - nested)
-        rows = [{**r["config"], "seed": r["seed"], **{m: r["result"][m] for m in self.metrics}} for r in runs]
-        tables = {
-            "runs": pd.DataFrame(rows).sort_values([*by, "seed"], ignore_index=True),
-            "cells": aggregate(runs, by=by, metrics=list(self.metrics)),
-        }
         config = {"preset": preset, "smoke": smoke, "runner": self.run_job}
-        return self.save_bundle(preset, data, config, tables, smoke=smoke, log=log)
+        return self.save_bundle(preset, data, config, {}, smoke=smoke, log=log)
 
-    def save_bundle(self, preset: str, data, config: dict, tables: dict, *, smoke: bool = False, log=print):
+    def save_bundle(
+        self,
+        preset: str,
+        data,
+        config: dict,
+        tables: dict,
+        *,
+        smoke: bool = False,
+        by: Sequence[str] | None = None,
+        name: str | None = None,
+        directory=None,
+        log=print,
+    ):
         """Save the bundle ``results/<name>_<preset>.json`` (``_smoke`` appended for a smoke run; beside a scratch
-        store) from ``data`` (the :class:`~mamba_recall.runstore.GridStatus` that ``finished_status`` returned,
-        copied with ``with_fields``), ``config`` and ``tables`` (name -> DataFrame), recording :meth:`command`, the
-        one command of this grid, a smoke run's too (:func:`mamba_recall.runstore.save_grid_bundle`): the tail of
-        every bundle writer of a declared experiment, :meth:`write_runs`'s too. Returns the JSON's path."""
-        from .runstore import save_grid_bundle
+        store; ``name``: another bundle name, ``directory``: another folder) from ``data`` (the
+        :class:`~mamba_recall.runstore.GridStatus` that ``finished_status`` returned, copied with ``with_fields``),
+        ``config`` and ``tables`` (name -> DataFrame), recording :meth:`command`, the one command of this grid, a
+        smoke run's too (:func:`mamba_recall.runstore.save_grid_bundle`): the tail of every bundle writer of a
+        declared experiment. The bundle starts with the one layout, the tables ``runs`` and ``cells`` made from the
+        finished runs ``data`` counted, this experiment's ``metrics`` and ``bounds``, cells over the config entries
+        ``by`` (None: those that differ between the runs) (:func:`mamba_recall.runstore.run_tables`); ``tables``
+        follow. ValueError if ``tables`` names ``runs`` or ``cells`` itself. Returns the JSON's path."""
+        from .runstore import LAYOUT, GridStatus, run_tables, save_grid_bundle
 
-        name = self.bundle(preset) + ("_smoke" if smoke else "")
-        return save_grid_bundle(name, data, config, command=self.command(preset), tables=tables, log=log)
+        own = sorted(set(LAYOUT) & set(tables))
+        if own:
+            raise ValueError(
+                f"experiment {self.name}: its writer makes the tables {own} itself; those are the one layout "
+                "Experiment.save_bundle makes from the runs. Name the writer's table after what it holds."
+            )
+        if not isinstance(data, GridStatus) or not data.finished:
+            raise TypeError(
+                f"experiment {self.name}: save_bundle needs the GridStatus finished_status returned (it holds the "
+                "finished runs the bundle's runs and cells are made from); copy it with GridStatus.with_fields."
+            )
+        layout = run_tables(data.finished, self.metrics, by=by, run_entries=self.run_entries, bounds=self.bounds)
+        name = name or self.bundle(preset) + ("_smoke" if smoke else "")
+        return save_grid_bundle(
+            name, data, config, command=self.command(preset), tables={**layout, **tables}, directory=directory, log=log
+        )
 
 
 @functools.cache

@@ -449,7 +449,7 @@ def test_runner_save_path_with_smoke_writes_nothing_under_results(smoke_dirs):
 
     real, smoke = smoke_dirs
     data = GridStatus(jobs_finished=1, jobs_total=1, runs={"wall_seconds": 1.0})  # counted in the committed store
-    table = {"cells": pd.DataFrame({"acc": [0.5]})}
+    table = {"runs": pd.DataFrame({"key": ["k"], "seed": [0]}), "cells": pd.DataFrame({"acc": [0.5]})}
     path = save_grid_bundle("ch2_fig7_cpu-hours_smoke", data, {"smoke": True}, command=REGEN, tables=table)
     path2 = results.save_bundle("unmarked_name", {}, {"smoke": True}, command=REGEN)  # said by its config
     ck = results.save_checkpoint(

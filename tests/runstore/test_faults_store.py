@@ -475,8 +475,8 @@ def committed(tmp_path, monkeypatch):
         runs, data = runstore.finished_status(jobs, store, preset=preset, log=log)
         if not runs:
             return None
-        table = aggregate(runs, by=["x"], metrics=["value"])
-        return runstore.save_grid_bundle("demo_grid_ci", data, {}, command="demo", tables={"cells": table}, log=log)
+        tables = runstore.run_tables(runs, ["value"], by=["x"])
+        return runstore.save_grid_bundle("demo_grid_ci", data, {}, command="demo", tables=tables, log=log)
 
     def main(*argv):
         import argparse

@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+import pandas as pd
 import pytest
 
 from mamba_recall import runstore
@@ -171,11 +172,14 @@ def test_ch2_reference_grid_smoke(tmp_path, monkeypatch):
     store = tmp_path / "runs"
     grid.main(["--preset", "cpu-hours", "--smoke", "--store", str(store), "--no-estimate"])
     bundle = results.load_bundle("ch2_reference_grid_cpu-hours_smoke", directory=tmp_path)
-    cells = bundle.tables["cells"]
+    cells = bundle.tables["comparison"]
     assert len(cells) == 3 and set(cells["n_seeds"]) == {2}  # D ∈ {16, 64} × N ∈ {8, 32}, N ≤ D; 2 seeds
     assert {"best_accuracy_mean", "best_accuracy_ci_low", "best_accuracy_per_seed", "authors", "diff_mean"} <= set(
         cells
     )
+    # the one layout: the same cells' numbers, and one row per run
+    pd.testing.assert_frame_equal(bundle.tables["cells"], cells[list(bundle.tables["cells"].columns)])
+    assert len(bundle.tables["runs"]) == 6
     job = bundle.config["job_config"]
     assert (
         job["recipe"]["name"] == "code" and job["recipe"]["batch_size"] == 8 and job["eval"]["seed"] == grid.EVAL_SEED
@@ -222,7 +226,7 @@ def test_ch2_trained_dn_smoke(tmp_path, monkeypatch):
     monkeypatch.setattr(results._bundles, "SMOKE_RESULTS_DIR", tmp_path)  # smoke bundles stay in tmp_path
     dn.main(["--preset", "ci", "--smoke", "--store", str(tmp_path / "runs"), "--no-estimate"])
     bundle = results.load_bundle("ch2_trained_dn_ci_smoke", directory=tmp_path)
-    cells, errors = bundle.tables["cells"], bundle.tables["law_errors"]
+    cells, errors = bundle.tables["predictions"], bundle.tables["law_errors"]
     assert len(cells) == 2 and {"eq15_corrected", "err_rev_a54", "best_accuracy_ci_low"} <= set(cells)
     assert set(errors["law"]) == {"eq77", "eq15_printed", "eq15_corrected", "rev_a54"}
     assert bundle.config["job_config"]["recipe"]["name"] == "code"

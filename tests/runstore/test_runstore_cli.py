@@ -86,7 +86,7 @@ def test_estimate_over_an_hour_is_refused(tmp_path, monkeypatch):
 
 
 def test_finished_status_and_save_grid_bundle(tmp_path):
-    from mamba_recall.runstore import finished_status, run_grid, save_grid_bundle
+    from mamba_recall.runstore import finished_status, run_grid, run_tables, save_grid_bundle
 
     jobs = [make_job("demo.sleep", DemoConfig(x=0, sleep=0.0), s) for s in range(3)]
     said = []
@@ -97,15 +97,16 @@ def test_finished_status_and_save_grid_bundle(tmp_path):
     assert [r["seed"] for r in sorted(runs, key=lambda r: r["seed"])] == [0, 1]
     assert (data["complete"], data["jobs_finished"], data["jobs_total"]) == (False, 2, 3)
     assert data["run_keys"] == sorted(j["key"] for j in jobs[:2]) and data["runs"]["wall_seconds"] >= 0
+    layout = run_tables(runs, ["value"])
     path = save_grid_bundle(
-        "demo_grid", data, {"preset": "ci"}, command="demo", tables={}, directory=tmp_path, log=said.append
+        "demo_grid", data, {"preset": "ci"}, command="demo", tables=layout, directory=tmp_path, log=said.append
     )
     assert path == tmp_path / "demo_grid.json" and said[-1] == f"wrote {path} (2 of 3 jobs)"
     from mamba_recall import results
 
     assert results.load_bundle(path).provenance["device"] == data["runs"]["devices"][0]  # the runs' device
     data["runs"]["devices"] = ["cuda: NVIDIA H100 80GB HBM3"]  # a grid run on a GPU, aggregated on a CPU
-    path = save_grid_bundle("demo_gpu", data, {"preset": "paper"}, command="demo", tables={}, directory=tmp_path)
+    path = save_grid_bundle("demo_gpu", data, {"preset": "paper"}, command="demo", tables=layout, directory=tmp_path)
     assert results.load_bundle(path).provenance["device"] == "cuda: NVIDIA H100 80GB HBM3"
 
 

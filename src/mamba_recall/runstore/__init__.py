@@ -46,6 +46,7 @@ The modules, this package's internals (import every name from ``mamba_recall.run
 * ``_aggregate``: the one way from seeds to an interval (:func:`mean_interval`: mean, 95 % interval, clipped to a
   declared range, paired differences), the one regression with t-intervals (:func:`least_squares`; a line:
   :func:`regression_interval`) and :func:`aggregate`;
+* ``_layout``: the one layout every bundle starts with, its tables ``runs`` and ``cells`` (:func:`run_tables`);
 * ``_bundles``: a grid's bundle (:func:`finished_status`, :func:`partial_status`, :func:`runs_summary`,
   :func:`save_grid_bundle`);
 * ``_cli``: the command line every run-store runner shares (:func:`add_grid_args`, :func:`grid_main`);
@@ -110,6 +111,7 @@ from ._aggregate import (
     t_interval,
     t_quantile_975,
 )
+from ._layout import LAYOUT, run_tables
 from ._bundles import (
     GridStatus,
     bundle_directory,
@@ -162,6 +164,8 @@ __all__ = [
     "run_grid",
     "units",
     "aggregate",
+    "run_tables",
+    "LAYOUT",
     "t_quantile_975",
     "t_interval",
     "least_squares",

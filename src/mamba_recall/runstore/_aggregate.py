@@ -189,6 +189,16 @@ def regression_interval(x, y) -> dict:
     )
 
 
+def sort_key(value) -> tuple:
+    """A key that orders one column's values of mixed kinds: missing (None) first, then numbers, then text (a cell
+    whose entry some runs lack sorts beside the others instead of raising a TypeError)."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (bool, int, float)):
+        return (1, value)
+    return (2, str(value))
+
+
 def aggregate(runs: list[dict], by: list[str], metrics: list[str], *, bounds: dict | None = None):
     """One row per cell (the values of config keys ``by``): for each metric (a key of ``result``) the mean,
     95 % interval, min, max and the per-seed values (``"<metric>_per_seed"``, ordered by seed), plus the
@@ -210,7 +220,7 @@ def aggregate(runs: list[dict], by: list[str], metrics: list[str], *, bounds: di
         cell = tuple(rec["config"][k] for k in by)
         cells.setdefault(cell, []).append(rec)
     rows, nan_metrics = [], set()
-    for cell, recs in sorted(cells.items()):
+    for cell, recs in sorted(cells.items(), key=lambda kv: tuple(map(sort_key, kv[0]))):
         recs = sorted(recs, key=lambda r: r["seed"])
         rest = {json.dumps({k: v for k, v in r["config"].items() if k not in by}, sort_keys=True) for r in recs}
         if len(rest) > 1:

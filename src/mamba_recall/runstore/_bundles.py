@@ -39,21 +39,24 @@ def finished_status(jobs: list[dict], store: Path | None = None, *, preset: str,
         }
     )
     data.store = None if store is None else Path(store)
+    data.finished = runs
     return runs, data
 
 
 class GridStatus(dict):
-    """The ``data`` dict :func:`finished_status` returns, remembering (as the attribute ``store``, not a key: it is
-    not written into the bundle) the run store it was counted in, so that :func:`save_grid_bundle` writes the
-    bundle of a scratch store beside that store (:func:`bundle_directory`)."""
+    """The ``data`` dict :func:`finished_status` returns, remembering (as attributes, not keys: they are not written
+    into the bundle) the run store it was counted in (``store``), so that :func:`save_grid_bundle` writes the
+    bundle of a scratch store beside that store (:func:`bundle_directory`), and the finished runs it counted
+    (``finished``, the run records), whose one layout every bundle starts with (:func:`~._layout.run_tables`)."""
 
     store: Path | None = None
+    finished: list[dict] = []
 
     def with_fields(self, **first) -> GridStatus:
         """A copy with the keys ``first`` ahead of this status's own, remembering the same store (a plain
         ``{**status}`` copy forgets it, and :func:`save_grid_bundle` refuses such a copy)."""
         out = GridStatus({**first, **self})
-        out.store = self.store
+        out.store, out.finished = self.store, self.finished
         return out
 
 
@@ -123,8 +126,17 @@ def save_grid_bundle(
     ``directory`` None: the results folder for the committed store, beside the store for a scratch one
     (:func:`bundle_directory` of the store ``data`` was counted in), so ``--store X`` never rewrites the
     committed bundles. A bundle that would replace a complete one (or one of more jobs of the same grid) by fewer
-    finished jobs is refused with :class:`BundleNotReplaced`, naming both counts."""
+    finished jobs is refused with :class:`BundleNotReplaced`, naming both counts. ``tables`` hold the one layout,
+    ``runs`` and ``cells`` (:func:`~._layout.run_tables`; :meth:`mamba_recall.experiment.Experiment.save_bundle`
+    makes them from the experiment's declared metrics): ValueError without them."""
     from .. import results
+    from ._layout import LAYOUT
+
+    if not set(LAYOUT) <= set(tables):
+        raise ValueError(
+            f"bundle {name}: its tables {sorted(tables)} lack the one layout {list(LAYOUT)}; write it through its "
+            "experiment (Experiment.save_bundle), which makes them from the finished runs."
+        )
 
     if directory is None:
         if not isinstance(data, GridStatus):

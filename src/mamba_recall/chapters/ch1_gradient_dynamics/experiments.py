@@ -38,6 +38,8 @@ def _part(part: str) -> Experiment:
         write=functools.partial(write_bundles, parts=[part]),
         estimate=estimate,
         metrics=_METRICS.get(part, ("accuracy", "steps_run")),
+        # every accuracy and the probe's fractions lie in [0, 1]: their intervals are clipped there
+        bounds={m: (0.0, 1.0) for m in _METRICS.get(part, ("accuracy",)) if "accuracy" in m or "positive" in m},
     )
 
 

@@ -47,9 +47,9 @@ def _declare(module, *, key=None, members: bool = False, **fields) -> Experiment
 
 
 EXPERIMENTS = (
-    _declare(keep_nth, metrics=("accuracy", "steps"), key=lambda c: {k: c[k] for k in _KEEP_TIMING}),
+    _declare(keep_nth, metrics=("row.accuracy", "row.steps"), key=lambda c: {k: c[k] for k in _KEEP_TIMING}),
     _declare(mqar_train, members=True),
     _declare(mqar_figa3, members=True),
-    _declare(induction, metrics=("accuracy", "accuracy_nonblank", "steps")),
+    _declare(induction, metrics=("row.accuracy", "row.accuracy_nonblank", "row.steps")),
     Experiment.of(mqar_constructions, SIZES),
 )

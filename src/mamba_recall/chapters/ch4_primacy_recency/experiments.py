@@ -25,6 +25,9 @@ def _warm_last(jobs: list[dict]) -> list[list[dict]]:
     return [first, warm] if warm else [first]
 
 
+#: the config entries of an edge model's job that name that seed's own model (its cells are its recipe's seeds)
+_SEED_MODEL = ("checkpoint", "model_name", "recipe.seed")
+
 EXPERIMENTS = (
     Experiment.of(
         train,
@@ -36,7 +39,14 @@ EXPERIMENTS = (
         stages=_warm_last,
     ),
     Experiment.of(model_checks, SIZES, metrics=("converged",)),
-    Experiment.of(edge_jobs, SIZES, write=edge.write_bundle, estimate=edge.estimate, metrics=("L_p", "train_L_max")),
+    Experiment.of(
+        edge_jobs,
+        SIZES,
+        write=edge.write_bundle,
+        estimate=edge.estimate,
+        metrics=("L_p", "train_L_max"),
+        run_entries=_SEED_MODEL,
+    ),
     # sized as the edge family, whose finished models its jobs check (at the claims' cpu-hours sizes)
     Experiment.of(
         edge_checks,
@@ -47,6 +57,7 @@ EXPERIMENTS = (
         run_job=edge_checks.CHECKS_RUNNER,
         write=edge_checks.write_checks_bundle,
         check_store=edge_checks.same_models,
+        run_entries=("checkpoint", "model_name", "sha256", "L_p", "at"),
     ),
-    Experiment.of(edge_mix, SIZES, metrics=("n_channels",)),
+    Experiment.of(edge_mix, SIZES, metrics=("n_channels",), run_entries=(*_SEED_MODEL, "recipe.init_from")),
 )

@@ -37,7 +37,7 @@ def _lr_sweep() -> Experiment:
         run_job=capacity.SWEEP_RUNNER,
         write=capacity.write_sweep_bundle,
         estimate=capacity.sweep_estimate,
-        metrics=("probe",),
+        metrics=("probe.accuracy", "probe.kappa", "probe.L", "probe.steps_run", "probe.seconds"),
     )
 
 

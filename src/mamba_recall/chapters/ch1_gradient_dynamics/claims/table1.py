@@ -181,16 +181,16 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
 
     if seeds is None:
         return check(claim_id, table, origin, record=record)
-    runs = seeds.tables["runs"]
+    runs = seeds.tables["rows"]
     if claim_id == ROPE_CLAIM:
         rope = load_seeds(ROPE_BUNDLE, log=lambda *_: None)
         if rope is not None:  # row 4 at similar model sizes, beside the same seeds' Mamba
-            runs = pd.concat([runs[runs.model != "tf2_conv_rope"], rope.tables["runs"]], ignore_index=True)
+            runs = pd.concat([runs[runs.model != "tf2_conv_rope"], rope.tables["rows"]], ignore_index=True)
     if claim_id == MATCHED_CLAIM and matched is not None:
-        runs = pd.concat([runs[runs.model != "tf1_conv"], matched.tables["runs"]], ignore_index=True)
+        runs = pd.concat([runs[runs.model != "tf1_conv"], matched.tables["rows"]], ignore_index=True)
         more = load_seeds(MORE_SEEDS_BUNDLE, log=lambda *_: None)
         if more is not None:  # seeds 3-5 of the deciding cell, each with its own Mamba and RoPE rows
-            runs = pd.concat([runs, more.tables["runs"]], ignore_index=True)
+            runs = pd.concat([runs, more.tables["rows"]], ignore_index=True)
     per_seed = sorted(set(runs.seed))
     measure = get(claim_id).measure
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from mamba_recall.paths import BUILD_DIR
 from mamba_recall.presets import experiment
-from mamba_recall.runstore import aggregate, finished_status, save_grid_bundle
+from mamba_recall.runstore import aggregate, finished_status
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, ONEHOT_NAME
 from .cpu_hours_jobs import (
     CHECKPOINT_MODELS,
@@ -26,7 +26,6 @@ from .cpu_hours_jobs import (
     RUNNER,
     WO_CLAIM,
     WO_EXPERIMENT,
-    grid_command,
     check_parts,
     jobs_for,
 )
@@ -60,9 +59,13 @@ def _stored_measurements(runs: list[dict]) -> dict:
 
 
 def _write(name, data, config, tables, log, directory, experiment_name: str):
-    """The bundle ``name`` of ``experiment_name``, recording its grid command (:func:`.cpu_hours_jobs.grid_command`)."""
-    command = grid_command(experiment_name, config["preset"])
-    return save_grid_bundle(name, data, config, command=command, tables=tables, directory=directory, log=log)
+    """The bundle ``name`` of ``experiment_name``: its one layout then ``tables``, recording its grid command
+    (:meth:`~mamba_recall.experiment.Experiment.save_bundle`)."""
+    from mamba_recall.experiment import experiment_named
+
+    return experiment_named(experiment_name).save_bundle(
+        config["preset"], data, config, tables, smoke=config["smoke"], name=name, directory=directory, log=log
+    )
 
 
 def _wo_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
@@ -133,10 +136,7 @@ def _full_bundle(
         "runner": RUNNER,
     }
     tables = {"models": models, "readout": readout}
-    command = grid_command(FULL_PARTS[part], preset)
-    return save_grid_bundle(
-        f"ch1_{part}_{preset}{suffix}", data, config, command=command, tables=tables, directory=directory, log=log
-    )
+    return _write(f"ch1_{part}_{preset}{suffix}", data, config, tables, log, directory, FULL_PARTS[part])
 
 
 def write_bundles(
@@ -191,10 +191,7 @@ def _checkpoints_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, 
         "seed": 0,
         "sizes": {m: experiment(f"ch1_{m}", preset, smoke=smoke) for m in names},
     }
-    command = grid_command(CHECKPOINTS_EXPERIMENT, preset)
-    return save_grid_bundle(
-        f"ch1_checkpoints_{preset}{suffix}", data, config, command=command, tables={}, directory=directory, log=log
-    )
+    return _write(f"ch1_checkpoints_{preset}{suffix}", data, config, {}, log, directory, CHECKPOINTS_EXPERIMENT)
 
 
 def _mechanism_bundle(runs: list[dict], data: dict, preset: str, smoke: bool, suffix: str, log, directory) -> Path:
@@ -230,7 +227,7 @@ def _table1_bundle(
 ) -> Path:
     """``ch1_table1_<preset>`` (or ``ch1_table1_matched_<preset>``, the size-matched row 3, by ``experiment_name``):
     per cell the mean held-out accuracy over seeds with its interval and the paper's number (table ``accuracy``),
-    and every run (table ``runs``)."""
+    and every run's Table 1 row (table ``rows``)."""
     from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import LABELS, PAPER_TABLE1
 
     matched = experiment_name != TABLE_EXPERIMENT  # the size-matched rows: their conv width is a cell's key
@@ -264,5 +261,5 @@ def _table1_bundle(
     data["aggregation"] = "held-out query accuracy per run; mean over seeds with a 95 % t-interval per cell"
     stem = sizes_name = experiment_name
     config = {"preset": preset, "smoke": smoke, "sizes": experiment(sizes_name, preset, smoke=smoke)}
-    tables = {"accuracy": cells, "runs": per_run}
+    tables = {"accuracy": cells, "rows": per_run}
     return _write(f"{stem}_{preset}{suffix}", data, config, tables, log, directory, experiment_name)

@@ -121,7 +121,7 @@ def _seed_views(bundle) -> list:
     ``across_seeds``."""
     from mamba_recall.results import Bundle
 
-    part, runs = bundle.config["part"], bundle.tables["runs"]
+    part, runs = bundle.config["part"], bundle.tables["rows"]
     table = runs.rename(columns={"best_accuracy": "mean" if part == "tab10" else "acc"})
     if part in ("fig8", "thm5"):
         table = table.assign(

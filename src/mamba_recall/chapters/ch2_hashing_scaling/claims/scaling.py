@@ -354,7 +354,7 @@ def _reference_cells(bundle=None):
         from mamba_recall.results import evidence
 
         bundle = evidence("ch2_reference_grid")
-    return bundle, bundle.tables["cells"]
+    return bundle, bundle.tables["comparison"]
 
 
 def measure_fig6c_reference(bundle=None) -> Measurement:

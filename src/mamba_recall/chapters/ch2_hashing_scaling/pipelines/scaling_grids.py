@@ -33,7 +33,7 @@ def describe(bundle) -> tuple[str, pd.DataFrame]:
         f"{runs['cpu_seconds'] / 3600:.2f} CPU-hours on {', '.join(runs['devices'])}, commits "
         f"{', '.join(c[:10] for c in runs['commits'])}\nregenerate: {bundle.command}"
     )
-    return head, bundle.tables["cells"][cols]
+    return head, bundle.tables["figure"][cols]
 
 
 def comparison(bundle) -> pd.DataFrame:
@@ -53,5 +53,5 @@ def comparison(bundle) -> pd.DataFrame:
         "diff_seed_max",
         "authors_within_rounding",
     ]
-    table = bundle.tables["cells"]
+    table = bundle.tables["comparison"]
     return table[[c for c in cols if c in table]]

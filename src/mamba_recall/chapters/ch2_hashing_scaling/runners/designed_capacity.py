@@ -29,8 +29,9 @@ from .job_configs import CapacityCell
 
 EXPERIMENT = "ch2_designed_capacity"
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.designed_capacity:run_job"
-#: the measured fields of a job's rows (``Experiment.metrics``)
-METRICS = ("Nf", "acc_at", "acc_above")
+#: a run's scalar metrics (``Experiment.metrics``): its count of circuit evaluations; its measurements are rows,
+#: one per (level, readout) (Nf, acc_at, acc_above: the table ``capacity``)
+METRICS = ("evaluations",)
 #: the fields of a job's rows, the first columns of the table ``capacity`` in this order (a run record keeps a
 #: row's fields sorted)
 ROW_FIELDS = ("D", "N", "DN", "level", "readout", "Nf", "censored", "acc_at", "acc_above", "evaluations", "seconds")

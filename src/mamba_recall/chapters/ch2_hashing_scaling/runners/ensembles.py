@@ -30,9 +30,9 @@ import pandas as pd
 
 from mamba_recall.presets import experiment
 from mamba_recall.runners import runner_command, runner_module
-from mamba_recall.runstore import finished_status, make_job, save_grid_bundle
+from mamba_recall.runstore import finished_status, make_job
 
-from .ensemble_presets import EXPERIMENTS, PRESETS, grid_command
+from .ensemble_presets import EXPERIMENTS, PRESETS
 from .job_configs import EnsembleUnit
 
 RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.ensembles:run_job"
@@ -104,7 +104,10 @@ def run_job(config: EnsembleUnit, seed: int) -> dict:
 def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, log=print):
     """Aggregate ``runner``'s finished ensembles at ``preset`` into ``results/<runner>_<preset>.json``: each table the
     jobs' rows in the preset's order, plus the runner's ``bundle_data(finished runs)``; every finished job of the
-    preset counts, whichever ones this command ran (``--only``). It records the grid command (:func:`grid_command`)."""
+    preset counts, whichever ones this command ran (``--only``). It starts with the one layout (``runs``, ``cells``:
+    each part's ensemble and its seconds) and records the grid command (:meth:`~mamba_recall.experiment.Experiment.save_bundle`)."""
+    from mamba_recall.experiment import experiment_named
+
     jobs = jobs_for(runner, preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
@@ -121,10 +124,8 @@ def write_bundle(runner: str, preset: str, *, store=None, smoke: bool = False, l
     mod = _module(runner)
     data.update(mod.bundle_data(runs))
     sizes = experiment(runner, preset, smoke=smoke)
-    command = grid_command(runner, preset)
-    name = f"{runner}_{preset}" + ("_smoke" if smoke else "")
-    return save_grid_bundle(
-        name, data, {"preset": preset, "smoke": smoke, **sizes}, command=command, tables=tables, log=log
+    return experiment_named(runner).save_bundle(
+        preset, data, {"preset": preset, "smoke": smoke, **sizes}, tables, smoke=smoke, log=log
     )
 
 

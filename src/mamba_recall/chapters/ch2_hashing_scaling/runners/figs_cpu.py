@@ -49,7 +49,6 @@ from mamba_recall.runstore import (
     aggregate,
     finished_status,
     make_job,
-    save_grid_bundle,
 )
 
 from . import ensemble_presets
@@ -421,7 +420,11 @@ METRICS = {part: ["best_accuracy", "rel_var_empty", "rel_var_wrong", "margin"] f
 
 
 def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log=print):
-    """Aggregate the finished jobs of ``part`` at ``preset`` into ``results/ch2_<part>_<preset>.json``."""
+    """Aggregate the finished jobs of ``part`` at ``preset`` into ``results/ch2_<part>_<preset>.json``: the one
+    layout (``runs``, ``cells`` over the part's cell keys), then ``figure`` (the cells with the columns the figure
+    reads: ``acc``, ``acc_max``, Fig. 7's ``N_eff``) and ``rows`` (each run's cell, seed and metrics)."""
+    from mamba_recall.experiment import experiment_named
+
     c, top = part_sizes(part, preset, smoke)
     jobs = jobs_for(part, preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
@@ -457,9 +460,10 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
         "job_configs": [cell.to_record() for cell in cell_configs(part, preset, smoke)],
         "runner": RUNNER,
     }
-    command = f"python -m mamba_recall grid {experiment_name(part)} --preset {preset} --allow-long"
-    tables = {"cells": cells, "runs": per_run}
-    return save_grid_bundle(bundle_name(part, preset, smoke), data, config, command=command, tables=tables, log=log)
+    tables = {"figure": cells, "rows": per_run}
+    return experiment_named(experiment_name(part)).save_bundle(
+        preset, data, config, tables, smoke=smoke, by=by, name=bundle_name(part, preset, smoke), log=log
+    )
 
 
 if __name__ == "__main__":

@@ -264,7 +264,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "job_config": base,
         "runner": RUNNER,
     }
-    tables = {"cells": pd.DataFrame(table)}
+    tables = {"comparison": pd.DataFrame(table)}
     return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, log=log)
 
 

@@ -76,7 +76,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "runner": RUNNER,
         "laws": [dict(column=c, law=l, a=a) for c, l, a in LAWS],
     }
-    tables = {"cells": table, "law_errors": pd.DataFrame(errors)}
+    tables = {"predictions": table, "law_errors": pd.DataFrame(errors)}
     return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, log=log)
 
 

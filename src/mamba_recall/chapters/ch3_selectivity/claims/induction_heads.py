@@ -79,7 +79,7 @@ LEMMA3_DELTA = Claim(
 
 
 def _ih_cells(bundle):
-    runs = bundle.tables["runs"]
+    runs = bundle.tables["rows"]
     best = runs.groupby(["V", "d", "N", "mixer"]).accuracy.max().unstack("mixer")
     return runs, best
 

@@ -61,7 +61,7 @@ COR2 = Claim(
 
 # ============================================================================ §4.1 KEEP n-TH (trained)
 def _keep_runs(bundle):
-    runs = bundle.tables["runs"]
+    runs = bundle.tables["rows"]
     return runs, bundle.config.get("preset", "ci")
 
 

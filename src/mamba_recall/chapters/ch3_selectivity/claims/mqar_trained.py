@@ -30,7 +30,7 @@ RUN_MQAR = (
 
 # ============================================================================ trained MQAR
 def _mqar_runs(bundle):
-    runs = bundle.tables["runs"]
+    runs = bundle.tables["rows"]
     return runs, bundle.config.get("preset", "ci")
 
 

@@ -11,16 +11,15 @@ import pandas as pd
 import torch
 
 from mamba_recall.presets import experiment
-from mamba_recall.runners import runner_module
 
 
 # ------------------------------------------------------------------------------------------------------- run store
 #
 # A run at every preset (ci, cpu-hours, paper) is one run-store job per (config, seed) (:mod:`mamba_recall.runstore`):
 # the job function of each runner (``run_job(config, seed)``) trains with ``train_one``, and the bundle
-# ``results/<runner>_<preset>.json`` keeps the per-run table ``runs``, the table ``cells`` (per configuration: mean
-# over seeds with a 95 % Student-t interval, ``runstore.INTERVAL_METHOD``, and the per-seed values) and ``curves``
-# (every run's training curve): one format at every preset.
+# ``results/<runner>_<preset>.json`` keeps the one layout, ``runs`` and ``cells`` (per configuration: mean over seeds
+# with a 95 % Student-t interval, ``runstore.INTERVAL_METHOD``, and the per-seed values), the table ``rows`` (each
+# run's row, its derived fields too) and ``curves`` (every run's training curve): one format at every preset.
 
 
 def curve_of(res, eval_every: int) -> list[list[float]]:
@@ -93,22 +92,18 @@ def measured_estimate(
     return total, basis
 
 
-def store_bundle_writer(
-    name: str, experiment_name: str, jobs_for, *, by: list[str], metrics: list[str], extra_tables=None
-):
+def store_bundle_writer(name: str, experiment_name: str, jobs_for, *, by: list[str], extra_tables=None):
     """The ``write_bundle(preset, *, store=None, smoke=False, directory=None, log=print)`` of the Chapter 3 runner
     ``name`` (its module and bundle stem): :func:`write_store_bundle` of the jobs ``jobs_for(preset, smoke)``, with
-    the sizes of the preset experiment ``experiment_name``, cells over ``by`` and the metrics ``metrics``."""
+    the sizes of the preset experiment ``experiment_name`` and cells over ``by``."""
 
     def write_bundle(preset: str, *, store=None, smoke: bool = False, directory=None, log=print):
         return write_store_bundle(
-            name,
             name,
             jobs_for(preset, smoke),
             preset=preset,
             sizes=experiment(experiment_name, preset, smoke=smoke),
             by=by,
-            metrics=metrics,
             extra_tables=extra_tables,
             store=store,
             smoke=smoke,
@@ -122,52 +117,41 @@ def store_bundle_writer(
 
 def write_store_bundle(
     name: str,
-    runner: str,
     jobs: list[dict],
     *,
     preset: str,
     sizes: dict,
     by: list[str],
-    metrics: list[str],
     extra_tables=None,
     store=None,
     smoke: bool = False,
     directory=None,
     log=print,
 ):
-    """Aggregate the finished jobs of one grid into ``results/<name>_<preset>[_smoke].json``: tables ``runs`` (each
-    job's ``result["row"]``), ``cells`` (``runstore.aggregate`` over ``by``: mean, 95 % t-interval, per-seed values of
-    ``metrics``), ``curves`` (``by`` + seed + step, loss, accuracy) and ``extra_tables(runs) -> {name: rows}``.
+    """Aggregate the finished jobs of one grid into ``results/<name>_<preset>[_smoke].json``: the one layout
+    (:meth:`~mamba_recall.experiment.Experiment.save_bundle`: ``runs`` and ``cells`` over ``by`` of the experiment's
+    metrics, each job's ``result["row"]`` fields), then tables ``rows`` (each job's ``result["row"]``, its derived
+    fields too), ``curves`` (``by`` + seed + step, loss, accuracy) and ``extra_tables(runs) -> {name: rows}``.
     A partial grid is aggregated too (``data.complete`` false; :func:`~mamba_recall.results.evidence` then skips it)."""
-    from mamba_recall.runstore import aggregate, finished_status, save_grid_bundle
+    from mamba_recall.experiment import experiment_named
+    from mamba_recall.runstore import finished_status
 
     runs, status = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None
     rows = [dict(r["result"]["row"]) for r in sorted(runs, key=lambda r: (r["key"], r["seed"]))]
-    # the cell keys and metrics are read from each run's row (``aggregate`` reads config[by] and result[metric])
-    flat = [
-        dict(r, config={**r["config"], **{k: r["result"]["row"][k] for k in by}}, result=r["result"]["row"])
-        for r in runs
-    ]
-    cells = aggregate(flat, by=by, metrics=metrics)
     curves = [
         dict({k: r["result"]["row"][k] for k in by}, seed=r["seed"], step=s, loss=loss, accuracy=acc)
         for r in runs
         for s, loss, acc in r["result"]["curve"]
     ]
-    tables = {"runs": pd.DataFrame(rows).sort_values(by + ["seed"]), "cells": cells, "curves": pd.DataFrame(curves)}
+    tables = {"rows": pd.DataFrame(rows).sort_values(by + ["seed"]), "curves": pd.DataFrame(curves)}
     for tname, trows in (extra_tables(runs) if extra_tables else {}).items():
         tables[tname] = pd.DataFrame(trows)
     data = status.with_fields(n_runs=len(runs))  # keeps the store it was counted in (a scratch --store's bundle
     # goes beside that store, never over the committed one)
     bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
-    return save_grid_bundle(
-        bundle,
-        data,
-        {"preset": preset, "smoke": smoke, "sizes": sizes, "experiment": jobs[0]["experiment"]},
-        command=f"python -m {runner_module(runner)} --preset {preset}" + ("" if preset == "ci" else " --allow-long"),
-        tables=tables,
-        directory=directory,
-        log=log,
+    config = {"preset": preset, "smoke": smoke, "sizes": sizes, "experiment": jobs[0]["experiment"]}
+    return experiment_named(jobs[0]["experiment"]).save_bundle(
+        preset, data, config, tables, smoke=smoke, by=by, name=bundle, directory=directory, log=log
     )

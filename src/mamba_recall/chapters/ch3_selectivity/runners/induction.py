@@ -6,7 +6,7 @@
 (hard-case probability p, range γ) on the fly; accuracy over all positions (blank class included) and over
 non-blank positions. ``ci`` is a smoke test (|V| = 5, T = 32, one d). Every preset runs as run-store jobs
 (``results/runs/ch3_induction/``, resumable) and writes ``results/ch3_induction_<preset>.json`` with the tables
-``runs``, ``cells`` (mean, 95 % t-interval, per-seed values) and ``curves``.
+``runs``, ``cells`` (mean, 95 % t-interval, per-seed values), ``rows`` (each run's row) and ``curves``.
 
 ``--preset paper --allow-long [--jobs N]``: the Fig. 3/A.4 grid, best of 5, as run-store jobs (a GPU for each job
 where its process has one: ``training.selectivity.GPU_PRESETS``).
@@ -141,7 +141,6 @@ write_bundle = store_bundle_writer(
     EXPERIMENT,
     jobs_for,
     by=["V", "T", "d", "N", "mixer"],
-    metrics=["accuracy", "accuracy_nonblank", "steps"],
 )
 
 

@@ -5,7 +5,7 @@
 fixed 10⁵-sample set, App. D.1), Adam (no weight decay), cosine lr, early stop at 100 % held-out
 accuracy, and tests on fresh sequences, one run-store job per run at every preset (``results/runs/ch3_keep_nth/``,
 resumable). It writes ``results/ch3_keep_nth_<preset>.json`` with the tables
-``runs`` (one row per run) and ``decay`` (Fig. 1: 50-bin histograms of e^{−λΔ} of the S6/S4D models, counts in
+``rows`` (one row per run) and ``decay`` (Fig. 1: 50-bin histograms of e^{−λΔ} of the S6/S4D models, counts in
 ``before`` (t < n) and ``after`` (t ≥ n); the extra row with ``bin = −1`` holds frac(< 0.1 | t < n) in ``before`` and
 frac(> 0.9 | t ≥ n) in ``after``; one set per seed), and the checkpoint of every S6+PE model with d = 32, N = 8 in
 ``results/checkpoints/ch3_keep_nth_s6pe_<preset>_T<T>_seed<s>.pt``, named as every preset names them.
@@ -17,7 +17,7 @@ checkpoints are ``ch3_keep_nth_s6pe_paper_T<T>_seed<s>``, so a preset never over
 grid (Tab. 1 at the paper's T = 50, d = 32, N = 8 with all five models; Fig. 1's T ∈ {10, …, 50} for Mamba+PE and
 S4D+PE; 3 seeds) as run-store jobs (``results/runs/ch3_keep_nth/``, resumable, estimate printed first), saves every
 Mamba+PE model as ``ch3_keep_nth_s6pe_cpu-hours_T<T>_seed<s>`` and aggregates ``results/ch3_keep_nth_cpu-hours.json``:
-tables ``runs`` and ``decay`` as above, ``cells`` (mean over seeds, 95 % t-interval, per-seed values) and ``curves``
+tables ``rows`` and ``decay`` as above, ``runs`` and ``cells`` (mean over seeds, 95 % t-interval, per-seed values) and ``curves``
 (each run's training loss and held-out accuracy every 100 steps). ``--aggregate-only`` rewrites the bundle only.
 The aggregation adds Fig. 1's baseline, computed there and not in the jobs (so job configs and keys stay as they
 were): ``decay_untrained`` (the ``decay`` histograms of every S6/S4D run's model at initialisation: same kind, sizes
@@ -171,7 +171,6 @@ write_bundle = store_bundle_writer(
     EXPERIMENT,
     jobs_for,
     by=["T", "d", "N", "model"],
-    metrics=["accuracy", "steps"],
     extra_tables=_extra_tables,
 )
 

@@ -29,8 +29,9 @@ from ..training.job_configs import ConstructionPair
 
 EXPERIMENT = "ch3_mqar_constructions"
 RUNNER = "mamba_recall.chapters.ch3_selectivity.runners.mqar_constructions:run_job"
-#: the measured fields of a job's rows (``Experiment.metrics``)
-METRICS = ("max", "mean", "accuracy")
+#: a run's scalar metrics (``Experiment.metrics``): none, a job's result is rows of the tables below (its measured
+#: fields max, mean and accuracy per row), so its bundle's ``runs`` and ``cells`` list the runs and their (κ, |V|)
+METRICS = ()
 #: the bundle's tables and their columns, each the concatenation of the jobs' rows of that name (a run record keeps a
 #: row's fields sorted: the columns are put back in this order)
 TABLES = {

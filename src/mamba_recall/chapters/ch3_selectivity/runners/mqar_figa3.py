@@ -9,8 +9,8 @@ The declared experiment ``ch3_mqar_figa3`` (:mod:`..experiments`); this runner's
 the runner's name (:func:`mamba_recall.experiment.grid_command`, default ``--preset cpu-hours``: at ``ci`` it trains
 nothing, the page reads the committed cpu-hours bundle). Each (κ, N, d, seed) is one run-store job (``results/runs/ch3_mqar_figa3/``), trained and tested by the Fig. 2 runner's
 :func:`~mamba_recall.chapters.ch3_selectivity.runners.mqar_train.train_one` (the same model, data and recipe, so the two bundles are
-comparable); the same command resumes. The bundle ``results/ch3_mqar_figa3_<preset>.json`` has the tables ``runs``
-(the schema of ``ch3_mqar_train``'s, column ``grid`` = ``figa3``), ``cells`` (mean over seeds, 95 % t-interval,
+comparable); the same command resumes. The bundle ``results/ch3_mqar_figa3_<preset>.json`` has the tables ``rows``
+(the schema of ``ch3_mqar_train``'s, column ``grid`` = ``figa3``), ``runs`` and ``cells`` (mean over seeds, 95 % t-interval,
 per-seed values) and ``curves``; :func:`mamba_recall.chapters.ch3_selectivity.claims.check_figa3` judges 003/FigA3 on it.
 """
 
@@ -63,7 +63,7 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
 #: the presets it runs: at ``ci`` it trains nothing (the page reads the committed cpu-hours bundle)
 PRESETS = ("cpu-hours", "paper")
 
-write_bundle = store_bundle_writer("ch3_mqar_figa3", EXPERIMENT, jobs_for, by=CELL_KEYS, metrics=METRICS)
+write_bundle = store_bundle_writer("ch3_mqar_figa3", EXPERIMENT, jobs_for, by=CELL_KEYS)
 
 
 main = runner_main(EXPERIMENT, "cpu-hours")

@@ -7,7 +7,8 @@ S6), ``s4d`` = the Mamba-S4D mixer *with* gate (Thm. 4's setting), ``mamba2`` = 
 (its own three convs, ``models.s6.Mamba2Mixer``, N = round(8 ln κ)). ``ci``: micro-MQAR (κ = 4,
 |V| = 16, T = 24, d = 32) with N below and above κ. Every preset runs as run-store jobs
 (``results/runs/ch3_mqar_train/``, resumable) and writes ``results/ch3_mqar_train_<preset>.json`` with the tables
-``runs``, ``cells`` (mean, 95 % t-interval, per-seed values; column ``grid`` names the grid) and ``curves``.
+``runs``, ``cells`` (mean, 95 % t-interval, per-seed values; column ``grid`` names the grid), ``rows`` (each run's
+row) and ``curves``.
 
 ``--preset paper --allow-long [--jobs N]``: the Fig. 2 grid (κ × d, N = 2κ for Mamba, 4 for S4D, 8 ln κ for Mamba-2),
 best of 7 seeds, as run-store jobs (a GPU for each job where its process has one: ``training.selectivity.GPU_PRESETS``).
@@ -178,9 +179,10 @@ def run_members(config: MqarRun, seeds: list[int]) -> list[dict]:
 
 #: an MQAR bundle's cells (mean over seeds) and their metrics, shared by the Fig. A.3 runner
 CELL_KEYS = ["grid", "T", "V", "kappa", "d", "N", "mixer"]
-METRICS = ["accuracy", "steps"]
+#: what a run records that its bundle aggregates: its row's accuracy and steps
+METRICS = ("row.accuracy", "row.steps")
 
-write_bundle = store_bundle_writer("ch3_mqar_train", EXPERIMENT, jobs_for, by=CELL_KEYS, metrics=METRICS)
+write_bundle = store_bundle_writer("ch3_mqar_train", EXPERIMENT, jobs_for, by=CELL_KEYS)
 
 
 main = runner_main(EXPERIMENT, "ci")

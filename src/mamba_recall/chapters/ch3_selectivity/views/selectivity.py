@@ -199,7 +199,7 @@ def training_curves_chart(curves: pd.DataFrame, preset: str) -> alt.FacetChart:
 
 
 def figa3_chart(runs: pd.DataFrame, exact: float) -> alt.LayerChart:
-    """Fig. A.3's N sweep, one point per trained model (the ``runs`` table of ``ch3_mqar_figa3``: κ, N, seed,
+    """Fig. A.3's N sweep, one point per trained model (the ``rows`` table of ``ch3_mqar_figa3``: κ, N, seed,
     accuracy): test accuracy against the state size N, one panel per κ, coloured by the side of Thm. 2's N = κ the
     model is on, with the rule's line for an exact solution (``exact``, e.g. 0.99). Panels 170 px wide, so that two
     fit a phone's column."""

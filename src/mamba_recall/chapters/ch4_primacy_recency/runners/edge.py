@@ -70,9 +70,9 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import (  # 
     reserve_seeds,
 )
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves import middle_third
-from mamba_recall.experiment import grid_command
+from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.results import command_provenance
-from mamba_recall.runstore import as_only, aggregate, finished_status, partial_status, save_grid_bundle
+from mamba_recall.runstore import as_only, aggregate, finished_status, partial_status
 from .edge_checks import (  # noqa: F401  (the claim checks, importable from the runner; CHECKS_RUNNER names it)
     CHECKS,
     CHECKS_RUNNER,
@@ -221,12 +221,13 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print, par
     data["recipes_done"] = sorted(models["recipe"].unique().tolist())
     data["seeds_per_recipe"] = models.groupby("recipe")["seed"].count().to_dict()
     config = {"preset": preset, "experiment": EXPERIMENT, "sizes": sizes, "runner": RUNNER, "smoke": smoke}
-    return save_grid_bundle(
-        name,
+    return experiment_named(EXPERIMENT).save_bundle(
+        preset,
         data,
         config,
-        command=cmd,
-        tables={"curves": curves, "models": models, "learning": learning},
+        {"curves": curves, "models": models, "learning": learning},
+        smoke=smoke,
+        name=name,
         directory=smoke_bundle_dir() if smoke else None,  # else the results folder, or beside a scratch store
         log=log,
     )

@@ -22,7 +22,7 @@ from statistics import median
 import pandas as pd
 
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import PRIMARY_ORDER, primary_recipe
-from mamba_recall.experiment import runner_main
+from mamba_recall.experiment import experiment_named, runner_main
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.results import smoke_run_store
 from mamba_recall.runstore import (
@@ -33,7 +33,6 @@ from mamba_recall.runstore import (
     make_job,
     partial_status,
     repo_relative,
-    save_grid_bundle,
 )
 from .edge_jobs import EXPERIMENT as EDGE, edge_sizes, jobs_for, smoke_bundle_dir
 from .job_configs import EdgeChecksJob
@@ -71,8 +70,10 @@ CHECKS = "ch4_edge_checks"
 CHECKS_RUNNER = "mamba_recall.chapters.ch4_primacy_recency.runners.edge:run_checks_job"
 #: ``reproduce`` checks the edge models once they are trained
 DEPENDS_ON = ("ch4_edge",)
-#: the result field the checks bundle judges over seeds, per claim (``Experiment.metrics``)
-METRICS = ("measurements",)
+#: what a check records that its bundle's one layout shows (``Experiment.metrics``): whether the model passed the
+#: edge gate (where it measured and L_p are the job's config; its claims' measurements are the bundle's
+#: ``records``, judged when a page runs)
+METRICS = ("gate.passed",)
 # PRIMARY_ORDER, the seeds each recipe is judged on (evidence_seeds) and primary_recipe live in chapters/ch4_primacy_recency/pipelines/edge_seeds.py
 # (imported above), where the book's EdgeFamily and the claims' check_family read the same rule.
 
@@ -290,8 +291,9 @@ def same_models(preset: str, smoke: bool, store) -> None:
 def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=print, partial: bool = False):
     """``results/ch4_edge_checks_<preset>.json`` (the experiment's ``write``) from the finished runs in ``store`` of
     the grid's jobs (:func:`checks_jobs`: the checks of the models of the grid's own store; ValueError from
-    :func:`same_models` when ``store`` holds other edge models): one row per checked model (table ``runs``: its
-    recipe, seed, model, run key, the length ``at`` it was checked at, ``L_p``, whether it passed the edge gate and
+    :func:`same_models` when ``store`` holds other edge models): the one layout (``runs``, ``cells``: per recipe, its
+    seeds), one row per checked model (table ``checked``: its recipe, seed, model, run key, the length ``at`` it was
+    checked at, ``L_p``, whether it passed the edge gate and
     how many claims were measured or not run) and the per-seed stored measurements (``data["records"]``: one record
     per checked model, its recipe, seed, model, run key and stored result, what the book judges when a page runs;
     the bundle holds no verdict), written through the run store's one
@@ -341,12 +343,13 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
         for r in runs
     ]
     name = f"ch4_edge_checks_{preset}" + ("_smoke" if smoke else "")
-    return save_grid_bundle(
-        name,
+    return experiment_named(CHECKS).save_bundle(
+        preset,
         data,
         {"preset": preset, "experiment": CHECKS, "runner": CHECKS_RUNNER, "smoke": smoke},
-        command=command,
-        tables={"runs": pd.DataFrame(rows)},
+        {"checked": pd.DataFrame(rows)},
+        smoke=smoke,
+        name=name,
         directory=smoke_bundle_dir() if smoke else None,  # else the results folder, or beside a scratch store
         log=log,
     )

@@ -26,11 +26,11 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from mamba_recall.experiment import runner_main
+from mamba_recall.experiment import experiment_named, runner_main
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, edge_model_name
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment, seeds
-from mamba_recall.runstore import finished_status, make_job, partial_status, save_grid_bundle
+from mamba_recall.runstore import finished_status, make_job, partial_status
 
 from .job_configs import EdgeMixJob
 from .edge_jobs import smoke_bundle_dir, step_seconds  # (write_bundle looks smoke_bundle_dir up here)
@@ -200,12 +200,13 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print, par
         "smoke": smoke,
     }
     name = f"ch4_edge_mix_{preset}" + ("_smoke" if smoke else "")
-    return save_grid_bundle(
-        name,
+    return experiment_named(EXPERIMENT).save_bundle(
+        preset,
         data,
         config,
-        command=command,
-        tables={"transfer": transfer, "models": models},
+        {"transfer": transfer, "models": models},
+        smoke=smoke,
+        name=name,
         directory=smoke_bundle_dir() if smoke else None,  # else the results folder, or beside a scratch store
         log=log,
     )

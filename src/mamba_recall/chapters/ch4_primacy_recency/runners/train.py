@@ -439,10 +439,11 @@ def run_job(config: SModelJob, seed: int) -> dict:
 
 def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     """Aggregate the finished S-model jobs of ``preset``'s grid (:data:`DEFAULT_MODELS`) into
-    ``results/ch4_train_<preset>.json``: table ``models``, one row per model."""
+    ``results/ch4_train_<preset>.json``: the one layout (``runs``, ``cells``), then table ``models``, one row per
+    model."""
     import pandas as pd
 
-    from mamba_recall.runstore import finished_status, save_grid_bundle
+    from mamba_recall.runstore import finished_status
 
     jobs = jobs_for(preset, None, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
@@ -453,9 +454,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     table = pd.DataFrame([r["result"] for r in runs])
     data["gate"] = {"thresholds": GATE, "criterion": "recall averaged over positions at L = 4 and 8, random relation"}
     config = {"preset": preset, "smoke": smoke, "recipes": {r["config"]["model"]: r["config"]["recipe"] for r in runs}}
-    command = experiment_named(EXPERIMENT).command(preset)
-    name = f"ch4_train_{preset}" + ("_smoke" if smoke else "")
-    return save_grid_bundle(name, data, config, command=command, tables={"models": table}, log=log)
+    return experiment_named(EXPERIMENT).save_bundle(preset, data, config, {"models": table}, smoke=smoke, log=log)
 
 
 def recorded_estimate(left: list[dict]) -> tuple[float, str]:

@@ -49,7 +49,7 @@ from dataclasses import replace
 from mamba_recall.experiment import experiment_named, grid_command
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance
-from mamba_recall.runstore import finished_status, job_config, make_job, partial_status, save_grid_bundle
+from mamba_recall.runstore import finished_status, job_config, make_job, partial_status
 from mamba_recall.runners import runner_command
 
 from mamba_recall.chapters.ch5_synthesis.configs import BUDGETS, LR_SWEEP
@@ -276,13 +276,8 @@ def write_sweep_bundle(preset: str, *, store=None, smoke: bool = False, log=prin
         "budget": "long",
         "rule": "the rate with the highest held-out recall at the cell's probe; the default kept within 0.01 of it",
     }
-    return save_grid_bundle(
-        f"{LR_SWEEP}_{preset}" + ("_smoke" if smoke else ""),
-        data,
-        config,
-        command=command,
-        tables={"rates": rates, "picked": picked},
-        log=log,
+    return experiment_named(LR_SWEEP).save_bundle(
+        preset, data, config, {"rates": rates, "picked": picked}, smoke=smoke, log=log
     )
 
 
@@ -540,9 +535,8 @@ def write_bundle(
     }
     if rates:
         config["rates"] = [[*cell, rates[tuple(cell)]] for cell in sizes["cells"]]
-    bundle = f"{name}_{preset}" + ("_smoke" if smoke else "")
     out = {"probes": probes, "searches": searches}
-    return save_grid_bundle(bundle, data, config, command=command, tables=out, log=log)
+    return experiment_named(name).save_bundle(preset, data, config, out, smoke=smoke, log=log)
 
 
 def long_command(preset: str = "cpu-hours") -> str:

@@ -1,0 +1,106 @@
+"""The one layout every run-store bundle has (:func:`run_tables`): the table ``runs``, one row per finished run (its
+key, seed, the config entries that place it in the grid and its metrics), and the table ``cells``, one row per cell
+of the grid with each numeric metric's mean over seeds and 95 % interval (:func:`~._aggregate.aggregate`). A bundle's
+other tables (curves, fits, the figures' own rows) come after these two; :func:`~._bundles.save_grid_bundle` refuses
+a bundle without them.
+
+A run's config is read as the dataset reads it (:mod:`._dataset`): nested entries as dotted names (``recipe.lr``), a
+list or other non-scalar as its JSON text; its metrics are named by their last name (:func:`_metric_leaves`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from ._aggregate import aggregate, sort_key
+from ._dataset import _leaves, _scalar, json_text
+
+#: the two tables of the one layout, in this order
+LAYOUT = ("runs", "cells")
+
+
+def _flat(obj: Mapping) -> dict:
+    """``obj``'s leaves as ``{dotted name: value}``, a non-scalar leaf (a list, an empty dict) as its JSON text."""
+    return {".".join(map(str, p)): (v if _scalar(v) else json_text(v)) for p, v in _leaves(dict(obj), ())}
+
+
+def _metric_leaves(rec: dict, metrics: Sequence[str]) -> dict:
+    """The run's metrics as ``{column: value}``: each metric a dotted path into its ``result``, its column the
+    path's last name (``row.accuracy`` → ``accuracy``); a path that ends at a dict gives each of its leaves, named
+    by their dotted path inside it (``probe`` → ``accuracy``, ``untrained.accuracy``). A run whose result lacks the
+    path reads None there (a metric some runs of a grid record, such as Chapter 1's probe of its |K| = 1 models; the
+    cells aggregate only the metrics every run records as a number). ValueError when two metrics give one column."""
+    out: dict = {}
+    for metric in metrics:
+        value = rec["result"]
+        for part in metric.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        leaves = _flat(value) if isinstance(value, Mapping) and value else {metric.rsplit(".", 1)[-1]: value}
+        for column, leaf in leaves.items():
+            if column in out:
+                raise ValueError(
+                    f"metrics {list(metrics)} give the column {column!r} twice; declare paths whose names differ."
+                )
+            out[column] = leaf if _scalar(leaf) else json_text(leaf)
+    return out
+
+
+def run_tables(
+    runs: list[dict],
+    metrics: Sequence[str],
+    *,
+    by: Sequence[str] | None = None,
+    run_entries: Sequence[str] = (),
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+) -> dict:
+    """The one layout of a bundle of the finished ``runs`` (run records, :func:`~._records.finished_runs`):
+
+    - ``runs``: one row per run, ordered by cell then seed: ``key``, ``seed``, the cell's config entries ``by`` and
+      every leaf of each of ``metrics`` (dotted paths into the run's result, each named by its last name,
+      :func:`_metric_leaves`);
+    - ``cells``: one row per value of ``by`` (:func:`~._aggregate.aggregate`): for each metric leaf that is a number
+      in every run, its mean over seeds, 95 % Student-t interval (clipped to ``bounds[leaf]`` where given), standard
+      deviation, min, max and per-seed values, and the cell's seeds and run keys.
+
+    ``by``: config entries (dotted names, ``recipe.lr``); None: every entry whose value differs between the runs (a
+    grid's coordinates; an entry constant over the runs is the bundle's config, not a column), except
+    ``run_entries``: the entries that name one run's own model and differ between the seeds of a cell (a checkpoint's
+    path, a model's name, a seed inside a recipe), shown in ``runs`` after ``by`` and not compared within a cell.
+    An entry a run lacks reads None. Runs of one cell must agree on every other config entry (aggregate raises,
+    naming the cell)."""
+    import pandas as pd
+
+    runs = sorted(runs, key=lambda r: r["key"])
+    configs = [_flat(r["config"]) for r in runs]
+    names = sorted({k for c in configs for k in c})
+    configs = [{k: c.get(k) for k in names} for c in configs]
+    unknown = [k for k in [*(by or ()), *run_entries] if k not in names]
+    if unknown:
+        raise ValueError(
+            f"run_tables: by or run_entries name {unknown}, which no run's config has (its entries: {names})."
+        )
+    own = list(run_entries)
+    if by is None:
+        by = [k for k in names if k not in own and len({json.dumps(c[k], sort_keys=True) for c in configs}) > 1]
+    by = list(by)
+    values = [_metric_leaves(r, metrics) for r in runs]
+    leaves = list(dict.fromkeys(k for v in values for k in v))
+    numeric = [
+        m for m in leaves if all(isinstance(v.get(m), (int, float)) and not isinstance(v.get(m), bool) for v in values)
+    ]
+    clash = sorted(set(leaves) & {"key", "seed", *by, *own})
+    if clash:
+        raise ValueError(f"metric columns {clash} are also the runs' key, seed or cell entries; rename the metric.")
+    rows = [
+        {"key": r["key"], "seed": r["seed"], **{k: c[k] for k in [*by, *own]}, **{m: v.get(m) for m in leaves}}
+        for r, c, v in zip(runs, configs, values)
+    ]
+    rows.sort(key=lambda row: (*(sort_key(row[k]) for k in by), row["seed"]))
+    cell_configs = [{k: x for k, x in c.items() if k not in own} for c in configs]
+    flat = [dict(r, config=c, result=v) for r, c, v in zip(runs, cell_configs, values)]
+    stray = sorted(set(bounds or {}) - set(leaves))
+    if stray:
+        raise ValueError(f"bounds name {stray}, which are not among the metric columns {leaves}.")
+    clip = {m: b for m, b in (bounds or {}).items() if m in numeric}
+    cells = aggregate(flat, by=by, metrics=numeric, bounds=clip)
+    return {"runs": pd.DataFrame(rows, columns=["key", "seed", *by, *own, *leaves]), "cells": cells}
