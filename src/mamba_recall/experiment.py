@@ -226,13 +226,15 @@ class Experiment:
     def write_runs(self, preset: str, *, store=None, smoke: bool = False, log=print):
         """The bundle ``results/<name>_<preset>.json`` (``_smoke`` appended for a smoke run; beside a scratch
         ``store``) of an experiment that declares no ``write``: the one layout alone (:meth:`save_bundle`), from the
-        finished runs of the grid at ``preset``. None when no job has finished."""
-        from .runstore import finished_status
+        finished runs of the grid at ``preset``; its config records the entries every run's config shares
+        (``shared``, :func:`mamba_recall.runstore.shared_config`: what the ``runs`` table leaves out). None when no
+        job has finished."""
+        from .runstore import finished_status, shared_config
 
         runs, data = finished_status(self.grid_jobs(preset, smoke=smoke), store, preset=preset, log=log)
         if not runs:
             return None
-        config = {"preset": preset, "smoke": smoke, "runner": self.run_job}
+        config = {"preset": preset, "smoke": smoke, "runner": self.run_job, "shared": shared_config(runs)}
         return self.save_bundle(preset, data, config, {}, smoke=smoke, log=log)
 
     def save_bundle(

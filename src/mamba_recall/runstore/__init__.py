@@ -111,7 +111,7 @@ from ._aggregate import (
     t_interval,
     t_quantile_975,
 )
-from ._layout import LAYOUT, run_tables
+from ._layout import LAYOUT, run_tables, shared_config
 from ._bundles import (
     GridStatus,
     bundle_directory,
@@ -165,6 +165,7 @@ __all__ = [
     "units",
     "aggregate",
     "run_tables",
+    "shared_config",
     "LAYOUT",
     "t_quantile_975",
     "t_interval",

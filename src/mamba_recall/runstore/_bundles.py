@@ -132,12 +132,6 @@ def save_grid_bundle(
     from .. import results
     from ._layout import LAYOUT
 
-    if not set(LAYOUT) <= set(tables):
-        raise ValueError(
-            f"bundle {name}: its tables {sorted(tables)} lack the one layout {list(LAYOUT)}; write it through its "
-            "experiment (Experiment.save_bundle), which makes them from the finished runs."
-        )
-
     if directory is None:
         if not isinstance(data, GridStatus):
             # a plain dict has lost the store its jobs were counted in: defaulting to results/ would let a scratch
@@ -147,6 +141,11 @@ def save_grid_bundle(
                 "explicit directory; a plain dict copy of it forgets the store. Copy it with GridStatus.with_fields."
             )
         directory = bundle_directory(data.store)
+    if not set(LAYOUT) <= set(tables):
+        raise ValueError(
+            f"bundle {name}: its tables {sorted(tables)} lack the one layout {list(LAYOUT)}; write it through its "
+            "experiment (Experiment.save_bundle), which makes them from the finished runs."
+        )
     target = Path(directory or results.RESULTS_DIR) / f"{name}.json"
     why = _replaces_evidence(target, data)
     if why:

@@ -45,6 +45,19 @@ def _metric_leaves(rec: dict, metrics: Sequence[str]) -> dict:
     return out
 
 
+def shared_config(runs: list[dict]) -> dict:
+    """The config entries every one of ``runs`` has with one value (dotted names, as :func:`run_tables` reads them):
+    what a grid's runs share, which its ``runs`` table leaves out."""
+    configs = [_flat(r["config"]) for r in runs]
+    if not configs:
+        return {}
+    return {
+        k: v
+        for k, v in sorted(configs[0].items())
+        if all(k in c and json.dumps(c[k], sort_keys=True) == json.dumps(v, sort_keys=True) for c in configs)
+    }
+
+
 def run_tables(
     runs: list[dict],
     metrics: Sequence[str],

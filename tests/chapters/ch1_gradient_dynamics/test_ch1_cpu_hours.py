@@ -395,4 +395,4 @@ def test_wo_and_matched_smoke_bundles(smoke_grid):
     assert v.status == "not run" and "smoke" in v.reason
     tm = results.load_bundle("ch1_table1_matched_cpu-hours_smoke", directory=smoke_grid["out"])
     assert sorted(set(tm.tables["accuracy"].conv_width)) == [2, 4]
-    assert tm.tables["runs"].params.between(1000, 1300).all()
+    assert tm.tables["rows"].params.between(1000, 1300).all()

@@ -16,9 +16,9 @@ def test_rope_row_is_read_at_similar_size():
     seeds, rope = _quiet("ch1_table1"), _quiet("ch1_table1_rope")
     if seeds is None or rope is None:
         pytest.skip("no committed ch1_table1 / ch1_table1_rope cpu-hours bundle")
-    runs = rope.tables["runs"]
+    runs = rope.tables["rows"]
     assert set(runs.model) == {"tf2_conv_rope"} and set(runs.seed) == {0, 1, 2}
-    mamba = seeds.tables["runs"]
+    mamba = seeds.tables["rows"]
     assert runs.params.max() <= table1.SIMILAR_SIZE * mamba[mamba.model == "mamba"].params.max()
     v = check_table1("000/Table1-rope", seeds, pd.DataFrame(), None, record=False)
     assert v.evidence["seeds"] == 3
@@ -30,7 +30,7 @@ def test_row3_reads_six_seeds_of_its_deciding_cell():
     seeds, matched, more = _quiet("ch1_table1"), _quiet("ch1_table1_matched"), _quiet("ch1_table1_seeds")
     if seeds is None or matched is None or more is None:
         pytest.skip("no committed ch1_table1 / _matched / _seeds cpu-hours bundle")
-    assert set(more.tables["runs"].seed) == {3, 4, 5}
+    assert set(more.tables["rows"].seed) == {3, 4, 5}
     v = check_table1("000/Table1-tf1-conv", seeds, pd.DataFrame(), None, record=False, matched=matched)
     assert v.evidence["seeds"] == 6
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from unittest import mock
 
+import pandas as pd
 import pytest
 
 from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as F
@@ -78,7 +79,10 @@ def test_smoke_grid_resumes_and_bundles_have_intervals(smoke_store):
         )
         assert set(cells["n_seeds"]) == {2} and len(runs) == 2 * len(cells) and b.data["complete"]
         assert b.config["preset"] == "cpu-hours" and "Student-t" in b.data["interval_method"]
-        assert (cells["acc"] == cells["best_accuracy_mean"]).all()
+        figure = b.tables["figure"]
+        assert (figure["acc"] == figure["best_accuracy_mean"]).all()
+        # the one layout's cells are the figure's cells without the columns the figure adds
+        pd.testing.assert_frame_equal(cells, figure[list(cells.columns)])
         assert b.command == f"python -m mamba_recall grid ch2_{part} --preset cpu-hours --allow-long"
     folder = store / "ch2_fig7"
     before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}

@@ -33,7 +33,7 @@ def test_the_grid_writes_the_bundle_from_its_jobs_and_resumes(smoke_store, smoke
     b = smoke_grid(DC.EXPERIMENT, "ci")
     sizes = experiment(DC.EXPERIMENT, "ci", smoke=True)
     assert b.data["complete"] and b.data["jobs_total"] == len(sizes["cells"]) == 2
-    assert set(b.tables) == {"capacity", "fits", "law_errors"}
+    assert set(b.tables) == {"runs", "cells", "capacity", "fits", "law_errors"}
     cap = b.tables["capacity"]
     assert list(cap.columns[: len(DC.ROW_FIELDS)]) == list(DC.ROW_FIELDS)
     # one cell against the library function it measures, and each law's N_f* beside it

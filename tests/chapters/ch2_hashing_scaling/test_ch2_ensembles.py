@@ -65,7 +65,7 @@ def test_a_later_part_joins_the_bundle_without_training_the_others_again(tmp_pat
     scaling.main([*args, "--only", "multilayer"])
     assert all(p.stat().st_mtime_ns == t for p, t in first.items())  # the finished ensembles were not run again
     b = _bundle(store, "ch2_scaling_ci_smoke")
-    assert b.data["parts"] == ["speed", "grid", "multilayer"] and set(b.tables) == {"speed", "grid", "multilayer"}
+    assert b.data["parts"] == ["speed", "grid", "multilayer"] and set(b.tables) == {"runs", "cells", "speed", "grid", "multilayer"}
     jobs = ensembles.jobs_for("ch2_scaling", "ci", smoke=True)
     assert len(pending(jobs, store)[0]) == 3
 
@@ -74,7 +74,7 @@ def test_the_multihead_bundle_is_its_ensembles_rows_in_order(tmp_path):
     store = tmp_path / "runs"
     multihead.main(["--preset", "ci", "--smoke", "--store", str(store), "--no-estimate", "--jobs", "1"])
     b = _bundle(store, "ch2_multihead_ci_smoke")
-    assert b.data["complete"] and set(b.tables) == {"grid", "noise", "hist"}
+    assert b.data["complete"] and set(b.tables) == {"runs", "cells", "grid", "noise", "hist"}
     sizes = b.config
     pattern, M = sizes["patterns"][-1], sizes["Ms"][-1]  # the last ensemble, trained again here: the same rows
     import torch

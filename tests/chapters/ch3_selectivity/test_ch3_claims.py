@@ -86,7 +86,7 @@ def test_s4d_pe_is_a_per_position_bias_only():
 def keep_runs(seeds=(0,), **acc):
     """One row per model and seed; seed s adds 0.001·s to every accuracy (a narrow interval over seeds)."""
     rows = [dict(T=20, d=32, N=8, model=m, seed=s, accuracy=a + 0.001 * s) for s in seeds for m, a in acc.items()]
-    return bundle({"runs": pd.DataFrame(rows)}, preset="ci")
+    return bundle({"rows": pd.DataFrame(rows)}, preset="ci")
 
 
 def one_seed_inconclusive(v, means: str) -> bool:
@@ -183,7 +183,7 @@ def mqar_runs(with_other_mixers: bool, seeds=(0, 1, 2)):
                 rows.append(dict(kappa=4, V=128, T=100, d=64, N=N, mixer="mamba2", seed=s, accuracy=acc))
             for N in (2, 4, 8):
                 rows.append(dict(kappa=4, V=128, T=100, d=64, N=N, mixer="s4d", seed=s, accuracy=0.99))
-    return bundle({"runs": pd.DataFrame(rows)})
+    return bundle({"rows": pd.DataFrame(rows)})
 
 
 def test_figa3_is_not_reproduced_from_the_mamba_n_check_alone():
@@ -192,17 +192,17 @@ def test_figa3_is_not_reproduced_from_the_mamba_n_check_alone():
     assert alone.status == "inconclusive" and "is nan" in alone.reason and "'partially'" in alone.reason, alone
     assert verdict("003/FigA3", mqar_runs(True)).status == "reproduced"
     # the Mamba part holding while S4D's range over N fails is partial
-    runs = mqar_runs(True).tables["runs"]
+    runs = mqar_runs(True).tables["rows"]
     runs.loc[(runs.mixer == "s4d") & (runs.N == 2), "accuracy"] = 0.5
-    assert verdict("003/FigA3", bundle({"runs": runs})).status == "partially"
+    assert verdict("003/FigA3", bundle({"rows": runs})).status == "partially"
     ci = mqar_runs(False, seeds=(0,))
     assert one_seed_inconclusive(verdict("003/FigA3", ci), "partially")
 
 
 def test_figa3_needs_a_solved_control():
-    runs = mqar_runs(False, seeds=(0,)).tables["runs"]
+    runs = mqar_runs(False, seeds=(0,)).tables["rows"]
     runs.loc[runs.N == 8, "accuracy"] = 0.9875  # the committed ci numbers: control not exact
-    assert verdict("003/FigA3", bundle({"runs": runs}, "ci")).status == "not testable here"
+    assert verdict("003/FigA3", bundle({"rows": runs}, "ci")).status == "not testable here"
 
 
 def ih_runs(ds, dT_acc, seeds=(0, 1, 2), V=5):
@@ -212,7 +212,7 @@ def ih_runs(ds, dT_acc, seeds=(0, 1, 2), V=5):
             for mixer in ("s6", "s6_dT"):
                 acc = dT_acc(d) if mixer == "s6_dT" else min(dT_acc(d), 0.9)
                 rows.append(dict(V=V, T=100, d=d, N=4 * V, mixer=mixer, seed=s, accuracy=acc))
-    return bundle({"runs": pd.DataFrame(rows)})
+    return bundle({"rows": pd.DataFrame(rows)})
 
 
 def test_fig3_reads_paired_per_cell_gaps():
@@ -228,7 +228,7 @@ def test_fig3_reads_paired_per_cell_gaps():
                 dict(V=5, T=100, d=d, N=20, mixer="s6", seed=s, accuracy=dt - g),
                 dict(V=5, T=100, d=d, N=20, mixer="s6_dT", seed=s, accuracy=dt),
             ]
-    m = get("003/Fig3").measure(bundle({"runs": pd.DataFrame(rows)}))
+    m = get("003/Fig3").measure(bundle({"rows": pd.DataFrame(rows)}))
     lo, hi = m.intervals["gap_cells_equal_or_better"]
     assert (lo, hi) == pytest.approx((2 / 3, 1.0))
     assert judge(get("003/Fig3"), m).status == "inconclusive"
@@ -365,7 +365,7 @@ def test_seed_interval_is_a_student_t_interval_of_the_per_seed_statistic_the_rul
                 dict(V=5, T=100, d=d, N=20, mixer="s6", seed=s, accuracy=0.5),
             ]
     fig3 = get("003/Fig3")
-    m = fig3.measure(bundle({"runs": pd.DataFrame(rows)}))
+    m = fig3.measure(bundle({"rows": pd.DataFrame(rows)}))
     assert (
         set(m.intervals)
         == fig3.rule.metrics()
@@ -398,7 +398,7 @@ def test_seed_interval_is_a_student_t_interval_of_the_per_seed_statistic_the_rul
         ]
     )
     tab = get("003/TabA1-A2")
-    km = tab.measure(bundle({"runs": keep}))
+    km = tab.measure(bundle({"rows": keep}))
     assert tab.rule.metrics() == {"min_accuracy", "T_coverage", "N_coverage_mamba_pe"}
     assert set(km.intervals) == {"min_accuracy"}  # the grid shares are the grid's, not estimated over seeds
     assert km.per_seed["min_accuracy"] == approx([1.0, 1.0, 0.97])

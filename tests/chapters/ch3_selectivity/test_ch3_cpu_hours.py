@@ -136,6 +136,6 @@ def test_figa3_reads_the_n_sweep_grid_of_a_run_store_bundle():
         for s in (0, 1, 2)
     ]
     rows += [dict(grid="paper", T=100, V=128, kappa=4, d=64, N=8, mixer="s6", seed=s, accuracy=1.0) for s in (0, 1, 2)]
-    b = Bundle("t", {"preset": "cpu-hours"}, {}, {"device": "cpu"}, "t", {"runs": pd.DataFrame(rows)}, None)
+    b = Bundle("t", {"preset": "cpu-hours"}, {}, {"device": "cpu"}, "t", {"rows": pd.DataFrame(rows)}, None)
     m = get("003/FigA3").measure(b)
     assert m.values["mamba_best_above_kappa_min"] == 0.6 and m.values["mamba_best_below_kappa"] == 0.5

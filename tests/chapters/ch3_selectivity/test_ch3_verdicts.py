@@ -53,7 +53,7 @@ def keep_grid(seeds=(0, 1, 2)):
             for m, a in (("s6+pe", 1.0), ("transformer", 1.0), ("s6", 0.1), ("s4d", 0.1), ("s4d+pe", 0.1)):
                 a = 0.94 if (m, T) == ("s4d+pe", 10) else a  # S4D+PE learns at T = 10, as the paper's (Tab. A.1)
                 rows.append(dict(T=T, d=32, N=8, model=m, seed=s, accuracy=a - 0.001 * s))
-    return bundle({"runs": pd.DataFrame(rows)})
+    return bundle({"rows": pd.DataFrame(rows)})
 
 
 def ih_grid(seeds=(0, 1, 2), V=5):
@@ -64,7 +64,7 @@ def ih_grid(seeds=(0, 1, 2), V=5):
                 for mixer in ("s6", "s6_dT"):
                     acc = (1.0 if d >= 10 else 0.5) if mixer == "s6_dT" else 0.5
                     rows.append(dict(V=V, T=100, d=d, N=f * V, mixer=mixer, seed=s, accuracy=acc))
-    return bundle({"runs": pd.DataFrame(rows)})
+    return bundle({"rows": pd.DataFrame(rows)})
 
 
 def mqar_grid(seeds=(0, 1, 2)):
@@ -76,7 +76,7 @@ def mqar_grid(seeds=(0, 1, 2)):
                     rows.append(dict(kappa=kappa, V=128, T=100, d=d, N=N, mixer=mixer, seed=s, accuracy=0.5))
             for N in (2, kappa, 2 * kappa):
                 rows.append(dict(kappa=kappa, V=128, T=100, d=64, N=N, mixer="s6", seed=s, accuracy=1.0))
-    return bundle({"runs": pd.DataFrame(rows)})
+    return bundle({"rows": pd.DataFrame(rows)})
 
 
 def fig1_pairs(n=3):
@@ -181,8 +181,8 @@ def test_s4dpe_erratum_half_is_not_met_by_chance_and_the_setting_says_so():
     m = get("003/TabA1-S4D+PE").measure(keep_grid(), EXACT_PE)
     assert judge(get("003/TabA1-S4D+PE"), m).status == "erratum confirmed"
     assert judge(get("003/TabA1-S4D+PE"), m.control.measurement).status == "not testable here"
-    runs = keep_grid().tables["runs"]
-    chance = bundle({"runs": runs.assign(accuracy=np.where(runs.model == "s4d+pe", 1 / 128, runs.accuracy))})
+    runs = keep_grid().tables["rows"]
+    chance = bundle({"rows": runs.assign(accuracy=np.where(runs.model == "s4d+pe", 1 / 128, runs.accuracy))})
     assert judge(get("003/TabA1-S4D+PE"), get("003/TabA1-S4D+PE").measure(chance, EXACT_PE)).status == (
         "not reproduced"
     )
@@ -232,9 +232,9 @@ def test_a_fails_claim_needs_the_recipe_to_train(cid):
     """A model that learned nothing 'fails' too: with every model at chance (Mamba+PE included) the 'fails' claims
     read not testable here, and without the Mamba+PE runs as well; with Mamba+PE solving they are judged."""
     keep = keep_grid()
-    runs = keep.tables["runs"]
+    runs = keep.tables["rows"]
     assert judge(get(cid), get(cid).measure(keep)).status in ("reproduced", "partially")
-    chance = bundle({"runs": runs.assign(accuracy=1 / 128)})
+    chance = bundle({"rows": runs.assign(accuracy=1 / 128)})
     assert judge(get(cid), get(cid).measure(chance)).status == "not testable here"
-    no_pe = bundle({"runs": runs[runs.model != "s6+pe"]})
+    no_pe = bundle({"rows": runs[runs.model != "s6+pe"]})
     assert judge(get(cid), get(cid).measure(no_pe)).status == "not testable here"

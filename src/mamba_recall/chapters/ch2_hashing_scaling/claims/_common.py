@@ -90,8 +90,8 @@ _PART_TABLE = {"fig7": "multilayer", "fig10_11": "repetition", "tab10": "ablatio
 
 
 def is_run_store_bundle(bundle) -> bool:
-    """A bundle of ``ch2_scaling``'s run-store parts (per-run table ``runs``, one row per model and seed) rather than a ci bundle."""
-    return "runs" in (getattr(bundle, "tables", None) or {}) and bool(
+    """A bundle of ``ch2_scaling``'s run-store parts (per-run table ``rows``, one row per model and seed) rather than a ci bundle."""
+    return "rows" in (getattr(bundle, "tables", None) or {}) and bool(
         (getattr(bundle, "config", None) or {}).get("part")
     )
 

@@ -333,7 +333,7 @@ def _with_entry_variances(bundle):
             )
         t = t.assign(rel_var_correct=t["var_correct"] / t["margin"] ** 2)
         return _replace_tables(bundle, {name: t})
-    runs = bundle.tables["runs"]
+    runs = bundle.tables["rows"]
     if "var_correct" not in runs:
         from mamba_recall.paths import REPO_ROOT
         from mamba_recall.runstore import read_run
@@ -363,7 +363,7 @@ def _with_entry_variances(bundle):
         if runs["var_correct"].isna().any():
             raise NotRun(f"some runs of the bundle have no record in {store}: `{FIG15_COMMAND}`")
     runs = runs.assign(rel_var_correct=runs["var_correct"] / runs["margin"] ** 2)
-    return _replace_tables(bundle, {"runs": runs})
+    return _replace_tables(bundle, {"rows": runs})
 
 
 def _replace_tables(bundle, tables: dict):

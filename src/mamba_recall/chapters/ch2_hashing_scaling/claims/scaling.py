@@ -120,7 +120,7 @@ def _designed_on_reference(V: int, Nf: int, L: int, cells: tuple, n_seq: int = D
 def _reference_with_designed(bundle=None):
     """The strongest committed reference grid (trained, per seed) beside the designed circuit and Eq. 77 at its
     cells: (bundle, rows [(D, N, [trained per seed], designed, eq77)], sizes, chance)."""
-    bundle, t = _reference_cells(bundle if bundle is not None and "cells" in bundle.tables else None)
+    bundle, t = _reference_cells(bundle if bundle is not None and "comparison" in bundle.tables else None)
     cfg = bundle.config["sizes"]
     cells = tuple(sorted((int(D), int(N)) for D, N in zip(t["D"], t["N"])))
     des = {(D, N): (d, e) for D, N, d, e in _designed_on_reference(cfg["V"], cfg["Nf"], cfg["L"], cells)}
@@ -288,7 +288,7 @@ def measure_fig6bc(bundle=None) -> Measurement:
     from mamba_recall.results import BundleMissing
 
     try:
-        m = measure_fig6ab(bundle if bundle is not None and "cells" in bundle.tables else None)
+        m = measure_fig6ab(bundle if bundle is not None and "comparison" in bundle.tables else None)
     except BundleMissing:
         if bundle is None or "grid" not in bundle.tables:
             raise
