@@ -65,7 +65,13 @@ def test_a_later_part_joins_the_bundle_without_training_the_others_again(tmp_pat
     scaling.main([*args, "--only", "multilayer"])
     assert all(p.stat().st_mtime_ns == t for p, t in first.items())  # the finished ensembles were not run again
     b = _bundle(store, "ch2_scaling_ci_smoke")
-    assert b.data["parts"] == ["speed", "grid", "multilayer"] and set(b.tables) == {"runs", "cells", "speed", "grid", "multilayer"}
+    assert b.data["parts"] == ["speed", "grid", "multilayer"] and set(b.tables) == {
+        "runs",
+        "cells",
+        "speed",
+        "grid",
+        "multilayer",
+    }
     jobs = ensembles.jobs_for("ch2_scaling", "ci", smoke=True)
     assert len(pending(jobs, store)[0]) == 3
 
