@@ -193,8 +193,8 @@ class Experiment:
         return f"{self.name}_{preset}"
 
     def command(self, preset: str) -> str:
-        """The one command that runs this grid at ``preset`` and writes its bundle."""
-        return f"python -m mamba_recall grid {self.name} --preset {preset} --allow-long"
+        """The one command that runs this grid at ``preset`` and writes its bundle (:func:`command_line`)."""
+        return command_line(self.name, preset)
 
     def writes_partial(self) -> bool:
         """Whether its declared ``write`` takes ``partial``: with jobs left, a bundle from the finished runs marked
@@ -277,6 +277,14 @@ class Experiment:
         return save_grid_bundle(
             name, data, config, command=self.command(preset), tables={**layout, **tables}, directory=directory, log=log
         )
+
+
+def command_line(names: str | Sequence[str], preset: str, *, smoke: bool = False) -> str:
+    """The one command line that runs the declared experiments ``names`` (one name, or several run one after another)
+    at ``preset``: ``python -m mamba_recall grid <names> --preset P --allow-long`` (``smoke``: ``--smoke`` in place of
+    ``--allow-long``, the smoke-capped grid). What every bundle, checkpoint sidecar and "not run" message names."""
+    names = names if isinstance(names, str) else " ".join(names)
+    return f"python -m mamba_recall grid {names} --preset {preset} " + ("--smoke" if smoke else "--allow-long")
 
 
 @functools.cache

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from pathlib import Path
 
 import joblib
 import pytest
@@ -221,3 +222,28 @@ def test_an_experiment_without_write_gets_the_one_bundle_layout(tmp_path, monkey
     assert len(runs) == 6 and list(runs.seed) == [0, 1, 2, 0, 1, 2] and list(cells.x) == [0, 1]
     for _, cell in cells.iterrows():
         assert cell.value_mean == pytest.approx(runs[runs.x == cell.x].value.mean())
+
+
+def test_one_command_line_for_every_grid():
+    """Every grid command the library prints is :func:`command_line`'s (one or several names, ``--smoke`` or
+    ``--allow-long``), the command an experiment's bundles record."""
+    from mamba_recall.experiment import command_line
+
+    for e in experiments():
+        assert (
+            e.command("ci")
+            == command_line(e.name, "ci")
+            == f"python -m mamba_recall grid {e.name} --preset ci --allow-long"
+        )
+    assert (
+        command_line(["a_x", "b_y"], "paper", smoke=True)
+        == "python -m mamba_recall grid a_x b_y --preset paper --smoke"
+    )
+    src = Path(registry.__file__).parent
+    typed = [
+        f"{p.relative_to(src)}:{i}"
+        for p in src.rglob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if 'f"python -m mamba_recall grid {' in line and p.name != "experiment.py"
+    ]
+    assert not typed, f"grid commands typed by hand instead of experiment.command_line: {typed}"

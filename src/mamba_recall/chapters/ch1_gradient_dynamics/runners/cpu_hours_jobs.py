@@ -75,7 +75,9 @@ SMOKE_CHECKPOINT_DIR = BUILD_DIR / "smoke" / "checkpoints"  # a smoke run never 
 def grid_command(experiment_name: str, preset: str) -> str:
     """The one command that runs the declared experiment ``experiment_name`` at ``preset`` (what its bundle and its
     checkpoints' sidecars record): ``python -m mamba_recall grid <experiment> --preset P --allow-long``."""
-    return f"python -m mamba_recall grid {experiment_name} --preset {preset} --allow-long"
+    from mamba_recall.experiment import command_line
+
+    return command_line(experiment_name, preset)
 
 
 def seed_experiment(name: str) -> str:

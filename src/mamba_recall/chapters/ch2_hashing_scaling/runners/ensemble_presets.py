@@ -14,4 +14,6 @@ PRESETS = ("ci", "paper")
 
 def grid_command(runner: str, preset: str) -> str:
     """The one command of the declared experiment ``runner`` (its ensembles) at ``preset``."""
-    return f"python -m mamba_recall grid {runner} --preset {preset} --allow-long"
+    from mamba_recall.experiment import command_line
+
+    return command_line(runner, preset)

@@ -165,8 +165,9 @@ def figure_grids(runner: str, parts) -> str:
     preset at which they are all one-model grids (at :data:`PRESETS` the ensembles make Figs. 7, 8, 10–11 and Tab. 10)."""
     from . import figs_cpu
 
-    names = " ".join(figs_cpu.experiment_name(p) for p in parts or figures(runner))
-    return f"python -m mamba_recall grid {names} --preset cpu-hours --allow-long"
+    from mamba_recall.experiment import command_line
+
+    return command_line([figs_cpu.experiment_name(p) for p in parts or figures(runner)], "cpu-hours")
 
 
 def refusal(runner: str, preset: str | None, parts) -> str:

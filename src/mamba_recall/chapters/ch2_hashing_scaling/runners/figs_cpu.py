@@ -44,6 +44,7 @@ import time
 import pandas as pd
 
 from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import CELL_COLUMNS
+from mamba_recall.experiment import command_line
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import (
     aggregate,
@@ -469,5 +470,5 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
 if __name__ == "__main__":
     raise SystemExit(
         "error: figs_cpu holds the jobs of Chapter 2's one-model figure grids, declared experiments run by name: "
-        f"python -m mamba_recall grid {' '.join(experiment_name(p) for p in PARTS)} --preset cpu-hours --allow-long"
+        + command_line([experiment_name(p) for p in PARTS], "cpu-hours")
     )

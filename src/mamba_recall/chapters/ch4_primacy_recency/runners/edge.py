@@ -70,7 +70,7 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import (  # 
     reserve_seeds,
 )
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.reference_curves import middle_third
-from mamba_recall.experiment import experiment_named, grid_command
+from mamba_recall.experiment import command_line, experiment_named, grid_command
 from mamba_recall.results import command_provenance
 from mamba_recall.runstore import as_only, aggregate, finished_status, partial_status
 from .edge_checks import (  # noqa: F401  (the claim checks, importable from the runner; CHECKS_RUNNER names it)
@@ -165,7 +165,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print, par
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None
-    cmd = f"python -m mamba_recall grid {EXPERIMENT} --preset {preset} --allow-long"
+    cmd = command_line(EXPERIMENT, preset)
     data = partial_status(
         data, partial, what=f"{EXPERIMENT} at preset {preset}", command=cmd.removesuffix(" --allow-long"), log=log
     )

@@ -22,7 +22,7 @@ from statistics import median
 import pandas as pd
 
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.edge_seeds import PRIMARY_ORDER, primary_recipe
-from mamba_recall.experiment import experiment_named, runner_main
+from mamba_recall.experiment import command_line, experiment_named, runner_main
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.results import smoke_run_store
 from mamba_recall.runstore import (
@@ -101,7 +101,7 @@ def checks_jobs(preset: str, smoke: bool = False, store: Path | None = None) -> 
     store = _edge_store(smoke) if store is None else Path(store)
     runs = finished_runs(jobs_for(preset, smoke), store)
     if not runs:
-        train = f"python -m mamba_recall grid {EDGE} --preset {preset}" + (" --smoke" if smoke else " --allow-long")
+        train = command_line(EDGE, preset, smoke=smoke)
         raise ValueError(
             f"its jobs are the checks of {EDGE}'s finished models, and none has finished at preset {preset} in "
             f"{repo_relative(store)}/; train them first: {train}"
@@ -307,7 +307,7 @@ def write_checks_bundle(preset: str, *, store=None, smoke: bool = False, log=pri
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None
-    command = f"python -m mamba_recall grid {CHECKS} --preset {preset} --allow-long"
+    command = command_line(CHECKS, preset)
     data = partial_status(
         data, partial, what=f"{CHECKS} at preset {preset}", command=command.removesuffix(" --allow-long"), log=log
     )

@@ -15,6 +15,7 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import (
     edge_model_name,
     pressure_length,
 )
+from mamba_recall.experiment import command_line
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import make_job
@@ -93,7 +94,7 @@ def run_job(config: EdgeJob, seed: int) -> dict:
 
     out = REPO_ROOT / config.checkpoint
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = f"python -m mamba_recall grid {EXPERIMENT} --preset {config.preset} --allow-long"  # the sidecar's
+    cmd = command_line(EXPERIMENT, config.preset)  # the sidecar's
     start = time.perf_counter()
     train_recipe(config.recipe, config.model_name, out, command=cmd, log=lambda s: print(s, flush=True))
     model, vocab, side = load_checkpoint(out, model=config.model_name)  # hash-checked, as the book loads it

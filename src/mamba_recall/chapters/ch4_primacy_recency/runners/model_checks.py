@@ -43,7 +43,7 @@ from mamba_recall.chapters.ch4_primacy_recency.pipelines.mamba2_heads import mam
 from mamba_recall.chapters.ch4_primacy_recency.pipelines.primacy import checkpoint_path, load_checkpoint
 from ..claims import MAMBA2_CLAIMS
 from ..claims.mamba2_heads import m2_claim_args
-from mamba_recall.experiment import experiment_named, grid_command
+from mamba_recall.experiment import command_line, experiment_named, grid_command
 from mamba_recall.paths import REPO_ROOT
 from mamba_recall.presets import experiment
 from mamba_recall.results import command_provenance, read_checkpoint, save_bundle
@@ -314,7 +314,7 @@ def _checkpoint_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog=runner_command(EXPERIMENT),
         description="Judge the claims of §4.1–§4.4 on any Chapter 4 checkpoint (the declared models: "
-        f"python -m mamba_recall grid {EXPERIMENT} --preset ci).",
+        f"{command_line(EXPERIMENT, 'ci')}).",
     )
     p.add_argument("--checkpoint", required=True, help="a Chapter 4 checkpoint .pt (its JSON sidecar beside it)")
     p.add_argument("--name", required=True, help="the model's name: the bundle is ch4_model_checks_<name>_<preset>")

@@ -46,7 +46,7 @@ import math
 import time
 from dataclasses import replace
 
-from mamba_recall.experiment import experiment_named, grid_command
+from mamba_recall.experiment import command_line, experiment_named, grid_command
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance
 from mamba_recall.runstore import finished_status, job_config, make_job, partial_status
@@ -565,7 +565,7 @@ def main(argv=None) -> int:
         name = LR_SWEEP if "--lr-sweep" in args else BUDGETS.get(budget, f"<one of {', '.join(BUDGETS.values())}>")
         print(
             f"error: {' '.join(gone)}: each of Chapter 5's grids runs by its experiment's name now; run "
-            f"python -m mamba_recall grid {name} --preset {after('--preset', 'cpu-hours')} --allow-long "
+            f"{command_line(name, after('--preset', 'cpu-hours'))} "
             "(--jobs, --aggregate-only, --partial as before).",
             file=sys.stderr,
         )
