@@ -263,11 +263,12 @@ def test_model_checks_judge_through_the_registry():
 
 @pytest.mark.parametrize("model", ["s_small", "s_small_seed1", "s_mix"])
 def test_committed_model_checks_use_the_registry(model):
-    """The committed §4.7 bundle holds registry verdicts: every claim id declared, and the primacy ablations at
-    L = 8 (all positions ≈ 1 on every committed model) not testable."""
+    """The committed §4.7 bundle's measurements, judged by the registry: every claim id declared, and the primacy
+    ablations at L = 8 (all positions ≈ 1 on every committed model) not testable."""
+    from mamba_recall.chapters.ch4_primacy_recency.runners.model_checks import judged_claims
     from mamba_recall.results import load_bundle
 
-    t = load_bundle("ch4_model_checks_ci").tables["claims"]
+    t = judged_claims(load_bundle("ch4_model_checks_ci").data["results"])
     t = t[t["model"] == model]
     assert len(t) == 15
     assert set(t["claim_id"]) <= set(claims.REGISTRY)

@@ -36,8 +36,11 @@ def test_the_committed_bundle_is_the_grid_s_one_layout_of_every_model():
     models = experiment(M.EXPERIMENT, "ci")["models"]
     assert b.command == "python -m mamba_recall grid ch4_model_checks --preset ci --allow-long"
     assert b.data["complete"] and b.data["jobs_finished"] == len(models) == 3
-    claims, cards = b.tables["claims"], b.tables["models"]
+    claims, cards = M.judged_claims(b.data["results"]), b.tables["models"]
     assert list(claims.columns) == ["model", "claim_id", "status", "ours", "reason"]
+    # the bundle holds measurements, never a verdict: the statuses are the rules' reading now
+    assert "claims" not in b.tables and {"runs", "cells"} <= set(b.tables)
+    assert all("status" not in rec for r in b.data["results"] for rec in r["measurements"].values())
     assert list(cards.model) == models and cards.converged.all()
     for m in models:  # every claim of §4.1–§4.4, in the order claim_inputs measures them
         assert list(claims[claims.model == m].claim_id) == list(M.CLAIM_IDS)
@@ -52,9 +55,9 @@ def test_the_grid_judges_one_model_into_a_scratch_store_and_resumes(tmp_path, ca
     assert grid_command(argv) == 0
     (run,) = store.glob(f"{M.EXPERIMENT}/*.json")
     b = results.load_bundle(tmp_path / f"{COMMITTED}_smoke.json")
-    claims = b.tables["claims"]
+    claims = M.judged_claims(b.data["results"])
     assert set(claims.model) == {"s_small"} and set(claims.status) == {"not run"}
-    committed = results.load_bundle(COMMITTED).tables["claims"]
+    committed = M.judged_claims(results.load_bundle(COMMITTED).data["results"])
     ours = committed[committed.model == "s_small"].reset_index(drop=True)
     assert claims["ours"].equals(ours["ours"]) and claims["claim_id"].equals(ours["claim_id"])
     written = run.stat().st_mtime_ns
@@ -66,7 +69,7 @@ def test_the_grid_judges_one_model_into_a_scratch_store_and_resumes(tmp_path, ca
 def test_the_runner_judges_any_checkpoint_by_its_own_option(tmp_path, monkeypatch):
     """``--checkpoint PATH --name X``: any checkpoint judged, the bundle ``ch4_model_checks_<X>_<preset>`` in the
     experiment's layout; on a committed model its verdicts are the committed bundle's rows for it."""
-    committed = results.load_bundle(COMMITTED).tables["claims"]
+    committed = M.judged_claims(results.load_bundle(COMMITTED).data["results"])
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)  # where save_bundle reads it
     path = "results/checkpoints/ch4_train_s_mix_ci.pt"
@@ -74,7 +77,8 @@ def test_the_runner_judges_any_checkpoint_by_its_own_option(tmp_path, monkeypatc
     b = results.load_bundle(tmp_path / "ch4_model_checks_mixed_ci.json")
     assert b.command.startswith(f"{M.runner_command(M.EXPERIMENT)} --checkpoint ") and "--name mixed" in b.command
     theirs = committed[committed.model == "s_mix"].drop(columns="model").reset_index(drop=True)
-    assert b.tables["claims"].drop(columns="model").equals(theirs) and set(b.tables["claims"].model) == {"mixed"}
+    judged = M.judged_claims(b.data["results"])
+    assert judged.drop(columns="model").equals(theirs) and set(judged.model) == {"mixed"}
 
 
 def test_the_runner_s_command_line():

@@ -35,8 +35,9 @@ class SModelJob(JobConfig):
 
 @dataclass(frozen=True, kw_only=True)
 class ModelCheckJob(JobConfig):
-    """The claims of §4.1–§4.4 judged on the committed ``checkpoint`` of ``model`` (its sidecar's
-    ``checkpoint_sha256``), at the sizes of ``sizes_preset``."""
+    """The claims of §4.1–§4.4 measured on the committed ``checkpoint`` of ``model`` (its sidecar's
+    ``checkpoint_sha256``), at the sizes of ``sizes_preset``. ``stores``: what the job records, each claim's
+    measurement (judged by the claims' rules when a page reads it; the jobs before it stored verdicts)."""
 
     model: str
     preset: str
@@ -44,6 +45,7 @@ class ModelCheckJob(JobConfig):
     smoke: bool
     checkpoint: str
     checkpoint_sha256: str
+    stores: str = "measurements"
 
 
 @dataclass(frozen=True, kw_only=True)

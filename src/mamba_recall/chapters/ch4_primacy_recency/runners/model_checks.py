@@ -4,11 +4,13 @@ The claims of paper 004 and their rules are declared once, in :mod:`mamba_recall
 notebooks (§4.1–§4.4) compute their inputs on the committed ``s_small`` and call the registry. This experiment
 computes the same inputs with the same library calls on each committed Mamba-1 S-model of its preset's list (sizes
 ``ch4_model_checks``: ``s_small``, ``s_small_seed1``, ``s_mix`` at ci), one run-store job per model
-(:func:`jobs_for`, :func:`run_job`), judges every claim of §4.1–§4.4 with the registry's measurement functions and
-rules (nothing is recorded for the book's scorecard), and writes one bundle, ``results/ch4_model_checks_<preset>.json``
-(:func:`write_bundle`): table ``claims`` (model, claim id, status, our numbers, the reason where not testable or
-capped) and table ``models`` (each model's card, whether it passed its convergence gate, the checkpoint and its
-sha256). Section 4.7 of the book compares the models from it. A job's config names the checkpoint with the sha256 its
+(:func:`jobs_for`, :func:`run_job`), measures every claim of §4.1–§4.4 with the registry's measurement functions
+(:func:`measure_model`; a job stores each claim's measurement, never a verdict) and writes one bundle,
+``results/ch4_model_checks_<preset>.json`` (:func:`write_bundle`): the one layout, table ``models`` (each model's
+card, whether it passed its convergence gate, the checkpoint and its sha256) and, in its data, each model's stored
+measurements (``results``). Section 4.7 of the book judges them when it runs (:func:`judged_claims`: model, claim id,
+status, our numbers, the reason where not testable or capped; nothing is recorded for the book's scorecard), so a rule
+revised after the runs judges them anew. A job's config names the checkpoint with the sha256 its
 sidecar records, so a retrained checkpoint is a new job (judged again), never read under the old verdicts.
 
 On a Mamba-2 model the claims are App. F's (:func:`claim_inputs_m2`: the U, the long-term heads of Eq. 9
@@ -198,9 +200,12 @@ def claim_inputs_m2(
     return m2_claim_args(tests)
 
 
-def judge_model(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", log=print) -> tuple[list, dict]:
-    """Load ``checkpoint`` and judge every claim of §4.1–§4.4 on it → (verdicts, the checkpoint's sidecar)."""
-    from mamba_recall.claims import check
+def measure_model(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", log=print) -> tuple[dict, dict]:
+    """Load ``checkpoint`` and measure every claim of §4.1–§4.4 on it with the registry's measurement functions →
+    (``{claim id: measurement record}``, the checkpoint's sidecar): a claim that cannot be measured there records
+    ``{"not_run": why}``. Nothing is judged here: :func:`judged_claims` applies the claims' rules to the records."""
+    from mamba_recall.claims import NotRun, get, measurement_record
+    from mamba_recall.claims.core import check_inputs
 
     model, vocab, side = load_checkpoint(Path(checkpoint), device=device)  # hash-checked
     source = Path(checkpoint).resolve()
@@ -209,8 +214,36 @@ def judge_model(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", lo
     start = time.perf_counter()
     inputs = claim_inputs(model, vocab, preset, device)
     log(f"inputs computed in {time.perf_counter() - start:.0f} s")
-    verdicts = [check(cid, *args, ctx=ctx, side=side, record=False) for cid, args in inputs.items()]
-    return verdicts, side
+    records = {}
+    for cid, args in inputs.items():
+        claim = get(cid)
+        check_inputs(claim, args, {"ctx": ctx, "side": side})
+        try:
+            records[cid] = measurement_record(claim.measure(*args, ctx=ctx, side=side))
+        except NotRun as exc:
+            records[cid] = {"not_run": str(exc)}
+    return records, side
+
+
+def judged_claims(results: list[dict]) -> pd.DataFrame:
+    """The verdict of every claim on every model, from the measurements the jobs stored (``results``: each a
+    job's result, :func:`check_checkpoint`): one row per (model, claim): model, claim id, status, our numbers and the
+    reason, each judged now by the claim's declared rule (a record ``{"not_run": why}`` reads *not run*), so a rule
+    revised after the runs judges them anew. Nothing is recorded for the scorecard."""
+    from mamba_recall.claims import get, judge, measurement_from_record, not_run_verdict
+
+    rows = []
+    for r in results:
+        order = sorted(r["measurements"], key=lambda c: (CLAIM_IDS.index(c) if c in CLAIM_IDS else len(CLAIM_IDS), c))
+        for cid in order:  # the claims in :data:`CLAIM_IDS`' order (a run record keeps its keys sorted)
+            claim, rec = get(cid), r["measurements"][cid]
+            v = (
+                not_run_verdict(claim, rec["not_run"])
+                if "not_run" in rec
+                else judge(claim, measurement_from_record(rec))
+            )
+            rows.append({"model": r["model"], "claim_id": cid, "status": v.status, "ours": v.ours, "reason": v.reason})
+    return pd.DataFrame(rows, columns=["model", "claim_id", "status", "ours", "reason"])
 
 
 # ------------------------------------------------------------------------------------------------------ run store
@@ -247,17 +280,14 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
 
 
 def check_checkpoint(path: Path, name: str, preset: str = "ci", *, device: str = "cpu", log=print) -> dict:
-    """Judge every claim of §4.1–§4.4 on the checkpoint ``path`` (:func:`judge_model`) → the result of one model:
-    ``claims`` (one row per claim: model ``name``, claim id, status, our numbers, reason), ``model_card``,
+    """Measure every claim of §4.1–§4.4 on the checkpoint ``path`` (:func:`measure_model`) → the result of one model:
+    ``measurements`` (claim id → its measurement record, judged by :func:`judged_claims`), ``model_card``,
     ``converged``, ``checkpoint_sha256`` (the sidecar's, checked on loading) and ``seconds``."""
     start = time.perf_counter()
-    verdicts, side = judge_model(Path(path), preset, device=device, log=log)
+    records, side = measure_model(Path(path), preset, device=device, log=log)
     return {
         "model": name,
-        "claims": [
-            {"model": name, "claim_id": v.claim_id, "status": v.status, "ours": v.ours, "reason": v.reason}
-            for v in verdicts
-        ],
+        "measurements": records,
         "model_card": A.model_card(side),
         "converged": A.converged(side),
         "checkpoint_sha256": side.get("sha256"),
@@ -272,7 +302,7 @@ def run_job(config: ModelCheckJob, seed: int) -> dict:
     if out["checkpoint_sha256"] != config.checkpoint_sha256:
         raise ValueError(
             f"{config.checkpoint}: its sha256 is not the one this job was made for; make the jobs again "
-            f"(python -m mamba_recall grid {EXPERIMENT} --preset {config.preset})."
+            f"({command_line(EXPERIMENT, config.preset)})."
         )
     return out
 
@@ -284,19 +314,16 @@ def estimate(left: list[dict]) -> tuple[float, str]:
 
 
 def _tables(results: list[dict]) -> dict[str, pd.DataFrame]:
-    """The bundle's tables from the results of :func:`check_checkpoint` (each with its ``checkpoint`` added), in the
-    order given."""
-    claims = pd.DataFrame([row for r in results for row in r["claims"]])
-    claims = claims[["model", "claim_id", "status", "ours", "reason"]]  # a run record keeps its keys sorted
+    """The bundle's table ``models`` from the results of :func:`check_checkpoint` (each with its ``checkpoint``
+    added), in the order given. The claims' measurements go into the bundle's data (``results``), never a verdict."""
     columns = ("model", "model_card", "converged", "checkpoint", "checkpoint_sha256", "seconds")
-    models = pd.DataFrame([{k: r[k] for k in columns} for r in results])
-    return {"claims": claims, "models": models}
+    return {"models": pd.DataFrame([{k: r[k] for k in columns} for r in results])}
 
 
 def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     """``results/ch4_model_checks_<preset>.json`` (``_smoke`` for a smoke run; beside a scratch ``store``) from the
-    finished jobs: tables ``claims`` and ``models`` (module docstring), the models in the order of the preset's
-    list; None when no job has finished."""
+    finished jobs: the one layout, table ``models`` and data ``results`` (each model's stored measurements; module
+    docstring), the models in the order of the preset's list; None when no job has finished."""
     jobs = jobs_for(preset, smoke)
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
@@ -304,6 +331,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
     order = {j["key"]: i for i, j in enumerate(jobs)}
     runs = sorted(runs, key=lambda r: order[r["key"]])
     results = [{**r["result"], "checkpoint": r["config"]["checkpoint"]} for r in runs]
+    data["results"] = [{"model": r["model"], "measurements": r["measurements"]} for r in results]
     config = {"preset": preset, "smoke": smoke, "sections": list(SECTIONS), "runner": RUNNER}
     return experiment_named(EXPERIMENT).save_bundle(preset, data, config, _tables(results), smoke=smoke, log=log)
 
@@ -328,7 +356,7 @@ def _checkpoint_main(argv: list[str]) -> int:
     result["checkpoint"] = args.checkpoint
     out = save_bundle(
         f"{EXPERIMENT}_{args.name}_{args.preset}",
-        {"model": args.name},
+        {"model": args.name, "results": [{"model": args.name, "measurements": result["measurements"]}]},
         {"preset": args.preset, "sections": list(SECTIONS), "checkpoint": args.checkpoint},
         command=f"{runner_command(EXPERIMENT)} --checkpoint {args.checkpoint} --name {args.name} "
         f"--preset {args.preset}",
@@ -336,7 +364,8 @@ def _checkpoint_main(argv: list[str]) -> int:
         wall_seconds=time.perf_counter() - start,
         tables=_tables([result]),
     )
-    print(f"wrote {out}: " + ", ".join(f"{r['claim_id']} {r['status']}" for r in result["claims"]))
+    judged = judged_claims([result])
+    print(f"wrote {out}: " + ", ".join(f"{c} {s}" for c, s in zip(judged.claim_id, judged.status)))
     return 0
 
 
