@@ -200,17 +200,21 @@ def claim_inputs_m2(
     return m2_claim_args(tests)
 
 
-def measure_model(checkpoint: Path, preset: str = "ci", *, device: str = "cpu", log=print) -> tuple[dict, dict]:
+def measure_model(
+    checkpoint: Path, preset: str = "ci", *, device: str = "cpu", smoke: bool = False, log=print
+) -> tuple[dict, dict]:
     """Load ``checkpoint`` and measure every claim of §4.1–§4.4 on it with the registry's measurement functions →
     (``{claim id: measurement record}``, the checkpoint's sidecar): a claim that cannot be measured there records
-    ``{"not_run": why}``. Nothing is judged here: :func:`judged_claims` applies the claims' rules to the records."""
+    ``{"not_run": why}``; a smoke run's records say so (their evidence is marked smoke, so they judge nothing). Nothing
+    is judged here: :func:`judged_claims` applies the claims' rules to the records."""
     from mamba_recall.claims import NotRun, get, measurement_record
     from mamba_recall.claims.core import check_inputs
+    from mamba_recall.results import smoke_active
 
     model, vocab, side = load_checkpoint(Path(checkpoint), device=device)  # hash-checked
     source = Path(checkpoint).resolve()
     side = {"source": str(source.relative_to(REPO_ROOT) if source.is_relative_to(REPO_ROOT) else source), **side}
-    ctx = SimpleNamespace(preset=preset, device=torch.device(device))
+    ctx = SimpleNamespace(preset=preset, device=torch.device(device), smoke=smoke or smoke_active())
     start = time.perf_counter()
     inputs = claim_inputs(model, vocab, preset, device)
     log(f"inputs computed in {time.perf_counter() - start:.0f} s")
@@ -279,12 +283,14 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     return jobs
 
 
-def check_checkpoint(path: Path, name: str, preset: str = "ci", *, device: str = "cpu", log=print) -> dict:
+def check_checkpoint(
+    path: Path, name: str, preset: str = "ci", *, device: str = "cpu", smoke: bool = False, log=print
+) -> dict:
     """Measure every claim of §4.1–§4.4 on the checkpoint ``path`` (:func:`measure_model`) → the result of one model:
     ``measurements`` (claim id → its measurement record, judged by :func:`judged_claims`), ``model_card``,
     ``converged``, ``checkpoint_sha256`` (the sidecar's, checked on loading) and ``seconds``."""
     start = time.perf_counter()
-    records, side = measure_model(Path(path), preset, device=device, log=log)
+    records, side = measure_model(Path(path), preset, device=device, smoke=smoke, log=log)
     return {
         "model": name,
         "measurements": records,
@@ -298,7 +304,7 @@ def check_checkpoint(path: Path, name: str, preset: str = "ci", *, device: str =
 def run_job(config: ModelCheckJob, seed: int) -> dict:
     """Judge one declared model (the run store's job function): :func:`check_checkpoint` on its committed checkpoint
     at the sizes of ``config.sizes_preset``; ValueError if the checkpoint is not the one the job names."""
-    out = check_checkpoint(REPO_ROOT / config.checkpoint, config.model, config.sizes_preset)
+    out = check_checkpoint(REPO_ROOT / config.checkpoint, config.model, config.sizes_preset, smoke=config.smoke)
     if out["checkpoint_sha256"] != config.checkpoint_sha256:
         raise ValueError(
             f"{config.checkpoint}: its sha256 is not the one this job was made for; make the jobs again "
