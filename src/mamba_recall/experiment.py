@@ -237,6 +237,23 @@ class Experiment:
         config = {"preset": preset, "smoke": smoke, "runner": self.run_job, "shared": shared_config(runs)}
         return self.save_bundle(preset, data, config, {}, smoke=smoke, log=log)
 
+    def layout(self, data, *, by: Sequence[str] | None = None) -> dict:
+        """The one layout of the runs ``data`` counted (the :class:`~mamba_recall.runstore.GridStatus`
+        ``finished_status`` returned): ``{"runs": ..., "cells": ...}`` (:func:`mamba_recall.runstore.run_tables`)
+        from this experiment's ``metrics``, ``run_entries`` and ``bounds``, cells over ``by`` (None: the config
+        entries that differ between the runs). What :meth:`save_bundle` writes, and what a writer derives its own
+        tables from (a figure's columns beside the cells) rather than aggregating the runs a second time. TypeError
+        for a plain dict (it has lost the runs) or a status that counted no finished run."""
+        from .runstore import GridStatus, run_tables
+
+        if not isinstance(data, GridStatus) or not data.finished:
+            raise TypeError(
+                f"experiment {self.name}: the layout needs the GridStatus finished_status returned with the finished "
+                "runs it counted (a plain dict copy has lost them: copy it with GridStatus.with_fields; with no "
+                "finished run there is no bundle to write)."
+            )
+        return run_tables(data.finished, self.metrics, by=by, run_entries=self.run_entries, bounds=self.bounds)
+
     def save_bundle(
         self,
         preset: str,
@@ -259,7 +276,7 @@ class Experiment:
         finished runs ``data`` counted, this experiment's ``metrics`` and ``bounds``, cells over the config entries
         ``by`` (None: those that differ between the runs) (:func:`mamba_recall.runstore.run_tables`); ``tables``
         follow. ValueError if ``tables`` names ``runs`` or ``cells`` itself. Returns the JSON's path."""
-        from .runstore import LAYOUT, GridStatus, run_tables, save_grid_bundle
+        from .runstore import LAYOUT, save_grid_bundle
 
         own = sorted(set(LAYOUT) & set(tables))
         if own:
@@ -267,12 +284,7 @@ class Experiment:
                 f"experiment {self.name}: its writer makes the tables {own} itself; those are the one layout "
                 "Experiment.save_bundle makes from the runs. Name the writer's table after what it holds."
             )
-        if not isinstance(data, GridStatus) or not data.finished:
-            raise TypeError(
-                f"experiment {self.name}: save_bundle needs the GridStatus finished_status returned (it holds the "
-                "finished runs the bundle's runs and cells are made from); copy it with GridStatus.with_fields."
-            )
-        layout = run_tables(data.finished, self.metrics, by=by, run_entries=self.run_entries, bounds=self.bounds)
+        layout = self.layout(data, by=by)
         name = name or self.bundle(preset) + ("_smoke" if smoke else "")
         return save_grid_bundle(
             name, data, config, command=self.command(preset), tables={**layout, **tables}, directory=directory, log=log

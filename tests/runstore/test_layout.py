@@ -61,16 +61,30 @@ def test_a_nested_entry_that_differs_is_a_dotted_column_and_a_dict_metric_gives_
         r["config"] = {**r["config"], "recipe": {"lr": 0.03, "wd": 0.0}}
     t = run_tables(runs, ["probe", "done"])
     assert list(t["runs"].columns) == ["key", "seed", "D", "recipe.lr", "kappa", "untrained.acc", "done"]
-    # a bool is shown per run, never averaged into an interval
-    assert "kappa_mean" in t["cells"] and "done_mean" not in t["cells"]
+    # a bool is averaged as 1 or 0: its mean is a fraction
+    assert "kappa_mean" in t["cells"] and list(t["cells"].done_mean) == [1.0, 1.0]
 
 
-def test_a_metric_some_runs_lack_reads_none_and_is_not_aggregated():
+def test_a_metric_some_runs_lack_reads_none_and_is_aggregated_where_every_run_of_a_cell_has_it():
     runs = _grid()
-    del runs[0]["result"]["row"]["steps"]
+    del runs[0]["result"]["row"]["steps"]  # a run of the D = 16 cell
     t = run_tables(runs, ["row.accuracy", "row.steps"])
     assert t["runs"].steps.isna().sum() == 1
-    assert "steps_mean" not in t["cells"] and "accuracy_mean" in t["cells"]
+    cells = t["cells"].set_index("D")
+    assert cells.steps_mean[4] == 10.0 and pd.isna(cells.steps_mean[16]) and cells.n_seeds[16] == 3
+    assert list(t["cells"].columns[:2]) == ["D", "seeds"]
+
+
+def test_a_misspelt_metric_and_colliding_names_are_refused():
+    runs = _grid()
+    with pytest.raises(ValueError, match="in none of the 6 runs"):
+        run_tables(runs, ["row.acuracy"])
+    with pytest.raises(ValueError, match="named twice"):
+        run_tables([dict(r, config={**r["config"], "n_seeds": r["seed"]}) for r in runs], ["row.accuracy"])
+    with pytest.raises(ValueError, match="named twice"):
+        run_tables([dict(r, config={**r["config"], "accuracy_mean": r["seed"]}) for r in runs], ["row.accuracy"])
+    with pytest.raises(ValueError, match="both by and run_entries"):
+        run_tables(runs, ["row.accuracy"], by=["D"], run_entries=["D"])
 
 
 def test_declared_cells_bounds_and_refusals():
@@ -83,7 +97,7 @@ def test_declared_cells_bounds_and_refusals():
     twice = [dict(r, result={**r["result"], "x": {"accuracy": 1.0}}) for r in runs]
     with pytest.raises(ValueError, match="twice"):
         run_tables(twice, ["row.accuracy", "x"])
-    with pytest.raises(ValueError, match="key, seed or cell"):
+    with pytest.raises(ValueError, match="named twice"):
         run_tables([dict(r, result={"D": 1.0}) for r in runs], ["D"])
 
 
@@ -112,7 +126,7 @@ def test_experiment_save_bundle_refuses_a_writer_that_makes_runs_or_cells_itself
     )
     with pytest.raises(ValueError, match="one layout"):
         e.save_bundle("ci", GridStatus(), {}, {"cells": pd.DataFrame()}, directory=tmp_path)
-    with pytest.raises(TypeError, match="finished runs"):
+    with pytest.raises(TypeError, match="finished\\s+runs"):
         e.save_bundle("ci", {"complete": True}, {}, {}, directory=tmp_path)
 
 

@@ -18,7 +18,7 @@ from scipy.stats import t as _t
 INTERVAL_METHOD = (
     "95 % Student-t interval over seeds, mean ± t_{0.975, n-1} · s / √n (s: sample standard "
     "deviation, n-1 denominator); t quantile from scipy.stats.t; no interval (NaN) for one seed. "
-    "Bounds are not clipped to [0, 1]."
+    "An interval is clipped to its quantity's declared range where one is declared (an accuracy's [0, 1]), else not."
 )
 
 

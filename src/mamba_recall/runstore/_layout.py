@@ -58,6 +58,20 @@ def shared_config(runs: list[dict]) -> dict:
     }
 
 
+#: the columns :func:`~._aggregate.aggregate` gives every cell, and each metric's (``<metric>_<suffix>``)
+_CELL_COLUMNS = ("seeds", "n_seeds", "wall_seconds", "run_keys")
+_METRIC_COLUMNS = ("mean", "ci_low", "ci_high", "std", "min", "max", "per_seed", "n_nan")
+
+
+def _recorded(result, path: str) -> bool:
+    """Whether ``result`` holds the dotted ``path`` (any value, None included)."""
+    for part in path.split("."):
+        if not isinstance(result, Mapping) or part not in result:
+            return False
+        result = result[part]
+    return True
+
+
 def run_tables(
     runs: list[dict],
     metrics: Sequence[str],
@@ -71,16 +85,20 @@ def run_tables(
     - ``runs``: one row per run, ordered by cell then seed: ``key``, ``seed``, the cell's config entries ``by`` and
       every leaf of each of ``metrics`` (dotted paths into the run's result, each named by its last name,
       :func:`_metric_leaves`);
-    - ``cells``: one row per value of ``by`` (:func:`~._aggregate.aggregate`): for each metric leaf that is a number
-      in every run, its mean over seeds, 95 % Student-t interval (clipped to ``bounds[leaf]`` where given), standard
-      deviation, min, max and per-seed values, and the cell's seeds and run keys.
+    - ``cells``: one row per value of ``by`` (:func:`~._aggregate.aggregate`): the cell's seeds and run keys, and for
+      each numeric metric leaf (a bool counts 1 or 0: its mean is a fraction) its mean over seeds, 95 % Student-t
+      interval (clipped to ``bounds[leaf]`` where given), standard deviation, min, max and per-seed values; a
+      metric some runs do not record as a number is aggregated in the cells whose every run does, empty in the
+      others.
 
     ``by``: config entries (dotted names, ``recipe.lr``); None: every entry whose value differs between the runs (a
     grid's coordinates; an entry constant over the runs is the bundle's config, not a column), except
     ``run_entries``: the entries that name one run's own model and differ between the seeds of a cell (a checkpoint's
     path, a model's name, a seed inside a recipe), shown in ``runs`` after ``by`` and not compared within a cell.
     An entry a run lacks reads None. Runs of one cell must agree on every other config entry (aggregate raises,
-    naming the cell)."""
+    naming the cell). ValueError: a metric no run records (a misspelt path), an entry in both ``by`` and
+    ``run_entries``, a column named twice (a config entry named ``seed``, ``n_seeds`` or ``<metric>_mean``), or
+    ``bounds`` naming no numeric metric."""
     import pandas as pd
 
     runs = sorted(runs, key=lambda r: r["key"])
@@ -93,27 +111,52 @@ def run_tables(
             f"run_tables: by or run_entries name {unknown}, which no run's config has (its entries: {names})."
         )
     own = list(run_entries)
+    both = sorted(set(by or ()) & set(own))
+    if both:
+        raise ValueError(f"run_tables: {both} are in both by and run_entries; a cell entry or a run's own, not both.")
     if by is None:
         by = [k for k in names if k not in own and len({json.dumps(c[k], sort_keys=True) for c in configs}) > 1]
     by = list(by)
     values = [_metric_leaves(r, metrics) for r in runs]
     leaves = list(dict.fromkeys(k for v in values for k in v))
-    numeric = [
-        m for m in leaves if all(isinstance(v.get(m), (int, float)) and not isinstance(v.get(m), bool) for v in values)
-    ]
-    clash = sorted(set(leaves) & {"key", "seed", *by, *own})
+    absent = [m for m in metrics if not any(_recorded(r["result"], m) for r in runs)]
+    if absent:
+        raise ValueError(
+            f"metrics {absent} are in none of the {len(runs)} runs' results; declare paths the runs record "
+            "(Experiment.metrics)."
+        )
+    number = lambda v: isinstance(v, (int, float))  # noqa: E731  (a bool too: its mean is a fraction)
+    everywhere = [m for m in leaves if all(number(v.get(m)) for v in values)]
+    somewhere = [m for m in leaves if m not in everywhere and any(number(v.get(m)) for v in values)]
+    reserved = {"key", "seed", *_CELL_COLUMNS} | {f"{m}_{s}" for m in leaves for s in _METRIC_COLUMNS}
+    clash = sorted(set(leaves) & {"key", "seed", *by, *own}) + sorted(set(by + own) & reserved)
     if clash:
-        raise ValueError(f"metric columns {clash} are also the runs' key, seed or cell entries; rename the metric.")
+        raise ValueError(
+            f"columns {clash} would be named twice (a metric or config entry named as the runs' key, seed, a cell "
+            "entry or a column of the cells); rename the metric or the config entry."
+        )
+    stray = sorted(set(bounds or {}) - set(everywhere + somewhere))
+    if stray:
+        raise ValueError(
+            f"bounds name {stray}, which are not among the numeric metric columns {everywhere + somewhere}."
+        )
     rows = [
         {"key": r["key"], "seed": r["seed"], **{k: c[k] for k in [*by, *own]}, **{m: v.get(m) for m in leaves}}
         for r, c, v in zip(runs, configs, values)
     ]
     rows.sort(key=lambda row: (*(sort_key(row[k]) for k in by), row["seed"]))
     cell_configs = [{k: x for k, x in c.items() if k not in own} for c in configs]
-    flat = [dict(r, config=c, result=v) for r, c, v in zip(runs, cell_configs, values)]
-    stray = sorted(set(bounds or {}) - set(leaves))
-    if stray:
-        raise ValueError(f"bounds name {stray}, which are not among the metric columns {leaves}.")
-    clip = {m: b for m, b in (bounds or {}).items() if m in numeric}
-    cells = aggregate(flat, by=by, metrics=numeric, bounds=clip)
+    as_float = [{m: float(x) if isinstance(x, bool) else x for m, x in v.items()} for v in values]
+    flat = [dict(r, config=c, result=v) for r, c, v in zip(runs, cell_configs, as_float)]
+    bounds = dict(bounds or {})
+    cells = aggregate(flat, by=by, metrics=everywhere, bounds={m: b for m, b in bounds.items() if m in everywhere})
+    for m in somewhere:  # aggregated in the cells whose every run records it as a number; empty in the others
+        cell_of = lambda f: tuple(f["config"][k] for k in by)  # noqa: E731
+        lacking = {cell_of(f) for f in flat if not number(f["result"].get(m))}
+        sub = [f for f in flat if cell_of(f) not in lacking]
+        if not sub:
+            continue
+        part = aggregate(sub, by=by, metrics=[m], bounds={m: bounds[m]} if m in bounds else None)
+        part = part[[*by, *(c for c in part.columns if c.startswith(f"{m}_"))]]
+        cells = cells.merge(part, on=by, how="left") if by else pd.concat([cells, part], axis=1)
     return {"runs": pd.DataFrame(rows, columns=["key", "seed", *by, *own, *leaves]), "cells": cells}

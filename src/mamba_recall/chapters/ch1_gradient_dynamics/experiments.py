@@ -9,6 +9,7 @@ import functools
 
 from mamba_recall.experiment import Experiment, sizes_from
 
+from .claims import RANGES
 from .configs import EXPERIMENTS as SIZES
 from .runners.cpu_hours import estimate
 from .runners.cpu_hours_bundles import write_bundles
@@ -38,8 +39,8 @@ def _part(part: str) -> Experiment:
         write=functools.partial(write_bundles, parts=[part]),
         estimate=estimate,
         metrics=_METRICS.get(part, ("accuracy", "steps_run")),
-        # every accuracy and the probe's fractions lie in [0, 1]: their intervals are clipped there
-        bounds={m: (0.0, 1.0) for m in _METRICS.get(part, ("accuracy",)) if "accuracy" in m or "positive" in m},
+        # the chapter's declared ranges (claims.RANGES: its accuracies and fractions, [0, 1])
+        bounds={m: RANGES[m] for m in _METRICS.get(part, ("accuracy", "steps_run")) if m in RANGES},
     )
 
 

@@ -14,6 +14,10 @@ from .configs import EXPERIMENTS as SIZES
 from .runners import designed_capacity, ensembles, figs_cpu, reference_grid, trained_dn
 
 
+#: the ranges of the accuracies (a share of queries) and of counts and times, to which their intervals are clipped
+UNIT, NONNEGATIVE = (0.0, 1.0), (0.0, float("inf"))
+
+
 def _figure(part: str) -> Experiment:
     return Experiment(
         name=figs_cpu.experiment_name(part),
@@ -23,6 +27,7 @@ def _figure(part: str) -> Experiment:
         write=functools.partial(figs_cpu.write_bundle, part),
         estimate=figs_cpu.estimate,
         metrics=tuple(figs_cpu.METRICS.get(part, ["best_accuracy"])),
+        bounds={"best_accuracy": UNIT},
     )
 
 
@@ -35,13 +40,19 @@ def _ensembles(runner: str) -> Experiment:
         write=functools.partial(ensembles.write_bundle, runner),
         estimate=lambda left: ensembles.recorded_estimate(runner, left[0]["config"]["preset"])(left),
         metrics=("seconds",),
+        bounds={"seconds": NONNEGATIVE},
     )
 
 
 def _grid(module, metrics: tuple[str, ...]) -> Experiment:
     """A trained grid of regime R0's cells: the reference grid's job function and estimator, the module's cells."""
     return Experiment.of(
-        module, SIZES, run_job=reference_grid.RUNNER, estimate=reference_grid.estimate, metrics=metrics
+        module,
+        SIZES,
+        run_job=reference_grid.RUNNER,
+        estimate=reference_grid.estimate,
+        metrics=metrics,
+        bounds={"best_accuracy": UNIT, "final_accuracy": UNIT, "steps_run": NONNEGATIVE},
     )
 
 

@@ -13,6 +13,9 @@ from .runners import induction, keep_nth, mqar_constructions, mqar_figa3, mqar_t
 from .runners.common import measured_estimate
 from .training.selectivity import GPU_PRESETS, STORE_PRESETS
 
+#: the ranges of the trained grids' metrics (accuracies are shares of positions, steps counts), to which their
+#: intervals over seeds are clipped
+_RANGES = {"accuracy": (0.0, 1.0), "accuracy_nonblank": (0.0, 1.0), "steps": (0.0, float("inf"))}
 #: the configuration that sets a keep-every-n-th job's step time (its estimate times one job of each)
 _KEEP_TIMING = ("T", "d", "N", "model")
 
@@ -21,7 +24,8 @@ def _declare(module, *, key=None, members: bool = False, **fields) -> Experiment
     """A trained grid of a runner ``module`` (:meth:`Experiment.of`): its jobs at the run store's presets only
     (``PRESETS``, else :data:`STORE_PRESETS`), its estimate measured (:func:`measured_estimate`, a step of one job
     per ``key`` of the configs); ``members``: a config's seeds can train as one ensemble (``MEMBERS_RUNNER``) at the
-    GPU presets; ``fields``: those given instead of the module's (``metrics``)."""
+    GPU presets; ``fields``: those given instead of the module's (``metrics``). Its ``bounds``: :data:`_RANGES` of
+    its metrics."""
     presets = getattr(module, "PRESETS", STORE_PRESETS)
 
     def make_jobs(preset: str, smoke: bool = False) -> list[dict]:
@@ -35,6 +39,8 @@ def _declare(module, *, key=None, members: bool = False, **fields) -> Experiment
             left, module.train_one, key or (lambda c: c), members=members, train_members=train_members
         )
 
+    metrics = fields.get("metrics", getattr(module, "METRICS", ()))
+    fields["bounds"] = {k: v for k, v in _RANGES.items() if k in {m.rsplit(".", 1)[-1] for m in metrics}}
     return Experiment.of(
         module,
         SIZES,

@@ -36,9 +36,10 @@ EXPERIMENTS = (
         make_jobs=_s_models_jobs,
         estimate=train.recorded_estimate,
         metrics=("L4_random", "L4_repeated", "L8_random", "L8_repeated", "steps"),
+        bounds={m: (0.0, 1.0) for m in ("L4_random", "L4_repeated", "L8_random", "L8_repeated")},
         stages=_warm_last,
     ),
-    Experiment.of(model_checks, SIZES, metrics=("converged",)),
+    Experiment.of(model_checks, SIZES, metrics=("converged",), run_entries=("checkpoint", "checkpoint_sha256")),
     Experiment.of(
         edge_jobs,
         SIZES,

@@ -26,6 +26,7 @@ def _budget(budget: str) -> Experiment:
         write=functools.partial(capacity.write_bundle, budget=budget),
         estimate=capacity.estimate,
         metrics=("n_probes", "train_seconds"),
+        bounds={"n_probes": (0.0, float("inf")), "train_seconds": (0.0, float("inf"))},
     )
 
 

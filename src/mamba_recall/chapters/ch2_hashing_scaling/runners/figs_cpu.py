@@ -31,9 +31,10 @@ initialisation seed ``seed``, training stream ``seed · 100003 + step``, the hel
 ``EVAL_SEED`` (10⁶, shared by every model), best accuracy over the evaluations, early stop at 0.999. Its fully
 resolved config (preset, sizes, recipe, evaluation) is the job's config, so the job key names what ran.
 Jobs live in ``results/runs/ch2_<part>/``; the command skips finished jobs (resumable). The bundle
-``results/ch2_<part>_<preset>.json`` has the table ``cells`` (per cell the mean best accuracy over seeds with a 95 %
-t-interval, the per-seed values and the seed-max; ``acc`` = the mean) and ``runs`` (one row per job, exact
-per-seed numbers, which the claims read seed by seed).
+``results/ch2_<part>_<preset>.json`` has the one layout, ``cells`` (per cell the mean best accuracy over seeds with a
+95 % t-interval clipped to [0, 1], the per-seed values and the seed-max) and ``runs``, then ``figure`` (the cells
+with the columns the figure reads: ``acc`` = the mean, ``acc_max``, Fig. 7's ``N_eff``) and ``rows`` (one row per
+job: its cell, seed and exact per-seed numbers, which the claims read seed by seed).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import CE
 from mamba_recall.experiment import command_line
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import (
-    aggregate,
     finished_status,
     make_job,
 )
@@ -433,7 +433,7 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
         return None
     by = PARTS[part][2]
     metrics = METRICS.get(part, ["best_accuracy"])
-    cells = aggregate(runs, by=by, metrics=metrics)
+    cells = experiment_named(experiment_name(part)).layout(data, by=by)["cells"].copy()  # the one layout's cells
     cells["acc"] = cells["best_accuracy_mean"]
     cells["acc_max"] = cells["best_accuracy_max"]
     if part == "fig7":

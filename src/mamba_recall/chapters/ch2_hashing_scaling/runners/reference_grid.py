@@ -25,7 +25,6 @@ import time
 
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.runstore import (
-    aggregate,
     finished_status,
     job_config,
     make_job,
@@ -205,15 +204,16 @@ def estimate(left: list[dict]) -> tuple[float, str]:
 
 
 def finished_cells(jobs: list[dict], store=None, *, preset: str, log=print):
-    """``(table, data)``: the finished runs of ``jobs`` (reference runs) aggregated per cell ``(D, N)``, each of
-    best accuracy, final accuracy and steps run as its mean over seeds with a 95 % interval, and seed-max
-    (:func:`mamba_recall.runstore.aggregate`); ``data`` the grid's status
+    """``(table, data)``: the cells ``(D, N)`` of the finished runs of ``jobs`` (reference runs), each of best
+    accuracy, final accuracy and steps run as its mean over seeds with a 95 % interval (clipped to its range), and
+    seed-max: the bundle's one layout's ``cells`` (:meth:`~mamba_recall.experiment.Experiment.layout` of the jobs'
+    experiment, over D and N), a copy the writer adds its columns to; ``data`` the grid's status
     (:func:`~mamba_recall.runstore.finished_status`). ``table`` is None when no job has finished. The start of this
     runner's and ``ch2_trained_dn``'s bundle writers."""
     runs, data = finished_status(jobs, store, preset=preset, log=log)
     if not runs:
         return None, data
-    return aggregate(runs, by=["D", "N"], metrics=["best_accuracy", "final_accuracy", "steps_run"]), data
+    return experiment_named(jobs[0]["experiment"]).layout(data, by=["D", "N"])["cells"].copy(), data
 
 
 def shared_config(sizes: dict, cell: tuple[int, int]) -> dict:
@@ -265,7 +265,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "runner": RUNNER,
     }
     tables = {"comparison": pd.DataFrame(table)}
-    return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, log=log)
+    return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, by=["D", "N"], log=log)
 
 
 main = runner_main(EXPERIMENT, "cpu-hours")

@@ -77,7 +77,7 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
         "laws": [dict(column=c, law=l, a=a) for c, l, a in LAWS],
     }
     tables = {"predictions": table, "law_errors": pd.DataFrame(errors)}
-    return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, log=log)
+    return experiment_named(EXPERIMENT).save_bundle(preset, data, config, tables, smoke=smoke, by=["D", "N"], log=log)
 
 
 main = runner_main(EXPERIMENT, "cpu-hours")
