@@ -107,6 +107,10 @@ def test_cells_of_entries_some_runs_lack_sort_missing_first():
         r["config"] = {k: v for k, v in r["config"].items() if k != "D"}
     t = run_tables(runs, ["row.accuracy"])
     assert t["cells"].D.isna().tolist() == [True, False]
+    del runs[0]["result"]["row"]["steps"]  # a metric one cell lacks, beside a cell entry of mixed kinds
+    t = run_tables(runs, ["row.accuracy", "row.steps"])
+    cells = t["cells"]
+    assert cells.D.isna().tolist() == [True, False] and cells.steps_mean.isna().tolist() == [False, True]
 
 
 def test_save_grid_bundle_refuses_a_bundle_without_the_layout(tmp_path):

@@ -150,13 +150,16 @@ def run_tables(
     flat = [dict(r, config=c, result=v) for r, c, v in zip(runs, cell_configs, as_float)]
     bounds = dict(bounds or {})
     cells = aggregate(flat, by=by, metrics=everywhere, bounds={m: b for m, b in bounds.items() if m in everywhere})
+    cell_of = lambda f: tuple(f["config"][k] for k in by)  # noqa: E731
+    order = sorted({cell_of(f) for f in flat}, key=lambda c: tuple(map(sort_key, c)))  # aggregate's row order
     for m in somewhere:  # aggregated in the cells whose every run records it as a number; empty in the others
-        cell_of = lambda f: tuple(f["config"][k] for k in by)  # noqa: E731
         lacking = {cell_of(f) for f in flat if not number(f["result"].get(m))}
         sub = [f for f in flat if cell_of(f) not in lacking]
         if not sub:
             continue
         part = aggregate(sub, by=by, metrics=[m], bounds={m: bounds[m]} if m in bounds else None)
-        part = part[[*by, *(c for c in part.columns if c.startswith(f"{m}_"))]]
-        cells = cells.merge(part, on=by, how="left") if by else pd.concat([cells, part], axis=1)
+        mine = [c for c in order if c not in lacking]  # part's rows, in the same order
+        for column in (c for c in part.columns if c.startswith(f"{m}_")):
+            got = dict(zip(mine, part[column]))
+            cells[column] = [got.get(c, float("nan")) for c in order]
     return {"runs": pd.DataFrame(rows, columns=["key", "seed", *by, *own, *leaves]), "cells": cells}

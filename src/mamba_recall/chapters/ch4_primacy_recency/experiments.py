@@ -46,6 +46,7 @@ EXPERIMENTS = (
         write=edge.write_bundle,
         estimate=edge.estimate,
         metrics=("L_p", "train_L_max"),
+        bounds={"L_p": (0.0, float("inf")), "train_L_max": (0.0, float("inf"))},  # lengths
         run_entries=_SEED_MODEL,
     ),
     # sized as the edge family, whose finished models its jobs check (at the claims' cpu-hours sizes)
