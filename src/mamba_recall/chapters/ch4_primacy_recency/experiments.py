@@ -37,6 +37,7 @@ EXPERIMENTS = (
         estimate=train.recorded_estimate,
         metrics=("L4_random", "L4_repeated", "L8_random", "L8_repeated", "steps"),
         bounds={m: (0.0, 1.0) for m in ("L4_random", "L4_repeated", "L8_random", "L8_repeated")},
+        run_entries=("model", "recipe.seed"),  # s_small and s_small_seed1: one recipe at two seeds
         stages=_warm_last,
     ),
     Experiment.of(model_checks, SIZES, metrics=("converged",), run_entries=("checkpoint", "checkpoint_sha256")),
