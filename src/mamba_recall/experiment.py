@@ -113,7 +113,8 @@ class Experiment:
     shows, dotted paths into a run's result (``row.accuracy``; a path to a dict: each of its leaves), each numeric
     one aggregated over seeds (:func:`mamba_recall.runstore.run_tables`); ``bounds``: ``{metric leaf: (lo, hi)}``,
     the range its interval is clipped to (an accuracy's [0, 1]); ``run_entries``: the config entries that name one
-    run's own model and differ between the seeds of a cell (a checkpoint, a model name), not cell coordinates.
+    run's own model and differ between the seeds of a cell (a checkpoint, a model name), not cell coordinates;
+    ``optional_metrics``: the metric columns only some runs record (Chapter 1's probe of its |K| = 1 models).
     ``check_store(preset, smoke, store)``: raises (a ValueError naming the problem and the fix) when a grid run on
     ``--store`` cannot be this experiment's, called before any of its jobs runs (``ch4_edge_checks``: a store holding
     other finished edge models than the grid's own). Its one command is :meth:`command`. ``stages`` and
@@ -132,6 +133,7 @@ class Experiment:
     check_store: Callable[[str, bool, Any], None] | None = None
     bounds: Mapping[str, tuple[float, float]] = _field(default_factory=dict)
     run_entries: tuple[str, ...] = ()
+    optional_metrics: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, module, sizes_table: Mapping[str, Mapping[str, Any]], *entries: str, **fields: Any) -> Experiment:
@@ -252,7 +254,14 @@ class Experiment:
                 "runs it counted (a plain dict copy has lost them: copy it with GridStatus.with_fields; with no "
                 "finished run there is no bundle to write)."
             )
-        return run_tables(data.finished, self.metrics, by=by, run_entries=self.run_entries, bounds=self.bounds)
+        return run_tables(
+            data.finished,
+            self.metrics,
+            by=by,
+            run_entries=self.run_entries,
+            bounds=self.bounds,
+            optional=self.optional_metrics,
+        )
 
     def save_bundle(
         self,

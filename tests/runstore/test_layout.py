@@ -68,7 +68,7 @@ def test_a_nested_entry_that_differs_is_a_dotted_column_and_a_dict_metric_gives_
 def test_a_metric_some_runs_lack_reads_none_and_is_aggregated_where_every_run_of_a_cell_has_it():
     runs = _grid()
     del runs[0]["result"]["row"]["steps"]  # a run of the D = 16 cell
-    t = run_tables(runs, ["row.accuracy", "row.steps"])
+    t = run_tables(runs, ["row.accuracy", "row.steps"], optional=["steps"])
     assert t["runs"].steps.isna().sum() == 1
     cells = t["cells"].set_index("D")
     assert cells.steps_mean[4] == 10.0 and pd.isna(cells.steps_mean[16]) and cells.n_seeds[16] == 3
@@ -108,7 +108,7 @@ def test_cells_of_entries_some_runs_lack_sort_missing_first():
     t = run_tables(runs, ["row.accuracy"])
     assert t["cells"].D.isna().tolist() == [True, False]
     del runs[0]["result"]["row"]["steps"]  # a metric one cell lacks, beside a cell entry of mixed kinds
-    t = run_tables(runs, ["row.accuracy", "row.steps"])
+    t = run_tables(runs, ["row.accuracy", "row.steps"], optional=["steps"])
     cells = t["cells"]
     assert cells.D.isna().tolist() == [True, False] and cells.steps_mean.isna().tolist() == [False, True]
 
@@ -145,3 +145,15 @@ def test_run_entries_are_shown_per_run_but_are_not_cells():
     assert list(t["cells"].D) == [4, 16] and "checkpoint" not in t["cells"]
     with pytest.raises(ValueError, match="no run's config has"):
         run_tables(runs, ["row.accuracy"], run_entries=["model_name"])
+
+
+def test_a_metric_only_some_runs_record_must_be_declared_optional_and_blanks_only_its_own_columns():
+    runs = _grid()
+    del runs[0]["result"]["row"]["steps"]
+    with pytest.raises(ValueError, match="declared optional"):
+        run_tables(runs, ["row.accuracy", "row.steps"])
+    for r in runs:  # a metric named "n" beside the cells' n_seeds column
+        r["result"]["n"] = 1.0
+    del runs[0]["result"]["n"]
+    cells = run_tables(runs, ["row.accuracy", "n"], optional=["n"])["cells"]
+    assert list(cells.n_seeds) == [3, 3] and cells.n_mean.isna().tolist() == [False, True]

@@ -79,6 +79,7 @@ def run_tables(
     by: Sequence[str] | None = None,
     run_entries: Sequence[str] = (),
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    optional: Sequence[str] = (),
 ) -> dict:
     """The one layout of a bundle of the finished ``runs`` (run records, :func:`~._records.finished_runs`):
 
@@ -88,8 +89,8 @@ def run_tables(
     - ``cells``: one row per value of ``by`` (:func:`~._aggregate.aggregate`): the cell's seeds and run keys, and for
       each numeric metric leaf (a bool counts 1 or 0: its mean is a fraction) its mean over seeds, 95 % Student-t
       interval (clipped to ``bounds[leaf]`` where given), standard deviation, min, max and per-seed values; a
-      metric some runs do not record as a number is aggregated in the cells whose every run does, empty in the
-      others.
+      metric declared ``optional`` that some runs do not record as a number is aggregated in the cells whose every
+      run does, empty in the others (any other such metric is refused, naming the run).
 
     ``by``: config entries (dotted names, ``recipe.lr``); None: every entry whose value differs between the runs (a
     grid's coordinates; an entry constant over the runs is the bundle's config, not a column), except
@@ -128,6 +129,15 @@ def run_tables(
     number = lambda v: isinstance(v, (int, float))  # noqa: E731  (a bool too: its mean is a fraction)
     everywhere = [m for m in leaves if all(number(v.get(m)) for v in values)]
     somewhere = [m for m in leaves if m not in everywhere and any(number(v.get(m)) for v in values)]
+    unexpected = [m for m in somewhere if m not in optional]
+    if unexpected:
+        m = unexpected[0]
+        r, v = next((r, v) for r, v in zip(runs, values) if not number(v.get(m)))
+        raise ValueError(
+            f"run {r['key']} (seed {r['seed']}) has {m} = {v.get(m)!r}, not a number, while other runs record one; "
+            "a metric only some runs record is declared optional (Experiment.optional_metrics), else the run is "
+            "wrong."
+        )
     reserved = {"key", "seed", *_CELL_COLUMNS} | {f"{m}_{s}" for m in leaves for s in _METRIC_COLUMNS}
     clash = sorted(set(leaves) & {"key", "seed", *by, *own}) + sorted(set(by + own) & reserved)
     if clash:
@@ -159,7 +169,7 @@ def run_tables(
             continue
         part = aggregate(sub, by=by, metrics=[m], bounds={m: bounds[m]} if m in bounds else None)
         mine = [c for c in order if c not in lacking]  # part's rows, in the same order
-        for column in (c for c in part.columns if c.startswith(f"{m}_")):
+        for column in (f"{m}_{x}" for x in _METRIC_COLUMNS if f"{m}_{x}" in part.columns):
             got = dict(zip(mine, part[column]))
             cells[column] = [got.get(c, float("nan")) for c in order]
     return {"runs": pd.DataFrame(rows, columns=["key", "seed", *by, *own, *leaves]), "cells": cells}

@@ -67,8 +67,9 @@ def test_the_grid_judges_one_model_into_a_scratch_store_and_resumes(tmp_path, ca
 
 
 def test_the_runner_judges_any_checkpoint_by_its_own_option(tmp_path, monkeypatch):
-    """``--checkpoint PATH --name X``: any checkpoint judged, the bundle ``ch4_model_checks_<X>_<preset>`` in the
-    experiment's layout; on a committed model its verdicts are the committed bundle's rows for it."""
+    """``--checkpoint PATH --name X``: any checkpoint measured, the bundle ``ch4_model_checks_<X>_<preset>`` with the
+    experiment's ``models`` table and ``data.results``; on a committed model its judged verdicts are the committed
+    bundle's for it."""
     committed = M.judged_claims(results.load_bundle(COMMITTED).data["results"])
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     monkeypatch.setattr(results._bundles, "RESULTS_DIR", tmp_path)  # where save_bundle reads it
@@ -103,3 +104,25 @@ def test_plan_lists_the_grid_complete_at_ci():
         row.bundle == COMMITTED
         and row.command == f"python -m mamba_recall grid {M.EXPERIMENT} --preset ci --allow-long"
     )
+
+
+def test_stored_measurements_judge_as_check_judges_the_same_inputs():
+    """What a job stores (:func:`measure_inputs`) and page 4.7 judges (:func:`judged_claims`) reads as
+    ``check(claim, *args, ctx=, side=)`` read the same inputs inside the job before: status, numbers and reason, claim
+    by claim, on the committed s_small."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from mamba_recall.claims import check
+
+    path = REPO_ROOT / "results/checkpoints/ch4_train_s_small_ci.pt"
+    model, vocab, side = M.load_checkpoint(path)
+    side = {"source": str(path.relative_to(REPO_ROOT)), **side}
+    ctx = SimpleNamespace(preset="ci", device=torch.device("cpu"), smoke=False)
+    inputs = M.claim_inputs(model, vocab, "ci", "cpu")
+    judged = M.judged_claims([{"model": "s_small", "measurements": M.measure_inputs(inputs, ctx=ctx, side=side)}])
+    assert list(judged.claim_id) == list(M.CLAIM_IDS)
+    for row in judged.itertuples():
+        v = check(row.claim_id, *inputs[row.claim_id], ctx=ctx, side=side, record=False)
+        assert (row.status, row.ours, row.reason) == (v.status, v.ours, v.reason), row.claim_id

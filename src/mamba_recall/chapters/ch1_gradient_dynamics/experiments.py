@@ -41,6 +41,7 @@ def _part(part: str) -> Experiment:
         metrics=_METRICS.get(part, ("accuracy", "steps_run")),
         # the chapter's declared ranges (claims.RANGES: its accuracies and fractions, [0, 1])
         bounds={m: RANGES[m] for m in _METRICS.get(part, ("accuracy", "steps_run")) if m in RANGES},
+        optional_metrics=PROBE_METRICS if part == "models" else (),  # the probe runs on the |K| = 1 models only
     )
 
 

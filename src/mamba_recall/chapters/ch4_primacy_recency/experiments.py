@@ -48,6 +48,7 @@ EXPERIMENTS = (
         estimate=edge.estimate,
         metrics=("L_p", "train_L_max"),
         bounds={"L_p": (0.0, float("inf")), "train_L_max": (0.0, float("inf"))},  # lengths
+        optional_metrics=("L_p",),  # none where the model has no pressure length (the Mamba-2 recipe)
         run_entries=_SEED_MODEL,
     ),
     # sized as the edge family, whose finished models its jobs check (at the claims' cpu-hours sizes)

@@ -39,6 +39,7 @@ def _lr_sweep() -> Experiment:
         write=capacity.write_sweep_bundle,
         estimate=capacity.sweep_estimate,
         metrics=("probe.accuracy", "probe.kappa", "probe.L", "probe.steps_run", "probe.seconds"),
+        bounds={"accuracy": (0.0, 1.0)},
     )
 
 

@@ -203,12 +203,10 @@ def claim_inputs_m2(
 def measure_model(
     checkpoint: Path, preset: str = "ci", *, device: str = "cpu", smoke: bool = False, log=print
 ) -> tuple[dict, dict]:
-    """Load ``checkpoint`` and measure every claim of §4.1–§4.4 on it with the registry's measurement functions →
-    (``{claim id: measurement record}``, the checkpoint's sidecar): a claim that cannot be measured there records
-    ``{"not_run": why}``; a smoke run's records say so (their evidence is marked smoke, so they judge nothing). Nothing
-    is judged here: :func:`judged_claims` applies the claims' rules to the records."""
-    from mamba_recall.claims import NotRun, get, measurement_record
-    from mamba_recall.claims.core import check_inputs
+    """Load ``checkpoint`` and measure every claim of §4.1–§4.4 on it (:func:`measure_inputs` of
+    :func:`claim_inputs`) → (``{claim id: measurement record}``, the checkpoint's sidecar); a smoke run's records say
+    so (their evidence is marked smoke, so they judge nothing). Nothing is judged here: :func:`judged_claims`
+    applies the claims' rules to the records."""
     from mamba_recall.results import smoke_active
 
     model, vocab, side = load_checkpoint(Path(checkpoint), device=device)  # hash-checked
@@ -218,15 +216,31 @@ def measure_model(
     start = time.perf_counter()
     inputs = claim_inputs(model, vocab, preset, device)
     log(f"inputs computed in {time.perf_counter() - start:.0f} s")
+    return measure_inputs(inputs, ctx=ctx, side=side), side
+
+
+def measure_inputs(inputs: dict, *, ctx, side: dict) -> dict:
+    """``{claim id: measurement record}`` of the claims' ``inputs`` (``{claim id: args}``) with the registry's
+    measurement functions, each given ``ctx`` and ``side`` as :func:`mamba_recall.claims.check` gives them: a claim
+    not measured yet, or one whose measurement raises ``NotRun``, records ``{"not_run": why}``. Each stored record is
+    judged once here and the verdict dropped, so a record its rule cannot read fails the job, not the page."""
+    from mamba_recall.claims import NotRun, get, judge, measurement_from_record, measurement_record
+    from mamba_recall.claims.core import check_inputs
+
     records = {}
     for cid, args in inputs.items():
         claim = get(cid)
+        if claim.measure is None:  # declared, not measured yet: what check() reads as not run
+            records[cid] = {"not_run": claim.not_run}
+            continue
         check_inputs(claim, args, {"ctx": ctx, "side": side})
         try:
             records[cid] = measurement_record(claim.measure(*args, ctx=ctx, side=side))
         except NotRun as exc:
             records[cid] = {"not_run": str(exc)}
-    return records, side
+            continue
+        judge(claim, measurement_from_record(records[cid]))  # the rule reads what is stored: a lack fails the job now
+    return records
 
 
 def judged_claims(results: list[dict]) -> pd.DataFrame:
@@ -234,18 +248,24 @@ def judged_claims(results: list[dict]) -> pd.DataFrame:
     job's result, :func:`check_checkpoint`): one row per (model, claim): model, claim id, status, our numbers and the
     reason, each judged now by the claim's declared rule (a record ``{"not_run": why}`` reads *not run*), so a rule
     revised after the runs judges them anew. Nothing is recorded for the scorecard."""
-    from mamba_recall.claims import get, judge, measurement_from_record, not_run_verdict
+    from mamba_recall.claims import ClaimError, get, judge, measurement_from_record, not_run_verdict
 
     rows = []
     for r in results:
         order = sorted(r["measurements"], key=lambda c: (CLAIM_IDS.index(c) if c in CLAIM_IDS else len(CLAIM_IDS), c))
         for cid in order:  # the claims in :data:`CLAIM_IDS`' order (a run record keeps its keys sorted)
             claim, rec = get(cid), r["measurements"][cid]
-            v = (
-                not_run_verdict(claim, rec["not_run"])
-                if "not_run" in rec
-                else judge(claim, measurement_from_record(rec))
-            )
+            try:
+                v = (
+                    not_run_verdict(claim, rec["not_run"])
+                    if "not_run" in rec
+                    else judge(claim, measurement_from_record(rec))
+                )
+            except ClaimError as exc:  # a rule revised to read what these stored measurements lack
+                raise ClaimError(
+                    f"{cid} on {r['model']}: {exc} The stored measurement predates its rule; measure again: "
+                    f"{command_line(EXPERIMENT, 'ci')} (after changing ModelCheckJob.stores: a new value makes new jobs)."
+                ) from exc
             rows.append({"model": r["model"], "claim_id": cid, "status": v.status, "ours": v.ours, "reason": v.reason})
     return pd.DataFrame(rows, columns=["model", "claim_id", "status", "ours", "reason"])
 
@@ -261,7 +281,7 @@ def jobs_for(preset: str, smoke: bool = False) -> list[dict]:
     sidecar). ValueError (naming the command that trains it) when a checkpoint's sidecar is missing, the reader's
     ``BundleError`` when the pair does not check out; the preset's error when the experiment has no sizes there."""
     models = experiment(EXPERIMENT, preset)["models"]
-    train_it = "python -m mamba_recall grid ch4_train --preset ci"
+    train_it = command_line("ch4_train", "ci")
     jobs = []
     for model in models[:1] if smoke else models:
         path = checkpoint_path(model)
@@ -302,7 +322,7 @@ def check_checkpoint(
 
 
 def run_job(config: ModelCheckJob, seed: int) -> dict:
-    """Judge one declared model (the run store's job function): :func:`check_checkpoint` on its committed checkpoint
+    """Measure one declared model (the run store's job function): :func:`check_checkpoint` on its committed checkpoint
     at the sizes of ``config.sizes_preset``; ValueError if the checkpoint is not the one the job names."""
     out = check_checkpoint(REPO_ROOT / config.checkpoint, config.model, config.sizes_preset, smoke=config.smoke)
     if out["checkpoint_sha256"] != config.checkpoint_sha256:
@@ -344,7 +364,8 @@ def write_bundle(preset: str, *, store=None, smoke: bool = False, log=print):
 
 def _checkpoint_main(argv: list[str]) -> int:
     """``--checkpoint PATH --name X [--preset P] [--device D]``: :func:`check_checkpoint` on any checkpoint, written
-    to ``results/ch4_model_checks_<X>_<P>.json`` (a researcher's bundle, in the experiment's layout)."""
+    to ``results/ch4_model_checks_<X>_<P>.json`` (a researcher's bundle, not a run-store one: its table ``models`` and
+    the measurements in ``data.results``, as the experiment's; the statuses, judged now, are printed)."""
     p = argparse.ArgumentParser(
         prog=runner_command(EXPERIMENT),
         description="Judge the claims of §4.1–§4.4 on any Chapter 4 checkpoint (the declared models: "
