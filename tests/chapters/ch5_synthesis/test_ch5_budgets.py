@@ -381,3 +381,30 @@ def test_the_sweep_table_shows_each_rates_probe_and_the_rule_s_pick_only_for_fin
     assert t.loc["(1, 64, 2)", "picked"] == "(not all rates run)"
     assert t.loc["(1, 64, 2)", "lr 0.01: recall (steps)"] == "not run yet"
     assert t.loc["(1, 64, 2)", "probe at κ"] == 16
+
+
+def test_an_interrupted_search_replays_the_probes_it_kept(tmp_path, monkeypatch):
+    """A search keeps each probe as it finishes (capacity.kept_probe); the same search run again (a grid stopped
+    and resumed) trains only the probes it had not kept, and its run is the uninterrupted one's."""
+    import dataclasses
+
+    from mamba_recall.runstore import job_config
+
+    monkeypatch.setattr(capacity, "PROBE_CACHE", tmp_path)
+    job = capacity.jobs_for("ci", smoke=True)[0]
+    # the smoke search, 40 steps, at a threshold its models pass, so that it probes both rungs (2, then 4)
+    config, seed = dataclasses.replace(job_config(job), steps=40, thresholds=[0.01, 0.9]), job["seed"]
+    first = capacity.run_job(config, seed)
+    kept = {p.name: p for p in tmp_path.rglob("kappa*.json")}
+    assert len(kept) == first["n_probes"] >= 2
+    last = first["probes"][-1]["kappa"]
+    kept[f"kappa{last}.json"].unlink()  # interrupted before its last probe was kept
+    trained, real = [], capacity.probe
+    monkeypatch.setattr(capacity, "probe", lambda c, s, k, **kw: trained.append(k) or real(c, s, k, **kw))
+    again = capacity.run_job(config, seed)
+    assert trained == [last]  # the kept probes were replayed, not trained again
+
+    def without_time(r):
+        return {**r, "train_seconds": None, "probes": [{**p, "seconds": None} for p in r["probes"]]}
+
+    assert without_time(again) == without_time(first)

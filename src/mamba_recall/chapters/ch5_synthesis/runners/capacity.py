@@ -44,9 +44,11 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from dataclasses import replace
 
 from mamba_recall.experiment import command_line, experiment_named, grid_command
+from mamba_recall.paths import BUILD_DIR
 from mamba_recall.presets import experiment, seeds
 from mamba_recall.results import command_provenance
 from mamba_recall.runstore import finished_status, job_config, make_job, partial_status
@@ -362,14 +364,42 @@ def probe(config: CapacitySearch, seed: int, kappa: int, *, steps: int | None = 
     }
 
 
+#: where a search keeps each probe it has finished until its run is written (``_build/``, never committed): a
+#: search restarted after an interrupt (a grid stopped, a session ended) replays the probes kept there instead of
+#: training them again. A probe's record depends only on (config, seed, κ) (:func:`probe` builds its own model and
+#: data from them), so a replayed search gives the run an uninterrupted one gives. Safe to delete at any time.
+PROBE_CACHE = BUILD_DIR / "ch5_probe_cache"
+
+
+def kept_probe(config: CapacitySearch, seed: int, kappa: int, *, cache: Path | None = None) -> dict:
+    """:func:`probe` at κ = ``kappa``, or the record of that probe a search of the same (config, seed) kept
+    before it was interrupted (in ``cache``, default :data:`PROBE_CACHE`, one folder per (config, seed): the hash
+    of its record); a new probe's record is kept there, written whole or not at all."""
+    import json
+
+    import joblib
+
+    from mamba_recall.atomic import replace_file
+
+    folder = Path(cache or PROBE_CACHE) / joblib.hash((config.to_record(), int(seed)))
+    path = folder / f"kappa{int(kappa)}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    record = probe(config, seed, kappa)
+    folder.mkdir(parents=True, exist_ok=True)
+    replace_file(path, json.dumps(record).encode())
+    return record
+
+
 def run_job(config: CapacitySearch, seed: int) -> dict:
-    """One search (the run store's job function): the probes it ran and κ* at each threshold."""
+    """One search (the run store's job function): the probes it ran and κ* at each threshold. Each probe is kept as
+    it finishes (:func:`kept_probe`), so the same search restarted replays the probes it had finished."""
     from mamba_recall.chapters.ch5_synthesis.pipelines.capacity_search import crossing, monotone, search
 
     records = {}
 
     def acc(kappa: int) -> float:
-        records[kappa] = probe(config, seed, kappa)
+        records[kappa] = kept_probe(config, seed, kappa)
         return records[kappa]["accuracy"]
 
     found = search(acc, config.ladder, config.thresholds)
