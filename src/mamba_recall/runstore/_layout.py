@@ -24,17 +24,29 @@ def _flat(obj: Mapping) -> dict:
     return {".".join(map(str, p)): (v if _scalar(v) else json_text(v)) for p, v in _leaves(dict(obj), ())}
 
 
+#: what :func:`_at` returns for a path a result does not hold (None is a value a run may record)
+_MISSING = object()
+
+
+def _at(result, path: str):
+    """The value at the dotted ``path`` of ``result``, or :data:`_MISSING` where it holds no such path."""
+    for part in path.split("."):
+        if not isinstance(result, Mapping) or part not in result:
+            return _MISSING
+        result = result[part]
+    return result
+
+
 def _metric_leaves(rec: dict, metrics: Sequence[str]) -> dict:
     """The run's metrics as ``{column: value}``: each metric a dotted path into its ``result``, its column the
     path's last name (``row.accuracy`` → ``accuracy``); a path that ends at a dict gives each of its leaves, named
     by their dotted path inside it (``probe`` → ``accuracy``, ``untrained.accuracy``). A run whose result lacks the
-    path reads None there (a metric some runs of a grid record, such as Chapter 1's probe of its |K| = 1 models; the
-    cells aggregate only the metrics every run records as a number). ValueError when two metrics give one column."""
+    path reads None there (a metric some runs of a grid record, such as Chapter 1's probe of its |K| = 1 models,
+    declared optional, :func:`run_tables`). ValueError when two metrics give one column."""
     out: dict = {}
     for metric in metrics:
-        value = rec["result"]
-        for part in metric.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
+        value = _at(rec["result"], metric)
+        value = None if value is _MISSING else value
         leaves = _flat(value) if isinstance(value, Mapping) and value else {metric.rsplit(".", 1)[-1]: value}
         for column, leaf in leaves.items():
             if column in out:
@@ -61,15 +73,6 @@ def shared_config(runs: list[dict]) -> dict:
 #: the columns :func:`~._aggregate.aggregate` gives every cell, and each metric's (``<metric>_<suffix>``)
 _CELL_COLUMNS = ("seeds", "n_seeds", "wall_seconds", "run_keys")
 _METRIC_COLUMNS = ("mean", "ci_low", "ci_high", "std", "min", "max", "per_seed", "n_nan")
-
-
-def _recorded(result, path: str) -> bool:
-    """Whether ``result`` holds the dotted ``path`` (any value, None included)."""
-    for part in path.split("."):
-        if not isinstance(result, Mapping) or part not in result:
-            return False
-        result = result[part]
-    return True
 
 
 def run_tables(
@@ -120,7 +123,7 @@ def run_tables(
     by = list(by)
     values = [_metric_leaves(r, metrics) for r in runs]
     leaves = list(dict.fromkeys(k for v in values for k in v))
-    absent = [m for m in metrics if not any(_recorded(r["result"], m) for r in runs)]
+    absent = [m for m in metrics if all(_at(r["result"], m) is _MISSING for r in runs)]
     if absent:
         raise ValueError(
             f"metrics {absent} are in none of the {len(runs)} runs' results; declare paths the runs record "
