@@ -62,6 +62,7 @@ from ._judge import (
     inputs_of,
     interval_crossings,
     judge,
+    measure_claim,
     over_seeds,
 )
 from ._tex import tex_to_unicode
@@ -139,6 +140,7 @@ __all__ = [
     "inputs_of",
     "interval_crossings",
     "judge",
+    "measure_claim",
     "load_verdicts",
     "measurement_from_record",
     "measurement_record",

@@ -301,17 +301,27 @@ def check(claim_id: str, *args, record: bool = True, directory: Path | None = No
     scorecard and return the verdict (it displays as Markdown with the numbers it used). Inputs that do not
     fit the claim's measurement raise :class:`ClaimError` naming the inputs it takes (:func:`inputs_of`)."""
     claim = get(claim_id)
-    if claim.measure is None:
-        v = not_run_verdict(claim)
-    else:
-        check_inputs(claim, args, kwargs)
-        try:
-            v = judge(claim, claim.measure(*args, **kwargs))
-        except NotRun as exc:
-            v = not_run_verdict(claim, str(exc))
+    m = measure_claim(claim_id, *args, **kwargs)
+    v = not_run_verdict(claim, m) if isinstance(m, str) else judge(claim, m)
     if record:
         record_verdict(v, directory)
     return v
+
+
+def measure_claim(claim_id: str, *args, **kwargs) -> Measurement | str:
+    """The measurement of claim ``claim_id`` from the given inputs, or why it reads *not run* (a string): the claim
+    has no measurement yet (its declared "not run" text), or its measurement raised :class:`NotRun`. Inputs that do
+    not fit the measurement raise :class:`ClaimError` naming the inputs it takes. Nothing is judged: :func:`check`
+    judges what this returns, and a job that stores measurements for a later judgement
+    (:func:`measurement_record`) stores it."""
+    claim = get(claim_id)
+    if claim.measure is None:
+        return claim.not_run
+    check_inputs(claim, args, kwargs)
+    try:
+        return claim.measure(*args, **kwargs)
+    except NotRun as exc:
+        return str(exc)
 
 
 def inputs_of(claim_id: str) -> str:

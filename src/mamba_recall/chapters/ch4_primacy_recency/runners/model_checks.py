@@ -224,22 +224,16 @@ def measure_inputs(inputs: dict, *, ctx, side: dict) -> dict:
     measurement functions, each given ``ctx`` and ``side`` as :func:`mamba_recall.claims.check` gives them: a claim
     not measured yet, or one whose measurement raises ``NotRun``, records ``{"not_run": why}``. Each stored record is
     judged once here and the verdict dropped, so a record its rule cannot read fails the job, not the page."""
-    from mamba_recall.claims import NotRun, get, judge, measurement_from_record, measurement_record
-    from mamba_recall.claims.core import check_inputs
+    from mamba_recall.claims import get, judge, measure_claim, measurement_from_record, measurement_record
 
     records = {}
     for cid, args in inputs.items():
-        claim = get(cid)
-        if claim.measure is None:  # declared, not measured yet: what check() reads as not run
-            records[cid] = {"not_run": claim.not_run}
+        m = measure_claim(cid, *args, ctx=ctx, side=side)  # check()'s measuring half: a str is why it is not run
+        if isinstance(m, str):
+            records[cid] = {"not_run": m}
             continue
-        check_inputs(claim, args, {"ctx": ctx, "side": side})
-        try:
-            records[cid] = measurement_record(claim.measure(*args, ctx=ctx, side=side))
-        except NotRun as exc:
-            records[cid] = {"not_run": str(exc)}
-            continue
-        judge(claim, measurement_from_record(records[cid]))  # the rule reads what is stored: a lack fails the job now
+        records[cid] = measurement_record(m)
+        judge(get(cid), measurement_from_record(records[cid]))  # the rule reads what is stored: a lack fails the job now
     return records
 
 
