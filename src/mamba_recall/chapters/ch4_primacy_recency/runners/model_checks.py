@@ -233,7 +233,8 @@ def measure_inputs(inputs: dict, *, ctx, side: dict) -> dict:
             records[cid] = {"not_run": m}
             continue
         records[cid] = measurement_record(m)
-        judge(get(cid), measurement_from_record(records[cid]))  # the rule reads what is stored: a lack fails the job now
+        # the rule reads what is stored: a record it cannot read fails the job now, not the page
+        judge(get(cid), measurement_from_record(records[cid]))
     return records
 
 
