@@ -136,7 +136,7 @@ def setup(
         raise ParameterError(
             f"preset {preset!r} is a runners' preset, not a notebook's: run it with "
             f"`python -m mamba_recall.chapters.<chapter>.runners.<runner> --preset {preset}` (e.g. "
-            f"ch1_gradient_dynamics.runners.cpu_hours); the "
+            f"ch1_gradient_dynamics.runners.grid); the "
             f"notebooks read its committed bundles at -p preset ci. "
             f"Notebooks accept {' or '.join(map(repr, PRESETS))}."
         )

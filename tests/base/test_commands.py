@@ -76,10 +76,10 @@ PARTS = re.compile(r"--parts((?:\s+[a-z][\w]*)+)")
 def _declared_parts() -> dict[str, str]:
     """The ``--parts`` names of the old routes (Chapter 1's grid parts, Chapter 2's one-model figures) -> the declared
     experiment each is now, run only by ``python -m mamba_recall grid <experiment>``."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import PARTS as CH1
-    from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners.grid_jobs import PARTS as CH1
+    from mamba_recall.chapters.ch2_hashing_scaling.runners import figure_grids
 
-    return {**CH1, **{p: figs_cpu.experiment_name(p) for p in figs_cpu.PARTS}}
+    return {**CH1, **{p: figure_grids.experiment_name(p) for p in figure_grids.PARTS}}
 
 
 def test_every_written_command_with_parts_names_parts_its_runner_runs():
@@ -180,12 +180,12 @@ def test_a_runner_given_a_declared_experiment_stops_naming_its_grid_command():
         (CH2 + "scaling", ["--preset", "cpu-hours"], "grid ch2_fig7 ch2_fig10_11 ch2_tab10 --preset cpu-hours", 2),
         (CH2 + "multihead", ["--preset", "cpu-hours"], "grid ch2_fig8 ch2_thm5 --preset cpu-hours --allow-long", 2),
         (
-            CH1 + "training",
+            CH1 + "checkpoints",
             ["--preset", "cpu-hours"],
             "grid ch1_mechanism ch1_table1 ch1_full_mamba ch1_wo ch1_table1_matched ch1_full_onehot --preset cpu-hours",
             2,
         ),
-        (CH2 + "figs_cpu", [], "grid ch2_fig7 ch2_fig10_11 ch2_fig8 ch2_thm5 ch2_tab10 --preset cpu-hours", 1),
+        (CH2 + "figure_grids", [], "grid ch2_fig7 ch2_fig10_11 ch2_fig8 ch2_thm5 ch2_tab10 --preset cpu-hours", 1),
     ]
     for module, args, grid, status in cases:
         out = _run(module, *args, "--store", "/nonexistent-store")
@@ -200,9 +200,9 @@ def test_a_runner_given_a_declared_experiment_stops_naming_its_grid_command():
 
 
 def test_a_runner_that_is_a_grid_has_the_run_store_s_only_and_no_parts_of_its_own():
-    """``ch1_training`` is the grid of ``ch1_checkpoints`` under its name: ``--only`` (the run store's, which the
+    """The runner ``ch1_checkpoints`` is its experiment's grid under its own command: ``--only`` (the run store's, which the
     checkpoints' recorded ``--only k1`` is) picks its models; it has no ``--parts``."""
-    out = _run(CH1 + "training", "--help")
+    out = _run(CH1 + "checkpoints", "--help")
     assert out.returncode == 0 and "--only VALUE|FIELD=VALUE" in out.stdout and "--parts" not in out.stdout
 
 

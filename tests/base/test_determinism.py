@@ -8,7 +8,7 @@
 * nothing is compared bit for bit with a file made on another CPU (the committed ``ch1_k2_ci.pt`` was made on an
   AMD EPYC; an Intel Xeon's retrain differs by about 1e-5, which failed ``make test`` there before issue 50).
 
-The retraining is ``ch1_training --preset ci --only k2`` (600 steps, about 10 s) in a repository copy, the command
+The retraining is ``ch1_checkpoints --preset ci --only k2`` (600 steps, about 10 s) in a repository copy, the command
 the missing checkpoint's error names.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_faults_bundles import _ch1_ci_copy, _ch1_training
+from test_faults_bundles import _ch1_ci_copy, _ch1_checkpoints
 
 from mamba_recall import determinism
 from mamba_recall.results import RESULTS_DIR
@@ -38,7 +38,9 @@ def _retrain(root, extra_env: dict) -> tuple[dict, dict, str]:
     pt = root / "results/checkpoints/ch1_k2_ci.pt"
     pt.unlink()
     pt.with_suffix(".json").unlink()
-    out = _ch1_training(root, "--preset", "ci", "--only", "k2", env={**dict.fromkeys(determinism.ISA_ENV), **extra_env})
+    out = _ch1_checkpoints(
+        root, "--preset", "ci", "--only", "k2", env={**dict.fromkeys(determinism.ISA_ENV), **extra_env}
+    )
     return torch.load(pt), json.loads(pt.with_suffix(".json").read_text(encoding="utf-8")), out.stdout + out.stderr
 
 
@@ -54,7 +56,7 @@ def retrains(tmp_path_factory):
 
 def test_the_command_a_missing_checkpoint_names_makes_it_again(retrains):
     """A checkpoint whose run-store job is finished but whose file is gone: ``load_or_train``'s error names
-    ``ch1_training --preset ci --only k2``, and that command runs the job again (the store checks the checkpoint its
+    ``ch1_checkpoints --preset ci --only k2``, and that command runs the job again (the store checks the checkpoint its
     record names, :func:`mamba_recall.runstore.output_gone`) and writes the file back (with the committed weights
     within the cross-CPU tolerance: the test below)."""
     for _, _, said in retrains.values():

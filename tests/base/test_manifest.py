@@ -238,10 +238,10 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
         return f"{runner_command(runner)} {args}"
 
     commands = [
-        ex("ch1_training", "--preset ci --device cpu"),
-        ex("ch1_training", "--preset ci --only k2"),  # covered by the first
-        ex("ch1_training", "--preset paper --only k1 k1_masked wo"),
-        ex("ch1_training", "--preset paper --only k1"),  # covered by the one above
+        ex("ch1_checkpoints", "--preset ci --device cpu"),
+        ex("ch1_checkpoints", "--preset ci --only k2"),  # covered by the first
+        ex("ch1_checkpoints", "--preset paper --only k1 k1_masked wo"),
+        ex("ch1_checkpoints", "--preset paper --only k1"),  # covered by the one above
         ex("ch4_edge", "--preset cpu-hours --allow-long"),
         ex("ch4_edge", "--preset cpu-hours --recipes d2 --allow-long"),  # covered: the whole grid
         ex("ch4_edge", "--preset cpu-hours --checks --allow-long"),  # not covered: another output
@@ -255,7 +255,7 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
         # another declared experiment's: just before its chapter's first runner (the last chapter here)
         "python -m mamba_recall grid ch5_capacity_long --preset ci --allow-long",
     ]
-    order = ["bench", "ch1_training", "ch2_scaling", "ch2_multihead", "ch4_train", "ch4_edge", "ch5_capacity"]
+    order = ["bench", "ch1_checkpoints", "ch2_scaling", "ch2_multihead", "ch4_train", "ch4_edge", "ch5_capacity"]
     made = {
         ex("ch4_train", "--model s_small --preset ci"): "2026-11-22T04",
         ex("ch4_train", "--model s_mix --preset ci --device cpu"): "2026-11-22T06",
@@ -263,8 +263,8 @@ def test_reproduce_runs_each_command_once_the_broadest_one_in_runner_order():
     got = manifest.reproduce_commands([entry(c, made.get(c)) for c in commands], order)
     assert got == [
         "python benchmarks/scan.py --device cpu --out results/scan_bench_cpu.json",
-        ex("ch1_training", "--preset ci --device cpu"),
-        ex("ch1_training", "--preset paper --only k1 k1_masked wo"),
+        ex("ch1_checkpoints", "--preset ci --device cpu"),
+        ex("ch1_checkpoints", "--preset paper --only k1 k1_masked wo"),
         "python -m mamba_recall grid ch2_thm5 --preset ci --allow-long",
         ex("ch2_scaling", "--preset ci"),
         ex("ch4_train", "--model s_small --preset ci"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mamba_recall import plan
-from mamba_recall.chapters.ch2_hashing_scaling.runners import figs_cpu as ch2_figs_cpu
+from mamba_recall.chapters.ch2_hashing_scaling.runners import figure_grids as ch2_figure_grids
 
 
 def test_plan_lists_every_grid_with_the_committed_store(tmp_path):
@@ -20,7 +20,7 @@ def test_plan_lists_every_grid_with_the_committed_store(tmp_path):
         table.experiment
     )
     fig8 = table.set_index("experiment").loc["ch2_fig8"]
-    assert fig8.jobs == len(ch2_figs_cpu.jobs_for("fig8", "cpu-hours")) == fig8.finished + fig8.left
+    assert fig8.jobs == len(ch2_figure_grids.jobs_for("fig8", "cpu-hours")) == fig8.finished + fig8.left
     assert fig8.finished == fig8.jobs  # the committed grid
     assert fig8.command == "python -m mamba_recall grid ch2_fig8 --preset cpu-hours --allow-long"
     empty = plan.plan("cpu-hours", store=tmp_path)  # another store: nothing finished there
@@ -142,4 +142,4 @@ def test_each_chapter_2_figure_has_one_route_at_each_preset():
     assert (cpu.loc[list(routes)].jobs > 0).all() and (cpu.loc[["ch2_scaling", "ch2_multihead"]].jobs == 0).all()
     for figure in routes:  # the job function refuses too, not only the plan
         with pytest.raises(ValueError, match="at preset 'paper' the figure trains as ensembles, made only by `python"):
-            ch2_figs_cpu.jobs_for(figure.removeprefix("ch2_"), "paper")
+            ch2_figure_grids.jobs_for(figure.removeprefix("ch2_"), "paper")

@@ -71,9 +71,9 @@ def test_a_runner_main_made_by_runner_main_runs_its_grid_inside_one_provenance(m
         return 0
 
     monkeypatch.setattr(experiment, "grid_command", grid_command)
-    main = experiment.runner_main("ch1_checkpoints", "paper", runner="ch1_training")
+    main = experiment.runner_main("ch1_checkpoints", "paper")
     assert main(["--smoke"]) == 0
-    prog = "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training"
+    prog = "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints"
     assert seen == [(["--smoke"], "ch1_checkpoints", prog, "paper", state)]
     assert main.__name__ == main.__qualname__ == "main"
     assert "grid ch1_checkpoints --preset P" in main.__doc__ and "default preset ``paper``" in main.__doc__

@@ -322,7 +322,7 @@ def test_half_a_checkpoint_stops_instead_of_training_live(ch1_copy, deleted):
     message = str(info.value)
     assert (
         gone.name in message
-        and "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset ci --only k2" in message
+        and "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints --preset ci --only k2" in message
     )
 
 
@@ -365,26 +365,26 @@ def _ch1_ci_copy(root: Path, keep) -> None:
             shutil.copy2(f, runs / f.name)
 
 
-def _ch1_training(root: Path, *args: str, env: dict | None = None):
-    """``ch1_training`` in the repository copy ``root`` (one thread); ``env`` overrides the environment (a value of
+def _ch1_checkpoints(root: Path, *args: str, env: dict | None = None):
+    """``ch1_checkpoints`` in the repository copy ``root`` (one thread); ``env`` overrides the environment (a value of
     None unsets that variable)."""
     import subprocess
     import sys
 
     env = {**os.environ, "MAMBA_RECALL_ROOT": str(root), "OMP_NUM_THREADS": "1", **(env or {})}
     env = {k: v for k, v in env.items() if v is not None}
-    cmd = [sys.executable, "-m", "mamba_recall.chapters.ch1_gradient_dynamics.runners.training", *args]
+    cmd = [sys.executable, "-m", "mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints", *args]
     return subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
 
 
 def test_a_run_of_some_models_keeps_the_other_rows_of_the_checkpoint_bundle(tmp_path):
-    """``ch1_training --only k1_masked`` trains that model's run-store job and rewrites its checkpoint and the bundle,
+    """``ch1_checkpoints --only k1_masked`` trains that model's run-store job and rewrites its checkpoint and the bundle,
     which still lists the four others, whose jobs are finished (a bundle that forgot them would let a missing
     committed checkpoint be trained live instead of stopping)."""
     root = tmp_path / "repo"
     _ch1_ci_copy(root, keep=lambda name: name != "k1_masked")
     before = (root / "results/checkpoints/ch1_k1_masked_ci.json").read_text()
-    _ch1_training(root, "--preset", "ci", "--only", "k1_masked")
+    _ch1_checkpoints(root, "--preset", "ci", "--only", "k1_masked")
     bundle = results.load_bundle(root / "results" / "ch1_checkpoints_ci.json")
     assert list(bundle.data["models"]) == ["k1", "k1_masked", "k2", "k4", "wo"]
     assert bundle.data["complete"] and "--only" not in bundle.command

@@ -214,11 +214,16 @@ EVIL = [
     {"command": "python -m http.server 8000", "run": None},
     {"run": {"module": "http.server", "args": ["8000"]}},
     {"run": {"script": "tools/evil.py", "args": []}},
-    {"run": {"module": "mamba_recall.chapters.ch1_gradient_dynamics.runners.training", "args": ["--store", "/etc"]}},
-    {"run": {"module": "mamba_recall.chapters.ch1_gradient_dynamics.runners.training", "args": ["-c", "x"]}},
-    {"run": {"module": "mamba_recall.chapters.ch1_gradient_dynamics.runners.training", "args": ["--preset", "$(id)"]}},
+    {"run": {"module": "mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints", "args": ["--store", "/etc"]}},
+    {"run": {"module": "mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints", "args": ["-c", "x"]}},
+    {
+        "run": {
+            "module": "mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints",
+            "args": ["--preset", "$(id)"],
+        }
+    },
     {"run": {"script": "benchmarks/scan.py", "args": ["--out", "/home/user/.bashrc"]}},
-    {"run": {"module": "mamba_recall.chapters.ch1_gradient_dynamics.runners.training", "args": "--preset ci"}},
+    {"run": {"module": "mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints", "args": "--preset ci"}},
 ]
 
 

@@ -142,7 +142,7 @@ def test_a_checkpoint_pair_copied_over_another_is_named(tmp_path):
     src = RESULTS_DIR / "checkpoints"
     for suffix in (".pt", ".json"):
         shutil.copy2(src / f"ch1_k1_masked_ci{suffix}", tmp_path / f"ch1_k1_ci{suffix}")
-    regen = "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.training --preset ci"
+    regen = "python -m mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints --preset ci"
     with pytest.raises(results.BundleError) as err:
         results.read_checkpoint(tmp_path / "ch1_k1_ci.pt", regenerate=regen)
     message = str(err.value)

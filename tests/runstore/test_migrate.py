@@ -17,6 +17,8 @@ import pytest
 from mamba_recall import runstore
 from mamba_recall.runstore import RunFileError, load_runs, migrate_store, run_grid
 
+from test_migrate_names import undo_names
+
 RUNNER = "mamba_recall.runstore:demo_job"
 
 
@@ -41,21 +43,14 @@ def test_the_committed_migration_changed_no_value():
     (migration,) = [m for m in record["migrations"] if m.get("from_schema_version") == 1]
     assert migration["to_schema_version"] == 2 and migration["n_files"] == len(migration["files"]) == 355
     assert migration["code_commit"] and migration["date"]
-    # the files the name migration rewrote since (tests/runstore/test_migrate_names.py): the record each replaced
-    names = next(m for m in record["migrations"] if m.get("kind") == "names" and m["n_files"])
-    renamed = {f["file"]: f for f in names["files"]}
+    # the files the name migrations rewrote since (tests/runstore/test_migrate_names.py): the record each replaced
     checked = 0
     for entry in migration["files"]:
-        later = renamed.get(entry["file"])
-        path = runstore.RUNS_DIR / (later["new_file"] if later else entry["file"])
-        rec = json.loads(path.read_text())
-        if later:  # the record as the name migration found it
-            if rec["sha256"] != later["sha256"]:  # its job was run again since: a record of its own
+        path = runstore.RUNS_DIR / entry["file"]
+        rec, renamed = undo_names(runstore.RUNS_DIR, entry["file"], record)
+        if renamed:  # the record as the first name migration found it
+            if rec is None:  # its job was run again since: a record of its own
                 continue
-            rec["experiment"], rec["runner"] = later["experiment_before"], later["runner_before"]
-            rec["key"] = entry["file"].split("/")[-1].removesuffix(".json")
-            del rec["provenance"]["name_migration"]
-            rec["sha256"] = runstore.record_hash(rec)
             for nf in rec["nonfinite"]:  # NaN back where the reader puts it (as_version_1 writes it bare)
                 where = rec["result"]
                 for step in nf["path"][:-1]:
@@ -164,8 +159,11 @@ def test_a_checkpoint_made_by_a_several_experiment_command_gets_its_own_experime
         sidecar_command(Path("ch1_k2_cpu-hours_seed1.json"), old, declared)
         == "python -m mamba_recall grid ch1_mechanism --preset cpu-hours --allow-long"
     )
-    # another checkpoint of that command is not guessed: it keeps what canonical_command gives
-    assert sidecar_command(Path("ch1_other_cpu-hours_seed0.json"), old, declared) == old
+    # another checkpoint of that command is not guessed: it keeps what canonical_command gives, the command with its
+    # runner's module renamed (MODULES_RENAMED), not the grid of ch1_checkpoints (which has none at cpu-hours)
+    assert sidecar_command(Path("ch1_other_cpu-hours_seed0.json"), old, declared) == old.replace(
+        "runners.training", "runners.checkpoints"
+    )
 
 
 def test_no_committed_checkpoint_records_a_command_its_runner_now_refuses():

@@ -315,7 +315,7 @@ def test_committed_checkpoints_load_and_solve():
 
 
 def test_checkpoint_errors(tmp_path, monkeypatch):
-    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import run_checkpoint_job
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners.grid_jobs import run_checkpoint_job
     from mamba_recall.chapters.ch1_gradient_dynamics.runners.job_configs import ModelJob
     import mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value as tr
 

@@ -15,7 +15,10 @@ Names. Experiments were renamed twice after their runs were written (:data:`KEYE
 name in ``experiment``, the old key, and the old runner path, which the library used to map at read time. Each such
 run is rewritten once under today's name (its folder), the key that name gives (the same config and seed) and today's
 job function, with ``provenance.name_migration`` and a new ``sha256``; the bundles that list their keys or record an
-old command are rewritten to match (:func:`migrate_names`), so that the reader hashes today's names only.
+old command are rewritten to match (:func:`migrate_names`), so that the reader hashes today's names only. Runner
+modules were renamed too (:data:`MODULES_RENAMED`): a run whose ``runner`` names a renamed module keeps its key and
+file and is rewritten with today's job function (``provenance.name_migration.why``: runner module renamed), and the
+bundles' ``config.runner`` and the commands that bundles and checkpoint sidecars record name today's module.
 
 Each migration is recorded in ``MIGRATIONS.json`` at the top of the store (beside the experiments' folders, so never
 read as a run): its date, the code's commit (and its uncommitted run-store files, if any), the command, and per file
@@ -236,6 +239,30 @@ OLD_RUNNERS = "mamba_recall.experiments."
 #: Runners folded into another before the migration, old short name -> the runner whose command took the same
 #: arguments (a recorded ``ch2_figs_cpu --preset cpu-hours --parts fig7`` was run as ``ch2_scaling ...``)
 MERGED_BEFORE = {"ch2_figs_cpu": "ch2_scaling", "ch1_cpu_hours": "ch1_training"}
+#: Runner modules renamed after runs, bundles and checkpoint sidecars recorded them (issue 54, "configs and names": a
+#: module is named for what it holds, not for a preset, and the runner of ``ch1_checkpoints`` as its experiment): the
+#: module path they were recorded under -> today's. A run file's ``runner``, a bundle's ``config.runner`` and a
+#: recorded ``python -m <module>`` command naming one are rewritten once by :func:`migrate_names`
+#: (:func:`today_module`); a runner's short name follows its module (``ch1_training`` is ``ch1_checkpoints``, so
+#: :data:`MERGED_BEFORE`'s ``ch1_cpu_hours`` resolves through it). The migration's history, read by nothing else: no
+#: module of these paths exists today. Never edit an entry.
+MODULES_RENAMED = {
+    "mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours": (
+        "mamba_recall.chapters.ch1_gradient_dynamics.runners.grid"
+    ),
+    "mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs": (
+        "mamba_recall.chapters.ch1_gradient_dynamics.runners.grid_jobs"
+    ),
+    "mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_bundles": (
+        "mamba_recall.chapters.ch1_gradient_dynamics.runners.grid_bundles"
+    ),
+    "mamba_recall.chapters.ch1_gradient_dynamics.runners.training": (
+        "mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints"
+    ),
+    "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu": (
+        "mamba_recall.chapters.ch2_hashing_scaling.runners.figure_grids"
+    ),
+}
 
 #: Run-store experiments that are not declared (:func:`mamba_recall.experiment.experiments`) because their jobs are
 #: made from another grid's finished runs: name -> ``(jobs, runner)``, ``jobs`` the ``"module:function"`` of
@@ -247,6 +274,14 @@ NAMES_WHY = (
     "runs and bundles of renamed experiments kept their old names and keys (read through a table of old names): "
     "each is rewritten under today's name, key and runner"
 )
+#: why a migration that renames no experiment rewrites run files, bundles and sidecars: runner modules renamed
+RUNNERS_WHY = (
+    "run files, bundles and checkpoint sidecars recorded runner modules renamed since (MODULES_RENAMED): each "
+    "names today's module (the runs' keys, names and results unchanged)"
+)
+#: ``provenance.name_migration.why`` of a run file renamed with its experiment, and of one whose runner was renamed
+EXPERIMENT_RENAMED = "experiment renamed; key rehashed"
+RUNNER_RENAMED = "runner module renamed"
 
 
 def _key(name: str, rec: dict) -> str:
@@ -278,14 +313,25 @@ def _grid_jobs(experiment, preset: str) -> list[dict]:
 
 
 def today_module(module: str) -> str:
-    """An old runner module path (``mamba_recall.experiments.ch3_keep_nth``, a merged runner's too) as today's
-    runner module; any other module as it is. ValueError when an old path names no runner of today."""
+    """An old runner module path (``mamba_recall.experiments.ch3_keep_nth``, a merged runner's too, or a renamed
+    module of :data:`MODULES_RENAMED`) as today's runner module; any other module as it is. ValueError when an old
+    path names no runner of today."""
+    if module in MODULES_RENAMED:
+        return MODULES_RENAMED[module]
     if not module.startswith(OLD_RUNNERS):
         return module
-    from ..runners import runner_module
+    from ..runners import runner_module, runner_name
 
     short = module[len(OLD_RUNNERS) :]
-    return runner_module(MERGED_BEFORE.get(short, short))
+    short = MERGED_BEFORE.get(short, short)
+    renamed = {runner_name(old): runner_name(new) for old, new in MODULES_RENAMED.items()}
+    return runner_module(renamed.get(short, short))
+
+
+def today_runner(runner: str) -> str:
+    """A recorded ``"module:function"`` job function with its module as today's (:func:`today_module`)."""
+    module, sep, function = runner.partition(":")
+    return f"{today_module(module)}{sep}{function}"
 
 
 def today_command(command):
@@ -305,8 +351,9 @@ def canonical_command(command, experiments):
     """The one command of today for a recorded ``command``: the declared experiment's grid command
     (:meth:`Experiment.command`) when ``command`` (as today's runner module, :func:`today_command`) is the command of
     the runner of the experiment's own name that ran that grid before the registry (``python -m <runner of NAME>
-    --preset P``, ``--allow-long`` aside; :func:`mamba_recall.runners.runner_command`); else :func:`today_command` (a
-    runner that makes several experiments' results, or none)."""
+    --preset P``, ``--allow-long`` aside, ``P`` a preset the experiment has a grid at;
+    :func:`mamba_recall.runners.runner_command`); else :func:`today_command` (a runner that makes several experiments'
+    results, or none)."""
     from ..runners import runner_command
 
     today = today_command(command)
@@ -319,7 +366,7 @@ def canonical_command(command, experiments):
         except ValueError:  # no runner module of its name: its grid command is the only one it ever had
             continue
         for preset in PRESETS:
-            if shlex.split(f"{runner} --preset {preset}") == words:
+            if preset in e.sizes and shlex.split(f"{runner} --preset {preset}") == words:
                 return e.command(preset)
     return today
 
@@ -415,11 +462,28 @@ def _job_sources(experiments, derived: dict, store: Path) -> dict[str, tuple[str
 
 def _migrated(rec: dict, folder: str, runner: str, note: dict) -> dict:
     new = json.loads(json.dumps(rec))
+    renamed = rec["experiment"] != folder or rec["key"] != _key(folder, rec)
     new["experiment"], new["runner"] = folder, runner
     new["key"] = _key(folder, rec)
-    new["provenance"]["name_migration"] = dict(note)
+    new["provenance"]["name_migration"] = {**note, "why": EXPERIMENT_RENAMED if renamed else RUNNER_RENAMED}
     new["sha256"] = record_hash(new)
     return new
+
+
+def record_before(rec: dict, file_entry: dict) -> dict:
+    """The run record that a name migration replaced, rebuilt from the record ``rec`` it wrote and its entry
+    ``file_entry`` in ``MIGRATIONS.json`` (``files``): the experiment, key and runner before, and the
+    ``provenance.name_migration`` before (an earlier migration's, ``name_migration_before``, or none), hashed again.
+    Its ``sha256`` is the one the file had then; written as run files are, its bytes hash as ``sha256_before``."""
+    old = json.loads(json.dumps(rec))
+    old["experiment"], old["runner"] = file_entry["experiment_before"], file_entry["runner_before"]
+    old["key"] = file_entry["file"].split("/")[-1].removesuffix(".json")
+    if "name_migration_before" in file_entry:
+        old["provenance"]["name_migration"] = file_entry["name_migration_before"]
+    else:
+        del old["provenance"]["name_migration"]
+    old["sha256"] = record_hash(old)
+    return old
 
 
 def _bundle_changes(path: Path, keys: dict[str, str], runners: dict[str, str], commands: dict[str, str]):
@@ -470,7 +534,8 @@ def _bundle_changes(path: Path, keys: dict[str, str], runners: dict[str, str], c
     new["command"] = command
     if _same(new, record):
         return None
-    new.setdefault("provenance", {})["command_before_migration"] = record.get("command")
+    if command != record.get("command"):  # a bundle whose runner only was renamed keeps its command
+        new.setdefault("provenance", {})["command_before_migration"] = record.get("command")
     return new, tables
 
 
@@ -484,7 +549,9 @@ def migrate_names(
     log=print,
 ) -> dict | None:
     """Rewrite the run files of ``store`` (default :data:`RUNS_DIR`) that still carry an experiment's old name or
-    old key under today's (its folder's) name, key and runner, and the bundles of ``results`` (default the store's
+    old key under today's (its folder's) name, key and runner, and those that record a job function its experiment
+    no longer names (its module renamed, :data:`MODULES_RENAMED`: the same key and file, today's runner), and the
+    bundles of ``results`` (default the store's
     parent) that name their keys or an old runner's command; record it in ``<store>/MIGRATIONS.json``. Returns the
     migration's entry, or None when nothing needed it.
 
@@ -507,7 +574,9 @@ def migrate_names(
     derived = DERIVED if derived is None else derived
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     record_path = store / MIGRATIONS_NAME
-    note = {"date": date, "record": repo_relative(record_path), "why": "experiment renamed; key rehashed"}
+    note = {"date": date, "record": repo_relative(record_path)}
+    declared = {e.name: e for e in experiments}
+    runners = {e.name: e.run_job for e in experiments} | {n: r for n, (_, r) in derived.items()}
     problems, todo, keep = [], [], []
     for path in sorted(store.glob("*/*.json")):
         folder = path.parent.name
@@ -521,15 +590,27 @@ def migrate_names(
         if why:
             problems.append(why)
             continue
-        (keep if rec["experiment"] == folder and rec["key"] == _key(folder, rec) else todo).append((path, text, rec))
+        if rec["experiment"] == folder and rec["key"] == _key(folder, rec):
+            if folder not in runners or rec["runner"] == runners[folder]:
+                keep.append((path, text, rec))
+                continue
+            try:  # only its runner's module renamed: today's module of the recorded one is its job function's
+                today = today_runner(rec["runner"])
+            except ValueError:
+                today = None
+            if today != runners[folder]:
+                problems.append(
+                    f"{path} records runner {rec['runner']!r}, which is neither {folder}'s job function "
+                    f"{runners[folder]!r} nor a former name of it (MODULES_RENAMED)"
+                )
+                continue
+        todo.append((path, text, rec))
     if problems:
         raise RunFileError(
             f"{len(problems)} run file(s) of {store} fail their checks, so nothing was migrated:\n  "
             + "\n  ".join(problems)
             + f"\nfix or delete them, then run `{COMMAND}` again."
         )
-    declared = {e.name: e for e in experiments}
-    runners = {e.name: e.run_job for e in experiments} | {n: r for n, (_, r) in derived.items()}
     unknown = sorted({p.parent.name for p, _, _ in todo + keep} - set(runners))
     if unknown:
         raise RunFileError(
@@ -598,6 +679,12 @@ def migrate_names(
                 "new_file": f"{path.parent.name}/{new['key']}.json",
                 "experiment_before": rec["experiment"],
                 "runner_before": rec["runner"],
+                "why": new["provenance"]["name_migration"]["why"],
+                **(
+                    {"name_migration_before": rec["provenance"]["name_migration"]}
+                    if "name_migration" in rec["provenance"]
+                    else {}
+                ),
                 "sha256_before": hashlib.sha256(text.encode()).hexdigest(),
                 "sha256": new["sha256"],
             }
@@ -605,7 +692,7 @@ def migrate_names(
     entry = {
         "date": date,
         "kind": "names",
-        "why": NAMES_WHY,
+        "why": NAMES_WHY if any(f["why"] == EXPERIMENT_RENAMED for f in files) else RUNNERS_WHY,
         "command": COMMAND + ("" if store == RUNS_DIR else f" --store {store}"),
         **_code_state(),
         "n_files": len(files),
@@ -644,7 +731,8 @@ def migrate_names(
         check_record(json.loads(json.dumps(raw)), target)  # the reader's checks: schema, key, sha256
         if not all(_same(raw[k], rec[k]) for k in ("config", "seed", "result", "nonfinite")):
             raise RunFileError(f"{target} does not read back as {path}; both kept. {_fix(target)}.")
-        path.unlink()
+        if target != path:  # a renamed experiment's run moved to its new key; a renamed runner's stays where it was
+            path.unlink()
     for path, new, tables in bundles:
         rewrite_bundle(path, new, tables)
     written = {e["file"]: e["sha256"] for e in entry["checkpoint_sidecars"]}

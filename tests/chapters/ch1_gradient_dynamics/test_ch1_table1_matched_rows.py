@@ -36,7 +36,7 @@ def test_row3_reads_six_seeds_of_its_deciding_cell():
 
 
 def test_more_seeds_jobs_start_at_seed_3():
-    from mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs import jobs_for
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners.grid_jobs import jobs_for
 
     sizes = experiment("ch1_table1_seeds", "cpu-hours")
     assert sizes["first_seed"] == 3 and sizes["num_keys"] == [1] and sizes["conv_width"] == 4

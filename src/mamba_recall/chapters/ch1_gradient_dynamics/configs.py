@@ -140,10 +140,10 @@ def _task(cls, **sizes):
 
 
 # Table 1's entries (and its size-matched row 3's) list seeds and models at every preset, and the full Mamba LM's
-# paper entry lists seeds as cpu-hours does, so that chapters/ch1_gradient_dynamics/runners/cpu_hours.py runs them as
+# paper entry lists seeds as cpu-hours does, so that chapters/ch1_gradient_dynamics/runners/grid.py runs them as
 # run-store grids (`python -m mamba_recall plan --preset paper`). The simplified models' and W_o's cpu-hours entries are
 # the paper's settings already (seeds added); at ci and paper they are one model each at seed 0 (part "checkpoints").
-# cpu-hours (chapters/ch1_gradient_dynamics/runners/cpu_hours.py): the paper's settings (|V| = 8, n_ε = 3, T = 256, identity targets,
+# cpu-hours (chapters/ch1_gradient_dynamics/runners/grid.py): the paper's settings (|V| = 8, n_ε = 3, T = 256, identity targets,
 # "until 100 % accuracy on the training set", §3) with 3 seeds; n_probe held-out sequences per seed for the
 # mechanism checks. Step times measured on this machine, 1 thread: 19-22 ms (|K| = 1), 58-65 ms (|K| = 2),
 # 105-151 ms (|K| = 4, |V| = 16) at batch 64; the runner prints its own measured estimate before starting
@@ -342,7 +342,7 @@ EXPERIMENTS["ch1_table1_seeds"] = {preset: _more_seeds(e) for preset, e in EXPER
 # over the fixed doubled one-hot embedding of §2.2 (E[v] = [e_v; e_v], d_model = 2|V|, frozen, so that the mixer reads
 # a token as the simplified model does) with an untied, learned output layer, trained a fixed 2000 steps past 100 %
 # training accuracy (the tied run stopped at 100 steps). Claim 000/Fig7-full reads its 3 seeds (runner
-# ch1_training, part full_onehot).
+# ch1_checkpoints, part full_onehot).
 def _full_onehot(sizes: FullMamba, past: int) -> FullMamba:
     return replace(
         sizes,

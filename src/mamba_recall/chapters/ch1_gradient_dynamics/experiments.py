@@ -1,7 +1,7 @@
 """Chapter 1's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`): one per part of
-its grid (:data:`.runners.cpu_hours_jobs.PARTS`), each named as its run-store folder and bundle. Their jobs, job
-function, estimate and bundles are the runners' (:mod:`.runners.cpu_hours_jobs`, :mod:`.runners.cpu_hours`,
-:mod:`.runners.cpu_hours_bundles`); each runs by its name, ``python -m mamba_recall grid <experiment> --preset P``."""
+its grid (:data:`.runners.grid_jobs.PARTS`), each named as its run-store folder and bundle. Their jobs, job
+function, estimate and bundles are the runners' (:mod:`.runners.grid_jobs`, :mod:`.runners.grid`,
+:mod:`.runners.grid_bundles`); each runs by its name, ``python -m mamba_recall grid <experiment> --preset P``."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from mamba_recall.experiment import Experiment, sizes_from
 
 from .claims import RANGES
 from .configs import EXPERIMENTS as SIZES
-from .runners.cpu_hours import estimate
-from .runners.cpu_hours_bundles import write_bundles
-from .runners.cpu_hours_jobs import CHECKPOINT_MODELS, MODELS, PARTS, PROBE_METRICS, RUNNER, jobs_for
+from .runners.grid import estimate
+from .runners.grid_bundles import write_bundles
+from .runners.grid_jobs import CHECKPOINT_MODELS, MODELS, PARTS, PROBE_METRICS, RUNNER, jobs_for
 
 #: the configs entries each part's jobs are made from (a part named as its entry is made from that one)
 _SIZES = {

@@ -1,6 +1,6 @@
 """Chapter 2's run-store experiments, declared once (:class:`mamba_recall.experiment.Experiment`), each named as its
 run-store folder and bundle and run by that name (``python -m mamba_recall grid <experiment> --preset P``): the
-one-model-per-job figure grids (:mod:`.runners.figs_cpu`), the ensembles of ``ch2_scaling`` and ``ch2_multihead`` at ci and paper
+one-model-per-job figure grids (:mod:`.runners.figure_grids`), the ensembles of ``ch2_scaling`` and ``ch2_multihead`` at ci and paper
 (:mod:`.runners.ensembles`; there the one route to Figs. 7, 8, 10–11 and Tab. 10), the reference grid, the trained D–N grid and the designed circuit's capacity per (D, N)
 cell (:mod:`.runners.designed_capacity`). Their jobs, job functions, estimates and bundles are the runners'."""
 
@@ -11,7 +11,7 @@ import functools
 from mamba_recall.experiment import Experiment, sizes_from
 
 from .configs import EXPERIMENTS as SIZES
-from .runners import designed_capacity, ensembles, figs_cpu, reference_grid, trained_dn
+from .runners import designed_capacity, ensembles, figure_grids, reference_grid, trained_dn
 
 
 #: the ranges of the accuracies (a share of queries) and of counts and times, to which their intervals are clipped
@@ -20,13 +20,13 @@ UNIT, NONNEGATIVE = (0.0, 1.0), (0.0, float("inf"))
 
 def _figure(part: str) -> Experiment:
     return Experiment(
-        name=figs_cpu.experiment_name(part),
-        sizes=sizes_from(SIZES, figs_cpu.PARTS[part][0]),
-        make_jobs=functools.partial(figs_cpu.jobs_for, part),
-        run_job=figs_cpu.RUNNER,
-        write=functools.partial(figs_cpu.write_bundle, part),
-        estimate=figs_cpu.estimate,
-        metrics=tuple(figs_cpu.METRICS.get(part, ["best_accuracy"])),
+        name=figure_grids.experiment_name(part),
+        sizes=sizes_from(SIZES, figure_grids.PARTS[part][0]),
+        make_jobs=functools.partial(figure_grids.jobs_for, part),
+        run_job=figure_grids.RUNNER,
+        write=functools.partial(figure_grids.write_bundle, part),
+        estimate=figure_grids.estimate,
+        metrics=tuple(figure_grids.METRICS.get(part, ["best_accuracy"])),
         bounds={"best_accuracy": UNIT},
     )
 
@@ -58,7 +58,7 @@ def _grid(module, metrics: tuple[str, ...]) -> Experiment:
 
 _TRAINED = ("best_accuracy", "final_accuracy", "steps_run")
 EXPERIMENTS = (
-    *(_figure(part) for part in figs_cpu.PARTS),
+    *(_figure(part) for part in figure_grids.PARTS),
     *(_ensembles(runner) for runner in ensembles.EXPERIMENTS),
     _grid(reference_grid, _TRAINED),
     _grid(trained_dn, _TRAINED),

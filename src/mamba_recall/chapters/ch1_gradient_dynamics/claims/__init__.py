@@ -25,7 +25,7 @@ a CPU), so their tier is ``paper`` with 1 seed; Figs. 5–6 on the committed ``c
 Table 1 on the committed bundle of the notebook's preset; Lemma 1 is exact (enumeration and closed form,
 no training). A trained-model claim needs three seeds and an interval to read *reproduced*
 (:mod:`mamba_recall.claims.core`); these have one seed. The stronger evidence, when committed, is the ``cpu-hours`` run of
-:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours` (the same claims measured per seed on 3 seeds at T = 256 with
+:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.grid` (the same claims measured per seed on 3 seeds at T = 256 with
 identity targets, and Table 1 at T = 128 with 3 seeds): the notebooks judge over its seeds
 (:func:`check_over_seeds`, :func:`check_table1`, loaders over core's one path ``check_stored`` → ``across_seeds`` →
 ``judge``; the |K| = 1 claims are measured afresh on the committed seed checkpoints) and fall back to the one-seed

@@ -46,7 +46,7 @@ RANGES = {
         "min_accuracy",
         "min_accuracy_kappa1",
         "max_accuracy",
-        # the bundles' per-model tables (runners.cpu_hours_bundles) and our causal probe's accuracies and fractions
+        # the bundles' per-model tables (runners.grid_bundles) and our causal probe's accuracies and fractions
         "test_accuracy",
         "probe_accuracy_before",
         "probe_accuracy_after",

@@ -1,5 +1,5 @@
 r"""Chapter 1's verdicts over the committed seeds: the cpu-hours bundles of
-:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours` (3 seeds at the paper's settings) measure every claim of Section 1.2
+:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.grid` (3 seeds at the paper's settings) measure every claim of Section 1.2
 per seed with :func:`measure_model`, and :func:`check_over_seeds` judges a claim on them through core's one path
 (``check_stored`` → ``across_seeds`` → ``judge``), re-measuring a |K| = 1 or Fig. 5 / 6 / 7-full claim on the
 committed seed checkpoints (:func:`seed_records`), and on the one-seed evidence where no bundle is committed.

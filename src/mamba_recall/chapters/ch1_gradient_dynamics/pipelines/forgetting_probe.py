@@ -4,7 +4,7 @@ forgetting, beyond the paper's claims (their measurements are in :mod:`mamba_rec
 :func:`noise_forgetting_probe` holds the forgetting factor exp(Λ ⊙ Δ_t) at 1 at the noise pairs (and, for
 contrast, at the write pairs) with :func:`~mamba_recall.analysis.interventions.forgetting_held_at_one` and reports
 the recall of the latest value before and after; the run-store grid
-(:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) stores it per seed and notebook 1.2 runs it on the paper-size
+(:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.grid`) stores it per seed and notebook 1.2 runs it on the paper-size
 checkpoint.
 """
 

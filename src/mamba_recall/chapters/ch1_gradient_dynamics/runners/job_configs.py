@@ -1,5 +1,5 @@
 """Chapter 1's typed job configs (:class:`mamba_recall.runstore.JobConfig`): what the job function of its run-store
-experiments (:func:`.cpu_hours_jobs.run_job`) receives. Each record (``to_record``) is the dict these jobs had before
+experiments (:func:`.grid_jobs.run_job`) receives. Each record (``to_record``) is the dict these jobs had before
 they were typed, field for field in the same order, so every job keeps its key (``tests/presets/`` fingerprints
 them). ``sizes`` is the preset entry the model trains at, as the dict the training reads
 (:func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.train_recall`; smoke-capped in a smoke

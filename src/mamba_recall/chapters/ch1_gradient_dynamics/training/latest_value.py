@@ -5,7 +5,7 @@ models, their data, their training and their committed checkpoints.
 (and ch1_k2, ch1_k4, ch1_wo, ch1_k1_masked); :func:`load_checkpoint` and :func:`load_or_train` read the
 checkpoints that ``python -m mamba_recall grid ch1_checkpoints --preset paper`` writes
 (``results/checkpoints/ch1_<name>_<preset>.pt`` with a JSON sidecar), and the runners
-(:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.training`, :mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) train with the same
+(:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.checkpoints`, :mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.grid`) train with the same
 functions.
 
 Training [choice]: a fixed training set of ``train_size`` sequences (seed ``seed``), a held-out set of
@@ -123,7 +123,7 @@ def load_checkpoint(name: str, preset: str = "paper"):
     return results.model_from_checkpoint(
         checkpoint_path(name, preset),
         lambda meta: build_model(meta["config"], meta["seed"]),
-        regenerate=f"{runner_command('ch1_training')} --preset {preset} --only {name}",
+        regenerate=f"{runner_command('ch1_checkpoints')} --preset {preset} --only {name}",
     )
 
 
@@ -170,7 +170,7 @@ def load_or_train(
     from mamba_recall.presets import experiment
 
     sizes = experiment(f"ch1_{name}", preset, smoke=smoke)
-    regenerate = f"{runner_command('ch1_training')} --preset {preset} --only {name}"
+    regenerate = f"{runner_command('ch1_checkpoints')} --preset {preset} --only {name}"
     model = meta = None
     try:
         model, meta = load_checkpoint(name, preset)  # half a pair or a bad hash: BundleError, not caught here

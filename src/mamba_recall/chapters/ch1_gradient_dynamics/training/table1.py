@@ -18,7 +18,7 @@ The paper gives no TF sizes ("similar model sizes"), optimiser, |V| or steps: al
 query accuracy (all queries, not only the final ones).
 
 ``python -m mamba_recall grid ch1_table1 --preset P`` runs the grid, one cell and seed per run-store job (:func:`run_cell`,
-:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`), and writes its bundle.
+:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.grid`), and writes its bundle.
 """
 
 from __future__ import annotations

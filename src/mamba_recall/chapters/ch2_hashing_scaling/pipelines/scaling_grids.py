@@ -1,5 +1,5 @@
 r"""Chapter 2's trained grids as the book reads them: the run-store bundles of
-:mod:`mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu` (Fig. 7, Figs. 10–11, Fig. 8 + Thm 5, Tab. 10 of paper 002 with 3
+:mod:`mamba_recall.chapters.ch2_hashing_scaling.runners.figure_grids` (Fig. 7, Figs. 10–11, Fig. 8 + Thm 5, Tab. 10 of paper 002 with 3
 seeds; :func:`describe`) and of :mod:`mamba_recall.chapters.ch2_hashing_scaling.runners.reference_grid` (the authors' README reference
 grid, compared with their published accuracies; :func:`comparison`). Both read a bundle the page loaded with
 :func:`mamba_recall.results.evidence`.

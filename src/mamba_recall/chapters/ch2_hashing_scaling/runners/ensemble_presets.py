@@ -1,5 +1,5 @@
 """Which experiments of Chapter 2 are ensembles, the presets they run at and their one command: below both the
-ensembles' runner (:mod:`.ensembles`) and the one-model figure grids (:mod:`.figs_cpu`), which refuse these presets
+ensembles' runner (:mod:`.ensembles`) and the one-model figure grids (:mod:`.figure_grids`), which refuse these presets
 for the figures the ensembles make there (one route per figure and preset)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 #: and the stem of its bundle
 EXPERIMENTS = ("ch2_scaling", "ch2_multihead")
 #: the presets of the ensembles, at which they are the one route to Figs. 7, 8, 10–11 and Tab. 10 (``cpu-hours``:
-#: the one-model-per-job figure grids of :mod:`.figs_cpu`, which refuse these presets for those figures)
+#: the one-model-per-job figure grids of :mod:`.figure_grids`, which refuse these presets for those figures)
 PRESETS = ("ci", "paper")
 
 

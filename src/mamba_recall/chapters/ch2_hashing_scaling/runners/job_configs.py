@@ -8,7 +8,7 @@ them).
 * :class:`ReferenceCell`: one (D, N) cell of ``ch2_reference_grid`` and ``ch2_trained_dn``
   (:mod:`.reference_grid`);
 * :class:`Fig7Cell`, :class:`Fig10Cell`, :class:`HeadCell`, :class:`Tab10Cell`: a cell of the one-model figure
-  grids (:mod:`.figs_cpu`: ``ch2_fig7``; ``ch2_fig10_11``; ``ch2_fig8`` and ``ch2_thm5``; ``ch2_tab10``);
+  grids (:mod:`.figure_grids`: ``ch2_fig7``; ``ch2_fig10_11``; ``ch2_fig8`` and ``ch2_thm5``; ``ch2_tab10``);
 * :class:`EnsembleUnit`: one ensemble of ``ch2_scaling`` (a part) or ``ch2_multihead`` (a head pattern and M)
   (:mod:`.ensembles`);
 * :class:`CapacityCell`: one (D, N) cell and readout of ``ch2_designed_capacity`` (:mod:`.designed_capacity`).

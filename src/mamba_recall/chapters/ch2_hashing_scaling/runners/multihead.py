@@ -25,7 +25,7 @@ numbers depend on its ensemble and one (pattern, M) is one run-store job, never 
 :mod:`.scaling`). At ``ci`` and ``paper`` this grid is Fig. 8's one route (``ch2_fig8`` refuses those presets).
 
 Fig. 8 and Thm 5 with one model per job and seed (3 seeds, preset ``cpu-hours``) are the declared experiments
-``ch2_fig8`` and ``ch2_thm5`` (:mod:`.figs_cpu`), run only by their names. This runner's ``main`` is the grid of
+``ch2_fig8`` and ``ch2_thm5`` (:mod:`.figure_grids`), run only by their names. This runner's ``main`` is the grid of
 ``ch2_multihead`` under its name (:func:`.ensembles.command`); given ``--only fig8`` (or ``--parts fig8``) or
 ``--preset cpu-hours`` it stops naming those grid commands.
 """

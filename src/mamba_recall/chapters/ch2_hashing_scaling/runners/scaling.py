@@ -22,7 +22,7 @@ is ``--only``. The finished parts make one bundle, ``results/ch2_scaling_<preset
 * ``speed`` — training steps/s of the simplified model and the speed-up from ensembling.
 
 Figures 7, 10–11 and Tab. 10 with one model per job and seed (preset ``cpu-hours``) are the declared experiments
-``ch2_fig7``, ``ch2_fig10_11`` and ``ch2_tab10`` (:mod:`.figs_cpu`), run only by their names (``python -m mamba_recall
+``ch2_fig7``, ``ch2_fig10_11`` and ``ch2_tab10`` (:mod:`.figure_grids`), run only by their names (``python -m mamba_recall
 grid ch2_fig7 --preset cpu-hours --allow-long``); this runner given one of them, or ``--preset cpu-hours``, stops
 naming those commands. At ``ci`` and ``paper`` the parts above are those figures' one route (those experiments refuse
 these presets, naming ``--only multilayer`` / ``repetition`` / ``ablation`` here).

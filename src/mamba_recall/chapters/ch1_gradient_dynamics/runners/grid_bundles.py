@@ -1,4 +1,4 @@
-"""The bundles of Chapter 1's run-store grid (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`): :func:`write_bundles`
+"""The bundles of Chapter 1's run-store grid (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.grid`): :func:`write_bundles`
 aggregates the finished jobs of each part over seeds (mean and 95 % Student-t interval) into its
 ``results/ch1_<part>_<preset>.json``."""
 
@@ -12,7 +12,7 @@ from mamba_recall.paths import BUILD_DIR
 from mamba_recall.presets import experiment
 from mamba_recall.runstore import aggregate, finished_status
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, ONEHOT_NAME
-from .cpu_hours_jobs import (
+from .grid_jobs import (
     CHECKPOINT_MODELS,
     CHECKPOINTS_EXPERIMENT,
     FULL_EXPERIMENT,

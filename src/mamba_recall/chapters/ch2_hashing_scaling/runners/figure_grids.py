@@ -55,7 +55,7 @@ from mamba_recall.runstore import (
 from . import ensemble_presets
 from .job_configs import CodeRecipe, Evaluation, Fig7Cell, Fig10Cell, FigData, HeadCell, Tab10Cell
 
-RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.figs_cpu:run_job"
+RUNNER = "mamba_recall.chapters.ch2_hashing_scaling.runners.figure_grids:run_job"
 #: part → (preset experiment, key inside it or None, columns of a cell, what it reproduces)
 PARTS = {
     "fig7": ("ch2_scaling", "multilayer", CELL_COLUMNS["fig7"], "§5.2, Fig. 7"),
@@ -341,7 +341,7 @@ def run_job(config: Fig7Cell | Fig10Cell | HeadCell | Tab10Cell, seed: int) -> d
             "steps_run": r.steps_run,
             **{k: v for k, v in st.items() if k != "norm"},
         }
-    raise TypeError(f"figs_cpu.run_job: a config of the figure grids (Fig7Cell, ...), got {type(config).__name__}.")
+    raise TypeError(f"figure_grids.run_job: a config of the figure grids (Fig7Cell, ...), got {type(config).__name__}.")
 
 
 # ---------------------------------------------------------------------------------------------- estimate
@@ -469,6 +469,6 @@ def write_bundle(part: str, preset: str, *, store=None, smoke: bool = False, log
 
 if __name__ == "__main__":
     raise SystemExit(
-        "error: figs_cpu holds the jobs of Chapter 2's one-model figure grids, declared experiments run by name: "
+        "error: figure_grids holds the jobs of Chapter 2's one-model figure grids, declared experiments run by name: "
         + command_line([experiment_name(p) for p in PARTS], "cpu-hours")
     )

@@ -9,8 +9,8 @@ folder and bundle), each run by its name:
 At ``--preset paper``, ``grid ch1_table1`` runs Table 1 (T ∈ {128, 256, 512} with d_model 64, every model trained to
 its full step budget or 100 % held-out accuracy) and ``grid ch1_full_mamba ch1_full_onehot`` the full Mamba LM to
 6,000 steps (``python -m mamba_recall plan --preset paper`` lists them), on the CPU like ``cpu-hours``. The simplified
-models and W_o have no paper grid: their cpu-hours entries are the paper's settings. The runner ``ch1_training``
-(:mod:`.training`) is the grid of ``ch1_checkpoints`` under its name; the grid's ``--only k1`` retrains some of its
+models and W_o have no paper grid: their cpu-hours entries are the paper's settings. The runner ``ch1_checkpoints``
+(:mod:`.checkpoints`, named as its experiment) is the grid of ``ch1_checkpoints``; the grid's ``--only k1`` retrains some of its
 models.
 
 What it runs (sizes in ``chapters/ch1_gradient_dynamics/configs.py``, entries ``cpu-hours``), one run-store job per (config, seed), so the
@@ -59,8 +59,8 @@ every run), and ``results/ch1_full_mamba_cpu-hours.json`` (accuracies, the 000/F
 mean and interval, the readout matrices). The notebooks of Chapter 1 judge the claims over the seeds from them
 (:func:`~mamba_recall.claims.core.check_stored`) and fall back to the ``ci`` evidence when they are not committed.
 
-The grid's parts: :mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_jobs` (the grid, :func:`jobs_for`, and the job
-functions, :func:`run_job` among them), :mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours_bundles` (:func:`write_bundles`)
+The grid's parts: :mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.grid_jobs` (the grid, :func:`jobs_for`, and the job
+functions, :func:`run_job` among them), :mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.grid_bundles` (:func:`write_bundles`)
 and this module (the time estimate, :func:`estimate`); every name is importable from here.
 """
 
@@ -73,8 +73,8 @@ import torch
 
 from mamba_recall.runners import runner_command
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME, build_full_model
-from .cpu_hours_bundles import write_bundles  # noqa: F401  (importable from the runner)
-from .cpu_hours_jobs import (  # noqa: F401  (the grid and its job functions, importable from the runner)
+from .grid_bundles import write_bundles  # noqa: F401  (importable from the runner)
+from .grid_jobs import (  # noqa: F401  (the grid and its job functions, importable from the runner)
     CHECKPOINT_DIR,
     CHECKPOINT_MODELS,
     CHECKPOINTS_EXPERIMENT,
@@ -182,6 +182,6 @@ def estimate(left: list[dict]) -> tuple[float, str]:
 
 if __name__ == "__main__":
     raise SystemExit(
-        "error: cpu_hours is Chapter 1's run-store grid; run its experiments by name: python -m mamba_recall grid "
-        f"{' '.join(PARTS.values())} --preset P (or {runner_command('ch1_training')} --only <model>)."
+        "error: this module holds Chapter 1's run-store grid; run its experiments by name: python -m mamba_recall grid "
+        f"{' '.join(PARTS.values())} --preset P (or {runner_command('ch1_checkpoints')} --only <model>)."
     )

@@ -1,7 +1,7 @@
-"""Chapter 1's run-store grid, run by ``python -m mamba_recall grid <experiment>`` and ``ch1_training`` (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours`) and its job functions:
+"""Chapter 1's run-store grid, run by ``python -m mamba_recall grid <experiment>`` and ``ch1_checkpoints`` (:mod:`mamba_recall.chapters.ch1_gradient_dynamics.runners.grid`) and its job functions:
 the run-store experiments and parts, :func:`jobs_for` (one job per config and seed), the checkpoints, and
 :func:`run_job` (a model job, a Table 1 cell, a full-Mamba job or a learned-W_o job), which the grid's
-``RUNNER`` string names at ``mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours:run_job``."""
+``RUNNER`` string names at ``mamba_recall.chapters.ch1_gradient_dynamics.runners.grid:run_job``."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ PARTS = {
 WO_CLAIM = "000/Fig7"
 #: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
 FULL_PARTS = {FULL_NAME: "ch1_full_mamba", ONEHOT_NAME: "ch1_full_onehot"}
-RUNNER = "mamba_recall.chapters.ch1_gradient_dynamics.runners.cpu_hours:run_job"
+RUNNER = "mamba_recall.chapters.ch1_gradient_dynamics.runners.grid:run_job"
 MODELS = ("k1", "k2", "k4")
 #: the models of part ``checkpoints`` (``grid ch1_checkpoints --preset ci|paper``; its ``--only`` picks some): one model of
 #: each name at seed 0, its checkpoint ``results/checkpoints/ch1_<name>_<preset>.pt``, what the notebooks load
@@ -306,7 +306,7 @@ def run_checkpoint_job(config: ModelJob, seed: int) -> dict:
     name, preset, smoke = config.model, config.preset, config.smoke
     # the file the notebooks load (latest_value's folder); a smoke run's under _build/smoke
     target = checkpoint_path(name, preset, None, smoke=True) if smoke else model_checkpoint(name, preset)
-    command = f"{runner_command('ch1_training')} --preset {preset} --only {name}"
+    command = f"{runner_command('ch1_checkpoints')} --preset {preset} --only {name}"
     tr, _, result = _train_and_save(config, seed, command, path=target)
     return {
         "test_query_accuracy": tr.test_accuracy,

@@ -1,4 +1,4 @@
-"""Chapter 1's run-store grid (chapters/ch1_gradient_dynamics/runners/cpu_hours.py, its parts the declared experiments
+"""Chapter 1's run-store grid (chapters/ch1_gradient_dynamics/runners/grid.py, its parts the declared experiments
 run by ``python -m mamba_recall grid <experiment>``): a smoke grid that resumes, its bundles' intervals,
 the per-seed claim records, the causal probe, the pair-convolution Transformer and the plateau stop."""
 
@@ -11,11 +11,11 @@ import torch
 
 from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.forgetting_probe import noise_forgetting_probe
 from mamba_recall.chapters.ch1_gradient_dynamics.claims import K1_CLAIMS
-from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours as c1
+from mamba_recall.chapters.ch1_gradient_dynamics.runners import grid as c1
 from mamba_recall.chapters.ch1_gradient_dynamics.runners import (
-    cpu_hours_jobs as c1_jobs,
+    grid_jobs as c1_jobs,
 )  # where checkpoint_path reads its folder
-from mamba_recall.chapters.ch1_gradient_dynamics.runners import cpu_hours_bundles as c1_bundles
+from mamba_recall.chapters.ch1_gradient_dynamics.runners import grid_bundles as c1_bundles
 from mamba_recall.experiment import grid_command
 from mamba_recall.theory.latest_value_thm2 import thm2_construction_probe
 from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import FULL_NAME
@@ -351,7 +351,7 @@ def test_full_mamba_runs_alone_by_its_name(tmp_path):
 
 
 def test_the_training_runner_retrains_only_checkpoints_and_names_the_grid_for_the_rest(tmp_path, monkeypatch, capsys):
-    """``ch1_training --only k1`` (the command each checkpoint's sidecar records) is the grid of ``ch1_checkpoints``
+    """``ch1_checkpoints --only k1`` (the command each checkpoint's sidecar records) is the grid of ``ch1_checkpoints``
     with the run store's ``--only``: one of its jobs runs, the others are left as they are; ``--preset cpu-hours``
     stops with argparse's one line naming the grid command of Chapter 1's cpu-hours experiments, running nothing; the
     runner has no ``--parts``."""
