@@ -496,3 +496,68 @@ def test_check_names_the_inputs_a_claim_takes():
     with pytest.raises(core.ClaimError, match=r"missing a required argument: 'exact'; it takes measure\(exact\)"):
         claims.check("001/Delta1", record=False)
     assert "01_worked_example.ipynb shows the call" in core.inputs_of("001/Delta1")
+
+
+# ------------------------------------------------------------------ a claim that declares the evidence it reads (issue 54)
+def test_a_claim_that_declares_its_evidence_reads_it_itself(tmp_path, monkeypatch):
+    """``Claim.reads``: check(id) loads the declared evidence and gives it to the measurement first; other evidence
+    is taken only by name (``evidence=``) and never recorded; a missing bundle reads *not run* naming the command."""
+    from mamba_recall.claims import claim_evidence
+    from mamba_recall.claims.core import REGISTRY, ClaimError, Evidence, Measurement, measure_claim
+    from mamba_recall.results import BundleMissing
+
+    seen = []
+
+    def measure(bundle, extra=1):
+        seen.append((bundle, extra))
+        return Measurement({"x": bundle["x"] * extra}, "x", Evidence.exact("test"))
+
+    loaded = {"x": 2.0}
+    rule = core.Rule(why="test", reproduced=core.conds(("x", ">=", 1)))
+    claim = core.Claim("book/ReadsTest", "s", "w", "p", rule, measure, "00_test/page", reads=lambda: loaded)
+    monkeypatch.setitem(REGISTRY, claim.id, claim)
+    check = claims.check
+    v = check(claim.id, 3, record=False)
+    assert v.status == "reproduced" and seen[-1] == (loaded, 3)
+    assert claim_evidence(claim.id) is loaded
+    assert measure_claim(claim.id, evidence={"x": 0.5}).values == {"x": 0.5}
+    with pytest.raises(ClaimError, match="record=False"):
+        check(claim.id, evidence={"x": 0.5})
+    with pytest.raises(ClaimError, match="takes"):  # the evidence is not the caller's to pass
+        check(claim.id, loaded, 3, 4, record=False)
+
+    def missing():
+        raise BundleMissing("no bundle x_ci; make it with: python -m mamba_recall grid x --preset ci")
+
+    monkeypatch.setitem(REGISTRY, claim.id, replace(claim, reads=missing))
+    v = check(claim.id, record=False)
+    assert v.status == "not run" and "grid x --preset ci" in v.reason
+
+    plain = replace(claim, id="book/ReadsNone", reads=None)
+    monkeypatch.setitem(REGISTRY, plain.id, plain)
+    with pytest.raises(ClaimError, match="declares no evidence"):
+        check(plain.id, evidence=loaded, record=False)
+    with pytest.raises(ClaimError, match="declares no evidence"):
+        claim_evidence(plain.id)
+    with pytest.raises(ClaimError, match="no measurement"):
+        core.Claim("book/ReadsBad", "s", "w", "p", rule, None, not_run="x", reads="ch3_keep_nth")
+
+
+def test_every_declared_evidence_loads_and_its_page_passes_none():
+    """Every claim that declares its evidence loads it from the committed results, and no notebook passes it to
+    check() (the page shows what the verdict read: claim_evidence, or the same evidence() call)."""
+    import json
+    import re
+
+    from mamba_recall.claims import claim_evidence
+
+    declared = [c for c in claims.claims_of() if c.reads is not None]
+    assert len(declared) >= 20
+    for c in declared:
+        assert claim_evidence(c.id) is not None
+    book = Path(__file__).resolve().parents[2] / "book"
+    for nb in book.rglob("*.ipynb"):
+        src = "\n".join("".join(cell["source"]) for cell in json.loads(nb.read_text())["cells"])
+        for c in declared:
+            for call in re.finditer(r"check\(\s*\"" + re.escape(c.id) + r"\"([^\n]*)", src):
+                assert "evidence=" not in call.group(1) or "record=False" in call.group(1), (nb, call.group(0))

@@ -121,7 +121,9 @@ def test_keep_t50_needs_the_paper_grid():
     from mamba_recall.claims import check
 
     v = check(
-        "003/Tab1", keep_runs(**{"s6+pe": 1.0, "s6": 0.1, "s4d": 0.1, "s4d+pe": 0.1, "transformer": 1.0}), record=False
+        "003/Tab1",
+        evidence=keep_runs(**{"s6+pe": 1.0, "s6": 0.1, "s4d": 0.1, "s4d+pe": 0.1, "transformer": 1.0}),
+        record=False,
     )
     assert v.status == "not run" and "paper" in v.reason
 

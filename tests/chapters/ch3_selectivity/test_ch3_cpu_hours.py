@@ -87,7 +87,7 @@ def test_keep_grid_resumes_and_bundles_intervals(tmp_path, tmp_checkpoints):
     assert set(b.tables["decay"].model) == {"s6+pe", "s6", "s4d+pe", "s4d"}
 
     # the claims read the per-run table of a cpu-hours bundle as they read the ci one's (tier: the preset)
-    tab1 = check("003/Tab1", b, record=False)
+    tab1 = check("003/Tab1", evidence=b, record=False)
     assert tab1.evidence["tier"] == "cpu-hours" and tab1.evidence["seeds"] == 2
 
     # Fig. 1: one (trained, untrained) pair per seed from the preset's checkpoints, at the largest T

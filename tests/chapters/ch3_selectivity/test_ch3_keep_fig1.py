@@ -202,10 +202,10 @@ def test_fig1_left_mamba_alone_is_partial():
 def test_fig1_left_needs_two_T_and_a_baseline():
     decay, untrained = sweep(rising, flat, Ts=(20,))
     b = Bundle("t", {"preset": "ci"}, {}, {"device": "cpu"}, "t", {"decay": decay}, None)
-    assert check("003/Fig1-left", b, untrained, record=False).status == "not run"
+    assert check("003/Fig1-left", untrained, evidence=b, record=False).status == "not run"
     decay, untrained = sweep(rising, flat)
     b = Bundle("t", {"preset": "cpu-hours"}, {}, {"device": "cpu"}, "t", {"decay": decay}, None)
-    v = check("003/Fig1-left", b, record=False)
+    v = check("003/Fig1-left", evidence=b, record=False)
     assert v.status == "not run" and "untrained_decay_table" in v.reason
 
 

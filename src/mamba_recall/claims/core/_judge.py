@@ -296,27 +296,68 @@ def audit_controls(verdicts: dict) -> list[str]:
     return problems
 
 
-def check(claim_id: str, *args, record: bool = True, directory: Path | None = None, **kwargs) -> Verdict:
-    """Measure claim ``claim_id`` from the given inputs, judge it by its declared rule, record it for the
-    scorecard and return the verdict (it displays as Markdown with the numbers it used). Inputs that do not
-    fit the claim's measurement raise :class:`ClaimError` naming the inputs it takes (:func:`inputs_of`)."""
+def check(claim_id: str, *args, record: bool = True, directory: Path | None = None, evidence=None, **kwargs) -> Verdict:
+    """Measure claim ``claim_id`` from the given inputs (:func:`measure_claim`: a claim that declares the evidence
+    it reads loads it itself), judge it by its declared rule, record it for the scorecard and return the verdict
+    (it displays as Markdown with the numbers it used). Inputs that do not fit the claim's measurement raise
+    :class:`ClaimError` naming the inputs it takes (:func:`inputs_of`). ``evidence``: other evidence in place of the
+    declared one, for a first look (pass ``record=False``) or a test."""
     claim = get(claim_id)
-    m = measure_claim(claim_id, *args, **kwargs)
+    if evidence is not None and record:
+        raise ClaimError(
+            f"check({claim_id!r}, evidence=...) judges other evidence than the claim declares: pass record=False (a "
+            "first look or a test); the recorded verdict reads the declared evidence"
+        )
+    m = measure_claim(claim_id, *args, evidence=evidence, **kwargs)
     v = not_run_verdict(claim, m) if isinstance(m, str) else judge(claim, m)
     if record:
         record_verdict(v, directory)
     return v
 
 
-def measure_claim(claim_id: str, *args, **kwargs) -> Measurement | str:
+def claim_evidence(claim_id: str):
+    """The committed evidence claim ``claim_id`` reads (:attr:`Claim.reads`): the strongest complete committed
+    bundle of the experiment it names (:func:`mamba_recall.results.evidence`), or what its loader returns. A page
+    shows its charts from the same call, so what it shows is what the verdict read. ClaimError for a claim that
+    declares none; :class:`~mamba_recall.results.BundleMissing` (naming the command that makes it) when none is
+    committed."""
+    claim = get(claim_id)
+    if claim.reads is None:
+        raise ClaimError(
+            f"claim {claim_id} declares no evidence it reads (Claim.reads); check() gives its measurement the inputs "
+            f"it is called with: {inputs_of(claim_id)}"
+        )
+    if isinstance(claim.reads, str):
+        from ...results import evidence as _evidence
+
+        return _evidence(claim.reads)
+    return claim.reads()
+
+
+def measure_claim(claim_id: str, *args, evidence=None, **kwargs) -> Measurement | str:
     """The measurement of claim ``claim_id`` from the given inputs, or why it reads *not run* (a string): the claim
-    has no measurement yet (its declared "not run" text), or its measurement raised :class:`NotRun`. Inputs that do
-    not fit the measurement raise :class:`ClaimError` naming the inputs it takes. Nothing is judged: :func:`check`
-    judges what this returns, and a job that stores measurements for a later judgement
-    (:func:`measurement_record`) stores it."""
+    has no measurement yet (its declared "not run" text), its measurement raised :class:`NotRun`, or the evidence it
+    declares it reads (:attr:`Claim.reads`) is not committed (the reason names the command that makes it). A claim
+    that declares its evidence gets it as the measurement's first argument (:func:`claim_evidence`) before ``args``;
+    ``evidence`` replaces it (a test, or a first look at a grid that is not the committed evidence: never a verdict
+    a page records), and is refused for a claim that declares none. Inputs that do not fit the measurement raise
+    :class:`ClaimError` naming the inputs it takes. Nothing is judged: :func:`check` judges what this returns, and a
+    job that stores measurements for a later judgement (:func:`measurement_record`) stores it."""
+    from ...results import BundleMissing
+
     claim = get(claim_id)
     if claim.measure is None:
         return claim.not_run
+    if claim.reads is not None:
+        try:
+            args = (evidence if evidence is not None else claim_evidence(claim_id), *args)
+        except BundleMissing as exc:
+            return f"its evidence is not committed: {exc}"
+    elif evidence is not None:
+        raise ClaimError(
+            f"check({claim_id!r}, evidence=...): this claim declares no evidence it reads; pass its inputs: "
+            f"{inputs_of(claim_id)}"
+        )
     check_inputs(claim, args, kwargs)
     try:
         return claim.measure(*args, **kwargs)
@@ -333,7 +374,16 @@ def inputs_of(claim_id: str) -> str:
         return f"{claim_id} has no measurement yet ({claim.not_run})"
     doc = (inspect.getdoc(claim.measure) or "").strip().splitlines() if claim.measure.__name__ != "<lambda>" else []
     where = f" (book/{claim.section}.ipynb shows the call)" if claim.section else ""
-    return f"measure{inspect.signature(claim.measure)}" + (f": {doc[0]}" if doc else "") + where
+    signature = inspect.signature(claim.measure)
+    if claim.reads is not None:  # its first parameter is the evidence check() loads
+        reads = claim.reads if isinstance(claim.reads, str) else getattr(claim.reads, "__name__", "its loader")
+        rest = list(signature.parameters.values())[1:]
+        return (
+            f"measure(<the evidence it reads: {reads}>, {', '.join(str(p) for p in rest)})".replace(", )", ")")
+            + (f": {doc[0]}" if doc else "")
+            + where
+        )
+    return f"measure{signature}" + (f": {doc[0]}" if doc else "") + where
 
 
 def check_inputs(claim: Claim, args: tuple, kwargs: dict) -> None:

@@ -301,6 +301,11 @@ class Claim:
     #: for a claim that can read "erratum confirmed": its root cause, one short id shared by every claim the same
     #: slip produces ("001-delta-drops-one-plus"); the scorecard counts errata by cause (issue 51)
     cause: str = ""
+    #: the committed evidence the claim reads, declared once: an experiment's name (its strongest complete committed
+    #: bundle, :func:`mamba_recall.results.evidence`) or a function of no arguments returning a bundle (a chapter's
+    #: loader with a fallback of its own). :func:`check` loads it and gives it to the measurement as its first
+    #: argument, so a page cannot judge the claim on other evidence; None: the measurement takes what it is given
+    reads: str | Callable[[], object] | None = None
 
     def __post_init__(self):
         if self.analogue and not self.setting.strip():
@@ -309,6 +314,10 @@ class Claim:
             raise ClaimError(f"claim id {self.id!r} must be '<paper>/<name>' with paper in {tuple(PAPERS)}.")
         if self.measure is None and not self.not_run:
             raise ClaimError(f"claim {self.id}: no measurement, so 'not_run' must say what it would take.")
+        if self.reads is not None and self.measure is None:
+            raise ClaimError(f"claim {self.id}: it declares the evidence it reads but no measurement to read it.")
+        if self.reads is not None and not (isinstance(self.reads, str) or callable(self.reads)):
+            raise ClaimError(f"claim {self.id}: reads={self.reads!r}: name an experiment or give a loader function.")
         if self.measure is not None and not self.section:
             raise ClaimError(f"claim {self.id}: a measured claim names the book section that checks it.")
         for name in ("statement", "where", "printed"):

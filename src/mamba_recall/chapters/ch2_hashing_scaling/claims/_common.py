@@ -113,6 +113,17 @@ def strongest_fig_bundle(part: str, fallback=None, log=lambda m: None):
         return fallback if fallback is not None else evidence(FIG_PARTS[part], preset="ci")
 
 
+def _fig_evidence(part: str):
+    """The loader of ``part``'s evidence that a claim declares (``Claim.reads``): :func:`strongest_fig_bundle` of
+    ``part``, so the claim reads the strongest committed bundle of ``ch2_<part>`` itself."""
+
+    def load():
+        return strongest_fig_bundle(part)
+
+    load.__name__ = f"strongest_fig_bundle({part!r})"
+    return load
+
+
 def _seed_views(bundle) -> list:
     """``(seed, bundle)`` per seed of a run-store bundle: a :class:`~mamba_recall.results.Bundle` with the bundle's
     name, data, provenance, path and command holding that seed's runs alone, in the layout of the ci bundle (the

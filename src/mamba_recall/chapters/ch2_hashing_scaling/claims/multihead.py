@@ -14,6 +14,7 @@ import numpy as np
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
 from ._common import (
+    _fig_evidence,
     _SE_WHY,
     NEAR_PERFECT,
     PERFECT,
@@ -165,6 +166,7 @@ CLAIMS += [
         ),
         measure_fig8_shared,
         SECTION,
+        reads=_fig_evidence("fig8"),
         revisions=(
             Revision(
                 date="2026-12-04",
@@ -221,6 +223,7 @@ CLAIMS += [
         ),
         measure_fig8_mha,
         SECTION,
+        reads=_fig_evidence("fig8"),
     ),
 ]
 
@@ -287,6 +290,7 @@ CLAIMS += [
         ),
         measure_thm5_mn,
         SECTION,
+        reads=_fig_evidence("thm5"),
     ),
 ]
 
@@ -474,5 +478,6 @@ CLAIMS += [
         ),
         measure_fig15,
         SECTION,
+        reads=_fig_evidence("fig8"),
     ),
 ]

@@ -24,6 +24,7 @@ from mamba_recall.claims.core import (
     conds,
 )
 from ._common import (
+    _fig_evidence,
     _NEAR,
     _SE_WHY,
     PERFECT,
@@ -564,6 +565,7 @@ CLAIMS += [
         ),
         measure_fig7,
         SECTION,
+        reads=_fig_evidence("fig7"),
         revisions=(
             Revision(
                 date="2026-12-04",
@@ -640,6 +642,7 @@ CLAIMS += [
         ),
         measure_tab10_rows,
         SECTION,
+        reads=_fig_evidence("tab10"),
     ),
 ]
 
@@ -685,6 +688,7 @@ CLAIMS += [
         ),
         measure_tab10_e,
         SECTION,
+        reads=_fig_evidence("tab10"),
     ),
 ]
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
 from ._common import (
+    _fig_evidence,
     _SE_WHY,
     PERFECT,
     Z,
@@ -23,7 +24,6 @@ from ._common import (
     is_run_store_bundle,
     se,
     se_diff,
-    strongest_fig_bundle,
 )
 from mamba_recall.runners import runner_command
 
@@ -151,6 +151,7 @@ CLAIMS += [
         ),
         lambda bundle: measure_fig10(bundle, 2),
         SECTION,
+        reads=_fig_evidence("fig10_11"),
     ),
 ]
 
@@ -161,10 +162,9 @@ _NK3_NOT_RUN = (
 )
 
 
-def measure_fig10_nk3(bundle=None) -> Measurement:
-    """Fig. 10 at N_k = 3 from the strongest committed bundle with 3 repeats and 1–3 layers (:func:`measure_fig10`);
-    not run while only the ci bundle (2 repeats, 1–2 layers) is committed."""
-    bundle = bundle if bundle is not None else strongest_fig_bundle("fig10_11")
+def measure_fig10_nk3(bundle) -> Measurement:
+    """Fig. 10 at N_k = 3 (:func:`measure_fig10`) from a bundle with 3 repeats and 1–3 layers; not run on one without
+    (the ci bundle: 2 repeats, 1–2 layers)."""
     if not all(_has_rep(_seed_views(bundle)[0][1] if is_run_store_bundle(bundle) else bundle,
                         "repeated_keys", 3, k) for k in (1, 2, 3)):  # fmt: skip
         raise NotRun(_NK3_NOT_RUN)
@@ -196,6 +196,7 @@ CLAIMS += [
         ),
         measure_fig10_nk3,
         SECTION,
+        reads=_fig_evidence("fig10_11"),
         not_run=_NK3_NOT_RUN,
         revisions=(
             Revision(
@@ -308,6 +309,7 @@ CLAIMS += [
         ),
         lambda bundle: measure_fig11(bundle, 2),
         SECTION,
+        reads=_fig_evidence("fig10_11"),
     ),
 ]
 
@@ -319,9 +321,8 @@ _NQ3_NOT_RUN = (
 )
 
 
-def measure_fig11_nq3(bundle=None) -> Measurement:
-    """Fig. 11 at N_q = 3 (:func:`measure_fig11`) from the strongest committed bundle with 3 repeats."""
-    bundle = bundle if bundle is not None else strongest_fig_bundle("fig10_11")
+def measure_fig11_nq3(bundle) -> Measurement:
+    """Fig. 11 at N_q = 3 (:func:`measure_fig11`) from a bundle with 3 repeats; not run on one without."""
     if not all(_has_rep(_seed_views(bundle)[0][1] if is_run_store_bundle(bundle) else bundle,
                         "repeated_queries", 3, k) for k in (1, 2)):  # fmt: skip
         raise NotRun(_NQ3_NOT_RUN)
@@ -350,6 +351,7 @@ CLAIMS += [
         ),
         measure_fig11_nq3,
         SECTION,
+        reads=_fig_evidence("fig10_11"),
         not_run=_NQ3_NOT_RUN,
         revisions=(
             Revision(

@@ -208,6 +208,7 @@ FIG3 = Claim(
     ),
     measure_fig3,
     SECTION,
+    reads="ch3_induction",
     not_run=RUN_IH,
     revisions=(
         Revision(
@@ -256,6 +257,7 @@ FIGA4 = Claim(
     ),
     measure_figa4,
     SECTION,
+    reads="ch3_induction",
     not_run=RUN_IH,
 )
 

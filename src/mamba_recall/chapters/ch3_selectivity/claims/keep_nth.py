@@ -105,6 +105,7 @@ TAB1 = Claim(
     ),
     measure_tab1,
     SECTION,
+    reads="ch3_keep_nth",
     not_run=RUN_KEEP,
 )
 
@@ -169,6 +170,7 @@ TABA1_A2 = Claim(
     ),
     measure_keep_solved,
     SECTION,
+    reads="ch3_keep_nth",
     not_run=RUN_KEEP,
     revisions=(
         Revision(
@@ -192,6 +194,14 @@ def s4dpe_t20_missing(bundle) -> str | None:
     if set(sub.model) != {"s4d+pe", "s6+pe"}:
         return f"the {preset} bundle has no S4D+PE and Mamba+PE runs at T = 20, d = 32, N = 8"
     return None
+
+
+def keep_t20_evidence():
+    """The evidence 003/TabA1-S4D+PE reads (``Claim.reads``): the strongest committed ``ch3_keep_nth`` bundle with
+    S4D+PE and Mamba+PE at T = 20 (:func:`s4dpe_t20_missing`; the cpu-hours grid has S4D without PE at T = 50 only)."""
+    from mamba_recall.results import evidence
+
+    return evidence("ch3_keep_nth", lacks=s4dpe_t20_missing)
 
 
 S4D_T20_PRINTED = 0.10  # Tab. A.3, S4D without PE, T = 20, d = 32, N = 8
@@ -258,6 +268,7 @@ TABA1_S4DPE = Claim(
     ),
     measure_s4dpe_t20,
     SECTION,
+    reads=keep_t20_evidence,
     not_run=RUN_KEEP,
     setting="the architecture as the paper describes it (embedding → depthwise S4D → linear, App. D.2), in which "
     "the PE can only add a per-position bias to the logits (exact, for any weights). What this can conclude: that "
@@ -372,6 +383,7 @@ TABA2_S4DPE = Claim(
     ),
     measure_s4dpe_decline,
     SECTION,
+    reads="ch3_keep_nth",
     not_run=RUN_KEEP,
     revisions=(
         Revision(
@@ -441,6 +453,7 @@ TABA3_A4 = Claim(
     ),
     measure_keep_failing,
     SECTION,
+    reads="ch3_keep_nth",
     not_run=RUN_KEEP,
 )
 

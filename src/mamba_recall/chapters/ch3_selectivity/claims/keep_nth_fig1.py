@@ -284,5 +284,6 @@ FIG1_LEFT = Claim(
     ),
     measure_fig1_trend,
     SECTION,
+    reads="ch3_keep_nth",
     not_run=RUN_KEEP,
 )

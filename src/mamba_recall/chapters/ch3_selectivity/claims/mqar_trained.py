@@ -109,6 +109,7 @@ FIG2 = Claim(
     ),
     measure_fig2,
     SECTION,
+    reads="ch3_mqar_train",
     not_run=RUN_MQAR,
 )
 
