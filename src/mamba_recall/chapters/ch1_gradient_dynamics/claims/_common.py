@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
+from mamba_recall.experiment import command_line
 from mamba_recall.claims.core import Control, Evidence
 
 #: the date of the open review's rule revisions (Claim.revisions) and the words the records show for a trained rule's
@@ -104,7 +105,7 @@ def chance_level(meta: dict) -> float:
 
 # ------------------------------------------------------------- the cpu-hours seeds (3 seeds, the run store)
 SEEDS_PRESET = "cpu-hours"
-SEEDS_COMMAND = "python -m mamba_recall grid ch1_mechanism --preset cpu-hours --allow-long"
+SEEDS_COMMAND = command_line("ch1_mechanism", "cpu-hours")
 
 
 def load_seeds(stem: str, log=print, *, directory=None, preset: str = SEEDS_PRESET):

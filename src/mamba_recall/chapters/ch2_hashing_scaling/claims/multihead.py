@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mamba_recall.experiment import command_line
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
 from ._common import (
     _fig_evidence,
@@ -317,7 +318,7 @@ def spearman_p(x, y) -> tuple[float, float]:
 
 
 #: The command that writes a Fig. 8 grid with each run's correct-entry variance (``var_correct``) in its run store.
-FIG15_COMMAND = "python -m mamba_recall grid ch2_fig8 --preset cpu-hours --allow-long"
+FIG15_COMMAND = command_line("ch2_fig8", "cpu-hours")
 
 
 def _with_entry_variances(bundle):

@@ -4,6 +4,7 @@ lengths (:func:`committed_model_curves`)."""
 
 from __future__ import annotations
 
+from mamba_recall.experiment import command_line
 from mamba_recall.analysis import interventions as iv
 from ._models import contexts, load_checkpoint
 from mamba_recall.runners import runner_command
@@ -12,7 +13,8 @@ from mamba_recall.runners import runner_command
 
 #: The command that trains the edge family (every recipe's seeds; the declared experiment ``ch4_edge``) and writes its
 #: bundle, and the one that measures the claims on its finished models (``ch4_edge_checks``, the runner's ``--checks``)
-EDGE_COMMAND = "python -m mamba_recall grid ch4_edge --preset {preset} --allow-long"
+#: the edge family's grid command (``{preset}`` filled in where it is printed)
+EDGE_COMMAND = command_line("ch4_edge", "{preset}")
 EDGE_CHECKS_COMMAND = runner_command("ch4_edge") + " --preset {preset} --checks --allow-long"
 #: The edge family's Mamba-2 recipe (``chapters/ch4_primacy_recency/configs.py``): App. F's head claims are judged on its seeds, at each
 #: model's pressure length (declared with the recipe, before any of its results).
