@@ -73,8 +73,8 @@ def test_fig6ab_reads_the_trained_reference_grid_as_the_sentence_means():
     assert v.status == "reproduced" and "Eq. 77 exceeds chance (0.0625) in 5 cells" in v.ours
     assert v.control.startswith("null") and v.control.endswith("not reproduced")
     # handing over the V = 64 ci grid still reads the reference grid; Fig6bc reads its construction half
-    assert check("002/Fig6ab", evidence("ch2_scaling", preset="ci"), record=False).ours == v.ours
-    bc = check("002/Fig6bc", evidence("ch2_scaling", preset="ci"), record=False)
+    assert check("002/Fig6ab", evidence=evidence("ch2_scaling", preset="ci"), record=False).ours == v.ours
+    bc = check("002/Fig6bc", evidence=evidence("ch2_scaling", preset="ci"), record=False)
     assert bc.status == "reproduced" and bc.evidence["seeds"] == 3 and bc.control.endswith("not reproduced")
     assert claims.get("002/Fig6ab").revisions and claims.get("002/Fig6bc").revisions
 

@@ -235,6 +235,7 @@ CLAIMS += [
         ),
         measure_fig6ab,
         SECTION,
+        reads="ch2_reference_grid",
         revisions=(
             Revision(
                 date="2026-12-04",
@@ -279,6 +280,18 @@ def _measure_fig6bc_grid(bundle) -> Measurement:
     )
 
 
+def _fig6bc_evidence():
+    """The evidence 002/Fig6bc reads (``Claim.reads``): the strongest committed reference grid (3 seeds, the
+    authors' settings), else the strongest committed ``ch2_scaling`` grid (one seed) when no reference grid is
+    committed."""
+    from mamba_recall.results import BundleMissing, evidence
+
+    try:
+        return evidence("ch2_reference_grid")
+    except BundleMissing:
+        return evidence("ch2_scaling")
+
+
 def measure_fig6bc(bundle=None) -> Measurement:
     """Trained against the designed circuit, from the strongest committed evidence: the reference grid (3 seeds,
     the authors' settings) beside the designed circuit evaluated at its cells (:func:`measure_fig6ab`'s reading,
@@ -312,6 +325,7 @@ CLAIMS += [
         ),
         measure_fig6bc,
         SECTION,
+        reads=_fig6bc_evidence,
         revisions=(
             Revision(
                 date="2026-12-04",
@@ -433,6 +447,7 @@ CLAIMS += [
         ),
         measure_fig6c_strongest,
         SECTION,
+        reads="ch2_reference_grid",
     ),
 ]
 
