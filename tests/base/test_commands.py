@@ -34,6 +34,8 @@ def test_every_written_runner_command_names_a_runner():
     runners = set(experiment_runners())
     bad, seen = [], 0
     for path, text in _texts():
+        if path == ROOT / "src/mamba_recall/runstore/_migrate.py":
+            continue  # the migration's declared history: the commands runners of old names recorded
         for match in COMMAND.finditer(text):
             module, placeholder = match.group(1).rstrip("."), match.group(2)
             name = runner_name(module)

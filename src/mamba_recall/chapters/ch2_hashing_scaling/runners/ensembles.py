@@ -155,30 +155,30 @@ def figures(runner: str) -> tuple[str, ...]:
     """The one-model-per-job figure grids of :mod:`.figure_grids` that ``runner``'s ensembles have at ``cpu-hours``: Fig. 8
     and Thm 5 for ``ch2_multihead``, Figs. 7, 10–11 and Tab. 10 for ``ch2_scaling``; each is the declared experiment
     ``ch2_<part>``."""
-    from . import figure_grids
+    from . import figure_grids as grids
 
-    return tuple(p for p in figure_grids.PARTS if (p in figure_grids.HEAD_PARTS) == (runner == "ch2_multihead"))
+    return tuple(p for p in grids.PARTS if (p in grids.HEAD_PARTS) == (runner == "ch2_multihead"))
 
 
 def figure_grids(runner: str, parts) -> str:
     """The grid command of the one-model-per-job figures ``parts`` (None: :func:`figures`) at ``cpu-hours``, the one
     preset at which they are all one-model grids (at :data:`PRESETS` the ensembles make Figs. 7, 8, 10–11 and Tab. 10)."""
-    from . import figure_grids
+    from . import figure_grids as grids
 
     from mamba_recall.experiment import command_line
 
-    return command_line([figure_grids.experiment_name(p) for p in parts or figures(runner)], "cpu-hours")
+    return command_line([grids.experiment_name(p) for p in parts or figures(runner)], "cpu-hours")
 
 
 def refusal(runner: str, preset: str | None, parts) -> str:
     """The one line of a runner given a one-model-per-job figure (``parts``, those of :data:`.figure_grids.PARTS`) or a
     preset without ensembles (``parts`` None: :func:`figures`), naming the grid command that runs them instead
     (:func:`figure_grids`)."""
-    from . import figure_grids
+    from . import figure_grids as grids
 
     asked = f"--only {' '.join(parts)}" if parts else f"--preset {preset}"
     parts = list(parts or figures(runner))
-    names = " ".join(figure_grids.experiment_name(p) for p in parts)
+    names = " ".join(grids.experiment_name(p) for p in parts)
     what = (
         f"{names} is a declared experiment; run it"
         if len(parts) == 1
@@ -197,7 +197,7 @@ def command(runner: str, argv=None) -> int:
     from mamba_recall.experiment import grid_command as run_grid_command
     from mamba_recall.runstore import as_only
 
-    from . import figure_grids
+    from . import figure_grids as grids
 
     words = as_only(argv, "--parts")
     picked, on = [], False
@@ -205,7 +205,7 @@ def command(runner: str, argv=None) -> int:
         on = w == "--only" or (on and not w.startswith("-"))
         if on and w != "--only":
             picked.append(w)
-    figure_parts = [p for p in picked if p in figure_grids.PARTS]
+    figure_parts = [p for p in picked if p in grids.PARTS]
     if figure_parts:
         raise SystemExit(f"error: {refusal(runner, None, figure_parts)}")
     return run_grid_command(words, name=runner, prog=runner_command(runner), default_preset="ci")
