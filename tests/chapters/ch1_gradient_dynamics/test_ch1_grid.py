@@ -350,31 +350,31 @@ def test_full_mamba_runs_alone_by_its_name(tmp_path):
     assert command == "python -m mamba_recall grid ch1_full_mamba --preset cpu-hours --allow-long"
 
 
-def test_the_training_runner_retrains_only_checkpoints_and_names_the_grid_for_the_rest(tmp_path, monkeypatch, capsys):
-    """``ch1_checkpoints --only k1`` (the command each checkpoint's sidecar records) is the grid of ``ch1_checkpoints``
-    with the run store's ``--only``: one of its jobs runs, the others are left as they are; ``--preset cpu-hours``
+def test_the_checkpoints_runner_retrains_only_its_models_and_names_the_grid_for_the_rest(tmp_path, monkeypatch, capsys):
+    """The runner ``ch1_checkpoints`` given ``--only k1`` (the command each checkpoint's sidecar records) is the grid
+    of the experiment ``ch1_checkpoints`` with the run store's ``--only``: one of its jobs runs, the others are left as they are; ``--preset cpu-hours``
     stops with argparse's one line naming the grid command of Chapter 1's cpu-hours experiments, running nothing; the
     runner has no ``--parts``."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.runners import training
+    from mamba_recall.chapters.ch1_gradient_dynamics.runners import checkpoints
 
     logs = []
     monkeypatch.setattr(c1_jobs, "SMOKE_CHECKPOINT_DIR", tmp_path / "checkpoints")
     monkeypatch.setattr(c1_bundles, "BUILD_DIR", tmp_path)
     monkeypatch.setattr("builtins.print", lambda *a, **k: logs.append(" ".join(str(x) for x in a)))
     store = ["--smoke", "--store", str(tmp_path / "runs"), "--no-estimate"]
-    training.main(["--preset", "ci", "--only", "k1", *store])
+    checkpoints.main(["--preset", "ci", "--only", "k1", *store])
     assert "1 jobs: 0 finished (skipped), 1 left" in "\n".join(logs)
     runs = list((tmp_path / "runs").rglob("*.json"))
     assert [p.parent.name for p in runs] == [c1.CHECKPOINTS_EXPERIMENT]
     assert json.loads(runs[0].read_text())["config"]["model"] == "k1"
     capsys.readouterr()
     with pytest.raises(SystemExit) as exc:
-        training.main(["--preset", "cpu-hours", *store])
+        checkpoints.main(["--preset", "cpu-hours", *store])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "ch1_checkpoints has no run-store grid at preset cpu-hours" in err
     assert "python -m mamba_recall grid ch1_mechanism ch1_table1 ch1_full_mamba ch1_wo" in err
     with pytest.raises(SystemExit) as exc:
-        training.main(["--preset", "ci", "--parts", "wo", *store])
+        checkpoints.main(["--preset", "ci", "--parts", "wo", *store])
     assert exc.value.code == 2 and "unrecognized arguments: --parts wo" in capsys.readouterr().err
     assert len(list((tmp_path / "runs").rglob("*.json"))) == 1  # nothing more ran
 
