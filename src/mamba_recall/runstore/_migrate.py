@@ -744,7 +744,7 @@ def migrate_names(
                 f"run `{COMMAND}` again."
             )
     log(
-        f"{store}: migrated {len(files)} run file(s) to today's experiment names and keys, {len(bundles)} bundle(s) "
-        f"and {len(sidecars)} checkpoint sidecar(s) of {results}; recorded in {record_path}."
+        f"{store}: migrated {len(files)} run file(s) to today's experiment names, keys and runners, "
+        f"{len(bundles)} bundle(s) and {len(sidecars)} checkpoint sidecar(s) of {results}; recorded in {record_path}."
     )
     return entry
