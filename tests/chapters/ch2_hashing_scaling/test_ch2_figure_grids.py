@@ -115,7 +115,7 @@ def test_claims_read_a_cpu_hours_bundle_seed_by_seed(smoke_store):
         ("002/Tab10-Base-to-D", "tab10"),
         ("002/Tab10-E", "tab10"),
     ):
-        v = check(claim, load[part], record=False)
+        v = check(claim, evidence=load[part], record=False)
         assert v.evidence["tier"] == "cpu-hours" and v.evidence["seeds"] == 2 and v.evidence["smoke"], claim
         assert v.status == "not run" and "smoke" in v.reason and v.intervals, claim
     # the smoke grid keeps the first and last cell of each axis: Fig. 10's 2-layer cell is not among them
