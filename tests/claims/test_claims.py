@@ -561,3 +561,29 @@ def test_every_declared_evidence_loads_and_its_page_passes_none():
         for c in declared:
             for call in re.finditer(r"check\(\s*\"" + re.escape(c.id) + r"\"([^\n]*)", src):
                 assert "evidence=" not in call.group(1) or "record=False" in call.group(1), (nb, call.group(0))
+
+
+def test_a_declared_evidence_is_never_taken_positionally_nor_through_check_seeds(monkeypatch):
+    """A committed bundle passed positionally to a claim that reads its own would bind to another parameter (or
+    be read twice): refused, as is check_seeds for such a claim; a call that does not fit is refused before any
+    evidence loads (so a missing bundle cannot hide it as *not run*)."""
+    from mamba_recall.claims.core import REGISTRY, ClaimError, check_seeds
+    from mamba_recall.results import Bundle, BundleMissing
+
+    def measure(bundle, untrained=None):
+        return Measurement({"x": 1.0}, "x", Evidence.exact("test"))
+
+    def missing():
+        raise BundleMissing("no bundle")
+
+    rule = core.Rule(why="test", reproduced=core.conds(("x", ">=", 1)))
+    claim = core.Claim("book/ReadsBundle", "s", "w", "p", rule, measure, "00_test/page", reads=missing)
+    monkeypatch.setitem(REGISTRY, claim.id, claim)
+    b = Bundle.__new__(Bundle)
+    with pytest.raises(ClaimError, match="reads its declared evidence itself"):
+        claims.check(claim.id, b, record=False)
+    with pytest.raises(ClaimError, match="takes"):  # too many inputs: refused, not "not run"
+        claims.check(claim.id, 1, 2, record=False)
+    assert claims.check(claim.id, 1, record=False).status == "not run"
+    with pytest.raises(ClaimError, match="call check"):
+        check_seeds(claim.id, [(1,)])

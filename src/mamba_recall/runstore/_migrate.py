@@ -702,6 +702,10 @@ def migrate_names(
                 "file": repo_relative(p),
                 "command_before": json.loads(p.read_text()).get("command"),
                 "command": r["command"],
+                # what else changed (the config's runner), and the file as it was: ``git show <code_commit>:<file>``
+                "runner_before": (json.loads(p.read_text()).get("config") or {}).get("runner"),
+                "runner": (r.get("config") or {}).get("runner"),
+                "sha256_before": hashlib.sha256(p.read_bytes()).hexdigest(),
             }
             for p, r, _ in bundles
         ],
@@ -730,7 +734,8 @@ def migrate_names(
         raw = json.loads(target.read_text())
         check_record(json.loads(json.dumps(raw)), target)  # the reader's checks: schema, key, sha256
         if not all(_same(raw[k], rec[k]) for k in ("config", "seed", "result", "nonfinite")):
-            raise RunFileError(f"{target} does not read back as {path}; both kept. {_fix(target)}.")
+            kept = "both kept" if target != path else f"restore the old one with `git checkout -- {path}`"
+            raise RunFileError(f"{target} does not read back as {path}; {kept}. {_fix(target)}.")
         if target != path:  # a renamed experiment's run moved to its new key; a renamed runner's stays where it was
             path.unlink()
     for path, new, tables in bundles:

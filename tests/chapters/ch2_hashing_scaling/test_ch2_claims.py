@@ -357,13 +357,13 @@ def test_fig6c_reads_the_reference_grid_at_cpu_hours():
     32, 2000 steps) at cpu-hours, 3 seeds with intervals, so the trained-model seed cap lifts; N_90(D) from the mean."""
     from mamba_recall.results import load_bundle
 
-    v = verdict("002/Fig6c")
+    v = claims.check("002/Fig6c", record=False)  # the evidence the claim declares
     assert v.status == "reproduced"
     assert v.evidence["tier"] == "cpu-hours" and v.evidence["seeds"] == 3
     assert v.evidence["source"].endswith("ch2_reference_grid_cpu-hours.json")
     assert "{16: None, 32: 24, 48: 16, 64: 16}" in v.ours and "3 of 3 seeds" in v.ours
     assert v.intervals and all(lo <= hi for lo, hi in v.intervals.values())
-    m = claims.get("002/Fig6c").measure()
+    m = claims.get("002/Fig6c").measure(claims.claim_evidence("002/Fig6c"))
     assert m.per_seed["n90_nonincreasing"] == [True, True, True]
     # the same measurement on the ci reference grid is weaker evidence (2 seeds) and says so
     ci = claims.get("002/Fig6c").measure(load_bundle("ch2_reference_grid_ci"))

@@ -39,7 +39,7 @@ def test_seeds_reach_a_number_only_through_across_seeds():
     src = "".join(p.read_text() for p in sorted(Path(inspect.getfile(ch2)).parent.glob("*.py")))
     for banned in ("mean_interval", "t.ppf", "per_seed=", "itertools.permutations", "np.corrcoef"):
         assert banned not in src, banned
-    m = claims.get("002/Fig6c").measure()  # the reference grid: per-seed measurements, then across_seeds
+    m = claims.get("002/Fig6c").measure(claims.claim_evidence("002/Fig6c"))  # per seed, then across_seeds
     assert m.evidence.seeds == 3 and m.per_seed["n90_nonincreasing"] == [True, True, True]
     assert set(m.intervals) == {"defined_n90"}
 
@@ -72,10 +72,15 @@ def test_fig6ab_reads_the_trained_reference_grid_as_the_sentence_means():
     assert v.evidence["source"].endswith("ch2_reference_grid_cpu-hours.json") and v.evidence["seeds"] == 3
     assert v.status == "reproduced" and "Eq. 77 exceeds chance (0.0625) in 5 cells" in v.ours
     assert v.control.startswith("null") and v.control.endswith("not reproduced")
-    # handing over the V = 64 ci grid still reads the reference grid; Fig6bc reads its construction half
-    assert check("002/Fig6ab", evidence=evidence("ch2_scaling", preset="ci"), record=False).ours == v.ours
-    bc = check("002/Fig6bc", evidence=evidence("ch2_scaling", preset="ci"), record=False)
+    # other evidence than a reference grid is refused, never replaced by the committed one; Fig6bc reads the
+    # construction half of the same reference grid, and a ch2_scaling grid (one seed) only when given one
+    with pytest.raises(core.ClaimError, match="not an authors' reference grid"):
+        check("002/Fig6ab", evidence=evidence("ch2_scaling", preset="ci"), record=False)
+    bc = check("002/Fig6bc", record=False)
+    assert bc.evidence["source"] == v.evidence["source"]
     assert bc.status == "reproduced" and bc.evidence["seeds"] == 3 and bc.control.endswith("not reproduced")
+    grid = check("002/Fig6bc", evidence=evidence("ch2_scaling", preset="ci"), record=False)
+    assert grid.evidence["source"].endswith("ch2_scaling_ci.json")
     assert claims.get("002/Fig6ab").revisions and claims.get("002/Fig6bc").revisions
 
 

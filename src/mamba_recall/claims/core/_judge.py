@@ -343,12 +343,18 @@ def measure_claim(claim_id: str, *args, evidence=None, **kwargs) -> Measurement 
     a page records), and is refused for a claim that declares none. Inputs that do not fit the measurement raise
     :class:`ClaimError` naming the inputs it takes. Nothing is judged: :func:`check` judges what this returns, and a
     job that stores measurements for a later judgement (:func:`measurement_record`) stores it."""
-    from ...results import BundleMissing
+    from ...results import Bundle, BundleMissing
 
     claim = get(claim_id)
     if claim.measure is None:
         return claim.not_run
     if claim.reads is not None:
+        if any(isinstance(a, Bundle) for a in (*args, *kwargs.values())):
+            raise ClaimError(
+                f"check({claim_id!r}, <a bundle>, ...): the claim reads its declared evidence itself; pass its other "
+                f"inputs only ({inputs_of(claim_id)}), or other evidence by name, evidence=..., with record=False"
+            )
+        check_inputs(claim, (None, *args), kwargs)  # a call that does not fit is refused before any evidence loads
         try:
             args = (evidence if evidence is not None else claim_evidence(claim_id), *args)
         except BundleMissing as exc:
@@ -513,6 +519,11 @@ def check_seeds(
     combine them with :func:`across_seeds` (``bounds``: the metrics' declared ranges) and judge the result by the
     declared rule."""
     claim = get(claim_id)
+    if claim.reads is not None:
+        raise ClaimError(
+            f"check_seeds({claim_id!r}, ...): the claim reads its declared evidence itself (Claim.reads) and combines "
+            "its seeds there; call check(id)"
+        )
     if claim.measure is None:
         v = not_run_verdict(claim)
     else:

@@ -113,14 +113,22 @@ def strongest_fig_bundle(part: str, fallback=None, log=lambda m: None):
         return fallback if fallback is not None else evidence(FIG_PARTS[part], preset="ci")
 
 
-def _fig_evidence(part: str):
-    """The loader of ``part``'s evidence that a claim declares (``Claim.reads``): :func:`strongest_fig_bundle` of
-    ``part``, so the claim reads the strongest committed bundle of ``ch2_<part>`` itself."""
+def _fig_evidence(part: str, *parts: str):
+    """The loader of ``part``'s evidence that a claim declares (``Claim.reads``): the strongest complete committed
+    ``ch2_<part>`` bundle (:func:`strongest_fig_bundle`), else that of each of ``parts`` in turn (Thm 5's falls back
+    to the Fig. 8 grid, as its page did), else the strongest complete committed bundle of the runner
+    :data:`FIG_PARTS` names (``ch2_scaling`` or ``ch2_multihead``, whose layout the parts' readers share)."""
+    from mamba_recall.results import BundleMissing, evidence
 
     def load():
-        return strongest_fig_bundle(part)
+        for p in (part, *parts):
+            try:
+                return evidence(f"ch2_{p}")
+            except BundleMissing:
+                continue
+        return evidence(FIG_PARTS[part])
 
-    load.__name__ = f"strongest_fig_bundle({part!r})"
+    load.__name__ = " else ".join(f"ch2_{p}" for p in (part, *parts)) + f" else {FIG_PARTS[part]}"
     return load
 
 

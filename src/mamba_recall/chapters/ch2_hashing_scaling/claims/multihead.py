@@ -291,7 +291,7 @@ CLAIMS += [
         ),
         measure_thm5_mn,
         SECTION,
-        reads=_fig_evidence("thm5"),
+        reads=_fig_evidence("thm5", "fig8"),
     ),
 ]
 

@@ -14,6 +14,7 @@ import functools
 from mamba_recall.claims.core import (
     MIN_SEEDS,
     Claim,
+    ClaimError,
     Control,
     Evidence,
     Measurement,
@@ -118,10 +119,10 @@ def _designed_on_reference(V: int, Nf: int, L: int, cells: tuple, n_seq: int = D
     return tuple(out)
 
 
-def _reference_with_designed(bundle=None):
-    """The strongest committed reference grid (trained, per seed) beside the designed circuit and Eq. 77 at its
-    cells: (bundle, rows [(D, N, [trained per seed], designed, eq77)], sizes, chance)."""
-    bundle, t = _reference_cells(bundle if bundle is not None and "comparison" in bundle.tables else None)
+def _reference_with_designed(bundle):
+    """The reference grid ``bundle`` (trained, per seed) beside the designed circuit and Eq. 77 at its cells:
+    (bundle, rows [(D, N, [trained per seed], designed, eq77)], sizes, chance)."""
+    bundle, t = _reference_cells(bundle)
     cfg = bundle.config["sizes"]
     cells = tuple(sorted((int(D), int(N)) for D, N in zip(t["D"], t["N"])))
     des = {(D, N): (d, e) for D, N, d, e in _designed_on_reference(cfg["V"], cfg["Nf"], cfg["L"], cells)}
@@ -149,7 +150,7 @@ def _per_seed_fractions(rows, cfg, key, seeds: int, cells=None) -> list:
     return out
 
 
-def measure_fig6ab(bundle=None) -> Measurement:
+def measure_fig6ab(bundle) -> Measurement:
     """§5.1 (i) as the paper means it: the theory, built on one construction (column b), is a lower bound on the
     *trained* model (column c) rather than a direct predictor. On the strongest committed reference grid (trained at
     the authors' settings, V = 512, 3 seeds), per seed: in every cell where Eq. 77 promises more than the generator's
@@ -292,22 +293,21 @@ def _fig6bc_evidence():
         return evidence("ch2_scaling")
 
 
-def measure_fig6bc(bundle=None) -> Measurement:
-    """Trained against the designed circuit, from the strongest committed evidence: the reference grid (3 seeds,
-    the authors' settings) beside the designed circuit evaluated at its cells (:func:`measure_fig6ab`'s reading,
-    the construction half), per seed then combined; the ci ``ch2_scaling`` grid (one seed) only when no reference
-    grid is committed."""
+def measure_fig6bc(bundle) -> Measurement:
+    """Trained against the designed circuit on the evidence the claim declares (:func:`_fig6bc_evidence`): the
+    reference grid (3 seeds, the authors' settings) beside the designed circuit evaluated at its cells
+    (:func:`measure_fig6ab`'s reading, the construction half), per seed then combined; a ``ch2_scaling`` grid (one
+    seed, its ``grid`` table) only where no reference grid is committed."""
     import dataclasses
 
-    from mamba_recall.results import BundleMissing
-
-    try:
-        m = measure_fig6ab(bundle if bundle is not None and "comparison" in bundle.tables else None)
-    except BundleMissing:
-        if bundle is None or "grid" not in bundle.tables:
-            raise
+    if "comparison" in bundle.tables:
+        return dataclasses.replace(measure_fig6ab(bundle), note="")
+    if "grid" in bundle.tables:
         return _measure_fig6bc_grid(bundle)
-    return dataclasses.replace(m, note="")
+    raise ClaimError(
+        f"002/Fig6bc reads a reference grid (a comparison table) or a ch2_scaling grid (a grid table); {bundle.name} "
+        "has neither."
+    )
 
 
 CLAIMS += [
@@ -362,17 +362,18 @@ def measure_fig6c(bundle) -> Measurement:
     )
 
 
-def _reference_cells(bundle=None):
-    """The authors' reference grid (``ch2_reference_grid``): the given bundle, else the strongest committed one
-    (cpu-hours over ci, :func:`~mamba_recall.results.evidence`)."""
-    if bundle is None:
-        from mamba_recall.results import evidence
-
-        bundle = evidence("ch2_reference_grid")
+def _reference_cells(bundle):
+    """The authors' reference grid ``bundle`` (``ch2_reference_grid``, the evidence 002/Fig6ab and 002/Fig6c declare)
+    and its ``comparison`` table; ClaimError for a bundle without one."""
+    if "comparison" not in bundle.tables:
+        raise ClaimError(
+            f"{bundle.name} is not an authors' reference grid (no comparison table): 002/Fig6ab and 002/Fig6c read "
+            "ch2_reference_grid; give such a bundle (check(id, evidence=..., record=False))."
+        )
     return bundle, bundle.tables["comparison"]
 
 
-def measure_fig6c_reference(bundle=None) -> Measurement:
+def measure_fig6c_reference(bundle) -> Measurement:
     """Fig. 6(c) on the authors' reference grid at their settings (V = 512, L = 64, N_f = 16, batch 32, 2000 steps):
     N_90(D) of each seed's grid (a :class:`Measurement` per seed), combined by
     :func:`~mamba_recall.claims.core.across_seeds`; N_90(D) of the mean grid and the crossing cells' 95 % intervals
@@ -424,10 +425,11 @@ def measure_fig6c_reference(bundle=None) -> Measurement:
     return dataclasses.replace(m, shown=shown)
 
 
-def measure_fig6c_strongest(bundle=None) -> Measurement:
-    """Fig. 6(c) from the strongest committed evidence: the authors' reference grid (cpu-hours, else ci) when no
-    bundle or a reference-grid bundle is given; a ``ch2_scaling`` bundle (a ``grid`` table) reads as before."""
-    if bundle is not None and "grid" in bundle.tables:
+def measure_fig6c_strongest(bundle) -> Measurement:
+    """Fig. 6(c) on the evidence the claim declares, the strongest committed reference grid
+    (:func:`measure_fig6c_reference`); a ``ch2_scaling`` bundle (a ``grid`` table) given in its place reads as the
+    ci grid (:func:`measure_fig6c`)."""
+    if "grid" in bundle.tables:
         return measure_fig6c(bundle)
     return measure_fig6c_reference(bundle)
 

@@ -118,7 +118,7 @@ def fig1_stats(decay, decay_untrained):
     read off the histogram at the bin midpoints (within half a bin, 0.01 for 50 bins, of the exact mean; the same
     estimator for both weights, so their difference has no binning bias). A table without ``seed`` is one seed (0).
     Raises ValueError when a run of ``decay`` has no untrained row (the fix: compute the baseline with
-    ``analysis.keep_nth.untrained_decay_table``)."""
+    ``pipelines.keep_nth.untrained_decay_table``)."""
     import pandas as pd
 
     out = []
@@ -155,7 +155,7 @@ def fig1_stats(decay, decay_untrained):
     if lacking:
         raise ValueError(
             f"fig1_stats: no untrained baseline for the runs {lacking[:3]}{' …' * (len(lacking) > 3)} "
-            "(T, d, N, model, seed); make it with analysis.keep_nth.untrained_decay_table(bundle)."
+            "(T, d, N, model, seed); make it with chapters.ch3_selectivity.pipelines.keep_nth.untrained_decay_table(bundle)."
         )
     return stats.sort_values([*FIG1_COLUMNS, "weights"]).reset_index(drop=True)
 
@@ -195,7 +195,7 @@ def measure_fig1_trend(bundle, untrained=None) -> Measurement:
     (:func:`_fitted_rise`), ``rise_over_untrained_<m>`` = fitted rise of :math:`f-f_0`, for m = mamba, s4d.
 
     The untrained histograms come from the bundle's ``decay_untrained`` table, else from ``untrained`` (a table in
-    the same format: ``analysis.keep_nth.untrained_decay_table(bundle)``). The untrained model is also the null
+    the same format: ``pipelines.keep_nth.untrained_decay_table(bundle)``). The untrained model is also the null
     control: the same statistics with :math:`f_0` in :math:`f`'s place (its excess over itself is 0)."""
 
     dec = bundle.tables["decay"]
@@ -210,7 +210,8 @@ def measure_fig1_trend(bundle, untrained=None) -> Measurement:
     if untrained is None:
         raise NotRun(
             f"the {preset} bundle has no `decay_untrained` table and no untrained baseline was passed: "
-            "check('003/Fig1-left', bundle, analysis.keep_nth.untrained_decay_table(bundle))"
+            "check('003/Fig1-left', untrained_decay_table(claim_evidence('003/Fig1-left'))) "
+            "(untrained_decay_table: chapters.ch3_selectivity.pipelines.keep_nth)"
         )
     stats = fig1_stats(trained, untrained)
     stats = stats.merge(trained.assign(seed=trained.get("seed", 0))[FIG1_COLUMNS].drop_duplicates(), on=FIG1_COLUMNS)

@@ -12,8 +12,8 @@ from mamba_recall.runners import runner_command
 # --------------------------------------------------------------------- the edge family (3 seeds per recipe)
 
 #: The command that trains the edge family (every recipe's seeds; the declared experiment ``ch4_edge``) and writes its
-#: bundle, and the one that measures the claims on its finished models (``ch4_edge_checks``, the runner's ``--checks``)
-#: the edge family's grid command (``{preset}`` filled in where it is printed)
+#: bundle, and the one that measures the claims on its finished models (``ch4_edge_checks``, the runner's ``--checks``);
+#: ``{preset}`` is filled in where they are printed
 EDGE_COMMAND = command_line("ch4_edge", "{preset}")
 EDGE_CHECKS_COMMAND = runner_command("ch4_edge") + " --preset {preset} --checks --allow-long"
 #: The edge family's Mamba-2 recipe (``chapters/ch4_primacy_recency/configs.py``): App. F's head claims are judged on its seeds, at each
