@@ -250,7 +250,9 @@ def test_model_checks_judge_through_the_registry():
 
     src = inspect.getsource(mc)
     assert "load_claims" not in src and "import papermill" not in src and "scorecard import" not in src
-    assert "from mamba_recall.claims import NotRun, get, judge, measurement_from_record, measurement_record" in src
+    assert (
+        "from mamba_recall.claims import get, judge, measure_claim, measurement_from_record, measurement_record" in src
+    )
     assert "from mamba_recall.claims import ClaimError, get, judge, measurement_from_record, not_run_verdict" in src
     measured_in_sections_1_4 = {
         c.id
