@@ -169,7 +169,7 @@ def test_fused_exp_kernel_accuracy_dense():
     )[0, :, 0]
     exact = torch.exp(x.double())
     rel = ((out.double() - exact).abs() / exact).max().item()
-    assert torch.isfinite(out).all() and rel <= 2.5 * 2.0**-23, rel
+    assert torch.isfinite(out).all() and rel <= 2.0 * 2.0**-23, rel  # the docstring's 2 ulp (measured: 0.98)
     x = torch.linspace(-200.0, -87.34, 1001)  # exact float32 exp is denormal or 0 there; the kernel gives 0
     out = selective_scan_fused(
         torch.zeros(1, 1001, 1),
