@@ -348,23 +348,23 @@ def measure_claim(claim_id: str, *args, evidence=None, **kwargs) -> Measurement 
     claim = get(claim_id)
     if claim.measure is None:
         return claim.not_run
-    if claim.reads is not None:
-        if any(isinstance(a, Bundle) for a in (*args, *kwargs.values())):
-            raise ClaimError(
-                f"check({claim_id!r}, <a bundle>, ...): the claim reads its declared evidence itself; pass its other "
-                f"inputs only ({inputs_of(claim_id)}), or other evidence by name, evidence=..., with record=False"
-            )
-        check_inputs(claim, (None, *args), kwargs)  # a call that does not fit is refused before any evidence loads
-        try:
-            args = (evidence if evidence is not None else claim_evidence(claim_id), *args)
-        except BundleMissing as exc:
-            return f"its evidence is not committed: {exc}"
-    elif evidence is not None:
+    if claim.reads is None and evidence is not None:
         raise ClaimError(
             f"check({claim_id!r}, evidence=...): this claim declares no evidence it reads; pass its inputs: "
             f"{inputs_of(claim_id)}"
         )
-    check_inputs(claim, args, kwargs)
+    if claim.reads is not None and any(isinstance(a, Bundle) for a in (*args, *kwargs.values())):
+        raise ClaimError(
+            f"check({claim_id!r}, <a bundle>, ...): the claim reads its declared evidence itself; pass its other "
+            f"inputs only ({inputs_of(claim_id)}), or other evidence by name, evidence=..., with record=False"
+        )
+    # the evidence's place held by None: a call that does not fit is refused before any evidence loads
+    check_inputs(claim, (None, *args) if claim.reads is not None else args, kwargs)
+    if claim.reads is not None:
+        try:
+            args = (evidence if evidence is not None else claim_evidence(claim_id), *args)
+        except BundleMissing as exc:
+            return f"its evidence is not committed: {exc}"
     try:
         return claim.measure(*args, **kwargs)
     except NotRun as exc:
@@ -383,12 +383,8 @@ def inputs_of(claim_id: str) -> str:
     signature = inspect.signature(claim.measure)
     if claim.reads is not None:  # its first parameter is the evidence check() loads
         reads = claim.reads if isinstance(claim.reads, str) else getattr(claim.reads, "__name__", "its loader")
-        rest = list(signature.parameters.values())[1:]
-        return (
-            f"measure(<the evidence it reads: {reads}>, {', '.join(str(p) for p in rest)})".replace(", )", ")")
-            + (f": {doc[0]}" if doc else "")
-            + where
-        )
+        params = [f"<the evidence it reads: {reads}>", *map(str, list(signature.parameters.values())[1:])]
+        return f"measure({', '.join(params)})" + (f": {doc[0]}" if doc else "") + where
     return f"measure{signature}" + (f": {doc[0]}" if doc else "") + where
 
 
