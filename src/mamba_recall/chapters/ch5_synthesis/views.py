@@ -66,11 +66,18 @@ def law_table(searches: pd.DataFrame, V: int, threshold: float = 0.5) -> pd.Data
 
 
 def capacity_chart(
-    searches: pd.DataFrame, V: int, threshold: float = 0.5, *, width: int = 420, title: str | None = None
+    searches: pd.DataFrame,
+    V: int,
+    threshold: float = 0.5,
+    *,
+    width: int = 420,
+    title: str | None = None,
+    y_axis: bool = True,
 ) -> alt.LayerChart:
     """κ*_θ against D·N on log axes: each cell's geometric mean over seeds with its 95 % interval (black; 1 and 2
     layers by shape, 2 layers at N_eff = 2N), the seeds (grey), each law of paper 002 (dashed lines) and paper 003's
-    construction κ* = Λ N (crosses)."""
+    construction κ* = Λ N (crosses). ``y_axis=False`` draws no y axis (a panel beside one that has it, on a shared
+    scale: :func:`budgets_chart`)."""
     laws = law_table(searches, V, threshold)
     cells = syn.cell_capacity(searches, threshold)
     cells = cells.assign(DN_eff=cells.D * cells.N * cells.layers, layers=cells.layers.astype(str) + " layer(s)")
@@ -81,7 +88,8 @@ def capacity_chart(
     )
     lines = laws[(laws.theory != CONSTRUCTION) & (laws.kappa >= 1) & (laws.layers == 1)]
     x = alt.X("DN_eff:Q", scale=_LOG2, title="D·N (2 layers: D·2N)")
-    y = alt.Y("kappa:Q", scale=_LOG2, title=f"capacity κ* at {threshold:.0%} recall")
+    axis = alt.Axis(title=f"capacity κ* at {threshold:.0%} recall") if y_axis else None
+    y = alt.Y("kappa:Q", scale=_LOG2, axis=axis)
     parts = []
     if len(lines):
         parts.append(
@@ -102,7 +110,11 @@ def capacity_chart(
         )
     bars = cells.dropna(subset=["kappa_ci_low"])  # one seed has no interval: no bar drawn (and no empty layer)
     if len(bars):
-        parts.append(alt.Chart(bars).mark_rule(color="black").encode(x=x, y="kappa_ci_low:Q", y2="kappa_ci_high:Q"))
+        parts.append(
+            alt.Chart(bars)
+            .mark_rule(color="black")
+            .encode(x=x, y=alt.Y("kappa_ci_low:Q", axis=axis), y2="kappa_ci_high:Q")
+        )
     measured = cells.dropna(subset=["kappa"])
     if len(measured):
         parts.append(
@@ -126,12 +138,24 @@ def budgets_chart(short, *longer, threshold: float = 0.5) -> alt.HConcatChart:
     bundles, their finished cells only and titled PARTIAL with the job count while their grid runs; none: a panel
     saying the long budget has not run yet, its command and cost printed beside the chart). Each panel's title is its
     bundle's :func:`~mamba_recall.chapters.ch5_synthesis.pipelines.budgets.budget_label`; the panels share their
-    axes' scales."""
+    axes' scales, only the first draws the y axis, and the legends sit below the panels.
+
+    The width does not depend on the data: the y axis's labels and the legends' entries (which grow with the
+    cells committed) take no room beside the panels. Three panels and the axis take about 850 pixels, inside the
+    964-pixel column of the page at a 1300-pixel window, so the chart is drawn unscaled there
+    (``tools/browser_check.py``: no chart text below 10 pixels)."""
     bundles = [short, *(b for b in longer if b is not None)]
-    width = 300 if len(bundles) <= 2 else 180  # three panels fit the 1300-px page unscaled (tools/browser_check.py)
+    width = 340 if len(bundles) <= 2 else 250
     panels = [
-        capacity_chart(b.tables["searches"], b.config["job_config"]["V"], threshold, width=width, title=budget_label(b))
-        for b in bundles
+        capacity_chart(
+            b.tables["searches"],
+            b.config["job_config"]["V"],
+            threshold,
+            width=width,
+            title=budget_label(b),
+            y_axis=i == 0,
+        )
+        for i, b in enumerate(bundles)
     ]
     if len(bundles) == 1:
         note = pd.DataFrame({"y": [0, 1], "text": ["long budget (4× the steps):", "not run yet"]})
@@ -142,7 +166,11 @@ def budgets_chart(short, *longer, threshold: float = 0.5) -> alt.HConcatChart:
             .properties(width=200, height=300, title="long budget")
         )
     # one x and one y scale for every panel: the budgets compare by eye at the same place on the page
-    return alt.hconcat(*panels).resolve_scale(color="shared", x="shared", y="shared")
+    return (
+        alt.hconcat(*panels)
+        .resolve_scale(color="shared", x="shared", y="shared")
+        .configure_legend(orient="bottom", direction="vertical", columns=2)
+    )
 
 
 def convergence_frame(probes: pd.DataFrame, steps: int, target: float) -> pd.DataFrame:
