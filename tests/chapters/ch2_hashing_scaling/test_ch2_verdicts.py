@@ -141,7 +141,7 @@ def test_fig10_nk2_ceiling_is_the_guessing_level():
 
 # ------------------------------------------------------------------------------------------------ Fig. 15
 def _fig8():
-    return ch2.strongest_fig_bundle("fig8", evidence("ch2_multihead", preset="ci"))
+    return ch2.strongest_fig_bundle("fig8")
 
 
 def test_fig15_reads_the_wrong_and_correct_entries_not_the_empty_ones():

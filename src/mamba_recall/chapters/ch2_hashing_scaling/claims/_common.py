@@ -96,37 +96,33 @@ def is_run_store_bundle(bundle) -> bool:
     )
 
 
-def strongest_fig_bundle(part: str, fallback=None, log=lambda m: None):
+def strongest_fig_bundle(part: str, *parts: str, log=lambda m: None):
     """The strongest committed evidence for ``part`` (a key of :data:`FIG_PARTS`): the complete ``ch2_<part>_<preset>``
-    bundle with the strongest preset (:func:`~mamba_recall.results.evidence`: paper, then cpu-hours), else ``fallback``
-    (default: the committed ci bundle of the runner :data:`FIG_PARTS` names, whose layout the parts' readers share:
-    the chapter logic this adds to ``evidence``). Only absence falls back (:class:`~mamba_recall.results.BundleMissing`):
-    a stronger bundle that exists but is corrupt raises its :class:`~mamba_recall.results.BundleError` (file and
-    regenerate command) instead of being replaced by weaker evidence."""
+    bundle with the strongest preset (:func:`~mamba_recall.results.evidence`: paper, then cpu-hours), else that of
+    each of ``parts`` in turn (Thm 5's falls back to the Fig. 8 grid), else the strongest complete committed bundle of
+    the runner :data:`FIG_PARTS` names (``ch2_scaling`` or ``ch2_multihead``, whose layout the parts' readers share:
+    the chapter logic this adds to ``evidence``). Only absence falls back (:class:`~mamba_recall.results.
+    BundleMissing`): a stronger bundle that exists but is corrupt raises its :class:`~mamba_recall.results.
+    BundleError` (file and regenerate command) instead of being replaced by weaker evidence."""
     from mamba_recall.results import BundleMissing, evidence
 
-    if part not in FIG_PARTS:
-        raise ValueError(f"unknown part {part!r}; use one of {', '.join(FIG_PARTS)}.")
-    try:
-        return evidence(f"ch2_{part}", log=log)
-    except BundleMissing:
-        return fallback if fallback is not None else evidence(FIG_PARTS[part], preset="ci")
+    for p in (part, *parts):
+        if p not in FIG_PARTS:
+            raise ValueError(f"unknown part {p!r}; use one of {', '.join(FIG_PARTS)}.")
+    for p in (part, *parts):
+        try:
+            return evidence(f"ch2_{p}", log=log)
+        except BundleMissing:
+            continue
+    return evidence(FIG_PARTS[part], log=log)
 
 
 def _fig_evidence(part: str, *parts: str):
-    """The loader of ``part``'s evidence that a claim declares (``Claim.reads``): the strongest complete committed
-    ``ch2_<part>`` bundle (:func:`strongest_fig_bundle`), else that of each of ``parts`` in turn (Thm 5's falls back
-    to the Fig. 8 grid, as its page did), else the strongest complete committed bundle of the runner
-    :data:`FIG_PARTS` names (``ch2_scaling`` or ``ch2_multihead``, whose layout the parts' readers share)."""
-    from mamba_recall.results import BundleMissing, evidence
+    """The loader of ``part``'s evidence that a claim declares (``Claim.reads``): :func:`strongest_fig_bundle` of
+    ``part`` (and ``parts``), named by what it reads in turn."""
 
     def load():
-        for p in (part, *parts):
-            try:
-                return evidence(f"ch2_{p}")
-            except BundleMissing:
-                continue
-        return evidence(FIG_PARTS[part])
+        return strongest_fig_bundle(part, *parts)
 
     load.__name__ = " else ".join(f"ch2_{p}" for p in (part, *parts)) + f" else {FIG_PARTS[part]}"
     return load
