@@ -587,3 +587,28 @@ def test_a_declared_evidence_is_never_taken_positionally_nor_through_check_seeds
     assert claims.check(claim.id, 1, record=False).status == "not run"
     with pytest.raises(ClaimError, match="call check"):
         check_seeds(claim.id, [(1,)])
+
+
+def test_check_seeds_measures_each_seed_as_check_does(monkeypatch):
+    """check_seeds goes through measure_claim: inputs that do not fit a seed's measurement are refused naming what it
+    takes (not a TypeError from inside it), and the first seed that reads *not run* makes the verdict *not run*
+    with that seed's reason (the later seeds are not measured)."""
+    from mamba_recall.claims.core import REGISTRY, ClaimError, NotRun, check_seeds
+
+    measured = []
+
+    def measure(value):
+        measured.append(value)
+        if value is None:
+            raise NotRun("seed without its run")
+        return Measurement({"x": float(value)}, "x", Evidence.exact("test"))
+
+    rule = core.Rule(why="test", reproduced=core.conds(("x", ">=", 1)))
+    claim = core.Claim("book/Seeds", "s", "w", "p", rule, measure, "00_test/page")
+    monkeypatch.setitem(REGISTRY, claim.id, claim)
+    with pytest.raises(ClaimError, match=r"measure\(value\)"):
+        check_seeds(claim.id, [(1,), (1, 2)])
+    measured.clear()
+    v = check_seeds(claim.id, [(1,), (None,), (3,)], ["seed 0", "seed 1", "seed 2"])
+    assert v.status == "not run" and "seed without its run" in v.reason and measured == [1, None]
+    assert check_seeds(claim.id, [(1,), (2,), (3,)], ["seed 0", "seed 1", "seed 2"]).status != "not run"

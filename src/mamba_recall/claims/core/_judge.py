@@ -511,22 +511,24 @@ def check_seeds(
     bounds=None,
     **kwargs,
 ) -> Verdict:
-    """Measure ``claim_id`` on each seed's inputs (``inputs[i]`` = the positional arguments of its measurement),
-    combine them with :func:`across_seeds` (``bounds``: the metrics' declared ranges) and judge the result by the
-    declared rule."""
+    """Measure ``claim_id`` on each seed's inputs (``inputs[i]`` = the positional arguments of its measurement) by
+    :func:`measure_claim` (inputs that do not fit raise :class:`ClaimError` naming what it takes), combine them with
+    :func:`across_seeds` (``bounds``: the metrics' declared ranges) and judge the result by the declared rule. The
+    first seed that reads *not run* makes the verdict *not run*, with its reason."""
     claim = get(claim_id)
     if claim.reads is not None:
         raise ClaimError(
             f"check_seeds({claim_id!r}, ...): the claim reads its declared evidence itself (Claim.reads) and combines "
             "its seeds there; call check(id)"
         )
-    if claim.measure is None:
-        v = not_run_verdict(claim)
-    else:
-        try:
-            v = judge(claim, across_seeds([claim.measure(*args, **kwargs) for args in inputs], names, bounds=bounds))
-        except NotRun as exc:
-            v = not_run_verdict(claim, str(exc))
+    ms = []
+    for args in inputs:
+        m = measure_claim(claim_id, *args, **kwargs)
+        if isinstance(m, str):
+            ms = m
+            break
+        ms.append(m)
+    v = not_run_verdict(claim, ms) if isinstance(ms, str) else judge(claim, across_seeds(ms, names, bounds=bounds))
     if record:
         record_verdict(v, directory)
     return v
