@@ -22,16 +22,25 @@ TASK = "mqar (zoology, mamba_recall.tasks.mqar variant 'standard', power_a 1, pa
 
 
 def fake_bundle(
-    kappa_of, *, profile=None, key_ratio=1.3, seeds=(0, 1, 2), at_cap=lambda i: False, key_set=None, plateau=None
+    kappa_of,
+    *,
+    profile=None,
+    key_ratio=1.3,
+    seeds=(0, 1, 2),
+    at_cap=lambda i: False,
+    key_set=None,
+    plateau=None,
+    cells=CELLS,
 ):
     """Searches with κ*₅₀ = kappa_of(layers, D, N, seed) and κ*₉₀ = κ*₅₀/2; each search has an edge probe (κ = 8,
     recall 0.5, profile ``profile(κ)``), a probe at 95 % (κ = 4) and one at 10 % (κ = 16); untrained twins at chance
     with Δ ratio 1. Every probe converged (stopped at step 500 of 1500) except search ``i``'s where ``at_cap(i)``,
     and where ``plateau(i)`` its κ = 16 probe stopped early on the ≈ 1/κ plateau (recall 0.05 ≤ 1.5/16).
-    ``key_set="kappa"``: the data's keys drawn from a key set of size κ (paper 003's MQAR), else zoology's."""
+    ``key_set="kappa"``: the data's keys drawn from a key set of size κ (paper 003's MQAR), else zoology's.
+    ``cells``: the grid's (layers, D, N), default :data:`CELLS` (the cpu-hours grid)."""
     profile = profile or (lambda k: [0.5] * k)
     searches, probes = [], []
-    for i, (layers, D, N) in enumerate(CELLS):
+    for i, (layers, D, N) in enumerate(cells):
         for s in seeds:
             k50 = kappa_of(layers, D, N, s)
             searches.append(dict(layers=layers, D=D, N=N, seed=s, kappa50=k50, kappa90=k50 / 2, censored50=None))
@@ -80,11 +89,26 @@ def status(cid, bundle):
     return check_synthesis(cid, bundle, record=False)
 
 
+#: the grid with N = 16 at D = 32 and 64: two distinct N inside paper 002's regime (D, N ≥ ln 512)
+WITH_N16 = CELLS + [(1, 32, 16), (1, 64, 16)]
+
+
 def test_h1_reads_the_exponent_of_D_times_N():
-    linear = fake_bundle(noisy(lambda l, D, N: D * N * l / 16))
+    linear = fake_bundle(noisy(lambda l, D, N: D * N * l / 16), cells=WITH_N16)
     assert status("book/H1-DN", linear).status == "reproduced"
-    sqrt = fake_bundle(noisy(lambda l, D, N: math.sqrt(D * N * l)))
+    sqrt = fake_bundle(noisy(lambda l, D, N: math.sqrt(D * N * l)), cells=WITH_N16)
     assert status("book/H1-DN", sqrt).status == "not reproduced"
+    # a capacity that ignores N: linear in D, so the one-N fit of the cpu-hours grid would pass it
+    d_alone = lambda l, D, N: D / 2  # noqa: E731
+    assert status("book/H1-DN", fake_bundle(noisy(d_alone), cells=WITH_N16)).status == "not reproduced"
+
+
+def test_h1_is_not_testable_where_the_regime_holds_a_single_N():
+    """Inside D, N ≥ ln V the cpu-hours grid has N = 8 alone: α is then the exponent in D, so H1 reads not testable
+    here, even on a capacity linear in D·N (referee-H's objection, revised 2026-12-06)."""
+    v = status("book/H1-DN", fake_bundle(noisy(lambda l, D, N: D * N * l / 16)))
+    assert v.status == "not testable here"
+    assert dict((c, x) for c, x, _ in v.checks)["n_values ≥ 2"] == "1"
 
 
 def test_h2_is_not_testable_on_zoologys_mqar_whose_keys_do_not_fit_one_column_each():
@@ -124,11 +148,15 @@ def test_the_hypotheses_carry_their_rule_history():
 
     for cid in ORDER:
         revs = get(cid).revisions
-        assert [r.commit for r in revs][:1] == ["2aeecea"] and len(revs) == 2
+        assert [r.commit for r in revs][:1] == ["2aeecea"] and len(revs) == (3 if cid == "book/H1-DN" else 2)
         assert revs[1].reason.startswith("Open review (referee-F)") and revs[1].status_before == "inconclusive"
     assert get("book/H2-N-alone").revisions[0].status_before == "not reproduced"
-    v = status("book/H1-DN", fake_bundle(noisy(lambda l, D, N: D * N * l / 16)))
-    assert len(v.revisions) == 2 and "rule revised after the data" not in v.note
+    # H1's third: referee-H's objection (one N in the regime), its rule before being the reviewed rule as recorded
+    third = get("book/H1-DN").revisions[2]
+    assert third.reason.startswith("Open review (referee-H)") and third.status_before == "inconclusive"
+    v = status("book/H1-DN", fake_bundle(noisy(lambda l, D, N: D * N * l / 16), cells=WITH_N16))
+    assert third.rule_before == v.rule.replace(" and n_values ≥ 2", "")
+    assert len(v.revisions) == 3 and "rule revised after the data" not in v.note
 
 
 def test_the_budget_rule_reads_inconclusive_where_more_than_a_tenth_of_the_probes_are_at_the_cap():
@@ -138,24 +166,25 @@ def test_the_budget_rule_reads_inconclusive_where_more_than_a_tenth_of_the_probe
     from mamba_recall.chapters.ch5_synthesis.claims.synthesis import budget_reading
 
     linear = noisy(lambda l, D, N: D * N * l / 16)
-    bound = fake_bundle(linear, at_cap=lambda i: True)
+    bound = fake_bundle(linear, at_cap=lambda i: True, cells=WITH_N16)
     v = status("book/H1-DN", bound)
     assert v.status == "inconclusive"
-    assert v.reason.startswith("budget-bound (27 of 27 probes not converged: 27 at the step cap, 0 stopped on")
+    assert v.reason.startswith("budget-bound (45 of 45 probes not converged: 45 at the step cap, 0 stopped on")
     assert "at most 10 % of its probes did not converge" in v.rule
-    one = fake_bundle(linear, at_cap=lambda i: i == 8)  # the cell (1, 64, 8)'s 3 searches: 9 of H1's 27 probes
+    one = fake_bundle(linear, at_cap=lambda i: i == 8, cells=WITH_N16)  # (1, 64, 8)'s 3 searches: 9 of 45 probes
     r = budget_reading("book/H1-DN", one)
-    assert (r["at_cap"], r["probes"], r["bound"]) == (9, 27, True)
-    assert budget_reading("book/H3-law-magnitude", one)["probes"] == 81  # H3 reads every 1-layer cell
+    assert (r["at_cap"], r["probes"], r["bound"]) == (9, 45, True)
+    assert budget_reading("book/H3-law-magnitude", one)["probes"] == 99  # H3 reads every 1-layer cell
     h6 = budget_reading("book/H6-layers-as-N", one)
     assert h6["at_cap"] == 0 and not h6["bound"]  # its probes: the 2-layer cells and their 1-layer matches
-    few = fake_bundle(linear, at_cap=lambda i: i == 9)  # a 2-layer cell: none of H1's probes
+    few = fake_bundle(linear, at_cap=lambda i: i == 9, cells=WITH_N16)  # a 2-layer cell: none of H1's probes
     assert status("book/H1-DN", few).status == "reproduced"
-    assert "Convergence: 0 of 27 probes not converged" in status("book/H1-DN", few).note
+    assert "Convergence: 0 of 45 probes not converged" in status("book/H1-DN", few).note
     # a probe stopped on the ≈ 1/κ plateau before the cap did not converge (open review, on H6)
-    flat = fake_bundle(linear, plateau=lambda i: i == 8)  # (1, 64, 8): its 3 κ = 16 probes stop at recall 0.05
+    # (1, 64, 8) and (1, 64, 16): their 6 κ = 16 probes stop at recall 0.05
+    flat = fake_bundle(linear, plateau=lambda i: i in (8, 13), cells=WITH_N16)
     r = budget_reading("book/H1-DN", flat)
-    assert (r["at_cap"], r["plateau"], r["unconverged"], r["bound"]) == (0, 3, 3, True)
+    assert (r["at_cap"], r["plateau"], r["unconverged"], r["bound"]) == (0, 6, 6, True)
     assert status("book/H1-DN", flat).status == "inconclusive"
     h4 = fake_bundle(noisy(lambda l, D, N: 8.0), profile=u, at_cap=lambda i: i < 1)
     assert budget_reading("book/H4-U-at-capacity", h4)["share"] == pytest.approx(3 / 36)
@@ -175,9 +204,9 @@ def test_a_search_with_a_probe_at_the_cap_leaves_the_kappa_fits_and_a_probe_at_i
 
 
 def test_h1_null_control_never_passes_and_censored_grids_are_not_testable():
-    v = status("book/H1-DN", fake_bundle(noisy(lambda l, D, N: D * N * l / 16)))
+    v = status("book/H1-DN", fake_bundle(noisy(lambda l, D, N: D * N * l / 16), cells=WITH_N16))
     assert v.control_kind == "null" and v.control_status not in ("reproduced", "")
-    censored = fake_bundle(lambda l, D, N, s: float("nan"))
+    censored = fake_bundle(lambda l, D, N, s: float("nan"), cells=WITH_N16)
     assert status("book/H1-DN", censored).status == "not testable here"
 
 
@@ -306,7 +335,7 @@ def test_h6_two_layers_against_one_layer_at_twice_N():
 
 
 def test_one_seed_is_never_a_verdict():
-    b = fake_bundle(noisy(lambda l, D, N: D * N / 16), seeds=(0,))
+    b = fake_bundle(noisy(lambda l, D, N: D * N / 16), seeds=(0,), cells=WITH_N16)
     assert status("book/H1-DN", b).status == "inconclusive"
 
 
