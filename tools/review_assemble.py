@@ -71,7 +71,7 @@ def assemble(raw_dir: Path, old_fingerprints: dict[str, str], out_dir: Path) -> 
             if e2 is not None:  # an entry may name its own referee (a later pass merged into the round's file)
                 latest, referee = e2, e2.get("referee") or r2.get("referee")
             else:
-                latest, referee = e1, e1.get("referee") if e1 else r1.get("referee")
+                latest, referee = e1, ((e1.get("referee") if e1 else None) or r1.get("referee"))
             if latest is None:
                 continue  # never refereed: the test names it
             read_now = e2 is not None or old_fingerprints.get(cid) == now

@@ -96,3 +96,35 @@ def test_a_malformed_review_file_names_the_file_and_the_entry(tmp_path):
     (tmp_path / "000.json").write_text("{", encoding="utf-8")
     with pytest.raises(R.ReviewError, match="not valid JSON"):
         R.load_reviews(tmp_path)
+
+
+def test_every_reading_names_its_referee_and_its_objections_their_answers(tmp_path):
+    """Each committed entry names the referee who read it, and tools/review_assemble.py attributes an entry that
+    does not name its own to its round's referee (round 1's when round 2 did not read it again), so its objection
+    is matched to the book's answer to that referee (a None here had shown round 2's referee on the page and
+    "not yet answered" for an answered objection)."""
+    import importlib.util
+    from pathlib import Path
+
+    for path in sorted(R.REVIEW_DIR.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert all(e.get("referee") for e in data["entries"]), path.name
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("review_assemble", root / "tools" / "review_assemble.py")
+    assemble = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(assemble)
+    cid = next(c for c, claim in REGISTRY.items() if claim.paper == "004")
+    raw = tmp_path / "raw"
+    for rnd, body in (
+        ("round1", {"referee": "referee-E", "entries": [{"claim_id": cid, "status_reviewed": "inconclusive",
+                                                          "decision": "objection", "kind": "other", "objection": "o"}]}),
+        ("round2", {"referee": "referee-I", "entries": []}),
+        ("answers", {cid: [{"by": "referee-E", "kind": "other", "objection": "o",
+                            "answer": {"action": "kept", "why": "because", "status_after": "inconclusive"}}]}),
+    ):  # fmt: skip
+        (raw / rnd).mkdir(parents=True)
+        (raw / rnd / "004.json").write_text(json.dumps(body), encoding="utf-8")
+    assemble.assemble(raw, {}, tmp_path / "out")
+    (entry,) = json.loads((tmp_path / "out" / "004.json").read_text(encoding="utf-8"))["entries"]
+    assert entry["referee"] == "referee-E" and entry["answer"]["action"] == "kept"
