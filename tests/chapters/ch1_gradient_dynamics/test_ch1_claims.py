@@ -209,10 +209,11 @@ def test_bc_spike_claims_need_a_trained_model():
     assert get("000/Fig5").rule.trained
 
 
-def _fig4d(value_write, value_forget, F_write, F_forget, F_read, seeds=3):
+def _fig4d(value_write, value_forget, F_write, F_forget, F_read, seeds=3, accuracy=1.0):
     """000/Fig4d judged on ``seeds`` synthetic seeds (combined by core.across_seeds, as every trained claim is)
     whose factors differ by a point either way: the write and forget regimes' factors on the value coordinates
-    (``value_*``) and on the second half with e_|V| (``F_*``)."""
+    (``value_*``) and on the second half with e_|V| (``F_*``), of models whose held-out query accuracy is
+    ``accuracy`` (the learning gate)."""
     from mamba_recall.claims import judge
     from mamba_recall.claims.core import Evidence, Measurement, across_seeds
 
@@ -225,6 +226,7 @@ def _fig4d(value_write, value_forget, F_write, F_forget, F_read, seeds=3):
                 "forget_minus_write": F_forget - F_write,
                 "read_minus_write": F_read - F_write,
                 "below_next_read": 1.0,
+                "accuracy": accuracy,
             },
             "synthetic",
             Evidence("paper", "cpu", 1, "synthetic", "test"),
@@ -252,6 +254,8 @@ def test_fig4d_rule_is_app_cs_erase_not_a_threshold_fitted_to_our_041():
     assert _fig4d(0.5, 0.5, 0.5, 0.5, 0.5).status == "not reproduced"
     # a small write factor that is not below the forget regime's is not the paper's 'erase' either
     assert _fig4d(0.3, 0.25, 0.3, 0.25, 0.8).status == "not reproduced"
+    # the learning gate: the same numbers from models that do not solve the task say nothing (not testable here)
+    assert _fig4d(0.64, 0.63, 0.41, 0.62, 0.87, accuracy=0.6).status == "not testable here"
     # one seed decides nothing, in either direction
     v = _fig4d(0.175, 0.5, 0.3, 0.4, 0.8, seeds=1)
     assert v.status == "inconclusive" and "1 seed" in v.reason and "'reproduced'" in v.reason, v

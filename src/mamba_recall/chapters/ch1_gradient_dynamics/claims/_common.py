@@ -82,6 +82,40 @@ def untrained_like(meta: dict):
     return SimplifiedMamba.from_sizes(meta["config"], int(meta.get("seed", 0))).eval()
 
 
+#: the learning gate of a mechanism read on a trained |K| = 1 model: a "not reproduced" says the mechanism differs
+#: from the paper's only in a model that solves the task (held-out query accuracy ≥ 99 %, the accuracy the chapter
+#: trains to); its untrained null reads not testable here by this gate
+LEARNED = 0.99
+LEARNED_WHY = (
+    "the model does not solve the task (held-out query accuracy < 99 %): a mechanism unlike the paper's in a model "
+    "that has not learned the task says nothing of the paper's"
+)
+
+
+def learned_accuracy(model, meta: dict) -> float:
+    """``model``'s held-out query accuracy on its checkpoint's held-out set (``meta``: the sidecar; the seed's
+    held-out sequences, :func:`~mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value.held_out_accuracy`):
+    the sidecar's ``test_query_accuracy`` for the trained model, chance for its untrained twin."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import held_out_accuracy
+
+    return held_out_accuracy(model, meta["config"], int(meta.get("seed", 0)))
+
+
+def with_learning_gate(fn):
+    """A measurement ``fn(model, *args)`` whose last argument is the checkpoint's ``meta``, with the model's held-out
+    query accuracy added as ``accuracy`` (:func:`learned_accuracy`, shown after its line): the metric of the rules'
+    learning gate (``testable`` ``accuracy ≥`` :data:`LEARNED`). Under :func:`with_untrained_null` the untrained
+    twin is measured by it too (its accuracy is chance)."""
+
+    @functools.wraps(fn)
+    def measured(model, *args):
+        m = fn(model, *args)
+        acc = learned_accuracy(model, args[-1])
+        return replace(m, values={**m.values, "accuracy": acc}, shown=f"{m.shown}; held-out query accuracy {acc:.4f}")
+
+    return measured
+
+
 def with_untrained_null(fn):
     """A measurement ``fn(model, *args)`` whose last argument is the checkpoint's ``meta``, with the null control
     attached: the same measurement on :func:`untrained_like` (judged by the same rule beside it, see

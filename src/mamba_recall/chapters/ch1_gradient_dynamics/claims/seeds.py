@@ -94,6 +94,15 @@ def _k1_seed_records(checkpoint: str, n_probe: int) -> dict:
     return measure_model("k1", model, meta, sizes, None, meta["test_query_accuracy"], meta["seed"])
 
 
+def remeasured_k1(claim_id: str, records: list[dict], n_probe: int) -> list[dict]:
+    """A |K| = 1 claim's per-seed records measured afresh on the checkpoints they name (``records[i]["evidence"]
+    ["source"]``, committed and sha256-checked) by the runner's own measurement (:func:`measure_model`, on the same
+    held-out sequences), so that a measurement revised after the models were trained (a metric a rule now reads, a
+    gate, a control) reads the same trained models: what the pages judge and what the bundle stores
+    (:mod:`~mamba_recall.chapters.ch1_gradient_dynamics.runners.grid_bundles`)."""
+    return [_k1_seed_records(r["evidence"]["source"], n_probe)[claim_id] for r in records]
+
+
 def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
     """The per-seed measurement records of ``claim_id`` in the cpu-hours bundle ``seeds`` and the seeds' names, or
     ``None`` when the bundle does not measure it. A |K| = 1 claim is measured afresh on the seed checkpoints the bundle
@@ -106,8 +115,7 @@ def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
     if any("not_run" in r for r in records):
         return records, names
     if claim_id in K1_CLAIMS:
-        n_probe = int(seeds.config["sizes"]["k1"]["n_probe"])
-        records = [_k1_seed_records(r["evidence"]["source"], n_probe)[claim_id] for r in records]
+        records = remeasured_k1(claim_id, records, int(seeds.config["sizes"]["k1"]["n_probe"]))
     elif claim_id in SPIKE_CLAIM.values():
         name = next(k for k, c in SPIKE_CLAIM.items() if c == claim_id)
         n_probe = int(seeds.config["sizes"][name]["n_probe"])
