@@ -342,3 +342,27 @@ def test_spike_gate_is_per_seed():
     assert [r["values"]["accuracy"] for r in kept] == [0.965, 0.966] and "s1 (held-out accuracy 0.8995" in names[0]
     none = [{"values": {"accuracy": a}} for a in (0.5, 0.6, 0.7)]
     assert learned_seeds(none, ["a", "b", "c"]) == (none, ["a", "b", "c"])
+
+
+def test_random_features_approach_the_fixed_pair_structure_and_correlated_taps_do_not():
+    """§2.2's last remark on the features: the cosine matrix of frozen random conv∘embedding features approaches the
+    fixed layers' (δ_aa' + δ_bb')/2 at the law of large numbers' rate; with c₁ = c₀ the features of (a, b) and (b, a)
+    coincide at every width (cosine 1 where the fixed layers give 0), so the null fails the same rule."""
+    import numpy as np
+
+    from mamba_recall.chapters.ch1_gradient_dynamics.pipelines.random_features import (
+        gram_errors,
+        pair_cosines_fixed,
+        pair_cosines_random,
+    )
+
+    T = pair_cosines_fixed(3)
+    # pairs (a, b) row-major: (0, 1) is index 1, (1, 0) index 3, (0, 2) index 2, (0, 0) index 0
+    assert T[1, 1] == 1 and T[1, 3] == 0 and T[1, 2] == 0.5 and T[0, 1] == 0.5
+    null = pair_cosines_random(3, 64, np.random.default_rng(0), correlated=True)
+    assert np.isclose(null[1, 3], 1.0)
+    g, n = gram_errors(8, 0), gram_errors(8, 0, correlated=True)
+    assert -0.6 < g["slope"] < -0.4 and all(a > b for a, b in zip(g["rms"], g["rms"][1:]))
+    assert n["slope"] > -0.2 and min(n["max"]) > 0.99
+    v = check("000/Sec2.2-random-init", record=False)
+    assert v.status == "reproduced" and v.control_kind == "null" and v.control_status == "not reproduced"

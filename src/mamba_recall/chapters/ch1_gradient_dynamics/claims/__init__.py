@@ -5,7 +5,7 @@ One module per section of the book, named after the section's notebook; each hol
 :class:`~mamba_recall.claims.core.Claim` declarations that use them:
 
 - :mod:`.task_and_model` (``01_task_and_model``): the task and the simplified model (§2, App. A–B: Algorithm 1,
-  Eq. (1), App. B's input term), and §2.2's random-initialisation remark (not run);
+  Eq. (1), App. B's input term), and §2.2's random-initialisation remark (exact: random features' Gram matrix);
 - :mod:`.mechanism_one_key` (``02_mechanism_one_key``): the |K| = 1 mechanism read off a trained model (§3, Fig. 4,
   Fig. 8, App. C);
 - :mod:`.many_keys_and_unembedding` (``03_many_keys_and_unembedding``): the |K| > 1 spikes (Figs. 5–6) and the
