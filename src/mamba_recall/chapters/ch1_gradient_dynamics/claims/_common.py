@@ -12,7 +12,7 @@ import functools
 from dataclasses import replace
 
 from mamba_recall.experiment import command_line
-from mamba_recall.claims.core import Control, Evidence
+from mamba_recall.claims.core import Control, Evidence, Revision
 
 #: the date of the open review's rule revisions (Claim.revisions) and the words the records show for a trained rule's
 #: burden (the tail of Rule.text(), quoted in each revision's rule_before)
@@ -99,6 +99,25 @@ def learned_accuracy(model, meta: dict) -> float:
     from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import held_out_accuracy
 
     return held_out_accuracy(model, meta["config"], int(meta.get("seed", 0)))
+
+
+#: the date the learning gate was declared on the |K| = 1 mechanism claims that read not reproduced (open review,
+#: issue 51's audit: a trained failure must show its model learned where it should)
+GATE_DATE = "2026-12-06"
+
+
+def gate_revision(rule_before: str) -> Revision:
+    """The revision that added the learning gate (``testable`` accuracy ≥ :data:`~._common.LEARNED`) to a |K| = 1
+    mechanism claim reading not reproduced (Fig. 7's W_o too); ``rule_before``: its rule's words before, without the trained tail."""
+    return Revision(
+        date=GATE_DATE,
+        reason="Open review (issue 51's audit, answered open on 2026-12-04): a trained 'not reproduced' must show "
+        "that the failing model learned where it should; the models read here solve the task (held-out query "
+        "accuracy 1.0 on every cpu-hours seed), and the rule now declares it as its gate (testable only if "
+        "accuracy ≥ 0.99, measured on each model's own held-out sequences; the untrained null fails it).",
+        rule_before=rule_before + "; " + TRAINED_TEXT,
+        status_before="not reproduced",
+    )
 
 
 def with_learning_gate(fn):

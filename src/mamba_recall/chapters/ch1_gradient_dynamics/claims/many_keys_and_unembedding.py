@@ -9,7 +9,17 @@ from dataclasses import replace
 import torch
 
 from mamba_recall.claims.core import Claim, Control, Evidence, Measurement, NotRun, Revision, Rule, conds
-from ._common import DATE, TRAINED_TEXT, UNTRAINED, checkpoint_evidence, untrained_like
+from ._common import (
+    DATE,
+    LEARNED,
+    LEARNED_WHY,
+    TRAINED_TEXT,
+    UNTRAINED,
+    checkpoint_evidence,
+    gate_revision,
+    learned_accuracy,
+    untrained_like,
+)
 
 SECTION = "01_gradient_dynamics/03_many_keys_and_unembedding"
 
@@ -67,7 +77,9 @@ def measure_fig7(W_o, meta: dict, others: dict | None = None, null: bool = True)
     from mamba_recall.analysis.recall_probes import wo_centred_cosine
 
     if null:
-        init = measure_fig7(untrained_like(meta).W_o.detach(), meta, null=False)
+        model = untrained_like(meta)
+        init_meta = {**meta, "test_query_accuracy": learned_accuracy(model, meta)}  # its own held-out accuracy
+        init = measure_fig7(model.W_o.detach(), init_meta, null=False)
         m = measure_fig7(W_o, meta, others, null=False)
         return replace(m, control=Control("null", "the same model's W_o at initialisation (the same seed)", init))
     c = wo_centred_cosine(W_o)
@@ -79,9 +91,11 @@ def measure_fig7(W_o, meta: dict, others: dict | None = None, null: bool = True)
             "centred_cosine": c["centred_cosine"],
             "first_half_diag": c["first_half_diag"],
             "second_half_diag": c["second_half_diag"],
+            "accuracy": float(meta["test_query_accuracy"]),  # the learning gate: the model's held-out accuracy
         },
         f"paper-size model (T = {meta['config']['seq_len']}): centred cosine {c['centred_cosine']:.2f}, "
-        f"diagonals {c['first_half_diag']:+.2f} (first half) / {c['second_half_diag']:+.2f} (second){rest}",
+        f"diagonals {c['first_half_diag']:+.2f} (first half) / {c['second_half_diag']:+.2f} (second){rest}; "
+        f"held-out query accuracy {float(meta['test_query_accuracy']):.4f}",
         checkpoint_evidence(meta, "the learned W_o (8 × 16)"),
     )
 
@@ -208,10 +222,13 @@ CLAIMS = (
             "for the 5 seeds × 2 targets of ch1_wo's cpu-hours preset before they ran (issue 31); the earlier "
             "rule asked every model to be close",
             reproduced=conds(("close_share", ">", 0.5)),
+            testable=conds(("accuracy", ">=", LEARNED)),
+            untestable_why=LEARNED_WHY,
             trained=True,
         ),
         measure_fig7,
         SECTION,
+        revisions=(gate_revision("reproduced if close_share > 0.5; otherwise not reproduced"),),
         quote=_FIG7,
     ),
     # Fig. 7 as App. B words it ("when training the original Mamba model"): the library's full Mamba LM, 3 seeds

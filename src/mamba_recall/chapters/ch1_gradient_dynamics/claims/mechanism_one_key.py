@@ -20,29 +20,12 @@ from ._common import (
     TRAINED_TEXT,
     chance_level,
     checkpoint_evidence,
+    gate_revision,
     with_learning_gate,
     with_untrained_null,
 )
 
 SECTION = "01_gradient_dynamics/02_mechanism_one_key"
-
-#: the date the learning gate was declared on the |K| = 1 mechanism claims that read not reproduced (open review,
-#: issue 51's audit: a trained failure must show its model learned where it should)
-GATE_DATE = "2026-12-06"
-
-
-def _gate_revision(rule_before: str) -> Revision:
-    """The revision that added the learning gate (``testable`` accuracy ≥ :data:`~._common.LEARNED`) to a |K| = 1
-    mechanism claim reading not reproduced; ``rule_before``: its rule's words before, without the trained tail."""
-    return Revision(
-        date=GATE_DATE,
-        reason="Open review (issue 51's audit, answered open on 2026-12-04): a trained 'not reproduced' must show "
-        "that the failing model learned where it should; the models read here solve the task (held-out query "
-        "accuracy 1.0 on every cpu-hours seed), and the rule now declares it as its gate (testable only if "
-        "accuracy ≥ 0.99, measured on each model's own held-out sequences; the untrained null fails it).",
-        rule_before=rule_before + "; " + TRAINED_TEXT,
-        status_before="not reproduced",
-    )
 
 
 def measure_train_accuracy(meta: dict) -> Measurement:
@@ -370,7 +353,7 @@ CLAIMS = (
                 "if F_write ≤ 0.5 and forget_minus_write ≥ 0.1; otherwise not reproduced; " + TRAINED_TEXT,
                 status_before="partially",
             ),
-            _gate_revision(
+            gate_revision(
                 "reproduced if value_write_factor ≤ 0.5 and value_forget_minus_write ≥ 0.1; otherwise not reproduced"
             ),
         ),
@@ -393,7 +376,7 @@ CLAIMS = (
         ),
         measure_delta_key,
         SECTION,
-        revisions=(_gate_revision("reproduced if noise_over_key ≤ 0.1; otherwise not reproduced"),),
+        revisions=(gate_revision("reproduced if noise_over_key ≤ 0.1; otherwise not reproduced"),),
         quote="leading to the discretization step  $\\Delta_t = \\text{Softplus}(W_\\Delta \\text{ "
         "conv}(\\mathbf{x}_{t-1}, \\mathbf{x}_t))$  being close to zero unless a key token is present in the input "
         "embedding pair.",
@@ -474,7 +457,7 @@ CLAIMS = (
                 "key_column_over_mean_abs ≥ 1.5; otherwise not reproduced; " + TRAINED_TEXT,
                 status_before="partially",
             ),
-            _gate_revision("reproduced if second_part_share ≥ 0.5; otherwise not reproduced"),
+            gate_revision("reproduced if second_part_share ≥ 0.5; otherwise not reproduced"),
         ),
         quote="After training, the matrix  $W_\\Delta$  exhibits a clear block structure (see Fig. 8). In fact, its "
         "weights are close to zero almost everywhere, except in the second part of rows 0 and  $V$ .",
@@ -508,7 +491,7 @@ CLAIMS = (
                 "reproduced; " + TRAINED_TEXT,
                 status_before="partially",
             ),
-            _gate_revision("reproduced if fraction_within ≥ 1; otherwise not reproduced"),
+            gate_revision("reproduced if fraction_within ≥ 1; otherwise not reproduced"),
         ),
         quote="(write) When  $(x_{t-1}, x_t) = (k, v)$ , erase and write the new value. In this case the "
         "forgetting term is equal to … (read) When  $(x_{t-1}, x_t) = (v, k)$ , retrieve stored value from memory. … "

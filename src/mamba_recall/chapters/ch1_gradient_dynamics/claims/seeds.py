@@ -103,6 +103,27 @@ def remeasured_k1(claim_id: str, records: list[dict], n_probe: int) -> list[dict
     return [_k1_seed_records(r["evidence"]["source"], n_probe)[claim_id] for r in records]
 
 
+WO_CLAIM = "000/Fig7"
+
+
+@functools.lru_cache(maxsize=None)
+def _wo_seed_record(checkpoint: str) -> dict:
+    """000/Fig7's record on one committed learned-unembedding checkpoint (``ch1_wo``, its sha256 checked), with its
+    null (the same seed's W_o at initialisation, with that model's own held-out accuracy)."""
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_model
+    from mamba_recall.claims.core import get, measurement_record
+    from mamba_recall.experiment import command_line
+
+    model, meta = _seed_model(checkpoint, build_model, command_line("ch1_wo", "cpu-hours"))
+    return measurement_record(get(WO_CLAIM).measure(model.W_o.detach(), meta))
+
+
+def remeasured_wo(records: list[dict]) -> list[dict]:
+    """000/Fig7's per-model records measured afresh on the checkpoints they name, as :func:`remeasured_k1` does for
+    the |K| = 1 claims (the pages' and the ``ch1_wo`` bundle's one measurement)."""
+    return [_wo_seed_record(r["evidence"]["source"]) for r in records]
+
+
 def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
     """The per-seed measurement records of ``claim_id`` in the cpu-hours bundle ``seeds`` and the seeds' names, or
     ``None`` when the bundle does not measure it. A |K| = 1 claim is measured afresh on the seed checkpoints the bundle
@@ -120,6 +141,8 @@ def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
         name = next(k for k, c in SPIKE_CLAIM.items() if c == claim_id)
         n_probe = int(seeds.config["sizes"][name]["n_probe"])
         records = [_spike_seed_record(name, r["evidence"]["source"], n_probe) for r in records]
+    elif claim_id == WO_CLAIM:
+        records = remeasured_wo(records)
     elif claim_id == FULL_CLAIM:
         records = [_full_seed_record(r["evidence"]["source"]) for r in records]
     return records, names
