@@ -109,6 +109,7 @@ from ._aggregate import (
     mean_interval,
     regression_interval,
     t_interval,
+    t_quantile,
     t_quantile_975,
 )
 from ._layout import LAYOUT, run_tables, shared_config
@@ -167,6 +168,7 @@ __all__ = [
     "run_tables",
     "shared_config",
     "LAYOUT",
+    "t_quantile",
     "t_quantile_975",
     "t_interval",
     "least_squares",

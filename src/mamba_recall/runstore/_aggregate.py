@@ -22,6 +22,14 @@ INTERVAL_METHOD = (
 )
 
 
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (``scipy.stats.t.ppf``), for a level other than
+    the 95 % interval's (a family-wise bound: p = 1 − α/(2k)); NaN for df < 1."""
+    if df < 1:
+        return float("nan")
+    return float(_t.ppf(p, df))
+
+
 def t_quantile_975(df: int) -> float:
     """t_{0.975, df}, the 97.5 % quantile of Student's t with ``df`` degrees of freedom (``scipy.stats.t.ppf``):
     the half-width factor of a two-sided 95 % interval (12.706 at df = 1, 4.303 at 2, → 1.960). NaN for df < 1.
@@ -30,9 +38,7 @@ def t_quantile_975(df: int) -> float:
     df ≤ 30 and 1.96 + 2.4/df beyond (their ``interval_method`` says so); the table is within 4.8·10⁻⁴ of
     this (2.1·10⁻³ beyond df = 30), so their bounds are within that times s/√n (tests/analysis/test_stats.py).
     """
-    if df < 1:
-        return float("nan")
-    return float(_t.ppf(0.975, df))
+    return t_quantile(0.975, df)
 
 
 def t_interval(estimate: float, se: float, df: int) -> tuple[float, float]:

@@ -55,3 +55,37 @@ def comparison(bundle) -> pd.DataFrame:
     ]
     table = bundle.tables["comparison"]
     return table[[c for c in cols if c in table]]
+
+
+def noninferior_cells(diffs, saturated, margin: float = 0.02, alpha: float = 0.05) -> dict:
+    r"""002/Fig12's 'the full model always performs better' on the compared cells, three ways per cell (declared
+    before the full-model run). ``diffs``: (cells, seeds), the paired-by-seed accuracy difference full − simplified;
+    ``saturated``: (cells,), both models at ≥ 0.99 there.
+
+    A cell **holds** when it is saturated or the lower end of its 95 % Student-t interval of the mean difference is
+    ≥ −``margin``; it **fails** only when the upper end of its interval at the family-wise level 1 − ``alpha``/k
+    (Bonferroni over the k compared cells that are not saturated) is below −``margin``, so that with full =
+    simplified in every cell noise fails any cell with probability ≤ ``alpha``/2; otherwise it is undecided.
+    Returns k, the shares holding and not failing (the interval [holding, not failing] the rule reads as
+    ``cells_holding``: ≥ 1 holds only when every cell holds, fails when one cell fails, else undecided), and the
+    per-cell classes."""
+    import numpy as np
+
+    from mamba_recall.runstore import t_quantile
+
+    d = np.asarray(diffs, dtype=float)
+    sat = np.asarray(saturated, dtype=bool)
+    n = d.shape[1]
+    mean, se = d.mean(axis=1), d.std(axis=1, ddof=1) / np.sqrt(n)
+    k = max(int((~sat).sum()), 1)
+    lower = mean - t_quantile(0.975, n - 1) * se
+    upper_fw = mean + t_quantile(1 - alpha / (2 * k), n - 1) * se
+    holds = sat | (lower >= -margin)
+    fails = ~sat & (upper_fw < -margin)
+    classes = np.where(holds, "holds", np.where(fails, "fails", "undecided"))
+    return {
+        "k": k,
+        "holding_share": float(holds.mean()),
+        "not_failing_share": float(1 - fails.mean()),
+        "classes": classes.tolist(),
+    }
