@@ -251,13 +251,17 @@ def test_each_search_records_the_rate_its_run_trained_at():
     if not runs:
         pytest.skip("no committed run of ch5_capacity_tuned")
     _, searches = capacity.tables(runs)
-    want = {(r["config"]["D"], r["config"]["N"], r["seed"]): r["config"]["recipe"]["lr"] for r in runs}
-    assert {(s.D, s.N, s.seed): s.lr for s in searches.itertuples()} == want
+    # a cell is (layers, D, N): the two-layer (2, 16, 4) and the one-layer (1, 16, 4) train at their own rates
+    want = {
+        (r["config"]["layers"], r["config"]["D"], r["config"]["N"], r["seed"]): r["config"]["recipe"]["lr"]
+        for r in runs
+    }
+    assert {(s.layers, s.D, s.N, s.seed): s.lr for s in searches.itertuples()} == want
     assert len(set(want.values())) > 1  # the sweep picked 3·10⁻² and 10⁻² in the first cells
     b = results.load_bundle(RESULTS_DIR / "ch5_capacity_tuned_cpu-hours.json")
     assert "per cell" in b.config["job_config"]["recipe"]["lr"]
     rates = {tuple(c[:3]): c[3] for c in b.config["rates"]}
-    assert all(rates[(1, D, N)] == lr for (D, N, _), lr in want.items())
+    assert all(rates[(layers, D, N)] == lr for (layers, D, N, _), lr in want.items())
 
 
 # --- the learning-rate sweep ---------------------------------------------------------------------------------------
