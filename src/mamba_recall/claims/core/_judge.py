@@ -521,14 +521,14 @@ def check_seeds(
             f"check_seeds({claim_id!r}, ...): the claim reads its declared evidence itself (Claim.reads) and combines "
             "its seeds there; call check(id)"
         )
-    ms = []
+    ms, why = [], None
     for args in inputs:
         m = measure_claim(claim_id, *args, **kwargs)
         if isinstance(m, str):
-            ms = m
+            why = m
             break
         ms.append(m)
-    v = not_run_verdict(claim, ms) if isinstance(ms, str) else judge(claim, across_seeds(ms, names, bounds=bounds))
+    v = not_run_verdict(claim, why) if why is not None else judge(claim, across_seeds(ms, names, bounds=bounds))
     if record:
         record_verdict(v, directory)
     return v

@@ -152,10 +152,10 @@ def seed_records(claim_id: str, seeds) -> tuple[list[dict], list[str]] | None:
 def _spike_seed_record(name: str, checkpoint: str, n_probe: int) -> dict:
     """Fig. 5 / Fig. 6's record on one committed |K| = 2 / 4 checkpoint, made by
     :func:`measure_model` (as the runner) on the seed's held-out set (with its null control, the untrained twin)."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_model, make_data
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.latest_value import build_model, held_out_set
 
     model, meta = _seed_model(checkpoint, build_model, SEEDS_COMMAND)
-    _, test_set = make_data(meta["config"], meta["seed"])
+    test_set = held_out_set(meta["config"], meta["seed"])
     sizes = {**meta["config"], "n_probe": n_probe}
     acc = meta["test_query_accuracy"]
     return measure_model(name, model, meta, sizes, test_set, acc, meta["seed"])[SPIKE_CLAIM[name]]

@@ -16,6 +16,7 @@ accuracy on the training set") or after ``steps``. Then the held-out query accur
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,18 +49,26 @@ class Trained:
 build_model = SimplifiedMamba.from_sizes
 
 
+def _generator(sizes: dict) -> dict:
+    """The latest-value generator's arguments of ``sizes``."""
+    return {k: sizes[k] for k in ("vocab_size", "num_keys", "seq_len", "max_noise", "target")}
+
+
+@functools.lru_cache(maxsize=32)
+def _held_out(size: int, seed: int, generator: tuple):
+    return latest_value_batch(size, seed=seed + 1, **dict(generator))
+
+
+def held_out_set(sizes: dict, seed: int):
+    """Seed ``seed``'s held-out set (``sizes["test_size"]`` sequences, generator seed ``seed + 1``): the test set of
+    :func:`make_data`, without drawing its training set; cached, so the claims measured on one checkpoint (and its
+    untrained twin) share it. Read-only: its tensors are shared between callers."""
+    return _held_out(int(sizes["test_size"]), int(seed), tuple(sorted(_generator(sizes).items())))
+
+
 def make_data(sizes: dict, seed: int):
-    kw = dict(
-        vocab_size=sizes["vocab_size"],
-        num_keys=sizes["num_keys"],
-        seq_len=sizes["seq_len"],
-        max_noise=sizes["max_noise"],
-        target=sizes["target"],
-    )
-    return (
-        latest_value_batch(sizes["train_size"], seed=seed, **kw),
-        latest_value_batch(sizes["test_size"], seed=seed + 1, **kw),
-    )
+    """(training set of ``sizes["train_size"]`` sequences, generator seed ``seed``; :func:`held_out_set`)."""
+    return latest_value_batch(sizes["train_size"], seed=seed, **_generator(sizes)), held_out_set(sizes, seed)
 
 
 def train_recall(
@@ -187,7 +196,7 @@ def load_or_train(
     else:
         model = train_recall(sizes, seed=seed, device=device, backend=backend).model
         source, made_on = "live", str(torch.device(device).type)
-    _, test = make_data(sizes, seed)
+    test = held_out_set(sizes, seed)
     return Sourced(model, test, evaluate(model, test.inputs, test.query_labels), sizes, preset, made_on, source)
 
 
@@ -235,5 +244,5 @@ def build_full_model(sizes: dict, seed: int):
 def held_out_accuracy(model, sizes: dict, seed: int) -> float:
     """``model``'s held-out query accuracy on seed ``seed``'s held-out set (:func:`make_data`), as
     :func:`train_recall` measures a trained model's."""
-    _, test_set = make_data(sizes, seed)
+    test_set = held_out_set(sizes, seed)
     return float(evaluate(model, test_set.inputs, test_set.query_labels))
