@@ -380,6 +380,56 @@ def test_a_null_control_that_passes_makes_the_claim_untestable():
         core.Control("nul", "x", seeded(0.1, 0.0, 0.2))
 
 
+def test_a_premise_read_over_its_interval_decides_in_neither_direction_while_undecided():
+    """Rule.premise_over_interval (referee-N on 002/AppD-L-independence): a conditional sentence whose premise
+    interval straddles its bar reads inconclusive whichever way the statement's numbers point; a premise failing
+    over its whole interval reads not testable here, one holding over it lets the statement decide. Without the
+    option the premise is read at its point value (every earlier rule, whose fingerprint is unchanged)."""
+    kw = dict(why="t", reproduced=conds(("acc", ">=", 0.9)), testable=conds(("share", ">=", 0.95)),
+              untestable_why="premise fails", trained=True)  # fmt: skip
+    over = Claim("000/test-premise", "s", "w", "p", Rule(**kw, premise_over_interval=True), lambda: None, section="x")
+    point = Claim("000/test-premise-point", "s", "w", "p", Rule(**kw), lambda: None, section="x")
+
+    def seeded(acc, share, share_ci):
+        return Measurement(
+            {"acc": acc, "share": share}, "x", SEEDED, {"acc": (acc - 0.01, acc + 0.01), "share": share_ci}
+        )
+
+    straddling = (0.93, 0.97)
+    for acc, point_status in ((0.5, "not reproduced"), (0.95, "reproduced")):
+        v = judge(over, seeded(acc, 0.96, straddling))
+        assert v.status == "inconclusive" and "premise is not decided" in v.reason and point_status in v.reason
+        assert "straddles share ≥ 0.95" in v.reason
+        assert judge(point, seeded(acc, 0.96, straddling)).status == point_status  # the point reading lets it decide
+    assert judge(over, seeded(0.5, 0.9, (0.88, 0.92))).status == "not testable here"
+    assert judge(over, seeded(0.5, 0.97, (0.96, 0.98))).status == "not reproduced"
+    assert judge(over, seeded(0.95, 0.97, (0.96, 0.98))).status == "reproduced"
+    assert "each over its whole 95 % interval" in over.rule.text() and "whole 95 % interval;" not in point.rule.text()
+    # the fingerprint reads the option where set, and a rule at the default keeps its repr
+    assert over.rule.key() != point.rule.key() and point.rule.key() == repr(point.rule)
+    with pytest.raises(core.ClaimError, match="has none"):
+        Rule(why="t", reproduced=conds(("acc", ">=", 0.9)), premise_over_interval=True)
+
+
+def test_a_part_the_measurement_leaves_undecided_is_not_settled_by_more_seeds():
+    """A NaN (a cell stopped on its step cap, a part not run) reads inconclusive, and the reason does not send the
+    reader to more seeds of the same runs (referee-J on 000/Table1-rope): it names the part undecided in the
+    measurement itself; where another part straddles its bar, more seeds may settle that one."""
+    rule = Rule(why="t", reproduced=conds(("a", ">=", 0.9), ("b", ">=", 0.9)), trained=True)
+    claim = Claim("000/test-nan", "s", "w", "p", rule, lambda: None, section="x")
+
+    def seeded(a, a_ci, b):
+        return Measurement({"a": a, "b": b}, "x", SEEDED, {"a": a_ci})
+
+    v = judge(claim, seeded(float("nan"), (float("nan"), float("nan")), 0.95))
+    assert v.status == "inconclusive" and "a is undecided in the measurement itself" in v.reason
+    assert "would not settle the undecided part" in v.reason and "may settle" not in v.reason
+    v = judge(claim, seeded(0.9, (0.85, 0.95), float("nan")))
+    assert v.status == "inconclusive" and "straddles a ≥ 0.9" in v.reason and "may settle the straddling" in v.reason
+    v = judge(claim, seeded(0.9, (0.85, 0.95), 0.95))
+    assert v.status == "inconclusive" and v.reason.endswith("more seeds would settle it")
+
+
 def test_a_null_that_reaches_partially_makes_a_partially_claim_untestable():
     """A null reaching the claim's partial status passes the part that holds: the rule cannot tell that part apart
     (Chapter 4's untrained twins are sparse too); a null reaching only partially leaves a reproduced claim standing."""

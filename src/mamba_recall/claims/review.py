@@ -70,7 +70,7 @@ def rule_fingerprint(claim: Claim) -> str:
         "where": claim.where,
         "printed": claim.printed,
         "section": claim.section,
-        "rule": repr(claim.rule),
+        "rule": claim.rule.key(),
         "not_run": claim.not_run or "",
         "measure": None if claim.measure is None else claim.measure.__name__,
     }

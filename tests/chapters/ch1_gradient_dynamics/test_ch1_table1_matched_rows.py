@@ -23,7 +23,11 @@ def test_rope_row_is_read_at_similar_size():
     v = check_table1("000/Table1-rope", seeds, pd.DataFrame(), None, record=False)
     assert v.evidence["seeds"] == 3
     assert "similar model sizes" not in v.ours  # read, not set aside for its size
-    assert "max_diff_to_mamba is nan" not in v.reason
+    # its κ = 4 runs (and the Mamba's) stopped on the 1,000-step cap below their bars: undecided, as row 1 reads
+    # them, and the reason does not send the reader to more seeds (referee-J)
+    assert v.status == "inconclusive" and "stopped on the step cap below its bar: RoPE T=128 κ=4" in v.ours
+    assert "would not settle the undecided part" in v.reason and "more seeds would settle it" not in v.reason
+    assert v.evidence["source"].endswith("ch1_table1_rope_cpu-hours.json")
 
 
 def test_row3_reads_six_seeds_of_its_deciding_cell():

@@ -117,26 +117,40 @@ def test_guess_level_comes_from_the_generator(Nk):
 def test_fig10_nk3_judges_two_layers_not_perfect_against_the_guessing_level():
     claim = claims.get("002/Fig10-Nk3")
     assert {c.metric for c in claim.rule.reproduced} == {
-        "one_layer_excess_se",
+        "one_layer_excess",
         "two_layer_accuracy",
         "three_layer_accuracy",
     }
-    base = {"one_layer_excess_se": 0.0, "two_layer_accuracy": 0.995, "three_layer_accuracy": 0.9995}
+    base = {"one_layer_excess": 0.0, "two_layer_accuracy": 0.995, "three_layer_accuracy": 0.9995}
     assert judge(claim, _seeded(base)).status == "reproduced"  # perfect = the runs' own target 0.999 (issue 51)
     assert judge(claim, _seeded({**base, "two_layer_accuracy": 0.9995})).status == "not reproduced"
+    # 'roughly 1/3' is an absolute margin of ± 0.05 around the guessing level, both ways (open review, referee-H)
+    assert judge(claim, _seeded({**base, "one_layer_excess": 0.04})).status == "reproduced"
+    assert judge(claim, _seeded({**base, "one_layer_excess": 0.1})).status == "not reproduced"
+    assert judge(claim, _seeded({**base, "one_layer_excess": -0.1})).status == "not reproduced"
     v = check("002/Fig10-Nk3", evidence=ch2.strongest_fig_bundle("fig10_11"), record=False)
     assert v.evidence["seeds"] == 3 and "0.349" in v.ours and "1/N_k = 0.333" in v.ours
-    # two layers stay below the target on every seed (0.9956); three layers' interval and one layer's straddle
-    assert v.status == "inconclusive" and "three_layer_accuracy" in v.reason
-    assert any(c.startswith("two_layer_accuracy <") and ok for c, _, ok in v.checks)
+    # one layer is within 0.05 of the guessing level over its whole interval; two layers stay below the target on
+    # every seed (0.9956) but on runs capped at 1,000 steps, under the declared 3,000 (the paper's): undecided
+    # (referee-O); three layers' interval straddles the target
+    assert v.status == "inconclusive" and "three_layer_accuracy" in v.reason and "one_layer_excess" not in v.reason
+    assert "two_layer_accuracy is undecided in the measurement itself" in v.reason
+    assert "at a 1000-step cap, under the declared 3000: undecided" in v.ours
+    # at the declared budget the same numbers decide the two-layer clause
+    from dataclasses import replace as _replace
+
+    b = ch2.strongest_fig_bundle("fig10_11")
+    at_budget = _replace(b, config={**b.config, "sizes": {**b.config["sizes"], "steps": 3000}})
+    v3 = check("002/Fig10-Nk3", evidence=at_budget, record=False)
+    assert any(c.startswith("two_layer_accuracy <") and ok for c, _, ok in v3.checks), v3.checks
     assert v.control.startswith("null")
 
 
 def test_fig10_nk2_ceiling_is_the_guessing_level():
     m = claims.get("002/Fig10-Nk2").measure(ch2.strongest_fig_bundle("fig10_11"))
     one = [float(s.split("1 layer ")[1].split(" ")[0]) for s in m.shown.split(" | ")]
-    guess, n = ch2.guess_level(128, 8, 2), 1000 * 8
-    assert m.per_seed["one_layer_excess_se"] == pytest.approx([(a - guess) / ch2.se(n) for a in one], abs=0.1)
+    guess = ch2.guess_level(128, 8, 2)
+    assert m.per_seed["one_layer_excess"] == pytest.approx([a - guess for a in one], abs=1e-3)
 
 
 # ------------------------------------------------------------------------------------------------ Fig. 15

@@ -19,7 +19,9 @@ when the interval straddles its threshold (a boolean over seeds: every seed hold
 on both sides; a NaN number: undecided). A number without an interval is its own point.
 
 1. a failed ``testable`` condition (at its point value) → **not testable here** (the setup could not show
-   the effect);
+   the effect); a rule with ``premise_over_interval`` reads its testable conditions as the statement's are read:
+   failing over the whole interval → **not testable here**, undecided → **inconclusive** (a conditional sentence is
+   judged in neither direction while its premise is undecided);
 2. a trained-model claim (``Rule.trained``) with fewer than three seeds, or with no interval and no
    per-seed values → **inconclusive**, whichever way its numbers point (the reason says which way the
    means point and what would settle it);

@@ -74,7 +74,9 @@ def interval_crossings(conds, m: Measurement) -> str:
     for c in conds:
         if decide(c, m) is not None:
             continue
-        if c.metric in m.intervals:
+        if not _measured(m.values[c.metric]):
+            bad.append(f"{c.metric} is undecided in the measurement itself (NaN: its numbers above say why)")
+        elif c.metric in m.intervals:
             lo, hi = m.intervals[c.metric]
             bad.append(f"the 95 % interval of {c.metric} [{c.shown(lo)}, {c.shown(hi)}] straddles {c.text()}")
         elif c.metric in m.per_seed and c.op in ("true", "false"):
@@ -109,8 +111,8 @@ def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
     """Status, the checks shown and the reason that ``rule`` gives measurement ``m`` (in the order that
     :mod:`mamba_recall.claims.core` states)."""
 
-    def run(cs):
-        return [(c.text(), c.shown(m.values[c.metric]), c.holds(m.values[c.metric])) for c in cs]
+    def run(cs):  # a NaN (a part the measurement leaves undecided) is shown undecided (None), not failing
+        return [(c.text(), c.shown(v), c.holds(v) if _measured(v) else None) for c in cs for v in (m.values[c.metric],)]
 
     testable, printed, corrected, partial = (
         run(rule.testable),
@@ -122,7 +124,20 @@ def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
     seeds_ok = m.evidence.seeds >= MIN_SEEDS and bool(m.intervals or m.per_seed)
     if m.evidence.smoke or smoke_active():  # a smoke run checks that the code runs; its numbers judge nothing
         return "not run", printed, "smoke run (a handful of steps): the pipeline ran, its numbers are not evidence"
-    if not all(ok for *_, ok in testable):
+    if rule.premise_over_interval:
+        premise = decide_all(rule.testable, m)
+        if premise is False:
+            return "not testable here", testable, rule.untestable_why
+        if premise is None:
+            return (
+                "inconclusive",
+                testable,
+                (
+                    f"{interval_crossings(rule.testable, m)}: the premise is not decided over its interval, so the "
+                    f"statement is judged in neither direction (the means alone would read '{_point_status(rule, m)}')"
+                ),
+            )
+    elif not all(ok for *_, ok in testable):
         return "not testable here", testable, rule.untestable_why
     if rule.trained and not seeds_ok:
         reason = (
@@ -147,10 +162,21 @@ def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
                 printed + partial,
                 f"{undecided}: the statement as printed is not decided; the partial statement holds",
             )
-        reason = (
-            undecided + f": the evidence does not decide the statement (the means alone would read "
-            f"'{_point_status(rule, m)}'); more seeds would settle it"
-        )
+        if measured:
+            reason = (
+                undecided + f": the evidence does not decide the statement (the means alone would read "
+                f"'{_point_status(rule, m)}'); more seeds would settle it"
+            )
+        else:  # a part the measurement leaves undecided (a run stopped on its cap, a cell not run): not a seed count
+            straddles = any(_measured(m.values[c.metric]) for c in rule.reproduced if decide(c, m) is None)
+            some = any(
+                cs and all(_measured(m.values[c.metric]) for c in cs) for cs in (rule.reproduced, rule.partially)
+            )
+            means = f" (the means alone would read '{_point_status(rule, m)}')" if some else ""
+            reason = undecided + (
+                f": the evidence does not decide the statement{means}; more seeds of the same runs would not settle "
+                "the undecided part" + ("" if not straddles else " (they may settle the straddling one)")
+            )
         return "inconclusive", printed, reason
     fixed = decide_all(rule.erratum, m) if rule.erratum else False
     part = decide_all(rule.partially, m) if rule.partially else False

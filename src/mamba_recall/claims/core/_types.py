@@ -137,6 +137,18 @@ class Rule:
     testable: tuple[Cond, ...] = ()  # any fails → not testable here
     untestable_why: str = ""  # why, when a testable condition fails
     trained: bool = False  # a trained-model claim: ≥ 3 seeds and an interval for a verdict either way
+    # the premise read over its whole interval (a conditional sentence): a ``testable`` condition that fails over its
+    # whole interval → not testable here, one the evidence does not decide → inconclusive, whatever the statement's
+    # own numbers give; False (every rule before 2026-12-06): each testable condition is read at its point value.
+    # Out of the dataclass repr (so the registry's fingerprints of the rules that keep the default are unchanged) and
+    # into :meth:`key` only where set
+    premise_over_interval: bool = field(default=False, repr=False)
+
+    def key(self) -> str:
+        """The rule as the registry's fingerprint reads it: its repr, plus each field kept out of the repr that is
+        not at its default (``premise_over_interval``)."""
+        extra = [f"{f}={getattr(self, f)!r}" for f in ("premise_over_interval",) if getattr(self, f)]
+        return repr(self) + (f" [{', '.join(extra)}]" if extra else "")
 
     def __post_init__(self):
         if not self.why.strip():
@@ -145,6 +157,10 @@ class Rule:
             raise ClaimError("a rule needs at least one 'reproduced' condition.")
         if self.testable and not self.untestable_why:
             raise ClaimError("a rule with 'testable' conditions must say why a failure makes it untestable.")
+        if self.premise_over_interval and not self.testable:
+            raise ClaimError(
+                "premise_over_interval reads the 'testable' conditions over their intervals: the rule has none."
+            )
 
     def metrics(self) -> set[str]:
         return {c.metric for c in (*self.reproduced, *self.partially, *self.erratum, *self.testable)}
@@ -157,7 +173,10 @@ class Rule:
             parts.append(f"partially if {' and '.join(c.text() for c in self.partially)}")
         parts.append("otherwise not reproduced")
         if self.testable:
-            parts.insert(0, f"testable only if {' and '.join(c.text() for c in self.testable)}")
+            over = (
+                " (each over its whole 95 % interval; undecided → inconclusive)" if self.premise_over_interval else ""
+            )
+            parts.insert(0, f"testable only if {' and '.join(c.text() for c in self.testable)}{over}")
         if self.trained:
             parts.append(
                 f"a trained-model verdict, in either direction, needs ≥ {MIN_SEEDS} seeds and an interval: a "
@@ -379,9 +398,7 @@ class Verdict:
         else:
             out.append(f"- **rule** (declared before the result): {self.rule}")
         if self.checks:
-            out.append(
-                "- **checks**: " + "; ".join(f"{c} (ours {x}) {'holds' if ok else 'fails'}" for c, x, ok in self.checks)
-            )
+            out.append("- **checks**: " + "; ".join(f"{c} (ours {x}) {_HELD[ok]}" for c, x, ok in self.checks))
         if self.control:
             out.append(f"- **control**: {self.control}")
         if self.evidence:
@@ -399,12 +416,17 @@ class Verdict:
         return "\n".join([f"**{self.claim_id}** — {self.statement}", *self.record_lines()])
 
     def __str__(self) -> str:
-        checks = "; ".join(f"{c} (ours {v}) {'ok' if ok else 'FAILS'}" for c, v, ok in self.checks)
+        checks = "; ".join(f"{c} (ours {v}) {_HELD_SHORT[ok]}" for c, v, ok in self.checks)
         return (
             f"[{self.status}] {self.claim_id}: ours {self.ours} | paper {self.printed}"
             + (f" | {checks}" if checks else "")
             + (f" | {self.reason}" if self.reason else "")
         )
+
+
+#: how a check's outcome reads on a record (None: the measurement leaves the number undecided, a NaN)
+_HELD = {True: "holds", False: "fails", None: "undecided"}
+_HELD_SHORT = {True: "ok", False: "FAILS", None: "UNDECIDED"}
 
 
 def status_class(status: str) -> str:

@@ -454,6 +454,13 @@ CLAIMS += [
 ]
 
 
+def _gaps(replicates: int, k: int = 30) -> str:
+    """002/Fig12's declared power: the detectable gap at replicate spreads 0.01, 0.03 and 0.1."""
+    from mamba_recall.chapters.ch2_hashing_scaling.pipelines.scaling_grids import detectable_gap
+
+    return ", ".join(f"{detectable_gap(k, replicates, sd):.2f} at a spread of {sd}" for sd in (0.01, 0.03, 0.1))
+
+
 # ------------------------------------------------------ §5.1, Fig. 6(d), App. I, Fig. 12: the full Mamba (not run here)
 CLAIMS += [
     Claim(
@@ -478,16 +485,24 @@ CLAIMS += [
         "App. I (Fig. 6, row (iii))",
         "perfectly solves MQAR with V_k = V/2 = 512 at N = 32, D = 64",
         Rule(
-            why="perfect = accuracy ≥ 0.99, for each model on its own (the trained simplified and the full model): "
-            "its mean over ≥ 3 seeds, the whole 95 % interval on the deciding side. Not a minimum over seeds or "
-            "models (a biased statistic, open review issue 51); the paper's best-of-10-seeds existence reading (App. "
-            "J.5) is shown beside it, labelled, not judged. Declared before any run",
-            reproduced=conds(("simplified_accuracy", ">=", PERFECT), ("full_accuracy", ">=", PERFECT)),
+            why="'can perfectly solve' is an existence claim, read as the paper reads it (App. J.5: the best of 10 "
+            "seeds): for each model on its own (the trained simplified and the full model), perfect = accuracy ≥ "
+            "0.99 on ≥ 10,000 held-out queries, and the number judged is the best seed's, with the interval [the "
+            "largest per-seed lower end, the largest per-seed upper end] of the seeds' 95 % Clopper–Pearson "
+            "intervals: it holds when one seed's whole interval is ≥ 0.99, fails only when every seed's interval lies "
+            "wholly below 0.99 and at least the paper's 10 seeds ran (with fewer, the upper end is 1: a failure is "
+            "never read off fewer seeds than the paper tried), and is undecided otherwise. The seed mean and the "
+            "share of seeds reaching 0.99 (with its interval) are shown beside it as descriptions, not judged. "
+            "Revised before any run (referee-H, open review: the earlier seed mean ≥ 0.99 tested 'typically "
+            "solves', a stricter proposition than the sentence's)",
+            reproduced=conds(
+                ("simplified_best_seed_accuracy", ">=", PERFECT), ("full_best_seed_accuracy", ">=", PERFECT)
+            ),
             trained=True,
         ),
         not_run=f"regime R2 at paper size: `{runner_command('ch2_scaling')} --preset paper --device cuda "
         "--parts grid full` (≈ 2 GPU-hours estimated; the anchor cell alone: 10 seeds × 3000 steps simplified "
-        "and 3 seeds × 10 000 steps full, ≈ 3–4 CPU-hours)",
+        "and 10 seeds × 10 000 steps full, ≈ 6–8 CPU-hours)",
         section=SECTION,
     ),
     Claim(
@@ -497,28 +512,42 @@ CLAIMS += [
         "App. H.1, Fig. 12",
         'no number given ("full model always perform better")',
         Rule(
-            why="both parts of the sentence, declared before any run (revised twice in the open review): 'always "
-            "performs better' = every compared cell holds on the paired-by-seed difference full − simplified with a "
-            "non-inferiority margin of 0.02 (a cell holds when its whole 95 % interval is ≥ −0.02, or when both "
+            why="both parts of the sentence, declared before any run (revised four times in the open review). The "
+            "estimand is the paper's (App. J.5: the best of 10 seeds per cell, because the paper asks whether a "
+            "recall solution exists, not how often optimisation finds it): each of 5 replicates per model and cell "
+            "is the best of 3 training seeds, and every number below reads replicates. 'Always performs better' = "
+            "every compared cell holds on the paired-by-replicate difference full − simplified with a "
+            "non-inferiority margin of 0.02 ('better' read as not worse by more than 0.02, since a saturated cell "
+            "cannot score higher; a cell holds when its whole 95 % interval is ≥ −0.02, or when both "
             "models are at ≥ 0.99 there; fails only when its interval at the family-wise level 1 − 0.05/k, "
             "Bonferroni over the k compared cells not saturated, lies wholly below −0.02, so that with full = "
             "simplified noise refutes the clause at most 5 % of the time, as simulated in the tests; is undecided "
-            "otherwise; pipelines.scaling_grids.noninferior_cells). With 3 seeds the holding side is expected to read "
-            "inconclusive in a noisy cell: the clause is a refutation test with power against a clear gap, not a "
-            "proof of superiority; "
-            "read as cells_holding, the share of cells that hold with the interval [share holding, share not "
-            "failing]: ≥ 1 holds when every cell holds, fails when one cell fails, and one undecided cell leaves the "
-            "clause inconclusive; 'similar scaling trends' = the near-perfect (≥ 0.9) regions of "
-            "the two models overlap with Jaccard ≥ 0.7 (as 002/Fig6d) and N_90(D) is non-increasing for both",
+            "otherwise; pipelines.scaling_grids.noninferior_cells). The failing side's power at the paper grid's "
+            "size (k = 30, pipelines.scaling_grids.detectable_gap: the gap a cell fails at with probability ≥ ½): "
+            f"with 5 replicates {_gaps(5)}, with 3 replicates {_gaps(3)}, so 5 are declared; the holding side is "
+            "expected to read inconclusive in a noisy cell: the clause is a refutation test with power against a "
+            "clear gap, not a proof of superiority; "
+            "read as cells_holding_fraction, the fraction of the compared cells that hold, with the interval "
+            "[fraction holding, fraction not failing]: ≥ 1 (every cell) holds when every cell holds, fails when one "
+            "cell fails, and one undecided cell leaves the clause inconclusive. 'Better' where a cell is not "
+            "saturated (referee-O, open review): the pooled gain, the mean paired difference full − simplified over "
+            "the k compared unsaturated cells with replicates as units, > 0 over its 95 % interval (with 5 "
+            "replicates and k ≈ 30 its half-width is about 0.01 at a replicate spread of 0.03, so a gain of "
+            "0.01–0.02 shows; a full model equal to the simplified one fails it); 'similar scaling trends' = the near-perfect (≥ 0.9, on the best-of-3 replicates' "
+            "mean) regions of the two models overlap with Jaccard ≥ 0.7 (as 002/Fig6d) and N_90(D) is "
+            "non-increasing for both",
             reproduced=conds(
-                ("cells_holding", ">=", 1.0),
+                ("cells_holding_fraction", ">=", 1.0),
+                ("pooled_gain", ">", 0.0),
                 ("near_perfect_jaccard", ">=", 0.7),
                 ("n90_nonincreasing_both", "true"),
             ),
             trained=True,
         ),
-        not_run=f"the same full-model run as Fig. 6(d): `{runner_command('ch2_scaling')} --preset paper "
-        "--device cuda --parts full` (≈ 1–1.5 GPU-hours estimated)",
+        not_run=f"the same full-model run as Fig. 6(d), `{runner_command('ch2_scaling')} --preset paper "
+        "--device cuda --parts full`, at the declared 5 replicates × best of 3 seeds per model and cell (15 "
+        "trainings where Fig. 6(d) has 3: ≈ 5–7.5 GPU-hours estimated); the runner's seeds are not yet grouped "
+        "into best-of replicates",
         section=SECTION,
     ),
 ]
@@ -726,26 +755,48 @@ CLAIMS += [
         'App. D, "Phase transitions"',
         "no number given",
         Rule(
-            why="every part of the sentence, declared before any run (revised twice in the open review): a large "
-            "domain ≈ 1 and a large domain ≈ 0 = at least a quarter of the grid's cells at ≥ 0.95 and at least a "
-            "quarter at ≤ 0.05 (≈ 0 measured above the generator's chance level: accuracy − chance ≤ 0.05); a "
-            "'relatively small domain of transition' = the 10 %→90 % band spans at most 1.5 doublings of DN in each D "
-            "column where both domains appear (the ideal theory's own band, from Eq. 78's Φ(x)^{V/2} with x ∝ √(DN), "
-            "is 1.0 doubling at V = 512 and 0.87 at V = 1024, so a bar at 1 would sit on it); the step is read at "
-            "large V as the premise, not as a comparison: the band at V = 1024 is no more than 0.5 doubling wider "
-            "than at V = 512, paired over the same D columns (the theory's narrowing, 0.13 doubling, is shown, not "
-            "judged)",
+            why="every part of the sentence, declared before any run (revised five times in the open review). The "
+            "estimand is the paper's (Fig. 6(c) shows the best of 10 seeds, App. J.5): each cell is read on 3 "
+            "replicates, each the best of 3 training seeds (pipelines.scaling_grids.best_of_replicates), every "
+            "number below is computed per replicate and its interval taken over the replicates (a seed mean reads "
+            "optimisation failures near the step as a wider transition: simulated in the tests, a third of the "
+            "seeds failing there widens the mean's band to 2 doublings while each best-of-3 replicate reads the "
+            "theory's). A large domain ≈ 1 and a large domain ≈ 0 with a relatively small domain of transition "
+            "between them = at least a tenth of the grid's cells at ≥ 0.95, at least a tenth at ≤ 0.05 above the "
+            "generator's chance level (accuracy − chance ≤ 0.05, chance = claims.chance_level: a reader answering "
+            "one of the context's values at random, 1/N_f here), and at most 0.45 of the cells between (on this "
+            "linear grid the ideal step leaves 0.15–0.39 of the cells between wherever it falls; revised from a "
+            "quarter per domain, which the ideal theory failed with its step a quarter doubling above the grid's "
+            "middle, referee-O); and the 10 %→90 % band spans at most 1.5 doublings of N (at "
+            "fixed D, of DN) in the median D column among those holding both domains. The grid is the paper's (D ∈ "
+            "{2, 4, …, 64}, N ∈ {2, …, 32}, N ≤ D: 0.05 to 0.58 doubling between neighbouring N), and the band is read "
+            "by pipelines.scaling_grids.phase_reading: per column an isotonic fit of the replicate's accuracy, rescaled "
+            "from chance to 1, and the 10 % and 90 % crossings by linear interpolation in log₂ N. The ideal "
+            "theory's own band, from Eq. 78's Φ(x)^{V/2} with x ∝ √(DN), is 1.0 doubling at V = 512 and 0.87 at "
+            "V = 1024, so a bar at 1 would sit on it; as a positive control, the same reader on that shape evaluated "
+            "on the paper grid passes all five conditions at eight offsets of the step within a doubling (band 1.0 "
+            "± 0.12 and 0.87 ± 0.12), and as a negative control a linear rise over four doublings reads 3.2 and "
+            "fails (tests/chapters/ch2_hashing_scaling); the control passes every condition with its step "
+            "anywhere from 1.75 doublings below the grid's middle D·N to 0.5 above it, and beyond that the ≈ 1 domain "
+            "holds under a tenth of the paper's grid, which reads not reproduced: the sentence's domain is then "
+            "small on the paper's own grid. The step is read at large V as the premise, not as a "
+            "comparison: the band at V = 1024 is no more than 0.5 doubling wider than at V = 512, the median of the "
+            "per-column differences over the D columns both hold (the theory's narrowing, 0.13 doubling, is shown, "
+            "not judged)",
             reproduced=conds(
-                ("share_near_one", ">=", 0.25),
-                ("share_near_zero", ">=", 0.25),
-                ("widest_band_octaves", "<=", 1.5),
+                ("share_near_one", ">=", 0.10),
+                ("share_near_zero", ">=", 0.10),
+                ("share_transition", "<=", 0.45),
+                ("median_band_octaves", "<=", 1.5),
                 ("band_widening_with_V_octaves", "<=", 0.5),
             ),
             trained=True,
         ),
-        not_run="the paper-sized Fig. 6(c) grids, where V = 512 and 1024 make the (Φ)^{V/2} step sharp: "
-        f"`{runner_command('ch2_scaling')} --preset paper --device cuda --parts grid` (≈ 45 GPU-"
-        "minutes on one H100, estimated; the ci grid at V = 64 has no D column with both a ≈ 0 and a ≈ 1 domain)",
+        not_run="the paper-sized Fig. 6(c) grids, where V = 512 and 1024 make the (Φ)^{V/2} step sharp, at the "
+        f"declared 3 replicates × best of 3 seeds per cell: `{runner_command('ch2_scaling')} --preset paper --device "
+        "cuda --parts grid` (≈ 45 GPU-minutes on one H100 for 3 seeds, estimated, so ≈ 2.25 GPU-hours for 9; the "
+        "runner's seeds are not yet grouped into best-of replicates; the ci grid at V = 64 has no D column with both "
+        "a ≈ 0 and a ≈ 1 domain)",
         section=SECTION,
     ),
     Claim(
@@ -765,7 +816,10 @@ CLAIMS += [
             "meet); then independent of L = the paired-by-seed accuracy difference between the largest and the "
             "smallest L within ± 0.02 (absolute, over its whole 95 % interval) as L grows fourfold. Null control, "
             "measured beside it: a model at the generator's chance level, which fails the premise and reads not "
-            "testable here. Declared before any run",
+            "testable here. The premise is read over its whole 95 % interval, as the statement is (referee-N, open "
+            "review): a verdict in either direction needs all three premise conditions to hold over their intervals; "
+            "one the evidence does not decide makes the claim inconclusive, whatever the accuracy change gives. "
+            "Declared before any run",
             reproduced=conds(("accuracy_change_over_L", ">=", -0.02), ("accuracy_change_over_L", "<=", 0.02)),
             testable=conds(
                 ("accuracy_smallest_L", ">=", 0.9),
@@ -777,6 +831,7 @@ CLAIMS += [
             "sentence's "
             "condition is not met",
             trained=True,
+            premise_over_interval=True,
         ),
         not_run="an L sweep, not yet a part of the runner: trained simplified models at (V, N_f, D, N) = "
         "(512, 16, 32, 8) for L ∈ {64, 128, 256}, 3 seeds, 2000 steps (≈ 1–2 CPU-hours; the attention form "

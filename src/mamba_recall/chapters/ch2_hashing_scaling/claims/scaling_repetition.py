@@ -30,6 +30,10 @@ from mamba_recall.runners import runner_command
 #: the repetition runs' own target accuracy (their training stops once held-out accuracy reaches it; the
 #: ``target_accuracy`` of the ``ch2_fig10_11`` runs): "perfect" where the paper contrasts depths at N_k = 3
 RUN_TARGET = 0.999
+#: the step budget at which "the 2-layer model does not achieve perfect performance" (N_k = 3) is read: the paper's
+#: own for the simplified model (App. J, Table 9). A run below the target trains to its cap (training stops only at
+#: the target), so at a smaller cap "below the target" may be slower convergence, not the limit the paper reports
+NK3_STEPS = 3000
 
 #: the words Rule.text() appends to a trained rule (quoted in the revisions' earlier rules)
 TRAINED_TAIL = (
@@ -89,13 +93,33 @@ def guess_level(V: int, Nf: int, Nk: int) -> float:
 
 def _fig10_values(one: float, two: float, three: float | None, guess: float, n: int) -> dict:
     values = {
-        "one_layer_excess_se": (one - guess) / se(n),
+        "one_layer_excess": one - guess,
         "two_layer_accuracy": two,
         "two_layer_gain_se": (two - one) / se_diff(n),
     }
     if three is not None:
         values["three_layer_accuracy"] = three
     return values
+
+
+#: Fig. 10's "approximately bounded by" / "roughly 1/3": the one-layer accuracy within this absolute margin of the
+#: guessing level, both ways (as 002/Fig7's "≈"), declared in the open review before more seeds run (referee-H: a bar
+#: scaled by the standard error tightens with every seed added until a model at 0.36 against 0.349 fails "roughly")
+GUESS_MARGIN = 0.05
+_GUESS_WHY = (
+    f"'approximately bounded by' the guessing level = the one-layer accuracy within ± {GUESS_MARGIN} of it (absolute, "
+    "over its whole 95 % interval; an s.e.-scaled bar until the open review, revised because more seeds or a larger "
+    "evaluation set would make it refute a model at roughly the level)"
+)
+_SE_RULE = "one_layer_excess_se ≤ 3"
+#: why both Fig. 10 rules moved from an s.e.-scaled one-layer bar to :data:`GUESS_MARGIN` (a recorded revision of each)
+_MARGIN_REVISION = (
+    "Open review (referee-H on 002/Fig10-Nk3): the one-layer bar was three standard errors of the accuracies, stricter "
+    "than the sentence's 'approximately' / 'roughly' and tighter with every seed: the N_k = 3 one-layer models sit "
+    "0.003–0.015 above the guessing level 0.349, and more seeds would have read them not at it. Now an absolute margin "
+    "of ± 0.05, as 002/Fig7's '≈'; N_k = 2 is read the same way (one rule for one phrase)."
+)
+_AT_GUESS = (("one_layer_excess", ">=", -GUESS_MARGIN), ("one_layer_excess", "<=", GUESS_MARGIN))
 
 
 @_by_seed
@@ -112,6 +136,16 @@ def measure_fig10(bundle, Nk: int = 2) -> Measurement:
         f"N_k = {Nk}: 1 layer {one:.3f} (guessing one of the N_k stored values on this generator: {guess:.3f}; "
         f"1/N_k = {1 / Nk:.3f}), 2 layers {two:.3f}" + ("" if three is None else f", 3 layers {three:.3f}")
     )
+    if Nk == 3 and int(c["steps"]) < NK3_STEPS:  # a depth below the target trained to a cap under the budget
+        capped = [name for name, a in (("two", two), ("three", three)) if a is not None and a < RUN_TARGET]
+        two = float("nan") if "two" in capped else two
+        three = float("nan") if "three" in capped else three
+        if capped:
+            shown += (
+                f" ({' and '.join(capped)} layers below {RUN_TARGET} at a {c['steps']}-step cap, under the declared "
+                f"{NK3_STEPS}: undecided until both depths run {NK3_STEPS} steps, evaluated on ≥ 10,000 fresh "
+                f"sequences: `{runner_command('ch2_scaling')} --preset paper --parts repetition`)"
+            )
     ev = _bundle_ev(
         bundle,
         f"V = {c['V']}, N_f = {c['Nf']}, D = {c['D']}, N = {c['N']}, {c['steps']} steps",
@@ -140,18 +174,27 @@ CLAIMS += [
         "App. G.2, Fig. 10; Remarks 3, 4",
         "1 layer ≈ ≤ 1/2; 2 layers perfect",
         Rule(
-            why=f"bounded by the guessing level within {_SE_WHY}; perfect = ≥ 0.99; partially: one layer at its ceiling "
+            why=f"{_GUESS_WHY}; perfect = ≥ 0.99; partially: one layer at its ceiling "
             "and two layers clearly better. The ceiling is the paper's own reason for ½ ('guessing one out of N_k "
             "options'), computed on the generator the models are trained on (the earlier chunks' values can repeat "
             "the last one: ≈ 0.508 at V = 128, not 0.5), changed in the verdict audit (issue 27); a reader at that "
             "level at every depth is the null control",
-            reproduced=conds(("one_layer_excess_se", "<=", Z), ("two_layer_accuracy", ">=", PERFECT)),
-            partially=conds(("one_layer_excess_se", "<=", Z), ("two_layer_gain_se", ">=", Z)),
+            reproduced=conds(*_AT_GUESS, ("two_layer_accuracy", ">=", PERFECT)),
+            partially=conds(*_AT_GUESS, ("two_layer_gain_se", ">=", Z)),
             trained=True,
         ),
         lambda bundle: measure_fig10(bundle, 2),
         SECTION,
         reads=_fig_evidence("fig10_11"),
+        revisions=(
+            Revision(
+                date="2026-12-06",
+                reason=_MARGIN_REVISION,
+                rule_before=f"reproduced if {_SE_RULE} and two_layer_accuracy ≥ 0.99; partially if {_SE_RULE} and "
+                "two_layer_gain_se ≥ 3; otherwise not reproduced; " + TRAINED_TAIL,
+                status_before="reproduced",
+            ),
+        ),
     ),
 ]
 
@@ -164,9 +207,11 @@ _NK3_NOT_RUN = (
 
 def measure_fig10_nk3(bundle) -> Measurement:
     """Fig. 10 at N_k = 3 (:func:`measure_fig10`) from a bundle with 3 repeats and 1–3 layers; not run on one without
-    (the ci bundle: 2 repeats, 1–2 layers)."""
-    if not all(_has_rep(_seed_views(bundle)[0][1] if is_run_store_bundle(bundle) else bundle,
-                        "repeated_keys", 3, k) for k in (1, 2, 3)):  # fmt: skip
+    (the ci bundle: 2 repeats, 1–2 layers). A depth below the runs' target on a run capped below the declared
+    budget (:data:`NK3_STEPS`) is undecided (NaN, :func:`measure_fig10`): an under-trained model is 'not perfect'
+    trivially, and a capped three-layer run has not shown it cannot reach perfect (referee-O)."""
+    view = _seed_views(bundle)[0][1] if is_run_store_bundle(bundle) else bundle
+    if not all(_has_rep(view, "repeated_keys", 3, k) for k in (1, 2, 3)):
         raise NotRun(_NK3_NOT_RUN)
     return measure_fig10(bundle, 3)
 
@@ -179,16 +224,20 @@ CLAIMS += [
         "App. G.2, Fig. 10",
         "1 layer ≈ 1/3; 2 layers not perfect; 3 layers perfect",
         Rule(
-            why=f"bounded by the guessing level within {_SE_WHY}; perfect = the runs' own target accuracy "
+            why=f"{_GUESS_WHY}; perfect = the runs' own target accuracy "
             f"(≥ {RUN_TARGET}, where training stops), so 'does not achieve perfect performance' = below it: the "
             "sentence contrasts two layers with three, which the chapter's 0.99 bar cannot separate (both reach "
-            "it), revised in the open review (issue 51). Changed in the verdict audit (issue 27), for the paper's reasons: the ceiling "
+            "it), revised in the open review (issue 51); 002/Fig10-Nk2 reads 'perfect' at 0.99 because there it "
+            "separates a failing layer (≈ ½) from a solving one, which 0.99 does. Both depths are read at one "
+            f"budget, the paper's {NK3_STEPS} steps (App. J, Table 9): a run below the target trains to its cap, so "
+            "a depth below it on runs capped earlier is undecided, two layers or three (open review, referee-O), "
+            "and the rerun is evaluated on a fresh set of ≥ 10,000 sequences. Changed in the verdict audit (issue 27), for the paper's reasons: the ceiling "
             "is 'guessing one out of N_k options' computed on the generator the models are trained on (≈ 0.349 at "
             "N_k = 3, V = 128, where a repeated value makes the guess right more often than 1/3), not 1/3; and the "
             "sentence's 'the 2-layer model does not achieve perfect performance' was not tested before. A reader at "
             "the guessing level at every depth is the null control",
             reproduced=conds(
-                ("one_layer_excess_se", "<=", Z),
+                *_AT_GUESS,
                 ("two_layer_accuracy", "<", RUN_TARGET),
                 ("three_layer_accuracy", ">=", RUN_TARGET),
             ),
@@ -209,6 +258,17 @@ CLAIMS += [
                 rule_before="reproduced if one_layer_excess_se ≤ 3 and two_layer_accuracy < 0.99 and "
                 "three_layer_accuracy ≥ 0.99; otherwise not reproduced; " + TRAINED_TAIL,
                 status_before="not reproduced",
+            ),
+            Revision(
+                date="2026-12-06",
+                reason=_MARGIN_REVISION + " The same day, referee-O: the two-layer clause ('does not achieve "
+                "perfect performance') was read on runs capped at 1,000 steps, a third of the paper's 3,000, where a "
+                "run below the target has simply trained to its cap; a depth (two layers or three) below the target "
+                "on runs capped under 3,000 steps is now undecided (NaN), and both depths are to be read at the "
+                "paper's budget.",
+                rule_before=f"reproduced if {_SE_RULE} and two_layer_accuracy < 0.999 (at any step cap) and "
+                "three_layer_accuracy ≥ 0.999; otherwise not reproduced; " + TRAINED_TAIL,
+                status_before="inconclusive",
             ),
         ),
     ),
