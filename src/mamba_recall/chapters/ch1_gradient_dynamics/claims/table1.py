@@ -175,6 +175,8 @@ ROPE_CLAIM = "000/Table1-rope"
 ROPE_BUNDLE = "ch1_table1_rope"
 #: row 3's deciding cell (conv width 4, κ = 1) on seeds 3-5, each with the seed's Mamba and size-matched RoPE rows
 MORE_SEEDS_BUNDLE = "ch1_table1_seeds"
+#: rows 1 and 4's κ = 4 cells (T = 128, seeds 0-2) at 8× the step cap: the Mamba and the size-matched RoPE model
+K4_BUNDLE = "ch1_table1_k4"
 
 
 def check_table1(claim_id: str, seeds, table, origin, record: bool = True, matched=None):
@@ -185,7 +187,9 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
     with it, row 3's claim (:data:`MATCHED_CLAIM`) reads its Transformers (both conv widths) in place of the
     d_model-32 ones, beside the same seeds' Mamba and RoPE rows, plus seeds 3-5 of its deciding cell where
     ``ch1_table1_seeds`` is committed (:data:`MORE_SEEDS_BUNDLE`). Row 4 (:data:`ROPE_CLAIM`) reads the size-matched
-    RoPE Transformer of ``ch1_table1_rope`` in place of the d_model-32 one where that bundle is committed."""
+    RoPE Transformer of ``ch1_table1_rope`` in place of the d_model-32 one where that bundle is committed. Where
+    ``ch1_table1_k4`` is committed (:data:`K4_BUNDLE`: the κ = 4 cells at 8× the step cap), every row reads its Mamba
+    κ = 4 cells from it, and row 4 its size-matched RoPE model's."""
     import pandas as pd
 
     from mamba_recall.claims.core import check, check_stored, get, measurement_record
@@ -205,6 +209,14 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
         if more is not None:  # seeds 3-5 of the deciding cell, each with its own Mamba and RoPE rows
             runs = pd.concat([runs, more.tables["rows"]], ignore_index=True)
             read.append(more)
+    k4 = load_seeds(K4_BUNDLE, log=lambda *_: None)
+    if k4 is not None:  # the κ = 4 cells at 8× the step cap: every row's Mamba, and row 4's size-matched RoPE model
+        longer = k4.tables["rows"]
+        swap = {"mamba"} | ({"tf2_conv_rope"} if claim_id == ROPE_CLAIM else set())
+        cells = set(zip(longer["T"], longer.kappa, longer.seed))
+        old = runs.model.isin(swap) & [c in cells for c in zip(runs["T"], runs.kappa, runs.seed)]
+        runs = pd.concat([runs[~old], longer[longer.model.isin(swap)]], ignore_index=True)
+        read.append(k4)
     # the record cites every bundle it reads (referee-J: row 4 named only the one its Mamba rows came from)
     source = " + ".join(Evidence.from_bundle(b, "", seeds=1).source for b in read)
     per_seed = sorted(set(runs.seed))
