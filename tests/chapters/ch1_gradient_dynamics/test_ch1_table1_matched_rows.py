@@ -23,11 +23,29 @@ def test_rope_row_is_read_at_similar_size():
     v = check_table1("000/Table1-rope", seeds, pd.DataFrame(), None, record=False)
     assert v.evidence["seeds"] == 3
     assert "similar model sizes" not in v.ours  # read, not set aside for its size
-    # its κ = 4 runs (and the Mamba's) stopped on the 1,000-step cap below their bars: undecided, as row 1 reads
-    # them, and the reason does not send the reader to more seeds (referee-J)
+    assert "ch1_table1_rope_cpu-hours.json" in v.evidence["source"]  # the record cites every bundle it reads
+
+
+def test_capped_cells_are_undecided_and_the_longer_runs_decide_them(monkeypatch):
+    """Rows 1 and 4 at κ = 4: on the 1,000-step runs every Mamba and size-matched RoPE run stopped on its cap below its
+    bar, so both rows read those cells undecided and their reason does not send the reader to more seeds
+    (referee-J); ch1_table1_k4's runs at 8× the cap all end on their plateau, and the rows read them: row 4 within
+    5 points of Mamba with both ≥ 95 % (reproduced), row 1 at 0.976 below its 99 % (not reproduced)."""
+    seeds, k4 = _quiet("ch1_table1"), _quiet("ch1_table1_k4")
+    if seeds is None or k4 is None:
+        pytest.skip("no committed ch1_table1 / ch1_table1_k4 cpu-hours bundle")
+    assert set(k4.tables["rows"].stopped) == {"plateau"} and set(k4.tables["rows"].kappa) == {4}
+    v = check_table1("000/Table1-rope", seeds, pd.DataFrame(), None, record=False)
+    assert v.status == "reproduced" and "ch1_table1_k4_cpu-hours.json" in v.evidence["source"]
+    assert "stopped on the step cap" not in v.ours
+    row1 = check_table1("000/Table1-mamba", seeds, pd.DataFrame(), None, record=False)
+    assert row1.status == "not reproduced" and row1.intervals["min_accuracy"][1] < 0.99
+    # without the longer runs the capped cells are undecided
+    monkeypatch.setattr(table1, "K4_BUNDLE", "ch1_table1_k4_absent")
+    v = check_table1("000/Table1-rope", seeds, pd.DataFrame(), None, record=False)
     assert v.status == "inconclusive" and "stopped on the step cap below its bar: RoPE T=128 κ=4" in v.ours
     assert "would not settle the undecided part" in v.reason and "more seeds would settle it" not in v.reason
-    assert v.evidence["source"].endswith("ch1_table1_rope_cpu-hours.json")
+    assert check_table1("000/Table1-mamba", seeds, pd.DataFrame(), None, record=False).status == "inconclusive"
 
 
 def test_row3_reads_six_seeds_of_its_deciding_cell():
