@@ -31,6 +31,7 @@ MATCHED_EXPERIMENT = "ch1_table1_matched"
 ROPE_EXPERIMENT = "ch1_table1_rope"
 SEEDS_EXPERIMENT = "ch1_table1_seeds"
 K4_EXPERIMENT = "ch1_table1_k4"
+SEEDS_LONG_EXPERIMENT = "ch1_table1_seeds_long"
 ONEHOT_EXPERIMENT = "ch1_full_onehot"
 CHECKPOINTS_EXPERIMENT = "ch1_checkpoints"
 #: the runner's parts (``--parts``): name → run-store experiment
@@ -45,6 +46,7 @@ PARTS = {
     "table1_rope": ROPE_EXPERIMENT,
     "table1_seeds": SEEDS_EXPERIMENT,
     "table1_k4": K4_EXPERIMENT,
+    "table1_seeds_long": SEEDS_LONG_EXPERIMENT,
 }
 WO_CLAIM = "000/Fig7"
 #: the full-Mamba parts: part (= checkpoint name, job "model") → its sizes' experiment
@@ -57,7 +59,7 @@ CHECKPOINT_MODELS = ("k1", "k1_masked", "k2", "k4", "wo")
 #: the parts of Chapter 1 at each preset (``jobs_for(parts=None)``; the experiments a runner names when it refuses a
 #: preset): at ``ci`` and ``paper`` the one-seed models whose checkpoints the notebooks load and Table 1 with its
 #: size-matched row 3 (ci: one seed; paper: 3); at ``cpu-hours`` every part but ``checkpoints`` (3 seeds each, 5 for
-#: W_o), not the open review's added Table 1 rows (``grid ch1_table1_rope ch1_table1_seeds ch1_table1_k4``)
+#: W_o), not the open review's added Table 1 rows (``grid ch1_table1_rope ch1_table1_seeds ch1_table1_k4 ch1_table1_seeds_long``)
 DEFAULT_PARTS = {
     "ci": ("checkpoints", "table1", "table1_matched"),
     "paper": ("checkpoints", "table1", "table1_matched"),
@@ -150,7 +152,7 @@ def jobs_for(preset: str = "cpu-hours", smoke: bool = False, parts=None) -> list
         for width in base["conv_widths"]:
             sizes = {**{k: v for k, v in base.items() if k != "conv_widths"}, "conv_width": width}
             jobs += _table_jobs(preset, smoke, sizes, MATCHED_EXPERIMENT)
-    for part in ("table1_rope", "table1_seeds", "table1_k4"):
+    for part in ("table1_rope", "table1_seeds", "table1_k4", "table1_seeds_long"):
         if part in parts:
             jobs += _table_jobs(preset, smoke, _sizes(PARTS[part], preset, smoke), PARTS[part])
     if "wo" in parts:
