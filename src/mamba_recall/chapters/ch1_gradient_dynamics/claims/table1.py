@@ -175,8 +175,10 @@ ROPE_CLAIM = "000/Table1-rope"
 ROPE_BUNDLE = "ch1_table1_rope"
 #: row 3's deciding cell (conv width 4, κ = 1) on seeds 3-5, each with the seed's Mamba and size-matched RoPE rows
 MORE_SEEDS_BUNDLE = "ch1_table1_seeds"
-#: rows 1 and 4's κ = 4 cells (T = 128, seeds 0-2) at 8× the step cap: the Mamba and the size-matched RoPE model
+#: rows 1 and 4's κ = 4 cells (T = 128, seeds 0-2) and row 4's κ = 1 cells on seeds 3-5, each rerun to the target or
+#: 8× the step cap (no plateau stop): the Mamba and the size-matched RoPE model
 K4_BUNDLE = "ch1_table1_k4"
+LONGER_BUNDLES = (K4_BUNDLE, "ch1_table1_seeds_long")
 
 
 def check_table1(claim_id: str, seeds, table, origin, record: bool = True, matched=None):
@@ -187,9 +189,10 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
     with it, row 3's claim (:data:`MATCHED_CLAIM`) reads its Transformers (both conv widths) in place of the
     d_model-32 ones, beside the same seeds' Mamba and RoPE rows, plus seeds 3-5 of its deciding cell where
     ``ch1_table1_seeds`` is committed (:data:`MORE_SEEDS_BUNDLE`). Row 4 (:data:`ROPE_CLAIM`) reads the size-matched
-    RoPE Transformer of ``ch1_table1_rope`` in place of the d_model-32 one where that bundle is committed. Where
-    ``ch1_table1_k4`` is committed (:data:`K4_BUNDLE`: the κ = 4 cells at 8× the step cap), every row reads its Mamba
-    κ = 4 cells from it, and row 4 its size-matched RoPE model's."""
+    RoPE Transformer of ``ch1_table1_rope`` in place of the d_model-32 one where that bundle is committed, with its
+    κ = 1 cells on seeds 3-5 (``ch1_table1_seeds``). Where the longer reruns are committed (:data:`LONGER_BUNDLES`: the
+    cells rerun to the target or 8× the step cap), every row reads its Mamba cells from them, and row 4 its
+    size-matched RoPE model's. Every bundle is read beside ``seeds`` only at their preset."""
     import pandas as pd
 
     from mamba_recall.claims.core import check, check_stored, get, measurement_record
@@ -197,28 +200,41 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
     if seeds is None:
         return check(claim_id, table, origin, record=record)
     runs, read = seeds.tables["rows"], [seeds]
+    preset = (seeds.config or {}).get("preset")
+
+    def committed(stem):  # a bundle read beside ``seeds`` only at their preset (a smoke grid reads none of them)
+        b = load_seeds(stem, log=lambda *_: None)
+        return b if b is not None and b.config.get("preset") == preset else None
+
     if claim_id == ROPE_CLAIM:
-        rope = load_seeds(ROPE_BUNDLE, log=lambda *_: None)
+        rope = committed(ROPE_BUNDLE)
         if rope is not None:  # row 4 at similar model sizes, beside the same seeds' Mamba
             runs = pd.concat([runs[runs.model != "tf2_conv_rope"], rope.tables["rows"]], ignore_index=True)
             read.append(rope)
+        more = committed(MORE_SEEDS_BUNDLE)
+        if rope is not None and more is not None:  # its κ = 1 cells on seeds 3-5 too, each beside its Mamba (referee-P)
+            rows = more.tables["rows"]
+            runs = pd.concat([runs, rows[rows.model.isin(["mamba", "tf2_conv_rope"])]], ignore_index=True)
+            read.append(more)
     if claim_id == MATCHED_CLAIM and matched is not None:
         runs = pd.concat([runs[runs.model != "tf1_conv"], matched.tables["rows"]], ignore_index=True)
         read.append(matched)
-        more = load_seeds(MORE_SEEDS_BUNDLE, log=lambda *_: None)
+        more = committed(MORE_SEEDS_BUNDLE)
         if more is not None:  # seeds 3-5 of the deciding cell, each with its own Mamba and RoPE rows
             runs = pd.concat([runs, more.tables["rows"]], ignore_index=True)
             read.append(more)
-    k4 = load_seeds(K4_BUNDLE, log=lambda *_: None)
-    same = k4 is not None and k4.config.get("preset") == (seeds.config or {}).get("preset")
-    if same:  # the κ = 4 cells at 8× the step cap (of these seeds): every row's Mamba, row 4's size-matched RoPE model
-        longer = k4.tables["rows"]
-        longer = longer[longer.seed.isin(set(runs.seed))]
-        swap = {"mamba"} | ({"tf2_conv_rope"} if claim_id == ROPE_CLAIM else set())
+    # the cells rerun to the target or 8× the step cap (of these seeds): every row's Mamba, row 4's RoPE model
+    swap = {"mamba"} | ({"tf2_conv_rope"} if claim_id == ROPE_CLAIM else set())
+    for stem in LONGER_BUNDLES:
+        longer = committed(stem)
+        if longer is None:
+            continue
+        rows = longer.tables["rows"]
+        rows = rows[rows.seed.isin(set(runs.seed)) & rows.model.isin(swap)]
         key = ["T", "kappa", "seed"]
-        old = runs.model.isin(swap) & pd.MultiIndex.from_frame(runs[key]).isin(pd.MultiIndex.from_frame(longer[key]))
-        runs = pd.concat([runs[~old], longer[longer.model.isin(swap)]], ignore_index=True)
-        read.append(k4)
+        old = runs.model.isin(swap) & pd.MultiIndex.from_frame(runs[key]).isin(pd.MultiIndex.from_frame(rows[key]))
+        runs = pd.concat([runs[~old], rows], ignore_index=True)
+        read.append(longer)
     # the record cites every bundle it reads (referee-J: row 4 named only the one its Mamba rows came from)
     source = " + ".join(Evidence.from_bundle(b, "", seeds=1).source for b in read)
     per_seed = sorted(set(runs.seed))

@@ -242,7 +242,7 @@ def _table1_bundle(
     """``ch1_table1_<preset>`` (or ``ch1_table1_matched_<preset>``, the size-matched row 3, by ``experiment_name``):
     per cell the mean held-out accuracy over seeds with its interval and the paper's number (table ``accuracy``),
     and every run's Table 1 row (table ``rows``)."""
-    from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import LABELS, PAPER_TABLE1
+    from mamba_recall.chapters.ch1_gradient_dynamics.training.table1 import LABELS, PAPER_TABLE1, stop_reason, tail_gain
 
     matched = experiment_name != TABLE_EXPERIMENT  # the size-matched rows: their conv width is a cell's key
     keys = ("model", "conv_width", "T", "kappa") if matched else ("model", "T", "kappa")
@@ -256,8 +256,12 @@ def _table1_bundle(
                 "seed": r["seed"],
                 **{k: r["result"][k] for k in ("model", "label", "T", "kappa", "accuracy", "paper")},
                 **({"conv_width": r["config"]["sizes"]["conv_width"]} if matched else {}),
-                **{k: r["result"].get(k) for k in ("train_accuracy", "stopped", "steps_run", "params")},
+                "train_accuracy": r["result"].get("train_accuracy"),
+                # a run at its cap flat over its last 2,000 steps is finished ("flat"); its gain there is shown
+                "stopped": stop_reason(r["result"]),
+                **{k: r["result"].get(k) for k in ("steps_run", "params")},
                 "seconds": r["result"]["seconds"],
+                **({"last_2000_gain": tail_gain(r["result"]["train_curve"])} if "train_curve" in r["result"] else {}),
             }
             for r in sorted(runs, key=lambda r: (*cell(r).values(), r["seed"]))
         ]

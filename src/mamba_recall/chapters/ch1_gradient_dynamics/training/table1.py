@@ -81,6 +81,35 @@ def build(name: str, vocab_size: int, num_keys: int, seq_len: int, sizes: dict, 
     raise ValueError(f"unknown model {name!r}; use one of {list(LABELS)}.")
 
 
+#: a run at its step cap counts as finished learning where its training-set accuracy gained at most FLAT_GAIN over its
+#: last FLAT_STEPS steps (declared for the reruns to the target or the cap, while they trained and before any of their
+#: results, open review, referee-P: the plateau stop's 0.002 over 400 steps ended runs still climbing)
+FLAT_STEPS, FLAT_GAIN = 2000, 0.002
+
+
+def tail_gain(curve, steps: int = FLAT_STEPS) -> float:
+    """How much the training-set accuracy rose over the last ``steps`` of a run's curve ([step, accuracy] pairs at
+    each evaluation): the best of the evaluations inside the window minus the last one before it. NaN when the curve
+    is shorter than the window (it cannot show a flat end)."""
+    if not curve or curve[-1][0] - curve[0][0] < steps:
+        return float("nan")
+    start = curve[-1][0] - steps
+    before = [a for s, a in curve if s <= start]
+    inside = [a for s, a in curve if s > start]
+    return float(max(inside) - before[-1])
+
+
+def stop_reason(result: dict) -> str | None:
+    """A Table 1 run's ``stopped``, read with its curve: ``"flat"`` for a run at its cap whose training accuracy gained
+    at most :data:`FLAT_GAIN` over its last :data:`FLAT_STEPS` steps (:func:`tail_gain`: finished, though short of
+    the target), else the run's own (``target``, ``plateau``, ``steps``: at the cap still learning; None where the run
+    stops on held-out accuracy)."""
+    stopped, curve = result.get("stopped"), result.get("train_curve")
+    if stopped == "steps" and curve and tail_gain(curve) <= FLAT_GAIN:
+        return "flat"
+    return stopped
+
+
 def run_cell(name: str, seq_len: int, num_keys: int, sizes: dict, seed: int = 0, device="cpu") -> dict:
     """Train one cell and measure its held-out query accuracy. Stopping: ci / paper presets at 100 % held-out
     accuracy (or ``steps``); ``early_stop: "train_plateau"`` (cpu-hours) on the *training set* as App. A: at 100 %
