@@ -84,7 +84,7 @@ def longer_budgets(log=lambda *_: None) -> str:
             continue
         data = b.data
         state = f"{data['jobs_finished']} of {data['jobs_total']} searches committed" + (
-            "" if data.get("complete") else " (partial: the grid is still running)"
+            "" if data.get("complete") else " (partial: shown, never judged)"
         )
         train = float(b.tables["searches"].train_seconds.sum())
         out.append(
@@ -117,7 +117,7 @@ def longer_budgets(log=lambda *_: None) -> str:
     out += [
         "",
         "**κ\\*₅₀ per cell** (geometric mean over seeds, 95 % interval; long: 6,000 steps, tuned: 6,000 steps at the "
-        "sweep's rate per cell, (k/36): the jobs committed of a running grid):",
+        "sweep's rate per cell, (k/36): the jobs committed of an unfinished grid):",
         "",
         _table(pivot),
         "",
