@@ -111,8 +111,9 @@ def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
     """Status, the checks shown and the reason that ``rule`` gives measurement ``m`` (in the order that
     :mod:`mamba_recall.claims.core` states)."""
 
-    def run(cs):  # a NaN (a part the measurement leaves undecided) is shown undecided (None), not failing
-        return [(c.text(), c.shown(v), c.holds(v) if _measured(v) else None) for c in cs for v in (m.values[c.metric],)]
+    def run(cs):  # each check as the verdict reads it, over its whole interval (decide): holds, fails or undecided
+        # (None: an interval across the bar, seeds on both sides, or a NaN the measurement leaves undecided; referee-Q)
+        return [(c.text(), c.shown(m.values[c.metric]), decide(c, m)) for c in cs]
 
     testable, printed, corrected, partial = (
         run(rule.testable),
@@ -137,8 +138,8 @@ def _status(rule: Rule, m: Measurement) -> tuple[str, list, str]:
                     f"statement is judged in neither direction (the means alone would read '{_point_status(rule, m)}')"
                 ),
             )
-    elif not all(ok for *_, ok in testable):
-        return "not testable here", testable, rule.untestable_why
+    elif not all(c.holds(m.values[c.metric]) and _measured(m.values[c.metric]) for c in rule.testable):
+        return "not testable here", testable, rule.untestable_why  # a premise read at its point value
     if rule.trained and not seeds_ok:
         reason = (
             f"on {m.evidence.seeds} seed{'s' * (m.evidence.seeds != 1)}"
@@ -511,7 +512,8 @@ def across_seeds(ms: list[Measurement], names: list[str] | None = None, *, bound
         evidence,
         intervals,
         per_seed,
-        note=f"{len(ms)} seeds: numbers are means over seeds (95 % t-interval), booleans hold on every seed",
+        note=f"{len(ms)} seeds: numbers are means over seeds (95 % t-interval); a boolean counts as holding only "
+        "where it holds on every seed",
         control=control,
     )
 

@@ -222,7 +222,8 @@ def measure_u_shape(searches, probes, bundle, null: bool = True, shuffle: bool =
     rec = float(np.mean([s["recency"] for s in shapes]))
     m = Measurement(
         {"primacy": prim, "recency": rec, "edge_accuracy": float(edge.accuracy.mean())},
-        f"primacy {prim:+.3f}, recency {rec:+.3f} at {len(edge)} edge probes (mean recall {edge.accuracy.mean():.2f})",
+        f"primacy {prim:+.3f}, recency {rec:+.3f} at {len(edge)} edge probes (κ ≥ 4, recall nearest 50 %; mean recall "
+        f"{edge.accuracy.mean():.2f})",
         _evidence(bundle, f"{len(edge)} edge probes, recall by pair order"),
     )
     if not null:
@@ -244,7 +245,8 @@ def measure_delta_keys(searches, probes, bundle, null: bool = True, prefix: str 
     b = float(np.log(best[col]).mean()) if len(best) else float("nan")
     m = Measurement(
         {"log_key_ratio_edge": e, "log_key_ratio_below": b},
-        f"log(Δ keys / Δ others) {e:+.3f} at {len(edge)} edge probes, {b:+.3f} at {len(best)} probes with recall ≥ 90 %",
+        f"log(Δ keys / Δ others) {e:+.3f} at {len(edge)} edge probes (κ ≥ 2, recall nearest 50 %), {b:+.3f} at "
+        f"{len(best)} probes below capacity (each search's highest-recall probe with recall ≥ 90 %)",
         _evidence(bundle, "Δ of layer 0 at keys and at every other token"),
     )
     if not null:
