@@ -236,7 +236,7 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
         runs = pd.concat([runs[~old], rows], ignore_index=True)
         read.append(longer)
     # the record cites every bundle it reads (referee-J: row 4 named only the one its Mamba rows came from)
-    source = " + ".join(Evidence.from_bundle(b, "", seeds=1).source for b in read)
+    source = "; ".join(Evidence.from_bundle(b, "", seeds=1).source for b in read)  # the manifest splits on ";"
     per_seed = sorted(set(runs.seed))
     measure = get(claim_id).measure
 
