@@ -246,6 +246,8 @@ def check_table1(claim_id: str, seeds, table, origin, record: bool = True, match
             continue
         rows = longer.tables["rows"]
         rows = rows[rows.seed.isin(set(runs.seed)) & rows.model.isin(swap)]
+        if rows.empty:  # none of its cells is read here (referee-P: a bundle cited but not read)
+            continue
         key = ["T", "kappa", "seed"]
         old = runs.model.isin(swap) & pd.MultiIndex.from_frame(runs[key]).isin(pd.MultiIndex.from_frame(rows[key]))
         runs = pd.concat([runs[~old], rows], ignore_index=True)
